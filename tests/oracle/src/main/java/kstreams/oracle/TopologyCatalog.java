@@ -1,0 +1,629 @@
+package kstreams.oracle;
+
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Supplier;
+
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.Branched;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.Joined;
+import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Named;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.StreamJoined;
+import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
+
+/**
+ * Topologies built with Kafka Streams' own DSL. tests/topology_catalog.py builds each one
+ * again, under the same name, with dagster_kstreams; the describe() strings must match.
+ *
+ * Keys and values are strings; a record value is a comma-separated row such as
+ * "alice,fr,42" (user, country, amount) so that the lambdas mean the same thing on both sides.
+ */
+public final class TopologyCatalog {
+    private TopologyCatalog() {}
+
+    private static final Map<String, Supplier<Topology>> TOPOLOGIES = new LinkedHashMap<>();
+
+    static {
+        // The snippets of the DSL issue.
+        TOPOLOGIES.put("issue_users_per_country", TopologyCatalog::issue_users_per_country);
+        TOPOLOGIES.put("issue_clicks_enriched_with_profiles", TopologyCatalog::issue_clicks_enriched_with_profiles);
+        TOPOLOGIES.put("issue_windowed_word_count", TopologyCatalog::issue_windowed_word_count);
+        TOPOLOGIES.put("issue_table_filter_map_values", TopologyCatalog::issue_table_filter_map_values);
+        TOPOLOGIES.put("issue_map_to_table_to_stream", TopologyCatalog::issue_map_to_table_to_stream);
+        TOPOLOGIES.put("issue_count_store", TopologyCatalog::issue_count_store);
+        // Stateless operators.
+        TOPOLOGIES.put("stateless_chain", TopologyCatalog::stateless_chain);
+        TOPOLOGIES.put("multi_topic_source", TopologyCatalog::multi_topic_source);
+        TOPOLOGIES.put("merge_two_streams", TopologyCatalog::merge_two_streams);
+        TOPOLOGIES.put("merge_after_key_change_then_count", TopologyCatalog::merge_after_key_change_then_count);
+        TOPOLOGIES.put("flat_map_then_reduce", TopologyCatalog::flat_map_then_reduce);
+        TOPOLOGIES.put("peek_flat_map_values", TopologyCatalog::peek_flat_map_values);
+        TOPOLOGIES.put("split_into_named_branches", TopologyCatalog::split_into_named_branches);
+        TOPOLOGIES.put("split_unnamed_with_consumers", TopologyCatalog::split_unnamed_with_consumers);
+        TOPOLOGIES.put("split_with_prefix_and_chains", TopologyCatalog::split_with_prefix_and_chains);
+        TOPOLOGIES.put("merge_of_branches", TopologyCatalog::merge_of_branches);
+        // Repartitioning.
+        TOPOLOGIES.put("repartition_default", TopologyCatalog::repartition_default);
+        TOPOLOGIES.put("repartition_named_with_partitions", TopologyCatalog::repartition_named_with_partitions);
+        TOPOLOGIES.put("chain_of_repartitions", TopologyCatalog::chain_of_repartitions);
+        TOPOLOGIES.put("count_then_group_by_key_again", TopologyCatalog::count_then_group_by_key_again);
+        TOPOLOGIES.put("select_key_twice_then_count", TopologyCatalog::select_key_twice_then_count);
+        // Aggregations.
+        TOPOLOGIES.put("group_by_key_aggregate", TopologyCatalog::group_by_key_aggregate);
+        TOPOLOGIES.put("group_by_named_reduce", TopologyCatalog::group_by_named_reduce);
+        TOPOLOGIES.put("tumbling_window_aggregate_with_grace", TopologyCatalog::tumbling_window_aggregate_with_grace);
+        TOPOLOGIES.put("hopping_window_count", TopologyCatalog::hopping_window_count);
+        TOPOLOGIES.put("sliding_window_reduce", TopologyCatalog::sliding_window_reduce);
+        TOPOLOGIES.put("session_window_count", TopologyCatalog::session_window_count);
+        TOPOLOGIES.put("session_window_aggregate", TopologyCatalog::session_window_aggregate);
+        TOPOLOGIES.put("windowed_count_suppressed", TopologyCatalog::windowed_count_suppressed);
+        // Joins.
+        TOPOLOGIES.put("stream_stream_inner_join", TopologyCatalog::stream_stream_inner_join);
+        TOPOLOGIES.put("stream_stream_left_join_both_rekeyed", TopologyCatalog::stream_stream_left_join_both_rekeyed);
+        TOPOLOGIES.put("stream_stream_outer_join_stream_joined", TopologyCatalog::stream_stream_outer_join_stream_joined);
+        TOPOLOGIES.put("stream_table_left_join", TopologyCatalog::stream_table_left_join);
+        TOPOLOGIES.put("stream_table_join_after_map_joined_named", TopologyCatalog::stream_table_join_after_map_joined_named);
+        TOPOLOGIES.put("stream_to_table_then_join", TopologyCatalog::stream_to_table_then_join);
+        TOPOLOGIES.put("join_result_then_windowed_count", TopologyCatalog::join_result_then_windowed_count);
+        TOPOLOGIES.put("table_table_inner_join", TopologyCatalog::table_table_inner_join);
+        TOPOLOGIES.put("table_table_left_join_materialized", TopologyCatalog::table_table_left_join_materialized);
+        TOPOLOGIES.put("table_table_outer_join_named", TopologyCatalog::table_table_outer_join_named);
+        // Tables.
+        TOPOLOGIES.put("table_source_materialized", TopologyCatalog::table_source_materialized);
+        TOPOLOGIES.put("table_group_by_count", TopologyCatalog::table_group_by_count);
+        TOPOLOGIES.put("table_group_by_aggregate", TopologyCatalog::table_group_by_aggregate);
+        TOPOLOGIES.put("table_group_by_reduce_named", TopologyCatalog::table_group_by_reduce_named);
+        TOPOLOGIES.put("table_suppress_time_limit", TopologyCatalog::table_suppress_time_limit);
+        // Naming and layout.
+        TOPOLOGIES.put("named_operators_everywhere", TopologyCatalog::named_operators_everywhere);
+        TOPOLOGIES.put("two_independent_pipelines", TopologyCatalog::two_independent_pipelines);
+    }
+
+    /** Catalog names in definition order. */
+    public static List<String> names() {
+        return List.copyOf(TOPOLOGIES.keySet());
+    }
+
+    public static Topology build(String name) {
+        Supplier<Topology> supplier = TOPOLOGIES.get(name);
+        if (supplier == null) {
+            throw new IllegalArgumentException("unknown topology: " + name);
+        }
+        return supplier.get();
+    }
+
+    private static String field(String row, int index) {
+        return row.split(",")[index];
+    }
+
+    // ---- The snippets of the DSL issue --------------------------------------------------
+
+    static Topology issue_users_per_country() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> users = b.stream("users");
+        users.groupBy((k, v) -> field(v, 1)).count().toStream().to("users-per-country");
+        return b.build();
+    }
+
+    static Topology issue_clicks_enriched_with_profiles() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> clicks = b.stream("clicks");
+        KTable<String, String> profiles = b.table("profiles");
+        clicks.selectKey((k, v) -> field(v, 0))
+            .join(profiles, (click, profile) -> click + "," + profile)
+            .to("enriched");
+        return b.build();
+    }
+
+    static Topology issue_windowed_word_count() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> words = b.stream("words");
+        words.flatMapValues(v -> Arrays.asList(v.split(" ")))
+            .groupBy((k, w) -> w)
+            .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1)))
+            .count();
+        return b.build();
+    }
+
+    static Topology issue_table_filter_map_values() {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> t = b.table("t");
+        t.filter((k, v) -> v != null).mapValues(v -> v);
+        return b.build();
+    }
+
+    static Topology issue_map_to_table_to_stream() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> input = b.stream("input");
+        input.map((k, v) -> KeyValue.pair(k.substring(0, 1), v)).toTable().toStream().to("output");
+        return b.build();
+    }
+
+    static Topology issue_count_store() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> input = b.stream("input-topic");
+        input.groupByKey().count(Materialized.as("count-store"));
+        return b.build();
+    }
+
+    // ---- Stateless operators ---------------------------------------------------------
+
+    static Topology stateless_chain() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> rows = b.stream("rows");
+        rows.filter((k, v) -> v != null)
+            .filterNot((k, v) -> v.isEmpty())
+            .mapValues(v -> v.toUpperCase())
+            .peek((k, v) -> { })
+            .mapValues((k, v) -> k + ":" + v)
+            .to("rows-upper");
+        return b.build();
+    }
+
+    static Topology multi_topic_source() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> both = b.stream(List.of("orders-eu", "orders-us"));
+        both.mapValues(v -> field(v, 2)).to("order-amounts");
+        return b.build();
+    }
+
+    static Topology merge_two_streams() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> left = b.stream("left");
+        KStream<String, String> right = b.stream("right");
+        left.merge(right).filter((k, v) -> v != null).to("merged");
+        return b.build();
+    }
+
+    static Topology merge_after_key_change_then_count() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> web = b.stream("web-orders");
+        KStream<String, String> shop = b.stream("shop-orders");
+        web.selectKey((k, v) -> field(v, 0))
+            .merge(shop)
+            .groupByKey()
+            .count()
+            .toStream()
+            .to("orders-per-user");
+        return b.build();
+    }
+
+    static Topology flat_map_then_reduce() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> lines = b.stream("lines");
+        lines.flatMap((k, v) -> {
+                List<KeyValue<String, String>> out = new java.util.ArrayList<>();
+                for (String word : v.split(" ")) {
+                    out.add(KeyValue.pair(word, word));
+                }
+                return out;
+            })
+            .groupByKey()
+            .reduce((a, c) -> a + c)
+            .toStream()
+            .to("words-concatenated");
+        return b.build();
+    }
+
+    static Topology peek_flat_map_values() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> rows = b.stream("rows");
+        rows.peek((k, v) -> { })
+            .flatMapValues(v -> Arrays.asList(v.split(",")))
+            .flatMapValues((k, v) -> List.of(k, v))
+            .to("cells");
+        return b.build();
+    }
+
+    static Topology split_into_named_branches() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> orders = b.stream("orders");
+        // The map keys are the split name followed by the branch name.
+        Map<String, KStream<String, String>> branches = orders.split(Named.as("country-"))
+            .branch((k, v) -> field(v, 1).equals("fr"), Branched.as("france"))
+            .branch((k, v) -> field(v, 1).equals("de"), Branched.<String, String>as("x").withName("germany"))
+            .defaultBranch();
+        branches.get("country-france").to("orders-fr");
+        branches.get("country-germany").to("orders-de");
+        branches.get("country-0").to("orders-other");
+        return b.build();
+    }
+
+    static Topology split_unnamed_with_consumers() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> logs = b.stream("logs");
+        logs.split()
+            .branch((k, v) -> v.startsWith("ERROR"), Branched.withConsumer(ks -> ks.to("errors")))
+            .branch((k, v) -> v.startsWith("WARN"), Branched.withConsumer(ks -> ks.mapValues(v -> v.substring(5)).to("warnings")))
+            .noDefaultBranch();
+        return b.build();
+    }
+
+    static Topology split_with_prefix_and_chains() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> orders = b.stream("orders");
+        Map<String, KStream<String, String>> branches = orders.split(Named.as("route-"))
+            .branch((k, v) -> Integer.parseInt(field(v, 2)) > 100,
+                Branched.withFunction(ks -> ks.mapValues(v -> "big:" + v), "big"))
+            .branch((k, v) -> Integer.parseInt(field(v, 2)) == 0,
+                Branched.withConsumer(ks -> ks.to("orders-free")))
+            .defaultBranch(Branched.as("small"));
+        branches.get("route-big").to("orders-big");
+        branches.get("route-small").to("orders-small");
+        return b.build();
+    }
+
+    static Topology merge_of_branches() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> events = b.stream("events");
+        Map<String, KStream<String, String>> branches = events.split(Named.as("kind-"))
+            .branch((k, v) -> v.startsWith("a"))
+            .defaultBranch();
+        branches.get("kind-1").mapValues(v -> v.toUpperCase())
+            .merge(branches.get("kind-0"))
+            .to("events-normalised");
+        return b.build();
+    }
+
+    // ---- Repartitioning -------------------------------------------------------------
+
+    static Topology repartition_default() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> input = b.stream("input");
+        input.repartition().mapValues(v -> v).to("output");
+        return b.build();
+    }
+
+    static Topology repartition_named_with_partitions() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> purchases = b.stream("purchases");
+        purchases.selectKey((k, v) -> field(v, 0))
+            .repartition(Repartitioned.<String, String>as("by-user").withNumberOfPartitions(4))
+            .groupByKey()
+            .count()
+            .toStream()
+            .repartition(Repartitioned.numberOfPartitions(2))
+            .to("purchase-counts");
+        return b.build();
+    }
+
+    static Topology chain_of_repartitions() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> sales = b.stream("sales");
+        KTable<String, Long> perUser = sales.selectKey((k, v) -> field(v, 0)).groupByKey().count();
+        KTable<String, String> perCountry = perUser.toStream()
+            .selectKey((user, count) -> user.substring(0, 1))
+            .mapValues(count -> Long.toString(count))
+            .groupByKey()
+            .reduce((a, c) -> a + "," + c);
+        perCountry.toStream()
+            .groupBy((k, v) -> v.length() > 10 ? "long" : "short")
+            .aggregate(() -> "", (k, v, agg) -> agg + v)
+            .toStream()
+            .to("sales-buckets");
+        return b.build();
+    }
+
+    static Topology count_then_group_by_key_again() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> clicks = b.stream("clicks");
+        clicks.groupByKey()
+            .count()
+            .toStream()
+            .mapValues(c -> Long.toString(c))
+            .groupByKey()
+            .reduce((a, c) -> c)
+            .toStream()
+            .to("latest-click-count");
+        return b.build();
+    }
+
+    static Topology select_key_twice_then_count() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> rows = b.stream("rows");
+        rows.selectKey((k, v) -> field(v, 0))
+            .filter((k, v) -> v != null)
+            .selectKey((k, v) -> field(v, 1))
+            .groupByKey()
+            .count();
+        return b.build();
+    }
+
+    // ---- Aggregations ----------------------------------------------------------------
+
+    static Topology group_by_key_aggregate() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> payments = b.stream("payments");
+        payments.groupByKey()
+            .aggregate(() -> "0", (k, v, total) ->
+                Long.toString(Long.parseLong(total) + Long.parseLong(field(v, 2))))
+            .toStream()
+            .to("payment-totals");
+        return b.build();
+    }
+
+    static Topology group_by_named_reduce() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> users = b.stream("users");
+        users.groupBy((k, v) -> field(v, 1), Grouped.as("by-country"))
+            .reduce((a, c) -> a.length() >= c.length() ? a : c,
+                Named.as("longest-row"), Materialized.as("longest-row-store"))
+            .toStream(Named.as("longest-row-changes"))
+            .to("longest-row-per-country");
+        return b.build();
+    }
+
+    static Topology tumbling_window_aggregate_with_grace() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> readings = b.stream("readings");
+        readings.groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMinutes(5), Duration.ofSeconds(30)))
+            .aggregate(() -> "", (k, v, agg) -> agg + v)
+            .toStream()
+            .map((wk, v) -> KeyValue.pair(wk.key() + "@" + wk.window().start(), v))
+            .to("readings-5m");
+        return b.build();
+    }
+
+    static Topology hopping_window_count() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> views = b.stream("page-views");
+        views.groupBy((k, v) -> field(v, 0))
+            .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(10)).advanceBy(Duration.ofMinutes(1)))
+            .count(Materialized.as("views-10m-hopping"));
+        return b.build();
+    }
+
+    static Topology sliding_window_reduce() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> trades = b.stream("trades");
+        trades.groupByKey()
+            .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(30), Duration.ofSeconds(5)))
+            .reduce((a, c) -> a.compareTo(c) >= 0 ? a : c)
+            .toStream()
+            .selectKey((wk, v) -> wk.key())
+            .to("trade-max-30s");
+        return b.build();
+    }
+
+    static Topology session_window_count() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> clicks = b.stream("clicks");
+        clicks.groupByKey()
+            .windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMinutes(30)))
+            .count();
+        return b.build();
+    }
+
+    static Topology session_window_aggregate() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> clicks = b.stream("clicks");
+        clicks.selectKey((k, v) -> field(v, 0))
+            .groupByKey(Grouped.as("sessions-by-user"))
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMinutes(5), Duration.ofMinutes(1)))
+            .aggregate(() -> "", (k, v, agg) -> agg + v, (k, a, c) -> a + c,
+                Materialized.as("user-sessions"))
+            .toStream()
+            .to("user-sessions");
+        return b.build();
+    }
+
+    static Topology windowed_count_suppressed() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> alerts = b.stream("alerts");
+        alerts.groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMinutes(1), Duration.ofSeconds(10)))
+            .count()
+            .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
+            .toStream()
+            .filter((wk, count) -> count > 3)
+            .to("alert-storms");
+        return b.build();
+    }
+
+    // ---- Joins -----------------------------------------------------------------------
+
+    static Topology stream_stream_inner_join() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> orders = b.stream("orders");
+        KStream<String, String> payments = b.stream("payments");
+        orders.join(payments, (o, p) -> o + "|" + p,
+                JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofMinutes(5)))
+            .to("paid-orders");
+        return b.build();
+    }
+
+    static Topology stream_stream_left_join_both_rekeyed() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> impressions = b.stream("impressions");
+        KStream<String, String> clicks = b.stream("ad-clicks");
+        KStream<String, String> impressionsByAd = impressions.selectKey((k, v) -> field(v, 1));
+        KStream<String, String> clicksByAd = clicks.map((k, v) -> KeyValue.pair(field(v, 1), v));
+        impressionsByAd.leftJoin(clicksByAd, (i, c) -> i + "|" + c,
+                JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMinutes(1), Duration.ofSeconds(10)))
+            .to("impressions-with-clicks");
+        return b.build();
+    }
+
+    static Topology stream_stream_outer_join_stream_joined() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> left = b.stream("left-events");
+        KStream<String, String> right = b.stream("right-events");
+        left.selectKey((k, v) -> field(v, 0))
+            .outerJoin(right, (l, r) -> l + "|" + r,
+                JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(10)),
+                StreamJoined.<String, String, String>as("pairing").withStoreName("pairing-store"))
+            .to("paired-events");
+        return b.build();
+    }
+
+    static Topology stream_table_left_join() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> orders = b.stream("orders");
+        KTable<String, String> customers = b.table("customers");
+        orders.leftJoin(customers, (o, c) -> o + "|" + c).to("orders-with-customer");
+        return b.build();
+    }
+
+    static Topology stream_table_join_after_map_joined_named() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> orders = b.stream("orders");
+        KTable<String, String> products = b.table("products", Materialized.as("products-store"));
+        orders.map((k, v) -> KeyValue.pair(field(v, 1), v))
+            .join(products, (o, p) -> o + "|" + p, Joined.as("order-product"))
+            .to("orders-with-product");
+        return b.build();
+    }
+
+    static Topology stream_to_table_then_join() {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> latestPrice = b.<String, String>stream("prices")
+            .toTable(Named.as("latest-price"), Materialized.as("latest-price-store"));
+        KStream<String, String> quotes = b.stream("quotes");
+        quotes.join(latestPrice, (q, p) -> q + "@" + p).to("priced-quotes");
+        return b.build();
+    }
+
+    static Topology join_result_then_windowed_count() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> searches = b.stream("searches");
+        KStream<String, String> results = b.stream("results");
+        searches.selectKey((k, v) -> field(v, 0))
+            .join(results.selectKey((k, v) -> field(v, 0)), (s, r) -> s + "|" + r,
+                JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(30)))
+            .groupByKey()
+            .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofHours(1)))
+            .count()
+            .toStream()
+            .to("searches-with-results-per-hour");
+        return b.build();
+    }
+
+    static Topology table_table_inner_join() {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> users = b.table("users");
+        KTable<String, String> addresses = b.table("addresses");
+        users.join(addresses, (u, a) -> u + "|" + a).toStream().to("users-with-address");
+        return b.build();
+    }
+
+    static Topology table_table_left_join_materialized() {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> accounts = b.table("accounts");
+        KTable<String, String> limits = b.table("limits");
+        accounts.leftJoin(limits, (a, l) -> a + "|" + l, Materialized.as("accounts-with-limits"))
+            .toStream()
+            .to("accounts-with-limits");
+        return b.build();
+    }
+
+    static Topology table_table_outer_join_named() {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> stock = b.table("stock", Consumed.as("stock-source"));
+        KTable<String, String> reservations = b.table("reservations");
+        stock.outerJoin(reservations, (s, r) -> s + "|" + r, Named.as("stock-vs-reserved"))
+            .toStream()
+            .to("stock-positions");
+        return b.build();
+    }
+
+    // ---- Tables ------------------------------------------------------------------------
+
+    static Topology table_source_materialized() {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> config = b.table("config", Materialized.as("config-store"));
+        config.filterNot((k, v) -> v == null)
+            .mapValues(v -> v.trim(), Materialized.as("config-trimmed"))
+            .toStream()
+            .to("config-trimmed");
+        return b.build();
+    }
+
+    static Topology table_group_by_count() {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> users = b.table("users");
+        users.groupBy((k, v) -> KeyValue.pair(field(v, 1), v)).count().toStream().to("users-by-country");
+        return b.build();
+    }
+
+    static Topology table_group_by_aggregate() {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> balances = b.table("balances");
+        balances.groupBy((k, v) -> KeyValue.pair(field(v, 1), field(v, 2)), Grouped.as("balances-by-branch"))
+            .aggregate(() -> "0",
+                (k, v, total) -> Long.toString(Long.parseLong(total) + Long.parseLong(v)),
+                (k, v, total) -> Long.toString(Long.parseLong(total) - Long.parseLong(v)))
+            .toStream()
+            .to("branch-totals");
+        return b.build();
+    }
+
+    static Topology table_group_by_reduce_named() {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> scores = b.table("scores");
+        scores.groupBy((k, v) -> KeyValue.pair(field(v, 1), field(v, 2)))
+            .reduce((a, c) -> Long.toString(Long.parseLong(a) + Long.parseLong(c)),
+                (a, c) -> Long.toString(Long.parseLong(a) - Long.parseLong(c)),
+                Named.as("team-score"), Materialized.as("team-score-store"))
+            .toStream()
+            .to("team-scores");
+        return b.build();
+    }
+
+    static Topology table_suppress_time_limit() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> temperatures = b.stream("temperatures");
+        temperatures.groupByKey()
+            .reduce((a, c) -> c)
+            .suppress(Suppressed.<String>untilTimeLimit(Duration.ofSeconds(15),
+                Suppressed.BufferConfig.maxRecords(1000)).withName("rate-limit"))
+            .toStream()
+            .to("temperatures-rate-limited");
+        return b.build();
+    }
+
+    // ---- Naming and layout ------------------------------------------------------------
+
+    static Topology named_operators_everywhere() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> events = b.stream("events", Consumed.as("events-source"));
+        events.filter((k, v) -> v != null, Named.as("drop-nulls"))
+            .mapValues(v -> v.trim(), Named.as("trim"))
+            .selectKey((k, v) -> field(v, 0), Named.as("key-by-user"))
+            .groupByKey(Grouped.as("events-by-user"))
+            .count(Named.as("count-events"), Materialized.as("events-per-user"))
+            .toStream(Named.as("count-changes"))
+            .mapValues(c -> Long.toString(c), Named.as("format-count"))
+            .to("events-per-user", Produced.as("events-per-user-sink"));
+        return b.build();
+    }
+
+    static Topology two_independent_pipelines() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> a = b.stream("topic-a");
+        KStream<String, String> c = b.stream("topic-c");
+        a.mapValues(v -> v + "!").to("topic-a-out");
+        c.groupBy((k, v) -> v).count();
+        KStream<String, String> bb = b.stream("topic-b");
+        bb.filter((k, v) -> v.length() > 3).to("topic-b-out");
+        return b.build();
+    }
+}
