@@ -1,0 +1,155 @@
+"""Kafka Streams as the oracle: build and run the Java harness in tests/oracle.
+
+The Maven project is built at most once per change of its sources: a stamp in
+tests/oracle/target holds a hash of pom.xml and src/, and a file lock keeps concurrent test
+sessions (several pytest runs in one working tree) from building over each other.
+
+    describe_topologies(["all"])           -> {name: Kafka Streams' describe().toString()}
+    java_murmur2_partitions(keys, n)        -> [(Utils.murmur2(key), partitionForKey(key, n))]
+    run_main("kstreams.oracle.X", [...])    -> stdout of any other main added to the project
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+ORACLE_DIR = Path(__file__).resolve().parent / "oracle"
+TARGET_DIR = ORACLE_DIR / "target"
+CLASSES_DIR = TARGET_DIR / "classes"
+CLASSPATH_FILE = TARGET_DIR / "classpath.txt"
+STAMP_FILE = TARGET_DIR / "oracle-build.sha256"
+LOCK_FILE = TARGET_DIR / "oracle-build.lock"
+
+_MAVEN_GOALS = [
+    "-q",
+    "-B",
+    "package",
+    "dependency:build-classpath",
+    f"-Dmdep.outputFile={CLASSPATH_FILE}",
+]
+
+
+class OracleError(RuntimeError):
+    """The harness could not be built or one of its mains failed."""
+
+
+def sources_hash() -> str:
+    """Hash of everything the build reads: pom.xml and every file under src/."""
+    digest = hashlib.sha256()
+    files = [ORACLE_DIR / "pom.xml", *sorted((ORACLE_DIR / "src").rglob("*"))]
+    for path in files:
+        if path.is_file():
+            digest.update(str(path.relative_to(ORACLE_DIR)).encode())
+            digest.update(b"\0")
+            digest.update(path.read_bytes())
+            digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _is_built(expected_hash: str) -> bool:
+    return (
+        STAMP_FILE.is_file()
+        and STAMP_FILE.read_text().strip() == expected_hash
+        and CLASSPATH_FILE.is_file()
+        and CLASSES_DIR.is_dir()
+    )
+
+
+def _run_maven(extra: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise OracleError("mvn is not on PATH; the Kafka Streams oracle needs Maven")
+    return subprocess.run(
+        [mvn, *extra, *_MAVEN_GOALS],
+        cwd=ORACLE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+def build() -> None:
+    """Build the harness unless the stamp shows this exact source was built already."""
+    expected = sources_hash()
+    if _is_built(expected):
+        return
+    TARGET_DIR.mkdir(parents=True, exist_ok=True)
+    with open(LOCK_FILE, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _is_built(expected):  # another session built it while we waited
+            return
+        STAMP_FILE.unlink(missing_ok=True)
+        result = _run_maven([])
+        if result.returncode != 0:
+            # No network (or Central down): everything may already be in ~/.m2.
+            offline = _run_maven(["-o"])
+            if offline.returncode != 0:
+                raise OracleError(
+                    "building the Kafka Streams oracle failed\n"
+                    f"online:\n{result.stdout}{result.stderr}\n"
+                    f"offline:\n{offline.stdout}{offline.stderr}"
+                )
+        STAMP_FILE.write_text(expected + "\n")
+
+
+def classpath() -> str:
+    build()
+    return os.pathsep.join([str(CLASSES_DIR), CLASSPATH_FILE.read_text().strip()])
+
+
+def _java() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "java").is_file():
+        return str(Path(java_home) / "bin" / "java")
+    java = shutil.which("java")
+    if java is None:
+        raise OracleError("java is not on PATH; the Kafka Streams oracle needs Java 17+")
+    return java
+
+
+def run_main(main_class: str, args: Sequence[str] = (), stdin: str | None = None,
+             timeout: float = 300) -> str:
+    """Run one main of the harness and return its stdout; raise with stderr on failure."""
+    result = subprocess.run(
+        [_java(), "-cp", classpath(), main_class, *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if result.returncode != 0:
+        raise OracleError(
+            f"{main_class} {' '.join(args)} exited with {result.returncode}\n{result.stderr}"
+        )
+    return result.stdout
+
+
+def java_topology_names() -> list[str]:
+    """Names in the Java catalog (kstreams.oracle.TopologyCatalog), in definition order."""
+    return run_main("kstreams.oracle.DescribeTopologies").split()
+
+
+def describe_topologies(names: Iterable[str] = ("all",)) -> dict[str, str]:
+    """Kafka Streams' Topology.describe().toString() for each catalog name.
+
+    A topology that Kafka Streams refused to build maps to "!error: <exception>".
+    """
+    out = run_main("kstreams.oracle.DescribeTopologies", list(names))
+    return json.loads(out)
+
+
+def java_murmur2_partitions(keys: Sequence[bytes], num_partitions: int) -> list[tuple[int, int]]:
+    """(Utils.murmur2(key), BuiltInPartitioner.partitionForKey(key, n)) for each key."""
+    stdin = "".join(key.hex() + "\n" for key in keys)
+    out = run_main("kstreams.oracle.Murmur2Partitions", [str(num_partitions)], stdin=stdin)
+    rows = [tuple(int(field) for field in line.split()) for line in out.splitlines()]
+    if len(rows) != len(keys):
+        raise OracleError(f"expected {len(keys)} results from Murmur2Partitions, got {len(rows)}")
+    return rows  # type: ignore[return-value]
