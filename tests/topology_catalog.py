@@ -1,0 +1,681 @@
+"""Topologies written with dagster_kstreams' DSL, one function per name.
+
+Each one is built again, under the same name and in the same way, with Kafka Streams' own DSL
+in tests/oracle/src/main/java/kstreams/oracle/TopologyCatalog.java; the differential test
+(tests/test_describe_oracle.py) compares the two describe() strings byte for byte. Keep the
+two files in step: same operations, same order, same names, same configuration.
+
+Keys and values are strings; a record value is a comma-separated row such as "alice,fr,42"
+(user, country, amount), so that the functions mean the same thing on both sides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+
+from dagster_kstreams import (
+    Branched,
+    Consumed,
+    Grouped,
+    Joined,
+    JoinWindows,
+    Materialized,
+    Named,
+    Produced,
+    Repartitioned,
+    SessionWindows,
+    SlidingWindows,
+    StreamJoined,
+    StreamsBuilder,
+    Suppressed,
+    TimeWindows,
+)
+
+CATALOG: dict[str, Callable[[], object]] = {}
+
+
+def topology(fn: Callable[[], object]) -> Callable[[], object]:
+    """Register a catalog entry under its function name."""
+    CATALOG[fn.__name__] = fn
+    return fn
+
+
+def field(row: str, index: int) -> str:
+    return row.split(",")[index]
+
+
+# ---- The snippets of the DSL issue ---------------------------------------------------
+
+
+@topology
+def issue_users_per_country():
+    b = StreamsBuilder()
+    users = b.stream("users")
+    users.group_by(lambda k, v: field(v, 1)).count().to_stream().to("users-per-country")
+    return b.build()
+
+
+@topology
+def issue_clicks_enriched_with_profiles():
+    b = StreamsBuilder()
+    clicks = b.stream("clicks")
+    profiles = b.table("profiles")
+    clicks.select_key(lambda k, v: field(v, 0)).join(
+        profiles, lambda click, profile: click + "," + profile
+    ).to("enriched")
+    return b.build()
+
+
+@topology
+def issue_windowed_word_count():
+    b = StreamsBuilder()
+    words = b.stream("words")
+    words.flat_map_values(lambda v: v.split(" ")).group_by(lambda k, w: w).windowed_by(
+        TimeWindows.of_size_with_no_grace(timedelta(minutes=1))
+    ).count()
+    return b.build()
+
+
+@topology
+def issue_table_filter_map_values():
+    b = StreamsBuilder()
+    t = b.table("t")
+    t.filter(lambda k, v: v is not None).map_values(lambda v: v)
+    return b.build()
+
+
+@topology
+def issue_map_to_table_to_stream():
+    b = StreamsBuilder()
+    b.stream("input").map(lambda k, v: (k[0], v)).to_table().to_stream().to("output")
+    return b.build()
+
+
+@topology
+def issue_count_store():
+    b = StreamsBuilder()
+    b.stream("input-topic").group_by_key().count(Materialized.as_("count-store"))
+    return b.build()
+
+
+# ---- Stateless operators ----------------------------------------------------------
+
+
+@topology
+def stateless_chain():
+    b = StreamsBuilder()
+    rows = b.stream("rows")
+    (
+        rows.filter(lambda k, v: v is not None)
+        .filter_not(lambda k, v: v == "")
+        .map_values(lambda v: v.upper())
+        .peek(lambda k, v: None)
+        .map_values(lambda k, v: k + ":" + v)
+        .to("rows-upper")
+    )
+    return b.build()
+
+
+@topology
+def multi_topic_source():
+    b = StreamsBuilder()
+    both = b.stream(["orders-eu", "orders-us"])
+    both.map_values(lambda v: field(v, 2)).to("order-amounts")
+    return b.build()
+
+
+@topology
+def merge_two_streams():
+    b = StreamsBuilder()
+    left = b.stream("left")
+    right = b.stream("right")
+    left.merge(right).filter(lambda k, v: v is not None).to("merged")
+    return b.build()
+
+
+@topology
+def merge_after_key_change_then_count():
+    b = StreamsBuilder()
+    web = b.stream("web-orders")
+    shop = b.stream("shop-orders")
+    (
+        web.select_key(lambda k, v: field(v, 0))
+        .merge(shop)
+        .group_by_key()
+        .count()
+        .to_stream()
+        .to("orders-per-user")
+    )
+    return b.build()
+
+
+@topology
+def flat_map_then_reduce():
+    b = StreamsBuilder()
+    lines = b.stream("lines")
+    (
+        lines.flat_map(lambda k, v: [(word, word) for word in v.split(" ")])
+        .group_by_key()
+        .reduce(lambda a, c: a + c)
+        .to_stream()
+        .to("words-concatenated")
+    )
+    return b.build()
+
+
+@topology
+def peek_flat_map_values():
+    b = StreamsBuilder()
+    rows = b.stream("rows")
+    (
+        rows.peek(lambda k, v: None)
+        .flat_map_values(lambda v: v.split(","))
+        .flat_map_values(lambda k, v: [k, v])
+        .to("cells")
+    )
+    return b.build()
+
+
+@topology
+def split_into_named_branches():
+    b = StreamsBuilder()
+    orders = b.stream("orders")
+    # The dict keys are the split name followed by the branch name.
+    branches = (
+        orders.split(Named.as_("country-"))
+        .branch(lambda k, v: field(v, 1) == "fr", Branched.as_("france"))
+        .branch(lambda k, v: field(v, 1) == "de", Branched.as_("x").with_name("germany"))
+        .default_branch()
+    )
+    branches["country-france"].to("orders-fr")
+    branches["country-germany"].to("orders-de")
+    branches["country-0"].to("orders-other")
+    return b.build()
+
+
+@topology
+def split_unnamed_with_consumers():
+    b = StreamsBuilder()
+    logs = b.stream("logs")
+    (
+        logs.split()
+        .branch(lambda k, v: v.startswith("ERROR"),
+                Branched.with_consumer(lambda ks: ks.to("errors")))
+        .branch(lambda k, v: v.startswith("WARN"),
+                Branched.with_consumer(lambda ks: ks.map_values(lambda v: v[5:]).to("warnings")))
+        .no_default_branch()
+    )
+    return b.build()
+
+
+@topology
+def split_with_prefix_and_chains():
+    b = StreamsBuilder()
+    orders = b.stream("orders")
+    branches = (
+        orders.split(Named.as_("route-"))
+        .branch(lambda k, v: int(field(v, 2)) > 100,
+                Branched.with_function(lambda ks: ks.map_values(lambda v: "big:" + v), "big"))
+        .branch(lambda k, v: int(field(v, 2)) == 0,
+                Branched.with_consumer(lambda ks: ks.to("orders-free")))
+        .default_branch(Branched.as_("small"))
+    )
+    branches["route-big"].to("orders-big")
+    branches["route-small"].to("orders-small")
+    return b.build()
+
+
+@topology
+def merge_of_branches():
+    b = StreamsBuilder()
+    events = b.stream("events")
+    branches = (
+        events.split(Named.as_("kind-"))
+        .branch(lambda k, v: v.startswith("a"))
+        .default_branch()
+    )
+    (
+        branches["kind-1"].map_values(lambda v: v.upper())
+        .merge(branches["kind-0"])
+        .to("events-normalised")
+    )
+    return b.build()
+
+
+# ---- Repartitioning -----------------------------------------------------------------
+
+
+@topology
+def repartition_default():
+    b = StreamsBuilder()
+    b.stream("input").repartition().map_values(lambda v: v).to("output")
+    return b.build()
+
+
+@topology
+def repartition_named_with_partitions():
+    b = StreamsBuilder()
+    purchases = b.stream("purchases")
+    (
+        purchases.select_key(lambda k, v: field(v, 0))
+        .repartition(Repartitioned.as_("by-user").with_number_of_partitions(4))
+        .group_by_key()
+        .count()
+        .to_stream()
+        .repartition(Repartitioned.number_of_partitions(2))
+        .to("purchase-counts")
+    )
+    return b.build()
+
+
+@topology
+def chain_of_repartitions():
+    b = StreamsBuilder()
+    sales = b.stream("sales")
+    per_user = sales.select_key(lambda k, v: field(v, 0)).group_by_key().count()
+    per_country = (
+        per_user.to_stream()
+        .select_key(lambda user, count: user[0])
+        .map_values(lambda count: str(count))
+        .group_by_key()
+        .reduce(lambda a, c: a + "," + c)
+    )
+    (
+        per_country.to_stream()
+        .group_by(lambda k, v: "long" if len(v) > 10 else "short")
+        .aggregate(lambda: "", lambda k, v, agg: agg + v)
+        .to_stream()
+        .to("sales-buckets")
+    )
+    return b.build()
+
+
+@topology
+def count_then_group_by_key_again():
+    b = StreamsBuilder()
+    clicks = b.stream("clicks")
+    (
+        clicks.group_by_key()
+        .count()
+        .to_stream()
+        .map_values(lambda c: str(c))
+        .group_by_key()
+        .reduce(lambda a, c: c)
+        .to_stream()
+        .to("latest-click-count")
+    )
+    return b.build()
+
+
+@topology
+def select_key_twice_then_count():
+    b = StreamsBuilder()
+    rows = b.stream("rows")
+    (
+        rows.select_key(lambda k, v: field(v, 0))
+        .filter(lambda k, v: v is not None)
+        .select_key(lambda k, v: field(v, 1))
+        .group_by_key()
+        .count()
+    )
+    return b.build()
+
+
+# ---- Aggregations ---------------------------------------------------------------------
+
+
+@topology
+def group_by_key_aggregate():
+    b = StreamsBuilder()
+    payments = b.stream("payments")
+    (
+        payments.group_by_key()
+        .aggregate(lambda: "0", lambda k, v, total: str(int(total) + int(field(v, 2))))
+        .to_stream()
+        .to("payment-totals")
+    )
+    return b.build()
+
+
+@topology
+def group_by_named_reduce():
+    b = StreamsBuilder()
+    users = b.stream("users")
+    (
+        users.group_by(lambda k, v: field(v, 1), Grouped.as_("by-country"))
+        .reduce(lambda a, c: a if len(a) >= len(c) else c,
+                Named.as_("longest-row"), Materialized.as_("longest-row-store"))
+        .to_stream(Named.as_("longest-row-changes"))
+        .to("longest-row-per-country")
+    )
+    return b.build()
+
+
+@topology
+def tumbling_window_aggregate_with_grace():
+    b = StreamsBuilder()
+    readings = b.stream("readings")
+    (
+        readings.group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(timedelta(minutes=5), timedelta(seconds=30)))
+        .aggregate(lambda: "", lambda k, v, agg: agg + v)
+        .to_stream()
+        .map(lambda wk, v: (f"{wk.key}@{wk.window.start}", v))
+        .to("readings-5m")
+    )
+    return b.build()
+
+
+@topology
+def hopping_window_count():
+    b = StreamsBuilder()
+    views = b.stream("page-views")
+    (
+        views.group_by(lambda k, v: field(v, 0))
+        .windowed_by(
+            TimeWindows.of_size_with_no_grace(timedelta(minutes=10)).advance_by(timedelta(minutes=1))
+        )
+        .count(Materialized.as_("views-10m-hopping"))
+    )
+    return b.build()
+
+
+@topology
+def sliding_window_reduce():
+    b = StreamsBuilder()
+    trades = b.stream("trades")
+    (
+        trades.group_by_key()
+        .windowed_by(
+            SlidingWindows.of_time_difference_and_grace(timedelta(seconds=30), timedelta(seconds=5))
+        )
+        .reduce(lambda a, c: a if a >= c else c)
+        .to_stream()
+        .select_key(lambda wk, v: wk.key)
+        .to("trade-max-30s")
+    )
+    return b.build()
+
+
+@topology
+def session_window_count():
+    b = StreamsBuilder()
+    clicks = b.stream("clicks")
+    (
+        clicks.group_by_key()
+        .windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(timedelta(minutes=30)))
+        .count()
+    )
+    return b.build()
+
+
+@topology
+def session_window_aggregate():
+    b = StreamsBuilder()
+    clicks = b.stream("clicks")
+    (
+        clicks.select_key(lambda k, v: field(v, 0))
+        .group_by_key(Grouped.as_("sessions-by-user"))
+        .windowed_by(
+            SessionWindows.of_inactivity_gap_and_grace(timedelta(minutes=5), timedelta(minutes=1))
+        )
+        .aggregate(lambda: "", lambda k, v, agg: agg + v, lambda k, a, c: a + c,
+                   Materialized.as_("user-sessions"))
+        .to_stream()
+        .to("user-sessions")
+    )
+    return b.build()
+
+
+@topology
+def windowed_count_suppressed():
+    b = StreamsBuilder()
+    alerts = b.stream("alerts")
+    (
+        alerts.group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(timedelta(minutes=1), timedelta(seconds=10)))
+        .count()
+        .suppress(Suppressed.until_window_closes(Suppressed.BufferConfig.unbounded()))
+        .to_stream()
+        .filter(lambda wk, count: count > 3)
+        .to("alert-storms")
+    )
+    return b.build()
+
+
+# ---- Joins -----------------------------------------------------------------------------
+
+
+@topology
+def stream_stream_inner_join():
+    b = StreamsBuilder()
+    orders = b.stream("orders")
+    payments = b.stream("payments")
+    orders.join(
+        payments, lambda o, p: o + "|" + p,
+        JoinWindows.of_time_difference_with_no_grace(timedelta(minutes=5)),
+    ).to("paid-orders")
+    return b.build()
+
+
+@topology
+def stream_stream_left_join_both_rekeyed():
+    b = StreamsBuilder()
+    impressions = b.stream("impressions")
+    clicks = b.stream("ad-clicks")
+    impressions_by_ad = impressions.select_key(lambda k, v: field(v, 1))
+    clicks_by_ad = clicks.map(lambda k, v: (field(v, 1), v))
+    impressions_by_ad.left_join(
+        clicks_by_ad, lambda i, c: f"{i}|{c}",
+        JoinWindows.of_time_difference_and_grace(timedelta(minutes=1), timedelta(seconds=10)),
+    ).to("impressions-with-clicks")
+    return b.build()
+
+
+@topology
+def stream_stream_outer_join_stream_joined():
+    b = StreamsBuilder()
+    left = b.stream("left-events")
+    right = b.stream("right-events")
+    left.select_key(lambda k, v: field(v, 0)).outer_join(
+        right, lambda l, r: f"{l}|{r}",
+        JoinWindows.of_time_difference_with_no_grace(timedelta(seconds=10)),
+        StreamJoined.as_("pairing").with_store_name("pairing-store"),
+    ).to("paired-events")
+    return b.build()
+
+
+@topology
+def stream_table_left_join():
+    b = StreamsBuilder()
+    orders = b.stream("orders")
+    customers = b.table("customers")
+    orders.left_join(customers, lambda o, c: f"{o}|{c}").to("orders-with-customer")
+    return b.build()
+
+
+@topology
+def stream_table_join_after_map_joined_named():
+    b = StreamsBuilder()
+    orders = b.stream("orders")
+    products = b.table("products", Materialized.as_("products-store"))
+    (
+        orders.map(lambda k, v: (field(v, 1), v))
+        .join(products, lambda o, p: o + "|" + p, Joined.as_("order-product"))
+        .to("orders-with-product")
+    )
+    return b.build()
+
+
+@topology
+def stream_to_table_then_join():
+    b = StreamsBuilder()
+    latest_price = b.stream("prices").to_table(
+        Named.as_("latest-price"), Materialized.as_("latest-price-store")
+    )
+    quotes = b.stream("quotes")
+    quotes.join(latest_price, lambda q, p: q + "@" + p).to("priced-quotes")
+    return b.build()
+
+
+@topology
+def join_result_then_windowed_count():
+    b = StreamsBuilder()
+    searches = b.stream("searches")
+    results = b.stream("results")
+    (
+        searches.select_key(lambda k, v: field(v, 0))
+        .join(results.select_key(lambda k, v: field(v, 0)), lambda s, r: s + "|" + r,
+              JoinWindows.of_time_difference_with_no_grace(timedelta(seconds=30)))
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_with_no_grace(timedelta(hours=1)))
+        .count()
+        .to_stream()
+        .to("searches-with-results-per-hour")
+    )
+    return b.build()
+
+
+@topology
+def table_table_inner_join():
+    b = StreamsBuilder()
+    users = b.table("users")
+    addresses = b.table("addresses")
+    users.join(addresses, lambda u, a: u + "|" + a).to_stream().to("users-with-address")
+    return b.build()
+
+
+@topology
+def table_table_left_join_materialized():
+    b = StreamsBuilder()
+    accounts = b.table("accounts")
+    limits = b.table("limits")
+    (
+        accounts.left_join(limits, lambda a, l: f"{a}|{l}", Materialized.as_("accounts-with-limits"))
+        .to_stream()
+        .to("accounts-with-limits")
+    )
+    return b.build()
+
+
+@topology
+def table_table_outer_join_named():
+    b = StreamsBuilder()
+    stock = b.table("stock", Consumed.as_("stock-source"))
+    reservations = b.table("reservations")
+    (
+        stock.outer_join(reservations, lambda s, r: f"{s}|{r}", Named.as_("stock-vs-reserved"))
+        .to_stream()
+        .to("stock-positions")
+    )
+    return b.build()
+
+
+# ---- Tables --------------------------------------------------------------------------------
+
+
+@topology
+def table_source_materialized():
+    b = StreamsBuilder()
+    config = b.table("config", Materialized.as_("config-store"))
+    (
+        config.filter_not(lambda k, v: v is None)
+        .map_values(lambda v: v.strip(), Materialized.as_("config-trimmed"))
+        .to_stream()
+        .to("config-trimmed")
+    )
+    return b.build()
+
+
+@topology
+def table_group_by_count():
+    b = StreamsBuilder()
+    users = b.table("users")
+    users.group_by(lambda k, v: (field(v, 1), v)).count().to_stream().to("users-by-country")
+    return b.build()
+
+
+@topology
+def table_group_by_aggregate():
+    b = StreamsBuilder()
+    balances = b.table("balances")
+    (
+        balances.group_by(lambda k, v: (field(v, 1), field(v, 2)), Grouped.as_("balances-by-branch"))
+        .aggregate(
+            lambda: "0",
+            lambda k, v, total: str(int(total) + int(v)),
+            lambda k, v, total: str(int(total) - int(v)),
+        )
+        .to_stream()
+        .to("branch-totals")
+    )
+    return b.build()
+
+
+@topology
+def table_group_by_reduce_named():
+    b = StreamsBuilder()
+    scores = b.table("scores")
+    (
+        scores.group_by(lambda k, v: (field(v, 1), field(v, 2)))
+        .reduce(
+            lambda a, c: str(int(a) + int(c)),
+            lambda a, c: str(int(a) - int(c)),
+            Named.as_("team-score"),
+            Materialized.as_("team-score-store"),
+        )
+        .to_stream()
+        .to("team-scores")
+    )
+    return b.build()
+
+
+@topology
+def table_suppress_time_limit():
+    b = StreamsBuilder()
+    temperatures = b.stream("temperatures")
+    (
+        temperatures.group_by_key()
+        .reduce(lambda a, c: c)
+        .suppress(
+            Suppressed.until_time_limit(
+                timedelta(seconds=15), Suppressed.BufferConfig.max_records(1000)
+            ).with_name("rate-limit")
+        )
+        .to_stream()
+        .to("temperatures-rate-limited")
+    )
+    return b.build()
+
+
+# ---- Naming and layout -----------------------------------------------------------------
+
+
+@topology
+def named_operators_everywhere():
+    b = StreamsBuilder()
+    events = b.stream("events", Consumed.as_("events-source"))
+    (
+        events.filter(lambda k, v: v is not None, Named.as_("drop-nulls"))
+        .map_values(lambda v: v.strip(), Named.as_("trim"))
+        .select_key(lambda k, v: field(v, 0), Named.as_("key-by-user"))
+        .group_by_key(Grouped.as_("events-by-user"))
+        .count(Named.as_("count-events"), Materialized.as_("events-per-user"))
+        .to_stream(Named.as_("count-changes"))
+        .map_values(lambda c: str(c), Named.as_("format-count"))
+        .to("events-per-user", Produced.as_("events-per-user-sink"))
+    )
+    return b.build()
+
+
+@topology
+def two_independent_pipelines():
+    b = StreamsBuilder()
+    a = b.stream("topic-a")
+    c = b.stream("topic-c")
+    a.map_values(lambda v: v + "!").to("topic-a-out")
+    c.group_by(lambda k, v: v).count()
+    bb = b.stream("topic-b")
+    bb.filter(lambda k, v: len(v) > 3).to("topic-b-out")
+    return b.build()
