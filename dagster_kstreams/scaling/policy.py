@@ -1,0 +1,313 @@
+"""How many workers an application needs, from consumer lag, input rate and measured throughput.
+
+The count follows the Flink Kubernetes autoscaler and DS2::
+
+    required rate = input rate / target utilization + lag / catch-up duration
+    workers       = ceil(required rate / per-worker capacity)
+
+where the per-worker capacity is the *true processing rate* workers reached (records per
+second of busy time, from their materializations), or a configured default before any
+measurement. Like KEDA's Kafka scaler the count is capped at the number of tasks, since a
+task is never split between workers, and it is clamped to ``[min_workers, max_workers]``.
+
+Bounds, decided here once: ``upper = min(max_workers, tasks)`` and
+``lower = min(min_workers, upper)``; when there is work (lag or input) and at least one task,
+``lower`` is at least 1, because lag cannot drain with no worker. So ``min_workers=0`` means
+"scale to zero when idle", and with no tasks the count is 0 whatever ``min_workers`` says.
+
+Scaling up takes effect on the tick that sees the need. Scaling down follows Kubernetes
+HPA's downscale stabilization: the count may only fall to the highest recommendation seen
+within the stabilization window, and only once the policy has watched for a whole window
+(a restarted sensor does not scale down on its first tick). A burst followed by a dip
+therefore never retires workers that the next burst would need again.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class ScalingConfig:
+    """Limits and targets of one application's elastic workers.
+
+    ``default_worker_records_per_second`` stands in for the measured capacity until workers
+    have reported any records; ``throughput_window_seconds`` is how far back measurements count.
+    """
+
+    min_workers: int = 1
+    max_workers: int = 8
+    catch_up_seconds: float = 300.0
+    target_utilization: float = 0.7
+    scale_down_stabilization_seconds: float = 300.0
+    default_worker_records_per_second: float = 1000.0
+    throughput_window_seconds: float = 900.0
+
+    def __post_init__(self) -> None:
+        if self.min_workers < 0:
+            raise ValueError(f"min_workers must be >= 0, got {self.min_workers}")
+        if self.max_workers < 1:
+            raise ValueError(f"max_workers must be >= 1, got {self.max_workers}")
+        if self.min_workers > self.max_workers:
+            raise ValueError(f"min_workers ({self.min_workers}) exceeds max_workers ({self.max_workers})")
+        if not self.catch_up_seconds > 0:
+            raise ValueError(f"catch_up_seconds must be > 0, got {self.catch_up_seconds}")
+        if not 0 < self.target_utilization <= 1:
+            raise ValueError(f"target_utilization must be in (0, 1], got {self.target_utilization}")
+        if not self.scale_down_stabilization_seconds >= 0:
+            raise ValueError(
+                f"scale_down_stabilization_seconds must be >= 0, got {self.scale_down_stabilization_seconds}"
+            )
+        if not self.default_worker_records_per_second > 0:
+            raise ValueError(
+                f"default_worker_records_per_second must be > 0, got {self.default_worker_records_per_second}"
+            )
+        if not self.throughput_window_seconds > 0:
+            raise ValueError(f"throughput_window_seconds must be > 0, got {self.throughput_window_seconds}")
+
+
+@dataclass(frozen=True)
+class TaskOffsets:
+    """One task's input partition: the log end offset and the group's committed offset."""
+
+    end_offset: int
+    committed_offset: int
+
+    @property
+    def lag(self) -> int:
+        # A committed offset past the end (topic recreated, retention) is no negative backlog.
+        return max(0, self.end_offset - self.committed_offset)
+
+
+@dataclass(frozen=True)
+class LagSnapshot:
+    """End and committed offsets of every task at one moment (``time`` in epoch seconds)."""
+
+    time: float
+    tasks: Mapping[str, TaskOffsets] = field(default_factory=dict)
+
+    @classmethod
+    def from_offsets(
+        cls,
+        time: float,
+        end_offsets: Mapping[str, int],
+        committed_offsets: Mapping[str, int | None],
+        beginning_offsets: Mapping[str, int] | None = None,
+    ) -> LagSnapshot:
+        """Build from per-task offsets; a task with nothing committed yet counts from its
+        beginning offset (``auto.offset.reset=earliest``), or from 0 if that is not given."""
+        beginning_offsets = beginning_offsets or {}
+        tasks = {}
+        for task, end in end_offsets.items():
+            committed = committed_offsets.get(task)
+            if committed is None:
+                committed = beginning_offsets.get(task, 0)
+            tasks[task] = TaskOffsets(end_offset=end, committed_offset=committed)
+        return cls(time=time, tasks=tasks)
+
+    def lags(self) -> dict[str, int]:
+        return {task: offsets.lag for task, offsets in self.tasks.items()}
+
+    @property
+    def total_lag(self) -> int:
+        return sum(offsets.lag for offsets in self.tasks.values())
+
+    def to_dict(self) -> dict:
+        return {
+            "time": self.time,
+            "tasks": {task: [o.end_offset, o.committed_offset] for task, o in self.tasks.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> LagSnapshot:
+        return cls(
+            time=float(data["time"]),
+            tasks={task: TaskOffsets(int(end), int(committed)) for task, (end, committed) in data["tasks"].items()},
+        )
+
+
+def input_rates(earlier: LagSnapshot | None, later: LagSnapshot) -> dict[str, float]:
+    """Records per second arriving on each task between two snapshots.
+
+    Only tasks in both snapshots get a rate; a shrinking end offset (topic recreated) counts
+    as no input rather than a negative one. No earlier snapshot, or no time between them,
+    means no rate is known: an empty mapping.
+    """
+    if earlier is None:
+        return {}
+    elapsed = later.time - earlier.time
+    if elapsed <= 0:
+        return {}
+    return {
+        task: max(0, offsets.end_offset - earlier.tasks[task].end_offset) / elapsed
+        for task, offsets in later.tasks.items()
+        if task in earlier.tasks
+    }
+
+
+@dataclass(frozen=True)
+class ThroughputSample:
+    """What a worker reported for one task's batch: records processed in ``seconds`` of work."""
+
+    time: float
+    worker_id: str
+    task_id: str
+    records: int
+    seconds: float
+
+
+def worker_capacity(samples: Iterable[ThroughputSample], now: float, config: ScalingConfig) -> float:
+    """Records per second one worker processes while busy (DS2's true processing rate).
+
+    Total records over total busy seconds of the samples within the throughput window:
+    weighting by volume keeps a tiny batch's start-up cost from dominating. Batches with no
+    records measure overhead, not capacity, so they are left out; with nothing left the
+    configured default applies.
+    """
+    oldest = now - config.throughput_window_seconds
+    records = 0
+    seconds = 0.0
+    for sample in samples:
+        if sample.time >= oldest and sample.records > 0 and sample.seconds > 0:
+            records += sample.records
+            seconds += sample.seconds
+    if records == 0:
+        return config.default_worker_records_per_second
+    return records / seconds
+
+
+def worker_bounds(task_count: int, has_work: bool, config: ScalingConfig) -> tuple[int, int]:
+    """The ``(lower, upper)`` limits on the worker count (see the module docstring)."""
+    upper = min(config.max_workers, task_count)
+    lower = min(config.min_workers, upper)
+    if has_work and upper >= 1:
+        lower = max(lower, 1)
+    return lower, upper
+
+
+def required_rate(total_lag: int, input_rate: float, config: ScalingConfig) -> float:
+    """Records per second needed to keep up with input and drain the lag within the catch-up time."""
+    return input_rate / config.target_utilization + total_lag / config.catch_up_seconds
+
+
+def desired_workers(
+    total_lag: int,
+    input_rate: float,
+    capacity: float,
+    task_count: int,
+    config: ScalingConfig,
+) -> int:
+    """Workers needed right now, within the bounds, before stabilization."""
+    if capacity <= 0:
+        raise ValueError(f"worker capacity must be > 0, got {capacity}")
+    lower, upper = worker_bounds(task_count, total_lag > 0 or input_rate > 0, config)
+    needed = math.ceil(required_rate(total_lag, input_rate, config) / capacity)
+    return max(lower, min(upper, needed))
+
+
+@dataclass(frozen=True)
+class StabilizationState:
+    """Recent recommendations ``(time, workers)`` and when the policy began watching."""
+
+    recommendations: tuple[tuple[float, int], ...] = ()
+    observed_since: float | None = None
+
+    def to_dict(self) -> dict:
+        return {"recommendations": [list(r) for r in self.recommendations], "observed_since": self.observed_since}
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> StabilizationState:
+        since = data.get("observed_since")
+        return cls(
+            recommendations=tuple((float(t), int(n)) for t, n in data.get("recommendations", ())),
+            observed_since=None if since is None else float(since),
+        )
+
+
+def stabilize(
+    recommended: int,
+    current: int,
+    now: float,
+    state: StabilizationState,
+    config: ScalingConfig,
+    *,
+    ceiling: int | None = None,
+) -> tuple[int, StabilizationState]:
+    """The worker count to act on: up at once, down only as far as the window allows.
+
+    ``ceiling`` (the current upper bound) is a hard limit: when ``max_workers`` is lowered
+    or tasks disappear, surplus workers go without waiting.
+    """
+    window = config.scale_down_stabilization_seconds
+    observed_since = now if state.observed_since is None else min(state.observed_since, now)
+    recent = tuple((t, n) for t, n in state.recommendations if now - window < t <= now)
+    history = recent + ((now, recommended),)
+    if recommended >= current:
+        decided = recommended
+    elif observed_since > now - window:
+        decided = current
+    else:
+        decided = min(current, max(n for _, n in history))
+    if ceiling is not None:
+        decided = min(decided, ceiling)
+    return decided, StabilizationState(recommendations=history, observed_since=observed_since)
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """A tick's decision with the figures behind it (for logs and run metadata)."""
+
+    desired_workers: int
+    unstabilized_workers: int
+    current_workers: int
+    total_lag: int
+    input_rate: float
+    worker_capacity: float
+    required_rate: float
+    task_count: int
+
+    @property
+    def action(self) -> str:
+        if self.desired_workers > self.current_workers:
+            return "scale up"
+        if self.desired_workers < self.current_workers:
+            return "scale down"
+        if self.unstabilized_workers < self.current_workers:
+            return "hold (scale-down stabilizing)"
+        return "steady"
+
+
+def recommend(
+    snapshot: LagSnapshot,
+    current_workers: int,
+    config: ScalingConfig,
+    *,
+    previous_snapshot: LagSnapshot | None = None,
+    throughput: Iterable[ThroughputSample] = (),
+    state: StabilizationState = StabilizationState(),
+) -> tuple[Recommendation, StabilizationState]:
+    """One tick of the policy: the stabilized desired worker count and the next state.
+
+    ``current_workers`` counts workers that are running and not retiring. The input rate
+    comes from ``previous_snapshot`` (pass an older one to smooth it over a longer span).
+    """
+    rate = sum(input_rates(previous_snapshot, snapshot).values())
+    capacity = worker_capacity(throughput, snapshot.time, config)
+    total_lag = snapshot.total_lag
+    task_count = len(snapshot.tasks)
+    unstabilized = desired_workers(total_lag, rate, capacity, task_count, config)
+    _, upper = worker_bounds(task_count, total_lag > 0 or rate > 0, config)
+    decided, next_state = stabilize(unstabilized, current_workers, snapshot.time, state, config, ceiling=upper)
+    recommendation = Recommendation(
+        desired_workers=decided,
+        unstabilized_workers=unstabilized,
+        current_workers=current_workers,
+        total_lag=total_lag,
+        input_rate=rate,
+        worker_capacity=capacity,
+        required_rate=required_rate(total_lag, rate, config),
+        task_count=task_count,
+    )
+    return recommendation, next_state

@@ -1,0 +1,296 @@
+"""Desired worker count: the formula, its bounds, monotonicity, and scale-down stabilization."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from dagster_kstreams.scaling.policy import (
+    LagSnapshot,
+    ScalingConfig,
+    StabilizationState,
+    TaskOffsets,
+    ThroughputSample,
+    desired_workers,
+    input_rates,
+    recommend,
+    stabilize,
+    worker_bounds,
+    worker_capacity,
+)
+
+lags = st.integers(min_value=0, max_value=10**9)
+rates = st.floats(min_value=0, max_value=1e6, allow_nan=False)
+capacities = st.floats(min_value=0.01, max_value=1e6, allow_nan=False)
+task_counts = st.integers(min_value=0, max_value=64)
+
+
+@st.composite
+def configs(draw):
+    max_workers = draw(st.integers(min_value=1, max_value=32))
+    return ScalingConfig(
+        min_workers=draw(st.integers(min_value=0, max_value=max_workers)),
+        max_workers=max_workers,
+        catch_up_seconds=draw(st.floats(min_value=1, max_value=3600)),
+        target_utilization=draw(st.floats(min_value=0.05, max_value=1.0)),
+        scale_down_stabilization_seconds=draw(st.floats(min_value=0, max_value=600)),
+    )
+
+
+def test_formula_adds_headroom_for_input_and_catch_up_for_lag():
+    config = ScalingConfig(max_workers=10, catch_up_seconds=300, target_utilization=0.7)
+    # 700 rec/s of input at 70% utilization needs 1000 rec/s; 600k lag in 300 s needs 2000 rec/s.
+    assert desired_workers(600_000, 700.0, 1000.0, task_count=12, config=config) == 3
+    assert desired_workers(600_001, 700.0, 1000.0, task_count=12, config=config) == 4
+
+
+def test_count_is_capped_by_tasks_and_max_workers():
+    config = ScalingConfig(max_workers=10)
+    assert desired_workers(10**12, 0.0, 1.0, task_count=4, config=config) == 4
+    assert desired_workers(10**12, 0.0, 1.0, task_count=40, config=config) == 10
+
+
+def test_idle_application_scales_to_min_workers_and_to_zero_only_if_allowed():
+    assert desired_workers(0, 0.0, 1000.0, task_count=6, config=ScalingConfig(min_workers=0)) == 0
+    assert desired_workers(0, 0.0, 1000.0, task_count=6, config=ScalingConfig(min_workers=2)) == 2
+    # Any lag at all needs a worker, even when min_workers is 0.
+    assert desired_workers(1, 0.0, 1000.0, task_count=6, config=ScalingConfig(min_workers=0)) == 1
+    # No tasks, no workers, whatever min_workers says.
+    assert desired_workers(0, 0.0, 1000.0, task_count=0, config=ScalingConfig(min_workers=3, max_workers=5)) == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(lags, rates, capacities, task_counts, configs())
+def test_count_respects_every_bound(lag, rate, capacity, tasks, config):
+    count = desired_workers(lag, rate, capacity, tasks, config)
+    assert 0 <= count <= min(tasks, config.max_workers)
+    assert count >= min(config.min_workers, tasks)
+    if tasks and (lag or rate):
+        assert count >= 1
+    assert worker_bounds(tasks, bool(lag or rate), config)[0] <= count
+
+
+@settings(max_examples=300, deadline=None)
+@given(lags, lags, rates, capacities, task_counts, configs())
+def test_more_lag_never_means_fewer_workers(lag_a, lag_b, rate, capacity, tasks, config):
+    low, high = sorted((lag_a, lag_b))
+    assert desired_workers(low, rate, capacity, tasks, config) <= desired_workers(high, rate, capacity, tasks, config)
+
+
+@settings(max_examples=200, deadline=None)
+@given(lags, rates, rates, capacities, capacities, task_counts, configs())
+def test_more_input_or_less_capacity_never_means_fewer_workers(lag, rate_a, rate_b, cap_a, cap_b, tasks, config):
+    low_rate, high_rate = sorted((rate_a, rate_b))
+    low_cap, high_cap = sorted((cap_a, cap_b))
+    assert desired_workers(lag, low_rate, cap_a, tasks, config) <= desired_workers(lag, high_rate, cap_a, tasks, config)
+    assert desired_workers(lag, rate_a, high_cap, tasks, config) <= desired_workers(lag, rate_a, low_cap, tasks, config)
+
+
+def test_snapshot_lag_and_uncommitted_tasks():
+    snapshot = LagSnapshot.from_offsets(
+        100.0,
+        end_offsets={"0_0": 50, "0_1": 70, "0_2": 5},
+        committed_offsets={"0_0": 40, "0_1": None, "0_2": 9},
+        beginning_offsets={"0_1": 20},
+    )
+    # "0_2": committed past the end (topic recreated) is no negative lag.
+    assert snapshot.lags() == {"0_0": 10, "0_1": 50, "0_2": 0}
+    assert snapshot.total_lag == 60
+    assert TaskOffsets(end_offset=3, committed_offset=0).lag == 3
+
+
+def test_input_rate_from_consecutive_snapshots():
+    earlier = LagSnapshot(100.0, {"0_0": TaskOffsets(1000, 0), "0_1": TaskOffsets(500, 0)})
+    later = LagSnapshot(110.0, {"0_0": TaskOffsets(1500, 0), "0_1": TaskOffsets(400, 0), "0_2": TaskOffsets(9, 0)})
+    assert input_rates(earlier, later) == {"0_0": 50.0, "0_1": 0.0}
+    assert input_rates(None, later) == {}
+    assert input_rates(later, later) == {}
+
+
+def test_capacity_is_volume_weighted_recent_busy_rate():
+    config = ScalingConfig(default_worker_records_per_second=123.0, throughput_window_seconds=60)
+    samples = [
+        ThroughputSample(time=950, worker_id="worker-0", task_id="0_0", records=9000, seconds=10),
+        ThroughputSample(time=990, worker_id="worker-1", task_id="0_1", records=1000, seconds=10),
+        # Idle batch: measures overhead, not capacity.
+        ThroughputSample(time=995, worker_id="worker-1", task_id="0_2", records=0, seconds=5),
+        # Too old.
+        ThroughputSample(time=900, worker_id="worker-0", task_id="0_0", records=1, seconds=100),
+    ]
+    assert worker_capacity(samples, now=1000, config=config) == 500.0
+    assert worker_capacity(samples[2:], now=1000, config=config) == 123.0
+
+
+def test_config_rejects_nonsense():
+    for bad in (
+        dict(min_workers=-1),
+        dict(max_workers=0),
+        dict(min_workers=3, max_workers=2),
+        dict(catch_up_seconds=0),
+        dict(target_utilization=0),
+        dict(target_utilization=1.5),
+        dict(scale_down_stabilization_seconds=-1),
+        dict(default_worker_records_per_second=0),
+        dict(throughput_window_seconds=0),
+    ):
+        with pytest.raises(ValueError):
+            ScalingConfig(**bad)
+
+
+# --- stabilization -----------------------------------------------------------------------
+
+
+def run_policy(recommendations, start_workers, config, tick_seconds, state=StabilizationState()):
+    """Feed recommendations one tick apart; return the worker count after each tick."""
+    current = start_workers
+    counts = []
+    for i, recommended in enumerate(recommendations):
+        current, state = stabilize(recommended, current, i * tick_seconds, state, config)
+        counts.append(current)
+    return counts
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 32), st.integers(0, 32), st.floats(0, 600), st.floats(0, 1e6))
+def test_scale_up_happens_on_the_tick_that_sees_it(recommended, current, window, now):
+    assume(recommended > current)
+    config = ScalingConfig(max_workers=32, scale_down_stabilization_seconds=window)
+    decided, _ = stabilize(recommended, current, now, StabilizationState(), config)
+    assert decided == recommended
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    high=st.integers(2, 16),
+    low=st.integers(0, 15),
+    tick_seconds=st.floats(1, 60),
+    windows_per_gap=st.floats(1.01, 10),
+    ticks=st.integers(2, 40),
+)
+def test_alternating_lag_within_the_window_never_scales_down(high, low, tick_seconds, windows_per_gap, ticks):
+    assume(low < high)
+    # Two ticks separate consecutive highs; the window is longer than that gap.
+    config = ScalingConfig(max_workers=16, scale_down_stabilization_seconds=2 * tick_seconds * windows_per_gap)
+    alternating = [high if i % 2 == 0 else low for i in range(ticks)]
+    counts = run_policy(alternating, start_workers=1, config=config, tick_seconds=tick_seconds)
+    assert counts == [high] * ticks
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    recommendations=st.lists(st.integers(0, 12), min_size=1, max_size=40),
+    start=st.integers(0, 12),
+    tick_seconds=st.floats(0.5, 60),
+    window=st.floats(0, 300),
+)
+def test_scale_down_only_to_the_highest_recommendation_of_a_fully_observed_window(
+    recommendations, start, tick_seconds, window
+):
+    config = ScalingConfig(max_workers=12, scale_down_stabilization_seconds=window)
+    counts = run_policy(recommendations, start, config, tick_seconds)
+    previous = start
+    for i, count in enumerate(counts):
+        now = i * tick_seconds
+        if count < previous:
+            assert now >= window, "scaled down before watching a whole window"
+            in_window = [
+                r for j, r in enumerate(recommendations[: i + 1]) if j == i or now - window < j * tick_seconds
+            ]
+            assert count == max(in_window)
+        else:
+            # Not down: up to the recommendation at once, or hold.
+            assert count == max(previous, recommendations[i])
+        previous = count
+
+
+def test_sustained_low_lag_scales_down_after_one_window():
+    config = ScalingConfig(max_workers=8, scale_down_stabilization_seconds=300)
+    counts = run_policy([6] + [2] * 12, start_workers=1, config=config, tick_seconds=30)
+    # The 6 recommended at t=0 leaves the window at t=300 (tick 10).
+    assert counts == [6] * 10 + [2] * 3
+
+
+def test_restarted_policy_does_not_scale_down_on_its_first_tick():
+    config = ScalingConfig(max_workers=8, scale_down_stabilization_seconds=300)
+    decided, state = stabilize(1, 5, 10_000.0, StabilizationState(), config)
+    assert decided == 5
+    decided, _ = stabilize(1, 5, 10_300.0, state, config)
+    assert decided == 1
+
+
+def test_ceiling_retires_surplus_without_waiting():
+    config = ScalingConfig(max_workers=8, scale_down_stabilization_seconds=300)
+    decided, _ = stabilize(2, 6, 0.0, StabilizationState(), config, ceiling=3)
+    assert decided == 3
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1e9), st.integers(0, 100)), max_size=10), st.none() | st.floats(0, 1e9))
+def test_stabilization_state_survives_a_json_cursor(recommendations, since):
+    state = StabilizationState(tuple(recommendations), since)
+    assert StabilizationState.from_dict(json.loads(json.dumps(state.to_dict()))) == state
+
+
+# --- one policy tick end to end ----------------------------------------------------------
+
+
+def snapshot(time, lag_per_task, tasks=8, end=10**6):
+    return LagSnapshot(time, {f"0_{p}": TaskOffsets(end, end - lag_per_task) for p in range(tasks)})
+
+
+def test_burst_scales_up_within_one_tick_and_dip_does_not_scale_down():
+    config = ScalingConfig(
+        min_workers=1,
+        max_workers=8,
+        catch_up_seconds=60,
+        scale_down_stabilization_seconds=300,
+        default_worker_records_per_second=1000,
+    )
+    quiet, state = recommend(snapshot(0, 0), current_workers=1, config=config)
+    assert quiet.desired_workers == 1 and quiet.action == "steady"
+
+    # 8 tasks x 30k lag = 240k to drain in 60 s = 4000 rec/s = 4 workers at 1000 rec/s.
+    burst, state = recommend(snapshot(30, 30_000), current_workers=1, config=config, state=state)
+    assert burst.desired_workers == 4 and burst.action == "scale up"
+
+    dip, state = recommend(snapshot(60, 0), current_workers=4, config=config, state=state)
+    assert dip.unstabilized_workers == 1
+    assert dip.desired_workers == 4 and dip.action == "hold (scale-down stabilizing)"
+
+    later, _ = recommend(snapshot(330, 0), current_workers=4, config=config, state=state)
+    assert later.desired_workers == 1 and later.action == "scale down"
+
+
+def test_input_rate_and_measured_capacity_drive_the_count():
+    config = ScalingConfig(max_workers=16, target_utilization=0.5, catch_up_seconds=60)
+    earlier = snapshot(0, 0, tasks=4, end=0)
+    later = snapshot(10, 0, tasks=4, end=10_000)  # 4 x 1000 rec/s of input, nothing behind
+    measured = [ThroughputSample(5, "worker-0", "0_0", records=5000, seconds=5)]  # 1000 rec/s
+    recommendation, _ = recommend(later, 1, config, previous_snapshot=earlier, throughput=measured)
+    assert recommendation.input_rate == 4000.0
+    assert recommendation.worker_capacity == 1000.0
+    # 4000 / 0.5 = 8000 rec/s needed, but only 4 tasks can be spread.
+    assert recommendation.unstabilized_workers == 4
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 10**7), min_size=1, max_size=12),
+    st.lists(st.integers(0, 10**7), min_size=12, max_size=12),
+    st.integers(0, 16),
+    configs(),
+    st.lists(st.tuples(st.floats(0, 1000), st.integers(0, 16)), max_size=6),
+)
+def test_more_lag_never_means_fewer_workers_after_stabilization(lags_a, extra, current, config, history):
+    state = StabilizationState(tuple(sorted(history)), observed_since=0.0)
+    end = 10**8
+    low = LagSnapshot(1000.0, {f"0_{p}": TaskOffsets(end, end - lag) for p, lag in enumerate(lags_a)})
+    high = LagSnapshot(
+        1000.0, {f"0_{p}": TaskOffsets(end, end - lag - extra[p]) for p, lag in enumerate(lags_a)}
+    )
+    low_rec, _ = recommend(low, current, config, state=state)
+    high_rec, _ = recommend(high, current, config, state=state)
+    assert low_rec.desired_workers <= high_rec.desired_workers
