@@ -1,0 +1,237 @@
+"""Topics, offsets and consumer-group offsets through confluent-kafka's AdminClient.
+
+Every call has a short timeout: a broker that does not answer gives a KafkaAdminError that
+names the bootstrap servers, not a hang. Offsets are keyed by ``TopicPartition(topic, partition)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
+from typing import Any, NamedTuple
+
+from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, KafkaError, KafkaException, TopicCollection
+from confluent_kafka import TopicPartition as _KafkaTopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+class KafkaAdminError(RuntimeError):
+    """A Kafka admin operation failed; the message names the topic/group/broker at fault."""
+
+
+class KafkaAdmin:
+    """Admin operations against one Kafka cluster.
+
+    ``config`` is passed to librdkafka as is (``security.protocol``, ``sasl.*``, ``ssl.*``, ...).
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        config: Mapping[str, Any] | None = None,
+        timeout_s: float = 10.0,
+    ) -> None:
+        if not bootstrap_servers:
+            raise KafkaAdminError("bootstrap_servers is empty; pass e.g. '127.0.0.1:9092'")
+        self.bootstrap_servers = bootstrap_servers
+        self.timeout_s = timeout_s
+        self.client_config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap_servers,
+            "socket.timeout.ms": int(timeout_s * 1000),
+            # Unreachable brokers are reported through our errors; librdkafka's own log would repeat them.
+            "log_level": 0,
+            **(config or {}),
+        }
+        self._client = AdminClient(self.client_config)
+
+    # -- helpers ---------------------------------------------------------------------
+    def _request_kwargs(self) -> dict[str, float]:
+        return {"request_timeout": self.timeout_s}
+
+    def _result(self, future: Future, what: str) -> Any:
+        try:
+            return future.result(timeout=self.timeout_s + 5)
+        except KafkaException as error:
+            raise self._translate(error, what) from error
+        except TimeoutError as error:
+            raise KafkaAdminError(
+                f"Kafka at {self.bootstrap_servers} did not answer within {self.timeout_s:.0f}s ({what})"
+            ) from error
+
+    def _translate(self, error: KafkaException, what: str) -> KafkaAdminError:
+        kafka_error = error.args[0] if error.args and isinstance(error.args[0], KafkaError) else None
+        code = kafka_error.code() if kafka_error else None
+        if code in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN, KafkaError.REQUEST_TIMED_OUT):
+            return KafkaAdminError(f"Kafka at {self.bootstrap_servers} is unreachable ({what}): {kafka_error.str()}")
+        message = kafka_error.str() if kafka_error else str(error)
+        return KafkaAdminError(f"{what} failed on {self.bootstrap_servers}: {message}")
+
+    # -- topics ----------------------------------------------------------------------
+    def create_topics(
+        self,
+        partitions_by_topic: Mapping[str, int],
+        replication_factor: int = 1,
+        topic_config: Mapping[str, str] | None = None,
+    ) -> None:
+        """Create topics that do not exist yet. An existing topic must have the asked partition count."""
+        for topic, partitions in partitions_by_topic.items():
+            if partitions < 1:
+                raise KafkaAdminError(f"topic {topic!r}: partition count must be >= 1, got {partitions}")
+        if not partitions_by_topic:
+            return
+        new_topics = [
+            NewTopic(topic, num_partitions=partitions, replication_factor=replication_factor, config=dict(topic_config or {}))
+            for topic, partitions in partitions_by_topic.items()
+        ]
+        futures = self._client.create_topics(new_topics, operation_timeout=self.timeout_s, **self._request_kwargs())
+        existing = []
+        for topic, future in futures.items():
+            try:
+                future.result(timeout=self.timeout_s + 5)
+            except KafkaException as error:
+                if error.args and isinstance(error.args[0], KafkaError) and error.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                    existing.append(topic)
+                    continue
+                raise self._translate(error, f"creating topic {topic!r}") from error
+            except TimeoutError as error:
+                raise KafkaAdminError(
+                    f"Kafka at {self.bootstrap_servers} did not answer within {self.timeout_s:.0f}s (creating topic {topic!r})"
+                ) from error
+        if existing:
+            for topic, actual in self.partition_counts(existing).items():
+                if actual != partitions_by_topic[topic]:
+                    raise KafkaAdminError(
+                        f"topic {topic!r} already exists with {actual} partitions, not {partitions_by_topic[topic]}"
+                    )
+
+    def create_topic(self, topic: str, partitions: int, replication_factor: int = 1, topic_config: Mapping[str, str] | None = None) -> None:
+        self.create_topics({topic: partitions}, replication_factor, topic_config)
+
+    def delete_topics(self, topics: Iterable[str]) -> None:
+        """Delete topics; topics that do not exist are ignored."""
+        topics = list(topics)
+        if not topics:
+            return
+        futures = self._client.delete_topics(topics, operation_timeout=self.timeout_s, **self._request_kwargs())
+        for topic, future in futures.items():
+            try:
+                future.result(timeout=self.timeout_s + 5)
+            except KafkaException as error:
+                if error.args and isinstance(error.args[0], KafkaError) and error.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    continue
+                raise self._translate(error, f"deleting topic {topic!r}") from error
+
+    def partition_counts(self, topics: Iterable[str]) -> dict[str, int]:
+        """Partition count of each topic; a missing topic is an error that names it."""
+        topics = list(dict.fromkeys(topics))
+        if not topics:
+            return {}
+        futures = self._client.describe_topics(TopicCollection(topics), **self._request_kwargs())
+        counts = {}
+        for topic, future in futures.items():
+            try:
+                description = future.result(timeout=self.timeout_s + 5)
+            except KafkaException as error:
+                if error.args and isinstance(error.args[0], KafkaError) and error.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    raise KafkaAdminError(f"topic {topic!r} does not exist on {self.bootstrap_servers}") from error
+                raise self._translate(error, f"describing topic {topic!r}") from error
+            except TimeoutError as error:
+                raise KafkaAdminError(
+                    f"Kafka at {self.bootstrap_servers} did not answer within {self.timeout_s:.0f}s (describing topic {topic!r})"
+                ) from error
+            counts[topic] = len(description.partitions)
+        return counts
+
+    def partition_count(self, topic: str) -> int:
+        return self.partition_counts([topic])[topic]
+
+    def list_topics(self) -> set[str]:
+        """Names of all topics, internal ones (``__consumer_offsets``) excluded."""
+        try:
+            metadata = self._client.list_topics(timeout=self.timeout_s)
+        except KafkaException as error:
+            raise self._translate(error, "listing topics") from error
+        return {name for name in metadata.topics if not name.startswith("__")}
+
+    # -- offsets ---------------------------------------------------------------------
+    def _partitions_of(self, topics: str | Iterable[str]) -> list[TopicPartition]:
+        names = [topics] if isinstance(topics, str) else list(topics)
+        counts = self.partition_counts(names)
+        return [TopicPartition(topic, partition) for topic in names for partition in range(counts[topic])]
+
+    def _list_offsets(self, topics: str | Iterable[str], spec: OffsetSpec, isolation_level: str) -> dict[TopicPartition, int]:
+        levels = {"read_uncommitted": IsolationLevel.READ_UNCOMMITTED, "read_committed": IsolationLevel.READ_COMMITTED}
+        if isolation_level not in levels:
+            raise KafkaAdminError(f"isolation_level must be one of {sorted(levels)}, got {isolation_level!r}")
+        partitions = self._partitions_of(topics)
+        if not partitions:
+            return {}
+        request = {_KafkaTopicPartition(tp.topic, tp.partition): spec for tp in partitions}
+        futures = self._client.list_offsets(request, isolation_level=levels[isolation_level], **self._request_kwargs())
+        return {
+            TopicPartition(kafka_tp.topic, kafka_tp.partition): self._result(
+                future, f"listing offsets of {kafka_tp.topic}-{kafka_tp.partition}"
+            ).offset
+            for kafka_tp, future in futures.items()
+        }
+
+    def end_offsets(self, topics: str | Iterable[str], isolation_level: str = "read_uncommitted") -> dict[TopicPartition, int]:
+        """The next offset to be written in each partition (the high watermark, or the LSO for read_committed)."""
+        return self._list_offsets(topics, OffsetSpec.latest(), isolation_level)
+
+    def beginning_offsets(self, topics: str | Iterable[str]) -> dict[TopicPartition, int]:
+        """The earliest offset still present in each partition."""
+        return self._list_offsets(topics, OffsetSpec.earliest(), "read_uncommitted")
+
+    def committed_offsets(self, group: str, topics: str | Iterable[str] | None = None) -> dict[TopicPartition, int]:
+        """Offsets committed by ``group``; partitions without a commit are left out.
+
+        With ``topics``, only their partitions are asked for; otherwise all the group's commits.
+        """
+        partitions = None if topics is None else [_KafkaTopicPartition(tp.topic, tp.partition) for tp in self._partitions_of(topics)]
+        request = [ConsumerGroupTopicPartitions(group, partitions)]
+        futures = self._client.list_consumer_group_offsets(request, **self._request_kwargs())
+        result = self._result(futures[group], f"reading committed offsets of group {group!r}")
+        return {
+            TopicPartition(kafka_tp.topic, kafka_tp.partition): kafka_tp.offset
+            for kafka_tp in result.topic_partitions or []
+            if kafka_tp.offset >= 0 and kafka_tp.error is None
+        }
+
+    def commit_offsets(self, group: str, offsets: Mapping[TopicPartition | tuple[str, int], int]) -> None:
+        """Set ``group``'s committed offsets (the group must have no active members)."""
+        if not offsets:
+            return
+        for (topic, partition), offset in offsets.items():
+            if offset < 0:
+                raise KafkaAdminError(f"offset for {topic}-{partition} in group {group!r} must be >= 0, got {offset}")
+        partitions = [_KafkaTopicPartition(topic, partition, offset) for (topic, partition), offset in offsets.items()]
+        futures = self._client.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, partitions)], **self._request_kwargs())
+        result = self._result(futures[group], f"committing offsets for group {group!r}")
+        for kafka_tp in result.topic_partitions or []:
+            if kafka_tp.error is not None:
+                raise KafkaAdminError(
+                    f"committing offset {kafka_tp.offset} of {kafka_tp.topic}-{kafka_tp.partition} for group "
+                    f"{group!r} failed: {kafka_tp.error.str()}"
+                )
+
+    def lag(self, group: str, topics: str | Iterable[str]) -> dict[TopicPartition, int]:
+        """Records not yet committed by ``group`` in each partition of ``topics``.
+
+        A partition the group never committed counts from its earliest offset, as a consumer
+        with ``auto.offset.reset=earliest`` would read it.
+        """
+        topics = [topics] if isinstance(topics, str) else list(topics)
+        end = self.end_offsets(topics)
+        committed = self.committed_offsets(group, topics)
+        missing = [tp for tp in end if tp not in committed]
+        beginning = self.beginning_offsets(sorted({tp.topic for tp in missing})) if missing else {}
+        return {tp: max(0, end_offset - committed.get(tp, beginning.get(tp, 0))) for tp, end_offset in end.items()}

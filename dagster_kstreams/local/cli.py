@@ -1,0 +1,83 @@
+"""`dagster-kstreams local up | down | status | jars`: the embedded stack from a terminal."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from dagster_kstreams.local.broker import DEFAULT_PORT, LocalBroker
+from dagster_kstreams.local.home import LocalStackError
+from dagster_kstreams.local.jars import ARTIFACT_SETS, resolve_jars
+
+
+def _broker_config(pairs: list[str]) -> dict[str, str]:
+    config = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise LocalStackError(f"--broker-config expects KEY=VALUE, got {pair!r}")
+        config[key.strip()] = value.strip()
+    return config
+
+
+def _broker(args: argparse.Namespace) -> LocalBroker:
+    return LocalBroker(
+        port=args.port,
+        controller_port=args.controller_port,
+        state_dir=args.state_dir,
+        data_dir=args.data_dir,
+        broker_config=_broker_config(args.broker_config),
+    )
+
+
+def _up(args: argparse.Namespace) -> int:
+    broker = _broker(args)
+    already = broker.running_pid() is not None
+    status = broker.start()
+    print(f"{'already running' if already else 'started'}: Kafka broker pid {status.pid}, log {status.log_file}")
+    print(f"bootstrap servers: {status.bootstrap_servers}")
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    broker = _broker(args)
+    print(f"stopped Kafka broker ({broker.state_dir})" if broker.stop() else "Kafka broker was not running")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    status = _broker(args).status()
+    print(status.describe())
+    return 0 if status.running else 3  # 3 = "not running", as in LSB init scripts
+
+
+def _jars(args: argparse.Namespace) -> int:
+    for name in args.names or ARTIFACT_SETS:
+        jars = resolve_jars(name)
+        print(f"{name}: {len(jars)} jars in {jars[0].parent}")
+    return 0
+
+
+def register(subcommands: argparse._SubParsersAction) -> None:
+    """Add the `local` command group to the top-level parser."""
+    local = subcommands.add_parser("local", help="the local Kafka broker and JVM artifacts")
+    actions = local.add_subparsers(dest="local_command", required=True, metavar="{up,down,status,jars}")
+
+    def broker_options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"broker port on 127.0.0.1 (default {DEFAULT_PORT})")
+        parser.add_argument("--controller-port", type=int, default=None, help="KRaft controller port (default port+1)")
+        parser.add_argument("--state-dir", type=Path, default=None, help="pid file, config, logs (default $DAGSTER_KSTREAMS_HOME/broker)")
+        parser.add_argument("--data-dir", type=Path, default=None, help="log segments and metadata (default STATE_DIR/data)")
+        parser.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE", help="extra server.properties setting (repeatable)")
+
+    for name, handler, text in (
+        ("up", _up, "start the broker (no-op if it runs) and print the bootstrap address"),
+        ("down", _down, "stop the broker started from this state directory"),
+        ("status", _status, "say whether the broker runs (exit 3 if not)"),
+    ):
+        parser = actions.add_parser(name, help=text)
+        broker_options(parser)
+        parser.set_defaults(handler=handler)
+    jars = actions.add_parser("jars", help="resolve the JVM artifacts with Maven (cached)")
+    jars.add_argument("names", nargs="*", choices=[[], *ARTIFACT_SETS], metavar="NAME", help=f"any of {', '.join(ARTIFACT_SETS)} (default all)")
+    jars.set_defaults(handler=_jars)

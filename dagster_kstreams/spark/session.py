@@ -1,0 +1,131 @@
+"""SparkSessions with Spark's Kafka connector on the classpath.
+
+The pyspark wheel carries no Kafka connector; its jars (resolved with Maven by
+``dagster_kstreams.local.jars``) go in ``spark.jars``. ``spark_conf`` returns the settings as
+a dict, so the Dagster layer can hand the same configuration to dagster-pyspark's
+``PySparkResource(spark_config=...)``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dagster_kstreams.local.jars import jar_paths
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[*]"
+DEFAULT_APP_NAME = "dagster-kstreams"
+CONNECTOR_JAR_PREFIX = "spark-sql-kafka-0-10_"
+
+
+class SparkSessionError(RuntimeError):
+    """Spark could not be configured or started; the message names the setting at fault."""
+
+
+# The master URL forms Spark itself accepts (SparkMasterRegex, SparkSubmit); checked here so
+# that a typo is one clear error instead of a JVM stack trace from the gateway.
+_MASTER_FORMS = (
+    re.compile(r"local"),
+    re.compile(r"local\[([0-9]+|\*)\]"),
+    re.compile(r"local\[([0-9]+|\*)\s*,\s*[0-9]+\]"),
+    re.compile(r"local-cluster\[\s*[0-9]+\s*,\s*[0-9]+\s*,\s*[0-9]+\s*\]"),
+    re.compile(r"spark://.+"),
+    re.compile(r"k8s://.+"),
+    re.compile(r"yarn"),
+)
+
+
+def _is_local_master(master: str) -> bool:
+    return master == "local" or master.startswith(("local[", "local-cluster["))
+
+
+def check_master(master: str) -> str:
+    if not any(form.fullmatch(master) for form in _MASTER_FORMS):
+        raise SparkSessionError(
+            f"Spark master {master!r} is not a master URL Spark accepts: use local, local[N], local[*], "
+            "local[N,F], local-cluster[N,C,M], spark://HOST:PORT, k8s://HOST:PORT or yarn"
+        )
+    return master
+
+
+def spark_conf(
+    master: str = DEFAULT_MASTER,
+    conf: Mapping[str, Any] | None = None,
+    app_name: str = DEFAULT_APP_NAME,
+    jars_home: Path | None = None,
+) -> dict[str, str]:
+    """All ``spark.*`` settings for a session that can read and write Kafka.
+
+    ``conf`` wins over the defaults, except that ``spark.jars`` is merged: the connector jars
+    are appended to any jars given there.
+    """
+    user_conf = {str(key): str(value) for key, value in (conf or {}).items()}
+    for key in user_conf:
+        if not key.startswith("spark."):
+            raise SparkSessionError(f"Spark setting {key!r} must start with 'spark.'")
+    check_master(master)
+    settings: dict[str, str] = {"spark.master": master, "spark.app.name": app_name}
+    if _is_local_master(master):
+        # Local mode on a laptop or CI box: stay on loopback, and run Python workers with this
+        # interpreter (the bare `python3` Spark would pick may lack pandas/pyarrow).
+        settings |= {
+            "spark.driver.host": "127.0.0.1",
+            "spark.driver.bindAddress": "127.0.0.1",
+            "spark.pyspark.python": sys.executable,
+            "spark.pyspark.driver.python": sys.executable,
+        }
+    connector_jars = jar_paths("spark-kafka", jars_home)
+    user_jars = [jar for jar in user_conf.pop("spark.jars", "").split(",") if jar]
+    settings |= user_conf
+    settings["spark.jars"] = ",".join(dict.fromkeys([*user_jars, *connector_jars]))
+    return settings
+
+
+def build_spark_session(
+    master: str = DEFAULT_MASTER,
+    conf: Mapping[str, Any] | None = None,
+    app_name: str = DEFAULT_APP_NAME,
+    jars_home: Path | None = None,
+) -> SparkSession:
+    """A SparkSession on ``master`` with the Kafka connector; any ``spark.*`` setting in ``conf``.
+
+    If a session already runs in this process it is returned (Spark allows one SparkContext per
+    process), but only if it has the connector on its classpath.
+    """
+    from pyspark.sql import SparkSession
+
+    settings = spark_conf(master, conf, app_name, jars_home)
+    if _is_local_master(master):
+        # Without it Spark's JVM binds to the host's first interface when the hostname
+        # resolves to loopback; local mode needs nothing but 127.0.0.1.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    try:
+        session = builder.getOrCreate()
+    except Exception as error:  # Py4JJavaError, PySparkRuntimeError: report the master, briefly
+        raise SparkSessionError(f"Spark could not start with master {master!r}: {_first_line(error)}") from error
+    running_jars = session.sparkContext.getConf().get("spark.jars", "")
+    if CONNECTOR_JAR_PREFIX not in running_jars:
+        raise SparkSessionError(
+            "a SparkSession already runs in this process without the Kafka connector in spark.jars; "
+            "stop it (spark.stop()) before calling build_spark_session"
+        )
+    return session
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    for line in text.splitlines():
+        line = line.strip()
+        if "Exception:" in line or "Error:" in line:
+            return line[:300]
+    return (text.splitlines() or [type(error).__name__])[0][:300]

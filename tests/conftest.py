@@ -1,0 +1,72 @@
+"""Shared fixtures: one real Kafka broker and one SparkSession for the whole test session.
+
+- ``kafka_bootstrap``: ``$KSTREAMS_TEST_BOOTSTRAP`` if set (``make test`` starts a broker and
+  sets it); otherwise a LocalBroker on a free port in a temporary directory, stopped at the end.
+- ``kafka_admin``: a ``KafkaAdmin`` on that broker.
+- ``unique_topic``: ``unique_topic("orders")`` -> ``"orders-<random>"``, so tests never collide.
+- ``spark``: a SparkSession on ``local[2]`` with Spark's Kafka connector, UI off, 2 shuffle partitions.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+
+TEST_BOOTSTRAP_ENV_VAR = "KSTREAMS_TEST_BOOTSTRAP"
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    configured = os.environ.get(TEST_BOOTSTRAP_ENV_VAR)
+    if configured:
+        yield configured
+        return
+    from dagster_kstreams.local.broker import LocalBroker, free_port
+
+    port = free_port()
+    controller_port = free_port()
+    while controller_port == port:
+        controller_port = free_port()
+    broker = LocalBroker(port=port, controller_port=controller_port, state_dir=tmp_path_factory.mktemp("kafka-broker"))
+    broker.start()
+    try:
+        yield broker.bootstrap_servers
+    finally:
+        broker.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_admin(kafka_bootstrap: str):
+    from dagster_kstreams.kafka.admin import KafkaAdmin
+
+    return KafkaAdmin(kafka_bootstrap)
+
+
+@pytest.fixture(scope="session")
+def unique_topic() -> Callable[[str], str]:
+    def make(prefix: str = "topic") -> str:
+        return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from dagster_kstreams.spark.session import build_spark_session
+
+    session = build_spark_session(
+        "local[2]",
+        {
+            "spark.ui.enabled": "false",
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+            "spark.sql.session.timeZone": "UTC",
+        },
+        app_name="dagster-kstreams-tests",
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
