@@ -322,6 +322,40 @@ def select_key_twice_then_count():
     return b.build()
 
 
+@topology
+def one_rekeyed_stream_two_aggregations():
+    b = StreamsBuilder()
+    orders = b.stream("orders")
+    by_user = orders.select_key(lambda k, v: field(v, 0))
+    by_user.group_by_key().count().to_stream().to("orders-per-user")
+    by_user.group_by_key().reduce(lambda a, c: c).to_stream().to("last-order-per-user")
+    return b.build()
+
+
+@topology
+def rekeyed_stream_joined_and_aggregated():
+    b = StreamsBuilder()
+    clicks = b.stream("clicks")
+    users = b.table("users")
+    by_user = clicks.select_key(lambda k, v: field(v, 0))
+    by_user.join(users, lambda c, u: c + "|" + u).to("clicks-with-user")
+    by_user.group_by_key().count().to_stream().to("clicks-per-user")
+    return b.build()
+
+
+@topology
+def stream_table_join_after_named_repartition():
+    b = StreamsBuilder()
+    events = b.stream("events")
+    devices = b.table("devices")
+    (
+        events.repartition(Repartitioned.as_("events-by-device"))
+        .left_join(devices, lambda e, d: f"{e}|{d}")
+        .to("events-with-device")
+    )
+    return b.build()
+
+
 # ---- Aggregations ---------------------------------------------------------------------
 
 
@@ -572,6 +606,18 @@ def table_table_outer_join_named():
     return b.build()
 
 
+@topology
+def aggregated_table_joined_with_source_table():
+    b = StreamsBuilder()
+    sales = b.stream("sales")
+    targets = b.table("targets")
+    totals = sales.group_by(lambda k, v: field(v, 0)).aggregate(
+        lambda: "0", lambda k, v, total: str(int(total) + int(field(v, 2)))
+    )
+    totals.join(targets, lambda total, target: total + "/" + target).to_stream().to("sales-vs-target")
+    return b.build()
+
+
 # ---- Tables --------------------------------------------------------------------------------
 
 
@@ -584,6 +630,18 @@ def table_source_materialized():
         .map_values(lambda v: v.strip(), Materialized.as_("config-trimmed"))
         .to_stream()
         .to("config-trimmed")
+    )
+    return b.build()
+
+
+@topology
+def table_filter_materialized():
+    b = StreamsBuilder()
+    accounts = b.table("accounts")
+    (
+        accounts.filter(lambda k, v: field(v, 1) != "closed", Materialized.as_("open-accounts"))
+        .to_stream()
+        .to("open-accounts")
     )
     return b.build()
 

@@ -66,6 +66,9 @@ public final class TopologyCatalog {
         TOPOLOGIES.put("chain_of_repartitions", TopologyCatalog::chain_of_repartitions);
         TOPOLOGIES.put("count_then_group_by_key_again", TopologyCatalog::count_then_group_by_key_again);
         TOPOLOGIES.put("select_key_twice_then_count", TopologyCatalog::select_key_twice_then_count);
+        TOPOLOGIES.put("one_rekeyed_stream_two_aggregations", TopologyCatalog::one_rekeyed_stream_two_aggregations);
+        TOPOLOGIES.put("rekeyed_stream_joined_and_aggregated", TopologyCatalog::rekeyed_stream_joined_and_aggregated);
+        TOPOLOGIES.put("stream_table_join_after_named_repartition", TopologyCatalog::stream_table_join_after_named_repartition);
         // Aggregations.
         TOPOLOGIES.put("group_by_key_aggregate", TopologyCatalog::group_by_key_aggregate);
         TOPOLOGIES.put("group_by_named_reduce", TopologyCatalog::group_by_named_reduce);
@@ -86,8 +89,10 @@ public final class TopologyCatalog {
         TOPOLOGIES.put("table_table_inner_join", TopologyCatalog::table_table_inner_join);
         TOPOLOGIES.put("table_table_left_join_materialized", TopologyCatalog::table_table_left_join_materialized);
         TOPOLOGIES.put("table_table_outer_join_named", TopologyCatalog::table_table_outer_join_named);
+        TOPOLOGIES.put("aggregated_table_joined_with_source_table", TopologyCatalog::aggregated_table_joined_with_source_table);
         // Tables.
         TOPOLOGIES.put("table_source_materialized", TopologyCatalog::table_source_materialized);
+        TOPOLOGIES.put("table_filter_materialized", TopologyCatalog::table_filter_materialized);
         TOPOLOGIES.put("table_group_by_count", TopologyCatalog::table_group_by_count);
         TOPOLOGIES.put("table_group_by_aggregate", TopologyCatalog::table_group_by_aggregate);
         TOPOLOGIES.put("table_group_by_reduce_named", TopologyCatalog::table_group_by_reduce_named);
@@ -347,6 +352,35 @@ public final class TopologyCatalog {
         return b.build();
     }
 
+    static Topology one_rekeyed_stream_two_aggregations() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> orders = b.stream("orders");
+        KStream<String, String> byUser = orders.selectKey((k, v) -> field(v, 0));
+        byUser.groupByKey().count().toStream().to("orders-per-user");
+        byUser.groupByKey().reduce((a, c) -> c).toStream().to("last-order-per-user");
+        return b.build();
+    }
+
+    static Topology rekeyed_stream_joined_and_aggregated() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> clicks = b.stream("clicks");
+        KTable<String, String> users = b.table("users");
+        KStream<String, String> byUser = clicks.selectKey((k, v) -> field(v, 0));
+        byUser.join(users, (c, u) -> c + "|" + u).to("clicks-with-user");
+        byUser.groupByKey().count().toStream().to("clicks-per-user");
+        return b.build();
+    }
+
+    static Topology stream_table_join_after_named_repartition() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> events = b.stream("events");
+        KTable<String, String> devices = b.table("devices");
+        events.repartition(Repartitioned.as("events-by-device"))
+            .leftJoin(devices, (e, d) -> e + "|" + d)
+            .to("events-with-device");
+        return b.build();
+    }
+
     // ---- Aggregations ----------------------------------------------------------------
 
     static Topology group_by_key_aggregate() {
@@ -545,6 +579,19 @@ public final class TopologyCatalog {
         return b.build();
     }
 
+    static Topology aggregated_table_joined_with_source_table() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> sales = b.stream("sales");
+        KTable<String, String> targets = b.table("targets");
+        KTable<String, String> totals = sales.groupBy((k, v) -> field(v, 0))
+            .aggregate(() -> "0", (k, v, total) ->
+                Long.toString(Long.parseLong(total) + Long.parseLong(field(v, 2))));
+        totals.join(targets, (total, target) -> total + "/" + target)
+            .toStream()
+            .to("sales-vs-target");
+        return b.build();
+    }
+
     // ---- Tables ------------------------------------------------------------------------
 
     static Topology table_source_materialized() {
@@ -554,6 +601,15 @@ public final class TopologyCatalog {
             .mapValues(v -> v.trim(), Materialized.as("config-trimmed"))
             .toStream()
             .to("config-trimmed");
+        return b.build();
+    }
+
+    static Topology table_filter_materialized() {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> accounts = b.table("accounts");
+        accounts.filter((k, v) -> !field(v, 1).equals("closed"), Materialized.as("open-accounts"))
+            .toStream()
+            .to("open-accounts");
         return b.build();
     }
 
