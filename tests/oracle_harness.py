@@ -6,6 +6,7 @@ sessions (several pytest runs in one working tree) from building over each other
 
     describe_topologies(["all"])           -> {name: Kafka Streams' describe().toString()}
     java_murmur2_partitions(keys, n)        -> [(Utils.murmur2(key), partitionForKey(key, n))]
+    java_hash_set_orders(cases)            -> iteration orders of Java HashSet<String>
     run_main("kstreams.oracle.X", [...])    -> stdout of any other main added to the project
 """
 
@@ -153,3 +154,24 @@ def java_murmur2_partitions(keys: Sequence[bytes], num_partitions: int) -> list[
     if len(rows) != len(keys):
         raise OracleError(f"expected {len(keys)} results from Murmur2Partitions, got {len(rows)}")
     return rows  # type: ignore[return-value]
+
+
+def _encode_strings(items: Sequence[str]) -> str:
+    return " ".join("x" + item.encode("utf-8").hex() for item in items)
+
+
+def _decode_strings(line: str) -> list[str]:
+    return [bytes.fromhex(token[1:]).decode("utf-8") for token in line.split()]
+
+
+def java_hash_set_orders(cases: Sequence[Sequence[str]]) -> list[tuple[list[str], list[str]]]:
+    """For each list of strings, the iteration order of Java's ``HashSet<String>`` built
+    (1) with ``add`` in list order and (2) as ``new HashSet<>(list)``."""
+    stdin = "".join(_encode_strings(case) + "\n" for case in cases)
+    lines = run_main("kstreams.oracle.JavaHashSetOrder", stdin=stdin).split("\n")
+    if len(lines) < 2 * len(cases):
+        raise OracleError(f"expected {2 * len(cases)} lines from JavaHashSetOrder, got {len(lines)}")
+    return [
+        (_decode_strings(lines[2 * i]), _decode_strings(lines[2 * i + 1]))
+        for i in range(len(cases))
+    ]
