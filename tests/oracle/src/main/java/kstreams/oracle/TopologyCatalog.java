@@ -34,7 +34,8 @@ import org.apache.kafka.streams.kstream.Windowed;
  * again, under the same name, with dagster_kstreams; the describe() strings must match.
  *
  * Keys and values are strings; a record value is a comma-separated row such as
- * "alice,fr,42" (user, country, amount) so that the lambdas mean the same thing on both sides.
+ * "alice,fr,42" (user, country, amount) so that the lambdas mean the same thing on both sides
+ * (hence split(sep, -1): Python's str.split keeps trailing empty strings).
  */
 public final class TopologyCatalog {
     private TopologyCatalog() {}
@@ -116,7 +117,7 @@ public final class TopologyCatalog {
     }
 
     private static String field(String row, int index) {
-        return row.split(",")[index];
+        return row.split(",", -1)[index];
     }
 
     // ---- The snippets of the DSL issue --------------------------------------------------
@@ -141,7 +142,7 @@ public final class TopologyCatalog {
     static Topology issue_windowed_word_count() {
         StreamsBuilder b = new StreamsBuilder();
         KStream<String, String> words = b.stream("words");
-        words.flatMapValues(v -> Arrays.asList(v.split(" ")))
+        words.flatMapValues(v -> Arrays.asList(v.split(" ", -1)))
             .groupBy((k, w) -> w)
             .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1)))
             .count();
@@ -216,7 +217,7 @@ public final class TopologyCatalog {
         KStream<String, String> lines = b.stream("lines");
         lines.flatMap((k, v) -> {
                 List<KeyValue<String, String>> out = new java.util.ArrayList<>();
-                for (String word : v.split(" ")) {
+                for (String word : v.split(" ", -1)) {
                     out.add(KeyValue.pair(word, word));
                 }
                 return out;
@@ -232,7 +233,7 @@ public final class TopologyCatalog {
         StreamsBuilder b = new StreamsBuilder();
         KStream<String, String> rows = b.stream("rows");
         rows.peek((k, v) -> { })
-            .flatMapValues(v -> Arrays.asList(v.split(",")))
+            .flatMapValues(v -> Arrays.asList(v.split(",", -1)))
             .flatMapValues((k, v) -> List.of(k, v))
             .to("cells");
         return b.build();
