@@ -1,0 +1,65 @@
+# `make demo`: venv + jars + local Kafka broker + Dagster UI.  `make test`: the test suite
+# against a broker started for it.  Both work from a fresh clone (Java 17+, Maven, Python 3.11+).
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+# The first python3.x on PATH that is 3.11 or newer.
+PYTHON ?= $(shell for candidate in python3 python3.13 python3.12 python3.11; do \
+	command -v $$candidate >/dev/null 2>&1 && $$candidate -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
+	&& { command -v $$candidate; break; }; done)
+
+export DAGSTER_KSTREAMS_HOME ?= $(CURDIR)/.kstreams
+export PATH := $(BIN):$(PATH)
+
+DEMO_BROKER_PORT ?= 9092
+UI_PORT ?= 3000
+DEMO_DAGSTER_HOME := $(DAGSTER_KSTREAMS_HOME)/dagster_home
+TEST_BROKER_PORT ?= 19092
+TEST_BROKER_DIR := $(DAGSTER_KSTREAMS_HOME)/test-broker
+PYTEST_ARGS ?=
+
+.PHONY: help install jars demo down status test
+
+help:
+	@echo "make demo   install, start the local Kafka broker and Dagster (UI on http://127.0.0.1:$(UI_PORT))"
+	@echo "make test   install, start a broker for the tests, run pytest, stop the broker"
+	@echo "make down   stop the demo's Kafka broker"
+
+$(BIN)/python:
+	@test -n "$(PYTHON)" || { echo "error: Python 3.11+ is needed (no python3.11+ on PATH)" >&2; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+
+# Reinstalls only when pyproject.toml changes.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+jars: install
+	dagster-kstreams local jars
+
+demo: jars
+	dagster-kstreams local up --port $(DEMO_BROKER_PORT)
+	mkdir -p $(DEMO_DAGSTER_HOME)
+	test -f $(DEMO_DAGSTER_HOME)/dagster.yaml || printf 'telemetry:\n  enabled: false\n' > $(DEMO_DAGSTER_HOME)/dagster.yaml
+	@echo "Dagster UI: http://127.0.0.1:$(UI_PORT)  (Kafka: 127.0.0.1:$(DEMO_BROKER_PORT); stop Dagster with Ctrl-C, Kafka with 'make down')"
+	DAGSTER_HOME=$(DEMO_DAGSTER_HOME) KSTREAMS_BOOTSTRAP_SERVERS=127.0.0.1:$(DEMO_BROKER_PORT) \
+		dagster dev -w workspace.yaml -h 127.0.0.1 -p $(UI_PORT)
+
+down:
+	dagster-kstreams local down --port $(DEMO_BROKER_PORT)
+
+status:
+	dagster-kstreams local status --port $(DEMO_BROKER_PORT) || true
+
+# The test broker gets fresh data each run unless it is still up from an interrupted run.
+test: jars
+	broker_args="--port $(TEST_BROKER_PORT) --state-dir $(TEST_BROKER_DIR)"; \
+	dagster-kstreams local status $$broker_args >/dev/null || rm -rf $(TEST_BROKER_DIR)/data; \
+	trap 'dagster-kstreams local down '"$$broker_args" EXIT; \
+	dagster-kstreams local up $$broker_args; \
+	KSTREAMS_TEST_BOOTSTRAP=127.0.0.1:$(TEST_BROKER_PORT) pytest $(PYTEST_ARGS)

@@ -1,0 +1,138 @@
+"""KafkaAdmin and confluent-kafka against the real broker: topics, end offsets, group offsets, lag."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from dagster_kstreams.kafka.admin import KafkaAdmin, KafkaAdminError, TopicPartition
+from dagster_kstreams.local.broker import free_port
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 3
+
+
+def _produce_keyed(bootstrap: str, topic: str, count: int) -> list[tuple[bytes, bytes]]:
+    """Keyed records placed by the client's partitioner; returns what was written."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    records = [(f"user-{index % 7}".encode(), f"event-{index}".encode()) for index in range(count)]
+    for key, value in records:
+        producer.produce(topic, key=key, value=value)
+    assert producer.flush(15) == 0
+    return records
+
+
+def _read_all(bootstrap: str, topic: str, partitions: int, expected: int) -> list[tuple[int, int, bytes, bytes]]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{topic}", "enable.auto.commit": False})
+    consumer.assign([KafkaTopicPartition(topic, p, 0) for p in range(partitions)])
+    rows = []
+    try:
+        for _ in range(100):
+            if len(rows) >= expected:
+                break
+            for message in consumer.consume(num_messages=500, timeout=0.5):
+                assert message.error() is None, message.error()
+                rows.append((message.partition(), message.offset(), message.key(), message.value()))
+    finally:
+        consumer.close()
+    return rows
+
+
+@pytest.fixture(scope="module")
+def keyed_topic(kafka_bootstrap, kafka_admin, unique_topic):
+    topic = unique_topic("keyed")
+    kafka_admin.create_topic(topic, PARTITIONS)
+    records = _produce_keyed(kafka_bootstrap, topic, 60)
+    return topic, records
+
+
+def test_keyed_records_round_trip_and_end_offsets_count_them(kafka_bootstrap, kafka_admin, keyed_topic):
+    topic, records = keyed_topic
+    rows = _read_all(kafka_bootstrap, topic, PARTITIONS, len(records))
+
+    assert sorted((key, value) for _, _, key, value in rows) == sorted(records)
+    partitions_of_key: dict[bytes, set[int]] = {}
+    for partition, _, key, _ in rows:
+        partitions_of_key.setdefault(key, set()).add(partition)
+    assert all(len(partitions) == 1 for partitions in partitions_of_key.values()), "a key must stay in one partition"
+    assert len({p for p, *_ in rows}) > 1, "7 keys over 3 partitions should not all land in one"
+    # Per partition, offsets are 0..n-1 and values keep the produced order.
+    per_partition = Counter(partition for partition, *_ in rows)
+    for partition in range(PARTITIONS):
+        offsets = sorted(offset for p, offset, *_ in rows if p == partition)
+        assert offsets == list(range(per_partition[partition]))
+
+    end = kafka_admin.end_offsets(topic)
+    assert end == {TopicPartition(topic, p): per_partition[p] for p in range(PARTITIONS)}
+    assert kafka_admin.beginning_offsets(topic) == {TopicPartition(topic, p): 0 for p in range(PARTITIONS)}
+
+
+def test_committed_offsets_of_a_consumer_group_and_lag(kafka_bootstrap, kafka_admin, keyed_topic, unique_topic):
+    topic, records = keyed_topic
+    group = unique_topic("group")
+    end = kafka_admin.end_offsets(topic)
+    assert kafka_admin.committed_offsets(group, topic) == {}
+    assert kafka_admin.lag(group, topic) == end
+
+    # A real consumer commits partition 0 to 2 and partition 1 to its end; partition 2 stays uncommitted.
+    consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        consumer.commit(
+            offsets=[KafkaTopicPartition(topic, 0, 2), KafkaTopicPartition(topic, 1, end[TopicPartition(topic, 1)])],
+            asynchronous=False,
+        )
+    finally:
+        consumer.close()
+    assert kafka_admin.committed_offsets(group, topic) == {
+        TopicPartition(topic, 0): 2,
+        TopicPartition(topic, 1): end[TopicPartition(topic, 1)],
+    }
+    assert kafka_admin.committed_offsets(group) == kafka_admin.committed_offsets(group, topic)
+    assert kafka_admin.lag(group, topic) == {
+        TopicPartition(topic, 0): end[TopicPartition(topic, 0)] - 2,
+        TopicPartition(topic, 1): 0,
+        TopicPartition(topic, 2): end[TopicPartition(topic, 2)],
+    }
+
+    # The admin client moves the group's offsets itself (nobody is a member of the group).
+    kafka_admin.commit_offsets(group, {TopicPartition(topic, 2): 1, (topic, 0): 0})
+    committed = kafka_admin.committed_offsets(group, topic)
+    assert committed[TopicPartition(topic, 2)] == 1
+    assert committed[TopicPartition(topic, 0)] == 0
+
+
+def test_create_topics_is_idempotent_and_checks_partition_count(kafka_admin, unique_topic):
+    topic = unique_topic("idempotent")
+    kafka_admin.create_topics({topic: 2})
+    kafka_admin.create_topics({topic: 2})
+    assert kafka_admin.partition_count(topic) == 2
+    assert topic in kafka_admin.list_topics()
+    with pytest.raises(KafkaAdminError, match=f"topic '{topic}' already exists with 2 partitions, not 4"):
+        kafka_admin.create_topics({topic: 4})
+    kafka_admin.delete_topics([topic])
+
+
+def test_missing_topic_is_an_error_naming_it(kafka_admin, unique_topic):
+    missing = unique_topic("missing")
+    with pytest.raises(KafkaAdminError, match=f"topic '{missing}' does not exist"):
+        kafka_admin.partition_counts([missing])
+    with pytest.raises(KafkaAdminError, match=f"topic '{missing}' does not exist"):
+        kafka_admin.end_offsets(missing)
+
+
+def test_negative_offset_commit_is_rejected_by_partition(kafka_admin):
+    with pytest.raises(KafkaAdminError, match="offset for orders-3 in group 'g' must be >= 0, got -5"):
+        kafka_admin.commit_offsets("g", {TopicPartition("orders", 3): -5})
+
+
+def test_unreachable_broker_is_a_quick_error_naming_bootstrap_servers():
+    bootstrap = f"127.0.0.1:{free_port()}"  # nothing listens there
+    admin = KafkaAdmin(bootstrap, timeout_s=2)
+    with pytest.raises(KafkaAdminError, match=bootstrap.replace(".", r"\.")):
+        admin.partition_counts(["anything"])
+    with pytest.raises(KafkaAdminError, match=bootstrap.replace(".", r"\.")):
+        admin.list_topics()
