@@ -1,0 +1,374 @@
+"""Read-only view of a built topology: what the Spark task runner and the Dagster layer consume.
+
+Contract (stable; other layers rely on it)
+-----------------------------------------
+``topology = StreamsBuilder(...).build()`` returns a :class:`Topology`:
+
+* ``topology.describe()`` — a description whose ``str()`` is Kafka Streams 4.x's
+  ``Topology.describe().toString()`` byte for byte.
+* ``topology.subtopologies`` — tuple of :class:`Subtopology`, ordered by ``id`` (0, 1, ...).
+  Each has:
+
+  - ``id``: int, Kafka Streams' sub-topology number.
+  - ``nodes``: tuple of :class:`ProcessorNode` in topological order (every node after all
+    its parents; this is the order Kafka Streams added them).
+  - ``source_topics``: tuple of :class:`TopicRef` (``name``, ``is_repartition``), in node order;
+    ``external_source_topics`` / ``repartition_source_topics``: names only.
+  - ``source_pattern``: regex of a pattern subscription or None.
+  - ``sink_topics`` / ``repartition_sink_topics``: static sink topic names (a dynamic sink has
+    ``topic_extractor`` on its node instead).
+  - ``state_stores``: tuple of :class:`~.graph.StoreSpec` used by its processors
+    (``name``, ``type`` (StoreType), ``changelog`` (bool), serdes, ``window``, ``retention_ms``).
+  - ``node(name)``: lookup.
+
+* :class:`ProcessorNode` (frozen): ``name``, ``kind`` (:class:`NodeKind`), ``parents`` and
+  ``children`` (tuples of node names, within the sub-topology; children in the order records are
+  forwarded), ``stores`` (store names), ``params`` (read-only mapping), and for sources
+  ``topics``/``pattern``, for sinks ``topic``/``topic_extractor``; ``serdes`` (key_serde,
+  value_serde, partitioner, timestamp_extractor, offset_reset as given, or None = use the
+  application defaults); ``is_repartition`` for the sink/source of a repartition topic.
+
+  ``params`` per kind (user functions are :class:`~.functions.UserFunction`: ``fn`` and
+  ``form``; a ``FunctionForm.COLUMN`` function holds a PySpark Column to run in the JVM):
+
+  ============================ ======================================================================
+  FILTER / TABLE_FILTER        predicate (key, value) -> bool, negate (filter_not)
+  MAP                          mapper (key, value) -> (key, value) [COLUMN: (key_col, value_col)]
+  MAP_VALUES/TABLE_MAP_VALUES  mapper (value) or (key, value) -> value
+  FLAT_MAP                     mapper (key, value) -> iterable of (key, value)
+  FLAT_MAP_VALUES              mapper (value) or (key, value) -> iterable of values
+  SELECT_KEY                   mapper (key, value) -> key      (also group_by's key selector)
+  PEEK / FOREACH               action (key, value)
+  PRINT                        label, file_path, mapper
+  MERGE, BRANCH_CHILD,         pass records through unchanged (BRANCH_CHILD: index, 0 = default)
+  REPARTITION_FILTER,
+  TABLE_TO_STREAM, STREAM_STREAM_JOIN_MERGE
+  BRANCH                       predicates (list), children (child node names, same order; a record
+                               goes to the first matching child; default branch has index 0)
+  TO_TABLE / TABLE_SOURCE      store_name (the store exists only if listed in ``stores``), topic
+  AGGREGATE                    operation count|reduce|aggregate, store_name, reducer (aggregate,
+                               value), initializer (), aggregator (key, value, aggregate)
+  WINDOWED_AGGREGATE           as AGGREGATE + windows (TimeWindows | SlidingWindows |
+                               SessionWindows), merger (session), emit_strategy
+  TABLE_GROUP_BY_MAP           selector (key, value) -> (key, value)
+  TABLE_AGGREGATE              operation, store_name, initializer, adder, subtractor
+  JOIN_WINDOW                  store_name, windows (JoinWindows), side this|other
+  STREAM_STREAM_JOIN           joiner, windows, join_type inner|left|outer, side, outer (this side
+                               emits unmatched), this_store_name, other_store_name, outer_store_name
+  STREAM_TABLE_JOIN            joiner (value, table_value) or (key, value, table_value), join_type
+                               inner|left, table_store_names
+  TABLE_TABLE_JOIN(_MERGE)     joiner, join_type, side, this/other_store_names, store_name (merge)
+  SUPPRESS                     suppressed, store_name, until_window_closes, grace_ms,
+                               time_to_wait_ms, buffer_config
+  ============================ ======================================================================
+
+* ``topology.repartition_topics``: ``{topic name: partitions or None}`` (None = inherit).
+  Topic names in the view are Kafka's *unprefixed* names (``count-store-repartition``); the real
+  topic is ``internal_topic_name(application_id, name)`` =
+  ``<application_id>-count-store-repartition``. Changelogs: ``changelog_topic_name(app, store)``.
+* ``topology.source_topics()``: external source topics (sorted); ``sink_topics()`` likewise.
+* ``topology.partition_counts(source_partition_counts)``: partitions of every topic the topology
+  reads, including repartition topics (Kafka Streams' rules: a repartition topic gets the largest
+  partition count of the sub-topology writing it unless ``Repartitioned`` fixes it; co-partitioned
+  repartition topics follow the external topics they join). Raises :class:`CopartitionError`
+  (a TopologyException) naming both topics and counts when joined inputs differ.
+* ``topology.tasks(source_partition_counts)``: sorted list of :class:`TaskId`
+  (``str(TaskId(1, 3)) == "1_3"``); tasks of a sub-topology = largest partition count of its
+  source topics.
+* ``topology.changelog_topics(application_id, source_partition_counts)``: ``{topic: partitions}``.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping, Optional, Sequence
+
+from .config import TopologyException
+from .describe import TopologyDescription, describe_subtopology
+from .graph import InternalTopologyBuilder, NodeKind, StoreSpec
+
+__all__ = [
+    "Topology", "Subtopology", "ProcessorNode", "TopicRef", "TaskId", "CopartitionError",
+    "internal_topic_name", "changelog_topic_name",
+]
+
+
+def internal_topic_name(application_id: str, name: str) -> str:
+    """``<application_id>-<name>`` (``name`` already ends with ``-repartition``/``-changelog``)."""
+    if not application_id:
+        raise ValueError("application_id must be a non-empty string")
+    return f"{application_id}-{name}"
+
+
+def changelog_topic_name(application_id: str, store_name: str) -> str:
+    return internal_topic_name(application_id, f"{store_name}-changelog")
+
+
+class CopartitionError(TopologyException):
+    """Joined inputs are not co-partitioned."""
+
+
+@dataclass(frozen=True, order=True)
+class TaskId:
+    subtopology: int
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.subtopology}_{self.partition}"
+
+    @classmethod
+    def parse(cls, text: str) -> "TaskId":
+        match = re.fullmatch(r"(\d+)_(\d+)", text)
+        if not match:
+            raise ValueError(f"not a task id (expected '<subtopology>_<partition>'): {text!r}")
+        return cls(int(match.group(1)), int(match.group(2)))
+
+
+@dataclass(frozen=True)
+class TopicRef:
+    name: str
+    is_repartition: bool
+
+
+@dataclass(frozen=True)
+class ProcessorNode:
+    name: str
+    kind: NodeKind
+    parents: tuple
+    children: tuple
+    stores: tuple = ()
+    params: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    topics: tuple = ()
+    pattern: Optional[str] = None
+    topic: Optional[str] = None
+    topic_extractor: Any = None
+    serdes: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    is_repartition: bool = False
+
+
+@dataclass(frozen=True)
+class Subtopology:
+    id: int
+    nodes: tuple
+    source_topics: tuple
+    source_pattern: Optional[str]
+    sink_topics: tuple
+    repartition_sink_topics: tuple
+    state_stores: tuple
+
+    @property
+    def external_source_topics(self) -> tuple:
+        return tuple(ref.name for ref in self.source_topics if not ref.is_repartition)
+
+    @property
+    def repartition_source_topics(self) -> tuple:
+        return tuple(ref.name for ref in self.source_topics if ref.is_repartition)
+
+    @property
+    def source_topic_names(self) -> tuple:
+        return tuple(ref.name for ref in self.source_topics)
+
+    def node(self, name: str) -> ProcessorNode:
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        raise KeyError(f"sub-topology {self.id} has no node {name!r}")
+
+
+class Topology:
+    """A built topology (Kafka Streams' ``Topology``)."""
+
+    def __init__(self, builder: InternalTopologyBuilder):
+        self._builder = builder
+        self.repartition_topics: Mapping[str, Optional[int]] = MappingProxyType(dict(builder.internal_topics))
+        self._groups = builder.node_groups()
+        self.subtopologies: tuple = tuple(self._make_subtopology(gid, names) for gid, names in self._groups.items())
+        self.state_stores: Mapping[str, StoreSpec] = MappingProxyType(dict(builder.state_stores))
+        self.copartition_groups: tuple = self._copartition_topic_groups()
+
+    # -- structure --------------------------------------------------------------------
+    def _make_subtopology(self, group_id: int, names: Sequence[str]) -> Subtopology:
+        factories = self._builder.node_factories
+        in_group = set(names)
+        children: dict[str, list[str]] = {name: [] for name in names}
+        for name in names:
+            for predecessor in factories[name].predecessors:
+                children[predecessor].append(name)
+        nodes = []
+        source_topics: list[TopicRef] = []
+        sink_topics: list[str] = []
+        repartition_sinks: list[str] = []
+        pattern = None
+        store_names: list[str] = []
+        for name in names:
+            factory = factories[name]
+            if factory.role == "source":
+                kind, params = NodeKind.SOURCE, {}
+                is_repartition = any(topic in self.repartition_topics for topic in factory.topics)
+                source_topics.extend(TopicRef(topic, topic in self.repartition_topics) for topic in factory.topics)
+                pattern = pattern or factory.pattern
+            elif factory.role == "sink":
+                kind, params = NodeKind.SINK, {}
+                is_repartition = factory.topic in self.repartition_topics
+                if factory.topic is not None:
+                    (repartition_sinks if is_repartition else sink_topics).append(factory.topic)
+            else:
+                kind, params, is_repartition = factory.spec.kind, dict(factory.spec.params), False
+            for store in factory.store_names:
+                if store not in store_names:
+                    store_names.append(store)
+            nodes.append(ProcessorNode(
+                name=name, kind=kind, parents=tuple(p for p in factory.predecessors if p in in_group),
+                children=tuple(children[name]), stores=tuple(factory.store_names),
+                params=MappingProxyType(params), topics=tuple(factory.topics), pattern=factory.pattern,
+                topic=factory.topic, topic_extractor=factory.topic_extractor,
+                serdes=MappingProxyType(dict(factory.serdes)), is_repartition=is_repartition,
+            ))
+        return Subtopology(group_id, tuple(nodes), tuple(source_topics), pattern, tuple(sink_topics),
+                           tuple(repartition_sinks), tuple(self._builder.state_stores[s] for s in store_names))
+
+    def _copartition_topic_groups(self) -> tuple:
+        factories = self._builder.node_factories
+        groups = []
+        for node_names in self._builder.copartition_source_groups:
+            topics = []
+            for node_name in node_names:
+                factory = factories.get(node_name)
+                if factory is not None and factory.role == "source":
+                    topics.extend(factory.topics)
+            if topics:
+                groups.append(tuple(sorted(set(topics))))
+        return tuple(groups)
+
+    def describe(self) -> TopologyDescription:
+        factories = self._builder.node_factories
+        return TopologyDescription([describe_subtopology(gid, names, factories) for gid, names in self._groups.items()])
+
+    def subtopology(self, subtopology_id: int) -> Subtopology:
+        try:
+            return self.subtopologies[subtopology_id]
+        except IndexError:
+            raise KeyError(f"no sub-topology {subtopology_id}; this topology has {len(self.subtopologies)}") from None
+
+    def source_topics(self) -> list[str]:
+        return sorted({t for s in self.subtopologies for t in s.external_source_topics})
+
+    def sink_topics(self) -> list[str]:
+        return sorted({t for s in self.subtopologies for t in s.sink_topics})
+
+    def subtopology_of_store(self, store_name: str) -> Subtopology:
+        for subtopology in self.subtopologies:
+            if any(store.name == store_name for store in subtopology.state_stores):
+                return subtopology
+        raise KeyError(f"no state store {store_name!r}")
+
+    # -- partitions and tasks ---------------------------------------------------------------
+    def _external_counts(self, subtopology: Subtopology, counts: Mapping[str, int]) -> dict[str, int]:
+        result = {}
+        for topic in subtopology.external_source_topics:
+            if topic not in counts:
+                raise KeyError(
+                    f"no partition count given for source topic {topic!r} (sub-topology {subtopology.id}); "
+                    f"given: {sorted(counts)}")
+            count = counts[topic]
+            if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+                raise ValueError(f"partition count of topic {topic!r} must be a positive int, got {count!r}")
+            result[topic] = count
+        if subtopology.source_pattern is not None:
+            regex = re.compile(subtopology.source_pattern)
+            matched = {t: c for t, c in counts.items() if regex.fullmatch(t)}
+            if not matched:
+                raise KeyError(f"no topic among {sorted(counts)} matches the source pattern "
+                               f"{subtopology.source_pattern!r} of sub-topology {subtopology.id}")
+            result.update(matched)
+        return result
+
+    def partition_counts(self, source_partition_counts: Mapping[str, int]) -> dict[str, int]:
+        """Partitions of every topic read by the topology, repartition topics included."""
+        counts: dict[str, int] = {}
+        for subtopology in self.subtopologies:
+            counts.update(self._external_counts(subtopology, source_partition_counts))
+        enforced = {topic: n for topic, n in self.repartition_topics.items() if n is not None}
+        counts.update(enforced)
+        writers: dict[str, list[Subtopology]] = {}
+        for subtopology in self.subtopologies:
+            for topic in subtopology.repartition_sink_topics:
+                writers.setdefault(topic, []).append(subtopology)
+        pending = [t for t in self.repartition_topics if t not in counts]
+        while pending:
+            progressed = False
+            for topic in list(pending):
+                candidates = []
+                for writer in writers.get(topic, []):
+                    inputs = list(writer.source_topic_names)
+                    if writer.source_pattern is not None:
+                        inputs += [t for t in source_partition_counts if re.fullmatch(writer.source_pattern, t)]
+                    if all(t in counts for t in inputs):
+                        candidates.append(max(counts[t] for t in inputs))
+                if candidates and len(candidates) == len(writers.get(topic, [])):
+                    counts[topic] = max(candidates)
+                    pending.remove(topic)
+                    progressed = True
+            if not progressed:
+                raise TopologyException(f"cannot compute the partition count of repartition topics {pending}")
+        self._enforce_copartitioning(counts, enforced)
+        return counts
+
+    def _enforce_copartitioning(self, counts: dict[str, int], enforced: Mapping[str, int]) -> None:
+        """Kafka Streams' ``CopartitionedTopicsEnforcer``."""
+        for group in self.copartition_groups:
+            repartition = [t for t in group if t in self.repartition_topics]
+            external = {t: counts[t] for t in group if t not in self.repartition_topics}
+            if not external:
+                fixed = {t: enforced[t] for t in repartition if t in enforced}
+                if fixed and len(set(fixed.values())) > 1:
+                    detail = ", ".join(f"{t}={n}" for t, n in sorted(fixed.items()))
+                    raise CopartitionError(f"Following topics do not have the same number of partitions: [{{{detail}}}]")
+                target = next(iter(fixed.values())) if fixed else max(counts[t] for t in repartition)
+            else:
+                if len(set(external.values())) > 1:
+                    ordered = sorted(external.items())
+                    detail = ", ".join(f"{t}={n}" for t, n in ordered)
+                    pairs = "; ".join(
+                        f"topic {a!r} has {na} partitions but topic {b!r} has {nb}"
+                        for (a, na), (b, nb) in zip(ordered, ordered[1:]) if na != nb)
+                    raise CopartitionError(
+                        f"Topics not co-partitioned: [{{{detail}}}]: {pairs}; joined inputs must have the same "
+                        f"number of partitions")
+                target = next(iter(external.values()))
+            for topic in repartition:
+                if topic not in enforced:
+                    counts[topic] = target
+                elif counts[topic] != target:
+                    raise CopartitionError(
+                        f"Number of partitions [{counts[topic]}] of repartition topic [{topic}] doesn't match "
+                        f"number of partitions [{target}] of the source topic.")
+
+    def task_counts(self, source_partition_counts: Mapping[str, int]) -> dict[int, int]:
+        counts = self.partition_counts(source_partition_counts)
+        result = {}
+        for subtopology in self.subtopologies:
+            inputs = list(subtopology.source_topic_names)
+            if subtopology.source_pattern is not None:
+                inputs += [t for t in source_partition_counts if re.fullmatch(subtopology.source_pattern, t)]
+            result[subtopology.id] = max(counts[t] for t in inputs)
+        return result
+
+    def tasks(self, source_partition_counts: Mapping[str, int]) -> list[TaskId]:
+        return [TaskId(sid, p) for sid, n in self.task_counts(source_partition_counts).items() for p in range(n)]
+
+    def changelog_topics(self, application_id: str, source_partition_counts: Mapping[str, int]) -> dict[str, int]:
+        task_counts = self.task_counts(source_partition_counts)
+        result = {}
+        for subtopology in self.subtopologies:
+            for store in subtopology.state_stores:
+                if store.changelog:
+                    result[changelog_topic_name(application_id, store.name)] = task_counts[subtopology.id]
+        return result
+
+    def __str__(self) -> str:
+        return str(self.describe())
+
+    def __repr__(self) -> str:
+        return f"Topology({len(self.subtopologies)} sub-topologies)"
