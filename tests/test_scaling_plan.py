@@ -1,0 +1,284 @@
+"""Reconciliation plans: launch, retag, retire, and the two-phase handover that keeps a task on
+one worker at a time. Property tests drive a small simulated fleet through random ticks."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dagster_kstreams.scaling.plan import (
+    Handover,
+    ReconciliationPlan,
+    Worker,
+    WorkerState,
+    plan_reconciliation,
+)
+
+RUNNING, RETIRING, FAILED = WorkerState.RUNNING, WorkerState.RETIRING, WorkerState.FAILED
+
+
+def tasks_of(count, sub_topology=0):
+    return [f"{sub_topology}_{p}" for p in range(count)]
+
+
+def settled(assignment):
+    """Workers that have acknowledged their tags: tags, target and held all agree."""
+    return [Worker(worker_id, tasks=set(tasks), held=set(tasks)) for worker_id, tasks in assignment.items()]
+
+
+# --- the simulated fleet ------------------------------------------------------------------
+
+
+def apply_plan(workers, plan):
+    """What the sensor does with a plan; failed runs it has handled drop out of view."""
+    by_id = {w.worker_id: w for w in workers if w.is_live}
+    for worker_id in plan.retire:
+        by_id[worker_id] = replace(by_id[worker_id], tasks=frozenset(), assigned=frozenset(), state=RETIRING)
+    for change in plan.retag:
+        by_id[change.worker_id] = replace(by_id[change.worker_id], tasks=change.tasks, assigned=change.assigned)
+    for launch in plan.launch:
+        by_id[launch.worker_id] = Worker(launch.worker_id, tasks=launch.tasks, assigned=launch.assigned)
+    return list(by_id.values())
+
+
+def start_batches(workers, acknowledging):
+    """Workers in ``acknowledging`` start a batch: report their tags as held; retiring ones exit."""
+    result = []
+    for worker in workers:
+        if worker.worker_id not in acknowledging or not worker.is_live:
+            result.append(worker)
+        elif worker.state is not RETIRING:
+            result.append(replace(worker, held=worker.tasks))
+    return result
+
+
+def may_process(workers):
+    return {w.worker_id: w.busy for w in workers if w.is_live}
+
+
+def assert_no_task_on_two_workers(sets_by_worker):
+    for (a, tasks_a), (b, tasks_b) in itertools.combinations(sets_by_worker.items(), 2):
+        assert not tasks_a & tasks_b, f"{sorted(tasks_a & tasks_b)} on both {a} and {b}"
+
+
+def assert_plan_is_sound(plan: ReconciliationPlan, tasks, workers, desired):
+    assert len(plan.target) == desired
+    assigned = [t for ts in plan.target.values() for t in ts]
+    if desired:
+        assert sorted(assigned) == sorted(tasks), "every task assigned exactly once"
+        counts = [len(ts) for ts in plan.target.values()]
+        assert max(counts) - min(counts) <= 1
+        assert not plan.unassigned
+    else:
+        assert plan.unassigned == set(tasks)
+    tags_after = plan.tags_after(workers)
+    assert_no_task_on_two_workers(tags_after)
+    busy_before = may_process(workers)
+    for worker_id, tags in tags_after.items():
+        granted = tags - busy_before.get(worker_id, frozenset())
+        for other, busy in busy_before.items():
+            if other != worker_id:
+                assert not granted & busy, f"{worker_id} granted {sorted(granted & busy)} still busy on {other}"
+    for worker_id, tags in tags_after.items():
+        assert tags <= plan.target.get(worker_id, frozenset())
+
+
+fleet_events = st.lists(
+    st.tuples(
+        st.integers(min_value=0, max_value=6),  # desired workers
+        st.integers(min_value=0, max_value=2),  # partitions added this tick
+        st.sets(st.sampled_from([f"worker-{i}" for i in range(8)]), max_size=2),  # runs that fail
+        st.sets(st.sampled_from([f"worker-{i}" for i in range(8)])),  # workers that start a batch
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+def run_fleet(events, initial_tasks):
+    """Random ticks: scale, add partitions, fail runs, let some workers acknowledge."""
+    tasks = tasks_of(initial_tasks)
+    workers = []
+    for desired, added, failing, acknowledging in events:
+        tasks = tasks_of(len(tasks) + added)
+        workers = [replace(w, state=FAILED) if w.worker_id in failing and w.is_live else w for w in workers]
+        plan = plan_reconciliation(tasks, workers, desired)
+        assert_plan_is_sound(plan, tasks, workers, desired)
+        workers = apply_plan(workers, plan)
+        assert_no_task_on_two_workers(may_process(workers))
+        workers = start_batches(workers, acknowledging)
+        assert_no_task_on_two_workers(may_process(workers))
+    return tasks, workers
+
+
+@settings(max_examples=200, deadline=None)
+@given(fleet_events, st.integers(min_value=0, max_value=12))
+def test_no_task_is_ever_on_two_workers_and_every_plan_is_balanced(events, initial_tasks):
+    run_fleet(events, initial_tasks)
+
+
+@settings(max_examples=150, deadline=None)
+@given(fleet_events, st.integers(min_value=0, max_value=12), st.integers(min_value=0, max_value=6))
+def test_fleet_settles_within_two_ticks_once_workers_acknowledge(events, initial_tasks, desired):
+    tasks, workers = run_fleet(events, initial_tasks)
+    everyone = {w.worker_id for w in workers}
+    for _ in range(2):
+        plan = plan_reconciliation(tasks, workers, desired)
+        workers = start_batches(apply_plan(workers, plan), everyone | {w.worker_id for w in plan.launch})
+        everyone = {w.worker_id for w in workers}
+
+    final = plan_reconciliation(tasks, workers, desired)
+    assert final.is_noop and not final.handovers
+    assert len(workers) == desired and all(w.state is RUNNING for w in workers)
+    tags = [t for w in workers for t in w.tasks]
+    assert sorted(tags) == (sorted(tasks) if desired else [])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([f"worker-{i}" for i in range(6)]),
+            st.sets(st.sampled_from(tasks_of(10))),
+            st.sets(st.sampled_from(tasks_of(10))),
+            st.sampled_from(list(WorkerState)),
+        ),
+        max_size=6,
+        unique_by=lambda row: row[0],
+    ),
+    st.integers(min_value=0, max_value=6),
+)
+def test_even_from_a_tangled_fleet_a_plan_grants_nothing_busy_elsewhere(rows, desired):
+    # Overlapping tags and reports (a bug elsewhere, a lost tick): the plan must not make it worse.
+    workers = [Worker(worker_id, tasks=tags, held=held, state=state) for worker_id, tags, held, state in rows]
+    plan = plan_reconciliation(tasks_of(10), workers, desired)
+    assert_plan_is_sound(plan, tasks_of(10), workers, desired)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(min_value=1, max_value=20), st.integers(min_value=2, max_value=6), st.data())
+def test_failed_worker_is_replaced_under_its_id_with_its_tasks_and_nobody_else_moves(task_count, worker_count, data):
+    first = plan_reconciliation(tasks_of(task_count), [], worker_count)
+    workers = settled({launch.worker_id: launch.tasks for launch in first.launch})
+    failed = data.draw(st.sampled_from(sorted(w.worker_id for w in workers)))
+    workers = [replace(w, state=FAILED) if w.worker_id == failed else w for w in workers]
+
+    plan = plan_reconciliation(tasks_of(task_count), workers, worker_count)
+
+    (launch,) = plan.launch
+    assert launch.worker_id == failed
+    assert launch.tasks == first.target[failed]
+    assert not plan.retag and not plan.retire and not plan.handovers
+
+    # With one worker fewer wanted, the survivors get its tasks at once: a failed run holds nothing.
+    plan = plan_reconciliation(tasks_of(task_count), workers, worker_count - 1)
+    assert not plan.launch and not plan.handovers
+    granted = set().union(*(change.granted for change in plan.retag))
+    assert granted == first.target[failed]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(min_value=1, max_value=20), st.integers(min_value=2, max_value=6), st.data())
+def test_vanished_worker_tasks_are_granted_on_the_next_tick(task_count, worker_count, data):
+    first = plan_reconciliation(tasks_of(task_count), [], worker_count)
+    workers = settled({launch.worker_id: launch.tasks for launch in first.launch})
+    vanished = data.draw(st.sampled_from(sorted(w.worker_id for w in workers)))
+    survivors = [w for w in workers if w.worker_id != vanished]
+    orphans = first.target[vanished]
+
+    # Either a replacement (same count wanted) or the survivors (one fewer wanted) take the orphans.
+    for desired in (worker_count, worker_count - 1):
+        plan = plan_reconciliation(tasks_of(task_count), survivors, desired)
+        tags_after = plan.tags_after(survivors)
+        assert orphans <= set().union(*tags_after.values())
+        assert not plan.handovers
+
+
+# --- worked examples ------------------------------------------------------------------------
+
+
+def test_settled_fleet_needs_nothing():
+    workers = settled({"worker-0": {"0_0", "0_2"}, "worker-1": {"0_1", "0_3"}})
+    plan = plan_reconciliation(tasks_of(4), workers, 2)
+    assert plan.is_noop and not plan.handovers
+
+
+def test_scale_up_launches_first_then_hands_tasks_over_once_released():
+    workers = settled({"worker-0": {"0_0", "0_1", "0_2"}, "worker-1": {"0_3", "0_4", "0_5"}})
+
+    plan = plan_reconciliation(tasks_of(6), workers, 3)
+
+    (launch,) = plan.launch
+    assert launch.worker_id == "worker-2"
+    assert launch.tasks == set() and launch.assigned == {"0_2", "0_5"}
+    assert {r.worker_id: r.revoked for r in plan.retag} == {"worker-0": {"0_2"}, "worker-1": {"0_5"}}
+    assert plan.handovers == (
+        Handover("0_2", "worker-2", ("worker-0",)),
+        Handover("0_5", "worker-2", ("worker-1",)),
+    )
+
+    # worker-0 has started its next batch without 0_2; worker-1 is still in the old one.
+    workers = apply_plan(workers, plan)
+    workers = start_batches(workers, {"worker-0", "worker-2"})
+    plan = plan_reconciliation(tasks_of(6), workers, 3)
+    assert [(r.worker_id, r.granted) for r in plan.retag] == [("worker-2", {"0_2"})]
+    assert plan.handovers == (Handover("0_5", "worker-2", ("worker-1",)),)
+
+    workers = start_batches(apply_plan(workers, plan), {"worker-0", "worker-1", "worker-2"})
+    plan = plan_reconciliation(tasks_of(6), workers, 3)
+    assert [(r.worker_id, r.granted) for r in plan.retag] == [("worker-2", {"0_5"})]
+    assert not plan.handovers
+
+
+def test_scale_down_retires_gracefully_and_survivors_take_over_after_it_exits():
+    workers = settled({"worker-0": {"0_0", "0_3"}, "worker-1": {"0_1", "0_4"}, "worker-2": {"0_2"}})
+
+    plan = plan_reconciliation(tasks_of(5), workers, 2)
+
+    # worker-2 has the fewest tasks; it finishes its batch while its task waits.
+    assert plan.retire == ("worker-2",)
+    assert plan.handovers == (Handover("0_2", "worker-0", ("worker-2",)),)
+    assert [(r.worker_id, r.granted, r.revoked) for r in plan.retag] == [("worker-0", set(), set())]
+
+    workers = start_batches(apply_plan(workers, plan), {"worker-0", "worker-1", "worker-2"})
+    assert [w.worker_id for w in workers] == ["worker-0", "worker-1"]
+    plan = plan_reconciliation(tasks_of(5), workers, 2)
+    assert [(r.worker_id, r.granted) for r in plan.retag] == [("worker-0", {"0_2"})]
+
+
+def test_the_worker_with_fewest_tasks_retires_first():
+    workers = settled({"worker-0": {"0_0"}, "worker-1": {"0_1", "0_3"}, "worker-2": {"0_2", "0_4"}})
+    assert plan_reconciliation(tasks_of(5), workers, 2).retire == ("worker-0",)
+
+
+def test_equal_loads_retire_the_highest_ids():
+    workers = settled({f"worker-{i}": {f"0_{i}"} for i in range(4)})
+    assert plan_reconciliation(tasks_of(4), workers, 2).retire == ("worker-2", "worker-3")
+
+
+def test_retiring_worker_keeps_its_id_until_it_exits():
+    workers = [
+        Worker("worker-0", tasks={"0_0"}, held={"0_0"}),
+        Worker("worker-1", held={"0_1"}, state=RETIRING),
+    ]
+    plan = plan_reconciliation(tasks_of(2), workers, 2)
+    assert [launch.worker_id for launch in plan.launch] == ["worker-2"]
+    assert plan.handovers == (Handover("0_1", "worker-2", ("worker-1",)),)
+
+
+def test_scale_to_zero_retires_everyone_and_leaves_tasks_unassigned():
+    workers = settled({"worker-0": {"0_0"}, "worker-1": {"0_1"}})
+    plan = plan_reconciliation(tasks_of(2), workers, 0)
+    assert plan.retire == ("worker-0", "worker-1")
+    assert plan.unassigned == {"0_0", "0_1"} and plan.target == {}
+
+
+def test_contradictory_input_is_refused():
+    with pytest.raises(ValueError, match="listed twice"):
+        plan_reconciliation(tasks_of(1), [Worker("worker-0"), Worker("worker-0", state=FAILED)], 1)
+    with pytest.raises(ValueError, match="desired_workers"):
+        plan_reconciliation(tasks_of(1), [], -1)
