@@ -1,0 +1,71 @@
+"""Elastic workers, pure: how many, which tasks each, and how to get there safely.
+
+Standard library only: no Kafka, Spark or Dagster here, so every decision is unit tested.
+
+* :mod:`.policy` — desired worker count from lag, input rate and measured throughput,
+  with scale-down stabilization;
+* :mod:`.assignment` — sticky balanced assignment of tasks to workers;
+* :mod:`.plan` — launch, retag, retire, and the two-phase task handover;
+* :mod:`.tick` — one lag-sensor tick composing them, with a JSON-able state for the cursor.
+"""
+
+from .assignment import assign_tasks, moved_tasks
+from .ids import lowest_free_worker_ids, task_sort_key, worker_id, worker_index, worker_sort_key
+from .plan import (
+    Handover,
+    ReconciliationPlan,
+    Worker,
+    WorkerLaunch,
+    WorkerRetag,
+    WorkerState,
+    plan_reconciliation,
+)
+from .policy import (
+    LagSnapshot,
+    Recommendation,
+    ScalingConfig,
+    StabilizationState,
+    TaskOffsets,
+    ThroughputSample,
+    desired_workers,
+    input_rates,
+    recommend,
+    required_rate,
+    stabilize,
+    worker_bounds,
+    worker_capacity,
+)
+from .tick import ScalingState, TickDecision, decide_tick
+
+__all__ = [
+    "Handover",
+    "LagSnapshot",
+    "Recommendation",
+    "ReconciliationPlan",
+    "ScalingConfig",
+    "ScalingState",
+    "StabilizationState",
+    "TaskOffsets",
+    "ThroughputSample",
+    "TickDecision",
+    "Worker",
+    "WorkerLaunch",
+    "WorkerRetag",
+    "WorkerState",
+    "assign_tasks",
+    "decide_tick",
+    "desired_workers",
+    "input_rates",
+    "lowest_free_worker_ids",
+    "moved_tasks",
+    "plan_reconciliation",
+    "recommend",
+    "required_rate",
+    "stabilize",
+    "task_sort_key",
+    "worker_bounds",
+    "worker_capacity",
+    "worker_id",
+    "worker_index",
+    "worker_sort_key",
+]

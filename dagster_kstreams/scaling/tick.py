@@ -1,0 +1,109 @@
+"""One lag-sensor tick, pure: snapshot and fleet in, recommendation and plan out.
+
+The sensor keeps :class:`ScalingState` in its cursor (``to_json``/``from_json``) so that
+scale-down stabilization and the input rate survive between ticks.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+
+from .plan import ReconciliationPlan, Worker, WorkerState, plan_reconciliation
+from .policy import (
+    LagSnapshot,
+    Recommendation,
+    ScalingConfig,
+    StabilizationState,
+    ThroughputSample,
+    recommend,
+)
+
+_STATE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class ScalingState:
+    """What a tick needs from the ticks before it."""
+
+    stabilization: StabilizationState = StabilizationState()
+    last_snapshot: LagSnapshot | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "version": _STATE_VERSION,
+                "stabilization": self.stabilization.to_dict(),
+                "last_snapshot": None if self.last_snapshot is None else self.last_snapshot.to_dict(),
+            },
+            sort_keys=True,
+        )
+
+    @classmethod
+    def from_json(cls, text: str | None) -> ScalingState:
+        """Parse a cursor; no cursor yet (None or empty) is a fresh state."""
+        if not text:
+            return cls()
+        try:
+            data = json.loads(text)
+            if data.get("version") != _STATE_VERSION:
+                raise ValueError(f"unknown scaling state version {data.get('version')!r}")
+            snapshot = data.get("last_snapshot")
+            return cls(
+                stabilization=StabilizationState.from_dict(data["stabilization"]),
+                last_snapshot=None if snapshot is None else LagSnapshot.from_dict(snapshot),
+            )
+        except (KeyError, TypeError, AttributeError, json.JSONDecodeError) as error:
+            raise ValueError(f"malformed scaling state: {error}") from error
+
+
+@dataclass(frozen=True)
+class TickDecision:
+    recommendation: Recommendation
+    plan: ReconciliationPlan
+    state: ScalingState
+
+    def summary(self) -> dict:
+        """Plain values for logs and run metadata."""
+        return {
+            **asdict(self.recommendation),
+            "action": self.recommendation.action,
+            "launch": [launch.worker_id for launch in self.plan.launch],
+            "retag": [change.worker_id for change in self.plan.retag],
+            "retire": list(self.plan.retire),
+            "pending_handovers": len(self.plan.handovers),
+        }
+
+
+def decide_tick(
+    snapshot: LagSnapshot,
+    workers: Iterable[Worker],
+    config: ScalingConfig,
+    state: ScalingState | None = None,
+    throughput: Iterable[ThroughputSample] = (),
+) -> TickDecision:
+    """Desired worker count (policy) and the plan to reach it (assignment, handovers).
+
+    The tasks are the snapshot's tasks; their lag weighs where moved tasks go. ``workers``
+    has the newest run of each worker id, failed ones included for one tick so that their
+    replacements inherit their tasks.
+    """
+    state = state or ScalingState()
+    workers = list(workers)
+    running = sum(1 for worker in workers if worker.state is WorkerState.RUNNING)
+    recommendation, stabilization = recommend(
+        snapshot,
+        running,
+        config,
+        previous_snapshot=state.last_snapshot,
+        throughput=throughput,
+        state=state.stabilization,
+    )
+    plan = plan_reconciliation(
+        snapshot.tasks.keys(),
+        workers,
+        recommendation.desired_workers,
+        task_weights=snapshot.lags(),
+    )
+    return TickDecision(recommendation, plan, ScalingState(stabilization, snapshot))

@@ -1,0 +1,135 @@
+"""A lag sensor's ticks end to end: burst, dip, sustained calm, a failure, and the cursor."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dagster_kstreams.scaling import (
+    LagSnapshot,
+    ScalingConfig,
+    ScalingState,
+    StabilizationState,
+    TaskOffsets,
+    Worker,
+    WorkerState,
+    decide_tick,
+)
+
+CONFIG = ScalingConfig(
+    min_workers=1,
+    max_workers=4,
+    catch_up_seconds=60,
+    scale_down_stabilization_seconds=120,
+    default_worker_records_per_second=1000,
+)
+TASKS = [f"{sub}_{p}" for sub in range(2) for p in range(4)]
+
+
+def snapshot(time, lag_per_task, end=10**6):
+    return LagSnapshot(time, {task: TaskOffsets(end, end - lag_per_task) for task in TASKS})
+
+
+def apply_and_acknowledge(workers, plan):
+    """The sensor applies the plan; every worker then starts a batch (retiring ones exit)."""
+    by_id = {w.worker_id: w for w in workers if w.state is not WorkerState.FAILED}
+    for worker_id in plan.retire:
+        by_id[worker_id] = replace(by_id[worker_id], tasks=frozenset(), state=WorkerState.RETIRING)
+    for change in plan.retag:
+        by_id[change.worker_id] = replace(by_id[change.worker_id], tasks=change.tasks, assigned=change.assigned)
+    for launch in plan.launch:
+        by_id[launch.worker_id] = Worker(launch.worker_id, tasks=launch.tasks, assigned=launch.assigned)
+    return [replace(w, held=w.tasks) for w in by_id.values() if w.state is WorkerState.RUNNING]
+
+
+def run_ticks(lags, tick_seconds=30, cursor_round_trip=False, input_per_tick=0):
+    workers, state, history = [], None, []
+    for i, lag in enumerate(lags):
+        if cursor_round_trip:
+            state = ScalingState.from_json(state.to_json() if state else None)
+        now = i * tick_seconds
+        decision = decide_tick(snapshot(now, lag, end=10**6 + i * input_per_tick), workers, CONFIG, state)
+        state = decision.state
+        workers = apply_and_acknowledge(workers, decision.plan)
+        history.append((decision.recommendation.desired_workers, decision.summary()["action"]))
+    return history, workers
+
+
+def test_burst_dip_and_calm():
+    # 8 tasks x 7500 lag = 60k in 60 s = 1000 rec/s: one worker; x 22500 = 3 workers.
+    history, workers = run_ticks([7500, 22500, 0, 22500, 0, 0, 0, 0, 0, 0])
+    assert [desired for desired, _ in history] == [1, 3, 3, 3, 3, 3, 3, 1, 1, 1]
+    assert history[1][1] == "scale up"
+    assert history[2][1] == "hold (scale-down stabilizing)"
+    # The last high recommendation (t=90) has left the 120 s window at t=210 (tick 7).
+    assert history[7][1] == "scale down"
+    assert [w.worker_id for w in workers] == ["worker-0"]
+    assert workers[0].tasks == set(TASKS)
+
+
+@pytest.mark.parametrize("input_per_tick", [0, 45_000])
+def test_cursor_round_trip_changes_nothing(input_per_tick):
+    lags = [7500, 22500, 0, 22500, 0, 0, 0, 0, 0, 0, 90000, 0]
+    with_cursor = run_ticks(lags, cursor_round_trip=True, input_per_tick=input_per_tick)
+    assert with_cursor == run_ticks(lags, input_per_tick=input_per_tick)
+
+
+def test_input_rate_alone_keeps_workers_busy():
+    # 45k records per task per 30 s tick = 12k rec/s in all, at 70% utilization: > 4 workers' worth.
+    history, _ = run_ticks([0] * 4, input_per_tick=45_000)
+    assert [desired for desired, _ in history] == [1, 4, 4, 4]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(0, 1e9), st.integers(0, 64)), max_size=5),
+    st.none() | st.floats(0, 1e9),
+    st.none()
+    | st.builds(
+        LagSnapshot,
+        st.floats(0, 1e9),
+        st.dictionaries(
+            st.sampled_from(TASKS), st.builds(TaskOffsets, st.integers(0, 2**62), st.integers(0, 2**62))
+        ),
+    ),
+)
+def test_state_survives_the_cursor(recommendations, since, last_snapshot):
+    state = ScalingState(StabilizationState(tuple(recommendations), since), last_snapshot)
+    assert ScalingState.from_json(state.to_json()) == state
+
+
+def test_failed_worker_tasks_are_reassigned_on_the_next_tick():
+    state, workers = None, []
+    for i in range(3):
+        decision = decide_tick(snapshot(i * 30, 22500), workers, CONFIG, state)
+        state, workers = decision.state, apply_and_acknowledge(workers, decision.plan)
+    assert len(workers) == 3
+    lost = workers[1]
+    workers = [replace(w, state=WorkerState.FAILED) if w is lost else w for w in workers]
+
+    decision = decide_tick(snapshot(90, 22500), workers, CONFIG, state)
+
+    (launch,) = decision.plan.launch
+    assert (launch.worker_id, launch.tasks) == (lost.worker_id, lost.tasks)
+    assert decision.recommendation.action == "scale up"
+
+
+def test_malformed_cursor_is_reported():
+    assert ScalingState.from_json(None) == ScalingState()
+    assert ScalingState.from_json("") == ScalingState()
+    for bad in ("{", '{"version": 99}', '{"version": 1}', "[]"):
+        with pytest.raises(ValueError):
+            ScalingState.from_json(bad)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 200_000), min_size=1, max_size=15))
+def test_fleet_matches_the_decision_and_stays_within_bounds(lags):
+    history, workers = run_ticks(lags)
+    for desired, _ in history:
+        assert 1 <= desired <= min(CONFIG.max_workers, len(TASKS))
+    # Every worker has acknowledged its tags by now; the last decision's count is what runs.
+    assert len(workers) == history[-1][0]
