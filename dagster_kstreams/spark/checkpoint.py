@@ -1,0 +1,114 @@
+"""Where a task keeps its Structured Streaming checkpoint, and what the checkpoint says.
+
+Layout: ``<state_location>/<application_id>/tasks/<task_id>/checkpoint``. The checkpoint holds
+the task's source offsets (``offsets/<batch>``, written before a batch runs; ``commits/<batch>``,
+written after it succeeded) and its RocksDB state store snapshots (``state/``), so that the task
+continues exactly where it stopped in whatever process or machine runs it next, as long as that
+one sees the same location. ``state_location`` may be a local directory or any Hadoop-compatible
+URI (``hdfs://``, ``s3a://``, ``abfss://`` ...): files are read through Spark's own Hadoop
+FileSystem, never with Python's ``open``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+from dagster_kstreams.local.home import state_home
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["default_state_location", "task_checkpoint", "CheckpointReader"]
+
+STATE_LOCATION_ENV_VAR = "DAGSTER_KSTREAMS_STATE_LOCATION"
+
+
+def default_state_location() -> str:
+    """``$DAGSTER_KSTREAMS_STATE_LOCATION``, else ``<DAGSTER_KSTREAMS_HOME or ./.kstreams>/state``."""
+    configured = os.environ.get(STATE_LOCATION_ENV_VAR)
+    if configured:
+        return configured
+    return str(state_home() / "state")
+
+
+def _is_uri(location: str) -> bool:
+    return "://" in location or location.startswith("file:")
+
+
+def normalize_location(location: str) -> str:
+    """A local path made absolute (Spark resolves relative ones against its own cwd); URIs as given."""
+    if _is_uri(location):
+        return location.rstrip("/")
+    return str(Path(location).expanduser().resolve())
+
+
+def task_checkpoint(state_location: str, application_id: str, task_id: str) -> str:
+    return f"{normalize_location(state_location)}/{application_id}/tasks/{task_id}/checkpoint"
+
+
+class CheckpointReader:
+    """Reads a streaming checkpoint through the JVM's Hadoop FileSystem (any URI scheme)."""
+
+    def __init__(self, spark: "SparkSession", checkpoint: str):
+        self.checkpoint = checkpoint
+        jvm = spark.sparkContext._jvm
+        self._jvm = jvm
+        self._hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
+        root = jvm.org.apache.hadoop.fs.Path(checkpoint)
+        self._fs = root.getFileSystem(self._hadoop_conf)
+
+    def _path(self, *parts: str):
+        return self._jvm.org.apache.hadoop.fs.Path("/".join([self.checkpoint, *parts]))
+
+    def _batch_ids(self, directory: str) -> list[int]:
+        path = self._path(directory)
+        if not self._fs.exists(path):
+            return []
+        ids = []
+        for status in self._fs.listStatus(path):
+            name = status.getPath().getName()
+            if name.isdigit():
+                ids.append(int(name))
+        return sorted(ids)
+
+    def last_committed_batch(self) -> Optional[int]:
+        """The last batch whose output and state were committed, or None for a new checkpoint."""
+        ids = self._batch_ids("commits")
+        return ids[-1] if ids else None
+
+    def _read_text(self, *parts: str) -> str:
+        stream = self._fs.open(self._path(*parts))
+        try:
+            reader = self._jvm.java.io.BufferedReader(self._jvm.java.io.InputStreamReader(stream, "UTF-8"))
+            lines = []
+            while True:
+                line = reader.readLine()
+                if line is None:
+                    break
+                lines.append(line)
+            return "\n".join(lines)
+        finally:
+            stream.close()
+
+    def committed_source_offsets(self) -> dict[tuple[str, int], int]:
+        """End offsets of the last committed batch: ``{(topic, partition): next offset}``.
+
+        The offset log file is ``v1``, the batch metadata (JSON), then one JSON line per
+        source; the Kafka source's line is ``{"topic": {"partition": offset}}``.
+        """
+        batch = self.last_committed_batch()
+        if batch is None:
+            return {}
+        lines = self._read_text("offsets", str(batch)).splitlines()
+        offsets: dict[tuple[str, int], int] = {}
+        for line in lines[2:]:
+            line = line.strip()
+            if not line or line == "-":
+                continue
+            for topic, partitions in json.loads(line).items():
+                for partition, offset in partitions.items():
+                    offsets[(topic, int(partition))] = int(offset)
+        return offsets

@@ -1,0 +1,516 @@
+"""Run one stream task (sub-topology ``s``, partition ``p``) on Spark.
+
+A task is one Structured Streaming query, started, drained and stopped for each run:
+
+* **Source** — Spark's Kafka source with ``assign`` = partition ``p`` of every source topic of
+  ``s``. ``trigger(availableNow=True)`` processes everything up to the end offsets seen when the
+  run starts, in batches of at most ``max_records_per_batch`` records, then stops.
+* **Processors** — compiled by :mod:`dagster_kstreams.spark.compile` into one Python pass per
+  batch (``mapInArrow``) for a stateless sub-topology, or one pass per key and batch
+  (``applyInPandasWithState`` grouped by the source key) when the sub-topology keeps state.
+* **State** — Spark's state store with the RocksDB provider, in the task's checkpoint
+  (:mod:`dagster_kstreams.spark.checkpoint`): ``<state_location>/<app>/tasks/<task>/checkpoint``.
+  Any process that sees the same location continues the task where it stopped.
+* **Sinks** — Spark's Kafka sink; one query writes every sink topic of the sub-topology (output
+  topics, repartition topics, the dead-letter topic) through a ``topic`` column. There is no
+  ``partition`` column: the producer's default partitioner (murmur2 of the key bytes) places
+  each record, so a repartition topic is co-partitioned with any other Kafka-written topic.
+* **Offsets** — Spark's checkpoint is the source of truth. After each batch is committed to
+  the checkpoint, its end offsets are committed to the consumer group named by the application
+  id, so ``kafka-consumer-groups --describe`` and lag monitors see the task's progress. A new
+  checkpoint starts from that group's committed offsets (else earliest, as Kafka Streams'
+  ``auto.offset.reset``).
+
+Guarantee: at-least-once. A run that dies after writing a batch's output but before Spark
+committed that batch re-runs the batch (same offsets, same state) on the next run, so its
+output can appear twice; the final value per key is the same.
+
+Fencing: Spark does not lock a checkpoint across applications. Running one task in two
+processes at once must be prevented by the caller (the lag sensor assigns each task to exactly
+one worker); :class:`TaskRunner` only refuses to run a task twice at once within one process.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from dagster_kstreams.kafka.admin import KafkaAdmin, TopicPartition
+from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy, DeserializationHandler
+from dagster_kstreams.spark.checkpoint import CheckpointReader, default_state_location, task_checkpoint
+from dagster_kstreams.spark.compile import CompiledTopology, compile_topology, parse_task_id
+from dagster_kstreams.spark.program import OUTPUT_SPARK_SCHEMA, SOURCE_COLUMNS
+
+__all__ = ["TaskRunner", "TaskResult", "TaskProgress", "TaskFailedError"]
+
+log = logging.getLogger(__name__)
+
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+class TaskFailedError(RuntimeError):
+    """A task's run failed. ``reason`` is the one-line cause (it names the record's topic,
+    partition and offset when a record could not be deserialized or processed)."""
+
+    def __init__(self, task_id: str, application_id: str, reason: str):
+        self.task_id, self.application_id, self.reason = task_id, application_id, reason
+        super().__init__(f"task {task_id} of application {application_id!r} failed: {reason}")
+
+
+@dataclass(frozen=True)
+class TaskProgress:
+    """Reported after every batch of a run."""
+
+    task_id: str
+    batch_id: int
+    records_done: int
+    seconds: float
+    records_per_second: float
+    lag_left: int
+
+
+@dataclass
+class TaskResult:
+    """What one run of a task did.
+
+    ``offsets_from``/``offsets_to`` map each source partition to the next offset to process
+    before/after the run (``offsets_to`` is also what the consumer group holds afterwards).
+    ``records_out`` counts written records per sink topic. ``lag_left`` is end offset minus
+    ``offsets_to`` per source partition, measured when the run ended.
+    """
+
+    task_id: str
+    subtopology: int
+    partition: int
+    offsets_from: dict[TopicPartition, int]
+    offsets_to: dict[TopicPartition, int]
+    records_in: int
+    records_out: dict[str, int]
+    batches: int
+    seconds: float
+    lag_left: dict[TopicPartition, int] = field(default_factory=dict)
+
+    @property
+    def records_per_second(self) -> float:
+        return self.records_in / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def total_lag_left(self) -> int:
+        return sum(self.lag_left.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready (for Dagster metadata and the CLI)."""
+
+        def offsets(mapping: Mapping[TopicPartition, int]) -> dict[str, int]:
+            return {f"{tp.topic}-{tp.partition}": offset for tp, offset in mapping.items()}
+
+        return {
+            "task_id": self.task_id,
+            "subtopology": self.subtopology,
+            "partition": self.partition,
+            "offsets_from": offsets(self.offsets_from),
+            "offsets_to": offsets(self.offsets_to),
+            "records_in": self.records_in,
+            "records_out": dict(self.records_out),
+            "batches": self.batches,
+            "seconds": round(self.seconds, 3),
+            "records_per_second": round(self.records_per_second, 1),
+            "lag_left": offsets(self.lag_left),
+            "total_lag_left": self.total_lag_left,
+        }
+
+
+class TaskRunner:
+    """Runs the tasks of one topology for one application id on one SparkSession.
+
+    ``kafka_config`` holds ``bootstrap.servers`` and any other client setting (``security.protocol``,
+    ``sasl.mechanism`` ...); each is given to the admin client and, prefixed with ``kafka.``, to
+    Spark's Kafka source and sink, so use names both clients understand.
+    ``state_location`` is the root of the tasks' checkpoints and state (a local directory or a
+    Hadoop-compatible URI); by default ``<DAGSTER_KSTREAMS_HOME or ./.kstreams>/state``.
+    ``deserialization_exception_handler`` is ``"fail"`` (default) or ``"log_and_continue"``;
+    with ``dead_letter_topic`` set, records that fail to deserialize are written there raw.
+    ``max_records_per_batch`` bounds a micro-batch (offsets are committed after each batch).
+    ``state_partitions`` is the number of state store partitions of a new stateful task
+    (Spark's shuffle partitions; fixed in the checkpoint afterwards).
+    """
+
+    def __init__(
+        self,
+        topology: Any,
+        application_id: str,
+        kafka_config: Mapping[str, Any] | str,
+        state_location: Optional[str] = None,
+        spark: Any = None,
+        *,
+        deserialization_exception_handler: str | DeserializationHandler = DeserializationHandler.FAIL,
+        dead_letter_topic: Optional[str] = None,
+        max_records_per_batch: Optional[int] = 200_000,
+        state_partitions: int = 1,
+        poll_interval_s: float = 0.2,
+        default_key_serde: Any = None,
+        default_value_serde: Any = None,
+    ):
+        if not application_id or not re.fullmatch(r"[a-zA-Z0-9._-]+", application_id):
+            raise ValueError(
+                f"application_id {application_id!r} must be non-empty ASCII alphanumerics, '.', '_' or '-' "
+                "(it names the consumer group and prefixes internal topics)"
+            )
+        if isinstance(kafka_config, str):
+            kafka_config = {"bootstrap.servers": kafka_config}
+        self.kafka_config = {str(k): str(v) for k, v in kafka_config.items()}
+        if not self.kafka_config.get("bootstrap.servers"):
+            raise ValueError("kafka_config must set 'bootstrap.servers'")
+        if max_records_per_batch is not None and max_records_per_batch < 1:
+            raise ValueError(f"max_records_per_batch must be >= 1 or None, got {max_records_per_batch}")
+        if state_partitions < 1:
+            raise ValueError(f"state_partitions must be >= 1, got {state_partitions}")
+        self.application_id = application_id
+        self.state_location = state_location or default_state_location()
+        self.dead_letters = DeadLetterPolicy(deserialization_exception_handler, dead_letter_topic)
+        self.max_records_per_batch = max_records_per_batch
+        self.state_partitions = state_partitions
+        self.poll_interval_s = poll_interval_s
+        self.compiled: CompiledTopology = compile_topology(
+            topology, application_id, self.dead_letters,
+            default_key_serde=default_key_serde, default_value_serde=default_value_serde,
+        )
+        extra = {k: v for k, v in self.kafka_config.items() if k != "bootstrap.servers"}
+        self.admin = KafkaAdmin(self.kafka_config["bootstrap.servers"], extra)
+        self._spark = spark
+        if spark is not None:
+            _honor_pyspark_python(spark)
+        self._running: set[str] = set()
+        self._lock = threading.Lock()
+        self._internal_topics_ready = False
+
+    # -- plumbing -----------------------------------------------------------------------
+    @property
+    def spark(self):
+        if self._spark is None:
+            from dagster_kstreams.spark.session import build_spark_session
+
+            self._spark = build_spark_session()
+            _honor_pyspark_python(self._spark)
+        return self._spark
+
+    def _kafka_options(self) -> dict[str, str]:
+        return {f"kafka.{key}": value for key, value in self.kafka_config.items()}
+
+    def checkpoint_location(self, task_id: str) -> str:
+        return task_checkpoint(self.state_location, self.application_id, task_id)
+
+    # -- topics -------------------------------------------------------------------------
+    def partition_counts(self) -> dict[str, int]:
+        """Partition count of every topic the topology reads or writes (internal ones computed)."""
+        external = self.admin.partition_counts(self.compiled.external_source_topics)
+        return self.compiled.partition_counts(external)
+
+    def task_ids(self) -> list[str]:
+        """All tasks (``"<subtopology>_<partition>"``), sub-topology by sub-topology."""
+        return self.compiled.task_ids(self.partition_counts())
+
+    def ensure_internal_topics(self) -> dict[str, int]:
+        """Create the repartition topics (and the dead-letter topic) that do not exist yet.
+
+        Partition counts follow Kafka Streams: the count set with ``Repartitioned``, else the
+        task count of the sub-topology that writes the topic. Returns ``{topic: partitions}``.
+        """
+        counts = self.partition_counts()
+        wanted = {topic: counts[topic] for topic in self.compiled.repartition_topics}
+        if self.dead_letters.dead_letter_topic and self.dead_letters.dead_letter_topic not in self.admin.list_topics():
+            wanted[self.dead_letters.dead_letter_topic] = 1
+        self.admin.create_topics(wanted)
+        self._internal_topics_ready = True
+        return wanted
+
+    def _check_sink_topics(self, subtopology: int) -> None:
+        sinks = [t for t in self.compiled.sink_topics(subtopology) if t not in self.compiled.repartition_topics]
+        if not sinks:
+            return
+        existing = self.admin.list_topics()
+        missing = [topic for topic in sinks if topic not in existing]
+        if missing:
+            raise TaskFailedError(
+                f"{subtopology}_*", self.application_id,
+                f"output topic(s) {', '.join(repr(t) for t in missing)} of sub-topology {subtopology} do not exist; "
+                "create them first (Kafka Streams does not create output topics either)",
+            )
+
+    # -- running ------------------------------------------------------------------------
+    def run_task(
+        self,
+        task_id: str,
+        max_records: Optional[int] = None,
+        progress: Optional[Callable[[TaskProgress], None]] = None,
+    ) -> TaskResult:
+        """Process task ``task_id``'s backlog: everything up to the end offsets seen at start.
+
+        ``max_records`` stops the run after the first batch that reaches it (batches are then
+        at most ``max_records`` long). ``progress`` is called after every batch.
+        """
+        subtopology, partition = parse_task_id(task_id)
+        if subtopology not in self.compiled.subtopology_ids:
+            raise ValueError(
+                f"task {task_id}: the topology has no sub-topology {subtopology} "
+                f"(it has {sorted(self.compiled.subtopology_ids)})"
+            )
+        if max_records is not None and max_records < 1:
+            raise ValueError(f"max_records must be >= 1 or None, got {max_records}")
+        with self._lock:
+            if task_id in self._running:
+                raise TaskFailedError(task_id, self.application_id, "the task is already running in this process")
+            self._running.add(task_id)
+        try:
+            return self._run(task_id, subtopology, partition, max_records, progress)
+        finally:
+            with self._lock:
+                self._running.discard(task_id)
+
+    def run_all(
+        self,
+        max_records: Optional[int] = None,
+        progress: Optional[Callable[[TaskProgress], None]] = None,
+    ) -> list[TaskResult]:
+        """Run every task once, sub-topology by sub-topology (upstream first), so that records
+        written to a repartition topic are processed downstream in the same call."""
+        return [self.run_task(task_id, max_records, progress) for task_id in self.task_ids()]
+
+    def _run(self, task_id, subtopology, partition, max_records, progress) -> TaskResult:
+        started = time.monotonic()
+        if not self._internal_topics_ready:
+            self.ensure_internal_topics()
+        self._check_sink_topics(subtopology)
+        counts = self.partition_counts()
+        source_topics = self.compiled.source_topics(subtopology)
+        task_count = max(counts[topic] for topic in source_topics)
+        if not 0 <= partition < task_count:
+            raise ValueError(
+                f"task {task_id}: sub-topology {subtopology} has {task_count} tasks (partitions 0..{task_count - 1})"
+            )
+        # A source topic with fewer partitions than the task count has no partition p (Kafka
+        # Streams assigns a task only the partitions that exist).
+        assigned = [TopicPartition(topic, partition) for topic in source_topics if partition < counts[topic]]
+        checkpoint = self.checkpoint_location(task_id)
+        session = self.spark.newSession()
+        reader = CheckpointReader(session, checkpoint)
+        checkpointed = reader.committed_source_offsets()
+        end_offsets = {tp: offset for tp, offset in self.admin.end_offsets(source_topics).items() if tp in assigned}
+        if checkpointed:
+            # The checkpoint is the truth; repair the group if a previous run died before committing.
+            offsets_from = {tp: checkpointed.get((tp.topic, tp.partition), 0) for tp in assigned}
+            self._commit(offsets_from)
+            starting = None
+        else:
+            committed = self.admin.committed_offsets(self.application_id, source_topics)
+            beginning = self.admin.beginning_offsets(source_topics)
+            offsets_from = {}
+            starting = {}
+            for tp in assigned:
+                if tp in committed:
+                    offsets_from[tp] = starting.setdefault(tp, committed[tp])
+                elif self.compiled.offset_reset(tp.topic) == "latest":
+                    offsets_from[tp] = starting.setdefault(tp, end_offsets[tp])
+                else:
+                    offsets_from[tp] = starting.setdefault(tp, beginning[tp])
+
+        query = self._start_query(session, task_id, subtopology, assigned, starting, checkpoint, max_records)
+        processed = dict(offsets_from)
+        records_in = 0
+        records_out: dict[str, int] = {}
+        batches = 0
+        seen_batches: set[int] = set()
+        failure: Optional[BaseException] = None
+
+        def absorb_progress() -> None:
+            nonlocal records_in, batches
+            for report in query.recentProgress:
+                if report.batchId in seen_batches:
+                    continue
+                seen_batches.add(report.batchId)
+                rows = int(report.numInputRows)
+                if rows == 0 and not report.sources:
+                    continue
+                batches += 1
+                records_in += rows
+                ends = _source_end_offsets(report)
+                batch_offsets = {tp: ends[(tp.topic, tp.partition)] for tp in assigned if (tp.topic, tp.partition) in ends}
+                processed.update(batch_offsets)
+                self._commit(batch_offsets)
+                for topic, count in _observed_outputs(report).items():
+                    records_out[topic] = records_out.get(topic, 0) + count
+                if progress is not None:
+                    elapsed = time.monotonic() - started
+                    lag = sum(max(0, end_offsets[tp] - processed[tp]) for tp in assigned)
+                    progress(TaskProgress(task_id, report.batchId, records_in, elapsed,
+                                          records_in / elapsed if elapsed > 0 else 0.0, lag))
+
+        try:
+            while True:
+                finished = query.awaitTermination(self.poll_interval_s)
+                absorb_progress()
+                if finished:
+                    break
+                if max_records is not None and records_in >= max_records:
+                    query.stop()
+                    break
+        except Exception as error:  # StreamingQueryException: the batch failed
+            failure = error
+        finally:
+            if query.isActive:
+                query.stop()
+        try:
+            absorb_progress()
+        except Exception:  # noqa: BLE001 - the failure below is the one to report
+            if failure is None:
+                raise
+        if failure is not None:
+            raise TaskFailedError(task_id, self.application_id, _failure_reason(failure)) from failure
+        final_ends = self.admin.end_offsets(source_topics)
+        lag_left = {tp: max(0, final_ends[tp] - processed[tp]) for tp in assigned}
+        return TaskResult(
+            task_id=task_id,
+            subtopology=subtopology,
+            partition=partition,
+            offsets_from=offsets_from,
+            offsets_to=dict(processed),
+            records_in=records_in,
+            records_out=records_out,
+            batches=batches,
+            seconds=time.monotonic() - started,
+            lag_left=lag_left,
+        )
+
+    def _commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        if offsets:
+            self.admin.commit_offsets(self.application_id, offsets)
+
+    def _start_query(self, session, task_id, subtopology, assigned, starting, checkpoint, max_records):
+        from pyspark.sql import functions as F
+        from pyspark.sql.streaming.state import GroupStateTimeout
+
+        program = self.compiled.program(subtopology)
+        session.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
+        session.conf.set("spark.sql.shuffle.partitions", str(self.state_partitions))
+        # Spark would otherwise add a no-op batch; Kafka Streams has no such thing.
+        session.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")
+
+        assign: dict[str, list[int]] = {}
+        for tp in assigned:
+            assign.setdefault(tp.topic, []).append(tp.partition)
+        reader = session.readStream.format("kafka").options(**self._kafka_options())
+        reader = reader.option("assign", json.dumps(assign))
+        if starting is not None:
+            start_json: dict[str, dict[str, int]] = {}
+            for tp, offset in starting.items():
+                start_json.setdefault(tp.topic, {})[str(tp.partition)] = offset
+            reader = reader.option("startingOffsets", json.dumps(start_json))
+        # Records deleted by retention before they were processed: skip ahead, as Kafka Streams'
+        # consumer does after an out-of-range reset, instead of stopping the task for good.
+        reader = reader.option("failOnDataLoss", "false")
+        limit = min(x for x in (self.max_records_per_batch, max_records) if x is not None) if (
+            self.max_records_per_batch or max_records) else None
+        if limit is not None:
+            reader = reader.option("maxOffsetsPerTrigger", str(limit))
+        source = reader.load().select(*SOURCE_COLUMNS)
+
+        if program.stateful:
+            state_schema = ", ".join(f"store_{slot} binary" for slot in range(len(program.store_names)))
+
+            def run_key_group(key, frames, state):
+                import pandas as pd
+
+                records = pd.concat(list(frames), ignore_index=True)
+                stored = state.get if state.exists else None
+                output, new_state = program.process_key_group(records, stored)
+                if new_state is None:
+                    if state.exists:
+                        state.remove()
+                elif new_state is not stored:
+                    state.update(new_state)
+                yield output
+
+            output = source.groupBy("key").applyInPandasWithState(
+                run_key_group, OUTPUT_SPARK_SCHEMA, state_schema, "Update", GroupStateTimeout.NoTimeout
+            )
+        else:
+
+            def run_batches(batches):
+                for batch in batches:
+                    yield program.process_arrow_batch(batch)
+
+            output = source.mapInArrow(run_batches, OUTPUT_SPARK_SCHEMA)
+
+        # Records written per sink topic, counted by Spark as the batch runs (observed metrics).
+        topics = self.compiled.sink_topics(subtopology)
+        if self.dead_letters.dead_letter_topic:
+            topics = [*topics, self.dead_letters.dead_letter_topic]
+        metrics = [F.count(F.lit(1)).alias("__all__")] + [
+            F.sum(F.when(F.col("topic") == topic, 1).otherwise(0)).alias(topic) for topic in dict.fromkeys(topics)
+        ]
+        output = output.observe("records_out", *metrics)
+        writer = (
+            output.writeStream.format("kafka")
+            .options(**self._kafka_options())
+            .option("checkpointLocation", checkpoint)
+            .outputMode("update" if program.stateful else "append")
+            .queryName(f"{self.application_id}-task-{task_id}")
+            .trigger(availableNow=True)
+        )
+        return writer.start()
+
+
+def _honor_pyspark_python(spark) -> None:
+    """Run Python workers with ``spark.pyspark.python`` when the session sets it.
+
+    A driver started from a plain Python process (not spark-submit) takes its workers'
+    interpreter from ``$PYSPARK_PYTHON`` only, else a bare ``python3`` that may lack pandas and
+    pyarrow; the conf setting would be silently ignored.
+    """
+    context = spark.sparkContext
+    configured = context.getConf().get("spark.pyspark.python", None)
+    if configured and getattr(context, "pythonExec", configured) != configured:
+        context.pythonExec = configured
+
+
+def _source_end_offsets(report) -> dict[tuple[str, int], int]:
+    ends: dict[tuple[str, int], int] = {}
+    for source in report.sources:
+        end = source.endOffset
+        if isinstance(end, str):
+            end = json.loads(end)
+        for topic, partitions in (end or {}).items():
+            for partition, offset in partitions.items():
+                ends[(topic, int(partition))] = int(offset)
+    return ends
+
+
+def _observed_outputs(report) -> dict[str, int]:
+    metrics = getattr(report, "observedMetrics", None) or {}
+    row = metrics.get("records_out")
+    if row is None:
+        return {}
+    values = row.asDict() if hasattr(row, "asDict") else dict(row)
+    return {topic: int(count or 0) for topic, count in values.items() if topic != "__all__" and count}
+
+
+_REASON = re.compile(r"(DeserializationError|ProcessingError): (.+)")
+
+
+def _failure_reason(error: BaseException) -> str:
+    """The one line a user needs from a failed streaming query (Python or JVM)."""
+    text = str(error)
+    match = _REASON.search(text)
+    if match:
+        return f"{match.group(1)}: {match.group(2).strip()}"
+    for line in text.splitlines():
+        line = line.strip()
+        if line and ("Exception" in line or "Error" in line):
+            return line[:500]
+    return text.strip().splitlines()[0][:500] if text.strip() else type(error).__name__
