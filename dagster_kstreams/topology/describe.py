@@ -17,9 +17,11 @@ __all__ = ["TopologyDescription", "SubtopologyDescription", "NodeDescription", "
 # ---------------------------------------------------------------------------------------
 # Java collections
 def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode()`` (over UTF-16 code units), as an unsigned 32-bit int."""
     h = 0
-    for unit in text.encode("utf-16-be").hex(" ", 2).split(" ") if text else []:
-        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
     return h
 
 

@@ -291,27 +291,34 @@ class Topology:
             counts.update(self._external_counts(subtopology, source_partition_counts))
         enforced = {topic: n for topic, n in self.repartition_topics.items() if n is not None}
         counts.update(enforced)
-        writers: dict[str, list[Subtopology]] = {}
-        for subtopology in self.subtopologies:
-            for topic in subtopology.repartition_sink_topics:
-                writers.setdefault(topic, []).append(subtopology)
-        pending = [t for t in self.repartition_topics if t not in counts]
-        while pending:
-            progressed = False
-            for topic in list(pending):
-                candidates = []
-                for writer in writers.get(topic, []):
-                    inputs = list(writer.source_topic_names)
-                    if writer.source_pattern is not None:
-                        inputs += [t for t in source_partition_counts if re.fullmatch(writer.source_pattern, t)]
-                    if all(t in counts for t in inputs):
-                        candidates.append(max(counts[t] for t in inputs))
-                if candidates and len(candidates) == len(writers.get(topic, [])):
-                    counts[topic] = max(candidates)
-                    pending.remove(topic)
-                    progressed = True
+        # Kafka Streams' RepartitionTopics: a repartition topic gets the largest known partition
+        # count among the source topics of the sub-topologies writing it; repeat until all are set.
+        while True:
+            needed = progressed = False
+            for subtopology in self.subtopologies:
+                for topic in subtopology.repartition_source_topics:
+                    if topic in counts:
+                        continue
+                    candidate = None
+                    for writer in self.subtopologies:
+                        if topic not in writer.repartition_sink_topics:
+                            continue
+                        inputs = list(writer.source_topic_names)
+                        if writer.source_pattern is not None:
+                            inputs += [t for t in source_partition_counts if re.fullmatch(writer.source_pattern, t)]
+                        for upstream in inputs:
+                            if upstream in counts and (candidate is None or counts[upstream] > candidate):
+                                candidate = counts[upstream]
+                    if candidate is None:
+                        needed = True
+                    else:
+                        counts[topic] = candidate
+                        progressed = True
+            if not needed:
+                break
             if not progressed:
-                raise TopologyException(f"cannot compute the partition count of repartition topics {pending}")
+                missing = sorted(t for t in self.repartition_topics if t not in counts)
+                raise TopologyException(f"cannot compute the partition count of repartition topics {missing}")
         self._enforce_copartitioning(counts, enforced)
         return counts
 
