@@ -14,12 +14,13 @@ from dagster_kstreams.scaling.policy import (
     StabilizationState,
     TaskOffsets,
     ThroughputSample,
+    capacity_to_plan_with,
     desired_workers,
     input_rates,
+    measured_capacity,
     recommend,
     stabilize,
     worker_bounds,
-    worker_capacity,
 )
 
 lags = st.integers(min_value=0, max_value=10**9)
@@ -110,18 +111,42 @@ def test_input_rate_from_consecutive_snapshots():
     assert input_rates(later, later) == {}
 
 
-def test_capacity_is_volume_weighted_recent_busy_rate():
-    config = ScalingConfig(default_worker_records_per_second=123.0, throughput_window_seconds=60)
+def test_capacity_is_volume_weighted_over_recent_long_batches():
+    config = ScalingConfig(throughput_window_seconds=60, min_sample_seconds=10)
     samples = [
         ThroughputSample(time=950, worker_id="worker-0", task_id="0_0", records=9000, seconds=10),
         ThroughputSample(time=990, worker_id="worker-1", task_id="0_1", records=1000, seconds=10),
         # Idle batch: measures overhead, not capacity.
-        ThroughputSample(time=995, worker_id="worker-1", task_id="0_2", records=0, seconds=5),
+        ThroughputSample(time=995, worker_id="worker-1", task_id="0_2", records=0, seconds=15),
+        # Short batch: dominated by the batch's fixed cost.
+        ThroughputSample(time=995, worker_id="worker-1", task_id="0_3", records=20, seconds=2),
         # Too old.
         ThroughputSample(time=900, worker_id="worker-0", task_id="0_0", records=1, seconds=100),
     ]
-    assert worker_capacity(samples, now=1000, config=config) == 500.0
-    assert worker_capacity(samples[2:], now=1000, config=config) == 123.0
+    assert measured_capacity(samples, now=1000, config=config) == 500.0
+    assert measured_capacity(samples[2:], now=1000, config=config) is None
+
+
+def test_capacity_falls_back_to_the_last_measurement_then_the_default():
+    config = ScalingConfig(default_worker_records_per_second=123.0)
+    assert capacity_to_plan_with(500.0, 700.0, config) == 500.0
+    assert capacity_to_plan_with(None, 700.0, config) == 700.0
+    assert capacity_to_plan_with(None, None, config) == 123.0
+
+
+def test_small_batches_of_a_quiet_stream_do_not_ratchet_workers_up():
+    # True rate 10k rec/s, 2 s of fixed cost per batch, 1000 rec/s of input per worker's share:
+    # every batch is short, so it measures the fixed cost; the count must not follow it up.
+    config = ScalingConfig(max_workers=16, min_sample_seconds=10, default_worker_records_per_second=5000)
+    workers = 1
+    for tick in range(10):
+        per_worker_input = 1000 / workers
+        records = int(per_worker_input * 2.1)
+        seconds = 2 + records / 10_000
+        samples = [ThroughputSample(tick * 30.0, f"worker-{i}", "0_0", records, seconds) for i in range(workers)]
+        capacity = capacity_to_plan_with(measured_capacity(samples, tick * 30.0, config), None, config)
+        workers = desired_workers(0, 1000.0, capacity, task_count=16, config=config)
+    assert workers == 1
 
 
 def test_config_rejects_nonsense():
@@ -135,6 +160,7 @@ def test_config_rejects_nonsense():
         dict(scale_down_stabilization_seconds=-1),
         dict(default_worker_records_per_second=0),
         dict(throughput_window_seconds=0),
+        dict(min_sample_seconds=-1),
     ):
         with pytest.raises(ValueError):
             ScalingConfig(**bad)
@@ -268,10 +294,10 @@ def test_input_rate_and_measured_capacity_drive_the_count():
     config = ScalingConfig(max_workers=16, target_utilization=0.5, catch_up_seconds=60)
     earlier = snapshot(0, 0, tasks=4, end=0)
     later = snapshot(10, 0, tasks=4, end=10_000)  # 4 x 1000 rec/s of input, nothing behind
-    measured = [ThroughputSample(5, "worker-0", "0_0", records=5000, seconds=5)]  # 1000 rec/s
+    measured = [ThroughputSample(5, "worker-0", "0_0", records=20_000, seconds=20)]  # 1000 rec/s
     recommendation, _ = recommend(later, 1, config, previous_snapshot=earlier, throughput=measured)
     assert recommendation.input_rate == 4000.0
-    assert recommendation.worker_capacity == 1000.0
+    assert recommendation.worker_capacity == 1000.0 and recommendation.capacity_measured
     # 4000 / 0.5 = 8000 rec/s needed, but only 4 tasks can be spread.
     assert recommendation.unstabilized_workers == 4
 

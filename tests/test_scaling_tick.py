@@ -14,6 +14,7 @@ from dagster_kstreams.scaling import (
     ScalingState,
     StabilizationState,
     TaskOffsets,
+    ThroughputSample,
     Worker,
     WorkerState,
     decide_tick,
@@ -87,6 +88,7 @@ def test_input_rate_alone_keeps_workers_busy():
 @given(
     st.lists(st.tuples(st.floats(0, 1e9), st.integers(0, 64)), max_size=5),
     st.none() | st.floats(0, 1e9),
+    st.none() | st.floats(0.001, 1e9),
     st.none()
     | st.builds(
         LagSnapshot,
@@ -96,8 +98,8 @@ def test_input_rate_alone_keeps_workers_busy():
         ),
     ),
 )
-def test_state_survives_the_cursor(recommendations, since, last_snapshot):
-    state = ScalingState(StabilizationState(tuple(recommendations), since), last_snapshot)
+def test_state_survives_the_cursor(recommendations, since, capacity, last_snapshot):
+    state = ScalingState(StabilizationState(tuple(recommendations), since), last_snapshot, capacity)
     assert ScalingState.from_json(state.to_json()) == state
 
 
@@ -115,6 +117,21 @@ def test_failed_worker_tasks_are_reassigned_on_the_next_tick():
     (launch,) = decision.plan.launch
     assert (launch.worker_id, launch.tasks) == (lost.worker_id, lost.tasks)
     assert decision.recommendation.action == "scale up"
+
+
+def test_measured_capacity_is_remembered_after_its_samples_age_out():
+    config = replace(CONFIG, throughput_window_seconds=60, default_worker_records_per_second=1000)
+    fast = [ThroughputSample(0, "worker-0", "0_0", records=400_000, seconds=20)]  # 20k rec/s
+    first = decide_tick(snapshot(0, 22500), [], config, None, throughput=fast)
+    assert first.recommendation.worker_capacity == 20_000 and first.recommendation.desired_workers == 1
+
+    later = decide_tick(snapshot(300, 22500), [], config, first.state, throughput=fast)
+    assert not later.recommendation.capacity_measured
+    assert later.recommendation.worker_capacity == 20_000
+    assert later.recommendation.desired_workers == 1
+
+    forgotten = decide_tick(snapshot(300, 22500), [], config, None, throughput=fast)
+    assert forgotten.recommendation.desired_workers == 3
 
 
 def test_malformed_cursor_is_reported():

@@ -6,8 +6,12 @@ The count follows the Flink Kubernetes autoscaler and DS2::
     workers       = ceil(required rate / per-worker capacity)
 
 where the per-worker capacity is the *true processing rate* workers reached (records per
-second of busy time, from their materializations), or a configured default before any
-measurement. Like KEDA's Kafka scaler the count is capped at the number of tasks, since a
+second of busy time, from their materializations), else the last such measurement, else a
+configured default.
+
+Only batches long enough for processing to outweigh a batch's fixed cost (Spark job
+start-up) measure capacity. Short batches would otherwise feed back: more workers mean
+smaller batches per worker, a lower measured rate, and so yet more workers. Like KEDA's Kafka scaler the count is capped at the number of tasks, since a
 task is never split between workers, and it is clamped to ``[min_workers, max_workers]``.
 
 Bounds, decided here once: ``upper = min(max_workers, tasks)`` and
@@ -34,7 +38,8 @@ class ScalingConfig:
     """Limits and targets of one application's elastic workers.
 
     ``default_worker_records_per_second`` stands in for the measured capacity until workers
-    have reported any records; ``throughput_window_seconds`` is how far back measurements count.
+    have reported a batch of at least ``min_sample_seconds``; ``throughput_window_seconds``
+    is how far back measurements count.
     """
 
     min_workers: int = 1
@@ -44,6 +49,7 @@ class ScalingConfig:
     scale_down_stabilization_seconds: float = 300.0
     default_worker_records_per_second: float = 1000.0
     throughput_window_seconds: float = 900.0
+    min_sample_seconds: float = 10.0
 
     def __post_init__(self) -> None:
         if self.min_workers < 0:
@@ -66,6 +72,8 @@ class ScalingConfig:
             )
         if not self.throughput_window_seconds > 0:
             raise ValueError(f"throughput_window_seconds must be > 0, got {self.throughput_window_seconds}")
+        if not self.min_sample_seconds >= 0:
+            raise ValueError(f"min_sample_seconds must be >= 0, got {self.min_sample_seconds}")
 
 
 @dataclass(frozen=True)
@@ -158,24 +166,30 @@ class ThroughputSample:
     seconds: float
 
 
-def worker_capacity(samples: Iterable[ThroughputSample], now: float, config: ScalingConfig) -> float:
-    """Records per second one worker processes while busy (DS2's true processing rate).
+def measured_capacity(samples: Iterable[ThroughputSample], now: float, config: ScalingConfig) -> float | None:
+    """Records per second one worker processes while busy (DS2's true processing rate), if measured.
 
-    Total records over total busy seconds of the samples within the throughput window:
-    weighting by volume keeps a tiny batch's start-up cost from dominating. Batches with no
-    records measure overhead, not capacity, so they are left out; with nothing left the
-    configured default applies.
+    Total records over total seconds of the batches within the throughput window that ran
+    at least ``min_sample_seconds`` and processed something: weighting by volume lets long
+    batches, where fixed costs matter least, dominate. None when no batch qualifies.
     """
     oldest = now - config.throughput_window_seconds
     records = 0
     seconds = 0.0
     for sample in samples:
-        if sample.time >= oldest and sample.records > 0 and sample.seconds > 0:
+        long_enough = sample.seconds > 0 and sample.seconds >= config.min_sample_seconds
+        if sample.time >= oldest and sample.records > 0 and long_enough:
             records += sample.records
             seconds += sample.seconds
-    if records == 0:
-        return config.default_worker_records_per_second
-    return records / seconds
+    return records / seconds if records else None
+
+
+def capacity_to_plan_with(measured: float | None, last_measured: float | None, config: ScalingConfig) -> float:
+    """Measured now, else measured before (the sensor keeps it), else the configured default."""
+    for capacity in (measured, last_measured):
+        if capacity is not None and capacity > 0:
+            return capacity
+    return config.default_worker_records_per_second
 
 
 def worker_bounds(task_count: int, has_work: bool, config: ScalingConfig) -> tuple[int, int]:
@@ -265,6 +279,7 @@ class Recommendation:
     total_lag: int
     input_rate: float
     worker_capacity: float
+    capacity_measured: bool
     required_rate: float
     task_count: int
 
@@ -287,6 +302,7 @@ def recommend(
     previous_snapshot: LagSnapshot | None = None,
     throughput: Iterable[ThroughputSample] = (),
     state: StabilizationState = StabilizationState(),
+    last_measured_capacity: float | None = None,
 ) -> tuple[Recommendation, StabilizationState]:
     """One tick of the policy: the stabilized desired worker count and the next state.
 
@@ -294,7 +310,8 @@ def recommend(
     comes from ``previous_snapshot`` (pass an older one to smooth it over a longer span).
     """
     rate = sum(input_rates(previous_snapshot, snapshot).values())
-    capacity = worker_capacity(throughput, snapshot.time, config)
+    measured = measured_capacity(throughput, snapshot.time, config)
+    capacity = capacity_to_plan_with(measured, last_measured_capacity, config)
     total_lag = snapshot.total_lag
     task_count = len(snapshot.tasks)
     unstabilized = desired_workers(total_lag, rate, capacity, task_count, config)
@@ -307,6 +324,7 @@ def recommend(
         total_lag=total_lag,
         input_rate=rate,
         worker_capacity=capacity,
+        capacity_measured=measured is not None,
         required_rate=required_rate(total_lag, rate, config),
         task_count=task_count,
     )

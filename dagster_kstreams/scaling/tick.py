@@ -29,6 +29,7 @@ class ScalingState:
 
     stabilization: StabilizationState = StabilizationState()
     last_snapshot: LagSnapshot | None = None
+    measured_capacity: float | None = None
 
     def to_json(self) -> str:
         return json.dumps(
@@ -36,6 +37,7 @@ class ScalingState:
                 "version": _STATE_VERSION,
                 "stabilization": self.stabilization.to_dict(),
                 "last_snapshot": None if self.last_snapshot is None else self.last_snapshot.to_dict(),
+                "measured_capacity": self.measured_capacity,
             },
             sort_keys=True,
         )
@@ -50,9 +52,11 @@ class ScalingState:
             if data.get("version") != _STATE_VERSION:
                 raise ValueError(f"unknown scaling state version {data.get('version')!r}")
             snapshot = data.get("last_snapshot")
+            capacity = data.get("measured_capacity")
             return cls(
                 stabilization=StabilizationState.from_dict(data["stabilization"]),
                 last_snapshot=None if snapshot is None else LagSnapshot.from_dict(snapshot),
+                measured_capacity=None if capacity is None else float(capacity),
             )
         except (KeyError, TypeError, AttributeError, json.JSONDecodeError) as error:
             raise ValueError(f"malformed scaling state: {error}") from error
@@ -99,6 +103,7 @@ def decide_tick(
         previous_snapshot=state.last_snapshot,
         throughput=throughput,
         state=state.stabilization,
+        last_measured_capacity=state.measured_capacity,
     )
     plan = plan_reconciliation(
         snapshot.tasks.keys(),
@@ -106,4 +111,5 @@ def decide_tick(
         recommendation.desired_workers,
         task_weights=snapshot.lags(),
     )
-    return TickDecision(recommendation, plan, ScalingState(stabilization, snapshot))
+    capacity = recommendation.worker_capacity if recommendation.capacity_measured else state.measured_capacity
+    return TickDecision(recommendation, plan, ScalingState(stabilization, snapshot, capacity))
