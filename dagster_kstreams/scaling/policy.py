@@ -7,12 +7,13 @@ The count follows the Flink Kubernetes autoscaler and DS2::
 
 where the per-worker capacity is the *true processing rate* workers reached (records per
 second of busy time, from their materializations), else the last such measurement, else a
-configured default.
+configured default. Like KEDA's Kafka scaler the count is capped at the number of tasks,
+since a task is never split between workers, and it is clamped to
+``[min_workers, max_workers]``.
 
 Only batches long enough for processing to outweigh a batch's fixed cost (Spark job
 start-up) measure capacity. Short batches would otherwise feed back: more workers mean
-smaller batches per worker, a lower measured rate, and so yet more workers. Like KEDA's Kafka scaler the count is capped at the number of tasks, since a
-task is never split between workers, and it is clamped to ``[min_workers, max_workers]``.
+smaller batches per worker, a lower measured rate, and so yet more workers.
 
 Bounds, decided here once: ``upper = min(max_workers, tasks)`` and
 ``lower = min(min_workers, upper)``; when there is work (lag or input) and at least one task,
