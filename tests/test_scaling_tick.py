@@ -150,3 +150,15 @@ def test_fleet_matches_the_decision_and_stays_within_bounds(lags):
         assert 1 <= desired <= min(CONFIG.max_workers, len(TASKS))
     # Every worker has acknowledged its tags by now; the last decision's count is what runs.
     assert len(workers) == history[-1][0]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(20_000, 200_000), st.integers(0, 7_000), st.integers(2, 20))
+def test_alternating_lag_never_retires_a_worker(high_lag, low_lag, ticks):
+    # Highs two ticks (60 s) apart, inside the 120 s window: no plan may retire anyone.
+    workers, state = [], None
+    for i in range(ticks):
+        lag = high_lag if i % 2 == 0 else low_lag
+        decision = decide_tick(snapshot(i * 30, lag), workers, CONFIG, state)
+        assert decision.plan.retire == ()
+        state, workers = decision.state, apply_and_acknowledge(workers, decision.plan)
