@@ -102,6 +102,10 @@ class CheckpointReader:
         batch = self.last_committed_batch()
         if batch is None:
             return {}
+        return self.batch_source_offsets(batch)
+
+    def batch_source_offsets(self, batch: int) -> dict[tuple[str, int], int]:
+        """End offsets of batch ``batch`` from the offset log (written before the batch runs)."""
         lines = self._read_text("offsets", str(batch)).splitlines()
         offsets: dict[tuple[str, int], int] = {}
         for line in lines[2:]:

@@ -153,7 +153,6 @@ class TaskRunner:
         dead_letter_topic: Optional[str] = None,
         max_records_per_batch: Optional[int] = 200_000,
         state_partitions: int = 1,
-        poll_interval_s: float = 0.2,
         default_key_serde: Any = None,
         default_value_serde: Any = None,
     ):
@@ -176,7 +175,6 @@ class TaskRunner:
         self.dead_letters = DeadLetterPolicy(deserialization_exception_handler, dead_letter_topic)
         self.max_records_per_batch = max_records_per_batch
         self.state_partitions = state_partitions
-        self.poll_interval_s = poll_interval_s
         self.compiled: CompiledTopology = compile_topology(
             topology, application_id, self.dead_letters,
             default_key_serde=default_key_serde, default_value_serde=default_value_serde,
@@ -320,69 +318,34 @@ class TaskRunner:
                 else:
                     offsets_from[tp] = starting.setdefault(tp, beginning[tp])
 
-        query = self._start_query(session, task_id, subtopology, assigned, starting, checkpoint, max_records)
-        processed = dict(offsets_from)
-        records_in = 0
-        records_out: dict[str, int] = {}
-        batches = 0
-        seen_batches: set[int] = set()
+        run = _RunState(task_id, started, assigned, offsets_from, end_offsets, max_records, progress)
+        query = self._start_query(session, reader, run, subtopology, starting, checkpoint)
         failure: Optional[BaseException] = None
-
-        def absorb_progress() -> None:
-            nonlocal records_in, batches
-            for report in query.recentProgress:
-                if report.batchId in seen_batches:
-                    continue
-                seen_batches.add(report.batchId)
-                rows = int(report.numInputRows)
-                if rows == 0 and not report.sources:
-                    continue
-                batches += 1
-                records_in += rows
-                ends = _source_end_offsets(report)
-                batch_offsets = {tp: ends[(tp.topic, tp.partition)] for tp in assigned if (tp.topic, tp.partition) in ends}
-                processed.update(batch_offsets)
-                self._commit(batch_offsets)
-                for topic, count in _observed_outputs(report).items():
-                    records_out[topic] = records_out.get(topic, 0) + count
-                if progress is not None:
-                    elapsed = time.monotonic() - started
-                    lag = sum(max(0, end_offsets[tp] - processed[tp]) for tp in assigned)
-                    progress(TaskProgress(task_id, report.batchId, records_in, elapsed,
-                                          records_in / elapsed if elapsed > 0 else 0.0, lag))
-
         try:
-            while True:
-                finished = query.awaitTermination(self.poll_interval_s)
-                absorb_progress()
-                if finished:
-                    break
-                if max_records is not None and records_in >= max_records:
-                    query.stop()
-                    break
-        except Exception as error:  # StreamingQueryException: the batch failed
-            failure = error
+            query.awaitTermination()
+        except Exception as error:  # StreamingQueryException: a batch failed, or the bound was reached
+            if _BOUND_REACHED not in str(error):
+                failure = error
         finally:
             if query.isActive:
                 query.stop()
-        try:
-            absorb_progress()
-        except Exception:  # noqa: BLE001 - the failure below is the one to report
-            if failure is None:
-                raise
+        records_out: dict[str, int] = {}
+        for report in query.recentProgress:
+            for topic, count in _observed_outputs(report).items():
+                records_out[topic] = records_out.get(topic, 0) + count
         if failure is not None:
             raise TaskFailedError(task_id, self.application_id, _failure_reason(failure)) from failure
         final_ends = self.admin.end_offsets(source_topics)
-        lag_left = {tp: max(0, final_ends[tp] - processed[tp]) for tp in assigned}
+        lag_left = {tp: max(0, final_ends[tp] - run.processed[tp]) for tp in assigned}
         return TaskResult(
             task_id=task_id,
             subtopology=subtopology,
             partition=partition,
             offsets_from=offsets_from,
-            offsets_to=dict(processed),
-            records_in=records_in,
+            offsets_to=dict(run.processed),
+            records_in=run.records_in,
             records_out=records_out,
-            batches=batches,
+            batches=run.batches,
             seconds=time.monotonic() - started,
             lag_left=lag_left,
         )
@@ -391,7 +354,7 @@ class TaskRunner:
         if offsets:
             self.admin.commit_offsets(self.application_id, offsets)
 
-    def _start_query(self, session, task_id, subtopology, assigned, starting, checkpoint, max_records):
+    def _start_query(self, session, checkpoint_reader, run: "_RunState", subtopology, starting, checkpoint):
         from pyspark.sql import functions as F
         from pyspark.sql.streaming.state import GroupStateTimeout
 
@@ -401,8 +364,9 @@ class TaskRunner:
         # Spark would otherwise add a no-op batch; Kafka Streams has no such thing.
         session.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")
 
+        task_id, max_records = run.task_id, run.max_records
         assign: dict[str, list[int]] = {}
-        for tp in assigned:
+        for tp in run.assigned:
             assign.setdefault(tp.topic, []).append(tp.partition)
         reader = session.readStream.format("kafka").options(**self._kafka_options())
         reader = reader.option("assign", json.dumps(assign))
@@ -455,15 +419,57 @@ class TaskRunner:
             F.sum(F.when(F.col("topic") == topic, 1).otherwise(0)).alias(topic) for topic in dict.fromkeys(topics)
         ]
         output = output.observe("records_out", *metrics)
+        kafka_options = self._kafka_options()
+
+        def write_batch(batch, batch_id: int) -> None:
+            # Runs on the driver between batches. Stopping here, before the batch is computed,
+            # leaves no partial output: the planned batch is replayed whole by the next run.
+            if run.max_records is not None and run.records_in >= run.max_records:
+                raise RuntimeError(_BOUND_REACHED)
+            batch.write.format("kafka").options(**kafka_options).save()
+            ends = checkpoint_reader.batch_source_offsets(batch_id)
+            batch_offsets = {tp: ends[(tp.topic, tp.partition)] for tp in run.assigned if (tp.topic, tp.partition) in ends}
+            # The batch's output is in Kafka: its offsets can be committed (at-least-once).
+            self._commit(batch_offsets)
+            run.batch_done(batch_id, batch_offsets)
+
         writer = (
-            output.writeStream.format("kafka")
-            .options(**self._kafka_options())
+            output.writeStream.foreachBatch(write_batch)
             .option("checkpointLocation", checkpoint)
             .outputMode("update" if program.stateful else "append")
             .queryName(f"{self.application_id}-task-{task_id}")
             .trigger(availableNow=True)
         )
         return writer.start()
+
+
+class _RunState:
+    """Progress of one run, updated by the driver after each batch."""
+
+    def __init__(self, task_id, started, assigned, offsets_from, end_offsets, max_records, progress):
+        self.task_id = task_id
+        self.started = started
+        self.assigned = assigned
+        self.processed = dict(offsets_from)
+        self.end_offsets = end_offsets
+        self.max_records = max_records
+        self.progress = progress
+        self.records_in = 0
+        self.batches = 0
+
+    def batch_done(self, batch_id: int, batch_offsets: Mapping[TopicPartition, int]) -> None:
+        # Offsets count records (transaction markers and compaction gaps aside).
+        self.records_in += sum(max(0, end - self.processed[tp]) for tp, end in batch_offsets.items())
+        self.processed.update(batch_offsets)
+        self.batches += 1
+        if self.progress is not None:
+            elapsed = time.monotonic() - self.started
+            lag = sum(max(0, self.end_offsets[tp] - self.processed[tp]) for tp in self.assigned)
+            self.progress(TaskProgress(self.task_id, batch_id, self.records_in, elapsed,
+                                       self.records_in / elapsed if elapsed > 0 else 0.0, lag))
+
+
+_BOUND_REACHED = "dagster-kstreams: the run reached max_records"
 
 
 def _honor_pyspark_python(spark) -> None:
@@ -477,18 +483,6 @@ def _honor_pyspark_python(spark) -> None:
     configured = context.getConf().get("spark.pyspark.python", None)
     if configured and getattr(context, "pythonExec", configured) != configured:
         context.pythonExec = configured
-
-
-def _source_end_offsets(report) -> dict[tuple[str, int], int]:
-    ends: dict[tuple[str, int], int] = {}
-    for source in report.sources:
-        end = source.endOffset
-        if isinstance(end, str):
-            end = json.loads(end)
-        for topic, partitions in (end or {}).items():
-            for partition, offset in partitions.items():
-                ends[(topic, int(partition))] = int(offset)
-    return ends
 
 
 def _observed_outputs(report) -> dict[str, int]:

@@ -1,0 +1,127 @@
+"""Write and read whole topics with confluent-kafka (tests, examples, checks against Kafka Streams).
+
+``produce`` places keyed records with Kafka's Java partitioner (librdkafka's ``murmur2_random``,
+the same murmur2 as Java clients) unless a partition is given, so data produced here lands where
+Kafka Streams' or Spark's producers would put it. ``read_topic`` reads every partition from the
+beginning up to the end offsets seen when it starts, with no consumer group (nothing committed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+__all__ = ["Record", "produce", "read_topic", "final_values"]
+
+
+@dataclass(frozen=True)
+class Record:
+    topic: str
+    partition: int
+    offset: int
+    key: Optional[bytes]
+    value: Optional[bytes]
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+
+def produce(
+    bootstrap_servers: str,
+    topic: str,
+    records: Iterable[tuple[Optional[bytes], Optional[bytes]] | tuple[Optional[bytes], Optional[bytes], int]],
+    config: Mapping[str, Any] | None = None,
+) -> int:
+    """Write ``(key, value)`` or ``(key, value, partition)`` records; returns how many were written."""
+    producer = Producer({
+        "bootstrap.servers": bootstrap_servers,
+        "partitioner": "murmur2_random",
+        "linger.ms": 5,
+        "enable.idempotence": True,
+        **(config or {}),
+    })
+    errors: list[str] = []
+
+    def on_delivery(error, message) -> None:
+        if error is not None:
+            errors.append(f"{message.topic()}: {error}")
+
+    count = 0
+    for record in records:
+        key, value = record[0], record[1]
+        kwargs = {"partition": record[2]} if len(record) > 2 else {}
+        while True:
+            try:
+                producer.produce(topic, key=key, value=value, on_delivery=on_delivery, **kwargs)
+                break
+            except BufferError:  # local queue full: let deliveries drain
+                producer.poll(0.1)
+        count += 1
+    remaining = producer.flush(60)
+    if remaining or errors:
+        raise KafkaException(f"producing to {topic!r} failed: {remaining} undelivered; {errors[:3]}")
+    return count
+
+
+def read_topic(
+    bootstrap_servers: str,
+    topic: str,
+    config: Mapping[str, Any] | None = None,
+    timeout_s: float = 60.0,
+) -> list[Record]:
+    """Every record of ``topic`` up to its current end offsets, partition by partition."""
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap_servers,
+        "group.id": "dagster-kstreams-reader",  # required by librdkafka; nothing is committed
+        "enable.auto.commit": False,
+        "enable.partition.eof": False,
+        **(config or {}),
+    })
+    try:
+        metadata = consumer.list_topics(topic, timeout=10)
+        if topic not in metadata.topics or metadata.topics[topic].error is not None:
+            raise KafkaException(f"topic {topic!r} does not exist")
+        partitions = sorted(metadata.topics[topic].partitions)
+        ends = {}
+        for partition in partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+            if high > low:
+                ends[partition] = high
+        if not ends:
+            return []
+        consumer.assign([TopicPartition(topic, partition, 0) for partition in ends])
+        positions = {partition: -1 for partition in ends}
+        records: list[Record] = []
+        import time
+
+        deadline = time.monotonic() + timeout_s
+        while any(positions[p] < ends[p] - 1 for p in ends):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"reading {topic!r}: reached {positions} of end offsets {ends} in {timeout_s}s")
+            for message in consumer.consume(1000, timeout=1.0):
+                if message.error() is not None:
+                    raise KafkaException(message.error())
+                if message.offset() >= ends.get(message.partition(), 0):
+                    continue
+                positions[message.partition()] = message.offset()
+                records.append(Record(
+                    message.topic(), message.partition(), message.offset(), message.key(), message.value(),
+                    tuple(message.headers() or ()),
+                ))
+        records.sort(key=lambda record: (record.partition, record.offset))
+        return records
+    finally:
+        consumer.close()
+
+
+def final_values(records: Iterable[Record], key_decoder=None, value_decoder=None) -> dict:
+    """The last value per key in offset order (a table read from a changelog); tombstones delete."""
+    table: dict = {}
+    for record in sorted(records, key=lambda r: (r.partition, r.offset)):
+        key = key_decoder(record.key) if key_decoder else record.key
+        if record.value is None:
+            table.pop(key, None)
+        else:
+            table[key] = value_decoder(record.value) if value_decoder else record.value
+    return table

@@ -1,0 +1,153 @@
+"""Stateless sub-topologies on Spark against a real broker: outputs, placement, offsets, resumption."""
+
+from __future__ import annotations
+
+import pytest
+
+from dagster_kstreams.kafka.admin import TopicPartition
+from dagster_kstreams.kafka.partitioner import default_partition
+from dagster_kstreams.kafka.records import produce, read_topic
+from dagster_kstreams.spark.runner import TaskRunner
+from dagster_kstreams.topology.config import Produced
+from dagster_kstreams.topology.dsl import StreamsBuilder
+from dagster_kstreams.topology.serdes import Serdes
+
+pytestmark = pytest.mark.integration
+
+
+def _rows(count: int, start: int = 0) -> list[tuple[bytes, bytes]]:
+    # "user<i>,<country>,<amount>": countries skewed towards "fr".
+    countries = ["fr", "fr", "fr", "de", "it", "es"]
+    return [
+        (f"user{i % 13}".encode(), f"user{i % 13},{countries[i % len(countries)]},{i}".encode())
+        for i in range(start, start + count)
+    ]
+
+
+def _expected(rows):
+    """The topology below, in plain Python: (topic, key, value) per input row, in order."""
+    out = []
+    for key, value in rows:
+        user, country, amount = value.decode().split(",")
+        if int(amount) % 3 != 0:  # filter_not(amount divisible by 3)
+            out.append(("big", key.decode(), f"{country.upper()}:{amount}"))
+        for word in (user, country):  # flat_map to (word, amount)
+            out.append(("words", word, int(amount)))
+    return out
+
+
+def _topology(in_topic: str, big_topic: str, words_topic: str):
+    builder = StreamsBuilder()
+    rows = builder.stream(in_topic)
+    rows.filter_not(lambda key, value: int(value.split(",")[2]) % 3 == 0) \
+        .map_values(lambda value: f"{value.split(',')[1].upper()}:{value.split(',')[2]}") \
+        .to(big_topic)
+    rows.flat_map(lambda key, value: [(part, int(value.split(",")[2])) for part in value.split(",")[:2]]) \
+        .to(words_topic, Produced.with_(Serdes.String(), Serdes.Long()))
+    return builder
+
+
+def test_stateless_tasks_write_every_sink_commit_offsets_and_resume(
+    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path
+):
+    in_topic, big_topic, words_topic = unique_topic("rows"), unique_topic("big"), unique_topic("words")
+    kafka_admin.create_topics({in_topic: 2, big_topic: 3, words_topic: 2})
+    first = _rows(60)
+    produce(kafka_bootstrap, in_topic, first)
+    app_id = unique_topic("app")
+    runner = TaskRunner(_topology(in_topic, big_topic, words_topic), app_id, kafka_bootstrap,
+                        state_location=str(tmp_path / "state"), spark=spark)
+    assert runner.task_ids() == ["0_0", "0_1"]
+
+    progress = []
+    results = runner.run_all(progress=progress.append)
+    assert sum(result.records_in for result in results) == len(first)
+    assert progress and progress[-1].lag_left == 0
+
+    def check_outputs(rows):
+        expected = _expected(rows)
+        big = read_topic(kafka_bootstrap, big_topic)
+        words = read_topic(kafka_bootstrap, words_topic)
+        # Same multiset of records, and each record where Kafka's default partitioner puts it.
+        assert sorted((r.key.decode(), r.value.decode()) for r in big) == sorted(
+            (k, v) for t, k, v in expected if t == "big")
+        assert sorted((r.key.decode(), int.from_bytes(r.value, "big", signed=True)) for r in words) == sorted(
+            (k, v) for t, k, v in expected if t == "words")
+        for record in big:
+            assert record.partition == default_partition(record.key, 3)
+        for record in words:
+            assert record.partition == default_partition(record.key, 2)
+        # Order per key is the input order (one input partition per key, one task per partition).
+        amounts_by_word: dict[str, list[int]] = {}
+        for record in words:
+            amounts_by_word.setdefault(record.key.decode(), []).append(int.from_bytes(record.value, "big"))
+        for word, amounts in amounts_by_word.items():
+            per_input_partition: dict[int, list[int]] = {}
+            for key, value in rows:
+                user, country, amount = value.decode().split(",")
+                if word in (user, country):
+                    per_input_partition.setdefault(default_partition(key, 2), []).append(int(amount))
+            for partition_amounts in per_input_partition.values():
+                positions = [amounts.index(a) for a in partition_amounts]
+                assert positions == sorted(positions), f"records of {word!r} out of order"
+        return big, words
+
+    check_outputs(first)
+    end = kafka_admin.end_offsets(in_topic)
+    assert kafka_admin.committed_offsets(app_id, in_topic) == end
+    assert results[0].records_out[big_topic] + results[1].records_out[big_topic] == sum(
+        1 for t, _, _ in _expected(first) if t == "big")
+
+    # Nothing new: nothing processed, nothing written.
+    again = runner.run_all()
+    assert [result.records_in for result in again] == [0, 0]
+    assert kafka_admin.end_offsets(big_topic) == kafka_admin.end_offsets(big_topic)
+    check_outputs(first)
+
+    # More input: only the new records are processed.
+    more = _rows(25, start=60)
+    produce(kafka_bootstrap, in_topic, more)
+    later = runner.run_all()
+    assert sum(result.records_in for result in later) == len(more)
+    for result in later:
+        tp = TopicPartition(in_topic, result.partition)
+        assert result.offsets_from[tp] == end[tp]
+    check_outputs(first + more)
+    assert kafka_admin.committed_offsets(app_id, in_topic) == kafka_admin.end_offsets(in_topic)
+
+
+def test_new_checkpoint_starts_from_the_groups_committed_offsets(
+    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path
+):
+    in_topic, big_topic, words_topic = unique_topic("rows"), unique_topic("big"), unique_topic("words")
+    kafka_admin.create_topics({in_topic: 1, big_topic: 1, words_topic: 1})
+    rows = _rows(20)
+    produce(kafka_bootstrap, in_topic, rows)
+    app_id = unique_topic("app")
+    # The group already consumed the first 15 records (e.g. the application ran elsewhere before).
+    kafka_admin.commit_offsets(app_id, {TopicPartition(in_topic, 0): 15})
+    runner = TaskRunner(_topology(in_topic, big_topic, words_topic), app_id, kafka_bootstrap,
+                        state_location=str(tmp_path / "state"), spark=spark)
+    result = runner.run_task("0_0")
+    assert result.offsets_from == {TopicPartition(in_topic, 0): 15}
+    assert result.records_in == 5
+    big = read_topic(kafka_bootstrap, big_topic)
+    assert sorted(r.value.decode() for r in big) == sorted(v for t, _, v in _expected(rows[15:]) if t == "big")
+
+
+def test_max_records_bounds_a_run(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path):
+    in_topic, big_topic, words_topic = unique_topic("rows"), unique_topic("big"), unique_topic("words")
+    kafka_admin.create_topics({in_topic: 1, big_topic: 1, words_topic: 1})
+    produce(kafka_bootstrap, in_topic, _rows(30))
+    app_id = unique_topic("app")
+    runner = TaskRunner(_topology(in_topic, big_topic, words_topic), app_id, kafka_bootstrap,
+                        state_location=str(tmp_path / "state"), spark=spark)
+    bounded = runner.run_task("0_0", max_records=10)
+    assert bounded.records_in == 10
+    assert bounded.offsets_to == {TopicPartition(in_topic, 0): 10}
+    assert kafka_admin.committed_offsets(app_id, in_topic) == {TopicPartition(in_topic, 0): 10}
+    assert bounded.lag_left == {TopicPartition(in_topic, 0): 20}
+    rest = runner.run_task("0_0")
+    assert rest.offsets_to == {TopicPartition(in_topic, 0): 30}
+    # Every input record was processed exactly once over the two runs.
+    assert len(read_topic(kafka_bootstrap, words_topic)) == 2 * 30
