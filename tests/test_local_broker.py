@@ -66,6 +66,7 @@ def test_up_twice_is_harmless_and_down_leaves_no_process(tmp_path: Path):
     status = _cli("local", "status", *options)
     assert status.returncode == 0
     assert f"running: pid {pid}, bootstrap 127.0.0.1:{port}" in status.stdout
+    assert "(answers metadata requests)" in status.stdout
     assert LocalBroker(port=port, controller_port=controller_port, state_dir=tmp_path / "broker").answers_metadata()
 
     down = _cli("local", "down", *options)

@@ -6,6 +6,8 @@ import json
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from confluent_kafka import Producer
 
 from dagster_kstreams.spark.session import SparkSessionError, build_spark_session, spark_conf
@@ -68,3 +70,19 @@ def test_bad_master_is_a_clear_error_naming_it(master):
 def test_setting_outside_spark_namespace_is_rejected_by_name():
     with pytest.raises(SparkSessionError, match="'shuffle.partitions'"):
         spark_conf("local[1]", {"shuffle.partitions": "2"})
+
+
+spark_keys = st.from_regex(r"spark\.[a-z]{1,8}(\.[a-zA-Z]{1,8}){0,2}", fullmatch=True).filter(lambda key: key != "spark.jars")
+jar_lists = st.lists(st.from_regex(r"/[a-z]{1,8}/[a-z]{1,8}\.jar", fullmatch=True), max_size=3, unique=True)
+
+
+@settings(max_examples=50, deadline=None)
+@given(user=st.dictionaries(spark_keys, st.text(min_size=1, max_size=8), max_size=5), user_jars=jar_lists)
+def test_spark_conf_keeps_every_user_setting_and_adds_the_connector_once(user, user_jars):
+    conf = spark_conf("local[2]", {**user, **({"spark.jars": ",".join(user_jars)} if user_jars else {})})
+    for key, value in user.items():
+        assert conf[key] == value
+    jars = conf["spark.jars"].split(",")
+    assert jars[: len(user_jars)] == user_jars
+    assert len(jars) == len(set(jars))
+    assert sum("spark-sql-kafka-0-10_2.13" in jar for jar in jars) == 1

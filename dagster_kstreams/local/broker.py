@@ -200,6 +200,16 @@ class LocalBroker:
         pid = self._recorded_pid()
         return pid if pid is not None and self._is_our_broker(pid) else None
 
+    def _running_data_dir(self) -> Path:
+        """The data directory in the running broker's server.properties (it may differ from ours)."""
+        try:
+            for line in self.config_file.read_text().splitlines():
+                if line.startswith("log.dirs="):
+                    return Path(line.partition("=")[2])
+        except OSError:
+            pass
+        return self.data_dir
+
     def status(self) -> BrokerStatus:
         pid = self.running_pid()
         return BrokerStatus(
@@ -207,7 +217,7 @@ class LocalBroker:
             pid=pid,
             bootstrap_servers=self._recorded_bootstrap() if pid else self.bootstrap_servers,
             state_dir=self.state_dir,
-            data_dir=self.data_dir,
+            data_dir=self._running_data_dir() if pid else self.data_dir,
             log_file=self.log_file,
         )
 

@@ -46,8 +46,10 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    status = _broker(args).status()
-    print(status.describe())
+    broker = _broker(args)
+    status = broker.status()
+    answering = status.running and broker.answers_metadata(bootstrap_servers=status.bootstrap_servers)
+    print(status.describe() + (" (answers metadata requests)" if answering else " (not answering yet)" if status.running else ""))
     return 0 if status.running else 3  # 3 = "not running", as in LSB init scripts
 
 
