@@ -213,6 +213,18 @@ class CompiledTopology:
             tasks.extend(f"{sub_id}_{partition}" for partition in range(task_count))
         return tasks
 
+    def subtopology_of_store(self, store_name: str) -> int:
+        for sub in self.subtopologies.values():
+            for name in sub.node_names:
+                if store_name in self.builder.node_factories[name].store_names:
+                    return sub.id
+        raise KeyError(f"the topology has no state store {store_name!r} (it has {sorted(self.builder.state_stores)})")
+
+    def store_key_serde(self, subtopology: int):
+        """Stores are keyed by the source record key: the serde of the sub-topology's source."""
+        program = self.program(subtopology)
+        return next(node.key_serde for node in program.nodes if node.kind == "source")
+
     # -- programs ----------------------------------------------------------------------
     def program(self, subtopology: int) -> SubtopologyProgram:
         if subtopology not in self._programs:

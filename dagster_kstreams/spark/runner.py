@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import logging
+import pickle
 import re
 import threading
 import time
@@ -350,6 +351,34 @@ class TaskRunner:
             lag_left=lag_left,
         )
 
+    # -- state ------------------------------------------------------------------------
+    def read_store(self, store_name: str) -> dict[Any, Any]:
+        """The content of a state store across all tasks: ``{key: value}``, deserialized.
+
+        Read with Spark's state data source (``format("statestore")``) from each task's
+        checkpoint, at its last committed batch; tasks that never ran contribute nothing.
+        """
+        subtopology = self.compiled.subtopology_of_store(store_name)
+        program = self.compiled.program(subtopology)
+        slot = program.store_slots[store_name]
+        key_serde = self.compiled.store_key_serde(subtopology)
+        table: dict[Any, Any] = {}
+        for task_id in self.task_ids():
+            if parse_task_id(task_id)[0] != subtopology:
+                continue
+            checkpoint = self.checkpoint_location(task_id)
+            if CheckpointReader(self.spark, checkpoint).last_committed_batch() is None:
+                continue
+            rows = self.spark.read.format("statestore").load(checkpoint).collect()
+            for row in rows:
+                stored = _state_columns(row.value)
+                blob = stored[slot]
+                if blob is not None:
+                    table[key_serde.deserialize(bytes(row.key[0]) if row.key[0] is not None else None)] = (
+                        pickle.loads(bytes(blob))
+                    )
+        return table
+
     def _commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         if offsets:
             self.admin.commit_offsets(self.application_id, offsets)
@@ -483,6 +512,14 @@ def _honor_pyspark_python(spark) -> None:
     configured = context.getConf().get("spark.pyspark.python", None)
     if configured and getattr(context, "pythonExec", configured) != configured:
         context.pythonExec = configured
+
+
+def _state_columns(value) -> tuple:
+    """The store columns of an ``applyInPandasWithState`` state row as the state reader returns it
+    (the user's state struct, possibly wrapped in ``groupState``)."""
+    if value is not None and "groupState" in value.__fields__:
+        value = value["groupState"]
+    return tuple(value) if value is not None else ()
 
 
 def _observed_outputs(report) -> dict[str, int]:

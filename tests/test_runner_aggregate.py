@@ -1,0 +1,142 @@
+"""Aggregations and tables on Spark: count/reduce/aggregate, to_table, state carried across runs."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from dagster_kstreams.kafka.admin import TopicPartition
+from dagster_kstreams.kafka.partitioner import default_partition
+from dagster_kstreams.kafka.records import final_values, produce, read_topic
+from dagster_kstreams.spark.runner import TaskRunner
+from dagster_kstreams.topology.config import Grouped, Materialized, Produced
+from dagster_kstreams.topology.dsl import StreamsBuilder
+from dagster_kstreams.topology.serdes import Serdes
+
+pytestmark = pytest.mark.integration
+
+COUNTRIES = ["fr"] * 6 + ["de"] * 3 + ["it", "es", "pt"]  # skewed
+
+
+def _users(count: int, start: int = 0) -> list[tuple[bytes, bytes]]:
+    return [
+        (f"user{i}".encode(), f"user{i},{COUNTRIES[(i * 7) % len(COUNTRIES)]},{i % 50}".encode())
+        for i in range(start, start + count)
+    ]
+
+
+def _long(data: bytes) -> int:
+    return int.from_bytes(data, "big", signed=True)
+
+
+def test_count_per_country_over_a_repartition_topic_keeps_counting_across_runs(
+    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path
+):
+    users, per_country = unique_topic("users"), unique_topic("users-per-country")
+    kafka_admin.create_topics({users: 3, per_country: 2})
+    builder = StreamsBuilder()
+    builder.stream(users).group_by(lambda key, value: value.split(",")[1]) \
+        .count(Materialized.as_("users-per-country-store")).to_stream().to(per_country)
+    app_id = unique_topic("app")
+    runner = TaskRunner(builder, app_id, kafka_bootstrap, state_location=str(tmp_path / "state"), spark=spark)
+    repartition = f"{app_id}-users-per-country-store-repartition"
+    assert runner.compiled.repartition_topics == [repartition]
+    assert runner.task_ids() == ["0_0", "0_1", "0_2", "1_0", "1_1", "1_2"]
+
+    first = _users(120)
+    produce(kafka_bootstrap, users, first)
+    results = runner.run_all()
+    # The library created the repartition topic with the upstream task count.
+    assert kafka_admin.partition_count(repartition) == 3
+    expected = Counter(value.decode().split(",")[1] for _, value in first)
+    output = read_topic(kafka_bootstrap, per_country)
+    assert final_values(output, bytes.decode, _long) == dict(expected)
+    for record in output:
+        assert record.partition == default_partition(record.key, 2)
+    # Kafka Streams with its record cache: one update per key per batch (each run is one batch here).
+    downstream = [result for result in results if result.subtopology == 1]
+    assert sum(sum(result.records_out.values()) for result in downstream) == len(expected)
+    assert runner.read_store("users-per-country-store") == dict(expected)
+    # Every source partition, external and internal, is committed to its end.
+    for topic in (users, repartition):
+        assert kafka_admin.committed_offsets(app_id, topic) == kafka_admin.end_offsets(topic)
+
+    # No new input: nothing to do, no new output.
+    before = kafka_admin.end_offsets(per_country)
+    assert sum(result.records_in for result in runner.run_all()) == 0
+    assert kafka_admin.end_offsets(per_country) == before
+
+    # More input: counts continue from the stored state.
+    more = _users(45, start=120)
+    produce(kafka_bootstrap, users, more)
+    runner.run_all()
+    expected.update(value.decode().split(",")[1] for _, value in more)
+    assert final_values(read_topic(kafka_bootstrap, per_country), bytes.decode, _long) == dict(expected)
+    assert runner.read_store("users-per-country-store") == dict(expected)
+
+
+def test_reduce_and_aggregate_in_one_subtopology_with_several_batches(
+    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path
+):
+    amounts, maxima, histories = unique_topic("amounts"), unique_topic("maxima"), unique_topic("histories")
+    kafka_admin.create_topics({amounts: 2, maxima: 2, histories: 2})
+    builder = StreamsBuilder()
+    grouped = builder.stream(amounts).map_values(lambda value: int(value)) \
+        .group_by_key(Grouped.with_(Serdes.String(), Serdes.Long()))
+    grouped.reduce(lambda aggregate, value: max(aggregate, value)).to_stream().to(maxima)
+    grouped.aggregate(
+        lambda: "",
+        lambda key, value, aggregate: f"{aggregate}|{value}" if aggregate else str(value),
+        Materialized.with_(Serdes.String(), Serdes.String()),
+    ).to_stream().to(histories)
+    app_id = unique_topic("app")
+    # Small batches: state must carry from batch to batch within a run too.
+    runner = TaskRunner(builder, app_id, kafka_bootstrap, state_location=str(tmp_path / "state"), spark=spark,
+                        max_records_per_batch=7)
+    assert runner.task_ids() == ["0_0", "0_1"]
+    rows = [(f"k{i % 5}".encode(), str((i * 37) % 101).encode()) for i in range(40)]
+    produce(kafka_bootstrap, amounts, rows)
+    results = runner.run_all()
+    assert all(result.batches >= 3 for result in results)
+
+    expected_max: dict[str, int] = {}
+    expected_history: dict[str, str] = {}
+    for key, value in rows:  # one key lives in one partition, so input order per key is offset order
+        key, value = key.decode(), int(value)
+        expected_max[key] = max(expected_max.get(key, value), value)
+        expected_history[key] = f"{expected_history[key]}|{value}" if key in expected_history else str(value)
+    assert final_values(read_topic(kafka_bootstrap, maxima), bytes.decode, _long) == expected_max
+    assert final_values(read_topic(kafka_bootstrap, histories), bytes.decode, bytes.decode) == expected_history
+    assert kafka_admin.committed_offsets(app_id, amounts) == kafka_admin.end_offsets(amounts)
+
+
+def test_key_changing_map_then_to_table_keeps_the_latest_value_per_new_key(
+    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path
+):
+    events, latest = unique_topic("events"), unique_topic("latest-by-country")
+    kafka_admin.create_topics({events: 2, latest: 2})
+    builder = StreamsBuilder()
+    builder.stream(events).map(lambda key, value: (value.split(",")[1], value.split(",")[0])) \
+        .to_table(Materialized.as_("latest-user-by-country")).to_stream().to(latest, Produced.with_(
+            Serdes.String(), Serdes.String()))
+    app_id = unique_topic("app")
+    runner = TaskRunner(builder, app_id, kafka_bootstrap, state_location=str(tmp_path / "state"), spark=spark)
+    # Records of one country all come from one input partition, so "latest" is well defined.
+    countries = sorted(set(COUNTRIES))
+    rows = []
+    for i in range(60):
+        country = countries[(i * 5) % len(countries)]
+        rows.append((f"user{i}".encode(), f"user{i},{country}".encode(), countries.index(country) % 2))
+    produce(kafka_bootstrap, events, rows)
+    runner.run_all()
+    expected = {}
+    for _, value, _ in rows:
+        user, country = value.decode().split(",")
+        expected[country] = user
+    assert final_values(read_topic(kafka_bootstrap, latest), bytes.decode, bytes.decode) == expected
+    assert runner.read_store("latest-user-by-country") == expected
+    repartition = [t for t in runner.compiled.repartition_topics]
+    assert len(repartition) == 1 and repartition[0].startswith(f"{app_id}-") and repartition[0].endswith("-repartition")
+    assert kafka_admin.committed_offsets(app_id, repartition[0]) == kafka_admin.end_offsets(repartition[0])
+    assert TopicPartition(events, 0) in kafka_admin.committed_offsets(app_id, events)
