@@ -376,3 +376,12 @@ def test_build_is_idempotent_and_nodes_are_read_only():
         node.name = "other"  # frozen dataclass
     with pytest.raises(TypeError):
         node.params["x"] = 1  # read-only mapping
+
+
+def test_repartition_drops_null_keys_unless_a_left_or_outer_join_follows():
+    b = StreamsBuilder()
+    b.stream("a").group_by(lambda k, v: v).count()
+    b.stream("b").select_key(lambda k, v: v).left_join(b.table("t"), lambda x, y: x).to("o1")
+    b.stream("c").select_key(lambda k, v: v).join(b.table("t2"), lambda x, y: x).to("o2")
+    filters = [n for s in b.build().subtopologies for n in s.nodes if n.kind is NodeKind.REPARTITION_FILTER]
+    assert [f.params["drop_null_keys"] for f in filters] == [True, False, True]

@@ -354,12 +354,15 @@ class RepartitionNode(GraphNode):
         self.partitions = partitions
         self.partitioner = partitioner
         self.optimizable = optimizable
+        # Kafka Streams drops null-key records before a repartition topic unless a left/outer
+        # join downstream needs them (InternalStreamsBuilder.rewriteRepartitionNodes).
+        self.drop_null_keys = False
 
     def write(self, builder):
         builder.add_internal_topic(self.topic, self.partitions)
         serdes = {"key_serde": self.key_serde, "value_serde": self.value_serde, "partitioner": self.partitioner}
         if self.filter_name is not None:
-            builder.add_processor(self.filter_name, ProcessorSpec(NodeKind.REPARTITION_FILTER, {"drop_null_keys": False}),
+            builder.add_processor(self.filter_name, ProcessorSpec(NodeKind.REPARTITION_FILTER, {"drop_null_keys": self.drop_null_keys}),
                                   self.parent_names())
             builder.add_sink(self.sink_name, self.topic, [self.filter_name], serdes=serdes)
         else:
@@ -472,10 +475,32 @@ class InternalStreamsBuilder:
                     self.root.remove_child(node)
                     break
 
+    def _rewrite_repartition_null_key_filters(self) -> None:
+        """Repartition nodes with no null-key-relaxed join (left/outer) downstream drop null keys."""
+        visited: set[int] = set()
+        keeps_nulls: set[int] = set()
+        repartition_nodes: list[RepartitionNode] = []
+
+        def traverse(node: GraphNode) -> None:
+            if id(node) in visited:
+                return
+            for child in node.children:
+                traverse(child)
+                if "NULL_KEY_RELAXED_JOIN" in child.labels or id(child) in keeps_nulls:
+                    keeps_nulls.add(id(node))
+            visited.add(id(node))
+            if isinstance(node, RepartitionNode):
+                repartition_nodes.append(node)
+
+        traverse(self.root)
+        for node in repartition_nodes:
+            node.drop_null_keys = id(node) not in keeps_nulls
+
     def build(self) -> InternalTopologyBuilder:
         if self.built:
             return self.topology_builder
         self._merge_duplicate_source_nodes()
+        self._rewrite_repartition_null_key_filters()
         queue: list[tuple[int, int, GraphNode]] = []
         tie = itertools.count()
         heapq.heappush(queue, (-1, next(tie), self.root))

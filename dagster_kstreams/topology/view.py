@@ -41,8 +41,9 @@ Contract (stable; other layers rely on it)
   PEEK / FOREACH               action (key, value)
   PRINT                        label, file_path, mapper
   MERGE, BRANCH_CHILD,         pass records through unchanged (BRANCH_CHILD: index, 0 = default)
-  REPARTITION_FILTER,
   TABLE_TO_STREAM, STREAM_STREAM_JOIN_MERGE
+  REPARTITION_FILTER           drop_null_keys: drop null-key records before the repartition topic
+                               (Kafka's rule: unless a left/outer join is downstream)
   BRANCH                       predicates (list), children (child node names, same order; a record
                                goes to the first matching child; default branch has index 0)
   TO_TABLE / TABLE_SOURCE      store_name (the store exists only if listed in ``stores``), topic
