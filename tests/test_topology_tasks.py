@@ -153,7 +153,7 @@ def build(program):
         elif op == "group_by_count":
             streams.append(s.group_by(lambda k, v: v).count().to_stream())
         elif op == "repartition":
-            streams.append(s.repartition(Repartitioned.with_number_of_partitions_(n) if j % 2 else None))
+            streams.append(s.repartition(Repartitioned.number_of_partitions_(n) if j % 2 else None))
         elif op == "merge":
             streams.append(s.merge(streams[j % len(streams)]))
         elif op == "join_streams":
@@ -167,9 +167,6 @@ def build(program):
         elif op == "to_table":
             streams.append(s.to_table().to_stream())
     return b.build()
-
-
-Repartitioned.with_number_of_partitions_ = staticmethod(lambda n: Repartitioned(number_of_partitions=n))
 
 
 def components(topology):

@@ -484,3 +484,40 @@ class Suppressed:
 
     def with_name(self, name: str) -> "Suppressed":
         return replace(self, name=name)
+
+
+class _ClassFactory:
+    """On the class, a static factory; on an instance, the field of the same name.
+
+    Java has both ``Grouped.keySerde(serde)`` (a factory) and ``grouped.keySerde()``; in Python
+    ``Grouped.key_serde(serde)`` builds a ``Grouped`` while ``grouped.key_serde`` is the field.
+    (The ``..._`` spellings, e.g. ``Repartitioned.number_of_partitions_(3)``, stay available.)
+    """
+
+    def __init__(self, factory):
+        self.factory = factory
+
+    def __get__(self, instance, owner):
+        if instance is None:
+            return self.factory
+        raise AttributeError(self.factory.__name__)  # unset field: instances always have it set
+
+
+def _install_factories() -> None:
+    factories = {
+        Produced: {"key_serde": Produced.key_serde_, "value_serde": Produced.value_serde_},
+        Grouped: {"key_serde": lambda serde: Grouped(key_serde=serde),
+                  "value_serde": lambda serde: Grouped(value_serde=serde)},
+        Repartitioned: {"number_of_partitions": Repartitioned.number_of_partitions_,
+                        "stream_partitioner": Repartitioned.stream_partitioner_},
+        Joined: {"key_serde": lambda serde: Joined(key_serde=serde),
+                 "value_serde": lambda serde: Joined(value_serde=serde),
+                 "other_value_serde": lambda serde: Joined(other_value_serde=serde)},
+        BufferConfig: {"max_records": BufferConfig.max_records_, "max_bytes": BufferConfig.max_bytes_},
+    }
+    for cls, by_name in factories.items():
+        for name, factory in by_name.items():
+            setattr(cls, name, _ClassFactory(factory))
+
+
+_install_factories()
