@@ -203,6 +203,21 @@ def _step(p: Program, r: random.Random) -> None:
     elif op == "suppress" and t:
         p.table(f"{t}.suppress(Suppressed.until_time_limit(timedelta(seconds=1), BufferConfig.unbounded()))",
                 f"{t}.suppress(Suppressed.untilTimeLimit(Duration.ofSeconds(1), Suppressed.BufferConfig.unbounded()))")
+    elif op == "stream_named":
+        n = p.fresh("in")
+        p.stream(f"b.stream('{n}', Consumed.as_('{n}-src'))", f'b.stream("{n}", Consumed.as("{n}-src"))')
+    elif op == "foreach":
+        p.statement(f"{s}.foreach(lambda k, v: None)", f"{s}.foreach((k, v) -> {{ }})")
+    elif op == "print":
+        n = p.fresh("p")
+        p.statement(f"{s}.print(Printed.to_sys_out().with_label('{n}').with_name('{n}'))",
+                    f'{s}.print(Printed.<String, String>toSysOut().withLabel("{n}").withName("{n}"))')
+    elif op == "map_values_named":
+        n = p.fresh("mv")
+        p.stream(f"{s}.map_values(lambda v: v, Named.as_('{n}'))", f'{s}.mapValues(v -> v, Named.as("{n}"))')
+    elif op == "table_to_stream_named" and t:
+        n = p.fresh("ts")
+        p.stream(f"{t}.to_stream(Named.as_('{n}'))", f'{t}.toStream(Named.as("{n}"))')
     elif op == "stream_two_topics":
         a, c = p.fresh("in"), p.fresh("in")
         p.stream(f"b.stream(['{a}', '{c}'])", f'b.stream(java.util.List.of("{a}", "{c}"))')
@@ -216,6 +231,7 @@ STEPS = [
     "tumbling", "hopping_suppressed", "session", "sliding", "table", "table_named", "table_filter",
     "table_map_values_store", "table_join", "table_left_join", "table_outer_join", "table_join_store",
     "table_group_by", "table_group_by_reduce", "table_to_stream", "suppress", "stream_two_topics",
+    "stream_named", "foreach", "print", "map_values_named", "table_to_stream_named",
 ]
 
 
