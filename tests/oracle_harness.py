@@ -105,7 +105,8 @@ def classpath() -> str:
     return os.pathsep.join([str(CLASSES_DIR), CLASSPATH_FILE.read_text().strip()])
 
 
-def _java() -> str:
+def java_executable() -> str:
+    """The java binary: $JAVA_HOME/bin/java if set, else java on PATH."""
     java_home = os.environ.get("JAVA_HOME")
     if java_home and (Path(java_home) / "bin" / "java").is_file():
         return str(Path(java_home) / "bin" / "java")
@@ -119,7 +120,7 @@ def run_main(main_class: str, args: Sequence[str] = (), stdin: str | None = None
              timeout: float = 300) -> str:
     """Run one main of the harness and return its stdout; raise with stderr on failure."""
     result = subprocess.run(
-        [_java(), "-cp", classpath(), main_class, *args],
+        [java_executable(), "-cp", classpath(), main_class, *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -130,6 +131,9 @@ def run_main(main_class: str, args: Sequence[str] = (), stdin: str | None = None
             f"{main_class} {' '.join(args)} exited with {result.returncode}\n{result.stderr}"
         )
     return result.stdout
+
+
+_java = java_executable  # older name, still used by test_topology_random_oracle.py
 
 
 def java_topology_names() -> list[str]:

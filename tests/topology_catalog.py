@@ -6,7 +6,7 @@ in tests/oracle/src/main/java/kstreams/oracle/TopologyCatalog.java; the differen
 two files in step: same operations, same order, same names, same configuration.
 
 Static factories whose Java name equals a field name take a trailing underscore in the DSL
-(``Repartitioned.number_of_partitions_(2)``, ``Suppressed.BufferConfig.max_records_(1000)``).
+(``Repartitioned.number_of_partitions(2)``, ``Suppressed.BufferConfig.max_records(1000)``).
 
 Keys and values are strings; a record value is a comma-separated row such as "alice,fr,42"
 (user, country, amount), so that the functions mean the same thing on both sides.
@@ -266,7 +266,7 @@ def repartition_named_with_partitions():
         .group_by_key()
         .count()
         .to_stream()
-        .repartition(Repartitioned.number_of_partitions_(2))
+        .repartition(Repartitioned.number_of_partitions(2))
         .to("purchase-counts")
     )
     return b.build()
@@ -701,7 +701,7 @@ def table_suppress_time_limit():
         .reduce(lambda a, c: c)
         .suppress(
             Suppressed.until_time_limit(
-                timedelta(seconds=15), Suppressed.BufferConfig.max_records_(1000)
+                timedelta(seconds=15), Suppressed.BufferConfig.max_records(1000)
             ).with_name("rate-limit")
         )
         .to_stream()
