@@ -397,3 +397,15 @@ def test_java_static_factories_that_share_a_field_name():
     assert Produced.value_serde(Serdes.Long()).value_serde == Serdes.Long()
     assert Joined.other_value_serde(Serdes.Long()).other_value_serde == Serdes.Long()
     assert Buffer.max_records(10).max_records == 10
+
+
+def test_deep_topologies_build_and_describe():
+    b = StreamsBuilder()
+    stream = b.stream("in")
+    for _ in range(3000):
+        stream = stream.filter(lambda k, v: True)
+    stream.select_key(lambda k, v: v).group_by_key().count()
+    topology = b.build()
+    text = str(topology.describe())
+    assert text.count("Processor: KSTREAM-FILTER-") == 3001  # 3000 filters + the repartition filter
+    assert len(topology.subtopologies) == 2

@@ -281,9 +281,12 @@ def _names(nodes: Sequence[NodeDescription]) -> str:
 
 
 def _update_size(node: NodeDescription, delta: int) -> None:
-    node.size += delta
-    for predecessor in node._predecessors:
-        _update_size(predecessor, delta)
+    """Add ``delta`` to the node and, once per path, to every ancestor (as Kafka's recursion)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        current.size += delta
+        stack.extend(current._predecessors)
 
 
 @dataclass

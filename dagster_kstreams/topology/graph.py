@@ -480,19 +480,23 @@ class InternalStreamsBuilder:
         visited: set[int] = set()
         keeps_nulls: set[int] = set()
         repartition_nodes: list[RepartitionNode] = []
-
-        def traverse(node: GraphNode) -> None:
-            if id(node) in visited:
-                return
-            for child in node.children:
-                traverse(child)
+        # iterative post-order walk (deep topologies must not hit Python's recursion limit)
+        stack: list[tuple[GraphNode, int]] = [(self.root, 0)]
+        while stack:
+            node, next_child = stack.pop()
+            if next_child == 0 and id(node) in visited:
+                continue
+            if next_child > 0:
+                child = node.children[next_child - 1]
                 if "NULL_KEY_RELAXED_JOIN" in child.labels or id(child) in keeps_nulls:
                     keeps_nulls.add(id(node))
+            if next_child < len(node.children):
+                stack.append((node, next_child + 1))
+                stack.append((node.children[next_child], 0))
+                continue
             visited.add(id(node))
             if isinstance(node, RepartitionNode):
                 repartition_nodes.append(node)
-
-        traverse(self.root)
         for node in repartition_nodes:
             node.drop_null_keys = id(node) not in keeps_nulls
 

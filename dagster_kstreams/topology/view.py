@@ -353,6 +353,10 @@ class Topology:
                         f"Number of partitions [{counts[topic]}] of repartition topic [{topic}] doesn't match "
                         f"number of partitions [{target}] of the source topic.")
 
+    def validate(self, source_partition_counts: Mapping[str, int]) -> None:
+        """Raise :class:`CopartitionError` if joined inputs are not co-partitioned for these counts."""
+        self.partition_counts(source_partition_counts)
+
     def task_counts(self, source_partition_counts: Mapping[str, int]) -> dict[int, int]:
         counts = self.partition_counts(source_partition_counts)
         result = {}
