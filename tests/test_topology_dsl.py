@@ -409,3 +409,16 @@ def test_deep_topologies_build_and_describe():
     text = str(topology.describe())
     assert text.count("Processor: KSTREAM-FILTER-") == 3001  # 3000 filters + the repartition filter
     assert len(topology.subtopologies) == 2
+
+
+def test_clashing_names_fail_as_in_kafka_streams():
+    b = StreamsBuilder()
+    b.stream("a").group_by_key().count(Materialized.as_("s"))
+    b.stream("b").group_by_key().count(Materialized.as_("s"))
+    with pytest.raises(TopologyException, match="A different StateStore has already been added with the name s"):
+        b.build()
+    b = StreamsBuilder()
+    b.stream("a").to("x")
+    b.table("a")
+    with pytest.raises(TopologyException, match="Topic a has already been registered by another source"):
+        b.build()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 from .serdes import Serde
 

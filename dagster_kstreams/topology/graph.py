@@ -207,7 +207,7 @@ class InternalTopologyBuilder:
 
     def add_state_store(self, store: StoreSpec, *processor_names: str) -> None:
         existing = self.state_stores.get(store.name)
-        if existing is not None and existing is not store and existing.type != store.type:
+        if existing is not None and existing is not store:
             raise TopologyException(f"A different StateStore has already been added with the name {store.name}")
         if existing is None:
             self.state_stores[store.name] = store

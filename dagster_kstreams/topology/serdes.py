@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import struct
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 __all__ = ["Serde", "Serdes", "WindowedSerde", "Windowed", "Window"]
 
