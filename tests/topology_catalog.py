@@ -15,6 +15,7 @@ Keys and values are strings; a record value is a comma-separated row such as "al
 from __future__ import annotations
 
 from collections.abc import Callable
+import re
 from datetime import timedelta
 
 from dagster_kstreams import (
@@ -25,6 +26,7 @@ from dagster_kstreams import (
     JoinWindows,
     Materialized,
     Named,
+    Printed,
     Produced,
     Repartitioned,
     SessionWindows,
@@ -739,4 +741,223 @@ def two_independent_pipelines():
     c.group_by(lambda k, v: v).count()
     bb = b.stream("topic-b")
     bb.filter(lambda k, v: len(v) > 3).to("topic-b-out")
+    return b.build()
+
+
+# ---- Combinations -----------------------------------------------------------------------
+
+
+@topology
+def pattern_source():
+    b = StreamsBuilder()
+    orders = b.stream(re.compile("orders-.*"))
+    orders.map_values(lambda v: v.upper()).to("orders-upper")
+    return b.build()
+
+
+@topology
+def foreach_and_print():
+    b = StreamsBuilder()
+    audit = b.stream("audit")
+    audit.foreach(lambda k, v: None)
+    audit.filter(lambda k, v: v.startswith("ERROR")).print(Printed.to_sys_out().with_label("audit"))
+    audit.peek(lambda k, v: None, Named.as_("log-audit")).foreach(lambda k, v: None, Named.as_("discard"))
+    return b.build()
+
+
+@topology
+def merge_and_peek_named():
+    b = StreamsBuilder()
+    card = b.stream("card-payments")
+    bank = b.stream("bank-payments")
+    (
+        card.merge(bank, Named.as_("all-payments"))
+        .peek(lambda k, v: None, Named.as_("audit-payment"))
+        .to("payments-all")
+    )
+    return b.build()
+
+
+@topology
+def branch_of_rekeyed_stream_aggregated():
+    b = StreamsBuilder()
+    orders = b.stream("orders")
+    by_size = (
+        orders.select_key(lambda k, v: field(v, 0))
+        .split(Named.as_("size-"))
+        .branch(lambda k, v: int(field(v, 2)) > 100, Branched.as_("big"))
+        .default_branch(Branched.as_("small"))
+    )
+    by_size["size-big"].group_by_key().count().to_stream().to("big-orders-per-user")
+    by_size["size-small"].to("small-orders")
+    return b.build()
+
+
+@topology
+def rekeyed_to_table_joined_with_table():
+    b = StreamsBuilder()
+    users = b.stream("user-updates").select_key(lambda k, v: field(v, 0)).to_table()
+    prefs = b.table("user-prefs")
+    users.join(prefs, lambda u, p: u + "|" + p).to_stream().to("users-with-prefs")
+    return b.build()
+
+
+@topology
+def table_to_stream_rekey_join_stream():
+    b = StreamsBuilder()
+    accounts = b.table("accounts")
+    transactions = b.stream("transactions")
+    accounts.to_stream(lambda k, v: field(v, 0)).join(
+        transactions, lambda a, t: a + "|" + t,
+        JoinWindows.of_time_difference_with_no_grace(timedelta(minutes=1)),
+    ).to("account-transactions")
+    return b.build()
+
+
+@topology
+def table_table_join_then_group_by():
+    b = StreamsBuilder()
+    users = b.table("users")
+    addresses = b.table("addresses")
+    (
+        users.join(addresses, lambda u, a: u + "," + a)
+        .group_by(lambda k, v: (field(v, 1), v))
+        .count()
+        .to_stream()
+        .to("addressed-users-per-country")
+    )
+    return b.build()
+
+
+@topology
+def session_window_count_suppressed():
+    b = StreamsBuilder()
+    clicks = b.stream("clicks")
+    (
+        clicks.group_by_key()
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(minutes=10), timedelta(minutes=1)))
+        .count(Named.as_("session-count"), Materialized.as_("session-counts"))
+        .suppress(
+            Suppressed.until_window_closes(Suppressed.BufferConfig.unbounded()).with_name("final-sessions")
+        )
+        .to_stream()
+        .to("final-sessions")
+    )
+    return b.build()
+
+
+@topology
+def sliding_window_count_named():
+    b = StreamsBuilder()
+    trades = b.stream("trades")
+    (
+        trades.group_by(lambda k, v: field(v, 0), Grouped.as_("trades-by-symbol"))
+        .windowed_by(SlidingWindows.of_time_difference_with_no_grace(timedelta(minutes=1)))
+        .count(Named.as_("trades-per-minute"), Materialized.as_("trades-per-minute-store"))
+        .to_stream()
+        .map(lambda wk, c: (wk.key, str(c)))
+        .to("trades-per-minute")
+    )
+    return b.build()
+
+
+@topology
+def session_window_reduce():
+    b = StreamsBuilder()
+    chats = b.stream("chats")
+    (
+        chats.group_by_key()
+        .windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(timedelta(minutes=2)))
+        .reduce(lambda a, c: a + c)
+        .to_stream()
+        .to("chat-sessions")
+    )
+    return b.build()
+
+
+@topology
+def chained_windowed_aggregations():
+    b = StreamsBuilder()
+    views = b.stream("page-views")
+    (
+        views.group_by_key()
+        .windowed_by(TimeWindows.of_size_with_no_grace(timedelta(minutes=1)))
+        .count()
+        .to_stream()
+        .map(lambda wk, c: (str(c), wk.key))
+        .group_by_key()
+        .count()
+        .to_stream()
+        .to("views-per-minute-histogram")
+    )
+    return b.build()
+
+
+@topology
+def stream_stream_self_join():
+    b = StreamsBuilder()
+    ticks = b.stream("ticks")
+    ticks.join(
+        ticks, lambda a, c: a + "|" + c, JoinWindows.of_time_difference_with_no_grace(timedelta(seconds=1))
+    ).to("tick-pairs")
+    return b.build()
+
+
+@topology
+def both_sides_repartitioned_with_partition_counts():
+    b = StreamsBuilder()
+    left = b.stream("left-events")
+    right = b.stream("right-events")
+    left.repartition(Repartitioned.number_of_partitions(3)).join(
+        right.repartition(Repartitioned.as_("right-by-key").with_number_of_partitions(3)),
+        lambda l, r: f"{l}|{r}",
+        JoinWindows.of_time_difference_with_no_grace(timedelta(seconds=5)),
+    ).to("joined-events")
+    return b.build()
+
+
+@topology
+def table_filter_join_uses_value_getters():
+    b = StreamsBuilder()
+    products = b.table("products")
+    prices = b.table("prices")
+    (
+        products.filter(lambda k, v: v != "")
+        .join(prices.map_values(lambda v: v.strip()), lambda p, price: p + "@" + price)
+        .to_stream()
+        .to("products-with-price")
+    )
+    return b.build()
+
+
+@topology
+def table_left_join_then_suppress():
+    b = StreamsBuilder()
+    accounts = b.table("accounts")
+    limits = b.table("limits")
+    (
+        accounts.left_join(limits, lambda a, l: f"{a}|{l}", Named.as_("with-limits"))
+        .suppress(
+            Suppressed.until_time_limit(
+                timedelta(seconds=1), Suppressed.BufferConfig.max_bytes(1_000_000).emit_early_when_full()
+            )
+        )
+        .to_stream()
+        .to("accounts-with-limits-debounced")
+    )
+    return b.build()
+
+
+@topology
+def windowed_table_filter_named():
+    b = StreamsBuilder()
+    requests = b.stream("requests")
+    (
+        requests.group_by_key()
+        .windowed_by(TimeWindows.of_size_with_no_grace(timedelta(minutes=5)))
+        .count()
+        .filter(lambda wk, c: c > 10, Named.as_("hot-windows"))
+        .to_stream(Named.as_("hot-window-changes"))
+        .to("hot-windows")
+    )
     return b.build()

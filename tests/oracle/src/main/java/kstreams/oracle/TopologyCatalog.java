@@ -6,6 +6,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Supplier;
+import java.util.regex.Pattern;
 
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
@@ -19,6 +20,7 @@ import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
+import org.apache.kafka.streams.kstream.Printed;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
 import org.apache.kafka.streams.kstream.SessionWindows;
@@ -99,6 +101,23 @@ public final class TopologyCatalog {
         // Naming and layout.
         TOPOLOGIES.put("named_operators_everywhere", TopologyCatalog::named_operators_everywhere);
         TOPOLOGIES.put("two_independent_pipelines", TopologyCatalog::two_independent_pipelines);
+        // Combinations.
+        TOPOLOGIES.put("pattern_source", TopologyCatalog::pattern_source);
+        TOPOLOGIES.put("foreach_and_print", TopologyCatalog::foreach_and_print);
+        TOPOLOGIES.put("merge_and_peek_named", TopologyCatalog::merge_and_peek_named);
+        TOPOLOGIES.put("branch_of_rekeyed_stream_aggregated", TopologyCatalog::branch_of_rekeyed_stream_aggregated);
+        TOPOLOGIES.put("rekeyed_to_table_joined_with_table", TopologyCatalog::rekeyed_to_table_joined_with_table);
+        TOPOLOGIES.put("table_to_stream_rekey_join_stream", TopologyCatalog::table_to_stream_rekey_join_stream);
+        TOPOLOGIES.put("table_table_join_then_group_by", TopologyCatalog::table_table_join_then_group_by);
+        TOPOLOGIES.put("session_window_count_suppressed", TopologyCatalog::session_window_count_suppressed);
+        TOPOLOGIES.put("sliding_window_count_named", TopologyCatalog::sliding_window_count_named);
+        TOPOLOGIES.put("session_window_reduce", TopologyCatalog::session_window_reduce);
+        TOPOLOGIES.put("chained_windowed_aggregations", TopologyCatalog::chained_windowed_aggregations);
+        TOPOLOGIES.put("stream_stream_self_join", TopologyCatalog::stream_stream_self_join);
+        TOPOLOGIES.put("both_sides_repartitioned_with_partition_counts", TopologyCatalog::both_sides_repartitioned_with_partition_counts);
+        TOPOLOGIES.put("table_filter_join_uses_value_getters", TopologyCatalog::table_filter_join_uses_value_getters);
+        TOPOLOGIES.put("table_left_join_then_suppress", TopologyCatalog::table_left_join_then_suppress);
+        TOPOLOGIES.put("windowed_table_filter_named", TopologyCatalog::windowed_table_filter_named);
     }
 
     /** Catalog names in definition order. */
@@ -679,6 +698,183 @@ public final class TopologyCatalog {
         c.groupBy((k, v) -> v).count();
         KStream<String, String> bb = b.stream("topic-b");
         bb.filter((k, v) -> v.length() > 3).to("topic-b-out");
+        return b.build();
+    }
+
+    // ---- Combinations ---------------------------------------------------------------
+
+    static Topology pattern_source() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> orders = b.stream(Pattern.compile("orders-.*"));
+        orders.mapValues(v -> v.toUpperCase()).to("orders-upper");
+        return b.build();
+    }
+
+    static Topology foreach_and_print() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> audit = b.stream("audit");
+        audit.foreach((k, v) -> { });
+        audit.filter((k, v) -> v.startsWith("ERROR")).print(Printed.<String, String>toSysOut().withLabel("audit"));
+        audit.peek((k, v) -> { }, Named.as("log-audit")).foreach((k, v) -> { }, Named.as("discard"));
+        return b.build();
+    }
+
+    static Topology merge_and_peek_named() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> card = b.stream("card-payments");
+        KStream<String, String> bank = b.stream("bank-payments");
+        card.merge(bank, Named.as("all-payments"))
+            .peek((k, v) -> { }, Named.as("audit-payment"))
+            .to("payments-all");
+        return b.build();
+    }
+
+    static Topology branch_of_rekeyed_stream_aggregated() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> orders = b.stream("orders");
+        Map<String, KStream<String, String>> bySize = orders.selectKey((k, v) -> field(v, 0))
+            .split(Named.as("size-"))
+            .branch((k, v) -> Integer.parseInt(field(v, 2)) > 100, Branched.as("big"))
+            .defaultBranch(Branched.as("small"));
+        bySize.get("size-big").groupByKey().count().toStream().to("big-orders-per-user");
+        bySize.get("size-small").to("small-orders");
+        return b.build();
+    }
+
+    static Topology rekeyed_to_table_joined_with_table() {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> users = b.<String, String>stream("user-updates")
+            .selectKey((k, v) -> field(v, 0))
+            .toTable();
+        KTable<String, String> prefs = b.table("user-prefs");
+        users.join(prefs, (u, p) -> u + "|" + p).toStream().to("users-with-prefs");
+        return b.build();
+    }
+
+    static Topology table_to_stream_rekey_join_stream() {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> accounts = b.table("accounts");
+        KStream<String, String> transactions = b.stream("transactions");
+        accounts.toStream((k, v) -> field(v, 0))
+            .join(transactions, (a, t) -> a + "|" + t,
+                JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofMinutes(1)))
+            .to("account-transactions");
+        return b.build();
+    }
+
+    static Topology table_table_join_then_group_by() {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> users = b.table("users");
+        KTable<String, String> addresses = b.table("addresses");
+        users.join(addresses, (u, a) -> u + "," + a)
+            .groupBy((k, v) -> KeyValue.pair(field(v, 1), v))
+            .count()
+            .toStream()
+            .to("addressed-users-per-country");
+        return b.build();
+    }
+
+    static Topology session_window_count_suppressed() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> clicks = b.stream("clicks");
+        clicks.groupByKey()
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMinutes(10), Duration.ofMinutes(1)))
+            .count(Named.as("session-count"), Materialized.as("session-counts"))
+            .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()).withName("final-sessions"))
+            .toStream()
+            .to("final-sessions");
+        return b.build();
+    }
+
+    static Topology sliding_window_count_named() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> trades = b.stream("trades");
+        trades.groupBy((k, v) -> field(v, 0), Grouped.as("trades-by-symbol"))
+            .windowedBy(SlidingWindows.ofTimeDifferenceWithNoGrace(Duration.ofMinutes(1)))
+            .count(Named.as("trades-per-minute"), Materialized.as("trades-per-minute-store"))
+            .toStream()
+            .map((wk, c) -> KeyValue.pair(wk.key(), Long.toString(c)))
+            .to("trades-per-minute");
+        return b.build();
+    }
+
+    static Topology session_window_reduce() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> chats = b.stream("chats");
+        chats.groupByKey()
+            .windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMinutes(2)))
+            .reduce((a, c) -> a + c)
+            .toStream()
+            .to("chat-sessions");
+        return b.build();
+    }
+
+    static Topology chained_windowed_aggregations() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> views = b.stream("page-views");
+        views.groupByKey()
+            .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1)))
+            .count()
+            .toStream()
+            .map((wk, c) -> KeyValue.pair(Long.toString(c), wk.key()))
+            .groupByKey()
+            .count()
+            .toStream()
+            .to("views-per-minute-histogram");
+        return b.build();
+    }
+
+    static Topology stream_stream_self_join() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> ticks = b.stream("ticks");
+        ticks.join(ticks, (a, c) -> a + "|" + c, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(1)))
+            .to("tick-pairs");
+        return b.build();
+    }
+
+    static Topology both_sides_repartitioned_with_partition_counts() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> left = b.stream("left-events");
+        KStream<String, String> right = b.stream("right-events");
+        left.repartition(Repartitioned.numberOfPartitions(3))
+            .join(right.repartition(Repartitioned.<String, String>as("right-by-key").withNumberOfPartitions(3)),
+                (l, r) -> l + "|" + r, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(5)))
+            .to("joined-events");
+        return b.build();
+    }
+
+    static Topology table_filter_join_uses_value_getters() {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> products = b.table("products");
+        KTable<String, String> prices = b.table("prices");
+        products.filter((k, v) -> !v.isEmpty())
+            .join(prices.mapValues(v -> v.trim()), (p, price) -> p + "@" + price)
+            .toStream()
+            .to("products-with-price");
+        return b.build();
+    }
+
+    static Topology table_left_join_then_suppress() {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> accounts = b.table("accounts");
+        KTable<String, String> limits = b.table("limits");
+        accounts.leftJoin(limits, (a, l) -> a + "|" + l, Named.as("with-limits"))
+            .suppress(Suppressed.untilTimeLimit(Duration.ofSeconds(1),
+                Suppressed.BufferConfig.maxBytes(1_000_000).emitEarlyWhenFull()))
+            .toStream()
+            .to("accounts-with-limits-debounced");
+        return b.build();
+    }
+
+    static Topology windowed_table_filter_named() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> requests = b.stream("requests");
+        requests.groupByKey()
+            .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(5)))
+            .count()
+            .filter((wk, c) -> c > 10, Named.as("hot-windows"))
+            .toStream(Named.as("hot-window-changes"))
+            .to("hot-windows");
         return b.build();
     }
 }
