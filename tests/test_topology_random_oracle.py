@@ -40,7 +40,7 @@ def programs_and_java_descriptions(tmp_path_factory):
     compiled = subprocess.run([javac, "-nowarn", "-cp", classpath, "-d", str(workdir), *sources],
                               cwd=workdir, capture_output=True, text=True, timeout=600)
     assert compiled.returncode == 0, compiled.stderr[-5000:]
-    ran = subprocess.run([oracle_harness._java(), "-Xss16m", "-cp", f"{workdir}{os.pathsep}{classpath}",
+    ran = subprocess.run([oracle_harness.java_executable(), "-Xss16m", "-cp", f"{workdir}{os.pathsep}{classpath}",
                           "RandomPrograms"], capture_output=True, text=True, timeout=600)
     assert ran.returncode == 0, ran.stderr[-5000:]
     java = dict(re.findall(r"=== (\d+)\n(.*?)\n=== end\n", ran.stdout, re.S))
