@@ -7,6 +7,7 @@ import sys
 
 from dagster_kstreams.local import cli as local_cli
 from dagster_kstreams.local.home import LocalStackError
+from dagster_kstreams.spark import cli as spark_cli
 
 # Errors a user can act on: printed as one line, no stack trace.
 USER_ERRORS: tuple[type[BaseException], ...] = (LocalStackError,)
@@ -16,6 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dagster-kstreams", description=__doc__)
     subcommands = parser.add_subparsers(dest="command", required=True)
     local_cli.register(subcommands)
+    spark_cli.register(subcommands)
     return parser
 
 

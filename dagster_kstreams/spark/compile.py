@@ -17,8 +17,9 @@ from typing import Any, Optional
 
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
 from dagster_kstreams.spark.program import ExecNode, SubtopologyProgram
-from dagster_kstreams.topology.graph import InternalStreamsBuilder, InternalTopologyBuilder, NodeFactory, NodeKind
+from dagster_kstreams.topology.graph import NodeKind
 from dagster_kstreams.topology.serdes import Serdes
+from dagster_kstreams.topology.view import ProcessorNode, Topology, internal_topic_name
 
 __all__ = ["CompiledTopology", "compile_topology", "parse_task_id", "UnsupportedTopologyError"]
 
@@ -35,18 +36,16 @@ def parse_task_id(task_id: str) -> tuple[int, int]:
     return int(parts[0]), int(parts[1])
 
 
-def _internal_builder(topology: Any) -> InternalTopologyBuilder:
-    """The processor graph behind a ``Topology`` (or a ``StreamsBuilder``, built first)."""
-    if isinstance(topology, InternalTopologyBuilder):
+def _view(topology: Any) -> Topology:
+    """The read-only view of a built topology (a ``StreamsBuilder`` is built first)."""
+    if isinstance(topology, Topology):
         return topology
-    if isinstance(getattr(topology, "_builder", None), InternalStreamsBuilder):  # a StreamsBuilder
-        return topology._builder.build()
-    for value in vars(topology).values():
-        if isinstance(value, InternalTopologyBuilder):
-            return value
-    raise TypeError(
-        f"expected a Topology from StreamsBuilder.build(), got {type(topology).__name__}"
-    )
+    build = getattr(topology, "build", None)
+    if callable(build):
+        built = build()
+        if isinstance(built, Topology):
+            return built
+    raise TypeError(f"expected a Topology from StreamsBuilder.build() (or the StreamsBuilder), got {type(topology).__name__}")
 
 
 _PASS_THROUGH = {
@@ -96,44 +95,41 @@ class CompiledTopology:
 
     def __init__(
         self,
-        builder: InternalTopologyBuilder,
+        topology: Topology,
         application_id: str,
         dead_letters: DeadLetterPolicy,
         default_key_serde=None,
         default_value_serde=None,
     ):
-        self.builder = builder
+        self.topology = topology
         self.application_id = application_id
         self.dead_letters = dead_letters
         # Kafka Streams' default.key.serde / default.value.serde; strings unless configured.
         self.default_key_serde = default_key_serde or Serdes.String()
         self.default_value_serde = default_value_serde or Serdes.String()
         self.repartition_partitions: dict[str, Optional[int]] = {
-            self.topic_name(name): count for name, count in builder.internal_topics.items()
+            self.topic_name(name): count for name, count in topology.repartition_topics.items()
         }
         self.subtopologies: dict[int, _Subtopology] = {}
-        for subtopology_id, names in builder.node_groups().items():
-            sources: list[str] = []
-            sinks: list[str] = []
-            for name in names:
-                factory = builder.node_factories[name]
-                if factory.role == "source":
-                    if factory.pattern is not None:
-                        raise UnsupportedTopologyError(
-                            f"source {name} subscribes to the pattern {factory.pattern!r}; the Spark runner "
-                            "needs topic names (tasks are assigned partitions of known topics)"
-                        )
-                    sources.extend(self.topic_name(topic) for topic in factory.topics)
-                elif factory.role == "sink" and factory.topic is not None:
-                    sinks.append(self.topic_name(factory.topic))
-            self.subtopologies[subtopology_id] = _Subtopology(subtopology_id, list(names), sources, sinks)
+        for sub in topology.subtopologies:
+            if sub.source_pattern is not None:
+                raise UnsupportedTopologyError(
+                    f"sub-topology {sub.id} subscribes to the pattern {sub.source_pattern!r}; the Spark runner "
+                    "needs topic names (tasks are assigned partitions of known topics)"
+                )
+            self.subtopologies[sub.id] = _Subtopology(
+                sub.id,
+                [node.name for node in sub.nodes],
+                [self.topic_name(topic) for topic in sub.source_topic_names],
+                [self.topic_name(topic) for topic in (*sub.sink_topics, *sub.repartition_sink_topics)],
+            )
         self._programs: dict[int, SubtopologyProgram] = {}
 
     # -- topics ------------------------------------------------------------------------
     def topic_name(self, topic: str) -> str:
         """The Kafka topic behind a topic name of the graph (internal ones get the app id prefix)."""
-        if topic in self.builder.internal_topics:
-            return f"{self.application_id}-{topic}"
+        if topic in self.topology.repartition_topics:
+            return internal_topic_name(self.application_id, topic)
         return topic
 
     @property
@@ -161,9 +157,10 @@ class CompiledTopology:
 
     def offset_reset(self, topic: str) -> str:
         """Where a task starts on a partition with no committed offset ("earliest" by default, as Kafka Streams)."""
-        for factory in self.builder.node_factories.values():
-            if factory.role == "source" and topic in {self.topic_name(t) for t in factory.topics}:
-                return factory.serdes.get("offset_reset") or "earliest"
+        for sub in self.topology.subtopologies:
+            for node in sub.nodes:
+                if node.kind is NodeKind.SOURCE and topic in {self.topic_name(t) for t in node.topics}:
+                    return node.serdes.get("offset_reset") or "earliest"
         return "earliest"
 
     def execution_order(self) -> list[int]:
@@ -190,21 +187,10 @@ class CompiledTopology:
         return order
 
     def partition_counts(self, external: dict[str, int]) -> dict[str, int]:
-        """Every source and repartition topic's partition count, given the external topics' counts."""
-        counts = dict(external)
-        for topic, enforced in self.repartition_partitions.items():
-            if enforced is not None:
-                counts[topic] = enforced
-        for sub_id in self.execution_order():
-            sub = self.subtopologies[sub_id]
-            missing = [topic for topic in sub.source_topics if topic not in counts]
-            if missing:
-                raise ValueError(f"sub-topology {sub_id}: partition count of {missing} unknown")
-            task_count = max(counts[topic] for topic in sub.source_topics)
-            for topic in sub.sink_topics:
-                if topic in self.repartition_partitions and topic not in counts:
-                    counts[topic] = task_count
-        return counts
+        """Every source and repartition topic's partition count (Kafka Streams' rules, from the
+        topology's view), given the external topics' counts; keys are real topic names."""
+        counts = self.topology.partition_counts(dict(external))
+        return {self.topic_name(topic): count for topic, count in counts.items()}
 
     def task_ids(self, counts: dict[str, int]) -> list[str]:
         tasks = []
@@ -214,11 +200,12 @@ class CompiledTopology:
         return tasks
 
     def subtopology_of_store(self, store_name: str) -> int:
-        for sub in self.subtopologies.values():
-            for name in sub.node_names:
-                if store_name in self.builder.node_factories[name].store_names:
-                    return sub.id
-        raise KeyError(f"the topology has no state store {store_name!r} (it has {sorted(self.builder.state_stores)})")
+        try:
+            return self.topology.subtopology_of_store(store_name).id
+        except KeyError:
+            raise KeyError(
+                f"the topology has no state store {store_name!r} (it has {sorted(self.topology.state_stores)})"
+            ) from None
 
     def store_key_serde(self, subtopology: int):
         """Stores are keyed by the source record key: the serde of the sub-topology's source."""
@@ -232,27 +219,22 @@ class CompiledTopology:
         return self._programs[subtopology]
 
     def _build_program(self, subtopology: int) -> SubtopologyProgram:
-        names = self.subtopologies[subtopology].node_names
-        factories = self.builder.node_factories
-        position = {name: index for index, name in enumerate(names)}
-        nodes = [self._exec_node(factories[name]) for name in names]
-        for name in names:
-            for predecessor in factories[name].predecessors:
-                if predecessor in position and nodes[position[predecessor]].kind != "branch":
-                    nodes[position[predecessor]].children.append(position[name])
-        # A branch's children follow its branches' order, each with its predicate (None: default).
-        for index, name in enumerate(names):
-            factory = factories[name]
-            if factory.spec is not None and factory.spec.kind is NodeKind.BRANCH:
-                predicates = factory.spec.params["predicates"]
+        view_nodes = self.topology.subtopology(subtopology).nodes
+        position = {node.name: index for index, node in enumerate(view_nodes)}
+        nodes = [self._exec_node(node) for node in view_nodes]
+        for index, view_node in enumerate(view_nodes):
+            if view_node.kind is NodeKind.BRANCH:
+                # A branch's children follow its branches' order, each with its predicate (None: default).
+                predicates = view_node.params["predicates"]
                 children, tests = [], []
-                for child_name in factory.spec.params["children"]:
-                    child_index = position[child_name]
-                    branch_index = factories[child_name].spec.params["index"]
-                    children.append(child_index)
+                for child_name in view_node.params["children"]:
+                    branch_index = view_nodes[position[child_name]].params["index"]
+                    children.append(position[child_name])
                     tests.append(None if branch_index == 0 else predicates[branch_index - 1].as_key_value())
                 nodes[index].children = children
                 nodes[index].predicates = tuple(tests)
+            else:
+                nodes[index].children = [position[child] for child in view_node.children]
         slot = 0
         for node in nodes:
             if node.stateful:
@@ -260,25 +242,25 @@ class CompiledTopology:
                 slot += 1
         return SubtopologyProgram(subtopology, nodes, self.dead_letters)
 
-    def _function(self, factory: NodeFactory, user_function) :
+    def _function(self, factory: ProcessorNode, user_function):
         if user_function is None:
             return None
         if user_function.is_column:
             raise UnsupportedTopologyError(
-                f"processor {factory.name} ({factory.spec.kind.value}) is given a PySpark Column expression; "
+                f"processor {factory.name} ({factory.kind.value}) is given a PySpark Column expression; "
                 "the Spark runner runs Python functions only so far"
             )
         return user_function
 
-    def _exec_node(self, factory: NodeFactory) -> ExecNode:
-        if factory.role == "source":
+    def _exec_node(self, factory: ProcessorNode) -> ExecNode:
+        if factory.kind is NodeKind.SOURCE:
             return ExecNode(
                 factory.name, "source",
                 topics=tuple(self.topic_name(topic) for topic in factory.topics),
                 key_serde=factory.serdes.get("key_serde") or self.default_key_serde,
                 value_serde=factory.serdes.get("value_serde") or self.default_value_serde,
             )
-        if factory.role == "sink":
+        if factory.kind is NodeKind.SINK:
             if factory.serdes.get("partitioner") is not None:
                 raise UnsupportedTopologyError(
                     f"sink {factory.name} (topic {factory.topic!r}) has a custom stream partitioner; the Spark "
@@ -291,9 +273,8 @@ class CompiledTopology:
                 key_serde=factory.serdes.get("key_serde") or self.default_key_serde,
                 value_serde=factory.serdes.get("value_serde") or self.default_value_serde,
             )
-        spec = factory.spec
-        kind = spec.kind
-        params = spec.params
+        kind = factory.kind
+        params = factory.params
         if kind in _PASS_THROUGH:
             return ExecNode(factory.name, _PASS_THROUGH[kind])
         if kind is NodeKind.FILTER or kind is NodeKind.TABLE_FILTER:
@@ -312,8 +293,13 @@ class CompiledTopology:
                 self._function(factory, predicate)
             return ExecNode(factory.name, "branch")
         if kind is NodeKind.REPARTITION_FILTER:
-            return ExecNode(factory.name, "repartition_filter")
+            if params.get("drop_null_keys", True):
+                return ExecNode(factory.name, "repartition_filter")
+            return ExecNode(factory.name, "merge")  # keeps null keys: passes everything through
         if kind in (NodeKind.TO_TABLE, NodeKind.TABLE_SOURCE):
+            if params["store_name"] not in factory.stores:
+                # Not materialized: Kafka Streams forwards every update as it comes, with no store.
+                return ExecNode(factory.name, "merge")
             return ExecNode(factory.name, kind.value, store=params["store_name"])
         if kind is NodeKind.AGGREGATE:
             operation = params["operation"]
@@ -338,5 +324,5 @@ def compile_topology(
     default_key_serde=None,
     default_value_serde=None,
 ) -> CompiledTopology:
-    return CompiledTopology(_internal_builder(topology), application_id, dead_letters,
+    return CompiledTopology(_view(topology), application_id, dead_letters,
                             default_key_serde, default_value_serde)

@@ -1,0 +1,154 @@
+"""`dagster-kstreams run MODULE:TOPOLOGY --app-id ID (--task 1_3 ... | --all)`: run tasks outside Dagster.
+
+Each task processes its backlog (up to the end offsets seen when it starts) on a SparkSession,
+printing a line per batch (records done, records per second, lag left) and a summary per task.
+Task state lives under ``--state-location``, so the same command in another process or on
+another machine (seeing the same location) continues where the last run stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from dagster_kstreams.spark.runner import TaskFailedError, TaskProgress, TaskResult
+
+BOOTSTRAP_ENV_VAR = "DAGSTER_KSTREAMS_BOOTSTRAP_SERVERS"
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+
+
+class CommandError(Exception):
+    """A mistake in the command line (printed as one line)."""
+
+
+def load_topology(reference: str) -> Any:
+    """``package.module:name`` or ``path/to/file.py:name``; a callable is called to build it."""
+    module_name, sep, attribute = reference.partition(":")
+    if not sep or not module_name or not attribute:
+        raise CommandError(f"expected MODULE:TOPOLOGY (e.g. assets.wordcount:topology), got {reference!r}")
+    if module_name.endswith(".py") or os.sep in module_name:
+        path = Path(module_name).resolve()
+        if not path.is_file():
+            raise CommandError(f"no such file: {path}")
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[path.stem] = module
+        spec.loader.exec_module(module)
+    else:
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())  # as `python -m` would: modules next to the caller
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            raise CommandError(f"cannot import module {module_name!r}: {error}") from error
+    try:
+        topology = getattr(module, attribute)
+    except AttributeError as error:
+        raise CommandError(f"module {module_name!r} has no attribute {attribute!r}") from error
+    if callable(topology) and not hasattr(topology, "describe") and not hasattr(topology, "stream"):
+        topology = topology()
+    return topology
+
+
+def _pairs(pairs: list[str], option: str) -> dict[str, str]:
+    result = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise CommandError(f"{option} expects KEY=VALUE, got {pair!r}")
+        result[key.strip()] = value.strip()
+    return result
+
+
+def _print_progress(update: TaskProgress) -> None:
+    print(
+        f"task {update.task_id} batch {update.batch_id}: {update.records_done} records, "
+        f"{update.records_per_second:,.0f} records/s, lag left {update.lag_left}",
+        flush=True,
+    )
+
+
+def _print_result(result: TaskResult) -> None:
+    written = ", ".join(f"{topic}={count}" for topic, count in sorted(result.records_out.items())) or "nothing"
+    print(
+        f"task {result.task_id} done: {result.records_in} records in {result.seconds:.1f}s "
+        f"({result.records_per_second:,.0f} records/s), wrote {written}, lag left {result.total_lag_left}",
+        flush=True,
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        return _run_tasks(args)
+    except (CommandError, TaskFailedError, ValueError, KeyError) as error:
+        print(f"dagster-kstreams: error: {error}", file=sys.stderr)
+        return 1
+
+
+def _run_tasks(args: argparse.Namespace) -> int:
+    from dagster_kstreams.spark.runner import TaskRunner
+    from dagster_kstreams.spark.session import build_spark_session
+
+    if not args.task and not args.all:
+        raise CommandError("name tasks with --task (e.g. --task 1_3) or run them all with --all")
+    topology = load_topology(args.topology)
+    kafka_config = {"bootstrap.servers": args.bootstrap_servers, **_pairs(args.kafka_config, "--kafka-config")}
+    spark_conf = {"spark.ui.enabled": "false", **_pairs(args.spark_conf, "--spark-conf")}
+    # Workers must run this interpreter (with pandas and pyarrow), not whatever `python3` is.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = build_spark_session(args.master, spark_conf, app_name=f"dagster-kstreams-{args.app_id}")
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        runner = TaskRunner(
+            topology, args.app_id, kafka_config, state_location=args.state_location, spark=spark,
+            deserialization_exception_handler=args.deserialization_exception_handler,
+            dead_letter_topic=args.dead_letter_topic,
+            max_records_per_batch=args.max_records_per_batch,
+        )
+        task_ids = runner.task_ids() if args.all else args.task
+        results = []
+        for task_id in task_ids:
+            result = runner.run_task(task_id, max_records=args.max_records, progress=_print_progress)
+            _print_result(result)
+            results.append(result)
+        if args.json:
+            print(json.dumps([result.as_dict() for result in results]), flush=True)
+        return 0
+    finally:
+        spark.stop()
+
+
+def register(subcommands: "argparse._SubParsersAction") -> None:
+    parser = subcommands.add_parser(
+        "run", help="run stream tasks on Spark (outside Dagster)", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("topology", help="MODULE:TOPOLOGY (a Topology, a StreamsBuilder, or a function returning one)")
+    parser.add_argument("--app-id", required=True, help="application id: consumer group and internal topic prefix")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--task", action="append", default=[], help="task id such as 1_3 (repeatable)")
+    which.add_argument("--all", action="store_true", help="every task, upstream sub-topologies first")
+    parser.add_argument("--bootstrap-servers", default=os.environ.get(BOOTSTRAP_ENV_VAR, DEFAULT_BOOTSTRAP),
+                        help=f"Kafka bootstrap servers (default ${BOOTSTRAP_ENV_VAR} or {DEFAULT_BOOTSTRAP})")
+    parser.add_argument("--kafka-config", action="append", default=[], metavar="KEY=VALUE",
+                        help="Kafka client setting for both the admin client and Spark (repeatable)")
+    parser.add_argument("--state-location", default=None,
+                        help="root of task checkpoints and state: a directory or Hadoop URI "
+                             "(default <DAGSTER_KSTREAMS_HOME or ./.kstreams>/state)")
+    parser.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="Spark setting (repeatable)")
+    parser.add_argument("--max-records", type=int, default=None, help="stop each task after about this many records")
+    parser.add_argument("--max-records-per-batch", type=int, default=200_000,
+                        help="records per micro-batch; offsets are committed after each (default 200000)")
+    parser.add_argument("--deserialization-exception-handler", choices=["fail", "log_and_continue"], default="fail")
+    parser.add_argument("--dead-letter-topic", default=None,
+                        help="with log_and_continue: write undeserializable records here")
+    parser.add_argument("--json", action="store_true", help="print the results as one JSON line at the end")
+    parser.set_defaults(handler=_run)

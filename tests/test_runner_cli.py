@@ -1,0 +1,81 @@
+"""`dagster-kstreams run`: tasks continue in another process from the state the last run left."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from dagster_kstreams.kafka.records import final_values, produce, read_topic
+from dagster_kstreams.spark.runner import TaskRunner
+
+pytestmark = pytest.mark.integration
+
+
+def _users(count: int, start: int = 0) -> list[tuple[bytes, bytes]]:
+    countries = ["fr", "fr", "fr", "de", "de", "it"]
+    return [(f"u{i}".encode(), f"u{i},{countries[(i * 5) % 6]}".encode()) for i in range(start, start + count)]
+
+
+def _load(path: Path):
+    namespace: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    return namespace["build"]()
+
+
+def test_cli_continues_a_task_started_in_another_process(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path):
+    users, per_country = unique_topic("users"), unique_topic("per-country")
+    kafka_admin.create_topics({users: 2, per_country: 2})
+    module = tmp_path / "country_counts.py"
+    module.write_text(textwrap.dedent(f"""
+        from dagster_kstreams.topology.dsl import StreamsBuilder
+
+        def build():
+            builder = StreamsBuilder()
+            builder.stream({users!r}).group_by(lambda key, value: value.split(",")[1]).count() \\
+                .to_stream().to({per_country!r})
+            return builder.build()
+    """))
+    app_id = unique_topic("app")
+    state = tmp_path / "state"
+    first = _users(50)
+    produce(kafka_bootstrap, users, first)
+    TaskRunner(_load(module), app_id, kafka_bootstrap, state_location=str(state), spark=spark).run_all()
+
+    more = _users(30, start=50)
+    produce(kafka_bootstrap, users, more)
+    command = [
+        sys.executable, "-m", "dagster_kstreams.cli", "run", f"{module}:build", "--app-id", app_id, "--all",
+        "--bootstrap-servers", kafka_bootstrap, "--state-location", str(state), "--master", "local[1]",
+        "--spark-conf", "spark.sql.shuffle.partitions=1", "--json",
+    ]
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=600,
+                               env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    lines = completed.stdout.strip().splitlines()
+    assert any(line.startswith("task 0_0 batch") and "records/s" in line and "lag left 0" in line for line in lines)
+    results = {result["task_id"]: result for result in json.loads(lines[-1])}
+    assert sorted(results) == ["0_0", "0_1", "1_0", "1_1"]
+    # The second process read only the new records: the first process's offsets were its start.
+    assert sum(results[task]["records_in"] for task in ("0_0", "0_1")) == len(more)
+    # ... and counted on from the first process's state.
+    expected = Counter(value.decode().split(",")[1] for _, value in first + more)
+    assert final_values(read_topic(kafka_bootstrap, per_country), bytes.decode,
+                        lambda data: int.from_bytes(data, "big", signed=True)) == dict(expected)
+
+
+def test_cli_reports_a_bad_task_id_in_one_line(tmp_path):
+    module = tmp_path / "tiny.py"
+    module.write_text("from dagster_kstreams.topology.dsl import StreamsBuilder\n"
+                      "def build():\n    b = StreamsBuilder()\n    b.stream('a').to('b')\n    return b.build()\n")
+    from dagster_kstreams.cli import main
+
+    with pytest.raises(SystemExit):  # argparse: --task and --all are exclusive
+        main(["run", f"{module}:build", "--app-id", "x", "--task", "0_0", "--all"])
+    assert main(["run", f"{module}:nope", "--app-id", "x", "--all"]) == 1
