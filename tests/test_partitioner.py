@@ -132,3 +132,38 @@ def test_librdkafka_murmur2_random_producer_lands_where_default_partition_says(
         expected_counts[expected[key]] += 1
     end_offsets = kafka_admin.end_offsets(topic)
     assert [end_offsets[(topic, p)] for p in range(num_partitions)] == expected_counts
+
+
+@pytest.mark.integration
+def test_spark_kafka_sink_lands_keyed_records_where_default_partition_says(
+    spark, kafka_bootstrap, kafka_admin, unique_topic
+):
+    # The Spark path writes with Spark's Kafka sink (the Java producer, no partition column),
+    # so a topic it writes must be co-partitioned with what default_partition predicts.
+    num_partitions = 5
+    topic = unique_topic("spark-partitioner")
+    kafka_admin.create_topic(topic, partitions=num_partitions)
+    keys = [f"user-{i}".encode() for i in range(300)]
+
+    records = spark.createDataFrame([(key, b"v") for key in keys], "key binary, value binary")
+    (
+        records.write.format("kafka")
+        .option("kafka.bootstrap.servers", kafka_bootstrap)
+        .option("topic", topic)
+        .save()
+    )
+    landed = (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", kafka_bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("endingOffsets", "latest")
+        .load()
+        .select("key", "partition")
+        .collect()
+    )
+
+    assert len(landed) == len(keys)
+    assert {bytes(row.key): row.partition for row in landed} == {
+        key: default_partition(key, num_partitions) for key in keys
+    }
