@@ -961,3 +961,12 @@ def windowed_table_filter_named():
         .to("hot-windows")
     )
     return b.build()
+
+
+@topology
+def more_than_ten_subtopologies():
+    # Sub-topology ids 10 and up: ordered as numbers, not as strings.
+    b = StreamsBuilder()
+    for i in range(6):
+        b.stream(f"in-{i}").group_by(lambda k, v: v).count().to_stream().to(f"counts-{i}")
+    return b.build()

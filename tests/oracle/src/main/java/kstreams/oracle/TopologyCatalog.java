@@ -118,6 +118,7 @@ public final class TopologyCatalog {
         TOPOLOGIES.put("table_filter_join_uses_value_getters", TopologyCatalog::table_filter_join_uses_value_getters);
         TOPOLOGIES.put("table_left_join_then_suppress", TopologyCatalog::table_left_join_then_suppress);
         TOPOLOGIES.put("windowed_table_filter_named", TopologyCatalog::windowed_table_filter_named);
+        TOPOLOGIES.put("more_than_ten_subtopologies", TopologyCatalog::more_than_ten_subtopologies);
     }
 
     /** Catalog names in definition order. */
@@ -875,6 +876,16 @@ public final class TopologyCatalog {
             .filter((wk, c) -> c > 10, Named.as("hot-windows"))
             .toStream(Named.as("hot-window-changes"))
             .to("hot-windows");
+        return b.build();
+    }
+
+    static Topology more_than_ten_subtopologies() {
+        // Sub-topology ids 10 and up: ordered as numbers, not as strings.
+        StreamsBuilder b = new StreamsBuilder();
+        for (int i = 0; i < 6; i++) {
+            KStream<String, String> input = b.stream("in-" + i);
+            input.groupBy((k, v) -> v).count().toStream().to("counts-" + i);
+        }
         return b.build();
     }
 }
