@@ -86,3 +86,102 @@ def test_spark_conf_keeps_every_user_setting_and_adds_the_connector_once(user, u
     assert jars[: len(user_jars)] == user_jars
     assert len(jars) == len(set(jars))
     assert sum("spark-sql-kafka-0-10_2.13" in jar for jar in jars) == 1
+
+
+_STANDALONE_READ = """
+import json, sys
+from dagster_kstreams.spark.session import build_spark_session
+master, bootstrap, topic = sys.argv[1:4]
+spark = build_spark_session(master, {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+                                     "spark.ui.enabled": "false", "spark.executor.memory": "512m", "spark.cores.max": "1"})
+rows = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+        .option("assign", json.dumps({topic: [0]}))
+        .option("startingOffsets", json.dumps({topic: {"0": 1}}))
+        .option("endingOffsets", json.dumps({topic: {"0": 4}}))
+        .load().collect())
+executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()
+print(json.dumps({"rows": sorted([r.offset, bytes(r.value).decode()] for r in rows), "executors": executors}))
+spark.stop()
+"""
+
+
+def _wait_for_alive_worker(web_port: int, timeout_s: float = 60) -> None:
+    import time
+    import urllib.request
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{web_port}/json/", timeout=2) as response:
+                if json.load(response).get("aliveworkers", 0) >= 1:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"no Spark worker registered with the master (web UI port {web_port}) in {timeout_s}s")
+
+
+def test_kafka_read_on_a_standalone_spark_cluster_ships_the_connector_to_executors(kafka_bootstrap, kafka_admin, unique_topic, tmp_path):
+    """A non-local master: the executors (other JVMs) get the connector through spark.jars."""
+    import os
+    import random
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from dagster_kstreams.local.broker import port_is_free
+
+    topic = unique_topic("spark-standalone")
+    kafka_admin.create_topic(topic, 1)
+    written = _produce_to_partitions(kafka_bootstrap, topic, partitions=1, per_partition=6)
+
+    ports = [port for port in random.sample(range(29500, 29600), 20) if port_is_free(port)][:3]
+    master_port, master_web_port, worker_web_port = ports
+    spark_class = str(Path(sys.executable).parent / "spark-class")
+    import pyspark
+
+    env = {**os.environ, "SPARK_HOME": str(Path(pyspark.__file__).parent), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(tmp_path), "SPARK_WORKER_DIR": str(tmp_path / "work")}
+    master_url = f"spark://127.0.0.1:{master_port}"
+    processes = []
+    try:
+        for command in (
+            [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(master_port), "--webui-port", str(master_web_port)],
+            [spark_class, "org.apache.spark.deploy.worker.Worker", master_url, "--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", str(worker_web_port)],
+        ):
+            log = open(tmp_path / f"{command[1].rsplit('.', 1)[1]}.log", "wb")
+            processes.append(subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True))
+            if len(processes) == 1:
+                _wait_for_port(master_port, processes[0])
+        _wait_for_alive_worker(master_web_port)
+        result = subprocess.run(
+            [sys.executable, "-c", _STANDALONE_READ, master_url, kafka_bootstrap, topic],
+            capture_output=True, text=True, timeout=240, env=env, stdin=subprocess.DEVNULL,
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        report = json.loads(result.stdout.strip().splitlines()[-1])
+    finally:
+        for process in reversed(processes):
+            os.killpg(process.pid, signal.SIGTERM)
+        for process in processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+    assert report["rows"] == [[offset, written[0][offset][1].decode()] for offset in range(1, 4)]
+    assert report["executors"] >= 2  # the driver plus at least one executor JVM
+
+
+def _wait_for_port(port: int, process, timeout_s: float = 60) -> None:
+    import socket
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"Spark master exited with code {process.returncode}"
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.3)
+    raise AssertionError(f"Spark master did not listen on 127.0.0.1:{port} within {timeout_s}s")
