@@ -133,9 +133,6 @@ def run_main(main_class: str, args: Sequence[str] = (), stdin: str | None = None
     return result.stdout
 
 
-_java = java_executable  # older name, still used by test_topology_random_oracle.py
-
-
 def java_topology_names() -> list[str]:
     """Names in the Java catalog (kstreams.oracle.TopologyCatalog), in definition order."""
     return run_main("kstreams.oracle.DescribeTopologies").split()
