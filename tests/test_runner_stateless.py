@@ -151,3 +151,39 @@ def test_max_records_bounds_a_run(kafka_bootstrap, kafka_admin, unique_topic, sp
     assert rest.offsets_to == {TopicPartition(in_topic, 0): 30}
     # Every input record was processed exactly once over the two runs.
     assert len(read_topic(kafka_bootstrap, words_topic)) == 2 * 30
+
+
+def test_replay_of_a_partly_written_batch_writes_only_the_rest(
+    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path
+):
+    in_topic, out_topic = unique_topic("in"), unique_topic("out")
+    kafka_admin.create_topics({in_topic: 1, out_topic: 2})
+    rows = [(f"k{i}".encode(), str(i).encode()) for i in range(40)]
+    produce(kafka_bootstrap, in_topic, rows)
+    crash_marker = tmp_path / "crashed-once"
+
+    def crash_once_at_30(key, value):
+        # The first attempt dies at record 30, after its first records reached Kafka.
+        if value == "30" and not crash_marker.exists():
+            import time
+
+            crash_marker.write_text("x")
+            time.sleep(2)
+            raise RuntimeError("simulated crash")
+        return value
+
+    builder = StreamsBuilder()
+    builder.stream(in_topic).map_values(crash_once_at_30).to(out_topic)
+    app_id = unique_topic("app")
+    runner = TaskRunner(builder, app_id, kafka_bootstrap, state_location=str(tmp_path / "state"), spark=spark,
+                        arrow_batch_size=10)
+    with pytest.raises(Exception, match="simulated crash"):
+        runner.run_task("0_0")
+    partial = read_topic(kafka_bootstrap, out_topic)
+    assert 0 < len(partial) < len(rows)
+    assert kafka_admin.committed_offsets(app_id, in_topic) == {}
+
+    result = runner.run_task("0_0")
+    assert result.offsets_to == {TopicPartition(in_topic, 0): 40}
+    values = sorted(int(record.value) for record in read_topic(kafka_bootstrap, out_topic))
+    assert values == list(range(40))  # every record once: the replay skipped what was written

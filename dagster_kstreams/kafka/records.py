@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-__all__ = ["Record", "produce", "read_topic", "final_values"]
+__all__ = ["Record", "produce", "read_topic", "read_from", "final_values"]
 
 
 @dataclass(frozen=True)
@@ -110,6 +110,50 @@ def read_topic(
                     tuple(message.headers() or ()),
                 ))
         records.sort(key=lambda record: (record.partition, record.offset))
+        return records
+    finally:
+        consumer.close()
+
+
+def read_from(
+    bootstrap_servers: str,
+    starts: Mapping[tuple[str, int], int],
+    config: Mapping[str, Any] | None = None,
+    timeout_s: float = 120.0,
+) -> list[Record]:
+    """Records of each ``(topic, partition)`` from the given offset up to its current end offset."""
+    import time
+
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap_servers,
+        "group.id": "dagster-kstreams-reader",
+        "enable.auto.commit": False,
+        **(config or {}),
+    })
+    try:
+        ends = {}
+        for (topic, partition), start in starts.items():
+            _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+            if high > start:
+                ends[(topic, partition)] = high
+        if not ends:
+            return []
+        consumer.assign([TopicPartition(topic, partition, starts[(topic, partition)]) for topic, partition in ends])
+        last = {tp: starts[tp] - 1 for tp in ends}
+        records: list[Record] = []
+        deadline = time.monotonic() + timeout_s
+        while any(last[tp] < ends[tp] - 1 for tp in ends):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"reading {sorted(ends)}: reached {last} of end offsets {ends} in {timeout_s}s")
+            for message in consumer.consume(1000, timeout=1.0):
+                if message.error() is not None:
+                    raise KafkaException(message.error())
+                tp = (message.topic(), message.partition())
+                if tp not in ends or message.offset() >= ends[tp]:
+                    continue
+                last[tp] = message.offset()
+                records.append(Record(message.topic(), message.partition(), message.offset(), message.key(),
+                                      message.value(), tuple(message.headers() or ())))
         return records
     finally:
         consumer.close()

@@ -21,7 +21,7 @@ from dagster_kstreams.local.home import state_home
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["default_state_location", "task_checkpoint", "CheckpointReader"]
+__all__ = ["default_state_location", "task_directory", "task_checkpoint", "CheckpointReader", "WriteIntents"]
 
 STATE_LOCATION_ENV_VAR = "DAGSTER_KSTREAMS_STATE_LOCATION"
 
@@ -45,8 +45,12 @@ def normalize_location(location: str) -> str:
     return str(Path(location).expanduser().resolve())
 
 
+def task_directory(state_location: str, application_id: str, task_id: str) -> str:
+    return f"{normalize_location(state_location)}/{application_id}/tasks/{task_id}"
+
+
 def task_checkpoint(state_location: str, application_id: str, task_id: str) -> str:
-    return f"{normalize_location(state_location)}/{application_id}/tasks/{task_id}/checkpoint"
+    return f"{task_directory(state_location, application_id, task_id)}/checkpoint"
 
 
 class CheckpointReader:
@@ -116,3 +120,52 @@ class CheckpointReader:
                 for partition, offset in partitions.items():
                     offsets[(topic, int(partition))] = int(offset)
         return offsets
+
+
+class WriteIntents:
+    """Before a batch writes its output, the end offsets of the topics it writes to.
+
+    Spark's Kafka writes are not transactional: a run killed while writing batch ``N`` leaves
+    part of ``N``'s output in Kafka, and the next run replays ``N`` (same input, same state,
+    hence the same records in the same order). The intent recorded for ``N`` tells the replay
+    where to look for what the killed attempt already wrote, so that it is not written twice.
+    Files live next to the checkpoint (``<task>/intents/<batch>``) and are written atomically.
+    """
+
+    def __init__(self, spark: "SparkSession", task_dir: str):
+        self._reader = CheckpointReader(spark, task_dir)
+        self._jvm = self._reader._jvm
+        self._fs = self._reader._fs
+
+    def read(self, batch: int) -> Optional[dict[tuple[str, int], int]]:
+        path = self._reader._path("intents", str(batch))
+        if not self._fs.exists(path):
+            return None
+        try:
+            entries = json.loads(self._reader._read_text("intents", str(batch)))
+        except ValueError:
+            return None  # torn write: the batch had not started writing
+        return {(entry["topic"], int(entry["partition"])): int(entry["offset"]) for entry in entries}
+
+    def write(self, batch: int, offsets: dict[tuple[str, int], int]) -> None:
+        text = json.dumps([{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(offsets.items())])
+        final = self._reader._path("intents", str(batch))
+        temporary = self._reader._path("intents", f".{batch}.tmp")
+        stream = self._fs.create(temporary, True)
+        try:
+            stream.write(bytearray(text.encode("utf-8")))
+        finally:
+            stream.close()
+        self._fs.delete(final, False)
+        if not self._fs.rename(temporary, final):
+            raise OSError(f"could not write the write intent of batch {batch} under {self._reader.checkpoint}")
+
+    def forget_before(self, batch: int) -> None:
+        """Batches before ``batch`` are committed; their intents are no longer needed."""
+        directory = self._reader._path("intents")
+        if not self._fs.exists(directory):
+            return
+        for status in self._fs.listStatus(directory):
+            name = status.getPath().getName()
+            if name.isdigit() and int(name) < batch:
+                self._fs.delete(status.getPath(), False)

@@ -21,9 +21,14 @@ A task is one Structured Streaming query, started, drained and stopped for each 
   checkpoint starts from that group's committed offsets (else earliest, as Kafka Streams'
   ``auto.offset.reset``).
 
-Guarantee: at-least-once. A run that dies after writing a batch's output but before Spark
-committed that batch re-runs the batch (same offsets, same state) on the next run, so its
-output can appear twice; the final value per key is the same.
+Guarantee: at-least-once towards the consumer group, and no duplicates from replays. Spark's
+Kafka writes are not transactional: a run killed while writing batch ``N`` leaves part of its
+output in Kafka, and the next run replays ``N`` from the checkpoint (same offsets, same state).
+Before a batch writes, the end offsets of its sink topics are recorded
+(:class:`~dagster_kstreams.spark.checkpoint.WriteIntents`), and every record carries headers
+naming its task and its position in the batch; a replay reads back what the killed attempt
+wrote and skips those positions. This needs deterministic user functions. Records written
+by a topic extractor to topics not known in advance are not covered.
 
 Fencing: Spark does not lock a checkpoint across applications. Running one task in two
 processes at once must be prevented by the caller (the lag sensor assigns each task to exactly
@@ -44,13 +49,24 @@ from typing import Any, Optional
 
 from dagster_kstreams.kafka.admin import KafkaAdmin, TopicPartition
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy, DeserializationHandler
-from dagster_kstreams.spark.checkpoint import CheckpointReader, default_state_location, task_checkpoint
+from dagster_kstreams.kafka.records import read_from
+from dagster_kstreams.spark.checkpoint import (
+    CheckpointReader,
+    WriteIntents,
+    default_state_location,
+    task_checkpoint,
+    task_directory,
+)
 from dagster_kstreams.spark.compile import CompiledTopology, compile_topology, parse_task_id
 from dagster_kstreams.spark.program import OUTPUT_SPARK_SCHEMA, SOURCE_COLUMNS
 
 __all__ = ["TaskRunner", "TaskResult", "TaskProgress", "TaskFailedError"]
 
 log = logging.getLogger(__name__)
+
+# Every record a task writes says which task and which position of which batch wrote it.
+HEADER_TASK = "__dagster_kstreams.task"
+HEADER_POSITION = "__dagster_kstreams.position"
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
@@ -140,6 +156,8 @@ class TaskRunner:
     ``max_records_per_batch`` bounds a micro-batch (offsets are committed after each batch).
     ``state_partitions`` is the number of state store partitions of a new stateful task
     (Spark's shuffle partitions; fixed in the checkpoint afterwards).
+    ``arrow_batch_size`` is the number of records per Arrow batch handed to Python (Spark's
+    ``spark.sql.execution.arrow.maxRecordsPerBatch``, 10,000 by default).
     """
 
     def __init__(
@@ -154,6 +172,7 @@ class TaskRunner:
         dead_letter_topic: Optional[str] = None,
         max_records_per_batch: Optional[int] = 200_000,
         state_partitions: int = 1,
+        arrow_batch_size: Optional[int] = None,
         default_key_serde: Any = None,
         default_value_serde: Any = None,
     ):
@@ -176,6 +195,7 @@ class TaskRunner:
         self.dead_letters = DeadLetterPolicy(deserialization_exception_handler, dead_letter_topic)
         self.max_records_per_batch = max_records_per_batch
         self.state_partitions = state_partitions
+        self.arrow_batch_size = arrow_batch_size
         self.compiled: CompiledTopology = compile_topology(
             topology, application_id, self.dead_letters,
             default_key_serde=default_key_serde, default_value_serde=default_value_serde,
@@ -379,6 +399,20 @@ class TaskRunner:
                     )
         return table
 
+    def _positions_written(self, intent: Mapping[tuple[str, int], int], task_tag: bytes, batch_id: int) -> set[int]:
+        """Positions of batch ``batch_id`` that an earlier attempt of this task already wrote."""
+        prefix = f"{batch_id}:".encode()
+        positions: set[int] = set()
+        for record in read_from(self.kafka_config["bootstrap.servers"], intent, self._client_config()):
+            headers = dict(record.headers)
+            position = headers.get(HEADER_POSITION)
+            if headers.get(HEADER_TASK) == task_tag and position is not None and position.startswith(prefix):
+                positions.add(int(position[len(prefix):]))
+        return positions
+
+    def _client_config(self) -> dict[str, str]:
+        return {k: v for k, v in self.kafka_config.items() if k != "bootstrap.servers"}
+
     def _commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         if offsets:
             self.admin.commit_offsets(self.application_id, offsets)
@@ -392,6 +426,8 @@ class TaskRunner:
         session.conf.set("spark.sql.shuffle.partitions", str(self.state_partitions))
         # Spark would otherwise add a no-op batch; Kafka Streams has no such thing.
         session.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")
+        if self.arrow_batch_size is not None:
+            session.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(self.arrow_batch_size))
 
         task_id, max_records = run.task_id, run.max_records
         assign: dict[str, list[int]] = {}
@@ -449,17 +485,45 @@ class TaskRunner:
         ]
         output = output.observe("records_out", *metrics)
         kafka_options = self._kafka_options()
+        intents = WriteIntents(session, task_directory(self.state_location, self.application_id, task_id))
+        written_topics = [t for t in topics if t is not None]
+        task_tag = f"{self.application_id}/{task_id}".encode()
 
         def write_batch(batch, batch_id: int) -> None:
             # Runs on the driver between batches. Stopping here, before the batch is computed,
             # leaves no partial output: the planned batch is replayed whole by the next run.
             if run.max_records is not None and run.records_in >= run.max_records:
                 raise RuntimeError(_BOUND_REACHED)
-            batch.write.format("kafka").options(**kafka_options).save()
+            # Each record is tagged with its position in the batch (deterministic: same input
+            # order, same state, same plan on a replay), so a replay of a batch that a killed
+            # run had partly written skips what is already in Kafka.
+            records = batch.withColumn("_position", F.monotonically_increasing_id())
+            intent = intents.read(batch_id)
+            if intent is None:
+                ends = self.admin.end_offsets(written_topics) if written_topics else {}
+                intents.write(batch_id, {(tp.topic, tp.partition): offset for tp, offset in ends.items()})
+            else:
+                already = self._positions_written(intent, task_tag, batch_id)
+                if already:
+                    log.warning("task %s: batch %d is a replay; %d records of it are already in Kafka",
+                                task_id, batch_id, len(already))
+                    skip = batch.sparkSession.createDataFrame([(p,) for p in sorted(already)], "_position long")
+                    records = records.join(F.broadcast(skip), "_position", "left_anti")
+            tag = F.array(
+                F.struct(F.lit(HEADER_TASK).alias("key"), F.lit(task_tag).alias("value")),
+                F.struct(F.lit(HEADER_POSITION).alias("key"),
+                         F.concat_ws(":", F.lit(str(batch_id)), F.col("_position").cast("string")).cast("binary")
+                         .alias("value")),
+            )
+            records = records.withColumn(
+                "headers", F.when(F.col("headers").isNull(), tag).otherwise(F.concat(F.col("headers"), tag))
+            ).drop("_position")
+            records.write.format("kafka").options(**kafka_options).save()
             ends = checkpoint_reader.batch_source_offsets(batch_id)
             batch_offsets = {tp: ends[(tp.topic, tp.partition)] for tp in run.assigned if (tp.topic, tp.partition) in ends}
             # The batch's output is in Kafka: its offsets can be committed (at-least-once).
             self._commit(batch_offsets)
+            intents.forget_before(batch_id)
             run.batch_done(batch_id, batch_offsets)
 
         writer = (
