@@ -1,22 +1,95 @@
-"""Dagster resources for the Kafka cluster a topology reads and writes."""
+"""Dagster resources: the Kafka cluster a topology reads and writes, and Spark through dagster-pyspark.
+
+Secrets go through ``dagster.EnvVar``::
+
+    KafkaResource(
+        bootstrap_servers="broker:9093",
+        security_protocol="SASL_SSL",
+        sasl_mechanism="SCRAM-SHA-512",
+        sasl_username="streams",
+        sasl_password=dg.EnvVar("KAFKA_PASSWORD"),
+    )
+
+Dagster shows an ``EnvVar`` field by the variable's name only; nothing here logs a setting's value.
+"""
 
 from __future__ import annotations
 
-from dagster import ConfigurableResource
+from typing import Any, Optional
+
+from dagster import ConfigurableResource, InitResourceContext
+from dagster_pyspark import PySparkResource
 from pydantic import Field
 
 from dagster_kstreams.kafka.admin import KafkaAdmin
 
+__all__ = ["KafkaResource", "KStreamsSparkResource"]
+
+# librdkafka names of the settings that have their own field (Java clients use the same names).
+_FIELD_SETTINGS = {
+    "security_protocol": "security.protocol",
+    "sasl_mechanism": "sasl.mechanism",
+    "sasl_username": "sasl.username",
+    "sasl_password": "sasl.password",
+    "ssl_ca_location": "ssl.ca.location",
+    "ssl_certificate_location": "ssl.certificate.location",
+    "ssl_key_location": "ssl.key.location",
+    "ssl_key_password": "ssl.key.password",
+}
+
 
 class KafkaResource(ConfigurableResource):
-    """Where Kafka is and how to reach it. ``client_config`` goes to librdkafka as is (SASL/SSL)."""
+    """Where Kafka is and how to reach it (any cluster; SASL and SSL through the fields or ``client_config``)."""
 
     bootstrap_servers: str = Field(default="127.0.0.1:9092", description="Kafka bootstrap servers, host:port[,host:port]")
+    security_protocol: Optional[str] = Field(default=None, description="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
+    sasl_mechanism: Optional[str] = Field(default=None, description="PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, ...")
+    sasl_username: Optional[str] = Field(default=None, description="SASL user name")
+    sasl_password: Optional[str] = Field(default=None, description="SASL password; pass dagster.EnvVar('...')")
+    ssl_ca_location: Optional[str] = Field(default=None, description="CA certificate file")
+    ssl_certificate_location: Optional[str] = Field(default=None, description="Client certificate file")
+    ssl_key_location: Optional[str] = Field(default=None, description="Client private key file")
+    ssl_key_password: Optional[str] = Field(default=None, description="Client key password; pass dagster.EnvVar('...')")
     client_config: dict[str, str] = Field(
         default_factory=dict,
-        description="Extra librdkafka settings, e.g. security.protocol, sasl.mechanism, ssl.ca.location",
+        description="Any other client setting, as librdkafka names it (it wins over the fields above)",
     )
     admin_timeout_s: float = Field(default=10.0, description="Timeout of each admin request, in seconds")
 
+    def client_settings(self) -> dict[str, str]:
+        """Every client setting, ``bootstrap.servers`` included. Contains secrets: never log it."""
+        settings = {"bootstrap.servers": self.bootstrap_servers}
+        for field_name, setting in _FIELD_SETTINGS.items():
+            value = getattr(self, field_name)
+            if value is not None:
+                settings[setting] = str(value)
+        settings.update({str(key): str(value) for key, value in self.client_config.items()})
+        return settings
+
     def admin(self) -> KafkaAdmin:
-        return KafkaAdmin(self.bootstrap_servers, self.client_config, timeout_s=self.admin_timeout_s)
+        settings = self.client_settings()
+        bootstrap = settings.pop("bootstrap.servers")
+        return KafkaAdmin(bootstrap, settings, timeout_s=self.admin_timeout_s)
+
+    def describe_safely(self) -> str:
+        """What may be logged: the servers and which settings are set, not their values."""
+        names = sorted(key for key in self.client_settings() if key != "bootstrap.servers")
+        return f"Kafka at {self.bootstrap_servers}" + (f" with {', '.join(names)}" if names else "")
+
+
+class KStreamsSparkResource(PySparkResource):
+    """dagster-pyspark's ``PySparkResource`` with Spark's Kafka connector on the classpath.
+
+    ``master`` is ``local[*]`` by default; any master Spark accepts works (``spark://``, ``k8s://``,
+    ``yarn``). ``spark_config`` takes any ``spark.*`` setting; ``spark.jars`` is merged with the
+    connector's jars, which are resolved when a run starts (not when definitions load).
+    """
+
+    master: str = Field(default="local[*]", description="Spark master URL")
+    spark_config: dict[str, Any] = Field(default_factory=dict, description="Extra spark.* settings")
+    app_name: str = Field(default="dagster-kstreams", description="Spark application name")
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        from dagster_kstreams.spark.session import build_spark_session
+
+        self._spark_session = build_spark_session(self.master, self.spark_config, app_name=self.app_name)

@@ -1,0 +1,170 @@
+"""Run one task on Spark inside a Dagster step and report what it did as materializations.
+
+Materializing partition ``p`` of sub-topology ``s`` runs task ``s_p`` (:class:`TaskRunner`): it
+processes the task's backlog up to the end offsets seen when it starts. The step then reports
+
+* the sub-topology asset, partition ``p``: offsets from/to, records in/out, seconds, records per
+  second, lag left (numbers, so the UI plots them over time);
+* its queryable stores, partition ``p``;
+* every partition of a repartition or sink topic whose end offset moved while the task ran (the
+  partitions it wrote to), with the offsets and the number of records added.
+
+A worker run (the lag sensor's) reports with :func:`task_materializations` the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+import time
+from typing import Any
+
+import dagster as dg
+
+from dagster_kstreams.kafka.admin import KafkaAdminError, TopicPartition
+from dagster_kstreams.orchestration.assets import KStreamsApp
+
+__all__ = ["PartitionCountMismatch", "check_partition_counts", "materialize_task_partition", "task_materializations",
+           "task_metadata", "task_runner"]
+
+
+class PartitionCountMismatch(dg.Failure):
+    """The broker's topics do not have the partition counts the definitions declare."""
+
+
+def check_partition_counts(app: KStreamsApp, broker_counts: Mapping[str, int]) -> None:
+    """Fail naming the topic and both counts if the broker disagrees with the declared counts."""
+    problems = []
+    for topic, declared in sorted(app.declared_topics().items()):
+        if topic not in broker_counts:
+            if topic in app.writers:
+                continue  # an output topic that may be created on first run
+            problems.append(f"topic {topic!r} does not exist on the broker (declared with {declared} partitions)")
+        elif broker_counts[topic] != declared:
+            problems.append(f"topic {topic!r} has {broker_counts[topic]} partitions on the broker but "
+                            f"{declared} in the definitions of {app.app_id!r}")
+    if problems:
+        raise PartitionCountMismatch(
+            description="; ".join(problems) + ". Fix the topic or the declared topic_partitions: tasks map to "
+                        "partitions, so the counts must agree.")
+
+
+def task_runner(app: KStreamsApp, kafka_settings: Mapping[str, str], spark: Any):
+    from dagster_kstreams.spark.runner import TaskRunner
+
+    return TaskRunner(app.topology, app.app_id, dict(kafka_settings), state_location=app.state_location,
+                      spark=spark, max_records_per_batch=app.max_records_per_batch)
+
+
+def task_metadata(result: Any) -> dict[str, dg.MetadataValue]:
+    """A :class:`TaskResult` as Dagster metadata (numbers are plotted by the UI)."""
+    summary = result.as_dict()
+    return {
+        "task": dg.MetadataValue.text(result.task_id),
+        "records_in": dg.MetadataValue.int(result.records_in),
+        "records_out": dg.MetadataValue.int(sum(result.records_out.values())),
+        "seconds": dg.MetadataValue.float(round(result.seconds, 3)),
+        "records_per_second": dg.MetadataValue.float(round(result.records_per_second, 1)),
+        "lag_left": dg.MetadataValue.int(result.total_lag_left),
+        "batches": dg.MetadataValue.int(result.batches),
+        "offsets_from": dg.MetadataValue.json(summary["offsets_from"]),
+        "offsets_to": dg.MetadataValue.json(summary["offsets_to"]),
+        "records_out_by_topic": dg.MetadataValue.json(summary["records_out"]),
+        "lag_left_by_partition": dg.MetadataValue.json(summary["lag_left"]),
+    }
+
+
+def task_materializations(
+    app: KStreamsApp,
+    result: Any,
+    ends_before: Mapping[TopicPartition, int],
+    ends_after: Mapping[TopicPartition, int],
+) -> list[dg.AssetMaterialization]:
+    """Materializations of one task run: the task partition, its stores, and every topic partition written."""
+    partition = str(result.partition)
+    metadata = task_metadata(result)
+    events = [dg.AssetMaterialization(app.subtopology_key(result.subtopology), partition=partition, metadata=metadata)]
+    events += [
+        dg.AssetMaterialization(app.store_key(store), partition=partition,
+                                metadata={"task": metadata["task"], "records_in": metadata["records_in"]})
+        for store in app.queryable_stores(result.subtopology)
+    ]
+    events += topic_partition_materializations(app, result.task_id, ends_before, ends_after)
+    return events
+
+
+def topic_partition_materializations(app, task_id, ends_before, ends_after) -> list[dg.AssetMaterialization]:
+    events = []
+    for tp, end in sorted(ends_after.items()):
+        start = ends_before.get(tp, 0)
+        if end > start:
+            events.append(dg.AssetMaterialization(
+                app.topic_key(tp.topic), partition=str(tp.partition),
+                metadata={
+                    "written_by_task": dg.MetadataValue.text(task_id),
+                    "offset_from": dg.MetadataValue.int(start),
+                    "offset_to": dg.MetadataValue.int(end),
+                    "records": dg.MetadataValue.int(end - start),
+                },
+            ))
+    return events
+
+
+def _end_offsets_once_led(admin, topics: list[str], timeout_s: float = 30.0) -> dict[TopicPartition, int]:
+    """End offsets of topics that may have just been created: their partitions get a leader a
+    moment after creation, and until then the broker answers "not leader"."""
+    if not topics:
+        return {}
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return admin.end_offsets(topics)
+        except KafkaAdminError as error:
+            if "leader" not in str(error).lower() or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def _written_topics(app: KStreamsApp, subtopology_id: int) -> list[str]:
+    sub = app.topology.subtopology(subtopology_id)
+    return [app.kafka_topic(topic) for topic in dict.fromkeys((*sub.sink_topics, *sub.repartition_sink_topics))]
+
+
+def materialize_task_partition(
+    context: dg.AssetExecutionContext, app: KStreamsApp, subtopology_id: int
+) -> Iterator[dg.MaterializeResult]:
+    partition = int(context.partition_key)
+    task_id = f"{subtopology_id}_{partition}"
+    kafka = getattr(context.resources, app.kafka_resource_key)
+    spark = getattr(context.resources, app.spark_resource_key).spark_session
+    admin = kafka.admin()
+    context.log.info(f"task {task_id} of {app.app_id!r}: {kafka.describe_safely()}")
+
+    existing = admin.list_topics()
+    check_partition_counts(app, admin.partition_counts([t for t in app.declared_topics() if t in existing]))
+    written = _written_topics(app, subtopology_id)
+    if app.create_sink_topics:
+        sinks = app.topology.subtopology(subtopology_id).sink_topics
+        missing = {topic: app.partition_counts[topic] for topic in sinks if topic not in existing}
+        if missing:
+            context.log.info(f"creating output topic(s) {missing}")
+            admin.create_topics(missing)
+
+    runner = task_runner(app, kafka.client_settings(), spark)
+    runner.ensure_internal_topics()
+    ends_before = _end_offsets_once_led(admin, written)
+
+    def log_progress(progress) -> None:
+        context.log.info(f"task {progress.task_id} batch {progress.batch_id}: {progress.records_done} records in "
+                         f"{progress.seconds:.1f}s ({progress.records_per_second:.0f}/s), lag left {progress.lag_left}")
+
+    result = runner.run_task(task_id, progress=log_progress)
+    ends_after = _end_offsets_once_led(admin, written)
+    for event in topic_partition_materializations(app, task_id, ends_before, ends_after):
+        context.log_event(event)
+    context.log.info(f"task {task_id}: {result.records_in} records in, {sum(result.records_out.values())} out, "
+                     f"{result.seconds:.1f}s, lag left {result.total_lag_left}")
+    metadata = task_metadata(result)
+    yield dg.MaterializeResult(asset_key=app.subtopology_key(subtopology_id), metadata=metadata)
+    for store in app.queryable_stores(subtopology_id):
+        yield dg.MaterializeResult(asset_key=app.store_key(store),
+                                   metadata={"task": metadata["task"], "records_in": metadata["records_in"]})
