@@ -16,7 +16,7 @@ from dagster_kstreams.orchestration.assets import build_kstreams_definitions
 from dagster_kstreams.topology import Materialized, Named, StreamsBuilder, Topology
 
 APP_ID = "click-enrichment"
-TOPIC_PARTITIONS = {"clicks": 3, "profiles": 3, "enriched-clicks": 3}
+TOPIC_PARTITIONS = {"clicks": 2, "profiles": 2, "enriched-clicks": 2}
 
 
 def user_of(click_id: str, click_json: str) -> str:

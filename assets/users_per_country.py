@@ -16,7 +16,7 @@ from dagster_kstreams.orchestration.assets import build_kstreams_definitions
 from dagster_kstreams.topology import Materialized, StreamsBuilder, Topology
 
 APP_ID = "users-per-country"
-TOPIC_PARTITIONS = {"users": 3, "users-per-country": 2}
+TOPIC_PARTITIONS = {"users": 2, "users-per-country": 2}
 
 
 def country_of(user_id: str, user_json: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from dagster_kstreams import generator
 from dagster_kstreams.local import cli as local_cli
 from dagster_kstreams.local.home import LocalStackError
 from dagster_kstreams.spark import cli as spark_cli
@@ -18,6 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     subcommands = parser.add_subparsers(dest="command", required=True)
     local_cli.register(subcommands)
     spark_cli.register(subcommands)
+    generator.register(subcommands)
     return parser
 
 

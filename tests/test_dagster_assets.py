@@ -108,7 +108,7 @@ def test_users_per_country_partitions_report_tasks_topics_and_stores(
     assert upstream_check.check_name == LAG_CHECK_NAME and not upstream_check.passed
     assert upstream_check.metadata["total_lag"].value == len(rows)
 
-    results = _run_all_tasks(defs, resources, instance, app, {0: 3, 1: 3})
+    results = _run_all_tasks(defs, resources, instance, app, {0: 2, 1: 2})
     sub0, sub1 = _key_of(defs, app, "subtopology_0"), _key_of(defs, app, "subtopology_1")
     repartition = _key_of(defs, app, "repartition", "users_per_country_store")
     store = _key_of(defs, app, "store", "users_per_country_store")
@@ -147,9 +147,9 @@ def test_users_per_country_partitions_report_tasks_topics_and_stores(
     assert final_values(output, bytes.decode, _long) == dict(expected)
 
     # The instance knows which partitions are materialized, including the reported topic partitions.
-    assert instance.get_materialized_partitions(sub0) == {"0", "1", "2"}
-    assert instance.get_materialized_partitions(sub1) == {"0", "1", "2"}
-    assert instance.get_materialized_partitions(repartition) <= {"0", "1", "2"}
+    assert instance.get_materialized_partitions(sub0) == {"0", "1"}
+    assert instance.get_materialized_partitions(sub1) == {"0", "1"}
+    assert instance.get_materialized_partitions(repartition) == {"0", "1"}
     assert instance.get_materialized_partitions(sink) == {
         str(record.partition) for record in output}
 
@@ -184,7 +184,7 @@ def test_click_enrichment_joins_clicks_with_profiles(
     kafka_bootstrap, kafka_admin, unique_topic, resources, instance, tmp_path
 ):
     clicks, profiles, enriched = unique_topic("clicks"), unique_topic("profiles"), unique_topic("enriched-clicks")
-    kafka_admin.create_topics({clicks: 3, profiles: 3})
+    kafka_admin.create_topics({clicks: 2, profiles: 2})
     app_id = unique_topic("ce")
     defs = _with(resources, click_enrichment.build_defs(app_id, clicks, profiles, enriched,
                                                         state_location=str(tmp_path / "state")))
@@ -196,7 +196,7 @@ def test_click_enrichment_joins_clicks_with_profiles(
                   for i in range(60)]
     produce(kafka_bootstrap, clicks, [(row["click_id"].encode(), json.dumps(row).encode()) for row in click_rows])
 
-    _run_all_tasks(defs, resources, instance, app, {0: 3, 1: 3})
+    _run_all_tasks(defs, resources, instance, app, {0: 2, 1: 2})
     output = [json.loads(record.value) for record in read_topic(kafka_bootstrap, enriched)]
     assert sorted(row["click_id"] for row in output) == sorted(row["click_id"] for row in click_rows)
     for row in output:
@@ -208,7 +208,7 @@ def test_a_partition_count_that_differs_from_the_broker_fails_the_run_naming_bot
     kafka_admin, unique_topic, resources, instance, tmp_path
 ):
     users, per_country, app_id = unique_topic("users"), unique_topic("users-per-country"), unique_topic("upc")
-    kafka_admin.create_topic(users, 5)  # the definitions declare 3
+    kafka_admin.create_topic(users, 5)  # the definitions declare 2
     defs = _with(resources, users_per_country.build_defs(app_id, users, per_country,
                                                          state_location=str(tmp_path / "state")))
     result = _materialize(defs, resources, instance, _key_of(defs, app_id.replace("-", "_"), "subtopology_0"), 0,
@@ -216,4 +216,4 @@ def test_a_partition_count_that_differs_from_the_broker_fails_the_run_naming_bot
     assert not result.success
     (failure,) = [event for event in result.all_events if event.is_step_failure]
     message = str(failure.step_failure_data.error)
-    assert f"topic {users!r} has 5 partitions on the broker but 3" in message
+    assert f"topic {users!r} has 5 partitions on the broker but 2" in message

@@ -1,0 +1,1 @@
+"""The Dagster layer: a topology becomes partitioned assets (translator, factory, resources, checks)."""
