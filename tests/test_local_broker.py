@@ -90,6 +90,16 @@ def test_taken_port_is_a_one_line_error(tmp_path: Path):
     _assert_one_line_error(result, f"broker port {taken} on 127.0.0.1 is already in use")
 
 
+def test_invalid_broker_setting_is_a_one_line_error_naming_it(tmp_path: Path):
+    port, controller_port = _free_port_pair()
+    result = _cli(
+        "local", "up", "--port", str(port), "--controller-port", str(controller_port),
+        "--state-dir", str(tmp_path), "--broker-config", "num.network.threads=many",
+    )
+    _assert_one_line_error(result, "Invalid value many for configuration num.network.threads")
+    assert not (tmp_path / "broker.pid").exists()
+
+
 def test_missing_java_is_a_one_line_error(tmp_path: Path):
     env = {**os.environ, "PATH": str(tmp_path), "JAVA_HOME": ""}
     env.pop("JAVA_HOME")

@@ -126,6 +126,15 @@ def _process_command_line(pid: int) -> str | None:
     return None
 
 
+def _telling_line(output: str) -> str:
+    """The line of a JVM tool's output that says what went wrong (not a stack frame)."""
+    lines = [line.strip() for line in output.splitlines() if line.strip() and not line.strip().startswith("at ")]
+    for line in lines:
+        if re.search(r"(Exception|Error)\b", line):
+            return line[:300]
+    return lines[-1][:300] if lines else "no output"
+
+
 class LocalBroker:
     """One KRaft broker+controller process on 127.0.0.1.
 
@@ -247,7 +256,7 @@ class LocalBroker:
         if (pid := self.running_pid()) is not None:
             status = self.status()
             if not self.answers_metadata(bootstrap_servers=status.bootstrap_servers):
-                self._wait_until_ready(pid, process=None)
+                self._wait_until_ready(pid, process=None, bootstrap_servers=status.bootstrap_servers)
             return status
         java = check_java()
         for name, port in (("broker", self.port), ("controller", self.controller_port)):
@@ -286,7 +295,10 @@ class LocalBroker:
             raise
         return self.status()
 
-    def _wait_until_ready(self, pid: int, process: subprocess.Popen[bytes] | None) -> None:
+    def _wait_until_ready(
+        self, pid: int, process: subprocess.Popen[bytes] | None, bootstrap_servers: str | None = None
+    ) -> None:
+        bootstrap_servers = bootstrap_servers or self.bootstrap_servers
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
             if process is not None and process.poll() is not None:
@@ -296,11 +308,11 @@ class LocalBroker:
                 )
             if process is None and not self._is_our_broker(pid):
                 raise LocalStackError(f"Kafka broker (pid {pid}) is gone; see {self.log_file}")
-            if self.answers_metadata(timeout_s=1.0):
+            if self.answers_metadata(timeout_s=1.0, bootstrap_servers=bootstrap_servers):
                 return
             time.sleep(0.3)
         raise LocalStackError(
-            f"Kafka broker on {self.bootstrap_servers} did not answer a metadata request within "
+            f"Kafka broker on {bootstrap_servers} did not answer a metadata request within "
             f"{self.startup_timeout_s:.0f}s; see {self.log_file}"
         )
 
@@ -392,9 +404,8 @@ class LocalBroker:
             stdin=subprocess.DEVNULL,
         )
         if result.returncode != 0:
-            detail = (result.stderr or result.stdout).strip().splitlines()
             raise LocalStackError(
-                f"formatting Kafka storage in {self.data_dir} failed: {detail[-1] if detail else result.returncode}"
+                f"formatting Kafka storage in {self.data_dir} failed: {_telling_line(result.stderr + result.stdout)}"
             )
 
     def _last_error_line(self) -> str:
