@@ -138,3 +138,18 @@ def test_cluster_id_has_kafka_uuid_format():
     ids = {kafka_cluster_id() for _ in range(200)}
     assert len(ids) == 200
     assert all(re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_-]{21}", cluster_id) for cluster_id in ids)
+
+
+def test_down_never_signals_a_process_it_did_not_start(tmp_path: Path):
+    # A stale pid file whose pid now belongs to something else (here: a sleep we own).
+    bystander = subprocess.Popen(["sleep", "60"])
+    try:
+        (tmp_path / "broker.pid").write_text(f"{bystander.pid} 127.0.0.1:29990\n")
+        result = _cli("local", "down", "--state-dir", str(tmp_path))
+        assert result.returncode == 0, result.stderr
+        assert "not running" in result.stdout
+        assert bystander.poll() is None, "local down killed a process that is not its broker"
+        assert not (tmp_path / "broker.pid").exists()
+    finally:
+        bystander.kill()
+        bystander.wait()
