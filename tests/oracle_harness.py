@@ -176,3 +176,19 @@ def java_hash_set_orders(cases: Sequence[Sequence[str]]) -> list[tuple[list[str]
         (_decode_strings(lines[2 * i]), _decode_strings(lines[2 * i + 1]))
         for i in range(len(cases))
     ]
+
+
+def run_streams_apps(bootstrap: str, state_dir: str, runs: Sequence[tuple[str, str, str, str]],
+                     threads: int = 1, stores: bool = True, timeout: float = 900) -> list[dict]:
+    """Run real Kafka Streams apps (kstreams.oracle.StreamsApp), one after another in one JVM.
+
+    Each run is ``(topology, application_id, input_topic, output_topic)``; it processes the
+    input topic to its end offsets, then its stores are read with interactive queries. Returns,
+    per run: ``{"topology", "application_id", "records", "seconds", "records_per_second",
+    "stores": {store: {key: value}}}``.
+    """
+    args = ["--bootstrap", bootstrap, "--state-dir", state_dir, "--threads", str(threads)]
+    if not stores:
+        args.append("--no-stores")
+    args += [":".join(run) for run in runs]
+    return json.loads(run_main("kstreams.oracle.StreamsApp", args, timeout=timeout))["runs"]
