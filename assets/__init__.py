@@ -2,9 +2,11 @@
 from this package, and ``definitions.py`` merges them in.
 
 Three applications: users counted per country, word count, and click enrichment (a stream-table
-join). Spark runs through dagster-pyspark (``KSTREAMS_SPARK_MASTER``, default ``local[*]``).
+join). Spark runs through dagster-pyspark: ``KSTREAMS_SPARK_MASTER`` (default ``local[*]``) and
+``KSTREAMS_SPARK_CONF`` (a JSON object of extra ``spark.*`` settings).
 """
 
+import json
 import os
 
 import dagster as dg
@@ -14,10 +16,14 @@ from dagster_kstreams.orchestration.resources import KStreamsSparkResource
 from . import click_enrichment, users_per_country, word_count
 
 SPARK_MASTER_ENV_VAR = "KSTREAMS_SPARK_MASTER"
+SPARK_CONF_ENV_VAR = "KSTREAMS_SPARK_CONF"
 
 defs = dg.Definitions.merge(
     users_per_country.build_defs(),
     word_count.build_defs(),
     click_enrichment.build_defs(),
-    dg.Definitions(resources={"pyspark": KStreamsSparkResource(master=os.environ.get(SPARK_MASTER_ENV_VAR, "local[*]"))}),
+    dg.Definitions(resources={"pyspark": KStreamsSparkResource(
+        master=os.environ.get(SPARK_MASTER_ENV_VAR, "local[*]"),
+        spark_config=json.loads(os.environ.get(SPARK_CONF_ENV_VAR) or "{}"),
+    )}),
 )

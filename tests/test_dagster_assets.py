@@ -110,7 +110,7 @@ def test_users_per_country_partitions_report_tasks_topics_and_stores(
 
     results = _run_all_tasks(defs, resources, instance, app, {0: 2, 1: 2})
     sub0, sub1 = _key_of(defs, app, "subtopology_0"), _key_of(defs, app, "subtopology_1")
-    repartition = _key_of(defs, app, "repartition", "users_per_country_store")
+    repartition = _key_of(defs, app, "users_per_country_store_repartition")
     store = _key_of(defs, app, "store", "users_per_country_store")
     sink = _key_of(defs, "kafka", per_country.replace("-", "_"))
 
@@ -196,7 +196,8 @@ def test_click_enrichment_joins_clicks_with_profiles(
                   for i in range(60)]
     produce(kafka_bootstrap, clicks, [(row["click_id"].encode(), json.dumps(row).encode()) for row in click_rows])
 
-    _run_all_tasks(defs, resources, instance, app, {0: 2, 1: 2})
+    # Sub-topology 1 re-keys the clicks; sub-topology 0 (the profiles table's) joins.
+    _run_all_tasks(defs, resources, instance, app, {1: 2, 0: 2})
     output = [json.loads(record.value) for record in read_topic(kafka_bootstrap, enriched)]
     assert sorted(row["click_id"] for row in output) == sorted(row["click_id"] for row in click_rows)
     for row in output:

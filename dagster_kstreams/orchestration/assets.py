@@ -114,6 +114,22 @@ class KStreamsApp:
     def queryable_stores(self, subtopology_id: int) -> list[str]:
         return [store.name for store in self.topology.subtopology(subtopology_id).state_stores if store.queryable]
 
+    def upstream_first(self) -> list[int]:
+        """Sub-topology ids, each after every sub-topology that writes a topic it reads (Kafka
+        Streams' numbering does not promise that), so one pass over them moves records end to end."""
+        ordered: list[int] = []
+        remaining = [sub.id for sub in self.topology.subtopologies]
+        while remaining:
+            ready = [sub_id for sub_id in remaining
+                     if all(writer in ordered or writer == sub_id
+                            for topic in self.topology.subtopology(sub_id).source_topic_names
+                            for writer in self.writers.get(topic, []))]
+            if not ready:  # a cycle through topics: keep Kafka Streams' order for the rest
+                ready = remaining[:1]
+            ordered.append(ready[0])
+            remaining.remove(ready[0])
+        return ordered
+
     def external_source_topics(self) -> list[str]:
         return [topic for topic in self.readers if topic not in self.writers]
 
@@ -155,9 +171,11 @@ class KStreamsApp:
                 deps = [dg.AssetDep(specs[("topic", topic)].key, partition_mapping=dg.IdentityPartitionMapping())
                         for topic in dict.fromkeys(self.topology.subtopology(name).source_topic_names)]
                 partitions = task_partitions(self.task_counts[name])
-            else:  # a store: computed with its sub-topology, shard p by task p
+            else:  # a store: computed with its sub-topology, shard p by task p, from the same inputs
                 sub = self.topology.subtopology_of_store(name)
-                deps, partitions = [], task_partitions(self.task_counts[sub.id])
+                deps = [dg.AssetDep(specs[("topic", topic)].key, partition_mapping=dg.IdentityPartitionMapping())
+                        for topic in dict.fromkeys(sub.source_topic_names)]
+                partitions = task_partitions(self.task_counts[sub.id])
             specs[(what, name)] = spec.replace_attributes(deps=deps, partitions_def=partitions)
         keys = [spec.key for spec in specs.values()]
         duplicates = sorted({key.to_user_string() for key in keys if keys.count(key) > 1})

@@ -71,7 +71,7 @@ def sanitize_name(name: str) -> str:
 
 
 class DagsterKStreamsTranslator:
-    """Default names: ``<app>/subtopology_<n>``, ``<app>/repartition/<name>``, ``<app>/store/<name>``
+    """Default names: ``<app>/subtopology_<n>``, ``<app>/<name>_repartition``, ``<app>/store/<name>``
     for an application's own parts; ``kafka/<topic>`` for the external source and sink topics
     (so an application that writes a topic and another that reads it meet in one graph)."""
 
@@ -91,7 +91,7 @@ class DagsterKStreamsTranslator:
         if props.kind is KStreamsAssetKind.SUBTOPOLOGY:
             return dg.AssetKey([app, props.name])
         if props.kind is KStreamsAssetKind.REPARTITION_TOPIC:
-            return dg.AssetKey([app, "repartition", sanitize_name(props.name.removesuffix("-repartition"))])
+            return dg.AssetKey([app, sanitize_name(props.name)])  # "<name>-repartition" -> "<name>_repartition"
         if props.kind is KStreamsAssetKind.STORE:
             return dg.AssetKey([app, "store", sanitize_name(props.name)])
         return dg.AssetKey(["kafka", sanitize_name(props.topic or props.name)])

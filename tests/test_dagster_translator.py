@@ -1,0 +1,177 @@
+"""The asset graph a topology becomes (no broker, no Spark): keys, partitions, partition mappings,
+translator overrides, load-time errors, and the Kafka resource's handling of secrets."""
+
+import sys
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from dagster_kstreams import DagsterKStreamsTranslator, KafkaResource, kstreams_assets
+from dagster_kstreams.orchestration.assets import KStreamsApp, build_kstreams_definitions
+from dagster_kstreams.orchestration.resources import KStreamsSparkResource
+from dagster_kstreams.orchestration.translator import KStreamsAssetKind
+from dagster_kstreams.topology import CopartitionError, Repartitioned, StreamsBuilder
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from assets import click_enrichment, users_per_country  # noqa: E402
+
+
+def _resolved_graph(assets):
+    resources = {"kafka": KafkaResource(), "pyspark": KStreamsSparkResource()}  # nothing connects at load
+    return dg.Definitions(assets=assets, resources=resources).resolve_asset_graph()
+
+
+def _specs_by_key(assets) -> dict[dg.AssetKey, dg.AssetSpec]:
+    specs = {}
+    for item in assets:
+        for spec in (item.specs if isinstance(item, dg.AssetsDefinition) else [item]):
+            specs[spec.key] = spec
+    return specs
+
+
+def test_users_per_country_graph_and_partition_mappings():
+    assets = kstreams_assets(topology=users_per_country.build_topology(), app_id="upc",
+                             topic_partitions={"users": 4, "users-per-country": 3})
+    specs = _specs_by_key(assets)
+    source, sink = dg.AssetKey(["kafka", "users"]), dg.AssetKey(["kafka", "users_per_country"])
+    sub0, sub1 = dg.AssetKey(["upc", "subtopology_0"]), dg.AssetKey(["upc", "subtopology_1"])
+    repartition = dg.AssetKey(["upc", "users_per_country_store_repartition"])
+    store = dg.AssetKey(["upc", "store", "users_per_country_store"])
+    assert set(specs) == {source, sink, sub0, sub1, repartition, store}
+
+    def partitions(key):
+        return specs[key].partitions_def.get_partition_keys()
+
+    # Tasks = largest source partition count; the repartition topic inherits the upstream task count.
+    assert partitions(sub0) == partitions(sub1) == partitions(repartition) == ["0", "1", "2", "3"]
+    assert partitions(sink) == ["0", "1", "2"]
+    assert specs[repartition].metadata["dagster_kstreams/topic"] == "upc-users-per-country-store-repartition"
+
+    def mapping(child, parent):
+        (dep,) = [dep for dep in specs[child].deps if dep.asset_key == parent]
+        return dep.partition_mapping
+
+    # Task p reads partition p of its inputs; any task may write any partition of its outputs.
+    assert isinstance(mapping(sub0, source), dg.IdentityPartitionMapping)
+    assert isinstance(mapping(repartition, sub0), dg.AllPartitionMapping)
+    assert isinstance(mapping(sub1, repartition), dg.IdentityPartitionMapping)
+    assert isinstance(mapping(sink, sub1), dg.AllPartitionMapping)
+    assert {dep.asset_key for dep in specs[store].deps} == {repartition}
+
+    # Dagster resolves the mappings the same way: partition 2 of the repartition topic may hold
+    # records of every upstream task, and task 2 downstream reads exactly that partition.
+    graph = _resolved_graph(assets)
+    upstream = graph.get_parent_partition_keys_for_child("2", parent_asset_key=sub0, child_asset_key=repartition)
+    assert sorted(upstream.partitions_subset.get_partition_keys()) == ["0", "1", "2", "3"]
+    downstream = graph.get_parent_partition_keys_for_child("2", parent_asset_key=repartition, child_asset_key=sub1)
+    assert list(downstream.partitions_subset.get_partition_keys()) == ["2"]
+
+
+def test_fixed_repartition_count_gives_the_downstream_subtopology_its_own_task_count():
+    builder = StreamsBuilder()
+    builder.stream("events").repartition(Repartitioned.number_of_partitions_(6).with_name("spread")) \
+        .to("spread-events")
+    specs = _specs_by_key(kstreams_assets(topology=builder, app_id="spreader", topic_partitions={"events": 2}))
+    assert len(specs[dg.AssetKey(["spreader", "subtopology_0"])].partitions_def.get_partition_keys()) == 2
+    assert len(specs[dg.AssetKey(["spreader", "subtopology_1"])].partitions_def.get_partition_keys()) == 6
+    # An undeclared output topic gets as many partitions as its writer has tasks.
+    assert len(specs[dg.AssetKey(["kafka", "spread_events"])].partitions_def.get_partition_keys()) == 6
+
+
+class TeamTranslator(DagsterKStreamsTranslator):
+    def get_asset_spec(self, props):
+        spec = super().get_asset_spec(props)
+        if props.kind is KStreamsAssetKind.SUBTOPOLOGY:
+            spec = spec.replace_attributes(key=dg.AssetKey(["streams", props.app_id, f"task_group_{props.subtopology.id}"]))
+        # Even a translator that drops deps and partitions cannot break the graph.
+        return spec.replace_attributes(owners=["team:streaming"], group_name="streaming", deps=[],
+                                       partitions_def=None).merge_attributes(tags={"tier": "gold"})
+
+
+def test_translator_overrides_keys_groups_owners_and_tags_but_not_the_topology():
+    assets = kstreams_assets(topology=users_per_country.build_topology(), app_id="upc",
+                             topic_partitions={"users": 2}, translator=TeamTranslator())
+    specs = _specs_by_key(assets)
+    sub1 = dg.AssetKey(["streams", "upc", "task_group_1"])
+    assert sub1 in specs and dg.AssetKey(["upc", "subtopology_1"]) not in specs
+    for spec in specs.values():
+        assert spec.owners == ["team:streaming"] and spec.group_name == "streaming" and spec.tags["tier"] == "gold"
+        assert spec.partitions_def is not None
+    repartition = dg.AssetKey(["upc", "users_per_country_store_repartition"])
+    assert [dep.asset_key for dep in specs[sub1].deps] == [repartition]
+    assert [dep.asset_key for dep in specs[repartition].deps] == [dg.AssetKey(["streams", "upc", "task_group_0"])]
+    # The lag checks follow the new keys.
+    defs = build_kstreams_definitions(topology=users_per_country.build_topology(), app_id="upc",
+                                      topic_partitions={"users": 2}, translator=TeamTranslator())
+    check_keys = {key for checks in defs.asset_checks for key in checks.check_keys}
+    assert dg.AssetCheckKey(sub1, "lag_within_bound") in check_keys
+
+
+def test_a_translator_giving_two_parts_one_key_is_an_error_naming_the_key():
+    class OneKey(DagsterKStreamsTranslator):
+        def get_asset_spec(self, props):
+            return super().get_asset_spec(props).replace_attributes(key=dg.AssetKey(["same"]))
+
+    with pytest.raises(ValueError, match=r"the same asset key: \['same'\]"):
+        kstreams_assets(topology=users_per_country.build_topology(), app_id="upc", topic_partitions={"users": 2},
+                        translator=OneKey())
+
+
+def test_load_time_errors_name_the_topics_and_counts():
+    with pytest.raises(KeyError, match="no partition count given for source topic 'users'"):
+        kstreams_assets(topology=users_per_country.build_topology(), app_id="upc", topic_partitions={})
+    # Joined without re-keying: clicks and profiles must be co-partitioned.
+    builder = StreamsBuilder()
+    builder.stream("clicks").join(builder.table("profiles"), lambda click, profile: click).to("out")
+    with pytest.raises(CopartitionError, match=r"topic 'clicks' has 2 partitions but topic 'profiles' has 3"):
+        KStreamsApp(builder, "joiner", {"clicks": 2, "profiles": 3})
+
+
+def test_click_enrichment_repartition_topic_follows_the_table_it_joins():
+    specs = _specs_by_key(kstreams_assets(topology=click_enrichment.build_topology(), app_id="ce",
+                                          topic_partitions={"clicks": 2, "profiles": 5}))
+    repartition = specs[dg.AssetKey(["ce", "clicks_by_user_repartition"])]
+    assert len(repartition.partitions_def.get_partition_keys()) == 5  # co-partitioned with profiles
+    # Kafka Streams numbers the table's sub-topology (the join) first; the re-keying one is upstream.
+    app = KStreamsApp(click_enrichment.build_topology(), "ce", {"clicks": 2, "profiles": 5})
+    assert app.upstream_first() == [1, 0]
+    join = specs[dg.AssetKey(["ce", "subtopology_0"])]
+    assert {dep.asset_key for dep in join.deps} == {repartition.key, dg.AssetKey(["kafka", "profiles"])}
+    assert dg.AssetKey(["ce", "store", "profiles_store"]) in specs
+
+
+def test_example_definitions_load_without_a_broker():
+    import definitions
+
+    keys = {key.to_user_string() for key in definitions.defs.resolve_all_asset_keys()}
+    for app in ("users_per_country", "word_count", "click_enrichment"):
+        assert f"{app}/subtopology_0" in keys and f"{app}/subtopology_1" in keys
+    assert {"users_per_country/users_per_country_store_repartition", "word_count/word_counts_store_repartition",
+            "click_enrichment/clicks_by_user_repartition"} <= keys
+
+
+def test_kafka_secrets_come_from_the_environment_and_are_never_logged(monkeypatch):
+    secret = "s3cr3t-value-never-logged"
+    monkeypatch.setenv("TEST_KAFKA_PASSWORD", secret)
+    kafka = KafkaResource(bootstrap_servers="broker:9093", security_protocol="SASL_SSL", sasl_mechanism="PLAIN",
+                          sasl_username="streams", sasl_password=dg.EnvVar("TEST_KAFKA_PASSWORD"),
+                          client_config={"client.id": "dagster-kstreams"})
+
+    @dg.asset
+    def uses_kafka(context: dg.AssetExecutionContext, kafka: KafkaResource) -> dg.MaterializeResult:
+        settings = kafka.client_settings()
+        assert settings["sasl.password"] == secret
+        assert settings["security.protocol"] == "SASL_SSL" and settings["client.id"] == "dagster-kstreams"
+        context.log.info(kafka.describe_safely())
+        return dg.MaterializeResult(metadata={"kafka": kafka.describe_safely()})
+
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = dg.materialize([uses_kafka], resources={"kafka": kafka}, instance=instance)
+        assert result.success
+        logged = [str(record.user_message) + str(record.dagster_event) for record in
+                  instance.all_logs(result.run_id)]
+        assert any("sasl.password" in line for line in logged)  # says which settings are set
+        assert not any(secret in line for line in logged)
+        assert secret not in str(instance.get_run_by_id(result.run_id).run_config)
