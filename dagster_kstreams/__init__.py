@@ -18,6 +18,7 @@ _DAGSTER_EXPORTS = {
     "KStreamsAssetKind": "dagster_kstreams.orchestration.translator",
     "KafkaResource": "dagster_kstreams.orchestration.resources",
     "KStreamsSparkResource": "dagster_kstreams.orchestration.resources",
+    "KStreamsComponent": "dagster_kstreams.orchestration.component",
 }
 
 __all__ = list(_topology_all) + list(_DAGSTER_EXPORTS)

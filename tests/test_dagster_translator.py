@@ -175,3 +175,37 @@ def test_kafka_secrets_come_from_the_environment_and_are_never_logged(monkeypatc
         assert any("sasl.password" in line for line in logged)  # says which settings are set
         assert not any(secret in line for line in logged)
         assert secret not in str(instance.get_run_by_id(result.run_id).run_config)
+
+
+def test_component_declared_in_yaml_builds_the_same_assets():
+    from dagster.components.testing import create_defs_folder_sandbox
+
+    from dagster_kstreams.orchestration.component import KStreamsComponent
+
+    with create_defs_folder_sandbox() as sandbox:
+        sandbox.scaffold_component(
+            KStreamsComponent, defs_path="users_per_country",
+            defs_yaml_contents={
+                "type": "dagster_kstreams.orchestration.component.KStreamsComponent",
+                "attributes": {"topology": "assets.users_per_country:build_topology", "app_id": "upc-yaml",
+                               "topic_partitions": {"users": 2}, "lag_bound": 7},
+            },
+        )
+        with sandbox.build_all_defs() as defs:
+            keys = {
+                spec.key.to_user_string() for item in defs.assets for spec in
+                (item.specs if isinstance(item, dg.AssetsDefinition) else [item])}
+            checks = [key for checks in defs.asset_checks for key in checks.check_keys]
+    assert {"upc_yaml/subtopology_0", "upc_yaml/subtopology_1", "upc_yaml/users_per_country_store_repartition",
+            "kafka/users", "kafka/users_per_country", "upc_yaml/store/users_per_country_store"} == keys
+    assert len(checks) == 2
+
+
+def test_component_names_a_topology_that_cannot_be_loaded():
+    from dagster_kstreams.orchestration.component import load_topology
+
+    with pytest.raises(ValueError, match="must look like 'package.module:attribute'"):
+        load_topology("assets.users_per_country")
+    with pytest.raises(ValueError, match="cannot load topology 'assets.users_per_country:nothing'"):
+        load_topology("assets.users_per_country:nothing")
+    assert len(load_topology("assets.users_per_country:build_topology").subtopologies) == 2
