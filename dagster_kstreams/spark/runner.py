@@ -382,6 +382,9 @@ class TaskRunner:
         program = self.compiled.program(subtopology)
         slot = program.store_slots[store_name]
         key_serde = self.compiled.store_key_serde(subtopology)
+        # The RocksDB provider reports to the driver's StateStoreCoordinator, which Spark creates
+        # with the session's StreamingQueryManager: make sure it exists in a fresh session.
+        self.spark.streams.active
         table: dict[Any, Any] = {}
         for task_id in self.task_ids():
             if parse_task_id(task_id)[0] != subtopology:
