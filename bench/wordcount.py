@@ -1,0 +1,276 @@
+"""Word count over a repartition, four ways on the same data (issue 4 benchmark).
+
+    .venv/bin/python -m bench.wordcount --records 1000000 [--bootstrap HOST:PORT] [--master local[*]]
+
+Measures, in one run and on one input topic:
+
+  (d) ceiling      confluent-kafka reading every input record from the broker
+  (c) kafka-streams  Kafka Streams 4.3.1 (tests/oracle StreamsApp), 1 stream thread and one per core
+  (b) spark-handwritten  a Structured Streaming job: read Kafka, split, groupBy(word).count(),
+                   availableNow, write to Kafka (JVM expressions only, Spark's shuffle)
+  (a) dagster-kstreams   our TaskRunner.run_all(): sub-topology 0 (split, repartition topic)
+                   then sub-topology 1 (count, store), every task, on the same SparkSession
+
+Rate = input records / wall-clock seconds of that system's run (start to drained). Without
+--bootstrap a LocalBroker is started on ports 39100/39101 and stopped at the end. Results go to
+bench/results/wordcount-<date>.json and a table on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))  # the Kafka Streams harness and the topology twins live there
+
+import equivalence_topologies as eq  # noqa: E402
+import oracle_harness  # noqa: E402
+
+from dagster_kstreams.kafka.admin import KafkaAdmin  # noqa: E402
+from dagster_kstreams.kafka.records import produce  # noqa: E402
+
+PARTITIONS = 4
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def wait_for_group_coordinator(bootstrap: str, group: str, topic: str, timeout_s: float = 120) -> None:
+    """Block until ``group``'s coordinator answers. On a fresh broker it answers
+    COORDINATOR_LOAD_IN_PROGRESS for a while; the admin client's list_consumer_group_offsets then
+    crashed this process (SIGSEGV, confluent-kafka 2.16), while a consumer's committed() retries."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        consumer.committed([TopicPartition(topic, 0)], timeout=timeout_s)
+    finally:
+        consumer.close()
+
+
+def read_ceiling(bootstrap: str, topic: str, ends: dict) -> dict:
+    """(d) confluent-kafka consuming every record of ``topic`` (values touched, nothing parsed)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-ceiling-{uuid.uuid4().hex[:6]}",
+                         "enable.auto.commit": False, "fetch.max.bytes": 52428800})
+    remaining = {tp.partition: end for tp, end in ends.items() if end > 0}
+    consumer.assign([TopicPartition(topic, p, 0) for p in remaining])
+    count = 0
+    nbytes = 0
+    started = time.perf_counter()
+    last = {p: -1 for p in remaining}
+    while any(last[p] < remaining[p] - 1 for p in remaining):
+        for message in consumer.consume(10_000, timeout=1.0):
+            if message.error() is not None:
+                continue
+            count += 1
+            nbytes += len(message.value() or b"")
+            last[message.partition()] = message.offset()
+    seconds = time.perf_counter() - started
+    consumer.close()
+    return {"records": count, "seconds": round(seconds, 3), "records_per_second": round(count / seconds, 1),
+            "megabytes": round(nbytes / 1e6, 1)}
+
+
+def handwritten_job(spark, bootstrap: str, topic: str, output: str, checkpoint: str, shuffle_partitions: int) -> float:
+    """(b) The word count a Spark user would write by hand; returns wall seconds."""
+    from pyspark.sql import functions as F
+
+    session = spark.newSession()
+    session.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions))
+    session.conf.set("spark.sql.streaming.stateStore.providerClass",
+                     "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+    session.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")
+    lines = (session.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+             .option("subscribe", topic).option("startingOffsets", "earliest").load())
+    # value is "country,word word ...": the words follow the first comma.
+    counts = (lines.select(F.explode(F.split(F.expr("substr(cast(value as string), "
+                                                     "instr(cast(value as string), ',') + 1)"), " ")).alias("word"))
+              .groupBy("word").count())
+    # Values as 8-byte big-endian longs, as Serdes.Long() (and Kafka Streams) write them.
+    out = counts.select(F.col("word").alias("key"),
+                        F.unhex(F.lpad(F.hex(F.col("count")), 16, "0")).alias("value"))
+    started = time.perf_counter()
+    query = (out.writeStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", output)
+             .option("checkpointLocation", checkpoint).outputMode("update").trigger(availableNow=True).start())
+    query.awaitTermination()
+    return time.perf_counter() - started
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--bootstrap", default=None, help="use this broker instead of starting one")
+    parser.add_argument("--master", default="local[*]")
+    parser.add_argument("--max-records-per-batch", type=int, default=200_000, help="our runner's batch bound")
+    parser.add_argument("--output", default=None, help="result JSON (default bench/results/wordcount-<date>.json)")
+    parser.add_argument("--skip", action="append", default=[],
+                        choices=["ceiling", "kafka-streams", "spark-handwritten", "dagster-kstreams"])
+    args = parser.parse_args(argv)
+
+    work = Path(tempfile.mkdtemp(prefix="bench-wordcount-"))
+    broker = None
+    try:
+        bootstrap = args.bootstrap
+        if bootstrap is None:
+            from dagster_kstreams.local.broker import LocalBroker
+
+            broker = LocalBroker(port=39100, controller_port=39101, state_dir=work / "broker")
+            broker.start()
+            bootstrap = broker.bootstrap_servers
+            log(f"broker started on {bootstrap}")
+        result = run(args, bootstrap, work)
+    finally:
+        if broker is not None:
+            broker.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    output = Path(args.output) if args.output else REPO / "bench" / "results" / f"wordcount-{dt.date.today()}.json"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(result, indent=2) + "\n")
+    print(table(result))
+    print(f"\nwritten to {output}")
+    return 0
+
+
+def run(args, bootstrap: str, work: Path) -> dict:
+    import pyspark
+
+    load_before = os.getloadavg()  # other work on the machine skews every rate: recorded with them
+
+    admin = KafkaAdmin(bootstrap)
+    tag = uuid.uuid4().hex[:6]
+    topic = f"bench-words-{tag}"
+    admin.create_topics({topic: PARTITIONS})
+    wait_for_group_coordinator(bootstrap, f"bench-ours-{tag}", topic)
+    started = time.perf_counter()
+    produced = produce(bootstrap, topic, eq.skewed_records(args.records, PARTITIONS, seed=1),
+                       {"linger.ms": 50, "batch.num.messages": 10000, "compression.type": "none"})
+    log(f"produced {produced} records in {time.perf_counter() - started:.1f}s")
+    ends = admin.end_offsets(topic)
+    records = sum(ends.values())
+    systems: dict[str, dict] = {}
+
+    if "ceiling" not in args.skip:
+        systems["confluent-kafka read (ceiling)"] = read_ceiling(bootstrap, topic, ends)
+        log(f"ceiling: {systems['confluent-kafka read (ceiling)']}")
+
+    ks_counts = None
+    if "kafka-streams" not in args.skip:
+        cores = os.cpu_count() or 1
+        for threads in sorted({1, cores}):
+            output = f"bench-ks{threads}-out-{tag}"
+            admin.create_topics({output: PARTITIONS})
+            run_ = oracle_harness.run_streams_apps(
+                bootstrap, str(work / f"ks-state-{threads}"),
+                [("word_count", f"bench-ks{threads}-{tag}", topic, output)], threads=threads, timeout=3600,
+            )[0]
+            ks_counts = run_["stores"][eq.WORD_COUNT_STORE]
+            systems[f"Kafka Streams 4.3.1 ({threads} thread{'s' if threads > 1 else ''})"] = {
+                "records": run_["records"], "seconds": run_["seconds"],
+                "records_per_second": run_["records_per_second"], "distinct_words": len(ks_counts),
+            }
+            log(f"kafka streams {threads} threads: {run_['seconds']}s")
+
+    spark = None
+    if "spark-handwritten" not in args.skip or "dagster-kstreams" not in args.skip:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        from dagster_kstreams.spark.session import build_spark_session
+
+        spark = build_spark_session(args.master, {"spark.ui.enabled": "false"}, app_name="bench-wordcount")
+        spark.sparkContext.setLogLevel("ERROR")
+    try:
+        if "spark-handwritten" not in args.skip:
+            output = f"bench-hand-out-{tag}"
+            admin.create_topics({output: PARTITIONS})
+            seconds = handwritten_job(spark, bootstrap, topic, output, str(work / "hand-checkpoint"),
+                                      shuffle_partitions=PARTITIONS)
+            systems["Spark Structured Streaming, hand-written"] = {
+                "records": records, "seconds": round(seconds, 3), "records_per_second": round(records / seconds, 1),
+                "shuffle_partitions": PARTITIONS,
+            }
+            log(f"hand-written: {seconds:.1f}s")
+
+        if "dagster-kstreams" not in args.skip:
+            from dagster_kstreams.spark.runner import TaskRunner
+
+            output = f"bench-ours-out-{tag}"
+            admin.create_topics({output: PARTITIONS})
+            runner = TaskRunner(eq.word_count(topic, output), f"bench-ours-{tag}", bootstrap,
+                                state_location=str(work / "ours-state"), spark=spark,
+                                max_records_per_batch=args.max_records_per_batch)
+            started = time.perf_counter()
+            results = runner.run_all()
+            seconds = time.perf_counter() - started
+            ours = runner.read_store(eq.WORD_COUNT_STORE)
+            per_sub = {}
+            for result in results:
+                entry = per_sub.setdefault(str(result.subtopology), {"records_in": 0, "seconds": 0.0, "batches": 0})
+                entry["records_in"] += result.records_in
+                entry["seconds"] = round(entry["seconds"] + result.seconds, 3)
+                entry["batches"] += result.batches
+            systems["dagster-kstreams TaskRunner (all tasks)"] = {
+                "records": records, "seconds": round(seconds, 3), "records_per_second": round(records / seconds, 1),
+                "per_subtopology": per_sub, "distinct_words": len(ours),
+                "store_equals_kafka_streams": (ours == ks_counts) if ks_counts is not None else None,
+            }
+            log(f"ours: {seconds:.1f}s")
+    finally:
+        if spark is not None:
+            spark.stop()
+
+    result = {
+        "benchmark": "word count (flat_map_values split, group_by word, count, to topic) with a repartition",
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "records": records,
+        "input_partitions": PARTITIONS,
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+                    "pyspark": pyspark.__version__, "spark_master": args.master,
+                    "load_average_1m_before_after": [round(load_before[0], 1), round(os.getloadavg()[0], 1)]},
+        "systems": systems,
+    }
+    hand = systems.get("Spark Structured Streaming, hand-written")
+    ours = systems.get("dagster-kstreams TaskRunner (all tasks)")
+    ks = [v for k, v in systems.items() if k.startswith("Kafka Streams")]
+    goals = {}
+    if hand and ours:
+        overhead = ours["seconds"] / hand["seconds"] - 1
+        goals["overhead_over_handwritten"] = round(overhead, 3)
+        goals["overhead_under_10_percent"] = overhead < 0.10
+    if ks and ours:
+        best = max(v["records_per_second"] for v in ks)
+        goals["ratio_to_best_kafka_streams"] = round(ours["records_per_second"] / best, 3)
+        goals["at_least_kafka_streams_rate"] = ours["records_per_second"] >= best
+    result["goals"] = goals
+    return result
+
+
+def table(result: dict) -> str:
+    rows = [("system", "seconds", "records/s")]
+    for name, entry in result["systems"].items():
+        rows.append((name, f"{entry['seconds']:.1f}", f"{entry['records_per_second']:,.0f}"))
+    width = [max(len(row[i]) for row in rows) for i in range(3)]
+    lines = [f"word count, {result['records']:,} records, {result['input_partitions']} partitions, "
+             f"{result['machine']['cpus']} CPUs, {result['machine']['spark_master']}"]
+    for i, row in enumerate(rows):
+        lines.append(f"{row[0]:<{width[0]}}  {row[1]:>{width[1]}}  {row[2]:>{width[2]}}")
+        if i == 0:
+            lines.append("-" * (sum(width) + 4))
+    for key, value in result.get("goals", {}).items():
+        lines.append(f"{key}: {value}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
