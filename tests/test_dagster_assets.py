@@ -50,11 +50,13 @@ def _assets_def(defs: dg.Definitions, key: dg.AssetKey) -> dg.AssetsDefinition:
     return defs.resolve_assets_def(key)
 
 
-def _materialize(defs, resources, instance, key: dg.AssetKey, partition: int, raise_on_error: bool = True):
+def _materialize(defs, resources, instance, key: dg.AssetKey, partition: int, raise_on_error: bool = True,
+                 with_stores: bool = True):
     assets_def = _assets_def(defs, key)  # resolved with the definitions' resources bound
+    selection = dg.AssetSelection.assets(*(assets_def.keys if with_stores else [key]))
     return dg.materialize(
-        [assets_def], partition_key=str(partition), instance=instance,
-        selection=dg.AssetSelection.assets(*assets_def.keys), raise_on_error=raise_on_error,
+        [assets_def], partition_key=str(partition), instance=instance, selection=selection,
+        raise_on_error=raise_on_error,
     )
 
 
@@ -82,7 +84,10 @@ def _run_all_tasks(defs, resources, instance, app_key: str, subtopologies: dict[
     for subtopology, tasks in subtopologies.items():
         key = _key_of(defs, app_key, f"subtopology_{subtopology}")
         for partition in range(tasks):
-            results[(subtopology, partition)] = _materialize(defs, resources, instance, key, partition)
+            # The last task runs with its sub-topology selected alone (`--select` in the CLI):
+            # its stores are still reported.
+            results[(subtopology, partition)] = _materialize(defs, resources, instance, key, partition,
+                                                             with_stores=partition < tasks - 1)
     return results
 
 

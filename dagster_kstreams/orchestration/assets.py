@@ -199,6 +199,7 @@ def _subtopology_asset(app: KStreamsApp, subtopology_id: int) -> dg.AssetsDefini
         name=f"{sanitize_name(app.app_id)}_subtopology_{subtopology_id}",
         specs=specs,
         required_resource_keys={app.kafka_resource_key, app.spark_resource_key},
+        can_subset=True,  # a sub-topology can be selected without its stores (the task runs all the same)
         op_tags={"dagster_kstreams/app_id": sanitize_name(app.app_id),
                  "dagster_kstreams/subtopology": str(subtopology_id)},
     )

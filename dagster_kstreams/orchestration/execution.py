@@ -9,22 +9,24 @@ processes the task's backlog up to the end offsets seen when it starts. The step
 * every partition of a repartition or sink topic whose end offset moved while the task ran (the
   partitions it wrote to), with the offsets and the number of records added.
 
-A worker run (the lag sensor's) reports with :func:`task_materializations` the same way.
+A worker run (the lag sensor's) reports through :func:`run_task_and_report` the same way.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 import time
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Optional
 
 import dagster as dg
 
 from dagster_kstreams.kafka.admin import KafkaAdminError, TopicPartition
 from dagster_kstreams.orchestration.assets import KStreamsApp
 
-__all__ = ["PartitionCountMismatch", "check_partition_counts", "materialize_task_partition", "task_materializations",
-           "task_metadata", "task_runner"]
+__all__ = ["PartitionCountMismatch", "TaskReport", "check_partition_counts", "materialize_task_partition",
+           "prepare_topics", "run_task_and_report", "task_metadata", "task_runner"]
 
 
 class PartitionCountMismatch(dg.Failure):
@@ -46,6 +48,19 @@ def check_partition_counts(app: KStreamsApp, broker_counts: Mapping[str, int]) -
         raise PartitionCountMismatch(
             description="; ".join(problems) + ". Fix the topic or the declared topic_partitions: tasks map to "
                         "partitions, so the counts must agree.")
+
+
+def prepare_topics(app: KStreamsApp, admin: Any, subtopology_ids: list[int], log: Callable[[str], None]) -> None:
+    """Before running tasks: the declared partition counts hold on the broker, and (if the app
+    says so) the output topics of these sub-topologies exist."""
+    existing = admin.list_topics()
+    check_partition_counts(app, admin.partition_counts([t for t in app.declared_topics() if t in existing]))
+    if app.create_sink_topics:
+        sinks = {topic for sub_id in subtopology_ids for topic in app.topology.subtopology(sub_id).sink_topics}
+        missing = {topic: app.partition_counts[topic] for topic in sorted(sinks) if topic not in existing}
+        if missing:
+            log(f"creating output topic(s) {missing}")
+            admin.create_topics(missing)
 
 
 def task_runner(app: KStreamsApp, kafka_settings: Mapping[str, str], spark: Any):
@@ -73,23 +88,37 @@ def task_metadata(result: Any) -> dict[str, dg.MetadataValue]:
     }
 
 
-def task_materializations(
-    app: KStreamsApp,
-    result: Any,
-    ends_before: Mapping[TopicPartition, int],
-    ends_after: Mapping[TopicPartition, int],
-) -> list[dg.AssetMaterialization]:
-    """Materializations of one task run: the task partition, its stores, and every topic partition written."""
+@dataclass
+class TaskReport:
+    """One task run and the materializations that describe it.
+
+    ``task_events``: the sub-topology partition, then its stores' partitions. ``topic_events``: every
+    repartition/sink topic partition the run wrote to. A worker logs them all with
+    ``context.log_event``; the sub-topology asset yields the selected ones as ``MaterializeResult``.
+    """
+
+    result: Any
+    task_events: list[dg.AssetMaterialization]
+    topic_events: list[dg.AssetMaterialization]
+
+
+def run_task_and_report(app: KStreamsApp, runner: Any, admin: Any, task_id: str,
+                        progress: Optional[Callable[[Any], None]] = None) -> TaskReport:
+    """Run ``task_id`` to the end offsets it sees at start and describe what it did."""
+    subtopology_id = int(task_id.split("_")[0])
+    written = _written_topics(app, subtopology_id)
+    ends_before = _end_offsets_once_led(admin, written)
+    result = runner.run_task(task_id, progress=progress)
+    ends_after = _end_offsets_once_led(admin, written)
     partition = str(result.partition)
     metadata = task_metadata(result)
-    events = [dg.AssetMaterialization(app.subtopology_key(result.subtopology), partition=partition, metadata=metadata)]
-    events += [
+    task_events = [dg.AssetMaterialization(app.subtopology_key(subtopology_id), partition=partition, metadata=metadata)]
+    task_events += [
         dg.AssetMaterialization(app.store_key(store), partition=partition,
                                 metadata={"task": metadata["task"], "records_in": metadata["records_in"]})
-        for store in app.queryable_stores(result.subtopology)
+        for store in app.queryable_stores(subtopology_id)
     ]
-    events += topic_partition_materializations(app, result.task_id, ends_before, ends_after)
-    return events
+    return TaskReport(result, task_events, topic_partition_materializations(app, task_id, ends_before, ends_after))
 
 
 def topic_partition_materializations(app, task_id, ends_before, ends_after) -> list[dg.AssetMaterialization]:
@@ -139,32 +168,24 @@ def materialize_task_partition(
     admin = kafka.admin()
     context.log.info(f"task {task_id} of {app.app_id!r}: {kafka.describe_safely()}")
 
-    existing = admin.list_topics()
-    check_partition_counts(app, admin.partition_counts([t for t in app.declared_topics() if t in existing]))
-    written = _written_topics(app, subtopology_id)
-    if app.create_sink_topics:
-        sinks = app.topology.subtopology(subtopology_id).sink_topics
-        missing = {topic: app.partition_counts[topic] for topic in sinks if topic not in existing}
-        if missing:
-            context.log.info(f"creating output topic(s) {missing}")
-            admin.create_topics(missing)
-
+    prepare_topics(app, admin, [subtopology_id], context.log.info)
     runner = task_runner(app, kafka.client_settings(), spark)
     runner.ensure_internal_topics()
-    ends_before = _end_offsets_once_led(admin, written)
 
     def log_progress(progress) -> None:
         context.log.info(f"task {progress.task_id} batch {progress.batch_id}: {progress.records_done} records in "
                          f"{progress.seconds:.1f}s ({progress.records_per_second:.0f}/s), lag left {progress.lag_left}")
 
-    result = runner.run_task(task_id, progress=log_progress)
-    ends_after = _end_offsets_once_led(admin, written)
-    for event in topic_partition_materializations(app, task_id, ends_before, ends_after):
+    report = run_task_and_report(app, runner, admin, task_id, log_progress)
+    result = report.result
+    for event in report.topic_events:
         context.log_event(event)
     context.log.info(f"task {task_id}: {result.records_in} records in, {sum(result.records_out.values())} out, "
                      f"{result.seconds:.1f}s, lag left {result.total_lag_left}")
-    metadata = task_metadata(result)
-    yield dg.MaterializeResult(asset_key=app.subtopology_key(subtopology_id), metadata=metadata)
-    for store in app.queryable_stores(subtopology_id):
-        yield dg.MaterializeResult(asset_key=app.store_key(store),
-                                   metadata={"task": metadata["task"], "records_in": metadata["records_in"]})
+    # The task updates its stores whether or not they were selected (`--select <sub-topology>`
+    # alone): an unselected one is reported as an event rather than as a step output.
+    for event in report.task_events:
+        if event.asset_key in context.selected_asset_keys:
+            yield dg.MaterializeResult(asset_key=event.asset_key, metadata=event.metadata)
+        else:
+            context.log_event(event)
