@@ -82,7 +82,7 @@ class DagsterKStreamsTranslator:
             description=self.get_description(props),
             metadata=self.get_metadata(props),
             kinds=self.get_kinds(props),
-            tags={"dagster_kstreams/app_id": sanitize_name(props.app_id)},
+            tags={"dagster_kstreams/app_id": sanitize_name(props.app_id)[:63]},  # Dagster caps tag values at 63
         )
 
     # The pieces below are what get_asset_spec is made of; overriding get_asset_spec alone is enough.
