@@ -136,3 +136,24 @@ def test_unreachable_broker_is_a_quick_error_naming_bootstrap_servers():
         admin.partition_counts(["anything"])
     with pytest.raises(KafkaAdminError, match=bootstrap.replace(".", r"\.")):
         admin.list_topics()
+
+
+def test_transient_errors_are_retried_and_others_reported_at_once():
+    from confluent_kafka import KafkaError, KafkaException
+
+    admin = KafkaAdmin("127.0.0.1:1", timeout_s=5)  # no request is sent: only the retry policy runs
+    answers = iter([KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.NOT_COORDINATOR, None])
+
+    def flaky():
+        code = next(answers)
+        if code is not None:
+            raise KafkaException(KafkaError(code))
+        return "done"
+
+    assert admin._retrying(flaky, "reading offsets") == "done"
+
+    def broken():
+        raise KafkaException(KafkaError(KafkaError.GROUP_AUTHORIZATION_FAILED))
+
+    with pytest.raises(KafkaAdminError, match="reading offsets failed on 127.0.0.1:1"):
+        admin._retrying(broken, "reading offsets")

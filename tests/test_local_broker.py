@@ -39,6 +39,22 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
     )
 
 
+_FRESH_BROKER_GROUP_OFFSETS = """
+import sys
+from dagster_kstreams.kafka.admin import KafkaAdmin
+from confluent_kafka import Producer
+admin = KafkaAdmin(sys.argv[1])
+admin.create_topic("t", 2)
+producer = Producer({"bootstrap.servers": sys.argv[1]})
+for partition in (0, 0, 1):
+    producer.produce("t", value=b"x", partition=partition)
+assert producer.flush(10) == 0
+admin.commit_offsets("fresh-group", {("t", 0): 1, ("t", 1): 1})
+print({str(tp): offset for tp, offset in sorted(admin.committed_offsets("fresh-group", "t").items())})
+print({str(tp): lag for tp, lag in sorted(admin.lag("fresh-group", "t").items())})
+"""
+
+
 def _assert_one_line_error(result: subprocess.CompletedProcess[str], fragment: str) -> None:
     assert result.returncode == 1, result
     assert "Traceback" not in result.stderr
@@ -58,6 +74,17 @@ def test_up_twice_is_harmless_and_down_leaves_no_process(tmp_path: Path):
     assert f"bootstrap servers: 127.0.0.1:{port}" in first.stdout
     pid = int(re.search(r"pid (\d+)", first.stdout).group(1))
     assert "kafka.Kafka" in (_process_command_line(pid) or "")
+
+    # Group offsets right after start, while the group coordinator may still be loading: a crash
+    # in the client library (librdkafka's admin OffsetFetch path) would kill this subprocess.
+    fresh = subprocess.run(
+        [sys.executable, "-c", _FRESH_BROKER_GROUP_OFFSETS, f"127.0.0.1:{port}"],
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )
+    assert fresh.returncode == 0, fresh.stderr[-2000:]
+    committed, lag = fresh.stdout.strip().splitlines()
+    assert committed == "{'t-0': 1, 't-1': 1}"
+    assert lag == "{'t-0': 1, 't-1': 0}"  # partition 0 holds 2 records, partition 1 one
 
     second = _cli("local", "up", *options)
     assert second.returncode == 0, second.stderr

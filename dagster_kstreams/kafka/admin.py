@@ -6,11 +6,11 @@ names the bootstrap servers, not a hang. Offsets are keyed by ``TopicPartition(t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from concurrent.futures import Future
+import time
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
-from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, KafkaError, KafkaException, TopicCollection
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, IsolationLevel, KafkaError, KafkaException, TopicCollection
 from confluent_kafka import TopicPartition as _KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
@@ -56,15 +56,24 @@ class KafkaAdmin:
     def _request_kwargs(self) -> dict[str, float]:
         return {"request_timeout": self.timeout_s}
 
-    def _result(self, future: Future, what: str) -> Any:
-        try:
-            return future.result(timeout=self.timeout_s + 5)
-        except KafkaException as error:
-            raise self._translate(error, what) from error
-        except TimeoutError as error:
-            raise KafkaAdminError(
-                f"Kafka at {self.bootstrap_servers} did not answer within {self.timeout_s:.0f}s ({what})"
-            ) from error
+    def _retrying(self, attempt: Callable[[], Any], what: str, also_transient: frozenset[int] = frozenset()) -> Any:
+        """Run ``attempt`` again while Kafka answers with a transient error, up to the timeout.
+
+        Right after a topic is created or the broker starts, leaders and group coordinators
+        are still being elected: NOT_LEADER_FOR_PARTITION, COORDINATOR_LOAD_IN_PROGRESS, ...
+        """
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                return attempt()
+            except KafkaException as error:
+                if time.monotonic() >= deadline or not _is_transient(error, also_transient):
+                    raise self._translate(error, what) from error
+            except TimeoutError as error:
+                raise KafkaAdminError(
+                    f"Kafka at {self.bootstrap_servers} did not answer within {self.timeout_s:.0f}s ({what})"
+                ) from error
+            time.sleep(0.2)
 
     def _translate(self, error: KafkaException, what: str) -> KafkaAdminError:
         kafka_error = error.args[0] if error.args and isinstance(error.args[0], KafkaError) else None
@@ -105,12 +114,27 @@ class KafkaAdmin:
                 raise KafkaAdminError(
                     f"Kafka at {self.bootstrap_servers} did not answer within {self.timeout_s:.0f}s (creating topic {topic!r})"
                 ) from error
+        self._wait_for_leaders(list(partitions_by_topic))
         if existing:
             for topic, actual in self.partition_counts(existing).items():
                 if actual != partitions_by_topic[topic]:
                     raise KafkaAdminError(
                         f"topic {topic!r} already exists with {actual} partitions, not {partitions_by_topic[topic]}"
                     )
+
+    def _wait_for_leaders(self, topics: list[str]) -> None:
+        """Wait until every partition of ``topics`` has a leader, so that reads and writes work at once."""
+
+        def attempt() -> None:
+            futures = self._client.describe_topics(TopicCollection(topics), **self._request_kwargs())
+            for topic, future in futures.items():
+                description = future.result(timeout=self.timeout_s + 5)
+                leaderless = [p.id for p in description.partitions if p.leader is None]
+                if leaderless:
+                    raise KafkaException(KafkaError(KafkaError.LEADER_NOT_AVAILABLE, f"{topic} partitions {leaderless} have no leader yet"))
+
+        # A topic created a moment ago may not be in the broker's metadata cache yet.
+        self._retrying(attempt, f"waiting for leaders of {', '.join(topics)}", frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART}))
 
     def create_topic(self, topic: str, partitions: int, replication_factor: int = 1, topic_config: Mapping[str, str] | None = None) -> None:
         self.create_topics({topic: partitions}, replication_factor, topic_config)
@@ -174,14 +198,24 @@ class KafkaAdmin:
         partitions = self._partitions_of(topics)
         if not partitions:
             return {}
-        request = {_KafkaTopicPartition(tp.topic, tp.partition): spec for tp in partitions}
-        futures = self._client.list_offsets(request, isolation_level=levels[isolation_level], **self._request_kwargs())
-        return {
-            TopicPartition(kafka_tp.topic, kafka_tp.partition): self._result(
-                future, f"listing offsets of {kafka_tp.topic}-{kafka_tp.partition}"
-            ).offset
-            for kafka_tp, future in futures.items()
-        }
+        offsets: dict[TopicPartition, int] = {}
+
+        def attempt() -> dict[TopicPartition, int]:
+            pending = [tp for tp in partitions if tp not in offsets]
+            request = {_KafkaTopicPartition(tp.topic, tp.partition): spec for tp in pending}
+            futures = self._client.list_offsets(request, isolation_level=levels[isolation_level], **self._request_kwargs())
+            first_error = None
+            for kafka_tp, future in futures.items():
+                try:
+                    offsets[TopicPartition(kafka_tp.topic, kafka_tp.partition)] = future.result(timeout=self.timeout_s + 5).offset
+                except KafkaException as error:
+                    first_error = first_error or error
+            if first_error is not None:
+                raise first_error
+            return offsets
+
+        names = sorted({tp.topic for tp in partitions})
+        return self._retrying(attempt, f"listing offsets of {', '.join(names)}")
 
     def end_offsets(self, topics: str | Iterable[str], isolation_level: str = "read_uncommitted") -> dict[TopicPartition, int]:
         """The next offset to be written in each partition (the high watermark, or the LSO for read_committed)."""
@@ -194,15 +228,28 @@ class KafkaAdmin:
     def committed_offsets(self, group: str, topics: str | Iterable[str] | None = None) -> dict[TopicPartition, int]:
         """Offsets committed by ``group``; partitions without a commit are left out.
 
-        With ``topics``, only their partitions are asked for; otherwise all the group's commits.
+        With ``topics``, only their partitions are asked for; otherwise those of every topic.
+
+        Read with a consumer that carries the group id but never joins the group, not with
+        AdminClient.list_consumer_group_offsets: librdkafka's admin path dereferences a null
+        consumer group when the coordinator answers NOT_COORDINATOR (right after a broker
+        starts, or when the coordinator moves) and crashes the process (librdkafka #5040).
         """
-        partitions = None if topics is None else [_KafkaTopicPartition(tp.topic, tp.partition) for tp in self._partitions_of(topics)]
-        request = [ConsumerGroupTopicPartitions(group, partitions)]
-        futures = self._client.list_consumer_group_offsets(request, **self._request_kwargs())
-        result = self._result(futures[group], f"reading committed offsets of group {group!r}")
+        names = sorted(self.list_topics()) if topics is None else topics
+        partitions = [_KafkaTopicPartition(tp.topic, tp.partition) for tp in self._partitions_of(names)]
+        if not partitions:
+            return {}
+        consumer = Consumer({**self.client_config, "group.id": group, "enable.auto.commit": False})
+        try:
+            result = self._retrying(
+                lambda: consumer.committed(partitions, timeout=self.timeout_s),
+                f"reading committed offsets of group {group!r}",
+            )
+        finally:
+            consumer.close()
         return {
             TopicPartition(kafka_tp.topic, kafka_tp.partition): kafka_tp.offset
-            for kafka_tp in result.topic_partitions or []
+            for kafka_tp in result
             if kafka_tp.offset >= 0 and kafka_tp.error is None
         }
 
@@ -214,14 +261,21 @@ class KafkaAdmin:
             if offset < 0:
                 raise KafkaAdminError(f"offset for {topic}-{partition} in group {group!r} must be >= 0, got {offset}")
         partitions = [_KafkaTopicPartition(topic, partition, offset) for (topic, partition), offset in offsets.items()]
-        futures = self._client.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, partitions)], **self._request_kwargs())
-        result = self._result(futures[group], f"committing offsets for group {group!r}")
-        for kafka_tp in result.topic_partitions or []:
-            if kafka_tp.error is not None:
+        request = [ConsumerGroupTopicPartitions(group, partitions)]
+
+        def attempt() -> None:
+            result = self._client.alter_consumer_group_offsets(request, **self._request_kwargs())[group].result(timeout=self.timeout_s + 5)
+            for kafka_tp in result.topic_partitions or []:
+                if kafka_tp.error is None:
+                    continue
+                if kafka_tp.error.code() in _TRANSIENT_CODES:
+                    raise KafkaException(kafka_tp.error)  # retried
                 raise KafkaAdminError(
                     f"committing offset {kafka_tp.offset} of {kafka_tp.topic}-{kafka_tp.partition} for group "
                     f"{group!r} failed: {kafka_tp.error.str()}"
                 )
+
+        self._retrying(attempt, f"committing offsets for group {group!r}")
 
     def lag(self, group: str, topics: str | Iterable[str]) -> dict[TopicPartition, int]:
         """Records not yet committed by ``group`` in each partition of ``topics``.
@@ -235,3 +289,18 @@ class KafkaAdmin:
         missing = [tp for tp in end if tp not in committed]
         beginning = self.beginning_offsets(sorted({tp.topic for tp in missing})) if missing else {}
         return {tp: max(0, end_offset - committed.get(tp, beginning.get(tp, 0))) for tp, end_offset in end.items()}
+
+
+_TRANSIENT_CODES = {
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError._WAIT_COORD,
+}
+
+
+def _is_transient(error: KafkaException, also_transient: frozenset[int] = frozenset()) -> bool:
+    kafka_error = error.args[0] if error.args and isinstance(error.args[0], KafkaError) else None
+    return kafka_error is not None and (kafka_error.code() in _TRANSIENT_CODES or kafka_error.code() in also_transient)
