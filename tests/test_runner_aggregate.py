@@ -46,7 +46,8 @@ def test_count_per_country_over_a_repartition_topic_keeps_counting_across_runs(
 
     first = _users(120)
     produce(kafka_bootstrap, users, first)
-    results = runner.run_all()
+    results = runner.run_all(parallelism=2)  # tasks of one sub-topology as concurrent queries
+    assert [result.task_id for result in results] == runner.task_ids()
     # The library created the repartition topic with the upstream task count.
     assert kafka_admin.partition_count(repartition) == 3
     expected = Counter(value.decode().split(",")[1] for _, value in first)

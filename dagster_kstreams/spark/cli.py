@@ -111,12 +111,16 @@ def _run_tasks(args: argparse.Namespace) -> int:
             dead_letter_topic=args.dead_letter_topic,
             max_records_per_batch=args.max_records_per_batch,
         )
-        task_ids = runner.task_ids() if args.all else args.task
-        results = []
-        for task_id in task_ids:
-            result = runner.run_task(task_id, max_records=args.max_records, progress=_print_progress)
-            _print_result(result)
-            results.append(result)
+        if args.all:
+            results = runner.run_all(args.max_records, _print_progress, parallelism=args.parallelism)
+            for result in results:
+                _print_result(result)
+        else:
+            results = []
+            for task_id in args.task:
+                result = runner.run_task(task_id, max_records=args.max_records, progress=_print_progress)
+                _print_result(result)
+                results.append(result)
         if args.json:
             print(json.dumps([result.as_dict() for result in results]), flush=True)
         return 0
@@ -150,5 +154,7 @@ def register(subcommands: "argparse._SubParsersAction") -> None:
     parser.add_argument("--deserialization-exception-handler", choices=["fail", "log_and_continue"], default="fail")
     parser.add_argument("--dead-letter-topic", default=None,
                         help="with log_and_continue: write undeserializable records here")
+    parser.add_argument("--parallelism", type=int, default=1,
+                        help="with --all: tasks of one sub-topology run at once as concurrent Spark queries")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON line at the end")
     parser.set_defaults(handler=_run)

@@ -44,6 +44,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -296,10 +297,33 @@ class TaskRunner:
         self,
         max_records: Optional[int] = None,
         progress: Optional[Callable[[TaskProgress], None]] = None,
+        parallelism: int = 1,
     ) -> list[TaskResult]:
         """Run every task once, sub-topology by sub-topology (upstream first), so that records
-        written to a repartition topic are processed downstream in the same call."""
-        return [self.run_task(task_id, max_records, progress) for task_id in self.task_ids()]
+        written to a repartition topic are processed downstream in the same call.
+
+        ``parallelism`` tasks of one sub-topology run at a time, as concurrent Spark queries on
+        the shared SparkSession. Results come in task order.
+        """
+        if parallelism < 1:
+            raise ValueError(f"parallelism must be >= 1, got {parallelism}")
+        task_ids = self.task_ids()
+        by_subtopology: dict[int, list[str]] = {}
+        for task_id in task_ids:
+            by_subtopology.setdefault(parse_task_id(task_id)[0], []).append(task_id)
+        results: dict[str, TaskResult] = {}
+        if not self._internal_topics_ready:
+            self.ensure_internal_topics()
+        for tasks in by_subtopology.values():
+            if parallelism == 1 or len(tasks) == 1:
+                for task_id in tasks:
+                    results[task_id] = self.run_task(task_id, max_records, progress)
+                continue
+            with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="task") as pool:
+                futures = {task_id: pool.submit(self.run_task, task_id, max_records, progress) for task_id in tasks}
+                for task_id, future in futures.items():
+                    results[task_id] = future.result()
+        return [results[task_id] for task_id in task_ids]
 
     def _run(self, task_id, subtopology, partition, max_records, progress) -> TaskResult:
         started = time.monotonic()
