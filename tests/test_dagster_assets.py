@@ -130,6 +130,7 @@ def test_users_per_country_partitions_report_tasks_topics_and_stores(
                      "offsets_to"):
             assert name in task.metadata, name
         assert _value(task, "lag_left") == 0
+        assert _value(task, "offset_to") - _value(task, "offset_from") == _value(task, "records_in")
         assert _value(task, "seconds") > 0
         records_in[subtopology] += _value(task, "records_in")
         if subtopology == 1:

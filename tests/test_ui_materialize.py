@@ -172,6 +172,7 @@ def test_graph_shows_subtopologies_and_repartition_topics_and_a_partition_materi
     page.goto(f"{base}/asset-groups")
     for group in ("users_per_country", "word_count", "click_enrichment"):
         page.get_by_text(group, exact=True).first.wait_for(timeout=30_000)
+    page.screenshot(path=str(OUTPUT / "global-lineage.png"))
 
     # Materialize partition 0 of sub-topology 0 from its asset page.
     page.goto(f"{base}/assets/{APP_GROUP}/subtopology_0")
