@@ -47,6 +47,11 @@ def load_topology(reference: str) -> Any:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as error:
             raise CommandError(f"cannot import module {module_name!r}: {error}") from error
+    # Spark's Python workers may not be able to import this module (a file outside sys.path, or
+    # a cluster without the project): ship its functions by value, helpers included.
+    from pyspark import cloudpickle
+
+    cloudpickle.register_pickle_by_value(module)
     try:
         topology = getattr(module, attribute)
     except AttributeError as error:
