@@ -209,3 +209,31 @@ def test_component_names_a_topology_that_cannot_be_loaded():
     with pytest.raises(ValueError, match="cannot load topology 'assets.users_per_country:nothing'"):
         load_topology("assets.users_per_country:nothing")
     assert len(load_topology("assets.users_per_country:build_topology").subtopologies) == 2
+
+
+def test_spark_gets_the_java_spelling_of_sasl_and_ssl_settings(monkeypatch):
+    from dagster_kstreams.orchestration.execution import task_runner
+
+    monkeypatch.setenv("TEST_KAFKA_PASSWORD", 'pa"ss')
+    kafka = KafkaResource(bootstrap_servers="broker:9094", security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512",
+                          sasl_username="streams", sasl_password=dg.EnvVar("TEST_KAFKA_PASSWORD"),
+                          ssl_ca_location="/etc/kafka/ca.pem", java_client_config={"ssl.endpoint.identification.algorithm": ""})
+    kafka = kafka.process_config_and_initialize()  # what a run sees: the EnvVar resolved
+    java = kafka.java_client_settings()
+    assert java["sasl.jaas.config"] == ('org.apache.kafka.common.security.scram.ScramLoginModule required '
+                                        'username="streams" password="pa\\"ss";')
+    assert (java["ssl.truststore.type"], java["ssl.truststore.location"]) == ("PEM", "/etc/kafka/ca.pem")
+    assert java["ssl.endpoint.identification.algorithm"] == "" and "sasl.password" not in java
+    assert kafka.client_settings()["sasl.password"] == 'pa"ss'  # librdkafka's spelling for the admin client
+
+    # The runner's admin client gets librdkafka's settings, Spark's source and sink the Java ones.
+    plain = KafkaResource(bootstrap_servers="broker:9094", security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+                          sasl_username="u", sasl_password="p")
+    app = KStreamsApp(users_per_country.build_topology(), "upc", {"users": 2})
+    runner = task_runner(app, plain, spark=None)
+    assert runner.kafka_config["sasl.username"] == "u"
+    assert runner._kafka_options() == {
+        "kafka.bootstrap.servers": "broker:9094", "kafka.security.protocol": "SASL_PLAINTEXT",
+        "kafka.sasl.mechanism": "PLAIN",
+        "kafka.sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p";',
+    }

@@ -15,6 +15,7 @@ A worker run (the lag sensor's) reports through :func:`run_task_and_report` the 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -63,11 +64,30 @@ def prepare_topics(app: KStreamsApp, admin: Any, subtopology_ids: list[int], log
             admin.create_topics(missing)
 
 
-def task_runner(app: KStreamsApp, kafka_settings: Mapping[str, str], spark: Any):
+def task_runner(app: KStreamsApp, kafka: Any, spark: Any):
+    """A :class:`TaskRunner` for ``app`` on ``spark`` that reaches Kafka as the :class:`KafkaResource` says."""
+    return _runner_class()(app.topology, app.app_id, kafka.client_settings(), state_location=app.state_location,
+                           spark=spark, max_records_per_batch=app.max_records_per_batch,
+                           java_client_settings=kafka.java_client_settings())
+
+
+@functools.cache
+def _runner_class():
     from dagster_kstreams.spark.runner import TaskRunner
 
-    return TaskRunner(app.topology, app.app_id, dict(kafka_settings), state_location=app.state_location,
-                      spark=spark, max_records_per_batch=app.max_records_per_batch)
+    class JavaClientTaskRunner(TaskRunner):
+        """Adapter: TaskRunner gives one client config to both librdkafka (its admin client) and
+        Spark's Java Kafka client; SASL and SSL settings are named differently by the two, so
+        Spark's source and sink get the Java spelling here."""
+
+        def __init__(self, *args: Any, java_client_settings: Mapping[str, str], **kwargs: Any):
+            super().__init__(*args, **kwargs)
+            self.java_client_settings = dict(java_client_settings)
+
+        def _kafka_options(self) -> dict[str, str]:
+            return {f"kafka.{key}": value for key, value in self.java_client_settings.items()}
+
+    return JavaClientTaskRunner
 
 
 def task_metadata(result: Any) -> dict[str, dg.MetadataValue]:
@@ -172,7 +192,7 @@ def materialize_task_partition(
     context.log.info(f"task {task_id} of {app.app_id!r}: {kafka.describe_safely()}")
 
     prepare_topics(app, admin, [subtopology_id], context.log.info)
-    runner = task_runner(app, kafka.client_settings(), spark)
+    runner = task_runner(app, kafka, spark)
     runner.ensure_internal_topics()
 
     def log_progress(progress) -> None:

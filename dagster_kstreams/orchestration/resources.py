@@ -38,6 +38,17 @@ _FIELD_SETTINGS = {
 }
 
 
+_JAAS_LOGIN_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+
+
+def _jaas_quote(value: str) -> str:
+    return str(value).replace("\\", "\\\\").replace('"', '\\"')
+
+
 class KafkaResource(ConfigurableResource):
     """Where Kafka is and how to reach it (any cluster; SASL and SSL through the fields or ``client_config``)."""
 
@@ -54,6 +65,11 @@ class KafkaResource(ConfigurableResource):
         default_factory=dict,
         description="Any other client setting, as librdkafka names it (it wins over the fields above)",
     )
+    java_client_config: dict[str, str] = Field(
+        default_factory=dict,
+        description="Settings for Spark's Kafka source and sink (Java client names, e.g. sasl.jaas.config); "
+                    "they win over the ones derived from the fields above",
+    )
     admin_timeout_s: float = Field(default=10.0, description="Timeout of each admin request, in seconds")
 
     def client_settings(self) -> dict[str, str]:
@@ -64,6 +80,28 @@ class KafkaResource(ConfigurableResource):
             if value is not None:
                 settings[setting] = str(value)
         settings.update({str(key): str(value) for key, value in self.client_config.items()})
+        return settings
+
+    def java_client_settings(self) -> dict[str, str]:
+        """The same connection for Kafka's Java client (Spark's Kafka source and sink). Contains secrets.
+
+        librdkafka and the Java client name SASL credentials and CA files differently: user name and
+        password become ``sasl.jaas.config`` (PLAIN and SCRAM), and a CA file becomes a PEM trust store.
+        """
+        settings = {"bootstrap.servers": self.bootstrap_servers}
+        if self.security_protocol:
+            settings["security.protocol"] = self.security_protocol
+        if self.sasl_mechanism:
+            settings["sasl.mechanism"] = self.sasl_mechanism
+        module = _JAAS_LOGIN_MODULES.get((self.sasl_mechanism or "").upper())
+        if module and self.sasl_username is not None and self.sasl_password is not None:
+            settings["sasl.jaas.config"] = (
+                f'{module} required username="{_jaas_quote(self.sasl_username)}" '
+                f'password="{_jaas_quote(self.sasl_password)}";')
+        if self.ssl_ca_location:
+            settings["ssl.truststore.type"] = "PEM"
+            settings["ssl.truststore.location"] = self.ssl_ca_location
+        settings.update({str(key): str(value) for key, value in self.java_client_config.items()})
         return settings
 
     def admin(self) -> KafkaAdmin:
