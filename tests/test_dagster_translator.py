@@ -237,3 +237,15 @@ def test_spark_gets_the_java_spelling_of_sasl_and_ssl_settings(monkeypatch):
         "kafka.sasl.mechanism": "PLAIN",
         "kafka.sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p";',
     }
+
+
+def test_project_modules_defining_topology_functions_are_shipped_to_spark_by_value():
+    from pyspark import cloudpickle
+
+    from dagster_kstreams.orchestration.execution import task_runner
+
+    app = KStreamsApp(users_per_country.build_topology(), "upc", {"users": 2})
+    task_runner(app, KafkaResource(bootstrap_servers="broker:9092"), spark=None)
+    # country_of lives in assets/users_per_country.py, which Spark workers on a cluster cannot import.
+    assert "assets.users_per_country" in cloudpickle.list_registry_pickle_by_value()
+    assert not any(name.startswith(("json", "dagster_kstreams")) for name in cloudpickle.list_registry_pickle_by_value())

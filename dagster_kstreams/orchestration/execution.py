@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 import functools
+import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -64,8 +66,37 @@ def prepare_topics(app: KStreamsApp, admin: Any, subtopology_ids: list[int], log
             admin.create_topics(missing)
 
 
+def _user_function_modules(app: KStreamsApp) -> set[str]:
+    """Modules defining the topology's functions that are not installed packages (a project's
+    ``assets/`` files): Spark's Python workers on a cluster cannot import them."""
+    from dagster_kstreams.topology.functions import UserFunction
+
+    modules = set()
+    for sub in app.topology.subtopologies:
+        for node in sub.nodes:
+            values = list(node.params.values())
+            for value in values:
+                if isinstance(value, (list, tuple)):
+                    values.extend(value)
+                fn = value.fn if isinstance(value, UserFunction) else None
+                module = sys.modules.get(getattr(fn, "__module__", None) or "")
+                path = getattr(module, "__file__", None) or ""
+                if module is not None and path and "-packages" + os.sep not in path and \
+                        not module.__name__.startswith("dagster_kstreams"):
+                    modules.add(module.__name__)
+    return modules
+
+
 def task_runner(app: KStreamsApp, kafka: Any, spark: Any):
-    """A :class:`TaskRunner` for ``app`` on ``spark`` that reaches Kafka as the :class:`KafkaResource` says."""
+    """A :class:`TaskRunner` for ``app`` on ``spark`` that reaches Kafka as the :class:`KafkaResource` says.
+
+    The project modules defining the topology's functions are shipped to Spark by value, as the
+    ``dagster-kstreams run`` command does, so workers need not have the project installed.
+    """
+    from pyspark import cloudpickle
+
+    for module in _user_function_modules(app):
+        cloudpickle.register_pickle_by_value(sys.modules[module])
     return _runner_class()(app.topology, app.app_id, kafka.client_settings(), state_location=app.state_location,
                            spark=spark, max_records_per_batch=app.max_records_per_batch,
                            java_client_settings=kafka.java_client_settings())
