@@ -21,7 +21,7 @@ TEST_BROKER_PORT ?= 19092
 TEST_BROKER_DIR := $(DAGSTER_KSTREAMS_HOME)/test-broker
 PYTEST_ARGS ?=
 
-.PHONY: help install jars demo down status test
+.PHONY: help install jars browser demo down status test
 
 help:
 	@echo "make demo   install, start the local Kafka broker and Dagster (UI on http://127.0.0.1:$(UI_PORT))"
@@ -42,6 +42,16 @@ install: $(VENV)/.installed
 jars: install
 	dagster-kstreams local jars
 
+# The UI test drives Debian's Chromium through Playwright; install it when it is missing.
+browser:
+	@test -x /usr/bin/chromium || { \
+		if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+			echo "installing chromium (apt-get) for the UI test"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+		else \
+			echo "error: the UI test needs Chromium at /usr/bin/chromium (Debian: apt-get install chromium)" >&2; exit 1; \
+		fi; }
+
 demo: jars
 	dagster-kstreams local up --port $(DEMO_BROKER_PORT)
 	mkdir -p $(DEMO_DAGSTER_HOME)
@@ -57,7 +67,7 @@ status:
 	dagster-kstreams local status --port $(DEMO_BROKER_PORT) || true
 
 # The test broker gets fresh data each run unless it is still up from an interrupted run.
-test: jars
+test: jars browser
 	broker_args="--port $(TEST_BROKER_PORT) --state-dir $(TEST_BROKER_DIR)"; \
 	dagster-kstreams local status $$broker_args >/dev/null || rm -rf $(TEST_BROKER_DIR)/data; \
 	trap 'dagster-kstreams local down '"$$broker_args" EXIT; \
