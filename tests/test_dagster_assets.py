@@ -112,6 +112,13 @@ def test_users_per_country_partitions_report_tasks_topics_and_stores(
     upstream_check = evaluations[_key_of(defs, app, "subtopology_0")]
     assert upstream_check.check_name == LAG_CHECK_NAME and not upstream_check.passed
     assert upstream_check.metadata["total_lag"].value == len(rows)
+    # The check observes the input topic, partition by partition.
+    observations = [e.event_specific_data.asset_observation for e in before.all_events
+                    if e.event_type_value == "ASSET_OBSERVATION"]
+    assert {o.asset_key for o in observations} == {_key_of(defs, "kafka", users.replace("-", "_"))}
+    assert sorted(o.partition for o in observations) == ["0", "1"]
+    assert sum(o.metadata["end_offset"].value for o in observations) == len(rows)
+    assert sum(o.metadata["lag"].value for o in observations) == len(rows)
 
     results = _run_all_tasks(defs, resources, instance, app, {0: 2, 1: 2})
     sub0, sub1 = _key_of(defs, app, "subtopology_0"), _key_of(defs, app, "subtopology_1")

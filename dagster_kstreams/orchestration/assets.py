@@ -234,10 +234,20 @@ def _lag_check(app: KStreamsApp, subtopology_id: int) -> dg.AssetChecksDefinitio
                 passed=False, severity=dg.AssetCheckSeverity.WARN,
                 description=f"topic(s) {', '.join(missing)} do not exist yet", metadata={"missing_topics": missing})
         lag_by_task: dict[str, int] = {}
-        for tp, lag in (admin.lag(app.app_id, topics_present) if topics_present else {}).items():
+        lags = admin.lag(app.app_id, topics_present) if topics_present else {}
+        for tp, lag in lags.items():
             task = f"{subtopology_id}_{tp.partition}"
             lag_by_task[task] = lag_by_task.get(task, 0) + lag
         total = sum(lag_by_task.values())
+        # The input topics are external assets: observe them (end offset and lag per partition),
+        # so the UI plots how fast input arrives next to how fast the tasks take it.
+        external = [topic for topic in topics_present if topic in app.external_source_topics()]
+        for tp, end_offset in (admin.end_offsets(external) if external else {}).items():
+            context.op_execution_context.log_event(dg.AssetObservation(
+                app.topic_key(tp.topic), partition=str(tp.partition),
+                metadata={"end_offset": dg.MetadataValue.int(end_offset),
+                          "lag": dg.MetadataValue.int(lags.get(tp, 0)),
+                          "consumer_group": dg.MetadataValue.text(app.app_id)}))
         return dg.AssetCheckResult(
             passed=total <= app.lag_bound,
             severity=dg.AssetCheckSeverity.WARN,
