@@ -59,6 +59,8 @@ def test_count_per_country_over_a_repartition_topic_keeps_counting_across_runs(
     downstream = [result for result in results if result.subtopology == 1]
     assert sum(sum(result.records_out.values()) for result in downstream) == len(expected)
     assert runner.read_store("users-per-country-store") == dict(expected)
+    # source -> count -> to_stream -> to: Spark's own aggregation, no Python.
+    assert runner.compiled.program(1).jvm_count() is not None
     # Every source partition, external and internal, is committed to its end.
     for topic in (users, repartition):
         assert kafka_admin.committed_offsets(app_id, topic) == kafka_admin.end_offsets(topic)
@@ -81,7 +83,8 @@ def test_reduce_and_aggregate_in_one_subtopology_with_several_batches(
     kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path
 ):
     amounts, maxima, histories = unique_topic("amounts"), unique_topic("maxima"), unique_topic("histories")
-    kafka_admin.create_topics({amounts: 2, maxima: 2, histories: 2})
+    tallies = unique_topic("tallies")
+    kafka_admin.create_topics({amounts: 2, maxima: 2, histories: 2, tallies: 2})
     builder = StreamsBuilder()
     grouped = builder.stream(amounts).map_values(lambda value: int(value)) \
         .group_by_key(Grouped.with_(Serdes.String(), Serdes.Long()))
@@ -91,6 +94,8 @@ def test_reduce_and_aggregate_in_one_subtopology_with_several_batches(
         lambda key, value, aggregate: f"{aggregate}|{value}" if aggregate else str(value),
         Materialized.with_(Serdes.String(), Serdes.String()),
     ).to_stream().to(histories)
+    # A count followed by Python: runs in the Python pass with the other stores.
+    grouped.count().to_stream().map_values(lambda count: f"seen {count}x").to(tallies)
     app_id = unique_topic("app")
     # Small batches: state must carry from batch to batch within a run too.
     runner = TaskRunner(builder, app_id, kafka_bootstrap, state_location=str(tmp_path / "state"), spark=spark,
@@ -109,6 +114,10 @@ def test_reduce_and_aggregate_in_one_subtopology_with_several_batches(
         expected_history[key] = f"{expected_history[key]}|{value}" if key in expected_history else str(value)
     assert final_values(read_topic(kafka_bootstrap, maxima), bytes.decode, _long) == expected_max
     assert final_values(read_topic(kafka_bootstrap, histories), bytes.decode, bytes.decode) == expected_history
+    expected_tallies = Counter(key.decode() for key, _ in rows)
+    assert final_values(read_topic(kafka_bootstrap, tallies), bytes.decode, bytes.decode) == {
+        key: f"seen {count}x" for key, count in expected_tallies.items()}
+    assert runner.compiled.program(0).jvm_count() is None
     assert kafka_admin.committed_offsets(app_id, amounts) == kafka_admin.end_offsets(amounts)
 
 

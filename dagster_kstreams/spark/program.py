@@ -170,6 +170,7 @@ class SubtopologyProgram:
                     self.source_by_topic[topic] = index
         self.stateful_nodes = [index for index, node in enumerate(nodes) if node.stateful]
         self.store_slots = {nodes[i].store: nodes[i].state_slot for i in self.stateful_nodes}
+        self._last_raw_key = self._last_key = self._last_key_node = None
         self._check()
 
     def _check(self) -> None:
@@ -185,6 +186,26 @@ class SubtopologyProgram:
     @property
     def stateful(self) -> bool:
         return bool(self.stateful_nodes)
+
+    def jvm_count(self) -> Optional[tuple[str, "ExecNode", "ExecNode"]]:
+        """``(store, source, sink)`` when the whole sub-topology is ``source -> count ->
+        to_stream -> to(topic)`` with keys passed through unchanged: Spark's own streaming
+        aggregation (JVM, RocksDB state, update mode = one update per key per batch) then does it,
+        with no Python at all. None otherwise."""
+        chain = [node for node in self.nodes if node.kind not in ("merge", "repartition_filter")]
+        if [node.kind for node in chain] != ["source", "aggregate", "table_to_stream", "sink"]:
+            return None
+        source, count, to_stream, sink = chain
+        if count.aggregation != "count" or not count.cached or to_stream.fn is not None or sink.topic is None:
+            return None
+        if any(len(node.children) != 1 for node in self.nodes if node.kind != "sink"):
+            return None
+        # The key bytes go out as they came in: same serde on both sides, one that cannot fail.
+        if type(source.key_serde) is not type(sink.key_serde) or source.key_serde.name not in ("String", "ByteArray"):
+            return None
+        if sink.value_serde.name != "Long":
+            return None
+        return count.store, source, sink
 
     @property
     def store_names(self) -> list[str]:
@@ -217,14 +238,15 @@ class SubtopologyProgram:
         through a stateful sub-topology.
 
         ``stored`` is the key's state row (one pickled value per store, or None); returns the
-        sink records as a pandas DataFrame and the new state row (None: nothing stored any more).
+        sink records as a pandas DataFrame (None if there are none) and the new state row (None:
+        nothing stored any more).
         """
         import pandas as pd
 
         if len(self.source_by_topic) > 1:
             # Records of several source topics: Kafka Streams picks the earliest timestamp first.
             records = records.sort_values(["timestamp", "topic", "offset"], kind="stable")
-        else:
+        elif not records["offset"].is_monotonic_increasing:
             records = records.sort_values("offset", kind="stable")
         slots = len(self.stateful_nodes)
         values = [_ABSENT] * slots
@@ -234,16 +256,19 @@ class SubtopologyProgram:
         out = _Output()
         last_context = None
         for key, value, topic, partition, offset in zip(
-            records["key"], records["value"], records["topic"], records["partition"], records["offset"]
+            records["key"].tolist(), records["value"].tolist(), records["topic"].tolist(),
+            records["partition"].tolist(), records["offset"].tolist(),
         ):
-            context = self._process_source_record(topic, int(partition), int(offset), key, value, out, state)
+            context = self._process_source_record(topic, partition, offset, key, value, out, state)
             last_context = context or last_context
         if last_context is not None:
             self._flush(state, out, last_context)
-        frame = pd.DataFrame(
-            {"topic": out.topic, "key": out.key, "value": out.value, "headers": out.headers},
-            columns=list(OUTPUT_COLUMNS),
-        )
+        frame = None
+        if len(out):
+            frame = pd.DataFrame(
+                {"topic": out.topic, "key": out.key, "value": out.value, "headers": out.headers},
+                columns=list(OUTPUT_COLUMNS),
+            )
         if not state.changed:
             return frame, stored
         if all(value is _ABSENT for value in state.values):
@@ -264,7 +289,11 @@ class SubtopologyProgram:
         raw_value = None if raw_value is None else bytes(raw_value)
         try:
             part = "key"
-            key = node.key_serde.deserialize(raw_key)
+            if raw_key is not None and raw_key == self._last_raw_key and node is self._last_key_node:
+                key = self._last_key  # a key group (and a skewed batch) repeats the same key
+            else:
+                key = node.key_serde.deserialize(raw_key)
+                self._last_raw_key, self._last_key, self._last_key_node = raw_key, key, node
             part = "value"
             value = node.value_serde.deserialize(raw_value)
         except Exception as cause:  # noqa: BLE001 - any serde failure is the handler's to judge
