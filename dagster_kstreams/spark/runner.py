@@ -8,6 +8,8 @@ A task is one Structured Streaming query, started, drained and stopped for each 
 * **Processors** — compiled by :mod:`dagster_kstreams.spark.compile` into one Python pass per
   batch (``mapInArrow``) for a stateless sub-topology, or one pass per key and batch
   (``applyInPandasWithState`` grouped by the source key) when the sub-topology keeps state.
+  A sub-topology that is exactly ``source -> count -> to_stream -> to`` (the downstream half
+  of a word count) runs as Spark's own streaming aggregation, with no Python at all.
 * **State** — Spark's state store with the RocksDB provider, in the task's checkpoint
   (:mod:`dagster_kstreams.spark.checkpoint`): ``<state_location>/<app>/tasks/<task>/checkpoint``.
   Any process that sees the same location continues the task where it stopped.
