@@ -150,8 +150,9 @@ class TaskRunner:
     """Runs the tasks of one topology for one application id on one SparkSession.
 
     ``kafka_config`` holds ``bootstrap.servers`` and any other client setting (``security.protocol``,
-    ``sasl.mechanism`` ...); each is given to the admin client and, prefixed with ``kafka.``, to
-    Spark's Kafka source and sink, so use names both clients understand.
+    ``sasl.mechanism`` ...) for the admin client (librdkafka); prefixed with ``kafka.`` they also
+    go to Spark's Kafka source and sink (the Java client) unless ``spark_kafka_config`` gives
+    those separately (needed when the two spell a setting differently, e.g. SASL/SSL).
     ``state_location`` is the root of the tasks' checkpoints and state (a local directory or a
     Hadoop-compatible URI); by default ``<DAGSTER_KSTREAMS_HOME or ./.kstreams>/state``.
     ``deserialization_exception_handler`` is ``"fail"`` (default) or ``"log_and_continue"``;
@@ -178,6 +179,7 @@ class TaskRunner:
         arrow_batch_size: Optional[int] = None,
         default_key_serde: Any = None,
         default_value_serde: Any = None,
+        spark_kafka_config: Optional[Mapping[str, Any]] = None,
     ):
         if not application_id or not re.fullmatch(r"[a-zA-Z0-9._-]+", application_id):
             raise ValueError(
@@ -187,6 +189,12 @@ class TaskRunner:
         if isinstance(kafka_config, str):
             kafka_config = {"bootstrap.servers": kafka_config}
         self.kafka_config = {str(k): str(v) for k, v in kafka_config.items()}
+        # Spark's source and sink use the Java client, whose SASL/SSL settings are spelled
+        # differently from librdkafka's: they may be given separately.
+        self.spark_kafka_config = (
+            {str(k): str(v) for k, v in spark_kafka_config.items()} if spark_kafka_config is not None
+            else dict(self.kafka_config)
+        )
         if not self.kafka_config.get("bootstrap.servers"):
             raise ValueError("kafka_config must set 'bootstrap.servers'")
         if max_records_per_batch is not None and max_records_per_batch < 1:
@@ -223,7 +231,7 @@ class TaskRunner:
         return self._spark
 
     def _kafka_options(self) -> dict[str, str]:
-        return {f"kafka.{key}": value for key, value in self.kafka_config.items()}
+        return {f"kafka.{key}": value for key, value in self.spark_kafka_config.items()}
 
     def checkpoint_location(self, task_id: str) -> str:
         return task_checkpoint(self.state_location, self.application_id, task_id)
