@@ -17,7 +17,7 @@ broker; each run compares them with the broker and fails with both counts if the
 """
 
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
