@@ -310,6 +310,10 @@ class CompiledTopology:
                 node.initializer = params["initializer"].fn
                 node.aggregator = params["aggregator"].fn
             return node
+        from dagster_kstreams.spark import joins
+
+        if kind in joins.COMPILED_KINDS:
+            return joins.exec_node(self, factory)
         raise UnsupportedTopologyError(
             f"processor {factory.name} ({kind.value}) is not supported by the Spark runner yet; it runs "
             "stateless operations, to/to_table, group_by/group_by_key with count/reduce/aggregate and "

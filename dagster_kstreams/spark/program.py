@@ -61,6 +61,8 @@ STATELESS_KINDS = {
     "table_filter", "table_map_values", "table_to_stream",
 }
 STATEFUL_KINDS = {"aggregate", "to_table", "table_source"}
+# Processors that read other processors' stores (dagster_kstreams.spark.joins).
+JOIN_KINDS = {"stream_table_join"}
 
 
 class ProcessingError(RuntimeError):
@@ -101,6 +103,8 @@ class ExecNode:
     state_slot: Optional[int] = None
     # Kafka Streams' record cache: emit once per key per batch (True) or on every update
     cached: bool = True
+    # joins and windows (dagster_kstreams.spark.joins / .windows): their own settings
+    options: dict = field(default_factory=dict)
 
     @property
     def stateful(self) -> bool:
@@ -175,7 +179,7 @@ class SubtopologyProgram:
 
     def _check(self) -> None:
         for index, node in enumerate(self.nodes):
-            if node.kind not in STATELESS_KINDS | STATEFUL_KINDS:
+            if node.kind not in STATELESS_KINDS | STATEFUL_KINDS | JOIN_KINDS:
                 raise ValueError(f"processor {node.name}: kind {node.kind!r} is not runnable on Spark")
             for child in node.children:
                 if not index < child < len(self.nodes):
@@ -394,6 +398,10 @@ class SubtopologyProgram:
                 value = self._call(node, context, node.fn, key, value)
             for child in children:
                 self._forward(child, key, value, context, out, state)
+        elif kind in JOIN_KINDS:
+            from dagster_kstreams.spark import joins
+
+            joins.forward(self, node, key, value, context, out, state)
         elif kind in STATEFUL_KINDS:
             if state is None:
                 raise ValueError(f"processor {node.name} needs state but runs in a stateless pass")
