@@ -11,7 +11,6 @@ at_least_once; both sides read the same 100,000 skewed records from one 4-partit
 from __future__ import annotations
 
 import os
-import random
 import re
 import signal
 import subprocess
@@ -111,10 +110,11 @@ def test_tasks_on_spark_match_kafka_streams(name, kafka_bootstrap, kafka_admin, 
     assert kafka_admin.committed_offsets(app_id, reference["input"]) == kafka_admin.end_offsets(reference["input"])
 
 
-def _run_until(command, env, should_kill, delay_s: float, stderr_path: Path) -> tuple[int, list[str], str]:
-    """Start the CLI in its own session; once ``should_kill(progress_lines)`` is true, wait
-    ``delay_s`` (so that the next batch is under way) and SIGKILL the whole session: the driver,
-    its JVM and its Python workers. Returns (return code, stdout lines, stderr tail)."""
+def _run_until(command, env, should_kill, written_topic: str, admin, stderr_path: Path) -> tuple[int, list[str], str]:
+    """Start the CLI in its own session; once ``should_kill(progress_lines)`` is true, wait until the
+    next batch has begun writing (``written_topic``'s end offsets grow past their value at that
+    progress line) and SIGKILL the whole session: the driver, its JVM and its Python workers.
+    Returns (return code, stdout lines, stderr)."""
     # stderr to a file: a full stderr pipe nobody reads would stall the process.
     with open(stderr_path, "w") as stderr_file:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr_file, text=True, env=env,
@@ -124,7 +124,12 @@ def _run_until(command, env, should_kill, delay_s: float, stderr_path: Path) -> 
         for line in process.stdout:
             lines.append(line.rstrip("\n"))
             if should_kill(lines):
-                time.sleep(delay_s)
+                baseline = sum(admin.end_offsets(written_topic).values())
+                deadline = time.monotonic() + 120
+                while process.poll() is None and time.monotonic() < deadline:
+                    if sum(admin.end_offsets(written_topic).values()) > baseline:
+                        break
+                    time.sleep(0.02)
                 break
     finally:
         if process.poll() is None:
@@ -173,16 +178,18 @@ def test_word_count_killed_mid_batch_twice_then_rerun_matches_kafka_streams(
     ]
     # PYTHONFAULTHANDLER: should the driver crash on its own (not our SIGKILL), its stack is in stderr.
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONFAULTHANDLER": "1"}
-    rng = random.Random(4)
+    runner = TaskRunner(eq.word_count(reference["input"], output), app_id, kafka_bootstrap,
+                        state_location=str(state), spark=spark)
+    repartition = runner.compiled.repartition_topics[0]
 
-    # 1. Killed in sub-topology 0 (writes the repartition topic) during a batch.
-    code, lines, stderr = _run_until(command, env, _batch_under_way(0), rng.uniform(0.3, 1.5),
+    # 1. Killed in sub-topology 0 while a batch writes the repartition topic.
+    code, lines, stderr = _run_until(command, env, _batch_under_way(0), repartition, kafka_admin,
                                      tmp_path / "run1.err")
     assert code == -signal.SIGKILL, f"first run was not killed (exit {code}): {lines[-3:]} {stderr[-3000:]}"
     assert not any(line.startswith("task 1_") for line in lines), "killed too late: sub-topology 1 had started"
 
-    # 2. Killed in sub-topology 1 (the count and its store) during a batch.
-    code, lines, stderr = _run_until(command, env, _batch_under_way(1), rng.uniform(0.3, 1.5),
+    # 2. Killed in sub-topology 1 (the count and its store) while a batch writes the output topic.
+    code, lines, stderr = _run_until(command, env, _batch_under_way(1), output, kafka_admin,
                                      tmp_path / "run2.err")
     assert code == -signal.SIGKILL, f"second run was not killed (exit {code}): {lines[-3:]} {stderr[-3000:]}"
     assert any(line.startswith("task 1_") for line in lines), "killed too early: sub-topology 1 had not started"
@@ -193,9 +200,6 @@ def test_word_count_killed_mid_batch_twice_then_rerun_matches_kafka_streams(
     # Shown with -rP: whether a kill left part of a batch in Kafka that a rerun then skipped.
     print("replays after the kills:", [line for line in stderr.splitlines() + final.stderr.splitlines()
                                        if "is a replay" in line])
-    runner = TaskRunner(eq.word_count(reference["input"], output), app_id, kafka_bootstrap,
-                        state_location=str(state), spark=spark)
     _assert_matches_kafka_streams(kafka_bootstrap, name, output, runner.read_store(eq.STORES[name]), reference)
-    repartition = runner.compiled.repartition_topics[0]
     for topic in (reference["input"], repartition):
         assert kafka_admin.committed_offsets(app_id, topic) == kafka_admin.end_offsets(topic), topic
