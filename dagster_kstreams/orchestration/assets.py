@@ -298,15 +298,24 @@ def build_kstreams_definitions(
     topic_partitions: Mapping[str, int],
     translator: Optional[DagsterKStreamsTranslator] = None,
     resources: Optional[Mapping[str, Any]] = None,
+    elastic_workers: Optional[Any] = None,
     **options: Any,
 ) -> dg.Definitions:
     """Assets and lag checks of one application as ``Definitions`` (arguments as :func:`kstreams_assets`).
+
+    ``elastic_workers`` (an :class:`~dagster_kstreams.orchestration.workers.ElasticWorkers`) adds the
+    app's worker job and lag sensor.
 
     The assets need a :class:`KafkaResource` under ``"kafka"`` and a dagster-pyspark resource
     (:class:`KStreamsSparkResource`) under ``"pyspark"``; pass them in ``resources`` or merge these
     definitions with ones that have them.
     """
     app = KStreamsApp(topology, app_id, topic_partitions, translator or DagsterKStreamsTranslator(), **options)
-    return dg.Definitions(assets=_assets_of(app), asset_checks=kstreams_asset_checks(app),
+    defs = dg.Definitions(assets=_assets_of(app), asset_checks=kstreams_asset_checks(app),
                           resources=dict(resources or {}))
+    if elastic_workers is None:
+        return defs
+    from dagster_kstreams.orchestration.sensors import kstreams_elastic_definitions
+
+    return dg.Definitions.merge(defs, kstreams_elastic_definitions(app, elastic_workers))
 

@@ -157,12 +157,14 @@ class TaskReport:
 
 
 def run_task_and_report(app: KStreamsApp, runner: Any, admin: Any, task_id: str,
-                        progress: Optional[Callable[[Any], None]] = None) -> TaskReport:
-    """Run ``task_id`` to the end offsets it sees at start and describe what it did."""
+                        progress: Optional[Callable[[Any], None]] = None,
+                        max_records: Optional[int] = None) -> TaskReport:
+    """Run ``task_id`` to the end offsets it sees at start (or to the first batch that reaches
+    ``max_records``) and describe what it did."""
     subtopology_id = int(task_id.split("_")[0])
     written = _written_topics(app, subtopology_id)
     ends_before = _end_offsets_once_led(admin, written)
-    result = runner.run_task(task_id, progress=progress)
+    result = runner.run_task(task_id, max_records=max_records, progress=progress)
     ends_after = _end_offsets_once_led(admin, written)
     partition = str(result.partition)
     metadata = task_metadata(result)

@@ -1,0 +1,235 @@
+"""The lag sensor: each tick, lag per sub-topology in, worker runs launched, retagged, retired.
+
+Every tick it
+
+* reads the end offsets of the app's input topics and the group's committed offsets, and
+  records the lag of each sub-topology as an ``AssetObservation`` of its asset (numeric
+  metadata: the UI plots ``lag``, ``workers``, ``desired_workers``, ``input_rate``...);
+* builds the fleet from the worker job's runs: the newest run of each worker id, its tags
+  (``tasks``, ``assigned``, ``state``) and what it last reported holding; a started run whose
+  heartbeat stopped is marked failed (its process is gone) so its tasks move now;
+* takes throughput samples from the task materializations of the last window;
+* calls :func:`dagster_kstreams.scaling.decide_tick` and applies the plan: ``RunRequest`` for
+  new workers, ``add_run_tags`` for retagged and retiring ones. The scaling state (input rate,
+  scale-down stabilization) lives in the sensor's cursor.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import dagster as dg
+
+from dagster_kstreams.kafka.admin import TopicPartition
+from dagster_kstreams.orchestration.assets import KStreamsApp
+from dagster_kstreams.orchestration.translator import sanitize_name
+from dagster_kstreams.orchestration.workers import (
+    STATE_RETIRING,
+    STATE_RUNNING,
+    TAG_APP,
+    TAG_ASSIGNED,
+    TAG_STATE,
+    TAG_TASKS,
+    TAG_WORKER,
+    TAG_WORKER_KEY,
+    ElasticWorkers,
+    format_tasks,
+    parse_tasks,
+    read_heartbeats,
+    read_held,
+    worker_job_name,
+)
+from dagster_kstreams.scaling import (
+    LagSnapshot,
+    ScalingState,
+    ThroughputSample,
+    Worker,
+    WorkerState,
+    decide_tick,
+    task_sort_key,
+)
+
+__all__ = ["current_workers", "kstreams_elastic_definitions", "kstreams_lag_sensor", "lag_sensor_name", "lag_snapshot", "throughput_samples"]
+
+_LIVE = {dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
+         dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING}
+_FAILED = {dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
+_RECENT_RUNS = 200
+
+
+def lag_sensor_name(app: KStreamsApp) -> str:
+    return f"{sanitize_name(app.app_id)}_lag_sensor"
+
+
+def _source_topics(app: KStreamsApp, subtopology_id: int) -> list[str]:
+    return list(dict.fromkeys(app.kafka_topic(topic)
+                              for topic in app.topology.subtopology(subtopology_id).source_topic_names))
+
+
+def lag_snapshot(app: KStreamsApp, admin: Any, now: float) -> LagSnapshot:
+    """End and committed offsets of every task (summed over its source partitions). A topic that
+    does not exist yet (a repartition topic before the first run) holds nothing."""
+    existing = admin.list_topics()
+    topics = sorted({topic for sub in app.topology.subtopologies for topic in _source_topics(app, sub.id)} & existing)
+    end = admin.end_offsets(topics) if topics else {}
+    committed = admin.committed_offsets(app.app_id, topics) if topics else {}
+    missing = sorted({tp.topic for tp in end if tp not in committed})
+    beginning = admin.beginning_offsets(missing) if missing else {}
+    ends: dict[str, int] = {}
+    commits: dict[str, int] = {}
+    for sub in app.topology.subtopologies:
+        for partition in range(app.task_counts[sub.id]):
+            task = f"{sub.id}_{partition}"
+            ends[task] = commits[task] = 0
+            for topic in _source_topics(app, sub.id):
+                tp = TopicPartition(topic, partition)
+                if tp in end:
+                    ends[task] += end[tp]
+                    commits[task] += committed.get(tp, beginning.get(tp, 0))
+    return LagSnapshot.from_offsets(now, ends, commits)
+
+
+def current_workers(instance: dg.DagsterInstance, app: KStreamsApp, elastic: ElasticWorkers, now: float,
+                    log: Any = None) -> tuple[list[Worker], dict[str, dg.DagsterRun]]:
+    """The newest run of each worker id as a :class:`Worker` (retired ones left out), and the runs
+    of the live ones by worker id. Marks started runs without a heartbeat failed."""
+    runs = instance.get_runs(
+        dg.RunsFilter(job_name=worker_job_name(app), tags={TAG_APP: sanitize_name(app.app_id)}), limit=_RECENT_RUNS)
+    newest: dict[str, dg.DagsterRun] = {}
+    for run in runs:  # newest first
+        worker_id = run.tags.get(TAG_WORKER)
+        if worker_id and worker_id not in newest:
+            newest[worker_id] = run
+    live = {worker_id: run for worker_id, run in newest.items() if run.status in _LIVE}
+    beats = read_heartbeats(instance, [run.run_id for run in live.values()])
+    for worker_id, run in list(live.items()):
+        if run.status is not dg.DagsterRunStatus.STARTED:
+            continue
+        if run.run_id in beats:
+            last, timeout = beats[run.run_id], elastic.heartbeat_timeout_seconds
+        else:  # still starting (resources, SparkSession): beats begin once the worker op runs
+            record = instance.get_run_record_by_id(run.run_id)
+            last = (record.start_time if record and record.start_time else None) or now
+            timeout = elastic.startup_timeout_seconds
+        if now - last > timeout:
+            # Its process is gone (killed, host lost): Dagster would wait forever; fail the run so
+            # that this tick reassigns its tasks.
+            message = f"{worker_id} sent no heartbeat for {now - last:.0f}s; marked failed by the lag sensor"
+            if log is not None:
+                log.warning(message)
+            instance.report_run_failed(run, message)
+            newest[worker_id] = instance.get_run_by_id(run.run_id) or run
+            del live[worker_id]
+    held = read_held(instance, [run.run_id for run in live.values()])
+    workers = []
+    for worker_id, run in newest.items():
+        if run.status in _LIVE:
+            retiring = run.tags.get(TAG_STATE) == STATE_RETIRING or run.status is dg.DagsterRunStatus.CANCELING
+            state = WorkerState.RETIRING if retiring else WorkerState.RUNNING
+            held_tasks = held.get(run.run_id, frozenset())
+        elif run.status in _FAILED:
+            state, held_tasks = WorkerState.FAILED, frozenset()
+        else:  # succeeded: retired and gone
+            continue
+        assigned = run.tags.get(TAG_ASSIGNED)
+        workers.append(Worker(worker_id, tasks=parse_tasks(run.tags.get(TAG_TASKS)),
+                              assigned=None if assigned is None else parse_tasks(assigned),
+                              held=held_tasks, state=state))
+    return workers, live
+
+
+def throughput_samples(instance: dg.DagsterInstance, app: KStreamsApp, since: float) -> list[ThroughputSample]:
+    """What tasks reported since ``since`` (epoch seconds): records and seconds per task run."""
+    samples = []
+    for sub in app.topology.subtopologies:
+        records = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=app.subtopology_key(sub.id), after_timestamp=since), limit=500).records
+        for record in records:
+            materialization = record.asset_materialization
+            metadata = materialization.metadata if materialization is not None else {}
+            if "records_in" not in metadata or "seconds" not in metadata:
+                continue
+            task = metadata["task"].value if "task" in metadata else f"{sub.id}_{materialization.partition}"
+            samples.append(ThroughputSample(time=record.timestamp, worker_id=record.run_id, task_id=str(task),
+                                            records=int(metadata["records_in"].value),
+                                            seconds=float(metadata["seconds"].value)))
+    return samples
+
+
+def _observations(app: KStreamsApp, snapshot: LagSnapshot, summary: Mapping[str, Any],
+                  running: int) -> list[dg.AssetObservation]:
+    lags = snapshot.lags()
+    events = []
+    for sub in app.topology.subtopologies:
+        mine = {task: lag for task, lag in lags.items() if task.split("_")[0] == str(sub.id)}
+        events.append(dg.AssetObservation(app.subtopology_key(sub.id), metadata={
+            "lag": dg.MetadataValue.int(sum(mine.values())),
+            "max_task_lag": dg.MetadataValue.int(max(mine.values(), default=0)),
+            "app_lag": dg.MetadataValue.int(snapshot.total_lag),
+            "workers": dg.MetadataValue.int(running),
+            "desired_workers": dg.MetadataValue.int(summary["desired_workers"]),
+            "input_rate": dg.MetadataValue.float(float(round(summary["input_rate"], 1))),
+            "worker_capacity": dg.MetadataValue.float(float(round(summary["worker_capacity"], 1))),
+            "lag_by_task": dg.MetadataValue.json(dict(sorted(mine.items(), key=lambda kv: task_sort_key(kv[0])))),
+        }))
+    return events
+
+
+def kstreams_elastic_definitions(app: KStreamsApp, elastic: ElasticWorkers) -> dg.Definitions:
+    """The app's worker job and its lag sensor."""
+    from dagster_kstreams.orchestration.workers import kstreams_worker_job
+
+    job = kstreams_worker_job(app, elastic)
+    return dg.Definitions(jobs=[job], sensors=[kstreams_lag_sensor(app, elastic, job)])
+
+
+def kstreams_lag_sensor(app: KStreamsApp, elastic: ElasticWorkers, worker_job: dg.JobDefinition) -> dg.SensorDefinition:
+    kafka_key = app.kafka_resource_key
+    app_tag = sanitize_name(app.app_id)
+
+    @dg.sensor(
+        name=lag_sensor_name(app),
+        job=worker_job,
+        minimum_interval_seconds=elastic.sensor_interval_seconds,
+        default_status=elastic.default_status,
+        required_resource_keys={kafka_key},
+        description=f"Consumer lag of {app.app_id!r}: launches worker runs when it grows, retires them when it "
+                    f"stays low (between {elastic.scaling.min_workers} and {elastic.scaling.max_workers} workers).",
+    )
+    def lag_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+        now = time.time()
+        instance = context.instance
+        admin = getattr(context.resources, kafka_key).admin()
+        snapshot = lag_snapshot(app, admin, now)
+        workers, live = current_workers(instance, app, elastic, now, context.log)
+        throughput = throughput_samples(instance, app, now - elastic.scaling.throughput_window_seconds)
+        decision = decide_tick(snapshot, workers, elastic.scaling, ScalingState.from_json(context.cursor), throughput)
+        plan = decision.plan
+        for worker_id in plan.retire:
+            instance.add_run_tags(live[worker_id].run_id, {TAG_TASKS: "", TAG_ASSIGNED: "", TAG_STATE: STATE_RETIRING})
+        for change in plan.retag:
+            instance.add_run_tags(live[change.worker_id].run_id,
+                                  {TAG_TASKS: format_tasks(change.tasks), TAG_ASSIGNED: format_tasks(change.assigned)})
+        requests = [
+            dg.RunRequest(tags={
+                TAG_APP: app_tag,
+                TAG_WORKER: launch.worker_id,
+                TAG_WORKER_KEY: f"{app_tag}/{launch.worker_id}",
+                TAG_TASKS: format_tasks(launch.tasks),
+                TAG_ASSIGNED: format_tasks(launch.assigned),
+                TAG_STATE: STATE_RUNNING,
+            })
+            for launch in plan.launch
+        ]
+        summary = decision.summary()
+        running = sum(1 for worker in workers if worker.state is WorkerState.RUNNING)
+        context.log.info(
+            f"lag {snapshot.total_lag}, input {summary['input_rate']:.0f}/s, capacity {summary['worker_capacity']:.0f}/s "
+            f"per worker: {summary['action']} ({running} -> {plan.desired_workers} workers); launch {summary['launch']}, "
+            f"retag {summary['retag']}, retire {summary['retire']}, pending handovers {summary['pending_handovers']}")
+        return dg.SensorResult(run_requests=requests, cursor=decision.state.to_json(),
+                               asset_events=_observations(app, snapshot, summary, running))
+
+    return lag_sensor

@@ -1,0 +1,243 @@
+"""The worker job: a Dagster run that owns a set of tasks and keeps them processed until retired.
+
+A worker run opens one SparkSession and loops over batches. Each batch it
+
+1. reads its own run's tags (the lag sensor writes them): ``tasks`` is what it may process;
+2. reports the tasks it read as *held* (see :func:`report_held`);
+3. reads its tags again;
+4. processes only the tasks present both times, each up to ``records_per_task`` records (so a
+   batch stays short and a revoked task is released soon), upstream sub-topologies first;
+   each task's materialization is logged against its sub-topology asset partition.
+
+This is the contract :mod:`dagster_kstreams.scaling.plan` relies on to hand a task from one
+worker to another without both ever processing it. When its tags are empty and its state is
+``retiring``, the worker reports nothing held and exits: the run succeeds.
+
+Held tasks and a heartbeat go to the instance's key-value store, one key each, rather than to
+run tags: ``add_run_tags`` rewrites the whole run body, so two writers (sensor and worker) could
+undo each other's change; here only the sensor writes tags.
+"""
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import dagster as dg
+from dagster import OpExecutionContext
+
+from dagster_kstreams.orchestration.assets import KStreamsApp
+from dagster_kstreams.orchestration.translator import sanitize_name
+from dagster_kstreams.scaling import ScalingConfig, task_sort_key
+
+__all__ = [
+    "ElasticWorkers",
+    "TAG_APP",
+    "TAG_ASSIGNED",
+    "TAG_STATE",
+    "TAG_TASKS",
+    "TAG_WORKER",
+    "TAG_WORKER_KEY",
+    "format_tasks",
+    "kstreams_worker_job",
+    "parse_tasks",
+    "read_heartbeats",
+    "read_held",
+    "read_processes",
+    "report_held",
+    "worker_job_name",
+]
+
+TAG_APP = "dagster_kstreams/app_id"
+TAG_WORKER = "dagster_kstreams/worker"
+# app and worker together: the key of a per-unique-value run concurrency limit of 1, so two runs
+# of one worker id never run at once (tag_concurrency_limits, applyLimitPerUniqueValue).
+TAG_WORKER_KEY = "dagster_kstreams/worker_key"
+TAG_TASKS = "dagster_kstreams/tasks"
+TAG_ASSIGNED = "dagster_kstreams/assigned"
+TAG_STATE = "dagster_kstreams/state"
+
+STATE_RUNNING = "running"
+STATE_RETIRING = "retiring"
+
+_HELD_KEY = "dagster_kstreams/held/{run_id}"
+_HEARTBEAT_KEY = "dagster_kstreams/heartbeat/{run_id}"
+_PROCESS_KEY = "dagster_kstreams/process/{run_id}"  # host:pid of the run, for operators
+
+
+@dataclass(frozen=True)
+class ElasticWorkers:
+    """Elastic workers of one application: the scaling policy, the lag sensor and the worker runs.
+
+    ``sensor_interval_seconds``: how often the lag sensor ticks. ``default_status``: whether the
+    sensor runs as soon as the code location loads. ``heartbeat_timeout_seconds``: a started worker
+    run silent that long is taken for dead (its process was killed): it is marked failed and its
+    tasks move. ``startup_timeout_seconds``: the same for a run that has not beaten yet (starting
+    its SparkSession). ``records_per_task``: most records one task processes per batch.
+    ``idle_seconds``: pause of a worker between batches that found nothing to do.
+    """
+
+    scaling: ScalingConfig = ScalingConfig()
+    sensor_interval_seconds: int = 30
+    default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED
+    heartbeat_interval_seconds: float = 5.0
+    heartbeat_timeout_seconds: float = 60.0
+    startup_timeout_seconds: float = 300.0
+    records_per_task: Optional[int] = 50_000
+    idle_seconds: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.sensor_interval_seconds < 1:
+            raise ValueError(f"sensor_interval_seconds must be >= 1, got {self.sensor_interval_seconds}")
+        if not 0 < self.heartbeat_interval_seconds < self.heartbeat_timeout_seconds:
+            raise ValueError("heartbeat_interval_seconds must be > 0 and below heartbeat_timeout_seconds")
+        if self.records_per_task is not None and self.records_per_task < 1:
+            raise ValueError(f"records_per_task must be >= 1 or None, got {self.records_per_task}")
+
+
+def worker_job_name(app: KStreamsApp) -> str:
+    return f"{sanitize_name(app.app_id)}_workers"
+
+
+def format_tasks(tasks: Iterable[str]) -> str:
+    return ",".join(sorted(set(tasks), key=task_sort_key))
+
+
+def parse_tasks(text: Optional[str]) -> frozenset[str]:
+    return frozenset(task for task in (text or "").split(",") if task)
+
+
+def report_held(instance: dg.DagsterInstance, run_id: str, tasks: Iterable[str]) -> None:
+    instance.run_storage.set_cursor_values({_HELD_KEY.format(run_id=run_id): format_tasks(tasks)})
+
+
+def read_held(instance: dg.DagsterInstance, run_ids: Iterable[str]) -> dict[str, frozenset[str]]:
+    """What each run last reported holding (a run that never reported holds nothing yet)."""
+    keys = {_HELD_KEY.format(run_id=run_id): run_id for run_id in run_ids}
+    values = instance.run_storage.get_cursor_values(set(keys)) if keys else {}
+    return {run_id: parse_tasks(values.get(key)) for key, run_id in keys.items()}
+
+
+def _beat(instance: dg.DagsterInstance, run_id: str) -> None:
+    instance.run_storage.set_cursor_values({_HEARTBEAT_KEY.format(run_id=run_id): repr(time.time())})
+
+
+def read_heartbeats(instance: dg.DagsterInstance, run_ids: Iterable[str]) -> dict[str, float]:
+    keys = {_HEARTBEAT_KEY.format(run_id=run_id): run_id for run_id in run_ids}
+    values = instance.run_storage.get_cursor_values(set(keys)) if keys else {}
+    return {keys[key]: float(value) for key, value in values.items()}
+
+
+def read_processes(instance: dg.DagsterInstance, run_ids: Iterable[str]) -> dict[str, str]:
+    """``host:pid`` of each worker run that has started."""
+    keys = {_PROCESS_KEY.format(run_id=run_id): run_id for run_id in run_ids}
+    values = instance.run_storage.get_cursor_values(set(keys)) if keys else {}
+    return {keys[key]: value for key, value in values.items()}
+
+
+class _Heartbeat:
+    """Beats from a thread, so a long task batch does not look like a dead worker."""
+
+    def __init__(self, instance: dg.DagsterInstance, run_id: str, interval: float):
+        self._instance, self._run_id, self._interval = instance, run_id, interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="kstreams-heartbeat", daemon=True)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                _beat(self._instance, self._run_id)
+            except Exception:  # a storage hiccup must not kill the worker; the next beat retries
+                pass
+
+    def __enter__(self) -> "_Heartbeat":
+        self._instance.run_storage.set_cursor_values(
+            {_PROCESS_KEY.format(run_id=self._run_id): f"{socket.gethostname()}:{os.getpid()}"})
+        _beat(self._instance, self._run_id)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+def _tags(instance: dg.DagsterInstance, run_id: str) -> Mapping[str, str]:
+    run = instance.get_run_by_id(run_id)
+    return run.tags if run is not None else {}
+
+
+def _tasks_by_order(app: KStreamsApp, tasks: Iterable[str]) -> list[str]:
+    """Upstream sub-topologies first, so one batch carries records through repartition topics."""
+    rank = {sub_id: i for i, sub_id in enumerate(app.upstream_first())}
+    return sorted(tasks, key=lambda task: (rank.get(int(task.split("_")[0]), len(rank)), task_sort_key(task)))
+
+
+def _has_backlog(app: KStreamsApp, admin: Any, task_id: str) -> bool:
+    """Whether the group's committed offsets trail the end of the task's input (skip idle tasks:
+    starting a Spark query for nothing costs seconds)."""
+    subtopology, partition = (int(part) for part in task_id.split("_"))
+    topics = [app.kafka_topic(topic) for topic in app.topology.subtopology(subtopology).source_topic_names]
+    existing = admin.list_topics()
+    topics = [topic for topic in dict.fromkeys(topics) if topic in existing]
+    if not topics:
+        return False
+    lags = admin.lag(app.app_id, topics)
+    return any(lag > 0 for tp, lag in lags.items() if tp.partition == partition)
+
+
+def kstreams_worker_job(app: KStreamsApp, elastic: ElasticWorkers) -> dg.JobDefinition:
+    """The app's worker job (one op, in process: one SparkSession per run)."""
+    kafka_key, spark_key = app.kafka_resource_key, app.spark_resource_key
+
+    @dg.op(name=f"{sanitize_name(app.app_id)}_worker", required_resource_keys={kafka_key, spark_key})
+    def kstreams_worker(context: OpExecutionContext) -> dg.Output:
+        from dagster_kstreams.orchestration.execution import prepare_topics, run_task_and_report, task_runner
+
+        instance, run_id = context.instance, context.run_id
+        worker = _tags(instance, run_id).get(TAG_WORKER, "?")
+        kafka = getattr(context.resources, kafka_key)
+        admin = kafka.admin()
+        spark = getattr(context.resources, spark_key).spark_session
+        prepare_topics(app, admin, [sub.id for sub in app.topology.subtopologies], context.log.info)
+        runner = task_runner(app, kafka, spark)
+        runner.ensure_internal_topics()
+        batches = records = 0
+        with _Heartbeat(instance, run_id, elastic.heartbeat_interval_seconds):
+            while True:
+                first = _tags(instance, run_id)
+                report_held(instance, run_id, parse_tasks(first.get(TAG_TASKS)))
+                second = _tags(instance, run_id)
+                tasks = parse_tasks(first.get(TAG_TASKS)) & parse_tasks(second.get(TAG_TASKS))
+                if not tasks and second.get(TAG_STATE) == STATE_RETIRING:
+                    report_held(instance, run_id, ())
+                    context.log.info(f"{worker} retired after {batches} batches, {records} records")
+                    break
+                done = 0
+                for task_id in _tasks_by_order(app, tasks):
+                    if not _has_backlog(app, admin, task_id):
+                        continue
+                    report = run_task_and_report(app, runner, admin, task_id, max_records=elastic.records_per_task)
+                    for event in (*report.topic_events, *report.task_events):
+                        context.log_event(event)
+                    done += report.result.records_in
+                batches += 1
+                records += done
+                if done == 0:
+                    time.sleep(elastic.idle_seconds)
+        return dg.Output(None, metadata={"batches": batches, "records": records})
+
+    @dg.job(
+        name=worker_job_name(app),
+        description=f"A worker of Kafka Streams application {app.app_id!r}: processes the tasks its run tags "
+                    "name until retired. Launched and retired by the lag sensor.",
+        executor_def=dg.in_process_executor,
+        tags={TAG_APP: sanitize_name(app.app_id)},
+    )
+    def worker_job() -> None:
+        kstreams_worker()
+
+    return worker_job

@@ -1,0 +1,113 @@
+"""The lag sensor tick by tick on a real broker and a real (temporary) Dagster instance: what it
+launches, how it hands a task over (only once the old worker reports it released), what it
+records, and how it retires. The worker side is played by the calls a worker run makes
+(``report_held``); the daemon-driven end-to-end test is test_elastic_workers.py."""
+
+from __future__ import annotations
+
+import dagster as dg
+import pytest
+
+from dagster_kstreams.kafka.admin import TopicPartition
+from dagster_kstreams.kafka.records import produce
+from dagster_kstreams.orchestration.assets import build_kstreams_definitions
+from dagster_kstreams.orchestration.resources import KafkaResource, KStreamsSparkResource
+from dagster_kstreams.orchestration.workers import (
+    TAG_ASSIGNED,
+    TAG_STATE,
+    TAG_TASKS,
+    TAG_WORKER,
+    ElasticWorkers,
+    parse_tasks,
+    report_held,
+)
+from dagster_kstreams.scaling import ScalingConfig, ScalingState
+from dagster_kstreams.topology import StreamsBuilder
+
+pytestmark = pytest.mark.integration
+
+ALL = {"0_0", "0_1", "0_2", "0_3"}
+
+
+@pytest.fixture
+def setup(kafka_bootstrap, kafka_admin, unique_topic, tmp_path):
+    source, sink, app_id = unique_topic("sensor-in"), unique_topic("sensor-out"), unique_topic("sensor-app")
+    kafka_admin.create_topics({source: 4})
+    builder = StreamsBuilder()
+    builder.stream(source).group_by_key().count().to_stream().to(sink)
+    elastic = ElasticWorkers(scaling=ScalingConfig(min_workers=1, max_workers=2, catch_up_seconds=1,
+                                                   default_worker_records_per_second=100,
+                                                   scale_down_stabilization_seconds=0))
+    defs = build_kstreams_definitions(
+        topology=builder, app_id=app_id, topic_partitions={source: 4, sink: 4}, create_sink_topics=True,
+        state_location=str(tmp_path / "state"), elastic_workers=elastic,
+        resources={"kafka": KafkaResource(bootstrap_servers=kafka_bootstrap),
+                   "pyspark": KStreamsSparkResource(master="local[1]")})
+    with dg.instance_for_test() as instance:
+        yield defs, instance, source, app_id
+
+
+def _tick(defs, instance, cursor):
+    repository = defs.get_repository_def()
+    (sensor,) = repository.sensor_defs
+    context = dg.build_sensor_context(instance=instance, cursor=cursor, repository_def=repository,
+                                      resources={"kafka": repository.get_top_level_resources()["kafka"]})
+    return sensor.evaluate_tick(context)
+
+
+def _submit(defs, instance, requests) -> list[dg.DagsterRun]:
+    """What the sensor daemon does with the run requests: create the runs (not started yet)."""
+    job = defs.get_repository_def().get_job(defs.jobs[0].name)
+    return [instance.create_run_for_job(job, tags=request.tags, status=dg.DagsterRunStatus.NOT_STARTED)
+            for request in requests]
+
+
+def _tags(instance, run):
+    return instance.get_run_by_id(run.run_id).tags
+
+
+def test_sensor_launches_hands_over_only_released_tasks_records_lag_and_retires(setup, kafka_bootstrap, kafka_admin):
+    defs, instance, source, app_id = setup
+    assert [sensor.name for sensor in defs.sensors] == [f"{app_id.replace('-', '_')}_lag_sensor"]
+
+    # Idle: one worker (min_workers) with every task; lag 0 recorded for the sub-topology.
+    result = _tick(defs, instance, None)
+    (request,) = result.run_requests
+    assert request.tags[TAG_WORKER] == "worker-0" and parse_tasks(request.tags[TAG_TASKS]) == ALL
+    (observation,) = result.asset_events
+    assert observation.metadata["lag"].value == 0 and observation.metadata["desired_workers"].value == 1
+    ScalingState.from_json(result.cursor)  # the cursor is the scaling state
+    (worker0,) = _submit(defs, instance, result.run_requests)
+    report_held(instance, worker0.run_id, ALL)  # worker-0 runs and holds every task
+
+    # A burst: a second worker is launched; two tasks leave worker-0 but are not granted yet.
+    produce(kafka_bootstrap, source, [(f"k{i}".encode(), b"v") for i in range(400)])
+    result = _tick(defs, instance, result.cursor)
+    (request,) = result.run_requests
+    assert request.tags[TAG_WORKER] == "worker-1"
+    assert parse_tasks(request.tags[TAG_TASKS]) == set()  # worker-0 still holds them
+    moving = parse_tasks(request.tags[TAG_ASSIGNED])
+    assert len(moving) == 2
+    assert parse_tasks(_tags(instance, worker0)[TAG_TASKS]) == ALL - moving
+    (observation,) = result.asset_events
+    assert observation.metadata["lag"].value == 400 and observation.metadata["desired_workers"].value == 2
+    (worker1,) = _submit(defs, instance, result.run_requests)
+
+    # Until worker-0 reports it no longer holds them, they stay pending.
+    result = _tick(defs, instance, result.cursor)
+    assert not result.run_requests and parse_tasks(_tags(instance, worker1)[TAG_TASKS]) == set()
+    report_held(instance, worker0.run_id, ALL - moving)
+    result = _tick(defs, instance, result.cursor)
+    assert parse_tasks(_tags(instance, worker1)[TAG_TASKS]) == moving
+
+    # Lag gone (as if processed): with no stabilization window, the surplus worker retires at once.
+    ends = kafka_admin.end_offsets([source])
+    kafka_admin.commit_offsets(app_id, {TopicPartition(tp.topic, tp.partition): end for tp, end in ends.items()})
+    result = _tick(defs, instance, result.cursor)
+    retired = _tags(instance, worker1)
+    assert retired[TAG_STATE] == "retiring" and parse_tasks(retired[TAG_TASKS]) == set()
+    assert result.asset_events[0].metadata["lag"].value == 0
+    report_held(instance, worker1.run_id, ())  # it read its emptied tags: its tasks are free
+    result = _tick(defs, instance, result.cursor)
+    assert parse_tasks(_tags(instance, worker0)[TAG_TASKS]) == ALL
+
