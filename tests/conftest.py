@@ -30,7 +30,12 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     controller_port = free_port()
     while controller_port == port:
         controller_port = free_port()
-    broker = LocalBroker(port=port, controller_port=controller_port, state_dir=tmp_path_factory.mktemp("kafka-broker"))
+    broker = LocalBroker(
+        port=port,
+        controller_port=controller_port,
+        state_dir=tmp_path_factory.mktemp("kafka-broker"),
+        stop_with_parent=True,  # no orphaned broker if the test process crashes
+    )
     broker.start()
     try:
         yield broker.bootstrap_servers

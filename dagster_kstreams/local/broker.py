@@ -15,6 +15,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import uuid
 from dataclasses import dataclass
@@ -126,6 +127,15 @@ def _process_command_line(pid: int) -> str | None:
     return None
 
 
+def _terminate_with_parent() -> None:
+    """In the child before exec: ask Linux to send SIGTERM when the parent process dies."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+
+
 def _telling_line(output: str) -> str:
     """The line of a JVM tool's output that says what went wrong (not a stack frame)."""
     lines = [line.strip() for line in output.splitlines() if line.strip() and not line.strip().startswith("at ")]
@@ -152,6 +162,7 @@ class LocalBroker:
         broker_config: dict[str, str] | None = None,
         jars_home: Path | None = None,
         startup_timeout_s: float = 90.0,
+        stop_with_parent: bool = False,
     ) -> None:
         self.port = port
         self.controller_port = controller_port if controller_port is not None else port + 1
@@ -163,6 +174,9 @@ class LocalBroker:
         self.broker_config = dict(broker_config or {})
         self.jars_home = jars_home
         self.startup_timeout_s = startup_timeout_s
+        # For brokers owned by one process (a test session): if that process dies hard, the
+        # kernel stops the broker too instead of leaving it orphaned (Linux only).
+        self.stop_with_parent = stop_with_parent
         self._process: subprocess.Popen[bytes] | None = None
 
     # -- paths -------------------------------------------------------------------------
@@ -286,6 +300,7 @@ class LocalBroker:
                 stderr=subprocess.STDOUT,
                 # Its own session: Ctrl-C in the terminal that ran `local up` must not reach it.
                 start_new_session=True,
+                preexec_fn=_terminate_with_parent if self.stop_with_parent else None,
             )
         self.pid_file.write_text(f"{self._process.pid} {self.bootstrap_servers}\n")
         try:
