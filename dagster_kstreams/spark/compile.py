@@ -240,16 +240,20 @@ class CompiledTopology:
             if node.stateful:
                 node.state_slot = slot
                 slot += 1
-        return SubtopologyProgram(subtopology, nodes, self.dead_letters)
+        program = SubtopologyProgram(subtopology, nodes, self.dead_letters)
+        from dagster_kstreams.spark import expressions
+
+        # Column expressions: the whole sub-topology as DataFrame operations (None without any).
+        program.column_plan = expressions.plan(program, UnsupportedTopologyError)
+        return program
 
     def _function(self, factory: ProcessorNode, user_function):
         if user_function is None:
             return None
         if user_function.is_column:
-            raise UnsupportedTopologyError(
-                f"processor {factory.name} ({factory.kind.value}) is given a PySpark Column expression; "
-                "the Spark runner runs Python functions only so far"
-            )
+            from dagster_kstreams.spark import expressions
+
+            return expressions.column_function(factory, user_function, UnsupportedTopologyError)
         return user_function
 
     def _exec_node(self, factory: ProcessorNode) -> ExecNode:

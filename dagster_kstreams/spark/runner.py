@@ -489,7 +489,10 @@ class TaskRunner:
         source = reader.load().select(*SOURCE_COLUMNS)
 
         jvm_count = program.jvm_count()
-        if jvm_count is not None:
+        column_plan = getattr(program, "column_plan", None)
+        if column_plan is not None:  # Column expressions only: DataFrame operations, no Python pass
+            output = column_plan.build(source, self.dead_letters)
+        elif jvm_count is not None:
             _, _, sink = jvm_count
             # Kafka Streams' count skips null keys and null values; the count goes out as a
             # big-endian Long, as Serdes.Long() writes it.

@@ -121,6 +121,15 @@ class _ByteArraySerde(Serde):
 class _JsonSerde(Serde):
     name = "Json"
 
+    def __init__(self, schema: Any = None):
+        # Optional Spark schema (a DDL string such as "country string, amount long", or a
+        # pyspark StructType), kept opaque here: with it the Spark runner parses and writes the
+        # JSON in the JVM (from_json / to_json) and Column expressions see ``value`` as a struct.
+        self.schema = schema
+
+    def __repr__(self) -> str:
+        return "Serdes.Json()" if self.schema is None else f"Serdes.Json(schema={_schema_text(self.schema)!r})"
+
     def serialize(self, value):
         if value is None:
             return None
@@ -128,6 +137,11 @@ class _JsonSerde(Serde):
 
     def deserialize(self, data):
         return None if data is None else json.loads(bytes(data).decode("utf-8"))
+
+
+def _schema_text(schema: Any) -> str:
+    simple = getattr(schema, "simpleString", None)
+    return simple() if callable(simple) else str(schema)
 
 
 @dataclass(frozen=True)
@@ -212,9 +226,15 @@ class Serdes:
         return _ByteArraySerde()
 
     @staticmethod
-    def Json() -> Serde:
-        """UTF-8 JSON (compact, sorted keys) — not a Kafka class, the common choice in Python."""
-        return _JsonSerde()
+    def Json(schema: Any = None) -> Serde:
+        """UTF-8 JSON (compact, sorted keys) — not a Kafka class, the common choice in Python.
+
+        ``schema`` (optional): a Spark DDL string (``"country string, amount long"``) or a
+        ``StructType``. With it, the Spark runner parses values with ``from_json`` and writes
+        them with ``to_json`` in the JVM, and PySpark Column expressions address fields as
+        ``F.col("value.country")``. Python functions still receive dicts either way.
+        """
+        return _JsonSerde(schema)
 
     @staticmethod
     def TimeWindowed(inner: Serde, window_size_ms: Optional[int] = None) -> Serde:

@@ -1,0 +1,323 @@
+"""PySpark Column expressions given to DSL operations, run in the JVM as DataFrame operations.
+
+A stateless operation may be given a PySpark ``Column`` instead of a Python function::
+
+    from pyspark.sql import functions as F
+
+    builder.stream("orders", Consumed.with_(Serdes.String(), Serdes.Json(schema="country string, amount long"))) \\
+        .filter(F.col("value.amount") > 10) \\
+        .select_key(F.col("value.country")) \\
+        .map_values(F.col("value.amount") * 2) \\
+        .to("big-orders", Produced.with_(Serdes.String(), Serdes.Long()))
+
+Column names users write against (the record as it flows, after deserialization):
+
+* ``key`` and ``value``: the current key and value, typed by the source serdes (``String`` ->
+  string, ``Long`` -> bigint, ``Integer`` -> int, ``ByteArray`` -> binary, ``Json(schema=...)``
+  -> a struct with the schema's fields, e.g. ``F.col("value.country")``), then by whatever the
+  previous Column operations produced.
+* ``topic``, ``partition``, ``offset``, ``timestamp``: the source record's coordinates (read only).
+
+Supported operations and their Column:
+
+* ``filter`` / ``filter_not``: a boolean Column (null counts as false, as ``bool(None)``);
+* ``map_values``: the new value; ``select_key``: the new key;
+* ``map``: a ``(key_column, value_column)`` tuple;
+* ``flat_map_values``: an array Column, exploded (a null array emits nothing).
+
+A sub-topology whose processors are all Column operations (plus sources, sinks, ``merge`` and
+the repartition filter) and whose serdes are JVM-parsable (``String``, ``Long``, ``Integer``,
+``ByteArray``, ``Json(schema=...)``; a sink may also write ``Json()`` without a schema) runs
+with no Python pass at all: the task query is Kafka source -> DataFrame operations -> Kafka sink.
+Any other sub-topology that uses a Column expression is rejected with
+:class:`~dagster_kstreams.spark.compile.UnsupportedTopologyError` naming the processors that keep
+it out of the JVM (Python functions, Python-only serdes, unsupported operations).
+
+Deserialization errors follow the task's handler exactly as in the Python pass: ``fail`` stops
+the task with ``DeserializationError: cannot deserialize the <key|value> of the record at topic
+'<t>' partition <p> offset <o> ...``; ``log_and_continue`` skips the record and, with a
+dead-letter topic, writes it there raw with Kafka Streams' dead-letter headers. Malformed input
+is: a ``Long``/``Integer`` whose length is not 8/4 bytes, JSON that ``from_json`` cannot parse
+(detected with a corrupt-record column; the JSON literal ``null`` is a null value, as in Python).
+
+Differences from the Python serdes: ``to_json`` writes a struct's fields in schema order
+(``Serdes.Json`` in Python sorts keys; both are the same JSON); ``String`` decodes invalid
+UTF-8 with replacement characters instead of failing; a ``String`` sink casts a non-string
+Column to string.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import Any, Optional
+
+__all__ = ["ColumnExpression", "ColumnPlan", "column_function", "plan", "COLUMN_KINDS"]
+
+# NodeKind values whose user function may be a Column, and what the Column must be.
+COLUMN_KINDS = {"filter": 1, "map_values": 1, "select_key": 1, "map": 2, "flat_map_values": 1}
+_PASS_KINDS = {"merge", "branch_child", "repartition_filter"}
+_CORRUPT = "_dks_corrupt_record"
+_HEADERS_TYPE = "array<struct<key: string, value: binary>>"
+
+
+class ColumnExpression:
+    """A user's Column (or ``(key, value)`` tuple of Columns), in place of a Python function.
+
+    It cannot be called in Python: only :class:`ColumnPlan` evaluates it, in the JVM.
+    """
+
+    def __init__(self, column: Any, processor: str):
+        self.column = column
+        self.processor = processor
+
+    def __call__(self, *args):
+        raise TypeError(
+            f"processor {self.processor} is a PySpark Column expression; it runs in the JVM only"
+        )
+
+    def __repr__(self) -> str:
+        return f"ColumnExpression({self.processor}: {self.column!r})"
+
+
+class _ColumnFunction:
+    """What compile.py's ``_function`` returns for a Column: ``as_key_value()`` gives the marker."""
+
+    def __init__(self, expression: ColumnExpression):
+        self.expression = expression
+
+    def as_key_value(self) -> ColumnExpression:
+        return self.expression
+
+
+def column_function(factory, user_function, error_class):
+    """Check that ``factory`` (a view ProcessorNode) may take the Column; wrap it for the program."""
+    kind = factory.kind.value
+    if kind not in COLUMN_KINDS:
+        raise error_class(
+            f"processor {factory.name} ({kind}) is given a PySpark Column expression; the Spark runner "
+            f"runs Column expressions for {', '.join(sorted(COLUMN_KINDS))} only"
+        )
+    column = user_function.fn
+    arity = len(column) if isinstance(column, (tuple, list)) else 1
+    if arity != COLUMN_KINDS[kind]:
+        want = "a (key, value) tuple of two Columns" if kind == "map" else "one Column"
+        raise error_class(f"processor {factory.name} ({kind}) needs {want}, got {column!r}")
+    return _ColumnFunction(ColumnExpression(column, factory.name))
+
+
+# -- serdes in the JVM -------------------------------------------------------------------
+def _serde_name(serde) -> str:
+    return getattr(serde, "name", type(serde).__name__)
+
+
+def jvm_deserializable(serde) -> bool:
+    name = _serde_name(serde)
+    if name == "Json":
+        return getattr(serde, "schema", None) is not None
+    return name in ("String", "ByteArray", "Long", "Integer")
+
+
+def jvm_serializable(serde) -> bool:
+    return _serde_name(serde) in ("String", "ByteArray", "Long", "Integer", "Json")
+
+
+def _deserialize(raw, serde):
+    """``(parsed Column, malformed Column, reason)`` for raw bytes ``raw``."""
+    from pyspark.sql import functions as F
+
+    name = _serde_name(serde)
+    never = F.lit(False)
+    if name == "String":
+        return raw.cast("string"), never, ""
+    if name == "ByteArray":
+        return raw, never, ""
+    if name in ("Long", "Integer"):
+        size = 8 if name == "Long" else 4
+        bad = raw.isNotNull() & (F.length(raw) != size)
+        signed = F.conv(F.hex(raw), 16, -10).cast("long")  # 8 bytes: two's complement already
+        if name == "Integer":
+            signed = F.when(signed >= 2**31, signed - 2**32).otherwise(signed).cast("int")
+        return F.when(~bad, signed), bad, f"ValueError: Serdes.{name}() expects {size} bytes"
+    if name == "Json":
+        schema = serde.schema
+        if isinstance(schema, str):
+            schema = f"{schema}, {_CORRUPT} string"
+        else:  # a StructType: a copy with the corrupt-record field
+            from pyspark.sql.types import StringType, StructField, StructType
+
+            schema = StructType([*schema.fields, StructField(_CORRUPT, StringType(), True)])
+        text = raw.cast("string")
+        parsed = F.from_json(text, schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT})
+        is_null = F.trim(text) == F.lit("null")
+        bad = raw.isNotNull() & ~is_null & parsed.getField(_CORRUPT).isNotNull()
+        value = F.when(raw.isNotNull() & ~is_null, parsed.dropFields(_CORRUPT))
+        return value, bad, "JSONDecodeError: malformed JSON for the schema"
+    raise ValueError(f"{serde!r} cannot be parsed in the JVM")
+
+
+def _serialize(column, data_type, serde):
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    name = _serde_name(serde)
+    if name == "String":
+        return column.cast("string").cast("binary")
+    if name == "ByteArray":
+        return column.cast("binary")
+    if name == "Long":
+        return F.unhex(F.lpad(F.hex(column.cast("long")), 16, "0"))
+    if name == "Integer":
+        return F.unhex(F.substring(F.lpad(F.hex(column.cast("long")), 16, "0"), 9, 8))
+    if name == "Json":
+        if isinstance(data_type, (StructType, MapType, ArrayType)):
+            text = F.to_json(column)
+        else:  # a scalar: JSON of a one-element array, without the brackets
+            text = F.when(column.isNotNull(), F.regexp_extract(F.to_json(F.array(column)), r"^\[(.*)\]$", 1))
+        return text.cast("binary")
+    raise ValueError(f"{serde!r} cannot be written in the JVM")
+
+
+# -- the plan ----------------------------------------------------------------------------
+def plan(program, error_class) -> Optional["ColumnPlan"]:
+    """A :class:`ColumnPlan` when the program uses Column expressions (None when it has none).
+
+    Raises ``error_class`` naming every processor that keeps the sub-topology out of the JVM.
+    """
+    users = [node.name for node in program.nodes if isinstance(node.fn, ColumnExpression)]
+    if not users:
+        return None
+    problems = []
+    for node in program.nodes:
+        if node.kind == "source":
+            for part, serde in (("key", node.key_serde), ("value", node.value_serde)):
+                if not jvm_deserializable(serde):
+                    problems.append(f"source {node.name} reads its {part} with {serde!r}, which only Python parses"
+                                    " (use String, Long, Integer, ByteArray or Json(schema=...))")
+        elif node.kind == "sink":
+            if node.topic is None:
+                problems.append(f"sink {node.name} picks its topic with a Python function")
+            for part, serde in (("key", node.key_serde), ("value", node.value_serde)):
+                if not jvm_serializable(serde):
+                    problems.append(f"sink {node.name} writes its {part} with {serde!r}, which only Python writes")
+        elif node.kind in COLUMN_KINDS:
+            if not isinstance(node.fn, ColumnExpression):
+                problems.append(f"processor {node.name} ({node.kind}) is a Python function")
+        elif node.kind not in _PASS_KINDS:
+            problems.append(f"processor {node.name} ({node.kind}) has no Column form")
+    if problems:
+        raise error_class(
+            f"sub-topology {program.subtopology_id}: processor(s) {', '.join(users)} are PySpark Column "
+            "expressions, which run only when the whole sub-topology runs in the JVM (Column operations, "
+            "JVM serdes); not here because: " + "; ".join(problems)
+        )
+    return ColumnPlan(program)
+
+
+class ColumnPlan:
+    """A stateless sub-topology made of Column operations, as DataFrame operations."""
+
+    def __init__(self, program):
+        self.program = program
+
+    def build(self, source, dead_letters):
+        """The task's output DataFrame (``topic, key, value, headers``) from its source DataFrame
+        (``key, value, topic, partition, offset, timestamp`` as Spark's Kafka source gives them)."""
+        from pyspark.sql import functions as F
+
+        from dagster_kstreams.kafka.dead_letter import (
+            HEADER_EXCEPTION,
+            HEADER_EXCEPTION_MESSAGE,
+            HEADER_OFFSET,
+            HEADER_PARTITION,
+            HEADER_TOPIC,
+            DeserializationHandler,
+        )
+
+        outputs = []
+        nodes = self.program.nodes
+        for node in nodes:
+            if node.kind != "source":
+                continue
+            records = source.where(F.col("topic").isin(list(node.topics)))
+            key, key_bad, key_reason = _deserialize(F.col("key"), node.key_serde)
+            value, value_bad, value_reason = _deserialize(F.col("value"), node.value_serde)
+            records = records.select(
+                F.col("key").alias("_raw_key"), F.col("value").alias("_raw_value"),
+                "topic", "partition", "offset", "timestamp",
+                key.alias("key"), value.alias("value"),
+                key_bad.alias("_key_bad"), value_bad.alias("_value_bad"),
+            )
+            bad = F.col("_key_bad") | F.col("_value_bad")
+
+            def message(part, serde, reason):
+                return F.concat(
+                    F.lit(f"cannot deserialize the {part} of the record at topic '"), F.col("topic"),
+                    F.lit("' partition "), F.col("partition").cast("string"),
+                    F.lit(" offset "), F.col("offset").cast("string"), F.lit(f" with {serde!r}: {reason}"),
+                )
+
+            why = F.when(F.col("_key_bad"), message("key", node.key_serde, key_reason)).otherwise(
+                message("value", node.value_serde, value_reason))
+            if dead_letters.handler is DeserializationHandler.FAIL:
+                # A filter cannot be pruned away: the first malformed record stops the task.
+                records = records.where(F.coalesce(
+                    F.when(bad, F.raise_error(F.concat(F.lit("DeserializationError: "), why))).cast("boolean"),
+                    F.lit(True),
+                ))
+            else:
+                if dead_letters.dead_letter_topic:
+                    headers = F.array(*(
+                        F.struct(F.lit(name).alias("key"), data.cast("binary").alias("value"))
+                        for name, data in (
+                            (HEADER_EXCEPTION, F.lit("DeserializationError")),
+                            (HEADER_EXCEPTION_MESSAGE, why),
+                            (HEADER_TOPIC, F.col("topic")),
+                            (HEADER_PARTITION, F.col("partition").cast("string")),
+                            (HEADER_OFFSET, F.col("offset").cast("string")),
+                        )
+                    ))
+                    outputs.append(records.where(bad).select(
+                        F.lit(dead_letters.dead_letter_topic).alias("topic"),
+                        F.col("_raw_key").alias("key"), F.col("_raw_value").alias("value"),
+                        headers.alias("headers"),
+                    ))
+                records = records.where(~bad)
+            records = records.drop("_raw_key", "_raw_value", "_key_bad", "_value_bad")
+            for child in node.children:
+                self._walk(child, records, outputs)
+        if not outputs:
+            return source.where(F.lit(False)).select(
+                F.col("topic"), F.col("key"), F.col("value"), F.lit(None).cast(_HEADERS_TYPE).alias("headers"))
+        return reduce(lambda left, right: left.unionByName(right), outputs)
+
+    def _walk(self, index: int, records, outputs: list) -> None:
+        from pyspark.sql import functions as F
+
+        node = self.program.nodes[index]
+        kind = node.kind
+        column = node.fn.column if isinstance(node.fn, ColumnExpression) else None
+        if kind == "filter":
+            keep = F.coalesce(column, F.lit(False))
+            records = records.where(~keep if node.negate else keep)
+        elif kind == "map_values":
+            records = records.withColumn("value", column)
+        elif kind == "select_key":
+            records = records.withColumn("key", column)
+        elif kind == "map":
+            new_key, new_value = column
+            records = records.withColumns({"key": new_key, "value": new_value})
+        elif kind == "flat_map_values":
+            records = records.withColumn("value", F.explode(column))
+        elif kind == "repartition_filter":
+            records = records.where(F.col("key").isNotNull())
+        elif kind == "sink":
+            types = {field.name: field.dataType for field in records.schema.fields}
+            outputs.append(records.select(
+                F.lit(node.topic).alias("topic"),
+                _serialize(F.col("key"), types["key"], node.key_serde).alias("key"),
+                _serialize(F.col("value"), types["value"], node.value_serde).alias("value"),
+                F.lit(None).cast(_HEADERS_TYPE).alias("headers"),
+            ))
+            return
+        for child in node.children:
+            self._walk(child, records, outputs)

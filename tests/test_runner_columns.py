@@ -1,0 +1,223 @@
+"""PySpark Column expressions in the DSL, run in the JVM by the Spark runner (real broker, real Spark).
+
+A sub-topology made only of Column operations over JVM-parsable serdes (here JSON with a Spark
+schema) runs without any Python pass; its results equal the same topology written with Python
+lambdas; malformed JSON follows the deserialization exception handler.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from dagster_kstreams.kafka.dead_letter import (
+    HEADER_OFFSET,
+    HEADER_PARTITION,
+    HEADER_TOPIC,
+    DeadLetterPolicy,
+)
+from dagster_kstreams.kafka.partitioner import default_partition
+from dagster_kstreams.kafka.records import produce, read_topic
+from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
+from dagster_kstreams.spark.program import SOURCE_COLUMNS
+from dagster_kstreams.spark.runner import TaskFailedError, TaskRunner
+from dagster_kstreams.topology.config import Consumed, Produced
+from dagster_kstreams.topology.dsl import StreamsBuilder
+from dagster_kstreams.topology.serdes import Serdes
+
+pytestmark = pytest.mark.integration
+
+SCHEMA = "user string, country string, amount long, tags array<string>"
+PYTHON_NODES = ("PythonMapInArrow", "MapInArrow", "ArrowEvalPython", "BatchEvalPython", "FlatMapGroupsInPandas",
+                "PythonUDF")
+
+
+def _orders(count: int) -> list[tuple[bytes, bytes]]:
+    countries = ["fr", "fr", "de", "it", None]
+    rows = []
+    for i in range(count):
+        order = {"user": f"user{i % 7}", "country": countries[i % len(countries)], "amount": i * 7 % 23,
+                 "tags": [f"t{i % 3}", f"u{i % 2}"]}
+        rows.append((f"user{i % 7}".encode(), json.dumps(order).encode()))
+    return rows
+
+
+def _column_topology(source, big, tags, json_out):
+    builder = StreamsBuilder()
+    orders = builder.stream(source, Consumed.with_(Serdes.String(), Serdes.Json(schema=SCHEMA)))
+    orders.filter(F.col("value.amount") > 5) \
+        .select_key(F.coalesce(F.col("value.country"), F.lit("??"))) \
+        .map_values(F.col("value.amount") * 2) \
+        .to(big, Produced.with_(Serdes.String(), Serdes.Long()))
+    orders.filter_not(F.col("value.country") == "fr") \
+        .flat_map_values(F.col("value.tags")) \
+        .map((F.concat(F.col("key"), F.lit(":"), F.col("value")), F.upper(F.col("value")))) \
+        .to(tags)
+    orders.map_values(F.struct(F.col("value.user").alias("who"), (F.col("value.amount") + 1).alias("next"))) \
+        .to(json_out, Produced.with_(Serdes.String(), Serdes.Json()))
+    return builder
+
+
+def _lambda_topology(source, big, tags, json_out):
+    builder = StreamsBuilder()
+    orders = builder.stream(source, Consumed.with_(Serdes.String(), Serdes.Json()))
+    orders.filter(lambda key, value: value["amount"] > 5) \
+        .select_key(lambda key, value: value["country"] or "??") \
+        .map_values(lambda value: value["amount"] * 2) \
+        .to(big, Produced.with_(Serdes.String(), Serdes.Long()))
+    # filter_not with a null comparison: SQL's null is false, as Python's `None == "fr"` is.
+    orders.filter_not(lambda key, value: value["country"] == "fr") \
+        .flat_map_values(lambda value: value["tags"]) \
+        .map(lambda key, value: (f"{key}:{value}", value.upper())) \
+        .to(tags)
+    orders.map_values(lambda value: {"who": value["user"], "next": value["amount"] + 1}) \
+        .to(json_out, Produced.with_(Serdes.String(), Serdes.Json()))
+    return builder
+
+
+def _outputs(bootstrap, topics):
+    big, tags, json_out = (read_topic(bootstrap, topic) for topic in topics)
+    return {
+        "big": sorted((r.key.decode(), int.from_bytes(r.value, "big", signed=True), r.partition) for r in big),
+        "tags": sorted((r.key.decode(), r.value.decode(), r.partition) for r in tags),
+        "json": sorted((r.key.decode(), json.dumps(json.loads(r.value), sort_keys=True), r.partition)
+                       for r in json_out),
+        # order per output key follows the input order
+        "big_order": [(r.key, r.value) for r in sorted(big, key=lambda r: (r.partition, r.offset))],
+    }
+
+
+def _executed_plan(df: DataFrame) -> str:
+    return df._jdf.queryExecution().executedPlan().toString()
+
+
+def test_column_topology_runs_in_the_jvm_and_equals_the_lambda_topology(
+    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, monkeypatch
+):
+    source = unique_topic("orders")
+    col_topics = [unique_topic("big"), unique_topic("tags"), unique_topic("json")]
+    py_topics = [unique_topic("big"), unique_topic("tags"), unique_topic("json")]
+    kafka_admin.create_topics({source: 2, **{t: 3 for t in col_topics + py_topics}})
+    rows = _orders(80)
+    produce(kafka_bootstrap, source, rows)
+
+    # The task query of the Column topology has no Python evaluation node at all.
+    compiled = compile_topology(_column_topology(source, *col_topics), unique_topic("app"))
+    plan = compiled.program(0).column_plan
+    assert plan is not None
+    static = (spark.read.format("kafka").option("kafka.bootstrap.servers", kafka_bootstrap)
+              .option("subscribe", source).load().select(*SOURCE_COLUMNS))
+    executed = _executed_plan(plan.build(static, DeadLetterPolicy()))
+    assert "from_json" in executed and "Exchange" not in executed
+    assert not [node for node in PYTHON_NODES if node in executed], executed
+    # (Control: the same check sees the Python pass of the lambda topology.)
+    lambda_program = compile_topology(_lambda_topology(source, *py_topics), unique_topic("app")).program(0)
+    assert getattr(lambda_program, "column_plan", None) is None
+    control = static.mapInArrow(lambda batches: batches, static.schema)
+    assert any(node in _executed_plan(control) for node in PYTHON_NODES)
+
+    lambda_runner = TaskRunner(_lambda_topology(source, *py_topics), unique_topic("app"), kafka_bootstrap,
+                               state_location=str(tmp_path / "py"), spark=spark)
+    lambda_results = lambda_runner.run_all()
+
+    # The runner itself takes the JVM path: any Python pass would call mapInArrow.
+    def no_python(*args, **kwargs):
+        raise AssertionError("a Column-only sub-topology must not run a Python pass")
+
+    monkeypatch.setattr(DataFrame, "mapInArrow", no_python)
+    monkeypatch.setattr(DataFrame, "mapInPandas", no_python)
+    column_runner = TaskRunner(_column_topology(source, *col_topics), unique_topic("app"), kafka_bootstrap,
+                               state_location=str(tmp_path / "col"), spark=spark)
+    column_results = column_runner.run_all()
+    monkeypatch.undo()
+
+    assert sum(r.records_in for r in column_results) == sum(r.records_in for r in lambda_results) == len(rows)
+    by_topic = {}
+    for result in column_results:
+        for topic, count in result.records_out.items():
+            by_topic[topic] = by_topic.get(topic, 0) + count
+    col, py = _outputs(kafka_bootstrap, col_topics), _outputs(kafka_bootstrap, py_topics)
+    assert col == py
+    assert col["big"] and col["tags"] and len(col["json"]) == len(rows)
+    assert by_topic.get(col_topics[0]) == len(col["big"])
+    for key, _, partition in col["big"] + col["tags"]:
+        assert partition == default_partition(key.encode(), 3)
+    # Spot checks against plain Python.
+    orders = [json.loads(value) for _, value in rows]
+    assert sorted((o["country"] or "??", o["amount"] * 2) for o in orders if o["amount"] > 5) == \
+        sorted((k, v) for k, v, _ in col["big"])
+    assert ("??:t1", "T1") in [(k, v) for k, v, _ in col["tags"]] or any(o["country"] is None for o in orders)
+
+
+def _malformed_topology(source, out):
+    builder = StreamsBuilder()
+    builder.stream(source, Consumed.with_(Serdes.String(), Serdes.Json(schema="country string, amount long"))) \
+        .map_values(F.col("value.amount")) \
+        .to(out, Produced.with_(Serdes.String(), Serdes.Long()))
+    return builder
+
+
+_RECORDS = [(b"a", b'{"country":"fr","amount":1}'), (b"b", b'{"country":"de","amount":2}'),
+            (b"c", b"null"), (b"a", b'{"country": "fr", "amo'), (b"b", b'{"amount":5}'), (b"c", None)]
+
+
+def test_malformed_json_fails_the_task_with_its_coordinates(kafka_bootstrap, kafka_admin, unique_topic, spark,
+                                                            tmp_path):
+    source, out = unique_topic("json"), unique_topic("amounts")
+    kafka_admin.create_topics({source: 1, out: 1})
+    produce(kafka_bootstrap, source, _RECORDS)
+    app_id = unique_topic("app")
+    runner = TaskRunner(_malformed_topology(source, out), app_id, kafka_bootstrap,
+                        state_location=str(tmp_path / "state"), spark=spark)
+    with pytest.raises(TaskFailedError) as failure:
+        runner.run_task("0_0")
+    message = str(failure.value)
+    assert f"topic '{source}' partition 0 offset 3" in message, message
+    assert "DeserializationError" in message and "value" in message and "Json" in message
+    assert kafka_admin.committed_offsets(app_id, source) == {}
+
+
+def test_malformed_json_goes_to_the_dead_letter_topic(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path):
+    source, out, dead = unique_topic("json"), unique_topic("amounts"), unique_topic("dlq")
+    kafka_admin.create_topics({source: 1, out: 1, dead: 1})
+    produce(kafka_bootstrap, source, _RECORDS)
+    runner = TaskRunner(_malformed_topology(source, out), unique_topic("app"), kafka_bootstrap,
+                        state_location=str(tmp_path / "state"), spark=spark,
+                        deserialization_exception_handler="log_and_continue", dead_letter_topic=dead)
+    result = runner.run_task("0_0")
+    assert result.records_in == 6
+    assert result.records_out.get(dead) == 1
+    values = [(r.key, None if r.value is None else int.from_bytes(r.value, "big", signed=True))
+              for r in read_topic(kafka_bootstrap, out)]
+    # JSON null and a Kafka null are null values (as json.loads in Python); a missing field is null.
+    assert values == [(b"a", 1), (b"b", 2), (b"c", None), (b"b", 5), (b"c", None)]
+    (letter,) = read_topic(kafka_bootstrap, dead)
+    assert (letter.key, letter.value) == (b"a", b'{"country": "fr", "amo')
+    headers = dict(letter.headers)
+    assert headers[HEADER_TOPIC] == source.encode()
+    assert headers[HEADER_PARTITION] == b"0"
+    assert headers[HEADER_OFFSET] == b"3"
+
+
+def test_columns_outside_the_jvm_path_are_named(unique_topic):
+    # A Python function next to a Column expression.
+    builder = StreamsBuilder()
+    builder.stream("in", Consumed.with_(Serdes.String(), Serdes.Json(schema=SCHEMA))) \
+        .filter(F.col("value.amount") > 1, ) \
+        .map_values(lambda value: value, ) \
+        .to("out")
+    with pytest.raises(UnsupportedTopologyError, match=r"KSTREAM-MAPVALUES-\d+ \(map_values\) is a Python function"):
+        compile_topology(builder, "app").program(0)
+    # JSON without a schema can only be parsed in Python.
+    builder = StreamsBuilder()
+    builder.stream("in", Consumed.with_(Serdes.String(), Serdes.Json())).filter(F.col("value").isNotNull()).to("out")
+    with pytest.raises(UnsupportedTopologyError, match=r"Json\(\), which only Python parses"):
+        compile_topology(builder, "app").program(0)
+    # An operation with no Column form here (a KTable filter).
+    builder = StreamsBuilder()
+    builder.table("t").filter(F.col("value").isNotNull()).to_stream().to("out")
+    with pytest.raises(UnsupportedTopologyError, match=r"KTABLE-FILTER-\d+ \(table_filter\)"):
+        compile_topology(builder, "app").program(0)
