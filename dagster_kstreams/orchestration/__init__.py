@@ -25,6 +25,9 @@
   the ``lag_within_bound`` checks;
 * :mod:`.execution` — what materializing partition ``p`` of sub-topology ``s`` does (runs task
   ``s_p`` on Spark and reports it); shared with worker runs;
+* :mod:`.workers` — the worker job (a run owning the tasks its tags name) and :class:`ElasticWorkers`,
+  passed as ``build_kstreams_definitions(..., elastic_workers=ElasticWorkers(...))``;
+* :mod:`.sensors` — the lag sensor that launches, retags and retires worker runs;
 * :mod:`.resources` — :class:`KafkaResource`, :class:`KStreamsSparkResource` (dagster-pyspark);
 * :mod:`.component` — :class:`KStreamsComponent` for ``dg`` YAML.
 """
