@@ -1,0 +1,296 @@
+"""Elastic workers end to end: a real Dagster instance with `dagster-daemon run` (sensor daemon,
+queued run coordinator, default run launcher: worker runs are subprocesses with their own
+SparkSession), a real broker.
+
+One application counts records per key from a 4-partition topic (4 tasks). The lag sensor ticks
+every 5 s: it starts one worker; a burst makes it scale up; one worker run is SIGKILLed in the
+middle of its work and its tasks move to a replacement; the lag drains; after the 20 s
+stabilization window it scales back down to one worker. The counts equal the input exactly, and
+no offset of any task was processed by two task runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from dagster_kstreams.kafka.records import final_values, produce, read_topic
+from dagster_kstreams.orchestration.workers import TAG_STATE, TAG_TASKS, TAG_WORKER, parse_tasks, read_processes
+
+pytestmark = pytest.mark.integration
+
+DAEMON = str(Path(sys.executable).parent / "dagster-daemon")
+PARTITIONS = 4
+KEYS = 200
+BURST = 24_000
+LIVE = {dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
+        dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING}
+
+CODE_LOCATION = '''
+import dagster as dg
+
+from dagster_kstreams.orchestration.assets import build_kstreams_definitions
+from dagster_kstreams.orchestration.resources import KafkaResource, KStreamsSparkResource
+from dagster_kstreams.orchestration.workers import ElasticWorkers
+from dagster_kstreams.scaling import ScalingConfig
+from dagster_kstreams.topology import StreamsBuilder
+
+SETTINGS = {settings!r}
+
+builder = StreamsBuilder()
+builder.stream(SETTINGS["source"]).group_by_key().count().to_stream().to(SETTINGS["sink"])
+
+defs = build_kstreams_definitions(
+    topology=builder,
+    app_id=SETTINGS["app_id"],
+    topic_partitions={{SETTINGS["source"]: {partitions}, SETTINGS["sink"]: {partitions}}},
+    state_location=SETTINGS["state"],
+    create_sink_topics=True,
+    elastic_workers=ElasticWorkers(
+        # The default capacity (measuring is left out: min_sample_seconds) over the catch-up time
+        # asks for more workers than there are for the burst, so the count is max_workers.
+        scaling=ScalingConfig(min_workers=1, max_workers=2, catch_up_seconds=20, default_worker_records_per_second=300,
+                              scale_down_stabilization_seconds=20, min_sample_seconds=3600),
+        sensor_interval_seconds=5,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        heartbeat_interval_seconds=1,
+        heartbeat_timeout_seconds=12,
+        startup_timeout_seconds=300,
+        records_per_task=1000,
+        idle_seconds=0.5,
+    ),
+    resources={{
+        "kafka": KafkaResource(bootstrap_servers=SETTINGS["bootstrap"]),
+        "pyspark": KStreamsSparkResource(master="local[1]", spark_config={{
+            "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1", "spark.default.parallelism": "1",
+            "spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1",
+            "spark.driver.memory": "768m"}}),
+    }},
+)
+'''
+
+DAGSTER_YAML = """\
+telemetry:
+  enabled: false
+run_coordinator:
+  module: dagster._core.run_coordinator
+  class: QueuedRunCoordinator
+  config:
+    max_concurrent_runs: 8
+    dequeue_interval_seconds: 1
+    # Two runs of one worker id never run at once (a replacement waits for its predecessor).
+    tag_concurrency_limits:
+      - key: dagster_kstreams/worker_key
+        value:
+          applyLimitPerUniqueValue: true
+        limit: 1
+"""
+
+
+def _default_signals() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _processes_with_home(home: Path) -> list[int]:
+    """Every process started for this instance (daemon, code server, worker runs, their JVMs)."""
+    marker = f"DAGSTER_HOME={home}".encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if marker in (entry / "environ").read_bytes().split(b"\0"):
+                    pids.append(int(entry.name))
+            except OSError:
+                pass
+    return pids
+
+
+def _stop(process: subprocess.Popen, home: Path) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGINT)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait(timeout=10)
+    # Worker runs and their JVMs may have left the daemon's group; they carry our DAGSTER_HOME.
+    for pid in _processes_with_home(home):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+@pytest.fixture
+def elastic_app(kafka_bootstrap, kafka_admin, unique_topic, tmp_path):
+    settings = {"source": unique_topic("elastic-in"), "sink": unique_topic("elastic-out"),
+                "app_id": unique_topic("elastic"), "state": str(tmp_path / "state"), "bootstrap": kafka_bootstrap}
+    kafka_admin.create_topics({settings["source"]: PARTITIONS, settings["sink"]: PARTITIONS})
+    code = tmp_path / "elastic_defs.py"
+    code.write_text(CODE_LOCATION.format(settings=settings, partitions=PARTITIONS))
+    (tmp_path / "workspace.yaml").write_text(f"load_from:\n  - python_file: {code}\n")
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text(DAGSTER_YAML)
+    log = (tmp_path / "daemon.log").open("wb")
+    env = {**os.environ, "DAGSTER_HOME": str(home)}
+    process = subprocess.Popen([DAEMON, "run", "-w", str(tmp_path / "workspace.yaml")], cwd=tmp_path, env=env,
+                               stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                               start_new_session=True, preexec_fn=_default_signals)
+    try:
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            yield settings, instance, process, tmp_path
+    finally:
+        _stop(process, home)
+        log.close()
+        deadline = time.monotonic() + 10
+        while _processes_with_home(home) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _processes_with_home(home), "processes of the test instance survived"
+
+
+def _worker_runs(instance, settings):
+    app = settings["app_id"].replace("-", "_")
+    return instance.get_runs(dg.RunsFilter(job_name=f"{app}_workers"))
+
+
+def _live(instance, settings) -> dict[str, dg.DagsterRun]:
+    return {run.tags[TAG_WORKER]: run for run in _worker_runs(instance, settings) if run.status in LIVE}
+
+
+def _total_lag(kafka_admin, settings) -> int:
+    return sum(kafka_admin.lag(settings["app_id"], [settings["source"]]).values())
+
+
+def _wait(what, condition, process, tmp_path, timeout):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if process.poll() is not None:
+            raise AssertionError(f"dagster-daemon exited: {(tmp_path / 'daemon.log').read_text()[-3000:]}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}; daemon log: "
+                                 f"{(tmp_path / 'daemon.log').read_text()[-3000:]}")
+        time.sleep(0.5)
+
+
+@pytest.mark.timeout(900)
+def test_lag_sensor_scales_workers_up_and_down_and_a_killed_workers_tasks_move(elastic_app, kafka_bootstrap,
+                                                                               kafka_admin):
+    settings, instance, daemon, tmp_path = elastic_app
+    started = time.monotonic()
+    timeline = []
+
+    def mark(event: str) -> None:
+        timeline.append((round(time.monotonic() - started, 1), event))
+
+    # One worker with all four tasks (min_workers), running before there is any input.
+    first = _wait("the first worker run", lambda: [run for run in _live(instance, settings).values()
+                                                   if run.status is dg.DagsterRunStatus.STARTED],
+                  daemon, tmp_path, 150)
+    assert [run.tags[TAG_WORKER] for run in first] == ["worker-0"]
+    assert parse_tasks(first[0].tags[TAG_TASKS]) == {f"0_{p}" for p in range(PARTITIONS)}
+    mark("worker-0 started")
+
+    keys = [f"key-{i:03d}" for i in range(KEYS)]
+    records = [(keys[i % KEYS].encode(), b"x") for i in range(BURST)]
+    produce(kafka_bootstrap, settings["source"], records)
+    mark(f"burst of {BURST} written")
+
+    # Scaled up within a tick or two of the burst (launch + handover of tasks from worker-0).
+    _wait("two workers", lambda: len(_live(instance, settings)) == 2, daemon, tmp_path, 45)
+    mark("2 workers")
+
+    # SIGKILL one of the new workers while it processes its tasks.
+    def busy_victim():
+        live = _live(instance, settings)
+        victim = live.get("worker-1")
+        if victim is None or victim.status is not dg.DagsterRunStatus.STARTED or not victim.tags.get(TAG_TASKS):
+            return None
+        done = instance.get_records_for_run(victim.run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION).records
+        return victim if done else None
+
+    victim = _wait("worker-1 processing", busy_victim, daemon, tmp_path, 300)
+    lag_at_kill = _total_lag(kafka_admin, settings)
+    assert lag_at_kill > 0, "the burst drained before a worker could be killed; make it bigger"
+    process = read_processes(instance, [victim.run_id])[victim.run_id]
+    host, pid = process.rsplit(":", 1)
+    os.kill(int(pid), signal.SIGKILL)
+    mark(f"worker-1 killed (pid {pid}), lag {lag_at_kill}")
+
+    # The sensor notices the silence, fails the run, and a replacement takes its tasks.
+    _wait("the killed run marked failed", lambda: instance.get_run_by_id(victim.run_id).status is
+          dg.DagsterRunStatus.FAILURE, daemon, tmp_path, 60)
+    mark("worker-1 marked failed")
+    replacement = _wait("a replacement for worker-1", lambda: next(
+        (run for run in _worker_runs(instance, settings)
+         if run.tags[TAG_WORKER] == "worker-1" and run.run_id != victim.run_id), None), daemon, tmp_path, 30)
+    mark("worker-1 replaced")
+
+    _wait("lag drained", lambda: _total_lag(kafka_admin, settings) == 0, daemon, tmp_path, 240)
+    mark("lag 0")
+    _wait("scaled down to one worker", lambda: len(_live(instance, settings)) == 1
+          and all(run.tags.get(TAG_STATE) != "retiring" for run in _live(instance, settings).values()),
+          daemon, tmp_path, 90)
+    mark("1 worker")
+    print("timeline:", json.dumps(timeline))
+
+    # Retired workers finished their batch and exited cleanly; the one left holds every task.
+    runs = _worker_runs(instance, settings)
+    assert {run.status for run in runs if run.run_id != victim.run_id} <= LIVE | {dg.DagsterRunStatus.SUCCESS}
+    assert any(run.status is dg.DagsterRunStatus.SUCCESS for run in runs), "no worker was retired"
+    (survivor,) = _live(instance, settings).values()
+    _wait("the last worker holding every task", lambda: parse_tasks(
+        instance.get_run_by_id(survivor.run_id).tags[TAG_TASKS]) == {f"0_{p}" for p in range(PARTITIONS)},
+        daemon, tmp_path, 30)
+    assert replacement.run_id in {run.run_id for run in runs}
+
+    # Exact counts, though a worker died mid-batch.
+    output = read_topic(kafka_bootstrap, settings["sink"])
+    expected = Counter(key.decode() for key, _ in records)
+    assert final_values(output, bytes.decode, lambda v: int.from_bytes(v, "big", signed=True)) == dict(expected)
+
+    # No offset was processed by two task runs: per task, the reported ranges never overlap and
+    # reach the end. The killed worker may have committed a batch it did not live to report: a
+    # gap, only in a task it held.
+    app = settings["app_id"].replace("-", "_")
+    key = dg.AssetKey([app, "subtopology_0"])
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    for record in instance.fetch_materializations(key, limit=10_000).records:
+        metadata = record.asset_materialization.metadata
+        ranges.setdefault(record.asset_materialization.partition, []).append(
+            (metadata["offset_from"].value, metadata["offset_to"].value))
+    ends = {tp.partition: end for tp, end in kafka_admin.end_offsets([settings["source"]]).items()}
+    victim_tasks = parse_tasks(victim.tags[TAG_TASKS])
+    for partition, spans in ranges.items():
+        spans.sort()
+        position = 0
+        for start, end in spans:
+            assert start >= position, f"task 0_{partition} processed twice: {spans}"
+            assert start == position or f"0_{partition}" in victim_tasks, f"task 0_{partition}: {spans}"
+            position = end
+        assert position == ends[int(partition)]
+    assert sorted(ranges) == [str(p) for p in range(PARTITIONS)]
+
+    # The sensor recorded the lag as observations of the sub-topology: it rose and fell to 0.
+    observations = instance.fetch_observations(key, limit=1000).records
+    lags = [record.asset_observation.metadata["lag"].value for record in observations]
+    workers = [record.asset_observation.metadata["workers"].value for record in observations]
+    assert max(lags) > 0 and lags[0] == 0  # newest first
+    assert max(workers) == 2
