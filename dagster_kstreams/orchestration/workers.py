@@ -167,7 +167,11 @@ class _Heartbeat:
 
 def _tags(instance: dg.DagsterInstance, run_id: str) -> Mapping[str, str]:
     run = instance.get_run_by_id(run_id)
-    return run.tags if run is not None else {}
+    if run is None or run.is_finished:
+        # The lag sensor took this run for dead (no heartbeat) and gave its tasks away: a worker
+        # that was only stalled stops at its next batch instead of competing for them.
+        raise dg.Failure(description=f"worker run {run_id} was marked finished while running; its tasks have moved")
+    return run.tags
 
 
 def _tasks_by_order(app: KStreamsApp, tasks: Iterable[str]) -> list[str]:
