@@ -5,6 +5,8 @@ records, and how it retires. The worker side is played by the calls a worker run
 
 from __future__ import annotations
 
+import time
+
 import dagster as dg
 import pytest
 
@@ -19,6 +21,7 @@ from dagster_kstreams.orchestration.workers import (
     TAG_WORKER,
     ElasticWorkers,
     parse_tasks,
+    report_heartbeat,
     report_held,
 )
 from dagster_kstreams.scaling import ScalingConfig, ScalingState
@@ -31,13 +34,17 @@ ALL = {"0_0", "0_1", "0_2", "0_3"}
 
 @pytest.fixture
 def setup(kafka_bootstrap, kafka_admin, unique_topic, tmp_path):
+    elastic = ElasticWorkers(scaling=ScalingConfig(min_workers=1, max_workers=2, catch_up_seconds=1,
+                                                   default_worker_records_per_second=100,
+                                                   scale_down_stabilization_seconds=0))
+    yield from _setup(kafka_bootstrap, kafka_admin, unique_topic, tmp_path, elastic)
+
+
+def _setup(kafka_bootstrap, kafka_admin, unique_topic, tmp_path, elastic):
     source, sink, app_id = unique_topic("sensor-in"), unique_topic("sensor-out"), unique_topic("sensor-app")
     kafka_admin.create_topics({source: 4})
     builder = StreamsBuilder()
     builder.stream(source).group_by_key().count().to_stream().to(sink)
-    elastic = ElasticWorkers(scaling=ScalingConfig(min_workers=1, max_workers=2, catch_up_seconds=1,
-                                                   default_worker_records_per_second=100,
-                                                   scale_down_stabilization_seconds=0))
     defs = build_kstreams_definitions(
         topology=builder, app_id=app_id, topic_partitions={source: 4, sink: 4}, create_sink_topics=True,
         state_location=str(tmp_path / "state"), elastic_workers=elastic,
@@ -111,3 +118,25 @@ def test_sensor_launches_hands_over_only_released_tasks_records_lag_and_retires(
     result = _tick(defs, instance, result.cursor)
     assert parse_tasks(_tags(instance, worker0)[TAG_TASKS]) == ALL
 
+
+
+def test_a_started_worker_that_stops_beating_is_marked_failed_and_replaced_with_its_tasks(
+    kafka_bootstrap, kafka_admin, unique_topic, tmp_path
+):
+    # A run whose process vanished without Dagster noticing (host lost) stays "started" forever.
+    elastic = ElasticWorkers(heartbeat_interval_seconds=0.2, heartbeat_timeout_seconds=1)
+    for defs, instance, _source, _app_id in _setup(kafka_bootstrap, kafka_admin, unique_topic, tmp_path, elastic):
+        result = _tick(defs, instance, None)
+        (request,) = result.run_requests
+        job = defs.get_repository_def().get_job(defs.jobs[0].name)
+        worker0 = instance.create_run_for_job(job, tags=request.tags, status=dg.DagsterRunStatus.STARTED)
+        report_heartbeat(instance, worker0.run_id)
+        report_held(instance, worker0.run_id, ALL)
+        result = _tick(defs, instance, result.cursor)
+        assert not result.run_requests and instance.get_run_by_id(worker0.run_id).status is dg.DagsterRunStatus.STARTED
+
+        time.sleep(1.5)  # silent past the timeout
+        result = _tick(defs, instance, result.cursor)
+        assert instance.get_run_by_id(worker0.run_id).status is dg.DagsterRunStatus.FAILURE
+        (replacement,) = result.run_requests  # same id, every task at once: a failed worker holds nothing
+        assert replacement.tags[TAG_WORKER] == "worker-0" and parse_tasks(replacement.tags[TAG_TASKS]) == ALL

@@ -47,6 +47,7 @@ __all__ = [
     "read_heartbeats",
     "read_held",
     "read_processes",
+    "report_heartbeat",
     "report_held",
     "worker_job_name",
 ]
@@ -121,7 +122,7 @@ def read_held(instance: dg.DagsterInstance, run_ids: Iterable[str]) -> dict[str,
     return {run_id: parse_tasks(values.get(key)) for key, run_id in keys.items()}
 
 
-def _beat(instance: dg.DagsterInstance, run_id: str) -> None:
+def report_heartbeat(instance: dg.DagsterInstance, run_id: str) -> None:
     instance.run_storage.set_cursor_values({_HEARTBEAT_KEY.format(run_id=run_id): repr(time.time())})
 
 
@@ -149,14 +150,14 @@ class _Heartbeat:
     def _loop(self) -> None:
         while not self._stop.wait(self._interval):
             try:
-                _beat(self._instance, self._run_id)
+                report_heartbeat(self._instance, self._run_id)
             except Exception:  # a storage hiccup must not kill the worker; the next beat retries
                 pass
 
     def __enter__(self) -> "_Heartbeat":
         self._instance.run_storage.set_cursor_values(
             {_PROCESS_KEY.format(run_id=self._run_id): f"{socket.gethostname()}:{os.getpid()}"})
-        _beat(self._instance, self._run_id)
+        report_heartbeat(self._instance, self._run_id)
         self._thread.start()
         return self
 
