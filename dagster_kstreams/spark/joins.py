@@ -16,11 +16,21 @@ store of its own) and the joiner's result is forwarded; an inner join forwards n
 table has no value. Table updates never trigger output (Kafka's stream-table join is not
 symmetric).
 
-Order: Kafka Streams' task merges its input partitions by the timestamp of their head records.
-Within one micro-batch the runner orders the records of one key by ``(timestamp, topic, offset)``
-(:meth:`~dagster_kstreams.spark.program.SubtopologyProgram.process_key_group`), so a stream
-record sees the table update with the largest timestamp not after its own. See the README,
-"Semantics that differ from Kafka Streams", for where that differs.
+Table-table join (``KTable.join/left_join/outer_join``)
+------------------------------------------------------
+An update of either table (after the table's cache, i.e. once per key and micro-batch) reads
+both tables' current values through their value getters and forwards the joined table's new
+value: ``joiner(this, other)`` when both exist (inner), when ``this`` exists (left), when either
+exists (outer); otherwise a tombstone. A ``Materialized`` join keeps the result in its store.
+
+Order across inputs
+-------------------
+Kafka Streams' task merges its input partitions by the timestamp of their head records. Within
+one micro-batch the runner orders the records of one key by ``(merge_time, topic, offset)``
+(:func:`with_merge_time`, then
+:meth:`~dagster_kstreams.spark.program.SubtopologyProgram.process_key_group`), which is the
+same order for the records of a batch whenever no two input partitions hold equal timestamps.
+See the README, "Semantics that differ from Kafka Streams", for where that differs.
 """
 
 from __future__ import annotations
@@ -32,7 +42,7 @@ from dagster_kstreams.topology.graph import NodeKind
 
 __all__ = ["COMPILED_KINDS", "exec_node", "forward"]
 
-COMPILED_KINDS = {NodeKind.STREAM_TABLE_JOIN}
+COMPILED_KINDS = {NodeKind.STREAM_TABLE_JOIN, NodeKind.TABLE_TABLE_JOIN, NodeKind.TABLE_TABLE_JOIN_MERGE}
 
 # Processors whose store the runner keeps in the task's state row (compile.py's stateful kinds).
 _STORE_KINDS = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE}
@@ -86,15 +96,35 @@ def exec_node(compiled, factory) -> ExecNode:
             factory.name, "stream_table_join", fn=joiner.as_joiner(),
             options={"join_type": params["join_type"], "store": store, "getter": tuple(getter)},
         )
+    if factory.kind is NodeKind.TABLE_TABLE_JOIN:
+        sub = next(s for s in compiled.topology.subtopologies if any(n.name == factory.name for n in s.nodes))
+        (merge_name,) = factory.children
+        (sibling_name,) = [name for name in sub.node(merge_name).parents if name != factory.name]
+        own_table, other_table = factory.parents[0], sub.node(sibling_name).parents[0]
+        this_table, that_table = (own_table, other_table) if params["side"] == "this" else (other_table, own_table)
+        this_store, this_getter = _value_getter(compiled, factory, this_table)
+        other_store, other_getter = _value_getter(compiled, factory, that_table)
+        joiner = compiled._function(factory, params["joiner"])
+        return ExecNode(
+            factory.name, "table_table_join", fn=joiner.as_joiner(),
+            options={"join_type": params["join_type"], "side": params["side"],
+                     "this": (this_store, tuple(this_getter)), "other": (other_store, tuple(other_getter))},
+        )
+    if factory.kind is NodeKind.TABLE_TABLE_JOIN_MERGE:
+        store = params.get("store_name")
+        if store is not None and store in factory.stores:
+            return ExecNode(factory.name, "to_table", store=store)  # the joined table, materialized
+        return ExecNode(factory.name, "merge")
     raise _unsupported(f"processor {factory.name} ({factory.kind.value}) is not supported by the Spark runner yet")
 
 
-def _table_value(program, node: ExecNode, key, state, context):
+def _table_value(program, node: ExecNode, key, state, context, store=None, getter=None):
     from dagster_kstreams.spark.program import _ABSENT
 
-    value = state.values[program.store_slots[node.options["store"]]]
+    store = node.options["store"] if store is None else store
+    value = state.values[program.store_slots[store]]
     value = None if value is _ABSENT else value
-    for kind, fn, negate in node.options["getter"]:
+    for kind, fn, negate in (node.options["getter"] if getter is None else getter):
         if value is None:
             return None
         if kind == "filter":
@@ -120,4 +150,59 @@ def forward(program, node: ExecNode, key, value, context, out, state) -> None:
         for child in node.children:
             program._forward(child, key, joined, context, out, state)
         return
+    if node.kind == "table_table_join":
+        # An update of either table joins its new value with the other table's current one
+        # (KTableKTable{Inner,Left,Outer}Join): the joined table's value for the key afterwards.
+        if key is None:
+            return
+        this_value = _table_value(program, node, key, state, context, *node.options["this"])
+        other_value = _table_value(program, node, key, state, context, *node.options["other"])
+        join_type = node.options["join_type"]
+        if this_value is not None and other_value is not None:
+            present = True
+        elif join_type == "left":
+            present = this_value is not None
+        elif join_type == "outer":
+            present = this_value is not None or other_value is not None
+        else:
+            present = False
+        joined = program._call(node, context, node.fn, key, this_value, other_value) if present else None
+        for child in node.children:
+            program._forward(child, key, joined, context, out, state)
+        return
     raise ValueError(f"processor {node.name}: unknown join kind {node.kind!r}")
+
+
+def with_merge_time(source):
+    """``source`` (Spark's Kafka source rows) plus ``merge_time``: the running maximum of the
+    record timestamps of its partition, in offset order, within the micro-batch.
+
+    Kafka Streams' task merges its input partitions by the timestamp of each partition's head
+    record (``PartitionGroup``). For partitions read in offset order that merge is the same as
+    sorting all records by their partition's running maximum timestamp (a record stuck behind a
+    later-stamped one goes right after it), with offset order within a partition. Spark's Kafka
+    source reads each topic partition of the batch as one Spark partition in offset order, so the
+    running maximum is computed per Spark partition, vectorized, before the rows are grouped by
+    key."""
+    import pyspark.sql.types as T
+
+    schema = T.StructType([*source.schema.fields, T.StructField("merge_time", T.LongType(), False)])
+
+    def add_merge_time(batches):
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        running = None
+        for batch in batches:
+            index = batch.schema.get_field_index("timestamp")
+            micros = np.array(pc.cast(pc.cast(batch.column(index), pa.timestamp("us")), pa.int64()), dtype=np.int64)
+            if len(micros):
+                if running is not None:
+                    micros[0] = max(micros[0], running)
+                micros = np.maximum.accumulate(micros)
+                running = int(micros[-1])
+            yield pa.RecordBatch.from_arrays([*batch.columns, pa.array(micros, type=pa.int64())],
+                                             names=[*batch.schema.names, "merge_time"])
+
+    return source.mapInArrow(add_merge_time, schema)

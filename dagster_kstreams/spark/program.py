@@ -62,7 +62,7 @@ STATELESS_KINDS = {
 }
 STATEFUL_KINDS = {"aggregate", "to_table", "table_source"}
 # Processors that read other processors' stores (dagster_kstreams.spark.joins).
-JOIN_KINDS = {"stream_table_join"}
+JOIN_KINDS = {"stream_table_join", "table_table_join"}
 
 
 class ProcessingError(RuntimeError):
@@ -249,7 +249,9 @@ class SubtopologyProgram:
 
         if len(self.source_by_topic) > 1:
             # Records of several source topics: Kafka Streams picks the earliest timestamp first.
-            records = records.sort_values(["timestamp", "topic", "offset"], kind="stable")
+            # (merge_time: the partition's running maximum timestamp, dagster_kstreams.spark.joins)
+            order = "merge_time" if "merge_time" in records.columns else "timestamp"
+            records = records.sort_values([order, "topic", "offset"], kind="stable")
         elif not records["offset"].is_monotonic_increasing:
             records = records.sort_values("offset", kind="stable")
         slots = len(self.stateful_nodes)

@@ -507,6 +507,10 @@ class TaskRunner:
                 )
             )
         elif program.stateful:
+            if len(program.source_by_topic) > 1:
+                from dagster_kstreams.spark.joins import with_merge_time
+
+                source = with_merge_time(source)  # Kafka Streams' order across input partitions
             state_schema = ", ".join(f"store_{slot} binary" for slot in range(len(program.store_names)))
 
             def run_key_group(key, frames, state):
