@@ -320,8 +320,9 @@ class CompiledTopology:
             return joins.exec_node(self, factory)
         raise UnsupportedTopologyError(
             f"processor {factory.name} ({kind.value}) is not supported by the Spark runner yet; it runs "
-            "stateless operations, to/to_table, group_by/group_by_key with count/reduce/aggregate and "
-            "KTable filter/map_values/to_stream"
+            "stateless operations, to/to_table, group_by/group_by_key with count/reduce/aggregate, "
+            "KTable filter/map_values/to_stream, stream-table joins and table-table joins (windowed aggregations "
+            "and stream-stream joins are not supported yet)"
         )
 
 
