@@ -5,7 +5,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -14,24 +13,16 @@ import java.util.stream.Collectors;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.clients.admin.ListOffsetsResult;
-import org.apache.kafka.clients.admin.OffsetSpec;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
-import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.KeyValue;
-import org.apache.kafka.streams.StoreQueryParameters;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
-import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.KeyValueStore;
-import org.apache.kafka.streams.state.QueryableStoreTypes;
-import org.apache.kafka.streams.state.ReadOnlyKeyValueStore;
 
 /**
  * Runs the processing examples with Kafka Streams itself against a real broker, until every
@@ -87,10 +78,13 @@ public final class ProcessExamples {
         KafkaStreams streams = new KafkaStreams(builder.build(), props);
         streams.start();
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-            waitUntilConsumed(admin, streams, applicationId, input, Duration.ofMinutes(10));
+            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> {
+                List<String> topics = sourceTopics(admin, applicationId, input);
+                return topics.size() < 4 ? null : topics;  // the three repartition topics are created on startup
+            }, Duration.ofMinutes(10));
             Map<String, Map<String, String>> stores = new TreeMap<>();
             for (String store : List.of("country-counts", "word-counts", "latest-amount")) {
-                stores.put(store, storeContent(streams, store));
+                stores.put(store, KafkaStreamsRuns.storeContent(streams, store));
             }
             StringBuilder out = new StringBuilder("{");
             boolean first = true;
@@ -114,62 +108,5 @@ public final class ProcessExamples {
             }
         }
         return topics;
-    }
-
-    private static void waitUntilConsumed(Admin admin, KafkaStreams streams, String applicationId, String input,
-                                          Duration timeout) throws Exception {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        int quietChecks = 0;
-        while (System.nanoTime() < deadline) {
-            Thread.sleep(500);
-            if (streams.state() != KafkaStreams.State.RUNNING) {
-                quietChecks = 0;
-                continue;
-            }
-            List<String> topics = sourceTopics(admin, applicationId, input);
-            if (topics.size() < 4) {  // the three repartition topics are created on startup
-                continue;
-            }
-            Map<TopicPartition, OffsetSpec> request = new HashMap<>();
-            for (var description : admin.describeTopics(topics).allTopicNames().get().values()) {
-                description.partitions().forEach(p ->
-                    request.put(new TopicPartition(description.name(), p.partition()), OffsetSpec.latest()));
-            }
-            Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> ends = admin.listOffsets(request).all().get();
-            Map<TopicPartition, OffsetAndMetadata> committed =
-                admin.listConsumerGroupOffsets(applicationId).partitionsToOffsetAndMetadata().get();
-            boolean consumed = true;
-            for (Map.Entry<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> end : ends.entrySet()) {
-                long endOffset = end.getValue().offset();
-                if (endOffset == 0) {
-                    continue;
-                }
-                OffsetAndMetadata offset = committed.get(end.getKey());
-                // Repartition topics are purged up to the committed offset: compare with the end.
-                if (offset == null || offset.offset() < endOffset) {
-                    consumed = false;
-                    break;
-                }
-            }
-            // Consumed to the end twice in a row: the caches were flushed by the last commit.
-            quietChecks = consumed ? quietChecks + 1 : 0;
-            if (quietChecks >= 2) {
-                return;
-            }
-        }
-        throw new IllegalStateException("Kafka Streams did not consume its input within " + timeout);
-    }
-
-    private static Map<String, String> storeContent(KafkaStreams streams, String store) {
-        ReadOnlyKeyValueStore<String, Object> view = streams.store(
-            StoreQueryParameters.fromNameAndType(store, QueryableStoreTypes.keyValueStore()));
-        Map<String, String> content = new TreeMap<>();
-        try (KeyValueIterator<String, Object> entries = view.all()) {
-            while (entries.hasNext()) {
-                KeyValue<String, Object> entry = entries.next();
-                content.put(entry.key, String.valueOf(entry.value));
-            }
-        }
-        return content;
     }
 }

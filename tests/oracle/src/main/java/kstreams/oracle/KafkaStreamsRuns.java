@@ -1,0 +1,90 @@
+package kstreams.oracle;
+
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StoreQueryParameters;
+import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.QueryableStoreTypes;
+import org.apache.kafka.streams.state.ReadOnlyKeyValueStore;
+
+/** What the processing mains share: waiting until a running app has consumed its input, and reading its stores. */
+final class KafkaStreamsRuns {
+    private KafkaStreamsRuns() {
+    }
+
+    /** The topics whose end the app must reach, or null while they do not all exist yet. */
+    interface WatchedTopics {
+        List<String> get() throws Exception;
+    }
+
+    /**
+     * Returns once the app has committed offsets at the end of every watched topic twice in a row
+     * (so its record caches were flushed by the last commit).
+     */
+    static void waitUntilConsumed(Admin admin, KafkaStreams streams, String applicationId, WatchedTopics watched,
+                                  Duration timeout) throws Exception {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        int quietChecks = 0;
+        while (System.nanoTime() < deadline) {
+            Thread.sleep(500);
+            if (streams.state() != KafkaStreams.State.RUNNING) {
+                quietChecks = 0;
+                continue;
+            }
+            List<String> topics = watched.get();
+            if (topics == null) {
+                continue;
+            }
+            Map<TopicPartition, OffsetSpec> request = new HashMap<>();
+            for (var description : admin.describeTopics(topics).allTopicNames().get().values()) {
+                description.partitions().forEach(p ->
+                    request.put(new TopicPartition(description.name(), p.partition()), OffsetSpec.latest()));
+            }
+            Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> ends = admin.listOffsets(request).all().get();
+            Map<TopicPartition, OffsetAndMetadata> committed =
+                admin.listConsumerGroupOffsets(applicationId).partitionsToOffsetAndMetadata().get();
+            boolean consumed = true;
+            for (Map.Entry<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> end : ends.entrySet()) {
+                long endOffset = end.getValue().offset();
+                if (endOffset == 0) {
+                    continue;
+                }
+                OffsetAndMetadata offset = committed.get(end.getKey());
+                // Repartition topics are purged up to the committed offset: compare with the end.
+                if (offset == null || offset.offset() < endOffset) {
+                    consumed = false;
+                    break;
+                }
+            }
+            // Consumed to the end twice in a row: the caches were flushed by the last commit.
+            quietChecks = consumed ? quietChecks + 1 : 0;
+            if (quietChecks >= 2) {
+                return;
+            }
+        }
+        throw new IllegalStateException("Kafka Streams did not consume its input within " + timeout);
+    }
+
+    static Map<String, String> storeContent(KafkaStreams streams, String store) {
+        ReadOnlyKeyValueStore<String, Object> view = streams.store(
+            StoreQueryParameters.fromNameAndType(store, QueryableStoreTypes.keyValueStore()));
+        Map<String, String> content = new TreeMap<>();
+        try (KeyValueIterator<String, Object> entries = view.all()) {
+            while (entries.hasNext()) {
+                KeyValue<String, Object> entry = entries.next();
+                content.put(entry.key, String.valueOf(entry.value));
+            }
+        }
+        return content;
+    }
+}
