@@ -22,7 +22,7 @@ from dagster_kstreams.kafka.dead_letter import (
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import produce, read_topic
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
-from dagster_kstreams.spark.program import SOURCE_COLUMNS
+from dagster_kstreams.spark.event_time import source_columns
 from dagster_kstreams.spark.runner import TaskFailedError, TaskRunner
 from dagster_kstreams.topology.config import Consumed, Produced
 from dagster_kstreams.topology.dsl import StreamsBuilder
@@ -109,8 +109,8 @@ def test_column_topology_runs_in_the_jvm_and_equals_the_lambda_topology(
     plan = compiled.program(0).column_plan
     assert plan is not None
     # (Planned over an empty frame shaped as Spark's Kafka source, so no broker round trip.)
-    static = spark.createDataFrame([], "key binary, value binary, topic string, partition int, offset long, "
-                                       "timestamp timestamp").select(*SOURCE_COLUMNS)
+    static = source_columns(spark.createDataFrame(
+        [], "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"))
     executed = _executed_plan(plan.build(static, DeadLetterPolicy()))
     assert "from_json" in executed and "Exchange" not in executed
     assert not [node for node in PYTHON_NODES if node in executed], executed

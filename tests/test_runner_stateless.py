@@ -187,3 +187,36 @@ def test_replay_of_a_partly_written_batch_writes_only_the_rest(
     assert result.offsets_to == {TopicPartition(in_topic, 0): 40}
     values = sorted(int(record.value) for record in read_topic(kafka_bootstrap, out_topic))
     assert values == list(range(40))  # every record once: the replay skipped what was written
+
+
+def test_repartition_topics_carry_the_record_timestamp(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path):
+    """Spark's Kafka sink stamps records with the write time; what a task writes to a repartition
+    topic carries its source record's timestamp in a header instead, and the reading task takes
+    it from there (Kafka Streams keeps record timestamps across a repartition). Both the Python
+    pass and the Column (JVM) pass."""
+    from pyspark.sql import functions as F
+
+    from dagster_kstreams.spark.event_time import TIMESTAMP_HEADER, decode_timestamp
+
+    in_topic = unique_topic("clicks")
+    kafka_admin.create_topics({in_topic: 2})
+    base = 1_700_000_000_000
+    rows = [(f"k{i}".encode(), f"user{i % 3}".encode(), None, base + 1000 * i) for i in range(30)]
+    produce(kafka_bootstrap, in_topic, rows)
+    expected = sorted((f"user{i % 3}", base + 1000 * i) for i in range(30))
+    for name, mapper in (("python", lambda key, value: value), ("column", F.col("value"))):
+        builder = StreamsBuilder()
+        builder.stream(in_topic).select_key(mapper).group_by_key().count()
+        app_id = unique_topic(f"app-{name}")
+        runner = TaskRunner(builder, app_id, kafka_bootstrap, state_location=str(tmp_path / name), spark=spark)
+        for task in runner.task_ids():
+            if task.startswith("0_"):
+                runner.run_task(task)
+        (repartition,) = runner.compiled.repartition_topics
+        carried = sorted(
+            (record.key.decode(), decode_timestamp(dict(record.headers)[TIMESTAMP_HEADER]))
+            for record in read_topic(kafka_bootstrap, repartition)
+        )
+        assert carried == expected, name
+        # The write time is what Kafka holds; the header is what the next task reads.
+        assert all(record.timestamp > base + 10**9 for record in read_topic(kafka_bootstrap, repartition))

@@ -25,15 +25,17 @@ class Record:
     key: Optional[bytes]
     value: Optional[bytes]
     headers: tuple[tuple[str, bytes], ...] = ()
+    timestamp: Optional[int] = None  # epoch ms
 
 
 def produce(
     bootstrap_servers: str,
     topic: str,
-    records: Iterable[tuple[Optional[bytes], Optional[bytes]] | tuple[Optional[bytes], Optional[bytes], int]],
+    records: Iterable[tuple],
     config: Mapping[str, Any] | None = None,
 ) -> int:
-    """Write ``(key, value)`` or ``(key, value, partition)`` records; returns how many were written."""
+    """Write ``(key, value)``, ``(key, value, partition)`` or ``(key, value, partition, timestamp_ms)``
+    records (a None partition: the partitioner places it); returns how many were written."""
     producer = Producer({
         "bootstrap.servers": bootstrap_servers,
         "partitioner": "murmur2_random",
@@ -50,7 +52,11 @@ def produce(
     count = 0
     for record in records:
         key, value = record[0], record[1]
-        kwargs = {"partition": record[2]} if len(record) > 2 else {}
+        kwargs = {}
+        if len(record) > 2 and record[2] is not None:
+            kwargs["partition"] = record[2]
+        if len(record) > 3 and record[3] is not None:
+            kwargs["timestamp"] = record[3]
         while True:
             try:
                 producer.produce(topic, key=key, value=value, on_delivery=on_delivery, **kwargs)
@@ -107,7 +113,7 @@ def read_topic(
                 positions[message.partition()] = message.offset()
                 records.append(Record(
                     message.topic(), message.partition(), message.offset(), message.key(), message.value(),
-                    tuple(message.headers() or ()),
+                    tuple(message.headers() or ()), message.timestamp()[1],
                 ))
         records.sort(key=lambda record: (record.partition, record.offset))
         return records
@@ -153,7 +159,7 @@ def read_from(
                     continue
                 last[tp] = message.offset()
                 records.append(Record(message.topic(), message.partition(), message.offset(), message.key(),
-                                      message.value(), tuple(message.headers() or ())))
+                                      message.value(), tuple(message.headers() or ()), message.timestamp()[1]))
         return records
     finally:
         consumer.close()

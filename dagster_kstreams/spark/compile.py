@@ -276,6 +276,8 @@ class CompiledTopology:
                 topic_extractor=factory.topic_extractor,
                 key_serde=factory.serdes.get("key_serde") or self.default_key_serde,
                 value_serde=factory.serdes.get("value_serde") or self.default_value_serde,
+                # Spark's sink cannot set record timestamps: a repartition topic carries them in a header.
+                options={"carry_timestamp": factory.topic in self.topology.repartition_topics},
             )
         kind = factory.kind
         params = factory.params

@@ -16,7 +16,8 @@ Column names users write against (the record as it flows, after deserialization)
   string, ``Long`` -> bigint, ``Integer`` -> int, ``ByteArray`` -> binary, ``Json(schema=...)``
   -> a struct with the schema's fields, e.g. ``F.col("value.country")``), then by whatever the
   previous Column operations produced.
-* ``topic``, ``partition``, ``offset``, ``timestamp``: the source record's coordinates (read only).
+* ``topic``, ``partition``, ``offset``, ``timestamp``: the source record's coordinates (read only);
+  ``event_time``: its timestamp in epoch ms, as Kafka Streams sees it (read only).
 
 Supported operations and their Column:
 
@@ -50,6 +51,8 @@ from __future__ import annotations
 
 from functools import reduce
 from typing import Any, Optional
+
+from dagster_kstreams.spark.event_time import TIMESTAMP_HEADER
 
 __all__ = ["ColumnExpression", "ColumnPlan", "column_function", "plan", "COLUMN_KINDS"]
 
@@ -243,7 +246,7 @@ class ColumnPlan:
             value, value_bad, value_reason = _deserialize(F.col("value"), node.value_serde)
             records = records.select(
                 F.col("key").alias("_raw_key"), F.col("value").alias("_raw_value"),
-                "topic", "partition", "offset", "timestamp",
+                "topic", "partition", "offset", "timestamp", "event_time",
                 key.alias("key"), value.alias("value"),
                 key_bad.alias("_key_bad"), value_bad.alias("_value_bad"),
             )
@@ -312,11 +315,17 @@ class ColumnPlan:
             records = records.where(F.col("key").isNotNull())
         elif kind == "sink":
             types = {field.name: field.dataType for field in records.schema.fields}
+            headers = F.lit(None).cast(_HEADERS_TYPE)
+            if node.options.get("carry_timestamp"):  # a repartition topic keeps the record's timestamp
+                headers = F.array(F.struct(
+                    F.lit(TIMESTAMP_HEADER).alias("key"),
+                    F.unhex(F.lpad(F.hex(F.col("event_time")), 16, "0")).alias("value"),
+                ))
             outputs.append(records.select(
                 F.lit(node.topic).alias("topic"),
                 _serialize(F.col("key"), types["key"], node.key_serde).alias("key"),
                 _serialize(F.col("value"), types["value"], node.value_serde).alias("value"),
-                F.lit(None).cast(_HEADERS_TYPE).alias("headers"),
+                headers.alias("headers"),
             ))
             return
         for child in node.children:

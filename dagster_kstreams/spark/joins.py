@@ -27,9 +27,8 @@ Order across inputs
 -------------------
 Kafka Streams' task merges its input partitions by the timestamp of their head records. Within
 one micro-batch the runner orders the records of one key by ``(merge_time, topic, offset)``
-(:func:`with_merge_time`, then
-:meth:`~dagster_kstreams.spark.program.SubtopologyProgram.process_key_group`), which is the
-same order for the records of a batch whenever no two input partitions hold equal timestamps.
+(:func:`dagster_kstreams.spark.event_time.with_processing_order`), which is the same order for
+the records of a batch whenever no two input partitions hold equal timestamps.
 See the README, "Semantics that differ from Kafka Streams", for where that differs.
 """
 
@@ -171,38 +170,3 @@ def forward(program, node: ExecNode, key, value, context, out, state) -> None:
             program._forward(child, key, joined, context, out, state)
         return
     raise ValueError(f"processor {node.name}: unknown join kind {node.kind!r}")
-
-
-def with_merge_time(source):
-    """``source`` (Spark's Kafka source rows) plus ``merge_time``: the running maximum of the
-    record timestamps of its partition, in offset order, within the micro-batch.
-
-    Kafka Streams' task merges its input partitions by the timestamp of each partition's head
-    record (``PartitionGroup``). For partitions read in offset order that merge is the same as
-    sorting all records by their partition's running maximum timestamp (a record stuck behind a
-    later-stamped one goes right after it), with offset order within a partition. Spark's Kafka
-    source reads each topic partition of the batch as one Spark partition in offset order, so the
-    running maximum is computed per Spark partition, vectorized, before the rows are grouped by
-    key."""
-    import pyspark.sql.types as T
-
-    schema = T.StructType([*source.schema.fields, T.StructField("merge_time", T.LongType(), False)])
-
-    def add_merge_time(batches):
-        import numpy as np
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        running = None
-        for batch in batches:
-            index = batch.schema.get_field_index("timestamp")
-            micros = np.array(pc.cast(pc.cast(batch.column(index), pa.timestamp("us")), pa.int64()), dtype=np.int64)
-            if len(micros):
-                if running is not None:
-                    micros[0] = max(micros[0], running)
-                micros = np.maximum.accumulate(micros)
-                running = int(micros[-1])
-            yield pa.RecordBatch.from_arrays([*batch.columns, pa.array(micros, type=pa.int64())],
-                                             names=[*batch.schema.names, "merge_time"])
-
-    return source.mapInArrow(add_merge_time, schema)

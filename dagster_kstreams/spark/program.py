@@ -35,6 +35,7 @@ from dagster_kstreams.kafka.dead_letter import (
     DeserializationHandler,
     dead_letter_headers,
 )
+from dagster_kstreams.spark.event_time import TIMESTAMP_HEADER, encode_timestamp
 
 __all__ = [
     "ExecNode",
@@ -52,8 +53,9 @@ log = logging.getLogger(__name__)
 # places each record, exactly as Kafka Streams and every Java client would.
 OUTPUT_COLUMNS = ("topic", "key", "value", "headers")
 OUTPUT_SPARK_SCHEMA = "topic string, key binary, value binary, headers array<struct<key: string, value: binary>>"
-# What the task reads from Spark's Kafka source.
-SOURCE_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp")
+# What the task reads from Spark's Kafka source (event_time: the record's timestamp in epoch ms,
+# see dagster_kstreams.spark.event_time).
+SOURCE_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "event_time")
 
 STATELESS_KINDS = {
     "source", "sink", "filter", "map", "map_values", "flat_map", "flat_map_values", "select_key",
@@ -63,6 +65,8 @@ STATELESS_KINDS = {
 STATEFUL_KINDS = {"aggregate", "to_table", "table_source"}
 # Processors that read other processors' stores (dagster_kstreams.spark.joins).
 JOIN_KINDS = {"stream_table_join", "table_table_join"}
+# Processors that read the task's stream time (dagster_kstreams.spark.event_time).
+STREAM_TIME_KINDS: set[str] = set()
 
 
 class ProcessingError(RuntimeError):
@@ -137,6 +141,9 @@ class _RecordContext:
     topic: str
     partition: int
     offset: int
+    # the record's timestamp (epoch ms) and the task's stream time after it (None: not read)
+    timestamp: Optional[int] = None
+    stream_time: Optional[int] = None
 
     def describe(self) -> str:
         return f"topic {self.topic!r} partition {self.partition} offset {self.offset}"
@@ -191,6 +198,16 @@ class SubtopologyProgram:
     def stateful(self) -> bool:
         return bool(self.stateful_nodes)
 
+    @property
+    def uses_stream_time(self) -> bool:
+        return any(node.kind in STREAM_TIME_KINDS for node in self.nodes)
+
+    @property
+    def needs_processing_order(self) -> bool:
+        """Whether the task must order its records across partitions and track stream time
+        before grouping them by key (:func:`dagster_kstreams.spark.event_time.with_processing_order`)."""
+        return self.stateful and (len(self.source_by_topic) > 1 or self.uses_stream_time)
+
     def jvm_count(self) -> Optional[tuple[str, "ExecNode", "ExecNode"]]:
         """``(store, source, sink)`` when the whole sub-topology is ``source -> count ->
         to_stream -> to(topic)`` with keys passed through unchanged: Spark's own streaming
@@ -222,11 +239,10 @@ class SubtopologyProgram:
         import pyarrow as pa
 
         out = _Output()
-        columns = {name: batch.column(batch.schema.get_field_index(name)).to_pylist() for name in SOURCE_COLUMNS}
-        for key, value, topic, partition, offset in zip(
-            columns["key"], columns["value"], columns["topic"], columns["partition"], columns["offset"]
-        ):
-            self._process_source_record(topic, partition, offset, key, value, out, None)
+        names = ("key", "value", "topic", "partition", "offset", "event_time")
+        columns = {name: batch.column(batch.schema.get_field_index(name)).to_pylist() for name in names}
+        for key, value, topic, partition, offset, timestamp in zip(*(columns[name] for name in names)):
+            self._process_source_record(_RecordContext(topic, partition, offset, timestamp), key, value, out, None)
         return pa.RecordBatch.from_arrays(
             [
                 pa.array(out.topic, type=pa.string()),
@@ -237,23 +253,34 @@ class SubtopologyProgram:
             names=list(OUTPUT_COLUMNS),
         )
 
-    def process_key_group(self, records, stored: Optional[tuple]) -> tuple[Any, Optional[tuple]]:
-        """Run all records of one source key (a pandas DataFrame with :data:`SOURCE_COLUMNS`)
-        through a stateful sub-topology.
+    def process_key_group(
+        self, records, stored: Optional[tuple], watermark_ms: Optional[int] = None
+    ) -> tuple[Any, Optional[tuple]]:
+        """Run all records of one source key (a pandas DataFrame with :data:`SOURCE_COLUMNS`,
+        plus the ordering columns of :func:`~dagster_kstreams.spark.event_time.with_processing_order`
+        when :attr:`needs_processing_order`) through a stateful sub-topology.
 
-        ``stored`` is the key's state row (one pickled value per store, or None); returns the
-        sink records as a pandas DataFrame (None if there are none) and the new state row (None:
+        ``stored`` is the key's state row (one pickled value per store, or None);
+        ``watermark_ms`` is the stream time at the start of the micro-batch. Returns the sink
+        records as a pandas DataFrame (None if there are none) and the new state row (None:
         nothing stored any more).
         """
         import pandas as pd
 
-        if len(self.source_by_topic) > 1:
-            # Records of several source topics: Kafka Streams picks the earliest timestamp first.
-            # (merge_time: the partition's running maximum timestamp, dagster_kstreams.spark.joins)
-            order = "merge_time" if "merge_time" in records.columns else "timestamp"
-            records = records.sort_values([order, "topic", "offset"], kind="stable")
+        if "seq" in records.columns:
+            # The task's processing order across its partitions (Kafka Streams' timestamp merge).
+            if not records["seq"].is_monotonic_increasing:
+                records = records.sort_values("seq", kind="stable")
+        elif len(self.source_by_topic) > 1:
+            raise ValueError(f"sub-topology {self.subtopology_id} reads several topics: its records need the "
+                             "processing order (event_time.with_processing_order)")
         elif not records["offset"].is_monotonic_increasing:
             records = records.sort_values("offset", kind="stable")
+        if "stream_time" in records.columns:
+            floor = -1 if watermark_ms is None else watermark_ms
+            stream_times = [max(floor, t) for t in records["stream_time"].tolist()]
+        else:
+            stream_times = [None] * len(records)
         slots = len(self.stateful_nodes)
         values = [_ABSENT] * slots
         if stored is not None:
@@ -261,11 +288,13 @@ class SubtopologyProgram:
         state = _GroupState(values)
         out = _Output()
         last_context = None
-        for key, value, topic, partition, offset in zip(
+        for key, value, topic, partition, offset, timestamp, stream_time in zip(
             records["key"].tolist(), records["value"].tolist(), records["topic"].tolist(),
-            records["partition"].tolist(), records["offset"].tolist(),
+            records["partition"].tolist(), records["offset"].tolist(), records["event_time"].tolist(),
+            stream_times,
         ):
-            context = self._process_source_record(topic, partition, offset, key, value, out, state)
+            context = _RecordContext(topic, partition, offset, timestamp, stream_time)
+            context = self._process_source_record(context, key, value, out, state)
             last_context = context or last_context
         if last_context is not None:
             self._flush(state, out, last_context)
@@ -285,8 +314,8 @@ class SubtopologyProgram:
         )
 
     # -- record flow ------------------------------------------------------------------
-    def _process_source_record(self, topic, partition, offset, raw_key, raw_value, out: _Output, state):
-        context = _RecordContext(topic, partition, offset)
+    def _process_source_record(self, context: _RecordContext, raw_key, raw_value, out: _Output, state):
+        topic, partition, offset = context.topic, context.partition, context.offset
         index = self.source_by_topic.get(topic)
         if index is None:
             raise ValueError(f"record at {context.describe()}: topic is not a source of sub-topology {self.subtopology_id}")
@@ -386,7 +415,11 @@ class SubtopologyProgram:
                     f"{context.describe()}) with key serde {node.key_serde!r} and value serde "
                     f"{node.value_serde!r}: {type(cause).__name__}: {cause}"
                 ) from cause
-            out.append(topic, key_bytes, value_bytes)
+            headers = None
+            if node.options.get("carry_timestamp") and context.timestamp is not None:
+                # A repartition topic: the record keeps its timestamp (event_time.TIMESTAMP_HEADER).
+                headers = ((TIMESTAMP_HEADER, encode_timestamp(context.timestamp)),)
+            out.append(topic, key_bytes, value_bytes, headers)
         elif kind == "table_filter":
             keep = value is not None and bool(self._call(node, context, node.fn, key, value)) != node.negate
             for child in children:

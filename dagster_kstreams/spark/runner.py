@@ -61,7 +61,9 @@ from dagster_kstreams.spark.checkpoint import (
     task_directory,
 )
 from dagster_kstreams.spark.compile import CompiledTopology, compile_topology, parse_task_id
-from dagster_kstreams.spark.program import OUTPUT_SPARK_SCHEMA, SOURCE_COLUMNS
+from dagster_kstreams.spark.event_time import source_columns, with_processing_order
+from dagster_kstreams.spark.session import honor_pyspark_python
+from dagster_kstreams.spark.program import OUTPUT_SPARK_SCHEMA
 
 __all__ = ["TaskRunner", "TaskResult", "TaskProgress", "TaskFailedError"]
 
@@ -215,7 +217,7 @@ class TaskRunner:
         self.admin = KafkaAdmin(self.kafka_config["bootstrap.servers"], extra)
         self._spark = spark
         if spark is not None:
-            _honor_pyspark_python(spark)
+            honor_pyspark_python(spark)
         self._running: set[str] = set()
         self._lock = threading.Lock()
         self._internal_topics_ready = False
@@ -227,7 +229,6 @@ class TaskRunner:
             from dagster_kstreams.spark.session import build_spark_session
 
             self._spark = build_spark_session()
-            _honor_pyspark_python(self._spark)
         return self._spark
 
     def _kafka_options(self) -> dict[str, str]:
@@ -486,7 +487,10 @@ class TaskRunner:
             self.max_records_per_batch or max_records) else None
         if limit is not None:
             reader = reader.option("maxOffsetsPerTrigger", str(limit))
-        source = reader.load().select(*SOURCE_COLUMNS)
+        internal_sources = [tp.topic for tp in run.assigned if tp.topic in self.compiled.repartition_partitions]
+        if internal_sources:
+            reader = reader.option("includeHeaders", "true")  # their timestamps travel in a header
+        source = source_columns(reader.load(), internal_sources)
 
         jvm_count = program.jvm_count()
         column_plan = getattr(program, "column_plan", None)
@@ -507,10 +511,9 @@ class TaskRunner:
                 )
             )
         elif program.stateful:
-            if len(program.source_by_topic) > 1:
-                from dagster_kstreams.spark.joins import with_merge_time
-
-                source = with_merge_time(source)  # Kafka Streams' order across input partitions
+            if program.needs_processing_order:  # Kafka Streams' order across partitions, stream time
+                source = with_processing_order(source, stream_time=program.uses_stream_time)
+            uses_stream_time = program.uses_stream_time
             state_schema = ", ".join(f"store_{slot} binary" for slot in range(len(program.store_names)))
 
             def run_key_group(key, frames, state):
@@ -519,7 +522,8 @@ class TaskRunner:
                 frames = list(frames)
                 records = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
                 stored = state.get if state.exists else None
-                output, new_state = program.process_key_group(records, stored)
+                watermark = state.getCurrentWatermarkMs() if uses_stream_time else None
+                output, new_state = program.process_key_group(records, stored, watermark)
                 if new_state is None:
                     if state.exists:
                         state.remove()
@@ -626,19 +630,6 @@ class _RunState:
 
 
 _BOUND_REACHED = "dagster-kstreams: the run reached max_records"
-
-
-def _honor_pyspark_python(spark) -> None:
-    """Run Python workers with ``spark.pyspark.python`` when the session sets it.
-
-    A driver started from a plain Python process (not spark-submit) takes its workers'
-    interpreter from ``$PYSPARK_PYTHON`` only, else a bare ``python3`` that may lack pandas and
-    pyarrow; the conf setting would be silently ignored.
-    """
-    context = spark.sparkContext
-    configured = context.getConf().get("spark.pyspark.python", None)
-    if configured and getattr(context, "pythonExec", configured) != configured:
-        context.pythonExec = configured
 
 
 def _state_columns(value) -> tuple:

@@ -119,7 +119,21 @@ def build_spark_session(
             "a SparkSession already runs in this process without the Kafka connector in spark.jars; "
             "stop it (spark.stop()) before calling build_spark_session"
         )
+    honor_pyspark_python(session)
     return session
+
+
+def honor_pyspark_python(spark) -> None:
+    """Run Python workers with ``spark.pyspark.python`` when the session sets it.
+
+    A driver started from a plain Python process (not spark-submit) takes its workers'
+    interpreter from ``$PYSPARK_PYTHON`` only, else a bare ``python3`` that may lack pandas and
+    pyarrow; the conf setting would be silently ignored.
+    """
+    context = spark.sparkContext
+    configured = context.getConf().get("spark.pyspark.python", None)
+    if configured and getattr(context, "pythonExec", configured) != configured:
+        context.pythonExec = configured
 
 
 def _first_line(error: BaseException) -> str:

@@ -1,0 +1,135 @@
+"""Event time on the Spark runner: each record's timestamp, the task's processing order and its
+stream time, as Kafka Streams keeps them.
+
+Record timestamp (``event_time``, epoch ms)
+    The Kafka record timestamp, as Kafka Streams' default ``FailOnInvalidTimestamp`` extractor
+    reads it. Spark's Kafka sink cannot set a record's timestamp (records it writes carry the
+    write time), so whatever a task writes to a repartition topic carries the timestamp of the
+    record that produced it in the header :data:`TIMESTAMP_HEADER`, and a task reading a
+    repartition topic takes the timestamp from that header. That is how Kafka Streams'
+    timestamps survive a repartition here (a windowed aggregation after ``group_by`` needs them).
+
+Processing order (``seq``) and merge time (``merge_time``)
+    Kafka Streams' task merges its input partitions by the timestamp of each partition's head
+    record (``PartitionGroup``). For partitions read in offset order that merge is the same as
+    sorting all records by their partition's running maximum timestamp (``merge_time``: a
+    record stuck behind a later-stamped one goes right after it), then topic, then offset.
+    ``seq`` is a record's position in that order within the micro-batch.
+
+Stream time (``stream_time``)
+    The largest timestamp the task's windowed processors have seen so far, after this record
+    (Kafka Streams' ``observedStreamTime``: records with a null key do not advance it). Within a
+    micro-batch it is a running maximum in processing order; across micro-batches (and across
+    processes: it is part of the checkpoint) it is carried by Spark's event-time watermark on
+    :data:`WATERMARK_COLUMN` with no delay, which Spark sets to the largest event time of all
+    earlier batches. A key group reads it with ``GroupState.getCurrentWatermarkMs()``; a
+    record's stream time is the larger of the two. (Spark drops records behind the watermark
+    only for event-time timeouts, which the runner does not use: late records still reach the
+    processors, which decide, as Kafka Streams does, whether they are too late.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = [
+    "TIMESTAMP_HEADER",
+    "WATERMARK_COLUMN",
+    "decode_timestamp",
+    "encode_timestamp",
+    "source_columns",
+    "with_processing_order",
+]
+
+TIMESTAMP_HEADER = "__dagster_kstreams.timestamp"
+WATERMARK_COLUMN = "_stream_time_watermark"
+ORDER_COLUMNS = ("merge_time", "stream_time", "seq")
+
+
+def encode_timestamp(timestamp_ms: int) -> bytes:
+    return int(timestamp_ms).to_bytes(8, "big", signed=True)
+
+
+def decode_timestamp(data: bytes) -> int:
+    return int.from_bytes(data, "big", signed=True)
+
+
+def source_columns(kafka_source, internal_topics: Iterable[str] = ()):
+    """Spark's Kafka source rows as a task reads them: ``key, value, topic, partition, offset,
+    timestamp, event_time`` (:data:`~dagster_kstreams.spark.program.SOURCE_COLUMNS`).
+
+    ``kafka_source`` must have been read with ``includeHeaders`` when ``internal_topics`` (the
+    repartition topics among the task's sources) is not empty."""
+    from pyspark.sql import functions as F
+
+    event_time = F.unix_millis(F.col("timestamp"))
+    internal = list(internal_topics)
+    if internal:
+        carried = F.filter(F.col("headers"), lambda header: header["key"] == F.lit(TIMESTAMP_HEADER))
+        header_time = F.conv(F.hex(F.get(carried, 0)["value"]), 16, 10).cast("long")
+        event_time = F.when(F.col("topic").isin(internal) & header_time.isNotNull(), header_time).otherwise(event_time)
+    return kafka_source.select("key", "value", "topic", "partition", "offset", "timestamp",
+                               event_time.alias("event_time"))
+
+
+def with_processing_order(source, stream_time: bool):
+    """``source`` (:func:`source_columns` rows of one task's micro-batch) plus ``merge_time``,
+    ``stream_time`` and ``seq`` (see the module docstring); with ``stream_time``, also the
+    watermark column that carries stream time to the next micro-batch.
+
+    The task's rows are brought to one Python worker (a task is one partition of each of its
+    topics: the micro-batch is bounded by ``max_records_per_batch``) and ordered there;
+    streaming DataFrames cannot be sorted."""
+    import pyspark.sql.types as T
+    from pyspark.sql import functions as F
+
+    schema = T.StructType([
+        *source.schema.fields,
+        T.StructField("merge_time", T.LongType(), False),
+        T.StructField("stream_time", T.LongType(), False),
+        T.StructField("seq", T.LongType(), False),
+    ])
+
+    def order(batches):
+        import numpy as np
+        import pyarrow as pa
+
+        batches = [batch for batch in batches if batch.num_rows]
+        if not batches:
+            return
+        table = pa.Table.from_batches(batches)
+        # Topic names as codes in name order (lexsort wants numbers).
+        _, topics = np.unique(np.array(table.column("topic").to_pylist(), dtype=object), return_inverse=True)
+        partitions = table.column("partition").to_numpy()
+        offsets = table.column("offset").to_numpy()
+        times = table.column("event_time").to_numpy()
+        has_key = table.column("key").is_valid().to_numpy(zero_copy_only=False)
+        # merge_time: each partition's running maximum timestamp, in offset order.
+        by_partition = np.lexsort((offsets, partitions, topics))
+        merge_time = np.empty(len(times), dtype=np.int64)
+        start = 0
+        for end in range(1, len(by_partition) + 1):
+            if end == len(by_partition) or (
+                topics[by_partition[end]] != topics[by_partition[start]]
+                or partitions[by_partition[end]] != partitions[by_partition[start]]
+            ):
+                rows = by_partition[start:end]
+                merge_time[rows] = np.maximum.accumulate(times[rows])
+                start = end
+        processing = np.lexsort((offsets, topics, merge_time))
+        # stream time: running maximum, in processing order, of the timestamps of keyed records.
+        keyed_times = np.where(has_key[processing], times[processing], np.iinfo(np.int64).min)
+        stream = np.empty(len(times), dtype=np.int64)
+        stream[processing] = np.maximum.accumulate(keyed_times)
+        seq = np.empty(len(times), dtype=np.int64)
+        seq[processing] = np.arange(len(times), dtype=np.int64)
+        table = table.append_column("merge_time", pa.array(merge_time, type=pa.int64()))
+        table = table.append_column("stream_time", pa.array(stream, type=pa.int64()))
+        table = table.append_column("seq", pa.array(seq, type=pa.int64()))
+        yield from table.take(pa.array(processing)).to_batches()  # in processing order: replays see the same
+
+    ordered = source.repartition(1).mapInArrow(order, schema)
+    if not stream_time:
+        return ordered
+    watermark_time = F.when(F.col("key").isNotNull(), F.timestamp_millis(F.col("event_time")))
+    return ordered.withColumn(WATERMARK_COLUMN, watermark_time).withWatermark(WATERMARK_COLUMN, "0 seconds")
