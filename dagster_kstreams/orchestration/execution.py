@@ -132,6 +132,7 @@ def task_metadata(result: Any) -> dict[str, dg.MetadataValue]:
         "records_per_second": dg.MetadataValue.float(round(result.records_per_second, 1)),
         "lag_left": dg.MetadataValue.int(result.total_lag_left),
         "batches": dg.MetadataValue.int(result.batches),
+        "records_dropped_late": dg.MetadataValue.int(result.records_dropped_late),
         # Summed over the task's source partitions: one number per run that the UI can plot.
         "offset_from": dg.MetadataValue.int(sum(result.offsets_from.values())),
         "offset_to": dg.MetadataValue.int(sum(result.offsets_to.values())),

@@ -42,6 +42,7 @@ __all__ = [
     "SubtopologyProgram",
     "ProcessingError",
     "OUTPUT_COLUMNS",
+    "DROPPED_LATE_TOPIC",
     "OUTPUT_SPARK_SCHEMA",
     "SOURCE_COLUMNS",
 ]
@@ -67,6 +68,9 @@ STATEFUL_KINDS = {"aggregate", "to_table", "table_source"}
 JOIN_KINDS = {"stream_table_join", "table_table_join"}
 # Processors that read the task's stream time (dagster_kstreams.spark.event_time).
 STREAM_TIME_KINDS: set[str] = set()
+# A pseudo-topic: one row per record dropped because its window had closed (key: the raw source
+# key). The runner counts these rows (TaskResult.records_dropped_late) and writes none of them.
+DROPPED_LATE_TOPIC = "__dagster_kstreams.dropped-late"
 
 
 class ProcessingError(RuntimeError):

@@ -63,7 +63,7 @@ from dagster_kstreams.spark.checkpoint import (
 from dagster_kstreams.spark.compile import CompiledTopology, compile_topology, parse_task_id
 from dagster_kstreams.spark.event_time import source_columns, with_processing_order
 from dagster_kstreams.spark.session import honor_pyspark_python
-from dagster_kstreams.spark.program import OUTPUT_SPARK_SCHEMA
+from dagster_kstreams.spark.program import DROPPED_LATE_TOPIC, OUTPUT_SPARK_SCHEMA
 
 __all__ = ["TaskRunner", "TaskResult", "TaskProgress", "TaskFailedError"]
 
@@ -103,8 +103,10 @@ class TaskResult:
 
     ``offsets_from``/``offsets_to`` map each source partition to the next offset to process
     before/after the run (``offsets_to`` is also what the consumer group holds afterwards).
-    ``records_out`` counts written records per sink topic. ``lag_left`` is end offset minus
-    ``offsets_to`` per source partition, measured when the run ended.
+    ``records_out`` counts written records per sink topic. ``records_dropped_late`` counts
+    records a windowed processor dropped because their window had closed (beyond its grace
+    period). ``lag_left`` is end offset minus ``offsets_to`` per source partition, measured
+    when the run ended.
     """
 
     task_id: str
@@ -117,6 +119,7 @@ class TaskResult:
     batches: int
     seconds: float
     lag_left: dict[TopicPartition, int] = field(default_factory=dict)
+    records_dropped_late: int = 0
 
     @property
     def records_per_second(self) -> float:
@@ -145,6 +148,7 @@ class TaskResult:
             "records_per_second": round(self.records_per_second, 1),
             "lag_left": offsets(self.lag_left),
             "total_lag_left": self.total_lag_left,
+            "records_dropped_late": self.records_dropped_late,
         }
 
 
@@ -389,6 +393,7 @@ class TaskRunner:
         for report in query.recentProgress:
             for topic, count in _observed_outputs(report).items():
                 records_out[topic] = records_out.get(topic, 0) + count
+        dropped_late = records_out.pop(DROPPED_LATE_TOPIC, 0)
         if failure is not None:
             raise TaskFailedError(task_id, self.application_id, _failure_reason(failure)) from failure
         final_ends = self.admin.end_offsets(source_topics)
@@ -404,6 +409,7 @@ class TaskRunner:
             batches=run.batches,
             seconds=time.monotonic() - started,
             lag_left=lag_left,
+            records_dropped_late=dropped_late,
         )
 
     # -- state ------------------------------------------------------------------------
@@ -547,13 +553,15 @@ class TaskRunner:
         topics = self.compiled.sink_topics(subtopology)
         if self.dead_letters.dead_letter_topic:
             topics = [*topics, self.dead_letters.dead_letter_topic]
+        if program.uses_stream_time:
+            topics = [*topics, DROPPED_LATE_TOPIC]
         metrics = [F.count(F.lit(1)).alias("__all__")] + [
             F.sum(F.when(F.col("topic") == topic, 1).otherwise(0)).alias(topic) for topic in dict.fromkeys(topics)
         ]
         output = output.observe("records_out", *metrics)
         kafka_options = self._kafka_options()
         intents = WriteIntents(session, task_directory(self.state_location, self.application_id, task_id))
-        written_topics = [t for t in topics if t is not None]
+        written_topics = [t for t in topics if t is not None and t != DROPPED_LATE_TOPIC]
         task_tag = f"{self.application_id}/{task_id}".encode()
 
         def write_batch(batch, batch_id: int) -> None:
@@ -564,6 +572,8 @@ class TaskRunner:
             # Each record is tagged with its position in the batch (deterministic: same input
             # order, same state, same plan on a replay), so a replay of a batch that a killed
             # run had partly written skips what is already in Kafka.
+            if program.uses_stream_time:
+                batch = batch.where(F.col("topic") != DROPPED_LATE_TOPIC)  # counted, never written
             records = batch.withColumn("_position", F.monotonically_increasing_id())
             intent = intents.read(batch_id)
             if intent is None:
