@@ -129,6 +129,20 @@ def test_load_time_errors_name_the_topics_and_counts():
         KStreamsApp(builder, "joiner", {"clicks": 2, "profiles": 3})
 
 
+def test_operations_spark_cannot_run_exactly_fail_at_load_naming_the_processor():
+    """Definition time, not run time: loading the assets compiles every sub-topology."""
+    from dagster_kstreams.spark.compile import UnsupportedTopologyError
+    from dagster_kstreams.topology import Produced
+
+    builder = StreamsBuilder()
+    builder.stream("clicks").map_values(str.upper) \
+        .to("out", Produced().with_stream_partitioner(lambda topic, key, value, count: 0))
+    with pytest.raises(UnsupportedTopologyError,
+                       match=r"application 'custom' cannot run on Spark: sink KSTREAM-SINK-0000000002 "
+                             r"\(topic 'out'\) has a custom stream partitioner"):
+        kstreams_assets(topology=builder, app_id="custom", topic_partitions={"clicks": 2})
+
+
 def test_click_enrichment_repartition_topic_follows_the_table_it_joins():
     specs = _specs_by_key(kstreams_assets(topology=click_enrichment.build_topology(), app_id="ce",
                                           topic_partitions={"clicks": 2, "profiles": 5}))

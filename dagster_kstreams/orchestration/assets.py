@@ -49,6 +49,18 @@ def task_partitions(count: int) -> dg.StaticPartitionsDefinition:
     return dg.StaticPartitionsDefinition([str(partition) for partition in range(count)])
 
 
+def check_runnable(topology: Topology, app_id: str) -> None:
+    """Compile every sub-topology for the Spark runner now, at definition load, so that an
+    operation it cannot run with Kafka Streams' semantics fails here, naming the processor,
+    rather than in a run (``UnsupportedTopologyError``)."""
+    from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
+
+    try:
+        compile_topology(topology, app_id).check()
+    except UnsupportedTopologyError as error:
+        raise UnsupportedTopologyError(f"application {app_id!r} cannot run on Spark: {error}") from error
+
+
 @dataclass
 class KStreamsApp:
     """One application (topology + app id) laid out as assets: keys, partition counts, specs.
@@ -78,6 +90,7 @@ class KStreamsApp:
         # Kafka Streams' rules (repartition counts, co-partitioning) on the declared counts: a
         # missing source count or a co-partitioning mismatch is an error here, at load.
         self.partition_counts: dict[str, int] = self.topology.partition_counts(self.topic_partitions)
+        check_runnable(self.topology, self.app_id)
         self.task_counts: dict[int, int] = self.topology.task_counts(self.topic_partitions)
         self.writers: dict[str, list[int]] = {}  # view topic name -> sub-topologies writing it
         self.readers: dict[str, list[int]] = {}

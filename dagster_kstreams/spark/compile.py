@@ -213,6 +213,13 @@ class CompiledTopology:
         return next(node.key_serde for node in program.nodes if node.kind == "source")
 
     # -- programs ----------------------------------------------------------------------
+    def check(self) -> "CompiledTopology":
+        """Build every sub-topology's program now: an operation the runner cannot run with
+        Kafka Streams' semantics raises :class:`UnsupportedTopologyError` here, naming it."""
+        for subtopology in self.subtopology_ids:
+            self.program(subtopology)
+        return self
+
     def program(self, subtopology: int) -> SubtopologyProgram:
         if subtopology not in self._programs:
             self._programs[subtopology] = self._build_program(subtopology)

@@ -216,7 +216,7 @@ class TaskRunner:
         self.compiled: CompiledTopology = compile_topology(
             topology, application_id, self.dead_letters,
             default_key_serde=default_key_serde, default_value_serde=default_value_serde,
-        )
+        ).check()  # an operation the runner cannot run fails now, not in the middle of a run
         extra = {k: v for k, v in self.kafka_config.items() if k != "bootstrap.servers"}
         self.admin = KafkaAdmin(self.kafka_config["bootstrap.servers"], extra)
         self._spark = spark
