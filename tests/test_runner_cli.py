@@ -79,3 +79,26 @@ def test_cli_reports_a_bad_task_id_in_one_line(tmp_path):
     with pytest.raises(SystemExit):  # argparse: --task and --all are exclusive
         main(["run", f"{module}:build", "--app-id", "x", "--task", "0_0", "--all"])
     assert main(["run", f"{module}:nope", "--app-id", "x", "--all"]) == 1
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["local", "up", "--broker-config", "log.retention.hours"], "--broker-config"),
+    (["run", "assets.word_count:build_topology", "--bootstrap-servers", "127.0.0.1:1", "--spark-conf", "=x"],
+     "--spark-conf"),
+    (["run", "assets.word_count:build_topology", "--bootstrap-servers", "127.0.0.1:1", "--kafka-config", "acks"],
+     "--kafka-config"),
+])
+def test_settings_options_reject_anything_but_key_value(argv, option, capsys):
+    from dagster_kstreams.cli import build_parser
+
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(argv)
+    assert exit_info.value.code == 2
+    assert f"argument {option}: expects KEY=VALUE, got" in capsys.readouterr().err
+
+
+def test_settings_options_collect_repeated_pairs():
+    from dagster_kstreams.cli import build_parser
+
+    args = build_parser().parse_args(["local", "up", "--broker-config", "a=1", "--broker-config", " b = x=y "])
+    assert dict(args.broker_config) == {"a": "1", "b": "x=y"}

@@ -5,19 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from dagster_kstreams.cli_options import key_value
 from dagster_kstreams.local.broker import DEFAULT_PORT, LocalBroker
-from dagster_kstreams.local.home import LocalStackError
 from dagster_kstreams.local.jars import ARTIFACT_SETS, resolve_jars
-
-
-def _broker_config(pairs: list[str]) -> dict[str, str]:
-    config = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise LocalStackError(f"--broker-config expects KEY=VALUE, got {pair!r}")
-        config[key.strip()] = value.strip()
-    return config
 
 
 def _broker(args: argparse.Namespace) -> LocalBroker:
@@ -26,7 +16,7 @@ def _broker(args: argparse.Namespace) -> LocalBroker:
         controller_port=args.controller_port,
         state_dir=args.state_dir,
         data_dir=args.data_dir,
-        broker_config=_broker_config(args.broker_config),
+        broker_config=dict(args.broker_config),
     )
 
 
@@ -70,7 +60,7 @@ def register(subcommands: argparse._SubParsersAction) -> None:
         parser.add_argument("--controller-port", type=int, default=None, help="KRaft controller port (default port+1)")
         parser.add_argument("--state-dir", type=Path, default=None, help="pid file, config, logs (default $DAGSTER_KSTREAMS_HOME/broker)")
         parser.add_argument("--data-dir", type=Path, default=None, help="log segments and metadata (default STATE_DIR/data)")
-        parser.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE", help="extra server.properties setting (repeatable)")
+        parser.add_argument("--broker-config", action="append", default=[], type=key_value, metavar="KEY=VALUE", help="extra server.properties setting (repeatable)")
 
     for name, handler, text in (
         ("up", _up, "start the broker (no-op if it runs) and print the bootstrap address"),

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dagster_kstreams.cli_options import key_value
 from dagster_kstreams.spark.runner import TaskFailedError, TaskProgress, TaskResult
 
 BOOTSTRAP_ENV_VAR = "DAGSTER_KSTREAMS_BOOTSTRAP_SERVERS"
@@ -61,16 +62,6 @@ def load_topology(reference: str) -> Any:
     return topology
 
 
-def _pairs(pairs: list[str], option: str) -> dict[str, str]:
-    result = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise CommandError(f"{option} expects KEY=VALUE, got {pair!r}")
-        result[key.strip()] = value.strip()
-    return result
-
-
 def _print_progress(update: TaskProgress) -> None:
     print(
         f"task {update.task_id} batch {update.batch_id}: {update.records_done} records, "
@@ -103,8 +94,8 @@ def _run_tasks(args: argparse.Namespace) -> int:
     if not args.task and not args.all:
         raise CommandError("name tasks with --task (e.g. --task 1_3) or run them all with --all")
     topology = load_topology(args.topology)
-    kafka_config = {"bootstrap.servers": args.bootstrap_servers, **_pairs(args.kafka_config, "--kafka-config")}
-    spark_conf = {"spark.ui.enabled": "false", **_pairs(args.spark_conf, "--spark-conf")}
+    kafka_config = {"bootstrap.servers": args.bootstrap_servers, **dict(args.kafka_config)}
+    spark_conf = {"spark.ui.enabled": "false", **dict(args.spark_conf)}
     # Workers must run this interpreter (with pandas and pyarrow), not whatever `python3` is.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = build_spark_session(args.master, spark_conf, app_name=f"dagster-kstreams-{args.app_id}")
@@ -145,13 +136,13 @@ def register(subcommands: "argparse._SubParsersAction") -> None:
     which.add_argument("--all", action="store_true", help="every task, upstream sub-topologies first")
     parser.add_argument("--bootstrap-servers", default=os.environ.get(BOOTSTRAP_ENV_VAR, DEFAULT_BOOTSTRAP),
                         help=f"Kafka bootstrap servers (default ${BOOTSTRAP_ENV_VAR} or {DEFAULT_BOOTSTRAP})")
-    parser.add_argument("--kafka-config", action="append", default=[], metavar="KEY=VALUE",
+    parser.add_argument("--kafka-config", action="append", default=[], type=key_value, metavar="KEY=VALUE",
                         help="Kafka client setting for both the admin client and Spark (repeatable)")
     parser.add_argument("--state-location", default=None,
                         help="root of task checkpoints and state: a directory or Hadoop URI "
                              "(default <DAGSTER_KSTREAMS_HOME or ./.kstreams>/state)")
     parser.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
-    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+    parser.add_argument("--spark-conf", action="append", default=[], type=key_value, metavar="KEY=VALUE",
                         help="Spark setting (repeatable)")
     parser.add_argument("--max-records", type=int, default=None, help="stop each task after about this many records")
     parser.add_argument("--max-records-per-batch", type=int, default=200_000,
