@@ -10,6 +10,9 @@ A task is one Structured Streaming query, started, drained and stopped for each 
   (``applyInPandasWithState`` grouped by the source key) when the sub-topology keeps state.
   A sub-topology that is exactly ``source -> count -> to_stream -> to`` (the downstream half
   of a word count) runs as Spark's own streaming aggregation, with no Python at all.
+* **Event time** — :mod:`dagster_kstreams.spark.event_time`: each record's timestamp (carried
+  in a header through repartition topics), Kafka Streams' processing order across the task's
+  partitions, and the task's stream time, carried between batches by a watermark.
 * **State** — Spark's state store with the RocksDB provider, in the task's checkpoint
   (:mod:`dagster_kstreams.spark.checkpoint`): ``<state_location>/<app>/tasks/<task>/checkpoint``.
   Any process that sees the same location continues the task where it stopped.
