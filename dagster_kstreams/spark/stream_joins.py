@@ -31,15 +31,18 @@ time; see the README, "Semantics that differ from Kafka Streams". The compile st
 topologies where that task stream time would see records the join's stores do not (other
 sources, processors between a source and its join window).
 
+A key's buffers are pruned (records no lookup can return any more) whenever the key is
+processed; Kafka Streams drops whole expired segments of all keys instead. Results are the same.
+
 Left and outer joins are refused at compile time: Kafka Streams emits a left/outer record that
-found no partner only once the task's stream time passes the end of its window (plus grace),
-when a record of *any* key advances it (the shared outer-join store, scanned in timestamp
-order). Here a key's state is only visited when that key has records in a micro-batch. Spark's
-event-time timeouts could visit idle keys, but they drop every record behind the watermark
-(late records that Kafka Streams still joins within the grace period), and they fire only in a
-later micro-batch, never after the last one when no-data micro-batches are off (the runner's
-``availableNow`` runs stop after the data): the pending records of the last batches would never
-be emitted. Processing-time timeouts depend on the wall clock, not on stream time.
+found no partner only once the task's stream time closes its window (plus grace), when a
+record of *any* key advances it, by scanning one store shared by all keys in timestamp order
+(throttled by the smallest pending timestamp, itself a task-wide value). Here a key's state is
+only visited when that key has records in a micro-batch. Spark's event-time timeouts could visit
+idle keys, but only in a later micro-batch, with one carried time, never after the last
+micro-batch while no-data micro-batches are off, and they drop every record behind the
+watermark (late records that Kafka Streams still joins within the grace period). Processing-time
+timeouts follow the wall clock, not stream time.
 """
 
 from __future__ import annotations

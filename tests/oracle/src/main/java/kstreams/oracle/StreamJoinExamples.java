@@ -74,7 +74,7 @@ public final class StreamJoinExamples {
         props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
         // Join 3 reads a repartition topic its own upstream task fills: wait for it rather than run
         // ahead on the other input (the Spark runner writes the repartition topic first).
-        props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 10_000L);
+        props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 5_000L);
         // Left/outer joins: emit non-joined records as soon as stream time allows (deterministic).
         props.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", 0L);
 
