@@ -205,3 +205,28 @@ def test_a_self_join_compiles():
         stream.join(stream, lambda x, y: x + y, WINDOWS).to("out")
 
     _compile(build)
+
+
+def test_a_record_put_into_an_expired_segment_is_counted_with_its_key():
+    program = _program(5_000, 5_000, 0)  # retention 10 s, 60 s segments
+    # stream time 130 s: segment(130 s - 10 s) = 2 is the oldest live one
+    rows = [("left", "a", 130_000), ("right", "late", 119_999), ("right", "kept", 120_000)]
+    stored, outputs = None, []
+    frame = pd.DataFrame([
+        {"key": b"k", "value": v.encode(), "topic": side, "partition": 0, "offset": i, "timestamp": None,
+         "event_time": t, "merge_time": 130_000, "stream_time": 130_000, "seq": i}
+        for i, (side, v, t) in enumerate(rows)])
+    frame, stored = program.process_key_group(frame, None)
+    assert list(zip(frame["topic"], frame["key"], frame["value"])) == [(DROPPED_LATE_TOPIC, b"k", None)]
+    # "kept" went into a live segment (not counted), but no lookup can return it: pruned at once
+    assert stored[1] is None
+
+
+def test_a_join_feeding_an_aggregation_of_the_same_key_shares_the_state_row():
+    builder = StreamsBuilder()
+    joined = builder.stream("left").join(builder.stream("right"), lambda x, y: f"{x}+{y}", WINDOWS)
+    joined.group_by_key().count().to_stream().to("counts")
+    program = compile_topology(builder.build(), "app").program(0)
+    assert sorted(n.kind for n in program.nodes if n.stateful) == ["aggregate", "join_window", "join_window"]
+    outputs, _ = _run(program, [("left", "a", 100_000), ("right", "b", 101_000), ("right", "c", 102_000)])
+    assert [v for topic, v in outputs if topic == "counts"] == [(2).to_bytes(8, "big")]
