@@ -68,6 +68,10 @@ STATEFUL_KINDS = {"aggregate", "to_table", "table_source"}
 JOIN_KINDS = {"stream_table_join", "table_table_join"}
 # Processors that read the task's stream time (dagster_kstreams.spark.event_time).
 STREAM_TIME_KINDS: set[str] = set()
+# Stream-stream joins (dagster_kstreams.spark.stream_joins): each join window buffers its side per key.
+STREAM_JOIN_KINDS = {"join_window", "stream_stream_join"}
+STATEFUL_KINDS.add("join_window")
+STREAM_TIME_KINDS.update(STREAM_JOIN_KINDS)
 # A pseudo-topic: one row per record dropped because its window had closed (key: the raw source
 # key). The runner counts these rows (TaskResult.records_dropped_late) and writes none of them.
 DROPPED_LATE_TOPIC = "__dagster_kstreams.dropped-late"
@@ -190,7 +194,7 @@ class SubtopologyProgram:
 
     def _check(self) -> None:
         for index, node in enumerate(self.nodes):
-            if node.kind not in STATELESS_KINDS | STATEFUL_KINDS | JOIN_KINDS:
+            if node.kind not in STATELESS_KINDS | STATEFUL_KINDS | JOIN_KINDS | STREAM_JOIN_KINDS:
                 raise ValueError(f"processor {node.name}: kind {node.kind!r} is not runnable on Spark")
             for child in node.children:
                 if not index < child < len(self.nodes):
@@ -441,6 +445,10 @@ class SubtopologyProgram:
             from dagster_kstreams.spark import joins
 
             joins.forward(self, node, key, value, context, out, state)
+        elif kind in STREAM_JOIN_KINDS:
+            from dagster_kstreams.spark import stream_joins
+
+            stream_joins.forward(self, node, key, value, context, out, state)
         elif kind in STATEFUL_KINDS:
             if state is None:
                 raise ValueError(f"processor {node.name} needs state but runs in a stateless pass")

@@ -1,0 +1,107 @@
+package kstreams.oracle;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.KStream;
+
+/**
+ * Stream-stream (inner) joins run by Kafka Streams itself against a real broker, until every
+ * input topic is consumed to its end.
+ *
+ * Args: bootstrap applicationId stateDir a1 b1 a2 b2 a3 b3 out1 out2 out3
+ *
+ * The Python twin is stream_join_examples() in tests/test_equivalence_stream_joins.py; keep the
+ * two in step.
+ */
+public final class StreamJoinExamples {
+    private StreamJoinExamples() {}
+
+    static String s(String value) {
+        return value == null ? "null" : value;
+    }
+
+    static StreamsBuilder streamJoinExamples(String a1, String b1, String a2, String b2, String a3, String b3,
+                                             String out1, String out2, String out3) {
+        StreamsBuilder builder = new StreamsBuilder();
+        // 1: symmetric window, no grace.
+        KStream<String, String> left1 = builder.stream(a1);
+        KStream<String, String> right1 = builder.stream(b1);
+        left1.join(right1, (x, y) -> s(x) + "+" + s(y),
+                   JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(10))).to(out1);
+        // 2: asymmetric window (5 s before, 30 s after) with a 20 s grace, joiner with key.
+        KStream<String, String> left2 = builder.stream(a2);
+        KStream<String, String> right2 = builder.stream(b2);
+        left2.join(right2, (k, x, y) -> k + ":" + s(x) + "+" + s(y),
+                   JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(20))
+                       .after(Duration.ofSeconds(30))).to(out2);
+        // 3: the left side re-keyed (a repartition topic), the right side joined before the left.
+        KStream<String, String> left3 = builder.<String, String>stream(a3)
+            .selectKey((k, v) -> k == null ? null : "r" + k.substring(1));
+        KStream<String, String> right3 = builder.stream(b3);
+        right3.join(left3, (x, y) -> s(x) + "*" + s(y),
+                    JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(3), Duration.ofSeconds(5))
+                        .before(Duration.ofSeconds(8))).to(out3);
+        return builder;
+    }
+
+    public static void main(String[] args) throws Exception {
+        String bootstrap = args[0];
+        String applicationId = args[1];
+        String stateDir = args[2];
+        List<String> inputs = List.of(args[3], args[4], args[5], args[6], args[7], args[8]);
+        StreamsBuilder builder = streamJoinExamples(args[3], args[4], args[5], args[6], args[7], args[8],
+                                                    args[9], args[10], args[11]);
+        Properties props = new Properties();
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
+        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
+        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 500);
+        props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
+        // Join 3 reads a repartition topic its own upstream task fills: wait for it rather than run
+        // ahead on the other input (the Spark runner writes the repartition topic first).
+        props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 5_000L);
+        // Left/outer joins: emit non-joined records as soon as stream time allows (deterministic).
+        props.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", 0L);
+
+        Files.createDirectories(Path.of(stateDir));
+        KafkaStreams streams = new KafkaStreams(builder.build(), props);
+        streams.start();
+        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> {
+                // the inputs and the repartition topic of join 3 (created on startup)
+                List<String> topics = new ArrayList<>(inputs);
+                for (String topic : admin.listTopics().names().get()) {
+                    if (topic.startsWith(applicationId + "-") && topic.endsWith("-repartition")) {
+                        topics.add(topic);
+                    }
+                }
+                return topics.size() <= inputs.size() ? null : topics;
+            }, Duration.ofMinutes(5));
+            double dropped = 0;
+            for (var metric : streams.metrics().entrySet()) {
+                if (metric.getKey().name().equals("dropped-records-total")
+                        && metric.getKey().group().equals("stream-task-metrics")) {
+                    dropped += ((Number) metric.getValue().metricValue()).doubleValue();
+                }
+            }
+            System.out.println("{\"dropped-records-total\": " + (long) dropped + "}");
+        } finally {
+            streams.close(Duration.ofSeconds(30));
+        }
+    }
+}
