@@ -63,11 +63,11 @@ STATELESS_KINDS = {
     "peek", "foreach", "print", "merge", "branch", "branch_child", "repartition_filter",
     "table_filter", "table_map_values", "table_to_stream",
 }
-STATEFUL_KINDS = {"aggregate", "to_table", "table_source"}
+STATEFUL_KINDS = {"aggregate", "to_table", "table_source", "session_aggregate"}
 # Processors that read other processors' stores (dagster_kstreams.spark.joins).
 JOIN_KINDS = {"stream_table_join", "table_table_join"}
 # Processors that read the task's stream time (dagster_kstreams.spark.event_time).
-STREAM_TIME_KINDS: set[str] = set()
+STREAM_TIME_KINDS: set[str] = {"session_aggregate"}
 # A pseudo-topic: one row per record dropped because its window had closed (key: the raw source
 # key). The runner counts these rows (TaskResult.records_dropped_late) and writes none of them.
 DROPPED_LATE_TOPIC = "__dagster_kstreams.dropped-late"
@@ -441,6 +441,10 @@ class SubtopologyProgram:
             from dagster_kstreams.spark import joins
 
             joins.forward(self, node, key, value, context, out, state)
+        elif kind == "session_aggregate":
+            from dagster_kstreams.spark import sessions
+
+            sessions.forward(self, node, key, value, context, out, state)
         elif kind in STATEFUL_KINDS:
             if state is None:
                 raise ValueError(f"processor {node.name} needs state but runs in a stateless pass")
@@ -483,6 +487,11 @@ class SubtopologyProgram:
             if slot not in state.dirty:
                 continue
             state.dirty.discard(slot)
+            if node.kind == "session_aggregate":
+                from dagster_kstreams.spark import sessions
+
+                sessions.flush(self, node, state, out, context)
+                continue
             value = state.values[slot]
             for child in node.children:
                 self._forward(child, state.keys[slot], None if value is _ABSENT else value, context, out, state)
