@@ -11,21 +11,26 @@ next commit: inputs compared with a cached Kafka Streams run must have none).
 from __future__ import annotations
 
 
-def run(records, gap, grace, initializer, aggregator, merger, retention=None):
+def run(records, gap, grace, initializer, aggregator, merger, retention=None, skip_ambiguous=None):
+    """``skip_ambiguous``: a list; the indexes of ambiguous records are appended to it and those
+    records are left out (as if they were not in the input)."""
     retention = gap + grace if retention is None else retention
     sessions: dict = {}  # key -> list of [start, end, agg]
     stream_time = -1
     dropped = ambiguous = 0
-    for key, value, timestamp in records:
+    for index, (key, value, timestamp) in enumerate(records):
         if key is None:
             continue
         before = stream_time
-        stream_time = max(stream_time, timestamp)
         own = sessions.setdefault(key, [])
         candidates = [s for s in own if s[1] >= timestamp - gap and s[0] <= timestamp + gap]
         found = [s for s in candidates if s[1] > before - retention]
         if len(found) != len(candidates):
             ambiguous += 1
+            if skip_ambiguous is not None:
+                skip_ambiguous.append(index)
+                continue
+        stream_time = max(stream_time, timestamp)
         found.sort(key=lambda s: (s[1], s[0]))
         agg = initializer()
         start = end = timestamp

@@ -180,3 +180,44 @@ def test_session_windowed_key_bytes_are_kafka_streams():
     data = serde.serialize(Windowed("ab", Window(5, 9)))
     assert data == b"ab" + struct.pack(">qq", 9, 5)
     assert serde.deserialize(data) == Windowed("ab", Window(5, 9))
+
+
+def test_without_record_cache_every_update_is_forwarded_in_order():
+    import pandas as pd
+
+    program = compile_topology(_topology(materialized=Materialized.as_("s").with_caching_disabled()), "app").program(0)
+    (node,) = [n for n in program.nodes if n.kind == "session_aggregate"]
+    assert not node.cached
+    timestamps = [10000, 20000, 15000, 16000]
+    n = len(timestamps)
+    records = pd.DataFrame({
+        "key": [b"k"] * n, "value": [b"v"] * n, "topic": ["in"] * n, "partition": [0] * n,
+        "offset": list(range(n)), "timestamp": [None] * n, "event_time": timestamps, "merge_time": timestamps,
+        "stream_time": [10000, 20000, 20000, 20000], "seq": list(range(n)),
+    })
+    out, _ = program.process_key_group(records, None, None)
+    serde = WindowedSerde(Serdes.String(), session=True)
+    got = [(serde.deserialize(k).window, None if v is None else struct.unpack(">q", v)[0])
+           for k, v in zip(out.key, out.value)]
+    assert got == [
+        (Window(10000, 10000), 1), (Window(20000, 20000), 1),
+        (Window(20000, 20000), None), (Window(15000, 20000), 2),
+        (Window(15000, 20000), None), (Window(15000, 20000), 3),
+    ]
+
+
+@pytest.mark.parametrize("before, merged", [(20000, False), (19999, True)])
+def test_stream_time_before_the_record_decides_what_the_store_still_holds(before, merged):
+    """Grace 0, gap 5 s: a session ending at t - gap is in the store for a record at t = stream time
+    only if no earlier record of the task (any key) already had timestamp t."""
+    import pandas as pd
+
+    program = compile_topology(_topology(), "app").program(0)
+    records = pd.DataFrame({
+        "key": [b"k", b"k"], "value": [b"v", b"v"], "topic": ["in", "in"], "partition": [0, 0], "offset": [0, 1],
+        "timestamp": [None, None], "event_time": [15000, 20000], "merge_time": [15000, 20000],
+        "stream_time": [15000, 20000], "stream_time_before": [-1, before], "seq": [0, 1],
+    })
+    out, state = program.process_key_group(records, None, None)
+    (stored,) = [pickle.loads(blob) for blob in state]
+    assert stored == (((15000, 20000, 2),) if merged else ((20000, 20000, 1),))

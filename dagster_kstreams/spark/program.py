@@ -148,6 +148,7 @@ class _RecordContext:
     # the record's timestamp (epoch ms) and the task's stream time after it (None: not read)
     timestamp: Optional[int] = None
     stream_time: Optional[int] = None
+    stream_time_before: Optional[int] = None  # the task's stream time before this record
 
     def describe(self) -> str:
         return f"topic {self.topic!r} partition {self.partition} offset {self.offset}"
@@ -283,8 +284,10 @@ class SubtopologyProgram:
         if "stream_time" in records.columns:
             floor = -1 if watermark_ms is None else watermark_ms
             stream_times = [max(floor, t) for t in records["stream_time"].tolist()]
+            befores = [max(floor, t) for t in records["stream_time_before"].tolist()] \
+                if "stream_time_before" in records.columns else [None] * len(records)
         else:
-            stream_times = [None] * len(records)
+            stream_times = befores = [None] * len(records)
         slots = len(self.stateful_nodes)
         values = [_ABSENT] * slots
         if stored is not None:
@@ -292,12 +295,12 @@ class SubtopologyProgram:
         state = _GroupState(values)
         out = _Output()
         last_context = None
-        for key, value, topic, partition, offset, timestamp, stream_time in zip(
+        for key, value, topic, partition, offset, timestamp, stream_time, before in zip(
             records["key"].tolist(), records["value"].tolist(), records["topic"].tolist(),
             records["partition"].tolist(), records["offset"].tolist(), records["event_time"].tolist(),
-            stream_times,
+            stream_times, befores,
         ):
-            context = _RecordContext(topic, partition, offset, timestamp, stream_time)
+            context = _RecordContext(topic, partition, offset, timestamp, stream_time, before)
             context = self._process_source_record(context, key, value, out, state)
             last_context = context or last_context
         if last_context is not None:

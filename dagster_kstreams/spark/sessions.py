@@ -205,9 +205,9 @@ def forward(program, node: ExecNode, key, value, context, out, state) -> None:
     store = SessionStore(options["gap"], options["grace"], options["retention"],
                          () if current is _ABSENT else current)
     stream_time = context.stream_time
-    before = getattr(context, "stream_time_before", None)
-    if before is None:
-        before = stream_time if context.timestamp < stream_time else _before_unknown(stream_time, options)
+    before = context.stream_time_before
+    if before is None:  # not given (a test calling the program directly): only the record's own is known
+        before = stream_time if context.timestamp < stream_time else stream_time - 1
     changes = _batch_changes(state, slot, store)
     result = store.apply(key, value, context.timestamp, before, stream_time, node.initializer, node.aggregator,
                          options["merger"], lambda fn, *args: program._call(node, context, fn, *args))
@@ -230,13 +230,6 @@ def forward(program, node: ExecNode, key, value, context, out, state) -> None:
                              state)
     for child in node.children:
         program._forward(child, Windowed(key, Window(start, end)), agg, _context_at(context, end), out, state)
-
-
-def _before_unknown(stream_time: int, options) -> int:
-    # The record set the stream time (t == ST); the stream time before it is only needed to
-    # tell whether a session ending at exactly t - gap is still in the store, which it can only
-    # not be when grace == 0 and retention == gap (see the README).
-    return stream_time - 1
 
 
 def _batch_changes(state, slot: int, store: SessionStore) -> dict:

@@ -56,7 +56,7 @@ public final class SessionExamples {
         // Through a repartition topic (timestamps carried): the largest value per session.
         stream.groupBy((key, value) -> value == null ? null : value.substring(0, 1),
                 Grouped.with("session-regroup", Serdes.String(), Serdes.String()))
-            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(5), Duration.ofMinutes(10)))
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(5), Duration.ofDays(1)))
             .reduce((one, two) -> one.compareTo(two) >= 0 ? one : two,
                 Materialized.<String, String, SessionStore<Bytes, byte[]>>as("session-reduce"))
             .toStream().to(outReduce, Produced.with(windowed, Serdes.String()));
