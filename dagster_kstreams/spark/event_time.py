@@ -26,6 +26,8 @@ Stream time (``stream_time``)
     record's stream time is the larger of the two. (Spark drops records behind the watermark
     only for event-time timeouts, which the runner does not use: late records still reach the
     processors, which decide, as Kafka Streams does, whether they are too late.)
+    ``stream_time_before`` is the stream time before the record (what a windowed store has seen
+    when the record reaches it: its retention hides what ended before that minus the retention).
 """
 
 from __future__ import annotations
