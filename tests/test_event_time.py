@@ -70,6 +70,9 @@ def test_processing_order_and_stream_time_follow_kafka_streams_merge(spark, seed
     assert [(row["topic"], row["offset"]) for row in by_seq] == order
     assert {(row["topic"], row["offset"]): row["stream_time"] for row in result} == stream_time
     assert sorted(row["seq"] for row in result) == list(range(len(rows)))
+    # The stream time before each record: the one after the record that precedes it.
+    befores = [row["stream_time_before"] for row in by_seq]
+    assert befores == [-(2**63)] + [row["stream_time"] for row in by_seq[:-1]]
 
 
 def test_repartition_topics_take_the_timestamp_from_the_header(spark):

@@ -323,8 +323,10 @@ class CompiledTopology:
                 node.initializer = params["initializer"].fn
                 node.aggregator = params["aggregator"].fn
             return node
-        from dagster_kstreams.spark import joins
+        from dagster_kstreams.spark import joins, sessions
 
+        if sessions.handles(factory):
+            return sessions.exec_node(self, factory)
         if kind in joins.COMPILED_KINDS:
             return joins.exec_node(self, factory)
         from dagster_kstreams.spark import stream_joins

@@ -26,6 +26,8 @@ Stream time (``stream_time``)
     record's stream time is the larger of the two. (Spark drops records behind the watermark
     only for event-time timeouts, which the runner does not use: late records still reach the
     processors, which decide, as Kafka Streams does, whether they are too late.)
+    ``stream_time_before`` is the stream time before the record (what a windowed store has seen
+    when the record reaches it: its retention hides what ended before that minus the retention).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ __all__ = [
 
 TIMESTAMP_HEADER = "__dagster_kstreams.timestamp"
 WATERMARK_COLUMN = "_stream_time_watermark"
-ORDER_COLUMNS = ("merge_time", "stream_time", "seq")
+ORDER_COLUMNS = ("merge_time", "stream_time", "stream_time_before", "seq")
 
 
 def encode_timestamp(timestamp_ms: int) -> bytes:
@@ -74,8 +76,8 @@ def source_columns(kafka_source, internal_topics: Iterable[str] = ()):
 
 def with_processing_order(source, stream_time: bool):
     """``source`` (:func:`source_columns` rows of one task's micro-batch) plus ``merge_time``,
-    ``stream_time`` and ``seq`` (see the module docstring); with ``stream_time``, also the
-    watermark column that carries stream time to the next micro-batch.
+    ``stream_time``, ``stream_time_before`` (the stream time before the record) and ``seq`` (see
+    the module docstring); with ``stream_time``, also the watermark column that carries stream time to the next micro-batch.
 
     The task's rows are brought to one Python worker (a task is one partition of each of its
     topics: the micro-batch is bounded by ``max_records_per_batch``) and ordered there;
@@ -87,6 +89,7 @@ def with_processing_order(source, stream_time: bool):
         *source.schema.fields,
         T.StructField("merge_time", T.LongType(), False),
         T.StructField("stream_time", T.LongType(), False),
+        T.StructField("stream_time_before", T.LongType(), False),
         T.StructField("seq", T.LongType(), False),
     ])
 
@@ -119,12 +122,17 @@ def with_processing_order(source, stream_time: bool):
         processing = np.lexsort((offsets, topics, merge_time))
         # stream time: running maximum, in processing order, of the timestamps of keyed records.
         keyed_times = np.where(has_key[processing], times[processing], np.iinfo(np.int64).min)
+        running = np.maximum.accumulate(keyed_times)
         stream = np.empty(len(times), dtype=np.int64)
-        stream[processing] = np.maximum.accumulate(keyed_times)
+        stream[processing] = running
+        # ... and before it (what a session store has seen when the record reaches it).
+        before = np.empty(len(times), dtype=np.int64)
+        before[processing] = np.concatenate(([np.iinfo(np.int64).min], running[:-1]))
         seq = np.empty(len(times), dtype=np.int64)
         seq[processing] = np.arange(len(times), dtype=np.int64)
         table = table.append_column("merge_time", pa.array(merge_time, type=pa.int64()))
         table = table.append_column("stream_time", pa.array(stream, type=pa.int64()))
+        table = table.append_column("stream_time_before", pa.array(before, type=pa.int64()))
         table = table.append_column("seq", pa.array(seq, type=pa.int64()))
         yield from table.take(pa.array(processing)).to_batches()  # in processing order: replays see the same
 

@@ -63,11 +63,11 @@ STATELESS_KINDS = {
     "peek", "foreach", "print", "merge", "branch", "branch_child", "repartition_filter",
     "table_filter", "table_map_values", "table_to_stream",
 }
-STATEFUL_KINDS = {"aggregate", "to_table", "table_source"}
+STATEFUL_KINDS = {"aggregate", "to_table", "table_source", "session_aggregate"}
 # Processors that read other processors' stores (dagster_kstreams.spark.joins).
 JOIN_KINDS = {"stream_table_join", "table_table_join"}
 # Processors that read the task's stream time (dagster_kstreams.spark.event_time).
-STREAM_TIME_KINDS: set[str] = set()
+STREAM_TIME_KINDS: set[str] = {"session_aggregate"}
 # Stream-stream joins (dagster_kstreams.spark.stream_joins): each join window buffers its side per key.
 STREAM_JOIN_KINDS = {"join_window", "stream_stream_join"}
 STATEFUL_KINDS.add("join_window")
@@ -152,6 +152,7 @@ class _RecordContext:
     # the record's timestamp (epoch ms) and the task's stream time after it (None: not read)
     timestamp: Optional[int] = None
     stream_time: Optional[int] = None
+    stream_time_before: Optional[int] = None  # the task's stream time before this record
 
     def describe(self) -> str:
         return f"topic {self.topic!r} partition {self.partition} offset {self.offset}"
@@ -287,8 +288,10 @@ class SubtopologyProgram:
         if "stream_time" in records.columns:
             floor = -1 if watermark_ms is None else watermark_ms
             stream_times = [max(floor, t) for t in records["stream_time"].tolist()]
+            befores = [max(floor, t) for t in records["stream_time_before"].tolist()] \
+                if "stream_time_before" in records.columns else [None] * len(records)
         else:
-            stream_times = [None] * len(records)
+            stream_times = befores = [None] * len(records)
         slots = len(self.stateful_nodes)
         values = [_ABSENT] * slots
         if stored is not None:
@@ -296,12 +299,12 @@ class SubtopologyProgram:
         state = _GroupState(values)
         out = _Output()
         last_context = None
-        for key, value, topic, partition, offset, timestamp, stream_time in zip(
+        for key, value, topic, partition, offset, timestamp, stream_time, before in zip(
             records["key"].tolist(), records["value"].tolist(), records["topic"].tolist(),
             records["partition"].tolist(), records["offset"].tolist(), records["event_time"].tolist(),
-            stream_times,
+            stream_times, befores,
         ):
-            context = _RecordContext(topic, partition, offset, timestamp, stream_time)
+            context = _RecordContext(topic, partition, offset, timestamp, stream_time, before)
             context = self._process_source_record(context, key, value, out, state)
             last_context = context or last_context
         if last_context is not None:
@@ -449,6 +452,10 @@ class SubtopologyProgram:
             from dagster_kstreams.spark import stream_joins
 
             stream_joins.forward(self, node, key, value, context, out, state)
+        elif kind == "session_aggregate":
+            from dagster_kstreams.spark import sessions
+
+            sessions.forward(self, node, key, value, context, out, state)
         elif kind in STATEFUL_KINDS:
             if state is None:
                 raise ValueError(f"processor {node.name} needs state but runs in a stateless pass")
@@ -491,6 +498,11 @@ class SubtopologyProgram:
             if slot not in state.dirty:
                 continue
             state.dirty.discard(slot)
+            if node.kind == "session_aggregate":
+                from dagster_kstreams.spark import sessions
+
+                sessions.flush(self, node, state, out, context)
+                continue
             value = state.values[slot]
             for child in node.children:
                 self._forward(child, state.keys[slot], None if value is _ABSENT else value, context, out, state)

@@ -903,7 +903,8 @@ class _WindowedKStream:
                           self.windows, self._retention_ms(materialized), queryable=queryable)
         spec = ProcessorSpec(NodeKind.WINDOWED_AGGREGATE,
                              {**params, "store_name": store_name, "windows": self.windows,
-                              "emit_strategy": "on_window_update"}, [store])
+                              "emit_strategy": "on_window_update",
+                              "caching_enabled": materialized.caching_enabled}, [store])
         return grouped._aggregate_builder.build(name, store, spec, store_name if queryable else None,
                                                 self._windowed_key_serde(key_serde), value_serde, self._grace_ms())
 

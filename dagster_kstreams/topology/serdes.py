@@ -146,7 +146,8 @@ def _schema_text(schema: Any) -> str:
 
 @dataclass(frozen=True)
 class Window:
-    """A window's bounds in epoch milliseconds: ``[start, end)`` (Kafka's TimeWindow)."""
+    """A window's bounds in epoch milliseconds: ``[start, end)`` (Kafka's TimeWindow), or
+    ``[start, end]`` for a session window (Kafka's SessionWindow: both ends inclusive)."""
 
     start: int
     end: int

@@ -1,0 +1,257 @@
+"""Session-windowed aggregations on the Spark runner, as Kafka Streams'
+``KStreamSessionWindowAggregate`` (4.3.1) over its persistent session store.
+
+Per record with a non-null key (null keys are skipped and do not advance stream time), with
+``t`` the record's timestamp and ``ST`` the stream time after it:
+
+* close time = ``ST - grace - gap``;
+* the key's sessions that overlap ``[t - gap, t + gap]`` (``end >= t - gap`` and
+  ``start <= t + gap``, the store's ``findSessions``), in store order (by end, then start), are
+  merged with ``[t, t]``: the aggregate starts from ``initializer()`` and takes
+  ``merger(key, agg, session_agg)`` for each;
+* if the merged session ends before the close time the record is late: dropped and counted
+  (a row on :data:`~dagster_kstreams.spark.program.DROPPED_LATE_TOPIC`), nothing changes;
+* otherwise the merged-away sessions are removed, the aggregate takes
+  ``aggregator(key, value, agg)`` (null values included: count counts them) and is stored
+  under the merged window.
+
+Store retention: the session store hides (and eventually drops) sessions whose end is at most
+``observedStreamTime - retention`` (retention = ``gap + grace`` unless ``Materialized``
+sets it). Its stream time is the largest session end written to it, which is the stream time
+before the record. Such sessions are never found again, so the key's state drops them: state
+stays bounded.
+
+Emit: with the record cache (the default) each changed windowed key forwards its final state
+once per micro-batch: the session's value, or a tombstone for a session that existed at the
+start of the batch and was merged away (one created and merged away within the batch was never
+forwarded, as Kafka Streams' cache flush skips it). Without caching every update is forwarded:
+a tombstone for each merged-away session, then the new session's value. Downstream sees the
+key as ``Windowed(key, Window(start, end))`` with an inclusive end, and the record timestamp
+is the window end.
+
+Reduce and count are aggregations with Kafka Streams' own functions: count is
+``initializer=0``, ``aggregator=agg + 1``, ``merger=a + b``; reduce is ``initializer=None``,
+``aggregator = value if agg is None else reducer(agg, value)``, ``merger(a, b) =
+aggregator(b, a)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+from dagster_kstreams.spark.program import DROPPED_LATE_TOPIC, ExecNode
+from dagster_kstreams.topology.graph import NodeKind
+from dagster_kstreams.topology.serdes import Window, Windowed
+from dagster_kstreams.topology.windows import SessionWindows
+
+__all__ = ["KIND", "handles", "exec_node", "forward", "flush", "SessionStore", "session_functions"]
+
+KIND = "session_aggregate"
+
+# Processors a record may pass on its way from the sub-topology's source to a session
+# aggregation: each forwards every record, once, with its key (Kafka Streams' processor-local
+# stream time then sees exactly the records the task's stream time is made of).
+_ONE_TO_ONE = {NodeKind.SOURCE, NodeKind.MAP_VALUES, NodeKind.PEEK, NodeKind.MERGE, NodeKind.REPARTITION_FILTER}
+
+
+def handles(factory) -> bool:
+    return factory.kind is NodeKind.WINDOWED_AGGREGATE and isinstance(factory.params.get("windows"), SessionWindows)
+
+
+def _unsupported(message: str):
+    from dagster_kstreams.spark.compile import UnsupportedTopologyError
+
+    return UnsupportedTopologyError(message)
+
+
+def _check_path(compiled, factory) -> None:
+    """Every source of the sub-topology must reach the aggregation through one-to-one
+    processors only, by exactly one path (see ``_ONE_TO_ONE``)."""
+    sub = next(s for s in compiled.topology.subtopologies if any(n.name == factory.name for n in s.nodes))
+    nodes = {node.name: node for node in sub.nodes}
+    paths: dict[str, int] = {}
+
+    def count(name: str) -> int:  # paths from any source to `name`
+        if name not in paths:
+            node = nodes[name]
+            if node.kind is NodeKind.SOURCE:
+                paths[name] = 1
+            else:
+                if node.kind not in _ONE_TO_ONE and name != factory.name:
+                    raise _unsupported(
+                        f"processor {factory.name} (session-windowed aggregation) is fed through {node.name} "
+                        f"({node.kind.value}) in the same sub-topology {sub.id}: Kafka Streams' session aggregation "
+                        "keeps its own stream time of the records that reach it, while the Spark runner uses the "
+                        "task's; put .repartition() before grouping so the aggregation reads its own sub-topology")
+                paths[name] = sum(count(parent) for parent in node.parents)
+        return paths[name]
+
+    count(factory.name)
+    sources = [node for node in sub.nodes if node.kind is NodeKind.SOURCE]
+    for source in sources:
+        if source.serdes.get("timestamp_extractor") is not None:
+            raise _unsupported(
+                f"processor {factory.name} (session-windowed aggregation) reads {source.name}, which has a custom "
+                "timestamp extractor; the Spark runner windows by the Kafka record timestamp only")
+        if paths.get(source.name) != 1:
+            raise _unsupported(
+                f"processor {factory.name} (session-windowed aggregation): the records of {source.name} "
+                f"(topics {list(source.topics)}) reach it {paths.get(source.name, 0)} times in sub-topology {sub.id}, "
+                "not once; the Spark runner's stream time counts every record of the task once; put .repartition() "
+                "before grouping")
+    if any(node.kind is NodeKind.SUPPRESS for node in sub.nodes):
+        raise _unsupported(f"processor {factory.name} (session-windowed aggregation): suppress is not supported by "
+                           "the Spark runner")
+
+
+def session_functions(operation: str, initializer=None, aggregator=None, reducer=None, merger=None):
+    """``(initializer(), aggregator(key, value, agg), merger(key, agg1, agg2))`` of a session
+    aggregation, as Kafka Streams builds them for count, reduce and aggregate."""
+    if operation == "count":
+        return (lambda: 0), (lambda key, value, agg: agg + 1), (lambda key, a, b: a + b)
+    if operation == "reduce":
+        def reduce_aggregator(key, value, agg):
+            return value if agg is None else reducer(agg, value)
+
+        return (lambda: None), reduce_aggregator, (lambda key, a, b: reduce_aggregator(key, b, a))
+    return initializer, aggregator, merger
+
+
+def exec_node(compiled, factory) -> ExecNode:
+    params = factory.params
+    _check_path(compiled, factory)
+    windows: SessionWindows = params["windows"]
+    store = compiled.topology.state_stores.get(params["store_name"])
+    retention = store.retention_ms if store is not None and store.retention_ms is not None else (
+        windows.inactivity_gap_ms + windows.grace_ms)
+    operation = params["operation"]
+
+    def fn(name):
+        user = params.get(name)
+        return None if user is None else user.fn
+
+    init, agg, merger = session_functions(operation, fn("initializer"), fn("aggregator"), fn("reducer"), fn("merger"))
+    return ExecNode(
+        factory.name, KIND, aggregation=operation, store=params["store_name"],
+        initializer=init, aggregator=agg,
+        cached=bool(params.get("caching_enabled", True)),
+        options={"gap": windows.inactivity_gap_ms, "grace": windows.grace_ms, "retention": retention,
+                 "merger": merger},
+    )
+
+
+class SessionStore:
+    """One key's sessions: ``[(start, end, agg)]`` in store order (by end, then start).
+
+    Pure logic (no Spark): :meth:`apply` runs one record and says what changed."""
+
+    def __init__(self, gap: int, grace: int, retention: int, sessions=()):
+        self.gap, self.grace, self.retention = gap, grace, retention
+        self.sessions: list[tuple[int, int, Any]] = sorted(sessions, key=lambda s: (s[1], s[0]))
+
+    def expire(self, store_stream_time: int) -> None:
+        """Forget the sessions the store no longer returns (end <= its stream time - retention)."""
+        floor = store_stream_time - self.retention
+        if self.sessions and self.sessions[0][1] <= floor:
+            self.sessions = [s for s in self.sessions if s[1] > floor]
+
+    def apply(self, key, value, timestamp: int, stream_time_before: int, stream_time: int,
+              initializer, aggregator, merger, call=lambda fn, *args: fn(*args)):
+        """Process one record. Returns None when it is late (dropped), else ``(removed, new)``:
+        the merged-away sessions ``[(start, end, agg)]`` and the new session ``(start, end, agg)``."""
+        self.expire(stream_time_before)
+        close_time = stream_time - self.grace - self.gap
+        agg = call(initializer)
+        start = end = timestamp
+        merged = []
+        for session in self.sessions:
+            s_start, s_end, s_agg = session
+            if s_end >= timestamp - self.gap and s_start <= timestamp + self.gap:
+                merged.append(session)
+                agg = call(merger, key, agg, s_agg)
+                start, end = min(start, s_start), max(end, s_end)
+        if end < close_time:
+            return None
+        if merged and (start, end) != (timestamp, timestamp):
+            removed = merged
+        else:
+            removed = []
+        agg = call(aggregator, key, value, agg)
+        gone = {(s[0], s[1]) for s in removed}
+        kept = [s for s in self.sessions if (s[0], s[1]) not in gone and (s[0], s[1]) != (start, end)]
+        # A null aggregate is a delete in Kafka Streams' store (put of null).
+        if agg is not None:
+            kept.append((start, end, agg))
+        self.sessions = sorted(kept, key=lambda s: (s[1], s[0]))
+        return removed, (start, end, agg)
+
+
+def _context_at(context, end: int):
+    return dataclasses.replace(context, timestamp=end)
+
+
+def forward(program, node: ExecNode, key, value, context, out, state) -> None:
+    """Process one record arriving at a session aggregation (called by ``SubtopologyProgram._forward``)."""
+    from dagster_kstreams.spark.program import _ABSENT
+
+    if key is None:
+        return  # skipped; does not advance stream time (event_time leaves null keys out of it)
+    if state is None:
+        raise ValueError(f"processor {node.name} needs state but runs in a stateless pass")
+    slot = node.state_slot
+    current = state.values[slot]
+    options = node.options
+    store = SessionStore(options["gap"], options["grace"], options["retention"],
+                         () if current is _ABSENT else current)
+    stream_time = context.stream_time
+    before = context.stream_time_before
+    if before is None:  # not given (a test calling the program directly): only the record's own is known
+        before = stream_time if context.timestamp < stream_time else stream_time - 1
+    changes = _batch_changes(state, slot, store)
+    result = store.apply(key, value, context.timestamp, before, stream_time, node.initializer, node.aggregator,
+                         options["merger"], lambda fn, *args: program._call(node, context, fn, *args))
+    state.values[slot] = tuple(store.sessions) if store.sessions else _ABSENT
+    state.keys[slot] = key
+    state.changed = True
+    if result is None:
+        out.append(DROPPED_LATE_TOPIC, None, None)
+        return
+    removed, (start, end, agg) = result
+    if node.cached:
+        for s_start, s_end, _ in removed:
+            changes[(s_start, s_end)] = None
+        changes[(start, end)] = agg
+        state.dirty.add(slot)
+        return
+    for s_start, s_end, _ in removed:
+        for child in node.children:
+            program._forward(child, Windowed(key, Window(s_start, s_end)), None, _context_at(context, s_end), out,
+                             state)
+    for child in node.children:
+        program._forward(child, Windowed(key, Window(start, end)), agg, _context_at(context, end), out, state)
+
+
+def _batch_changes(state, slot: int, store: SessionStore) -> dict:
+    """``{(start, end): latest aggregate or None (removed)}`` for the windowed keys changed in this
+    key group (the record cache's dirty entries; a session that expires within the batch is still
+    forwarded, as the cache holds it until its flush)."""
+    per_slot = state.__dict__.setdefault("session_changes", {})
+    if slot not in per_slot:
+        per_slot[slot] = {"initial": {(s[0], s[1]) for s in store.sessions}, "changed": {}}
+    return per_slot[slot]["changed"]
+
+
+def flush(program, node: ExecNode, state, out, context) -> None:
+    """Forward the final state of each windowed key changed in the batch (the record cache's flush)."""
+    slot = node.state_slot
+    batch = state.__dict__.get("session_changes", {}).pop(slot, None)
+    if batch is None:
+        return
+    key = state.keys[slot]
+    for window, value in sorted(batch["changed"].items(), key=lambda item: (item[0][1], item[0][0])):
+        start, end = window
+        if value is None and window not in batch["initial"]:
+            continue  # created and merged away within the batch: never forwarded
+        for child in node.children:
+            program._forward(child, Windowed(key, Window(start, end)), value, _context_at(context, end), out, state)

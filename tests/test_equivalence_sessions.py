@@ -1,0 +1,251 @@
+"""Session-windowed aggregations on Spark against Kafka Streams itself: same input, same results.
+
+One topology (tests/oracle SessionExamples.java; its Python twin session_examples below) holds a
+session count (gap 10 s, grace 0, no record cache), a session aggregate with a merger whose
+argument order shows (gap 10 s, grace 30 s, cached) and a session reduce behind group_by (a
+repartition topic: the timestamps travel in a header). The input is on two partitions, with
+out-of-order timestamps (some bridge two sessions of a key into one), very late records, null
+keys and null values.
+
+Compared: the final value per windowed key of each output topic (raw key bytes: Kafka Streams'
+SessionWindowedSerializer layout; tombstones delete), the plain reference
+(tests/session_reference.py), and the late records counted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from datetime import timedelta
+
+import pytest
+from pyspark import cloudpickle
+
+import oracle_harness
+import session_reference
+from dagster_kstreams.kafka.records import final_values, produce, read_topic
+from dagster_kstreams.spark.runner import TaskRunner
+from dagster_kstreams.topology.config import Grouped, Materialized, Produced
+from dagster_kstreams.topology.dsl import StreamsBuilder
+from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
+from dagster_kstreams.topology.windows import SessionWindows
+
+pytestmark = pytest.mark.integration
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+PARTITIONS = 2
+T0 = (int(time.time()) - 3600) * 1000
+OUTPUTS = ("out-count", "out-aggregate", "out-reduce")
+GAP, GRACE_AGGREGATE = 10_000, 30_000
+
+
+def _s(value) -> str:
+    return "null" if value is None else value  # Java's string concatenation of null
+
+
+def session_examples(topics: dict[str, str]) -> StreamsBuilder:
+    """The Python twin of SessionExamples.sessionExamples (Java); keep the two in step."""
+    windowed = WindowedSerde(Serdes.String(), session=True)
+    builder = StreamsBuilder()
+    stream = builder.stream(topics["events"])
+    grouped = stream.group_by_key()
+    grouped.windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(timedelta(seconds=10))) \
+        .count(Materialized.as_("session-count").with_caching_disabled()) \
+        .to_stream().to(topics["out-count"], Produced.with_(windowed, Serdes.Long()))
+    grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(seconds=10), timedelta(seconds=30))) \
+        .aggregate(lambda: "", lambda key, value, agg: f"{agg}+{_s(value)}", lambda key, one, two: f"{one}|{two}",
+                   Materialized.as_("session-aggregate")) \
+        .to_stream().to(topics["out-aggregate"], Produced.with_(windowed, Serdes.String()))
+    stream.group_by(lambda key, value: None if value is None else value[0],
+                    Grouped.with_("session-regroup", Serdes.String(), Serdes.String())) \
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(seconds=5), timedelta(days=1))) \
+        .reduce(lambda one, two: one if one >= two else two, Materialized.as_("session-reduce")) \
+        .to_stream().to(topics["out-reduce"], Produced.with_(windowed, Serdes.String()))
+    return builder
+
+
+def _aggregate_functions():
+    return (lambda: "", lambda key, value, agg: f"{agg}+{_s(value)}", lambda key, one, two: f"{one}|{two}")
+
+
+def _input(seed: int = 5) -> list[tuple]:
+    """``(key, value, partition, timestamp)`` in production order; keys u0..u9 on partition
+    ``n % 2``. Timestamps are distinct. About one record in five is stamped up to 25 s early,
+    one in sixty 40-90 s early (late for every grace but the reduce's)."""
+    rng = random.Random(seed)
+    used: set[int] = set()
+    records = []
+    for i in range(1600):
+        timestamp = T0 + i * 1000 + rng.randrange(1, 999)
+        if rng.random() < 0.2:
+            timestamp -= rng.randint(1_000, 25_000)
+        elif rng.random() < 1 / 60:
+            timestamp -= rng.randint(40_000, 90_000)
+        if timestamp in used:
+            continue
+        used.add(timestamp)
+        n = rng.randrange(10)
+        key = None if rng.random() < 0.02 else f"u{n}"
+        value = None if rng.random() < 0.03 else f"{'abcde'[rng.randrange(5)]}{i}"
+        records.append((key, value, n % 2, timestamp))
+    # Drop the few records for which a cached Kafka Streams run could still merge a session its store
+    # had expired (that depends on when Kafka Streams commits), so that its result is deterministic.
+    skipped: set = set()
+    for partition in range(PARTITIONS):
+        indexes = [i for i, record in enumerate(records) if record[2] == partition]
+        ambiguous: list = []
+        session_reference.run([(records[i][0], records[i][1], records[i][3]) for i in indexes], GAP,
+                              GRACE_AGGREGATE, *_aggregate_functions(), skip_ambiguous=ambiguous)
+        skipped.update(indexes[i] for i in ambiguous)
+    return [record for i, record in enumerate(records) if i not in skipped]
+
+
+def _expected(records) -> dict:
+    """The plain reference: final values per (key, start, end) and late records."""
+    expected = {"out-count": {}, "out-aggregate": {}, "dropped": 0}
+    for partition in range(PARTITIONS):
+        task = [(k, v, t) for k, v, p, t in records if p == partition]
+        final, dropped, _ = session_reference.count(task, GAP, 0)
+        expected["out-count"].update(final)
+        expected["dropped"] += dropped
+        final, dropped, ambiguous = session_reference.run(task, GAP, GRACE_AGGREGATE, *_aggregate_functions())
+        assert ambiguous == 0
+        expected["out-aggregate"].update(final)
+        expected["dropped"] += dropped
+    # The reduce: no record is late by a day (its grace), so sessions are the runs of timestamps a gap apart.
+    regrouped = sorted((v[0], t, v) for k, v, p, t in records if v is not None)
+    reduce: dict = {}
+    current = None
+    for key, timestamp, value in regrouped:
+        if current and current[0] == key and timestamp <= current[2] + 5_000:
+            current = [key, current[1], timestamp, max(current[3], value)]
+        else:
+            if current:
+                reduce[tuple(current[:3])] = current[3]
+            current = [key, timestamp, timestamp, value]
+    reduce[tuple(current[:3])] = current[3]
+    expected["out-reduce"] = reduce
+    return expected
+
+
+def _results(bootstrap: str, topics: dict[str, str]) -> dict:
+    """Final value per raw windowed key of each output topic."""
+    return {name: final_values(read_topic(bootstrap, topics[name])) for name in OUTPUTS}
+
+
+def _decoded(results: dict) -> dict:
+    serde = WindowedSerde(Serdes.String(), session=True)
+    decoded = {}
+    for name, table in results.items():
+        values = {}
+        for key, value in table.items():
+            windowed = serde.deserialize(key)
+            values[(windowed.key, windowed.window.start, windowed.window.end)] = (
+                Serdes.Long().deserialize(value) if name == "out-count" else value.decode())
+        decoded[name] = values
+    return decoded
+
+
+@pytest.fixture(scope="module")
+def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory):
+    events = unique_topic("session-events")
+    kafka_admin.create_topics({events: PARTITIONS})
+    records = _input()
+    produce(kafka_bootstrap, events, [(None if k is None else k.encode(), None if v is None else v.encode(), p, t)
+                                      for k, v, p, t in records])
+    topics = {"events": events, **{name: unique_topic(f"ks-{name}") for name in OUTPUTS}}
+    kafka_admin.create_topics({topics[name]: PARTITIONS for name in OUTPUTS})
+    stdout = oracle_harness.run_main(
+        "kstreams.oracle.SessionExamples",
+        [kafka_bootstrap, unique_topic("ks-sessions"), str(tmp_path_factory.mktemp("ks-sessions-state")),
+         *(topics[name] for name in ("events", *OUTPUTS))],
+        timeout=600,
+    )
+    return {"events": events, "records": records, "metrics": json.loads(stdout.strip().splitlines()[-1]),
+            "results": _results(kafka_bootstrap, topics)}
+
+
+def _our_topics(kafka_admin, unique_topic, events) -> dict[str, str]:
+    topics = {"events": events, **{name: unique_topic(f"spark-{name}") for name in OUTPUTS}}
+    kafka_admin.create_topics({topics[name]: PARTITIONS for name in OUTPUTS})
+    return topics
+
+
+def _assert_same(kafka_streams_run, ours: dict) -> None:
+    expected = kafka_streams_run["results"]
+    for name in OUTPUTS:
+        assert ours[name] == expected[name], name  # raw bytes: Kafka Streams' windowed keys, values
+
+
+def test_reference_and_kafka_streams_agree(kafka_streams_run):
+    records = kafka_streams_run["records"]
+    expected = _expected(records)
+    decoded = _decoded(kafka_streams_run["results"])
+    for name in OUTPUTS:
+        assert decoded[name] == expected[name], name
+    # The input exercises what it should: merged sessions, merger order, late records, null keys.
+    assert any(start < end for _, start, end in expected["out-count"])
+    assert any("|" in value and value.count("|") >= 2 for value in expected["out-aggregate"].values())
+    assert expected["dropped"] > 10
+    null_keys = sum(1 for k, *_ in records if k is None)
+    assert null_keys > 5
+    # Kafka Streams' dropped-records: the late ones, and each null key at both keyed aggregations.
+    assert kafka_streams_run["metrics"]["dropped"] == expected["dropped"] + 2 * null_keys
+
+
+def test_sessions_on_spark_match_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
+                                               kafka_streams_run):
+    topics = _our_topics(kafka_admin, unique_topic, kafka_streams_run["events"])
+    runner = TaskRunner(session_examples(topics), unique_topic("spark-sessions"), kafka_bootstrap,
+                        state_location=str(tmp_path / "state"), spark=spark)
+    results = runner.run_all()
+    _assert_same(kafka_streams_run, _results(kafka_bootstrap, topics))
+    assert sum(r.records_dropped_late for r in results) == _expected(kafka_streams_run["records"])["dropped"]
+
+
+def test_sessions_killed_part_way_and_rerun_still_match_kafka_streams(
+    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, kafka_streams_run
+):
+    topics = _our_topics(kafka_admin, unique_topic, kafka_streams_run["events"])
+    module = tmp_path / "session_topology.py"
+    module.write_text(
+        "from test_equivalence_sessions import session_examples\n\n\n"
+        f"def build():\n    return session_examples({topics!r})\n"
+    )
+    app_id = unique_topic("spark-sessions-kill")
+    state = tmp_path / "state"
+    tests_dir = os.path.dirname(os.path.abspath(__file__))
+    command = [
+        sys.executable, "-m", "dagster_kstreams.cli", "run", "session_topology:build", "--app-id", app_id, "--all",
+        "--bootstrap-servers", kafka_bootstrap, "--state-location", str(state), "--master", "local[2]",
+        "--max-records-per-batch", "500",
+    ]
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), tests_dir, os.environ.get("PYTHONPATH", "")])}
+    victim = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+                              start_new_session=True, cwd=str(tmp_path))
+    lines = []
+    try:
+        # Kill it as soon as task 0_0 (two batches) has committed its first: the rerun goes on from
+        # that batch's session state and stream time.
+        for line in victim.stdout:
+            lines.append(line)
+            if line.startswith("task 0_0 batch"):
+                break
+    finally:
+        os.killpg(victim.pid, signal.SIGKILL)
+        victim.wait(timeout=60)
+    assert victim.returncode == -signal.SIGKILL
+
+    runner = TaskRunner(session_examples(topics), app_id, kafka_bootstrap, state_location=str(state), spark=spark)
+    results = {r.task_id: r for r in runner.run_all()}
+    on_partition_0 = sum(1 for record in kafka_streams_run["records"] if record[2] == 0)
+    assert 0 < results["0_0"].records_in < on_partition_0
+    assert all(results[task].records_in for task in ("0_1", "1_0", "1_1"))
+    _assert_same(kafka_streams_run, _results(kafka_bootstrap, topics))
