@@ -320,11 +320,16 @@ class CompiledTopology:
 
         if kind in joins.COMPILED_KINDS:
             return joins.exec_node(self, factory)
+        from dagster_kstreams.spark import windows
+        from dagster_kstreams.topology.windows import SessionWindows
+
+        if kind in windows.COMPILED_KINDS and not isinstance(params["windows"], SessionWindows):
+            return windows.exec_node(self, factory)
         raise UnsupportedTopologyError(
             f"processor {factory.name} ({kind.value}) is not supported by the Spark runner yet; it runs "
             "stateless operations, to/to_table, group_by/group_by_key with count/reduce/aggregate, "
-            "KTable filter/map_values/to_stream, stream-table joins and table-table joins (windowed aggregations "
-            "and stream-stream joins are not supported yet)"
+            "KTable filter/map_values/to_stream, stream-table joins, table-table joins and time/sliding windowed "
+            "aggregations (session windows and stream-stream joins are not supported yet)"
         )
 
 

@@ -66,8 +66,12 @@ STATELESS_KINDS = {
 STATEFUL_KINDS = {"aggregate", "to_table", "table_source"}
 # Processors that read other processors' stores (dagster_kstreams.spark.joins).
 JOIN_KINDS = {"stream_table_join", "table_table_join"}
+# Windowed aggregations (dagster_kstreams.spark.windows): one state slot holds a key's windows.
+WINDOW_KINDS = {"time_window_aggregate", "sliding_window_aggregate"}
 # Processors that read the task's stream time (dagster_kstreams.spark.event_time).
-STREAM_TIME_KINDS: set[str] = set()
+STREAM_TIME_KINDS: set[str] = set(WINDOW_KINDS)
+# Of those, the ones whose stream time skips records with a null value too (not only a null key).
+STREAM_TIME_SKIPS_NULL_VALUES_KINDS = {"sliding_window_aggregate"}
 # A pseudo-topic: one row per record dropped because its window had closed (key: the raw source
 # key). The runner counts these rows (TaskResult.records_dropped_late) and writes none of them.
 DROPPED_LATE_TOPIC = "__dagster_kstreams.dropped-late"
@@ -116,7 +120,7 @@ class ExecNode:
 
     @property
     def stateful(self) -> bool:
-        return self.kind in STATEFUL_KINDS
+        return self.kind in STATEFUL_KINDS or self.kind in WINDOW_KINDS
 
 
 class _Output:
@@ -190,7 +194,7 @@ class SubtopologyProgram:
 
     def _check(self) -> None:
         for index, node in enumerate(self.nodes):
-            if node.kind not in STATELESS_KINDS | STATEFUL_KINDS | JOIN_KINDS:
+            if node.kind not in STATELESS_KINDS | STATEFUL_KINDS | JOIN_KINDS | WINDOW_KINDS:
                 raise ValueError(f"processor {node.name}: kind {node.kind!r} is not runnable on Spark")
             for child in node.children:
                 if not index < child < len(self.nodes):
@@ -205,6 +209,11 @@ class SubtopologyProgram:
     @property
     def uses_stream_time(self) -> bool:
         return any(node.kind in STREAM_TIME_KINDS for node in self.nodes)
+
+    @property
+    def stream_time_skips_null_values(self) -> bool:
+        """Whether stream time advances only on records with a key and a value (sliding windows)."""
+        return any(node.kind in STREAM_TIME_SKIPS_NULL_VALUES_KINDS for node in self.nodes)
 
     @property
     def needs_processing_order(self) -> bool:
@@ -441,6 +450,10 @@ class SubtopologyProgram:
             from dagster_kstreams.spark import joins
 
             joins.forward(self, node, key, value, context, out, state)
+        elif kind in WINDOW_KINDS:
+            from dagster_kstreams.spark import windows
+
+            windows.forward(self, node, key, value, context, out, state)
         elif kind in STATEFUL_KINDS:
             if state is None:
                 raise ValueError(f"processor {node.name} needs state but runs in a stateless pass")
@@ -483,6 +496,11 @@ class SubtopologyProgram:
             if slot not in state.dirty:
                 continue
             state.dirty.discard(slot)
+            if node.kind in WINDOW_KINDS:
+                from dagster_kstreams.spark import windows
+
+                windows.flush(self, node, state, out, context)
+                continue
             value = state.values[slot]
             for child in node.children:
                 self._forward(child, state.keys[slot], None if value is _ABSENT else value, context, out, state)
