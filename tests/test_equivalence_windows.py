@@ -108,6 +108,11 @@ def _input(seed: int = 5) -> dict[str, list[tuple]]:
         key = None if rng.random() < 0.03 else f"s{rng.randint(1, 5)}"
         value = None if rng.random() < 0.05 else f"x{i}"
         slides.append((key, value, stamp(timestamp)))
+        if i == 250:
+            # A null value far ahead does not advance the sliding windows' stream time: the
+            # records after it are not late (they would be if it counted).
+            slides.append(("s9", None, stamp(timestamp + 7_000)))
+            slides.extend(("s9", f"y{j}", stamp(timestamp + 50 + j)) for j in range(3))
     return {"events": events, "slides": slides}
 
 
