@@ -243,3 +243,15 @@ def test_refuses_suppress_and_a_second_source_and_mixed_sliding_and_time_windows
 def test_refuses_custom_timestamp_extractors():
     _refused(lambda b: b.stream("in", Consumed.with_(timestamp_extractor=lambda record, previous: 0))
              .group_by_key().windowed_by(TUMBLING).count(), r"custom timestamp extractor")
+
+
+def test_refuses_state_kept_for_windowed_keys_in_the_same_sub_topology():
+    _refused(lambda b: b.stream("in").group_by_key().windowed_by(TUMBLING).count().to_stream()
+             .group_by_key().count(), r"KSTREAM-AGGREGATE-\d+ \(aggregate\) keeps state for the windowed keys")
+
+
+def test_read_store_entries_are_windowed_keys():
+    program = _tumbling_count_program()
+    node = next(node for node in program.nodes if node.kind == "time_window_aggregate")
+    assert list(W.store_entries(node, "k", {10_000: (3, 12_000), 0: (1, 5)})) == [
+        (Windowed("k", Window(0, 10_000)), 1), (Windowed("k", Window(10_000, 20_000)), 3)]
