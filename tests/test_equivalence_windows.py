@@ -41,11 +41,11 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 PARTITIONS = 2
 T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute
-STORES = ("tumbling-count", "hopping-agg", "sliding-reduce", "regrouped-count")
+STORES = ("tumbling-count", "hopping-agg", "sliding-reduce", "regrouped-count", "uncached-count")
 INPUTS = ("events", "slides")
 OUTPUTS = {  # name: (window size, value decoder)
     "out-tumbling": (10_000, "long"), "out-hopping": (10_000, "string"),
-    "out-sliding": (5_000, "string"), "out-regrouped": (20_000, "long"),
+    "out-sliding": (5_000, "string"), "out-regrouped": (20_000, "long"), "out-uncached": (10_000, "long"),
 }
 
 
@@ -68,6 +68,10 @@ def window_examples(topics: dict[str, str]) -> StreamsBuilder:
     events.group_by(lambda key, value: None if key is None else key[:1]) \
         .windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=20), timedelta(hours=1))) \
         .count(Materialized.as_("regrouped-count")).to_stream().to(topics["out-regrouped"], windowed(20_000))
+    events.group_by_key() \
+        .windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=5))) \
+        .count(Materialized.as_("uncached-count").with_caching_disabled()).to_stream() \
+        .to(topics["out-uncached"], windowed(10_000))
     builder.stream(topics["slides"]).group_by_key() \
         .windowed_by(SlidingWindows.of_time_difference_and_grace(timedelta(seconds=5), timedelta(seconds=3))) \
         .reduce(lambda agg, value: f"{agg}+{value}", Materialized.as_("sliding-reduce")) \
@@ -122,19 +126,27 @@ def _produce(bootstrap: str, topic: str, records: list[tuple]) -> None:
 
 
 def _results(bootstrap: str, topics: dict[str, str]) -> dict:
-    """The last value per (key, window start) of every output topic."""
+    """The last value per (key, window start) of every output topic; for the count without a
+    record cache, every value per (key, window start) in order."""
     result = {}
     for name, (size, kind) in OUTPUTS.items():
         serde = WindowedSerde(Serdes.String(), size)
         decode = (lambda data: int.from_bytes(data, "big", signed=True)) if kind == "long" else bytes.decode
-        values = final_values(read_topic(bootstrap, topics[name]), serde.deserialize, decode)
+        records = read_topic(bootstrap, topics[name])
+        values = final_values(records, serde.deserialize, decode)
         result[name] = {(w.key, w.window.start): value for w, value in values.items()}
+        if name == "out-uncached":
+            updates: dict = {}
+            for record in sorted(records, key=lambda r: (r.partition, r.offset)):
+                windowed = serde.deserialize(record.key)
+                updates.setdefault((windowed.key, windowed.window.start), []).append(decode(record.value))
+            result["out-uncached/updates"] = updates
     return result
 
 
 def _null_skips(records: dict[str, list[tuple]]) -> int:
     """Records Kafka Streams' windowed processors skip (and count as dropped) for null keys/values."""
-    events = sum(1 for key, _, _ in records["events"] if key is None) * 2  # tumbling and hopping
+    events = sum(1 for key, _, _ in records["events"] if key is None) * 3  # tumbling (twice) and hopping
     slides = sum(1 for key, value, _ in records["slides"] if key is None or value is None)
     return events + slides
 
@@ -166,8 +178,8 @@ def _our_topics(kafka_admin, unique_topic, inputs) -> dict[str, str]:
 
 
 # Our retention per store (windows.py): a window whose start is at or before stream time - retention is gone.
-RETENTION = {"tumbling-count": 15_000, "hopping-agg": 10_000, "sliding-reduce": 3 * 5_000 + 3_000 + 1,
-             "regrouped-count": 20_000 + 3_600_000}
+RETENTION = {"tumbling-count": 15_000, "uncached-count": 15_000, "hopping-agg": 10_000,
+             "sliding-reduce": 3 * 5_000 + 3_000 + 1, "regrouped-count": 20_000 + 3_600_000}
 
 
 def _assert_stores(expected_run, stores: dict) -> None:
@@ -190,6 +202,7 @@ def _assert_same(expected_run, ours: dict, stores: dict, dropped_late: int) -> N
     for name in OUTPUTS:
         assert set(ours[name]) == set(expected[name]), name
         assert ours[name] == expected[name], name
+    assert ours["out-uncached/updates"] == expected["out-uncached/updates"]  # every update, as they came
     assert dropped_late == expected_run["dropped"] - _null_skips(expected_run["records"])
     _assert_stores(expected_run, stores)
 
@@ -201,6 +214,10 @@ def test_windowed_aggregations_on_spark_match_kafka_streams(kafka_bootstrap, kaf
     assert kafka_streams_run["dropped"] > _null_skips(kafka_streams_run["records"]) > 0
     assert any(",null" in value for value in expected["out-hopping"].values())
     assert all(len(expected[name]) > 20 for name in OUTPUTS)
+    # Without the record cache Kafka Streams forwards every update: 1, 2, 3 ... per window.
+    uncached = expected["out-uncached/updates"]
+    assert all(values == list(range(1, len(values) + 1)) for values in uncached.values())
+    assert max(len(values) for values in uncached.values()) > 3
 
     topics = _our_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"])
     # Several micro-batches per task: stream time carried from batch to batch by the watermark.
@@ -259,4 +276,5 @@ def test_windowed_aggregations_killed_part_way_and_rerun_still_match_kafka_strea
     ours = _results(kafka_bootstrap, topics)
     for name in OUTPUTS:
         assert ours[name] == kafka_streams_run["results"][name], name
+    assert ours["out-uncached/updates"] == kafka_streams_run["results"]["out-uncached/updates"]
     _assert_stores(kafka_streams_run, {store: runner.read_store(store) for store in STORES})

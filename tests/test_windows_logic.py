@@ -156,14 +156,16 @@ def _group(program, rows, stored=None, watermark=None):
 
 def _tumbling_count_program(cached=True):
     builder = StreamsBuilder()
+    materialized = Materialized.as_("counts")
+    if not cached:
+        materialized = materialized.with_caching_disabled()
     builder.stream("in").group_by_key().windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10),
                                                                                   timedelta(seconds=1))) \
-        .count(Materialized.as_("counts")).to_stream() \
+        .count(materialized).to_stream() \
         .to("out", Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.Long()))
     program = compile_topology(builder, "app", default_key_serde=Serdes.String(),
                                default_value_serde=Serdes.String()).program(0)
-    for node in program.nodes:
-        node.cached = cached
+    assert next(node.cached for node in program.nodes if node.kind == "time_window_aggregate") is cached
     return program
 
 

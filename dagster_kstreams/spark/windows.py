@@ -106,6 +106,7 @@ def exec_node(compiled, factory) -> ExecNode:
     operation = params["operation"]
     node = ExecNode(factory.name, kind, aggregation=operation, store=params["store_name"],
                     options={"windows": windows, "size": size, "grace": windows.grace_ms, "retention": retention})
+    node.cached = store.caching
     if operation == "reduce":
         node.reducer = params["reducer"].fn
     elif operation == "aggregate":

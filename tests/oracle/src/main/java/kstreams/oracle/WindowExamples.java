@@ -38,20 +38,22 @@ import org.apache.kafka.streams.state.WindowStore;
  * where n is the sum of the tasks' dropped-records-total.
  *
  * Args: bootstrap applicationId stateDir events slides outTumbling outHopping outSliding outRegrouped
+ *       outUncached
  *
  * The Python twin is window_examples() in tests/test_equivalence_windows.py; keep the two in step.
  */
 public final class WindowExamples {
     private WindowExamples() {}
 
-    static final List<String> STORES = List.of("tumbling-count", "hopping-agg", "sliding-reduce", "regrouped-count");
+    static final List<String> STORES =
+        List.of("tumbling-count", "hopping-agg", "sliding-reduce", "regrouped-count", "uncached-count");
 
     static Serde<Windowed<String>> windowed(long sizeMs) {
         return WindowedSerdes.timeWindowedSerdeFrom(String.class, sizeMs);
     }
 
     static StreamsBuilder windowExamples(String events, String slides, String outTumbling, String outHopping,
-                                         String outSliding, String outRegrouped) {
+                                         String outSliding, String outRegrouped, String outUncached) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> eventStream = builder.stream(events);
         eventStream.groupByKey()
@@ -67,6 +69,10 @@ public final class WindowExamples {
             .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(20), Duration.ofHours(1)))
             .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("regrouped-count"))
             .toStream().to(outRegrouped, Produced.with(windowed(20_000), Serdes.Long()));
+        eventStream.groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(5)))
+            .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("uncached-count").withCachingDisabled())
+            .toStream().to(outUncached, Produced.with(windowed(10_000), Serdes.Long()));
         builder.<String, String>stream(slides).groupByKey()
             .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(3)))
             .reduce((agg, value) -> agg + "+" + value,
@@ -93,7 +99,7 @@ public final class WindowExamples {
         String applicationId = args[1];
         String stateDir = args[2];
         List<String> inputs = List.of(args[3], args[4]);
-        StreamsBuilder builder = windowExamples(args[3], args[4], args[5], args[6], args[7], args[8]);
+        StreamsBuilder builder = windowExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9]);
         Properties props = new Properties();
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
