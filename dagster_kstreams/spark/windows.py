@@ -29,7 +29,8 @@ Emission
     Downstream processors receive ``Windowed(key, Window(start, end))`` and the window's new
     aggregate, with the aggregate's timestamp as the record timestamp: with the record cache on
     (the default) once per changed window per micro-batch (a window that did not exist before the
-    batch and has no value after it is not forwarded), else on every update.
+    batch and has no value after it is not forwarded); with ``with_caching_disabled()`` in
+    ``Materialized``, on every update.
 
 Exactness
     Kafka Streams keeps the stream time of a windowed processor in the processor: it sees only
