@@ -88,3 +88,22 @@ def test_repartition_topics_take_the_timestamp_from_the_header(spark):
     times = [row["event_time"] for row in source_columns(frame, ["app-x-repartition"]).collect()]
     kafka_ms = int(written.timestamp() * 1000)
     assert times == [1_234_567, kafka_ms, kafka_ms]
+
+
+def test_stream_time_can_skip_records_with_a_null_value(spark):
+    """Sliding windows: a record with a null value does not advance stream time (Kafka Streams'
+    KStreamSlidingWindowAggregate skips it before updating its observed stream time)."""
+    import datetime
+
+    def at(millis):
+        return datetime.datetime.fromtimestamp(millis / 1000, tz=datetime.timezone.utc)
+
+    frame = spark.createDataFrame([
+        (b"k", b"v", "in", 0, 0, at(1_000), None),
+        (b"k", None, "in", 0, 1, at(5_000), None),   # null value: skipped
+        (None, b"v", "in", 0, 2, at(6_000), None),   # null key: skipped
+        (b"k", b"v", "in", 0, 3, at(2_000), None),
+    ], KAFKA_SCHEMA)
+    for skip, expected in ((False, [1_000, 5_000, 5_000, 5_000]), (True, [1_000, 1_000, 1_000, 2_000])):
+        rows = with_processing_order(source_columns(frame), stream_time=True, skip_null_values=skip).collect()
+        assert [row["stream_time"] for row in sorted(rows, key=lambda row: row["offset"])] == expected, skip

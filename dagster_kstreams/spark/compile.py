@@ -265,6 +265,11 @@ class CompiledTopology:
 
     def _exec_node(self, factory: ProcessorNode) -> ExecNode:
         if factory.kind is NodeKind.SOURCE:
+            if factory.serdes.get("timestamp_extractor") is not None:
+                # Timestamps reach windows, joins and repartition topics: none may be computed differently.
+                raise UnsupportedTopologyError(
+                    f"source {factory.name} (topics {list(factory.topics)}) has a custom timestamp extractor; the "
+                    "Spark runner reads record timestamps from Kafka only (Kafka Streams' default extractor)")
             return ExecNode(
                 factory.name, "source",
                 topics=tuple(self.topic_name(topic) for topic in factory.topics),
@@ -323,21 +328,21 @@ class CompiledTopology:
                 node.initializer = params["initializer"].fn
                 node.aggregator = params["aggregator"].fn
             return node
-        from dagster_kstreams.spark import joins, sessions
+        from dagster_kstreams.spark import joins, sessions, stream_joins, windows
 
         if sessions.handles(factory):
             return sessions.exec_node(self, factory)
         if kind in joins.COMPILED_KINDS:
             return joins.exec_node(self, factory)
-        from dagster_kstreams.spark import stream_joins
-
         if kind in stream_joins.COMPILED_KINDS:
             return stream_joins.exec_node(self, factory)
+        if kind in windows.COMPILED_KINDS:  # (session windows: sessions.handles above)
+            return windows.exec_node(self, factory)
         raise UnsupportedTopologyError(
             f"processor {factory.name} ({kind.value}) is not supported by the Spark runner yet; it runs "
             "stateless operations, to/to_table, group_by/group_by_key with count/reduce/aggregate, "
-            "KTable filter/map_values/to_stream, stream-table joins, table-table joins and inner stream-stream "
-            "joins (windowed aggregations are not supported yet)"
+            "KTable filter/map_values/to_stream, stream-table joins, table-table joins, time/sliding/session "
+            "windowed aggregations and inner stream-stream joins"
         )
 
 

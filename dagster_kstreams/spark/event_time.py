@@ -74,10 +74,12 @@ def source_columns(kafka_source, internal_topics: Iterable[str] = ()):
                                event_time.alias("event_time"))
 
 
-def with_processing_order(source, stream_time: bool):
+def with_processing_order(source, stream_time: bool, skip_null_values: bool = False):
     """``source`` (:func:`source_columns` rows of one task's micro-batch) plus ``merge_time``,
     ``stream_time``, ``stream_time_before`` (the stream time before the record) and ``seq`` (see
-    the module docstring); with ``stream_time``, also the watermark column that carries stream time to the next micro-batch.
+    the module docstring); with ``stream_time``, also the watermark column that carries stream
+    time to the next micro-batch. With ``skip_null_values`` records with a null value do not
+    advance stream time either (Kafka Streams' sliding windows).
 
     The task's rows are brought to one Python worker (a task is one partition of each of its
     topics: the micro-batch is bounded by ``max_records_per_batch``) and ordered there;
@@ -107,6 +109,8 @@ def with_processing_order(source, stream_time: bool):
         offsets = table.column("offset").to_numpy()
         times = table.column("event_time").to_numpy()
         has_key = table.column("key").is_valid().to_numpy(zero_copy_only=False)
+        if skip_null_values:
+            has_key = has_key & table.column("value").is_valid().to_numpy(zero_copy_only=False)
         # merge_time: each partition's running maximum timestamp, in offset order.
         by_partition = np.lexsort((offsets, partitions, topics))
         merge_time = np.empty(len(times), dtype=np.int64)
@@ -139,5 +143,8 @@ def with_processing_order(source, stream_time: bool):
     ordered = source.repartition(1).mapInArrow(order, schema)
     if not stream_time:
         return ordered
-    watermark_time = F.when(F.col("key").isNotNull(), F.timestamp_millis(F.col("event_time")))
+    counted = F.col("key").isNotNull()
+    if skip_null_values:
+        counted = counted & F.col("value").isNotNull()
+    watermark_time = F.when(counted, F.timestamp_millis(F.col("event_time")))
     return ordered.withColumn(WATERMARK_COLUMN, watermark_time).withWatermark(WATERMARK_COLUMN, "0 seconds")

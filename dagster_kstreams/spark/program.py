@@ -66,8 +66,12 @@ STATELESS_KINDS = {
 STATEFUL_KINDS = {"aggregate", "to_table", "table_source", "session_aggregate"}
 # Processors that read other processors' stores (dagster_kstreams.spark.joins).
 JOIN_KINDS = {"stream_table_join", "table_table_join"}
+# Windowed aggregations (dagster_kstreams.spark.windows): one state slot holds a key's windows.
+WINDOW_KINDS = {"time_window_aggregate", "sliding_window_aggregate"}
 # Processors that read the task's stream time (dagster_kstreams.spark.event_time).
-STREAM_TIME_KINDS: set[str] = {"session_aggregate"}
+STREAM_TIME_KINDS: set[str] = {"session_aggregate", *WINDOW_KINDS}
+# Of those, the ones whose stream time skips records with a null value too (not only a null key).
+STREAM_TIME_SKIPS_NULL_VALUES_KINDS = {"sliding_window_aggregate"}
 # Stream-stream joins (dagster_kstreams.spark.stream_joins): each join window buffers its side per key.
 STREAM_JOIN_KINDS = {"join_window", "stream_stream_join"}
 STATEFUL_KINDS.add("join_window")
@@ -120,7 +124,7 @@ class ExecNode:
 
     @property
     def stateful(self) -> bool:
-        return self.kind in STATEFUL_KINDS
+        return self.kind in STATEFUL_KINDS or self.kind in WINDOW_KINDS
 
 
 class _Output:
@@ -195,7 +199,7 @@ class SubtopologyProgram:
 
     def _check(self) -> None:
         for index, node in enumerate(self.nodes):
-            if node.kind not in STATELESS_KINDS | STATEFUL_KINDS | JOIN_KINDS | STREAM_JOIN_KINDS:
+            if node.kind not in STATELESS_KINDS | STATEFUL_KINDS | JOIN_KINDS | WINDOW_KINDS | STREAM_JOIN_KINDS:
                 raise ValueError(f"processor {node.name}: kind {node.kind!r} is not runnable on Spark")
             for child in node.children:
                 if not index < child < len(self.nodes):
@@ -210,6 +214,11 @@ class SubtopologyProgram:
     @property
     def uses_stream_time(self) -> bool:
         return any(node.kind in STREAM_TIME_KINDS for node in self.nodes)
+
+    @property
+    def stream_time_skips_null_values(self) -> bool:
+        """Whether stream time advances only on records with a key and a value (sliding windows)."""
+        return any(node.kind in STREAM_TIME_SKIPS_NULL_VALUES_KINDS for node in self.nodes)
 
     @property
     def needs_processing_order(self) -> bool:
@@ -456,6 +465,10 @@ class SubtopologyProgram:
             from dagster_kstreams.spark import sessions
 
             sessions.forward(self, node, key, value, context, out, state)
+        elif kind in WINDOW_KINDS:
+            from dagster_kstreams.spark import windows
+
+            windows.forward(self, node, key, value, context, out, state)
         elif kind in STATEFUL_KINDS:
             if state is None:
                 raise ValueError(f"processor {node.name} needs state but runs in a stateless pass")
@@ -502,6 +515,11 @@ class SubtopologyProgram:
                 from dagster_kstreams.spark import sessions
 
                 sessions.flush(self, node, state, out, context)
+                continue
+            if node.kind in WINDOW_KINDS:
+                from dagster_kstreams.spark import windows
+
+                windows.flush(self, node, state, out, context)
                 continue
             value = state.values[slot]
             for child in node.children:

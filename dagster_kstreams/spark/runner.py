@@ -66,7 +66,8 @@ from dagster_kstreams.spark.checkpoint import (
 from dagster_kstreams.spark.compile import CompiledTopology, compile_topology, parse_task_id
 from dagster_kstreams.spark.event_time import source_columns, with_processing_order
 from dagster_kstreams.spark.session import honor_pyspark_python
-from dagster_kstreams.spark.program import DROPPED_LATE_TOPIC, OUTPUT_SPARK_SCHEMA
+from dagster_kstreams.spark import windows
+from dagster_kstreams.spark.program import DROPPED_LATE_TOPIC, OUTPUT_SPARK_SCHEMA, WINDOW_KINDS
 
 __all__ = ["TaskRunner", "TaskResult", "TaskProgress", "TaskFailedError"]
 
@@ -427,6 +428,7 @@ class TaskRunner:
         slot = program.store_slots[store_name]
         key_serde = self.compiled.store_key_serde(subtopology)
         jvm_count = program.jvm_count() is not None
+        store_node = next(program.nodes[i] for i in program.stateful_nodes if program.nodes[i].state_slot == slot)
         # The RocksDB provider reports to the driver's StateStoreCoordinator, which Spark creates
         # with the session's StreamingQueryManager: make sure it exists in a fresh session.
         self.spark.streams.active
@@ -445,6 +447,9 @@ class TaskRunner:
                     continue
                 blob = _state_columns(row.value)[slot]
                 if blob is not None:
+                    if store_node.kind in WINDOW_KINDS:  # one row holds the key's windows
+                        table.update(windows.store_entries(store_node, key, pickle.loads(bytes(blob))))
+                        continue
                     table[key] = pickle.loads(bytes(blob))
         return table
 
@@ -521,7 +526,8 @@ class TaskRunner:
             )
         elif program.stateful:
             if program.needs_processing_order:  # Kafka Streams' order across partitions, stream time
-                source = with_processing_order(source, stream_time=program.uses_stream_time)
+                source = with_processing_order(source, stream_time=program.uses_stream_time,
+                                               skip_null_values=program.stream_time_skips_null_values)
             uses_stream_time = program.uses_stream_time
             state_schema = ", ".join(f"store_{slot} binary" for slot in range(len(program.store_names)))
 

@@ -90,10 +90,6 @@ def _check_path(compiled, factory) -> None:
     count(factory.name)
     sources = [node for node in sub.nodes if node.kind is NodeKind.SOURCE]
     for source in sources:
-        if source.serdes.get("timestamp_extractor") is not None:
-            raise _unsupported(
-                f"processor {factory.name} (session-windowed aggregation) reads {source.name}, which has a custom "
-                "timestamp extractor; the Spark runner windows by the Kafka record timestamp only")
         if paths.get(source.name) != 1:
             raise _unsupported(
                 f"processor {factory.name} (session-windowed aggregation): the records of {source.name} "

@@ -165,10 +165,6 @@ def _check_subtopology(compiled, sub, window_node) -> None:
                     "their own sub-topology (e.g. repartition()) or after the join")
     for node in sub.nodes:
         if node.kind is NodeKind.SOURCE:
-            if node.serdes.get("timestamp_extractor") is not None:
-                raise _unsupported(
-                    f"source {node.name} of the stream-stream join {window_node.name} has a custom timestamp "
-                    "extractor; the Spark runner uses the record timestamps (FailOnInvalidTimestamp)")
             for child in node.children:
                 if sub.node(child).kind is not NodeKind.JOIN_WINDOW:
                     raise _unsupported(

@@ -900,7 +900,8 @@ class _WindowedKStream:
         name = _or_generate(self._builder, _name_of(named), prefix)
         key_serde = materialized.key_serde or grouped.key_serde
         store = StoreSpec(store_name, self._store_type, materialized.logging_enabled, key_serde, value_serde,
-                          self.windows, self._retention_ms(materialized), queryable=queryable)
+                          self.windows, self._retention_ms(materialized), queryable=queryable,
+                          caching=materialized.caching_enabled)
         spec = ProcessorSpec(NodeKind.WINDOWED_AGGREGATE,
                              {**params, "store_name": store_name, "windows": self.windows,
                               "emit_strategy": "on_window_update",

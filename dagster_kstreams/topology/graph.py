@@ -88,6 +88,7 @@ class StoreSpec:
     window: Any = None
     retention_ms: Optional[int] = None
     queryable: bool = False
+    caching: bool = True  # Materialized.with_caching_disabled(): forward every update (windowed stores read it)
 
 
 @dataclass

@@ -1,0 +1,280 @@
+"""Windowed aggregations on Spark against Kafka Streams itself: same input, same results.
+
+One topology (tests/oracle WindowExamples.java; Python twin window_examples) holds a tumbling
+count with grace, a hopping aggregate without grace (a record may be late for one of its
+windows only), a count over TimeWindows after group_by (a repartition topic: record timestamps
+travel in a header) and a sliding-window reduce on a second input. Both inputs have two
+partitions; records come out of order (within grace and far beyond it), with null keys and
+null values. Kafka Streams 4.3.1 runs it once; our tasks run the twin.
+
+Compared: the last value per windowed key of every output topic (read with Kafka's
+time-windowed key format), every window store, and the late records: ours counted per
+(record, closed window) equal Kafka Streams' dropped-records-total minus the records it skipped
+for a null key (each time window aggregation of the events) or a null key or value (sliding).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from datetime import timedelta
+
+import pytest
+from pyspark import cloudpickle
+
+import oracle_harness
+from dagster_kstreams.kafka.records import final_values, produce, read_topic
+from dagster_kstreams.spark.runner import TaskRunner
+from dagster_kstreams.topology.config import Materialized, Produced
+from dagster_kstreams.topology.dsl import StreamsBuilder
+from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
+from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
+
+pytestmark = pytest.mark.integration
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+PARTITIONS = 2
+T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute
+STORES = ("tumbling-count", "hopping-agg", "sliding-reduce", "regrouped-count", "uncached-count")
+INPUTS = ("events", "slides")
+OUTPUTS = {  # name: (window size, value decoder)
+    "out-tumbling": (10_000, "long"), "out-hopping": (10_000, "string"),
+    "out-sliding": (5_000, "string"), "out-regrouped": (20_000, "long"), "out-uncached": (10_000, "long"),
+}
+
+
+def _s(value) -> str:
+    return "null" if value is None else value  # Java's string concatenation of null
+
+
+def window_examples(topics: dict[str, str]) -> StreamsBuilder:
+    """The Python twin of WindowExamples.windowExamples (Java); keep the two in step."""
+    builder = StreamsBuilder()
+    events = builder.stream(topics["events"])
+    windowed = lambda size: Produced.with_(WindowedSerde(Serdes.String(), size), Serdes.Long())  # noqa: E731
+    events.group_by_key() \
+        .windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=5))) \
+        .count(Materialized.as_("tumbling-count")).to_stream().to(topics["out-tumbling"], windowed(10_000))
+    events.group_by_key() \
+        .windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=10)).advance_by(timedelta(seconds=5))) \
+        .aggregate(lambda: "", lambda key, value, agg: f"{agg},{_s(value)}", Materialized.as_("hopping-agg")) \
+        .to_stream().to(topics["out-hopping"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.String()))
+    events.group_by(lambda key, value: None if key is None else key[:1]) \
+        .windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=20), timedelta(hours=1))) \
+        .count(Materialized.as_("regrouped-count")).to_stream().to(topics["out-regrouped"], windowed(20_000))
+    events.group_by_key() \
+        .windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=5))) \
+        .count(Materialized.as_("uncached-count").with_caching_disabled()).to_stream() \
+        .to(topics["out-uncached"], windowed(10_000))
+    builder.stream(topics["slides"]).group_by_key() \
+        .windowed_by(SlidingWindows.of_time_difference_and_grace(timedelta(seconds=5), timedelta(seconds=3))) \
+        .reduce(lambda agg, value: f"{agg}+{value}", Materialized.as_("sliding-reduce")) \
+        .to_stream().to(topics["out-sliding"], Produced.with_(WindowedSerde(Serdes.String(), 5_000), Serdes.String()))
+    return builder
+
+
+def _input(seed: int = 5) -> dict[str, list[tuple]]:
+    """``{topic: [(key, value, timestamp)]}`` in production order, all timestamps distinct."""
+    rng = random.Random(seed)
+    used: set[int] = set()
+
+    def stamp(timestamp: int) -> int:
+        while timestamp in used:
+            timestamp += 1
+        used.add(timestamp)
+        return timestamp
+
+    events = []
+    for i in range(700):
+        timestamp = T0 + i * 150 + i % 7
+        roll = rng.random()
+        if roll < 0.10:
+            timestamp -= rng.randint(100, 4_800)      # late, within the tumbling grace
+        elif roll < 0.16:
+            timestamp -= rng.randint(6_000, 25_000)   # late beyond the tumbling grace
+        key = None if rng.random() < 0.03 else f"{rng.choice('abcd')}{rng.randint(1, 2)}"
+        value = None if rng.random() < 0.05 else f"e{i}"
+        events.append((key, value, stamp(timestamp)))
+    slides = []
+    for i in range(500):
+        timestamp = T0 + i * 200 + 3 + i % 5
+        roll = rng.random()
+        if roll < 0.10:
+            timestamp -= rng.randint(100, 2_500)      # within grace (3 s)
+        elif roll < 0.15:
+            timestamp -= rng.randint(9_500, 25_000)   # beyond grace + time difference: dropped whole
+        key = None if rng.random() < 0.03 else f"s{rng.randint(1, 5)}"
+        value = None if rng.random() < 0.05 else f"x{i}"
+        slides.append((key, value, stamp(timestamp)))
+        if i == 250:
+            # A null value far ahead does not advance the sliding windows' stream time: the
+            # records after it are not late (they would be if it counted).
+            slides.append(("s9", None, stamp(timestamp + 7_000)))
+            slides.extend(("s9", f"y{j}", stamp(timestamp + 50 + j)) for j in range(3))
+    return {"events": events, "slides": slides}
+
+
+def _produce(bootstrap: str, topic: str, records: list[tuple]) -> None:
+    produce(bootstrap, topic, [(None if k is None else k.encode(), None if v is None else v.encode(), None, t)
+                               for k, v, t in records])
+
+
+def _results(bootstrap: str, topics: dict[str, str]) -> dict:
+    """The last value per (key, window start) of every output topic; for the count without a
+    record cache, every value per (key, window start) in order."""
+    result = {}
+    for name, (size, kind) in OUTPUTS.items():
+        serde = WindowedSerde(Serdes.String(), size)
+        decode = (lambda data: int.from_bytes(data, "big", signed=True)) if kind == "long" else bytes.decode
+        records = read_topic(bootstrap, topics[name])
+        values = final_values(records, serde.deserialize, decode)
+        result[name] = {(w.key, w.window.start): value for w, value in values.items()}
+        if name == "out-uncached":
+            updates: dict = {}
+            for record in sorted(records, key=lambda r: (r.partition, r.offset)):
+                windowed = serde.deserialize(record.key)
+                updates.setdefault((windowed.key, windowed.window.start), []).append(decode(record.value))
+            result["out-uncached/updates"] = updates
+    return result
+
+
+def _null_skips(records: dict[str, list[tuple]]) -> int:
+    """Records Kafka Streams' windowed processors skip (and count as dropped) for null keys/values."""
+    events = sum(1 for key, _, _ in records["events"] if key is None) * 3  # tumbling (twice) and hopping
+    slides = sum(1 for key, value, _ in records["slides"] if key is None or value is None)
+    return events + slides
+
+
+@pytest.fixture(scope="module")
+def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory):
+    inputs = {name: unique_topic(f"win-{name}") for name in INPUTS}
+    kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
+    records = _input()
+    for name in INPUTS:
+        _produce(kafka_bootstrap, inputs[name], records[name])
+    topics = {**inputs, **{name: unique_topic(f"ks-{name}") for name in OUTPUTS}}
+    kafka_admin.create_topics({topics[name]: PARTITIONS for name in OUTPUTS})
+    stdout = oracle_harness.run_main(
+        "kstreams.oracle.WindowExamples",
+        [kafka_bootstrap, unique_topic("ks-windows"), str(tmp_path_factory.mktemp("ks-windows-state")),
+         *(topics[name] for name in INPUTS), *(topics[name] for name in OUTPUTS)],
+        timeout=600,
+    )
+    report = json.loads(stdout)
+    return {"inputs": inputs, "records": records, "stores": report["stores"], "dropped": report["dropped"],
+            "results": _results(kafka_bootstrap, topics)}
+
+
+def _our_topics(kafka_admin, unique_topic, inputs) -> dict[str, str]:
+    topics = {**inputs, **{name: unique_topic(f"spark-{name}") for name in OUTPUTS}}
+    kafka_admin.create_topics({topics[name]: PARTITIONS for name in OUTPUTS})
+    return topics
+
+
+# Our retention per store (windows.py): a window whose start is at or before stream time - retention is gone.
+RETENTION = {"tumbling-count": 15_000, "uncached-count": 15_000, "hopping-agg": 10_000,
+             "sliding-reduce": 3 * 5_000 + 3_000 + 1, "regrouped-count": 20_000 + 3_600_000}
+
+
+def _assert_stores(expected_run, stores: dict) -> None:
+    """Every window we hold is Kafka Streams' (same value); Kafka Streams may still hold older
+    windows past retention (its segments go by whole), which we dropped."""
+    for store in STORES:
+        mine = {f"{w.key}@{w.window.start}": str(v) for w, v in stores[store].items()}
+        theirs = expected_run["stores"][store]
+        assert len(mine) > 10, store
+        assert {k: theirs.get(k) for k in mine} == mine, store
+        # We drop a window at or before stream time - retention; stream time <= the input's newest record.
+        topic = "slides" if store == "sliding-reduce" else "events"
+        horizon = max(t for _, _, t in expected_run["records"][topic]) - RETENTION[store]
+        extra = sorted(k for k in set(theirs) - set(mine) if int(k.split("@")[1]) > horizon)
+        assert not extra, (store, horizon, extra[:10], sorted(mine)[-10:])
+
+
+def _assert_same(expected_run, ours: dict, stores: dict, dropped_late: int) -> None:
+    expected = expected_run["results"]
+    for name in OUTPUTS:
+        assert set(ours[name]) == set(expected[name]), name
+        assert ours[name] == expected[name], name
+    assert ours["out-uncached/updates"] == expected["out-uncached/updates"]  # every update, as they came
+    assert dropped_late == expected_run["dropped"] - _null_skips(expected_run["records"])
+    _assert_stores(expected_run, stores)
+
+
+def test_windowed_aggregations_on_spark_match_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark,
+                                                            tmp_path, kafka_streams_run):
+    expected = kafka_streams_run["results"]
+    # The reference exercises what it should: late records dropped, null values aggregated.
+    assert kafka_streams_run["dropped"] > _null_skips(kafka_streams_run["records"]) > 0
+    assert any(",null" in value for value in expected["out-hopping"].values())
+    assert all(len(expected[name]) > 20 for name in OUTPUTS)
+    # Without the record cache Kafka Streams forwards every update: 1, 2, 3 ... per window.
+    uncached = expected["out-uncached/updates"]
+    assert all(values == list(range(1, len(values) + 1)) for values in uncached.values())
+    assert max(len(values) for values in uncached.values()) > 3
+
+    topics = _our_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"])
+    # Several micro-batches per task: stream time carried from batch to batch by the watermark.
+    runner = TaskRunner(window_examples(topics), unique_topic("spark-windows"), kafka_bootstrap,
+                        state_location=str(tmp_path / "state"), spark=spark, max_records_per_batch=150)
+    results = runner.run_all()
+    assert max(result.batches for result in results) >= 2
+    dropped = sum(result.records_dropped_late for result in results)
+    assert dropped > 0
+    stores = {store: runner.read_store(store) for store in STORES}
+    _assert_same(kafka_streams_run, _results(kafka_bootstrap, topics), stores, dropped)
+
+
+def test_windowed_aggregations_killed_part_way_and_rerun_still_match_kafka_streams(
+    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, kafka_streams_run
+):
+    topics = _our_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"])
+    module = tmp_path / "window_topology.py"
+    module.write_text(
+        "from test_equivalence_windows import window_examples\n\n\n"
+        f"def build():\n    return window_examples({topics!r})\n"
+    )
+    app_id = unique_topic("spark-windows-kill")
+    state = tmp_path / "state"
+    tests_dir = os.path.dirname(os.path.abspath(__file__))
+    command = [
+        sys.executable, "-m", "dagster_kstreams.cli", "run", "window_topology:build", "--app-id", app_id, "--all",
+        "--bootstrap-servers", kafka_bootstrap, "--state-location", str(state), "--master", "local[2]",
+        "--max-records-per-batch", "5000",
+    ]
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), tests_dir, os.environ.get("PYTHONPATH", "")])}
+    victim = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+                              start_new_session=True, cwd=str(tmp_path))
+    lines = []
+    try:
+        # Kill it once task 1_0 has processed its batch, while it works on (or starts) task 1_1.
+        for line in victim.stdout:
+            lines.append(line)
+            if line.startswith("task 1_0 "):
+                time.sleep(1)
+                break
+    finally:
+        os.killpg(victim.pid, signal.SIGKILL)
+        victim.wait(timeout=60)
+    assert victim.returncode == -signal.SIGKILL
+    assert any(line.startswith("task 0_1 batch") for line in lines), lines
+
+    runner = TaskRunner(window_examples(topics), app_id, kafka_bootstrap, state_location=str(state), spark=spark,
+                        max_records_per_batch=5000)
+    results = runner.run_all()
+    rerun = {r.task_id for r in results if r.records_in}
+    assert "1_1" in rerun and not rerun & {"0_0", "0_1"}, rerun
+    # The outputs and stores are Kafka Streams' (the late records of the tasks the killed run
+    # finished were counted by that run).
+    ours = _results(kafka_bootstrap, topics)
+    for name in OUTPUTS:
+        assert ours[name] == kafka_streams_run["results"][name], name
+    assert ours["out-uncached/updates"] == kafka_streams_run["results"]["out-uncached/updates"]
+    _assert_stores(kafka_streams_run, {store: runner.read_store(store) for store in STORES})
