@@ -254,6 +254,10 @@ class CompiledTopology:
         program.column_plan = expressions.plan(program, UnsupportedTopologyError)
         return program
 
+    def _cached(self, store_name: str) -> bool:
+        """``Materialized.with_caching_disabled()``: forward every update instead of once per batch."""
+        return self.topology.state_stores[store_name].caching
+
     def _function(self, factory: ProcessorNode, user_function):
         if user_function is None:
             return None
@@ -318,10 +322,11 @@ class CompiledTopology:
             if params["store_name"] not in factory.stores:
                 # Not materialized: Kafka Streams forwards every update as it comes, with no store.
                 return ExecNode(factory.name, "merge")
-            return ExecNode(factory.name, kind.value, store=params["store_name"])
+            return ExecNode(factory.name, kind.value, store=params["store_name"], cached=self._cached(params["store_name"]))
         if kind is NodeKind.AGGREGATE:
             operation = params["operation"]
-            node = ExecNode(factory.name, "aggregate", aggregation=operation, store=params["store_name"])
+            node = ExecNode(factory.name, "aggregate", aggregation=operation, store=params["store_name"],
+                            cached=self._cached(params["store_name"]))
             if operation == "reduce":
                 node.reducer = params["reducer"].fn
             elif operation == "aggregate":

@@ -112,7 +112,7 @@ def exec_node(compiled, factory) -> ExecNode:
     if factory.kind is NodeKind.TABLE_TABLE_JOIN_MERGE:
         store = params.get("store_name")
         if store is not None and store in factory.stores:
-            return ExecNode(factory.name, "to_table", store=store)  # the joined table, materialized
+            return ExecNode(factory.name, "to_table", store=store, cached=compiled._cached(store))  # materialized
         return ExecNode(factory.name, "merge")
     raise _unsupported(f"processor {factory.name} ({factory.kind.value}) is not supported by the Spark runner yet")
 

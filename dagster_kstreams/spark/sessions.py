@@ -131,7 +131,7 @@ def exec_node(compiled, factory) -> ExecNode:
     return ExecNode(
         factory.name, KIND, aggregation=operation, store=params["store_name"],
         initializer=init, aggregator=agg,
-        cached=bool(params.get("caching_enabled", True)),
+        cached=compiled.topology.state_stores[params["store_name"]].caching,
         options={"gap": windows.inactivity_gap_ms, "grace": windows.grace_ms, "retention": retention,
                  "merger": merger},
     )

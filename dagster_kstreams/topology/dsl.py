@@ -162,7 +162,7 @@ class StreamsBuilder:
         source_name = _suffix_or_generate(builder, consumed.processor_name, "-source", SOURCE_NAME)
         table_source_name = _or_generate(builder, consumed.processor_name, KTABLE_SOURCE_NAME)
         store = StoreSpec(store_name, StoreType.KEY_VALUE, materialized.logging_enabled, key_serde, value_serde,
-                          queryable=queryable)
+                          queryable=queryable, caching=materialized.caching_enabled)
         spec = KTableSourceSpec(NodeKind.TABLE_SOURCE, {"topic": topic, "store_name": store_name}, store, queryable)
         node = TableSourceNode(table_source_name, source_name, topic, consumed, spec)
         builder.add_graph_node(builder.root, node)
@@ -364,7 +364,7 @@ class KStream(_AbstractStream):
             parent = self._node
             source_nodes = self._source_nodes
         store = StoreSpec(store_name, StoreType.KEY_VALUE, materialized.logging_enabled, key_serde, value_serde,
-                          queryable=queryable)
+                          queryable=queryable, caching=materialized.caching_enabled)
         spec = KTableSourceSpec(NodeKind.TO_TABLE, {"store_name": store_name}, store, queryable)
         node = ProcessorGraphNode(name, spec)
         builder.add_graph_node(parent, node)
@@ -619,7 +619,7 @@ class KTable(_AbstractStream):
             queryable_name = materialized.store_name
             if queryable_name is not None:
                 store = StoreSpec(queryable_name, StoreType.KEY_VALUE, materialized.logging_enabled, key_serde,
-                                  value_serde, queryable=True)
+                                  value_serde, queryable=True, caching=materialized.caching_enabled)
         name = _or_generate(builder, _name_of(named), prefix)
         spec = ProcessorSpec(kind, {**params, "store_name": queryable_name}, [store] if store else [])
         node = ProcessorGraphNode(name, spec)
@@ -731,7 +731,7 @@ class KTable(_AbstractStream):
         store = None
         if store_name is not None:
             store = StoreSpec(store_name, StoreType.KEY_VALUE, materialized.logging_enabled, key_serde, value_serde,
-                              queryable=True)
+                              queryable=True, caching=materialized.caching_enabled)
         node = TableTableJoinNode(
             merge_name, join_this_name, join_other_name,
             ProcessorSpec(NodeKind.TABLE_TABLE_JOIN, {**common, "side": "this"}),
@@ -819,7 +819,7 @@ class KGroupedStream(_AbstractStream):
         name = _or_generate(self._builder, _name_of(named), prefix)
         key_serde = materialized.key_serde or self.key_serde
         store = StoreSpec(store_name, StoreType.KEY_VALUE, materialized.logging_enabled, key_serde, value_serde,
-                          queryable=queryable)
+                          queryable=queryable, caching=materialized.caching_enabled)
         spec = ProcessorSpec(NodeKind.AGGREGATE, {**params, "store_name": store_name}, [store])
         return self._aggregate_builder.build(name, store, spec, store_name if queryable else None, key_serde,
                                              value_serde)
@@ -904,8 +904,7 @@ class _WindowedKStream:
                           caching=materialized.caching_enabled)
         spec = ProcessorSpec(NodeKind.WINDOWED_AGGREGATE,
                              {**params, "store_name": store_name, "windows": self.windows,
-                              "emit_strategy": "on_window_update",
-                              "caching_enabled": materialized.caching_enabled}, [store])
+                              "emit_strategy": "on_window_update"}, [store])
         return grouped._aggregate_builder.build(name, store, spec, store_name if queryable else None,
                                                 self._windowed_key_serde(key_serde), value_serde, self._grace_ms())
 
