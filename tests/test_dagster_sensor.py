@@ -98,7 +98,8 @@ def test_sensor_launches_hands_over_only_released_tasks_records_lag_and_retires(
     (worker0,) = _submit(defs, instance, result.run_requests)
     report_held(instance, worker0.run_id, ALL)  # worker-0 runs and holds every task
 
-    # A burst: a second worker is launched; two tasks leave worker-0 but are not granted yet.
+    # A burst: a second worker is launched; two tasks are bound for it, but worker-0 keeps
+    # processing them until worker-1 is ready (has beaten: its SparkSession is up).
     produce(kafka_bootstrap, source, [(f"k{i}".encode(), b"v") for i in range(400)])
     result = _tick(defs, instance, result.cursor)
     (request,) = result.run_requests
@@ -106,10 +107,16 @@ def test_sensor_launches_hands_over_only_released_tasks_records_lag_and_retires(
     assert parse_tasks(request.tags[TAG_TASKS]) == set()  # worker-0 still holds them
     moving = parse_tasks(request.tags[TAG_ASSIGNED])
     assert len(moving) == 2
-    assert parse_tasks(_tags(instance, worker0)[TAG_TASKS]) == ALL - moving
+    assert parse_tasks(_tags(instance, worker0)[TAG_TASKS]) == ALL
     (observation,) = result.asset_events
     assert observation.metadata["lag"].value == 400 and observation.metadata["desired_workers"].value == 2
     (worker1,) = _submit(defs, instance, result.run_requests)
+    result = _tick(defs, instance, result.cursor)
+    assert parse_tasks(_tags(instance, worker0)[TAG_TASKS]) == ALL
+    # Ready: now the two tasks leave worker-0, not granted yet.
+    report_heartbeat(instance, worker1.run_id)
+    result = _tick(defs, instance, result.cursor)
+    assert parse_tasks(_tags(instance, worker0)[TAG_TASKS]) == ALL - moving
 
     # Until worker-0 reports it no longer holds them, they stay pending.
     result = _tick(defs, instance, result.cursor)

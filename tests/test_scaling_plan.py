@@ -88,8 +88,16 @@ def assert_plan_is_sound(plan: ReconciliationPlan, tasks, workers, desired):
         for other, busy in busy_before.items():
             if other != worker_id:
                 assert not granted & busy, f"{worker_id} granted {sorted(granted & busy)} still busy on {other}"
+    # Tags hold the target, plus tasks a worker keeps until their new owner is ready (started
+    # and beating): kept, never granted.
+    ready = {w.worker_id for w in workers if w.state is RUNNING and w.started and w.ready}
+    bound_for = {task: member for member, tasks_of in plan.target.items() for task in tasks_of}
+    before = {w.worker_id: w.tasks for w in workers}
     for worker_id, tags in tags_after.items():
-        assert tags <= plan.target.get(worker_id, frozenset())
+        kept_back = {task for task in tags - plan.target.get(worker_id, frozenset())
+                     if task in bound_for and bound_for[task] not in ready}
+        assert tags - kept_back <= plan.target.get(worker_id, frozenset())
+        assert kept_back <= before.get(worker_id, frozenset())
 
 
 fleet_events = st.lists(
@@ -128,10 +136,12 @@ def test_no_task_is_ever_on_two_workers_and_every_plan_is_balanced(events, initi
 
 @settings(max_examples=150, deadline=None)
 @given(fleet_events, st.integers(min_value=0, max_value=12), st.integers(min_value=0, max_value=6))
-def test_fleet_settles_within_two_ticks_once_workers_acknowledge(events, initial_tasks, desired):
+def test_fleet_settles_within_three_ticks_once_workers_acknowledge(events, initial_tasks, desired):
+    # Launch (the new workers start), revoke what moves to them once they are ready (their old
+    # workers release it at their next batch), grant it.
     tasks, workers = run_fleet(events, initial_tasks)
     everyone = {w.worker_id for w in workers}
-    for _ in range(2):
+    for _ in range(3):
         plan = plan_reconciliation(tasks, workers, desired)
         workers = start_batches(apply_plan(workers, plan), everyone | {w.worker_id for w in plan.launch})
         everyone = {w.worker_id for w in workers}
@@ -235,11 +245,21 @@ def test_scale_up_launches_first_then_hands_tasks_over_once_released():
     (launch,) = plan.launch
     assert launch.worker_id == "worker-2"
     assert launch.tasks == set() and launch.assigned == {"0_2", "0_5"}
-    assert {r.worker_id: r.revoked for r in plan.retag} == {"worker-0": {"0_2"}, "worker-1": {"0_5"}}
+    # worker-2 is not ready (it starts its SparkSession for a minute): nothing is revoked yet,
+    # the tasks bound for it keep being processed where they are.
+    assert {r.worker_id: (r.revoked, r.tasks) for r in plan.retag} == {
+        "worker-0": (set(), {"0_0", "0_1", "0_2"}), "worker-1": (set(), {"0_3", "0_4", "0_5"})}
     assert plan.handovers == (
         Handover("0_2", "worker-2", ("worker-0",)),
         Handover("0_5", "worker-2", ("worker-1",)),
     )
+    workers = start_batches(apply_plan(workers, plan), {"worker-0", "worker-1"})
+    assert plan_reconciliation(tasks_of(6), workers, 3).is_noop  # still starting
+
+    # worker-2 has started: now the tasks leave their old workers.
+    workers = start_batches(workers, {"worker-2"})
+    plan = plan_reconciliation(tasks_of(6), workers, 3)
+    assert {r.worker_id: r.revoked for r in plan.retag} == {"worker-0": {"0_2"}, "worker-1": {"0_5"}}
 
     # worker-0 has started its next batch without 0_2; worker-1 is still in the old one.
     workers = apply_plan(workers, plan)
@@ -252,6 +272,15 @@ def test_scale_up_launches_first_then_hands_tasks_over_once_released():
     plan = plan_reconciliation(tasks_of(6), workers, 3)
     assert [(r.worker_id, r.granted) for r in plan.retag] == [("worker-2", {"0_5"})]
     assert not plan.handovers
+
+
+def test_a_worker_that_left_the_queue_but_has_not_beaten_yet_is_not_ready():
+    workers = settled({"worker-0": {"0_0", "0_1"}}) + [Worker("worker-1", assigned={"0_1"}, ready=False)]
+    plan = plan_reconciliation(tasks_of(2), workers, 2)
+    assert all(not r.revoked for r in plan.retag) and plan.handovers == (Handover("0_1", "worker-1", ("worker-0",)),)
+    workers[1] = replace(workers[1], ready=True)
+    plan = plan_reconciliation(tasks_of(2), workers, 2)
+    assert [(r.worker_id, r.revoked) for r in plan.retag] == [("worker-0", {"0_1"})]
 
 
 def test_scale_down_retires_gracefully_and_survivors_take_over_after_it_exits():

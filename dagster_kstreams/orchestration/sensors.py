@@ -6,8 +6,9 @@ Every tick it
   records the lag of each sub-topology as an ``AssetObservation`` of its asset (numeric
   metadata: the UI plots ``lag``, ``workers``, ``desired_workers``, ``input_rate``...);
 * builds the fleet from the worker job's runs: the newest run of each worker id, its tags
-  (``tasks``, ``assigned``, ``state``), whether it has left the run queue, what it last
-  reported holding, and for a failed one how many of the id's runs in a row have failed; a
+  (``tasks``, ``assigned``, ``state``), whether it has left the run queue and whether it has
+  beaten yet (its SparkSession is up: only then are tasks revoked from others for it), what it
+  last reported holding, and for a failed one how many of the id's runs in a row have failed; a
   started run whose heartbeat stopped is marked failed (its process is gone) so its tasks move
   now;
 * takes throughput samples from the task materializations of the last window, each with which
@@ -152,6 +153,7 @@ def current_workers(instance: dg.DagsterInstance, app: KStreamsApp, elastic: Ela
         workers.append(Worker(worker_id, tasks=parse_tasks(run.tags.get(TAG_TASKS)),
                               assigned=None if assigned is None else parse_tasks(assigned),
                               held=held_tasks, state=state, started=run.status not in _NOT_STARTED,
+                              ready=run.run_id in beats,
                               failures=failures, failed_at=failed_at))
     return workers, live
 

@@ -23,6 +23,11 @@ Worker ids are ``worker-<n>``; a new worker takes the lowest index no running or
 worker uses, so a failed worker's replacement takes its id, and its tasks (stickiness
 follows the id), leaving the healthy workers untouched.
 
+A task moving to a worker that is not *ready* (just launched, or still starting its
+SparkSession: it has not beaten yet) stays in its current worker's tags until the receiver is
+ready; only then is it revoked. Revoking it at once would leave it unprocessed for the
+receiver's whole start-up (a minute), right when it was launched because of a backlog.
+
 A worker whose run has not started yet (queued behind a concurrency limit) holds nothing and
 costs nothing: when workers must go it goes first, and it is *cancelled* (``cancel``) rather
 than tagged retiring, which it would only notice after starting a SparkSession. A failed
@@ -53,7 +58,8 @@ class Worker:
     ``tasks``: its tags, the tasks it may process. ``assigned``: its target, which also
     holds tasks awaiting handover (None: same as ``tasks``); only stickiness reads it.
     ``held``: the tasks it last reported holding (see the module docstring). ``started``: its
-    run has left the queue (a queued run has not, and can be cancelled outright).
+    run has left the queue (a queued run has not, and can be cancelled outright). ``ready``:
+    it has begun work (its SparkSession is up), so tasks may be revoked from others for it.
     ``failures`` and ``failed_at``, for a failed worker: how many of the id's runs in a row
     have failed (:func:`~.backoff.failure_streak`) and when the last one did (epoch seconds).
     """
@@ -64,6 +70,7 @@ class Worker:
     held: frozenset[str] = frozenset()
     state: WorkerState = WorkerState.RUNNING
     started: bool = True
+    ready: bool = True
     failures: int = 0
     failed_at: float | None = None
 
@@ -216,6 +223,9 @@ def plan_reconciliation(
         for task in worker.busy:
             busy_on.setdefault(task, set()).add(worker.worker_id)
 
+    # Receivers that can take a task over now; a task bound for any other stays where it is.
+    ready = {w.worker_id for w in kept if w.started and w.ready}
+    bound_for = {task: member for member in members for task in target[member]}
     active: dict[str, frozenset[str]] = {}
     handovers: list[Handover] = []
     for member in members:
@@ -226,6 +236,10 @@ def plan_reconciliation(
                 handovers.append(Handover(task, member, tuple(sorted(others, key=worker_sort_key))))
             else:
                 mine.append(task)
+        if member in by_id and by_id[member].state is WorkerState.RUNNING:
+            mine += [task for task in by_id[member].tasks
+                     if task in bound_for and bound_for[task] != member and bound_for[task] not in ready
+                     and not busy_on.get(task, set()) - {member}]
         active[member] = frozenset(mine)
 
     launch = tuple(WorkerLaunch(worker_id, active[worker_id], target[worker_id])
