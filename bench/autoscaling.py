@@ -16,9 +16,9 @@ by word, count) over a ``--partitions``-partition input topic, fed by the librar
 * ``autoscale``: ``min_workers=1, max_workers=--max-workers``;
 * ``fixed``: ``min_workers=max_workers=1``, the same sensor (it only replaces a dead worker).
 
-Per mode: the generator writes ``--rate`` lines/s from the moment the first worker beats (its
-SparkSession is up); once every task has run twice on a worker (past its cold first run) and one
-worker is live, the measurement starts (t=0): ``--steady-seconds`` at the steady rate, then
+Per mode: once the first worker beats (its SparkSession is up), a few lines give every task its
+cold first run; then the generator writes ``--rate`` lines/s, and once every task has run twice
+more and one worker is live, the measurement starts (t=0): ``--steady-seconds`` at the steady rate, then
 ``--burst-seconds`` at ``rate x burst-factor``, then the steady rate until ``--duration``. Every
 second the bench reads the application's lag (input and repartition topics, what the sensor sees)
 and the worker runs. Reported:
@@ -298,7 +298,7 @@ def _wait_for_group_coordinator(bootstrap: str, group: str, topic: str, timeout_
 def run_mode(mode: str, args, bootstrap: str, work: Path) -> dict:
     import dagster as dg
 
-    from dagster_kstreams.generator import generate
+    from dagster_kstreams.generator import BurstSchedule, generate
     from dagster_kstreams.kafka.admin import KafkaAdmin
     from dagster_kstreams.orchestration.workers import read_heartbeats
 
@@ -368,31 +368,41 @@ def run_mode(mode: str, args, bootstrap: str, work: Path) -> dict:
                         dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING}
                 return sum(1 for run in instance.get_runs(dg.RunsFilter(job_name=job_name)) if run.status in live)
 
-            # The input starts once the first worker beats (its SparkSession is up: no backlog from
-            # start-up), the measurement once every task has run twice on a worker (past its cold
-            # first run) and the fleet is back to one worker: both modes start from the same state.
+            # Warm-up, the same for both modes: once the first worker beats (its SparkSession is up),
+            # a few lines give every task its cold first run; then the steady input starts, and the
+            # measurement once every task has run twice more and one worker is live. Starting the
+            # input with cold tasks would build a backlog that scales the fleet up before t=0.
             deadline = time.monotonic() + args.warmup_timeout
-            while not read_heartbeats(instance, [run.run_id for run in instance.get_runs(
-                    dg.RunsFilter(job_name=job_name))]):
-                if daemon.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"{mode}: no worker started: {(directory / 'daemon.log').read_text()[-3000:]}")
-                time.sleep(1)
-            generator_started = time.monotonic()
-            generator.start()
-            tasks_needed = {f"{sub}_{p}" for sub in (0, 1) for p in range(args.partitions)}
-            while True:
+
+            def check_alive(what: str) -> None:
                 if daemon.poll() is not None:
                     raise RuntimeError(f"dagster-daemon exited: {(directory / 'daemon.log').read_text()[-3000:]}")
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{mode}: {what} within {args.warmup_timeout}s")
+
+            def task_runs() -> dict[str, int]:
                 runs_of: dict[str, int] = {}
                 for sub in (0, 1):
                     for record in instance.fetch_materializations(
                             dg.AssetKey([app_key, f"subtopology_{sub}"]), limit=1000).records:
                         task = f"{sub}_{record.asset_materialization.partition}"
                         runs_of[task] = runs_of.get(task, 0) + 1
-                if all(runs_of.get(task, 0) >= 2 for task in tasks_needed) and live_workers() == 1:
-                    break
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"{mode}: tasks not warm within {args.warmup_timeout}s: {runs_of}")
+                return runs_of
+
+            while not read_heartbeats(instance, [run.run_id for run in instance.get_runs(
+                    dg.RunsFilter(job_name=job_name))]):
+                check_alive("no worker started")
+                time.sleep(1)
+            generate(bootstrap, {"text-lines": settings["source"]}, BurstSchedule(rate=1000, burst_every_s=0),
+                     max_records=50 * args.partitions, seed=1)
+            tasks_needed = {f"{sub}_{p}" for sub in (0, 1) for p in range(args.partitions)}
+            while not all(task_runs().get(task, 0) >= 1 for task in tasks_needed):
+                check_alive(f"not every task ran: {task_runs()}")
+                time.sleep(2)
+            generator_started = time.monotonic()
+            generator.start()
+            while not (all(task_runs().get(task, 0) >= 3 for task in tasks_needed) and live_workers() == 1):
+                check_alive(f"tasks not warm or more than one worker: {task_runs()}, {live_workers()} workers")
                 time.sleep(2)
             t0 = time.monotonic()
             wall0 = time.time()
@@ -461,7 +471,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="scale-down window; longer than a worker's start (about a minute)")
     parser.add_argument("--default-capacity", type=float, default=3000.0,
                         help="records/s per worker until measured (one local[1] worker drained ~4,600/s here)")
-    parser.add_argument("--warmup-timeout", type=float, default=300.0)
+    parser.add_argument("--warmup-timeout", type=float, default=420.0)
     parser.add_argument("--modes", default="autoscale,fixed")
     parser.add_argument("--bootstrap", default=None, help="use this broker instead of starting one")
     parser.add_argument("--output-dir", default=str(REPO / "bench" / "results"))
