@@ -345,6 +345,8 @@ def run_mode(mode: str, args, bootstrap: str, work: Path) -> dict:
 
     generator = threading.Thread(target=write, name="generator", daemon=True)
 
+    with dg.DagsterInstance.from_config(str(home)):
+        pass  # creates the SQLite storage before the daemon does (both at once collide)
     log_file = (directory / "daemon.log").open("wb")
     env = {**os.environ, "DAGSTER_HOME": str(home), "PYTHONPATH": os.pathsep.join(
         [str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
