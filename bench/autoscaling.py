@@ -78,7 +78,8 @@ defs = build_kstreams_definitions(
     elastic_workers=ElasticWorkers(
         scaling=ScalingConfig(min_workers=1, max_workers=S["max_workers"], catch_up_seconds=S["catch_up_seconds"],
                               scale_down_stabilization_seconds=S["stabilization_seconds"],
-                              default_worker_records_per_second=S["default_capacity"], min_sample_seconds=5,
+                              default_worker_records_per_second=S["default_capacity"],
+                              min_sample_seconds=S["min_sample_seconds"],
                               warmup_batches=1),
         sensor_interval_seconds=S["sensor_interval"],
         default_status=dg.DefaultSensorStatus.RUNNING,
@@ -309,7 +310,7 @@ def run_mode(mode: str, args, bootstrap: str, work: Path) -> dict:
         "state": str(work / mode / "state"), "bootstrap": bootstrap, "partitions": args.partitions,
         "max_workers": args.max_workers if mode == "autoscale" else 1, "catch_up_seconds": args.catch_up_seconds,
         "stabilization_seconds": args.stabilization_seconds, "default_capacity": args.default_capacity,
-        "sensor_interval": args.sensor_interval,
+        "sensor_interval": args.sensor_interval, "min_sample_seconds": args.min_sample_seconds,
     }
     directory = work / mode
     home = directory / "dagster_home"
@@ -473,6 +474,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="scale-down window; longer than a worker's start (about a minute)")
     parser.add_argument("--default-capacity", type=float, default=3000.0,
                         help="records/s per worker until measured (one local[1] worker drained ~4,600/s here)")
+    parser.add_argument("--min-sample-seconds", type=float, default=20.0,
+                        help="shortest batch that measures capacity (under load, shorter ones are fixed cost)")
     parser.add_argument("--warmup-timeout", type=float, default=420.0)
     parser.add_argument("--modes", default="autoscale,fixed")
     parser.add_argument("--bootstrap", default=None, help="use this broker instead of starting one")
