@@ -34,10 +34,11 @@ WORKER_SENSORS_ENV_VAR = "KSTREAMS_WORKER_SENSORS"
 # the default capacity takes a few of them. A worker needs about a minute to start (JVM and
 # SparkSession) before it takes any load, so the scale-down window is three minutes: a worker
 # launched for a burst is not retired before it has started, nor while the burst's backlog drains.
-# Capacity is measured from warm batches only (the first run of each task in a worker is cold).
+# Capacity is measured from warm batches only (the first run of each task in a worker is cold), and
+# only from batches of 15 s or more: shorter ones (a quiet stream's) are mostly a query's fixed cost.
 ELASTIC_WORKERS = ElasticWorkers(
     scaling=ScalingConfig(min_workers=0, max_workers=4, catch_up_seconds=30, scale_down_stabilization_seconds=180,
-                          default_worker_records_per_second=500, min_sample_seconds=5, warmup_batches=1),
+                          default_worker_records_per_second=500, min_sample_seconds=15, warmup_batches=1),
     sensor_interval_seconds=10,
     # Running by default; a worker takes the tasks that lag, so a test (or a person) that
     # materializes partitions by hand sets KSTREAMS_WORKER_SENSORS=stopped first.
