@@ -5,13 +5,13 @@ Three applications: users counted per country, word count, and click enrichment 
 join). Spark runs through dagster-pyspark: ``KSTREAMS_SPARK_MASTER`` (default ``local[*]``) and
 ``KSTREAMS_SPARK_CONF`` (a JSON object of extra ``spark.*`` settings).
 
-Each application has elastic workers: a lag sensor (``<app>_lag_sensor``; it starts running
-with the code location when ``KSTREAMS_WORKER_SENSORS=running``, else turn it on in the UI's
-Automation page) launches worker runs of
-``<app>_workers`` when lag builds up and retires them when it has stayed low for a minute. Idle
-applications have no worker (``min_workers=0``). Try it with a burst from the generator::
+Each application has elastic workers: a lag sensor (``<app>_lag_sensor``, running as soon as
+the code location loads; ``KSTREAMS_WORKER_SENSORS=stopped`` leaves them stopped, e.g. to
+materialize partitions by hand) launches worker runs of ``<app>_workers`` when lag builds up and
+retires them when it has stayed low for three minutes. Idle applications have no worker
+(``min_workers=0``). Try it with a burst from the generator (README, "Watching it scale")::
 
-    dagster-kstreams generate --rate 200 --burst-every 60 --burst-seconds 10 --burst-factor 10
+    dagster-kstreams generate users --create-topics --rate 100 --burst-every 180 --burst-seconds 30 --burst-factor 10
 """
 
 import json
@@ -31,15 +31,19 @@ SPARK_CONF_ENV_VAR = "KSTREAMS_SPARK_CONF"
 WORKER_SENSORS_ENV_VAR = "KSTREAMS_WORKER_SENSORS"
 
 # Sized for a laptop: a worker runs one SparkSession; catching up a burst within half a minute at
-# the default capacity takes a few of them, and a minute of low lag sends them home.
+# the default capacity takes a few of them. A worker needs about a minute to start (JVM and
+# SparkSession) before it takes any load, so the scale-down window is three minutes: a worker
+# launched for a burst is not retired before it has started, nor while the burst's backlog drains.
+# Capacity is measured from warm batches only (the first run of each task in a worker is cold), and
+# only from batches of 15 s or more: shorter ones (a quiet stream's) are mostly a query's fixed cost.
 ELASTIC_WORKERS = ElasticWorkers(
-    scaling=ScalingConfig(min_workers=0, max_workers=4, catch_up_seconds=30, scale_down_stabilization_seconds=60,
-                          default_worker_records_per_second=500),
+    scaling=ScalingConfig(min_workers=0, max_workers=4, catch_up_seconds=30, scale_down_stabilization_seconds=180,
+                          default_worker_records_per_second=500, min_sample_seconds=15, warmup_batches=1),
     sensor_interval_seconds=10,
-    # Not running by default yet: a worker would take the tasks that test_ui_materialize
-    # materializes by hand (that test must set KSTREAMS_WORKER_SENSORS=stopped first).
-    default_status=(dg.DefaultSensorStatus.RUNNING if os.environ.get(WORKER_SENSORS_ENV_VAR) == "running"
-                    else dg.DefaultSensorStatus.STOPPED),
+    # Running by default; a worker takes the tasks that lag, so a test (or a person) that
+    # materializes partitions by hand sets KSTREAMS_WORKER_SENSORS=stopped first.
+    default_status=(dg.DefaultSensorStatus.STOPPED if os.environ.get(WORKER_SENSORS_ENV_VAR) == "stopped"
+                    else dg.DefaultSensorStatus.RUNNING),
 )
 
 defs = dg.Definitions.merge(

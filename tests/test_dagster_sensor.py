@@ -62,11 +62,22 @@ def _tick(defs, instance, cursor):
     return sensor.evaluate_tick(context)
 
 
-def _submit(defs, instance, requests) -> list[dg.DagsterRun]:
-    """What the sensor daemon does with the run requests: create the runs (not started yet)."""
+def _submit(defs, instance, requests, status=dg.DagsterRunStatus.STARTED) -> list[dg.DagsterRun]:
+    """What the daemons do with the run requests: create the runs and (by default) start them;
+    ``QUEUED``: submit them to the run queue, where they wait."""
     job = defs.get_repository_def().get_job(defs.jobs[0].name)
-    return [instance.create_run_for_job(job, tags=request.tags, status=dg.DagsterRunStatus.NOT_STARTED)
+    if status is not dg.DagsterRunStatus.QUEUED:
+        return [instance.create_run_for_job(job, tags=request.tags, status=status) for request in requests]
+    from dagster._core.remote_origin import InProcessCodeLocationOrigin, RemoteJobOrigin, RemoteRepositoryOrigin
+    from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
+
+    # A queued run must say where its code is (the dequeuer launches it from there).
+    origin = RemoteJobOrigin(RemoteRepositoryOrigin(InProcessCodeLocationOrigin(
+        LoadableTargetOrigin(python_file=__file__)), "__repository__"), job.name)
+    runs = [instance.create_run_for_job(job, tags=request.tags, status=status, remote_job_origin=origin)
             for request in requests]
+    assert all(instance.get_run_by_id(run.run_id).status is dg.DagsterRunStatus.QUEUED for run in runs)
+    return runs
 
 
 def _tags(instance, run):
@@ -87,7 +98,8 @@ def test_sensor_launches_hands_over_only_released_tasks_records_lag_and_retires(
     (worker0,) = _submit(defs, instance, result.run_requests)
     report_held(instance, worker0.run_id, ALL)  # worker-0 runs and holds every task
 
-    # A burst: a second worker is launched; two tasks leave worker-0 but are not granted yet.
+    # A burst: a second worker is launched; two tasks are bound for it, but worker-0 keeps
+    # processing them until worker-1 is ready (has beaten: its SparkSession is up).
     produce(kafka_bootstrap, source, [(f"k{i}".encode(), b"v") for i in range(400)])
     result = _tick(defs, instance, result.cursor)
     (request,) = result.run_requests
@@ -95,10 +107,16 @@ def test_sensor_launches_hands_over_only_released_tasks_records_lag_and_retires(
     assert parse_tasks(request.tags[TAG_TASKS]) == set()  # worker-0 still holds them
     moving = parse_tasks(request.tags[TAG_ASSIGNED])
     assert len(moving) == 2
-    assert parse_tasks(_tags(instance, worker0)[TAG_TASKS]) == ALL - moving
+    assert parse_tasks(_tags(instance, worker0)[TAG_TASKS]) == ALL
     (observation,) = result.asset_events
     assert observation.metadata["lag"].value == 400 and observation.metadata["desired_workers"].value == 2
     (worker1,) = _submit(defs, instance, result.run_requests)
+    result = _tick(defs, instance, result.cursor)
+    assert parse_tasks(_tags(instance, worker0)[TAG_TASKS]) == ALL
+    # Ready: now the two tasks leave worker-0, not granted yet.
+    report_heartbeat(instance, worker1.run_id)
+    result = _tick(defs, instance, result.cursor)
+    assert parse_tasks(_tags(instance, worker0)[TAG_TASKS]) == ALL - moving
 
     # Until worker-0 reports it no longer holds them, they stay pending.
     result = _tick(defs, instance, result.cursor)
@@ -140,3 +158,52 @@ def test_a_started_worker_that_stops_beating_is_marked_failed_and_replaced_with_
         assert instance.get_run_by_id(worker0.run_id).status is dg.DagsterRunStatus.FAILURE
         (replacement,) = result.run_requests  # same id, every task at once: a failed worker holds nothing
         assert replacement.tags[TAG_WORKER] == "worker-0" and parse_tasks(replacement.tags[TAG_TASKS]) == ALL
+
+
+def test_a_worker_retired_while_still_queued_is_cancelled_and_its_tasks_go_at_once(setup, kafka_bootstrap,
+                                                                                    kafka_admin):
+    defs, instance, source, app_id = setup
+    result = _tick(defs, instance, None)
+    (worker0,) = _submit(defs, instance, result.run_requests)
+    report_held(instance, worker0.run_id, ALL)
+    produce(kafka_bootstrap, source, [(f"k{i}".encode(), b"v") for i in range(400)])
+    result = _tick(defs, instance, result.cursor)
+    # worker-1 waits in the run queue (say, behind a concurrency limit) ...
+    (worker1,) = _submit(defs, instance, result.run_requests, status=dg.DagsterRunStatus.QUEUED)
+    report_held(instance, worker0.run_id, parse_tasks(_tags(instance, worker0)[TAG_TASKS]))
+    # ... when the lag is gone: it is cancelled, not left to start a SparkSession only to exit.
+    ends = kafka_admin.end_offsets([source])
+    kafka_admin.commit_offsets(app_id, {TopicPartition(tp.topic, tp.partition): end for tp, end in ends.items()})
+    result = _tick(defs, instance, result.cursor)
+    assert instance.get_run_by_id(worker1.run_id).status is dg.DagsterRunStatus.CANCELED
+    assert instance.get_run_by_id(worker0.run_id).status is dg.DagsterRunStatus.STARTED
+    assert not result.run_requests
+    # A cancelled run held nothing: worker-0 gets every task back on the next tick, and nobody
+    # replaces worker-1.
+    result = _tick(defs, instance, result.cursor)
+    assert parse_tasks(_tags(instance, worker0)[TAG_TASKS]) == ALL and not result.run_requests
+
+
+def test_a_worker_that_keeps_failing_is_relaunched_after_a_backoff(kafka_bootstrap, kafka_admin, unique_topic,
+                                                                    tmp_path):
+    elastic = ElasticWorkers(scaling=ScalingConfig(min_workers=1, max_workers=1, restart_backoff_seconds=2,
+                                                   max_restart_backoff_seconds=60))
+    for defs, instance, _source, _app_id in _setup(kafka_bootstrap, kafka_admin, unique_topic, tmp_path, elastic):
+        result = _tick(defs, instance, None)
+        (first,) = _submit(defs, instance, result.run_requests)
+        instance.report_run_failed(first, "bad record")  # fails as soon as it starts
+        # The first failure is replaced at once (a killed process is no crash loop) ...
+        result = _tick(defs, instance, result.cursor)
+        (second,) = _submit(defs, instance, result.run_requests)
+        assert second.tags[TAG_WORKER] == "worker-0"
+        instance.report_run_failed(second, "bad record")
+        # ... the second waits 2 s: ticks in between launch nothing ...
+        result = _tick(defs, instance, result.cursor)
+        assert not result.run_requests
+        result = _tick(defs, instance, result.cursor)
+        assert not result.run_requests
+        # ... then it is relaunched with its tasks.
+        time.sleep(2.2)
+        result = _tick(defs, instance, result.cursor)
+        (third,) = result.run_requests
+        assert third.tags[TAG_WORKER] == "worker-0" and parse_tasks(third.tags[TAG_TASKS]) == ALL

@@ -288,6 +288,14 @@ def test_lag_sensor_scales_workers_up_and_down_and_a_killed_workers_tasks_move(e
         assert position == ends[int(partition)]
     assert sorted(ranges) == [str(p) for p in range(PARTITIONS)]
 
+    # Each worker run numbers its runs of a task 1, 2, ... in its materializations: the lag sensor
+    # measures capacity only from the later, warm ones.
+    numbers: dict[tuple[str, str], list[int]] = {}
+    for record in sorted(instance.fetch_materializations(key, limit=10_000).records, key=lambda r: r.storage_id):
+        numbers.setdefault((record.run_id, record.asset_materialization.partition), []).append(
+            record.asset_materialization.metadata["worker_task_batch"].value)
+    assert numbers and all(seen == list(range(1, len(seen) + 1)) for seen in numbers.values()), numbers
+
     # The sensor recorded the lag as observations of the sub-topology: it rose and fell to 0.
     observations = instance.fetch_observations(key, limit=1000).records
     lags = [record.asset_observation.metadata["lag"].value for record in observations]

@@ -38,21 +38,26 @@ def apply_plan(workers, plan):
     by_id = {w.worker_id: w for w in workers if w.is_live}
     for worker_id in plan.retire:
         by_id[worker_id] = replace(by_id[worker_id], tasks=frozenset(), assigned=frozenset(), state=RETIRING)
+    for worker_id in plan.cancel:  # a cancelled queued run: the sensor sees it as failed next tick
+        by_id[worker_id] = replace(by_id[worker_id], state=FAILED)
     for change in plan.retag:
         by_id[change.worker_id] = replace(by_id[change.worker_id], tasks=change.tasks, assigned=change.assigned)
     for launch in plan.launch:
-        by_id[launch.worker_id] = Worker(launch.worker_id, tasks=launch.tasks, assigned=launch.assigned)
+        # Queued until it starts its first batch.
+        by_id[launch.worker_id] = Worker(launch.worker_id, tasks=launch.tasks, assigned=launch.assigned,
+                                         started=False)
     return list(by_id.values())
 
 
 def start_batches(workers, acknowledging):
-    """Workers in ``acknowledging`` start a batch: report their tags as held; retiring ones exit."""
+    """Workers in ``acknowledging`` start a batch (queued ones start running): report their tags
+    as held; retiring ones exit."""
     result = []
     for worker in workers:
         if worker.worker_id not in acknowledging or not worker.is_live:
             result.append(worker)
         elif worker.state is not RETIRING:
-            result.append(replace(worker, held=worker.tasks))
+            result.append(replace(worker, held=worker.tasks, started=True))
     return result
 
 
@@ -83,8 +88,16 @@ def assert_plan_is_sound(plan: ReconciliationPlan, tasks, workers, desired):
         for other, busy in busy_before.items():
             if other != worker_id:
                 assert not granted & busy, f"{worker_id} granted {sorted(granted & busy)} still busy on {other}"
+    # Tags hold the target, plus tasks a worker keeps until their new owner is ready (started
+    # and beating): kept, never granted.
+    ready = {w.worker_id for w in workers if w.state is RUNNING and w.started and w.ready}
+    bound_for = {task: member for member, tasks_of in plan.target.items() for task in tasks_of}
+    before = {w.worker_id: w.tasks for w in workers}
     for worker_id, tags in tags_after.items():
-        assert tags <= plan.target.get(worker_id, frozenset())
+        kept_back = {task for task in tags - plan.target.get(worker_id, frozenset())
+                     if task in bound_for and bound_for[task] not in ready}
+        assert tags - kept_back <= plan.target.get(worker_id, frozenset())
+        assert kept_back <= before.get(worker_id, frozenset())
 
 
 fleet_events = st.lists(
@@ -123,10 +136,12 @@ def test_no_task_is_ever_on_two_workers_and_every_plan_is_balanced(events, initi
 
 @settings(max_examples=150, deadline=None)
 @given(fleet_events, st.integers(min_value=0, max_value=12), st.integers(min_value=0, max_value=6))
-def test_fleet_settles_within_two_ticks_once_workers_acknowledge(events, initial_tasks, desired):
+def test_fleet_settles_within_three_ticks_once_workers_acknowledge(events, initial_tasks, desired):
+    # Launch (the new workers start), revoke what moves to them once they are ready (their old
+    # workers release it at their next batch), grant it.
     tasks, workers = run_fleet(events, initial_tasks)
     everyone = {w.worker_id for w in workers}
-    for _ in range(2):
+    for _ in range(3):
         plan = plan_reconciliation(tasks, workers, desired)
         workers = start_batches(apply_plan(workers, plan), everyone | {w.worker_id for w in plan.launch})
         everyone = {w.worker_id for w in workers}
@@ -146,6 +161,7 @@ def test_fleet_settles_within_two_ticks_once_workers_acknowledge(events, initial
             st.sets(st.sampled_from(tasks_of(10))),
             st.sets(st.sampled_from(tasks_of(10))),
             st.sampled_from(list(WorkerState)),
+            st.booleans(),
         ),
         max_size=6,
         unique_by=lambda row: row[0],
@@ -154,9 +170,23 @@ def test_fleet_settles_within_two_ticks_once_workers_acknowledge(events, initial
 )
 def test_even_from_a_tangled_fleet_a_plan_grants_nothing_busy_elsewhere(rows, desired):
     # Overlapping tags and reports (a bug elsewhere, a lost tick): the plan must not make it worse.
-    workers = [Worker(worker_id, tasks=tags, held=held, state=state) for worker_id, tags, held, state in rows]
+    workers = [Worker(worker_id, tasks=tags, held=held, state=state, started=started)
+               for worker_id, tags, held, state, started in rows]
     plan = plan_reconciliation(tasks_of(10), workers, desired)
     assert_plan_is_sound(plan, tasks_of(10), workers, desired)
+    # Only runs that never started are cancelled; started ones retire gracefully.
+    by_id = {w.worker_id: w for w in workers}
+    assert all(not by_id[w].started and by_id[w].is_live for w in plan.cancel)
+    assert all(by_id[w].started for w in plan.retire)
+    # Queued workers leave before any started one does.
+    running = [w for w in workers if w.state is RUNNING]
+    surplus = len(running) - desired
+    queued = [w for w in running if not w.started]
+    if 0 < surplus <= len(queued):
+        assert not set(plan.retire) & {w.worker_id for w in running}
+    # Whatever leaves, the running count reaches what is wanted.
+    leaving = set(plan.retire) | set(plan.cancel)
+    assert len([w for w in running if w.worker_id not in leaving]) + len(plan.launch) == desired
 
 
 @settings(max_examples=150, deadline=None)
@@ -215,11 +245,21 @@ def test_scale_up_launches_first_then_hands_tasks_over_once_released():
     (launch,) = plan.launch
     assert launch.worker_id == "worker-2"
     assert launch.tasks == set() and launch.assigned == {"0_2", "0_5"}
-    assert {r.worker_id: r.revoked for r in plan.retag} == {"worker-0": {"0_2"}, "worker-1": {"0_5"}}
+    # worker-2 is not ready (it starts its SparkSession for a minute): nothing is revoked yet,
+    # the tasks bound for it keep being processed where they are.
+    assert {r.worker_id: (r.revoked, r.tasks) for r in plan.retag} == {
+        "worker-0": (set(), {"0_0", "0_1", "0_2"}), "worker-1": (set(), {"0_3", "0_4", "0_5"})}
     assert plan.handovers == (
         Handover("0_2", "worker-2", ("worker-0",)),
         Handover("0_5", "worker-2", ("worker-1",)),
     )
+    workers = start_batches(apply_plan(workers, plan), {"worker-0", "worker-1"})
+    assert plan_reconciliation(tasks_of(6), workers, 3).is_noop  # still starting
+
+    # worker-2 has started: now the tasks leave their old workers.
+    workers = start_batches(workers, {"worker-2"})
+    plan = plan_reconciliation(tasks_of(6), workers, 3)
+    assert {r.worker_id: r.revoked for r in plan.retag} == {"worker-0": {"0_2"}, "worker-1": {"0_5"}}
 
     # worker-0 has started its next batch without 0_2; worker-1 is still in the old one.
     workers = apply_plan(workers, plan)
@@ -232,6 +272,15 @@ def test_scale_up_launches_first_then_hands_tasks_over_once_released():
     plan = plan_reconciliation(tasks_of(6), workers, 3)
     assert [(r.worker_id, r.granted) for r in plan.retag] == [("worker-2", {"0_5"})]
     assert not plan.handovers
+
+
+def test_a_worker_that_left_the_queue_but_has_not_beaten_yet_is_not_ready():
+    workers = settled({"worker-0": {"0_0", "0_1"}}) + [Worker("worker-1", assigned={"0_1"}, ready=False)]
+    plan = plan_reconciliation(tasks_of(2), workers, 2)
+    assert all(not r.revoked for r in plan.retag) and plan.handovers == (Handover("0_1", "worker-1", ("worker-0",)),)
+    workers[1] = replace(workers[1], ready=True)
+    plan = plan_reconciliation(tasks_of(2), workers, 2)
+    assert [(r.worker_id, r.revoked) for r in plan.retag] == [("worker-0", {"0_1"})]
 
 
 def test_scale_down_retires_gracefully_and_survivors_take_over_after_it_exits():
@@ -275,6 +324,45 @@ def test_scale_to_zero_retires_everyone_and_leaves_tasks_unassigned():
     plan = plan_reconciliation(tasks_of(2), workers, 0)
     assert plan.retire == ("worker-0", "worker-1")
     assert plan.unassigned == {"0_0", "0_1"} and plan.target == {}
+
+
+def test_a_queued_worker_leaves_first_and_is_cancelled_not_tagged_retiring():
+    # worker-2 was launched a tick ago and still waits in the run queue; the burst is over.
+    workers = settled({"worker-0": {"0_0", "0_3"}, "worker-1": {"0_1"}})
+    workers.append(Worker("worker-2", tasks={"0_2"}, started=False))
+
+    plan = plan_reconciliation(tasks_of(4), workers, 2)
+
+    # worker-1 has fewer tasks, but worker-2 has not started: it goes, without a handover wait
+    # on any started worker, and it is cancelled rather than tagged retiring.
+    assert plan.cancel == ("worker-2",) and plan.retire == ()
+    assert plan.handovers == (Handover("0_2", "worker-1", ("worker-2",)),)
+    # Cancelled, it is a failed run on the next tick: its task is granted at once.
+    workers = apply_plan(workers, plan)
+    plan = plan_reconciliation(tasks_of(4), workers, 2)
+    assert [(r.worker_id, r.granted) for r in plan.retag] == [("worker-1", {"0_2"})]
+    assert not plan.cancel and not plan.handovers and not plan.launch
+
+
+def test_a_queued_worker_tagged_retiring_is_cancelled():
+    # Retired (tags emptied) while queued, before cancelling existed: cancel it now.
+    workers = settled({"worker-0": {"0_0", "0_1"}}) + [Worker("worker-1", state=RETIRING, started=False)]
+    plan = plan_reconciliation(tasks_of(2), workers, 1)
+    assert plan.cancel == ("worker-1",) and plan.retire == () and not plan.launch
+
+
+def test_a_deferred_worker_keeps_its_tasks_and_is_not_launched():
+    workers = settled({"worker-0": {"0_0", "0_2"}, "worker-1": {"0_1", "0_3"}})
+    workers[1] = replace(workers[1], state=FAILED)
+    plan = plan_reconciliation(tasks_of(4), workers, 2, deferred={"worker-1"})
+    assert plan.launch == () and plan.deferred == ("worker-1",)
+    # Its tasks wait for it: the healthy worker is not handed what keeps failing.
+    assert plan.target["worker-1"] == {"0_1", "0_3"} and not plan.retag
+    # Once the backoff is over it comes back with them.
+    (launch,) = plan_reconciliation(tasks_of(4), workers, 2).launch
+    assert (launch.worker_id, launch.tasks) == ("worker-1", {"0_1", "0_3"})
+    # A deferred id that is not wanted anyway changes nothing.
+    assert plan_reconciliation(tasks_of(4), workers, 1, deferred={"worker-1"}).deferred == ()
 
 
 def test_contradictory_input_is_refused():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from hypothesis import assume, given, settings
@@ -127,6 +128,41 @@ def test_capacity_is_volume_weighted_over_recent_long_batches():
     assert measured_capacity(samples[2:], now=1000, config=config) is None
 
 
+def test_a_workers_cold_batches_do_not_count():
+    # worker-1 has just started: the first run of each of its tasks paid for its JVM, its
+    # SparkSession and restoring the task's state; only later runs measure how fast it is.
+    config = ScalingConfig(throughput_window_seconds=600, min_sample_seconds=10, warmup_batches=1)
+    warm = [ThroughputSample(100, "worker-0", "0_0", records=20_000, seconds=10, task_batch=7)]
+    cold = [ThroughputSample(110, "worker-1", "0_1", records=2_000, seconds=70, task_batch=1),
+            ThroughputSample(120, "worker-1", "0_2", records=1_000, seconds=40, task_batch=1)]
+    assert measured_capacity(warm + cold, now=200, config=config) == 2000.0
+    assert measured_capacity(cold, now=200, config=config) is None
+    # Its second run of 0_1 is warm.
+    second = ThroughputSample(150, "worker-1", "0_1", records=10_000, seconds=10, task_batch=2)
+    assert measured_capacity(warm + cold + [second], now=200, config=config) == 1500.0
+    # warmup_batches=0 counts everything; two warm-up batches leave out the second run too.
+    assert measured_capacity(warm + cold, now=200, config=replace(config, warmup_batches=0)) == 23_000 / 120
+    assert measured_capacity(warm + cold + [second], now=200, config=replace(config, warmup_batches=2)) == 2000.0
+    # Samples that do not say which run they were (older reports) count as warm.
+    assert measured_capacity([replace(cold[0], task_batch=None)], now=200, config=config) == 2000 / 70
+
+
+samples_strategy = st.lists(
+    st.builds(ThroughputSample, time=st.floats(0, 1000), worker_id=st.sampled_from(["worker-0", "worker-1"]),
+              task_id=st.sampled_from(["0_0", "1_0"]), records=st.integers(0, 10**6), seconds=st.floats(0, 600),
+              task_batch=st.none() | st.integers(1, 5)),
+    max_size=12,
+)
+
+
+@given(samples_strategy, samples_strategy, st.integers(0, 4))
+def test_cold_batches_never_change_the_measured_capacity(samples, extra, warmup):
+    config = ScalingConfig(throughput_window_seconds=2000, min_sample_seconds=5, warmup_batches=warmup)
+    cold = [replace(sample, task_batch=min(sample.task_batch or 1, warmup)) for sample in extra if warmup >= 1]
+    assert all(not sample.is_warm(config) for sample in cold)
+    assert measured_capacity(samples + cold, now=1000, config=config) == measured_capacity(samples, 1000, config)
+
+
 def test_capacity_falls_back_to_the_last_measurement_then_the_default():
     config = ScalingConfig(default_worker_records_per_second=123.0)
     assert capacity_to_plan_with(500.0, 700.0, config) == 500.0
@@ -158,6 +194,10 @@ def test_config_rejects_nonsense():
         dict(target_utilization=0),
         dict(target_utilization=1.5),
         dict(scale_down_stabilization_seconds=-1),
+        dict(warmup_batches=-1),
+        dict(restart_backoff_seconds=-1),
+        dict(restart_backoff_seconds=20, max_restart_backoff_seconds=10),
+        dict(backoff_reset_seconds=0),
         dict(default_worker_records_per_second=0),
         dict(throughput_window_seconds=0),
         dict(min_sample_seconds=-1),

@@ -134,6 +134,23 @@ def test_measured_capacity_is_remembered_after_its_samples_age_out():
     assert forgotten.recommendation.desired_workers == 3
 
 
+def test_workers_launched_for_a_burst_do_not_look_slow_while_they_start():
+    # worker-0 is warm at 1000 rec/s. A burst brings worker-1 and worker-2; the first run of each
+    # of their tasks took a minute (JVM and SparkSession start, state restore) for few records.
+    # Counting those would put the capacity at ~400 rec/s and ask for the maximum at once.
+    config = replace(CONFIG, throughput_window_seconds=600, min_sample_seconds=10)
+    warm = [ThroughputSample(t, "run-0", "0_0", records=20_000, seconds=20, task_batch=5) for t in (100, 130)]
+    cold = [ThroughputSample(160, f"run-{w}", task, records=2_000, seconds=60, task_batch=1)
+            for w in (1, 2) for task in ("0_1", "0_2")]
+    lag_per_task = 15_000  # 120k in total: 2000 rec/s over the 60 s catch-up time, two workers
+    with_cold = decide_tick(snapshot(200, lag_per_task), [], config, None, throughput=warm + cold)
+    assert with_cold.recommendation.worker_capacity == 1000.0
+    assert with_cold.recommendation.desired_workers == 2
+    counted = decide_tick(snapshot(200, lag_per_task), [], replace(config, warmup_batches=0), None,
+                          throughput=warm + cold)
+    assert counted.recommendation.desired_workers == 4  # what the cold batches would have done
+
+
 def test_malformed_cursor_is_reported():
     assert ScalingState.from_json(None) == ScalingState()
     assert ScalingState.from_json("") == ScalingState()

@@ -28,8 +28,14 @@ import dagster as dg
 from dagster_kstreams.kafka.admin import KafkaAdminError, TopicPartition
 from dagster_kstreams.orchestration.assets import KStreamsApp
 
-__all__ = ["PartitionCountMismatch", "TaskReport", "check_partition_counts", "materialize_task_partition",
+__all__ = ["TASK_BATCH_METADATA", "PartitionCountMismatch", "TaskReport", "check_partition_counts", "materialize_task_partition",
            "prepare_topics", "run_task_and_report", "task_metadata", "task_runner"]
+
+
+# Metadata of a worker's task materialization: which run of that task in the worker's process it
+# was (1: the first, which pays for the process's start-up; the lag sensor measures capacity
+# from the later ones).
+TASK_BATCH_METADATA = "worker_task_batch"
 
 
 class PartitionCountMismatch(dg.Failure):
@@ -159,9 +165,10 @@ class TaskReport:
 
 def run_task_and_report(app: KStreamsApp, runner: Any, admin: Any, task_id: str,
                         progress: Optional[Callable[[Any], None]] = None,
-                        max_records: Optional[int] = None) -> TaskReport:
+                        max_records: Optional[int] = None, task_batch: Optional[int] = None) -> TaskReport:
     """Run ``task_id`` to the end offsets it sees at start (or to the first batch that reaches
-    ``max_records``) and describe what it did."""
+    ``max_records``) and describe what it did. A worker passes ``task_batch``, the how-manieth
+    run of this task in its process this is (:data:`TASK_BATCH_METADATA`)."""
     subtopology_id = int(task_id.split("_")[0])
     written = _written_topics(app, subtopology_id)
     ends_before = _end_offsets_once_led(admin, written)
@@ -169,6 +176,8 @@ def run_task_and_report(app: KStreamsApp, runner: Any, admin: Any, task_id: str,
     ends_after = _end_offsets_once_led(admin, written)
     partition = str(result.partition)
     metadata = task_metadata(result)
+    if task_batch is not None:
+        metadata[TASK_BATCH_METADATA] = dg.MetadataValue.int(task_batch)
     task_events = [dg.AssetMaterialization(app.subtopology_key(subtopology_id), partition=partition, metadata=metadata)]
     task_events += [
         dg.AssetMaterialization(app.store_key(store), partition=partition,

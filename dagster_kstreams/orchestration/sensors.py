@@ -6,12 +6,17 @@ Every tick it
   records the lag of each sub-topology as an ``AssetObservation`` of its asset (numeric
   metadata: the UI plots ``lag``, ``workers``, ``desired_workers``, ``input_rate``...);
 * builds the fleet from the worker job's runs: the newest run of each worker id, its tags
-  (``tasks``, ``assigned``, ``state``) and what it last reported holding; a started run whose
-  heartbeat stopped is marked failed (its process is gone) so its tasks move now;
-* takes throughput samples from the task materializations of the last window;
+  (``tasks``, ``assigned``, ``state``), whether it has left the run queue and whether it has
+  beaten yet (its SparkSession is up: only then are tasks revoked from others for it), what it
+  last reported holding, and for a failed one how many of the id's runs in a row have failed; a
+  started run whose heartbeat stopped is marked failed (its process is gone) so its tasks move
+  now;
+* takes throughput samples from the task materializations of the last window, each with which
+  run of its task in its worker it was (the first is cold: the policy leaves it out);
 * calls :func:`dagster_kstreams.scaling.decide_tick` and applies the plan: ``RunRequest`` for
-  new workers, ``add_run_tags`` for retagged and retiring ones. The scaling state (input rate,
-  scale-down stabilization) lives in the sensor's cursor.
+  new workers (none for an id in restart backoff), ``add_run_tags`` for retagged and retiring
+  ones, ``run_coordinator.cancel_run`` for retired ones still queued. The scaling state (input
+  rate, scale-down stabilization) lives in the sensor's cursor.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import dagster as dg
 from dagster_kstreams.kafka.admin import TopicPartition
 from dagster_kstreams.orchestration.assets import KStreamsApp
 from dagster_kstreams.orchestration.translator import sanitize_name
+from dagster_kstreams.orchestration.execution import TASK_BATCH_METADATA
 from dagster_kstreams.orchestration.workers import (
     STATE_RETIRING,
     STATE_RUNNING,
@@ -43,11 +49,13 @@ from dagster_kstreams.orchestration.workers import (
 )
 from dagster_kstreams.scaling import (
     LagSnapshot,
+    RunOutcome,
     ScalingState,
     ThroughputSample,
     Worker,
     WorkerState,
     decide_tick,
+    failure_streak,
     task_sort_key,
 )
 
@@ -56,6 +64,7 @@ __all__ = ["current_workers", "kstreams_elastic_definitions", "kstreams_lag_sens
 _LIVE = {dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
          dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING}
 _FAILED = {dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
+_NOT_STARTED = {dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED}
 _RECENT_RUNS = 200
 
 
@@ -95,13 +104,15 @@ def current_workers(instance: dg.DagsterInstance, app: KStreamsApp, elastic: Ela
                     log: Any = None) -> tuple[list[Worker], dict[str, dg.DagsterRun]]:
     """The newest run of each worker id as a :class:`Worker` (retired ones left out), and the runs
     of the live ones by worker id. Marks started runs without a heartbeat failed."""
-    runs = instance.get_runs(
+    records = instance.get_run_records(
         dg.RunsFilter(job_name=worker_job_name(app), tags={TAG_APP: sanitize_name(app.app_id)}), limit=_RECENT_RUNS)
     newest: dict[str, dg.DagsterRun] = {}
-    for run in runs:  # newest first
-        worker_id = run.tags.get(TAG_WORKER)
-        if worker_id and worker_id not in newest:
-            newest[worker_id] = run
+    history: dict[str, list[dg.RunRecord]] = {}
+    for record in records:  # newest first
+        worker_id = record.dagster_run.tags.get(TAG_WORKER)
+        if worker_id:
+            newest.setdefault(worker_id, record.dagster_run)
+            history.setdefault(worker_id, []).append(record)
     live = {worker_id: run for worker_id, run in newest.items() if run.status in _LIVE}
     beats = read_heartbeats(instance, [run.run_id for run in live.values()])
     for worker_id, run in list(live.items()):
@@ -110,8 +121,8 @@ def current_workers(instance: dg.DagsterInstance, app: KStreamsApp, elastic: Ela
         if run.run_id in beats:
             last, timeout = beats[run.run_id], elastic.heartbeat_timeout_seconds
         else:  # still starting (resources, SparkSession): beats begin once the worker op runs
-            record = instance.get_run_record_by_id(run.run_id)
-            last = (record.start_time if record and record.start_time else None) or now
+            start = history[worker_id][0].start_time
+            last = start or now
             timeout = elastic.startup_timeout_seconds
         if now - last > timeout:
             # Its process is gone (killed, host lost): Dagster would wait forever; fail the run so
@@ -120,24 +131,43 @@ def current_workers(instance: dg.DagsterInstance, app: KStreamsApp, elastic: Ela
             if log is not None:
                 log.warning(message)
             instance.report_run_failed(run, message)
-            newest[worker_id] = instance.get_run_by_id(run.run_id) or run
+            record = instance.get_run_record_by_id(run.run_id)
+            if record is not None:
+                history[worker_id][0] = record
+                newest[worker_id] = record.dagster_run
             del live[worker_id]
     held = read_held(instance, [run.run_id for run in live.values()])
     workers = []
     for worker_id, run in newest.items():
+        failures, failed_at = 0, None
         if run.status in _LIVE:
             retiring = run.tags.get(TAG_STATE) == STATE_RETIRING or run.status is dg.DagsterRunStatus.CANCELING
             state = WorkerState.RETIRING if retiring else WorkerState.RUNNING
             held_tasks = held.get(run.run_id, frozenset())
         elif run.status in _FAILED:
             state, held_tasks = WorkerState.FAILED, frozenset()
+            failures, failed_at = _failure_streak(history[worker_id], elastic)
         else:  # succeeded: retired and gone
             continue
         assigned = run.tags.get(TAG_ASSIGNED)
         workers.append(Worker(worker_id, tasks=parse_tasks(run.tags.get(TAG_TASKS)),
                               assigned=None if assigned is None else parse_tasks(assigned),
-                              held=held_tasks, state=state))
+                              held=held_tasks, state=state, started=run.status not in _NOT_STARTED,
+                              ready=run.run_id in beats,
+                              failures=failures, failed_at=failed_at))
     return workers, live
+
+
+def _failure_streak(records: list[dg.RunRecord], elastic: ElasticWorkers) -> tuple[int, float | None]:
+    """Consecutive failed runs of one worker id (newest first) and when the newest ended. Only
+    failures count: a run cancelled (retired while queued, or by hand) ends the streak."""
+    outcomes = []
+    for record in records:
+        ran = record.end_time - record.start_time if record.start_time and record.end_time else None
+        outcomes.append(RunOutcome(failed=record.dagster_run.status is dg.DagsterRunStatus.FAILURE, seconds_run=ran))
+    newest = records[0]
+    failed_at = newest.end_time or newest.update_timestamp.timestamp()
+    return failure_streak(outcomes, elastic.scaling), failed_at
 
 
 def throughput_samples(instance: dg.DagsterInstance, app: KStreamsApp, since: float) -> list[ThroughputSample]:
@@ -152,9 +182,13 @@ def throughput_samples(instance: dg.DagsterInstance, app: KStreamsApp, since: fl
             if "records_in" not in metadata or "seconds" not in metadata:
                 continue
             task = metadata["task"].value if "task" in metadata else f"{sub.id}_{materialization.partition}"
+            # Which run of the task in its worker it was; anything else (a hand materialization)
+            # ran once in a fresh process: a first, cold run.
+            batch = metadata.get(TASK_BATCH_METADATA)
             samples.append(ThroughputSample(time=record.timestamp, worker_id=record.run_id, task_id=str(task),
                                             records=int(metadata["records_in"].value),
-                                            seconds=float(metadata["seconds"].value)))
+                                            seconds=float(metadata["seconds"].value),
+                                            task_batch=int(batch.value) if batch is not None else 1))
     return samples
 
 
@@ -207,6 +241,9 @@ def kstreams_lag_sensor(app: KStreamsApp, elastic: ElasticWorkers, worker_job: d
         throughput = throughput_samples(instance, app, now - elastic.scaling.throughput_window_seconds)
         decision = decide_tick(snapshot, workers, elastic.scaling, ScalingState.from_json(context.cursor), throughput)
         plan = decision.plan
+        for worker_id in plan.cancel:  # retired before it left the queue: it never starts
+            instance.add_run_tags(live[worker_id].run_id, {TAG_TASKS: "", TAG_ASSIGNED: "", TAG_STATE: STATE_RETIRING})
+            instance.run_coordinator.cancel_run(live[worker_id].run_id)
         for worker_id in plan.retire:
             instance.add_run_tags(live[worker_id].run_id, {TAG_TASKS: "", TAG_ASSIGNED: "", TAG_STATE: STATE_RETIRING})
         for change in plan.retag:
@@ -228,7 +265,8 @@ def kstreams_lag_sensor(app: KStreamsApp, elastic: ElasticWorkers, worker_job: d
         context.log.info(
             f"lag {snapshot.total_lag}, input {summary['input_rate']:.0f}/s, capacity {summary['worker_capacity']:.0f}/s "
             f"per worker: {summary['action']} ({running} -> {plan.desired_workers} workers); launch {summary['launch']}, "
-            f"retag {summary['retag']}, retire {summary['retire']}, pending handovers {summary['pending_handovers']}")
+            f"retag {summary['retag']}, retire {summary['retire']}, cancel {summary['cancel']}, "
+            f"restart backoff {summary['deferred']}, pending handovers {summary['pending_handovers']}")
         return dg.SensorResult(run_requests=requests, cursor=decision.state.to_json(),
                                asset_events=_observations(app, snapshot, summary, running))
 

@@ -22,6 +22,7 @@ import os
 import socket
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -211,6 +212,7 @@ def kstreams_worker_job(app: KStreamsApp, elastic: ElasticWorkers) -> dg.JobDefi
         runner = task_runner(app, kafka, spark)
         runner.ensure_internal_topics()
         batches = records = 0
+        task_runs: Counter = Counter()  # runs of each task in this process: the first ones are cold
         with _Heartbeat(instance, run_id, elastic.heartbeat_interval_seconds):
             while True:
                 first = _tags(instance, run_id)
@@ -225,7 +227,9 @@ def kstreams_worker_job(app: KStreamsApp, elastic: ElasticWorkers) -> dg.JobDefi
                 for task_id in _tasks_by_order(app, tasks):
                     if not _has_backlog(app, admin, task_id):
                         continue
-                    report = run_task_and_report(app, runner, admin, task_id, max_records=elastic.records_per_task)
+                    task_runs[task_id] += 1
+                    report = run_task_and_report(app, runner, admin, task_id, max_records=elastic.records_per_task,
+                                                 task_batch=task_runs[task_id])
                     for event in (*report.topic_events, *report.task_events):
                         context.log_event(event)
                     done += report.result.records_in

@@ -5,11 +5,13 @@ Standard library only: no Kafka, Spark or Dagster here, so every decision is uni
 * :mod:`.policy` — desired worker count from lag, input rate and measured throughput,
   with scale-down stabilization;
 * :mod:`.assignment` — sticky balanced assignment of tasks to workers;
-* :mod:`.plan` — launch, retag, retire, and the two-phase task handover;
+* :mod:`.plan` — launch, retag, retire (or cancel), and the two-phase task handover;
+* :mod:`.backoff` — restart backoff for worker ids whose runs keep failing;
 * :mod:`.tick` — one lag-sensor tick composing them, with a JSON-able state for the cursor.
 """
 
 from .assignment import assign_tasks, moved_tasks
+from .backoff import RunOutcome, failure_streak, relaunch_at, restart_delay
 from .ids import lowest_free_worker_ids, task_sort_key, worker_id, worker_index, worker_sort_key
 from .plan import (
     Handover,
@@ -43,6 +45,7 @@ __all__ = [
     "LagSnapshot",
     "Recommendation",
     "ReconciliationPlan",
+    "RunOutcome",
     "ScalingConfig",
     "ScalingState",
     "StabilizationState",
@@ -57,13 +60,16 @@ __all__ = [
     "capacity_to_plan_with",
     "decide_tick",
     "desired_workers",
+    "failure_streak",
     "input_rates",
     "lowest_free_worker_ids",
     "measured_capacity",
     "moved_tasks",
     "plan_reconciliation",
     "recommend",
+    "relaunch_at",
     "required_rate",
+    "restart_delay",
     "stabilize",
     "task_sort_key",
     "worker_bounds",

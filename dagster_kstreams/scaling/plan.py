@@ -22,6 +22,17 @@ have emptied and that is marked retiring exits after reporting nothing held.
 Worker ids are ``worker-<n>``; a new worker takes the lowest index no running or retiring
 worker uses, so a failed worker's replacement takes its id, and its tasks (stickiness
 follows the id), leaving the healthy workers untouched.
+
+A task moving to a worker that is not *ready* (just launched, or still starting its
+SparkSession: it has not beaten yet) stays in its current worker's tags until the receiver is
+ready; only then is it revoked. Revoking it at once would leave it unprocessed for the
+receiver's whole start-up (a minute), right when it was launched because of a backlog.
+
+A worker whose run has not started yet (queued behind a concurrency limit) holds nothing and
+costs nothing: when workers must go it goes first, and it is *cancelled* (``cancel``) rather
+than tagged retiring, which it would only notice after starting a SparkSession. A failed
+worker id in restart backoff (``deferred``, see :mod:`.backoff`) stays a member of the
+assignment, keeping its tasks, but is not launched on this tick.
 """
 
 from __future__ import annotations
@@ -46,7 +57,11 @@ class Worker:
 
     ``tasks``: its tags, the tasks it may process. ``assigned``: its target, which also
     holds tasks awaiting handover (None: same as ``tasks``); only stickiness reads it.
-    ``held``: the tasks it last reported holding (see the module docstring).
+    ``held``: the tasks it last reported holding (see the module docstring). ``started``: its
+    run has left the queue (a queued run has not, and can be cancelled outright). ``ready``:
+    it has begun work (its SparkSession is up), so tasks may be revoked from others for it.
+    ``failures`` and ``failed_at``, for a failed worker: how many of the id's runs in a row
+    have failed (:func:`~.backoff.failure_streak`) and when the last one did (epoch seconds).
     """
 
     worker_id: str
@@ -54,6 +69,10 @@ class Worker:
     assigned: frozenset[str] | None = None
     held: frozenset[str] = frozenset()
     state: WorkerState = WorkerState.RUNNING
+    started: bool = True
+    ready: bool = True
+    failures: int = 0
+    failed_at: float | None = None
 
     def __post_init__(self) -> None:
         # Accept any iterable of task ids; store frozensets so plans compare by value.
@@ -113,7 +132,9 @@ class Handover:
 @dataclass(frozen=True)
 class ReconciliationPlan:
     """What one tick changes. Apply ``retire`` as: tags emptied and marked retiring, at once
-    (it also lists retiring workers whose tags were somehow left non-empty).
+    (it also lists retiring workers whose tags were somehow left non-empty). Apply ``cancel``
+    as: cancel the run, which has not started (a worker leaving before it began). ``deferred``:
+    failed worker ids whose relaunch waits for their restart backoff; they keep their target.
 
     ``target`` is the balanced assignment the workers reach once the pending ``handovers``
     are granted; ``unassigned`` holds tasks no worker gets (only when scaled to zero).
@@ -126,15 +147,17 @@ class ReconciliationPlan:
     retire: tuple[str, ...]
     handovers: tuple[Handover, ...]
     unassigned: frozenset[str]
+    cancel: tuple[str, ...] = ()
+    deferred: tuple[str, ...] = ()
 
     @property
     def is_noop(self) -> bool:
-        return not (self.launch or self.retag or self.retire)
+        return not (self.launch or self.retag or self.retire or self.cancel)
 
     def tags_after(self, workers: Iterable[Worker]) -> dict[str, frozenset[str]]:
         """Every live worker's tags once the plan is applied (retired ones: empty)."""
         tags = {worker.worker_id: worker.tasks for worker in workers if worker.is_live}
-        for worker_id in self.retire:
+        for worker_id in (*self.retire, *self.cancel):
             tags[worker_id] = frozenset()
         for change in self.retag:
             tags[change.worker_id] = change.tasks
@@ -149,12 +172,14 @@ def plan_reconciliation(
     desired_workers: int,
     *,
     task_weights: Mapping[str, float] | None = None,
+    deferred: Iterable[str] = (),
 ) -> ReconciliationPlan:
     """The plan that moves ``workers`` toward ``desired_workers`` running workers sharing ``tasks``.
 
     ``workers`` has one entry per worker id (the newest run of each). When there are more
-    running workers than desired, those with the fewest assigned tasks retire first (fewest
-    moves), the highest ids among equals (ids stay compact).
+    running workers than desired, those not started yet leave first (cancelled), then those
+    with the fewest assigned tasks (fewest moves), the highest ids among equals (ids stay
+    compact). ``deferred``: ids that must not be launched on this tick (restart backoff).
     """
     if desired_workers < 0:
         raise ValueError(f"desired_workers must be >= 0, got {desired_workers}")
@@ -172,14 +197,19 @@ def plan_reconciliation(
     retire: list[str] = []
     if len(running) > desired_workers:
         by_highest_id = sorted(running, key=lambda w: worker_sort_key(w.worker_id), reverse=True)
-        retire_order = sorted(by_highest_id, key=lambda w: len(w.target & task_set))  # stable: ties keep id order
+        # Stable sorts: ties keep the order before them.
+        retire_order = sorted(by_highest_id, key=lambda w: (w.started, len(w.target & task_set)))
         retire = [w.worker_id for w in retire_order[: len(running) - desired_workers]]
-    # Re-issue an unfinished retirement: a retiring worker must not keep tags.
-    retire += [w.worker_id for w in by_id.values() if w.state is WorkerState.RETIRING and w.tasks]
-    retire.sort(key=worker_sort_key)
-    kept = [w for w in running if w.worker_id not in retire]
-    new_ids = lowest_free_worker_ids(live_ids, max(0, desired_workers - len(running)))
+    # Re-issue an unfinished retirement: a retiring worker must not keep tags (nor a queued run
+    # that was tagged retiring stay queued).
+    retire += [w.worker_id for w in by_id.values()
+               if w.state is WorkerState.RETIRING and (w.tasks or not w.started)]
+    cancel = sorted((w for w in retire if not by_id[w].started), key=worker_sort_key)
+    retire = sorted((w for w in retire if by_id[w].started), key=worker_sort_key)
+    kept = [w for w in running if w.worker_id not in retire and w.worker_id not in cancel]
+    new_ids = lowest_free_worker_ids(live_ids, max(0, desired_workers - len(kept)))
     members = sorted([w.worker_id for w in kept] + new_ids, key=worker_sort_key)
+    waiting = frozenset(deferred) & frozenset(new_ids)
 
     previous = {w.worker_id: w.target for w in kept}
     for worker_id in new_ids:
@@ -193,6 +223,9 @@ def plan_reconciliation(
         for task in worker.busy:
             busy_on.setdefault(task, set()).add(worker.worker_id)
 
+    # Receivers that can take a task over now; a task bound for any other stays where it is.
+    ready = {w.worker_id for w in kept if w.started and w.ready}
+    bound_for = {task: member for member in members for task in target[member]}
     active: dict[str, frozenset[str]] = {}
     handovers: list[Handover] = []
     for member in members:
@@ -203,9 +236,14 @@ def plan_reconciliation(
                 handovers.append(Handover(task, member, tuple(sorted(others, key=worker_sort_key))))
             else:
                 mine.append(task)
+        if member in by_id and by_id[member].state is WorkerState.RUNNING:
+            mine += [task for task in by_id[member].tasks
+                     if task in bound_for and bound_for[task] != member and bound_for[task] not in ready
+                     and not busy_on.get(task, set()) - {member}]
         active[member] = frozenset(mine)
 
-    launch = tuple(WorkerLaunch(worker_id, active[worker_id], target[worker_id]) for worker_id in new_ids)
+    launch = tuple(WorkerLaunch(worker_id, active[worker_id], target[worker_id])
+                   for worker_id in new_ids if worker_id not in waiting)
     retag = tuple(
         WorkerRetag(w.worker_id, active[w.worker_id], target[w.worker_id], w.tasks)
         for w in sorted(kept, key=lambda w: worker_sort_key(w.worker_id))
@@ -220,4 +258,6 @@ def plan_reconciliation(
         retire=tuple(retire),
         handovers=tuple(handovers),
         unassigned=task_set - assigned_somewhere,
+        cancel=tuple(cancel),
+        deferred=tuple(sorted(waiting, key=worker_sort_key)),
     )

@@ -15,6 +15,13 @@ Only batches long enough for processing to outweigh a batch's fixed cost (Spark 
 start-up) measure capacity. Short batches would otherwise feed back: more workers mean
 smaller batches per worker, a lower measured rate, and so yet more workers.
 
+Nor do a worker's cold batches: the first ``warmup_batches`` runs of a task in a process pay
+for that process's start (JVM, SparkSession, Python workers, code generation) and for
+restoring the task's state, not for records. Counting them would make every freshly launched
+worker look slow, right when it was launched to help, and push the count up further. Each
+sample says which run of its task in its process it was (``task_batch``); the lag sensor fills
+it in (a hand materialization, one process per run, is always a first run).
+
 Bounds, decided here once: ``upper = min(max_workers, tasks)`` and
 ``lower = min(min_workers, upper)``; when there is work (lag or input) and at least one task,
 ``lower`` is at least 1, because lag cannot drain with no worker. So ``min_workers=0`` means
@@ -39,8 +46,13 @@ class ScalingConfig:
     """Limits and targets of one application's elastic workers.
 
     ``default_worker_records_per_second`` stands in for the measured capacity until workers
-    have reported a batch of at least ``min_sample_seconds``; ``throughput_window_seconds``
-    is how far back measurements count.
+    have reported a warm batch (past the first ``warmup_batches`` runs of its task in its
+    worker) of at least ``min_sample_seconds``; ``throughput_window_seconds`` is how far back
+    measurements count.
+
+    ``restart_backoff_seconds`` / ``max_restart_backoff_seconds``: a worker id whose runs keep
+    failing is relaunched after a delay that doubles with each consecutive failure, up to the
+    maximum (the first failure is replaced at once); see :mod:`.backoff`.
     """
 
     min_workers: int = 1
@@ -51,6 +63,10 @@ class ScalingConfig:
     default_worker_records_per_second: float = 1000.0
     throughput_window_seconds: float = 900.0
     min_sample_seconds: float = 10.0
+    warmup_batches: int = 1
+    restart_backoff_seconds: float = 15.0
+    max_restart_backoff_seconds: float = 600.0
+    backoff_reset_seconds: float = 600.0
 
     def __post_init__(self) -> None:
         if self.min_workers < 0:
@@ -75,6 +91,13 @@ class ScalingConfig:
             raise ValueError(f"throughput_window_seconds must be > 0, got {self.throughput_window_seconds}")
         if not self.min_sample_seconds >= 0:
             raise ValueError(f"min_sample_seconds must be >= 0, got {self.min_sample_seconds}")
+        if self.warmup_batches < 0:
+            raise ValueError(f"warmup_batches must be >= 0, got {self.warmup_batches}")
+        if not 0 <= self.restart_backoff_seconds <= self.max_restart_backoff_seconds:
+            raise ValueError("restart_backoff_seconds must be >= 0 and at most max_restart_backoff_seconds, got "
+                             f"{self.restart_backoff_seconds} and {self.max_restart_backoff_seconds}")
+        if not self.backoff_reset_seconds > 0:
+            raise ValueError(f"backoff_reset_seconds must be > 0, got {self.backoff_reset_seconds}")
 
 
 @dataclass(frozen=True)
@@ -158,19 +181,28 @@ def input_rates(earlier: LagSnapshot | None, later: LagSnapshot) -> dict[str, fl
 
 @dataclass(frozen=True)
 class ThroughputSample:
-    """What a worker reported for one task's batch: records processed in ``seconds`` of work."""
+    """What a worker reported for one task's batch: records processed in ``seconds`` of work.
+
+    ``task_batch``: which run of this task in the reporting process it was (1 = the first,
+    cold one); None when unknown, which counts as warm.
+    """
 
     time: float
     worker_id: str
     task_id: str
     records: int
     seconds: float
+    task_batch: int | None = None
+
+    def is_warm(self, config: ScalingConfig) -> bool:
+        """Past the process's start-up and the task's state restore (``warmup_batches``)."""
+        return self.task_batch is None or self.task_batch > config.warmup_batches
 
 
 def measured_capacity(samples: Iterable[ThroughputSample], now: float, config: ScalingConfig) -> float | None:
     """Records per second one worker processes while busy (DS2's true processing rate), if measured.
 
-    Total records over total seconds of the batches within the throughput window that ran
+    Total records over total seconds of the warm batches within the throughput window that ran
     at least ``min_sample_seconds`` and processed something: weighting by volume lets long
     batches, where fixed costs matter least, dominate. None when no batch qualifies.
     """
@@ -179,7 +211,7 @@ def measured_capacity(samples: Iterable[ThroughputSample], now: float, config: S
     seconds = 0.0
     for sample in samples:
         long_enough = sample.seconds > 0 and sample.seconds >= config.min_sample_seconds
-        if sample.time >= oldest and sample.records > 0 and long_enough:
+        if sample.time >= oldest and sample.records > 0 and long_enough and sample.is_warm(config):
             records += sample.records
             seconds += sample.seconds
     return records / seconds if records else None

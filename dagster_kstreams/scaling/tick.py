@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
+from .backoff import relaunch_at
 from .plan import ReconciliationPlan, Worker, WorkerState, plan_reconciliation
 from .policy import (
     LagSnapshot,
@@ -76,6 +77,8 @@ class TickDecision:
             "launch": [launch.worker_id for launch in self.plan.launch],
             "retag": [change.worker_id for change in self.plan.retag],
             "retire": list(self.plan.retire),
+            "cancel": list(self.plan.cancel),
+            "deferred": list(self.plan.deferred),
             "pending_handovers": len(self.plan.handovers),
         }
 
@@ -90,8 +93,10 @@ def decide_tick(
     """Desired worker count (policy) and the plan to reach it (assignment, handovers).
 
     The tasks are the snapshot's tasks; their lag weighs where moved tasks go. ``workers``
-    has the newest run of each worker id, failed ones included for one tick so that their
-    replacements inherit their tasks.
+    has the newest run of each worker id, failed ones included so that their replacements
+    inherit their tasks; a failed worker id in restart backoff (its ``failures`` and
+    ``failed_at``, see :mod:`.backoff`) is not relaunched before ``snapshot.time`` reaches
+    its relaunch time.
     """
     state = state or ScalingState()
     workers = list(workers)
@@ -110,6 +115,11 @@ def decide_tick(
         workers,
         recommendation.desired_workers,
         task_weights=snapshot.lags(),
+        deferred=[
+            worker.worker_id for worker in workers
+            if worker.state is WorkerState.FAILED
+            and snapshot.time < relaunch_at(worker.failures, worker.failed_at, config)
+        ],
     )
     capacity = recommendation.worker_capacity if recommendation.capacity_measured else state.measured_capacity
     return TickDecision(recommendation, plan, ScalingState(stabilization, snapshot, capacity))

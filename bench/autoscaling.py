@@ -1,0 +1,539 @@
+"""Autoscaling under a burst: the lag sensor's elastic workers versus one fixed worker (issue 7).
+
+    .venv/bin/python -m bench.autoscaling [--rate 100] [--burst-factor 10] [--burst-seconds 60]
+        [--duration 300] [--partitions 4] [--max-workers 4] [--bootstrap HOST:PORT]
+
+Everything is the real thing: a Kafka broker (a LocalBroker on ports 29100/29101 unless
+--bootstrap), a Dagster instance with ``dagster-daemon run`` (sensor daemon, queued run
+coordinator, default run launcher), the library's lag sensor deciding with its policy
+(``decide_tick``) every ``--sensor-interval`` seconds, and worker runs that are subprocesses,
+each with its own SparkSession (``local[1]``: a worker is one core).
+
+The application is the word-count example (``assets/word_count.py``: split lines, repartition
+by word, count) over a ``--partitions``-partition input topic, fed by the library's generator
+(``text-lines``: 3-14 words per line). Each mode runs alone, one after the other:
+
+* ``autoscale``: ``min_workers=1, max_workers=--max-workers``;
+* ``fixed``: ``min_workers=max_workers=1``, the same sensor (it only replaces a dead worker).
+
+Per mode: once the first worker beats (its SparkSession is up), a few lines give every task its
+cold first run; then the generator writes ``--rate`` lines/s, and once every task has run twice
+more and one worker is live, the measurement starts (t=0): ``--steady-seconds`` at the steady rate, then
+``--burst-seconds`` at ``rate x burst-factor``, then the steady rate until ``--duration``. Every
+second the bench reads the application's lag (input and repartition topics, what the sensor sees)
+and the worker runs. Reported:
+
+* recovery: seconds from the end of the burst until the lag is back under the target (the
+  highest lag of the steady phase before the burst, or ``--lag-target``); also from its start;
+* peak lag after the burst began;
+* scaling decisions: sensor ticks within the window whose desired worker count differed from the
+  running count (from the sensor's lag observations), and worker runs launched;
+* worker-seconds: the sum over worker runs of their time alive (created by the sensor until they
+  ended, or the end of the window) within the window.
+
+Results: ``bench/results/autoscaling-<date>.json`` and ``.md`` (a table), and the table on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+REPO = Path(__file__).resolve().parent.parent
+DAEMON = str(Path(sys.executable).parent / "dagster-daemon")
+BROKER_PORT = 29100
+
+CODE_LOCATION = '''
+import dagster as dg
+
+from assets.word_count import build_topology
+from dagster_kstreams.orchestration.assets import build_kstreams_definitions
+from dagster_kstreams.orchestration.resources import KafkaResource, KStreamsSparkResource
+from dagster_kstreams.orchestration.workers import ElasticWorkers
+from dagster_kstreams.scaling import ScalingConfig
+
+S = {settings!r}
+
+defs = build_kstreams_definitions(
+    topology=build_topology(S["source"], S["sink"]),
+    app_id=S["app_id"],
+    topic_partitions={{S["source"]: S["partitions"], S["sink"]: S["partitions"]}},
+    state_location=S["state"],
+    create_sink_topics=True,
+    elastic_workers=ElasticWorkers(
+        scaling=ScalingConfig(min_workers=1, max_workers=S["max_workers"], catch_up_seconds=S["catch_up_seconds"],
+                              scale_down_stabilization_seconds=S["stabilization_seconds"],
+                              default_worker_records_per_second=S["default_capacity"],
+                              min_sample_seconds=S["min_sample_seconds"],
+                              warmup_batches=1),
+        sensor_interval_seconds=S["sensor_interval"],
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        heartbeat_interval_seconds=2,
+        heartbeat_timeout_seconds=60,
+        startup_timeout_seconds=300,
+    ),
+    resources={{
+        "kafka": KafkaResource(bootstrap_servers=S["bootstrap"]),
+        "pyspark": KStreamsSparkResource(master="local[1]", spark_config={{
+            "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1", "spark.default.parallelism": "1",
+            "spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1",
+            "spark.driver.memory": "768m"}}),
+    }},
+)
+'''
+
+DAGSTER_YAML = """\
+telemetry:
+  enabled: false
+run_coordinator:
+  module: dagster._core.run_coordinator
+  class: QueuedRunCoordinator
+  config:
+    max_concurrent_runs: 16
+    dequeue_interval_seconds: 1
+    tag_concurrency_limits:
+      - key: dagster_kstreams/worker_key
+        value:
+          applyLimitPerUniqueValue: true
+        limit: 1
+"""
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# --- pure parts: the schedule and the figures (tests/test_bench_autoscaling.py) ---------------
+
+
+class OneBurst:
+    """The generator's rate: steady, then one burst once :meth:`start` says when (seconds since the
+    generator started). Duck-types :class:`dagster_kstreams.generator.BurstSchedule`."""
+
+    def __init__(self, rate: float, factor: float, burst_seconds: float):
+        self.rate, self.factor, self.burst_seconds = rate, factor, burst_seconds
+        self.burst_from: Optional[float] = None
+
+    def start(self, at: float) -> None:
+        self.burst_from = at
+
+    def rate_at(self, t: float) -> float:
+        if self.burst_from is not None and self.burst_from <= t < self.burst_from + self.burst_seconds:
+            return self.rate * self.factor
+        return self.rate
+
+
+@dataclass
+class Sample:
+    t: float  # seconds since the measurement started
+    lag: int  # input + repartition topics (what the sensor sees)
+    input_lag: int
+    workers: int  # live worker runs (queued, starting or running)
+
+
+@dataclass
+class Tick:
+    t: float
+    workers: int
+    desired: int
+    capacity: float
+
+
+@dataclass
+class WorkerRun:
+    worker: str
+    created: float  # seconds since the measurement started
+    ended: Optional[float]
+    status: str
+
+
+@dataclass
+class Figures:
+    lag_target: int
+    recovery_after_burst_s: Optional[float]
+    recovery_from_burst_start_s: Optional[float]
+    peak_lag: int
+    scaling_decisions: int
+    runs_launched: int
+    max_workers_seen: int
+    worker_seconds: float
+    extra: dict = field(default_factory=dict)
+
+
+def lag_target(samples: Sequence[Sample], burst_start: float, given: Optional[int] = None) -> int:
+    """The given target, else the highest lag of the steady phase before the burst (at least 1)."""
+    if given is not None:
+        return given
+    return max([s.lag for s in samples if 0 <= s.t < burst_start] + [1])
+
+
+def recovery_seconds(samples: Sequence[Sample], burst_end: float, target: int) -> Optional[float]:
+    """Seconds from ``burst_end`` until the first sample at or after it with lag <= target."""
+    for sample in sorted(samples, key=lambda s: s.t):
+        if sample.t >= burst_end and sample.lag <= target:
+            return sample.t - burst_end
+    return None
+
+
+def scaling_decisions(ticks: Sequence[Tick], start: float, end: float) -> int:
+    """Ticks in ``[start, end]`` that changed the fleet: desired differs from running."""
+    return sum(1 for tick in ticks if start <= tick.t <= end and tick.desired != tick.workers)
+
+
+def worker_seconds(runs: Sequence[WorkerRun], start: float, end: float) -> float:
+    """Time alive of every worker run, clipped to ``[start, end]``."""
+    total = 0.0
+    for run in runs:
+        alive_to = end if run.ended is None else min(run.ended, end)
+        total += max(0.0, alive_to - max(run.created, start))
+    return total
+
+
+def figures(samples: Sequence[Sample], ticks: Sequence[Tick], runs: Sequence[WorkerRun], *, burst_start: float,
+            burst_seconds: float, end: float, given_target: Optional[int] = None) -> Figures:
+    target = lag_target(samples, burst_start, given_target)
+    burst_end = burst_start + burst_seconds
+    after = recovery_seconds(samples, burst_end, target)
+    return Figures(
+        lag_target=target,
+        recovery_after_burst_s=after,
+        recovery_from_burst_start_s=None if after is None else after + burst_seconds,
+        peak_lag=max([s.lag for s in samples if s.t >= burst_start] + [0]),
+        scaling_decisions=scaling_decisions(ticks, 0.0, end),
+        runs_launched=sum(1 for run in runs if 0.0 <= run.created <= end),
+        max_workers_seen=max([s.workers for s in samples] + [0]),
+        worker_seconds=round(worker_seconds(runs, 0.0, end), 1),
+    )
+
+
+def table(modes: dict) -> str:
+    def cell(value, unit=""):
+        return "not within the run" if value is None else f"{value:,.0f}{unit}" if isinstance(value, float) \
+            else f"{value:,}{unit}"
+
+    rows = [
+        ("time until lag is back under target, from the burst's end", "recovery_after_burst_s", " s"),
+        ("... from the burst's start", "recovery_from_burst_start_s", " s"),
+        ("lag target (steady-phase peak)", "lag_target", ""),
+        ("peak lag", "peak_lag", ""),
+        ("scaling decisions (sensor ticks that changed the count)", "scaling_decisions", ""),
+        ("worker runs launched", "runs_launched", ""),
+        ("most workers at once", "max_workers_seen", ""),
+        ("worker-seconds", "worker_seconds", ""),
+    ]
+    names = list(modes)
+    lines = ["| | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for label, key, unit in rows:
+        lines.append(f"| {label} | " + " | ".join(cell(modes[name]["figures"][key], unit) for name in names) + " |")
+    return "\n".join(lines)
+
+
+# --- the run -------------------------------------------------------------------------------
+
+
+def _default_signals() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _processes_with_home(home: Path) -> list[int]:
+    """Every process started for this instance (daemon, code server, worker runs, their JVMs)."""
+    marker = f"DAGSTER_HOME={home}".encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if marker in (entry / "environ").read_bytes().split(b"\0"):
+                    pids.append(int(entry.name))
+            except OSError:
+                pass
+    return pids
+
+
+def _stop_daemon(process: subprocess.Popen, home: Path) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGINT)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait(timeout=10)
+    for pid in _processes_with_home(home):  # worker runs and JVMs that left the daemon's group
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _wait_for_group_coordinator(bootstrap: str, group: str, topic: str, timeout_s: float = 120) -> None:
+    """On a fresh broker the group coordinator loads for a while; the admin client's offset calls
+    have crashed a process then (see bench/wordcount.py), a consumer's committed() retries."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        consumer.committed([TopicPartition(topic, 0)], timeout=timeout_s)
+    finally:
+        consumer.close()
+
+
+def run_mode(mode: str, args, bootstrap: str, work: Path) -> dict:
+    import dagster as dg
+
+    from dagster_kstreams.generator import BurstSchedule, generate
+    from dagster_kstreams.kafka.admin import KafkaAdmin
+    from dagster_kstreams.orchestration.workers import read_heartbeats
+
+    suffix = uuid.uuid4().hex[:6]
+    app_id = f"bench-{mode}-{suffix}"
+    settings = {
+        "source": f"bench-lines-{mode}-{suffix}", "sink": f"bench-counts-{mode}-{suffix}", "app_id": app_id,
+        "state": str(work / mode / "state"), "bootstrap": bootstrap, "partitions": args.partitions,
+        "max_workers": args.max_workers if mode == "autoscale" else 1, "catch_up_seconds": args.catch_up_seconds,
+        "stabilization_seconds": args.stabilization_seconds, "default_capacity": args.default_capacity,
+        "sensor_interval": args.sensor_interval, "min_sample_seconds": args.min_sample_seconds,
+    }
+    directory = work / mode
+    home = directory / "dagster_home"
+    home.mkdir(parents=True)
+    (home / "dagster.yaml").write_text(DAGSTER_YAML)
+    code = directory / "bench_defs.py"
+    code.write_text(CODE_LOCATION.format(settings=settings))
+    (directory / "workspace.yaml").write_text(f"load_from:\n  - python_file: {code}\n")
+    admin = KafkaAdmin(bootstrap)
+    admin.create_topics({settings["source"]: args.partitions, settings["sink"]: args.partitions})
+    _wait_for_group_coordinator(bootstrap, app_id, settings["source"])
+
+    schedule = OneBurst(args.rate, args.burst_factor, args.burst_seconds)
+    stop_generating = threading.Event()
+    generated: dict = {}
+
+    class Stopped(Exception):
+        pass
+
+    def sleep_or_stop(seconds: float) -> None:
+        if stop_generating.is_set():
+            raise Stopped
+        time.sleep(seconds)
+
+    def write() -> None:
+        try:
+            generate(bootstrap, {"text-lines": settings["source"]}, schedule, duration_s=24 * 3600,
+                     sleep=sleep_or_stop, on_second=lambda elapsed, sent, rate: generated.update(lines=sent))
+        except Stopped:
+            pass
+        except Exception as error:  # reported in the result
+            generated["error"] = repr(error)
+
+    generator = threading.Thread(target=write, name="generator", daemon=True)
+
+    with dg.DagsterInstance.from_config(str(home)):
+        pass  # creates the SQLite storage before the daemon does (both at once collide)
+    log_file = (directory / "daemon.log").open("wb")
+    env = {**os.environ, "DAGSTER_HOME": str(home), "PYTHONPATH": os.pathsep.join(
+        [str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    daemon = subprocess.Popen([DAEMON, "run", "-w", str(directory / "workspace.yaml")], cwd=directory, env=env,
+                              stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                              start_new_session=True, preexec_fn=_default_signals)
+    app_key = app_id.replace("-", "_")
+    job_name = f"{app_key}_workers"
+    topics = [settings["source"]]
+    samples: list[Sample] = []
+    try:
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            def lag() -> tuple[int, int]:
+                existing = admin.list_topics()
+                names = topics + sorted(t for t in existing if t.startswith(app_id) and t.endswith("-repartition"))
+                lags = admin.lag(app_id, names)
+                return sum(lags.values()), sum(v for tp, v in lags.items() if tp.topic == settings["source"])
+
+            def live_workers() -> int:
+                live = {dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
+                        dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING}
+                return sum(1 for run in instance.get_runs(dg.RunsFilter(job_name=job_name)) if run.status in live)
+
+            # Warm-up, the same for both modes: once the first worker beats (its SparkSession is up),
+            # a few lines give every task its cold first run; then the steady input starts, and the
+            # measurement once every task has run twice more and one worker is live. Starting the
+            # input with cold tasks would build a backlog that scales the fleet up before t=0.
+            deadline = time.monotonic() + args.warmup_timeout
+
+            def check_alive(what: str) -> None:
+                if daemon.poll() is not None:
+                    raise RuntimeError(f"dagster-daemon exited: {(directory / 'daemon.log').read_text()[-3000:]}")
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{mode}: {what} within {args.warmup_timeout}s")
+
+            def task_runs() -> dict[str, int]:
+                runs_of: dict[str, int] = {}
+                for sub in (0, 1):
+                    for record in instance.fetch_materializations(
+                            dg.AssetKey([app_key, f"subtopology_{sub}"]), limit=1000).records:
+                        task = f"{sub}_{record.asset_materialization.partition}"
+                        runs_of[task] = runs_of.get(task, 0) + 1
+                return runs_of
+
+            while not read_heartbeats(instance, [run.run_id for run in instance.get_runs(
+                    dg.RunsFilter(job_name=job_name))]):
+                check_alive("no worker started")
+                time.sleep(1)
+            generate(bootstrap, {"text-lines": settings["source"]}, BurstSchedule(rate=1000, burst_every_s=0),
+                     max_records=50 * args.partitions, seed=1)
+            tasks_needed = {f"{sub}_{p}" for sub in (0, 1) for p in range(args.partitions)}
+            while not all(task_runs().get(task, 0) >= 1 for task in tasks_needed):
+                check_alive(f"not every task ran: {task_runs()}")
+                time.sleep(2)
+            generator_started = time.monotonic()
+            generator.start()
+            while not (all(task_runs().get(task, 0) >= 3 for task in tasks_needed) and live_workers() == 1):
+                check_alive(f"tasks not warm or more than one worker: {task_runs()}, {live_workers()} workers")
+                time.sleep(2)
+            t0 = time.monotonic()
+            wall0 = time.time()
+            warmup_seconds = round(t0 - generator_started, 1)
+            schedule.start(t0 - generator_started + args.steady_seconds)
+            log(f"{mode}: warm after {warmup_seconds}s; steady {args.steady_seconds}s, burst {args.burst_seconds}s "
+                f"at {args.rate * args.burst_factor:.0f} lines/s, window {args.duration}s")
+            next_log = 0.0
+            while (now := time.monotonic() - t0) < args.duration:
+                if daemon.poll() is not None:
+                    raise RuntimeError(f"dagster-daemon exited: {(directory / 'daemon.log').read_text()[-3000:]}")
+                total, input_lag = lag()
+                samples.append(Sample(round(now, 1), total, input_lag, live_workers()))
+                if now >= next_log:
+                    log(f"{mode} t={now:5.0f}s lag {total:>8,} (input {input_lag:>7,}) workers {samples[-1].workers}")
+                    next_log += 15
+                time.sleep(max(0.0, 1.0 - (time.monotonic() - t0 - now)))
+            end = time.monotonic() - t0
+
+            ticks = []
+            for record in instance.fetch_observations(dg.AssetKey([app_key, "subtopology_0"]), limit=10_000).records:
+                metadata = record.asset_observation.metadata
+                ticks.append(Tick(round(record.timestamp - wall0, 1), int(metadata["workers"].value),
+                                  int(metadata["desired_workers"].value), float(metadata["worker_capacity"].value)))
+            ticks.sort(key=lambda tick: tick.t)
+            runs = []
+            for record in instance.get_run_records(dg.RunsFilter(job_name=job_name)):
+                runs.append(WorkerRun(record.dagster_run.tags.get("dagster_kstreams/worker", "?"),
+                                      round(record.create_timestamp.timestamp() - wall0, 1),
+                                      None if record.end_time is None else round(record.end_time - wall0, 1),
+                                      record.dagster_run.status.value))
+            runs.sort(key=lambda run: run.created)
+    finally:
+        stop_generating.set()
+        _stop_daemon(daemon, home)
+        log_file.close()
+        if generator.is_alive():
+            generator.join(timeout=30)
+
+    result = figures(samples, ticks, runs, burst_start=args.steady_seconds, burst_seconds=args.burst_seconds,
+                     end=end, given_target=args.lag_target)
+    return {
+        "figures": result.__dict__,
+        "settings": {k: v for k, v in settings.items() if k not in ("state", "bootstrap")},
+        "warmup_seconds": warmup_seconds,
+        "records_generated": generated,
+        "samples": [sample.__dict__ for sample in samples],
+        "ticks": [tick.__dict__ for tick in ticks if tick.t >= -60],
+        "runs": [run.__dict__ for run in runs],
+    }
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rate", type=float, default=100.0, help="steady input, lines/s (3-14 words each)")
+    parser.add_argument("--burst-factor", type=float, default=10.0)
+    parser.add_argument("--burst-seconds", type=float, default=60.0)
+    parser.add_argument("--steady-seconds", type=float, default=30.0, help="steady phase before the burst")
+    parser.add_argument("--duration", type=float, default=300.0, help="measurement window per mode, seconds")
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--max-workers", type=int, default=4)
+    parser.add_argument("--lag-target", type=int, default=None, help="default: the steady phase's peak lag")
+    parser.add_argument("--sensor-interval", type=int, default=5)
+    parser.add_argument("--catch-up-seconds", type=float, default=30.0)
+    parser.add_argument("--stabilization-seconds", type=float, default=120.0,
+                        help="scale-down window; longer than a worker's start (about a minute)")
+    parser.add_argument("--default-capacity", type=float, default=3000.0,
+                        help="records/s per worker until measured (one local[1] worker drained ~4,600/s here)")
+    parser.add_argument("--min-sample-seconds", type=float, default=20.0,
+                        help="shortest batch that measures capacity (under load, shorter ones are fixed cost)")
+    parser.add_argument("--warmup-timeout", type=float, default=420.0)
+    parser.add_argument("--modes", default="autoscale,fixed")
+    parser.add_argument("--bootstrap", default=None, help="use this broker instead of starting one")
+    parser.add_argument("--output-dir", default=str(REPO / "bench" / "results"))
+    args = parser.parse_args(argv)
+    modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
+    if not set(modes) <= {"autoscale", "fixed"}:
+        parser.error("--modes: autoscale and/or fixed")
+
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
+                           text=True).stdout.strip()
+    code_version = head.strip() + ("+uncommitted changes" if dirty else "")
+    work = Path(tempfile.mkdtemp(prefix="bench-autoscaling-"))
+    broker = None
+    started = dt.datetime.now(dt.timezone.utc)
+    load_before = os.getloadavg()
+    results = {}
+    try:
+        bootstrap = args.bootstrap
+        if bootstrap is None:
+            from dagster_kstreams.local.broker import LocalBroker
+
+            broker = LocalBroker(port=BROKER_PORT, controller_port=BROKER_PORT + 1, state_dir=work / "broker",
+                                 stop_with_parent=True)
+            broker.start()
+            bootstrap = broker.bootstrap_servers
+            log(f"broker started on {bootstrap}")
+        for mode in modes:
+            results[mode] = run_mode(mode, args, bootstrap, work)
+            log(f"{mode}: {results[mode]['figures']}")
+    finally:
+        if broker is not None:
+            broker.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    report = {
+        "started": started.isoformat(timespec="seconds"),
+        "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "arguments": {k: v for k, v in vars(args).items() if k not in ("output_dir",)},
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+                    "load_before": load_before, "load_after": os.getloadavg()},
+        "code_version": code_version,
+        "modes": results,
+    }
+    output = Path(args.output_dir)
+    output.mkdir(parents=True, exist_ok=True)
+    stem = output / f"autoscaling-{started.date()}"
+    stem.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
+    markdown = (f"Autoscaling vs one fixed worker: {args.rate:g} lines/s, burst x{args.burst_factor:g} for "
+                f"{args.burst_seconds:g} s after {args.steady_seconds:g} s, {args.duration:g} s window, "
+                f"{args.partitions} partitions, max {args.max_workers} workers; {report['started']}, "
+                f"{os.cpu_count()} CPUs, load {load_before[0]:.1f} before / {os.getloadavg()[0]:.1f} after.\n\n"
+                + table(results) + "\n")
+    stem.with_suffix(".md").write_text(markdown)
+    print(markdown)
+    print(f"written to {stem}.json and {stem}.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
