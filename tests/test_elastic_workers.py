@@ -78,22 +78,8 @@ defs = build_kstreams_definitions(
 )
 '''
 
-DAGSTER_YAML = """\
-telemetry:
-  enabled: false
-run_coordinator:
-  module: dagster._core.run_coordinator
-  class: QueuedRunCoordinator
-  config:
-    max_concurrent_runs: 8
-    dequeue_interval_seconds: 1
-    # Two runs of one worker id never run at once (a replacement waits for its predecessor).
-    tag_concurrency_limits:
-      - key: dagster_kstreams/worker_key
-        value:
-          applyLimitPerUniqueValue: true
-        limit: 1
-"""
+# The instance settings `make demo` uses (QueuedRunCoordinator, one run per worker id).
+DAGSTER_YAML = (Path(__file__).resolve().parents[1] / "deploy" / "dagster.yaml").read_text()
 
 
 def _default_signals() -> None:
