@@ -66,6 +66,20 @@ def test_a_client_call_that_never_returns_fails_the_fence_instead_of_hanging():
     release.set()
 
 
+def test_a_worker_leaves_a_lost_task_alone_until_revoked_or_the_pause_is_over():
+    from dagster_kstreams.orchestration.workers import LostTasks
+
+    lost, tags = LostTasks(pause_seconds=60), {"0_0", "0_1"}
+    assert lost.usable(tags, now=0) == tags
+    lost.lose("0_1", now=10)  # the worker's commit of 0_1 was fenced
+    assert lost.usable(tags, now=11) == {"0_0"}
+    assert lost.usable(tags, now=69.9) == {"0_0"}
+    assert lost.usable(tags, now=70) == tags  # the pause is over: the worker takes it again
+    lost.lose("0_1", now=100)
+    assert lost.usable({"0_0"}, now=101) == {"0_0"}  # the sensor revoked it: forgotten ...
+    assert lost.usable(tags, now=102) == tags  # ... so a later grant starts afresh
+
+
 # -- broker only -----------------------------------------------------------------------------
 @pytest.mark.integration
 def test_a_newer_fence_of_a_task_rejects_the_older_ones_check_and_commit(kafka_bootstrap, kafka_admin, unique_topic):
