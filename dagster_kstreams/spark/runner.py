@@ -17,9 +17,10 @@ A task is one Structured Streaming query, started, drained and stopped for each 
   topics, repartition topics, the dead-letter topic) through a ``topic`` column. There is no
   ``partition`` column: the producer's default partitioner (murmur2 of the key bytes) places
   each record, so a repartition topic is co-partitioned with any other Kafka-written topic.
-* **Offsets** — Spark's checkpoint is the source of truth. After each batch is committed to
-  the checkpoint, its end offsets are committed to the consumer group named by the application
-  id, so ``kafka-consumer-groups --describe`` and lag monitors see the task's progress. A new
+* **Offsets** — Spark's checkpoint is the source of truth. After each batch's output is in
+  Kafka, its end offsets are committed to the consumer group named by the application id
+  (through the task's transactional producer, see Fencing), so ``kafka-consumer-groups
+  --describe`` and lag monitors see the task's progress. A new
   checkpoint starts from that group's committed offsets (else earliest, as Kafka Streams'
   ``auto.offset.reset``).
 
@@ -32,9 +33,25 @@ naming its task and its position in the batch; a replay reads back what the kill
 wrote and skips those positions. This needs deterministic user functions. Records written
 by a topic extractor to topics not known in advance are not covered.
 
-Fencing: Spark does not lock a checkpoint across applications. Running one task in two
-processes at once must be prevented by the caller (the lag sensor assigns each task to exactly
-one worker); :class:`TaskRunner` only refuses to run a task twice at once within one process.
+Fencing: Spark does not lock a checkpoint across applications; Kafka fences instead
+(:mod:`dagster_kstreams.kafka.fencing`). A run takes its task with a transactional producer whose
+``transactional.id`` is ``<application_id>-task-<task_id>``: its ``init_transactions``, before the
+checkpoint is read, fences every process that started the task earlier, so whoever started a
+task last owns it. Before a batch writes anything, a transaction that adds the batch's offsets
+is opened and aborted (the coordinator checks the producer's epoch); after the write, the
+batch's offsets are committed to the application-id group in a transaction of their own
+(``send_offsets_to_transaction``). A fenced run raises :class:`TaskFencedError`, naming the task,
+the application id and the transactional id, and commits nothing. Fenced before its write, it
+wrote nothing; fenced during its write, its commit fails and the batch stays uncommitted in the
+checkpoint, so the new owner replays it, and the replay skips what the fenced run wrote (write
+intent and position headers, above). One window is left: a fenced run whose write began before
+the takeover may still be writing while the new owner reads that batch back; records it writes
+after that are duplicated (never lost). The lag sensor's handover (revoke, wait until released,
+grant) keeps workers out of that window; the fence is the backstop for a worker taken for dead
+that was only stalled, or a task also started by hand. Two Spark queries planning the same batch
+of one checkpoint at the same moment can also fail the newer with ``CONCURRENT_STREAM_LOG_UPDATE``;
+the next run continues. :class:`TaskRunner` also refuses to run a task twice at once within one
+process. ``fencing=False`` commits offsets with the admin client, without fencing.
 """
 
 from __future__ import annotations
