@@ -50,6 +50,7 @@ def test_transactional_id_names_the_task_and_errors_are_classified():
     assert classify_transaction_error(KafkaError(KafkaError._FENCED, fatal=True)) == "fenced"
     assert classify_transaction_error(KafkaError(KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, fatal=True)) == "fatal"
     assert classify_transaction_error(KafkaError(KafkaError._TIMED_OUT, retriable=True)) == "retry"
+    assert classify_transaction_error(KafkaError(KafkaError.NOT_COORDINATOR)) == "retry"  # raised unflagged
     assert classify_transaction_error(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART, txn_requires_abort=True)) == "abort"
 
 

@@ -36,7 +36,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import warnings
 from collections.abc import Mapping
 from typing import Any, Callable, Optional
 
@@ -53,6 +52,19 @@ _FENCED_CODES = frozenset(
     code for code in (getattr(KafkaError, "_FENCED", None), getattr(KafkaError, "PRODUCER_FENCED", None))
     if code is not None
 )
+
+
+# Coordinators move or still load (a new cluster, a broker restart): librdkafka does not flag
+# these as retriable on every path (a consumer's committed() raises NOT_COORDINATOR bare).
+_TRANSIENT_CODES = frozenset({
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError._WAIT_COORD,
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.CONCURRENT_TRANSACTIONS,
+})
 
 
 def task_transactional_id(application_id: str, task_id: str) -> str:
@@ -84,7 +96,7 @@ def classify_transaction_error(error: KafkaError) -> str:
         return "fatal"
     if error.txn_requires_abort():
         return "abort"
-    if error.retriable():
+    if error.retriable() or error.code() in _TRANSIENT_CODES:
         return "retry"
     return "fatal"
 
@@ -114,6 +126,7 @@ class TaskFence:
         self._producer: Optional[Producer] = None
         self._group_metadata: Any = None
         self._stuck: Optional[str] = None  # a librdkafka call that never returned (see _bounded)
+        self._fenced = False
         self.grace_s = 15.0  # beyond a call's own timeout, before _bounded gives up on it
 
     def start(self) -> "TaskFence":
@@ -146,14 +159,16 @@ class TaskFence:
 
     def close(self) -> None:
         producer, self._producer = self._producer, None
-        if producer is not None and self._stuck is None:  # a stuck call still holds a stuck producer
-            _serve_logs(producer)
-            with warnings.catch_warnings():  # a fenced producer cannot abort: librdkafka warns
-                warnings.simplefilter("ignore", RuntimeWarning)
-                try:
-                    producer.close()  # now, not when the last reference (an exception's frame) goes
-                except (KafkaException, RuntimeError):
-                    pass
+        if producer is None:
+            return
+        _serve_logs(producer)
+        # Closed now, not when the last reference (an exception's frame) goes; but not a producer
+        # that a stuck call still uses, nor a fenced one (its close warns that it cannot abort).
+        if self._stuck is None and not self._fenced:
+            try:
+                producer.close()
+            except (KafkaException, RuntimeError):
+                pass
 
     def __enter__(self) -> "TaskFence":
         return self.start()
@@ -208,6 +223,7 @@ class TaskFence:
                     raise FenceError(f"{what} for {self.transactional_id!r} failed: {exception}") from exception
                 action = classify_transaction_error(error)
                 if action == "fenced":
+                    self._fenced = True
                     raise ProducerFencedError(self.transactional_id, error.str()) from exception
                 if action == "abort":
                     raise _AbortAndRetry(error.str()) from exception
