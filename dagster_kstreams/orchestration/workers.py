@@ -13,6 +13,12 @@ This is the contract :mod:`dagster_kstreams.scaling.plan` relies on to hand a ta
 worker to another without both ever processing it. When its tags are empty and its state is
 ``retiring``, the worker reports nothing held and exits: the run succeeds.
 
+If another process starts one of its tasks anyway (a worker taken for dead that was only
+stalled, a manual materialization, ``dagster-kstreams run``), the task's runner is fenced by
+Kafka (:class:`~dagster_kstreams.spark.runner.TaskFencedError`): the worker logs that it lost
+the task and leaves it alone (:class:`LostTasks`) until the sensor revokes it or
+``lost_task_pause_seconds`` pass, instead of failing the run or taking the task straight back.
+
 Held tasks and a heartbeat go to the instance's key-value store, one key each, rather than to
 run tags: ``add_run_tags`` rewrites the whole run body, so two writers (sensor and worker) could
 undo each other's change; here only the sensor writes tags.
@@ -36,6 +42,7 @@ from dagster_kstreams.scaling import ScalingConfig, task_sort_key
 
 __all__ = [
     "ElasticWorkers",
+    "LostTasks",
     "TAG_APP",
     "TAG_ASSIGNED",
     "TAG_STATE",
@@ -80,6 +87,8 @@ class ElasticWorkers:
     tasks move. ``startup_timeout_seconds``: the same for a run that has not beaten yet (starting
     its SparkSession). ``records_per_task``: most records one task processes per batch.
     ``idle_seconds``: pause of a worker between batches that found nothing to do.
+    ``lost_task_pause_seconds``: how long a worker leaves a task alone after another process took
+    it over (its commit was fenced), unless the sensor revokes the task first.
     """
 
     scaling: ScalingConfig = ScalingConfig()
@@ -90,6 +99,7 @@ class ElasticWorkers:
     startup_timeout_seconds: float = 300.0
     records_per_task: Optional[int] = 50_000
     idle_seconds: float = 1.0
+    lost_task_pause_seconds: float = 60.0
 
     def __post_init__(self) -> None:
         if self.sensor_interval_seconds < 1:
@@ -98,6 +108,8 @@ class ElasticWorkers:
             raise ValueError("heartbeat_interval_seconds must be > 0 and below heartbeat_timeout_seconds")
         if self.records_per_task is not None and self.records_per_task < 1:
             raise ValueError(f"records_per_task must be >= 1 or None, got {self.records_per_task}")
+        if self.lost_task_pause_seconds < 0:
+            raise ValueError(f"lost_task_pause_seconds must be >= 0, got {self.lost_task_pause_seconds}")
 
 
 def worker_job_name(app: KStreamsApp) -> str:
@@ -167,6 +179,30 @@ class _Heartbeat:
         self._thread.join(timeout=5)
 
 
+class LostTasks:
+    """Tasks a worker run lost to another process (Kafka fenced its commit).
+
+    A lost task is left alone until the sensor revokes it from the run's tags (a later grant
+    starts afresh) or ``pause_seconds`` pass; then the worker takes it again, which fences the
+    other process in turn. Pausing rather than retrying at once keeps two holders from taking
+    the task from each other batch after batch.
+    """
+
+    def __init__(self, pause_seconds: float):
+        self.pause_seconds = pause_seconds
+        self._since: dict[str, float] = {}
+
+    def lose(self, task_id: str, now: float) -> None:
+        self._since[task_id] = now
+
+    def usable(self, tasks: Iterable[str], now: float) -> frozenset[str]:
+        """``tasks`` (the run's tags) without those still lost; forgets revoked and expired ones."""
+        tasks = frozenset(tasks)
+        self._since = {task: since for task, since in self._since.items()
+                       if task in tasks and now - since < self.pause_seconds}
+        return tasks - self._since.keys()
+
+
 def _tags(instance: dg.DagsterInstance, run_id: str) -> Mapping[str, str]:
     run = instance.get_run_by_id(run_id)
     if run is None or run.is_finished:
@@ -202,6 +238,7 @@ def kstreams_worker_job(app: KStreamsApp, elastic: ElasticWorkers) -> dg.JobDefi
     @dg.op(name=f"{sanitize_name(app.app_id)}_worker", required_resource_keys={kafka_key, spark_key})
     def kstreams_worker(context: OpExecutionContext) -> dg.Output:
         from dagster_kstreams.orchestration.execution import prepare_topics, run_task_and_report, task_runner
+        from dagster_kstreams.spark.runner import TaskFencedError
 
         instance, run_id = context.instance, context.run_id
         worker = _tags(instance, run_id).get(TAG_WORKER, "?")
@@ -213,13 +250,16 @@ def kstreams_worker_job(app: KStreamsApp, elastic: ElasticWorkers) -> dg.JobDefi
         runner.ensure_internal_topics()
         batches = records = 0
         task_runs: Counter = Counter()  # runs of each task in this process: the first ones are cold
+        lost = LostTasks(elastic.lost_task_pause_seconds)
         with _Heartbeat(instance, run_id, elastic.heartbeat_interval_seconds):
             while True:
                 first = _tags(instance, run_id)
-                report_held(instance, run_id, parse_tasks(first.get(TAG_TASKS)))
+                held = lost.usable(parse_tasks(first.get(TAG_TASKS)), time.monotonic())
+                report_held(instance, run_id, held)
                 second = _tags(instance, run_id)
-                tasks = parse_tasks(first.get(TAG_TASKS)) & parse_tasks(second.get(TAG_TASKS))
-                if not tasks and second.get(TAG_STATE) == STATE_RETIRING:
+                tagged = parse_tasks(first.get(TAG_TASKS)) & parse_tasks(second.get(TAG_TASKS))
+                tasks = tagged & held
+                if not tagged and second.get(TAG_STATE) == STATE_RETIRING:
                     report_held(instance, run_id, ())
                     context.log.info(f"{worker} retired after {batches} batches, {records} records")
                     break
@@ -228,8 +268,15 @@ def kstreams_worker_job(app: KStreamsApp, elastic: ElasticWorkers) -> dg.JobDefi
                     if not _has_backlog(app, admin, task_id):
                         continue
                     task_runs[task_id] += 1
-                    report = run_task_and_report(app, runner, admin, task_id, max_records=elastic.records_per_task,
-                                                 task_batch=task_runs[task_id])
+                    try:
+                        report = run_task_and_report(app, runner, admin, task_id, max_records=elastic.records_per_task,
+                                                     task_batch=task_runs[task_id])
+                    except TaskFencedError as error:
+                        # Another process took the task over; its batch was not committed here.
+                        lost.lose(task_id, time.monotonic())
+                        context.log.warning(f"{worker} lost task {task_id} (left alone for "
+                                            f"{elastic.lost_task_pause_seconds:.0f}s or until revoked): {error}")
+                        continue
                     for event in (*report.topic_events, *report.task_events):
                         context.log_event(event)
                     done += report.result.records_in

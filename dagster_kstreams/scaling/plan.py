@@ -11,8 +11,9 @@ The plan never lets two workers process one task at once. A task moves in two ph
 A task counts as busy on a live (running or retiring) worker while it is in that worker's
 tags or in what the worker last reported holding. A task is put into a worker's tags only
 when no other live worker has it busy. Failed workers hold nothing: their tasks are
-reassigned, and granted, on the very next plan (a zombie's late commit is fenced by the
-commit itself, see DESIGN.md).
+reassigned, and granted, on the very next plan: a failed worker that was only stalled (a
+zombie) is fenced by Kafka as soon as its task starts elsewhere; its next commit fails
+(``TaskFencedError``, see the runner's "Fencing") and it writes no further batch.
 
 Contract with the worker run, which makes "reported holding" trustworthy: at the start of
 each batch it (1) reads its tags, (2) reports the tasks it read as held, (3) reads its tags

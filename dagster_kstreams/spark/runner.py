@@ -20,9 +20,10 @@ A task is one Structured Streaming query, started, drained and stopped for each 
   topics, repartition topics, the dead-letter topic) through a ``topic`` column. There is no
   ``partition`` column: the producer's default partitioner (murmur2 of the key bytes) places
   each record, so a repartition topic is co-partitioned with any other Kafka-written topic.
-* **Offsets** — Spark's checkpoint is the source of truth. After each batch is committed to
-  the checkpoint, its end offsets are committed to the consumer group named by the application
-  id, so ``kafka-consumer-groups --describe`` and lag monitors see the task's progress. A new
+* **Offsets** — Spark's checkpoint is the source of truth. After each batch's output is in
+  Kafka, its end offsets are committed to the consumer group named by the application id
+  (through the task's transactional producer, see Fencing), so ``kafka-consumer-groups
+  --describe`` and lag monitors see the task's progress. A new
   checkpoint starts from that group's committed offsets (else earliest, as Kafka Streams'
   ``auto.offset.reset``).
 
@@ -35,9 +36,25 @@ naming its task and its position in the batch; a replay reads back what the kill
 wrote and skips those positions. This needs deterministic user functions. Records written
 by a topic extractor to topics not known in advance are not covered.
 
-Fencing: Spark does not lock a checkpoint across applications. Running one task in two
-processes at once must be prevented by the caller (the lag sensor assigns each task to exactly
-one worker); :class:`TaskRunner` only refuses to run a task twice at once within one process.
+Fencing: Spark does not lock a checkpoint across applications; Kafka fences instead
+(:mod:`dagster_kstreams.kafka.fencing`). A run takes its task with a transactional producer whose
+``transactional.id`` is ``<application_id>-task-<task_id>``: its ``init_transactions``, before the
+checkpoint is read, fences every process that started the task earlier, so whoever started a
+task last owns it. Before a batch writes anything, a transaction that adds the batch's offsets
+is opened and aborted (the coordinator checks the producer's epoch); after the write, the
+batch's offsets are committed to the application-id group in a transaction of their own
+(``send_offsets_to_transaction``). A fenced run raises :class:`TaskFencedError`, naming the task,
+the application id and the transactional id, and commits nothing. Fenced before its write, it
+wrote nothing; fenced during its write, its commit fails and the batch stays uncommitted in the
+checkpoint, so the new owner replays it, and the replay skips what the fenced run wrote (write
+intent and position headers, above). One window is left: a fenced run whose write began before
+the takeover may still be writing while the new owner reads that batch back; records it writes
+after that are duplicated (never lost). The lag sensor's handover (revoke, wait until released,
+grant) keeps workers out of that window; the fence is the backstop for a worker taken for dead
+that was only stalled, or a task also started by hand. Two Spark queries planning the same batch
+of one checkpoint at the same moment can also fail the newer with ``CONCURRENT_STREAM_LOG_UPDATE``;
+the next run continues. :class:`TaskRunner` also refuses to run a task twice at once within one
+process. ``fencing=False`` commits offsets with the admin client, without fencing.
 """
 
 from __future__ import annotations
@@ -55,6 +72,7 @@ from typing import Any, Optional
 
 from dagster_kstreams.kafka.admin import KafkaAdmin, TopicPartition
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy, DeserializationHandler
+from dagster_kstreams.kafka.fencing import FenceError, ProducerFencedError, TaskFence, task_transactional_id
 from dagster_kstreams.kafka.records import read_from
 from dagster_kstreams.spark.checkpoint import (
     CheckpointReader,
@@ -69,7 +87,7 @@ from dagster_kstreams.spark.session import honor_pyspark_python
 from dagster_kstreams.spark import windows
 from dagster_kstreams.spark.program import DROPPED_LATE_TOPIC, OUTPUT_SPARK_SCHEMA, WINDOW_KINDS
 
-__all__ = ["TaskRunner", "TaskResult", "TaskProgress", "TaskFailedError"]
+__all__ = ["TaskRunner", "TaskResult", "TaskProgress", "TaskFailedError", "TaskFencedError"]
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +105,22 @@ class TaskFailedError(RuntimeError):
     def __init__(self, task_id: str, application_id: str, reason: str):
         self.task_id, self.application_id, self.reason = task_id, application_id, reason
         super().__init__(f"task {task_id} of application {application_id!r} failed: {reason}")
+
+
+class TaskFencedError(TaskFailedError):
+    """Another process started this task while this run had it: Kafka fenced this run's
+    transactional id (``transactional_id``), so the run stopped without committing (``stage``
+    says where). The task is lost to this process; whoever started it last owns it."""
+
+    def __init__(self, task_id: str, application_id: str, transactional_id: str, stage: str):
+        self.task_id, self.application_id = task_id, application_id
+        self.transactional_id, self.stage = transactional_id, stage
+        self.reason = (f"another process took the task over: it started the task after this run did, and Kafka "
+                       f"fenced this run's transactional id {transactional_id!r}; this run stopped {stage}")
+        RuntimeError.__init__(
+            self, f"task {task_id} of application {application_id!r} was taken over by another process: "
+                  f"it started the task after this run did, and Kafka fenced this run's transactional id "
+                  f"{transactional_id!r}; this run stopped {stage}")
 
 
 @dataclass(frozen=True)
@@ -172,6 +206,9 @@ class TaskRunner:
     (Spark's shuffle partitions; fixed in the checkpoint afterwards).
     ``arrow_batch_size`` is the number of records per Arrow batch handed to Python (Spark's
     ``spark.sql.execution.arrow.maxRecordsPerBatch``, 10,000 by default).
+    ``fencing`` (default on) commits offsets through a per-task transactional producer, so that a
+    task started in another process fences this one (see the module docstring); it needs a broker
+    that allows transactions (and, with ACLs, WRITE on the transactional ids ``<app>-task-*``).
     """
 
     def __init__(
@@ -190,6 +227,7 @@ class TaskRunner:
         default_key_serde: Any = None,
         default_value_serde: Any = None,
         spark_kafka_config: Optional[Mapping[str, Any]] = None,
+        fencing: bool = True,
     ):
         if not application_id or not re.fullmatch(r"[a-zA-Z0-9._-]+", application_id):
             raise ValueError(
@@ -217,6 +255,7 @@ class TaskRunner:
         self.max_records_per_batch = max_records_per_batch
         self.state_partitions = state_partitions
         self.arrow_batch_size = arrow_batch_size
+        self.fencing = fencing
         self.compiled: CompiledTopology = compile_topology(
             topology, application_id, self.dead_letters,
             default_key_serde=default_key_serde, default_value_serde=default_value_serde,
@@ -307,7 +346,10 @@ class TaskRunner:
                 raise TaskFailedError(task_id, self.application_id, "the task is already running in this process")
             self._running.add(task_id)
         try:
-            return self._run(task_id, subtopology, partition, max_records, progress)
+            # Taking the task fences any other process that runs it, before its checkpoint is read.
+            fence = self._task_fence(task_id)
+            with _RunFence(fence, task_id, self.application_id) as run_fence:
+                return self._run(task_id, subtopology, partition, max_records, progress, run_fence)
         finally:
             with self._lock:
                 self._running.discard(task_id)
@@ -344,7 +386,7 @@ class TaskRunner:
                     results[task_id] = future.result()
         return [results[task_id] for task_id in task_ids]
 
-    def _run(self, task_id, subtopology, partition, max_records, progress) -> TaskResult:
+    def _run(self, task_id, subtopology, partition, max_records, progress, fence: "_RunFence") -> TaskResult:
         started = time.monotonic()
         if not self._internal_topics_ready:
             self.ensure_internal_topics()
@@ -367,7 +409,7 @@ class TaskRunner:
         if checkpointed:
             # The checkpoint is the truth; repair the group if a previous run died before committing.
             offsets_from = {tp: checkpointed.get((tp.topic, tp.partition), 0) for tp in assigned}
-            self._commit(offsets_from)
+            self._commit(offsets_from, fence, "before processing anything")
             starting = None
         else:
             committed = self.admin.committed_offsets(self.application_id, source_topics)
@@ -383,6 +425,7 @@ class TaskRunner:
                     offsets_from[tp] = starting.setdefault(tp, beginning[tp])
 
         run = _RunState(task_id, started, assigned, offsets_from, end_offsets, max_records, progress)
+        run.fence = fence
         query = self._start_query(session, reader, run, subtopology, starting, checkpoint)
         failure: Optional[BaseException] = None
         try:
@@ -398,6 +441,8 @@ class TaskRunner:
             for topic, count in _observed_outputs(report).items():
                 records_out[topic] = records_out.get(topic, 0) + count
         dropped_late = records_out.pop(DROPPED_LATE_TOPIC, 0)
+        if fence.fenced is not None:
+            raise fence.fenced
         if failure is not None:
             raise TaskFailedError(task_id, self.application_id, _failure_reason(failure)) from failure
         final_ends = self.admin.end_offsets(source_topics)
@@ -467,8 +512,20 @@ class TaskRunner:
     def _client_config(self) -> dict[str, str]:
         return {k: v for k, v in self.kafka_config.items() if k != "bootstrap.servers"}
 
-    def _commit(self, offsets: Mapping[TopicPartition, int]) -> None:
-        if offsets:
+    def _task_fence(self, task_id: str) -> Optional[TaskFence]:
+        """The (not yet started) transactional producer that stands for ``task_id``; None without fencing."""
+        if not self.fencing:
+            return None
+        return TaskFence(self.kafka_config["bootstrap.servers"], task_transactional_id(self.application_id, task_id),
+                         self.application_id, self._client_config())
+
+    def _commit(self, offsets: Mapping[TopicPartition, int], fence: Optional["_RunFence"] = None,
+                stage: str = "") -> None:
+        if not offsets:
+            return
+        if fence is not None and fence.fence is not None:
+            fence.commit(offsets, stage)
+        else:
             self.admin.commit_offsets(self.application_id, offsets)
 
     def _start_query(self, session, checkpoint_reader, run: "_RunState", subtopology, starting, checkpoint):
@@ -578,6 +635,10 @@ class TaskRunner:
             # leaves no partial output: the planned batch is replayed whole by the next run.
             if run.max_records is not None and run.records_in >= run.max_records:
                 raise RuntimeError(_BOUND_REACHED)
+            ends = checkpoint_reader.batch_source_offsets(batch_id)
+            batch_offsets = {tp: ends[(tp.topic, tp.partition)] for tp in run.assigned if (tp.topic, tp.partition) in ends}
+            # A run fenced by a newer one of the task stops here, before it writes anything.
+            run.fence.check(batch_offsets, f"before writing batch {batch_id}")
             # Each record is tagged with its position in the batch (deterministic: same input
             # order, same state, same plan on a replay), so a replay of a batch that a killed
             # run had partly written skips what is already in Kafka.
@@ -605,10 +666,9 @@ class TaskRunner:
                 "headers", F.when(F.col("headers").isNull(), tag).otherwise(F.concat(F.col("headers"), tag))
             ).drop("_position")
             records.write.format("kafka").options(**kafka_options).save()
-            ends = checkpoint_reader.batch_source_offsets(batch_id)
-            batch_offsets = {tp: ends[(tp.topic, tp.partition)] for tp in run.assigned if (tp.topic, tp.partition) in ends}
-            # The batch's output is in Kafka: its offsets can be committed (at-least-once).
-            self._commit(batch_offsets)
+            # The batch's output is in Kafka: its offsets can be committed (at-least-once), unless a
+            # newer run of the task fenced this one meanwhile.
+            self._commit(batch_offsets, run.fence, f"at the commit of batch {batch_id}, after writing its output")
             intents.forget_before(batch_id)
             run.batch_done(batch_id, batch_offsets)
 
@@ -620,6 +680,48 @@ class TaskRunner:
             .trigger(availableNow=True)
         )
         return writer.start()
+
+
+class _RunFence:
+    """The :class:`TaskFence` of one run (or None without fencing); being fenced becomes a
+    :class:`TaskFencedError`, kept in ``fenced`` for the run to raise once its query stopped."""
+
+    def __init__(self, fence: Optional[TaskFence], task_id: str, application_id: str):
+        self.fence, self.task_id, self.application_id = fence, task_id, application_id
+        self.fenced: Optional[TaskFencedError] = None
+
+    def __enter__(self) -> "_RunFence":
+        if self.fence is not None:
+            self._guard(self.fence.start, "before processing anything")
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.fence is not None:
+            self.fence.close()
+
+    def check(self, offsets: Mapping[TopicPartition, int], stage: str) -> None:
+        if self.fence is not None and offsets:
+            self._guard(lambda: self.fence.check(_offset_keys(offsets)), stage)
+
+    def commit(self, offsets: Mapping[TopicPartition, int], stage: str) -> None:
+        self._guard(lambda: self.fence.commit(_offset_keys(offsets)), stage)
+
+    def _guard(self, call: Callable[[], None], stage: str) -> None:
+        if self.fenced is not None:
+            raise self.fenced
+        try:
+            call()
+        except ProducerFencedError as error:
+            self.fenced = TaskFencedError(self.task_id, self.application_id, error.transactional_id, stage)
+            log.warning("%s", self.fenced)
+            raise self.fenced from error
+        except FenceError as error:
+            raise TaskFailedError(self.task_id, self.application_id,
+                                  f"{error} (a runner with fencing=False commits without a transactional id)") from error
+
+
+def _offset_keys(offsets: Mapping[TopicPartition, int]) -> dict[tuple[str, int], int]:
+    return {(tp.topic, tp.partition): offset for tp, offset in offsets.items()}
 
 
 class _RunState:
@@ -635,6 +737,7 @@ class _RunState:
         self.progress = progress
         self.records_in = 0
         self.batches = 0
+        self.fence: _RunFence = _RunFence(None, task_id, "")
 
     def batch_done(self, batch_id: int, batch_offsets: Mapping[TopicPartition, int]) -> None:
         # Offsets count records (transaction markers and compaction gaps aside).
