@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 from collections import Counter
-from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -16,10 +14,7 @@ from dagster_kstreams.kafka.records import final_values, produce, read_topic
 from dagster_kstreams.orchestration.assets import LAG_CHECK_NAME
 from dagster_kstreams.orchestration.resources import KafkaResource, KStreamsSparkResource
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_ROOT))
-
-from assets import click_enrichment, users_per_country, word_count  # noqa: E402
+from assets import click_enrichment, users_per_country, word_count
 
 pytestmark = pytest.mark.integration
 

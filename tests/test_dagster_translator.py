@@ -1,8 +1,6 @@
 """The asset graph a topology becomes (no broker, no Spark): keys, partitions, partition mappings,
 translator overrides, load-time errors, and the Kafka resource's handling of secrets."""
 
-import sys
-from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -13,9 +11,7 @@ from dagster_kstreams.orchestration.resources import KStreamsSparkResource
 from dagster_kstreams.orchestration.translator import KStreamsAssetKind
 from dagster_kstreams.topology import CopartitionError, Repartitioned, StreamsBuilder
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from assets import click_enrichment, users_per_country  # noqa: E402
+from assets import click_enrichment, users_per_country
 
 
 def _resolved_graph(assets):

@@ -15,10 +15,7 @@ SessionWindowedSerializer layout; tombstones delete), the plain reference
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
-import subprocess
 import sys
 import time
 from datetime import timedelta
@@ -27,6 +24,7 @@ import pytest
 from pyspark import cloudpickle
 
 import oracle_harness
+from killed_runs import run_until_killed
 import session_reference
 from dagster_kstreams.kafka.records import final_values, produce, read_topic
 from dagster_kstreams.spark.runner import TaskRunner
@@ -213,35 +211,13 @@ def test_sessions_killed_part_way_and_rerun_still_match_kafka_streams(
     kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, kafka_streams_run
 ):
     topics = _our_topics(kafka_admin, unique_topic, kafka_streams_run["events"])
-    module = tmp_path / "session_topology.py"
-    module.write_text(
-        "from test_equivalence_sessions import session_examples\n\n\n"
-        f"def build():\n    return session_examples({topics!r})\n"
-    )
     app_id = unique_topic("spark-sessions-kill")
     state = tmp_path / "state"
-    tests_dir = os.path.dirname(os.path.abspath(__file__))
-    command = [
-        sys.executable, "-m", "dagster_kstreams.cli", "run", "session_topology:build", "--app-id", app_id, "--all",
-        "--bootstrap-servers", kafka_bootstrap, "--state-location", str(state), "--master", "local[2]",
-        "--max-records-per-batch", "500",
-    ]
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
-           "PYTHONPATH": os.pathsep.join([str(tmp_path), tests_dir, os.environ.get("PYTHONPATH", "")])}
-    victim = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
-                              start_new_session=True, cwd=str(tmp_path))
-    lines = []
-    try:
-        # Kill it as soon as task 0_0 (two batches) has committed its first: the rerun goes on from
-        # that batch's session state and stream time.
-        for line in victim.stdout:
-            lines.append(line)
-            if line.startswith("task 0_0 batch"):
-                break
-    finally:
-        os.killpg(victim.pid, signal.SIGKILL)
-        victim.wait(timeout=60)
-    assert victim.returncode == -signal.SIGKILL
+    # Kill it as soon as task 0_0 (two batches) has committed its first: the rerun goes on from
+    # that batch's session state and stream time.
+    run_until_killed(tmp_path, "test_equivalence_sessions:session_examples", topics, app_id=app_id,
+                     bootstrap=kafka_bootstrap, state=state, kill_when=lambda line: line.startswith("task 0_0 batch"),
+                     extra_args=("--max-records-per-batch", "500"))
 
     runner = TaskRunner(session_examples(topics), app_id, kafka_bootstrap, state_location=str(state), spark=spark)
     results = {r.task_id: r for r in runner.run_all()}

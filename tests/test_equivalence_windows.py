@@ -16,10 +16,7 @@ for a null key (each time window aggregation of the events) or a null key or val
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
-import subprocess
 import sys
 import time
 from datetime import timedelta
@@ -28,6 +25,7 @@ import pytest
 from pyspark import cloudpickle
 
 import oracle_harness
+from killed_runs import run_until_killed
 from dagster_kstreams.kafka.records import final_values, produce, read_topic
 from dagster_kstreams.spark.runner import TaskRunner
 from dagster_kstreams.topology.config import Materialized, Produced
@@ -235,35 +233,12 @@ def test_windowed_aggregations_killed_part_way_and_rerun_still_match_kafka_strea
     kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, kafka_streams_run
 ):
     topics = _our_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"])
-    module = tmp_path / "window_topology.py"
-    module.write_text(
-        "from test_equivalence_windows import window_examples\n\n\n"
-        f"def build():\n    return window_examples({topics!r})\n"
-    )
     app_id = unique_topic("spark-windows-kill")
     state = tmp_path / "state"
-    tests_dir = os.path.dirname(os.path.abspath(__file__))
-    command = [
-        sys.executable, "-m", "dagster_kstreams.cli", "run", "window_topology:build", "--app-id", app_id, "--all",
-        "--bootstrap-servers", kafka_bootstrap, "--state-location", str(state), "--master", "local[2]",
-        "--max-records-per-batch", "5000",
-    ]
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
-           "PYTHONPATH": os.pathsep.join([str(tmp_path), tests_dir, os.environ.get("PYTHONPATH", "")])}
-    victim = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
-                              start_new_session=True, cwd=str(tmp_path))
-    lines = []
-    try:
-        # Kill it once task 1_0 has processed its batch, while it works on (or starts) task 1_1.
-        for line in victim.stdout:
-            lines.append(line)
-            if line.startswith("task 1_0 "):
-                time.sleep(1)
-                break
-    finally:
-        os.killpg(victim.pid, signal.SIGKILL)
-        victim.wait(timeout=60)
-    assert victim.returncode == -signal.SIGKILL
+    # Kill it once task 1_0 has processed its batch, while it works on (or starts) task 1_1.
+    lines = run_until_killed(tmp_path, "test_equivalence_windows:window_examples", topics, app_id=app_id,
+                             bootstrap=kafka_bootstrap, state=state, kill_when=lambda line: line.startswith("task 1_0 "),
+                             grace_seconds=1, extra_args=("--max-records-per-batch", "5000"))
     assert any(line.startswith("task 0_1 batch") for line in lines), lines
 
     runner = TaskRunner(window_examples(topics), app_id, kafka_bootstrap, state_location=str(state), spark=spark,
