@@ -333,8 +333,11 @@ def run_mode(mode: str, args, bootstrap: str, work: Path) -> dict:
 
     generator = threading.Thread(target=write, name="generator", daemon=True)
 
-    with dg.DagsterInstance.from_config(str(home)):
-        pass  # creates the SQLite storage before the daemon does (both at once collide)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        # Create the SQLite storages (runs, events, schedules) before the daemon does: both at
+        # once collide ("table job_ticks already exists").
+        instance.get_runs(limit=1)
+        instance.all_instigator_state()
     log_file = (directory / "daemon.log").open("wb")
     env = {**os.environ, "DAGSTER_HOME": str(home), "PYTHONPATH": os.pathsep.join(
         [str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}

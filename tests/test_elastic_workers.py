@@ -132,6 +132,11 @@ def elastic_app(kafka_bootstrap, kafka_admin, unique_topic, tmp_path):
     home = tmp_path / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text(DAGSTER_YAML)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        # Create the SQLite storages (runs, events, schedules) before the daemon does: both at
+        # once collide ("table job_ticks already exists").
+        instance.get_runs(limit=1)
+        instance.all_instigator_state()
     log = (tmp_path / "daemon.log").open("wb")
     env = {**os.environ, "DAGSTER_HOME": str(home)}
     process = subprocess.Popen([DAEMON, "run", "-w", str(tmp_path / "workspace.yaml")], cwd=tmp_path, env=env,
