@@ -334,7 +334,7 @@ class CompiledTopology:
         raise UnsupportedTopologyError(
             f"processor {factory.name} ({kind.value}) is not supported by the Spark runner yet; it runs "
             "stateless operations, to/to_table, group_by/group_by_key with count/reduce/aggregate, "
-            "KTable filter/map_values/to_stream, stream-table joins, table-table joins and inner stream-stream "
+            "KTable filter/map_values/to_stream, stream-table joins, table-table joins and stream-stream "
             "joins (windowed aggregations are not supported yet)"
         )
 
