@@ -238,6 +238,12 @@ def test_stream_joins_on_spark_match_kafka_streams(kafka_bootstrap, kafka_admin,
     results = runner.run_all()  # one micro-batch per task (the killed run below takes several)
     _assert_same(kafka_streams_run["results"], _results(kafka_bootstrap, topics))
     assert sum(r.records_dropped_late for r in results) == kafka_streams_run["dropped_late"]
+    # The left join's left buffers (one state row per task): only the last round is still
+    # within the 9 s retention of its store's time, for every key (quiet keys pruned too).
+    left_store = runner.compiled.program(4).store_names[0]
+    buffered = runner.read_store(left_store)
+    assert buffered and all(key.startswith("k") for key in buffered), buffered
+    assert all(value.startswith("a4.9.") for entries in buffered.values() for _, value in entries), buffered
 
 
 def test_stream_joins_killed_part_way_and_rerun_still_match_kafka_streams(
