@@ -223,13 +223,19 @@ def _ks_model(records, before, after, grace, join_type):
 
 _keyed_records = st.lists(
     st.tuples(st.sampled_from(["a", "b", "c", None]), st.sampled_from(["left", "right"]),
-              st.one_of(st.none(), st.just("v")), st.integers(100_000, 140_000)),
+              st.one_of(st.none(), st.just("v")),
+              # whole seconds half of the time: window bounds and stream time meet exactly
+              st.one_of(st.integers(100_000, 140_000), st.integers(100, 140).map(lambda t: t * 1000))),
     max_size=30,
 ).map(lambda rows: [(k, side, None if v is None else f"{side[0]}{i}", t) for i, (k, side, v, t) in enumerate(rows)])
 
 
+def _millis(seconds):
+    return st.one_of(st.integers(0, seconds * 1000), st.integers(0, seconds).map(lambda s: s * 1000))
+
+
 @settings(max_examples=150, deadline=None)
-@given(_keyed_records, st.integers(0, 8_000), st.integers(0, 8_000), st.integers(0, 5_000), st.integers(1, 3),
+@given(_keyed_records, _millis(8), _millis(8), _millis(5), st.integers(1, 3),
        st.sampled_from(["join", "left_join", "outer_join"]))
 def test_joins_emit_like_kafka_streams_across_keys(records, before, after, grace, batches, join):
     program = _program(before, after, grace, join)
@@ -294,6 +300,14 @@ def test_null_keys_on_outer_sides_are_joined_with_null_at_once():
     left = _program(2_000, 2_000, 0, "left_join")
     outputs, _ = _run(left, [(None, "left", "x", 100_000), (None, "right", "y", 100_001)])
     assert [(k, v) for _, k, v in outputs] == [(None, b"x+None")]
+
+
+def test_an_unmatched_record_waits_unless_its_window_end_is_behind_the_stream_time():
+    program = _program(1_000, 2_000, 0, "left_join")
+    outputs, _ = _run(program, [("b", "left", "s", 102_000),
+                                ("a", "left", "x", 100_000),  # 100 s + 2 s is not behind 102 s: pending
+                                ("a", "left", "y", 99_999)])  # 101.999 s is: joined with null at once
+    assert [(k, v) for _, k, v in outputs] == [(b"a", b"y+None")]
 
 
 def test_non_joined_records_keep_their_own_timestamp():
