@@ -1,21 +1,26 @@
 """Stream-stream joins on Spark against Kafka Streams itself: same input, same joined records.
 
-Three inner joins (tests/oracle, StreamJoinExamples.java; our twin stream_join_examples):
-a symmetric 10 s window without grace, an asymmetric window (5 s before, 30 s after) with a
-20 s grace and a joiner that reads the key, and a join whose left side is re-keyed (a repartition
+Five joins (tests/oracle, StreamJoinExamples.java; our twin stream_join_examples). Inner: a
+symmetric 10 s window without grace, an asymmetric window (5 s before, 30 s after) with a 20 s
+grace and a joiner that reads the key, and a join whose left side is re-keyed (a repartition
 topic, whose records keep their timestamps) joined from the right side (before 8 s, after 3 s,
-grace 5 s). Inputs: two partitions (one for the re-keyed join), records out of order within a
-partition, duplicate keys within a window, null keys, null values, records late within the grace
-period, late beyond it (stored but never joined again) and late beyond the store's live segments
-(dropped and counted by both).
+grace 5 s). Left: an asymmetric window (3 s before, 6 s after) without grace. Outer: a symmetric
+4 s window with a 5 s grace and a joiner that reads the key (null keys with a value are joined
+with null at once on outer sides, KIP-962). Inputs: two partitions (one for the re-keyed join and
+the left/outer joins, whose tasks are many records long), records out of order within a partition,
+duplicate keys within a window, null keys, null values, records that never find a partner,
+partners arriving late within the grace period, records late beyond it (stored but never joined
+again) and late beyond the store's live segments (dropped and counted by both). Pending
+left/outer records of a key are mostly emitted when records of other keys (the next round)
+advance the join's stream time.
 
 The input comes in rounds a minute apart: in a round every record's timestamp lies within 3 s
-of the round's start (late records aside), and each round opens on every input with its smallest
-timestamps, so the task's stream time and each join store's own stream time (which Kafka Streams
-keeps per store, see the README) expire the same records.
+of the round's start (late records aside). The partitions of a join do not advance together:
+each join store expires records by its own observed stream time, as in Kafka Streams.
 
-Compared: every join output as a multiset of values per key (and the partition it went to),
-and the number of records dropped as late.
+Compared: every join output as a multiset of values per key (and the partition it went to, for
+non-null keys: a null key goes to a partition of the producer's choosing), and the number of
+records dropped as late.
 """
 
 from __future__ import annotations
@@ -44,9 +49,11 @@ pytestmark = pytest.mark.integration
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
-PARTITIONS = {"a1": 2, "b1": 2, "a2": 2, "b2": 2, "a3": 1, "b3": 1}
+PARTITIONS = {"a1": 2, "b1": 2, "a2": 2, "b2": 2, "a3": 1, "b3": 1, "a4": 1, "b4": 1, "a5": 1, "b5": 1}
 INPUTS = tuple(PARTITIONS)
-OUTPUTS = ("out1", "out2", "out3")
+OUTPUTS = ("out1", "out2", "out3", "out4", "out5")
+OUTPUT_PARTITIONS = {"out1": 2, "out2": 2, "out3": 1, "out4": 1, "out5": 1}
+RE_KEYED = {"b3"}  # keys "r…": the other side's "k…" keys become "r…" by select_key
 ROUND_MS = 60_000
 BASE = ((int(time.time()) - 3600) * 1000) // ROUND_MS * ROUND_MS  # recent: the broker keeps 7 days
 
@@ -70,6 +77,14 @@ def stream_join_examples(topics: dict[str, str]) -> StreamsBuilder:
     right3.join(left3, lambda x, y: f"{_s(x)}*{_s(y)}",
                 JoinWindows.of_time_difference_and_grace(timedelta(seconds=3), timedelta(seconds=5))
                 .before(timedelta(seconds=8))).to(topics["out3"])
+    left4, right4 = builder.stream(topics["a4"]), builder.stream(topics["b4"])
+    left4.left_join(right4, lambda x, y: f"{_s(x)}+{_s(y)}",
+                    JoinWindows.of_time_difference_with_no_grace(timedelta(seconds=3))
+                    .after(timedelta(seconds=6))).to(topics["out4"])
+    left5, right5 = builder.stream(topics["a5"]), builder.stream(topics["b5"])
+    left5.outer_join(right5, lambda k, x, y: f"{_s(k)}:{_s(x)}+{_s(y)}",
+                     JoinWindows.of_time_difference_and_grace(timedelta(seconds=4), timedelta(seconds=5))
+                     ).to(topics["out5"])
     return builder
 
 
@@ -81,18 +96,10 @@ def _input(seed: int = 5, rounds: int = 8) -> dict[str, list[tuple]]:
     records: dict[str, list[tuple]] = {name: [] for name in INPUTS}
     for r in range(2, 2 + rounds):
         start = BASE + r * ROUND_MS
-        opening_offsets = iter(rng.sample(range(0, 50, 2), 2 * len(INPUTS)))
-        normal_offsets = iter(rng.sample(range(50, 3000, 2), 6 * len(INPUTS)))
+        normal_offsets = iter(rng.sample(range(0, 3000, 2), 6 * len(INPUTS)))
         late_offsets = iter(rng.sample(range(1, 3000, 2), 3 * len(INPUTS)))
         for topic in INPUTS:
-            prefix = "r" if topic == "b3" else "k"
-            # The round opens on every input partition (its smallest timestamps): each side's store
-            # time reaches the round before any record of the round that comes after the opening.
-            openings = []
-            for partition in range(PARTITIONS[topic]):
-                keys = [f"{prefix}{k}" for k in range(5)
-                        if default_partition(f"{prefix}{k}".encode(), PARTITIONS[topic]) == partition]
-                openings.append((rng.choice(keys), f"{topic}.{r}.open{partition}", start + next(opening_offsets)))
+            prefix = "r" if topic in RE_KEYED else "k"
             block = []
             for i in range(6):
                 key = f"{prefix}{rng.randrange(5)}"
@@ -103,14 +110,14 @@ def _input(seed: int = 5, rounds: int = 8) -> dict[str, list[tuple]]:
             late = []
             for lateness in ("grace", "round", "segment"):
                 if rng.random() < 0.45:
-                    # the key of a record of this round past its opening: the late record comes after it
+                    # the key of a record of this round: the late record comes after it
                     key = rng.choice([b[0] for b in block if b[0] is not None])
                     offset = next(late_offsets)
                     timestamp = {"grace": start - 15_000 + offset, "round": start - ROUND_MS + offset,
                                  "segment": start - 2 * ROUND_MS + 3000 + offset}[lateness]
                     late.append((key, f"{topic}.{r}.late-{lateness}", timestamp))
             rng.shuffle(block)  # out of order within the partition
-            for key, value, timestamp in openings + block + late:
+            for key, value, timestamp in block + late:
                 partitions = PARTITIONS[topic]
                 if key is None:
                     partition = rng.randrange(partitions)
@@ -134,17 +141,28 @@ def _results(bootstrap: str, topics: dict[str, str]) -> dict:
             key = None if record.key is None else record.key.decode()
             per_key[key][record.value.decode()] += 1
             partitions[key].add(record.partition)
-        result[name] = {key: (sorted(partitions[key]), dict(values)) for key, values in per_key.items()}
+        # a null key goes to a partition of the producer's choosing
+        result[name] = {key: (sorted(partitions[key]) if key is not None else None, dict(values))
+                        for key, values in per_key.items()}
     return result
 
 
+# Input topics read by a side of a left/outer join that joins a record without partner with null.
+OUTER_SIDES = {"a4", "a5", "b5"}
+# Inputs re-keyed before their join (null keys stop at the repartition filter of an inner join).
+RE_KEYED_INNER = {"a3"}
+
+
 def _skipped(records: dict[str, list[tuple]]) -> int:
-    """Records the join processors skip for a null key or value (Kafka Streams counts them as dropped)."""
+    """Records the join processors skip for a null key or value (Kafka Streams counts them as
+    dropped); an outer side joins a null key with a value (KIP-962)."""
     skipped = 0
     for topic, rows in records.items():
         for key, value, _, _ in rows:
-            if topic == "a3":
-                skipped += key is not None and value is None  # null keys stop at the repartition filter
+            if topic in RE_KEYED_INNER:
+                skipped += key is not None and value is None
+            elif topic in OUTER_SIDES:
+                skipped += value is None
             else:
                 skipped += key is None or value is None
     return skipped
@@ -158,7 +176,7 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     for name in INPUTS:
         produce(kafka_bootstrap, inputs[name], _encoded(records[name]))
     topics = {**inputs, **{name: unique_topic(f"ks-sjoin-{name}") for name in OUTPUTS}}
-    kafka_admin.create_topics({topics["out1"]: 2, topics["out2"]: 2, topics["out3"]: 1})
+    kafka_admin.create_topics({topics[name]: OUTPUT_PARTITIONS[name] for name in OUTPUTS})
     stdout = oracle_harness.run_main(
         "kstreams.oracle.StreamJoinExamples",
         [kafka_bootstrap, unique_topic("ks-sjoins"), str(tmp_path_factory.mktemp("ks-sjoins-state")),
@@ -172,11 +190,12 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
 
 def _our_topics(kafka_admin, unique_topic, inputs) -> dict[str, str]:
     topics = {**inputs, **{name: unique_topic(f"spark-sjoin-{name}") for name in OUTPUTS}}
-    kafka_admin.create_topics({topics["out1"]: 2, topics["out2"]: 2, topics["out3"]: 1})
+    kafka_admin.create_topics({topics[name]: OUTPUT_PARTITIONS[name] for name in OUTPUTS})
     return topics
 
 
 def _assert_same(expected: dict, ours: dict) -> None:
+    """Per output and key: the same partitions and the same multiset of values."""
     for name in OUTPUTS:
         assert set(ours[name]) == set(expected[name]), name
         for key in expected[name]:
@@ -185,17 +204,29 @@ def _assert_same(expected: dict, ours: dict) -> None:
 
 def test_reference_exercises_the_cases(kafka_streams_run):
     expected = kafka_streams_run["results"]
+
+    def values(name):
+        return [v for _, counts in expected[name].values() for v in counts]
+
     for name in OUTPUTS:
-        values = [v for _, counts in expected[name].values() for v in counts]
-        assert len(values) > 30, name
-        assert None not in expected[name]  # null keys never join
+        assert len(values(name)) > 30, name
         # duplicates of a key within a window join each other's partners
-        assert any(len(counts) > 1 for _, counts in expected[name].values()), name
-    out2 = [v for _, counts in expected["out2"].values() for v in counts]
+        assert any(len(counts) > 1 for key, (_, counts) in expected[name].items() if key is not None), name
+    for name in ("out1", "out2", "out3"):
+        assert None not in expected[name]  # null keys never join
+    out2 = values("out2")
     assert any("late-grace" in v for v in out2)  # late within the grace period, still joined
-    stale = [(name, v) for name in OUTPUTS for _, counts in expected[name].values() for v in counts
-             if "late-round" in v or "late-segment" in v]
-    assert not stale, stale
+    # A record a round late still joins while the other side's store lags behind (each store
+    # expires by its own observed stream time; the task's stream time is a round ahead).
+    assert any("late-round" in v for name in ("out1", "out2", "out3") for v in values(name))
+    # left/outer: records without partner (joined with null), on each outer side
+    assert any(v.endswith("+null") for v in values("out4"))
+    assert not any(v.startswith("null+") for v in values("out4"))  # the right side of a left join
+    assert any(":null+" in v for v in values("out5")) and any(v.endswith("+null") for v in values("out5"))
+    # joined pairs too, and null keys joined with null at once on outer sides (KIP-962)
+    assert any("+" in v and "null" not in v for v in values("out4"))
+    for name in ("out4", "out5"):
+        assert None in expected[name], name
     assert kafka_streams_run["dropped_late"] > 0
 
 
@@ -207,6 +238,12 @@ def test_stream_joins_on_spark_match_kafka_streams(kafka_bootstrap, kafka_admin,
     results = runner.run_all()  # one micro-batch per task (the killed run below takes several)
     _assert_same(kafka_streams_run["results"], _results(kafka_bootstrap, topics))
     assert sum(r.records_dropped_late for r in results) == kafka_streams_run["dropped_late"]
+    # The left join's left buffers (one state row per task): only the last round is still
+    # within the 9 s retention of its store's time, for every key (quiet keys pruned too).
+    left_store = runner.compiled.program(4).store_names[0]
+    buffered = runner.read_store(left_store)
+    assert buffered and all(key.startswith("k") for key in buffered), buffered
+    assert all(value.startswith("a4.9.") for entries in buffered.values() for _, value in entries), buffered
 
 
 def test_stream_joins_killed_part_way_and_rerun_still_match_kafka_streams(
@@ -232,22 +269,24 @@ def test_stream_joins_killed_part_way_and_rerun_still_match_kafka_streams(
                               start_new_session=True, cwd=str(tmp_path))
     lines = []
     try:
-        # Kill it once task 1_0 (a join) has committed a batch: mid-way through its input.
+        # Kill it once task 5_0 (the outer join, run last) has committed a batch: mid-way through
+        # its input, with records pending in its outer-join store.
         for line in victim.stdout:
             lines.append(line)
-            if line.startswith("task 1_0 batch"):
+            if line.startswith("task 5_0 batch"):
                 break
     finally:
         os.killpg(victim.pid, signal.SIGKILL)
         victim.wait(timeout=60)
     assert victim.returncode == -signal.SIGKILL
-    assert any(line.startswith("task 1_0 batch") for line in lines), lines
+    assert any(line.startswith("task 5_0 batch") for line in lines), lines
 
     runner = TaskRunner(stream_join_examples(topics), app_id, kafka_bootstrap, state_location=str(state),
                         spark=spark, max_records_per_batch=60)
     results = runner.run_all()
-    # Task 1_0 resumes after its committed batches (its buffers and stream time restored).
-    resumed = {r.task_id: r for r in results}["1_0"]
-    assert 0 < resumed.records_in < sum(1 for t in ("a2", "b2") for row in kafka_streams_run["records"][t]
-                                        if row[2] == 0), resumed
+    # Task 5_0 resumes after its committed batches (its task state restored); the others are done.
+    resumed = {r.task_id: r for r in results}
+    assert 0 < resumed["5_0"].records_in < len(kafka_streams_run["records"]["a5"]) + len(
+        kafka_streams_run["records"]["b5"]), resumed["5_0"]
+    assert all(resumed[task].records_in == 0 for task in ("0_0", "0_1", "1_0", "1_1", "4_0")), resumed
     _assert_same(kafka_streams_run["results"], _results(kafka_bootstrap, topics))

@@ -47,30 +47,42 @@ def test_insert_keeps_timestamp_then_arrival_order(timestamps):
     assert buffer == sorted(((t, a) for a, t in enumerate(timestamps)))
 
 
-def _program(before=5_000, after=5_000, grace=0):
+def _program(before=5_000, after=5_000, grace=0, join="join", joiner=None):
     builder = StreamsBuilder()
     windows = JoinWindows(before, after, grace)
-    builder.stream("left").join(builder.stream("right"), lambda x, y: f"{x}+{y}", windows).to("out")
+    joiner = joiner or (lambda x, y: f"{x}+{y}")
+    getattr(builder.stream("left"), join)(builder.stream("right"), joiner, windows).to("out")
     return compile_topology(builder.build(), "app").program(0)
 
 
-def _run(program, records, batches=1):
-    """records: [(side, value, timestamp)] of one key, in processing order, split in batches."""
-    stored, outputs, stream_time = None, [], -1
+def _run(program, records, batches=1, stored=None):
+    """records: [(side, value, timestamp)] of key "k", or [(key, side, value, timestamp)], in
+    processing order, split in batches; returns ``[(topic, key, value)]`` and the task state."""
+    records = [r if len(r) == 4 else ("k", *r) for r in records]
+    outputs = []
     size = -(-len(records) // batches) if records else 1
     for start in range(0, len(records), size):
         chunk = records[start:start + size]
-        watermark = stream_time
         rows = []
-        for seq, (side, value, timestamp) in enumerate(chunk):
-            stream_time = max(stream_time, timestamp)
-            rows.append({"key": b"k", "value": None if value is None else value.encode(), "topic": side,
-                         "partition": 0, "offset": start + seq, "timestamp": None, "event_time": timestamp,
-                         "merge_time": timestamp, "stream_time": stream_time, "seq": seq})
-        frame, stored = program.process_key_group(pd.DataFrame(rows), stored, watermark if watermark >= 0 else None)
+        for seq, (key, side, value, timestamp) in enumerate(chunk):
+            rows.append({"key": None if key is None else key.encode(), "value": None if value is None else value.encode(),
+                         "topic": side, "partition": 0, "offset": start + seq, "timestamp": None,
+                         "event_time": timestamp, "merge_time": timestamp, "stream_time": timestamp, "seq": seq})
+        frame, stored = program.process_task_batch(pd.DataFrame(rows), stored)
         if frame is not None:
-            outputs += list(zip(frame["topic"], frame["value"]))
+            outputs += list(zip(frame["topic"], frame["key"], frame["value"]))
     return outputs, stored
+
+
+def _values(outputs, topic="out"):
+    return [None if v is None else v.decode() for t, _, v in outputs if t == topic]
+
+
+def _slots(stored, key=b"k"):
+    import pickle
+
+    slots = pickle.loads(stored)["keys"].get(key, {})
+    return [slots.get(0), slots.get(1)]
 
 
 def _model(records, before, after, grace):
@@ -105,30 +117,24 @@ _records = st.lists(
 
 @settings(max_examples=60, deadline=None)
 @given(_records, st.integers(0, 30_000), st.integers(0, 30_000), st.integers(0, 20_000), st.integers(1, 3))
-def test_one_key_joins_like_kafka_streams_when_both_sides_keep_pace(records, before, after, grace, batches):
-    # Each side's store time equals the task's stream time when both sides always hold the
-    # latest timestamp: give every record a twin on the other side right after it.
-    paced = []
-    for side, value, timestamp in records:
-        paced.append((side, value or "v", timestamp))
-        paced.append(("right" if side == "left" else "left", "t", timestamp))
+def test_one_key_inner_joins_like_kafka_streams_with_a_store_time_per_side(records, before, after, grace, batches):
     program = _program(before, after, grace)
-    outputs, _ = _run(program, paced, batches)
-    expected, dropped = _model(paced, before, after, grace)
-    assert sorted(v.decode() for topic, v in outputs if topic == "out") == expected
-    assert sum(topic == DROPPED_LATE_TOPIC for topic, _ in outputs) == dropped
+    outputs, _ = _run(program, records, batches)
+    expected, dropped = _model(records, before, after, grace)
+    assert sorted(_values(outputs)) == expected
+    assert sum(topic == DROPPED_LATE_TOPIC for topic, _, _ in outputs) == dropped
 
 
 def test_null_values_are_not_joined_nor_stored_and_state_expires():
     program = _program(5_000, 5_000, 0)
     outputs, stored = _run(program, [("left", "a", 100_000), ("right", None, 100_001), ("right", "b", 100_002),
                                      ("left", None, 100_003)])
-    assert [v for _, v in outputs] == [b"a+b"]
+    assert _values(outputs) == ["a+b"]
     outputs, stored = _run(program, [("left", "a", 100_000), ("right", "b", 100_002), ("left", "c", 200_000)])
-    assert [v for _, v in outputs] == [b"a+b"]
-    # stream time 200 s, retention 10 s: only the last record is kept
-    import pickle
-    assert [pickle.loads(blob) if blob else None for blob in stored] == [[(200_000, "c")], None]
+    assert _values(outputs) == ["a+b"]
+    # the left store's time is 200 s, retention 10 s: only the last record is kept; the right
+    # store's time is still 100.002 s, so its record stays
+    assert _slots(stored) == [[(200_000, "c")], [(100_002, "b")]]
 
 
 def test_joined_record_gets_the_later_timestamp():
@@ -149,6 +155,178 @@ def test_joined_record_gets_the_later_timestamp():
     assert sorted(seen) == [("a+b", 103_000), ("c+b", 104_000)]
 
 
+# -- left and outer joins ------------------------------------------------------------------
+LONG_MAX = (1 << 63) - 1
+
+
+def _java(value):
+    return (value + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
+def _ks_model(records, before, after, grace, join_type):
+    """Kafka Streams' KStreamJoinWindow + KStreamKStreamJoin (both sides, shared TimeTracker,
+    outer-join store, emit interval 0), brute force over lists: the joined records in order, as
+    ``(key, "left+right")``. records: [(key, side, value, timestamp)] in processing order."""
+    retention = before + after + grace
+    stores = {"left": [], "right": []}  # (key, timestamp, value), arrival order
+    store_time = {"left": -1, "right": -1}
+    outer_side = {"left": join_type in ("left", "outer"), "right": join_type == "outer"}
+    has_outer_store = join_type != "inner"
+    stream_time, min_time = -1, LONG_MAX
+    pending = []  # (timestamp, side byte (left 1, right 0), key bytes, arrival, key, value)
+    out = []
+
+    def joined(key, left, right):
+        return key, f"{left}+{right}"
+
+    for arrival, (key, side, value, ts) in enumerate(records):
+        other = "right" if side == "left" else "left"
+        this_before, this_after = (before, after) if side == "left" else (after, before)
+        stream_time = max(stream_time, ts)
+        pair = (lambda v: (v, None)) if side == "left" else (lambda v: (None, v))
+        if outer_side[side] and key is None and value is not None:
+            out.append(joined(key, *pair(value)))
+        elif key is not None and value is not None:
+            if has_outer_store and ts == stream_time and _java(min_time + this_after + grace) < stream_time:
+                min_time = LONG_MAX
+                open_sides, emitted = set(), []
+                for entry in sorted(pending, key=lambda e: e[:4]):
+                    min_time = entry[0]
+                    if len(open_sides) == 2:
+                        break
+                    look_back = after if entry[1] == 1 else before
+                    if _java(entry[0] + look_back + grace) >= stream_time:
+                        open_sides.add(entry[1])
+                        continue
+                    emitted.append(entry)
+                    out.append(joined(entry[4], *((entry[5], None) if entry[1] == 1 else (None, entry[5]))))
+                pending = [e for e in pending if e not in emitted]
+            matches = [(t, v) for k, t, v in stores[other]
+                       if k == key and max(0, ts - this_before) <= t <= max(0, ts + this_after)
+                       and t >= store_time[other] - retention + 1]
+            for t, v in sorted(matches, key=lambda m: m[0]):
+                other_byte = 1 if other == "left" else 0
+                pending = [e for e in pending if not (e[2] == key.encode() and e[0] == t and e[1] == other_byte)]
+                out.append(joined(key, value, v) if side == "left" else joined(key, v, value))
+            if outer_side[side] and not matches:
+                if not has_outer_store or max(0, ts + this_after) < stream_time:
+                    out.append(joined(key, *pair(value)))
+                else:
+                    min_time = min(min_time, ts)
+                    pending.append((ts, 1 if side == "left" else 0, key.encode(), arrival, key, value))
+        if key is not None and value is not None:  # the join window stores it after forwarding
+            store_time[side] = max(store_time[side], ts)
+            if stream_joins.segment_live(ts, store_time[side], retention):
+                stores[side].append((key, ts, value))
+    return out
+
+
+_keyed_records = st.lists(
+    st.tuples(st.sampled_from(["a", "b", "c", None]), st.sampled_from(["left", "right"]),
+              st.one_of(st.none(), st.just("v")),
+              # whole seconds half of the time: window bounds and stream time meet exactly
+              st.one_of(st.integers(100_000, 140_000), st.integers(100, 140).map(lambda t: t * 1000))),
+    max_size=30,
+).map(lambda rows: [(k, side, None if v is None else f"{side[0]}{i}", t) for i, (k, side, v, t) in enumerate(rows)])
+
+
+def _millis(seconds):
+    return st.one_of(st.integers(0, seconds * 1000), st.integers(0, seconds).map(lambda s: s * 1000))
+
+
+@settings(max_examples=150, deadline=None)
+@given(_keyed_records, _millis(8), _millis(8), _millis(5), st.integers(1, 3),
+       st.sampled_from(["join", "left_join", "outer_join"]))
+def test_joins_emit_like_kafka_streams_across_keys(records, before, after, grace, batches, join):
+    program = _program(before, after, grace, join)
+    outputs, _ = _run(program, records, batches)
+    ours = [(None if k is None else k.decode(), v.decode()) for t, k, v in outputs if t == "out"]
+    assert ours == _ks_model(records, before, after, grace, join.replace("_join", ""))
+
+
+_pending = st.lists(
+    st.tuples(st.integers(0, 50), st.sampled_from([0, 1]), st.sampled_from([b"a", b"b", b"ab"]), st.integers(0, 9)),
+    max_size=15,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_pending, st.integers(0, 80), st.one_of(st.just(LONG_MAX), st.integers(0, 50)), st.integers(0, 10),
+       st.integers(0, 10), st.integers(0, 10), st.integers(0, 10))
+def test_closed_outer_records_follow_kafka_streams_scan(pending, stream_time, min_time, this_after, before, after,
+                                                        grace):
+    tracker = stream_joins.JoinTracker(stream_time=stream_time, min_time=min_time)
+    for timestamp, side, raw_key, value in pending:
+        tracker.outer.setdefault((timestamp, side, raw_key), []).append((raw_key.decode(), value))
+    emitted = stream_joins.closed_outer_records(tracker, this_after, before, after, grace)
+    # plain reference: entries in (timestamp, side, key bytes, arrival) order
+    entries = sorted(((t, side, k, i, v) for i, (t, side, k, v) in enumerate(pending)), key=lambda e: e[:4])
+    if _java(min_time + this_after + grace) >= stream_time:
+        expected, expected_min = [], min_time
+    else:
+        expected, open_sides, expected_min = [], set(), LONG_MAX
+        for t, side, k, _, v in entries:
+            expected_min = t
+            if len(open_sides) == 2:
+                break
+            if t + (after if side == 1 else before) + grace >= stream_time:
+                open_sides.add(side)
+            else:
+                expected.append((t, side, k, k.decode(), v))
+    assert emitted == expected
+    assert tracker.min_time == expected_min
+    left = sorted((t, side, k, v) for (t, side, k), values in tracker.outer.items() for _, v in values)
+    gone = {(t, side, k) for t, side, k, _, _ in expected}
+    assert left == sorted((t, side, k, v) for t, side, k, v in pending if (t, side, k) not in gone)
+
+
+def test_a_pending_record_is_emitted_when_another_key_advances_stream_time():
+    program = _program(2_000, 2_000, 1_000, "left_join")
+    outputs, stored = _run(program, [("a", "left", "x", 100_000), ("b", "right", "y", 102_500),
+                                     ("b", "left", "z", 103_001)])
+    # a's x waits (window closes after 100 s + 2 s + 1 s grace); b's z at 103.001 s closes it,
+    # before z itself is joined
+    assert [(k, v) for _, k, v in outputs] == [(b"a", b"x+None"), (b"b", b"z+y")]
+    import pickle
+    tracker = pickle.loads(stored)["values"]
+    assert all(not t.outer for name, t in tracker.items() if name.startswith("stream_joins.tracker"))
+
+
+def test_null_keys_on_outer_sides_are_joined_with_null_at_once():
+    outer = _program(2_000, 2_000, 0, "outer_join", joiner=lambda k, x, y: f"{k}:{x}+{y}")
+    outputs, _ = _run(outer, [(None, "left", "x", 100_000), (None, "right", "y", 100_001),
+                              (None, "left", None, 100_002)])
+    assert [(k, v) for _, k, v in outputs] == [(None, b"None:x+None"), (None, b"None:None+y")]
+    left = _program(2_000, 2_000, 0, "left_join")
+    outputs, _ = _run(left, [(None, "left", "x", 100_000), (None, "right", "y", 100_001)])
+    assert [(k, v) for _, k, v in outputs] == [(None, b"x+None")]
+
+
+def test_an_unmatched_record_waits_unless_its_window_end_is_behind_the_stream_time():
+    program = _program(1_000, 2_000, 0, "left_join")
+    outputs, _ = _run(program, [("b", "left", "s", 102_000),
+                                ("a", "left", "x", 100_000),  # 100 s + 2 s is not behind 102 s: pending
+                                ("a", "left", "y", 99_999)])  # 101.999 s is: joined with null at once
+    assert [(k, v) for _, k, v in outputs] == [(b"a", b"y+None")]
+
+
+def test_non_joined_records_keep_their_own_timestamp():
+    program = _program(1_000, 1_000, 0, "outer_join")
+    seen = []
+    sink = next(n for n in program.nodes if n.kind == "sink")
+    original = program._forward
+
+    def spy(index, key, value, context, out, state):
+        if program.nodes[index] is sink:
+            seen.append((value, context.timestamp))
+        original(index, key, value, context, out, state)
+
+    program._forward = spy
+    _run(program, [("a", "left", "x", 100_000), ("a", "right", "late", 90_000), ("b", "right", "y", 105_000)])
+    # "late" is behind the stream time already (joined with null at once); x waits for b's y
+    assert seen == [("None+late", 90_000), ("x+None", 100_000)]
+
+
 # -- refused at compile time --------------------------------------------------------------
 def _compile(build):
     builder = StreamsBuilder()
@@ -161,33 +339,37 @@ def _compile(build):
 WINDOWS = JoinWindows.of_time_difference_with_no_grace(timedelta(seconds=5))
 
 
-@pytest.mark.parametrize("join", ["left_join", "outer_join"])
-def test_left_and_outer_joins_are_refused(join):
-    def build(builder):
-        getattr(builder.stream("l"), join)(builder.stream("r"), lambda x, y: x, WINDOWS).to("out")
-
-    with pytest.raises(UnsupportedTopologyError, match=r"KSTREAM-(OUTER|JOIN)THIS-\d+ \(stream_stream_join\) is a "
-                                                      r"(left|outer) stream-stream join"):
-        _compile(build)
+@pytest.mark.parametrize("join", ["join", "left_join", "outer_join"])
+def test_stream_stream_joins_compile_task_grouped(join):
+    builder = StreamsBuilder()
+    getattr(builder.stream("l"), join)(builder.stream("r"), lambda x, y: x, WINDOWS).to("out")
+    program = compile_topology(builder.build(), "app").program(0)
+    assert program.task_grouped
 
 
-def test_a_filter_before_the_join_window_is_refused():
-    def build(builder):
-        builder.stream("l").filter(lambda k, v: True).join(builder.stream("r"), lambda x, y: x, WINDOWS).to("out")
+@settings(max_examples=40, deadline=None)
+@given(_keyed_records, st.integers(0, 8_000), st.integers(0, 8_000), st.integers(0, 5_000),
+       st.sampled_from(["join", "left_join", "outer_join"]))
+def test_a_filter_before_a_join_window_joins_what_passes(records, before, after, grace, join):
+    # The join's stores and stream time only see what reaches them, as in Kafka Streams.
+    builder = StreamsBuilder()
+    left = builder.stream("left").filter(lambda k, v: v is None or int(v[1:]) % 3 != 0)
+    getattr(left, join)(builder.stream("right"), lambda x, y: f"{x}+{y}", JoinWindows(before, after, grace)).to("out")
+    program = compile_topology(builder.build(), "app").program(0)
+    outputs, _ = _run(program, records)
+    passed = [r for r in records if r[1] == "right" or r[2] is None or int(r[2][1:]) % 3 != 0]
+    ours = [(None if k is None else k.decode(), v.decode()) for t, k, v in outputs if t == "out"]
+    assert ours == _ks_model(passed, before, after, grace, join.replace("_join", ""))
 
-    with pytest.raises(UnsupportedTopologyError, match=r"KSTREAM-WINDOWED-\d+ \(join_window\) buffers the records "
-                                                      r"of KSTREAM-FILTER-\d+"):
-        _compile(build)
 
-
-def test_a_source_feeding_more_than_the_join_is_refused():
-    def build(builder):
-        left = builder.stream("l")
-        left.join(builder.stream("r"), lambda x, y: x, WINDOWS).to("out")
-        left.to("copy")
-
-    with pytest.raises(UnsupportedTopologyError, match=r"source KSTREAM-SOURCE-\d+ of sub-topology 0 feeds"):
-        _compile(build)
+def test_a_source_feeding_more_than_the_join_compiles_and_runs():
+    builder = StreamsBuilder()
+    left = builder.stream("left")
+    left.left_join(builder.stream("right"), lambda x, y: f"{x}+{y}", WINDOWS).to("out")
+    left.to("copy")
+    program = compile_topology(builder.build(), "app").program(0)
+    outputs, _ = _run(program, [("a", "left", "x", 100_000), ("a", "right", "y", 101_000)])
+    assert [(t, v) for t, _, v in outputs] == [("copy", b"x"), ("out", b"x+y")]
 
 
 def test_a_custom_timestamp_extractor_is_refused():
@@ -209,17 +391,17 @@ def test_a_self_join_compiles():
 
 def test_a_record_put_into_an_expired_segment_is_counted_with_its_key():
     program = _program(5_000, 5_000, 0)  # retention 10 s, 60 s segments
-    # stream time 130 s: segment(130 s - 10 s) = 2 is the oldest live one
-    rows = [("left", "a", 130_000), ("right", "late", 119_999), ("right", "kept", 120_000)]
+    # the right store's time 130 s: segment(130 s - 10 s) = 2 is the oldest live one
+    rows = [("right", "seed", 130_000), ("right", "late", 119_999), ("right", "kept", 120_000)]
     stored, outputs = None, []
     frame = pd.DataFrame([
         {"key": b"k", "value": v.encode(), "topic": side, "partition": 0, "offset": i, "timestamp": None,
          "event_time": t, "merge_time": 130_000, "stream_time": 130_000, "seq": i}
         for i, (side, v, t) in enumerate(rows)])
-    frame, stored = program.process_key_group(frame, None)
+    frame, stored = program.process_task_batch(frame, None)
     assert list(zip(frame["topic"], frame["key"], frame["value"])) == [(DROPPED_LATE_TOPIC, b"k", None)]
     # "kept" went into a live segment (not counted), but no lookup can return it: pruned at once
-    assert stored[1] is None
+    assert _slots(stored) == [None, [(130_000, "seed")]]
 
 
 def test_a_join_feeding_an_aggregation_of_the_same_key_shares_the_state_row():
@@ -229,4 +411,4 @@ def test_a_join_feeding_an_aggregation_of_the_same_key_shares_the_state_row():
     program = compile_topology(builder.build(), "app").program(0)
     assert sorted(n.kind for n in program.nodes if n.stateful) == ["aggregate", "join_window", "join_window"]
     outputs, _ = _run(program, [("left", "a", 100_000), ("right", "b", 101_000), ("right", "c", 102_000)])
-    assert [v for topic, v in outputs if topic == "counts"] == [(2).to_bytes(8, "big")]
+    assert [v for topic, _, v in outputs if topic == "counts"] == [(2).to_bytes(8, "big")]

@@ -347,7 +347,7 @@ class CompiledTopology:
             f"processor {factory.name} ({kind.value}) is not supported by the Spark runner yet; it runs "
             "stateless operations, to/to_table, group_by/group_by_key with count/reduce/aggregate, "
             "KTable filter/map_values/to_stream, stream-table joins, table-table joins, time/sliding/session "
-            "windowed aggregations and inner stream-stream joins"
+            "windowed aggregations and stream-stream joins"
         )
 
 

@@ -6,7 +6,7 @@ resolved (serdes chosen, user functions in ``(key, value)`` form), and runs a wh
 or a whole key group through all of them in one Python pass: consecutive processors are fused,
 never one Python call per operator per row through Spark.
 
-Two entry points, one per kind of sub-topology:
+Three entry points, one per kind of sub-topology:
 
 * :meth:`SubtopologyProgram.process_arrow_batch` — stateless sub-topologies, through
   ``mapInArrow``: source records in, sink records out.
@@ -16,6 +16,10 @@ Two entry points, one per kind of sub-topology:
   sub-topology. Within one sub-topology every stateful processor sees the source key (Kafka
   Streams inserts a repartition topic before any stateful processor whose key changed), so one
   state row per source key holds the key's value in each store.
+* :meth:`SubtopologyProgram.process_task_batch` — sub-topologies whose semantics span keys
+  (stream-stream joins, :data:`TASK_GROUPED_KINDS`), grouped by a constant: the task's whole
+  micro-batch in processing order, with one state value holding every key's slots and the
+  task-level state (:mod:`dagster_kstreams.spark.task_state`).
 
 Aggregations emit like Kafka Streams with its record cache: after the group's records are
 applied, each updated store forwards its final value for the key downstream once
@@ -76,6 +80,9 @@ STREAM_TIME_SKIPS_NULL_VALUES_KINDS = {"sliding_window_aggregate"}
 STREAM_JOIN_KINDS = {"join_window", "stream_stream_join"}
 STATEFUL_KINDS.add("join_window")
 STREAM_TIME_KINDS.update(STREAM_JOIN_KINDS)
+# Processors whose semantics span keys: their sub-topology runs task-grouped
+# (SubtopologyProgram.process_task_batch, dagster_kstreams.spark.task_state).
+TASK_GROUPED_KINDS = {"stream_stream_join"}
 # A pseudo-topic: one row per record dropped because its window had closed (key: the raw source
 # key). The runner counts these rows (TaskResult.records_dropped_late) and writes none of them.
 DROPPED_LATE_TOPIC = "__dagster_kstreams.dropped-late"
@@ -157,6 +164,8 @@ class _RecordContext:
     timestamp: Optional[int] = None
     stream_time: Optional[int] = None
     stream_time_before: Optional[int] = None  # the task's stream time before this record
+    # the source record's key bytes (task-grouped programs route records to their key's state by it)
+    raw_key: Optional[bytes] = None
 
     def describe(self) -> str:
         return f"topic {self.topic!r} partition {self.partition} offset {self.offset}"
@@ -170,6 +179,11 @@ class _GroupState:
         self.keys: list[Any] = [None] * len(values)  # the key each store last saw (for its emit)
         self.dirty: set[int] = set()  # slots whose final value is still to be forwarded
         self.changed = False
+        # task-grouped programs (SubtopologyProgram.process_task_batch): the task's state, this
+        # key's source key bytes and the context its cached stores flush with
+        self.task = None
+        self.raw_key: Optional[bytes] = None
+        self.last_context: Optional[_RecordContext] = None
 
 
 _ABSENT = object()
@@ -283,8 +297,60 @@ class SubtopologyProgram:
         records as a pandas DataFrame (None if there are none) and the new state row (None:
         nothing stored any more).
         """
-        import pandas as pd
+        slots = len(self.stateful_nodes)
+        values = [_ABSENT] * slots
+        if stored is not None:
+            values = [_ABSENT if blob is None else pickle.loads(blob) for blob in stored]
+        state = _GroupState(values)
+        out = _Output()
+        last_context = None
+        for context, key, value in self._source_records(records, watermark_ms):
+            context = self._process_source_record(context, key, value, out, state)
+            last_context = context or last_context
+        if last_context is not None:
+            self._flush(state, out, last_context)
+        frame = _frame(out)
+        if not state.changed:
+            return frame, stored
+        if all(value is _ABSENT for value in state.values):
+            return frame, None
+        return frame, tuple(
+            None if value is _ABSENT else pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            for value in state.values
+        )
 
+    @property
+    def task_grouped(self) -> bool:
+        """Whether the sub-topology runs task-grouped (:meth:`process_task_batch`): it has a
+        processor in :data:`TASK_GROUPED_KINDS`, whose semantics span keys."""
+        return any(node.kind in TASK_GROUPED_KINDS for node in self.nodes)
+
+    def process_task_batch(
+        self, records, stored: Optional[bytes], watermark_ms: Optional[int] = None
+    ) -> tuple[Any, Optional[bytes]]:
+        """Run a whole micro-batch of one task (all keys, in processing order) through a
+        task-grouped sub-topology with the task's state (one pickled value, or None; see
+        :mod:`dagster_kstreams.spark.task_state`). Each record runs with its source key's
+        :class:`_GroupState` (as in :meth:`process_key_group`); keys are flushed at the end of the
+        batch. Returns the sink records (a pandas DataFrame or None) and the new task state."""
+        from dagster_kstreams.spark.task_state import TaskState
+
+        task = TaskState.load(stored, len(self.stateful_nodes))
+        out = _Output()
+        for context, key, value in self._source_records(records, watermark_ms):
+            group = task.group(context.raw_key)
+            context = self._process_source_record(context, key, value, out, group)
+            if context is not None:
+                group.last_context = context
+        for group in task.touched():
+            if group.dirty and group.last_context is not None:
+                self._flush(group, out, group.last_context)
+        task.end_of_batch(self)
+        return _frame(out), task.dump()
+
+    def _source_records(self, records, watermark_ms: Optional[int]):
+        """``(context, raw key, raw value)`` of each record of a pandas batch, in the task's
+        processing order."""
         if "seq" in records.columns:
             # The task's processing order across its partitions (Kafka Streams' timestamp merge).
             if not records["seq"].is_monotonic_increasing:
@@ -301,37 +367,13 @@ class SubtopologyProgram:
                 if "stream_time_before" in records.columns else [None] * len(records)
         else:
             stream_times = befores = [None] * len(records)
-        slots = len(self.stateful_nodes)
-        values = [_ABSENT] * slots
-        if stored is not None:
-            values = [_ABSENT if blob is None else pickle.loads(blob) for blob in stored]
-        state = _GroupState(values)
-        out = _Output()
-        last_context = None
         for key, value, topic, partition, offset, timestamp, stream_time, before in zip(
             records["key"].tolist(), records["value"].tolist(), records["topic"].tolist(),
             records["partition"].tolist(), records["offset"].tolist(), records["event_time"].tolist(),
             stream_times, befores,
         ):
-            context = _RecordContext(topic, partition, offset, timestamp, stream_time, before)
-            context = self._process_source_record(context, key, value, out, state)
-            last_context = context or last_context
-        if last_context is not None:
-            self._flush(state, out, last_context)
-        frame = None
-        if len(out):
-            frame = pd.DataFrame(
-                {"topic": out.topic, "key": out.key, "value": out.value, "headers": out.headers},
-                columns=list(OUTPUT_COLUMNS),
-            )
-        if not state.changed:
-            return frame, stored
-        if all(value is _ABSENT for value in state.values):
-            return frame, None
-        return frame, tuple(
-            None if value is _ABSENT else pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-            for value in state.values
-        )
+            raw_key = None if key is None else bytes(key)
+            yield _RecordContext(topic, partition, offset, timestamp, stream_time, before, raw_key), raw_key, value
 
     # -- record flow ------------------------------------------------------------------
     def _process_source_record(self, context: _RecordContext, raw_key, raw_value, out: _Output, state):
@@ -524,6 +566,18 @@ class SubtopologyProgram:
             value = state.values[slot]
             for child in node.children:
                 self._forward(child, state.keys[slot], None if value is _ABSENT else value, context, out, state)
+
+
+def _frame(out: _Output):
+    """The sink records of a pass as a pandas DataFrame (None: there are none)."""
+    if not len(out):
+        return None
+    import pandas as pd
+
+    return pd.DataFrame(
+        {"topic": out.topic, "key": out.key, "value": out.value, "headers": out.headers},
+        columns=list(OUTPUT_COLUMNS),
+    )
 
 
 def _pair(node: ExecNode, result) -> tuple[Any, Any]:

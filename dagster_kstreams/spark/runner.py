@@ -7,7 +7,9 @@ A task is one Structured Streaming query, started, drained and stopped for each 
   run starts, in batches of at most ``max_records_per_batch`` records, then stops.
 * **Processors** — compiled by :mod:`dagster_kstreams.spark.compile` into one Python pass per
   batch (``mapInArrow``) for a stateless sub-topology, or one pass per key and batch
-  (``applyInPandasWithState`` grouped by the source key) when the sub-topology keeps state.
+  (``applyInPandasWithState`` grouped by the source key) when the sub-topology keeps state, or
+  one pass per batch with the task's whole state when its semantics span keys (stream-stream
+  joins: :mod:`dagster_kstreams.spark.task_state`).
   A sub-topology that is exactly ``source -> count -> to_stream -> to`` (the downstream half
   of a word count) runs as Spark's own streaming aggregation, with no Python at all.
 * **Event time** — :mod:`dagster_kstreams.spark.event_time`: each record's timestamp (carried
@@ -86,6 +88,7 @@ from dagster_kstreams.spark.event_time import source_columns, with_processing_or
 from dagster_kstreams.spark.session import honor_pyspark_python
 from dagster_kstreams.spark import windows
 from dagster_kstreams.spark.program import DROPPED_LATE_TOPIC, OUTPUT_SPARK_SCHEMA, WINDOW_KINDS
+from dagster_kstreams.spark.task_state import TaskState
 
 __all__ = ["TaskRunner", "TaskResult", "TaskProgress", "TaskFailedError", "TaskFencedError"]
 
@@ -95,6 +98,7 @@ log = logging.getLogger(__name__)
 HEADER_TASK = "__dagster_kstreams.task"
 HEADER_POSITION = "__dagster_kstreams.position"
 
+_TASK_GROUP = "_task_group"  # the constant a task-grouped sub-topology is grouped by
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
@@ -485,6 +489,13 @@ class TaskRunner:
             if CheckpointReader(self.spark, checkpoint).last_committed_batch() is None:
                 continue
             rows = self.spark.read.format("statestore").load(checkpoint).collect()
+            if program.task_grouped:  # one row per task: every key's slots (spark/task_state.py)
+                for row in rows:
+                    blob = _state_columns(row.value)[0]
+                    content = TaskState.store_content(None if blob is None else bytes(blob), slot)
+                    for raw_key, value in content.items():
+                        table[key_serde.deserialize(raw_key)] = value
+                continue
             for row in rows:
                 key = key_serde.deserialize(bytes(row.key[0]) if row.key[0] is not None else None)
                 if jvm_count:  # Spark's aggregation state: the count itself
@@ -604,9 +615,31 @@ class TaskRunner:
                 if output is not None:
                     yield output
 
-            output = source.groupBy("key").applyInPandasWithState(
-                run_key_group, OUTPUT_SPARK_SCHEMA, state_schema, "Update", GroupStateTimeout.NoTimeout
-            )
+            if program.task_grouped:  # the task's whole micro-batch is one group (spark/task_state.py)
+
+                def run_task(key, frames, state):
+                    import pandas as pd
+
+                    frames = list(frames)
+                    records = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+                    stored = state.get[0] if state.exists else None
+                    watermark = state.getCurrentWatermarkMs() if uses_stream_time else None
+                    output, new_state = program.process_task_batch(records, stored, watermark)
+                    if new_state is None:
+                        if state.exists:
+                            state.remove()
+                    else:
+                        state.update((new_state,))
+                    if output is not None:
+                        yield output
+
+                output = source.withColumn(_TASK_GROUP, F.lit(0)).groupBy(_TASK_GROUP).applyInPandasWithState(
+                    run_task, OUTPUT_SPARK_SCHEMA, "task binary", "Update", GroupStateTimeout.NoTimeout
+                )
+            else:
+                output = source.groupBy("key").applyInPandasWithState(
+                    run_key_group, OUTPUT_SPARK_SCHEMA, state_schema, "Update", GroupStateTimeout.NoTimeout
+                )
         else:
 
             def run_batches(batches):

@@ -18,10 +18,10 @@ import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.KStream;
 
 /**
- * Stream-stream (inner) joins run by Kafka Streams itself against a real broker, until every
- * input topic is consumed to its end.
+ * Stream-stream joins (inner, left, outer) run by Kafka Streams itself against a real broker,
+ * until every input topic is consumed to its end.
  *
- * Args: bootstrap applicationId stateDir a1 b1 a2 b2 a3 b3 out1 out2 out3
+ * Args: bootstrap applicationId stateDir a1 b1 a2 b2 a3 b3 a4 b4 a5 b5 out1 out2 out3 out4 out5
  *
  * The Python twin is stream_join_examples() in tests/test_equivalence_stream_joins.py; keep the
  * two in step.
@@ -33,8 +33,9 @@ public final class StreamJoinExamples {
         return value == null ? "null" : value;
     }
 
-    static StreamsBuilder streamJoinExamples(String a1, String b1, String a2, String b2, String a3, String b3,
-                                             String out1, String out2, String out3) {
+    static StreamsBuilder streamJoinExamples(List<String> in, List<String> out) {
+        String a1 = in.get(0), b1 = in.get(1), a2 = in.get(2), b2 = in.get(3), a3 = in.get(4), b3 = in.get(5);
+        String out1 = out.get(0), out2 = out.get(1), out3 = out.get(2);
         StreamsBuilder builder = new StreamsBuilder();
         // 1: symmetric window, no grace.
         KStream<String, String> left1 = builder.stream(a1);
@@ -54,6 +55,18 @@ public final class StreamJoinExamples {
         right3.join(left3, (x, y) -> s(x) + "*" + s(y),
                     JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(3), Duration.ofSeconds(5))
                         .before(Duration.ofSeconds(8))).to(out3);
+        // 4: left join, asymmetric window (3 s before, 6 s after), no grace.
+        KStream<String, String> left4 = builder.stream(in.get(6));
+        KStream<String, String> right4 = builder.stream(in.get(7));
+        left4.leftJoin(right4, (x, y) -> s(x) + "+" + s(y),
+                       JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(3))
+                           .after(Duration.ofSeconds(6))).to(out.get(3));
+        // 5: outer join, symmetric 4 s window, 5 s grace, joiner with key.
+        KStream<String, String> left5 = builder.stream(in.get(8));
+        KStream<String, String> right5 = builder.stream(in.get(9));
+        left5.outerJoin(right5, (k, x, y) -> s(k) + ":" + s(x) + "+" + s(y),
+                        JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(4), Duration.ofSeconds(5)))
+            .to(out.get(4));
         return builder;
     }
 
@@ -61,9 +74,8 @@ public final class StreamJoinExamples {
         String bootstrap = args[0];
         String applicationId = args[1];
         String stateDir = args[2];
-        List<String> inputs = List.of(args[3], args[4], args[5], args[6], args[7], args[8]);
-        StreamsBuilder builder = streamJoinExamples(args[3], args[4], args[5], args[6], args[7], args[8],
-                                                    args[9], args[10], args[11]);
+        List<String> inputs = List.of(args).subList(3, 13);
+        StreamsBuilder builder = streamJoinExamples(inputs, List.of(args).subList(13, 18));
         Properties props = new Properties();
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -74,8 +86,12 @@ public final class StreamJoinExamples {
         props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
         // Join 3 reads a repartition topic its own upstream task fills: wait for it rather than run
         // ahead on the other input (the Spark runner writes the repartition topic first).
-        props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 5_000L);
-        // Left/outer joins: emit non-joined records as soon as stream time allows (deterministic).
+        // Generous: the upstream task may start late on a loaded machine; the wait only costs time
+        // at the end of the input.
+        props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 20_000L);
+        // Left/outer joins: emit non-joined records as soon as stream time allows. By default Kafka
+        // Streams scans for them at most once per second of wall-clock time, so which records
+        // find a late partner first depends on processing speed.
         props.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", 0L);
 
         Files.createDirectories(Path.of(stateDir));
