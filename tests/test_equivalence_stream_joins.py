@@ -26,10 +26,7 @@ records dropped as late.
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
-import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
@@ -39,6 +36,7 @@ import pytest
 from pyspark import cloudpickle
 
 import oracle_harness
+from killed_runs import run_until_killed
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import produce, read_topic
 from dagster_kstreams.spark.runner import TaskRunner
@@ -250,35 +248,14 @@ def test_stream_joins_killed_part_way_and_rerun_still_match_kafka_streams(
     kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, kafka_streams_run
 ):
     topics = _our_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"])
-    module = tmp_path / "stream_join_topology.py"
-    module.write_text(
-        "from test_equivalence_stream_joins import stream_join_examples\n\n\n"
-        f"def build():\n    return stream_join_examples({topics!r})\n"
-    )
     app_id = unique_topic("spark-sjoins-kill")
     state = tmp_path / "state"
-    tests_dir = os.path.dirname(os.path.abspath(__file__))
-    command = [
-        sys.executable, "-m", "dagster_kstreams.cli", "run", "stream_join_topology:build", "--app-id", app_id,
-        "--all", "--bootstrap-servers", kafka_bootstrap, "--state-location", str(state), "--master", "local[2]",
-        "--max-records-per-batch", "60",
-    ]
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
-           "PYTHONPATH": os.pathsep.join([str(tmp_path), tests_dir, os.environ.get("PYTHONPATH", "")])}
-    victim = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
-                              start_new_session=True, cwd=str(tmp_path))
-    lines = []
-    try:
-        # Kill it once task 5_0 (the outer join, run last) has committed a batch: mid-way through
-        # its input, with records pending in its outer-join store.
-        for line in victim.stdout:
-            lines.append(line)
-            if line.startswith("task 5_0 batch"):
-                break
-    finally:
-        os.killpg(victim.pid, signal.SIGKILL)
-        victim.wait(timeout=60)
-    assert victim.returncode == -signal.SIGKILL
+    # Kill it once task 5_0 (the outer join, run last) has committed a batch: mid-way through
+    # its input, with records pending in its outer-join store.
+    lines = run_until_killed(tmp_path, "test_equivalence_stream_joins:stream_join_examples", topics, app_id=app_id,
+                             bootstrap=kafka_bootstrap, state=state,
+                             kill_when=lambda line: line.startswith("task 5_0 batch"),
+                             extra_args=("--max-records-per-batch", "60"))
     assert any(line.startswith("task 5_0 batch") for line in lines), lines
 
     runner = TaskRunner(stream_join_examples(topics), app_id, kafka_bootstrap, state_location=str(state),

@@ -1,25 +1,48 @@
 package kstreams.oracle;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
 import java.util.TreeMap;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StoreQueryParameters;
+import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.QueryableStoreTypes;
 import org.apache.kafka.streams.state.ReadOnlyKeyValueStore;
 
-/** What the processing mains share: waiting until a running app has consumed its input, and reading its stores. */
+/**
+ * What the processing mains share: their settings, waiting until a running app has consumed its
+ * input, and reading its stores.
+ */
 final class KafkaStreamsRuns {
     private KafkaStreamsRuns() {
+    }
+
+    /** String serdes by default, commits every 500 ms, one replica; creates the state directory. */
+    static Properties properties(String bootstrap, String applicationId, String stateDir) throws IOException {
+        Files.createDirectories(Path.of(stateDir));
+        Properties props = new Properties();
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
+        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
+        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 500);
+        props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
+        return props;
     }
 
     /** The topics whose end the app must reach, or null while they do not all exist yet. */

@@ -64,17 +64,9 @@ public final class ProcessExamples {
         String input = args[3];
         StreamsBuilder builder = examples(input, args[4], args[5], args[6]);
 
-        Properties props = new Properties();
-        props.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
-        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
-        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
-        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
-        props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 500);
+        Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 2);
-        props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
 
-        Files.createDirectories(Path.of(stateDir));
         KafkaStreams streams = new KafkaStreams(builder.build(), props);
         streams.start();
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {

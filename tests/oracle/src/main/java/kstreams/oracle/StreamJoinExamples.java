@@ -76,14 +76,7 @@ public final class StreamJoinExamples {
         String stateDir = args[2];
         List<String> inputs = List.of(args).subList(3, 13);
         StreamsBuilder builder = streamJoinExamples(inputs, List.of(args).subList(13, 18));
-        Properties props = new Properties();
-        props.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
-        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
-        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
-        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
-        props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 500);
-        props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
+        Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         // Join 3 reads a repartition topic its own upstream task fills: wait for it rather than run
         // ahead on the other input (the Spark runner writes the repartition topic first).
         // Generous: the upstream task may start late on a loaded machine; the wait only costs time
@@ -94,7 +87,6 @@ public final class StreamJoinExamples {
         // find a late partner first depends on processing speed.
         props.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", 0L);
 
-        Files.createDirectories(Path.of(stateDir));
         KafkaStreams streams = new KafkaStreams(builder.build(), props);
         streams.start();
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {

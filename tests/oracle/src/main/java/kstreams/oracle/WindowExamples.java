@@ -100,16 +100,8 @@ public final class WindowExamples {
         String stateDir = args[2];
         List<String> inputs = List.of(args[3], args[4]);
         StreamsBuilder builder = windowExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9]);
-        Properties props = new Properties();
-        props.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
-        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
-        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
-        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
-        props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 500);
-        props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
+        Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
 
-        Files.createDirectories(Path.of(stateDir));
         KafkaStreams streams = new KafkaStreams(builder.build(), props);
         streams.start();
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
