@@ -115,8 +115,8 @@ def _wait_for_alive_worker(web_port: int, timeout_s: float = 60) -> None:
             with urllib.request.urlopen(f"http://127.0.0.1:{web_port}/json/", timeout=2) as response:
                 if json.load(response).get("aliveworkers", 0) >= 1:
                     return
-        except OSError:
-            pass
+        except (OSError, ValueError):
+            pass  # not up yet (a UI still starting can answer with its HTML page)
         time.sleep(0.5)
     raise AssertionError(f"no Spark worker registered with the master (web UI port {web_port}) in {timeout_s}s")
 
