@@ -327,12 +327,7 @@ class CompiledTopology:
             operation = params["operation"]
             node = ExecNode(factory.name, "aggregate", aggregation=operation, store=params["store_name"],
                             cached=self._cached(params["store_name"]))
-            if operation == "reduce":
-                node.reducer = params["reducer"].fn
-            elif operation == "aggregate":
-                node.initializer = params["initializer"].fn
-                node.aggregator = params["aggregator"].fn
-            return node
+            return with_aggregation_functions(node, params)
         from dagster_kstreams.spark import joins, sessions, stream_joins, windows
 
         if sessions.handles(factory):
@@ -349,6 +344,16 @@ class CompiledTopology:
             "KTable filter/map_values/to_stream, stream-table joins, table-table joins, time/sliding/session "
             "windowed aggregations and stream-stream joins"
         )
+
+
+def with_aggregation_functions(node: ExecNode, params: dict) -> ExecNode:
+    """``node`` with the user functions of its ``count``/``reduce``/``aggregate`` (plain and windowed)."""
+    if node.aggregation == "reduce":
+        node.reducer = params["reducer"].fn
+    elif node.aggregation == "aggregate":
+        node.initializer = params["initializer"].fn
+        node.aggregator = params["aggregator"].fn
+    return node
 
 
 def compile_topology(

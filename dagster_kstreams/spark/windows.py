@@ -108,12 +108,9 @@ def exec_node(compiled, factory) -> ExecNode:
     node = ExecNode(factory.name, kind, aggregation=operation, store=params["store_name"],
                     options={"windows": windows, "size": size, "grace": windows.grace_ms, "retention": retention})
     node.cached = store.caching
-    if operation == "reduce":
-        node.reducer = params["reducer"].fn
-    elif operation == "aggregate":
-        node.initializer = params["initializer"].fn
-        node.aggregator = params["aggregator"].fn
-    return node
+    from dagster_kstreams.spark.compile import with_aggregation_functions
+
+    return with_aggregation_functions(node, params)
 
 
 def _check_upstream(compiled, sub, factory, kind: str, what: str) -> None:
