@@ -42,7 +42,6 @@ import json
 import os
 import platform
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -55,7 +54,6 @@ from pathlib import Path
 from typing import Optional
 
 REPO = Path(__file__).resolve().parent.parent
-DAEMON = str(Path(sys.executable).parent / "dagster-daemon")
 BROKER_PORT = 29100
 
 CODE_LOCATION = '''
@@ -233,44 +231,6 @@ def table(modes: dict) -> str:
 # --- the run -------------------------------------------------------------------------------
 
 
-def _default_signals() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
-def _processes_with_home(home: Path) -> list[int]:
-    """Every process started for this instance (daemon, code server, worker runs, their JVMs)."""
-    marker = f"DAGSTER_HOME={home}".encode()
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                if marker in (entry / "environ").read_bytes().split(b"\0"):
-                    pids.append(int(entry.name))
-            except OSError:
-                pass
-    return pids
-
-
-def _stop_daemon(process: subprocess.Popen, home: Path) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGINT)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            pass
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    process.wait(timeout=10)
-    for pid in _processes_with_home(home):  # worker runs and JVMs that left the daemon's group
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
 def _wait_for_group_coordinator(bootstrap: str, group: str, topic: str, timeout_s: float = 120) -> None:
     """On a fresh broker the group coordinator loads for a while; the admin client's offset calls
     have crashed a process then (see bench/wordcount.py), a consumer's committed() retries."""
@@ -288,6 +248,7 @@ def run_mode(mode: str, args, bootstrap: str, work: Path) -> dict:
 
     from dagster_kstreams.generator import BurstSchedule, generate
     from dagster_kstreams.kafka.admin import KafkaAdmin
+    from dagster_kstreams.local.daemon import DagsterDaemon
     from dagster_kstreams.orchestration.workers import read_heartbeats
 
     suffix = uuid.uuid4().hex[:6]
@@ -333,17 +294,9 @@ def run_mode(mode: str, args, bootstrap: str, work: Path) -> dict:
 
     generator = threading.Thread(target=write, name="generator", daemon=True)
 
-    with dg.DagsterInstance.from_config(str(home)) as instance:
-        # Create the SQLite storages (runs, events, schedules) before the daemon does: both at
-        # once collide ("table job_ticks already exists").
-        instance.get_runs(limit=1)
-        instance.all_instigator_state()
     log_file = (directory / "daemon.log").open("wb")
-    env = {**os.environ, "DAGSTER_HOME": str(home), "PYTHONPATH": os.pathsep.join(
-        [str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
-    daemon = subprocess.Popen([DAEMON, "run", "-w", str(directory / "workspace.yaml")], cwd=directory, env=env,
-                              stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                              start_new_session=True, preexec_fn=_default_signals)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    daemon = DagsterDaemon(home, directory / "workspace.yaml", log_file, cwd=directory, env=env)
     app_key = app_id.replace("-", "_")
     job_name = f"{app_key}_workers"
     topics = [settings["source"]]
@@ -430,7 +383,7 @@ def run_mode(mode: str, args, bootstrap: str, work: Path) -> dict:
             runs.sort(key=lambda run: run.created)
     finally:
         stop_generating.set()
-        _stop_daemon(daemon, home)
+        daemon.stop()
         log_file.close()
         if generator.is_alive():
             generator.join(timeout=30)

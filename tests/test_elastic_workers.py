@@ -15,8 +15,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -25,11 +23,11 @@ import dagster as dg
 import pytest
 
 from dagster_kstreams.kafka.records import final_values, produce, read_topic
+from dagster_kstreams.local.daemon import DagsterDaemon, processes_with_home
 from dagster_kstreams.orchestration.workers import TAG_STATE, TAG_TASKS, TAG_WORKER, parse_tasks, read_processes
 
 pytestmark = pytest.mark.integration
 
-DAEMON = str(Path(sys.executable).parent / "dagster-daemon")
 PARTITIONS = 4
 KEYS = 200
 BURST = 24_000
@@ -90,45 +88,6 @@ defs = build_kstreams_definitions(
 DAGSTER_YAML = (Path(__file__).resolve().parents[1] / "deploy" / "dagster.yaml").read_text()
 
 
-def _default_signals() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
-def _processes_with_home(home: Path) -> list[int]:
-    """Every process started for this instance (daemon, code server, worker runs, their JVMs)."""
-    marker = f"DAGSTER_HOME={home}".encode()
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                if marker in (entry / "environ").read_bytes().split(b"\0"):
-                    pids.append(int(entry.name))
-            except OSError:
-                pass
-    return pids
-
-
-def _stop(process: subprocess.Popen, home: Path) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGINT)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            pass
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    process.wait(timeout=10)
-    # Worker runs and their JVMs may have left the daemon's group; they carry our DAGSTER_HOME.
-    for pid in _processes_with_home(home):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
 @pytest.fixture
 def elastic_app(kafka_bootstrap, kafka_admin, unique_topic, tmp_path):
     settings = {"source": unique_topic("elastic-in"), "sink": unique_topic("elastic-out"),
@@ -140,26 +99,18 @@ def elastic_app(kafka_bootstrap, kafka_admin, unique_topic, tmp_path):
     home = tmp_path / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text(DAGSTER_YAML)
-    with dg.DagsterInstance.from_config(str(home)) as instance:
-        # Create the SQLite storages (runs, events, schedules) before the daemon does: both at
-        # once collide ("table job_ticks already exists").
-        instance.get_runs(limit=1)
-        instance.all_instigator_state()
     log = (tmp_path / "daemon.log").open("wb")
-    env = {**os.environ, "DAGSTER_HOME": str(home)}
-    process = subprocess.Popen([DAEMON, "run", "-w", str(tmp_path / "workspace.yaml")], cwd=tmp_path, env=env,
-                               stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                               start_new_session=True, preexec_fn=_default_signals)
+    daemon = DagsterDaemon(home, tmp_path / "workspace.yaml", log)
     try:
         with dg.DagsterInstance.from_config(str(home)) as instance:
-            yield settings, instance, process, tmp_path
+            yield settings, instance, daemon, tmp_path
     finally:
-        _stop(process, home)
+        daemon.stop()
         log.close()
         deadline = time.monotonic() + 10
-        while _processes_with_home(home) and time.monotonic() < deadline:
+        while processes_with_home(home) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert not _processes_with_home(home), "processes of the test instance survived"
+        assert not processes_with_home(home), "processes of the test instance survived"
 
 
 def _worker_runs(instance, settings):
