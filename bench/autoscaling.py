@@ -136,7 +136,7 @@ class Tick:
     t: float
     workers: int
     desired: int
-    capacity: float
+    capacity: float  # what the sensor planned with for sub-topology 0 (lines/s; the words have their own)
 
 
 @dataclass

@@ -110,6 +110,13 @@ def test_sensor_launches_hands_over_only_released_tasks_records_lag_and_retires(
     assert parse_tasks(_tags(instance, worker0)[TAG_TASKS]) == ALL
     (observation,) = result.asset_events
     assert observation.metadata["lag"].value == 400 and observation.metadata["desired_workers"].value == 2
+    # The sub-topology's share: 400 records in the 1 s catch-up time, and the input since the last
+    # tick at 70% utilization, at the default 100/s per worker.
+    assert observation.metadata["worker_capacity"].value == 100.0
+    assert observation.metadata["worker_capacity_measured"].value is False
+    input_rate = observation.metadata["input_rate"].value
+    assert input_rate > 0
+    assert observation.metadata["required_workers"].value == pytest.approx((400 + input_rate / 0.7) / 100, abs=0.01)
     (worker1,) = _submit(defs, instance, result.run_requests)
     result = _tick(defs, instance, result.cursor)
     assert parse_tasks(_tags(instance, worker0)[TAG_TASKS]) == ALL

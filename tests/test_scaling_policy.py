@@ -14,13 +14,17 @@ from dagster_kstreams.scaling.policy import (
     ScalingConfig,
     StabilizationState,
     TaskOffsets,
+    SubtopologyDemand,
     ThroughputSample,
     capacity_to_plan_with,
     desired_workers,
     input_rates,
+    measured_capacities,
     measured_capacity,
     recommend,
+    required_rate,
     stabilize,
+    subtopology_demands,
     worker_bounds,
 )
 
@@ -42,32 +46,37 @@ def configs(draw):
     )
 
 
+def workers_for(lag: int, rate: float, capacity: float, task_count: int, config: ScalingConfig) -> int:
+    """The count for an application of one sub-topology."""
+    return desired_workers(required_rate(lag, rate, config) / capacity, bool(lag or rate), task_count, config)
+
+
 def test_formula_adds_headroom_for_input_and_catch_up_for_lag():
     config = ScalingConfig(max_workers=10, catch_up_seconds=300, target_utilization=0.7)
     # 700 rec/s of input at 70% utilization needs 1000 rec/s; 600k lag in 300 s needs 2000 rec/s.
-    assert desired_workers(600_000, 700.0, 1000.0, task_count=12, config=config) == 3
-    assert desired_workers(600_001, 700.0, 1000.0, task_count=12, config=config) == 4
+    assert workers_for(600_000, 700.0, 1000.0, task_count=12, config=config) == 3
+    assert workers_for(600_001, 700.0, 1000.0, task_count=12, config=config) == 4
 
 
 def test_count_is_capped_by_tasks_and_max_workers():
     config = ScalingConfig(max_workers=10)
-    assert desired_workers(10**12, 0.0, 1.0, task_count=4, config=config) == 4
-    assert desired_workers(10**12, 0.0, 1.0, task_count=40, config=config) == 10
+    assert workers_for(10**12, 0.0, 1.0, task_count=4, config=config) == 4
+    assert workers_for(10**12, 0.0, 1.0, task_count=40, config=config) == 10
 
 
 def test_idle_application_scales_to_min_workers_and_to_zero_only_if_allowed():
-    assert desired_workers(0, 0.0, 1000.0, task_count=6, config=ScalingConfig(min_workers=0)) == 0
-    assert desired_workers(0, 0.0, 1000.0, task_count=6, config=ScalingConfig(min_workers=2)) == 2
+    assert workers_for(0, 0.0, 1000.0, task_count=6, config=ScalingConfig(min_workers=0)) == 0
+    assert workers_for(0, 0.0, 1000.0, task_count=6, config=ScalingConfig(min_workers=2)) == 2
     # Any lag at all needs a worker, even when min_workers is 0.
-    assert desired_workers(1, 0.0, 1000.0, task_count=6, config=ScalingConfig(min_workers=0)) == 1
+    assert workers_for(1, 0.0, 1000.0, task_count=6, config=ScalingConfig(min_workers=0)) == 1
     # No tasks, no workers, whatever min_workers says.
-    assert desired_workers(0, 0.0, 1000.0, task_count=0, config=ScalingConfig(min_workers=3, max_workers=5)) == 0
+    assert workers_for(0, 0.0, 1000.0, task_count=0, config=ScalingConfig(min_workers=3, max_workers=5)) == 0
 
 
 @settings(max_examples=300, deadline=None)
 @given(lags, rates, capacities, task_counts, configs())
 def test_count_respects_every_bound(lag, rate, capacity, tasks, config):
-    count = desired_workers(lag, rate, capacity, tasks, config)
+    count = workers_for(lag, rate, capacity, tasks, config)
     assert 0 <= count <= min(tasks, config.max_workers)
     assert count >= min(config.min_workers, tasks)
     if tasks and (lag or rate):
@@ -79,7 +88,7 @@ def test_count_respects_every_bound(lag, rate, capacity, tasks, config):
 @given(lags, lags, rates, capacities, task_counts, configs())
 def test_more_lag_never_means_fewer_workers(lag_a, lag_b, rate, capacity, tasks, config):
     low, high = sorted((lag_a, lag_b))
-    assert desired_workers(low, rate, capacity, tasks, config) <= desired_workers(high, rate, capacity, tasks, config)
+    assert workers_for(low, rate, capacity, tasks, config) <= workers_for(high, rate, capacity, tasks, config)
 
 
 @settings(max_examples=200, deadline=None)
@@ -87,8 +96,8 @@ def test_more_lag_never_means_fewer_workers(lag_a, lag_b, rate, capacity, tasks,
 def test_more_input_or_less_capacity_never_means_fewer_workers(lag, rate_a, rate_b, cap_a, cap_b, tasks, config):
     low_rate, high_rate = sorted((rate_a, rate_b))
     low_cap, high_cap = sorted((cap_a, cap_b))
-    assert desired_workers(lag, low_rate, cap_a, tasks, config) <= desired_workers(lag, high_rate, cap_a, tasks, config)
-    assert desired_workers(lag, rate_a, high_cap, tasks, config) <= desired_workers(lag, rate_a, low_cap, tasks, config)
+    assert workers_for(lag, low_rate, cap_a, tasks, config) <= workers_for(lag, high_rate, cap_a, tasks, config)
+    assert workers_for(lag, rate_a, high_cap, tasks, config) <= workers_for(lag, rate_a, low_cap, tasks, config)
 
 
 def test_snapshot_lag_and_uncommitted_tasks():
@@ -181,7 +190,7 @@ def test_small_batches_of_a_quiet_stream_do_not_ratchet_workers_up():
         seconds = 2 + records / 10_000
         samples = [ThroughputSample(tick * 30.0, f"worker-{i}", "0_0", records, seconds) for i in range(workers)]
         capacity = capacity_to_plan_with(measured_capacity(samples, tick * 30.0, config), None, config)
-        workers = desired_workers(0, 1000.0, capacity, task_count=16, config=config)
+        workers = workers_for(0, 1000.0, capacity, task_count=16, config=config)
     assert workers == 1
 
 
@@ -337,7 +346,7 @@ def test_input_rate_and_measured_capacity_drive_the_count():
     measured = [ThroughputSample(5, "worker-0", "0_0", records=20_000, seconds=20)]  # 1000 rec/s
     recommendation, _ = recommend(later, 1, config, previous_snapshot=earlier, throughput=measured)
     assert recommendation.input_rate == 4000.0
-    assert recommendation.worker_capacity == 1000.0 and recommendation.capacity_measured
+    assert recommendation.demands["0"].capacity == 1000.0 and recommendation.demands["0"].capacity_measured
     # 4000 / 0.5 = 8000 rec/s needed, but only 4 tasks can be spread.
     assert recommendation.unstabilized_workers == 4
 
@@ -360,3 +369,78 @@ def test_more_lag_never_means_fewer_workers_after_stabilization(lags_a, extra, c
     low_rec, _ = recommend(low, current, config, state=state)
     high_rec, _ = recommend(high, current, config, state=state)
     assert low_rec.desired_workers <= high_rec.desired_workers
+
+
+# --- applications of several sub-topologies ----------------------------------------------
+
+
+def offsets(lags_by_task: dict[str, int], end: int = 10**6) -> LagSnapshot:
+    return LagSnapshot(100.0, {task: TaskOffsets(end, end - lag) for task, lag in lags_by_task.items()})
+
+
+def test_each_subtopology_is_sized_by_its_own_capacity():
+    # Word count: sub-topology 0 splits lines (slow per record), 1 counts the words (fast per
+    # record, ~9.5 per line). Adding their lags as records would mix lines and words.
+    config = ScalingConfig(max_workers=8, catch_up_seconds=10, min_sample_seconds=5)
+    snapshot = offsets({**{f"0_{p}": 1_000 for p in range(4)}, **{f"1_{p}": 9_500 for p in range(4)}})
+    samples = [ThroughputSample(90, "run-a", "0_0", records=4_000, seconds=10),    # 400 lines/s
+               ThroughputSample(90, "run-a", "1_0", records=80_000, seconds=10)]   # 8000 words/s
+    recommendation, _ = recommend(snapshot, 1, config, throughput=samples)
+
+    lines, words = recommendation.demands["0"], recommendation.demands["1"]
+    assert (lines.lag, lines.capacity, lines.capacity_measured) == (4_000, 400.0, True)
+    assert (words.lag, words.capacity) == (38_000, 8_000.0)
+    assert lines.workers == pytest.approx(1.0) and words.workers == pytest.approx(0.475)
+    assert recommendation.required_workers == pytest.approx(1.475)
+    assert recommendation.unstabilized_workers == 2
+    # One capacity over all records (84k in 20 s = 4200/s) for all lag (42k in 10 s) says 1.
+    assert workers_for(42_000, 0.0, 84_000 / 20, 8, config) == 1
+
+
+def test_an_unmeasured_subtopology_uses_its_remembered_capacity_then_the_default():
+    config = ScalingConfig(default_worker_records_per_second=100.0, catch_up_seconds=10)
+    snapshot = offsets({"0_0": 1_000, "1_0": 1_000, "2_0": 1_000})
+    demands = subtopology_demands(snapshot, config, measured={"0": 1_000.0}, remembered={"0": 5.0, "1": 500.0})
+    assert {sub: (d.capacity, d.capacity_measured) for sub, d in demands.items()} == {
+        "0": (1_000.0, True), "1": (500.0, False), "2": (100.0, False)}
+    assert [demands[sub].workers for sub in "012"] == [0.1, 0.2, 1.0]
+
+
+def test_capacity_is_measured_per_subtopology():
+    config = ScalingConfig(min_sample_seconds=0)
+    samples = [ThroughputSample(10, "run", "0_0", 1_000, 10), ThroughputSample(10, "run", "0_1", 3_000, 10),
+               ThroughputSample(10, "run", "1_0", 50_000, 10)]
+    assert measured_capacities(samples, 20, config) == {"0": 200.0, "1": 5_000.0}
+    assert measured_capacities([], 20, config) == {}
+
+
+def test_sums_of_shares_that_make_whole_workers_are_not_rounded_up():
+    config = ScalingConfig(max_workers=8, catch_up_seconds=3)
+    # Shares 0.1 + 0.2 + ... as floats sum to a hair over the whole number.
+    snapshot = offsets({f"{sub}_0": lag for sub, lag in enumerate([30, 60, 90, 120, 300, 300, 300])})
+    recommendation, _ = recommend(snapshot, 1, replace(config, default_worker_records_per_second=100.0))
+    assert recommendation.required_workers == pytest.approx(4.0)
+    assert recommendation.unstabilized_workers == 4
+
+
+task_lags = st.dictionaries(st.sampled_from([f"{s}_{p}" for s in range(3) for p in range(4)]),
+                            st.integers(0, 10**7), min_size=1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(task_lags, st.dictionaries(st.sampled_from(["0", "1", "2"]), capacities), configs())
+def test_a_subtopology_added_to_an_application_never_lowers_its_count(lags_by_task, measured, config):
+    everything = subtopology_demands(offsets(lags_by_task), config, remembered=measured)
+    for sub in everything:
+        alone = {task: lag for task, lag in lags_by_task.items() if task.startswith(f"{sub}_")}
+        part, _ = recommend(offsets(alone), 0, config, throughput=(),
+                            last_measured_capacities=measured)
+        whole, _ = recommend(offsets(lags_by_task), 0, config, throughput=(),
+                             last_measured_capacities=measured)
+        assert part.unstabilized_workers <= whole.unstabilized_workers
+        assert part.demands[sub] == whole.demands[sub] == everything[sub]
+    idle = {**lags_by_task, "9_0": 0}
+    with_idle, _ = recommend(offsets(idle), 0, config, last_measured_capacities=measured)
+    without, _ = recommend(offsets(lags_by_task), 0, config, last_measured_capacities=measured)
+    assert with_idle.required_workers == without.required_workers
+    assert isinstance(with_idle.demands["9"], SubtopologyDemand) and with_idle.demands["9"].workers == 0

@@ -88,7 +88,7 @@ def test_input_rate_alone_keeps_workers_busy():
 @given(
     st.lists(st.tuples(st.floats(0, 1e9), st.integers(0, 64)), max_size=5),
     st.none() | st.floats(0, 1e9),
-    st.none() | st.floats(0.001, 1e9),
+    st.dictionaries(st.sampled_from(["0", "1", "7"]), st.floats(0.001, 1e9)),
     st.none()
     | st.builds(
         LagSnapshot,
@@ -98,9 +98,20 @@ def test_input_rate_alone_keeps_workers_busy():
         ),
     ),
 )
-def test_state_survives_the_cursor(recommendations, since, capacity, last_snapshot):
-    state = ScalingState(StabilizationState(tuple(recommendations), since), last_snapshot, capacity)
+def test_state_survives_the_cursor(recommendations, since, capacities, last_snapshot):
+    state = ScalingState(StabilizationState(tuple(recommendations), since), last_snapshot, capacities)
     assert ScalingState.from_json(state.to_json()) == state
+
+
+def test_a_cursor_from_before_per_subtopology_capacities_is_read_without_its_capacity():
+    # Version 1 kept one capacity for all sub-topologies: it is measured again rather than
+    # applied to records of every kind.
+    old = ('{"version": 1, "measured_capacity": 1234.5, "last_snapshot": {"time": 5.0, "tasks": {"0_0": [10, 4]}}, '
+           '"stabilization": {"recommendations": [[5.0, 2]], "observed_since": 1.0}}')
+    state = ScalingState.from_json(old)
+    assert state.measured_capacities == {}
+    assert state.last_snapshot == LagSnapshot(5.0, {"0_0": TaskOffsets(10, 4)})
+    assert state.stabilization == StabilizationState(((5.0, 2),), 1.0)
 
 
 def test_failed_worker_tasks_are_reassigned_on_the_next_tick():
@@ -121,13 +132,13 @@ def test_failed_worker_tasks_are_reassigned_on_the_next_tick():
 
 def test_measured_capacity_is_remembered_after_its_samples_age_out():
     config = replace(CONFIG, throughput_window_seconds=60, default_worker_records_per_second=1000)
-    fast = [ThroughputSample(0, "worker-0", "0_0", records=400_000, seconds=20)]  # 20k rec/s
+    fast = [ThroughputSample(0, "worker-0", task, records=400_000, seconds=20) for task in ("0_0", "1_0")]  # 20k/s
     first = decide_tick(snapshot(0, 22500), [], config, None, throughput=fast)
-    assert first.recommendation.worker_capacity == 20_000 and first.recommendation.desired_workers == 1
+    assert first.recommendation.demands["0"].capacity == 20_000 and first.recommendation.desired_workers == 1
 
     later = decide_tick(snapshot(300, 22500), [], config, first.state, throughput=fast)
-    assert not later.recommendation.capacity_measured
-    assert later.recommendation.worker_capacity == 20_000
+    assert not later.recommendation.demands["0"].capacity_measured
+    assert later.recommendation.demands["0"].capacity == 20_000
     assert later.recommendation.desired_workers == 1
 
     forgotten = decide_tick(snapshot(300, 22500), [], config, None, throughput=fast)
@@ -144,7 +155,7 @@ def test_workers_launched_for_a_burst_do_not_look_slow_while_they_start():
             for w in (1, 2) for task in ("0_1", "0_2")]
     lag_per_task = 15_000  # 120k in total: 2000 rec/s over the 60 s catch-up time, two workers
     with_cold = decide_tick(snapshot(200, lag_per_task), [], config, None, throughput=warm + cold)
-    assert with_cold.recommendation.worker_capacity == 1000.0
+    assert with_cold.recommendation.demands["0"].capacity == 1000.0
     assert with_cold.recommendation.desired_workers == 2
     counted = decide_tick(snapshot(200, lag_per_task), [], replace(config, warmup_batches=0), None,
                           throughput=warm + cold)

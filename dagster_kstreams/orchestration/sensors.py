@@ -4,7 +4,8 @@ Every tick it
 
 * reads the end offsets of the app's input topics and the group's committed offsets, and
   records the lag of each sub-topology as an ``AssetObservation`` of its asset (numeric
-  metadata: the UI plots ``lag``, ``workers``, ``desired_workers``, ``input_rate``...);
+  metadata: the UI plots ``lag``, ``workers``, ``desired_workers``, and the sub-topology's own
+  ``input_rate``, ``worker_capacity`` and ``required_workers``, its share of the count);
 * builds the fleet from the worker job's runs: the newest run of each worker id, its tags
   (``tasks``, ``assigned``, ``state``), whether it has left the run queue and whether it has
   beaten yet (its SparkSession is up: only then are tasks revoked from others for it), what it
@@ -56,6 +57,7 @@ from dagster_kstreams.scaling import (
     WorkerState,
     decide_tick,
     failure_streak,
+    subtopology_of,
     task_sort_key,
 )
 
@@ -197,17 +199,24 @@ def _observations(app: KStreamsApp, snapshot: LagSnapshot, summary: Mapping[str,
     lags = snapshot.lags()
     events = []
     for sub in app.topology.subtopologies:
-        mine = {task: lag for task, lag in lags.items() if task.split("_")[0] == str(sub.id)}
-        events.append(dg.AssetObservation(app.subtopology_key(sub.id), metadata={
+        mine = {task: lag for task, lag in lags.items() if subtopology_of(task) == str(sub.id)}
+        demand = summary["demands"].get(str(sub.id))
+        metadata = {
             "lag": dg.MetadataValue.int(sum(mine.values())),
             "max_task_lag": dg.MetadataValue.int(max(mine.values(), default=0)),
             "app_lag": dg.MetadataValue.int(snapshot.total_lag),
             "workers": dg.MetadataValue.int(running),
             "desired_workers": dg.MetadataValue.int(summary["desired_workers"]),
-            "input_rate": dg.MetadataValue.float(float(round(summary["input_rate"], 1))),
-            "worker_capacity": dg.MetadataValue.float(float(round(summary["worker_capacity"], 1))),
             "lag_by_task": dg.MetadataValue.json(dict(sorted(mine.items(), key=lambda kv: task_sort_key(kv[0])))),
-        }))
+        }
+        if demand is not None:
+            metadata.update({
+                "input_rate": dg.MetadataValue.float(float(round(demand["input_rate"], 1))),
+                "worker_capacity": dg.MetadataValue.float(float(round(demand["capacity"], 1))),
+                "worker_capacity_measured": dg.MetadataValue.bool(demand["capacity_measured"]),
+                "required_workers": dg.MetadataValue.float(float(round(demand["workers"], 3))),
+            })
+        events.append(dg.AssetObservation(app.subtopology_key(sub.id), metadata=metadata))
     return events
 
 
@@ -262,9 +271,14 @@ def kstreams_lag_sensor(app: KStreamsApp, elastic: ElasticWorkers, worker_job: d
         ]
         summary = decision.summary()
         running = sum(1 for worker in workers if worker.state is WorkerState.RUNNING)
+        per_subtopology = "; ".join(
+            f"{sub}: lag {demand['lag']}, input {demand['input_rate']:.0f}/s, capacity {demand['capacity']:.0f}/s"
+            f"{'' if demand['capacity_measured'] else ' (not measured)'}"
+            for sub, demand in ((str(sub.id), summary["demands"].get(str(sub.id))) for sub in app.topology.subtopologies)
+            if demand is not None)
         context.log.info(
-            f"lag {snapshot.total_lag}, input {summary['input_rate']:.0f}/s, capacity {summary['worker_capacity']:.0f}/s "
-            f"per worker: {summary['action']} ({running} -> {plan.desired_workers} workers); launch {summary['launch']}, "
+            f"lag {snapshot.total_lag} [{per_subtopology}], {summary['required_workers']:.2f} workers' worth of work: "
+            f"{summary['action']} ({running} -> {plan.desired_workers} workers); launch {summary['launch']}, "
             f"retag {summary['retag']}, retire {summary['retire']}, cancel {summary['cancel']}, "
             f"restart backoff {summary['deferred']}, pending handovers {summary['pending_handovers']}")
         return dg.SensorResult(run_requests=requests, cursor=decision.state.to_json(),

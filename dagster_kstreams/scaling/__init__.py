@@ -12,7 +12,7 @@ Standard library only: no Kafka, Spark or Dagster here, so every decision is uni
 
 from .assignment import assign_tasks, moved_tasks
 from .backoff import RunOutcome, failure_streak, relaunch_at, restart_delay
-from .ids import lowest_free_worker_ids, task_sort_key, worker_id, worker_index, worker_sort_key
+from .ids import lowest_free_worker_ids, subtopology_of, task_sort_key, worker_id, worker_index, worker_sort_key
 from .plan import (
     Handover,
     ReconciliationPlan,
@@ -27,15 +27,18 @@ from .policy import (
     Recommendation,
     ScalingConfig,
     StabilizationState,
+    SubtopologyDemand,
     TaskOffsets,
     ThroughputSample,
     capacity_to_plan_with,
     desired_workers,
     input_rates,
+    measured_capacities,
     measured_capacity,
     recommend,
     required_rate,
     stabilize,
+    subtopology_demands,
     worker_bounds,
 )
 from .tick import ScalingState, TickDecision, decide_tick
@@ -49,6 +52,7 @@ __all__ = [
     "ScalingConfig",
     "ScalingState",
     "StabilizationState",
+    "SubtopologyDemand",
     "TaskOffsets",
     "ThroughputSample",
     "TickDecision",
@@ -63,6 +67,7 @@ __all__ = [
     "failure_streak",
     "input_rates",
     "lowest_free_worker_ids",
+    "measured_capacities",
     "measured_capacity",
     "moved_tasks",
     "plan_reconciliation",
@@ -71,6 +76,8 @@ __all__ = [
     "required_rate",
     "restart_delay",
     "stabilize",
+    "subtopology_demands",
+    "subtopology_of",
     "task_sort_key",
     "worker_bounds",
     "worker_id",

@@ -24,6 +24,12 @@ def task_sort_key(task_id: str) -> tuple:
     return (1, 0, 0, task_id)
 
 
+def subtopology_of(task_id: str) -> str:
+    """The sub-topology part of a task id (``"1"`` for ``"1_3"``); another id is its own group."""
+    match = _TASK_ID.match(task_id)
+    return match.group(1) if match else task_id
+
+
 def worker_id(index: int) -> str:
     if index < 0:
         raise ValueError(f"worker index must be >= 0, got {index}")

@@ -1,15 +1,17 @@
 """How many workers an application needs, from consumer lag, input rate and measured throughput.
 
-The count follows the Flink Kubernetes autoscaler and DS2::
+The count follows the Flink Kubernetes autoscaler and DS2, per sub-topology ``s``::
 
-    required rate = input rate / target utilization + lag / catch-up duration
-    workers       = ceil(required rate / per-worker capacity)
+    required rate(s) = input rate(s) / target utilization + lag(s) / catch-up duration
+    workers          = ceil(sum over s of required rate(s) / capacity(s))
 
-where the per-worker capacity is the *true processing rate* workers reached (records per
-second of busy time, from their materializations), else the last such measurement, else a
-configured default. Like KEDA's Kafka scaler the count is capped at the number of tasks,
-since a task is never split between workers, and it is clamped to
-``[min_workers, max_workers]``.
+where ``capacity(s)`` is the *true processing rate* workers reached on the tasks of ``s``
+(records per second of busy time, from their materializations), else the last such
+measurement, else a configured default. Sub-topologies process different records at different
+costs (a line of text, the words it was split into), so their lags only add up as work time,
+never as records: DS2 sizes each operator by its own rate for the same reason. Like KEDA's
+Kafka scaler the count is capped at the number of tasks, since a task is never split between
+workers, and it is clamped to ``[min_workers, max_workers]``.
 
 Only batches long enough for processing to outweigh a batch's fixed cost (Spark job
 start-up) measure capacity. Short batches would otherwise feed back: more workers mean
@@ -40,15 +42,17 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from .ids import subtopology_of
+
 
 @dataclass(frozen=True)
 class ScalingConfig:
     """Limits and targets of one application's elastic workers.
 
-    ``default_worker_records_per_second`` stands in for the measured capacity until workers
-    have reported a warm batch (past the first ``warmup_batches`` runs of its task in its
-    worker) of at least ``min_sample_seconds``; ``throughput_window_seconds`` is how far back
-    measurements count.
+    ``default_worker_records_per_second`` stands in for a sub-topology's measured capacity
+    until workers have reported a warm batch of one of its tasks (past the first
+    ``warmup_batches`` runs of the task in its worker) of at least ``min_sample_seconds``;
+    ``throughput_window_seconds`` is how far back measurements count.
 
     ``restart_backoff_seconds`` / ``max_restart_backoff_seconds``: a worker id whose runs keep
     failing is relaunched after a delay that doubles with each consecutive failure, up to the
@@ -217,6 +221,16 @@ def measured_capacity(samples: Iterable[ThroughputSample], now: float, config: S
     return records / seconds if records else None
 
 
+def measured_capacities(samples: Iterable[ThroughputSample], now: float,
+                        config: ScalingConfig) -> dict[str, float]:
+    """:func:`measured_capacity` of each sub-topology's tasks, for those measured."""
+    by_subtopology: dict[str, list[ThroughputSample]] = {}
+    for sample in samples:
+        by_subtopology.setdefault(subtopology_of(sample.task_id), []).append(sample)
+    capacities = {sub: measured_capacity(group, now, config) for sub, group in by_subtopology.items()}
+    return {sub: capacity for sub, capacity in capacities.items() if capacity is not None}
+
+
 def capacity_to_plan_with(measured: float | None, last_measured: float | None, config: ScalingConfig) -> float:
     """Measured now, else measured before (the sensor keeps it), else the configured default."""
     for capacity in (measured, last_measured):
@@ -239,18 +253,62 @@ def required_rate(total_lag: int, input_rate: float, config: ScalingConfig) -> f
     return input_rate / config.target_utilization + total_lag / config.catch_up_seconds
 
 
-def desired_workers(
-    total_lag: int,
-    input_rate: float,
-    capacity: float,
-    task_count: int,
+@dataclass(frozen=True)
+class SubtopologyDemand:
+    """One sub-topology's share of the work at a tick.
+
+    ``capacity``: records of this sub-topology one worker processes per second (measured,
+    else remembered, else the default); ``workers``: how many workers its required rate keeps
+    busy, a fraction.
+    """
+
+    lag: int
+    input_rate: float
+    capacity: float
+    capacity_measured: bool
+    required_rate: float
+    workers: float
+
+
+def subtopology_demands(
+    snapshot: LagSnapshot,
     config: ScalingConfig,
-) -> int:
-    """Workers needed right now, within the bounds, before stabilization."""
-    if capacity <= 0:
-        raise ValueError(f"worker capacity must be > 0, got {capacity}")
-    lower, upper = worker_bounds(task_count, total_lag > 0 or input_rate > 0, config)
-    needed = math.ceil(required_rate(total_lag, input_rate, config) / capacity)
+    *,
+    previous_snapshot: LagSnapshot | None = None,
+    measured: Mapping[str, float] | None = None,
+    remembered: Mapping[str, float] | None = None,
+) -> dict[str, SubtopologyDemand]:
+    """Each sub-topology's lag, input rate, capacity and the workers it needs, keyed by its id."""
+    measured = measured or {}
+    remembered = remembered or {}
+    rates = input_rates(previous_snapshot, snapshot)
+    lags: dict[str, int] = {}
+    arriving: dict[str, float] = {}
+    for task, offsets in snapshot.tasks.items():
+        sub = subtopology_of(task)
+        lags[sub] = lags.get(sub, 0) + offsets.lag
+        arriving[sub] = arriving.get(sub, 0.0) + rates.get(task, 0.0)
+    demands = {}
+    for sub in lags:
+        capacity = capacity_to_plan_with(measured.get(sub), remembered.get(sub), config)
+        needed = required_rate(lags[sub], arriving[sub], config)
+        demands[sub] = SubtopologyDemand(lag=lags[sub], input_rate=arriving[sub], capacity=capacity,
+                                         capacity_measured=sub in measured, required_rate=needed,
+                                         workers=needed / capacity)
+    return demands
+
+
+# A sum of per-sub-topology fractions that is a whole number may come out a hair above it.
+_WHOLE_WORKER_SLACK = 1e-9
+
+
+def desired_workers(required_workers: float, has_work: bool, task_count: int, config: ScalingConfig) -> int:
+    """Workers needed right now (``required_workers``, the sum of the sub-topologies' shares,
+    rounded up), within the bounds, before stabilization."""
+    if required_workers < 0:
+        raise ValueError(f"required_workers must be >= 0, got {required_workers}")
+    lower, upper = worker_bounds(task_count, has_work, config)
+    needed = math.ceil(required_workers - _WHOLE_WORKER_SLACK)
     return max(lower, min(upper, needed))
 
 
@@ -311,10 +369,14 @@ class Recommendation:
     current_workers: int
     total_lag: int
     input_rate: float
-    worker_capacity: float
-    capacity_measured: bool
-    required_rate: float
+    required_workers: float
     task_count: int
+    demands: Mapping[str, SubtopologyDemand] = field(default_factory=dict)
+
+    @property
+    def measured_capacities(self) -> dict[str, float]:
+        """The capacities measured on this tick, by sub-topology (what the sensor remembers)."""
+        return {sub: demand.capacity for sub, demand in self.demands.items() if demand.capacity_measured}
 
     @property
     def action(self) -> str:
@@ -335,20 +397,24 @@ def recommend(
     previous_snapshot: LagSnapshot | None = None,
     throughput: Iterable[ThroughputSample] = (),
     state: StabilizationState = StabilizationState(),
-    last_measured_capacity: float | None = None,
+    last_measured_capacities: Mapping[str, float] | None = None,
 ) -> tuple[Recommendation, StabilizationState]:
     """One tick of the policy: the stabilized desired worker count and the next state.
 
     ``current_workers`` counts workers that are running and not retiring. The input rate
     comes from ``previous_snapshot`` (pass an older one to smooth it over a longer span).
+    ``last_measured_capacities``: per sub-topology, the capacity measured on an earlier tick.
     """
-    rate = sum(input_rates(previous_snapshot, snapshot).values())
-    measured = measured_capacity(throughput, snapshot.time, config)
-    capacity = capacity_to_plan_with(measured, last_measured_capacity, config)
+    demands = subtopology_demands(snapshot, config, previous_snapshot=previous_snapshot,
+                                  measured=measured_capacities(throughput, snapshot.time, config),
+                                  remembered=last_measured_capacities)
+    rate = sum(demand.input_rate for demand in demands.values())
     total_lag = snapshot.total_lag
     task_count = len(snapshot.tasks)
-    unstabilized = desired_workers(total_lag, rate, capacity, task_count, config)
-    _, upper = worker_bounds(task_count, total_lag > 0 or rate > 0, config)
+    has_work = total_lag > 0 or rate > 0
+    required = sum(demand.workers for demand in demands.values())
+    unstabilized = desired_workers(required, has_work, task_count, config)
+    _, upper = worker_bounds(task_count, has_work, config)
     decided, next_state = stabilize(unstabilized, current_workers, snapshot.time, state, config, ceiling=upper)
     recommendation = Recommendation(
         desired_workers=decided,
@@ -356,9 +422,8 @@ def recommend(
         current_workers=current_workers,
         total_lag=total_lag,
         input_rate=rate,
-        worker_capacity=capacity,
-        capacity_measured=measured is not None,
-        required_rate=required_rate(total_lag, rate, config),
+        required_workers=required,
         task_count=task_count,
+        demands=demands,
     )
     return recommendation, next_state

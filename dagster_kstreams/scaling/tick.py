@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 
 from .backoff import relaunch_at
 from .plan import ReconciliationPlan, Worker, WorkerState, plan_reconciliation
@@ -21,7 +22,10 @@ from .policy import (
     recommend,
 )
 
-_STATE_VERSION = 1
+_STATE_VERSION = 2
+# Version 1 kept one capacity for the whole application (lines and words alike); a cursor of
+# that version is read without it, and the capacities are measured again.
+_READABLE_VERSIONS = (1, _STATE_VERSION)
 
 
 @dataclass(frozen=True)
@@ -30,7 +34,7 @@ class ScalingState:
 
     stabilization: StabilizationState = StabilizationState()
     last_snapshot: LagSnapshot | None = None
-    measured_capacity: float | None = None
+    measured_capacities: Mapping[str, float] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(
@@ -38,7 +42,7 @@ class ScalingState:
                 "version": _STATE_VERSION,
                 "stabilization": self.stabilization.to_dict(),
                 "last_snapshot": None if self.last_snapshot is None else self.last_snapshot.to_dict(),
-                "measured_capacity": self.measured_capacity,
+                "measured_capacities": dict(self.measured_capacities),
             },
             sort_keys=True,
         )
@@ -50,14 +54,14 @@ class ScalingState:
             return cls()
         try:
             data = json.loads(text)
-            if data.get("version") != _STATE_VERSION:
+            if data.get("version") not in _READABLE_VERSIONS:
                 raise ValueError(f"unknown scaling state version {data.get('version')!r}")
             snapshot = data.get("last_snapshot")
-            capacity = data.get("measured_capacity")
+            capacities = data.get("measured_capacities") or {}
             return cls(
                 stabilization=StabilizationState.from_dict(data["stabilization"]),
                 last_snapshot=None if snapshot is None else LagSnapshot.from_dict(snapshot),
-                measured_capacity=None if capacity is None else float(capacity),
+                measured_capacities={str(sub): float(capacity) for sub, capacity in capacities.items()},
             )
         except (KeyError, TypeError, AttributeError, json.JSONDecodeError) as error:
             raise ValueError(f"malformed scaling state: {error}") from error
@@ -108,7 +112,7 @@ def decide_tick(
         previous_snapshot=state.last_snapshot,
         throughput=throughput,
         state=state.stabilization,
-        last_measured_capacity=state.measured_capacity,
+        last_measured_capacities=state.measured_capacities,
     )
     plan = plan_reconciliation(
         snapshot.tasks.keys(),
@@ -121,5 +125,5 @@ def decide_tick(
             and snapshot.time < relaunch_at(worker.failures, worker.failed_at, config)
         ],
     )
-    capacity = recommendation.worker_capacity if recommendation.capacity_measured else state.measured_capacity
-    return TickDecision(recommendation, plan, ScalingState(stabilization, snapshot, capacity))
+    capacities = {**state.measured_capacities, **recommendation.measured_capacities}
+    return TickDecision(recommendation, plan, ScalingState(stabilization, snapshot, capacities))
