@@ -21,9 +21,9 @@ from collections import defaultdict
 
 from pyspark import cloudpickle
 import pytest
-from confluent_kafka import Producer
 
 import oracle_harness
+from equivalence_io import java_string, output_topics, produce_strings
 from killed_runs import run_until_killed
 from dagster_kstreams.kafka.records import final_values, read_topic
 from dagster_kstreams.spark.runner import TaskRunner
@@ -43,20 +43,17 @@ INPUTS = ("orders", "customers", "left", "right")
 OUTPUTS = ("out-inner", "out-left", "tt-inner", "tt-left", "tt-outer")
 
 
-def _s(value) -> str:
-    return "null" if value is None else value  # Java's string concatenation of null
-
-
 def join_examples(topics: dict[str, str]) -> StreamsBuilder:
     """The Python twin of JoinExamples.joinExamples (Java); keep the two in step."""
     builder = StreamsBuilder()
     orders = builder.stream(topics["orders"])
     customers = builder.table(topics["customers"], Materialized.as_("customers-store"))
-    orders.join(customers, lambda order, customer: f"{order}|{_s(customer)}").to(topics["out-inner"])
-    orders.left_join(customers, lambda order, customer: f"{order}|{_s(customer)}").to(topics["out-left"])
+    orders.join(customers, lambda order, customer: f"{order}|{java_string(customer)}").to(topics["out-inner"])
+    orders.left_join(customers, lambda order, customer: f"{order}|{java_string(customer)}").to(topics["out-left"])
     left, right = builder.table(topics["left"]), builder.table(topics["right"])
     for join, name in ((left.join, "tt-inner"), (left.left_join, "tt-left"), (left.outer_join, "tt-outer")):
-        join(right, lambda a, b: f"{_s(a)}+{_s(b)}", Materialized.as_(name)).to_stream().to(topics[name])
+        join(right, lambda a, b: f"{java_string(a)}+{java_string(b)}", Materialized.as_(name)) \
+            .to_stream().to(topics[name])
     return builder
 
 
@@ -90,15 +87,6 @@ def _input(seed: int = 11) -> dict[str, list[tuple]]:
     return records
 
 
-def _produce(bootstrap: str, topic: str, records: list[tuple]) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random", "linger.ms": 5,
-                         "enable.idempotence": True})
-    for key, value, timestamp in records:
-        producer.produce(topic, key=None if key is None else key.encode(),
-                         value=None if value is None else value.encode(), timestamp=timestamp)
-    assert producer.flush(60) == 0
-
-
 def _results(bootstrap: str, topics: dict[str, str]) -> dict:
     """Stream-table outputs as ``{key: (partition, [values in order])}`` (null keys: a sorted list),
     table-table outputs as final values per key."""
@@ -127,9 +115,8 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
     records = _input()
     for name in INPUTS:
-        _produce(kafka_bootstrap, inputs[name], records[name])
-    topics = {**inputs, **{name: unique_topic(f"ks-{name}") for name in OUTPUTS}}
-    kafka_admin.create_topics({topics[name]: PARTITIONS for name in OUTPUTS})
+        produce_strings(kafka_bootstrap, inputs[name], records[name])
+    topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, PARTITIONS), "ks")
     stdout = oracle_harness.run_main(
         "kstreams.oracle.JoinExamples",
         [kafka_bootstrap, unique_topic("ks-joins"), str(tmp_path_factory.mktemp("ks-joins-state")),
@@ -138,12 +125,6 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     )
     return {"inputs": inputs, "records": records, "stores": json.loads(stdout),
             "results": _results(kafka_bootstrap, topics)}
-
-
-def _our_topics(kafka_admin, unique_topic, inputs) -> dict[str, str]:
-    topics = {**inputs, **{name: unique_topic(f"spark-{name}") for name in OUTPUTS}}
-    kafka_admin.create_topics({topics[name]: PARTITIONS for name in OUTPUTS})
-    return topics
 
 
 def _assert_same(expected_run, ours: dict, stores: dict) -> None:
@@ -169,7 +150,7 @@ def test_joins_on_spark_match_kafka_streams(kafka_bootstrap, kafka_admin, unique
     assert len(expected["tt-inner"]) < len(expected["tt-left"]) < len(expected["tt-outer"])
     assert any(v.startswith("null+") for v in expected["tt-outer"].values())
 
-    topics = _our_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"])
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, PARTITIONS))
     runner = TaskRunner(join_examples(topics), unique_topic("spark-joins"), kafka_bootstrap,
                         state_location=str(tmp_path / "state"), spark=spark)
     assert len(runner.task_ids()) == 2 * PARTITIONS
@@ -181,7 +162,7 @@ def test_joins_on_spark_match_kafka_streams(kafka_bootstrap, kafka_admin, unique
 def test_joins_killed_part_way_and_rerun_still_match_kafka_streams(
     kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, kafka_streams_run
 ):
-    topics = _our_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"])
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, PARTITIONS))
     app_id = unique_topic("spark-joins-kill")
     state = tmp_path / "state"
     # Kill it once task 1_0 has processed its batch, while it works on (or starts) task 1_1.

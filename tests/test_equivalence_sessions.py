@@ -24,9 +24,10 @@ import pytest
 from pyspark import cloudpickle
 
 import oracle_harness
+from equivalence_io import java_string, output_topics, produce_strings
 from killed_runs import run_until_killed
 import session_reference
-from dagster_kstreams.kafka.records import final_values, produce, read_topic
+from dagster_kstreams.kafka.records import final_values, read_topic
 from dagster_kstreams.spark.runner import TaskRunner
 from dagster_kstreams.topology.config import Grouped, Materialized, Produced
 from dagster_kstreams.topology.dsl import StreamsBuilder
@@ -43,10 +44,6 @@ OUTPUTS = ("out-count", "out-aggregate", "out-reduce")
 GAP, GRACE_AGGREGATE = 10_000, 30_000
 
 
-def _s(value) -> str:
-    return "null" if value is None else value  # Java's string concatenation of null
-
-
 def session_examples(topics: dict[str, str]) -> StreamsBuilder:
     """The Python twin of SessionExamples.sessionExamples (Java); keep the two in step."""
     windowed = WindowedSerde(Serdes.String(), session=True)
@@ -57,8 +54,8 @@ def session_examples(topics: dict[str, str]) -> StreamsBuilder:
         .count(Materialized.as_("session-count").with_caching_disabled()) \
         .to_stream().to(topics["out-count"], Produced.with_(windowed, Serdes.Long()))
     grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(seconds=10), timedelta(seconds=30))) \
-        .aggregate(lambda: "", lambda key, value, agg: f"{agg}+{_s(value)}", lambda key, one, two: f"{one}|{two}",
-                   Materialized.as_("session-aggregate")) \
+        .aggregate(lambda: "", lambda key, value, agg: f"{agg}+{java_string(value)}",
+                   lambda key, one, two: f"{one}|{two}", Materialized.as_("session-aggregate")) \
         .to_stream().to(topics["out-aggregate"], Produced.with_(windowed, Serdes.String()))
     stream.group_by(lambda key, value: None if value is None else value[0],
                     Grouped.with_("session-regroup", Serdes.String(), Serdes.String())) \
@@ -69,7 +66,7 @@ def session_examples(topics: dict[str, str]) -> StreamsBuilder:
 
 
 def _aggregate_functions():
-    return (lambda: "", lambda key, value, agg: f"{agg}+{_s(value)}", lambda key, one, two: f"{one}|{two}")
+    return (lambda: "", lambda key, value, agg: f"{agg}+{java_string(value)}", lambda key, one, two: f"{one}|{two}")
 
 
 def _input(seed: int = 5) -> list[tuple]:
@@ -155,10 +152,8 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     events = unique_topic("session-events")
     kafka_admin.create_topics({events: PARTITIONS})
     records = _input()
-    produce(kafka_bootstrap, events, [(None if k is None else k.encode(), None if v is None else v.encode(), p, t)
-                                      for k, v, p, t in records])
-    topics = {"events": events, **{name: unique_topic(f"ks-{name}") for name in OUTPUTS}}
-    kafka_admin.create_topics({topics[name]: PARTITIONS for name in OUTPUTS})
+    produce_strings(kafka_bootstrap, events, records)
+    topics = output_topics(kafka_admin, unique_topic, {"events": events}, dict.fromkeys(OUTPUTS, PARTITIONS), "ks")
     stdout = oracle_harness.run_main(
         "kstreams.oracle.SessionExamples",
         [kafka_bootstrap, unique_topic("ks-sessions"), str(tmp_path_factory.mktemp("ks-sessions-state")),
@@ -167,12 +162,6 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     )
     return {"events": events, "records": records, "metrics": json.loads(stdout.strip().splitlines()[-1]),
             "results": _results(kafka_bootstrap, topics)}
-
-
-def _our_topics(kafka_admin, unique_topic, events) -> dict[str, str]:
-    topics = {"events": events, **{name: unique_topic(f"spark-{name}") for name in OUTPUTS}}
-    kafka_admin.create_topics({topics[name]: PARTITIONS for name in OUTPUTS})
-    return topics
 
 
 def _assert_same(kafka_streams_run, ours: dict) -> None:
@@ -199,7 +188,8 @@ def test_reference_and_kafka_streams_agree(kafka_streams_run):
 
 def test_sessions_on_spark_match_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
                                                kafka_streams_run):
-    topics = _our_topics(kafka_admin, unique_topic, kafka_streams_run["events"])
+    topics = output_topics(kafka_admin, unique_topic, {"events": kafka_streams_run["events"]},
+                           dict.fromkeys(OUTPUTS, PARTITIONS))
     runner = TaskRunner(session_examples(topics), unique_topic("spark-sessions"), kafka_bootstrap,
                         state_location=str(tmp_path / "state"), spark=spark)
     results = runner.run_all()
@@ -210,7 +200,8 @@ def test_sessions_on_spark_match_kafka_streams(kafka_bootstrap, kafka_admin, uni
 def test_sessions_killed_part_way_and_rerun_still_match_kafka_streams(
     kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, kafka_streams_run
 ):
-    topics = _our_topics(kafka_admin, unique_topic, kafka_streams_run["events"])
+    topics = output_topics(kafka_admin, unique_topic, {"events": kafka_streams_run["events"]},
+                           dict.fromkeys(OUTPUTS, PARTITIONS))
     app_id = unique_topic("spark-sessions-kill")
     state = tmp_path / "state"
     # Kill it as soon as task 0_0 (two batches) has committed its first: the rerun goes on from

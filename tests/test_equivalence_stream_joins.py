@@ -36,9 +36,10 @@ import pytest
 from pyspark import cloudpickle
 
 import oracle_harness
+from equivalence_io import java_string, output_topics, produce_strings
 from killed_runs import run_until_killed
 from dagster_kstreams.kafka.partitioner import default_partition
-from dagster_kstreams.kafka.records import produce, read_topic
+from dagster_kstreams.kafka.records import read_topic
 from dagster_kstreams.spark.runner import TaskRunner
 from dagster_kstreams.topology.dsl import StreamsBuilder
 from dagster_kstreams.topology.windows import JoinWindows
@@ -56,31 +57,27 @@ ROUND_MS = 60_000
 BASE = ((int(time.time()) - 3600) * 1000) // ROUND_MS * ROUND_MS  # recent: the broker keeps 7 days
 
 
-def _s(value) -> str:
-    return "null" if value is None else value  # Java's string concatenation of null
-
-
 def stream_join_examples(topics: dict[str, str]) -> StreamsBuilder:
     """The Python twin of StreamJoinExamples.streamJoinExamples (Java); keep the two in step."""
     builder = StreamsBuilder()
     left1, right1 = builder.stream(topics["a1"]), builder.stream(topics["b1"])
-    left1.join(right1, lambda x, y: f"{_s(x)}+{_s(y)}",
+    left1.join(right1, lambda x, y: f"{java_string(x)}+{java_string(y)}",
                JoinWindows.of_time_difference_with_no_grace(timedelta(seconds=10))).to(topics["out1"])
     left2, right2 = builder.stream(topics["a2"]), builder.stream(topics["b2"])
-    left2.join(right2, lambda k, x, y: f"{k}:{_s(x)}+{_s(y)}",
+    left2.join(right2, lambda k, x, y: f"{k}:{java_string(x)}+{java_string(y)}",
                JoinWindows.of_time_difference_and_grace(timedelta(seconds=5), timedelta(seconds=20))
                .after(timedelta(seconds=30))).to(topics["out2"])
     left3 = builder.stream(topics["a3"]).select_key(lambda k, v: None if k is None else "r" + k[1:])
     right3 = builder.stream(topics["b3"])
-    right3.join(left3, lambda x, y: f"{_s(x)}*{_s(y)}",
+    right3.join(left3, lambda x, y: f"{java_string(x)}*{java_string(y)}",
                 JoinWindows.of_time_difference_and_grace(timedelta(seconds=3), timedelta(seconds=5))
                 .before(timedelta(seconds=8))).to(topics["out3"])
     left4, right4 = builder.stream(topics["a4"]), builder.stream(topics["b4"])
-    left4.left_join(right4, lambda x, y: f"{_s(x)}+{_s(y)}",
+    left4.left_join(right4, lambda x, y: f"{java_string(x)}+{java_string(y)}",
                     JoinWindows.of_time_difference_with_no_grace(timedelta(seconds=3))
                     .after(timedelta(seconds=6))).to(topics["out4"])
     left5, right5 = builder.stream(topics["a5"]), builder.stream(topics["b5"])
-    left5.outer_join(right5, lambda k, x, y: f"{_s(k)}:{_s(x)}+{_s(y)}",
+    left5.outer_join(right5, lambda k, x, y: f"{java_string(k)}:{java_string(x)}+{java_string(y)}",
                      JoinWindows.of_time_difference_and_grace(timedelta(seconds=4), timedelta(seconds=5))
                      ).to(topics["out5"])
     return builder
@@ -123,10 +120,6 @@ def _input(seed: int = 5, rounds: int = 8) -> dict[str, list[tuple]]:
                     partition = default_partition(key.encode(), partitions)
                 records[topic].append((key, value, partition, timestamp))
     return records
-
-
-def _encoded(records):
-    return [(None if k is None else k.encode(), None if v is None else v.encode(), p, t) for k, v, p, t in records]
 
 
 def _results(bootstrap: str, topics: dict[str, str]) -> dict:
@@ -172,9 +165,8 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     kafka_admin.create_topics({inputs[name]: PARTITIONS[name] for name in INPUTS})
     records = _input()
     for name in INPUTS:
-        produce(kafka_bootstrap, inputs[name], _encoded(records[name]))
-    topics = {**inputs, **{name: unique_topic(f"ks-sjoin-{name}") for name in OUTPUTS}}
-    kafka_admin.create_topics({topics[name]: OUTPUT_PARTITIONS[name] for name in OUTPUTS})
+        produce_strings(kafka_bootstrap, inputs[name], records[name])
+    topics = output_topics(kafka_admin, unique_topic, inputs, OUTPUT_PARTITIONS, "ks-sjoin")
     stdout = oracle_harness.run_main(
         "kstreams.oracle.StreamJoinExamples",
         [kafka_bootstrap, unique_topic("ks-sjoins"), str(tmp_path_factory.mktemp("ks-sjoins-state")),
@@ -184,12 +176,6 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     metrics = json.loads(stdout.strip().splitlines()[-1])
     return {"inputs": inputs, "records": records, "results": _results(kafka_bootstrap, topics),
             "dropped_late": metrics["dropped-records-total"] - _skipped(records)}
-
-
-def _our_topics(kafka_admin, unique_topic, inputs) -> dict[str, str]:
-    topics = {**inputs, **{name: unique_topic(f"spark-sjoin-{name}") for name in OUTPUTS}}
-    kafka_admin.create_topics({topics[name]: OUTPUT_PARTITIONS[name] for name in OUTPUTS})
-    return topics
 
 
 def _assert_same(expected: dict, ours: dict) -> None:
@@ -230,7 +216,7 @@ def test_reference_exercises_the_cases(kafka_streams_run):
 
 def test_stream_joins_on_spark_match_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
                                                    kafka_streams_run):
-    topics = _our_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"])
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUT_PARTITIONS, "spark-sjoin")
     runner = TaskRunner(stream_join_examples(topics), unique_topic("spark-sjoins"), kafka_bootstrap,
                         state_location=str(tmp_path / "state"), spark=spark)
     results = runner.run_all()  # one micro-batch per task (the killed run below takes several)
@@ -247,7 +233,7 @@ def test_stream_joins_on_spark_match_kafka_streams(kafka_bootstrap, kafka_admin,
 def test_stream_joins_killed_part_way_and_rerun_still_match_kafka_streams(
     kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, kafka_streams_run
 ):
-    topics = _our_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"])
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUT_PARTITIONS, "spark-sjoin")
     app_id = unique_topic("spark-sjoins-kill")
     state = tmp_path / "state"
     # Kill it once task 5_0 (the outer join, run last) has committed a batch: mid-way through

@@ -25,8 +25,9 @@ import pytest
 from pyspark import cloudpickle
 
 import oracle_harness
+from equivalence_io import java_string, output_topics, produce_strings
 from killed_runs import run_until_killed
-from dagster_kstreams.kafka.records import final_values, produce, read_topic
+from dagster_kstreams.kafka.records import final_values, read_topic
 from dagster_kstreams.spark.runner import TaskRunner
 from dagster_kstreams.topology.config import Materialized, Produced
 from dagster_kstreams.topology.dsl import StreamsBuilder
@@ -47,10 +48,6 @@ OUTPUTS = {  # name: (window size, value decoder)
 }
 
 
-def _s(value) -> str:
-    return "null" if value is None else value  # Java's string concatenation of null
-
-
 def window_examples(topics: dict[str, str]) -> StreamsBuilder:
     """The Python twin of WindowExamples.windowExamples (Java); keep the two in step."""
     builder = StreamsBuilder()
@@ -61,7 +58,7 @@ def window_examples(topics: dict[str, str]) -> StreamsBuilder:
         .count(Materialized.as_("tumbling-count")).to_stream().to(topics["out-tumbling"], windowed(10_000))
     events.group_by_key() \
         .windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=10)).advance_by(timedelta(seconds=5))) \
-        .aggregate(lambda: "", lambda key, value, agg: f"{agg},{_s(value)}", Materialized.as_("hopping-agg")) \
+        .aggregate(lambda: "", lambda key, value, agg: f"{agg},{java_string(value)}", Materialized.as_("hopping-agg")) \
         .to_stream().to(topics["out-hopping"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.String()))
     events.group_by(lambda key, value: None if key is None else key[:1]) \
         .windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=20), timedelta(hours=1))) \
@@ -118,11 +115,6 @@ def _input(seed: int = 5) -> dict[str, list[tuple]]:
     return {"events": events, "slides": slides}
 
 
-def _produce(bootstrap: str, topic: str, records: list[tuple]) -> None:
-    produce(bootstrap, topic, [(None if k is None else k.encode(), None if v is None else v.encode(), None, t)
-                               for k, v, t in records])
-
-
 def _results(bootstrap: str, topics: dict[str, str]) -> dict:
     """The last value per (key, window start) of every output topic; for the count without a
     record cache, every value per (key, window start) in order."""
@@ -155,9 +147,8 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
     records = _input()
     for name in INPUTS:
-        _produce(kafka_bootstrap, inputs[name], records[name])
-    topics = {**inputs, **{name: unique_topic(f"ks-{name}") for name in OUTPUTS}}
-    kafka_admin.create_topics({topics[name]: PARTITIONS for name in OUTPUTS})
+        produce_strings(kafka_bootstrap, inputs[name], records[name])
+    topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, PARTITIONS), "ks")
     stdout = oracle_harness.run_main(
         "kstreams.oracle.WindowExamples",
         [kafka_bootstrap, unique_topic("ks-windows"), str(tmp_path_factory.mktemp("ks-windows-state")),
@@ -167,12 +158,6 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     report = json.loads(stdout)
     return {"inputs": inputs, "records": records, "stores": report["stores"], "dropped": report["dropped"],
             "results": _results(kafka_bootstrap, topics)}
-
-
-def _our_topics(kafka_admin, unique_topic, inputs) -> dict[str, str]:
-    topics = {**inputs, **{name: unique_topic(f"spark-{name}") for name in OUTPUTS}}
-    kafka_admin.create_topics({topics[name]: PARTITIONS for name in OUTPUTS})
-    return topics
 
 
 # Our retention per store (windows.py): a window whose start is at or before stream time - retention is gone.
@@ -217,7 +202,7 @@ def test_windowed_aggregations_on_spark_match_kafka_streams(kafka_bootstrap, kaf
     assert all(values == list(range(1, len(values) + 1)) for values in uncached.values())
     assert max(len(values) for values in uncached.values()) > 3
 
-    topics = _our_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"])
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, PARTITIONS))
     # Several micro-batches per task: stream time carried from batch to batch by the watermark.
     runner = TaskRunner(window_examples(topics), unique_topic("spark-windows"), kafka_bootstrap,
                         state_location=str(tmp_path / "state"), spark=spark, max_records_per_batch=150)
@@ -232,7 +217,7 @@ def test_windowed_aggregations_on_spark_match_kafka_streams(kafka_bootstrap, kaf
 def test_windowed_aggregations_killed_part_way_and_rerun_still_match_kafka_streams(
     kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, kafka_streams_run
 ):
-    topics = _our_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"])
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, PARTITIONS))
     app_id = unique_topic("spark-windows-kill")
     state = tmp_path / "state"
     # Kill it once task 1_0 has processed its batch, while it works on (or starts) task 1_1.

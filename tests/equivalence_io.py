@@ -1,0 +1,39 @@
+"""What the window, session and join equivalence tests share: Java's rendering of null, writing
+string records with their timestamps, and the output topics of our side of a comparison."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Mapping
+
+from pyspark import cloudpickle
+
+from dagster_kstreams.kafka.records import produce
+
+# The DSL programs' lambdas call java_string in Spark's Python workers, which cannot import
+# modules of tests/: ship this one by value, as the test modules ship themselves.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def java_string(value) -> str:
+    """``value`` as Java's string concatenation renders it ("null" for null)."""
+    return "null" if value is None else value
+
+
+def produce_strings(bootstrap: str, topic: str, records: Iterable[tuple]) -> None:
+    """Write ``(key, value, timestamp)`` or ``(key, value, partition, timestamp)`` string records
+    (None: a null key or value; a None partition: the murmur2 partitioner places the record)."""
+    def encoded(text):
+        return None if text is None else text.encode()
+
+    produce(bootstrap, topic, [(encoded(record[0]), encoded(record[1]), *([None] if len(record) == 3 else []),
+                                *record[2:]) for record in records])
+
+
+def output_topics(kafka_admin, unique_topic, inputs: Mapping[str, str], partitions: Mapping[str, int],
+                  prefix: str = "spark") -> dict[str, str]:
+    """``inputs`` and new output topics for our run (named ``<prefix>-<output>``), created with
+    ``partitions[output]`` partitions each."""
+    topics = {**inputs, **{name: unique_topic(f"{prefix}-{name}") for name in partitions}}
+    kafka_admin.create_topics({topics[name]: count for name, count in partitions.items()})
+    return topics
