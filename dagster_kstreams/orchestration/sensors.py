@@ -271,11 +271,11 @@ def kstreams_lag_sensor(app: KStreamsApp, elastic: ElasticWorkers, worker_job: d
         ]
         summary = decision.summary()
         running = sum(1 for worker in workers if worker.state is WorkerState.RUNNING)
+        demands = [(str(sub.id), summary["demands"].get(str(sub.id))) for sub in app.topology.subtopologies]
         per_subtopology = "; ".join(
             f"{sub}: lag {demand['lag']}, input {demand['input_rate']:.0f}/s, capacity {demand['capacity']:.0f}/s"
             f"{'' if demand['capacity_measured'] else ' (not measured)'}"
-            for sub, demand in ((str(sub.id), summary["demands"].get(str(sub.id))) for sub in app.topology.subtopologies)
-            if demand is not None)
+            for sub, demand in demands if demand is not None)
         context.log.info(
             f"lag {snapshot.total_lag} [{per_subtopology}], {summary['required_workers']:.2f} workers' worth of work: "
             f"{summary['action']} ({running} -> {plan.desired_workers} workers); launch {summary['launch']}, "

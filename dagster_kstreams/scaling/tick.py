@@ -7,8 +7,7 @@ scale-down stabilization and the input rate survive between ticks.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 
 from .backoff import relaunch_at
