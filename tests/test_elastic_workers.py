@@ -4,10 +4,10 @@ SparkSession), a real broker.
 
 One application counts records per key from a 4-partition topic (4 tasks). The lag sensor ticks
 every 5 s: it starts one worker; a burst makes it scale up; once the second worker works, a
-second burst lands and that worker run is SIGKILLed in the middle of its work; its tasks move to a
-replacement; the lag drains; after the 20 s
-stabilization window it scales back down to one worker. The counts equal the input exactly, and
-no offset of any task was processed by two task runs.
+second burst lands and that worker run is SIGKILLed in the middle of its work; its tasks move to
+a replacement; the lag drains; after the 20 s stabilization window it scales back down to one
+worker. The counts equal the input exactly, and no offset of any task was processed by two task
+runs.
 """
 
 from __future__ import annotations
