@@ -193,8 +193,19 @@ def test_sessions_on_spark_match_kafka_streams(kafka_bootstrap, kafka_admin, uni
     runner = TaskRunner(session_examples(topics), unique_topic("spark-sessions"), kafka_bootstrap,
                         state_location=str(tmp_path / "state"), spark=spark)
     results = runner.run_all()
-    _assert_same(kafka_streams_run, _results(kafka_bootstrap, topics))
+    ours = _results(kafka_bootstrap, topics)
+    _assert_same(kafka_streams_run, ours)
     assert sum(r.records_dropped_late for r in results) == _expected(kafka_streams_run["records"])["dropped"]
+
+    # The stores read back as Kafka Streams' session stores do: each session still held is a
+    # windowed key whose last output is its aggregate.
+    final = _decoded(ours)
+    for output, store in (("out-count", "session-count"), ("out-aggregate", "session-aggregate"),
+                          ("out-reduce", "session-reduce")):
+        content = runner.read_store(store)
+        assert content, store
+        for windowed, aggregate in content.items():
+            assert final[output][(windowed.key, windowed.window.start, windowed.window.end)] == aggregate, store
 
 
 def test_sessions_killed_part_way_and_rerun_still_match_kafka_streams(

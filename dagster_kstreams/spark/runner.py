@@ -86,7 +86,7 @@ from dagster_kstreams.spark.checkpoint import (
 from dagster_kstreams.spark.compile import CompiledTopology, compile_topology, parse_task_id
 from dagster_kstreams.spark.event_time import source_columns, with_processing_order
 from dagster_kstreams.spark.session import honor_pyspark_python
-from dagster_kstreams.spark import windows
+from dagster_kstreams.spark import sessions, windows
 from dagster_kstreams.spark.program import DROPPED_LATE_TOPIC, OUTPUT_SPARK_SCHEMA, WINDOW_KINDS
 from dagster_kstreams.spark.task_state import TaskState
 
@@ -467,7 +467,8 @@ class TaskRunner:
 
     # -- state ------------------------------------------------------------------------
     def read_store(self, store_name: str) -> dict[Any, Any]:
-        """The content of a state store across all tasks: ``{key: value}``, deserialized.
+        """The content of a state store across all tasks: ``{key: value}``, deserialized; a
+        windowed or session store's keys are ``Windowed(key, Window(start, end))``.
 
         Read with Spark's state data source (``format("statestore")``) from each task's
         checkpoint, at its last committed batch; tasks that never ran contribute nothing.
@@ -505,6 +506,9 @@ class TaskRunner:
                 if blob is not None:
                     if store_node.kind in WINDOW_KINDS:  # one row holds the key's windows
                         table.update(windows.store_entries(store_node, key, pickle.loads(bytes(blob))))
+                        continue
+                    if store_node.kind == sessions.KIND:  # one row holds the key's sessions
+                        table.update(sessions.store_entries(key, pickle.loads(bytes(blob))))
                         continue
                     table[key] = pickle.loads(bytes(blob))
         return table

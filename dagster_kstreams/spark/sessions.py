@@ -137,6 +137,13 @@ def exec_node(compiled, factory) -> ExecNode:
     )
 
 
+def store_entries(key, sessions) -> Any:
+    """A key's stored sessions as ``(Windowed(key, Window(start, end)), aggregate)`` pairs, the
+    way Kafka Streams' session store returns them (read_store)."""
+    for start, end, aggregate in sessions:
+        yield Windowed(key, Window(start, end)), aggregate
+
+
 class SessionStore:
     """One key's sessions: ``[(start, end, agg)]`` in store order (by end, then start).
 
