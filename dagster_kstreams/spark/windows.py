@@ -115,13 +115,9 @@ def exec_node(compiled, factory) -> ExecNode:
 
 def _check_upstream(compiled, sub, factory, kind: str, what: str) -> None:
     allowed = _PASS_ALL_KINDS if kind == "sliding_window_aggregate" else _PASS_KEYS_KINDS
-    ancestors, todo = set(), list(factory.parents)
-    while todo:
-        name = todo.pop()
-        if name in ancestors:
-            continue
-        ancestors.add(name)
-        node = sub.node(name)
+    ancestors = set()
+    for node in _reachable(sub, factory.parents, lambda node: node.parents):
+        ancestors.add(node.name)
         if node.kind not in allowed:
             raise _unsupported(
                 f"{what}: {node.name} ({node.kind.value}) lies between the source and the aggregation in sub-topology "
@@ -129,7 +125,6 @@ def _check_upstream(compiled, sub, factory, kind: str, what: str) -> None:
                 "it; the Spark runner uses the task's stream time, so every record of the task must reach the "
                 "aggregation with its key (and, for sliding windows, its value) unchanged. Add .repartition() "
                 "before grouping to give the aggregation a sub-topology of its own")
-        todo.extend(node.parents)
     for node in sub.nodes:
         if node.kind is NodeKind.SOURCE and node.name not in ancestors:
             raise _unsupported(
@@ -147,14 +142,22 @@ def _check_upstream(compiled, sub, factory, kind: str, what: str) -> None:
                 "Spark runner has one stream time per task. Add .repartition() before grouping")
 
 
-def _check_downstream(sub, factory, what: str) -> None:
-    todo, seen = list(factory.children), set()
+def _reachable(sub, start, next_names):
+    """The nodes of ``sub`` reachable from the names ``start`` by ``next_names`` (parents or
+    children), each once, ``start`` included."""
+    todo, seen = list(start), set()
     while todo:
         name = todo.pop()
         if name in seen:
             continue
         seen.add(name)
         node = sub.node(name)
+        yield node
+        todo.extend(next_names(node))
+
+
+def _check_downstream(sub, factory, what: str) -> None:
+    for node in _reachable(sub, factory.children, lambda node: node.children):
         if node.kind is NodeKind.SUPPRESS:
             raise _unsupported(
                 f"{what}: {node.name} suppresses its results; suppress emits on stream time across keys, which the "
@@ -164,7 +167,6 @@ def _check_downstream(sub, factory, what: str) -> None:
                 f"{what}: {node.name} ({node.kind.value}) keeps state for the windowed keys in the same sub-topology "
                 f"{sub.id}; the Spark runner keeps a sub-topology's state by source key. Add .repartition() after "
                 "to_stream()")
-        todo.extend(node.children)
 
 
 # -- pure logic ------------------------------------------------------------------------------
