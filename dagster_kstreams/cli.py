@@ -7,7 +7,7 @@ import sys
 
 from dagster_kstreams import generator
 from dagster_kstreams.local import cli as local_cli
-from dagster_kstreams.local.home import LocalStackError
+from dagster_kstreams.base.home import LocalStackError
 from dagster_kstreams.spark import cli as spark_cli
 
 # Errors a user can act on: printed as one line, no stack trace.

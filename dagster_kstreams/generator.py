@@ -25,6 +25,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Optional
 
+from confluent_kafka import Producer
+
+from dagster_kstreams.kafka.admin import KafkaAdmin
+
 __all__ = ["DATASETS", "EXAMPLE_PARTITIONS", "BurstSchedule", "ExampleData", "generate", "register"]
 
 # Partition counts the example definitions declare for their input topics.
@@ -138,8 +142,6 @@ def generate(
 
     Returns how many records went to each topic (the initial profiles included).
     """
-    from confluent_kafka import Producer
-
     if duration_s is None and max_records is None:
         raise ValueError("give duration_s or max_records, or the generator never stops")
     for dataset in topics:
@@ -218,8 +220,6 @@ def _topics_argument(values: Sequence[str]) -> dict[str, str]:
 def _run(args: argparse.Namespace) -> int:
     topics = _topics_argument(args.datasets)
     if args.create_topics:
-        from dagster_kstreams.kafka.admin import KafkaAdmin
-
         admin = KafkaAdmin(args.bootstrap_servers)
         existing = admin.list_topics()
         wanted = {topic: EXAMPLE_PARTITIONS[dataset] for dataset, topic in topics.items() if topic not in existing}

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from dagster_kstreams.local.broker import LocalBroker, _process_command_line, kafka_cluster_id, port_is_free
-from dagster_kstreams.local.jars import jars_dir, resolve_jars
+from dagster_kstreams.base.jars import jars_dir, resolve_jars
 
 # This suite's own range for brokers it starts (make test's broker is on 19092).
 PORT_RANGE = range(29000, 30000, 2)

@@ -1,7 +1,7 @@
 """A single-node KRaft Kafka broker for a laptop or a test run, bound to 127.0.0.1.
 
 The broker is the real Apache Kafka (``kafka.Kafka``) on the classpath resolved by
-``dagster_kstreams.local.jars``. Its state lives in one directory: ``server.properties``,
+``dagster_kstreams.base.jars``. Its state lives in one directory: ``server.properties``,
 the pid file, logs and (by default) the data directory. ``stop`` signals exactly the pid
 it recorded, and only after checking that this pid still runs this broker's config.
 """
@@ -9,6 +9,7 @@ it recorded, and only after checking that this pid still runs this broker's conf
 from __future__ import annotations
 
 import base64
+import ctypes
 import os
 import re
 import shutil
@@ -21,8 +22,10 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from dagster_kstreams.local.home import LocalStackError, state_home
-from dagster_kstreams.local.jars import jar_paths
+from confluent_kafka.admin import AdminClient
+
+from dagster_kstreams.base.home import LocalStackError, state_home
+from dagster_kstreams.base.jars import jar_paths
 
 BROKER_MAIN_CLASS = "kafka.Kafka"
 STORAGE_TOOL_CLASS = "kafka.tools.StorageTool"
@@ -130,8 +133,6 @@ def _process_command_line(pid: int) -> str | None:
 def _terminate_with_parent() -> None:
     """In the child before exec: ask Linux to send SIGTERM when the parent process dies."""
     if sys.platform.startswith("linux"):
-        import ctypes
-
         pr_set_pdeathsig = 1
         ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
 
@@ -245,8 +246,6 @@ class LocalBroker:
         )
 
     def answers_metadata(self, timeout_s: float = 2.0, bootstrap_servers: str | None = None) -> bool:
-        from confluent_kafka.admin import AdminClient
-
         client = AdminClient(
             {
                 "bootstrap.servers": bootstrap_servers or self.bootstrap_servers,

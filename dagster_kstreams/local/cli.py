@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dagster_kstreams.cli_options import key_value
+from dagster_kstreams.base.cli_options import key_value
 from dagster_kstreams.local.broker import DEFAULT_PORT, LocalBroker
-from dagster_kstreams.local.jars import ARTIFACT_SETS, resolve_jars
+from dagster_kstreams.base.jars import ARTIFACT_SETS, resolve_jars
 
 
 def _broker(args: argparse.Namespace) -> LocalBroker:

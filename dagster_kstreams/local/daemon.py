@@ -16,14 +16,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Optional
 
+import dagster as dg
+
 DAEMON = str(Path(sys.executable).parent / "dagster-daemon")
 
 
 def create_instance_storage(home: Path) -> None:
     """Create the instance's SQLite storages (runs, events, schedules) before the daemon starts:
     the daemon's threads creating them at once collide ("table job_ticks already exists")."""
-    import dagster as dg
-
     with dg.DagsterInstance.from_config(str(home)) as instance:
         instance.get_runs(limit=1)
         instance.all_instigator_state()

@@ -6,17 +6,18 @@ from .config import (
     AutoOffsetReset, Branched, BufferConfig, Consumed, Grouped, Joined, Materialized, Named, Printed,
     Produced, Repartitioned, StreamJoined, Suppressed, TopologyException,
 )
-from .dsl import (
-    BranchedKStream, KGroupedStream, KGroupedTable, KStream, KTable, SessionWindowedKStream, StreamsBuilder,
-    TimeWindowedKStream,
-)
 from .functions import FunctionForm, UserFunction
 from .graph import NodeKind, StoreSpec, StoreType
+from .grouped import KGroupedStream
+from .kstream import BranchedKStream, KStream
+from .ktable import KGroupedTable, KTable
 from .serdes import Serde, Serdes, Window, Windowed, WindowedSerde
+from .streams_builder import StreamsBuilder
 from .view import (
-    CopartitionError, ProcessorNode, Subtopology, TaskId, TopicRef, Topology, changelog_topic_name,
+    CopartitionError, ProcessorNode, Subtopology, TaskId, TopicRef, Topology, as_topology, changelog_topic_name,
     internal_topic_name,
 )
+from .windowed import SessionWindowedKStream, TimeWindowedKStream
 from .windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = [
@@ -26,5 +27,5 @@ __all__ = [
     "StreamsBuilder", "TimeWindowedKStream", "FunctionForm", "UserFunction", "NodeKind", "StoreSpec",
     "StoreType", "Serde", "Serdes", "Window", "Windowed", "WindowedSerde", "CopartitionError",
     "ProcessorNode", "Subtopology", "TaskId", "TopicRef", "Topology", "changelog_topic_name",
-    "internal_topic_name", "JoinWindows", "SessionWindows", "SlidingWindows", "TimeWindows",
+    "internal_topic_name", "as_topology", "JoinWindows", "SessionWindows", "SlidingWindows", "TimeWindows",
 ]

@@ -91,7 +91,7 @@ from .graph import InternalTopologyBuilder, NodeKind, StoreSpec
 
 __all__ = [
     "Topology", "Subtopology", "ProcessorNode", "TopicRef", "TaskId", "CopartitionError",
-    "internal_topic_name", "changelog_topic_name",
+    "internal_topic_name", "changelog_topic_name", "as_topology",
 ]
 
 
@@ -384,3 +384,20 @@ class Topology:
 
     def __repr__(self) -> str:
         return f"Topology({len(self.subtopologies)} sub-topologies)"
+
+
+def as_topology(obj: Any) -> Topology:
+    """``obj`` if it is a built :class:`Topology`; a ``StreamsBuilder`` (anything whose ``build()``
+    returns a Topology) is built first. Anything else raises ``TypeError``.
+
+    This module cannot name ``StreamsBuilder`` (the builder module imports this one to build), hence
+    the duck typing; every layer that takes "a topology or its builder" asks here.
+    """
+    if isinstance(obj, Topology):
+        return obj
+    build = getattr(obj, "build", None)
+    if callable(build):
+        built = build()
+        if isinstance(built, Topology):
+            return built
+    raise TypeError(f"expected a Topology from StreamsBuilder.build() (or the StreamsBuilder), got {type(obj).__name__}")

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from dagster_kstreams.local.home import LocalStackError, state_home
+from dagster_kstreams.base.home import LocalStackError, state_home
 
 ARTIFACT_SETS = ("broker", "spark-kafka")
 # Pinned so that Maven need not look up the plugin's latest version (which needs the network).

@@ -1,0 +1,217 @@
+"""One application's facts: a topology bound to its application id, and partition counts.
+
+Kafka Streams keeps these facts in one place once ``application.id`` is set
+(``InternalTopologyBuilder`` with its ``TopologyMetadata``); so does this: the Spark runner,
+the Dagster assets, the worker runs and the lag sensor all ask :class:`ApplicationTopology`
+rather than recompute real topic names, who writes and reads a topic, task counts, or the
+order in which sub-topologies run.
+
+Topic names here are real Kafka names: a repartition topic of the graph
+(``count-store-repartition``) is ``<application_id>-count-store-repartition``.
+:meth:`ApplicationTopology.topic_name` maps a graph name to its real name.
+"""
+from __future__ import annotations
+
+import re
+from types import MappingProxyType
+from typing import Any, Mapping, Optional
+
+from .view import Subtopology, TaskId, Topology, as_topology, internal_topic_name
+from .graph import NodeKind
+
+__all__ = ["ApplicationTopology", "check_application_id"]
+
+_APPLICATION_ID = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+def check_application_id(application_id: str) -> str:
+    """Kafka Streams' rule: the id names the consumer group and prefixes internal topics."""
+    if not isinstance(application_id, str) or not _APPLICATION_ID.fullmatch(application_id):
+        raise ValueError(
+            f"application_id {application_id!r} must be non-empty ASCII alphanumerics, '.', '_' or '-' "
+            "(it names the consumer group and prefixes internal topics)")
+    return application_id
+
+
+class ApplicationTopology:
+    """A topology as one application runs it.
+
+    ``source_partitions`` are the partition counts of the external topics (declared, or read
+    from the broker); the facts that depend on them (:attr:`partition_counts`,
+    :meth:`task_count`, :meth:`tasks`) need them, the others do not. Immutable:
+    :meth:`with_source_partitions` returns a new one.
+    """
+
+    def __init__(self, topology: Any, application_id: str,
+                 source_partitions: Optional[Mapping[str, int]] = None):
+        self.topology: Topology = as_topology(topology)
+        self.application_id = check_application_id(application_id)
+        self._source_partitions = None if source_partitions is None else MappingProxyType(dict(source_partitions))
+        self._writers: dict[str, list[int]] = {}
+        self._readers: dict[str, list[int]] = {}
+        for sub in self.topology.subtopologies:
+            for topic in self.sink_topics(sub.id):
+                self._writers.setdefault(topic, []).append(sub.id)
+            for topic in self.source_topics(sub.id):
+                self._readers.setdefault(topic, []).append(sub.id)
+        self._order = self._upstream_first()
+        self._partition_counts: Optional[dict[str, int]] = None
+        self._task_counts: dict[int, int] = {}
+        if self._source_partitions is not None:
+            self._partition_counts = self._count_partitions(self._source_partitions)
+
+    def with_source_partitions(self, source_partitions: Mapping[str, int]) -> "ApplicationTopology":
+        return ApplicationTopology(self.topology, self.application_id, source_partitions)
+
+    # -- topics ---------------------------------------------------------------------------
+    def topic_name(self, topic: str) -> str:
+        """The real Kafka topic behind a topic name of the graph (internal ones get the app id prefix)."""
+        if topic in self.topology.repartition_topics:
+            return internal_topic_name(self.application_id, topic)
+        return topic
+
+    def graph_topic_name(self, topic: str) -> str:
+        """The graph's name of a real topic (the inverse of :meth:`topic_name`)."""
+        for name in self.topology.repartition_topics:
+            if topic == internal_topic_name(self.application_id, name):
+                return name
+        return topic
+
+    @property
+    def repartition_topics(self) -> list[str]:
+        return [self.topic_name(name) for name in self.topology.repartition_topics]
+
+    def is_repartition_topic(self, topic: str) -> bool:
+        return topic in self.repartition_topics
+
+    @property
+    def external_source_topics(self) -> list[str]:
+        """Topics the application reads and does not write, in the order sub-topologies read them."""
+        return [topic for topic in self._readers if topic not in self._writers]
+
+    @property
+    def output_topics(self) -> list[str]:
+        """Topics the application writes that are not its own repartition topics."""
+        return [topic for topic in self._writers if not self.is_repartition_topic(topic)]
+
+    def source_topics(self, subtopology_id: int) -> list[str]:
+        return [self.topic_name(topic) for topic in self.subtopology(subtopology_id).source_topic_names]
+
+    def sink_topics(self, subtopology_id: int) -> list[str]:
+        """Every static topic the sub-topology writes: output topics, then repartition topics."""
+        sub = self.subtopology(subtopology_id)
+        return [self.topic_name(topic) for topic in (*sub.sink_topics, *sub.repartition_sink_topics)]
+
+    def writers(self, topic: str) -> list[int]:
+        """Sub-topologies writing a real topic."""
+        return list(self._writers.get(topic, ()))
+
+    def readers(self, topic: str) -> list[int]:
+        return list(self._readers.get(topic, ()))
+
+    def offset_reset(self, topic: str) -> str:
+        """Where a task starts on a partition with no committed offset ("earliest" by default,
+        as Kafka Streams' ``auto.offset.reset``)."""
+        for sub in self.topology.subtopologies:
+            for node in sub.nodes:
+                if node.kind is NodeKind.SOURCE and topic in {self.topic_name(t) for t in node.topics}:
+                    return node.serdes.get("offset_reset") or "earliest"
+        return "earliest"
+
+    # -- sub-topologies ---------------------------------------------------------------------
+    @property
+    def subtopology_ids(self) -> list[int]:
+        return [sub.id for sub in self.topology.subtopologies]
+
+    def subtopology(self, subtopology_id: int) -> Subtopology:
+        return self.topology.subtopology(subtopology_id)
+
+    def subtopology_of_store(self, store_name: str) -> int:
+        try:
+            return self.topology.subtopology_of_store(store_name).id
+        except KeyError:
+            raise KeyError(f"application {self.application_id!r} has no state store {store_name!r} "
+                           f"(it has {sorted(self.topology.state_stores)})") from None
+
+    def execution_order(self) -> list[int]:
+        """Sub-topology ids, each after every sub-topology that writes a topic it reads (Kafka
+        Streams' numbering does not promise that), so one pass moves records end to end."""
+        return list(self._order)
+
+    def _upstream_first(self) -> list[int]:
+        ordered: list[int] = []
+        remaining = self.subtopology_ids
+        while remaining:
+            ready = [sub_id for sub_id in remaining
+                     if all(writer in ordered or writer == sub_id
+                            for topic in self.source_topics(sub_id) for writer in self.writers(topic))]
+            if not ready:  # a cycle through topics: keep Kafka Streams' order for the rest
+                ready = remaining[:1]
+            ordered.append(ready[0])
+            remaining.remove(ready[0])
+        return ordered
+
+    # -- partitions and tasks -----------------------------------------------------------------
+    @property
+    def source_partitions(self) -> Mapping[str, int]:
+        if self._source_partitions is None:
+            raise ValueError(f"application {self.application_id!r}: the source topics' partition counts are "
+                             "not known yet (with_source_partitions)")
+        return self._source_partitions
+
+    @property
+    def partition_counts(self) -> dict[str, int]:
+        """Partitions of every real topic the application reads or writes: external sources as
+        given, repartition topics by Kafka Streams' rules (co-partitioning enforced), and output
+        topics as given, else the largest task count of the sub-topologies writing them."""
+        if self._partition_counts is None:
+            self.source_partitions  # raises: not known yet
+        return dict(self._partition_counts)
+
+    def _count_partitions(self, source_partitions: Mapping[str, int]) -> dict[str, int]:
+        graph_counts = self.topology.partition_counts(source_partitions)
+        counts = {self.topic_name(topic): count for topic, count in graph_counts.items()}
+        self._task_counts = self.topology.task_counts(source_partitions)
+        for topic, writers in self._writers.items():
+            if topic not in counts:
+                counts[topic] = source_partitions.get(topic, max(self._task_counts[sub] for sub in writers))
+        return counts
+
+    def task_count(self, subtopology_id: int) -> int:
+        """Tasks of a sub-topology: the largest partition count among its source topics."""
+        self.source_partitions  # raises: not known yet
+        try:
+            return self._task_counts[subtopology_id]
+        except KeyError:
+            raise KeyError(f"application {self.application_id!r} has no sub-topology {subtopology_id} "
+                           f"(it has {self.subtopology_ids})") from None
+
+    @property
+    def task_counts(self) -> dict[int, int]:
+        return {sub_id: self.task_count(sub_id) for sub_id in self.subtopology_ids}
+
+    def tasks(self, subtopology_id: Optional[int] = None) -> list[TaskId]:
+        """Every task (or one sub-topology's), sub-topologies in :meth:`execution_order`."""
+        ids = self.execution_order() if subtopology_id is None else [subtopology_id]
+        return [TaskId(sub_id, partition) for sub_id in ids for partition in range(self.task_count(sub_id))]
+
+    def check_task(self, task: TaskId) -> TaskId:
+        """``task`` if the application has it, else ValueError naming what it has."""
+        if task.subtopology not in self.subtopology_ids:
+            raise ValueError(f"task {task}: application {self.application_id!r} has no sub-topology "
+                             f"{task.subtopology} (it has {self.subtopology_ids})")
+        count = self.task_count(task.subtopology)
+        if not 0 <= task.partition < count:
+            raise ValueError(f"task {task}: sub-topology {task.subtopology} has {count} tasks "
+                             f"(partitions 0..{count - 1})")
+        return task
+
+    def assigned_partitions(self, task: TaskId) -> list[tuple[str, int]]:
+        """``(topic, partition)`` a task reads: partition ``p`` of each source topic that has it
+        (Kafka Streams assigns a task only the partitions that exist)."""
+        counts = self.partition_counts
+        return [(topic, task.partition) for topic in self.source_topics(task.subtopology)
+                if task.partition < counts[topic]]
+
+    def __repr__(self) -> str:
+        return f"ApplicationTopology({self.application_id!r}, {len(self.topology.subtopologies)} sub-topologies)"

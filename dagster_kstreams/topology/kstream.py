@@ -1,0 +1,334 @@
+"""The stream family: ``KStream`` (a record stream) and ``BranchedKStream`` (what ``KStream.split``
+returns), as Kafka Streams' ``KStreamImpl`` and ``BranchedKStreamImpl`` build them.
+
+Every method draws names in Kafka Streams' order (see :mod:`.abstract_stream`).
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional, Union
+
+from .abstract_stream import (
+    BRANCH_NAME, FILTER_NAME, FLATMAP_NAME, FLATMAPVALUES_NAME, FOREACH_NAME, JOIN_NAME, KEY_SELECT_NAME,
+    LEFTJOIN_NAME, MAP_NAME, MAPVALUES_NAME, MERGE_NAME, PEEK_NAME, PRINTING_NAME, REPARTITION_NAME, SINK_NAME,
+    TO_KTABLE_NAME, _AbstractStream, _create_repartitioned_source, _name_of, _or_generate, _parse,
+)
+from .config import (
+    Branched, Grouped, Joined, Materialized, Named, Printed, Produced, Repartitioned, StreamJoined, TopologyException,
+)
+from .functions import FunctionForm as F
+from .functions import UserFunction
+from .graph import (
+    KTableSourceSpec, NodeKind, ProcessorGraphNode, ProcessorSpec, RepartitionNode, StoreSpec, StoreType,
+    StreamSinkNode,
+)
+from .grouped import KGroupedStream
+from .kstream_join import add_stream_stream_join
+from .ktable import KTable
+from .windows import JoinWindows
+
+__all__ = ["KStream", "BranchedKStream"]
+
+
+class KStream(_AbstractStream):
+    """A record stream (Kafka Streams' ``KStream``)."""
+
+    def __init__(self, name, key_serde, value_serde, source_nodes, repartition_required, node, builder):
+        super().__init__(name, key_serde, value_serde, source_nodes, node, builder)
+        self.repartition_required = repartition_required
+        self._repartition_node: Optional[RepartitionNode] = None
+
+    def _child(self, name, key_serde, value_serde, repartition_required, node) -> KStream:
+        return KStream(name, key_serde, value_serde, self._source_nodes, repartition_required, node, self._builder)
+
+    def _processor(self, prefix: str, named: Optional[Named], kind: NodeKind, params: dict) -> ProcessorGraphNode:
+        name = _or_generate(self._builder, _name_of(named), prefix)
+        node = ProcessorGraphNode(name, ProcessorSpec(kind, params))
+        self._builder.add_graph_node(self._node, node)
+        return node
+
+    # -- stateless -------------------------------------------------------------------
+    def filter(self, predicate, named: Optional[Named] = None) -> KStream:
+        fn = UserFunction.of(predicate, [F.KEY_VALUE], "KStream.filter", allow_column=True)
+        node = self._processor(FILTER_NAME, named, NodeKind.FILTER, {"predicate": fn, "negate": False})
+        return self._child(node.name, self.key_serde, self.value_serde, self.repartition_required, node)
+
+    def filter_not(self, predicate, named: Optional[Named] = None) -> KStream:
+        fn = UserFunction.of(predicate, [F.KEY_VALUE], "KStream.filter_not", allow_column=True)
+        node = self._processor(FILTER_NAME, named, NodeKind.FILTER, {"predicate": fn, "negate": True})
+        return self._child(node.name, self.key_serde, self.value_serde, self.repartition_required, node)
+
+    def _select_key_node(self, mapper, name: Optional[str], operation: str) -> ProcessorGraphNode:
+        fn = UserFunction.of(mapper, [F.KEY_VALUE], operation, allow_column=True)
+        node_name = _or_generate(self._builder, name, KEY_SELECT_NAME)
+        node = ProcessorGraphNode(node_name, ProcessorSpec(NodeKind.SELECT_KEY, {"mapper": fn}))
+        node.key_changing = True
+        self._builder.add_graph_node(self._node, node)
+        return node
+
+    def select_key(self, mapper, named: Optional[Named] = None) -> KStream:
+        node = self._select_key_node(mapper, _name_of(named), "KStream.select_key")
+        return self._child(node.name, None, self.value_serde, True, node)
+
+    def map(self, mapper, named: Optional[Named] = None) -> KStream:
+        """``mapper(key, value) -> (new_key, new_value)``; or a ``(key_column, value_column)`` tuple."""
+        fn = UserFunction.of(mapper, [F.KEY_VALUE], "KStream.map", allow_column=True)
+        node = self._processor(MAP_NAME, named, NodeKind.MAP, {"mapper": fn})
+        node.key_changing = True
+        return self._child(node.name, None, None, True, node)
+
+    def map_values(self, mapper, named: Optional[Named] = None) -> KStream:
+        fn = UserFunction.of(mapper, [F.VALUE, F.KEY_VALUE], "KStream.map_values", allow_column=True)
+        node = self._processor(MAPVALUES_NAME, named, NodeKind.MAP_VALUES, {"mapper": fn})
+        node.value_changing = True
+        return self._child(node.name, self.key_serde, None, self.repartition_required, node)
+
+    def flat_map(self, mapper, named: Optional[Named] = None) -> KStream:
+        """``mapper(key, value) -> iterable of (key, value)``."""
+        fn = UserFunction.of(mapper, [F.KEY_VALUE], "KStream.flat_map", allow_column=True)
+        node = self._processor(FLATMAP_NAME, named, NodeKind.FLAT_MAP, {"mapper": fn})
+        node.key_changing = True
+        return self._child(node.name, None, None, True, node)
+
+    def flat_map_values(self, mapper, named: Optional[Named] = None) -> KStream:
+        fn = UserFunction.of(mapper, [F.VALUE, F.KEY_VALUE], "KStream.flat_map_values", allow_column=True)
+        node = self._processor(FLATMAPVALUES_NAME, named, NodeKind.FLAT_MAP_VALUES, {"mapper": fn})
+        node.value_changing = True
+        return self._child(node.name, self.key_serde, None, self.repartition_required, node)
+
+    def peek(self, action, named: Optional[Named] = None) -> KStream:
+        fn = UserFunction.of(action, [F.KEY_VALUE], "KStream.peek")
+        node = self._processor(PEEK_NAME, named, NodeKind.PEEK, {"action": fn})
+        return self._child(node.name, self.key_serde, self.value_serde, self.repartition_required, node)
+
+    def foreach(self, action, named: Optional[Named] = None) -> None:
+        fn = UserFunction.of(action, [F.KEY_VALUE], "KStream.foreach")
+        self._processor(FOREACH_NAME, named, NodeKind.FOREACH, {"action": fn})
+
+    def print(self, printed: Optional[Printed] = None) -> None:
+        printed = printed or Printed()
+        label = printed.label if printed.label is not None else self.name
+        self._processor(PRINTING_NAME, Named(printed.name) if printed.name else None, NodeKind.PRINT,
+                        {"label": label, "file_path": printed.file_path, "mapper": printed.mapper})
+
+    def merge(self, stream: KStream, named: Optional[Named] = None) -> KStream:
+        if not isinstance(stream, KStream):
+            raise TypeError(f"KStream.merge expects a KStream, got {type(stream).__name__}")
+        name = _or_generate(self._builder, _name_of(named), MERGE_NAME)
+        node = ProcessorGraphNode(name, ProcessorSpec(NodeKind.MERGE, {}))
+        node.merge_node = True
+        self._builder.add_graph_node([self._node, stream._node], node)
+        return KStream(name, None, None, self._source_nodes | stream._source_nodes,
+                       self.repartition_required or stream.repartition_required, node, self._builder)
+
+    def split(self, named: Optional[Named] = None) -> BranchedKStream:
+        return BranchedKStream(self, self.repartition_required, _name_of(named))
+
+    def branch(self, *predicates, named: Optional[Named] = None) -> list[KStream]:
+        """Shorthand for ``split(named)`` with one ``branch`` per predicate; returns the branches in order."""
+        branched = self.split(named)
+        for predicate in predicates:
+            branched.branch(predicate)
+        branches = branched.no_default_branch()
+        return list(branches.values())
+
+    # -- repartitioning --------------------------------------------------------------
+    def repartition(self, repartitioned: Optional[Repartitioned] = None) -> KStream:
+        repartitioned = repartitioned or Repartitioned()
+        builder = self._builder
+        name = repartitioned.name if repartitioned.name is not None else builder.new_processor_name(REPARTITION_NAME)
+        value_serde = repartitioned.value_serde or self.value_serde
+        key_serde = repartitioned.key_serde or self.key_serde
+        node = _create_repartitioned_source(builder, repartitioned.key_serde, value_serde, name,
+                                            repartitioned.stream_partitioner, repartitioned.number_of_partitions,
+                                            optimizable=False)
+        builder.add_graph_node(self._node, node)
+        return KStream(node.source_name, key_serde, value_serde, {node.source_name}, False, node, builder)
+
+    def _repartition_for_join(self, repartition_name: str, key_serde_override, value_serde_override) -> KStream:
+        key_serde = key_serde_override or self.key_serde
+        value_serde = value_serde_override or self.value_serde
+        node = _create_repartitioned_source(self._builder, key_serde, value_serde, repartition_name)
+        if self._repartition_node is None or self.name != repartition_name:
+            self._repartition_node = node
+            self._builder.add_graph_node(self._node, node)
+        source = self._repartition_node.source_name
+        return KStream(node.source_name, key_serde, value_serde, {source}, False, self._repartition_node,
+                       self._builder)
+
+    # -- sinks -----------------------------------------------------------------------
+    def to(self, topic: Union[str, Callable], produced: Optional[Produced] = None) -> None:
+        """Write to ``topic``; a callable ``topic(key, value) -> str`` picks the topic per record."""
+        produced = produced or Produced()
+        if produced.key_serde is None:
+            produced = produced.with_key_serde(self.key_serde)
+        if produced.value_serde is None:
+            produced = produced.with_value_serde(self.value_serde)
+        name = _or_generate(self._builder, produced.processor_name, SINK_NAME)
+        if isinstance(topic, str):
+            if not topic:
+                raise TopologyException("topic name cannot be empty")
+            node = StreamSinkNode(name, topic, None, produced)
+        elif callable(topic):
+            node = StreamSinkNode(name, None, topic, produced)
+        else:
+            raise TypeError(f"KStream.to expects a topic name or a topic-name extractor, got {topic!r}")
+        self._builder.add_graph_node(self._node, node)
+
+    def to_table(self, *args) -> KTable:
+        """``to_table()``, ``to_table(named)``, ``to_table(materialized)``, ``to_table(named, materialized)``."""
+        named, materialized = _parse(args, Named, Materialized, operation="KStream.to_table")
+        builder = self._builder
+        name = _or_generate(builder, _name_of(named), TO_KTABLE_NAME)
+        materialized = materialized or Materialized(key_serde=self.key_serde, value_serde=self.value_serde)
+        queryable = materialized.store_name is not None
+        store_name = materialized.store_name or builder.new_store_name(TO_KTABLE_NAME)
+        key_serde = materialized.key_serde or self.key_serde
+        value_serde = materialized.value_serde or self.value_serde
+        if self.repartition_required:
+            parent = _create_repartitioned_source(builder, key_serde, value_serde, name)
+            builder.add_graph_node(self._node, parent)
+            source_nodes = {parent.source_name}
+        else:
+            parent = self._node
+            source_nodes = self._source_nodes
+        store = StoreSpec(store_name, StoreType.KEY_VALUE, materialized.logging_enabled, key_serde, value_serde,
+                          queryable=queryable, caching=materialized.caching_enabled)
+        spec = KTableSourceSpec(NodeKind.TO_TABLE, {"store_name": store_name}, store, queryable)
+        node = ProcessorGraphNode(name, spec)
+        builder.add_graph_node(parent, node)
+        return KTable(name, key_serde, value_serde, source_nodes, store_name if queryable else None, node, builder,
+                      kind="source", source_spec=spec)
+
+    # -- grouping --------------------------------------------------------------------
+    def group_by_key(self, grouped: Optional[Grouped] = None) -> KGroupedStream:
+        grouped = grouped or Grouped(None, self.key_serde, self.value_serde)
+        return KGroupedStream(self.name, self._source_nodes, grouped, self.repartition_required, self._node,
+                              self._builder)
+
+    def group_by(self, key_selector, grouped: Optional[Grouped] = None) -> KGroupedStream:
+        grouped = grouped or Grouped(None, None, self.value_serde)
+        node = self._select_key_node(key_selector, grouped.name, "KStream.group_by")
+        return KGroupedStream(node.name, self._source_nodes, grouped, True, node, self._builder)
+
+    # -- joins -----------------------------------------------------------------------
+    def join(self, other, joiner, *args) -> KStream:
+        """Stream-stream ``join(other_stream, joiner, join_windows[, stream_joined])`` or
+        stream-table ``join(table, joiner[, joined])``."""
+        return self._join(other, joiner, args, left=False, outer=False, operation="KStream.join")
+
+    def left_join(self, other, joiner, *args) -> KStream:
+        return self._join(other, joiner, args, left=True, outer=False, operation="KStream.left_join")
+
+    def outer_join(self, other, joiner, *args) -> KStream:
+        if not isinstance(other, KStream):
+            raise TypeError("KStream.outer_join is defined for another KStream only")
+        return self._join(other, joiner, args, left=True, outer=True, operation="KStream.outer_join")
+
+    def _join(self, other, joiner, args, left: bool, outer: bool, operation: str) -> KStream:
+        fn = UserFunction.of(joiner, [F.VALUE_VALUE, F.KEY_VALUE_VALUE], operation)
+        if isinstance(other, KTable):
+            (joined,) = _parse(args, Joined, operation=operation)
+            return self._stream_table_join(other, fn, joined or Joined(), left)
+        if isinstance(other, KStream):
+            windows, stream_joined = _parse(args, JoinWindows, StreamJoined, operation=operation)
+            if windows is None:
+                raise TypeError(f"{operation} of two streams needs JoinWindows")
+            return self._stream_stream_join(other, fn, windows, stream_joined or StreamJoined(), left, outer)
+        raise TypeError(f"{operation} expects a KStream or a KTable, got {type(other).__name__}")
+
+    def _stream_stream_join(self, other: KStream, joiner: UserFunction, windows: JoinWindows,
+                            stream_joined: StreamJoined, left_outer: bool, right_outer: bool) -> KStream:
+        builder = self._builder
+        named = stream_joined.name
+        this_stream, other_stream = self, other
+        if this_stream.repartition_required:
+            this_stream = this_stream._repartition_for_join(
+                named + "-left" if named is not None else this_stream.name,
+                stream_joined.key_serde, stream_joined.value_serde)
+        if other_stream.repartition_required:
+            other_stream = other_stream._repartition_for_join(
+                named + "-right" if named is not None else other_stream.name,
+                stream_joined.key_serde, stream_joined.other_value_serde)
+        this_stream._ensure_copartition_with([other_stream])
+
+        join_node = add_stream_stream_join(builder, this_stream._node, other_stream._node, joiner, windows,
+                                           stream_joined, left_outer, right_outer)
+        return KStream(join_node.name, stream_joined.key_serde, None,
+                       this_stream._source_nodes | other_stream._source_nodes, False, join_node, builder)
+
+    def _stream_table_join(self, table: KTable, joiner: UserFunction, joined: Joined, left: bool) -> KStream:
+        if table._builder is not self._builder:
+            raise TopologyException("cannot join streams/tables from different StreamsBuilders")
+        if joined.grace_period is not None:
+            raise TopologyException("a stream-table join grace period needs a versioned KTable, which is not supported")
+        stream = self
+        if self.repartition_required:
+            stream = self._repartition_for_join(joined.name if joined.name is not None else self.name,
+                                                joined.key_serde, joined.value_serde)
+        all_sources = stream._ensure_copartition_with([table])
+        name = _or_generate(self._builder, joined.name, LEFTJOIN_NAME if left else JOIN_NAME)
+        store_names = table._value_getter_store_names()
+        spec = ProcessorSpec(NodeKind.STREAM_TABLE_JOIN, {
+            "joiner": joiner, "join_type": "left" if left else "inner", "table_store_names": list(store_names),
+            "table": table.name})
+        node = ProcessorGraphNode(name, spec, connected_stores=store_names)
+        self._builder.add_graph_node(stream._node, node)
+        if left:
+            node.labels.add("NULL_KEY_RELAXED_JOIN")
+        return KStream(name, joined.key_serde or stream.key_serde, None, all_sources, False, node, self._builder)
+
+
+class BranchedKStream:
+    """Result of ``KStream.split()`` (Kafka Streams' ``BranchedKStream``)."""
+
+    def __init__(self, source: KStream, repartition_required: bool, name: Optional[str]):
+        self._source = source
+        self._builder = source._builder
+        self._repartition_required = repartition_required
+        self._splitter_name = _or_generate(self._builder, name, BRANCH_NAME)
+        self._predicates: list[UserFunction] = []
+        self._child_names: list[str] = []
+        self._outputs: dict[str, KStream] = {}
+        self._spec = ProcessorSpec(NodeKind.BRANCH, {"predicates": self._predicates, "children": self._child_names})
+        self._node = ProcessorGraphNode(self._splitter_name, self._spec)
+        self._builder.add_graph_node(source._node, self._node)
+        self._closed = False
+
+    def branch(self, predicate, branched: Optional[Branched] = None) -> BranchedKStream:
+        if self._closed:
+            raise TopologyException("no branch can be added after default_branch()/no_default_branch()")
+        self._predicates.append(UserFunction.of(predicate, [F.KEY_VALUE], "BranchedKStream.branch", allow_column=True))
+        self._create_branch(branched or Branched(), len(self._predicates))
+        return self
+
+    def default_branch(self, branched: Optional[Branched] = None) -> dict[str, KStream]:
+        self._create_branch(branched or Branched(), 0)
+        self._closed = True
+        return self._outputs
+
+    def no_default_branch(self) -> dict[str, KStream]:
+        self._closed = True
+        return self._outputs
+
+    def _create_branch(self, branched: Branched, index: int) -> None:
+        child_name = self._splitter_name + (branched.name if branched.name is not None else str(index))
+        self._child_names.append(child_name)
+        self._builder.new_processor_name(child_name)
+        node = ProcessorGraphNode(child_name, ProcessorSpec(NodeKind.BRANCH_CHILD, {"index": index}))
+        self._builder.add_graph_node(self._node, node)
+        source = self._source
+        branch = KStream(child_name, source.key_serde, source.value_serde, source._source_nodes,
+                         self._repartition_required, node, self._builder)
+        if branched.chain_function is not None:
+            transformed = branched.chain_function(branch)
+            if transformed is not None:
+                self._outputs[child_name] = transformed
+        elif branched.chain_consumer is not None:
+            branched.chain_consumer(branch)
+        else:
+            self._outputs[child_name] = branch
+
+
+# The one edge from the table family back to this one: KTable.to_stream returns a KStream, and
+# ktable.py cannot import this module, which imports it (see KTable._stream_class).
+KTable._stream_class = KStream

@@ -1,0 +1,79 @@
+"""The stream-stream join's graph (Kafka Streams' ``KStreamImplJoin``): two window stores, a windowed
+node on each side, the two join processors and their merge, with names drawn from the counter in
+Kafka Streams' order. ``KStream.join``/``left_join``/``outer_join`` repartition and co-partition
+both sides first, then add this.
+"""
+from __future__ import annotations
+
+from .abstract_stream import (
+    JOINOTHER_NAME, JOINTHIS_NAME, MERGE_NAME, OUTEROTHER_NAME, OUTERSHARED_NAME, OUTERTHIS_NAME, WINDOWED_NAME,
+    _suffix_or_generate,
+)
+from .config import StreamJoined
+from .functions import UserFunction
+from .graph import (
+    GraphNode, InternalStreamsBuilder, NodeKind, ProcessorGraphNode, ProcessorSpec, StoreSpec, StoreType,
+    StreamStreamJoinNode,
+)
+from .windows import JoinWindows
+
+__all__ = ["add_stream_stream_join"]
+
+
+def add_stream_stream_join(builder: InternalStreamsBuilder, this_node: GraphNode, other_node: GraphNode,
+                           joiner: UserFunction, windows: JoinWindows, stream_joined: StreamJoined,
+                           left_outer: bool, right_outer: bool) -> StreamStreamJoinNode:
+    """Add the join below ``this_node`` and ``other_node``; the returned node is the merge, named
+    ``<name>-merge`` or ``KSTREAM-MERGE-<n>``."""
+    named = stream_joined.name
+    join_this_suffix = "-outer-this-join" if right_outer else "-this-join"
+    join_other_suffix = "-outer-other-join" if left_outer else "-other-join"
+    this_windowed_name = _suffix_or_generate(builder, named, "-this-windowed", WINDOWED_NAME)
+    other_windowed_name = _suffix_or_generate(builder, named, "-other-windowed", WINDOWED_NAME)
+    join_this_generated = builder.new_processor_name(OUTERTHIS_NAME if right_outer else JOINTHIS_NAME)
+    join_other_generated = builder.new_processor_name(OUTEROTHER_NAME if left_outer else JOINOTHER_NAME)
+    join_this_name = named + join_this_suffix if named is not None else join_this_generated
+    join_other_name = named + join_other_suffix if named is not None else join_other_generated
+    join_merge_name = _suffix_or_generate(builder, named, "-merge", MERGE_NAME)
+
+    base = stream_joined.store_name
+    retention = windows.size() + windows.grace_ms
+    this_store = StoreSpec((base + join_this_suffix if base else join_this_generated) + "-store",
+                           StoreType.JOIN_WINDOW, stream_joined.logging_enabled, stream_joined.key_serde,
+                           stream_joined.value_serde, windows, retention)
+    other_store = StoreSpec((base + join_other_suffix if base else join_other_generated) + "-store",
+                            StoreType.JOIN_WINDOW, stream_joined.logging_enabled, stream_joined.key_serde,
+                            stream_joined.other_value_serde, windows, retention)
+    this_windowed = ProcessorGraphNode(this_windowed_name, ProcessorSpec(
+        NodeKind.JOIN_WINDOW, {"store_name": this_store.name, "windows": windows, "side": "this"}, [this_store]))
+    builder.add_graph_node(this_node, this_windowed)
+    other_windowed = ProcessorGraphNode(other_windowed_name, ProcessorSpec(
+        NodeKind.JOIN_WINDOW, {"store_name": other_store.name, "windows": windows, "side": "other"},
+        [other_store]))
+    builder.add_graph_node(other_node, other_windowed)
+
+    outer_store = None
+    if left_outer:
+        suffix = "-outer-shared-join" if right_outer else "-left-shared-join"
+        if base:
+            outer_name = base + suffix
+        else:
+            prefix = OUTERTHIS_NAME if right_outer else JOINTHIS_NAME
+            outer_name = OUTERSHARED_NAME + join_this_generated[len(prefix):]
+        outer_store = StoreSpec(outer_name + "-store", StoreType.OUTER_JOIN_SHARED, stream_joined.logging_enabled,
+                                stream_joined.key_serde, None, windows, retention)
+    join_type = "outer" if right_outer else ("left" if left_outer else "inner")
+    common = {"joiner": joiner, "windows": windows, "join_type": join_type,
+              "this_store_name": this_store.name, "other_store_name": other_store.name,
+              "outer_store_name": outer_store.name if outer_store else None}
+    this_spec = ProcessorSpec(NodeKind.STREAM_STREAM_JOIN, {**common, "side": "this", "outer": left_outer},
+                              [other_store] + ([outer_store] if outer_store else []))
+    other_spec = ProcessorSpec(NodeKind.STREAM_STREAM_JOIN, {**common, "side": "other", "outer": right_outer},
+                               [this_store] + ([outer_store] if outer_store else []))
+    merge_spec = ProcessorSpec(NodeKind.STREAM_STREAM_JOIN_MERGE, dict(common))
+    join_node = StreamStreamJoinNode(join_merge_name, join_this_name, join_other_name, this_spec, other_spec,
+                                     merge_spec, this_windowed_name, other_windowed_name)
+    if left_outer or right_outer:
+        join_node.labels.add("NULL_KEY_RELAXED_JOIN")
+    builder.add_graph_node([this_node, other_node], join_node)
+    return join_node

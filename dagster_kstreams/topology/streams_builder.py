@@ -1,0 +1,78 @@
+"""Entry point of the DSL: ``StreamsBuilder`` (Kafka Streams' ``StreamsBuilder``).
+
+``stream()`` and ``table()`` start a :class:`~.kstream.KStream` or :class:`~.ktable.KTable`;
+``build()`` writes the graph into the read-only :class:`~.view.Topology` the other layers consume.
+Every method draws names in Kafka Streams' order (see :mod:`.abstract_stream`).
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional, Sequence, Union
+
+from .abstract_stream import KTABLE_SOURCE_NAME, SOURCE_NAME, _or_generate, _parse, _suffix_or_generate
+from .config import Consumed, Materialized, TopologyException
+from .graph import InternalStreamsBuilder, KTableSourceSpec, NodeKind, StoreSpec, StoreType, StreamSourceNode, TableSourceNode
+from .kstream import KStream
+from .ktable import KTable
+from .view import Topology
+
+__all__ = ["StreamsBuilder"]
+
+
+class StreamsBuilder:
+    """Entry point of the DSL (Kafka Streams' ``StreamsBuilder``)."""
+
+    def __init__(self) -> None:
+        self._builder = InternalStreamsBuilder()
+        self._topology = None
+
+    def stream(self, topics: Union[str, Sequence[str], "re.Pattern[str]"], consumed: Optional[Consumed] = None) -> KStream:
+        consumed = consumed or Consumed()
+        builder = self._builder
+        pattern = None
+        if isinstance(topics, re.Pattern):
+            pattern, topic_list = topics.pattern, None
+        elif isinstance(topics, str):
+            topic_list = [topics]
+        else:
+            topic_list = list(topics)
+            if not topic_list:
+                raise TopologyException("topics cannot be empty")
+        for topic in topic_list or []:
+            if not isinstance(topic, str) or not topic:
+                raise TypeError(f"stream(): a topic name must be a non-empty str, got {topic!r}")
+        name = _or_generate(builder, consumed.processor_name, SOURCE_NAME)
+        node = StreamSourceNode(name, topic_list, pattern, consumed)
+        builder.add_graph_node(builder.root, node)
+        return KStream(name, consumed.key_serde, consumed.value_serde, {name}, False, node, builder)
+
+    def table(self, topic: str, *args) -> KTable:
+        """``table(topic)``, ``table(topic, consumed)``, ``table(topic, materialized)``,
+        ``table(topic, consumed, materialized)``."""
+        consumed, materialized = _parse(args, Consumed, Materialized, operation="table()")
+        builder = self._builder
+        if not isinstance(topic, str) or not topic:
+            raise TypeError(f"table(): the topic name must be a non-empty str, got {topic!r}")
+        if consumed is None:
+            consumed = Consumed(materialized.key_serde if materialized else None,
+                                materialized.value_serde if materialized else None)
+        materialized = materialized or Materialized()
+        key_serde = consumed.key_serde or materialized.key_serde
+        value_serde = consumed.value_serde or materialized.value_serde
+        queryable = materialized.store_name is not None
+        store_name = materialized.store_name or builder.new_store_name(topic + "-")
+        source_name = _suffix_or_generate(builder, consumed.processor_name, "-source", SOURCE_NAME)
+        table_source_name = _or_generate(builder, consumed.processor_name, KTABLE_SOURCE_NAME)
+        store = StoreSpec(store_name, StoreType.KEY_VALUE, materialized.logging_enabled, key_serde, value_serde,
+                          queryable=queryable, caching=materialized.caching_enabled)
+        spec = KTableSourceSpec(NodeKind.TABLE_SOURCE, {"topic": topic, "store_name": store_name}, store, queryable)
+        node = TableSourceNode(table_source_name, source_name, topic, consumed, spec)
+        builder.add_graph_node(builder.root, node)
+        return KTable(table_source_name, key_serde, value_serde, {source_name}, store_name if queryable else None,
+                      node, builder, kind="source", source_spec=spec)
+
+    def build(self) -> Topology:
+        """Write the graph into a :class:`~dagster_kstreams.topology.view.Topology` (idempotent)."""
+        if self._topology is None:
+            self._topology = Topology(self._builder.build())
+        return self._topology
