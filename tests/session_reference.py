@@ -1,5 +1,5 @@
 """A plain reference of Kafka Streams' session-windowed aggregation over one task's records, for
-tests (independent of dagster_kstreams.spark.sessions: sessions as lists of accepted records).
+tests (independent of dagster_kstreams.processors.sessions: sessions as lists of accepted records).
 
 ``run(records, gap, grace, ...)``: ``records`` are ``(key, value, timestamp)`` in the task's
 processing order. Returns ``(final, dropped, ambiguous)``: the final aggregate per ``(key, start,

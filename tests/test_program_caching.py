@@ -9,7 +9,7 @@ import pytest
 
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology.config import Materialized, Produced
-from dagster_kstreams.topology.dsl import StreamsBuilder
+from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.serdes import Serdes
 
 

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import session_reference
-from dagster_kstreams.spark import sessions
+from dagster_kstreams.processors import sessions
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
-from dagster_kstreams.spark.program import DROPPED_LATE_TOPIC
+from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.topology.config import Materialized, Produced
-from dagster_kstreams.topology.dsl import StreamsBuilder
+from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.serdes import Serdes, Window, Windowed, WindowedSerde
 from dagster_kstreams.topology.windows import SessionWindows
 

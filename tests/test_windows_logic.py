@@ -1,4 +1,4 @@
-"""Windowed aggregations (dagster_kstreams.spark.windows) without Spark: which windows a record
+"""Windowed aggregations (dagster_kstreams.processors.windows) without Spark: which windows a record
 updates, lateness, the sliding-window algorithm against a plain reference, emission through a
 sub-topology program, and the topologies the Spark runner refuses."""
 
@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dagster_kstreams.spark import windows as W
+from dagster_kstreams.processors import window_store as W
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
-from dagster_kstreams.spark.program import DROPPED_LATE_TOPIC
+from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.topology.config import Consumed, Materialized, Produced, Suppressed
-from dagster_kstreams.topology.dsl import StreamsBuilder
+from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.serdes import Serdes, Window, Windowed, WindowedSerde
 from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
 

@@ -8,6 +8,7 @@ beginning up to the end offsets seen when it starts, with no consumer group (not
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -99,8 +100,6 @@ def read_topic(
         consumer.assign([TopicPartition(topic, partition, 0) for partition in ends])
         positions = {partition: -1 for partition in ends}
         records: list[Record] = []
-        import time
-
         deadline = time.monotonic() + timeout_s
         while any(positions[p] < ends[p] - 1 for p in ends):
             if time.monotonic() > deadline:
@@ -128,8 +127,6 @@ def read_from(
     timeout_s: float = 120.0,
 ) -> list[Record]:
     """Records of each ``(topic, partition)`` from the given offset up to its current end offset."""
-    import time
-
     consumer = Consumer({
         "bootstrap.servers": bootstrap_servers,
         "group.id": "dagster-kstreams-reader",

@@ -52,7 +52,18 @@ from __future__ import annotations
 from functools import reduce
 from typing import Any, Optional
 
-from dagster_kstreams.spark.event_time import TIMESTAMP_HEADER
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, MapType, StringType, StructField, StructType
+
+from dagster_kstreams.kafka.dead_letter import (
+    HEADER_EXCEPTION,
+    HEADER_EXCEPTION_MESSAGE,
+    HEADER_OFFSET,
+    HEADER_PARTITION,
+    HEADER_TOPIC,
+    DeserializationHandler,
+)
+from dagster_kstreams.kafka.timestamp_header import TIMESTAMP_HEADER
 
 __all__ = ["ColumnExpression", "ColumnPlan", "column_function", "plan", "COLUMN_KINDS"]
 
@@ -83,7 +94,7 @@ class ColumnExpression:
 
 
 class _ColumnFunction:
-    """What compile.py's ``_function`` returns for a Column: ``as_key_value()`` gives the marker."""
+    """What compile.py's ``spark_function`` returns for a Column: ``as_key_value()`` gives the marker."""
 
     def __init__(self, expression: ColumnExpression):
         self.expression = expression
@@ -126,8 +137,6 @@ def jvm_serializable(serde) -> bool:
 
 def _deserialize(raw, serde):
     """``(parsed Column, malformed Column, reason)`` for raw bytes ``raw``."""
-    from pyspark.sql import functions as F
-
     name = _serde_name(serde)
     never = F.lit(False)
     if name == "String":
@@ -146,8 +155,6 @@ def _deserialize(raw, serde):
         if isinstance(schema, str):
             schema = f"{schema}, {_CORRUPT} string"
         else:  # a StructType: a copy with the corrupt-record field
-            from pyspark.sql.types import StringType, StructField, StructType
-
             schema = StructType([*schema.fields, StructField(_CORRUPT, StringType(), True)])
         text = raw.cast("string")
         parsed = F.from_json(text, schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT})
@@ -159,8 +166,6 @@ def _deserialize(raw, serde):
 
 
 def _serialize(column, data_type, serde):
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import ArrayType, MapType, StructType
 
     name = _serde_name(serde)
     if name == "String":
@@ -225,16 +230,6 @@ class ColumnPlan:
     def build(self, source, dead_letters):
         """The task's output DataFrame (``topic, key, value, headers``) from its source DataFrame
         (``key, value, topic, partition, offset, timestamp`` as Spark's Kafka source gives them)."""
-        from pyspark.sql import functions as F
-
-        from dagster_kstreams.kafka.dead_letter import (
-            HEADER_EXCEPTION,
-            HEADER_EXCEPTION_MESSAGE,
-            HEADER_OFFSET,
-            HEADER_PARTITION,
-            HEADER_TOPIC,
-            DeserializationHandler,
-        )
 
         outputs = []
         nodes = self.program.nodes
@@ -294,7 +289,6 @@ class ColumnPlan:
         return reduce(lambda left, right: left.unionByName(right), outputs)
 
     def _walk(self, index: int, records, outputs: list) -> None:
-        from pyspark.sql import functions as F
 
         node = self.program.nodes[index]
         kind = node.kind
@@ -316,7 +310,7 @@ class ColumnPlan:
         elif kind == "sink":
             types = {field.name: field.dataType for field in records.schema.fields}
             headers = F.lit(None).cast(_HEADERS_TYPE)
-            if node.options.get("carry_timestamp"):  # a repartition topic keeps the record's timestamp
+            if node.carry_timestamp:  # a repartition topic keeps the record's timestamp
                 headers = F.array(F.struct(
                     F.lit(TIMESTAMP_HEADER).alias("key"),
                     F.unhex(F.lpad(F.hex(F.col("event_time")), 16, "0")).alias("value"),

@@ -2,7 +2,7 @@
 semantics span keys.
 
 Most stateful sub-topologies run grouped by the source key (``applyInPandasWithState`` by
-``key``, :meth:`~dagster_kstreams.spark.program.SubtopologyProgram.process_key_group`): a key's
+``key``, :meth:`~dagster_kstreams.processors.program.SubtopologyProgram.run_key_group`): a key's
 state is only visited when the key has records in a micro-batch. Kafka Streams' stream-stream
 joins need more than that (``KStreamKStreamJoin``): a record of *any* key advances the join's
 stream time, which emits the pending left/outer records of *other* keys whose window closed,
@@ -12,7 +12,7 @@ by its own observed stream time (the largest timestamp stored in it, all keys).
 A task-grouped sub-topology (``SubtopologyProgram.task_grouped``) therefore runs grouped by a
 constant: the task's micro-batch is one group, processed record by record in the task's order
 (``seq``), and one state row holds the :class:`TaskState`: every key's slots (the same values
-:class:`~dagster_kstreams.spark.program._GroupState` holds in the key-grouped mode, so all
+:class:`~dagster_kstreams.processors.state.GroupState` holds in the key-grouped mode, so all
 processors run unchanged) plus the task-level values Kafka Streams keeps per task
 (``TaskState.values``: the join's ``TimeTracker`` with its stream time and smallest pending
 timestamp, each join store's observed time, the outer-join store).
@@ -28,10 +28,13 @@ an aggregation in the same sub-topology as a join (downstream of it) keeps all i
 task's row too; put it behind a ``repartition()`` when it has many keys.
 """
 
+
 from __future__ import annotations
 
 import pickle
-from typing import Any, Iterator, Optional
+from typing import Iterator, Optional
+
+from dagster_kstreams.processors.state import ABSENT, GroupState, load_state
 
 __all__ = ["TaskState"]
 
@@ -44,53 +47,42 @@ class TaskState:
     def __init__(self, slots: int, keys: dict, values: dict):
         self.slots = slots
         self._stored_keys = keys  # raw key -> {slot: value}, not loaded into a group yet
-        self.groups: dict[Optional[bytes], Any] = {}  # raw key -> _GroupState, in first-touch order
+        self.groups: dict[Optional[bytes], GroupState] = {}  # raw key -> its group, in first-touch order
         self.values = values  # task-level values, owned by the processor families
 
     @classmethod
     def load(cls, stored: Optional[bytes], slots: int) -> "TaskState":
         if stored is None:
             return cls(slots, {}, {})
-        data = pickle.loads(stored)
+        data = load_state(stored)
         if data.get("format") != _FORMAT:
             raise ValueError(f"task state format {data.get('format')!r} is not {_FORMAT}")
         return cls(slots, data["keys"], data["values"])
 
-    def group(self, raw_key: Optional[bytes]):
-        """The :class:`~dagster_kstreams.spark.program._GroupState` of one source key."""
+    def group(self, raw_key: Optional[bytes]) -> GroupState:
+        """The :class:`~dagster_kstreams.processors.state.GroupState` of one source key."""
         group = self.groups.get(raw_key)
         if group is None:
-            from dagster_kstreams.spark.program import _ABSENT, _GroupState
-
             stored = self._stored_keys.pop(raw_key, None) or {}
-            group = _GroupState([stored.get(slot, _ABSENT) for slot in range(self.slots)])
+            group = GroupState([stored.get(slot, ABSENT) for slot in range(self.slots)])
             group.task = self
             group.raw_key = raw_key
             self.groups[raw_key] = group
         return group
 
-    def touched(self) -> list:
+    def touched(self) -> list[GroupState]:
         return list(self.groups.values())
 
-    def all_groups(self) -> Iterator:
+    def all_groups(self) -> Iterator[GroupState]:
         """Every key's group, loading the keys this batch did not touch."""
         for raw_key in list(self._stored_keys):
             self.group(raw_key)
         return iter(self.touched())
 
-    def end_of_batch(self, program) -> None:
-        """Let the processor families prune what no later record can read (e.g. join buffers)."""
-        if any(node.kind == "join_window" for node in program.nodes):
-            from dagster_kstreams.spark import stream_joins
-
-            stream_joins.prune_task(program, self)
-
     def dump(self) -> Optional[bytes]:
-        from dagster_kstreams.spark.program import _ABSENT
-
         keys = dict(self._stored_keys)
         for raw_key, group in self.groups.items():
-            slots = {slot: value for slot, value in enumerate(group.values) if value is not _ABSENT}
+            slots = {slot: value for slot, value in enumerate(group.values) if value is not ABSENT}
             if slots:
                 keys[raw_key] = slots
         if not keys and not self.values:
@@ -100,7 +92,7 @@ class TaskState:
 
     @staticmethod
     def store_content(stored: Optional[bytes], slot: int) -> dict:
-        """``{raw key: value}`` of one store slot in a dumped task state (``TaskRunner.read_store``)."""
+        """``{raw key: value}`` of one store slot in a dumped task state (``read_store``)."""
         if stored is None:
             return {}
-        return {raw_key: slots[slot] for raw_key, slots in pickle.loads(stored)["keys"].items() if slot in slots}
+        return {raw_key: slots[slot] for raw_key, slots in load_state(stored)["keys"].items() if slot in slots}

@@ -1,0 +1,22 @@
+"""The record timestamp a task carries through a repartition topic, as a Kafka header.
+
+Spark's Kafka sink cannot set a record's timestamp (records it writes carry the write time), so
+whatever a task writes to a repartition topic carries the timestamp of the record that produced
+it in the header :data:`TIMESTAMP_HEADER` (8 bytes, big-endian, signed epoch ms), and a task
+reading a repartition topic takes the timestamp from that header
+(:mod:`dagster_kstreams.spark.event_time`). The processors write it; the Spark layer reads it.
+"""
+
+from __future__ import annotations
+
+__all__ = ["TIMESTAMP_HEADER", "encode_timestamp", "decode_timestamp"]
+
+TIMESTAMP_HEADER = "__dagster_kstreams.timestamp"
+
+
+def encode_timestamp(timestamp_ms: int) -> bytes:
+    return int(timestamp_ms).to_bytes(8, "big", signed=True)
+
+
+def decode_timestamp(data: bytes) -> int:
+    return int.from_bytes(data, "big", signed=True)

@@ -1,0 +1,25 @@
+"""The operators of a topology, engine-neutral: what each processor does with a record.
+
+Modelled on Kafka Streams' ``kstream/internals``: one small class per operator, one protocol
+(:mod:`.base`: process a record, flush at a batch's end, a state slot if stateful), found by
+kind through a registry. Nothing here imports Spark; the Spark layer feeds a
+:class:`~.program.SubtopologyProgram` its records and keeps its state.
+
+====================  ===================================================================
+module                what lives there
+====================  ===================================================================
+``errors``            ``UnsupportedTopologyError``, ``ProcessingError``
+``records``           ``RecordContext``, ``Output`` (sink records), ``DROPPED_LATE_TOPIC``
+``state``             ``GroupState``: one source key's store slots; ``ABSENT``
+``base``              the ``Processor`` protocol, ``StoreProcessor``, the kind registry
+``stateless``         sources, sinks, filter/map/flat_map/peek/branch/merge, KTable ops
+``aggregations``      count/reduce/aggregate, ``to_table``, table sources
+``windows``           time and sliding windowed aggregations (``window_store``: their algorithms)
+``sessions``          session-windowed aggregations and their store
+``table_joins``       stream-table and table-table joins
+``stream_joins``      stream-stream joins (``join_buffers``: their window and outer-join stores)
+``task_state``        the state of a whole task, for task-grouped sub-topologies
+``program``           ``SubtopologyProgram``: the fused pass over a sub-topology's processors
+``build``             topology view -> program, with the definition-time checks
+====================  ===================================================================
+"""

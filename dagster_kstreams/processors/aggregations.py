@@ -1,0 +1,119 @@
+"""Aggregations and materialized tables: ``count``/``reduce``/``aggregate`` of a grouped stream
+(``KStreamAggregate``, ``KStreamReduce``) and the latest value per key of ``to_table`` or a table
+read from a topic (``KTableSource``).
+
+Each keeps one store: a slot of the source key's state row. Kafka Streams' aggregations skip
+records with a null key or a null value; a table skips null keys and deletes its value on a
+tombstone.
+
+Emission follows Kafka Streams with its record cache: after the key group's records are applied,
+each updated store forwards its final value for the key downstream once, upstream stores first
+(``Materialized.with_caching_disabled()`` forwards every update instead, as it happens).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from dagster_kstreams.processors.base import Processor, StoreProcessor, register
+from dagster_kstreams.processors.stateless import Merge
+from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.topology.graph import NodeKind
+
+__all__ = ["Aggregate", "ToTable", "TableSource", "user_aggregation", "BUILDERS"]
+
+
+class _KeyValueStore(StoreProcessor):
+    def _put(self, key, new, context, out, state) -> None:
+        """Store ``new`` (ABSENT: delete) for ``key``; forward now, or at the flush when cached."""
+        slot = self.state_slot
+        state.values[slot] = new
+        state.keys[slot] = key
+        state.changed = True
+        if self.cached:
+            state.dirty.add(slot)
+        else:
+            self.forward(key, None if new is ABSENT else new, context, out, state)
+
+
+@register
+class Aggregate(_KeyValueStore):
+    """``aggregation`` is ``"count"``, ``"reduce"`` (``reducer(aggregate, value)``) or ``"aggregate"``
+    (``initializer()``, ``aggregator(key, value, aggregate)``)."""
+
+    kind = "aggregate"
+
+    def __init__(self, name: str, store: str, cached: bool, aggregation: str,
+                 initializer: Optional[Callable] = None, aggregator: Optional[Callable] = None,
+                 reducer: Optional[Callable] = None):
+        super().__init__(name, store, cached)
+        self.aggregation = aggregation
+        self.initializer, self.aggregator, self.reducer = initializer, aggregator, reducer
+
+    def process(self, key, value, context, out, state) -> None:
+        self.needs_state(state)
+        # Kafka Streams' aggregations skip records with a null key or a null value.
+        if key is None or value is None:
+            return
+        current = state.values[self.state_slot]
+        if self.aggregation == "count":
+            new = (0 if current is ABSENT else current) + 1
+        elif self.aggregation == "reduce":
+            new = value if current is ABSENT else self.call(context, self.reducer, current, value)
+        else:
+            base = self.call(context, self.initializer) if current is ABSENT else current
+            new = self.call(context, self.aggregator, key, value, base)
+        self._put(key, new, context, out, state)
+
+
+@register
+class ToTable(_KeyValueStore):
+    """The latest value per key; a tombstone deletes it."""
+
+    kind = "to_table"
+
+    def process(self, key, value, context, out, state) -> None:
+        self.needs_state(state)
+        if key is None:
+            return
+        self._put(key, ABSENT if value is None else value, context, out, state)
+
+
+@register
+class TableSource(ToTable):
+    kind = "table_source"
+
+
+def user_aggregation(params) -> tuple[Optional[Callable], Optional[Callable], Optional[Callable]]:
+    """``(initializer, aggregator, reducer)`` of a ``count``/``reduce``/``aggregate`` (plain or
+    windowed): the user's functions its operation calls, None for the others."""
+    operation = params["operation"]
+    if operation == "reduce":
+        return None, None, params["reducer"].fn
+    if operation == "aggregate":
+        return params["initializer"].fn, params["aggregator"].fn, None
+    return None, None, None
+
+
+# -- definition time -------------------------------------------------------------------------
+def _table(factory, ctx) -> Processor:
+    store = factory.params["store_name"]
+    if store not in factory.stores:
+        # Not materialized: Kafka Streams forwards every update as it comes, with no store.
+        return Merge(factory.name)
+    cls = ToTable if factory.kind is NodeKind.TO_TABLE else TableSource
+    return cls(factory.name, store, ctx.cached(store))
+
+
+def _aggregate(factory, ctx) -> Aggregate:
+    params = factory.params
+    initializer, aggregator, reducer = user_aggregation(params)
+    return Aggregate(factory.name, params["store_name"], ctx.cached(params["store_name"]), params["operation"],
+                     initializer, aggregator, reducer)
+
+
+BUILDERS = {
+    NodeKind.TO_TABLE: _table,
+    NodeKind.TABLE_SOURCE: _table,
+    NodeKind.AGGREGATE: _aggregate,
+}

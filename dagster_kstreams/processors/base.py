@@ -1,0 +1,123 @@
+"""The processor protocol, and the registry that finds a processor class by its kind.
+
+A processor is one node of a sub-topology, resolved for execution (serdes chosen, user
+functions in the form they are called in), as a ``Processor`` of Kafka Streams'
+``kstream/internals`` (``KStreamFilter``, ``KStreamAggregate`` ...). Its protocol:
+
+* :meth:`Processor.process` — one record arrives (``key``, ``value``, the source record's
+  :class:`~dagster_kstreams.processors.records.RecordContext`, the pass's
+  :class:`~dagster_kstreams.processors.records.Output` and the source key's
+  :class:`~dagster_kstreams.processors.state.GroupState`, None in a stateless pass); it forwards
+  what it produces to its children with :meth:`Processor.forward`, depth first, child by child.
+* :meth:`StoreProcessor.flush` — the end of a key group (or task batch): a processor with a
+  record cache forwards each entry it held back (Kafka Streams' cache flush).
+* :attr:`StoreProcessor.state_slot` — a stateful processor's slot in the key's state row.
+* :meth:`Processor.end_task_batch` — the end of a task-grouped batch: prune what no later record
+  can read.
+
+``children`` are positions in the program's processor list (topological order); records reach
+a child through :meth:`SubtopologyProgram._forward <dagster_kstreams.processors.program.SubtopologyProgram._forward>`,
+the one path every record takes between two processors.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, ClassVar, Optional
+
+from dagster_kstreams.processors.errors import ProcessingError
+from dagster_kstreams.processors.state import ABSENT
+
+__all__ = ["Processor", "StoreProcessor", "PROCESSORS", "register", "processor_class"]
+
+# kind -> the class that runs it; filled by @register as the family modules load.
+PROCESSORS: dict[str, type["Processor"]] = {}
+
+
+def register(cls: type["Processor"]) -> type["Processor"]:
+    if cls.kind in PROCESSORS:
+        raise ValueError(f"processor kind {cls.kind!r} is registered twice "
+                         f"({PROCESSORS[cls.kind].__name__}, {cls.__name__})")
+    PROCESSORS[cls.kind] = cls
+    return cls
+
+
+def processor_class(kind: str) -> type["Processor"]:
+    try:
+        return PROCESSORS[kind]
+    except KeyError:
+        raise ValueError(f"no processor runs kind {kind!r} (known: {sorted(PROCESSORS)})") from None
+
+
+class Processor:
+    """One processor of a sub-topology. Subclasses set :attr:`kind` and implement :meth:`process`."""
+
+    kind: ClassVar[str] = ""
+    # keeps a store in the key's state row (StoreProcessor)
+    stateful: ClassVar[bool] = False
+    # reads the task's stream time (dagster_kstreams.spark.event_time computes it)
+    uses_stream_time: ClassVar[bool] = False
+    # ... and that stream time skips records with a null value too, not only a null key
+    stream_time_skips_null_values: ClassVar[bool] = False
+    # its semantics span keys: the sub-topology runs task-grouped (task_state.py)
+    task_grouped: ClassVar[bool] = False
+    # the user function, for processors that have one (Column plans look at it)
+    fn: Any = None
+    store: Optional[str] = None
+    state_slot: Optional[int] = None
+
+    def __init__(self, name: str):
+        self.name = name
+        self.children: list[int] = []
+        self.program = None
+
+    def init(self, program) -> None:
+        """Bind to the program that runs it (Kafka Streams' ``Processor.init(context)``)."""
+        self.program = program
+
+    def process(self, key, value, context, out, state) -> None:
+        raise NotImplementedError
+
+    def forward(self, key, value, context, out, state) -> None:
+        """Pass a record to every child, in order."""
+        forward = self.program._forward
+        for child in self.children:
+            forward(child, key, value, context, out, state)
+
+    def end_task_batch(self, task) -> None:
+        """The end of a task-grouped batch (nothing to do unless overridden)."""
+
+    def call(self, context, fn: Callable, *args):
+        """``fn(*args)``; a failure becomes a :class:`ProcessingError` naming this processor and the record."""
+        try:
+            return fn(*args)
+        except Exception as cause:  # noqa: BLE001 - re-raised with the record's coordinates
+            raise ProcessingError(
+                f"processor {self.name} ({self.kind}) failed on the record at {context.describe()}: "
+                f"{type(cause).__name__}: {cause}"
+            ) from cause
+
+    def needs_state(self, state) -> None:
+        if state is None:
+            raise ValueError(f"processor {self.name} needs state but runs in a stateless pass")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, children={self.children})"
+
+
+class StoreProcessor(Processor):
+    """A processor with a store: one slot of the key's state row, and Kafka Streams' record cache
+    (``cached``: forward once per key per batch at the flush; else on every update)."""
+
+    stateful = True
+
+    def __init__(self, name: str, store: str, cached: bool = True):
+        super().__init__(name)
+        self.store = store
+        self.cached = cached
+        self.state_slot: Optional[int] = None  # set when the program is built
+
+    def flush(self, state, out, context) -> None:
+        """Forward the slot's final value (a tombstone when the store no longer holds the key)."""
+        slot = self.state_slot
+        value = state.values[slot]
+        self.forward(state.keys[slot], None if value is ABSENT else value, context, out, state)

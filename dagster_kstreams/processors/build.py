@@ -1,0 +1,122 @@
+"""From a sub-topology of the topology's view to a runnable :class:`SubtopologyProgram`.
+
+Each view node is turned into a processor by the builder its family registers for its
+:class:`~dagster_kstreams.topology.graph.NodeKind` (``BUILDERS`` of :mod:`.stateless`,
+:mod:`.aggregations`, :mod:`.windows`, :mod:`.sessions`, :mod:`.table_joins`,
+:mod:`.stream_joins`); a builder also checks, at definition time, that the processor can run
+with Kafka Streams' semantics, and raises
+:class:`~dagster_kstreams.processors.errors.UnsupportedTopologyError` naming it otherwise.
+Then every stateful processor gets its slot in the key's state row, in topological order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
+from dagster_kstreams.processors import aggregations, sessions, stateless, stream_joins, table_joins, windows
+from dagster_kstreams.processors.base import Processor
+from dagster_kstreams.processors.errors import UnsupportedTopologyError
+from dagster_kstreams.processors.program import SubtopologyProgram
+from dagster_kstreams.topology.application import ApplicationTopology
+from dagster_kstreams.topology.graph import NodeKind
+from dagster_kstreams.topology.view import ProcessorNode, Subtopology
+
+__all__ = ["BuildContext", "build_program", "python_function", "BUILDERS"]
+
+
+def python_function(factory: ProcessorNode, user_function):
+    """The user's function as the processors call it; a PySpark Column expression has no
+    Python form (the Spark layer plans those)."""
+    if user_function.is_column:
+        raise UnsupportedTopologyError(
+            f"processor {factory.name} ({factory.kind.value}) is given a PySpark Column expression, which only "
+            "the Spark layer runs")
+    return user_function
+
+
+@dataclass
+class BuildContext:
+    """What a builder knows about the sub-topology it builds a processor for."""
+
+    application: ApplicationTopology
+    subtopology: Subtopology
+    default_key_serde: Any
+    default_value_serde: Any
+    # (view node, UserFunction) -> an object with as_key_value()/as_joiner(): the engine's hook
+    resolve_function: Callable[[ProcessorNode, Any], Any] = python_function
+
+    def __post_init__(self) -> None:
+        self._positions = {node.name: index for index, node in enumerate(self.subtopology.nodes)}
+
+    @property
+    def topology(self):
+        return self.application.topology
+
+    def topic_name(self, topic: str) -> str:
+        """The real Kafka topic of a topic of the graph (internal ones get the app id prefix)."""
+        return self.application.topic_name(topic)
+
+    def is_repartition_topic(self, topic: Optional[str]) -> bool:
+        """Whether a topic of the graph is one of the topology's repartition topics."""
+        return topic in self.topology.repartition_topics
+
+    def position(self, name: str) -> int:
+        """A node's index in the program (the sub-topology's node order, topological)."""
+        return self._positions[name]
+
+    def key_serde(self, factory: ProcessorNode):
+        return factory.serdes.get("key_serde") or self.default_key_serde
+
+    def value_serde(self, factory: ProcessorNode):
+        return factory.serdes.get("value_serde") or self.default_value_serde
+
+    def function(self, factory: ProcessorNode, user_function):
+        return None if user_function is None else self.resolve_function(factory, user_function)
+
+    def cached(self, store_name: str) -> bool:
+        """``Materialized.with_caching_disabled()``: forward every update instead of once per batch."""
+        return self.topology.state_stores[store_name].caching
+
+
+def _windowed_aggregate(factory: ProcessorNode, ctx: BuildContext) -> Processor:
+    build = sessions.build if sessions.handles(factory) else windows.build
+    return build(factory, ctx)
+
+
+BUILDERS: dict[NodeKind, Callable[[ProcessorNode, BuildContext], Processor]] = {
+    **stateless.BUILDERS,
+    **aggregations.BUILDERS,
+    **table_joins.BUILDERS,
+    **stream_joins.BUILDERS,
+    NodeKind.WINDOWED_AGGREGATE: _windowed_aggregate,
+}
+
+
+def build_processor(factory: ProcessorNode, ctx: BuildContext) -> Processor:
+    builder = BUILDERS.get(factory.kind)
+    if builder is None:
+        raise UnsupportedTopologyError(
+            f"processor {factory.name} ({factory.kind.value}) is not supported by the Spark runner yet; it runs "
+            "stateless operations, to/to_table, group_by/group_by_key with count/reduce/aggregate, "
+            "KTable filter/map_values/to_stream, stream-table joins, table-table joins, time/sliding/session "
+            "windowed aggregations and stream-stream joins"
+        )
+    return builder(factory, ctx)
+
+
+def build_program(ctx: BuildContext, dead_letters: DeadLetterPolicy = DeadLetterPolicy(),
+                  program_class: type[SubtopologyProgram] = SubtopologyProgram) -> SubtopologyProgram:
+    """The program of ``ctx.subtopology`` (``program_class``: the engine's subclass, if any)."""
+    view_nodes = ctx.subtopology.nodes
+    nodes = [build_processor(factory, ctx) for factory in view_nodes]
+    for node, factory in zip(nodes, view_nodes):
+        if not node.children:  # a builder may order them itself (a branch: in its branches' order)
+            node.children = [ctx.position(child) for child in factory.children]
+    slot = 0
+    for node in nodes:
+        if node.stateful:
+            node.state_slot = slot
+            slot += 1
+    return program_class(ctx.subtopology.id, nodes, dead_letters)

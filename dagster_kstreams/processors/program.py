@@ -1,0 +1,216 @@
+"""The processors of one sub-topology, run record by record in one Python pass.
+
+A :class:`SubtopologyProgram` is what a task ships to its Python workers (pickled with the
+user's functions). It holds the sub-topology's processors (:mod:`.base`), in topological order,
+and runs a whole batch or a whole key group through all of them in one pass: consecutive
+processors are fused, never one Python call per operator per row through the engine.
+
+Three ways to run, one per kind of sub-topology (the engine feeds them; see
+:mod:`dagster_kstreams.spark.frames` for Spark's Arrow batches and pandas groups):
+
+* :meth:`SubtopologyProgram.process_record` with no state — stateless sub-topologies: source
+  records in, sink records out.
+* :meth:`SubtopologyProgram.run_key_group` — sub-topologies with state (aggregations, tables):
+  all records of one source key in a micro-batch, in processing order, with that key's stored
+  values of every store of the sub-topology (one state row per source key, see :mod:`.state`).
+* :meth:`SubtopologyProgram.run_task_batch` — sub-topologies whose semantics span keys
+  (stream-stream joins, :attr:`SubtopologyProgram.task_grouped`): the task's whole micro-batch
+  in processing order, with one state value holding every key's slots and the task-level state
+  (:mod:`.task_state`).
+
+Aggregations emit like Kafka Streams with its record cache: after the group's records are
+applied, each updated store forwards its final value for the key downstream once, upstream
+stores first (``caching_enabled=False`` in ``Materialized`` forwards every update instead).
+
+A record whose key or value cannot be deserialized goes to the dead-letter policy: the task
+fails (naming the record), or the record is skipped and, with a dead-letter topic, written
+there raw with Kafka Streams' dead-letter headers.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from typing import Any, Iterable, Optional
+
+from dagster_kstreams.kafka.dead_letter import (
+    DeadLetterPolicy,
+    DeserializationError,
+    DeserializationHandler,
+    dead_letter_headers,
+)
+from dagster_kstreams.processors.base import Processor
+from dagster_kstreams.processors.records import Output, RecordContext
+from dagster_kstreams.processors.state import ABSENT, GroupState
+from dagster_kstreams.processors.task_state import TaskState
+
+__all__ = ["SubtopologyProgram"]
+
+log = logging.getLogger(__name__)
+
+
+class SubtopologyProgram:
+    """All processors of one sub-topology, ready to run in a Python worker.
+
+    ``nodes`` are in topological order (a processor's children follow it); each stateful one
+    has its ``state_slot`` already (its column in the key's state row).
+    """
+
+    def __init__(self, subtopology_id: int, nodes: list[Processor],
+                 dead_letters: DeadLetterPolicy = DeadLetterPolicy()):
+        self.subtopology_id = subtopology_id
+        self.nodes = nodes
+        self.dead_letters = dead_letters
+        self.source_by_topic: dict[str, int] = {}
+        for index, node in enumerate(nodes):
+            if node.kind == "source":
+                for topic in node.topics:
+                    self.source_by_topic[topic] = index
+        self.stateful_nodes = [index for index, node in enumerate(nodes) if node.stateful]
+        self.store_slots = {nodes[i].store: nodes[i].state_slot for i in self.stateful_nodes}
+        self._last_raw_key = self._last_key = self._last_key_node = None
+        self._check()
+        for node in nodes:
+            node.init(self)
+
+    def _check(self) -> None:
+        for index, node in enumerate(self.nodes):
+            for child in node.children:
+                if not index < child < len(self.nodes):
+                    raise ValueError(f"processor {node.name}: children must follow it in topological order")
+            if node.stateful and (node.store is None or node.state_slot is None):
+                raise ValueError(f"processor {node.name}: a stateful processor needs a store and a state slot")
+
+    # -- what the engine needs to know ----------------------------------------------------
+    @property
+    def stateful(self) -> bool:
+        return bool(self.stateful_nodes)
+
+    @property
+    def uses_stream_time(self) -> bool:
+        return any(node.uses_stream_time for node in self.nodes)
+
+    @property
+    def stream_time_skips_null_values(self) -> bool:
+        """Whether stream time advances only on records with a key and a value (sliding windows)."""
+        return any(node.stream_time_skips_null_values for node in self.nodes)
+
+    @property
+    def needs_processing_order(self) -> bool:
+        """Whether the task must order its records across partitions and track stream time
+        before grouping them by key (:func:`dagster_kstreams.spark.event_time.with_processing_order`)."""
+        return self.stateful and (len(self.source_by_topic) > 1 or self.uses_stream_time)
+
+    @property
+    def task_grouped(self) -> bool:
+        """Whether the sub-topology runs task-grouped (:meth:`run_task_batch`): it has a
+        processor whose semantics span keys."""
+        return any(node.task_grouped for node in self.nodes)
+
+    @property
+    def store_names(self) -> list[str]:
+        return [self.nodes[i].store for i in sorted(self.stateful_nodes, key=lambda i: self.nodes[i].state_slot)]
+
+    # -- running ------------------------------------------------------------------------
+    def run_key_group(self, records: Iterable[tuple[RecordContext, Any, Any]],
+                      stored: Optional[tuple]) -> tuple[Output, Optional[tuple]]:
+        """Run all records of one source key (``(context, raw key, raw value)`` in processing
+        order) through a stateful sub-topology.
+
+        ``stored`` is the key's state row (one pickled value per store, or None). Returns the
+        sink records and the new state row (``stored`` itself when nothing changed; None:
+        nothing stored any more).
+        """
+        slots = len(self.stateful_nodes)
+        values = [ABSENT] * slots
+        if stored is not None:
+            values = [ABSENT if blob is None else pickle.loads(blob) for blob in stored]
+        state = GroupState(values)
+        out = Output()
+        last_context = None
+        for context, key, value in records:
+            context = self.process_record(context, key, value, out, state)
+            last_context = context or last_context
+        if last_context is not None:
+            self._flush(state, out, last_context)
+        if not state.changed:
+            return out, stored
+        if all(value is ABSENT for value in state.values):
+            return out, None
+        return out, tuple(
+            None if value is ABSENT else pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            for value in state.values
+        )
+
+    def run_task_batch(self, records: Iterable[tuple[RecordContext, Any, Any]],
+                       stored: Optional[bytes]) -> tuple[Output, Optional[bytes]]:
+        """Run a whole micro-batch of one task (all keys, in processing order) through a
+        task-grouped sub-topology with the task's state (one pickled value, or None; see
+        :mod:`.task_state`). Each record runs with its source key's group (as in
+        :meth:`run_key_group`); keys are flushed at the end of the batch. Returns the sink
+        records and the new task state."""
+        task = TaskState.load(stored, len(self.stateful_nodes))
+        out = Output()
+        for context, key, value in records:
+            group = task.group(context.raw_key)
+            context = self.process_record(context, key, value, out, group)
+            if context is not None:
+                group.last_context = context
+        for group in task.touched():
+            if group.dirty and group.last_context is not None:
+                self._flush(group, out, group.last_context)
+        for node in self.nodes:
+            node.end_task_batch(task)
+        return out, task.dump()
+
+    # -- record flow ------------------------------------------------------------------
+    def process_record(self, context: RecordContext, raw_key, raw_value, out: Output,
+                       state: Optional[GroupState]) -> Optional[RecordContext]:
+        """Deserialize one source record and run it through the processors. Returns its
+        context, or None when the dead-letter policy skipped it."""
+        topic, partition, offset = context.topic, context.partition, context.offset
+        index = self.source_by_topic.get(topic)
+        if index is None:
+            raise ValueError(
+                f"record at {context.describe()}: topic is not a source of sub-topology {self.subtopology_id}")
+        node = self.nodes[index]
+        raw_key = None if raw_key is None else bytes(raw_key)
+        raw_value = None if raw_value is None else bytes(raw_value)
+        try:
+            part = "key"
+            if raw_key is not None and raw_key == self._last_raw_key and node is self._last_key_node:
+                key = self._last_key  # a key group (and a skewed batch) repeats the same key
+            else:
+                key = node.key_serde.deserialize(raw_key)
+                self._last_raw_key, self._last_key, self._last_key_node = raw_key, key, node
+            part = "value"
+            value = node.value_serde.deserialize(raw_value)
+        except Exception as cause:  # noqa: BLE001 - any serde failure is the handler's to judge
+            serde = node.key_serde if part == "key" else node.value_serde
+            error = DeserializationError(topic, partition, offset, part, repr(serde), cause)
+            if self.dead_letters.handler is DeserializationHandler.FAIL:
+                raise error from cause
+            log.warning("skipping a record: %s", error)
+            if self.dead_letters.dead_letter_topic:
+                out.append(
+                    self.dead_letters.dead_letter_topic, raw_key, raw_value,
+                    dead_letter_headers(topic, partition, offset, error),
+                )
+            return None
+        for child in node.children:
+            self._forward(child, key, value, context, out, state)
+        return context
+
+    def _forward(self, index: int, key, value, context: RecordContext, out: Output, state) -> None:
+        """The one path a record takes from a processor to its child ``index``."""
+        self.nodes[index].process(key, value, context, out, state)
+
+    def _flush(self, state: GroupState, out: Output, context: RecordContext) -> None:
+        """Forward each updated store's final value downstream, upstream stores first."""
+        for index in self.stateful_nodes:  # topological order: a downstream store is flushed later
+            node = self.nodes[index]
+            slot = node.state_slot
+            if slot not in state.dirty:
+                continue
+            state.dirty.discard(slot)
+            node.flush(state, out, context)

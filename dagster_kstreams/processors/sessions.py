@@ -1,0 +1,266 @@
+"""Session-windowed aggregations, as Kafka Streams'
+``KStreamSessionWindowAggregate`` (4.3.1) over its persistent session store.
+
+Per record with a non-null key (null keys are skipped and do not advance stream time), with
+``t`` the record's timestamp and ``ST`` the stream time after it:
+
+* close time = ``ST - grace - gap``;
+* the key's sessions that overlap ``[t - gap, t + gap]`` (``end >= t - gap`` and
+  ``start <= t + gap``, the store's ``findSessions``), in store order (by end, then start), are
+  merged with ``[t, t]``: the aggregate starts from ``initializer()`` and takes
+  ``merger(key, agg, session_agg)`` for each;
+* if the merged session ends before the close time the record is late: dropped and counted
+  (a row on :data:`~dagster_kstreams.processors.records.DROPPED_LATE_TOPIC`), nothing changes;
+* otherwise the merged-away sessions are removed, the aggregate takes
+  ``aggregator(key, value, agg)`` (null values included: count counts them) and is stored
+  under the merged window.
+
+Store retention: the session store hides (and eventually drops) sessions whose end is at most
+``observedStreamTime - retention`` (retention = ``gap + grace`` unless ``Materialized``
+sets it). Its stream time is the largest session end written to it, which is the stream time
+before the record. Such sessions are never found again, so the key's state drops them: state
+stays bounded.
+
+Emit: with the record cache (the default) each changed windowed key forwards its final state
+once per micro-batch: the session's value, or a tombstone for a session that existed at the
+start of the batch and was merged away (one created and merged away within the batch was never
+forwarded, as Kafka Streams' cache flush skips it). Without caching every update is forwarded:
+a tombstone for each merged-away session, then the new session's value. Downstream sees the
+key as ``Windowed(key, Window(start, end))`` with an inclusive end, and the record timestamp
+is the window end.
+
+Reduce and count are aggregations with Kafka Streams' own functions: count is
+``initializer=0``, ``aggregator=agg + 1``, ``merger=a + b``; reduce is ``initializer=None``,
+``aggregator = value if agg is None else reducer(agg, value)``, ``merger(a, b) =
+aggregator(b, a)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+from dagster_kstreams.processors.base import StoreProcessor, register
+from dagster_kstreams.processors.errors import UnsupportedTopologyError
+from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
+from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.topology.graph import NodeKind
+from dagster_kstreams.topology.serdes import Window, Windowed
+from dagster_kstreams.topology.windows import SessionWindows
+
+__all__ = ["KIND", "SessionWindowAggregate", "SessionStore", "session_functions", "store_entries", "handles",
+           "build"]
+
+KIND = "session_aggregate"
+
+
+# -- the store -------------------------------------------------------------------------------
+def session_functions(operation: str, initializer=None, aggregator=None, reducer=None, merger=None):
+    """``(initializer(), aggregator(key, value, agg), merger(key, agg1, agg2))`` of a session
+    aggregation, as Kafka Streams builds them for count, reduce and aggregate."""
+    if operation == "count":
+        return (lambda: 0), (lambda key, value, agg: agg + 1), (lambda key, a, b: a + b)
+    if operation == "reduce":
+        def reduce_aggregator(key, value, agg):
+            return value if agg is None else reducer(agg, value)
+
+        return (lambda: None), reduce_aggregator, (lambda key, a, b: reduce_aggregator(key, b, a))
+    return initializer, aggregator, merger
+
+
+def store_entries(key, sessions) -> Any:
+    """A key's stored sessions as ``(Windowed(key, Window(start, end)), aggregate)`` pairs, the
+    way Kafka Streams' session store returns them (read_store)."""
+    for start, end, aggregate in sessions:
+        yield Windowed(key, Window(start, end)), aggregate
+
+
+class SessionStore:
+    """One key's sessions: ``[(start, end, agg)]`` in store order (by end, then start).
+
+    Pure logic (no Spark): :meth:`apply` runs one record and says what changed."""
+
+    def __init__(self, gap: int, grace: int, retention: int, sessions=()):
+        self.gap, self.grace, self.retention = gap, grace, retention
+        self.sessions: list[tuple[int, int, Any]] = sorted(sessions, key=lambda s: (s[1], s[0]))
+
+    def expire(self, store_stream_time: int) -> None:
+        """Forget the sessions the store no longer returns (end <= its stream time - retention)."""
+        floor = store_stream_time - self.retention
+        if self.sessions and self.sessions[0][1] <= floor:
+            self.sessions = [s for s in self.sessions if s[1] > floor]
+
+    def apply(self, key, value, timestamp: int, stream_time_before: int, stream_time: int,
+              initializer, aggregator, merger, call=lambda fn, *args: fn(*args)):
+        """Process one record. Returns None when it is late (dropped), else ``(removed, new)``:
+        the merged-away sessions ``[(start, end, agg)]`` and the new session ``(start, end, agg)``."""
+        self.expire(stream_time_before)
+        close_time = stream_time - self.grace - self.gap
+        agg = call(initializer)
+        start = end = timestamp
+        merged = []
+        for session in self.sessions:
+            s_start, s_end, s_agg = session
+            if s_end >= timestamp - self.gap and s_start <= timestamp + self.gap:
+                merged.append(session)
+                agg = call(merger, key, agg, s_agg)
+                start, end = min(start, s_start), max(end, s_end)
+        if end < close_time:
+            return None
+        if merged and (start, end) != (timestamp, timestamp):
+            removed = merged
+        else:
+            removed = []
+        agg = call(aggregator, key, value, agg)
+        gone = {(s[0], s[1]) for s in removed}
+        kept = [s for s in self.sessions if (s[0], s[1]) not in gone and (s[0], s[1]) != (start, end)]
+        # A null aggregate is a delete in Kafka Streams' store (put of null).
+        if agg is not None:
+            kept.append((start, end, agg))
+        self.sessions = sorted(kept, key=lambda s: (s[1], s[0]))
+        return removed, (start, end, agg)
+
+
+def _context_at(context, end: int):
+    return dataclasses.replace(context, timestamp=end)
+
+
+# -- the processor -----------------------------------------------------------------------------
+@register
+class SessionWindowAggregate(StoreProcessor):
+    """``KStreamSessionWindowAggregate``: one key's sessions are one slot of its state row
+    (``((start, end, aggregate), ...)`` in store order)."""
+
+    kind = KIND
+    uses_stream_time = True
+
+    def __init__(self, name: str, store: str, cached: bool, aggregation: str, gap: int, grace: int, retention: int,
+                 initializer: Callable, aggregator: Callable, merger: Callable):
+        super().__init__(name, store, cached)
+        self.aggregation = aggregation
+        self.gap, self.grace, self.retention = gap, grace, retention
+        self.initializer, self.aggregator, self.merger = initializer, aggregator, merger
+
+    @property
+    def options(self) -> dict:
+        """The session windows' settings by name (ms)."""
+        return {"gap": self.gap, "grace": self.grace, "retention": self.retention}
+
+    def process(self, key, value, context, out, state) -> None:
+        if key is None:
+            return  # skipped; does not advance stream time (event_time leaves null keys out of it)
+        self.needs_state(state)
+        slot = self.state_slot
+        current = state.values[slot]
+        store = SessionStore(self.gap, self.grace, self.retention, () if current is ABSENT else current)
+        stream_time = context.stream_time
+        before = context.stream_time_before
+        if before is None:  # not given (a test calling the program directly): only the record's own is known
+            before = stream_time if context.timestamp < stream_time else stream_time - 1
+        changes = self._batch_changes(state, slot, store)
+        result = store.apply(key, value, context.timestamp, before, stream_time, self.initializer, self.aggregator,
+                             self.merger, lambda fn, *args: self.call(context, fn, *args))
+        state.values[slot] = tuple(store.sessions) if store.sessions else ABSENT
+        state.keys[slot] = key
+        state.changed = True
+        if result is None:
+            out.append(DROPPED_LATE_TOPIC, None, None)
+            return
+        removed, (start, end, agg) = result
+        if self.cached:
+            for s_start, s_end, _ in removed:
+                changes[(s_start, s_end)] = None
+            changes[(start, end)] = agg
+            state.dirty.add(slot)
+            return
+        for s_start, s_end, _ in removed:
+            self.forward(Windowed(key, Window(s_start, s_end)), None, _context_at(context, s_end), out, state)
+        self.forward(Windowed(key, Window(start, end)), agg, _context_at(context, end), out, state)
+
+    @staticmethod
+    def _batch_changes(state, slot: int, store: SessionStore) -> dict:
+        """``{(start, end): latest aggregate or None (removed)}`` for the windowed keys changed in this
+        key group (the record cache's dirty entries; a session that expires within the batch is still
+        forwarded, as the cache holds it until its flush)."""
+        entry = state.cache_entry(slot)
+        if entry is None:
+            entry = state.new_cache_entry(slot, ({(s[0], s[1]) for s in store.sessions}, {}))
+        return entry[1]
+
+    def flush(self, state, out, context) -> None:
+        """Forward the final state of each windowed key changed in the batch (the record cache's flush)."""
+        slot = self.state_slot
+        entry = state.take_cache_entry(slot)
+        if entry is None:
+            return
+        initial, changed = entry
+        key = state.keys[slot]
+        for window, value in sorted(changed.items(), key=lambda item: (item[0][1], item[0][0])):
+            start, end = window
+            if value is None and window not in initial:
+                continue  # created and merged away within the batch: never forwarded
+            self.forward(Windowed(key, Window(start, end)), value, _context_at(context, end), out, state)
+
+
+# -- definition time -------------------------------------------------------------------------
+# Processors a record may pass on its way from the sub-topology's source to a session
+# aggregation: each forwards every record, once, with its key (Kafka Streams' processor-local
+# stream time then sees exactly the records the task's stream time is made of).
+_ONE_TO_ONE = {NodeKind.SOURCE, NodeKind.MAP_VALUES, NodeKind.PEEK, NodeKind.MERGE, NodeKind.REPARTITION_FILTER}
+
+
+def handles(factory) -> bool:
+    return factory.kind is NodeKind.WINDOWED_AGGREGATE and isinstance(factory.params.get("windows"), SessionWindows)
+
+
+def build(factory, ctx) -> SessionWindowAggregate:
+    params = factory.params
+    _check_path(ctx.subtopology, factory)
+    windows: SessionWindows = params["windows"]
+    store = ctx.topology.state_stores.get(params["store_name"])
+    retention = store.retention_ms if store is not None and store.retention_ms is not None else (
+        windows.inactivity_gap_ms + windows.grace_ms)
+    operation = params["operation"]
+
+    def fn(name):
+        user = params.get(name)
+        return None if user is None else user.fn
+
+    init, agg, merger = session_functions(operation, fn("initializer"), fn("aggregator"), fn("reducer"), fn("merger"))
+    return SessionWindowAggregate(factory.name, params["store_name"], ctx.cached(params["store_name"]), operation,
+                                  windows.inactivity_gap_ms, windows.grace_ms, retention, init, agg, merger)
+
+
+def _check_path(sub, factory) -> None:
+    """Every source of the sub-topology must reach the aggregation through one-to-one
+    processors only, by exactly one path (see ``_ONE_TO_ONE``)."""
+    nodes = {node.name: node for node in sub.nodes}
+    paths: dict[str, int] = {}
+
+    def count(name: str) -> int:  # paths from any source to `name`
+        if name not in paths:
+            node = nodes[name]
+            if node.kind is NodeKind.SOURCE:
+                paths[name] = 1
+            else:
+                if node.kind not in _ONE_TO_ONE and name != factory.name:
+                    raise UnsupportedTopologyError(
+                        f"processor {factory.name} (session-windowed aggregation) is fed through {node.name} "
+                        f"({node.kind.value}) in the same sub-topology {sub.id}: Kafka Streams' session aggregation "
+                        "keeps its own stream time of the records that reach it, while the Spark runner uses the "
+                        "task's; put .repartition() before grouping so the aggregation reads its own sub-topology")
+                paths[name] = sum(count(parent) for parent in node.parents)
+        return paths[name]
+
+    count(factory.name)
+    sources = [node for node in sub.nodes if node.kind is NodeKind.SOURCE]
+    for source in sources:
+        if paths.get(source.name) != 1:
+            raise UnsupportedTopologyError(
+                f"processor {factory.name} (session-windowed aggregation): the records of {source.name} "
+                f"(topics {list(source.topics)}) reach it {paths.get(source.name, 0)} times in sub-topology {sub.id}, "
+                "not once; the Spark runner's stream time counts every record of the task once; put .repartition() "
+                "before grouping")
+    if any(node.kind is NodeKind.SUPPRESS for node in sub.nodes):
+        raise UnsupportedTopologyError(f"processor {factory.name} (session-windowed aggregation): suppress is not "
+                                       "supported by the Spark runner")

@@ -1,0 +1,73 @@
+"""The stored values a record sees: one slot per store of the sub-topology, for one source key.
+
+Within one sub-topology every stateful processor sees the source key (Kafka Streams inserts a
+repartition topic before any stateful processor whose key changed), so one state row per source
+key holds the key's value in each store; :class:`GroupState` is that row while a key group (or,
+task-grouped, a task batch) runs. A slot with no value holds :data:`ABSENT`.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+from typing import Any, Optional
+
+__all__ = ["ABSENT", "GroupState", "load_state"]
+
+# Classes that state written by earlier versions names at their old place (module, class) ->
+# their module now: a task's checkpoint outlives the code layout that wrote it.
+_MOVED_CLASSES = {
+    ("dagster_kstreams.spark.stream_joins", "JoinTracker"): "dagster_kstreams.processors.join_buffers",
+}
+
+
+class _StateUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        return super().find_class(_MOVED_CLASSES.get((module, name), module), name)
+
+
+def load_state(blob: bytes) -> Any:
+    """A pickled state value that may hold the library's own classes (a task's state)."""
+    return _StateUnpickler(io.BytesIO(blob)).load()
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Any = _Absent()
+
+
+class GroupState:
+    """The stored values of one key, one slot per store, for the length of one key group."""
+
+    def __init__(self, values: list[Any]):
+        self.values = values
+        self.keys: list[Any] = [None] * len(values)  # the key each store last saw (for its emit)
+        self.dirty: set[int] = set()  # slots whose final value is still to be forwarded
+        self.changed = False
+        # Windowed stores' record-cache entries of this group, by slot (created on first use,
+        # taken at the flush; see windows.py and sessions.py).
+        self.window_cache: Optional[dict[int, Any]] = None
+        # task-grouped programs (SubtopologyProgram.run_task_batch): the task's state, this
+        # key's source key bytes and the context its cached stores flush with
+        self.task = None
+        self.raw_key: Optional[bytes] = None
+        self.last_context = None
+
+    def cache_entry(self, slot: int) -> Any:
+        """The record-cache entry of a windowed store's slot in this group (None: none yet)."""
+        cache = self.window_cache
+        return None if cache is None else cache.get(slot)
+
+    def new_cache_entry(self, slot: int, entry: Any) -> Any:
+        if self.window_cache is None:
+            self.window_cache = {}
+        self.window_cache[slot] = entry
+        return entry
+
+    def take_cache_entry(self, slot: int) -> Any:
+        """The slot's record-cache entry, removed (None: there is none)."""
+        cache = self.window_cache
+        return None if cache is None else cache.pop(slot, None)

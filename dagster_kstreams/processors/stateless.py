@@ -1,0 +1,390 @@
+"""Stateless processors: sources, sinks, record functions, branches, and the KTable operations
+that keep no store (``KStreamFilter``, ``KStreamMap``, ``KStreamMapValues``, ``KStreamFlatMap``,
+``KStreamBranch``, ``KStreamPeek``, ``KTableFilter``, ``KTableMapValues``, ``SinkNode`` ...).
+
+Each forwards what it produces to its children at once, in order (``Processor.forward``, written
+out in each ``process``: this is the hot path, one Python frame less per record and processor).
+User functions take ``(key, value)`` (the DSL's one-argument forms are wrapped already); a
+failure becomes a :class:`~dagster_kstreams.processors.errors.ProcessingError` naming the
+processor and the record.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable, Optional
+
+from dagster_kstreams.kafka.timestamp_header import TIMESTAMP_HEADER, encode_timestamp
+from dagster_kstreams.processors.base import Processor, processor_class, register
+from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopologyError
+from dagster_kstreams.topology.graph import NodeKind
+
+__all__ = ["Source", "Sink", "Filter", "Map", "MapValues", "FlatMap", "FlatMapValues", "SelectKey", "Peek",
+           "Foreach", "Print", "Printer", "Merge", "BranchChild", "Branch", "RepartitionFilter", "TableFilter",
+           "TableMapValues", "TableToStream", "BUILDERS"]
+
+
+def pair(processor: Processor, result) -> tuple[Any, Any]:
+    """A ``map``/``flat_map`` result as ``(key, value)``; anything else names the processor."""
+    try:
+        key, value = result
+    except (TypeError, ValueError) as cause:
+        raise ProcessingError(
+            f"processor {processor.name} ({processor.kind}) must return a (key, value) pair, got {result!r}"
+        ) from cause
+    return key, value
+
+
+# -- the edges ---------------------------------------------------------------------------
+@register
+class Source(Processor):
+    """Where records enter: the program deserializes them with these serdes (``SourceNode``)."""
+
+    kind = "source"
+
+    def __init__(self, name: str, topics: tuple[str, ...], key_serde, value_serde):
+        super().__init__(name)
+        self.topics, self.key_serde, self.value_serde = topics, key_serde, value_serde
+
+    def process(self, key, value, context, out, state) -> None:  # pragma: no cover - sources have no parents
+        raise ValueError(f"processor {self.name}: a source receives records from its topics only")
+
+
+@register
+class Sink(Processor):
+    """Serializes the record to a static topic, or to the one ``topic_extractor(key, value)`` names
+    (``SinkNode``). A repartition topic also gets the record's timestamp in a header
+    (``carry_timestamp``: Spark's sink cannot set record timestamps)."""
+
+    kind = "sink"
+
+    def __init__(self, name: str, topic: Optional[str], topic_extractor: Optional[Callable], key_serde, value_serde,
+                 carry_timestamp: bool = False):
+        super().__init__(name)
+        self.topic, self.topic_extractor = topic, topic_extractor
+        self.key_serde, self.value_serde = key_serde, value_serde
+        self.carry_timestamp = carry_timestamp
+
+    def process(self, key, value, context, out, state) -> None:
+        topic = self.topic
+        if topic is None:
+            topic = self.call(context, self.topic_extractor, key, value)
+        try:
+            key_bytes = self.key_serde.serialize(key)
+            value_bytes = self.value_serde.serialize(value)
+        except Exception as cause:  # noqa: BLE001
+            raise ProcessingError(
+                f"sink {self.name} cannot serialize the record for topic {topic!r} (from the record at "
+                f"{context.describe()}) with key serde {self.key_serde!r} and value serde "
+                f"{self.value_serde!r}: {type(cause).__name__}: {cause}"
+            ) from cause
+        headers = None
+        if self.carry_timestamp and context.timestamp is not None:
+            # A repartition topic: the record keeps its timestamp (kafka.timestamp_header).
+            headers = ((TIMESTAMP_HEADER, encode_timestamp(context.timestamp)),)
+        out.append(topic, key_bytes, value_bytes, headers)
+
+
+# -- record functions ----------------------------------------------------------------------
+class _WithFunction(Processor):
+    def __init__(self, name: str, fn: Optional[Callable]):
+        super().__init__(name)
+        self.fn = fn
+
+
+@register
+class Filter(_WithFunction):
+    """Keeps the records for which ``fn`` is true (``negate``: false, ``filterNot``)."""
+
+    kind = "filter"
+
+    def __init__(self, name: str, fn: Callable, negate: bool = False):
+        super().__init__(name, fn)
+        self.negate = negate
+
+    def process(self, key, value, context, out, state) -> None:
+        if bool(self.call(context, self.fn, key, value)) != self.negate:
+            program = self.program
+            for child in self.children:
+                program._forward(child, key, value, context, out, state)
+
+
+@register
+class MapValues(_WithFunction):
+    kind = "map_values"
+
+    def process(self, key, value, context, out, state) -> None:
+        new_value = self.call(context, self.fn, key, value)
+        program = self.program
+        for child in self.children:
+            program._forward(child, key, new_value, context, out, state)
+
+
+@register
+class Map(_WithFunction):
+    kind = "map"
+
+    def process(self, key, value, context, out, state) -> None:
+        new_key, new_value = pair(self, self.call(context, self.fn, key, value))
+        program = self.program
+        for child in self.children:
+            program._forward(child, new_key, new_value, context, out, state)
+
+
+@register
+class SelectKey(_WithFunction):
+    kind = "select_key"
+
+    def process(self, key, value, context, out, state) -> None:
+        new_key = self.call(context, self.fn, key, value)
+        program = self.program
+        for child in self.children:
+            program._forward(child, new_key, value, context, out, state)
+
+
+@register
+class FlatMap(_WithFunction):
+    """Forwards each ``(key, value)`` pair ``fn`` returns (None: nothing)."""
+
+    kind = "flat_map"
+
+    def process(self, key, value, context, out, state) -> None:
+        program = self.program
+        for result in self.call(context, self.fn, key, value) or ():
+            new_key, new_value = pair(self, result)
+            for child in self.children:
+                program._forward(child, new_key, new_value, context, out, state)
+
+
+@register
+class FlatMapValues(_WithFunction):
+    kind = "flat_map_values"
+
+    def process(self, key, value, context, out, state) -> None:
+        program = self.program
+        for new_value in self.call(context, self.fn, key, value) or ():
+            for child in self.children:
+                program._forward(child, key, new_value, context, out, state)
+
+
+@register
+class Peek(_WithFunction):
+    """Calls ``fn`` (if any) and forwards the record unchanged."""
+
+    kind = "peek"
+
+    def process(self, key, value, context, out, state) -> None:
+        if self.fn is not None:
+            self.call(context, self.fn, key, value)
+        program = self.program
+        for child in self.children:
+            program._forward(child, key, value, context, out, state)
+
+
+@register
+class Foreach(Peek):
+    kind = "foreach"
+
+
+@register
+class Print(Peek):
+    kind = "print"
+
+
+class Printer:
+    """``KStream.print``: ``[label]: key, value`` lines, as Kafka Streams' ``PrintForeachAction``."""
+
+    def __init__(self, label: str, file_path: Optional[str], mapper):
+        self.label, self.file_path, self.mapper = label, file_path, mapper
+
+    def __call__(self, key, value) -> None:
+        text = self.mapper(key, value) if self.mapper is not None else f"{key}, {value}"
+        line = f"[{self.label}]: {text}\n"
+        if self.file_path:
+            with open(self.file_path, "a", encoding="utf-8") as handle:
+                handle.write(line)
+        else:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+
+
+# -- routing -----------------------------------------------------------------------------
+@register
+class Merge(Processor):
+    """Passes every record on (``merge``, and the nodes that only route: an unmaterialized table,
+    a repartition filter that keeps null keys)."""
+
+    kind = "merge"
+
+    def process(self, key, value, context, out, state) -> None:
+        program = self.program
+        for child in self.children:
+            program._forward(child, key, value, context, out, state)
+
+
+@register
+class BranchChild(Merge):
+    kind = "branch_child"
+
+
+@register
+class Branch(Processor):
+    """Sends each record to the first branch whose predicate holds (None: the default branch)."""
+
+    kind = "branch"
+
+    def __init__(self, name: str, children: list[int], predicates: tuple):
+        super().__init__(name)
+        self.children = children
+        self.predicates = predicates
+
+    def process(self, key, value, context, out, state) -> None:
+        for predicate, child in zip(self.predicates, self.children):
+            if predicate is None or self.call(context, predicate, key, value):
+                self.program._forward(child, key, value, context, out, state)
+                break
+
+
+@register
+class RepartitionFilter(Processor):
+    """Drops records with a null key before a repartition topic (Kafka Streams does the same)."""
+
+    kind = "repartition_filter"
+
+    def process(self, key, value, context, out, state) -> None:
+        if key is not None:
+            program = self.program
+            for child in self.children:
+                program._forward(child, key, value, context, out, state)
+
+
+# -- KTable operations without a store ---------------------------------------------------------
+@register
+class TableFilter(Filter):
+    """A table update whose new value fails the predicate becomes a tombstone (``KTableFilter``)."""
+
+    kind = "table_filter"
+
+    def process(self, key, value, context, out, state) -> None:
+        keep = value is not None and bool(self.call(context, self.fn, key, value)) != self.negate
+        new_value = value if keep else None
+        program = self.program
+        for child in self.children:
+            program._forward(child, key, new_value, context, out, state)
+
+
+@register
+class TableMapValues(_WithFunction):
+    """Maps a table update's value; a tombstone stays a tombstone (``KTableMapValues``)."""
+
+    kind = "table_map_values"
+
+    def process(self, key, value, context, out, state) -> None:
+        new_value = None if value is None else self.call(context, self.fn, key, value)
+        program = self.program
+        for child in self.children:
+            program._forward(child, key, new_value, context, out, state)
+
+
+@register
+class TableToStream(_WithFunction):
+    """``KTable.to_stream``: the table's updates as records (``fn``: an optional key-value mapper)."""
+
+    kind = "table_to_stream"
+
+    def process(self, key, value, context, out, state) -> None:
+        if self.fn is not None:
+            value = self.call(context, self.fn, key, value)
+        program = self.program
+        for child in self.children:
+            program._forward(child, key, value, context, out, state)
+
+
+# -- definition time -------------------------------------------------------------------------
+def _source(factory, ctx) -> Source:
+    if factory.serdes.get("timestamp_extractor") is not None:
+        # Timestamps reach windows, joins and repartition topics: none may be computed differently.
+        raise UnsupportedTopologyError(
+            f"source {factory.name} (topics {list(factory.topics)}) has a custom timestamp extractor; the "
+            "Spark runner reads record timestamps from Kafka only (Kafka Streams' default extractor)")
+    return Source(factory.name, tuple(ctx.topic_name(topic) for topic in factory.topics),
+                  ctx.key_serde(factory), ctx.value_serde(factory))
+
+
+def _sink(factory, ctx) -> Sink:
+    if factory.serdes.get("partitioner") is not None:
+        raise UnsupportedTopologyError(
+            f"sink {factory.name} (topic {factory.topic!r}) has a custom stream partitioner; the Spark "
+            "runner places records with Kafka's default partitioner only"
+        )
+    return Sink(factory.name, None if factory.topic is None else ctx.topic_name(factory.topic),
+                factory.topic_extractor, ctx.key_serde(factory), ctx.value_serde(factory),
+                # Spark's sink cannot set record timestamps: a repartition topic carries them in a header.
+                carry_timestamp=ctx.is_repartition_topic(factory.topic))
+
+
+def _pass_through(kind: str):
+    return lambda factory, ctx: processor_class(kind)(factory.name)
+
+
+def _table_to_stream(factory, ctx) -> TableToStream:
+    return TableToStream(factory.name, None)
+
+
+def _filter(factory, ctx) -> Filter:
+    cls = Filter if factory.kind is NodeKind.FILTER else TableFilter
+    fn = ctx.function(factory, factory.params["predicate"])
+    return cls(factory.name, fn.as_key_value(), negate=bool(factory.params.get("negate")))
+
+
+def _record_function(cls: type, parameter: str):
+    def build(factory, ctx):
+        return cls(factory.name, ctx.function(factory, factory.params[parameter]).as_key_value())
+
+    return build
+
+
+def _print(factory, ctx) -> Print:
+    params = factory.params
+    return Print(factory.name, Printer(params["label"], params.get("file_path"), params.get("mapper")))
+
+
+def _branch(factory, ctx) -> Branch:
+    predicates = factory.params["predicates"]
+    for predicate in predicates:
+        ctx.function(factory, predicate)  # refuses a Column expression
+    # The children follow the branches' order, each with its predicate (None: the default branch).
+    children, tests = [], []
+    for child_name in factory.params["children"]:
+        branch_index = ctx.subtopology.node(child_name).params["index"]
+        children.append(ctx.position(child_name))
+        tests.append(None if branch_index == 0 else predicates[branch_index - 1].as_key_value())
+    return Branch(factory.name, children, tuple(tests))
+
+
+def _repartition_filter(factory, ctx) -> Processor:
+    if factory.params.get("drop_null_keys", True):
+        return RepartitionFilter(factory.name)
+    return Merge(factory.name)  # keeps null keys: passes everything through
+
+
+BUILDERS: dict[NodeKind, Callable] = {
+    NodeKind.SOURCE: _source,
+    NodeKind.SINK: _sink,
+    NodeKind.MERGE: _pass_through("merge"),
+    NodeKind.BRANCH_CHILD: _pass_through("branch_child"),
+    NodeKind.TABLE_TO_STREAM: _table_to_stream,
+    NodeKind.FILTER: _filter,
+    NodeKind.TABLE_FILTER: _filter,
+    NodeKind.MAP: _record_function(Map, "mapper"),
+    NodeKind.MAP_VALUES: _record_function(MapValues, "mapper"),
+    NodeKind.FLAT_MAP: _record_function(FlatMap, "mapper"),
+    NodeKind.FLAT_MAP_VALUES: _record_function(FlatMapValues, "mapper"),
+    NodeKind.SELECT_KEY: _record_function(SelectKey, "mapper"),
+    NodeKind.PEEK: _record_function(Peek, "action"),
+    NodeKind.FOREACH: _record_function(Foreach, "action"),
+    NodeKind.TABLE_MAP_VALUES: _record_function(TableMapValues, "mapper"),
+    NodeKind.PRINT: _print,
+    NodeKind.BRANCH: _branch,
+    NodeKind.REPARTITION_FILTER: _repartition_filter,
+}

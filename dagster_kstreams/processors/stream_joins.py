@@ -1,0 +1,305 @@
+"""Stream-stream joins (``KStream.join/left_join/outer_join(other, joiner, JoinWindows)``).
+
+The DSL builds a stream-stream join as Kafka Streams does: each side goes through a
+``JOIN_WINDOW`` processor (``KStreamJoinWindow``) that buffers the side's records in a window
+store, then through a ``STREAM_STREAM_JOIN`` processor (``KStreamKStreamJoin`` left or right
+side) that looks the record up in the *other* side's buffer, and both join processors feed a
+``STREAM_STREAM_JOIN_MERGE``. Both sides are in one sub-topology (co-partitioned, repartitioned
+by the DSL when their keys changed) and every record reaching the join carries the source key,
+so the two buffers of one key are two state slots of that key's state.
+
+The sub-topology runs task-grouped (:mod:`dagster_kstreams.processors.task_state`): all records of
+the task's micro-batch in processing order, with the task-level state Kafka Streams keeps next
+to the per-key buffers. Kafka Streams 4.3.1, as run here:
+
+* ``KStreamJoinWindow`` forwards the record to its join processor first, then stores it, and
+  only when key and value are not null (a null value is not stored: a window store that retains
+  duplicates ignores it, and its observed stream time does not move).
+* A window store's observed stream time is the largest timestamp put into it (all keys). It
+  keeps records for ``retention = before + after + grace`` behind that time: a lookup returns no
+  record older than ``T - retention + 1``; a record whose segment (``segmentInterval =
+  max(retention / 2, 60 s)``) is already expired when it is put is not stored and is counted as
+  dropped (here: a row on ``records.DROPPED_LATE_TOPIC``). It is still joined with the other
+  buffer first (the lookup runs before the put). Buffers of all keys are pruned at the end of
+  every micro-batch (records no lookup can return any more).
+* The join processor first advances the join's shared stream time (``TimeTracker``, shared by
+  both sides, all records, null keys and values included). On the outer side of a left/outer
+  join a record with a null key and a value is joined with null at once (KIP-962; the
+  repartition before such a join keeps null keys). Other records with a null key or value are
+  skipped. Otherwise, when the record's timestamp is the stream time, the pending non-joined
+  records whose window closed are emitted (below). Then the record reads the other buffer for
+  the key over ``[max(0, t - before), max(0, t + after)]`` where, for the left ("this") side,
+  ``before``/``after`` are the JoinWindows' and, for the right side, swapped; each match is
+  joined with the timestamp ``max(t, t_other)``, in the buffer's order (timestamp, then arrival),
+  and removes the match's pending entries from the outer-join store. A record of an outer side
+  without a match is joined with null at once (with its own timestamp) when ``t + after`` is
+  already behind the stream time, otherwise it is put in the outer-join store and lowers the
+  tracker's smallest pending time.
+* The outer-join store (one per join and task, all keys) is ordered by timestamp, then side
+  (right before left), then the serialized key (here: the source key bytes), each entry a list
+  in arrival order. It is scanned (:func:`~.join_buffers.closed_outer_records`) unless
+  ``min_time + after + grace >= stream time`` (Java ``long`` arithmetic: ``min_time`` starts at ``Long.MAX_VALUE``
+  and the sum overflows). The scan emits, in store order, each entry whose window closed
+  (``t + after + grace < stream time`` for a left entry, ``t + before + grace`` for a right
+  one) as ``joiner(key, left, right)`` with the missing side null and the entry's timestamp;
+  it skips open entries and stops at the first entry once both sides had an open one. The
+  smallest pending time becomes the timestamp of the last entry visited. Kafka Streams throttles
+  this scan to once per second of wall-clock time (internal config
+  ``__emit.interval.ms.kstreams.outer.join.spurious.results.fix__``, 1000 ms by default), so its
+  output then depends on processing speed; here it runs as with an interval of 0.
+
+The joiner always gets ``(key, left value, right value)`` (Kafka Streams reverses the joiner for
+the right side and reverses the values back).
+
+What is kept across micro-batches and restarts (in the task's state) Kafka Streams keeps in
+memory and resets on a restart: the join's ``TimeTracker`` (stream time, smallest pending time)
+and the window stores' observed stream time. See the README, "Semantics that differ from Kafka
+Streams".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from dagster_kstreams.processors.base import Processor, StoreProcessor, register
+from dagster_kstreams.processors.errors import UnsupportedTopologyError
+from dagster_kstreams.processors.join_buffers import (
+    LEFT,
+    RIGHT,
+    JoinTracker,
+    closed_outer_records,
+    expire,
+    insert,
+    segment_live,
+    visible,
+)
+from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
+from dagster_kstreams.processors.stateless import Merge
+from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.topology.graph import NodeKind
+
+__all__ = ["JoinWindow", "StreamStreamJoin", "BUILDERS"]
+
+# Task-level values (TaskState.values): each join store's observed stream time, and each join's tracker.
+_STORE_TIMES = "stream_joins.store_times"
+_TRACKER = "stream_joins.tracker.{}"
+
+
+def _task(processor: Processor, state):
+    task = None if state is None else state.task
+    if task is None:
+        raise ValueError(f"processor {processor.name} needs the task's state: its sub-topology runs task-grouped")
+    return task
+
+
+@register
+class JoinWindow(StoreProcessor):
+    """``KStreamJoinWindow``: forwards the record to its join processor, then buffers it in its
+    side's window store (a slot of the source key's state)."""
+
+    kind = "join_window"
+    uses_stream_time = True
+
+    def __init__(self, name: str, store: str, retention: int):
+        super().__init__(name, store)
+        self.retention = retention
+
+    def process(self, key, value, context, out, state) -> None:
+        task = _task(self, state)
+        timestamp = context.timestamp
+        if timestamp is None:
+            raise ValueError(f"processor {self.name} needs record timestamps")
+        self.forward(key, value, context, out, state)  # forward first, then store
+        if key is None or value is None:
+            return
+        retention = self.retention
+        times = task.values.get(_STORE_TIMES)
+        if times is None:
+            times = task.values[_STORE_TIMES] = {}
+        store_time = times[self.store] = max(times.get(self.store, -1), timestamp)
+        slot = self.state_slot
+        buffer = state.values[slot]
+        buffer = [] if buffer is ABSENT else buffer
+        if segment_live(timestamp, store_time, retention):
+            buffer = insert(buffer, timestamp, value)
+        else:
+            out.append(DROPPED_LATE_TOPIC, state.raw_key, None)  # the source key's bytes
+        buffer = expire(buffer, store_time, retention)
+        state.values[slot] = buffer if buffer else ABSENT
+        state.keys[slot] = key
+        state.changed = True
+
+    def end_task_batch(self, task) -> None:
+        """Drop every key's buffered records that no lookup can return any more (by the store's
+        observed time), as Kafka Streams drops expired segments of all keys."""
+        times = task.values.get(_STORE_TIMES, {})
+        if self.store not in times:
+            return
+        store_time, slot = times[self.store], self.state_slot
+        for group in task.all_groups():
+            buffer = group.values[slot]
+            if buffer is ABSENT:
+                continue
+            kept = expire(buffer, store_time, self.retention)
+            if len(kept) != len(buffer):
+                group.values[slot] = kept if kept else ABSENT
+
+
+@register
+class StreamStreamJoin(Processor):
+    """``KStreamKStreamJoin`` of one side (``this_side``: the left one): looks the record up in the
+    other side's buffer; a left/outer side keeps unmatched records in the outer-join store.
+    ``before``/``after`` are the calling side's (swapped for the right side)."""
+
+    kind = "stream_stream_join"
+    uses_stream_time = True
+    task_grouped = True
+
+    def __init__(self, name: str, joiner, this_side: bool, before: int, after: int, retention: int, other_store: str,
+                 tracker: str, outer: bool, outer_store: bool, windows_before: int, windows_after: int, grace: int):
+        super().__init__(name)
+        self.fn, self.this_side = joiner, this_side
+        self.before, self.after, self.retention = before, after, retention
+        self.other_store, self.tracker = other_store, tracker
+        self.outer, self.outer_store = outer, outer_store
+        self.windows_before, self.windows_after, self.grace = windows_before, windows_after, grace
+        self._tracker_key = _TRACKER.format(tracker)
+        self._other_slot = -1
+
+    def init(self, program) -> None:
+        super().init(program)
+        self._other_slot = program.store_slots[self.other_store]
+
+    def _tracker(self, task) -> JoinTracker:
+        tracker = task.values.get(self._tracker_key)
+        if tracker is None:
+            tracker = task.values[self._tracker_key] = JoinTracker()
+        return tracker
+
+    def process(self, key, value, context, out, state) -> None:
+        task = _task(self, state)
+        timestamp = context.timestamp
+        if timestamp is None:
+            raise ValueError(f"processor {self.name} needs record timestamps")
+        this_side = self.this_side
+        tracker = self._tracker(task)
+        tracker.stream_time = max(tracker.stream_time, timestamp)
+        if self.outer and key is None and value is not None:
+            self._join_with_null(key, value, context, out, state)  # KIP-962
+            return
+        if key is None or value is None:
+            return  # skipped (Kafka Streams counts it as dropped, not as late)
+        if self.outer_store and timestamp == tracker.stream_time:
+            self._emit_closed(tracker, context, out, task)
+        slot = self._other_slot
+        buffer = state.values[slot]
+        matches = []
+        if buffer is not ABSENT:
+            retention = self.retention
+            times = task.values.get(_STORE_TIMES)
+            other_time = -1 if times is None else times.get(self.other_store, -1)
+            matches = visible(buffer, timestamp, self.before, self.after, other_time, retention)
+            kept = expire(buffer, other_time, retention)
+            if len(kept) != len(buffer):
+                state.values[slot] = kept if kept else ABSENT
+                state.changed = True
+        other_side = RIGHT if this_side else LEFT
+        for other_timestamp, other_value in matches:
+            if self.outer_store:
+                tracker.outer.pop((other_timestamp, other_side, state.raw_key), None)
+            if this_side:
+                joined = self.call(context, self.fn, key, value, other_value)
+            else:
+                joined = self.call(context, self.fn, key, other_value, value)
+            joined_context = dataclasses.replace(context, timestamp=max(timestamp, other_timestamp))
+            self.forward(key, joined, joined_context, out, state)
+        if self.outer and not matches:
+            time_to = max(0, timestamp + self.after)
+            if not self.outer_store or time_to < tracker.stream_time:
+                self._join_with_null(key, value, context, out, state)
+            else:
+                tracker.min_time = min(tracker.min_time, timestamp)
+                this_byte = LEFT if this_side else RIGHT
+                tracker.outer.setdefault((timestamp, this_byte, state.raw_key), []).append((key, value))
+
+    def _join_with_null(self, key, value, context, out, state) -> None:
+        if self.this_side:
+            joined = self.call(context, self.fn, key, value, None)
+        else:
+            joined = self.call(context, self.fn, key, None, value)
+        self.forward(key, joined, context, out, state)
+
+    def _emit_closed(self, tracker: JoinTracker, context, out, task) -> None:
+        closed = closed_outer_records(tracker, self.after, self.windows_before, self.windows_after, self.grace)
+        for timestamp, side, raw_key, key, value in closed:
+            group = task.group(raw_key)
+            emit_context = dataclasses.replace(context, timestamp=timestamp)
+            if group.last_context is None:
+                group.last_context = emit_context
+            left, right = (value, None) if side == LEFT else (None, value)
+            joined = self.call(emit_context, self.fn, key, left, right)
+            self.forward(key, joined, emit_context, out, group)
+
+
+# -- definition time -------------------------------------------------------------------------
+# Processors that keep the record key (the join key must be the source key).
+_KEY_PRESERVING = {NodeKind.SOURCE, NodeKind.FILTER, NodeKind.MAP_VALUES, NodeKind.FLAT_MAP_VALUES, NodeKind.PEEK,
+                   NodeKind.MERGE, NodeKind.BRANCH, NodeKind.BRANCH_CHILD}
+
+
+def _join_window(factory, ctx) -> JoinWindow:
+    params = factory.params
+    windows = params["windows"]
+    retention = windows.size() + windows.grace_period_ms()
+    _check_subtopology(ctx.subtopology, factory)
+    return JoinWindow(factory.name, params["store_name"], retention)
+
+
+def _stream_stream_join(factory, ctx) -> StreamStreamJoin:
+    params = factory.params
+    windows = params["windows"]
+    retention = windows.size() + windows.grace_period_ms()
+    this_side = params["side"] == "this"
+    before, after = (windows.before_ms, windows.after_ms) if this_side else (windows.after_ms, windows.before_ms)
+    joiner = ctx.function(factory, params["joiner"]).as_joiner()
+    other_store = params["other_store_name"] if this_side else params["this_store_name"]
+    return StreamStreamJoin(
+        factory.name, joiner, this_side, before, after, retention, other_store, params["this_store_name"],
+        bool(params.get("outer")), params.get("outer_store_name") is not None,
+        windows.before_ms, windows.after_ms, windows.grace_period_ms(),
+    )
+
+
+def _check_subtopology(sub, window_node) -> None:
+    """What the task-grouped join needs: the join key is the source key (every processor between
+    a source and a join window keeps the key; the DSL repartitions before the join otherwise),
+    record timestamps, and one join per sub-topology."""
+    windows = [node for node in sub.nodes if node.kind is NodeKind.JOIN_WINDOW]
+    if len(windows) != 2:
+        raise UnsupportedTopologyError(
+            f"sub-topology {sub.id} holds {len(windows)} join windows; the Spark runner runs one stream-stream join "
+            "per sub-topology")
+    pending = [parent for node in windows for parent in node.parents]
+    seen: set[str] = set()
+    while pending:
+        node = sub.node(pending.pop())
+        if node.name in seen:
+            continue
+        seen.add(node.name)
+        if node.kind not in _KEY_PRESERVING:
+            raise UnsupportedTopologyError(
+                f"processor {node.name} ({node.kind.value}) comes before the stream-stream join {window_node.name} "
+                "in its sub-topology; the Spark runner keeps the join's state by source key, so only processors "
+                "that keep the key (filter, map_values, flat_map_values, peek, merge, branch) may come before it")
+        if node.kind is NodeKind.SOURCE and node.serdes.get("timestamp_extractor") is not None:
+            raise UnsupportedTopologyError(
+                f"source {node.name} of the stream-stream join {window_node.name} has a custom timestamp "
+                "extractor; the Spark runner uses the record timestamps (FailOnInvalidTimestamp)")
+        pending.extend(node.parents)
+
+
+BUILDERS = {
+    NodeKind.JOIN_WINDOW: _join_window,
+    NodeKind.STREAM_STREAM_JOIN: _stream_stream_join,
+    NodeKind.STREAM_STREAM_JOIN_MERGE: lambda factory, ctx: Merge(factory.name),
+}

@@ -1,0 +1,208 @@
+"""Stream-table and table-table joins: how a join processor is built and how it runs.
+
+A join reads the state of its co-partitioned inputs. The task reads partition ``p`` of every
+source topic of the sub-topology in one query; the stateful pass groups the records by their
+source key (``applyInPandasWithState``), so the stores of all joined inputs for one key are the
+slots of one state row, kept in the task's checkpoint (RocksDB). A join processor keeps no store
+of its own here: it reads the slot of the store behind the joined table.
+
+Stream-table join (``KStream.join/left_join(KTable)``)
+------------------------------------------------------
+Kafka Streams' ``KStreamKTableJoinProcessor``: a stream record whose value is null is dropped;
+so is one whose key is null, except in a left join (KIP-962: the joiner gets a null table value);
+otherwise the table's current value for the key is looked up through the table's value getter
+(the store, then the table's own ``filter``/``map_values`` if the table is derived from it without a
+store of its own) and the joiner's result is forwarded; an inner join forwards nothing when the
+table has no value. Table updates never trigger output (Kafka's stream-table join is not
+symmetric).
+
+Table-table join (``KTable.join/left_join/outer_join``)
+------------------------------------------------------
+An update of either table (after the table's cache, i.e. once per key and micro-batch) reads
+both tables' current values through their value getters and forwards the joined table's new
+value: ``joiner(this, other)`` when both exist (inner), when ``this`` exists (left), when either
+exists (outer); otherwise a tombstone. A ``Materialized`` join keeps the result in its store.
+
+Order across inputs
+-------------------
+Kafka Streams' task merges its input partitions by the timestamp of their head records. Within
+one micro-batch the runner orders the records of one key by ``(merge_time, topic, offset)``
+(:func:`dagster_kstreams.spark.event_time.with_processing_order`), which is the same order for
+the records of a batch whenever no two input partitions hold equal timestamps.
+See the README, "Semantics that differ from Kafka Streams", for where that differs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dagster_kstreams.processors.aggregations import ToTable
+from dagster_kstreams.processors.base import Processor, register
+from dagster_kstreams.processors.errors import UnsupportedTopologyError
+from dagster_kstreams.processors.stateless import Merge
+from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.topology.graph import NodeKind
+
+__all__ = ["StreamTableJoin", "TableTableJoin", "ValueGetter", "BUILDERS"]
+
+
+class ValueGetter:
+    """A table's current value for a key: the store behind it, then the table's own
+    ``filter``/``map_values`` when it is derived from that store without a store of its own
+    (Kafka Streams' ``KTableValueGetter``)."""
+
+    def __init__(self, store: str, steps: tuple[tuple[str, Any, bool], ...]):
+        self.store = store
+        self.steps = steps  # [(kind, fn(key, value), negate)] in store-to-table order
+        self.slot: int = -1  # the store's slot, once bound to a program
+
+    def bind(self, program) -> None:
+        self.slot = program.store_slots[self.store]
+
+    def get(self, join: Processor, key, state, context):
+        """The value, or None; a step's failure names the join processor."""
+        value = state.values[self.slot]
+        value = None if value is ABSENT else value
+        for kind, fn, negate in self.steps:
+            if value is None:
+                return None
+            if kind == "filter":
+                if bool(join.call(context, fn, key, value)) == negate:
+                    return None
+            else:
+                value = join.call(context, fn, key, value)
+        return value
+
+
+@register
+class StreamTableJoin(Processor):
+    """``KStreamKTableJoinProcessor``: a stream record joined with the table's current value."""
+
+    kind = "stream_table_join"
+
+    def __init__(self, name: str, joiner, join_type: str, table: ValueGetter):
+        super().__init__(name)
+        self.fn, self.join_type, self.table = joiner, join_type, table
+
+    def init(self, program) -> None:
+        super().init(program)
+        self.table.bind(program)
+
+    def process(self, key, value, context, out, state) -> None:
+        left = self.join_type == "left"
+        if value is None or (key is None and not left):
+            return  # Kafka Streams drops it (and counts it as skipped)
+        if state is None:
+            raise ValueError(f"processor {self.name} needs its table's state but runs in a stateless pass")
+        table_value = None if key is None else self.table.get(self, key, state, context)
+        if table_value is None and not left:
+            return
+        joined = self.call(context, self.fn, key, value, table_value)
+        self.forward(key, joined, context, out, state)
+
+
+@register
+class TableTableJoin(Processor):
+    """``KTableKTable{Inner,Left,Outer}Join``: an update of either table joins its new value with
+    the other table's current one; forwards the joined table's value for the key afterwards."""
+
+    kind = "table_table_join"
+
+    def __init__(self, name: str, joiner, join_type: str, side: str, this: ValueGetter, other: ValueGetter):
+        super().__init__(name)
+        self.fn, self.join_type, self.side = joiner, join_type, side
+        self.this, self.other = this, other
+
+    def init(self, program) -> None:
+        super().init(program)
+        self.this.bind(program)
+        self.other.bind(program)
+
+    def process(self, key, value, context, out, state) -> None:
+        if key is None:
+            return
+        this_value = self.this.get(self, key, state, context)
+        other_value = self.other.get(self, key, state, context)
+        join_type = self.join_type
+        if this_value is not None and other_value is not None:
+            present = True
+        elif join_type == "left":
+            present = this_value is not None
+        elif join_type == "outer":
+            present = this_value is not None or other_value is not None
+        else:
+            present = False
+        joined = self.call(context, self.fn, key, this_value, other_value) if present else None
+        self.forward(key, joined, context, out, state)
+
+
+# -- definition time -------------------------------------------------------------------------
+# Processors whose store the program keeps in the key's state row.
+_STORE_KINDS = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE}
+
+
+def _value_getter(ctx, factory, table_node_name: str) -> ValueGetter:
+    """The store behind a table and the table operations applied to its values on the way to
+    ``table_node_name``."""
+    sub = ctx.subtopology
+    names = {node.name for node in sub.nodes}
+    steps: list[tuple[str, Any, bool]] = []
+    name = table_node_name
+    while True:
+        if name not in names:
+            raise UnsupportedTopologyError(
+                f"processor {factory.name} ({factory.kind.value}) joins the table {table_node_name!r}, whose "
+                f"store is not in the joining sub-topology {sub.id}")
+        node = sub.node(name)
+        if node.kind in _STORE_KINDS and node.params.get("store_name") in node.stores:
+            steps.reverse()
+            return ValueGetter(node.params["store_name"], tuple(steps))
+        if node.kind is NodeKind.TABLE_FILTER:
+            fn = ctx.function(node, node.params["predicate"])
+            steps.append(("filter", fn.as_key_value(), bool(node.params.get("negate"))))
+        elif node.kind is NodeKind.TABLE_MAP_VALUES:
+            fn = ctx.function(node, node.params["mapper"])
+            steps.append(("map_values", fn.as_key_value(), False))
+        else:
+            raise UnsupportedTopologyError(
+                f"processor {factory.name} ({factory.kind.value}) joins the table {table_node_name!r}, whose values "
+                f"come from {node.name} ({node.kind.value}); the Spark runner joins tables read from a topic, "
+                "built by to_table or an aggregation, and their filter/map_values only")
+        if len(node.parents) != 1:
+            raise UnsupportedTopologyError(
+                f"table {table_node_name!r} of processor {factory.name}: cannot trace its store")
+        name = node.parents[0]
+
+
+def _stream_table_join(factory, ctx) -> StreamTableJoin:
+    params = factory.params
+    table = _value_getter(ctx, factory, params["table"])
+    joiner = ctx.function(factory, params["joiner"])
+    return StreamTableJoin(factory.name, joiner.as_joiner(), params["join_type"], table)
+
+
+def _table_table_join(factory, ctx) -> TableTableJoin:
+    params = factory.params
+    sub = ctx.subtopology
+    (merge_name,) = factory.children
+    (sibling_name,) = [name for name in sub.node(merge_name).parents if name != factory.name]
+    own_table, other_table = factory.parents[0], sub.node(sibling_name).parents[0]
+    this_table, that_table = (own_table, other_table) if params["side"] == "this" else (other_table, own_table)
+    this = _value_getter(ctx, factory, this_table)
+    other = _value_getter(ctx, factory, that_table)
+    joiner = ctx.function(factory, params["joiner"])
+    return TableTableJoin(factory.name, joiner.as_joiner(), params["join_type"], params["side"], this, other)
+
+
+def _table_table_join_merge(factory, ctx) -> Processor:
+    store = factory.params.get("store_name")
+    if store is not None and store in factory.stores:
+        return ToTable(factory.name, store, ctx.cached(store))  # materialized: the joined table's store
+    return Merge(factory.name)
+
+
+BUILDERS = {
+    NodeKind.STREAM_TABLE_JOIN: _stream_table_join,
+    NodeKind.TABLE_TABLE_JOIN: _table_table_join,
+    NodeKind.TABLE_TABLE_JOIN_MERGE: _table_table_join_merge,
+}

@@ -1,0 +1,213 @@
+"""A key's windows as Kafka Streams' window store holds them, and the two algorithms that update
+them: ``KStreamWindowAggregate`` (time windows) and ``KStreamSlidingWindowAggregate`` (sliding
+windows, the reverse-iterator path Kafka Streams takes with its RocksDB and in-memory stores).
+
+Pure functions over one key's store ``{window_start: (aggregate, timestamp)}`` (the aggregate
+and the largest timestamp of the records in it); :mod:`dagster_kstreams.processors.windows` runs
+them record by record.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from dagster_kstreams.topology.serdes import Window, Windowed
+from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
+
+__all__ = ["Update", "expire", "process_time_windows", "process_sliding_windows", "aggregation_functions",
+           "store_entries"]
+
+# An update: (window_start, window_end, new aggregate or None (deleted), new timestamp).
+Update = tuple
+
+
+def expire(store: dict, stream_time: Optional[int], retention_ms: int) -> None:
+    """Forget the windows Kafka Streams' store no longer returns (start <= stream time - retention)."""
+    if stream_time is None or not store:
+        return
+    horizon = stream_time - retention_ms
+    for start in [start for start in store if start <= horizon]:
+        del store[start]
+
+
+def process_time_windows(windows: TimeWindows, store: dict, key, value, timestamp: int, stream_time: int,
+                         initializer: Callable, aggregator: Callable) -> tuple[list[Update], int]:
+    """One record through ``KStreamWindowAggregate``: updates ``store`` (``{start: (agg, ts)}``),
+    returns the updates in order and the number of closed windows the record was dropped from."""
+    close_time = stream_time - windows.grace_ms
+    updates, dropped = [], 0
+    for start, end in windows.windows_for(timestamp):
+        if end > close_time:
+            old = store.get(start)
+            if old is None:
+                base, new_timestamp = initializer(), timestamp
+            else:
+                base, new_timestamp = old[0], max(timestamp, old[1])
+            new = aggregator(key, value, base)
+            _put(store, start, new, new_timestamp)
+            updates.append((start, end, new, new_timestamp))
+        else:
+            dropped += 1
+    return updates, dropped
+
+
+def _put(store: dict, start: int, value, timestamp: int) -> None:
+    if value is None:  # ValueTimestamp.make(null, ...) is null: the window is deleted
+        store.pop(start, None)
+    else:
+        store[start] = (value, timestamp)
+
+
+def _make(value, timestamp: int):
+    return None if value is None else (value, timestamp)
+
+
+class _Sliding:
+    """One record through ``KStreamSlidingWindowAggregate`` (the reverse-iterator path, which
+    Kafka Streams takes with its RocksDB and in-memory window stores)."""
+
+    def __init__(self, difference: int, grace: int, store: dict, key, value, timestamp: int, stream_time: int,
+                 initializer: Callable, aggregator: Callable):
+        self.diff, self.store, self.key, self.value, self.ts = difference, store, key, value, timestamp
+        self.close = stream_time - grace
+        self.initializer, self.aggregator = initializer, aggregator
+        self.updates: list[Update] = []
+        self.dropped = 0
+
+    def run(self) -> None:
+        ts, diff = self.ts, self.diff
+        if ts + diff < self.close:
+            self.dropped += 1
+            return
+        if ts < diff:
+            self._process_early()
+            return
+        self._process_reverse()
+
+    def _update(self, start: int, current) -> None:
+        """updateWindowAndForward: ``current`` is the window's (agg, ts) or None."""
+        end = start + self.diff
+        if end >= self.close:
+            old = None if current is None else current[0]
+            new = self.aggregator(self.key, self.value, old)
+            new_timestamp = self.ts if old is None else max(self.ts, current[1])
+            _put(self.store, start, new, new_timestamp)
+            self.updates.append((start, end, new, new_timestamp))
+        else:
+            self.dropped += 1
+
+    def _right_window(self, right_agg) -> None:
+        """createCurrentRecordRightWindow: a copy of the aggregate of the records after this one."""
+        start = self.ts + 1
+        self.store[start] = right_agg
+        self.updates.append((start, start + self.diff, right_agg[0], right_agg[1]))
+
+    def _previous_right_window(self, start: int) -> None:
+        self._update(start, _make(self.initializer(), self.ts))
+
+    def _process_reverse(self) -> None:
+        ts, diff = self.ts, self.diff
+        low = max(0, ts - 2 * diff)
+        starts = sorted((start for start in self.store if low <= start <= ts + 1), reverse=True)
+        seen: set[int] = set()
+        left_agg = right_agg = None
+        left_created = right_created = False
+        previous_ts = None
+        for start in starts:
+            current = self.store[start]
+            seen.add(start)
+            end = start + diff
+            max_ts = current[1]
+            if start == ts + 1:
+                right_created = True
+            elif end > ts:
+                if right_agg is None:
+                    right_agg = current
+                self._update(start, current)
+            elif end == ts:
+                left_created = True
+                self._update(start, current)
+                if max_ts < ts:
+                    previous_ts = max_ts
+                else:
+                    return
+            else:
+                left_agg = current
+                previous_ts = max_ts
+                break
+        self._create_windows(seen, right_agg, left_agg, left_created, right_created, previous_ts)
+
+    def _create_windows(self, seen, right_agg, left_agg, left_created, right_created, previous_ts) -> None:
+        ts, diff = self.ts, self.diff
+        if previous_ts is not None:
+            previous_right_start = previous_ts + 1
+            if previous_right_start not in seen and previous_right_start + diff >= ts:
+                self._previous_right_window(previous_right_start)
+        if not left_created:
+            if previous_ts is not None and ts - diff <= previous_ts:
+                current = _make(left_agg[0], ts)
+            else:
+                current = _make(self.initializer(), ts)
+            self._update(ts - diff, current)
+        if not right_created and right_agg is not None and right_agg[1] > ts:
+            self._right_window(right_agg)
+
+    def _process_early(self) -> None:
+        """0 <= timestamp < time difference: the record goes into the window [0, difference]."""
+        ts = self.ts
+        if ts < 0:
+            raise ValueError(f"sliding windows: record timestamp {ts} is negative")
+        combined = None
+        right_agg = None
+        right_created = False
+        seen: set[int] = set()
+        previous_ts = None
+        for start in sorted(start for start in self.store if 0 <= start <= ts + 1):
+            current = self.store[start]
+            seen.add(start)
+            if start == 0:
+                combined = current
+                if current[1] < ts:
+                    previous_ts = current[1]
+            elif start <= ts:
+                right_agg = current
+                self._update(start, current)
+            else:  # start == ts + 1
+                right_created = True
+        if right_agg is None and combined is not None and combined[1] > ts:
+            right_agg = combined
+        if not right_created and right_agg is not None and right_agg[1] > ts:
+            self._right_window(right_agg)
+        if previous_ts is not None and previous_ts + 1 not in seen:
+            self._previous_right_window(previous_ts + 1)
+        if combined is None:
+            self._update(0, _make(self.initializer(), ts))
+        else:
+            self._update(0, combined)
+
+
+def process_sliding_windows(windows: SlidingWindows, store: dict, key, value, timestamp: int, stream_time: int,
+                            initializer: Callable, aggregator: Callable) -> tuple[list[Update], int]:
+    """One record (key and value not null) through ``KStreamSlidingWindowAggregate``; as
+    :func:`process_time_windows`."""
+    run = _Sliding(windows.time_difference_ms, windows.grace_ms, store, key, value, timestamp, stream_time,
+                   initializer, aggregator)
+    run.run()
+    return run.updates, run.dropped
+
+
+def aggregation_functions(operation: str, initializer=None, aggregator=None, reducer=None):
+    """``(initializer(), aggregator(key, value, aggregate))`` as Kafka Streams builds them."""
+    if operation == "count":
+        return (lambda: 0), (lambda key, value, aggregate: aggregate + 1)
+    if operation == "reduce":
+        return (lambda: None), (lambda key, value, aggregate: value if aggregate is None else reducer(aggregate, value))
+    return initializer, aggregator
+
+
+def store_entries(node, key, windows: Any):
+    """A key's stored windows as ``(Windowed(key, Window(start, end)), aggregate)`` pairs (read_store);
+    ``node`` is the windowed aggregation (its ``size``: the window size or time difference)."""
+    size = node.size
+    for start in sorted(windows):
+        yield Windowed(key, Window(start, start + size)), windows[start][0]

@@ -1,0 +1,256 @@
+"""Windowed aggregations: ``group_by[_key]().windowed_by(TimeWindows |
+SlidingWindows).count()/reduce()/aggregate()``, as Kafka Streams 4.3.1's
+``KStreamWindowAggregate`` and ``KStreamSlidingWindowAggregate`` compute them.
+
+State
+    A key's windows are one state slot of the task's state row for that key:
+    ``{window_start: (aggregate, timestamp)}`` (Kafka Streams' window store holds the same: the
+    aggregate and the largest timestamp of the records in it). A window whose start is at or
+    before ``stream time - retention`` is dropped when its key is next processed: no record can
+    update it or read it any more. Retention: the store's (size + grace unless ``Materialized``
+    sets more); for sliding windows at least 3 x time difference + grace + 1, the oldest window a
+    record still within reach reads.
+
+Time and lateness
+    Every record carries its timestamp (``context.timestamp``) and the task's stream time after
+    it (``context.stream_time``: the largest timestamp of the records with a key, and for sliding
+    windows a value, processed so far; see :mod:`dagster_kstreams.spark.event_time`). A window
+    closes when ``end <= stream time - grace`` (sliding windows: ``end < stream time - grace``,
+    their end is inclusive). A record for a closed window is dropped: one row on
+    :data:`~dagster_kstreams.processors.records.DROPPED_LATE_TOPIC` per (record, closed window), as
+    Kafka Streams records its dropped-records sensor once per closed window.
+
+Null keys and values
+    A record with a null key is skipped (and does not advance stream time). Time windows
+    aggregate null values like any other (``count`` counts them, ``reduce`` calls the reducer with
+    ``None``); sliding windows skip them (and they do not advance stream time either).
+
+Emission
+    Downstream processors receive ``Windowed(key, Window(start, end))`` and the window's new
+    aggregate, with the aggregate's timestamp as the record timestamp: with the record cache on
+    (the default) once per changed window per micro-batch (a window that did not exist before the
+    batch and has no value after it is not forwarded); with ``with_caching_disabled()`` in
+    ``Materialized``, on every update.
+
+Exactness
+    Kafka Streams keeps the stream time of a windowed processor in the processor: it sees only
+    the records reaching that processor. The runner's stream time is the task's, so a windowed
+    aggregation is refused (:class:`~dagster_kstreams.processors.errors.UnsupportedTopologyError`)
+    when some record of the task may not reach it unchanged in key (and, sliding windows, value)
+    nullness: a filter, branch or flat_map between source and aggregation, another source in the
+    sub-topology, and so on (``.repartition()`` before grouping moves the aggregation into its own
+    sub-topology). So are ``suppress`` and stores downstream of the windowed table in the same
+    sub-topology (the state row is keyed by the source key, not the windowed key).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Optional
+
+from dagster_kstreams.processors.aggregations import user_aggregation
+from dagster_kstreams.processors.base import StoreProcessor, register
+from dagster_kstreams.processors.errors import UnsupportedTopologyError
+from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
+from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.processors.window_store import (
+    aggregation_functions,
+    expire,
+    process_sliding_windows,
+    process_time_windows,
+)
+from dagster_kstreams.topology.graph import NodeKind
+from dagster_kstreams.topology.serdes import Window, Windowed
+from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
+
+__all__ = ["TimeWindowAggregate", "SlidingWindowAggregate", "WINDOW_KINDS", "build"]
+
+
+class _WindowAggregate(StoreProcessor):
+    """One windowed aggregation; subclasses choose the algorithm (:mod:`.window_store`)."""
+
+    uses_stream_time = True
+    algorithm: Callable = None  # process_time_windows or process_sliding_windows
+
+    def __init__(self, name: str, store: str, cached: bool, aggregation: str, windows, size: int, grace: int,
+                 retention: int, initializer: Optional[Callable] = None, aggregator: Optional[Callable] = None,
+                 reducer: Optional[Callable] = None):
+        super().__init__(name, store, cached)
+        self.aggregation = aggregation
+        self.windows, self.size, self.grace, self.retention = windows, size, grace, retention
+        self.initializer, self.aggregator, self.reducer = initializer, aggregator, reducer
+        # (initializer(), aggregator(key, value, aggregate)) as Kafka Streams builds them for the operation
+        self.functions = aggregation_functions(aggregation, initializer, aggregator, reducer)
+
+    def process(self, key, value, context, out, state) -> None:
+        if key is None or (self.stream_time_skips_null_values and value is None):
+            return  # Kafka Streams skips it (dropped-records, not a late record)
+        self.needs_state(state)
+        if context.timestamp is None or context.stream_time is None:
+            raise ValueError(f"processor {self.name} needs record timestamps and stream time")
+        slot = self.state_slot
+        current = state.values[slot]
+        store = {} if current is ABSENT else current
+        expire(store, context.stream_time, self.retention)
+        initializer, aggregator = self.functions
+        pending = self._pending(state, slot) if self.cached else None
+        updates, dropped = self.algorithm(
+            self.windows, store, key, value, context.timestamp, context.stream_time,
+            lambda: self.call(context, initializer),
+            lambda k, v, aggregate: self.call(context, aggregator, k, v, aggregate),
+        )
+        for _ in range(dropped):
+            out.append(DROPPED_LATE_TOPIC, None, None)
+        state.values[slot] = store if store else ABSENT
+        state.keys[slot] = key
+        state.changed = True
+        if self.cached:
+            for start, _end, new, new_timestamp in updates:
+                # The window's latest value, forwarded at the flush (even if it expires meanwhile).
+                pending.pop(start, None)
+                pending[start] = (new, new_timestamp)
+            if updates:
+                state.dirty.add(slot)
+            return
+        for start, end, new, new_timestamp in updates:
+            self._emit(key, start, end, new, new_timestamp, context, out, state)
+
+    @staticmethod
+    def _pending(state, slot: int) -> dict:
+        """``{start: (aggregate, timestamp)}`` of the windows changed in this key group; the first
+        call also notes the windows the store held (what Kafka's cache flush compares with)."""
+        entry = state.cache_entry(slot)
+        if entry is None:
+            current = state.values[slot]
+            entry = state.new_cache_entry(slot, (set() if current is ABSENT else set(current), {}))
+        return entry[1]
+
+    def _emit(self, key, start, end, value, timestamp, context, out, state) -> None:
+        record_context = dataclasses.replace(context, timestamp=timestamp)
+        self.forward(Windowed(key, Window(start, end)), value, record_context, out, state)
+
+    def flush(self, state, out, context) -> None:
+        """Kafka Streams' cache flush: each window changed in this key group, once, with its final value."""
+        slot = self.state_slot
+        entry = state.take_cache_entry(slot)
+        before, pending = (set(), {}) if entry is None else entry
+        key = state.keys[slot]
+        for start, (value, timestamp) in pending.items():
+            if value is None and start not in before:
+                continue  # never stored: Kafka's caching store forwards nothing
+            self._emit(key, start, start + self.size, value, timestamp, context, out, state)
+
+
+@register
+class TimeWindowAggregate(_WindowAggregate):
+    kind = "time_window_aggregate"
+    algorithm = staticmethod(process_time_windows)
+
+
+@register
+class SlidingWindowAggregate(_WindowAggregate):
+    kind = "sliding_window_aggregate"
+    algorithm = staticmethod(process_sliding_windows)
+    stream_time_skips_null_values = True
+
+
+WINDOW_KINDS = {TimeWindowAggregate.kind, SlidingWindowAggregate.kind}
+
+
+# -- definition time -------------------------------------------------------------------------
+# Between the source and a windowed aggregation in one sub-topology, only processors that pass
+# every record on with its key (and value nullness: all but map_values) unchanged.
+_PASS_ALL_KINDS = {NodeKind.SOURCE, NodeKind.MERGE, NodeKind.PEEK, NodeKind.PRINT}
+_PASS_KEYS_KINDS = _PASS_ALL_KINDS | {NodeKind.MAP_VALUES}
+# Processors that keep state per key: wrong downstream of a windowed table in one sub-topology.
+_KEYED_STATE_KINDS = {
+    NodeKind.AGGREGATE, NodeKind.WINDOWED_AGGREGATE, NodeKind.TO_TABLE, NodeKind.TABLE_SOURCE,
+    NodeKind.STREAM_TABLE_JOIN, NodeKind.TABLE_TABLE_JOIN, NodeKind.TABLE_TABLE_JOIN_MERGE,
+    NodeKind.TABLE_AGGREGATE, NodeKind.JOIN_WINDOW, NodeKind.STREAM_STREAM_JOIN,
+}
+
+
+def build(factory, ctx) -> _WindowAggregate:
+    """The runnable form of a time or sliding windowed aggregation, after the checks above."""
+    params = factory.params
+    windows = params["windows"]
+    what = f"windowed aggregation {factory.name}"
+    if isinstance(windows, TimeWindows):
+        cls, size = TimeWindowAggregate, windows.size_ms
+    elif isinstance(windows, SlidingWindows):
+        cls, size = SlidingWindowAggregate, windows.time_difference_ms
+    else:
+        raise UnsupportedTopologyError(f"{what}: {type(windows).__name__} are not supported by the Spark runner")
+    if params.get("emit_strategy", "on_window_update") != "on_window_update":
+        raise UnsupportedTopologyError(f"{what}: emit strategy {params['emit_strategy']!r} is not supported; the "
+                                       "Spark runner emits on window update")
+    sub = ctx.subtopology
+    _check_upstream(sub, factory, cls, what)
+    _check_downstream(sub, factory, what)
+    store = next(s for s in sub.state_stores if s.name == params["store_name"])
+    retention = store.retention_ms
+    if retention is None:
+        retention = size + windows.grace_ms if cls is TimeWindowAggregate else 2 * size + windows.grace_ms
+    if cls is SlidingWindowAggregate:
+        # A record not skipped outright (timestamp >= stream time - grace - difference) reads the
+        # windows from its timestamp - 2 x difference on: keep those, whatever the retention.
+        retention = max(retention, 3 * size + windows.grace_ms + 1)
+    return cls(factory.name, params["store_name"], store.caching, params["operation"], windows, size,
+               windows.grace_ms, retention, *user_aggregation(params))
+
+
+def _check_upstream(sub, factory, cls: type, what: str) -> None:
+    sliding = cls is SlidingWindowAggregate
+    allowed = _PASS_ALL_KINDS if sliding else _PASS_KEYS_KINDS
+    ancestors = set()
+    for node in _reachable(sub, factory.parents, lambda node: node.parents):
+        ancestors.add(node.name)
+        if node.kind not in allowed:
+            raise UnsupportedTopologyError(
+                f"{what}: {node.name} ({node.kind.value}) lies between the source and the aggregation in sub-topology "
+                f"{sub.id}. Kafka Streams' windowed processor keeps its own stream time over the records that reach "
+                "it; the Spark runner uses the task's stream time, so every record of the task must reach the "
+                "aggregation with its key (and, for sliding windows, its value) unchanged. Add .repartition() "
+                "before grouping to give the aggregation a sub-topology of its own")
+    for node in sub.nodes:
+        if node.kind is NodeKind.SOURCE and node.name not in ancestors:
+            raise UnsupportedTopologyError(
+                f"{what}: the records of source {node.name} in sub-topology {sub.id} do not reach the aggregation but "
+                "would advance the task's stream time (Kafka Streams' windowed processor only sees its own records); "
+                "add .repartition() before grouping")
+    if sliding:
+        others = [n for n in sub.nodes if n.name != factory.name and (
+            n.kind in (NodeKind.JOIN_WINDOW, NodeKind.STREAM_STREAM_JOIN)
+            or (n.kind is NodeKind.WINDOWED_AGGREGATE and not isinstance(n.params["windows"], SlidingWindows)))]
+        if others:
+            raise UnsupportedTopologyError(
+                f"{what}: sliding windows skip records with a null value (they do not advance their stream time), "
+                f"while {others[0].name} ({others[0].kind.value}) in the same sub-topology {sub.id} counts them; the "
+                "Spark runner has one stream time per task. Add .repartition() before grouping")
+
+
+def _reachable(sub, start, next_names):
+    """The nodes of ``sub`` reachable from the names ``start`` by ``next_names`` (parents or
+    children), each once, ``start`` included."""
+    todo, seen = list(start), set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        node = sub.node(name)
+        yield node
+        todo.extend(next_names(node))
+
+
+def _check_downstream(sub, factory, what: str) -> None:
+    for node in _reachable(sub, factory.children, lambda node: node.children):
+        if node.kind is NodeKind.SUPPRESS:
+            raise UnsupportedTopologyError(
+                f"{what}: {node.name} suppresses its results; suppress emits on stream time across keys, which the "
+                "Spark runner's per-key state cannot do")
+        if node.kind in _KEYED_STATE_KINDS:
+            raise UnsupportedTopologyError(
+                f"{what}: {node.name} ({node.kind.value}) keeps state for the windowed keys in the same sub-topology "
+                f"{sub.id}; the Spark runner keeps a sub-topology's state by source key. Add .repartition() after "
+                "to_stream()")

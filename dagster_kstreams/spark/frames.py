@@ -1,0 +1,145 @@
+"""A sub-topology's program as Spark's Python workers run it: Arrow batches and pandas groups in,
+sink records out.
+
+:class:`SparkProgram` is the engine-neutral
+:class:`~dagster_kstreams.processors.program.SubtopologyProgram` plus what Spark needs around it:
+
+* :meth:`SparkProgram.process_arrow_batch` — stateless sub-topologies, through ``mapInArrow``:
+  a ``pyarrow.RecordBatch`` of source records in, one of sink records out.
+* :meth:`SparkProgram.process_key_group` — stateful sub-topologies, through
+  ``applyInPandasWithState`` grouped by the source record key.
+* :meth:`SparkProgram.process_task_batch` — task-grouped sub-topologies (stream-stream joins),
+  grouped by a constant: the task's whole micro-batch.
+* :meth:`SparkProgram.jvm_count` — whether Spark's own streaming aggregation can run it with no
+  Python at all; ``column_plan`` — the sub-topology as JVM Column operations
+  (:mod:`dagster_kstreams.spark.expressions`), set by :mod:`dagster_kstreams.spark.compile`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Optional
+
+import pandas as pd
+import pyarrow as pa
+
+from dagster_kstreams.processors.program import SubtopologyProgram
+from dagster_kstreams.processors.records import Output, RecordContext
+
+__all__ = ["SparkProgram", "OUTPUT_COLUMNS", "OUTPUT_SPARK_SCHEMA", "SOURCE_COLUMNS"]
+
+# What a task's Python pass emits: the columns Spark's Kafka sink reads. There is no
+# `partition` column on purpose: the producer's default partitioner (murmur2 of the key bytes)
+# places each record, exactly as Kafka Streams and every Java client would.
+OUTPUT_COLUMNS = ("topic", "key", "value", "headers")
+OUTPUT_SPARK_SCHEMA = "topic string, key binary, value binary, headers array<struct<key: string, value: binary>>"
+# What the task reads from Spark's Kafka source (event_time: the record's timestamp in epoch ms,
+# see dagster_kstreams.spark.event_time).
+SOURCE_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "event_time")
+
+_ARROW_HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+
+
+class SparkProgram(SubtopologyProgram):
+    """A sub-topology program fed with Spark's frames."""
+
+    # The sub-topology as Column operations in the JVM (spark/expressions.py), or None.
+    column_plan = None
+
+    def jvm_count(self) -> Optional[tuple[str, Any, Any]]:
+        """``(store, source, sink)`` when the whole sub-topology is ``source -> count ->
+        to_stream -> to(topic)`` with keys passed through unchanged: Spark's own streaming
+        aggregation (JVM, RocksDB state, update mode = one update per key per batch) then does it,
+        with no Python at all. None otherwise."""
+        chain = [node for node in self.nodes if node.kind not in ("merge", "repartition_filter")]
+        if [node.kind for node in chain] != ["source", "aggregate", "table_to_stream", "sink"]:
+            return None
+        source, count, to_stream, sink = chain
+        if count.aggregation != "count" or not count.cached or to_stream.fn is not None or sink.topic is None:
+            return None
+        if any(len(node.children) != 1 for node in self.nodes if node.kind != "sink"):
+            return None
+        # The key bytes go out as they came in: same serde on both sides, one that cannot fail.
+        if type(source.key_serde) is not type(sink.key_serde) or source.key_serde.name not in ("String", "ByteArray"):
+            return None
+        if sink.value_serde.name != "Long":
+            return None
+        return count.store, source, sink
+
+    def process_arrow_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """Run a batch of source records through a stateless sub-topology; return the sink records."""
+        out = Output()
+        names = ("key", "value", "topic", "partition", "offset", "event_time")
+        columns = {name: batch.column(batch.schema.get_field_index(name)).to_pylist() for name in names}
+        process = self.process_record
+        for key, value, topic, partition, offset, timestamp in zip(*(columns[name] for name in names)):
+            process(RecordContext(topic, partition, offset, timestamp), key, value, out, None)
+        return pa.RecordBatch.from_arrays(
+            [
+                pa.array(out.topic, type=pa.string()),
+                pa.array(out.key, type=pa.binary()),
+                pa.array(out.value, type=pa.binary()),
+                pa.array(out.headers, type=_ARROW_HEADERS),
+            ],
+            names=list(OUTPUT_COLUMNS),
+        )
+
+    def process_key_group(self, records: pd.DataFrame, stored: Optional[tuple],
+                          watermark_ms: Optional[int] = None) -> tuple[Optional[pd.DataFrame], Optional[tuple]]:
+        """Run all records of one source key (a pandas DataFrame with :data:`SOURCE_COLUMNS`,
+        plus the ordering columns of :func:`~dagster_kstreams.spark.event_time.with_processing_order`
+        when :attr:`needs_processing_order`) through a stateful sub-topology.
+
+        ``stored`` is the key's state row (one pickled value per store, or None);
+        ``watermark_ms`` is the stream time at the start of the micro-batch. Returns the sink
+        records as a pandas DataFrame (None if there are none) and the new state row (None:
+        nothing stored any more).
+        """
+        out, state = self.run_key_group(self._source_records(records, watermark_ms), stored)
+        return _frame(out), state
+
+    def process_task_batch(self, records: pd.DataFrame, stored: Optional[bytes],
+                           watermark_ms: Optional[int] = None) -> tuple[Optional[pd.DataFrame], Optional[bytes]]:
+        """Run a whole micro-batch of one task (all keys, in processing order) through a
+        task-grouped sub-topology with the task's state (one pickled value, or None; see
+        :mod:`dagster_kstreams.processors.task_state`). Returns the sink records (a pandas
+        DataFrame or None) and the new task state."""
+        out, state = self.run_task_batch(self._source_records(records, watermark_ms), stored)
+        return _frame(out), state
+
+    def _source_records(self, records: pd.DataFrame,
+                        watermark_ms: Optional[int]) -> Iterator[tuple[RecordContext, Optional[bytes], Any]]:
+        """``(context, raw key, raw value)`` of each record of a pandas batch, in the task's
+        processing order."""
+        if "seq" in records.columns:
+            # The task's processing order across its partitions (Kafka Streams' timestamp merge).
+            if not records["seq"].is_monotonic_increasing:
+                records = records.sort_values("seq", kind="stable")
+        elif len(self.source_by_topic) > 1:
+            raise ValueError(f"sub-topology {self.subtopology_id} reads several topics: its records need the "
+                             "processing order (event_time.with_processing_order)")
+        elif not records["offset"].is_monotonic_increasing:
+            records = records.sort_values("offset", kind="stable")
+        if "stream_time" in records.columns:
+            floor = -1 if watermark_ms is None else watermark_ms
+            stream_times = [max(floor, t) for t in records["stream_time"].tolist()]
+            befores = [max(floor, t) for t in records["stream_time_before"].tolist()] \
+                if "stream_time_before" in records.columns else [None] * len(records)
+        else:
+            stream_times = befores = [None] * len(records)
+        for key, value, topic, partition, offset, timestamp, stream_time, before in zip(
+            records["key"].tolist(), records["value"].tolist(), records["topic"].tolist(),
+            records["partition"].tolist(), records["offset"].tolist(), records["event_time"].tolist(),
+            stream_times, befores,
+        ):
+            raw_key = None if key is None else bytes(key)
+            yield RecordContext(topic, partition, offset, timestamp, stream_time, before, raw_key), raw_key, value
+
+
+def _frame(out: Output) -> Optional[pd.DataFrame]:
+    """The sink records of a pass as a pandas DataFrame (None: there are none)."""
+    if not len(out):
+        return None
+    return pd.DataFrame(
+        {"topic": out.topic, "key": out.key, "value": out.value, "headers": out.headers},
+        columns=list(OUTPUT_COLUMNS),
+    )
