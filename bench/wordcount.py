@@ -203,7 +203,7 @@ def run(args, bootstrap: str, work: Path) -> dict:
             log(f"hand-written: {seconds:.1f}s")
 
         if "dagster-kstreams" not in args.skip:
-            from dagster_kstreams.spark.runner import TaskRunner
+            from dagster_kstreams.spark.task_runner import TaskRunner
 
             output = f"bench-ours-out-{tag}"
             admin.create_topics({output: PARTITIONS})

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.topology.config import Consumed, Grouped, Materialized, Produced
-from dagster_kstreams.topology.dsl import StreamsBuilder
+from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.serdes import Serdes
 
 USERS_PER_COUNTRY_STORE = "users-per-country-store"

@@ -26,9 +26,9 @@ import oracle_harness
 from equivalence_io import java_string, output_topics, produce_strings
 from killed_runs import run_until_killed
 from dagster_kstreams.kafka.records import final_values, read_topic
-from dagster_kstreams.spark.runner import TaskRunner
+from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology.config import Materialized
-from dagster_kstreams.topology.dsl import StreamsBuilder
+from dagster_kstreams.topology import StreamsBuilder
 
 pytestmark = pytest.mark.integration
 

@@ -28,9 +28,9 @@ from equivalence_io import java_string, output_topics, produce_strings
 from killed_runs import run_until_killed
 import session_reference
 from dagster_kstreams.kafka.records import final_values, read_topic
-from dagster_kstreams.spark.runner import TaskRunner
+from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology.config import Grouped, Materialized, Produced
-from dagster_kstreams.topology.dsl import StreamsBuilder
+from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
 from dagster_kstreams.topology.windows import SessionWindows
 

@@ -40,8 +40,8 @@ from equivalence_io import java_string, output_topics, produce_strings
 from killed_runs import run_until_killed
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import read_topic
-from dagster_kstreams.spark.runner import TaskRunner
-from dagster_kstreams.topology.dsl import StreamsBuilder
+from dagster_kstreams.spark.task_runner import TaskRunner
+from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.windows import JoinWindows
 
 pytestmark = pytest.mark.integration

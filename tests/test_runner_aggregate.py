@@ -9,9 +9,9 @@ import pytest
 from dagster_kstreams.kafka.admin import TopicPartition
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import final_values, produce, read_topic
-from dagster_kstreams.spark.runner import TaskRunner
+from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology.config import Grouped, Materialized, Produced
-from dagster_kstreams.topology.dsl import StreamsBuilder
+from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.serdes import Serdes
 
 pytestmark = pytest.mark.integration
@@ -41,7 +41,7 @@ def test_count_per_country_over_a_repartition_topic_keeps_counting_across_runs(
     app_id = unique_topic("app")
     runner = TaskRunner(builder, app_id, kafka_bootstrap, state_location=str(tmp_path / "state"), spark=spark)
     repartition = f"{app_id}-users-per-country-store-repartition"
-    assert runner.compiled.repartition_topics == [repartition]
+    assert runner.application.repartition_topics == [repartition]
     assert runner.task_ids() == ["0_0", "0_1", "0_2", "1_0", "1_1", "1_2"]
 
     first = _users(120)
@@ -146,7 +146,7 @@ def test_key_changing_map_then_to_table_keeps_the_latest_value_per_new_key(
         expected[country] = user
     assert final_values(read_topic(kafka_bootstrap, latest), bytes.decode, bytes.decode) == expected
     assert runner.read_store("latest-user-by-country") == expected
-    repartition = [t for t in runner.compiled.repartition_topics]
+    repartition = [t for t in runner.application.repartition_topics]
     assert len(repartition) == 1 and repartition[0].startswith(f"{app_id}-") and repartition[0].endswith("-repartition")
     assert kafka_admin.committed_offsets(app_id, repartition[0]) == kafka_admin.end_offsets(repartition[0])
     assert TopicPartition(events, 0) in kafka_admin.committed_offsets(app_id, events)

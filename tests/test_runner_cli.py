@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from dagster_kstreams.kafka.records import final_values, produce, read_topic
-from dagster_kstreams.spark.runner import TaskRunner
+from dagster_kstreams.spark.task_runner import TaskRunner
 
 pytestmark = pytest.mark.integration
 
@@ -34,7 +34,7 @@ def test_cli_continues_a_task_started_in_another_process(kafka_bootstrap, kafka_
     kafka_admin.create_topics({users: 2, per_country: 2})
     module = tmp_path / "country_counts.py"
     module.write_text(textwrap.dedent(f"""
-        from dagster_kstreams.topology.dsl import StreamsBuilder
+        from dagster_kstreams.topology import StreamsBuilder
 
         def build():
             builder = StreamsBuilder()
@@ -72,7 +72,7 @@ def test_cli_continues_a_task_started_in_another_process(kafka_bootstrap, kafka_
 
 def test_cli_reports_a_bad_task_id_in_one_line(tmp_path):
     module = tmp_path / "tiny.py"
-    module.write_text("from dagster_kstreams.topology.dsl import StreamsBuilder\n"
+    module.write_text("from dagster_kstreams.topology import StreamsBuilder\n"
                       "def build():\n    b = StreamsBuilder()\n    b.stream('a').to('b')\n    return b.build()\n")
     from dagster_kstreams.cli import main
 

@@ -23,9 +23,10 @@ from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import produce, read_topic
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
 from dagster_kstreams.spark.event_time import source_columns
-from dagster_kstreams.spark.runner import TaskFailedError, TaskRunner
+from dagster_kstreams.spark.errors import TaskFailedError
+from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology.config import Consumed, Produced
-from dagster_kstreams.topology.dsl import StreamsBuilder
+from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.serdes import Serdes
 
 pytestmark = pytest.mark.integration

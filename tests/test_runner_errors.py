@@ -11,9 +11,10 @@ from dagster_kstreams.kafka.dead_letter import (
     HEADER_TOPIC,
 )
 from dagster_kstreams.kafka.records import final_values, produce, read_topic
-from dagster_kstreams.spark.runner import TaskFailedError, TaskRunner
+from dagster_kstreams.spark.errors import TaskFailedError
+from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology.config import Consumed
-from dagster_kstreams.topology.dsl import StreamsBuilder
+from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.serdes import Serdes
 
 pytestmark = pytest.mark.integration

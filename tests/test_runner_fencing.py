@@ -37,7 +37,7 @@ from dagster_kstreams.kafka.fencing import (
 )
 from dagster_kstreams.kafka.records import produce, read_topic
 from dagster_kstreams.spark import TaskFencedError
-from dagster_kstreams.spark.runner import TaskRunner
+from dagster_kstreams.spark.task_runner import TaskRunner
 
 REPO = Path(__file__).resolve().parents[1]
 BATCH = 200
@@ -169,7 +169,7 @@ def test_second_process_takes_the_task_over_and_the_first_ones_commit_fails(
     kafka_admin.create_topics({source: 2, sink: 1})
     module = tmp_path / "upper.py"
     module.write_text(textwrap.dedent(f"""
-        from dagster_kstreams.topology.dsl import StreamsBuilder
+        from dagster_kstreams.topology import StreamsBuilder
 
         def build():
             builder = StreamsBuilder()

@@ -23,7 +23,7 @@ import pytest
 
 import oracle_harness
 from dagster_kstreams.kafka.records import final_values, produce, read_topic
-from dagster_kstreams.spark.runner import TaskRunner
+from dagster_kstreams.spark.task_runner import TaskRunner
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +38,7 @@ EXAMPLES_SOURCE = textwrap.dedent('''
     import re
 
     from dagster_kstreams.topology.config import Materialized, Produced
-    from dagster_kstreams.topology.dsl import StreamsBuilder
+    from dagster_kstreams.topology import StreamsBuilder
     from dagster_kstreams.topology.serdes import Serdes
 
     NON_WORD = re.compile(r"[^a-z0-9_]+")  # Java's \\\\W: ASCII only

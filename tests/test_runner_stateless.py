@@ -7,9 +7,9 @@ import pytest
 from dagster_kstreams.kafka.admin import TopicPartition
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import produce, read_topic
-from dagster_kstreams.spark.runner import TaskRunner
+from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology.config import Produced
-from dagster_kstreams.topology.dsl import StreamsBuilder
+from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.serdes import Serdes
 
 pytestmark = pytest.mark.integration
@@ -212,7 +212,7 @@ def test_repartition_topics_carry_the_record_timestamp(kafka_bootstrap, kafka_ad
         for task in runner.task_ids():
             if task.startswith("0_"):
                 runner.run_task(task)
-        (repartition,) = runner.compiled.repartition_topics
+        (repartition,) = runner.application.repartition_topics
         carried = sorted(
             (record.key.decode(), decode_timestamp(dict(record.headers)[TIMESTAMP_HEADER]))
             for record in read_topic(kafka_bootstrap, repartition)

@@ -1,18 +1,7 @@
-"""Running tasks on Spark: :class:`TaskRunner` and what a run reports or raises.
+"""Running tasks on Spark: :class:`TaskRunner` and what a run reports or raises."""
 
-The names below come from :mod:`dagster_kstreams.spark.runner`, imported on first use.
-"""
+from dagster_kstreams.spark.errors import TaskFailedError, TaskFencedError
+from dagster_kstreams.spark.task_result import TaskProgress, TaskResult
+from dagster_kstreams.spark.task_runner import TaskRunner
 
-_RUNNER_EXPORTS = ("TaskRunner", "TaskResult", "TaskProgress", "TaskFailedError", "TaskFencedError")
-
-__all__ = list(_RUNNER_EXPORTS)
-
-
-def __getattr__(name: str):
-    if name not in _RUNNER_EXPORTS:
-        raise AttributeError(f"module 'dagster_kstreams.spark' has no attribute {name!r}")
-    from dagster_kstreams.spark import runner
-
-    value = getattr(runner, name)
-    globals()[name] = value
-    return value
+__all__ = ["TaskRunner", "TaskResult", "TaskProgress", "TaskFailedError", "TaskFencedError"]

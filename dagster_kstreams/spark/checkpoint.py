@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
-from dagster_kstreams.local.home import state_home
+from pyspark.sql import SparkSession
 
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+from dagster_kstreams.base.home import state_home
+from dagster_kstreams.topology.view import TaskId
 
 __all__ = ["default_state_location", "task_directory", "task_checkpoint", "CheckpointReader", "WriteIntents"]
 
@@ -45,11 +45,11 @@ def normalize_location(location: str) -> str:
     return str(Path(location).expanduser().resolve())
 
 
-def task_directory(state_location: str, application_id: str, task_id: str) -> str:
+def task_directory(state_location: str, application_id: str, task_id: TaskId | str) -> str:
     return f"{normalize_location(state_location)}/{application_id}/tasks/{task_id}"
 
 
-def task_checkpoint(state_location: str, application_id: str, task_id: str) -> str:
+def task_checkpoint(state_location: str, application_id: str, task_id: TaskId | str) -> str:
     return f"{task_directory(state_location, application_id, task_id)}/checkpoint"
 
 

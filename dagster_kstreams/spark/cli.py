@@ -17,8 +17,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dagster_kstreams.cli_options import key_value
-from dagster_kstreams.spark.runner import TaskFailedError, TaskProgress, TaskResult
+from pyspark import cloudpickle
+
+from dagster_kstreams.base.cli_options import key_value
+from dagster_kstreams.spark.errors import TaskFailedError
+from dagster_kstreams.spark.session import build_spark_session
+from dagster_kstreams.spark.task_result import TaskProgress, TaskResult
+from dagster_kstreams.spark.task_runner import TaskRunner
 
 BOOTSTRAP_ENV_VAR = "DAGSTER_KSTREAMS_BOOTSTRAP_SERVERS"
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -50,8 +55,6 @@ def load_topology(reference: str) -> Any:
             raise CommandError(f"cannot import module {module_name!r}: {error}") from error
     # Spark's Python workers may not be able to import this module (a file outside sys.path, or
     # a cluster without the project): ship its functions by value, helpers included.
-    from pyspark import cloudpickle
-
     cloudpickle.register_pickle_by_value(module)
     try:
         topology = getattr(module, attribute)
@@ -88,9 +91,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _run_tasks(args: argparse.Namespace) -> int:
-    from dagster_kstreams.spark.runner import TaskRunner
-    from dagster_kstreams.spark.session import build_spark_session
-
     if not args.task and not args.all:
         raise CommandError("name tasks with --task (e.g. --task 1_3) or run them all with --all")
     topology = load_topology(args.topology)

@@ -5,8 +5,9 @@ Record timestamp (``event_time``, epoch ms)
     The Kafka record timestamp, as Kafka Streams' default ``FailOnInvalidTimestamp`` extractor
     reads it. Spark's Kafka sink cannot set a record's timestamp (records it writes carry the
     write time), so whatever a task writes to a repartition topic carries the timestamp of the
-    record that produced it in the header :data:`TIMESTAMP_HEADER`, and a task reading a
-    repartition topic takes the timestamp from that header. That is how Kafka Streams'
+    record that produced it in the header :data:`TIMESTAMP_HEADER`
+    (:mod:`dagster_kstreams.kafka.timestamp_header`), and a task reading a repartition topic takes
+    the timestamp from that header. That is how Kafka Streams'
     timestamps survive a repartition here (a windowed aggregation after ``group_by`` needs them).
 
 Processing order (``seq``) and merge time (``merge_time``)
@@ -34,6 +35,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import numpy as np
+import pyarrow as pa
+import pyspark.sql.types as T
+from pyspark.sql import functions as F
+
+from dagster_kstreams.kafka.timestamp_header import TIMESTAMP_HEADER, decode_timestamp, encode_timestamp
+
 __all__ = [
     "TIMESTAMP_HEADER",
     "WATERMARK_COLUMN",
@@ -43,27 +51,16 @@ __all__ = [
     "with_processing_order",
 ]
 
-TIMESTAMP_HEADER = "__dagster_kstreams.timestamp"
 WATERMARK_COLUMN = "_stream_time_watermark"
 ORDER_COLUMNS = ("merge_time", "stream_time", "stream_time_before", "seq")
 
 
-def encode_timestamp(timestamp_ms: int) -> bytes:
-    return int(timestamp_ms).to_bytes(8, "big", signed=True)
-
-
-def decode_timestamp(data: bytes) -> int:
-    return int.from_bytes(data, "big", signed=True)
-
-
 def source_columns(kafka_source, internal_topics: Iterable[str] = ()):
     """Spark's Kafka source rows as a task reads them: ``key, value, topic, partition, offset,
-    timestamp, event_time`` (:data:`~dagster_kstreams.spark.program.SOURCE_COLUMNS`).
+    timestamp, event_time`` (:data:`~dagster_kstreams.spark.frames.SOURCE_COLUMNS`).
 
     ``kafka_source`` must have been read with ``includeHeaders`` when ``internal_topics`` (the
     repartition topics among the task's sources) is not empty."""
-    from pyspark.sql import functions as F
-
     event_time = F.unix_millis(F.col("timestamp"))
     internal = list(internal_topics)
     if internal:
@@ -84,9 +81,6 @@ def with_processing_order(source, stream_time: bool, skip_null_values: bool = Fa
     The task's rows are brought to one Python worker (a task is one partition of each of its
     topics: the micro-batch is bounded by ``max_records_per_batch``) and ordered there;
     streaming DataFrames cannot be sorted."""
-    import pyspark.sql.types as T
-    from pyspark.sql import functions as F
-
     schema = T.StructType([
         *source.schema.fields,
         T.StructField("merge_time", T.LongType(), False),
@@ -96,9 +90,6 @@ def with_processing_order(source, stream_time: bool, skip_null_values: bool = Fa
     ])
 
     def order(batches):
-        import numpy as np
-        import pyarrow as pa
-
         batches = [batch for batch in batches if batch.num_rows]
         if not batches:
             return

@@ -1,7 +1,7 @@
 """SparkSessions with Spark's Kafka connector on the classpath.
 
 The pyspark wheel carries no Kafka connector; its jars (resolved with Maven by
-``dagster_kstreams.local.jars``) go in ``spark.jars``. ``spark_conf`` returns the settings as
+``dagster_kstreams.base.jars``) go in ``spark.jars``. ``spark_conf`` returns the settings as
 a dict, so the Dagster layer can hand the same configuration to dagster-pyspark's
 ``PySparkResource(spark_config=...)``.
 """
@@ -13,12 +13,11 @@ import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from dagster_kstreams.local.jars import jar_paths
+from pyspark.sql import SparkSession
 
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+from dagster_kstreams.base.jars import jar_paths
 
 DEFAULT_MASTER = "local[*]"
 DEFAULT_APP_NAME = "dagster-kstreams"
@@ -99,8 +98,6 @@ def build_spark_session(
     If a session already runs in this process it is returned (Spark allows one SparkContext per
     process), but only if it has the connector on its classpath.
     """
-    from pyspark.sql import SparkSession
-
     settings = spark_conf(master, conf, app_name, jars_home)
     if _is_local_master(master):
         # Without it Spark's JVM binds to the host's first interface when the hostname

@@ -1,0 +1,140 @@
+"""The write of one micro-batch: fence check, write intent, replay dedup, Kafka write, offset commit.
+
+Sinks: Spark's Kafka sink; one query writes every sink topic of the sub-topology (output topics,
+repartition topics, the dead-letter topic) through a ``topic`` column. There is no ``partition``
+column: the producer's default partitioner (murmur2 of the key bytes) places each record, so a
+repartition topic is co-partitioned with any other Kafka-written topic.
+
+Offsets: Spark's checkpoint is the source of truth. After each batch's output is in Kafka, its end
+offsets are committed to the consumer group named by the application id (through the task's
+transactional producer: :mod:`dagster_kstreams.spark.run_state`), so ``kafka-consumer-groups
+--describe`` and lag monitors see the task's progress.
+
+Guarantee: at-least-once towards the consumer group, and no duplicates from replays. Spark's
+Kafka writes are not transactional: a run killed while writing batch ``N`` leaves part of its
+output in Kafka, and the next run replays ``N`` from the checkpoint (same offsets, same state).
+Before a batch writes, the end offsets of its sink topics are recorded
+(:class:`~dagster_kstreams.spark.checkpoint.WriteIntents`), and every record carries headers
+naming its task and its position in the batch; a replay reads back what the killed attempt
+wrote and skips those positions. This needs deterministic user functions. Records written
+by a topic extractor to topics not known in advance are not covered.
+
+Fencing at the write: fenced before its write, a run wrote nothing; fenced during its write, its
+commit fails and the batch stays uncommitted in the checkpoint, so the new owner replays it, and
+the replay skips what the fenced run wrote (write intent and position headers, above). One window
+is left: a fenced run whose write began before the takeover may still be writing while the new
+owner reads that batch back; records it writes after that are duplicated (never lost). Two Spark
+queries planning the same batch of one checkpoint at the same moment can also fail the newer with
+``CONCURRENT_STREAM_LOG_UPDATE``; the next run continues.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from dagster_kstreams.kafka.admin import KafkaAdmin
+from dagster_kstreams.kafka.records import read_from
+from dagster_kstreams.spark.checkpoint import CheckpointReader, WriteIntents
+from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
+from dagster_kstreams.spark.run_state import RunState
+
+__all__ = ["BatchWriter", "HEADER_TASK", "HEADER_POSITION", "BOUND_REACHED", "stopped_at_bound"]
+
+log = logging.getLogger(__name__)
+
+# Every record a task writes says which task and which position of which batch wrote it.
+HEADER_TASK = "__dagster_kstreams.task"
+HEADER_POSITION = "__dagster_kstreams.position"
+
+BOUND_REACHED = "dagster-kstreams: the run reached max_records"
+
+
+def stopped_at_bound(error: BaseException) -> bool:
+    """Whether a query stopped because its run reached ``max_records`` (not a failure)."""
+    return BOUND_REACHED in str(error)
+
+
+class BatchWriter:
+    """Spark's ``foreachBatch`` function of one run: writes each batch once and commits its offsets.
+
+    ``written_topics`` are the topics the batch may write (their end offsets are the write
+    intent); ``kafka_config`` is the librdkafka client config that reads back a replayed batch;
+    ``drops_late`` says whether the output has rows on ``DROPPED_LATE_TOPIC``
+    (counted by the metrics, never written)."""
+
+    def __init__(self, run: RunState, application_id: str, checkpoint: CheckpointReader, intents: WriteIntents,
+                 admin: KafkaAdmin, kafka_options: Mapping[str, str], kafka_config: Mapping[str, str],
+                 written_topics: list[str], drops_late: bool):
+        self.run, self.checkpoint, self.intents, self.admin = run, checkpoint, intents, admin
+        self.kafka_options, self.kafka_config = dict(kafka_options), dict(kafka_config)
+        self.written_topics, self.drops_late = written_topics, drops_late
+        self.task_tag = f"{application_id}/{run.task}".encode()
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        run = self.run
+        # Runs on the driver between batches. Stopping here, before the batch is computed,
+        # leaves no partial output: the planned batch is replayed whole by the next run.
+        if run.max_records is not None and run.records_in >= run.max_records:
+            raise RuntimeError(BOUND_REACHED)
+        ends = self.checkpoint.batch_source_offsets(batch_id)
+        batch_offsets = {tp: ends[(tp.topic, tp.partition)] for tp in run.assigned if (tp.topic, tp.partition) in ends}
+        # A run fenced by a newer one of the task stops here, before it writes anything.
+        run.fence.check(batch_offsets, f"before writing batch {batch_id}")
+        if self.drops_late:
+            batch = batch.where(F.col("topic") != DROPPED_LATE_TOPIC)  # counted, never written
+        records = self._tagged(self._unwritten(batch, batch_id), batch_id)
+        records.write.format("kafka").options(**self.kafka_options).save()
+        # The batch's output is in Kafka: its offsets can be committed (at-least-once), unless a
+        # newer run of the task fenced this one meanwhile.
+        run.fence.commit(batch_offsets, f"at the commit of batch {batch_id}, after writing its output")
+        self.intents.forget_before(batch_id)
+        run.batch_done(batch_id, batch_offsets)
+
+    def _unwritten(self, batch: DataFrame, batch_id: int) -> DataFrame:
+        """The batch's records with their ``_position``, less those an earlier attempt wrote.
+
+        Each record's position in the batch is deterministic (same input order, same state, same
+        plan on a replay), so a replay of a batch that a killed run had partly written skips
+        what is already in Kafka. The first attempt records its write intent instead."""
+        records = batch.withColumn("_position", F.monotonically_increasing_id())
+        intent = self.intents.read(batch_id)
+        if intent is None:
+            ends = self.admin.end_offsets(self.written_topics) if self.written_topics else {}
+            self.intents.write(batch_id, {(tp.topic, tp.partition): offset for tp, offset in ends.items()})
+            return records
+        already = self._positions_written(intent, batch_id)
+        if not already:
+            return records
+        log.warning("task %s: batch %d is a replay; %d records of it are already in Kafka",
+                    self.run.task, batch_id, len(already))
+        skip = batch.sparkSession.createDataFrame([(p,) for p in sorted(already)], "_position long")
+        return records.join(F.broadcast(skip), "_position", "left_anti")
+
+    def _tagged(self, records: DataFrame, batch_id: int) -> DataFrame:
+        """``records`` with the task and position headers added, ``_position`` dropped."""
+        tag = F.array(
+            F.struct(F.lit(HEADER_TASK).alias("key"), F.lit(self.task_tag).alias("value")),
+            F.struct(F.lit(HEADER_POSITION).alias("key"),
+                     F.concat_ws(":", F.lit(str(batch_id)), F.col("_position").cast("string")).cast("binary")
+                     .alias("value")),
+        )
+        return records.withColumn(
+            "headers", F.when(F.col("headers").isNull(), tag).otherwise(F.concat(F.col("headers"), tag))
+        ).drop("_position")
+
+    def _positions_written(self, intent: Mapping[tuple[str, int], int], batch_id: int) -> set[int]:
+        """Positions of batch ``batch_id`` that an earlier attempt of this task already wrote."""
+        prefix = f"{batch_id}:".encode()
+        positions: set[int] = set()
+        bootstrap = self.kafka_config["bootstrap.servers"]
+        config = {k: v for k, v in self.kafka_config.items() if k != "bootstrap.servers"}
+        for record in read_from(bootstrap, intent, config):
+            headers = dict(record.headers)
+            position = headers.get(HEADER_POSITION)
+            if headers.get(HEADER_TASK) == self.task_tag and position is not None and position.startswith(prefix):
+                positions.add(int(position[len(prefix):]))
+        return positions

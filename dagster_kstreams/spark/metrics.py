@@ -1,0 +1,39 @@
+"""Records written per sink topic, counted by Spark as each batch runs (observed metrics)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+__all__ = ["observe_outputs", "records_written"]
+
+_METRICS = "records_out"
+_ALL = "__all__"
+
+
+def observe_outputs(output: DataFrame, topics: list[str]) -> DataFrame:
+    """``output`` counting its rows per ``topic`` column value in ``topics`` (reported per batch)."""
+    metrics = [F.count(F.lit(1)).alias(_ALL)] + [
+        F.sum(F.when(F.col("topic") == topic, 1).otherwise(0)).alias(topic) for topic in dict.fromkeys(topics)
+    ]
+    return output.observe(_METRICS, *metrics)
+
+
+def records_written(query: Any) -> dict[str, int]:
+    """``{topic: records}`` summed over the batches of a stopped query (topics with none left out)."""
+    totals: dict[str, int] = {}
+    for report in query.recentProgress:
+        for topic, count in _observed(report).items():
+            totals[topic] = totals.get(topic, 0) + count
+    return totals
+
+
+def _observed(report: Any) -> dict[str, int]:
+    metrics = getattr(report, "observedMetrics", None) or {}
+    row = metrics.get(_METRICS)
+    if row is None:
+        return {}
+    values = row.asDict() if hasattr(row, "asDict") else dict(row)
+    return {topic: int(count or 0) for topic, count in values.items() if topic != _ALL and count}

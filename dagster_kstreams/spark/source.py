@@ -1,0 +1,95 @@
+"""A task's source: Spark's Kafka source, assigned partition ``p`` of every source topic of
+sub-topology ``s``, and where the task starts reading.
+
+``trigger(availableNow=True)`` (set by the runner) processes everything up to the end offsets
+seen when the run starts, in batches of at most ``maxOffsetsPerTrigger`` records, then stops.
+Where a run starts: Spark's checkpoint is the source of truth; a new checkpoint starts from
+the consumer group's committed offsets (the group named by the application id), else from the
+earliest offset, or the latest with ``offset_reset="latest"`` (Kafka Streams'
+``auto.offset.reset``). Records deleted by retention before they were processed are skipped,
+as Kafka Streams' consumer does after an out-of-range reset, instead of stopping the task for good.
+
+Rows come out as :func:`~dagster_kstreams.spark.event_time.source_columns` has them; a
+stateful sub-topology that needs Kafka Streams' order across the task's partitions, or its
+stream time, gets them through :func:`in_processing_order`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from pyspark.sql import DataFrame, SparkSession
+
+from dagster_kstreams.kafka.admin import KafkaAdmin, TopicPartition
+from dagster_kstreams.spark.event_time import source_columns, with_processing_order
+from dagster_kstreams.topology.application import ApplicationTopology
+
+__all__ = ["StartingPoint", "starting_point", "kafka_source", "in_processing_order"]
+
+
+@dataclass(frozen=True)
+class StartingPoint:
+    """``offsets_from``: the next offset to process per assigned partition. ``starting``: the
+    Kafka source's ``startingOffsets`` for a new checkpoint; None when the checkpoint continues
+    (then the group may lag behind it: ``offsets_from`` is to be committed before processing)."""
+
+    offsets_from: dict[TopicPartition, int]
+    starting: Optional[dict[TopicPartition, int]]
+
+    @property
+    def from_checkpoint(self) -> bool:
+        return self.starting is None
+
+
+def starting_point(application: ApplicationTopology, admin: KafkaAdmin, checkpointed: Mapping[tuple[str, int], int],
+                   assigned: list[TopicPartition], end_offsets: Mapping[TopicPartition, int]) -> StartingPoint:
+    """Where the task continues: its checkpoint's committed offsets (``checkpointed``), else
+    the group's committed offsets, else ``offset_reset`` of the source topic."""
+    if checkpointed:
+        return StartingPoint({tp: checkpointed.get((tp.topic, tp.partition), 0) for tp in assigned}, None)
+    topics = list(dict.fromkeys(tp.topic for tp in assigned))
+    committed = admin.committed_offsets(application.application_id, topics)
+    beginning = admin.beginning_offsets(topics)
+    starting: dict[TopicPartition, int] = {}
+    for tp in assigned:
+        if tp in committed:
+            starting[tp] = committed[tp]
+        elif application.offset_reset(tp.topic) == "latest":
+            starting[tp] = end_offsets[tp]
+        else:
+            starting[tp] = beginning[tp]
+    return StartingPoint(dict(starting), starting)
+
+
+def kafka_source(session: SparkSession, kafka_options: Mapping[str, Any], assigned: list[TopicPartition],
+                 starting: Optional[Mapping[TopicPartition, int]], max_records_per_batch: Optional[int],
+                 internal_topics: list[str]) -> DataFrame:
+    """The task's streaming source rows. ``internal_topics`` are the repartition topics among the
+    assigned ones: their records' timestamps travel in a header, so headers are read."""
+    assign: dict[str, list[int]] = {}
+    for tp in assigned:
+        assign.setdefault(tp.topic, []).append(tp.partition)
+    reader = session.readStream.format("kafka").options(**kafka_options).option("assign", json.dumps(assign))
+    if starting is not None:
+        start_json: dict[str, dict[str, int]] = {}
+        for tp, offset in starting.items():
+            start_json.setdefault(tp.topic, {})[str(tp.partition)] = offset
+        reader = reader.option("startingOffsets", json.dumps(start_json))
+    reader = reader.option("failOnDataLoss", "false")  # skip what retention deleted (module docstring)
+    if max_records_per_batch is not None:
+        reader = reader.option("maxOffsetsPerTrigger", str(max_records_per_batch))
+    if internal_topics:
+        reader = reader.option("includeHeaders", "true")
+    return source_columns(reader.load(), internal_topics)
+
+
+def in_processing_order(source: DataFrame, program: Any) -> DataFrame:
+    """``source`` in Kafka Streams' processing order across the task's partitions, with stream
+    time, when the sub-topology needs them (:mod:`dagster_kstreams.spark.event_time`)."""
+    if not program.needs_processing_order:
+        return source
+    return with_processing_order(source, stream_time=program.uses_stream_time,
+                                 skip_null_values=program.stream_time_skips_null_values)

@@ -1,0 +1,221 @@
+"""How a task's records are processed: one execution strategy per shape of sub-topology.
+
+The processors are compiled by :mod:`dagster_kstreams.spark.compile` into a program; a
+strategy turns the task's source DataFrame into its output rows (``topic, key, value,
+headers``) with that program, and knows how its state is laid out in the checkpoint (for
+:meth:`~dagster_kstreams.spark.task_runner.TaskRunner.read_store`). :func:`strategy_for` picks
+the first of :data:`STRATEGIES` that applies, fastest first:
+
+* :class:`ColumnPlan` — Column expressions only: DataFrame operations on the JVM, no Python pass.
+* :class:`JvmCount` — a sub-topology that is exactly ``source -> count -> to_stream -> to`` (the
+  downstream half of a word count) runs as Spark's own streaming aggregation, with no Python.
+* :class:`TaskGroupedState` — one pass per batch with the task's whole state, when the
+  semantics span keys (stream-stream joins: :mod:`dagster_kstreams.processors.task_state`).
+* :class:`KeyedState` — one pass per key and batch (``applyInPandasWithState`` grouped by the
+  source key) when the sub-topology keeps state.
+* :class:`Stateless` — one Python pass per batch (``mapInArrow``).
+
+State lives in Spark's state store with the RocksDB provider, in the task's checkpoint
+(:mod:`dagster_kstreams.spark.checkpoint`): ``<state_location>/<app>/tasks/<task>/checkpoint``.
+Any process that sees the same location continues the task where it stopped.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any, Iterable, Optional
+
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming.state import GroupStateTimeout
+
+from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
+from dagster_kstreams.processors import sessions, window_store
+from dagster_kstreams.processors.task_state import TaskState
+from dagster_kstreams.processors.windows import WINDOW_KINDS
+from dagster_kstreams.spark.frames import OUTPUT_SPARK_SCHEMA
+from dagster_kstreams.spark.source import in_processing_order
+
+__all__ = ["Strategy", "STRATEGIES", "strategy_for", "configure_session", "ROCKSDB_PROVIDER"]
+
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+_TASK_GROUP = "_task_group"  # the constant a task-grouped sub-topology is grouped by
+
+
+class Strategy:
+    """One way to run a program: :meth:`applies` to it, :meth:`build` its output, :meth:`store_content`."""
+
+    def applies(self, program: Any) -> bool:
+        raise NotImplementedError
+
+    def build(self, source: DataFrame, program: Any, dead_letters: DeadLetterPolicy) -> DataFrame:
+        raise NotImplementedError
+
+    def store_content(self, rows: Iterable[Any], program: Any, slot: int, key_serde: Any) -> dict[Any, Any]:
+        """``{key: value}`` of store ``slot`` in one task's state rows (Spark's ``statestore`` source)."""
+        return {}  # no state
+
+    def __repr__(self) -> str:
+        return type(self).__name__
+
+
+class ColumnPlan(Strategy):
+    def applies(self, program: Any) -> bool:
+        return getattr(program, "column_plan", None) is not None
+
+    def build(self, source, program, dead_letters):
+        return program.column_plan.build(source, dead_letters)
+
+
+class JvmCount(Strategy):
+    def applies(self, program: Any) -> bool:
+        return program.jvm_count() is not None
+
+    def build(self, source, program, dead_letters):
+        _, _, sink = program.jvm_count()
+        # Kafka Streams' count skips null keys and null values; the count goes out as a
+        # big-endian Long, as Serdes.Long() writes it.
+        return (
+            source.where(F.col("key").isNotNull() & F.col("value").isNotNull())
+            .groupBy("key").agg(F.count(F.lit(1)).alias("count"))
+            .select(
+                F.lit(sink.topic).alias("topic"),
+                F.col("key"),
+                F.unhex(F.lpad(F.hex(F.col("count")), 16, "0")).alias("value"),
+                F.lit(None).cast("array<struct<key: string, value: binary>>").alias("headers"),
+            )
+        )
+
+    def store_content(self, rows, program, slot, key_serde):
+        # Spark's aggregation state: the count itself.
+        return {_row_key(row, key_serde): int(row.value[0]) for row in rows}
+
+
+class TaskGroupedState(Strategy):
+    """The task's whole micro-batch is one group, its state one value (processors/task_state.py)."""
+
+    def applies(self, program: Any) -> bool:
+        return program.stateful and program.task_grouped
+
+    def build(self, source, program, dead_letters):
+        uses_stream_time = program.uses_stream_time
+
+        def run_task(key, frames, state):
+            records = _one_frame(frames)
+            stored = state.get[0] if state.exists else None
+            watermark = state.getCurrentWatermarkMs() if uses_stream_time else None
+            output, new_state = program.process_task_batch(records, stored, watermark)
+            if new_state is None:
+                if state.exists:
+                    state.remove()
+            else:
+                state.update((new_state,))
+            if output is not None:
+                yield output
+
+        ordered = in_processing_order(source, program)
+        return ordered.withColumn(_TASK_GROUP, F.lit(0)).groupBy(_TASK_GROUP).applyInPandasWithState(
+            run_task, OUTPUT_SPARK_SCHEMA, "task binary", "Update", GroupStateTimeout.NoTimeout
+        )
+
+    def store_content(self, rows, program, slot, key_serde):
+        table: dict[Any, Any] = {}
+        for row in rows:  # one row per task: every key's slots
+            blob = _state_columns(row.value)[0]
+            for raw_key, value in TaskState.store_content(None if blob is None else bytes(blob), slot).items():
+                table[key_serde.deserialize(raw_key)] = value
+        return table
+
+
+class KeyedState(Strategy):
+    """One group per source key, one state column per store."""
+
+    def applies(self, program: Any) -> bool:
+        return program.stateful
+
+    def build(self, source, program, dead_letters):
+        uses_stream_time = program.uses_stream_time
+        state_schema = ", ".join(f"store_{slot} binary" for slot in range(len(program.store_names)))
+
+        def run_key_group(key, frames, state):
+            records = _one_frame(frames)
+            stored = state.get if state.exists else None
+            watermark = state.getCurrentWatermarkMs() if uses_stream_time else None
+            output, new_state = program.process_key_group(records, stored, watermark)
+            if new_state is None:
+                if state.exists:
+                    state.remove()
+            elif new_state is not stored:
+                state.update(new_state)
+            if output is not None:
+                yield output
+
+        return in_processing_order(source, program).groupBy("key").applyInPandasWithState(
+            run_key_group, OUTPUT_SPARK_SCHEMA, state_schema, "Update", GroupStateTimeout.NoTimeout
+        )
+
+    def store_content(self, rows, program, slot, key_serde):
+        node = next(program.nodes[i] for i in program.stateful_nodes if program.nodes[i].state_slot == slot)
+        table: dict[Any, Any] = {}
+        for row in rows:
+            key = _row_key(row, key_serde)
+            blob = _state_columns(row.value)[slot]
+            if blob is None:
+                continue
+            value = pickle.loads(bytes(blob))
+            if node.kind in WINDOW_KINDS:  # one row holds the key's windows
+                table.update(window_store.store_entries(node, key, value))
+            elif node.kind == sessions.KIND:  # one row holds the key's sessions
+                table.update(sessions.store_entries(key, value))
+            else:
+                table[key] = value
+        return table
+
+
+class Stateless(Strategy):
+    def applies(self, program: Any) -> bool:
+        return True
+
+    def build(self, source, program, dead_letters):
+        def run_batches(batches):
+            for batch in batches:
+                yield program.process_arrow_batch(batch)
+
+        return source.mapInArrow(run_batches, OUTPUT_SPARK_SCHEMA)
+
+
+STRATEGIES: tuple[Strategy, ...] = (ColumnPlan(), JvmCount(), TaskGroupedState(), KeyedState(), Stateless())
+
+
+def strategy_for(program: Any) -> Strategy:
+    """The first of :data:`STRATEGIES` that applies to ``program``."""
+    return next(strategy for strategy in STRATEGIES if strategy.applies(program))
+
+
+def configure_session(session: SparkSession, state_partitions: int, arrow_batch_size: Optional[int]) -> None:
+    """A task's session settings: RocksDB state, ``state_partitions`` state store partitions (Spark's
+    shuffle partitions), no empty batches, and ``arrow_batch_size`` records per Arrow batch if set."""
+    session.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
+    session.conf.set("spark.sql.shuffle.partitions", str(state_partitions))
+    # Spark would otherwise add a no-op batch; Kafka Streams has no such thing.
+    session.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")
+    if arrow_batch_size is not None:
+        session.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(arrow_batch_size))
+
+
+def _one_frame(frames) -> pd.DataFrame:
+    frames = list(frames)
+    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+
+
+def _row_key(row: Any, key_serde: Any) -> Any:
+    return key_serde.deserialize(bytes(row.key[0]) if row.key[0] is not None else None)
+
+
+def _state_columns(value) -> tuple:
+    """The store columns of an ``applyInPandasWithState`` state row as the state reader returns it
+    (the user's state struct, possibly wrapped in ``groupState``)."""
+    if value is not None and "groupState" in value.__fields__:
+        value = value["groupState"]
+    return tuple(value) if value is not None else ()

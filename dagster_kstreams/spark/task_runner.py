@@ -1,0 +1,378 @@
+"""Run one stream task (sub-topology ``s``, partition ``p``) on Spark: :class:`TaskRunner`.
+
+A task is one Structured Streaming query, started, drained and stopped for each run:
+
+* **Source** (:mod:`~dagster_kstreams.spark.source`) — Spark's Kafka source with ``assign`` =
+  partition ``p`` of every source topic of ``s``. ``trigger(availableNow=True)`` processes
+  everything up to the end offsets seen when the run starts, in batches of at most
+  ``max_records_per_batch`` records, then stops. A new checkpoint starts from the group's
+  committed offsets (else earliest, as Kafka Streams' ``auto.offset.reset``).
+* **Processors** (:mod:`~dagster_kstreams.spark.strategies`) — compiled by
+  :mod:`dagster_kstreams.spark.compile` and run by one execution strategy: Column plans and
+  Spark's own count on the JVM, one Python pass per batch, per key, or per task with its state.
+* **Event time** (:mod:`~dagster_kstreams.spark.event_time`) — each record's timestamp (carried
+  in a header through repartition topics), Kafka Streams' processing order across the task's
+  partitions, and the task's stream time, carried between batches by a watermark.
+* **State** — Spark's state store with the RocksDB provider, in the task's checkpoint
+  (:mod:`~dagster_kstreams.spark.checkpoint`): ``<state_location>/<app>/tasks/<task>/checkpoint``.
+* **Sinks and offsets** (:mod:`~dagster_kstreams.spark.batch_writer`) — Spark's Kafka sink for
+  every sink topic; after each batch's output is in Kafka, its end offsets are committed to the
+  consumer group named by the application id, so Kafka's tools see the task's lag.
+* **Fencing** (:mod:`~dagster_kstreams.spark.run_state`) — a run takes its task with a
+  transactional producer, so whoever started a task last owns it.
+
+Guarantee: at-least-once towards the consumer group, and no duplicates from replays (see
+:mod:`~dagster_kstreams.spark.batch_writer`). :class:`TaskRunner` also refuses to run a task twice
+at once within one process. The application's facts (real topic names, source and sink topics,
+task counts, execution order) come from its
+:class:`~dagster_kstreams.topology.application.ApplicationTopology`; the runner reads only the
+external source topics' partition counts from the broker.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Optional
+
+from pyspark.sql import SparkSession
+
+from dagster_kstreams.kafka.admin import KafkaAdmin, TopicPartition
+from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy, DeserializationHandler
+from dagster_kstreams.kafka.fencing import TaskFence, task_transactional_id
+from dagster_kstreams.spark.batch_writer import BatchWriter, stopped_at_bound
+from dagster_kstreams.spark.checkpoint import (
+    CheckpointReader,
+    WriteIntents,
+    default_state_location,
+    task_checkpoint,
+    task_directory,
+)
+from dagster_kstreams.spark.compile import CompiledTopology, compile_topology
+from dagster_kstreams.spark.errors import TaskFailedError, failure_reason
+from dagster_kstreams.spark.metrics import observe_outputs, records_written
+from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
+from dagster_kstreams.spark.run_state import RunFence, RunState
+from dagster_kstreams.spark.session import build_spark_session, honor_pyspark_python
+from dagster_kstreams.spark.source import kafka_source, starting_point
+from dagster_kstreams.spark.strategies import configure_session, strategy_for
+from dagster_kstreams.spark.task_result import TaskProgress, TaskResult
+from dagster_kstreams.topology.application import ApplicationTopology, check_application_id
+from dagster_kstreams.topology.view import TaskId
+
+__all__ = ["TaskRunner"]
+
+
+class TaskRunner:
+    """Runs the tasks of one topology for one application id on one SparkSession.
+
+    ``kafka_config`` holds ``bootstrap.servers`` and any other client setting (``security.protocol``,
+    ``sasl.mechanism`` ...) for the admin client (librdkafka); prefixed with ``kafka.`` they also
+    go to Spark's Kafka source and sink (the Java client) unless ``spark_kafka_config`` gives
+    those separately (needed when the two spell a setting differently, e.g. SASL/SSL).
+    ``state_location`` is the root of the tasks' checkpoints and state (a local directory or a
+    Hadoop-compatible URI); by default ``<DAGSTER_KSTREAMS_HOME or ./.kstreams>/state``.
+    ``deserialization_exception_handler`` is ``"fail"`` (default) or ``"log_and_continue"``;
+    with ``dead_letter_topic`` set, records that fail to deserialize are written there raw.
+    ``max_records_per_batch`` bounds a micro-batch (offsets are committed after each batch).
+    ``state_partitions`` is the number of state store partitions of a new stateful task
+    (Spark's shuffle partitions; fixed in the checkpoint afterwards).
+    ``arrow_batch_size`` is the number of records per Arrow batch handed to Python (Spark's
+    ``spark.sql.execution.arrow.maxRecordsPerBatch``, 10,000 by default).
+    ``fencing`` (default on) commits offsets through a per-task transactional producer, so that a
+    task started in another process fences this one (:mod:`~dagster_kstreams.spark.run_state`); it
+    needs a broker that allows transactions (and, with ACLs, WRITE on the transactional ids
+    ``<app>-task-*``).
+    """
+
+    def __init__(
+        self,
+        topology: Any,
+        application_id: str,
+        kafka_config: Mapping[str, Any] | str,
+        state_location: Optional[str] = None,
+        spark: Any = None,
+        *,
+        deserialization_exception_handler: str | DeserializationHandler = DeserializationHandler.FAIL,
+        dead_letter_topic: Optional[str] = None,
+        max_records_per_batch: Optional[int] = 200_000,
+        state_partitions: int = 1,
+        arrow_batch_size: Optional[int] = None,
+        default_key_serde: Any = None,
+        default_value_serde: Any = None,
+        spark_kafka_config: Optional[Mapping[str, Any]] = None,
+        fencing: bool = True,
+    ):
+        check_application_id(application_id)  # before anything else starts
+        if isinstance(kafka_config, str):
+            kafka_config = {"bootstrap.servers": kafka_config}
+        self.kafka_config = {str(k): str(v) for k, v in kafka_config.items()}
+        # Spark's source and sink use the Java client, whose SASL/SSL settings are spelled
+        # differently from librdkafka's: they may be given separately.
+        self.spark_kafka_config = (
+            {str(k): str(v) for k, v in spark_kafka_config.items()} if spark_kafka_config is not None
+            else dict(self.kafka_config)
+        )
+        if not self.kafka_config.get("bootstrap.servers"):
+            raise ValueError("kafka_config must set 'bootstrap.servers'")
+        if max_records_per_batch is not None and max_records_per_batch < 1:
+            raise ValueError(f"max_records_per_batch must be >= 1 or None, got {max_records_per_batch}")
+        if state_partitions < 1:
+            raise ValueError(f"state_partitions must be >= 1, got {state_partitions}")
+        self.application_id = application_id
+        self.state_location = state_location or default_state_location()
+        self.dead_letters = DeadLetterPolicy(deserialization_exception_handler, dead_letter_topic)
+        self.max_records_per_batch = max_records_per_batch
+        self.state_partitions = state_partitions
+        self.arrow_batch_size = arrow_batch_size
+        self.fencing = fencing
+        self.compiled: CompiledTopology = compile_topology(
+            topology, application_id, self.dead_letters,
+            default_key_serde=default_key_serde, default_value_serde=default_value_serde,
+        ).check()  # an operation the runner cannot run fails now, not in the middle of a run
+        self.application: ApplicationTopology = self.compiled.application
+        self.admin = KafkaAdmin(self.kafka_config["bootstrap.servers"], self._client_config())
+        self._spark = spark
+        if spark is not None:
+            honor_pyspark_python(spark)
+        self._running: set[TaskId] = set()
+        self._lock = threading.Lock()
+        self._internal_topics_ready = False
+
+    # -- plumbing -----------------------------------------------------------------------
+    @property
+    def spark(self) -> SparkSession:
+        if self._spark is None:
+            self._spark = build_spark_session()
+        return self._spark
+
+    def _kafka_options(self) -> dict[str, str]:
+        """Settings of Spark's Kafka source and sink (the Java client)."""
+        return {f"kafka.{key}": value for key, value in self.spark_kafka_config.items()}
+
+    def _client_config(self) -> dict[str, str]:
+        return {k: v for k, v in self.kafka_config.items() if k != "bootstrap.servers"}
+
+    def checkpoint_location(self, task: TaskId | str) -> str:
+        return task_checkpoint(self.state_location, self.application_id, str(task))
+
+    # -- topics -------------------------------------------------------------------------
+    def partitioned(self) -> ApplicationTopology:
+        """The application with its external source topics' partition counts, as the broker has them now."""
+        counts = self.admin.partition_counts(self.application.external_source_topics)
+        return self.application.with_source_partitions(counts)
+
+    def partition_counts(self) -> dict[str, int]:
+        """Partition count of every topic the topology reads or writes (internal ones computed)."""
+        return self.partitioned().partition_counts
+
+    def tasks(self) -> list[TaskId]:
+        """All tasks, sub-topology by sub-topology (upstream first)."""
+        return self.partitioned().tasks()
+
+    def task_ids(self) -> list[str]:
+        """All tasks as strings (``"<subtopology>_<partition>"``), in :meth:`tasks` order."""
+        return [str(task) for task in self.tasks()]
+
+    def ensure_internal_topics(self) -> dict[str, int]:
+        """Create the repartition topics (and the dead-letter topic) that do not exist yet.
+
+        Partition counts follow Kafka Streams: the count set with ``Repartitioned``, else the
+        task count of the sub-topology that writes the topic. Returns ``{topic: partitions}``.
+        """
+        application = self.partitioned()
+        counts = application.partition_counts
+        wanted = {topic: counts[topic] for topic in application.repartition_topics}
+        if self.dead_letters.dead_letter_topic and self.dead_letters.dead_letter_topic not in self.admin.list_topics():
+            wanted[self.dead_letters.dead_letter_topic] = 1
+        self.admin.create_topics(wanted)
+        self._internal_topics_ready = True
+        return wanted
+
+    def _check_sink_topics(self, subtopology: int) -> None:
+        sinks = [t for t in self.application.sink_topics(subtopology) if not self.application.is_repartition_topic(t)]
+        if not sinks:
+            return
+        existing = self.admin.list_topics()
+        missing = [topic for topic in sinks if topic not in existing]
+        if missing:
+            raise TaskFailedError(
+                f"{subtopology}_*", self.application_id,
+                f"output topic(s) {', '.join(repr(t) for t in missing)} of sub-topology {subtopology} do not exist; "
+                "create them first (Kafka Streams does not create output topics either)",
+            )
+
+    # -- running ------------------------------------------------------------------------
+    def run_task(
+        self,
+        task: TaskId | str,
+        max_records: Optional[int] = None,
+        progress: Optional[Callable[[TaskProgress], None]] = None,
+    ) -> TaskResult:
+        """Process ``task``'s backlog (a :class:`TaskId` or its string ``"1_3"``): everything up
+        to the end offsets seen at start.
+
+        ``max_records`` stops the run after the first batch that reaches it (batches are then
+        at most ``max_records`` long). ``progress`` is called after every batch.
+        """
+        task = task if isinstance(task, TaskId) else TaskId.parse(task)
+        if max_records is not None and max_records < 1:
+            raise ValueError(f"max_records must be >= 1 or None, got {max_records}")
+        application = self.partitioned()
+        application.check_task(task)
+        with self._lock:
+            if task in self._running:
+                raise TaskFailedError(task, self.application_id, "the task is already running in this process")
+            self._running.add(task)
+        try:
+            # Taking the task fences any other process that runs it, before its checkpoint is read.
+            fence = self._task_fence(str(task))
+            with RunFence(fence, task, self.application_id, self.admin) as run_fence:
+                return self._run(task, application, max_records, progress, run_fence)
+        finally:
+            with self._lock:
+                self._running.discard(task)
+
+    def run_all(
+        self,
+        max_records: Optional[int] = None,
+        progress: Optional[Callable[[TaskProgress], None]] = None,
+        parallelism: int = 1,
+    ) -> list[TaskResult]:
+        """Run every task once, sub-topology by sub-topology (upstream first), so that records
+        written to a repartition topic are processed downstream in the same call.
+
+        ``parallelism`` tasks of one sub-topology run at a time, as concurrent Spark queries on
+        the shared SparkSession. Results come in task order.
+        """
+        if parallelism < 1:
+            raise ValueError(f"parallelism must be >= 1, got {parallelism}")
+        tasks = self.tasks()
+        by_subtopology: dict[int, list[TaskId]] = {}
+        for task in tasks:
+            by_subtopology.setdefault(task.subtopology, []).append(task)
+        results: dict[TaskId, TaskResult] = {}
+        if not self._internal_topics_ready:
+            self.ensure_internal_topics()
+        for group in by_subtopology.values():
+            if parallelism == 1 or len(group) == 1:
+                for task in group:
+                    results[task] = self.run_task(task, max_records, progress)
+                continue
+            with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="task") as pool:
+                futures = {task: pool.submit(self.run_task, task, max_records, progress) for task in group}
+                for task, future in futures.items():
+                    results[task] = future.result()
+        return [results[task] for task in tasks]
+
+    def _run(self, task: TaskId, application: ApplicationTopology, max_records: Optional[int],
+             progress: Optional[Callable[[TaskProgress], None]], fence: RunFence) -> TaskResult:
+        started = time.monotonic()
+        if not self._internal_topics_ready:
+            self.ensure_internal_topics()
+        self._check_sink_topics(task.subtopology)
+        source_topics = application.source_topics(task.subtopology)
+        assigned = [TopicPartition(topic, partition) for topic, partition in application.assigned_partitions(task)]
+        checkpoint = self.checkpoint_location(task)
+        session = self.spark.newSession()
+        reader = CheckpointReader(session, checkpoint)
+        checkpointed = reader.committed_source_offsets()
+        end_offsets = {tp: offset for tp, offset in self.admin.end_offsets(source_topics).items() if tp in assigned}
+        start = starting_point(application, self.admin, checkpointed, assigned, end_offsets)
+        if start.from_checkpoint:
+            # The checkpoint is the truth; repair the group if a previous run died before committing.
+            fence.commit(start.offsets_from, "before processing anything")
+
+        run = RunState(task, started, assigned, start.offsets_from, end_offsets, max_records, progress, fence)
+        query = self._start_query(session, reader, run, start.starting, checkpoint)
+        failure: Optional[BaseException] = None
+        try:
+            query.awaitTermination()
+        except Exception as error:  # StreamingQueryException: a batch failed, or the bound was reached
+            if not stopped_at_bound(error):
+                failure = error
+        finally:
+            if query.isActive:
+                query.stop()
+        records_out = records_written(query)
+        dropped_late = records_out.pop(DROPPED_LATE_TOPIC, 0)
+        if fence.fenced is not None:
+            raise fence.fenced
+        if failure is not None:
+            raise TaskFailedError(task, self.application_id, failure_reason(failure)) from failure
+        final_ends = self.admin.end_offsets(source_topics)
+        return TaskResult(
+            task_id=str(task),
+            subtopology=task.subtopology,
+            partition=task.partition,
+            offsets_from=start.offsets_from,
+            offsets_to=dict(run.processed),
+            records_in=run.records_in,
+            records_out=records_out,
+            batches=run.batches,
+            seconds=time.monotonic() - started,
+            lag_left={tp: max(0, final_ends[tp] - run.processed[tp]) for tp in assigned},
+            records_dropped_late=dropped_late,
+        )
+
+    def _start_query(self, session, checkpoint_reader: CheckpointReader, run: RunState,
+                     starting: Optional[dict[TopicPartition, int]], checkpoint: str):
+        program = self.compiled.program(run.task.subtopology)
+        configure_session(session, self.state_partitions, self.arrow_batch_size)
+        limits = [limit for limit in (self.max_records_per_batch, run.max_records) if limit is not None]
+        internal_sources = [tp.topic for tp in run.assigned if self.application.is_repartition_topic(tp.topic)]
+        source = kafka_source(session, self._kafka_options(), run.assigned, starting,
+                              min(limits) if limits else None, internal_sources)
+        output = strategy_for(program).build(source, program, self.dead_letters)
+
+        written = self.application.sink_topics(run.task.subtopology)
+        if self.dead_letters.dead_letter_topic:
+            written = [*written, self.dead_letters.dead_letter_topic]
+        counted = [*written, DROPPED_LATE_TOPIC] if program.uses_stream_time else written
+        output = observe_outputs(output, counted)
+        intents = WriteIntents(session, task_directory(self.state_location, self.application_id, str(run.task)))
+        writer = BatchWriter(run, self.application_id, checkpoint_reader, intents, self.admin, self._kafka_options(),
+                             self.kafka_config, written, drops_late=program.uses_stream_time)
+        return (
+            output.writeStream.foreachBatch(writer)
+            .option("checkpointLocation", checkpoint)
+            .outputMode("update" if program.stateful else "append")
+            .queryName(f"{self.application_id}-task-{run.task}")
+            .trigger(availableNow=True)
+            .start()
+        )
+
+    def _task_fence(self, task_id: str) -> Optional[TaskFence]:
+        """The (not yet started) transactional producer that stands for the task (named by its
+        string form, as its transactional id is); None without fencing."""
+        if not self.fencing:
+            return None
+        return TaskFence(self.kafka_config["bootstrap.servers"], task_transactional_id(self.application_id, task_id),
+                         self.application_id, self._client_config())
+
+    # -- state ------------------------------------------------------------------------
+    def read_store(self, store_name: str) -> dict[Any, Any]:
+        """The content of a state store across all tasks: ``{key: value}``, deserialized; a
+        windowed or session store's keys are ``Windowed(key, Window(start, end))``.
+
+        Read with Spark's state data source (``format("statestore")``) from each task's
+        checkpoint, at its last committed batch; tasks that never ran contribute nothing.
+        """
+        subtopology = self.application.subtopology_of_store(store_name)
+        program = self.compiled.program(subtopology)
+        slot = program.store_slots[store_name]
+        key_serde = self.compiled.store_key_serde(subtopology)
+        strategy = strategy_for(program)
+        # The RocksDB provider reports to the driver's StateStoreCoordinator, which Spark creates
+        # with the session's StreamingQueryManager: make sure it exists in a fresh session.
+        self.spark.streams.active
+        table: dict[Any, Any] = {}
+        for task in self.partitioned().tasks(subtopology):
+            checkpoint = self.checkpoint_location(task)
+            if CheckpointReader(self.spark, checkpoint).last_committed_batch() is None:
+                continue
+            rows = self.spark.read.format("statestore").load(checkpoint).collect()
+            table.update(strategy.store_content(rows, program, slot, key_serde))
+        return table
