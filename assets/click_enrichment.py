@@ -12,7 +12,7 @@ import json
 
 import dagster as dg
 
-from dagster_kstreams.orchestration.assets import build_kstreams_definitions
+from dagster_kstreams.orchestration.definitions import build_kstreams_definitions
 from dagster_kstreams.topology import Materialized, Named, StreamsBuilder, Topology
 
 APP_ID = "click-enrichment"

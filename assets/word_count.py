@@ -12,7 +12,7 @@ import re
 
 import dagster as dg
 
-from dagster_kstreams.orchestration.assets import build_kstreams_definitions
+from dagster_kstreams.orchestration.definitions import build_kstreams_definitions
 from dagster_kstreams.topology import Materialized, StreamsBuilder, Topology
 
 APP_ID = "word-count"

@@ -60,7 +60,7 @@ CODE_LOCATION = '''
 import dagster as dg
 
 from assets.word_count import build_topology
-from dagster_kstreams.orchestration.assets import build_kstreams_definitions
+from dagster_kstreams.orchestration.definitions import build_kstreams_definitions
 from dagster_kstreams.orchestration.resources import KafkaResource, KStreamsSparkResource
 from dagster_kstreams.orchestration.workers import ElasticWorkers
 from dagster_kstreams.scaling import ScalingConfig
@@ -249,7 +249,7 @@ def run_mode(mode: str, args, bootstrap: str, work: Path) -> dict:
     from dagster_kstreams.generator import BurstSchedule, generate
     from dagster_kstreams.kafka.admin import KafkaAdmin
     from dagster_kstreams.local.daemon import DagsterDaemon
-    from dagster_kstreams.orchestration.workers import read_heartbeats
+    from dagster_kstreams.orchestration.protocol import read_heartbeats
 
     suffix = uuid.uuid4().hex[:6]
     app_id = f"bench-{mode}-{suffix}"

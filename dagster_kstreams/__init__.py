@@ -11,8 +11,8 @@ from .topology import __all__ as _topology_all
 # name -> module of the Dagster layer that defines it (imported on first use, see __getattr__).
 _DAGSTER_EXPORTS = {
     "kstreams_assets": "dagster_kstreams.orchestration.assets",
-    "build_kstreams_definitions": "dagster_kstreams.orchestration.assets",
-    "KStreamsApp": "dagster_kstreams.orchestration.assets",
+    "build_kstreams_definitions": "dagster_kstreams.orchestration.definitions",
+    "KStreamsApp": "dagster_kstreams.orchestration.app",
     "DagsterKStreamsTranslator": "dagster_kstreams.orchestration.translator",
     "KStreamsAssetProps": "dagster_kstreams.orchestration.translator",
     "KStreamsAssetKind": "dagster_kstreams.orchestration.translator",

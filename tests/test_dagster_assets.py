@@ -11,7 +11,7 @@ import dagster as dg
 import pytest
 
 from dagster_kstreams.kafka.records import final_values, produce, read_topic
-from dagster_kstreams.orchestration.assets import LAG_CHECK_NAME
+from dagster_kstreams.orchestration.checks import LAG_CHECK_NAME
 from dagster_kstreams.orchestration.resources import KafkaResource, KStreamsSparkResource
 
 from assets import click_enrichment, users_per_country, word_count

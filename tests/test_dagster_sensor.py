@@ -12,18 +12,18 @@ import pytest
 
 from dagster_kstreams.kafka.admin import TopicPartition
 from dagster_kstreams.kafka.records import produce
-from dagster_kstreams.orchestration.assets import build_kstreams_definitions
+from dagster_kstreams.orchestration.definitions import build_kstreams_definitions
 from dagster_kstreams.orchestration.resources import KafkaResource, KStreamsSparkResource
-from dagster_kstreams.orchestration.workers import (
+from dagster_kstreams.orchestration.protocol import (
     TAG_ASSIGNED,
     TAG_STATE,
     TAG_TASKS,
     TAG_WORKER,
-    ElasticWorkers,
     parse_tasks,
     report_heartbeat,
     report_held,
 )
+from dagster_kstreams.orchestration.workers import ElasticWorkers
 from dagster_kstreams.scaling import ScalingConfig, ScalingState
 from dagster_kstreams.topology import StreamsBuilder
 

@@ -6,7 +6,8 @@ import dagster as dg
 import pytest
 
 from dagster_kstreams import DagsterKStreamsTranslator, KafkaResource, kstreams_assets
-from dagster_kstreams.orchestration.assets import KStreamsApp, build_kstreams_definitions
+from dagster_kstreams.orchestration.app import KStreamsApp
+from dagster_kstreams.orchestration.definitions import build_kstreams_definitions
 from dagster_kstreams.orchestration.resources import KStreamsSparkResource
 from dagster_kstreams.orchestration.translator import KStreamsAssetKind
 from dagster_kstreams.topology import CopartitionError, Repartitioned, StreamsBuilder

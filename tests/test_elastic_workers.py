@@ -24,7 +24,7 @@ import pytest
 
 from dagster_kstreams.kafka.records import final_values, produce, read_topic
 from dagster_kstreams.local.daemon import DagsterDaemon, processes_with_home
-from dagster_kstreams.orchestration.workers import TAG_STATE, TAG_TASKS, TAG_WORKER, parse_tasks, read_processes
+from dagster_kstreams.orchestration.protocol import TAG_STATE, TAG_TASKS, TAG_WORKER, parse_tasks, read_processes
 
 pytestmark = pytest.mark.integration
 
@@ -44,7 +44,7 @@ LIVE = {dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterR
 CODE_LOCATION = '''
 import dagster as dg
 
-from dagster_kstreams.orchestration.assets import build_kstreams_definitions
+from dagster_kstreams.orchestration.definitions import build_kstreams_definitions
 from dagster_kstreams.orchestration.resources import KafkaResource, KStreamsSparkResource
 from dagster_kstreams.orchestration.workers import ElasticWorkers
 from dagster_kstreams.scaling import ScalingConfig

@@ -20,14 +20,21 @@
         }),
     )
 
+Modules, each importing only those listed above it:
+
 * :mod:`.translator` — :class:`DagsterKStreamsTranslator` (override ``get_asset_spec``);
-* :mod:`.assets` — :func:`kstreams_assets`, :func:`build_kstreams_definitions`, :class:`KStreamsApp`,
-  the ``lag_within_bound`` checks;
+* :mod:`.resources` — :class:`KafkaResource`, :class:`KStreamsSparkResource` (dagster-pyspark);
+* :mod:`.app` — :class:`KStreamsApp`, the app model: a topology bound to its app id and declared
+  partition counts (an ``ApplicationTopology``, the owner of its facts) and its asset specs;
+* :mod:`.protocol` — what the lag sensor and worker runs tell each other (run tags, held tasks,
+  heartbeats, the task list format);
 * :mod:`.execution` — what materializing partition ``p`` of sub-topology ``s`` does (runs task
   ``s_p`` on Spark and reports it); shared with worker runs;
+* :mod:`.assets` — :func:`kstreams_assets`; :mod:`.checks` — the ``lag_within_bound`` checks;
 * :mod:`.workers` — the worker job (a run owning the tasks its tags name) and :class:`ElasticWorkers`,
   passed as ``build_kstreams_definitions(..., elastic_workers=ElasticWorkers(...))``;
 * :mod:`.sensors` — the lag sensor that launches, retags and retires worker runs;
-* :mod:`.resources` — :class:`KafkaResource`, :class:`KStreamsSparkResource` (dagster-pyspark);
+* :mod:`.definitions` — :func:`build_kstreams_definitions`: assets, checks, and the elastic
+  workers' job and sensor as one ``Definitions``;
 * :mod:`.component` — :class:`KStreamsComponent` for ``dg`` YAML.
 """

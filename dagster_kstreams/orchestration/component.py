@@ -21,8 +21,9 @@ from typing import Any, Optional
 import dagster as dg
 from pydantic import Field
 
-from dagster_kstreams.orchestration.assets import DEFAULT_LAG_BOUND, build_kstreams_definitions
-from dagster_kstreams.topology.view import Topology
+from dagster_kstreams.orchestration.app import DEFAULT_LAG_BOUND
+from dagster_kstreams.orchestration.definitions import build_kstreams_definitions
+from dagster_kstreams.topology.view import Topology, as_topology
 
 __all__ = ["KStreamsComponent", "load_topology"]
 
@@ -38,11 +39,10 @@ def load_topology(reference: str) -> Topology:
         raise ValueError(f"cannot load topology {reference!r}: {error}") from error
     if callable(target) and not isinstance(target, Topology) and not hasattr(target, "build"):
         target = target()
-    if hasattr(target, "build") and not isinstance(target, Topology):
-        target = target.build()
-    if not isinstance(target, Topology):
-        raise ValueError(f"{reference!r} is a {type(target).__name__}, not a Topology or a StreamsBuilder")
-    return target
+    try:
+        return as_topology(target)
+    except TypeError:
+        raise ValueError(f"{reference!r} is a {type(target).__name__}, not a Topology or a StreamsBuilder") from None
 
 
 class KStreamsComponent(dg.Component, dg.Resolvable, dg.Model):

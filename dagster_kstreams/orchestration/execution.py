@@ -14,28 +14,27 @@ A worker run (the lag sensor's) reports through :func:`run_task_and_report` the 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-import functools
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
 import dagster as dg
+from pyspark import cloudpickle
 
 from dagster_kstreams.kafka.admin import KafkaAdminError, TopicPartition
-from dagster_kstreams.orchestration.assets import KStreamsApp
+from dagster_kstreams.orchestration.app import KStreamsApp
+from dagster_kstreams.orchestration.protocol import TASK_BATCH_METADATA
+from dagster_kstreams.spark.task_result import TaskProgress, TaskResult
+from dagster_kstreams.spark.task_runner import TaskRunner
+from dagster_kstreams.topology.functions import UserFunction
+from dagster_kstreams.topology.view import TaskId
 
-__all__ = ["TASK_BATCH_METADATA", "PartitionCountMismatch", "TaskReport", "check_partition_counts", "materialize_task_partition",
-           "prepare_topics", "run_task_and_report", "task_metadata", "task_runner"]
-
-
-# Metadata of a worker's task materialization: which run of that task in the worker's process it
-# was (1: the first, which pays for the process's start-up; the lag sensor measures capacity
-# from the later ones).
-TASK_BATCH_METADATA = "worker_task_batch"
+__all__ = ["PartitionCountMismatch", "TaskReport", "check_partition_counts", "materialize_task_partition",
+           "prepare_topics", "run_task_and_report", "task_metadata", "task_runner",
+           "topic_partition_materializations"]
 
 
 class PartitionCountMismatch(dg.Failure):
@@ -47,7 +46,7 @@ def check_partition_counts(app: KStreamsApp, broker_counts: Mapping[str, int]) -
     problems = []
     for topic, declared in sorted(app.declared_topics().items()):
         if topic not in broker_counts:
-            if topic in app.writers:
+            if app.application.writers(topic):
                 continue  # an output topic that may be created on first run
             problems.append(f"topic {topic!r} does not exist on the broker (declared with {declared} partitions)")
         elif broker_counts[topic] != declared:
@@ -65,8 +64,11 @@ def prepare_topics(app: KStreamsApp, admin: Any, subtopology_ids: list[int], log
     existing = admin.list_topics()
     check_partition_counts(app, admin.partition_counts([t for t in app.declared_topics() if t in existing]))
     if app.create_sink_topics:
-        sinks = {topic for sub_id in subtopology_ids for topic in app.topology.subtopology(sub_id).sink_topics}
-        missing = {topic: app.partition_counts[topic] for topic in sorted(sinks) if topic not in existing}
+        application = app.application
+        sinks = {topic for sub_id in subtopology_ids for topic in application.sink_topics(sub_id)
+                 if not application.is_repartition_topic(topic)}
+        counts = application.partition_counts
+        missing = {topic: counts[topic] for topic in sorted(sinks) if topic not in existing}
         if missing:
             log(f"creating output topic(s) {missing}")
             admin.create_topics(missing)
@@ -75,8 +77,6 @@ def prepare_topics(app: KStreamsApp, admin: Any, subtopology_ids: list[int], log
 def _user_function_modules(app: KStreamsApp) -> set[str]:
     """Modules defining the topology's functions that are not installed packages (a project's
     ``assets/`` files): Spark's Python workers on a cluster cannot import them."""
-    from dagster_kstreams.topology.functions import UserFunction
-
     modules = set()
     for sub in app.topology.subtopologies:
         for node in sub.nodes:
@@ -93,45 +93,26 @@ def _user_function_modules(app: KStreamsApp) -> set[str]:
     return modules
 
 
-def task_runner(app: KStreamsApp, kafka: Any, spark: Any):
-    """A :class:`TaskRunner` for ``app`` on ``spark`` that reaches Kafka as the :class:`KafkaResource` says.
+def task_runner(app: KStreamsApp, kafka: Any, spark: Any) -> TaskRunner:
+    """A :class:`TaskRunner` for ``app`` on ``spark`` that reaches Kafka as the :class:`KafkaResource` says:
+    its admin client with librdkafka's settings, Spark's Kafka source and sink with the Java
+    client's (SASL and SSL settings are spelled differently by the two).
 
     The project modules defining the topology's functions are shipped to Spark by value, as the
     ``dagster-kstreams run`` command does, so workers need not have the project installed.
     """
-    from pyspark import cloudpickle
-
     for module in _user_function_modules(app):
         cloudpickle.register_pickle_by_value(sys.modules[module])
-    return _runner_class()(app.topology, app.app_id, kafka.client_settings(), state_location=app.state_location,
-                           spark=spark, max_records_per_batch=app.max_records_per_batch,
-                           java_client_settings=kafka.java_client_settings())
+    return TaskRunner(app.topology, app.app_id, kafka.client_settings(), state_location=app.state_location,
+                      spark=spark, max_records_per_batch=app.max_records_per_batch,
+                      spark_kafka_config=kafka.java_client_settings())
 
 
-@functools.cache
-def _runner_class():
-    from dagster_kstreams.spark.runner import TaskRunner
-
-    class JavaClientTaskRunner(TaskRunner):
-        """Adapter: TaskRunner gives one client config to both librdkafka (its admin client) and
-        Spark's Java Kafka client; SASL and SSL settings are named differently by the two, so
-        Spark's source and sink get the Java spelling here."""
-
-        def __init__(self, *args: Any, java_client_settings: Mapping[str, str], **kwargs: Any):
-            super().__init__(*args, **kwargs)
-            self.java_client_settings = dict(java_client_settings)
-
-        def _kafka_options(self) -> dict[str, str]:
-            return {f"kafka.{key}": value for key, value in self.java_client_settings.items()}
-
-    return JavaClientTaskRunner
-
-
-def task_metadata(result: Any) -> dict[str, dg.MetadataValue]:
+def task_metadata(result: TaskResult) -> dict[str, dg.MetadataValue]:
     """A :class:`TaskResult` as Dagster metadata (numbers are plotted by the UI)."""
     summary = result.as_dict()
     return {
-        "task": dg.MetadataValue.text(result.task_id),
+        "task": dg.MetadataValue.text(str(result.task_id)),
         "records_in": dg.MetadataValue.int(result.records_in),
         "records_out": dg.MetadataValue.int(sum(result.records_out.values())),
         "seconds": dg.MetadataValue.float(round(result.seconds, 3)),
@@ -158,36 +139,38 @@ class TaskReport:
     ``context.log_event``; the sub-topology asset yields the selected ones as ``MaterializeResult``.
     """
 
-    result: Any
+    result: TaskResult
     task_events: list[dg.AssetMaterialization]
     topic_events: list[dg.AssetMaterialization]
 
 
-def run_task_and_report(app: KStreamsApp, runner: Any, admin: Any, task_id: str,
-                        progress: Optional[Callable[[Any], None]] = None,
+def run_task_and_report(app: KStreamsApp, runner: TaskRunner, admin: Any, task: TaskId,
+                        progress: Optional[Callable[[TaskProgress], None]] = None,
                         max_records: Optional[int] = None, task_batch: Optional[int] = None) -> TaskReport:
-    """Run ``task_id`` to the end offsets it sees at start (or to the first batch that reaches
+    """Run ``task`` to the end offsets it sees at start (or to the first batch that reaches
     ``max_records``) and describe what it did. A worker passes ``task_batch``, the how-manieth
     run of this task in its process this is (:data:`TASK_BATCH_METADATA`)."""
-    subtopology_id = int(task_id.split("_")[0])
-    written = _written_topics(app, subtopology_id)
+    written = list(dict.fromkeys(app.application.sink_topics(task.subtopology)))
     ends_before = _end_offsets_once_led(admin, written)
-    result = runner.run_task(task_id, max_records=max_records, progress=progress)
+    result = runner.run_task(task, max_records=max_records, progress=progress)
     ends_after = _end_offsets_once_led(admin, written)
-    partition = str(result.partition)
+    partition = str(task.partition)
     metadata = task_metadata(result)
     if task_batch is not None:
         metadata[TASK_BATCH_METADATA] = dg.MetadataValue.int(task_batch)
-    task_events = [dg.AssetMaterialization(app.subtopology_key(subtopology_id), partition=partition, metadata=metadata)]
+    task_events = [dg.AssetMaterialization(app.subtopology_key(task.subtopology), partition=partition,
+                                           metadata=metadata)]
     task_events += [
         dg.AssetMaterialization(app.store_key(store), partition=partition,
                                 metadata={"task": metadata["task"], "records_in": metadata["records_in"]})
-        for store in app.queryable_stores(subtopology_id)
+        for store in app.queryable_stores(task.subtopology)
     ]
-    return TaskReport(result, task_events, topic_partition_materializations(app, task_id, ends_before, ends_after))
+    return TaskReport(result, task_events, topic_partition_materializations(app, task, ends_before, ends_after))
 
 
-def topic_partition_materializations(app, task_id, ends_before, ends_after) -> list[dg.AssetMaterialization]:
+def topic_partition_materializations(app: KStreamsApp, task: TaskId, ends_before: Mapping[TopicPartition, int],
+                                     ends_after: Mapping[TopicPartition, int]) -> list[dg.AssetMaterialization]:
+    """One materialization per topic partition whose end offset moved while ``task`` ran."""
     events = []
     for tp, end in sorted(ends_after.items()):
         start = ends_before.get(tp, 0)
@@ -195,7 +178,7 @@ def topic_partition_materializations(app, task_id, ends_before, ends_after) -> l
             events.append(dg.AssetMaterialization(
                 app.topic_key(tp.topic), partition=str(tp.partition),
                 metadata={
-                    "written_by_task": dg.MetadataValue.text(task_id),
+                    "written_by_task": dg.MetadataValue.text(str(task)),
                     "offset_from": dg.MetadataValue.int(start),
                     "offset_to": dg.MetadataValue.int(end),
                     "records": dg.MetadataValue.int(end - start),
@@ -204,7 +187,7 @@ def topic_partition_materializations(app, task_id, ends_before, ends_after) -> l
     return events
 
 
-def _end_offsets_once_led(admin, topics: list[str], timeout_s: float = 30.0) -> dict[TopicPartition, int]:
+def _end_offsets_once_led(admin: Any, topics: list[str], timeout_s: float = 30.0) -> dict[TopicPartition, int]:
     """End offsets of topics that may have just been created: their partitions get a leader a
     moment after creation, and until then the broker answers "not leader"."""
     if not topics:
@@ -219,34 +202,30 @@ def _end_offsets_once_led(admin, topics: list[str], timeout_s: float = 30.0) -> 
             time.sleep(0.2)
 
 
-def _written_topics(app: KStreamsApp, subtopology_id: int) -> list[str]:
-    sub = app.topology.subtopology(subtopology_id)
-    return [app.kafka_topic(topic) for topic in dict.fromkeys((*sub.sink_topics, *sub.repartition_sink_topics))]
-
-
 def materialize_task_partition(
     context: dg.AssetExecutionContext, app: KStreamsApp, subtopology_id: int
 ) -> Iterator[dg.MaterializeResult]:
-    partition = int(context.partition_key)
-    task_id = f"{subtopology_id}_{partition}"
+    """Partition ``p`` of sub-topology ``s``: runs task ``s_p`` and yields the selected assets'
+    materializations (the others, and the topic partitions it wrote, are logged as events)."""
+    task = TaskId(subtopology_id, int(context.partition_key))
     kafka = getattr(context.resources, app.kafka_resource_key)
     spark = getattr(context.resources, app.spark_resource_key).spark_session
     admin = kafka.admin()
-    context.log.info(f"task {task_id} of {app.app_id!r}: {kafka.describe_safely()}")
+    context.log.info(f"task {task} of {app.app_id!r}: {kafka.describe_safely()}")
 
     prepare_topics(app, admin, [subtopology_id], context.log.info)
     runner = task_runner(app, kafka, spark)
     runner.ensure_internal_topics()
 
-    def log_progress(progress) -> None:
+    def log_progress(progress: TaskProgress) -> None:
         context.log.info(f"task {progress.task_id} batch {progress.batch_id}: {progress.records_done} records in "
                          f"{progress.seconds:.1f}s ({progress.records_per_second:.0f}/s), lag left {progress.lag_left}")
 
-    report = run_task_and_report(app, runner, admin, task_id, log_progress)
+    report = run_task_and_report(app, runner, admin, task, log_progress)
     result = report.result
     for event in report.topic_events:
         context.log_event(event)
-    context.log.info(f"task {task_id}: {result.records_in} records in, {sum(result.records_out.values())} out, "
+    context.log.info(f"task {task}: {result.records_in} records in, {sum(result.records_out.values())} out, "
                      f"{result.seconds:.1f}s, lag left {result.total_lag_left}")
     # The task updates its stores whether or not they were selected (`--select <sub-topology>`
     # alone): an unselected one is reported as an event rather than as a step output.

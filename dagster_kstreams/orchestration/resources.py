@@ -22,6 +22,7 @@ from dagster_pyspark import PySparkResource
 from pydantic import Field
 
 from dagster_kstreams.kafka.admin import KafkaAdmin
+from dagster_kstreams.spark.session import build_spark_session
 
 __all__ = ["KafkaResource", "KStreamsSparkResource"]
 
@@ -128,6 +129,4 @@ class KStreamsSparkResource(PySparkResource):
     app_name: str = Field(default="dagster-kstreams", description="Spark application name")
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
-        from dagster_kstreams.spark.session import build_spark_session
-
         self._spark_session = build_spark_session(self.master, self.spark_config, app_name=self.app_name)

@@ -29,25 +29,25 @@ from typing import Any
 import dagster as dg
 
 from dagster_kstreams.kafka.admin import TopicPartition
-from dagster_kstreams.orchestration.assets import KStreamsApp
-from dagster_kstreams.orchestration.translator import sanitize_name
-from dagster_kstreams.orchestration.execution import TASK_BATCH_METADATA
-from dagster_kstreams.orchestration.workers import (
+from dagster_kstreams.orchestration.app import KStreamsApp
+from dagster_kstreams.orchestration.protocol import (
     STATE_RETIRING,
-    STATE_RUNNING,
     TAG_APP,
     TAG_ASSIGNED,
     TAG_STATE,
     TAG_TASKS,
     TAG_WORKER,
-    TAG_WORKER_KEY,
-    ElasticWorkers,
-    format_tasks,
+    TASK_BATCH_METADATA,
+    app_tag,
+    new_worker_tags,
     parse_tasks,
     read_heartbeats,
     read_held,
+    retiring_tags,
+    task_tags,
     worker_job_name,
 )
+from dagster_kstreams.orchestration.workers import ElasticWorkers
 from dagster_kstreams.scaling import (
     LagSnapshot,
     RunOutcome,
@@ -61,7 +61,7 @@ from dagster_kstreams.scaling import (
     task_sort_key,
 )
 
-__all__ = ["current_workers", "kstreams_elastic_definitions", "kstreams_lag_sensor", "lag_sensor_name", "lag_snapshot", "throughput_samples"]
+__all__ = ["current_workers", "kstreams_lag_sensor", "lag_sensor_name", "lag_snapshot", "throughput_samples"]
 
 _LIVE = {dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
          dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING}
@@ -71,34 +71,34 @@ _RECENT_RUNS = 200
 
 
 def lag_sensor_name(app: KStreamsApp) -> str:
-    return f"{sanitize_name(app.app_id)}_lag_sensor"
+    return f"{app_tag(app)}_lag_sensor"
 
 
 def _source_topics(app: KStreamsApp, subtopology_id: int) -> list[str]:
-    return list(dict.fromkeys(app.kafka_topic(topic)
-                              for topic in app.topology.subtopology(subtopology_id).source_topic_names))
+    return list(dict.fromkeys(app.application.source_topics(subtopology_id)))
 
 
 def lag_snapshot(app: KStreamsApp, admin: Any, now: float) -> LagSnapshot:
     """End and committed offsets of every task (summed over its source partitions). A topic that
     does not exist yet (a repartition topic before the first run) holds nothing."""
+    application = app.application
     existing = admin.list_topics()
-    topics = sorted({topic for sub in app.topology.subtopologies for topic in _source_topics(app, sub.id)} & existing)
+    topics = sorted({topic for sub_id in application.subtopology_ids for topic in _source_topics(app, sub_id)} & existing)
     end = admin.end_offsets(topics) if topics else {}
     committed = admin.committed_offsets(app.app_id, topics) if topics else {}
     missing = sorted({tp.topic for tp in end if tp not in committed})
     beginning = admin.beginning_offsets(missing) if missing else {}
     ends: dict[str, int] = {}
     commits: dict[str, int] = {}
-    for sub in app.topology.subtopologies:
-        for partition in range(app.task_counts[sub.id]):
-            task = f"{sub.id}_{partition}"
-            ends[task] = commits[task] = 0
-            for topic in _source_topics(app, sub.id):
-                tp = TopicPartition(topic, partition)
+    for sub_id in application.subtopology_ids:
+        for task in application.tasks(sub_id):
+            key = str(task)  # the scaling layer's task id
+            ends[key] = commits[key] = 0
+            for topic in _source_topics(app, sub_id):
+                tp = TopicPartition(topic, task.partition)
                 if tp in end:
-                    ends[task] += end[tp]
-                    commits[task] += committed.get(tp, beginning.get(tp, 0))
+                    ends[key] += end[tp]
+                    commits[key] += committed.get(tp, beginning.get(tp, 0))
     return LagSnapshot.from_offsets(now, ends, commits)
 
 
@@ -107,7 +107,7 @@ def current_workers(instance: dg.DagsterInstance, app: KStreamsApp, elastic: Ela
     """The newest run of each worker id as a :class:`Worker` (retired ones left out), and the runs
     of the live ones by worker id. Marks started runs without a heartbeat failed."""
     records = instance.get_run_records(
-        dg.RunsFilter(job_name=worker_job_name(app), tags={TAG_APP: sanitize_name(app.app_id)}), limit=_RECENT_RUNS)
+        dg.RunsFilter(job_name=worker_job_name(app), tags={TAG_APP: app_tag(app)}), limit=_RECENT_RUNS)
     newest: dict[str, dg.DagsterRun] = {}
     history: dict[str, list[dg.RunRecord]] = {}
     for record in records:  # newest first
@@ -175,15 +175,15 @@ def _failure_streak(records: list[dg.RunRecord], elastic: ElasticWorkers) -> tup
 def throughput_samples(instance: dg.DagsterInstance, app: KStreamsApp, since: float) -> list[ThroughputSample]:
     """What tasks reported since ``since`` (epoch seconds): records and seconds per task run."""
     samples = []
-    for sub in app.topology.subtopologies:
+    for sub_id in app.application.subtopology_ids:
         records = instance.fetch_materializations(
-            dg.AssetRecordsFilter(asset_key=app.subtopology_key(sub.id), after_timestamp=since), limit=500).records
+            dg.AssetRecordsFilter(asset_key=app.subtopology_key(sub_id), after_timestamp=since), limit=500).records
         for record in records:
             materialization = record.asset_materialization
             metadata = materialization.metadata if materialization is not None else {}
             if "records_in" not in metadata or "seconds" not in metadata:
                 continue
-            task = metadata["task"].value if "task" in metadata else f"{sub.id}_{materialization.partition}"
+            task = metadata["task"].value if "task" in metadata else f"{sub_id}_{materialization.partition}"
             # Which run of the task in its worker it was; anything else (a hand materialization)
             # ran once in a fresh process: a first, cold run.
             batch = metadata.get(TASK_BATCH_METADATA)
@@ -198,9 +198,9 @@ def _observations(app: KStreamsApp, snapshot: LagSnapshot, summary: Mapping[str,
                   running: int) -> list[dg.AssetObservation]:
     lags = snapshot.lags()
     events = []
-    for sub in app.topology.subtopologies:
-        mine = {task: lag for task, lag in lags.items() if subtopology_of(task) == str(sub.id)}
-        demand = summary["demands"].get(str(sub.id))
+    for sub_id in app.application.subtopology_ids:
+        mine = {task: lag for task, lag in lags.items() if subtopology_of(task) == str(sub_id)}
+        demand = summary["demands"].get(str(sub_id))
         metadata = {
             "lag": dg.MetadataValue.int(sum(mine.values())),
             "max_task_lag": dg.MetadataValue.int(max(mine.values(), default=0)),
@@ -216,21 +216,14 @@ def _observations(app: KStreamsApp, snapshot: LagSnapshot, summary: Mapping[str,
                 "worker_capacity_measured": dg.MetadataValue.bool(demand["capacity_measured"]),
                 "required_workers": dg.MetadataValue.float(float(round(demand["workers"], 3))),
             })
-        events.append(dg.AssetObservation(app.subtopology_key(sub.id), metadata=metadata))
+        events.append(dg.AssetObservation(app.subtopology_key(sub_id), metadata=metadata))
     return events
 
 
-def kstreams_elastic_definitions(app: KStreamsApp, elastic: ElasticWorkers) -> dg.Definitions:
-    """The app's worker job and its lag sensor."""
-    from dagster_kstreams.orchestration.workers import kstreams_worker_job
-
-    job = kstreams_worker_job(app, elastic)
-    return dg.Definitions(jobs=[job], sensors=[kstreams_lag_sensor(app, elastic, job)])
-
-
 def kstreams_lag_sensor(app: KStreamsApp, elastic: ElasticWorkers, worker_job: dg.JobDefinition) -> dg.SensorDefinition:
+    """The app's lag sensor: each tick, a :func:`~dagster_kstreams.scaling.decide_tick` plan applied
+    to the runs of ``worker_job`` (see the module docstring)."""
     kafka_key = app.kafka_resource_key
-    app_tag = sanitize_name(app.app_id)
 
     @dg.sensor(
         name=lag_sensor_name(app),
@@ -251,27 +244,17 @@ def kstreams_lag_sensor(app: KStreamsApp, elastic: ElasticWorkers, worker_job: d
         decision = decide_tick(snapshot, workers, elastic.scaling, ScalingState.from_json(context.cursor), throughput)
         plan = decision.plan
         for worker_id in plan.cancel:  # retired before it left the queue: it never starts
-            instance.add_run_tags(live[worker_id].run_id, {TAG_TASKS: "", TAG_ASSIGNED: "", TAG_STATE: STATE_RETIRING})
+            instance.add_run_tags(live[worker_id].run_id, retiring_tags())
             instance.run_coordinator.cancel_run(live[worker_id].run_id)
         for worker_id in plan.retire:
-            instance.add_run_tags(live[worker_id].run_id, {TAG_TASKS: "", TAG_ASSIGNED: "", TAG_STATE: STATE_RETIRING})
+            instance.add_run_tags(live[worker_id].run_id, retiring_tags())
         for change in plan.retag:
-            instance.add_run_tags(live[change.worker_id].run_id,
-                                  {TAG_TASKS: format_tasks(change.tasks), TAG_ASSIGNED: format_tasks(change.assigned)})
-        requests = [
-            dg.RunRequest(tags={
-                TAG_APP: app_tag,
-                TAG_WORKER: launch.worker_id,
-                TAG_WORKER_KEY: f"{app_tag}/{launch.worker_id}",
-                TAG_TASKS: format_tasks(launch.tasks),
-                TAG_ASSIGNED: format_tasks(launch.assigned),
-                TAG_STATE: STATE_RUNNING,
-            })
-            for launch in plan.launch
-        ]
+            instance.add_run_tags(live[change.worker_id].run_id, task_tags(change.tasks, change.assigned))
+        requests = [dg.RunRequest(tags=new_worker_tags(app, launch.worker_id, launch.tasks, launch.assigned))
+                    for launch in plan.launch]
         summary = decision.summary()
         running = sum(1 for worker in workers if worker.state is WorkerState.RUNNING)
-        demands = [(str(sub.id), summary["demands"].get(str(sub.id))) for sub in app.topology.subtopologies]
+        demands = [(str(sub_id), summary["demands"].get(str(sub_id))) for sub_id in app.application.subtopology_ids]
         per_subtopology = "; ".join(
             f"{sub}: lag {demand['lag']}, input {demand['input_rate']:.0f}/s, capacity {demand['capacity']:.0f}/s"
             f"{'' if demand['capacity_measured'] else ' (not measured)'}"

@@ -3,7 +3,7 @@
 A worker run opens one SparkSession and loops over batches. Each batch it
 
 1. reads its own run's tags (the lag sensor writes them): ``tasks`` is what it may process;
-2. reports the tasks it read as *held* (see :func:`report_held`);
+2. reports the tasks it read as *held* (:func:`~dagster_kstreams.orchestration.protocol.report_held`);
 3. reads its tags again;
 4. processes only the tasks present both times, each up to ``records_per_task`` records (so a
    batch stays short and a revoked task is released soon), upstream sub-topologies first;
@@ -15,17 +15,14 @@ worker to another without both ever processing it. When its tags are empty and i
 
 If another process starts one of its tasks anyway (a worker taken for dead that was only
 stalled, a manual materialization, ``dagster-kstreams run``), the task's runner is fenced by
-Kafka (:class:`~dagster_kstreams.spark.runner.TaskFencedError`): the worker logs that it lost
+Kafka (:class:`~dagster_kstreams.spark.errors.TaskFencedError`): the worker logs that it lost
 the task and leaves it alone (:class:`LostTasks`) until the sensor revokes it or
 ``lost_task_pause_seconds`` pass, instead of failing the run or taking the task straight back.
 
-Held tasks and a heartbeat go to the instance's key-value store, one key each, rather than to
-run tags: ``add_run_tags`` rewrites the whole run body, so two writers (sensor and worker) could
-undo each other's change; here only the sensor writes tags.
+What the worker and the lag sensor read and write (tags, held tasks, heartbeats) is
+:mod:`dagster_kstreams.orchestration.protocol`.
 """
 
-import os
-import socket
 import threading
 import time
 from collections import Counter
@@ -36,45 +33,26 @@ from typing import Any, Optional
 import dagster as dg
 from dagster import OpExecutionContext
 
-from dagster_kstreams.orchestration.assets import KStreamsApp
-from dagster_kstreams.orchestration.translator import sanitize_name
-from dagster_kstreams.scaling import ScalingConfig, task_sort_key
+from dagster_kstreams.orchestration.app import KStreamsApp
+from dagster_kstreams.orchestration.execution import prepare_topics, run_task_and_report, task_runner
+from dagster_kstreams.orchestration.protocol import (
+    STATE_RETIRING,
+    TAG_APP,
+    TAG_STATE,
+    TAG_TASKS,
+    TAG_WORKER,
+    app_tag,
+    parse_tasks,
+    report_heartbeat,
+    report_held,
+    report_process,
+    worker_job_name,
+)
+from dagster_kstreams.scaling import ScalingConfig
+from dagster_kstreams.spark.errors import TaskFencedError
+from dagster_kstreams.topology.view import TaskId
 
-__all__ = [
-    "ElasticWorkers",
-    "LostTasks",
-    "TAG_APP",
-    "TAG_ASSIGNED",
-    "TAG_STATE",
-    "TAG_TASKS",
-    "TAG_WORKER",
-    "TAG_WORKER_KEY",
-    "format_tasks",
-    "kstreams_worker_job",
-    "parse_tasks",
-    "read_heartbeats",
-    "read_held",
-    "read_processes",
-    "report_heartbeat",
-    "report_held",
-    "worker_job_name",
-]
-
-TAG_APP = "dagster_kstreams/app_id"
-TAG_WORKER = "dagster_kstreams/worker"
-# app and worker together: the key of a per-unique-value run concurrency limit of 1, so two runs
-# of one worker id never run at once (tag_concurrency_limits, applyLimitPerUniqueValue).
-TAG_WORKER_KEY = "dagster_kstreams/worker_key"
-TAG_TASKS = "dagster_kstreams/tasks"
-TAG_ASSIGNED = "dagster_kstreams/assigned"
-TAG_STATE = "dagster_kstreams/state"
-
-STATE_RUNNING = "running"
-STATE_RETIRING = "retiring"
-
-_HELD_KEY = "dagster_kstreams/held/{run_id}"
-_HEARTBEAT_KEY = "dagster_kstreams/heartbeat/{run_id}"
-_PROCESS_KEY = "dagster_kstreams/process/{run_id}"  # host:pid of the run, for operators
+__all__ = ["ElasticWorkers", "LostTasks", "kstreams_worker_job"]
 
 
 @dataclass(frozen=True)
@@ -112,46 +90,6 @@ class ElasticWorkers:
             raise ValueError(f"lost_task_pause_seconds must be >= 0, got {self.lost_task_pause_seconds}")
 
 
-def worker_job_name(app: KStreamsApp) -> str:
-    return f"{sanitize_name(app.app_id)}_workers"
-
-
-def format_tasks(tasks: Iterable[str]) -> str:
-    return ",".join(sorted(set(tasks), key=task_sort_key))
-
-
-def parse_tasks(text: Optional[str]) -> frozenset[str]:
-    return frozenset(task for task in (text or "").split(",") if task)
-
-
-def report_held(instance: dg.DagsterInstance, run_id: str, tasks: Iterable[str]) -> None:
-    instance.run_storage.set_cursor_values({_HELD_KEY.format(run_id=run_id): format_tasks(tasks)})
-
-
-def read_held(instance: dg.DagsterInstance, run_ids: Iterable[str]) -> dict[str, frozenset[str]]:
-    """What each run last reported holding (a run that never reported holds nothing yet)."""
-    keys = {_HELD_KEY.format(run_id=run_id): run_id for run_id in run_ids}
-    values = instance.run_storage.get_cursor_values(set(keys)) if keys else {}
-    return {run_id: parse_tasks(values.get(key)) for key, run_id in keys.items()}
-
-
-def report_heartbeat(instance: dg.DagsterInstance, run_id: str) -> None:
-    instance.run_storage.set_cursor_values({_HEARTBEAT_KEY.format(run_id=run_id): repr(time.time())})
-
-
-def read_heartbeats(instance: dg.DagsterInstance, run_ids: Iterable[str]) -> dict[str, float]:
-    keys = {_HEARTBEAT_KEY.format(run_id=run_id): run_id for run_id in run_ids}
-    values = instance.run_storage.get_cursor_values(set(keys)) if keys else {}
-    return {keys[key]: float(value) for key, value in values.items()}
-
-
-def read_processes(instance: dg.DagsterInstance, run_ids: Iterable[str]) -> dict[str, str]:
-    """``host:pid`` of each worker run that has started."""
-    keys = {_PROCESS_KEY.format(run_id=run_id): run_id for run_id in run_ids}
-    values = instance.run_storage.get_cursor_values(set(keys)) if keys else {}
-    return {keys[key]: value for key, value in values.items()}
-
-
 class _Heartbeat:
     """Beats from a thread, so a long task batch does not look like a dead worker."""
 
@@ -168,8 +106,7 @@ class _Heartbeat:
                 pass
 
     def __enter__(self) -> "_Heartbeat":
-        self._instance.run_storage.set_cursor_values(
-            {_PROCESS_KEY.format(run_id=self._run_id): f"{socket.gethostname()}:{os.getpid()}"})
+        report_process(self._instance, self._run_id)
         report_heartbeat(self._instance, self._run_id)
         self._thread.start()
         return self
@@ -212,40 +149,36 @@ def _tags(instance: dg.DagsterInstance, run_id: str) -> Mapping[str, str]:
     return run.tags
 
 
-def _tasks_by_order(app: KStreamsApp, tasks: Iterable[str]) -> list[str]:
+def _tasks_by_order(app: KStreamsApp, tasks: Iterable[str]) -> list[TaskId]:
     """Upstream sub-topologies first, so one batch carries records through repartition topics."""
-    rank = {sub_id: i for i, sub_id in enumerate(app.upstream_first())}
-    return sorted(tasks, key=lambda task: (rank.get(int(task.split("_")[0]), len(rank)), task_sort_key(task)))
+    rank = {sub_id: i for i, sub_id in enumerate(app.application.execution_order())}
+    return sorted((TaskId.parse(task) for task in tasks),
+                  key=lambda task: (rank.get(task.subtopology, len(rank)), task))
 
 
-def _has_backlog(app: KStreamsApp, admin: Any, task_id: str) -> bool:
+def _has_backlog(app: KStreamsApp, admin: Any, task: TaskId) -> bool:
     """Whether the group's committed offsets trail the end of the task's input (skip idle tasks:
     starting a Spark query for nothing costs seconds)."""
-    subtopology, partition = (int(part) for part in task_id.split("_"))
-    topics = [app.kafka_topic(topic) for topic in app.topology.subtopology(subtopology).source_topic_names]
     existing = admin.list_topics()
-    topics = [topic for topic in dict.fromkeys(topics) if topic in existing]
+    topics = [topic for topic in dict.fromkeys(app.application.source_topics(task.subtopology)) if topic in existing]
     if not topics:
         return False
     lags = admin.lag(app.app_id, topics)
-    return any(lag > 0 for tp, lag in lags.items() if tp.partition == partition)
+    return any(lag > 0 for tp, lag in lags.items() if tp.partition == task.partition)
 
 
 def kstreams_worker_job(app: KStreamsApp, elastic: ElasticWorkers) -> dg.JobDefinition:
     """The app's worker job (one op, in process: one SparkSession per run)."""
     kafka_key, spark_key = app.kafka_resource_key, app.spark_resource_key
 
-    @dg.op(name=f"{sanitize_name(app.app_id)}_worker", required_resource_keys={kafka_key, spark_key})
+    @dg.op(name=f"{app_tag(app)}_worker", required_resource_keys={kafka_key, spark_key})
     def kstreams_worker(context: OpExecutionContext) -> dg.Output:
-        from dagster_kstreams.orchestration.execution import prepare_topics, run_task_and_report, task_runner
-        from dagster_kstreams.spark.runner import TaskFencedError
-
         instance, run_id = context.instance, context.run_id
         worker = _tags(instance, run_id).get(TAG_WORKER, "?")
         kafka = getattr(context.resources, kafka_key)
         admin = kafka.admin()
         spark = getattr(context.resources, spark_key).spark_session
-        prepare_topics(app, admin, [sub.id for sub in app.topology.subtopologies], context.log.info)
+        prepare_topics(app, admin, app.application.subtopology_ids, context.log.info)
         runner = task_runner(app, kafka, spark)
         runner.ensure_internal_topics()
         batches = records = 0
@@ -264,17 +197,17 @@ def kstreams_worker_job(app: KStreamsApp, elastic: ElasticWorkers) -> dg.JobDefi
                     context.log.info(f"{worker} retired after {batches} batches, {records} records")
                     break
                 done = 0
-                for task_id in _tasks_by_order(app, tasks):
-                    if not _has_backlog(app, admin, task_id):
+                for task in _tasks_by_order(app, tasks):
+                    if not _has_backlog(app, admin, task):
                         continue
-                    task_runs[task_id] += 1
+                    task_runs[task] += 1
                     try:
-                        report = run_task_and_report(app, runner, admin, task_id, max_records=elastic.records_per_task,
-                                                     task_batch=task_runs[task_id])
+                        report = run_task_and_report(app, runner, admin, task, max_records=elastic.records_per_task,
+                                                     task_batch=task_runs[task])
                     except TaskFencedError as error:
                         # Another process took the task over; its batch was not committed here.
-                        lost.lose(task_id, time.monotonic())
-                        context.log.warning(f"{worker} lost task {task_id} (left alone for "
+                        lost.lose(str(task), time.monotonic())
+                        context.log.warning(f"{worker} lost task {task} (left alone for "
                                             f"{elastic.lost_task_pause_seconds:.0f}s or until revoked): {error}")
                         continue
                     for event in (*report.topic_events, *report.task_events):
@@ -291,7 +224,7 @@ def kstreams_worker_job(app: KStreamsApp, elastic: ElasticWorkers) -> dg.JobDefi
         description=f"A worker of Kafka Streams application {app.app_id!r}: processes the tasks its run tags "
                     "name until retired. Launched and retired by the lag sensor.",
         executor_def=dg.in_process_executor,
-        tags={TAG_APP: sanitize_name(app.app_id)},
+        tags={TAG_APP: app_tag(app)},
     )
     def worker_job() -> None:
         kstreams_worker()

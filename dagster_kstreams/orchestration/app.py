@@ -1,0 +1,165 @@
+"""The app model: one Kafka Streams application laid out as Dagster asset specs.
+
+:class:`KStreamsApp` binds a topology, an application id and the declared partition counts into
+an :class:`~dagster_kstreams.topology.application.ApplicationTopology`, which owns the
+application's facts (real topic names, writers and readers, task counts, execution order, tasks);
+this module adds only what Dagster needs on top: one asset spec per part, from the translator,
+with the deps and partitions the topology dictates.
+
+Partition mappings say what Kafka does: task ``p`` reads partition ``p`` of each of its input
+topics (identity), and any task may write any partition of an output or repartition topic (all).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import dagster as dg
+
+from dagster_kstreams.orchestration.translator import (
+    DagsterKStreamsTranslator,
+    KStreamsAssetKind,
+    KStreamsAssetProps,
+)
+from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
+from dagster_kstreams.topology.application import ApplicationTopology
+from dagster_kstreams.topology.view import Topology
+
+__all__ = ["DEFAULT_LAG_BOUND", "KStreamsApp", "check_runnable", "task_partitions"]
+
+DEFAULT_LAG_BOUND = 10_000
+
+
+def task_partitions(count: int) -> dg.StaticPartitionsDefinition:
+    """Kafka partitions (or tasks) ``"0".."count-1"``."""
+    return dg.StaticPartitionsDefinition([str(partition) for partition in range(count)])
+
+
+def check_runnable(topology: Topology, app_id: str) -> None:
+    """Compile every sub-topology for the Spark runner now, at definition load, so that an
+    operation it cannot run with Kafka Streams' semantics fails here, naming the processor,
+    rather than in a run (``UnsupportedTopologyError``)."""
+    try:
+        compile_topology(topology, app_id).check()
+    except UnsupportedTopologyError as error:
+        raise UnsupportedTopologyError(f"application {app_id!r} cannot run on Spark: {error}") from error
+
+
+@dataclass
+class KStreamsApp:
+    """One application (topology + app id) laid out as assets: keys, partition counts, specs.
+
+    Built once at definition load; the sub-topology assets, the asset checks, the worker runs and
+    the lag sensor use it to find the asset of a topic, task or store, and ask its
+    :attr:`application` (an :class:`ApplicationTopology`) every fact about the topology itself.
+    ``topology`` may be given as a ``StreamsBuilder``; it is the built :class:`Topology` afterwards.
+    """
+
+    topology: Topology
+    app_id: str
+    topic_partitions: Mapping[str, int]
+    translator: DagsterKStreamsTranslator = field(default_factory=DagsterKStreamsTranslator)
+    lag_bound: int = DEFAULT_LAG_BOUND
+    state_location: Optional[str] = None
+    max_records_per_batch: Optional[int] = 200_000
+    create_sink_topics: bool = False
+    kafka_resource_key: str = "kafka"
+    spark_resource_key: str = "pyspark"
+
+    def __post_init__(self) -> None:
+        if self.lag_bound < 0:
+            raise ValueError(f"lag_bound must be >= 0, got {self.lag_bound}")
+        # Kafka Streams' rules (repartition counts, co-partitioning) on the declared counts: a
+        # missing source count or a co-partitioning mismatch is an error here, at load.
+        self.application = ApplicationTopology(self.topology, self.app_id, self.topic_partitions)
+        self.topology = self.application.topology
+        check_runnable(self.topology, self.app_id)
+        self._specs = self._build_specs()
+
+    # -- questions about the topology, answered by the application ----------------------------
+    def upstream_first(self) -> list[int]:
+        """Sub-topology ids, upstream first (:meth:`ApplicationTopology.execution_order`)."""
+        return self.application.execution_order()
+
+    def declared_topics(self) -> dict[str, int]:
+        """Real Kafka topics whose partition count the user declared (sources and given sinks)."""
+        counts = self.application.partition_counts
+        return {topic: count for topic, count in self.topic_partitions.items() if topic in counts}
+
+    def queryable_stores(self, subtopology_id: int) -> list[str]:
+        return [store.name for store in self.topology.subtopology(subtopology_id).state_stores if store.queryable]
+
+    # -- asset keys -------------------------------------------------------------------------
+    def subtopology_key(self, subtopology_id: int) -> dg.AssetKey:
+        return self._specs[("subtopology", subtopology_id)].key
+
+    def topic_key(self, topic: str) -> dg.AssetKey:
+        """Key of a topic, by its real Kafka name or its topology name."""
+        for name in (topic, self.application.topic_name(topic)):
+            if ("topic", name) in self._specs:
+                return self._specs[("topic", name)].key
+        raise KeyError(f"application {self.app_id!r} has no topic {topic!r}")
+
+    def store_key(self, store_name: str) -> dg.AssetKey:
+        return self._specs[("store", store_name)].key
+
+    # -- specs ------------------------------------------------------------------------------
+    def topic_specs(self) -> list[dg.AssetSpec]:
+        return [spec for (what, _), spec in self._specs.items() if what == "topic"]
+
+    def subtopology_specs(self, subtopology_id: int) -> list[dg.AssetSpec]:
+        """The sub-topology's own spec first, then its queryable stores'."""
+        return [self._specs[("subtopology", subtopology_id)],
+                *(self._specs[("store", store)] for store in self.queryable_stores(subtopology_id))]
+
+    def _props(self, kind: KStreamsAssetKind, name: str, partitions: int, **extra: Any) -> KStreamsAssetProps:
+        return KStreamsAssetProps(kind=kind, app_id=self.app_id, name=name, partitions=partitions,
+                                  topology=self.topology, **extra)
+
+    def _topic_kind(self, topic: str) -> KStreamsAssetKind:
+        if self.application.is_repartition_topic(topic):
+            return KStreamsAssetKind.REPARTITION_TOPIC
+        if self.application.writers(topic):
+            return KStreamsAssetKind.SINK_TOPIC
+        return KStreamsAssetKind.SOURCE_TOPIC
+
+    def _build_specs(self) -> dict[tuple[str, Any], dg.AssetSpec]:
+        """Specs keyed by ``("topic", real topic name)``, ``("subtopology", id)``, ``("store", name)``."""
+        application = self.application
+        partition_counts = application.partition_counts
+        specs: dict[tuple[str, Any], dg.AssetSpec] = {}
+        for topic, count in partition_counts.items():
+            specs[("topic", topic)] = self.translator.get_asset_spec(
+                self._props(self._topic_kind(topic), application.graph_topic_name(topic), count, topic=topic))
+        for sub in self.topology.subtopologies:
+            count = application.task_count(sub.id)
+            specs[("subtopology", sub.id)] = self.translator.get_asset_spec(
+                self._props(KStreamsAssetKind.SUBTOPOLOGY, f"subtopology_{sub.id}", count, subtopology=sub))
+            for store in sub.state_stores:
+                if store.queryable:
+                    specs[("store", store.name)] = self.translator.get_asset_spec(
+                        self._props(KStreamsAssetKind.STORE, store.name, count, subtopology=sub, store=store))
+
+        def reads(subtopology_id: int) -> list[dg.AssetDep]:
+            return [dg.AssetDep(specs[("topic", topic)].key, partition_mapping=dg.IdentityPartitionMapping())
+                    for topic in dict.fromkeys(application.source_topics(subtopology_id))]
+
+        # What the topology dictates, whatever the translator returned.
+        for (what, name), spec in list(specs.items()):
+            if what == "topic":
+                deps = [dg.AssetDep(specs[("subtopology", writer)].key, partition_mapping=dg.AllPartitionMapping())
+                        for writer in application.writers(name)]
+                partitions = task_partitions(partition_counts[name])
+            elif what == "subtopology":
+                deps, partitions = reads(name), task_partitions(application.task_count(name))
+            else:  # a store: computed with its sub-topology, shard p by task p, from the same inputs
+                sub_id = application.subtopology_of_store(name)
+                deps, partitions = reads(sub_id), task_partitions(application.task_count(sub_id))
+            specs[(what, name)] = spec.replace_attributes(deps=deps, partitions_def=partitions)
+        keys = [spec.key for spec in specs.values()]
+        duplicates = sorted({key.to_user_string() for key in keys if keys.count(key) > 1})
+        if duplicates:
+            raise ValueError(f"the translator gave several parts of {self.app_id!r} the same asset key: {duplicates}")
+        return specs
