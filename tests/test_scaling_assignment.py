@@ -216,3 +216,13 @@ def test_moved_tasks_ignores_new_tasks_and_counts_vanished_ones():
     previous = {"worker-0": {"0_0"}, "worker-1": {"0_1"}}
     current = {"worker-0": {"0_0", "0_1", "0_2"}}
     assert moved_tasks(previous, current) == {"0_1"}
+
+
+def test_a_task_listed_under_two_previous_workers_stays_with_the_second_when_the_first_is_full():
+    """Found by hypothesis: with duplicated previous entries, the kept count depended on weights."""
+    previous = {"worker-0": {"0_0", "0_1"}, "worker-1": {"0_0", "0_1"}}
+    workers = {"worker-0", "worker-1", "worker-2"}
+    for weights in (None, {"0_0": 0.0, "0_2": 1.0}):
+        result = assign_tasks({"0_0", "0_1", "0_2"}, workers, previous, task_weights=weights)
+        assert result == {"worker-0": {"0_0"}, "worker-1": {"0_1"}, "worker-2": {"0_2"}}
+        assert kept_count(result, previous, workers) == 2

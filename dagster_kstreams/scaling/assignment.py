@@ -83,6 +83,15 @@ def assign_tasks(
         homeless.extend(candidates[worker][capacity[worker] :])
     homeless.extend(task for task in task_list if task not in previous_owner)
 
+    # A task listed under several previous workers stays with another of them that has room
+    # (in task order, before weights are looked at: stickiness never depends on them).
+    for task in sorted(homeless, key=task_sort_key):
+        listed = [worker for worker in worker_list
+                  if task in previous.get(worker, ()) and len(assigned[worker]) < capacity[worker]]
+        if listed:
+            assigned[listed[0]].append(task)
+            homeless.remove(task)
+
     weight = (lambda task: float(task_weights.get(task, 0.0))) if task_weights else (lambda task: 0.0)
     homeless.sort(key=lambda task: (-weight(task), task_sort_key(task)))
     load = {worker: sum(weight(task) for task in assigned[worker]) for worker in worker_list}
