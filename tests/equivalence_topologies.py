@@ -15,7 +15,9 @@ from collections import Counter
 from collections.abc import Iterator
 
 from dagster_kstreams.kafka.partitioner import default_partition
-from dagster_kstreams.topology.config import Consumed, Grouped, Materialized, Produced
+from dagster_kstreams.topology.consumed_produced import Consumed, Produced
+from dagster_kstreams.topology.grouped_repartitioned import Grouped
+from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.serdes import Serdes
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import dagster_kstreams
 from dagster_kstreams import Consumed, Repartitioned, Serdes, StreamsBuilder, TopologyException
 from dagster_kstreams.topology.application import ApplicationTopology, check_application_id
-from dagster_kstreams.topology.view import TaskId
+from dagster_kstreams.topology.task_id import TaskId
 from topology_catalog import CATALOG
 from topology_random_programs import random_program
 

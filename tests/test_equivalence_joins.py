@@ -27,7 +27,7 @@ from equivalence_io import java_string, output_topics, produce_strings
 from killed_runs import run_until_killed
 from dagster_kstreams.kafka.records import final_values, read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
-from dagster_kstreams.topology.config import Materialized
+from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology import StreamsBuilder
 
 pytestmark = pytest.mark.integration

@@ -29,7 +29,9 @@ from killed_runs import run_until_killed
 import session_reference
 from dagster_kstreams.kafka.records import final_values, read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
-from dagster_kstreams.topology.config import Grouped, Materialized, Produced
+from dagster_kstreams.topology.consumed_produced import Produced
+from dagster_kstreams.topology.grouped_repartitioned import Grouped
+from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
 from dagster_kstreams.topology.windows import SessionWindows

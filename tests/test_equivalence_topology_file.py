@@ -34,7 +34,7 @@ def test_cli_runs_a_topology_file_whose_lambda_calls_a_helper_of_that_file(
     module_dir.mkdir()
     module = module_dir / "helper_topology.py"
     module.write_text(textwrap.dedent(f"""
-        from dagster_kstreams.topology.config import Consumed, Produced
+        from dagster_kstreams.topology.consumed_produced import Consumed, Produced
         from dagster_kstreams.topology import StreamsBuilder
         from dagster_kstreams.topology.serdes import Serdes
 

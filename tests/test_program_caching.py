@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from dagster_kstreams.spark.compile import compile_topology
-from dagster_kstreams.topology.config import Materialized, Produced
+from dagster_kstreams.topology.consumed_produced import Produced
+from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.serdes import Serdes
 

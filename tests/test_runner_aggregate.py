@@ -10,7 +10,9 @@ from dagster_kstreams.kafka.admin import TopicPartition
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import final_values, produce, read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
-from dagster_kstreams.topology.config import Grouped, Materialized, Produced
+from dagster_kstreams.topology.consumed_produced import Produced
+from dagster_kstreams.topology.grouped_repartitioned import Grouped
+from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.serdes import Serdes
 

@@ -25,7 +25,7 @@ from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_top
 from dagster_kstreams.spark.event_time import source_columns
 from dagster_kstreams.spark.errors import TaskFailedError
 from dagster_kstreams.spark.task_runner import TaskRunner
-from dagster_kstreams.topology.config import Consumed, Produced
+from dagster_kstreams.topology.consumed_produced import Consumed, Produced
 from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.serdes import Serdes
 

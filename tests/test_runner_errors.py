@@ -13,7 +13,7 @@ from dagster_kstreams.kafka.dead_letter import (
 from dagster_kstreams.kafka.records import final_values, produce, read_topic
 from dagster_kstreams.spark.errors import TaskFailedError
 from dagster_kstreams.spark.task_runner import TaskRunner
-from dagster_kstreams.topology.config import Consumed
+from dagster_kstreams.topology.consumed_produced import Consumed
 from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.serdes import Serdes
 

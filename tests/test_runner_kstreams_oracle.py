@@ -37,7 +37,8 @@ STORES = ("country-counts", "word-counts", "latest-amount")
 EXAMPLES_SOURCE = textwrap.dedent('''
     import re
 
-    from dagster_kstreams.topology.config import Materialized, Produced
+    from dagster_kstreams.topology.consumed_produced import Produced
+    from dagster_kstreams.topology.materialized import Materialized
     from dagster_kstreams.topology import StreamsBuilder
     from dagster_kstreams.topology.serdes import Serdes
 

@@ -14,7 +14,8 @@ import session_reference
 from dagster_kstreams.processors import sessions
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
-from dagster_kstreams.topology.config import Materialized, Produced
+from dagster_kstreams.topology.consumed_produced import Produced
+from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.serdes import Serdes, Window, Windowed, WindowedSerde
 from dagster_kstreams.topology.windows import SessionWindows

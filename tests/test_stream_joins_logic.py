@@ -17,7 +17,7 @@ from dagster_kstreams.processors.join_buffers import JoinTracker
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.processors.task_state import TaskState
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
-from dagster_kstreams.topology.config import Consumed
+from dagster_kstreams.topology.consumed_produced import Consumed
 from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.windows import JoinWindows
 

@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 from dagster_kstreams.processors import window_store as W
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
-from dagster_kstreams.topology.config import Consumed, Materialized, Produced, Suppressed
+from dagster_kstreams.topology.consumed_produced import Consumed, Produced
+from dagster_kstreams.topology.materialized import Materialized
+from dagster_kstreams.topology.suppressed import Suppressed
 from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.serdes import Serdes, Window, Windowed, WindowedSerde
 from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows

@@ -10,7 +10,7 @@ import dagster as dg
 from dagster import AssetCheckExecutionContext
 
 from dagster_kstreams.orchestration.app import KStreamsApp
-from dagster_kstreams.topology.view import TaskId
+from dagster_kstreams.topology.task_id import TaskId
 
 __all__ = ["LAG_CHECK_NAME", "kstreams_asset_checks"]
 

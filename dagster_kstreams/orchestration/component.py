@@ -15,34 +15,26 @@ The component builds the same definitions as :func:`build_kstreams_definitions`;
 (``kafka``, ``pyspark``) come from the project's other definitions.
 """
 
-import importlib
-from typing import Any, Optional
+from typing import Optional
 
 import dagster as dg
 from pydantic import Field
 
 from dagster_kstreams.orchestration.app import DEFAULT_LAG_BOUND
 from dagster_kstreams.orchestration.definitions import build_kstreams_definitions
-from dagster_kstreams.topology.view import Topology, as_topology
+from dagster_kstreams.topology.reference import load_topology as load_topology_and_module
+from dagster_kstreams.topology.view import Topology
 
 __all__ = ["KStreamsComponent", "load_topology"]
 
 
 def load_topology(reference: str) -> Topology:
-    """``"package.module:attribute"`` -> the topology it names (calling it if it is a function)."""
-    module_name, separator, attribute = reference.partition(":")
-    if not separator or not module_name or not attribute:
-        raise ValueError(f"topology must look like 'package.module:attribute', got {reference!r}")
-    try:
-        target: Any = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as error:
-        raise ValueError(f"cannot load topology {reference!r}: {error}") from error
-    if callable(target) and not isinstance(target, Topology) and not hasattr(target, "build"):
-        target = target()
-    try:
-        return as_topology(target)
-    except TypeError:
-        raise ValueError(f"{reference!r} is a {type(target).__name__}, not a Topology or a StreamsBuilder") from None
+    """``"package.module:attribute"`` (or ``"path/to/file.py:attribute"``) -> the topology it names
+    (calling it if it is a function). Raises ``ValueError`` (a
+    :class:`~dagster_kstreams.topology.reference.TopologyReferenceError`) when it names none.
+    """
+    topology, _module = load_topology_and_module(reference)
+    return topology
 
 
 class KStreamsComponent(dg.Component, dg.Resolvable, dg.Model):

@@ -24,7 +24,7 @@ from typing import Optional
 
 import dagster as dg
 
-from dagster_kstreams.topology.graph import StoreSpec
+from dagster_kstreams.topology.node_specs import StoreSpec
 from dagster_kstreams.topology.view import Subtopology, Topology
 
 __all__ = ["DagsterKStreamsTranslator", "KStreamsAssetKind", "KStreamsAssetProps", "sanitize_name"]

@@ -18,7 +18,7 @@ from typing import Callable, Optional
 from dagster_kstreams.processors.base import Processor, StoreProcessor, register
 from dagster_kstreams.processors.stateless import Merge
 from dagster_kstreams.processors.state import ABSENT
-from dagster_kstreams.topology.graph import NodeKind
+from dagster_kstreams.topology.node_specs import NodeKind
 
 __all__ = ["Aggregate", "ToTable", "TableSource", "user_aggregation", "BUILDERS"]
 

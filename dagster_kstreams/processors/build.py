@@ -1,7 +1,7 @@
 """From a sub-topology of the topology's view to a runnable :class:`SubtopologyProgram`.
 
 Each view node is turned into a processor by the builder its family registers for its
-:class:`~dagster_kstreams.topology.graph.NodeKind` (``BUILDERS`` of :mod:`.stateless`,
+:class:`~dagster_kstreams.topology.node_specs.NodeKind` (``BUILDERS`` of :mod:`.stateless`,
 :mod:`.aggregations`, :mod:`.windows`, :mod:`.sessions`, :mod:`.table_joins`,
 :mod:`.stream_joins`); a builder also checks, at definition time, that the processor can run
 with Kafka Streams' semantics, and raises
@@ -20,7 +20,7 @@ from dagster_kstreams.processors.base import Processor
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.program import SubtopologyProgram
 from dagster_kstreams.topology.application import ApplicationTopology
-from dagster_kstreams.topology.graph import NodeKind
+from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.view import ProcessorNode, Subtopology
 
 __all__ = ["BuildContext", "build_program", "python_function", "BUILDERS"]

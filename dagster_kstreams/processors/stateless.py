@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 from dagster_kstreams.kafka.timestamp_header import TIMESTAMP_HEADER, encode_timestamp
 from dagster_kstreams.processors.base import Processor, processor_class, register
 from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopologyError
-from dagster_kstreams.topology.graph import NodeKind
+from dagster_kstreams.topology.node_specs import NodeKind
 
 __all__ = ["Source", "Sink", "Filter", "Map", "MapValues", "FlatMap", "FlatMapValues", "SelectKey", "Peek",
            "Foreach", "Print", "Printer", "Merge", "BranchChild", "Branch", "RepartitionFilter", "TableFilter",

@@ -76,7 +76,7 @@ from dagster_kstreams.processors.join_buffers import (
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.processors.stateless import Merge
 from dagster_kstreams.processors.state import ABSENT
-from dagster_kstreams.topology.graph import NodeKind
+from dagster_kstreams.topology.node_specs import NodeKind
 
 __all__ = ["JoinWindow", "StreamStreamJoin", "BUILDERS"]
 

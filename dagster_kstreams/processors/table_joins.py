@@ -41,7 +41,7 @@ from dagster_kstreams.processors.base import Processor, register
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.stateless import Merge
 from dagster_kstreams.processors.state import ABSENT
-from dagster_kstreams.topology.graph import NodeKind
+from dagster_kstreams.topology.node_specs import NodeKind
 
 __all__ = ["StreamTableJoin", "TableTableJoin", "ValueGetter", "BUILDERS"]
 

@@ -59,7 +59,7 @@ from dagster_kstreams.processors.window_store import (
     process_sliding_windows,
     process_time_windows,
 )
-from dagster_kstreams.topology.graph import NodeKind
+from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import Window, Windowed
 from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
 

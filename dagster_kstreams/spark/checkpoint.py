@@ -19,7 +19,7 @@ from typing import Optional
 from pyspark.sql import SparkSession
 
 from dagster_kstreams.base.home import state_home
-from dagster_kstreams.topology.view import TaskId
+from dagster_kstreams.topology.task_id import TaskId
 
 __all__ = ["default_state_location", "task_directory", "task_checkpoint", "CheckpointReader", "WriteIntents"]
 

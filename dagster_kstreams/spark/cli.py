@@ -9,13 +9,9 @@ another machine (seeing the same location) continues where the last run stopped.
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import json
 import os
 import sys
-from pathlib import Path
-from typing import Any
 
 from pyspark import cloudpickle
 
@@ -24,6 +20,8 @@ from dagster_kstreams.spark.errors import TaskFailedError
 from dagster_kstreams.spark.session import build_spark_session
 from dagster_kstreams.spark.task_result import TaskProgress, TaskResult
 from dagster_kstreams.spark.task_runner import TaskRunner
+from dagster_kstreams.topology.reference import TopologyReferenceError, load_topology
+from dagster_kstreams.topology.view import Topology
 
 BOOTSTRAP_ENV_VAR = "DAGSTER_KSTREAMS_BOOTSTRAP_SERVERS"
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -33,35 +31,17 @@ class CommandError(Exception):
     """A mistake in the command line (printed as one line)."""
 
 
-def load_topology(reference: str) -> Any:
-    """``package.module:name`` or ``path/to/file.py:name``; a callable is called to build it."""
-    module_name, sep, attribute = reference.partition(":")
-    if not sep or not module_name or not attribute:
-        raise CommandError(f"expected MODULE:TOPOLOGY (e.g. assets.wordcount:topology), got {reference!r}")
-    if module_name.endswith(".py") or os.sep in module_name:
-        path = Path(module_name).resolve()
-        if not path.is_file():
-            raise CommandError(f"no such file: {path}")
-        spec = importlib.util.spec_from_file_location(path.stem, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[path.stem] = module
-        spec.loader.exec_module(module)
-    else:
-        if os.getcwd() not in sys.path:
-            sys.path.insert(0, os.getcwd())  # as `python -m` would: modules next to the caller
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as error:
-            raise CommandError(f"cannot import module {module_name!r}: {error}") from error
+def _load_topology(reference: str) -> Topology:
+    """``package.module:name`` or ``path/to/file.py:name`` (see :mod:`dagster_kstreams.topology.reference`)."""
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `python -m` would: modules next to the caller
+    try:
+        topology, module = load_topology(reference)
+    except TopologyReferenceError as error:
+        raise CommandError(str(error)) from error
     # Spark's Python workers may not be able to import this module (a file outside sys.path, or
     # a cluster without the project): ship its functions by value, helpers included.
     cloudpickle.register_pickle_by_value(module)
-    try:
-        topology = getattr(module, attribute)
-    except AttributeError as error:
-        raise CommandError(f"module {module_name!r} has no attribute {attribute!r}") from error
-    if callable(topology) and not hasattr(topology, "describe") and not hasattr(topology, "stream"):
-        topology = topology()
     return topology
 
 
@@ -93,7 +73,7 @@ def _run(args: argparse.Namespace) -> int:
 def _run_tasks(args: argparse.Namespace) -> int:
     if not args.task and not args.all:
         raise CommandError("name tasks with --task (e.g. --task 1_3) or run them all with --all")
-    topology = load_topology(args.topology)
+    topology = _load_topology(args.topology)
     kafka_config = {"bootstrap.servers": args.bootstrap_servers, **dict(args.kafka_config)}
     spark_conf = {"spark.ui.enabled": "false", **dict(args.spark_conf)}
     # Workers must run this interpreter (with pandas and pyarrow), not whatever `python3` is.
@@ -150,7 +130,8 @@ def register(subcommands: "argparse._SubParsersAction") -> None:
     parser.add_argument("--deserialization-exception-handler", choices=["fail", "log_and_continue"], default="fail")
     parser.add_argument("--dead-letter-topic", default=None,
                         help="with log_and_continue: write undeserializable records here")
-    parser.add_argument("--parallelism", type=int, default=1,
-                        help="with --all: tasks of one sub-topology run at once as concurrent Spark queries")
+    parser.add_argument("--parallelism", type=int, default=None,
+                        help="with --all: by default every task runs at once, sub-topologies pipelined (on all "
+                             "the cores of --master); N runs one sub-topology after another, N of its tasks at a time")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON line at the end")
     parser.set_defaults(handler=_run)

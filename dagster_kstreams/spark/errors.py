@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from dagster_kstreams.topology.view import TaskId
+from dagster_kstreams.topology.task_id import TaskId
 
 __all__ = ["TaskFailedError", "TaskFencedError", "failure_reason"]
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dagster_kstreams.kafka.admin import TopicPartition
-from dagster_kstreams.topology.view import TaskId
+from dagster_kstreams.topology.task_id import TaskId
 
 __all__ = ["TaskProgress", "TaskResult"]
 

@@ -1,20 +1,30 @@
 """The topology layer: Kafka Streams' DSL in Python (pure: no Spark, no broker, no Dagster).
 
+The DSL's configuration objects are named as in Java (``as`` is ``as_``), one module per family
+(:mod:`.consumed_produced`, :mod:`.grouped_repartitioned`, :mod:`.materialized`, :mod:`.joined`,
+:mod:`.suppressed`, :mod:`.branched_printed`, :mod:`.named`); each is immutable: the ``with_*``
+methods return a copy, as Java's fluent setters do in effect.
+
 See :mod:`.view` for the read-only contract other layers consume.
 """
-from .config import (
-    AutoOffsetReset, Branched, BufferConfig, Consumed, Grouped, Joined, Materialized, Named, Printed,
-    Produced, Repartitioned, StreamJoined, Suppressed, TopologyException,
-)
+from .branched_printed import Branched, Printed
+from .consumed_produced import AutoOffsetReset, Consumed, Produced
+from .errors import TopologyException
 from .functions import FunctionForm, UserFunction
-from .graph import NodeKind, StoreSpec, StoreType
 from .grouped import KGroupedStream
+from .grouped_repartitioned import Grouped, Repartitioned
+from .joined import Joined, StreamJoined
 from .kstream import BranchedKStream, KStream
 from .ktable import KGroupedTable, KTable
+from .materialized import Materialized
+from .named import Named
+from .node_specs import NodeKind, StoreSpec, StoreType
 from .serdes import Serde, Serdes, Window, Windowed, WindowedSerde
 from .streams_builder import StreamsBuilder
+from .suppressed import BufferConfig, Suppressed
+from .task_id import TaskId
 from .view import (
-    CopartitionError, ProcessorNode, Subtopology, TaskId, TopicRef, Topology, as_topology, changelog_topic_name,
+    CopartitionError, ProcessorNode, Subtopology, TopicRef, Topology, as_topology, changelog_topic_name,
     internal_topic_name,
 )
 from .windowed import SessionWindowedKStream, TimeWindowedKStream

@@ -14,8 +14,10 @@ import re
 from datetime import timedelta
 from typing import Any, Optional, Sequence
 
-from .config import Materialized, Named, TopologyException
+from .errors import TopologyException
 from .graph import GraphNode, InternalStreamsBuilder, RepartitionNode
+from .materialized import Materialized
+from .named import Named
 
 # Kafka Streams' name prefixes
 SOURCE_NAME = "KSTREAM-SOURCE-"

@@ -16,8 +16,9 @@ import re
 from types import MappingProxyType
 from typing import Any, Mapping, Optional
 
-from .view import Subtopology, TaskId, Topology, as_topology, internal_topic_name
-from .graph import NodeKind
+from .node_specs import NodeKind
+from .task_id import TaskId
+from .view import Subtopology, Topology, as_topology, internal_topic_name
 
 __all__ = ["ApplicationTopology", "check_application_id"]
 

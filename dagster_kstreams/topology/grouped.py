@@ -12,14 +12,14 @@ from .abstract_stream import (
     AGGREGATE_NAME, REDUCE_NAME, _AbstractStream, _create_repartitioned_source, _materialized, _name_of,
     _or_generate, _parse,
 )
-from .config import Grouped, Materialized, Named
 from .functions import FunctionForm as F
 from .functions import UserFunction
-from .graph import (
-    GraphNode, InternalStreamsBuilder, NodeKind, ProcessorGraphNode, ProcessorSpec, RepartitionNode, StoreSpec,
-    StoreType,
-)
+from .graph import GraphNode, InternalStreamsBuilder, ProcessorGraphNode, RepartitionNode
+from .grouped_repartitioned import Grouped
 from .ktable import KTable
+from .materialized import Materialized
+from .named import Named
+from .node_specs import NodeKind, ProcessorSpec, StoreSpec, StoreType
 from .serdes import Serdes
 from .windowed import SessionWindowedKStream, TimeWindowedKStream
 from .windows import SessionWindows, SlidingWindows, TimeWindows

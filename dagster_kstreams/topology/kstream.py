@@ -12,18 +12,20 @@ from .abstract_stream import (
     LEFTJOIN_NAME, MAP_NAME, MAPVALUES_NAME, MERGE_NAME, PEEK_NAME, PRINTING_NAME, REPARTITION_NAME, SINK_NAME,
     TO_KTABLE_NAME, _AbstractStream, _create_repartitioned_source, _name_of, _or_generate, _parse,
 )
-from .config import (
-    Branched, Grouped, Joined, Materialized, Named, Printed, Produced, Repartitioned, StreamJoined, TopologyException,
-)
+from .branched_printed import Branched, Printed
+from .consumed_produced import Produced
+from .errors import TopologyException
 from .functions import FunctionForm as F
 from .functions import UserFunction
-from .graph import (
-    KTableSourceSpec, NodeKind, ProcessorGraphNode, ProcessorSpec, RepartitionNode, StoreSpec, StoreType,
-    StreamSinkNode,
-)
+from .graph import ProcessorGraphNode, RepartitionNode, StreamSinkNode
 from .grouped import KGroupedStream
+from .grouped_repartitioned import Grouped, Repartitioned
+from .joined import Joined, StreamJoined
 from .kstream_join import add_stream_stream_join
 from .ktable import KTable
+from .materialized import Materialized
+from .named import Named
+from .node_specs import KTableSourceSpec, NodeKind, ProcessorSpec, StoreSpec, StoreType
 from .windows import JoinWindows
 
 __all__ = ["KStream", "BranchedKStream"]

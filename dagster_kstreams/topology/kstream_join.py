@@ -9,12 +9,10 @@ from .abstract_stream import (
     JOINOTHER_NAME, JOINTHIS_NAME, MERGE_NAME, OUTEROTHER_NAME, OUTERSHARED_NAME, OUTERTHIS_NAME, WINDOWED_NAME,
     _suffix_or_generate,
 )
-from .config import StreamJoined
 from .functions import UserFunction
-from .graph import (
-    GraphNode, InternalStreamsBuilder, NodeKind, ProcessorGraphNode, ProcessorSpec, StoreSpec, StoreType,
-    StreamStreamJoinNode,
-)
+from .graph import GraphNode, InternalStreamsBuilder, ProcessorGraphNode, StreamStreamJoinNode
+from .joined import StreamJoined
+from .node_specs import NodeKind, ProcessorSpec, StoreSpec, StoreType
 from .windows import JoinWindows
 
 __all__ = ["add_stream_stream_join"]

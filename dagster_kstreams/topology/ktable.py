@@ -13,15 +13,17 @@ from .abstract_stream import (
     KTABLE_TOSTREAM_NAME, REPARTITION_TOPIC_SUFFIX, SINK_NAME, SOURCE_NAME, _MS, _AbstractStream, _materialized,
     _name_of, _or_generate, _parse, _suffix_or_generate,
 )
-from .config import Grouped, Materialized, Named, Suppressed, TopologyException
 from .describe import java_hash_order
+from .errors import TopologyException
 from .functions import FunctionForm as F
 from .functions import UserFunction
-from .graph import (
-    GraphNode, KTableSourceSpec, NodeKind, ProcessorGraphNode, ProcessorSpec, RepartitionNode, StoreSpec,
-    StoreType, TableTableJoinNode,
-)
+from .graph import GraphNode, ProcessorGraphNode, RepartitionNode, TableTableJoinNode
+from .grouped_repartitioned import Grouped
+from .materialized import Materialized
+from .named import Named
+from .node_specs import KTableSourceSpec, NodeKind, ProcessorSpec, StoreSpec, StoreType
 from .serdes import Serdes
+from .suppressed import Suppressed
 
 __all__ = ["KTable", "KGroupedTable"]
 

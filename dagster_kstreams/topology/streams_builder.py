@@ -10,10 +10,13 @@ import re
 from typing import Optional, Sequence, Union
 
 from .abstract_stream import KTABLE_SOURCE_NAME, SOURCE_NAME, _or_generate, _parse, _suffix_or_generate
-from .config import Consumed, Materialized, TopologyException
-from .graph import InternalStreamsBuilder, KTableSourceSpec, NodeKind, StoreSpec, StoreType, StreamSourceNode, TableSourceNode
+from .consumed_produced import Consumed
+from .errors import TopologyException
+from .graph import InternalStreamsBuilder, StreamSourceNode, TableSourceNode
 from .kstream import KStream
 from .ktable import KTable
+from .materialized import Materialized
+from .node_specs import KTableSourceSpec, NodeKind, StoreSpec, StoreType
 from .view import Topology
 
 __all__ = ["StreamsBuilder"]

@@ -17,7 +17,7 @@ Contract (stable; other layers rely on it)
   - ``source_pattern``: regex of a pattern subscription or None.
   - ``sink_topics`` / ``repartition_sink_topics``: static sink topic names (a dynamic sink has
     ``topic_extractor`` on its node instead).
-  - ``state_stores``: tuple of :class:`~.graph.StoreSpec` used by its processors
+  - ``state_stores``: tuple of :class:`~.node_specs.StoreSpec` used by its processors
     (``name``, ``type`` (StoreType), ``changelog`` (bool), serdes, ``window``, ``retention_ms``).
   - ``node(name)``: lookup.
 
@@ -73,7 +73,7 @@ Contract (stable; other layers rely on it)
   partition count of the sub-topology writing it unless ``Repartitioned`` fixes it; co-partitioned
   repartition topics follow the external topics they join). Raises :class:`CopartitionError`
   (a TopologyException) naming both topics and counts when joined inputs differ.
-* ``topology.tasks(source_partition_counts)``: sorted list of :class:`TaskId`
+* ``topology.tasks(source_partition_counts)``: sorted list of :class:`~.task_id.TaskId`
   (``str(TaskId(1, 3)) == "1_3"``); tasks of a sub-topology = largest partition count of its
   source topics.
 * ``topology.changelog_topics(application_id, source_partition_counts)``: ``{topic: partitions}``.
@@ -85,12 +85,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping, Optional, Sequence
 
-from .config import TopologyException
 from .describe import TopologyDescription, describe_subtopology
-from .graph import InternalTopologyBuilder, NodeKind, StoreSpec
+from .errors import TopologyException
+from .node_specs import NodeKind, StoreSpec
+from .task_id import TaskId
+from .topology_builder import InternalTopologyBuilder
 
 __all__ = [
-    "Topology", "Subtopology", "ProcessorNode", "TopicRef", "TaskId", "CopartitionError",
+    "Topology", "Subtopology", "ProcessorNode", "TopicRef", "CopartitionError",
     "internal_topic_name", "changelog_topic_name", "as_topology",
 ]
 
@@ -108,22 +110,6 @@ def changelog_topic_name(application_id: str, store_name: str) -> str:
 
 class CopartitionError(TopologyException):
     """Joined inputs are not co-partitioned."""
-
-
-@dataclass(frozen=True, order=True)
-class TaskId:
-    subtopology: int
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.subtopology}_{self.partition}"
-
-    @classmethod
-    def parse(cls, text: str) -> "TaskId":
-        match = re.fullmatch(r"(\d+)_(\d+)", text)
-        if not match:
-            raise ValueError(f"not a task id (expected '<subtopology>_<partition>'): {text!r}")
-        return cls(int(match.group(1)), int(match.group(2)))
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,12 @@ Every method draws names in Kafka Streams' order (see :mod:`.abstract_stream`).
 from __future__ import annotations
 
 from .abstract_stream import AGGREGATE_NAME, REDUCE_NAME, _MS, _materialized, _name_of, _or_generate, _parse
-from .config import Materialized, Named
 from .functions import FunctionForm as F
 from .functions import UserFunction
-from .graph import NodeKind, ProcessorSpec, StoreSpec, StoreType
 from .ktable import KTable
+from .materialized import Materialized
+from .named import Named
+from .node_specs import NodeKind, ProcessorSpec, StoreSpec, StoreType
 from .serdes import Serdes, WindowedSerde
 from .windows import SessionWindows, SlidingWindows, TimeWindows
 

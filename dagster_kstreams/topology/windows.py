@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from .durations import duration_millis
+
 __all__ = ["TimeWindows", "SlidingWindows", "SessionWindows", "JoinWindows", "Windows"]
 
 # Kafka Streams' default grace before 3.0 was 24h; the *_no_grace factories use 0.
@@ -16,10 +18,7 @@ _DEPRECATED_DEFAULT_GRACE_MS = 24 * 60 * 60 * 1000
 def _ms(duration: timedelta, what: str) -> int:
     if not isinstance(duration, timedelta):
         raise TypeError(f"{what} must be a datetime.timedelta, got {type(duration).__name__}")
-    ms = duration // timedelta(milliseconds=1)
-    if ms < 0:
-        raise ValueError(f"{what} must not be negative: {duration}")
-    return ms
+    return duration_millis(duration, what)
 
 
 class Windows:

@@ -1,0 +1,85 @@
+"""How a topology reads and writes a topic: ``Consumed`` (with ``AutoOffsetReset``) and ``Produced``
+(Kafka Streams' ``Consumed.java``, ``Produced.java``). Immutable: ``with_*`` returns a copy."""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable, Optional
+
+from .fluent import WithSerdes, install_static_factories
+from .named import validate_name
+from .serdes import Serde
+
+__all__ = ["AutoOffsetReset", "Consumed", "Produced"]
+
+
+class AutoOffsetReset:
+    EARLIEST = "earliest"
+    LATEST = "latest"
+    NONE = "none"
+
+
+@dataclass(frozen=True)
+class Consumed(WithSerdes):
+    key_serde: Optional[Serde] = None
+    value_serde: Optional[Serde] = None
+    timestamp_extractor: Optional[Callable] = None
+    offset_reset: Optional[str] = None
+    processor_name: Optional[str] = None
+
+    def __post_init__(self):
+        validate_name(self.processor_name, "Processor name")
+
+    @staticmethod
+    def with_(key_serde: Optional[Serde] = None, value_serde: Optional[Serde] = None,
+              timestamp_extractor: Optional[Callable] = None, offset_reset: Optional[str] = None) -> "Consumed":
+        return Consumed(key_serde, value_serde, timestamp_extractor, offset_reset)
+
+    @staticmethod
+    def as_(processor_name: str) -> "Consumed":
+        return Consumed(processor_name=processor_name)
+
+    def with_timestamp_extractor(self, extractor: Callable) -> "Consumed":
+        return replace(self, timestamp_extractor=extractor)
+
+    def with_offset_reset_policy(self, policy: str) -> "Consumed":
+        return replace(self, offset_reset=policy)
+
+    def with_name(self, processor_name: str) -> "Consumed":
+        return replace(self, processor_name=processor_name)
+
+
+@dataclass(frozen=True)
+class Produced(WithSerdes):
+    key_serde: Optional[Serde] = None
+    value_serde: Optional[Serde] = None
+    stream_partitioner: Optional[Callable] = None
+    processor_name: Optional[str] = None
+
+    def __post_init__(self):
+        validate_name(self.processor_name, "Processor name")
+
+    @staticmethod
+    def with_(key_serde: Optional[Serde] = None, value_serde: Optional[Serde] = None,
+              partitioner: Optional[Callable] = None) -> "Produced":
+        return Produced(key_serde, value_serde, partitioner)
+
+    @staticmethod
+    def as_(processor_name: str) -> "Produced":
+        return Produced(processor_name=processor_name)
+
+    @staticmethod
+    def key_serde_(serde: Serde) -> "Produced":
+        return Produced(key_serde=serde)
+
+    @staticmethod
+    def value_serde_(serde: Serde) -> "Produced":
+        return Produced(value_serde=serde)
+
+    def with_stream_partitioner(self, partitioner: Callable) -> "Produced":
+        return replace(self, stream_partitioner=partitioner)
+
+    def with_name(self, processor_name: str) -> "Produced":
+        return replace(self, processor_name=processor_name)
+
+
+install_static_factories(Produced, {"key_serde": Produced.key_serde_, "value_serde": Produced.value_serde_})

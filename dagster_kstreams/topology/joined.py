@@ -1,0 +1,68 @@
+"""Join configurations: ``Joined`` (stream-table) and ``StreamJoined`` (stream-stream), as Kafka
+Streams' ``Joined.java`` and ``StreamJoined.java``. Immutable: ``with_*`` returns a copy."""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from typing import Optional
+
+from .fluent import WithJoinSerdes, WithLogging, WithName, install_static_factories
+from .named import validate_name
+from .serdes import Serde
+
+__all__ = ["Joined", "StreamJoined"]
+
+
+@dataclass(frozen=True)
+class Joined(WithName, WithJoinSerdes):
+    key_serde: Optional[Serde] = None
+    value_serde: Optional[Serde] = None
+    other_value_serde: Optional[Serde] = None
+    name: Optional[str] = None
+    grace_period: Optional[timedelta] = None
+
+    def __post_init__(self):
+        validate_name(self.name)
+
+    @staticmethod
+    def with_(key_serde: Optional[Serde] = None, value_serde: Optional[Serde] = None,
+              other_value_serde: Optional[Serde] = None, name: Optional[str] = None) -> "Joined":
+        return Joined(key_serde, value_serde, other_value_serde, name)
+
+    @staticmethod
+    def as_(name: str) -> "Joined":
+        return Joined(name=name)
+
+    def with_grace_period(self, grace: timedelta) -> "Joined":
+        return replace(self, grace_period=grace)
+
+
+@dataclass(frozen=True)
+class StreamJoined(WithName, WithJoinSerdes, WithLogging):
+    key_serde: Optional[Serde] = None
+    value_serde: Optional[Serde] = None
+    other_value_serde: Optional[Serde] = None
+    name: Optional[str] = None
+    store_name: Optional[str] = None
+    logging_enabled: bool = True
+
+    def __post_init__(self):
+        validate_name(self.name)
+        validate_name(self.store_name, "Store name")
+
+    @staticmethod
+    def with_(key_serde: Optional[Serde] = None, value_serde: Optional[Serde] = None,
+              other_value_serde: Optional[Serde] = None) -> "StreamJoined":
+        return StreamJoined(key_serde, value_serde, other_value_serde)
+
+    @staticmethod
+    def as_(store_name: str) -> "StreamJoined":
+        return StreamJoined(store_name=store_name)
+
+    def with_store_name(self, store_name: str) -> "StreamJoined":
+        return replace(self, store_name=store_name)
+
+
+install_static_factories(Joined, {"key_serde": lambda serde: Joined(key_serde=serde),
+                                  "value_serde": lambda serde: Joined(value_serde=serde),
+                                  "other_value_serde": lambda serde: Joined(other_value_serde=serde)})

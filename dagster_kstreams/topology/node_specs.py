@@ -1,0 +1,108 @@
+"""What the processor graph is made of: a node's :class:`NodeKind`, a processor's
+:class:`ProcessorSpec` (its kind and parameters, the Python analogue of a ``ProcessorSupplier``)
+and the state stores it owns (:class:`StoreSpec`).
+
+:mod:`.topology_builder` wires these into the physical graph; :mod:`dagster_kstreams.topology.view`
+exposes the read-only result.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+__all__ = ["NodeKind", "StoreType", "StoreSpec", "ProcessorSpec", "KTableSourceSpec"]
+
+
+class NodeKind(enum.Enum):
+    """What a processor node does (see the contract in :mod:`.view`)."""
+
+    SOURCE = "source"
+    SINK = "sink"
+    # stateless KStream processors
+    FILTER = "filter"
+    MAP = "map"
+    MAP_VALUES = "map_values"
+    FLAT_MAP = "flat_map"
+    FLAT_MAP_VALUES = "flat_map_values"
+    SELECT_KEY = "select_key"
+    PEEK = "peek"
+    FOREACH = "foreach"
+    PRINT = "print"
+    MERGE = "merge"
+    BRANCH = "branch"
+    BRANCH_CHILD = "branch_child"
+    REPARTITION_FILTER = "repartition_filter"
+    # KStream -> KTable and aggregations
+    TO_TABLE = "to_table"
+    TABLE_SOURCE = "table_source"
+    AGGREGATE = "aggregate"
+    WINDOWED_AGGREGATE = "windowed_aggregate"
+    # joins
+    JOIN_WINDOW = "join_window"
+    STREAM_STREAM_JOIN = "stream_stream_join"
+    STREAM_STREAM_JOIN_MERGE = "stream_stream_join_merge"
+    STREAM_TABLE_JOIN = "stream_table_join"
+    TABLE_TABLE_JOIN = "table_table_join"
+    TABLE_TABLE_JOIN_MERGE = "table_table_join_merge"
+    # KTable processors
+    TABLE_FILTER = "table_filter"
+    TABLE_MAP_VALUES = "table_map_values"
+    TABLE_TO_STREAM = "table_to_stream"
+    TABLE_GROUP_BY_MAP = "table_group_by_map"
+    TABLE_AGGREGATE = "table_aggregate"
+    SUPPRESS = "suppress"
+
+
+class StoreType(enum.Enum):
+    KEY_VALUE = "key_value"             # timestamped key-value store (aggregations, tables)
+    WINDOW = "window"                   # time/sliding windowed aggregation store
+    SESSION = "session"                 # session windowed aggregation store
+    JOIN_WINDOW = "join_window"         # stream-stream join buffer (retains duplicates)
+    OUTER_JOIN_SHARED = "outer_join_shared"  # left/outer stream-stream join's pending non-joined records
+    SUPPRESSION_BUFFER = "suppression_buffer"
+
+
+@dataclass
+class StoreSpec:
+    """A state store. ``changelog`` is True when Kafka Streams would back it with a
+    ``<application_id>-<name>-changelog`` topic."""
+
+    name: str
+    type: StoreType
+    changelog: bool = True
+    key_serde: Any = None
+    value_serde: Any = None
+    window: Any = None
+    retention_ms: Optional[int] = None
+    queryable: bool = False
+    caching: bool = True  # Materialized.with_caching_disabled(): forward every update (windowed stores read it)
+
+
+@dataclass
+class ProcessorSpec:
+    """What a processor does: a kind and its parameters (the Python analogue of a
+    ``ProcessorSupplier``). ``own_stores`` are created with the processor and connected to it."""
+
+    kind: NodeKind
+    params: dict = field(default_factory=dict)
+    own_stores: list = field(default_factory=list)
+
+    def stores(self) -> list:
+        return list(self.own_stores)
+
+
+class KTableSourceSpec(ProcessorSpec):
+    """A table source's store is created only if something needs it (a join, a groupBy, a
+    name given with ``Materialized.as_``) — decided lazily, as Kafka's ``KTableSource``."""
+
+    def __init__(self, kind: NodeKind, params: dict, store: StoreSpec, queryable: bool):
+        super().__init__(kind, params, [])
+        self.store = store
+        self.materialized = queryable
+
+    def materialize(self) -> None:
+        self.materialized = True
+
+    def stores(self) -> list:
+        return [self.store] if self.materialized else []
