@@ -30,11 +30,11 @@ from dagster_kstreams.orchestration.protocol import TASK_BATCH_METADATA
 from dagster_kstreams.spark.task_result import TaskProgress, TaskResult
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology.functions import UserFunction
-from dagster_kstreams.topology.view import TaskId
+from dagster_kstreams.topology.task_id import TaskId
 
 __all__ = ["PartitionCountMismatch", "TaskReport", "check_partition_counts", "materialize_task_partition",
-           "prepare_topics", "run_task_and_report", "task_metadata", "task_runner",
-           "topic_partition_materializations"]
+           "prepare_topics", "run_task_and_report", "task_materializations", "task_metadata", "task_runner",
+           "topic_partition_materializations", "written_topics", "end_offsets_once_led"]
 
 
 class PartitionCountMismatch(dg.Failure):
@@ -146,31 +146,44 @@ class TaskReport:
 
 def run_task_and_report(app: KStreamsApp, runner: TaskRunner, admin: Any, task: TaskId,
                         progress: Optional[Callable[[TaskProgress], None]] = None,
-                        max_records: Optional[int] = None, task_batch: Optional[int] = None) -> TaskReport:
+                        max_records: Optional[int] = None) -> TaskReport:
     """Run ``task`` to the end offsets it sees at start (or to the first batch that reaches
-    ``max_records``) and describe what it did. A worker passes ``task_batch``, the how-manieth
-    run of this task in its process this is (:data:`TASK_BATCH_METADATA`)."""
-    written = list(dict.fromkeys(app.application.sink_topics(task.subtopology)))
-    ends_before = _end_offsets_once_led(admin, written)
+    ``max_records``) and describe what it did."""
+    written = written_topics(app, task.subtopology)
+    ends_before = end_offsets_once_led(admin, written)
     result = runner.run_task(task, max_records=max_records, progress=progress)
-    ends_after = _end_offsets_once_led(admin, written)
+    ends_after = end_offsets_once_led(admin, written)
+    return TaskReport(result, task_materializations(app, result),
+                      topic_partition_materializations(app, str(task), ends_before, ends_after))
+
+
+def task_materializations(app: KStreamsApp, result: TaskResult,
+                          report_number: Optional[int] = None) -> list[dg.AssetMaterialization]:
+    """The sub-topology partition of ``result``'s task, then its stores' partitions. A worker
+    passes ``report_number``, the how-manieth report of this task in its process this is
+    (:data:`TASK_BATCH_METADATA`)."""
+    task = result.task
     partition = str(task.partition)
     metadata = task_metadata(result)
-    if task_batch is not None:
-        metadata[TASK_BATCH_METADATA] = dg.MetadataValue.int(task_batch)
-    task_events = [dg.AssetMaterialization(app.subtopology_key(task.subtopology), partition=partition,
-                                           metadata=metadata)]
-    task_events += [
+    if report_number is not None:
+        metadata[TASK_BATCH_METADATA] = dg.MetadataValue.int(report_number)
+    events = [dg.AssetMaterialization(app.subtopology_key(task.subtopology), partition=partition, metadata=metadata)]
+    events += [
         dg.AssetMaterialization(app.store_key(store), partition=partition,
                                 metadata={"task": metadata["task"], "records_in": metadata["records_in"]})
         for store in app.queryable_stores(task.subtopology)
     ]
-    return TaskReport(result, task_events, topic_partition_materializations(app, task, ends_before, ends_after))
+    return events
 
 
-def topic_partition_materializations(app: KStreamsApp, task: TaskId, ends_before: Mapping[TopicPartition, int],
+def written_topics(app: KStreamsApp, subtopology_id: int) -> list[str]:
+    return list(dict.fromkeys(app.application.sink_topics(subtopology_id)))
+
+
+def topic_partition_materializations(app: KStreamsApp, written_by: str, ends_before: Mapping[TopicPartition, int],
                                      ends_after: Mapping[TopicPartition, int]) -> list[dg.AssetMaterialization]:
-    """One materialization per topic partition whose end offset moved while ``task`` ran."""
+    """One materialization per topic partition whose end offset moved while the task(s)
+    ``written_by`` names ran."""
     events = []
     for tp, end in sorted(ends_after.items()):
         start = ends_before.get(tp, 0)
@@ -178,7 +191,7 @@ def topic_partition_materializations(app: KStreamsApp, task: TaskId, ends_before
             events.append(dg.AssetMaterialization(
                 app.topic_key(tp.topic), partition=str(tp.partition),
                 metadata={
-                    "written_by_task": dg.MetadataValue.text(str(task)),
+                    "written_by_task": dg.MetadataValue.text(written_by),
                     "offset_from": dg.MetadataValue.int(start),
                     "offset_to": dg.MetadataValue.int(end),
                     "records": dg.MetadataValue.int(end - start),
@@ -187,7 +200,7 @@ def topic_partition_materializations(app: KStreamsApp, task: TaskId, ends_before
     return events
 
 
-def _end_offsets_once_led(admin: Any, topics: list[str], timeout_s: float = 30.0) -> dict[TopicPartition, int]:
+def end_offsets_once_led(admin: Any, topics: list[str], timeout_s: float = 30.0) -> dict[TopicPartition, int]:
     """End offsets of topics that may have just been created: their partitions get a leader a
     moment after creation, and until then the broker answers "not leader"."""
     if not topics:

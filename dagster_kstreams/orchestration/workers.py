@@ -1,17 +1,26 @@
-"""The worker job: a Dagster run that owns a set of tasks and keeps them processed until retired.
+"""The worker job: a Dagster run that keeps the tasks it owns running until retired.
 
-A worker run opens one SparkSession and loops over batches. Each batch it
+A worker run opens one SparkSession and keeps each task it holds running as its own long-lived
+Spark query (:meth:`TaskRunner.start_task <dagster_kstreams.spark.task_runner.TaskRunner.start_task>`),
+all at once on the cores it has: a record is processed about one micro-batch after it arrives.
+Every ``idle_seconds`` the worker
 
-1. reads its own run's tags (the lag sensor writes them): ``tasks`` is what it may process;
-2. reports the tasks it read as *held* (:func:`~dagster_kstreams.orchestration.protocol.report_held`);
+1. reads its own run's tags (the lag sensor writes them): ``tasks`` is what it may run;
+2. reports as *held* (:func:`~dagster_kstreams.orchestration.protocol.report_held`) the tasks it
+   runs and those it read;
 3. reads its tags again;
-4. processes only the tasks present both times, each up to ``records_per_task`` records (so a
-   batch stays short and a revoked task is released soon), upstream sub-topologies first;
-   each task's materialization is logged against its sub-topology asset partition.
+4. stops gracefully every running task not present both times (the batch being written is
+   finished and committed), then reports the held tasks again without them: only now may the
+   sensor grant them elsewhere;
+5. starts the tasks present both times that it does not run yet, upstream sub-topologies first;
+
+and every ``report_interval_seconds`` it logs, per running task, a materialization of its
+sub-topology asset partition with what the task processed since the last one (offsets, records
+in and out, records per second of busy time, lag left), and of the topic partitions written.
 
 This is the contract :mod:`dagster_kstreams.scaling.plan` relies on to hand a task from one
 worker to another without both ever processing it. When its tags are empty and its state is
-``retiring``, the worker reports nothing held and exits: the run succeeds.
+``retiring``, the worker stops its tasks, reports nothing held and exits: the run succeeds.
 
 If another process starts one of its tasks anyway (a worker taken for dead that was only
 stalled, a manual materialization, ``dagster-kstreams run``), the task's runner is fenced by
@@ -26,7 +35,7 @@ What the worker and the lag sensor read and write (tags, held tasks, heartbeats)
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -34,7 +43,14 @@ import dagster as dg
 from dagster import OpExecutionContext
 
 from dagster_kstreams.orchestration.app import KStreamsApp
-from dagster_kstreams.orchestration.execution import prepare_topics, run_task_and_report, task_runner
+from dagster_kstreams.orchestration.execution import (
+    end_offsets_once_led,
+    prepare_topics,
+    task_materializations,
+    task_runner,
+    topic_partition_materializations,
+    written_topics,
+)
 from dagster_kstreams.orchestration.protocol import (
     STATE_RETIRING,
     TAG_APP,
@@ -50,7 +66,9 @@ from dagster_kstreams.orchestration.protocol import (
 )
 from dagster_kstreams.scaling import ScalingConfig
 from dagster_kstreams.spark.errors import TaskFencedError
-from dagster_kstreams.topology.view import TaskId
+from dagster_kstreams.spark.running_task import RunningTask
+from dagster_kstreams.spark.task_runner import TaskRunner
+from dagster_kstreams.topology.task_id import TaskId
 
 __all__ = ["ElasticWorkers", "LostTasks", "kstreams_worker_job"]
 
@@ -63,8 +81,12 @@ class ElasticWorkers:
     sensor runs as soon as the code location loads. ``heartbeat_timeout_seconds``: a started worker
     run silent that long is taken for dead (its process was killed): it is marked failed and its
     tasks move. ``startup_timeout_seconds``: the same for a run that has not beaten yet (starting
-    its SparkSession). ``records_per_task``: most records one task processes per batch.
-    ``idle_seconds``: pause of a worker between batches that found nothing to do.
+    its SparkSession). ``records_per_task``: most records of one task's micro-batch (a revoked
+    task is released after at most one batch). ``trigger_seconds``: a task's micro-batch
+    interval (0: the next batch as soon as the last is done and records arrived).
+    ``idle_seconds``: how often a worker reads its tags. ``report_interval_seconds``: how
+    often it reports each task's progress as a materialization (a task that processed nothing
+    since its last report is reported every ``idle_report_seconds`` only).
     ``lost_task_pause_seconds``: how long a worker leaves a task alone after another process took
     it over (its commit was fenced), unless the sensor revokes the task first.
     """
@@ -76,7 +98,10 @@ class ElasticWorkers:
     heartbeat_timeout_seconds: float = 60.0
     startup_timeout_seconds: float = 300.0
     records_per_task: Optional[int] = 50_000
+    trigger_seconds: float = 0.0
     idle_seconds: float = 1.0
+    report_interval_seconds: float = 5.0
+    idle_report_seconds: float = 60.0
     lost_task_pause_seconds: float = 60.0
 
     def __post_init__(self) -> None:
@@ -86,6 +111,8 @@ class ElasticWorkers:
             raise ValueError("heartbeat_interval_seconds must be > 0 and below heartbeat_timeout_seconds")
         if self.records_per_task is not None and self.records_per_task < 1:
             raise ValueError(f"records_per_task must be >= 1 or None, got {self.records_per_task}")
+        if self.trigger_seconds < 0 or self.idle_seconds <= 0 or self.report_interval_seconds <= 0:
+            raise ValueError("trigger_seconds must be >= 0, idle_seconds and report_interval_seconds > 0")
         if self.lost_task_pause_seconds < 0:
             raise ValueError(f"lost_task_pause_seconds must be >= 0, got {self.lost_task_pause_seconds}")
 
@@ -149,22 +176,85 @@ def _tags(instance: dg.DagsterInstance, run_id: str) -> Mapping[str, str]:
     return run.tags
 
 
-def _tasks_by_order(app: KStreamsApp, tasks: Iterable[str]) -> list[TaskId]:
-    """Upstream sub-topologies first, so one batch carries records through repartition topics."""
+def _upstream_first(app: KStreamsApp, tasks: Iterable[TaskId]) -> list[TaskId]:
+    """Upstream sub-topologies first, so records flow through repartition topics from the start."""
     rank = {sub_id: i for i, sub_id in enumerate(app.application.execution_order())}
-    return sorted((TaskId.parse(task) for task in tasks),
-                  key=lambda task: (rank.get(task.subtopology, len(rank)), task))
+    return sorted(tasks, key=lambda task: (rank.get(task.subtopology, len(rank)), task))
 
 
-def _has_backlog(app: KStreamsApp, admin: Any, task: TaskId) -> bool:
-    """Whether the group's committed offsets trail the end of the task's input (skip idle tasks:
-    starting a Spark query for nothing costs seconds)."""
-    existing = admin.list_topics()
-    topics = [topic for topic in dict.fromkeys(app.application.source_topics(task.subtopology)) if topic in existing]
-    if not topics:
-        return False
-    lags = admin.lag(app.app_id, topics)
-    return any(lag > 0 for tp, lag in lags.items() if tp.partition == task.partition)
+def _task_ids(tags: Mapping[str, str]) -> set[TaskId]:
+    return {TaskId.parse(task) for task in parse_tasks(tags.get(TAG_TASKS))}
+
+
+class _Tasks:
+    """The tasks a worker run keeps running, and their reports (module docstring)."""
+
+    def __init__(self, app: KStreamsApp, runner: TaskRunner, admin: Any, elastic: ElasticWorkers,
+                 log_event: Callable[[Any], None], log: Any):
+        self.app, self.runner, self.admin, self.elastic = app, runner, admin, elastic
+        self.log_event, self.log = log_event, log
+        self.running: dict[TaskId, RunningTask] = {}
+        self.reports: Counter = Counter()  # reports of each task in this process: the first ones are cold
+        self.records = 0
+        self._written_ends: dict[int, dict] = {}  # sub-topology -> end offsets of its outputs at its last report
+        self._last_report: dict[TaskId, float] = {}
+
+    def start(self, task: TaskId) -> None:
+        sub_id = task.subtopology
+        if sub_id not in self._written_ends:
+            self._written_ends[sub_id] = end_offsets_once_led(self.admin, written_topics(self.app, sub_id))
+        self.running[task] = self.runner.start_task(task, trigger_seconds=self.elastic.trigger_seconds,
+                                                    max_records_per_batch=self.elastic.records_per_task)
+
+    def stop(self, task: TaskId) -> None:
+        """Stop gracefully and report what the task did since its last report."""
+        running = self.running.pop(task)
+        try:
+            running.stop()
+        finally:
+            self._report_task(running)
+
+    def stop_all(self) -> None:
+        for task in list(self.running):
+            self.stop(task)
+
+    def failed(self) -> list[tuple[TaskId, Exception]]:
+        """Tasks whose query stopped on its own (fenced, or a failure), taken out of ``running``."""
+        failures = []
+        for task, running in list(self.running.items()):
+            failure = running.failure()
+            if failure is not None:
+                del self.running[task]
+                running.close()
+                failures.append((task, failure))
+        return failures
+
+    def report(self) -> None:
+        """A materialization per running task (and per topic partition written) since the last report."""
+        for running in list(self.running.values()):
+            self._report_task(running)
+        for sub_id in {task.subtopology for task in self.running}:
+            tasks = ",".join(str(task) for task in sorted(self.running) if task.subtopology == sub_id)
+            ends = end_offsets_once_led(self.admin, written_topics(self.app, sub_id))
+            for event in topic_partition_materializations(self.app, tasks, self._written_ends[sub_id], ends):
+                self.log_event(event)
+            self._written_ends[sub_id] = ends
+
+    def _report_task(self, running: RunningTask) -> None:
+        """Report what the task did since its last report: whenever it processed records, else
+        on its first report (the task shows up at once) and then at least every
+        ``idle_report_seconds`` (its lag stays plotted without an event every interval)."""
+        task, now = running.task, time.monotonic()
+        idle_for = now - self._last_report.get(task, float("-inf"))
+        if (running.records_since_report == 0 and self.reports[task] > 0
+                and idle_for < self.elastic.idle_report_seconds):
+            return
+        result = running.take_result()
+        self._last_report[task] = now
+        self.reports[task] += 1
+        self.records += result.records_in
+        for event in task_materializations(self.app, result, self.reports[running.task]):
+            self.log_event(event)
 
 
 def kstreams_worker_job(app: KStreamsApp, elastic: ElasticWorkers) -> dg.JobDefinition:
@@ -181,43 +271,48 @@ def kstreams_worker_job(app: KStreamsApp, elastic: ElasticWorkers) -> dg.JobDefi
         prepare_topics(app, admin, app.application.subtopology_ids, context.log.info)
         runner = task_runner(app, kafka, spark)
         runner.ensure_internal_topics()
-        batches = records = 0
-        task_runs: Counter = Counter()  # runs of each task in this process: the first ones are cold
+        tasks = _Tasks(app, runner, admin, elastic, context.log_event, context.log)
         lost = LostTasks(elastic.lost_task_pause_seconds)
+        last_report = time.monotonic()
         with _Heartbeat(instance, run_id, elastic.heartbeat_interval_seconds):
-            while True:
-                first = _tags(instance, run_id)
-                held = lost.usable(parse_tasks(first.get(TAG_TASKS)), time.monotonic())
-                report_held(instance, run_id, held)
-                second = _tags(instance, run_id)
-                tagged = parse_tasks(first.get(TAG_TASKS)) & parse_tasks(second.get(TAG_TASKS))
-                tasks = tagged & held
-                if not tagged and second.get(TAG_STATE) == STATE_RETIRING:
-                    report_held(instance, run_id, ())
-                    context.log.info(f"{worker} retired after {batches} batches, {records} records")
-                    break
-                done = 0
-                for task in _tasks_by_order(app, tasks):
-                    if not _has_backlog(app, admin, task):
-                        continue
-                    task_runs[task] += 1
-                    try:
-                        report = run_task_and_report(app, runner, admin, task, max_records=elastic.records_per_task,
-                                                     task_batch=task_runs[task])
-                    except TaskFencedError as error:
-                        # Another process took the task over; its batch was not committed here.
+            try:
+                while True:
+                    first = _tags(instance, run_id)
+                    usable = {TaskId.parse(t) for t in lost.usable(map(str, _task_ids(first)), time.monotonic())}
+                    report_held(instance, run_id, {str(t) for t in (*tasks.running, *usable)})
+                    second = _tags(instance, run_id)
+                    keep = usable & _task_ids(second)
+                    revoked = [task for task in tasks.running if task not in keep]
+                    for task in revoked:
+                        tasks.stop(task)
+                    for task, failure in tasks.failed():
+                        if not isinstance(failure, TaskFencedError):
+                            raise failure
+                        # Another process took the task over; nothing of its batch was committed here.
                         lost.lose(str(task), time.monotonic())
+                        keep.discard(task)
+                        revoked.append(task)
                         context.log.warning(f"{worker} lost task {task} (left alone for "
-                                            f"{elastic.lost_task_pause_seconds:.0f}s or until revoked): {error}")
-                        continue
-                    for event in (*report.topic_events, *report.task_events):
-                        context.log_event(event)
-                    done += report.result.records_in
-                batches += 1
-                records += done
-                if done == 0:
+                                            f"{elastic.lost_task_pause_seconds:.0f}s or until revoked): {failure}")
+                    if revoked:
+                        report_held(instance, run_id, {str(t) for t in tasks.running})
+                    if not keep and not tasks.running and second.get(TAG_STATE) == STATE_RETIRING:
+                        report_held(instance, run_id, ())
+                        break
+                    for task in _upstream_first(app, keep - set(tasks.running)):
+                        try:
+                            tasks.start(task)
+                        except TaskFencedError as error:
+                            lost.lose(str(task), time.monotonic())
+                            context.log.warning(f"{worker} could not take task {task}: {error}")
+                    if time.monotonic() - last_report >= elastic.report_interval_seconds:
+                        tasks.report()
+                        last_report = time.monotonic()
                     time.sleep(elastic.idle_seconds)
-        return dg.Output(None, metadata={"batches": batches, "records": records})
+            finally:
+                tasks.stop_all()
+        context.log.info(f"{worker} retired after {tasks.records} records")
+        return dg.Output(None, metadata={"records": tasks.records, "reports": sum(tasks.reports.values())})
 
     @dg.job(
         name=worker_job_name(app),

@@ -42,7 +42,7 @@ from dagster_kstreams.spark.checkpoint import CheckpointReader, WriteIntents
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.spark.run_state import RunState
 
-__all__ = ["BatchWriter", "HEADER_TASK", "HEADER_POSITION", "BOUND_REACHED", "stopped_at_bound"]
+__all__ = ["BatchWriter", "HEADER_TASK", "HEADER_POSITION", "RUN_ENDED", "ended_as_asked"]
 
 log = logging.getLogger(__name__)
 
@@ -50,12 +50,13 @@ log = logging.getLogger(__name__)
 HEADER_TASK = "__dagster_kstreams.task"
 HEADER_POSITION = "__dagster_kstreams.position"
 
-BOUND_REACHED = "dagster-kstreams: the run reached max_records"
+RUN_ENDED = "dagster-kstreams: the run ended as asked (max_records reached, or stopped)"
 
 
-def stopped_at_bound(error: BaseException) -> bool:
-    """Whether a query stopped because its run reached ``max_records`` (not a failure)."""
-    return BOUND_REACHED in str(error)
+def ended_as_asked(error: BaseException) -> bool:
+    """Whether a query stopped because its run reached ``max_records`` or was asked to stop
+    (:meth:`RunState.begin_batch <dagster_kstreams.spark.run_state.RunState.begin_batch>`), not a failure."""
+    return RUN_ENDED in str(error)
 
 
 class BatchWriter:
@@ -78,8 +79,15 @@ class BatchWriter:
         run = self.run
         # Runs on the driver between batches. Stopping here, before the batch is computed,
         # leaves no partial output: the planned batch is replayed whole by the next run.
-        if run.max_records is not None and run.records_in >= run.max_records:
-            raise RuntimeError(BOUND_REACHED)
+        if not run.begin_batch():
+            raise RuntimeError(RUN_ENDED)
+        try:
+            self._write(batch, batch_id)
+        finally:
+            run.end_batch()
+
+    def _write(self, batch: DataFrame, batch_id: int) -> None:
+        run = self.run
         ends = self.checkpoint.batch_source_offsets(batch_id)
         batch_offsets = {tp: ends[(tp.topic, tp.partition)] for tp in run.assigned if (tp.topic, tp.partition) in ends}
         # A run fenced by a newer one of the task stops here, before it writes anything.

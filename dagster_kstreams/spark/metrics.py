@@ -7,7 +7,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-__all__ = ["observe_outputs", "records_written"]
+__all__ = ["observe_outputs", "records_written_since"]
 
 _METRICS = "records_out"
 _ALL = "__all__"
@@ -21,13 +21,19 @@ def observe_outputs(output: DataFrame, topics: list[str]) -> DataFrame:
     return output.observe(_METRICS, *metrics)
 
 
-def records_written(query: Any) -> dict[str, int]:
-    """``{topic: records}`` summed over the batches of a stopped query (topics with none left out)."""
+def records_written_since(query: Any, after_batch: int) -> tuple[dict[str, int], int]:
+    """``({topic: records}, last batch id)`` over the batches after ``after_batch`` that the
+    query still remembers (``spark.sql.streaming.numRecentProgressUpdates``, 100 by default)."""
     totals: dict[str, int] = {}
+    last = after_batch
     for report in query.recentProgress:
+        batch_id = int(getattr(report, "batchId", -1))
+        if batch_id <= after_batch:
+            continue
+        last = max(last, batch_id)
         for topic, count in _observed(report).items():
             totals[topic] = totals.get(topic, 0) + count
-    return totals
+    return totals, last
 
 
 def _observed(report: Any) -> dict[str, int]:

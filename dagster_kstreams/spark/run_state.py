@@ -18,17 +18,19 @@ taken for dead that was only stalled, or a task also started by hand. Without fe
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from dagster_kstreams.kafka.admin import KafkaAdmin, TopicPartition
 from dagster_kstreams.kafka.fencing import FenceError, ProducerFencedError, TaskFence
 from dagster_kstreams.spark.errors import TaskFailedError, TaskFencedError
 from dagster_kstreams.spark.task_result import TaskProgress
-from dagster_kstreams.topology.view import TaskId
+from dagster_kstreams.topology.task_id import TaskId
 
-__all__ = ["RunFence", "RunState"]
+__all__ = ["RunFence", "RunState", "RunWindow"]
 
 log = logging.getLogger(__name__)
 
@@ -84,12 +86,28 @@ def _offset_keys(offsets: Mapping[TopicPartition, int]) -> dict[tuple[str, int],
     return {(tp.topic, tp.partition): offset for tp, offset in offsets.items()}
 
 
+@dataclass(frozen=True)
+class RunWindow:
+    """What a run processed between two :meth:`RunState.take_window` calls."""
+
+    offsets_from: dict[TopicPartition, int]
+    offsets_to: dict[TopicPartition, int]
+    records_in: int
+    batches: int
+    busy_seconds: float  # the time its batches took
+
+
 class RunState:
-    """Progress of one run, updated by the driver after each batch."""
+    """Progress of one run, updated by the driver around each batch (:class:`BatchWriter
+    <dagster_kstreams.spark.batch_writer.BatchWriter>`), read by whoever runs the task.
+
+    A run ends as asked, never in the middle of a batch's write: :meth:`begin_batch` says no once
+    ``max_records`` are done or :meth:`request_stop` was called, and :meth:`request_stop` returns
+    once the batch being written (if any) is committed."""
 
     def __init__(self, task: TaskId, started: float, assigned: list[TopicPartition],
-                 offsets_from: Mapping[TopicPartition, int], end_offsets: Mapping[TopicPartition, int], max_records: Optional[int],
-                 progress: Optional[Callable[[TaskProgress], None]], fence: RunFence):
+                 offsets_from: Mapping[TopicPartition, int], end_offsets: Mapping[TopicPartition, int],
+                 max_records: Optional[int], progress: Optional[Callable[[TaskProgress], None]], fence: RunFence):
         self.task = task
         self.started = started  # time.monotonic() when the run began
         self.assigned = assigned
@@ -100,14 +118,57 @@ class RunState:
         self.fence = fence
         self.records_in = 0
         self.batches = 0
+        self.busy_seconds = 0.0
+        self._lock = threading.Lock()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._stop_requested = False
+        self._batch_started = 0.0
+        self._window = (dict(offsets_from), 0, 0, 0.0)  # processed, records, batches, busy at the last take
+
+    def begin_batch(self) -> bool:
+        """Called before a batch is computed; False: the run ends here (nothing of it is written)."""
+        with self._lock:
+            if self._stop_requested or (self.max_records is not None and self.records_in >= self.max_records):
+                return False
+            self._idle.clear()
+            self._batch_started = time.monotonic()
+            return True
+
+    def end_batch(self) -> None:
+        """Called when a begun batch is over (committed or failed)."""
+        with self._lock:
+            self.busy_seconds += time.monotonic() - self._batch_started
+            self._idle.set()
+
+    def request_stop(self, timeout: Optional[float] = None) -> bool:
+        """No batch begins after this; returns once the batch in progress (if any) is over
+        (False: still running after ``timeout`` seconds)."""
+        with self._lock:
+            self._stop_requested = True
+        return self._idle.wait(timeout)
 
     def batch_done(self, batch_id: int, batch_offsets: Mapping[TopicPartition, int]) -> None:
         # Offsets count records (transaction markers and compaction gaps aside).
-        self.records_in += sum(max(0, end - self.processed[tp]) for tp, end in batch_offsets.items())
-        self.processed.update(batch_offsets)
-        self.batches += 1
+        with self._lock:
+            self.records_in += sum(max(0, end - self.processed[tp]) for tp, end in batch_offsets.items())
+            self.processed.update(batch_offsets)
+            self.batches += 1
         if self.progress is not None:
             elapsed = time.monotonic() - self.started
-            lag = sum(max(0, self.end_offsets[tp] - self.processed[tp]) for tp in self.assigned)
+            lag = sum(max(0, self.end_offsets.get(tp, 0) - self.processed[tp]) for tp in self.assigned)
             self.progress(TaskProgress(str(self.task), batch_id, self.records_in, elapsed,
                                        self.records_in / elapsed if elapsed > 0 else 0.0, lag))
+
+    @property
+    def records_since_window(self) -> int:
+        return self.records_in - self._window[1]
+
+    def take_window(self) -> RunWindow:
+        """What was processed since the last call (or the start of the run)."""
+        with self._lock:
+            offsets_from, records, batches, busy = self._window
+            window = RunWindow(offsets_from, dict(self.processed), self.records_in - records,
+                               self.batches - batches, self.busy_seconds - busy)
+            self._window = (dict(self.processed), self.records_in, self.batches, self.busy_seconds)
+        return window

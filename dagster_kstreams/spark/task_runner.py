@@ -42,7 +42,8 @@ from pyspark.sql import SparkSession
 from dagster_kstreams.kafka.admin import KafkaAdmin, TopicPartition
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy, DeserializationHandler
 from dagster_kstreams.kafka.fencing import TaskFence, task_transactional_id
-from dagster_kstreams.spark.batch_writer import BatchWriter, stopped_at_bound
+from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
+from dagster_kstreams.spark.batch_writer import BatchWriter
 from dagster_kstreams.spark.checkpoint import (
     CheckpointReader,
     WriteIntents,
@@ -51,18 +52,21 @@ from dagster_kstreams.spark.checkpoint import (
     task_directory,
 )
 from dagster_kstreams.spark.compile import CompiledTopology, compile_topology
-from dagster_kstreams.spark.errors import TaskFailedError, failure_reason
-from dagster_kstreams.spark.metrics import observe_outputs, records_written
-from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
+from dagster_kstreams.spark.errors import TaskFailedError
+from dagster_kstreams.spark.metrics import observe_outputs
+from dagster_kstreams.spark.pipeline import run_pipelined
 from dagster_kstreams.spark.run_state import RunFence, RunState
+from dagster_kstreams.spark.running_task import RunningTask
 from dagster_kstreams.spark.session import build_spark_session, honor_pyspark_python
 from dagster_kstreams.spark.source import kafka_source, starting_point
 from dagster_kstreams.spark.strategies import configure_session, strategy_for
 from dagster_kstreams.spark.task_result import TaskProgress, TaskResult
+from dagster_kstreams.spark.triggers import AVAILABLE_NOW, ProcessingTime, Trigger
 from dagster_kstreams.topology.application import ApplicationTopology, check_application_id
-from dagster_kstreams.topology.view import TaskId
+from dagster_kstreams.topology.task_id import TaskId
 
 __all__ = ["TaskRunner"]
+
 
 
 class TaskRunner:
@@ -205,6 +209,32 @@ class TaskRunner:
             )
 
     # -- running ------------------------------------------------------------------------
+    def start_task(
+        self,
+        task: TaskId | str,
+        *,
+        trigger_seconds: float = 0.0,
+        max_records_per_batch: Optional[int] = None,
+        progress: Optional[Callable[[TaskProgress], None]] = None,
+    ) -> RunningTask:
+        """Start ``task`` and keep it running (:class:`RunningTask`): a micro-batch every
+        ``trigger_seconds`` (0: as soon as the last one is done) with what has arrived, at most
+        ``max_records_per_batch`` records (default: the runner's). Stop it with
+        :meth:`RunningTask.stop`."""
+        return self._start(task, ProcessingTime(trigger_seconds), None, progress, max_records_per_batch)
+
+    def start_drain(
+        self,
+        task: TaskId | str,
+        max_records: Optional[int] = None,
+        progress: Optional[Callable[[TaskProgress], None]] = None,
+    ) -> RunningTask:
+        """Start processing ``task``'s backlog up to the end offsets seen now; the query ends by
+        itself there (or after the first batch that reaches ``max_records``)."""
+        if max_records is not None and max_records < 1:
+            raise ValueError(f"max_records must be >= 1 or None, got {max_records}")
+        return self._start(task, AVAILABLE_NOW, max_records, progress, None)
+
     def run_task(
         self,
         task: TaskId | str,
@@ -217,114 +247,104 @@ class TaskRunner:
         ``max_records`` stops the run after the first batch that reaches it (batches are then
         at most ``max_records`` long). ``progress`` is called after every batch.
         """
-        task = task if isinstance(task, TaskId) else TaskId.parse(task)
-        if max_records is not None and max_records < 1:
-            raise ValueError(f"max_records must be >= 1 or None, got {max_records}")
-        application = self.partitioned()
-        application.check_task(task)
-        with self._lock:
-            if task in self._running:
-                raise TaskFailedError(task, self.application_id, "the task is already running in this process")
-            self._running.add(task)
+        running = self.start_drain(task, max_records, progress)
         try:
-            # Taking the task fences any other process that runs it, before its checkpoint is read.
-            fence = self._task_fence(str(task))
-            with RunFence(fence, task, self.application_id, self.admin) as run_fence:
-                return self._run(task, application, max_records, progress, run_fence)
+            running.await_end()
         finally:
-            with self._lock:
-                self._running.discard(task)
+            running.close()
+        return self.finish(running)
 
     def run_all(
         self,
         max_records: Optional[int] = None,
         progress: Optional[Callable[[TaskProgress], None]] = None,
-        parallelism: int = 1,
+        parallelism: Optional[int] = None,
     ) -> list[TaskResult]:
-        """Run every task once, sub-topology by sub-topology (upstream first), so that records
-        written to a repartition topic are processed downstream in the same call.
+        """Run every task once, so that records written to a repartition topic are processed
+        downstream in the same call. Results come in task order (upstream first).
 
-        ``parallelism`` tasks of one sub-topology run at a time, as concurrent Spark queries on
-        the shared SparkSession. Results come in task order.
+        By default every task runs at once, pipelined (:func:`~dagster_kstreams.spark.pipeline.run_pipelined`).
+        ``parallelism=n`` runs one sub-topology after another instead, ``n`` of its tasks at a time.
         """
-        if parallelism < 1:
-            raise ValueError(f"parallelism must be >= 1, got {parallelism}")
+        if parallelism is not None and parallelism < 1:
+            raise ValueError(f"parallelism must be >= 1 or None, got {parallelism}")
         tasks = self.tasks()
+        if not self._internal_topics_ready:
+            self.ensure_internal_topics()
+        if parallelism is None:
+            return run_pipelined(self, tasks, max_records, progress)
         by_subtopology: dict[int, list[TaskId]] = {}
         for task in tasks:
             by_subtopology.setdefault(task.subtopology, []).append(task)
         results: dict[TaskId, TaskResult] = {}
-        if not self._internal_topics_ready:
-            self.ensure_internal_topics()
         for group in by_subtopology.values():
-            if parallelism == 1 or len(group) == 1:
-                for task in group:
-                    results[task] = self.run_task(task, max_records, progress)
-                continue
             with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="task") as pool:
                 futures = {task: pool.submit(self.run_task, task, max_records, progress) for task in group}
                 for task, future in futures.items():
                     results[task] = future.result()
         return [results[task] for task in tasks]
 
-    def _run(self, task: TaskId, application: ApplicationTopology, max_records: Optional[int],
-             progress: Optional[Callable[[TaskProgress], None]], fence: RunFence) -> TaskResult:
-        started = time.monotonic()
-        if not self._internal_topics_ready:
-            self.ensure_internal_topics()
-        self._check_sink_topics(task.subtopology)
-        source_topics = application.source_topics(task.subtopology)
-        assigned = [TopicPartition(topic, partition) for topic, partition in application.assigned_partitions(task)]
-        checkpoint = self.checkpoint_location(task)
-        session = self.spark.newSession()
-        reader = CheckpointReader(session, checkpoint)
-        checkpointed = reader.committed_source_offsets()
-        end_offsets = {tp: offset for tp, offset in self.admin.end_offsets(source_topics).items() if tp in assigned}
-        start = starting_point(application, self.admin, checkpointed, assigned, end_offsets)
-        if start.from_checkpoint:
-            # The checkpoint is the truth; repair the group if a previous run died before committing.
-            fence.commit(start.offsets_from, "before processing anything")
-
-        run = RunState(task, started, assigned, start.offsets_from, end_offsets, max_records, progress, fence)
-        query = self._start_query(session, reader, run, start.starting, checkpoint)
-        failure: Optional[BaseException] = None
+    def _start(self, task: TaskId | str, trigger: Trigger, max_records: Optional[int],
+               progress: Optional[Callable[[TaskProgress], None]],
+               max_records_per_batch: Optional[int]) -> RunningTask:
+        task = task if isinstance(task, TaskId) else TaskId.parse(task)
+        application = self.partitioned()
+        application.check_task(task)
+        with self._lock:
+            if task in self._running:
+                raise TaskFailedError(task, self.application_id, "the task is already running in this process")
+            self._running.add(task)
+        fence: Optional[RunFence] = None
         try:
-            query.awaitTermination()
-        except Exception as error:  # StreamingQueryException: a batch failed, or the bound was reached
-            if not stopped_at_bound(error):
-                failure = error
-        finally:
-            if query.isActive:
-                query.stop()
-        records_out = records_written(query)
-        dropped_late = records_out.pop(DROPPED_LATE_TOPIC, 0)
-        if fence.fenced is not None:
-            raise fence.fenced
+            started = time.monotonic()
+            if not self._internal_topics_ready:
+                self.ensure_internal_topics()
+            self._check_sink_topics(task.subtopology)
+            # Taking the task fences any other process that runs it, before its checkpoint is read.
+            fence = RunFence(self._task_fence(str(task)), task, self.application_id, self.admin).__enter__()
+            source_topics = application.source_topics(task.subtopology)
+            assigned = [TopicPartition(topic, partition) for topic, partition in application.assigned_partitions(task)]
+            checkpoint = self.checkpoint_location(task)
+            session = self.spark.newSession()
+            reader = CheckpointReader(session, checkpoint)
+            checkpointed = reader.committed_source_offsets()
+            end_offsets = {tp: offset for tp, offset in self.admin.end_offsets(source_topics).items() if tp in assigned}
+            start = starting_point(application, self.admin, checkpointed, assigned, end_offsets)
+            if start.from_checkpoint:
+                # The checkpoint is the truth; repair the group if a previous run died before committing.
+                fence.commit(start.offsets_from, "before processing anything")
+            run = RunState(task, started, assigned, start.offsets_from, end_offsets, max_records, progress, fence)
+            limits = [limit for limit in (max_records_per_batch or self.max_records_per_batch, max_records)
+                      if limit is not None]
+            query = self._start_query(session, reader, run, start.starting, checkpoint, trigger,
+                                      min(limits) if limits else None)
+        except BaseException:
+            if fence is not None:
+                fence.__exit__(None, None, None)
+            self._released(task)
+            raise
+        return RunningTask(self.application_id, query, run, fence, self.admin, source_topics, self._released)
+
+    def _released(self, task: TaskId) -> None:
+        with self._lock:
+            self._running.discard(task)
+
+    def finish(self, running: RunningTask) -> TaskResult:
+        """The whole run of a stopped task as one result (``seconds``: wall clock since its start);
+        raises what stopped it if that was not a request (fenced, failed)."""
+        failure = running.failure()
         if failure is not None:
-            raise TaskFailedError(task, self.application_id, failure_reason(failure)) from failure
-        final_ends = self.admin.end_offsets(source_topics)
-        return TaskResult(
-            task_id=str(task),
-            subtopology=task.subtopology,
-            partition=task.partition,
-            offsets_from=start.offsets_from,
-            offsets_to=dict(run.processed),
-            records_in=run.records_in,
-            records_out=records_out,
-            batches=run.batches,
-            seconds=time.monotonic() - started,
-            lag_left={tp: max(0, final_ends[tp] - run.processed[tp]) for tp in assigned},
-            records_dropped_late=dropped_late,
-        )
+            raise failure
+        return running.take_result(seconds=time.monotonic() - running.started)
 
     def _start_query(self, session, checkpoint_reader: CheckpointReader, run: RunState,
-                     starting: Optional[dict[TopicPartition, int]], checkpoint: str):
+                     starting: Optional[dict[TopicPartition, int]], checkpoint: str, trigger: Trigger,
+                     max_records_per_batch: Optional[int]):
         program = self.compiled.program(run.task.subtopology)
         configure_session(session, self.state_partitions, self.arrow_batch_size)
-        limits = [limit for limit in (self.max_records_per_batch, run.max_records) if limit is not None]
         internal_sources = [tp.topic for tp in run.assigned if self.application.is_repartition_topic(tp.topic)]
-        source = kafka_source(session, self._kafka_options(), run.assigned, starting,
-                              min(limits) if limits else None, internal_sources)
+        source = kafka_source(session, self._kafka_options(), run.assigned, starting, max_records_per_batch,
+                              internal_sources)
         output = strategy_for(program).build(source, program, self.dead_letters)
 
         written = self.application.sink_topics(run.task.subtopology)
@@ -335,14 +355,13 @@ class TaskRunner:
         intents = WriteIntents(session, task_directory(self.state_location, self.application_id, str(run.task)))
         writer = BatchWriter(run, self.application_id, checkpoint_reader, intents, self.admin, self._kafka_options(),
                              self.kafka_config, written, drops_late=program.uses_stream_time)
-        return (
+        stream = (
             output.writeStream.foreachBatch(writer)
             .option("checkpointLocation", checkpoint)
             .outputMode("update" if program.stateful else "append")
             .queryName(f"{self.application_id}-task-{run.task}")
-            .trigger(availableNow=True)
-            .start()
         )
+        return trigger.apply(stream).start()
 
     def _task_fence(self, task_id: str) -> Optional[TaskFence]:
         """The (not yet started) transactional producer that stands for the task (named by its

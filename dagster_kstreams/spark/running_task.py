@@ -1,0 +1,126 @@
+"""A task that keeps running: one long-lived Structured Streaming query, stopped gracefully.
+
+:meth:`TaskRunner.start_task <dagster_kstreams.spark.task_runner.TaskRunner.start_task>` starts a
+task's query with a processing-time trigger: each micro-batch takes what has arrived since the
+last one (at most ``max_records_per_batch``), so a record is processed within about one trigger
+interval plus one batch of its arrival. The same query drains a backlog with ``until`` (the end
+offsets to reach) or ``availableNow`` (:meth:`TaskRunner.run_task`).
+
+What the query does between batches goes through one :class:`~dagster_kstreams.spark.run_state.RunState`:
+its :class:`~dagster_kstreams.spark.batch_writer.BatchWriter` writes and commits each batch, and
+:meth:`RunningTask.take_result` hands out what was processed since the last call (offsets,
+records in and out, busy seconds), for a worker to report as a materialization at an interval.
+
+:meth:`RunningTask.stop` is graceful: a batch being written is finished and committed, a batch
+that starts afterwards stops before it writes anything (so it is replayed whole by whoever
+runs the task next), and only then is the query stopped. The task's fence is released last.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Optional
+
+from dagster_kstreams.kafka.admin import KafkaAdmin
+from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
+from dagster_kstreams.spark.batch_writer import ended_as_asked
+from dagster_kstreams.spark.errors import TaskFailedError, failure_reason
+from dagster_kstreams.spark.metrics import records_written_since
+from dagster_kstreams.spark.run_state import RunFence, RunState
+from dagster_kstreams.spark.task_result import TaskResult
+
+__all__ = ["RunningTask"]
+
+
+class RunningTask:
+    """One task's running query (see the module docstring)."""
+
+    def __init__(self, application_id: str, query: Any, run: RunState, fence: RunFence, admin: KafkaAdmin,
+                 source_topics: list[str], on_exit: Any):
+        self.application_id = application_id
+        self.task = run.task
+        self._query, self._run, self._fence, self._admin = query, run, fence, admin
+        self._source_topics = source_topics
+        self._on_exit = on_exit  # called once the query has stopped and the fence is closed
+        self.started = run.started
+        self._reported_batch = -1
+        self._closed = False
+
+    # -- state -----------------------------------------------------------------------------
+    @property
+    def active(self) -> bool:
+        return self._query.isActive
+
+    @property
+    def reached_max_records(self) -> bool:
+        return self._run.max_records is not None and self._run.records_in >= self._run.max_records
+
+    @property
+    def records_since_report(self) -> int:
+        """Records processed since the last :meth:`take_result`."""
+        return self._run.records_since_window
+
+    @property
+    def processed(self) -> dict:
+        """The next offset to process per assigned partition (what the group holds)."""
+        return dict(self._run.processed)
+
+    def failure(self) -> Optional[TaskFailedError]:
+        """Why the query stopped on its own (a fence, a record it could not process), or None."""
+        if self._fence.fenced is not None:
+            return self._fence.fenced
+        if self._query.isActive:
+            return None
+        error = self._query.exception()
+        if error is None or ended_as_asked(error):
+            return None
+        return TaskFailedError(self.task, self.application_id, failure_reason(error))
+
+    def take_result(self, seconds: Optional[float] = None) -> TaskResult:
+        """What the task processed since the last call (or its start): offsets, records in and
+        out, batches, and ``seconds``: by default the time its batches took (busy time, so
+        records per second is its capacity). ``lag_left``: against the end offsets now."""
+        window = self._run.take_window()
+        records_out, self._reported_batch = records_written_since(self._query, self._reported_batch)
+        dropped_late = records_out.pop(DROPPED_LATE_TOPIC, 0)
+        ends = self._admin.end_offsets(self._source_topics)
+        return TaskResult(
+            task_id=str(self.task), subtopology=self.task.subtopology, partition=self.task.partition,
+            offsets_from=window.offsets_from, offsets_to=window.offsets_to, records_in=window.records_in,
+            records_out=records_out, batches=window.batches,
+            seconds=window.busy_seconds if seconds is None else seconds,
+            lag_left={tp: max(0, ends.get(tp, offset) - offset) for tp, offset in window.offsets_to.items()},
+            records_dropped_late=dropped_late,
+        )
+
+    # -- stopping ---------------------------------------------------------------------------
+    def await_end(self) -> None:
+        """Wait until the query ends on its own (a drain reached its end, or it failed:
+        :meth:`failure` says which)."""
+        try:
+            self._query.awaitTermination()
+        except Exception:  # StreamingQueryException: failure() reads it from the query
+            pass
+
+    def stop(self, timeout: float = 300.0) -> None:
+        """Stop gracefully (module docstring): finish and commit the batch being written, then
+        stop the query and release the task."""
+        if self._closed:
+            return
+        try:
+            if self._query.isActive:
+                self._run.request_stop(timeout)
+                self._query.stop()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Release the task (its fence) once the query has stopped; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        deadline = time.monotonic() + 30
+        while self._query.isActive and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self._fence.__exit__(None, None, None)
+        self._on_exit(self.task)
