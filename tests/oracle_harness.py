@@ -192,3 +192,19 @@ def run_streams_apps(bootstrap: str, state_dir: str, runs: Sequence[tuple[str, s
         args.append("--no-stores")
     args += [":".join(run) for run in runs]
     return json.loads(run_main("kstreams.oracle.StreamsApp", args, timeout=timeout))["runs"]
+
+
+def start_latency_app(bootstrap: str, state_dir: str, application_id: str, input_topic: str, output_topic: str,
+                      commit_interval_ms: int = 100, threads: int = 1, stderr=None) -> subprocess.Popen:
+    """Start kstreams.oracle.LatencyApp: users per country (JSON user values, ``country`` field),
+    record cache off, at_least_once, running until ``stop`` is written to its stdin (or stdin
+    closes). Its stdout (text) carries ``{"state": "RUNNING"}`` once running, then one JSON line
+    with ``"stopped": true`` when it has closed. For bench/latency.py."""
+    return subprocess.Popen(
+        [java_executable(), "-cp", classpath(), "kstreams.oracle.LatencyApp",
+         "--bootstrap", bootstrap, "--state-dir", state_dir, "--application-id", application_id,
+         "--input", input_topic, "--output", output_topic,
+         "--commit-interval-ms", str(commit_interval_ms), "--threads", str(threads)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr if stderr is not None else subprocess.DEVNULL,
+        text=True, bufsize=1,
+    )
