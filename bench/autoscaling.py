@@ -53,6 +53,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from bench.common import log, start_broker, wait_for_group_coordinator
+
 REPO = Path(__file__).resolve().parent.parent
 BROKER_PORT = 29100
 
@@ -97,10 +99,6 @@ defs = build_kstreams_definitions(
 
 # The instance settings `make demo` uses (QueuedRunCoordinator, one run per worker id).
 DAGSTER_YAML = (Path(__file__).resolve().parents[1] / "deploy" / "dagster.yaml").read_text()
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 # --- pure parts: the schedule and the figures (tests/test_bench_autoscaling.py) ---------------
@@ -231,18 +229,6 @@ def table(modes: dict) -> str:
 # --- the run -------------------------------------------------------------------------------
 
 
-def _wait_for_group_coordinator(bootstrap: str, group: str, topic: str, timeout_s: float = 120) -> None:
-    """On a fresh broker the group coordinator loads for a while; the admin client's offset calls
-    have crashed a process then (see bench/wordcount.py), a consumer's committed() retries."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        consumer.committed([TopicPartition(topic, 0)], timeout=timeout_s)
-    finally:
-        consumer.close()
-
-
 def run_mode(mode: str, args, bootstrap: str, work: Path) -> dict:
     import dagster as dg
 
@@ -269,7 +255,7 @@ def run_mode(mode: str, args, bootstrap: str, work: Path) -> dict:
     (directory / "workspace.yaml").write_text(f"load_from:\n  - python_file: {code}\n")
     admin = KafkaAdmin(bootstrap)
     admin.create_topics({settings["source"]: args.partitions, settings["sink"]: args.partitions})
-    _wait_for_group_coordinator(bootstrap, app_id, settings["source"])
+    wait_for_group_coordinator(bootstrap, app_id, settings["source"])
 
     schedule = OneBurst(args.rate, args.burst_factor, args.burst_seconds)
     stop_generating = threading.Event()
@@ -440,13 +426,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         bootstrap = args.bootstrap
         if bootstrap is None:
-            from dagster_kstreams.local.broker import LocalBroker
-
-            broker = LocalBroker(port=BROKER_PORT, controller_port=BROKER_PORT + 1, state_dir=work / "broker",
-                                 stop_with_parent=True)
-            broker.start()
+            broker = start_broker(BROKER_PORT, work)
             bootstrap = broker.bootstrap_servers
-            log(f"broker started on {bootstrap}")
         for mode in modes:
             results[mode] = run_mode(mode, args, bootstrap, work)
             log(f"{mode}: {results[mode]['figures']}")

@@ -63,6 +63,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from bench.common import log, start_broker, wait_for_group_coordinator
+
 REPO = Path(__file__).resolve().parent.parent
 BROKER_PORT = 29300
 PARTITIONS = 2  # as assets/users_per_country.py TOPIC_PARTITIONS
@@ -113,10 +115,6 @@ SPARK_CONFIG = {
 }
 
 DAGSTER_YAML = (REPO / "deploy" / "dagster.yaml").read_text()
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 # --- pure parts: matching outputs to inputs, and the figures --------------------------------
@@ -220,28 +218,6 @@ def create_topics(bootstrap: str, topics: dict[str, dict]) -> None:
     futures = admin.create_topics([NewTopic(name, PARTITIONS, 1, config=config) for name, config in topics.items()])
     for future in futures.values():
         future.result(timeout=60)
-
-
-def wait_for_group_coordinator(bootstrap: str, group: str, topic: str, timeout_s: float = 120) -> None:
-    """On a fresh broker the group coordinator loads for a while (see bench/wordcount.py)."""
-    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
-
-    retried = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-               KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError._TIMED_OUT}
-    deadline = time.monotonic() + timeout_s
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        while True:
-            try:
-                consumer.committed([TopicPartition(topic, 0)], timeout=max(1.0, deadline - time.monotonic()))
-                return
-            except KafkaException as error:
-                code = error.args[0].code() if error.args else None
-                if code not in retried or time.monotonic() > deadline:
-                    raise
-                time.sleep(1.0)
-    finally:
-        consumer.close()
 
 
 class OutputReader:
@@ -602,13 +578,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         bootstrap = args.bootstrap
         if bootstrap is None:
-            from dagster_kstreams.local.broker import LocalBroker
-
-            broker = LocalBroker(port=BROKER_PORT, controller_port=BROKER_PORT + 1, state_dir=work / "broker",
-                                 stop_with_parent=True)
-            broker.start()
+            broker = start_broker(BROKER_PORT, work)
             bootstrap = broker.bootstrap_servers
-            log(f"broker started on {bootstrap}")
         for name in systems:
             results[name] = run_system(name, args, bootstrap, work)
             log(f"{name}: {results[name].get('latency', results[name].get('error'))}, "

@@ -35,10 +35,10 @@ sys.path.insert(0, str(REPO / "tests"))
 
 import equivalence_topologies as eq  # noqa: E402
 
-from bench.wordcount import PARTITIONS, wait_for_group_coordinator, word_count_columns  # noqa: E402
+from bench.common import start_broker, wait_for_group_coordinator  # noqa: E402
+from bench.wordcount import PARTITIONS, word_count_columns  # noqa: E402
 from dagster_kstreams.kafka.admin import KafkaAdmin  # noqa: E402
 from dagster_kstreams.kafka.records import produce  # noqa: E402
-from dagster_kstreams.local.broker import LocalBroker  # noqa: E402
 from dagster_kstreams.spark import batch_writer, run_state, task_runner  # noqa: E402
 from dagster_kstreams.spark.session import build_spark_session  # noqa: E402
 from dagster_kstreams.spark.task_runner import TaskRunner  # noqa: E402
@@ -80,8 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         bootstrap = args.bootstrap
         if bootstrap is None:
-            broker = LocalBroker(port=39200, controller_port=39201, state_dir=work / "broker")
-            broker.start()
+            broker = start_broker(39200, work)
             bootstrap = broker.bootstrap_servers
         run(args, bootstrap, work)
     finally:

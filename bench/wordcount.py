@@ -38,6 +38,7 @@ sys.path.insert(0, str(REPO / "tests"))  # the Kafka Streams harness and the top
 import equivalence_topologies as eq  # noqa: E402
 import oracle_harness  # noqa: E402
 
+from bench.common import log, start_broker, wait_for_group_coordinator  # noqa: E402
 from dagster_kstreams.kafka.admin import KafkaAdmin  # noqa: E402
 from dagster_kstreams.kafka.records import produce  # noqa: E402
 from dagster_kstreams.spark.strategies import strategy_for  # noqa: E402
@@ -45,37 +46,6 @@ from dagster_kstreams.spark.strategies import strategy_for  # noqa: E402
 PARTITIONS = 4
 OURS = "dagster-kstreams TaskRunner (all tasks)"
 OURS_COLUMNS = "dagster-kstreams, Column expressions"
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def wait_for_group_coordinator(bootstrap: str, group: str, topic: str, timeout_s: float = 120) -> None:
-    """Block until ``group``'s coordinator answers. On a fresh broker it answers
-    COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR for a while (``__consumer_offsets`` is being
-    created); the admin client's list_consumer_group_offsets then crashed this process (SIGSEGV,
-    confluent-kafka 2.16), and a consumer's committed() gives up with NOT_COORDINATOR: retry
-    those until the deadline."""
-    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
-
-    retried = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-               KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError._TIMED_OUT}
-    deadline = time.monotonic() + timeout_s
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        while True:
-            try:
-                consumer.committed([TopicPartition(topic, 0)], timeout=max(1.0, deadline - time.monotonic()))
-                return
-            except KafkaException as error:
-                code = error.args[0].code() if error.args else None
-                if code not in retried or time.monotonic() > deadline:
-                    raise
-                log(f"group coordinator not ready yet ({error.args[0].name()}); retrying")
-                time.sleep(1.0)
-    finally:
-        consumer.close()
 
 
 def word_count_columns(input_topic: str, output_topic: str):
@@ -160,12 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         bootstrap = args.bootstrap
         if bootstrap is None:
-            from dagster_kstreams.local.broker import LocalBroker
-
-            broker = LocalBroker(port=39100, controller_port=39101, state_dir=work / "broker")
-            broker.start()
+            broker = start_broker(39100, work)
             bootstrap = broker.bootstrap_servers
-            log(f"broker started on {bootstrap}")
         result = run(args, bootstrap, work)
     finally:
         if broker is not None:
