@@ -71,7 +71,10 @@ defs = build_kstreams_definitions(
         heartbeat_interval_seconds=1,
         heartbeat_timeout_seconds=12,
         startup_timeout_seconds=300,
-        records_per_task=1000,
+        # Slow, steady tasks (200 records a batch, one batch per task every 2 s: about 400/s for
+        # four tasks), so the burst outlasts the second worker's start-up even where tasks run fast.
+        records_per_task=200,
+        trigger_seconds=2.0,
         idle_seconds=0.5,
     ),
     resources={{

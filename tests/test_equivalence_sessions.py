@@ -219,9 +219,10 @@ def test_sessions_killed_part_way_and_rerun_still_match_kafka_streams(
     state = tmp_path / "state"
     # Kill it as soon as task 0_0 (two batches) has committed its first: the rerun goes on from
     # that batch's session state and stream time.
+    # --parallelism 1: one task after another, so the kill lands in task 0_0.
     run_until_killed(tmp_path, "test_equivalence_sessions:session_examples", topics, app_id=app_id,
                      bootstrap=kafka_bootstrap, state=state, kill_when=lambda line: line.startswith("task 0_0 batch"),
-                     extra_args=("--max-records-per-batch", "500"))
+                     extra_args=("--parallelism", "1", "--max-records-per-batch", "500"))
 
     runner = TaskRunner(session_examples(topics), app_id, kafka_bootstrap, state_location=str(state), spark=spark)
     results = {r.task_id: r for r in runner.run_all()}

@@ -236,12 +236,13 @@ def test_stream_joins_killed_part_way_and_rerun_still_match_kafka_streams(
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUT_PARTITIONS, "spark-sjoin")
     app_id = unique_topic("spark-sjoins-kill")
     state = tmp_path / "state"
-    # Kill it once task 5_0 (the outer join, run last) has committed a batch: mid-way through
-    # its input, with records pending in its outer-join store.
+    # Kill it once task 5_0 (the outer join, run last: --parallelism 1 runs one task after
+    # another) has committed a batch: mid-way through its input, with records pending in its
+    # outer-join store.
     lines = run_until_killed(tmp_path, "test_equivalence_stream_joins:stream_join_examples", topics, app_id=app_id,
                              bootstrap=kafka_bootstrap, state=state,
                              kill_when=lambda line: line.startswith("task 5_0 batch"),
-                             extra_args=("--max-records-per-batch", "60"))
+                             extra_args=("--parallelism", "1", "--max-records-per-batch", "60"))
     assert any(line.startswith("task 5_0 batch") for line in lines), lines
 
     runner = TaskRunner(stream_join_examples(topics), app_id, kafka_bootstrap, state_location=str(state),

@@ -221,10 +221,11 @@ def test_windowed_aggregations_killed_part_way_and_rerun_still_match_kafka_strea
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, PARTITIONS))
     app_id = unique_topic("spark-windows-kill")
     state = tmp_path / "state"
-    # Kill it once task 1_0 has processed its batch, while it works on (or starts) task 1_1.
+    # Kill it once task 1_0 has processed its batch, while it works on (or starts) task 1_1
+    # (--parallelism 1: one task after another, as that kill point assumes).
     lines = run_until_killed(tmp_path, "test_equivalence_windows:window_examples", topics, app_id=app_id,
                              bootstrap=kafka_bootstrap, state=state, kill_when=lambda line: line.startswith("task 1_0 "),
-                             grace_seconds=1, extra_args=("--max-records-per-batch", "5000"))
+                             grace_seconds=1, extra_args=("--parallelism", "1", "--max-records-per-batch", "5000"))
     assert any(line.startswith("task 0_1 batch") for line in lines), lines
 
     runner = TaskRunner(window_examples(topics), app_id, kafka_bootstrap, state_location=str(state), spark=spark,

@@ -7,6 +7,7 @@ import time
 import pytest
 
 from dagster_kstreams.kafka.records import final_values, produce, read_topic
+from dagster_kstreams.spark.checkpoint import CheckpointReader
 from dagster_kstreams.spark.errors import TaskFailedError
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology import StreamsBuilder
@@ -61,6 +62,10 @@ def test_a_started_task_processes_records_as_they_arrive_and_stops_gracefully(
     finally:
         running.stop()
     assert not running.active and running.failure() is None
+    # Stopped gracefully: Spark's checkpoint committed the last batch too (nothing to replay),
+    # so the checkpoint starts where the group's offsets are.
+    committed = CheckpointReader(spark, runner.checkpoint_location("0_0")).committed_source_offsets()
+    assert committed == {(source, 0): 18}
     # Released: the task runs again (here as a drain), continuing where it stopped.
     produce(kafka_bootstrap, source, [(b"k", b"x")])
     result = runner.run_task("0_0")

@@ -219,13 +219,15 @@ class _Tasks:
             self.stop(task)
 
     def failed(self) -> list[tuple[TaskId, Exception]]:
-        """Tasks whose query stopped on its own (fenced, or a failure), taken out of ``running``."""
+        """Tasks whose query stopped on its own (fenced, or a failure), taken out of ``running``.
+        A query that ended without either is taken out too, and started again by the next loop."""
         failures = []
         for task, running in list(self.running.items()):
             failure = running.failure()
+            if failure is None and running.active:
+                continue
+            self.stop(task)
             if failure is not None:
-                del self.running[task]
-                running.close()
                 failures.append((task, failure))
         return failures
 

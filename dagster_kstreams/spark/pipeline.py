@@ -33,8 +33,11 @@ def run_pipelined(runner: Any, tasks: list[TaskId], max_records: Optional[int],
     """Run ``tasks`` of ``runner`` (the :class:`~dagster_kstreams.spark.task_runner.TaskRunner`
     that calls this) as the module docstring says; results in the order of ``tasks``."""
     application = runner.application
+    # Writers that run before a sub-topology in the execution order (a cycle through topics, where
+    # none can, is broken where execution_order breaks it).
+    rank = {sub_id: i for i, sub_id in enumerate(application.execution_order())}
     upstream = {sub_id: {writer for topic in application.source_topics(sub_id)
-                         for writer in application.writers(topic) if writer != sub_id}
+                         for writer in application.writers(topic) if rank[writer] < rank[sub_id]}
                 for sub_id in application.subtopology_ids}
     running: dict[TaskId, RunningTask] = {}
     results: dict[TaskId, TaskResult] = {}
@@ -46,7 +49,7 @@ def run_pipelined(runner: Any, tasks: list[TaskId], max_records: Optional[int],
             if task in waiting:
                 continue
             if upstream[task.subtopology]:
-                running[task] = runner.start_task(task, progress=progress)
+                running[task] = runner.start_task(task, max_records=max_records, progress=progress)
             else:
                 running[task] = runner.start_drain(task, max_records, progress)
         while running or waiting:

@@ -11,9 +11,10 @@ its :class:`~dagster_kstreams.spark.batch_writer.BatchWriter` writes and commits
 :meth:`RunningTask.take_result` hands out what was processed since the last call (offsets,
 records in and out, busy seconds), for a worker to report as a materialization at an interval.
 
-:meth:`RunningTask.stop` is graceful: a batch being written is finished and committed, a batch
-that starts afterwards stops before it writes anything (so it is replayed whole by whoever
-runs the task next), and only then is the query stopped. The task's fence is released last.
+:meth:`RunningTask.stop` is graceful: a batch being written is finished and committed (our offset
+commit, then Spark's commit log), a batch that starts afterwards stops before it writes anything
+(so it is replayed whole by whoever runs the task next), and only then is the query stopped. The
+task's fence is released last.
 """
 
 from __future__ import annotations
@@ -109,7 +110,14 @@ class RunningTask:
             return
         try:
             if self._query.isActive:
+                deadline = time.monotonic() + timeout
                 self._run.request_stop(timeout)
+                # The batch's own function has returned; Spark still writes its commit log (and
+                # the state store's version) before the trigger ends. Stopping before that would
+                # leave the batch to be replayed, and its state unreadable until then.
+                while (self._query.isActive and self._query.status.get("isTriggerActive")
+                       and time.monotonic() < deadline):
+                    time.sleep(0.01)
                 self._query.stop()
         finally:
             self.close()

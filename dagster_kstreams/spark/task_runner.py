@@ -215,13 +215,14 @@ class TaskRunner:
         *,
         trigger_seconds: float = 0.0,
         max_records_per_batch: Optional[int] = None,
+        max_records: Optional[int] = None,
         progress: Optional[Callable[[TaskProgress], None]] = None,
     ) -> RunningTask:
         """Start ``task`` and keep it running (:class:`RunningTask`): a micro-batch every
         ``trigger_seconds`` (0: as soon as the last one is done) with what has arrived, at most
-        ``max_records_per_batch`` records (default: the runner's). Stop it with
-        :meth:`RunningTask.stop`."""
-        return self._start(task, ProcessingTime(trigger_seconds), None, progress, max_records_per_batch)
+        ``max_records_per_batch`` records (default: the runner's), until :meth:`RunningTask.stop`
+        or the first batch that reaches ``max_records``."""
+        return self._start(task, ProcessingTime(trigger_seconds), max_records, progress, max_records_per_batch)
 
     def start_drain(
         self,
