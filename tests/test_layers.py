@@ -312,13 +312,12 @@ def test_no_import_hidden_in_a_function(layer):
         "\n".join(f"    {e.where()}: {e.source} imports {e.target}" for e in hidden)
 
 
-def _processors_or_skip() -> None:
-    if "processors" not in LAYERS:
-        pytest.skip("dagster_kstreams/processors/ does not exist yet")
+def _processors_exist() -> None:
+    assert "processors" in LAYERS, "dagster_kstreams/processors/ (the engine-neutral layer) is missing"
 
 
 def test_processors_name_no_spark():
-    _processors_or_skip()
+    _processors_exist()
     found = engine_imports(GRAPH, "processors")
     assert not found, "the processors layer is engine-neutral, yet imports:\n" + "\n".join(
         f"    {imp.path}:{imp.line}: {imp.source} imports {imp.module}" for imp in found)
@@ -342,7 +341,7 @@ ENGINE_BLOCKER = textwrap.dedent(
 
 
 def test_processors_import_without_spark():
-    _processors_or_skip()
+    _processors_exist()
     script = ENGINE_BLOCKER + textwrap.dedent(
         """
         import dagster_kstreams.processors as processors

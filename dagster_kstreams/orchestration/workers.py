@@ -190,9 +190,9 @@ class _Tasks:
     """The tasks a worker run keeps running, and their reports (module docstring)."""
 
     def __init__(self, app: KStreamsApp, runner: TaskRunner, admin: Any, elastic: ElasticWorkers,
-                 log_event: Callable[[Any], None], log: Any):
+                 log_event: Callable[[Any], None]):
         self.app, self.runner, self.admin, self.elastic = app, runner, admin, elastic
-        self.log_event, self.log = log_event, log
+        self.log_event = log_event
         self.running: dict[TaskId, RunningTask] = {}
         self.reports: Counter = Counter()  # reports of each task in this process: the first ones are cold
         self.records = 0
@@ -255,7 +255,7 @@ class _Tasks:
         self._last_report[task] = now
         self.reports[task] += 1
         self.records += result.records_in
-        for event in task_materializations(self.app, result, self.reports[running.task]):
+        for event in task_materializations(self.app, result, self.reports[task]):
             self.log_event(event)
 
 
@@ -273,7 +273,7 @@ def kstreams_worker_job(app: KStreamsApp, elastic: ElasticWorkers) -> dg.JobDefi
         prepare_topics(app, admin, app.application.subtopology_ids, context.log.info)
         runner = task_runner(app, kafka, spark)
         runner.ensure_internal_topics()
-        tasks = _Tasks(app, runner, admin, elastic, context.log_event, context.log)
+        tasks = _Tasks(app, runner, admin, elastic, context.log_event)
         lost = LostTasks(elastic.lost_task_pause_seconds)
         last_report = time.monotonic()
         with _Heartbeat(instance, run_id, elastic.heartbeat_interval_seconds):
