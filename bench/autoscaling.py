@@ -41,10 +41,8 @@ import datetime as dt
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -53,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from bench.common import log, start_broker, wait_for_group_coordinator
+from bench.common import bench_workspace, log, wait_for_group_coordinator
 
 REPO = Path(__file__).resolve().parent.parent
 BROKER_PORT = 29100
@@ -418,23 +416,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
                            text=True).stdout.strip()
     code_version = head.strip() + ("+uncommitted changes" if dirty else "")
-    work = Path(tempfile.mkdtemp(prefix="bench-autoscaling-"))
-    broker = None
     started = dt.datetime.now(dt.timezone.utc)
     load_before = os.getloadavg()
     results = {}
-    try:
-        bootstrap = args.bootstrap
-        if bootstrap is None:
-            broker = start_broker(BROKER_PORT, work)
-            bootstrap = broker.bootstrap_servers
+    with bench_workspace("bench-autoscaling-", args.bootstrap, BROKER_PORT) as (bootstrap, work):
         for mode in modes:
             results[mode] = run_mode(mode, args, bootstrap, work)
             log(f"{mode}: {results[mode]['figures']}")
-    finally:
-        if broker is not None:
-            broker.stop()
-        shutil.rmtree(work, ignore_errors=True)
     report = {
         "started": started.isoformat(timespec="seconds"),
         "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

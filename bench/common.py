@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Optional
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from dagster_kstreams.local.broker import LocalBroker
 
-__all__ = ["log", "start_broker", "wait_for_group_coordinator"]
+__all__ = ["log", "start_broker", "bench_workspace", "wait_for_group_coordinator"]
 
 # Answers of a group coordinator that is still being set up on a fresh broker.
 _COORDINATOR_NOT_READY = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
@@ -28,6 +33,23 @@ def start_broker(port: int, work: Path) -> LocalBroker:
     broker.start()
     log(f"broker started on {broker.bootstrap_servers}")
     return broker
+
+
+@contextmanager
+def bench_workspace(prefix: str, bootstrap: Optional[str], port: int) -> Iterator[tuple[str, Path]]:
+    """``(bootstrap servers, work directory)`` for one benchmark run: the given broker, else one
+    of its own on ``port``; the broker is stopped and the directory removed afterwards."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    broker = None
+    try:
+        if bootstrap is None:
+            broker = start_broker(port, work)
+            bootstrap = broker.bootstrap_servers
+        yield bootstrap, work
+    finally:
+        if broker is not None:
+            broker.stop()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def wait_for_group_coordinator(bootstrap: str, group: str, topic: str, timeout_s: float = 120) -> None:

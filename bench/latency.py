@@ -51,10 +51,8 @@ import json
 import math
 import os
 import platform
-import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -63,7 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from bench.common import log, start_broker, wait_for_group_coordinator
+from bench.common import bench_workspace, log, wait_for_group_coordinator
 
 REPO = Path(__file__).resolve().parent.parent
 BROKER_PORT = 29300
@@ -570,24 +568,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
                            text=True).stdout.strip()
     code_version = head.strip() + ("+uncommitted changes" if dirty else "")
-    work = Path(tempfile.mkdtemp(prefix="bench-latency-"))
-    broker = None
     started = dt.datetime.now(dt.timezone.utc)
     load_before = os.getloadavg()
     results: dict = {}
-    try:
-        bootstrap = args.bootstrap
-        if bootstrap is None:
-            broker = start_broker(BROKER_PORT, work)
-            bootstrap = broker.bootstrap_servers
+    with bench_workspace("bench-latency-", args.bootstrap, BROKER_PORT) as (bootstrap, work):
         for name in systems:
             results[name] = run_system(name, args, bootstrap, work)
             log(f"{name}: {results[name].get('latency', results[name].get('error'))}, "
                 f"missing {results[name].get('missing')}")
-    finally:
-        if broker is not None:
-            broker.stop()
-        shutil.rmtree(work, ignore_errors=True)
     load_after = os.getloadavg()
     report = {
         "started": started.isoformat(timespec="seconds"),

@@ -20,9 +20,7 @@ Without --bootstrap a LocalBroker is started on ports 39200/39201.
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-import tempfile
 import time
 import uuid
 from collections import defaultdict
@@ -35,7 +33,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 import equivalence_topologies as eq  # noqa: E402
 
-from bench.common import start_broker, wait_for_group_coordinator  # noqa: E402
+from bench.common import bench_workspace, wait_for_group_coordinator  # noqa: E402
 from bench.wordcount import PARTITIONS, word_count_columns  # noqa: E402
 from dagster_kstreams.kafka.admin import KafkaAdmin  # noqa: E402
 from dagster_kstreams.kafka.records import produce  # noqa: E402
@@ -75,18 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bootstrap", default=None)
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="bench-profile-"))
-    broker = None
-    try:
-        bootstrap = args.bootstrap
-        if bootstrap is None:
-            broker = start_broker(39200, work)
-            bootstrap = broker.bootstrap_servers
+    with bench_workspace("bench-profile-", args.bootstrap, 39200) as (bootstrap, work):
         run(args, bootstrap, work)
-    finally:
-        if broker is not None:
-            broker.stop()
-        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

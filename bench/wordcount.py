@@ -25,9 +25,7 @@ import datetime as dt
 import json
 import os
 import platform
-import shutil
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -38,7 +36,7 @@ sys.path.insert(0, str(REPO / "tests"))  # the Kafka Streams harness and the top
 import equivalence_topologies as eq  # noqa: E402
 import oracle_harness  # noqa: E402
 
-from bench.common import log, start_broker, wait_for_group_coordinator  # noqa: E402
+from bench.common import bench_workspace, log, wait_for_group_coordinator  # noqa: E402
 from dagster_kstreams.kafka.admin import KafkaAdmin  # noqa: E402
 from dagster_kstreams.kafka.records import produce  # noqa: E402
 from dagster_kstreams.spark.strategies import strategy_for  # noqa: E402
@@ -125,18 +123,8 @@ def main(argv: list[str] | None = None) -> int:
                         choices=["ceiling", "kafka-streams", "spark-handwritten", "dagster-kstreams"])
     args = parser.parse_args(argv)
 
-    work = Path(tempfile.mkdtemp(prefix="bench-wordcount-"))
-    broker = None
-    try:
-        bootstrap = args.bootstrap
-        if bootstrap is None:
-            broker = start_broker(39100, work)
-            bootstrap = broker.bootstrap_servers
+    with bench_workspace("bench-wordcount-", args.bootstrap, 39100) as (bootstrap, work):
         result = run(args, bootstrap, work)
-    finally:
-        if broker is not None:
-            broker.stop()
-        shutil.rmtree(work, ignore_errors=True)
     output = Path(args.output) if args.output else REPO / "bench" / "results" / f"wordcount-{dt.date.today()}.json"
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(result, indent=2) + "\n")
