@@ -176,12 +176,6 @@ def _tags(instance: dg.DagsterInstance, run_id: str) -> Mapping[str, str]:
     return run.tags
 
 
-def _upstream_first(app: KStreamsApp, tasks: Iterable[TaskId]) -> list[TaskId]:
-    """Upstream sub-topologies first, so records flow through repartition topics from the start."""
-    rank = {sub_id: i for i, sub_id in enumerate(app.application.execution_order())}
-    return sorted(tasks, key=lambda task: (rank.get(task.subtopology, len(rank)), task))
-
-
 def _task_ids(tags: Mapping[str, str]) -> set[TaskId]:
     return {TaskId.parse(task) for task in parse_tasks(tags.get(TAG_TASKS))}
 
@@ -301,7 +295,10 @@ def kstreams_worker_job(app: KStreamsApp, elastic: ElasticWorkers) -> dg.JobDefi
                     if not keep and not tasks.running and second.get(TAG_STATE) == STATE_RETIRING:
                         report_held(instance, run_id, ())
                         break
-                    for task in _upstream_first(app, keep - set(tasks.running)):
+                    # Upstream sub-topologies first (the application's task order), so records flow
+                    # through repartition topics from the start.
+                    starting = [task for task in app.application.tasks() if task in keep - set(tasks.running)]
+                    for task in starting:
                         try:
                             tasks.start(task)
                         except TaskFencedError as error:

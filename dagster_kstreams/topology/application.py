@@ -90,11 +90,6 @@ class ApplicationTopology:
         """Topics the application reads and does not write, in the order sub-topologies read them."""
         return [topic for topic in self._readers if topic not in self._writers]
 
-    @property
-    def output_topics(self) -> list[str]:
-        """Topics the application writes that are not its own repartition topics."""
-        return [topic for topic in self._writers if not self.is_repartition_topic(topic)]
-
     def source_topics(self, subtopology_id: int) -> list[str]:
         return [self.topic_name(topic) for topic in self.subtopology(subtopology_id).source_topic_names]
 
