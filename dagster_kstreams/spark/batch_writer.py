@@ -14,9 +14,10 @@ Guarantee: at-least-once towards the consumer group, and no duplicates from repl
 Kafka writes are not transactional: a run killed while writing batch ``N`` leaves part of its
 output in Kafka, and the next run replays ``N`` from the checkpoint (same offsets, same state).
 Before a batch writes, the end offsets of its sink topics are recorded
-(:class:`~dagster_kstreams.spark.checkpoint.WriteIntents`), and every record carries headers
-naming its task and its position in the batch; a replay reads back what the killed attempt
-wrote and skips those positions. This needs deterministic user functions. Records written
+(:class:`~dagster_kstreams.spark.checkpoint.WriteIntents`), and every record carries one header,
+:data:`HEADER_WRITTEN` = ``<app>/<task>@<batch>:<position>``, naming its task and its position in
+the batch; a replay reads back what the killed attempt wrote and skips those positions. (One
+short header rather than several: Spark's Kafka sink pays per header of every record.) This needs deterministic user functions. Records written
 by a topic extractor to topics not known in advance are not covered.
 
 Fencing at the write: fenced before its write, a run wrote nothing; fenced during its write, its
@@ -42,13 +43,17 @@ from dagster_kstreams.spark.checkpoint import CheckpointReader, WriteIntents
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.spark.run_state import RunState
 
-__all__ = ["BatchWriter", "HEADER_TASK", "HEADER_POSITION", "RUN_ENDED", "ended_as_asked"]
+__all__ = ["BatchWriter", "HEADER_WRITTEN", "RUN_ENDED", "ended_as_asked", "written_position"]
 
 log = logging.getLogger(__name__)
 
-# Every record a task writes says which task and which position of which batch wrote it.
-HEADER_TASK = "__dagster_kstreams.task"
-HEADER_POSITION = "__dagster_kstreams.position"
+# Every record a task writes says which task and which position of which batch wrote it:
+# ``<app>/<task>@<batch>:<position>`` (an application id has no ``@``).
+HEADER_WRITTEN = "__dagster_kstreams.written"
+# Earlier versions wrote the same facts as two headers: ``<app>/<task>`` and ``<batch>:<position>``. A replay
+# still reads them, so a batch written by an older version is deduplicated all the same.
+_LEGACY_HEADER_TASK = "__dagster_kstreams.task"
+_LEGACY_HEADER_POSITION = "__dagster_kstreams.position"
 
 RUN_ENDED = "dagster-kstreams: the run ended as asked (max_records reached, or stopped)"
 
@@ -123,26 +128,35 @@ class BatchWriter:
         return records.join(F.broadcast(skip), "_position", "left_anti")
 
     def _tagged(self, records: DataFrame, batch_id: int) -> DataFrame:
-        """``records`` with the task and position headers added, ``_position`` dropped."""
-        tag = F.array(
-            F.struct(F.lit(HEADER_TASK).alias("key"), F.lit(self.task_tag).alias("value")),
-            F.struct(F.lit(HEADER_POSITION).alias("key"),
-                     F.concat_ws(":", F.lit(str(batch_id)), F.col("_position").cast("string")).cast("binary")
-                     .alias("value")),
-        )
+        """``records`` with the :data:`HEADER_WRITTEN` header added, ``_position`` dropped."""
+        prefix = self.task_tag + f"@{batch_id}:".encode()
+        written = F.concat(F.lit(prefix), F.col("_position").cast("string").cast("binary"))
+        tag = F.array(F.struct(F.lit(HEADER_WRITTEN).alias("key"), written.alias("value")))
         return records.withColumn(
             "headers", F.when(F.col("headers").isNull(), tag).otherwise(F.concat(F.col("headers"), tag))
         ).drop("_position")
 
     def _positions_written(self, intent: Mapping[tuple[str, int], int], batch_id: int) -> set[int]:
         """Positions of batch ``batch_id`` that an earlier attempt of this task already wrote."""
-        prefix = f"{batch_id}:".encode()
         positions: set[int] = set()
         bootstrap = self.kafka_config["bootstrap.servers"]
         config = {k: v for k, v in self.kafka_config.items() if k != "bootstrap.servers"}
         for record in read_from(bootstrap, intent, config):
-            headers = dict(record.headers)
-            position = headers.get(HEADER_POSITION)
-            if headers.get(HEADER_TASK) == self.task_tag and position is not None and position.startswith(prefix):
-                positions.add(int(position[len(prefix):]))
+            position = written_position(dict(record.headers), self.task_tag, batch_id)
+            if position is not None:
+                positions.add(position)
         return positions
+
+
+def written_position(headers: Mapping[str, bytes], task_tag: bytes, batch_id: int) -> int | None:
+    """The position in batch ``batch_id`` of task ``task_tag`` (``<app>/<task>``) of a record with
+    these ``headers``, or None if that batch of that task did not write it."""
+    written = headers.get(HEADER_WRITTEN)
+    if written is not None:
+        prefix = task_tag + f"@{batch_id}:".encode()
+        return int(written[len(prefix):]) if written.startswith(prefix) else None
+    position = headers.get(_LEGACY_HEADER_POSITION)
+    prefix = f"{batch_id}:".encode()
+    if headers.get(_LEGACY_HEADER_TASK) == task_tag and position is not None and position.startswith(prefix):
+        return int(position[len(prefix):])
+    return None

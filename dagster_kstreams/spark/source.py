@@ -66,9 +66,10 @@ def starting_point(application: ApplicationTopology, admin: KafkaAdmin, checkpoi
 
 def kafka_source(session: SparkSession, kafka_options: Mapping[str, Any], assigned: list[TopicPartition],
                  starting: Optional[Mapping[TopicPartition, int]], max_records_per_batch: Optional[int],
-                 internal_topics: list[str]) -> DataFrame:
-    """The task's streaming source rows. ``internal_topics`` are the repartition topics among the
-    assigned ones: their records' timestamps travel in a header, so headers are read."""
+                 timestamp_header_topics: list[str]) -> DataFrame:
+    """The task's streaming source rows. ``timestamp_header_topics`` are the repartition topics
+    among the assigned ones whose records' timestamps the task uses: they travel in a header, so
+    headers are read (only then: it costs)."""
     assign: dict[str, list[int]] = {}
     for tp in assigned:
         assign.setdefault(tp.topic, []).append(tp.partition)
@@ -81,9 +82,9 @@ def kafka_source(session: SparkSession, kafka_options: Mapping[str, Any], assign
     reader = reader.option("failOnDataLoss", "false")  # skip what retention deleted (module docstring)
     if max_records_per_batch is not None:
         reader = reader.option("maxOffsetsPerTrigger", str(max_records_per_batch))
-    if internal_topics:
+    if timestamp_header_topics:
         reader = reader.option("includeHeaders", "true")
-    return source_columns(reader.load(), internal_topics)
+    return source_columns(reader.load(), timestamp_header_topics)
 
 
 def in_processing_order(source: DataFrame, program: Any) -> DataFrame:

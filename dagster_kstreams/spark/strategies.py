@@ -56,6 +56,12 @@ class Strategy:
         """``{key: value}`` of store ``slot`` in one task's state rows (Spark's ``statestore`` source)."""
         return {}  # no state
 
+    def reads_record_timestamps(self, program: Any) -> bool:
+        """Whether the output depends on the records' timestamps (``event_time``). Those of a
+        repartition topic travel in a header, and reading headers costs Spark's Kafka source
+        about as much as the rest of a record: a strategy that never looks spares it."""
+        return True
+
     def __repr__(self) -> str:
         return type(self).__name__
 
@@ -86,6 +92,9 @@ class JvmCount(Strategy):
                 F.lit(None).cast("array<struct<key: string, value: binary>>").alias("headers"),
             )
         )
+
+    def reads_record_timestamps(self, program: Any) -> bool:
+        return False  # a count of keys; its output records carry no timestamp (Spark's sink sets it)
 
     def store_content(self, rows, program, slot, key_serde):
         # Spark's aggregation state: the count itself.

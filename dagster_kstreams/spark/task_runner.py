@@ -342,11 +342,14 @@ class TaskRunner:
                      starting: Optional[dict[TopicPartition, int]], checkpoint: str, trigger: Trigger,
                      max_records_per_batch: Optional[int]):
         program = self.compiled.program(run.task.subtopology)
+        strategy = strategy_for(program)
         configure_session(session, self.state_partitions, self.arrow_batch_size)
-        internal_sources = [tp.topic for tp in run.assigned if self.application.is_repartition_topic(tp.topic)]
+        # Repartition topics carry their records' timestamps in a header: read only if used.
+        timestamp_headers = [tp.topic for tp in run.assigned if self.application.is_repartition_topic(tp.topic)
+                             and strategy.reads_record_timestamps(program)]
         source = kafka_source(session, self._kafka_options(), run.assigned, starting, max_records_per_batch,
-                              internal_sources)
-        output = strategy_for(program).build(source, program, self.dead_letters)
+                              timestamp_headers)
+        output = strategy.build(source, program, self.dead_letters)
 
         written = self.application.sink_topics(run.task.subtopology)
         if self.dead_letters.dead_letter_topic:
