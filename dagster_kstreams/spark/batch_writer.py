@@ -55,6 +55,11 @@ HEADER_WRITTEN = "__dagster_kstreams.written"
 _LEGACY_HEADER_TASK = "__dagster_kstreams.task"
 _LEGACY_HEADER_POSITION = "__dagster_kstreams.position"
 
+# Spark's sink writes a whole batch at once and flushes at its end, so larger producer batches
+# cost no latency and save about a quarter of the write's CPU (bench/README.md). A setting in the
+# runner's Kafka config wins.
+SINK_PRODUCER_DEFAULTS = {"kafka.batch.size": "262144", "kafka.linger.ms": "20"}
+
 RUN_ENDED = "dagster-kstreams: the run ended as asked (max_records reached, or stopped)"
 
 
@@ -76,7 +81,8 @@ class BatchWriter:
                  admin: KafkaAdmin, kafka_options: Mapping[str, str], kafka_config: Mapping[str, str],
                  written_topics: list[str], drops_late: bool):
         self.run, self.checkpoint, self.intents, self.admin = run, checkpoint, intents, admin
-        self.kafka_options, self.kafka_config = dict(kafka_options), dict(kafka_config)
+        self.kafka_options = {**SINK_PRODUCER_DEFAULTS, **kafka_options}
+        self.kafka_config = dict(kafka_config)
         self.written_topics, self.drops_late = written_topics, drops_late
         self.task_tag = f"{application_id}/{run.task}".encode()
 
@@ -99,7 +105,10 @@ class BatchWriter:
         run.fence.check(batch_offsets, f"before writing batch {batch_id}")
         if self.drops_late:
             batch = batch.where(F.col("topic") != DROPPED_LATE_TOPIC)  # counted, never written
-        records = self._tagged(self._unwritten(batch, batch_id), batch_id)
+        records, position = self._unwritten(batch, batch_id)
+        # One projection, written as SQL: each DataFrame call in a batch costs Spark an analysis
+        # of the whole batch plan and the driver a round of Py4J calls.
+        records = records.selectExpr("topic", "key", "value", self._headers(batch_id, position))
         records.write.format("kafka").options(**self.kafka_options).save()
         # The batch's output is in Kafka: its offsets can be committed (at-least-once), unless a
         # newer run of the task fenced this one meanwhile.
@@ -107,34 +116,34 @@ class BatchWriter:
         self.intents.forget_before(batch_id)
         run.batch_done(batch_id, batch_offsets)
 
-    def _unwritten(self, batch: DataFrame, batch_id: int) -> DataFrame:
-        """The batch's records with their ``_position``, less those an earlier attempt wrote.
+    def _unwritten(self, batch: DataFrame, batch_id: int) -> tuple[DataFrame, str]:
+        """The batch's records less those an earlier attempt wrote, and the SQL of their position.
 
-        Each record's position in the batch is deterministic (same input order, same state, same
-        plan on a replay), so a replay of a batch that a killed run had partly written skips
-        what is already in Kafka. The first attempt records its write intent instead."""
-        records = batch.withColumn("_position", F.monotonically_increasing_id())
+        Each record's position in the batch (``monotonically_increasing_id()`` of the batch's
+        rows) is deterministic (same input order, same state, same plan on a replay), so a
+        replay of a batch that a killed run had partly written skips what is already in Kafka.
+        The first attempt records its write intent instead."""
         intent = self.intents.read(batch_id)
         if intent is None:
             ends = self.admin.end_offsets(self.written_topics) if self.written_topics else {}
             self.intents.write(batch_id, {(tp.topic, tp.partition): offset for tp, offset in ends.items()})
-            return records
+            return batch, "monotonically_increasing_id()"
         already = self._positions_written(intent, batch_id)
         if not already:
-            return records
+            return batch, "monotonically_increasing_id()"
         log.warning("task %s: batch %d is a replay; %d records of it are already in Kafka",
                     self.run.task, batch_id, len(already))
+        records = batch.withColumn("_position", F.monotonically_increasing_id())
         skip = batch.sparkSession.createDataFrame([(p,) for p in sorted(already)], "_position long")
-        return records.join(F.broadcast(skip), "_position", "left_anti")
+        return records.join(F.broadcast(skip), "_position", "left_anti"), "_position"
 
-    def _tagged(self, records: DataFrame, batch_id: int) -> DataFrame:
-        """``records`` with the :data:`HEADER_WRITTEN` header added, ``_position`` dropped."""
-        prefix = self.task_tag + f"@{batch_id}:".encode()
-        written = F.concat(F.lit(prefix), F.col("_position").cast("string").cast("binary"))
-        tag = F.array(F.struct(F.lit(HEADER_WRITTEN).alias("key"), written.alias("value")))
-        return records.withColumn(
-            "headers", F.when(F.col("headers").isNull(), tag).otherwise(F.concat(F.col("headers"), tag))
-        ).drop("_position")
+    def _headers(self, batch_id: int, position: str) -> str:
+        """SQL of the record's headers plus :data:`HEADER_WRITTEN` for ``position`` (SQL)."""
+        prefix = (self.task_tag + f"@{batch_id}:".encode()).hex()
+        written = (f"named_struct('key', '{HEADER_WRITTEN}', "
+                   f"'value', concat(X'{prefix}', cast(cast({position} AS string) AS binary)))")
+        return (f"concat(coalesce(headers, cast(array() AS array<struct<key: string, value: binary>>)), "
+                f"array({written})) AS headers")
 
     def _positions_written(self, intent: Mapping[tuple[str, int], int], batch_id: int) -> set[int]:
         """Positions of batch ``batch_id`` that an earlier attempt of this task already wrote."""

@@ -61,11 +61,14 @@ class CheckpointReader:
         jvm = spark.sparkContext._jvm
         self._jvm = jvm
         self._hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
-        root = jvm.org.apache.hadoop.fs.Path(checkpoint)
-        self._fs = root.getFileSystem(self._hadoop_conf)
+        # Resolved once: each lookup of a JVM class through Py4J is a round trip, and these
+        # run between every two micro-batches.
+        self._path_class = jvm.org.apache.hadoop.fs.Path
+        self._read_all = jvm.org.apache.commons.io.IOUtils.toString
+        self._fs = self._path_class(checkpoint).getFileSystem(self._hadoop_conf)
 
     def _path(self, *parts: str):
-        return self._jvm.org.apache.hadoop.fs.Path("/".join([self.checkpoint, *parts]))
+        return self._path_class("/".join([self.checkpoint, *parts]))
 
     def _batch_ids(self, directory: str) -> list[int]:
         path = self._path(directory)
@@ -86,14 +89,7 @@ class CheckpointReader:
     def _read_text(self, *parts: str) -> str:
         stream = self._fs.open(self._path(*parts))
         try:
-            reader = self._jvm.java.io.BufferedReader(self._jvm.java.io.InputStreamReader(stream, "UTF-8"))
-            lines = []
-            while True:
-                line = reader.readLine()
-                if line is None:
-                    break
-                lines.append(line)
-            return "\n".join(lines)
+            return self._read_all(stream, "UTF-8")
         finally:
             stream.close()
 
@@ -136,6 +132,8 @@ class WriteIntents:
         self._reader = CheckpointReader(spark, task_dir)
         self._jvm = self._reader._jvm
         self._fs = self._reader._fs
+        self._listed = False  # whether intents left by earlier runs have been looked for
+        self._written: set[int] = set()
 
     def read(self, batch: int) -> Optional[dict[tuple[str, int], int]]:
         path = self._reader._path("intents", str(batch))
@@ -159,13 +157,21 @@ class WriteIntents:
         self._fs.delete(final, False)
         if not self._fs.rename(temporary, final):
             raise OSError(f"could not write the write intent of batch {batch} under {self._reader.checkpoint}")
+        self._written.add(batch)
 
     def forget_before(self, batch: int) -> None:
-        """Batches before ``batch`` are committed; their intents are no longer needed."""
-        directory = self._reader._path("intents")
-        if not self._fs.exists(directory):
-            return
-        for status in self._fs.listStatus(directory):
-            name = status.getPath().getName()
-            if name.isdigit() and int(name) < batch:
-                self._fs.delete(status.getPath(), False)
+        """Batches before ``batch`` are committed; their intents are no longer needed.
+
+        The directory is listed once per run (for intents of earlier runs); after that this run
+        deletes the intents it wrote itself, without listing again."""
+        if not self._listed:
+            self._listed = True
+            directory = self._reader._path("intents")
+            if self._fs.exists(directory):
+                for status in self._fs.listStatus(directory):
+                    name = status.getPath().getName()
+                    if name.isdigit():
+                        self._written.add(int(name))
+        for old in sorted(b for b in self._written if b < batch):
+            self._fs.delete(self._reader._path("intents", str(old)), False)
+            self._written.discard(old)
