@@ -4,7 +4,8 @@ Spark's Kafka sink cannot set a record's timestamp (records it writes carry the 
 whatever a task writes to a repartition topic carries the timestamp of the record that produced
 it in the header :data:`TIMESTAMP_HEADER` (8 bytes, big-endian, signed epoch ms), and a task
 reading a repartition topic takes the timestamp from that header
-(:mod:`dagster_kstreams.spark.event_time`). The processors write it; the Spark layer reads it.
+(:mod:`dagster_kstreams.spark.event_time`). The processors say which timestamp a record keeps
+(``Output.timestamp_ms``); the Spark layer writes the header (its batch writer) and reads it.
 """
 
 from __future__ import annotations

@@ -31,21 +31,28 @@ class RecordContext:
 
 
 class Output:
-    """Sink records of one pass, column by column (the shape Arrow and pandas want)."""
+    """Sink records of one pass, column by column (the shape Arrow and pandas want).
+
+    ``timestamp_ms`` is the timestamp a record keeps on a repartition topic (None elsewhere); the
+    engine writes it (Spark: as a header, :mod:`dagster_kstreams.kafka.timestamp_header`), so that
+    the per-record work here stays a few list appends."""
 
     def __init__(self) -> None:
         self.topic: list[str] = []
         self.key: list[Optional[bytes]] = []
         self.value: list[Optional[bytes]] = []
         self.headers: list[Optional[list[dict]]] = []
+        self.timestamp_ms: list[Optional[int]] = []
 
-    def append(self, topic: str, key: Optional[bytes], value: Optional[bytes], headers=None) -> None:
+    def append(self, topic: str, key: Optional[bytes], value: Optional[bytes], headers=None,
+               timestamp_ms: Optional[int] = None) -> None:
         self.topic.append(topic)
         self.key.append(key)
         self.value.append(value)
         self.headers.append(
             None if headers is None else [{"key": name, "value": data} for name, data in headers]
         )
+        self.timestamp_ms.append(timestamp_ms)
 
     def __len__(self) -> int:
         return len(self.topic)

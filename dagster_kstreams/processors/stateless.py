@@ -14,7 +14,6 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, Optional
 
-from dagster_kstreams.kafka.timestamp_header import TIMESTAMP_HEADER, encode_timestamp
 from dagster_kstreams.processors.base import Processor, processor_class, register
 from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopologyError
 from dagster_kstreams.topology.node_specs import NodeKind
@@ -78,11 +77,8 @@ class Sink(Processor):
                 f"{context.describe()}) with key serde {self.key_serde!r} and value serde "
                 f"{self.value_serde!r}: {type(cause).__name__}: {cause}"
             ) from cause
-        headers = None
-        if self.carry_timestamp and context.timestamp is not None:
-            # A repartition topic: the record keeps its timestamp (kafka.timestamp_header).
-            headers = ((TIMESTAMP_HEADER, encode_timestamp(context.timestamp)),)
-        out.append(topic, key_bytes, value_bytes, headers)
+        # A repartition topic: the record keeps its timestamp (kafka.timestamp_header).
+        out.append(topic, key_bytes, value_bytes, None, context.timestamp if self.carry_timestamp else None)
 
 
 # -- record functions ----------------------------------------------------------------------

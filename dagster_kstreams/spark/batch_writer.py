@@ -39,6 +39,7 @@ from pyspark.sql import functions as F
 
 from dagster_kstreams.kafka.admin import KafkaAdmin
 from dagster_kstreams.kafka.records import read_from
+from dagster_kstreams.kafka.timestamp_header import TIMESTAMP_HEADER
 from dagster_kstreams.spark.checkpoint import CheckpointReader, WriteIntents
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.spark.run_state import RunState
@@ -59,6 +60,8 @@ _LEGACY_HEADER_POSITION = "__dagster_kstreams.position"
 # cost no latency and save about a quarter of the write's CPU (bench/README.md). A setting in the
 # runner's Kafka config wins.
 SINK_PRODUCER_DEFAULTS = {"kafka.batch.size": "262144", "kafka.linger.ms": "20"}
+
+_NO_HEADERS = "cast(array() AS array<struct<key: string, value: binary>>)"
 
 RUN_ENDED = "dagster-kstreams: the run ended as asked (max_records reached, or stopped)"
 
@@ -138,11 +141,15 @@ class BatchWriter:
         return records.join(F.broadcast(skip), "_position", "left_anti"), "_position"
 
     def _headers(self, batch_id: int, position: str) -> str:
-        """SQL of the record's headers plus :data:`HEADER_WRITTEN` for ``position`` (SQL)."""
+        """SQL of the record's headers: its own, then the timestamp it keeps on a repartition
+        topic (``timestamp_ms``, 8 bytes big-endian: :mod:`dagster_kstreams.kafka.timestamp_header`),
+        then :data:`HEADER_WRITTEN` for ``position`` (SQL)."""
         prefix = (self.task_tag + f"@{batch_id}:".encode()).hex()
         written = (f"named_struct('key', '{HEADER_WRITTEN}', "
                    f"'value', concat(X'{prefix}', cast(cast({position} AS string) AS binary)))")
-        return (f"concat(coalesce(headers, cast(array() AS array<struct<key: string, value: binary>>)), "
+        timestamp = f"named_struct('key', '{TIMESTAMP_HEADER}', 'value', unhex(lpad(hex(timestamp_ms), 16, '0')))"
+        return (f"concat(coalesce(headers, {_NO_HEADERS}), "
+                f"CASE WHEN timestamp_ms IS NULL THEN {_NO_HEADERS} ELSE array({timestamp}) END, "
                 f"array({written})) AS headers")
 
     def _positions_written(self, intent: Mapping[tuple[str, int], int], batch_id: int) -> set[int]:

@@ -63,7 +63,6 @@ from dagster_kstreams.kafka.dead_letter import (
     HEADER_TOPIC,
     DeserializationHandler,
 )
-from dagster_kstreams.kafka.timestamp_header import TIMESTAMP_HEADER
 
 __all__ = ["ColumnExpression", "ColumnPlan", "column_function", "plan", "COLUMN_KINDS"]
 
@@ -277,7 +276,7 @@ class ColumnPlan:
                     outputs.append(records.where(bad).select(
                         F.lit(dead_letters.dead_letter_topic).alias("topic"),
                         F.col("_raw_key").alias("key"), F.col("_raw_value").alias("value"),
-                        headers.alias("headers"),
+                        headers.alias("headers"), F.lit(None).cast("long").alias("timestamp_ms"),
                     ))
                 records = records.where(~bad)
             records = records.drop("_raw_key", "_raw_value", "_key_bad", "_value_bad")
@@ -285,7 +284,8 @@ class ColumnPlan:
                 self._walk(child, records, outputs)
         if not outputs:
             return source.where(F.lit(False)).select(
-                F.col("topic"), F.col("key"), F.col("value"), F.lit(None).cast(_HEADERS_TYPE).alias("headers"))
+                F.col("topic"), F.col("key"), F.col("value"), F.lit(None).cast(_HEADERS_TYPE).alias("headers"),
+                F.lit(None).cast("long").alias("timestamp_ms"))
         return reduce(lambda left, right: left.unionByName(right), outputs)
 
     def _walk(self, index: int, records, outputs: list) -> None:
@@ -309,17 +309,14 @@ class ColumnPlan:
             records = records.where(F.col("key").isNotNull())
         elif kind == "sink":
             types = {field.name: field.dataType for field in records.schema.fields}
-            headers = F.lit(None).cast(_HEADERS_TYPE)
-            if node.carry_timestamp:  # a repartition topic keeps the record's timestamp
-                headers = F.array(F.struct(
-                    F.lit(TIMESTAMP_HEADER).alias("key"),
-                    F.unhex(F.lpad(F.hex(F.col("event_time")), 16, "0")).alias("value"),
-                ))
+            # A repartition topic keeps the record's timestamp (the batch writer makes it a header).
+            timestamp = F.col("event_time") if node.carry_timestamp else F.lit(None).cast("long")
             outputs.append(records.select(
                 F.lit(node.topic).alias("topic"),
                 _serialize(F.col("key"), types["key"], node.key_serde).alias("key"),
                 _serialize(F.col("value"), types["value"], node.value_serde).alias("value"),
-                headers.alias("headers"),
+                F.lit(None).cast(_HEADERS_TYPE).alias("headers"),
+                timestamp.alias("timestamp_ms"),
             ))
             return
         for child in node.children:

@@ -27,11 +27,14 @@ from dagster_kstreams.processors.records import Output, RecordContext
 
 __all__ = ["SparkProgram", "OUTPUT_COLUMNS", "OUTPUT_SPARK_SCHEMA", "SOURCE_COLUMNS"]
 
-# What a task's Python pass emits: the columns Spark's Kafka sink reads. There is no
-# `partition` column on purpose: the producer's default partitioner (murmur2 of the key bytes)
-# places each record, exactly as Kafka Streams and every Java client would.
-OUTPUT_COLUMNS = ("topic", "key", "value", "headers")
-OUTPUT_SPARK_SCHEMA = "topic string, key binary, value binary, headers array<struct<key: string, value: binary>>"
+# What a task's pass emits: the columns Spark's Kafka sink reads, plus ``timestamp_ms``, the
+# timestamp a record keeps on a repartition topic (null elsewhere), which the batch writer turns
+# into a header in the JVM. There is no `partition` column on purpose: the producer's default
+# partitioner (murmur2 of the key bytes) places each record, exactly as Kafka Streams and every
+# Java client would.
+OUTPUT_COLUMNS = ("topic", "key", "value", "headers", "timestamp_ms")
+OUTPUT_SPARK_SCHEMA = ("topic string, key binary, value binary, headers array<struct<key: string, value: binary>>, "
+                       "timestamp_ms long")
 # What the task reads from Spark's Kafka source (event_time: the record's timestamp in epoch ms,
 # see dagster_kstreams.spark.event_time).
 SOURCE_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "event_time")
@@ -79,6 +82,7 @@ class SparkProgram(SubtopologyProgram):
                 pa.array(out.key, type=pa.binary()),
                 pa.array(out.value, type=pa.binary()),
                 pa.array(out.headers, type=_ARROW_HEADERS),
+                pa.array(out.timestamp_ms, type=pa.int64()),
             ],
             names=list(OUTPUT_COLUMNS),
         )
@@ -140,6 +144,7 @@ def _frame(out: Output) -> Optional[pd.DataFrame]:
     if not len(out):
         return None
     return pd.DataFrame(
-        {"topic": out.topic, "key": out.key, "value": out.value, "headers": out.headers},
+        {"topic": out.topic, "key": out.key, "value": out.value, "headers": out.headers,
+         "timestamp_ms": pd.array(out.timestamp_ms, dtype="Int64")},
         columns=list(OUTPUT_COLUMNS),
     )

@@ -90,6 +90,7 @@ class JvmCount(Strategy):
                 F.col("key"),
                 F.unhex(F.lpad(F.hex(F.col("count")), 16, "0")).alias("value"),
                 F.lit(None).cast("array<struct<key: string, value: binary>>").alias("headers"),
+                F.lit(None).cast("long").alias("timestamp_ms"),
             )
         )
 
