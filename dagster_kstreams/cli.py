@@ -11,13 +11,17 @@ from dagster_kstreams.base.home import LocalStackError
 from dagster_kstreams.kafka import lag_cli
 from dagster_kstreams.kafka.admin import KafkaAdminError
 from dagster_kstreams.local import cli as local_cli
+from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.spark import cli as spark_cli
+from dagster_kstreams.spark import query_cli
+from dagster_kstreams.spark.session import SparkSessionError
 from dagster_kstreams.topology import cli as topology_cli
 from dagster_kstreams.topology.reference import TopologyReferenceError
 
 # Errors a user can act on: printed as one line, no stack trace.
 USER_ERRORS: tuple[type[BaseException], ...] = (
-    LocalStackError, CommandError, TopologyReferenceError, KafkaAdminError,
+    LocalStackError, CommandError, TopologyReferenceError, KafkaAdminError, UnsupportedTopologyError,
+    SparkSessionError,
 )
 
 
@@ -31,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     spark_cli.register(subcommands)
     topology_cli.register(subcommands)
     lag_cli.register(subcommands)
+    query_cli.register(subcommands)
     generator.register(subcommands)
     return parser
 
