@@ -11,6 +11,7 @@ from dagster_kstreams.base.home import LocalStackError
 from dagster_kstreams.kafka import lag_cli
 from dagster_kstreams.kafka.admin import KafkaAdminError
 from dagster_kstreams.local import cli as local_cli
+from dagster_kstreams.orchestration import reset_cli
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.spark import cli as spark_cli
 from dagster_kstreams.spark import query_cli
@@ -36,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     topology_cli.register(subcommands)
     lag_cli.register(subcommands)
     query_cli.register(subcommands)
+    reset_cli.register(subcommands)
     generator.register(subcommands)
     return parser
 
