@@ -57,7 +57,7 @@ demo: jars
 	mkdir -p $(DEMO_DAGSTER_HOME)
 	cp deploy/dagster.yaml $(DEMO_DAGSTER_HOME)/dagster.yaml  # queued runs, one run per worker id
 	@echo "Dagster UI: http://127.0.0.1:$(UI_PORT)  (Kafka: 127.0.0.1:$(DEMO_BROKER_PORT); stop Dagster with Ctrl-C, Kafka with 'make down')"
-	DAGSTER_HOME=$(DEMO_DAGSTER_HOME) KSTREAMS_BOOTSTRAP_SERVERS=127.0.0.1:$(DEMO_BROKER_PORT) \
+	DAGSTER_HOME=$(DEMO_DAGSTER_HOME) DAGSTER_KSTREAMS_BOOTSTRAP_SERVERS=127.0.0.1:$(DEMO_BROKER_PORT) \
 		dagster dev -w workspace.yaml -h 127.0.0.1 -p $(UI_PORT)
 
 down:

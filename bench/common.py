@@ -13,9 +13,10 @@ from typing import Optional
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from dagster_kstreams.kafka.admin import KafkaAdminError
 from dagster_kstreams.local.broker import LocalBroker
 
-__all__ = ["log", "start_broker", "bench_workspace", "wait_for_group_coordinator"]
+__all__ = ["BenchError", "bench_workspace", "log", "start_broker", "wait_for_group_coordinator"]
 
 # Answers of a group coordinator that is still being set up on a fresh broker.
 _COORDINATOR_NOT_READY = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
@@ -35,10 +36,16 @@ def start_broker(port: int, work: Path) -> LocalBroker:
     return broker
 
 
+class BenchError(RuntimeError):
+    """The benchmark cannot go on for a reason outside it (a broker that does not get ready)."""
+
+
 @contextmanager
 def bench_workspace(prefix: str, bootstrap: Optional[str], port: int) -> Iterator[tuple[str, Path]]:
     """``(bootstrap servers, work directory)`` for one benchmark run: the given broker, else one
-    of its own on ``port``; the broker is stopped and the directory removed afterwards."""
+    of its own on ``port``; the broker is stopped and the directory removed afterwards. A
+    :class:`BenchError` or a :class:`KafkaAdminError` ends the run with its message as one line
+    on stderr (exit status 1), not a stack trace."""
     work = Path(tempfile.mkdtemp(prefix=prefix))
     broker = None
     try:
@@ -46,6 +53,8 @@ def bench_workspace(prefix: str, bootstrap: Optional[str], port: int) -> Iterato
             broker = start_broker(port, work)
             bootstrap = broker.bootstrap_servers
         yield bootstrap, work
+    except (BenchError, KafkaAdminError) as error:
+        raise SystemExit(f"bench: error: {error}") from None
     finally:
         if broker is not None:
             broker.stop()
@@ -53,23 +62,31 @@ def bench_workspace(prefix: str, bootstrap: Optional[str], port: int) -> Iterato
 
 
 def wait_for_group_coordinator(bootstrap: str, group: str, topic: str, timeout_s: float = 120) -> None:
-    """Block until ``group``'s coordinator answers. On a fresh broker it answers
-    COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR for a while (``__consumer_offsets`` is being
-    created); the admin client's list_consumer_group_offsets then crashed a process (SIGSEGV,
-    confluent-kafka 2.16), and a consumer's committed() gives up with NOT_COORDINATOR: those are
-    retried until the deadline."""
+    """Block until ``group``'s coordinator answers, or raise :class:`BenchError` after ``timeout_s``.
+
+    On a fresh broker the coordinator answers NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS or
+    COORDINATOR_NOT_AVAILABLE for a while (``__consumer_offsets`` is being created), and a
+    consumer's committed() gives up with those at once (the admin client's
+    list_consumer_group_offsets even crashed a process, SIGSEGV, confluent-kafka 2.16): they, and
+    a request that timed out, are retried until the deadline; any other error is raised as is."""
     deadline = time.monotonic() + timeout_s
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                         "log_level": 0})  # its connection errors would repeat ours
     try:
         while True:
+            remaining = deadline - time.monotonic()
             try:
-                consumer.committed([TopicPartition(topic, 0)], timeout=max(1.0, deadline - time.monotonic()))
+                consumer.committed([TopicPartition(topic, 0)], timeout=max(0.5, min(remaining, 10.0)))
                 return
             except KafkaException as error:
-                code = error.args[0].code() if error.args else None
-                if code not in _COORDINATOR_NOT_READY or time.monotonic() > deadline:
+                kafka_error = error.args[0] if error.args and isinstance(error.args[0], KafkaError) else None
+                if kafka_error is None or kafka_error.code() not in _COORDINATOR_NOT_READY:
                     raise
-                log(f"group coordinator not ready yet ({error.args[0].name()}); retrying")
-                time.sleep(1.0)
+                if time.monotonic() >= deadline:
+                    raise BenchError(
+                        f"the group coordinator of {group!r} on {bootstrap} was not ready after {timeout_s:.0f}s "
+                        f"(last answer: {kafka_error.name()})") from None
+                log(f"group coordinator not ready yet ({kafka_error.name()}); retrying")
+                time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
     finally:
         consumer.close()

@@ -27,6 +27,7 @@ from typing import Optional
 
 from confluent_kafka import Producer
 
+from dagster_kstreams.base import environment
 from dagster_kstreams.kafka.admin import KafkaAdmin
 
 __all__ = ["DATASETS", "EXAMPLE_PARTITIONS", "BurstSchedule", "ExampleData", "generate", "register"]
@@ -219,8 +220,9 @@ def _topics_argument(values: Sequence[str]) -> dict[str, str]:
 
 def _run(args: argparse.Namespace) -> int:
     topics = _topics_argument(args.datasets)
+    bootstrap = args.bootstrap_servers or environment.bootstrap_servers()
     if args.create_topics:
-        admin = KafkaAdmin(args.bootstrap_servers)
+        admin = KafkaAdmin(bootstrap)
         existing = admin.list_topics()
         wanted = {topic: EXAMPLE_PARTITIONS[dataset] for dataset, topic in topics.items() if topic not in existing}
         if wanted:
@@ -235,7 +237,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"{elapsed:6.0f}s  {sent:8d} records  {rate:7.0f}/s{'  burst' if rate > args.rate else ''}", flush=True)
 
     try:
-        counts = generate(args.bootstrap_servers, topics, schedule, duration_s=duration, max_records=args.records,
+        counts = generate(bootstrap, topics, schedule, duration_s=duration, max_records=args.records,
                           seed=args.seed, users=args.users, on_second=report if not args.quiet else None)
     except KeyboardInterrupt:
         return 130
@@ -249,7 +251,9 @@ def register(subcommands) -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("datasets", nargs="*", metavar="DATASET[=TOPIC]",
                         help=f"datasets to write ({', '.join(DATASETS)}; default all), optionally to another topic")
-    parser.add_argument("--bootstrap-servers", default="127.0.0.1:9092", help="Kafka bootstrap servers")
+    parser.add_argument("--bootstrap-servers", default=None,
+                        help=f"Kafka bootstrap servers (default ${environment.BOOTSTRAP_SERVERS_ENV_VAR} "
+                             f"or {environment.DEFAULT_BOOTSTRAP_SERVERS})")
     parser.add_argument("--rate", type=float, default=50.0, help="records per second between bursts")
     parser.add_argument("--burst-every", type=float, default=30.0, help="seconds between bursts (0: none)")
     parser.add_argument("--burst-seconds", type=float, default=5.0, help="how long a burst lasts")

@@ -48,7 +48,7 @@ def test_validation_fails_on_broken_definitions(tmp_path: Path):
 def test_kafka_resource_reaches_the_configured_broker(kafka_bootstrap: str, kafka_admin, unique_topic, monkeypatch):
     import importlib
 
-    monkeypatch.setenv("KSTREAMS_BOOTSTRAP_SERVERS", kafka_bootstrap)
+    monkeypatch.setenv("DAGSTER_KSTREAMS_BOOTSTRAP_SERVERS", kafka_bootstrap)
     monkeypatch.syspath_prepend(str(REPO_ROOT))
     definitions = importlib.import_module("definitions")
     kafka = definitions.build_definitions().resources["kafka"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -15,6 +16,7 @@ import pytest
 from dagster_kstreams.local.broker import LocalBroker, _process_command_line, kafka_cluster_id, port_is_free
 from dagster_kstreams.base.jars import jars_dir, resolve_jars
 
+REPO = Path(__file__).resolve().parents[1]
 # This suite's own range for brokers it starts (make test's broker is on 19092).
 PORT_RANGE = range(29000, 30000, 2)
 
@@ -75,16 +77,34 @@ def test_up_twice_is_harmless_and_down_leaves_no_process(tmp_path: Path):
     pid = int(re.search(r"pid (\d+)", first.stdout).group(1))
     assert "kafka.Kafka" in (_process_command_line(pid) or "")
 
-    # Group offsets right after start, while the group coordinator may still be loading: a crash
-    # in the client library (librdkafka's admin OffsetFetch path) would kill this subprocess.
-    fresh = subprocess.run(
-        [sys.executable, "-c", _FRESH_BROKER_GROUP_OFFSETS, f"127.0.0.1:{port}"],
-        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    # Right after start, while the group coordinator may still be loading, and at the same time:
+    # the word count benchmark (its wait for the group coordinator; the systems it compares are
+    # skipped but the raw read), and group offsets (a crash in the client library, librdkafka's
+    # admin OffsetFetch path, would kill that subprocess).
+    bench_output = tmp_path / "wordcount.json"
+    bench = subprocess.Popen(
+        [sys.executable, "-m", "bench.wordcount", "--records", "2000", "--bootstrap", f"127.0.0.1:{port}",
+         "--skip", "kafka-streams", "--skip", "spark-handwritten", "--skip", "dagster-kstreams",
+         "--output", str(bench_output)],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
     )
-    assert fresh.returncode == 0, fresh.stderr[-2000:]
-    committed, lag = fresh.stdout.strip().splitlines()
-    assert committed == "{'t-0': 1, 't-1': 1}"
-    assert lag == "{'t-0': 1, 't-1': 0}"  # partition 0 holds 2 records, partition 1 one
+    try:
+        fresh = subprocess.run(
+            [sys.executable, "-c", _FRESH_BROKER_GROUP_OFFSETS, f"127.0.0.1:{port}"],
+            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        )
+        assert fresh.returncode == 0, fresh.stderr[-2000:]
+        committed, lag = fresh.stdout.strip().splitlines()
+        assert committed == "{'t-0': 1, 't-1': 1}"
+        assert lag == "{'t-0': 1, 't-1': 0}"  # partition 0 holds 2 records, partition 1 one
+        _bench_out, bench_err = bench.communicate(timeout=120)
+    finally:
+        if bench.poll() is None:
+            bench.kill()
+    assert bench.returncode == 0, bench_err[-2000:]
+    result = json.loads(bench_output.read_text())
+    assert result["records"] == 2000
+    assert result["systems"]["confluent-kafka read (ceiling)"]["records"] == 2000
 
     second = _cli("local", "up", *options)
     assert second.returncode == 0, second.stderr

@@ -79,7 +79,7 @@ def dagster_dev(kafka_bootstrap, kafka_admin, tmp_path):
     env = {
         **os.environ,
         "DAGSTER_HOME": str(home),
-        "KSTREAMS_BOOTSTRAP_SERVERS": kafka_bootstrap,
+        "DAGSTER_KSTREAMS_BOOTSTRAP_SERVERS": kafka_bootstrap,
         "DAGSTER_KSTREAMS_STATE_LOCATION": str(tmp_path / "state"),
         "KSTREAMS_SPARK_MASTER": "local[1]",
         "KSTREAMS_SPARK_CONF": json.dumps({"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1"}),

@@ -225,6 +225,26 @@ class KafkaAdmin:
         """The earliest offset still present in each partition."""
         return self._list_offsets(topics, OffsetSpec.earliest(), "read_uncommitted")
 
+    def offsets_for_time(self, topics: str | Iterable[str], timestamp_ms: int) -> dict[TopicPartition, int]:
+        """In each partition, the first offset whose record's timestamp is ``timestamp_ms`` or later,
+        else the end offset (Kafka's ``offsetsForTimes``, as Kafka Streams' reset tool seeks)."""
+        found = self._list_offsets(topics, OffsetSpec.for_timestamp(timestamp_ms), "read_uncommitted")
+        later = sorted({tp.topic for tp, offset in found.items() if offset < 0})
+        end = self.end_offsets(later) if later else {}
+        return {tp: offset if offset >= 0 else end[tp] for tp, offset in found.items()}
+
+    def group_members(self, group: str) -> list[str]:
+        """Who is a member of ``group`` now, as ``client-id (host)``. This library's runs never join
+        the application's group (they commit as a group nobody joins), so members are other
+        clients using the id: a Kafka Streams instance, a consumer."""
+
+        def attempt() -> list[str]:
+            future = self._client.describe_consumer_groups([group], **self._request_kwargs())[group]
+            description = future.result(timeout=self.timeout_s + 5)
+            return [f"{member.client_id} ({member.host})" for member in description.members]
+
+        return self._retrying(attempt, f"describing group {group!r}")
+
     def committed_offsets(self, group: str, topics: str | Iterable[str] | None = None) -> dict[TopicPartition, int]:
         """Offsets committed by ``group``; partitions without a commit are left out.
 

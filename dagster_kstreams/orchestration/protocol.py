@@ -37,6 +37,7 @@ __all__ = [
     "TAG_WORKER",
     "TAG_WORKER_KEY",
     "TASK_BATCH_METADATA",
+    "app_id_tag",
     "app_tag",
     "format_tasks",
     "new_worker_tags",
@@ -76,7 +77,12 @@ _PROCESS_KEY = "dagster_kstreams/process/{run_id}"  # host:pid of the run, for o
 
 def app_tag(app: KStreamsApp) -> str:
     """The value of :data:`TAG_APP` on every run of the app's worker job."""
-    return sanitize_name(app.app_id)
+    return app_id_tag(app.app_id)
+
+
+def app_id_tag(app_id: str) -> str:
+    """The value of :data:`TAG_APP` for the application ``app_id`` (what :func:`app_tag` gives)."""
+    return sanitize_name(app_id)
 
 
 def worker_job_name(app: KStreamsApp) -> str:

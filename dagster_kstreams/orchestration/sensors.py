@@ -28,7 +28,7 @@ from typing import Any
 
 import dagster as dg
 
-from dagster_kstreams.kafka.admin import TopicPartition
+from dagster_kstreams.kafka.task_lag import task_positions
 from dagster_kstreams.orchestration.app import KStreamsApp
 from dagster_kstreams.orchestration.protocol import (
     STATE_RETIRING,
@@ -74,32 +74,14 @@ def lag_sensor_name(app: KStreamsApp) -> str:
     return f"{app_tag(app)}_lag_sensor"
 
 
-def _source_topics(app: KStreamsApp, subtopology_id: int) -> list[str]:
-    return list(dict.fromkeys(app.application.source_topics(subtopology_id)))
-
-
 def lag_snapshot(app: KStreamsApp, admin: Any, now: float) -> LagSnapshot:
-    """End and committed offsets of every task (summed over its source partitions). A topic that
-    does not exist yet (a repartition topic before the first run) holds nothing."""
-    application = app.application
-    existing = admin.list_topics()
-    topics = sorted({topic for sub_id in application.subtopology_ids for topic in _source_topics(app, sub_id)} & existing)
-    end = admin.end_offsets(topics) if topics else {}
-    committed = admin.committed_offsets(app.app_id, topics) if topics else {}
-    missing = sorted({tp.topic for tp in end if tp not in committed})
-    beginning = admin.beginning_offsets(missing) if missing else {}
-    ends: dict[str, int] = {}
-    commits: dict[str, int] = {}
-    for sub_id in application.subtopology_ids:
-        for task in application.tasks(sub_id):
-            key = str(task)  # the scaling layer's task id
-            ends[key] = commits[key] = 0
-            for topic in _source_topics(app, sub_id):
-                tp = TopicPartition(topic, task.partition)
-                if tp in end:
-                    ends[key] += end[tp]
-                    commits[key] += committed.get(tp, beginning.get(tp, 0))
-    return LagSnapshot.from_offsets(now, ends, commits)
+    """End offset and position (committed, else where the task would start) of every task, summed
+    over its input partitions (:func:`~dagster_kstreams.kafka.task_lag.task_positions`, which
+    ``dagster-kstreams lag`` prints too). A topic that does not exist yet (a repartition topic
+    before the first run) holds nothing."""
+    positions = task_positions(app.application, admin)
+    return LagSnapshot.from_offsets(now, {str(p.task): p.end for p in positions},
+                                    {str(p.task): p.position for p in positions})
 
 
 def current_workers(instance: dg.DagsterInstance, app: KStreamsApp, elastic: ElasticWorkers, now: float,

@@ -267,6 +267,23 @@ class NodeDescription:
     def __repr__(self) -> str:
         return f"NodeDescription({self.name})"
 
+    def as_dict(self) -> dict:
+        """What :meth:`__str__` prints, as plain data (lists in the printed order)."""
+        node: dict = {"name": self.name, "type": self.role}
+        if self.role == "source":
+            node.update({"topics": self.topics} if self._topics else {"pattern": self.pattern})
+        elif self.role == "processor":
+            node["stores"] = self.stores
+        elif self.topic is not None:
+            node["topic"] = self.topic
+        else:
+            node["topic_extractor"] = str(self.topic_extractor)
+        if self.role != "sink":
+            node["successors"] = [successor.name for successor in self.successors]
+        if self.role != "source":
+            node["predecessors"] = [predecessor.name for predecessor in self.predecessors]
+        return node
+
 
 def _compare_nodes(a: NodeDescription, b: NodeDescription) -> int:
     if a is b:
@@ -297,6 +314,9 @@ class SubtopologyDescription:
     def __str__(self) -> str:
         return f"Sub-topology: {self.id}\n" + "".join(f"    {node}\n" for node in self.nodes) + "\n"
 
+    def as_dict(self) -> dict:
+        return {"id": self.id, "nodes": [node.as_dict() for node in self.nodes]}
+
 
 @dataclass
 class TopologyDescription:
@@ -306,6 +326,11 @@ class TopologyDescription:
         return "Topologies:\n " + "".join(f"  {subtopology}" for subtopology in self.subtopologies)
 
     __repr__ = __str__
+
+    def as_dict(self) -> dict:
+        """The description as plain data (for JSON): sub-topologies, their nodes in the printed
+        order, each node's type, topics or stores, predecessors and successors."""
+        return {"subtopologies": [subtopology.as_dict() for subtopology in self.subtopologies]}
 
 
 def describe_subtopology(subtopology_id: int, node_names: Sequence[str], factories) -> SubtopologyDescription:
