@@ -27,7 +27,7 @@ from dagster_kstreams.kafka.records import produce
 from dagster_kstreams.orchestration.protocol import TAG_APP, TAG_WORKER, app_id_tag, report_heartbeat
 from dagster_kstreams.spark.query_cli import format_entries, store_entries
 from dagster_kstreams.spark.task_runner import TaskRunner
-from dagster_kstreams.spark.task_state import TaskStateLocation
+from dagster_kstreams.spark.state_location import TaskStateLocation
 from dagster_kstreams.topology.node_specs import StoreType
 from dagster_kstreams.topology.reference import load_topology
 from dagster_kstreams.topology.serdes import Window, Windowed

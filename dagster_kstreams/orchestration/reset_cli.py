@@ -36,7 +36,7 @@ from dagster_kstreams.orchestration.protocol import TAG_APP, TAG_WORKER, app_id_
 from dagster_kstreams.spark.checkpoint import default_state_location
 from dagster_kstreams.spark.reset import apply_reset, plan_reset
 from dagster_kstreams.spark.session import build_spark_session
-from dagster_kstreams.spark.task_state import TaskStateLocation, is_local_location
+from dagster_kstreams.spark.state_location import TaskStateLocation, is_local_location
 from dagster_kstreams.topology.application import ApplicationTopology
 from dagster_kstreams.topology.cli import TOPOLOGY_HELP, application_id_argument, load_topology_reference
 

@@ -16,6 +16,7 @@ import sys
 from pyspark import cloudpickle
 
 from dagster_kstreams.base.cli_options import key_value
+from dagster_kstreams.base.environment import BOOTSTRAP_SERVERS_ENV_VAR, DEFAULT_BOOTSTRAP_SERVERS, bootstrap_servers
 from dagster_kstreams.spark.errors import TaskFailedError
 from dagster_kstreams.spark.session import build_spark_session
 from dagster_kstreams.spark.task_result import TaskProgress, TaskResult
@@ -23,8 +24,6 @@ from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology.reference import TopologyReferenceError, load_topology
 from dagster_kstreams.topology.view import Topology
 
-BOOTSTRAP_ENV_VAR = "DAGSTER_KSTREAMS_BOOTSTRAP_SERVERS"
-DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 
 class CommandError(Exception):
@@ -74,7 +73,7 @@ def _run_tasks(args: argparse.Namespace) -> int:
     if not args.task and not args.all:
         raise CommandError("name tasks with --task (e.g. --task 1_3) or run them all with --all")
     topology = _load_topology(args.topology)
-    kafka_config = {"bootstrap.servers": args.bootstrap_servers, **dict(args.kafka_config)}
+    kafka_config = {"bootstrap.servers": args.bootstrap_servers or bootstrap_servers(), **dict(args.kafka_config)}
     spark_conf = {"spark.ui.enabled": "false", **dict(args.spark_conf)}
     # Workers must run this interpreter (with pandas and pyarrow), not whatever `python3` is.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -114,8 +113,8 @@ def register(subcommands: "argparse._SubParsersAction") -> None:
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--task", action="append", default=[], help="task id such as 1_3 (repeatable)")
     which.add_argument("--all", action="store_true", help="every task, upstream sub-topologies first")
-    parser.add_argument("--bootstrap-servers", default=os.environ.get(BOOTSTRAP_ENV_VAR, DEFAULT_BOOTSTRAP),
-                        help=f"Kafka bootstrap servers (default ${BOOTSTRAP_ENV_VAR} or {DEFAULT_BOOTSTRAP})")
+    parser.add_argument("--bootstrap-servers", default=None,
+                        help=f"Kafka bootstrap servers (default ${BOOTSTRAP_SERVERS_ENV_VAR} or {DEFAULT_BOOTSTRAP_SERVERS})")
     parser.add_argument("--kafka-config", action="append", default=[], type=key_value, metavar="KEY=VALUE",
                         help="Kafka client setting for both the admin client and Spark (repeatable)")
     parser.add_argument("--state-location", default=None,

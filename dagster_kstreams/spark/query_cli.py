@@ -29,7 +29,7 @@ from dagster_kstreams.kafka.admin import KafkaAdmin
 from dagster_kstreams.spark.checkpoint import default_state_location
 from dagster_kstreams.spark.session import build_spark_session
 from dagster_kstreams.spark.task_runner import TaskRunner
-from dagster_kstreams.spark.task_state import TaskStateLocation, is_local_location
+from dagster_kstreams.spark.state_location import TaskStateLocation, is_local_location
 from dagster_kstreams.topology.application import ApplicationTopology
 from dagster_kstreams.topology.cli import TOPOLOGY_HELP, application_id_argument, load_topology_reference
 from dagster_kstreams.topology.node_specs import StoreType

@@ -29,7 +29,7 @@ from typing import Any, Optional
 
 from dagster_kstreams.kafka.admin import KafkaAdmin, KafkaAdminError, TopicPartition
 from dagster_kstreams.kafka.fencing import TaskFence, task_transactional_id
-from dagster_kstreams.spark.task_state import TaskStateLocation
+from dagster_kstreams.spark.state_location import TaskStateLocation
 from dagster_kstreams.topology.application import ApplicationTopology
 from dagster_kstreams.topology.task_id import TaskId
 
