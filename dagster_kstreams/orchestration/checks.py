@@ -82,9 +82,9 @@ def freshness_verdict(app: KStreamsApp, subtopology_id: int, lag_by_task: Mappin
     for task in _task_names(app, subtopology_id):
         lag = lag_by_task.get(task, 0)
         last = last_reports.get(task)
-        age = None if last is None else round(now - last, 1)
+        age = None if last is None else now - last
         if lag > 0 and (age is None or age > window):
-            stale[task] = {"lag": lag, "seconds_since_report": age}
+            stale[task] = {"lag": lag, "seconds_since_report": None if age is None else round(age, 1)}
     if not stale:
         return CheckVerdict(passed=True, description=f"every task with input waiting reported within {window}s",
                             metadata={"freshness_seconds": dg.MetadataValue.int(window),
