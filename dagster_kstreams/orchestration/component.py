@@ -38,6 +38,15 @@ the default :class:`DagsterKStreamsTranslator` gives each part, and any of its a
 partitions are Kafka's), as with a Python translator. In Python, subclass the component and
 override :meth:`KStreamsComponent.get_asset_spec` instead.
 
+Scaffold one with ``dg`` (dagster-dg-cli) in a project whose environment has dagster-kstreams
+installed (its ``dagster_dg_cli.registry_modules`` entry point registers the component)::
+
+    dg scaffold defs dagster_kstreams.orchestration.component.KStreamsComponent top_words \
+        --topology assets.top_words:build_topology --app-id top-words --partitions 2
+
+which writes ``defs/top_words/defs.yaml`` with the topology, the app id and every input topic of
+the topology at ``--partitions`` partitions (edit them to match the broker).
+
 Several components in one project are one graph by asset key: the app that writes a topic declares
 it, and a component that reads it names it in ``topics_declared_elsewhere``. The component builds
 the same definitions as :func:`build_kstreams_definitions`; the resources (``kafka``, ``pyspark``)
@@ -49,16 +58,20 @@ from __future__ import annotations
 from typing import Annotated, Any, Optional
 
 import dagster as dg
+from dagster.components import Scaffolder, ScaffoldRequest, scaffold_with
+from dagster.components.component_scaffolding import scaffold_component
 from dagster.components.utils.translation import TranslationFn, TranslationFnResolver
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from dagster_kstreams.orchestration.app import DEFAULT_FRESHNESS_SECONDS, DEFAULT_LAG_BOUND
 from dagster_kstreams.orchestration.definitions import build_kstreams_definitions
 from dagster_kstreams.orchestration.translator import DagsterKStreamsTranslator, KStreamsAssetProps
+from dagster_kstreams.topology.application import ApplicationTopology
 from dagster_kstreams.topology.reference import load_topology as load_topology_and_module
 from dagster_kstreams.topology.view import Topology
 
-__all__ = ["KStreamsComponent", "load_topology", "translation_template_vars"]
+__all__ = ["KStreamsComponent", "KStreamsComponentScaffolder", "KStreamsScaffoldParams", "load_topology",
+           "translation_template_vars"]
 
 
 def load_topology(reference: str) -> Topology:
@@ -85,6 +98,36 @@ class _ComponentTranslator(DagsterKStreamsTranslator):
         return self._component.get_asset_spec(props)
 
 
+class KStreamsScaffoldParams(BaseModel):
+    """What ``dg scaffold defs ... KStreamsComponent`` asks for (all optional: placeholders otherwise)."""
+
+    topology: Optional[str] = Field(default=None, description="'package.module:attribute' naming the topology")
+    app_id: Optional[str] = Field(default=None, description="Kafka Streams application.id")
+    partitions: int = Field(default=1, description="Partition count written for each input topic (edit to match)")
+
+
+class KStreamsComponentScaffolder(Scaffolder[KStreamsScaffoldParams]):
+    """Writes a ``defs.yaml``. Given ``--topology``, it loads as it is: the topology (checked to load),
+    the app id (``--app-id``, else the topology's module name), and each of the topology's input topics
+    at ``--partitions`` partitions. Without, it holds placeholders to fill in."""
+
+    @classmethod
+    def get_scaffold_params(cls) -> type[KStreamsScaffoldParams]:
+        return KStreamsScaffoldParams
+
+    def scaffold(self, request: ScaffoldRequest[KStreamsScaffoldParams]) -> None:
+        params = request.params
+        if params.topology is None:
+            scaffold_component(request, {"topology": "package.module:build_topology",
+                                         "app_id": params.app_id or "my-app", "topic_partitions": {"input-topic": 1}})
+            return
+        app_id = params.app_id or params.topology.split(":")[0].rsplit(".", 1)[-1].replace("_", "-")
+        inputs = ApplicationTopology(load_topology(params.topology), app_id).external_source_topics
+        scaffold_component(request, {"topology": params.topology, "app_id": app_id,
+                                     "topic_partitions": {topic: params.partitions for topic in inputs}})
+
+
+@scaffold_with(KStreamsComponentScaffolder)
 class KStreamsComponent(dg.Component, dg.Resolvable, dg.Model):
     """A Kafka Streams application as partitioned assets (sub-topologies, repartition and sink topics, stores)."""
 
