@@ -1,8 +1,10 @@
 """Example topologies. A module here that builds Dagster definitions exposes them as ``defs``
 from this package, and ``definitions.py`` merges them in.
 
-Three applications: users counted per country, word count, and click enrichment (a stream-table
-join). Spark runs through dagster-pyspark: ``KSTREAMS_SPARK_MASTER`` (default ``local[*]``) and
+Four applications: users counted per country, word count, click enrichment (a stream-table join),
+and top words, which reads what word count writes: loaded together by ``kstreams_definitions``,
+word count and top words are one lineage graph (``word_count/subtopology_1 -> kafka/word_counts ->
+top_words/subtopology_0``). Spark runs through dagster-pyspark: ``KSTREAMS_SPARK_MASTER`` (default ``local[*]``) and
 ``KSTREAMS_SPARK_CONF`` (a JSON object of extra ``spark.*`` settings).
 
 Each application has elastic workers: a lag sensor (``<app>_lag_sensor``, running as soon as
@@ -19,11 +21,12 @@ import os
 
 import dagster as dg
 
+from dagster_kstreams.orchestration.definitions import kstreams_definitions
 from dagster_kstreams.orchestration.resources import KStreamsSparkResource
 from dagster_kstreams.orchestration.workers import ElasticWorkers
 from dagster_kstreams.scaling import ScalingConfig
 
-from . import click_enrichment, users_per_country, word_count
+from . import click_enrichment, top_words, users_per_country, word_count
 
 SPARK_MASTER_ENV_VAR = "KSTREAMS_SPARK_MASTER"
 SPARK_CONF_ENV_VAR = "KSTREAMS_SPARK_CONF"
@@ -47,9 +50,8 @@ ELASTIC_WORKERS = ElasticWorkers(
 )
 
 defs = dg.Definitions.merge(
-    users_per_country.build_defs(elastic_workers=ELASTIC_WORKERS),
-    word_count.build_defs(elastic_workers=ELASTIC_WORKERS),
-    click_enrichment.build_defs(elastic_workers=ELASTIC_WORKERS),
+    kstreams_definitions(users_per_country.build_app(), word_count.build_app(), top_words.build_app(),
+                         click_enrichment.build_app(), elastic_workers=ELASTIC_WORKERS),
     dg.Definitions(resources={"pyspark": KStreamsSparkResource(
         master=os.environ.get(SPARK_MASTER_ENV_VAR, "local[*]"),
         spark_config=json.loads(os.environ.get(SPARK_CONF_ENV_VAR) or "{}"),

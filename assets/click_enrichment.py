@@ -12,7 +12,8 @@ import json
 
 import dagster as dg
 
-from dagster_kstreams.orchestration.definitions import build_kstreams_definitions
+from dagster_kstreams.orchestration.app import KStreamsApp
+from dagster_kstreams.orchestration.definitions import kstreams_definitions
 from dagster_kstreams.topology import Materialized, Named, StreamsBuilder, Topology
 
 APP_ID = "click-enrichment"
@@ -39,13 +40,16 @@ def build_topology(clicks: str = "clicks", profiles: str = "profiles",
     return builder.build()
 
 
+def build_app(app_id: str = APP_ID, clicks: str = "clicks", profiles: str = "profiles",
+              enriched_clicks: str = "enriched-clicks", **options) -> KStreamsApp:
+    return KStreamsApp(
+        build_topology(clicks, profiles, enriched_clicks), app_id,
+        {clicks: TOPIC_PARTITIONS["clicks"], profiles: TOPIC_PARTITIONS["profiles"],
+         enriched_clicks: TOPIC_PARTITIONS["enriched-clicks"]},
+        create_sink_topics=True, **options)
+
+
 def build_defs(app_id: str = APP_ID, clicks: str = "clicks", profiles: str = "profiles",
-               enriched_clicks: str = "enriched-clicks", **options) -> dg.Definitions:
-    return build_kstreams_definitions(
-        topology=build_topology(clicks, profiles, enriched_clicks),
-        app_id=app_id,
-        topic_partitions={clicks: TOPIC_PARTITIONS["clicks"], profiles: TOPIC_PARTITIONS["profiles"],
-                          enriched_clicks: TOPIC_PARTITIONS["enriched-clicks"]},
-        create_sink_topics=True,
-        **options,
-    )
+               enriched_clicks: str = "enriched-clicks", elastic_workers=None, **options) -> dg.Definitions:
+    return kstreams_definitions(build_app(app_id, clicks, profiles, enriched_clicks, **options),
+                                elastic_workers=elastic_workers)

@@ -12,7 +12,8 @@ import json
 
 import dagster as dg
 
-from dagster_kstreams.orchestration.definitions import build_kstreams_definitions
+from dagster_kstreams.orchestration.app import KStreamsApp
+from dagster_kstreams.orchestration.definitions import kstreams_definitions
 from dagster_kstreams.topology import Materialized, StreamsBuilder, Topology
 
 APP_ID = "users-per-country"
@@ -33,12 +34,14 @@ def build_topology(users: str = "users", users_per_country: str = "users-per-cou
     return builder.build()
 
 
+def build_app(app_id: str = APP_ID, users: str = "users", users_per_country: str = "users-per-country",
+              **options) -> KStreamsApp:
+    return KStreamsApp(
+        build_topology(users, users_per_country), app_id,
+        {users: TOPIC_PARTITIONS["users"], users_per_country: TOPIC_PARTITIONS["users-per-country"]},
+        create_sink_topics=True, **options)
+
+
 def build_defs(app_id: str = APP_ID, users: str = "users", users_per_country: str = "users-per-country",
-               **options) -> dg.Definitions:
-    return build_kstreams_definitions(
-        topology=build_topology(users, users_per_country),
-        app_id=app_id,
-        topic_partitions={users: TOPIC_PARTITIONS["users"], users_per_country: TOPIC_PARTITIONS["users-per-country"]},
-        create_sink_topics=True,
-        **options,
-    )
+               elastic_workers=None, **options) -> dg.Definitions:
+    return kstreams_definitions(build_app(app_id, users, users_per_country, **options), elastic_workers=elastic_workers)

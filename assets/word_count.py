@@ -2,7 +2,8 @@
 
 ``text-lines`` holds JSON documents (``{"doc_id", "text"}``) keyed by document id. Sub-topology 0
 splits and re-keys by word into a repartition topic; sub-topology 1 counts per word (queryable
-store ``word-counts-store``) into ``word-counts``.
+store ``word-counts-store``) into ``word-counts`` (String word -> Long count), which
+:mod:`assets.top_words` reads: the two applications make one graph.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import re
 
 import dagster as dg
 
-from dagster_kstreams.orchestration.definitions import build_kstreams_definitions
+from dagster_kstreams.orchestration.app import KStreamsApp
+from dagster_kstreams.orchestration.definitions import kstreams_definitions
 from dagster_kstreams.topology import Materialized, StreamsBuilder, Topology
 
 APP_ID = "word-count"
@@ -40,12 +42,14 @@ def build_topology(text_lines: str = "text-lines", word_counts: str = "word-coun
     return builder.build()
 
 
+def build_app(app_id: str = APP_ID, text_lines: str = "text-lines", word_counts: str = "word-counts",
+              **options) -> KStreamsApp:
+    return KStreamsApp(
+        build_topology(text_lines, word_counts), app_id,
+        {text_lines: TOPIC_PARTITIONS["text-lines"], word_counts: TOPIC_PARTITIONS["word-counts"]},
+        create_sink_topics=True, **options)
+
+
 def build_defs(app_id: str = APP_ID, text_lines: str = "text-lines", word_counts: str = "word-counts",
-               **options) -> dg.Definitions:
-    return build_kstreams_definitions(
-        topology=build_topology(text_lines, word_counts),
-        app_id=app_id,
-        topic_partitions={text_lines: TOPIC_PARTITIONS["text-lines"], word_counts: TOPIC_PARTITIONS["word-counts"]},
-        create_sink_topics=True,
-        **options,
-    )
+               elastic_workers=None, **options) -> dg.Definitions:
+    return kstreams_definitions(build_app(app_id, text_lines, word_counts, **options), elastic_workers=elastic_workers)

@@ -12,6 +12,7 @@ from .topology import __all__ as _topology_all
 _DAGSTER_EXPORTS = {
     "kstreams_assets": "dagster_kstreams.orchestration.assets",
     "build_kstreams_definitions": "dagster_kstreams.orchestration.definitions",
+    "kstreams_definitions": "dagster_kstreams.orchestration.definitions",
     "KStreamsApp": "dagster_kstreams.orchestration.app",
     "DagsterKStreamsTranslator": "dagster_kstreams.orchestration.translator",
     "KStreamsAssetProps": "dagster_kstreams.orchestration.translator",

@@ -11,10 +11,11 @@ import dagster as dg
 import pytest
 
 from dagster_kstreams.kafka.records import final_values, produce, read_topic
-from dagster_kstreams.orchestration.checks import LAG_CHECK_NAME
+from dagster_kstreams.orchestration.checks import FRESHNESS_CHECK_NAME, LAG_CHECK_NAME
+from dagster_kstreams.orchestration.definitions import kstreams_definitions
 from dagster_kstreams.orchestration.resources import KafkaResource, KStreamsSparkResource
 
-from assets import click_enrichment, users_per_country, word_count
+from assets import click_enrichment, top_words, users_per_country, word_count
 
 pytestmark = pytest.mark.integration
 
@@ -102,11 +103,18 @@ def test_users_per_country_partitions_report_tasks_topics_and_stores(
     check_job = dg.define_asset_job("lag_checks", selection=dg.AssetSelection.all_asset_checks())
     checks = dg.Definitions.merge(defs, dg.Definitions(jobs=[check_job]))
     before = checks.resolve_job_def("lag_checks").execute_in_process(instance=instance)
-    evaluations = {e.asset_check_evaluation_data.asset_key: e.asset_check_evaluation_data
+    evaluations = {(e.asset_check_evaluation_data.asset_key, e.asset_check_evaluation_data.check_name):
+                   e.asset_check_evaluation_data
                    for e in before.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"}
-    upstream_check = evaluations[_key_of(defs, app, "subtopology_0")]
-    assert upstream_check.check_name == LAG_CHECK_NAME and not upstream_check.passed
+    upstream_check = evaluations[(_key_of(defs, app, "subtopology_0"), LAG_CHECK_NAME)]
+    assert not upstream_check.passed
     assert upstream_check.metadata["total_lag"].value == len(rows)
+    # Input waits and no task has reported: the freshness check fails as an error, naming the tasks.
+    freshness = evaluations[(_key_of(defs, app, "subtopology_0"), FRESHNESS_CHECK_NAME)]
+    assert not freshness.passed and freshness.severity is dg.AssetCheckSeverity.ERROR
+    assert set(freshness.metadata["stale_tasks"].value) == {"0_0", "0_1"}
+    # Nothing waits downstream yet (the repartition topic does not exist): fresh.
+    assert evaluations[(_key_of(defs, app, "subtopology_1"), FRESHNESS_CHECK_NAME)].passed
     # The check observes the input topic, partition by partition.
     observations = [e.event_specific_data.asset_observation for e in before.all_events
                     if e.event_type_value == "ASSET_OBSERVATION"]
@@ -162,17 +170,21 @@ def test_users_per_country_partitions_report_tasks_topics_and_stores(
         str(record.partition) for record in output}
 
     after = checks.resolve_job_def("lag_checks").execute_in_process(instance=instance)
-    assert all(e.asset_check_evaluation_data.passed for e in after.all_events
-               if e.event_type_value == "ASSET_CHECK_EVALUATION")
+    verdicts = [e.asset_check_evaluation_data for e in after.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
+    assert len(verdicts) == 4 and all(verdict.passed for verdict in verdicts)
 
 
-def test_word_count_counts_words_through_both_subtopologies(
+def test_word_count_then_top_words_one_pipeline_of_two_applications(
     kafka_bootstrap, kafka_admin, unique_topic, resources, instance, tmp_path
 ):
-    lines, counts, app_id = unique_topic("text-lines"), unique_topic("word-counts"), unique_topic("wc")
+    lines, counts, top = unique_topic("text-lines"), unique_topic("word-counts"), unique_topic("top-words")
+    app_id, top_app_id = unique_topic("wc"), unique_topic("tw")
     kafka_admin.create_topic(lines, word_count.TOPIC_PARTITIONS["text-lines"])
-    defs = _with(resources, word_count.build_defs(app_id, lines, counts, state_location=str(tmp_path / "state")))
-    app = app_id.replace("-", "_")
+    # Loaded together: word count declares its output topic, top words depends on it.
+    defs = _with(resources, kstreams_definitions(
+        word_count.build_app(app_id, lines, counts, state_location=str(tmp_path / "state")),
+        top_words.build_app(top_app_id, counts, top, state_location=str(tmp_path / "state"))))
+    app, top_app = app_id.replace("-", "_"), top_app_id.replace("-", "_")
     generator = random.Random(7)
     vocabulary = ["kafka", "streams", "dagster", "spark", "topic", "task", "the", "a"]
     documents = [" ".join(generator.choice(vocabulary) for _ in range(generator.randint(1, 9))).capitalize()
@@ -186,6 +198,17 @@ def test_word_count_counts_words_through_both_subtopologies(
     upstream_out = sum(_value(_events_by_key(results[(0, p)])[_key_of(defs, app, "subtopology_0")][0], "records_out")
                        for p in range(2))
     assert upstream_out == sum(expected.values())  # one repartition record per word
+    # Word count's tasks reported the partitions of word-counts they wrote: the topic the second app reads.
+    counts_key = _key_of(defs, "kafka", counts.replace("-", "_"))
+    assert instance.get_materialized_partitions(counts_key) == {"0", "1"}
+
+    # Task p of top words reads partition p of word-counts, and keeps the words counted MIN_COUNT times or more.
+    top_results = _run_all_tasks(defs, resources, instance, top_app, {0: 2})
+    read = sum(_value(_events_by_key(top_results[(0, p)])[_key_of(defs, top_app, "subtopology_0")][0], "records_in")
+               for p in range(2))
+    assert read == len(read_topic(kafka_bootstrap, counts))
+    frequent = {word: count for word, count in expected.items() if count >= top_words.MIN_COUNT}
+    assert frequent and final_values(read_topic(kafka_bootstrap, top), bytes.decode, _long) == frequent
 
 
 def test_click_enrichment_joins_clicks_with_profiles(

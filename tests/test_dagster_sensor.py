@@ -80,6 +80,15 @@ def _submit(defs, instance, requests, status=dg.DagsterRunStatus.STARTED) -> lis
     return runs
 
 
+def _observations(result) -> list[dg.AssetObservation]:
+    return [event for event in result.asset_events if isinstance(event, dg.AssetObservation)]
+
+
+def _health(result) -> dict[str, dg.AssetCheckEvaluation]:
+    """The sensor's check evaluations, by check name (one sub-topology here)."""
+    return {event.check_name: event for event in result.asset_events if isinstance(event, dg.AssetCheckEvaluation)}
+
+
 def _tags(instance, run):
     return instance.get_run_by_id(run.run_id).tags
 
@@ -92,8 +101,13 @@ def test_sensor_launches_hands_over_only_released_tasks_records_lag_and_retires(
     result = _tick(defs, instance, None)
     (request,) = result.run_requests
     assert request.tags[TAG_WORKER] == "worker-0" and parse_tasks(request.tags[TAG_TASKS]) == ALL
-    (observation,) = result.asset_events
+    (observation,) = _observations(result)
     assert observation.metadata["lag"].value == 0 and observation.metadata["desired_workers"].value == 1
+    # The catalog's health, from the same lag: within the bound, and fresh (nothing waits).
+    health = _health(result)
+    assert set(health) == {"lag_within_bound", "freshness"} and all(e.passed for e in health.values())
+    for evaluation in health.values():
+        instance.report_runless_asset_event(evaluation)  # what the sensor daemon does with asset_events
     ScalingState.from_json(result.cursor)  # the cursor is the scaling state
     (worker0,) = _submit(defs, instance, result.run_requests)
     report_held(instance, worker0.run_id, ALL)  # worker-0 runs and holds every task
@@ -108,8 +122,18 @@ def test_sensor_launches_hands_over_only_released_tasks_records_lag_and_retires(
     moving = parse_tasks(request.tags[TAG_ASSIGNED])
     assert len(moving) == 2
     assert parse_tasks(_tags(instance, worker0)[TAG_TASKS]) == ALL
-    (observation,) = result.asset_events
+    (observation,) = _observations(result)
     assert observation.metadata["lag"].value == 400 and observation.metadata["desired_workers"].value == 2
+    # Input waits on tasks that never reported: the freshness check fails (an error, naming them);
+    # the lag check's verdict is unchanged (400 <= 10000) and was reported a moment ago: not repeated.
+    health = _health(result)
+    assert set(health) == {"freshness"}
+    freshness = health["freshness"]
+    assert not freshness.passed and freshness.severity is dg.AssetCheckSeverity.ERROR
+    stale = freshness.metadata["stale_tasks"].value
+    assert set(stale) <= ALL and sum(info["lag"] for info in stale.values()) == 400
+    assert all(info["seconds_since_report"] is None for info in stale.values())
+    assert "never reported" in freshness.description
     # The sub-topology's share: 400 records in the 1 s catch-up time, and the input since the last
     # tick at 70% utilization, at the default 100/s per worker.
     assert observation.metadata["worker_capacity"].value == 100.0
@@ -138,7 +162,7 @@ def test_sensor_launches_hands_over_only_released_tasks_records_lag_and_retires(
     result = _tick(defs, instance, result.cursor)
     retired = _tags(instance, worker1)
     assert retired[TAG_STATE] == "retiring" and parse_tasks(retired[TAG_TASKS]) == set()
-    assert result.asset_events[0].metadata["lag"].value == 0
+    assert _observations(result)[0].metadata["lag"].value == 0
     report_held(instance, worker1.run_id, ())  # it read its emptied tags: its tasks are free
     result = _tick(defs, instance, result.cursor)
     assert parse_tasks(_tags(instance, worker0)[TAG_TASKS]) == ALL

@@ -209,7 +209,7 @@ def test_component_declared_in_yaml_builds_the_same_assets():
             checks = [key for checks in defs.asset_checks for key in checks.check_keys]
     assert {"upc_yaml/subtopology_0", "upc_yaml/subtopology_1", "upc_yaml/users_per_country_store_repartition",
             "kafka/users", "kafka/users_per_country", "upc_yaml/store/users_per_country_store"} == keys
-    assert len(checks) == 2
+    assert len(checks) == 4  # lag_within_bound and freshness of each sub-topology
 
 
 def test_component_names_a_topology_that_cannot_be_loaded():

@@ -1,5 +1,6 @@
-"""A real browser on a real `dagster dev`: the example graph is there, and one partition of a
-sub-topology materializes from the UI.
+"""A real browser on a real `dagster dev`: the example graph is there (two of its applications
+chained into one lineage), one partition of a sub-topology materializes from the UI, and the
+health checks executed from the UI show what waits.
 
 `dagster dev` (webserver + daemon) runs on workspace.yaml with a temporary DAGSTER_HOME, the
 test broker and a temporary state location; headless Chromium (Debian's `chromium`) is driven by
@@ -171,11 +172,18 @@ def test_graph_shows_subtopologies_and_repartition_topics_and_a_partition_materi
     # Long labels are shortened in the middle ("users_per_co…_store_repartition").
     assert page.get_by_text(re.compile(r"^users_per_co.*_store_repartition$")).count() == 1
 
-    # All three examples are in the global lineage.
+    # All four examples are in the global lineage.
     page.goto(f"{base}/asset-groups")
-    for group in ("users_per_country", "word_count", "click_enrichment"):
+    for group in ("users_per_country", "word_count", "top_words", "click_enrichment"):
         page.get_by_text(group, exact=True).first.wait_for(timeout=30_000)
     page.screenshot(path=str(OUTPUT / "global-lineage.png"))
+
+    # Two applications, one graph: the neighbours of the topic word count writes are word count's
+    # counting sub-topology upstream and top words' sub-topology downstream.
+    page.goto(f"{base}/assets/kafka/word_counts?view=lineage&lineageScope=neighbors&lineageDepth=1")
+    for node in ("word_count", "subtopology_1", "word_counts", "top_words", "subtopology_0"):
+        page.get_by_text(node, exact=True).first.wait_for(timeout=30_000)
+    page.screenshot(path=str(OUTPUT / "pipeline-lineage.png"))
 
     # Materialize partition 0 of sub-topology 0 from its asset page.
     page.goto(f"{base}/assets/{APP_GROUP}/subtopology_0")
@@ -215,3 +223,11 @@ def test_graph_shows_subtopologies_and_repartition_topics_and_a_partition_materi
     page.goto(f"{base}/assets/{APP_GROUP}/subtopology_0?view=events")
     page.get_by_text("records_per_second").first.wait_for(timeout=30_000)
     page.screenshot(path=str(OUTPUT / "materialization-events.png"))
+
+    # Health in the catalog: task 0_0 wrote records into the repartition topic and sub-topology 1
+    # never ran, so its freshness check, executed from the UI, fails and names the tasks.
+    page.goto(f"{base}/assets/{APP_GROUP}/subtopology_1?view=checks")
+    page.get_by_role("button", name="Execute all").click(timeout=60_000)
+    page.get_by_text("freshness", exact=True).first.click()
+    page.get_by_text(re.compile(r"^input waiting with no report within 300s: 1_")).wait_for(timeout=120_000)
+    page.screenshot(path=str(OUTPUT / "health-checks.png"))

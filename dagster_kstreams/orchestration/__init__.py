@@ -22,7 +22,7 @@
 
 Modules, each importing only those listed above it:
 
-* :mod:`.translator` — :class:`DagsterKStreamsTranslator` (override ``get_asset_spec``);
+* :mod:`.translator` — :class:`DagsterKStreamsTranslator` (override any ``get_*`` hook);
 * :mod:`.resources` — :class:`KafkaResource`, :class:`KStreamsSparkResource` (dagster-pyspark);
 * :mod:`.app` — :class:`KStreamsApp`, the app model: a topology bound to its app id and declared
   partition counts (an ``ApplicationTopology``, the owner of its facts) and its asset specs;
@@ -30,11 +30,13 @@ Modules, each importing only those listed above it:
   heartbeats, the task list format);
 * :mod:`.execution` — what materializing partition ``p`` of sub-topology ``s`` does (runs task
   ``s_p`` on Spark and reports it); shared with worker runs;
-* :mod:`.assets` — :func:`kstreams_assets`; :mod:`.checks` — the ``lag_within_bound`` checks;
+* :mod:`.assets` — :func:`kstreams_assets`, and :func:`assets_of` for several apps (each topic once);
+* :mod:`.checks` — the health checks: ``lag_within_bound`` and ``freshness``;
 * :mod:`.workers` — the worker job (a run owning the tasks its tags name) and :class:`ElasticWorkers`,
   passed as ``build_kstreams_definitions(..., elastic_workers=ElasticWorkers(...))``;
-* :mod:`.sensors` — the lag sensor that launches, retags and retires worker runs;
-* :mod:`.definitions` — :func:`build_kstreams_definitions`: assets, checks, and the elastic
-  workers' job and sensor as one ``Definitions``;
-* :mod:`.component` — :class:`KStreamsComponent` for ``dg`` YAML.
+* :mod:`.sensors` — the lag sensor that launches, retags and retires worker runs (and reports health);
+* :mod:`.definitions` — :func:`kstreams_definitions` (several apps, one graph) and
+  :func:`build_kstreams_definitions` (one app): assets, checks, and the elastic workers' job and
+  sensor as one ``Definitions``;
+* :mod:`.component` — :class:`KStreamsComponent` for ``dg`` YAML, with a ``translation:`` field.
 """

@@ -8,11 +8,20 @@ with the deps and partitions the topology dictates.
 
 Partition mappings say what Kafka does: task ``p`` reads partition ``p`` of each of its input
 topics (identity), and any task may write any partition of an output or repartition topic (all).
+They hold across applications: a topic one application writes and another reads is one asset,
+whose partition ``p`` feeds task ``p`` of the reader's sub-topology.
+
+Topics belong to the graph, not to one application. An application declares (as an asset spec) the
+topics it writes, and the topics it reads that nobody writes; a topic it reads that another
+application writes is declared by the writer. Within one ``Definitions``,
+:func:`~dagster_kstreams.orchestration.definitions.kstreams_definitions` sorts that out for several
+apps; across code locations (or for a plain ``Definitions.merge``), ``topics_declared_elsewhere``
+names the topics this app only refers to by asset key: it depends on them and declares nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -27,9 +36,10 @@ from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_top
 from dagster_kstreams.topology.application import ApplicationTopology
 from dagster_kstreams.topology.view import Topology
 
-__all__ = ["DEFAULT_LAG_BOUND", "KStreamsApp", "check_runnable", "task_partitions"]
+__all__ = ["DEFAULT_FRESHNESS_SECONDS", "DEFAULT_LAG_BOUND", "KStreamsApp", "check_runnable", "task_partitions"]
 
 DEFAULT_LAG_BOUND = 10_000
+DEFAULT_FRESHNESS_SECONDS = 300
 
 
 def task_partitions(count: int) -> dg.StaticPartitionsDefinition:
@@ -55,6 +65,12 @@ class KStreamsApp:
     the lag sensor use it to find the asset of a topic, task or store, and ask its
     :attr:`application` (an :class:`ApplicationTopology`) every fact about the topology itself.
     ``topology`` may be given as a ``StreamsBuilder``; it is the built :class:`Topology` afterwards.
+
+    ``lag_bound`` and ``freshness_seconds`` set the health checks (:mod:`.checks`): the lag a
+    sub-topology may have, and how long a task with input waiting may go without reporting.
+    ``topics_declared_elsewhere``: input topics (by name) that another application writes and
+    declares, in these definitions or in another code location; this app depends on their asset
+    keys (as its translator names them) and declares no spec for them.
     """
 
     topology: Topology
@@ -62,6 +78,8 @@ class KStreamsApp:
     topic_partitions: Mapping[str, int]
     translator: DagsterKStreamsTranslator = field(default_factory=DagsterKStreamsTranslator)
     lag_bound: int = DEFAULT_LAG_BOUND
+    freshness_seconds: int = DEFAULT_FRESHNESS_SECONDS
+    topics_declared_elsewhere: Collection[str] = ()
     state_location: Optional[str] = None
     max_records_per_batch: Optional[int] = 200_000
     create_sink_topics: bool = False
@@ -71,11 +89,14 @@ class KStreamsApp:
     def __post_init__(self) -> None:
         if self.lag_bound < 0:
             raise ValueError(f"lag_bound must be >= 0, got {self.lag_bound}")
+        if self.freshness_seconds <= 0:
+            raise ValueError(f"freshness_seconds must be > 0, got {self.freshness_seconds}")
         # Kafka Streams' rules (repartition counts, co-partitioning) on the declared counts: a
         # missing source count or a co-partitioning mismatch is an error here, at load.
         self.application = ApplicationTopology(self.topology, self.app_id, self.topic_partitions)
         self.topology = self.application.topology
         check_runnable(self.topology, self.app_id)
+        self._declared_elsewhere = self._topics_read_not_written(self.topics_declared_elsewhere)
         self._specs = self._build_specs()
 
     # -- questions about the topology, answered by the application ----------------------------
@@ -87,6 +108,10 @@ class KStreamsApp:
         """Real Kafka topics whose partition count the user declared (sources and given sinks)."""
         counts = self.application.partition_counts
         return {topic: count for topic, count in self.topic_partitions.items() if topic in counts}
+
+    def writes(self, topic: str) -> bool:
+        """Whether a task of this app writes ``topic`` (a sink or repartition topic, by real name)."""
+        return bool(self.application.writers(topic))
 
     def queryable_stores(self, subtopology_id: int) -> list[str]:
         return [store.name for store in self.topology.subtopology(subtopology_id).state_stores if store.queryable]
@@ -106,13 +131,28 @@ class KStreamsApp:
         return self._specs[("store", store_name)].key
 
     # -- specs ------------------------------------------------------------------------------
-    def topic_specs(self) -> list[dg.AssetSpec]:
-        return [spec for (what, _), spec in self._specs.items() if what == "topic"]
+    def topic_specs(self) -> dict[str, dg.AssetSpec]:
+        """The specs of the topics this app declares, by real topic name (not those declared elsewhere)."""
+        return {topic: spec for (what, topic), spec in self._specs.items()
+                if what == "topic" and topic not in self._declared_elsewhere}
 
     def subtopology_specs(self, subtopology_id: int) -> list[dg.AssetSpec]:
         """The sub-topology's own spec first, then its queryable stores'."""
         return [self._specs[("subtopology", subtopology_id)],
                 *(self._specs[("store", store)] for store in self.queryable_stores(subtopology_id))]
+
+    def _topics_read_not_written(self, topics: Collection[str]) -> frozenset[str]:
+        """Real names of ``topics``, each an input this app reads and does not write."""
+        application = self.application
+        real = set()
+        for topic in ([topics] if isinstance(topics, str) else topics):
+            name = application.topic_name(topic)
+            if name not in application.external_source_topics:
+                raise ValueError(f"topics_declared_elsewhere of {self.app_id!r} names {topic!r}, which is not an "
+                                 f"input topic it reads and does not write "
+                                 f"(its inputs: {sorted(application.external_source_topics)})")
+            real.add(name)
+        return frozenset(real)
 
     def _props(self, kind: KStreamsAssetKind, name: str, partitions: int, **extra: Any) -> KStreamsAssetProps:
         return KStreamsAssetProps(kind=kind, app_id=self.app_id, name=name, partitions=partitions,
@@ -157,9 +197,18 @@ class KStreamsApp:
             else:  # a store: computed with its sub-topology, shard p by task p, from the same inputs
                 sub_id = application.subtopology_of_store(name)
                 deps, partitions = reads(sub_id), task_partitions(application.task_count(sub_id))
-            specs[(what, name)] = spec.replace_attributes(deps=deps, partitions_def=partitions)
+            specs[(what, name)] = self._bind(spec, deps, partitions)
         keys = [spec.key for spec in specs.values()]
         duplicates = sorted({key.to_user_string() for key in keys if keys.count(key) > 1})
         if duplicates:
             raise ValueError(f"the translator gave several parts of {self.app_id!r} the same asset key: {duplicates}")
         return specs
+
+    def _bind(self, spec: dg.AssetSpec, deps: list[dg.AssetDep], partitions: dg.PartitionsDefinition) -> dg.AssetSpec:
+        """The translator's spec with the topology's deps (plus any other deps it added) and partitions."""
+        if spec.partitions_def is not None and spec.partitions_def != partitions:
+            raise ValueError(f"the translator gave {spec.key.to_user_string()} of {self.app_id!r} partitions of its "
+                             f"own; they are the Kafka partitions (or tasks) {partitions.get_partition_keys()}")
+        topology_keys = {dep.asset_key for dep in deps}
+        added = [dep for dep in spec.deps if dep.asset_key not in topology_keys]
+        return spec.replace_attributes(deps=[*deps, *added], partitions_def=partitions)

@@ -5,7 +5,10 @@ Every tick it
 * reads the end offsets of the app's input topics and the group's committed offsets, and
   records the lag of each sub-topology as an ``AssetObservation`` of its asset (numeric
   metadata: the UI plots ``lag``, ``workers``, ``desired_workers``, and the sub-topology's own
-  ``input_rate``, ``worker_capacity`` and ``required_workers``, its share of the count);
+  ``input_rate``, ``worker_capacity`` and ``required_workers``, its share of the count), and
+  evaluates the health checks of each sub-topology from that lag (:mod:`.checks`: lag bound,
+  freshness), reported when a verdict changes and at least every ``HEALTH_REPORT_SECONDS``, so
+  the catalog shows a stream falling behind or stalled without a check run;
 * builds the fleet from the worker job's runs: the newest run of each worker id, its tags
   (``tasks``, ``assigned``, ``state``), whether it has left the run queue and whether it has
   beaten yet (its SparkSession is up: only then are tasks revoked from others for it), what it
@@ -30,6 +33,7 @@ import dagster as dg
 
 from dagster_kstreams.kafka.task_lag import task_positions
 from dagster_kstreams.orchestration.app import KStreamsApp
+from dagster_kstreams.orchestration.checks import health_evaluations
 from dagster_kstreams.orchestration.protocol import (
     STATE_RETIRING,
     TAG_APP,
@@ -61,7 +65,10 @@ from dagster_kstreams.scaling import (
     task_sort_key,
 )
 
-__all__ = ["current_workers", "kstreams_lag_sensor", "lag_sensor_name", "lag_snapshot", "throughput_samples"]
+__all__ = ["HEALTH_REPORT_SECONDS", "current_workers", "due_health_evaluations", "kstreams_lag_sensor",
+           "lag_sensor_name", "lag_snapshot", "throughput_samples"]
+
+HEALTH_REPORT_SECONDS = 60
 
 _LIVE = {dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
          dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING}
@@ -202,6 +209,24 @@ def _observations(app: KStreamsApp, snapshot: LagSnapshot, summary: Mapping[str,
     return events
 
 
+def due_health_evaluations(instance: dg.DagsterInstance, evaluations: list[dg.AssetCheckEvaluation],
+                           now: float) -> list[dg.AssetCheckEvaluation]:
+    """The evaluations whose verdict (passed, severity) differs from the check's latest one, or
+    whose latest is older than ``HEALTH_REPORT_SECONDS``: the rest would only repeat it."""
+    keys = [dg.AssetCheckKey(evaluation.asset_key, evaluation.check_name) for evaluation in evaluations]
+    latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(keys)
+    due = []
+    for key, evaluation in zip(keys, evaluations):
+        record = latest.get(key)
+        event = record.event if record is not None else None
+        previous = event.dagster_event.event_specific_data if event is not None and event.dagster_event else None
+        if (not isinstance(previous, dg.AssetCheckEvaluation)
+                or (previous.passed, previous.severity) != (evaluation.passed, evaluation.severity)
+                or now - event.timestamp >= HEALTH_REPORT_SECONDS):
+            due.append(evaluation)
+    return due
+
+
 def kstreams_lag_sensor(app: KStreamsApp, elastic: ElasticWorkers, worker_job: dg.JobDefinition) -> dg.SensorDefinition:
     """The app's lag sensor: each tick, a :func:`~dagster_kstreams.scaling.decide_tick` plan applied
     to the runs of ``worker_job`` (see the module docstring)."""
@@ -246,7 +271,8 @@ def kstreams_lag_sensor(app: KStreamsApp, elastic: ElasticWorkers, worker_job: d
             f"{summary['action']} ({running} -> {plan.desired_workers} workers); launch {summary['launch']}, "
             f"retag {summary['retag']}, retire {summary['retire']}, cancel {summary['cancel']}, "
             f"restart backoff {summary['deferred']}, pending handovers {summary['pending_handovers']}")
+        health = due_health_evaluations(instance, health_evaluations(instance, app, snapshot.lags(), now), now)
         return dg.SensorResult(run_requests=requests, cursor=decision.state.to_json(),
-                               asset_events=_observations(app, snapshot, summary, running))
+                               asset_events=[*_observations(app, snapshot, summary, running), *health])
 
     return lag_sensor

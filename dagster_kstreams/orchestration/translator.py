@@ -1,18 +1,42 @@
 """From a topology's parts to Dagster asset specs, in the style of dagster-dbt's and dagster-sling's translators.
 
-The factory (:func:`dagster_kstreams.orchestration.assets.kstreams_assets`) walks a topology and
-asks :meth:`DagsterKStreamsTranslator.get_asset_spec` for one :class:`dagster.AssetSpec` per part:
-each external source topic, each sub-topology, each repartition topic, each sink topic and each
-queryable state store. Override that one hook to change keys, groups, owners, tags, kinds,
-descriptions or metadata::
+The factory (:class:`~dagster_kstreams.orchestration.app.KStreamsApp`) walks a topology and asks
+:meth:`DagsterKStreamsTranslator.get_asset_spec` for one :class:`dagster.AssetSpec` per part: each
+external source topic, each sub-topology, each repartition topic, each sink topic and each
+queryable state store. ``get_asset_spec`` is assembled from small hooks, and overriding any one of
+them is enough::
 
     class MyTranslator(DagsterKStreamsTranslator):
-        def get_asset_spec(self, props):
-            spec = super().get_asset_spec(props)
-            return spec.replace_attributes(owners=["team:streams"])
+        def get_asset_key(self, props):          # kafka/<topic> -> streams/<topic>, ...
+            return super().get_asset_key(props).with_prefix("streams")
 
-The factory then sets what must stay true to the topology itself (``deps`` with their partition
-mappings, and ``partitions_def``), so an override cannot break the graph.
+        def get_group_name(self, props):         # one group for every application
+            return "streaming"
+
+        def get_owners(self, props):
+            return ["team:streams"]
+
+        def get_tags(self, props):               # keeps the default tags, adds one
+            return {**super().get_tags(props), "tier": "gold"}
+
+        def get_automation_condition(self, props):
+            return None                         # workers and the lag sensor drive the tasks
+
+Hooks: ``get_asset_key``, ``get_group_name``, ``get_description``, ``get_owners``, ``get_tags``,
+``get_metadata``, ``get_kinds``, ``get_automation_condition``. Each receives a
+:class:`KStreamsAssetProps` (``props.kind`` says which part it is). Overriding ``get_asset_spec``
+itself also works, for changes no hook covers.
+
+The factory then sets what must stay true to the topology itself: ``deps`` (with their partition
+mappings: task ``p`` reads partition ``p``) and ``partitions_def`` (the Kafka partitions). Deps a
+translator adds are kept beside the topology's; deps it drops come back; a partitions definition it
+sets is an error, since an asset's partitions are its topic's or its tasks'.
+
+A topic's key is what joins applications into one graph: an application that reads a topic another
+one writes depends on the writer's asset through that key (see
+:func:`~dagster_kstreams.orchestration.definitions.kstreams_definitions`), so translators of
+applications that share topics must give those topics the same key (the default ``kafka/<topic>``
+does).
 """
 
 from __future__ import annotations
@@ -20,6 +44,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Optional
 
 import dagster as dg
@@ -35,6 +60,7 @@ METADATA_TOPIC = "dagster_kstreams/topic"
 METADATA_SUBTOPOLOGY = "dagster_kstreams/subtopology"
 METADATA_STORE = "dagster_kstreams/store"
 METADATA_PARTITIONS = "dagster_kstreams/partitions"
+TAG_APP_ID = "dagster_kstreams/app_id"
 
 
 class KStreamsAssetKind(enum.Enum):
@@ -72,20 +98,23 @@ def sanitize_name(name: str) -> str:
 
 class DagsterKStreamsTranslator:
     """Default names: ``<app>/subtopology_<n>``, ``<app>/<name>_repartition``, ``<app>/store/<name>``
-    for an application's own parts; ``kafka/<topic>`` for the external source and sink topics
-    (so an application that writes a topic and another that reads it meet in one graph)."""
+    for an application's own parts; ``kafka/<topic>`` for the source and sink topics (so an
+    application that writes a topic and another that reads it meet in one graph). Group: the app id.
+    No owners and no automation condition (the lag sensor's workers run the tasks)."""
 
     def get_asset_spec(self, props: KStreamsAssetProps) -> dg.AssetSpec:
+        """The spec of one part, from the hooks below."""
         return dg.AssetSpec(
             key=self.get_asset_key(props),
             group_name=self.get_group_name(props),
             description=self.get_description(props),
             metadata=self.get_metadata(props),
             kinds=self.get_kinds(props),
-            tags={"dagster_kstreams/app_id": sanitize_name(props.app_id)[:63]},  # Dagster caps tag values at 63
+            owners=self.get_owners(props),
+            tags=self.get_tags(props),
+            automation_condition=self.get_automation_condition(props),
         )
 
-    # The pieces below are what get_asset_spec is made of; overriding get_asset_spec alone is enough.
     def get_asset_key(self, props: KStreamsAssetProps) -> dg.AssetKey:
         app = sanitize_name(props.app_id)
         if props.kind is KStreamsAssetKind.SUBTOPOLOGY:
@@ -98,6 +127,18 @@ class DagsterKStreamsTranslator:
 
     def get_group_name(self, props: KStreamsAssetProps) -> str:
         return sanitize_name(props.app_id)
+
+    def get_owners(self, props: KStreamsAssetProps) -> Sequence[str]:
+        """Users (emails) or teams (``team:name``) who own the asset; none by default."""
+        return []
+
+    def get_tags(self, props: KStreamsAssetProps) -> Mapping[str, str]:
+        """``dagster_kstreams/app_id``: the application (Dagster caps tag values at 63 characters)."""
+        return {TAG_APP_ID: sanitize_name(props.app_id)[:63]}
+
+    def get_automation_condition(self, props: KStreamsAssetProps) -> Optional[dg.AutomationCondition]:
+        """None: a stream's tasks run continuously in worker runs, launched by the lag sensor."""
+        return None
 
     def get_kinds(self, props: KStreamsAssetProps) -> set[str]:
         if props.kind is KStreamsAssetKind.SUBTOPOLOGY:
@@ -126,7 +167,7 @@ class DagsterKStreamsTranslator:
             return f"Kafka topic `{props.topic}` (external input of `{props.app_id}`)."
         return f"Kafka topic `{props.topic}` (output of `{props.app_id}`)."
 
-    def get_metadata(self, props: KStreamsAssetProps) -> dict[str, object]:
+    def get_metadata(self, props: KStreamsAssetProps) -> Mapping[str, object]:
         metadata: dict[str, object] = {
             METADATA_APP_ID: props.app_id,
             METADATA_PARTITIONS: props.partitions,
