@@ -4,11 +4,11 @@ from this package, and ``definitions.py`` merges them in.
 Four applications: users counted per country, word count, click enrichment (a stream-table join),
 and top words, which reads what word count writes: loaded together by ``kstreams_definitions``,
 word count and top words are one lineage graph (``word_count/subtopology_1 -> kafka/word_counts ->
-top_words/subtopology_0``). Spark runs through dagster-pyspark: ``KSTREAMS_SPARK_MASTER`` (default ``local[*]``) and
-``KSTREAMS_SPARK_CONF`` (a JSON object of extra ``spark.*`` settings).
+top_words/subtopology_0``). Spark runs through dagster-pyspark: ``DAGSTER_KSTREAMS_SPARK_MASTER`` (default ``local[*]``) and
+``DAGSTER_KSTREAMS_SPARK_CONF`` (a JSON object of extra ``spark.*`` settings).
 
 Each application has elastic workers: a lag sensor (``<app>_lag_sensor``, running as soon as
-the code location loads; ``KSTREAMS_WORKER_SENSORS=stopped`` leaves them stopped, e.g. to
+the code location loads; ``DAGSTER_KSTREAMS_WORKER_SENSORS=stopped`` leaves them stopped, e.g. to
 materialize partitions by hand) launches worker runs of ``<app>_workers`` when lag builds up and
 retires them when it has stayed low for three minutes. Idle applications have no worker
 (``min_workers=0``). Try it with a burst from the generator (README, "Watching it scale")::
@@ -28,10 +28,10 @@ from dagster_kstreams.scaling import ScalingConfig
 
 from . import click_enrichment, top_words, users_per_country, word_count
 
-SPARK_MASTER_ENV_VAR = "KSTREAMS_SPARK_MASTER"
-SPARK_CONF_ENV_VAR = "KSTREAMS_SPARK_CONF"
+SPARK_MASTER_ENV_VAR = "DAGSTER_KSTREAMS_SPARK_MASTER"
+SPARK_CONF_ENV_VAR = "DAGSTER_KSTREAMS_SPARK_CONF"
 
-WORKER_SENSORS_ENV_VAR = "KSTREAMS_WORKER_SENSORS"
+WORKER_SENSORS_ENV_VAR = "DAGSTER_KSTREAMS_WORKER_SENSORS"
 
 # Sized for a laptop: a worker runs one SparkSession; catching up a burst within half a minute at
 # the default capacity takes a few of them. A worker needs about a minute to start (JVM and
@@ -44,7 +44,7 @@ ELASTIC_WORKERS = ElasticWorkers(
                           default_worker_records_per_second=500, min_sample_seconds=15, warmup_batches=1),
     sensor_interval_seconds=10,
     # Running by default; a worker takes the tasks that lag, so a test (or a person) that
-    # materializes partitions by hand sets KSTREAMS_WORKER_SENSORS=stopped first.
+    # materializes partitions by hand sets DAGSTER_KSTREAMS_WORKER_SENSORS=stopped first.
     default_status=(dg.DefaultSensorStatus.STOPPED if os.environ.get(WORKER_SENSORS_ENV_VAR) == "stopped"
                     else dg.DefaultSensorStatus.RUNNING),
 )

@@ -82,11 +82,11 @@ def dagster_dev(kafka_bootstrap, kafka_admin, tmp_path):
         "DAGSTER_HOME": str(home),
         "DAGSTER_KSTREAMS_BOOTSTRAP_SERVERS": kafka_bootstrap,
         "DAGSTER_KSTREAMS_STATE_LOCATION": str(tmp_path / "state"),
-        "KSTREAMS_SPARK_MASTER": "local[1]",
-        "KSTREAMS_SPARK_CONF": json.dumps({"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1"}),
+        "DAGSTER_KSTREAMS_SPARK_MASTER": "local[1]",
+        "DAGSTER_KSTREAMS_SPARK_CONF": json.dumps({"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1"}),
         # The example lag sensors run by default; a worker would take the partition this test
         # materializes by hand (and start SparkSessions of its own).
-        "KSTREAMS_WORKER_SENSORS": "stopped",
+        "DAGSTER_KSTREAMS_WORKER_SENSORS": "stopped",
     }
     log = (tmp_path / "dagster-dev.log").open("wb")
     process = subprocess.Popen(
@@ -216,7 +216,7 @@ def test_graph_shows_subtopologies_and_repartition_topics_and_a_partition_materi
         assert materialized.metadata["lag_left"].value == 0
         written = instance.get_materialized_partitions(repartition)
         assert written and written <= {"0", "1"}
-        # The lag sensors stayed stopped (KSTREAMS_WORKER_SENSORS): the hand run is the only run.
+        # The lag sensors stayed stopped (DAGSTER_KSTREAMS_WORKER_SENSORS): the hand run is the only run.
         assert [record.dagster_run.run_id for record in instance.get_run_records()] == [run.run_id]
 
     # The asset's events show the materialization with the task's numbers.
