@@ -4,8 +4,8 @@ from this package, and ``definitions.py`` merges them in.
 Four applications: users counted per country, word count, click enrichment (a stream-table join),
 and top words, which reads what word count writes: loaded together by ``kstreams_definitions``,
 word count and top words are one lineage graph (``word_count/subtopology_1 -> kafka/word_counts ->
-top_words/subtopology_0``). Spark runs through dagster-pyspark: ``DAGSTER_KSTREAMS_SPARK_MASTER`` (default ``local[*]``) and
-``DAGSTER_KSTREAMS_SPARK_CONF`` (a JSON object of extra ``spark.*`` settings).
+top_words/subtopology_0``). Spark runs through dagster-pyspark: ``DAGSTER_KSTREAMS_SPARK_MASTER``
+(default ``local[*]``) and ``DAGSTER_KSTREAMS_SPARK_CONF`` (a JSON object of extra ``spark.*`` settings).
 
 Each application has elastic workers: a lag sensor (``<app>_lag_sensor``, running as soon as
 the code location loads; ``DAGSTER_KSTREAMS_WORKER_SENSORS=stopped`` leaves them stopped, e.g. to

@@ -50,6 +50,7 @@ def build_app(app_id: str = APP_ID, clicks: str = "clicks", profiles: str = "pro
 
 
 def build_defs(app_id: str = APP_ID, clicks: str = "clicks", profiles: str = "profiles",
-               enriched_clicks: str = "enriched-clicks", elastic_workers=None, **options) -> dg.Definitions:
+               enriched_clicks: str = "enriched-clicks", elastic_workers=None, resources=None,
+               **options) -> dg.Definitions:
     return kstreams_definitions(build_app(app_id, clicks, profiles, enriched_clicks, **options),
-                                elastic_workers=elastic_workers)
+                                resources=resources, elastic_workers=elastic_workers)

@@ -41,7 +41,7 @@ def build_app(app_id: str = APP_ID, word_counts: str = "word-counts", top_words:
 
 
 def build_defs(app_id: str = APP_ID, word_counts: str = "word-counts", top_words: str = "top-words",
-               min_count: int = MIN_COUNT, elastic_workers=None, **options) -> dg.Definitions:
+               min_count: int = MIN_COUNT, elastic_workers=None, resources=None, **options) -> dg.Definitions:
     """This app alone; ``word-counts`` is its external source unless ``topics_declared_elsewhere`` names it."""
     return kstreams_definitions(build_app(app_id, word_counts, top_words, min_count, **options),
-                                elastic_workers=elastic_workers)
+                                resources=resources, elastic_workers=elastic_workers)

@@ -43,5 +43,6 @@ def build_app(app_id: str = APP_ID, users: str = "users", users_per_country: str
 
 
 def build_defs(app_id: str = APP_ID, users: str = "users", users_per_country: str = "users-per-country",
-               elastic_workers=None, **options) -> dg.Definitions:
-    return kstreams_definitions(build_app(app_id, users, users_per_country, **options), elastic_workers=elastic_workers)
+               elastic_workers=None, resources=None, **options) -> dg.Definitions:
+    return kstreams_definitions(build_app(app_id, users, users_per_country, **options), resources=resources,
+                                elastic_workers=elastic_workers)

@@ -51,5 +51,6 @@ def build_app(app_id: str = APP_ID, text_lines: str = "text-lines", word_counts:
 
 
 def build_defs(app_id: str = APP_ID, text_lines: str = "text-lines", word_counts: str = "word-counts",
-               elastic_workers=None, **options) -> dg.Definitions:
-    return kstreams_definitions(build_app(app_id, text_lines, word_counts, **options), elastic_workers=elastic_workers)
+               elastic_workers=None, resources=None, **options) -> dg.Definitions:
+    return kstreams_definitions(build_app(app_id, text_lines, word_counts, **options), resources=resources,
+                                elastic_workers=elastic_workers)

@@ -19,7 +19,8 @@ from dagster_kstreams import DagsterKStreamsTranslator, KafkaResource, KStreamsA
 from dagster_kstreams.orchestration.definitions import kstreams_definitions
 from dagster_kstreams.orchestration.translator import KStreamsAssetKind
 
-from assets import top_words, word_count
+from assets import click_enrichment, top_words, users_per_country, word_count
+from dagster_kstreams.orchestration.workers import ElasticWorkers
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 WORD_COUNTS = dg.AssetKey(["kafka", "word_counts"])
@@ -170,3 +171,15 @@ def test_topics_declared_elsewhere_must_be_inputs_the_app_does_not_write():
         top_words.build_app(topics_declared_elsewhere=["top-words"])
     with pytest.raises(ValueError, match="names 'nowhere'"):
         top_words.build_app(topics_declared_elsewhere=["nowhere"])
+
+
+@pytest.mark.parametrize("example", [users_per_country, word_count, click_enrichment, top_words],
+                         ids=lambda module: module.__name__)
+def test_each_example_takes_its_resources_and_workers(example):
+    """What a code location of one example passes (the latency and autoscaling benches do):
+    resources and elastic workers; the definitions then hold both, with the worker job and sensor."""
+    resources = {"kafka": KafkaResource(bootstrap_servers="127.0.0.1:9"), "pyspark": KStreamsSparkResource()}
+    defs = example.build_defs(resources=resources, elastic_workers=ElasticWorkers())
+    assert set(resources) <= set(defs.resources)
+    assert [job.name for job in defs.jobs] and [sensor.name for sensor in defs.sensors]
+    defs.resolve_asset_graph()
