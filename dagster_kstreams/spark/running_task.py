@@ -52,6 +52,11 @@ class RunningTask:
     def active(self) -> bool:
         return self._query.isActive
 
+    def recent_progress(self) -> list[Any]:
+        """Spark's progress reports of the query's recent micro-batches (``StreamingQueryProgress``:
+        input rows, per-phase durations, state store metrics), oldest first."""
+        return list(self._query.recentProgress)
+
     @property
     def reached_max_records(self) -> bool:
         return self._run.max_records is not None and self._run.records_in >= self._run.max_records
