@@ -70,6 +70,34 @@ def test_cli_continues_a_task_started_in_another_process(kafka_bootstrap, kafka_
                         lambda data: int.from_bytes(data, "big", signed=True)) == dict(expected)
 
 
+def test_cli_runs_a_topology_with_column_expressions(kafka_bootstrap, kafka_admin, unique_topic, tmp_path):
+    """PySpark Column expressions need a SparkContext: the CLI builds such a topology once Spark runs."""
+    words, shouted = unique_topic("words"), unique_topic("shouted")
+    kafka_admin.create_topics({words: 1, shouted: 1})
+    module = tmp_path / "shouting.py"
+    module.write_text(textwrap.dedent(f"""
+        from pyspark.sql import functions as F
+        from dagster_kstreams.topology import Consumed, Produced, Serdes, StreamsBuilder
+
+        def build():
+            builder = StreamsBuilder()
+            builder.stream({words!r}, Consumed.with_(Serdes.String(), Serdes.String())) \\
+                .map_values(F.upper(F.col("value"))).to({shouted!r}, Produced.with_(Serdes.String(), Serdes.String()))
+            return builder.build()
+    """))
+    produce(kafka_bootstrap, words, [(b"a", b"hello"), (b"b", b"streams")])
+    command = [
+        sys.executable, "-m", "dagster_kstreams.cli", "run", f"{module}:build", "--app-id", unique_topic("app"),
+        "--all", "--bootstrap-servers", kafka_bootstrap, "--state-location", str(tmp_path / "state"),
+        "--master", "local[1]", "--spark-conf", "spark.sql.shuffle.partitions=1",
+    ]
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=600,
+                               env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert [(record.key, record.value) for record in read_topic(kafka_bootstrap, shouted)] == [
+        (b"a", b"HELLO"), (b"b", b"STREAMS")]
+
+
 def test_cli_reports_a_bad_task_id_in_one_line(tmp_path):
     module = tmp_path / "tiny.py"
     module.write_text("from dagster_kstreams.topology import StreamsBuilder\n"

@@ -12,36 +12,43 @@ import argparse
 import json
 import os
 import sys
+from types import ModuleType
+from typing import Any
 
 from pyspark import cloudpickle
 
-from dagster_kstreams.base.cli_options import key_value
+from dagster_kstreams.base.cli_options import CommandError, key_value
 from dagster_kstreams.base.environment import BOOTSTRAP_SERVERS_ENV_VAR, DEFAULT_BOOTSTRAP_SERVERS, bootstrap_servers
 from dagster_kstreams.spark.errors import TaskFailedError
 from dagster_kstreams.spark.session import build_spark_session
 from dagster_kstreams.spark.task_result import TaskProgress, TaskResult
 from dagster_kstreams.spark.task_runner import TaskRunner
-from dagster_kstreams.topology.reference import TopologyReferenceError, load_topology
+from dagster_kstreams.topology.application import check_application_id
+from dagster_kstreams.topology.reference import TopologyReferenceError, build_topology, find_topology
 from dagster_kstreams.topology.view import Topology
 
 
 
-class CommandError(Exception):
-    """A mistake in the command line (printed as one line)."""
-
-
-def _load_topology(reference: str) -> Topology:
-    """``package.module:name`` or ``path/to/file.py:name`` (see :mod:`dagster_kstreams.topology.reference`)."""
+def _find_topology(reference: str) -> tuple[Any, ModuleType]:
+    """What ``package.module:name`` or ``path/to/file.py:name`` names, not yet built (see
+    :mod:`dagster_kstreams.topology.reference`): checked before Spark starts."""
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # as `python -m` would: modules next to the caller
     try:
-        topology, module = load_topology(reference)
+        target, module = find_topology(reference)
     except TopologyReferenceError as error:
         raise CommandError(str(error)) from error
     # Spark's Python workers may not be able to import this module (a file outside sys.path, or
     # a cluster without the project): ship its functions by value, helpers included.
     cloudpickle.register_pickle_by_value(module)
-    return topology
+    return target, module
+
+
+def _build_topology(reference: str, target: Any) -> Topology:
+    try:
+        return build_topology(reference, target)
+    except TopologyReferenceError as error:
+        raise CommandError(str(error)) from error
 
 
 def _print_progress(update: TaskProgress) -> None:
@@ -72,7 +79,8 @@ def _run(args: argparse.Namespace) -> int:
 def _run_tasks(args: argparse.Namespace) -> int:
     if not args.task and not args.all:
         raise CommandError("name tasks with --task (e.g. --task 1_3) or run them all with --all")
-    topology = _load_topology(args.topology)
+    check_application_id(args.app_id)  # the cheap checks before Spark starts
+    target, _module = _find_topology(args.topology)
     kafka_config = {"bootstrap.servers": args.bootstrap_servers or bootstrap_servers(), **dict(args.kafka_config)}
     spark_conf = {"spark.ui.enabled": "false", **dict(args.spark_conf)}
     # Workers must run this interpreter (with pandas and pyarrow), not whatever `python3` is.
@@ -80,6 +88,8 @@ def _run_tasks(args: argparse.Namespace) -> int:
     spark = build_spark_session(args.master, spark_conf, app_name=f"dagster-kstreams-{args.app_id}")
     spark.sparkContext.setLogLevel("ERROR")
     try:
+        # Built once Spark runs: a topology with PySpark Column expressions needs a SparkContext.
+        topology = _build_topology(args.topology, target)
         runner = TaskRunner(
             topology, args.app_id, kafka_config, state_location=args.state_location, spark=spark,
             deserialization_exception_handler=args.deserialization_exception_handler,

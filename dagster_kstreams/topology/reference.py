@@ -17,7 +17,7 @@ from typing import Any
 
 from .view import Topology, as_topology
 
-__all__ = ["TopologyReferenceError", "load_topology"]
+__all__ = ["TopologyReferenceError", "build_topology", "find_topology", "load_topology"]
 
 
 class TopologyReferenceError(ValueError):
@@ -33,20 +33,33 @@ def load_topology(reference: str) -> tuple[Topology, ModuleType]:
     attribute, or an attribute that is not a topology; errors raised by the user's own code
     while it runs (other than a failed import) propagate unchanged.
     """
+    target, module = find_topology(reference)
+    return build_topology(reference, target), module
+
+
+def find_topology(reference: str) -> tuple[Any, ModuleType]:
+    """What ``reference`` names (a Topology, a StreamsBuilder or a function returning one) and its
+    module, not yet built: the cheap half of :func:`load_topology`, for a caller that checks the
+    reference before it starts what building needs (a SparkContext, for Column expressions)."""
     module_name, separator, attribute = reference.partition(":")
     if not separator or not module_name or not attribute:
         raise TopologyReferenceError(
             f"topology must look like 'package.module:attribute' or 'path/to/file.py:attribute', got {reference!r}")
     module = _load_module(reference, module_name)
     try:
-        target: Any = getattr(module, attribute)
+        return getattr(module, attribute), module
     except AttributeError as error:
         raise TopologyReferenceError(
             f"cannot load topology {reference!r}: module {module_name!r} has no attribute {attribute!r}") from error
+
+
+def build_topology(reference: str, target: Any) -> Topology:
+    """The topology of ``target`` (what :func:`find_topology` found for ``reference``): a function
+    is called with no arguments."""
     if callable(target) and not isinstance(target, Topology) and not hasattr(target, "build"):
         target = target()
     try:
-        return as_topology(target), module
+        return as_topology(target)
     except TypeError:
         raise TopologyReferenceError(
             f"{reference!r} is a {type(target).__name__}, not a Topology or a StreamsBuilder") from None
