@@ -35,16 +35,39 @@ class TaskFencedError(TaskFailedError):
 
 
 _REASON = re.compile(r"(DeserializationError|ProcessingError): (.+)")
+# "SomeError: message" or "Caused by: org.x.SomeException: message", as Python and the JVM print them.
+_EXCEPTION_LINE = re.compile(r"^(?:Caused by: )?((?:[\w$]+\.)*[\w$]*(?:Error|Exception|Exit|Interrupt)): (\S.*)$")
+# Wrappers that say only that something below failed.
+_WRAPPERS = frozenset({
+    "Py4JJavaError", "SparkException", "StreamingQueryException", "PythonException", "ExecutionException",
+    "CompletionException", "UncheckedExecutionException", "SparkRuntimeException", "InvocationTargetException",
+    "QueryExecutionException", "PySparkRuntimeError",
+})
+# Causes whose fix is a setting: said with the message.
+_HINTS = {
+    "RecordTooLargeException": ("increase the producer's max.request.size (kafka_config / --kafka-config) and the "
+                                "topic's max.message.bytes"),
+}
 
 
 def failure_reason(error: BaseException) -> str:
-    """The one line a user needs from a failed streaming query (Python or JVM)."""
+    """The one line a user needs from a failed streaming query (Python or JVM): the innermost
+    exception that is not a mere wrapper, with what to change when the fix is a setting. Never a
+    source line (``raise X(``) or a stack frame."""
     text = str(error)
     match = _REASON.search(text)
     if match:
         return f"{match.group(1)}: {match.group(2).strip()}"
+    causes = []
     for line in text.splitlines():
-        line = line.strip()
-        if line and ("Exception" in line or "Error" in line):
-            return line[:500]
-    return text.strip().splitlines()[0][:500] if text.strip() else type(error).__name__
+        found = _EXCEPTION_LINE.match(line.strip())
+        if found:
+            causes.append((found.group(1).rsplit(".", 1)[-1], found.group(2).strip()))
+    meaningful = [cause for cause in causes if cause[0] not in _WRAPPERS]
+    if meaningful or causes:
+        name, message = (meaningful or causes)[-1]
+        hint = _HINTS.get(name)
+        reason = f"{name}: {message}" + (f" ({hint})" if hint else "")
+        return reason[:500]
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return first[:500] if first else type(error).__name__

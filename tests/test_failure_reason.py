@@ -1,0 +1,45 @@
+"""The one line a failed task reports: the cause, never a source line or a wrapper."""
+
+import pytest
+
+from dagster_kstreams.spark.errors import failure_reason
+
+RECORD_TOO_LARGE = """An error occurred while calling o123.save.
+: org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 3.0 failed 1 times
+\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(DAGScheduler.scala:2898)
+Caused by: org.apache.kafka.common.errors.RecordTooLargeException: The message is 5242968 bytes when \
+serialized which is larger than 1048576, which is the value of the max.request.size configuration.
+\tat org.apache.kafka.clients.producer.KafkaProducer.doSend(KafkaProducer.java:1080)
+"""
+
+FENCED_IN_PYTHON = """An exception was raised by the Python Proxy. Return Message: Traceback (most recent call last):
+  File "/x/dagster_kstreams/spark/run_state.py", line 120, in commit
+    raise FenceError(
+dagster_kstreams.kafka.fencing.FenceError: committing offsets for transactional id 'app-task-0_0': \
+Kafka's client gave no answer within 45s
+"""
+
+PYTHON_WORKER = """org.apache.spark.api.python.PythonException: Traceback (most recent call last):
+  File "/x/user_code.py", line 3, in shout
+    return value.upper()
+AttributeError: 'NoneType' object has no attribute 'upper'
+"""
+
+
+@pytest.mark.parametrize("text, expected", [
+    (RECORD_TOO_LARGE, "RecordTooLargeException: The message is 5242968 bytes when serialized which is larger than "
+                       "1048576, which is the value of the max.request.size configuration. (increase the producer's "
+                       "max.request.size (kafka_config / --kafka-config) and the topic's max.message.bytes)"),
+    (FENCED_IN_PYTHON, "FenceError: committing offsets for transactional id 'app-task-0_0': Kafka's client gave no "
+                       "answer within 45s"),
+    (PYTHON_WORKER, "AttributeError: 'NoneType' object has no attribute 'upper'"),
+    ("DeserializationError: cannot deserialize the value of the record at topic 't' partition 0 offset 3\n"
+     "  raise DeserializationError(", "DeserializationError: cannot deserialize the value of the record at topic "
+                                      "'t' partition 0 offset 3"),
+    ("org.apache.spark.SparkException: Job aborted", "SparkException: Job aborted"),  # nothing better to say
+    ("the broker went away", "the broker went away"),
+])
+def test_the_cause_in_one_line(text, expected):
+    reason = failure_reason(RuntimeError(text))
+    assert reason == expected
+    assert "\n" not in reason and "raise " not in reason
