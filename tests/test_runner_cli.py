@@ -109,6 +109,25 @@ def test_cli_reports_a_bad_task_id_in_one_line(tmp_path):
     assert main(["run", f"{module}:nope", "--app-id", "x", "--all"]) == 1
 
 
+def test_cli_says_what_is_missing_before_spark_starts(kafka_bootstrap, unique_topic, spark, tmp_path, capsys):
+    """A missing source topic and an unreachable broker: one line each, found before any SparkSession
+    is made (in this process, one would be the tests' own, and the command stops its session)."""
+    missing = unique_topic("missing")
+    module = tmp_path / "reads_nothing.py"
+    module.write_text("from dagster_kstreams.topology import StreamsBuilder\n"
+                      f"def build():\n    b = StreamsBuilder()\n    b.stream({missing!r}).to('out')\n    return b.build()\n")
+    from dagster_kstreams.cli import main
+
+    assert main(["run", f"{module}:build", "--app-id", "x", "--all", "--bootstrap-servers", kafka_bootstrap]) == 1
+    assert main(["run", f"{module}:build", "--app-id", "x", "--all", "--bootstrap-servers", "127.0.0.1:1",
+                 "--kafka-config", "socket.connection.setup.timeout.ms=1000"]) == 1
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert errors[0] == f"dagster-kstreams: error: topic {missing!r} does not exist on {kafka_bootstrap}"
+    assert errors[1].startswith("dagster-kstreams: error: Kafka at 127.0.0.1:1 is unreachable")
+    assert len(errors) == 2
+    assert spark.range(3).count() == 3  # the tests' session was never touched
+
+
 @pytest.mark.parametrize("argv, option", [
     (["local", "up", "--broker-config", "log.retention.hours"], "--broker-config"),
     (["run", "assets.word_count:build_topology", "--bootstrap-servers", "127.0.0.1:1", "--spark-conf", "=x"],

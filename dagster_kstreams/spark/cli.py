@@ -13,7 +13,7 @@ import json
 import os
 import sys
 from types import ModuleType
-from typing import Any
+from typing import Any, Optional
 
 from pyspark import cloudpickle
 
@@ -68,6 +68,24 @@ def _print_result(result: TaskResult) -> None:
     )
 
 
+def _built_without_spark(reference: str, target: Any) -> Optional[Topology]:
+    """The topology, or None when building it needs a SparkContext (PySpark Column expressions
+    assert that one is active); it is then built once Spark runs."""
+    try:
+        return _build_topology(reference, target)
+    except AssertionError:
+        return None
+
+
+def _runner(args: argparse.Namespace, topology: Topology, kafka_config: dict, spark: Any) -> TaskRunner:
+    return TaskRunner(
+        topology, args.app_id, kafka_config, state_location=args.state_location, spark=spark,
+        deserialization_exception_handler=args.deserialization_exception_handler,
+        dead_letter_topic=args.dead_letter_topic,
+        max_records_per_batch=args.max_records_per_batch,
+    )
+
+
 def _run(args: argparse.Namespace) -> int:
     try:
         return _run_tasks(args)
@@ -82,20 +100,18 @@ def _run_tasks(args: argparse.Namespace) -> int:
     check_application_id(args.app_id)  # the cheap checks before Spark starts
     target, _module = _find_topology(args.topology)
     kafka_config = {"bootstrap.servers": args.bootstrap_servers or bootstrap_servers(), **dict(args.kafka_config)}
+    topology = _built_without_spark(args.topology, target)
+    if topology is not None:
+        # What the runner cannot run, an unreachable broker, a missing source topic: said in a
+        # second, before Spark starts (the runner is built again on the session below).
+        _runner(args, topology, kafka_config, spark=None).partitioned()
     spark_conf = {"spark.ui.enabled": "false", **dict(args.spark_conf)}
     # Workers must run this interpreter (with pandas and pyarrow), not whatever `python3` is.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = build_spark_session(args.master, spark_conf, app_name=f"dagster-kstreams-{args.app_id}")
     spark.sparkContext.setLogLevel("ERROR")
     try:
-        # Built once Spark runs: a topology with PySpark Column expressions needs a SparkContext.
-        topology = _build_topology(args.topology, target)
-        runner = TaskRunner(
-            topology, args.app_id, kafka_config, state_location=args.state_location, spark=spark,
-            deserialization_exception_handler=args.deserialization_exception_handler,
-            dead_letter_topic=args.dead_letter_topic,
-            max_records_per_batch=args.max_records_per_batch,
-        )
+        runner = _runner(args, topology or _build_topology(args.topology, target), kafka_config, spark)
         if args.all:
             results = runner.run_all(args.max_records, _print_progress, parallelism=args.parallelism)
             for result in results:
