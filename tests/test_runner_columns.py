@@ -24,6 +24,7 @@ from dagster_kstreams.kafka.records import produce, read_topic
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
 from dagster_kstreams.spark.event_time import source_columns
 from dagster_kstreams.spark.errors import TaskFailedError
+from dagster_kstreams.spark.strategies import strategy_for
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology.consumed_produced import Consumed, Produced
 from dagster_kstreams.topology import StreamsBuilder
@@ -223,3 +224,51 @@ def test_columns_outside_the_jvm_path_are_named(unique_topic):
     builder.table("t").filter(F.col("value").isNotNull()).to_stream().to("out")
     with pytest.raises(UnsupportedTopologyError, match=r"KTABLE-FILTER-\d+ \(table_filter\)"):
         compile_topology(builder, "app").program(0)
+
+
+_MALFORMED = [
+    (b"a", b'{"country":"fr","amount":1}'),  # fine
+    (b"b", b""),  # empty: not JSON
+    (b"c", b"   "),  # blank: not JSON
+    (b"d", b'{"amount": 4'),  # cut short
+    (b"\xff\xfe", b'{"amount":5}'),  # the key is not UTF-8
+    (b"f", b'{"amount":\xff6}'),  # the value is not UTF-8
+    (b"g", b"null"),  # JSON null: a null value, not malformed
+    (b"h", b'{"amount":8}'),  # fine
+]
+
+
+def _amounts(source, out, python: bool):
+    builder = StreamsBuilder()
+    stream = builder.stream(source, Consumed.with_(Serdes.String(), Serdes.Json(schema="country string, amount long")))
+    amounts = stream.map_values(lambda value: None if value is None else value.get("amount")) if python \
+        else stream.map_values(F.col("value.amount"))
+    amounts.to(out, Produced.with_(Serdes.String(), Serdes.Long()))
+    return builder
+
+
+def test_both_paths_treat_malformed_records_alike(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path):
+    """The same bad records through Python functions and through Column expressions (JVM): the same
+    records dead-lettered, with the same coordinates, and the same output; nothing dropped silently."""
+    source = unique_topic("json")
+    kafka_admin.create_topics({source: 1})
+    produce(kafka_bootstrap, source, _MALFORMED)
+    seen = {}
+    for python in (True, False):
+        out, dead = unique_topic("amounts"), unique_topic("dlq")
+        kafka_admin.create_topics({out: 1, dead: 1})
+        runner = TaskRunner(_amounts(source, out, python), unique_topic("app"), kafka_bootstrap,
+                            state_location=str(tmp_path / f"state-{python}"), spark=spark,
+                            deserialization_exception_handler="log_and_continue", dead_letter_topic=dead)
+        assert strategy_for(runner.compiled.program(0)).__class__.__name__ == ("Stateless" if python else "ColumnPlan")
+        result = runner.run_task("0_0")
+        written = [(r.key, None if r.value is None else int.from_bytes(r.value, "big", signed=True))
+                   for r in read_topic(kafka_bootstrap, out)]
+        letters = [(r.key, r.value, dict(r.headers)[HEADER_OFFSET]) for r in read_topic(kafka_bootstrap, dead)]
+        seen[python] = (result.records_in, written, letters)
+    assert seen[True] == seen[False]
+    records_in, written, letters = seen[True]
+    assert records_in == len(_MALFORMED)
+    assert written == [(b"a", 1), (b"g", None), (b"h", 8)]
+    assert letters == [(key, value, str(offset).encode()) for offset, (key, value) in enumerate(_MALFORMED)
+                       if offset in (1, 2, 3, 4, 5)]

@@ -138,8 +138,11 @@ def _deserialize(raw, serde):
     """``(parsed Column, malformed Column, reason)`` for raw bytes ``raw``."""
     name = _serde_name(serde)
     never = F.lit(False)
+    # Python's strict decode refuses invalid UTF-8; Spark's cast keeps the bytes as they are (and
+    # shows them as U+FFFD): refused here too.
+    not_utf8 = raw.isNotNull() & ~F.is_valid_utf8(raw.cast("string"))
     if name == "String":
-        return raw.cast("string"), never, ""
+        return F.when(~not_utf8, raw.cast("string")), not_utf8, "UnicodeDecodeError: invalid UTF-8"
     if name == "ByteArray":
         return raw, never, ""
     if name in ("Long", "Integer"):
@@ -158,9 +161,11 @@ def _deserialize(raw, serde):
         text = raw.cast("string")
         parsed = F.from_json(text, schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT})
         is_null = F.trim(text) == F.lit("null")
-        bad = raw.isNotNull() & ~is_null & parsed.getField(_CORRUPT).isNotNull()
-        value = F.when(raw.isNotNull() & ~is_null, parsed.dropFields(_CORRUPT))
-        return value, bad, "JSONDecodeError: malformed JSON for the schema"
+        # from_json gives no struct at all for an empty or blank text: malformed, as json.loads has it.
+        unparsed = parsed.isNull() | parsed.getField(_CORRUPT).isNotNull()
+        bad = raw.isNotNull() & ~is_null & (unparsed | not_utf8)
+        value = F.when(raw.isNotNull() & ~is_null & ~bad, parsed.dropFields(_CORRUPT))
+        return value, bad, "JSONDecodeError: malformed JSON (or not UTF-8) for the schema"
     raise ValueError(f"{serde!r} cannot be parsed in the JVM")
 
 
