@@ -10,7 +10,7 @@ from dagster_kstreams.kafka.admin import TopicPartition
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import final_values, produce, read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
-from dagster_kstreams.topology.consumed_produced import Produced
+from dagster_kstreams.topology.consumed_produced import Consumed, Produced
 from dagster_kstreams.topology.grouped_repartitioned import Grouped
 from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology import StreamsBuilder
@@ -152,3 +152,26 @@ def test_key_changing_map_then_to_table_keeps_the_latest_value_per_new_key(
     assert len(repartition) == 1 and repartition[0].startswith(f"{app_id}-") and repartition[0].endswith("-repartition")
     assert kafka_admin.committed_offsets(app_id, repartition[0]) == kafka_admin.end_offsets(repartition[0])
     assert TopicPartition(events, 0) in kafka_admin.committed_offsets(app_id, events)
+
+
+def test_a_record_as_large_as_the_input_topic_takes_passes_the_repartition(kafka_bootstrap, kafka_admin, unique_topic,
+                                                                            spark, tmp_path):
+    """The input topic takes 3 MB records (Kafka's default is 1 MB): the repartition topic the task
+    creates and Spark's producer take them too, so the record is counted downstream."""
+    source, out = unique_topic("large"), unique_topic("counts")
+    kafka_admin.create_topics({source: 1, out: 1}, topic_config={"max.message.bytes": str(4 * 1024 * 1024)})
+    large = b"x" * (3 * 1024 * 1024)
+    produce(kafka_bootstrap, source, [(b"big", large), (b"small", b"y")], {"message.max.bytes": 5 * 1024 * 1024})
+    builder = StreamsBuilder()
+    builder.stream(source, Consumed.with_(Serdes.ByteArray(), Serdes.ByteArray())) \
+        .select_key(lambda key, value: key) \
+        .group_by_key(Grouped.with_(Serdes.ByteArray(), Serdes.ByteArray())).count() \
+        .to_stream().to(out, Produced.with_(Serdes.ByteArray(), Serdes.Long()))
+    app_id = unique_topic("app")
+    runner = TaskRunner(builder, app_id, kafka_bootstrap, state_location=str(tmp_path / "state"), spark=spark)
+    results = runner.run_all()
+    assert sum(result.records_in for result in results if result.subtopology == 1) == 2
+    repartition = next(iter(runner.application.repartition_topics))
+    assert kafka_admin.topic_config([repartition], "max.message.bytes") == {repartition: str(4 * 1024 * 1024)}
+    counts = final_values(read_topic(kafka_bootstrap, out), bytes, lambda data: int.from_bytes(data, "big"))
+    assert counts == {b"big": 1, b"small": 1}

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, IsolationLevel, KafkaError, KafkaException, TopicCollection
 from confluent_kafka import TopicPartition as _KafkaTopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec, ResourceType
 
 
 class TopicPartition(NamedTuple):
@@ -176,6 +176,25 @@ class KafkaAdmin:
 
     def partition_count(self, topic: str) -> int:
         return self.partition_counts([topic])[topic]
+
+    def topic_config(self, topics: Iterable[str], name: str) -> dict[str, str]:
+        """The value of topic setting ``name`` (e.g. ``max.message.bytes``) for each topic, as the
+        broker has it (the topic's own or the broker's default)."""
+        resources = [ConfigResource(ResourceType.TOPIC, topic) for topic in dict.fromkeys(topics)]
+        if not resources:
+            return {}
+        values = {}
+        for resource, future in self._client.describe_configs(resources, **self._request_kwargs()).items():
+            try:
+                entries = future.result(timeout=self.timeout_s + 5)
+            except KafkaException as error:
+                raise self._translate(error, f"reading the settings of topic {resource.name!r}") from error
+            except TimeoutError as error:
+                raise KafkaAdminError(f"Kafka at {self.bootstrap_servers} did not answer within "
+                                      f"{self.timeout_s:.0f}s (settings of topic {resource.name!r})") from error
+            if name in entries:
+                values[resource.name] = entries[name].value
+        return values
 
     def list_topics(self) -> set[str]:
         """Names of all topics, internal ones (``__consumer_offsets``) excluded."""

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from typing import Optional
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -60,6 +61,8 @@ _LEGACY_HEADER_POSITION = "__dagster_kstreams.position"
 # cost no latency and save about a quarter of the write's CPU (bench/README.md). A setting in the
 # runner's Kafka config wins.
 SINK_PRODUCER_DEFAULTS = {"kafka.batch.size": "262144", "kafka.linger.ms": "20"}
+_DEFAULT_MAX_REQUEST_SIZE = 1048576  # the Java producer's
+_REQUEST_OVERHEAD = 65536  # room for the record batch's framing and our headers
 
 _NO_HEADERS = "cast(array() AS array<struct<key: string, value: binary>>)"
 
@@ -78,13 +81,18 @@ class BatchWriter:
     ``written_topics`` are the topics the batch may write (their end offsets are the write
     intent); ``kafka_config`` is the librdkafka client config that reads back a replayed batch;
     ``drops_late`` says whether the output has rows on ``DROPPED_LATE_TOPIC``
-    (counted by the metrics, never written)."""
+    (counted by the metrics, never written); ``largest_record_bytes`` (the input topics'
+    ``max.message.bytes``) sizes the producer's ``max.request.size`` unless the config sets it."""
 
     def __init__(self, run: RunState, application_id: str, checkpoint: CheckpointReader, intents: WriteIntents,
                  admin: KafkaAdmin, kafka_options: Mapping[str, str], kafka_config: Mapping[str, str],
-                 written_topics: list[str], drops_late: bool):
+                 written_topics: list[str], drops_late: bool, largest_record_bytes: Optional[int] = None):
         self.run, self.checkpoint, self.intents, self.admin = run, checkpoint, intents, admin
         self.kafka_options = {**SINK_PRODUCER_DEFAULTS, **kafka_options}
+        if largest_record_bytes is not None and "kafka.max.request.size" not in kafka_options:
+            # The largest record the input topics take gets through (Kafka's default is 1 MB).
+            size = max(largest_record_bytes, _DEFAULT_MAX_REQUEST_SIZE) + _REQUEST_OVERHEAD
+            self.kafka_options["kafka.max.request.size"] = str(size)
         self.kafka_config = dict(kafka_config)
         self.written_topics, self.drops_late = written_topics, drops_late
         self.task_tag = f"{application_id}/{run.task}".encode()

@@ -69,6 +69,7 @@ __all__ = ["TaskRunner"]
 
 
 
+
 class TaskRunner:
     """Runs the tasks of one topology for one application id on one SparkSession.
 
@@ -144,6 +145,7 @@ class TaskRunner:
         self._running: set[TaskId] = set()
         self._lock = threading.Lock()
         self._internal_topics_ready = False
+        self._max_record_bytes: Optional[int] = None  # the input topics' max.message.bytes
 
     # -- plumbing -----------------------------------------------------------------------
     @property
@@ -191,7 +193,11 @@ class TaskRunner:
         wanted = {topic: counts[topic] for topic in application.repartition_topics}
         if self.dead_letters.dead_letter_topic and self.dead_letters.dead_letter_topic not in self.admin.list_topics():
             wanted[self.dead_letters.dead_letter_topic] = 1
-        self.admin.create_topics(wanted)
+        # Whatever an input topic takes, the topics the task writes it on to must take too.
+        limits = self.admin.topic_config(application.external_source_topics, "max.message.bytes")
+        self._max_record_bytes = max((int(limit) for limit in limits.values()), default=None)
+        config = {} if self._max_record_bytes is None else {"max.message.bytes": str(self._max_record_bytes)}
+        self.admin.create_topics(wanted, topic_config=config)
         self._internal_topics_ready = True
         return wanted
 
@@ -358,7 +364,8 @@ class TaskRunner:
         output = observe_outputs(output, counted)
         intents = WriteIntents(session, task_directory(self.state_location, self.application_id, str(run.task)))
         writer = BatchWriter(run, self.application_id, checkpoint_reader, intents, self.admin, self._kafka_options(),
-                             self.kafka_config, written, drops_late=program.uses_stream_time)
+                             self.kafka_config, written, drops_late=program.uses_stream_time,
+                             largest_record_bytes=self._max_record_bytes)
         stream = (
             output.writeStream.foreachBatch(writer)
             .option("checkpointLocation", checkpoint)
