@@ -81,13 +81,18 @@ def lag_sensor_name(app: KStreamsApp) -> str:
     return f"{app_tag(app)}_lag_sensor"
 
 
-def lag_snapshot(app: KStreamsApp, admin: Any, now: float) -> LagSnapshot:
+def lag_snapshot(app: KStreamsApp, admin: Any) -> LagSnapshot:
     """End offset and position (committed, else where the task would start) of every task, summed
     over its input partitions (:func:`~dagster_kstreams.kafka.task_lag.task_positions`, which
     ``dagster-kstreams lag`` prints too). A topic that does not exist yet (a repartition topic
-    before the first run) holds nothing."""
+    before the first run) holds nothing.
+
+    Stamped when the offsets have been read, not when the tick began: input rates are end offsets
+    over the time between two reads, and a tick can wait seconds for an admin client or a
+    slow broker before it reads."""
     positions = task_positions(app.application, admin)
-    return LagSnapshot.from_offsets(now, {str(p.task): p.end for p in positions},
+    read_at = time.time()
+    return LagSnapshot.from_offsets(read_at, {str(p.task): p.end for p in positions},
                                     {str(p.task): p.position for p in positions})
 
 
@@ -245,7 +250,7 @@ def kstreams_lag_sensor(app: KStreamsApp, elastic: ElasticWorkers, worker_job: d
         now = time.time()
         instance = context.instance
         admin = getattr(context.resources, kafka_key).admin()
-        snapshot = lag_snapshot(app, admin, now)
+        snapshot = lag_snapshot(app, admin)
         workers, live = current_workers(instance, app, elastic, now, context.log)
         throughput = throughput_samples(instance, app, now - elastic.scaling.throughput_window_seconds)
         decision = decide_tick(snapshot, workers, elastic.scaling, ScalingState.from_json(context.cursor), throughput)
