@@ -1,7 +1,7 @@
 """Where a continuous task's micro-batch time goes at a steady rate (issue 12's latency).
 
     .venv/bin/python -m bench.profile_latency [--rate 1000] [--seconds 45] [--master local[2]]
-        [--bootstrap HOST:PORT] [--jfr PATH]
+        [--bootstrap HOST:PORT] [--jfr PATH] [--spark-conf KEY=VALUE ...]
 
 The users-per-country example (``assets/users_per_country.py``: two sub-topologies, two tasks
 each) runs with every task started at once (``TaskRunner.start_task``, trigger 0, as a worker runs
@@ -37,6 +37,7 @@ from confluent_kafka import Producer
 from assets.users_per_country import build_topology
 from bench.common import bench_workspace, log
 from bench.profile_wordcount import PHASES, instrument
+from dagster_kstreams.base.cli_options import key_value
 from dagster_kstreams.kafka.admin import KafkaAdmin
 from dagster_kstreams.spark.session import build_spark_session
 from dagster_kstreams.spark.task_runner import TaskRunner
@@ -101,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--bootstrap", default=None)
     parser.add_argument("--jfr", type=Path, default=None, help="record the driver JVM with JFR to this file")
+    parser.add_argument("--spark-conf", action="append", default=[], type=key_value, metavar="KEY=VALUE",
+                        help="extra spark.* setting (repeatable), e.g. to try a state store option")
     args = parser.parse_args(argv)
     with bench_workspace("bench-profile-latency-", args.bootstrap, 39300) as (bootstrap, work):
         run(args, bootstrap, work)
@@ -111,7 +114,8 @@ def run(args, bootstrap: str, work: Path) -> None:
     tag = uuid.uuid4().hex[:6]
     users, per_country = f"profile-users-{tag}", f"profile-upc-{tag}"
     KafkaAdmin(bootstrap).create_topics({users: 2, per_country: 2})
-    spark = build_spark_session(args.master, {"spark.ui.enabled": "false"}, app_name="bench-profile-latency")
+    spark = build_spark_session(args.master, {"spark.ui.enabled": "false", **dict(args.spark_conf)},
+                                app_name="bench-profile-latency")
     spark.sparkContext.setLogLevel("ERROR")
     instrument()
     runner = TaskRunner(build_topology(users, per_country), f"profile-latency-{tag}", bootstrap,
