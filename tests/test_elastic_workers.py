@@ -65,7 +65,8 @@ defs = build_kstreams_definitions(
         # The default capacity (measuring is left out: min_sample_seconds) over the catch-up time
         # asks for more workers than there are for the burst, so the count is max_workers.
         scaling=ScalingConfig(min_workers=1, max_workers=2, catch_up_seconds=20, default_worker_records_per_second=100,
-                              scale_down_stabilization_seconds=20, min_sample_seconds=3600),
+                              scale_down_stabilization_seconds=20, min_sample_seconds=3600,
+                              rate_smoothing_seconds=5),  # the test's time runs fast: short delays all round
         sensor_interval_seconds=5,
         default_status=dg.DefaultSensorStatus.RUNNING,
         heartbeat_interval_seconds=1,

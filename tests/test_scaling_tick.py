@@ -99,7 +99,8 @@ def test_input_rate_alone_keeps_workers_busy():
     ),
 )
 def test_state_survives_the_cursor(recommendations, since, capacities, last_snapshot):
-    state = ScalingState(StabilizationState(tuple(recommendations), since), last_snapshot, capacities)
+    rates = {sub: float(len(sub)) * 12.5 for sub in capacities}
+    state = ScalingState(StabilizationState(tuple(recommendations), since), last_snapshot, capacities, rates, 0.75)
     assert ScalingState.from_json(state.to_json()) == state
 
 
@@ -190,3 +191,54 @@ def test_alternating_lag_never_retires_a_worker(high_lag, low_lag, ticks):
         decision = decide_tick(snapshot(i * 30, lag), workers, CONFIG, state)
         assert decision.plan.retire == ()
         state, workers = decision.state, apply_and_acknowledge(workers, decision.plan)
+
+
+# -- the input rate the sensor reads -------------------------------------------------------------
+ONE_SUB = ["0_0", "0_1"]
+
+
+def _rates_read(ticks, end_offset_at, config=CONFIG):
+    """The averaged input rate of sub-topology 0 the policy reads on each tick (the first reads none)."""
+    state, read = None, []
+    for now in ticks:
+        tasks = {task: TaskOffsets(end_offset_at(now) // 2, end_offset_at(now) // 2) for task in ONE_SUB}
+        decision = decide_tick(LagSnapshot(now, tasks), [], config, state)
+        state = ScalingState.from_json(decision.state.to_json())  # as the sensor's cursor carries it
+        read.append(decision.recommendation.demands["0"].input_rate)
+    return read
+
+
+tick_gaps = st.lists(st.floats(1.0, 30.0), min_size=3, max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(gaps=tick_gaps, rate=st.integers(10, 5000))
+def test_a_steady_stream_reads_its_rate_on_every_tick_whatever_the_tick_times(gaps, rate):
+    ticks = [sum(gaps[:i]) for i in range(len(gaps) + 1)]
+    read = _rates_read(ticks, lambda t: 2 * round(rate * t / 2))
+    for value in read[1:]:
+        assert abs(value - rate) <= 0.02 * rate + 2 / min(gaps)  # only the rounding of offsets to records
+
+
+@settings(max_examples=60, deadline=None)
+@given(gaps=st.lists(st.floats(3.0, 8.0), min_size=12, max_size=40), phase=st.floats(0, 1))
+def test_a_producer_that_sends_once_a_second_reads_within_ten_percent_after_a_few_ticks(gaps, phase):
+    """200 records/s, sent as one batch of 200 every second (end offsets move in steps), sensor
+    ticks 3-8 s apart at irregular times: every tick after the first few reads 200/s +- 10%."""
+    ticks = [phase + sum(gaps[:i]) for i in range(len(gaps) + 1)]
+    read = _rates_read(ticks, lambda t: 200 * int(t + 1))
+    for value in read[4:]:
+        assert 180 <= value <= 220, read
+
+
+def test_a_rate_that_doubles_is_followed_within_a_minute():
+    ticks = [5.0 * i for i in range(40)]
+    read = _rates_read(ticks, lambda t: 100 * t if t <= 50 else 5000 + 200 * (t - 50))
+    assert abs(read[10] - 100) < 1  # t = 50: still the old rate
+    assert abs(read[10 + 12] - 200) < 0.1 * 200  # a minute later: the new one
+
+
+def test_without_averaging_each_tick_reads_the_rate_since_the_last():
+    config = ScalingConfig(**{**CONFIG.__dict__, "rate_smoothing_seconds": 0})
+    read = _rates_read([0.0, 5.0, 10.0], lambda t: 200 * int(t + 1) if t < 6 else 200 * int(t + 1) + 500, config)
+    assert read[1:] == [200.0, 300.0]

@@ -57,6 +57,10 @@ class ScalingConfig:
     ``restart_backoff_seconds`` / ``max_restart_backoff_seconds``: a worker id whose runs keep
     failing is relaunched after a delay that doubles with each consecutive failure, up to the
     maximum (the first failure is replaced at once); see :mod:`.backoff`.
+
+    ``rate_smoothing_seconds``: the time constant of the input rate's exponential average. End
+    offsets move in steps (producers send in batches), so the rate between two ticks a few seconds
+    apart swings around the true one; averaged over about this long it does not (0: no averaging).
     """
 
     min_workers: int = 1
@@ -71,6 +75,7 @@ class ScalingConfig:
     restart_backoff_seconds: float = 15.0
     max_restart_backoff_seconds: float = 600.0
     backoff_reset_seconds: float = 600.0
+    rate_smoothing_seconds: float = 20.0
 
     def __post_init__(self) -> None:
         if self.min_workers < 0:
@@ -102,6 +107,8 @@ class ScalingConfig:
                              f"{self.restart_backoff_seconds} and {self.max_restart_backoff_seconds}")
         if not self.backoff_reset_seconds > 0:
             raise ValueError(f"backoff_reset_seconds must be > 0, got {self.backoff_reset_seconds}")
+        if not self.rate_smoothing_seconds >= 0:
+            raise ValueError(f"rate_smoothing_seconds must be >= 0, got {self.rate_smoothing_seconds}")
 
 
 @dataclass(frozen=True)
@@ -181,6 +188,25 @@ def input_rates(earlier: LagSnapshot | None, later: LagSnapshot) -> dict[str, fl
         for task, offsets in later.tasks.items()
         if task in earlier.tasks
     }
+
+
+def smoothed_rates(previous: Mapping[str, float], measured: Mapping[str, float], elapsed: float,
+                   config: ScalingConfig, weight: float = 0.0) -> tuple[dict[str, float], float]:
+    """Each sub-topology's input rate averaged exponentially over time, and the average's new weight.
+
+    The rate ``measured`` over the last ``elapsed`` seconds counts ``1 - exp(-elapsed /
+    rate_smoothing_seconds)``; the average before it (``previous``) counts what is left of its
+    ``weight``. The weight starts at 0 and nears 1 once the average spans about
+    ``rate_smoothing_seconds``, so the first ticks average what they have seen (no start from
+    zero, nor from a first reading that caught the offsets mid-step)."""
+    if config.rate_smoothing_seconds == 0 or elapsed <= 0:
+        return dict(measured), 1.0
+    fresh = 1 - math.exp(-elapsed / config.rate_smoothing_seconds)
+    kept = weight * (1 - fresh)
+    total = kept + fresh
+    rates = {sub: rate if sub not in previous or kept == 0 else (kept * previous[sub] + fresh * rate) / total
+             for sub, rate in measured.items()}
+    return rates, total
 
 
 @dataclass(frozen=True)
@@ -277,8 +303,14 @@ def subtopology_demands(
     previous_snapshot: LagSnapshot | None = None,
     measured: Mapping[str, float] | None = None,
     remembered: Mapping[str, float] | None = None,
+    previous_rates: Mapping[str, float] | None = None,
+    previous_rate_weight: float = 0.0,
 ) -> dict[str, SubtopologyDemand]:
-    """Each sub-topology's lag, input rate, capacity and the workers it needs, keyed by its id."""
+    """Each sub-topology's lag, input rate, capacity and the workers it needs, keyed by its id.
+
+    The input rate is measured between ``previous_snapshot`` and ``snapshot`` and averaged with
+    ``previous_rates`` (the averaged rates of the tick before, by sub-topology, with their weight:
+    :func:`smoothed_rates`)."""
     measured = measured or {}
     remembered = remembered or {}
     rates = input_rates(previous_snapshot, snapshot)
@@ -288,6 +320,9 @@ def subtopology_demands(
         sub = subtopology_of(task)
         lags[sub] = lags.get(sub, 0) + offsets.lag
         arriving[sub] = arriving.get(sub, 0.0) + rates.get(task, 0.0)
+    if previous_snapshot is not None:
+        arriving, _ = smoothed_rates(previous_rates or {}, arriving, snapshot.time - previous_snapshot.time, config,
+                                     previous_rate_weight)
     demands = {}
     for sub in lags:
         capacity = capacity_to_plan_with(measured.get(sub), remembered.get(sub), config)
@@ -398,16 +433,20 @@ def recommend(
     throughput: Iterable[ThroughputSample] = (),
     state: StabilizationState = StabilizationState(),
     last_measured_capacities: Mapping[str, float] | None = None,
+    last_input_rates: Mapping[str, float] | None = None,
+    last_input_rate_weight: float = 0.0,
 ) -> tuple[Recommendation, StabilizationState]:
     """One tick of the policy: the stabilized desired worker count and the next state.
 
     ``current_workers`` counts workers that are running and not retiring. The input rate
-    comes from ``previous_snapshot`` (pass an older one to smooth it over a longer span).
+    is measured since ``previous_snapshot`` and averaged with ``last_input_rates`` (the
+    averaged rates of the tick before, by sub-topology, and their weight: :func:`smoothed_rates`).
     ``last_measured_capacities``: per sub-topology, the capacity measured on an earlier tick.
     """
     demands = subtopology_demands(snapshot, config, previous_snapshot=previous_snapshot,
                                   measured=measured_capacities(throughput, snapshot.time, config),
-                                  remembered=last_measured_capacities)
+                                  remembered=last_measured_capacities, previous_rates=last_input_rates,
+                                  previous_rate_weight=last_input_rate_weight)
     rate = sum(demand.input_rate for demand in demands.values())
     total_lag = snapshot.total_lag
     task_count = len(snapshot.tasks)

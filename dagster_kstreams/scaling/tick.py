@@ -19,6 +19,7 @@ from .policy import (
     StabilizationState,
     ThroughputSample,
     recommend,
+    smoothed_rates,
 )
 
 _STATE_VERSION = 2
@@ -34,6 +35,10 @@ class ScalingState:
     stabilization: StabilizationState = StabilizationState()
     last_snapshot: LagSnapshot | None = None
     measured_capacities: Mapping[str, float] = field(default_factory=dict)
+    # the averaged input rate of each sub-topology (records/s) as of last_snapshot, and the
+    # average's weight (policy.smoothed_rates); empty and 0 until measured
+    input_rates: Mapping[str, float] = field(default_factory=dict)
+    input_rate_weight: float = 0.0
 
     def to_json(self) -> str:
         return json.dumps(
@@ -42,6 +47,8 @@ class ScalingState:
                 "stabilization": self.stabilization.to_dict(),
                 "last_snapshot": None if self.last_snapshot is None else self.last_snapshot.to_dict(),
                 "measured_capacities": dict(self.measured_capacities),
+                "input_rates": dict(self.input_rates),
+                "input_rate_weight": self.input_rate_weight,
             },
             sort_keys=True,
         )
@@ -57,10 +64,13 @@ class ScalingState:
                 raise ValueError(f"unknown scaling state version {data.get('version')!r}")
             snapshot = data.get("last_snapshot")
             capacities = data.get("measured_capacities") or {}
+            rates = data.get("input_rates") or {}  # absent from cursors written before it was kept
             return cls(
                 stabilization=StabilizationState.from_dict(data["stabilization"]),
                 last_snapshot=None if snapshot is None else LagSnapshot.from_dict(snapshot),
                 measured_capacities={str(sub): float(capacity) for sub, capacity in capacities.items()},
+                input_rates={str(sub): float(rate) for sub, rate in rates.items()},
+                input_rate_weight=float(data.get("input_rate_weight") or 0.0),
             )
         except (KeyError, TypeError, AttributeError, json.JSONDecodeError) as error:
             raise ValueError(f"malformed scaling state: {error}") from error
@@ -112,6 +122,8 @@ def decide_tick(
         throughput=throughput,
         state=state.stabilization,
         last_measured_capacities=state.measured_capacities,
+        last_input_rates=state.input_rates,
+        last_input_rate_weight=state.input_rate_weight,
     )
     plan = plan_reconciliation(
         snapshot.tasks.keys(),
@@ -125,4 +137,9 @@ def decide_tick(
         ],
     )
     capacities = {**state.measured_capacities, **recommendation.measured_capacities}
-    return TickDecision(recommendation, plan, ScalingState(stabilization, snapshot, capacities))
+    # A rate is measured from the second snapshot on; before that there is nothing to average.
+    rates, weight = {}, 0.0
+    if state.last_snapshot is not None:
+        rates = {sub: demand.input_rate for sub, demand in recommendation.demands.items()}
+        _, weight = smoothed_rates({}, {}, snapshot.time - state.last_snapshot.time, config, state.input_rate_weight)
+    return TickDecision(recommendation, plan, ScalingState(stabilization, snapshot, capacities, rates, weight))
