@@ -17,8 +17,9 @@ Before a batch writes, the end offsets of its sink topics are recorded
 (:class:`~dagster_kstreams.spark.checkpoint.WriteIntents`), and every record carries one header,
 :data:`HEADER_WRITTEN` = ``<app>/<task>@<batch>:<position>``, naming its task and its position in
 the batch; a replay reads back what the killed attempt wrote and skips those positions. (One
-short header rather than several: Spark's Kafka sink pays per header of every record.) This needs deterministic user functions. Records written
-by a topic extractor to topics not known in advance are not covered.
+short header rather than several: Spark's Kafka sink pays per header of every record.) This
+needs deterministic user functions. Records written by a topic extractor to topics not known in
+advance are not covered.
 
 Fencing at the write: fenced before its write, a run wrote nothing; fenced during its write, its
 commit fails and the batch stays uncommitted in the checkpoint, so the new owner replays it, and
@@ -52,8 +53,8 @@ log = logging.getLogger(__name__)
 # Every record a task writes says which task and which position of which batch wrote it:
 # ``<app>/<task>@<batch>:<position>`` (an application id has no ``@``).
 HEADER_WRITTEN = "__dagster_kstreams.written"
-# Earlier versions wrote the same facts as two headers: ``<app>/<task>`` and ``<batch>:<position>``. A replay
-# still reads them, so a batch written by an older version is deduplicated all the same.
+# Earlier versions wrote the same facts as two headers: ``<app>/<task>`` and ``<batch>:<position>``.
+# A replay still reads them, so a batch written by an older version is deduplicated all the same.
 _LEGACY_HEADER_TASK = "__dagster_kstreams.task"
 _LEGACY_HEADER_POSITION = "__dagster_kstreams.position"
 

@@ -140,7 +140,8 @@ def register(subcommands: "argparse._SubParsersAction") -> None:
     which.add_argument("--task", action="append", default=[], help="task id such as 1_3 (repeatable)")
     which.add_argument("--all", action="store_true", help="every task, upstream sub-topologies first")
     parser.add_argument("--bootstrap-servers", default=None,
-                        help=f"Kafka bootstrap servers (default ${BOOTSTRAP_SERVERS_ENV_VAR} or {DEFAULT_BOOTSTRAP_SERVERS})")
+                        help=f"Kafka bootstrap servers "
+                             f"(default ${BOOTSTRAP_SERVERS_ENV_VAR} or {DEFAULT_BOOTSTRAP_SERVERS})")
     parser.add_argument("--kafka-config", action="append", default=[], type=key_value, metavar="KEY=VALUE",
                         help="Kafka client setting for both the admin client and Spark (repeatable)")
     parser.add_argument("--state-location", default=None,
