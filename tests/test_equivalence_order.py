@@ -3,8 +3,9 @@
 One topology (tests/oracle OrderExamples.java; Python twin order_examples) holds: a merge of
 four topics reduced to one key with no record cache (every update: the reduce's value is the
 order itself), a stateless chain after that merge (every record mapped to one key), an uncached
-count whose every update is re-keyed to one key, and a stream-table join over two partitions
-whose sides interleave in time. All timestamps are distinct and interleaved across topics.
+count whose every update is re-keyed to one key, a stream-table join over two partitions
+whose sides interleave in time, and a merge of three topics to one key written with Column
+expressions (run in the JVM). All timestamps are distinct and interleaved across topics.
 Kafka Streams 4.3.1 runs it once on the broker; our tasks run the twin.
 
 Compared: the WHOLE sequence of records of every output partition, not only final values per key.
@@ -18,10 +19,12 @@ import time
 
 import pytest
 from pyspark import cloudpickle
+from pyspark.sql import functions as F
 
 import oracle_harness
 from equivalence_io import output_topics, produce_strings
 from dagster_kstreams.kafka.records import read_topic
+from dagster_kstreams.spark.strategies import ColumnPlan, strategy_for
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.consumed_produced import Produced
@@ -34,8 +37,10 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 T0 = (int(time.time()) - 3600) * 1000  # recent (broker retention)
 MERGED = ("a", "b", "c", "d")
-INPUTS = {**dict.fromkeys(MERGED, 1), "counted": 1, "orders": 2, "customers": 2}  # name: partitions
-OUTPUTS = {"out-reduce": 1, "out-mapped": 1, "out-counts": 2, "out-joined": 2}
+COLUMN_MERGED = ("e", "f", "g")
+INPUTS = {**dict.fromkeys(MERGED, 1), "counted": 1, "orders": 2, "customers": 2,
+          **dict.fromkeys(COLUMN_MERGED, 1)}  # name: partitions
+OUTPUTS = {"out-reduce": 1, "out-mapped": 1, "out-counts": 2, "out-joined": 2, "out-columns": 1}
 
 
 def order_examples(topics: dict[str, str]) -> StreamsBuilder:
@@ -59,6 +64,10 @@ def order_examples(topics: dict[str, str]) -> StreamsBuilder:
     builder.stream(topics["orders"]) \
         .join(customers, lambda order, customer: f"{order}|{customer}") \
         .to(topics["out-joined"])
+    columns = builder.stream(topics[COLUMN_MERGED[0]])
+    for name in COLUMN_MERGED[1:]:
+        columns = columns.merge(builder.stream(topics[name]))
+    columns.map((F.lit("all"), F.concat(F.col("key"), F.lit(":"), F.upper(F.col("value"))))).to(topics["out-columns"])
     return builder
 
 
@@ -69,6 +78,9 @@ def _input(seed: int = 17) -> dict[str, list[tuple]]:
     records: dict[str, list[tuple]] = {name: [] for name in INPUTS}
     merged = [rng.choice(MERGED) for _ in range(40)]
     for i, name in enumerate(merged):
+        records[name].append((rng.choice("xyz"), f"{name}{i}", T0 + i * 100 + rng.randrange(50)))
+    column_merged = [rng.choice(COLUMN_MERGED) for _ in range(30)]
+    for i, name in enumerate(column_merged):
         records[name].append((rng.choice("xyz"), f"{name}{i}", T0 + i * 100 + rng.randrange(50)))
     for i in range(30):
         records["counted"].append((str(rng.randint(1, 4)), f"n{i}", T0 + i * 100))
@@ -123,6 +135,9 @@ def test_record_order_across_keys_and_topics_matches_kafka_streams(kafka_bootstr
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS)
     runner = TaskRunner(order_examples(topics), unique_topic("spark-order"), kafka_bootstrap,
                         state_location=str(tmp_path / "state"), spark=spark)
+    application = runner.compiled.application
+    (column_subtopology,) = [sub for sub in application.subtopology_ids if topics["e"] in application.source_topics(sub)]
+    assert isinstance(strategy_for(runner.compiled.program(column_subtopology)), ColumnPlan)  # no Python pass
     runner.run_all()
     ours = _sequences(kafka_bootstrap, topics)
     assert [name for name in OUTPUTS if ours[name] != expected[name]] == []

@@ -23,8 +23,8 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * broker until every input topic is consumed to its end; the test compares every output
  * partition's whole sequence of records. Prints {"done": true}.
  *
- * Args: bootstrap applicationId stateDir a b c d counted orders customers
- *       outReduce outMapped outCounts outJoined
+ * Args: bootstrap applicationId stateDir a b c d counted orders customers e f g
+ *       outReduce outMapped outCounts outJoined outColumns
  *
  * The Python twin is order_examples() in tests/test_equivalence_order.py; keep the two in step.
  */
@@ -32,7 +32,8 @@ public final class OrderExamples {
     private OrderExamples() {}
 
     static StreamsBuilder orderExamples(List<String> merged, String counted, String orders, String customers,
-                                        String outReduce, String outMapped, String outCounts, String outJoined) {
+                                        List<String> columnMerged, String outReduce, String outMapped,
+                                        String outCounts, String outJoined, String outColumns) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> all = builder.stream(merged.get(0));
         for (String topic : merged.subList(1, merged.size())) {
@@ -58,6 +59,12 @@ public final class OrderExamples {
         builder.<String, String>stream(orders)
             .join(customerTable, (order, customer) -> order + "|" + customer)
             .to(outJoined);
+        // Another merge to one key (the Python twin writes it with Column expressions: run in the JVM).
+        KStream<String, String> columns = builder.stream(columnMerged.get(0));
+        for (String topic : columnMerged.subList(1, columnMerged.size())) {
+            columns = columns.merge(builder.stream(topic));
+        }
+        columns.map((key, value) -> KeyValue.pair("all", key + ":" + value.toUpperCase())).to(outColumns);
         return builder;
     }
 
@@ -66,9 +73,10 @@ public final class OrderExamples {
         String applicationId = args[1];
         String stateDir = args[2];
         List<String> merged = List.of(args[3], args[4], args[5], args[6]);
-        List<String> inputs = List.of(args[3], args[4], args[5], args[6], args[7], args[8], args[9]);
-        StreamsBuilder builder = orderExamples(merged, args[7], args[8], args[9], args[10], args[11], args[12],
-                                               args[13]);
+        List<String> columnMerged = List.of(args[10], args[11], args[12]);
+        List<String> inputs = List.of(args).subList(3, 13);
+        StreamsBuilder builder = orderExamples(merged, args[7], args[8], args[9], columnMerged, args[13], args[14],
+                                               args[15], args[16], args[17]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         KafkaStreams streams = new KafkaStreams(builder.build(), props);
         streams.start();
