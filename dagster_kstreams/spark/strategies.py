@@ -92,29 +92,27 @@ class ColumnPlan(Strategy):
 
 class JvmCount(Strategy):
     def applies(self, program: Any) -> bool:
-        # One source topic: a task is one partition, whose offsets are its processing order.
-        return len(program.source_by_topic) == 1 and program.jvm_count() is not None
+        return program.jvm_count() is not None
 
     def build(self, source, program, dead_letters):
         _, _, sink = program.jvm_count()
         # Kafka Streams' count skips null keys and null values; the count goes out as a
-        # big-endian Long, as Serdes.Long() writes it. Its record cache flushes keys in the order
-        # they were last updated: the key's last offset is its emit order.
+        # big-endian Long, as Serdes.Long() writes it. A batch's updates go out in the order of
+        # Spark's state partitions, not in last-update order (README, "Semantics that differ"):
+        # ordering them would need the key's last offset in the aggregation's state, which would
+        # break every existing checkpoint of this path (Spark checks the state schema).
         return (
             source.where(F.col("key").isNotNull() & F.col("value").isNotNull())
-            .groupBy("key").agg(F.count(F.lit(1)).alias("count"), F.max("offset").alias("emit_order"))
+            .groupBy("key").agg(F.count(F.lit(1)).alias("count"))
             .select(
                 F.lit(sink.topic).alias("topic"),
                 F.col("key"),
                 F.unhex(F.lpad(F.hex(F.col("count")), 16, "0")).alias("value"),
                 F.lit(None).cast("array<struct<key: string, value: binary>>").alias("headers"),
                 F.lit(None).cast("long").alias("timestamp_ms"),
-                F.col("emit_order"),
+                F.lit(None).cast("long").alias("emit_order"),
             )
         )
-
-    def orders_output(self, program: Any) -> bool:
-        return True  # rows come out by key
 
     def reads_record_timestamps(self, program: Any) -> bool:
         return False  # a count of keys; its output records carry no timestamp (Spark's sink sets it)
