@@ -136,7 +136,8 @@ def test_record_order_across_keys_and_topics_matches_kafka_streams(kafka_bootstr
     runner = TaskRunner(order_examples(topics), unique_topic("spark-order"), kafka_bootstrap,
                         state_location=str(tmp_path / "state"), spark=spark)
     application = runner.compiled.application
-    (column_subtopology,) = [sub for sub in application.subtopology_ids if topics["e"] in application.source_topics(sub)]
+    (column_subtopology,) = [sub for sub in application.subtopology_ids
+                             if topics["e"] in application.source_topics(sub)]
     assert isinstance(strategy_for(runner.compiled.program(column_subtopology)), ColumnPlan)  # no Python pass
     runner.run_all()
     ours = _sequences(kafka_bootstrap, topics)
