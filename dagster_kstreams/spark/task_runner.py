@@ -358,7 +358,8 @@ class TaskRunner:
         output = observe_outputs(output, counted)
         intents = WriteIntents(session, task_directory(self.state_location, self.application_id, str(run.task)))
         writer = BatchWriter(run, self.application_id, checkpoint_reader, intents, self.admin, self._kafka_options(),
-                             self.kafka_config, written, program.uses_stream_time, strategy.orders_output(program))
+                             self.kafka_config, written, drops_late=program.uses_stream_time,
+                             ordered=strategy.orders_output(program))
         stream = (
             output.writeStream.foreachBatch(writer)
             .option("checkpointLocation", checkpoint)
