@@ -40,7 +40,7 @@ from dagster_kstreams.kafka.dead_letter import (
     dead_letter_headers,
 )
 from dagster_kstreams.processors.base import Processor
-from dagster_kstreams.processors.records import Output, RecordContext
+from dagster_kstreams.processors.records import FLUSH_ORDER, Output, RecordContext
 from dagster_kstreams.processors.state import ABSENT, GroupState
 from dagster_kstreams.processors.task_state import TaskState
 
@@ -97,9 +97,10 @@ class SubtopologyProgram:
 
     @property
     def needs_processing_order(self) -> bool:
-        """Whether the task must order its records across partitions and track stream time
+        """Whether the task must order its records across partitions (Kafka Streams' timestamp
+        merge, whatever the sub-topology: its output goes out in that order) or track stream time
         before grouping them by key (:func:`dagster_kstreams.spark.event_time.with_processing_order`)."""
-        return self.stateful and (len(self.source_by_topic) > 1 or self.uses_stream_time)
+        return len(self.source_by_topic) > 1 or (self.stateful and self.uses_stream_time)
 
     @property
     def task_grouped(self) -> bool:
@@ -126,7 +127,7 @@ class SubtopologyProgram:
         if stored is not None:
             values = [ABSENT if blob is None else pickle.loads(blob) for blob in stored]
         state = GroupState(values)
-        out = Output()
+        out = Output(ordered=True)
         last_context = None
         for context, key, value in records:
             context = self.process_record(context, key, value, out, state)
@@ -150,7 +151,7 @@ class SubtopologyProgram:
         :meth:`run_key_group`); keys are flushed at the end of the batch. Returns the sink
         records and the new task state."""
         task = TaskState.load(stored, len(self.stateful_nodes))
-        out = Output()
+        out = Output(ordered=True)
         for context, key, value in records:
             group = task.group(context.raw_key)
             context = self.process_record(context, key, value, out, group)
@@ -167,7 +168,10 @@ class SubtopologyProgram:
     def process_record(self, context: RecordContext, raw_key, raw_value, out: Output,
                        state: Optional[GroupState]) -> Optional[RecordContext]:
         """Deserialize one source record and run it through the processors. Returns its
-        context, or None when the dead-letter policy skipped it."""
+        context, or None when the dead-letter policy skipped it. What it emits is marked with
+        its position (an ordered ``out``: :meth:`Output.mark`)."""
+        if out.marks is not None:
+            out.marks.append((len(out.topic), context.position))
         topic, partition, offset = context.topic, context.partition, context.offset
         index = self.source_by_topic.get(topic)
         if index is None:
@@ -206,11 +210,15 @@ class SubtopologyProgram:
         self.nodes[index].process(key, value, context, out, state)
 
     def _flush(self, state: GroupState, out: Output, context: RecordContext) -> None:
-        """Forward each updated store's final value downstream, upstream stores first."""
-        for index in self.stateful_nodes:  # topological order: a downstream store is flushed later
+        """Forward each updated store's final value downstream, upstream stores first. Emit
+        order: after every record's own output, store by store, keys in the order they were
+        last updated (``context`` is the key's last record), as Kafka Streams' record cache
+        flushes at a commit (NamedCache keeps its dirty keys in last-update order)."""
+        for rank, index in enumerate(self.stateful_nodes):  # topological order: a downstream store is flushed later
             node = self.nodes[index]
             slot = node.state_slot
             if slot not in state.dirty:
                 continue
             state.dirty.discard(slot)
+            out.mark(None if context.position is None else FLUSH_ORDER + (rank << 48) + context.position)
             node.flush(state, out, context)

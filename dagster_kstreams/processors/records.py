@@ -5,11 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-__all__ = ["RecordContext", "Output", "DROPPED_LATE_TOPIC"]
+__all__ = ["RecordContext", "Output", "DROPPED_LATE_TOPIC", "FLUSH_ORDER"]
 
 # A pseudo-topic: one row per record dropped because its window had closed (key: the raw source
 # key, or None). The runner counts these rows (TaskResult.records_dropped_late) and writes none of them.
 DROPPED_LATE_TOPIC = "__dagster_kstreams.dropped-late"
+# Where a cached store's flush goes in a batch's emit order: after every record's direct output
+# (Kafka Streams flushes its record cache at the commit), store after store in topological order
+# (a store's rank times 2**48, plus the key's last position: the cache's last-update order).
+FLUSH_ORDER = 1 << 62
 
 
 @dataclass
@@ -25,6 +29,9 @@ class RecordContext:
     stream_time_before: Optional[int] = None  # the task's stream time before this record
     # the source record's key bytes (task-grouped programs route records to their key's state by it)
     raw_key: Optional[bytes] = None
+    # the record's position in the task's processing order (``seq``, or the offset of a single
+    # source partition); what the output it produces is ordered by (None: not tracked)
+    position: Optional[int] = None
 
     def describe(self) -> str:
         return f"topic {self.topic!r} partition {self.partition} offset {self.offset}"
@@ -35,14 +42,32 @@ class Output:
 
     ``timestamp_ms`` is the timestamp a record keeps on a repartition topic (None elsewhere); the
     engine writes it (Spark: as a header, :mod:`dagster_kstreams.kafka.timestamp_header`), so that
-    the per-record work here stays a few list appends."""
+    the per-record work here stays a few list appends.
 
-    def __init__(self) -> None:
+    With ``ordered``, the output also records each sink record's emit order
+    (:meth:`emit_order`): the processing position of the source record that produced it, set by
+    :meth:`mark` as the program goes (runs of records share one mark, so appends stay as cheap)."""
+
+    def __init__(self, ordered: bool = False) -> None:
         self.topic: list[str] = []
         self.key: list[Optional[bytes]] = []
         self.value: list[Optional[bytes]] = []
         self.headers: list[Optional[list[dict]]] = []
         self.timestamp_ms: list[Optional[int]] = []
+        # (index of the first record, emit order) of each run of records with one emit order
+        self.marks: Optional[list[tuple[int, Optional[int]]]] = [] if ordered else None
+
+    def mark(self, order: Optional[int]) -> None:
+        """The records appended from now on were produced at emit order ``order``."""
+        if self.marks is not None:
+            self.marks.append((len(self.topic), order))
+
+    def emit_order(self) -> list[Optional[int]]:
+        """Each record's emit order (all None when the output is not ordered)."""
+        orders: list[Optional[int]] = [None] * len(self.topic)
+        for (start, order), (end, _) in zip(self.marks or (), [*(self.marks or ())[1:], (len(self.topic), None)]):
+            orders[start:end] = [order] * (end - start)
+        return orders
 
     def append(self, topic: str, key: Optional[bytes], value: Optional[bytes], headers=None,
                timestamp_ms: Optional[int] = None) -> None:

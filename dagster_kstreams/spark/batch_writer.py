@@ -28,6 +28,12 @@ is left: a fenced run whose write began before the takeover may still be writing
 owner reads that batch back; records it writes after that are duplicated (never lost). Two Spark
 queries planning the same batch of one checkpoint at the same moment can also fail the newer with
 ``CONCURRENT_STREAM_LOG_UPDATE``; the next run continues.
+
+Order: the records go out in the order of the batch's rows; a batch whose rows are not in the
+task's processing order (``ordered``: grouped by key, or branch by branch) is first brought to one
+partition and sorted by ``emit_order`` (ties: the rows' order before, itself deterministic), so
+each output partition gets its records in Kafka Streams' order and positions stay the same on a
+replay.
 """
 
 from __future__ import annotations
@@ -87,7 +93,8 @@ class BatchWriter:
 
     def __init__(self, run: RunState, application_id: str, checkpoint: CheckpointReader, intents: WriteIntents,
                  admin: KafkaAdmin, kafka_options: Mapping[str, str], kafka_config: Mapping[str, str],
-                 written_topics: list[str], drops_late: bool, largest_record_bytes: Optional[int] = None):
+                 written_topics: list[str], drops_late: bool, ordered: bool = False,
+                 largest_record_bytes: Optional[int] = None):
         self.run, self.checkpoint, self.intents, self.admin = run, checkpoint, intents, admin
         self.kafka_options = {**SINK_PRODUCER_DEFAULTS, **kafka_options}
         if largest_record_bytes is not None and "kafka.max.request.size" not in kafka_options:
@@ -95,7 +102,7 @@ class BatchWriter:
             size = max(largest_record_bytes, _DEFAULT_MAX_REQUEST_SIZE) + _REQUEST_OVERHEAD
             self.kafka_options["kafka.max.request.size"] = str(size)
         self.kafka_config = dict(kafka_config)
-        self.written_topics, self.drops_late = written_topics, drops_late
+        self.written_topics, self.drops_late, self.ordered = written_topics, drops_late, ordered
         self.task_tag = f"{application_id}/{run.task}".encode()
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
@@ -117,6 +124,10 @@ class BatchWriter:
         run.fence.check(batch_offsets, f"before writing batch {batch_id}")
         if self.drops_late:
             batch = batch.where(F.col("topic") != DROPPED_LATE_TOPIC)  # counted, never written
+        if self.ordered:
+            # A static DataFrame here: it can be sorted (streaming ones cannot).
+            batch = (batch.withColumn("_emitted", F.monotonically_increasing_id()).repartition(1)
+                     .sortWithinPartitions("emit_order", "_emitted"))
         records, position = self._unwritten(batch, batch_id)
         # One projection, written as SQL: each DataFrame call in a batch costs Spark an analysis
         # of the whole batch plan and the driver a round of Py4J calls.

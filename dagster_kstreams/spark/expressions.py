@@ -237,6 +237,8 @@ class ColumnPlan:
 
         outputs = []
         nodes = self.program.nodes
+        # In processing order (several topics), each output row goes out by its source record's seq.
+        emit_order = F.col("seq") if "seq" in source.columns else F.lit(None).cast("long")
         for node in nodes:
             if node.kind != "source":
                 continue
@@ -245,7 +247,7 @@ class ColumnPlan:
             value, value_bad, value_reason = _deserialize(F.col("value"), node.value_serde)
             records = records.select(
                 F.col("key").alias("_raw_key"), F.col("value").alias("_raw_value"),
-                "topic", "partition", "offset", "timestamp", "event_time",
+                "topic", "partition", "offset", "timestamp", "event_time", emit_order.alias("_emit_order"),
                 key.alias("key"), value.alias("value"),
                 key_bad.alias("_key_bad"), value_bad.alias("_value_bad"),
             )
@@ -282,6 +284,7 @@ class ColumnPlan:
                         F.lit(dead_letters.dead_letter_topic).alias("topic"),
                         F.col("_raw_key").alias("key"), F.col("_raw_value").alias("value"),
                         headers.alias("headers"), F.lit(None).cast("long").alias("timestamp_ms"),
+                        F.col("_emit_order").alias("emit_order"),
                     ))
                 records = records.where(~bad)
             records = records.drop("_raw_key", "_raw_value", "_key_bad", "_value_bad")
@@ -290,7 +293,7 @@ class ColumnPlan:
         if not outputs:
             return source.where(F.lit(False)).select(
                 F.col("topic"), F.col("key"), F.col("value"), F.lit(None).cast(_HEADERS_TYPE).alias("headers"),
-                F.lit(None).cast("long").alias("timestamp_ms"))
+                F.lit(None).cast("long").alias("timestamp_ms"), F.lit(None).cast("long").alias("emit_order"))
         return reduce(lambda left, right: left.unionByName(right), outputs)
 
     def _walk(self, index: int, records, outputs: list) -> None:
@@ -322,6 +325,7 @@ class ColumnPlan:
                 _serialize(F.col("value"), types["value"], node.value_serde).alias("value"),
                 F.lit(None).cast(_HEADERS_TYPE).alias("headers"),
                 timestamp.alias("timestamp_ms"),
+                F.col("_emit_order").alias("emit_order"),
             ))
             return
         for child in node.children:

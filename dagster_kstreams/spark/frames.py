@@ -29,12 +29,14 @@ __all__ = ["SparkProgram", "OUTPUT_COLUMNS", "OUTPUT_SPARK_SCHEMA", "SOURCE_COLU
 
 # What a task's pass emits: the columns Spark's Kafka sink reads, plus ``timestamp_ms``, the
 # timestamp a record keeps on a repartition topic (null elsewhere), which the batch writer turns
-# into a header in the JVM. There is no `partition` column on purpose: the producer's default
-# partitioner (murmur2 of the key bytes) places each record, exactly as Kafka Streams and every
-# Java client would.
-OUTPUT_COLUMNS = ("topic", "key", "value", "headers", "timestamp_ms")
+# into a header in the JVM, and ``emit_order``, where the record goes in the task's output (the
+# processing position of the source record that produced it; see records.FLUSH_ORDER for a
+# cached store's flush), by which the batch writer sorts a batch whose rows come out grouped by
+# key. There is no `partition` column on purpose: the producer's default partitioner (murmur2 of
+# the key bytes) places each record, exactly as Kafka Streams and every Java client would.
+OUTPUT_COLUMNS = ("topic", "key", "value", "headers", "timestamp_ms", "emit_order")
 OUTPUT_SPARK_SCHEMA = ("topic string, key binary, value binary, headers array<struct<key: string, value: binary>>, "
-                       "timestamp_ms long")
+                       "timestamp_ms long, emit_order long")
 # What the task reads from Spark's Kafka source (event_time: the record's timestamp in epoch ms,
 # see dagster_kstreams.spark.event_time).
 SOURCE_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "event_time")
@@ -83,6 +85,7 @@ class SparkProgram(SubtopologyProgram):
                 pa.array(out.value, type=pa.binary()),
                 pa.array(out.headers, type=_ARROW_HEADERS),
                 pa.array(out.timestamp_ms, type=pa.int64()),
+                pa.nulls(len(out), type=pa.int64()),  # written as it comes: the batch is in processing order
             ],
             names=list(OUTPUT_COLUMNS),
         )
@@ -113,7 +116,7 @@ class SparkProgram(SubtopologyProgram):
     def _source_records(self, records: pd.DataFrame,
                         watermark_ms: Optional[int]) -> Iterator[tuple[RecordContext, Optional[bytes], Any]]:
         """``(context, raw key, raw value)`` of each record of a pandas batch, in the task's
-        processing order."""
+        processing order. A record's position is its ``seq``, else (one source partition) its offset."""
         if "seq" in records.columns:
             # The task's processing order across its partitions (Kafka Streams' timestamp merge).
             if not records["seq"].is_monotonic_increasing:
@@ -130,13 +133,16 @@ class SparkProgram(SubtopologyProgram):
                 if "stream_time_before" in records.columns else [None] * len(records)
         else:
             stream_times = befores = [None] * len(records)
-        for key, value, topic, partition, offset, timestamp, stream_time, before in zip(
+        offsets = records["offset"].tolist()
+        positions = records["seq"].tolist() if "seq" in records.columns else offsets
+        for key, value, topic, partition, offset, timestamp, stream_time, before, position in zip(
             records["key"].tolist(), records["value"].tolist(), records["topic"].tolist(),
-            records["partition"].tolist(), records["offset"].tolist(), records["event_time"].tolist(),
-            stream_times, befores,
+            records["partition"].tolist(), offsets, records["event_time"].tolist(),
+            stream_times, befores, positions,
         ):
             raw_key = None if key is None else bytes(key)
-            yield RecordContext(topic, partition, offset, timestamp, stream_time, before, raw_key), raw_key, value
+            yield (RecordContext(topic, partition, offset, timestamp, stream_time, before, raw_key, position),
+                   raw_key, value)
 
 
 def _frame(out: Output) -> Optional[pd.DataFrame]:
@@ -145,6 +151,7 @@ def _frame(out: Output) -> Optional[pd.DataFrame]:
         return None
     return pd.DataFrame(
         {"topic": out.topic, "key": out.key, "value": out.value, "headers": out.headers,
-         "timestamp_ms": pd.array(out.timestamp_ms, dtype="Int64")},
+         "timestamp_ms": pd.array(out.timestamp_ms, dtype="Int64"),
+         "emit_order": pd.array(out.emit_order(), dtype="Int64")},
         columns=list(OUTPUT_COLUMNS),
     )

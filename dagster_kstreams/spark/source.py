@@ -10,8 +10,8 @@ earliest offset, or the latest with ``offset_reset="latest"`` (Kafka Streams'
 as Kafka Streams' consumer does after an out-of-range reset, instead of stopping the task for good.
 
 Rows come out as :func:`~dagster_kstreams.spark.event_time.source_columns` has them; a
-stateful sub-topology that needs Kafka Streams' order across the task's partitions, or its
-stream time, gets them through :func:`in_processing_order`.
+sub-topology that reads several topics (it needs Kafka Streams' order across the task's
+partitions), or a stateful one that needs stream time, gets them through :func:`in_processing_order`.
 """
 
 from __future__ import annotations

@@ -15,6 +15,12 @@ the first of :data:`STRATEGIES` that applies, fastest first:
   source key) when the sub-topology keeps state.
 * :class:`Stateless` — one Python pass per batch (``mapInArrow``).
 
+Order: every strategy processes a task's records in Kafka Streams' order (offsets within a
+partition; across the partitions of several topics, the timestamp merge of
+:func:`~dagster_kstreams.spark.source.in_processing_order`). Where the output rows come out in
+another order (grouped by key, or one branch after another), :meth:`Strategy.orders_output` says
+so and each row carries its ``emit_order``; the batch writer sorts the batch by it before writing.
+
 State lives in Spark's state store with the RocksDB provider, in the task's checkpoint
 (:mod:`dagster_kstreams.spark.checkpoint`): ``<state_location>/<app>/tasks/<task>/checkpoint``.
 Any process that sees the same location continues the task where it stopped.
@@ -56,6 +62,11 @@ class Strategy:
         """``{key: value}`` of store ``slot`` in one task's state rows (Spark's ``statestore`` source)."""
         return {}  # no state
 
+    def orders_output(self, program: Any) -> bool:
+        """Whether the output rows must be sorted by ``emit_order`` before they are written (they
+        do not come out in processing order)."""
+        return False
+
     def reads_record_timestamps(self, program: Any) -> bool:
         """Whether the output depends on the records' timestamps (``event_time``). Those of a
         repartition topic travel in a header, and reading headers costs Spark's Kafka source
@@ -71,7 +82,12 @@ class ColumnPlan(Strategy):
         return getattr(program, "column_plan", None) is not None
 
     def build(self, source, program, dead_letters):
-        return program.column_plan.build(source, dead_letters)
+        return program.column_plan.build(in_processing_order(source, program), dead_letters)
+
+    def orders_output(self, program: Any) -> bool:
+        # One partition in offset order, but the plan is a union of branches (one per source
+        # node and sink): with several topics, its rows go out by ``seq``.
+        return program.needs_processing_order
 
 
 class JvmCount(Strategy):
@@ -81,7 +97,10 @@ class JvmCount(Strategy):
     def build(self, source, program, dead_letters):
         _, _, sink = program.jvm_count()
         # Kafka Streams' count skips null keys and null values; the count goes out as a
-        # big-endian Long, as Serdes.Long() writes it.
+        # big-endian Long, as Serdes.Long() writes it. A batch's updates go out in the order of
+        # Spark's state partitions, not in last-update order (README, "Semantics that differ"):
+        # ordering them would need the key's last offset in the aggregation's state, which would
+        # break every existing checkpoint of this path (Spark checks the state schema).
         return (
             source.where(F.col("key").isNotNull() & F.col("value").isNotNull())
             .groupBy("key").agg(F.count(F.lit(1)).alias("count"))
@@ -91,6 +110,7 @@ class JvmCount(Strategy):
                 F.unhex(F.lpad(F.hex(F.col("count")), 16, "0")).alias("value"),
                 F.lit(None).cast("array<struct<key: string, value: binary>>").alias("headers"),
                 F.lit(None).cast("long").alias("timestamp_ms"),
+                F.lit(None).cast("long").alias("emit_order"),
             )
         )
 
@@ -129,6 +149,9 @@ class TaskGroupedState(Strategy):
             run_task, OUTPUT_SPARK_SCHEMA, "task binary", "Update", GroupStateTimeout.NoTimeout
         )
 
+    def orders_output(self, program: Any) -> bool:
+        return True  # the end-of-batch flush, and the rows land in one of the state partitions
+
     def store_content(self, rows, program, slot, key_serde):
         table: dict[Any, Any] = {}
         for row in rows:  # one row per task: every key's slots
@@ -165,6 +188,9 @@ class KeyedState(Strategy):
             run_key_group, OUTPUT_SPARK_SCHEMA, state_schema, "Update", GroupStateTimeout.NoTimeout
         )
 
+    def orders_output(self, program: Any) -> bool:
+        return True  # key group after key group
+
     def store_content(self, rows, program, slot, key_serde):
         node = next(program.nodes[i] for i in program.stateful_nodes if program.nodes[i].state_slot == slot)
         table: dict[Any, Any] = {}
@@ -192,7 +218,8 @@ class Stateless(Strategy):
             for batch in batches:
                 yield program.process_arrow_batch(batch)
 
-        return source.mapInArrow(run_batches, OUTPUT_SPARK_SCHEMA)
+        # Several topics: one partition in processing order, so the output is already in order.
+        return in_processing_order(source, program).mapInArrow(run_batches, OUTPUT_SPARK_SCHEMA)
 
 
 STRATEGIES: tuple[Strategy, ...] = (ColumnPlan(), JvmCount(), TaskGroupedState(), KeyedState(), Stateless())

@@ -365,6 +365,7 @@ class TaskRunner:
         intents = WriteIntents(session, task_directory(self.state_location, self.application_id, str(run.task)))
         writer = BatchWriter(run, self.application_id, checkpoint_reader, intents, self.admin, self._kafka_options(),
                              self.kafka_config, written, drops_late=program.uses_stream_time,
+                             ordered=strategy.orders_output(program),
                              largest_record_bytes=self._max_record_bytes)
         stream = (
             output.writeStream.foreachBatch(writer)

@@ -1,0 +1,90 @@
+package kstreams.oracle;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.state.KeyValueStore;
+
+/**
+ * The order of records across keys and topics, run by Kafka Streams itself against a real
+ * broker until every input topic is consumed to its end; the test compares every output
+ * partition's whole sequence of records. Prints {"done": true}.
+ *
+ * Args: bootstrap applicationId stateDir a b c d counted orders customers e f g
+ *       outReduce outMapped outCounts outJoined outColumns
+ *
+ * The Python twin is order_examples() in tests/test_equivalence_order.py; keep the two in step.
+ */
+public final class OrderExamples {
+    private OrderExamples() {}
+
+    static StreamsBuilder orderExamples(List<String> merged, String counted, String orders, String customers,
+                                        List<String> columnMerged, String outReduce, String outMapped,
+                                        String outCounts, String outJoined, String outColumns) {
+        StreamsBuilder builder = new StreamsBuilder();
+        KStream<String, String> all = builder.stream(merged.get(0));
+        for (String topic : merged.subList(1, merged.size())) {
+            all = all.merge(builder.stream(topic));
+        }
+        // A stateless chain after the merge: every record to one key.
+        all.map((key, value) -> KeyValue.pair("all", key + ":" + value))
+            .mapValues(value -> value.toUpperCase())
+            .to(outMapped);
+        // The merge reduced to one key, every update (no record cache).
+        all.groupBy((key, value) -> "all")
+            .reduce((agg, value) -> agg + "," + value,
+                    Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("merged-reduce").withCachingDisabled())
+            .toStream().to(outReduce);
+        // An uncached count whose every update is re-keyed to one key.
+        builder.<String, String>stream(counted).groupByKey()
+            .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("uncached-count").withCachingDisabled())
+            .toStream()
+            .map((key, count) -> KeyValue.pair("all", key + ":" + count))
+            .to(outCounts, Produced.with(Serdes.String(), Serdes.String()));
+        // A stream-table join whose sides interleave in time.
+        KTable<String, String> customerTable = builder.table(customers);
+        builder.<String, String>stream(orders)
+            .join(customerTable, (order, customer) -> order + "|" + customer)
+            .to(outJoined);
+        // Another merge to one key (the Python twin writes it with Column expressions: run in the JVM).
+        KStream<String, String> columns = builder.stream(columnMerged.get(0));
+        for (String topic : columnMerged.subList(1, columnMerged.size())) {
+            columns = columns.merge(builder.stream(topic));
+        }
+        columns.map((key, value) -> KeyValue.pair("all", key + ":" + value.toUpperCase())).to(outColumns);
+        return builder;
+    }
+
+    public static void main(String[] args) throws Exception {
+        String bootstrap = args[0];
+        String applicationId = args[1];
+        String stateDir = args[2];
+        List<String> merged = List.of(args[3], args[4], args[5], args[6]);
+        List<String> columnMerged = List.of(args[10], args[11], args[12]);
+        List<String> inputs = List.of(args).subList(3, 13);
+        StreamsBuilder builder = orderExamples(merged, args[7], args[8], args[9], columnMerged, args[13], args[14],
+                                               args[15], args[16], args[17]);
+        Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
+        KafkaStreams streams = new KafkaStreams(builder.build(), props);
+        streams.start();
+        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> inputs, Duration.ofMinutes(5));
+            System.out.println("{\"done\": true}");
+        } finally {
+            streams.close(Duration.ofSeconds(30));
+        }
+    }
+}
