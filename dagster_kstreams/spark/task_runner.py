@@ -317,9 +317,10 @@ class TaskRunner:
             checkpointed = reader.committed_source_offsets()
             end_offsets = {tp: offset for tp, offset in self.admin.end_offsets(source_topics).items() if tp in assigned}
             start = starting_point(application, self.admin, checkpointed, assigned, end_offsets)
-            if start.from_checkpoint:
-                # The checkpoint is the truth; repair the group if a previous run died before committing.
-                fence.commit(start.offsets_from, "before processing anything")
+            # The group shows where the task stands from its start: the checkpoint's offsets (the
+            # truth: this repairs a group a previous run died before committing to), or where a new
+            # checkpoint starts, so a partition that never gets a record still shows its offset.
+            fence.commit(start.offsets_from, "before processing anything")
             run = RunState(task, started, assigned, start.offsets_from, end_offsets, max_records, progress, fence)
             limits = [limit for limit in (max_records_per_batch or self.max_records_per_batch, max_records)
                       if limit is not None]
