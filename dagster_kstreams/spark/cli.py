@@ -24,7 +24,8 @@ from dagster_kstreams.spark.session import build_spark_session
 from dagster_kstreams.spark.task_result import TaskProgress, TaskResult
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology.application import check_application_id
-from dagster_kstreams.topology.reference import TopologyReferenceError, build_topology, find_topology
+from dagster_kstreams.topology.cli import find_topology_reference
+from dagster_kstreams.topology.reference import TopologyReferenceError, build_topology
 from dagster_kstreams.topology.view import Topology
 
 
@@ -32,10 +33,8 @@ from dagster_kstreams.topology.view import Topology
 def _find_topology(reference: str) -> tuple[Any, ModuleType]:
     """What ``package.module:name`` or ``path/to/file.py:name`` names, not yet built (see
     :mod:`dagster_kstreams.topology.reference`): checked before Spark starts."""
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as `python -m` would: modules next to the caller
     try:
-        target, module = find_topology(reference)
+        target, module = find_topology_reference(reference)
     except TopologyReferenceError as error:
         raise CommandError(str(error)) from error
     # Spark's Python workers may not be able to import this module (a file outside sys.path, or

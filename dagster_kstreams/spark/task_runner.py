@@ -42,6 +42,7 @@ from pyspark.sql import SparkSession
 from dagster_kstreams.kafka.admin import KafkaAdmin, TopicPartition
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy, DeserializationHandler
 from dagster_kstreams.kafka.fencing import TaskFence, task_transactional_id
+from dagster_kstreams.kafka.task_lag import with_broker_partitions
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.spark.batch_writer import BatchWriter
 from dagster_kstreams.spark.checkpoint import (
@@ -167,8 +168,7 @@ class TaskRunner:
     # -- topics -------------------------------------------------------------------------
     def partitioned(self) -> ApplicationTopology:
         """The application with its external source topics' partition counts, as the broker has them now."""
-        counts = self.admin.partition_counts(self.application.external_source_topics)
-        return self.application.with_source_partitions(counts)
+        return with_broker_partitions(self.application, self.admin)
 
     def partition_counts(self) -> dict[str, int]:
         """Partition count of every topic the topology reads or writes (internal ones computed)."""

@@ -13,13 +13,16 @@ import argparse
 import json
 import os
 import sys
+from types import ModuleType
+from typing import Any
 
 from dagster_kstreams.base.cli_options import CommandError
 from dagster_kstreams.topology.application import check_application_id
-from dagster_kstreams.topology.reference import load_topology
+from dagster_kstreams.topology.reference import build_topology, find_topology
 from dagster_kstreams.topology.view import Topology
 
-__all__ = ["TOPOLOGY_HELP", "application_id_argument", "load_topology_reference", "register"]
+__all__ = ["TOPOLOGY_HELP", "application_id_argument", "find_topology_reference", "load_topology_reference",
+           "register"]
 
 TOPOLOGY_HELP = ("MODULE:TOPOLOGY, e.g. assets.word_count:build_topology or path/to/app.py:topology "
                  "(a Topology, a StreamsBuilder, or a function returning one)")
@@ -30,10 +33,16 @@ def load_topology_reference(reference: str) -> Topology:
     it); modules next to the caller are importable, as with
     ``python -m``. A bad reference raises
     :class:`~dagster_kstreams.topology.reference.TopologyReferenceError` (one line)."""
+    target, _module = find_topology_reference(reference)
+    return build_topology(reference, target)
+
+
+def find_topology_reference(reference: str) -> tuple[Any, ModuleType]:
+    """What ``reference`` names and its module, not yet built (for ``run``, which builds it once
+    Spark runs); modules next to the caller are importable, as with ``python -m``."""
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    topology, _module = load_topology(reference)
-    return topology
+    return find_topology(reference)
 
 
 def application_id_argument(text: str) -> str:
