@@ -119,8 +119,9 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     return {"inputs": inputs, "records": records, "sequences": _sequences(kafka_bootstrap, topics)}
 
 
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])
 def test_record_order_across_keys_and_topics_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic,
-                                                                     spark, tmp_path, kafka_streams_run):
+                                                                     spark, tmp_path, kafka_streams_run, guarantee):
     expected = kafka_streams_run["sequences"]
     records = kafka_streams_run["records"]
     # The reference exercises what it should: the merge's order is neither topic by topic nor
@@ -134,7 +135,7 @@ def test_record_order_across_keys_and_topics_matches_kafka_streams(kafka_bootstr
 
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS)
     runner = TaskRunner(order_examples(topics), unique_topic("spark-order"), kafka_bootstrap,
-                        state_location=str(tmp_path / "state"), spark=spark)
+                        state_location=str(tmp_path / "state"), spark=spark, processing_guarantee=guarantee)
     application = runner.compiled.application
     (column_subtopology,) = [sub for sub in application.subtopology_ids
                              if topics["e"] in application.source_topics(sub)]

@@ -137,9 +137,9 @@ class _PausingFence(TaskFence):
         self._pause("check", offsets)
         super().check(offsets)
 
-    def commit(self, offsets) -> None:
+    def commit(self, offsets, *args, **kwargs) -> None:
         self._pause("commit", offsets)
-        super().commit(offsets)
+        super().commit(offsets, *args, **kwargs)
 
 
 class _PausingRunner(TaskRunner):

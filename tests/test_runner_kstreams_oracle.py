@@ -4,7 +4,8 @@
 (users counted per country; word count; a key-changing map followed by to_table), once with
 Kafka Streams 4.3.1 (tests/oracle, ProcessExamples.java) and once with TaskRunner. Every output
 topic and every store must hold the same final value per key, each key in the same partition.
-Then again with the task process SIGKILLed part-way and rerun.
+Then again with the task process SIGKILLed part-way and rerun, with exactly-once on (the
+at-least-once runs are killed in the other equivalence tests).
 """
 
 from __future__ import annotations
@@ -166,6 +167,7 @@ def test_killed_mid_batch_and_rerun_still_matches_kafka_streams(
         sys.executable, "-m", "dagster_kstreams.cli", "run", f"{module}:build", "--app-id", app_id, "--all",
         "--bootstrap-servers", kafka_bootstrap, "--state-location", str(state), "--master", "local[2]",
         "--max-records-per-batch", "15000", "--spark-conf", "spark.sql.execution.arrow.maxRecordsPerBatch=500",
+        "--processing-guarantee", "exactly_once_v2",
     ]
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     victim = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
@@ -186,7 +188,7 @@ def test_killed_mid_batch_and_rerun_still_matches_kafka_streams(
 
     # Rerun here, in another process than the killed one: it continues from the killed run's state.
     runner = TaskRunner(build(), app_id, kafka_bootstrap, state_location=str(state), spark=spark,
-                        max_records_per_batch=15000)
+                        max_records_per_batch=15000, processing_guarantee="exactly_once_v2")
     results = runner.run_all()
     assert sum(r.records_in for r in results if r.subtopology == 0) < RECORDS  # the killed run did some
     stores = {store: runner.read_store(store) for store in STORES}

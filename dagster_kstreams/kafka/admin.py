@@ -276,6 +276,9 @@ class KafkaAdmin:
         Only committed offsets count: while a transaction that adds offsets for ``group`` is
         open, the offsets before it are returned at once.
         """
+        return {tp: offset for tp, (offset, _metadata) in self._committed(group, topics).items()}
+
+    def _committed(self, group: str, topics: str | Iterable[str] | None) -> dict[TopicPartition, tuple[int, str | None]]:
         names = sorted(self.list_topics()) if topics is None else topics
         partitions = [_KafkaTopicPartition(tp.topic, tp.partition) for tp in self._partitions_of(names)]
         if not partitions:
@@ -292,10 +295,14 @@ class KafkaAdmin:
         finally:
             consumer.close()
         return {
-            TopicPartition(kafka_tp.topic, kafka_tp.partition): kafka_tp.offset
+            TopicPartition(kafka_tp.topic, kafka_tp.partition): (kafka_tp.offset, kafka_tp.metadata)
             for kafka_tp in result
             if kafka_tp.offset >= 0 and kafka_tp.error is None
         }
+
+    def committed_with_metadata(self, group: str, topics: str | Iterable[str]) -> dict[TopicPartition, tuple[int, str]]:
+        """As :meth:`committed_offsets`, each offset with the metadata string committed with it."""
+        return {tp: (offset, metadata or "") for tp, (offset, metadata) in self._committed(group, topics).items()}
 
     def commit_offsets(self, group: str, offsets: Mapping[TopicPartition | tuple[str, int], int]) -> None:
         """Set ``group``'s committed offsets (the group must have no active members)."""

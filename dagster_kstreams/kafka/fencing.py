@@ -42,7 +42,7 @@ from typing import Any, Callable, Optional
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as _KafkaTopicPartition
 
-__all__ = ["FenceError", "ProducerFencedError", "TaskFence", "classify_transaction_error", "task_transactional_id"]
+__all__ = ["FenceError", "ProducerFencedError", "TRANSACTIONAL_PRODUCER_DEFAULTS", "TaskFence", "classify_transaction_error", "task_transactional_id"]
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +65,15 @@ _TRANSIENT_CODES = frozenset({
     KafkaError.LEADER_NOT_AVAILABLE,
     KafkaError.CONCURRENT_TRANSACTIONS,
 })
+
+
+# The producer also writes a task's records under exactly-once: batch the sends of a whole
+# micro-batch (the commit flushes, so lingering costs no latency) and queue one at once.
+TRANSACTIONAL_PRODUCER_DEFAULTS = {"linger.ms": 20, "queue.buffering.max.messages": 1_000_000,
+                                   "queue.buffering.max.kbytes": 1_048_576}
+# Records are placed as Java's default partitioner places them (murmur2 of the key bytes), so a
+# topic this producer writes is co-partitioned with one any Kafka client writes; never overridden.
+_JAVA_COMPATIBLE_PARTITIONING = {"partitioner": "murmur2_random"}
 
 
 def task_transactional_id(application_id: str, task_id: str) -> str:
@@ -120,7 +129,8 @@ class TaskFence:
         self.group_id = group_id
         self.timeout_s = timeout_s
         client = {"bootstrap.servers": bootstrap_servers, **{str(k): v for k, v in (config or {}).items()}}
-        self._producer_config = {**client, "transactional.id": transactional_id, "logger": _LIBRDKAFKA_LOG}
+        self._producer_config = {**TRANSACTIONAL_PRODUCER_DEFAULTS, **client, **_JAVA_COMPATIBLE_PARTITIONING,
+                                 "transactional.id": transactional_id, "logger": _LIBRDKAFKA_LOG}
         self._consumer_config = {**client, "group.id": group_id, "enable.auto.commit": False,
                                  "isolation.level": "read_uncommitted", "logger": _LIBRDKAFKA_LOG}
         self._producer: Optional[Producer] = None
@@ -153,9 +163,14 @@ class TaskFence:
         """
         self._transaction(offsets, commit=False)
 
-    def commit(self, offsets: Mapping[tuple[str, int], int]) -> None:
-        """Commit ``offsets`` (``{(topic, partition): next offset}``) to the group, unless fenced."""
-        self._transaction(offsets, commit=True)
+    def commit(self, offsets: Mapping[tuple[str, int], int], metadata: Optional[str] = None,
+               produce: Optional[Callable[[Producer], None]] = None) -> None:
+        """Commit ``offsets`` (``{(topic, partition): next offset}``) to the group, unless fenced.
+
+        ``metadata`` is committed with each offset. ``produce(producer)`` sends records in the
+        same transaction (exactly-once: they become visible to ``read_committed`` readers together
+        with the offsets, or never); after an abortable error it is called again in a new one."""
+        self._transaction(offsets, commit=True, metadata=metadata, produce=produce)
 
     def close(self) -> None:
         producer, self._producer = self._producer, None
@@ -177,19 +192,23 @@ class TaskFence:
         self.close()
 
     # -- transactions ---------------------------------------------------------------
-    def _transaction(self, offsets: Mapping[tuple[str, int], int], commit: bool) -> None:
+    def _transaction(self, offsets: Mapping[tuple[str, int], int], commit: bool, metadata: Optional[str] = None,
+                     produce: Optional[Callable[[Producer], None]] = None) -> None:
         if self._producer is None:
             raise FenceError(f"the fence of {self.transactional_id!r} is not started")
         if not offsets:
             # librdkafka sends nothing for no offsets, so nothing would be checked.
             raise ValueError("a fenced commit needs at least one offset")
-        partitions = [_KafkaTopicPartition(topic, partition, offset) for (topic, partition), offset in offsets.items()]
+        partitions = [_KafkaTopicPartition(topic, partition, offset, **({"metadata": metadata} if metadata else {}))
+                      for (topic, partition), offset in offsets.items()]
         producer = self._producer
         deadline = time.monotonic() + self.timeout_s
         what = "committing offsets" if commit else "checking the fence"
         while True:
             try:
                 self._call(lambda remaining: producer.begin_transaction(), what, deadline)
+                if produce is not None:
+                    self._produce(produce, producer, what)
                 self._call(lambda remaining: producer.send_offsets_to_transaction(
                     partitions, self._group_metadata, remaining), what, deadline)
                 end = producer.commit_transaction if commit else producer.abort_transaction
@@ -202,6 +221,21 @@ class TaskFence:
                                      f"{abortable.detail}") from abortable
             finally:
                 _serve_logs(producer)
+
+    def _produce(self, produce: Callable[[Producer], None], producer: Producer, what: str) -> None:
+        """``produce(producer)`` inside the open transaction, its Kafka errors classified as the
+        transactional calls' are (a fenced producer fails at its first send)."""
+        try:
+            produce(producer)
+        except KafkaException as exception:
+            error = exception.args[0] if exception.args and isinstance(exception.args[0], KafkaError) else None
+            if error is not None and classify_transaction_error(error) == "fenced":
+                self._fenced = True
+                raise ProducerFencedError(self.transactional_id, error.str()) from exception
+            if error is not None and classify_transaction_error(error) == "abort":
+                raise _AbortAndRetry(error.str()) from exception
+            raise FenceError(f"{what} for transactional id {self.transactional_id!r}: "
+                             f"sending the batch's records failed: {exception}") from exception
 
     def _wait_for_group_coordinator(self, consumer: Consumer) -> None:
         """Until the group's coordinator answers (a new cluster creates ``__consumer_offsets`` on

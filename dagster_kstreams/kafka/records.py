@@ -98,22 +98,7 @@ def read_topic(
         if not ends:
             return []
         consumer.assign([TopicPartition(topic, partition, 0) for partition in ends])
-        positions = {partition: -1 for partition in ends}
-        records: list[Record] = []
-        deadline = time.monotonic() + timeout_s
-        while any(positions[p] < ends[p] - 1 for p in ends):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"reading {topic!r}: reached {positions} of end offsets {ends} in {timeout_s}s")
-            for message in consumer.consume(1000, timeout=1.0):
-                if message.error() is not None:
-                    raise KafkaException(message.error())
-                if message.offset() >= ends.get(message.partition(), 0):
-                    continue
-                positions[message.partition()] = message.offset()
-                records.append(Record(
-                    message.topic(), message.partition(), message.offset(), message.key(), message.value(),
-                    tuple(message.headers() or ()), message.timestamp()[1],
-                ))
+        records = _consume_until(consumer, {(topic, p): end for p, end in ends.items()}, timeout_s)
         records.sort(key=lambda record: (record.partition, record.offset))
         return records
     finally:
@@ -142,24 +127,34 @@ def read_from(
         if not ends:
             return []
         consumer.assign([TopicPartition(topic, partition, starts[(topic, partition)]) for topic, partition in ends])
-        last = {tp: starts[tp] - 1 for tp in ends}
-        records: list[Record] = []
-        deadline = time.monotonic() + timeout_s
-        while any(last[tp] < ends[tp] - 1 for tp in ends):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"reading {sorted(ends)}: reached {last} of end offsets {ends} in {timeout_s}s")
-            for message in consumer.consume(1000, timeout=1.0):
-                if message.error() is not None:
-                    raise KafkaException(message.error())
-                tp = (message.topic(), message.partition())
-                if tp not in ends or message.offset() >= ends[tp]:
-                    continue
-                last[tp] = message.offset()
-                records.append(Record(message.topic(), message.partition(), message.offset(), message.key(),
-                                      message.value(), tuple(message.headers() or ()), message.timestamp()[1]))
+        records = _consume_until(consumer, ends, timeout_s)
         return records
     finally:
         consumer.close()
+
+
+def _consume_until(consumer: Consumer, ends: Mapping[tuple[str, int], int], timeout_s: float) -> list[Record]:
+    """The assigned partitions' records before ``ends``. A partition is done when the consumer's
+    position reaches its end: on a transactional topic the last offsets are commit markers and
+    aborted records, which are never delivered but do move the position."""
+    records: list[Record] = []
+    done: set[tuple[str, int]] = set()
+    deadline = time.monotonic() + timeout_s
+    while len(done) < len(ends):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"reading {sorted(ends)}: {sorted(done)} reached their end offsets {dict(ends)} "
+                               f"in {timeout_s}s")
+        for message in consumer.consume(1000, timeout=0.2):
+            if message.error() is not None:
+                raise KafkaException(message.error())
+            tp = (message.topic(), message.partition())
+            if tp in ends and message.offset() < ends[tp]:
+                records.append(Record(message.topic(), message.partition(), message.offset(), message.key(),
+                                      message.value(), tuple(message.headers() or ()), message.timestamp()[1]))
+        for position in consumer.position([TopicPartition(topic, partition) for topic, partition in ends]):
+            if position.offset >= ends[(position.topic, position.partition)]:
+                done.add((position.topic, position.partition))
+    return records
 
 
 def final_values(records: Iterable[Record], key_decoder=None, value_decoder=None) -> dict:

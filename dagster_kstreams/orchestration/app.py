@@ -33,6 +33,7 @@ from dagster_kstreams.orchestration.translator import (
     KStreamsAssetProps,
 )
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
+from dagster_kstreams.spark.transactional_writer import AT_LEAST_ONCE, check_processing_guarantee
 from dagster_kstreams.topology.application import ApplicationTopology
 from dagster_kstreams.topology.view import Topology
 
@@ -71,6 +72,8 @@ class KStreamsApp:
     ``topics_declared_elsewhere``: input topics (by name) that another application writes and
     declares, in these definitions or in another code location; this app depends on their asset
     keys (as its translator names them) and declares no spec for them.
+    ``processing_guarantee``: ``"at_least_once"`` or ``"exactly_once_v2"``, as Kafka Streams' setting
+    (:class:`~dagster_kstreams.spark.task_runner.TaskRunner`).
     """
 
     topology: Topology
@@ -82,6 +85,7 @@ class KStreamsApp:
     topics_declared_elsewhere: Collection[str] = ()
     state_location: Optional[str] = None
     max_records_per_batch: Optional[int] = 200_000
+    processing_guarantee: str = AT_LEAST_ONCE
     create_sink_topics: bool = False
     kafka_resource_key: str = "kafka"
     spark_resource_key: str = "pyspark"
@@ -91,6 +95,7 @@ class KStreamsApp:
             raise ValueError(f"lag_bound must be >= 0, got {self.lag_bound}")
         if self.freshness_seconds <= 0:
             raise ValueError(f"freshness_seconds must be > 0, got {self.freshness_seconds}")
+        check_processing_guarantee(self.processing_guarantee, fencing=True)
         # Kafka Streams' rules (repartition counts, co-partitioning) on the declared counts: a
         # missing source count or a co-partitioning mismatch is an error here, at load.
         self.application = ApplicationTopology(self.topology, self.app_id, self.topic_partitions)

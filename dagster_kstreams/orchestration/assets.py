@@ -51,7 +51,7 @@ def kstreams_assets(
     ``topology``: a built :class:`Topology` (or its ``StreamsBuilder``). ``app_id``: Kafka Streams'
     ``application.id`` (consumer group, internal topic prefix). ``topic_partitions``: partition
     count of every external source topic, and optionally of sink topics. ``options`` are the
-    fields of :class:`KStreamsApp` (``lag_bound``, ``state_location``, ``max_records_per_batch``,
+    fields of :class:`KStreamsApp` (``lag_bound``, ``state_location``, ``max_records_per_batch``, ``processing_guarantee``,
     ``create_sink_topics``, ``kafka_resource_key``, ``spark_resource_key``).
     """
     app = KStreamsApp(topology, app_id, topic_partitions, translator or DagsterKStreamsTranslator(), **options)

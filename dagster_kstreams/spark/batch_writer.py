@@ -39,7 +39,7 @@ replay.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Optional
 
 from pyspark.sql import DataFrame
@@ -52,7 +52,7 @@ from dagster_kstreams.spark.checkpoint import CheckpointReader, WriteIntents
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.spark.run_state import RunState
 
-__all__ = ["BatchWriter", "HEADER_WRITTEN", "RUN_ENDED", "ended_as_asked", "written_position"]
+__all__ = ["BatchWriter", "HEADER_WRITTEN", "RUN_ENDED", "ended_as_asked", "within_run", "written_position"]
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +82,19 @@ def ended_as_asked(error: BaseException) -> bool:
     return RUN_ENDED in str(error)
 
 
+def within_run(run: RunState, write: Callable[[DataFrame, int], None], batch: DataFrame, batch_id: int) -> None:
+    """``write(batch, batch_id)`` as a batch of ``run``, unless the run is to end first.
+
+    Runs on the driver between batches. Stopping here, before the batch is computed, leaves no
+    partial output: the planned batch is replayed whole by the next run."""
+    if not run.begin_batch():
+        raise RuntimeError(RUN_ENDED)
+    try:
+        write(batch, batch_id)
+    finally:
+        run.end_batch()
+
+
 class BatchWriter:
     """Spark's ``foreachBatch`` function of one run: writes each batch once and commits its offsets.
 
@@ -106,15 +119,7 @@ class BatchWriter:
         self.task_tag = f"{application_id}/{run.task}".encode()
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        run = self.run
-        # Runs on the driver between batches. Stopping here, before the batch is computed,
-        # leaves no partial output: the planned batch is replayed whole by the next run.
-        if not run.begin_batch():
-            raise RuntimeError(RUN_ENDED)
-        try:
-            self._write(batch, batch_id)
-        finally:
-            run.end_batch()
+        within_run(self.run, self._write, batch, batch_id)
 
     def _write(self, batch: DataFrame, batch_id: int) -> None:
         run = self.run

@@ -86,6 +86,17 @@ class CheckpointReader:
         ids = self._batch_ids("commits")
         return ids[-1] if ids else None
 
+    def last_planned_batch(self) -> Optional[int]:
+        """The last batch in the offset log (planned; committed too unless a run stopped in it)."""
+        ids = self._batch_ids("offsets")
+        return ids[-1] if ids else None
+
+    def query_id(self) -> Optional[str]:
+        """The id Spark gave the checkpoint's query (kept across restarts), or None before its first start."""
+        if not self._fs.exists(self._path("metadata")):
+            return None
+        return json.loads(self._read_text("metadata")).get("id")
+
     def _read_text(self, *parts: str) -> str:
         stream = self._fs.open(self._path(*parts))
         try:

@@ -23,6 +23,7 @@ from dagster_kstreams.spark.errors import TaskFailedError
 from dagster_kstreams.spark.session import build_spark_session
 from dagster_kstreams.spark.task_result import TaskProgress, TaskResult
 from dagster_kstreams.spark.task_runner import TaskRunner
+from dagster_kstreams.spark.transactional_writer import AT_LEAST_ONCE, PROCESSING_GUARANTEES
 from dagster_kstreams.topology.application import check_application_id
 from dagster_kstreams.topology.cli import find_topology_reference
 from dagster_kstreams.topology.reference import TopologyReferenceError, build_topology
@@ -81,7 +82,7 @@ def _runner(args: argparse.Namespace, topology: Topology, kafka_config: dict, sp
         topology, args.app_id, kafka_config, state_location=args.state_location, spark=spark,
         deserialization_exception_handler=args.deserialization_exception_handler,
         dead_letter_topic=args.dead_letter_topic,
-        max_records_per_batch=args.max_records_per_batch,
+        max_records_per_batch=args.max_records_per_batch, processing_guarantee=args.processing_guarantee,
     )
 
 
@@ -152,6 +153,9 @@ def register(subcommands: "argparse._SubParsersAction") -> None:
     parser.add_argument("--max-records", type=int, default=None, help="stop each task after about this many records")
     parser.add_argument("--max-records-per-batch", type=int, default=200_000,
                         help="records per micro-batch; offsets are committed after each (default 200000)")
+    parser.add_argument("--processing-guarantee", choices=PROCESSING_GUARANTEES, default=AT_LEAST_ONCE,
+                        help="at_least_once (default) or exactly_once_v2: each batch's output and offsets in one "
+                             "Kafka transaction, read read_committed")
     parser.add_argument("--deserialization-exception-handler", choices=["fail", "log_and_continue"], default="fail")
     parser.add_argument("--dead-letter-topic", default=None,
                         help="with log_and_continue: write undeserializable records here")

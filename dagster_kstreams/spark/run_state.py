@@ -59,12 +59,16 @@ class RunFence:
         if self.fence is not None and offsets:
             self._guard(lambda: self.fence.check(_offset_keys(offsets)), stage)
 
-    def commit(self, offsets: Mapping[TopicPartition, int], stage: str) -> None:
-        """Commit ``offsets`` to the application-id group: through the fence, else with the admin client."""
+    def commit(self, offsets: Mapping[TopicPartition, int], stage: str, metadata: Optional[str] = None,
+               produce: Optional[Callable[[Any], None]] = None) -> None:
+        """Commit ``offsets`` to the application-id group: through the fence, else with the admin
+        client. ``produce(producer)`` sends records in the same transaction (exactly-once; needs the fence)."""
         if not offsets:
             return
         if self.fence is not None:
-            self._guard(lambda: self.fence.commit(_offset_keys(offsets)), stage)
+            self._guard(lambda: self.fence.commit(_offset_keys(offsets), metadata, produce), stage)
+        elif produce is not None:
+            raise TaskFailedError(self.task, self.application_id, "exactly-once writes need fencing")
         else:
             self.admin.commit_offsets(self.application_id, offsets)
 

@@ -62,6 +62,13 @@ from dagster_kstreams.spark.session import build_spark_session, honor_pyspark_py
 from dagster_kstreams.spark.source import kafka_source, starting_point
 from dagster_kstreams.spark.strategies import configure_session, strategy_for
 from dagster_kstreams.spark.task_result import TaskProgress, TaskResult
+from dagster_kstreams.spark.transactional_writer import (
+    AT_LEAST_ONCE,
+    EXACTLY_ONCE_V2,
+    TransactionalBatchWriter,
+    check_processing_guarantee,
+    committed_before_restart,
+)
 from dagster_kstreams.spark.triggers import AVAILABLE_NOW, ProcessingTime, Trigger
 from dagster_kstreams.topology.application import ApplicationTopology, check_application_id
 from dagster_kstreams.topology.task_id import TaskId
@@ -91,6 +98,10 @@ class TaskRunner:
     task started in another process fences this one (:mod:`~dagster_kstreams.spark.run_state`); it
     needs a broker that allows transactions (and, with ACLs, WRITE on the transactional ids
     ``<app>-task-*``).
+    ``processing_guarantee`` is ``"at_least_once"`` (Spark's Kafka sink; replays deduplicated:
+    :mod:`~dagster_kstreams.spark.batch_writer`) or ``"exactly_once_v2"`` (each batch's output and
+    offsets in one transaction of the task's producer, read ``read_committed``:
+    :mod:`~dagster_kstreams.spark.transactional_writer`).
     """
 
     def __init__(
@@ -110,8 +121,10 @@ class TaskRunner:
         default_value_serde: Any = None,
         spark_kafka_config: Optional[Mapping[str, Any]] = None,
         fencing: bool = True,
+        processing_guarantee: str = AT_LEAST_ONCE,
     ):
         check_application_id(application_id)  # before anything else starts
+        self.processing_guarantee = check_processing_guarantee(processing_guarantee, fencing)
         if isinstance(kafka_config, str):
             kafka_config = {"bootstrap.servers": kafka_config}
         self.kafka_config = {str(k): str(v) for k, v in kafka_config.items()}
@@ -154,6 +167,10 @@ class TaskRunner:
         if self._spark is None:
             self._spark = build_spark_session()
         return self._spark
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.processing_guarantee == EXACTLY_ONCE_V2
 
     def _kafka_options(self) -> dict[str, str]:
         """Settings of Spark's Kafka source and sink (the Java client)."""
@@ -317,15 +334,19 @@ class TaskRunner:
             checkpointed = reader.committed_source_offsets()
             end_offsets = {tp: offset for tp, offset in self.admin.end_offsets(source_topics).items() if tp in assigned}
             start = starting_point(application, self.admin, checkpointed, assigned, end_offsets)
-            # The group shows where the task stands from its start: the checkpoint's offsets (the
-            # truth: this repairs a group a previous run died before committing to), or where a new
-            # checkpoint starts, so a partition that never gets a record still shows its offset.
-            fence.commit(start.offsets_from, "before processing anything")
+            replayed = (committed_before_restart(reader, self.admin, self.application_id, assigned)
+                        if self.exactly_once else None)
+            if replayed is None:
+                # The group shows where the task stands from its start: the checkpoint's offsets (the
+                # truth: this repairs a group a previous run died before committing to), or where a new
+                # checkpoint starts, so a partition that never gets a record still shows its offset.
+                # (Not when the group is already past the checkpoint by the batch to replay.)
+                fence.commit(start.offsets_from, "before processing anything")
             run = RunState(task, started, assigned, start.offsets_from, end_offsets, max_records, progress, fence)
             limits = [limit for limit in (max_records_per_batch or self.max_records_per_batch, max_records)
                       if limit is not None]
             query = self._start_query(session, reader, run, start.starting, checkpoint, trigger,
-                                      min(limits) if limits else None)
+                                      min(limits) if limits else None, replayed)
         except BaseException:
             if fence is not None:
                 fence.__exit__(None, None, None)
@@ -347,14 +368,17 @@ class TaskRunner:
 
     def _start_query(self, session, checkpoint_reader: CheckpointReader, run: RunState,
                      starting: Optional[dict[TopicPartition, int]], checkpoint: str, trigger: Trigger,
-                     max_records_per_batch: Optional[int]):
+                     max_records_per_batch: Optional[int], replayed: Optional[int]):
         program = self.compiled.program(run.task.subtopology)
         strategy = strategy_for(program)
         configure_session(session, self.state_partitions, self.arrow_batch_size)
         # Repartition topics carry their records' timestamps in a header: read only if used.
         timestamp_headers = [tp.topic for tp in run.assigned if self.application.is_repartition_topic(tp.topic)
                              and strategy.reads_record_timestamps(program)]
-        source = kafka_source(session, self._kafka_options(), run.assigned, starting, max_records_per_batch,
+        source_options = self._kafka_options()
+        if self.exactly_once:
+            source_options["kafka.isolation.level"] = "read_committed"  # never an aborted attempt's records
+        source = kafka_source(session, source_options, run.assigned, starting, max_records_per_batch,
                               timestamp_headers)
         output = strategy.build(source, program, self.dead_letters)
 
@@ -363,11 +387,16 @@ class TaskRunner:
             written = [*written, self.dead_letters.dead_letter_topic]
         counted = [*written, DROPPED_LATE_TOPIC] if program.uses_stream_time else written
         output = observe_outputs(output, counted)
-        intents = WriteIntents(session, task_directory(self.state_location, self.application_id, str(run.task)))
-        writer = BatchWriter(run, self.application_id, checkpoint_reader, intents, self.admin, self._kafka_options(),
-                             self.kafka_config, written, drops_late=program.uses_stream_time,
-                             ordered=strategy.orders_output(program),
-                             largest_record_bytes=self._max_record_bytes)
+        writer = (
+            TransactionalBatchWriter(run, checkpoint_reader, drops_late=program.uses_stream_time,
+                                     ordered=strategy.orders_output(program), replayed=replayed)
+            if self.exactly_once else
+            BatchWriter(run, self.application_id, checkpoint_reader,
+                        WriteIntents(session, task_directory(self.state_location, self.application_id, str(run.task))),
+                        self.admin, self._kafka_options(), self.kafka_config, written,
+                        drops_late=program.uses_stream_time, ordered=strategy.orders_output(program),
+                        largest_record_bytes=self._max_record_bytes)
+        )
         stream = (
             output.writeStream.foreachBatch(writer)
             .option("checkpointLocation", checkpoint)
@@ -381,8 +410,12 @@ class TaskRunner:
         string form, as its transactional id is); None without fencing."""
         if not self.fencing:
             return None
+        config = self._client_config()
+        if self.exactly_once and self._max_record_bytes is not None and "message.max.bytes" not in config:
+            # The producer writes the task's records: the largest record an input topic takes gets through.
+            config["message.max.bytes"] = str(max(self._max_record_bytes, 1_000_000) + 65_536)
         return TaskFence(self.kafka_config["bootstrap.servers"], task_transactional_id(self.application_id, task_id),
-                         self.application_id, self._client_config())
+                         self.application_id, config)
 
     # -- state ------------------------------------------------------------------------
     def read_store(self, store_name: str) -> dict[Any, Any]:

@@ -1,0 +1,67 @@
+"""Send a table of records (``topic, key, value, headers, timestamp_ms``, as Arrow) with a producer.
+
+The exactly-once write of a task's micro-batch (:mod:`dagster_kstreams.spark.transactional_writer`)
+collects the batch's output to the driver and sends it here, inside the task's transaction.
+``timestamp_ms`` becomes the record's own Kafka timestamp (Kafka Streams' ``ProcessorContext``
+timestamp on a repartition topic); without it the producer's clock stamps the record, as Spark's
+Kafka sink does. ``headers`` (a list of ``{key, value}``) go out as given.
+"""
+
+from __future__ import annotations
+
+from itertools import repeat
+from typing import Any, Optional
+
+import pyarrow as pa
+from confluent_kafka import Producer
+
+from dagster_kstreams.kafka.timestamp_header import TIMESTAMP_HEADER, encode_timestamp
+
+__all__ = ["produce_table"]
+
+_QUEUE_FULL_WAIT_S = 0.05  # librdkafka's queue is full: serve delivery reports this long
+
+
+def produce_table(producer: Producer, table: pa.Table) -> int:
+    """Send every row of ``table`` in row order (each partition keeps that order); returns how
+    many. Partitions are the producer's (murmur2 of the key for the task's producers)."""
+    rows = table.num_rows
+    if rows == 0:
+        return 0
+    topics = table.column("topic").to_pylist()
+    keys = table.column("key").to_pylist()
+    values = table.column("value").to_pylist()
+    names = table.column_names
+    timestamps = table.column("timestamp_ms").to_pylist() if "timestamp_ms" in names else repeat(None)
+    headers = table.column("headers").to_pylist() if "headers" in names else None
+    if headers is None or not any(headers):
+        # The common case, a record costs one call: millions of them go through this loop.
+        send = producer.produce
+        for topic, key, value, timestamp in zip(topics, keys, values, timestamps):
+            try:
+                if timestamp is not None and timestamp > 0:
+                    send(topic, value, key, timestamp=timestamp)
+                else:
+                    _send(producer, topic, key, value, timestamp, None)
+            except BufferError:
+                _send(producer, topic, key, value, timestamp, None)
+        return rows
+    for topic, key, value, timestamp, own in zip(topics, keys, values, timestamps, headers):
+        _send(producer, topic, key, value, timestamp, own)
+    return rows
+
+
+def _send(producer: Producer, topic: str, key: Optional[bytes], value: Optional[bytes],
+          timestamp: Optional[int], own: Optional[list[dict[str, Any]]]) -> None:
+    headers = [(header["key"], header["value"]) for header in own] if own else []
+    if timestamp is not None and timestamp <= 0:
+        # The producer reads a timestamp of 0 as "now": such a one travels in the header that
+        # readers of a repartition topic look at first (as from Spark's sink).
+        headers.append((TIMESTAMP_HEADER, encode_timestamp(timestamp)))
+        timestamp = None
+    while True:
+        try:
+            producer.produce(topic, value, key, timestamp=timestamp or 0, headers=headers or None)
+            return
+        except BufferError:
+            producer.poll(_QUEUE_FULL_WAIT_S)  # serve delivery reports, then send again
