@@ -130,6 +130,7 @@ def test_users_per_country_partitions_report_tasks_topics_and_stores(
     sink = _key_of(defs, "kafka", per_country.replace("-", "_"))
 
     records_in = {0: 0, 1: 0}
+    upstream_batches = 0
     written = {repartition: 0, sink: 0}
     for (subtopology, partition), result in results.items():
         events = _events_by_key(result)
@@ -143,19 +144,25 @@ def test_users_per_country_partitions_report_tasks_topics_and_stores(
         assert _value(task, "offset_to") - _value(task, "offset_from") == _value(task, "records_in")
         assert _value(task, "seconds") > 0
         records_in[subtopology] += _value(task, "records_in")
+        upstream_batches += _value(task, "batches") if subtopology == 0 else 0
         if subtopology == 1:
             (store_event,) = events[store]
             assert store_event.partition == str(partition)
         # The topic partitions the task wrote, with the records it added to each.
+        # Offsets, as Kafka counts them: under exactly-once (the default) each batch's transaction
+        # adds one commit marker to every partition it wrote.
         topic = repartition if subtopology == 0 else sink
         added = sum(_value(event, "records") for event in events.get(topic, []))
-        assert added == _value(task, "records_out")
+        markers = _value(task, "batches") * len(events.get(topic, []))
+        assert _value(task, "records_out") <= added <= _value(task, "records_out") + markers
         for event in events.get(topic, []):
             assert _value(event, "written_by_task") == f"{subtopology}_{partition}"
             assert _value(event, "offset_to") - _value(event, "offset_from") == _value(event, "records")
-        written[topic] += added
+        written[topic] += _value(task, "records_out")
 
-    assert records_in == {0: len(rows), 1: len(rows)}
+    assert records_in[0] == len(rows)
+    # Downstream offsets include the upstream transactions' markers (at most one per batch and partition).
+    assert len(rows) <= records_in[1] <= len(rows) + 2 * upstream_batches
     assert written[repartition] == len(rows)  # every user goes through the repartition topic
     expected = Counter(COUNTRIES[i % len(COUNTRIES)] for i in range(len(rows)))
     output = read_topic(kafka_bootstrap, per_country)
@@ -206,7 +213,10 @@ def test_word_count_then_top_words_one_pipeline_of_two_applications(
     top_results = _run_all_tasks(defs, resources, instance, top_app, {0: 2})
     read = sum(_value(_events_by_key(top_results[(0, p)])[_key_of(defs, top_app, "subtopology_0")][0], "records_in")
                for p in range(2))
-    assert read == len(read_topic(kafka_bootstrap, counts))
+    # Offsets read: the records, plus the commit marker of each word count batch that wrote a partition.
+    counting_batches = sum(_value(_events_by_key(results[(1, p)])[_key_of(defs, app, "subtopology_1")][0], "batches")
+                           for p in range(2))
+    assert len(read_topic(kafka_bootstrap, counts)) <= read <= len(read_topic(kafka_bootstrap, counts)) + 2 * counting_batches
     frequent = {word: count for word, count in expected.items() if count >= top_words.MIN_COUNT}
     assert frequent and final_values(read_topic(kafka_bootstrap, top), bytes.decode, _long) == frequent
 

@@ -1,5 +1,6 @@
-"""One task held by two processes at once: the one that started it last owns it, the other's next
-commit fails (TaskFencedError), and the output holds every input record exactly once.
+"""One task held by two processes at once, at-least-once: the one that started it last owns it, the
+other's next commit fails (TaskFencedError), and the output holds every input record exactly once.
+(Exactly-once, where the zombie's records are aborted instead: tests/test_exactly_once.py.)
 
 Process A (this test process) runs tasks 0_0 and 0_1 and stops inside a batch of each:
 
@@ -187,7 +188,7 @@ def test_second_process_takes_the_task_over_and_the_first_ones_commit_fails(
         "0_1": {"where": "check", "at": 2 * BATCH, "reached": events["0_1"][0], "release": events["0_1"][1]},
     }
     first = _PausingRunner(namespace["build"](), app_id, kafka_bootstrap, state_location=str(state), spark=spark,
-                           max_records_per_batch=BATCH, pauses=pauses)
+                           max_records_per_batch=BATCH, pauses=pauses, processing_guarantee="at_least_once")
     with ThreadPoolExecutor(max_workers=2) as pool:
         runs = {task: pool.submit(first.run_task, task) for task in ("0_0", "0_1")}
         try:
@@ -202,7 +203,7 @@ def test_second_process_takes_the_task_over_and_the_first_ones_commit_fails(
                 sys.executable, "-m", "dagster_kstreams.cli", "run", f"{module}:build", "--app-id", app_id,
                 "--task", "0_0", "--task", "0_1", "--bootstrap-servers", kafka_bootstrap,
                 "--state-location", str(state), "--master", "local[1]", "--max-records-per-batch", str(BATCH),
-                "--spark-conf", "spark.sql.shuffle.partitions=1",
+                "--spark-conf", "spark.sql.shuffle.partitions=1", "--processing-guarantee", "at_least_once",
             ]
             env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
                    "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
@@ -233,7 +234,8 @@ def test_second_process_takes_the_task_over_and_the_first_ones_commit_fails(
 
     # The fenced process may take the task back later: it continues from B's checkpoint.
     produce(kafka_bootstrap, source, _inputs(0, PER_PARTITION, 40))
-    again = TaskRunner(namespace["build"](), app_id, kafka_bootstrap, state_location=str(state), spark=spark)
+    again = TaskRunner(namespace["build"](), app_id, kafka_bootstrap, state_location=str(state), spark=spark,
+                       processing_guarantee="at_least_once")
     assert again.run_task("0_0").records_in == 40
     expected += [(key.decode(), value.decode().upper()) for key, value, _ in _inputs(0, PER_PARTITION, 40)]
     assert Counter(_outputs(kafka_bootstrap, sink)) == Counter(expected)

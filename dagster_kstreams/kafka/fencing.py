@@ -15,6 +15,11 @@ transaction such a producer left open). :class:`TaskFence` uses one transactiona
   metadata of a consumer that carries the group id and never joins the group): a holder fenced
   while it wrote fails here, and its offsets are not committed.
 
+Under exactly-once (:mod:`dagster_kstreams.spark.transactional_writer`) there is no check: the
+batch's records are sent inside the commit's transaction (``commit(..., produce=...)``), so a
+fenced holder fails at its first send or at the commit, and the coordinator aborts what it sent.
+This producer then writes the task's records: Java-compatible partitioning (murmur2) always.
+
 Both transactions are short (a few milliseconds): holding one open while a batch writes would
 leave the group's offsets pending for the whole write, and readers that ask for stable offsets
 (librdkafka's default ``isolation.level=read_committed``) would wait on them; a write longer
@@ -42,7 +47,8 @@ from typing import Any, Callable, Optional
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as _KafkaTopicPartition
 
-__all__ = ["FenceError", "ProducerFencedError", "TRANSACTIONAL_PRODUCER_DEFAULTS", "TaskFence", "classify_transaction_error", "task_transactional_id"]
+__all__ = ["FenceError", "ProducerFencedError", "TRANSACTIONAL_PRODUCER_DEFAULTS", "TaskFence", "classify_transaction_error",
+           "task_transactional_id"]
 
 log = logging.getLogger(__name__)
 

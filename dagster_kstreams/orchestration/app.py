@@ -33,7 +33,7 @@ from dagster_kstreams.orchestration.translator import (
     KStreamsAssetProps,
 )
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
-from dagster_kstreams.spark.transactional_writer import AT_LEAST_ONCE, check_processing_guarantee
+from dagster_kstreams.spark.transactional_writer import DEFAULT_PROCESSING_GUARANTEE, check_processing_guarantee
 from dagster_kstreams.topology.application import ApplicationTopology
 from dagster_kstreams.topology.view import Topology
 
@@ -85,7 +85,7 @@ class KStreamsApp:
     topics_declared_elsewhere: Collection[str] = ()
     state_location: Optional[str] = None
     max_records_per_batch: Optional[int] = 200_000
-    processing_guarantee: str = AT_LEAST_ONCE
+    processing_guarantee: str = DEFAULT_PROCESSING_GUARANTEE
     create_sink_topics: bool = False
     kafka_resource_key: str = "kafka"
     spark_resource_key: str = "pyspark"

@@ -184,7 +184,8 @@ def written_topics(app: KStreamsApp, subtopology_id: int) -> list[str]:
 def topic_partition_materializations(app: KStreamsApp, written_by: str, ends_before: Mapping[TopicPartition, int],
                                      ends_after: Mapping[TopicPartition, int]) -> list[dg.AssetMaterialization]:
     """One materialization per topic partition whose end offset moved while the task(s)
-    ``written_by`` names ran."""
+    ``written_by`` names ran. ``records`` counts offsets, as Kafka's tools do: under exactly-once
+    that includes one commit marker per transaction that wrote the partition."""
     events = []
     for tp, end in sorted(ends_after.items()):
         start = ends_before.get(tp, 0)

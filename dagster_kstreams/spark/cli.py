@@ -23,7 +23,7 @@ from dagster_kstreams.spark.errors import TaskFailedError
 from dagster_kstreams.spark.session import build_spark_session
 from dagster_kstreams.spark.task_result import TaskProgress, TaskResult
 from dagster_kstreams.spark.task_runner import TaskRunner
-from dagster_kstreams.spark.transactional_writer import AT_LEAST_ONCE, PROCESSING_GUARANTEES
+from dagster_kstreams.spark.transactional_writer import DEFAULT_PROCESSING_GUARANTEE, PROCESSING_GUARANTEES
 from dagster_kstreams.topology.application import check_application_id
 from dagster_kstreams.topology.cli import find_topology_reference
 from dagster_kstreams.topology.reference import TopologyReferenceError, build_topology
@@ -153,9 +153,9 @@ def register(subcommands: "argparse._SubParsersAction") -> None:
     parser.add_argument("--max-records", type=int, default=None, help="stop each task after about this many records")
     parser.add_argument("--max-records-per-batch", type=int, default=200_000,
                         help="records per micro-batch; offsets are committed after each (default 200000)")
-    parser.add_argument("--processing-guarantee", choices=PROCESSING_GUARANTEES, default=AT_LEAST_ONCE,
-                        help="at_least_once (default) or exactly_once_v2: each batch's output and offsets in one "
-                             "Kafka transaction, read read_committed")
+    parser.add_argument("--processing-guarantee", choices=PROCESSING_GUARANTEES, default=DEFAULT_PROCESSING_GUARANTEE,
+                        help="exactly_once_v2 (default: each batch's output and offsets in one Kafka transaction, "
+                             "read read_committed) or at_least_once (Spark's Kafka sink, replays deduplicated)")
     parser.add_argument("--deserialization-exception-handler", choices=["fail", "log_and_continue"], default="fail")
     parser.add_argument("--dead-letter-topic", default=None,
                         help="with log_and_continue: write undeserializable records here")

@@ -15,14 +15,15 @@ A task is one Structured Streaming query, started, drained and stopped for each 
   partitions, and the task's stream time, carried between batches by a watermark.
 * **State** — Spark's state store with the RocksDB provider, in the task's checkpoint
   (:mod:`~dagster_kstreams.spark.checkpoint`): ``<state_location>/<app>/tasks/<task>/checkpoint``.
-* **Sinks and offsets** (:mod:`~dagster_kstreams.spark.batch_writer`) — Spark's Kafka sink for
-  every sink topic; after each batch's output is in Kafka, its end offsets are committed to the
-  consumer group named by the application id, so Kafka's tools see the task's lag.
+* **Sinks and offsets** — under exactly-once (the default,
+  :mod:`~dagster_kstreams.spark.transactional_writer`) each batch's output and end offsets in one
+  transaction of the task's producer; under at-least-once
+  (:mod:`~dagster_kstreams.spark.batch_writer`) Spark's Kafka sink, then the offsets. Either way
+  the offsets go to the consumer group named by the application id, so Kafka's tools see the lag.
 * **Fencing** (:mod:`~dagster_kstreams.spark.run_state`) — a run takes its task with a
   transactional producer, so whoever started a task last owns it.
 
-Guarantee: at-least-once towards the consumer group, and no duplicates from replays (see
-:mod:`~dagster_kstreams.spark.batch_writer`). :class:`TaskRunner` also refuses to run a task twice
+:class:`TaskRunner` also refuses to run a task twice
 at once within one process. The application's facts (real topic names, source and sink topics,
 task counts, execution order) come from its
 :class:`~dagster_kstreams.topology.application.ApplicationTopology`; the runner reads only the
@@ -63,7 +64,7 @@ from dagster_kstreams.spark.source import kafka_source, starting_point
 from dagster_kstreams.spark.strategies import configure_session, strategy_for
 from dagster_kstreams.spark.task_result import TaskProgress, TaskResult
 from dagster_kstreams.spark.transactional_writer import (
-    AT_LEAST_ONCE,
+    DEFAULT_PROCESSING_GUARANTEE,
     EXACTLY_ONCE_V2,
     TransactionalBatchWriter,
     check_processing_guarantee,
@@ -98,10 +99,10 @@ class TaskRunner:
     task started in another process fences this one (:mod:`~dagster_kstreams.spark.run_state`); it
     needs a broker that allows transactions (and, with ACLs, WRITE on the transactional ids
     ``<app>-task-*``).
-    ``processing_guarantee`` is ``"at_least_once"`` (Spark's Kafka sink; replays deduplicated:
-    :mod:`~dagster_kstreams.spark.batch_writer`) or ``"exactly_once_v2"`` (each batch's output and
-    offsets in one transaction of the task's producer, read ``read_committed``:
-    :mod:`~dagster_kstreams.spark.transactional_writer`).
+    ``processing_guarantee`` is ``"exactly_once_v2"`` (the default: each batch's output and offsets
+    in one transaction of the task's producer, read ``read_committed``:
+    :mod:`~dagster_kstreams.spark.transactional_writer`) or ``"at_least_once"`` (Spark's Kafka sink;
+    replays deduplicated: :mod:`~dagster_kstreams.spark.batch_writer`).
     """
 
     def __init__(
@@ -121,7 +122,7 @@ class TaskRunner:
         default_value_serde: Any = None,
         spark_kafka_config: Optional[Mapping[str, Any]] = None,
         fencing: bool = True,
-        processing_guarantee: str = AT_LEAST_ONCE,
+        processing_guarantee: str = DEFAULT_PROCESSING_GUARANTEE,
     ):
         check_application_id(application_id)  # before anything else starts
         self.processing_guarantee = check_processing_guarantee(processing_guarantee, fencing)
