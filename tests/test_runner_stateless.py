@@ -175,8 +175,10 @@ def test_replay_of_a_partly_written_batch_writes_only_the_rest(
     builder = StreamsBuilder()
     builder.stream(in_topic).map_values(crash_once_at_30).to(out_topic)
     app_id = unique_topic("app")
+    # At-least-once: Spark's sink wrote part of the batch (under exactly-once it would be aborted:
+    # tests/test_exactly_once.py).
     runner = TaskRunner(builder, app_id, kafka_bootstrap, state_location=str(tmp_path / "state"), spark=spark,
-                        arrow_batch_size=10)
+                        arrow_batch_size=10, processing_guarantee="at_least_once")
     with pytest.raises(Exception, match="simulated crash"):
         runner.run_task("0_0")
     partial = read_topic(kafka_bootstrap, out_topic)
@@ -190,11 +192,14 @@ def test_replay_of_a_partly_written_batch_writes_only_the_rest(
     assert values == list(range(40))  # every record once: the replay skipped what was written
 
 
-def test_repartition_topics_carry_the_record_timestamp(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path):
-    """Spark's Kafka sink stamps records with the write time; what a task writes to a repartition
-    topic carries its source record's timestamp in a header instead, and the reading task takes
-    it from there (Kafka Streams keeps record timestamps across a repartition). Both the Python
-    pass and the Column (JVM) pass."""
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])
+def test_repartition_topics_carry_the_record_timestamp(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
+                                                       guarantee):
+    """Kafka Streams keeps record timestamps across a repartition. Under exactly-once a record a
+    task writes to a repartition topic has its source record's timestamp as its Kafka timestamp;
+    under at-least-once Spark's Kafka sink stamps the write time, and the record carries its
+    timestamp in a header instead, which the reading task takes. Both the Python pass and the
+    Column (JVM) pass."""
     from pyspark.sql import functions as F
 
     from dagster_kstreams.spark.event_time import TIMESTAMP_HEADER, decode_timestamp
@@ -209,11 +214,17 @@ def test_repartition_topics_carry_the_record_timestamp(kafka_bootstrap, kafka_ad
         builder = StreamsBuilder()
         builder.stream(in_topic).select_key(mapper).group_by_key().count()
         app_id = unique_topic(f"app-{name}")
-        runner = TaskRunner(builder, app_id, kafka_bootstrap, state_location=str(tmp_path / name), spark=spark)
+        runner = TaskRunner(builder, app_id, kafka_bootstrap, state_location=str(tmp_path / name), spark=spark,
+                            processing_guarantee=guarantee)
         for task in runner.task_ids():
             if task.startswith("0_"):
                 runner.run_task(task)
         (repartition,) = runner.application.repartition_topics
+        if guarantee == "exactly_once_v2":
+            written = read_topic(kafka_bootstrap, repartition)
+            assert sorted((record.key.decode(), record.timestamp) for record in written) == expected, name
+            assert all(record.headers == () for record in written), name
+            continue
         carried = sorted(
             (record.key.decode(), decode_timestamp(dict(record.headers)[TIMESTAMP_HEADER]))
             for record in read_topic(kafka_bootstrap, repartition)

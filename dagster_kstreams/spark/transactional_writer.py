@@ -40,8 +40,8 @@ from dagster_kstreams.spark.batch_writer import within_run
 from dagster_kstreams.spark.checkpoint import CheckpointReader
 from dagster_kstreams.spark.run_state import RunState
 
-__all__ = ["AT_LEAST_ONCE", "DEFAULT_PROCESSING_GUARANTEE", "EXACTLY_ONCE_V2", "PROCESSING_GUARANTEES", "TransactionalBatchWriter",
-           "check_processing_guarantee", "commit_mark", "committed_before_restart"]
+__all__ = ["AT_LEAST_ONCE", "DEFAULT_PROCESSING_GUARANTEE", "EXACTLY_ONCE_V2", "PROCESSING_GUARANTEES",
+           "TransactionalBatchWriter", "check_processing_guarantee", "commit_mark", "committed_before_restart"]
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +54,7 @@ DEFAULT_PROCESSING_GUARANTEE = EXACTLY_ONCE_V2
 
 
 def check_processing_guarantee(guarantee: str, fencing: bool) -> str:
+    """``guarantee``, if it is one and the runner can give it (exactly-once writes through the fence)."""
     if guarantee not in PROCESSING_GUARANTEES:
         raise ValueError(f"processing_guarantee must be one of {', '.join(PROCESSING_GUARANTEES)}, got {guarantee!r}")
     if guarantee == EXACTLY_ONCE_V2 and not fencing:
