@@ -145,21 +145,29 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     started = dt.datetime.now(dt.timezone.utc)
-    result: dict = {"date": started.isoformat(timespec="seconds"), "lines": args.lines, "pairs": [], "kills": None}
+    result: dict = {"date": started.isoformat(timespec="seconds"), "lines": args.lines, "pairs": [], "kills": None,
+                    "load_average_1m_before": round(os.getloadavg()[0], 1)}
+    output = Path(args.output or REPO / "bench" / "results" / f"exactly-once-faults-{started:%Y-%m-%d}.json")
+
+    def record() -> bool:  # after every round, so a run cut short still leaves its rounds
+        exact = all(p["exact"] for p in result["pairs"]) and (result["kills"] is None or result["kills"]["exact"])
+        result["all_exact"] = exact
+        output.write_text(json.dumps(result, indent=1) + "\n")
+        return exact
+
     with bench_workspace("bench-eos-faults-", args.bootstrap, BROKER_PORT) as (bootstrap, work):
+        if args.kills:
+            result["kills"] = kill_round(bootstrap, work, args.lines * 5, args.kills, rng)
+            log(f"kills: {result['kills']}")
+            record()
         for index in range(args.pairs):
             outcome = pair_round(bootstrap, work, args.lines, index, rng)
             result["pairs"].append(outcome)
             log(f"pair {index}: second started {outcome['delay_s']} s later, exits "
                 f"{[p['exit'] for p in outcome['processes']]}, exact={outcome['exact']} "
                 f"({outcome['repartition_records']} of {outcome['input_words']} words)")
-        if args.kills:
-            result["kills"] = kill_round(bootstrap, work, args.lines * 5, args.kills, rng)
-            log(f"kills: {result['kills']}")
-    exact = all(p["exact"] for p in result["pairs"]) and (result["kills"] is None or result["kills"]["exact"])
-    result["all_exact"] = exact
-    output = Path(args.output or REPO / "bench" / "results" / f"exactly-once-faults-{started:%Y-%m-%d}.json")
-    output.write_text(json.dumps(result, indent=1) + "\n")
+            record()
+    exact = record()
     log(f"{sum(p['exact'] for p in result['pairs'])} of {len(result['pairs'])} pairs exact; kills exact: "
         f"{result['kills']['exact'] if result['kills'] else '-'}; written to {output}")
     return 0 if exact else 1

@@ -23,11 +23,10 @@ A task is one Structured Streaming query, started, drained and stopped for each 
 * **Fencing** (:mod:`~dagster_kstreams.spark.run_state`) — a run takes its task with a
   transactional producer, so whoever started a task last owns it.
 
-:class:`TaskRunner` also refuses to run a task twice
-at once within one process. The application's facts (real topic names, source and sink topics,
-task counts, execution order) come from its
-:class:`~dagster_kstreams.topology.application.ApplicationTopology`; the runner reads only the
-external source topics' partition counts from the broker.
+:class:`TaskRunner` also refuses to run a task twice at once within one process. The
+application's facts (real topic names, source and sink topics, task counts, execution order) come
+from its :class:`~dagster_kstreams.topology.application.ApplicationTopology`; the runner reads only
+the external source topics' partition counts from the broker.
 """
 
 from __future__ import annotations
