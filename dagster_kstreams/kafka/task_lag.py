@@ -13,6 +13,7 @@ The lag sensor and ``dagster-kstreams lag`` both ask :func:`task_positions`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Optional
 
@@ -20,7 +21,7 @@ from dagster_kstreams.kafka.admin import KafkaAdmin, TopicPartition
 from dagster_kstreams.topology.application import ApplicationTopology
 from dagster_kstreams.topology.task_id import TaskId
 
-__all__ = ["PartitionPosition", "TaskPosition", "task_positions", "with_broker_partitions"]
+__all__ = ["PartitionPosition", "TaskPosition", "first_offsets", "task_positions", "with_broker_partitions"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,16 @@ def with_broker_partitions(application: ApplicationTopology, admin: KafkaAdmin) 
     return application.with_source_partitions(admin.partition_counts(application.external_source_topics))
 
 
+def first_offsets(application: ApplicationTopology, admin: KafkaAdmin, committed: Mapping[TopicPartition, int],
+                  end: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+    """Where a task with no checkpoint starts reading each partition of ``end``: the group's
+    ``committed`` offset, else the end with ``offset_reset="latest"``, else the beginning (Kafka
+    Streams' ``auto.offset.reset``)."""
+    from_start = sorted({tp.topic for tp in end if tp not in committed and application.offset_reset(tp.topic) != "latest"})
+    beginning = admin.beginning_offsets(from_start) if from_start else {}
+    return {tp: committed[tp] if tp in committed else beginning.get(tp, offset) for tp, offset in end.items()}
+
+
 def task_positions(application: ApplicationTopology, admin: KafkaAdmin) -> list[TaskPosition]:
     """Every task of ``application`` (whose source partition counts are known), by sub-topology
     and partition, with its input partitions' end and committed offsets and lag."""
@@ -74,13 +85,10 @@ def task_positions(application: ApplicationTopology, admin: KafkaAdmin) -> list[
     topics = sorted({tp.topic for partitions in assigned.values() for tp in partitions})
     end = admin.end_offsets(topics) if topics else {}
     committed = admin.committed_offsets(application.application_id, topics) if topics else {}
-    from_start = sorted({tp.topic for tp in end if tp not in committed and application.offset_reset(tp.topic) != "latest"})
-    beginning = admin.beginning_offsets(from_start) if from_start else {}
+    starts = first_offsets(application, admin, committed, end)
 
     def position(tp: TopicPartition) -> PartitionPosition:
-        offset = committed.get(tp)
-        start = offset if offset is not None else beginning.get(tp, end[tp])
-        return PartitionPosition(tp.topic, tp.partition, end[tp], offset, start)
+        return PartitionPosition(tp.topic, tp.partition, end[tp], committed.get(tp), starts[tp])
 
     return [TaskPosition(task, tuple(position(tp) for tp in partitions if tp in end))
             for task, partitions in assigned.items()]

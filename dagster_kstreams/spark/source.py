@@ -24,6 +24,7 @@ from typing import Any, Optional
 from pyspark.sql import DataFrame, SparkSession
 
 from dagster_kstreams.kafka.admin import KafkaAdmin, TopicPartition
+from dagster_kstreams.kafka.task_lag import first_offsets
 from dagster_kstreams.spark.event_time import source_columns, with_processing_order
 from dagster_kstreams.topology.application import ApplicationTopology
 
@@ -52,15 +53,7 @@ def starting_point(application: ApplicationTopology, admin: KafkaAdmin, checkpoi
         return StartingPoint({tp: checkpointed.get((tp.topic, tp.partition), 0) for tp in assigned}, None)
     topics = list(dict.fromkeys(tp.topic for tp in assigned))
     committed = admin.committed_offsets(application.application_id, topics)
-    beginning = admin.beginning_offsets(topics)
-    starting: dict[TopicPartition, int] = {}
-    for tp in assigned:
-        if tp in committed:
-            starting[tp] = committed[tp]
-        elif application.offset_reset(tp.topic) == "latest":
-            starting[tp] = end_offsets[tp]
-        else:
-            starting[tp] = beginning[tp]
+    starting = first_offsets(application, admin, committed, {tp: end_offsets[tp] for tp in assigned})
     return StartingPoint(dict(starting), starting)
 
 
