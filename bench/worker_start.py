@@ -155,13 +155,15 @@ def own_stack(args) -> dict[str, float]:
 
             def alive() -> None:
                 if daemon.poll() is not None:
-                    raise SystemExit(f"bench: error: dagster-daemon exited: {(work / 'daemon.log').read_text()[-2000:]}")
+                    log_tail = (work / "daemon.log").read_text()[-2000:]
+                    raise SystemExit(f"bench: error: dagster-daemon exited: {log_tail}")
 
             try:
                 with dg.DagsterInstance.from_config(str(home)) as instance:
                     deadline = time.monotonic() + args.timeout
                     log("daemon started; waiting for the lag sensor to launch the worker")
-                    while not (runs := instance.get_runs(dg.RunsFilter(tags={TAG_APP: app_id_tag(settings["app_id"])}))):
+                    app_runs = dg.RunsFilter(tags={TAG_APP: app_id_tag(settings["app_id"])})
+                    while not (runs := instance.get_runs(app_runs)):
                         alive()
                         if time.monotonic() > deadline:
                             raise SystemExit(f"bench: error: no worker run within {args.timeout:.0f}s")

@@ -291,7 +291,8 @@ def kstreams_lag_sensor(app: KStreamsApp, elastic: ElasticWorkers, worker_job: d
             f"lag {snapshot.total_lag} [{per_subtopology}], {summary['required_workers']:.2f} workers' worth of work: "
             f"{summary['action']} ({running} -> {plan.desired_workers} workers, {standby} standby); "
             f"promote {summary['promote']}, launch {summary['launch']}, standby launch {summary['launch_standby']}, "
-            f"demote {summary['demote']}, retag {summary['retag']}, retire {summary['retire']}, cancel {summary['cancel']}, "
+            f"demote {summary['demote']}, retag {summary['retag']}, retire {summary['retire']}, "
+            f"cancel {summary['cancel']}, "
             f"restart backoff {summary['deferred']}, pending handovers {summary['pending_handovers']}")
         health = due_health_evaluations(instance, health_evaluations(instance, app, snapshot.lags(), now), now)
         return dg.SensorResult(run_requests=requests, cursor=decision.state.to_json(),

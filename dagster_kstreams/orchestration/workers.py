@@ -27,10 +27,10 @@ the run succeeds.
 A warm standby is a worker run in state ``standby``: SparkSession up, no tasks. It reads its tags
 every ``standby_poll_seconds`` rather than every ``idle_seconds``, so when the lag sensor promotes
 it (tasks and state ``running`` in one tag write) it starts the tasks within that time. Meanwhile
-it warms its SparkSession up (:class:`~dagster_kstreams.spark.warm_up.WarmUp`: each sub-topology's
-query once over its last ``warm_up_records`` records, nothing committed or written), a step per
-poll, abandoned the moment it is promoted: a cold worker's first task takes tens of seconds to
-its first batch, a warm one's a few. A running worker whose tags are emptied with state
+it warms its SparkSession up on a thread (:class:`~dagster_kstreams.spark.warm_up.WarmUp`: each
+sub-topology's query once over its last ``warm_up_records`` records, nothing committed or written),
+abandoned the moment it is promoted: a cold worker's first task takes tens of seconds to its
+first batch, a warm one's a few. A running worker whose tags are emptied with state
 ``standby`` (demoted) stops its tasks and stays up.
 
 Each worker records the stages of its own start (SparkSession, ready, tasks granted, first batch:
@@ -328,6 +328,8 @@ def kstreams_worker_job(app: KStreamsApp, elastic: ElasticWorkers) -> dg.JobDefi
         with _Heartbeat(instance, run_id, elastic.heartbeat_interval_seconds):
             clock.reach("worker_ready")
             context.log.info(f"{worker} ready: {clock.describe()}")
+            if warm_up is not None:
+                warm_up.start()
             try:
                 while True:
                     first = _tags(instance, run_id)
@@ -356,13 +358,13 @@ def kstreams_worker_job(app: KStreamsApp, elastic: ElasticWorkers) -> dg.JobDefi
                         break
                     if keep:
                         clock.reach("tasks_granted")
-                    if warm_up is not None and (keep or warm_up.advance()):
-                        cut_short = not warm_up.done
-                        warm_up.stop()  # promoted: the cores go to its tasks now
-                        if not cut_short and warm_up.error is None:
-                            clock.reach("warmed_up")
-                        context.log.info(f"{worker} warm-up {'cut short by its tasks' if cut_short else 'done'} after "
-                                         f"{warm_up.seconds:.1f}s" + (f" ({warm_up.error})" if warm_up.error else ""))
+                    if warm_up is not None and (keep or warm_up.done):
+                        if warm_up.completed and clock.reach("warmed_up"):
+                            context.log.info(f"{worker} warmed up in {warm_up.seconds:.1f}s")
+                        else:
+                            why = f"ended early: {warm_up.error}" if warm_up.error else "cut short: tasks granted"
+                            context.log.info(f"{worker} warm-up {why}")
+                        warm_up.stop()  # the cores go to its tasks now
                         warm_up = None
                     # Upstream sub-topologies first (the application's task order), so records flow
                     # through repartition topics from the start.

@@ -10,10 +10,12 @@ builds it (source, execution strategy, output metrics), over at most ``records``
 records of the sub-topology's first task, into a scratch checkpoint, and throws the output away.
 
 Nothing of the application changes: no fence is taken, no offset committed, nothing written to
-Kafka (the output goes to Spark's ``noop`` sink; no row goes through its Kafka sink), and the scratch checkpoint is deleted. The
-queries run one at a time, each a step of :meth:`WarmUp.advance`, so that a worker polls its tags
-in between and :meth:`WarmUp.stop` abandons the rest the moment tasks are granted. A warm-up that
-fails (a topic not there yet) only ends the warm-up: it is an optimisation, never a reason to fail.
+Kafka (the output goes to Spark's ``noop`` sink, and zero rows through its Kafka sink, which loads
+and connects its producer), and the scratch checkpoint is deleted. The queries run one at a time
+on a thread of their own, so that a worker goes on polling its tags, and :meth:`WarmUp.stop`
+abandons the rest the moment tasks are granted. A warm-up that fails (a topic not there yet) only
+ends the warm-up: it is an optimisation, never a reason to fail. With no record in the input yet,
+it warms the queries' start only.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import functools
 import logging
 import shutil
 import tempfile
+import threading
 import time
 import uuid
 from typing import Any, Optional
@@ -48,49 +51,71 @@ def _discard(kafka_options: dict[str, str], batch: Any, batch_id: int) -> None:
 
 
 class WarmUp:
-    """Each sub-topology's query run once on ``runner``'s session, output discarded (module docstring)."""
+    """Each sub-topology's query run once on ``runner``'s session, output discarded (module docstring).
+
+    :meth:`start` runs them one after the other on a thread of their own: building a query on a cold
+    session takes seconds of Py4J calls, and the worker must go on polling its tags meanwhile.
+    """
 
     def __init__(self, runner: TaskRunner, records: int = 100):
         if records < 1:
             raise ValueError(f"records must be >= 1, got {records}")
         self.runner, self.records = runner, records
-        self._pending = list(runner.application.subtopology_ids)  # upstream first
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()  # the running query and its checkpoint, between the two threads
         self._query: Any = None
         self._checkpoint: Optional[str] = None
-        self._started = 0.0
+        self._thread = threading.Thread(target=self._run, name="kstreams-warm-up", daemon=True)
         self.seconds = 0.0  # spent in warm-up queries so far
         self.error: Optional[str] = None  # why it ended early, if it did
 
+    def start(self) -> "WarmUp":
+        self._thread.start()
+        return self
+
     @property
     def done(self) -> bool:
-        return self._query is None and not self._pending
+        """Every query has run (or the warm-up ended early, or was stopped)."""
+        return self._thread.ident is not None and not self._thread.is_alive()
 
-    def advance(self) -> bool:
-        """Collect the query that finished and start the next one; True once all have run."""
-        try:
-            if self._query is not None:
-                if self._query.isActive:
-                    return False
-                self._finish()
-            if self._pending:
-                self._start(self._pending.pop(0))
-        except Exception as error:  # an optimisation only: give up, never fail the worker
-            self.error = f"{type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''}"
-            log.warning("warm-up of %s ended early: %s", self.runner.application_id, self.error)
-            self.stop()
-        return self.done
+    @property
+    def completed(self) -> bool:
+        """Done, with every sub-topology's query run to its end."""
+        return self.done and not self._stopping.is_set() and self.error is None
 
     def stop(self) -> None:
-        """Abandon the rest (tasks were granted): stop the running query, delete its checkpoint."""
-        self._pending.clear()
-        if self._query is not None:
+        """Abandon the rest at once (tasks were granted): the running query is stopped and its
+        checkpoint deleted by the warm-up's thread, which does not start another."""
+        self._stopping.set()
+        with self._lock:
+            query = self._query
+        if query is not None:
             try:
-                self._query.stop()
+                query.stop()
             except Exception:  # already stopped, or the session is going away
                 pass
-            self._finish()
 
-    def _start(self, subtopology: int) -> None:
+    def _run(self) -> None:
+        started = time.monotonic()
+        try:
+            for subtopology in self.runner.application.subtopology_ids:  # upstream first
+                if self._stopping.is_set():
+                    break
+                try:
+                    query = self._start(subtopology)
+                    while query.isActive and not self._stopping.is_set():
+                        query.awaitTermination(0.2)
+                finally:
+                    self._finish()
+        except Exception as error:  # an optimisation only: give up, never fail the worker
+            if not self._stopping.is_set():
+                text = str(error).strip()
+                self.error = f"{type(error).__name__}: {text.splitlines()[0][:200] if text else ''}"
+                log.warning("warm-up of %s ended early: %s", self.runner.application_id, self.error)
+        finally:
+            self.seconds = time.monotonic() - started
+
+    def _start(self, subtopology: int) -> Any:
         runner = self.runner
         task = TaskId(subtopology, 0)
         application = runner.partitioned()
@@ -102,6 +127,9 @@ class WarmUp:
         strategy = strategy_for(program)
         session = runner.spark.newSession()
         configure_session(session, runner.state_partitions, runner.arrow_batch_size)
+        # No state snapshot: the state store's maintenance thread would upload it after the query
+        # stopped, into the scratch checkpoint already deleted.
+        session.conf.set("spark.sql.streaming.stateStore.minDeltasForSnapshot", str(2**31 - 1))
         headers = [tp.topic for tp in assigned
                    if application.is_repartition_topic(tp.topic) and strategy.reads_record_timestamps(program)]
         # The runner's Kafka settings for Spark's source and sink (the Java client's spelling).
@@ -109,18 +137,25 @@ class WarmUp:
         source = kafka_source(session, kafka_options, assigned, starting, self.records, headers)
         output = observe_outputs(strategy.build(source, program, runner.dead_letters),
                                  application.sink_topics(subtopology))
-        self._checkpoint = self._scratch_directory()
-        self._started = time.monotonic()
-        self._query = (output.writeStream.foreachBatch(functools.partial(_discard, kafka_options))
-                       .option("checkpointLocation", self._checkpoint)
-                       .outputMode("update" if program.stateful else "append")
-                       .queryName(f"{runner.application_id}-warm-up-{subtopology}")
-                       .trigger(availableNow=True).start())
+        checkpoint = self._scratch_directory()
+        with self._lock:
+            self._checkpoint = checkpoint  # deleted by _finish whatever happens next
+        query = (output.writeStream.foreachBatch(functools.partial(_discard, kafka_options))
+                 .option("checkpointLocation", checkpoint)
+                 .outputMode("update" if program.stateful else "append")
+                 .queryName(f"{runner.application_id}-warm-up-{subtopology}")
+                 .trigger(availableNow=True).start())
+        with self._lock:
+            self._query = query
+        return query
 
     def _finish(self) -> None:
-        self.seconds += time.monotonic() - self._started
-        self._query = None
-        checkpoint, self._checkpoint = self._checkpoint, None
+        """Stop the query if it still runs and delete its scratch checkpoint."""
+        with self._lock:
+            query, checkpoint = self._query, self._checkpoint
+            self._query = self._checkpoint = None
+        if query is not None and query.isActive:
+            query.stop()
         if checkpoint is None:
             return
         if is_local_location(checkpoint):
