@@ -239,3 +239,31 @@ def test_a_worker_that_keeps_failing_is_relaunched_after_a_backoff(kafka_bootstr
         result = _tick(defs, instance, result.cursor)
         (third,) = result.run_requests
         assert third.tags[TAG_WORKER] == "worker-0" and parse_tasks(third.tags[TAG_TASKS]) == ALL
+
+
+def test_a_standby_is_launched_beside_the_worker_and_takes_a_failed_workers_tasks_on_the_next_tick(
+        kafka_bootstrap, kafka_admin, unique_topic, tmp_path):
+    elastic = ElasticWorkers(scaling=ScalingConfig(min_workers=1, max_workers=2, standby_workers=1))
+    for defs, instance, _source, _app_id in _setup(kafka_bootstrap, kafka_admin, unique_topic, tmp_path, elastic):
+        result = _tick(defs, instance, None)
+        assert [(r.tags[TAG_WORKER], r.tags[TAG_STATE], r.tags[TAG_TASKS]) for r in result.run_requests] == [
+            ("worker-0", "running", "0_0,0_1,0_2,0_3"), ("worker-1", "standby", "")]
+        worker0, standby = _submit(defs, instance, result.run_requests)
+        for run in (worker0, standby):
+            report_heartbeat(instance, run.run_id)
+        report_held(instance, worker0.run_id, ALL)
+        result = _tick(defs, instance, result.cursor)
+        assert not result.run_requests
+        (observation,) = _observations(result)
+        assert [observation.metadata[key].value for key in ("workers", "active_workers", "standby_workers")] == [
+            2, 1, 1]
+
+        instance.report_run_failed(worker0, "killed")  # what the code server does when its process dies
+        result = _tick(defs, instance, result.cursor)
+        # The standby holds every task at once (the failed run held nothing) and is running now;
+        # a new standby takes the failed worker's id.
+        tags = _tags(instance, standby)
+        assert (tags[TAG_STATE], parse_tasks(tags[TAG_TASKS])) == ("running", ALL)
+        (request,) = result.run_requests
+        assert (request.tags[TAG_WORKER], request.tags[TAG_STATE], request.tags[TAG_TASKS]) == (
+            "worker-0", "standby", "")

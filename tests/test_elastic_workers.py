@@ -2,12 +2,14 @@
 queued run coordinator, default run launcher: worker runs are subprocesses with their own
 SparkSession), a real broker.
 
-One application counts records per key from a 4-partition topic (4 tasks). The lag sensor ticks
-every 5 s: it starts one worker; a burst makes it scale up; once the second worker works, a
-second burst lands and that worker run is SIGKILLed in the middle of its work; its tasks move to
-a replacement; the lag drains; after the 20 s stabilization window it scales back down to one
-worker. The counts equal the input exactly, and no offset of any task was processed by two task
-runs.
+One application counts records per key from a 4-partition topic (4 tasks), with one warm standby.
+The lag sensor ticks every 5 s: it starts one worker and a standby. The worker, holding every task,
+is SIGKILLed; the standby takes its tasks over at once (the failover time, SIGKILL to its tasks
+committing again elsewhere, is printed and recorded as the test's ``failover_seconds`` property)
+and a new standby is launched in its place. A burst then makes the sensor scale up, which promotes
+that standby (no cold worker is launched) and launches another; the lag drains; after the 20 s
+stabilization window it scales back down to one active worker beside the standby. The counts
+equal the input exactly, and no offset of any task was processed by two task runs.
 """
 
 from __future__ import annotations
@@ -22,22 +24,31 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from dagster_kstreams.kafka.admin import TopicPartition
 from dagster_kstreams.kafka.records import final_values, produce, read_topic
 from dagster_kstreams.local.daemon import DagsterDaemon, processes_with_home
-from dagster_kstreams.orchestration.protocol import TAG_STATE, TAG_TASKS, TAG_WORKER, parse_tasks, read_processes
+from dagster_kstreams.orchestration.protocol import (
+    TAG_STATE,
+    TAG_TASKS,
+    TAG_WORKER,
+    parse_tasks,
+    read_processes,
+    read_start_marks,
+)
+from dagster_kstreams.orchestration.start_timing import describe_start, start_breakdown
 
 pytestmark = pytest.mark.integration
 
 PARTITIONS = 4
 KEYS = 200
-BURST = 24_000
-# Written when the second worker has started: whatever the first one drained meanwhile (worker
-# start-up takes long on a loaded machine), the killed worker's tasks then have lag that still
-# asks for two workers when its failure is noticed, so it is replaced rather than folded into
-# worker-0 (that plan is covered in tests/test_dagster_sensor.py).
-SECOND_BURST = 12_000
-# Lag that asks for two workers at the configured capacity (100/s per worker, 20 s catch-up).
-TWO_WORKERS_LAG = 2 * 100 * 20
+# In the input before the workers start: the standby's warm-up reads the last of these.
+WARM = 400
+# Written right after the kill, for the standby to process: too few to ask for a second worker.
+AFTER_KILL = 200
+BURST = 12_000
+# Written while the promoted standby gets ready whenever the lag falls below it, so that the
+# sensor keeps asking for two workers until both work.
+TOP_UP = 6_000
 LIVE = {dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
         dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING}
 
@@ -66,14 +77,15 @@ defs = build_kstreams_definitions(
         # asks for more workers than there are for the burst, so the count is max_workers.
         scaling=ScalingConfig(min_workers=1, max_workers=2, catch_up_seconds=20, default_worker_records_per_second=100,
                               scale_down_stabilization_seconds=20, min_sample_seconds=3600,
-                              rate_smoothing_seconds=5),  # the test's time runs fast: short delays all round
+                              rate_smoothing_seconds=5,  # the test's time runs fast: short delays all round
+                              standby_workers=1),
         sensor_interval_seconds=5,
         default_status=dg.DefaultSensorStatus.RUNNING,
         heartbeat_interval_seconds=1,
         heartbeat_timeout_seconds=12,
         startup_timeout_seconds=300,
         # Slow, steady tasks (200 records a batch, one batch per task every 2 s: about 400/s for
-        # four tasks), so the burst outlasts the second worker's start-up even where tasks run fast.
+        # four tasks), so that a backlog lasts.
         records_per_task=200,
         trigger_seconds=2.0,
         idle_seconds=0.5,
@@ -130,13 +142,7 @@ def _total_lag(kafka_admin, settings) -> int:
     return sum(kafka_admin.lag(settings["app_id"], [settings["source"]]).values())
 
 
-def _task_lag(kafka_admin, settings, tasks: frozenset[str]) -> int:
-    partitions = {int(task.split("_")[1]) for task in tasks}
-    return sum(lag for tp, lag in kafka_admin.lag(settings["app_id"], [settings["source"]]).items()
-               if tp.partition in partitions)
-
-
-def _wait(what, condition, process, tmp_path, timeout):
+def _wait(what, condition, process, tmp_path, timeout, poll=0.5):
     deadline = time.monotonic() + timeout
     while True:
         value = condition()
@@ -147,83 +153,128 @@ def _wait(what, condition, process, tmp_path, timeout):
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}; daemon log: "
                                  f"{(tmp_path / 'daemon.log').read_text()[-3000:]}")
-        time.sleep(0.5)
+        time.sleep(poll)
+
+
+def _committed(kafka_admin, settings, tasks: frozenset[str]) -> dict[int, int]:
+    partitions = {int(task.split("_")[1]) for task in tasks}
+    committed = kafka_admin.committed_offsets(settings["app_id"], [settings["source"]])
+    return {p: committed.get(TopicPartition(settings["source"], p), 0) for p in partitions}
+
+
+def _workers_in(instance, settings, state: str) -> dict[str, dg.DagsterRun]:
+    return {worker: run for worker, run in _live(instance, settings).items() if run.tags.get(TAG_STATE) == state}
 
 
 @pytest.mark.timeout(900)
-def test_lag_sensor_scales_workers_up_and_down_and_a_killed_workers_tasks_move(elastic_app, kafka_bootstrap,
-                                                                               kafka_admin):
+def test_a_killed_workers_tasks_go_to_the_standby_at_once_scale_up_promotes_the_next_one_and_it_scales_down(
+        elastic_app, kafka_bootstrap, kafka_admin, record_property):
     settings, instance, daemon, tmp_path = elastic_app
     started = time.monotonic()
     timeline = []
+    all_tasks = {f"0_{p}" for p in range(PARTITIONS)}
 
     def mark(event: str) -> None:
         timeline.append((round(time.monotonic() - started, 1), event))
 
-    # One worker with all four tasks (min_workers), running before there is any input.
-    first = _wait("the first worker run", lambda: [run for run in _live(instance, settings).values()
-                                                   if run.status is dg.DagsterRunStatus.STARTED],
-                  daemon, tmp_path, 150)
-    assert [run.tags[TAG_WORKER] for run in first] == ["worker-0"]
-    assert parse_tasks(first[0].tags[TAG_TASKS]) == {f"0_{p}" for p in range(PARTITIONS)}
-    mark("worker-0 started")
+    def wait(what, condition, timeout, poll=0.5):
+        return _wait(what, condition, daemon, tmp_path, timeout, poll)
 
     keys = [f"key-{i:03d}" for i in range(KEYS)]
-    records = [(keys[i % KEYS].encode(), b"x") for i in range(BURST)]
-    produce(kafka_bootstrap, settings["source"], records)
-    mark(f"burst of {BURST} written")
+    records = []
 
-    # Scaled up within a tick or two of the burst (launch + handover of tasks from worker-0).
-    _wait("two workers", lambda: len(_live(instance, settings)) == 2, daemon, tmp_path, 45)
-    mark("2 workers")
+    def write(count: int) -> None:
+        batch = [(keys[i % KEYS].encode(), b"x") for i in range(len(records), len(records) + count)]
+        produce(kafka_bootstrap, settings["source"], batch)
+        records.extend(batch)
 
-    # A second burst once worker-1 works, then SIGKILL it while it processes its tasks.
-    def busy_victim():
+    def warm(run) -> bool:
+        return "warmed_up" in read_start_marks(instance, [run.run_id]).get(run.run_id, {})
+
+    write(WARM)
+
+    # One worker with all four tasks (min_workers) and one standby with none, both launched by the
+    # first tick; the worker has processed what was waiting, and the standby is up and warm.
+    def both_up():
         live = _live(instance, settings)
-        victim = live.get("worker-1")
-        if victim is None or victim.status is not dg.DagsterRunStatus.STARTED or not victim.tags.get(TAG_TASKS):
+        if set(live) != {"worker-0", "worker-1"} or not warm(live["worker-1"]):
             return None
-        done = instance.get_records_for_run(victim.run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION).records
-        return victim if done else None
+        return live if _total_lag(kafka_admin, settings) == 0 else None
 
-    victim = _wait("worker-1 processing", busy_victim, daemon, tmp_path, 300)
-    victim_tasks = parse_tasks(victim.tags[TAG_TASKS])
-    second = [(keys[i % KEYS].encode(), b"x") for i in range(SECOND_BURST)]
-    produce(kafka_bootstrap, settings["source"], second)
-    records += second
-    lag_at_kill = _task_lag(kafka_admin, settings, victim_tasks)
-    assert lag_at_kill >= TWO_WORKERS_LAG, f"worker-1's tasks have lag {lag_at_kill} only; make SECOND_BURST bigger"
+    first = wait("worker-0 and a warm standby", both_up, 240)
+    victim, standby = first["worker-0"], first["worker-1"]
+    assert (victim.tags[TAG_STATE], parse_tasks(victim.tags[TAG_TASKS])) == ("running", all_tasks)
+    assert (standby.tags[TAG_STATE], standby.tags[TAG_TASKS]) == ("standby", "")
+    mark("worker-0 and standby worker-1 up")
+
+    # SIGKILL the worker holding every task; records arrive for whoever takes them.
     process = read_processes(instance, [victim.run_id])[victim.run_id]
     host, pid = process.rsplit(":", 1)
+    at_kill = _committed(kafka_admin, settings, all_tasks)
     os.kill(int(pid), signal.SIGKILL)
-    mark(f"worker-1 killed (pid {pid}), lag {lag_at_kill}")
+    killed_at = time.monotonic()
+    write(AFTER_KILL)
+    mark(f"worker-0 killed (pid {pid})")
 
-    # The sensor notices the silence, fails the run, and a replacement takes its tasks.
-    _wait("the killed run marked failed", lambda: instance.get_run_by_id(victim.run_id).status is
-          dg.DagsterRunStatus.FAILURE, daemon, tmp_path, 60)
-    mark("worker-1 marked failed")
-    replacement = _wait("a replacement for worker-1", lambda: next(
-        (run for run in _worker_runs(instance, settings)
-         if run.tags[TAG_WORKER] == "worker-1" and run.run_id != victim.run_id), None), daemon, tmp_path, 30)
-    mark("worker-1 replaced")
+    # Failover: the standby gets them all (granted at once: a failed run holds nothing) and
+    # commits them again: measured from the kill.
+    taken = wait("the standby taking worker-0's tasks", lambda: (lambda run: run if parse_tasks(
+        run.tags.get(TAG_TASKS)) == all_tasks else None)(instance.get_run_by_id(standby.run_id)), 60, poll=0.1)
+    granted_at = time.monotonic()
+    assert taken.tags[TAG_STATE] == "running"
+    wait("worker-0's tasks committing again", lambda: any(
+        offset > at_kill[p] for p, offset in _committed(kafka_admin, settings, all_tasks).items()), 120, poll=0.1)
+    failover = time.monotonic() - killed_at
+    mark(f"tasks granted to worker-1 after {granted_at - killed_at:.1f}s, committing after {failover:.1f}s")
+    record_property("failover_seconds", round(failover, 1))
+    assert instance.get_run_by_id(victim.run_id).status is dg.DagsterRunStatus.FAILURE
+    # A new standby takes the failed worker's place (and id).
+    replacement = wait("a standby in worker-0's place", lambda: _workers_in(instance, settings, "standby").get(
+        "worker-0"), 30)
+    assert replacement.run_id != victim.run_id and replacement.tags[TAG_TASKS] == ""
+    mark("standby worker-0 launched")
 
-    _wait("lag drained", lambda: _total_lag(kafka_admin, settings) == 0, daemon, tmp_path, 240)
+    # A burst: scale-up promotes that standby (started or not: it is the closest to ready), and
+    # its share of the tasks moves once it is ready; another standby is launched.
+    write(BURST)
+    mark(f"burst of {BURST} written")
+    promoted = wait("the new standby promoted", lambda: (lambda run: run if run.tags.get(TAG_STATE) == "running"
+                    else None)(instance.get_run_by_id(replacement.run_id)), 45)
+    assert parse_tasks(promoted.tags["dagster_kstreams/assigned"])
+    mark("worker-0 promoted")
+    wait("another standby", lambda: _workers_in(instance, settings, "standby").get("worker-2"), 30)
+    mark("standby worker-2 launched")
+
+    def promoted_works():
+        if _total_lag(kafka_admin, settings) < TOP_UP:
+            write(TOP_UP)
+        return instance.get_records_for_run(promoted.run_id,
+                                            of_type=dg.DagsterEventType.ASSET_MATERIALIZATION).records
+
+    wait("worker-0 processing its share", promoted_works, 300)
+    mark("worker-0 processing")
+
+    wait("lag drained", lambda: _total_lag(kafka_admin, settings) == 0, 240)
     mark("lag 0")
-    _wait("scaled down to one worker", lambda: len(_live(instance, settings)) == 1
-          and all(run.tags.get(TAG_STATE) != "retiring" for run in _live(instance, settings).values()),
-          daemon, tmp_path, 90)
-    mark("1 worker")
+    wait("scaled down to one worker and a standby", lambda: (lambda live: len(live) == 2 and sorted(
+        run.tags.get(TAG_STATE) for run in live.values()) == ["running", "standby"])(_live(instance, settings)), 90)
+    mark("1 worker + 1 standby")
+    failover_start = start_breakdown(instance, standby.run_id)
     print("timeline:", json.dumps(timeline))
+    print(f"failover (SIGKILL -> its tasks committing on the standby): {failover:.1f}s")
+    print("standby worker-1 start:", describe_start(failover_start))
 
     # Retired workers finished their batch and exited cleanly; the one left holds every task.
     runs = _worker_runs(instance, settings)
     assert {run.status for run in runs if run.run_id != victim.run_id} <= LIVE | {dg.DagsterRunStatus.SUCCESS}
     assert any(run.status is dg.DagsterRunStatus.SUCCESS for run in runs), "no worker was retired"
-    (survivor,) = _live(instance, settings).values()
-    _wait("the last worker holding every task", lambda: parse_tasks(
-        instance.get_run_by_id(survivor.run_id).tags[TAG_TASKS]) == {f"0_{p}" for p in range(PARTITIONS)},
-        daemon, tmp_path, 30)
-    assert replacement.run_id in {run.run_id for run in runs}
+    # No cold worker was launched for tasks: the first tick's two runs and two standbys.
+    assert sorted(run.tags[TAG_WORKER] for run in runs) == ["worker-0", "worker-0", "worker-1", "worker-2"]
+    (survivor,) = _workers_in(instance, settings, "running").values()
+    wait("the last worker holding every task", lambda: parse_tasks(
+        instance.get_run_by_id(survivor.run_id).tags[TAG_TASKS]) == all_tasks, 30)
+    # The standby recorded every stage of its start, its warm-up included.
+    assert {"spark_ready", "worker_ready", "warmed_up", "tasks_granted", "first_batch"} <= set(failover_start)
 
     # Exact counts, though a worker died mid-batch.
     output = read_topic(kafka_bootstrap, settings["sink"])
@@ -231,8 +282,7 @@ def test_lag_sensor_scales_workers_up_and_down_and_a_killed_workers_tasks_move(e
     assert final_values(output, bytes.decode, lambda v: int.from_bytes(v, "big", signed=True)) == dict(expected)
 
     # No offset was processed by two task runs: per task, the reported ranges never overlap and
-    # reach the end. The killed worker may have committed a batch it did not live to report: a
-    # gap, only in a task it held.
+    # reach the end. The killed worker may have committed a batch it did not live to report: a gap.
     app = settings["app_id"].replace("-", "_")
     key = dg.AssetKey([app, "subtopology_0"])
     ranges: dict[str, list[tuple[int, int]]] = {}
@@ -246,7 +296,6 @@ def test_lag_sensor_scales_workers_up_and_down_and_a_killed_workers_tasks_move(e
         position = 0
         for start, end in spans:
             assert start >= position, f"task 0_{partition} processed twice: {spans}"
-            assert start == position or f"0_{partition}" in victim_tasks, f"task 0_{partition}: {spans}"
             position = end
         assert position == ends[int(partition)]
     assert sorted(ranges) == [str(p) for p in range(PARTITIONS)]
@@ -259,9 +308,12 @@ def test_lag_sensor_scales_workers_up_and_down_and_a_killed_workers_tasks_move(e
             record.asset_materialization.metadata["worker_task_batch"].value)
     assert numbers and all(seen == list(range(1, len(seen) + 1)) for seen in numbers.values()), numbers
 
-    # The sensor recorded the lag as observations of the sub-topology: it rose and fell to 0.
+    # The sensor recorded the lag as observations of the sub-topology: it rose and fell to 0; the
+    # plotted workers count the standby (two active and one standby at most).
     observations = instance.fetch_observations(key, limit=1000).records
-    lags = [record.asset_observation.metadata["lag"].value for record in observations]
-    workers = [record.asset_observation.metadata["workers"].value for record in observations]
+    metadata = [record.asset_observation.metadata for record in observations]
+    lags = [m["lag"].value for m in metadata]
     assert max(lags) > 0 and lags[0] == 0  # newest first
-    assert max(workers) == 2
+    assert max(m["active_workers"].value for m in metadata) == 2
+    assert max(m["workers"].value for m in metadata) == 3
+    assert all(m["workers"].value == m["active_workers"].value + m["standby_workers"].value for m in metadata)

@@ -18,7 +18,7 @@ from dagster_kstreams.scaling.plan import (
     plan_reconciliation,
 )
 
-RUNNING, RETIRING, FAILED = WorkerState.RUNNING, WorkerState.RETIRING, WorkerState.FAILED
+RUNNING, STANDBY, RETIRING, FAILED = WorkerState.RUNNING, WorkerState.STANDBY, WorkerState.RETIRING, WorkerState.FAILED
 
 
 def tasks_of(count, sub_topology=0):
@@ -41,11 +41,12 @@ def apply_plan(workers, plan):
     for worker_id in plan.cancel:  # a cancelled queued run: the sensor sees it as failed next tick
         by_id[worker_id] = replace(by_id[worker_id], state=FAILED)
     for change in plan.retag:
-        by_id[change.worker_id] = replace(by_id[change.worker_id], tasks=change.tasks, assigned=change.assigned)
+        by_id[change.worker_id] = replace(by_id[change.worker_id], tasks=change.tasks, assigned=change.assigned,
+                                          state=change.state)
     for launch in plan.launch:
         # Queued until it starts its first batch.
         by_id[launch.worker_id] = Worker(launch.worker_id, tasks=launch.tasks, assigned=launch.assigned,
-                                         started=False)
+                                         state=launch.state, started=False)
     return list(by_id.values())
 
 
@@ -112,14 +113,14 @@ fleet_events = st.lists(
 )
 
 
-def run_fleet(events, initial_tasks):
+def run_fleet(events, initial_tasks, standby_workers=0):
     """Random ticks: scale, add partitions, fail runs, let some workers acknowledge."""
     tasks = tasks_of(initial_tasks)
     workers = []
     for desired, added, failing, acknowledging in events:
         tasks = tasks_of(len(tasks) + added)
         workers = [replace(w, state=FAILED) if w.worker_id in failing and w.is_live else w for w in workers]
-        plan = plan_reconciliation(tasks, workers, desired)
+        plan = plan_reconciliation(tasks, workers, desired, standby_workers=standby_workers)
         assert_plan_is_sound(plan, tasks, workers, desired)
         workers = apply_plan(workers, plan)
         assert_no_task_on_two_workers(may_process(workers))
@@ -129,26 +130,30 @@ def run_fleet(events, initial_tasks):
 
 
 @settings(max_examples=200, deadline=None)
-@given(fleet_events, st.integers(min_value=0, max_value=12))
-def test_no_task_is_ever_on_two_workers_and_every_plan_is_balanced(events, initial_tasks):
-    run_fleet(events, initial_tasks)
+@given(fleet_events, st.integers(min_value=0, max_value=12), st.integers(min_value=0, max_value=2))
+def test_no_task_is_ever_on_two_workers_and_every_plan_is_balanced(events, initial_tasks, standby_workers):
+    run_fleet(events, initial_tasks, standby_workers)
 
 
 @settings(max_examples=150, deadline=None)
-@given(fleet_events, st.integers(min_value=0, max_value=12), st.integers(min_value=0, max_value=6))
-def test_fleet_settles_within_three_ticks_once_workers_acknowledge(events, initial_tasks, desired):
+@given(fleet_events, st.integers(min_value=0, max_value=12), st.integers(min_value=0, max_value=6),
+       st.integers(min_value=0, max_value=2))
+def test_fleet_settles_within_three_ticks_once_workers_acknowledge(events, initial_tasks, desired, standby_workers):
     # Launch (the new workers start), revoke what moves to them once they are ready (their old
     # workers release it at their next batch), grant it.
-    tasks, workers = run_fleet(events, initial_tasks)
+    tasks, workers = run_fleet(events, initial_tasks, standby_workers)
     everyone = {w.worker_id for w in workers}
     for _ in range(3):
-        plan = plan_reconciliation(tasks, workers, desired)
+        plan = plan_reconciliation(tasks, workers, desired, standby_workers=standby_workers)
         workers = start_batches(apply_plan(workers, plan), everyone | {w.worker_id for w in plan.launch})
         everyone = {w.worker_id for w in workers}
 
-    final = plan_reconciliation(tasks, workers, desired)
+    final = plan_reconciliation(tasks, workers, desired, standby_workers=standby_workers)
     assert final.is_noop and not final.handovers
-    assert len(workers) == desired and all(w.state is RUNNING for w in workers)
+    active = [w for w in workers if w.state is RUNNING]
+    standbys = [w for w in workers if w.state is STANDBY]
+    assert len(active) == desired and len(standbys) == (standby_workers if tasks else 0)
+    assert len(workers) == len(active) + len(standbys) and not any(w.tasks for w in standbys)
     tags = [t for w in workers for t in w.tasks]
     assert sorted(tags) == (sorted(tasks) if desired else [])
 
@@ -167,12 +172,13 @@ def test_fleet_settles_within_three_ticks_once_workers_acknowledge(events, initi
         unique_by=lambda row: row[0],
     ),
     st.integers(min_value=0, max_value=6),
+    st.integers(min_value=0, max_value=2),
 )
-def test_even_from_a_tangled_fleet_a_plan_grants_nothing_busy_elsewhere(rows, desired):
+def test_even_from_a_tangled_fleet_a_plan_grants_nothing_busy_elsewhere(rows, desired, standby_workers):
     # Overlapping tags and reports (a bug elsewhere, a lost tick): the plan must not make it worse.
     workers = [Worker(worker_id, tasks=tags, held=held, state=state, started=started)
                for worker_id, tags, held, state, started in rows]
-    plan = plan_reconciliation(tasks_of(10), workers, desired)
+    plan = plan_reconciliation(tasks_of(10), workers, desired, standby_workers=standby_workers)
     assert_plan_is_sound(plan, tasks_of(10), workers, desired)
     # Only runs that never started are cancelled; started ones retire gracefully.
     by_id = {w.worker_id: w for w in workers}
@@ -184,9 +190,14 @@ def test_even_from_a_tangled_fleet_a_plan_grants_nothing_busy_elsewhere(rows, de
     queued = [w for w in running if not w.started]
     if 0 < surplus <= len(queued):
         assert not set(plan.retire) & {w.worker_id for w in running}
-    # Whatever leaves, the running count reaches what is wanted.
-    leaving = set(plan.retire) | set(plan.cancel)
-    assert len([w for w in running if w.worker_id not in leaving]) + len(plan.launch) == desired
+    # Whatever leaves, the running count reaches what is wanted, and so does the standby count
+    # (standbys fill places first; an active worker that leaves tops the pool up first).
+    after = apply_plan(workers, plan)
+    assert len([w for w in after if w.state is RUNNING]) == desired
+    assert len([w for w in after if w.state is STANDBY]) == standby_workers
+    assert all(not w.tasks for w in after if w.state is STANDBY)
+    standbys = [w for w in workers if w.state is STANDBY]
+    assert len(plan.promoted) == min(len(standbys), max(0, desired - len(running)))
 
 
 @settings(max_examples=150, deadline=None)

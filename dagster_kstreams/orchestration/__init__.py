@@ -28,6 +28,7 @@ Modules, each importing only those listed above it:
   partition counts (an ``ApplicationTopology``, the owner of its facts) and its asset specs;
 * :mod:`.protocol` — what the lag sensor and worker runs tell each other (run tags, held tasks,
   heartbeats, the task list format);
+* :mod:`.start_timing` — where a worker run's start goes, stage by stage (recorded by the worker);
 * :mod:`.execution` — what materializing partition ``p`` of sub-topology ``s`` does (runs task
   ``s_p`` on Spark and reports it); shared with worker runs;
 * :mod:`.assets` — :func:`kstreams_assets`, and :func:`assets_of` for several apps (each topic once);

@@ -2,9 +2,12 @@
 
 * **Run tags**, written by the sensor only: the app and worker id, the tasks a worker may process
   (``tasks``), the tasks it is meant to end up with (``assigned``), and its ``state``
-  (``running``, or ``retiring`` with no tasks: the worker exits).
+  (``running``; ``standby``, with no tasks: a warm standby, up and waiting to be promoted;
+  or ``retiring`` with no tasks: the worker exits). The run list shows the state tag, so a
+  standby's promotion is visible there as its switch from ``standby`` to ``running``.
 * **Instance key-value entries**, one key per run, written by the worker only: the tasks it holds
-  (``held``), a heartbeat, and its ``host:pid`` for operators. They are not run tags because
+  (``held``), a heartbeat, its ``host:pid`` for operators, and when each stage of its start was
+  reached (:mod:`.start_timing`). They are not run tags because
   ``add_run_tags`` rewrites the whole run body, so two writers (sensor and worker) could undo
   each other's change.
 * **Task materializations**: a worker marks each with which run of that task in its process it
@@ -15,10 +18,11 @@ Task lists travel as text: ``"0_1,1_0"``, numerically sorted (the scaling layer'
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Optional
 
 import dagster as dg
@@ -30,6 +34,7 @@ from dagster_kstreams.scaling import task_sort_key
 __all__ = [
     "STATE_RETIRING",
     "STATE_RUNNING",
+    "STATE_STANDBY",
     "TAG_APP",
     "TAG_ASSIGNED",
     "TAG_STATE",
@@ -45,9 +50,11 @@ __all__ = [
     "read_heartbeats",
     "read_held",
     "read_processes",
+    "read_start_marks",
     "report_heartbeat",
     "report_held",
     "report_process",
+    "report_start_marks",
     "retiring_tags",
     "task_tags",
     "worker_job_name",
@@ -63,6 +70,7 @@ TAG_ASSIGNED = "dagster_kstreams/assigned"
 TAG_STATE = "dagster_kstreams/state"
 
 STATE_RUNNING = "running"
+STATE_STANDBY = "standby"
 STATE_RETIRING = "retiring"
 
 # Metadata of a worker's task materialization: which run of that task in the worker's process it
@@ -73,6 +81,7 @@ TASK_BATCH_METADATA = "worker_task_batch"
 _HELD_KEY = "dagster_kstreams/held/{run_id}"
 _HEARTBEAT_KEY = "dagster_kstreams/heartbeat/{run_id}"
 _PROCESS_KEY = "dagster_kstreams/process/{run_id}"  # host:pid of the run, for operators
+_START_KEY = "dagster_kstreams/start/{run_id}"  # {stage: epoch seconds} of the run's start
 
 
 def app_tag(app: KStreamsApp) -> str:
@@ -98,16 +107,21 @@ def parse_tasks(text: Optional[str]) -> frozenset[str]:
     return frozenset(task for task in (text or "").split(",") if task)
 
 
-def task_tags(tasks: Iterable[str], assigned: Iterable[str]) -> dict[str, str]:
-    """A worker's grant: what it may process now and what it is meant to end up with."""
-    return {TAG_TASKS: format_tasks(tasks), TAG_ASSIGNED: format_tasks(assigned)}
+def task_tags(tasks: Iterable[str], assigned: Iterable[str], state: str = STATE_RUNNING) -> dict[str, str]:
+    """A worker's grant: what it may process now, what it is meant to end up with, and its state
+    (``running``, or ``standby`` with no tasks). One tag write, so a promoted standby never shows
+    tasks while still a standby."""
+    if state not in (STATE_RUNNING, STATE_STANDBY):
+        raise ValueError(f"a worker with tasks is {STATE_RUNNING!r} or {STATE_STANDBY!r}, not {state!r}")
+    return {TAG_TASKS: format_tasks(tasks), TAG_ASSIGNED: format_tasks(assigned), TAG_STATE: state}
 
 
-def new_worker_tags(app: KStreamsApp, worker_id: str, tasks: Iterable[str], assigned: Iterable[str]) -> dict[str, str]:
-    """Tags of a new worker run."""
+def new_worker_tags(app: KStreamsApp, worker_id: str, tasks: Iterable[str], assigned: Iterable[str],
+                    state: str = STATE_RUNNING) -> dict[str, str]:
+    """Tags of a new worker run (``state="standby"``: a warm standby, with no tasks)."""
     tag = app_tag(app)
     return {TAG_APP: tag, TAG_WORKER: worker_id, TAG_WORKER_KEY: f"{tag}/{worker_id}",
-            **task_tags(tasks, assigned), TAG_STATE: STATE_RUNNING}
+            **task_tags(tasks, assigned, state)}
 
 
 def retiring_tags() -> dict[str, str]:
@@ -143,6 +157,17 @@ def report_process(instance: dg.DagsterInstance, run_id: str) -> None:
 def read_processes(instance: dg.DagsterInstance, run_ids: Iterable[str]) -> dict[str, str]:
     """``host:pid`` of each worker run that has started."""
     return _read(instance, _PROCESS_KEY, run_ids)
+
+
+def report_start_marks(instance: dg.DagsterInstance, run_id: str, marks: Mapping[str, float]) -> None:
+    """Records when the run reached each stage of its start (:mod:`.start_timing`), epoch seconds."""
+    instance.run_storage.set_cursor_values({_START_KEY.format(run_id=run_id): json.dumps(dict(marks))})
+
+
+def read_start_marks(instance: dg.DagsterInstance, run_ids: Iterable[str]) -> dict[str, dict[str, float]]:
+    """What each run recorded with :func:`report_start_marks` (runs that recorded nothing left out)."""
+    return {run_id: {stage: float(at) for stage, at in json.loads(value).items()}
+            for run_id, value in _read(instance, _START_KEY, run_ids).items()}
 
 
 def _read(instance: dg.DagsterInstance, key_format: str, run_ids: Iterable[str]) -> dict[str, str]:

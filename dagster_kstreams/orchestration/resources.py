@@ -15,11 +15,12 @@ Dagster shows an ``EnvVar`` field by the variable's name only; nothing here logs
 
 from __future__ import annotations
 
+import time
 from typing import Any, Optional
 
 from dagster import ConfigurableResource, InitResourceContext
 from dagster_pyspark import PySparkResource
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from dagster_kstreams.kafka.admin import KafkaAdmin
 from dagster_kstreams.spark.session import build_spark_session
@@ -127,6 +128,15 @@ class KStreamsSparkResource(PySparkResource):
     master: str = Field(default="local[*]", description="Spark master URL")
     spark_config: dict[str, Any] = Field(default_factory=dict, description="Extra spark.* settings")
     app_name: str = Field(default="dagster-kstreams", description="Spark application name")
+    _session_timing: Optional[tuple[float, float]] = PrivateAttr(default=None)
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
+        started = time.time()
         self._spark_session = build_spark_session(self.master, self.spark_config, app_name=self.app_name)
+        self._session_timing = (started, time.time())
+
+    @property
+    def session_timing(self) -> Optional[tuple[float, float]]:
+        """When this run began building its SparkSession and when it was up (epoch seconds), for
+        the worker's start breakdown; None before the resource is set up."""
+        return self._session_timing

@@ -4,22 +4,25 @@ Every tick it
 
 * reads the end offsets of the app's input topics and the group's committed offsets, and
   records the lag of each sub-topology as an ``AssetObservation`` of its asset (numeric
-  metadata: the UI plots ``lag``, ``workers``, ``desired_workers``, and the sub-topology's own
+  metadata: the UI plots ``lag``, ``workers`` (worker runs up: active and standby),
+  ``active_workers``, ``standby_workers``, ``desired_workers`` (active), and the sub-topology's own
   ``input_rate``, ``worker_capacity`` and ``required_workers``, its share of the count), and
   evaluates the health checks of each sub-topology from that lag (:mod:`.checks`: lag bound,
   freshness), reported when a verdict changes and at least every ``HEALTH_REPORT_SECONDS``, so
   the catalog shows a stream falling behind or stalled without a check run;
 * builds the fleet from the worker job's runs: the newest run of each worker id, its tags
-  (``tasks``, ``assigned``, ``state``), whether it has left the run queue and whether it has
-  beaten yet (its SparkSession is up: only then are tasks revoked from others for it), what it
-  last reported holding, and for a failed one how many of the id's runs in a row have failed; a
-  started run whose heartbeat stopped is marked failed (its process is gone) so its tasks move
-  now;
+  (``tasks``, ``assigned``, ``state``: running, standby or retiring), whether it has left the run
+  queue and whether it has beaten yet (its SparkSession is up: only then are tasks revoked from
+  others for it), what it last reported holding, and for a failed one how many of the id's runs
+  in a row have failed; a started run whose heartbeat stopped is marked failed (its process is
+  gone) so its tasks move now (with Dagster's default run launcher, the code server marks a run
+  whose process died failed within a second, and its tasks move on the next tick);
 * takes throughput samples from the task materializations of the last window, each with which
   run of its task in its worker it was (the first is cold: the policy leaves it out);
 * calls :func:`dagster_kstreams.scaling.decide_tick` and applies the plan: ``RunRequest`` for
-  new workers (none for an id in restart backoff), ``add_run_tags`` for retagged and retiring
-  ones, ``run_coordinator.cancel_run`` for retired ones still queued. The scaling state (input
+  new workers and standbys (none for an id in restart backoff), ``add_run_tags`` for retagged
+  (promoted and demoted included: tasks and state in one write) and retiring ones,
+  ``run_coordinator.cancel_run`` for retired ones still queued. The scaling state (input
   rate, scale-down stabilization) lives in the sensor's cursor.
 """
 
@@ -36,6 +39,7 @@ from dagster_kstreams.orchestration.app import KStreamsApp
 from dagster_kstreams.orchestration.checks import health_evaluations
 from dagster_kstreams.orchestration.protocol import (
     STATE_RETIRING,
+    STATE_STANDBY,
     TAG_APP,
     TAG_ASSIGNED,
     TAG_STATE,
@@ -138,7 +142,8 @@ def current_workers(instance: dg.DagsterInstance, app: KStreamsApp, elastic: Ela
         failures, failed_at = 0, None
         if run.status in _LIVE:
             retiring = run.tags.get(TAG_STATE) == STATE_RETIRING or run.status is dg.DagsterRunStatus.CANCELING
-            state = WorkerState.RETIRING if retiring else WorkerState.RUNNING
+            standby = run.tags.get(TAG_STATE) == STATE_STANDBY
+            state = WorkerState.RETIRING if retiring else WorkerState.STANDBY if standby else WorkerState.RUNNING
             held_tasks = held.get(run.run_id, frozenset())
         elif run.status in _FAILED:
             state, held_tasks = WorkerState.FAILED, frozenset()
@@ -189,7 +194,7 @@ def throughput_samples(instance: dg.DagsterInstance, app: KStreamsApp, since: fl
 
 
 def _observations(app: KStreamsApp, snapshot: LagSnapshot, summary: Mapping[str, Any],
-                  running: int) -> list[dg.AssetObservation]:
+                  running: int, standby: int) -> list[dg.AssetObservation]:
     lags = snapshot.lags()
     events = []
     for sub_id in app.application.subtopology_ids:
@@ -199,7 +204,9 @@ def _observations(app: KStreamsApp, snapshot: LagSnapshot, summary: Mapping[str,
             "lag": dg.MetadataValue.int(sum(mine.values())),
             "max_task_lag": dg.MetadataValue.int(max(mine.values(), default=0)),
             "app_lag": dg.MetadataValue.int(snapshot.total_lag),
-            "workers": dg.MetadataValue.int(running),
+            "workers": dg.MetadataValue.int(running + standby),
+            "active_workers": dg.MetadataValue.int(running),
+            "standby_workers": dg.MetadataValue.int(standby),
             "desired_workers": dg.MetadataValue.int(summary["desired_workers"]),
             "lag_by_task": dg.MetadataValue.json(dict(sorted(mine.items(), key=lambda kv: task_sort_key(kv[0])))),
         }
@@ -240,11 +247,17 @@ def kstreams_lag_sensor(app: KStreamsApp, elastic: ElasticWorkers, worker_job: d
     @dg.sensor(
         name=lag_sensor_name(app),
         job=worker_job,
-        minimum_interval_seconds=elastic.sensor_interval_seconds,
+        # Dagster's sensor daemon wakes every 5 s and ticks a sensor whose last tick began at least
+        # this long ago; asked for exactly a multiple of 5 s, a tick that began a few milliseconds
+        # late makes the next wake skip it (a 5 s interval became 5 or 10 s). One second less
+        # ticks on the wake the interval asks for.
+        minimum_interval_seconds=max(1, elastic.sensor_interval_seconds - 1),
         default_status=elastic.default_status,
         required_resource_keys={kafka_key},
         description=f"Consumer lag of {app.app_id!r}: launches worker runs when it grows, retires them when it "
-                    f"stays low (between {elastic.scaling.min_workers} and {elastic.scaling.max_workers} workers).",
+                    f"stays low (between {elastic.scaling.min_workers} and {elastic.scaling.max_workers} workers"
+                    + (f", and {elastic.scaling.standby_workers} warm standby" if elastic.scaling.standby_workers
+                       else "") + ").",
     )
     def lag_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         now = time.time()
@@ -261,11 +274,14 @@ def kstreams_lag_sensor(app: KStreamsApp, elastic: ElasticWorkers, worker_job: d
         for worker_id in plan.retire:
             instance.add_run_tags(live[worker_id].run_id, retiring_tags())
         for change in plan.retag:
-            instance.add_run_tags(live[change.worker_id].run_id, task_tags(change.tasks, change.assigned))
-        requests = [dg.RunRequest(tags=new_worker_tags(app, launch.worker_id, launch.tasks, launch.assigned))
+            instance.add_run_tags(live[change.worker_id].run_id,
+                                  task_tags(change.tasks, change.assigned, change.state.value))
+        requests = [dg.RunRequest(tags=new_worker_tags(app, launch.worker_id, launch.tasks, launch.assigned,
+                                                       launch.state.value))
                     for launch in plan.launch]
         summary = decision.summary()
         running = sum(1 for worker in workers if worker.state is WorkerState.RUNNING)
+        standby = sum(1 for worker in workers if worker.state is WorkerState.STANDBY)
         demands = [(str(sub_id), summary["demands"].get(str(sub_id))) for sub_id in app.application.subtopology_ids]
         per_subtopology = "; ".join(
             f"{sub}: lag {demand['lag']}, input {demand['input_rate']:.0f}/s, capacity {demand['capacity']:.0f}/s"
@@ -273,11 +289,13 @@ def kstreams_lag_sensor(app: KStreamsApp, elastic: ElasticWorkers, worker_job: d
             for sub, demand in demands if demand is not None)
         context.log.info(
             f"lag {snapshot.total_lag} [{per_subtopology}], {summary['required_workers']:.2f} workers' worth of work: "
-            f"{summary['action']} ({running} -> {plan.desired_workers} workers); launch {summary['launch']}, "
-            f"retag {summary['retag']}, retire {summary['retire']}, cancel {summary['cancel']}, "
+            f"{summary['action']} ({running} -> {plan.desired_workers} workers, {standby} standby); "
+            f"promote {summary['promote']}, launch {summary['launch']}, standby launch {summary['launch_standby']}, "
+            f"demote {summary['demote']}, retag {summary['retag']}, retire {summary['retire']}, "
+            f"cancel {summary['cancel']}, "
             f"restart backoff {summary['deferred']}, pending handovers {summary['pending_handovers']}")
         health = due_health_evaluations(instance, health_evaluations(instance, app, snapshot.lags(), now), now)
         return dg.SensorResult(run_requests=requests, cursor=decision.state.to_json(),
-                               asset_events=[*_observations(app, snapshot, summary, running), *health])
+                               asset_events=[*_observations(app, snapshot, summary, running, standby), *health])
 
     return lag_sensor

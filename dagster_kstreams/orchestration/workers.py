@@ -19,8 +19,22 @@ sub-topology asset partition with what the task processed since the last one (of
 in and out, records per second of busy time, lag left), and of the topic partitions written.
 
 This is the contract :mod:`dagster_kstreams.scaling.plan` relies on to hand a task from one
-worker to another without both ever processing it. When its tags are empty and its state is
-``retiring``, the worker stops its tasks, reports nothing held and exits: the run succeeds.
+worker to another without both ever processing it (it reads its tags a second time only when it
+is about to start a task, and rewrites what it holds only when that changed). When its tags are
+empty and its state is ``retiring``, the worker stops its tasks, reports nothing held and exits:
+the run succeeds.
+
+A warm standby is a worker run in state ``standby``: SparkSession up, no tasks. It reads its tags
+every ``standby_poll_seconds`` rather than every ``idle_seconds``, so when the lag sensor promotes
+it (tasks and state ``running`` in one tag write) it starts the tasks within that time. Meanwhile
+it warms its SparkSession up on a thread (:class:`~dagster_kstreams.spark.warm_up.WarmUp`: each
+sub-topology's query once over its last ``warm_up_records`` records, nothing committed or written),
+abandoned the moment it is promoted: a cold worker's first task takes tens of seconds to its
+first batch, a warm one's a few. A running worker whose tags are emptied with state
+``standby`` (demoted) stops its tasks and stays up.
+
+Each worker records the stages of its own start (SparkSession, ready, tasks granted, first batch:
+:mod:`.start_timing`) and logs the whole breakdown when it is ready and at its first batch.
 
 If another process starts one of its tasks anyway (a worker taken for dead that was only
 stalled, a manual materialization, ``dagster-kstreams run``), the task's runner is fenced by
@@ -53,6 +67,7 @@ from dagster_kstreams.orchestration.execution import (
 )
 from dagster_kstreams.orchestration.protocol import (
     STATE_RETIRING,
+    STATE_STANDBY,
     TAG_APP,
     TAG_STATE,
     TAG_TASKS,
@@ -64,9 +79,11 @@ from dagster_kstreams.orchestration.protocol import (
     report_process,
     worker_job_name,
 )
+from dagster_kstreams.orchestration.start_timing import StartClock
 from dagster_kstreams.scaling import ScalingConfig
 from dagster_kstreams.spark.errors import TaskFencedError
 from dagster_kstreams.spark.running_task import RunningTask
+from dagster_kstreams.spark.warm_up import WarmUp
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology.task_id import TaskId
 
@@ -77,7 +94,9 @@ __all__ = ["ElasticWorkers", "LostTasks", "kstreams_worker_job"]
 class ElasticWorkers:
     """Elastic workers of one application: the scaling policy, the lag sensor and the worker runs.
 
-    ``sensor_interval_seconds``: how often the lag sensor ticks. ``default_status``: whether the
+    ``sensor_interval_seconds``: how often the lag sensor ticks (Dagster's sensor daemon wakes every
+    5 s, so the interval is in effect rounded up to a multiple of 5 s; at 5 s a failed worker's
+    tasks move to a standby within about 5 s of its failure). ``default_status``: whether the
     sensor runs as soon as the code location loads. ``heartbeat_timeout_seconds``: a started worker
     run silent that long is taken for dead (its process was killed): it is marked failed and its
     tasks move. ``startup_timeout_seconds``: the same for a run that has not beaten yet (starting
@@ -89,6 +108,9 @@ class ElasticWorkers:
     since its last report is reported every ``idle_report_seconds`` only).
     ``lost_task_pause_seconds``: how long a worker leaves a task alone after another process took
     it over (its commit was fenced), unless the sensor revokes the task first.
+    ``standby_poll_seconds``: how often a standby (``scaling.standby_workers``) reads its tags; the
+    time it takes to notice its promotion. ``warm_up_records``: how many records of each
+    sub-topology a standby's warm-up reads (0: no warm-up).
     """
 
     scaling: ScalingConfig = ScalingConfig()
@@ -103,6 +125,8 @@ class ElasticWorkers:
     report_interval_seconds: float = 5.0
     idle_report_seconds: float = 60.0
     lost_task_pause_seconds: float = 60.0
+    standby_poll_seconds: float = 0.2
+    warm_up_records: int = 100
 
     def __post_init__(self) -> None:
         if self.sensor_interval_seconds < 1:
@@ -115,6 +139,10 @@ class ElasticWorkers:
             raise ValueError("trigger_seconds must be >= 0, idle_seconds and report_interval_seconds > 0")
         if self.lost_task_pause_seconds < 0:
             raise ValueError(f"lost_task_pause_seconds must be >= 0, got {self.lost_task_pause_seconds}")
+        if self.standby_poll_seconds <= 0:
+            raise ValueError(f"standby_poll_seconds must be > 0, got {self.standby_poll_seconds}")
+        if self.warm_up_records < 0:
+            raise ValueError(f"warm_up_records must be >= 0, got {self.warm_up_records}")
 
 
 class _Heartbeat:
@@ -167,6 +195,20 @@ class LostTasks:
         return tasks - self._since.keys()
 
 
+class _HeldReport:
+    """What the run reports holding (protocol ``held``), written only when it changes."""
+
+    def __init__(self, instance: dg.DagsterInstance, run_id: str):
+        self._instance, self._run_id = instance, run_id
+        self._reported: Optional[frozenset[str]] = None
+
+    def report(self, tasks: Iterable[Any]) -> None:
+        held = frozenset(str(task) for task in tasks)
+        if held != self._reported:
+            report_held(self._instance, self._run_id, held)
+            self._reported = held
+
+
 def _tags(instance: dg.DagsterInstance, run_id: str) -> Mapping[str, str]:
     run = instance.get_run_by_id(run_id)
     if run is None or run.is_finished:
@@ -192,13 +234,20 @@ class _Tasks:
         self.records = 0
         self._written_ends: dict[int, dict] = {}  # sub-topology -> end offsets of its outputs at its last report
         self._last_report: dict[TaskId, float] = {}
+        self.first_batch_at: Optional[float] = None  # epoch seconds of the first batch any task committed
 
     def start(self, task: TaskId) -> None:
         sub_id = task.subtopology
         if sub_id not in self._written_ends:
             self._written_ends[sub_id] = end_offsets_once_led(self.admin, written_topics(self.app, sub_id))
         self.running[task] = self.runner.start_task(task, trigger_seconds=self.elastic.trigger_seconds,
-                                                    max_records_per_batch=self.elastic.records_per_task)
+                                                    max_records_per_batch=self.elastic.records_per_task,
+                                                    progress=self._batch_done)
+
+    def _batch_done(self, progress: Any) -> None:
+        # Called on Spark's batch thread after each committed batch.
+        if self.first_batch_at is None:
+            self.first_batch_at = time.time()
 
     def stop(self, task: TaskId) -> None:
         """Stop gracefully and report what the task did since its last report."""
@@ -260,23 +309,35 @@ def kstreams_worker_job(app: KStreamsApp, elastic: ElasticWorkers) -> dg.JobDefi
     @dg.op(name=f"{app_tag(app)}_worker", required_resource_keys={kafka_key, spark_key})
     def kstreams_worker(context: OpExecutionContext) -> dg.Output:
         instance, run_id = context.instance, context.run_id
-        worker = _tags(instance, run_id).get(TAG_WORKER, "?")
+        spark_resource = getattr(context.resources, spark_key)
+        clock = StartClock(instance, run_id, spark_resource)
+        tags = _tags(instance, run_id)
+        worker = tags.get(TAG_WORKER, "?")
         kafka = getattr(context.resources, kafka_key)
         admin = kafka.admin()
-        spark = getattr(context.resources, spark_key).spark_session
         prepare_topics(app, admin, app.application.subtopology_ids, context.log.info)
-        runner = task_runner(app, kafka, spark)
+        runner = task_runner(app, kafka, spark_resource.spark_session)
         runner.ensure_internal_topics()
         tasks = _Tasks(app, runner, admin, elastic, context.log_event)
         lost = LostTasks(elastic.lost_task_pause_seconds)
+        held = _HeldReport(instance, run_id)
+        # A standby warms up while it waits; a worker launched with tasks starts them at once.
+        warm_up = WarmUp(runner, elastic.warm_up_records) if (
+            tags.get(TAG_STATE) == STATE_STANDBY and elastic.warm_up_records) else None
         last_report = time.monotonic()
         with _Heartbeat(instance, run_id, elastic.heartbeat_interval_seconds):
+            clock.reach("worker_ready")
+            context.log.info(f"{worker} ready: {clock.describe()}")
+            if warm_up is not None:
+                warm_up.start()
             try:
                 while True:
                     first = _tags(instance, run_id)
                     usable = {TaskId.parse(t) for t in lost.usable(map(str, _task_ids(first)), time.monotonic())}
-                    report_held(instance, run_id, {str(t) for t in (*tasks.running, *usable)})
-                    second = _tags(instance, run_id)
+                    held.report({*tasks.running, *usable})
+                    # Only a task about to start needs the second read (a revocation between the two
+                    # reads is seen by the next loop, while the task still counts as held).
+                    second = _tags(instance, run_id) if usable - set(tasks.running) else first
                     keep = usable & _task_ids(second)
                     revoked = [task for task in tasks.running if task not in keep]
                     for task in revoked:
@@ -291,10 +352,20 @@ def kstreams_worker_job(app: KStreamsApp, elastic: ElasticWorkers) -> dg.JobDefi
                         context.log.warning(f"{worker} lost task {task} (left alone for "
                                             f"{elastic.lost_task_pause_seconds:.0f}s or until revoked): {failure}")
                     if revoked:
-                        report_held(instance, run_id, {str(t) for t in tasks.running})
+                        held.report(tasks.running)
                     if not keep and not tasks.running and second.get(TAG_STATE) == STATE_RETIRING:
-                        report_held(instance, run_id, ())
+                        held.report(())
                         break
+                    if keep:
+                        clock.reach("tasks_granted")
+                    if warm_up is not None and (keep or warm_up.done):
+                        if warm_up.completed and clock.reach("warmed_up"):
+                            context.log.info(f"{worker} warmed up in {warm_up.seconds:.1f}s")
+                        else:
+                            why = f"ended early: {warm_up.error}" if warm_up.error else "cut short: tasks granted"
+                            context.log.info(f"{worker} warm-up {why}")
+                        warm_up.stop()  # the cores go to its tasks now
+                        warm_up = None
                     # Upstream sub-topologies first (the application's task order), so records flow
                     # through repartition topics from the start.
                     starting = [task for task in app.application.tasks() if task in keep - set(tasks.running)]
@@ -304,14 +375,20 @@ def kstreams_worker_job(app: KStreamsApp, elastic: ElasticWorkers) -> dg.JobDefi
                         except TaskFencedError as error:
                             lost.lose(str(task), time.monotonic())
                             context.log.warning(f"{worker} could not take task {task}: {error}")
+                    if tasks.first_batch_at is not None and clock.reach("first_batch", tasks.first_batch_at):
+                        context.log.info(f"{worker} start: {clock.describe()}")
                     if time.monotonic() - last_report >= elastic.report_interval_seconds:
                         tasks.report()
                         last_report = time.monotonic()
-                    time.sleep(elastic.idle_seconds)
+                    standby = second.get(TAG_STATE) == STATE_STANDBY and not tasks.running
+                    time.sleep(elastic.standby_poll_seconds if standby else elastic.idle_seconds)
             finally:
+                if warm_up is not None:
+                    warm_up.stop()
                 tasks.stop_all()
         context.log.info(f"{worker} retired after {tasks.records} records")
-        return dg.Output(None, metadata={"records": tasks.records, "reports": sum(tasks.reports.values())})
+        return dg.Output(None, metadata={"records": tasks.records, "reports": sum(tasks.reports.values()),
+                                         **clock.metadata()})
 
     @dg.job(
         name=worker_job_name(app),

@@ -5,7 +5,8 @@ Standard library only: no Kafka, Spark or Dagster here, so every decision is uni
 * :mod:`.policy` — desired worker count from lag, input rate and measured throughput,
   with scale-down stabilization;
 * :mod:`.assignment` — sticky balanced assignment of tasks to workers;
-* :mod:`.plan` — launch, retag, retire (or cancel), and the two-phase task handover;
+* :mod:`.plan` — launch, retag, retire (or cancel), the two-phase task handover, and warm
+  standbys (promoted first, replaced, demoted into);
 * :mod:`.backoff` — restart backoff for worker ids whose runs keep failing;
 * :mod:`.tick` — one lag-sensor tick composing them, with a JSON-able state for the cursor.
 """

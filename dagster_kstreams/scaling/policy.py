@@ -28,6 +28,8 @@ Bounds, decided here once: ``upper = min(max_workers, tasks)`` and
 ``lower = min(min_workers, upper)``; when there is work (lag or input) and at least one task,
 ``lower`` is at least 1, because lag cannot drain with no worker. So ``min_workers=0`` means
 "scale to zero when idle", and with no tasks the count is 0 whatever ``min_workers`` says.
+The count is of active workers (those that hold tasks); warm standbys
+(``ScalingConfig.standby_workers``) come on top of it and are not bounded by ``max_workers``.
 
 Scaling up takes effect on the tick that sees the need. Scaling down follows Kubernetes
 HPA's downscale stabilization: the count may only fall to the highest recommendation seen
@@ -61,6 +63,14 @@ class ScalingConfig:
     ``rate_smoothing_seconds``: the time constant of the input rate's exponential average. End
     offsets move in steps (producers send in batches), so the rate between two ticks a few seconds
     apart swings around the true one; averaged over about this long it does not (0: no averaging).
+
+    ``standby_workers``: warm standbys, worker runs kept up with a SparkSession and no tasks
+    (Kafka Streams' idle instances beyond the task count). Scale-up and failover grant tasks to a
+    standby first, which starts them at once, and a new standby is launched in its place
+    (:mod:`.plan`). ``min_workers`` and ``max_workers`` bound the *active* workers only: standbys
+    come on top, so an application runs at most ``max_workers + standby_workers`` worker runs, and
+    keeps its standbys even while it has no active worker (``min_workers=0``), which is what makes
+    its first scale-up instant. An application with no tasks keeps none.
     """
 
     min_workers: int = 1
@@ -76,6 +86,7 @@ class ScalingConfig:
     max_restart_backoff_seconds: float = 600.0
     backoff_reset_seconds: float = 600.0
     rate_smoothing_seconds: float = 20.0
+    standby_workers: int = 0
 
     def __post_init__(self) -> None:
         if self.min_workers < 0:
@@ -109,6 +120,8 @@ class ScalingConfig:
             raise ValueError(f"backoff_reset_seconds must be > 0, got {self.backoff_reset_seconds}")
         if not self.rate_smoothing_seconds >= 0:
             raise ValueError(f"rate_smoothing_seconds must be >= 0, got {self.rate_smoothing_seconds}")
+        if self.standby_workers < 0:
+            raise ValueError(f"standby_workers must be >= 0, got {self.standby_workers}")
 
 
 @dataclass(frozen=True)

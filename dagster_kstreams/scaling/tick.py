@@ -84,10 +84,14 @@ class TickDecision:
 
     def summary(self) -> dict:
         """Plain values for logs and run metadata."""
+        standby_launches = self.plan.standby_launches
         return {
             **asdict(self.recommendation),
             "action": self.recommendation.action,
-            "launch": [launch.worker_id for launch in self.plan.launch],
+            "launch": [launch.worker_id for launch in self.plan.launch if launch.worker_id not in standby_launches],
+            "launch_standby": list(standby_launches),
+            "promote": list(self.plan.promoted),
+            "demote": list(self.plan.demoted),
             "retag": [change.worker_id for change in self.plan.retag],
             "retire": list(self.plan.retire),
             "cancel": list(self.plan.cancel),
@@ -109,7 +113,8 @@ def decide_tick(
     has the newest run of each worker id, failed ones included so that their replacements
     inherit their tasks; a failed worker id in restart backoff (its ``failures`` and
     ``failed_at``, see :mod:`.backoff`) is not relaunched before ``snapshot.time`` reaches
-    its relaunch time.
+    its relaunch time. Standbys (``config.standby_workers``) are not running workers to the
+    policy: the desired count is of active workers, and the plan fills it from the standbys first.
     """
     state = state or ScalingState()
     workers = list(workers)
@@ -135,6 +140,7 @@ def decide_tick(
             if worker.state is WorkerState.FAILED
             and snapshot.time < relaunch_at(worker.failures, worker.failed_at, config)
         ],
+        standby_workers=config.standby_workers,
     )
     capacities = {**state.measured_capacities, **recommendation.measured_capacities}
     # A rate is measured from the second snapshot on; before that there is nothing to average.
