@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 import pytest
@@ -157,3 +158,32 @@ def test_transient_errors_are_retried_and_others_reported_at_once():
 
     with pytest.raises(KafkaAdminError, match="reading offsets failed on 127.0.0.1:1"):
         admin._retrying(broken, "reading offsets")
+
+
+def test_a_running_tasks_admin_waits_out_an_unreachable_broker_and_a_quick_one_does_not():
+    from confluent_kafka import KafkaError, KafkaException
+
+    def restarting(codes):
+        answers = iter(codes)
+
+        def attempt():
+            code = next(answers)
+            if code is not None:
+                raise KafkaException(KafkaError(code))
+            return "offsets"
+        return attempt
+
+    down = [KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError.REQUEST_TIMED_OUT, None]
+    quick = KafkaAdmin("127.0.0.1:1", timeout_s=5)  # no request is sent: only the retry policy runs
+    with pytest.raises(KafkaAdminError, match=r"Kafka at 127\.0\.0\.1:1 is unreachable \(listing offsets"):
+        quick._retrying(restarting(down), "listing offsets")
+    patient = quick.waiting_out_outages(1.0)
+    assert patient._retrying(restarting(down), "listing offsets") == "offsets"
+
+    def never_back():
+        raise KafkaException(KafkaError(KafkaError._TRANSPORT))
+
+    started = time.monotonic()
+    with pytest.raises(KafkaAdminError, match=r"is unreachable for 2s \(listing offsets"):
+        KafkaAdmin("127.0.0.1:1", timeout_s=0.2, outage_s=1.5)._retrying(never_back, "listing offsets")
+    assert 1.4 < time.monotonic() - started < 4
