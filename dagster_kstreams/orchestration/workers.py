@@ -267,7 +267,8 @@ def kstreams_worker_job(app: KStreamsApp, elastic: ElasticWorkers) -> dg.JobDefi
         prepare_topics(app, admin, app.application.subtopology_ids, context.log.info)
         runner = task_runner(app, kafka, spark)
         runner.ensure_internal_topics()
-        tasks = _Tasks(app, runner, admin, elastic, context.log_event)
+        # Reports wait out a broker restart as the running tasks do, rather than fail the run.
+        tasks = _Tasks(app, runner, admin.waiting_out_outages(runner.task_timeout_s), elastic, context.log_event)
         lost = LostTasks(elastic.lost_task_pause_seconds)
         last_report = time.monotonic()
         with _Heartbeat(instance, run_id, elastic.heartbeat_interval_seconds):

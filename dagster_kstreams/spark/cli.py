@@ -82,6 +82,7 @@ def _runner(args: argparse.Namespace, topology: Topology, kafka_config: dict, sp
         deserialization_exception_handler=args.deserialization_exception_handler,
         dead_letter_topic=args.dead_letter_topic,
         max_records_per_batch=args.max_records_per_batch,
+        task_timeout_s=args.task_timeout,
     )
 
 
@@ -152,6 +153,9 @@ def register(subcommands: "argparse._SubParsersAction") -> None:
     parser.add_argument("--max-records", type=int, default=None, help="stop each task after about this many records")
     parser.add_argument("--max-records-per-batch", type=int, default=200_000,
                         help="records per micro-batch; offsets are committed after each (default 200000)")
+    parser.add_argument("--task-timeout", type=float, default=120.0, metavar="SECONDS",
+                        help="how long a running task waits for an unavailable broker (a restart, a coordinator "
+                             "moving) before it fails (default 120)")
     parser.add_argument("--deserialization-exception-handler", choices=["fail", "log_and_continue"], default="fail")
     parser.add_argument("--dead-letter-topic", default=None,
                         help="with log_and_continue: write undeserializable records here")

@@ -52,6 +52,7 @@ from dagster_kstreams.spark.checkpoint import (
     task_checkpoint,
     task_directory,
 )
+from dagster_kstreams.spark.client_timeouts import sink_timeouts, source_timeouts
 from dagster_kstreams.spark.compile import CompiledTopology, compile_topology
 from dagster_kstreams.spark.errors import TaskFailedError
 from dagster_kstreams.spark.metrics import observe_outputs
@@ -110,6 +111,7 @@ class TaskRunner:
         default_value_serde: Any = None,
         spark_kafka_config: Optional[Mapping[str, Any]] = None,
         fencing: bool = True,
+        task_timeout_s: float = 120.0,
     ):
         check_application_id(application_id)  # before anything else starts
         if isinstance(kafka_config, str):
@@ -127,6 +129,8 @@ class TaskRunner:
             raise ValueError(f"max_records_per_batch must be >= 1 or None, got {max_records_per_batch}")
         if state_partitions < 1:
             raise ValueError(f"state_partitions must be >= 1, got {state_partitions}")
+        if task_timeout_s <= 0:
+            raise ValueError(f"task_timeout_s must be > 0, got {task_timeout_s}")
         self.application_id = application_id
         self.state_location = state_location or default_state_location()
         self.dead_letters = DeadLetterPolicy(deserialization_exception_handler, dead_letter_topic)
@@ -134,12 +138,16 @@ class TaskRunner:
         self.state_partitions = state_partitions
         self.arrow_batch_size = arrow_batch_size
         self.fencing = fencing
+        self.task_timeout_s = task_timeout_s
         self.compiled: CompiledTopology = compile_topology(
             topology, application_id, self.dead_letters,
             default_key_serde=default_key_serde, default_value_serde=default_value_serde,
         ).check()  # an operation the runner cannot run fails now, not in the middle of a run
         self.application: ApplicationTopology = self.compiled.application
         self.admin = KafkaAdmin(self.kafka_config["bootstrap.servers"], self._client_config())
+        # A started task's Kafka calls wait out a broker restart (up to task_timeout_s); the checks
+        # before a task starts fail fast.
+        self._running_admin = self.admin.waiting_out_outages(task_timeout_s)
         self._spark = spark
         if spark is not None:
             honor_pyspark_python(spark)
@@ -308,7 +316,7 @@ class TaskRunner:
                 self.ensure_internal_topics()
             self._check_sink_topics(task.subtopology)
             # Taking the task fences any other process that runs it, before its checkpoint is read.
-            fence = RunFence(self._task_fence(str(task)), task, self.application_id, self.admin).__enter__()
+            fence = RunFence(self._task_fence(str(task)), task, self.application_id, self._running_admin).__enter__()
             source_topics = application.source_topics(task.subtopology)
             assigned = [TopicPartition(topic, partition) for topic, partition in application.assigned_partitions(task)]
             checkpoint = self.checkpoint_location(task)
@@ -331,7 +339,7 @@ class TaskRunner:
                 fence.__exit__(None, None, None)
             self._released(task)
             raise
-        return RunningTask(self.application_id, query, run, fence, self.admin, source_topics, self._released)
+        return RunningTask(self.application_id, query, run, fence, self._running_admin, source_topics, self._released)
 
     def _released(self, task: TaskId) -> None:
         with self._lock:
@@ -354,8 +362,8 @@ class TaskRunner:
         # Repartition topics carry their records' timestamps in a header: read only if used.
         timestamp_headers = [tp.topic for tp in run.assigned if self.application.is_repartition_topic(tp.topic)
                              and strategy.reads_record_timestamps(program)]
-        source = kafka_source(session, self._kafka_options(), run.assigned, starting, max_records_per_batch,
-                              timestamp_headers)
+        source = kafka_source(session, {**source_timeouts(self.task_timeout_s), **self._kafka_options()},
+                              run.assigned, starting, max_records_per_batch, timestamp_headers)
         output = strategy.build(source, program, self.dead_letters)
 
         written = self.application.sink_topics(run.task.subtopology)
@@ -364,8 +372,9 @@ class TaskRunner:
         counted = [*written, DROPPED_LATE_TOPIC] if program.uses_stream_time else written
         output = observe_outputs(output, counted)
         intents = WriteIntents(session, task_directory(self.state_location, self.application_id, str(run.task)))
-        writer = BatchWriter(run, self.application_id, checkpoint_reader, intents, self.admin, self._kafka_options(),
-                             self.kafka_config, written, drops_late=program.uses_stream_time,
+        writer = BatchWriter(run, self.application_id, checkpoint_reader, intents, self._running_admin,
+                             {**sink_timeouts(self.task_timeout_s), **self._kafka_options()}, self.kafka_config,
+                             written, drops_late=program.uses_stream_time,
                              ordered=strategy.orders_output(program),
                              largest_record_bytes=self._max_record_bytes)
         stream = (
@@ -382,7 +391,7 @@ class TaskRunner:
         if not self.fencing:
             return None
         return TaskFence(self.kafka_config["bootstrap.servers"], task_transactional_id(self.application_id, task_id),
-                         self.application_id, self._client_config())
+                         self.application_id, self._client_config(), timeout_s=self.task_timeout_s)
 
     # -- state ------------------------------------------------------------------------
     def read_store(self, store_name: str) -> dict[Any, Any]:
