@@ -19,6 +19,26 @@ dagster_kstreams.kafka.fencing.FenceError: committing offsets for transactional 
 Kafka's client gave no answer within 45s
 """
 
+# What a query ends with when the batch's commit gave up waiting for Kafka (FenceTimeoutError, raised
+# again as the TaskFailedError that names the task): the reason, said once.
+COMMIT_TIMED_OUT = """[FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred in the user provided function.
+  File "/x/dagster_kstreams/kafka/fencing.py", line 256, in _bounded
+    raise FenceTimeoutError(self._unanswered(
+dagster_kstreams.kafka.fencing.FenceTimeoutError: committing offsets for transactional id 'app-task-0_0' \
+(group 'app'): Kafka at 127.0.0.1:9092 was unavailable for 120s (Local: Broker transport failure)
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "/x/dagster_kstreams/spark/run_state.py", line 81, in _guard
+    raise TaskFailedError(self.task, self.application_id, f"{error}; a task waits task_timeout_s "
+dagster_kstreams.spark.errors.TaskFailedError: task 0_0 of application 'app' failed: committing offsets for \
+transactional id 'app-task-0_0' (group 'app'): Kafka at 127.0.0.1:9092 was unavailable for 120s (Local: Broker \
+transport failure); a task waits task_timeout_s for Kafka to come back
+ SQLSTATE: 39000
+\tat org.apache.spark.sql.execution.streaming.sources.ForeachBatchSink.callBatchWriter(ForeachBatchSink.scala:60)
+"""
+
 PYTHON_WORKER = """org.apache.spark.api.python.PythonException: Traceback (most recent call last):
   File "/x/user_code.py", line 3, in shout
     return value.upper()
@@ -32,6 +52,9 @@ AttributeError: 'NoneType' object has no attribute 'upper'
                        "max.request.size (kafka_config / --kafka-config) and the topic's max.message.bytes)"),
     (FENCED_IN_PYTHON, "FenceError: committing offsets for transactional id 'app-task-0_0': Kafka's client gave no "
                        "answer within 45s"),
+    (COMMIT_TIMED_OUT, "committing offsets for transactional id 'app-task-0_0' (group 'app'): Kafka at "
+                       "127.0.0.1:9092 was unavailable for 120s (Local: Broker transport failure); a task waits "
+                       "task_timeout_s for Kafka to come back"),
     (PYTHON_WORKER, "AttributeError: 'NoneType' object has no attribute 'upper'"),
     ("DeserializationError: cannot deserialize the value of the record at topic 't' partition 0 offset 3\n"
      "  raise DeserializationError(", "DeserializationError: cannot deserialize the value of the record at topic "

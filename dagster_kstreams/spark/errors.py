@@ -35,6 +35,8 @@ class TaskFencedError(TaskFailedError):
 
 
 _REASON = re.compile(r"(DeserializationError|ProcessingError): (.+)")
+# A TaskFailedError raised inside the query (by the batch's commit) already says which task failed.
+_TASK_FAILED = re.compile(r"^task \S+ of application '[^']*' failed: ")
 # "SomeError: message" or "Caused by: org.x.SomeException: message", as Python and the JVM print them.
 _EXCEPTION_LINE = re.compile(r"^(?:Caused by: )?((?:[\w$]+\.)*[\w$]*(?:Error|Exception|Exit|Interrupt)): (\S.*)$")
 # Wrappers that say only that something below failed.
@@ -66,6 +68,8 @@ def failure_reason(error: BaseException) -> str:
     meaningful = [cause for cause in causes if cause[0] not in _WRAPPERS]
     if meaningful or causes:
         name, message = (meaningful or causes)[-1]
+        if name == "TaskFailedError" and _TASK_FAILED.match(message):
+            return _TASK_FAILED.sub("", message)[:500]
         hint = _HINTS.get(name)
         reason = f"{name}: {message}" + (f" ({hint})" if hint else "")
         return reason[:500]
