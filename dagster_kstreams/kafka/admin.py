@@ -15,6 +15,8 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, IsolationLev
 from confluent_kafka import TopicPartition as _KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec, ResourceType
 
+from dagster_kstreams.kafka.transient import MOVING, UNREACHABLE, error_code
+
 
 class TopicPartition(NamedTuple):
     topic: str
@@ -76,7 +78,7 @@ class KafkaAdmin:
         are still being elected: NOT_LEADER_FOR_PARTITION, COORDINATOR_LOAD_IN_PROGRESS, ...
         """
         deadline = time.monotonic() + max(self.timeout_s, self.outage_s)
-        backoff = 0.2
+        backoff = 0.1
         while True:
             try:
                 return attempt()
@@ -185,7 +187,7 @@ class KafkaAdmin:
                 try:
                     description = future.result(timeout=self.timeout_s + 5)
                 except KafkaException as error:
-                    if _code(error) == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    if error_code(error) == KafkaError.UNKNOWN_TOPIC_OR_PART:
                         raise KafkaAdminError(f"topic {topic!r} does not exist on {self.bootstrap_servers}") from error
                     raise
                 counts[topic] = len(description.partitions)
@@ -328,7 +330,7 @@ class KafkaAdmin:
             for kafka_tp in result.topic_partitions or []:
                 if kafka_tp.error is None:
                     continue
-                if kafka_tp.error.code() in _TRANSIENT_CODES:
+                if kafka_tp.error.code() in MOVING:
                     raise KafkaException(kafka_tp.error)  # retried
                 raise KafkaAdminError(
                     f"committing offset {kafka_tp.offset} of {kafka_tp.topic}-{kafka_tp.partition} for group "
@@ -351,35 +353,13 @@ class KafkaAdmin:
         return {tp: max(0, end_offset - committed.get(tp, beginning.get(tp, 0))) for tp, end_offset in end.items()}
 
 
-_TRANSIENT_CODES = {
-    KafkaError.NOT_LEADER_FOR_PARTITION,
-    KafkaError.LEADER_NOT_AVAILABLE,
-    KafkaError.NOT_COORDINATOR,
-    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-    KafkaError.COORDINATOR_NOT_AVAILABLE,
-    KafkaError._WAIT_COORD,
-}
-
-
-# A broker that is down, restarting or too slow to answer.
-_UNREACHABLE_CODES = {
-    KafkaError._TRANSPORT,
-    KafkaError._TIMED_OUT,
-    KafkaError._ALL_BROKERS_DOWN,
-    KafkaError.REQUEST_TIMED_OUT,
-}
 _MAX_BACKOFF_S = 2.0
 
 
-def _code(error: KafkaException) -> int | None:
-    kafka_error = error.args[0] if error.args and isinstance(error.args[0], KafkaError) else None
-    return kafka_error.code() if kafka_error is not None else None
-
-
 def _is_transient(error: KafkaException, also_transient: frozenset[int] = frozenset()) -> bool:
-    code = _code(error)
-    return code is not None and (code in _TRANSIENT_CODES or code in also_transient)
+    code = error_code(error)
+    return code is not None and (code in MOVING or code in also_transient)
 
 
 def _is_unreachable(error: KafkaException) -> bool:
-    return _code(error) in _UNREACHABLE_CODES
+    return error_code(error) in UNREACHABLE

@@ -50,6 +50,8 @@ from typing import Any, Callable, Optional
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as _KafkaTopicPartition
 
+from dagster_kstreams.kafka.transient import MOVING, UNREACHABLE
+
 __all__ = ["FenceError", "FenceTimeoutError", "ProducerFencedError", "TaskFence", "classify_transaction_error",
            "task_transactional_id"]
 
@@ -63,23 +65,10 @@ _FENCED_CODES = frozenset(
 )
 
 
-# Coordinators move or still load (a new cluster, a broker restart), brokers are down or do not
-# answer in time: librdkafka does not flag these as retriable on every path (a consumer's
-# committed() raises NOT_COORDINATOR bare, an unreachable broker _TRANSPORT).
-_TRANSIENT_CODES = frozenset({
-    KafkaError.NOT_COORDINATOR,
-    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-    KafkaError.COORDINATOR_NOT_AVAILABLE,
-    KafkaError._WAIT_COORD,
-    KafkaError.NOT_LEADER_FOR_PARTITION,
-    KafkaError.LEADER_NOT_AVAILABLE,
-    KafkaError.CONCURRENT_TRANSACTIONS,
-    KafkaError._TRANSPORT,
-    KafkaError._ALL_BROKERS_DOWN,
-    KafkaError._TIMED_OUT,
-    KafkaError.REQUEST_TIMED_OUT,
-    KafkaError.NETWORK_EXCEPTION,
-})
+# Coordinators and leaders that move or still load (a new cluster, a broker restart), brokers
+# that are down or do not answer in time (:mod:`dagster_kstreams.kafka.transient`); and a
+# transaction of this producer's still being completed.
+_TRANSIENT_CODES = MOVING | UNREACHABLE | {KafkaError.CONCURRENT_TRANSACTIONS}
 
 # The fence's clients reconnect to the brokers they knew rather than re-bootstrap when all were
 # down at once: re-bootstrapping "decommissions" the known brokers, and a transaction's offset
