@@ -6,7 +6,7 @@ import re
 
 from dagster_kstreams.topology.task_id import TaskId
 
-__all__ = ["TaskFailedError", "TaskFencedError", "failure_reason"]
+__all__ = ["TaskFailedError", "TaskFencedError", "failure_reason", "used_concurrently"]
 
 
 class TaskFailedError(RuntimeError):
@@ -52,6 +52,18 @@ _HINTS = {
 }
 
 
+# Spark takes no lock on a checkpoint: two processes writing the same one at once fail the slower.
+_CONCURRENT_USE = ("CONCURRENT_STREAM_LOG_UPDATE", "concurrently using metadata", "SparkConcurrentModificationException")
+_CONCURRENT_REASON = ("another process started or ran this task's checkpoint at the same moment (Spark: {detail}); "
+                      "the process that started the task last owns it: run the task again if that one stopped")
+
+
+def used_concurrently(error: BaseException) -> bool:
+    """Whether a query failed because another process wrote the same checkpoint at the same moment."""
+    text = str(error)
+    return any(marker in text for marker in _CONCURRENT_USE)
+
+
 def failure_reason(error: BaseException) -> str:
     """The one line a user needs from a failed streaming query (Python or JVM): the innermost
     exception that is not a mere wrapper, with what to change when the fix is a setting. Never a
@@ -60,6 +72,9 @@ def failure_reason(error: BaseException) -> str:
     match = _REASON.search(text)
     if match:
         return f"{match.group(1)}: {match.group(2).strip()}"
+    if used_concurrently(error):
+        detail = next(marker for marker in _CONCURRENT_USE if marker in text)
+        return _CONCURRENT_REASON.format(detail=detail)
     causes = []
     for line in text.splitlines():
         found = _EXCEPTION_LINE.match(line.strip())

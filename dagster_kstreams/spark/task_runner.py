@@ -49,12 +49,13 @@ from dagster_kstreams.spark.checkpoint import (
     CheckpointReader,
     WriteIntents,
     default_state_location,
+    start_on_checkpoint,
     task_checkpoint,
     task_directory,
 )
 from dagster_kstreams.spark.client_timeouts import sink_timeouts, source_timeouts
 from dagster_kstreams.spark.compile import CompiledTopology, compile_topology
-from dagster_kstreams.spark.errors import TaskFailedError
+from dagster_kstreams.spark.errors import TaskFailedError, failure_reason
 from dagster_kstreams.spark.metrics import observe_outputs
 from dagster_kstreams.spark.pipeline import run_pipelined
 from dagster_kstreams.spark.run_state import RunFence, RunState
@@ -383,7 +384,10 @@ class TaskRunner:
             .outputMode("update" if program.stateful else "append")
             .queryName(f"{self.application_id}-task-{run.task}")
         )
-        return trigger.apply(stream).start()
+        try:
+            return start_on_checkpoint(trigger.apply(stream))
+        except Exception as error:  # from the JVM: said in one line, as a running query's failure is
+            raise TaskFailedError(run.task, self.application_id, failure_reason(error)) from error
 
     def _task_fence(self, task_id: str) -> Optional[TaskFence]:
         """The (not yet started) transactional producer that stands for the task (named by its
