@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import sys
+import traceback
 from types import ModuleType
 from typing import Any, Optional
 
@@ -90,6 +91,8 @@ def _run(args: argparse.Namespace) -> int:
     try:
         return _run_tasks(args)
     except (CommandError, TaskFailedError, ValueError, KeyError) as error:
+        if args.verbose:
+            traceback.print_exc()
         print(f"dagster-kstreams: error: {error}", file=sys.stderr)
         return 1
 
@@ -105,11 +108,14 @@ def _run_tasks(args: argparse.Namespace) -> int:
         # What the runner cannot run, an unreachable broker, a missing source topic: said in a
         # second, before Spark starts (the runner is built again on the session below).
         _runner(args, topology, kafka_config, spark=None).partitioned()
-    spark_conf = {"spark.ui.enabled": "false", **dict(args.spark_conf)}
+    # A failure is said in one line (below); Spark's own log of it (hundreds of lines) only if asked.
+    log_level = "WARN" if args.verbose else "OFF"
+    spark_conf = {"spark.ui.enabled": "false", "spark.log.level": log_level,
+                  "spark.ui.showConsoleProgress": str(args.verbose).lower(), **dict(args.spark_conf)}
     # Workers must run this interpreter (with pandas and pyarrow), not whatever `python3` is.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = build_spark_session(args.master, spark_conf, app_name=f"dagster-kstreams-{args.app_id}")
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setLogLevel(log_level)
     try:
         runner = _runner(args, topology or _build_topology(args.topology, target), kafka_config, spark)
         if args.all:
@@ -163,4 +169,6 @@ def register(subcommands: "argparse._SubParsersAction") -> None:
                         help="with --all: by default every task runs at once, sub-topologies pipelined (on all "
                              "the cores of --master); N runs one sub-topology after another, N of its tasks at a time")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON line at the end")
+    parser.add_argument("--verbose", action="store_true",
+                        help="Spark's own log (warnings and errors) and a failure's stack trace, not only its cause")
     parser.set_defaults(handler=_run)
