@@ -71,6 +71,10 @@ AttributeError: 'NoneType' object has no attribute 'upper'
      "streaming jobs detected for 0.", "another process started or ran this task's checkpoint at the same moment "
                                        "(Spark: CONCURRENT_STREAM_LOG_UPDATE); the process that started the task "
                                        "last owns it: run the task again if that one stopped"),
+    ("Caused by: org.apache.kafka.common.errors.TimeoutException: Timeout of 120000ms expired before the position "
+     "for partition t-0 could be determined", "TimeoutException: Timeout of 120000ms expired before the position for "
+                                              "partition t-0 could be determined (Kafka did not answer in time: is the "
+                                              "broker up? a running task waits task_timeout_s (--task-timeout) for it)"),
     (PYTHON_WORKER, "AttributeError: 'NoneType' object has no attribute 'upper'"),
     ("DeserializationError: cannot deserialize the value of the record at topic 't' partition 0 offset 3\n"
      "  raise DeserializationError(", "DeserializationError: cannot deserialize the value of the record at topic "

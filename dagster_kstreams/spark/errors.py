@@ -49,6 +49,9 @@ _WRAPPERS = frozenset({
 _HINTS = {
     "RecordTooLargeException": ("increase the producer's max.request.size (kafka_config / --kafka-config) and the "
                                 "topic's max.message.bytes"),
+    # Spark's Kafka clients (Java) giving up on a broker that stayed away.
+    "TimeoutException": "Kafka did not answer in time: is the broker up? a running task waits task_timeout_s "
+                        "(--task-timeout) for it",
 }
 
 
