@@ -2,6 +2,7 @@
 
 import pytest
 
+from dagster_kstreams.spark.checkpoint import start_on_checkpoint
 from dagster_kstreams.spark.errors import failure_reason
 
 RECORD_TOO_LARGE = """An error occurred while calling o123.save.
@@ -19,6 +20,34 @@ dagster_kstreams.kafka.fencing.FenceError: committing offsets for transactional 
 Kafka's client gave no answer within 45s
 """
 
+# What a query ends with when the batch's commit gave up waiting for Kafka (FenceTimeoutError, raised
+# again as the TaskFailedError that names the task): the reason, said once.
+COMMIT_TIMED_OUT = """[FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred in the user provided function.
+  File "/x/dagster_kstreams/kafka/fencing.py", line 256, in _bounded
+    raise FenceTimeoutError(self._unanswered(
+dagster_kstreams.kafka.fencing.FenceTimeoutError: committing offsets for transactional id 'app-task-0_0' \
+(group 'app'): Kafka at 127.0.0.1:9092 was unavailable for 120s (Local: Broker transport failure)
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "/x/dagster_kstreams/spark/run_state.py", line 81, in _guard
+    raise TaskFailedError(self.task, self.application_id, f"{error}; a task waits task_timeout_s "
+dagster_kstreams.spark.errors.TaskFailedError: task 0_0 of application 'app' failed: committing offsets for \
+transactional id 'app-task-0_0' (group 'app'): Kafka at 127.0.0.1:9092 was unavailable for 120s (Local: Broker \
+transport failure); a task waits task_timeout_s for Kafka to come back
+ SQLSTATE: 39000
+\tat org.apache.spark.sql.execution.streaming.sources.ForeachBatchSink.callBatchWriter(ForeachBatchSink.scala:60)
+"""
+
+# Two `run --task 0_0` started at the same moment on a new checkpoint: the slower to write its metadata.
+METADATA_RACE = """An error occurred while calling o278.start.
+: org.apache.spark.SparkConcurrentModificationException: Multiple streaming queries are concurrently using metadata.
+\tat org.apache.spark.sql.execution.streaming.runtime.StreamExecution.<init>(StreamExecution.scala:152)
+Caused by: org.apache.hadoop.fs.FileAlreadyExistsException: Rename destination file:/s/app/tasks/0_0/checkpoint/metadata \
+already exists.
+"""
+
 PYTHON_WORKER = """org.apache.spark.api.python.PythonException: Traceback (most recent call last):
   File "/x/user_code.py", line 3, in shout
     return value.upper()
@@ -32,6 +61,20 @@ AttributeError: 'NoneType' object has no attribute 'upper'
                        "max.request.size (kafka_config / --kafka-config) and the topic's max.message.bytes)"),
     (FENCED_IN_PYTHON, "FenceError: committing offsets for transactional id 'app-task-0_0': Kafka's client gave no "
                        "answer within 45s"),
+    (COMMIT_TIMED_OUT, "committing offsets for transactional id 'app-task-0_0' (group 'app'): Kafka at "
+                       "127.0.0.1:9092 was unavailable for 120s (Local: Broker transport failure); a task waits "
+                       "task_timeout_s for Kafka to come back"),
+    (METADATA_RACE, "another process started or ran this task's checkpoint at the same moment (Spark: concurrently "
+                    "using metadata); the process that started the task last owns it: run the task again if that "
+                    "one stopped"),
+    ("org.apache.spark.SparkException: [CONCURRENT_STREAM_LOG_UPDATE] Concurrent update to the log. Multiple "
+     "streaming jobs detected for 0.", "another process started or ran this task's checkpoint at the same moment "
+                                       "(Spark: CONCURRENT_STREAM_LOG_UPDATE); the process that started the task "
+                                       "last owns it: run the task again if that one stopped"),
+    ("Caused by: org.apache.kafka.common.errors.TimeoutException: Timeout of 120000ms expired before the position "
+     "for partition t-0 could be determined", "TimeoutException: Timeout of 120000ms expired before the position for "
+                                              "partition t-0 could be determined (Kafka did not answer in time: is the "
+                                              "broker up? a running task waits task_timeout_s (--task-timeout) for it)"),
     (PYTHON_WORKER, "AttributeError: 'NoneType' object has no attribute 'upper'"),
     ("DeserializationError: cannot deserialize the value of the record at topic 't' partition 0 offset 3\n"
      "  raise DeserializationError(", "DeserializationError: cannot deserialize the value of the record at topic "
@@ -43,3 +86,25 @@ def test_the_cause_in_one_line(text, expected):
     reason = failure_reason(RuntimeError(text))
     assert reason == expected
     assert "\n" not in reason and "raise " not in reason
+
+
+class _Writer:
+    """A DataStreamWriter whose first starts fail as Spark's do."""
+
+    def __init__(self, *failures: str):
+        self.failures, self.starts = list(failures), 0
+
+    def start(self):
+        self.starts += 1
+        if self.failures:
+            raise RuntimeError(self.failures.pop(0))
+        return "query"
+
+
+def test_a_checkpoint_started_by_another_process_at_the_same_moment_is_started_again():
+    raced = _Writer(METADATA_RACE)
+    assert start_on_checkpoint(raced) == "query" and raced.starts == 2
+    other = _Writer("org.apache.spark.sql.AnalysisException: checkpointLocation must be specified")
+    with pytest.raises(RuntimeError, match="checkpointLocation"):  # anything else is not retried
+        start_on_checkpoint(other)
+    assert other.starts == 1

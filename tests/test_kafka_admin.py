@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 import pytest
@@ -157,3 +158,35 @@ def test_transient_errors_are_retried_and_others_reported_at_once():
 
     with pytest.raises(KafkaAdminError, match="reading offsets failed on 127.0.0.1:1"):
         admin._retrying(broken, "reading offsets")
+
+
+def test_a_running_tasks_admin_waits_out_an_unreachable_broker_and_a_quick_one_does_not():
+    from confluent_kafka import KafkaError, KafkaException
+
+    def restarting(codes):
+        answers = iter(codes)
+
+        def attempt():
+            code = next(answers)
+            if code is not None:
+                raise KafkaException(KafkaError(code))
+            return "offsets"
+        return attempt
+
+    # What a broker answers while it shuts down, then nothing, then what it answers while it starts.
+    down = [KafkaError.FENCED_LEADER_EPOCH, KafkaError._TRANSPORT, KafkaError.OFFSET_NOT_AVAILABLE,
+            KafkaError.NOT_COORDINATOR, None]
+    quick = KafkaAdmin("127.0.0.1:1", timeout_s=5)  # no request is sent: only the retry policy runs
+    assert quick._retrying(restarting(down[:1] + down[-3:]), "listing offsets") == "offsets"  # leaders moving
+    with pytest.raises(KafkaAdminError, match=r"Kafka at 127\.0\.0\.1:1 is unreachable \(listing offsets"):
+        quick._retrying(restarting(down), "listing offsets")
+    patient = quick.waiting_out_outages(30)
+    assert patient._retrying(restarting(down), "listing offsets") == "offsets"
+
+    def never_back():
+        raise KafkaException(KafkaError(KafkaError._TRANSPORT))
+
+    started = time.monotonic()
+    with pytest.raises(KafkaAdminError, match=r"is unreachable for 1s \(listing offsets"):
+        KafkaAdmin("127.0.0.1:1", timeout_s=0.2, outage_s=0.8)._retrying(never_back, "listing offsets")
+    assert 0.7 < time.monotonic() - started < 3

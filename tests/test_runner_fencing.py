@@ -25,12 +25,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from dagster_kstreams.kafka.admin import TopicPartition
 from dagster_kstreams.kafka.fencing import (
     FenceError,
+    FenceTimeoutError,
     ProducerFencedError,
     TaskFence,
     classify_transaction_error,
@@ -52,6 +53,7 @@ def test_transactional_id_names_the_task_and_errors_are_classified():
     assert classify_transaction_error(KafkaError(KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, fatal=True)) == "fatal"
     assert classify_transaction_error(KafkaError(KafkaError._TIMED_OUT, retriable=True)) == "retry"
     assert classify_transaction_error(KafkaError(KafkaError.NOT_COORDINATOR)) == "retry"  # raised unflagged
+    assert classify_transaction_error(KafkaError(KafkaError._TRANSPORT)) == "retry"  # a broker restarting
     assert classify_transaction_error(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART, txn_requires_abort=True)) == "abort"
 
 
@@ -66,6 +68,46 @@ def test_a_client_call_that_never_returns_fails_the_fence_instead_of_hanging():
     with pytest.raises(FenceError, match="never returned"):  # the fence is unusable from then on
         fence._bounded(lambda: None, 0.1, "checking the fence")
     release.set()
+
+
+def test_a_broker_restart_is_waited_out_until_the_deadline_but_being_fenced_fails_at_once():
+    fence = TaskFence("127.0.0.1:1", "app-task-0_0", "app", timeout_s=1.0)  # never started: no broker needed
+    outage = iter([KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                   KafkaError.REQUEST_TIMED_OUT, None])
+
+    def restarting_broker(remaining):
+        code = next(outage)
+        if code is not None:
+            raise KafkaException(KafkaError(code))
+        return "committed"
+
+    assert fence._call(restarting_broker, "committing offsets") == "committed"
+
+    def down(remaining):
+        raise KafkaException(KafkaError(KafkaError._TRANSPORT))
+
+    started = time.monotonic()
+    with pytest.raises(FenceTimeoutError, match=r"committing offsets .* Kafka at 127\.0\.0\.1:1 was unavailable for 1s"):
+        fence._call(down, "committing offsets")
+    assert 0.9 < time.monotonic() - started < 3
+
+    calls = []
+
+    def fenced(remaining):
+        calls.append(remaining)
+        raise KafkaException(KafkaError(KafkaError._FENCED, fatal=True))
+
+    with pytest.raises(ProducerFencedError):
+        fence._call(fenced, "committing offsets")
+    assert len(calls) == 1
+
+
+def test_the_fence_reconnects_to_known_brokers_rather_than_rebootstrapping_unless_configured():
+    # Re-bootstrapping after every broker was down leaves librdkafka waiting for ever on the old
+    # group coordinator (librdkafka #5511): the fence's clients do not, unless told to.
+    assert TaskFence("b:9092", "app-task-0_0", "app")._producer_config["metadata.recovery.strategy"] == "none"
+    told = TaskFence("b:9092", "app-task-0_0", "app", {"metadata.recovery.strategy": "rebootstrap"})
+    assert told._producer_config["metadata.recovery.strategy"] == "rebootstrap"
 
 
 def test_a_worker_leaves_a_lost_task_alone_until_revoked_or_the_pause_is_over():

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from confluent_kafka import Producer
 
+from dagster_kstreams.local.broker import free_port
 from dagster_kstreams.spark.session import SparkSessionError, build_spark_session, spark_conf
 
 pytestmark = pytest.mark.integration
@@ -65,6 +67,14 @@ def test_spark_conf_puts_connector_on_spark_jars_and_keeps_user_settings():
 def test_bad_master_is_a_clear_error_naming_it(master):
     with pytest.raises(SparkSessionError, match=re.escape(f"Spark master {master!r}")):
         build_spark_session(master)
+
+
+def test_a_standalone_master_nobody_listens_at_is_a_clear_error_before_spark_starts():
+    master = f"spark://127.0.0.1:{free_port()}"  # nothing listens there
+    started = time.monotonic()
+    with pytest.raises(SparkSessionError, match=re.escape(f"Spark master {master!r} is unreachable")):
+        build_spark_session(master)
+    assert time.monotonic() - started < 5  # Spark itself would retry for a minute
 
 
 def test_setting_outside_spark_namespace_is_rejected_by_name():

@@ -1,7 +1,8 @@
 """Topics, offsets and consumer-group offsets through confluent-kafka's AdminClient.
 
 Every call has a short timeout: a broker that does not answer gives a KafkaAdminError that
-names the bootstrap servers, not a hang. Offsets are keyed by ``TopicPartition(topic, partition)``.
+names the bootstrap servers, not a hang. A running task's admin client instead waits out a broker
+restart (:meth:`KafkaAdmin.waiting_out_outages`). Offsets are keyed by ``TopicPartition(topic, partition)``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from typing import Any, NamedTuple
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, IsolationLevel, KafkaError, KafkaException, TopicCollection
 from confluent_kafka import TopicPartition as _KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec, ResourceType
+
+from dagster_kstreams.kafka.transient import MOVING, UNREACHABLE, error_code
 
 
 class TopicPartition(NamedTuple):
@@ -31,6 +34,9 @@ class KafkaAdmin:
     """Admin operations against one Kafka cluster.
 
     ``config`` is passed to librdkafka as is (``security.protocol``, ``sasl.*``, ``ssl.*``, ...).
+    ``timeout_s`` bounds each request. ``outage_s`` (0 by default) is how long a call waits out an
+    unreachable broker, retrying with backoff, before it fails (transient answers such as a
+    coordinator or leader that moves are retried for ``timeout_s`` or ``outage_s``, the longer).
     """
 
     def __init__(
@@ -38,11 +44,14 @@ class KafkaAdmin:
         bootstrap_servers: str,
         config: Mapping[str, Any] | None = None,
         timeout_s: float = 10.0,
+        outage_s: float = 0.0,
     ) -> None:
         if not bootstrap_servers:
             raise KafkaAdminError("bootstrap_servers is empty; pass e.g. '127.0.0.1:9092'")
         self.bootstrap_servers = bootstrap_servers
         self.timeout_s = timeout_s
+        self.outage_s = outage_s
+        self._config = dict(config or {})
         self.client_config: dict[str, Any] = {
             "bootstrap.servers": bootstrap_servers,
             "socket.timeout.ms": int(timeout_s * 1000),
@@ -52,34 +61,46 @@ class KafkaAdmin:
         }
         self._client = AdminClient(self.client_config)
 
+    def waiting_out_outages(self, outage_s: float) -> "KafkaAdmin":
+        """An admin client on the same cluster whose calls wait up to ``outage_s`` for a broker
+        that is down or restarting (a running task's: a restart costs it a pause, not a failure)."""
+        return KafkaAdmin(self.bootstrap_servers, self._config, timeout_s=self.timeout_s, outage_s=outage_s)
+
     # -- helpers ---------------------------------------------------------------------
     def _request_kwargs(self) -> dict[str, float]:
         return {"request_timeout": self.timeout_s}
 
     def _retrying(self, attempt: Callable[[], Any], what: str, also_transient: frozenset[int] = frozenset()) -> Any:
-        """Run ``attempt`` again while Kafka answers with a transient error, up to the timeout.
+        """Run ``attempt`` again while Kafka answers with a transient error, with backoff, up to
+        ``timeout_s`` (or ``outage_s``, also while the broker is unreachable).
 
         Right after a topic is created or the broker starts, leaders and group coordinators
         are still being elected: NOT_LEADER_FOR_PARTITION, COORDINATOR_LOAD_IN_PROGRESS, ...
         """
-        deadline = time.monotonic() + self.timeout_s
+        deadline = time.monotonic() + max(self.timeout_s, self.outage_s)
+        backoff = 0.1
         while True:
             try:
                 return attempt()
             except KafkaException as error:
-                if time.monotonic() >= deadline or not _is_transient(error, also_transient):
+                waits_out = self.outage_s > 0 and _is_unreachable(error)
+                if time.monotonic() >= deadline or not (waits_out or _is_transient(error, also_transient)):
                     raise self._translate(error, what) from error
             except TimeoutError as error:
-                raise KafkaAdminError(
-                    f"Kafka at {self.bootstrap_servers} did not answer within {self.timeout_s:.0f}s ({what})"
-                ) from error
-            time.sleep(0.2)
+                if self.outage_s <= 0 or time.monotonic() >= deadline:
+                    raise KafkaAdminError(
+                        f"Kafka at {self.bootstrap_servers} did not answer within "
+                        f"{max(self.timeout_s, self.outage_s):.0f}s ({what})"
+                    ) from error
+            time.sleep(min(backoff, max(0.0, deadline - time.monotonic())))
+            backoff = min(2 * backoff, _MAX_BACKOFF_S)
 
     def _translate(self, error: KafkaException, what: str) -> KafkaAdminError:
         kafka_error = error.args[0] if error.args and isinstance(error.args[0], KafkaError) else None
-        code = kafka_error.code() if kafka_error else None
-        if code in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN, KafkaError.REQUEST_TIMED_OUT):
-            return KafkaAdminError(f"Kafka at {self.bootstrap_servers} is unreachable ({what}): {kafka_error.str()}")
+        if _is_unreachable(error):
+            waited = f" for {self.outage_s:.0f}s" if self.outage_s > 0 else ""
+            return KafkaAdminError(
+                f"Kafka at {self.bootstrap_servers} is unreachable{waited} ({what}): {kafka_error.str()}")
         message = kafka_error.str() if kafka_error else str(error)
         return KafkaAdminError(f"{what} failed on {self.bootstrap_servers}: {message}")
 
@@ -158,21 +179,21 @@ class KafkaAdmin:
         topics = list(dict.fromkeys(topics))
         if not topics:
             return {}
-        futures = self._client.describe_topics(TopicCollection(topics), **self._request_kwargs())
-        counts = {}
-        for topic, future in futures.items():
-            try:
-                description = future.result(timeout=self.timeout_s + 5)
-            except KafkaException as error:
-                if error.args and isinstance(error.args[0], KafkaError) and error.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                    raise KafkaAdminError(f"topic {topic!r} does not exist on {self.bootstrap_servers}") from error
-                raise self._translate(error, f"describing topic {topic!r}") from error
-            except TimeoutError as error:
-                raise KafkaAdminError(
-                    f"Kafka at {self.bootstrap_servers} did not answer within {self.timeout_s:.0f}s (describing topic {topic!r})"
-                ) from error
-            counts[topic] = len(description.partitions)
-        return counts
+
+        def attempt() -> dict[str, int]:
+            futures = self._client.describe_topics(TopicCollection(topics), **self._request_kwargs())
+            counts = {}
+            for topic, future in futures.items():
+                try:
+                    description = future.result(timeout=self.timeout_s + 5)
+                except KafkaException as error:
+                    if error_code(error) == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                        raise KafkaAdminError(f"topic {topic!r} does not exist on {self.bootstrap_servers}") from error
+                    raise
+                counts[topic] = len(description.partitions)
+            return counts
+
+        return self._retrying(attempt, f"describing topic(s) {', '.join(map(repr, topics))}")
 
     def partition_count(self, topic: str) -> int:
         return self.partition_counts([topic])[topic]
@@ -198,10 +219,7 @@ class KafkaAdmin:
 
     def list_topics(self) -> set[str]:
         """Names of all topics, internal ones (``__consumer_offsets``) excluded."""
-        try:
-            metadata = self._client.list_topics(timeout=self.timeout_s)
-        except KafkaException as error:
-            raise self._translate(error, "listing topics") from error
+        metadata = self._retrying(lambda: self._client.list_topics(timeout=self.timeout_s), "listing topics")
         return {name for name in metadata.topics if not name.startswith("__")}
 
     # -- offsets ---------------------------------------------------------------------
@@ -319,7 +337,7 @@ class KafkaAdmin:
             for kafka_tp in result.topic_partitions or []:
                 if kafka_tp.error is None:
                     continue
-                if kafka_tp.error.code() in _TRANSIENT_CODES:
+                if kafka_tp.error.code() in MOVING:
                     raise KafkaException(kafka_tp.error)  # retried
                 raise KafkaAdminError(
                     f"committing offset {kafka_tp.offset} of {kafka_tp.topic}-{kafka_tp.partition} for group "
@@ -342,16 +360,13 @@ class KafkaAdmin:
         return {tp: max(0, end_offset - committed.get(tp, beginning.get(tp, 0))) for tp, end_offset in end.items()}
 
 
-_TRANSIENT_CODES = {
-    KafkaError.NOT_LEADER_FOR_PARTITION,
-    KafkaError.LEADER_NOT_AVAILABLE,
-    KafkaError.NOT_COORDINATOR,
-    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-    KafkaError.COORDINATOR_NOT_AVAILABLE,
-    KafkaError._WAIT_COORD,
-}
+_MAX_BACKOFF_S = 2.0
 
 
 def _is_transient(error: KafkaException, also_transient: frozenset[int] = frozenset()) -> bool:
-    kafka_error = error.args[0] if error.args and isinstance(error.args[0], KafkaError) else None
-    return kafka_error is not None and (kafka_error.code() in _TRANSIENT_CODES or kafka_error.code() in also_transient)
+    code = error_code(error)
+    return code is not None and (code in MOVING or code in also_transient)
+
+
+def _is_unreachable(error: KafkaException) -> bool:
+    return error_code(error) in UNREACHABLE

@@ -28,12 +28,20 @@ reports exactly as it reports fencing. The committed offsets are ordinary group 
 transaction commits: ``kafka-consumer-groups --describe`` and :meth:`KafkaAdmin.lag` see them.
 
 A fenced producer fails with librdkafka's fatal ``_FENCED`` error, raised here as
-:class:`ProducerFencedError`. That error also follows a transaction left open longer than
-``transaction.timeout.ms`` (the process stalled between the two calls of one transaction).
-Any other failure is a :class:`FenceError`, also when librdkafka does not return at all: its
-``send_offsets_to_transaction`` can wait for ever on a group coordinator it stopped looking for
-(librdkafka #5456, seen on a broker whose ``__consumer_offsets`` did not exist yet), so every
-call runs with a hard deadline, and :meth:`TaskFence.start` first waits for that coordinator.
+:class:`ProducerFencedError`, at once. That error also follows a transaction left open longer
+than ``transaction.timeout.ms`` (the process stalled between the two calls of one transaction).
+Any other failure is a :class:`FenceError`.
+
+A broker restart, a coordinator that moves or still loads, a request that times out: these are
+retried, with backoff, until the call's deadline (``timeout_s``, two minutes by default), so a
+broker that is back within a minute costs a pause; past the deadline the call fails with a
+:class:`FenceTimeoutError` that names the bootstrap servers. librdkafka does not always return:
+its ``send_offsets_to_transaction`` can wait for ever on a group coordinator it stopped looking
+for (librdkafka #5456, seen on a broker whose ``__consumer_offsets`` did not exist yet; #5511,
+a coordinator "decommissioned" when every broker was down at once and the client re-bootstrapped).
+So every call runs with a hard deadline, :meth:`TaskFence.start` first waits for the group
+coordinator, and the fence's clients do not re-bootstrap (``metadata.recovery.strategy=none``
+unless configured): after a restart they reconnect to the brokers they knew.
 """
 
 from __future__ import annotations
@@ -47,7 +55,10 @@ from typing import Any, Callable, Optional
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as _KafkaTopicPartition
 
-__all__ = ["FenceError", "ProducerFencedError", "TRANSACTIONAL_PRODUCER_DEFAULTS", "TaskFence", "classify_transaction_error",
+from dagster_kstreams.kafka.transient import MOVING, UNREACHABLE
+
+__all__ = ["FenceError", "FenceTimeoutError", "ProducerFencedError", "TRANSACTIONAL_PRODUCER_DEFAULTS",
+           "TaskFence", "classify_transaction_error",
            "task_transactional_id"]
 
 log = logging.getLogger(__name__)
@@ -60,17 +71,16 @@ _FENCED_CODES = frozenset(
 )
 
 
-# Coordinators move or still load (a new cluster, a broker restart): librdkafka does not flag
-# these as retriable on every path (a consumer's committed() raises NOT_COORDINATOR bare).
-_TRANSIENT_CODES = frozenset({
-    KafkaError.NOT_COORDINATOR,
-    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-    KafkaError.COORDINATOR_NOT_AVAILABLE,
-    KafkaError._WAIT_COORD,
-    KafkaError.NOT_LEADER_FOR_PARTITION,
-    KafkaError.LEADER_NOT_AVAILABLE,
-    KafkaError.CONCURRENT_TRANSACTIONS,
-})
+# Coordinators and leaders that move or still load (a new cluster, a broker restart), brokers
+# that are down or do not answer in time (:mod:`dagster_kstreams.kafka.transient`); and a
+# transaction of this producer's still being completed.
+_TRANSIENT_CODES = MOVING | UNREACHABLE | {KafkaError.CONCURRENT_TRANSACTIONS}
+
+# The fence's clients reconnect to the brokers they knew rather than re-bootstrap when all were
+# down at once: re-bootstrapping "decommissions" the known brokers, and a transaction's offset
+# commit then waits for ever on the decommissioned group coordinator (librdkafka #5511).
+_CLIENT_DEFAULTS = {"metadata.recovery.strategy": "none"}
+_MAX_BACKOFF_S = 1.0
 
 
 # The producer also writes a task's records under exactly-once: batch the sends of a whole
@@ -89,6 +99,11 @@ def task_transactional_id(application_id: str, task_id: str) -> str:
 
 class FenceError(RuntimeError):
     """A transactional request of a task's fence failed for a reason other than fencing."""
+
+
+class FenceTimeoutError(FenceError):
+    """Kafka gave no usable answer before the call's deadline: the brokers or the coordinator
+    stayed unreachable or unavailable for longer than the fence's ``timeout_s``."""
 
 
 class ProducerFencedError(FenceError):
@@ -120,7 +135,8 @@ class TaskFence:
     """The transactional producer of one task in one run (see the module docstring).
 
     ``config`` holds any librdkafka client setting (``security.protocol``, ``sasl.*`` ...).
-    Every call gives up after ``timeout_s`` of retriable errors with a :class:`FenceError`.
+    Every call retries transient errors (brokers down, coordinators moving, timeouts) with backoff
+    and gives up after ``timeout_s`` with a :class:`FenceTimeoutError`; being fenced fails at once.
     """
 
     def __init__(
@@ -129,12 +145,14 @@ class TaskFence:
         transactional_id: str,
         group_id: str,
         config: Optional[Mapping[str, Any]] = None,
-        timeout_s: float = 30.0,
+        timeout_s: float = 120.0,
     ):
         self.transactional_id = transactional_id
         self.group_id = group_id
+        self.bootstrap_servers = bootstrap_servers
         self.timeout_s = timeout_s
-        client = {"bootstrap.servers": bootstrap_servers, **{str(k): v for k, v in (config or {}).items()}}
+        client = {"bootstrap.servers": bootstrap_servers, **_CLIENT_DEFAULTS,
+                  **{str(k): v for k, v in (config or {}).items()}}
         self._producer_config = {**TRANSACTIONAL_PRODUCER_DEFAULTS, **client, **_JAVA_COMPATIBLE_PARTITIONING,
                                  "transactional.id": transactional_id, "logger": _LIBRDKAFKA_LOG}
         self._consumer_config = {**client, "group.id": group_id, "enable.auto.commit": False,
@@ -223,8 +241,7 @@ class TaskFence:
             except _AbortAndRetry as abortable:
                 self._call(producer.abort_transaction, f"{what} (aborting)", deadline)
                 if time.monotonic() >= deadline:
-                    raise FenceError(f"{what} for transactional id {self.transactional_id!r} failed: "
-                                     f"{abortable.detail}") from abortable
+                    raise FenceTimeoutError(self._unanswered(what, abortable.detail)) from abortable
             finally:
                 _serve_logs(producer)
 
@@ -253,6 +270,7 @@ class TaskFence:
 
     def _call(self, attempt: Callable[[float], Any], what: str, deadline: Optional[float] = None) -> Any:
         deadline = deadline if deadline is not None else time.monotonic() + self.timeout_s
+        backoff = 0.05
         while True:
             remaining = max(0.1, deadline - time.monotonic())
             try:
@@ -267,12 +285,20 @@ class TaskFence:
                     raise ProducerFencedError(self.transactional_id, error.str()) from exception
                 if action == "abort":
                     raise _AbortAndRetry(error.str()) from exception
-                if action == "fatal" or time.monotonic() >= deadline:
+                if action == "fatal":
                     raise FenceError(
                         f"{what} for transactional id {self.transactional_id!r} (group {self.group_id!r}) "
                         f"failed: {error.str()}"
                     ) from exception
-            time.sleep(0.05)
+                if time.monotonic() >= deadline:
+                    raise FenceTimeoutError(self._unanswered(what, error.str())) from exception
+                log.info("%s for %r: %s; retrying", what, self.transactional_id, error.str())
+            time.sleep(min(backoff, max(0.0, deadline - time.monotonic())))
+            backoff = min(2 * backoff, _MAX_BACKOFF_S)
+
+    def _unanswered(self, what: str, detail: str) -> str:
+        return (f"{what} for transactional id {self.transactional_id!r} (group {self.group_id!r}): Kafka at "
+                f"{self.bootstrap_servers} was unavailable for {self.timeout_s:.0f}s ({detail})")
 
     def _bounded(self, call: Callable[[], Any], timeout_s: float, what: str) -> Any:
         """``call()``, but a FenceError instead of waiting for ever: librdkafka's transactional
@@ -293,10 +319,8 @@ class TaskFence:
         thread.join(timeout_s + self.grace_s)
         if thread.is_alive():
             self._stuck = what
-            raise FenceError(
-                f"{what} for transactional id {self.transactional_id!r} (group {self.group_id!r}): Kafka's client "
-                f"gave no answer within {timeout_s + self.grace_s:.0f}s (is the coordinator unavailable?)"
-            )
+            raise FenceTimeoutError(self._unanswered(
+                what, f"its client gave no answer within {timeout_s + self.grace_s:.0f}s"))
         if "error" in outcome:
             raise outcome["error"]
         return outcome.get("value")

@@ -318,7 +318,8 @@ def kstreams_worker_job(app: KStreamsApp, elastic: ElasticWorkers) -> dg.JobDefi
         prepare_topics(app, admin, app.application.subtopology_ids, context.log.info)
         runner = task_runner(app, kafka, spark_resource.spark_session)
         runner.ensure_internal_topics()
-        tasks = _Tasks(app, runner, admin, elastic, context.log_event)
+        # Reports wait out a broker restart as the running tasks do, rather than fail the run.
+        tasks = _Tasks(app, runner, admin.waiting_out_outages(runner.task_timeout_s), elastic, context.log_event)
         lost = LostTasks(elastic.lost_task_pause_seconds)
         held = _HeldReport(instance, run_id)
         # A standby warms up while it waits; a worker launched with tasks starts them at once.

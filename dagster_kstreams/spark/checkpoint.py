@@ -14,14 +14,16 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from pyspark.sql import SparkSession
 
 from dagster_kstreams.base.home import state_home
+from dagster_kstreams.spark.errors import used_concurrently
 from dagster_kstreams.topology.task_id import TaskId
 
-__all__ = ["default_state_location", "task_directory", "task_checkpoint", "CheckpointReader", "WriteIntents"]
+__all__ = ["default_state_location", "task_directory", "task_checkpoint", "start_on_checkpoint", "CheckpointReader",
+           "WriteIntents"]
 
 STATE_LOCATION_ENV_VAR = "DAGSTER_KSTREAMS_STATE_LOCATION"
 
@@ -51,6 +53,23 @@ def task_directory(state_location: str, application_id: str, task_id: TaskId | s
 
 def task_checkpoint(state_location: str, application_id: str, task_id: TaskId | str) -> str:
     return f"{task_directory(state_location, application_id, task_id)}/checkpoint"
+
+
+def start_on_checkpoint(writer: Any) -> Any:
+    """``writer.start()`` (a ``DataStreamWriter`` whose checkpoint is set), once more if another
+    process started the same new checkpoint at the same moment.
+
+    Spark takes no lock on a checkpoint: both processes write its ``metadata`` and the slower one
+    fails (``SparkConcurrentModificationException``: a ``FileAlreadyExistsException`` on
+    ``checkpoint/metadata``). That one starts again on the metadata the other wrote: which of the
+    two keeps the task is for the task's fence to say (the one that started the task last), not
+    a race on a file."""
+    try:
+        return writer.start()
+    except Exception as error:  # Py4JJavaError, raised by the JVM
+        if not used_concurrently(error):
+            raise
+    return writer.start()
 
 
 class CheckpointReader:

@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import sys
+import traceback
 from types import ModuleType
 from typing import Any, Optional
 
@@ -83,6 +84,7 @@ def _runner(args: argparse.Namespace, topology: Topology, kafka_config: dict, sp
         deserialization_exception_handler=args.deserialization_exception_handler,
         dead_letter_topic=args.dead_letter_topic,
         max_records_per_batch=args.max_records_per_batch, processing_guarantee=args.processing_guarantee,
+        task_timeout_s=args.task_timeout,
     )
 
 
@@ -90,6 +92,8 @@ def _run(args: argparse.Namespace) -> int:
     try:
         return _run_tasks(args)
     except (CommandError, TaskFailedError, ValueError, KeyError) as error:
+        if args.verbose:
+            traceback.print_exc()
         print(f"dagster-kstreams: error: {error}", file=sys.stderr)
         return 1
 
@@ -105,11 +109,14 @@ def _run_tasks(args: argparse.Namespace) -> int:
         # What the runner cannot run, an unreachable broker, a missing source topic: said in a
         # second, before Spark starts (the runner is built again on the session below).
         _runner(args, topology, kafka_config, spark=None).partitioned()
-    spark_conf = {"spark.ui.enabled": "false", **dict(args.spark_conf)}
+    # A failure is said in one line (below); Spark's own log of it (hundreds of lines) only if asked.
+    log_level = "WARN" if args.verbose else "OFF"
+    spark_conf = {"spark.ui.enabled": "false", "spark.log.level": log_level,
+                  "spark.ui.showConsoleProgress": str(args.verbose).lower(), **dict(args.spark_conf)}
     # Workers must run this interpreter (with pandas and pyarrow), not whatever `python3` is.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = build_spark_session(args.master, spark_conf, app_name=f"dagster-kstreams-{args.app_id}")
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setLogLevel(log_level)
     try:
         runner = _runner(args, topology or _build_topology(args.topology, target), kafka_config, spark)
         if args.all:
@@ -156,6 +163,9 @@ def register(subcommands: "argparse._SubParsersAction") -> None:
     parser.add_argument("--processing-guarantee", choices=PROCESSING_GUARANTEES, default=DEFAULT_PROCESSING_GUARANTEE,
                         help="exactly_once_v2 (default: each batch's output and offsets in one Kafka transaction, "
                              "read read_committed) or at_least_once (Spark's Kafka sink, replays deduplicated)")
+    parser.add_argument("--task-timeout", type=float, default=120.0, metavar="SECONDS",
+                        help="how long a running task waits for an unavailable broker (a restart, a coordinator "
+                             "moving) before it fails (default 120)")
     parser.add_argument("--deserialization-exception-handler", choices=["fail", "log_and_continue"], default="fail")
     parser.add_argument("--dead-letter-topic", default=None,
                         help="with log_and_continue: write undeserializable records here")
@@ -163,4 +173,6 @@ def register(subcommands: "argparse._SubParsersAction") -> None:
                         help="with --all: by default every task runs at once, sub-topologies pipelined (on all "
                              "the cores of --master); N runs one sub-topology after another, N of its tasks at a time")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON line at the end")
+    parser.add_argument("--verbose", action="store_true",
+                        help="Spark's own log (warnings and errors) and a failure's stack trace, not only its cause")
     parser.set_defaults(handler=_run)

@@ -6,7 +6,7 @@ import re
 
 from dagster_kstreams.topology.task_id import TaskId
 
-__all__ = ["TaskFailedError", "TaskFencedError", "failure_reason"]
+__all__ = ["TaskFailedError", "TaskFencedError", "failure_reason", "used_concurrently"]
 
 
 class TaskFailedError(RuntimeError):
@@ -35,6 +35,8 @@ class TaskFencedError(TaskFailedError):
 
 
 _REASON = re.compile(r"(DeserializationError|ProcessingError): (.+)")
+# A TaskFailedError raised inside the query (by the batch's commit) already says which task failed.
+_TASK_FAILED = re.compile(r"^task \S+ of application '[^']*' failed: ")
 # "SomeError: message" or "Caused by: org.x.SomeException: message", as Python and the JVM print them.
 _EXCEPTION_LINE = re.compile(r"^(?:Caused by: )?((?:[\w$]+\.)*[\w$]*(?:Error|Exception|Exit|Interrupt)): (\S.*)$")
 # Wrappers that say only that something below failed.
@@ -47,7 +49,22 @@ _WRAPPERS = frozenset({
 _HINTS = {
     "RecordTooLargeException": ("increase the producer's max.request.size (kafka_config / --kafka-config) and the "
                                 "topic's max.message.bytes"),
+    # Spark's Kafka clients (Java) giving up on a broker that stayed away.
+    "TimeoutException": "Kafka did not answer in time: is the broker up? a running task waits task_timeout_s "
+                        "(--task-timeout) for it",
 }
+
+
+# Spark takes no lock on a checkpoint: two processes writing the same one at once fail the slower.
+_CONCURRENT_USE = ("CONCURRENT_STREAM_LOG_UPDATE", "concurrently using metadata", "SparkConcurrentModificationException")
+_CONCURRENT_REASON = ("another process started or ran this task's checkpoint at the same moment (Spark: {detail}); "
+                      "the process that started the task last owns it: run the task again if that one stopped")
+
+
+def used_concurrently(error: BaseException) -> bool:
+    """Whether a query failed because another process wrote the same checkpoint at the same moment."""
+    text = str(error)
+    return any(marker in text for marker in _CONCURRENT_USE)
 
 
 def failure_reason(error: BaseException) -> str:
@@ -58,6 +75,9 @@ def failure_reason(error: BaseException) -> str:
     match = _REASON.search(text)
     if match:
         return f"{match.group(1)}: {match.group(2).strip()}"
+    if used_concurrently(error):
+        detail = next(marker for marker in _CONCURRENT_USE if marker in text)
+        return _CONCURRENT_REASON.format(detail=detail)
     causes = []
     for line in text.splitlines():
         found = _EXCEPTION_LINE.match(line.strip())
@@ -66,6 +86,8 @@ def failure_reason(error: BaseException) -> str:
     meaningful = [cause for cause in causes if cause[0] not in _WRAPPERS]
     if meaningful or causes:
         name, message = (meaningful or causes)[-1]
+        if name == "TaskFailedError" and _TASK_FAILED.match(message):
+            return _TASK_FAILED.sub("", message)[:500]
         hint = _HINTS.get(name)
         reason = f"{name}: {message}" + (f" ({hint})" if hint else "")
         return reason[:500]

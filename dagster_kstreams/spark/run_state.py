@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from dagster_kstreams.kafka.admin import KafkaAdmin, TopicPartition
-from dagster_kstreams.kafka.fencing import FenceError, ProducerFencedError, TaskFence
+from dagster_kstreams.kafka.fencing import FenceError, FenceTimeoutError, ProducerFencedError, TaskFence
 from dagster_kstreams.spark.errors import TaskFailedError, TaskFencedError
 from dagster_kstreams.spark.task_result import TaskProgress
 from dagster_kstreams.topology.task_id import TaskId
@@ -81,6 +81,9 @@ class RunFence:
             self.fenced = TaskFencedError(self.task, self.application_id, error.transactional_id, stage)
             log.warning("%s", self.fenced)
             raise self.fenced from error
+        except FenceTimeoutError as error:
+            raise TaskFailedError(self.task, self.application_id, f"{error}; a task waits task_timeout_s "
+                                  f"for Kafka to come back") from error
         except FenceError as error:
             raise TaskFailedError(self.task, self.application_id,
                                   f"{error} (a runner with fencing=False commits without a transactional id)") from error

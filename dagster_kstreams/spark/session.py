@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -52,6 +53,26 @@ def check_master(master: str) -> str:
             "local[N,F], local-cluster[N,C,M], spark://HOST:PORT, k8s://HOST:PORT or yarn"
         )
     return master
+
+
+def check_master_reachable(master: str, timeout_s: float = 3.0) -> None:
+    """For a standalone master (``spark://HOST:PORT[,HOST:PORT...]``): something accepts a connection
+    at one of its addresses. Spark itself would retry for a minute, print a stack trace a try, and
+    end with "Cannot call methods on a stopped SparkContext"."""
+    if not master.startswith("spark://"):
+        return
+    failures = []
+    for address in master[len("spark://"):].split(","):
+        host, _, port = address.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise SparkSessionError(f"Spark master {master!r}: {address!r} is not HOST:PORT")
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+            return
+        except OSError as error:
+            failures.append(f"{address}: {error.strerror or error}")
+    raise SparkSessionError(f"Spark master {master!r} is unreachable ({'; '.join(failures)}): is a Spark master "
+                            "running there?")
 
 
 def spark_conf(
@@ -99,6 +120,7 @@ def build_spark_session(
     process), but only if it has the connector on its classpath.
     """
     settings = spark_conf(master, conf, app_name, jars_home)
+    check_master_reachable(master)
     if _is_local_master(master):
         # Without it Spark's JVM binds to the host's first interface when the hostname
         # resolves to loopback; local mode needs nothing but 127.0.0.1.
@@ -136,7 +158,7 @@ def honor_pyspark_python(spark) -> None:
 def _first_line(error: BaseException) -> str:
     text = str(error).strip()
     for line in text.splitlines():
-        line = line.strip()
+        line = line.strip().lstrip(": ")
         if "Exception:" in line or "Error:" in line:
             return line[:300]
     return (text.splitlines() or [type(error).__name__])[0][:300]

@@ -49,11 +49,13 @@ from dagster_kstreams.spark.checkpoint import (
     CheckpointReader,
     WriteIntents,
     default_state_location,
+    start_on_checkpoint,
     task_checkpoint,
     task_directory,
 )
+from dagster_kstreams.spark.client_timeouts import sink_timeouts, source_timeouts
 from dagster_kstreams.spark.compile import CompiledTopology, compile_topology
-from dagster_kstreams.spark.errors import TaskFailedError
+from dagster_kstreams.spark.errors import TaskFailedError, failure_reason
 from dagster_kstreams.spark.metrics import observe_outputs
 from dagster_kstreams.spark.pipeline import run_pipelined
 from dagster_kstreams.spark.run_state import RunFence, RunState
@@ -122,6 +124,7 @@ class TaskRunner:
         spark_kafka_config: Optional[Mapping[str, Any]] = None,
         fencing: bool = True,
         processing_guarantee: str = DEFAULT_PROCESSING_GUARANTEE,
+        task_timeout_s: float = 120.0,
     ):
         check_application_id(application_id)  # before anything else starts
         self.processing_guarantee = check_processing_guarantee(processing_guarantee, fencing)
@@ -140,6 +143,8 @@ class TaskRunner:
             raise ValueError(f"max_records_per_batch must be >= 1 or None, got {max_records_per_batch}")
         if state_partitions < 1:
             raise ValueError(f"state_partitions must be >= 1, got {state_partitions}")
+        if task_timeout_s <= 0:
+            raise ValueError(f"task_timeout_s must be > 0, got {task_timeout_s}")
         self.application_id = application_id
         self.state_location = state_location or default_state_location()
         self.dead_letters = DeadLetterPolicy(deserialization_exception_handler, dead_letter_topic)
@@ -147,12 +152,16 @@ class TaskRunner:
         self.state_partitions = state_partitions
         self.arrow_batch_size = arrow_batch_size
         self.fencing = fencing
+        self.task_timeout_s = task_timeout_s
         self.compiled: CompiledTopology = compile_topology(
             topology, application_id, self.dead_letters,
             default_key_serde=default_key_serde, default_value_serde=default_value_serde,
         ).check()  # an operation the runner cannot run fails now, not in the middle of a run
         self.application: ApplicationTopology = self.compiled.application
         self.admin = KafkaAdmin(self.kafka_config["bootstrap.servers"], self._client_config())
+        # A started task's Kafka calls wait out a broker restart (up to task_timeout_s); the checks
+        # before a task starts fail fast.
+        self._running_admin = self.admin.waiting_out_outages(task_timeout_s)
         self._spark = spark
         if spark is not None:
             honor_pyspark_python(spark)
@@ -325,7 +334,7 @@ class TaskRunner:
                 self.ensure_internal_topics()
             self._check_sink_topics(task.subtopology)
             # Taking the task fences any other process that runs it, before its checkpoint is read.
-            fence = RunFence(self._task_fence(str(task)), task, self.application_id, self.admin).__enter__()
+            fence = RunFence(self._task_fence(str(task)), task, self.application_id, self._running_admin).__enter__()
             source_topics = application.source_topics(task.subtopology)
             assigned = [TopicPartition(topic, partition) for topic, partition in application.assigned_partitions(task)]
             checkpoint = self.checkpoint_location(task)
@@ -352,7 +361,7 @@ class TaskRunner:
                 fence.__exit__(None, None, None)
             self._released(task)
             raise
-        return RunningTask(self.application_id, query, run, fence, self.admin, source_topics, self._released)
+        return RunningTask(self.application_id, query, run, fence, self._running_admin, source_topics, self._released)
 
     def _released(self, task: TaskId) -> None:
         with self._lock:
@@ -375,7 +384,7 @@ class TaskRunner:
         # Repartition topics carry their records' timestamps in a header: read only if used.
         timestamp_headers = [tp.topic for tp in run.assigned if self.application.is_repartition_topic(tp.topic)
                              and strategy.reads_record_timestamps(program)]
-        source_options = self._kafka_options()
+        source_options = {**source_timeouts(self.task_timeout_s), **self._kafka_options()}
         if self.exactly_once:
             source_options["kafka.isolation.level"] = "read_committed"  # never an aborted attempt's records
         source = kafka_source(session, source_options, run.assigned, starting, max_records_per_batch,
@@ -393,9 +402,9 @@ class TaskRunner:
             if self.exactly_once else
             BatchWriter(run, self.application_id, checkpoint_reader,
                         WriteIntents(session, task_directory(self.state_location, self.application_id, str(run.task))),
-                        self.admin, self._kafka_options(), self.kafka_config, written,
-                        drops_late=program.uses_stream_time, ordered=strategy.orders_output(program),
-                        largest_record_bytes=self._max_record_bytes)
+                        self._running_admin, {**sink_timeouts(self.task_timeout_s), **self._kafka_options()},
+                        self.kafka_config, written, drops_late=program.uses_stream_time,
+                        ordered=strategy.orders_output(program), largest_record_bytes=self._max_record_bytes)
         )
         stream = (
             output.writeStream.foreachBatch(writer)
@@ -403,7 +412,10 @@ class TaskRunner:
             .outputMode("update" if program.stateful else "append")
             .queryName(f"{self.application_id}-task-{run.task}")
         )
-        return trigger.apply(stream).start()
+        try:
+            return start_on_checkpoint(trigger.apply(stream))
+        except Exception as error:  # from the JVM: said in one line, as a running query's failure is
+            raise TaskFailedError(run.task, self.application_id, failure_reason(error)) from error
 
     def _task_fence(self, task_id: str) -> Optional[TaskFence]:
         """The (not yet started) transactional producer that stands for the task (named by its
@@ -415,7 +427,7 @@ class TaskRunner:
             # The producer writes the task's records: the largest record an input topic takes gets through.
             config["message.max.bytes"] = str(max(self._max_record_bytes, 1_000_000) + 65_536)
         return TaskFence(self.kafka_config["bootstrap.servers"], task_transactional_id(self.application_id, task_id),
-                         self.application_id, config)
+                         self.application_id, config, timeout_s=self.task_timeout_s)
 
     # -- state ------------------------------------------------------------------------
     def read_store(self, store_name: str) -> dict[Any, Any]:
