@@ -252,6 +252,8 @@ class TaskFence:
             produce(producer)
         except KafkaException as exception:
             error = exception.args[0] if exception.args and isinstance(exception.args[0], KafkaError) else None
+            if error is not None and error.code() == KafkaError._FATAL:
+                error = _fatal_cause(producer) or error
             if error is not None and classify_transaction_error(error) == "fenced":
                 self._fenced = True
                 raise ProducerFencedError(self.transactional_id, error.str()) from exception
@@ -324,6 +326,17 @@ class TaskFence:
         if "error" in outcome:
             raise outcome["error"]
         return outcome.get("value")
+
+
+def _fatal_cause(producer: Producer) -> Optional[KafkaError]:
+    """Why a producer is in its fatal state: its sends then fail with a bare ``_FATAL``, while a
+    transactional call raises the cause (being fenced, say)."""
+    try:
+        producer.abort_transaction(5)
+    except KafkaException as exception:
+        if exception.args and isinstance(exception.args[0], KafkaError):
+            return exception.args[0]
+    return None
 
 
 class _LibrdkafkaLog:
