@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 import time
 from collections import defaultdict
 
@@ -45,7 +44,6 @@ pytestmark = pytest.mark.integration
 
 # Spark's Python workers cannot import modules of tests/: ship the topology's lambdas by value.
 cloudpickle.register_pickle_by_value(regroup_topology)
-cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 PARTITIONS = 2
 T0 = (int(time.time()) - 3600) * 1000  # recent (broker retention)

@@ -66,13 +66,11 @@ def test_versioned_flags_are_read_and_bad_records_refused():
 
 
 # -- the two programs ---------------------------------------------------------------------------
-def _compiled(group, build_table=None, cached_table=False, caching=True):
+def _compiled(group, cached_table=False, caching=True):
     """users (user -> country) re-grouped by ``group``'s selector, then ``group``'s aggregation."""
     builder = StreamsBuilder()
     materialized = Materialized.as_("users-store")
     table = builder.table("users", materialized if cached_table else materialized.with_caching_disabled())
-    if build_table is not None:
-        table = build_table(table)
     group(table, caching).to_stream().to("out")
     return compile_topology(builder.build(), "app")
 
@@ -194,6 +192,24 @@ def test_aggregate_runs_the_initializer_then_adder_and_subtractor_with_the_key()
     pipeline.batch([("u1", "fr"), ("u2", "fr"), ("u1", "frozen"), ("u1", "fr")])
     assert pipeline.out == [("fr", "+u1@fr"), ("fr", "+u1@fr+u2@fr"), ("fr", "+u1@fr+u2@fr-u1@fr"),
                             ("fr", "+u1@fr+u2@fr-u1@fr+u1@fr")]
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_the_table_of_a_stream_aggregation_is_re_grouped_with_its_old_values(cached):
+    # users per number of clicks: the clicks stream counted per user, that count re-grouped
+    builder = StreamsBuilder()
+    per_user = Materialized.as_("clicks-per-user")
+    builder.stream("users").group_by_key().count(per_user if cached else per_user.with_caching_disabled()) \
+        .group_by(lambda user, clicks: (str(clicks), user)).count().to_stream().to("out")
+    pipeline = Pipeline(compile_topology(builder.build(), "app"))
+    pipeline.batch([("u1", "p"), ("u2", "p"), ("u1", "q")])
+    pipeline.batch([("u1", "p"), ("u3", "p")])
+    assert pipeline.final() == {"1": 2, "2": 0, "3": 1}  # u2 and u3 clicked once, u1 three times
+    moves = [(key, change) for key, change in pipeline.changes() if change.old is not None]
+    if cached:  # u1: one update per batch (absent -> 2, then 2 -> 3)
+        assert moves == [("2", Change(None, "u1"))]
+    else:       # every count: 1 -> 2 -> 3
+        assert moves == [("1", Change(None, "u1")), ("2", Change(None, "u1"))]
 
 
 @settings(max_examples=60, deadline=None)
