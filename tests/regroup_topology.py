@@ -13,22 +13,18 @@ from dagster_kstreams.topology.grouped_repartitioned import Grouped
 from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology.serdes import Serdes
 
-# Stores of each half of the topology.
-STORES = {"users": ("users-store", "users-per-country"),
-          "accounts": ("accounts-store", "branch-sums", "branch-history")}
+STORES = ("users-store", "users-per-country", "accounts-store", "branch-sums", "branch-history")
 INPUTS = ("users", "accounts")
 OUTPUTS = ("out-counts", "out-sums", "out-history")
 # Repartition topics, as named in the application (<app id>-<name>-repartition).
 REPARTITION_TOPICS = {"users": "users-per-country-repartition", "accounts": "by-branch-repartition"}
 
 
-def regroup_examples(topics: dict[str, str], halves: tuple[str, ...] = INPUTS) -> StreamsBuilder:
-    """The topology of RegroupExamples.java (``halves``: only the users or the accounts half)."""
+def regroup_examples(topics: dict[str, str]) -> StreamsBuilder:
+    """The topology of RegroupExamples.java, on ``topics`` (``INPUTS`` and ``OUTPUTS`` -> topic)."""
     builder = StreamsBuilder()
-    if "users" in halves:
-        _users_per_country(builder, topics)
-    if "accounts" in halves:
-        _branches(builder, topics)
+    _users_per_country(builder, topics)
+    _branches(builder, topics)
     return builder
 
 
@@ -59,8 +55,3 @@ def _branches(builder: StreamsBuilder, topics: dict[str, str]) -> None:
                         lambda branch, amount, history: (history + "-" + amount)[-60:],
                         Materialized.as_("branch-history").with_caching_disabled()) \
         .to_stream().to(topics["out-history"])
-
-
-def accounts_half(topics: dict[str, str]) -> StreamsBuilder:
-    """Only the accounts' re-grouping (reduce and aggregate)."""
-    return regroup_examples(topics, ("accounts",))
