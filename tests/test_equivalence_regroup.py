@@ -6,22 +6,22 @@ table (account -> "branch:amount", no record cache, ``filter``) re-grouped by br
 ``reduce`` (a sum that deletes the branch at 0) and an uncached ``aggregate`` (the history of
 additions and subtractions, order-sensitive) that share one named repartition topic. Kafka
 Streams 4.3.1 runs it once. Our tasks run the twin in a ``dagster-kstreams run`` process, one
-task after another, which is SIGKILLed once the users half and the first task of the accounts'
-re-grouping are done; a rerun in another process (this one) does the rest. So the users half
-(record cache) is compared after a clean run, the accounts half (every update, whole sequences)
-after a kill: one Spark run in all, to keep the test short.
+task after another, which is SIGKILLed once the first task of the users' re-grouping is done; a
+rerun in another process (this one) does the rest, every task at once. So the users half (record
+cache) is compared after a kill, the accounts half (every update, whole sequences) after a clean
+run: one Spark run in all, to keep the test short.
 
 Input (2 partitions each): updates that move a row from one group to another and within one
 group, tombstones (also of rows never seen), null keys, values the selector maps to a null key
 or a null value, values the filter drops, out-of-order timestamps. Rows are placed so that the
-groups of partition 0 ({fr, de, it} and {north, south}) never meet those of partition 1: each
+groups of partition 0 ({fr, de, es} and {north, south}) never meet those of partition 1: each
 group is then fed by one upstream task, and the order of its updates is the same in both systems
 (across upstream tasks, the records of a repartition partition interleave as the tasks run).
 
 Compared: describe() of the very topology run; per group, the whole sequence of records in the
 accounts' repartition topic (raw bytes: Kafka Streams' Change format, subtraction before
 addition, one record when the group does not change) and of the uncached aggregate's output;
-final values of the cached count and reduce; every store.
+final values of the cached count (but groups left at 0, see below) and reduce; every store.
 """
 
 from __future__ import annotations
@@ -50,7 +50,9 @@ cloudpickle.register_pickle_by_value(regroup_topology)
 
 PARTITIONS = 2
 T0 = (int(time.time()) - 3600) * 1000  # recent (broker retention)
-COUNTRIES = (["FR", "fr", "de", "it", "none", "anon"], ["us", "US", "ca", "none", "anon"])
+# Each family has groups in both partitions of the repartition topics (murmur2: es, mx, north and
+# east in 0, the others in 1), so every downstream task reads records of both upstream tasks.
+COUNTRIES = (["FR", "fr", "de", "es", "none", "anon"], ["us", "US", "mx", "ca", "none", "anon"])
 BRANCHES = (["north", "south", "closed", "frozen"], ["east", "west", "central", "closed", "frozen"])
 
 
@@ -136,7 +138,8 @@ def test_regrouped_tables_killed_part_way_and_rerun_match_kafka_streams(
     # null keys and values.
     flags = {value[-1] for _, values in expected["repartitioned"].values() for value in values}
     assert flags == {0, 1, 2}
-    assert set(expected["counts"]) == {"fr", "de", "it", "us", "ca"}  # not "none", "FR", "US"
+    assert set(expected["counts"]) <= {"fr", "de", "es", "us", "mx", "ca"}  # not "none", "FR", "US"
+    assert len(_nonzero(expected["counts"])) >= 4
     assert set(expected["sums"]) <= {"north", "south", "east", "west", "central"}  # not "closed", "frozen"
     assert all(any(b"-" in value for value in values) for _, values in expected["history"].values())
     assert all(len(values) > 20 for _, values in expected["history"].values())
@@ -147,27 +150,37 @@ def test_regrouped_tables_killed_part_way_and_rerun_match_kafka_streams(
     app_id = unique_topic("spark-regroup")
     state = tmp_path / "state"
     # --parallelism 1: one task after another, sub-topologies in order (0, 1: users; 2, 3:
-    # accounts). Killed once task 2_0 has processed its batch, while it works on (or starts) 2_1.
+    # accounts). Killed once task 0_0 has processed its batch, while it works on (or starts) 0_1.
     lines = run_until_killed(tmp_path, "regroup_topology:regroup_examples", topics, app_id=app_id,
-                             bootstrap=kafka_bootstrap, state=state, kill_when=lambda line: line.startswith("task 2_0 "),
+                             bootstrap=kafka_bootstrap, state=state, kill_when=lambda line: line.startswith("task 0_0 "),
                              grace_seconds=1, extra_args=("--parallelism", "1"))
-    assert any(line.startswith("task 1_1 ") for line in lines), lines
+    assert not any(line.startswith(("task 1_", "task 2_", "task 3_")) for line in lines), lines
 
     runner = TaskRunner(regroup_examples(topics), app_id, kafka_bootstrap, state_location=str(state), spark=spark)
     assert len(runner.task_ids()) == 4 * PARTITIONS
     results = runner.run_all()
-    # A kill before task 2_0's commit log is written replays its batch, skipping the output
-    # already in Kafka; sub-topology 3 never started before the kill.
+    # A kill before task 0_0's commit log is written replays its batch, skipping the output
+    # already in Kafka; no other sub-topology had started before the kill.
     rerun = {r.task_id for r in results if r.records_in}
-    assert {"3_0", "3_1"} <= rerun <= {"2_0", "2_1", "3_0", "3_1"}, rerun
+    assert {"1_0", "1_1", "2_0", "2_1", "3_0", "3_1"} <= rerun, rerun
 
     ours = _results(kafka_bootstrap, topics, app_id)
     for name in ("repartitioned", "history"):
         assert set(ours[name]) == set(expected[name]), name
         for key in expected[name]:
             assert ours[name][key] == expected[name][key], f"{name}, key {key}"
-    assert ours["counts"] == expected["counts"]
+    # With the record cache on the users table, a group that only held users between two of Kafka
+    # Streams' commits keeps a count of 0 there, and never exists here (README, "Semantics that differ").
+    assert _nonzero(ours["counts"]) == _nonzero(expected["counts"])
+    assert set(ours["counts"]) <= set(expected["counts"])
     assert ours["sums"] == expected["sums"]
     for store in STORES:
         stored = {str(k): str(v) for k, v in runner.read_store(store).items()}
-        assert stored == kafka_streams_run["stores"][store], store
+        reference = kafka_streams_run["stores"][store]
+        if store == "users-per-country":
+            stored, reference = _nonzero(stored), _nonzero(reference)
+        assert stored == reference, store
+
+
+def _nonzero(counts: dict) -> dict:
+    return {key: count for key, count in counts.items() if count not in (0, "0")}
