@@ -37,6 +37,8 @@ from dagster_kstreams import (
     TimeWindows,
 )
 
+from regroup_topology import regroup_examples
+
 CATALOG: dict[str, Callable[[], object]] = {}
 
 
@@ -692,6 +694,14 @@ def table_group_by_reduce_named():
         .to("team-scores")
     )
     return b.build()
+
+
+@topology
+def table_regroup_examples():
+    # The topology tests/test_equivalence_regroup.py runs on Spark and with Kafka Streams.
+    names = {"users": "users", "accounts": "accounts", "out-counts": "users-per-country-out",
+             "out-sums": "branch-sums-out", "out-history": "branch-history-out"}
+    return regroup_examples(names).build()
 
 
 @topology

@@ -13,10 +13,11 @@ module                what lives there
 ``state``             ``GroupState``: one source key's store slots; ``ABSENT``
 ``base``              the ``Processor`` protocol, ``StoreProcessor``, the kind registry
 ``stateless``         sources, sinks, filter/map/flat_map/peek/branch/merge, KTable ops
-``aggregations``      count/reduce/aggregate, ``to_table``, table sources
+``aggregations``      count/reduce/aggregate, ``to_table``, table sources (key-value stores)
 ``windows``           time and sliding windowed aggregations (``window_store``: their algorithms)
 ``sessions``          session-windowed aggregations and their store
 ``table_joins``       stream-table and table-table joins
+``table_regroup``     ``KTable.group_by`` with count/reduce/aggregate (``changes``: old and new values)
 ``stream_joins``      stream-stream joins (``join_buffers``: their window and outer-join stores)
 ``task_state``        the state of a whole task, for task-grouped sub-topologies
 ``program``           ``SubtopologyProgram``: the fused pass over a sub-topology's processors

@@ -20,13 +20,19 @@ from dagster_kstreams.processors.stateless import Merge
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.topology.node_specs import NodeKind
 
-__all__ = ["Aggregate", "ToTable", "TableSource", "user_aggregation", "BUILDERS"]
+__all__ = ["KeyValueStoreProcessor", "Aggregate", "ToTable", "TableSource", "user_aggregation", "BUILDERS"]
 
 
-class _KeyValueStore(StoreProcessor):
+class KeyValueStoreProcessor(StoreProcessor):
+    """A processor with a key-value store (a table). What it forwards is a table update: the
+    value before it stays readable in ``state.old_values`` while the update is forwarded, as
+    Kafka Streams' ``Change.oldValue`` (a re-grouping reads it: :mod:`.table_regroup`)."""
+
     def _put(self, key, new, context, out, state) -> None:
         """Store ``new`` (ABSENT: delete) for ``key``; forward now, or at the flush when cached."""
         slot = self.state_slot
+        if slot not in state.dirty:  # uncached: every update; cached: the first since the last flush
+            state.old_values[slot] = state.values[slot]
         state.values[slot] = new
         state.keys[slot] = key
         state.changed = True
@@ -35,9 +41,18 @@ class _KeyValueStore(StoreProcessor):
         else:
             self.forward(key, None if new is ABSENT else new, context, out, state)
 
+    def flush(self, state, out, context) -> None:
+        """Kafka Streams' cache flush (``CachingKeyValueStore``): nothing to forward for a key that
+        is absent now and was absent at the last flush (created and deleted in between, or a
+        tombstone for a key it never held)."""
+        slot = self.state_slot
+        if state.values[slot] is ABSENT and state.old_values.get(slot, ABSENT) is ABSENT:
+            return
+        super().flush(state, out, context)
+
 
 @register
-class Aggregate(_KeyValueStore):
+class Aggregate(KeyValueStoreProcessor):
     """``aggregation`` is ``"count"``, ``"reduce"`` (``reducer(aggregate, value)``) or ``"aggregate"``
     (``initializer()``, ``aggregator(key, value, aggregate)``)."""
 
@@ -67,7 +82,7 @@ class Aggregate(_KeyValueStore):
 
 
 @register
-class ToTable(_KeyValueStore):
+class ToTable(KeyValueStoreProcessor):
     """The latest value per key; a tombstone deletes it."""
 
     kind = "to_table"

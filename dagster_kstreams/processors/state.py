@@ -46,6 +46,9 @@ class GroupState:
         self.values = values
         self.keys: list[Any] = [None] * len(values)  # the key each store last saw (for its emit)
         self.dirty: set[int] = set()  # slots whose final value is still to be forwarded
+        # Key-value stores: the value downstream saw last, before the update being forwarded (a
+        # table's old value: Kafka Streams' Change.oldValue; cached, the value at the last flush).
+        self.old_values: dict[int, Any] = {}
         self.changed = False
         # Windowed stores' record-cache entries of this group, by slot (created on first use,
         # taken at the flush; see windows.py and sessions.py).

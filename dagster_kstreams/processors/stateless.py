@@ -15,6 +15,7 @@ import sys
 from typing import Any, Callable, Optional
 
 from dagster_kstreams.processors.base import Processor, processor_class, register
+from dagster_kstreams.processors.changes import ChangedSerde
 from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopologyError
 from dagster_kstreams.topology.node_specs import NodeKind
 
@@ -304,7 +305,14 @@ def _source(factory, ctx) -> Source:
             f"source {factory.name} (topics {list(factory.topics)}) has a custom timestamp extractor; the "
             "Spark runner reads record timestamps from Kafka only (Kafka Streams' default extractor)")
     return Source(factory.name, tuple(ctx.topic_name(topic) for topic in factory.topics),
-                  ctx.key_serde(factory), ctx.value_serde(factory))
+                  ctx.key_serde(factory), _value_serde(factory, ctx))
+
+
+def _value_serde(factory, ctx):
+    """The value serde of a source or sink; the repartition topic of a re-grouped table carries
+    table updates with their old values (``changes``: Kafka Streams' ``ChangedSerializer``)."""
+    serde = ctx.value_serde(factory)
+    return ChangedSerde(serde) if factory.serdes.get("changes") else serde
 
 
 def _sink(factory, ctx) -> Sink:
@@ -314,7 +322,7 @@ def _sink(factory, ctx) -> Sink:
             "runner places records with Kafka's default partitioner only"
         )
     return Sink(factory.name, None if factory.topic is None else ctx.topic_name(factory.topic),
-                factory.topic_extractor, ctx.key_serde(factory), ctx.value_serde(factory),
+                factory.topic_extractor, ctx.key_serde(factory), _value_serde(factory, ctx),
                 # Spark's sink cannot set record timestamps: a repartition topic carries them in a header.
                 carry_timestamp=ctx.is_repartition_topic(factory.topic))
 

@@ -43,7 +43,7 @@ from dagster_kstreams.processors.stateless import Merge
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.topology.node_specs import NodeKind
 
-__all__ = ["StreamTableJoin", "TableTableJoin", "ValueGetter", "BUILDERS"]
+__all__ = ["StreamTableJoin", "TableTableJoin", "ValueGetter", "value_getter", "BUILDERS"]
 
 
 class ValueGetter:
@@ -59,18 +59,26 @@ class ValueGetter:
     def bind(self, program) -> None:
         self.slot = program.store_slots[self.store]
 
-    def get(self, join: Processor, key, state, context):
-        """The value, or None; a step's failure names the join processor."""
-        value = state.values[self.slot]
+    def get(self, reader: Processor, key, state, context):
+        """The value, or None; a step's failure names the reading processor."""
+        return self.through_steps(reader, key, state.values[self.slot], context)
+
+    def get_old(self, reader: Processor, key, state, context):
+        """The table's value before the update being forwarded now (Kafka Streams' old value of
+        the ``Change``: the store's, through the same ``filter``/``map_values``), or None."""
+        return self.through_steps(reader, key, state.old_values.get(self.slot, ABSENT), context)
+
+    def through_steps(self, reader: Processor, key, value, context):
+        """A value of the store (ABSENT: none) as the table shows it, or None."""
         value = None if value is ABSENT else value
         for kind, fn, negate in self.steps:
             if value is None:
                 return None
             if kind == "filter":
-                if bool(join.call(context, fn, key, value)) == negate:
+                if bool(reader.call(context, fn, key, value)) == negate:
                     return None
             else:
-                value = join.call(context, fn, key, value)
+                value = reader.call(context, fn, key, value)
         return value
 
 
@@ -138,12 +146,12 @@ class TableTableJoin(Processor):
 
 # -- definition time -------------------------------------------------------------------------
 # Processors whose store the program keeps in the key's state row.
-_STORE_KINDS = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE}
+_STORE_KINDS = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE, NodeKind.TABLE_AGGREGATE}
 
 
-def _value_getter(ctx, factory, table_node_name: str) -> ValueGetter:
+def value_getter(ctx, factory, table_node_name: str) -> ValueGetter:
     """The store behind a table and the table operations applied to its values on the way to
-    ``table_node_name``."""
+    ``table_node_name`` (``factory``: the processor that reads the table, named in errors)."""
     sub = ctx.subtopology
     names = {node.name for node in sub.nodes}
     steps: list[tuple[str, Any, bool]] = []
@@ -151,8 +159,8 @@ def _value_getter(ctx, factory, table_node_name: str) -> ValueGetter:
     while True:
         if name not in names:
             raise UnsupportedTopologyError(
-                f"processor {factory.name} ({factory.kind.value}) joins the table {table_node_name!r}, whose "
-                f"store is not in the joining sub-topology {sub.id}")
+                f"processor {factory.name} ({factory.kind.value}) reads the table {table_node_name!r}, whose "
+                f"store is not in its sub-topology {sub.id}")
         node = sub.node(name)
         if node.kind in _STORE_KINDS and node.params.get("store_name") in node.stores:
             steps.reverse()
@@ -165,9 +173,9 @@ def _value_getter(ctx, factory, table_node_name: str) -> ValueGetter:
             steps.append(("map_values", fn.as_key_value(), False))
         else:
             raise UnsupportedTopologyError(
-                f"processor {factory.name} ({factory.kind.value}) joins the table {table_node_name!r}, whose values "
-                f"come from {node.name} ({node.kind.value}); the Spark runner joins tables read from a topic, "
-                "built by to_table or an aggregation, and their filter/map_values only")
+                f"processor {factory.name} ({factory.kind.value}) reads the table {table_node_name!r}, whose values "
+                f"come from {node.name} ({node.kind.value}); the Spark runner joins and re-groups tables read from "
+                "a topic, built by to_table or an aggregation, and their filter/map_values only")
         if len(node.parents) != 1:
             raise UnsupportedTopologyError(
                 f"table {table_node_name!r} of processor {factory.name}: cannot trace its store")
@@ -176,7 +184,7 @@ def _value_getter(ctx, factory, table_node_name: str) -> ValueGetter:
 
 def _stream_table_join(factory, ctx) -> StreamTableJoin:
     params = factory.params
-    table = _value_getter(ctx, factory, params["table"])
+    table = value_getter(ctx, factory, params["table"])
     joiner = ctx.function(factory, params["joiner"])
     return StreamTableJoin(factory.name, joiner.as_joiner(), params["join_type"], table)
 
@@ -188,8 +196,8 @@ def _table_table_join(factory, ctx) -> TableTableJoin:
     (sibling_name,) = [name for name in sub.node(merge_name).parents if name != factory.name]
     own_table, other_table = factory.parents[0], sub.node(sibling_name).parents[0]
     this_table, that_table = (own_table, other_table) if params["side"] == "this" else (other_table, own_table)
-    this = _value_getter(ctx, factory, this_table)
-    other = _value_getter(ctx, factory, that_table)
+    this = value_getter(ctx, factory, this_table)
+    other = value_getter(ctx, factory, that_table)
     joiner = ctx.function(factory, params["joiner"])
     return TableTableJoin(factory.name, joiner.as_joiner(), params["join_type"], params["side"], this, other)
 

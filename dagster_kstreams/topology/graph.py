@@ -113,11 +113,12 @@ class ProcessorGraphNode(GraphNode):
 
 class RepartitionNode(GraphNode):
     """Sink to and source from a repartition topic (Kafka Streams' Optimizable/Unoptimizable
-    repartition nodes, and the grouped-table one, which has no null-key filter)."""
+    repartition nodes, and the grouped-table one, which has no null-key filter and carries table
+    updates with their old values: ``changes``, Kafka Streams' ``ChangedSerializer``)."""
 
     def __init__(self, source_name: str, sink_name: str, filter_name: Optional[str], topic: str,
                  key_serde=None, value_serde=None, partitions: Optional[int] = None,
-                 partitioner=None, optimizable: bool = True):
+                 partitioner=None, optimizable: bool = True, changes: bool = False):
         super().__init__(source_name)
         self.source_name = source_name
         self.sink_name = sink_name
@@ -128,6 +129,7 @@ class RepartitionNode(GraphNode):
         self.partitions = partitions
         self.partitioner = partitioner
         self.optimizable = optimizable
+        self.changes = changes
         # Kafka Streams drops null-key records before a repartition topic unless a left/outer
         # join downstream needs them (InternalStreamsBuilder.rewriteRepartitionNodes).
         self.drop_null_keys = False
@@ -135,14 +137,16 @@ class RepartitionNode(GraphNode):
     def write(self, builder):
         builder.add_internal_topic(self.topic, self.partitions)
         serdes = {"key_serde": self.key_serde, "value_serde": self.value_serde, "partitioner": self.partitioner}
+        source_serdes = {"key_serde": self.key_serde, "value_serde": self.value_serde}
+        if self.changes:
+            serdes["changes"] = source_serdes["changes"] = True
         if self.filter_name is not None:
             builder.add_processor(self.filter_name, ProcessorSpec(NodeKind.REPARTITION_FILTER, {"drop_null_keys": self.drop_null_keys}),
                                   self.parent_names())
             builder.add_sink(self.sink_name, self.topic, [self.filter_name], serdes=serdes)
         else:
             builder.add_sink(self.sink_name, self.topic, self.parent_names(), serdes=serdes)
-        builder.add_source(self.source_name, [self.topic], None,
-                           {"key_serde": self.key_serde, "value_serde": self.value_serde})
+        builder.add_source(self.source_name, [self.topic], None, source_serdes)
 
 
 class StreamSinkNode(GraphNode):

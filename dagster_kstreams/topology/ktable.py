@@ -260,11 +260,11 @@ class KGroupedTable(_AbstractStream):
             + REPARTITION_TOPIC_SUFFIX
         if self._repartition_node is None or self._user_repartition_name is None:
             self._repartition_node = RepartitionNode(source_name, sink_name, None, topic, self.key_serde,
-                                                     self.value_serde)
+                                                     self.value_serde, changes=True)
         builder.add_graph_node(self._node, self._repartition_node)
         key_serde = materialized.key_serde or self.key_serde
         store = StoreSpec(store_name, StoreType.KEY_VALUE, materialized.logging_enabled, key_serde, value_serde,
-                          queryable=queryable)
+                          queryable=queryable, caching=materialized.caching_enabled)
         spec = ProcessorSpec(NodeKind.TABLE_AGGREGATE, {**params, "store_name": store_name}, [store])
         node = ProcessorGraphNode(function_name, spec)
         builder.add_graph_node(self._repartition_node, node)

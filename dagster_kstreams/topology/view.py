@@ -26,7 +26,9 @@ Contract (stable; other layers rely on it)
   forwarded), ``stores`` (store names), ``params`` (read-only mapping), and for sources
   ``topics``/``pattern``, for sinks ``topic``/``topic_extractor``; ``serdes`` (key_serde,
   value_serde, partitioner, timestamp_extractor, offset_reset as given, or None = use the
-  application defaults); ``is_repartition`` for the sink/source of a repartition topic.
+  application defaults; ``changes`` True on the sink/source of a re-grouped table's repartition
+  topic, whose values are table updates with their old values); ``is_repartition`` for the
+  sink/source of a repartition topic.
 
   ``params`` per kind (user functions are :class:`~.functions.UserFunction`: ``fn`` and
   ``form``; a ``FunctionForm.COLUMN`` function holds a PySpark Column to run in the JVM):
@@ -52,7 +54,9 @@ Contract (stable; other layers rely on it)
   WINDOWED_AGGREGATE           as AGGREGATE + windows (TimeWindows | SlidingWindows |
                                SessionWindows), merger (session), emit_strategy
   TABLE_GROUP_BY_MAP           selector (key, value) -> (key, value)
-  TABLE_AGGREGATE              operation, store_name, initializer, adder, subtractor
+  TABLE_AGGREGATE              operation count|reduce|aggregate, store_name, adder, subtractor
+                               (reduce: (aggregate, value); aggregate: (key, value, aggregate)),
+                               initializer ()
   JOIN_WINDOW                  store_name, windows (JoinWindows), side this|other
   STREAM_STREAM_JOIN           joiner, windows, join_type inner|left|outer, side, outer (this side
                                emits unmatched), this_store_name, other_store_name, outer_store_name

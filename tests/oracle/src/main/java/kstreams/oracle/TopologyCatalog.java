@@ -97,6 +97,8 @@ public final class TopologyCatalog {
         TOPOLOGIES.put("table_group_by_count", TopologyCatalog::table_group_by_count);
         TOPOLOGIES.put("table_group_by_aggregate", TopologyCatalog::table_group_by_aggregate);
         TOPOLOGIES.put("table_group_by_reduce_named", TopologyCatalog::table_group_by_reduce_named);
+        TOPOLOGIES.put("table_regroup_examples", () -> RegroupExamples.regroupExamples(
+            "users", "accounts", "users-per-country-out", "branch-sums-out", "branch-history-out"));
         TOPOLOGIES.put("table_suppress_time_limit", TopologyCatalog::table_suppress_time_limit);
         // Naming and layout.
         TOPOLOGIES.put("named_operators_everywhere", TopologyCatalog::named_operators_everywhere);

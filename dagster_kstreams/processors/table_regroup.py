@@ -1,0 +1,161 @@
+"""Re-grouping a table: ``KTable.group_by(selector)`` then ``count``, ``reduce(adder, subtractor)`` or
+``aggregate(initializer, adder, subtractor)`` (Kafka Streams' ``KTableRepartitionMap``,
+``KTableAggregate``, ``KTableReduce``).
+
+A table row that changes group must leave its old group before it joins the new one, so every
+table update travels as a :class:`~dagster_kstreams.processors.changes.Change` (new and old
+value) through the repartition topic, in Kafka Streams' own record format
+(:class:`~dagster_kstreams.processors.changes.ChangedSerde`).
+
+Upstream (:class:`TableRepartitionMap`): for each update the table forwards (every update, or
+once per key and micro-batch with the record cache, its old value being then the value at the
+last flush) the selector maps the new value and the old value to ``(group, value)`` pairs. A pair
+with a null group or a null value is dropped. When both pairs select the same group, one record
+``Change(new, old)`` goes to it; otherwise the subtraction ``Change(None, old)`` goes to the old
+group first, then the addition ``Change(new, None)`` to the new one (Kafka Streams 4.x; keys are
+compared with ``==``, except ``bytes``, which Java compares by identity, so never equal). A
+tombstone only subtracts; a new row only adds.
+
+Downstream (:class:`TableAggregate`): the subtractor on the old value (only when the group has an
+aggregate), then the adder on the new value (the initializer, or for ``reduce`` the value itself,
+when there is no aggregate). ``count`` is ``aggregate(0, +1, -1)``, so a group whose rows all
+left keeps the count 0; a ``reduce`` or ``aggregate`` whose result is None deletes the group's
+row and forwards a tombstone.
+
+Timestamps: Kafka Streams gives an aggregate's update the larger of the record's timestamp and
+the aggregate's previous one; the runner forwards the record's own (README, "Record timestamps
+written by the runner").
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from dagster_kstreams.processors.aggregations import KeyValueStoreProcessor
+from dagster_kstreams.processors.base import Processor, register
+from dagster_kstreams.processors.changes import Change
+from dagster_kstreams.processors.errors import ProcessingError
+from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.processors.stateless import pair
+from dagster_kstreams.processors.table_joins import ValueGetter, value_getter
+from dagster_kstreams.topology.node_specs import NodeKind
+
+__all__ = ["TableRepartitionMap", "TableAggregate", "same_group", "BUILDERS"]
+
+
+def same_group(old_key, new_key) -> bool:
+    """Whether two selected keys are one group as Kafka Streams decides (``equals``; a ``byte[]``
+    key, our ``bytes``, equals only itself)."""
+    if isinstance(old_key, (bytes, bytearray)):
+        return False
+    return old_key == new_key
+
+
+@register
+class TableRepartitionMap(Processor):
+    """``KTableRepartitionMap``: a table update as the subtraction from its old group and the
+    addition to its new one; ``table`` reads the old value behind the update."""
+
+    kind = "table_group_by_map"
+
+    def __init__(self, name: str, selector: Callable, table: ValueGetter):
+        super().__init__(name)
+        self.fn, self.table = selector, table
+
+    def init(self, program) -> None:
+        super().init(program)
+        self.table.bind(program)
+
+    def process(self, key, value, context, out, state) -> None:
+        if key is None:
+            raise ProcessingError(f"processor {self.name} ({self.kind}): the key of a table update is null "
+                                  f"(record at {context.describe()})")
+        self.needs_state(state)
+        old_value = self.table.get_old(self, key, state, context)
+        # Kafka Streams maps the new value first, then the old one.
+        new_key, new_value = self._select(key, value, context)
+        old_key, old_mapped = self._select(key, old_value, context)
+        adds = new_key is not None and new_value is not None
+        subtracts = old_key is not None and old_mapped is not None
+        if adds and subtracts and same_group(old_key, new_key):
+            self.forward(old_key, Change(new_value, old_mapped), context, out, state)
+            return
+        if subtracts:
+            self.forward(old_key, Change(None, old_mapped), context, out, state)
+        if adds:
+            self.forward(new_key, Change(new_value, None), context, out, state)
+
+    def _select(self, key, value, context) -> tuple:
+        """The selector's ``(group, value)`` for a table value (None, or a None result: ``(None, None)``)."""
+        if value is None:
+            return None, None
+        selected = self.call(context, self.fn, key, value)
+        return (None, None) if selected is None else pair(self, selected)
+
+
+@register
+class TableAggregate(KeyValueStoreProcessor):
+    """``KTableAggregate`` / ``KTableReduce``: ``aggregation`` is ``"count"``, ``"reduce"``
+    (``adder(aggregate, value)``, ``subtractor(aggregate, value)``) or ``"aggregate"``
+    (``initializer()``, ``adder(key, value, aggregate)``, ``subtractor(key, value, aggregate)``)."""
+
+    kind = "table_aggregate"
+
+    def __init__(self, name: str, store: str, cached: bool, aggregation: str, adder: Optional[Callable] = None,
+                 subtractor: Optional[Callable] = None, initializer: Optional[Callable] = None):
+        super().__init__(name, store, cached)
+        self.aggregation = aggregation
+        self.adder, self.subtractor, self.initializer = adder, subtractor, initializer
+
+    def process(self, key, change: Change, context, out, state) -> None:
+        self.needs_state(state)
+        if key is None:
+            raise ProcessingError(f"processor {self.name} ({self.kind}): the key of a re-grouped table update is "
+                                  f"null (record at {context.describe()})")
+        current = state.values[self.state_slot]
+        aggregate = None if current is ABSENT else current
+        if change.old is not None and aggregate is not None:
+            aggregate = self._subtract(context, key, change.old, aggregate)
+        if change.new is not None:
+            aggregate = self._add(context, key, change.new, aggregate)
+        self._put(key, ABSENT if aggregate is None else aggregate, context, out, state)
+
+    def _subtract(self, context, key, value, aggregate):
+        if self.aggregation == "count":
+            return aggregate - 1
+        if self.aggregation == "reduce":
+            return self.call(context, self.subtractor, aggregate, value)
+        return self.call(context, self.subtractor, key, value, aggregate)
+
+    def _add(self, context, key, value, aggregate):
+        if self.aggregation == "count":
+            return (0 if aggregate is None else aggregate) + 1
+        if self.aggregation == "reduce":
+            return value if aggregate is None else self.call(context, self.adder, aggregate, value)
+        base = self.call(context, self.initializer) if aggregate is None else aggregate
+        return self.call(context, self.adder, key, value, base)
+
+
+# -- definition time -------------------------------------------------------------------------
+def _repartition_map(factory, ctx) -> TableRepartitionMap:
+    (table,) = factory.parents
+    selector = ctx.function(factory, factory.params["selector"])
+    return TableRepartitionMap(factory.name, selector.as_key_value(), value_getter(ctx, factory, table))
+
+
+def _table_aggregate(factory, ctx) -> TableAggregate:
+    params = factory.params
+    operation = params["operation"]
+    adder = subtractor = initializer = None
+    if operation != "count":
+        adder, subtractor = params["adder"].fn, params["subtractor"].fn
+    if operation == "aggregate":
+        initializer = params["initializer"].fn
+    store = params["store_name"]
+    return TableAggregate(factory.name, store, ctx.cached(store), operation, adder, subtractor, initializer)
+
+
+BUILDERS = {
+    NodeKind.TABLE_GROUP_BY_MAP: _repartition_map,
+    NodeKind.TABLE_AGGREGATE: _table_aggregate,
+}
