@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from dagster_kstreams.kafka.admin import TopicPartition
@@ -133,6 +135,26 @@ def test_new_checkpoint_starts_from_the_groups_committed_offsets(
     assert result.records_in == 5
     big = read_topic(kafka_bootstrap, big_topic)
     assert sorted(r.value.decode() for r in big) == sorted(v for t, _, v in _expected(rows[15:]) if t == "big")
+
+
+def test_a_run_killed_while_writing_its_first_offset_log_entry_leaves_a_checkpoint_that_starts(
+    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path
+):
+    """SIGKILLed inside Spark's first write to ``offsets/``, a run leaves a temporary and a checksum
+    file and no batch; Spark then refuses the checkpoint (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY)."""
+    in_topic, big_topic, words_topic = unique_topic("rows"), unique_topic("big"), unique_topic("words")
+    kafka_admin.create_topics({in_topic: 1, big_topic: 1, words_topic: 1})
+    rows = _rows(12)
+    produce(kafka_bootstrap, in_topic, rows)
+    runner = TaskRunner(_topology(in_topic, big_topic, words_topic), unique_topic("app"), kafka_bootstrap,
+                        state_location=str(tmp_path / "state"), spark=spark)
+    offsets = Path(runner.checkpoint_location("0_0")) / "offsets"
+    offsets.mkdir(parents=True)
+    (offsets / ".0.5f0c9b1e.tmp").write_text("v1\n{")
+    (offsets / "..0.5f0c9b1e.tmp.crc").write_bytes(b"crc")
+    assert runner.run_task("0_0").records_in == 12
+    assert sorted(r.value.decode() for r in read_topic(kafka_bootstrap, big_topic)) == \
+        sorted(v for t, _, v in _expected(rows) if t == "big")
 
 
 def test_max_records_bounds_a_run(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path):

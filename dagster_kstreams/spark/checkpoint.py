@@ -110,6 +110,17 @@ class CheckpointReader:
         ids = self._batch_ids("offsets")
         return ids[-1] if ids else None
 
+    def discard_torn_first_batch(self) -> None:
+        """Remove what a run killed while writing a new checkpoint's first offset log entry left in
+        ``offsets/`` (a temporary and a checksum file, no batch): Spark would take the checkpoint for
+        a new one and refuse to start on a non-empty offset log (``STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY``).
+        Only when the log holds no batch: then nothing in it is progress."""
+        directory = self._path("offsets")
+        if self._batch_ids("offsets") or not self._fs.exists(directory):
+            return
+        for status in self._fs.listStatus(directory):
+            self._fs.delete(status.getPath(), True)
+
     def query_id(self) -> Optional[str]:
         """The id Spark gave the checkpoint's query (kept across restarts), or None before its first start."""
         if not self._fs.exists(self._path("metadata")):

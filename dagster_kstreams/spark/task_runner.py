@@ -340,6 +340,7 @@ class TaskRunner:
             checkpoint = self.checkpoint_location(task)
             session = self.spark.newSession()
             reader = CheckpointReader(session, checkpoint)
+            reader.discard_torn_first_batch()  # after the fence: an older run of the task is fenced
             checkpointed = reader.committed_source_offsets()
             end_offsets = {tp: offset for tp, offset in self.admin.end_offsets(source_topics).items() if tp in assigned}
             start = starting_point(application, self.admin, checkpointed, assigned, end_offsets)
