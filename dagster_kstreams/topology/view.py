@@ -314,8 +314,10 @@ class Topology:
         return counts
 
     def _enforce_copartitioning(self, counts: dict[str, int], enforced: Mapping[str, int]) -> None:
-        """Kafka Streams' ``CopartitionedTopicsEnforcer``."""
-        for group in self.copartition_groups:
+        """Kafka Streams' ``CopartitionedTopicsEnforcer``, over groups that share a topic taken as
+        one: a join of a join's result is co-partitioned with both earlier inputs, as in Kafka
+        Streams, whose group for a join holds every source topic upstream of either side."""
+        for group in _connected(self.copartition_groups):
             repartition = [t for t in group if t in self.repartition_topics]
             external = {t: counts[t] for t in group if t not in self.repartition_topics}
             if not external:
@@ -391,3 +393,15 @@ def as_topology(obj: Any) -> Topology:
         if isinstance(built, Topology):
             return built
     raise TypeError(f"expected a Topology from StreamsBuilder.build() (or the StreamsBuilder), got {type(obj).__name__}")
+
+
+def _connected(groups) -> list[list[str]]:
+    """``groups`` of topics, those sharing a topic merged (in the order first seen)."""
+    merged: list[list[str]] = []
+    for group in groups:
+        topics = list(dict.fromkeys(group))
+        for other in [m for m in merged if set(m) & set(topics)]:
+            merged.remove(other)
+            topics = list(dict.fromkeys([*other, *topics]))
+        merged.append(topics)
+    return merged
