@@ -123,8 +123,7 @@ class BatchWriter:
 
     def _write(self, batch: DataFrame, batch_id: int) -> None:
         run = self.run
-        ends = self.checkpoint.batch_source_offsets(batch_id)
-        batch_offsets = {tp: ends[(tp.topic, tp.partition)] for tp in run.assigned if (tp.topic, tp.partition) in ends}
+        batch_offsets = self.checkpoint.batch_end_offsets(batch_id, run.assigned)
         # A run fenced by a newer one of the task stops here, before it writes anything.
         run.fence.check(batch_offsets, f"before writing batch {batch_id}")
         if self.drops_late:

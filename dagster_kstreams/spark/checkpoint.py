@@ -19,6 +19,7 @@ from typing import Any, Optional
 from pyspark.sql import SparkSession
 
 from dagster_kstreams.base.home import state_home
+from dagster_kstreams.kafka.admin import TopicPartition
 from dagster_kstreams.spark.errors import used_concurrently
 from dagster_kstreams.topology.task_id import TaskId
 
@@ -104,6 +105,11 @@ class CheckpointReader:
         """The last batch whose output and state were committed, or None for a new checkpoint."""
         ids = self._batch_ids("commits")
         return ids[-1] if ids else None
+
+    def batch_end_offsets(self, batch: int, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+        """End offsets of batch ``batch`` for those of ``partitions`` the offset log has."""
+        ends = self.batch_source_offsets(batch)
+        return {tp: ends[(tp.topic, tp.partition)] for tp in partitions if (tp.topic, tp.partition) in ends}
 
     def last_planned_batch(self) -> Optional[int]:
         """The last batch in the offset log (planned; committed too unless a run stopped in it)."""

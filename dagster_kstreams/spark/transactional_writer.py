@@ -102,8 +102,7 @@ class TransactionalBatchWriter:
 
     def _write(self, batch: DataFrame, batch_id: int) -> None:
         run = self.run
-        ends = self.checkpoint.batch_source_offsets(batch_id)
-        batch_offsets = {tp: ends[(tp.topic, tp.partition)] for tp in run.assigned if (tp.topic, tp.partition) in ends}
+        batch_offsets = self.checkpoint.batch_end_offsets(batch_id, run.assigned)
         records = self._records(batch.toArrow())  # computes the batch, its state included
         if batch_id == self.replayed:
             log.warning("task %s: batch %d was committed to Kafka before the run restarted; its records are not "
