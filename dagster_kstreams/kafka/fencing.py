@@ -86,7 +86,10 @@ _MAX_BACKOFF_S = 1.0
 # The producer also writes a task's records under exactly-once: batch the sends of a whole
 # micro-batch (the commit flushes, so lingering costs no latency) and queue one at once.
 TRANSACTIONAL_PRODUCER_DEFAULTS = {"linger.ms": 20, "queue.buffering.max.messages": 1_000_000,
-                                   "queue.buffering.max.kbytes": 1_048_576}
+                                   "queue.buffering.max.kbytes": 1_048_576,
+                                   # A failed delivery makes the transaction abortable, so its commit
+                                   # fails: reports of the millions delivered would be served for nothing.
+                                   "delivery.report.only.error": True}
 # Records are placed as Java's default partitioner places them (murmur2 of the key bytes), so a
 # topic this producer writes is co-partitioned with one any Kafka client writes; never overridden.
 _JAVA_COMPATIBLE_PARTITIONING = {"partitioner": "murmur2_random"}
