@@ -54,6 +54,7 @@ browser:
 
 demo: jars
 	dagster-kstreams local up --port $(DEMO_BROKER_PORT)
+	dagster-kstreams local spark-archive --bootstrap 127.0.0.1:$(DEMO_BROKER_PORT)
 	mkdir -p $(DEMO_DAGSTER_HOME)
 	cp deploy/dagster.yaml $(DEMO_DAGSTER_HOME)/dagster.yaml  # queued runs, one run per worker id
 	@echo "Dagster UI: http://127.0.0.1:$(UI_PORT)  (Kafka: 127.0.0.1:$(DEMO_BROKER_PORT); stop Dagster with Ctrl-C, Kafka with 'make down')"
@@ -72,4 +73,5 @@ test: jars browser
 	dagster-kstreams local status $$broker_args >/dev/null || rm -rf $(TEST_BROKER_DIR)/data; \
 	trap 'dagster-kstreams local down '"$$broker_args" EXIT; \
 	dagster-kstreams local up $$broker_args; \
+	dagster-kstreams local spark-archive --bootstrap 127.0.0.1:$(TEST_BROKER_PORT); \
 	KSTREAMS_TEST_BOOTSTRAP=127.0.0.1:$(TEST_BROKER_PORT) pytest $(PYTEST_ARGS)

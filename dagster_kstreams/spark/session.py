@@ -19,6 +19,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from dagster_kstreams.base.jars import jar_paths
+from dagster_kstreams.spark.class_archive import java_options
 
 DEFAULT_MASTER = "local[*]"
 DEFAULT_APP_NAME = "dagster-kstreams"
@@ -104,7 +105,13 @@ def spark_conf(
     connector_jars = jar_paths("spark-kafka", jars_home)
     user_jars = [jar for jar in user_conf.pop("spark.jars", "").split(",") if jar]
     settings |= user_conf
-    settings["spark.jars"] = ",".join(dict.fromkeys([*user_jars, *connector_jars]))
+    jars = list(dict.fromkeys([*user_jars, *connector_jars]))
+    settings["spark.jars"] = ",".join(jars)
+    if user_conf.get("spark.submit.deployMode") != "cluster":  # the driver's JVM starts on this machine
+        # The class-data archive first, so that the user's own options win over ours.
+        driver_options = " ".join([*java_options(jars, jars_home), settings.get("spark.driver.extraJavaOptions", "")])
+        if driver_options.strip():
+            settings["spark.driver.extraJavaOptions"] = driver_options.strip()
     return settings
 
 
