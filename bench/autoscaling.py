@@ -1,7 +1,8 @@
-"""Autoscaling under a burst: the lag sensor's elastic workers versus one fixed worker (issue 7).
+"""Autoscaling under a burst: the lag sensor's elastic workers versus one fixed worker (issues 7, 13).
 
-    .venv/bin/python -m bench.autoscaling [--rate 100] [--burst-factor 10] [--burst-seconds 60]
-        [--duration 300] [--partitions 4] [--max-workers 4] [--bootstrap HOST:PORT]
+    .venv/bin/python -m bench.autoscaling [--rate 200] [--burst-factor 40] [--burst-seconds 60]
+        [--duration 300] [--partitions 4] [--max-workers 2] [--modes autoscale,standby,fixed]
+        [--bootstrap HOST:PORT] [--output STEM]
 
 Everything is the real thing: a Kafka broker (a LocalBroker on ports 29100/29101 unless
 --bootstrap), a Dagster instance with ``dagster-daemon run`` (sensor daemon, queued run
@@ -14,7 +15,12 @@ by word, count) over a ``--partitions``-partition input topic, fed by the librar
 (``text-lines``: 3-14 words per line). Each mode runs alone, one after the other:
 
 * ``autoscale``: ``min_workers=1, max_workers=--max-workers``;
+* ``standby``: the same, with one warm standby worker (``standby_workers=1``): scale-up grants
+  tasks to it first, then launches a new standby;
 * ``fixed``: ``min_workers=max_workers=1``, the same sensor (it only replaces a dead worker).
+
+The default burst (200 x 40 = 8,000 lines/s, about 70,000 words/s through the repartition topic)
+is more than one ``local[1]`` worker absorbs, so that a second worker has work to take.
 
 Per mode: once the first worker beats (its SparkSession is up), a few lines give every task its
 cold first run; then the generator writes ``--rate`` lines/s, and once every task has run twice
@@ -29,9 +35,13 @@ and the worker runs. Reported:
 * scaling decisions: sensor ticks within the window whose desired worker count differed from the
   running count (from the sensor's lag observations), and worker runs launched;
 * worker-seconds: the sum over worker runs of their time alive (created by the sensor until they
-  ended, or the end of the window) within the window.
+  ended, or the end of the window) within the window; a standby's time counts;
+* for each elastic mode, whether it beat the fixed worker (issue 13's bar): back under the target
+  sooner after the burst and a lower peak lag, at no more than twice the fixed worker's
+  worker-seconds.
 
-Results: ``bench/results/autoscaling-<date>.json`` and ``.md`` (a table), and the table on stdout.
+Results: ``bench/results/autoscaling-<date>.json`` and ``.md`` (a table; ``--output STEM`` names
+them), and the table on stdout.
 """
 
 from __future__ import annotations
@@ -74,7 +84,8 @@ defs = build_kstreams_definitions(
     state_location=S["state"],
     create_sink_topics=True,
     elastic_workers=ElasticWorkers(
-        scaling=ScalingConfig(min_workers=1, max_workers=S["max_workers"], catch_up_seconds=S["catch_up_seconds"],
+        scaling=ScalingConfig(min_workers=1, max_workers=S["max_workers"], standby_workers=S["standby_workers"],
+                              catch_up_seconds=S["catch_up_seconds"],
                               scale_down_stabilization_seconds=S["stabilization_seconds"],
                               default_worker_records_per_second=S["default_capacity"],
                               min_sample_seconds=S["min_sample_seconds"],
@@ -202,6 +213,26 @@ def figures(samples: Sequence[Sample], ticks: Sequence[Tick], runs: Sequence[Wor
     )
 
 
+def verdicts(modes: dict) -> dict:
+    """For each elastic mode, issue 13's bar against the fixed worker (module docstring)."""
+    if "fixed" not in modes:
+        return {}
+    fixed = modes["fixed"]["figures"]
+    result = {}
+    for name, mode in modes.items():
+        if name == "fixed":
+            continue
+        own = mode["figures"]
+        sooner = (own["recovery_after_burst_s"] is not None and (fixed["recovery_after_burst_s"] is None
+                  or own["recovery_after_burst_s"] < fixed["recovery_after_burst_s"]))
+        lower_peak = own["peak_lag"] < fixed["peak_lag"]
+        cost = own["worker_seconds"] / fixed["worker_seconds"] if fixed["worker_seconds"] else None
+        result[name] = {"back_under_target_sooner": sooner, "lower_peak_lag": lower_peak,
+                        "worker_seconds_over_fixed": None if cost is None else round(cost, 2),
+                        "beats_fixed": bool(sooner and lower_peak and cost is not None and cost <= 2.0)}
+    return result
+
+
 def table(modes: dict) -> str:
     def cell(value, unit=""):
         return "not within the run" if value is None else f"{value:,.0f}{unit}" if isinstance(value, float) \
@@ -240,7 +271,8 @@ def run_mode(mode: str, args, bootstrap: str, work: Path) -> dict:
     settings = {
         "source": f"bench-lines-{mode}-{suffix}", "sink": f"bench-counts-{mode}-{suffix}", "app_id": app_id,
         "state": str(work / mode / "state"), "bootstrap": bootstrap, "partitions": args.partitions,
-        "max_workers": args.max_workers if mode == "autoscale" else 1, "catch_up_seconds": args.catch_up_seconds,
+        "max_workers": 1 if mode == "fixed" else args.max_workers, "standby_workers": int(mode == "standby"),
+        "catch_up_seconds": args.catch_up_seconds,
         "stabilization_seconds": args.stabilization_seconds, "default_capacity": args.default_capacity,
         "sensor_interval": args.sensor_interval, "min_sample_seconds": args.min_sample_seconds,
     }
@@ -331,8 +363,9 @@ def run_mode(mode: str, args, bootstrap: str, work: Path) -> dict:
                 time.sleep(2)
             generator_started = time.monotonic()
             generator.start()
-            while not (all(task_runs().get(task, 0) >= 3 for task in tasks_needed) and live_workers() == 1):
-                check_alive(f"tasks not warm or more than one worker: {task_runs()}, {live_workers()} workers")
+            fleet = 1 + settings["standby_workers"]
+            while not (all(task_runs().get(task, 0) >= 3 for task in tasks_needed) and live_workers() == fleet):
+                check_alive(f"tasks not warm or not {fleet} workers: {task_runs()}, {live_workers()} workers")
                 time.sleep(2)
             t0 = time.monotonic()
             wall0 = time.time()
@@ -387,13 +420,13 @@ def run_mode(mode: str, args, bootstrap: str, work: Path) -> dict:
 
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rate", type=float, default=100.0, help="steady input, lines/s (3-14 words each)")
-    parser.add_argument("--burst-factor", type=float, default=10.0)
+    parser.add_argument("--rate", type=float, default=200.0, help="steady input, lines/s (3-14 words each)")
+    parser.add_argument("--burst-factor", type=float, default=40.0)
     parser.add_argument("--burst-seconds", type=float, default=60.0)
     parser.add_argument("--steady-seconds", type=float, default=30.0, help="steady phase before the burst")
     parser.add_argument("--duration", type=float, default=300.0, help="measurement window per mode, seconds")
     parser.add_argument("--partitions", type=int, default=4)
-    parser.add_argument("--max-workers", type=int, default=4)
+    parser.add_argument("--max-workers", type=int, default=2)
     parser.add_argument("--lag-target", type=int, default=None, help="default: the steady phase's peak lag")
     parser.add_argument("--sensor-interval", type=int, default=5)
     parser.add_argument("--catch-up-seconds", type=float, default=30.0)
@@ -404,13 +437,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--min-sample-seconds", type=float, default=20.0,
                         help="shortest batch that measures capacity (under load, shorter ones are fixed cost)")
     parser.add_argument("--warmup-timeout", type=float, default=420.0)
-    parser.add_argument("--modes", default="autoscale,fixed")
+    parser.add_argument("--modes", default="autoscale,standby,fixed")
     parser.add_argument("--bootstrap", default=None, help="use this broker instead of starting one")
     parser.add_argument("--output-dir", default=str(REPO / "bench" / "results"))
+    parser.add_argument("--output", default=None, help="result stem (default OUTPUT_DIR/autoscaling-<date>)")
     args = parser.parse_args(argv)
     modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
-    if not set(modes) <= {"autoscale", "fixed"}:
-        parser.error("--modes: autoscale and/or fixed")
+    if not set(modes) <= {"autoscale", "standby", "fixed"}:
+        parser.error("--modes: any of autoscale, standby, fixed")
 
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
@@ -431,16 +465,19 @@ def main(argv: Optional[list[str]] = None) -> int:
                     "load_before": load_before, "load_after": os.getloadavg()},
         "code_version": code_version,
         "modes": results,
+        "verdicts": verdicts(results),
     }
     output = Path(args.output_dir)
     output.mkdir(parents=True, exist_ok=True)
-    stem = output / f"autoscaling-{started.date()}"
+    stem = Path(args.output) if args.output else output / f"autoscaling-{started.date()}"
     stem.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
-    markdown = (f"Autoscaling vs one fixed worker: {args.rate:g} lines/s, burst x{args.burst_factor:g} for "
+    markdown = (f"Elastic workers vs one fixed worker: {args.rate:g} lines/s, burst x{args.burst_factor:g} for "
                 f"{args.burst_seconds:g} s after {args.steady_seconds:g} s, {args.duration:g} s window, "
                 f"{args.partitions} partitions, max {args.max_workers} workers; {report['started']}, "
                 f"{os.cpu_count()} CPUs, load {load_before[0]:.1f} before / {os.getloadavg()[0]:.1f} after.\n\n"
-                + table(results) + "\n")
+                + table(results) + "\n"
+                + "".join(f"\n{name} beats the fixed worker (sooner, lower peak, <= 2x worker-seconds): "
+                          f"{verdict['beats_fixed']} ({verdict})" for name, verdict in report["verdicts"].items()) + "\n")
     stem.with_suffix(".md").write_text(markdown)
     print(markdown)
     print(f"written to {stem}.json and {stem}.md")

@@ -3,7 +3,7 @@ by hand (bench/README.md), not in the suite."""
 
 from __future__ import annotations
 
-from bench.autoscaling import OneBurst, Sample, Tick, WorkerRun, figures, table, worker_seconds
+from bench.autoscaling import OneBurst, Sample, Tick, WorkerRun, figures, table, verdicts, worker_seconds
 
 
 def test_one_burst_starts_when_told_and_lasts_its_seconds():
@@ -35,3 +35,18 @@ def test_figures_of_a_burst():
 
 def test_worker_seconds_clip_to_the_window():
     assert worker_seconds([WorkerRun("w", -10, 5, "SUCCESS"), WorkerRun("w", 50, 200, "FAILURE")], 0, 100) == 55
+
+
+def _mode(recovery, peak, worker_seconds):
+    return {"figures": {"recovery_after_burst_s": recovery, "peak_lag": peak, "worker_seconds": worker_seconds}}
+
+
+def test_an_elastic_mode_beats_the_fixed_worker_only_sooner_lower_and_at_most_twice_the_cost():
+    result = verdicts({"fixed": _mode(120, 90_000, 300), "autoscale": _mode(60, 50_000, 600),
+                       "standby": _mode(50, 40_000, 601), "slow": _mode(None, 10_000, 300),
+                       "high": _mode(30, 90_000, 300)})
+    assert result["autoscale"]["beats_fixed"] and result["autoscale"]["worker_seconds_over_fixed"] == 2.0
+    assert not result["standby"]["beats_fixed"]  # sooner and lower, but more than twice the worker-seconds
+    assert not result["slow"]["beats_fixed"] and not result["high"]["beats_fixed"]
+    assert verdicts({"fixed": _mode(None, 90_000, 300), "autoscale": _mode(200, 80_000, 400)})["autoscale"]["beats_fixed"]
+    assert verdicts({"autoscale": _mode(60, 50_000, 600)}) == {}  # nothing to compare with
