@@ -16,6 +16,7 @@ retires them when it has stayed low for three minutes. Idle applications have no
     dagster-kstreams generate users --create-topics --rate 100 --burst-every 180 --burst-seconds 30 --burst-factor 10
 """
 
+import dataclasses
 import json
 import os
 
@@ -34,8 +35,8 @@ SPARK_CONF_ENV_VAR = "DAGSTER_KSTREAMS_SPARK_CONF"
 WORKER_SENSORS_ENV_VAR = "DAGSTER_KSTREAMS_WORKER_SENSORS"
 
 # Sized for a laptop: a worker runs one SparkSession; catching up a burst within half a minute at
-# the default capacity takes a few of them. A worker needs about a minute to start (JVM and
-# SparkSession) before it takes any load, so the scale-down window is three minutes: a worker
+# the default capacity takes a few of them. A cold worker needs 15-20 s to start (JVM and
+# SparkSession, first queries), longer on a busy laptop, so the scale-down window is three minutes: a worker
 # launched for a burst is not retired before it has started, nor while the burst's backlog drains.
 # Capacity is measured from warm batches only (the first run of each task in a worker is cold), and
 # only from batches of 15 s or more: shorter ones (a quiet stream's) are mostly a query's fixed cost.
@@ -49,9 +50,16 @@ ELASTIC_WORKERS = ElasticWorkers(
                     else dg.DefaultSensorStatus.RUNNING),
 )
 
+# Users per country, the app "Watching it scale" in the README follows, keeps one warm standby: a
+# worker run with its SparkSession up and no task, which takes tasks within a sensor tick when the
+# lag calls for a worker (the others start cold when asked).
+STANDBY_ELASTIC_WORKERS = dataclasses.replace(
+    ELASTIC_WORKERS, scaling=dataclasses.replace(ELASTIC_WORKERS.scaling, standby_workers=1))
+
 defs = dg.Definitions.merge(
-    kstreams_definitions(users_per_country.build_app(), word_count.build_app(), top_words.build_app(),
-                         click_enrichment.build_app(), elastic_workers=ELASTIC_WORKERS),
+    kstreams_definitions(users_per_country.build_app(), elastic_workers=STANDBY_ELASTIC_WORKERS),
+    kstreams_definitions(word_count.build_app(), top_words.build_app(), click_enrichment.build_app(),
+                         elastic_workers=ELASTIC_WORKERS),
     dg.Definitions(resources={"pyspark": KStreamsSparkResource(
         master=os.environ.get(SPARK_MASTER_ENV_VAR, "local[*]"),
         spark_config=json.loads(os.environ.get(SPARK_CONF_ENV_VAR) or "{}"),
