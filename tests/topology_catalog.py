@@ -21,6 +21,7 @@ from datetime import timedelta
 from dagster_kstreams import (
     Branched,
     Consumed,
+    EmitStrategy,
     Grouped,
     Joined,
     JoinWindows,
@@ -980,3 +981,40 @@ def more_than_ten_subtopologies():
     for i in range(6):
         b.stream(f"in-{i}").group_by(lambda k, v: v).count().to_stream().to(f"counts-{i}")
     return b.build()
+
+
+@topology
+def windowed_emit_on_window_close():
+    b = StreamsBuilder()
+    clicks = b.stream("clicks")
+    (
+        clicks.group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(timedelta(minutes=1), timedelta(seconds=10)))
+        .emit_strategy(EmitStrategy.on_window_close())
+        .count(Materialized.as_("final-click-counts"))
+        .to_stream()
+        .to("final-click-counts")
+    )
+    return b.build()
+
+
+@topology
+def sliding_and_session_emit_on_window_close():
+    b = StreamsBuilder()
+    grouped = b.stream("visits").group_by_key()
+    (
+        grouped.windowed_by(SlidingWindows.of_time_difference_with_no_grace(timedelta(seconds=30)))
+        .emit_strategy(EmitStrategy.on_window_close())
+        .reduce(lambda a, v: a + v)
+        .to_stream()
+        .to("sliding-visits")
+    )
+    (
+        grouped.windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(timedelta(minutes=5)))
+        .emit_strategy(EmitStrategy.on_window_close())
+        .count()
+        .to_stream()
+        .to("visit-sessions")
+    )
+    return b.build()
+
