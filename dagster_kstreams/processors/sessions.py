@@ -44,6 +44,7 @@ from dagster_kstreams.processors.base import StoreProcessor, register
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.topology.emit_strategy import ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import Window, Windowed
 from dagster_kstreams.topology.windows import SessionWindows
@@ -215,6 +216,11 @@ def handles(factory) -> bool:
 
 def build(factory, ctx) -> SessionWindowAggregate:
     params = factory.params
+    if params.get("emit_strategy", ON_WINDOW_UPDATE) != ON_WINDOW_UPDATE:
+        raise UnsupportedTopologyError(
+            f"processor {factory.name} (session-windowed aggregation): emit strategy {params['emit_strategy']!r} is "
+            "not supported by the Spark runner yet (time windows only); suppress(Suppressed.until_window_closes(...)) "
+            "gives each session's final result")
     _check_path(ctx.subtopology, factory)
     windows: SessionWindows = params["windows"]
     store = ctx.topology.state_stores.get(params["store_name"])
@@ -261,6 +267,3 @@ def _check_path(sub, factory) -> None:
                 f"(topics {list(source.topics)}) reach it {paths.get(source.name, 0)} times in sub-topology {sub.id}, "
                 "not once; the Spark runner's stream time counts every record of the task once; put .repartition() "
                 "before grouping")
-    if any(node.kind is NodeKind.SUPPRESS for node in sub.nodes):
-        raise UnsupportedTopologyError(f"processor {factory.name} (session-windowed aggregation): suppress is not "
-                                       "supported by the Spark runner")
