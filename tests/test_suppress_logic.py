@@ -166,6 +166,22 @@ def test_until_window_closes_drops_tombstones_and_never_forwards_a_deleted_windo
     assert _run(program, rows) == [("out", _windowed("b", 0), b"y")]
 
 
+def test_until_window_closes_on_sliding_windows_forwards_each_windows_final_value():
+    def build(builder):
+        builder.stream("in").group_by_key() \
+            .windowed_by(SlidingWindows.of_time_difference_and_grace(5 * SECONDS, SECONDS)) \
+            .reduce(lambda agg, value: agg + value, Materialized.as_("r").with_caching_disabled()) \
+            .suppress(Suppressed.until_window_closes(BufferConfig.unbounded())).to_stream() \
+            .to("out", Produced.with_(WindowedSerde(Serdes.String(), 5_000), Serdes.String()))
+    program = _program(build)
+    rows = [("k", "a", 10_000), ("k", "b", 12_000), ("k", "c", 30_000)]
+    # Windows [5 s, 10 s] {a}, [7 s, 12 s] {a, b}, [10.001 s, 15.001 s] {b}: all closed by 30 s - 1 s.
+    expected = [("out", b"k" + struct.pack(">q", start), value) for start, value in
+                ((5_000, b"a"), (7_000, b"ab"), (10_001, b"b"))]
+    assert _run(program, rows) == expected
+    assert _run(program, rows, 3) == expected
+
+
 def test_until_time_limit_emits_after_the_wait_and_early_when_full():
     def build(builder):
         table = builder.table("in", Materialized.as_("t").with_caching_disabled())
