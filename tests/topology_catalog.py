@@ -39,6 +39,7 @@ from dagster_kstreams import (
 )
 
 from regroup_topology import regroup_examples
+from suppress_topology import suppress_examples
 
 CATALOG: dict[str, Callable[[], object]] = {}
 
@@ -1018,3 +1019,10 @@ def sliding_and_session_emit_on_window_close():
     )
     return b.build()
 
+
+@topology
+def suppress_and_emit_on_close_examples():
+    # The topology tests/test_equivalence_suppress.py runs on Spark and with Kafka Streams.
+    names = {"events": "events", "prices": "prices", "out-final": "final-counts", "out-closed": "closed-hopping-out",
+             "out-sessions": "final-sessions-out", "out-limited": "limited-prices", "out-debounced": "debounced-prices"}
+    return suppress_examples(names).build()

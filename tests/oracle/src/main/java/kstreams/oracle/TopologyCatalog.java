@@ -126,6 +126,9 @@ public final class TopologyCatalog {
         TOPOLOGIES.put("windowed_emit_on_window_close", TopologyCatalog::windowed_emit_on_window_close);
         TOPOLOGIES.put("sliding_and_session_emit_on_window_close",
                        TopologyCatalog::sliding_and_session_emit_on_window_close);
+        TOPOLOGIES.put("suppress_and_emit_on_close_examples", () -> SuppressExamples.suppressExamples(
+            "events", "prices", "final-counts", "closed-hopping-out", "final-sessions-out", "limited-prices",
+            "debounced-prices"));
     }
 
     /** Catalog names in definition order. */
