@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dagster_kstreams.processors.suppress import SuppressionBuffer
+from dagster_kstreams.processors.state import load_state
 from dagster_kstreams.processors.window_close import ClosedWindows
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
 from dagster_kstreams.topology import StreamsBuilder
@@ -99,9 +100,10 @@ def _program(build, sub=0):
                             default_value_serde=Serdes.String()).program(sub)
 
 
-def _run(program, rows, batches=1):
+def _run(program, rows, batches=1, with_state=False):
     """Rows ``(key, value, timestamp)`` of one partition, in order, in ``batches`` micro-batches,
-    the task state pickled in between. Returns the records written to "out", ``[(topic, key, value)]``."""
+    the task state pickled in between. Returns the records written to "out", ``[(topic, key, value)]``
+    (and every key's stored slots, ``with_state``)."""
     stream, contexts = -1, []
     for key, _, timestamp in rows:
         before = stream
@@ -124,7 +126,7 @@ def _run(program, rows, batches=1):
         if out is not None:
             out = out[out["topic"] == "out"].sort_values("emit_order", kind="stable")
             outputs += list(zip(out["topic"], out["key"], out["value"]))
-    return outputs
+    return (outputs, load_state(stored)["keys"]) if with_state else outputs
 
 
 def _windowed(key, start):
@@ -157,6 +159,24 @@ def test_until_window_closes_forwards_each_windows_final_count_once_by_window_en
     assert _run(program, ROWS) == expected
     for batches in (2, 3, len(ROWS)):  # the buffer and its stream time survive every checkpoint
         assert _run(program, ROWS, batches) == expected
+
+
+def test_the_task_state_forgets_every_keys_expired_windows_and_sessions():
+    def build(builder):
+        _tumbling_count_suppressed(builder)
+        grouped = builder.stream("in").group_by_key()
+        grouped.windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(SECONDS)).count() \
+            .suppress(Suppressed.until_window_closes(BufferConfig.unbounded())).to_stream() \
+            .to("sessions", Produced.with_(WindowedSerde(Serdes.String(), session=True), Serdes.Long()))
+        grouped.windowed_by(TimeWindows.of_size_and_grace(10 * SECONDS, 2 * SECONDS)) \
+            .emit_strategy(EmitStrategy.on_window_close()).count().to_stream().to("closed", COUNTS)
+    program = _program(build)
+    rows = [("old", "1", 1_000)] + [("new", str(t), t) for t in range(5_000, 100_000, 5_000)]
+    _, stored = _run(program, rows, batches=3, with_state=True)
+    assert set(stored) == {b"new"}
+    windows, sessions, closed = (stored[b"new"][slot] for slot in range(3))
+    assert sorted(windows) == [90_000] and sorted(closed) == [80_000, 90_000]  # retention 12 s
+    assert len(sessions) == 1
 
 
 def test_until_window_closes_drops_tombstones_and_never_forwards_a_deleted_window():

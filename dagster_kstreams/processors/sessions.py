@@ -38,7 +38,7 @@ aggregator(b, a)``.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from dagster_kstreams.processors.base import StoreProcessor, register
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
@@ -141,6 +141,7 @@ class SessionWindowAggregate(StoreProcessor):
         self.aggregation = aggregation
         self.gap, self.grace, self.retention = gap, grace, retention
         self.initializer, self.aggregator, self.merger = initializer, aggregator, merger
+        self._batch_stream_time: Optional[int] = None  # the task's stream time at its last record here
 
     @property
     def options(self) -> dict:
@@ -154,7 +155,7 @@ class SessionWindowAggregate(StoreProcessor):
         slot = self.state_slot
         current = state.values[slot]
         store = SessionStore(self.gap, self.grace, self.retention, () if current is ABSENT else current)
-        stream_time = context.stream_time
+        stream_time = self._batch_stream_time = context.stream_time
         before = context.stream_time_before
         if before is None:  # not given (a test calling the program directly): only the record's own is known
             before = stream_time if context.timestamp < stream_time else stream_time - 1
@@ -187,6 +188,19 @@ class SessionWindowAggregate(StoreProcessor):
         if entry is None:
             entry = state.new_cache_entry(slot, ({(s[0], s[1]) for s in store.sessions}, {}))
         return entry[1]
+
+    def end_task_batch(self, task) -> None:
+        """Task-grouped: forget every key's sessions the store no longer returns, so the task's state
+        stays bounded by the retention (as :meth:`SessionStore.expire` does for the key processed)."""
+        stream_time, self._batch_stream_time = self._batch_stream_time, None
+        if stream_time is None:
+            return
+        floor = stream_time - self.retention
+        for group in task.all_groups():
+            sessions = group.values[self.state_slot]
+            if sessions is not ABSENT and sessions[0][1] <= floor:
+                kept = tuple(session for session in sessions if session[1] > floor)
+                group.values[self.state_slot] = kept if kept else ABSENT
 
     def flush(self, state, out, context) -> None:
         """Forward the final state of each windowed key changed in the batch (the record cache's flush)."""

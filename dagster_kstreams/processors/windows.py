@@ -86,6 +86,7 @@ class _WindowAggregate(StoreProcessor):
         self.key_serde, self.emit_on_close = key_serde, emit_on_close
         self.task_grouped = emit_on_close
         self._closed_key = f"windows.closed.{store}"
+        self._batch_stream_time: Optional[int] = None  # the task's stream time at its last record here
         self.windows, self.size, self.grace, self.retention = windows, size, grace, retention
         self.initializer, self.aggregator, self.reducer = initializer, aggregator, reducer
         # (initializer(), aggregator(key, value, aggregate)) as Kafka Streams builds them for the operation
@@ -100,6 +101,7 @@ class _WindowAggregate(StoreProcessor):
         slot = self.state_slot
         current = state.values[slot]
         store = {} if current is ABSENT else current
+        self._batch_stream_time = context.stream_time
         closed = self._closed_windows(state) if self.emit_on_close else None
         if closed is None:
             expire(store, context.stream_time, self.retention)
@@ -162,6 +164,21 @@ class _WindowAggregate(StoreProcessor):
     def _emit(self, key, start, end, value, timestamp, context, out, state) -> None:
         record_context = dataclasses.replace(context, timestamp=timestamp)
         self.forward(Windowed(key, Window(start, end)), value, record_context, out, state)
+
+    def end_task_batch(self, task) -> None:
+        """Task-grouped: forget every key's windows the store no longer returns (Kafka Streams drops
+        expired segments of all keys), so the task's state stays bounded by the retention."""
+        stream_time, self._batch_stream_time = self._batch_stream_time, None
+        if stream_time is None:
+            return
+        closed = task.values.get(self._closed_key) if self.emit_on_close else None
+        horizon, retention = (stream_time, self.retention) if closed is None else (
+            closed.visible_from(self.retention) - 1, 0)
+        for group in task.all_groups():
+            windows = group.values[self.state_slot]
+            if windows is not ABSENT and any(start <= horizon - retention for start in windows):
+                expire(windows, horizon, retention)
+                group.values[self.state_slot] = windows if windows else ABSENT
 
     def flush(self, state, out, context) -> None:
         """Kafka Streams' cache flush: each window changed in this key group, once, with its final value."""
