@@ -35,7 +35,8 @@ Definition time: a bounded ``max_bytes`` buffer is refused (Kafka Streams counts
 serialized size plus its record context's topic name and headers, which the runner does not carry
 through its processors), and so is a bounded buffer that shuts down when full (Kafka Streams stops
 the application after whatever its last commit wrote, a point the runner's micro-batches cannot
-reproduce). So are processors that keep state downstream of the suppression in its sub-topology.
+reproduce). So are processors that keep state downstream of the suppression in its sub-topology,
+and a filter of a windowed table before it (the runner does not carry a window's old value).
 """
 
 from __future__ import annotations
