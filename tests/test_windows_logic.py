@@ -17,7 +17,6 @@ from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_top
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.topology.consumed_produced import Consumed, Produced
 from dagster_kstreams.topology.materialized import Materialized
-from dagster_kstreams.topology.suppressed import Suppressed
 from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.serdes import Serdes, Window, Windowed, WindowedSerde
 from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
@@ -225,11 +224,7 @@ def test_refuses_map_values_before_sliding_windows_but_not_before_time_windows()
     compile_topology(builder, "app").program(0)
 
 
-def test_refuses_suppress_and_a_second_source_and_mixed_sliding_and_time_windows():
-    _refused(lambda b: b.stream("in").group_by_key().windowed_by(TUMBLING).count()
-             .suppress(Suppressed.until_window_closes(Suppressed.BufferConfig.unbounded())),
-             r"suppress")
-
+def test_refuses_a_second_source_and_mixed_sliding_and_time_windows():
     def two_sources(b):
         table = b.table("table-in", Materialized.as_("t"))
         stream = b.stream("in")

@@ -21,6 +21,7 @@ from datetime import timedelta
 from dagster_kstreams import (
     Branched,
     Consumed,
+    EmitStrategy,
     Grouped,
     Joined,
     JoinWindows,
@@ -38,6 +39,7 @@ from dagster_kstreams import (
 )
 
 from regroup_topology import regroup_examples
+from suppress_topology import suppress_examples
 
 CATALOG: dict[str, Callable[[], object]] = {}
 
@@ -980,3 +982,47 @@ def more_than_ten_subtopologies():
     for i in range(6):
         b.stream(f"in-{i}").group_by(lambda k, v: v).count().to_stream().to(f"counts-{i}")
     return b.build()
+
+
+@topology
+def windowed_emit_on_window_close():
+    b = StreamsBuilder()
+    clicks = b.stream("clicks")
+    (
+        clicks.group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(timedelta(minutes=1), timedelta(seconds=10)))
+        .emit_strategy(EmitStrategy.on_window_close())
+        .count(Materialized.as_("final-click-counts"))
+        .to_stream()
+        .to("final-click-counts")
+    )
+    return b.build()
+
+
+@topology
+def sliding_and_session_emit_on_window_close():
+    b = StreamsBuilder()
+    grouped = b.stream("visits").group_by_key()
+    (
+        grouped.windowed_by(SlidingWindows.of_time_difference_with_no_grace(timedelta(seconds=30)))
+        .emit_strategy(EmitStrategy.on_window_close())
+        .reduce(lambda a, v: a + v)
+        .to_stream()
+        .to("sliding-visits")
+    )
+    (
+        grouped.windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(timedelta(minutes=5)))
+        .emit_strategy(EmitStrategy.on_window_close())
+        .count()
+        .to_stream()
+        .to("visit-sessions")
+    )
+    return b.build()
+
+
+@topology
+def suppress_and_emit_on_close_examples():
+    # The topology tests/test_equivalence_suppress.py runs on Spark and with Kafka Streams.
+    names = {"events": "events", "prices": "prices", "out-final": "final-counts", "out-closed": "closed-hopping-out",
+             "out-sessions": "final-sessions-out", "out-limited": "limited-prices", "out-debounced": "debounced-prices"}
+    return suppress_examples(names).build()

@@ -14,9 +14,9 @@ Three ways to run, one per kind of sub-topology (the engine feeds them; see
   all records of one source key in a micro-batch, in processing order, with that key's stored
   values of every store of the sub-topology (one state row per source key, see :mod:`.state`).
 * :meth:`SubtopologyProgram.run_task_batch` — sub-topologies whose semantics span keys
-  (stream-stream joins, :attr:`SubtopologyProgram.task_grouped`): the task's whole micro-batch
-  in processing order, with one state value holding every key's slots and the task-level state
-  (:mod:`.task_state`).
+  (stream-stream joins, suppress, emit-on-window-close: :attr:`SubtopologyProgram.task_grouped`):
+  the task's whole micro-batch in processing order, with one state value holding every key's
+  slots and the task-level state (:mod:`.task_state`).
 
 Aggregations emit like Kafka Streams with its record cache: after the group's records are
 applied, each updated store forwards its final value for the key downstream once, upstream
@@ -84,7 +84,8 @@ class SubtopologyProgram:
     # -- what the engine needs to know ----------------------------------------------------
     @property
     def stateful(self) -> bool:
-        return bool(self.stateful_nodes)
+        """Whether the sub-topology keeps state: a store, or task-level state (:attr:`task_grouped`)."""
+        return bool(self.stateful_nodes) or self.task_grouped
 
     @property
     def uses_stream_time(self) -> bool:
@@ -157,9 +158,11 @@ class SubtopologyProgram:
             context = self.process_record(context, key, value, out, group)
             if context is not None:
                 group.last_context = context
-        for group in task.touched():
-            if group.dirty and group.last_context is not None:
-                self._flush(group, out, group.last_context)
+        # Keys flush in the order they were last updated, the order their output is written in (a
+        # suppression downstream sees the flushed updates in that order too).
+        flushed = [group for group in task.touched() if group.dirty and group.last_context is not None]
+        for group in sorted(flushed, key=lambda group: group.last_context.position or 0):
+            self._flush(group, out, group.last_context)
         for node in self.nodes:
             node.end_task_batch(task)
         return out, task.dump()

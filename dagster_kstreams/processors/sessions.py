@@ -38,12 +38,13 @@ aggregator(b, a)``.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from dagster_kstreams.processors.base import StoreProcessor, register
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.topology.emit_strategy import ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import Window, Windowed
 from dagster_kstreams.topology.windows import SessionWindows
@@ -140,6 +141,7 @@ class SessionWindowAggregate(StoreProcessor):
         self.aggregation = aggregation
         self.gap, self.grace, self.retention = gap, grace, retention
         self.initializer, self.aggregator, self.merger = initializer, aggregator, merger
+        self._batch_stream_time: Optional[int] = None  # the task's stream time at its last record here
 
     @property
     def options(self) -> dict:
@@ -153,7 +155,7 @@ class SessionWindowAggregate(StoreProcessor):
         slot = self.state_slot
         current = state.values[slot]
         store = SessionStore(self.gap, self.grace, self.retention, () if current is ABSENT else current)
-        stream_time = context.stream_time
+        stream_time = self._batch_stream_time = context.stream_time
         before = context.stream_time_before
         if before is None:  # not given (a test calling the program directly): only the record's own is known
             before = stream_time if context.timestamp < stream_time else stream_time - 1
@@ -187,6 +189,19 @@ class SessionWindowAggregate(StoreProcessor):
             entry = state.new_cache_entry(slot, ({(s[0], s[1]) for s in store.sessions}, {}))
         return entry[1]
 
+    def end_task_batch(self, task) -> None:
+        """Task-grouped: forget every key's sessions the store no longer returns, so the task's state
+        stays bounded by the retention (as :meth:`SessionStore.expire` does for the key processed)."""
+        stream_time, self._batch_stream_time = self._batch_stream_time, None
+        if stream_time is None:
+            return
+        floor = stream_time - self.retention
+        for group in task.all_groups():
+            sessions = group.values[self.state_slot]
+            if sessions is not ABSENT and sessions[0][1] <= floor:
+                kept = tuple(session for session in sessions if session[1] > floor)
+                group.values[self.state_slot] = kept if kept else ABSENT
+
     def flush(self, state, out, context) -> None:
         """Forward the final state of each windowed key changed in the batch (the record cache's flush)."""
         slot = self.state_slot
@@ -215,6 +230,11 @@ def handles(factory) -> bool:
 
 def build(factory, ctx) -> SessionWindowAggregate:
     params = factory.params
+    if params.get("emit_strategy", ON_WINDOW_UPDATE) != ON_WINDOW_UPDATE:
+        raise UnsupportedTopologyError(
+            f"processor {factory.name} (session-windowed aggregation): emit strategy {params['emit_strategy']!r} is "
+            "not supported by the Spark runner yet (time windows only); suppress(Suppressed.until_window_closes(...)) "
+            "gives each session's final result")
     _check_path(ctx.subtopology, factory)
     windows: SessionWindows = params["windows"]
     store = ctx.topology.state_stores.get(params["store_name"])
@@ -261,6 +281,3 @@ def _check_path(sub, factory) -> None:
                 f"(topics {list(source.topics)}) reach it {paths.get(source.name, 0)} times in sub-topology {sub.id}, "
                 "not once; the Spark runner's stream time counts every record of the task once; put .repartition() "
                 "before grouping")
-    if any(node.kind is NodeKind.SUPPRESS for node in sub.nodes):
-        raise UnsupportedTopologyError(f"processor {factory.name} (session-windowed aggregation): suppress is not "
-                                       "supported by the Spark runner")

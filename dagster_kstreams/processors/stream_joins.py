@@ -76,6 +76,7 @@ from dagster_kstreams.processors.join_buffers import (
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.processors.stateless import Merge
 from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.topology.node_specs import NodeKind
 
 __all__ = ["JoinWindow", "StreamStreamJoin", "BUILDERS"]
@@ -83,13 +84,6 @@ __all__ = ["JoinWindow", "StreamStreamJoin", "BUILDERS"]
 # Task-level values (TaskState.values): each join store's observed stream time, and each join's tracker.
 _STORE_TIMES = "stream_joins.store_times"
 _TRACKER = "stream_joins.tracker.{}"
-
-
-def _task(processor: Processor, state):
-    task = None if state is None else state.task
-    if task is None:
-        raise ValueError(f"processor {processor.name} needs the task's state: its sub-topology runs task-grouped")
-    return task
 
 
 @register
@@ -105,7 +99,7 @@ class JoinWindow(StoreProcessor):
         self.retention = retention
 
     def process(self, key, value, context, out, state) -> None:
-        task = _task(self, state)
+        task = task_state_of(self, state)
         timestamp = context.timestamp
         if timestamp is None:
             raise ValueError(f"processor {self.name} needs record timestamps")
@@ -177,7 +171,7 @@ class StreamStreamJoin(Processor):
         return tracker
 
     def process(self, key, value, context, out, state) -> None:
-        task = _task(self, state)
+        task = task_state_of(self, state)
         timestamp = context.timestamp
         if timestamp is None:
             raise ValueError(f"processor {self.name} needs record timestamps")

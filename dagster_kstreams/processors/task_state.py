@@ -36,9 +36,18 @@ from typing import Iterator, Optional
 
 from dagster_kstreams.processors.state import ABSENT, GroupState, load_state
 
-__all__ = ["TaskState"]
+__all__ = ["TaskState", "task_state_of"]
 
 _FORMAT = 1
+
+
+def task_state_of(processor, state) -> "TaskState":
+    """The task's state behind ``state`` (a key's group in a task-grouped program); a processor that
+    needs it in any other mode is a bug, named here."""
+    task = None if state is None else state.task
+    if task is None:
+        raise ValueError(f"processor {processor.name} needs the task's state: its sub-topology runs task-grouped")
+    return task
 
 
 class TaskState:

@@ -30,7 +30,9 @@ Emission
     aggregate, with the aggregate's timestamp as the record timestamp: with the record cache on
     (the default) once per changed window per micro-batch (a window that did not exist before the
     batch and has no value after it is not forwarded); with ``with_caching_disabled()`` in
-    ``Materialized``, on every update.
+    ``Materialized``, on every update. With ``emit_strategy(EmitStrategy.on_window_close())``
+    (time windows), each window once, when it closes, in the order of :mod:`.window_close`; the
+    sub-topology then runs task-grouped (a record of one key closes the windows of all keys).
 
 Exactness
     Kafka Streams keeps the stream time of a windowed processor in the processor: it sees only
@@ -39,8 +41,8 @@ Exactness
     when some record of the task may not reach it unchanged in key (and, sliding windows, value)
     nullness: a filter, branch or flat_map between source and aggregation, another source in the
     sub-topology, and so on (``.repartition()`` before grouping moves the aggregation into its own
-    sub-topology). So are ``suppress`` and stores downstream of the windowed table in the same
-    sub-topology (the state row is keyed by the source key, not the windowed key).
+    sub-topology). So are stores downstream of the windowed table in the same sub-topology (the
+    state row is keyed by the source key, not the windowed key).
 """
 
 from __future__ import annotations
@@ -53,12 +55,15 @@ from dagster_kstreams.processors.base import StoreProcessor, register
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.processors.task_state import task_state_of
+from dagster_kstreams.processors.window_close import ClosedWindows
 from dagster_kstreams.processors.window_store import (
     aggregation_functions,
     expire,
     process_sliding_windows,
     process_time_windows,
 )
+from dagster_kstreams.topology.emit_strategy import ON_WINDOW_CLOSE, ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import Window, Windowed
 from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
@@ -74,9 +79,14 @@ class _WindowAggregate(StoreProcessor):
 
     def __init__(self, name: str, store: str, cached: bool, aggregation: str, windows, size: int, grace: int,
                  retention: int, initializer: Optional[Callable] = None, aggregator: Optional[Callable] = None,
-                 reducer: Optional[Callable] = None):
-        super().__init__(name, store, cached)
+                 reducer: Optional[Callable] = None, key_serde=None, emit_on_close: bool = False):
+        super().__init__(name, store, cached and not emit_on_close)
         self.aggregation = aggregation
+        # on_window_close: the store's key serde orders the windows of one start; emission spans keys
+        self.key_serde, self.emit_on_close = key_serde, emit_on_close
+        self.task_grouped = emit_on_close
+        self._closed_key = f"windows.closed.{store}"
+        self._batch_stream_time: Optional[int] = None  # the task's stream time at its last record here
         self.windows, self.size, self.grace, self.retention = windows, size, grace, retention
         self.initializer, self.aggregator, self.reducer = initializer, aggregator, reducer
         # (initializer(), aggregator(key, value, aggregate)) as Kafka Streams builds them for the operation
@@ -91,7 +101,12 @@ class _WindowAggregate(StoreProcessor):
         slot = self.state_slot
         current = state.values[slot]
         store = {} if current is ABSENT else current
-        expire(store, context.stream_time, self.retention)
+        self._batch_stream_time = context.stream_time
+        closed = self._closed_windows(state) if self.emit_on_close else None
+        if closed is None:
+            expire(store, context.stream_time, self.retention)
+        else:  # what the time-ordered store no longer returns (a window not emitted yet may be older)
+            expire(store, closed.visible_from(self.retention) - 1, 0)
         initializer, aggregator = self.functions
         pending = self._pending(state, slot) if self.cached else None
         updates, dropped = self.algorithm(
@@ -104,6 +119,9 @@ class _WindowAggregate(StoreProcessor):
         state.values[slot] = store if store else ABSENT
         state.keys[slot] = key
         state.changed = True
+        if closed is not None:
+            self._emit_closed(closed, key, updates, context, out, state)
+            return
         if self.cached:
             for start, _end, new, new_timestamp in updates:
                 # The window's latest value, forwarded at the flush (even if it expires meanwhile).
@@ -114,6 +132,24 @@ class _WindowAggregate(StoreProcessor):
             return
         for start, end, new, new_timestamp in updates:
             self._emit(key, start, end, new, new_timestamp, context, out, state)
+
+    def _closed_windows(self, state) -> ClosedWindows:
+        values = task_state_of(self, state).values
+        closed = values.get(self._closed_key)
+        if closed is None:
+            closed = values[self._closed_key] = ClosedWindows()
+        return closed
+
+    def _emit_closed(self, closed: ClosedWindows, key, updates, context, out, state) -> None:
+        """Note the windows this record wrote, then forward those that closed (all keys)."""
+        key_bytes = self.key_serde.serialize(key)
+        for start, _end, new, _timestamp in updates:
+            closed.put(start, key_bytes, state.raw_key, key, deleted=new is None)
+        task = state.task
+        for start, source_key, window_key in closed.due(self.windows, context.stream_time - self.grace,
+                                                         self.retention):
+            aggregate, timestamp = task.group(source_key).values[self.state_slot][start]
+            self._emit(window_key, start, start + self.size, aggregate, timestamp, context, out, state)
 
     @staticmethod
     def _pending(state, slot: int) -> dict:
@@ -128,6 +164,21 @@ class _WindowAggregate(StoreProcessor):
     def _emit(self, key, start, end, value, timestamp, context, out, state) -> None:
         record_context = dataclasses.replace(context, timestamp=timestamp)
         self.forward(Windowed(key, Window(start, end)), value, record_context, out, state)
+
+    def end_task_batch(self, task) -> None:
+        """Task-grouped: forget every key's windows the store no longer returns (Kafka Streams drops
+        expired segments of all keys), so the task's state stays bounded by the retention."""
+        stream_time, self._batch_stream_time = self._batch_stream_time, None
+        if stream_time is None:
+            return
+        closed = task.values.get(self._closed_key) if self.emit_on_close else None
+        horizon, retention = (stream_time, self.retention) if closed is None else (
+            closed.visible_from(self.retention) - 1, 0)
+        for group in task.all_groups():
+            windows = group.values[self.state_slot]
+            if windows is not ABSENT and any(start <= horizon - retention for start in windows):
+                expire(windows, horizon, retention)
+                group.values[self.state_slot] = windows if windows else ABSENT
 
     def flush(self, state, out, context) -> None:
         """Kafka Streams' cache flush: each window changed in this key group, once, with its final value."""
@@ -181,9 +232,11 @@ def build(factory, ctx) -> _WindowAggregate:
         cls, size = SlidingWindowAggregate, windows.time_difference_ms
     else:
         raise UnsupportedTopologyError(f"{what}: {type(windows).__name__} are not supported by the Spark runner")
-    if params.get("emit_strategy", "on_window_update") != "on_window_update":
-        raise UnsupportedTopologyError(f"{what}: emit strategy {params['emit_strategy']!r} is not supported; the "
-                                       "Spark runner emits on window update")
+    emit_strategy = params.get("emit_strategy", ON_WINDOW_UPDATE)
+    if emit_strategy not in (ON_WINDOW_UPDATE, ON_WINDOW_CLOSE) or (
+            emit_strategy == ON_WINDOW_CLOSE and cls is not TimeWindowAggregate):
+        raise UnsupportedTopologyError(f"{what}: emit strategy {emit_strategy!r} is not supported for "
+                                       f"{type(windows).__name__} by the Spark runner yet (time windows only)")
     sub = ctx.subtopology
     _check_upstream(sub, factory, cls, what)
     _check_downstream(sub, factory, what)
@@ -196,7 +249,8 @@ def build(factory, ctx) -> _WindowAggregate:
         # windows from its timestamp - 2 x difference on: keep those, whatever the retention.
         retention = max(retention, 3 * size + windows.grace_ms + 1)
     return cls(factory.name, params["store_name"], store.caching, params["operation"], windows, size,
-               windows.grace_ms, retention, *user_aggregation(params))
+               windows.grace_ms, retention, *user_aggregation(params),
+               key_serde=store.key_serde or ctx.default_key_serde, emit_on_close=emit_strategy == ON_WINDOW_CLOSE)
 
 
 def _check_upstream(sub, factory, cls: type, what: str) -> None:
@@ -245,10 +299,6 @@ def _reachable(sub, start, next_names):
 
 def _check_downstream(sub, factory, what: str) -> None:
     for node in _reachable(sub, factory.children, lambda node: node.children):
-        if node.kind is NodeKind.SUPPRESS:
-            raise UnsupportedTopologyError(
-                f"{what}: {node.name} suppresses its results; suppress emits on stream time across keys, which the "
-                "Spark runner's per-key state cannot do")
         if node.kind in _KEYED_STATE_KINDS:
             raise UnsupportedTopologyError(
                 f"{what}: {node.name} ({node.kind.value}) keeps state for the windowed keys in the same sub-topology "

@@ -10,7 +10,8 @@ the first of :data:`STRATEGIES` that applies, fastest first:
 * :class:`JvmCount` — a sub-topology that is exactly ``source -> count -> to_stream -> to`` (the
   downstream half of a word count) runs as Spark's own streaming aggregation, with no Python.
 * :class:`TaskGroupedState` — one pass per batch with the task's whole state, when the
-  semantics span keys (stream-stream joins: :mod:`dagster_kstreams.processors.task_state`).
+  semantics span keys (stream-stream joins, suppress, emit-on-window-close:
+  :mod:`dagster_kstreams.processors.task_state`).
 * :class:`KeyedState` — one pass per key and batch (``applyInPandasWithState`` grouped by the
   source key) when the sub-topology keeps state.
 * :class:`Stateless` — one Python pass per batch (``mapInArrow``).
@@ -126,7 +127,7 @@ class TaskGroupedState(Strategy):
     """The task's whole micro-batch is one group, its state one value (processors/task_state.py)."""
 
     def applies(self, program: Any) -> bool:
-        return program.stateful and program.task_grouped
+        return program.task_grouped
 
     def build(self, source, program, dead_letters):
         uses_stream_time = program.uses_stream_time
@@ -153,11 +154,12 @@ class TaskGroupedState(Strategy):
         return True  # the end-of-batch flush, and the rows land in one of the state partitions
 
     def store_content(self, rows, program, slot, key_serde):
+        node = _store_node(program, slot)
         table: dict[Any, Any] = {}
         for row in rows:  # one row per task: every key's slots
             blob = _state_columns(row.value)[0]
             for raw_key, value in TaskState.store_content(None if blob is None else bytes(blob), slot).items():
-                table[key_serde.deserialize(raw_key)] = value
+                _add_entries(table, node, key_serde.deserialize(raw_key), value)
         return table
 
 
@@ -192,20 +194,12 @@ class KeyedState(Strategy):
         return True  # key group after key group
 
     def store_content(self, rows, program, slot, key_serde):
-        node = next(program.nodes[i] for i in program.stateful_nodes if program.nodes[i].state_slot == slot)
+        node = _store_node(program, slot)
         table: dict[Any, Any] = {}
         for row in rows:
-            key = _row_key(row, key_serde)
             blob = _state_columns(row.value)[slot]
-            if blob is None:
-                continue
-            value = pickle.loads(bytes(blob))
-            if node.kind in WINDOW_KINDS:  # one row holds the key's windows
-                table.update(window_store.store_entries(node, key, value))
-            elif node.kind == sessions.KIND:  # one row holds the key's sessions
-                table.update(sessions.store_entries(key, value))
-            else:
-                table[key] = value
+            if blob is not None:
+                _add_entries(table, node, _row_key(row, key_serde), pickle.loads(bytes(blob)))
         return table
 
 
@@ -253,6 +247,21 @@ def configure_session(session: SparkSession, state_partitions: int, arrow_batch_
         session.conf.set(POLLING_DELAY, IDLE_POLLING_DELAY)
     if arrow_batch_size is not None:
         session.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(arrow_batch_size))
+
+
+def _store_node(program: Any, slot: int) -> Any:
+    return next(program.nodes[i] for i in program.stateful_nodes if program.nodes[i].state_slot == slot)
+
+
+def _add_entries(table: dict, node: Any, key: Any, value: Any) -> None:
+    """One key's stored value as ``read_store`` returns it: a windowed store's row holds the key's
+    windows (sessions), one entry each."""
+    if node.kind in WINDOW_KINDS:
+        table.update(window_store.store_entries(node, key, value))
+    elif node.kind == sessions.KIND:
+        table.update(sessions.store_entries(key, value))
+    else:
+        table[key] = value
 
 
 def _one_frame(frames) -> pd.DataFrame:

@@ -9,6 +9,7 @@ See :mod:`.view` for the read-only contract other layers consume.
 """
 from .branched_printed import Branched, Printed
 from .consumed_produced import AutoOffsetReset, Consumed, Produced
+from .emit_strategy import EmitStrategy
 from .errors import TopologyException
 from .functions import FunctionForm, UserFunction
 from .grouped import KGroupedStream
@@ -31,8 +32,8 @@ from .windowed import SessionWindowedKStream, TimeWindowedKStream
 from .windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = [
-    "AutoOffsetReset", "Branched", "BufferConfig", "Consumed", "Grouped", "Joined", "Materialized", "Named",
-    "Printed", "Produced", "Repartitioned", "StreamJoined", "Suppressed", "TopologyException",
+    "AutoOffsetReset", "Branched", "BufferConfig", "Consumed", "EmitStrategy", "Grouped", "Joined", "Materialized",
+    "Named", "Printed", "Produced", "Repartitioned", "StreamJoined", "Suppressed", "TopologyException",
     "BranchedKStream", "KGroupedStream", "KGroupedTable", "KStream", "KTable", "SessionWindowedKStream",
     "StreamsBuilder", "TimeWindowedKStream", "FunctionForm", "UserFunction", "NodeKind", "StoreSpec",
     "StoreType", "Serde", "Serdes", "Window", "Windowed", "WindowedSerde", "CopartitionError",

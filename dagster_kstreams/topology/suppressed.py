@@ -15,17 +15,30 @@ __all__ = ["BufferConfig", "Suppressed"]
 
 @dataclass(frozen=True)
 class BufferConfig(WithLogging):
-    """Suppression buffer limits (``Suppressed.BufferConfig``)."""
+    """Suppression buffer limits (``Suppressed.BufferConfig``): at most ``max_records`` records and
+    ``max_bytes`` bytes (None: no bound); when full, emit the oldest records early, or (a strict
+    config, ``shutdown_when_full``) stop the application, as Kafka Streams' ``BufferFullStrategy``.
+
+    ``unbounded()`` is strict (Java's ``StrictBufferConfig``); ``max_records(n)`` and ``max_bytes(n)``
+    emit early (``EagerBufferConfig``) until ``shut_down_when_full()`` makes them strict."""
 
     max_records: Optional[int] = None
     max_bytes: Optional[int] = None
     shutdown_when_full: bool = False
     logging_enabled: bool = True
-    strict: bool = False
+
+    @property
+    def strict(self) -> bool:
+        """Java's ``StrictBufferConfig``: the buffer never emits early (``until_window_closes`` needs it)."""
+        return self.shutdown_when_full
+
+    @property
+    def bounded(self) -> bool:
+        return self.max_records is not None or self.max_bytes is not None
 
     @staticmethod
     def unbounded() -> "BufferConfig":
-        return BufferConfig(strict=True)
+        return BufferConfig(shutdown_when_full=True)
 
     @staticmethod
     def max_records_(n: int) -> "BufferConfig":
@@ -41,8 +54,13 @@ class BufferConfig(WithLogging):
     def with_max_bytes(self, n: int) -> "BufferConfig":
         return replace(self, max_bytes=n)
 
-    def should_suspend_when_full(self) -> "BufferConfig":
+    def with_no_bound(self) -> "BufferConfig":
+        return replace(self, max_records=None, max_bytes=None, shutdown_when_full=True)
+
+    def shut_down_when_full(self) -> "BufferConfig":
         return replace(self, shutdown_when_full=True)
+
+    should_suspend_when_full = shut_down_when_full  # the earlier spelling
 
     def emit_early_when_full(self) -> "BufferConfig":
         return replace(self, shutdown_when_full=False)
@@ -64,6 +82,10 @@ class Suppressed(WithName):
 
     @staticmethod
     def until_window_closes(buffer_config: BufferConfig) -> "Suppressed":
+        if not buffer_config.strict:
+            # Java's untilWindowCloses takes a StrictBufferConfig only (a compile error otherwise).
+            raise TypeError("Suppressed.until_window_closes takes a strict buffer config: BufferConfig.unbounded() "
+                            "or a bounded one with .shut_down_when_full()")
         return Suppressed("until_window_closes", buffer_config)
 
     @staticmethod

@@ -53,6 +53,7 @@ Contract (stable; other layers rely on it)
                                value), initializer (), aggregator (key, value, aggregate)
   WINDOWED_AGGREGATE           as AGGREGATE + windows (TimeWindows | SlidingWindows |
                                SessionWindows), merger (session), emit_strategy
+                               (on_window_update | on_window_close)
   TABLE_GROUP_BY_MAP           selector (key, value) -> (key, value)
   TABLE_AGGREGATE              operation count|reduce|aggregate, store_name, adder, subtractor
                                (reduce: (aggregate, value); aggregate: (key, value, aggregate)),

@@ -8,6 +8,7 @@ Every method draws names in Kafka Streams' order (see :mod:`.abstract_stream`).
 from __future__ import annotations
 
 from .abstract_stream import AGGREGATE_NAME, REDUCE_NAME, _MS, _materialized, _name_of, _or_generate, _parse
+from .emit_strategy import EmitStrategy
 from .functions import FunctionForm as F
 from .functions import UserFunction
 from .ktable import KTable
@@ -28,6 +29,14 @@ class _WindowedKStream:
         self._grouped = grouped
         self._builder = grouped._builder
         self.windows = windows
+        self._emit_strategy = EmitStrategy.on_window_update()
+
+    def emit_strategy(self, emit_strategy: EmitStrategy) -> "_WindowedKStream":
+        """``emitStrategy(EmitStrategy)``: when the aggregations defined after it forward their results."""
+        if not isinstance(emit_strategy, EmitStrategy):
+            raise TypeError(f"emit_strategy expects an EmitStrategy, got {emit_strategy!r}")
+        self._emit_strategy = emit_strategy
+        return self
 
     @property
     def _burns_on_unnamed_count(self) -> bool:
@@ -65,7 +74,7 @@ class _WindowedKStream:
                           caching=materialized.caching_enabled)
         spec = ProcessorSpec(NodeKind.WINDOWED_AGGREGATE,
                              {**params, "store_name": store_name, "windows": self.windows,
-                              "emit_strategy": "on_window_update"}, [store])
+                              "emit_strategy": self._emit_strategy.type}, [store])
         return grouped._aggregate_builder.build(name, store, spec, store_name if queryable else None,
                                                 self._windowed_key_serde(key_serde), value_serde, self._grace_ms())
 

@@ -13,8 +13,10 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.Joined;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
@@ -121,6 +123,12 @@ public final class TopologyCatalog {
         TOPOLOGIES.put("table_left_join_then_suppress", TopologyCatalog::table_left_join_then_suppress);
         TOPOLOGIES.put("windowed_table_filter_named", TopologyCatalog::windowed_table_filter_named);
         TOPOLOGIES.put("more_than_ten_subtopologies", TopologyCatalog::more_than_ten_subtopologies);
+        TOPOLOGIES.put("windowed_emit_on_window_close", TopologyCatalog::windowed_emit_on_window_close);
+        TOPOLOGIES.put("sliding_and_session_emit_on_window_close",
+                       TopologyCatalog::sliding_and_session_emit_on_window_close);
+        TOPOLOGIES.put("suppress_and_emit_on_close_examples", () -> SuppressExamples.suppressExamples(
+            "events", "prices", "final-counts", "closed-hopping-out", "final-sessions-out", "limited-prices",
+            "debounced-prices"));
     }
 
     /** Catalog names in definition order. */
@@ -888,6 +896,34 @@ public final class TopologyCatalog {
             KStream<String, String> input = b.stream("in-" + i);
             input.groupBy((k, v) -> v).count().toStream().to("counts-" + i);
         }
+        return b.build();
+    }
+
+    static Topology windowed_emit_on_window_close() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> clicks = b.stream("clicks");
+        clicks.groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMinutes(1), Duration.ofSeconds(10)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .count(Materialized.as("final-click-counts"))
+            .toStream()
+            .to("final-click-counts");
+        return b.build();
+    }
+
+    static Topology sliding_and_session_emit_on_window_close() {
+        StreamsBuilder b = new StreamsBuilder();
+        KGroupedStream<String, String> grouped = b.<String, String>stream("visits").groupByKey();
+        grouped.windowedBy(SlidingWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(30)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .reduce((a, v) -> a + v)
+            .toStream()
+            .to("sliding-visits");
+        grouped.windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMinutes(5)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .count()
+            .toStream()
+            .to("visit-sessions");
         return b.build();
     }
 }

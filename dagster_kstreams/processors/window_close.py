@@ -1,0 +1,83 @@
+"""``EmitStrategy.on_window_close()`` of a time-windowed aggregation: which windows Kafka Streams
+4.3.1 forwards, and when (``AbstractKStreamTimeWindowAggregateProcessor.maybeForwardFinalResult``
+with ``KStreamWindowAggregate``'s emit range, over its time-ordered window store).
+
+After every record with a key (late or not), with ``close = stream time - grace``:
+
+* nothing happens unless ``close`` moved past the close time of the last emission
+  (``last_emit``; Kafka Streams keeps it in its committed processor metadata, the runner in the
+  task's state);
+* the emit range of window starts is ``[lower, upper]`` with ``upper = close - size`` (skipped
+  when negative) and ``lower = 0`` on the first emission, else ``max(0, last_emit - size) + 1``.
+  When the windows containing ``upper`` are those containing ``lower - 1`` no new window closed:
+  nothing is emitted and ``last_emit`` stays;
+* otherwise every stored window whose start lies in the range is forwarded, in the store's order
+  (start, then the serialized key's bytes), and ``last_emit = close``. The store only returns
+  windows whose start is at least its own observed time (the largest window start ever put into
+  it, all keys) minus its retention: a window that stream time jumped over by more than that
+  before it closed is never emitted, as in Kafka Streams.
+
+Kafka Streams throttles this check to once per ``emit.interval.ms.kstreams.windowed.aggregation``
+of wall-clock time (1 s by default, an internal setting): the runner checks after every record,
+which is Kafka Streams with that interval set to 0 (README, "Semantics that differ").
+
+:class:`ClosedWindows` is the task-level state behind it: the windows not emitted yet (an index
+of the per-key window stores, which keep the aggregates) and the two times. Pure logic.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from dagster_kstreams.topology.windows import TimeWindows
+
+__all__ = ["ClosedWindows"]
+
+_SEQNUM = b"\x00\x00\x00\x00"  # the time-ordered store key's sequence number (no duplicates kept)
+
+
+class ClosedWindows:
+    """What emit-on-window-close needs across the keys of one windowed aggregation in one task."""
+
+    def __init__(self) -> None:
+        self.last_emit = -1  # lastEmitWindowCloseTime (ConsumerRecord.NO_TIMESTAMP: none yet)
+        self.store_time = -1  # the window store's observed stream time: the largest window start put
+        # window start -> {serialized key: (source key bytes, key)}: stored windows not emitted yet
+        self.pending: dict[int, dict[bytes, tuple[Optional[bytes], Any]]] = {}
+
+    def visible_from(self, retention_ms: int) -> int:
+        """The smallest window start the store still returns."""
+        return self.store_time - retention_ms
+
+    def put(self, start: int, key_bytes: bytes, source_key: Optional[bytes], key, deleted: bool) -> None:
+        """A window was written (``deleted``: its aggregate became null, so the store removed it)."""
+        self.store_time = max(self.store_time, start)
+        if deleted:
+            keys = self.pending.get(start)
+            if keys is not None:
+                keys.pop(key_bytes, None)
+                if not keys:
+                    del self.pending[start]
+        else:
+            self.pending.setdefault(start, {})[key_bytes] = (source_key, key)
+
+    def due(self, windows: TimeWindows, close_time: int, retention_ms: int) -> list[tuple[int, Optional[bytes], Any]]:
+        """The windows to forward now, in order, as ``(start, source key bytes, key)``; forgets them."""
+        last, size = self.last_emit, windows.size_ms
+        if last != -1 and last >= close_time:
+            return []
+        upper = close_time - size
+        if upper < 0:
+            return []
+        lower = 0 if last == -1 else max(0, last - size) + 1
+        if last != -1 and windows.windows_for(upper) == windows.windows_for(lower - 1):
+            return []
+        first = max(lower, self.visible_from(retention_ms))
+        due = []
+        for start in sorted(start for start in self.pending if start <= upper):
+            keys = self.pending.pop(start)
+            if start >= first:
+                due.extend((start, source_key, key) for _, (source_key, key) in
+                           sorted(keys.items(), key=lambda item: item[0] + _SEQNUM))
+        self.last_emit = close_time
+        return due

@@ -1,0 +1,62 @@
+"""The suppression example (``suppress`` until a window closes and until a time limit, and
+``emit_strategy(EmitStrategy.on_window_close())``), the Python twin of
+kstreams.oracle.SuppressExamples (Java): keep the two in step.
+
+Its lambdas are self-contained (no module-level helpers): Spark's Python workers cannot import
+modules of tests/, and the test modules ship their own functions by value.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from dagster_kstreams.topology import StreamsBuilder
+from dagster_kstreams.topology.consumed_produced import Produced
+from dagster_kstreams.topology.emit_strategy import EmitStrategy
+from dagster_kstreams.topology.grouped_repartitioned import Grouped
+from dagster_kstreams.topology.materialized import Materialized
+from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
+from dagster_kstreams.topology.suppressed import BufferConfig, Suppressed
+from dagster_kstreams.topology.windows import SessionWindows, TimeWindows
+
+INPUTS = ("events", "prices")
+OUTPUTS = ("out-final", "out-closed", "out-sessions", "out-limited", "out-debounced")
+# How each output's keys are read: a time window of 10 s, a session window, or a plain string.
+OUTPUT_KEYS = {"out-final": 10_000, "out-closed": 10_000, "out-sessions": "session", "out-limited": None,
+               "out-debounced": None}
+
+
+def suppress_examples(topics: dict[str, str]) -> StreamsBuilder:
+    """The topology of SuppressExamples.java, on ``topics`` (``INPUTS`` and ``OUTPUTS`` -> topic)."""
+    builder = StreamsBuilder()
+    # The suppression buffer serializes the windowed keys: the grouping names the key serde.
+    grouped = builder.stream(topics["events"]).group_by_key(Grouped.with_(Serdes.String(), Serdes.String()))
+    grouped.windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=5))) \
+        .count(Materialized.as_("suppressed-counts").with_caching_disabled()) \
+        .suppress(Suppressed.until_window_closes(BufferConfig.unbounded())) \
+        .to_stream() \
+        .to(topics["out-final"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.Long()))
+    grouped.windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=2))
+                        .advance_by(timedelta(seconds=5))) \
+        .emit_strategy(EmitStrategy.on_window_close()) \
+        .aggregate(lambda: "", lambda key, value, agg: agg + "," + ("null" if value is None else value),
+                   Materialized.as_("closed-hopping").with_caching_disabled()) \
+        .to_stream() \
+        .to(topics["out-closed"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.String()))
+    grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(seconds=3), timedelta(seconds=2))) \
+        .count(Materialized.as_("session-counts").with_caching_disabled()) \
+        .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()).with_name("final-sessions")) \
+        .to_stream() \
+        .to(topics["out-sessions"], Produced.with_(WindowedSerde(Serdes.String(), session=True), Serdes.Long()))
+
+    prices = builder.table(topics["prices"], Materialized.as_("prices-store").with_caching_disabled())
+    # At most 3 keys held: the oldest goes out early when a fourth arrives.
+    prices.suppress(Suppressed.until_time_limit(timedelta(seconds=4),
+                                                BufferConfig.max_records(3).emit_early_when_full())) \
+        .to_stream() \
+        .to(topics["out-limited"])
+    prices.filter(lambda key, value: not value.startswith("x")) \
+        .suppress(Suppressed.until_time_limit(timedelta(seconds=2), BufferConfig.unbounded()).with_name("debounce")) \
+        .to_stream() \
+        .to(topics["out-debounced"])
+    return builder

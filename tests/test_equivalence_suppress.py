@@ -1,0 +1,173 @@
+"""``suppress`` and ``emit_strategy(EmitStrategy.on_window_close())`` on Spark against Kafka Streams itself.
+
+One topology (tests/suppress_topology.py; Java twin SuppressExamples): on an event stream, a
+tumbling count suppressed until its windows close, a hopping aggregate that emits on window
+close, and a session count suppressed until its sessions close; on a prices table, a suppression
+until a time limit with at most 3 records buffered (emitted early when full), and a filter then
+an unbounded suppression until a time limit. Windowed aggregations and the table run without
+the record cache, so what reaches each suppression, and so its output, is fixed by the input.
+Kafka Streams 4.3.1 runs it once (emit-on-window-close checked after every record).
+
+Our tasks run the twin in a ``dagster-kstreams run`` process, one task after another in batches
+of 150 records, SIGKILLed once the second task (0_1) has committed its first batch; a rerun in
+another process (this one) continues every task from its checkpoint: the suppression buffers,
+their stream times and the closed windows of task 0_1 come back from it.
+
+Input (2 partitions each): keys ``a*`` in partition 0 and ``b*`` in partition 1, so that each
+key family is one task's; null keys, null values and tombstones, out-of-order timestamps (within
+grace and beyond), and two jumps of stream time longer than the hopping windows' retention
+(windows it jumps over are never emitted, in Kafka Streams as here). Every output topic has one
+partition: the records of one key family there are one task's output, in its order.
+
+Compared: describe() of the very topology run, and per output topic and key family the whole
+sequence of (key, value) records.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+
+import pytest
+from pyspark import cloudpickle
+
+import oracle_harness
+import suppress_topology
+from equivalence_io import output_topics, produce_strings
+from killed_runs import run_until_killed
+from suppress_topology import INPUTS, OUTPUT_KEYS, OUTPUTS, suppress_examples
+from dagster_kstreams.kafka.records import read_topic
+from dagster_kstreams.spark.task_runner import TaskRunner
+from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
+
+pytestmark = pytest.mark.integration
+
+# Spark's Python workers cannot import modules of tests/: ship the topology's lambdas by value.
+cloudpickle.register_pickle_by_value(suppress_topology)
+
+PARTITIONS = 2
+T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute
+FAMILIES = ("a", "b")  # the keys of partition 0, of partition 1
+
+
+def _input(seed: int = 14) -> dict[str, list[tuple]]:
+    """``{topic: [(key, value, partition, timestamp)]}`` in production order."""
+    rng = random.Random(seed)
+    events, base = [], T0
+    for i in range(700):
+        if i in (250, 500):
+            base += 25_000  # a jump of stream time longer than the hopping windows' retention (12 s)
+        partition = i % PARTITIONS
+        timestamp = base + i * 120 + i % 7
+        roll = rng.random()
+        if roll < 0.12:
+            timestamp -= rng.randint(100, 4_500)    # late, mostly within the grace periods
+        elif roll < 0.17:
+            timestamp -= rng.randint(6_000, 20_000)  # late beyond every grace
+        key = None if rng.random() < 0.03 else f"{FAMILIES[partition]}{rng.randint(1, 3)}"
+        value = None if rng.random() < 0.05 else f"e{i}"
+        events.append((key, value, partition, timestamp))
+    prices = []
+    for i in range(400):
+        partition = i % PARTITIONS
+        timestamp = T0 + i * 400 + i % 5
+        if rng.random() < 0.15:
+            timestamp -= rng.randint(100, 5_000)
+        key = None if rng.random() < 0.03 else f"{FAMILIES[partition]}{rng.randint(1, 6)}"
+        roll = rng.random()
+        value = None if roll < 0.12 else (f"x{i}" if roll < 0.35 else f"p{i}")
+        prices.append((key, value, partition, timestamp))
+    return {"events": events, "prices": prices}
+
+
+def _key_reader(name: str):
+    kind = OUTPUT_KEYS[name]
+    if kind is None:
+        return lambda data: data.decode()
+    serde = WindowedSerde(Serdes.String(), session=True) if kind == "session" else WindowedSerde(Serdes.String(), kind)
+    return lambda data: (lambda w: (w.key, w.window.start, w.window.end))(serde.deserialize(data))
+
+
+def _value_reader(name: str):
+    if name in ("out-final", "out-sessions"):
+        return lambda data: None if data is None else int.from_bytes(data, "big", signed=True)
+    return lambda data: None if data is None else data.decode()
+
+
+def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple[str, str], list]:
+    """``{(output, key family): [(key, value)] in offset order}``."""
+    results: dict[tuple[str, str], list] = {}
+    for name in OUTPUTS:
+        key_of, value_of = _key_reader(name), _value_reader(name)
+        for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
+            key = key_of(record.key)
+            family = (key[0] if isinstance(key, tuple) else key)[0]
+            results.setdefault((name, family), []).append((key, value_of(record.value)))
+    return results
+
+
+@pytest.fixture(scope="module")
+def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory):
+    inputs = {name: unique_topic(f"suppress-{name}") for name in INPUTS}
+    kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
+    records = _input()
+    for name in INPUTS:
+        produce_strings(kafka_bootstrap, inputs[name], records[name])
+    topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, 1), "ks")
+    stdout = oracle_harness.run_main(
+        "kstreams.oracle.SuppressExamples",
+        [kafka_bootstrap, unique_topic("ks-suppress"), str(tmp_path_factory.mktemp("ks-suppress-state")),
+         *(topics[name] for name in INPUTS), *(topics[name] for name in OUTPUTS)],
+        timeout=600,
+    )
+    return {"inputs": inputs, "records": records, "describe": json.loads(stdout)["describe"],
+            "results": _results(kafka_bootstrap, topics), "topics": topics}
+
+
+def test_describe_of_the_topology_run_is_kafka_streams(kafka_streams_run):
+    ours = suppress_examples(kafka_streams_run["topics"]).build().describe()
+    assert str(ours) == kafka_streams_run["describe"]
+
+
+def test_suppression_killed_part_way_and_rerun_matches_kafka_streams(
+    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, kafka_streams_run
+):
+    expected = kafka_streams_run["results"]
+    _assert_reference_exercises_it(expected, kafka_streams_run["records"])
+
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, 1))
+    app_id = unique_topic("spark-suppress")
+    state = tmp_path / "state"
+    run_until_killed(tmp_path, "suppress_topology:suppress_examples", topics, app_id=app_id,
+                     bootstrap=kafka_bootstrap, state=state, kill_when=lambda line: line.startswith("task 0_1 batch"),
+                     extra_args=("--parallelism", "1", "--max-records-per-batch", "150"))
+
+    runner = TaskRunner(suppress_examples(topics), app_id, kafka_bootstrap, state_location=str(state), spark=spark)
+    results = {r.task_id: r for r in runner.run_all()}
+    on_partition_1 = sum(1 for record in kafka_streams_run["records"]["events"] if record[2] == 1)
+    assert 0 < results["0_1"].records_in < on_partition_1  # task 0_1 continued from its checkpoint
+    assert results["1_0"].records_in and results["1_1"].records_in
+
+    ours = _results(kafka_bootstrap, topics)
+    assert set(ours) == set(expected)
+    for output_and_family, sequence in expected.items():
+        assert ours[output_and_family] == sequence, output_and_family
+
+
+def _assert_reference_exercises_it(expected: dict, records: dict) -> None:
+    """Kafka Streams' output shows what the test is about: final results once per window, closed
+    windows by start, the jumps leaving hopping windows unemitted, sessions, tombstones."""
+    assert set(expected) == {(name, family) for name in OUTPUTS for family in FAMILIES}
+    for family in FAMILIES:
+        finals = [key for key, _ in expected[("out-final", family)]]
+        assert len(finals) == len(set(finals)) > 20
+        closed = [key for key, _ in expected[("out-closed", family)]]
+        starts = [start for _, start, _ in closed]
+        assert len(closed) == len(set(closed)) > 20 and starts == sorted(starts)
+        assert set(range(min(starts), max(starts), 5_000)) - set(starts), "the jumps leave windows unemitted"
+        assert {key for key, _, _ in closed} == {key for key, _, _, _ in records["events"] if key and key[0] == family}
+        assert any(count > 1 for _, count in expected[("out-sessions", family)])
+        assert any(value is None for _, value in expected[("out-limited", family)])
+        debounced = [value for _, value in expected[("out-debounced", family)]]
+        assert None in debounced and not any(value and value.startswith("x") for value in debounced)
