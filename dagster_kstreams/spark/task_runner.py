@@ -53,7 +53,7 @@ from dagster_kstreams.spark.checkpoint import (
     task_checkpoint,
     task_directory,
 )
-from dagster_kstreams.spark.client_timeouts import sink_timeouts, source_timeouts
+from dagster_kstreams.spark.client_timeouts import DEFAULT_TASK_TIMEOUT_S, sink_timeouts, source_timeouts
 from dagster_kstreams.spark.compile import CompiledTopology, compile_topology
 from dagster_kstreams.spark.errors import TaskFailedError, failure_reason
 from dagster_kstreams.spark.metrics import observe_outputs
@@ -124,7 +124,7 @@ class TaskRunner:
         spark_kafka_config: Optional[Mapping[str, Any]] = None,
         fencing: bool = True,
         processing_guarantee: str = DEFAULT_PROCESSING_GUARANTEE,
-        task_timeout_s: float = 120.0,
+        task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S,
     ):
         check_application_id(application_id)  # before anything else starts
         self.processing_guarantee = check_processing_guarantee(processing_guarantee, fencing)
