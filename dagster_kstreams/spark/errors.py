@@ -56,7 +56,10 @@ _HINTS = {
 
 
 # Spark takes no lock on a checkpoint: two processes writing the same one at once fail the slower.
-_CONCURRENT_USE = ("CONCURRENT_STREAM_LOG_UPDATE", "concurrently using metadata", "SparkConcurrentModificationException")
+# A new checkpoint's offset log that is not empty when a run's query starts on it (the run removed
+# what a killed run left before) holds another process's first entry, written meanwhile.
+_CONCURRENT_USE = ("CONCURRENT_STREAM_LOG_UPDATE", "concurrently using metadata", "SparkConcurrentModificationException",
+                   "STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY")
 _CONCURRENT_REASON = ("another process started or ran this task's checkpoint at the same moment (Spark: {detail}); "
                       "the process that started the task last owns it: run the task again if that one stopped")
 

@@ -17,8 +17,9 @@ commit, then Spark's commit log), a batch that starts afterwards stops before it
 task's fence is released last.
 
 Spark takes no lock on a checkpoint: when two processes that started the task at the same moment
-plan the same batch, Spark fails the slower one (``CONCURRENT_STREAM_LOG_UPDATE``), which may be
-the one that owns the task (started it last). The other would then be fenced at its next batch,
+plan the same batch, Spark fails the slower one (``CONCURRENT_STREAM_LOG_UPDATE``, or
+``STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY`` when its query found the other's first entry being
+written), which may be the one that owns the task (started it last). The other would then be fenced at its next batch,
 and both would stop. So a run whose query failed that way asks its fence whether it still owns
 the task: if so it starts its query again on the checkpoint as the other left it (running the
 batch the other planned), else it stops fenced (:class:`~dagster_kstreams.spark.errors.TaskFencedError`,
@@ -46,8 +47,10 @@ log = logging.getLogger(__name__)
 
 # How many times a run starts its query again after another process planned the same batch at
 # the same moment (once is what a simultaneous start needs; more would mean a process that keeps
-# planning without being fenced, which the fence rules out).
+# planning without being fenced, which the fence rules out), and how long it lets the other
+# process's write of the offset log end first.
 _STARTS_AGAIN = 3
+_PAUSE_BEFORE_STARTING_AGAIN_S = 0.5
 
 
 class RunningTask:
@@ -119,6 +122,7 @@ class RunningTask:
         try:
             # Raises, and keeps the error in the fence, if the other process took the task.
             self._fence.check(self._run.processed, "when another process planned the same batch at the same moment")
+            time.sleep(_PAUSE_BEFORE_STARTING_AGAIN_S)
             self._query = self._start_again()
         except TaskFailedError as error:
             self._failed = error
