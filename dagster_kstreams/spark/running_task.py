@@ -19,11 +19,11 @@ task's fence is released last.
 Spark takes no lock on a checkpoint: when two processes that started the task at the same moment
 plan the same batch, Spark fails the slower one (``CONCURRENT_STREAM_LOG_UPDATE``, or
 ``STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY`` when its query found the other's first entry being
-written), which may be the one that owns the task (started it last). The other would then be fenced at its next batch,
-and both would stop. So a run whose query failed that way asks its fence whether it still owns
-the task: if so it starts its query again on the checkpoint as the other left it (running the
-batch the other planned), else it stops fenced (:class:`~dagster_kstreams.spark.errors.TaskFencedError`,
-one line). At most one of the two stops; the other goes on.
+written), which may be the one that owns the task (started it last). The other would then be
+fenced at its next batch, and both would stop. So a run whose query failed that way asks its
+fence whether it still owns the task: if so it starts its query again on the checkpoint as the
+other left it (running the batch the other planned), else it stops fenced
+(:class:`~dagster_kstreams.spark.errors.TaskFencedError`, one line). Of the two, one goes on.
 """
 
 from __future__ import annotations
