@@ -17,9 +17,11 @@ commit, then Spark's commit log), a batch that starts afterwards stops before it
 task's fence is released last.
 
 Spark takes no lock on a checkpoint: when two processes that started the task at the same moment
-plan the same batch, Spark fails the slower one (``CONCURRENT_STREAM_LOG_UPDATE``, or
+plan the same batch, Spark fails the slower one (``CONCURRENT_STREAM_LOG_UPDATE``, or "Multiple
+streaming queries are concurrently using" the offset log when both wrote the entry at once, or
 ``STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY`` when its query found the other's first entry being
-written), which may be the one that owns the task (started it last). The other would then be
+written: :func:`~dagster_kstreams.spark.errors.used_concurrently`), which may be the one that owns
+the task (started it last). The other would then be
 fenced at its next batch, and both would stop. So a run whose query failed that way asks its
 fence whether it still owns the task: if so it starts its query again on the checkpoint as the
 other left it (running the batch the other planned), else it stops fenced
