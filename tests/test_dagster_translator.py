@@ -199,7 +199,7 @@ def test_component_declared_in_yaml_builds_the_same_assets():
             defs_yaml_contents={
                 "type": "dagster_kstreams.orchestration.component.KStreamsComponent",
                 "attributes": {"topology": "assets.users_per_country:build_topology", "app_id": "upc-yaml",
-                               "topic_partitions": {"users": 2}, "lag_bound": 7},
+                               "topic_partitions": {"users": 2}, "lag_bound": 7, "task_timeout_s": 300},
             },
         )
         with sandbox.build_all_defs() as defs:
@@ -210,6 +210,35 @@ def test_component_declared_in_yaml_builds_the_same_assets():
     assert {"upc_yaml/subtopology_0", "upc_yaml/subtopology_1", "upc_yaml/users_per_country_store_repartition",
             "kafka/users", "kafka/users_per_country", "upc_yaml/store/users_per_country_store"} == keys
     assert len(checks) == 4  # lag_within_bound and freshness of each sub-topology
+
+
+def test_task_timeout_reaches_the_runner_of_worker_runs_and_materializations_and_is_checked_at_load():
+    from dagster.components.testing import create_defs_folder_sandbox
+
+    from dagster_kstreams.orchestration.component import KStreamsComponent
+    from dagster_kstreams.orchestration.execution import task_runner
+
+    app = KStreamsApp(users_per_country.build_topology(), "upc", {"users": 2}, task_timeout_s=300)
+    runner = task_runner(app, KafkaResource(bootstrap_servers="broker:9092"), spark=None)
+    assert runner.task_timeout_s == 300  # its clients wait out a broker that is away that long, and so do a worker's reports
+    default = task_runner(KStreamsApp(users_per_country.build_topology(), "upc", {"users": 2}),
+                          KafkaResource(bootstrap_servers="broker:9092"), spark=None)
+    assert default.task_timeout_s == 120
+    with pytest.raises(ValueError, match=r"^task_timeout_s of 'upc' must be > 0, got 0$"):
+        KStreamsApp(users_per_country.build_topology(), "upc", {"users": 2}, task_timeout_s=0)
+    # The component's YAML field reaches the app (checked when the definitions load).
+    with create_defs_folder_sandbox() as sandbox:
+        sandbox.scaffold_component(KStreamsComponent, defs_path="upc", defs_yaml_contents={
+            "type": "dagster_kstreams.orchestration.component.KStreamsComponent",
+            "attributes": {"topology": "assets.users_per_country:build_topology", "app_id": "upc",
+                           "topic_partitions": {"users": 2}, "task_timeout_s": 0}})
+        with pytest.raises(Exception) as raised:  # Dagster's error names the defs.yaml; its cause, the field
+            with sandbox.build_all_defs():
+                pass
+    causes = [raised.value]
+    while causes[-1].__cause__ is not None:
+        causes.append(causes[-1].__cause__)
+    assert "task_timeout_s of 'upc' must be > 0, got 0.0" in [str(cause) for cause in causes]
 
 
 def test_component_names_a_topology_that_cannot_be_loaded():

@@ -71,6 +71,18 @@ AttributeError: 'NoneType' object has no attribute 'upper'
      "streaming jobs detected for 0.", "another process started or ran this task's checkpoint at the same moment "
                                        "(Spark: CONCURRENT_STREAM_LOG_UPDATE); the process that started the task "
                                        "last owns it: run the task again if that one stopped"),
+    ("org.apache.spark.SparkRuntimeException: [STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY] The checkpoint location "
+     "file:/s/app/tasks/0_0/checkpoint/offsets should be empty on batch 0",
+     "another process started or ran this task's checkpoint at the same moment (Spark: "
+     "STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY); the process that started the task last owns it: run the task "
+     "again if that one stopped"),
+    ("py4j.protocol.Py4JJavaError: An error occurred while calling o85.awaitTermination.\n"
+     ": java.util.ConcurrentModificationException: Multiple streaming queries are concurrently using "
+     "file:/s/app/tasks/0_0/checkpoint/offsets.\n\tat org.apache.spark.sql.execution.streaming.checkpointing."
+     "HDFSMetadataLog.write(HDFSMetadataLog.scala:210)",
+     "another process started or ran this task's checkpoint at the same moment (Spark: Multiple streaming queries "
+     "are concurrently using file:/s/app/tasks/0_0/checkpoint/offsets); the process that started the task last "
+     "owns it: run the task again if that one stopped"),
     ("Caused by: org.apache.kafka.common.errors.TimeoutException: Timeout of 120000ms expired before the position "
      "for partition t-0 could be determined", "TimeoutException: Timeout of 120000ms expired before the position for "
                                               "partition t-0 could be determined (Kafka did not answer in time: is the "

@@ -10,10 +10,14 @@ Process A (this test process) runs tasks 0_0 and 0_1 and stops inside a batch of
 Process B (``dagster-kstreams run`` in a subprocess, same checkpoints) then runs both tasks to the
 end. When A goes on, 0_0's commit is rejected and 0_1 stops before writing: both raise
 TaskFencedError. B replayed 0_0's batch 1 and skipped what A had written of it.
+
+Two processes that start one task at the same moment may plan its batch at once: Spark fails the
+slower, which goes on if it owns the task and stops (fenced, one line) if not.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -37,13 +41,22 @@ from dagster_kstreams.kafka.fencing import (
     classify_transaction_error,
     task_transactional_id,
 )
-from dagster_kstreams.kafka.records import produce, read_topic
+from dagster_kstreams.kafka.records import final_values, produce, read_topic
 from dagster_kstreams.spark import TaskFencedError
 from dagster_kstreams.spark.task_runner import TaskRunner
+from dagster_kstreams.topology import StreamsBuilder
 
 REPO = Path(__file__).resolve().parents[1]
 BATCH = 200
 PER_PARTITION = 3 * BATCH
+
+
+def _until(condition, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.2)
 
 
 # -- pure ------------------------------------------------------------------------------------
@@ -282,3 +295,63 @@ def test_second_process_takes_the_task_over_and_the_first_ones_commit_fails(
     expected += [(key.decode(), value.decode().upper()) for key, value, _ in _inputs(0, PER_PARTITION, 40)]
     assert Counter(_outputs(kafka_bootstrap, sink)) == Counter(expected)
     assert kafka_admin.committed_offsets(app_id, source) == kafka_admin.end_offsets(source)
+
+
+def _plan_next_batch(checkpoint: Path, batch: int, added: int) -> None:
+    """What another process that planned batch ``batch`` of the checkpoint first leaves: the offset
+    log entry (Spark's format, as this run's previous entry has it), ``added`` records further."""
+    version, metadata, offsets = (checkpoint / "offsets" / str(batch - 1)).read_text().splitlines()
+    ends = {topic: {partition: end + added for partition, end in partitions.items()}
+            for topic, partitions in json.loads(offsets).items()}
+    (checkpoint / "offsets" / str(batch)).write_text("\n".join([version, metadata, json.dumps(ends)]))
+
+
+@pytest.mark.integration
+def test_of_two_processes_planning_one_batch_at_once_the_owner_goes_on_and_only_the_other_stops(
+    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path
+):
+    # Spark fails the slower of two queries planning one batch of a checkpoint: here this run's,
+    # in both tasks, because "another process" (played by the test: its offset log entry, its
+    # fence) planned the batch first. In 0_0 this run still owns the task and starts again on the
+    # checkpoint; 0_1 the other process took (it started the task later), so this run stops there.
+    source, sink = unique_topic("race-in"), unique_topic("race-out")
+    kafka_admin.create_topics({source: 2, sink: 2})
+    builder = StreamsBuilder()
+    builder.stream(source).group_by_key().count().to_stream().to(sink)
+    app_id, state = unique_topic("race-app"), tmp_path / "state"
+    runner = TaskRunner(builder.build(), app_id, kafka_bootstrap, state_location=str(state), spark=spark)
+    records = [(f"p{partition}-k{i % 3}".encode(), b"x", partition) for partition in (0, 1) for i in range(10)]
+    produce(kafka_bootstrap, source, records)
+    running = {task: runner.start_task(task) for task in ("0_0", "0_1")}
+    other = TaskFence(kafka_bootstrap, task_transactional_id(app_id, "0_1"), app_id)
+    try:
+        _until(lambda: all(sum(run.processed.values()) == 10 for run in running.values()), 120, "batch 0 of each task")
+        for task in running:
+            _plan_next_batch(state / app_id / "tasks" / task / "checkpoint", 1, 10)
+        other.start()
+        produce(kafka_bootstrap, source, records)  # this run plans batch 1 of each task now
+        owner, loser = running["0_0"], running["0_1"]
+
+        def settled() -> bool:
+            failure = owner.failure()
+            if failure is not None:
+                raise AssertionError(f"the owner stopped too: {failure}")
+            return sum(owner.processed.values()) == 20 and loser.failure() is not None
+
+        _until(settled, 120, "0_0 to go on and 0_1 to stop")
+        assert owner.active
+        error = loser.failure()
+        assert isinstance(error, TaskFencedError) and error.stage == \
+            "when another process planned the same batch at the same moment"
+        assert str(error).startswith(f"task 0_1 of application {app_id!r} was taken over by another process")
+        assert "\n" not in str(error)
+    finally:
+        for run in running.values():
+            run.stop()
+        other.close()
+    # The task taken from this run goes on where its owner is: here, a later run of it.
+    assert runner.run_task("0_1").records_in == 10
+    counts = final_values(read_topic(kafka_bootstrap, sink), bytes.decode,
+                          lambda value: int.from_bytes(value, "big", signed=True))
+    assert counts == dict(Counter(key.decode() for key, _, _ in records + records))
+    assert kafka_admin.lag(app_id, source) == {TopicPartition(source, 0): 0, TopicPartition(source, 1): 0}

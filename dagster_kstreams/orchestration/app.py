@@ -32,6 +32,7 @@ from dagster_kstreams.orchestration.translator import (
     KStreamsAssetKind,
     KStreamsAssetProps,
 )
+from dagster_kstreams.spark.client_timeouts import DEFAULT_TASK_TIMEOUT_S
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
 from dagster_kstreams.spark.transactional_writer import DEFAULT_PROCESSING_GUARANTEE, check_processing_guarantee
 from dagster_kstreams.topology.application import ApplicationTopology
@@ -74,6 +75,9 @@ class KStreamsApp:
     keys (as its translator names them) and declares no spec for them.
     ``processing_guarantee``: ``"at_least_once"`` or ``"exactly_once_v2"``, as Kafka Streams' setting
     (:class:`~dagster_kstreams.spark.task_runner.TaskRunner`).
+    ``task_timeout_s``: how long a running task (a worker run's, a materialization's) waits for an
+    unavailable broker (a restart, a coordinator moving) before it fails; a worker's reports wait
+    as long. 120 s by default, as ``TaskRunner`` and ``dagster-kstreams run --task-timeout``.
     """
 
     topology: Topology
@@ -86,6 +90,7 @@ class KStreamsApp:
     state_location: Optional[str] = None
     max_records_per_batch: Optional[int] = 200_000
     processing_guarantee: str = DEFAULT_PROCESSING_GUARANTEE
+    task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S
     create_sink_topics: bool = False
     kafka_resource_key: str = "kafka"
     spark_resource_key: str = "pyspark"
@@ -95,6 +100,8 @@ class KStreamsApp:
             raise ValueError(f"lag_bound must be >= 0, got {self.lag_bound}")
         if self.freshness_seconds <= 0:
             raise ValueError(f"freshness_seconds must be > 0, got {self.freshness_seconds}")
+        if self.task_timeout_s <= 0:
+            raise ValueError(f"task_timeout_s of {self.app_id!r} must be > 0, got {self.task_timeout_s}")
         check_processing_guarantee(self.processing_guarantee, fencing=True)
         # Kafka Streams' rules (repartition counts, co-partitioning) on the declared counts: a
         # missing source count or a co-partitioning mismatch is an error here, at load.

@@ -12,6 +12,7 @@
       lag_bound: 10000
       freshness_seconds: 300
       topics_declared_elsewhere: [word-counts]   # written (and declared) by the word-count component
+      task_timeout_s: 300                        # a running task waits 5 minutes for a broker that is away
       translation:
         group_name: streaming
         owners: [team:streams]
@@ -66,6 +67,7 @@ from pydantic import BaseModel, Field
 from dagster_kstreams.orchestration.app import DEFAULT_FRESHNESS_SECONDS, DEFAULT_LAG_BOUND
 from dagster_kstreams.orchestration.definitions import build_kstreams_definitions
 from dagster_kstreams.orchestration.translator import DagsterKStreamsTranslator, KStreamsAssetProps
+from dagster_kstreams.spark.client_timeouts import DEFAULT_TASK_TIMEOUT_S
 from dagster_kstreams.topology.application import ApplicationTopology
 from dagster_kstreams.topology.reference import load_topology as load_topology_and_module
 from dagster_kstreams.topology.view import Topology
@@ -145,6 +147,9 @@ class KStreamsComponent(dg.Component, dg.Resolvable, dg.Model):
         description="Input topics another application writes and declares: depended on by asset key only")
     state_location: Optional[str] = Field(default=None, description="Root of the tasks' checkpoints and state")
     create_sink_topics: bool = Field(default=False, description="Create missing output topics on first run")
+    task_timeout_s: float = Field(
+        default=DEFAULT_TASK_TIMEOUT_S,
+        description="How long a running task waits for an unavailable broker (a restart) before it fails, in seconds")
     translation: Annotated[
         Optional[TranslationFn[KStreamsAssetProps]],
         TranslationFnResolver(template_vars_for_translation_fn=translation_template_vars),
@@ -166,4 +171,5 @@ class KStreamsComponent(dg.Component, dg.Resolvable, dg.Model):
             topics_declared_elsewhere=self.topics_declared_elsewhere,
             state_location=self.state_location,
             create_sink_topics=self.create_sink_topics,
+            task_timeout_s=self.task_timeout_s,
         )

@@ -20,6 +20,7 @@ from pyspark import cloudpickle
 
 from dagster_kstreams.base.cli_options import CommandError, key_value
 from dagster_kstreams.base.environment import BOOTSTRAP_SERVERS_ENV_VAR, DEFAULT_BOOTSTRAP_SERVERS, bootstrap_servers
+from dagster_kstreams.spark.client_timeouts import DEFAULT_TASK_TIMEOUT_S
 from dagster_kstreams.spark.errors import TaskFailedError
 from dagster_kstreams.spark.session import build_spark_session
 from dagster_kstreams.spark.task_result import TaskProgress, TaskResult
@@ -163,9 +164,9 @@ def register(subcommands: "argparse._SubParsersAction") -> None:
     parser.add_argument("--processing-guarantee", choices=PROCESSING_GUARANTEES, default=DEFAULT_PROCESSING_GUARANTEE,
                         help="exactly_once_v2 (default: each batch's output and offsets in one Kafka transaction, "
                              "read read_committed) or at_least_once (Spark's Kafka sink, replays deduplicated)")
-    parser.add_argument("--task-timeout", type=float, default=120.0, metavar="SECONDS",
+    parser.add_argument("--task-timeout", type=float, default=DEFAULT_TASK_TIMEOUT_S, metavar="SECONDS",
                         help="how long a running task waits for an unavailable broker (a restart, a coordinator "
-                             "moving) before it fails (default 120)")
+                             f"moving) before it fails (default {DEFAULT_TASK_TIMEOUT_S:.0f})")
     parser.add_argument("--deserialization-exception-handler", choices=["fail", "log_and_continue"], default="fail")
     parser.add_argument("--dead-letter-topic", default=None,
                         help="with log_and_continue: write undeserializable records here")

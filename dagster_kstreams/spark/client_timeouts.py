@@ -16,7 +16,11 @@ runner's Kafka config (``kafka.<name>``) wins over these.
 
 from __future__ import annotations
 
-__all__ = ["source_timeouts", "sink_timeouts"]
+__all__ = ["DEFAULT_TASK_TIMEOUT_S", "source_timeouts", "sink_timeouts"]
+
+# How long a running task waits for an unavailable broker by default (as Kafka Streams'
+# task.timeout.ms bounds a task's stall): TaskRunner, KStreamsApp and `run --task-timeout`.
+DEFAULT_TASK_TIMEOUT_S = 120.0
 
 
 def _at_least(seconds: float, default_ms: int) -> str:

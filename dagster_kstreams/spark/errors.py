@@ -56,7 +56,12 @@ _HINTS = {
 
 
 # Spark takes no lock on a checkpoint: two processes writing the same one at once fail the slower.
-_CONCURRENT_USE = ("CONCURRENT_STREAM_LOG_UPDATE", "concurrently using metadata", "SparkConcurrentModificationException")
+# A new checkpoint's offset log that is not empty when a run's query starts on it (the run removed
+# what a killed run left before) holds another process's first entry, written meanwhile.
+# The first marker found names the race in the message; a log file's is said with its path.
+_CONCURRENT_USE = ("CONCURRENT_STREAM_LOG_UPDATE", "concurrently using metadata", "SparkConcurrentModificationException",
+                   "STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY", "Multiple streaming queries are concurrently using")
+_CONCURRENT_LOG = re.compile(r"Multiple streaming queries are concurrently using \S+?(?=\.?(?:\s|$))")
 _CONCURRENT_REASON = ("another process started or ran this task's checkpoint at the same moment (Spark: {detail}); "
                       "the process that started the task last owns it: run the task again if that one stopped")
 
@@ -77,7 +82,8 @@ def failure_reason(error: BaseException) -> str:
         return f"{match.group(1)}: {match.group(2).strip()}"
     if used_concurrently(error):
         detail = next(marker for marker in _CONCURRENT_USE if marker in text)
-        return _CONCURRENT_REASON.format(detail=detail)
+        named = _CONCURRENT_LOG.search(text) if detail == _CONCURRENT_USE[-1] else None
+        return _CONCURRENT_REASON.format(detail=named.group(0) if named else detail)
     causes = []
     for line in text.splitlines():
         found = _EXCEPTION_LINE.match(line.strip())

@@ -15,34 +15,59 @@ records in and out, busy seconds), for a worker to report as a materialization a
 commit, then Spark's commit log), a batch that starts afterwards stops before it writes anything
 (so it is replayed whole by whoever runs the task next), and only then is the query stopped. The
 task's fence is released last.
+
+Spark takes no lock on a checkpoint: when two processes that started the task at the same moment
+plan the same batch, Spark fails the slower one (``CONCURRENT_STREAM_LOG_UPDATE``, or "Multiple
+streaming queries are concurrently using" the offset log when both wrote the entry at once, or
+``STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY`` when its query found the other's first entry being
+written: :func:`~dagster_kstreams.spark.errors.used_concurrently`), which may be the one that owns
+the task (started it last). The other would then be
+fenced at its next batch, and both would stop. So a run whose query failed that way asks its
+fence whether it still owns the task: if so it starts its query again on the checkpoint as the
+other left it (running the batch the other planned), else it stops fenced
+(:class:`~dagster_kstreams.spark.errors.TaskFencedError`, one line). Of the two, one goes on.
 """
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Callable
 from typing import Any, Optional
 
 from dagster_kstreams.kafka.admin import KafkaAdmin
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.spark.batch_writer import ended_as_asked
-from dagster_kstreams.spark.errors import TaskFailedError, failure_reason
+from dagster_kstreams.spark.errors import TaskFailedError, failure_reason, used_concurrently
 from dagster_kstreams.spark.metrics import records_written_since
 from dagster_kstreams.spark.run_state import RunFence, RunState
 from dagster_kstreams.spark.task_result import TaskResult
 
 __all__ = ["RunningTask"]
 
+log = logging.getLogger(__name__)
+
+# How many times a run starts its query again after another process planned the same batch at
+# the same moment (once is what a simultaneous start needs; more would mean a process that keeps
+# planning without being fenced, which the fence rules out), and how long it lets the other
+# process's write of the offset log end first.
+_STARTS_AGAIN = 3
+_PAUSE_BEFORE_STARTING_AGAIN_S = 0.5
+
 
 class RunningTask:
     """One task's running query (see the module docstring)."""
 
     def __init__(self, application_id: str, query: Any, run: RunState, fence: RunFence, admin: KafkaAdmin,
-                 source_topics: list[str], on_exit: Any):
+                 source_topics: list[str], on_exit: Any, start_again: Optional[Callable[[], Any]] = None):
         self.application_id = application_id
         self.task = run.task
         self._query, self._run, self._fence, self._admin = query, run, fence, admin
         self._source_topics = source_topics
         self._on_exit = on_exit  # called once the query has stopped and the fence is closed
+        self._start_again = start_again  # a new query on the task's checkpoint (None: without fencing)
+        self._starts_left = _STARTS_AGAIN
+        self._failed: Optional[TaskFailedError] = None  # starting again failed
         self.started = run.started
         self._reported_batch = -1
         self._closed = False
@@ -72,15 +97,44 @@ class RunningTask:
         return dict(self._run.processed)
 
     def failure(self) -> Optional[TaskFailedError]:
-        """Why the query stopped on its own (a fence, a record it could not process), or None."""
+        """Why the query stopped on its own (a fence, a record it could not process), or None.
+        A query that another process raced on the checkpoint is started again first, if this run
+        still owns the task (module docstring): None then, and the task is active."""
         if self._fence.fenced is not None:
             return self._fence.fenced
-        if self._query.isActive:
+        if self._query.isActive or self._started_again():
             return None
+        if self._fence.fenced is not None or self._failed is not None:  # found when starting again
+            return self._fence.fenced or self._failed
         error = self._query.exception()
         if error is None or ended_as_asked(error):
             return None
         return TaskFailedError(self.task, self.application_id, failure_reason(error))
+
+    def _started_again(self) -> bool:
+        """Start the query again if it stopped because another process planned the same batch at
+        the same moment and this run still owns the task; whether it did."""
+        if (self._start_again is None or self._starts_left == 0 or self._failed is not None or self._closed
+                or self._query.isActive):
+            return False
+        error = self._query.exception()
+        if error is None or not used_concurrently(error):
+            return False
+        self._starts_left -= 1
+        try:
+            # Raises, and keeps the error in the fence, if the other process took the task.
+            self._fence.check(self._run.processed, "when another process planned the same batch at the same moment")
+            time.sleep(_PAUSE_BEFORE_STARTING_AGAIN_S)
+            self._query = self._start_again()
+        except TaskFailedError as error:
+            self._failed = error
+            return False
+        except Exception as error:  # Kafka unreachable while reading the group's offsets
+            self._failed = TaskFailedError(self.task, self.application_id, failure_reason(error))
+            return False
+        log.warning("task %s of application %r: another process planned the same batch at the same moment; this "
+                    "run still owns the task and starts again on its checkpoint", self.task, self.application_id)
+        return True
 
     def take_result(self, seconds: Optional[float] = None) -> TaskResult:
         """What the task processed since the last call (or its start): offsets, records in and
@@ -103,10 +157,13 @@ class RunningTask:
     def await_end(self) -> None:
         """Wait until the query ends on its own (a drain reached its end, or it failed:
         :meth:`failure` says which)."""
-        try:
-            self._query.awaitTermination()
-        except Exception:  # StreamingQueryException: failure() reads it from the query
-            pass
+        while True:
+            try:
+                self._query.awaitTermination()
+            except Exception:  # StreamingQueryException: failure() reads it from the query
+                pass
+            if not self._started_again():
+                return
 
     def stop(self, timeout: float = 300.0) -> None:
         """Stop gracefully (module docstring): finish and commit the batch being written, then

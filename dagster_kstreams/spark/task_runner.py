@@ -53,7 +53,7 @@ from dagster_kstreams.spark.checkpoint import (
     task_checkpoint,
     task_directory,
 )
-from dagster_kstreams.spark.client_timeouts import sink_timeouts, source_timeouts
+from dagster_kstreams.spark.client_timeouts import DEFAULT_TASK_TIMEOUT_S, sink_timeouts, source_timeouts
 from dagster_kstreams.spark.compile import CompiledTopology, compile_topology
 from dagster_kstreams.spark.errors import TaskFailedError, failure_reason
 from dagster_kstreams.spark.metrics import observe_outputs
@@ -124,7 +124,7 @@ class TaskRunner:
         spark_kafka_config: Optional[Mapping[str, Any]] = None,
         fencing: bool = True,
         processing_guarantee: str = DEFAULT_PROCESSING_GUARANTEE,
-        task_timeout_s: float = 120.0,
+        task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S,
     ):
         check_application_id(application_id)  # before anything else starts
         self.processing_guarantee = check_processing_guarantee(processing_guarantee, fencing)
@@ -355,14 +355,22 @@ class TaskRunner:
             run = RunState(task, started, assigned, start.offsets_from, end_offsets, max_records, progress, fence)
             limits = [limit for limit in (max_records_per_batch or self.max_records_per_batch, max_records)
                       if limit is not None]
-            query = self._start_query(session, reader, run, start.starting, checkpoint, trigger,
-                                      min(limits) if limits else None, replayed)
+            batch_limit = min(limits) if limits else None
+            query = self._start_query(session, reader, run, start.starting, checkpoint, trigger, batch_limit, replayed)
+
+            def start_again() -> Any:
+                # On the checkpoint as the other process left it: the batch it planned is run here,
+                # and one whose transaction it committed is not sent twice.
+                again = (committed_before_restart(reader, self.admin, self.application_id, assigned)
+                         if self.exactly_once else None)
+                return self._start_query(session, reader, run, start.starting, checkpoint, trigger, batch_limit, again)
         except BaseException:
             if fence is not None:
                 fence.__exit__(None, None, None)
             self._released(task)
             raise
-        return RunningTask(self.application_id, query, run, fence, self._running_admin, source_topics, self._released)
+        return RunningTask(self.application_id, query, run, fence, self._running_admin, source_topics, self._released,
+                           start_again=start_again if self.fencing else None)
 
     def _released(self, task: TaskId) -> None:
         with self._lock:
