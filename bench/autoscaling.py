@@ -182,9 +182,10 @@ def recovery_seconds(samples: Sequence[Sample], burst_end: float, target: int) -
     return None
 
 
-def scaling_decisions(ticks: Sequence[Tick], start: float, end: float) -> int:
-    """Ticks in ``[start, end]`` that changed the fleet: desired differs from running."""
-    return sum(1 for tick in ticks if start <= tick.t <= end and tick.desired != tick.workers)
+def scaling_decisions(ticks: Sequence[Tick], start: float, end: float, standbys: int = 0) -> int:
+    """Ticks in ``[start, end]`` that changed the fleet: desired active workers plus ``standbys``
+    (the sensor's plotted ``workers`` counts them) differs from running."""
+    return sum(1 for tick in ticks if start <= tick.t <= end and tick.desired + standbys != tick.workers)
 
 
 def worker_seconds(runs: Sequence[WorkerRun], start: float, end: float) -> float:
@@ -197,7 +198,7 @@ def worker_seconds(runs: Sequence[WorkerRun], start: float, end: float) -> float
 
 
 def figures(samples: Sequence[Sample], ticks: Sequence[Tick], runs: Sequence[WorkerRun], *, burst_start: float,
-            burst_seconds: float, end: float, given_target: Optional[int] = None) -> Figures:
+            burst_seconds: float, end: float, given_target: Optional[int] = None, standbys: int = 0) -> Figures:
     target = lag_target(samples, burst_start, given_target)
     burst_end = burst_start + burst_seconds
     after = recovery_seconds(samples, burst_end, target)
@@ -206,7 +207,7 @@ def figures(samples: Sequence[Sample], ticks: Sequence[Tick], runs: Sequence[Wor
         recovery_after_burst_s=after,
         recovery_from_burst_start_s=None if after is None else after + burst_seconds,
         peak_lag=max([s.lag for s in samples if s.t >= burst_start] + [0]),
-        scaling_decisions=scaling_decisions(ticks, 0.0, end),
+        scaling_decisions=scaling_decisions(ticks, 0.0, end, standbys),
         runs_launched=sum(1 for run in runs if 0.0 <= run.created <= end),
         max_workers_seen=max([s.workers for s in samples] + [0]),
         worker_seconds=round(worker_seconds(runs, 0.0, end), 1),
@@ -406,7 +407,7 @@ def run_mode(mode: str, args, bootstrap: str, work: Path) -> dict:
             generator.join(timeout=30)
 
     result = figures(samples, ticks, runs, burst_start=args.steady_seconds, burst_seconds=args.burst_seconds,
-                     end=end, given_target=args.lag_target)
+                     end=end, given_target=args.lag_target, standbys=settings["standby_workers"])
     return {
         "figures": result.__dict__,
         "settings": {k: v for k, v in settings.items() if k not in ("state", "bootstrap")},

@@ -25,6 +25,10 @@ def test_figures_of_a_burst():
     assert result.recovery_after_burst_s == 60 and result.recovery_from_burst_start_s == 120
     assert result.peak_lag == 4000
     assert result.scaling_decisions == 2  # t=35 (up) and t=140 (down); t=-5 is before the window
+    # With a standby, the plotted workers count it: a fleet of 1 + 1 standby is no decision.
+    with_standby = [Tick(5, 2, 1, 0), Tick(35, 2, 3, 900), Tick(40, 4, 3, 900)]
+    assert figures(samples, with_standby, runs, burst_start=30, burst_seconds=60, end=170,
+                   standbys=1).scaling_decisions == 1
     assert result.runs_launched == 2 and result.max_workers_seen == 3
     assert result.worker_seconds == 170 + 110 + 135
     # Never back under the target: said so, not a number.
