@@ -344,8 +344,12 @@ class TaskRunner:
             checkpointed = reader.committed_source_offsets()
             end_offsets = {tp: offset for tp, offset in self.admin.end_offsets(source_topics).items() if tp in assigned}
             start = starting_point(application, self.admin, checkpointed, assigned, end_offsets)
-            replayed = (committed_before_restart(reader, self.admin, self.application_id, assigned)
+
+            def batch_to_replay() -> Optional[int]:
+                return (committed_before_restart(reader, self.admin, self.application_id, assigned)
                         if self.exactly_once else None)
+
+            replayed = batch_to_replay()
             if replayed is None:
                 # The group shows where the task stands from its start: the checkpoint's offsets (the
                 # truth: this repairs a group a previous run died before committing to), or where a new
@@ -356,14 +360,17 @@ class TaskRunner:
             limits = [limit for limit in (max_records_per_batch or self.max_records_per_batch, max_records)
                       if limit is not None]
             batch_limit = min(limits) if limits else None
-            query = self._start_query(session, reader, run, start.starting, checkpoint, trigger, batch_limit, replayed)
+
+            def start_query(replayed: Optional[int]) -> Any:
+                return self._start_query(session, reader, run, start.starting, checkpoint, trigger, batch_limit,
+                                         replayed)
+
+            query = start_query(replayed)
 
             def start_again() -> Any:
                 # On the checkpoint as the other process left it: the batch it planned is run here,
                 # and one whose transaction it committed is not sent twice.
-                again = (committed_before_restart(reader, self.admin, self.application_id, assigned)
-                         if self.exactly_once else None)
-                return self._start_query(session, reader, run, start.starting, checkpoint, trigger, batch_limit, again)
+                return start_query(batch_to_replay())
         except BaseException:
             if fence is not None:
                 fence.__exit__(None, None, None)
