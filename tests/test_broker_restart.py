@@ -21,6 +21,7 @@ from collections import Counter
 import dagster as dg
 import pytest
 
+from sensor_ticks import tick_sensor
 from dagster_kstreams.kafka.admin import KafkaAdmin, KafkaAdminError, TopicPartition
 from dagster_kstreams.kafka.records import final_values, produce, read_topic
 from dagster_kstreams.local.broker import LocalBroker, free_port
@@ -71,14 +72,6 @@ def _until(condition, timeout: float, what: str, worker: threading.Thread) -> No
         time.sleep(0.2)
 
 
-def _tick(defs, instance, cursor):
-    """One tick of the app's lag sensor, as the sensor daemon runs it."""
-    repository = defs.get_repository_def()
-    (sensor,) = repository.sensor_defs
-    context = dg.build_sensor_context(instance=instance, cursor=cursor, repository_def=repository,
-                                      resources={"kafka": repository.get_top_level_resources()["kafka"]})
-    return sensor.evaluate_tick(context)
-
 
 def test_a_worker_run_pauses_while_the_broker_restarts_and_then_goes_on_exactly(own_broker, spark, tmp_path):
     bootstrap = own_broker.bootstrap_servers
@@ -101,7 +94,7 @@ def test_a_worker_run_pauses_while_the_broker_restarts_and_then_goes_on_exactly(
     before, after = _records(0, 100), _records(100, 100)
     produce(bootstrap, "clicks", before)
     with dg.instance_for_test() as instance:
-        tick = _tick(defs, instance, None)
+        tick = tick_sensor(defs, instance, None)
         (request,) = tick.run_requests  # worker-0 with the app's one task
         assert parse_tasks(request.tags[TAG_TASKS]) == {"0_0"}
         results = []
@@ -117,7 +110,7 @@ def test_a_worker_run_pauses_while_the_broker_restarts_and_then_goes_on_exactly(
             # A tick while the broker is down fails in one line (the daemon ticks again later) and
             # touches no run.
             with pytest.raises(KafkaAdminError, match=r"^Kafka at \S+ is unreachable \(.*\)[^\n]*$"):
-                _tick(defs, instance, tick.cursor)
+                tick_sensor(defs, instance, tick.cursor)
             assert instance.get_run_by_id(run.run_id).status is dg.DagsterRunStatus.STARTED
             time.sleep(max(0.0, DOWN_SECONDS - (time.monotonic() - down_at)))
             own_broker.start()  # same ports, same data
@@ -130,7 +123,7 @@ def test_a_worker_run_pauses_while_the_broker_restarts_and_then_goes_on_exactly(
             assert instance.get_run_by_id(run.run_id).status is dg.DagsterRunStatus.STARTED
             assert read_held(instance, [run.run_id])[run.run_id] == {"0_0"}
             assert time.time() - read_heartbeats(instance, [run.run_id])[run.run_id] < DOWN_SECONDS
-            assert _tick(defs, instance, tick.cursor).run_requests == []
+            assert tick_sensor(defs, instance, tick.cursor).run_requests == []
             assert instance.get_run_by_id(run.run_id).status is dg.DagsterRunStatus.STARTED
         finally:  # retired whatever happened, so that no query outlives the test on the shared session
             for run in instance.get_runs(dg.RunsFilter(job_name=job.name)):

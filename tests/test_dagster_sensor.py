@@ -10,6 +10,7 @@ import time
 import dagster as dg
 import pytest
 
+from sensor_ticks import tick_sensor
 from dagster_kstreams.kafka.admin import TopicPartition
 from dagster_kstreams.kafka.records import produce
 from dagster_kstreams.orchestration.definitions import build_kstreams_definitions
@@ -55,13 +56,6 @@ def _setup(kafka_bootstrap, kafka_admin, unique_topic, tmp_path, elastic):
         yield defs, instance, source, app_id
 
 
-def _tick(defs, instance, cursor):
-    repository = defs.get_repository_def()
-    (sensor,) = repository.sensor_defs
-    context = dg.build_sensor_context(instance=instance, cursor=cursor, repository_def=repository,
-                                      resources={"kafka": repository.get_top_level_resources()["kafka"]})
-    return sensor.evaluate_tick(context)
-
 
 def _submit(defs, instance, requests, status=dg.DagsterRunStatus.STARTED) -> list[dg.DagsterRun]:
     """What the daemons do with the run requests: create the runs and (by default) start them;
@@ -99,7 +93,7 @@ def test_sensor_launches_hands_over_only_released_tasks_records_lag_and_retires(
     assert [sensor.name for sensor in defs.sensors] == [f"{app_id.replace('-', '_')}_lag_sensor"]
 
     # Idle: one worker (min_workers) with every task; lag 0 recorded for the sub-topology.
-    result = _tick(defs, instance, None)
+    result = tick_sensor(defs, instance, None)
     (request,) = result.run_requests
     assert request.tags[TAG_WORKER] == "worker-0" and parse_tasks(request.tags[TAG_TASKS]) == ALL
     (observation,) = _observations(result)
@@ -116,7 +110,7 @@ def test_sensor_launches_hands_over_only_released_tasks_records_lag_and_retires(
     # A burst: a second worker is launched; two tasks are bound for it, but worker-0 keeps
     # processing them until worker-1 is ready (has beaten: its SparkSession is up).
     produce(kafka_bootstrap, source, [(f"k{i}".encode(), b"v") for i in range(400)])
-    result = _tick(defs, instance, result.cursor)
+    result = tick_sensor(defs, instance, result.cursor)
     (request,) = result.run_requests
     assert request.tags[TAG_WORKER] == "worker-1"
     assert parse_tasks(request.tags[TAG_TASKS]) == set()  # worker-0 still holds them
@@ -143,29 +137,29 @@ def test_sensor_launches_hands_over_only_released_tasks_records_lag_and_retires(
     assert input_rate > 0
     assert observation.metadata["required_workers"].value == pytest.approx((400 + input_rate / 0.7) / 100, abs=0.01)
     (worker1,) = _submit(defs, instance, result.run_requests)
-    result = _tick(defs, instance, result.cursor)
+    result = tick_sensor(defs, instance, result.cursor)
     assert parse_tasks(_tags(instance, worker0)[TAG_TASKS]) == ALL
     # Ready: now the two tasks leave worker-0, not granted yet.
     report_heartbeat(instance, worker1.run_id)
-    result = _tick(defs, instance, result.cursor)
+    result = tick_sensor(defs, instance, result.cursor)
     assert parse_tasks(_tags(instance, worker0)[TAG_TASKS]) == ALL - moving
 
     # Until worker-0 reports it no longer holds them, they stay pending.
-    result = _tick(defs, instance, result.cursor)
+    result = tick_sensor(defs, instance, result.cursor)
     assert not result.run_requests and parse_tasks(_tags(instance, worker1)[TAG_TASKS]) == set()
     report_held(instance, worker0.run_id, ALL - moving)
-    result = _tick(defs, instance, result.cursor)
+    result = tick_sensor(defs, instance, result.cursor)
     assert parse_tasks(_tags(instance, worker1)[TAG_TASKS]) == moving
 
     # Lag gone (as if processed): with no stabilization window, the surplus worker retires at once.
     ends = kafka_admin.end_offsets([source])
     kafka_admin.commit_offsets(app_id, {TopicPartition(tp.topic, tp.partition): end for tp, end in ends.items()})
-    result = _tick(defs, instance, result.cursor)
+    result = tick_sensor(defs, instance, result.cursor)
     retired = _tags(instance, worker1)
     assert retired[TAG_STATE] == "retiring" and parse_tasks(retired[TAG_TASKS]) == set()
     assert _observations(result)[0].metadata["lag"].value == 0
     report_held(instance, worker1.run_id, ())  # it read its emptied tags: its tasks are free
-    result = _tick(defs, instance, result.cursor)
+    result = tick_sensor(defs, instance, result.cursor)
     assert parse_tasks(_tags(instance, worker0)[TAG_TASKS]) == ALL
 
 
@@ -176,17 +170,17 @@ def test_a_started_worker_that_stops_beating_is_marked_failed_and_replaced_with_
     # A run whose process vanished without Dagster noticing (host lost) stays "started" forever.
     elastic = ElasticWorkers(heartbeat_interval_seconds=0.2, heartbeat_timeout_seconds=1)
     for defs, instance, _source, _app_id in _setup(kafka_bootstrap, kafka_admin, unique_topic, tmp_path, elastic):
-        result = _tick(defs, instance, None)
+        result = tick_sensor(defs, instance, None)
         (request,) = result.run_requests
         job = defs.get_repository_def().get_job(defs.jobs[0].name)
         worker0 = instance.create_run_for_job(job, tags=request.tags, status=dg.DagsterRunStatus.STARTED)
         report_heartbeat(instance, worker0.run_id)
         report_held(instance, worker0.run_id, ALL)
-        result = _tick(defs, instance, result.cursor)
+        result = tick_sensor(defs, instance, result.cursor)
         assert not result.run_requests and instance.get_run_by_id(worker0.run_id).status is dg.DagsterRunStatus.STARTED
 
         time.sleep(1.5)  # silent past the timeout
-        result = _tick(defs, instance, result.cursor)
+        result = tick_sensor(defs, instance, result.cursor)
         assert instance.get_run_by_id(worker0.run_id).status is dg.DagsterRunStatus.FAILURE
         (replacement,) = result.run_requests  # same id, every task at once: a failed worker holds nothing
         assert replacement.tags[TAG_WORKER] == "worker-0" and parse_tasks(replacement.tags[TAG_TASKS]) == ALL
@@ -195,24 +189,24 @@ def test_a_started_worker_that_stops_beating_is_marked_failed_and_replaced_with_
 def test_a_worker_retired_while_still_queued_is_cancelled_and_its_tasks_go_at_once(setup, kafka_bootstrap,
                                                                                     kafka_admin):
     defs, instance, source, app_id = setup
-    result = _tick(defs, instance, None)
+    result = tick_sensor(defs, instance, None)
     (worker0,) = _submit(defs, instance, result.run_requests)
     report_held(instance, worker0.run_id, ALL)
     produce(kafka_bootstrap, source, [(f"k{i}".encode(), b"v") for i in range(400)])
-    result = _tick(defs, instance, result.cursor)
+    result = tick_sensor(defs, instance, result.cursor)
     # worker-1 waits in the run queue (say, behind a concurrency limit) ...
     (worker1,) = _submit(defs, instance, result.run_requests, status=dg.DagsterRunStatus.QUEUED)
     report_held(instance, worker0.run_id, parse_tasks(_tags(instance, worker0)[TAG_TASKS]))
     # ... when the lag is gone: it is cancelled, not left to start a SparkSession only to exit.
     ends = kafka_admin.end_offsets([source])
     kafka_admin.commit_offsets(app_id, {TopicPartition(tp.topic, tp.partition): end for tp, end in ends.items()})
-    result = _tick(defs, instance, result.cursor)
+    result = tick_sensor(defs, instance, result.cursor)
     assert instance.get_run_by_id(worker1.run_id).status is dg.DagsterRunStatus.CANCELED
     assert instance.get_run_by_id(worker0.run_id).status is dg.DagsterRunStatus.STARTED
     assert not result.run_requests
     # A cancelled run held nothing: worker-0 gets every task back on the next tick, and nobody
     # replaces worker-1.
-    result = _tick(defs, instance, result.cursor)
+    result = tick_sensor(defs, instance, result.cursor)
     assert parse_tasks(_tags(instance, worker0)[TAG_TASKS]) == ALL and not result.run_requests
 
 
@@ -221,45 +215,45 @@ def test_a_worker_that_keeps_failing_is_relaunched_after_a_backoff(kafka_bootstr
     elastic = ElasticWorkers(scaling=ScalingConfig(min_workers=1, max_workers=1, restart_backoff_seconds=2,
                                                    max_restart_backoff_seconds=60))
     for defs, instance, _source, _app_id in _setup(kafka_bootstrap, kafka_admin, unique_topic, tmp_path, elastic):
-        result = _tick(defs, instance, None)
+        result = tick_sensor(defs, instance, None)
         (first,) = _submit(defs, instance, result.run_requests)
         instance.report_run_failed(first, "bad record")  # fails as soon as it starts
         # The first failure is replaced at once (a killed process is no crash loop) ...
-        result = _tick(defs, instance, result.cursor)
+        result = tick_sensor(defs, instance, result.cursor)
         (second,) = _submit(defs, instance, result.run_requests)
         assert second.tags[TAG_WORKER] == "worker-0"
         instance.report_run_failed(second, "bad record")
         # ... the second waits 2 s: ticks in between launch nothing ...
-        result = _tick(defs, instance, result.cursor)
+        result = tick_sensor(defs, instance, result.cursor)
         assert not result.run_requests
-        result = _tick(defs, instance, result.cursor)
+        result = tick_sensor(defs, instance, result.cursor)
         assert not result.run_requests
         # ... then it is relaunched with its tasks.
         time.sleep(2.2)
-        result = _tick(defs, instance, result.cursor)
+        result = tick_sensor(defs, instance, result.cursor)
         (third,) = result.run_requests
         assert third.tags[TAG_WORKER] == "worker-0" and parse_tasks(third.tags[TAG_TASKS]) == ALL
 
 
-def test_a_standby_is_launched_beside_the_worker_and_takes_a_failed_workers_tasks_on_the_next_tick(
+def test_a_standby_is_launched_beside_the_worker_and_takes_a_failed_workers_tasks_on_the_nexttick(
         kafka_bootstrap, kafka_admin, unique_topic, tmp_path):
     elastic = ElasticWorkers(scaling=ScalingConfig(min_workers=1, max_workers=2, standby_workers=1))
     for defs, instance, _source, _app_id in _setup(kafka_bootstrap, kafka_admin, unique_topic, tmp_path, elastic):
-        result = _tick(defs, instance, None)
+        result = tick_sensor(defs, instance, None)
         assert [(r.tags[TAG_WORKER], r.tags[TAG_STATE], r.tags[TAG_TASKS]) for r in result.run_requests] == [
             ("worker-0", "running", "0_0,0_1,0_2,0_3"), ("worker-1", "standby", "")]
         worker0, standby = _submit(defs, instance, result.run_requests)
         for run in (worker0, standby):
             report_heartbeat(instance, run.run_id)
         report_held(instance, worker0.run_id, ALL)
-        result = _tick(defs, instance, result.cursor)
+        result = tick_sensor(defs, instance, result.cursor)
         assert not result.run_requests
         (observation,) = _observations(result)
         assert [observation.metadata[key].value for key in ("workers", "active_workers", "standby_workers")] == [
             2, 1, 1]
 
         instance.report_run_failed(worker0, "killed")  # what the code server does when its process dies
-        result = _tick(defs, instance, result.cursor)
+        result = tick_sensor(defs, instance, result.cursor)
         # The standby holds every task at once (the failed run held nothing) and is running now;
         # a new standby takes the failed worker's id.
         tags = _tags(instance, standby)
