@@ -144,6 +144,7 @@ class Tick:
     workers: int
     desired: int
     capacity: float  # what the sensor planned with for sub-topology 0 (lines/s; the words have their own)
+    measured: bool = False  # ... measured from the workers' reports, not the default
 
 
 @dataclass
@@ -164,6 +165,7 @@ class Figures:
     runs_launched: int
     max_workers_seen: int
     worker_seconds: float
+    capacity_measured_at_s: Optional[float] = None  # first tick planning with a measured capacity
     extra: dict = field(default_factory=dict)
 
 
@@ -211,6 +213,8 @@ def figures(samples: Sequence[Sample], ticks: Sequence[Tick], runs: Sequence[Wor
         runs_launched=sum(1 for run in runs if 0.0 <= run.created <= end),
         max_workers_seen=max([s.workers for s in samples] + [0]),
         worker_seconds=round(worker_seconds(runs, 0.0, end), 1),
+        capacity_measured_at_s=next((tick.t for tick in sorted(ticks, key=lambda tick: tick.t)
+                                     if tick.measured and tick.t >= 0), None),
     )
 
 
@@ -248,6 +252,7 @@ def table(modes: dict) -> str:
         ("worker runs launched", "runs_launched", ""),
         ("most workers at once", "max_workers_seen", ""),
         ("worker-seconds", "worker_seconds", ""),
+        ("capacity first measured (sub-topology 0), from the start", "capacity_measured_at_s", " s"),
     ]
     names = list(modes)
     lines = ["| | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
@@ -390,7 +395,8 @@ def run_mode(mode: str, args, bootstrap: str, work: Path) -> dict:
             for record in instance.fetch_observations(dg.AssetKey([app_key, "subtopology_0"]), limit=10_000).records:
                 metadata = record.asset_observation.metadata
                 ticks.append(Tick(round(record.timestamp - wall0, 1), int(metadata["workers"].value),
-                                  int(metadata["desired_workers"].value), float(metadata["worker_capacity"].value)))
+                                  int(metadata["desired_workers"].value), float(metadata["worker_capacity"].value),
+                                  bool(metadata["worker_capacity_measured"].value)))
             ticks.sort(key=lambda tick: tick.t)
             runs = []
             for record in instance.get_run_records(dg.RunsFilter(job_name=job_name)):
@@ -435,8 +441,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="scale-down window; longer than a worker's start (about a minute)")
     parser.add_argument("--default-capacity", type=float, default=3000.0,
                         help="records/s per worker until measured (one local[1] worker drained ~4,600/s here)")
-    parser.add_argument("--min-sample-seconds", type=float, default=20.0,
-                        help="shortest batch that measures capacity (under load, shorter ones are fixed cost)")
+    parser.add_argument("--min-sample-seconds", type=float, default=10.0,
+                        help="worker time (backlogged tasks' shares) before capacity counts as measured")
     parser.add_argument("--warmup-timeout", type=float, default=420.0)
     parser.add_argument("--modes", default="autoscale,standby,fixed")
     parser.add_argument("--bootstrap", default=None, help="use this broker instead of starting one")

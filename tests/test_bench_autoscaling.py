@@ -31,6 +31,9 @@ def test_figures_of_a_burst():
                    standbys=1).scaling_decisions == 1
     assert result.runs_launched == 2 and result.max_workers_seen == 3
     assert result.worker_seconds == 170 + 110 + 135
+    assert result.capacity_measured_at_s is None  # every tick planned with the default
+    measured = [*ticks[:3], Tick(40, 3, 3, 1400, measured=True), Tick(140, 3, 1, 1300, measured=True)]
+    assert figures(samples, measured, runs, burst_start=30, burst_seconds=60, end=170).capacity_measured_at_s == 40
     # Never back under the target: said so, not a number.
     assert figures(samples[:-2], ticks, runs, burst_start=30, burst_seconds=60, end=170).recovery_after_burst_s is None
     assert "not within the run" in table({"fixed": {"figures": figures(samples[:-2], ticks, runs, burst_start=30,

@@ -307,6 +307,9 @@ def test_a_killed_workers_tasks_go_to_the_standby_at_once_scale_up_promotes_the_
         numbers.setdefault((record.run_id, record.asset_materialization.partition), []).append(
             record.asset_materialization.metadata["worker_task_batch"].value)
     assert numbers and all(seen == list(range(1, len(seen) + 1)) for seen in numbers.values()), numbers
+    # ... and charges each report its share of the worker's time, never more than its own batches took.
+    reports = [record.asset_materialization.metadata for record in instance.fetch_materializations(key, limit=10_000).records]
+    assert all(0 <= m["worker_seconds"].value <= m["seconds"].value + 0.01 for m in reports if "worker_task_batch" in m)
 
     # The sensor recorded the lag as observations of the sub-topology: it rose and fell to 0; the
     # plotted workers count the standby (two active and one standby at most).

@@ -156,6 +156,32 @@ def test_a_workers_cold_batches_do_not_count():
     assert measured_capacity([replace(cold[0], task_batch=None)], now=200, config=config) == 2000 / 70
 
 
+def test_tasks_running_at_once_are_measured_as_one_worker():
+    # One worker, four backlogged tasks at once for 15 s (three reports of 5 s each): each task's
+    # own batches took 15 s for 7,500 records, but the worker did 30,000 in those 15 s.
+    config = ScalingConfig(throughput_window_seconds=600, min_sample_seconds=10, warmup_batches=1)
+    reports = [ThroughputSample(100 + 5 * round_, "worker-0", f"0_{p}", records=2_500, seconds=5.0,
+                                task_batch=round_ + 2, worker_seconds=1.25, lag_left=50_000)
+               for round_ in range(3) for p in range(4)]
+    assert measured_capacity(reports, now=200, config=config) == 2000.0
+    # Each task's own rate would have said 500/s, and four times as many workers.
+    assert sum(r.records for r in reports) / sum(r.seconds for r in reports) == 500.0
+    # Fewer than min_sample_seconds of the worker's time so far: not measured yet.
+    assert measured_capacity(reports[:4], now=200, config=config) is None
+
+
+def test_a_task_that_keeps_up_does_not_measure_capacity():
+    # 1,000 records in 5 s of tiny batches with 30 still waiting: that is the input rate.
+    config = ScalingConfig(throughput_window_seconds=600, min_sample_seconds=1, warmup_batches=0)
+    keeping_up = [ThroughputSample(100 + i, "worker-0", "0_0", records=1_000, seconds=5.0, task_batch=5,
+                                   worker_seconds=5.0, lag_left=30) for i in range(10)]
+    assert measured_capacity(keeping_up, now=200, config=config) is None
+    behind = replace(keeping_up[0], lag_left=2_500, records=4_000)
+    assert measured_capacity([*keeping_up, behind], now=200, config=config) == 800.0
+    # A report that says nothing of its lag is not taken for backlogged.
+    assert measured_capacity([replace(behind, lag_left=None)], now=200, config=config) is None
+
+
 samples_strategy = st.lists(
     st.builds(ThroughputSample, time=st.floats(0, 1000), worker_id=st.sampled_from(["worker-0", "worker-1"]),
               task_id=st.sampled_from(["0_0", "1_0"]), records=st.integers(0, 10**6), seconds=st.floats(0, 600),

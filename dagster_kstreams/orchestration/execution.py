@@ -26,7 +26,7 @@ from pyspark import cloudpickle
 
 from dagster_kstreams.kafka.admin import KafkaAdminError, TopicPartition
 from dagster_kstreams.orchestration.app import KStreamsApp
-from dagster_kstreams.orchestration.protocol import TASK_BATCH_METADATA
+from dagster_kstreams.orchestration.protocol import TASK_BATCH_METADATA, WORKER_SECONDS_METADATA
 from dagster_kstreams.spark.task_result import TaskProgress, TaskResult
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology.functions import UserFunction
@@ -112,7 +112,7 @@ def task_runner(app: KStreamsApp, kafka: Any, spark: Any) -> TaskRunner:
 def task_metadata(result: TaskResult) -> dict[str, dg.MetadataValue]:
     """A :class:`TaskResult` as Dagster metadata (numbers are plotted by the UI)."""
     summary = result.as_dict()
-    return {
+    metadata = {
         "task": dg.MetadataValue.text(str(result.task_id)),
         "records_in": dg.MetadataValue.int(result.records_in),
         "records_out": dg.MetadataValue.int(sum(result.records_out.values())),
@@ -129,6 +129,9 @@ def task_metadata(result: TaskResult) -> dict[str, dg.MetadataValue]:
         "records_out_by_topic": dg.MetadataValue.json(summary["records_out"]),
         "lag_left_by_partition": dg.MetadataValue.json(summary["lag_left"]),
     }
+    if result.worker_seconds is not None:  # a worker's report: the task's share of the worker's time
+        metadata[WORKER_SECONDS_METADATA] = dg.MetadataValue.float(round(result.worker_seconds, 3))
+    return metadata
 
 
 @dataclass

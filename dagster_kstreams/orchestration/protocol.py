@@ -11,7 +11,9 @@
   ``add_run_tags`` rewrites the whole run body, so two writers (sensor and worker) could undo
   each other's change.
 * **Task materializations**: a worker marks each with which run of that task in its process it
-  was (:data:`TASK_BATCH_METADATA`), so the sensor can leave the cold first runs out of capacity.
+  was (:data:`TASK_BATCH_METADATA`), so the sensor can leave the cold first runs out of capacity,
+  and with the task's share of the worker's time (:data:`WORKER_SECONDS_METADATA`), so that
+  tasks running at once are not each taken for a whole worker.
 
 Task lists travel as text: ``"0_1,1_0"``, numerically sorted (the scaling layer's task ids).
 """
@@ -42,6 +44,7 @@ __all__ = [
     "TAG_WORKER",
     "TAG_WORKER_KEY",
     "TASK_BATCH_METADATA",
+    "WORKER_SECONDS_METADATA",
     "app_id_tag",
     "app_tag",
     "format_tasks",
@@ -77,6 +80,9 @@ STATE_RETIRING = "retiring"
 # was (1: the first, which pays for the process's start-up; the lag sensor measures capacity
 # from the later ones).
 TASK_BATCH_METADATA = "worker_task_batch"
+# ... and the task's share of the worker's time since its last report (processor sharing among the
+# batches running at once: :mod:`dagster_kstreams.spark.busy_clock`).
+WORKER_SECONDS_METADATA = "worker_seconds"
 
 _HELD_KEY = "dagster_kstreams/held/{run_id}"
 _HEARTBEAT_KEY = "dagster_kstreams/heartbeat/{run_id}"

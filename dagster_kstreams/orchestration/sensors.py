@@ -46,6 +46,7 @@ from dagster_kstreams.orchestration.protocol import (
     TAG_TASKS,
     TAG_WORKER,
     TASK_BATCH_METADATA,
+    WORKER_SECONDS_METADATA,
     app_tag,
     new_worker_tags,
     parse_tasks,
@@ -186,10 +187,14 @@ def throughput_samples(instance: dg.DagsterInstance, app: KStreamsApp, since: fl
             # Which run of the task in its worker it was; anything else (a hand materialization)
             # ran once in a fresh process: a first, cold run.
             batch = metadata.get(TASK_BATCH_METADATA)
+            share = metadata.get(WORKER_SECONDS_METADATA)
+            lag_left = metadata.get("lag_left")
             samples.append(ThroughputSample(time=record.timestamp, worker_id=record.run_id, task_id=str(task),
                                             records=int(metadata["records_in"].value),
                                             seconds=float(metadata["seconds"].value),
-                                            task_batch=int(batch.value) if batch is not None else 1))
+                                            task_batch=int(batch.value) if batch is not None else 1,
+                                            worker_seconds=float(share.value) if share is not None else None,
+                                            lag_left=int(lag_left.value) if lag_left is not None else None))
     return samples
 
 

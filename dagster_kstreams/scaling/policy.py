@@ -13,9 +13,11 @@ never as records: DS2 sizes each operator by its own rate for the same reason. L
 Kafka scaler the count is capped at the number of tasks, since a task is never split between
 workers, and it is clamped to ``[min_workers, max_workers]``.
 
-Only batches long enough for processing to outweigh a batch's fixed cost (Spark job
-start-up) measure capacity. Short batches would otherwise feed back: more workers mean
-smaller batches per worker, a lower measured rate, and so yet more workers.
+Only work long enough for processing to outweigh a batch's fixed cost (Spark job start-up)
+measures capacity: a drain of at least ``min_sample_seconds``, or a worker's reports of tasks
+that were backlogged (they had more records waiting than a batch takes), each charged its share
+of the worker's time since tasks run at once. Short batches would otherwise feed back: more
+workers mean smaller batches per worker, a lower measured rate, and so yet more workers.
 
 Nor do a worker's cold batches: the first ``warmup_batches`` runs of a task in a process pay
 for that process's start (JVM, SparkSession, Python workers, code generation) and for
@@ -224,10 +226,12 @@ def smoothed_rates(previous: Mapping[str, float], measured: Mapping[str, float],
 
 @dataclass(frozen=True)
 class ThroughputSample:
-    """What a worker reported for one task's batch: records processed in ``seconds`` of work.
+    """What was reported for one task: records processed in ``seconds`` of its batches' time.
 
-    ``task_batch``: which run of this task in the reporting process it was (1 = the first,
-    cold one); None when unknown, which counts as warm.
+    ``task_batch``: which run (or report) of this task in the reporting process it was (1 = the
+    first, cold one); None when unknown, which counts as warm. A worker's report of a task it keeps
+    running also gives ``worker_seconds``, the task's share of the worker's time (tasks run at
+    once share it), and ``lag_left``, the records still waiting for the task when it reported.
     """
 
     time: float
@@ -236,27 +240,52 @@ class ThroughputSample:
     records: int
     seconds: float
     task_batch: int | None = None
+    worker_seconds: float | None = None
+    lag_left: int | None = None
 
     def is_warm(self, config: ScalingConfig) -> bool:
         """Past the process's start-up and the task's state restore (``warmup_batches``)."""
         return self.task_batch is None or self.task_batch > config.warmup_batches
 
+    @property
+    def is_worker_report(self) -> bool:
+        return self.worker_seconds is not None
+
+    @property
+    def backlogged(self) -> bool:
+        """At least half as many records still waiting as the report processed: the task worked
+        the whole time at its full rate. One that keeps up processes what arrives, in batches that
+        are mostly fixed cost: its rate says what arrived, not what the worker can do."""
+        return self.lag_left is not None and 2 * self.lag_left >= self.records
+
 
 def measured_capacity(samples: Iterable[ThroughputSample], now: float, config: ScalingConfig) -> float | None:
     """Records per second one worker processes while busy (DS2's true processing rate), if measured.
 
-    Total records over total seconds of the warm batches within the throughput window that ran
-    at least ``min_sample_seconds`` and processed something: weighting by volume lets long
-    batches, where fixed costs matter least, dominate. None when no batch qualifies.
+    Total records over total seconds of the warm samples within the throughput window that
+    processed something; weighting by volume lets long stretches, where fixed costs matter
+    least, dominate. A run on its own (a drain) counts its batches' time if it ran at least
+    ``min_sample_seconds``. A worker's report counts the task's share of the worker's time, if the
+    task was backlogged, and only once such reports add up to ``min_sample_seconds``: four tasks
+    busy at once on one worker each processed a quarter of what the worker did. None when
+    nothing qualifies.
     """
     oldest = now - config.throughput_window_seconds
-    records = 0
-    seconds = 0.0
+    drained = [0, 0.0]  # records, seconds
+    reported = [0, 0.0]
     for sample in samples:
-        long_enough = sample.seconds > 0 and sample.seconds >= config.min_sample_seconds
-        if sample.time >= oldest and sample.records > 0 and long_enough and sample.is_warm(config):
-            records += sample.records
-            seconds += sample.seconds
+        if sample.time < oldest or sample.records <= 0 or not sample.is_warm(config):
+            continue
+        if sample.is_worker_report:
+            if sample.backlogged and sample.worker_seconds > 0:
+                reported[0] += sample.records
+                reported[1] += sample.worker_seconds
+        elif sample.seconds > 0 and sample.seconds >= config.min_sample_seconds:
+            drained[0] += sample.records
+            drained[1] += sample.seconds
+    if reported[1] < config.min_sample_seconds:
+        reported = [0, 0.0]
+    records, seconds = drained[0] + reported[0], drained[1] + reported[1]
     return records / seconds if records else None
 
 

@@ -26,6 +26,7 @@ from typing import Any, Optional
 
 from dagster_kstreams.kafka.admin import KafkaAdmin, TopicPartition
 from dagster_kstreams.kafka.fencing import FenceError, FenceTimeoutError, ProducerFencedError, TaskFence
+from dagster_kstreams.spark.busy_clock import SharedBusyClock
 from dagster_kstreams.spark.errors import TaskFailedError, TaskFencedError
 from dagster_kstreams.spark.task_result import TaskProgress
 from dagster_kstreams.topology.task_id import TaskId
@@ -102,6 +103,7 @@ class RunWindow:
     records_in: int
     batches: int
     busy_seconds: float  # the time its batches took
+    worker_seconds: float  # its share of the process's time (busy_clock), busy_seconds if run alone
 
 
 class RunState:
@@ -114,7 +116,8 @@ class RunState:
 
     def __init__(self, task: TaskId, started: float, assigned: list[TopicPartition],
                  offsets_from: Mapping[TopicPartition, int], end_offsets: Mapping[TopicPartition, int],
-                 max_records: Optional[int], progress: Optional[Callable[[TaskProgress], None]], fence: RunFence):
+                 max_records: Optional[int], progress: Optional[Callable[[TaskProgress], None]], fence: RunFence,
+                 busy_clock: Optional[SharedBusyClock] = None):
         self.task = task
         self.started = started  # time.monotonic() when the run began
         self.assigned = assigned
@@ -126,12 +129,14 @@ class RunState:
         self.records_in = 0
         self.batches = 0
         self.busy_seconds = 0.0
+        self.busy_clock = busy_clock
         self._lock = threading.Lock()
         self._idle = threading.Event()
         self._idle.set()
         self._stop_requested = False
         self._batch_started = 0.0
-        self._window = (dict(offsets_from), 0, 0, 0.0)  # processed, records, batches, busy at the last take
+        # processed, records, batches, busy and the process-time share at the last take
+        self._window = (dict(offsets_from), 0, 0, 0.0, self._share())
 
     def begin_batch(self) -> bool:
         """Called before a batch is computed; False: the run ends here (nothing of it is written)."""
@@ -140,12 +145,16 @@ class RunState:
                 return False
             self._idle.clear()
             self._batch_started = time.monotonic()
+            if self.busy_clock is not None:
+                self.busy_clock.begin(self.task)
             return True
 
     def end_batch(self) -> None:
         """Called when a begun batch is over (committed or failed)."""
         with self._lock:
             self.busy_seconds += time.monotonic() - self._batch_started
+            if self.busy_clock is not None:
+                self.busy_clock.end(self.task)
             self._idle.set()
 
     def request_stop(self, timeout: Optional[float] = None) -> bool:
@@ -174,8 +183,13 @@ class RunState:
     def take_window(self) -> RunWindow:
         """What was processed since the last call (or the start of the run)."""
         with self._lock:
-            offsets_from, records, batches, busy = self._window
+            offsets_from, records, batches, busy, share = self._window
+            now_share = self._share()
             window = RunWindow(offsets_from, dict(self.processed), self.records_in - records,
-                               self.batches - batches, self.busy_seconds - busy)
-            self._window = (dict(self.processed), self.records_in, self.batches, self.busy_seconds)
+                               self.batches - batches, self.busy_seconds - busy, now_share - share)
+            self._window = (dict(self.processed), self.records_in, self.batches, self.busy_seconds, now_share)
         return window
+
+    def _share(self) -> float:
+        """The process-time share so far; the run's own busy time when it runs alone."""
+        return self.busy_clock.share(self.task) if self.busy_clock is not None else self.busy_seconds

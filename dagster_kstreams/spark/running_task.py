@@ -150,7 +150,7 @@ class RunningTask:
             records_out=records_out, batches=window.batches,
             seconds=window.busy_seconds if seconds is None else seconds,
             lag_left={tp: max(0, ends.get(tp, offset) - offset) for tp, offset in window.offsets_to.items()},
-            records_dropped_late=dropped_late,
+            records_dropped_late=dropped_late, worker_seconds=window.worker_seconds,
         )
 
     # -- stopping ---------------------------------------------------------------------------

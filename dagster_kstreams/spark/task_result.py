@@ -34,7 +34,9 @@ class TaskResult:
     ``records_out`` counts written records per sink topic. ``records_dropped_late`` counts
     records a windowed processor dropped because their window had closed (beyond its grace
     period). ``lag_left`` is end offset minus ``offsets_to`` per source partition, measured
-    when the run ended.
+    when the run ended. ``worker_seconds``: the task's share of its process's time over
+    ``seconds`` (:mod:`~dagster_kstreams.spark.busy_clock`; less than ``seconds`` when other tasks
+    ran at once), None when not measured.
     """
 
     task_id: str
@@ -48,6 +50,7 @@ class TaskResult:
     seconds: float
     lag_left: dict[TopicPartition, int] = field(default_factory=dict)
     records_dropped_late: int = 0
+    worker_seconds: float | None = None
 
     @property
     def task(self) -> TaskId:
@@ -81,4 +84,5 @@ class TaskResult:
             "lag_left": offsets(self.lag_left),
             "total_lag_left": self.total_lag_left,
             "records_dropped_late": self.records_dropped_late,
+            "worker_seconds": None if self.worker_seconds is None else round(self.worker_seconds, 3),
         }

@@ -45,6 +45,7 @@ from dagster_kstreams.kafka.fencing import TaskFence, task_transactional_id
 from dagster_kstreams.kafka.task_lag import with_broker_partitions
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.spark.batch_writer import BatchWriter
+from dagster_kstreams.spark.busy_clock import SharedBusyClock
 from dagster_kstreams.spark.checkpoint import (
     CheckpointReader,
     WriteIntents,
@@ -166,6 +167,8 @@ class TaskRunner:
         if spark is not None:
             honor_pyspark_python(spark)
         self._running: set[TaskId] = set()
+        # Tasks of one runner share its process: each is charged its share of the process's time.
+        self.busy_clock = SharedBusyClock()
         self._lock = threading.Lock()
         self._internal_topics_ready = False
         self._max_record_bytes: Optional[int] = None  # the input topics' max.message.bytes
@@ -356,7 +359,8 @@ class TaskRunner:
                 # checkpoint starts, so a partition that never gets a record still shows its offset.
                 # (Not when the group is already past the checkpoint by the batch to replay.)
                 fence.commit(start.offsets_from, "before processing anything")
-            run = RunState(task, started, assigned, start.offsets_from, end_offsets, max_records, progress, fence)
+            run = RunState(task, started, assigned, start.offsets_from, end_offsets, max_records, progress, fence,
+                           self.busy_clock)
             limits = [limit for limit in (max_records_per_batch or self.max_records_per_batch, max_records)
                       if limit is not None]
             batch_limit = min(limits) if limits else None
