@@ -25,6 +25,14 @@ DEFAULT_MASTER = "local[*]"
 DEFAULT_APP_NAME = "dagster-kstreams"
 CONNECTOR_JAR_PREFIX = "spark-sql-kafka-0-10_"
 
+# Spark writes a task's checkpoint (offset and commit logs, state store files) through Hadoop's
+# FileContext. For file: paths its default (ChecksumFs) writes a .crc file beside each file, and
+# without Hadoop's native library every file operation forks a `readlink` or `chmod`: about 35
+# processes per micro-batch, half of them for the .crc files. RawLocalFs writes the files alone
+# (the offset and commit logs took 40 ms less per batch here); the rename that publishes each file
+# is the same check-then-rename either way. A ``spark.hadoop.`` setting of the user's wins.
+CHECKPOINT_FILE_CONTEXT = {"spark.hadoop.fs.AbstractFileSystem.file.impl": "org.apache.hadoop.fs.local.RawLocalFs"}
+
 
 class SparkSessionError(RuntimeError):
     """Spark could not be configured or started; the message names the setting at fault."""
@@ -92,7 +100,7 @@ def spark_conf(
         if not key.startswith("spark."):
             raise SparkSessionError(f"Spark setting {key!r} must start with 'spark.'")
     check_master(master)
-    settings: dict[str, str] = {"spark.master": master, "spark.app.name": app_name}
+    settings: dict[str, str] = {"spark.master": master, "spark.app.name": app_name, **CHECKPOINT_FILE_CONTEXT}
     if _is_local_master(master):
         # Local mode on a laptop or CI box: stay on loopback, and run Python workers with this
         # interpreter (the bare `python3` Spark would pick may lack pandas/pyarrow).
