@@ -22,6 +22,12 @@ by word, count) over a ``--partitions``-partition input topic, fed by the librar
 The default burst (200 x 40 = 8,000 lines/s, about 70,000 words/s through the repartition topic)
 is more than one ``local[1]`` worker absorbs, so that a second worker has work to take.
 
+A second worker needs a core to add (``--pin-workers``, on by default with 2+ CPUs,
+``bench/cpu_pinning.py``): the bench, its broker, the daemon and the first worker run on CPU 0,
+every worker run after the first on the other CPUs, as a worker the sensor adds on a cluster lands
+on a machine of its own. Unpinned, on 2 cores, a second worker only shares the cores the first
+one, the broker and the generator already fill.
+
 Per mode: once the first worker beats (its SparkSession is up), a few lines give every task its
 cold first run; then the generator writes ``--rate`` lines/s, and once every task has run twice
 more and one worker is live, the measurement starts (t=0): ``--steady-seconds`` at the steady rate, then
@@ -62,6 +68,7 @@ from pathlib import Path
 from typing import Optional
 
 from bench.common import bench_workspace, log, wait_for_group_coordinator
+from bench.cpu_pinning import pin_process_tree, pin_self, spare_cpus
 
 REPO = Path(__file__).resolve().parent.parent
 BROKER_PORT = 29100
@@ -270,7 +277,7 @@ def run_mode(mode: str, args, bootstrap: str, work: Path) -> dict:
     from dagster_kstreams.generator import BurstSchedule, generate
     from dagster_kstreams.kafka.admin import KafkaAdmin
     from dagster_kstreams.local.daemon import DagsterDaemon
-    from dagster_kstreams.orchestration.protocol import read_heartbeats
+    from dagster_kstreams.orchestration.protocol import read_heartbeats, read_processes
 
     suffix = uuid.uuid4().hex[:6]
     app_id = f"bench-{mode}-{suffix}"
@@ -342,7 +349,21 @@ def run_mode(mode: str, args, bootstrap: str, work: Path) -> dict:
             # input with cold tasks would build a backlog that scales the fleet up before t=0.
             deadline = time.monotonic() + args.warmup_timeout
 
+            pinned: set[str] = set()
+
+            def pin_added_workers() -> None:
+                """Every worker run but the first on the spare CPUs (bench/cpu_pinning.py)."""
+                if not args.pin_workers:
+                    return
+                runs = sorted(instance.get_run_records(dg.RunsFilter(job_name=job_name)),
+                              key=lambda record: record.create_timestamp)
+                added = [record.dagster_run.run_id for record in runs[1:] if not record.dagster_run.is_finished]
+                for run_id, process in read_processes(instance, added).items():
+                    if pin_process_tree(int(process.rpartition(":")[2]), spare_cpus()):
+                        pinned.add(run_id)
+
             def check_alive(what: str) -> None:
+                pin_added_workers()
                 if daemon.poll() is not None:
                     raise RuntimeError(f"dagster-daemon exited: {(directory / 'daemon.log').read_text()[-3000:]}")
                 if time.monotonic() > deadline:
@@ -383,6 +404,7 @@ def run_mode(mode: str, args, bootstrap: str, work: Path) -> dict:
             while (now := time.monotonic() - t0) < args.duration:
                 if daemon.poll() is not None:
                     raise RuntimeError(f"dagster-daemon exited: {(directory / 'daemon.log').read_text()[-3000:]}")
+                pin_added_workers()
                 total, input_lag = lag()
                 samples.append(Sample(round(now, 1), total, input_lag, live_workers()))
                 if now >= next_log:
@@ -422,6 +444,7 @@ def run_mode(mode: str, args, bootstrap: str, work: Path) -> dict:
         "samples": [sample.__dict__ for sample in samples],
         "ticks": [tick.__dict__ for tick in ticks if tick.t >= -60],
         "runs": [run.__dict__ for run in runs],
+        "worker_runs_on_spare_cpus": len(pinned),
     }
 
 
@@ -446,6 +469,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--warmup-timeout", type=float, default=420.0)
     parser.add_argument("--modes", default="autoscale,standby,fixed")
     parser.add_argument("--bootstrap", default=None, help="use this broker instead of starting one")
+    parser.add_argument("--pin-workers", action=argparse.BooleanOptionalAction, default=len(spare_cpus()) > 0,
+                        help="the bench, its broker, the daemon and the first worker on CPU 0, every other worker "
+                             "on the rest (default: on with 2+ CPUs)")
     parser.add_argument("--output-dir", default=str(REPO / "bench" / "results"))
     parser.add_argument("--output", default=None, help="result stem (default OUTPUT_DIR/autoscaling-<date>)")
     args = parser.parse_args(argv)
@@ -459,6 +485,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     code_version = head.strip() + ("+uncommitted changes" if dirty else "")
     started = dt.datetime.now(dt.timezone.utc)
     load_before = os.getloadavg()
+    spare = sorted(spare_cpus())
+    if args.pin_workers:
+        log(f"CPU {pin_self()}: this process, its broker, the daemon and the first worker; CPUs {spare}: the others")
     results = {}
     with bench_workspace("bench-autoscaling-", args.bootstrap, BROKER_PORT) as (bootstrap, work):
         for mode in modes:
@@ -480,7 +509,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     stem.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
     markdown = (f"Elastic workers vs one fixed worker: {args.rate:g} lines/s, burst x{args.burst_factor:g} for "
                 f"{args.burst_seconds:g} s after {args.steady_seconds:g} s, {args.duration:g} s window, "
-                f"{args.partitions} partitions, max {args.max_workers} workers; {report['started']}, "
+                f"{args.partitions} partitions, max {args.max_workers} workers"
+                f"{'; added workers on CPUs of their own' if args.pin_workers else ''}; {report['started']}, "
                 f"{os.cpu_count()} CPUs, load {load_before[0]:.1f} before / {os.getloadavg()[0]:.1f} after.\n\n"
                 + table(results) + "\n"
                 + "".join(f"\n{name} beats the fixed worker (sooner, lower peak, <= 2x worker-seconds): "
