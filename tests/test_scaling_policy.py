@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from dagster_kstreams.scaling.policy import (
+from dagster_kstreams.scaling import (
     LagSnapshot,
     ScalingConfig,
     StabilizationState,

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from dagster_kstreams.scaling import ScalingConfig, decide_tick
 from dagster_kstreams.scaling.plan import Handover, Worker, plan_reconciliation
-from dagster_kstreams.scaling.policy import LagSnapshot, TaskOffsets
+from dagster_kstreams.scaling import LagSnapshot, TaskOffsets
 from test_scaling_plan import FAILED, RUNNING, STANDBY, apply_plan, settled, start_batches, tasks_of
 
 

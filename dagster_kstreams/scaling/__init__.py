@@ -2,6 +2,8 @@
 
 Standard library only: no Kafka, Spark or Dagster here, so every decision is unit tested.
 
+* :mod:`.config` — the limits and targets (:class:`ScalingConfig`);
+* :mod:`.measurements` — lag snapshots, input rates and capacities from the workers' reports;
 * :mod:`.policy` — desired worker count from lag, input rate and measured throughput,
   with scale-down stabilization;
 * :mod:`.assignment` — sticky balanced assignment of tasks to workers;
@@ -23,22 +25,24 @@ from .plan import (
     WorkerState,
     plan_reconciliation,
 )
-from .policy import (
+from .config import ScalingConfig
+from .measurements import (
     LagSnapshot,
-    Recommendation,
-    ScalingConfig,
-    StabilizationState,
-    SubtopologyDemand,
     TaskOffsets,
     ThroughputSample,
     capacity_to_plan_with,
-    desired_workers,
     input_rates,
     measured_capacities,
     measured_capacity,
+    smoothed_rates,
+)
+from .policy import (
+    Recommendation,
+    StabilizationState,
+    SubtopologyDemand,
+    desired_workers,
     recommend,
     required_rate,
-    smoothed_rates,
     stabilize,
     subtopology_demands,
     worker_bounds,

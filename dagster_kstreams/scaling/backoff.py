@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .policy import ScalingConfig
+from .config import ScalingConfig
 
 
 @dataclass(frozen=True)

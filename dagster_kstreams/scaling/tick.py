@@ -12,15 +12,9 @@ from dataclasses import asdict, dataclass, field
 
 from .backoff import relaunch_at
 from .plan import ReconciliationPlan, Worker, WorkerState, plan_reconciliation
-from .policy import (
-    LagSnapshot,
-    Recommendation,
-    ScalingConfig,
-    StabilizationState,
-    ThroughputSample,
-    recommend,
-    smoothed_rates,
-)
+from .config import ScalingConfig
+from .measurements import LagSnapshot, ThroughputSample, smoothed_rates
+from .policy import Recommendation, StabilizationState, recommend
 
 _STATE_VERSION = 2
 # Version 1 kept one capacity for the whole application (lines and words alike); a cursor of

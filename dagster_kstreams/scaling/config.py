@@ -1,0 +1,82 @@
+"""The limits and targets of one application's elastic workers: :class:`ScalingConfig`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ScalingConfig:
+    """Limits and targets of one application's elastic workers.
+
+    ``default_worker_records_per_second`` stands in for a sub-topology's measured capacity
+    until workers have reported a warm batch of one of its tasks (past the first
+    ``warmup_batches`` runs of the task in its worker) of at least ``min_sample_seconds``;
+    ``throughput_window_seconds`` is how far back measurements count.
+
+    ``restart_backoff_seconds`` / ``max_restart_backoff_seconds``: a worker id whose runs keep
+    failing is relaunched after a delay that doubles with each consecutive failure, up to the
+    maximum (the first failure is replaced at once); see :mod:`.backoff`.
+
+    ``rate_smoothing_seconds``: the time constant of the input rate's exponential average. End
+    offsets move in steps (producers send in batches), so the rate between two ticks a few seconds
+    apart swings around the true one; averaged over about this long it does not (0: no averaging).
+
+    ``standby_workers``: warm standbys, worker runs kept up with a SparkSession and no tasks
+    (Kafka Streams' idle instances beyond the task count). Scale-up and failover grant tasks to a
+    standby first, which starts them at once, and a new standby is launched in its place
+    (:mod:`.plan`). ``min_workers`` and ``max_workers`` bound the *active* workers only: standbys
+    come on top, so an application runs at most ``max_workers + standby_workers`` worker runs, and
+    keeps its standbys even while it has no active worker (``min_workers=0``), which is what makes
+    its first scale-up instant. An application with no tasks keeps none.
+    """
+
+    min_workers: int = 1
+    max_workers: int = 8
+    catch_up_seconds: float = 300.0
+    target_utilization: float = 0.7
+    scale_down_stabilization_seconds: float = 300.0
+    default_worker_records_per_second: float = 1000.0
+    throughput_window_seconds: float = 900.0
+    min_sample_seconds: float = 10.0
+    warmup_batches: int = 1
+    restart_backoff_seconds: float = 15.0
+    max_restart_backoff_seconds: float = 600.0
+    backoff_reset_seconds: float = 600.0
+    rate_smoothing_seconds: float = 20.0
+    standby_workers: int = 0
+
+    def __post_init__(self) -> None:
+        if self.min_workers < 0:
+            raise ValueError(f"min_workers must be >= 0, got {self.min_workers}")
+        if self.max_workers < 1:
+            raise ValueError(f"max_workers must be >= 1, got {self.max_workers}")
+        if self.min_workers > self.max_workers:
+            raise ValueError(f"min_workers ({self.min_workers}) exceeds max_workers ({self.max_workers})")
+        if not self.catch_up_seconds > 0:
+            raise ValueError(f"catch_up_seconds must be > 0, got {self.catch_up_seconds}")
+        if not 0 < self.target_utilization <= 1:
+            raise ValueError(f"target_utilization must be in (0, 1], got {self.target_utilization}")
+        if not self.scale_down_stabilization_seconds >= 0:
+            raise ValueError(
+                f"scale_down_stabilization_seconds must be >= 0, got {self.scale_down_stabilization_seconds}"
+            )
+        if not self.default_worker_records_per_second > 0:
+            raise ValueError(
+                f"default_worker_records_per_second must be > 0, got {self.default_worker_records_per_second}"
+            )
+        if not self.throughput_window_seconds > 0:
+            raise ValueError(f"throughput_window_seconds must be > 0, got {self.throughput_window_seconds}")
+        if not self.min_sample_seconds >= 0:
+            raise ValueError(f"min_sample_seconds must be >= 0, got {self.min_sample_seconds}")
+        if self.warmup_batches < 0:
+            raise ValueError(f"warmup_batches must be >= 0, got {self.warmup_batches}")
+        if not 0 <= self.restart_backoff_seconds <= self.max_restart_backoff_seconds:
+            raise ValueError("restart_backoff_seconds must be >= 0 and at most max_restart_backoff_seconds, got "
+                             f"{self.restart_backoff_seconds} and {self.max_restart_backoff_seconds}")
+        if not self.backoff_reset_seconds > 0:
+            raise ValueError(f"backoff_reset_seconds must be > 0, got {self.backoff_reset_seconds}")
+        if not self.rate_smoothing_seconds >= 0:
+            raise ValueError(f"rate_smoothing_seconds must be >= 0, got {self.rate_smoothing_seconds}")
+        if self.standby_workers < 0:
+            raise ValueError(f"standby_workers must be >= 0, got {self.standby_workers}")
