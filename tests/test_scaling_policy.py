@@ -171,12 +171,15 @@ def test_tasks_running_at_once_are_measured_as_one_worker():
 
 
 def test_a_task_that_keeps_up_does_not_measure_capacity():
-    # 1,000 records in 5 s of tiny batches with 30 still waiting: that is the input rate.
+    # 1,000 records in 5 s of small batches with 30 still waiting: that is the input rate.
     config = ScalingConfig(throughput_window_seconds=600, min_sample_seconds=1, warmup_batches=0)
     keeping_up = [ThroughputSample(100 + i, "worker-0", "0_0", records=1_000, seconds=5.0, task_batch=5,
                                    worker_seconds=5.0, lag_left=30) for i in range(10)]
     assert measured_capacity(keeping_up, now=200, config=config) is None
-    behind = replace(keeping_up[0], lag_left=2_500, records=4_000)
+    # Behind by about one report (a slow batch on a busy machine): still not a measure.
+    one_behind = [replace(sample, lag_left=1_500) for sample in keeping_up]
+    assert measured_capacity(one_behind, now=200, config=config) is None
+    behind = replace(keeping_up[0], lag_left=16_000, records=4_000)
     assert measured_capacity([*keeping_up, behind], now=200, config=config) == 800.0
     # A report that says nothing of its lag is not taken for backlogged.
     assert measured_capacity([replace(behind, lag_left=None)], now=200, config=config) is None

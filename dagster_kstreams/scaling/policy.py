@@ -15,7 +15,7 @@ workers, and it is clamped to ``[min_workers, max_workers]``.
 
 Only work long enough for processing to outweigh a batch's fixed cost (Spark job start-up)
 measures capacity: a drain of at least ``min_sample_seconds``, or a worker's reports of tasks
-that were backlogged (they had more records waiting than a batch takes), each charged its share
+that were far behind (four reports' worth of records still waiting), each charged its share
 of the worker's time since tasks run at once. Short batches would otherwise feed back: more
 workers mean smaller batches per worker, a lower measured rate, and so yet more workers.
 
