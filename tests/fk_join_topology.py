@@ -16,8 +16,8 @@ STORES = ("accounts-store", "users-store", "accounts-with-country")
 INPUTS = ("accounts", "users")
 OUTPUTS = ("out-inner", "out-left")
 # The join's internal topics, as named in the graph (the application prefixes its id).
-INTERNAL_TOPICS = ("KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic",
-                   "KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000014-topic",
+INTERNAL_TOPICS = ("KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000004-topic",
+                   "KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000012-topic",
                    "acct-user-subscription-registration-topic", "acct-user-subscription-response-topic")
 
 

@@ -69,8 +69,8 @@ public final class ForeignKeyJoinExamples {
         String stateDir = args[2];
         // The internal topics too: the answers must have come back and been resolved.
         List<String> watched = List.of(args[3], args[4],
-            applicationId + "-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic",
-            applicationId + "-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000014-topic",
+            applicationId + "-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000004-topic",
+            applicationId + "-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000012-topic",
             applicationId + "-acct-user-subscription-registration-topic",
             applicationId + "-acct-user-subscription-response-topic");
         Topology topology = foreignKeyJoinExamples(args[3], args[4], args[5], args[6]);
