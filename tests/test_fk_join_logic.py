@@ -21,6 +21,7 @@ from dagster_kstreams.processors.fk_join_wire import (
 from dagster_kstreams.processors.records import RecordContext
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
 from dagster_kstreams.topology import StreamsBuilder, TableJoined
+from dagster_kstreams.topology.application import ApplicationTopology
 
 from fk_join_topology import fk_join_examples
 
@@ -258,3 +259,15 @@ def test_a_custom_partitioner_is_refused_when_the_topology_is_defined():
                                    TableJoined.with_(None, lambda topic, key, value, count: 0)).to_stream().to("out")
     with pytest.raises(UnsupportedTopologyError, match="custom stream partitioner"):
         compile_topology(builder, "app").check()
+
+
+def test_the_answers_are_the_one_topic_written_back_to_an_earlier_sub_topology():
+    application = ApplicationTopology(fk_join_examples(TOPICS).build(), "app", {"accounts": 2, "users": 3})
+    assert application.execution_order() == [0, 1]
+    assert application.written_back(0) == ["app-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000012-topic",
+                                           "app-acct-user-subscription-response-topic"]
+    assert application.written_back(1) == []
+    # Partitioned as Kafka Streams does: subscriptions as the users, answers as the accounts.
+    counts = application.partition_counts
+    assert counts["app-acct-user-subscription-registration-topic"] == 3
+    assert counts["app-acct-user-subscription-response-topic"] == 2
