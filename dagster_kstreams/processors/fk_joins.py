@@ -176,23 +176,28 @@ def answer_to(processor: Processor, subscription: Subscription, foreign_value, c
 class ForeignTableJoin(Processor):
     """``ForeignTableJoinProcessorSupplier``: a right table update answers every subscriber of
     its key (in the order of their serialized left keys, as Kafka Streams' prefix scan) with the
-    new value; a null key is dropped."""
+    new value; a null key is dropped. ``table`` is the right table: an update that one of its
+    ``filter``s turned into null from null never reaches here in Kafka Streams (``KTableFilter``
+    drops it when old values are sent, which the join asks for), so it is dropped here too."""
 
     kind = "fk_foreign_table_join"
 
-    def __init__(self, name: str, store: str, foreign_value_serde):
+    def __init__(self, name: str, store: str, foreign_value_serde, table: ValueGetter):
         super().__init__(name)
-        self.store, self.foreign_value_serde = store, foreign_value_serde
+        self.store, self.foreign_value_serde, self.table = store, foreign_value_serde, table
         self.slot = -1
 
     def init(self, program) -> None:
         super().init(program)
         self.slot = program.store_slots[self.store]
+        self.table.bind(program)
 
     def process(self, key, value, context, out, state) -> None:
         if key is None:
             return
         self.needs_state(state)
+        if value is None and self._null_to_null_at_a_filter(key, state, context):
+            return
         subscribers = state.values[self.slot]
         if subscribers is ABSENT:
             return
@@ -200,6 +205,22 @@ class ForeignTableJoin(Processor):
         for primary_key in sorted(subscribers):
             subscription, _ = subscribers[primary_key]
             answer_to(self, subscription, answer, context, out, state)
+
+
+    def _null_to_null_at_a_filter(self, key, state, context) -> bool:
+        table = self.table
+        new, old = state.values[table.slot], state.old_values.get(table.slot, ABSENT)
+        new, old = (None if new is ABSENT else new), (None if old is ABSENT else old)
+        for kind, fn, negate in table.steps:
+            if kind == "filter":
+                new = None if new is None or bool(self.call(context, fn, key, new)) == negate else new
+                old = None if old is None or bool(self.call(context, fn, key, old)) == negate else old
+                if new is None and old is None:
+                    return True
+            else:
+                new = None if new is None else self.call(context, fn, key, new)
+                old = None if old is None else self.call(context, fn, key, old)
+        return False
 
 
 @register
@@ -265,7 +286,9 @@ def _subscription_join(factory, ctx) -> SubscriptionJoin:
 
 
 def _foreign_table_join(factory, ctx) -> ForeignTableJoin:
-    return ForeignTableJoin(factory.name, factory.params["subscription_store"], _serdes(factory, ctx)["foreign_value"])
+    (table,) = factory.parents
+    return ForeignTableJoin(factory.name, factory.params["subscription_store"], _serdes(factory, ctx)["foreign_value"],
+                            value_getter(ctx, factory, table))
 
 
 def _response_join(factory, ctx) -> ResponseJoin:
