@@ -12,7 +12,7 @@ from dagster_kstreams.orchestration.resources import KStreamsSparkResource
 from dagster_kstreams.orchestration.translator import KStreamsAssetKind
 from dagster_kstreams.topology import CopartitionError, Repartitioned, StreamsBuilder
 
-from assets import click_enrichment, users_per_country
+from assets import click_enrichment, profile_regions, users_per_country
 
 
 def _resolved_graph(assets):
@@ -153,14 +153,37 @@ def test_click_enrichment_repartition_topic_follows_the_table_it_joins():
     assert dg.AssetKey(["ce", "store", "profiles_store"]) in specs
 
 
+def test_foreign_key_join_topics_are_intermediate_assets_and_the_answers_do_not_close_a_cycle():
+    assets = kstreams_assets(topology=profile_regions.build_topology(), app_id="pr",
+                             topic_partitions={"profiles": 2, "countries": 3, "profile-regions": 2})
+    specs = _specs_by_key(assets)
+    registration = specs[dg.AssetKey(["pr", "profile_country_subscription_registration_topic"])]
+    response = specs[dg.AssetKey(["pr", "profile_country_subscription_response_topic"])]
+    profiles_side, countries_side = specs[dg.AssetKey(["pr", "subtopology_0"])], specs[dg.AssetKey(["pr", "subtopology_1"])]
+    # Partitioned as Kafka Streams partitions them: by foreign key with the countries, back by the profiles.
+    assert len(registration.partitions_def.get_partition_keys()) == 3
+    assert len(response.partitions_def.get_partition_keys()) == 2
+    assert registration.metadata["dagster_kstreams/topic"] == "pr-profile-country-subscription-registration-topic"
+    assert {dep.asset_key for dep in registration.deps} == {profiles_side.key}
+    assert {dep.asset_key for dep in countries_side.deps} == {registration.key, dg.AssetKey(["kafka", "countries"])}
+    assert {dep.asset_key for dep in response.deps} == {countries_side.key}
+    # The answers go back to the profiles' sub-topology, which Dagster cannot draw (no cycles).
+    assert {dep.asset_key for dep in profiles_side.deps} == {dg.AssetKey(["kafka", "profiles"])}
+    assert "foreign-key join" in registration.description and "read back" in response.description
+    graph = _resolved_graph(assets)
+    assert graph.toposorted_asset_keys.index(profiles_side.key) < graph.toposorted_asset_keys.index(response.key)
+
+
 def test_example_definitions_load_without_a_broker():
     import definitions
 
     keys = {key.to_user_string() for key in definitions.defs.resolve_all_asset_keys()}
-    for app in ("users_per_country", "word_count", "click_enrichment"):
+    for app in ("users_per_country", "word_count", "click_enrichment", "profile_regions"):
         assert f"{app}/subtopology_0" in keys and f"{app}/subtopology_1" in keys
     assert {"users_per_country/users_per_country_store_repartition", "word_count/word_counts_store_repartition",
-            "click_enrichment/clicks_by_user_repartition"} <= keys
+            "click_enrichment/clicks_by_user_repartition",
+            "profile_regions/profile_country_subscription_registration_topic",
+            "profile_regions/profile_country_subscription_response_topic"} <= keys
 
 
 def test_kafka_secrets_come_from_the_environment_and_are_never_logged(monkeypatch):

@@ -35,9 +35,11 @@ from dagster_kstreams import (
     StreamJoined,
     StreamsBuilder,
     Suppressed,
+    Serdes,
     TimeWindows,
 )
 
+from fk_join_topology import fk_join_examples
 from regroup_topology import regroup_examples
 from suppress_topology import suppress_examples
 
@@ -1026,3 +1028,24 @@ def suppress_and_emit_on_close_examples():
     names = {"events": "events", "prices": "prices", "out-final": "final-counts", "out-closed": "closed-hopping-out",
              "out-sessions": "final-sessions-out", "out-limited": "limited-prices", "out-debounced": "debounced-prices"}
     return suppress_examples(names).build()
+
+
+@topology
+def foreign_key_join_examples():
+    # The topology tests/test_equivalence_fk_join.py runs on Spark and with Kafka Streams.
+    names = {"accounts": "accounts", "users": "users", "out-inner": "accounts-inner-out",
+             "out-left": "accounts-left-out"}
+    return fk_join_examples(names).build()
+
+
+@topology
+def foreign_key_join_result_read_downstream():
+    b = StreamsBuilder()
+    orders = b.table("orders")
+    products = b.stream("products").to_table()
+    priced = orders.join(products, lambda order: order.split(",")[0], lambda order, product: order + "|" + product,
+                         Materialized.with_(Serdes.String(), Serdes.String()))
+    priced.map_values(lambda value: value.upper()) \
+        .join(b.table("discounts"), lambda line, discount: line + "-" + discount) \
+        .to_stream().to("priced-orders")
+    return b.build()

@@ -195,8 +195,11 @@ class KStreamsApp:
                         self._props(KStreamsAssetKind.STORE, store.name, count, subtopology=sub, store=store))
 
         def reads(subtopology_id: int) -> list[dg.AssetDep]:
+            # A topic written back by a later sub-topology (a foreign-key join's answers) is not a
+            # dep: Dagster's asset graph has no cycles. Its asset still hangs off its writer.
+            written_back = application.written_back(subtopology_id)
             return [dg.AssetDep(specs[("topic", topic)].key, partition_mapping=dg.IdentityPartitionMapping())
-                    for topic in dict.fromkeys(application.source_topics(subtopology_id))]
+                    for topic in dict.fromkeys(application.source_topics(subtopology_id)) if topic not in written_back]
 
         # What the topology dictates, whatever the translator returned.
         for (what, name), spec in list(specs.items()):

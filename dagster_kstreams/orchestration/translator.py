@@ -158,6 +158,14 @@ class DagsterKStreamsTranslator:
                 f"task(s), task `{props.subtopology.id}_p` reads partition p of {sources}. Materializing "
                 f"partition p runs that task on Spark.\n\n```\n{described}\n```"
             )
+        fk_topic = props.kind is KStreamsAssetKind.REPARTITION_TOPIC and props.name.endswith("-topic")
+        if fk_topic and "SUBSCRIPTION-REGISTRATION" in props.name.upper():
+            return (f"Subscription-registration topic `{props.topic}` of a foreign-key join: the left table's "
+                    "rows, keyed by foreign key, for the tasks of the right table's sub-topology.")
+        if fk_topic and "SUBSCRIPTION-RESPONSE" in props.name.upper():
+            return (f"Subscription-response topic `{props.topic}` of a foreign-key join: the right table's "
+                    "answers, keyed by the left key, read back by the left table's sub-topology (not drawn as "
+                    "a dependency: the asset graph has no cycles).")
         if props.kind is KStreamsAssetKind.REPARTITION_TOPIC:
             return (f"Repartition topic `{props.topic}`: written by every task of the sub-topology before it "
                     "(keyed by the new key), read partition by partition by the one after it.")

@@ -18,6 +18,7 @@ module                what lives there
 ``sessions``          session-windowed aggregations and their store
 ``table_joins``       stream-table and table-table joins
 ``table_regroup``     ``KTable.group_by`` with count/reduce/aggregate (``changes``: old and new values)
+``fk_joins``          foreign-key table-table joins (``fk_join_wire``: their topics' wire format)
 ``stream_joins``      stream-stream joins (``join_buffers``: their window and outer-join stores)
 ``suppress``          ``KTable.suppress``: the suppression buffer and its processor
 ``task_state``        the state of a whole task, for task-grouped sub-topologies

@@ -3,7 +3,7 @@
 Each view node is turned into a processor by the builder its family registers for its
 :class:`~dagster_kstreams.topology.node_specs.NodeKind` (``BUILDERS`` of :mod:`.stateless`,
 :mod:`.aggregations`, :mod:`.windows`, :mod:`.sessions`, :mod:`.table_joins`,
-:mod:`.table_regroup`, :mod:`.stream_joins`, :mod:`.suppress`); a builder also checks, at
+:mod:`.table_regroup`, :mod:`.fk_joins`, :mod:`.stream_joins`, :mod:`.suppress`); a builder also checks, at
 definition time, that the processor can run with Kafka Streams' semantics, and raises
 :class:`~dagster_kstreams.processors.errors.UnsupportedTopologyError` naming it otherwise.
 Then every stateful processor gets its slot in the key's state row, in topological order.
@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
 from dagster_kstreams.processors import (
-    aggregations, sessions, stateless, stream_joins, suppress, table_joins, table_regroup, windows,
+    aggregations, fk_joins, sessions, stateless, stream_joins, suppress, table_joins, table_regroup, windows,
 )
 from dagster_kstreams.processors.base import Processor
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
@@ -92,6 +92,7 @@ BUILDERS: dict[NodeKind, Callable[[ProcessorNode, BuildContext], Processor]] = {
     **aggregations.BUILDERS,
     **table_joins.BUILDERS,
     **table_regroup.BUILDERS,
+    **fk_joins.BUILDERS,
     **stream_joins.BUILDERS,
     **suppress.BUILDERS,
     NodeKind.WINDOWED_AGGREGATE: _windowed_aggregate,
@@ -104,8 +105,8 @@ def build_processor(factory: ProcessorNode, ctx: BuildContext) -> Processor:
         raise UnsupportedTopologyError(
             f"processor {factory.name} ({factory.kind.value}) is not supported by the Spark runner yet; it runs "
             "stateless operations, to/to_table, group_by/group_by_key with count/reduce/aggregate, "
-            "KTable filter/map_values/to_stream/group_by, stream-table joins, table-table joins, time/sliding/session "
-            "windowed aggregations, suppress and stream-stream joins"
+            "KTable filter/map_values/to_stream/group_by, stream-table joins, table-table joins (also on a foreign "
+            "key), time/sliding/session windowed aggregations, suppress and stream-stream joins"
         )
     return builder(factory, ctx)
 

@@ -146,7 +146,8 @@ class TableTableJoin(Processor):
 
 # -- definition time -------------------------------------------------------------------------
 # Processors whose store the program keeps in the key's state row.
-_STORE_KINDS = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE, NodeKind.TABLE_AGGREGATE}
+_STORE_KINDS = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE, NodeKind.TABLE_AGGREGATE,
+                NodeKind.FK_JOIN_RESULT}
 
 
 def value_getter(ctx, factory, table_node_name: str) -> ValueGetter:

@@ -297,16 +297,25 @@ class TaskRunner:
         parallelism: Optional[int] = None,
     ) -> list[TaskResult]:
         """Run every task once, so that records written to a repartition topic are processed
-        downstream in the same call. Results come in task order (upstream first).
+        downstream in the same call. Results come in task order (upstream first). The tasks of a
+        sub-topology that reads a topic written back to it (a foreign-key join's answers:
+        :meth:`~dagster_kstreams.topology.application.ApplicationTopology.written_back`) then run
+        once more, and their second results follow.
 
         By default every task runs at once, pipelined (:func:`~dagster_kstreams.spark.pipeline.run_pipelined`).
         ``parallelism=n`` runs one sub-topology after another instead, ``n`` of its tasks at a time.
         """
         if parallelism is not None and parallelism < 1:
             raise ValueError(f"parallelism must be >= 1 or None, got {parallelism}")
-        tasks = self.tasks()
         if not self._internal_topics_ready:
             self.ensure_internal_topics()
+        application = self.partitioned()
+        again = [task for task in self.tasks() if application.written_back(task.subtopology)]
+        results = self._run_tasks(self.tasks(), max_records, progress, parallelism)
+        return results + (self._run_tasks(again, max_records, progress, parallelism) if again else [])
+
+    def _run_tasks(self, tasks: list[TaskId], max_records: Optional[int],
+                   progress: Optional[Callable[[TaskProgress], None]], parallelism: Optional[int]) -> list[TaskResult]:
         if parallelism is None:
             return run_pipelined(self, tasks, max_records, progress)
         by_subtopology: dict[int, list[TaskId]] = {}

@@ -14,7 +14,7 @@ from .errors import TopologyException
 from .functions import FunctionForm, UserFunction
 from .grouped import KGroupedStream
 from .grouped_repartitioned import Grouped, Repartitioned
-from .joined import Joined, StreamJoined
+from .joined import Joined, StreamJoined, TableJoined
 from .kstream import BranchedKStream, KStream
 from .ktable import KGroupedTable, KTable
 from .materialized import Materialized
@@ -33,7 +33,7 @@ from .windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = [
     "AutoOffsetReset", "Branched", "BufferConfig", "Consumed", "EmitStrategy", "Grouped", "Joined", "Materialized",
-    "Named", "Printed", "Produced", "Repartitioned", "StreamJoined", "Suppressed", "TopologyException",
+    "Named", "Printed", "Produced", "Repartitioned", "StreamJoined", "Suppressed", "TableJoined", "TopologyException",
     "BranchedKStream", "KGroupedStream", "KGroupedTable", "KStream", "KTable", "SessionWindowedKStream",
     "StreamsBuilder", "TimeWindowedKStream", "FunctionForm", "UserFunction", "NodeKind", "StoreSpec",
     "StoreType", "Serde", "Serdes", "Window", "Windowed", "WindowedSerde", "CopartitionError",

@@ -134,6 +134,15 @@ class ApplicationTopology:
         Streams' numbering does not promise that), so one pass moves records end to end."""
         return list(self._order)
 
+    def written_back(self, subtopology_id: int) -> list[str]:
+        """The topics the sub-topology reads that a sub-topology at or after it in
+        :meth:`execution_order` writes: a cycle through topics (a foreign-key join's answers go
+        back to the left table's sub-topology). One pass in execution order leaves their records
+        for the next pass of the reader."""
+        rank = {sub_id: i for i, sub_id in enumerate(self._order)}
+        return [topic for topic in dict.fromkeys(self.source_topics(subtopology_id))
+                if any(rank[writer] >= rank[subtopology_id] for writer in self.writers(topic))]
+
     def _upstream_first(self) -> list[int]:
         ordered: list[int] = []
         remaining = self.subtopology_ids

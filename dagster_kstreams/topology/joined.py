@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import timedelta
-from typing import Optional
+from typing import Callable, Optional
 
 from .fluent import WithJoinSerdes, WithLogging, WithName, install_static_factories
 from .named import validate_name
 from .serdes import Serde
 
-__all__ = ["Joined", "StreamJoined"]
+__all__ = ["Joined", "StreamJoined", "TableJoined"]
 
 
 @dataclass(frozen=True)
@@ -66,3 +66,31 @@ class StreamJoined(WithName, WithJoinSerdes, WithLogging):
 install_static_factories(Joined, {"key_serde": lambda serde: Joined(key_serde=serde),
                                   "value_serde": lambda serde: Joined(value_serde=serde),
                                   "other_value_serde": lambda serde: Joined(other_value_serde=serde)})
+
+
+@dataclass(frozen=True)
+class TableJoined(WithName):
+    """A foreign-key join's configuration (Kafka Streams' ``TableJoined``): its name, which names
+    every processor, store and topic of the join, and the partitioners of this table's
+    (``partitioner``) and the other table's (``other_partitioner``) topics."""
+
+    partitioner: Optional[Callable] = None
+    other_partitioner: Optional[Callable] = None
+    name: Optional[str] = None
+
+    def __post_init__(self):
+        validate_name(self.name)
+
+    @staticmethod
+    def with_(partitioner: Optional[Callable] = None, other_partitioner: Optional[Callable] = None) -> "TableJoined":
+        return TableJoined(partitioner, other_partitioner)
+
+    @staticmethod
+    def as_(name: str) -> "TableJoined":
+        return TableJoined(name=name)
+
+    def with_partitioner(self, partitioner: Callable) -> "TableJoined":
+        return replace(self, partitioner=partitioner)
+
+    def with_other_partitioner(self, other_partitioner: Callable) -> "TableJoined":
+        return replace(self, other_partitioner=other_partitioner)

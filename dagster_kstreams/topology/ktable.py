@@ -15,10 +15,12 @@ from .abstract_stream import (
 )
 from .describe import java_hash_order
 from .errors import TopologyException
+from .fk_join import ForeignKeyJoinSide, build_foreign_key_join
 from .functions import FunctionForm as F
 from .functions import UserFunction
 from .graph import GraphNode, ProcessorGraphNode, RepartitionNode, TableTableJoinNode
 from .grouped_repartitioned import Grouped
+from .joined import TableJoined
 from .materialized import Materialized
 from .named import Named
 from .node_specs import KTableSourceSpec, NodeKind, ProcessorSpec, StoreSpec, StoreType
@@ -176,10 +178,17 @@ class KTable(_AbstractStream):
                       parents=[self], store_name=store_name)
 
     def join(self, other: "KTable", joiner, *args) -> "KTable":
-        """``join(other_table, joiner[, named][, materialized])``."""
+        """``join(other_table, joiner[, named][, materialized])``, or the foreign-key join
+        ``join(other_table, foreign_key_extractor, joiner[, table_joined][, materialized])``
+        (``foreign_key_extractor(value)`` or ``foreign_key_extractor(key, value)``)."""
+        if args and callable(args[0]):
+            return self._foreign_key_join(other, joiner, args[0], args[1:], False, "KTable.join")
         return self._table_join(other, joiner, args, False, False, "KTable.join")
 
     def left_join(self, other: "KTable", joiner, *args) -> "KTable":
+        """As :meth:`join`; a left row with no match (or a null foreign key) is joined with None."""
+        if args and callable(args[0]):
+            return self._foreign_key_join(other, joiner, args[0], args[1:], True, "KTable.left_join")
         return self._table_join(other, joiner, args, True, False, "KTable.left_join")
 
     def outer_join(self, other: "KTable", joiner, *args) -> "KTable":
@@ -226,6 +235,30 @@ class KTable(_AbstractStream):
         builder.add_graph_node(other._node, node)
         return KTable(merge_name, key_serde, value_serde, all_sources, store_name, node, builder, kind="join",
                       parents=[self, other])
+
+
+    def _foreign_key_join(self, other, extractor, joiner, args, left_join: bool, operation: str) -> "KTable":
+        if not isinstance(other, KTable):
+            raise TypeError(f"{operation} expects a KTable, got {type(other).__name__}")
+        if other._builder is not self._builder:
+            raise TopologyException("cannot join tables from different StreamsBuilders")
+        table_joined, named, materialized = _parse(args, TableJoined, Named, Materialized, operation=operation)
+        if named is not None:
+            if table_joined is not None:
+                raise TypeError(f"{operation}: give a TableJoined or a Named, not both")
+            table_joined = TableJoined.as_(named.name)
+        extract = UserFunction.of(extractor, [F.VALUE, F.KEY_VALUE], operation + " foreign_key_extractor")
+        fn = UserFunction.of(joiner, [F.VALUE_VALUE], operation, allow_column=False)
+        other._enable_sending_old_values(True)
+        self._enable_sending_old_values(True)
+        right = ForeignKeyJoinSide(other._node, other.key_serde, other.value_serde, set(other._source_nodes),
+                                   other._value_getter_store_names())
+        left = ForeignKeyJoinSide(self._node, self.key_serde, self.value_serde, set(self._source_nodes),
+                                  self._value_getter_store_names())
+        result = build_foreign_key_join(self._builder, left, right, extract, fn, table_joined, materialized,
+                                        left_join)
+        return KTable(result.name, result.key_serde, result.value_serde, result.source_nodes,
+                      result.queryable_store_name, result.node, self._builder, kind="source", source_spec=result.spec)
 
 
 def _find_window_grace(node: GraphNode, chain: str = "") -> int:

@@ -45,6 +45,13 @@ class NodeKind(enum.Enum):
     STREAM_TABLE_JOIN = "stream_table_join"
     TABLE_TABLE_JOIN = "table_table_join"
     TABLE_TABLE_JOIN_MERGE = "table_table_join_merge"
+    # foreign-key table-table joins (KTable.join(other, foreign_key_extractor, joiner))
+    FK_SUBSCRIPTION_SEND = "fk_subscription_send"
+    FK_SUBSCRIPTION_RECEIVE = "fk_subscription_receive"
+    FK_SUBSCRIPTION_JOIN = "fk_subscription_join"
+    FK_FOREIGN_TABLE_JOIN = "fk_foreign_table_join"
+    FK_RESPONSE_JOIN = "fk_response_join"
+    FK_JOIN_RESULT = "fk_join_result"
     # KTable processors
     TABLE_FILTER = "table_filter"
     TABLE_MAP_VALUES = "table_map_values"

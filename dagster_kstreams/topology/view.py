@@ -66,6 +66,13 @@ Contract (stable; other layers rely on it)
   TABLE_TABLE_JOIN(_MERGE)     joiner, join_type, side, this/other_store_names, store_name (merge)
   SUPPRESS                     suppressed, store_name, until_window_closes, grace_ms,
                                time_to_wait_ms, buffer_config
+  FK_SUBSCRIPTION_SEND /       a foreign-key join's processors (all: join_type inner|left,
+  FK_SUBSCRIPTION_RECEIVE /    left_table, right_table, left_key_serde, left_value_serde,
+  FK_SUBSCRIPTION_JOIN /       foreign_key_serde, foreign_value_serde, registration_topic;
+  FK_FOREIGN_TABLE_JOIN /      send: extractor (value) or (key, value); receive/foreign table join:
+  FK_RESPONSE_JOIN             subscription_store; response join: joiner (value, foreign value))
+  FK_JOIN_RESULT               store_name (the joined table, a table source: its store exists only
+                               if listed in ``stores``)
   ============================ ======================================================================
 
 * ``topology.repartition_topics``: ``{topic name: partitions or None}`` (None = inherit).

@@ -8,6 +8,7 @@ import java.util.Map;
 import java.util.function.Supplier;
 import java.util.regex.Pattern;
 
+import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
@@ -102,6 +103,10 @@ public final class TopologyCatalog {
         TOPOLOGIES.put("table_regroup_examples", () -> RegroupExamples.regroupExamples(
             "users", "accounts", "users-per-country-out", "branch-sums-out", "branch-history-out"));
         TOPOLOGIES.put("table_suppress_time_limit", TopologyCatalog::table_suppress_time_limit);
+        TOPOLOGIES.put("foreign_key_join_examples", () -> ForeignKeyJoinExamples.foreignKeyJoinExamples(
+            "accounts", "users", "accounts-inner-out", "accounts-left-out"));
+        TOPOLOGIES.put("foreign_key_join_result_read_downstream",
+                       TopologyCatalog::foreign_key_join_result_read_downstream);
         // Naming and layout.
         TOPOLOGIES.put("named_operators_everywhere", TopologyCatalog::named_operators_everywhere);
         TOPOLOGIES.put("two_independent_pipelines", TopologyCatalog::two_independent_pipelines);
@@ -925,5 +930,20 @@ public final class TopologyCatalog {
             .toStream()
             .to("visit-sessions");
         return b.build();
+    }
+
+    /** A foreign-key join's result read by a table-table join (its store is then materialized). */
+    static Topology foreign_key_join_result_read_downstream() {
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> orders = builder.table("orders");
+        KTable<String, String> products = builder.<String, String>stream("products").toTable();
+        KTable<String, String> priced = orders.join(
+            products, order -> order.split(",")[0], (order, product) -> order + "|" + product,
+            Materialized.with(Serdes.String(), Serdes.String()));
+        priced.mapValues(value -> value.toUpperCase())
+            .join(builder.table("discounts"), (line, discount) -> line + "-" + discount)
+            .toStream()
+            .to("priced-orders");
+        return builder.build();
     }
 }
