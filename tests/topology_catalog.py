@@ -40,6 +40,9 @@ from dagster_kstreams import (
 
 from regroup_topology import regroup_examples
 from suppress_topology import suppress_examples
+from processor_api_topology import processor_api_examples
+from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Processor, Stores
+from dagster_kstreams.topology.serdes import Serdes
 
 CATALOG: dict[str, Callable[[], object]] = {}
 
@@ -1026,3 +1029,32 @@ def suppress_and_emit_on_close_examples():
     names = {"events": "events", "prices": "prices", "out-final": "final-counts", "out-closed": "closed-hopping-out",
              "out-sessions": "final-sessions-out", "out-limited": "limited-prices", "out-debounced": "debounced-prices"}
     return suppress_examples(names).build()
+
+
+def processor_api_examples_topology():
+    # The topology tests/test_equivalence_processor_api.py runs on Spark and with Kafka Streams.
+    return processor_api_examples({"events": "events", "out": "out"}).build()
+
+
+CATALOG["processor_api_examples"] = processor_api_examples_topology
+
+
+class _Nothing(Processor):
+    def process(self, record):
+        pass
+
+
+class _NothingFixedKey(FixedKeyProcessor):
+    def process(self, record):
+        pass
+
+
+@topology
+def processor_api_named_then_count():
+    b = StreamsBuilder()
+    b.add_state_store(Stores.key_value_store_builder(
+        Stores.in_memory_key_value_store("last-seen"), Serdes.String(), Serdes.String()))
+    processed = b.stream("orders").process(_Nothing, Named.as_("dedup"), "last-seen")
+    processed.process_values(_NothingFixedKey, "last-seen").to("audited")
+    processed.group_by_key().count().to_stream().to("order-counts", Produced.with_(Serdes.String(), Serdes.Long()))
+    return b.build()

@@ -129,6 +129,8 @@ public final class TopologyCatalog {
         TOPOLOGIES.put("suppress_and_emit_on_close_examples", () -> SuppressExamples.suppressExamples(
             "events", "prices", "final-counts", "closed-hopping-out", "final-sessions-out", "limited-prices",
             "debounced-prices"));
+        TOPOLOGIES.put("processor_api_examples", () -> ProcessorApiExamples.processorApiExamples("events", "out"));
+        TOPOLOGIES.put("processor_api_named_then_count", TopologyCatalog::processor_api_named_then_count);
     }
 
     /** Catalog names in definition order. */
@@ -924,6 +926,33 @@ public final class TopologyCatalog {
             .count()
             .toStream()
             .to("visit-sessions");
+        return b.build();
+    }
+
+    static final class Nothing implements org.apache.kafka.streams.processor.api.Processor<String, String, String, String> {
+        @Override
+        public void process(org.apache.kafka.streams.processor.api.Record<String, String> record) { }
+    }
+
+    static final class NothingFixedKey implements org.apache.kafka.streams.processor.api.FixedKeyProcessor<String, String, String> {
+        @Override
+        public void process(org.apache.kafka.streams.processor.api.FixedKeyRecord<String, String> record) { }
+    }
+
+    static Topology processor_api_named_then_count() {
+        StreamsBuilder b = new StreamsBuilder();
+        b.addStateStore(org.apache.kafka.streams.state.Stores.keyValueStoreBuilder(
+            org.apache.kafka.streams.state.Stores.inMemoryKeyValueStore("last-seen"),
+            org.apache.kafka.common.serialization.Serdes.String(), org.apache.kafka.common.serialization.Serdes.String()));
+        KStream<String, String> processed = b.<String, String>stream("orders")
+            .<String, String>process(Nothing::new, Named.as("dedup"), "last-seen");
+        processed.<String>processValues(NothingFixedKey::new, "last-seen")
+            .to("audited");
+        processed.groupByKey()
+            .count()
+            .toStream()
+            .to("order-counts", Produced.with(org.apache.kafka.common.serialization.Serdes.String(),
+                                              org.apache.kafka.common.serialization.Serdes.Long()));
         return b.build();
     }
 }
