@@ -20,6 +20,7 @@ module                what lives there
 ``table_regroup``     ``KTable.group_by`` with count/reduce/aggregate (``changes``: old and new values)
 ``stream_joins``      stream-stream joins (``join_buffers``: their window and outer-join stores)
 ``suppress``          ``KTable.suppress``: the suppression buffer and its processor
+``user_processors``   ``KStream.process``/``process_values``: user processors, their stores, punctuation
 ``task_state``        the state of a whole task, for task-grouped sub-topologies
 ``program``           ``SubtopologyProgram``: the fused pass over a sub-topology's processors
 ``build``             topology view -> program, with the definition-time checks

@@ -1,0 +1,327 @@
+"""The Processor API on the runner: ``KStream.process`` / ``process_values`` with a user's
+:class:`~dagster_kstreams.topology.processor_api.Processor`, its key-value stores and punctuators,
+as Kafka Streams 4.3.1 runs them (``ProcessorNode``, ``ProcessorContextImpl``, ``StreamTask``,
+``PunctuationQueue``).
+
+A user processor may read and write any key of its stores and forward records of any key from a
+punctuator, so its sub-topology runs task-grouped (:mod:`.task_state`): the task's records in
+processing order, one at a time, with the task-level values holding
+
+* each store's content, ``serialized key -> serialized value`` (reads deserialize a copy, as a
+  store of bytes does; ``range``/``all`` iterate in the serialized keys' byte order, RocksDB's and
+  the in-memory store's order);
+* the task's stream time (Kafka Streams' ``PartitionGroup.streamTime``: the largest timestamp of
+  every record the task has taken, null keys and values included);
+* each processor's punctuation schedules' next times.
+
+Punctuation, stream time: ``schedule(interval, STREAM_TIME, punctuator)`` is aligned to 0 (the
+first fires as soon as a record has been processed, then at each multiple of the interval);
+after each record has gone through the sub-topology, every schedule whose time is at most the
+stream time fires once, with the stream time as its argument, and is moved to the next multiple
+of the interval after it (missed ones are skipped: ``PunctuationSchedule.next``). Kafka Streams
+checks after a varying number of records (its thread's ``numIterations``); checking after every
+record is the finest it ever does, and what its ``TopologyTestDriver`` does.
+
+Punctuation, wall clock: checked against the worker's clock after each record and at the end of a
+micro-batch, so it fires no later than the end of the batch in which it came due (Kafka Streams:
+at its thread's next loop); an idle task (no micro-batch) does not punctuate.
+
+Lifetime: the processor instance lives for one micro-batch: ``supplier()`` then ``init(context)``
+at the batch's start, ``close()`` at its end. Schedules made in ``init`` keep their times across
+batches (matched by the order they are made in), and the stores persist with the task's
+checkpoint, so a killed and rerun task continues exactly; instance fields do not outlive a batch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from datetime import timedelta
+from typing import Any, Callable, Iterator, NamedTuple, Optional
+
+from dagster_kstreams.processors.base import Processor, register
+from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopologyError
+from dagster_kstreams.processors.task_state import task_state_of
+from dagster_kstreams.topology.node_specs import NodeKind, StoreType
+from dagster_kstreams.topology.processor_api import PunctuationType, Record, RecordMetadata
+from dagster_kstreams.topology.task_id import TaskId
+
+__all__ = ["KeyValue", "KeyValueStore", "UserProcessorNode", "advance_stream_time", "BUILDERS"]
+
+_STREAM_TIME = "papi.stream_time"
+_NO_TIME = -1  # Kafka's RecordQueue.UNKNOWN
+
+
+class KeyValue(NamedTuple):
+    key: Any
+    value: Any
+
+
+def advance_stream_time(task, timestamp: Optional[int]) -> int:
+    """The task's stream time after taking a record stamped ``timestamp`` (kept in ``task``)."""
+    current = task.values.get(_STREAM_TIME, _NO_TIME)
+    if timestamp is not None and timestamp > current:
+        current = task.values[_STREAM_TIME] = timestamp
+    return current
+
+
+class KeyValueStore:
+    """A key-value store as a processor uses it; the content is a task-level value of the task state."""
+
+    def __init__(self, name: str, key_serde, value_serde, content: dict):
+        self.name = name
+        self._key_serde, self._value_serde = key_serde, value_serde
+        self._content = content  # serialized key -> serialized value
+
+    def _key(self, key) -> bytes:
+        if key is None:
+            raise ValueError(f"store {self.name}: the key cannot be null")
+        return self._key_serde.serialize(key)
+
+    def get(self, key):
+        data = self._content.get(self._key(key))
+        return None if data is None else self._value_serde.deserialize(data)
+
+    def put(self, key, value) -> None:
+        """Store ``value`` under ``key`` (None deletes it)."""
+        raw = self._key(key)
+        data = None if value is None else self._value_serde.serialize(value)
+        if data is None:
+            self._content.pop(raw, None)
+        else:
+            self._content[raw] = data
+
+    def put_if_absent(self, key, value):
+        """Store ``value`` unless ``key`` has one; returns the value it had (None: none)."""
+        old = self.get(key)
+        if old is None:
+            self.put(key, value)
+        return old
+
+    def put_all(self, entries) -> None:
+        for key, value in entries:
+            self.put(key, value)
+
+    def delete(self, key):
+        """Remove ``key``; returns the value it had (None: none)."""
+        old = self.get(key)
+        self._content.pop(self._key(key), None)
+        return old
+
+    def range(self, from_key=None, to_key=None) -> Iterator[KeyValue]:
+        """The entries with ``from_key <= key <= to_key`` in serialized-key order (None: unbounded)."""
+        low = None if from_key is None else self._key(from_key)
+        high = None if to_key is None else self._key(to_key)
+        return self._entries(raw for raw in sorted(self._content)
+                             if (low is None or raw >= low) and (high is None or raw <= high))
+
+    def reverse_range(self, from_key=None, to_key=None) -> Iterator[KeyValue]:
+        return iter(list(self.range(from_key, to_key))[::-1])
+
+    def all(self) -> Iterator[KeyValue]:
+        return self._entries(sorted(self._content))
+
+    def reverse_all(self) -> Iterator[KeyValue]:
+        return self._entries(sorted(self._content, reverse=True))
+
+    def approximate_num_entries(self) -> int:
+        return len(self._content)
+
+    def _entries(self, raws) -> Iterator[KeyValue]:
+        # A snapshot: writes while iterating do not disturb it.
+        content = self._content
+        return iter([KeyValue(self._key_serde.deserialize(raw), self._value_serde.deserialize(content[raw]))
+                     for raw in list(raws)])
+
+
+class _Schedule:
+    def __init__(self, due: int, interval: int, kind: PunctuationType, punctuator: Callable[[int], None]):
+        self.due, self.interval, self.kind, self.punctuator = due, interval, kind, punctuator
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    def advance(self, now: int) -> None:
+        """``PunctuationSchedule.next``: the next due time after ``now``, skipping missed ones."""
+        due = self.due + self.interval
+        if now >= due:
+            due = self.due + ((now - self.due) // self.interval + 1) * self.interval
+        self.due = due
+
+
+class ProcessorContext:
+    """What a user processor gets in ``init`` (Kafka Streams' ``api.ProcessorContext``)."""
+
+    def __init__(self, node: "UserProcessorNode", task, out, subtopology_id: int):
+        self._node, self._task, self._out = node, task, out
+        self._subtopology_id = subtopology_id
+        self._record_context = None  # the record being processed (None: in a punctuator or init)
+        self._last_context = None
+        self._group = None
+        self._input_key: Any = None
+        self.schedules: list[_Schedule] = []
+
+    # -- what the processor asks -------------------------------------------------------
+    def forward(self, record: Record, child_name: Optional[str] = None) -> None:
+        """Pass ``record`` to every child (or to the child named ``child_name``)."""
+        if not isinstance(record, Record):
+            raise TypeError(f"processor {self._node.name}: forward() takes a Record, got {type(record).__name__}")
+        node = self._node
+        if node.fixed_key and self._record_context is not None and record.key != self._input_key:
+            raise ProcessingError(f"processor {node.name} (process_values) changed the key of a record from "
+                                  f"{self._input_key!r} to {record.key!r}; a FixedKeyProcessor cannot change keys")
+        base = self._record_context or self._last_context
+        context = dataclasses.replace(base, timestamp=record.timestamp)
+        forward = node.program._forward
+        children = node.children if child_name is None else [node.child_position(child_name)]
+        for child in children:
+            forward(child, record.key, record.value, context, self._out, self._group)
+
+    def get_state_store(self, name: str) -> KeyValueStore:
+        store = self._node.stores.get(name)
+        if store is None:
+            raise ProcessingError(
+                f"Processor {self._node.name} has no access to StateStore {name} as the store is not connected to the "
+                "processor. Name it in process(supplier, *store_names) after adding it with add_state_store()")
+        key_serde, value_serde = store
+        content = self._task.values.setdefault(f"papi.store.{name}", {})
+        return KeyValueStore(name, key_serde, value_serde, content)
+
+    def schedule(self, interval, punctuation_type: PunctuationType, punctuator: Callable[[int], None]) -> _Schedule:
+        """Call ``punctuator(timestamp)`` every ``interval`` (ms or timedelta) of stream time or wall-clock time."""
+        interval_ms = int(interval.total_seconds() * 1000) if isinstance(interval, timedelta) else int(interval)
+        if interval_ms < 1:
+            raise ValueError("The minimum supported scheduling interval is 1 millisecond.")
+        if not isinstance(punctuation_type, PunctuationType):
+            raise TypeError(f"schedule(): punctuation_type must be a PunctuationType, got {punctuation_type!r}")
+        first = 0 if punctuation_type is PunctuationType.STREAM_TIME else _wall_clock_ms() + interval_ms
+        schedule = _Schedule(first, interval_ms, punctuation_type, punctuator)
+        self.schedules.append(schedule)
+        return schedule
+
+    def record_metadata(self) -> Optional[RecordMetadata]:
+        context = self._record_context
+        return None if context is None else RecordMetadata(context.topic, context.partition, context.offset)
+
+    def task_id(self) -> TaskId:
+        base = self._record_context or self._last_context
+        return TaskId(self._subtopology_id, -1 if base is None else base.partition)
+
+    def current_stream_time_ms(self) -> int:
+        return self._task.values.get(_STREAM_TIME, _NO_TIME)
+
+    def current_system_time_ms(self) -> int:
+        return _wall_clock_ms()
+
+
+def _wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@register
+class UserProcessorNode(Processor):
+    """A node of ``process``/``process_values``: runs a fresh user processor each micro-batch."""
+
+    kind = "process"
+    task_grouped = True
+    punctuates = True
+
+    def __init__(self, name: str, supplier: Callable, stores: dict, fixed_key: bool, child_names: list[str]):
+        super().__init__(name)
+        self.supplier = supplier
+        self.stores = stores  # store name -> (key serde, value serde)
+        self.fixed_key = fixed_key
+        self.child_names = child_names
+        self._instance = None
+        self._context: Optional[ProcessorContext] = None
+
+    def child_position(self, child_name: str) -> int:
+        if child_name not in self.child_names:
+            raise ProcessingError(f"processor {self.name}: Unknown downstream node: {child_name} "
+                                  f"(children: {self.child_names})")
+        return self.children[self.child_names.index(child_name)]
+
+    def start_task_batch(self, task, out) -> None:
+        instance = self.supplier()
+        self._context = context = ProcessorContext(self, task, out, self.program.subtopology_id)
+        self._instance = instance
+        instance.init(context)
+        saved = task.values.get(f"papi.schedules.{self.name}", [])
+        for schedule, due in zip(context.schedules, saved):
+            schedule.due = due
+
+    def process(self, key, value, context, out, state) -> None:
+        ctx = self._context
+        ctx._record_context = ctx._last_context = context
+        ctx._group, ctx._input_key = state, key
+        try:
+            self.call(context, self._instance.process, Record(key, value, context.timestamp))
+        finally:
+            ctx._record_context = None
+
+    def punctuate(self, stream_time: int) -> None:
+        """Fire every due schedule (stream time after a record; the wall clock)."""
+        for kind, now in ((PunctuationType.STREAM_TIME, stream_time), (PunctuationType.WALL_CLOCK_TIME, _wall_clock_ms())):
+            if kind is PunctuationType.STREAM_TIME and now == _NO_TIME:
+                continue
+            while True:
+                due = [s for s in self._context.schedules if s.kind is kind and not s.cancelled and s.due <= now]
+                if not due:
+                    break
+                schedule = min(due, key=lambda s: s.due)  # PunctuationQueue: earliest first
+                try:
+                    schedule.punctuator(now)
+                except Exception as cause:  # noqa: BLE001 - re-raised naming the processor
+                    raise ProcessingError(f"processor {self.name}: punctuator failed at {kind.name} {now}: "
+                                          f"{type(cause).__name__}: {cause}") from cause
+                schedule.advance(now)
+
+    def end_task_batch(self, task) -> None:
+        context = self._context
+        if context is None:
+            return
+        self.punctuate(task.values.get(_STREAM_TIME, _NO_TIME))
+        task.values[f"papi.schedules.{self.name}"] = [s.due for s in context.schedules]
+        self._instance.close()
+        self._instance = self._context = None
+
+
+# -- definition time -------------------------------------------------------------------------
+_STATELESS_DOWNSTREAM = {
+    NodeKind.FILTER, NodeKind.MAP, NodeKind.MAP_VALUES, NodeKind.FLAT_MAP, NodeKind.FLAT_MAP_VALUES,
+    NodeKind.SELECT_KEY, NodeKind.PEEK, NodeKind.FOREACH, NodeKind.PRINT, NodeKind.BRANCH, NodeKind.BRANCH_CHILD,
+    NodeKind.MERGE, NodeKind.SINK, NodeKind.REPARTITION_FILTER, NodeKind.PROCESS, NodeKind.PROCESS_VALUES,
+}
+
+
+def _check_downstream(sub, factory) -> None:
+    todo, seen = list(factory.children), set()
+    while todo:
+        node = sub.node(todo.pop())
+        if node.name in seen:
+            continue
+        seen.add(node.name)
+        if node.kind not in _STATELESS_DOWNSTREAM:
+            raise UnsupportedTopologyError(
+                f"processor {node.name} ({node.kind.value}) keeps DSL state downstream of the user processor "
+                f"{factory.name} in sub-topology {sub.id}; the Spark runner forwards a punctuator's records of every "
+                "key with the state of the record being processed. Add .repartition() before it")
+        todo.extend(node.children)
+
+
+def build(factory, ctx) -> UserProcessorNode:
+    stores = {}
+    for store_name in factory.stores:
+        spec = ctx.topology.state_stores[store_name]
+        if spec.type is not StoreType.USER_KEY_VALUE:
+            raise UnsupportedTopologyError(
+                f"processor {factory.name}: store {store_name} belongs to a DSL operation ({spec.type.value}); the "
+                "Spark runner gives user processors only the key-value stores added with add_state_store()")
+        stores[store_name] = (spec.key_serde or ctx.default_key_serde, spec.value_serde or ctx.default_value_serde)
+    _check_downstream(ctx.subtopology, factory)
+    return UserProcessorNode(factory.name, factory.params["supplier"], stores,
+                             fixed_key=factory.kind is NodeKind.PROCESS_VALUES, child_names=list(factory.children))
+
+
+BUILDERS = {NodeKind.PROCESS: build, NodeKind.PROCESS_VALUES: build}
