@@ -18,7 +18,7 @@ test ships this module by value.
 
 from __future__ import annotations
 
-from dagster_kstreams.topology import StreamsBuilder
+from dagster_kstreams.topology import StreamsBuilder, Topology
 from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Processor, PunctuationType, Record, Stores
 from dagster_kstreams.topology.serdes import Serdes
 
@@ -79,3 +79,17 @@ def processor_api_examples(topics: dict[str, str]) -> StreamsBuilder:
         .process_values(StampValues) \
         .to(topics["out"])
     return builder
+
+
+def processor_api_low_level(topics: dict[str, str]) -> Topology:
+    """The same processors wired with the low-level API (``Topology.add_source`` ...): the graph of
+    :func:`processor_api_examples` under names of its own (Java twin: ProcessorApiExamples.lowLevel)."""
+    return Topology() \
+        .add_source("events-source", topics["events"]) \
+        .add_processor("counter", BucketCounter, "events-source") \
+        .add_state_store(Stores.key_value_store_builder(
+            Stores.persistent_key_value_store("seen"), Serdes.String(), Serdes.String()), "counter") \
+        .add_state_store(Stores.key_value_store_builder(
+            Stores.in_memory_key_value_store("buckets"), Serdes.String(), Serdes.Long()), "counter") \
+        .add_processor("stamp", StampValues, "counter") \
+        .add_sink("out-sink", topics["out"], "stamp")

@@ -7,6 +7,9 @@ of 120 records, SIGKILLed once the second task (0_1) has committed its first bat
 another process (this one) continues every task from its checkpoint: the stores, the task's
 stream time and the punctuation schedule come back from it.
 
+The same processors wired with the low-level ``Topology()`` run once more, to the end, on the same
+input, and give the same output.
+
 Input (2 partitions): out-of-order timestamps (within a bucket and beyond), repeated values, null
 keys and null values. Every value the processors forward names its task's partition; compared,
 per task, the whole sequence of (key, value) records forwarded for a record, and the whole
@@ -27,7 +30,7 @@ import oracle_harness
 import processor_api_topology
 from equivalence_io import output_topics, produce_strings
 from killed_runs import run_until_killed
-from processor_api_topology import processor_api_examples
+from processor_api_topology import processor_api_examples, processor_api_low_level
 from dagster_kstreams.kafka.records import read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
 
@@ -115,6 +118,19 @@ def test_processor_api_killed_part_way_and_rerun_matches_kafka_streams(
     assert set(ours) == set(expected)
     for task_and_source, sequence in expected.items():
         assert ours[task_and_source] == sequence, task_and_source
+
+
+def test_the_low_level_topology_of_the_same_processors_matches_kafka_streams(
+    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, kafka_streams_run
+):
+    """``Topology().add_source(...).add_processor(...)...`` wires the graph ``process`` builds, under
+    names of its own (describe() checked against Kafka Streams in test_describe_oracle.py): the
+    runner gives it Kafka Streams' output of that graph."""
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], {"out": 1})
+    runner = TaskRunner(processor_api_low_level(topics), unique_topic("spark-papi-low"), kafka_bootstrap,
+                        state_location=str(tmp_path / "state"), spark=spark)
+    assert {r.task_id for r in runner.run_all()} == {"0_0", "0_1"}
+    assert _results(kafka_bootstrap, topics["out"]) == kafka_streams_run["results"]
 
 
 def _assert_reference_exercises_it(expected: dict) -> None:

@@ -40,8 +40,9 @@ from dagster_kstreams import (
 
 from regroup_topology import regroup_examples
 from suppress_topology import suppress_examples
-from processor_api_topology import processor_api_examples
+from processor_api_topology import processor_api_examples, processor_api_low_level
 from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Processor, Stores
+from dagster_kstreams.topology import Topology
 from dagster_kstreams.topology.serdes import Serdes
 
 CATALOG: dict[str, Callable[[], object]] = {}
@@ -1058,3 +1059,31 @@ def processor_api_named_then_count():
     processed.process_values(_NothingFixedKey, "last-seen").to("audited")
     processed.group_by_key().count().to_stream().to("order-counts", Produced.with_(Serdes.String(), Serdes.Long()))
     return b.build()
+
+
+def processor_api_low_level_examples_topology():
+    # The low-level twin tests/test_equivalence_processor_api.py also runs on Spark.
+    return processor_api_low_level({"events": "events", "out": "out"})
+
+
+CATALOG["processor_api_low_level_examples"] = processor_api_low_level_examples_topology
+
+
+@topology
+def processor_api_low_level_wiring():
+    strings = Serdes.String()
+    t = Topology()
+    t.add_source("orders-source", "orders")
+    t.add_source("payments-source", "payments", "refunds")
+    t.add_processor("match", _Nothing, "orders-source", "payments-source")
+    t.add_processor("audit", _Nothing, "match")
+    t.add_state_store(Stores.key_value_store_builder(Stores.persistent_key_value_store("pending"), strings, strings),
+                      "match")
+    t.add_state_store(Stores.key_value_store_builder(Stores.in_memory_key_value_store("audit-log"), strings, strings))
+    t.connect_processor_and_state_stores("audit", "audit-log", "pending")
+    t.add_sink("matched-sink", "matched", "match")
+    t.add_sink("audit-sink", "audited", "audit", "match")
+    t.add_source("other-source", "other")
+    t.add_processor("lonely", _Nothing, "other-source")
+    t.add_sink("lonely-sink", "lonely-out", "lonely")
+    return t

@@ -120,6 +120,34 @@ public final class ProcessorApiExamples {
         return builder.build();
     }
 
+    /** The same processors wired with the low-level API; the Python twin is processor_api_low_level(). */
+    static Topology lowLevel(String events, String out) {
+        return new Topology()
+            .addSource("events-source", events)
+            .addProcessor("counter", BucketCounter::new, "events-source")
+            .addStateStore(Stores.keyValueStoreBuilder(
+                Stores.persistentKeyValueStore("seen"), Serdes.String(), Serdes.String()), "counter")
+            .addStateStore(Stores.keyValueStoreBuilder(
+                Stores.inMemoryKeyValueStore("buckets"), Serdes.String(), Serdes.Long()), "counter")
+            .addProcessor("stamp", StampAll::new, "counter")
+            .addSink("out-sink", out, "stamp");
+    }
+
+    /** StampValues as a plain Processor (the low-level API takes ProcessorSuppliers). */
+    static final class StampAll implements Processor<String, String, String, String> {
+        private ProcessorContext<String, String> context;
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            context.forward(record.withValue(record.value() + "|t" + record.timestamp()));
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
         String applicationId = args[1];

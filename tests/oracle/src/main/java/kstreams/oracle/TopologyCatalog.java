@@ -131,6 +131,8 @@ public final class TopologyCatalog {
             "debounced-prices"));
         TOPOLOGIES.put("processor_api_examples", () -> ProcessorApiExamples.processorApiExamples("events", "out"));
         TOPOLOGIES.put("processor_api_named_then_count", TopologyCatalog::processor_api_named_then_count);
+        TOPOLOGIES.put("processor_api_low_level_examples", () -> ProcessorApiExamples.lowLevel("events", "out"));
+        TOPOLOGIES.put("processor_api_low_level_wiring", TopologyCatalog::processor_api_low_level_wiring);
     }
 
     /** Catalog names in definition order. */
@@ -954,5 +956,25 @@ public final class TopologyCatalog {
             .to("order-counts", Produced.with(org.apache.kafka.common.serialization.Serdes.String(),
                                               org.apache.kafka.common.serialization.Serdes.Long()));
         return b.build();
+    }
+
+    static Topology processor_api_low_level_wiring() {
+        org.apache.kafka.common.serialization.Serde<String> strings = org.apache.kafka.common.serialization.Serdes.String();
+        Topology t = new Topology();
+        t.addSource("orders-source", "orders");
+        t.addSource("payments-source", "payments", "refunds");
+        t.addProcessor("match", Nothing::new, "orders-source", "payments-source");
+        t.addProcessor("audit", Nothing::new, "match");
+        t.addStateStore(org.apache.kafka.streams.state.Stores.keyValueStoreBuilder(
+            org.apache.kafka.streams.state.Stores.persistentKeyValueStore("pending"), strings, strings), "match");
+        t.addStateStore(org.apache.kafka.streams.state.Stores.keyValueStoreBuilder(
+            org.apache.kafka.streams.state.Stores.inMemoryKeyValueStore("audit-log"), strings, strings));
+        t.connectProcessorAndStateStores("audit", "audit-log", "pending");
+        t.addSink("matched-sink", "matched", "match");
+        t.addSink("audit-sink", "audited", "audit", "match");
+        t.addSource("other-source", "other");
+        t.addProcessor("lonely", Nothing::new, "other-source");
+        t.addSink("lonely-sink", "lonely-out", "lonely");
+        return t;
     }
 }
