@@ -6,6 +6,7 @@ broker-backed comparison with Kafka Streams is test_equivalence_processor_api.py
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -137,3 +138,64 @@ def test_refused_at_definition_time():
     builder.stream("in").process(_Nothing, "missing")
     with pytest.raises(TopologyException, match="StateStore missing is not added yet"):
         builder.build()
+
+
+# -- punctuators across processors, the wall clock, cancel; forwarding to a named child ----------
+class _Ticker(Processor):
+    """Forwards to the child named after the record's value; every 10 (stream time) says so, the
+    first one cancelling itself after two ticks; a wall-clock schedule of 1 ms is due after every record (each takes 3 ms)."""
+
+    def __init__(self, label: str = "t", prefix: str = ""):
+        self.label, self.prefix = label, prefix  # children: <prefix>left, <prefix>right
+
+    def init(self, context) -> None:
+        self.context, self.ticks = context, 0
+        self.once = context.schedule(10, PunctuationType.STREAM_TIME, self.tick)
+        context.schedule(10, PunctuationType.STREAM_TIME, lambda now: self.say(f"{self.label}-every@{now}"))
+        context.schedule(1, PunctuationType.WALL_CLOCK_TIME, lambda now: self.say(f"{self.label}-wall"))
+
+    def tick(self, now: int) -> None:
+        self.ticks += 1
+        self.say(f"{self.label}-once@{now}")
+        if self.ticks == 2:
+            self.once.cancel()
+
+    def say(self, text: str) -> None:
+        self.context.forward(Record("k", text, 0), self.prefix + "left")
+
+    def process(self, record: Record) -> None:
+        time.sleep(0.003)  # longer than the wall-clock interval: it is due after every record
+        self.context.forward(record, self.prefix + record.value)
+
+
+def _low_level_program(second_ticker: bool):
+    from dagster_kstreams.topology import Topology
+    t = Topology().add_source("src", "in").add_processor("ticker", _Ticker, "src")
+    if second_ticker:
+        t.add_processor("ticker2", lambda: _Ticker("u", "u-"), "src")
+        t.add_sink("u-left", "out", "ticker2").add_sink("u-right", "other", "ticker2")
+    t.add_sink("left", "out", "ticker").add_sink("right", "other", "ticker")
+    return compile_topology(t, "app", default_key_serde=Serdes.String(), default_value_serde=Serdes.String()).program(0)
+
+
+def test_low_level_forward_to_named_child_stream_and_wall_clock_punctuation_and_cancel():
+    program = _low_level_program(second_ticker=False)
+    out, _ = program.process_task_batch(_frame([("a", "left", 5), ("b", "right", 12), ("c", "left", 31)]), None)
+    out = out.sort_values("emit_order", kind="stable")
+    got = [(topic, value.decode()) for topic, value in zip(out["topic"], out["value"])]
+    assert got == [
+        ("out", "left"), ("out", "t-once@5"), ("out", "t-every@5"), ("out", "t-wall"),
+        ("other", "right"), ("out", "t-once@12"), ("out", "t-every@12"), ("out", "t-wall"),
+        ("out", "left"), ("out", "t-every@31"), ("out", "t-wall"),  # once: cancelled after two; 20, 30 skipped
+    ]
+
+
+def test_punctuators_of_several_processors_fire_in_due_order_across_them():
+    program = _low_level_program(second_ticker=True)
+    out, stored = program.process_task_batch(_frame([("a", "left", 5)]), None)
+    values = [v.decode() for v in out.sort_values("emit_order", kind="stable")["value"] if b"wall" not in v]
+    assert values == ["left", "left", "t-once@5", "t-every@5", "u-once@5", "u-every@5"]
+    out, _ = program.process_task_batch(_frame([("b", "right", 27)], 1), stored)
+    values = [v.decode() for v in out.sort_values("emit_order", kind="stable")["value"] if b"wall" not in v]
+    # due at 10 (saved across the batch): ticker's two, then ticker2's two
+    assert values == ["right", "right", "t-once@27", "t-every@27", "u-once@27", "u-every@27"]

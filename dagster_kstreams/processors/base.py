@@ -60,7 +60,7 @@ class Processor:
     stream_time_skips_null_values: ClassVar[bool] = False
     # its semantics span keys: the sub-topology runs task-grouped (task_state.py)
     task_grouped: ClassVar[bool] = False
-    # fires punctuators after each record (the Processor API: user_processors.py)
+    # has punctuators to fire after each record (the Processor API: user_processors.punctuate)
     punctuates: ClassVar[bool] = False
     # the user function, for processors that have one (Column plans look at it)
     fn: Any = None
@@ -87,9 +87,6 @@ class Processor:
 
     def start_task_batch(self, task, out) -> None:
         """The start of a task-grouped batch (nothing to do unless overridden)."""
-
-    def punctuate(self, stream_time: int) -> None:
-        """After each record of a task-grouped batch, with the task's stream time (``punctuates``)."""
 
     def end_task_batch(self, task) -> None:
         """The end of a task-grouped batch (nothing to do unless overridden)."""

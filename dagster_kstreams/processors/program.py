@@ -43,7 +43,7 @@ from dagster_kstreams.processors.base import Processor
 from dagster_kstreams.processors.records import FLUSH_ORDER, Output, RecordContext
 from dagster_kstreams.processors.state import ABSENT, GroupState
 from dagster_kstreams.processors.task_state import TaskState
-from dagster_kstreams.processors.user_processors import advance_stream_time
+from dagster_kstreams.processors.user_processors import advance_stream_time, punctuate
 
 __all__ = ["SubtopologyProgram"]
 
@@ -160,11 +160,11 @@ class SubtopologyProgram:
         for context, key, value in records:
             group = task.group(context.raw_key)
             stream_time = advance_stream_time(task, context.timestamp) if punctuating else None
-            context = self.process_record(context, key, value, out, group)
-            if context is not None:
-                group.last_context = context
-            for node in punctuating:  # the Processor API's punctuators, after the record (user_processors.py)
-                node.punctuate(stream_time)
+            processed = self.process_record(context, key, value, out, group)
+            if processed is not None:
+                group.last_context = processed
+            if punctuating:  # the Processor API's punctuators, after the record
+                punctuate(punctuating, stream_time, context, group)
         # Keys flush in the order they were last updated, the order their output is written in (a
         # suppression downstream sees the flushed updates in that order too).
         flushed = [group for group in task.touched() if group.dirty and group.last_context is not None]

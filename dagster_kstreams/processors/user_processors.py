@@ -22,9 +22,10 @@ of the interval after it (missed ones are skipped: ``PunctuationSchedule.next``)
 checks after a varying number of records (its thread's ``numIterations``); checking after every
 record is the finest it ever does, and what its ``TopologyTestDriver`` does.
 
-Punctuation, wall clock: checked against the worker's clock after each record and at the end of a
-micro-batch, so it fires no later than the end of the batch in which it came due (Kafka Streams:
-at its thread's next loop); an idle task (no micro-batch) does not punctuate.
+Punctuation, wall clock: checked against the worker's clock after each record, so it fires no
+later than the last record of the batch in which it came due (Kafka Streams: at its thread's next
+loop); an idle task (no micro-batch) does not punctuate. Both kinds fire in order of due time
+across the task's processors, as Kafka Streams' one queue per task.
 
 Lifetime: the processor instance lives for one micro-batch: ``supplier()`` then ``init(context)``
 at the batch's start, ``close()`` at its end. Schedules made in ``init`` keep their times across
@@ -46,7 +47,7 @@ from dagster_kstreams.topology.node_specs import NodeKind, StoreType
 from dagster_kstreams.topology.processor_api import PunctuationType, Record, RecordMetadata
 from dagster_kstreams.topology.task_id import TaskId
 
-__all__ = ["KeyValue", "KeyValueStore", "UserProcessorNode", "advance_stream_time", "BUILDERS"]
+__all__ = ["KeyValue", "KeyValueStore", "UserProcessorNode", "advance_stream_time", "punctuate", "BUILDERS"]
 
 _STREAM_TIME = "papi.stream_time"
 _NO_TIME = -1  # Kafka's RecordQueue.UNKNOWN
@@ -55,6 +56,27 @@ _NO_TIME = -1  # Kafka's RecordQueue.UNKNOWN
 class KeyValue(NamedTuple):
     key: Any
     value: Any
+
+
+def punctuate(nodes: list["UserProcessorNode"], stream_time: int, context, group) -> None:
+    """After the record ``context`` (its key's ``group``) has gone through the sub-topology: fire
+    every due schedule of the task's user processors, stream time first, then wall clock, each in
+    order of due time across processors (Kafka Streams keeps one ``PunctuationQueue`` per type
+    per task; equal times go in the order the schedules were made)."""
+    for kind, now in ((PunctuationType.STREAM_TIME, stream_time), (PunctuationType.WALL_CLOCK_TIME, None)):
+        if kind is PunctuationType.STREAM_TIME and now == _NO_TIME:
+            continue
+        if now is None:
+            now = _wall_clock_ms()
+        while True:
+            due = [(schedule.due, rank, node, schedule)
+                   for rank, (node, schedule) in enumerate((node, schedule) for node in nodes
+                                                           for schedule in node.schedules())
+                   if schedule.kind is kind and not schedule.cancelled and schedule.due <= now]
+            if not due:
+                break
+            _, _, node, schedule = min(due, key=lambda entry: entry[:2])
+            node.fire(schedule, now, context, group)
 
 
 def advance_stream_time(task, timestamp: Optional[int]) -> int:
@@ -236,6 +258,9 @@ class UserProcessorNode(Processor):
         self._instance = None
         self._context: Optional[ProcessorContext] = None
 
+    def schedules(self) -> list[_Schedule]:
+        return [] if self._context is None else self._context.schedules
+
     def child_position(self, child_name: str) -> int:
         if child_name not in self.child_names:
             raise ProcessingError(f"processor {self.name}: Unknown downstream node: {child_name} "
@@ -260,28 +285,21 @@ class UserProcessorNode(Processor):
         finally:
             ctx._record_context = None
 
-    def punctuate(self, stream_time: int) -> None:
-        """Fire every due schedule (stream time after a record; the wall clock)."""
-        for kind, now in ((PunctuationType.STREAM_TIME, stream_time), (PunctuationType.WALL_CLOCK_TIME, _wall_clock_ms())):
-            if kind is PunctuationType.STREAM_TIME and now == _NO_TIME:
-                continue
-            while True:
-                due = [s for s in self._context.schedules if s.kind is kind and not s.cancelled and s.due <= now]
-                if not due:
-                    break
-                schedule = min(due, key=lambda s: s.due)  # PunctuationQueue: earliest first
-                try:
-                    schedule.punctuator(now)
-                except Exception as cause:  # noqa: BLE001 - re-raised naming the processor
-                    raise ProcessingError(f"processor {self.name}: punctuator failed at {kind.name} {now}: "
-                                          f"{type(cause).__name__}: {cause}") from cause
-                schedule.advance(now)
+    def fire(self, schedule: _Schedule, now: int, context, group) -> None:
+        """Run one due punctuator, after the record ``context`` (its key's ``group``)."""
+        ctx = self._context
+        ctx._last_context, ctx._group = context, group
+        try:
+            schedule.punctuator(now)
+        except Exception as cause:  # noqa: BLE001 - re-raised naming the processor
+            raise ProcessingError(f"processor {self.name}: punctuator failed at {schedule.kind.name} {now}: "
+                                  f"{type(cause).__name__}: {cause}") from cause
+        schedule.advance(now)
 
     def end_task_batch(self, task) -> None:
         context = self._context
         if context is None:
             return
-        self.punctuate(task.values.get(_STREAM_TIME, _NO_TIME))
         task.values[f"papi.schedules.{self.name}"] = [s.due for s in context.schedules]
         self._instance.close()
         self._instance = self._context = None
