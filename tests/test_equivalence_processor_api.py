@@ -118,6 +118,9 @@ def test_processor_api_killed_part_way_and_rerun_matches_kafka_streams(
     assert set(ours) == set(expected)
     for task_and_source, sequence in expected.items():
         assert ours[task_and_source] == sequence, task_and_source
+    # The deduplicator's store after the rerun: each key's last value (read from the checkpoints).
+    last_values = {key: value for key, value, _, _ in kafka_streams_run["records"] if key is not None and value}
+    assert runner.read_store("seen") == last_values
 
 
 def test_the_low_level_topology_of_the_same_processors_matches_kafka_streams(

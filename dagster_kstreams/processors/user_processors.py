@@ -42,12 +42,14 @@ from typing import Any, Callable, Iterator, NamedTuple, Optional
 
 from dagster_kstreams.processors.base import Processor, register
 from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopologyError
+from dagster_kstreams.processors.state import load_state
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.topology.node_specs import NodeKind, StoreType
 from dagster_kstreams.topology.processor_api import PunctuationType, Record, RecordMetadata
 from dagster_kstreams.topology.task_id import TaskId
 
-__all__ = ["KeyValue", "KeyValueStore", "UserProcessorNode", "advance_stream_time", "punctuate", "BUILDERS"]
+__all__ = ["KeyValue", "KeyValueStore", "UserProcessorNode", "advance_stream_time", "punctuate", "user_store_content",
+           "BUILDERS"]
 
 _STREAM_TIME = "papi.stream_time"
 _NO_TIME = -1  # Kafka's RecordQueue.UNKNOWN
@@ -154,6 +156,19 @@ class KeyValueStore:
         content = self._content
         return iter([KeyValue(self._key_serde.deserialize(raw), self._value_serde.deserialize(content[raw]))
                      for raw in list(raws)])
+
+
+def user_store_content(program, stored: Optional[bytes], store_name: str) -> dict:
+    """``{key: value}`` of a user processor's store in a dumped task state (``read_store``)."""
+    serdes = next((node.stores[store_name] for node in program.nodes
+                   if isinstance(node, UserProcessorNode) and store_name in node.stores), None)
+    if serdes is None:
+        raise KeyError(f"no user processor of sub-topology {program.subtopology_id} has the store {store_name!r}")
+    if stored is None:
+        return {}
+    key_serde, value_serde = serdes
+    content = load_state(stored)["values"].get(f"papi.store.{store_name}", {})
+    return {key_serde.deserialize(raw): value_serde.deserialize(data) for raw, data in content.items()}
 
 
 class _Schedule:
