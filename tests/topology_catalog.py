@@ -41,7 +41,7 @@ from dagster_kstreams import (
 from regroup_topology import regroup_examples
 from suppress_topology import suppress_examples
 from processor_api_topology import processor_api_examples, processor_api_low_level
-from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Processor, Stores
+from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Processor, ProcessorSupplier, Stores
 from dagster_kstreams.topology import Topology
 from dagster_kstreams.topology.serdes import Serdes
 
@@ -1087,3 +1087,27 @@ def processor_api_low_level_wiring():
     t.add_processor("lonely", _Nothing, "other-source")
     t.add_sink("lonely-sink", "lonely-out", "lonely")
     return t
+
+
+class _WithStores(ProcessorSupplier):
+    def get(self):
+        return _Nothing()
+
+    def stores(self):
+        return [Stores.key_value_store_builder(Stores.persistent_key_value_store("own-store"),
+                                               Serdes.String(), Serdes.String())]
+
+
+@topology
+def processor_api_supplier_with_stores():
+    b = StreamsBuilder()
+    b.add_state_store(Stores.key_value_store_builder(
+        Stores.in_memory_key_value_store("shared"), Serdes.String(), Serdes.String()))
+    b.stream("events").process(_WithStores(), "shared").to("processed")
+    return b.build()
+
+
+@topology
+def processor_api_low_level_supplier_with_stores():
+    return Topology().add_source("src", "more-events").add_processor("own", _WithStores(), "src") \
+        .add_sink("sink", "more-processed", "own")

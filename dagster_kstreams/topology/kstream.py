@@ -26,7 +26,7 @@ from .ktable import KTable
 from .materialized import Materialized
 from .named import Named
 from .node_specs import KTableSourceSpec, NodeKind, ProcessorSpec, StoreSpec, StoreType
-from .processor_api import PROCESSOR_NAME, PROCESSVALUES_NAME
+from .processor_api import PROCESSOR_NAME, PROCESSVALUES_NAME, supplier_stores
 from .windows import JoinWindows
 
 __all__ = ["KStream", "BranchedKStream"]
@@ -163,7 +163,8 @@ class KStream(_AbstractStream):
             if not isinstance(store_name, str) or not store_name:
                 raise TypeError(f"{operation}: a state store name must be a non-empty str, got {store_name!r}")
         name = named.name if named is not None else self._builder.new_processor_name(prefix)
-        node = ProcessorGraphNode(name, ProcessorSpec(kind, {"supplier": supplier}), store_names)
+        node = ProcessorGraphNode(name, ProcessorSpec(kind, {"supplier": supplier}, supplier_stores(supplier)),
+                                  store_names)
         self._builder.add_graph_node(self._node, node)
         return node
 

@@ -13,7 +13,7 @@ from typing import Optional, Union
 
 from .errors import TopologyException
 from .node_specs import NodeKind, ProcessorSpec
-from .processor_api import StoreBuilder
+from .processor_api import StoreBuilder, supplier_stores
 
 __all__ = ["LowLevelTopologyMethods"]
 
@@ -54,7 +54,8 @@ class LowLevelTopologyMethods:
         if supplier() is supplier():
             raise TopologyException(f"add_processor({name!r}): the supplier returned the same Processor instance "
                                     "twice; it must return a new one on every call")
-        self._builder.add_processor(name, ProcessorSpec(NodeKind.PROCESS, {"supplier": supplier}), list(parent_names))
+        spec = ProcessorSpec(NodeKind.PROCESS, {"supplier": supplier}, supplier_stores(supplier))
+        self._builder.add_processor(name, spec, list(parent_names))
         self._refresh()
         return self
 

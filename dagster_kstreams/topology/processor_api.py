@@ -24,7 +24,7 @@ from .graph import GraphNode
 from .node_specs import StoreSpec, StoreType
 
 __all__ = [
-    "Processor", "FixedKeyProcessor", "Record", "PunctuationType", "RecordMetadata", "Stores",
+    "Processor", "FixedKeyProcessor", "ProcessorSupplier", "supplier_stores", "Record", "PunctuationType", "RecordMetadata", "Stores",
     "KeyValueBytesStoreSupplier", "StoreBuilder", "StateStoreNode", "PROCESSOR_NAME", "PROCESSVALUES_NAME",
 ]
 
@@ -95,6 +95,33 @@ class Processor:
 
 class FixedKeyProcessor(Processor):
     """A processor for ``process_values``: it forwards records with the key it was given."""
+
+
+class ProcessorSupplier:
+    """A supplier that also brings its stores (Kafka Streams' ``ProcessorSupplier`` with
+    ``ConnectedStoreProvider.stores()``): ``get()`` returns a new processor; the stores ``stores()``
+    returns are added to the topology and connected to the processor, as ``add_state_store`` and a
+    store name in ``process`` would. Any no-argument callable is a supplier too (with no stores)."""
+
+    def get(self) -> Processor:
+        raise NotImplementedError
+
+    def stores(self):
+        return None
+
+    def __call__(self) -> Processor:
+        return self.get()
+
+
+def supplier_stores(supplier) -> list[StoreSpec]:
+    """The stores a supplier brings (``ProcessorSupplier.stores()``), as store specs."""
+    if not isinstance(supplier, ProcessorSupplier):
+        return []
+    builders = list(supplier.stores() or ())
+    for builder in builders:
+        if not isinstance(builder, StoreBuilder):
+            raise TypeError(f"{type(supplier).__name__}.stores() must return StoreBuilders, got {type(builder).__name__}")
+    return [builder.spec() for builder in builders]
 
 
 @dataclass(frozen=True)

@@ -133,6 +133,9 @@ public final class TopologyCatalog {
         TOPOLOGIES.put("processor_api_named_then_count", TopologyCatalog::processor_api_named_then_count);
         TOPOLOGIES.put("processor_api_low_level_examples", () -> ProcessorApiExamples.lowLevel("events", "out"));
         TOPOLOGIES.put("processor_api_low_level_wiring", TopologyCatalog::processor_api_low_level_wiring);
+        TOPOLOGIES.put("processor_api_supplier_with_stores", TopologyCatalog::processor_api_supplier_with_stores);
+        TOPOLOGIES.put("processor_api_low_level_supplier_with_stores",
+                       TopologyCatalog::processor_api_low_level_supplier_with_stores);
     }
 
     /** Catalog names in definition order. */
@@ -976,5 +979,36 @@ public final class TopologyCatalog {
         t.addProcessor("lonely", Nothing::new, "other-source");
         t.addSink("lonely-sink", "lonely-out", "lonely");
         return t;
+    }
+
+    /** A supplier that brings its own store (ConnectedStoreProvider.stores()). */
+    static final class WithStores implements org.apache.kafka.streams.processor.api.ProcessorSupplier<String, String, String, String> {
+        @Override
+        public org.apache.kafka.streams.processor.api.Processor<String, String, String, String> get() {
+            return new Nothing();
+        }
+
+        @Override
+        public java.util.Set<org.apache.kafka.streams.state.StoreBuilder<?>> stores() {
+            return java.util.Set.of(org.apache.kafka.streams.state.Stores.keyValueStoreBuilder(
+                org.apache.kafka.streams.state.Stores.persistentKeyValueStore("own-store"),
+                org.apache.kafka.common.serialization.Serdes.String(), org.apache.kafka.common.serialization.Serdes.String()));
+        }
+    }
+
+    static Topology processor_api_supplier_with_stores() {
+        StreamsBuilder b = new StreamsBuilder();
+        b.addStateStore(org.apache.kafka.streams.state.Stores.keyValueStoreBuilder(
+            org.apache.kafka.streams.state.Stores.inMemoryKeyValueStore("shared"),
+            org.apache.kafka.common.serialization.Serdes.String(), org.apache.kafka.common.serialization.Serdes.String()));
+        b.<String, String>stream("events").process(new WithStores(), "shared").to("processed");
+        return b.build();
+    }
+
+    static Topology processor_api_low_level_supplier_with_stores() {
+        return new Topology()
+            .addSource("src", "more-events")
+            .addProcessor("own", new WithStores(), "src")
+            .addSink("sink", "more-processed", "own");
     }
 }
