@@ -199,3 +199,20 @@ def test_punctuators_of_several_processors_fire_in_due_order_across_them():
     values = [v.decode() for v in out.sort_values("emit_order", kind="stable")["value"] if b"wall" not in v]
     # due at 10 (saved across the batch): ticker's two, then ticker2's two
     assert values == ["right", "right", "t-once@27", "t-every@27", "u-once@27", "u-every@27"]
+
+
+class _ForwardsInInit(Processor):
+    def init(self, context) -> None:
+        context.forward(Record("k", "v", 0))
+
+    def process(self, record: Record) -> None:
+        pass
+
+
+def test_forward_outside_process_and_punctuators_fails_naming_the_processor():
+    builder = StreamsBuilder()
+    builder.stream("in").process(_ForwardsInInit).to("out")
+    program = compile_topology(builder, "app", default_key_serde=Serdes.String(),
+                               default_value_serde=Serdes.String()).program(0)
+    with pytest.raises(Exception, match="KSTREAM-PROCESSOR-0000000001: forward.. was called outside process"):
+        program.process_task_batch(_frame([("a", "v", 1)]), None)

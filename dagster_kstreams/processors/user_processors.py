@@ -209,6 +209,9 @@ class ProcessorContext:
             raise ProcessingError(f"processor {node.name} (process_values) changed the key of a record from "
                                   f"{self._input_key!r} to {record.key!r}; a FixedKeyProcessor cannot change keys")
         base = self._record_context or self._last_context
+        if base is None:
+            raise ProcessingError(f"processor {node.name}: forward() was called outside process() and a punctuator "
+                                  "(in init() or close()), where Kafka Streams refuses it too")
         context = dataclasses.replace(base, timestamp=record.timestamp)
         forward = node.program._forward
         children = node.children if child_name is None else [node.child_position(child_name)]
