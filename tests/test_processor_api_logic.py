@@ -201,6 +201,14 @@ def test_punctuators_of_several_processors_fire_in_due_order_across_them():
     assert values == ["right", "right", "t-once@27", "t-every@27", "u-once@27", "u-every@27"]
 
 
+def test_a_schedule_cancelled_in_one_batch_stays_cancelled_in_the_next():
+    program = _low_level_program(second_ticker=False)
+    _, stored = program.process_task_batch(_frame([("a", "left", 5), ("b", "left", 12)]), None)  # "once" ticks twice
+    out, _ = program.process_task_batch(_frame([("c", "left", 35)], 2), stored)
+    values = [v.decode() for v in out.sort_values("emit_order", kind="stable")["value"] if b"wall" not in v]
+    assert values == ["left", "t-every@35"]
+
+
 class _ForwardsInInit(Processor):
     def init(self, context) -> None:
         context.forward(Record("k", "v", 0))

@@ -28,9 +28,10 @@ loop); an idle task (no micro-batch) does not punctuate. Both kinds fire in orde
 across the task's processors, as Kafka Streams' one queue per task.
 
 Lifetime: the processor instance lives for one micro-batch: ``supplier()`` then ``init(context)``
-at the batch's start, ``close()`` at its end. Schedules made in ``init`` keep their times across
-batches (matched by the order they are made in), and the stores persist with the task's
-checkpoint, so a killed and rerun task continues exactly; instance fields do not outlive a batch.
+at the batch's start, ``close()`` at its end. A schedule made again in a later batch keeps its time
+and whether it was cancelled (schedules are matched by the order they are made in: make them in
+``init``), and the stores persist with the task's checkpoint, so a killed and rerun task continues
+exactly; instance fields do not outlive a batch.
 """
 
 from __future__ import annotations
@@ -65,11 +66,10 @@ def punctuate(nodes: list["UserProcessorNode"], stream_time: int, context, group
     every due schedule of the task's user processors, stream time first, then wall clock, each in
     order of due time across processors (Kafka Streams keeps one ``PunctuationQueue`` per type
     per task; equal times go in the order the schedules were made)."""
-    for kind, now in ((PunctuationType.STREAM_TIME, stream_time), (PunctuationType.WALL_CLOCK_TIME, None)):
-        if kind is PunctuationType.STREAM_TIME and now == _NO_TIME:
-            continue
-        if now is None:
-            now = _wall_clock_ms()
+    for kind in (PunctuationType.STREAM_TIME, PunctuationType.WALL_CLOCK_TIME):
+        now = stream_time if kind is PunctuationType.STREAM_TIME else _wall_clock_ms()
+        if now == _NO_TIME:
+            continue  # no record yet: stream time unknown
         while True:
             due = [(schedule.due, rank, node, schedule)
                    for rank, (node, schedule) in enumerate((node, schedule) for node in nodes
@@ -190,9 +190,10 @@ class _Schedule:
 class ProcessorContext:
     """What a user processor gets in ``init`` (Kafka Streams' ``api.ProcessorContext``)."""
 
-    def __init__(self, node: "UserProcessorNode", task, out, subtopology_id: int):
+    def __init__(self, node: "UserProcessorNode", task, out, subtopology_id: int, saved: list):
         self._node, self._task, self._out = node, task, out
         self._subtopology_id = subtopology_id
+        self._saved = saved  # (due, cancelled) of the schedules of the last batch, in the order made
         self._record_context = None  # the record being processed (None: in a punctuator or init)
         self._last_context = None
         self._group = None
@@ -237,6 +238,8 @@ class ProcessorContext:
             raise TypeError(f"schedule(): punctuation_type must be a PunctuationType, got {punctuation_type!r}")
         first = 0 if punctuation_type is PunctuationType.STREAM_TIME else _wall_clock_ms() + interval_ms
         schedule = _Schedule(first, interval_ms, punctuation_type, punctuator)
+        if len(self.schedules) < len(self._saved):  # the same schedule, made again: it keeps its time
+            schedule.due, schedule.cancelled = self._saved[len(self.schedules)]
         self.schedules.append(schedule)
         return schedule
 
@@ -286,13 +289,10 @@ class UserProcessorNode(Processor):
         return self.children[self.child_names.index(child_name)]
 
     def start_task_batch(self, task, out) -> None:
-        instance = self.supplier()
-        self._context = context = ProcessorContext(self, task, out, self.program.subtopology_id)
-        self._instance = instance
-        instance.init(context)
         saved = task.values.get(f"papi.schedules.{self.name}", [])
-        for schedule, due in zip(context.schedules, saved):
-            schedule.due = due
+        self._context = context = ProcessorContext(self, task, out, self.program.subtopology_id, saved)
+        self._instance = self.supplier()
+        self._instance.init(context)
 
     def process(self, key, value, context, out, state) -> None:
         ctx = self._context
@@ -318,7 +318,8 @@ class UserProcessorNode(Processor):
         context = self._context
         if context is None:
             return
-        task.values[f"papi.schedules.{self.name}"] = [s.due for s in context.schedules]
+        saved = [(s.due, s.cancelled) for s in context.schedules]
+        task.values[f"papi.schedules.{self.name}"] = saved + context._saved[len(saved):]
         self._instance.close()
         self._instance = self._context = None
 
