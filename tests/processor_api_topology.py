@@ -6,7 +6,9 @@ whether the key's value is new or a repeat of the last one (a deduplicator over 
 the record is late (its 10 s bucket ended at or before the stream time) or has a null key or
 value; it counts the other records per (bucket, key) in ``buckets``, and a punctuator on stream
 time every 10 s forwards and deletes the counts of the buckets that ended by then, in store order.
-``StampValues`` (``process_values``) appends each record's timestamp to its value.
+``StampValues`` (``process_values``) appends each record's timestamp to its value. ``WindowLog``
+(``process`` on the same source, window stores ``recent`` and ``recent-memory``) forwards what its
+two window stores hold after each record.
 
 Every value starts with ``p<partition>|``: the task that produced it. What a record forwards at
 once and what the punctuator forwards are in an order fixed by the input each (Kafka Streams runs
@@ -62,6 +64,37 @@ class BucketCounter(Processor):
             self.buckets.delete(entry.key)
 
 
+class WindowLog(Processor):
+    """Puts each value under its 5 s window in two window stores (20 s retention), the persistent
+    ``recent`` and the in-memory ``recent-memory`` (a null value deletes the window), and forwards
+    what each holds for the key over the last 10 s and for every key over the last 30 s, in the
+    store's own order."""
+
+    def init(self, context) -> None:
+        self.context = context
+        self.stores = [context.get_state_store("recent"), context.get_state_store("recent-memory")]
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            return
+        start = record.timestamp // 5_000 * 5_000
+        parts = []
+        for store in self.stores:
+            store.put(record.key, record.value, start)
+            mine = ",".join(f"{ts}={value}" for ts, value in store.fetch(record.key, start - 10_000, start))
+            every = ",".join(f"{entry.key.key}@{entry.key.window.start}={entry.value}"
+                             for entry in store.fetch_all(start - 30_000, start + 5_000))
+            parts.append(f"{mine}/{every}")
+        self.context.forward(record.with_value(f"p{self.context.record_metadata().partition}|win|" + "|".join(parts)))
+
+
+def _window_stores():
+    return [Stores.window_store_builder(Stores.persistent_window_store("recent", 20_000, 5_000, False),
+                                        Serdes.String(), Serdes.String()),
+            Stores.window_store_builder(Stores.in_memory_window_store("recent-memory", 20_000, 5_000, False),
+                                        Serdes.String(), Serdes.String())]
+
+
 class StampValues(FixedKeyProcessor):
     def process(self, record: Record) -> None:
         self.context.forward(record.with_value(f"{record.value}|t{record.timestamp}"))
@@ -74,17 +107,20 @@ def processor_api_examples(topics: dict[str, str]) -> StreamsBuilder:
         Stores.persistent_key_value_store("seen"), Serdes.String(), Serdes.String()))
     builder.add_state_store(Stores.key_value_store_builder(
         Stores.in_memory_key_value_store("buckets"), Serdes.String(), Serdes.Long()))
-    builder.stream(topics["events"]) \
-        .process(BucketCounter, "seen", "buckets") \
+    for store in _window_stores():
+        builder.add_state_store(store)
+    events = builder.stream(topics["events"])
+    events.process(BucketCounter, "seen", "buckets") \
         .process_values(StampValues) \
         .to(topics["out"])
+    events.process(WindowLog, "recent", "recent-memory").to(topics["out"])
     return builder
 
 
 def processor_api_low_level(topics: dict[str, str]) -> Topology:
     """The same processors wired with the low-level API (``Topology.add_source`` ...): the graph of
     :func:`processor_api_examples` under names of its own (Java twin: ProcessorApiExamples.lowLevel)."""
-    return Topology() \
+    topology = Topology() \
         .add_source("events-source", topics["events"]) \
         .add_processor("counter", BucketCounter, "events-source") \
         .add_state_store(Stores.key_value_store_builder(
@@ -92,4 +128,8 @@ def processor_api_low_level(topics: dict[str, str]) -> Topology:
         .add_state_store(Stores.key_value_store_builder(
             Stores.in_memory_key_value_store("buckets"), Serdes.String(), Serdes.Long()), "counter") \
         .add_processor("stamp", StampValues, "counter") \
-        .add_sink("out-sink", topics["out"], "stamp")
+        .add_sink("out-sink", topics["out"], "stamp") \
+        .add_processor("window-log", WindowLog, "events-source")
+    for store in _window_stores():
+        topology.add_state_store(store, "window-log")
+    return topology.add_sink("log-sink", topics["out"], "window-log")

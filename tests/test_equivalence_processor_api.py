@@ -1,5 +1,6 @@
 """The Processor API on Spark against Kafka Streams itself: ``process`` with two key-value stores
-and a stream-time punctuator, then ``process_values`` (tests/processor_api_topology.py; Java twin
+and a stream-time punctuator, then ``process_values``, and on the same source a ``process`` with a
+persistent and an in-memory window store (tests/processor_api_topology.py; Java twin
 ProcessorApiExamples). Kafka Streams 4.3.1 runs it once.
 
 Our tasks run the twin in a ``dagster-kstreams run`` process, one task after another in batches
@@ -142,6 +143,6 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     assert set(expected) == {(f"p{p}", source) for p in range(PARTITIONS) for source in ("record", "punctuation")}
     for partition in range(PARTITIONS):
         kinds = [value.split("|")[1] for _, value in expected[(f"p{partition}", "record")]]
-        assert {"new", "repeat", "late", "null"} <= set(kinds)
+        assert {"new", "repeat", "late", "null", "win"} <= set(kinds)
         counts = expected[(f"p{partition}", "punctuation")]
         assert len(counts) > 20 and any(int(value.split("|")[3]) > 1 for _, value in counts)

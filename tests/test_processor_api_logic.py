@@ -79,7 +79,7 @@ def _run(rows, batches):
         out, stored = program.process_task_batch(_frame(rows[first:first + size], first), stored)
         if out is not None:
             out = out.sort_values("emit_order", kind="stable")
-            outputs += [(k, v.decode()) for k, v in zip(out["key"], out["value"])]
+            outputs += [(k, v.decode()) for k, v in zip(out["key"], out["value"]) if b"|win|" not in v]
     return outputs
 
 

@@ -44,7 +44,7 @@ from typing import Any, Callable, Iterator, NamedTuple, Optional
 from dagster_kstreams.processors.base import Processor, register
 from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopologyError
 from dagster_kstreams.processors.state import load_state
-from dagster_kstreams.processors.task_state import task_state_of
+from dagster_kstreams.processors.user_window_store import WindowStore
 from dagster_kstreams.topology.node_specs import NodeKind, StoreType
 from dagster_kstreams.topology.processor_api import PunctuationType, Record, RecordMetadata
 from dagster_kstreams.topology.task_id import TaskId
@@ -158,6 +158,14 @@ class KeyValueStore:
                      for raw in list(raws)])
 
 
+def _open_store(name: str, store: tuple, content: dict):
+    """The store a processor reads and writes over its ``content`` (a task-level value)."""
+    key_serde, value_serde, window_supplier = store
+    if window_supplier is not None:
+        return WindowStore(name, key_serde, value_serde, window_supplier, content)
+    return KeyValueStore(name, key_serde, value_serde, content)
+
+
 def user_store_content(program, stored: Optional[bytes], store_name: str) -> dict:
     """``{key: value}`` of a user processor's store in a dumped task state (``read_store``)."""
     serdes = next((node.stores[store_name] for node in program.nodes
@@ -166,9 +174,8 @@ def user_store_content(program, stored: Optional[bytes], store_name: str) -> dic
         raise KeyError(f"no user processor of sub-topology {program.subtopology_id} has the store {store_name!r}")
     if stored is None:
         return {}
-    key_serde, value_serde = serdes
     content = load_state(stored)["values"].get(f"papi.store.{store_name}", {})
-    return {key_serde.deserialize(raw): value_serde.deserialize(data) for raw, data in content.items()}
+    return {entry.key: entry.value for entry in _open_store(store_name, serdes, content).all()}
 
 
 class _Schedule:
@@ -219,15 +226,13 @@ class ProcessorContext:
         for child in children:
             forward(child, record.key, record.value, context, self._out, self._group)
 
-    def get_state_store(self, name: str) -> KeyValueStore:
+    def get_state_store(self, name: str):
         store = self._node.stores.get(name)
         if store is None:
             raise ProcessingError(
                 f"Processor {self._node.name} has no access to StateStore {name} as the store is not connected to the "
                 "processor. Name it in process(supplier, *store_names) after adding it with add_state_store()")
-        key_serde, value_serde = store
-        content = self._task.values.setdefault(f"papi.store.{name}", {})
-        return KeyValueStore(name, key_serde, value_serde, content)
+        return _open_store(name, store, self._task.values.setdefault(f"papi.store.{name}", {}))
 
     def schedule(self, interval, punctuation_type: PunctuationType, punctuator: Callable[[int], None]) -> _Schedule:
         """Call ``punctuator(timestamp)`` every ``interval`` (ms or timedelta) of stream time or wall-clock time."""
@@ -273,7 +278,7 @@ class UserProcessorNode(Processor):
     def __init__(self, name: str, supplier: Callable, stores: dict, fixed_key: bool, child_names: list[str]):
         super().__init__(name)
         self.supplier = supplier
-        self.stores = stores  # store name -> (key serde, value serde)
+        self.stores = stores  # store name -> (key serde, value serde, window store supplier or None)
         self.fixed_key = fixed_key
         self.child_names = child_names
         self._instance = None
@@ -351,11 +356,16 @@ def build(factory, ctx) -> UserProcessorNode:
     stores = {}
     for store_name in factory.stores:
         spec = ctx.topology.state_stores[store_name]
-        if spec.type is not StoreType.USER_KEY_VALUE:
+        if spec.type not in (StoreType.USER_KEY_VALUE, StoreType.USER_WINDOW):
             raise UnsupportedTopologyError(
                 f"processor {factory.name}: store {store_name} belongs to a DSL operation ({spec.type.value}); the "
-                "Spark runner gives user processors only the key-value stores added with add_state_store()")
-        stores[store_name] = (spec.key_serde or ctx.default_key_serde, spec.value_serde or ctx.default_value_serde)
+                "Spark runner gives user processors only the key-value and window stores added with add_state_store()")
+        if spec.type is StoreType.USER_WINDOW and spec.window.retain_duplicates:
+            raise UnsupportedTopologyError(
+                f"processor {factory.name}: window store {store_name} retains duplicates, which the Spark runner "
+                "does not support yet; use retain_duplicates=False")
+        stores[store_name] = (spec.key_serde or ctx.default_key_serde, spec.value_serde or ctx.default_value_serde,
+                              spec.window if spec.type is StoreType.USER_WINDOW else None)
     _check_downstream(ctx.subtopology, factory)
     return UserProcessorNode(factory.name, factory.params["supplier"], stores,
                              fixed_key=factory.kind is NodeKind.PROCESS_VALUES, child_names=list(factory.children))

@@ -65,6 +65,7 @@ class StoreType(enum.Enum):
     OUTER_JOIN_SHARED = "outer_join_shared"  # left/outer stream-stream join's pending non-joined records
     SUPPRESSION_BUFFER = "suppression_buffer"
     USER_KEY_VALUE = "user_key_value"   # a key-value store added with StreamsBuilder.add_state_store
+    USER_WINDOW = "user_window"         # a window store added with StreamsBuilder.add_state_store
 
 
 @dataclass

@@ -7,7 +7,8 @@ what a user writes a custom processor with, importable with no Spark and no brok
 * :class:`Record` — key, value, timestamp, headers; ``with_key``/``with_value``/... return copies.
 * :class:`PunctuationType`, :class:`RecordMetadata`.
 * :class:`Stores` — ``Stores.key_value_store_builder(Stores.persistent_key_value_store(name),
-  key_serde, value_serde)`` (or ``in_memory_key_value_store``), added with
+  key_serde, value_serde)`` (or ``in_memory_key_value_store``), ``Stores.window_store_builder(
+  Stores.persistent_window_store(name, retention, size, retain_duplicates), ...)``, added with
   ``StreamsBuilder.add_state_store`` and named in ``KStream.process(supplier, *store_names)``.
 
 The engine side (the context a processor gets, the stores' contents, punctuation) lives in
@@ -17,7 +18,8 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field, replace
-from typing import Any, Optional
+from datetime import timedelta
+from typing import Any, Optional, Union
 
 from .errors import TopologyException
 from .graph import GraphNode
@@ -25,7 +27,7 @@ from .node_specs import StoreSpec, StoreType
 
 __all__ = [
     "Processor", "FixedKeyProcessor", "ProcessorSupplier", "supplier_stores", "Record", "PunctuationType", "RecordMetadata", "Stores",
-    "KeyValueBytesStoreSupplier", "StoreBuilder", "StateStoreNode", "PROCESSOR_NAME", "PROCESSVALUES_NAME",
+    "KeyValueBytesStoreSupplier", "WindowBytesStoreSupplier", "StoreBuilder", "StateStoreNode", "PROCESSOR_NAME", "PROCESSVALUES_NAME",
 ]
 
 PROCESSOR_NAME = "KSTREAM-PROCESSOR-"
@@ -131,10 +133,24 @@ class KeyValueBytesStoreSupplier:
 
 
 @dataclass(frozen=True)
-class StoreBuilder:
-    """A key-value store to add with ``StreamsBuilder.add_state_store`` (Kafka Streams' ``StoreBuilder``)."""
+class WindowBytesStoreSupplier:
+    """A window store: a value per (key, window start), kept for ``retention_ms`` of the store's
+    observed time (the largest window start put into it); ``segment_interval_ms`` is Kafka Streams'
+    RocksDB segment size, which orders a persistent store's iteration."""
 
-    supplier: KeyValueBytesStoreSupplier
+    name: str
+    persistent: bool
+    retention_ms: int
+    window_size_ms: int
+    retain_duplicates: bool
+    segment_interval_ms: int
+
+
+@dataclass(frozen=True)
+class StoreBuilder:
+    """A store to add with ``StreamsBuilder.add_state_store`` (Kafka Streams' ``StoreBuilder``)."""
+
+    supplier: Union[KeyValueBytesStoreSupplier, WindowBytesStoreSupplier]
     key_serde: Any = None
     value_serde: Any = None
     logging_enabled: bool = True
@@ -157,6 +173,10 @@ class StoreBuilder:
         return replace(self, caching_enabled=False)
 
     def spec(self) -> StoreSpec:
+        if isinstance(self.supplier, WindowBytesStoreSupplier):
+            return StoreSpec(self.name, StoreType.USER_WINDOW, self.logging_enabled, self.key_serde, self.value_serde,
+                             window=self.supplier, retention_ms=self.supplier.retention_ms, queryable=True,
+                             caching=self.caching_enabled)
         return StoreSpec(self.name, StoreType.USER_KEY_VALUE, self.logging_enabled, self.key_serde, self.value_serde,
                          queryable=True, caching=self.caching_enabled)
 
@@ -177,10 +197,44 @@ class Stores:
         return KeyValueBytesStoreSupplier(_store_name(name), False)
 
     @staticmethod
+    def persistent_window_store(name: str, retention_period, window_size, retain_duplicates: bool
+                                ) -> WindowBytesStoreSupplier:
+        """A RocksDB window store (durations: timedelta or ms)."""
+        return _window_supplier(name, retention_period, window_size, retain_duplicates, persistent=True)
+
+    @staticmethod
+    def in_memory_window_store(name: str, retention_period, window_size, retain_duplicates: bool
+                               ) -> WindowBytesStoreSupplier:
+        return _window_supplier(name, retention_period, window_size, retain_duplicates, persistent=False)
+
+    @staticmethod
+    def window_store_builder(supplier: WindowBytesStoreSupplier, key_serde=None, value_serde=None) -> StoreBuilder:
+        if not isinstance(supplier, WindowBytesStoreSupplier):
+            raise TypeError(f"window_store_builder expects a window store supplier, got {type(supplier).__name__}")
+        return StoreBuilder(supplier, key_serde, value_serde)
+
+    @staticmethod
     def key_value_store_builder(supplier: KeyValueBytesStoreSupplier, key_serde=None, value_serde=None) -> StoreBuilder:
         if not isinstance(supplier, KeyValueBytesStoreSupplier):
             raise TypeError(f"key_value_store_builder expects a key-value store supplier, got {type(supplier).__name__}")
         return StoreBuilder(supplier, key_serde, value_serde)
+
+
+def _millis(duration, what: str) -> int:
+    millis = int(duration.total_seconds() * 1000) if isinstance(duration, timedelta) else int(duration)
+    if millis < 0:
+        raise ValueError(f"{what} cannot be negative")
+    return millis
+
+
+def _window_supplier(name, retention_period, window_size, retain_duplicates: bool, persistent: bool
+                     ) -> WindowBytesStoreSupplier:
+    retention_ms, size_ms = _millis(retention_period, "retentionPeriod"), _millis(window_size, "windowSize")
+    if size_ms > retention_ms:
+        raise ValueError(f"The retention period of the window store {name} must be no smaller than its window size. "
+                         f"Got size=[{size_ms} ms], retention=[{retention_ms} ms]")
+    return WindowBytesStoreSupplier(_store_name(name), persistent, retention_ms, size_ms, bool(retain_duplicates),
+                                    max(retention_ms // 2, 60_000))
 
 
 def _store_name(name: str) -> str:

@@ -1,7 +1,9 @@
 package kstreams.oracle;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.StringJoiner;
 import java.util.Map;
 import java.util.Properties;
 
@@ -12,6 +14,8 @@ import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.processor.PunctuationType;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
@@ -22,7 +26,10 @@ import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.processor.api.RecordMetadata;
 import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.StoreBuilder;
 import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.WindowStore;
+import org.apache.kafka.streams.state.WindowStoreIterator;
 
 /**
  * The Processor API (process, process_values, key-value stores, a stream-time punctuator) run by
@@ -93,6 +100,57 @@ public final class ProcessorApiExamples {
         }
     }
 
+    /** Window stores: what each holds for the key over the last 10 s and for every key over 30 s. */
+    static final class WindowLog implements Processor<String, String, String, String> {
+        private ProcessorContext<String, String> context;
+        private List<WindowStore<String, String>> stores;
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+            WindowStore<String, String> recent = context.getStateStore("recent");
+            WindowStore<String, String> recentMemory = context.getStateStore("recent-memory");
+            this.stores = List.of(recent, recentMemory);
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            if (record.key() == null) {
+                return;
+            }
+            long start = record.timestamp() / 5_000 * 5_000;
+            List<String> parts = new ArrayList<>();
+            for (WindowStore<String, String> store : stores) {
+                store.put(record.key(), record.value(), start);
+                StringJoiner mine = new StringJoiner(",");
+                try (WindowStoreIterator<String> entries = store.fetch(record.key(), start - 10_000, start)) {
+                    while (entries.hasNext()) {
+                        KeyValue<Long, String> entry = entries.next();
+                        mine.add(entry.key + "=" + entry.value);
+                    }
+                }
+                StringJoiner every = new StringJoiner(",");
+                try (KeyValueIterator<Windowed<String>, String> entries = store.fetchAll(start - 30_000, start + 5_000)) {
+                    while (entries.hasNext()) {
+                        KeyValue<Windowed<String>, String> entry = entries.next();
+                        every.add(entry.key.key() + "@" + entry.key.window().start() + "=" + entry.value);
+                    }
+                }
+                parts.add(mine + "/" + every);
+            }
+            RecordMetadata metadata = context.recordMetadata().orElseThrow();
+            context.forward(record.withValue("p" + metadata.partition() + "|win|" + String.join("|", parts)));
+        }
+    }
+
+    static List<StoreBuilder<WindowStore<String, String>>> windowStores() {
+        return List.of(
+            Stores.windowStoreBuilder(Stores.persistentWindowStore(
+                "recent", Duration.ofSeconds(20), Duration.ofSeconds(5), false), Serdes.String(), Serdes.String()),
+            Stores.windowStoreBuilder(Stores.inMemoryWindowStore(
+                "recent-memory", Duration.ofSeconds(20), Duration.ofSeconds(5), false), Serdes.String(), Serdes.String()));
+    }
+
     static final class StampValues implements FixedKeyProcessor<String, String, String> {
         private FixedKeyProcessorContext<String, String> context;
 
@@ -113,16 +171,18 @@ public final class ProcessorApiExamples {
             Stores.persistentKeyValueStore("seen"), Serdes.String(), Serdes.String()));
         builder.addStateStore(Stores.keyValueStoreBuilder(
             Stores.inMemoryKeyValueStore("buckets"), Serdes.String(), Serdes.Long()));
-        builder.<String, String>stream(events)
-            .process(BucketCounter::new, "seen", "buckets")
+        windowStores().forEach(builder::addStateStore);
+        KStream<String, String> stream = builder.<String, String>stream(events);
+        stream.process(BucketCounter::new, "seen", "buckets")
             .processValues(StampValues::new)
             .to(out);
+        stream.process(WindowLog::new, "recent", "recent-memory").to(out);
         return builder.build();
     }
 
     /** The same processors wired with the low-level API; the Python twin is processor_api_low_level(). */
     static Topology lowLevel(String events, String out) {
-        return new Topology()
+        Topology topology = new Topology()
             .addSource("events-source", events)
             .addProcessor("counter", BucketCounter::new, "events-source")
             .addStateStore(Stores.keyValueStoreBuilder(
@@ -130,7 +190,10 @@ public final class ProcessorApiExamples {
             .addStateStore(Stores.keyValueStoreBuilder(
                 Stores.inMemoryKeyValueStore("buckets"), Serdes.String(), Serdes.Long()), "counter")
             .addProcessor("stamp", StampAll::new, "counter")
-            .addSink("out-sink", out, "stamp");
+            .addSink("out-sink", out, "stamp")
+            .addProcessor("window-log", WindowLog::new, "events-source");
+        windowStores().forEach(store -> topology.addStateStore(store, "window-log"));
+        return topology.addSink("log-sink", out, "window-log");
     }
 
     /** StampValues as a plain Processor (the low-level API takes ProcessorSuppliers). */
