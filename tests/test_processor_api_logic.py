@@ -224,3 +224,16 @@ def test_forward_outside_process_and_punctuators_fails_naming_the_processor():
                                default_value_serde=Serdes.String()).program(0)
     with pytest.raises(Exception, match="KSTREAM-PROCESSOR-0000000001: forward.. was called outside process"):
         program.process_task_batch(_frame([("a", "v", 1)]), None)
+
+
+def test_user_store_content_reads_key_value_and_window_stores_from_a_task_state():
+    from dagster_kstreams.processors.user_processors import user_store_content
+    from dagster_kstreams.topology.serdes import Window, Windowed
+    program = compile_topology(processor_api_examples({"events": "in", "out": "out"}), "app",
+                               default_key_serde=Serdes.String(), default_value_serde=Serdes.String()).program(0)
+    _, stored = program.process_task_batch(_frame([("a1", "x", 1000), ("a2", "y", 26_000), ("a1", "z", 27_000)]), None)
+    assert user_store_content(program, stored, "seen") == {"a1": "z", "a2": "y"}
+    # retention 20 s after the largest start (25000): the window at 0 is gone
+    assert user_store_content(program, stored, "recent") == {
+        Windowed("a2", Window(25_000, 30_000)): "y", Windowed("a1", Window(25_000, 30_000)): "z"}
+    assert user_store_content(program, None, "recent-memory") == {}
