@@ -237,3 +237,21 @@ def test_user_store_content_reads_key_value_and_window_stores_from_a_task_state(
     assert user_store_content(program, stored, "recent") == {
         Windowed("a2", Window(25_000, 30_000)): "y", Windowed("a1", Window(25_000, 30_000)): "z"}
     assert user_store_content(program, None, "recent-memory") == {}
+
+
+class _TaskIdInInit(Processor):
+    def init(self, context) -> None:
+        self.context, self.task = context, context.task_id()
+
+    def process(self, record: Record) -> None:
+        self.context.forward(record.with_value(str(self.task)))
+
+
+def test_the_task_id_is_known_in_init():
+    builder = StreamsBuilder()
+    builder.stream("in").process(_TaskIdInInit).to("out")
+    program = compile_topology(builder, "app", default_key_serde=Serdes.String(),
+                               default_value_serde=Serdes.String()).program(0)
+    frame = _frame([("a", "v", 1)]).assign(partition=[3])
+    out, _ = program.process_task_batch(frame, None)
+    assert list(out["value"]) == [b"0_3"]

@@ -85,8 +85,8 @@ class Processor:
         for child in self.children:
             forward(child, key, value, context, out, state)
 
-    def start_task_batch(self, task, out) -> None:
-        """The start of a task-grouped batch (nothing to do unless overridden)."""
+    def start_task_batch(self, task, out, first_context) -> None:
+        """The start of a task-grouped batch, before its first record (``first_context``)."""
 
     def end_task_batch(self, task) -> None:
         """The end of a task-grouped batch (nothing to do unless overridden)."""

@@ -29,6 +29,7 @@ there raw with Kafka Streams' dead-letter headers.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import pickle
 from typing import Any, Iterable, Optional
@@ -155,8 +156,12 @@ class SubtopologyProgram:
         task = TaskState.load(stored, len(self.stateful_nodes))
         out = Output(ordered=True)
         punctuating = [node for node in self.nodes if node.punctuates]
-        for node in self.nodes:
-            node.start_task_batch(task, out)
+        records = iter(records)
+        first = next(records, None)
+        if first is not None:
+            records = itertools.chain([first], records)
+            for node in self.nodes:
+                node.start_task_batch(task, out, first[0])
         for context, key, value in records:
             group = task.group(context.raw_key)
             stream_time = advance_stream_time(task, context.timestamp) if punctuating else None

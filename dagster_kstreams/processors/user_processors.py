@@ -28,7 +28,7 @@ loop); an idle task (no micro-batch) does not punctuate. Both kinds fire in orde
 across the task's processors, as Kafka Streams' one queue per task.
 
 Lifetime: the processor instance lives for one micro-batch: ``supplier()`` then ``init(context)``
-at the batch's start, ``close()`` at its end. A schedule made again in a later batch keeps its time
+at the batch's start (before its first record; a batch with no records does not start one), ``close()`` at its end. A schedule made again in a later batch keeps its time
 and whether it was cancelled (schedules are matched by the order they are made in: make them in
 ``init``), and the stores persist with the task's checkpoint, so a killed and rerun task continues
 exactly; instance fields do not outlive a batch.
@@ -197,9 +197,9 @@ class _Schedule:
 class ProcessorContext:
     """What a user processor gets in ``init`` (Kafka Streams' ``api.ProcessorContext``)."""
 
-    def __init__(self, node: "UserProcessorNode", task, out, subtopology_id: int, saved: list):
+    def __init__(self, node: "UserProcessorNode", task, out, subtopology_id: int, saved: list, partition: int):
         self._node, self._task, self._out = node, task, out
-        self._subtopology_id = subtopology_id
+        self._task_id = TaskId(subtopology_id, partition)
         self._saved = saved  # (due, cancelled) of the schedules of the last batch, in the order made
         self._record_context = None  # the record being processed (None: in a punctuator or init)
         self._last_context = None
@@ -253,8 +253,7 @@ class ProcessorContext:
         return None if context is None else RecordMetadata(context.topic, context.partition, context.offset)
 
     def task_id(self) -> TaskId:
-        base = self._record_context or self._last_context
-        return TaskId(self._subtopology_id, -1 if base is None else base.partition)
+        return self._task_id
 
     def current_stream_time_ms(self) -> int:
         return self._task.values.get(_STREAM_TIME, _NO_TIME)
@@ -293,9 +292,10 @@ class UserProcessorNode(Processor):
                                   f"(children: {self.child_names})")
         return self.children[self.child_names.index(child_name)]
 
-    def start_task_batch(self, task, out) -> None:
+    def start_task_batch(self, task, out, first_context) -> None:
         saved = task.values.get(f"papi.schedules.{self.name}", [])
-        self._context = context = ProcessorContext(self, task, out, self.program.subtopology_id, saved)
+        self._context = context = ProcessorContext(self, task, out, self.program.subtopology_id, saved,
+                                                   first_context.partition)
         self._instance = self.supplier()
         self._instance.init(context)
 
