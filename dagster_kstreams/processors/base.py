@@ -60,6 +60,8 @@ class Processor:
     stream_time_skips_null_values: ClassVar[bool] = False
     # its semantics span keys: the sub-topology runs task-grouped (task_state.py)
     task_grouped: ClassVar[bool] = False
+    # has punctuators to fire after each record (the Processor API: user_processors.punctuate)
+    punctuates: ClassVar[bool] = False
     # the user function, for processors that have one (Column plans look at it)
     fn: Any = None
     store: Optional[str] = None
@@ -82,6 +84,9 @@ class Processor:
         forward = self.program._forward
         for child in self.children:
             forward(child, key, value, context, out, state)
+
+    def start_task_batch(self, task, out, first_context) -> None:
+        """The start of a task-grouped batch, before its first record (``first_context``)."""
 
     def end_task_batch(self, task) -> None:
         """The end of a task-grouped batch (nothing to do unless overridden)."""

@@ -3,7 +3,7 @@
 Each view node is turned into a processor by the builder its family registers for its
 :class:`~dagster_kstreams.topology.node_specs.NodeKind` (``BUILDERS`` of :mod:`.stateless`,
 :mod:`.aggregations`, :mod:`.windows`, :mod:`.sessions`, :mod:`.table_joins`,
-:mod:`.table_regroup`, :mod:`.fk_joins`, :mod:`.stream_joins`, :mod:`.suppress`); a builder also checks, at
+:mod:`.table_regroup`, :mod:`.fk_joins`, :mod:`.stream_joins`, :mod:`.suppress`, :mod:`.user_processors`); a builder also checks, at
 definition time, that the processor can run with Kafka Streams' semantics, and raises
 :class:`~dagster_kstreams.processors.errors.UnsupportedTopologyError` naming it otherwise.
 Then every stateful processor gets its slot in the key's state row, in topological order.
@@ -16,7 +16,8 @@ from typing import Any, Callable, Optional
 
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
 from dagster_kstreams.processors import (
-    aggregations, fk_joins, sessions, stateless, stream_joins, suppress, table_joins, table_regroup, windows,
+    aggregations, fk_joins, sessions, stateless, stream_joins, suppress, table_joins, table_regroup, user_processors,
+    windows,
 )
 from dagster_kstreams.processors.base import Processor
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
@@ -95,6 +96,7 @@ BUILDERS: dict[NodeKind, Callable[[ProcessorNode, BuildContext], Processor]] = {
     **fk_joins.BUILDERS,
     **stream_joins.BUILDERS,
     **suppress.BUILDERS,
+    **user_processors.BUILDERS,
     NodeKind.WINDOWED_AGGREGATE: _windowed_aggregate,
 }
 
@@ -106,7 +108,8 @@ def build_processor(factory: ProcessorNode, ctx: BuildContext) -> Processor:
             f"processor {factory.name} ({factory.kind.value}) is not supported by the Spark runner yet; it runs "
             "stateless operations, to/to_table, group_by/group_by_key with count/reduce/aggregate, "
             "KTable filter/map_values/to_stream/group_by, stream-table joins, table-table joins (also on a foreign "
-            "key), time/sliding/session windowed aggregations, suppress and stream-stream joins"
+            "key), time/sliding/session windowed aggregations, suppress, stream-stream joins and "
+            "process/process_values"
         )
     return builder(factory, ctx)
 

@@ -29,6 +29,7 @@ there raw with Kafka Streams' dead-letter headers.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import pickle
 from typing import Any, Iterable, Optional
@@ -43,6 +44,7 @@ from dagster_kstreams.processors.base import Processor
 from dagster_kstreams.processors.records import FLUSH_ORDER, Output, RecordContext
 from dagster_kstreams.processors.state import ABSENT, GroupState
 from dagster_kstreams.processors.task_state import TaskState
+from dagster_kstreams.processors.user_processors import advance_stream_time, punctuate
 
 __all__ = ["SubtopologyProgram"]
 
@@ -153,11 +155,21 @@ class SubtopologyProgram:
         records and the new task state."""
         task = TaskState.load(stored, len(self.stateful_nodes))
         out = Output(ordered=True)
+        punctuating = [node for node in self.nodes if node.punctuates]
+        records = iter(records)
+        first = next(records, None)
+        if first is not None:
+            records = itertools.chain([first], records)
+            for node in self.nodes:
+                node.start_task_batch(task, out, first[0])
         for context, key, value in records:
             group = task.group(context.raw_key)
-            context = self.process_record(context, key, value, out, group)
-            if context is not None:
-                group.last_context = context
+            stream_time = advance_stream_time(task, context.timestamp) if punctuating else None
+            processed = self.process_record(context, key, value, out, group)
+            if processed is not None:
+                group.last_context = processed
+            if punctuating:  # the Processor API's punctuators, after the record
+                punctuate(punctuating, stream_time, context, group)
         # Keys flush in the order they were last updated, the order their output is written in (a
         # suppression downstream sees the flushed updates in that order too).
         flushed = [group for group in task.touched() if group.dirty and group.last_context is not None]

@@ -40,6 +40,7 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
 from dagster_kstreams.processors import sessions, window_store
 from dagster_kstreams.processors.task_state import TaskState
+from dagster_kstreams.processors.user_processors import user_store_content
 from dagster_kstreams.processors.windows import WINDOW_KINDS
 from dagster_kstreams.spark.frames import OUTPUT_SPARK_SCHEMA
 from dagster_kstreams.spark.source import in_processing_order
@@ -152,6 +153,14 @@ class TaskGroupedState(Strategy):
 
     def orders_output(self, program: Any) -> bool:
         return True  # the end-of-batch flush, and the rows land in one of the state partitions
+
+    def user_store_content(self, rows, program, store_name: str) -> dict[Any, Any]:
+        """``{key: value}`` of a user processor's store (the Processor API's, task-level state)."""
+        table: dict[Any, Any] = {}
+        for row in rows:  # one row per task
+            blob = _state_columns(row.value)[0]
+            table.update(user_store_content(program, None if blob is None else bytes(blob), store_name))
+        return table
 
     def store_content(self, rows, program, slot, key_serde):
         node = _store_node(program, slot)

@@ -468,9 +468,12 @@ class TaskRunner:
         """
         subtopology = self.application.subtopology_of_store(store_name)
         program = self.compiled.program(subtopology)
-        slot = program.store_slots[store_name]
-        key_serde = self.compiled.store_key_serde(subtopology)
         strategy = strategy_for(program)
+        if store_name in program.store_slots:
+            slot, key_serde = program.store_slots[store_name], self.compiled.store_key_serde(subtopology)
+            content = lambda rows: strategy.store_content(rows, program, slot, key_serde)  # noqa: E731
+        else:  # a user processor's store (the Processor API): task-level state
+            content = lambda rows: strategy.user_store_content(rows, program, store_name)  # noqa: E731
         # The RocksDB provider reports to the driver's StateStoreCoordinator, which Spark creates
         # with the session's StreamingQueryManager: make sure it exists in a fresh session.
         self.spark.streams.active
@@ -480,5 +483,5 @@ class TaskRunner:
             if CheckpointReader(self.spark, checkpoint).last_committed_batch() is None:
                 continue
             rows = self.spark.read.format("statestore").load(checkpoint).collect()
-            table.update(strategy.store_content(rows, program, slot, key_serde))
+            table.update(content(rows))
         return table

@@ -20,6 +20,9 @@ from .ktable import KGroupedTable, KTable
 from .materialized import Materialized
 from .named import Named
 from .node_specs import NodeKind, StoreSpec, StoreType
+from .processor_api import (
+    FixedKeyProcessor, Processor, ProcessorSupplier, PunctuationType, Record, RecordMetadata, Stores,
+)
 from .serdes import Serde, Serdes, Window, Windowed, WindowedSerde
 from .streams_builder import StreamsBuilder
 from .suppressed import BufferConfig, Suppressed
@@ -39,4 +42,5 @@ __all__ = [
     "StoreType", "Serde", "Serdes", "Window", "Windowed", "WindowedSerde", "CopartitionError",
     "ProcessorNode", "Subtopology", "TaskId", "TopicRef", "Topology", "changelog_topic_name",
     "internal_topic_name", "as_topology", "JoinWindows", "SessionWindows", "SlidingWindows", "TimeWindows",
+    "FixedKeyProcessor", "Processor", "ProcessorSupplier", "PunctuationType", "Record", "RecordMetadata", "Stores",
 ]

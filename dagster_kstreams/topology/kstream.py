@@ -26,6 +26,7 @@ from .ktable import KTable
 from .materialized import Materialized
 from .named import Named
 from .node_specs import KTableSourceSpec, NodeKind, ProcessorSpec, StoreSpec, StoreType
+from .processor_api import PROCESSOR_NAME, PROCESSVALUES_NAME, supplier_stores
 from .windows import JoinWindows
 
 __all__ = ["KStream", "BranchedKStream"]
@@ -132,6 +133,40 @@ class KStream(_AbstractStream):
             branched.branch(predicate)
         branches = branched.no_default_branch()
         return list(branches.values())
+
+    # -- the Processor API ----------------------------------------------------------------
+    def process(self, supplier, *args) -> KStream:
+        """``process(supplier, *store_names)`` or ``process(supplier, named, *store_names)``:
+        ``supplier()`` returns a new :class:`~.processor_api.Processor`; the stream it returns holds
+        the records it forwards (their key may change: a stateful operation after it repartitions)."""
+        node = self._user_processor(supplier, args, PROCESSOR_NAME, NodeKind.PROCESS, "KStream.process")
+        return KStream(node.name, None, None, self._source_nodes, True, node, self._builder)
+
+    def process_values(self, supplier, *args) -> KStream:
+        """``process_values(supplier, *store_names)`` or ``(supplier, named, *store_names)``: a
+        :class:`~.processor_api.FixedKeyProcessor`, which forwards records with the key it got."""
+        node = self._user_processor(supplier, args, PROCESSVALUES_NAME, NodeKind.PROCESS_VALUES,
+                                    "KStream.process_values")
+        return KStream(node.name, self.key_serde, None, self._source_nodes, self.repartition_required, node,
+                       self._builder)
+
+    def _user_processor(self, supplier, args: tuple, prefix: str, kind: NodeKind, operation: str) -> ProcessorGraphNode:
+        if not callable(supplier):
+            raise TypeError(f"{operation}: the supplier must be a no-argument callable returning a Processor, "
+                            f"got {type(supplier).__name__}")
+        if supplier() is supplier():
+            raise TopologyException(f"{operation}: the supplier returned the same Processor instance twice; it must "
+                                    "return a new one on every call (Kafka Streams' ProcessorSupplier contract)")
+        named = args[0] if args and isinstance(args[0], Named) else None
+        store_names = args[1:] if named is not None else args
+        for store_name in store_names:
+            if not isinstance(store_name, str) or not store_name:
+                raise TypeError(f"{operation}: a state store name must be a non-empty str, got {store_name!r}")
+        name = named.name if named is not None else self._builder.new_processor_name(prefix)
+        node = ProcessorGraphNode(name, ProcessorSpec(kind, {"supplier": supplier}, supplier_stores(supplier)),
+                                  store_names)
+        self._builder.add_graph_node(self._node, node)
+        return node
 
     # -- repartitioning --------------------------------------------------------------
     def repartition(self, repartitioned: Optional[Repartitioned] = None) -> KStream:

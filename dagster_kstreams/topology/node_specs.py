@@ -59,6 +59,9 @@ class NodeKind(enum.Enum):
     TABLE_GROUP_BY_MAP = "table_group_by_map"
     TABLE_AGGREGATE = "table_aggregate"
     SUPPRESS = "suppress"
+    # the Processor API (user processors, processor_api.py)
+    PROCESS = "process"
+    PROCESS_VALUES = "process_values"
 
 
 class StoreType(enum.Enum):
@@ -68,6 +71,8 @@ class StoreType(enum.Enum):
     JOIN_WINDOW = "join_window"         # stream-stream join buffer (retains duplicates)
     OUTER_JOIN_SHARED = "outer_join_shared"  # left/outer stream-stream join's pending non-joined records
     SUPPRESSION_BUFFER = "suppression_buffer"
+    USER_KEY_VALUE = "user_key_value"   # a key-value store added with StreamsBuilder.add_state_store
+    USER_WINDOW = "user_window"         # a window store added with StreamsBuilder.add_state_store
 
 
 @dataclass

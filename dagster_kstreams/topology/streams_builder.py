@@ -17,6 +17,7 @@ from .kstream import KStream
 from .ktable import KTable
 from .materialized import Materialized
 from .node_specs import KTableSourceSpec, NodeKind, StoreSpec, StoreType
+from .processor_api import StateStoreNode, StoreBuilder
 from .view import Topology
 
 __all__ = ["StreamsBuilder"]
@@ -73,6 +74,14 @@ class StreamsBuilder:
         builder.add_graph_node(builder.root, node)
         return KTable(table_source_name, key_serde, value_serde, {source_name}, store_name if queryable else None,
                       node, builder, kind="source", source_spec=spec)
+
+    def add_state_store(self, store_builder: StoreBuilder) -> "StreamsBuilder":
+        """Add a store for processors of the Processor API to name (``KStream.process(supplier, name)``)."""
+        if not isinstance(store_builder, StoreBuilder):
+            raise TypeError(f"add_state_store expects a StoreBuilder (Stores.key_value_store_builder(...)), "
+                            f"got {type(store_builder).__name__}")
+        self._builder.add_graph_node(self._builder.root, StateStoreNode(store_builder.spec()))
+        return self
 
     def build(self) -> Topology:
         """Write the graph into a :class:`~dagster_kstreams.topology.view.Topology` (idempotent)."""

@@ -99,6 +99,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from .describe import TopologyDescription, describe_subtopology
 from .errors import TopologyException
+from .low_level import LowLevelTopologyMethods
 from .node_specs import NodeKind, StoreSpec
 from .task_id import TaskId
 from .topology_builder import InternalTopologyBuilder
@@ -175,11 +176,16 @@ class Subtopology:
         raise KeyError(f"sub-topology {self.id} has no node {name!r}")
 
 
-class Topology:
-    """A built topology (Kafka Streams' ``Topology``)."""
+class Topology(LowLevelTopologyMethods):
+    """A built topology (Kafka Streams' ``Topology``); ``Topology()`` starts an empty one for the
+    Processor API's low-level methods (:mod:`.low_level`)."""
 
-    def __init__(self, builder: InternalTopologyBuilder):
-        self._builder = builder
+    def __init__(self, builder: Optional[InternalTopologyBuilder] = None):
+        self._builder = InternalTopologyBuilder() if builder is None else builder
+        self._refresh()
+
+    def _refresh(self) -> None:
+        builder = self._builder
         self.repartition_topics: Mapping[str, Optional[int]] = MappingProxyType(dict(builder.internal_topics))
         self._groups = builder.node_groups()
         self.subtopologies: tuple = tuple(self._make_subtopology(gid, names) for gid, names in self._groups.items())

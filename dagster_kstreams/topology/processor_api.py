@@ -1,0 +1,255 @@
+"""The Processor API's user-facing types (Kafka Streams' ``processor.api`` and ``state.Stores``):
+what a user writes a custom processor with, importable with no Spark and no broker.
+
+* :class:`Processor` (``init(context)``, ``process(record)``, ``close()``) and
+  :class:`FixedKeyProcessor` (``process_values``: it cannot change the key); a *supplier* is a
+  no-argument callable returning a new processor, as Kafka Streams' ``ProcessorSupplier.get``.
+* :class:`Record` — key, value, timestamp, headers; ``with_key``/``with_value``/... return copies.
+* :class:`PunctuationType`, :class:`RecordMetadata`.
+* :class:`Stores` — ``Stores.key_value_store_builder(Stores.persistent_key_value_store(name),
+  key_serde, value_serde)`` (or ``in_memory_key_value_store``), ``Stores.window_store_builder(
+  Stores.persistent_window_store(name, retention, size, retain_duplicates), ...)``, added with
+  ``StreamsBuilder.add_state_store`` and named in ``KStream.process(supplier, *store_names)``.
+
+The engine side (the context a processor gets, the stores' contents, punctuation) lives in
+:mod:`dagster_kstreams.processors.user_processors`.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from typing import Any, Optional, Union
+
+from .errors import TopologyException
+from .graph import GraphNode
+from .node_specs import StoreSpec, StoreType
+
+__all__ = [
+    "Processor", "FixedKeyProcessor", "ProcessorSupplier", "supplier_stores", "Record", "PunctuationType", "RecordMetadata", "Stores",
+    "KeyValueBytesStoreSupplier", "WindowBytesStoreSupplier", "StoreBuilder", "StateStoreNode", "PROCESSOR_NAME", "PROCESSVALUES_NAME",
+]
+
+PROCESSOR_NAME = "KSTREAM-PROCESSOR-"
+PROCESSVALUES_NAME = "KSTREAM-PROCESSVALUES-"
+
+
+class PunctuationType(enum.Enum):
+    """When a punctuator fires: on the task's stream time, or on the wall clock."""
+
+    STREAM_TIME = "stream_time"
+    WALL_CLOCK_TIME = "wall_clock_time"
+
+
+@dataclass(frozen=True)
+class Record:
+    """A record as a processor sees and forwards it (Kafka Streams' ``api.Record``)."""
+
+    key: Any
+    value: Any
+    timestamp: int
+    headers: tuple = field(default=())
+
+    def with_key(self, key) -> "Record":
+        return replace(self, key=key)
+
+    def with_value(self, value) -> "Record":
+        return replace(self, value=value)
+
+    def with_timestamp(self, timestamp: int) -> "Record":
+        if timestamp < 0:
+            raise ValueError(f"Malformed Record: timestamp may not be negative. Got: {timestamp}")
+        return replace(self, timestamp=timestamp)
+
+    def with_headers(self, headers) -> "Record":
+        return replace(self, headers=tuple(headers or ()))
+
+
+@dataclass(frozen=True)
+class RecordMetadata:
+    """Where the record being processed came from (None in a punctuator, as in Kafka Streams)."""
+
+    topic: str
+    partition: int
+    offset: int
+
+
+class Processor:
+    """A user processor. Override :meth:`process`; :meth:`init` keeps the context by default.
+
+    Guarantee: records reach :meth:`process` one at a time in the task's processing order, and
+    what is kept in the context's state stores survives micro-batches, crashes and reruns. The
+    instance itself lives for one micro-batch (``init`` at its start, ``close`` at its end):
+    keep in stores whatever must outlive it, as Kafka Streams requires of anything that must
+    outlive a restart."""
+
+    context = None
+
+    def init(self, context) -> None:
+        self.context = context
+
+    def process(self, record: Record) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class FixedKeyProcessor(Processor):
+    """A processor for ``process_values``: it forwards records with the key it was given."""
+
+
+class ProcessorSupplier:
+    """A supplier that also brings its stores (Kafka Streams' ``ProcessorSupplier`` with
+    ``ConnectedStoreProvider.stores()``): ``get()`` returns a new processor; the stores ``stores()``
+    returns are added to the topology and connected to the processor, as ``add_state_store`` and a
+    store name in ``process`` would. Any no-argument callable is a supplier too (with no stores)."""
+
+    def get(self) -> Processor:
+        raise NotImplementedError
+
+    def stores(self):
+        return None
+
+    def __call__(self) -> Processor:
+        return self.get()
+
+
+def supplier_stores(supplier) -> list[StoreSpec]:
+    """The stores a supplier brings (``ProcessorSupplier.stores()``), as store specs."""
+    if not isinstance(supplier, ProcessorSupplier):
+        return []
+    builders = list(supplier.stores() or ())
+    for builder in builders:
+        if not isinstance(builder, StoreBuilder):
+            raise TypeError(f"{type(supplier).__name__}.stores() must return StoreBuilders, got {type(builder).__name__}")
+    return [builder.spec() for builder in builders]
+
+
+@dataclass(frozen=True)
+class KeyValueBytesStoreSupplier:
+    name: str
+    persistent: bool
+
+
+@dataclass(frozen=True)
+class WindowBytesStoreSupplier:
+    """A window store: a value per (key, window start), kept for ``retention_ms`` of the store's
+    observed time (the largest window start put into it); ``segment_interval_ms`` is Kafka Streams'
+    RocksDB segment size, which orders a persistent store's iteration."""
+
+    name: str
+    persistent: bool
+    retention_ms: int
+    window_size_ms: int
+    retain_duplicates: bool
+    segment_interval_ms: int
+
+
+@dataclass(frozen=True)
+class StoreBuilder:
+    """A store to add with ``StreamsBuilder.add_state_store`` (Kafka Streams' ``StoreBuilder``)."""
+
+    supplier: Union[KeyValueBytesStoreSupplier, WindowBytesStoreSupplier]
+    key_serde: Any = None
+    value_serde: Any = None
+    logging_enabled: bool = True
+    caching_enabled: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.supplier.name
+
+    def with_logging_disabled(self) -> "StoreBuilder":
+        return replace(self, logging_enabled=False)
+
+    def with_logging_enabled(self, config: Optional[dict] = None) -> "StoreBuilder":
+        return replace(self, logging_enabled=True)
+
+    def with_caching_enabled(self) -> "StoreBuilder":
+        return replace(self, caching_enabled=True)
+
+    def with_caching_disabled(self) -> "StoreBuilder":
+        return replace(self, caching_enabled=False)
+
+    def spec(self) -> StoreSpec:
+        if isinstance(self.supplier, WindowBytesStoreSupplier):
+            return StoreSpec(self.name, StoreType.USER_WINDOW, self.logging_enabled, self.key_serde, self.value_serde,
+                             window=self.supplier, retention_ms=self.supplier.retention_ms, queryable=True,
+                             caching=self.caching_enabled)
+        return StoreSpec(self.name, StoreType.USER_KEY_VALUE, self.logging_enabled, self.key_serde, self.value_serde,
+                         queryable=True, caching=self.caching_enabled)
+
+
+class Stores:
+    """Factories of state stores (Kafka Streams' ``Stores``): key-value stores."""
+
+    @staticmethod
+    def persistent_key_value_store(name: str) -> KeyValueBytesStoreSupplier:
+        return KeyValueBytesStoreSupplier(_store_name(name), True)
+
+    @staticmethod
+    def persistent_timestamped_key_value_store(name: str) -> KeyValueBytesStoreSupplier:
+        return KeyValueBytesStoreSupplier(_store_name(name), True)
+
+    @staticmethod
+    def in_memory_key_value_store(name: str) -> KeyValueBytesStoreSupplier:
+        return KeyValueBytesStoreSupplier(_store_name(name), False)
+
+    @staticmethod
+    def persistent_window_store(name: str, retention_period, window_size, retain_duplicates: bool
+                                ) -> WindowBytesStoreSupplier:
+        """A RocksDB window store (durations: timedelta or ms)."""
+        return _window_supplier(name, retention_period, window_size, retain_duplicates, persistent=True)
+
+    @staticmethod
+    def in_memory_window_store(name: str, retention_period, window_size, retain_duplicates: bool
+                               ) -> WindowBytesStoreSupplier:
+        return _window_supplier(name, retention_period, window_size, retain_duplicates, persistent=False)
+
+    @staticmethod
+    def window_store_builder(supplier: WindowBytesStoreSupplier, key_serde=None, value_serde=None) -> StoreBuilder:
+        if not isinstance(supplier, WindowBytesStoreSupplier):
+            raise TypeError(f"window_store_builder expects a window store supplier, got {type(supplier).__name__}")
+        return StoreBuilder(supplier, key_serde, value_serde)
+
+    @staticmethod
+    def key_value_store_builder(supplier: KeyValueBytesStoreSupplier, key_serde=None, value_serde=None) -> StoreBuilder:
+        if not isinstance(supplier, KeyValueBytesStoreSupplier):
+            raise TypeError(f"key_value_store_builder expects a key-value store supplier, got {type(supplier).__name__}")
+        return StoreBuilder(supplier, key_serde, value_serde)
+
+
+def _millis(duration, what: str) -> int:
+    millis = int(duration.total_seconds() * 1000) if isinstance(duration, timedelta) else int(duration)
+    if millis < 0:
+        raise ValueError(f"{what} cannot be negative")
+    return millis
+
+
+def _window_supplier(name, retention_period, window_size, retain_duplicates: bool, persistent: bool
+                     ) -> WindowBytesStoreSupplier:
+    retention_ms, size_ms = _millis(retention_period, "retentionPeriod"), _millis(window_size, "windowSize")
+    if size_ms > retention_ms:
+        raise ValueError(f"The retention period of the window store {name} must be no smaller than its window size. "
+                         f"Got size=[{size_ms} ms], retention=[{retention_ms} ms]")
+    return WindowBytesStoreSupplier(_store_name(name), persistent, retention_ms, size_ms, bool(retain_duplicates),
+                                    max(retention_ms // 2, 60_000))
+
+
+def _store_name(name: str) -> str:
+    if not isinstance(name, str) or not name:
+        raise TopologyException(f"a store name must be a non-empty str, got {name!r}")
+    return name
+
+
+class StateStoreNode(GraphNode):
+    """``StreamsBuilder.add_state_store``: a store no DSL operation owns, connected to the
+    processors that name it (Kafka Streams' ``StateStoreNode``)."""
+
+    def __init__(self, store: StoreSpec):
+        super().__init__(store.name)
+        self.store = store
+
+    def write(self, builder) -> None:
+        builder.add_state_store(self.store)

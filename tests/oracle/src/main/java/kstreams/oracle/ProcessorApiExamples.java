@@ -1,0 +1,230 @@
+package kstreams.oracle;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.StringJoiner;
+import java.util.Map;
+import java.util.Properties;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.processor.PunctuationType;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
+import org.apache.kafka.streams.processor.api.FixedKeyRecord;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.processor.api.RecordMetadata;
+import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.StoreBuilder;
+import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.WindowStore;
+import org.apache.kafka.streams.state.WindowStoreIterator;
+
+/**
+ * The Processor API (process, process_values, key-value stores, a stream-time punctuator) run by
+ * Kafka Streams itself against a real broker until the input is consumed to its end; prints JSON
+ * {"describe": topology.describe()}.
+ *
+ * Args: bootstrap applicationId stateDir events out
+ *
+ * The Python twin is tests/processor_api_topology.py (BucketCounter, StampValues); keep the two in step.
+ */
+public final class ProcessorApiExamples {
+    private ProcessorApiExamples() {}
+
+    static final long BUCKET_MS = 10_000L;
+
+    static final class BucketCounter implements Processor<String, String, String, String> {
+        private ProcessorContext<String, String> context;
+        private KeyValueStore<String, String> seen;
+        private KeyValueStore<String, Long> buckets;
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+            this.seen = context.getStateStore("seen");
+            this.buckets = context.getStateStore("buckets");
+            context.schedule(Duration.ofMillis(BUCKET_MS), PunctuationType.STREAM_TIME, this::emitClosed);
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            RecordMetadata metadata = context.recordMetadata().orElseThrow();
+            String tag = "p" + metadata.partition() + "|";
+            if (record.key() == null || record.value() == null) {
+                context.forward(record.withValue(tag + "null|" + record.key() + "|" + record.value()));
+                return;
+            }
+            String last = seen.putIfAbsent(record.key(), record.value());
+            if (last != null) {
+                seen.put(record.key(), record.value());
+            }
+            String kind = record.value().equals(last) ? "repeat" : "new";
+            context.forward(record.withValue(tag + kind + "|" + record.value() + "|o" + metadata.offset()));
+            long bucket = record.timestamp() / BUCKET_MS;
+            if ((bucket + 1) * BUCKET_MS <= context.currentStreamTimeMs()) {
+                context.forward(record.withValue(tag + "late|" + record.value()));
+                return;
+            }
+            String slot = String.format("%012d|%s", bucket, record.key());
+            Long count = buckets.get(slot);
+            buckets.put(slot, (count == null ? 0L : count) + 1);
+        }
+
+        private void emitClosed(long now) {
+            String tag = "p" + context.taskId().partition() + "|";
+            try (KeyValueIterator<String, Long> entries = buckets.all()) {
+                while (entries.hasNext()) {
+                    KeyValue<String, Long> entry = entries.next();
+                    long bucket = Long.parseLong(entry.key.substring(0, 12));
+                    String key = entry.key.substring(13);
+                    long end = (bucket + 1) * BUCKET_MS;
+                    if (end > now) {
+                        break;
+                    }
+                    context.forward(new Record<>(key, tag + "count|" + bucket + "|" + entry.value, end - 1));
+                    buckets.delete(entry.key);
+                }
+            }
+        }
+    }
+
+    /** Window stores: what each holds for the key over the last 10 s and for every key over 30 s. */
+    static final class WindowLog implements Processor<String, String, String, String> {
+        private ProcessorContext<String, String> context;
+        private List<WindowStore<String, String>> stores;
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+            WindowStore<String, String> recent = context.getStateStore("recent");
+            WindowStore<String, String> recentMemory = context.getStateStore("recent-memory");
+            this.stores = List.of(recent, recentMemory);
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            if (record.key() == null) {
+                return;
+            }
+            long start = record.timestamp() / 5_000 * 5_000;
+            List<String> parts = new ArrayList<>();
+            for (WindowStore<String, String> store : stores) {
+                store.put(record.key(), record.value(), start);
+                StringJoiner mine = new StringJoiner(",");
+                try (WindowStoreIterator<String> entries = store.fetch(record.key(), start - 10_000, start)) {
+                    while (entries.hasNext()) {
+                        KeyValue<Long, String> entry = entries.next();
+                        mine.add(entry.key + "=" + entry.value);
+                    }
+                }
+                StringJoiner every = new StringJoiner(",");
+                try (KeyValueIterator<Windowed<String>, String> entries = store.fetchAll(start - 30_000, start + 5_000)) {
+                    while (entries.hasNext()) {
+                        KeyValue<Windowed<String>, String> entry = entries.next();
+                        every.add(entry.key.key() + "@" + entry.key.window().start() + "=" + entry.value);
+                    }
+                }
+                parts.add(mine + "/" + every);
+            }
+            RecordMetadata metadata = context.recordMetadata().orElseThrow();
+            context.forward(record.withValue("p" + metadata.partition() + "|win|" + String.join("|", parts)));
+        }
+    }
+
+    static List<StoreBuilder<WindowStore<String, String>>> windowStores() {
+        return List.of(
+            Stores.windowStoreBuilder(Stores.persistentWindowStore(
+                "recent", Duration.ofSeconds(20), Duration.ofSeconds(5), false), Serdes.String(), Serdes.String()),
+            Stores.windowStoreBuilder(Stores.inMemoryWindowStore(
+                "recent-memory", Duration.ofSeconds(20), Duration.ofSeconds(5), false), Serdes.String(), Serdes.String()));
+    }
+
+    static final class StampValues implements FixedKeyProcessor<String, String, String> {
+        private FixedKeyProcessorContext<String, String> context;
+
+        @Override
+        public void init(FixedKeyProcessorContext<String, String> context) {
+            this.context = context;
+        }
+
+        @Override
+        public void process(FixedKeyRecord<String, String> record) {
+            context.forward(record.withValue(record.value() + "|t" + record.timestamp()));
+        }
+    }
+
+    static Topology processorApiExamples(String events, String out) {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.addStateStore(Stores.keyValueStoreBuilder(
+            Stores.persistentKeyValueStore("seen"), Serdes.String(), Serdes.String()));
+        builder.addStateStore(Stores.keyValueStoreBuilder(
+            Stores.inMemoryKeyValueStore("buckets"), Serdes.String(), Serdes.Long()));
+        windowStores().forEach(builder::addStateStore);
+        KStream<String, String> stream = builder.<String, String>stream(events);
+        stream.process(BucketCounter::new, "seen", "buckets")
+            .processValues(StampValues::new)
+            .to(out);
+        stream.process(WindowLog::new, "recent", "recent-memory").to(out);
+        return builder.build();
+    }
+
+    /** The same processors wired with the low-level API; the Python twin is processor_api_low_level(). */
+    static Topology lowLevel(String events, String out) {
+        Topology topology = new Topology()
+            .addSource("events-source", events)
+            .addProcessor("counter", BucketCounter::new, "events-source")
+            .addStateStore(Stores.keyValueStoreBuilder(
+                Stores.persistentKeyValueStore("seen"), Serdes.String(), Serdes.String()), "counter")
+            .addStateStore(Stores.keyValueStoreBuilder(
+                Stores.inMemoryKeyValueStore("buckets"), Serdes.String(), Serdes.Long()), "counter")
+            .addProcessor("stamp", StampAll::new, "counter")
+            .addSink("out-sink", out, "stamp")
+            .addProcessor("window-log", WindowLog::new, "events-source");
+        windowStores().forEach(store -> topology.addStateStore(store, "window-log"));
+        return topology.addSink("log-sink", out, "window-log");
+    }
+
+    /** StampValues as a plain Processor (the low-level API takes ProcessorSuppliers). */
+    static final class StampAll implements Processor<String, String, String, String> {
+        private ProcessorContext<String, String> context;
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            context.forward(record.withValue(record.value() + "|t" + record.timestamp()));
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        String bootstrap = args[0];
+        String applicationId = args[1];
+        String stateDir = args[2];
+        Topology topology = processorApiExamples(args[3], args[4]);
+        Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
+        KafkaStreams streams = new KafkaStreams(topology, props);
+        streams.start();
+        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> List.of(args[3]),
+                                               Duration.ofMinutes(5));
+            System.out.println("{\"describe\": " + Json.quote(topology.describe().toString()) + "}");
+        } finally {
+            streams.close(Duration.ofSeconds(30));
+        }
+    }
+}

@@ -1,0 +1,135 @@
+"""The Processor API example, the Python twin of kstreams.oracle.ProcessorApiExamples (Java):
+keep the two in step.
+
+``BucketCounter`` (``process``, stores ``seen`` and ``buckets``): per record, it forwards at once
+whether the key's value is new or a repeat of the last one (a deduplicator over ``seen``), or that
+the record is late (its 10 s bucket ended at or before the stream time) or has a null key or
+value; it counts the other records per (bucket, key) in ``buckets``, and a punctuator on stream
+time every 10 s forwards and deletes the counts of the buckets that ended by then, in store order.
+``StampValues`` (``process_values``) appends each record's timestamp to its value. ``WindowLog``
+(``process`` on the same source, window stores ``recent`` and ``recent-memory``) forwards what its
+two window stores hold after each record.
+
+Every value starts with ``p<partition>|``: the task that produced it. What a record forwards at
+once and what the punctuator forwards are in an order fixed by the input each (Kafka Streams runs
+its punctuators after a varying number of records, so the two interleave differently run to run).
+
+Its classes are self-contained: Spark's Python workers cannot import modules of tests/, and the
+test ships this module by value.
+"""
+
+from __future__ import annotations
+
+from dagster_kstreams.topology import StreamsBuilder, Topology
+from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Processor, PunctuationType, Record, Stores
+from dagster_kstreams.topology.serdes import Serdes
+
+BUCKET_MS = 10_000
+
+
+class BucketCounter(Processor):
+    def init(self, context) -> None:
+        self.context = context
+        self.seen = context.get_state_store("seen")
+        self.buckets = context.get_state_store("buckets")
+        context.schedule(BUCKET_MS, PunctuationType.STREAM_TIME, self.emit_closed)
+
+    def process(self, record: Record) -> None:
+        metadata = self.context.record_metadata()
+        tag = f"p{metadata.partition}|"
+        if record.key is None or record.value is None:
+            key, value = ("null" if text is None else text for text in (record.key, record.value))
+            self.context.forward(record.with_value(f"{tag}null|{key}|{value}"))
+            return
+        last = self.seen.put_if_absent(record.key, record.value)
+        if last is not None:
+            self.seen.put(record.key, record.value)
+        kind = "repeat" if last == record.value else "new"
+        self.context.forward(record.with_value(f"{tag}{kind}|{record.value}|o{metadata.offset}"))
+        bucket = record.timestamp // BUCKET_MS
+        if (bucket + 1) * BUCKET_MS <= self.context.current_stream_time_ms():
+            self.context.forward(record.with_value(f"{tag}late|{record.value}"))
+            return
+        slot = f"{bucket:012d}|{record.key}"
+        self.buckets.put(slot, (self.buckets.get(slot) or 0) + 1)
+
+    def emit_closed(self, now: int) -> None:
+        tag = f"p{self.context.task_id().partition}|"
+        for entry in self.buckets.all():
+            bucket, key = int(entry.key[:12]), entry.key[13:]
+            end = (bucket + 1) * BUCKET_MS
+            if end > now:
+                break
+            self.context.forward(Record(key, f"{tag}count|{bucket}|{entry.value}", end - 1))
+            self.buckets.delete(entry.key)
+
+
+class WindowLog(Processor):
+    """Puts each value under its 5 s window in two window stores (20 s retention), the persistent
+    ``recent`` and the in-memory ``recent-memory`` (a null value deletes the window), and forwards
+    what each holds for the key over the last 10 s and for every key over the last 30 s, in the
+    store's own order."""
+
+    def init(self, context) -> None:
+        self.context = context
+        self.stores = [context.get_state_store("recent"), context.get_state_store("recent-memory")]
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            return
+        start = record.timestamp // 5_000 * 5_000
+        parts = []
+        for store in self.stores:
+            store.put(record.key, record.value, start)
+            mine = ",".join(f"{ts}={value}" for ts, value in store.fetch(record.key, start - 10_000, start))
+            every = ",".join(f"{entry.key.key}@{entry.key.window.start}={entry.value}"
+                             for entry in store.fetch_all(start - 30_000, start + 5_000))
+            parts.append(f"{mine}/{every}")
+        self.context.forward(record.with_value(f"p{self.context.record_metadata().partition}|win|" + "|".join(parts)))
+
+
+def _window_stores():
+    return [Stores.window_store_builder(Stores.persistent_window_store("recent", 20_000, 5_000, False),
+                                        Serdes.String(), Serdes.String()),
+            Stores.window_store_builder(Stores.in_memory_window_store("recent-memory", 20_000, 5_000, False),
+                                        Serdes.String(), Serdes.String())]
+
+
+class StampValues(FixedKeyProcessor):
+    def process(self, record: Record) -> None:
+        self.context.forward(record.with_value(f"{record.value}|t{record.timestamp}"))
+
+
+def processor_api_examples(topics: dict[str, str]) -> StreamsBuilder:
+    """The topology of ProcessorApiExamples.java on ``topics`` (``events`` and ``out`` -> topic)."""
+    builder = StreamsBuilder()
+    builder.add_state_store(Stores.key_value_store_builder(
+        Stores.persistent_key_value_store("seen"), Serdes.String(), Serdes.String()))
+    builder.add_state_store(Stores.key_value_store_builder(
+        Stores.in_memory_key_value_store("buckets"), Serdes.String(), Serdes.Long()))
+    for store in _window_stores():
+        builder.add_state_store(store)
+    events = builder.stream(topics["events"])
+    events.process(BucketCounter, "seen", "buckets") \
+        .process_values(StampValues) \
+        .to(topics["out"])
+    events.process(WindowLog, "recent", "recent-memory").to(topics["out"])
+    return builder
+
+
+def processor_api_low_level(topics: dict[str, str]) -> Topology:
+    """The same processors wired with the low-level API (``Topology.add_source`` ...): the graph of
+    :func:`processor_api_examples` under names of its own (Java twin: ProcessorApiExamples.lowLevel)."""
+    topology = Topology() \
+        .add_source("events-source", topics["events"]) \
+        .add_processor("counter", BucketCounter, "events-source") \
+        .add_state_store(Stores.key_value_store_builder(
+            Stores.persistent_key_value_store("seen"), Serdes.String(), Serdes.String()), "counter") \
+        .add_state_store(Stores.key_value_store_builder(
+            Stores.in_memory_key_value_store("buckets"), Serdes.String(), Serdes.Long()), "counter") \
+        .add_processor("stamp", StampValues, "counter") \
+        .add_sink("out-sink", topics["out"], "stamp") \
+        .add_processor("window-log", WindowLog, "events-source")
+    for store in _window_stores():
+        topology.add_state_store(store, "window-log")
+    return topology.add_sink("log-sink", topics["out"], "window-log")

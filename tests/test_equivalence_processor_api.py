@@ -1,0 +1,148 @@
+"""The Processor API on Spark against Kafka Streams itself: ``process`` with two key-value stores
+and a stream-time punctuator, then ``process_values``, and on the same source a ``process`` with a
+persistent and an in-memory window store (tests/processor_api_topology.py; Java twin
+ProcessorApiExamples). Kafka Streams 4.3.1 runs it once.
+
+Our tasks run the twin in a ``dagster-kstreams run`` process, one task after another in batches
+of 120 records, SIGKILLed once the second task (0_1) has committed its first batch; a rerun in
+another process (this one) continues every task from its checkpoint: the stores, the task's
+stream time and the punctuation schedule come back from it.
+
+The same processors wired with the low-level ``Topology()`` run once more, to the end, on the same
+input, and give the same output.
+
+Input (2 partitions): out-of-order timestamps (within a bucket and beyond), repeated values, null
+keys and null values. Every value the processors forward names its task's partition; compared,
+per task, the whole sequence of (key, value) records forwarded for a record, and the whole
+sequence the punctuator forwarded (Kafka Streams runs its punctuators after a varying number of
+records, so only the interleaving of the two differs from run to run), and describe().
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+
+import pytest
+from pyspark import cloudpickle
+
+import oracle_harness
+import processor_api_topology
+from equivalence_io import output_topics, produce_strings
+from killed_runs import run_until_killed
+from processor_api_topology import processor_api_examples, processor_api_low_level
+from dagster_kstreams.kafka.records import read_topic
+from dagster_kstreams.spark.task_runner import TaskRunner
+
+pytestmark = pytest.mark.integration
+
+# Spark's Python workers cannot import modules of tests/: ship the processors by value.
+cloudpickle.register_pickle_by_value(processor_api_topology)
+
+PARTITIONS = 2
+T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute
+
+
+def _input(seed: int = 14) -> list[tuple]:
+    """``[(key, value, partition, timestamp)]`` in production order."""
+    rng = random.Random(seed)
+    events = []
+    for i in range(600):
+        partition = i % PARTITIONS
+        timestamp = T0 + i * 150 + i % 7
+        roll = rng.random()
+        if roll < 0.15:
+            timestamp -= rng.randint(100, 3_000)     # out of order, mostly within its bucket
+        elif roll < 0.22:
+            timestamp -= rng.randint(10_000, 30_000)  # late: its bucket has ended
+        key = None if rng.random() < 0.04 else f"{'ab'[partition]}{rng.randint(1, 4)}"
+        value = None if rng.random() < 0.05 else f"v{rng.randint(1, 3)}"
+        events.append((key, value, partition, timestamp))
+    return events
+
+
+def _results(bootstrap: str, topic: str) -> dict[tuple[str, str], list]:
+    """``{(task partition tag, "record" | "punctuation"): [(key, value)]}`` in offset order."""
+    results: dict[tuple[str, str], list] = {}
+    for record in sorted(read_topic(bootstrap, topic), key=lambda r: (r.partition, r.offset)):
+        value = record.value.decode()
+        tag, kind = value.split("|")[:2]
+        source = "punctuation" if kind == "count" else "record"
+        key = None if record.key is None else record.key.decode()
+        results.setdefault((tag, source), []).append((key, value))
+    return results
+
+
+@pytest.fixture(scope="module")
+def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory):
+    inputs = {"events": unique_topic("papi-events")}
+    kafka_admin.create_topics({inputs["events"]: PARTITIONS})
+    records = _input()
+    produce_strings(kafka_bootstrap, inputs["events"], records)
+    topics = output_topics(kafka_admin, unique_topic, inputs, {"out": 1}, "ks")
+    stdout = oracle_harness.run_main(
+        "kstreams.oracle.ProcessorApiExamples",
+        [kafka_bootstrap, unique_topic("ks-papi"), str(tmp_path_factory.mktemp("ks-papi-state")),
+         topics["events"], topics["out"]],
+        timeout=600,
+    )
+    return {"inputs": inputs, "records": records, "describe": json.loads(stdout)["describe"],
+            "results": _results(kafka_bootstrap, topics["out"]), "topics": topics}
+
+
+def test_describe_of_the_topology_run_is_kafka_streams(kafka_streams_run):
+    ours = processor_api_examples(kafka_streams_run["topics"]).build().describe()
+    assert str(ours) == kafka_streams_run["describe"]
+
+
+def test_processor_api_killed_part_way_and_rerun_matches_kafka_streams(
+    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, kafka_streams_run
+):
+    expected = kafka_streams_run["results"]
+    _assert_reference_exercises_it(expected)
+
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], {"out": 1})
+    app_id = unique_topic("spark-papi")
+    state = tmp_path / "state"
+    run_until_killed(tmp_path, "processor_api_topology:processor_api_examples", topics, app_id=app_id,
+                     bootstrap=kafka_bootstrap, state=state, kill_when=lambda line: line.startswith("task 0_1 batch"),
+                     extra_args=("--parallelism", "1", "--max-records-per-batch", "120"))
+
+    runner = TaskRunner(processor_api_examples(topics), app_id, kafka_bootstrap, state_location=str(state),
+                        spark=spark)
+    results = {r.task_id: r for r in runner.run_all()}
+    on_partition_1 = sum(1 for record in kafka_streams_run["records"] if record[2] == 1)
+    assert 0 < results["0_1"].records_in < on_partition_1  # task 0_1 continued from its checkpoint
+
+    ours = _results(kafka_bootstrap, topics["out"])
+    assert set(ours) == set(expected)
+    for task_and_source, sequence in expected.items():
+        assert ours[task_and_source] == sequence, task_and_source
+    # The deduplicator's store after the rerun: each key's last value (read from the checkpoints).
+    last_values = {key: value for key, value, _, _ in kafka_streams_run["records"] if key is not None and value}
+    assert runner.read_store("seen") == last_values
+
+
+def test_the_low_level_topology_of_the_same_processors_matches_kafka_streams(
+    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, kafka_streams_run
+):
+    """``Topology().add_source(...).add_processor(...)...`` wires the graph ``process`` builds, under
+    names of its own (describe() checked against Kafka Streams in test_describe_oracle.py): the
+    runner gives it Kafka Streams' output of that graph."""
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], {"out": 1})
+    runner = TaskRunner(processor_api_low_level(topics), unique_topic("spark-papi-low"), kafka_bootstrap,
+                        state_location=str(tmp_path / "state"), spark=spark)
+    assert {r.task_id for r in runner.run_all()} == {"0_0", "0_1"}
+    assert _results(kafka_bootstrap, topics["out"]) == kafka_streams_run["results"]
+
+
+def _assert_reference_exercises_it(expected: dict) -> None:
+    """Kafka Streams' output shows what the test is about: both tasks, repeats, late records,
+    null keys and values, and counts forwarded by the punctuator."""
+    assert set(expected) == {(f"p{p}", source) for p in range(PARTITIONS) for source in ("record", "punctuation")}
+    for partition in range(PARTITIONS):
+        kinds = [value.split("|")[1] for _, value in expected[(f"p{partition}", "record")]]
+        assert {"new", "repeat", "late", "null", "win"} <= set(kinds)
+        counts = expected[(f"p{partition}", "punctuation")]
+        assert len(counts) > 20 and any(int(value.split("|")[3]) > 1 for _, value in counts)

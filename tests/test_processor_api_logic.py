@@ -1,0 +1,257 @@
+"""The Processor API without Spark: punctuation schedules against a model of Kafka Streams'
+``PunctuationSchedule.next``, the key-value store, programs run batch by batch (the task state
+pickled in between, as a checkpoint would), and what the DSL and the runner refuse. The
+broker-backed comparison with Kafka Streams is test_equivalence_processor_api.py."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from processor_api_topology import processor_api_examples  # noqa: E402
+
+from dagster_kstreams.processors.user_processors import KeyValueStore, _Schedule  # noqa: E402
+from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology  # noqa: E402
+from dagster_kstreams.topology import StreamsBuilder, TopologyException  # noqa: E402
+from dagster_kstreams.topology.processor_api import (  # noqa: E402
+    FixedKeyProcessor, Processor, PunctuationType, Record, Stores,
+)
+from dagster_kstreams.topology.serdes import Serdes  # noqa: E402
+
+
+@settings(max_examples=200)
+@given(st.integers(1, 50), st.lists(st.integers(0, 400), max_size=40))
+def test_stream_time_schedule_fires_at_each_crossed_multiple_once_as_kafka_streams(interval, times):
+    """Model: aligned to 0, a punctuation fires when stream time reaches its due time, and the next
+    is due at the first multiple of the interval after the time it fired at."""
+    schedule, fired, stream_time = _Schedule(0, interval, PunctuationType.STREAM_TIME, None), [], -1
+    for timestamp in times:
+        stream_time = max(stream_time, timestamp)
+        if stream_time >= 0 and schedule.due <= stream_time:
+            fired.append(stream_time)
+            schedule.advance(stream_time)
+    expected, due, stream_time = [], 0, -1
+    for timestamp in times:
+        stream_time = max(stream_time, timestamp)
+        if stream_time >= due:
+            expected.append(stream_time)
+            due = (stream_time // interval + 1) * interval
+    assert fired == expected
+
+
+def test_key_value_store_orders_by_serialized_key_and_put_none_deletes():
+    content = {}
+    store = KeyValueStore("s", Serdes.String(), Serdes.Long(), content)
+    for key, value in (("b", 2), ("a", 1), ("c", 3), ("ab", 4)):
+        store.put(key, value)
+    assert [entry.key for entry in store.all()] == ["a", "ab", "b", "c"]
+    assert list(store.range("ab", "b")) == [("ab", 4), ("b", 2)]
+    assert store.put_if_absent("a", 9) == 1 and store.get("a") == 1
+    store.put("a", None)
+    assert store.get("a") is None and store.delete("b") == 2 and store.approximate_num_entries() == 2
+    with pytest.raises(ValueError, match="store s: the key cannot be null"):
+        store.put(None, 1)
+
+
+def _frame(rows, first_offset=0):
+    offsets = list(range(first_offset, first_offset + len(rows)))
+    return pd.DataFrame({
+        "key": [None if r[0] is None else r[0].encode() for r in rows],
+        "value": [None if r[1] is None else r[1].encode() for r in rows],
+        "topic": ["in"] * len(rows), "partition": [0] * len(rows), "offset": offsets,
+        "timestamp": [None] * len(rows), "event_time": [r[2] for r in rows],
+        "merge_time": [r[2] for r in rows], "seq": offsets,
+    })
+
+
+def _run(rows, batches):
+    program = compile_topology(processor_api_examples({"events": "in", "out": "out"}), "app",
+                               default_key_serde=Serdes.String(), default_value_serde=Serdes.String()).program(0)
+    outputs, stored, size = [], None, -(-len(rows) // batches)
+    for first in range(0, len(rows), size):
+        out, stored = program.process_task_batch(_frame(rows[first:first + size], first), stored)
+        if out is not None:
+            out = out.sort_values("emit_order", kind="stable")
+            outputs += [(k, v.decode()) for k, v in zip(out["key"], out["value"]) if b"|win|" not in v]
+    return outputs
+
+
+ROWS = [("a1", "x", 1000), ("a1", "x", 2000), ("a2", "y", 12000), (None, "z", 3000), ("a1", None, 500),
+        ("a1", "w", 4000), ("a3", "q", 21000), ("a1", "x", 25000), ("a2", "y", 26000), ("a3", "q", 41000)]
+
+
+def test_processor_counts_dedups_and_punctuates_on_stream_time():
+    """Bucket 0 closes at stream time 12000 (a punctuation: its 2 records; the record stamped 4000
+    after it is late), bucket 1 at 21000, bucket 2 at 41000 (its keys in store order)."""
+    assert [(None if key is None else key.decode(), value) for key, value in _run(ROWS, 1)] == [
+        ("a1", "p0|new|x|o0|t1000"), ("a1", "p0|repeat|x|o1|t2000"), ("a2", "p0|new|y|o2|t12000"),
+        ("a1", "p0|count|0|2|t9999"), (None, "p0|null|null|z|t3000"), ("a1", "p0|null|a1|null|t500"),
+        ("a1", "p0|new|w|o5|t4000"), ("a1", "p0|late|w|t4000"), ("a3", "p0|new|q|o6|t21000"),
+        ("a2", "p0|count|1|1|t19999"), ("a1", "p0|new|x|o7|t25000"), ("a2", "p0|repeat|y|o8|t26000"),
+        ("a3", "p0|repeat|q|o9|t41000"), ("a1", "p0|count|2|1|t29999"), ("a2", "p0|count|2|1|t29999"),
+        ("a3", "p0|count|2|1|t29999"),
+    ]
+
+
+@pytest.mark.parametrize("batches", [2, 3, 10])
+def test_batches_with_the_task_state_in_between_give_the_one_batch_result(batches):
+    assert _run(ROWS, batches) == _run(ROWS, 1)
+
+
+class _ChangesKey(FixedKeyProcessor):
+    def process(self, record: Record) -> None:
+        self.context.forward(record.with_key("other"))
+
+
+def test_a_fixed_key_processor_that_changes_the_key_fails_naming_it():
+    builder = StreamsBuilder()
+    builder.stream("in").process_values(_ChangesKey).to("out")
+    program = compile_topology(builder, "app", default_key_serde=Serdes.String(),
+                               default_value_serde=Serdes.String()).program(0)
+    with pytest.raises(Exception, match="cannot change keys"):
+        program.process_task_batch(_frame([("a", "v", 1)]), None)
+
+
+class _Nothing(Processor):
+    def process(self, record: Record) -> None:
+        pass
+
+
+def test_refused_at_definition_time():
+    singleton = _Nothing()
+    with pytest.raises(TopologyException, match="same Processor instance twice"):
+        StreamsBuilder().stream("in").process(lambda: singleton)
+    builder = StreamsBuilder()
+    builder.stream("in").process_values(_Nothing).group_by_key().count()
+    with pytest.raises(UnsupportedTopologyError, match="downstream of the user processor"):
+        compile_topology(builder, "app", default_key_serde=Serdes.String(),
+                         default_value_serde=Serdes.String()).program(0)
+    builder = StreamsBuilder()
+    builder.add_state_store(Stores.key_value_store_builder(Stores.in_memory_key_value_store("s")))
+    builder.stream("in").process(_Nothing, "missing")
+    with pytest.raises(TopologyException, match="StateStore missing is not added yet"):
+        builder.build()
+
+
+# -- punctuators across processors, the wall clock, cancel; forwarding to a named child ----------
+class _Ticker(Processor):
+    """Forwards to the child named after the record's value; every 10 (stream time) says so, the
+    first one cancelling itself after two ticks; a wall-clock schedule of 1 ms is due after every record (each takes 3 ms)."""
+
+    def __init__(self, label: str = "t", prefix: str = ""):
+        self.label, self.prefix = label, prefix  # children: <prefix>left, <prefix>right
+
+    def init(self, context) -> None:
+        self.context, self.ticks = context, 0
+        self.once = context.schedule(10, PunctuationType.STREAM_TIME, self.tick)
+        context.schedule(10, PunctuationType.STREAM_TIME, lambda now: self.say(f"{self.label}-every@{now}"))
+        context.schedule(1, PunctuationType.WALL_CLOCK_TIME, lambda now: self.say(f"{self.label}-wall"))
+
+    def tick(self, now: int) -> None:
+        self.ticks += 1
+        self.say(f"{self.label}-once@{now}")
+        if self.ticks == 2:
+            self.once.cancel()
+
+    def say(self, text: str) -> None:
+        self.context.forward(Record("k", text, 0), self.prefix + "left")
+
+    def process(self, record: Record) -> None:
+        time.sleep(0.003)  # longer than the wall-clock interval: it is due after every record
+        self.context.forward(record, self.prefix + record.value)
+
+
+def _low_level_program(second_ticker: bool):
+    from dagster_kstreams.topology import Topology
+    t = Topology().add_source("src", "in").add_processor("ticker", _Ticker, "src")
+    if second_ticker:
+        t.add_processor("ticker2", lambda: _Ticker("u", "u-"), "src")
+        t.add_sink("u-left", "out", "ticker2").add_sink("u-right", "other", "ticker2")
+    t.add_sink("left", "out", "ticker").add_sink("right", "other", "ticker")
+    return compile_topology(t, "app", default_key_serde=Serdes.String(), default_value_serde=Serdes.String()).program(0)
+
+
+def test_low_level_forward_to_named_child_stream_and_wall_clock_punctuation_and_cancel():
+    program = _low_level_program(second_ticker=False)
+    out, _ = program.process_task_batch(_frame([("a", "left", 5), ("b", "right", 12), ("c", "left", 31)]), None)
+    out = out.sort_values("emit_order", kind="stable")
+    got = [(topic, value.decode()) for topic, value in zip(out["topic"], out["value"])]
+    assert got == [
+        ("out", "left"), ("out", "t-once@5"), ("out", "t-every@5"), ("out", "t-wall"),
+        ("other", "right"), ("out", "t-once@12"), ("out", "t-every@12"), ("out", "t-wall"),
+        ("out", "left"), ("out", "t-every@31"), ("out", "t-wall"),  # once: cancelled after two; 20, 30 skipped
+    ]
+
+
+def test_punctuators_of_several_processors_fire_in_due_order_across_them():
+    program = _low_level_program(second_ticker=True)
+    out, stored = program.process_task_batch(_frame([("a", "left", 5)]), None)
+    values = [v.decode() for v in out.sort_values("emit_order", kind="stable")["value"] if b"wall" not in v]
+    assert values == ["left", "left", "t-once@5", "t-every@5", "u-once@5", "u-every@5"]
+    out, _ = program.process_task_batch(_frame([("b", "right", 27)], 1), stored)
+    values = [v.decode() for v in out.sort_values("emit_order", kind="stable")["value"] if b"wall" not in v]
+    # due at 10 (saved across the batch): ticker's two, then ticker2's two
+    assert values == ["right", "right", "t-once@27", "t-every@27", "u-once@27", "u-every@27"]
+
+
+def test_a_schedule_cancelled_in_one_batch_stays_cancelled_in_the_next():
+    program = _low_level_program(second_ticker=False)
+    _, stored = program.process_task_batch(_frame([("a", "left", 5), ("b", "left", 12)]), None)  # "once" ticks twice
+    out, _ = program.process_task_batch(_frame([("c", "left", 35)], 2), stored)
+    values = [v.decode() for v in out.sort_values("emit_order", kind="stable")["value"] if b"wall" not in v]
+    assert values == ["left", "t-every@35"]
+
+
+class _ForwardsInInit(Processor):
+    def init(self, context) -> None:
+        context.forward(Record("k", "v", 0))
+
+    def process(self, record: Record) -> None:
+        pass
+
+
+def test_forward_outside_process_and_punctuators_fails_naming_the_processor():
+    builder = StreamsBuilder()
+    builder.stream("in").process(_ForwardsInInit).to("out")
+    program = compile_topology(builder, "app", default_key_serde=Serdes.String(),
+                               default_value_serde=Serdes.String()).program(0)
+    with pytest.raises(Exception, match="KSTREAM-PROCESSOR-0000000001: forward.. was called outside process"):
+        program.process_task_batch(_frame([("a", "v", 1)]), None)
+
+
+def test_user_store_content_reads_key_value_and_window_stores_from_a_task_state():
+    from dagster_kstreams.processors.user_processors import user_store_content
+    from dagster_kstreams.topology.serdes import Window, Windowed
+    program = compile_topology(processor_api_examples({"events": "in", "out": "out"}), "app",
+                               default_key_serde=Serdes.String(), default_value_serde=Serdes.String()).program(0)
+    _, stored = program.process_task_batch(_frame([("a1", "x", 1000), ("a2", "y", 26_000), ("a1", "z", 27_000)]), None)
+    assert user_store_content(program, stored, "seen") == {"a1": "z", "a2": "y"}
+    # retention 20 s after the largest start (25000): the window at 0 is gone
+    assert user_store_content(program, stored, "recent") == {
+        Windowed("a2", Window(25_000, 30_000)): "y", Windowed("a1", Window(25_000, 30_000)): "z"}
+    assert user_store_content(program, None, "recent-memory") == {}
+
+
+class _TaskIdInInit(Processor):
+    def init(self, context) -> None:
+        self.context, self.task = context, context.task_id()
+
+    def process(self, record: Record) -> None:
+        self.context.forward(record.with_value(str(self.task)))
+
+
+def test_the_task_id_is_known_in_init():
+    builder = StreamsBuilder()
+    builder.stream("in").process(_TaskIdInInit).to("out")
+    program = compile_topology(builder, "app", default_key_serde=Serdes.String(),
+                               default_value_serde=Serdes.String()).program(0)
+    frame = _frame([("a", "v", 1)]).assign(partition=[3])
+    out, _ = program.process_task_batch(frame, None)
+    assert list(out["value"]) == [b"0_3"]
