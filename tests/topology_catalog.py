@@ -1026,3 +1026,27 @@ def suppress_and_emit_on_close_examples():
     names = {"events": "events", "prices": "prices", "out-final": "final-counts", "out-closed": "closed-hopping-out",
              "out-sessions": "final-sessions-out", "out-limited": "limited-prices", "out-debounced": "debounced-prices"}
     return suppress_examples(names).build()
+
+
+@topology
+def global_table_join():
+    b = StreamsBuilder()
+    profiles = b.global_table("profiles")
+    b.stream("clicks").join(profiles, lambda k, v: field(v, 0), lambda click, profile: click + "," + profile) \
+        .to("enriched")
+    return b.build()
+
+
+@topology
+def global_tables_left_join_named_then_count():
+    # The stream comes first (sub-topology 0), a global store between, a repartition after the
+    # key change (the global join keeps the flag), a second global table read by key and value.
+    b = StreamsBuilder()
+    clicks = b.stream("clicks").select_key(lambda k, v: field(v, 1))
+    countries = b.global_table("countries", Consumed.as_("countries-in"), Materialized.as_("countries-store"))
+    enriched = clicks.left_join(countries, lambda k, v: k, lambda k, click, country: k + "," + click + "," + str(country),
+                                Named.as_("with-country"))
+    users = b.global_table("users")
+    enriched.join(users, lambda k, v: field(v, 0), lambda click, user: click + "," + user) \
+        .group_by_key().count().to_stream().to("clicks-per-country")
+    return b.build()

@@ -12,6 +12,7 @@ from .consumed_produced import AutoOffsetReset, Consumed, Produced
 from .emit_strategy import EmitStrategy
 from .errors import TopologyException
 from .functions import FunctionForm, UserFunction
+from .global_ktable import GlobalKTable
 from .grouped import KGroupedStream
 from .grouped_repartitioned import Grouped, Repartitioned
 from .joined import Joined, StreamJoined
@@ -33,7 +34,7 @@ from .windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = [
     "AutoOffsetReset", "Branched", "BufferConfig", "Consumed", "EmitStrategy", "Grouped", "Joined", "Materialized",
-    "Named", "Printed", "Produced", "Repartitioned", "StreamJoined", "Suppressed", "TopologyException",
+    "GlobalKTable", "Named", "Printed", "Produced", "Repartitioned", "StreamJoined", "Suppressed", "TopologyException",
     "BranchedKStream", "KGroupedStream", "KGroupedTable", "KStream", "KTable", "SessionWindowedKStream",
     "StreamsBuilder", "TimeWindowedKStream", "FunctionForm", "UserFunction", "NodeKind", "StoreSpec",
     "StoreType", "Serde", "Serdes", "Window", "Windowed", "WindowedSerde", "CopartitionError",

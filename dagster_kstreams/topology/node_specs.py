@@ -52,6 +52,9 @@ class NodeKind(enum.Enum):
     TABLE_GROUP_BY_MAP = "table_group_by_map"
     TABLE_AGGREGATE = "table_aggregate"
     SUPPRESS = "suppress"
+    # global tables: the global store's table source (no task runs it) and a stream's lookup join
+    GLOBAL_TABLE_SOURCE = "global_table_source"
+    STREAM_GLOBAL_TABLE_JOIN = "stream_global_table_join"
 
 
 class StoreType(enum.Enum):

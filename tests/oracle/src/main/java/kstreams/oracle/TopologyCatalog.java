@@ -14,6 +14,7 @@ import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.EmitStrategy;
+import org.apache.kafka.streams.kstream.GlobalKTable;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.KGroupedStream;
@@ -129,6 +130,9 @@ public final class TopologyCatalog {
         TOPOLOGIES.put("suppress_and_emit_on_close_examples", () -> SuppressExamples.suppressExamples(
             "events", "prices", "final-counts", "closed-hopping-out", "final-sessions-out", "limited-prices",
             "debounced-prices"));
+        TOPOLOGIES.put("global_table_join", TopologyCatalog::global_table_join);
+        TOPOLOGIES.put("global_tables_left_join_named_then_count",
+                       TopologyCatalog::global_tables_left_join_named_then_count);
     }
 
     /** Catalog names in definition order. */
@@ -924,6 +928,28 @@ public final class TopologyCatalog {
             .count()
             .toStream()
             .to("visit-sessions");
+        return b.build();
+    }
+
+    static Topology global_table_join() {
+        StreamsBuilder b = new StreamsBuilder();
+        GlobalKTable<String, String> profiles = b.globalTable("profiles");
+        b.<String, String>stream("clicks")
+            .join(profiles, (k, v) -> field(v, 0), (click, profile) -> click + "," + profile)
+            .to("enriched");
+        return b.build();
+    }
+
+    static Topology global_tables_left_join_named_then_count() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> clicks = b.<String, String>stream("clicks").selectKey((k, v) -> field(v, 1));
+        GlobalKTable<String, String> countries = b.globalTable("countries", Consumed.as("countries-in"),
+            Materialized.as("countries-store"));
+        KStream<String, String> enriched = clicks.leftJoin(countries, (k, v) -> k,
+            (k, click, country) -> k + "," + click + "," + country, Named.as("with-country"));
+        GlobalKTable<String, String> users = b.globalTable("users");
+        enriched.join(users, (k, v) -> field(v, 0), (click, user) -> click + "," + user)
+            .groupByKey().count().toStream().to("clicks-per-country");
         return b.build();
     }
 }
