@@ -38,6 +38,7 @@ from dagster_kstreams import (
     TimeWindows,
 )
 
+from global_topology import global_examples
 from regroup_topology import regroup_examples
 from suppress_topology import suppress_examples
 
@@ -1035,6 +1036,14 @@ def global_table_join():
     b.stream("clicks").join(profiles, lambda k, v: field(v, 0), lambda click, profile: click + "," + profile) \
         .to("enriched")
     return b.build()
+
+
+@topology
+def global_table_examples():
+    # The topology tests/test_equivalence_global.py runs on Spark and with Kafka Streams.
+    names = {"profiles": "profiles", "clicks": "clicks", "out-inner": "enriched-clicks",
+             "out-left": "left-enriched-clicks"}
+    return global_examples(names).build()
 
 
 @topology

@@ -156,6 +156,7 @@ class TaskRunner:
         self.compiled: CompiledTopology = compile_topology(
             topology, application_id, self.dead_letters,
             default_key_serde=default_key_serde, default_value_serde=default_value_serde,
+            kafka_config=self.kafka_config,
         ).check()  # an operation the runner cannot run fails now, not in the middle of a run
         self.application: ApplicationTopology = self.compiled.application
         self.admin = KafkaAdmin(self.kafka_config["bootstrap.servers"], self._client_config())

@@ -131,6 +131,8 @@ public final class TopologyCatalog {
             "events", "prices", "final-counts", "closed-hopping-out", "final-sessions-out", "limited-prices",
             "debounced-prices"));
         TOPOLOGIES.put("global_table_join", TopologyCatalog::global_table_join);
+        TOPOLOGIES.put("global_table_examples", () -> GlobalExamples.globalExamples(
+            "profiles", "clicks", "enriched-clicks", "left-enriched-clicks"));
         TOPOLOGIES.put("global_tables_left_join_named_then_count",
                        TopologyCatalog::global_tables_left_join_named_then_count);
     }
