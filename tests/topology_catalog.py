@@ -36,6 +36,7 @@ from dagster_kstreams import (
     StreamsBuilder,
     Suppressed,
     TimeWindows,
+    WallclockTimestampExtractor,
 )
 
 from global_topology import global_examples
@@ -1042,7 +1043,7 @@ def global_table_join():
 def global_table_examples():
     # The topology tests/test_equivalence_global.py runs on Spark and with Kafka Streams.
     names = {"profiles": "profiles", "clicks": "clicks", "out-inner": "enriched-clicks",
-             "out-left": "left-enriched-clicks"}
+             "out-left": "left-enriched-clicks", "out-windowed": "windowed-clicks"}
     return global_examples(names).build()
 
 
@@ -1058,4 +1059,14 @@ def global_tables_left_join_named_then_count():
     users = b.global_table("users")
     enriched.join(users, lambda k, v: field(v, 0), lambda click, user: click + "," + user) \
         .group_by_key().count().to_stream().to("clicks-per-country")
+    return b.build()
+
+
+@topology
+def wallclock_timestamps_then_windowed_count():
+    # describe() does not show a timestamp extractor (Kafka Streams' does not either).
+    b = StreamsBuilder()
+    b.stream("events", Consumed.with_timestamp_extractor(WallclockTimestampExtractor())) \
+        .group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(timedelta(minutes=1))).count() \
+        .to_stream().to("events-per-minute")
     return b.build()

@@ -25,6 +25,10 @@ from .serdes import Serde, Serdes, Window, Windowed, WindowedSerde
 from .streams_builder import StreamsBuilder
 from .suppressed import BufferConfig, Suppressed
 from .task_id import TaskId
+from .timestamp_extractors import (
+    ConsumerRecord, FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp,
+    WallclockTimestampExtractor,
+)
 from .view import (
     CopartitionError, ProcessorNode, Subtopology, TopicRef, Topology, as_topology, changelog_topic_name,
     internal_topic_name,
@@ -34,7 +38,8 @@ from .windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = [
     "AutoOffsetReset", "Branched", "BufferConfig", "Consumed", "EmitStrategy", "Grouped", "Joined", "Materialized",
-    "GlobalKTable", "Named", "Printed", "Produced", "Repartitioned", "StreamJoined", "Suppressed", "TopologyException",
+    "GlobalKTable", "ConsumerRecord", "FailOnInvalidTimestamp", "LogAndSkipOnInvalidTimestamp",
+    "UsePartitionTimeOnInvalidTimestamp", "WallclockTimestampExtractor", "Named", "Printed", "Produced", "Repartitioned", "StreamJoined", "Suppressed", "TopologyException",
     "BranchedKStream", "KGroupedStream", "KGroupedTable", "KStream", "KTable", "SessionWindowedKStream",
     "StreamsBuilder", "TimeWindowedKStream", "FunctionForm", "UserFunction", "NodeKind", "StoreSpec",
     "StoreType", "Serde", "Serdes", "Window", "Windowed", "WindowedSerde", "CopartitionError",

@@ -31,6 +31,7 @@ import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.processor.WallclockTimestampExtractor;
 
 /**
  * Topologies built with Kafka Streams' own DSL. tests/topology_catalog.py builds each one
@@ -132,7 +133,9 @@ public final class TopologyCatalog {
             "debounced-prices"));
         TOPOLOGIES.put("global_table_join", TopologyCatalog::global_table_join);
         TOPOLOGIES.put("global_table_examples", () -> GlobalExamples.globalExamples(
-            "profiles", "clicks", "enriched-clicks", "left-enriched-clicks"));
+            "profiles", "clicks", "enriched-clicks", "left-enriched-clicks", "windowed-clicks"));
+        TOPOLOGIES.put("wallclock_timestamps_then_windowed_count",
+                       TopologyCatalog::wallclock_timestamps_then_windowed_count);
         TOPOLOGIES.put("global_tables_left_join_named_then_count",
                        TopologyCatalog::global_tables_left_join_named_then_count);
     }
@@ -952,6 +955,14 @@ public final class TopologyCatalog {
         GlobalKTable<String, String> users = b.globalTable("users");
         enriched.join(users, (k, v) -> field(v, 0), (click, user) -> click + "," + user)
             .groupByKey().count().toStream().to("clicks-per-country");
+        return b.build();
+    }
+
+    static Topology wallclock_timestamps_then_windowed_count() {
+        StreamsBuilder b = new StreamsBuilder();
+        b.<String, String>stream("events", Consumed.with(new WallclockTimestampExtractor()))
+            .groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1))).count()
+            .toStream().to("events-per-minute");
         return b.build();
     }
 }
