@@ -5,7 +5,8 @@ a tumbling-window count of the same clicks), the Python twin of kstreams.oracle.
 A click's value is ``"<user>,<family><n>,<event time>"``; the clicks are read with a timestamp
 extractor that takes the event time from the value (the Kafka timestamp for a null value; a
 negative event time drops the click). The key selector maps a click to its user (None for a click
-whose user is ``-``, and for a null value), the profile table is keyed by user. Its functions are
+whose user is ``-``, and for a null value), the profile table is keyed by user. Pings are counted
+in windows of the wall-clock time they are read (``WallclockTimestampExtractor``). Its functions are
 self-contained: Spark's Python workers cannot import modules of tests/.
 """
 
@@ -13,11 +14,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from dagster_kstreams.topology import Consumed, Materialized, Named, Produced, StreamsBuilder, TimeWindows
+from dagster_kstreams.topology import (
+    Consumed, Materialized, Named, Produced, StreamsBuilder, TimeWindows, WallclockTimestampExtractor,
+)
 from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
 
-INPUTS = ("profiles", "clicks")
-OUTPUTS = ("out-inner", "out-left", "out-windowed")
+INPUTS = ("profiles", "clicks", "pings")
+OUTPUTS = ("out-inner", "out-left", "out-windowed", "out-wallclock")
 
 
 class EventTimeInValue:
@@ -48,4 +51,11 @@ def global_examples(topics: dict[str, str]) -> StreamsBuilder:
         .count(Materialized.as_("click-counts").with_caching_disabled()) \
         .to_stream() \
         .to(topics["out-windowed"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.Long()))
+    # Pings counted in hour windows of the time they are read, whatever their own timestamps.
+    builder.stream(topics["pings"], Consumed.with_timestamp_extractor(WallclockTimestampExtractor())) \
+        .group_by_key() \
+        .windowed_by(TimeWindows.of_size_with_no_grace(timedelta(hours=1))) \
+        .count(Materialized.as_("ping-counts").with_caching_disabled()) \
+        .to_stream() \
+        .to(topics["out-wallclock"], Produced.with_(WindowedSerde(Serdes.String(), 3_600_000), Serdes.Long()))
     return builder

@@ -3,7 +3,8 @@
 One topology (tests/global_topology.py; Java twin GlobalExamples): a click stream, read with a
 timestamp extractor that takes each click's event time from its value, joined (inner) and
 left-joined with a global table of user profiles (each click mapped to its user by a key selector
-on its value), and counted in tumbling windows of its event time. Kafka Streams 4.3.1 runs it once,
+on its value), and counted in tumbling windows of its event time; and pings (a day old) counted in
+windows of the wall-clock time they are read. Kafka Streams 4.3.1 runs it once,
 its global store bootstrapped from the whole profile topic before the clicks are processed.
 
 Our tasks run the twin in a ``dagster-kstreams run`` process, one task after another in batches of
@@ -22,7 +23,8 @@ one task's output, in its order.
 
 Compared: describe() of the very topology run, and per output and family the whole sequence of
 (key, value) records, windowed keys with their windows (output timestamps are the runner's known
-difference: README, "Record timestamps written by the runner").
+difference: README, "Record timestamps written by the runner"); for the pings, the counts per key
+and that every window is one of the hour the run read them in.
 """
 
 from __future__ import annotations
@@ -77,11 +79,27 @@ def _input(seed: int = 14) -> dict[str, list[tuple]]:
         user = "-" if roll < 0.06 else f"u{rng.randint(0, 11)}"  # u10, u11: never in the table
         value = None if rng.random() < 0.05 else f"{user},{FAMILIES[partition]}{i},{event_time}"
         clicks.append((key, value, partition, timestamp))
-    return {"profiles": profiles, "clicks": clicks}
+    pings = [(f"{FAMILIES[i % PARTITIONS]}p{rng.randint(1, 3)}", "ping", i % PARTITIONS, T0 - 86_400_000 + i)
+             for i in range(24)]  # a day old: their windows come from the wall clock
+    return {"profiles": profiles, "clicks": clicks, "pings": pings}
+
+
+def _wall_clock_counts(bootstrap: str, topics: dict[str, str]) -> tuple[dict[str, int], set[int]]:
+    """The pings counted per key (the final count of each of its windows, summed: the hour a run
+    falls in is the wall clock's), and the windows' starts."""
+    windowed = WindowedSerde(Serdes.String(), 3_600_000)
+    finals = {}
+    for record in sorted(read_topic(bootstrap, topics["out-wallclock"]), key=lambda r: (r.partition, r.offset)):
+        window = windowed.deserialize(record.key)
+        finals[(window.key, window.window.start)] = int.from_bytes(record.value, "big", signed=True)
+    counts: dict[str, int] = {}
+    for (key, _), count in finals.items():
+        counts[key] = counts.get(key, 0) + count
+    return counts, {start for _, start in finals}
 
 
 def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple[str, str], list]:
-    """``{(output, family): [(key, value)] in offset order}``."""
+    """``{(output, family): [(key, value)] in offset order}`` (not the wall-clock windows)."""
     results: dict[tuple[str, str], list] = {}
     windowed = WindowedSerde(Serdes.String(), 10_000)
     for record in sorted(read_topic(bootstrap, topics["out-windowed"]), key=lambda r: (r.partition, r.offset)):
@@ -107,6 +125,7 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     for name in INPUTS:  # the profiles first: both sides start with the whole table
         produce_strings(kafka_bootstrap, inputs[name], records[name])
     topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, 1), "ks")
+    started = time.time()
     stdout = oracle_harness.run_main(
         "kstreams.oracle.GlobalExamples",
         [kafka_bootstrap, unique_topic("ks-global"), str(tmp_path_factory.mktemp("ks-global-state")),
@@ -114,11 +133,13 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
         timeout=600,
     )
     return {"inputs": inputs, "records": records, "describe": json.loads(stdout)["describe"],
-            "results": _results(kafka_bootstrap, topics)}
+            "results": _results(kafka_bootstrap, topics), "started": started,
+            "wall_clock": _wall_clock_counts(kafka_bootstrap, topics)}
 
 
 def test_describe_of_the_topology_run_is_kafka_streams(kafka_streams_run, kafka_bootstrap, unique_topic):
-    topics = {**kafka_streams_run["inputs"], "out-inner": "x", "out-left": "y", "out-windowed": "z"}
+    topics = {**kafka_streams_run["inputs"], "out-inner": "x", "out-left": "y", "out-windowed": "z",
+              "out-wallclock": "w"}
     ours = str(global_examples(topics).build().describe())
     expected = kafka_streams_run["describe"]
     # the output topics' names differ between the runs; the rest must not
@@ -135,6 +156,7 @@ def test_global_join_killed_part_way_and_rerun_matches_kafka_streams(
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, 1))
     app_id = unique_topic("spark-global")
     state = tmp_path / "state"
+    started = time.time()
     run_until_killed(tmp_path, "global_topology:global_examples", topics, app_id=app_id,
                      bootstrap=kafka_bootstrap, state=state, kill_when=lambda line: line.startswith("task 1_0 batch"),
                      extra_args=("--parallelism", "1", "--max-records-per-batch", "50"))
@@ -142,13 +164,22 @@ def test_global_join_killed_part_way_and_rerun_matches_kafka_streams(
     runner = TaskRunner(global_examples(topics), app_id, kafka_bootstrap, state_location=str(state), spark=spark)
     results = {r.task_id: r for r in runner.run_all()}
     on_partition_0 = sum(1 for record in kafka_streams_run["records"]["clicks"] if record[2] == 0)
-    assert set(results) == {"1_0", "1_1"}  # the global store makes no task
+    assert set(results) == {"1_0", "1_1", "2_0", "2_1"}  # the global store makes no task
     assert 0 < results["1_0"].records_in < on_partition_0  # task 1_0 continued from its checkpoint
 
     ours = _results(kafka_bootstrap, topics)
     assert set(ours) == set(expected)
     for output_and_family, sequence in expected.items():
         assert ours[output_and_family] == sequence, output_and_family
+
+    # Pings: the same counts per key, in windows of the time each run read them (not a day ago).
+    expected_counts, their_windows = kafka_streams_run["wall_clock"]
+    counts, windows = _wall_clock_counts(kafka_bootstrap, topics)
+    assert counts == expected_counts and sum(counts.values()) == 24
+    hour = 3_600_000
+    assert all((kafka_streams_run["started"] * 1000 // hour) * hour <= start <= time.time() * 1000
+               for start in their_windows)
+    assert all((started * 1000 // hour) * hour <= start <= time.time() * 1000 for start in windows)
 
 
 def _assert_reference_exercises_it(expected: dict) -> None:

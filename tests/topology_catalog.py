@@ -1042,8 +1042,8 @@ def global_table_join():
 @topology
 def global_table_examples():
     # The topology tests/test_equivalence_global.py runs on Spark and with Kafka Streams.
-    names = {"profiles": "profiles", "clicks": "clicks", "out-inner": "enriched-clicks",
-             "out-left": "left-enriched-clicks", "out-windowed": "windowed-clicks"}
+    names = {"profiles": "profiles", "clicks": "clicks", "pings": "pings", "out-inner": "enriched-clicks",
+             "out-left": "left-enriched-clicks", "out-windowed": "windowed-clicks", "out-wallclock": "pings-per-hour"}
     return global_examples(names).build()
 
 

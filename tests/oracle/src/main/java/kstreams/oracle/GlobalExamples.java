@@ -23,6 +23,7 @@ import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.processor.TimestampExtractor;
+import org.apache.kafka.streams.processor.WallclockTimestampExtractor;
 import org.apache.kafka.streams.state.WindowStore;
 
 /**
@@ -31,7 +32,9 @@ import org.apache.kafka.streams.state.WindowStore;
  * against a real broker until the click topic is consumed to its end (its global store
  * bootstrapped from the whole profile topic first); prints JSON {"describe": topology.describe()}.
  *
- * Args: bootstrap applicationId stateDir profiles clicks outInner outLeft outWindowed
+ * Pings are counted in hour windows of the wall-clock time they are read.
+ *
+ * Args: bootstrap applicationId stateDir profiles clicks pings outInner outLeft outWindowed outWallclock
  *
  * The Python twin is global_examples() in tests/global_topology.py; keep the two in step.
  */
@@ -47,8 +50,8 @@ public final class GlobalExamples {
         }
     }
 
-    static Topology globalExamples(String profilesTopic, String clicksTopic, String outInner, String outLeft,
-                                   String outWindowed) {
+    static Topology globalExamples(String profilesTopic, String clicksTopic, String pingsTopic, String outInner,
+                                   String outLeft, String outWindowed, String outWallclock) {
         StreamsBuilder builder = new StreamsBuilder();
         GlobalKTable<String, String> profiles = builder.globalTable(profilesTopic);
         KStream<String, String> clicks = builder.stream(clicksTopic,
@@ -65,6 +68,14 @@ public final class GlobalExamples {
             .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("click-counts").withCachingDisabled())
             .toStream()
             .to(outWindowed, Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000), Serdes.Long()));
+        // Pings counted in hour windows of the time they are read, whatever their own timestamps.
+        builder.<String, String>stream(pingsTopic, Consumed.with(new WallclockTimestampExtractor()))
+            .groupByKey()
+            .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofHours(1)))
+            .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("ping-counts").withCachingDisabled())
+            .toStream()
+            .to(outWallclock, Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 3_600_000),
+                                            Serdes.Long()));
         return builder.build();
     }
 
@@ -72,12 +83,12 @@ public final class GlobalExamples {
         String bootstrap = args[0];
         String applicationId = args[1];
         String stateDir = args[2];
-        Topology topology = globalExamples(args[3], args[4], args[5], args[6], args[7]);
+        Topology topology = globalExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         KafkaStreams streams = new KafkaStreams(topology, props);
         streams.start();
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> List.of(args[4]),
+            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> List.of(args[4], args[5]),
                                                Duration.ofMinutes(5));
             System.out.println("{\"describe\": " + Json.quote(topology.describe().toString()) + "}");
         } finally {

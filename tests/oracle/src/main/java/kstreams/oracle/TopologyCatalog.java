@@ -133,7 +133,8 @@ public final class TopologyCatalog {
             "debounced-prices"));
         TOPOLOGIES.put("global_table_join", TopologyCatalog::global_table_join);
         TOPOLOGIES.put("global_table_examples", () -> GlobalExamples.globalExamples(
-            "profiles", "clicks", "enriched-clicks", "left-enriched-clicks", "windowed-clicks"));
+            "profiles", "clicks", "pings", "enriched-clicks", "left-enriched-clicks", "windowed-clicks",
+            "pings-per-hour"));
         TOPOLOGIES.put("wallclock_timestamps_then_windowed_count",
                        TopologyCatalog::wallclock_timestamps_then_windowed_count);
         TOPOLOGIES.put("global_tables_left_join_named_then_count",
