@@ -2,7 +2,9 @@
 from this package, and ``definitions.py`` merges them in.
 
 Five applications: users counted per country, word count, click enrichment (a stream-table join),
-profile regions (a foreign-key table-table join), and top words, which reads what word count writes: loaded together by ``kstreams_definitions``,
+profile regions (a foreign-key table-table join), clicks per country and minute (a global table of
+profiles, click times from a timestamp extractor), and top words, which reads what word count writes:
+loaded together by ``kstreams_definitions``,
 word count and top words are one lineage graph (``word_count/subtopology_1 -> kafka/word_counts ->
 top_words/subtopology_0``). Spark runs through dagster-pyspark: ``DAGSTER_KSTREAMS_SPARK_MASTER``
 (default ``local[*]``) and ``DAGSTER_KSTREAMS_SPARK_CONF`` (a JSON object of extra ``spark.*`` settings).
@@ -27,7 +29,7 @@ from dagster_kstreams.orchestration.resources import KStreamsSparkResource
 from dagster_kstreams.orchestration.workers import ElasticWorkers
 from dagster_kstreams.scaling import ScalingConfig
 
-from . import click_enrichment, profile_regions, top_words, users_per_country, word_count
+from . import click_enrichment, clicks_per_country, profile_regions, top_words, users_per_country, word_count
 
 SPARK_MASTER_ENV_VAR = "DAGSTER_KSTREAMS_SPARK_MASTER"
 SPARK_CONF_ENV_VAR = "DAGSTER_KSTREAMS_SPARK_CONF"
@@ -59,7 +61,10 @@ STANDBY_ELASTIC_WORKERS = dataclasses.replace(
 defs = dg.Definitions.merge(
     kstreams_definitions(users_per_country.build_app(), elastic_workers=STANDBY_ELASTIC_WORKERS),
     kstreams_definitions(word_count.build_app(), top_words.build_app(), click_enrichment.build_app(),
-                         profile_regions.build_app(), elastic_workers=ELASTIC_WORKERS),
+                         profile_regions.build_app(),
+                         # reads the clicks and profiles click enrichment declares (profiles as a global table)
+                         clicks_per_country.build_app(topics_declared_elsewhere=["clicks", "profiles"]),
+                         elastic_workers=ELASTIC_WORKERS),
     dg.Definitions(resources={"pyspark": KStreamsSparkResource(
         master=os.environ.get(SPARK_MASTER_ENV_VAR, "local[*]"),
         spark_config=json.loads(os.environ.get(SPARK_CONF_ENV_VAR) or "{}"),

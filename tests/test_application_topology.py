@@ -117,7 +117,8 @@ def _on_a_cycle(app: ApplicationTopology, writer: int, reader: int) -> bool:
 
 
 def _external_counts(topology, partitions: int) -> dict[str, int]:
-    return {topic: partitions for topic in topology.source_topics()}
+    """Every input's count: source topics and global tables' topics."""
+    return {topic: partitions for topic in [*topology.source_topics(), *(g.topic for g in topology.global_stores)]}
 
 
 def _built(name: str):

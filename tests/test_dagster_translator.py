@@ -312,3 +312,33 @@ def test_project_modules_defining_topology_functions_are_shipped_to_spark_by_val
     # country_of lives in assets/users_per_country.py, which Spark workers on a cluster cannot import.
     assert "assets.users_per_country" in cloudpickle.list_registry_pickle_by_value()
     assert not any(name.startswith(("json", "dagster_kstreams")) for name in cloudpickle.list_registry_pickle_by_value())
+
+
+def test_a_global_tables_topic_is_an_upstream_asset_read_whole_by_every_task():
+    builder = StreamsBuilder()
+    countries = builder.global_table("countries")
+    builder.stream("clicks").join(countries, lambda key, click: click.split(",")[1], lambda click, country: country) \
+        .to("clicks-with-country")
+    assets = kstreams_assets(topology=builder, app_id="gt",
+                             topic_partitions={"clicks": 3, "countries": 2, "clicks-with-country": 3})
+    specs = _specs_by_key(assets)
+    clicks, countries_topic = dg.AssetKey(["kafka", "clicks"]), dg.AssetKey(["kafka", "countries"])
+    sub1 = dg.AssetKey(["gt", "subtopology_1"])  # sub-topology 0 is the global store: no asset, no task
+    assert dg.AssetKey(["gt", "subtopology_0"]) not in specs
+    assert specs[countries_topic].partitions_def.get_partition_keys() == ["0", "1"]
+    assert specs[sub1].partitions_def.get_partition_keys() == ["0", "1", "2"]
+    deps = {dep.asset_key: dep.partition_mapping for dep in specs[sub1].deps}
+    assert isinstance(deps[clicks], dg.IdentityPartitionMapping)
+    assert isinstance(deps[countries_topic], dg.AllPartitionMapping)
+    assert "for global store" not in specs[sub1].description and "Sub-topology: 1" in specs[sub1].description
+    graph = _resolved_graph(assets)
+    read = graph.get_parent_partition_keys_for_child("2", parent_asset_key=countries_topic, child_asset_key=sub1)
+    assert sorted(read.partitions_subset.get_partition_keys()) == ["0", "1"]
+
+
+def test_a_global_tables_topic_needs_its_partition_count():
+    builder = StreamsBuilder()
+    builder.stream("clicks").join(builder.global_table("countries"), lambda key, click: click,
+                                  lambda click, country: country).to("out")
+    with pytest.raises(KeyError, match="global table's topic 'countries'"):
+        kstreams_assets(topology=builder, app_id="gt", topic_partitions={"clicks": 1, "out": 1})

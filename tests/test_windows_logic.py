@@ -239,9 +239,13 @@ def test_refuses_a_second_source_and_mixed_sliding_and_time_windows():
     _refused(mixed, r"sliding windows skip records with a null value")
 
 
-def test_refuses_custom_timestamp_extractors():
-    _refused(lambda b: b.stream("in", Consumed.with_(timestamp_extractor=lambda record, previous: 0))
-             .group_by_key().windowed_by(TUMBLING).count(), r"custom timestamp extractor")
+def test_custom_timestamp_extractors_compile():
+    builder = StreamsBuilder()
+    builder.stream("in", Consumed.with_(timestamp_extractor=lambda record, previous: 0)) \
+        .group_by_key().windowed_by(TUMBLING).count()
+    compiled = compile_topology(builder, "app")
+    source = compiled.program(0).nodes[0]
+    assert source.kind == "source" and source.timestamp_extractor(None, -1) == 0
 
 
 def test_refuses_state_kept_for_windowed_keys_in_the_same_sub_topology():

@@ -37,9 +37,11 @@ from dagster_kstreams import (
     Suppressed,
     Serdes,
     TimeWindows,
+    WallclockTimestampExtractor,
 )
 
 from fk_join_topology import fk_join_examples
+from global_topology import global_examples
 from regroup_topology import regroup_examples
 from suppress_topology import suppress_examples
 from processor_api_topology import processor_api_examples, processor_api_low_level
@@ -1131,6 +1133,48 @@ def processor_api_supplier_with_stores():
 
 
 @topology
+def global_table_join():
+    b = StreamsBuilder()
+    profiles = b.global_table("profiles")
+    b.stream("clicks").join(profiles, lambda k, v: field(v, 0), lambda click, profile: click + "," + profile) \
+        .to("enriched")
+    return b.build()
+
+
+@topology
 def processor_api_low_level_supplier_with_stores():
     return Topology().add_source("src", "more-events").add_processor("own", _WithStores(), "src") \
         .add_sink("sink", "more-processed", "own")
+
+
+@topology
+def global_table_examples():
+    # The topology tests/test_equivalence_global.py runs on Spark and with Kafka Streams.
+    names = {"profiles": "profiles", "clicks": "clicks", "pings": "pings", "out-inner": "enriched-clicks",
+             "out-left": "left-enriched-clicks", "out-windowed": "windowed-clicks", "out-wallclock": "pings-per-hour"}
+    return global_examples(names).build()
+
+
+@topology
+def global_tables_left_join_named_then_count():
+    # The stream comes first (sub-topology 0), a global store between, a repartition after the
+    # key change (the global join keeps the flag), a second global table read by key and value.
+    b = StreamsBuilder()
+    clicks = b.stream("clicks").select_key(lambda k, v: field(v, 1))
+    countries = b.global_table("countries", Consumed.as_("countries-in"), Materialized.as_("countries-store"))
+    enriched = clicks.left_join(countries, lambda k, v: k, lambda k, click, country: k + "," + click + "," + str(country),
+                                Named.as_("with-country"))
+    users = b.global_table("users")
+    enriched.join(users, lambda k, v: field(v, 0), lambda click, user: click + "," + user) \
+        .group_by_key().count().to_stream().to("clicks-per-country")
+    return b.build()
+
+
+@topology
+def wallclock_timestamps_then_windowed_count():
+    # describe() does not show a timestamp extractor (Kafka Streams' does not either).
+    b = StreamsBuilder()
+    b.stream("events", Consumed.with_timestamp_extractor(WallclockTimestampExtractor())) \
+        .group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(timedelta(minutes=1))).count() \
+        .to_stream().to("events-per-minute")
+    return b.build()

@@ -60,9 +60,10 @@ class TaskPosition:
 
 
 def with_broker_partitions(application: ApplicationTopology, admin: KafkaAdmin) -> ApplicationTopology:
-    """``application`` with its external source topics' partition counts as the broker has them
-    (a missing source topic is a :class:`~dagster_kstreams.kafka.admin.KafkaAdminError` naming it)."""
-    return application.with_source_partitions(admin.partition_counts(application.external_source_topics))
+    """``application`` with its external source topics' (and global tables' topics') partition counts
+    as the broker has them (a missing one is a :class:`~dagster_kstreams.kafka.admin.KafkaAdminError` naming it)."""
+    topics = list(dict.fromkeys([*application.external_source_topics, *application.global_topics]))
+    return application.with_source_partitions(admin.partition_counts(topics))
 
 
 def first_offsets(application: ApplicationTopology, admin: KafkaAdmin, committed: Mapping[TopicPartition, int],

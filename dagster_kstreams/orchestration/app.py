@@ -159,7 +159,7 @@ class KStreamsApp:
         real = set()
         for topic in ([topics] if isinstance(topics, str) else topics):
             name = application.topic_name(topic)
-            if name not in application.external_source_topics:
+            if name not in application.external_source_topics and name not in application.global_topics:
                 raise ValueError(f"topics_declared_elsewhere of {self.app_id!r} names {topic!r}, which is not an "
                                  f"input topic it reads and does not write "
                                  f"(its inputs: {sorted(application.external_source_topics)})")
@@ -195,11 +195,14 @@ class KStreamsApp:
                         self._props(KStreamsAssetKind.STORE, store.name, count, subtopology=sub, store=store))
 
         def reads(subtopology_id: int) -> list[dg.AssetDep]:
-            # A topic written back by a later sub-topology (a foreign-key join's answers) is not a
-            # dep: Dagster's asset graph has no cycles. Its asset still hangs off its writer.
+            # Task p reads partition p of its source topics, and every partition of a global table's
+            # topic. A topic written back by a later sub-topology (a foreign-key join's answers) is not
+            # a dep: Dagster's asset graph has no cycles. Its asset still hangs off its writer.
             written_back = application.written_back(subtopology_id)
-            return [dg.AssetDep(specs[("topic", topic)].key, partition_mapping=dg.IdentityPartitionMapping())
-                    for topic in dict.fromkeys(application.source_topics(subtopology_id)) if topic not in written_back]
+            return [*(dg.AssetDep(specs[("topic", topic)].key, partition_mapping=dg.IdentityPartitionMapping())
+                      for topic in dict.fromkeys(application.source_topics(subtopology_id)) if topic not in written_back),
+                    *(dg.AssetDep(specs[("topic", topic)].key, partition_mapping=dg.AllPartitionMapping())
+                      for topic in application.global_topics_of(subtopology_id))]
 
         # What the topology dictates, whatever the translator returned.
         for (what, name), spec in list(specs.items()):

@@ -124,7 +124,8 @@ class KStreamsComponentScaffolder(Scaffolder[KStreamsScaffoldParams]):
                                          "app_id": params.app_id or "my-app", "topic_partitions": {"input-topic": 1}})
             return
         app_id = params.app_id or params.topology.split(":")[0].rsplit(".", 1)[-1].replace("_", "-")
-        inputs = ApplicationTopology(load_topology(params.topology), app_id).external_source_topics
+        application = ApplicationTopology(load_topology(params.topology), app_id)
+        inputs = list(dict.fromkeys([*application.external_source_topics, *application.global_topics]))
         scaffold_component(request, {"topology": params.topology, "app_id": app_id,
                                      "topic_partitions": {topic: params.partitions for topic in inputs}})
 

@@ -152,7 +152,8 @@ class DagsterKStreamsTranslator:
             assert props.subtopology is not None
             sources = ", ".join(props.subtopology.source_topic_names)
             # describe() of this sub-topology alone, exactly as Kafka Streams prints it.
-            described = str(props.topology.describe().subtopologies[props.subtopology.id]).rstrip()
+            described = next(str(part) for part in props.topology.describe().subtopologies
+                             if part.id == props.subtopology.id).rstrip()
             return (
                 f"Sub-topology {props.subtopology.id} of application `{props.app_id}`: {props.partitions} "
                 f"task(s), task `{props.subtopology.id}_p` reads partition p of {sources}. Materializing "

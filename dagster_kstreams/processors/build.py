@@ -3,7 +3,8 @@
 Each view node is turned into a processor by the builder its family registers for its
 :class:`~dagster_kstreams.topology.node_specs.NodeKind` (``BUILDERS`` of :mod:`.stateless`,
 :mod:`.aggregations`, :mod:`.windows`, :mod:`.sessions`, :mod:`.table_joins`,
-:mod:`.table_regroup`, :mod:`.fk_joins`, :mod:`.stream_joins`, :mod:`.suppress`, :mod:`.user_processors`); a builder also checks, at
+:mod:`.table_regroup`, :mod:`.fk_joins`, :mod:`.stream_joins`, :mod:`.suppress`, :mod:`.user_processors`,
+:mod:`.global_joins`); a builder also checks, at
 definition time, that the processor can run with Kafka Streams' semantics, and raises
 :class:`~dagster_kstreams.processors.errors.UnsupportedTopologyError` naming it otherwise.
 Then every stateful processor gets its slot in the key's state row, in topological order.
@@ -11,13 +12,13 @@ Then every stateful processor gets its slot in the key's state row, in topologic
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Optional
 
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
 from dagster_kstreams.processors import (
-    aggregations, fk_joins, sessions, stateless, stream_joins, suppress, table_joins, table_regroup, user_processors,
-    windows,
+    aggregations, fk_joins, global_joins, sessions, stateless, stream_joins, suppress, table_joins, table_regroup,
+    user_processors, windows,
 )
 from dagster_kstreams.processors.base import Processor
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
@@ -49,6 +50,8 @@ class BuildContext:
     default_value_serde: Any
     # (view node, UserFunction) -> an object with as_key_value()/as_joiner(): the engine's hook
     resolve_function: Callable[[ProcessorNode, Any], Any] = python_function
+    # the client settings (bootstrap.servers, ...) a processor that reads Kafka itself needs (global tables)
+    kafka_config: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._positions = {node.name: index for index, node in enumerate(self.subtopology.nodes)}
@@ -97,6 +100,7 @@ BUILDERS: dict[NodeKind, Callable[[ProcessorNode, BuildContext], Processor]] = {
     **stream_joins.BUILDERS,
     **suppress.BUILDERS,
     **user_processors.BUILDERS,
+    **global_joins.BUILDERS,
     NodeKind.WINDOWED_AGGREGATE: _windowed_aggregate,
 }
 
@@ -108,8 +112,8 @@ def build_processor(factory: ProcessorNode, ctx: BuildContext) -> Processor:
             f"processor {factory.name} ({factory.kind.value}) is not supported by the Spark runner yet; it runs "
             "stateless operations, to/to_table, group_by/group_by_key with count/reduce/aggregate, "
             "KTable filter/map_values/to_stream/group_by, stream-table joins, table-table joins (also on a foreign "
-            "key), time/sliding/session windowed aggregations, suppress, stream-stream joins and "
-            "process/process_values"
+            "key), time/sliding/session windowed aggregations, suppress, stream-stream joins, stream-global-table "
+            "joins and process/process_values"
         )
     return builder(factory, ctx)
 

@@ -18,6 +18,7 @@ from dagster_kstreams.processors.base import Processor, processor_class, registe
 from dagster_kstreams.processors.changes import ChangedSerde
 from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopologyError
 from dagster_kstreams.topology.node_specs import NodeKind
+from dagster_kstreams.topology.timestamp_extractors import extract_function
 
 __all__ = ["Source", "Sink", "Filter", "Map", "MapValues", "FlatMap", "FlatMapValues", "SelectKey", "Peek",
            "Foreach", "Print", "Printer", "Merge", "BranchChild", "Branch", "RepartitionFilter", "TableFilter",
@@ -42,9 +43,11 @@ class Source(Processor):
 
     kind = "source"
 
-    def __init__(self, name: str, topics: tuple[str, ...], key_serde, value_serde):
+    def __init__(self, name: str, topics: tuple[str, ...], key_serde, value_serde, timestamp_extractor=None):
         super().__init__(name)
         self.topics, self.key_serde, self.value_serde = topics, key_serde, value_serde
+        # extract(record, partition_time), or None: the record timestamps (processors/timestamps.py)
+        self.timestamp_extractor = timestamp_extractor
 
     def process(self, key, value, context, out, state) -> None:  # pragma: no cover - sources have no parents
         raise ValueError(f"processor {self.name}: a source receives records from its topics only")
@@ -299,13 +302,9 @@ class TableToStream(_WithFunction):
 
 # -- definition time -------------------------------------------------------------------------
 def _source(factory, ctx) -> Source:
-    if factory.serdes.get("timestamp_extractor") is not None:
-        # Timestamps reach windows, joins and repartition topics: none may be computed differently.
-        raise UnsupportedTopologyError(
-            f"source {factory.name} (topics {list(factory.topics)}) has a custom timestamp extractor; the "
-            "Spark runner reads record timestamps from Kafka only (Kafka Streams' default extractor)")
     return Source(factory.name, tuple(ctx.topic_name(topic) for topic in factory.topics),
-                  ctx.key_serde(factory), _value_serde(factory, ctx))
+                  ctx.key_serde(factory), _value_serde(factory, ctx),
+                  extract_function(factory.serdes.get("timestamp_extractor")))
 
 
 def _value_serde(factory, ctx):

@@ -285,10 +285,6 @@ def _check_subtopology(sub, window_node) -> None:
                 f"processor {node.name} ({node.kind.value}) comes before the stream-stream join {window_node.name} "
                 "in its sub-topology; the Spark runner keeps the join's state by source key, so only processors "
                 "that keep the key (filter, map_values, flat_map_values, peek, merge, branch) may come before it")
-        if node.kind is NodeKind.SOURCE and node.serdes.get("timestamp_extractor") is not None:
-            raise UnsupportedTopologyError(
-                f"source {node.name} of the stream-stream join {window_node.name} has a custom timestamp "
-                "extractor; the Spark runner uses the record timestamps (FailOnInvalidTimestamp)")
         pending.extend(node.parents)
 
 

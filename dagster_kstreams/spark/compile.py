@@ -12,7 +12,7 @@ Whatever the runner cannot execute with Kafka Streams' semantics raises
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping, Optional
 
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
 from dagster_kstreams.processors.build import BuildContext, build_program
@@ -44,7 +44,9 @@ class CompiledTopology:
         dead_letters: DeadLetterPolicy = DeadLetterPolicy(),
         default_key_serde=None,
         default_value_serde=None,
+        kafka_config: Optional[Mapping[str, Any]] = None,
     ):
+        self.kafka_config = dict(kafka_config or {})  # what a global table's reader connects with
         self.application = ApplicationTopology(topology, application_id)
         self.topology = self.application.topology
         self.dead_letters = dead_letters
@@ -78,7 +80,8 @@ class CompiledTopology:
 
     def _build_program(self, subtopology: int) -> SparkProgram:
         context = BuildContext(self.application, self.topology.subtopology(subtopology),
-                               self.default_key_serde, self.default_value_serde, spark_function)
+                               self.default_key_serde, self.default_value_serde, spark_function,
+                               kafka_config=self.kafka_config)
         program = build_program(context, self.dead_letters, SparkProgram)
         # Column expressions: the whole sub-topology as DataFrame operations (None without any).
         program.column_plan = expressions.plan(program, UnsupportedTopologyError)
@@ -91,6 +94,8 @@ def compile_topology(
     dead_letters: DeadLetterPolicy = DeadLetterPolicy(),
     default_key_serde=None,
     default_value_serde=None,
+    kafka_config: Optional[Mapping[str, Any]] = None,
 ) -> CompiledTopology:
     """``topology``: a built ``Topology`` or the ``StreamsBuilder`` (built here)."""
-    return CompiledTopology(topology, application_id, dead_letters, default_key_serde, default_value_serde)
+    return CompiledTopology(topology, application_id, dead_letters, default_key_serde, default_value_serde,
+                            kafka_config)

@@ -3,7 +3,8 @@ stream time, as Kafka Streams keeps them.
 
 Record timestamp (``event_time``, epoch ms)
     The Kafka record timestamp, as Kafka Streams' default ``FailOnInvalidTimestamp`` extractor
-    reads it. Spark's Kafka sink cannot set a record's timestamp (records it writes carry the
+    reads it; for a source with a timestamp extractor (``Consumed.with_timestamp_extractor``), what
+    the extractor returns (:func:`with_extracted_timestamps`; a negative result drops the record). Spark's Kafka sink cannot set a record's timestamp (records it writes carry the
     write time), so whatever a task writes to a repartition topic carries the timestamp of the
     record that produced it in the header :data:`TIMESTAMP_HEADER`
     (:mod:`dagster_kstreams.kafka.timestamp_header`), and a task reading a repartition topic takes
@@ -37,6 +38,7 @@ from collections.abc import Iterable
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401 - pa.compute in the workers
 import pyspark.sql.types as T
 from pyspark.sql import functions as F
 
@@ -48,6 +50,7 @@ __all__ = [
     "decode_timestamp",
     "encode_timestamp",
     "source_columns",
+    "with_extracted_timestamps",
     "with_processing_order",
 ]
 
@@ -55,12 +58,13 @@ WATERMARK_COLUMN = "_stream_time_watermark"
 ORDER_COLUMNS = ("merge_time", "stream_time", "stream_time_before", "seq")
 
 
-def source_columns(kafka_source, internal_topics: Iterable[str] = ()):
+def source_columns(kafka_source, internal_topics: Iterable[str] = (), keep_headers: bool = False):
     """Spark's Kafka source rows as a task reads them: ``key, value, topic, partition, offset,
-    timestamp, event_time`` (:data:`~dagster_kstreams.spark.frames.SOURCE_COLUMNS`).
+    timestamp, event_time`` (:data:`~dagster_kstreams.spark.frames.SOURCE_COLUMNS`), and ``headers``
+    too with ``keep_headers`` (a timestamp extractor reads them: :func:`with_extracted_timestamps`).
 
     ``kafka_source`` must have been read with ``includeHeaders`` when ``internal_topics`` (the
-    repartition topics among the task's sources) is not empty."""
+    repartition topics among the task's sources) is not empty, or ``keep_headers``."""
     event_time = F.unix_millis(F.col("timestamp"))
     internal = list(internal_topics)
     if internal:
@@ -68,7 +72,35 @@ def source_columns(kafka_source, internal_topics: Iterable[str] = ()):
         header_time = F.conv(F.hex(F.get(carried, 0)["value"]), 16, 10).cast("long")
         event_time = F.when(F.col("topic").isin(internal) & header_time.isNotNull(), header_time).otherwise(event_time)
     return kafka_source.select("key", "value", "topic", "partition", "offset", "timestamp",
-                               event_time.alias("event_time"))
+                               event_time.alias("event_time"), *(["headers"] if keep_headers else []))
+
+
+def with_extracted_timestamps(source, extraction):
+    """``source`` (:func:`source_columns` rows with ``headers``) with each record's ``event_time``
+    given by its source's timestamp extractor (``extraction``: a
+    :class:`~dagster_kstreams.processors.timestamps.SourceTimestamps`), and without the records it
+    gave a negative timestamp (Kafka Streams drops them before any processor). Spark's Kafka source
+    reads one Kafka partition per Spark partition, in offset order: the partition time an extractor
+    is given is the largest timestamp extracted before it in the micro-batch (-1 at its start)."""
+    schema = T.StructType([field for field in source.schema.fields if field.name != "headers"])
+    names = [field.name for field in schema.fields]
+
+    def extract(batches):
+        partition_times: dict = {}
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            columns = {name: batch.column(batch.schema.get_field_index(name)).to_pylist()
+                       for name in ("topic", "partition", "offset", "key", "value", "event_time", "headers")}
+            times = extraction.extract(columns["topic"], columns["partition"], columns["offset"], columns["key"],
+                                       columns["value"], columns["event_time"], columns["headers"], partition_times)
+            extracted = pa.array(times, type=pa.int64())
+            arrays = [extracted if name == "event_time" else batch.column(batch.schema.get_field_index(name))
+                      for name in names]
+            kept = pa.compute.greater_equal(extracted, 0)
+            yield pa.RecordBatch.from_arrays(arrays, names=names).filter(kept)
+
+    return source.mapInArrow(extract, schema)
 
 
 def with_processing_order(source, stream_time: bool, skip_null_values: bool = False):

@@ -25,7 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from dagster_kstreams.kafka.admin import KafkaAdmin, TopicPartition
 from dagster_kstreams.kafka.task_lag import first_offsets
-from dagster_kstreams.spark.event_time import source_columns, with_processing_order
+from dagster_kstreams.spark.event_time import source_columns, with_extracted_timestamps, with_processing_order
 from dagster_kstreams.topology.application import ApplicationTopology
 
 __all__ = ["StartingPoint", "starting_point", "kafka_source", "in_processing_order"]
@@ -59,10 +59,12 @@ def starting_point(application: ApplicationTopology, admin: KafkaAdmin, checkpoi
 
 def kafka_source(session: SparkSession, kafka_options: Mapping[str, Any], assigned: list[TopicPartition],
                  starting: Optional[Mapping[TopicPartition, int]], max_records_per_batch: Optional[int],
-                 timestamp_header_topics: list[str]) -> DataFrame:
+                 timestamp_header_topics: list[str], timestamps=None) -> DataFrame:
     """The task's streaming source rows. ``timestamp_header_topics`` are the repartition topics
     among the assigned ones whose records' timestamps the task uses: they travel in a header, so
-    headers are read (only then: it costs)."""
+    headers are read (only then, or for a timestamp extractor: it costs). ``timestamps``: the
+    sub-topology's timestamp extractors (:func:`~dagster_kstreams.processors.timestamps.source_timestamps`),
+    None for the record timestamps."""
     assign: dict[str, list[int]] = {}
     for tp in assigned:
         assign.setdefault(tp.topic, []).append(tp.partition)
@@ -75,9 +77,12 @@ def kafka_source(session: SparkSession, kafka_options: Mapping[str, Any], assign
     reader = reader.option("failOnDataLoss", "false")  # skip what retention deleted (module docstring)
     if max_records_per_batch is not None:
         reader = reader.option("maxOffsetsPerTrigger", str(max_records_per_batch))
-    if timestamp_header_topics:
+    if timestamp_header_topics or timestamps is not None:
         reader = reader.option("includeHeaders", "true")
-    return source_columns(reader.load(), timestamp_header_topics)
+    if timestamps is None:
+        return source_columns(reader.load(), timestamp_header_topics)
+    return with_extracted_timestamps(source_columns(reader.load(), timestamp_header_topics, keep_headers=True),
+                                     timestamps)
 
 
 def in_processing_order(source: DataFrame, program: Any) -> DataFrame:

@@ -44,6 +44,7 @@ from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy, Deserialization
 from dagster_kstreams.kafka.fencing import TaskFence, task_transactional_id
 from dagster_kstreams.kafka.task_lag import with_broker_partitions
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
+from dagster_kstreams.processors.timestamps import source_timestamps
 from dagster_kstreams.spark.batch_writer import BatchWriter
 from dagster_kstreams.spark.busy_clock import SharedBusyClock
 from dagster_kstreams.spark.checkpoint import (
@@ -157,6 +158,7 @@ class TaskRunner:
         self.compiled: CompiledTopology = compile_topology(
             topology, application_id, self.dead_letters,
             default_key_serde=default_key_serde, default_value_serde=default_value_serde,
+            kafka_config=self.kafka_config,
         ).check()  # an operation the runner cannot run fails now, not in the middle of a run
         self.application: ApplicationTopology = self.compiled.application
         self.admin = KafkaAdmin(self.kafka_config["bootstrap.servers"], self._client_config())
@@ -417,7 +419,7 @@ class TaskRunner:
         if self.exactly_once:
             source_options["kafka.isolation.level"] = "read_committed"  # never an aborted attempt's records
         source = kafka_source(session, source_options, run.assigned, starting, max_records_per_batch,
-                              timestamp_headers)
+                              timestamp_headers, source_timestamps(program))
         output = strategy.build(source, program, self.dead_letters)
 
         written = self.application.sink_topics(run.task.subtopology)

@@ -12,6 +12,7 @@ from .consumed_produced import AutoOffsetReset, Consumed, Produced
 from .emit_strategy import EmitStrategy
 from .errors import TopologyException
 from .functions import FunctionForm, UserFunction
+from .global_ktable import GlobalKTable
 from .grouped import KGroupedStream
 from .grouped_repartitioned import Grouped, Repartitioned
 from .joined import Joined, StreamJoined, TableJoined
@@ -27,6 +28,10 @@ from .serdes import Serde, Serdes, Window, Windowed, WindowedSerde
 from .streams_builder import StreamsBuilder
 from .suppressed import BufferConfig, Suppressed
 from .task_id import TaskId
+from .timestamp_extractors import (
+    ConsumerRecord, FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp,
+    WallclockTimestampExtractor,
+)
 from .view import (
     CopartitionError, ProcessorNode, Subtopology, TopicRef, Topology, as_topology, changelog_topic_name,
     internal_topic_name,
@@ -36,6 +41,8 @@ from .windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = [
     "AutoOffsetReset", "Branched", "BufferConfig", "Consumed", "EmitStrategy", "Grouped", "Joined", "Materialized",
+    "GlobalKTable", "ConsumerRecord", "FailOnInvalidTimestamp", "LogAndSkipOnInvalidTimestamp",
+    "UsePartitionTimeOnInvalidTimestamp", "WallclockTimestampExtractor",
     "Named", "Printed", "Produced", "Repartitioned", "StreamJoined", "Suppressed", "TableJoined", "TopologyException",
     "BranchedKStream", "KGroupedStream", "KGroupedTable", "KStream", "KTable", "SessionWindowedKStream",
     "StreamsBuilder", "TimeWindowedKStream", "FunctionForm", "UserFunction", "NodeKind", "StoreSpec",

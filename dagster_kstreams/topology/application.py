@@ -90,6 +90,15 @@ class ApplicationTopology:
         """Topics the application reads and does not write, in the order sub-topologies read them."""
         return [topic for topic in self._readers if topic not in self._writers]
 
+    @property
+    def global_topics(self) -> list[str]:
+        """Topics read whole into global tables (every task joining one reads all its partitions)."""
+        return list(dict.fromkeys(self.topic_name(store.topic) for store in self.topology.global_stores))
+
+    def global_topics_of(self, subtopology_id: int) -> list[str]:
+        """The global tables' topics a sub-topology joins."""
+        return [self.topic_name(topic) for topic in self.topology.global_topics(subtopology_id)]
+
     def source_topics(self, subtopology_id: int) -> list[str]:
         return [self.topic_name(topic) for topic in self.subtopology(subtopology_id).source_topic_names]
 
@@ -177,6 +186,11 @@ class ApplicationTopology:
         graph_counts = self.topology.partition_counts(source_partitions)
         counts = {self.topic_name(topic): count for topic, count in graph_counts.items()}
         self._task_counts = self.topology.task_counts(source_partitions)
+        for topic in self.global_topics:
+            if topic not in source_partitions:
+                raise KeyError(f"application {self.application_id!r}: no partition count given for the global "
+                               f"table's topic {topic!r}; given: {sorted(source_partitions)}")
+            counts.setdefault(topic, source_partitions[topic])
         for topic, writers in self._writers.items():
             if topic not in counts:
                 counts[topic] = source_partitions.get(topic, max(self._task_counts[sub] for sub in writers))

@@ -8,6 +8,7 @@ from typing import Callable, Optional
 from .fluent import WithSerdes, install_static_factories
 from .named import validate_name
 from .serdes import Serde
+from .timestamp_extractors import extract_function
 
 __all__ = ["AutoOffsetReset", "Consumed", "Produced"]
 
@@ -38,7 +39,11 @@ class Consumed(WithSerdes):
     def as_(processor_name: str) -> "Consumed":
         return Consumed(processor_name=processor_name)
 
-    def with_timestamp_extractor(self, extractor: Callable) -> "Consumed":
+    def _with_timestamp_extractor(self, extractor) -> "Consumed":
+        """An object with ``extract(record, partition_time)`` or such a callable (see
+        :mod:`.timestamp_extractors`); describe() does not show it, as in Kafka Streams. On the
+        class, a static factory (Java's ``Consumed.with(TimestampExtractor)``)."""
+        extract_function(extractor)  # refuses anything else now
         return replace(self, timestamp_extractor=extractor)
 
     def with_offset_reset_policy(self, policy: str) -> "Consumed":
@@ -82,4 +87,14 @@ class Produced(WithSerdes):
         return replace(self, processor_name=processor_name)
 
 
+class _InstanceOrStaticFactory:
+    """``Consumed.with_timestamp_extractor(x)`` builds a new Consumed; on an instance, a copy."""
+
+    def __get__(self, instance, owner):
+        if instance is None:
+            return lambda extractor: Consumed()._with_timestamp_extractor(extractor)
+        return instance._with_timestamp_extractor
+
+
+Consumed.with_timestamp_extractor = _InstanceOrStaticFactory()
 install_static_factories(Produced, {"key_serde": Produced.key_serde_, "value_serde": Produced.value_serde_})

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional, Sequence
 
-__all__ = ["TopologyDescription", "SubtopologyDescription", "NodeDescription", "java_hash_order"]
+__all__ = ["TopologyDescription", "SubtopologyDescription", "GlobalStoreDescription", "describe_global_store", "NodeDescription", "java_hash_order"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -319,18 +319,50 @@ class SubtopologyDescription:
 
 
 @dataclass
-class TopologyDescription:
-    subtopologies: list = field(default_factory=list)
+class GlobalStoreDescription:
+    """A global store as ``TopologyDescription.GlobalStore``: a source and its table source."""
+
+    id: int
+    source: NodeDescription
+    processor: NodeDescription
 
     def __str__(self) -> str:
-        return "Topologies:\n " + "".join(f"  {subtopology}" for subtopology in self.subtopologies)
+        return (f"Sub-topology: {self.id} for global store (will not generate tasks)\n"
+                f"    {self.source}\n    {self.processor}\n")
+
+    def as_dict(self) -> dict:
+        return {"id": self.id, "global_store": True, "nodes": [self.source.as_dict(), self.processor.as_dict()]}
+
+
+@dataclass
+class TopologyDescription:
+    subtopologies: list = field(default_factory=list)
+    global_stores: list = field(default_factory=list)
+
+    def __str__(self) -> str:
+        # Kafka Streams prints sub-topologies and global stores by id, interleaved.
+        parts = sorted([*self.subtopologies, *self.global_stores], key=lambda part: part.id)
+        return "Topologies:\n " + "".join(f"  {part}" for part in parts)
 
     __repr__ = __str__
 
     def as_dict(self) -> dict:
         """The description as plain data (for JSON): sub-topologies, their nodes in the printed
         order, each node's type, topics or stores, predecessors and successors."""
-        return {"subtopologies": [subtopology.as_dict() for subtopology in self.subtopologies]}
+        described = {"subtopologies": [subtopology.as_dict() for subtopology in self.subtopologies]}
+        if self.global_stores:
+            described["global_stores"] = [store.as_dict() for store in self.global_stores]
+        return described
+
+
+def describe_global_store(group_id: int, source_name: str, processor_name: str, topic: str,
+                          store_name: str) -> GlobalStoreDescription:
+    """A global store's description (``InternalTopologyBuilder.describeGlobalStore``)."""
+    source = NodeDescription(source_name, "source", topics=[topic])
+    processor = NodeDescription(processor_name, "processor", stores=[store_name])
+    source._successors.add(processor)
+    processor._predecessors.add(source)
+    return GlobalStoreDescription(group_id, source, processor)
 
 
 def describe_subtopology(subtopology_id: int, node_names: Sequence[str], factories) -> SubtopologyDescription:

@@ -17,6 +17,7 @@ from .consumed_produced import Produced
 from .errors import TopologyException
 from .functions import FunctionForm as F
 from .functions import UserFunction
+from .global_ktable import GlobalKTable, add_global_table_join
 from .graph import ProcessorGraphNode, RepartitionNode, StreamSinkNode
 from .grouped import KGroupedStream
 from .grouped_repartitioned import Grouped, Repartitioned
@@ -262,6 +263,11 @@ class KStream(_AbstractStream):
         return self._join(other, joiner, args, left=True, outer=True, operation="KStream.outer_join")
 
     def _join(self, other, joiner, args, left: bool, outer: bool, operation: str) -> KStream:
+        if isinstance(other, GlobalKTable):  # join(global_table, key_selector, joiner[, named])
+            if not args or len(args) > 2:
+                raise TypeError(f"{operation} with a GlobalKTable takes (global_table, key_selector, joiner[, named])")
+            return add_global_table_join(self, other, joiner, args[0], args[1] if len(args) > 1 else None,
+                                         left, operation)
         fn = UserFunction.of(joiner, [F.VALUE_VALUE, F.KEY_VALUE_VALUE], operation)
         if isinstance(other, KTable):
             (joined,) = _parse(args, Joined, operation=operation)

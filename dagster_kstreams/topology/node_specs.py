@@ -62,6 +62,9 @@ class NodeKind(enum.Enum):
     # the Processor API (user processors, processor_api.py)
     PROCESS = "process"
     PROCESS_VALUES = "process_values"
+    # global tables: the global store's table source (no task runs it) and a stream's lookup join
+    GLOBAL_TABLE_SOURCE = "global_table_source"
+    STREAM_GLOBAL_TABLE_JOIN = "stream_global_table_join"
 
 
 class StoreType(enum.Enum):

@@ -12,6 +12,7 @@ from typing import Optional, Sequence, Union
 from .abstract_stream import KTABLE_SOURCE_NAME, SOURCE_NAME, _or_generate, _parse, _suffix_or_generate
 from .consumed_produced import Consumed
 from .errors import TopologyException
+from .global_ktable import GlobalKTable, GlobalTableSourceNode
 from .graph import InternalStreamsBuilder, StreamSourceNode, TableSourceNode
 from .kstream import KStream
 from .ktable import KTable
@@ -82,6 +83,31 @@ class StreamsBuilder:
                             f"got {type(store_builder).__name__}")
         self._builder.add_graph_node(self._builder.root, StateStoreNode(store_builder.spec()))
         return self
+
+    def global_table(self, topic: str, *args) -> GlobalKTable:
+        """``global_table(topic)``, ``(topic, consumed)``, ``(topic, materialized)``,
+        ``(topic, consumed, materialized)``: the whole topic as a table in every task that joins it
+        (Kafka Streams' ``StreamsBuilder.globalTable``; names drawn as ``table()`` draws them; the
+        store keeps no changelog, the topic itself is one)."""
+        consumed, materialized = _parse(args, Consumed, Materialized, operation="global_table()")
+        builder = self._builder
+        if not isinstance(topic, str) or not topic:
+            raise TypeError(f"global_table(): the topic name must be a non-empty str, got {topic!r}")
+        if consumed is None:
+            consumed = Consumed(materialized.key_serde if materialized else None,
+                                materialized.value_serde if materialized else None)
+        materialized = materialized or Materialized()
+        key_serde = consumed.key_serde or materialized.key_serde
+        value_serde = consumed.value_serde or materialized.value_serde
+        queryable = materialized.store_name is not None
+        store_name = materialized.store_name or builder.new_store_name(topic + "-")
+        source_name = _suffix_or_generate(builder, consumed.processor_name, "-source", SOURCE_NAME)
+        table_source_name = _or_generate(builder, consumed.processor_name, KTABLE_SOURCE_NAME)
+        store = StoreSpec(store_name, StoreType.KEY_VALUE, False, key_serde, value_serde,
+                          queryable=queryable, caching=materialized.caching_enabled)
+        node = GlobalTableSourceNode(table_source_name, source_name, topic, consumed, store)
+        builder.add_graph_node(builder.root, node)
+        return GlobalKTable(table_source_name, topic, store_name, key_serde, value_serde, queryable, builder)
 
     def build(self) -> Topology:
         """Write the graph into a :class:`~dagster_kstreams.topology.view.Topology` (idempotent)."""

@@ -42,6 +42,7 @@ class InternalTopologyBuilder:
         self.internal_topics: dict[str, Optional[int]] = {}  # repartition topic -> enforced partitions
         self.source_topic_to_node: dict[str, str] = {}
         self.copartition_source_groups: list[tuple[str, ...]] = []
+        self.global_source_nodes: set[str] = set()  # sources of global stores (no task reads them)
 
     # -- union-find ---------------------------------------------------------------------
     def _root(self, name: str) -> str:
@@ -128,6 +129,17 @@ class InternalTopologyBuilder:
             users.append(processor_name)
         if store_name not in factory.store_names:
             factory.store_names.append(store_name)
+
+    def add_global_store(self, source_name: str, processor_name: str, topic: str, spec: ProcessorSpec,
+                         serdes: Optional[dict] = None) -> None:
+        """A global store: its source and the processor that owns the store, a group of their own."""
+        self.add_source(source_name, [topic], None, serdes)
+        self.global_source_nodes.add(source_name)
+        self.add_processor(processor_name, spec, [source_name])
+
+    def is_global_group(self, node_names: Iterable[str]) -> bool:
+        """Whether a node group is a global store's (``nodeGroupContainsGlobalSourceNode``)."""
+        return any(name in self.global_source_nodes for name in node_names)
 
     def add_internal_topic(self, topic: str, partitions: Optional[int]) -> None:
         self.internal_topics[topic] = partitions

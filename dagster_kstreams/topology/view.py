@@ -75,6 +75,11 @@ Contract (stable; other layers rely on it)
                                if listed in ``stores``)
   ============================ ======================================================================
 
+* ``topology.global_stores``: tuple of :class:`GlobalStore` (a global table: ``id`` as describe()
+  numbers it, ``topic``, ``store_name``, ``store``, ``serdes``); no sub-topology and no task is made
+  of one. ``topology.global_topics(subtopology_id)``: the global topics a sub-topology joins.
+  STREAM_GLOBAL_TABLE_JOIN params: key_selector (key, value) -> table key, joiner, join_type
+  inner|left, global_topic, global_store_name, global_key_serde, global_value_serde.
 * ``topology.repartition_topics``: ``{topic name: partitions or None}`` (None = inherit).
   Topic names in the view are Kafka's *unprefixed* names (``count-store-repartition``); the real
   topic is ``internal_topic_name(application_id, name)`` =
@@ -97,7 +102,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping, Optional, Sequence
 
-from .describe import TopologyDescription, describe_subtopology
+from .describe import TopologyDescription, describe_global_store, describe_subtopology
 from .errors import TopologyException
 from .low_level import LowLevelTopologyMethods
 from .node_specs import NodeKind, StoreSpec
@@ -105,7 +110,7 @@ from .task_id import TaskId
 from .topology_builder import InternalTopologyBuilder
 
 __all__ = [
-    "Topology", "Subtopology", "ProcessorNode", "TopicRef", "CopartitionError",
+    "Topology", "Subtopology", "GlobalStore", "ProcessorNode", "TopicRef", "CopartitionError",
     "internal_topic_name", "changelog_topic_name", "as_topology",
 ]
 
@@ -176,6 +181,20 @@ class Subtopology:
         raise KeyError(f"sub-topology {self.id} has no node {name!r}")
 
 
+@dataclass(frozen=True)
+class GlobalStore:
+    """A global table's store (Kafka Streams' global store): its group id in describe(), the topic
+    read whole into it, the store, its two nodes and the source's serdes as given."""
+
+    id: int
+    topic: str
+    store_name: str
+    source_name: str
+    processor_name: str
+    store: StoreSpec
+    serdes: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+
 class Topology(LowLevelTopologyMethods):
     """A built topology (Kafka Streams' ``Topology``); ``Topology()`` starts an empty one for the
     Processor API's low-level methods (:mod:`.low_level`)."""
@@ -188,7 +207,11 @@ class Topology(LowLevelTopologyMethods):
         builder = self._builder
         self.repartition_topics: Mapping[str, Optional[int]] = MappingProxyType(dict(builder.internal_topics))
         self._groups = builder.node_groups()
-        self.subtopologies: tuple = tuple(self._make_subtopology(gid, names) for gid, names in self._groups.items())
+        # A global store's group keeps its id (Kafka Streams numbers it) but is no sub-topology: no task runs it.
+        self.global_stores: tuple = tuple(
+            self._make_global_store(gid, names) for gid, names in self._groups.items() if builder.is_global_group(names))
+        self.subtopologies: tuple = tuple(self._make_subtopology(gid, names) for gid, names in self._groups.items()
+                                          if not builder.is_global_group(names))
         self.state_stores: Mapping[str, StoreSpec] = MappingProxyType(dict(builder.state_stores))
         self.copartition_groups: tuple = self._copartition_topic_groups()
 
@@ -233,6 +256,13 @@ class Topology(LowLevelTopologyMethods):
         return Subtopology(group_id, tuple(nodes), tuple(source_topics), pattern, tuple(sink_topics),
                            tuple(repartition_sinks), tuple(self._builder.state_stores[s] for s in store_names))
 
+    def _make_global_store(self, group_id: int, names: Sequence[str]) -> "GlobalStore":
+        factories = self._builder.node_factories
+        source = next(factories[name] for name in names if factories[name].role == "source")
+        processor = next(factories[name] for name in names if factories[name].role == "processor")
+        return GlobalStore(group_id, source.topics[0], processor.store_names[0], source.name, processor.name,
+                           self._builder.state_stores[processor.store_names[0]], MappingProxyType(dict(source.serdes)))
+
     def _copartition_topic_groups(self) -> tuple:
         factories = self._builder.node_factories
         groups = []
@@ -248,13 +278,24 @@ class Topology(LowLevelTopologyMethods):
 
     def describe(self) -> TopologyDescription:
         factories = self._builder.node_factories
-        return TopologyDescription([describe_subtopology(gid, names, factories) for gid, names in self._groups.items()])
+        return TopologyDescription(
+            [describe_subtopology(gid, names, factories) for gid, names in self._groups.items()
+             if not self._builder.is_global_group(names)],
+            [describe_global_store(store.id, store.source_name, store.processor_name, store.topic, store.store_name)
+             for store in self.global_stores])
 
     def subtopology(self, subtopology_id: int) -> Subtopology:
-        try:
-            return self.subtopologies[subtopology_id]
-        except IndexError:
-            raise KeyError(f"no sub-topology {subtopology_id}; this topology has {len(self.subtopologies)}") from None
+        for subtopology in self.subtopologies:
+            if subtopology.id == subtopology_id:
+                return subtopology
+        raise KeyError(f"no sub-topology {subtopology_id}; this topology has "
+                       f"{[subtopology.id for subtopology in self.subtopologies]}")
+
+    def global_topics(self, subtopology_id: int) -> list[str]:
+        """The global tables' topics a sub-topology joins (every one of its tasks reads them whole)."""
+        return list(dict.fromkeys(
+            node.params["global_topic"] for node in self.subtopology(subtopology_id).nodes
+            if node.kind is NodeKind.STREAM_GLOBAL_TABLE_JOIN))
 
     def source_topics(self) -> list[str]:
         return sorted({t for s in self.subtopologies for t in s.external_source_topics})

@@ -15,6 +15,7 @@ import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.EmitStrategy;
+import org.apache.kafka.streams.kstream.GlobalKTable;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.KGroupedStream;
@@ -31,6 +32,7 @@ import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.processor.WallclockTimestampExtractor;
 
 /**
  * Topologies built with Kafka Streams' own DSL. tests/topology_catalog.py builds each one
@@ -141,6 +143,14 @@ public final class TopologyCatalog {
         TOPOLOGIES.put("processor_api_supplier_with_stores", TopologyCatalog::processor_api_supplier_with_stores);
         TOPOLOGIES.put("processor_api_low_level_supplier_with_stores",
                        TopologyCatalog::processor_api_low_level_supplier_with_stores);
+        TOPOLOGIES.put("global_table_join", TopologyCatalog::global_table_join);
+        TOPOLOGIES.put("global_table_examples", () -> GlobalExamples.globalExamples(
+            "profiles", "clicks", "pings", "enriched-clicks", "left-enriched-clicks", "windowed-clicks",
+            "pings-per-hour"));
+        TOPOLOGIES.put("wallclock_timestamps_then_windowed_count",
+                       TopologyCatalog::wallclock_timestamps_then_windowed_count);
+        TOPOLOGIES.put("global_tables_left_join_named_then_count",
+                       TopologyCatalog::global_tables_left_join_named_then_count);
     }
 
     /** Catalog names in definition order. */
@@ -1030,5 +1040,35 @@ public final class TopologyCatalog {
             .addSource("src", "more-events")
             .addProcessor("own", new WithStores(), "src")
             .addSink("sink", "more-processed", "own");
+    }
+
+    static Topology global_table_join() {
+        StreamsBuilder b = new StreamsBuilder();
+        GlobalKTable<String, String> profiles = b.globalTable("profiles");
+        b.<String, String>stream("clicks")
+            .join(profiles, (k, v) -> field(v, 0), (click, profile) -> click + "," + profile)
+            .to("enriched");
+        return b.build();
+    }
+
+    static Topology global_tables_left_join_named_then_count() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> clicks = b.<String, String>stream("clicks").selectKey((k, v) -> field(v, 1));
+        GlobalKTable<String, String> countries = b.globalTable("countries", Consumed.as("countries-in"),
+            Materialized.as("countries-store"));
+        KStream<String, String> enriched = clicks.leftJoin(countries, (k, v) -> k,
+            (k, click, country) -> k + "," + click + "," + country, Named.as("with-country"));
+        GlobalKTable<String, String> users = b.globalTable("users");
+        enriched.join(users, (k, v) -> field(v, 0), (click, user) -> click + "," + user)
+            .groupByKey().count().toStream().to("clicks-per-country");
+        return b.build();
+    }
+
+    static Topology wallclock_timestamps_then_windowed_count() {
+        StreamsBuilder b = new StreamsBuilder();
+        b.<String, String>stream("events", Consumed.with(new WallclockTimestampExtractor()))
+            .groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1))).count()
+            .toStream().to("events-per-minute");
+        return b.build();
     }
 }

@@ -1,0 +1,202 @@
+"""Stream-global-table joins and a timestamp extractor on Spark against Kafka Streams itself.
+
+One topology (tests/global_topology.py; Java twin GlobalExamples): a click stream, read with a
+timestamp extractor that takes each click's event time from its value, joined (inner) and
+left-joined with a global table of user profiles (each click mapped to its user by a key selector
+on its value), and counted in tumbling windows of its event time; and pings (a day old) counted in
+windows of the wall-clock time they are read. Kafka Streams 4.3.1 runs it once,
+its global store bootstrapped from the whole profile topic before the clicks are processed.
+
+Our tasks run the twin in a ``dagster-kstreams run`` process, one task after another in batches of
+50 records, SIGKILLed once the first task (1_0) has committed its first batch; a rerun in another
+process (this one) continues every task from its checkpoint (the window store, the stream time),
+reading the global topic again.
+
+Input: profiles on 2 partitions (updated keys: the last value counts; tombstones; a null key,
+skipped), written before the clicks; clicks on 2 partitions, ``a*`` keys in partition 0 and ``b*``
+in 1, with null keys, null values, clicks whose user maps to null (``-``), users the table never had
+or no longer has; Kafka timestamps in order but event times out of order (within and beyond the
+windows' grace) and a few negative (those clicks are dropped before any processor sees them). Each
+task looks up profiles of both partitions.
+Output topics have one partition; a click's value names its family, so each family's records are
+one task's output, in its order.
+
+Compared: describe() of the very topology run, and per output and family the whole sequence of
+(key, value) records, windowed keys with their windows (output timestamps are the runner's known
+difference: README, "Record timestamps written by the runner"); for the pings, the counts per key
+and that every window is one of the hour the run read them in.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+
+import pytest
+from pyspark import cloudpickle
+
+import global_topology
+import oracle_harness
+from equivalence_io import output_topics, produce_strings
+from global_topology import INPUTS, OUTPUTS, global_examples
+from killed_runs import run_until_killed
+from dagster_kstreams.kafka.records import read_topic
+from dagster_kstreams.spark.task_runner import TaskRunner
+from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
+
+pytestmark = pytest.mark.integration
+
+# Spark's Python workers cannot import modules of tests/: ship the topology's lambdas by value.
+cloudpickle.register_pickle_by_value(global_topology)
+
+PARTITIONS = 2
+T0 = (int(time.time()) - 3600) // 60 * 60 * 1000
+FAMILIES = ("a", "b")  # the click keys of partition 0, of partition 1
+
+
+def _input(seed: int = 14) -> dict[str, list[tuple]]:
+    """``{topic: [(key, value, partition, timestamp)]}`` in production order."""
+    rng = random.Random(seed)
+    profiles = []
+    for i in range(60):
+        user = f"u{rng.randint(0, 9)}"
+        profiles.append((user, f"p{i}-{user}", i % PARTITIONS, T0 + i))
+    profiles += [("u5", None, 0, T0 + 100), ("u5", None, 1, T0 + 101), ("u7", None, 0, T0 + 102),
+                 ("u7", None, 1, T0 + 103), (None, "no-key", 0, T0 + 104), (None, None, 1, T0 + 105)]
+    clicks = []
+    for i in range(240):
+        partition = i % PARTITIONS
+        timestamp = T0 + 10_000 + i * 50  # the Kafka timestamp: in order, not the event time
+        event_time = T0 + 10_000 + i * 250
+        roll = rng.random()
+        if roll < 0.03:
+            event_time = -7  # dropped: a negative extracted timestamp
+        elif roll < 0.18:
+            event_time -= rng.randint(100, 6_000)  # out of order, within the grace or beyond
+        key = None if rng.random() < 0.05 else f"{FAMILIES[partition]}{rng.randint(1, 4)}"
+        roll = rng.random()
+        user = "-" if roll < 0.06 else f"u{rng.randint(0, 11)}"  # u10, u11: never in the table
+        value = None if rng.random() < 0.05 else f"{user},{FAMILIES[partition]}{i},{event_time}"
+        clicks.append((key, value, partition, timestamp))
+    pings = [(f"{FAMILIES[i % PARTITIONS]}p{rng.randint(1, 3)}", "ping", i % PARTITIONS, T0 - 86_400_000 + i)
+             for i in range(24)]  # a day old: their windows come from the wall clock
+    return {"profiles": profiles, "clicks": clicks, "pings": pings}
+
+
+def _wall_clock_counts(bootstrap: str, topics: dict[str, str]) -> tuple[dict[str, int], set[int]]:
+    """The pings counted per key (the final count of each of its windows, summed: the hour a run
+    falls in is the wall clock's), and the windows' starts."""
+    windowed = WindowedSerde(Serdes.String(), 3_600_000)
+    finals = {}
+    for record in sorted(read_topic(bootstrap, topics["out-wallclock"]), key=lambda r: (r.partition, r.offset)):
+        window = windowed.deserialize(record.key)
+        finals[(window.key, window.window.start)] = int.from_bytes(record.value, "big", signed=True)
+    counts: dict[str, int] = {}
+    for (key, _), count in finals.items():
+        counts[key] = counts.get(key, 0) + count
+    return counts, {start for _, start in finals}
+
+
+def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple[str, str], list]:
+    """``{(output, family): [(key, value)] in offset order}`` (not the wall-clock windows)."""
+    results: dict[tuple[str, str], list] = {}
+    windowed = WindowedSerde(Serdes.String(), 10_000)
+    for record in sorted(read_topic(bootstrap, topics["out-windowed"]), key=lambda r: (r.partition, r.offset)):
+        window = windowed.deserialize(record.key)
+        count = None if record.value is None else int.from_bytes(record.value, "big", signed=True)
+        results.setdefault(("out-windowed", window.key[0]), []).append(
+            ((window.key, window.window.start, window.window.end), count))
+    for name in ("out-inner", "out-left"):
+        for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
+            key = None if record.key is None else record.key.decode()
+            value = None if record.value is None else record.value.decode()
+            click = value.split("|")[1] if value else "null"
+            family = click.split(",")[1][0] if "," in click else "?"
+            results.setdefault((name, family), []).append((key, value))
+    return results
+
+
+@pytest.fixture(scope="module")
+def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory):
+    inputs = {name: unique_topic(f"global-{name}") for name in INPUTS}
+    kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
+    records = _input()
+    for name in INPUTS:  # the profiles first: both sides start with the whole table
+        produce_strings(kafka_bootstrap, inputs[name], records[name])
+    topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, 1), "ks")
+    started = time.time()
+    stdout = oracle_harness.run_main(
+        "kstreams.oracle.GlobalExamples",
+        [kafka_bootstrap, unique_topic("ks-global"), str(tmp_path_factory.mktemp("ks-global-state")),
+         *(topics[name] for name in INPUTS), *(topics[name] for name in OUTPUTS)],
+        timeout=600,
+    )
+    return {"inputs": inputs, "records": records, "describe": json.loads(stdout)["describe"],
+            "results": _results(kafka_bootstrap, topics), "started": started,
+            "wall_clock": _wall_clock_counts(kafka_bootstrap, topics)}
+
+
+def test_describe_of_the_topology_run_is_kafka_streams(kafka_streams_run, kafka_bootstrap, unique_topic):
+    topics = {**kafka_streams_run["inputs"], "out-inner": "x", "out-left": "y", "out-windowed": "z",
+              "out-wallclock": "w"}
+    ours = str(global_examples(topics).build().describe())
+    expected = kafka_streams_run["describe"]
+    # the output topics' names differ between the runs; the rest must not
+    assert ours.split("Sink:")[0] == expected.split("Sink:")[0]
+    assert "for global store (will not generate tasks)" in ours
+
+
+def test_global_join_killed_part_way_and_rerun_matches_kafka_streams(
+    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, kafka_streams_run
+):
+    expected = kafka_streams_run["results"]
+    _assert_reference_exercises_it(expected)
+
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, 1))
+    app_id = unique_topic("spark-global")
+    state = tmp_path / "state"
+    started = time.time()
+    run_until_killed(tmp_path, "global_topology:global_examples", topics, app_id=app_id,
+                     bootstrap=kafka_bootstrap, state=state, kill_when=lambda line: line.startswith("task 1_0 batch"),
+                     extra_args=("--parallelism", "1", "--max-records-per-batch", "50"))
+
+    runner = TaskRunner(global_examples(topics), app_id, kafka_bootstrap, state_location=str(state), spark=spark)
+    results = {r.task_id: r for r in runner.run_all()}
+    on_partition_0 = sum(1 for record in kafka_streams_run["records"]["clicks"] if record[2] == 0)
+    assert set(results) == {"1_0", "1_1", "2_0", "2_1"}  # the global store makes no task
+    assert 0 < results["1_0"].records_in < on_partition_0  # task 1_0 continued from its checkpoint
+
+    ours = _results(kafka_bootstrap, topics)
+    assert set(ours) == set(expected)
+    for output_and_family, sequence in expected.items():
+        assert ours[output_and_family] == sequence, output_and_family
+
+    # Pings: the same counts per key, in windows of the time each run read them (not a day ago).
+    expected_counts, their_windows = kafka_streams_run["wall_clock"]
+    counts, windows = _wall_clock_counts(kafka_bootstrap, topics)
+    assert counts == expected_counts and sum(counts.values()) == 24
+    hour = 3_600_000
+    assert all((kafka_streams_run["started"] * 1000 // hour) * hour <= start <= time.time() * 1000
+               for start in their_windows)
+    assert all((started * 1000 // hour) * hour <= start <= time.time() * 1000 for start in windows)
+
+
+def _assert_reference_exercises_it(expected: dict) -> None:
+    """Kafka Streams' output shows what the test is about: both families, matches with profiles of
+    both partitions, left-joined misses, windows of the event times (not of the Kafka timestamps),
+    clicks with a negative event time nowhere."""
+    assert {family for _, family in expected} == set(FAMILIES)
+    for family in FAMILIES:
+        windows = expected[("out-windowed", family)]
+        assert len({key for key, _ in windows}) > 20
+        assert max(start for (_, start, _), _ in windows) > T0 + 10_000 + 240 * 50  # beyond the Kafka timestamps
+        inner = [value for _, value in expected[("out-inner", family)]]
+        left = [value for _, value in expected[("out-left", family)]]
+        assert len(left) > len(inner) > 30
+        assert any(value.endswith("|null") for value in left)
+        assert not any("u5," in value or "u7," in value for value in inner)  # deleted profiles
+    left_all = [value for (name, _), rows in expected.items() if name == "out-left" for _, value in rows]
+    assert not any(value.endswith(",-7") or ",-7|" in value for value in left_all)
+    inner_all = [value for (name, _), rows in expected.items() if name == "out-inner" for _, value in rows]
+    assert any(value.endswith("-u1") for value in inner_all) and any(value.endswith("-u2") for value in inner_all)
