@@ -1,10 +1,10 @@
 """Example topologies. A module here that builds Dagster definitions exposes them as ``defs``
 from this package, and ``definitions.py`` merges them in.
 
-Five applications: users counted per country, word count, click enrichment (a stream-table join),
+Seven applications: users counted per country, word count, click enrichment (a stream-table join),
 profile regions (a foreign-key table-table join), clicks per country and minute (a global table of
-profiles, click times from a timestamp extractor), and top words, which reads what word count writes:
-loaded together by ``kstreams_definitions``,
+profiles, click times from a timestamp extractor), click regions (a foreign-key join, then a global
+table), and top words, which reads what word count writes: loaded together by ``kstreams_definitions``,
 word count and top words are one lineage graph (``word_count/subtopology_1 -> kafka/word_counts ->
 top_words/subtopology_0``). Spark runs through dagster-pyspark: ``DAGSTER_KSTREAMS_SPARK_MASTER``
 (default ``local[*]``) and ``DAGSTER_KSTREAMS_SPARK_CONF`` (a JSON object of extra ``spark.*`` settings).
@@ -29,7 +29,8 @@ from dagster_kstreams.orchestration.resources import KStreamsSparkResource
 from dagster_kstreams.orchestration.workers import ElasticWorkers
 from dagster_kstreams.scaling import ScalingConfig
 
-from . import click_enrichment, clicks_per_country, profile_regions, top_words, users_per_country, word_count
+from . import (click_enrichment, click_regions, clicks_per_country, profile_regions, top_words, users_per_country,
+               word_count)
 
 SPARK_MASTER_ENV_VAR = "DAGSTER_KSTREAMS_SPARK_MASTER"
 SPARK_CONF_ENV_VAR = "DAGSTER_KSTREAMS_SPARK_CONF"
@@ -64,6 +65,8 @@ defs = dg.Definitions.merge(
                          profile_regions.build_app(),
                          # reads the clicks and profiles click enrichment declares (profiles as a global table)
                          clicks_per_country.build_app(topics_declared_elsewhere=["clicks", "profiles"]),
+                         # clicks through their users' profiles (a foreign-key join) to their region (a global table)
+                         click_regions.build_app(topics_declared_elsewhere=["clicks", "profiles", "countries"]),
                          elastic_workers=ELASTIC_WORKERS),
     dg.Definitions(resources={"pyspark": KStreamsSparkResource(
         master=os.environ.get(SPARK_MASTER_ENV_VAR, "local[*]"),

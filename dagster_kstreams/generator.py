@@ -33,7 +33,7 @@ from dagster_kstreams.kafka.admin import KafkaAdmin
 __all__ = ["DATASETS", "EXAMPLE_PARTITIONS", "BurstSchedule", "ExampleData", "generate", "register"]
 
 # Partition counts the example definitions declare for their input topics.
-EXAMPLE_PARTITIONS = {"users": 2, "profiles": 2, "clicks": 2, "text-lines": 2}
+EXAMPLE_PARTITIONS = {"users": 2, "profiles": 2, "clicks": 2, "text-lines": 2, "countries": 1}
 DATASETS = tuple(EXAMPLE_PARTITIONS)
 
 _COUNTRIES = ["fr"] * 8 + ["de"] * 6 + ["us"] * 5 + ["it"] * 3 + ["es"] * 3 + ["pt", "nl", "be", "pl", "se", "jp"]
@@ -44,6 +44,10 @@ _PAGES = ["/", "/pricing", "/docs", "/docs/quickstart", "/blog", "/blog/kafka-st
 _WORDS = ("the of and to a in is it that for on stream kafka topic partition task offset lag spark dagster "
           "asset record key value state store window join table count event worker scale").split()
 _TIERS = ["free"] * 6 + ["pro"] * 3 + ["enterprise"]
+# Reference data of the countries users live in (the "countries" dataset: a small table).
+_COUNTRY_FACTS = {"fr": ("EU", "EUR"), "de": ("EU", "EUR"), "us": ("NA", "USD"), "it": ("EU", "EUR"),
+                  "es": ("EU", "EUR"), "pt": ("EU", "EUR"), "nl": ("EU", "EUR"), "be": ("EU", "EUR"),
+                  "pl": ("EU", "PLN"), "se": ("EU", "SEK"), "jp": ("APAC", "JPY")}
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,11 @@ class ExampleData:
         return click_id, {"click_id": click_id, "user_id": user_id, "url": self.random.choice(_PAGES),
                           "ts": int(time.time() * 1000)}
 
+    def country(self, code: Optional[str] = None) -> tuple[str, dict]:
+        code = code or self.random.choice(sorted(_COUNTRY_FACTS))
+        region, currency = _COUNTRY_FACTS[code]
+        return code, {"country": code, "region": region, "currency": currency}
+
     def text_line(self) -> tuple[str, dict]:
         self._documents += 1
         weights = [1.0 / (rank + 1) for rank in range(len(_WORDS))]
@@ -119,7 +128,8 @@ class ExampleData:
 
     def record(self, dataset: str) -> tuple[str, dict]:
         makers: Mapping[str, Callable[[], tuple[str, dict]]] = {
-            "users": self.user, "profiles": self.profile, "clicks": self.click, "text-lines": self.text_line}
+            "users": self.user, "profiles": self.profile, "clicks": self.click, "text-lines": self.text_line,
+            "countries": self.country}
         if dataset not in makers:
             raise ValueError(f"unknown dataset {dataset!r}; choose from {', '.join(DATASETS)}")
         return makers[dataset]()
@@ -172,6 +182,9 @@ def generate(
     if "profiles" in topics:  # every user has a profile before the first click
         for user_id in data.user_ids:
             send("profiles", *data.profile(user_id))
+    if "countries" in topics:  # and every country its facts
+        for code in sorted(_COUNTRY_FACTS):
+            send("countries", *data.country(code))
     datasets = list(topics)
     started = clock()
     sent = 0

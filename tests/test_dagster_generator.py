@@ -69,7 +69,15 @@ def test_example_data_is_deterministic_for_a_seed():
         key, value = record
         return key, {name: field for name, field in value.items() if name not in ("ts", "signup_ts")}
 
-    for dataset in ("users", "profiles", "clicks", "text-lines"):
+    for dataset in ("users", "profiles", "clicks", "text-lines", "countries"):
         assert without_time(first.record(dataset)) == without_time(second.record(dataset))
     with pytest.raises(ValueError, match="unknown dataset 'orders'"):
         first.record("orders")
+
+
+def test_every_users_country_has_its_facts():
+    # The profiles' countries are all in the countries dataset (the click-regions example looks them up).
+    data = ExampleData(seed=1, users=200)
+    countries = {data.profile(user_id)[1]["country"] for user_id in data.user_ids}
+    facts = {data.country(code)[0]: data.country(code)[1] for code in countries}
+    assert set(facts) == countries and all(fact["region"] in ("EU", "NA", "APAC") for fact in facts.values())

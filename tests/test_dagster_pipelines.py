@@ -19,7 +19,7 @@ from dagster_kstreams import DagsterKStreamsTranslator, KafkaResource, KStreamsA
 from dagster_kstreams.orchestration.definitions import kstreams_definitions
 from dagster_kstreams.orchestration.translator import KStreamsAssetKind
 
-from assets import click_enrichment, clicks_per_country, top_words, users_per_country, word_count
+from assets import click_enrichment, click_regions, clicks_per_country, top_words, users_per_country, word_count
 from dagster_kstreams.orchestration.workers import ElasticWorkers
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -173,7 +173,8 @@ def test_topics_declared_elsewhere_must_be_inputs_the_app_does_not_write():
         top_words.build_app(topics_declared_elsewhere=["nowhere"])
 
 
-@pytest.mark.parametrize("example", [users_per_country, word_count, click_enrichment, clicks_per_country, top_words],
+@pytest.mark.parametrize("example", [users_per_country, word_count, click_enrichment, clicks_per_country,
+                                     click_regions, top_words],
                          ids=lambda module: module.__name__)
 def test_each_example_takes_its_resources_and_workers(example):
     """What a code location of one example passes (the latency and autoscaling benches do):

@@ -183,7 +183,12 @@ def test_example_definitions_load_without_a_broker():
     assert {"users_per_country/users_per_country_store_repartition", "word_count/word_counts_store_repartition",
             "click_enrichment/clicks_by_user_repartition",
             "profile_regions/profile_country_subscription_registration_topic",
-            "profile_regions/profile_country_subscription_response_topic"} <= keys
+            "profile_regions/profile_country_subscription_response_topic",
+            # The global table and the foreign-key join together: sub-topology 0 is the global store.
+            "click_regions/click_user_subscription_registration_topic",
+            "click_regions/click_user_subscription_response_topic", "click_regions/subtopology_1",
+            "click_regions/subtopology_2", "kafka/countries"} <= keys
+    assert "click_regions/subtopology_0" not in keys
 
 
 def test_kafka_secrets_come_from_the_environment_and_are_never_logged(monkeypatch):

@@ -40,6 +40,7 @@ from dagster_kstreams import (
     WallclockTimestampExtractor,
 )
 
+from assets import click_regions
 from fk_join_topology import fk_join_examples
 from global_topology import global_examples
 from regroup_topology import regroup_examples
@@ -1130,6 +1131,12 @@ def processor_api_supplier_with_stores():
         Stores.in_memory_key_value_store("shared"), Serdes.String(), Serdes.String()))
     b.stream("events").process(_WithStores(), "shared").to("processed")
     return b.build()
+
+
+@topology
+def click_regions_example():
+    # assets/click_regions.py as the demo runs it: a foreign-key join, then a global table.
+    return click_regions.build_topology()
 
 
 @topology

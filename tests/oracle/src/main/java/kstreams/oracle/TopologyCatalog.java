@@ -31,6 +31,7 @@ import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.kstream.TableJoined;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.processor.WallclockTimestampExtractor;
 
@@ -144,6 +145,7 @@ public final class TopologyCatalog {
         TOPOLOGIES.put("processor_api_low_level_supplier_with_stores",
                        TopologyCatalog::processor_api_low_level_supplier_with_stores);
         TOPOLOGIES.put("global_table_join", TopologyCatalog::global_table_join);
+        TOPOLOGIES.put("click_regions_example", TopologyCatalog::click_regions_example);
         TOPOLOGIES.put("global_table_examples", () -> GlobalExamples.globalExamples(
             "profiles", "clicks", "pings", "enriched-clicks", "left-enriched-clicks", "windowed-clicks",
             "pings-per-hour"));
@@ -1040,6 +1042,21 @@ public final class TopologyCatalog {
             .addSource("src", "more-events")
             .addProcessor("own", new WithStores(), "src")
             .addSink("sink", "more-processed", "own");
+    }
+
+    /** assets/click_regions.py: a foreign-key join, then a left join with a global table. */
+    static Topology click_regions_example() {
+        StreamsBuilder b = new StreamsBuilder();
+        GlobalKTable<String, String> countries = b.globalTable("countries");
+        KTable<String, String> clicks = b.table("clicks");
+        KTable<String, String> profiles = b.table("profiles");
+        clicks.join(profiles, (String click) -> click, (String click, String profile) -> click + profile,
+                    TableJoined.<String, String>as("click-user"))
+            .toStream()
+            .leftJoin(countries, (String id, String click) -> click, (String click, String country) -> click + country,
+                      Named.as("click-region"))
+            .to("click-regions");
+        return b.build();
     }
 
     static Topology global_table_join() {
