@@ -22,6 +22,7 @@ the one path every record takes between two processors.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any, Callable, ClassVar, Optional
 
 from dagster_kstreams.processors.errors import ProcessingError
@@ -126,3 +127,16 @@ class StoreProcessor(Processor):
         slot = self.state_slot
         value = state.values[slot]
         self.forward(state.keys[slot], None if value is ABSENT else value, context, out, state)
+
+
+def reachable(sub: Any, start: Iterable[str], step: Callable[[Any], Iterable[str]]) -> Iterator[Any]:
+    """The nodes of sub-topology ``sub`` reached from the nodes named ``start`` by ``step`` (a
+    node's children, or its parents), each once: what a definition-time check walks over."""
+    todo, seen = list(start), set()
+    while todo:
+        node = sub.node(todo.pop())
+        if node.name in seen:
+            continue
+        seen.add(node.name)
+        yield node
+        todo.extend(step(node))

@@ -17,7 +17,6 @@ wire format of the two topics is Kafka Streams' (:mod:`.fk_join_wire`).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, Callable
 
 from dagster_kstreams.processors.aggregations import TableSource

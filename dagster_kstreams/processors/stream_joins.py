@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from dagster_kstreams.processors.base import Processor, StoreProcessor, register
+from dagster_kstreams.processors.base import Processor, StoreProcessor, reachable, register
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.join_buffers import (
     LEFT,
@@ -273,19 +273,12 @@ def _check_subtopology(sub, window_node) -> None:
         raise UnsupportedTopologyError(
             f"sub-topology {sub.id} holds {len(windows)} join windows; the Spark runner runs one stream-stream join "
             "per sub-topology")
-    pending = [parent for node in windows for parent in node.parents]
-    seen: set[str] = set()
-    while pending:
-        node = sub.node(pending.pop())
-        if node.name in seen:
-            continue
-        seen.add(node.name)
+    for node in reachable(sub, [parent for node in windows for parent in node.parents], lambda node: node.parents):
         if node.kind not in _KEY_PRESERVING:
             raise UnsupportedTopologyError(
                 f"processor {node.name} ({node.kind.value}) comes before the stream-stream join {window_node.name} "
                 "in its sub-topology; the Spark runner keeps the join's state by source key, so only processors "
                 "that keep the key (filter, map_values, flat_map_values, peek, merge, branch) may come before it")
-        pending.extend(node.parents)
 
 
 BUILDERS = {

@@ -45,7 +45,7 @@ import dataclasses
 import heapq
 from typing import Any, Iterator, Optional
 
-from dagster_kstreams.processors.base import Processor, register
+from dagster_kstreams.processors.base import Processor, reachable, register
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.table_joins import ValueGetter, value_getter
 from dagster_kstreams.processors.task_state import task_state_of
@@ -195,18 +195,12 @@ def _key_serde(factory, ctx, windows):
 
 
 def _check_downstream(sub, factory) -> None:
-    todo, seen = list(factory.children), set()
-    while todo:
-        node = sub.node(todo.pop())
-        if node.name in seen:
-            continue
-        seen.add(node.name)
+    for node in reachable(sub, factory.children, lambda node: node.children):
         if node.kind not in _STATELESS_KINDS or (node.kind is not NodeKind.SUPPRESS and node.stores):
             raise UnsupportedTopologyError(
                 f"processor {node.name} ({node.kind.value}) keeps state downstream of the suppression {factory.name} "
                 f"in sub-topology {sub.id}; the Spark runner forwards a suppression's records of every key with the "
                 "state of the record being processed. Add .repartition() after to_stream()")
-        todo.extend(node.children)
 
 
 def build(factory, ctx) -> Suppress:

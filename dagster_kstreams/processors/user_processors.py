@@ -41,7 +41,7 @@ import time
 from datetime import timedelta
 from typing import Any, Callable, Iterator, NamedTuple, Optional
 
-from dagster_kstreams.processors.base import Processor, register
+from dagster_kstreams.processors.base import Processor, reachable, register
 from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopologyError
 from dagster_kstreams.processors.state import load_state
 from dagster_kstreams.processors.user_window_store import WindowStore
@@ -338,18 +338,12 @@ _STATELESS_DOWNSTREAM = {
 
 
 def _check_downstream(sub, factory) -> None:
-    todo, seen = list(factory.children), set()
-    while todo:
-        node = sub.node(todo.pop())
-        if node.name in seen:
-            continue
-        seen.add(node.name)
+    for node in reachable(sub, factory.children, lambda node: node.children):
         if node.kind not in _STATELESS_DOWNSTREAM:
             raise UnsupportedTopologyError(
                 f"processor {node.name} ({node.kind.value}) keeps DSL state downstream of the user processor "
                 f"{factory.name} in sub-topology {sub.id}; the Spark runner forwards a punctuator's records of every "
                 "key with the state of the record being processed. Add .repartition() before it")
-        todo.extend(node.children)
 
 
 def build(factory, ctx) -> UserProcessorNode:

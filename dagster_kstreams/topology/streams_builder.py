@@ -7,7 +7,7 @@ Every method draws names in Kafka Streams' order (see :mod:`.abstract_stream`).
 from __future__ import annotations
 
 import re
-from typing import Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 from .abstract_stream import KTABLE_SOURCE_NAME, SOURCE_NAME, _or_generate, _parse, _suffix_or_generate
 from .consumed_produced import Consumed
@@ -54,16 +54,8 @@ class StreamsBuilder:
     def table(self, topic: str, *args) -> KTable:
         """``table(topic)``, ``table(topic, consumed)``, ``table(topic, materialized)``,
         ``table(topic, consumed, materialized)``."""
-        consumed, materialized = _parse(args, Consumed, Materialized, operation="table()")
+        consumed, materialized, key_serde, value_serde = self._table_arguments(topic, args, "table()")
         builder = self._builder
-        if not isinstance(topic, str) or not topic:
-            raise TypeError(f"table(): the topic name must be a non-empty str, got {topic!r}")
-        if consumed is None:
-            consumed = Consumed(materialized.key_serde if materialized else None,
-                                materialized.value_serde if materialized else None)
-        materialized = materialized or Materialized()
-        key_serde = consumed.key_serde or materialized.key_serde
-        value_serde = consumed.value_serde or materialized.value_serde
         queryable = materialized.store_name is not None
         store_name = materialized.store_name or builder.new_store_name(topic + "-")
         source_name = _suffix_or_generate(builder, consumed.processor_name, "-source", SOURCE_NAME)
@@ -89,16 +81,8 @@ class StreamsBuilder:
         ``(topic, consumed, materialized)``: the whole topic as a table in every task that joins it
         (Kafka Streams' ``StreamsBuilder.globalTable``; names drawn as ``table()`` draws them; the
         store keeps no changelog, the topic itself is one)."""
-        consumed, materialized = _parse(args, Consumed, Materialized, operation="global_table()")
+        consumed, materialized, key_serde, value_serde = self._table_arguments(topic, args, "global_table()")
         builder = self._builder
-        if not isinstance(topic, str) or not topic:
-            raise TypeError(f"global_table(): the topic name must be a non-empty str, got {topic!r}")
-        if consumed is None:
-            consumed = Consumed(materialized.key_serde if materialized else None,
-                                materialized.value_serde if materialized else None)
-        materialized = materialized or Materialized()
-        key_serde = consumed.key_serde or materialized.key_serde
-        value_serde = consumed.value_serde or materialized.value_serde
         queryable = materialized.store_name is not None
         store_name = materialized.store_name or builder.new_store_name(topic + "-")
         source_name = _suffix_or_generate(builder, consumed.processor_name, "-source", SOURCE_NAME)
@@ -108,6 +92,20 @@ class StreamsBuilder:
         node = GlobalTableSourceNode(table_source_name, source_name, topic, consumed, store)
         builder.add_graph_node(builder.root, node)
         return GlobalKTable(table_source_name, topic, store_name, key_serde, value_serde, queryable, builder)
+
+    @staticmethod
+    def _table_arguments(topic: str, args: tuple, operation: str) -> tuple[Consumed, Materialized, Any, Any]:
+        """A table's ``(consumed, materialized)`` as ``table()`` and ``global_table()`` take them, and
+        its serdes: the consumed ones first, else the materialized ones."""
+        consumed, materialized = _parse(args, Consumed, Materialized, operation=operation)
+        if not isinstance(topic, str) or not topic:
+            raise TypeError(f"{operation}: the topic name must be a non-empty str, got {topic!r}")
+        if consumed is None:
+            consumed = Consumed(materialized.key_serde if materialized else None,
+                                materialized.value_serde if materialized else None)
+        materialized = materialized or Materialized()
+        return (consumed, materialized, consumed.key_serde or materialized.key_serde,
+                consumed.value_serde or materialized.value_serde)
 
     def build(self) -> Topology:
         """Write the graph into a :class:`~dagster_kstreams.topology.view.Topology` (idempotent)."""
