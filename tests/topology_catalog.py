@@ -38,6 +38,7 @@ from dagster_kstreams import (
     TimeWindows,
 )
 
+from cogroup_topology import cogroup_examples
 from regroup_topology import regroup_examples
 from suppress_topology import suppress_examples
 
@@ -1026,3 +1027,85 @@ def suppress_and_emit_on_close_examples():
     names = {"events": "events", "prices": "prices", "out-final": "final-counts", "out-closed": "closed-hopping-out",
              "out-sessions": "final-sessions-out", "out-limited": "limited-prices", "out-debounced": "debounced-prices"}
     return suppress_examples(names).build()
+
+
+# ---- cogroup (tests/test_equivalence_cogroup.py runs the last one) --------------------------
+
+
+@topology
+def cogroup_two_streams():
+    b = StreamsBuilder()
+    clicks = b.stream("clicks").group_by_key()
+    views = b.stream("views").group_by_key()
+    (
+        clicks.cogroup(lambda k, v, agg: agg + "c")
+        .cogroup(views, lambda k, v, agg: agg + "v")
+        .aggregate(lambda: "")
+        .to_stream()
+        .to("activity")
+    )
+    return b.build()
+
+
+@topology
+def cogroup_three_with_repartitions_named():
+    b = StreamsBuilder()
+    clicks = b.stream("clicks").group_by_key()
+    views = b.stream("views").group_by(lambda k, v: field(v, 0))
+    orders = b.stream("orders").group_by(lambda k, v: field(v, 0), Grouped.as_("orders-by-user"))
+    (
+        clicks.cogroup(lambda k, v, agg: agg + "c")
+        .cogroup(views, lambda k, v, agg: agg + "v")
+        .cogroup(orders, lambda k, v, agg: agg + "o")
+        .aggregate(lambda: "", Named.as_("activity"), Materialized.as_("activity-store"))
+        .to_stream(Named.as_("activity-changes"))
+        .to("activity")
+    )
+    return b.build()
+
+
+@topology
+def cogroup_windowed_twice_shares_its_repartition():
+    # One cogrouped stream aggregated twice: the repartition node of the first aggregation is reused
+    # (the second still draws the names of its own).
+    b = StreamsBuilder()
+    clicks = b.stream("clicks").group_by_key()
+    views = b.stream("views").group_by(lambda k, v: field(v, 0))
+    cogrouped = clicks.cogroup(lambda k, v, agg: agg + "c").cogroup(views, lambda k, v, agg: agg + "v")
+    (
+        cogrouped.windowed_by(TimeWindows.of_size_and_grace(timedelta(minutes=1), timedelta(seconds=10)))
+        .aggregate(lambda: "")
+        .to_stream()
+        .to("per-minute")
+    )
+    (
+        cogrouped.windowed_by(SlidingWindows.of_time_difference_with_no_grace(timedelta(seconds=30)))
+        .aggregate(lambda: "", Named.as_("sliding"), Materialized.as_("sliding-store"))
+        .to_stream()
+        .to("sliding")
+    )
+    return b.build()
+
+
+@topology
+def cogroup_session_windowed():
+    b = StreamsBuilder()
+    clicks = b.stream("clicks").group_by_key()
+    views = b.stream("views").group_by_key()
+    (
+        clicks.cogroup(lambda k, v, agg: agg + "c")
+        .cogroup(views, lambda k, v, agg: agg + "v")
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(minutes=5), timedelta(seconds=30)))
+        .aggregate(lambda: "", lambda k, a, b: a + b, Named.as_("visits"))
+        .to_stream()
+        .to("visits")
+    )
+    return b.build()
+
+
+@topology
+def cogroup_examples_of_the_equivalence_test():
+    names = {"clicks": "clicks", "views": "views", "orders": "orders", "refunds": "refunds",
+             "out-plain": "activity-out", "out-windowed": "activity-windows-out", "out-sliding": "sliding-out",
+             "out-sessions": "sessions-out"}
+    return cogroup_examples(names).build()

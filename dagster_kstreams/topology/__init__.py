@@ -8,6 +8,7 @@ methods return a copy, as Java's fluent setters do in effect.
 See :mod:`.view` for the read-only contract other layers consume.
 """
 from .branched_printed import Branched, Printed
+from .cogrouped import CogroupedKStream, SessionWindowedCogroupedKStream, TimeWindowedCogroupedKStream
 from .consumed_produced import AutoOffsetReset, Consumed, Produced
 from .emit_strategy import EmitStrategy
 from .errors import TopologyException
@@ -39,4 +40,5 @@ __all__ = [
     "StoreType", "Serde", "Serdes", "Window", "Windowed", "WindowedSerde", "CopartitionError",
     "ProcessorNode", "Subtopology", "TaskId", "TopicRef", "Topology", "changelog_topic_name",
     "internal_topic_name", "as_topology", "JoinWindows", "SessionWindows", "SlidingWindows", "TimeWindows",
+    "CogroupedKStream", "SessionWindowedCogroupedKStream", "TimeWindowedCogroupedKStream",
 ]

@@ -8,10 +8,12 @@ import java.util.Map;
 import java.util.function.Supplier;
 import java.util.regex.Pattern;
 
+import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Branched;
+import org.apache.kafka.streams.kstream.CogroupedKStream;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.Grouped;
@@ -30,6 +32,8 @@ import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.WindowStore;
 
 /**
  * Topologies built with Kafka Streams' own DSL. tests/topology_catalog.py builds each one
@@ -129,6 +133,15 @@ public final class TopologyCatalog {
         TOPOLOGIES.put("suppress_and_emit_on_close_examples", () -> SuppressExamples.suppressExamples(
             "events", "prices", "final-counts", "closed-hopping-out", "final-sessions-out", "limited-prices",
             "debounced-prices"));
+        // cogroup.
+        TOPOLOGIES.put("cogroup_two_streams", TopologyCatalog::cogroup_two_streams);
+        TOPOLOGIES.put("cogroup_three_with_repartitions_named", TopologyCatalog::cogroup_three_with_repartitions_named);
+        TOPOLOGIES.put("cogroup_windowed_twice_shares_its_repartition",
+                       TopologyCatalog::cogroup_windowed_twice_shares_its_repartition);
+        TOPOLOGIES.put("cogroup_session_windowed", TopologyCatalog::cogroup_session_windowed);
+        TOPOLOGIES.put("cogroup_examples_of_the_equivalence_test", () -> CogroupExamples.cogroupExamples(
+            "clicks", "views", "orders", "refunds", "activity-out", "activity-windows-out", "sliding-out",
+            "sessions-out"));
     }
 
     /** Catalog names in definition order. */
@@ -924,6 +937,67 @@ public final class TopologyCatalog {
             .count()
             .toStream()
             .to("visit-sessions");
+        return b.build();
+    }
+
+    // ---- cogroup (CogroupExamples is the equivalence test's) -------------------------------
+
+    static Topology cogroup_two_streams() {
+        StreamsBuilder b = new StreamsBuilder();
+        KGroupedStream<String, String> clicks = b.<String, String>stream("clicks").groupByKey();
+        KGroupedStream<String, String> views = b.<String, String>stream("views").groupByKey();
+        clicks.<String>cogroup((k, v, agg) -> agg + "c")
+            .cogroup(views, (k, v, agg) -> agg + "v")
+            .aggregate(() -> "")
+            .toStream()
+            .to("activity");
+        return b.build();
+    }
+
+    static Topology cogroup_three_with_repartitions_named() {
+        StreamsBuilder b = new StreamsBuilder();
+        KGroupedStream<String, String> clicks = b.<String, String>stream("clicks").groupByKey();
+        KGroupedStream<String, String> views = b.<String, String>stream("views").groupBy((k, v) -> field(v, 0));
+        KGroupedStream<String, String> orders = b.<String, String>stream("orders")
+            .groupBy((k, v) -> field(v, 0), Grouped.as("orders-by-user"));
+        clicks.<String>cogroup((k, v, agg) -> agg + "c")
+            .cogroup(views, (k, v, agg) -> agg + "v")
+            .cogroup(orders, (k, v, agg) -> agg + "o")
+            .aggregate(() -> "", Named.as("activity"),
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("activity-store"))
+            .toStream(Named.as("activity-changes"))
+            .to("activity");
+        return b.build();
+    }
+
+    static Topology cogroup_windowed_twice_shares_its_repartition() {
+        StreamsBuilder b = new StreamsBuilder();
+        KGroupedStream<String, String> clicks = b.<String, String>stream("clicks").groupByKey();
+        KGroupedStream<String, String> views = b.<String, String>stream("views").groupBy((k, v) -> field(v, 0));
+        CogroupedKStream<String, String> cogrouped = clicks.<String>cogroup((k, v, agg) -> agg + "c")
+            .cogroup(views, (k, v, agg) -> agg + "v");
+        cogrouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMinutes(1), Duration.ofSeconds(10)))
+            .aggregate(() -> "")
+            .toStream()
+            .to("per-minute");
+        cogrouped.windowedBy(SlidingWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(30)))
+            .aggregate(() -> "", Named.as("sliding"),
+                Materialized.<String, String, WindowStore<Bytes, byte[]>>as("sliding-store"))
+            .toStream()
+            .to("sliding");
+        return b.build();
+    }
+
+    static Topology cogroup_session_windowed() {
+        StreamsBuilder b = new StreamsBuilder();
+        KGroupedStream<String, String> clicks = b.<String, String>stream("clicks").groupByKey();
+        KGroupedStream<String, String> views = b.<String, String>stream("views").groupByKey();
+        clicks.<String>cogroup((k, v, agg) -> agg + "c")
+            .cogroup(views, (k, v, agg) -> agg + "v")
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMinutes(5), Duration.ofSeconds(30)))
+            .aggregate(() -> "", (k, a, b2) -> a + b2, Named.as("visits"))
+            .toStream()
+            .to("visits");
         return b.build();
     }
 }
