@@ -11,6 +11,7 @@ import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KGroupedStream;
@@ -101,6 +102,9 @@ public final class CogroupExamples {
         List<String> inputs = List.of(args[3], args[4], args[5], args[6]);
         Topology topology = cogroupExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
+        // The cogroups read repartition topics their own upstream task fills: wait for them rather than
+        // run ahead on the other inputs (the Spark runner writes a repartition topic first).
+        props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 10_000L);
 
         KafkaStreams streams = new KafkaStreams(topology, props);
         streams.start();
