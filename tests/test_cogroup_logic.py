@@ -16,6 +16,7 @@ from dagster_kstreams.topology import StreamsBuilder, TopologyException
 from dagster_kstreams.topology.consumed_produced import Consumed, Produced
 from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
+from dagster_kstreams.topology.suppressed import BufferConfig, Suppressed
 from dagster_kstreams.topology.windows import SessionWindows, TimeWindows
 
 
@@ -169,3 +170,22 @@ def test_inputs_reading_keys_with_different_serdes_are_refused():
             .aggregate(lambda: "").to_stream().to("out")
     with pytest.raises(UnsupportedTopologyError, match="different serdes"):
         _program(build)
+
+
+def test_a_suppression_of_a_windowed_cogroup_forwards_each_windows_final_value_once():
+    builder = StreamsBuilder()
+    first = builder.stream("a").group_by_key()
+    second = builder.stream("b").group_by_key()
+    first.cogroup(lambda key, value, agg: agg + "a" + value) \
+        .cogroup(second, lambda key, value, agg: agg + "b" + value) \
+        .windowed_by(TimeWindows.of_size_and_grace(10 * SECONDS, 2 * SECONDS)) \
+        .aggregate(lambda: "") \
+        .suppress(Suppressed.until_window_closes(BufferConfig.unbounded())).to_stream().to("out", WINDOWED)
+    program = compile_topology(builder, "app", default_key_serde=Serdes.String(),
+                               default_value_serde=Serdes.String()).program(0)
+    rows = [("a", "k", "1", 1_000), ("b", "k", "2", 4_000), ("a", "j", "3", 8_000), ("b", "k", "4", 12_500),
+            ("a", "k", "5", 25_000)]
+    # Windows by end, then key bytes (the suppression buffer's order); [20 s, 30 s) is still open.
+    expected = [(_window("j", 0), b"a3"), (_window("k", 0), b"a1b2"), (_window("k", 10_000), b"b4")]
+    assert _run(program, rows) == expected
+    assert _run(program, rows, batches=len(rows)) == expected

@@ -2,7 +2,8 @@
 
 One topology (tests/cogroup_topology.py; Java twin CogroupExamples): a plain cogroup of refunds
 and orders re-keyed by their user (a repartition topic), and on clicks, views and the orders a
-hopping-windowed cogroup, and on clicks and views a sliding-windowed and a session-windowed one;
+hopping-windowed cogroup (also suppressed until its windows close), and on clicks and views a
+sliding-windowed and a session-windowed one;
 every aggregate a string of its latest contributions (so the order of the updates shows), every
 store uncached (so the output is fixed by the input). Kafka Streams 4.3.1 runs the whole input
 once, waiting for its repartition topics (``max.task.idle.ms``) so that each task merges its
@@ -216,6 +217,8 @@ def _assert_reference_exercises_it(expected: dict) -> None:
         assert "r" in plain and "o" in plain
         windowed = "".join(value for _, value in expected[("out-windowed", partition)])
         assert all(letter in windowed for letter in "cvo") and "null" in windowed
+        finals = [key for key, _ in expected[("out-final", partition)]]
+        assert len(finals) == len(set(finals)) > 10  # each window once
         assert any(value and value.count("c") + value.count("v") > 3
                    for _, value in expected[("out-sliding", partition)])
         sessions = expected[("out-sessions", partition)]
