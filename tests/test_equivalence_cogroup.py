@@ -187,9 +187,13 @@ def test_cogroup_killed_part_way_and_rerun_matches_kafka_streams(
     _produce(kafka_bootstrap, inputs, second)
     runner = TaskRunner(cogroup_examples(topics), app_id, kafka_bootstrap, state_location=str(state), spark=spark,
                         max_records_per_batch=5000)
-    # One sub-topology after another: a task reads its repartition topic whole, as Kafka Streams
-    # (waiting for it) merged it with its other inputs.
-    results = {r.task_id: r for r in runner.run_all(parallelism=2)}
+    # The re-keying sub-topology first: a task reads its repartition topic whole, as Kafka Streams
+    # (waiting for it) merged it with its other inputs; then both cogroups' at once.
+    results = {}
+    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="task") as pool:
+        for wave in (("0_0", "0_1"), ("1_0", "1_1", "2_0", "2_1")):
+            for result in [future.result() for future in [pool.submit(runner.run_task, task) for task in wave]]:
+                results[result.task_id] = result
     # Task 2_0 continued from its checkpoint: it did not read the first half again.
     both_halves = sum(1 for half in (first, second) for _, _, partition, _ in half["clicks"] + half["views"]
                       if partition == 0)
