@@ -17,7 +17,7 @@ from dagster_kstreams.topology.consumed_produced import Consumed, Produced
 from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
 from dagster_kstreams.topology.suppressed import BufferConfig, Suppressed
-from dagster_kstreams.topology.windows import SessionWindows, TimeWindows
+from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
 
 
 def test_two_inputs_repartitioned_under_the_stores_name_collide_as_in_kafka_streams():
@@ -141,6 +141,25 @@ def test_a_window_the_shared_store_expired_is_read_as_empty_though_open_for_the_
                 (_window("k", 0), b"b4")]
     assert _run(program, rows) == expected
     assert _run(program, rows, batches=2) == expected
+
+
+def test_a_sliding_cogroup_skips_null_values_without_shaping_the_tasks_stream_time():
+    def build(builder):
+        first = builder.stream("a").group_by_key()
+        second = builder.stream("b").group_by_key()
+        first.cogroup(lambda key, value, agg: agg + "a" + value) \
+            .cogroup(second, lambda key, value, agg: agg + "b" + value) \
+            .windowed_by(SlidingWindows.of_time_difference_with_no_grace(5 * SECONDS)) \
+            .aggregate(lambda: "", Materialized.as_("w").with_caching_disabled()) \
+            .to_stream().to("out", Produced.with_(WindowedSerde(Serdes.String(), 5_000), Serdes.String()))
+    program = _program(build)
+    assert program.task_grouped and not program.uses_stream_time and not program.stream_time_skips_null_values
+    # b's null value at 20 s is skipped: it does not close [0 s, 5 s] for b's record at 4 s.
+    rows = [("a", "k", "1", 1_000), ("b", "k", None, 20_000), ("b", "k", "2", 4_000)]
+    windowed = WindowedSerde(Serdes.String(), 5_000)
+    decoded = [(windowed.deserialize(key), value) for key, value in _run(program, rows)]
+    assert [((w.key, w.window.start), value) for w, value in decoded] == [  # KStreamSlidingWindowAggregate's order
+        (("k", 0), b"a1"), (("k", 1_001), b"b2"), (("k", 0), b"a1b2")]
 
 
 def test_a_session_cogroup_merges_sessions_across_inputs():

@@ -50,7 +50,10 @@ class _OwnClocks:
     """A cogrouped windowed processor's stream time (its own records) and its store's (all writes),
     kept in the task's state under the processor's and the store's names."""
 
-    uses_stream_time = False  # the task's stream time is not this processor's
+    # The task's stream time is not this processor's: it neither reads it nor shapes it (a
+    # sliding cogroup's skipped null values must not hold back another aggregation's).
+    uses_stream_time = False
+    stream_time_skips_null_values = False
 
     def _clocks_init(self) -> None:
         self.task_grouped = True  # the clocks are task-level values
@@ -82,7 +85,7 @@ class _OwnClocks:
 
 class _CogroupWindows(_OwnClocks):
     def process(self, key, value, context, out, state) -> None:
-        if key is None or (self.stream_time_skips_null_values and value is None):
+        if key is None or (value is None and isinstance(self, SlidingWindowAggregate)):
             return  # skipped, as by the grouped stream's processor: its stream time stays
         super().process(key, value, self._advance_own(context, state), out, state)
 
