@@ -105,6 +105,19 @@ def test_plain_cogroup_updates_one_aggregate_per_key_from_every_input_in_process
     assert _run(program, rows, batches=len(rows)) == expected
 
 
+def test_a_cached_cogroup_forwards_each_keys_aggregate_once_per_batch():
+    def build(builder):
+        first = builder.stream("a").group_by_key()
+        second = builder.stream("b").group_by_key()
+        first.cogroup(lambda key, value, agg: agg + "a" + value) \
+            .cogroup(second, lambda key, value, agg: agg + "b" + value) \
+            .aggregate(lambda: "").to_stream().to("out")
+    program = _program(build)
+    rows = [("a", "k", "1", 1), ("b", "j", "2", 2), ("b", "k", "3", 3), ("a", "j", "4", 4)]
+    assert sorted(_run(program, rows)) == [(b"j", b"b2a4"), (b"k", b"a1b3")]
+    assert _run(program, rows, batches=2) == [(b"k", b"a1"), (b"j", b"b2"), (b"k", b"a1b3"), (b"j", b"b2a4")]
+
+
 def _windowed(builder):
     first = builder.stream("a").group_by_key()
     second = builder.stream("b").group_by_key()
