@@ -24,8 +24,9 @@ Windowed
     are dropped at each batch's end).
 
 Every record reaches its processor in Kafka Streams' order (the task's timestamp merge of its
-input partitions), so each processor's stream time is exactly Kafka Streams' (it is no longer
-the task's, which the grouped stream's windowed processors require).
+input partitions), so each processor's stream time is exactly Kafka Streams'. Unlike the grouped
+stream's windowed processors, which take the task's stream time, these need no check of what
+reaches them from where (filters, other sources in the sub-topology).
 """
 
 from __future__ import annotations

@@ -42,7 +42,8 @@ Exactness
     nullness: a filter, branch or flat_map between source and aggregation, another source in the
     sub-topology, and so on (``.repartition()`` before grouping moves the aggregation into its own
     sub-topology). So are stores downstream of the windowed table in the same sub-topology (the
-    state row is keyed by the source key, not the windowed key).
+    state row is keyed by the source key, not the windowed key). A cogroup's windowed processors
+    keep their own stream time instead (:mod:`.cogroup`).
 """
 
 from __future__ import annotations
