@@ -4,10 +4,11 @@ Each view node is turned into a processor by the builder its family registers fo
 :class:`~dagster_kstreams.topology.node_specs.NodeKind` (``BUILDERS`` of :mod:`.stateless`,
 :mod:`.aggregations`, :mod:`.windows`, :mod:`.sessions`, :mod:`.table_joins`,
 :mod:`.table_regroup`, :mod:`.fk_joins`, :mod:`.stream_joins`, :mod:`.suppress`, :mod:`.user_processors`,
-:mod:`.global_joins`); a builder also checks, at
+:mod:`.global_joins`, :mod:`.cogroup`); a builder also checks, at
 definition time, that the processor can run with Kafka Streams' semantics, and raises
 :class:`~dagster_kstreams.processors.errors.UnsupportedTopologyError` naming it otherwise.
-Then every stateful processor gets its slot in the key's state row, in topological order.
+Then every store gets its slot in the key's state row, in topological order (the processors of
+one store, a cogroup's aggregates, share it).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from typing import Any, Callable, Mapping, Optional
 
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
 from dagster_kstreams.processors import (
-    aggregations, fk_joins, global_joins, sessions, stateless, stream_joins, suppress, table_joins, table_regroup,
-    user_processors, windows,
+    aggregations, cogroup, fk_joins, global_joins, sessions, stateless, stream_joins, suppress, table_joins,
+    table_regroup, user_processors, windows,
 )
 from dagster_kstreams.processors.base import Processor
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
@@ -87,6 +88,8 @@ class BuildContext:
 
 
 def _windowed_aggregate(factory: ProcessorNode, ctx: BuildContext) -> Processor:
+    if cogroup.handles(factory):
+        return cogroup.build_windowed(factory, ctx)
     build = sessions.build if sessions.handles(factory) else windows.build
     return build(factory, ctx)
 
@@ -101,6 +104,7 @@ BUILDERS: dict[NodeKind, Callable[[ProcessorNode, BuildContext], Processor]] = {
     **suppress.BUILDERS,
     **user_processors.BUILDERS,
     **global_joins.BUILDERS,
+    **cogroup.BUILDERS,
     NodeKind.WINDOWED_AGGREGATE: _windowed_aggregate,
 }
 
@@ -112,8 +116,8 @@ def build_processor(factory: ProcessorNode, ctx: BuildContext) -> Processor:
             f"processor {factory.name} ({factory.kind.value}) is not supported by the Spark runner yet; it runs "
             "stateless operations, to/to_table, group_by/group_by_key with count/reduce/aggregate, "
             "KTable filter/map_values/to_stream/group_by, stream-table joins, table-table joins (also on a foreign "
-            "key), time/sliding/session windowed aggregations, suppress, stream-stream joins, stream-global-table "
-            "joins and process/process_values"
+            "key), time/sliding/session windowed aggregations, cogroup, suppress, stream-stream joins, "
+            "stream-global-table joins and process/process_values"
         )
     return builder(factory, ctx)
 
@@ -126,9 +130,8 @@ def build_program(ctx: BuildContext, dead_letters: DeadLetterPolicy = DeadLetter
     for node, factory in zip(nodes, view_nodes):
         if not node.children:  # a builder may order them itself (a branch: in its branches' order)
             node.children = [ctx.position(child) for child in factory.children]
-    slot = 0
+    slots: dict[str, int] = {}  # store -> slot: the aggregates of a cogroup share their one store's
     for node in nodes:
         if node.stateful:
-            node.state_slot = slot
-            slot += 1
+            node.state_slot = slots.setdefault(node.store, len(slots))
     return program_class(ctx.subtopology.id, nodes, dead_letters)

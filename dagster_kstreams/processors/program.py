@@ -68,7 +68,12 @@ class SubtopologyProgram:
             if node.kind == "source":
                 for topic in node.topics:
                     self.source_by_topic[topic] = index
-        self.stateful_nodes = [index for index, node in enumerate(nodes) if node.stateful]
+        # one stateful processor per state slot: the first of those sharing a store (a cogroup's)
+        first_of_slot: dict[int, int] = {}
+        for index, node in enumerate(nodes):
+            if node.stateful:
+                first_of_slot.setdefault(node.state_slot, index)
+        self.stateful_nodes = list(first_of_slot.values())
         self.store_slots = {nodes[i].store: nodes[i].state_slot for i in self.stateful_nodes}
         self._last_raw_key = self._last_key = self._last_key_node = None
         self._check()

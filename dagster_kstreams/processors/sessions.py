@@ -156,7 +156,7 @@ class SessionWindowAggregate(StoreProcessor):
         current = state.values[slot]
         store = SessionStore(self.gap, self.grace, self.retention, () if current is ABSENT else current)
         stream_time = self._batch_stream_time = context.stream_time
-        before = context.stream_time_before
+        before = self._store_time(context, state)
         if before is None:  # not given (a test calling the program directly): only the record's own is known
             before = stream_time if context.timestamp < stream_time else stream_time - 1
         changes = self._batch_changes(state, slot, store)
@@ -169,6 +169,7 @@ class SessionWindowAggregate(StoreProcessor):
             out.append(DROPPED_LATE_TOPIC, None, None)
             return
         removed, (start, end, agg) = result
+        self._wrote(end, state)
         if self.cached:
             for s_start, s_end, _ in removed:
                 changes[(s_start, s_end)] = None
@@ -178,6 +179,14 @@ class SessionWindowAggregate(StoreProcessor):
         for s_start, s_end, _ in removed:
             self.forward(Windowed(key, Window(s_start, s_end)), None, _context_at(context, s_end), out, state)
         self.forward(Windowed(key, Window(start, end)), agg, _context_at(context, end), out, state)
+
+    def _store_time(self, context, state) -> Optional[int]:
+        """The store's stream time before the record (the largest session end written to it): the
+        task's here, a shared store's own in a cogroup (:mod:`.cogroup`)."""
+        return context.stream_time_before
+
+    def _wrote(self, end: int, state) -> None:
+        """A session ending at ``end`` was written (or merged away: it ended no later)."""
 
     @staticmethod
     def _batch_changes(state, slot: int, store: SessionStore) -> dict:
@@ -228,14 +237,17 @@ def handles(factory) -> bool:
     return factory.kind is NodeKind.WINDOWED_AGGREGATE and isinstance(factory.params.get("windows"), SessionWindows)
 
 
-def build(factory, ctx) -> SessionWindowAggregate:
+def build(factory, ctx, cls: type = SessionWindowAggregate, own_stream_time: bool = False) -> SessionWindowAggregate:
+    """The runnable form of a session aggregation (``cls``); with ``own_stream_time`` the processor
+    keeps its own stream time, so the paths reaching it are not checked: a cogroup's."""
     params = factory.params
     if params.get("emit_strategy", ON_WINDOW_UPDATE) != ON_WINDOW_UPDATE:
         raise UnsupportedTopologyError(
             f"processor {factory.name} (session-windowed aggregation): emit strategy {params['emit_strategy']!r} is "
             "not supported by the Spark runner yet (time windows only); suppress(Suppressed.until_window_closes(...)) "
             "gives each session's final result")
-    _check_path(ctx.subtopology, factory)
+    if not own_stream_time:
+        _check_path(ctx.subtopology, factory)
     windows: SessionWindows = params["windows"]
     store = ctx.topology.state_stores.get(params["store_name"])
     retention = store.retention_ms if store is not None and store.retention_ms is not None else (
@@ -247,7 +259,7 @@ def build(factory, ctx) -> SessionWindowAggregate:
         return None if user is None else user.fn
 
     init, agg, merger = session_functions(operation, fn("initializer"), fn("aggregator"), fn("reducer"), fn("merger"))
-    return SessionWindowAggregate(factory.name, params["store_name"], ctx.cached(params["store_name"]), operation,
+    return cls(factory.name, params["store_name"], ctx.cached(params["store_name"]), operation,
                                   windows.inactivity_gap_ms, windows.grace_ms, retention, init, agg, merger)
 
 

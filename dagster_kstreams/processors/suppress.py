@@ -173,6 +173,8 @@ def _table_path(sub, node) -> tuple[Any, bool]:
         if parent is None:
             return None, filtered
         node = sub.node(parent)
+        if node.kind is NodeKind.COGROUP_MERGE:  # a cogroup's table: its aggregates are alike
+            node = sub.node(node.parents[0])
         if node.kind is NodeKind.WINDOWED_AGGREGATE:
             return node.params["windows"], filtered
         if node.kind not in _TABLE_STEPS:

@@ -42,7 +42,8 @@ Exactness
     nullness: a filter, branch or flat_map between source and aggregation, another source in the
     sub-topology, and so on (``.repartition()`` before grouping moves the aggregation into its own
     sub-topology). So are stores downstream of the windowed table in the same sub-topology (the
-    state row is keyed by the source key, not the windowed key).
+    state row is keyed by the source key, not the windowed key). A cogroup's windowed processors
+    keep their own stream time instead (:mod:`.cogroup`).
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ class _WindowAggregate(StoreProcessor):
         self._batch_stream_time = context.stream_time
         closed = self._closed_windows(state) if self.emit_on_close else None
         if closed is None:
-            expire(store, context.stream_time, self.retention)
+            expire(store, self._store_time(context, state), self.retention)
         else:  # what the time-ordered store no longer returns (a window not emitted yet may be older)
             expire(store, closed.visible_from(self.retention) - 1, 0)
         initializer, aggregator = self.functions
@@ -116,6 +117,7 @@ class _WindowAggregate(StoreProcessor):
         )
         for _ in range(dropped):
             out.append(DROPPED_LATE_TOPIC, None, None)
+        self._wrote(updates, store, state)
         state.values[slot] = store if store else ABSENT
         state.keys[slot] = key
         state.changed = True
@@ -132,6 +134,14 @@ class _WindowAggregate(StoreProcessor):
             return
         for start, end, new, new_timestamp in updates:
             self._emit(key, start, end, new, new_timestamp, context, out, state)
+
+    def _store_time(self, context, state) -> Optional[int]:
+        """The store's stream time: it no longer returns windows that start at or before it minus
+        the retention. Here the processor's own (a cogroup's store is shared: :mod:`.cogroup`)."""
+        return context.stream_time
+
+    def _wrote(self, updates, store: dict, state) -> None:
+        """The record's updates were written to ``store`` (a shared store notes its stream time)."""
 
     def _closed_windows(self, state) -> ClosedWindows:
         values = task_state_of(self, state).values
@@ -221,30 +231,35 @@ _KEYED_STATE_KINDS = {
 }
 
 
-def build(factory, ctx) -> _WindowAggregate:
-    """The runnable form of a time or sliding windowed aggregation, after the checks above."""
+def build(factory, ctx, classes=(TimeWindowAggregate, SlidingWindowAggregate),
+          own_stream_time: bool = False) -> _WindowAggregate:
+    """The runnable form of a time or sliding windowed aggregation, after the checks above
+    (``classes``: the time and sliding classes to build; with ``own_stream_time`` the processor
+    keeps its own stream time, so what reaches it from where is not checked: a cogroup's)."""
     params = factory.params
     windows = params["windows"]
     what = f"windowed aggregation {factory.name}"
     if isinstance(windows, TimeWindows):
-        cls, size = TimeWindowAggregate, windows.size_ms
+        cls, size = classes[0], windows.size_ms
     elif isinstance(windows, SlidingWindows):
-        cls, size = SlidingWindowAggregate, windows.time_difference_ms
+        cls, size = classes[1], windows.time_difference_ms
     else:
         raise UnsupportedTopologyError(f"{what}: {type(windows).__name__} are not supported by the Spark runner")
     emit_strategy = params.get("emit_strategy", ON_WINDOW_UPDATE)
     if emit_strategy not in (ON_WINDOW_UPDATE, ON_WINDOW_CLOSE) or (
-            emit_strategy == ON_WINDOW_CLOSE and cls is not TimeWindowAggregate):
+            emit_strategy == ON_WINDOW_CLOSE and not issubclass(cls, TimeWindowAggregate)):
         raise UnsupportedTopologyError(f"{what}: emit strategy {emit_strategy!r} is not supported for "
                                        f"{type(windows).__name__} by the Spark runner yet (time windows only)")
     sub = ctx.subtopology
-    _check_upstream(sub, factory, cls, what)
+    if not own_stream_time:
+        _check_upstream(sub, factory, cls, what)
     _check_downstream(sub, factory, what)
     store = next(s for s in sub.state_stores if s.name == params["store_name"])
     retention = store.retention_ms
+    sliding = issubclass(cls, SlidingWindowAggregate)
     if retention is None:
-        retention = size + windows.grace_ms if cls is TimeWindowAggregate else 2 * size + windows.grace_ms
-    if cls is SlidingWindowAggregate:
+        retention = 2 * size + windows.grace_ms if sliding else size + windows.grace_ms
+    if sliding:
         # A record not skipped outright (timestamp >= stream time - grace - difference) reads the
         # windows from its timestamp - 2 x difference on: keep those, whatever the retention.
         retention = max(retention, 3 * size + windows.grace_ms + 1)

@@ -8,6 +8,7 @@ methods return a copy, as Java's fluent setters do in effect.
 See :mod:`.view` for the read-only contract other layers consume.
 """
 from .branched_printed import Branched, Printed
+from .cogrouped import CogroupedKStream, SessionWindowedCogroupedKStream, TimeWindowedCogroupedKStream
 from .consumed_produced import AutoOffsetReset, Consumed, Produced
 from .emit_strategy import EmitStrategy
 from .errors import TopologyException
@@ -50,4 +51,5 @@ __all__ = [
     "ProcessorNode", "Subtopology", "TaskId", "TopicRef", "Topology", "changelog_topic_name",
     "internal_topic_name", "as_topology", "JoinWindows", "SessionWindows", "SlidingWindows", "TimeWindows",
     "FixedKeyProcessor", "Processor", "ProcessorSupplier", "PunctuationType", "Record", "RecordMetadata", "Stores",
+    "CogroupedKStream", "SessionWindowedCogroupedKStream", "TimeWindowedCogroupedKStream",
 ]

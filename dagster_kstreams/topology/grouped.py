@@ -12,6 +12,7 @@ from .abstract_stream import (
     AGGREGATE_NAME, REDUCE_NAME, _AbstractStream, _create_repartitioned_source, _materialized, _name_of,
     _or_generate, _parse,
 )
+from .cogrouped import CogroupedKStream
 from .functions import FunctionForm as F
 from .functions import UserFunction
 from .graph import GraphNode, InternalStreamsBuilder, ProcessorGraphNode, RepartitionNode
@@ -108,6 +109,11 @@ class KGroupedStream(_AbstractStream):
         return self._aggregate(AGGREGATE_NAME, named, materialized, store_name, queryable,
                                {"operation": "aggregate", "initializer": init, "aggregator": agg},
                                materialized.value_serde)
+
+    def cogroup(self, aggregator) -> CogroupedKStream:
+        """``cogroup(aggregator)``: the first input of a cogrouped aggregation (``aggregator(key,
+        value, aggregate)``); ``.cogroup(other_grouped, aggregator)`` adds the others."""
+        return CogroupedKStream(self._builder).cogroup(self, aggregator)
 
     def windowed_by(self, windows) -> Union[TimeWindowedKStream, SessionWindowedKStream]:
         if isinstance(windows, SessionWindows):

@@ -38,6 +38,7 @@ class NodeKind(enum.Enum):
     TABLE_SOURCE = "table_source"
     AGGREGATE = "aggregate"
     WINDOWED_AGGREGATE = "windowed_aggregate"
+    COGROUP_MERGE = "cogroup_merge"  # the pass-through after a cogroup's aggregates
     # joins
     JOIN_WINDOW = "join_window"
     STREAM_STREAM_JOIN = "stream_stream_join"

@@ -54,6 +54,8 @@ Contract (stable; other layers rely on it)
   WINDOWED_AGGREGATE           as AGGREGATE + windows (TimeWindows | SlidingWindows |
                                SessionWindows), merger (session), emit_strategy
                                (on_window_update | on_window_close)
+  COGROUP_MERGE                store_name: passes the cogroup's table updates through (the
+                               aggregates before it, all on that one store, carry ``cogroup``)
   TABLE_GROUP_BY_MAP           selector (key, value) -> (key, value)
   TABLE_AGGREGATE              operation count|reduce|aggregate, store_name, adder, subtractor
                                (reduce: (aggregate, value); aggregate: (key, value, aggregate)),

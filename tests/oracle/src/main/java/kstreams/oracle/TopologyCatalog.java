@@ -34,6 +34,10 @@ import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TableJoined;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.processor.WallclockTimestampExtractor;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.kstream.CogroupedKStream;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.WindowStore;
 
 /**
  * Topologies built with Kafka Streams' own DSL. tests/topology_catalog.py builds each one
@@ -153,6 +157,15 @@ public final class TopologyCatalog {
                        TopologyCatalog::wallclock_timestamps_then_windowed_count);
         TOPOLOGIES.put("global_tables_left_join_named_then_count",
                        TopologyCatalog::global_tables_left_join_named_then_count);
+        // cogroup.
+        TOPOLOGIES.put("cogroup_two_streams", TopologyCatalog::cogroup_two_streams);
+        TOPOLOGIES.put("cogroup_three_with_repartitions_named", TopologyCatalog::cogroup_three_with_repartitions_named);
+        TOPOLOGIES.put("cogroup_windowed_twice_shares_its_repartition",
+                       TopologyCatalog::cogroup_windowed_twice_shares_its_repartition);
+        TOPOLOGIES.put("cogroup_session_windowed", TopologyCatalog::cogroup_session_windowed);
+        TOPOLOGIES.put("cogroup_examples_of_the_equivalence_test", () -> CogroupExamples.cogroupExamples(
+            "clicks", "views", "orders", "refunds", "activity-out", "activity-windows-out", "final-windows-out",
+            "sliding-out", "sessions-out"));
     }
 
     /** Catalog names in definition order. */
@@ -1086,6 +1099,67 @@ public final class TopologyCatalog {
         b.<String, String>stream("events", Consumed.with(new WallclockTimestampExtractor()))
             .groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1))).count()
             .toStream().to("events-per-minute");
+        return b.build();
+    }
+
+    // ---- cogroup (CogroupExamples is the equivalence test's) -------------------------------
+
+    static Topology cogroup_two_streams() {
+        StreamsBuilder b = new StreamsBuilder();
+        KGroupedStream<String, String> clicks = b.<String, String>stream("clicks").groupByKey();
+        KGroupedStream<String, String> views = b.<String, String>stream("views").groupByKey();
+        clicks.<String>cogroup((k, v, agg) -> agg + "c")
+            .cogroup(views, (k, v, agg) -> agg + "v")
+            .aggregate(() -> "")
+            .toStream()
+            .to("activity");
+        return b.build();
+    }
+
+    static Topology cogroup_three_with_repartitions_named() {
+        StreamsBuilder b = new StreamsBuilder();
+        KGroupedStream<String, String> clicks = b.<String, String>stream("clicks").groupByKey();
+        KGroupedStream<String, String> views = b.<String, String>stream("views").groupBy((k, v) -> field(v, 0));
+        KGroupedStream<String, String> orders = b.<String, String>stream("orders")
+            .groupBy((k, v) -> field(v, 0), Grouped.as("orders-by-user"));
+        clicks.<String>cogroup((k, v, agg) -> agg + "c")
+            .cogroup(views, (k, v, agg) -> agg + "v")
+            .cogroup(orders, (k, v, agg) -> agg + "o")
+            .aggregate(() -> "", Named.as("activity"),
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("activity-store"))
+            .toStream(Named.as("activity-changes"))
+            .to("activity");
+        return b.build();
+    }
+
+    static Topology cogroup_windowed_twice_shares_its_repartition() {
+        StreamsBuilder b = new StreamsBuilder();
+        KGroupedStream<String, String> clicks = b.<String, String>stream("clicks").groupByKey();
+        KGroupedStream<String, String> views = b.<String, String>stream("views").groupBy((k, v) -> field(v, 0));
+        CogroupedKStream<String, String> cogrouped = clicks.<String>cogroup((k, v, agg) -> agg + "c")
+            .cogroup(views, (k, v, agg) -> agg + "v");
+        cogrouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMinutes(1), Duration.ofSeconds(10)))
+            .aggregate(() -> "")
+            .toStream()
+            .to("per-minute");
+        cogrouped.windowedBy(SlidingWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(30)))
+            .aggregate(() -> "", Named.as("sliding"),
+                Materialized.<String, String, WindowStore<Bytes, byte[]>>as("sliding-store"))
+            .toStream()
+            .to("sliding");
+        return b.build();
+    }
+
+    static Topology cogroup_session_windowed() {
+        StreamsBuilder b = new StreamsBuilder();
+        KGroupedStream<String, String> clicks = b.<String, String>stream("clicks").groupByKey();
+        KGroupedStream<String, String> views = b.<String, String>stream("views").groupByKey();
+        clicks.<String>cogroup((k, v, agg) -> agg + "c")
+            .cogroup(views, (k, v, agg) -> agg + "v")
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMinutes(5), Duration.ofSeconds(30)))
+            .aggregate(() -> "", (k, a, b2) -> a + b2, Named.as("visits"))
+            .toStream()
+            .to("visits");
         return b.build();
     }
 }

@@ -1,0 +1,77 @@
+"""The cogroup example, the Python twin of kstreams.oracle.CogroupExamples (Java): keep the two
+in step.
+
+Cogroups in two sub-topologies: a plain one of refunds (grouped by key) and orders (re-keyed by
+their user: a repartition topic); and, on clicks, views and orders again, a hopping-windowed one
+(and its final results: suppressed until each window closes) and, on clicks and views, a
+sliding-windowed and a session-windowed one. Every aggregate is a string of the latest
+contributions (the last 60 characters), so that the order of the updates shows; the stores run
+without the record cache.
+
+Its lambdas are self-contained (no module-level helpers): Spark's Python workers cannot import
+modules of tests/, and the test modules ship their own functions by value.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from dagster_kstreams.topology import StreamsBuilder
+from dagster_kstreams.topology.consumed_produced import Produced
+from dagster_kstreams.topology.grouped_repartitioned import Grouped
+from dagster_kstreams.topology.materialized import Materialized
+from dagster_kstreams.topology.named import Named
+from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
+from dagster_kstreams.topology.suppressed import BufferConfig, Suppressed
+from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
+
+INPUTS = ("clicks", "views", "orders", "refunds")
+OUTPUTS = ("out-plain", "out-windowed", "out-final", "out-sliding", "out-sessions")
+# How each output's keys are read: a plain string, a time window of 10 s (5 s), a session window.
+OUTPUT_KEYS = {"out-plain": None, "out-windowed": 10_000, "out-final": 10_000, "out-sliding": 5_000,
+               "out-sessions": "session"}
+
+
+def cogroup_examples(topics: dict[str, str]) -> StreamsBuilder:
+    """The topology of CogroupExamples.java, on ``topics`` (``INPUTS`` and ``OUTPUTS`` -> topic)."""
+    builder = StreamsBuilder()
+    orders = builder.stream(topics["orders"])
+    refunds_by_user = builder.stream(topics["refunds"]).group_by_key()
+    orders_by_user = orders.group_by(lambda key, value: None if value is None else value.split(",")[0],
+                                     Grouped.with_(Serdes.String(), Serdes.String()))
+    refunds_by_user.cogroup(lambda key, value, agg: (agg + "r" + value)[-60:]) \
+        .cogroup(orders_by_user, lambda key, value, agg: (agg + "o" + value)[-60:]) \
+        .aggregate(lambda: "", Named.as_("activity"), Materialized.as_("activity-store").with_caching_disabled()) \
+        .to_stream() \
+        .to(topics["out-plain"])
+
+    clicks_by_user = builder.stream(topics["clicks"]).group_by_key()
+    views_by_user = builder.stream(topics["views"]).group_by_key()
+    # Windowed aggregations see null values too (Java's string concatenation writes "null").
+    windowed = clicks_by_user \
+        .cogroup(lambda key, value, agg: (agg + "c" + ("null" if value is None else value))[-60:]) \
+        .cogroup(views_by_user, lambda key, value, agg: (agg + "v" + ("null" if value is None else value))[-60:]) \
+        .cogroup(orders_by_user, lambda key, value, agg: (agg + "o" + ("null" if value is None else value))[-60:]) \
+        .windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=3))
+                     .advance_by(timedelta(seconds=5))) \
+        .aggregate(lambda: "",  # the suppression buffer serializes the windowed keys: the store names the key serde
+                   Materialized.as_("activity-windows").with_key_serde(Serdes.String()).with_caching_disabled())
+    windowed.to_stream() \
+        .to(topics["out-windowed"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.String()))
+    windowed.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()).with_name("final-windows")) \
+        .to_stream() \
+        .to(topics["out-final"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.String()))
+    clicks_by_user.cogroup(lambda key, value, agg: (agg + "c" + ("null" if value is None else value))[-60:]) \
+        .cogroup(views_by_user, lambda key, value, agg: (agg + "v" + ("null" if value is None else value))[-60:]) \
+        .windowed_by(SlidingWindows.of_time_difference_and_grace(timedelta(seconds=5), timedelta(seconds=2))) \
+        .aggregate(lambda: "", Named.as_("sliding"), Materialized.as_("activity-sliding").with_caching_disabled()) \
+        .to_stream() \
+        .to(topics["out-sliding"], Produced.with_(WindowedSerde(Serdes.String(), 5_000), Serdes.String()))
+    clicks_by_user.cogroup(lambda key, value, agg: (agg + "c" + ("null" if value is None else value))[-60:]) \
+        .cogroup(views_by_user, lambda key, value, agg: (agg + "v" + ("null" if value is None else value))[-60:]) \
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(seconds=3), timedelta(seconds=2))) \
+        .aggregate(lambda: "", lambda key, left, right: (left + "|" + right)[-60:], Named.as_("sessions"),
+                   Materialized.as_("activity-sessions").with_caching_disabled()) \
+        .to_stream() \
+        .to(topics["out-sessions"], Produced.with_(WindowedSerde(Serdes.String(), session=True), Serdes.String()))
+    return builder

@@ -1,0 +1,142 @@
+package kstreams.oracle;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Named;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.kstream.Suppressed.BufferConfig;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.WindowStore;
+
+/**
+ * cogroup run by Kafka Streams itself against a real broker until every input topic (and every
+ * repartition topic) is consumed to its end; prints JSON {"describe": topology.describe()}.
+ *
+ * Cogroups in two sub-topologies: a plain one of refunds (grouped by key) and orders (re-keyed by
+ * their user: a repartition topic); and, on clicks, views and orders again, a hopping-windowed one
+ * (and its final results: suppressed until each window closes) and, on clicks and views, a
+ * sliding-windowed and a session-windowed one. Every aggregate is a string of the latest
+ * contributions (the last 60 characters), so that the order of the updates shows; the stores run
+ * without the record cache, so every update is forwarded as it happens and the output is fixed by
+ * the input alone.
+ *
+ * Args: bootstrap applicationId stateDir clicks views orders refunds outPlain outWindowed outFinal outSliding
+ *       outSessions
+ *
+ * The Python twin is cogroup_examples() in tests/cogroup_topology.py; keep the two in step.
+ */
+public final class CogroupExamples {
+    private CogroupExamples() {}
+
+    static String tail(String aggregate) {
+        return aggregate.substring(Math.max(0, aggregate.length() - 60));
+    }
+
+    static String user(String order) {
+        return order == null ? null : order.split(",", -1)[0];
+    }
+
+    static Topology cogroupExamples(String clicks, String views, String orders, String refunds, String outPlain,
+                                    String outWindowed, String outFinal, String outSliding, String outSessions) {
+        StreamsBuilder builder = new StreamsBuilder();
+        KStream<String, String> orderStream = builder.stream(orders);
+        KGroupedStream<String, String> refundsByUser = builder.<String, String>stream(refunds).groupByKey();
+        KGroupedStream<String, String> ordersByUser = orderStream.groupBy(
+            (key, value) -> user(value), Grouped.with(Serdes.String(), Serdes.String()));
+        refundsByUser.<String>cogroup((key, value, agg) -> tail(agg + "r" + value))
+            .cogroup(ordersByUser, (key, value, agg) -> tail(agg + "o" + value))
+            .aggregate(() -> "", Named.as("activity"),
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("activity-store").withCachingDisabled())
+            .toStream()
+            .to(outPlain);
+
+        KGroupedStream<String, String> clicksByUser = builder.<String, String>stream(clicks).groupByKey();
+        KGroupedStream<String, String> viewsByUser = builder.<String, String>stream(views).groupByKey();
+        KTable<Windowed<String>, String> windowed = clicksByUser.<String>cogroup((key, value, agg) -> tail(agg + "c" + value))
+            .cogroup(viewsByUser, (key, value, agg) -> tail(agg + "v" + value))
+            .cogroup(ordersByUser, (key, value, agg) -> tail(agg + "o" + value))
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(3))
+                .advanceBy(Duration.ofSeconds(5)))
+            // The suppression buffer serializes the windowed keys: the store names the key serde.
+            .aggregate(() -> "", Materialized.<String, String, WindowStore<Bytes, byte[]>>as("activity-windows")
+                .withKeySerde(Serdes.String()).withCachingDisabled());
+        windowed.toStream()
+            .to(outWindowed, Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000), Serdes.String()));
+        windowed.suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()).withName("final-windows"))
+            .toStream()
+            .to(outFinal, Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000), Serdes.String()));
+        clicksByUser.<String>cogroup((key, value, agg) -> tail(agg + "c" + value))
+            .cogroup(viewsByUser, (key, value, agg) -> tail(agg + "v" + value))
+            .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(2)))
+            .aggregate(() -> "", Named.as("sliding"),
+                Materialized.<String, String, WindowStore<Bytes, byte[]>>as("activity-sliding").withCachingDisabled())
+            .toStream()
+            .to(outSliding, Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 5_000), Serdes.String()));
+        clicksByUser.<String>cogroup((key, value, agg) -> tail(agg + "c" + value))
+            .cogroup(viewsByUser, (key, value, agg) -> tail(agg + "v" + value))
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(3), Duration.ofSeconds(2)))
+            .aggregate(() -> "", (key, left, right) -> tail(left + "|" + right), Named.as("sessions"),
+                Materialized.<String, String, SessionStore<Bytes, byte[]>>as("activity-sessions").withCachingDisabled())
+            .toStream()
+            .to(outSessions, Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.String()));
+        return builder.build();
+    }
+
+    public static void main(String[] args) throws Exception {
+        String bootstrap = args[0];
+        String applicationId = args[1];
+        String stateDir = args[2];
+        List<String> inputs = List.of(args[3], args[4], args[5], args[6]);
+        Topology topology = cogroupExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10],
+                                            args[11]);
+        Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
+        // The cogroups read repartition topics their own upstream task fills: wait for them rather than
+        // run ahead on the other inputs (the Spark runner writes a repartition topic first).
+        props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 10_000L);
+
+        KafkaStreams streams = new KafkaStreams(topology, props);
+        // A processing error fails the run at once (rather than after the wait's timeout).
+        streams.setUncaughtExceptionHandler(exception -> {
+            exception.printStackTrace();
+            Runtime.getRuntime().halt(1);
+            return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
+        });
+        streams.start();
+        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+            // The repartition topics too: their sub-topologies must have consumed them (created on startup).
+            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> {
+                List<String> repartition = admin.listTopics().names().get().stream()
+                    .filter(topic -> topic.startsWith(applicationId + "-") && topic.endsWith("-repartition")).toList();
+                return repartition.size() < 2 ? null : java.util.stream.Stream.concat(inputs.stream(),
+                    repartition.stream()).toList();
+            }, Duration.ofMinutes(5));
+            System.out.println("{\"describe\": " + Json.quote(topology.describe().toString()) + "}");
+        } finally {
+            streams.close(Duration.ofSeconds(30));
+        }
+    }
+}
