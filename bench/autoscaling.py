@@ -68,7 +68,7 @@ from pathlib import Path
 from typing import Optional
 
 from bench.common import bench_workspace, log, wait_for_group_coordinator
-from bench.cpu_pinning import pin_process_tree, pin_self, spare_cpus
+from bench.cpu_pinning import pin_process_tree, pin_self, split_cpus
 
 REPO = Path(__file__).resolve().parent.parent
 BROKER_PORT = 29100
@@ -355,11 +355,12 @@ def run_mode(mode: str, args, bootstrap: str, work: Path) -> dict:
                 """Every worker run but the first on the spare CPUs (bench/cpu_pinning.py)."""
                 if not args.pin_workers:
                     return
+                _, spare = args.cpus
                 runs = sorted(instance.get_run_records(dg.RunsFilter(job_name=job_name)),
                               key=lambda record: record.create_timestamp)
                 added = [record.dagster_run.run_id for record in runs[1:] if not record.dagster_run.is_finished]
                 for run_id, process in read_processes(instance, added).items():
-                    if pin_process_tree(int(process.rpartition(":")[2]), spare_cpus()):
+                    if pin_process_tree(int(process.rpartition(":")[2]), spare):
                         pinned.add(run_id)
 
             def check_alive(what: str) -> None:
@@ -469,7 +470,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--warmup-timeout", type=float, default=420.0)
     parser.add_argument("--modes", default="autoscale,standby,fixed")
     parser.add_argument("--bootstrap", default=None, help="use this broker instead of starting one")
-    parser.add_argument("--pin-workers", action=argparse.BooleanOptionalAction, default=len(spare_cpus()) > 0,
+    parser.add_argument("--pin-workers", action=argparse.BooleanOptionalAction, default=len(split_cpus()[1]) > 0,
                         help="the bench, its broker, the daemon and the first worker on CPU 0, every other worker "
                              "on the rest (default: on with 2+ CPUs)")
     parser.add_argument("--output-dir", default=str(REPO / "bench" / "results"))
@@ -485,9 +486,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     code_version = head.strip() + ("+uncommitted changes" if dirty else "")
     started = dt.datetime.now(dt.timezone.utc)
     load_before = os.getloadavg()
-    spare = sorted(spare_cpus())
     if args.pin_workers:
-        log(f"CPU {pin_self()}: this process, its broker, the daemon and the first worker; CPUs {spare}: the others")
+        first_cpu, spare = split_cpus()  # before pinning this process, which then sees only its first
+        pin_self(first_cpu)
+        args.cpus = (first_cpu, sorted(spare))
+        log(f"CPU {first_cpu}: this process, its broker, the daemon and the first worker; CPUs {sorted(spare)}: "
+            "the others")
     results = {}
     with bench_workspace("bench-autoscaling-", args.bootstrap, BROKER_PORT) as (bootstrap, work):
         for mode in modes:

@@ -16,22 +16,21 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["descendants", "pin_process_tree", "pin_self", "spare_cpus"]
+__all__ = ["descendants", "pin_process_tree", "pin_self", "split_cpus"]
 
 PROC = Path("/proc")
 
 
-def spare_cpus() -> set[int]:
-    """The CPUs this process may use other than the first (empty on one CPU)."""
+def split_cpus() -> tuple[int, set[int]]:
+    """This process's first CPU and the others it may use (empty on one CPU). Taken once, before
+    :func:`pin_self`: afterwards this process may use only the first."""
     cpus = sorted(os.sched_getaffinity(0))
-    return set(cpus[1:])
+    return cpus[0], set(cpus[1:])
 
 
-def pin_self() -> int:
-    """Pin the calling thread (and so the threads and processes it starts later) to its first CPU."""
-    first = min(os.sched_getaffinity(0))
-    os.sched_setaffinity(0, {first})
-    return first
+def pin_self(cpu: int) -> None:
+    """Pin the calling thread (and so the threads and processes it starts later) to ``cpu``."""
+    os.sched_setaffinity(0, {cpu})
 
 
 def descendants(pid: int, proc: Path = PROC) -> list[int]:
@@ -60,6 +59,8 @@ def pin_process_tree(pid: int, cpus: Iterable[int], proc: Path = PROC) -> int:
     """Every thread of ``pid`` and of its descendants on ``cpus``; returns how many threads were
     pinned. Threads and processes that end meanwhile are skipped."""
     cpus = set(cpus)
+    if not cpus:
+        raise ValueError("no CPU to pin to")
     pinned = 0
     for process in descendants(pid, proc):
         try:

@@ -28,3 +28,25 @@ def test_a_process_tree_is_pinned_thread_by_thread_children_included():
             os.kill(pid, 9)
         parent.kill()
         parent.wait()
+
+
+def test_the_bench_pins_itself_first_then_added_workers_to_the_cpus_it_split_off():
+    # The bench's order (autoscaling.main): split the CPUs, pin itself to the first, later pin a
+    # worker process to the others. Asking for "the other CPUs" after pinning itself sees none.
+    script = (
+        "import os, subprocess\n"
+        "from bench.cpu_pinning import pin_process_tree, pin_self, split_cpus\n"
+        "first, spare = split_cpus()\n"
+        "pin_self(first)\n"
+        "worker = subprocess.Popen(['sleep', '30'])\n"
+        "assert os.sched_getaffinity(worker.pid) == {first}\n"
+        "target = spare or {first}\n"
+        "assert pin_process_tree(worker.pid, target) == 1\n"
+        "assert os.sched_getaffinity(worker.pid) == target, os.sched_getaffinity(worker.pid)\n"
+        "assert split_cpus() == (first, set())\n"
+        "worker.kill()\n"
+        "print('ok', first, sorted(spare))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))), timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("ok"), done.stderr
