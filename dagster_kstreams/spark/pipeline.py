@@ -10,12 +10,14 @@ micro-batch (when ``max_records_per_batch`` allows), which is what Kafka Streams
 partitions needs (README, "Order across co-partitioned inputs").
 
 All tasks are concurrent Spark queries on the runner's SparkSession, so they share its cores.
+With a ``parallelism``, :func:`run_in_waves` runs one sub-topology after another instead.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
 from dagster_kstreams.kafka.admin import TopicPartition
@@ -23,7 +25,7 @@ from dagster_kstreams.spark.running_task import RunningTask
 from dagster_kstreams.spark.task_result import TaskProgress, TaskResult
 from dagster_kstreams.topology.task_id import TaskId
 
-__all__ = ["run_pipelined"]
+__all__ = ["run_in_waves", "run_pipelined"]
 
 _POLL_SECONDS = 0.05
 
@@ -73,4 +75,20 @@ def run_pipelined(runner: Any, tasks: list[TaskId], max_records: Optional[int],
     finally:
         for run in running.values():
             run.stop()
+    return [results[task] for task in tasks]
+
+
+def run_in_waves(runner: Any, tasks: list[TaskId], max_records: Optional[int],
+                 progress: Optional[Callable[[TaskProgress], None]], parallelism: int) -> list[TaskResult]:
+    """Run ``tasks`` one sub-topology after another, ``parallelism`` of its tasks at a time, each
+    drained to the end offsets it sees at its start; results in the order of ``tasks``."""
+    by_subtopology: dict[int, list[TaskId]] = {}
+    for task in tasks:
+        by_subtopology.setdefault(task.subtopology, []).append(task)
+    results: dict[TaskId, TaskResult] = {}
+    for group in by_subtopology.values():
+        with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="task") as pool:
+            futures = {task: pool.submit(runner.run_task, task, max_records, progress) for task in group}
+            for task, future in futures.items():
+                results[task] = future.result()
     return [results[task] for task in tasks]

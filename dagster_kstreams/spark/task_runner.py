@@ -1,10 +1,11 @@
 """Run one stream task (sub-topology ``s``, partition ``p``) on Spark: :class:`TaskRunner`.
 
-A task is one Structured Streaming query, started, drained and stopped for each run:
+A run of a task is one Structured Streaming query (wired by :mod:`~dagster_kstreams.spark.task_query`):
+a drain (``run_task``) or a continuous run that a worker keeps going until it stops it (``start_task``):
 
 * **Source** (:mod:`~dagster_kstreams.spark.source`) — Spark's Kafka source with ``assign`` =
-  partition ``p`` of every source topic of ``s``. ``trigger(availableNow=True)`` processes
-  everything up to the end offsets seen when the run starts, in batches of at most
+  partition ``p`` of every source topic of ``s``. A drain (``trigger(availableNow=True)``)
+  processes everything up to the end offsets seen when the run starts, in batches of at most
   ``max_records_per_batch`` records, then stops. A new checkpoint starts from the group's
   committed offsets (else earliest, as Kafka Streams' ``auto.offset.reset``).
 * **Processors** (:mod:`~dagster_kstreams.spark.strategies`) — compiled by
@@ -34,7 +35,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
 from pyspark.sql import SparkSession
@@ -43,33 +43,22 @@ from dagster_kstreams.kafka.admin import KafkaAdmin, TopicPartition
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy, DeserializationHandler
 from dagster_kstreams.kafka.fencing import TaskFence, task_transactional_id
 from dagster_kstreams.kafka.task_lag import with_broker_partitions
-from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
-from dagster_kstreams.processors.timestamps import source_timestamps
-from dagster_kstreams.spark.batch_writer import BatchWriter
 from dagster_kstreams.spark.busy_clock import SharedBusyClock
-from dagster_kstreams.spark.checkpoint import (
-    CheckpointReader,
-    WriteIntents,
-    default_state_location,
-    start_on_checkpoint,
-    task_checkpoint,
-    task_directory,
-)
-from dagster_kstreams.spark.client_timeouts import DEFAULT_TASK_TIMEOUT_S, sink_timeouts, source_timeouts
+from dagster_kstreams.spark.checkpoint import CheckpointReader, default_state_location, task_checkpoint
+from dagster_kstreams.spark.client_timeouts import DEFAULT_TASK_TIMEOUT_S
 from dagster_kstreams.spark.compile import CompiledTopology, compile_topology
-from dagster_kstreams.spark.errors import TaskFailedError, failure_reason
-from dagster_kstreams.spark.metrics import observe_outputs
-from dagster_kstreams.spark.pipeline import run_pipelined
+from dagster_kstreams.spark.errors import TaskFailedError
+from dagster_kstreams.spark.pipeline import run_in_waves, run_pipelined
 from dagster_kstreams.spark.run_state import RunFence, RunState
 from dagster_kstreams.spark.running_task import RunningTask
 from dagster_kstreams.spark.session import build_spark_session, honor_pyspark_python
-from dagster_kstreams.spark.source import kafka_source, starting_point
-from dagster_kstreams.spark.strategies import configure_session, strategy_for
+from dagster_kstreams.spark.source import starting_point
+from dagster_kstreams.spark.store_reader import read_store
+from dagster_kstreams.spark.task_query import start_task_query
 from dagster_kstreams.spark.task_result import TaskProgress, TaskResult
 from dagster_kstreams.spark.transactional_writer import (
     DEFAULT_PROCESSING_GUARANTEE,
     EXACTLY_ONCE_V2,
-    TransactionalBatchWriter,
     check_processing_guarantee,
     committed_before_restart,
 )
@@ -164,7 +153,7 @@ class TaskRunner:
         self.admin = KafkaAdmin(self.kafka_config["bootstrap.servers"], self._client_config())
         # A started task's Kafka calls wait out a broker restart (up to task_timeout_s); the checks
         # before a task starts fail fast.
-        self._running_admin = self.admin.waiting_out_outages(task_timeout_s)
+        self.running_admin = self.admin.waiting_out_outages(task_timeout_s)
         self._spark = spark
         if spark is not None:
             honor_pyspark_python(spark)
@@ -173,7 +162,7 @@ class TaskRunner:
         self.busy_clock = SharedBusyClock()
         self._lock = threading.Lock()
         self._internal_topics_ready = False
-        self._max_record_bytes: Optional[int] = None  # the input topics' max.message.bytes
+        self.max_record_bytes: Optional[int] = None  # the input topics' max.message.bytes
 
     # -- plumbing -----------------------------------------------------------------------
     @property
@@ -186,7 +175,7 @@ class TaskRunner:
     def exactly_once(self) -> bool:
         return self.processing_guarantee == EXACTLY_ONCE_V2
 
-    def _kafka_options(self) -> dict[str, str]:
+    def spark_kafka_options(self) -> dict[str, str]:
         """Settings of Spark's Kafka source and sink (the Java client)."""
         return {f"kafka.{key}": value for key, value in self.spark_kafka_config.items()}
 
@@ -226,8 +215,8 @@ class TaskRunner:
             wanted[self.dead_letters.dead_letter_topic] = 1
         # Whatever an input topic takes, the topics the task writes it on to must take too.
         limits = self.admin.topic_config(application.external_source_topics, "max.message.bytes")
-        self._max_record_bytes = max((int(limit) for limit in limits.values()), default=None)
-        config = {} if self._max_record_bytes is None else {"max.message.bytes": str(self._max_record_bytes)}
+        self.max_record_bytes = max((int(limit) for limit in limits.values()), default=None)
+        config = {} if self.max_record_bytes is None else {"max.message.bytes": str(self.max_record_bytes)}
         self.admin.create_topics(wanted, topic_config=config)
         self._internal_topics_ready = True
         return wanted
@@ -320,16 +309,7 @@ class TaskRunner:
                    progress: Optional[Callable[[TaskProgress], None]], parallelism: Optional[int]) -> list[TaskResult]:
         if parallelism is None:
             return run_pipelined(self, tasks, max_records, progress)
-        by_subtopology: dict[int, list[TaskId]] = {}
-        for task in tasks:
-            by_subtopology.setdefault(task.subtopology, []).append(task)
-        results: dict[TaskId, TaskResult] = {}
-        for group in by_subtopology.values():
-            with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="task") as pool:
-                futures = {task: pool.submit(self.run_task, task, max_records, progress) for task in group}
-                for task, future in futures.items():
-                    results[task] = future.result()
-        return [results[task] for task in tasks]
+        return run_in_waves(self, tasks, max_records, progress, parallelism)
 
     def _start(self, task: TaskId | str, trigger: Trigger, max_records: Optional[int],
                progress: Optional[Callable[[TaskProgress], None]],
@@ -348,7 +328,7 @@ class TaskRunner:
                 self.ensure_internal_topics()
             self._check_sink_topics(task.subtopology)
             # Taking the task fences any other process that runs it, before its checkpoint is read.
-            fence = RunFence(self._task_fence(str(task)), task, self.application_id, self._running_admin).__enter__()
+            fence = RunFence(self._task_fence(str(task)), task, self.application_id, self.running_admin).__enter__()
             source_topics = application.source_topics(task.subtopology)
             assigned = [TopicPartition(topic, partition) for topic, partition in application.assigned_partitions(task)]
             checkpoint = self.checkpoint_location(task)
@@ -377,8 +357,8 @@ class TaskRunner:
             batch_limit = min(limits) if limits else None
 
             def start_query(replayed: Optional[int]) -> Any:
-                return self._start_query(session, reader, run, start.starting, checkpoint, trigger, batch_limit,
-                                         replayed)
+                return start_task_query(self, session, reader, run, start.starting, checkpoint, trigger, batch_limit,
+                                        replayed)
 
             query = start_query(replayed)
 
@@ -391,7 +371,7 @@ class TaskRunner:
                 fence.__exit__(None, None, None)
             self._released(task)
             raise
-        return RunningTask(self.application_id, query, run, fence, self._running_admin, source_topics, self._released,
+        return RunningTask(self.application_id, query, run, fence, self.running_admin, source_topics, self._released,
                            start_again=start_again if self.fencing else None)
 
     def _released(self, task: TaskId) -> None:
@@ -406,84 +386,20 @@ class TaskRunner:
             raise failure
         return running.take_result(seconds=time.monotonic() - running.started)
 
-    def _start_query(self, session, checkpoint_reader: CheckpointReader, run: RunState,
-                     starting: Optional[dict[TopicPartition, int]], checkpoint: str, trigger: Trigger,
-                     max_records_per_batch: Optional[int], replayed: Optional[int]):
-        program = self.compiled.program(run.task.subtopology)
-        strategy = strategy_for(program)
-        configure_session(session, self.state_partitions, self.arrow_batch_size)
-        # Repartition topics carry their records' timestamps in a header: read only if used.
-        timestamp_headers = [tp.topic for tp in run.assigned if self.application.is_repartition_topic(tp.topic)
-                             and strategy.reads_record_timestamps(program)]
-        source_options = {**source_timeouts(self.task_timeout_s), **self._kafka_options()}
-        if self.exactly_once:
-            source_options["kafka.isolation.level"] = "read_committed"  # never an aborted attempt's records
-        source = kafka_source(session, source_options, run.assigned, starting, max_records_per_batch,
-                              timestamp_headers, source_timestamps(program))
-        output = strategy.build(source, program, self.dead_letters)
-
-        written = self.application.sink_topics(run.task.subtopology)
-        if self.dead_letters.dead_letter_topic:
-            written = [*written, self.dead_letters.dead_letter_topic]
-        counted = [*written, DROPPED_LATE_TOPIC] if program.uses_stream_time else written
-        output = observe_outputs(output, counted)
-        writer = (
-            TransactionalBatchWriter(run, checkpoint_reader, drops_late=program.uses_stream_time,
-                                     ordered=strategy.orders_output(program), replayed=replayed)
-            if self.exactly_once else
-            BatchWriter(run, self.application_id, checkpoint_reader,
-                        WriteIntents(session, task_directory(self.state_location, self.application_id, str(run.task))),
-                        self._running_admin, {**sink_timeouts(self.task_timeout_s), **self._kafka_options()},
-                        self.kafka_config, written, drops_late=program.uses_stream_time,
-                        ordered=strategy.orders_output(program), largest_record_bytes=self._max_record_bytes)
-        )
-        stream = (
-            output.writeStream.foreachBatch(writer)
-            .option("checkpointLocation", checkpoint)
-            .outputMode("update" if program.stateful else "append")
-            .queryName(f"{self.application_id}-task-{run.task}")
-        )
-        try:
-            return start_on_checkpoint(trigger.apply(stream))
-        except Exception as error:  # from the JVM: said in one line, as a running query's failure is
-            raise TaskFailedError(run.task, self.application_id, failure_reason(error)) from error
-
     def _task_fence(self, task_id: str) -> Optional[TaskFence]:
         """The (not yet started) transactional producer that stands for the task (named by its
         string form, as its transactional id is); None without fencing."""
         if not self.fencing:
             return None
         config = self._client_config()
-        if self.exactly_once and self._max_record_bytes is not None and "message.max.bytes" not in config:
+        if self.exactly_once and self.max_record_bytes is not None and "message.max.bytes" not in config:
             # The producer writes the task's records: the largest record an input topic takes gets through.
-            config["message.max.bytes"] = str(max(self._max_record_bytes, 1_000_000) + 65_536)
+            config["message.max.bytes"] = str(max(self.max_record_bytes, 1_000_000) + 65_536)
         return TaskFence(self.kafka_config["bootstrap.servers"], task_transactional_id(self.application_id, task_id),
                          self.application_id, config, timeout_s=self.task_timeout_s)
 
     # -- state ------------------------------------------------------------------------
     def read_store(self, store_name: str) -> dict[Any, Any]:
-        """The content of a state store across all tasks: ``{key: value}``, deserialized; a
-        windowed or session store's keys are ``Windowed(key, Window(start, end))``.
-
-        Read with Spark's state data source (``format("statestore")``) from each task's
-        checkpoint, at its last committed batch; tasks that never ran contribute nothing.
-        """
-        subtopology = self.application.subtopology_of_store(store_name)
-        program = self.compiled.program(subtopology)
-        strategy = strategy_for(program)
-        if store_name in program.store_slots:
-            slot, key_serde = program.store_slots[store_name], self.compiled.store_key_serde(subtopology)
-            content = lambda rows: strategy.store_content(rows, program, slot, key_serde)  # noqa: E731
-        else:  # a user processor's store (the Processor API): task-level state
-            content = lambda rows: strategy.user_store_content(rows, program, store_name)  # noqa: E731
-        # The RocksDB provider reports to the driver's StateStoreCoordinator, which Spark creates
-        # with the session's StreamingQueryManager: make sure it exists in a fresh session.
-        self.spark.streams.active
-        table: dict[Any, Any] = {}
-        for task in self.partitioned().tasks(subtopology):
-            checkpoint = self.checkpoint_location(task)
-            if CheckpointReader(self.spark, checkpoint).last_committed_batch() is None:
-                continue
-            rows = self.spark.read.format("statestore").load(checkpoint).collect()
-            table.update(content(rows))
-        return table
+        """The content of a state store across all tasks: ``{key: value}``, deserialized
+        (:func:`~dagster_kstreams.spark.store_reader.read_store`)."""
+        return read_store(self, store_name)

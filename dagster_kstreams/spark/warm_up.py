@@ -133,7 +133,7 @@ class WarmUp:
         headers = [tp.topic for tp in assigned
                    if application.is_repartition_topic(tp.topic) and strategy.reads_record_timestamps(program)]
         # The runner's Kafka settings for Spark's source and sink (the Java client's spelling).
-        kafka_options = runner._kafka_options()
+        kafka_options = runner.spark_kafka_options()
         source = kafka_source(session, kafka_options, assigned, starting, self.records, headers)
         output = observe_outputs(strategy.build(source, program, runner.dead_letters),
                                  application.sink_topics(subtopology))

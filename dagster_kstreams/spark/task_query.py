@@ -1,0 +1,74 @@
+"""The streaming query of one task run: source, processors and writer, wired (``TaskRunner``).
+
+Spark's Kafka source over the task's partitions (``read_committed`` under exactly-once, so an
+aborted attempt's records are never read), the sub-topology's program run by its execution
+strategy, each batch's outputs counted per topic, and ``foreachBatch`` with the writer of the
+processing guarantee: one transaction per batch (:mod:`.transactional_writer`) or Spark's Kafka
+sink, then the offsets (:mod:`.batch_writer`). The query's checkpoint is the task's.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from dagster_kstreams.kafka.admin import TopicPartition
+from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
+from dagster_kstreams.processors.timestamps import source_timestamps
+from dagster_kstreams.spark.batch_writer import BatchWriter
+from dagster_kstreams.spark.checkpoint import CheckpointReader, WriteIntents, start_on_checkpoint, task_directory
+from dagster_kstreams.spark.client_timeouts import sink_timeouts, source_timeouts
+from dagster_kstreams.spark.errors import TaskFailedError, failure_reason
+from dagster_kstreams.spark.metrics import observe_outputs
+from dagster_kstreams.spark.run_state import RunState
+from dagster_kstreams.spark.source import kafka_source
+from dagster_kstreams.spark.strategies import configure_session, strategy_for
+from dagster_kstreams.spark.transactional_writer import TransactionalBatchWriter
+from dagster_kstreams.spark.triggers import Trigger
+
+__all__ = ["start_task_query"]
+
+
+def start_task_query(runner: Any, session: Any, checkpoint_reader: CheckpointReader, run: RunState,
+                     starting: Optional[dict[TopicPartition, int]], checkpoint: str, trigger: Trigger,
+                     max_records_per_batch: Optional[int], replayed: Optional[int]) -> Any:
+    """Start the query of ``run``'s task on ``session`` (``runner``: the
+    :class:`~dagster_kstreams.spark.task_runner.TaskRunner` that calls this); a failure to start
+    is one :class:`~dagster_kstreams.spark.errors.TaskFailedError` line."""
+    program = runner.compiled.program(run.task.subtopology)
+    strategy = strategy_for(program)
+    configure_session(session, runner.state_partitions, runner.arrow_batch_size)
+    # Repartition topics carry their records' timestamps in a header: read only if used.
+    timestamp_headers = [tp.topic for tp in run.assigned if runner.application.is_repartition_topic(tp.topic)
+                         and strategy.reads_record_timestamps(program)]
+    source_options = {**source_timeouts(runner.task_timeout_s), **runner.spark_kafka_options()}
+    if runner.exactly_once:
+        source_options["kafka.isolation.level"] = "read_committed"  # never an aborted attempt's records
+    source = kafka_source(session, source_options, run.assigned, starting, max_records_per_batch,
+                          timestamp_headers, source_timestamps(program))
+    output = strategy.build(source, program, runner.dead_letters)
+
+    written = runner.application.sink_topics(run.task.subtopology)
+    if runner.dead_letters.dead_letter_topic:
+        written = [*written, runner.dead_letters.dead_letter_topic]
+    counted = [*written, DROPPED_LATE_TOPIC] if program.uses_stream_time else written
+    output = observe_outputs(output, counted)
+    writer = (
+        TransactionalBatchWriter(run, checkpoint_reader, drops_late=program.uses_stream_time,
+                                 ordered=strategy.orders_output(program), replayed=replayed)
+        if runner.exactly_once else
+        BatchWriter(run, runner.application_id, checkpoint_reader,
+                    WriteIntents(session, task_directory(runner.state_location, runner.application_id, str(run.task))),
+                    runner.running_admin, {**sink_timeouts(runner.task_timeout_s), **runner.spark_kafka_options()},
+                    runner.kafka_config, written, drops_late=program.uses_stream_time,
+                    ordered=strategy.orders_output(program), largest_record_bytes=runner.max_record_bytes)
+    )
+    stream = (
+        output.writeStream.foreachBatch(writer)
+        .option("checkpointLocation", checkpoint)
+        .outputMode("update" if program.stateful else "append")
+        .queryName(f"{runner.application_id}-task-{run.task}")
+    )
+    try:
+        return start_on_checkpoint(trigger.apply(stream))
+    except Exception as error:  # from the JVM: said in one line, as a running query's failure is
+        raise TaskFailedError(run.task, runner.application_id, failure_reason(error)) from error
