@@ -300,7 +300,7 @@ def test_spark_gets_the_java_spelling_of_sasl_and_ssl_settings(monkeypatch):
     app = KStreamsApp(users_per_country.build_topology(), "upc", {"users": 2})
     runner = task_runner(app, plain, spark=None)
     assert runner.kafka_config["sasl.username"] == "u"
-    assert runner._kafka_options() == {
+    assert runner.spark_kafka_options() == {
         "kafka.bootstrap.servers": "broker:9094", "kafka.security.protocol": "SASL_PLAINTEXT",
         "kafka.sasl.mechanism": "PLAIN",
         "kafka.sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p";',
