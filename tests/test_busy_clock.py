@@ -1,9 +1,14 @@
 """The share of a worker's time charged to each task whose batches run at once."""
 
+from time import monotonic, sleep
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dagster_kstreams.topology.task_id import TaskId
 from dagster_kstreams.spark.busy_clock import SharedBusyClock
+from dagster_kstreams.spark.run_state import RunState
 
 
 class FakeTime:
@@ -63,3 +68,24 @@ def test_shares_add_up_to_the_time_anything_ran(steps):
     assert abs(total - busy) <= 1e-6 * max(1.0, busy)
     # No task is charged more than the time it ran alone would have been: at most the busy time.
     assert all(clock.share(task) <= busy + 1e-9 for task in ["0_0", "0_1", "1_0", "1_1"])
+
+
+def test_a_report_taken_mid_batch_charges_no_more_share_than_busy_time():
+    # A worker reports while a batch runs: both the share and the busy time count it up to now,
+    # so no report says the task took more of the worker than its batches took (and none goes
+    # negative after).
+    clock = SharedBusyClock()
+    state = RunState(TaskId(0, 0), started=monotonic(), assigned=[], offsets_from={}, end_offsets={},
+                     max_records=None, progress=None, fence=None, busy_clock=clock)
+    windows = []
+    for _ in range(3):
+        assert state.begin_batch()
+        sleep(0.02)
+        windows.append(state.take_window())
+        sleep(0.02)
+        state.end_batch()
+    windows.append(state.take_window())
+    for window in windows:  # the two clocks are read microseconds apart
+        assert -1e-3 <= window.worker_seconds <= window.busy_seconds + 1e-3
+    assert windows[0].busy_seconds >= 0.02
+    assert sum(window.busy_seconds for window in windows) == pytest.approx(state.busy_seconds)

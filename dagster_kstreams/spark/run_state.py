@@ -152,9 +152,10 @@ class RunState:
     def end_batch(self) -> None:
         """Called when a begun batch is over (committed or failed)."""
         with self._lock:
-            self.busy_seconds += time.monotonic() - self._batch_started
+            # The shared clock stops first: the share never counts time the busy time does not.
             if self.busy_clock is not None:
                 self.busy_clock.end(self.task)
+            self.busy_seconds += time.monotonic() - self._batch_started
             self._idle.set()
 
     def request_stop(self, timeout: Optional[float] = None) -> bool:
@@ -184,10 +185,14 @@ class RunState:
         """What was processed since the last call (or the start of the run)."""
         with self._lock:
             offsets_from, records, batches, busy, share = self._window
-            now_share = self._share()
+            # Both clocks count a batch in progress up to now, so a window's share never exceeds
+            # its busy time (the share charges the running batch as it goes).
+            clock_share = self.busy_clock.share(self.task) if self.busy_clock is not None else None
+            now_busy = self.busy_seconds + (0.0 if self._idle.is_set() else time.monotonic() - self._batch_started)
+            now_share = now_busy if clock_share is None else clock_share
             window = RunWindow(offsets_from, dict(self.processed), self.records_in - records,
-                               self.batches - batches, self.busy_seconds - busy, now_share - share)
-            self._window = (dict(self.processed), self.records_in, self.batches, self.busy_seconds, now_share)
+                               self.batches - batches, now_busy - busy, now_share - share)
+            self._window = (dict(self.processed), self.records_in, self.batches, now_busy, now_share)
         return window
 
     def _share(self) -> float:
