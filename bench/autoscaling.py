@@ -428,6 +428,21 @@ def run_mode(mode: str, args, bootstrap: str, work: Path) -> dict:
                                       None if record.end_time is None else round(record.end_time - wall0, 1),
                                       record.dagster_run.status.value))
             runs.sort(key=lambda run: run.created)
+            # Which worker ran which task when, and how fast: where a mode's time went.
+            worker_of = {record.dagster_run.run_id: record.dagster_run.tags.get("dagster_kstreams/worker", "?")
+                         for record in instance.get_run_records(dg.RunsFilter(job_name=job_name))}
+            task_reports = []
+            for sub in (0, 1):
+                for record in instance.fetch_materializations(
+                        dg.AssetKey([app_key, f"subtopology_{sub}"]), limit=10_000).records:
+                    metadata = record.asset_materialization.metadata
+                    task_reports.append({
+                        "t": round(record.timestamp - wall0, 1), "worker": worker_of.get(record.run_id, "?"),
+                        "task": f"{sub}_{record.asset_materialization.partition}",
+                        "records_in": metadata["records_in"].value, "seconds": metadata["seconds"].value,
+                        "worker_seconds": metadata["worker_seconds"].value if "worker_seconds" in metadata else None,
+                    })
+            task_reports.sort(key=lambda report: report["t"])
     finally:
         stop_generating.set()
         daemon.stop()
@@ -446,6 +461,7 @@ def run_mode(mode: str, args, bootstrap: str, work: Path) -> dict:
         "ticks": [tick.__dict__ for tick in ticks if tick.t >= -60],
         "runs": [run.__dict__ for run in runs],
         "worker_runs_on_spare_cpus": len(pinned),
+        "task_reports": [report for report in task_reports if report["t"] >= -60],
     }
 
 

@@ -226,3 +226,27 @@ def test_a_task_listed_under_two_previous_workers_stays_with_the_second_when_the
         result = assign_tasks({"0_0", "0_1", "0_2"}, workers, previous, task_weights=weights)
         assert result == {"worker-0": {"0_0"}, "worker-1": {"0_1"}, "worker-2": {"0_2"}}
         assert kept_count(result, previous, workers) == 2
+
+
+def test_a_new_worker_takes_a_share_of_every_subtopology():
+    # The word count on one worker, then a second: each gets half the splitting and half the
+    # counting tasks, rather than one of them every counting (stateful, slower to move) task.
+    tasks = [f"{sub}_{partition}" for sub in (0, 1) for partition in range(4)]
+    result = assign_tasks(tasks, ["worker-0", "worker-1"], {"worker-0": tasks})
+    assert result == {"worker-0": frozenset({"0_0", "0_1", "1_0", "1_1"}),
+                      "worker-1": frozenset({"0_2", "0_3", "1_2", "1_3"})}
+    # Three stages over three workers: everyone keeps or gets one task of each.
+    tasks = [f"{sub}_{partition}" for sub in (0, 1, 2) for partition in range(3)]
+    result = assign_tasks(tasks, ["worker-0", "worker-1", "worker-2"], {"worker-0": tasks})
+    assert all(sorted(task.split("_")[0] for task in mine) == ["0", "1", "2"] for mine in result.values())
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sets(st.sampled_from(TASK_IDS), max_size=30))
+def test_a_worker_giving_up_tasks_keeps_some_of_each_subtopology_it_can(tasks):
+    # Halving one worker's tasks: of every sub-topology it held, it keeps at least one task
+    # when it keeps at least as many tasks as there are sub-topologies.
+    result = assign_tasks(tasks, ["worker-0", "worker-1"], {"worker-0": tasks})
+    stages = {task.split("_")[0] for task in tasks}
+    if len(result["worker-0"]) >= len(stages):
+        assert {task.split("_")[0] for task in result["worker-0"]} == stages

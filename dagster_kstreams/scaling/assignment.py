@@ -13,6 +13,10 @@ Guarantees of :func:`assign_tasks`, for ``n`` tasks and ``w >= 1`` workers:
     balanced assignment can move;
   - one worker removed (failed, vanished, retired) from a balanced assignment: only its own
     tasks move;
+* a worker that keeps only some of its previous tasks keeps a share of each sub-topology
+  (alternating between them), so a new worker takes a share of every stage: on the word count,
+  one worker of two does not end up with every counting task while the other only splits
+  lines (``bench/autoscaling.py``);
 * deterministic: ties break by task order and worker order (:mod:`.ids`), never by hash
   or set iteration order.
 
@@ -25,9 +29,10 @@ therefore maximises the total kept, and every other task is placed into the rema
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 
-from .ids import task_sort_key, worker_sort_key
+from .ids import subtopology_of, task_sort_key, worker_sort_key
 
 
 def assign_tasks(
@@ -78,9 +83,9 @@ def assign_tasks(
     assigned: dict[str, list[str]] = {}
     homeless: list[str] = []
     for worker in worker_list:
-        keep = candidates[worker][: capacity[worker]]
-        assigned[worker] = keep
-        homeless.extend(candidates[worker][capacity[worker] :])
+        spread = _across_subtopologies(candidates[worker])
+        assigned[worker] = spread[: capacity[worker]]
+        homeless.extend(spread[capacity[worker] :])
     homeless.extend(task for task in task_list if task not in previous_owner)
 
     # A task listed under several previous workers stays with another of them that has room
@@ -104,6 +109,17 @@ def assign_tasks(
         load[target] += weight(task)
 
     return {worker: frozenset(assigned[worker]) for worker in worker_list}
+
+
+def _across_subtopologies(tasks: list[str]) -> list[str]:
+    """``tasks`` (in task order) re-ordered to alternate between sub-topologies: each one's first
+    task, then each one's second, ... (``0_0, 0_1, 1_0, 1_1`` -> ``0_0, 1_0, 0_1, 1_1``)."""
+    rank: dict[str, int] = {}
+    seen: Counter = Counter()
+    for task in tasks:
+        rank[task] = seen[subtopology_of(task)]
+        seen[subtopology_of(task)] += 1
+    return sorted(tasks, key=lambda task: (rank[task], task_sort_key(task)))
 
 
 def moved_tasks(
