@@ -23,10 +23,10 @@ from typing import Any, Optional, Union
 
 from .errors import TopologyException
 from .graph import GraphNode
-from .node_specs import StoreSpec, StoreType
+from .node_specs import NodeKind, ProcessorSpec, StoreSpec, StoreType
 
 __all__ = [
-    "Processor", "FixedKeyProcessor", "ProcessorSupplier", "supplier_stores", "Record", "PunctuationType", "RecordMetadata", "Stores",
+    "Processor", "FixedKeyProcessor", "ProcessorSupplier", "supplier_stores", "user_processor_spec", "Record", "PunctuationType", "RecordMetadata", "Stores",
     "KeyValueBytesStoreSupplier", "WindowBytesStoreSupplier", "StoreBuilder", "StateStoreNode", "PROCESSOR_NAME", "PROCESSVALUES_NAME",
 ]
 
@@ -113,6 +113,19 @@ class ProcessorSupplier:
 
     def __call__(self) -> Processor:
         return self.get()
+
+
+def user_processor_spec(supplier, kind: NodeKind, operation: str) -> ProcessorSpec:
+    """What a user processor node does (``process``, ``process_values``, ``add_processor``): the
+    supplier, checked as Kafka Streams checks a ``ProcessorSupplier`` (a new processor on every
+    call), and the stores it brings. ``operation`` names the call in the error."""
+    if not callable(supplier):
+        raise TypeError(f"{operation}: the supplier must be a no-argument callable returning a Processor, "
+                        f"got {type(supplier).__name__}")
+    if supplier() is supplier():
+        raise TopologyException(f"{operation}: the supplier returned the same Processor instance twice; it must "
+                                "return a new one on every call (Kafka Streams' ProcessorSupplier contract)")
+    return ProcessorSpec(kind, {"supplier": supplier}, supplier_stores(supplier))
 
 
 def supplier_stores(supplier) -> list[StoreSpec]:
