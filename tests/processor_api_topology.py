@@ -105,7 +105,8 @@ class SessionLog(Processor):
     put of None and stores nothing), and the merged session is put with the count of records it
     holds; a value ``v3`` also puts a one-instant session at the merged session's end. Forwards
     what was found, the key's sessions backwards, every key's sessions overlapping the last 5 s,
-    and ``fetch_session`` of the merged session."""
+    and ``fetch_session`` of the merged session; then the in-memory store's sessions of every key
+    that end in the last 2 s."""
 
     def init(self, context) -> None:
         self.context = context
@@ -135,6 +136,9 @@ class SessionLog(Processor):
                              for e in store.find_sessions("a", "c", t - 5_000, t))
             single = store.fetch_session(record.key, start, end)
             parts.append(f"{found_text}/{mine}/{every}/{'null' if single is None else single}")
+        ending = ",".join(f"{e.key.key}@{e.key.window.start}-{e.key.window.end}={e.value}"  # in-memory only
+                          for e in self.stores[1].find_sessions(t - 2_000, t))
+        parts.append(ending)
         self.context.forward(record.with_value(f"p{self.context.record_metadata().partition}|ses|" + "|".join(parts)))
 
 

@@ -150,6 +150,7 @@ def _assert_reference_exercises_it(expected: dict) -> None:
         assert {"new", "repeat", "late", "null", "win", "ses", "dup"} <= set(kinds)
         sessions = [value for _, value in expected[(f"p{partition}", "record")] if "|ses|" in value]
         assert any(value.split("|")[2].count("=") > 1 for value in sessions)  # merged more than one session
+        assert any(value.split("|")[4] for value in sessions)  # in-memory find_sessions(earliest_end, latest_end)
         duplicates = [value for _, value in expected[(f"p{partition}", "record")] if "|dup|" in value]
         assert any(value.split("|")[2].split("/")[2] == "null" for value in duplicates)  # fetch(key, start) quirk
         counts = expected[(f"p{partition}", "punctuation")]

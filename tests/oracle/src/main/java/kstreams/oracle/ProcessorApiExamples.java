@@ -216,6 +216,12 @@ public final class ProcessorApiExamples {
                 String single = store.fetchSession(record.key(), start, end);
                 parts.add(foundText + "/" + mine + "/" + every + "/" + single);
             }
+            StringJoiner ending = new StringJoiner(",");
+            try (KeyValueIterator<Windowed<String>, String> entries = stores.get(1).findSessions(t - 2_000, t)) {
+                entries.forEachRemaining(entry -> ending.add(entry.key.key() + "@" + entry.key.window().start()
+                    + "-" + entry.key.window().end() + "=" + entry.value));
+            }
+            parts.add(ending.toString());
             RecordMetadata metadata = context.recordMetadata().orElseThrow();
             context.forward(record.withValue("p" + metadata.partition() + "|ses|" + String.join("|", parts)));
         }
