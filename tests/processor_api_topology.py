@@ -8,7 +8,10 @@ value; it counts the other records per (bucket, key) in ``buckets``, and a punct
 time every 10 s forwards and deletes the counts of the buckets that ended by then, in store order.
 ``StampValues`` (``process_values``) appends each record's timestamp to its value. ``WindowLog``
 (``process`` on the same source, window stores ``recent`` and ``recent-memory``) forwards what its
-two window stores hold after each record.
+two window stores hold after each record. ``SessionLog`` (session stores ``sessions`` and
+``sessions-memory``) merges each record into its key's sessions by hand and forwards what the stores
+return; ``DuplicateLog`` (window stores ``dups`` and ``dups-memory`` that retain duplicates) puts
+every value and forwards what the stores hold.
 
 Every value starts with ``p<partition>|``: the task that produced it. What a record forwards at
 once and what the punctuator forwards are in an order fixed by the input each (Kafka Streams runs
@@ -22,9 +25,10 @@ from __future__ import annotations
 
 from dagster_kstreams.topology import StreamsBuilder, Topology
 from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Processor, PunctuationType, Record, Stores
-from dagster_kstreams.topology.serdes import Serdes
+from dagster_kstreams.topology.serdes import Serdes, Window, Windowed
 
 BUCKET_MS = 10_000
+SESSION_GAP_MS = 500
 
 
 class BucketCounter(Processor):
@@ -95,6 +99,83 @@ def _window_stores():
                                         Serdes.String(), Serdes.String())]
 
 
+class SessionLog(Processor):
+    """In each session store (20 s retention), the record merges the key's sessions within the gap
+    (500 ms) of it: each found one is removed (``remove``; a null value instead deletes them with a
+    put of None and stores nothing), and the merged session is put with the count of records it
+    holds; a value ``v3`` also puts a one-instant session at the merged session's end. Forwards
+    what was found, the key's sessions backwards, every key's sessions overlapping the last 5 s,
+    and ``fetch_session`` of the merged session; then the in-memory store's sessions of every key
+    that end in the last 2 s."""
+
+    def init(self, context) -> None:
+        self.context = context
+        self.stores = [context.get_state_store("sessions"), context.get_state_store("sessions-memory")]
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            return
+        t, parts = record.timestamp, []
+        for store in self.stores:
+            found = list(store.find_sessions(record.key, t - SESSION_GAP_MS, t + SESSION_GAP_MS))
+            start = min([t] + [entry.key.window.start for entry in found])
+            end = max([t] + [entry.key.window.end for entry in found])
+            count = 1 + sum(int(entry.value) for entry in found)
+            for entry in found:
+                if record.value is None:
+                    store.put(entry.key, None)
+                else:
+                    store.remove(entry.key)
+            if record.value is not None:
+                store.put(Windowed(record.key, Window(start, end)), str(count))
+                if record.value == "v3":
+                    store.put(Windowed(record.key, Window(end, end)), "1")
+            found_text = ",".join(f"{e.key.window.start}-{e.key.window.end}={e.value}" for e in found)
+            mine = ",".join(f"{e.key.window.start}-{e.key.window.end}={e.value}" for e in store.backward_fetch(record.key))
+            every = ",".join(f"{e.key.key}@{e.key.window.start}-{e.key.window.end}={e.value}"
+                             for e in store.find_sessions("a", "c", t - 5_000, t))
+            single = store.fetch_session(record.key, start, end)
+            parts.append(f"{found_text}/{mine}/{every}/{'null' if single is None else single}")
+        ending = ",".join(f"{e.key.key}@{e.key.window.start}-{e.key.window.end}={e.value}"  # in-memory only
+                          for e in self.stores[1].find_sessions(t - 2_000, t))
+        parts.append(ending)
+        self.context.forward(record.with_value(f"p{self.context.record_metadata().partition}|ses|" + "|".join(parts)))
+
+
+class DuplicateLog(Processor):
+    """Puts each value under its 5 s window in two window stores that retain duplicates (a null
+    value: a no-op), and forwards what each holds for the key over the last 5 s, for every key
+    backwards, and ``fetch(key, start)``."""
+
+    def init(self, context) -> None:
+        self.context = context
+        self.stores = [context.get_state_store("dups"), context.get_state_store("dups-memory")]
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            return
+        start, parts = record.timestamp // 5_000 * 5_000, []
+        for store in self.stores:
+            store.put(record.key, record.value, start)
+            mine = ",".join(f"{ts}={value}" for ts, value in store.fetch(record.key, start - 5_000, start))
+            every = ",".join(f"{entry.key.key}@{entry.key.window.start}={entry.value}"
+                             for entry in store.backward_fetch_all(start - 5_000, start))
+            single = store.fetch(record.key, start)
+            parts.append(f"{mine}/{every}/{'null' if single is None else single}")
+        self.context.forward(record.with_value(f"p{self.context.record_metadata().partition}|dup|" + "|".join(parts)))
+
+
+def _session_and_duplicate_stores():
+    return [Stores.session_store_builder(Stores.persistent_session_store("sessions", 20_000),
+                                         Serdes.String(), Serdes.String()),
+            Stores.session_store_builder(Stores.in_memory_session_store("sessions-memory", 20_000),
+                                         Serdes.String(), Serdes.String()),
+            Stores.window_store_builder(Stores.persistent_window_store("dups", 20_000, 5_000, True),
+                                        Serdes.String(), Serdes.String()),
+            Stores.window_store_builder(Stores.in_memory_window_store("dups-memory", 20_000, 5_000, True),
+                                        Serdes.String(), Serdes.String())]
+
+
 class StampValues(FixedKeyProcessor):
     def process(self, record: Record) -> None:
         self.context.forward(record.with_value(f"{record.value}|t{record.timestamp}"))
@@ -114,6 +195,10 @@ def processor_api_examples(topics: dict[str, str]) -> StreamsBuilder:
         .process_values(StampValues) \
         .to(topics["out"])
     events.process(WindowLog, "recent", "recent-memory").to(topics["out"])
+    for store in _session_and_duplicate_stores():
+        builder.add_state_store(store)
+    events.process(SessionLog, "sessions", "sessions-memory").to(topics["out"])
+    events.process(DuplicateLog, "dups", "dups-memory").to(topics["out"])
     return builder
 
 
@@ -132,4 +217,11 @@ def processor_api_low_level(topics: dict[str, str]) -> Topology:
         .add_processor("window-log", WindowLog, "events-source")
     for store in _window_stores():
         topology.add_state_store(store, "window-log")
-    return topology.add_sink("log-sink", topics["out"], "window-log")
+    topology.add_sink("log-sink", topics["out"], "window-log") \
+        .add_processor("session-log", SessionLog, "events-source") \
+        .add_processor("duplicate-log", DuplicateLog, "events-source")
+    sessions, sessions_memory, dups, dups_memory = _session_and_duplicate_stores()
+    topology.add_state_store(sessions, "session-log").add_state_store(sessions_memory, "session-log")
+    topology.add_state_store(dups, "duplicate-log").add_state_store(dups_memory, "duplicate-log")
+    return topology.add_sink("session-sink", topics["out"], "session-log") \
+        .add_sink("duplicate-sink", topics["out"], "duplicate-log")

@@ -1,7 +1,8 @@
 """The Processor API on Spark against Kafka Streams itself: ``process`` with two key-value stores
 and a stream-time punctuator, then ``process_values``, and on the same source a ``process`` with a
-persistent and an in-memory window store (tests/processor_api_topology.py; Java twin
-ProcessorApiExamples). Kafka Streams 4.3.1 runs it once.
+persistent and an in-memory window store, one with a persistent and an in-memory session store, and
+one with a persistent and an in-memory window store that retain duplicates
+(tests/processor_api_topology.py; Java twin ProcessorApiExamples). Kafka Streams 4.3.1 runs it once.
 
 Our tasks run the twin in a ``dagster-kstreams run`` process, one task after another in batches
 of 120 records, SIGKILLed once the second task (0_1) has committed its first batch; a rerun in
@@ -122,6 +123,9 @@ def test_processor_api_killed_part_way_and_rerun_matches_kafka_streams(
     # The deduplicator's store after the rerun: each key's last value (read from the checkpoints).
     last_values = {key: value for key, value, _, _ in kafka_streams_run["records"] if key is not None and value}
     assert runner.read_store("seen") == last_values
+    # A session store reads as a DSL one does (Windowed keys); both kinds hold the same sessions.
+    sessions = runner.read_store("sessions")
+    assert sessions and sessions == runner.read_store("sessions-memory")
 
 
 def test_the_low_level_topology_of_the_same_processors_matches_kafka_streams(
@@ -143,6 +147,11 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     assert set(expected) == {(f"p{p}", source) for p in range(PARTITIONS) for source in ("record", "punctuation")}
     for partition in range(PARTITIONS):
         kinds = [value.split("|")[1] for _, value in expected[(f"p{partition}", "record")]]
-        assert {"new", "repeat", "late", "null", "win"} <= set(kinds)
+        assert {"new", "repeat", "late", "null", "win", "ses", "dup"} <= set(kinds)
+        sessions = [value for _, value in expected[(f"p{partition}", "record")] if "|ses|" in value]
+        assert any(value.split("|")[2].count("=") > 1 for value in sessions)  # merged more than one session
+        assert any(value.split("|")[4] for value in sessions)  # in-memory find_sessions(earliest_end, latest_end)
+        duplicates = [value for _, value in expected[(f"p{partition}", "record")] if "|dup|" in value]
+        assert any(value.split("|")[2].split("/")[2] == "null" for value in duplicates)  # fetch(key, start) quirk
         counts = expected[(f"p{partition}", "punctuation")]
         assert len(counts) > 20 and any(int(value.split("|")[3]) > 1 for _, value in counts)

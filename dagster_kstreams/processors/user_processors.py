@@ -1,5 +1,6 @@
 """The Processor API on the runner: ``KStream.process`` / ``process_values`` with a user's
-:class:`~dagster_kstreams.topology.processor_api.Processor`, its key-value stores and punctuators,
+:class:`~dagster_kstreams.topology.processor_api.Processor`, its stores (key-value here; window and session stores
+in :mod:`.user_window_store` and :mod:`.user_session_store`) and punctuators,
 as Kafka Streams 4.3.1 runs them (``ProcessorNode``, ``ProcessorContextImpl``, ``StreamTask``,
 ``PunctuationQueue``).
 
@@ -44,9 +45,12 @@ from typing import Any, Callable, Iterator, NamedTuple, Optional
 from dagster_kstreams.processors.base import Processor, reachable, register
 from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopologyError
 from dagster_kstreams.processors.state import load_state
+from dagster_kstreams.processors.user_session_store import SessionStore
 from dagster_kstreams.processors.user_window_store import WindowStore
 from dagster_kstreams.topology.node_specs import NodeKind, StoreType
-from dagster_kstreams.topology.processor_api import PunctuationType, Record, RecordMetadata
+from dagster_kstreams.topology.processor_api import (
+    PunctuationType, Record, RecordMetadata, SessionBytesStoreSupplier, WindowBytesStoreSupplier,
+)
 from dagster_kstreams.topology.task_id import TaskId
 
 __all__ = ["KeyValue", "KeyValueStore", "UserProcessorNode", "advance_stream_time", "punctuate", "user_store_content",
@@ -160,14 +164,18 @@ class KeyValueStore:
 
 def _open_store(name: str, store: tuple, content: dict):
     """The store a processor reads and writes over its ``content`` (a task-level value)."""
-    key_serde, value_serde, window_supplier = store
-    if window_supplier is not None:
-        return WindowStore(name, key_serde, value_serde, window_supplier, content)
+    key_serde, value_serde, supplier = store
+    if isinstance(supplier, WindowBytesStoreSupplier):
+        return WindowStore(name, key_serde, value_serde, supplier, content)
+    if isinstance(supplier, SessionBytesStoreSupplier):
+        return SessionStore(name, key_serde, value_serde, supplier, content)
     return KeyValueStore(name, key_serde, value_serde, content)
 
 
 def user_store_content(program, stored: Optional[bytes], store_name: str) -> dict:
-    """``{key: value}`` of a user processor's store in a dumped task state (``read_store``)."""
+    """``{key: value}`` of a user processor's store in a dumped task state (``read_store``); a window
+    or session store's keys are ``Windowed(key, window)`` (of a window store that retains duplicates,
+    the last value in its order stands for each window)."""
     serdes = next((node.stores[store_name] for node in program.nodes
                    if isinstance(node, UserProcessorNode) and store_name in node.stores), None)
     if serdes is None:
@@ -175,7 +183,9 @@ def user_store_content(program, stored: Optional[bytes], store_name: str) -> dic
     if stored is None:
         return {}
     content = load_state(stored)["values"].get(f"papi.store.{store_name}", {})
-    return {entry.key: entry.value for entry in _open_store(store_name, serdes, content).all()}
+    store = _open_store(store_name, serdes, content)
+    entries = store.fetch(None, None) if isinstance(store, SessionStore) else store.all()
+    return {entry.key: entry.value for entry in entries}
 
 
 class _Schedule:
@@ -277,7 +287,7 @@ class UserProcessorNode(Processor):
     def __init__(self, name: str, supplier: Callable, stores: dict, fixed_key: bool, child_names: list[str]):
         super().__init__(name)
         self.supplier = supplier
-        self.stores = stores  # store name -> (key serde, value serde, window store supplier or None)
+        self.stores = stores  # store name -> (key serde, value serde, window or session store supplier or None)
         self.fixed_key = fixed_key
         self.child_names = child_names
         self._instance = None
@@ -350,16 +360,13 @@ def build(factory, ctx) -> UserProcessorNode:
     stores = {}
     for store_name in factory.stores:
         spec = ctx.topology.state_stores[store_name]
-        if spec.type not in (StoreType.USER_KEY_VALUE, StoreType.USER_WINDOW):
+        if spec.type not in (StoreType.USER_KEY_VALUE, StoreType.USER_WINDOW, StoreType.USER_SESSION):
             raise UnsupportedTopologyError(
                 f"processor {factory.name}: store {store_name} belongs to a DSL operation ({spec.type.value}); the "
-                "Spark runner gives user processors only the key-value and window stores added with add_state_store()")
-        if spec.type is StoreType.USER_WINDOW and spec.window.retain_duplicates:
-            raise UnsupportedTopologyError(
-                f"processor {factory.name}: window store {store_name} retains duplicates, which the Spark runner "
-                "does not support yet; use retain_duplicates=False")
+                "Spark runner gives user processors only the key-value, window and session stores added with "
+                "add_state_store()")
         stores[store_name] = (spec.key_serde or ctx.default_key_serde, spec.value_serde or ctx.default_value_serde,
-                              spec.window if spec.type is StoreType.USER_WINDOW else None)
+                              spec.window)  # the window or session store's supplier (None: key-value)
     _check_downstream(ctx.subtopology, factory)
     return UserProcessorNode(factory.name, factory.params["supplier"], stores,
                              fixed_key=factory.kind is NodeKind.PROCESS_VALUES, child_names=list(factory.children))

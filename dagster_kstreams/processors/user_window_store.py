@@ -11,9 +11,20 @@ as Kafka Streams 4.3.1's ``RocksDBWindowStore`` and ``InMemoryWindowStore`` beha
   (serialized key + 8-byte start + 4-byte sequence number), which is not the key order when keys
   differ in length. ``backward_*`` reverse that order.
 
-The content is a task-level value of the task's state: ``{"time": observed time, "windows":
-{(start, serialized key): serialized value}}``. Duplicates (``retain_duplicates``) are refused at
-definition time.
+With ``retain_duplicates`` every put is kept under a sequence number, the store's count of puts
+(``(n + 1) & 0x7FFFFFFF``, the first put is 1): a key's values of one window come back in the order
+they were put; a put of None changes nothing (the in-memory store still takes its time as observed,
+the RocksDB store does not); the RocksDB store numbers every put, an expired one too, the in-memory
+store only those it keeps. ``fetch(key, start)`` finds, as in Kafka Streams, only the RocksDB
+store's entry under the current sequence number (the in-memory store's: none). The in-memory
+store orders a range by window start then serialized key + 4-byte sequence number.
+
+The content is a task-level value of the task's state: ``{"time": observed time, "seqnum": last
+sequence number, "windows": {(start, serialized key[, sequence number]): serialized value}}`` (the
+sequence number only with duplicates). It survives a crash with the task's checkpoint, sequence
+number included: Kafka Streams restarts its count at 0 when it reopens a store (an entry of the same
+key, start and number is then overwritten); a rerun here continues as an uninterrupted run does.
+Windows that no read can return any more are dropped from it when the observed time moves.
 """
 
 from __future__ import annotations
@@ -25,7 +36,7 @@ from dagster_kstreams.topology.serdes import Window, Windowed
 __all__ = ["WindowStore"]
 
 _NO_TIME = -1
-_SEQUENCE_NUMBER = (0).to_bytes(4, "big")  # no duplicates: always 0 (WindowKeySchema.toStoreKeyBinary)
+_MAX_SEQUENCE_NUMBER = 0x7FFFFFFF
 
 
 class _Entry(NamedTuple):
@@ -40,20 +51,31 @@ class WindowStore:
         self._supplier = supplier
         content.setdefault("time", _NO_TIME)
         content.setdefault("windows", {})
+        content.setdefault("seqnum", 0)
         self._content = content
+        self._duplicates = supplier.retain_duplicates
 
     # -- writes ----------------------------------------------------------------------------
     def put(self, key, value, window_start_timestamp: int) -> None:
         raw = self._raw_key(key)
         start = int(window_start_timestamp)
-        self._content["time"] = max(self._content["time"], start)
-        if start <= self._content["time"] - self._supplier.retention_ms:
+        persistent = self._supplier.persistent
+        if self._duplicates and value is None:
+            if not persistent:  # InMemoryWindowStore takes the time before it skips the no-op delete
+                self._observe(start)
+            return
+        self._observe(start)
+        expired = start <= self._content["time"] - self._supplier.retention_ms
+        if self._duplicates and (persistent or not expired):
+            self._content["seqnum"] = (self._content["seqnum"] + 1) & _MAX_SEQUENCE_NUMBER
+        if expired:
             return  # "Skipping record for expired segment."
         windows = self._content["windows"]
+        store_key = self._store_key(start, raw, self._content["seqnum"])
         if value is None:
-            windows.pop((start, raw), None)
+            windows.pop(store_key, None)
         else:
-            windows[(start, raw)] = self._value_serde.serialize(value)
+            windows[store_key] = self._value_serde.serialize(value)
 
     # -- reads -----------------------------------------------------------------------------
     def fetch(self, *args):
@@ -63,7 +85,9 @@ class WindowStore:
             key, start = args
             if start <= self._content["time"] - self._supplier.retention_ms:
                 return None
-            data = self._content["windows"].get((int(start), self._raw_key(key)))
+            if self._duplicates and not self._supplier.persistent:
+                return None  # InMemoryWindowStore looks the key up without its sequence number
+            data = self._content["windows"].get(self._store_key(int(start), self._raw_key(key), self._content["seqnum"]))
             return None if data is None else self._value_serde.deserialize(data)
         if len(args) == 3:
             return iter(self._single_key(*args))
@@ -96,29 +120,52 @@ class WindowStore:
             raise ValueError(f"window store {self.name}: the key cannot be null")
         return self._key_serde.serialize(key)
 
+    def _observe(self, start: int) -> None:
+        """Take ``start`` as observed; drop the windows no read can return any more (bounded state)."""
+        if start > self._content["time"]:
+            self._content["time"] = start
+            low = start - self._supplier.retention_ms
+            windows = self._content["windows"]
+            for stored in [stored for stored in windows if stored[0] <= low]:
+                del windows[stored]
+
+    def _store_key(self, start: int, raw: bytes, seqnum: int) -> tuple:
+        return (start, raw, seqnum) if self._duplicates else (start, raw)
+
     def _visible(self, time_from: int, time_to: Optional[int]):
-        """``(start, raw key, data)`` of the windows in ``[time_from, time_to]`` still retained."""
+        """``(start, raw key, sequence number, data)`` of the windows in ``[time_from, time_to]`` still retained."""
         low = max(int(time_from), self._content["time"] - self._supplier.retention_ms + 1)
-        return [(start, raw, data) for (start, raw), data in self._content["windows"].items()
-                if start >= low and (time_to is None or start <= time_to)]
+        return [(store_key[0], store_key[1], store_key[2] if self._duplicates else 0, data)
+                for store_key, data in self._content["windows"].items()
+                if store_key[0] >= low and (time_to is None or store_key[0] <= time_to)]
 
     def _single_key(self, key, time_from: int, time_to: int) -> list[_Entry]:
         raw_key = self._raw_key(key)
-        found = sorted((start, data) for start, raw, data in self._visible(time_from, time_to) if raw == raw_key)
-        return [_Entry(start, self._value_serde.deserialize(data)) for start, data in found]
+        found = sorted((start, seqnum, data) for start, raw, seqnum, data in self._visible(time_from, time_to)
+                       if raw == raw_key)
+        return [_Entry(start, self._value_serde.deserialize(data)) for start, _, data in found]
 
     def _ranged(self, key_from, key_to, time_from: int, time_to: Optional[int]) -> list[_Entry]:
         low = None if key_from is None else self._raw_key(key_from)
         high = None if key_to is None else self._raw_key(key_to)
-        found = [(start, raw, data) for start, raw, data in self._visible(time_from, time_to)
-                 if (low is None or raw >= low) and (high is None or raw <= high)]
+        found = [entry for entry in self._visible(time_from, time_to)
+                 if (low is None or entry[1] >= low) and (high is None or entry[1] <= high)]
+        if self._duplicates and not self._supplier.persistent:  # the key map's bounds carry sequence numbers
+            found = [entry for entry in found
+                     if (low is None or entry[1] + _seq(entry[2]) >= low + _seq(0))
+                     and (high is None or entry[1] + _seq(entry[2]) <= high + _seq(_MAX_SEQUENCE_NUMBER))]
         found.sort(key=self._order)
         size = self._supplier.window_size_ms
         return [_Entry(Windowed(self._key_serde.deserialize(raw), Window(start, start + size)),
-                       self._value_serde.deserialize(data)) for start, raw, data in found]
+                       self._value_serde.deserialize(data)) for start, raw, _, data in found]
 
     def _order(self, entry) -> tuple:
-        start, raw, _ = entry
-        if not self._supplier.persistent:
-            return start, raw  # InMemoryWindowStore: segment map by start, then the key bytes
-        return start // self._supplier.segment_interval_ms, raw + start.to_bytes(8, "big", signed=True) + _SEQUENCE_NUMBER
+        start, raw, seqnum, _ = entry
+        if not self._supplier.persistent:  # InMemoryWindowStore: segment map by start, then the key bytes
+            return start, (raw + _seq(seqnum) if self._duplicates else raw)
+        return start // self._supplier.segment_interval_ms, raw + start.to_bytes(8, "big", signed=True) + _seq(seqnum)
+
+
+def _seq(seqnum: int) -> bytes:
+    """A sequence number as Kafka Streams appends it to a key (``putInt``: 4 bytes, big-endian)."""
+    return seqnum.to_bytes(4, "big")

@@ -70,7 +70,7 @@ def store_entries(content: Mapping[Any, Any], key: Optional[str] = None) -> list
 
 def format_entries(entries: list[dict[str, Any]], store_type: StoreType) -> list[str]:
     """The text table of :func:`store_entries` (columns padded; windows as UTC intervals)."""
-    closing = "]" if store_type is StoreType.SESSION else ")"
+    closing = "]" if store_type in (StoreType.SESSION, StoreType.USER_SESSION) else ")"
     windowed = any("window" in entry for entry in entries)
     header = ["KEY", "WINDOW", "VALUE"] if windowed else ["KEY", "VALUE"]
     rows = [header]

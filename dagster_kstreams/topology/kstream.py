@@ -27,7 +27,7 @@ from .ktable import KTable
 from .materialized import Materialized
 from .named import Named
 from .node_specs import KTableSourceSpec, NodeKind, ProcessorSpec, StoreSpec, StoreType
-from .processor_api import PROCESSOR_NAME, PROCESSVALUES_NAME, supplier_stores
+from .processor_api import PROCESSOR_NAME, PROCESSVALUES_NAME, user_processor_spec
 from .windows import JoinWindows
 
 __all__ = ["KStream", "BranchedKStream"]
@@ -152,20 +152,14 @@ class KStream(_AbstractStream):
                        self._builder)
 
     def _user_processor(self, supplier, args: tuple, prefix: str, kind: NodeKind, operation: str) -> ProcessorGraphNode:
-        if not callable(supplier):
-            raise TypeError(f"{operation}: the supplier must be a no-argument callable returning a Processor, "
-                            f"got {type(supplier).__name__}")
-        if supplier() is supplier():
-            raise TopologyException(f"{operation}: the supplier returned the same Processor instance twice; it must "
-                                    "return a new one on every call (Kafka Streams' ProcessorSupplier contract)")
+        spec = user_processor_spec(supplier, kind, operation)
         named = args[0] if args and isinstance(args[0], Named) else None
         store_names = args[1:] if named is not None else args
         for store_name in store_names:
             if not isinstance(store_name, str) or not store_name:
                 raise TypeError(f"{operation}: a state store name must be a non-empty str, got {store_name!r}")
         name = named.name if named is not None else self._builder.new_processor_name(prefix)
-        node = ProcessorGraphNode(name, ProcessorSpec(kind, {"supplier": supplier}, supplier_stores(supplier)),
-                                  store_names)
+        node = ProcessorGraphNode(name, spec, store_names)
         self._builder.add_graph_node(self._node, node)
         return node
 

@@ -12,8 +12,8 @@ import re
 from typing import Optional, Union
 
 from .errors import TopologyException
-from .node_specs import NodeKind, ProcessorSpec
-from .processor_api import StoreBuilder, supplier_stores
+from .node_specs import NodeKind
+from .processor_api import StoreBuilder, user_processor_spec
 
 __all__ = ["LowLevelTopologyMethods"]
 
@@ -48,13 +48,7 @@ class LowLevelTopologyMethods:
     def add_processor(self, name: str, supplier, *parent_names: str):
         """``addProcessor(name, supplier, parentNames...)``: ``supplier()`` returns a new Processor."""
         _check_name(name, "processor")
-        if not callable(supplier):
-            raise TypeError(f"add_processor({name!r}): the supplier must be a no-argument callable returning a "
-                            f"Processor, got {type(supplier).__name__}")
-        if supplier() is supplier():
-            raise TopologyException(f"add_processor({name!r}): the supplier returned the same Processor instance "
-                                    "twice; it must return a new one on every call")
-        spec = ProcessorSpec(NodeKind.PROCESS, {"supplier": supplier}, supplier_stores(supplier))
+        spec = user_processor_spec(supplier, NodeKind.PROCESS, f"add_processor({name!r})")
         self._builder.add_processor(name, spec, list(parent_names))
         self._refresh()
         return self

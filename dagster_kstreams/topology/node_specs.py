@@ -77,6 +77,7 @@ class StoreType(enum.Enum):
     SUPPRESSION_BUFFER = "suppression_buffer"
     USER_KEY_VALUE = "user_key_value"   # a key-value store added with StreamsBuilder.add_state_store
     USER_WINDOW = "user_window"         # a window store added with StreamsBuilder.add_state_store
+    USER_SESSION = "user_session"       # a session store added with StreamsBuilder.add_state_store
 
 
 @dataclass

@@ -8,7 +8,9 @@ what a user writes a custom processor with, importable with no Spark and no brok
 * :class:`PunctuationType`, :class:`RecordMetadata`.
 * :class:`Stores` — ``Stores.key_value_store_builder(Stores.persistent_key_value_store(name),
   key_serde, value_serde)`` (or ``in_memory_key_value_store``), ``Stores.window_store_builder(
-  Stores.persistent_window_store(name, retention, size, retain_duplicates), ...)``, added with
+  Stores.persistent_window_store(name, retention, size, retain_duplicates), ...)``,
+  ``Stores.session_store_builder(Stores.persistent_session_store(name, retention), ...)`` (or the
+  ``in_memory_*`` stores), added with
   ``StreamsBuilder.add_state_store`` and named in ``KStream.process(supplier, *store_names)``.
 
 The engine side (the context a processor gets, the stores' contents, punctuation) lives in
@@ -23,11 +25,11 @@ from typing import Any, Optional, Union
 
 from .errors import TopologyException
 from .graph import GraphNode
-from .node_specs import StoreSpec, StoreType
+from .node_specs import NodeKind, ProcessorSpec, StoreSpec, StoreType
 
 __all__ = [
-    "Processor", "FixedKeyProcessor", "ProcessorSupplier", "supplier_stores", "Record", "PunctuationType", "RecordMetadata", "Stores",
-    "KeyValueBytesStoreSupplier", "WindowBytesStoreSupplier", "StoreBuilder", "StateStoreNode", "PROCESSOR_NAME", "PROCESSVALUES_NAME",
+    "Processor", "FixedKeyProcessor", "ProcessorSupplier", "supplier_stores", "user_processor_spec", "Record", "PunctuationType", "RecordMetadata", "Stores",
+    "KeyValueBytesStoreSupplier", "WindowBytesStoreSupplier", "SessionBytesStoreSupplier", "StoreBuilder", "StateStoreNode", "PROCESSOR_NAME", "PROCESSVALUES_NAME",
 ]
 
 PROCESSOR_NAME = "KSTREAM-PROCESSOR-"
@@ -115,6 +117,19 @@ class ProcessorSupplier:
         return self.get()
 
 
+def user_processor_spec(supplier, kind: NodeKind, operation: str) -> ProcessorSpec:
+    """What a user processor node does (``process``, ``process_values``, ``add_processor``): the
+    supplier, checked as Kafka Streams checks a ``ProcessorSupplier`` (a new processor on every
+    call), and the stores it brings. ``operation`` names the call in the error."""
+    if not callable(supplier):
+        raise TypeError(f"{operation}: the supplier must be a no-argument callable returning a Processor, "
+                        f"got {type(supplier).__name__}")
+    if supplier() is supplier():
+        raise TopologyException(f"{operation}: the supplier returned the same Processor instance twice; it must "
+                                "return a new one on every call (Kafka Streams' ProcessorSupplier contract)")
+    return ProcessorSpec(kind, {"supplier": supplier}, supplier_stores(supplier))
+
+
 def supplier_stores(supplier) -> list[StoreSpec]:
     """The stores a supplier brings (``ProcessorSupplier.stores()``), as store specs."""
     if not isinstance(supplier, ProcessorSupplier):
@@ -147,10 +162,22 @@ class WindowBytesStoreSupplier:
 
 
 @dataclass(frozen=True)
+class SessionBytesStoreSupplier:
+    """A session store: a value per (key, session start, session end), kept for ``retention_ms`` of
+    the store's observed time (the largest session end put into it); ``segment_interval_ms`` is
+    Kafka Streams' RocksDB segment size, which orders a persistent store's iteration."""
+
+    name: str
+    persistent: bool
+    retention_ms: int
+    segment_interval_ms: int
+
+
+@dataclass(frozen=True)
 class StoreBuilder:
     """A store to add with ``StreamsBuilder.add_state_store`` (Kafka Streams' ``StoreBuilder``)."""
 
-    supplier: Union[KeyValueBytesStoreSupplier, WindowBytesStoreSupplier]
+    supplier: Union[KeyValueBytesStoreSupplier, WindowBytesStoreSupplier, SessionBytesStoreSupplier]
     key_serde: Any = None
     value_serde: Any = None
     logging_enabled: bool = True
@@ -173,16 +200,21 @@ class StoreBuilder:
         return replace(self, caching_enabled=False)
 
     def spec(self) -> StoreSpec:
-        if isinstance(self.supplier, WindowBytesStoreSupplier):
-            return StoreSpec(self.name, StoreType.USER_WINDOW, self.logging_enabled, self.key_serde, self.value_serde,
-                             window=self.supplier, retention_ms=self.supplier.retention_ms, queryable=True,
-                             caching=self.caching_enabled)
-        return StoreSpec(self.name, StoreType.USER_KEY_VALUE, self.logging_enabled, self.key_serde, self.value_serde,
+        """The store as the topology holds it; a window or session store's supplier rides in ``window``."""
+        store_type = _STORE_TYPES[type(self.supplier)]
+        windowed = store_type is not StoreType.USER_KEY_VALUE
+        return StoreSpec(self.name, store_type, self.logging_enabled, self.key_serde, self.value_serde,
+                         window=self.supplier if windowed else None,
+                         retention_ms=self.supplier.retention_ms if windowed else None,
                          queryable=True, caching=self.caching_enabled)
 
 
+_STORE_TYPES = {KeyValueBytesStoreSupplier: StoreType.USER_KEY_VALUE, WindowBytesStoreSupplier: StoreType.USER_WINDOW,
+                SessionBytesStoreSupplier: StoreType.USER_SESSION}
+
+
 class Stores:
-    """Factories of state stores (Kafka Streams' ``Stores``): key-value stores."""
+    """Factories of state stores (Kafka Streams' ``Stores``): key-value, window and session stores."""
 
     @staticmethod
     def persistent_key_value_store(name: str) -> KeyValueBytesStoreSupplier:
@@ -211,6 +243,23 @@ class Stores:
     def window_store_builder(supplier: WindowBytesStoreSupplier, key_serde=None, value_serde=None) -> StoreBuilder:
         if not isinstance(supplier, WindowBytesStoreSupplier):
             raise TypeError(f"window_store_builder expects a window store supplier, got {type(supplier).__name__}")
+        return StoreBuilder(supplier, key_serde, value_serde)
+
+    @staticmethod
+    def persistent_session_store(name: str, retention_period) -> SessionBytesStoreSupplier:
+        """A RocksDB session store (retention: timedelta or ms)."""
+        retention_ms = _millis(retention_period, "retentionPeriod")
+        return SessionBytesStoreSupplier(_store_name(name), True, retention_ms, max(retention_ms // 2, 60_000))
+
+    @staticmethod
+    def in_memory_session_store(name: str, retention_period) -> SessionBytesStoreSupplier:
+        retention_ms = _millis(retention_period, "retentionPeriod")
+        return SessionBytesStoreSupplier(_store_name(name), False, retention_ms, max(retention_ms // 2, 60_000))
+
+    @staticmethod
+    def session_store_builder(supplier: SessionBytesStoreSupplier, key_serde=None, value_serde=None) -> StoreBuilder:
+        if not isinstance(supplier, SessionBytesStoreSupplier):
+            raise TypeError(f"session_store_builder expects a session store supplier, got {type(supplier).__name__}")
         return StoreBuilder(supplier, key_serde, value_serde)
 
     @staticmethod
