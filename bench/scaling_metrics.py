@@ -11,6 +11,8 @@ Definitions (issue 13):
   ``window`` seconds (the stabilization window);
 * **overshoot**: the most active workers beyond the count needed at the workload's peak rate at the
   target utilization, ``ceil(peak rate / (capacity x target_utilization))`` (0 if never beyond);
+* **peak lag** over the whole run, and from the first workload change on (the start, where a rule
+  settles on its count for the base rate, left out);
 * **lag-seconds**: the lag summed over every step times the step (records x seconds);
 * **worker-seconds**: every worker run's life, launch to exit, standbys included.
 """
@@ -73,6 +75,7 @@ class RunSummary:
     peak_workers: int
     overshoot: int
     peak_lag: int
+    peak_lag_after_change: int
     lag_seconds: float
     worker_seconds: float
     tasks_moved: int
@@ -82,8 +85,8 @@ class RunSummary:
 
 
 def summarize(rule: str, workload: str, partitions: int, *, ticks: Sequence[tuple[float, int]], initial: int,
-              events: Sequence[float], end: float, window: float, lags: Sequence[float], active: Sequence[int],
-              step: float, worker_seconds: float, tasks_moved: int, peak_rate: float, capacity: float,
+              events: Sequence[float], end: float, window: float, times: Sequence[float], lags: Sequence[float],
+              active: Sequence[int], step: float, worker_seconds: float, tasks_moved: int, peak_rate: float, capacity: float,
               target_utilization: float) -> RunSummary:
     found = decisions(ticks, initial)
     peak_active = max(active, default=0)
@@ -91,5 +94,7 @@ def summarize(rule: str, workload: str, partitions: int, *, ticks: Sequence[tupl
         rule=rule, workload=workload, partitions=partitions, decisions=len(found),
         converged=decisions_per_phase(found, events, end), flaps=flaps(found, window),
         peak_workers=peak_active, overshoot=overshoot(peak_active, peak_rate, capacity, target_utilization),
-        peak_lag=int(max(lags, default=0)), lag_seconds=sum(lags) * step, worker_seconds=worker_seconds,
+        peak_lag=int(max(lags, default=0)),
+        peak_lag_after_change=int(max((lag for time, lag in zip(times, lags) if time > events[0]), default=0)),
+        lag_seconds=sum(lags) * step, worker_seconds=worker_seconds,
         tasks_moved=tasks_moved)

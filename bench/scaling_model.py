@@ -133,12 +133,18 @@ class ScalingModel:
 
     def launch(self, worker_id: str, tasks: Iterable[str] = (), assigned: Iterable[str] | None = None,
                state: WorkerState = WorkerState.RUNNING, warm: bool = False) -> SimWorker:
-        """A new run of ``worker_id``; ``warm``: up and warmed already (the fleet a run starts with)."""
+        """A new run of ``worker_id``; ``warm``: up, warmed and running its tasks already (the fleet a
+        run starts with)."""
         tasks = frozenset(tasks)
         ready_at = self.now if warm else self.now + self.params.cold_ready_seconds
         worker = SimWorker(worker_id, f"{worker_id}#{len(self.runs)}", self.now, ready_at, WorkerState(state), tasks,
                            tasks if assigned is None else frozenset(assigned),
                            warmup_left=0.0 if warm else self.params.session_warmup_seconds)
+        if warm:  # its tasks running already, past their cold first report
+            worker.held = set(tasks)
+            worker.start_left = {task: 0.0 for task in tasks}
+            worker.reports = {task: 1 for task in tasks}
+            worker.since_report = {task: [0.0, 0.0] for task in tasks}
         self.workers[worker_id] = worker
         self.runs.append(worker)
         return worker

@@ -12,7 +12,9 @@ With ``R0 = 50 records/s x partitions`` (64 partitions: 3,200/s, about 1.3 worke
 Every run starts with ``ceil(R0 / (0.7 x capacity))`` warm workers sharing the tasks (and the
 standby, for ``ours+standby``), a fresh sensor state and the given configuration. The rule ticks
 every ``sensor_interval`` seconds (30 s: the lag sensor's default ``sensor_interval_seconds`` and
-KEDA's default polling interval) and its plan is applied at once, as the sensor applies it.
+KEDA's default polling interval) and its plan is applied at once, as the sensor applies it. Like the
+sensor, a rule sees the newest 500 worker reports of the throughput window (with 256 tasks reporting
+every 5 s: about the last 10 s of them).
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ from dagster_kstreams.scaling import ScalingConfig, WorkerState, assign_tasks, w
 SENSOR_INTERVAL_SECONDS = 30.0
 RULES = ("ours", "ours+standby", "ours-calibrated", "keda", "flink-style")
 RECORDS_PER_PARTITION = 50.0
+# The lag sensor reads the newest 500 task materializations of each sub-topology within the throughput
+# window (``orchestration/sensors.py``: ``throughput_samples``), not all of them.
+SENSOR_SAMPLE_LIMIT = 500
 
 
 @dataclass(frozen=True)
@@ -101,7 +106,7 @@ def simulate(workload: Workload, partitions: int, rule_name: str, config: Scalin
         trace.lags.append(model.total_lag)
         trace.active.append(model.active_workers())
         if model.now >= next_tick - 1e-9:
-            samples = model.recent_samples(config.throughput_window_seconds)
+            samples = model.recent_samples(config.throughput_window_seconds)[-SENSOR_SAMPLE_LIMIT:]
             desired, plan = rule.tick(model.snapshot(), model.sensor_view(), samples)
             model.apply(plan)
             trace.ticks.append((model.now, desired))
@@ -111,7 +116,8 @@ def simulate(workload: Workload, partitions: int, rule_name: str, config: Scalin
     peak_rate = max(model.rate(t) for t in trace.times)
     summary = summarize(rule_name, workload.name, partitions, ticks=trace.ticks, initial=initial,
                         events=workload.events, end=workload.duration,
-                        window=config.scale_down_stabilization_seconds, lags=trace.lags, active=trace.active,
+                        window=config.scale_down_stabilization_seconds, times=trace.times, lags=trace.lags,
+                        active=trace.active,
                         step=params.step_seconds, worker_seconds=worker_seconds, tasks_moved=model.tasks_moved,
                         peak_rate=peak_rate, capacity=params.worker_capacity,
                         target_utilization=config.target_utilization)

@@ -167,3 +167,17 @@ def test_decisions_flaps_and_phases_follow_their_definitions():
     assert flaps(found, window=300) == 2  # up->down at 120, down->up at 150; 900 is past the window
     assert decisions_per_phase(found, events=[0, 600], end=1000) == [3, 1]
     assert overshoot(peak_active=12, peak_rate=7000, capacity=1000, target_utilization=0.7) == 2
+
+
+def test_a_warm_worker_processes_its_tasks_from_the_first_step_and_a_cold_one_after_its_start():
+    model = ScalingModel(2, lambda t: 1000.0, PARAMS)
+    model.launch("worker-0", ["0_0"], warm=True)
+    model.launch("worker-1", ["0_1"])
+    model.step()
+    assert model.processing == {"0_0": "worker-0#0"}
+    ready = PARAMS.cold_ready_seconds + PARAMS.session_warmup_seconds + PARAMS.task_start_seconds
+    while model.now < ready:
+        model.step()
+        assert "0_1" not in model.processing
+    model.step()
+    assert model.processing == {"0_0": "worker-0#0", "0_1": "worker-1#1"}
