@@ -86,7 +86,8 @@ class RunSummary:
 
 def summarize(rule: str, workload: str, partitions: int, *, ticks: Sequence[tuple[float, int]], initial: int,
               events: Sequence[float], end: float, window: float, times: Sequence[float], lags: Sequence[float],
-              active: Sequence[int], step: float, worker_seconds: float, tasks_moved: int, peak_rate: float, capacity: float,
+              active: Sequence[int], step: float, worker_seconds: float, tasks_moved: int, peak_rate: float,
+              capacity: float,
               target_utilization: float) -> RunSummary:
     found = decisions(ticks, initial)
     peak_active = max(active, default=0)
@@ -95,6 +96,6 @@ def summarize(rule: str, workload: str, partitions: int, *, ticks: Sequence[tupl
         converged=decisions_per_phase(found, events, end), flaps=flaps(found, window),
         peak_workers=peak_active, overshoot=overshoot(peak_active, peak_rate, capacity, target_utilization),
         peak_lag=int(max(lags, default=0)),
-        peak_lag_after_change=int(max((lag for time, lag in zip(times, lags) if time > events[0]), default=0)),
+        peak_lag_after_change=int(max((lag for t, lag in zip(times, lags) if t > events[0]), default=0)),
         lag_seconds=sum(lags) * step, worker_seconds=worker_seconds,
         tasks_moved=tasks_moved)

@@ -191,7 +191,8 @@ class ScalingModel:
 
     def active_workers(self) -> int:
         """Running worker runs whose process is up (standbys and retiring ones apart)."""
-        return sum(1 for w in self.workers.values() if w.alive and w.ended_at is None and w.state is WorkerState.RUNNING)
+        return sum(1 for w in self.workers.values()
+                   if w.alive and w.ended_at is None and w.state is WorkerState.RUNNING)
 
     def live_runs(self) -> int:
         """Worker runs whose process is up, standbys and retiring ones included (what costs)."""

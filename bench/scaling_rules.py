@@ -8,7 +8,7 @@ tasks kept until the receiver is ready), so only the count differs between them:
 * :class:`OursRule`: the library's :func:`decide_tick`, unchanged (DS2/Flink-style count,
   scale-down stabilization, standbys when configured);
 * :class:`KedaRule`: KEDA's Kafka scaler: ``replicas = ceil(total lag / lag_threshold)``, at least
-  one while there is lag, capped at the partitions (and ``max_workers``), polled every 30 s; below
+  one (``minReplicaCount`` 1), capped at the partitions (and ``max_workers``), each tick; below
   the current count only as far as the highest recommendation of the last 300 s (the HPA's
   downscale stabilization, which is what holds replicas between 1 and N; KEDA's own
   ``cooldownPeriod``, also 300 s, only applies to scaling to zero, which ``min_workers=1`` rules out);
@@ -16,8 +16,9 @@ tasks kept until the receiver is ready), so only the count differs between them:
   (averaged over ``metrics_window_seconds``) + lag / ``catch_up_seconds``; no change while the
   utilization the current count would have stays within ``target_utilization +- 0.3`` (its
   ``target.utilization.boundary``); otherwise ``ceil(target rate / (target_utilization x
-  capacity))``; after a change no decision for ``stabilization_seconds``; a lower count only once
-  it has been recommended for ``scale_down_delay_seconds``. Capacity is the true processing rate
+  capacity))``; after a change no decision for ``stabilization_seconds``; down only once it has watched
+  ``scale_down_delay_seconds`` since the last change, and then to the highest recommendation of that
+  delay. Capacity is the true processing rate
   from busy time, as Flink's ``busyTimeMsPerSecond`` gives it whether or not a task is behind:
   records over worker-seconds of the warm reports in the throughput window
   (:func:`busy_time_capacity`), the configured default until there is one.
@@ -146,7 +147,8 @@ class FlinkStyleRule:
         if self.last_change is not None and snapshot.time - self.last_change < self.stabilization_seconds:
             return current
         utilization = target_rate / (current * self.capacity)
-        low, high = config.target_utilization - self.utilization_boundary, config.target_utilization + self.utilization_boundary
+        low = config.target_utilization - self.utilization_boundary
+        high = config.target_utilization + self.utilization_boundary
         wanted = current
         if not low <= utilization <= high:
             wanted = math.ceil(target_rate / (config.target_utilization * self.capacity))

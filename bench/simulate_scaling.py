@@ -39,8 +39,8 @@ import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 
 from bench.scaling_metrics import RunSummary  # noqa: E402
 from bench.scaling_model import ModelParameters  # noqa: E402
-from bench.scaling_workloads import (RECORDS_PER_PARTITION, RULES, SENSOR_INTERVAL_SECONDS, WORKLOADS, Trace,  # noqa: E402
-                                     Workload, simulate)
+from bench.scaling_workloads import (  # noqa: E402
+    RECORDS_PER_PARTITION, RULES, SENSOR_INTERVAL_SECONDS, WORKLOADS, Trace, Workload, simulate)
 from dagster_kstreams.scaling import ScalingConfig  # noqa: E402
 
 def goal_verdicts(summaries: Sequence[RunSummary]) -> list[dict]:
@@ -68,7 +68,8 @@ def table(summaries: Sequence[RunSummary]) -> str:
     for s in summaries:
         lines.append(f"| {s.workload} | {s.partitions} | {s.rule} | {s.decisions} | "
                      f"{' / '.join(map(str, s.converged))} | {s.flaps} | {s.peak_workers} ({s.overshoot}) | "
-                     f"{s.peak_lag:,} ({s.peak_lag_after_change:,}) | {s.lag_seconds / 1e6:,.1f} | {s.worker_seconds:,.0f} | {s.tasks_moved:,} |")
+                     f"{s.peak_lag:,} ({s.peak_lag_after_change:,}) | {s.lag_seconds / 1e6:,.1f} | "
+                     f"{s.worker_seconds:,.0f} | {s.tasks_moved:,} |")
     return "\n".join(lines)
 
 
