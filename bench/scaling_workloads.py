@@ -9,7 +9,7 @@ With ``R0 = 50 records/s x partitions`` (64 partitions: 3,200/s, about 1.3 worke
 * ``failure``: 3x R0 throughout; at t=600 s the process of the worker with the most tasks dies
   (host lost): the sensor sees it only after the 60 s heartbeat timeout.
 
-Every run starts with ``ceil(R0 / (0.7 x capacity))`` warm workers sharing the tasks (and the
+Every run starts with ``ceil(rate at t=0 / (0.7 x capacity))`` warm workers sharing the tasks (and the
 standby, for ``ours+standby``), a fresh sensor state and the given configuration. The rule ticks
 every ``sensor_interval`` seconds (30 s: the lag sensor's default ``sensor_interval_seconds`` and
 KEDA's default polling interval) and its plan is applied at once, as the sensor applies it. Like the
