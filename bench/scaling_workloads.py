@@ -1,0 +1,126 @@
+"""The workloads of ``bench/simulate_scaling.py`` and one run of a rule on one of them (no plotting).
+
+With ``R0 = 50 records/s x partitions`` (64 partitions: 3,200/s, about 1.3 workers):
+
+* ``burst``: R0, then 10x R0 from t=300 s to t=600 s, then R0 until 1,500 s;
+* ``ramp``: R0, rising linearly from t=300 s to 10x R0 at t=1,500 s, held until 2,400 s;
+* ``diurnal``: a day compressed into an hour, ``R0 x (5.5 - 4.5 cos(2 pi t / 3600 s))``: R0 at
+  t=0 and t=3,600 s, 10x R0 at t=1,800 s;
+* ``failure``: 3x R0 throughout; at t=600 s the process of the worker with the most tasks dies
+  (host lost): the sensor sees it only after the 60 s heartbeat timeout.
+
+Every run starts with ``ceil(rate at t=0 / (0.7 x capacity))`` warm workers sharing the tasks (and the
+standby, for ``ours+standby``), a fresh sensor state and the given configuration. The rule ticks
+every ``sensor_interval`` seconds (30 s: the lag sensor's default ``sensor_interval_seconds`` and
+KEDA's default polling interval) and its plan is applied at once, as the sensor applies it. Like the
+sensor, a rule sees the newest 500 worker reports of the throughput window (with 256 tasks reporting
+every 5 s: about the last 10 s of them).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+from bench.scaling_metrics import RunSummary, summarize
+from bench.scaling_model import ModelParameters, ScalingModel
+from bench.scaling_rules import FlinkStyleRule, KedaRule, OursRule
+from dagster_kstreams.scaling import ScalingConfig, WorkerState, assign_tasks, worker_id
+
+SENSOR_INTERVAL_SECONDS = 30.0
+RULES = ("ours", "ours+standby", "ours-calibrated", "keda", "flink-style")
+RECORDS_PER_PARTITION = 50.0
+# The lag sensor reads the newest 500 task materializations of each sub-topology within the throughput
+# window (``orchestration/sensors.py``: ``throughput_samples``), not all of them.
+SENSOR_SAMPLE_LIMIT = 500
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    duration: float
+    rate_factor: Callable[[float], float]  # multiple of R0 at time t
+    events: tuple[float, ...]  # when the workload changes
+    kill_at: float | None = None
+
+
+WORKLOADS = {
+    "burst": Workload("burst", 1500.0, lambda t: 10.0 if 300.0 <= t < 600.0 else 1.0, (300.0, 600.0)),
+    "ramp": Workload("ramp", 2400.0, lambda t: 1.0 + 9.0 * min(1.0, max(0.0, (t - 300.0) / 1200.0)), (300.0, 1500.0)),
+    "diurnal": Workload("diurnal", 3600.0, lambda t: 5.5 - 4.5 * math.cos(2 * math.pi * t / 3600.0), (0.0, 1800.0)),
+    "failure": Workload("failure", 1200.0, lambda t: 3.0, (600.0,), kill_at=600.0),
+}
+
+
+def make_rule(name: str, config: ScalingConfig, params: ModelParameters, initial: int,
+              sensor_interval: float = SENSOR_INTERVAL_SECONDS):
+    if name == "ours":
+        return OursRule(config)
+    if name == "ours-calibrated":
+        calibrated = {**asdict(config), "default_worker_records_per_second": params.worker_capacity}
+        return OursRule(ScalingConfig(**calibrated), name=name)
+    if name == "ours+standby":
+        return OursRule(ScalingConfig(**{**asdict(config), "standby_workers": 1}), name=name)
+    if name == "keda":
+        # A replica's lagThreshold: what one worker processes in a polling interval.
+        return KedaRule(lag_threshold=params.worker_capacity * sensor_interval, max_workers=config.max_workers,
+                        initial_workers=initial)
+    if name == "flink-style":
+        return FlinkStyleRule(config)
+    raise ValueError(f"unknown rule {name!r}")
+
+
+@dataclass
+class Trace:
+    times: list[float]
+    lags: list[float]
+    active: list[int]
+    ticks: list[tuple[float, int]]
+
+
+def simulate(workload: Workload, partitions: int, rule_name: str, config: ScalingConfig,
+             params: ModelParameters = ModelParameters(), sensor_interval: float = SENSOR_INTERVAL_SECONDS,
+             on_step: Callable[[ScalingModel], None] | None = None) -> tuple[RunSummary, Trace]:
+    """One rule on one workload and size, from a warm start to the workload's end. ``on_step`` is
+    called with the model after every step (the tests check the invariants there)."""
+    base_rate = RECORDS_PER_PARTITION * partitions
+    model = ScalingModel(partitions, lambda t: base_rate * workload.rate_factor(t), params)
+    initial = math.ceil(base_rate * workload.rate_factor(0.0) / (params.worker_capacity * config.target_utilization))
+    for member, tasks in assign_tasks(model.tasks, [worker_id(i) for i in range(initial)]).items():
+        model.launch(member, tasks, warm=True)
+    rule = make_rule(rule_name, config, params, initial, sensor_interval)
+    standbys = getattr(getattr(rule, "config", None), "standby_workers", 0)
+    for index in range(initial, initial + standbys):
+        model.launch(worker_id(index), state=WorkerState.STANDBY, warm=True)
+    trace = Trace([], [], [], [])
+    next_tick = sensor_interval
+    while model.now < workload.duration - 1e-9:
+        if workload.kill_at is not None and abs(model.now - workload.kill_at) < 1e-9:
+            model.kill(max((w for w in model.workers.values() if w.alive and w.ended_at is None
+                            and w.state is WorkerState.RUNNING), key=lambda w: (len(w.tags), w.worker_id)).worker_id)
+        model.step()
+        if on_step is not None:
+            on_step(model)
+        trace.times.append(model.now)
+        trace.lags.append(model.total_lag)
+        trace.active.append(model.active_workers())
+        if model.now >= next_tick - 1e-9:
+            samples = model.recent_samples(config.throughput_window_seconds)[-SENSOR_SAMPLE_LIMIT:]
+            desired, plan = rule.tick(model.snapshot(), model.sensor_view(), samples)
+            model.apply(plan)
+            trace.ticks.append((model.now, desired))
+            next_tick += sensor_interval
+    worker_seconds = sum((run.ended_at if run.ended_at is not None else model.now) - run.launched_at
+                         for run in model.runs)
+    peak_rate = max(model.rate(t) for t in trace.times)
+    summary = summarize(rule_name, workload.name, partitions, ticks=trace.ticks, initial=initial,
+                        events=workload.events, end=workload.duration,
+                        window=config.scale_down_stabilization_seconds, times=trace.times, lags=trace.lags,
+                        active=trace.active,
+                        step=params.step_seconds, worker_seconds=worker_seconds, tasks_moved=model.tasks_moved,
+                        peak_rate=peak_rate, capacity=params.worker_capacity,
+                        target_utilization=config.target_utilization)
+    return summary, trace
+
+
