@@ -1,8 +1,13 @@
 """Spark beyond local mode: what a cluster master gets (the project's zip for executors, one core
-per application), and Spark Connect refused in one line. These checks start no JVM."""
+per application), Spark Connect refused in one line, and `dagster-kstreams local spark-cluster`.
+
+A real standalone cluster running worker runs is exercised by tests/test_elastic_workers.py (the
+``spark_cluster`` fixture); these checks start no JVM.
+"""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import zipfile
@@ -11,6 +16,7 @@ import dagster as dg
 import pytest
 
 from dagster_kstreams.cli import main
+from dagster_kstreams.local.broker import free_port
 from dagster_kstreams.orchestration.resources import KStreamsSparkResource
 from dagster_kstreams.spark.project_archive import project_archive
 from dagster_kstreams.spark.session import SparkSessionError, build_spark_session, spark_conf
@@ -71,3 +77,17 @@ def test_the_project_zip_is_importable_on_its_own_and_made_once(tmp_path):
          "import dagster_kstreams.topology.task_id as m; print(m.__file__)", str(archive)],
         capture_output=True, text=True, check=True).stdout.strip()
     assert found.startswith(str(archive)), found
+
+
+def test_spark_cluster_status_and_a_taken_port_are_one_line(capsys, tmp_path):
+    assert main(["local", "spark-cluster", "status", "--state-dir", str(tmp_path)]) == 3
+    assert capsys.readouterr().out.startswith("Spark cluster not running")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["local", "spark-cluster", "up", "--state-dir", str(tmp_path), "--port", str(port),
+                     "--webui-port", str(free_port())]) == 1
+    _one_line_error(capsys, f"the master port 127.0.0.1:{port} is taken")
+    assert main(["local", "spark-cluster", "down", "--state-dir", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.strip() == "Spark cluster was not running"
