@@ -5,6 +5,9 @@
 - ``kafka_admin``: a ``KafkaAdmin`` on that broker.
 - ``unique_topic``: ``unique_topic("orders")`` -> ``"orders-<random>"``, so tests never collide.
 - ``spark``: a SparkSession on ``local[2]`` with Spark's Kafka connector, UI off, 2 shuffle partitions.
+- ``spark_cluster``: a standalone Spark cluster (``LocalSparkCluster``: a master and a 4-core worker
+  on free ports, in a temporary directory), started on first use and stopped at the end; its
+  ``master_url`` is the ``spark://`` master, ``master_state()`` the master's JSON.
 """
 
 from __future__ import annotations
@@ -56,6 +59,26 @@ def unique_topic() -> Callable[[str], str]:
         return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
     return make
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory):
+    from dagster_kstreams.local.broker import free_port
+    from dagster_kstreams.local.spark_cluster import LocalSparkCluster
+
+    port = free_port()
+    webui_port = free_port()
+    while webui_port == port:
+        webui_port = free_port()
+    # 4 cores: three worker runs' applications at one core each (two workers and a standby in the
+    # elastic-workers test) and one for an application that is still being removed.
+    cluster = LocalSparkCluster(tmp_path_factory.mktemp("spark-cluster"), port=port, webui_port=webui_port,
+                                cores=4, memory="3g", stop_with_parent=True)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,8 @@
 """Elastic workers end to end: a real Dagster instance with `dagster-daemon run` (sensor daemon,
 queued run coordinator, default run launcher: worker runs are subprocesses with their own
-SparkSession), a real broker.
+SparkSession), a real broker, and the worker runs' Spark on a real standalone cluster (each worker
+run its own application, with an executor of one core on the cluster's worker; local mode is
+covered by the rest of the suite).
 
 One application counts records per key from a 4-partition topic (4 tasks), with one warm standby.
 The lag sensor ticks every 5 s: it starts one worker and a standby. The worker, holding every task,
@@ -17,7 +19,9 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import time
+import urllib.request
 from collections import Counter
 from pathlib import Path
 
@@ -92,10 +96,12 @@ defs = build_kstreams_definitions(
     ),
     resources={{
         "kafka": KafkaResource(bootstrap_servers=SETTINGS["bootstrap"]),
-        "pyspark": KStreamsSparkResource(master="local[1]", spark_config={{
+        "pyspark": KStreamsSparkResource(master=SETTINGS["master"], spark_config={{
             "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1", "spark.default.parallelism": "1",
             "spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1",
-            "spark.driver.memory": "768m"}}),
+            "spark.driver.memory": "768m", "spark.executor.memory": "512m",
+            # The executors' Python: this one, as an image shared by driver and executors would have.
+            "spark.pyspark.python": SETTINGS["python"]}}),
     }},
 )
 '''
@@ -104,10 +110,17 @@ defs = build_kstreams_definitions(
 DAGSTER_YAML = (Path(__file__).resolve().parents[1] / "deploy" / "dagster.yaml").read_text()
 
 
+@pytest.fixture(params=["standalone-cluster"])
+def spark_master(request) -> str:
+    """The worker runs' Spark master: ``"local[1]"`` as a param runs the test in local mode instead."""
+    return request.getfixturevalue("spark_cluster").master_url if request.param == "standalone-cluster" else request.param
+
+
 @pytest.fixture
-def elastic_app(kafka_bootstrap, kafka_admin, unique_topic, tmp_path):
+def elastic_app(kafka_bootstrap, kafka_admin, unique_topic, tmp_path, spark_master):
     settings = {"source": unique_topic("elastic-in"), "sink": unique_topic("elastic-out"),
-                "app_id": unique_topic("elastic"), "state": str(tmp_path / "state"), "bootstrap": kafka_bootstrap}
+                "app_id": unique_topic("elastic"), "state": str(tmp_path / "state"), "bootstrap": kafka_bootstrap,
+                "master": spark_master, "python": sys.executable}
     kafka_admin.create_topics({settings["source"]: PARTITIONS, settings["sink"]: PARTITIONS})
     code = tmp_path / "elastic_defs.py"
     code.write_text(CODE_LOCATION.format(settings=settings, partitions=PARTITIONS))
@@ -168,9 +181,10 @@ def _workers_in(instance, settings, state: str) -> dict[str, dg.DagsterRun]:
 
 @pytest.mark.timeout(900)
 def test_a_killed_workers_tasks_go_to_the_standby_at_once_scale_up_promotes_the_next_one_and_it_scales_down(
-        elastic_app, kafka_bootstrap, kafka_admin, record_property):
+        elastic_app, kafka_bootstrap, kafka_admin, record_property, spark_master, request):
     settings, instance, daemon, tmp_path = elastic_app
     started = time.monotonic()
+    started_epoch_ms = time.time() * 1000
     timeline = []
     all_tasks = {f"0_{p}" for p in range(PARTITIONS)}
 
@@ -276,6 +290,10 @@ def test_a_killed_workers_tasks_go_to_the_standby_at_once_scale_up_promotes_the_
     # The standby recorded every stage of its start, its warm-up included.
     assert {"spark_ready", "worker_ready", "warmed_up", "tasks_granted", "first_batch"} <= set(failover_start)
 
+    if spark_master.startswith("spark://"):
+        _assert_the_cluster_ran_every_worker_run(request.getfixturevalue("spark_cluster"), started_epoch_ms,
+                                                 len(runs), live=2)
+
     # Exact counts, though a worker died mid-batch.
     output = read_topic(kafka_bootstrap, settings["sink"])
     expected = Counter(key.decode() for key, _ in records)
@@ -320,3 +338,24 @@ def test_a_killed_workers_tasks_go_to_the_standby_at_once_scale_up_promotes_the_
     assert max(m["active_workers"].value for m in metadata) == 2
     assert max(m["workers"].value for m in metadata) == 3
     assert all(m["workers"].value == m["active_workers"].value + m["standby_workers"].value for m in metadata)
+
+
+def _assert_the_cluster_ran_every_worker_run(cluster, since_ms: float, worker_runs: int, live: int) -> None:
+    """Each worker run was its own application with one core (a standby starves nobody), and the
+    cluster's executors ran its tasks with the connector jars and the project's zip they fetched."""
+    state = cluster.master_state()
+    apps = [app for app in state["activeapps"] + state["completedapps"] if app["starttime"] >= since_ms]
+    assert len(apps) == worker_runs, [(app["id"], app["state"]) for app in apps]
+    active = [app for app in state["activeapps"] if app["starttime"] >= since_ms]
+    assert len(active) == live and all(app["cores"] == 1 for app in active), active
+    (worker,) = state["workers"]
+    with urllib.request.urlopen(f"{worker['webuiaddress']}/json/", timeout=5) as response:
+        executors = json.load(response)
+    ran = {executor["appid"] for executor in executors["executors"] + executors["finishedexecutors"]}
+    assert {app["id"] for app in apps} <= ran
+    for app in apps:
+        (executor_dir, *_) = sorted((cluster.state_dir / "work" / app["id"]).iterdir())
+        fetched = [path.name for path in executor_dir.iterdir()]
+        assert any(name.startswith("dagster_kstreams-") and name.endswith(".zip") for name in fetched), fetched
+        assert any(name.startswith("spark-sql-kafka-0-10_") for name in fetched), fetched
+        assert "Finished task" in (executor_dir / "stderr").read_text(errors="replace"), app["id"]

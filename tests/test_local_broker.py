@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dagster_kstreams.local.broker import LocalBroker, _process_command_line, kafka_cluster_id, port_is_free
+from dagster_kstreams.local.broker import LocalBroker, process_command_line, kafka_cluster_id, port_is_free
 from dagster_kstreams.base.jars import jars_dir, resolve_jars
 
 REPO = Path(__file__).resolve().parents[1]
@@ -75,7 +75,7 @@ def test_up_twice_is_harmless_and_down_leaves_no_process(tmp_path: Path):
     assert first.returncode == 0, first.stderr
     assert f"bootstrap servers: 127.0.0.1:{port}" in first.stdout
     pid = int(re.search(r"pid (\d+)", first.stdout).group(1))
-    assert "kafka.Kafka" in (_process_command_line(pid) or "")
+    assert "kafka.Kafka" in (process_command_line(pid) or "")
 
     # Right after start, while the group coordinator may still be loading, and at the same time:
     # the word count benchmark (its wait for the group coordinator; the systems it compares are
@@ -119,7 +119,7 @@ def test_up_twice_is_harmless_and_down_leaves_no_process(tmp_path: Path):
     down = _cli("local", "down", *options)
     assert down.returncode == 0, down.stderr
     assert "stopped" in down.stdout
-    assert _process_command_line(pid) is None
+    assert process_command_line(pid) is None
     assert port_is_free(port) and port_is_free(controller_port)
     assert not (tmp_path / "broker" / "broker.pid").exists()
 

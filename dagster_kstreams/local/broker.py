@@ -110,7 +110,7 @@ def free_port(host: str = HOST) -> int:
         return probe.getsockname()[1]
 
 
-def _process_command_line(pid: int) -> str | None:
+def process_command_line(pid: int) -> str | None:
     """The command line of a live (not zombie) process, or None if there is none."""
     proc = Path(f"/proc/{pid}")
     if proc.exists():
@@ -130,7 +130,7 @@ def _process_command_line(pid: int) -> str | None:
     return None
 
 
-def _terminate_with_parent() -> None:
+def terminate_with_parent() -> None:
     """In the child before exec: ask Linux to send SIGTERM when the parent process dies."""
     if sys.platform.startswith("linux"):
         pr_set_pdeathsig = 1
@@ -216,7 +216,7 @@ class LocalBroker:
             return self.bootstrap_servers
 
     def _is_our_broker(self, pid: int) -> bool:
-        command_line = _process_command_line(pid)
+        command_line = process_command_line(pid)
         return command_line is not None and BROKER_MAIN_CLASS in command_line and str(self.config_file) in command_line
 
     def running_pid(self) -> int | None:
@@ -299,7 +299,7 @@ class LocalBroker:
                 stderr=subprocess.STDOUT,
                 # Its own session: Ctrl-C in the terminal that ran `local up` must not reach it.
                 start_new_session=True,
-                preexec_fn=_terminate_with_parent if self.stop_with_parent else None,
+                preexec_fn=terminate_with_parent if self.stop_with_parent else None,
             )
         self.pid_file.write_text(f"{self._process.pid} {self.bootstrap_servers}\n")
         try:
@@ -362,7 +362,7 @@ class LocalBroker:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             self._reap(pid)
-            if _process_command_line(pid) is None:
+            if process_command_line(pid) is None:
                 return True
             time.sleep(0.1)
         return False

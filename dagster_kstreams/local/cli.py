@@ -1,4 +1,4 @@
-"""`dagster-kstreams local up | down | status | jars | spark-archive`: the embedded stack from a terminal."""
+"""`dagster-kstreams local up | down | status | jars | spark-archive | spark-cluster`: the embedded stack from a terminal."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from dagster_kstreams.base.cli_options import key_value
 from dagster_kstreams.local.broker import DEFAULT_PORT, LocalBroker
 from dagster_kstreams.base.jars import ARTIFACT_SETS, resolve_jars
 from dagster_kstreams.local.spark_archive import build_spark_archive
+from dagster_kstreams.local.spark_cluster import DEFAULT_MASTER_PORT, DEFAULT_WEBUI_PORT, LocalSparkCluster
 
 
 def _broker(args: argparse.Namespace) -> LocalBroker:
@@ -59,10 +60,26 @@ def _spark_archive(args: argparse.Namespace) -> int:
     return 0
 
 
+def _spark_cluster(args: argparse.Namespace) -> int:
+    cluster = LocalSparkCluster(args.state_dir, port=args.port, webui_port=args.webui_port, cores=args.cores,
+                                memory=args.memory)
+    if args.action == "up":
+        already = cluster.status().running
+        status = cluster.start()
+        print(f"{'already running' if already else 'started'}: {status.describe()}")
+        return 0
+    if args.action == "down":
+        print(f"stopped the Spark cluster ({cluster.state_dir})" if cluster.stop() else "Spark cluster was not running")
+        return 0
+    status = cluster.status()
+    print(status.describe())
+    return 0 if status.running else 3
+
+
 def register(subcommands: argparse._SubParsersAction) -> None:
     """Add the `local` command group to the top-level parser."""
-    local = subcommands.add_parser("local", help="the local Kafka broker and JVM artifacts")
-    actions = local.add_subparsers(dest="local_command", required=True, metavar="{up,down,status,jars,spark-archive}")
+    local = subcommands.add_parser("local", help="the local Kafka broker, Spark cluster and JVM artifacts")
+    actions = local.add_subparsers(dest="local_command", required=True, metavar="{up,down,status,jars,spark-archive,spark-cluster}")
 
     def broker_options(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"broker port on 127.0.0.1 (default {DEFAULT_PORT})")
@@ -88,3 +105,16 @@ def register(subcommands: argparse._SubParsersAction) -> None:
                          "archive also holds the Kafka and streaming classes")
     archive.add_argument("--force", action="store_true", help="make it again even if it is there")
     archive.set_defaults(handler=_spark_archive)
+    cluster = actions.add_parser("spark-cluster", help="a standalone Spark cluster (a master and one worker) for "
+                                 "worker runs with master spark://127.0.0.1:PORT")
+    cluster.add_argument("action", choices=["up", "down", "status"], help="start (no-op if it runs), stop, or say "
+                         "whether it runs (exit 3 if not)")
+    cluster.add_argument("--port", type=int, default=DEFAULT_MASTER_PORT, help=f"master port (default {DEFAULT_MASTER_PORT})")
+    cluster.add_argument("--webui-port", type=int, default=DEFAULT_WEBUI_PORT, help=f"master web UI and JSON port "
+                         f"(default {DEFAULT_WEBUI_PORT})")
+    cluster.add_argument("--cores", type=int, default=4, help="cores the worker offers: at least (max_workers + "
+                         "standby_workers) x spark.cores.max (default 4)")
+    cluster.add_argument("--memory", default="4g", help="memory the worker offers to executors (default 4g)")
+    cluster.add_argument("--state-dir", type=Path, default=None, help="pid files, logs, executors' work "
+                         "(default $DAGSTER_KSTREAMS_HOME/spark-cluster)")
+    cluster.set_defaults(handler=_spark_cluster)

@@ -18,12 +18,12 @@ from __future__ import annotations
 import time
 from typing import Any, Optional
 
-from dagster import ConfigurableResource, InitResourceContext
+from dagster import ConfigurableResource, EnvVar, InitResourceContext
 from dagster_pyspark import PySparkResource
-from pydantic import Field, PrivateAttr
+from pydantic import Field, PrivateAttr, field_validator
 
 from dagster_kstreams.kafka.admin import KafkaAdmin
-from dagster_kstreams.spark.session import build_spark_session
+from dagster_kstreams.spark.session import build_spark_session, check_master
 
 __all__ = ["KafkaResource", "KStreamsSparkResource"]
 
@@ -121,14 +121,22 @@ class KStreamsSparkResource(PySparkResource):
     """dagster-pyspark's ``PySparkResource`` with Spark's Kafka connector on the classpath.
 
     ``master`` is ``local[*]`` by default; any master Spark accepts works (``spark://``, ``k8s://``,
-    ``yarn``). ``spark_config`` takes any ``spark.*`` setting; ``spark.jars`` is merged with the
-    connector's jars, which are resolved when a run starts (not when definitions load).
+    ``yarn``) but Spark Connect (``sc://``), which is refused here, when the resource is configured
+    (README, "Beyond one machine"). ``spark_config`` takes any ``spark.*`` setting; ``spark.jars`` is
+    merged with the connector's jars, which are resolved when a run starts (not when definitions load).
     """
 
     master: str = Field(default="local[*]", description="Spark master URL")
     spark_config: dict[str, Any] = Field(default_factory=dict, description="Extra spark.* settings")
     app_name: str = Field(default="dagster-kstreams", description="Spark application name")
     _session_timing: Optional[tuple[float, float]] = PrivateAttr(default=None)
+
+    @field_validator("master", mode="before")
+    @classmethod
+    def _a_master_spark_accepts(cls, master: str) -> str:
+        # Checked when configured, so that sc:// or a typo fails at load, not in each worker run;
+        # an EnvVar is only known at run time, where spark_conf checks it.
+        return master if isinstance(master, EnvVar) else check_master(master)
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         started = time.time()

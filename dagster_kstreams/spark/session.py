@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 
 from dagster_kstreams.base.jars import jar_paths
 from dagster_kstreams.spark.class_archive import java_options
+from dagster_kstreams.spark.project_archive import project_archive
 
 DEFAULT_MASTER = "local[*]"
 DEFAULT_APP_NAME = "dagster-kstreams"
@@ -51,11 +52,25 @@ _MASTER_FORMS = (
 )
 
 
+# Why a task cannot run through Spark Connect (README, "Beyond one machine"): said in one line.
+SPARK_CONNECT_REFUSAL = (
+    "Spark Connect cannot run a task: its foreachBatch function runs in a Python process of the Connect "
+    "server, away from the worker's fencing producer, offset commits and reports, and a Connect session "
+    "has no SparkContext for the checkpoint reads; use local[...], spark://, k8s:// or yarn"
+)
+# Cores one worker run's application takes on a standalone cluster unless spark.cores.max says
+# otherwise: Spark's default is every free core, so the first application (a standby, say) would
+# leave none to the next worker run, whose tasks would then wait for executors indefinitely.
+DEFAULT_CLUSTER_CORES_PER_APPLICATION = "1"
+
+
 def _is_local_master(master: str) -> bool:
     return master == "local" or master.startswith(("local[", "local-cluster["))
 
 
 def check_master(master: str) -> str:
+    if master.startswith("sc://"):
+        raise SparkSessionError(f"Spark master {master!r}: {SPARK_CONNECT_REFUSAL}")
     if not any(form.fullmatch(master) for form in _MASTER_FORMS):
         raise SparkSessionError(
             f"Spark master {master!r} is not a master URL Spark accepts: use local, local[N], local[*], "
@@ -110,6 +125,13 @@ def spark_conf(
             "spark.pyspark.python": sys.executable,
             "spark.pyspark.driver.python": sys.executable,
         }
+    else:
+        # Executors elsewhere import this package from the zip the driver serves, never from
+        # whatever their machine has (or lacks).
+        python_files = [path for path in user_conf.pop("spark.submit.pyFiles", "").split(",") if path]
+        settings["spark.submit.pyFiles"] = ",".join(dict.fromkeys([*python_files, str(project_archive(jars_home))]))
+        if master.startswith("spark://"):
+            settings["spark.cores.max"] = DEFAULT_CLUSTER_CORES_PER_APPLICATION
     connector_jars = jar_paths("spark-kafka", jars_home)
     user_jars = [jar for jar in user_conf.pop("spark.jars", "").split(",") if jar]
     settings |= user_conf
