@@ -16,6 +16,7 @@ from dagster_kstreams.scaling import (
     TaskOffsets,
     SubtopologyDemand,
     ThroughputSample,
+    capacity_floor,
     capacity_to_plan_with,
     desired_workers,
     input_rates,
@@ -183,6 +184,29 @@ def test_a_task_that_keeps_up_does_not_measure_capacity():
     assert measured_capacity([*keeping_up, behind], now=200, config=config) == 800.0
     # A report that says nothing of its lag is not taken for backlogged.
     assert measured_capacity([replace(behind, lag_left=None)], now=200, config=config) is None
+
+
+def test_reports_of_a_worker_that_keeps_up_lift_a_too_low_default_never_lower_it():
+    # A steady 600 records/s absorbed by one worker in 60% of its time: it could do at least
+    # 1,000/s. Planning with the 500/s default would have asked for two workers.
+    config = ScalingConfig(throughput_window_seconds=600, min_sample_seconds=10, warmup_batches=1,
+                           default_worker_records_per_second=500, target_utilization=1.0, max_workers=4)
+    keeping_up = [ThroughputSample(100 + 5 * i, "worker-0", "0_0", records=3_000, seconds=3.0, task_batch=i + 2,
+                                   worker_seconds=3.0, lag_left=30) for i in range(5)]
+    assert capacity_floor(keeping_up, now=130, config=config) == 1_000.0
+    assert measured_capacity(keeping_up, now=130, config=config) is None
+    snapshot = LagSnapshot(130, {"0_0": TaskOffsets(50_000, 50_000), "0_1": TaskOffsets(50_000, 50_000)})
+    before = LagSnapshot(120, {"0_0": TaskOffsets(47_000, 47_000), "0_1": TaskOffsets(47_000, 47_000)})
+    alone, _ = recommend(snapshot, 1, config, previous_snapshot=before)
+    informed, _ = recommend(snapshot, 1, config, previous_snapshot=before, throughput=keeping_up)
+    assert (alone.unstabilized_workers, informed.unstabilized_workers) == (2, 1)
+    assert informed.demands["0"].capacity == 1_000.0 and not informed.demands["0"].capacity_measured
+    # Not enough worker time yet, cold reports, drains: no floor. A floor below never lowers.
+    assert capacity_floor(keeping_up[:3], now=130, config=config) is None
+    assert capacity_floor([replace(r, task_batch=1) for r in keeping_up], now=130, config=config) is None
+    assert capacity_floor([replace(r, worker_seconds=None) for r in keeping_up], now=130, config=config) is None
+    assert capacity_to_plan_with(None, 2_000.0, config, floor=1_000.0) == 2_000.0
+    assert capacity_to_plan_with(None, None, config, floor=100.0) == 500.0
 
 
 samples_strategy = st.lists(

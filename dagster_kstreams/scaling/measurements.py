@@ -194,9 +194,40 @@ def measured_capacities(samples: Iterable[ThroughputSample], now: float,
     return {sub: capacity for sub, capacity in capacities.items() if capacity is not None}
 
 
-def capacity_to_plan_with(measured: float | None, last_measured: float | None, config: ScalingConfig) -> float:
-    """Measured now, else measured before (the sensor keeps it), else the configured default."""
-    for capacity in (measured, last_measured):
-        if capacity is not None and capacity > 0:
-            return capacity
-    return config.default_worker_records_per_second
+def capacity_floor(samples: Iterable[ThroughputSample], now: float, config: ScalingConfig) -> float | None:
+    """Records per second of worker time the warm worker reports within the throughput window
+    show, backlogged or not, once their shares add up to ``min_sample_seconds``; else None.
+
+    A lower bound on capacity: a worker that keeps up runs small batches, mostly fixed cost, so
+    it could do at least this much. It never lowers what the policy plans with (the feedback
+    :func:`measured_capacity` avoids), only lifts a default or measurement below it: a fleet
+    sized on a too-low default never falls behind, so it would never be measured otherwise."""
+    oldest = now - config.throughput_window_seconds
+    records, seconds = 0, 0.0
+    for sample in samples:
+        if (sample.time >= oldest and sample.is_worker_report and sample.is_warm(config)
+                and sample.records > 0 and sample.worker_seconds > 0):
+            records += sample.records
+            seconds += sample.worker_seconds
+    return records / seconds if seconds >= config.min_sample_seconds else None
+
+
+def capacity_floors(samples: Iterable[ThroughputSample], now: float, config: ScalingConfig) -> dict[str, float]:
+    """:func:`capacity_floor` of each sub-topology's tasks, for those with one."""
+    by_subtopology: dict[str, list[ThroughputSample]] = {}
+    for sample in samples:
+        by_subtopology.setdefault(subtopology_of(sample.task_id), []).append(sample)
+    floors = {sub: capacity_floor(group, now, config) for sub, group in by_subtopology.items()}
+    return {sub: floor for sub, floor in floors.items() if floor is not None}
+
+
+def capacity_to_plan_with(measured: float | None, last_measured: float | None, config: ScalingConfig,
+                          floor: float | None = None) -> float:
+    """Measured now, else measured before (the sensor keeps it), else the configured default;
+    raised to ``floor`` (:func:`capacity_floor`) when that is higher."""
+    capacity = config.default_worker_records_per_second
+    for candidate in (measured, last_measured):
+        if candidate is not None and candidate > 0:
+            capacity = candidate
+            break
+    return max(capacity, floor or 0.0)

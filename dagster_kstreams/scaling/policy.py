@@ -18,6 +18,9 @@ measures capacity: a drain of at least ``min_sample_seconds``, or a worker's rep
 that were far behind (four reports' worth of records still waiting), each charged its share
 of the worker's time since tasks run at once. Short batches would otherwise feed back: more
 workers mean smaller batches per worker, a lower measured rate, and so yet more workers.
+What every warm worker report shows (records per second of worker time, behind or not) is a
+lower bound instead (:func:`~.measurements.capacity_floor`): it only lifts a capacity below it,
+so a fleet sized on a too-low default, which never falls behind, still learns better.
 
 Nor do a worker's cold batches: the first ``warmup_batches`` runs of a task in a process pay
 for that process's start (JVM, SparkSession, Python workers, code generation) and for
@@ -48,8 +51,8 @@ from dataclasses import dataclass, field
 
 from .config import ScalingConfig
 from .ids import subtopology_of
-from .measurements import (LagSnapshot, ThroughputSample, capacity_to_plan_with, input_rates, measured_capacities,
-                           smoothed_rates)
+from .measurements import (LagSnapshot, ThroughputSample, capacity_floors, capacity_to_plan_with, input_rates,
+                           measured_capacities, smoothed_rates)
 
 
 def worker_bounds(task_count: int, has_work: bool, config: ScalingConfig) -> tuple[int, int]:
@@ -90,6 +93,7 @@ def subtopology_demands(
     previous_snapshot: LagSnapshot | None = None,
     measured: Mapping[str, float] | None = None,
     remembered: Mapping[str, float] | None = None,
+    floors: Mapping[str, float] | None = None,
     previous_rates: Mapping[str, float] | None = None,
     previous_rate_weight: float = 0.0,
 ) -> dict[str, SubtopologyDemand]:
@@ -100,6 +104,7 @@ def subtopology_demands(
     :func:`smoothed_rates`)."""
     measured = measured or {}
     remembered = remembered or {}
+    floors = floors or {}
     rates = input_rates(previous_snapshot, snapshot)
     lags: dict[str, int] = {}
     arriving: dict[str, float] = {}
@@ -112,7 +117,7 @@ def subtopology_demands(
                                      previous_rate_weight)
     demands = {}
     for sub in lags:
-        capacity = capacity_to_plan_with(measured.get(sub), remembered.get(sub), config)
+        capacity = capacity_to_plan_with(measured.get(sub), remembered.get(sub), config, floors.get(sub))
         needed = required_rate(lags[sub], arriving[sub], config)
         demands[sub] = SubtopologyDemand(lag=lags[sub], input_rate=arriving[sub], capacity=capacity,
                                          capacity_measured=sub in measured, required_rate=needed,
@@ -230,9 +235,12 @@ def recommend(
     averaged rates of the tick before, by sub-topology, and their weight: :func:`smoothed_rates`).
     ``last_measured_capacities``: per sub-topology, the capacity measured on an earlier tick.
     """
+    throughput = list(throughput)
     demands = subtopology_demands(snapshot, config, previous_snapshot=previous_snapshot,
                                   measured=measured_capacities(throughput, snapshot.time, config),
-                                  remembered=last_measured_capacities, previous_rates=last_input_rates,
+                                  remembered=last_measured_capacities,
+                                  floors=capacity_floors(throughput, snapshot.time, config),
+                                  previous_rates=last_input_rates,
                                   previous_rate_weight=last_input_rate_weight)
     rate = sum(demand.input_rate for demand in demands.values())
     total_lag = snapshot.total_lag
