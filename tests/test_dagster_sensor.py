@@ -6,6 +6,7 @@ records, and how it retires. The worker side is played by the calls a worker run
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import dagster as dg
 import pytest
@@ -139,17 +140,21 @@ def test_sensor_launches_hands_over_only_released_tasks_records_lag_and_retires(
     (worker1,) = _submit(defs, instance, result.run_requests)
     result = tick_sensor(defs, instance, result.cursor)
     assert parse_tasks(_tags(instance, worker0)[TAG_TASKS]) == ALL
-    # Ready: now the two tasks leave worker-0, not granted yet.
+    # Ready: now the two tasks leave worker-0 at once; the tick waits for their release
+    # (handover_wait_seconds) and grants them itself, never while worker-0 still holds them.
     report_heartbeat(instance, worker1.run_id)
-    result = tick_sensor(defs, instance, result.cursor)
-    assert parse_tasks(_tags(instance, worker0)[TAG_TASKS]) == ALL - moving
-
-    # Until worker-0 reports it no longer holds them, they stay pending.
-    result = tick_sensor(defs, instance, result.cursor)
-    assert not result.run_requests and parse_tasks(_tags(instance, worker1)[TAG_TASKS]) == set()
-    report_held(instance, worker0.run_id, ALL - moving)
-    result = tick_sensor(defs, instance, result.cursor)
+    with ThreadPoolExecutor(1) as pool:
+        ticking = pool.submit(tick_sensor, defs, instance, result.cursor)
+        deadline = time.monotonic() + 8
+        while parse_tasks(_tags(instance, worker0)[TAG_TASKS]) != ALL - moving and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert parse_tasks(_tags(instance, worker0)[TAG_TASKS]) == ALL - moving
+        time.sleep(1.5)  # a few of the tick's polls: worker-0 holds them still
+        assert parse_tasks(_tags(instance, worker1)[TAG_TASKS]) == set() and not ticking.done()
+        report_held(instance, worker0.run_id, ALL - moving)
+        result = ticking.result(timeout=30)
     assert parse_tasks(_tags(instance, worker1)[TAG_TASKS]) == moving
+    assert not result.run_requests
 
     # Lag gone (as if processed): with no stabilization window, the surplus worker retires at once.
     ends = kafka_admin.end_offsets([source])

@@ -64,14 +64,16 @@ from dagster_kstreams.scaling import (
     ThroughputSample,
     Worker,
     WorkerState,
+    ReconciliationPlan,
     decide_tick,
     failure_streak,
+    replan_handovers,
     subtopology_of,
     task_sort_key,
 )
 
 __all__ = ["HEALTH_REPORT_SECONDS", "current_workers", "due_health_evaluations", "kstreams_lag_sensor",
-           "lag_sensor_name", "lag_snapshot", "throughput_samples"]
+           "lag_sensor_name", "lag_snapshot", "settle_handovers", "throughput_samples"]
 
 HEALTH_REPORT_SECONDS = 60
 
@@ -80,6 +82,7 @@ _LIVE = {dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.Dagster
 _FAILED = {dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
 _NOT_STARTED = {dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED}
 _RECENT_RUNS = 200
+_HANDOVER_POLL_SECONDS = 0.5
 
 
 def lag_sensor_name(app: KStreamsApp) -> str:
@@ -244,6 +247,29 @@ def due_health_evaluations(instance: dg.DagsterInstance, evaluations: list[dg.As
     return due
 
 
+def settle_handovers(instance: dg.DagsterInstance, app: KStreamsApp, elastic: ElasticWorkers,
+                     snapshot: LagSnapshot, plan: ReconciliationPlan, log: Any) -> list[str]:
+    """Grant, within this tick, the tasks ``plan`` revoked for ready workers as their old workers
+    release them (:func:`~dagster_kstreams.scaling.replan_handovers`, polled for at most
+    ``handover_wait_seconds`` or half the interval); returns the tasks granted."""
+    deadline = time.monotonic() + min(elastic.handover_wait_seconds, elastic.sensor_interval_seconds / 2)
+    granted: list[str] = []
+    while time.monotonic() < deadline:
+        time.sleep(_HANDOVER_POLL_SECONDS)
+        workers, live = current_workers(instance, app, elastic, time.time(), log)
+        replanned = replan_handovers(snapshot.tasks.keys(), workers, plan, task_weights=snapshot.lags(),
+                                     standby_workers=elastic.scaling.standby_workers)
+        if replanned is None:
+            break
+        plan = replanned
+        for change in plan.running_retags:
+            if change.worker_id in live:
+                instance.add_run_tags(live[change.worker_id].run_id,
+                                      task_tags(change.tasks, change.assigned, change.state.value))
+                granted += sorted(change.granted, key=task_sort_key)
+    return granted
+
+
 def kstreams_lag_sensor(app: KStreamsApp, elastic: ElasticWorkers, worker_job: dg.JobDefinition) -> dg.SensorDefinition:
     """The app's lag sensor: each tick, a :func:`~dagster_kstreams.scaling.decide_tick` plan applied
     to the runs of ``worker_job`` (see the module docstring)."""
@@ -281,6 +307,8 @@ def kstreams_lag_sensor(app: KStreamsApp, elastic: ElasticWorkers, worker_job: d
         for change in plan.retag:
             instance.add_run_tags(live[change.worker_id].run_id,
                                   task_tags(change.tasks, change.assigned, change.state.value))
+        granted = settle_handovers(instance, app, elastic, snapshot, plan, context.log) if (
+            plan.handovers and elastic.handover_wait_seconds > 0) else []
         requests = [dg.RunRequest(tags=new_worker_tags(app, launch.worker_id, launch.tasks, launch.assigned,
                                                        launch.state.value))
                     for launch in plan.launch]
@@ -298,7 +326,8 @@ def kstreams_lag_sensor(app: KStreamsApp, elastic: ElasticWorkers, worker_job: d
             f"promote {summary['promote']}, launch {summary['launch']}, standby launch {summary['launch_standby']}, "
             f"demote {summary['demote']}, retag {summary['retag']}, retire {summary['retire']}, "
             f"cancel {summary['cancel']}, "
-            f"restart backoff {summary['deferred']}, pending handovers {summary['pending_handovers']}")
+            f"restart backoff {summary['deferred']}, pending handovers {summary['pending_handovers']}"
+            + (f", granted once released {granted}" if granted else ""))
         health = due_health_evaluations(instance, health_evaluations(instance, app, snapshot.lags(), now), now)
         return dg.SensorResult(run_requests=requests, cursor=decision.state.to_json(),
                                asset_events=[*_observations(app, snapshot, summary, running, standby), *health])

@@ -110,7 +110,9 @@ class ElasticWorkers:
     it over (its commit was fenced), unless the sensor revokes the task first.
     ``standby_poll_seconds``: how often a standby (``scaling.standby_workers``) reads its tags; the
     time it takes to notice its promotion. ``warm_up_records``: how many records of each
-    sub-topology a standby's warm-up reads (0: no warm-up).
+    sub-topology a standby's warm-up reads (0: no warm-up). ``handover_wait_seconds``: how long a
+    tick that revoked tasks for a ready worker waits for their release to grant them itself,
+    rather than leave them idle until the next tick (at most half the interval; 0: never waits).
     """
 
     scaling: ScalingConfig = ScalingConfig()
@@ -127,6 +129,7 @@ class ElasticWorkers:
     lost_task_pause_seconds: float = 60.0
     standby_poll_seconds: float = 0.2
     warm_up_records: int = 100
+    handover_wait_seconds: float = 10.0
 
     def __post_init__(self) -> None:
         if self.sensor_interval_seconds < 1:
@@ -137,6 +140,8 @@ class ElasticWorkers:
             raise ValueError(f"records_per_task must be >= 1 or None, got {self.records_per_task}")
         if self.trigger_seconds < 0 or self.idle_seconds <= 0 or self.report_interval_seconds <= 0:
             raise ValueError("trigger_seconds must be >= 0, idle_seconds and report_interval_seconds > 0")
+        if self.handover_wait_seconds < 0:
+            raise ValueError(f"handover_wait_seconds must be >= 0, got {self.handover_wait_seconds}")
         if self.lost_task_pause_seconds < 0:
             raise ValueError(f"lost_task_pause_seconds must be >= 0, got {self.lost_task_pause_seconds}")
         if self.standby_poll_seconds <= 0:

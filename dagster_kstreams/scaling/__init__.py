@@ -24,6 +24,7 @@ from .plan import (
     WorkerRetag,
     WorkerState,
     plan_reconciliation,
+    replan_handovers,
 )
 from .config import ScalingConfig
 from .measurements import (
@@ -82,6 +83,7 @@ __all__ = [
     "measured_capacity",
     "moved_tasks",
     "plan_reconciliation",
+    "replan_handovers",
     "recommend",
     "relaunch_at",
     "required_rate",

@@ -207,6 +207,11 @@ class ReconciliationPlan:
     def standby_launches(self) -> tuple[str, ...]:
         return tuple(launch.worker_id for launch in self.launch if launch.state is WorkerState.STANDBY)
 
+    @property
+    def running_retags(self) -> tuple[WorkerRetag, ...]:
+        """The retags of workers that are (or become) running: grants, revocations, promotions."""
+        return tuple(change for change in self.retag if change.state is WorkerState.RUNNING)
+
     def tags_after(self, workers: Iterable[Worker]) -> dict[str, frozenset[str]]:
         """Every live worker's tags once the plan is applied (retired ones: empty)."""
         tags = {worker.worker_id: worker.tasks for worker in workers if worker.is_live}
@@ -350,3 +355,19 @@ def plan_reconciliation(
         cancel=tuple(cancel),
         deferred=tuple(sorted(waiting, key=worker_sort_key)),
     )
+
+
+def replan_handovers(tasks: Iterable[str], workers: Iterable[Worker], plan: ReconciliationPlan, *,
+                     task_weights: Mapping[str, float] | None = None,
+                     standby_workers: int = 0) -> ReconciliationPlan | None:
+    """For a tick that waits for its handovers: ``plan`` made again from the fleet as it is now
+    (``workers``), with ``plan``'s worker count, or None when none of ``plan``'s handovers is
+    bound for a ready worker (its receivers are still starting: nothing to wait for). Apply only
+    its :meth:`~ReconciliationPlan.running_retags` (what the old workers released is granted);
+    launches and retirements are the next tick's, so a grant is the one that tick would make."""
+    workers = list(workers)
+    ready = {worker.worker_id for worker in workers if worker.started and worker.ready}
+    if not any(handover.to_worker in ready for handover in plan.handovers):
+        return None
+    return plan_reconciliation(tasks, workers, plan.desired_workers, task_weights=task_weights,
+                               deferred=plan.deferred, standby_workers=standby_workers)
