@@ -4,14 +4,16 @@ One topology (tests/suppress_topology.py; Java twin SuppressExamples): on an eve
 tumbling count suppressed until its windows close, a hopping aggregate that emits on window
 close, and a session count suppressed until its sessions close; on a prices table, a suppression
 until a time limit with at most 3 records buffered (emitted early when full), and a filter then
-an unbounded suppression until a time limit. Windowed aggregations and the table run without
+an unbounded suppression until a time limit; on a copy of the event stream (its own
+sub-topology), a sliding-window aggregate that emits on window close. Windowed aggregations and the table run without
 the record cache, so what reaches each suppression, and so its output, is fixed by the input.
 Kafka Streams 4.3.1 runs it once (emit-on-window-close checked after every record).
 
 Our tasks run the twin in a ``dagster-kstreams run`` process, one task after another in batches
 of 150 records, SIGKILLed once the second task (0_1) has committed its first batch; a rerun in
-another process (this one) continues every task from its checkpoint: the suppression buffers,
-their stream times and the closed windows of task 0_1 come back from it.
+another process continues every task from its checkpoint (the suppression buffers, their stream
+times and the closed windows of task 0_1 come back from it) and is SIGKILLed in turn once task
+2_1 (sliding windows) has committed its first batch; a third process (this one) finishes.
 
 Input (2 partitions each): keys ``a*`` in partition 0 and ``b*`` in partition 1, so that each
 key family is one task's; null keys, null values and tombstones, out-of-order timestamps (within
@@ -112,6 +114,7 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     inputs = {name: unique_topic(f"suppress-{name}") for name in INPUTS}
     kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
     records = _input()
+    records["slides"] = records["events"]  # the sliding windows' own topic: the same records
     for name in INPUTS:
         produce_strings(kafka_bootstrap, inputs[name], records[name])
     topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, 1), "ks")
@@ -142,12 +145,21 @@ def test_suppression_killed_part_way_and_rerun_matches_kafka_streams(
     run_until_killed(tmp_path, "suppress_topology:suppress_examples", topics, app_id=app_id,
                      bootstrap=kafka_bootstrap, state=state, kill_when=lambda line: line.startswith("task 0_1 batch"),
                      extra_args=("--parallelism", "1", "--max-records-per-batch", "150"))
+    # A second process continues every task and is killed in turn, once the sliding windows' second
+    # task (2_1) has committed a batch: their closed windows and last emission time come back too.
+    lines = run_until_killed(tmp_path, "suppress_topology:suppress_examples", topics, app_id=app_id,
+                             bootstrap=kafka_bootstrap, state=state,
+                             kill_when=lambda line: line.startswith("task 2_1 batch"),
+                             extra_args=("--parallelism", "1", "--max-records-per-batch", "150"))
+    on_partition_1 = sum(1 for record in kafka_streams_run["records"]["events"] if record[2] == 1)
+    # "task <id> batch <n>: <records done> records, ...": each task's records in this process
+    done = {line.split()[1]: int(line.split(": ")[1].split()[0]) for line in lines if " batch " in line}
+    assert 0 < done["0_1"] < on_partition_1  # task 0_1 continued from its checkpoint
+    assert done["1_0"] and done["1_1"] and done["2_0"]
 
     runner = TaskRunner(suppress_examples(topics), app_id, kafka_bootstrap, state_location=str(state), spark=spark)
     results = {r.task_id: r for r in runner.run_all()}
-    on_partition_1 = sum(1 for record in kafka_streams_run["records"]["events"] if record[2] == 1)
-    assert 0 < results["0_1"].records_in < on_partition_1  # task 0_1 continued from its checkpoint
-    assert results["1_0"].records_in and results["1_1"].records_in
+    assert 0 < results["2_1"].records_in < on_partition_1  # and so did task 2_1
 
     ours = _results(kafka_bootstrap, topics)
     assert set(ours) == set(expected)
@@ -167,6 +179,10 @@ def _assert_reference_exercises_it(expected: dict, records: dict) -> None:
         assert len(closed) == len(set(closed)) > 20 and starts == sorted(starts)
         assert set(range(min(starts), max(starts), 5_000)) - set(starts), "the jumps leave windows unemitted"
         assert {key for key, _, _ in closed} == {key for key, _, _, _ in records["events"] if key and key[0] == family}
+        sliding = [key for key, _ in expected[("out-closed-sliding", family)]]
+        starts = [start for _, start, _ in sliding]
+        assert len(sliding) == len(set(sliding)) > 20 and starts == sorted(starts)
+        assert any(value.count(",") > 1 for _, value in expected[("out-closed-sliding", family)])
         assert any(count > 1 for _, count in expected[("out-sessions", family)])
         assert any(value is None for _, value in expected[("out-limited", family)])
         debounced = [value for _, value in expected[("out-debounced", family)]]

@@ -242,6 +242,26 @@ def test_emit_on_window_close_forwards_each_window_once_when_it_closes():
     assert _run(program, ROWS, 4) == expected
 
 
+def test_sliding_emit_on_window_close_forwards_windows_by_start_after_aggregated_records_only():
+    def build(builder):
+        builder.stream("in").group_by_key() \
+            .windowed_by(SlidingWindows.of_time_difference_and_grace(5 * SECONDS, SECONDS)) \
+            .emit_strategy(EmitStrategy.on_window_close()) \
+            .count(Materialized.as_("counts")).to_stream() \
+            .to("out", Produced.with_(WindowedSerde(Serdes.String(), 5_000), Serdes.Long()))
+    program = _program(build)
+    assert program.task_grouped
+    rows = [("a", "1", 10_000), ("a", "2", 12_000), ("b", "3", 13_000), ("a", "4", 20_000),
+            ("b", "5", 13_500), ("c", "6", 30_000)]
+    # b at 13 s: close 12 s, starts [0, 6.999 s]: a's [5, 10 s]. a at 20 s: close 19 s, starts
+    # [7 s, 13.999 s]: a [7, 12 s] (2 records), b [8, 13 s], a's right window [10.001, 15.001 s].
+    # b at 13.5 s is late (13.5 + 5 < 19): no check. c at 30 s: starts [14 s, 23.999 s]: a [15, 20 s].
+    expected = [("out", _windowed(key, start), _long(count)) for key, start, count in
+                (("a", 5_000, 1), ("a", 7_000, 2), ("b", 8_000, 1), ("a", 10_001, 1), ("a", 15_000, 1))]
+    assert _run(program, rows) == expected
+    assert _run(program, rows, 3) == expected
+
+
 # -- definition time ------------------------------------------------------------------------------
 def _refused(build, match):
     with pytest.raises(UnsupportedTopologyError, match=match):
@@ -269,9 +289,8 @@ def test_refuses_state_after_the_suppression_and_a_filter_of_a_windowed_table_be
              .to_stream().to("out"), r"a filter of the windowed table")
 
 
-def test_refuses_emit_on_window_close_for_sliding_and_session_windows():
-    for windows in (SlidingWindows.of_time_difference_with_no_grace(SECONDS),
-                    SessionWindows.of_inactivity_gap_with_no_grace(SECONDS)):
+def test_refuses_emit_on_window_close_for_session_windows():
+    for windows in (SessionWindows.of_inactivity_gap_with_no_grace(SECONDS),):
         _refused(lambda b: b.stream("in").group_by_key().windowed_by(windows)
                  .emit_strategy(EmitStrategy.on_window_close()).count().to_stream().to("out"),
                  r"emit strategy 'on_window_close' is not supported")
