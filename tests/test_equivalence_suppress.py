@@ -2,7 +2,8 @@
 
 One topology (tests/suppress_topology.py; Java twin SuppressExamples): on an event stream, a
 tumbling count suppressed until its windows close, a hopping aggregate that emits on window
-close, and a session count suppressed until its sessions close; on a prices table, a suppression
+close, a session count suppressed until its sessions close and a session aggregate that emits
+on window close; on a prices table, a suppression
 until a time limit with at most 3 records buffered (emitted early when full), and a filter then
 an unbounded suppression until a time limit; on a copy of the event stream (its own
 sub-topology), a sliding-window aggregate that emits on window close. Windowed aggregations and the table run without
@@ -17,8 +18,9 @@ times and the closed windows of task 0_1 come back from it) and is SIGKILLed in 
 
 Input (2 partitions each): keys ``a*`` in partition 0 and ``b*`` in partition 1, so that each
 key family is one task's; null keys, null values and tombstones, out-of-order timestamps (within
-grace and beyond), and two jumps of stream time longer than the hopping windows' retention
-(windows it jumps over are never emitted, in Kafka Streams as here). Every output topic has one
+grace and beyond), and three jumps of stream time longer than the hopping windows' retention
+(windows it jumps over are never emitted, in Kafka Streams as here), one across a minute (sessions
+in the time-ordered session store's 60 s segment before it are never emitted either). Every output topic has one
 partition: the records of one key family there are one task's output, in its order.
 
 Compared: describe() of the very topology run, and per output topic and key family the whole
@@ -58,8 +60,10 @@ def _input(seed: int = 14) -> dict[str, list[tuple]]:
     rng = random.Random(seed)
     events, base = [], T0
     for i in range(700):
-        if i in (250, 500):
-            base += 25_000  # a jump of stream time longer than the hopping windows' retention (12 s)
+        if i in (250, 290, 500):
+            # A jump of stream time longer than the hopping windows' retention (12 s); the second
+            # crosses a minute: the session store's 60 s segment before it is dropped.
+            base += 25_000
         partition = i % PARTITIONS
         timestamp = base + i * 120 + i % 7
         roll = rng.random()
@@ -184,6 +188,10 @@ def _assert_reference_exercises_it(expected: dict, records: dict) -> None:
         assert len(sliding) == len(set(sliding)) > 20 and starts == sorted(starts)
         assert any(value.count(",") > 1 for _, value in expected[("out-closed-sliding", family)])
         assert any(count > 1 for _, count in expected[("out-sessions", family)])
+        closed_sessions = [key for key, _ in expected[("out-closed-sessions", family)]]
+        ends = [end for _, _, end in closed_sessions]
+        assert len(closed_sessions) == len(set(closed_sessions)) > 5 and ends == sorted(ends)
+        assert any("|" in value for _, value in expected[("out-closed-sessions", family)])  # merged sessions
         assert any(value is None for _, value in expected[("out-limited", family)])
         debounced = [value for _, value in expected[("out-debounced", family)]]
         assert None in debounced and not any(value and value.startswith("x") for value in debounced)

@@ -36,7 +36,7 @@ import org.apache.kafka.streams.state.WindowStore;
  * input alone. Emit-on-window-close checks after every record (its wall-clock throttle set to 0).
  *
  * Args: bootstrap applicationId stateDir events prices slides outFinal outClosed outSessions outLimited
- *       outDebounced outClosedSliding
+ *       outDebounced outClosedSliding outClosedSessions
  *
  * The Python twin is suppress_examples() in tests/suppress_topology.py; keep the two in step.
  */
@@ -45,7 +45,7 @@ public final class SuppressExamples {
 
     static Topology suppressExamples(String events, String prices, String slides, String outFinal,
                                      String outClosed, String outSessions, String outLimited, String outDebounced,
-                                     String outClosedSliding) {
+                                     String outClosedSliding, String outClosedSessions) {
         StreamsBuilder builder = new StreamsBuilder();
         // The suppression buffer serializes the windowed keys: the grouping names the key serde.
         KGroupedStream<String, String> grouped = builder.<String, String>stream(events)
@@ -68,6 +68,13 @@ public final class SuppressExamples {
             .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()).withName("final-sessions"))
             .toStream()
             .to(outSessions, Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
+        grouped.windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(3), Duration.ofSeconds(1)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .aggregate(() -> "", (key, value, agg) -> agg + "," + value, (key, one, two) -> one + "|" + two,
+                Materialized.<String, String, SessionStore<Bytes, byte[]>>as("closed-sessions").withCachingDisabled())
+            .toStream()
+            .to(outClosedSessions,
+                Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.String()));
 
         KTable<String, String> priceTable = builder.table(
             prices,
@@ -102,7 +109,7 @@ public final class SuppressExamples {
         String applicationId = args[1];
         String stateDir = args[2];
         Topology topology = suppressExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
-                                             args[10], args[11]);
+                                             args[10], args[11], args[12]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
 
