@@ -118,7 +118,12 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     inputs = {name: unique_topic(f"suppress-{name}") for name in INPUTS}
     kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
     records = _input()
-    records["slides"] = records["events"]  # the sliding windows' own topic: the same records
+    # The sliding windows' own topic: the same records, with one more jump of stream time (15 s from
+    # record 400 on), longer than their store's retention (2 x 5 s + 2 s) but shorter than the
+    # 18 s the runner keeps for sliding windows emitting on update: the time-ordered store of
+    # emit-on-close no longer returns (reads, emits) what lies beyond its own retention.
+    records["slides"] = [(key, value, partition, timestamp + (15_000 if i >= 400 else 0))
+                         for i, (key, value, partition, timestamp) in enumerate(records["events"])]
     for name in INPUTS:
         produce_strings(kafka_bootstrap, inputs[name], records[name])
     topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, 1), "ks")
