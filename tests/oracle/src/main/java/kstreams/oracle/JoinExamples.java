@@ -43,6 +43,21 @@ public final class JoinExamples {
                                        String outInner, String outLeft, String ttInner, String ttLeft,
                                        String ttOuter, String utInner, String utLeft, String utOuter) {
         StreamsBuilder builder = new StreamsBuilder();
+        // Sub-topology 0: the uncached table-table joins (the killed run stops inside it).
+        KTable<String, String> uncachedLeft = builder.table(
+            uleft, Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("uleft-store").withCachingDisabled());
+        KTable<String, String> uncachedRight = builder.table(
+            uright, Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("uright-store").withCachingDisabled());
+        uncachedLeft.join(uncachedRight, (a, b) -> a + "+" + b,
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("ut-inner").withCachingDisabled())
+            .toStream().to(utInner);
+        uncachedLeft.leftJoin(uncachedRight, (a, b) -> a + "+" + b,
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("ut-left").withCachingDisabled())
+            .toStream().to(utLeft);
+        uncachedLeft.outerJoin(uncachedRight, (a, b) -> a + "+" + b,
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("ut-outer").withCachingDisabled())
+            .toStream().to(utOuter);
+
         KStream<String, String> orderStream = builder.stream(orders);
         KTable<String, String> customerTable = builder.table(
             customers, Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("customers-store"));
@@ -60,20 +75,6 @@ public final class JoinExamples {
         leftTable.outerJoin(rightTable, (a, b) -> a + "+" + b,
                 Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("tt-outer"))
             .toStream().to(ttOuter);
-
-        KTable<String, String> uncachedLeft = builder.table(
-            uleft, Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("uleft-store").withCachingDisabled());
-        KTable<String, String> uncachedRight = builder.table(
-            uright, Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("uright-store").withCachingDisabled());
-        uncachedLeft.join(uncachedRight, (a, b) -> a + "+" + b,
-                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("ut-inner").withCachingDisabled())
-            .toStream().to(utInner);
-        uncachedLeft.leftJoin(uncachedRight, (a, b) -> a + "+" + b,
-                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("ut-left").withCachingDisabled())
-            .toStream().to(utLeft);
-        uncachedLeft.outerJoin(uncachedRight, (a, b) -> a + "+" + b,
-                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("ut-outer").withCachingDisabled())
-            .toStream().to(utOuter);
         return builder;
     }
 
