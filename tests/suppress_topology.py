@@ -1,5 +1,5 @@
 """The suppression example (``suppress`` until a window closes and until a time limit, and
-``emit_strategy(EmitStrategy.on_window_close())``), the Python twin of
+``emit_strategy(EmitStrategy.on_window_close())`` on hopping, session and sliding windows), the Python twin of
 kstreams.oracle.SuppressExamples (Java): keep the two in step.
 
 Its lambdas are self-contained (no module-level helpers): Spark's Python workers cannot import
@@ -17,13 +17,14 @@ from dagster_kstreams.topology.grouped_repartitioned import Grouped
 from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
 from dagster_kstreams.topology.suppressed import BufferConfig, Suppressed
-from dagster_kstreams.topology.windows import SessionWindows, TimeWindows
+from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
 
-INPUTS = ("events", "prices")
-OUTPUTS = ("out-final", "out-closed", "out-sessions", "out-limited", "out-debounced")
-# How each output's keys are read: a time window of 10 s, a session window, or a plain string.
+INPUTS = ("events", "prices", "slides")
+OUTPUTS = ("out-final", "out-closed", "out-sessions", "out-limited", "out-debounced", "out-closed-sliding",
+           "out-closed-sessions")
+# How each output's keys are read: a time window of that size, a session window, or a plain string.
 OUTPUT_KEYS = {"out-final": 10_000, "out-closed": 10_000, "out-sessions": "session", "out-limited": None,
-               "out-debounced": None}
+               "out-debounced": None, "out-closed-sliding": 5_000, "out-closed-sessions": "session"}
 
 
 def suppress_examples(topics: dict[str, str]) -> StreamsBuilder:
@@ -48,6 +49,13 @@ def suppress_examples(topics: dict[str, str]) -> StreamsBuilder:
         .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()).with_name("final-sessions")) \
         .to_stream() \
         .to(topics["out-sessions"], Produced.with_(WindowedSerde(Serdes.String(), session=True), Serdes.Long()))
+    grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(seconds=3), timedelta(seconds=1))) \
+        .emit_strategy(EmitStrategy.on_window_close()) \
+        .aggregate(lambda: "", lambda key, value, agg: agg + "," + ("null" if value is None else value),
+                   lambda key, one, two: one + "|" + two,
+                   Materialized.as_("closed-sessions").with_caching_disabled()) \
+        .to_stream() \
+        .to(topics["out-closed-sessions"], Produced.with_(WindowedSerde(Serdes.String(), session=True), Serdes.String()))
 
     prices = builder.table(topics["prices"], Materialized.as_("prices-store").with_caching_disabled())
     # At most 3 keys held: the oldest goes out early when a fourth arrives.
@@ -59,4 +67,13 @@ def suppress_examples(topics: dict[str, str]) -> StreamsBuilder:
         .suppress(Suppressed.until_time_limit(timedelta(seconds=2), BufferConfig.unbounded()).with_name("debounce")) \
         .to_stream() \
         .to(topics["out-debounced"])
+
+    # Sliding windows skip null values (their stream time too): a sub-topology of their own.
+    builder.stream(topics["slides"]).group_by_key(Grouped.with_(Serdes.String(), Serdes.String())) \
+        .windowed_by(SlidingWindows.of_time_difference_and_grace(timedelta(seconds=5), timedelta(seconds=2))) \
+        .emit_strategy(EmitStrategy.on_window_close()) \
+        .aggregate(lambda: "", lambda key, value, agg: agg + "," + value,
+                   Materialized.as_("closed-sliding").with_caching_disabled()) \
+        .to_stream() \
+        .to(topics["out-closed-sliding"], Produced.with_(WindowedSerde(Serdes.String(), 5_000), Serdes.String()))
     return builder

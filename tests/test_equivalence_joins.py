@@ -8,7 +8,12 @@ the stream, and table updates interleaved with the stream records that read them
 
 Compared: every stream-table join output per key, in order (a stream record joins the table as
 of its place in Kafka Streams' timestamp-merged processing order), the final value per key of
-every table-table join output, and every store.
+every table-table join output (uncached: every update per key, in order), and every store.
+
+The same table updates go through the three table-table joins twice: with Kafka Streams' record
+cache (which collapses a key's updates per commit) and without it (``with_caching_disabled()`` on
+both joined tables and on the join results), where every single update reaches the output: a
+delete or update on one side when the other side has no row, a tombstone for a key never held.
 """
 
 from __future__ import annotations
@@ -38,14 +43,21 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 PARTITIONS = 2
 # Recent timestamps: records older than the broker's retention (7 days) may be deleted under the test.
 T0 = (int(time.time()) - 3600) * 1000
-STORES = ("customers-store", "tt-inner", "tt-left", "tt-outer")
-INPUTS = ("orders", "customers", "left", "right")
-OUTPUTS = ("out-inner", "out-left", "tt-inner", "tt-left", "tt-outer")
+TABLE_JOINS = ("tt-inner", "tt-left", "tt-outer", "ut-inner", "ut-left", "ut-outer")  # ut: uncached
+STORES = ("customers-store", *TABLE_JOINS)
+INPUTS = ("orders", "customers", "left", "right", "uleft", "uright")
+OUTPUTS = ("out-inner", "out-left", *TABLE_JOINS)
 
 
 def join_examples(topics: dict[str, str]) -> StreamsBuilder:
     """The Python twin of JoinExamples.joinExamples (Java); keep the two in step."""
     builder = StreamsBuilder()
+    # Sub-topology 0: the uncached table-table joins (the killed run stops inside it).
+    uleft = builder.table(topics["uleft"], Materialized.as_("uleft-store").with_caching_disabled())
+    uright = builder.table(topics["uright"], Materialized.as_("uright-store").with_caching_disabled())
+    for join, name in ((uleft.join, "ut-inner"), (uleft.left_join, "ut-left"), (uleft.outer_join, "ut-outer")):
+        join(uright, lambda a, b: f"{java_string(a)}+{java_string(b)}",
+             Materialized.as_(name).with_caching_disabled()).to_stream().to(topics[name])
     orders = builder.stream(topics["orders"])
     customers = builder.table(topics["customers"], Materialized.as_("customers-store"))
     orders.join(customers, lambda order, customer: f"{order}|{java_string(customer)}").to(topics["out-inner"])
@@ -84,6 +96,7 @@ def _input(seed: int = 11) -> dict[str, list[tuple]]:
             key = f"k{rng.randrange(40)}"
             value = None if rng.random() < 0.15 else f"{topic[0]}{i}"
         records[topic].append((key, value, timestamp))
+    records["uleft"], records["uright"] = records["left"], records["right"]  # the uncached joins' tables
     return records
 
 
@@ -104,11 +117,12 @@ def _results(bootstrap: str, topics: dict[str, str]) -> dict:
             partitions.setdefault(key, set()).add(record.partition)
         result[name] = {key: (sorted(partitions[key]), values) for key, values in per_key.items()}
         result[name + "/null-keys"] = sorted(null_keys)
-    for name in ("tt-inner", "tt-left", "tt-outer"):
+    for name in TABLE_JOINS:
         result[name] = final_values(read_topic(bootstrap, topics[name]), bytes.decode, bytes.decode)
         # Every update of each key in order, tombstones included (None): what a reader of the
-        # joined table's topic sees, not only where it ends up (with Kafka Streams' record cache
-        # on, as JoinExamples runs, a key's latest value per commit).
+        # joined table's topic sees, not only where it ends up. Compared for the uncached joins
+        # (ut-*), where it is every update; with the cache a key's latest value per commit, which
+        # depends on when Kafka Streams' commit interval (500 ms) fell during its run.
         updates: dict = defaultdict(list)
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
             updates[record.key.decode()].append(None if record.value is None else record.value.decode())
@@ -141,8 +155,10 @@ def _assert_same(expected_run, ours: dict, stores: dict) -> None:
         assert set(ours[name]) == set(expected[name]), name
         for key in expected[name]:
             assert ours[name][key] == expected[name][key], f"{name}, key {key}"
-    for name in ("tt-inner", "tt-left", "tt-outer"):
+    for name in TABLE_JOINS:
         assert ours[name] == expected[name], name
+        if name.startswith("tt-"):
+            continue  # cached: which updates a key's cache collapses depends on when Kafka Streams commits
         for key in expected[name + "/updates"].keys() | ours[name + "/updates"].keys():
             assert ours[name + "/updates"].get(key) == expected[name + "/updates"].get(key), f"{name}, key {key}"
     for store in STORES:
@@ -158,10 +174,14 @@ def test_joins_on_spark_match_kafka_streams(kafka_bootstrap, kafka_admin, unique
     assert sum(len(v) for _, v in expected["out-inner"].values()) < sum(len(v) for _, v in expected["out-left"].values())
     assert len(expected["tt-inner"]) < len(expected["tt-left"]) < len(expected["tt-outer"])
     assert any(v.startswith("null+") for v in expected["tt-outer"].values())
+    for kind in ("inner", "left", "outer"):  # uncached: every update, deletes included
+        cached, uncached = expected[f"tt-{kind}/updates"], expected[f"ut-{kind}/updates"]
+        assert sum(map(len, uncached.values())) > sum(map(len, cached.values())), kind
+        assert any(None in updates for updates in uncached.values()), kind
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, PARTITIONS))
     runner = TaskRunner(join_examples(topics), unique_topic("spark-joins"), kafka_bootstrap,
                         state_location=str(tmp_path / "state"), spark=spark)
-    assert len(runner.task_ids()) == 2 * PARTITIONS
+    assert len(runner.task_ids()) == 3 * PARTITIONS
     runner.run_all()
     stores = {store: runner.read_store(store) for store in STORES}
     _assert_same(kafka_streams_run, _results(kafka_bootstrap, topics), stores)
@@ -173,20 +193,20 @@ def test_joins_killed_part_way_and_rerun_still_match_kafka_streams(
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, PARTITIONS))
     app_id = unique_topic("spark-joins-kill")
     state = tmp_path / "state"
-    # Kill it once task 1_0 has processed its batch, while it works on (or starts) task 1_1
-    # (--parallelism 1: one task after another, as that kill point assumes).
-    # One batch per task: the input of a task is processed in Kafka Streams' order within it.
+    # Kill it once task 0_0 (the uncached table-table joins) has processed its batch, while it
+    # works on (or starts) task 0_1 (--parallelism 1: one task after another, as that kill point
+    # assumes). One batch per task: the input of a task is processed in Kafka Streams' order within it.
     lines = run_until_killed(tmp_path, "test_equivalence_joins:join_examples", topics, app_id=app_id,
-                             bootstrap=kafka_bootstrap, state=state, kill_when=lambda line: line.startswith("task 1_0 "),
+                             bootstrap=kafka_bootstrap, state=state, kill_when=lambda line: line.startswith("task 0_0 "),
                              grace_seconds=1, extra_args=("--parallelism", "1", "--max-records-per-batch", "5000"))
-    assert any(line.startswith("task 0_1 batch") for line in lines), lines
+    assert any(line.startswith("task 0_0 batch") for line in lines), lines
 
     runner = TaskRunner(join_examples(topics), app_id, kafka_bootstrap, state_location=str(state), spark=spark,
                         max_records_per_batch=5000)
     results = runner.run_all()
-    # The killed run did sub-topology 0 (and task 1_0's batch, which a kill before its commit
-    # log is written replays, skipping the output already in Kafka): the rerun does the rest.
+    # The killed run did task 0_0's batch (which a kill before its commit log is written replays,
+    # skipping the output already in Kafka): the rerun does the rest.
     rerun = {r.task_id for r in results if r.records_in}
-    assert "1_1" in rerun and rerun <= {"1_0", "1_1"}, rerun
+    assert {"0_1", "1_0", "1_1", "2_0", "2_1"} <= rerun, rerun
     stores = {store: runner.read_store(store) for store in STORES}
     _assert_same(kafka_streams_run, _results(kafka_bootstrap, topics), stores)

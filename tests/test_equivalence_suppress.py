@@ -2,21 +2,25 @@
 
 One topology (tests/suppress_topology.py; Java twin SuppressExamples): on an event stream, a
 tumbling count suppressed until its windows close, a hopping aggregate that emits on window
-close, and a session count suppressed until its sessions close; on a prices table, a suppression
+close, a session count suppressed until its sessions close and a session aggregate that emits
+on window close; on a prices table, a suppression
 until a time limit with at most 3 records buffered (emitted early when full), and a filter then
-an unbounded suppression until a time limit. Windowed aggregations and the table run without
+an unbounded suppression until a time limit; on a copy of the event stream (its own
+sub-topology), a sliding-window aggregate that emits on window close. Windowed aggregations and the table run without
 the record cache, so what reaches each suppression, and so its output, is fixed by the input.
 Kafka Streams 4.3.1 runs it once (emit-on-window-close checked after every record).
 
 Our tasks run the twin in a ``dagster-kstreams run`` process, one task after another in batches
 of 150 records, SIGKILLed once the second task (0_1) has committed its first batch; a rerun in
-another process (this one) continues every task from its checkpoint: the suppression buffers,
-their stream times and the closed windows of task 0_1 come back from it.
+another process continues every task from its checkpoint (the suppression buffers, their stream
+times and the closed windows of task 0_1 come back from it) and is SIGKILLed in turn once task
+2_1 (sliding windows) has committed its first batch; a third process (this one) finishes.
 
 Input (2 partitions each): keys ``a*`` in partition 0 and ``b*`` in partition 1, so that each
 key family is one task's; null keys, null values and tombstones, out-of-order timestamps (within
-grace and beyond), and two jumps of stream time longer than the hopping windows' retention
-(windows it jumps over are never emitted, in Kafka Streams as here). Every output topic has one
+grace and beyond), and three jumps of stream time longer than the hopping windows' retention
+(windows it jumps over are never emitted, in Kafka Streams as here), one across a minute (sessions
+in the time-ordered session store's 60 s segment before it are never emitted either). Every output topic has one
 partition: the records of one key family there are one task's output, in its order.
 
 Compared: describe() of the very topology run, and per output topic and key family the whole
@@ -56,8 +60,10 @@ def _input(seed: int = 14) -> dict[str, list[tuple]]:
     rng = random.Random(seed)
     events, base = [], T0
     for i in range(700):
-        if i in (250, 500):
-            base += 25_000  # a jump of stream time longer than the hopping windows' retention (12 s)
+        if i in (250, 290, 500):
+            # A jump of stream time longer than the hopping windows' retention (12 s); the second
+            # crosses a minute: the session store's 60 s segment before it is dropped.
+            base += 25_000
         partition = i % PARTITIONS
         timestamp = base + i * 120 + i % 7
         roll = rng.random()
@@ -112,6 +118,12 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     inputs = {name: unique_topic(f"suppress-{name}") for name in INPUTS}
     kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
     records = _input()
+    # The sliding windows' own topic: the same records, with one more jump of stream time (15 s from
+    # record 400 on), longer than their store's retention (2 x 5 s + 2 s) but shorter than the
+    # 18 s the runner keeps for sliding windows emitting on update: the time-ordered store of
+    # emit-on-close no longer returns (reads, emits) what lies beyond its own retention.
+    records["slides"] = [(key, value, partition, timestamp + (15_000 if i >= 400 else 0))
+                         for i, (key, value, partition, timestamp) in enumerate(records["events"])]
     for name in INPUTS:
         produce_strings(kafka_bootstrap, inputs[name], records[name])
     topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, 1), "ks")
@@ -142,12 +154,21 @@ def test_suppression_killed_part_way_and_rerun_matches_kafka_streams(
     run_until_killed(tmp_path, "suppress_topology:suppress_examples", topics, app_id=app_id,
                      bootstrap=kafka_bootstrap, state=state, kill_when=lambda line: line.startswith("task 0_1 batch"),
                      extra_args=("--parallelism", "1", "--max-records-per-batch", "150"))
+    # A second process continues every task and is killed in turn, once the sliding windows' second
+    # task (2_1) has committed a batch: their closed windows and last emission time come back too.
+    lines = run_until_killed(tmp_path, "suppress_topology:suppress_examples", topics, app_id=app_id,
+                             bootstrap=kafka_bootstrap, state=state,
+                             kill_when=lambda line: line.startswith("task 2_1 batch"),
+                             extra_args=("--parallelism", "1", "--max-records-per-batch", "150"))
+    on_partition_1 = sum(1 for record in kafka_streams_run["records"]["events"] if record[2] == 1)
+    # "task <id> batch <n>: <records done> records, ...": each task's records in this process
+    done = {line.split()[1]: int(line.split(": ")[1].split()[0]) for line in lines if " batch " in line}
+    assert 0 < done["0_1"] < on_partition_1  # task 0_1 continued from its checkpoint
+    assert done["1_0"] and done["1_1"] and done["2_0"]
 
     runner = TaskRunner(suppress_examples(topics), app_id, kafka_bootstrap, state_location=str(state), spark=spark)
     results = {r.task_id: r for r in runner.run_all()}
-    on_partition_1 = sum(1 for record in kafka_streams_run["records"]["events"] if record[2] == 1)
-    assert 0 < results["0_1"].records_in < on_partition_1  # task 0_1 continued from its checkpoint
-    assert results["1_0"].records_in and results["1_1"].records_in
+    assert 0 < results["2_1"].records_in < on_partition_1  # and so did task 2_1
 
     ours = _results(kafka_bootstrap, topics)
     assert set(ours) == set(expected)
@@ -167,7 +188,15 @@ def _assert_reference_exercises_it(expected: dict, records: dict) -> None:
         assert len(closed) == len(set(closed)) > 20 and starts == sorted(starts)
         assert set(range(min(starts), max(starts), 5_000)) - set(starts), "the jumps leave windows unemitted"
         assert {key for key, _, _ in closed} == {key for key, _, _, _ in records["events"] if key and key[0] == family}
+        sliding = [key for key, _ in expected[("out-closed-sliding", family)]]
+        starts = [start for _, start, _ in sliding]
+        assert len(sliding) == len(set(sliding)) > 20 and starts == sorted(starts)
+        assert any(value.count(",") > 1 for _, value in expected[("out-closed-sliding", family)])
         assert any(count > 1 for _, count in expected[("out-sessions", family)])
+        closed_sessions = [key for key, _ in expected[("out-closed-sessions", family)]]
+        ends = [end for _, _, end in closed_sessions]
+        assert len(closed_sessions) == len(set(closed_sessions)) > 5 and ends == sorted(ends)
+        assert any("|" in value for _, value in expected[("out-closed-sessions", family)])  # merged sessions
         assert any(value is None for _, value in expected[("out-limited", family)])
         debounced = [value for _, value in expected[("out-debounced", family)]]
         assert None in debounced and not any(value and value.startswith("x") for value in debounced)

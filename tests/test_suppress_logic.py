@@ -21,7 +21,7 @@ from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.consumed_produced import Produced
 from dagster_kstreams.topology.emit_strategy import EmitStrategy
 from dagster_kstreams.topology.materialized import Materialized
-from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
+from dagster_kstreams.topology.serdes import Serdes, Window, Windowed, WindowedSerde
 from dagster_kstreams.topology.suppressed import BufferConfig, Suppressed
 from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
 
@@ -242,6 +242,51 @@ def test_emit_on_window_close_forwards_each_window_once_when_it_closes():
     assert _run(program, ROWS, 4) == expected
 
 
+def test_sliding_emit_on_window_close_forwards_windows_by_start_after_aggregated_records_only():
+    def build(builder):
+        builder.stream("in").group_by_key() \
+            .windowed_by(SlidingWindows.of_time_difference_and_grace(5 * SECONDS, SECONDS)) \
+            .emit_strategy(EmitStrategy.on_window_close()) \
+            .count(Materialized.as_("counts")).to_stream() \
+            .to("out", Produced.with_(WindowedSerde(Serdes.String(), 5_000), Serdes.Long()))
+    program = _program(build)
+    assert program.task_grouped
+    rows = [("a", "1", 10_000), ("a", "2", 12_000), ("b", "3", 13_000), ("a", "4", 20_000),
+            ("b", "5", 13_500), ("c", "6", 30_000)]
+    # b at 13 s: close 12 s, starts [0, 6.999 s]: a's [5, 10 s]. a at 20 s: close 19 s, starts
+    # [7 s, 13.999 s]: a [7, 12 s] (2 records), b [8, 13 s], a's right window [10.001, 15.001 s].
+    # b at 13.5 s is late (13.5 + 5 < 19): no check. c at 30 s: starts [14 s, 23.999 s]: a [15, 20 s].
+    expected = [("out", _windowed(key, start), _long(count)) for key, start, count in
+                (("a", 5_000, 1), ("a", 7_000, 2), ("b", 8_000, 1), ("a", 10_001, 1), ("a", 15_000, 1))]
+    assert _run(program, rows) == expected
+    assert _run(program, rows, 3) == expected
+
+
+def test_session_emit_on_window_close_forwards_sessions_by_end_once_closed():
+    sessions = WindowedSerde(Serdes.String(), session=True)
+
+    def build(builder):
+        builder.stream("in").group_by_key() \
+            .windowed_by(SessionWindows.of_inactivity_gap_and_grace(3 * SECONDS, SECONDS)) \
+            .emit_strategy(EmitStrategy.on_window_close()) \
+            .count(Materialized.as_("counts")).to_stream() \
+            .to("out", Produced.with_(sessions, Serdes.Long()))
+    program = _program(build)
+    assert program.task_grouped
+    rows = [("a", "1", 1_000), ("a", "2", 2_000), ("b", "3", 5_000), ("a", "4", 9_000), ("b", "5", 7_000),
+            ("c", "6", 12_000), ("a", "7", 3_000), ("a", "8", 20_000)]
+    # close = stream time - 1 s - 3 s; ends [last close, close - 1] go out. b at 5 s: [0, 0.999 s]:
+    # nothing. a at 9 s: [1, 4.999 s]: a [1, 2 s]. b at 7 s does not find b [5, 5 s] (a key's reads
+    # skip ends <= store time 9 s - retention 4 s) and starts b [7, 7 s]. c at 12 s: [5, 7.999 s]:
+    # both b sessions (the range fetch returns what its 60 s segment holds). a at 3 s: late.
+    # a at 20 s: [8, 15.999 s]: a [9, 9 s], then c [12, 12 s].
+    expected = [("out", sessions.serialize(Windowed(key, Window(start, end))), _long(count)) for key, start, end, count
+                in (("a", 1_000, 2_000, 2), ("b", 5_000, 5_000, 1), ("b", 7_000, 7_000, 1), ("a", 9_000, 9_000, 1),
+                    ("c", 12_000, 12_000, 1))]
+    assert _run(program, rows) == expected
+    assert _run(program, rows, 3) == expected
+
+
 # -- definition time ------------------------------------------------------------------------------
 def _refused(build, match):
     with pytest.raises(UnsupportedTopologyError, match=match):
@@ -269,9 +314,4 @@ def test_refuses_state_after_the_suppression_and_a_filter_of_a_windowed_table_be
              .to_stream().to("out"), r"a filter of the windowed table")
 
 
-def test_refuses_emit_on_window_close_for_sliding_and_session_windows():
-    for windows in (SlidingWindows.of_time_difference_with_no_grace(SECONDS),
-                    SessionWindows.of_inactivity_gap_with_no_grace(SECONDS)):
-        _refused(lambda b: b.stream("in").group_by_key().windowed_by(windows)
-                 .emit_strategy(EmitStrategy.on_window_close()).count().to_stream().to("out"),
-                 r"emit strategy 'on_window_close' is not supported")
+

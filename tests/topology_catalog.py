@@ -1034,7 +1034,9 @@ def sliding_and_session_emit_on_window_close():
 def suppress_and_emit_on_close_examples():
     # The topology tests/test_equivalence_suppress.py runs on Spark and with Kafka Streams.
     names = {"events": "events", "prices": "prices", "out-final": "final-counts", "out-closed": "closed-hopping-out",
-             "out-sessions": "final-sessions-out", "out-limited": "limited-prices", "out-debounced": "debounced-prices"}
+             "out-sessions": "final-sessions-out", "out-limited": "limited-prices", "out-debounced": "debounced-prices",
+             "slides": "slides", "out-closed-sliding": "closed-sliding-out",
+             "out-closed-sessions": "closed-sessions-out"}
     return suppress_examples(names).build()
 
 

@@ -29,6 +29,11 @@ a tombstone for each merged-away session, then the new session's value. Downstre
 key as ``Windowed(key, Window(start, end))`` with an inclusive end, and the record timestamp
 is the window end.
 
+With ``emit_strategy(EmitStrategy.on_window_close())`` nothing is forwarded on update: each
+session goes out once, when it closes, in the order of :mod:`.session_close`; the store then has
+no record cache and the sub-topology runs task-grouped (a record of one key closes the sessions
+of all keys).
+
 Reduce and count are aggregations with Kafka Streams' own functions: count is
 ``initializer=0``, ``aggregator=agg + 1``, ``merger=a + b``; reduce is ``initializer=None``,
 ``aggregator = value if agg is None else reducer(agg, value)``, ``merger(a, b) =
@@ -43,8 +48,10 @@ from typing import Any, Callable, Optional
 from dagster_kstreams.processors.base import StoreProcessor, register
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
+from dagster_kstreams.processors.session_close import ClosedSessions
 from dagster_kstreams.processors.state import ABSENT
-from dagster_kstreams.topology.emit_strategy import ON_WINDOW_UPDATE
+from dagster_kstreams.processors.task_state import task_state_of
+from dagster_kstreams.topology.emit_strategy import ON_WINDOW_CLOSE, ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import Window, Windowed
 from dagster_kstreams.topology.windows import SessionWindows
@@ -136,9 +143,14 @@ class SessionWindowAggregate(StoreProcessor):
     uses_stream_time = True
 
     def __init__(self, name: str, store: str, cached: bool, aggregation: str, gap: int, grace: int, retention: int,
-                 initializer: Callable, aggregator: Callable, merger: Callable):
-        super().__init__(name, store, cached)
+                 initializer: Callable, aggregator: Callable, merger: Callable, key_serde=None,
+                 emit_on_close: bool = False):
+        super().__init__(name, store, cached and not emit_on_close)
         self.aggregation = aggregation
+        # on_window_close: the store's key serde orders the sessions of one end; emission spans keys
+        self.key_serde, self.emit_on_close = key_serde, emit_on_close
+        self.task_grouped = emit_on_close
+        self._closed_key = f"sessions.closed.{store}"
         self.gap, self.grace, self.retention = gap, grace, retention
         self.initializer, self.aggregator, self.merger = initializer, aggregator, merger
         self._batch_stream_time: Optional[int] = None  # the task's stream time at its last record here
@@ -167,9 +179,14 @@ class SessionWindowAggregate(StoreProcessor):
         state.changed = True
         if result is None:
             out.append(DROPPED_LATE_TOPIC, None, None)
+        else:
+            self._wrote(result[1][1], state)
+        if self.emit_on_close:
+            self._emit_closed(key, result, stream_time, context, out, state)
+            return
+        if result is None:
             return
         removed, (start, end, agg) = result
-        self._wrote(end, state)
         if self.cached:
             for s_start, s_end, _ in removed:
                 changes[(s_start, s_end)] = None
@@ -179,6 +196,21 @@ class SessionWindowAggregate(StoreProcessor):
         for s_start, s_end, _ in removed:
             self.forward(Windowed(key, Window(s_start, s_end)), None, _context_at(context, s_end), out, state)
         self.forward(Windowed(key, Window(start, end)), agg, _context_at(context, end), out, state)
+
+    def _emit_closed(self, key, result, stream_time: int, context, out, state) -> None:
+        """Note what the record stored (``result``: None when late), then forward the sessions that
+        closed (all keys), each with its end as the record timestamp."""
+        closed = task_state_of(self, state).values.get(self._closed_key)
+        if closed is None:
+            closed = task_state_of(self, state).values[self._closed_key] = ClosedSessions()
+        if result is not None:
+            removed, (start, end, agg) = result
+            key_bytes = self.key_serde.serialize(key)
+            for s_start, s_end, _ in removed:
+                closed.remove(s_start, s_end, key_bytes)
+            closed.put(start, end, key_bytes, key, agg)
+        for start, end, session_key, agg in closed.due(stream_time - self.grace - self.gap, self.retention):
+            self.forward(Windowed(session_key, Window(start, end)), agg, _context_at(context, end), out, state)
 
     def _store_time(self, context, state) -> Optional[int]:
         """The store's stream time before the record (the largest session end written to it): the
@@ -241,11 +273,10 @@ def build(factory, ctx, cls: type = SessionWindowAggregate, own_stream_time: boo
     """The runnable form of a session aggregation (``cls``); with ``own_stream_time`` the processor
     keeps its own stream time, so the paths reaching it are not checked: a cogroup's."""
     params = factory.params
-    if params.get("emit_strategy", ON_WINDOW_UPDATE) != ON_WINDOW_UPDATE:
-        raise UnsupportedTopologyError(
-            f"processor {factory.name} (session-windowed aggregation): emit strategy {params['emit_strategy']!r} is "
-            "not supported by the Spark runner yet (time windows only); suppress(Suppressed.until_window_closes(...)) "
-            "gives each session's final result")
+    emit_strategy = params.get("emit_strategy", ON_WINDOW_UPDATE)
+    if emit_strategy not in (ON_WINDOW_UPDATE, ON_WINDOW_CLOSE):
+        raise UnsupportedTopologyError(f"processor {factory.name} (session-windowed aggregation): emit strategy "
+                                       f"{emit_strategy!r} is not supported by the Spark runner")
     if not own_stream_time:
         _check_path(ctx.subtopology, factory)
     windows: SessionWindows = params["windows"]
@@ -259,8 +290,10 @@ def build(factory, ctx, cls: type = SessionWindowAggregate, own_stream_time: boo
         return None if user is None else user.fn
 
     init, agg, merger = session_functions(operation, fn("initializer"), fn("aggregator"), fn("reducer"), fn("merger"))
+    key_serde = (store.key_serde if store is not None else None) or ctx.default_key_serde
     return cls(factory.name, params["store_name"], ctx.cached(params["store_name"]), operation,
-                                  windows.inactivity_gap_ms, windows.grace_ms, retention, init, agg, merger)
+               windows.inactivity_gap_ms, windows.grace_ms, retention, init, agg, merger,
+               key_serde=key_serde, emit_on_close=emit_strategy == ON_WINDOW_CLOSE)
 
 
 def _check_path(sub, factory) -> None:

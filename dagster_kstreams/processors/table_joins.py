@@ -18,10 +18,24 @@ symmetric).
 
 Table-table join (``KTable.join/left_join/outer_join``)
 ------------------------------------------------------
-An update of either table (after the table's cache, i.e. once per key and micro-batch) reads
-both tables' current values through their value getters and forwards the joined table's new
-value: ``joiner(this, other)`` when both exist (inner), when ``this`` exists (left), when either
-exists (outer); otherwise a tombstone. A ``Materialized`` join keeps the result in its store.
+An update of either table (after the table's cache, i.e. once per key and micro-batch; every
+update without it) reads the other table's current value through its value getter and forwards
+the joined table's new value, as ``KTableKTable{Inner,Left,Right,Outer}Join`` of Kafka Streams
+4.3.1 do (``new``/``old``: the updated table's value after and before the update, ``other``: the
+other table's value; a left join's left table and both tables of an outer join send old values):
+
+* inner, either side: nothing when ``other`` is null; else ``joiner(new, other)``, or a
+  tombstone when ``new`` is null;
+* left, an update of the left table: nothing when ``other``, ``new`` and ``old`` are all null;
+  else ``joiner(new, other)``, or a tombstone when ``new`` is null. An update of the right table:
+  nothing when the left value is null; else ``joiner(left, new)`` (``new`` may be null);
+* outer, either side: nothing when ``other``, ``new`` and ``old`` are all null; else
+  ``joiner(new, other)`` when either is not null, else a tombstone.
+
+So a delete (or update) on one side of an inner join forwards nothing while the other side has
+no row, and a tombstone for a key the updated table never held forwards nothing either (with the
+record cache on, the table's cache never forwards such a tombstone in the first place). A
+``Materialized`` join keeps the result in its store.
 
 Order across inputs
 -------------------
@@ -129,19 +143,26 @@ class TableTableJoin(Processor):
     def process(self, key, value, context, out, state) -> None:
         if key is None:
             return
-        this_value = self.this.get(self, key, state, context)
-        other_value = self.other.get(self, key, state, context)
-        join_type = self.join_type
-        if this_value is not None and other_value is not None:
-            present = True
-        elif join_type == "left":
-            present = this_value is not None
-        elif join_type == "outer":
-            present = this_value is not None or other_value is not None
-        else:
-            present = False
-        joined = self.call(context, self.fn, key, this_value, other_value) if present else None
+        updated, other = (self.this, self.other) if self.side == "this" else (self.other, self.this)
+        new = updated.get(self, key, state, context)
+        other_value = other.get(self, key, state, context)
+        if not self._forwards(new, other_value, lambda: updated.get_old(self, key, state, context)):
+            return
+        if self.join_type == "outer":
+            present = new is not None or other_value is not None
+        else:  # inner, or left: the joined row needs the updated side, unless that is the right one
+            present = new is not None or (self.join_type == "left" and self.side == "other")
+        this_value, that_value = (new, other_value) if self.side == "this" else (other_value, new)
+        joined = self.call(context, self.fn, key, this_value, that_value) if present else None
         self.forward(key, joined, context, out, state)
+
+    def _forwards(self, new, other_value, old) -> bool:
+        """Whether Kafka Streams' join processor for this side forwards anything for the update
+        (``old()``: the updated table's value before it, read only when the rule needs it)."""
+        join_type = self.join_type
+        if join_type == "inner" or (join_type == "left" and self.side == "other"):
+            return other_value is not None
+        return other_value is not None or new is not None or old() is not None
 
 
 # -- definition time -------------------------------------------------------------------------

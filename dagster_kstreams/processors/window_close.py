@@ -17,6 +17,13 @@ After every record with a key (late or not), with ``close = stream time - grace`
   it, all keys) minus its retention: a window that stream time jumped over by more than that
   before it closed is never emitted, as in Kafka Streams.
 
+Sliding windows (``KStreamSlidingWindowAggregate``) follow the same steps with their own range
+and trigger: the check runs only after a record that was aggregated (a key and a value, not late:
+``timestamp + difference >= close``, and not early: ``timestamp >= difference``; Kafka Streams
+returns before the check for the others), and the range is ``[lower, upper]`` with
+``upper = close - difference - 1`` (skipped when negative) and ``lower = 0`` on the first emission,
+else ``max(0, last_emit - difference)``, fetched whatever it holds.
+
 Kafka Streams throttles this check to once per ``emit.interval.ms.kstreams.windowed.aggregation``
 of wall-clock time (1 s by default, an internal setting): the runner checks after every record,
 which is Kafka Streams with that interval set to 0 (README, "Semantics that differ").
@@ -72,6 +79,24 @@ class ClosedWindows:
         lower = 0 if last == -1 else max(0, last - size) + 1
         if last != -1 and windows.windows_for(upper) == windows.windows_for(lower - 1):
             return []
+        return self._take(lower, upper, close_time, retention_ms)
+
+    def due_sliding(self, time_difference_ms: int, close_time: int, retention_ms: int
+                    ) -> list[tuple[int, Optional[bytes], Any]]:
+        """As :meth:`due`, for sliding windows (the caller checks only after an aggregated record)."""
+        last = self.last_emit
+        if last != -1 and last >= close_time:
+            return []
+        upper = close_time - time_difference_ms - 1
+        if upper < 0:
+            return []
+        lower = 0 if last == -1 else max(0, last - time_difference_ms)
+        return self._take(lower, upper, close_time, retention_ms)
+
+    def _take(self, lower: int, upper: int, close_time: int,
+              retention_ms: int) -> list[tuple[int, Optional[bytes], Any]]:
+        """The stored windows with a start in ``[lower, upper]`` that the store still returns, in its
+        order; forgets every pending window up to ``upper``; ``last_emit = close_time``."""
         first = max(lower, self.visible_from(retention_ms))
         due = []
         for start in sorted(start for start in self.pending if start <= upper):

@@ -9,7 +9,7 @@ State
     before ``stream time - retention`` is dropped when its key is next processed: no record can
     update it or read it any more. Retention: the store's (size + grace unless ``Materialized``
     sets more); for sliding windows at least 3 x time difference + grace + 1, the oldest window a
-    record still within reach reads.
+    record still within reach reads (not on window close: see Emission).
 
 Time and lateness
     Every record carries its timestamp (``context.timestamp``) and the task's stream time after
@@ -31,8 +31,10 @@ Emission
     (the default) once per changed window per micro-batch (a window that did not exist before the
     batch and has no value after it is not forwarded); with ``with_caching_disabled()`` in
     ``Materialized``, on every update. With ``emit_strategy(EmitStrategy.on_window_close())``
-    (time windows), each window once, when it closes, in the order of :mod:`.window_close`; the
-    sub-topology then runs task-grouped (a record of one key closes the windows of all keys).
+    (time and sliding windows), each window once, when it closes, in the order of
+    :mod:`.window_close`; the sub-topology then runs task-grouped (a record of one key closes the
+    windows of all keys), and the store is Kafka Streams' time-ordered one: it returns nothing
+    older than its own retention (sliding windows: 2 x time difference + grace by default).
 
 Exactness
     Kafka Streams keeps the stream time of a windowed processor in the processor: it sees only
@@ -156,10 +158,13 @@ class _WindowAggregate(StoreProcessor):
         for start, _end, new, _timestamp in updates:
             closed.put(start, key_bytes, state.raw_key, key, deleted=new is None)
         task = state.task
-        for start, source_key, window_key in closed.due(self.windows, context.stream_time - self.grace,
-                                                         self.retention):
+        for start, source_key, window_key in self._due(closed, context):
             aggregate, timestamp = task.group(source_key).values[self.state_slot][start]
             self._emit(window_key, start, start + self.size, aggregate, timestamp, context, out, state)
+
+    def _due(self, closed: ClosedWindows, context) -> list:
+        """The windows that closed with this record (time windows: after any record with a key)."""
+        return closed.due(self.windows, context.stream_time - self.grace, self.retention)
 
     @staticmethod
     def _pending(state, slot: int) -> dict:
@@ -214,6 +219,13 @@ class SlidingWindowAggregate(_WindowAggregate):
     algorithm = staticmethod(process_sliding_windows)
     stream_time_skips_null_values = True
 
+    def _due(self, closed: ClosedWindows, context) -> list:
+        """Kafka Streams checks only after a record it aggregated: not late, not early."""
+        close_time = context.stream_time - self.grace
+        if context.timestamp + self.size < close_time or context.timestamp < self.size:
+            return []
+        return closed.due_sliding(self.size, close_time, self.retention)
+
 
 WINDOW_KINDS = {TimeWindowAggregate.kind, SlidingWindowAggregate.kind}
 
@@ -246,10 +258,9 @@ def build(factory, ctx, classes=(TimeWindowAggregate, SlidingWindowAggregate),
     else:
         raise UnsupportedTopologyError(f"{what}: {type(windows).__name__} are not supported by the Spark runner")
     emit_strategy = params.get("emit_strategy", ON_WINDOW_UPDATE)
-    if emit_strategy not in (ON_WINDOW_UPDATE, ON_WINDOW_CLOSE) or (
-            emit_strategy == ON_WINDOW_CLOSE and not issubclass(cls, TimeWindowAggregate)):
-        raise UnsupportedTopologyError(f"{what}: emit strategy {emit_strategy!r} is not supported for "
-                                       f"{type(windows).__name__} by the Spark runner yet (time windows only)")
+    if emit_strategy not in (ON_WINDOW_UPDATE, ON_WINDOW_CLOSE):
+        raise UnsupportedTopologyError(f"{what}: emit strategy {emit_strategy!r} is not supported by the Spark runner")
+    emit_on_close = emit_strategy == ON_WINDOW_CLOSE
     sub = ctx.subtopology
     if not own_stream_time:
         _check_upstream(sub, factory, cls, what)
@@ -259,13 +270,15 @@ def build(factory, ctx, classes=(TimeWindowAggregate, SlidingWindowAggregate),
     sliding = issubclass(cls, SlidingWindowAggregate)
     if retention is None:
         retention = 2 * size + windows.grace_ms if sliding else size + windows.grace_ms
-    if sliding:
+    if sliding and not emit_on_close:
         # A record not skipped outright (timestamp >= stream time - grace - difference) reads the
-        # windows from its timestamp - 2 x difference on: keep those, whatever the retention.
+        # windows from its timestamp - 2 x difference on: keep those, whatever the retention (the
+        # segmented store drops whole segments). On window close the time-ordered store returns
+        # nothing older than its retention, for reads as for the emission (window_close.py).
         retention = max(retention, 3 * size + windows.grace_ms + 1)
     return cls(factory.name, params["store_name"], store.caching, params["operation"], windows, size,
                windows.grace_ms, retention, *user_aggregation(params),
-               key_serde=store.key_serde or ctx.default_key_serde, emit_on_close=emit_strategy == ON_WINDOW_CLOSE)
+               key_serde=store.key_serde or ctx.default_key_serde, emit_on_close=emit_on_close)
 
 
 def _check_upstream(sub, factory, cls: type, what: str) -> None:

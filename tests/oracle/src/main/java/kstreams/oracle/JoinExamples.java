@@ -24,20 +24,40 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * every input topic is consumed to its end; then prints the join stores as JSON
  * {"store": {"key": "value"}}.
  *
- * Args: bootstrap applicationId stateDir orders customers left right
- *       outInner outLeft ttInner ttLeft ttOuter
+ * Args: bootstrap applicationId stateDir orders customers left right uleft uright
+ *       outInner outLeft ttInner ttLeft ttOuter utInner utLeft utOuter
+ *
+ * The "u" tables and joins run without the record cache (withCachingDisabled on the joined
+ * tables and the join results), so every single update of a table-table join reaches its topic.
  *
  * The Python twin is join_examples() in tests/test_equivalence_joins.py; keep the two in step.
  */
 public final class JoinExamples {
     private JoinExamples() {}
 
-    static final List<String> STORES = List.of("customers-store", "tt-inner", "tt-left", "tt-outer");
+    static final List<String> STORES = List.of("customers-store", "tt-inner", "tt-left", "tt-outer",
+                                               "ut-inner", "ut-left", "ut-outer");
 
     static StreamsBuilder joinExamples(String orders, String customers, String left, String right,
+                                       String uleft, String uright,
                                        String outInner, String outLeft, String ttInner, String ttLeft,
-                                       String ttOuter) {
+                                       String ttOuter, String utInner, String utLeft, String utOuter) {
         StreamsBuilder builder = new StreamsBuilder();
+        // Sub-topology 0: the uncached table-table joins (the killed run stops inside it).
+        KTable<String, String> uncachedLeft = builder.table(
+            uleft, Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("uleft-store").withCachingDisabled());
+        KTable<String, String> uncachedRight = builder.table(
+            uright, Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("uright-store").withCachingDisabled());
+        uncachedLeft.join(uncachedRight, (a, b) -> a + "+" + b,
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("ut-inner").withCachingDisabled())
+            .toStream().to(utInner);
+        uncachedLeft.leftJoin(uncachedRight, (a, b) -> a + "+" + b,
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("ut-left").withCachingDisabled())
+            .toStream().to(utLeft);
+        uncachedLeft.outerJoin(uncachedRight, (a, b) -> a + "+" + b,
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("ut-outer").withCachingDisabled())
+            .toStream().to(utOuter);
+
         KStream<String, String> orderStream = builder.stream(orders);
         KTable<String, String> customerTable = builder.table(
             customers, Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("customers-store"));
@@ -62,9 +82,10 @@ public final class JoinExamples {
         String bootstrap = args[0];
         String applicationId = args[1];
         String stateDir = args[2];
-        List<String> inputs = List.of(args[3], args[4], args[5], args[6]);
+        List<String> inputs = List.of(args[3], args[4], args[5], args[6], args[7], args[8]);
         StreamsBuilder builder = joinExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
-                                              args[10], args[11]);
+                                              args[10], args[11], args[12], args[13], args[14], args[15],
+                                              args[16]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
 
         KafkaStreams streams = new KafkaStreams(builder.build(), props);

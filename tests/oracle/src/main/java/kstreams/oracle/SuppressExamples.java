@@ -19,6 +19,7 @@ import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.Suppressed.BufferConfig;
 import org.apache.kafka.streams.kstream.TimeWindows;
@@ -34,15 +35,17 @@ import org.apache.kafka.streams.state.WindowStore;
  * cache, so every update reaches the suppression as it happens and the output is fixed by the
  * input alone. Emit-on-window-close checks after every record (its wall-clock throttle set to 0).
  *
- * Args: bootstrap applicationId stateDir events prices outFinal outClosed outSessions outLimited outDebounced
+ * Args: bootstrap applicationId stateDir events prices slides outFinal outClosed outSessions outLimited
+ *       outDebounced outClosedSliding outClosedSessions
  *
  * The Python twin is suppress_examples() in tests/suppress_topology.py; keep the two in step.
  */
 public final class SuppressExamples {
     private SuppressExamples() {}
 
-    static Topology suppressExamples(String events, String prices, String outFinal, String outClosed,
-                                     String outSessions, String outLimited, String outDebounced) {
+    static Topology suppressExamples(String events, String prices, String slides, String outFinal,
+                                     String outClosed, String outSessions, String outLimited, String outDebounced,
+                                     String outClosedSliding, String outClosedSessions) {
         StreamsBuilder builder = new StreamsBuilder();
         // The suppression buffer serializes the windowed keys: the grouping names the key serde.
         KGroupedStream<String, String> grouped = builder.<String, String>stream(events)
@@ -65,6 +68,13 @@ public final class SuppressExamples {
             .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()).withName("final-sessions"))
             .toStream()
             .to(outSessions, Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
+        grouped.windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(3), Duration.ofSeconds(1)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .aggregate(() -> "", (key, value, agg) -> agg + "," + value, (key, one, two) -> one + "|" + two,
+                Materialized.<String, String, SessionStore<Bytes, byte[]>>as("closed-sessions").withCachingDisabled())
+            .toStream()
+            .to(outClosedSessions,
+                Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.String()));
 
         KTable<String, String> priceTable = builder.table(
             prices,
@@ -80,6 +90,17 @@ public final class SuppressExamples {
                 .withName("debounce"))
             .toStream()
             .to(outDebounced);
+
+        // Sliding windows skip null values (their stream time too): a sub-topology of their own.
+        builder.<String, String>stream(slides)
+            .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
+            .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(2)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .aggregate(() -> "", (key, value, agg) -> agg + "," + value,
+                Materialized.<String, String, WindowStore<Bytes, byte[]>>as("closed-sliding").withCachingDisabled())
+            .toStream()
+            .to(outClosedSliding,
+                Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 5_000), Serdes.String()));
         return builder.build();
     }
 
@@ -87,14 +108,15 @@ public final class SuppressExamples {
         String bootstrap = args[0];
         String applicationId = args[1];
         String stateDir = args[2];
-        Topology topology = suppressExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9]);
+        Topology topology = suppressExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
+                                             args[10], args[11], args[12]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
 
         KafkaStreams streams = new KafkaStreams(topology, props);
         streams.start();
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> List.of(args[3], args[4]),
+            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> List.of(args[3], args[4], args[5]),
                                                Duration.ofMinutes(5));
             System.out.println("{\"describe\": " + Json.quote(topology.describe().toString()) + "}");
         } finally {

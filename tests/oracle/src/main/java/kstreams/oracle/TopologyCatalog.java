@@ -139,8 +139,8 @@ public final class TopologyCatalog {
         TOPOLOGIES.put("sliding_and_session_emit_on_window_close",
                        TopologyCatalog::sliding_and_session_emit_on_window_close);
         TOPOLOGIES.put("suppress_and_emit_on_close_examples", () -> SuppressExamples.suppressExamples(
-            "events", "prices", "final-counts", "closed-hopping-out", "final-sessions-out", "limited-prices",
-            "debounced-prices"));
+            "events", "prices", "slides", "final-counts", "closed-hopping-out", "final-sessions-out", "limited-prices",
+            "debounced-prices", "closed-sliding-out", "closed-sessions-out"));
         TOPOLOGIES.put("processor_api_examples", () -> ProcessorApiExamples.processorApiExamples("events", "out"));
         TOPOLOGIES.put("processor_api_named_then_count", TopologyCatalog::processor_api_named_then_count);
         TOPOLOGIES.put("processor_api_low_level_examples", () -> ProcessorApiExamples.lowLevel("events", "out"));

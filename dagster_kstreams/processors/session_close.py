@@ -1,0 +1,87 @@
+"""``EmitStrategy.on_window_close()`` of a session-windowed aggregation: which sessions Kafka
+Streams 4.3.1 forwards, and when (``KStreamSessionWindowAggregate.maybeForwardFinalResult`` over
+its time-ordered session store, ``RocksDBTimeOrderedSessionSegmentedBytesStore``).
+
+After every record with a key (late or not), with ``close = stream time - grace - gap``:
+
+* nothing happens unless ``close`` moved past the close time of the last emission
+  (``last_emit``; Kafka Streams keeps it in its committed processor metadata, the runner in the
+  task's state);
+* the emit range of session *ends* is ``[lower, upper]`` with ``upper = close - 1`` (skipped
+  when negative) and ``lower = max(0, last_emit)``; skipped when ``upper < lower``;
+* otherwise every stored session whose end lies in the range is forwarded, in the store's order
+  (end, then start, then the serialized key's bytes), and ``last_emit = close``.
+
+The store returns a session here as long as its segment lives: segments are
+``max(retention / 2, 60 s)`` long, and a segment whose id (``end // interval``) is below that of
+``store time - retention`` is dropped, ``store time`` being the largest session end ever put (all
+keys). Unlike the window store's range fetch, this one does not cut at ``store time - retention``
+itself: a session older than that, in a segment still alive, is still emitted.
+
+Kafka Streams throttles the check to once per ``emit.interval.ms.kstreams.windowed.aggregation``
+of wall-clock time (1 s by default): the runner checks after every record, as Kafka Streams with
+that interval set to 0 (README, "Semantics that differ").
+
+:class:`ClosedSessions` is the task-level state behind it: the stored sessions not emitted yet
+(with their aggregates: a key's own state forgets a session sooner than a live segment does) and
+the two times. Pure logic.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["ClosedSessions", "segment_interval"]
+
+
+def segment_interval(retention_ms: int) -> int:
+    """The time-ordered session store's segment length (``RocksDbTimeOrderedSessionBytesStoreSupplier``)."""
+    return max(retention_ms // 2, 60_000)
+
+
+class ClosedSessions:
+    """What emit-on-window-close needs across the keys of one session aggregation in one task."""
+
+    def __init__(self) -> None:
+        self.last_emit = -1  # lastEmitWindowCloseTime (ConsumerRecord.NO_TIMESTAMP: none yet)
+        self.store_time = -1  # the store's observed stream time: the largest session end put
+        # (end, start, serialized key) -> (key, aggregate): stored, not emitted yet
+        self.pending: dict[tuple[int, int, bytes], tuple[Any, Any]] = {}
+
+    def put(self, start: int, end: int, key_bytes: bytes, key, aggregate) -> None:
+        """A session was stored (a null aggregate: Kafka Streams' store deletes it)."""
+        self.store_time = max(self.store_time, end)
+        if aggregate is None:
+            self.pending.pop((end, start, key_bytes), None)
+        else:
+            self.pending[(end, start, key_bytes)] = (key, aggregate)
+
+    def remove(self, start: int, end: int, key_bytes: bytes) -> None:
+        """A session was merged away."""
+        self.pending.pop((end, start, key_bytes), None)
+
+    def due(self, close_time: int, retention_ms: int) -> list[tuple[int, int, Any, Any]]:
+        """The sessions to forward now, in order, as ``(start, end, key, aggregate)``; forgets them."""
+        last = self.last_emit
+        if last != -1 and last >= close_time:
+            return []
+        upper = close_time - 1
+        lower = max(0, last)
+        if upper < 0 or upper < lower:
+            return []
+        interval = segment_interval(retention_ms)
+        first_live_segment = _java_div(self.store_time - retention_ms, interval)
+        due = []
+        for entry in sorted(entry for entry in self.pending if entry[0] <= upper):
+            key, aggregate = self.pending.pop(entry)
+            end, start, _ = entry
+            if end >= lower and _java_div(end, interval) >= first_live_segment:
+                due.append((start, end, key, aggregate))
+        self.last_emit = close_time
+        return due
+
+
+def _java_div(a: int, b: int) -> int:
+    """Java's long division (truncates toward zero)."""
+    quotient = abs(a) // abs(b)
+    return quotient if (a >= 0) == (b >= 0) else -quotient
