@@ -3,8 +3,10 @@ keep the two in step.
 
 On one source: stateless operations and a sink (``flat|``), a repartition topic whose downstream
 sub-topology is Column expressions only, run in the JVM (``rekeyed|``), a count without the record
-cache (``count|``), and ``HeaderEditor`` (``process``), which reads, removes and adds headers and
-forwards a record with new ones (``proc|``, ``fresh|``). Every record each produces should carry
+cache (``count|``), ``HeaderEditor`` (``process``), which reads, removes and adds headers and
+forwards a record with new ones (``proc|``, ``fresh|``), and over a repartition topic that keeps
+each key in its partition, a windowed count without the cache (``win|``) and its final results
+(``final|``: a suppression, which emits an update with the headers of the record behind it). Every record each produces should carry
 the headers Kafka Streams gives it.
 
 Its classes are self-contained: Spark's Python workers cannot import modules of tests/, and the
@@ -13,9 +15,14 @@ test ships this module by value.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from pyspark.sql import functions as F
 
-from dagster_kstreams.topology import Headers, Materialized, Processor, Record, Repartitioned, StreamsBuilder
+from dagster_kstreams.topology import (
+    BufferConfig, Grouped, Headers, Materialized, Processor, Record, Repartitioned, Serdes, StreamsBuilder,
+    Suppressed, TimeWindows,
+)
 
 
 class HeaderEditor(Processor):
@@ -53,4 +60,15 @@ def header_examples(topics: dict[str, str]) -> StreamsBuilder:
         .map_values(lambda n: f"count|{n}") \
         .to(topics["out"])
     events.process(HeaderEditor).to(topics["out"])
+    windowed = events.select_key(lambda k, v: k) \
+        .group_by_key(Grouped.as_("windowed").with_key_serde(Serdes.String())) \
+        .windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=2), timedelta(seconds=1))) \
+        .count(Materialized.as_("window-counts").with_caching_disabled())
+    windowed.to_stream() \
+        .map(lambda key, n: (key.key, f"win|{key.window.start}|{n}")) \
+        .to(topics["out"])
+    windowed.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())) \
+        .to_stream() \
+        .map(lambda key, n: (key.key, f"final|{key.window.start}|{n}")) \
+        .to(topics["out"])
     return builder

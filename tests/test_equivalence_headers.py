@@ -1,8 +1,8 @@
 """Record headers on Spark against Kafka Streams itself (tests/header_topology.py; Java twin
 HeaderExamples): stateless operations and a sink, a repartition topic read back by a sub-topology
 of Column expressions (run in the JVM), a count without the record cache, and a user processor
-that reads, removes and adds headers and forwards a record with new ones. Kafka Streams 4.3.1
-runs it once.
+that reads, removes and adds headers and forwards a record with new ones, and a windowed count
+without the record cache with its suppressed final results. Kafka Streams 4.3.1 runs it once.
 
 Our tasks run the twin in a ``dagster-kstreams run`` process in batches of 40 records, SIGKILLed
 once task 0_1 has committed its first batch; a rerun in another process (this one) continues every
@@ -29,9 +29,12 @@ import oracle_harness
 from equivalence_io import output_topics
 from header_topology import header_examples
 from killed_runs import run_until_killed
+from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import produce, read_topic
 from dagster_kstreams.kafka.timestamp_header import INTERNAL_HEADER_PREFIX
+from dagster_kstreams.spark.batch_writer import HEADER_WRITTEN
 from dagster_kstreams.spark.task_runner import TaskRunner
+from dagster_kstreams.topology import StreamsBuilder
 
 pytestmark = pytest.mark.integration
 
@@ -48,9 +51,11 @@ def _input(seed: int = 9) -> list[tuple]:
     optional = [("dup", b"1"), ("dup", None), ("dup", b"2"), ("nullv", None), ("drop", b"x"), ("drop", b"y")]
     events = []
     for i in range(160):
-        partition = i % PARTITIONS
+        partition = i % PARTITIONS  # a null key's
         timestamp = T0 + i * 100 - (rng.randint(100, 5_000) if rng.random() < 0.2 else 0)
         key = None if rng.random() < 0.05 else f"k{rng.randint(1, 6)}".encode()
+        if key is not None:  # where Kafka's partitioner puts it: the windowed count's repartition keeps it there
+            partition = default_partition(key, PARTITIONS)
         value = None if rng.random() < 0.05 else f"v{rng.randint(1, 4)}".encode()
         headers = [("src", f"p{partition}".encode()), *rng.sample(optional, rng.randint(0, 4))]
         rng.shuffle(headers)
@@ -119,7 +124,7 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     """Kafka Streams' output shows what the test is about: every branch from both partitions,
     duplicate header names, null header values, the processor's added and new headers."""
     branches = {group[0] for group in expected}
-    assert branches == {"flat", "rekeyed", "count", "proc", "fresh"}
+    assert branches == {"flat", "rekeyed", "count", "proc", "fresh", "win", "final"}
     assert {group[1] for group in expected} == {b"p0", b"p1"}
     every = [headers for sequence in expected.values() for _, _, headers in sequence]
     assert any([name for name, _ in headers].count("dup") > 1 for headers in every)
@@ -127,3 +132,23 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     assert any(("fresh", None) in headers for headers in every)
     assert any(name == "seen" for headers in every for name, _ in headers)
     assert any(name == "drop" for headers in every for name, _ in headers)  # kept on the other branches
+
+
+def test_at_least_once_writes_headers_before_the_runners_own_and_reads_them_back(
+    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path
+):
+    """The Kafka comparison above runs exactly-once (the default); at-least-once writes through
+    Spark's Kafka sink, which appends the runner's timestamp and position headers to the record's
+    own: across a repartition topic the output carries the input's headers, and only those."""
+    events, out = unique_topic("headers-alo-in"), unique_topic("headers-alo-out")
+    kafka_admin.create_topics({events: 1, out: 1})  # one task per sub-topology: the writer is the point
+    headers = [[("a", b"1"), ("a", None), ("b", b"")], [], [("c", None)]]
+    produce(kafka_bootstrap, events, [(f"k{i}".encode(), b"v", 0, T0 + i, headers[i % 3]) for i in range(12)])
+    builder = StreamsBuilder()
+    builder.stream(events).select_key(lambda k, v: k + "!").repartition().map_values(lambda v: v + "?").to(out)
+    TaskRunner(builder, unique_topic("spark-headers-alo"), kafka_bootstrap, state_location=str(tmp_path / "state"),
+               spark=spark, processing_guarantee="at_least_once").run_all()
+    written = {record.key: record.headers for record in read_topic(kafka_bootstrap, out)}
+    assert {key: tuple(h for h in own if not h[0].startswith(INTERNAL_HEADER_PREFIX))
+            for key, own in written.items()} == {f"k{i}!".encode(): tuple(headers[i % 3]) for i in range(12)}
+    assert all(own[-1][0] == HEADER_WRITTEN for own in written.values())  # the runner's own come last
