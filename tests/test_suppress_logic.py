@@ -57,7 +57,7 @@ def test_buffer_evicts_as_kafka_streams_tree_map_does(operations):
             count = max(0, len(model) - argument)
             expected = sorted((t, k) for k, (t, _) in model.items())[:count]
             evicted = list(buffer.over(argument))
-        assert [(key, value) for key, value, _ in evicted] == [(k, model[k][1]) for _, k in expected]
+        assert [(key, value) for key, value, *_ in evicted] == [(k, model[k][1]) for _, k in expected]
         for _, k in expected:
             del model[k]
         assert len(buffer) == len(model)

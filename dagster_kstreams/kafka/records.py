@@ -35,8 +35,9 @@ def produce(
     records: Iterable[tuple],
     config: Mapping[str, Any] | None = None,
 ) -> int:
-    """Write ``(key, value)``, ``(key, value, partition)`` or ``(key, value, partition, timestamp_ms)``
-    records (a None partition: the partitioner places it); returns how many were written."""
+    """Write ``(key, value)``, ``(key, value, partition)``, ``(key, value, partition, timestamp_ms)``
+    or ``(key, value, partition, timestamp_ms, headers)`` records (a None partition: the
+    partitioner places it; ``headers``: ``(name, bytes or None)`` pairs); returns how many were written."""
     producer = Producer({
         "bootstrap.servers": bootstrap_servers,
         "partitioner": "murmur2_random",
@@ -58,6 +59,8 @@ def produce(
             kwargs["partition"] = record[2]
         if len(record) > 3 and record[3] is not None:
             kwargs["timestamp"] = record[3]
+        if len(record) > 4 and record[4]:
+            kwargs["headers"] = list(record[4])
         while True:
             try:
                 producer.produce(topic, key=key, value=value, on_delivery=on_delivery, **kwargs)

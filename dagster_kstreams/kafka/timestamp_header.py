@@ -10,9 +10,12 @@ reading a repartition topic takes the timestamp from that header
 
 from __future__ import annotations
 
-__all__ = ["TIMESTAMP_HEADER", "encode_timestamp", "decode_timestamp"]
+__all__ = ["INTERNAL_HEADER_PREFIX", "TIMESTAMP_HEADER", "encode_timestamp", "decode_timestamp"]
 
-TIMESTAMP_HEADER = "__dagster_kstreams.timestamp"
+# Every header the runner writes for itself starts with this (the timestamp here, the batch
+# writer's position): a task reading records drops them, so no user (processor) ever sees them.
+INTERNAL_HEADER_PREFIX = "__dagster_kstreams."
+TIMESTAMP_HEADER = INTERNAL_HEADER_PREFIX + "timestamp"
 
 
 def encode_timestamp(timestamp_ms: int) -> bytes:

@@ -41,7 +41,7 @@ from dagster_kstreams.kafka.dead_letter import (
     dead_letter_headers,
 )
 from dagster_kstreams.processors.base import Processor
-from dagster_kstreams.processors.records import FLUSH_ORDER, Output, RecordContext
+from dagster_kstreams.processors.records import FLUSH_ORDER, Output, RecordContext, header_column
 from dagster_kstreams.processors.state import ABSENT, GroupState
 from dagster_kstreams.processors.task_state import TaskState
 from dagster_kstreams.processors.user_processors import advance_stream_time, punctuate
@@ -218,7 +218,7 @@ class SubtopologyProgram:
             if self.dead_letters.dead_letter_topic:
                 out.append(
                     self.dead_letters.dead_letter_topic, raw_key, raw_value,
-                    dead_letter_headers(topic, partition, offset, error),
+                    header_column(dead_letter_headers(topic, partition, offset, error)),
                 )
             return None
         for child in node.children:

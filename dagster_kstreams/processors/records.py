@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-__all__ = ["RecordContext", "Output", "DROPPED_LATE_TOPIC", "FLUSH_ORDER"]
+__all__ = ["RecordContext", "Output", "DROPPED_LATE_TOPIC", "FLUSH_ORDER", "header_column"]
 
 # A pseudo-topic: one row per record dropped because its window had closed (key: the raw source
 # key, or None). The runner counts these rows (TaskResult.records_dropped_late) and writes none of them.
@@ -32,6 +32,10 @@ class RecordContext:
     # the record's position in the task's processing order (``seq``, or the offset of a single
     # source partition); what the output it produces is ordered by (None: not tracked)
     position: Optional[int] = None
+    # the record's headers as the engine's ``headers`` column holds them (``[{"key", "value"}, ...]``,
+    # Kafka's order, duplicate names kept, None values allowed), or None: it has none. Kafka Streams
+    # forwards them with whatever the record produces; a sink writes them as they are.
+    headers: Optional[list] = None
 
     def describe(self) -> str:
         return f"topic {self.topic!r} partition {self.partition} offset {self.offset}"
@@ -40,6 +44,8 @@ class RecordContext:
 class Output:
     """Sink records of one pass, column by column (the shape Arrow and pandas want).
 
+    ``headers`` are in the column's form (``[{"key": name, "value": bytes or None}, ...]`` or None,
+    as :attr:`RecordContext.headers` holds them), so a record's headers pass through untouched.
     ``timestamp_ms`` is the timestamp a record keeps on a repartition topic (None elsewhere); the
     engine writes it (Spark: as a header, :mod:`dagster_kstreams.kafka.timestamp_header`), so that
     the per-record work here stays a few list appends.
@@ -69,15 +75,19 @@ class Output:
             orders[start:end] = [order] * (end - start)
         return orders
 
-    def append(self, topic: str, key: Optional[bytes], value: Optional[bytes], headers=None,
+    def append(self, topic: str, key: Optional[bytes], value: Optional[bytes], headers: Optional[list] = None,
                timestamp_ms: Optional[int] = None) -> None:
         self.topic.append(topic)
         self.key.append(key)
         self.value.append(value)
-        self.headers.append(
-            None if headers is None else [{"key": name, "value": data} for name, data in headers]
-        )
+        self.headers.append(headers)
         self.timestamp_ms.append(timestamp_ms)
 
     def __len__(self) -> int:
         return len(self.topic)
+
+
+def header_column(pairs) -> Optional[list]:
+    """``(name, value)`` pairs in the ``headers`` column's form (None: no headers)."""
+    column = [{"key": name, "value": data} for name, data in pairs or ()]
+    return column or None

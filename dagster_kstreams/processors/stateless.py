@@ -81,8 +81,10 @@ class Sink(Processor):
                 f"{context.describe()}) with key serde {self.key_serde!r} and value serde "
                 f"{self.value_serde!r}: {type(cause).__name__}: {cause}"
             ) from cause
-        # A repartition topic: the record keeps its timestamp (kafka.timestamp_header).
-        out.append(topic, key_bytes, value_bytes, None, context.timestamp if self.carry_timestamp else None)
+        # The record's headers go with it (Kafka Streams' SinkNode writes ``record.headers()``); a
+        # repartition topic: the record keeps its timestamp too (kafka.timestamp_header).
+        out.append(topic, key_bytes, value_bytes, context.headers,
+                   context.timestamp if self.carry_timestamp else None)
 
 
 # -- record functions ----------------------------------------------------------------------

@@ -32,8 +32,8 @@ task's checkpoint, where Kafka Streams restores the buffer from its changelog bu
 stream time over (the runner's result is Kafka Streams' when it does not restart).
 
 Definition time: a bounded ``max_bytes`` buffer is refused (Kafka Streams counts each record's
-serialized size plus its record context's topic name and headers, which the runner does not carry
-through its processors), and so is a bounded buffer that shuts down when full (Kafka Streams stops
+serialized size plus its record context's topic name and headers, a size the runner's buffer does
+not keep), and so is a bounded buffer that shuts down when full (Kafka Streams stops
 the application after whatever its last commit wrote, a point the runner's micro-batches cannot
 reproduce). So are processors that keep state downstream of the suppression in its sub-topology,
 and a filter of a windowed table before it (the runner does not carry a window's old value).
@@ -62,32 +62,35 @@ class SuppressionBuffer:
 
     def __init__(self) -> None:
         self._order: list[tuple[int, bytes]] = []  # a heap: one entry per buffered key
-        self._records: dict[bytes, tuple[Any, Any, int]] = {}  # serialized key -> (key, value, timestamp)
+        # serialized key -> (key, value, timestamp, headers of its latest update; absent in older checkpoints)
+        self._records: dict[bytes, tuple] = {}
 
     def __len__(self) -> int:
         return len(self._records)
 
-    def put(self, buffer_time: int, key_bytes: bytes, key, value, timestamp: int) -> None:
-        """Buffer an update; a key already buffered keeps its buffer time and place."""
+    def put(self, buffer_time: int, key_bytes: bytes, key, value, timestamp: int, headers=None) -> None:
+        """Buffer an update (``headers``: its record context's, which it is emitted with, as Kafka
+        Streams' buffer keeps the record context); a key already buffered keeps its buffer time and place."""
         if key_bytes not in self._records:
             heapq.heappush(self._order, (buffer_time, key_bytes))
-        self._records[key_bytes] = (key, value, timestamp)
+        self._records[key_bytes] = (key, value, timestamp, headers)
 
     def min_time(self) -> Optional[int]:
         """The oldest buffer time (None: the buffer is empty)."""
         return self._order[0][0] if self._order else None
 
-    def evict_oldest(self) -> tuple[Any, Any, int]:
-        """Remove the first record in buffer order: ``(key, value, timestamp of its latest update)``."""
+    def evict_oldest(self) -> tuple:
+        """Remove the first record in buffer order: ``(key, value, timestamp, headers)`` of its
+        latest update (``(key, value, timestamp)`` when an older version buffered it)."""
         _, key_bytes = heapq.heappop(self._order)
         return self._records.pop(key_bytes)
 
-    def expired(self, expiry_time: int) -> Iterator[tuple[Any, Any, int]]:
+    def expired(self, expiry_time: int) -> Iterator[tuple]:
         """Evict, in order, every record whose buffer time is at most ``expiry_time``."""
         while self._order and self._order[0][0] <= expiry_time:
             yield self.evict_oldest()
 
-    def over(self, max_records: Optional[int]) -> Iterator[tuple[Any, Any, int]]:
+    def over(self, max_records: Optional[int]) -> Iterator[tuple]:
         """Evict, in order, while more than ``max_records`` records are buffered (None: no bound)."""
         while max_records is not None and len(self._records) > max_records:
             yield self.evict_oldest()
@@ -139,17 +142,18 @@ class Suppress(Processor):
         except Exception as cause:  # noqa: BLE001 - named below
             raise ValueError(f"processor {self.name} cannot serialize the key {key!r} with {self.key_serde!r}: "
                              f"{type(cause).__name__}: {cause}") from cause
-        suppress.buffer.put(buffer_time, key_bytes, key, value, timestamp)
+        suppress.buffer.put(buffer_time, key_bytes, key, value, timestamp, context.headers)
         for evicted in suppress.buffer.expired(suppress.stream_time - self.duration_ms):
             self._emit(evicted, context, out, state)
         for evicted in suppress.buffer.over(self.max_records):
             self._emit(evicted, context, out, state)
 
     def _emit(self, evicted, context, out, state) -> None:
-        key, value, timestamp = evicted
+        key, value, timestamp, *headers = evicted  # no headers: buffered by an older version
         if value is None and self.drop_tombstones:
             return
-        self.forward(key, value, dataclasses.replace(context, timestamp=timestamp), out, state)
+        emitted = dataclasses.replace(context, timestamp=timestamp, headers=headers[0] if headers else None)
+        self.forward(key, value, emitted, out, state)
 
 
 # -- definition time -------------------------------------------------------------------------
@@ -212,7 +216,8 @@ def build(factory, ctx) -> Suppress:
     if config.max_bytes is not None:
         raise UnsupportedTopologyError(
             f"{what}: BufferConfig.max_bytes is not supported by the Spark runner (Kafka Streams sizes its buffer by "
-            "each record's bytes plus its record context's topic and headers, which the runner does not carry); "
+            "each record's bytes plus its record context's topic and headers, which the runner's buffer does not "
+            "size); "
             "use max_records or unbounded()")
     if config.shutdown_when_full and config.max_records is not None:
         raise UnsupportedTopologyError(

@@ -47,6 +47,7 @@ from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopol
 from dagster_kstreams.processors.state import load_state
 from dagster_kstreams.processors.user_session_store import SessionStore
 from dagster_kstreams.processors.user_window_store import WindowStore
+from dagster_kstreams.topology.headers import Headers
 from dagster_kstreams.topology.node_specs import NodeKind, StoreType
 from dagster_kstreams.topology.processor_api import (
     PunctuationType, Record, RecordMetadata, SessionBytesStoreSupplier, WindowBytesStoreSupplier,
@@ -230,7 +231,8 @@ class ProcessorContext:
         if base is None:
             raise ProcessingError(f"processor {node.name}: forward() was called outside process() and a punctuator "
                                   "(in init() or close()), where Kafka Streams refuses it too")
-        context = dataclasses.replace(base, timestamp=record.timestamp)
+        # The record goes on with its own headers (Kafka Streams sets them as the record context's).
+        context = dataclasses.replace(base, timestamp=record.timestamp, headers=record.headers.to_column())
         forward = node.program._forward
         children = node.children if child_name is None else [node.child_position(child_name)]
         for child in children:
@@ -314,7 +316,8 @@ class UserProcessorNode(Processor):
         ctx._record_context = ctx._last_context = context
         ctx._group, ctx._input_key = state, key
         try:
-            self.call(context, self._instance.process, Record(key, value, context.timestamp))
+            record = Record(key, value, context.timestamp, Headers.from_column(context.headers))
+            self.call(context, self._instance.process, record)
         finally:
             ctx._record_context = None
 

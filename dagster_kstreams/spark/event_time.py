@@ -42,7 +42,12 @@ import pyarrow.compute  # noqa: F401 - pa.compute in the workers
 import pyspark.sql.types as T
 from pyspark.sql import functions as F
 
-from dagster_kstreams.kafka.timestamp_header import TIMESTAMP_HEADER, decode_timestamp, encode_timestamp
+from dagster_kstreams.kafka.timestamp_header import (
+    INTERNAL_HEADER_PREFIX,
+    TIMESTAMP_HEADER,
+    decode_timestamp,
+    encode_timestamp,
+)
 
 __all__ = [
     "TIMESTAMP_HEADER",
@@ -61,7 +66,9 @@ ORDER_COLUMNS = ("merge_time", "stream_time", "stream_time_before", "seq")
 def source_columns(kafka_source, internal_topics: Iterable[str] = (), keep_headers: bool = False):
     """Spark's Kafka source rows as a task reads them: ``key, value, topic, partition, offset,
     timestamp, event_time`` (:data:`~dagster_kstreams.spark.frames.SOURCE_COLUMNS`), and ``headers``
-    too with ``keep_headers`` (a timestamp extractor reads them: :func:`with_extracted_timestamps`).
+    too with ``keep_headers`` (carried to the output, and a timestamp extractor reads them:
+    :func:`with_extracted_timestamps`), without the runner's own (``INTERNAL_HEADER_PREFIX``: the
+    timestamp and position it writes), null when none is left.
 
     ``kafka_source`` must have been read with ``includeHeaders`` when ``internal_topics`` (the
     repartition topics among the task's sources) is not empty, or ``keep_headers``."""
@@ -71,18 +78,22 @@ def source_columns(kafka_source, internal_topics: Iterable[str] = (), keep_heade
         carried = F.filter(F.col("headers"), lambda header: header["key"] == F.lit(TIMESTAMP_HEADER))
         header_time = F.conv(F.hex(F.get(carried, 0)["value"]), 16, 10).cast("long")
         event_time = F.when(F.col("topic").isin(internal) & header_time.isNotNull(), header_time).otherwise(event_time)
-    return kafka_source.select("key", "value", "topic", "partition", "offset", "timestamp",
-                               event_time.alias("event_time"), *(["headers"] if keep_headers else []))
+    columns = [event_time.alias("event_time")]
+    if keep_headers:
+        own = F.filter(F.col("headers"), lambda header: ~header["key"].startswith(INTERNAL_HEADER_PREFIX))
+        columns.append(F.when(F.size(own) > 0, own).alias("headers"))  # size(null) is -1
+    return kafka_source.select("key", "value", "topic", "partition", "offset", "timestamp", *columns)
 
 
-def with_extracted_timestamps(source, extraction):
+def with_extracted_timestamps(source, extraction, keep_headers: bool = False):
     """``source`` (:func:`source_columns` rows with ``headers``) with each record's ``event_time``
     given by its source's timestamp extractor (``extraction``: a
     :class:`~dagster_kstreams.processors.timestamps.SourceTimestamps`), and without the records it
     gave a negative timestamp (Kafka Streams drops them before any processor). Spark's Kafka source
     reads one Kafka partition per Spark partition, in offset order: the partition time an extractor
-    is given is the largest timestamp extracted before it in the micro-batch (-1 at its start)."""
-    schema = T.StructType([field for field in source.schema.fields if field.name != "headers"])
+    is given is the largest timestamp extracted before it in the micro-batch (-1 at its start).
+    ``keep_headers``: the rows keep their ``headers`` column."""
+    schema = T.StructType([field for field in source.schema.fields if keep_headers or field.name != "headers"])
     names = [field.name for field in schema.fields]
 
     def extract(batches):

@@ -239,6 +239,8 @@ class ColumnPlan:
         nodes = self.program.nodes
         # In processing order (several topics), each output row goes out by its source record's seq.
         emit_order = F.col("seq") if "seq" in source.columns else F.lit(None).cast("long")
+        # The records' headers pass through to what they produce, as in Kafka Streams.
+        record_headers = F.col("headers") if "headers" in source.columns else F.lit(None).cast(_HEADERS_TYPE)
         for node in nodes:
             if node.kind != "source":
                 continue
@@ -248,6 +250,7 @@ class ColumnPlan:
             records = records.select(
                 F.col("key").alias("_raw_key"), F.col("value").alias("_raw_value"),
                 "topic", "partition", "offset", "timestamp", "event_time", emit_order.alias("_emit_order"),
+                record_headers.alias("_headers"),
                 key.alias("key"), value.alias("value"),
                 key_bad.alias("_key_bad"), value_bad.alias("_value_bad"),
             )
@@ -323,7 +326,7 @@ class ColumnPlan:
                 F.lit(node.topic).alias("topic"),
                 _serialize(F.col("key"), types["key"], node.key_serde).alias("key"),
                 _serialize(F.col("value"), types["value"], node.value_serde).alias("value"),
-                F.lit(None).cast(_HEADERS_TYPE).alias("headers"),
+                F.col("_headers").alias("headers"),
                 timestamp.alias("timestamp_ms"),
                 F.col("_emit_order").alias("emit_order"),
             ))

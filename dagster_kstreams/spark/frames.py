@@ -17,7 +17,8 @@ sink records out.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional
+import itertools
+from typing import Any, Iterable, Iterator, Optional
 
 import pandas as pd
 import pyarrow as pa
@@ -40,6 +41,8 @@ OUTPUT_SPARK_SCHEMA = ("topic string, key binary, value binary, headers array<st
 # What the task reads from Spark's Kafka source (event_time: the record's timestamp in epoch ms,
 # see dagster_kstreams.spark.event_time).
 SOURCE_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "event_time")
+# ... and ``headers`` when the task carries its records' headers (spark/source.py), without the
+# runner's own (``__dagster_kstreams.*``); null for a record with none.
 
 _ARROW_HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
@@ -76,8 +79,9 @@ class SparkProgram(SubtopologyProgram):
         names = ("key", "value", "topic", "partition", "offset", "event_time")
         columns = {name: batch.column(batch.schema.get_field_index(name)).to_pylist() for name in names}
         process = self.process_record
-        for key, value, topic, partition, offset, timestamp in zip(*(columns[name] for name in names)):
-            process(RecordContext(topic, partition, offset, timestamp), key, value, out, None)
+        for key, value, topic, partition, offset, timestamp, headers in zip(
+                *(columns[name] for name in names), _arrow_headers(batch)):
+            process(RecordContext(topic, partition, offset, timestamp, headers=headers), key, value, out, None)
         return pa.RecordBatch.from_arrays(
             [
                 pa.array(out.topic, type=pa.string()),
@@ -135,14 +139,34 @@ class SparkProgram(SubtopologyProgram):
             stream_times = befores = [None] * len(records)
         offsets = records["offset"].tolist()
         positions = records["seq"].tolist() if "seq" in records.columns else offsets
-        for key, value, topic, partition, offset, timestamp, stream_time, before, position in zip(
+        for key, value, topic, partition, offset, timestamp, stream_time, before, position, headers in zip(
             records["key"].tolist(), records["value"].tolist(), records["topic"].tolist(),
             records["partition"].tolist(), offsets, records["event_time"].tolist(),
-            stream_times, befores, positions,
+            stream_times, befores, positions, _pandas_headers(records),
         ):
             raw_key = None if key is None else bytes(key)
-            yield (RecordContext(topic, partition, offset, timestamp, stream_time, before, raw_key, position),
+            yield (RecordContext(topic, partition, offset, timestamp, stream_time, before, raw_key, position, headers),
                    raw_key, value)
+
+
+def _arrow_headers(batch: pa.RecordBatch) -> Iterable[Optional[list]]:
+    """Each record's headers (the column's form, :class:`RecordContext`), with no per-record work
+    when the batch has none (no ``headers`` column read, or every record without headers)."""
+    index = batch.schema.get_field_index("headers")
+    if index < 0 or batch.column(index).null_count == batch.num_rows:
+        return itertools.repeat(None)
+    return batch.column(index).to_pylist()
+
+
+def _pandas_headers(records: pd.DataFrame) -> Iterable[Optional[list]]:
+    """Each record's headers, as :func:`_arrow_headers`, from a pandas batch (Arrow's lists of
+    structs arrive as numpy arrays of dicts: made lists again, as the output column wants)."""
+    if "headers" not in records.columns:
+        return itertools.repeat(None)
+    column = records["headers"]
+    if not column.notna().any():
+        return itertools.repeat(None)
+    return [None if headers is None or not len(headers) else list(headers) for headers in column.tolist()]
 
 
 def _frame(out: Output) -> Optional[pd.DataFrame]:

@@ -75,6 +75,11 @@ class Strategy:
         about as much as the rest of a record: a strategy that never looks spares it."""
         return True
 
+    def carries_headers(self, program: Any) -> bool:
+        """Whether the output records carry their input records' headers, as Kafka Streams' do
+        (the source then reads headers, which costs; README, "Record headers")."""
+        return True
+
     def __repr__(self) -> str:
         return type(self).__name__
 
@@ -118,6 +123,11 @@ class JvmCount(Strategy):
 
     def reads_record_timestamps(self, program: Any) -> bool:
         return False  # a count of keys; its output records carry no timestamp (Spark's sink sets it)
+
+    def carries_headers(self, program: Any) -> bool:
+        # Kafka Streams' cached count gives an update the headers of the key's last record; Spark's
+        # aggregation keeps the count only (README, "Semantics that differ").
+        return False
 
     def store_content(self, rows, program, slot, key_serde):
         # Spark's aggregation state: the count itself.

@@ -44,7 +44,7 @@ def start_task_query(runner: Any, session: Any, checkpoint_reader: CheckpointRea
     if runner.exactly_once:
         source_options["kafka.isolation.level"] = "read_committed"  # never an aborted attempt's records
     source = kafka_source(session, source_options, run.assigned, starting, max_records_per_batch,
-                          timestamp_headers, source_timestamps(program))
+                          timestamp_headers, source_timestamps(program), strategy.carries_headers(program))
     output = strategy.build(source, program, runner.dead_letters)
 
     written = runner.application.sink_topics(run.task.subtopology)

@@ -30,6 +30,7 @@ import uuid
 from typing import Any, Optional
 
 from dagster_kstreams.kafka.admin import TopicPartition
+from dagster_kstreams.processors.timestamps import source_timestamps
 from dagster_kstreams.spark.checkpoint import normalize_location
 from dagster_kstreams.spark.metrics import observe_outputs
 from dagster_kstreams.spark.source import kafka_source
@@ -134,7 +135,8 @@ class WarmUp:
                    if application.is_repartition_topic(tp.topic) and strategy.reads_record_timestamps(program)]
         # The runner's Kafka settings for Spark's source and sink (the Java client's spelling).
         kafka_options = runner.spark_kafka_options()
-        source = kafka_source(session, kafka_options, assigned, starting, self.records, headers)
+        source = kafka_source(session, kafka_options, assigned, starting, self.records, headers,
+                              source_timestamps(program), strategy.carries_headers(program))
         output = observe_outputs(strategy.build(source, program, runner.dead_letters),
                                  application.sink_topics(subtopology))
         checkpoint = self._scratch_directory()

@@ -22,6 +22,7 @@ from .ktable import KGroupedTable, KTable
 from .materialized import Materialized
 from .named import Named
 from .node_specs import NodeKind, StoreSpec, StoreType
+from .headers import Header, Headers
 from .processor_api import (
     FixedKeyProcessor, Processor, ProcessorSupplier, PunctuationType, Record, RecordMetadata, Stores,
 )
@@ -50,6 +51,6 @@ __all__ = [
     "StoreType", "Serde", "Serdes", "Window", "Windowed", "WindowedSerde", "CopartitionError",
     "ProcessorNode", "Subtopology", "TaskId", "TopicRef", "Topology", "changelog_topic_name",
     "internal_topic_name", "as_topology", "JoinWindows", "SessionWindows", "SlidingWindows", "TimeWindows",
-    "FixedKeyProcessor", "Processor", "ProcessorSupplier", "PunctuationType", "Record", "RecordMetadata", "Stores",
+    "FixedKeyProcessor", "Header", "Headers", "Processor", "ProcessorSupplier", "PunctuationType", "Record", "RecordMetadata", "Stores",
     "CogroupedKStream", "SessionWindowedCogroupedKStream", "TimeWindowedCogroupedKStream",
 ]

@@ -4,7 +4,8 @@ what a user writes a custom processor with, importable with no Spark and no brok
 * :class:`Processor` (``init(context)``, ``process(record)``, ``close()``) and
   :class:`FixedKeyProcessor` (``process_values``: it cannot change the key); a *supplier* is a
   no-argument callable returning a new processor, as Kafka Streams' ``ProcessorSupplier.get``.
-* :class:`Record` — key, value, timestamp, headers; ``with_key``/``with_value``/... return copies.
+* :class:`Record` — key, value, timestamp, headers (Kafka's :class:`~.headers.Headers`);
+  ``with_key``/``with_value``/... return copies.
 * :class:`PunctuationType`, :class:`RecordMetadata`.
 * :class:`Stores` — ``Stores.key_value_store_builder(Stores.persistent_key_value_store(name),
   key_serde, value_serde)`` (or ``in_memory_key_value_store``), ``Stores.window_store_builder(
@@ -25,6 +26,7 @@ from typing import Any, Optional, Union
 
 from .errors import TopologyException
 from .graph import GraphNode
+from .headers import Headers
 from .node_specs import NodeKind, ProcessorSpec, StoreSpec, StoreType
 
 __all__ = [
@@ -50,7 +52,12 @@ class Record:
     key: Any
     value: Any
     timestamp: int
-    headers: tuple = field(default=())
+    # Kafka's Headers (topology/headers.py): the input record's in ``process``; what ``forward``
+    # writes with the record. Each Record holds its own copy, as Kafka's constructor makes one.
+    headers: Headers = field(default_factory=Headers)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "headers", Headers(self.headers))
 
     def with_key(self, key) -> "Record":
         return replace(self, key=key)
@@ -64,7 +71,8 @@ class Record:
         return replace(self, timestamp=timestamp)
 
     def with_headers(self, headers) -> "Record":
-        return replace(self, headers=tuple(headers or ()))
+        """A copy with ``headers`` (a :class:`Headers`, or ``(key, value)`` pairs)."""
+        return replace(self, headers=headers)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,74 @@
+"""Record headers through the runner, the Python twin of kstreams.oracle.HeaderExamples (Java):
+keep the two in step.
+
+On one source: stateless operations and a sink (``flat|``), a repartition topic whose downstream
+sub-topology is Column expressions only, run in the JVM (``rekeyed|``), a count without the record
+cache (``count|``), ``HeaderEditor`` (``process``), which reads, removes and adds headers and
+forwards a record with new ones (``proc|``, ``fresh|``), and over a repartition topic that keeps
+each key in its partition, a windowed count without the cache (``win|``) and its final results
+(``final|``: a suppression, which emits an update with the headers of the record behind it). Every record each produces should carry
+the headers Kafka Streams gives it.
+
+Its classes are self-contained: Spark's Python workers cannot import modules of tests/, and the
+test ships this module by value.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from pyspark.sql import functions as F
+
+from dagster_kstreams.topology import (
+    BufferConfig, Grouped, Headers, Materialized, Processor, Record, Repartitioned, Serdes, StreamsBuilder,
+    Suppressed, TimeWindows,
+)
+
+
+class HeaderEditor(Processor):
+    def process(self, record: Record) -> None:
+        headers = record.headers
+        count = len(headers)
+        dup = headers.last_header("dup")
+        last_dup = "none" if dup is None else "null" if dup.value is None else dup.value.decode()
+        headers.remove("drop").add("seen", str(count).encode())
+        self.context.forward(record.with_value(f"proc|{count}|{last_dup}|{_java(record.value)}"))
+        if record.value is not None and record.value.endswith("2"):
+            fresh = Headers().add("fresh", None).add("src", headers.last_header("src").value)
+            self.context.forward(record.with_headers(fresh).with_value(f"fresh|{record.value}"))
+
+
+def _java(value) -> str:
+    return "null" if value is None else value
+
+
+def header_examples(topics: dict[str, str]) -> StreamsBuilder:
+    """The topology of HeaderExamples.java on ``topics`` (``events`` and ``out`` -> topic)."""
+    builder = StreamsBuilder()
+    events = builder.stream(topics["events"])
+    events.flat_map_values(lambda v: ["null"] if v is None else [v, v + "+"]) \
+        .filter(lambda k, v: not v.endswith("3+")) \
+        .map_values(lambda v: "flat|" + v) \
+        .to(topics["out"])
+    events.select_key(lambda k, v: "none" if v is None else v) \
+        .repartition(Repartitioned.as_("rekeyed")) \
+        .map_values(F.concat(F.lit("rekeyed|"), F.col("key"), F.lit("|"), F.coalesce(F.col("value"), F.lit("null")))) \
+        .to(topics["out"])
+    events.group_by_key() \
+        .count(Materialized.as_("counts").with_caching_disabled()) \
+        .to_stream() \
+        .map_values(lambda n: f"count|{n}") \
+        .to(topics["out"])
+    events.process(HeaderEditor).to(topics["out"])
+    windowed = events.select_key(lambda k, v: k) \
+        .group_by_key(Grouped.as_("windowed").with_key_serde(Serdes.String())) \
+        .windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=2), timedelta(seconds=1))) \
+        .count(Materialized.as_("window-counts").with_caching_disabled())
+    windowed.to_stream() \
+        .map(lambda key, n: (key.key, f"win|{key.window.start}|{n}")) \
+        .to(topics["out"])
+    windowed.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())) \
+        .to_stream() \
+        .map(lambda key, n: (key.key, f"final|{key.window.start}|{n}")) \
+        .to(topics["out"])
+    return builder

@@ -1,0 +1,124 @@
+package kstreams.oracle;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.Headers;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.WindowStore;
+
+/**
+ * Record headers through Kafka Streams itself: stateless operations and a sink, a repartition
+ * topic, a count without the record cache, a user processor that reads, removes and adds
+ * headers, and a windowed count with its suppressed final results. Runs against a real broker until the input is consumed to its end; prints JSON
+ * {"describe": topology.describe()}.
+ *
+ * Args: bootstrap applicationId stateDir events out
+ *
+ * The Python twin is tests/header_topology.py; keep the two in step.
+ */
+public final class HeaderExamples {
+    private HeaderExamples() {}
+
+    /** Forwards each record with its header count and last "dup" header in the value, without
+     * "drop" headers and with a "seen" one; a record whose value ends in 2 also goes out with new headers. */
+    static final class HeaderEditor implements Processor<String, String, String, String> {
+        private ProcessorContext<String, String> context;
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            // A copy: Kafka Streams hands this very record to the source's later children too, and
+            // changing its headers in place would change theirs (README, "Semantics that differ").
+            Headers headers = new RecordHeaders(record.headers().toArray());
+            int count = headers.toArray().length;
+            Header dup = headers.lastHeader("dup");
+            String lastDup = dup == null ? "none" : dup.value() == null ? "null" : new String(dup.value(), UTF_8);
+            headers.remove("drop").add("seen", Integer.toString(count).getBytes(UTF_8));
+            context.forward(record.withHeaders(headers).withValue("proc|" + count + "|" + lastDup + "|" + record.value()));
+            if (record.value() != null && record.value().endsWith("2")) {
+                Headers fresh = new RecordHeaders().add("fresh", null).add("src", headers.lastHeader("src").value());
+                context.forward(record.withHeaders(fresh).withValue("fresh|" + record.value()));
+            }
+        }
+    }
+
+    static Topology headerExamples(String events, String out) {
+        StreamsBuilder builder = new StreamsBuilder();
+        KStream<String, String> stream = builder.stream(events);
+        stream.flatMapValues(v -> v == null ? List.of("null") : List.of(v, v + "+"))
+            .filter((k, v) -> !v.endsWith("3+"))
+            .mapValues(v -> "flat|" + v)
+            .to(out);
+        stream.selectKey((k, v) -> v == null ? "none" : v)
+            .repartition(Repartitioned.as("rekeyed"))
+            .mapValues((k, v) -> "rekeyed|" + k + "|" + v)
+            .to(out);
+        stream.groupByKey()
+            .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts").withCachingDisabled())
+            .toStream()
+            .mapValues(n -> "count|" + n)
+            .to(out);
+        stream.process(HeaderEditor::new).to(out);
+        // A windowed count without the record cache, and its final results, over a repartition topic
+        // that keeps each key in its partition (the input is placed by murmur2 of its keys).
+        KTable<Windowed<String>, Long> windowed = stream.selectKey((k, v) -> k)
+            .groupByKey(Grouped.<String, String>as("windowed").withKeySerde(Serdes.String()))  // the suppression's
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(2), Duration.ofSeconds(1)))
+            .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("window-counts").withCachingDisabled());
+        windowed.toStream()
+            .map((key, n) -> KeyValue.pair(key.key(), "win|" + key.window().start() + "|" + n))
+            .to(out);
+        windowed.suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
+            .toStream()
+            .map((key, n) -> KeyValue.pair(key.key(), "final|" + key.window().start() + "|" + n))
+            .to(out);
+        return builder.build();
+    }
+
+    public static void main(String[] args) throws Exception {
+        String bootstrap = args[0];
+        String applicationId = args[1];
+        String stateDir = args[2];
+        Topology topology = headerExamples(args[3], args[4]);
+        Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
+        KafkaStreams streams = new KafkaStreams(topology, props);
+        streams.start();
+        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId,
+                () -> List.of(args[3], applicationId + "-rekeyed-repartition", applicationId + "-windowed-repartition"), Duration.ofMinutes(2));
+            System.out.println("{\"describe\": " + Json.quote(topology.describe().toString()) + "}");
+        } finally {
+            streams.close(Duration.ofSeconds(30));
+        }
+    }
+}

@@ -1,0 +1,154 @@
+"""Record headers on Spark against Kafka Streams itself (tests/header_topology.py; Java twin
+HeaderExamples): stateless operations and a sink, a repartition topic read back by a sub-topology
+of Column expressions (run in the JVM), a count without the record cache, and a user processor
+that reads, removes and adds headers and forwards a record with new ones, and a windowed count
+without the record cache with its suppressed final results. Kafka Streams 4.3.1 runs it once.
+
+Our tasks run the twin in a ``dagster-kstreams run`` process in batches of 40 records, SIGKILLed
+once task 0_1 has committed its first batch; a rerun in another process (this one) continues every
+task from its checkpoint.
+
+Input (2 partitions): each record has a ``src`` header naming its partition, and some have
+duplicate ``dup`` headers, a header with a null value, a ``drop`` header; null keys and null
+values; out-of-order timestamps. Compared: every output record's key, value and headers (less the
+runner's own ``__dagster_kstreams.*`` position header), in output order per branch and source
+partition (per key too after the repartition topic, whose two writers interleave), and describe().
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+
+import pytest
+from pyspark import cloudpickle
+
+import header_topology
+import oracle_harness
+from equivalence_io import output_topics
+from header_topology import header_examples
+from killed_runs import run_until_killed
+from dagster_kstreams.kafka.partitioner import default_partition
+from dagster_kstreams.kafka.records import produce, read_topic
+from dagster_kstreams.kafka.timestamp_header import INTERNAL_HEADER_PREFIX
+from dagster_kstreams.spark.batch_writer import HEADER_WRITTEN
+from dagster_kstreams.spark.task_runner import TaskRunner
+from dagster_kstreams.topology import StreamsBuilder
+
+pytestmark = pytest.mark.integration
+
+# Spark's Python workers cannot import modules of tests/: ship the processor by value.
+cloudpickle.register_pickle_by_value(header_topology)
+
+PARTITIONS = 2
+T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute
+
+
+def _input(seed: int = 9) -> list[tuple]:
+    """``[(key, value, partition, timestamp, headers)]`` in production order (bytes)."""
+    rng = random.Random(seed)
+    optional = [("dup", b"1"), ("dup", None), ("dup", b"2"), ("nullv", None), ("drop", b"x"), ("drop", b"y")]
+    events = []
+    for i in range(160):
+        partition = i % PARTITIONS  # a null key's
+        timestamp = T0 + i * 100 - (rng.randint(100, 5_000) if rng.random() < 0.2 else 0)
+        key = None if rng.random() < 0.05 else f"k{rng.randint(1, 6)}".encode()
+        if key is not None:  # where Kafka's partitioner puts it: the windowed count's repartition keeps it there
+            partition = default_partition(key, PARTITIONS)
+        value = None if rng.random() < 0.05 else f"v{rng.randint(1, 4)}".encode()
+        headers = [("src", f"p{partition}".encode()), *rng.sample(optional, rng.randint(0, 4))]
+        rng.shuffle(headers)
+        events.append((key, value, partition, timestamp, headers))
+    return events
+
+
+def _results(bootstrap: str, topic: str) -> dict[tuple, list]:
+    """``{(branch, source partition[, key]): [(key, value, headers)]}`` in offset order."""
+    results: dict[tuple, list] = {}
+    for record in sorted(read_topic(bootstrap, topic), key=lambda r: (r.partition, r.offset)):
+        headers = tuple((name, value) for name, value in record.headers if not name.startswith(INTERNAL_HEADER_PREFIX))
+        branch = record.value.decode().split("|")[0]
+        source = dict(headers).get("src")
+        group = (branch, source, record.key) if branch == "rekeyed" else (branch, source)
+        results.setdefault(group, []).append((record.key, record.value, headers))
+    return results
+
+
+@pytest.fixture(scope="module")
+def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory):
+    inputs = {"events": unique_topic("headers-events")}
+    kafka_admin.create_topics({inputs["events"]: PARTITIONS})
+    records = _input()
+    produce(kafka_bootstrap, inputs["events"], records)
+    topics = output_topics(kafka_admin, unique_topic, inputs, {"out": 1}, "ks")
+    stdout = oracle_harness.run_main(
+        "kstreams.oracle.HeaderExamples",
+        [kafka_bootstrap, unique_topic("ks-headers"), str(tmp_path_factory.mktemp("ks-headers-state")),
+         topics["events"], topics["out"]],
+        timeout=600,
+    )
+    return {"inputs": inputs, "records": records, "describe": json.loads(stdout)["describe"],
+            "results": _results(kafka_bootstrap, topics["out"]), "topics": topics}
+
+
+def test_describe_of_the_topology_run_is_kafka_streams(spark, kafka_streams_run):  # spark: Columns need it
+    ours = header_examples(kafka_streams_run["topics"]).build().describe()
+    assert str(ours) == kafka_streams_run["describe"]
+
+
+def test_headers_killed_part_way_and_rerun_match_kafka_streams(
+    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, kafka_streams_run
+):
+    expected = kafka_streams_run["results"]
+    _assert_reference_exercises_it(expected)
+
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], {"out": 1})
+    app_id = unique_topic("spark-headers")
+    state = tmp_path / "state"
+    run_until_killed(tmp_path, "header_topology:header_examples", topics, app_id=app_id,
+                     bootstrap=kafka_bootstrap, state=state, kill_when=lambda line: line.startswith("task 0_1 batch"),
+                     extra_args=("--parallelism", "1", "--max-records-per-batch", "40"))
+
+    runner = TaskRunner(header_examples(topics), app_id, kafka_bootstrap, state_location=str(state), spark=spark)
+    results = {r.task_id: r for r in runner.run_all()}
+    assert 0 < results["0_1"].records_in < len(kafka_streams_run["records"]) // PARTITIONS  # continued
+
+    ours = _results(kafka_bootstrap, topics["out"])
+    assert set(ours) == set(expected)
+    for group, sequence in expected.items():
+        assert ours[group] == sequence, group
+
+
+def _assert_reference_exercises_it(expected: dict) -> None:
+    """Kafka Streams' output shows what the test is about: every branch from both partitions,
+    duplicate header names, null header values, the processor's added and new headers."""
+    branches = {group[0] for group in expected}
+    assert branches == {"flat", "rekeyed", "count", "proc", "fresh", "win", "final"}
+    assert {group[1] for group in expected} == {b"p0", b"p1"}
+    every = [headers for sequence in expected.values() for _, _, headers in sequence]
+    assert any([name for name, _ in headers].count("dup") > 1 for headers in every)
+    assert any(value is None for headers in every for _, value in headers)
+    assert any(("fresh", None) in headers for headers in every)
+    assert any(name == "seen" for headers in every for name, _ in headers)
+    assert any(name == "drop" for headers in every for name, _ in headers)  # kept on the other branches
+
+
+def test_at_least_once_writes_headers_before_the_runners_own_and_reads_them_back(
+    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path
+):
+    """The Kafka comparison above runs exactly-once (the default); at-least-once writes through
+    Spark's Kafka sink, which appends the runner's timestamp and position headers to the record's
+    own: across a repartition topic the output carries the input's headers, and only those."""
+    events, out = unique_topic("headers-alo-in"), unique_topic("headers-alo-out")
+    kafka_admin.create_topics({events: 1, out: 1})  # one task per sub-topology: the writer is the point
+    headers = [[("a", b"1"), ("a", None), ("b", b"")], [], [("c", None)]]
+    produce(kafka_bootstrap, events, [(f"k{i}".encode(), b"v", 0, T0 + i, headers[i % 3]) for i in range(12)])
+    builder = StreamsBuilder()
+    builder.stream(events).select_key(lambda k, v: k + "!").repartition().map_values(lambda v: v + "?").to(out)
+    TaskRunner(builder, unique_topic("spark-headers-alo"), kafka_bootstrap, state_location=str(tmp_path / "state"),
+               spark=spark, processing_guarantee="at_least_once").run_all()
+    written = {record.key: record.headers for record in read_topic(kafka_bootstrap, out)}
+    assert {key: tuple(h for h in own if not h[0].startswith(INTERNAL_HEADER_PREFIX))
+            for key, own in written.items()} == {f"k{i}!".encode(): tuple(headers[i % 3]) for i in range(12)}
+    assert all(own[-1][0] == HEADER_WRITTEN for own in written.values())  # the runner's own come last
