@@ -54,7 +54,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from dagster_kstreams.scaling import (LagSnapshot, ReconciliationPlan, TaskOffsets, ThroughputSample, Worker,
-                                      WorkerState)
+                                      WorkerRetag, WorkerState)
 
 
 class ModelInvariantError(AssertionError):
@@ -183,11 +183,14 @@ class ScalingModel:
             worker = self.workers[worker_id]
             worker.tags = worker.assigned = frozenset()
             worker.state = WorkerState.RETIRING
-        for change in plan.retag:
-            worker = self.workers[change.worker_id]
-            worker.tags, worker.assigned, worker.state = change.tasks, change.assigned, change.state
+        self.apply_retags(plan.retag)
         for new in plan.launch:
             self.launch(new.worker_id, new.tasks, new.assigned, new.state)
+
+    def apply_retags(self, retags: Iterable[WorkerRetag]) -> None:
+        for change in retags:
+            worker = self.workers[change.worker_id]
+            worker.tags, worker.assigned, worker.state = change.tasks, change.assigned, change.state
 
     def active_workers(self) -> int:
         """Running worker runs whose process is up (standbys and retiring ones apart)."""

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from bench.scaling_metrics import RunSummary, summarize
 from bench.scaling_model import ModelParameters, ScalingModel
 from bench.scaling_rules import FlinkStyleRule, KedaRule, OursRule
-from dagster_kstreams.scaling import ScalingConfig, WorkerState, assign_tasks, worker_id
+from dagster_kstreams.scaling import ScalingConfig, WorkerState, assign_tasks, replan_handovers, worker_id
 
 SENSOR_INTERVAL_SECONDS = 30.0
 RULES = ("ours", "ours+standby", "ours-calibrated", "keda", "flink-style")
@@ -34,6 +34,7 @@ RECORDS_PER_PARTITION = 50.0
 # The lag sensor reads the newest 500 task materializations of each sub-topology within the throughput
 # window (``orchestration/sensors.py``: ``throughput_samples``), not all of them.
 SENSOR_SAMPLE_LIMIT = 500
+HANDOVER_WAIT_SECONDS = 10.0  # ElasticWorkers.handover_wait_seconds' default
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,7 @@ def simulate(workload: Workload, partitions: int, rule_name: str, config: Scalin
         model.launch(worker_id(index), state=WorkerState.STANDBY, warm=True)
     trace = Trace([], [], [], [])
     next_tick = sensor_interval
+    settle_until: float | None = None
     while model.now < workload.duration - 1e-9:
         if workload.kill_at is not None and abs(model.now - workload.kill_at) < 1e-9:
             model.kill(max((w for w in model.workers.values() if w.alive and w.ended_at is None
@@ -110,7 +112,18 @@ def simulate(workload: Workload, partitions: int, rule_name: str, config: Scalin
             desired, plan = rule.tick(model.snapshot(), model.sensor_view(), samples)
             model.apply(plan)
             trace.ticks.append((model.now, desired))
+            settle_until = model.now + min(HANDOVER_WAIT_SECONDS, sensor_interval / 2) if plan.handovers else None
             next_tick += sensor_interval
+        elif settle_until is not None and model.now <= settle_until + 1e-9:
+            # The tick waits for its handovers and grants what was released (the sensor's
+            # handover_wait_seconds, polled each step here).
+            replanned = replan_handovers(model.tasks, model.sensor_view(), plan, task_weights=model.snapshot().lags(),
+                                         standby_workers=standbys)
+            if replanned is None:
+                settle_until = None
+            else:
+                plan = replanned
+                model.apply_retags(plan.running_retags)
     worker_seconds = sum((run.ended_at if run.ended_at is not None else model.now) - run.launched_at
                          for run in model.runs)
     peak_rate = max(model.rate(t) for t in trace.times)

@@ -343,10 +343,16 @@ def test_a_killed_workers_tasks_go_to_the_standby_at_once_scale_up_promotes_the_
 def _assert_the_cluster_ran_every_worker_run(cluster, since_ms: float, worker_runs: int, live: int) -> None:
     """Each worker run was its own application with one core (a standby starves nobody), and the
     cluster's executors ran its tasks with the connector jars and the project's zip they fetched."""
-    state = cluster.master_state()
+    # The master notices an application's driver has exited a moment after the run ended.
+    deadline = time.monotonic() + 60
+    while True:
+        state = cluster.master_state()
+        active = [app for app in state["activeapps"] if app["starttime"] >= since_ms]
+        if len(active) <= live or time.monotonic() > deadline:
+            break
+        time.sleep(1)
     apps = [app for app in state["activeapps"] + state["completedapps"] if app["starttime"] >= since_ms]
     assert len(apps) == worker_runs, [(app["id"], app["state"]) for app in apps]
-    active = [app for app in state["activeapps"] if app["starttime"] >= since_ms]
     assert len(active) == live and all(app["cores"] == 1 for app in active), active
     (worker,) = state["workers"]
     with urllib.request.urlopen(f"{worker['webuiaddress']}/json/", timeout=5) as response:
