@@ -33,7 +33,9 @@ def produce_table(producer: Producer, table: pa.Table) -> int:
     values = table.column("value").to_pylist()
     names = table.column_names
     timestamps = table.column("timestamp_ms").to_pylist() if "timestamp_ms" in names else repeat(None)
-    headers = table.column("headers").to_pylist() if "headers" in names else None
+    # Most batches carry no headers at all: their column is all null, read without a Python list.
+    carried = "headers" in names and table.column("headers").null_count < rows
+    headers = table.column("headers").to_pylist() if carried else None
     if headers is None or not any(headers):
         # The common case, a record costs one call: millions of them go through this loop.
         send = producer.produce
