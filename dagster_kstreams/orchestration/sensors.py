@@ -23,7 +23,9 @@ Every tick it
   new workers and standbys (none for an id in restart backoff), ``add_run_tags`` for retagged
   (promoted and demoted included: tasks and state in one write) and retiring ones,
   ``run_coordinator.cancel_run`` for retired ones still queued. The scaling state (input
-  rate, scale-down stabilization) lives in the sensor's cursor.
+  rate, scale-down stabilization) lives in the sensor's cursor;
+* when it revoked tasks for a ready worker, waits up to ``handover_wait_seconds`` for their
+  release and grants them itself (:func:`settle_handovers`), rather than on the next tick.
 """
 
 from __future__ import annotations
@@ -59,12 +61,12 @@ from dagster_kstreams.orchestration.protocol import (
 from dagster_kstreams.orchestration.workers import ElasticWorkers
 from dagster_kstreams.scaling import (
     LagSnapshot,
+    ReconciliationPlan,
     RunOutcome,
     ScalingState,
     ThroughputSample,
     Worker,
     WorkerState,
-    ReconciliationPlan,
     decide_tick,
     failure_streak,
     replan_handovers,
