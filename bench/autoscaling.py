@@ -68,7 +68,7 @@ from pathlib import Path
 from typing import Optional
 
 from bench.common import bench_workspace, log, wait_for_group_coordinator
-from bench.cpu_pinning import pin_process_tree, pin_self, split_cpus
+from bench.cpu_pinning import descendants, pin_process_tree, pin_self, split_cpus
 
 REPO = Path(__file__).resolve().parent.parent
 BROKER_PORT = 29100
@@ -350,12 +350,21 @@ def run_mode(mode: str, args, bootstrap: str, work: Path) -> dict:
             deadline = time.monotonic() + args.warmup_timeout
 
             pinned: set[str] = set()
+            # Once the first worker runs (armed below): the processes under the daemon then, and the
+            # first worker's pid. Any other process that appears under the daemon, outside the first
+            # worker's tree, is a launched run: it goes to the spare CPUs at once, before it loads
+            # Python, Dagster and the code location on CPU 0.
+            launches: dict[str, object] = {}
 
             def pin_added_workers() -> None:
-                """Every worker run but the first on the spare CPUs (bench/cpu_pinning.py)."""
+                """Every worker run but the first on the spare CPUs (bench/cpu_pinning.py), from its launch."""
                 if not args.pin_workers:
                     return
                 _, spare = args.cpus
+                if launches:
+                    first_worker = set(descendants(launches["first_worker"]))
+                    for pid in set(descendants(daemon.process.pid)) - launches["daemon"] - first_worker:
+                        pin_process_tree(pid, spare)
                 runs = sorted(instance.get_run_records(dg.RunsFilter(job_name=job_name)),
                               key=lambda record: record.create_timestamp)
                 added = [record.dagster_run.run_id for record in runs[1:] if not record.dagster_run.is_finished]
@@ -395,6 +404,12 @@ def run_mode(mode: str, args, bootstrap: str, work: Path) -> dict:
             while not (all(task_runs().get(task, 0) >= 3 for task in tasks_needed) and live_workers() == fleet):
                 check_alive(f"tasks not warm or not {fleet} workers: {task_runs()}, {live_workers()} workers")
                 time.sleep(2)
+            if args.pin_workers:
+                (first_run,) = [run for run in instance.get_runs(dg.RunsFilter(job_name=job_name))
+                                if not run.is_finished][-1:]
+                (process,) = read_processes(instance, [first_run.run_id]).values()
+                launches.update(first_worker=int(process.rpartition(":")[2]),
+                                daemon=set(descendants(daemon.process.pid)))
             t0 = time.monotonic()
             wall0 = time.time()
             warmup_seconds = round(t0 - generator_started, 1)
