@@ -55,7 +55,28 @@ AttributeError: 'NoneType' object has no attribute 'upper'
 """
 
 
+# A word-count batch whose collected result Spark could not read back: the failed job's message
+# prints the query plan, whose raise_error text names DeserializationError without any record at fault.
+RESULT_LOST = """org.apache.spark.SparkException: Exception thrown in awaitResult:
+Caused by: org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 229.0 failed 1 times, \
+most recent failure: Lost task 0.0 in stage 229.0 (TID 228) (localhost executor driver): TaskResultLost (result lost \
+from block manager)
+dagster_kstreams.spark.errors.TaskFailedError: task 0_2 of application 'bench' failed: DeserializationError: , CASE WHEN \
+_key_bad#2070 THEN concat(cannot deserialize the key of the record at topic ', topic#2054, ' partition , \
+cast(partition#2055 as string),  offset , cast(offset#2056L as string),  with Serdes.String(): UnicodeDecodeError: \
+invalid UTF-8) ELSE concat(cannot deserialize the value of the record at topic ', topic#2054, ' END as boolean), true)
+"""
+
+
 @pytest.mark.parametrize("text, expected", [
+    (RESULT_LOST, "Spark lost a batch's result (TaskResultLost: result lost from block manager): increase "
+                  "spark.driver.memory or spark.task.maxDirectResultSize, or lower max_records_per_batch; the batch "
+                  "was not committed: the task's next run processes it again"),
+    ("[USER_RAISED_EXCEPTION] DeserializationError: cannot deserialize the key of the record at topic 'w' partition "
+     "2 offset 9 with Serdes.String(): UnicodeDecodeError: invalid UTF-8 SQLSTATE: P0001\n\tat raise_error(concat("
+     "DeserializationError: , CASE WHEN _key_bad#1 THEN concat(cannot deserialize",
+     "DeserializationError: cannot deserialize the key of the record at topic 'w' partition 2 offset 9 with "
+     "Serdes.String(): UnicodeDecodeError: invalid UTF-8 SQLSTATE: P0001"),
     (RECORD_TOO_LARGE, "RecordTooLargeException: The message is 5242968 bytes when serialized which is larger than "
                        "1048576, which is the value of the max.request.size configuration. (increase the producer's "
                        "max.request.size (kafka_config / --kafka-config) and the topic's max.message.bytes)"),

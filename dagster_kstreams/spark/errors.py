@@ -34,7 +34,9 @@ class TaskFencedError(TaskFailedError):
                   f"{transactional_id!r}; this run stopped {stage}")
 
 
-_REASON = re.compile(r"(DeserializationError|ProcessingError): (.+)")
+# The raised message, not a plan's text: a failed job's message can print the query plan, whose
+# raise_error(concat("DeserializationError: ", CASE WHEN ...)) holds the name followed by ", ".
+_REASON = re.compile(r"(DeserializationError|ProcessingError): ([^\s,].*)")
 # A TaskFailedError raised inside the query (by the batch's commit) already says which task failed.
 _TASK_FAILED = re.compile(r"^task \S+ of application '[^']*' failed: ")
 # "SomeError: message" or "Caused by: org.x.SomeException: message", as Python and the JVM print them.
@@ -53,6 +55,12 @@ _HINTS = {
     "TimeoutException": "Kafka did not answer in time: is the broker up? a running task waits task_timeout_s "
                         "(--task-timeout) for it",
 }
+# A batch's result that Spark kept in its block manager and could not read back (evicted under
+# memory pressure, or its fetch failed): said with the settings that keep results out of it.
+_RESULT_LOST = re.compile(r"TaskResultLost \(result lost from block manager\)")
+_RESULT_LOST_REASON = ("Spark lost a batch's result (TaskResultLost: result lost from block manager): increase "
+                       "spark.driver.memory or spark.task.maxDirectResultSize, or lower max_records_per_batch; "
+                       "the batch was not committed: the task's next run processes it again")
 
 
 # Spark takes no lock on a checkpoint: two processes writing the same one at once fail the slower.
@@ -84,6 +92,8 @@ def failure_reason(error: BaseException) -> str:
         detail = next(marker for marker in _CONCURRENT_USE if marker in text)
         named = _CONCURRENT_LOG.search(text) if detail == _CONCURRENT_USE[-1] else None
         return _CONCURRENT_REASON.format(detail=named.group(0) if named else detail)
+    if _RESULT_LOST.search(text):
+        return _RESULT_LOST_REASON
     causes = []
     for line in text.splitlines():
         found = _EXCEPTION_LINE.match(line.strip())

@@ -62,6 +62,8 @@ SPARK_CONNECT_REFUSAL = (
 # otherwise: Spark's default is every free core, so the first application (a standby, say) would
 # leave none to the next worker run, whose tasks would then wait for executors indefinitely.
 DEFAULT_CLUSTER_CORES_PER_APPLICATION = "1"
+# Spark caps it at spark.rpc.message.maxSize (128m by default) in any case.
+LOCAL_MAX_DIRECT_RESULT_SIZE = "64m"
 
 
 def _is_local_master(master: str) -> bool:
@@ -124,6 +126,10 @@ def spark_conf(
             "spark.driver.bindAddress": "127.0.0.1",
             "spark.pyspark.python": sys.executable,
             "spark.pyspark.driver.python": sys.executable,
+            # A batch's result (the Arrow records a task's writer collects) bigger than this goes
+            # through the block manager: a put and a fetch from itself per batch, and under load a
+            # "TaskResultLost" that failed a word-count run. In one JVM nothing limits a direct one.
+            "spark.task.maxDirectResultSize": LOCAL_MAX_DIRECT_RESULT_SIZE,
         }
     else:
         # Executors elsewhere import this package from the zip the driver serves, never from
