@@ -63,6 +63,17 @@ def test_spark_conf_puts_connector_on_spark_jars_and_keeps_user_settings():
     assert conf["spark.sql.shuffle.partitions"] == "3"
 
 
+def test_local_batch_results_skip_the_block_manager_unless_the_user_says_otherwise(spark):
+    # A 1m default sent bigger batch results through a put and a fetch of the block manager; under
+    # load one was lost ("TaskResultLost") and failed a word-count run.
+    assert spark_conf("local[2]")["spark.task.maxDirectResultSize"] == "64m"
+    assert spark.sparkContext.getConf().get("spark.task.maxDirectResultSize") == "64m"
+    assert spark_conf("local[2]", {"spark.task.maxDirectResultSize": "2m"})["spark.task.maxDirectResultSize"] == "2m"
+    assert "spark.task.maxDirectResultSize" not in spark_conf("spark://10.0.0.5:7077")  # results cross the network
+    rows = spark.range(300_000).selectExpr("id", "repeat('x', 20) AS pad").toArrow()  # results past the old 1m bound
+    assert rows.num_rows == 300_000
+
+
 @pytest.mark.parametrize("master", ["", "local[x]", "mesos://host:5050", "spark:/nohost"])
 def test_bad_master_is_a_clear_error_naming_it(master):
     with pytest.raises(SparkSessionError, match=re.escape(f"Spark master {master!r}")):
