@@ -246,7 +246,7 @@ def test_a_buffer_that_shuts_down_when_full_stops_where_kafka_streams_stops_and_
     topics = output_topics(kafka_admin, unique_topic, inputs, {SHUT_DOWN_OUTPUT: 1})
     app_id, state = unique_topic("spark-shut-down"), str(tmp_path / "state")
     runner = TaskRunner(shut_down_example(topics), app_id, kafka_bootstrap, state_location=state, spark=spark,
-                        max_records_per_batch=40)
+                        max_records_per_batch=100)
     with pytest.raises(TaskFailedError) as failed:
         runner.run_all(parallelism=2)
     message = str(failed.value)
