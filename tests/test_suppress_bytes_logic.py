@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from test_suppress_logic import _program, _run
+from test_suppress_logic import COUNTS, _program, _run
 from dagster_kstreams.processors.errors import ProcessingError
 from dagster_kstreams.processors.suppress import SuppressionBuffer
 from dagster_kstreams.processors.suppress_size import buffered_record_size, java_char_length, record_context_size
@@ -116,3 +116,18 @@ def test_refuses_max_bytes_on_a_windowed_table():
             .to_stream().to("out")
     with pytest.raises(UnsupportedTopologyError, match=r"max_bytes on a windowed table"):
         _program(build)
+
+
+def test_a_windowed_suppression_bounded_in_records_shuts_down_when_a_window_too_many_is_buffered():
+    def build(builder):
+        builder.stream("in").group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=10))) \
+            .count(Materialized.as_("counts").with_caching_disabled()) \
+            .suppress(Suppressed.until_window_closes(BufferConfig.max_records(2).shut_down_when_full())) \
+            .to_stream().to("out", COUNTS)
+    rows = [("a", "1", 1_000), ("b", "1", 2_000), ("a", "1", 3_000), ("c", "1", 4_000)]
+    with pytest.raises(ProcessingError, match=r"Currently \[3/2\] records, at the record at topic 'in' partition 0 "
+                                              r"offset 3;"):
+        _run(_program(build), rows)
+    # windows that close first make room: the first two go out, the next two wait within the bound
+    closing = [("a", "1", 1_000), ("b", "1", 2_000), ("a", "1", 12_000), ("c", "1", 13_000)]
+    assert [key[:1] for _, key, _ in _run(_program(build), closing)] == [b"a", b"b"]
