@@ -21,10 +21,13 @@ from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, Ti
 
 INPUTS = ("events", "prices", "slides")
 OUTPUTS = ("out-final", "out-closed", "out-sessions", "out-limited", "out-debounced", "out-closed-sliding",
-           "out-closed-sessions")
+           "out-closed-sessions", "out-bytes", "out-both-bounds", "out-raised")
+SHUT_DOWN_OUTPUT = "out-shut-down"  # of the shut-down application (shut_down_example)
+SHUT_DOWN_BYTES, RAISED_BYTES = 480, 2_000
 # How each output's keys are read: a time window of that size, a session window, or a plain string.
 OUTPUT_KEYS = {"out-final": 10_000, "out-closed": 10_000, "out-sessions": "session", "out-limited": None,
-               "out-debounced": None, "out-closed-sliding": 5_000, "out-closed-sessions": "session"}
+               "out-debounced": None, "out-closed-sliding": 5_000, "out-closed-sessions": "session", "out-bytes": None,
+               "out-both-bounds": None, "out-raised": None, SHUT_DOWN_OUTPUT: None}
 
 
 def suppress_examples(topics: dict[str, str]) -> StreamsBuilder:
@@ -67,6 +70,24 @@ def suppress_examples(topics: dict[str, str]) -> StreamsBuilder:
         .suppress(Suppressed.until_time_limit(timedelta(seconds=2), BufferConfig.unbounded()).with_name("debounce")) \
         .to_stream() \
         .to(topics["out-debounced"])
+    # Bounded in bytes as Kafka Streams sizes a buffered record (key, prior/old/new values, the
+    # record context's topic and headers): the oldest go out early.
+    prices.suppress(Suppressed.until_time_limit(timedelta(seconds=4), BufferConfig.max_bytes(200).emit_early_when_full())
+                    .with_name("bytes-limited")) \
+        .to_stream() \
+        .to(topics["out-bytes"])
+    prices.map_values(lambda key, value: value.upper()) \
+        .suppress(Suppressed.until_time_limit(timedelta(seconds=3),
+                                              BufferConfig.max_records(3).with_max_bytes(230).emit_early_when_full())
+                  .with_name("both-bounds")) \
+        .to_stream() \
+        .to(topics["out-both-bounds"])
+    # The shut-down application's suppression with its bound raised: never full.
+    prices.suppress(Suppressed.until_time_limit(timedelta(seconds=4),
+                                                BufferConfig.max_bytes(RAISED_BYTES).shut_down_when_full())
+                    .with_name("bounded")) \
+        .to_stream() \
+        .to(topics["out-raised"])
 
     # Sliding windows skip null values (their stream time too): a sub-topology of their own.
     builder.stream(topics["slides"]).group_by_key(Grouped.with_(Serdes.String(), Serdes.String())) \
@@ -76,4 +97,17 @@ def suppress_examples(topics: dict[str, str]) -> StreamsBuilder:
                    Materialized.as_("closed-sliding").with_caching_disabled()) \
         .to_stream() \
         .to(topics["out-closed-sliding"], Produced.with_(WindowedSerde(Serdes.String(), 5_000), Serdes.String()))
+    return builder
+
+
+def shut_down_example(topics: dict[str, str], max_bytes: int = SHUT_DOWN_BYTES) -> StreamsBuilder:
+    """SuppressExamples.shutDownExample: the prices table suppressed in a buffer of ``max_bytes``
+    bytes that shuts down when full (raise ``max_bytes`` to run it past where it stopped)."""
+    builder = StreamsBuilder()
+    builder.table(topics["prices"], Materialized.as_("prices-store").with_caching_disabled()) \
+        .suppress(Suppressed.until_time_limit(timedelta(seconds=4),
+                                              BufferConfig.max_bytes(max_bytes).shut_down_when_full())
+                  .with_name("bounded")) \
+        .to_stream() \
+        .to(topics[SHUT_DOWN_OUTPUT])
     return builder

@@ -6,7 +6,10 @@ close, a session count suppressed until its sessions close and a session aggrega
 on window close; on a prices table, a suppression
 until a time limit with at most 3 records buffered (emitted early when full), and a filter then
 an unbounded suppression until a time limit; on a copy of the event stream (its own
-sub-topology), a sliding-window aggregate that emits on window close. Windowed aggregations and the table run without
+sub-topology), a sliding-window aggregate that emits on window close. On the prices table too,
+suppressions bounded in bytes as Kafka Streams sizes a buffered record (``max_bytes(200)``; a
+``map_values`` then ``max_records(3).with_max_bytes(230)``; both emit early) and one of 2,000 bytes
+that shuts down when full and never is. Windowed aggregations and the table run without
 the record cache, so what reaches each suppression, and so its output, is fixed by the input.
 Kafka Streams 4.3.1 runs it once (emit-on-window-close checked after every record).
 
@@ -25,6 +28,12 @@ partition: the records of one key family there are one task's output, in its ord
 
 Compared: describe() of the very topology run, and per output topic and key family the whole
 sequence of (key, value) records.
+
+The prices carry headers on some records (a name of one Java char per code unit and of two, a null
+value), and from record 300 on, those of partition 1 a 60-byte header: Kafka Streams counts headers
+in a buffered record's size, so the byte-bounded suppressions evict on them; and a second
+application (SuppressExamples' shutDownExample, run beside the first) suppresses the prices in 480
+bytes that shut down when full: only partition 1's task overflows, in that tail.
 """
 
 from __future__ import annotations
@@ -40,8 +49,10 @@ import oracle_harness
 import suppress_topology
 from equivalence_io import output_topics, produce_strings
 from killed_runs import run_until_killed
-from suppress_topology import INPUTS, OUTPUT_KEYS, OUTPUTS, suppress_examples
+from suppress_topology import (INPUTS, OUTPUT_KEYS, OUTPUTS, RAISED_BYTES, SHUT_DOWN_OUTPUT, shut_down_example,
+                               suppress_examples)
 from dagster_kstreams.kafka.records import read_topic
+from dagster_kstreams.spark.errors import TaskFailedError
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
 
@@ -83,8 +94,15 @@ def _input(seed: int = 14) -> dict[str, list[tuple]]:
         key = None if rng.random() < 0.03 else f"{FAMILIES[partition]}{rng.randint(1, 6)}"
         roll = rng.random()
         value = None if roll < 0.12 else (f"x{i}" if roll < 0.35 else f"p{i}")
-        prices.append((key, value, partition, timestamp))
+        prices.append((key, value, partition, timestamp, _price_headers(i, partition)))
     return {"events": events, "prices": prices}
+
+
+def _price_headers(i: int, partition: int) -> list:
+    """Headers of price ``i``: none, short ones, or (partition 1 from 300 on) a big one."""
+    if partition == 1 and i >= 300:
+        return [("trace", b"t" * 60)]
+    return ([], [("src", b"feed")], [("\u00e9t\U0001d11e", None)])[i % 3]
 
 
 def _key_reader(name: str):
@@ -101,10 +119,10 @@ def _value_reader(name: str):
     return lambda data: None if data is None else data.decode()
 
 
-def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple[str, str], list]:
+def _results(bootstrap: str, topics: dict[str, str], names=OUTPUTS) -> dict[tuple[str, str], list]:
     """``{(output, key family): [(key, value)] in offset order}``."""
     results: dict[tuple[str, str], list] = {}
-    for name in OUTPUTS:
+    for name in names:
         key_of, value_of = _key_reader(name), _value_reader(name)
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
             key = key_of(record.key)
@@ -126,15 +144,17 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
                          for i, (key, value, partition, timestamp) in enumerate(records["events"])]
     for name in INPUTS:
         produce_strings(kafka_bootstrap, inputs[name], records[name])
-    topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, 1), "ks")
+    topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys((*OUTPUTS, SHUT_DOWN_OUTPUT), 1), "ks")
     stdout = oracle_harness.run_main(
         "kstreams.oracle.SuppressExamples",
         [kafka_bootstrap, unique_topic("ks-suppress"), str(tmp_path_factory.mktemp("ks-suppress-state")),
-         *(topics[name] for name in INPUTS), *(topics[name] for name in OUTPUTS)],
+         *(topics[name] for name in INPUTS), *(topics[name] for name in (*OUTPUTS, SHUT_DOWN_OUTPUT))],
         timeout=600,
     )
-    return {"inputs": inputs, "records": records, "describe": json.loads(stdout)["describe"],
-            "results": _results(kafka_bootstrap, topics), "topics": topics}
+    printed = json.loads(stdout)
+    return {"inputs": inputs, "records": records, "describe": printed["describe"], "failure": printed["failure"],
+            "results": _results(kafka_bootstrap, topics), "topics": topics,
+            "shut_down": _results(kafka_bootstrap, topics, (SHUT_DOWN_OUTPUT,))}
 
 
 def test_describe_of_the_topology_run_is_kafka_streams(kafka_streams_run):
@@ -200,3 +220,45 @@ def _assert_reference_exercises_it(expected: dict, records: dict) -> None:
         assert any(value is None for _, value in expected[("out-limited", family)])
         debounced = [value for _, value in expected[("out-debounced", family)]]
         assert None in debounced and not any(value and value.startswith("x") for value in debounced)
+        # the byte bounds evict early: not the sequence of the (never full) 2,000-byte buffer
+        assert expected[("out-bytes", family)] != expected[("out-raised", family)]
+        assert len(expected[("out-both-bounds", family)]) > 20
+
+
+def test_a_buffer_that_shuts_down_when_full_stops_where_kafka_streams_stops_and_a_raised_bound_continues(
+    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, kafka_streams_run
+):
+    """Both stop at the same input record, and what each wrote before it is exact: Kafka Streams
+    (at-least-once, commits every 500 ms) had written some prefix of the never-full suppression's
+    output when it stopped (how much depends on its commit and send timing, so only the prefix is
+    compared); our failed batch commits nothing (exactly-once), so what we wrote before is a prefix
+    too, and with the bound raised, a rerun writes exactly the rest: nothing lost, nothing twice.
+    Kafka Streams' reference for the rest is the same suppression with the bound raised
+    (``out-raised``, in the first application; partition 0's task, which never overflows, is
+    compared there)."""
+    failure, inputs = kafka_streams_run["failure"], kafka_streams_run["inputs"]
+    assert failure is not None, "Kafka Streams' shut-down application did not stop"
+    assert (failure["topic"], failure["partition"], failure["node"]) == (inputs["prices"], 1, "bounded")
+    assert "bounded buffer exceeded its max capacity" in failure["message"]
+    reference = {"b": kafka_streams_run["results"][("out-raised", "b")]}
+    ks_before = kafka_streams_run["shut_down"].get((SHUT_DOWN_OUTPUT, "b"), [])
+    assert ks_before == reference["b"][:len(ks_before)]
+
+    topics = output_topics(kafka_admin, unique_topic, inputs, {SHUT_DOWN_OUTPUT: 1})
+    app_id, state = unique_topic("spark-shut-down"), str(tmp_path / "state")
+    runner = TaskRunner(shut_down_example(topics), app_id, kafka_bootstrap, state_location=state, spark=spark,
+                        max_records_per_batch=100)
+    with pytest.raises(TaskFailedError) as failed:  # only partition 1's task overflows: only it runs here
+        runner.run_task("0_1")
+    message = str(failed.value)
+    assert "\n" not in message
+    assert message.startswith(f"task 0_1 of application {app_id!r} failed: ProcessingError: suppression bounded "
+                              "buffer exceeded its max capacity (shut_down_when_full). Currently [")
+    assert f"/480] bytes, at the record at topic {inputs['prices']!r} partition 1 offset {failure['offset']};" in message
+    before = _results(kafka_bootstrap, topics, (SHUT_DOWN_OUTPUT,)).get((SHUT_DOWN_OUTPUT, "b"), [])
+    assert 0 < len(before) < len(reference["b"]) and before == reference["b"][:len(before)]
+
+    rerun = TaskRunner(shut_down_example(topics, RAISED_BYTES), app_id, kafka_bootstrap, state_location=state,
+                       spark=spark)
+    rerun.run_task("0_1")
+    assert _results(kafka_bootstrap, topics, (SHUT_DOWN_OUTPUT,)) == {(SHUT_DOWN_OUTPUT, "b"): reference["b"]}

@@ -297,11 +297,7 @@ def _table(builder):
     return builder.table("in", Materialized.as_("t"))
 
 
-def test_refuses_byte_bounded_and_shut_down_when_full_buffers():
-    _refused(lambda b: _table(b).suppress(Suppressed.until_time_limit(SECONDS, BufferConfig.max_bytes(1000)))
-             .to_stream().to("out"), r"max_bytes is not supported")
-    _refused(lambda b: _table(b).suppress(Suppressed.until_time_limit(
-        SECONDS, BufferConfig.max_records(5).shut_down_when_full())).to_stream().to("out"), r"shuts down when full")
+def test_until_window_closes_takes_a_strict_buffer_config():
     with pytest.raises(TypeError, match="strict buffer config"):
         Suppressed.until_window_closes(BufferConfig.max_records(5))
 

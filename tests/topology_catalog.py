@@ -1036,7 +1036,8 @@ def suppress_and_emit_on_close_examples():
     names = {"events": "events", "prices": "prices", "out-final": "final-counts", "out-closed": "closed-hopping-out",
              "out-sessions": "final-sessions-out", "out-limited": "limited-prices", "out-debounced": "debounced-prices",
              "slides": "slides", "out-closed-sliding": "closed-sliding-out",
-             "out-closed-sessions": "closed-sessions-out"}
+             "out-closed-sessions": "closed-sessions-out", "out-bytes": "bytes-limited-prices",
+             "out-both-bounds": "both-bounds-prices", "out-raised": "raised-prices"}
     return suppress_examples(names).build()
 
 

@@ -14,8 +14,11 @@ table's row), with ``t`` the update's timestamp:
   (``time_to_wait_for_more_events``, or the windows' grace: a session window's gap plus grace),
   it is evicted and forwarded with the timestamp of its latest update. Eviction order is Kafka's
   ``TreeMap`` order: buffer time, then the serialized key's bytes (unsigned, lexicographic);
-* with ``BufferConfig.max_records(n)`` (emit early when full), while more than ``n`` records are
-  buffered, the oldest is evicted and forwarded the same way.
+* then, while the buffer is over its bounds (more than ``BufferConfig.max_records(n)`` records, or
+  more than ``max_bytes(b)`` bytes as Kafka Streams counts them, :mod:`.suppress_size`): with
+  ``emit_early_when_full()`` the oldest is evicted and forwarded the same way; with
+  ``shut_down_when_full()`` the task fails at this record with a :class:`ProcessingError` (Kafka
+  Streams' ``StreamsException``, which stops the application), so nothing of its batch is committed.
 
 A tombstone (a deleted window or row) is buffered like any update; at eviction it is forwarded
 by ``until_time_limit`` and dropped by ``until_window_closes`` (Kafka Streams' "safe to drop
@@ -31,12 +34,9 @@ evicts the records of other keys, in one order across keys. Both survive restart
 task's checkpoint, where Kafka Streams restores the buffer from its changelog but starts the
 stream time over (the runner's result is Kafka Streams' when it does not restart).
 
-Definition time: a bounded ``max_bytes`` buffer is refused (Kafka Streams counts each record's
-serialized size plus its record context's topic name and headers, a size the runner's buffer does
-not keep), and so is a bounded buffer that shuts down when full (Kafka Streams stops
-the application after whatever its last commit wrote, a point the runner's micro-batches cannot
-reproduce). So are processors that keep state downstream of the suppression in its sub-topology,
-and a filter of a windowed table before it (the runner does not carry a window's old value).
+Definition time: ``max_bytes`` on a windowed table is refused (Kafka Streams counts each update's old
+window value, which the runner does not carry). So are processors that keep state downstream of the
+suppression in its sub-topology, and a filter of a windowed table before it (the same reason).
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ import heapq
 from typing import Any, Iterator, Optional
 
 from dagster_kstreams.processors.base import Processor, reachable, register
-from dagster_kstreams.processors.errors import UnsupportedTopologyError
+from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopologyError
+from dagster_kstreams.processors.suppress_size import buffered_record_size
 from dagster_kstreams.processors.table_joins import ValueGetter, value_getter
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.topology.node_specs import NodeKind
@@ -58,22 +59,44 @@ __all__ = ["SuppressionBuffer", "Suppress", "BUILDERS"]
 
 class SuppressionBuffer:
     """Kafka Streams' time-ordered suppression buffer: the latest update of each buffered key,
-    ordered by ``(buffer time, serialized key)``. Pure logic, pickled into the task's state."""
+    ordered by ``(buffer time, serialized key)``, and its size in Kafka Streams' bytes
+    (:mod:`.suppress_size`; counted when the processor sizes its updates). Pure logic, pickled into
+    the task's state."""
 
     def __init__(self) -> None:
         self._order: list[tuple[int, bytes]] = []  # a heap: one entry per buffered key
         # serialized key -> (key, value, timestamp, headers of its latest update; absent in older checkpoints)
         self._records: dict[bytes, tuple] = {}
+        # serialized key -> (its size in bytes, its serialized prior value: the old value when it was first buffered)
+        self._sizes: dict[bytes, tuple[int, Optional[bytes]]] = {}
+        self.size_bytes = 0
+
+    def __setstate__(self, state: dict) -> None:
+        # A buffer pickled before sizes were kept: its records count 0 bytes until updated.
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_sizes", {})
+        self.__dict__.setdefault("size_bytes", 0)
 
     def __len__(self) -> int:
         return len(self._records)
 
-    def put(self, buffer_time: int, key_bytes: bytes, key, value, timestamp: int, headers=None) -> None:
+    def prior_value(self, key_bytes: bytes, old: Optional[bytes]) -> Optional[bytes]:
+        """The prior value an update of ``key_bytes`` with serialized old value ``old`` is buffered
+        with: the buffered one's, else ``old`` (Kafka Streams' ``InMemoryTimeOrderedKeyValueChangeBuffer.put``)."""
+        sized = self._sizes.get(key_bytes)
+        return old if sized is None else sized[1]
+
+    def put(self, buffer_time: int, key_bytes: bytes, key, value, timestamp: int, headers=None,
+            size: int = 0, prior: Optional[bytes] = None) -> None:
         """Buffer an update (``headers``: its record context's, which it is emitted with, as Kafka
-        Streams' buffer keeps the record context); a key already buffered keeps its buffer time and place."""
+        Streams' buffer keeps the record context; ``size``: its bytes, ``prior``: its prior value);
+        a key already buffered keeps its buffer time and place."""
         if key_bytes not in self._records:
             heapq.heappush(self._order, (buffer_time, key_bytes))
         self._records[key_bytes] = (key, value, timestamp, headers)
+        replaced = self._sizes.get(key_bytes)
+        self.size_bytes += size - (replaced[0] if replaced is not None else 0)
+        self._sizes[key_bytes] = (size, prior)
 
     def min_time(self) -> Optional[int]:
         """The oldest buffer time (None: the buffer is empty)."""
@@ -83,6 +106,9 @@ class SuppressionBuffer:
         """Remove the first record in buffer order: ``(key, value, timestamp, headers)`` of its
         latest update (``(key, value, timestamp)`` when an older version buffered it)."""
         _, key_bytes = heapq.heappop(self._order)
+        sized = self._sizes.pop(key_bytes, None)
+        if sized is not None:
+            self.size_bytes -= sized[0]
         return self._records.pop(key_bytes)
 
     def expired(self, expiry_time: int) -> Iterator[tuple]:
@@ -90,9 +116,15 @@ class SuppressionBuffer:
         while self._order and self._order[0][0] <= expiry_time:
             yield self.evict_oldest()
 
-    def over(self, max_records: Optional[int]) -> Iterator[tuple]:
-        """Evict, in order, while more than ``max_records`` records are buffered (None: no bound)."""
-        while max_records is not None and len(self._records) > max_records:
+    def over_capacity(self, max_records: Optional[int], max_bytes: Optional[int] = None) -> bool:
+        """Kafka Streams' ``overCapacity``: more than ``max_records`` records or ``max_bytes`` bytes
+        buffered (None: no bound)."""
+        return (max_records is not None and len(self._records) > max_records) or \
+            (max_bytes is not None and self.size_bytes > max_bytes)
+
+    def over(self, max_records: Optional[int], max_bytes: Optional[int] = None) -> Iterator[tuple]:
+        """Evict, in order, while the buffer is over capacity (:meth:`over_capacity`)."""
+        while self._order and self.over_capacity(max_records, max_bytes):
             yield self.evict_oldest()
 
 
@@ -104,25 +136,31 @@ class _SuppressState:
 
 @register
 class Suppress(Processor):
-    """``KTableSuppressProcessor``: buffers table updates, forwards them when their time is up."""
+    """``KTableSuppressProcessor``: buffers table updates, forwards them when their time is up, and
+    when the buffer is over its bounds emits the oldest early or (``shutdown_when_full``) fails the
+    task at the record that overfilled it."""
 
     kind = "suppress"
     task_grouped = True
 
     def __init__(self, name: str, key_serde, window_end_time: bool, duration_ms: int, max_records: Optional[int],
-                 drop_tombstones: bool, filtered_table: Optional[ValueGetter] = None):
+                 drop_tombstones: bool, filtered_table: Optional[ValueGetter] = None, max_bytes: Optional[int] = None,
+                 shutdown_when_full: bool = False, value_serde=None, table: Optional[ValueGetter] = None):
         super().__init__(name)
         self.key_serde = key_serde
         self.window_end_time = window_end_time
         self.duration_ms, self.max_records, self.drop_tombstones = duration_ms, max_records, drop_tombstones
         # the table behind a filter on the way, whose old value tells an update the filter drops
         self.filtered_table = filtered_table
+        # with max_bytes: the buffer's value serde and the table whose old value each update is sized with
+        self.max_bytes, self.value_serde, self.table = max_bytes, value_serde, table
+        self.shutdown_when_full = shutdown_when_full
         self._state_key = f"suppress.{name}"
 
     def init(self, program) -> None:
         super().init(program)
-        if self.filtered_table is not None:
-            self.filtered_table.bind(program)
+        for table in {id(t): t for t in (self.filtered_table, self.table) if t is not None}.values():
+            table.bind(program)
 
     def process(self, key, value, context, out, state) -> None:
         if value is None and self.filtered_table is not None and \
@@ -137,16 +175,43 @@ class Suppress(Processor):
             raise ValueError(f"processor {self.name} needs record timestamps")
         suppress.stream_time = max(suppress.stream_time, timestamp)
         buffer_time = key.window.end if self.window_end_time else timestamp
-        try:
-            key_bytes = self.key_serde.serialize(key)
-        except Exception as cause:  # noqa: BLE001 - named below
-            raise ValueError(f"processor {self.name} cannot serialize the key {key!r} with {self.key_serde!r}: "
-                             f"{type(cause).__name__}: {cause}") from cause
-        suppress.buffer.put(buffer_time, key_bytes, key, value, timestamp, context.headers)
+        key_bytes = self._serialize(self.key_serde, key, "key")
+        size, prior = 0, None
+        if self.max_bytes is not None:
+            size, prior = self._size(key, key_bytes, value, context, state, suppress.buffer)
+        suppress.buffer.put(buffer_time, key_bytes, key, value, timestamp, context.headers, size, prior)
         for evicted in suppress.buffer.expired(suppress.stream_time - self.duration_ms):
             self._emit(evicted, context, out, state)
-        for evicted in suppress.buffer.over(self.max_records):
+        if not suppress.buffer.over_capacity(self.max_records, self.max_bytes):
+            return
+        if self.shutdown_when_full:
+            raise ProcessingError(self._full_message(suppress.buffer, context))
+        for evicted in suppress.buffer.over(self.max_records, self.max_bytes):
             self._emit(evicted, context, out, state)
+
+    def _serialize(self, serde, data, what: str) -> bytes:
+        try:
+            return serde.serialize(data)
+        except Exception as cause:  # noqa: BLE001 - named below
+            raise ValueError(f"processor {self.name} cannot serialize the {what} {data!r} with {serde!r}: "
+                             f"{type(cause).__name__}: {cause}") from cause
+
+    def _size(self, key, key_bytes: bytes, value, context, state, buffer: SuppressionBuffer) -> tuple[int, Any]:
+        """``(bytes, prior value)`` of the update as Kafka Streams' buffer counts them (:mod:`.suppress_size`):
+        its old value is the table's before this update, through the same filter/map_values."""
+        old = self.table.get_old(self, key, state, context)
+        old_bytes = None if old is None else self._serialize(self.value_serde, old, "old value")
+        new_bytes = None if value is None else self._serialize(self.value_serde, value, "value")
+        prior = buffer.prior_value(key_bytes, old_bytes)
+        return buffered_record_size(key_bytes, prior, old_bytes, new_bytes, context.topic, context.headers), prior
+
+    def _full_message(self, buffer: SuppressionBuffer, context) -> str:
+        """One line, as Kafka Streams' StreamsException says it, with the record that overfilled the buffer."""
+        records = f"[{len(buffer)}/{'unbounded' if self.max_records is None else self.max_records}] records"
+        sizes = "" if self.max_bytes is None else f" and [{buffer.size_bytes}/{self.max_bytes}] bytes"
+        return (f"suppression {self.name} buffer exceeded its max capacity (shut_down_when_full). Currently {records}"
+                f"{sizes}, at the record at {context.describe()}; nothing of this batch is committed: raise the "
+                "bound (BufferConfig.max_records / max_bytes) and run the task again")
 
     def _emit(self, evicted, context, out, state) -> None:
         key, value, timestamp, *headers = evicted  # no headers: buffered by an older version
@@ -200,6 +265,13 @@ def _key_serde(factory, ctx, windows):
     return WindowedSerde(ctx.default_key_serde, window_size_ms=size)
 
 
+def _value_serde(factory, ctx):
+    """The buffer's value serde (what Kafka Streams sizes the old and new values with): the table's."""
+    store = ctx.topology.state_stores.get(factory.params["store_name"])
+    serde = None if store is None else store.value_serde
+    return serde if serde is not None else ctx.default_value_serde
+
+
 def _check_downstream(sub, factory) -> None:
     for node in reachable(sub, factory.children, lambda node: node.children):
         if node.kind not in _STATELESS_KINDS or (node.kind is not NodeKind.SUPPRESS and node.stores):
@@ -213,17 +285,6 @@ def build(factory, ctx) -> Suppress:
     params = factory.params
     config = params["buffer_config"]
     what = f"suppression {factory.name}"
-    if config.max_bytes is not None:
-        raise UnsupportedTopologyError(
-            f"{what}: BufferConfig.max_bytes is not supported by the Spark runner (Kafka Streams sizes its buffer by "
-            "each record's bytes plus its record context's topic and headers, which the runner's buffer does not "
-            "size); "
-            "use max_records or unbounded()")
-    if config.shutdown_when_full and config.max_records is not None:
-        raise UnsupportedTopologyError(
-            f"{what}: a bounded buffer that shuts down when full is not supported by the Spark runner (Kafka Streams "
-            "stops the application after whatever its last commit wrote, which micro-batches cannot reproduce); "
-            "use emit_early_when_full() or unbounded()")
     sub = ctx.subtopology
     _check_downstream(sub, factory)
     windows, filtered = _table_path(sub, factory)
@@ -236,10 +297,21 @@ def build(factory, ctx) -> Suppress:
                 "Filter after to_stream()")
         (parent,) = factory.parents
         filtered_table = value_getter(ctx, factory, parent)
+    table = None
+    if config.max_bytes is not None:
+        if windows is not None:
+            raise UnsupportedTopologyError(
+                f"{what}: BufferConfig.max_bytes on a windowed table is not supported by the Spark runner (Kafka "
+                "Streams counts each update's old window value, which the runner does not carry); bound it with "
+                "max_records, or suppress a table that is not windowed")
+        (parent,) = factory.parents
+        table = filtered_table or value_getter(ctx, factory, parent)
     until_window_closes = bool(params["until_window_closes"])
     duration = params["grace_ms"] if until_window_closes else params["time_to_wait_ms"]
     return Suppress(factory.name, _key_serde(factory, ctx, windows), until_window_closes, duration,
-                    config.max_records, drop_tombstones=until_window_closes, filtered_table=filtered_table)
+                    config.max_records, drop_tombstones=until_window_closes, filtered_table=filtered_table,
+                    max_bytes=config.max_bytes, shutdown_when_full=config.shutdown_when_full,
+                    value_serde=_value_serde(factory, ctx), table=table)
 
 
 BUILDERS = {NodeKind.SUPPRESS: build}

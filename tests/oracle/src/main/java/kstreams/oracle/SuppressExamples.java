@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
@@ -11,7 +12,11 @@ import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.errors.ErrorHandlerContext;
+import org.apache.kafka.streams.errors.ProcessingExceptionHandler;
+import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KGroupedStream;
@@ -24,6 +29,7 @@ import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.Suppressed.BufferConfig;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.WindowStore;
@@ -36,7 +42,12 @@ import org.apache.kafka.streams.state.WindowStore;
  * input alone. Emit-on-window-close checks after every record (its wall-clock throttle set to 0).
  *
  * Args: bootstrap applicationId stateDir events prices slides outFinal outClosed outSessions outLimited
- *       outDebounced outClosedSliding outClosedSessions
+ *       outDebounced outClosedSliding outClosedSessions outBytes outBothBounds outRaised outShutDown
+ *
+ * A second application (applicationId + "-shut-down", started first, run at once) suppresses the
+ * prices table in a buffer of SHUT_DOWN_BYTES bytes that shuts down when full: it stops at the first
+ * record that overfills the buffer. The JSON then also holds "failure": the topic, partition and
+ * offset of that record and the suppression's name, as the processing exception handler saw them.
  *
  * The Python twin is suppress_examples() in tests/suppress_topology.py; keep the two in step.
  */
@@ -45,7 +56,8 @@ public final class SuppressExamples {
 
     static Topology suppressExamples(String events, String prices, String slides, String outFinal,
                                      String outClosed, String outSessions, String outLimited, String outDebounced,
-                                     String outClosedSliding, String outClosedSessions) {
+                                     String outClosedSliding, String outClosedSessions, String outBytes,
+                                     String outBothBounds, String outRaised) {
         StreamsBuilder builder = new StreamsBuilder();
         // The suppression buffer serializes the windowed keys: the grouping names the key serde.
         KGroupedStream<String, String> grouped = builder.<String, String>stream(events)
@@ -90,6 +102,27 @@ public final class SuppressExamples {
                 .withName("debounce"))
             .toStream()
             .to(outDebounced);
+        // Bounded in bytes as Kafka Streams sizes a buffered record (key, prior/old/new values, the
+        // record context's topic and headers): the oldest go out early.
+        priceTable
+            .suppress(Suppressed.untilTimeLimit(Duration.ofSeconds(4), BufferConfig.maxBytes(200).emitEarlyWhenFull())
+                .withName("bytes-limited"))
+            .toStream()
+            .to(outBytes);
+        priceTable
+            .mapValues((key, value) -> value.toUpperCase())
+            .suppress(Suppressed.<String>untilTimeLimit(Duration.ofSeconds(3),
+                    BufferConfig.maxRecords(3).withMaxBytes(230).emitEarlyWhenFull())
+                .withName("both-bounds"))
+            .toStream()
+            .to(outBothBounds);
+        // The shut-down application's suppression with its bound raised: never full.
+        priceTable
+            .suppress(Suppressed.untilTimeLimit(Duration.ofSeconds(4), BufferConfig.maxBytes(RAISED_BYTES)
+                    .shutDownWhenFull())
+                .withName("bounded"))
+            .toStream()
+            .to(outRaised);
 
         // Sliding windows skip null values (their stream time too): a sub-topology of their own.
         builder.<String, String>stream(slides)
@@ -104,12 +137,56 @@ public final class SuppressExamples {
         return builder.build();
     }
 
+    /** The shut-down application's bound: what the prices' records fit until big headers come. */
+    static final long SHUT_DOWN_BYTES = 480;
+    static final long RAISED_BYTES = 2_000;
+
+    static Topology shutDownExample(String prices, String outShutDown) {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>table(prices,
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("prices-store").withCachingDisabled())
+            .suppress(Suppressed.untilTimeLimit(Duration.ofSeconds(4), BufferConfig.maxBytes(SHUT_DOWN_BYTES)
+                    .shutDownWhenFull())
+                .withName("bounded"))
+            .toStream()
+            .to(outShutDown);
+        return builder.build();
+    }
+
+    /** Where the first processing error happened, as Kafka Streams' handler context says it. */
+    static final AtomicReference<String> FAILURE = new AtomicReference<>();
+
+    /** Records the failed record's coordinates, then fails as the default handler does. */
+    public static final class RecordingHandler implements ProcessingExceptionHandler {
+        @Override
+        public void configure(Map<String, ?> configs) {
+        }
+
+        @Override
+        public Response handleError(ErrorHandlerContext context, Record<?, ?> record, Exception exception) {
+            FAILURE.compareAndSet(null, "{\"topic\": " + Json.quote(context.topic()) + ", \"partition\": "
+                + context.partition() + ", \"offset\": " + context.offset() + ", \"node\": "
+                + Json.quote(context.processorNodeId()) + ", \"task\": " + Json.quote(context.taskId().toString())
+                + ", \"message\": " + Json.quote(String.valueOf(exception.getMessage())) + "}");
+            return Response.fail();
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
         String applicationId = args[1];
         String stateDir = args[2];
+        Topology shutDown = shutDownExample(args[4], args[16]);
+        Properties shutDownProps = KafkaStreamsRuns.properties(bootstrap, applicationId + "-shut-down",
+                                                               stateDir + "/shut-down");
+        shutDownProps.put(StreamsConfig.PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG, RecordingHandler.class);
+        KafkaStreams shutDownStreams = new KafkaStreams(shutDown, shutDownProps);
+        shutDownStreams.setUncaughtExceptionHandler(
+            exception -> StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT);
+        shutDownStreams.start();
+
         Topology topology = suppressExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
-                                             args[10], args[11], args[12]);
+                                             args[10], args[11], args[12], args[13], args[14], args[15]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
 
@@ -118,9 +195,15 @@ public final class SuppressExamples {
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
             KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> List.of(args[3], args[4], args[5]),
                                                Duration.ofMinutes(5));
-            System.out.println("{\"describe\": " + Json.quote(topology.describe().toString()) + "}");
+            long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
+            while (FAILURE.get() == null && System.nanoTime() < deadline) {
+                Thread.sleep(50);
+            }
+            System.out.println("{\"describe\": " + Json.quote(topology.describe().toString()) + ", \"failure\": "
+                               + FAILURE.get() + "}");
         } finally {
             streams.close(Duration.ofSeconds(30));
+            shutDownStreams.close(Duration.ofSeconds(30));
         }
     }
 }

@@ -140,7 +140,8 @@ public final class TopologyCatalog {
                        TopologyCatalog::sliding_and_session_emit_on_window_close);
         TOPOLOGIES.put("suppress_and_emit_on_close_examples", () -> SuppressExamples.suppressExamples(
             "events", "prices", "slides", "final-counts", "closed-hopping-out", "final-sessions-out", "limited-prices",
-            "debounced-prices", "closed-sliding-out", "closed-sessions-out"));
+            "debounced-prices", "closed-sliding-out", "closed-sessions-out", "bytes-limited-prices",
+            "both-bounds-prices", "raised-prices"));
         TOPOLOGIES.put("processor_api_examples", () -> ProcessorApiExamples.processorApiExamples("events", "out"));
         TOPOLOGIES.put("processor_api_named_then_count", TopologyCatalog::processor_api_named_then_count);
         TOPOLOGIES.put("processor_api_low_level_examples", () -> ProcessorApiExamples.lowLevel("events", "out"));
