@@ -9,7 +9,8 @@ With ``R0 = 50 records/s x partitions`` (64 partitions: 3,200/s, about 1.3 worke
 * ``failure``: 3x R0 throughout; at t=600 s the process of the worker with the most tasks dies
   (host lost): the sensor sees it only after the 60 s heartbeat timeout.
 
-Every run starts with ``ceil(rate at t=0 / (0.7 x capacity))`` warm workers sharing the tasks (and the
+Every run starts with ``ceil(rate at t=0 / (0.7 x capacity))`` warm workers (0.7 whatever the
+configuration's ``target_utilization``) sharing the tasks (and the
 standby, for ``ours+standby``), a fresh sensor state and the given configuration. The rule ticks
 every ``sensor_interval`` seconds (30 s: the lag sensor's default ``sensor_interval_seconds`` and
 KEDA's default polling interval) and its plan is applied at once, as the sensor applies it. Like the
@@ -23,7 +24,7 @@ import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from bench.scaling_metrics import RunSummary, summarize
+from bench.scaling_metrics import FLAP_WINDOW_SECONDS, RunSummary, summarize
 from bench.scaling_model import ModelParameters, ScalingModel
 from bench.scaling_rules import FlinkStyleRule, KedaRule, OursRule
 from dagster_kstreams.scaling import ScalingConfig, WorkerState, assign_tasks, replan_handovers, worker_id
@@ -34,6 +35,9 @@ RECORDS_PER_PARTITION = 50.0
 # The lag sensor reads the newest 500 task materializations of each sub-topology within the throughput
 # window (``orchestration/sensors.py``: ``throughput_samples``), not all of them.
 SENSOR_SAMPLE_LIMIT = 500
+# The fleet a run starts with, whatever the configuration: so that a rule's target utilization
+# does not change where KEDA (or any other rule) starts.
+INITIAL_UTILIZATION = 0.7
 HANDOVER_WAIT_SECONDS = 10.0  # ElasticWorkers.handover_wait_seconds' default
 
 
@@ -87,7 +91,7 @@ def simulate(workload: Workload, partitions: int, rule_name: str, config: Scalin
     called with the model after every step (the tests check the invariants there)."""
     base_rate = RECORDS_PER_PARTITION * partitions
     model = ScalingModel(partitions, lambda t: base_rate * workload.rate_factor(t), params)
-    initial = math.ceil(base_rate * workload.rate_factor(0.0) / (params.worker_capacity * config.target_utilization))
+    initial = math.ceil(base_rate * workload.rate_factor(0.0) / (params.worker_capacity * INITIAL_UTILIZATION))
     for member, tasks in assign_tasks(model.tasks, [worker_id(i) for i in range(initial)]).items():
         model.launch(member, tasks, warm=True)
     rule = make_rule(rule_name, config, params, initial, sensor_interval)
@@ -127,13 +131,16 @@ def simulate(workload: Workload, partitions: int, rule_name: str, config: Scalin
     worker_seconds = sum((run.ended_at if run.ended_at is not None else model.now) - run.launched_at
                          for run in model.runs)
     peak_rate = max(model.rate(t) for t in trace.times)
+    # The fewest workers that keep up from each step on (no headroom): what changes of need count;
+    # a step at an event is that event.
+    needs = [math.ceil(model.rate(t) / params.worker_capacity - 1e-9) for t in trace.times]
     summary = summarize(rule_name, workload.name, partitions, ticks=trace.ticks, initial=initial,
                         events=workload.events, end=workload.duration,
-                        window=config.scale_down_stabilization_seconds, times=trace.times, lags=trace.lags,
+                        window=FLAP_WINDOW_SECONDS, times=trace.times, lags=trace.lags,
                         active=trace.active,
                         step=params.step_seconds, worker_seconds=worker_seconds, tasks_moved=model.tasks_moved,
                         peak_rate=peak_rate, capacity=params.worker_capacity,
-                        target_utilization=config.target_utilization)
+                        target_utilization=config.target_utilization, needs=needs)
     return summary, trace
 
 

@@ -131,12 +131,13 @@ def test_sensor_launches_hands_over_only_released_tasks_records_lag_and_retires(
     assert all(info["seconds_since_report"] is None for info in stale.values())
     assert "never reported" in freshness.description
     # The sub-topology's share: 400 records in the 1 s catch-up time, and the input since the last
-    # tick at 70% utilization, at the default 100/s per worker.
+    # tick at the target utilization (0.9 by default), at the default 100/s per worker.
     assert observation.metadata["worker_capacity"].value == 100.0
     assert observation.metadata["worker_capacity_measured"].value is False
     input_rate = observation.metadata["input_rate"].value
     assert input_rate > 0
-    assert observation.metadata["required_workers"].value == pytest.approx((400 + input_rate / 0.7) / 100, abs=0.01)
+    target = ScalingConfig().target_utilization
+    assert observation.metadata["required_workers"].value == pytest.approx((400 + input_rate / target) / 100, abs=0.01)
     (worker1,) = _submit(defs, instance, result.run_requests)
     result = tick_sensor(defs, instance, result.cursor)
     assert parse_tasks(_tags(instance, worker0)[TAG_TASKS]) == ALL

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 
 import pytest
@@ -24,6 +25,7 @@ from dagster_kstreams.scaling import (
     measured_capacity,
     recommend,
     required_rate,
+    smoothed_rates,
     stabilize,
     subtopology_demands,
     worker_bounds,
@@ -497,3 +499,108 @@ def test_a_subtopology_added_to_an_application_never_lowers_its_count(lags_by_ta
     without, _ = recommend(offsets(lags_by_task), 0, config, last_measured_capacities=measured)
     assert with_idle.required_workers == without.required_workers
     assert isinstance(with_idle.demands["9"], SubtopologyDemand) and with_idle.demands["9"].workers == 0
+
+
+# --- one-step scale-down (scale_down_follows_latest_rate, scale_down_dead_band) ----------
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    ticks=st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), min_size=1, max_size=40),
+    start=st.integers(0, 40),
+    tick_seconds=st.floats(1, 60),
+    window=st.floats(0, 300),
+    dead_band=st.floats(0, 0.9),
+)
+def test_a_scale_down_keeps_the_windows_highest_count_and_retires_at_least_the_dead_band(
+    ticks, start, tick_seconds, window, dead_band
+):
+    config = ScalingConfig(max_workers=40, scale_down_stabilization_seconds=window, scale_down_dead_band=dead_band)
+    current, state, kept = start, StabilizationState(), []
+    for i, (recommended, remembered) in enumerate(ticks):
+        now = i * tick_seconds
+        decided, state = stabilize(recommended, current, now, state, config, remembered=remembered)
+        kept.append((now, min(recommended, remembered)))
+        if recommended >= current:
+            assert decided == recommended  # up (or steady) at once, on the average's count
+        elif decided < current:
+            assert now >= window
+            assert decided == max(n for t, n in kept if t > now - window or t == now)
+            assert current - decided >= max(1, math.ceil(dead_band * current - 1e-9))
+        else:
+            assert decided == current
+        current = decided
+
+
+def _rate_ticks(rates_and_gaps, tasks=64, noise=()):
+    """Snapshots of a stream whose workers keep up: per tick ``(records/s, seconds since the last)``;
+    ``noise``: per tick, the records a producer holds back into the next interval, as a fraction of
+    15 s of input (ticks are at least 15 s apart, so a reading is off by at most that fraction)."""
+    time, end, carried = 0.0, 0, 0.0
+    yield LagSnapshot(time, {f"0_{p}": TaskOffsets(0, 0) for p in range(tasks)})
+    for i, (rate, gap) in enumerate(rates_and_gaps):
+        shifted = rate * 15 * (noise[i] if i < len(noise) else 0.0)
+        time += gap
+        end += round((rate * gap + carried - shifted) / tasks)
+        carried = shifted
+        yield LagSnapshot(time, {f"0_{p}": TaskOffsets(end, end) for p in range(tasks)})
+
+
+def _follow(snapshots, config, current=1):
+    """The sensor's loop on these snapshots: the count after each tick, its workers following it."""
+    state, previous, counts = StabilizationState(), None, []
+    rates, weight = {}, 0.0
+    for snap in snapshots:
+        if previous is not None:
+            recommendation, state = recommend(snap, current, config, previous_snapshot=previous, state=state,
+                                              last_input_rates=rates, last_input_rate_weight=weight)
+            _, weight = smoothed_rates({}, {}, snap.time - previous.time, config, weight)
+            rates = {sub: demand.input_rate for sub, demand in recommendation.demands.items()}
+            current = recommendation.desired_workers
+            counts.append((snap.time, current))
+        previous = snap
+    return counts
+
+
+def test_after_a_burst_the_count_falls_in_one_step_not_a_staircase():
+    config = ScalingConfig(max_workers=64, default_worker_records_per_second=1000)
+    counts = _follow(_rate_ticks([(2000, 30)] * 12 + [(20_000, 30)] * 10 + [(2000, 30)] * 20), config)
+    downs = [(t, n) for (_, before), (t, n) in zip(counts, counts[1:]) if n < before]
+    # 20,000/s at 0.9 of 1,000/s each is 22.2 workers: 22 once the rate is read in full (within the
+    # up dead band of 22).
+    assert max(n for _, n in counts) == 22
+    assert downs == [(960.0, 3)]  # 300 s after the burst's last tick, straight to 2,000/s' count
+    # Remembering the averaged rate instead steps down with its decay.
+    staircase = _follow(_rate_ticks([(2000, 30)] * 12 + [(20_000, 30)] * 10 + [(2000, 30)] * 20),
+                        replace(config, scale_down_follows_latest_rate=False))
+    assert len([1 for (_, before), (_, n) in zip(staircase, staircase[1:]) if n < before]) > 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rate=st.floats(500, 50_000),
+    gaps=st.lists(st.floats(15, 45), min_size=30, max_size=50),
+    noise=st.lists(st.floats(0, 0.1), min_size=50, max_size=50),
+)
+def test_a_steady_stream_read_with_noise_at_irregular_ticks_never_flaps(rate, gaps, noise):
+    """Readings within 10% of the true rate (issue 13's bound), ticks 15-45 s apart."""
+    config = ScalingConfig(max_workers=64, default_worker_records_per_second=1000)
+    counts = _follow(_rate_ticks([(rate, gap) for gap in gaps], noise=noise), config)
+    changes = [(t, 1 if n > before else -1) for (_, before), (t, n) in zip(counts, counts[1:]) if n != before]
+    for (t0, d0), (t1, d1) in zip(changes, changes[1:]):
+        assert not (d1 != d0 and t1 - t0 < 300), f"flap: {changes}"
+
+
+def test_a_scale_up_needs_more_than_the_dead_band_beyond_the_current_count():
+    config = ScalingConfig(max_workers=16, catch_up_seconds=1, default_worker_records_per_second=1000)
+    # 8 tasks x lag / 1 s / 1,000/s: 6.5 workers is within 10% of 6, 6.7 is not.
+    within, _ = recommend(snapshot(0, 812), 6, config)
+    beyond, _ = recommend(snapshot(0, 838), 6, config)
+    assert (within.required_workers, within.desired_workers) == (pytest.approx(6.496), 6)
+    assert (beyond.required_workers, beyond.desired_workers) == (pytest.approx(6.704), 7)
+    # No band below the lower bound: an application without workers gets its first one.
+    first, _ = recommend(snapshot(0, 10), 0, config)
+    assert first.desired_workers == 1
+    # Without the band, any shortfall scales up.
+    unbanded, _ = recommend(snapshot(0, 812), 6, replace(config, scale_up_dead_band=0))
+    assert unbanded.desired_workers == 7

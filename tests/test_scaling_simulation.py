@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.scaling_metrics import Decision, decisions, decisions_per_phase, flaps, overshoot
+from bench.scaling_metrics import (Decision, changes_of_need, decisions, decisions_per_change, decisions_per_phase, flaps,
+                                   overshoot)
 from bench.scaling_model import ModelInvariantError, ModelParameters, ScalingModel, water_fill
 from bench.scaling_rules import FlinkStyleRule, KedaRule, busy_time_capacity, keda_replicas
 from bench.scaling_workloads import RULES, WORKLOADS, simulate
@@ -181,3 +182,12 @@ def test_a_warm_worker_processes_its_tasks_from_the_first_step_and_a_cold_one_af
         assert "0_1" not in model.processing
     model.step()
     assert model.processing == {"0_0": "worker-0#0", "0_1": "worker-1#1"}
+
+
+def test_changes_of_need_count_a_phases_event_and_each_step_inside_it():
+    times = [float(t) for t in range(1, 11)]
+    # A step at the event (t=3) is the event itself; 5 and 8 are steps inside the second phase.
+    needs = [2, 2, 9, 9, 10, 10, 10, 11, 11, 11]
+    assert changes_of_need(times, needs, events=[0.0, 3.0], end=11.0) == [1, 3]
+    assert decisions_per_change([2, 3], [1, 3]) == 2.0
+    assert decisions_per_change([3, 1], [1, 3]) == 3.0

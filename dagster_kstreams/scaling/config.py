@@ -29,12 +29,18 @@ class ScalingConfig:
     come on top, so an application runs at most ``max_workers + standby_workers`` worker runs, and
     keeps its standbys even while it has no active worker (``min_workers=0``), which is what makes
     its first scale-up instant. An application with no tasks keeps none.
+
+    ``scale_down_follows_latest_rate`` and ``scale_down_dead_band``: how a scale-down is made in one
+    step rather than a staircase (:mod:`.policy`'s docstring); the dead band is a fraction of the
+    current count (0: any scale-down the window allows is made). ``scale_up_dead_band``: how far
+    beyond the current count, as a fraction of it, the workers needed must be before a scale-up (0:
+    any shortfall scales up), so that a steady stream read a little high does not flap.
     """
 
     min_workers: int = 1
     max_workers: int = 8
     catch_up_seconds: float = 300.0
-    target_utilization: float = 0.7
+    target_utilization: float = 0.9
     scale_down_stabilization_seconds: float = 300.0
     default_worker_records_per_second: float = 1000.0
     throughput_window_seconds: float = 900.0
@@ -45,6 +51,9 @@ class ScalingConfig:
     backoff_reset_seconds: float = 600.0
     rate_smoothing_seconds: float = 20.0
     standby_workers: int = 0
+    scale_down_follows_latest_rate: bool = True
+    scale_down_dead_band: float = 0.1
+    scale_up_dead_band: float = 0.1
 
     def __post_init__(self) -> None:
         if self.min_workers < 0:
@@ -78,5 +87,9 @@ class ScalingConfig:
             raise ValueError(f"backoff_reset_seconds must be > 0, got {self.backoff_reset_seconds}")
         if not self.rate_smoothing_seconds >= 0:
             raise ValueError(f"rate_smoothing_seconds must be >= 0, got {self.rate_smoothing_seconds}")
+        if not 0 <= self.scale_down_dead_band < 1:
+            raise ValueError(f"scale_down_dead_band must be in [0, 1), got {self.scale_down_dead_band}")
+        if not 0 <= self.scale_up_dead_band < 1:
+            raise ValueError(f"scale_up_dead_band must be in [0, 1), got {self.scale_up_dead_band}")
         if self.standby_workers < 0:
             raise ValueError(f"standby_workers must be >= 0, got {self.standby_workers}")

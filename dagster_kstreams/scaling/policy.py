@@ -41,6 +41,27 @@ HPA's downscale stabilization: the count may only fall to the highest recommenda
 within the stabilization window, and only once the policy has watched for a whole window
 (a restarted sensor does not scale down on its first tick). A burst followed by a dip
 therefore never retires workers that the next burst would need again.
+
+Two refinements make a scale-down one step rather than a staircase (measured in
+``bench/README.md``, "Simulated again (session 10)"):
+
+* what the window remembers of a tick is the count at the *latest* input rate (over the last
+  interval) when that is below the averaged one (``scale_down_follows_latest_rate``). A rate that
+  has fallen shows in the latest reading at once, while the average decays over
+  ``rate_smoothing_seconds``: remembering the average, the window's highest recommendation fell
+  tick by tick with that decay after a burst (21, 6, 3, 2 workers). One low reading cannot retire
+  workers on its own: the window keeps the highest of all its ticks, and scale-up still follows
+  the average;
+* a scale-down smaller than ``scale_down_dead_band`` of the current count (rounded up to whole
+  workers, at least 1) is not made: the catch-up term draining within a burst (21 workers, then
+  20, then 19) is not worth moving tasks for, and the count falls once, when the burst is over.
+
+And one keeps a steady stream from flapping: a scale-up needs more than ``scale_up_dead_band`` of
+the current count beyond it (``required_workers > current x (1 + band)``). End offsets read a few
+percent off between ticks (producers send in batches); a stream needing 5.1 workers, read 20% high
+once, would otherwise get a seventh worker, lose it a window later and get it back on the next high
+reading. A real shortfall still scales up: the lag it leaves adds its catch-up rate until the count
+clears the band. Below the lower bound (no worker at all) there is no band.
 """
 
 from __future__ import annotations
@@ -73,13 +94,15 @@ def required_rate(total_lag: int, input_rate: float, config: ScalingConfig) -> f
 class SubtopologyDemand:
     """One sub-topology's share of the work at a tick.
 
-    ``capacity``: records of this sub-topology one worker processes per second (measured,
-    else remembered, else the default); ``workers``: how many workers its required rate keeps
-    busy, a fraction.
+    ``input_rate`` is averaged, ``latest_input_rate`` measured over the last interval only (the
+    averaged one when there is no earlier snapshot); ``capacity``: records of this sub-topology one
+    worker processes per second (measured, else remembered, else the default); ``workers``: how
+    many workers its required rate keeps busy, a fraction.
     """
 
     lag: int
     input_rate: float
+    latest_input_rate: float
     capacity: float
     capacity_measured: bool
     required_rate: float
@@ -112,6 +135,7 @@ def subtopology_demands(
         sub = subtopology_of(task)
         lags[sub] = lags.get(sub, 0) + offsets.lag
         arriving[sub] = arriving.get(sub, 0.0) + rates.get(task, 0.0)
+    latest = dict(arriving)
     if previous_snapshot is not None:
         arriving, _ = smoothed_rates(previous_rates or {}, arriving, snapshot.time - previous_snapshot.time, config,
                                      previous_rate_weight)
@@ -119,7 +143,8 @@ def subtopology_demands(
     for sub in lags:
         capacity = capacity_to_plan_with(measured.get(sub), remembered.get(sub), config, floors.get(sub))
         needed = required_rate(lags[sub], arriving[sub], config)
-        demands[sub] = SubtopologyDemand(lag=lags[sub], input_rate=arriving[sub], capacity=capacity,
+        demands[sub] = SubtopologyDemand(lag=lags[sub], input_rate=arriving[sub], latest_input_rate=latest[sub],
+                                         capacity=capacity,
                                          capacity_measured=sub in measured, required_rate=needed,
                                          workers=needed / capacity)
     return demands
@@ -166,25 +191,38 @@ def stabilize(
     config: ScalingConfig,
     *,
     ceiling: int | None = None,
+    remembered: int | None = None,
 ) -> tuple[int, StabilizationState]:
     """The worker count to act on: up at once, down only as far as the window allows.
 
+    ``remembered`` is what the window keeps of this tick (``recommended`` when None; the count at
+    the latest input rate, at most ``recommended``, see the module docstring). A scale-down goes to
+    the highest count the window keeps, never below it, and only when it retires at least
+    ``scale_down_dead_band`` of the current count (:func:`scale_down_step`).
     ``ceiling`` (the current upper bound) is a hard limit: when ``max_workers`` is lowered
     or tasks disappear, surplus workers go without waiting.
     """
     window = config.scale_down_stabilization_seconds
     observed_since = now if state.observed_since is None else min(state.observed_since, now)
     recent = tuple((t, n) for t, n in state.recommendations if now - window < t <= now)
-    history = recent + ((now, recommended),)
+    kept = recommended if remembered is None else min(recommended, remembered)
+    history = recent + ((now, kept),)
     if recommended >= current:
         decided = recommended
     elif observed_since > now - window:
         decided = current
     else:
-        decided = min(current, max(n for _, n in history))
+        target = min(current, max(n for _, n in history))
+        decided = target if current - target >= scale_down_step(current, config) else current
     if ceiling is not None:
         decided = min(decided, ceiling)
     return decided, StabilizationState(recommendations=history, observed_since=observed_since)
+
+
+def scale_down_step(current: int, config: ScalingConfig) -> int:
+    """The fewest workers a scale-down from ``current`` retires: ``scale_down_dead_band`` of them,
+    rounded up, at least 1."""
+    return max(1, math.ceil(config.scale_down_dead_band * current - _WHOLE_WORKER_SLACK))
 
 
 @dataclass(frozen=True)
@@ -248,8 +286,16 @@ def recommend(
     has_work = total_lag > 0 or rate > 0
     required = sum(demand.workers for demand in demands.values())
     unstabilized = desired_workers(required, has_work, task_count, config)
-    _, upper = worker_bounds(task_count, has_work, config)
-    decided, next_state = stabilize(unstabilized, current_workers, snapshot.time, state, config, ceiling=upper)
+    lower, upper = worker_bounds(task_count, has_work, config)
+    if lower <= current_workers < unstabilized and required <= current_workers * (1 + config.scale_up_dead_band):
+        unstabilized = current_workers
+    remembered = None
+    if config.scale_down_follows_latest_rate:
+        at_latest = sum(required_rate(demand.lag, min(demand.input_rate, demand.latest_input_rate), config)
+                        / demand.capacity for demand in demands.values())
+        remembered = desired_workers(at_latest, has_work, task_count, config)
+    decided, next_state = stabilize(unstabilized, current_workers, snapshot.time, state, config, ceiling=upper,
+                                    remembered=remembered)
     recommendation = Recommendation(
         desired_workers=decided,
         unstabilized_workers=unstabilized,
