@@ -28,7 +28,7 @@ import header_topology
 import oracle_harness
 from equivalence_io import output_topics
 from header_topology import header_examples
-from killed_runs import run_until_killed
+from killed_runs import kill_and_rerun
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import produce, read_topic
 from dagster_kstreams.kafka.timestamp_header import INTERNAL_HEADER_PREFIX
@@ -104,15 +104,10 @@ def test_headers_killed_part_way_and_rerun_match_kafka_streams(
     _assert_reference_exercises_it(expected)
 
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], {"out": 1})
-    app_id = unique_topic("spark-headers")
-    state = tmp_path / "state"
-    run_until_killed(tmp_path, "header_topology:header_examples", topics, app_id=app_id,
-                     bootstrap=kafka_bootstrap, state=state, kill_when=lambda line: line.startswith("task 0_1 batch"),
-                     extra_args=("--parallelism", "1", "--max-records-per-batch", "40"))
-
-    runner = TaskRunner(header_examples(topics), app_id, kafka_bootstrap, state_location=str(state), spark=spark)
-    results = {r.task_id: r for r in runner.run_all()}
-    assert 0 < results["0_1"].records_in < len(kafka_streams_run["records"]) // PARTITIONS  # continued
+    rerun = kill_and_rerun(tmp_path, header_examples, topics, app_id=unique_topic("spark-headers"),
+                           bootstrap=kafka_bootstrap, spark=spark, kill_when=lambda line: line.startswith("task 0_1 batch"),
+                           killed_args=("--parallelism", "1", "--max-records-per-batch", "40"))
+    assert 0 < rerun.by_task["0_1"].records_in < len(kafka_streams_run["records"]) // PARTITIONS  # continued
 
     ours = _results(kafka_bootstrap, topics["out"])
     assert set(ours) == set(expected)
