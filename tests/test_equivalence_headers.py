@@ -25,8 +25,7 @@ import pytest
 from pyspark import cloudpickle
 
 import header_topology
-import oracle_harness
-from equivalence_io import output_topics
+from equivalence_io import output_topics, run_kafka_streams
 from header_topology import header_examples
 from killed_runs import kill_and_rerun
 from dagster_kstreams.kafka.partitioner import default_partition
@@ -81,13 +80,8 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     kafka_admin.create_topics({inputs["events"]: PARTITIONS})
     records = _input()
     produce(kafka_bootstrap, inputs["events"], records)
-    topics = output_topics(kafka_admin, unique_topic, inputs, {"out": 1}, "ks")
-    stdout = oracle_harness.run_main(
-        "kstreams.oracle.HeaderExamples",
-        [kafka_bootstrap, unique_topic("ks-headers"), str(tmp_path_factory.mktemp("ks-headers-state")),
-         topics["events"], topics["out"]],
-        timeout=600,
-    )
+    topics, stdout = run_kafka_streams("kstreams.oracle.HeaderExamples", "headers", kafka_bootstrap, kafka_admin,
+                                       unique_topic, tmp_path_factory, inputs, {"out": 1})
     return {"inputs": inputs, "records": records, "describe": json.loads(stdout)["describe"],
             "results": _results(kafka_bootstrap, topics["out"]), "topics": topics}
 

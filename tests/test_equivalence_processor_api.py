@@ -28,9 +28,8 @@ import time
 import pytest
 from pyspark import cloudpickle
 
-import oracle_harness
 import processor_api_topology
-from equivalence_io import output_topics, produce_strings
+from equivalence_io import output_topics, produce_strings, run_kafka_streams
 from killed_runs import kill_and_rerun
 from processor_api_topology import processor_api_examples, processor_api_low_level
 from dagster_kstreams.kafka.records import read_topic
@@ -81,13 +80,8 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     kafka_admin.create_topics({inputs["events"]: PARTITIONS})
     records = _input()
     produce_strings(kafka_bootstrap, inputs["events"], records)
-    topics = output_topics(kafka_admin, unique_topic, inputs, {"out": 1}, "ks")
-    stdout = oracle_harness.run_main(
-        "kstreams.oracle.ProcessorApiExamples",
-        [kafka_bootstrap, unique_topic("ks-papi"), str(tmp_path_factory.mktemp("ks-papi-state")),
-         topics["events"], topics["out"]],
-        timeout=600,
-    )
+    topics, stdout = run_kafka_streams("kstreams.oracle.ProcessorApiExamples", "papi", kafka_bootstrap, kafka_admin,
+                                       unique_topic, tmp_path_factory, inputs, {"out": 1})
     return {"inputs": inputs, "records": records, "describe": json.loads(stdout)["describe"],
             "results": _results(kafka_bootstrap, topics["out"]), "topics": topics}
 

@@ -23,8 +23,7 @@ from datetime import timedelta
 import pytest
 from pyspark import cloudpickle
 
-import oracle_harness
-from equivalence_io import java_string, output_topics, produce_strings
+from equivalence_io import java_string, output_topics, produce_strings, run_kafka_streams
 from killed_runs import kill_and_rerun
 import session_reference
 from dagster_kstreams.kafka.records import final_values, read_topic
@@ -155,13 +154,9 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     kafka_admin.create_topics({events: PARTITIONS})
     records = _input()
     produce_strings(kafka_bootstrap, events, records)
-    topics = output_topics(kafka_admin, unique_topic, {"events": events}, dict.fromkeys(OUTPUTS, PARTITIONS), "ks")
-    stdout = oracle_harness.run_main(
-        "kstreams.oracle.SessionExamples",
-        [kafka_bootstrap, unique_topic("ks-sessions"), str(tmp_path_factory.mktemp("ks-sessions-state")),
-         *(topics[name] for name in ("events", *OUTPUTS))],
-        timeout=600,
-    )
+    topics, stdout = run_kafka_streams("kstreams.oracle.SessionExamples", "sessions", kafka_bootstrap, kafka_admin,
+                                       unique_topic, tmp_path_factory, {"events": events},
+                                       dict.fromkeys(OUTPUTS, PARTITIONS))
     return {"events": events, "records": records, "metrics": json.loads(stdout.strip().splitlines()[-1]),
             "results": _results(kafka_bootstrap, topics)}
 
