@@ -1,13 +1,16 @@
 """What the window, session and join equivalence tests share: Java's rendering of null, writing
-string records with their timestamps, and the output topics of our side of a comparison."""
+string records with their timestamps, the output topics of our side of a comparison, and Kafka
+Streams' side run by a main of the Java harness."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Mapping
 
+import pytest
 from pyspark import cloudpickle
 
+import oracle_harness
 from dagster_kstreams.kafka.records import produce
 
 # The DSL programs' lambdas call java_string in Spark's Python workers, which cannot import
@@ -37,3 +40,20 @@ def output_topics(kafka_admin, unique_topic, inputs: Mapping[str, str], partitio
     topics = {**inputs, **{name: unique_topic(f"{prefix}-{name}") for name in partitions}}
     kafka_admin.create_topics({topics[name]: count for name, count in partitions.items()})
     return topics
+
+
+def run_kafka_streams(main: str, name: str, bootstrap: str, kafka_admin, unique_topic,
+                      tmp_path_factory: pytest.TempPathFactory, inputs: Mapping[str, str],
+                      partitions: Mapping[str, int], prefix: str = "ks") -> tuple[dict[str, str], str]:
+    """Kafka Streams' side of a comparison: new output topics (:func:`output_topics` with ``prefix``)
+    and the harness main ``main`` (``"kstreams.oracle.X"``) run on them until it has consumed its
+    input, as the app ``ks-<name>-<random>`` with a new state directory. The main's arguments:
+    bootstrap, app id, state directory, then every input and output topic in ``inputs`` and
+    ``partitions`` order. Returns the topics and what the main printed."""
+    topics = output_topics(kafka_admin, unique_topic, inputs, partitions, prefix)
+    stdout = oracle_harness.run_main(
+        main,
+        [bootstrap, unique_topic(f"ks-{name}"), str(tmp_path_factory.mktemp(f"ks-{name}-state")), *topics.values()],
+        timeout=600,
+    )
+    return topics, stdout

@@ -1,4 +1,5 @@
-"""A ``dagster-kstreams run`` of a test topology in a subprocess, SIGKILLed part way through.
+"""A ``dagster-kstreams run`` of a test topology in a subprocess, SIGKILLed part way through, and
+the rerun in this process that continues from its checkpoints.
 
 The equivalence tests use it to check that a task killed mid-run and run again (in another
 process, from the same state location) still gives Kafka Streams' result.
@@ -11,8 +12,12 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
+
+from dagster_kstreams.spark.task_result import TaskResult
+from dagster_kstreams.spark.task_runner import TaskRunner
 
 TESTS_DIR = Path(__file__).resolve().parent
 
@@ -56,3 +61,42 @@ def run_until_killed(
         victim.wait(timeout=60)
     assert victim.returncode == -signal.SIGKILL, lines
     return lines
+
+
+@dataclass(frozen=True)
+class Rerun:
+    """What :func:`kill_and_rerun` gives: the killed run's output lines, the runner of the rerun
+    (its stores can be read) and the rerun's task results in task order."""
+    killed_lines: list[str]
+    runner: TaskRunner
+    results: list[TaskResult]
+
+    @property
+    def by_task(self) -> dict[str, TaskResult]:
+        """The results by task id (a task run twice: its last result)."""
+        return {result.task_id: result for result in self.results}
+
+
+def kill_and_rerun(
+    tmp_path: Path,
+    build: Callable[[Any], Any],
+    topics: object,
+    *,
+    app_id: str,
+    bootstrap: str,
+    spark: Any,
+    kill_when: Callable[[str], bool],
+    grace_seconds: float = 0.0,
+    killed_args: tuple[str, ...] = ("--parallelism", "1"),
+    **runner_options: Any,
+) -> Rerun:
+    """Run ``build(topics)`` (a function of a module of the tests directory returning a
+    StreamsBuilder) in another process until it is killed (:func:`run_until_killed`, with
+    ``killed_args`` added to its command line), then every task of it once more here, from the same
+    state location (``tmp_path / "state"``), with a TaskRunner given ``runner_options``."""
+    state = tmp_path / "state"
+    lines = run_until_killed(tmp_path, f"{build.__module__}:{build.__name__}", topics, app_id=app_id,
+                             bootstrap=bootstrap, state=state, kill_when=kill_when, grace_seconds=grace_seconds,
+                             extra_args=killed_args)
+    runner = TaskRunner(build(topics), app_id, bootstrap, state_location=str(state), spark=spark, **runner_options)
+    return Rerun(lines, runner, runner.run_all())

@@ -40,9 +40,8 @@ import global_topology
 import oracle_harness
 from equivalence_io import output_topics, produce_strings
 from global_topology import INPUTS, OUTPUTS, global_examples
-from killed_runs import run_until_killed
+from killed_runs import kill_and_rerun
 from dagster_kstreams.kafka.records import read_topic
-from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
 
 pytestmark = pytest.mark.integration
@@ -154,15 +153,11 @@ def test_global_join_killed_part_way_and_rerun_matches_kafka_streams(
     _assert_reference_exercises_it(expected)
 
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, 1))
-    app_id = unique_topic("spark-global")
-    state = tmp_path / "state"
     started = time.time()
-    run_until_killed(tmp_path, "global_topology:global_examples", topics, app_id=app_id,
-                     bootstrap=kafka_bootstrap, state=state, kill_when=lambda line: line.startswith("task 1_0 batch"),
-                     extra_args=("--parallelism", "1", "--max-records-per-batch", "50"))
-
-    runner = TaskRunner(global_examples(topics), app_id, kafka_bootstrap, state_location=str(state), spark=spark)
-    results = {r.task_id: r for r in runner.run_all()}
+    rerun = kill_and_rerun(tmp_path, global_examples, topics, app_id=unique_topic("spark-global"),
+                           bootstrap=kafka_bootstrap, spark=spark, kill_when=lambda line: line.startswith("task 1_0 batch"),
+                           killed_args=("--parallelism", "1", "--max-records-per-batch", "50"))
+    results = rerun.by_task
     on_partition_0 = sum(1 for record in kafka_streams_run["records"]["clicks"] if record[2] == 0)
     assert set(results) == {"1_0", "1_1", "2_0", "2_1"}  # the global store makes no task
     assert 0 < results["1_0"].records_in < on_partition_0  # task 1_0 continued from its checkpoint

@@ -25,10 +25,9 @@ import pytest
 from pyspark import cloudpickle
 
 import header_topology
-import oracle_harness
-from equivalence_io import output_topics
+from equivalence_io import output_topics, run_kafka_streams
 from header_topology import header_examples
-from killed_runs import run_until_killed
+from killed_runs import kill_and_rerun
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import produce, read_topic
 from dagster_kstreams.kafka.timestamp_header import INTERNAL_HEADER_PREFIX
@@ -81,13 +80,8 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     kafka_admin.create_topics({inputs["events"]: PARTITIONS})
     records = _input()
     produce(kafka_bootstrap, inputs["events"], records)
-    topics = output_topics(kafka_admin, unique_topic, inputs, {"out": 1}, "ks")
-    stdout = oracle_harness.run_main(
-        "kstreams.oracle.HeaderExamples",
-        [kafka_bootstrap, unique_topic("ks-headers"), str(tmp_path_factory.mktemp("ks-headers-state")),
-         topics["events"], topics["out"]],
-        timeout=600,
-    )
+    topics, stdout = run_kafka_streams("kstreams.oracle.HeaderExamples", "headers", kafka_bootstrap, kafka_admin,
+                                       unique_topic, tmp_path_factory, inputs, {"out": 1})
     return {"inputs": inputs, "records": records, "describe": json.loads(stdout)["describe"],
             "results": _results(kafka_bootstrap, topics["out"]), "topics": topics}
 
@@ -104,15 +98,10 @@ def test_headers_killed_part_way_and_rerun_match_kafka_streams(
     _assert_reference_exercises_it(expected)
 
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], {"out": 1})
-    app_id = unique_topic("spark-headers")
-    state = tmp_path / "state"
-    run_until_killed(tmp_path, "header_topology:header_examples", topics, app_id=app_id,
-                     bootstrap=kafka_bootstrap, state=state, kill_when=lambda line: line.startswith("task 0_1 batch"),
-                     extra_args=("--parallelism", "1", "--max-records-per-batch", "40"))
-
-    runner = TaskRunner(header_examples(topics), app_id, kafka_bootstrap, state_location=str(state), spark=spark)
-    results = {r.task_id: r for r in runner.run_all()}
-    assert 0 < results["0_1"].records_in < len(kafka_streams_run["records"]) // PARTITIONS  # continued
+    rerun = kill_and_rerun(tmp_path, header_examples, topics, app_id=unique_topic("spark-headers"),
+                           bootstrap=kafka_bootstrap, spark=spark, kill_when=lambda line: line.startswith("task 0_1 batch"),
+                           killed_args=("--parallelism", "1", "--max-records-per-batch", "40"))
+    assert 0 < rerun.by_task["0_1"].records_in < len(kafka_streams_run["records"]) // PARTITIONS  # continued
 
     ours = _results(kafka_bootstrap, topics["out"])
     assert set(ours) == set(expected)

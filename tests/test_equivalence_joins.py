@@ -27,9 +27,8 @@ from collections import defaultdict
 from pyspark import cloudpickle
 import pytest
 
-import oracle_harness
-from equivalence_io import java_string, output_topics, produce_strings
-from killed_runs import run_until_killed
+from equivalence_io import java_string, output_topics, produce_strings, run_kafka_streams
+from killed_runs import kill_and_rerun
 from dagster_kstreams.kafka.records import final_values, read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology.materialized import Materialized
@@ -137,13 +136,8 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     records = _input()
     for name in INPUTS:
         produce_strings(kafka_bootstrap, inputs[name], records[name])
-    topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, PARTITIONS), "ks")
-    stdout = oracle_harness.run_main(
-        "kstreams.oracle.JoinExamples",
-        [kafka_bootstrap, unique_topic("ks-joins"), str(tmp_path_factory.mktemp("ks-joins-state")),
-         *(topics[name] for name in INPUTS), *(topics[name] for name in OUTPUTS)],
-        timeout=600,
-    )
+    topics, stdout = run_kafka_streams("kstreams.oracle.JoinExamples", "joins", kafka_bootstrap, kafka_admin,
+                                       unique_topic, tmp_path_factory, inputs, dict.fromkeys(OUTPUTS, PARTITIONS))
     return {"inputs": inputs, "records": records, "stores": json.loads(stdout),
             "results": _results(kafka_bootstrap, topics)}
 
@@ -191,22 +185,17 @@ def test_joins_killed_part_way_and_rerun_still_match_kafka_streams(
     kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, kafka_streams_run
 ):
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, PARTITIONS))
-    app_id = unique_topic("spark-joins-kill")
-    state = tmp_path / "state"
     # Kill it once task 0_0 (the uncached table-table joins) has processed its batch, while it
     # works on (or starts) task 0_1 (--parallelism 1: one task after another, as that kill point
     # assumes). One batch per task: the input of a task is processed in Kafka Streams' order within it.
-    lines = run_until_killed(tmp_path, "test_equivalence_joins:join_examples", topics, app_id=app_id,
-                             bootstrap=kafka_bootstrap, state=state, kill_when=lambda line: line.startswith("task 0_0 "),
-                             grace_seconds=1, extra_args=("--parallelism", "1", "--max-records-per-batch", "5000"))
-    assert any(line.startswith("task 0_0 batch") for line in lines), lines
-
-    runner = TaskRunner(join_examples(topics), app_id, kafka_bootstrap, state_location=str(state), spark=spark,
-                        max_records_per_batch=5000)
-    results = runner.run_all()
+    rerun = kill_and_rerun(tmp_path, join_examples, topics, app_id=unique_topic("spark-joins-kill"),
+                           bootstrap=kafka_bootstrap, spark=spark, kill_when=lambda line: line.startswith("task 0_0 "),
+                           grace_seconds=1, killed_args=("--parallelism", "1", "--max-records-per-batch", "5000"),
+                           max_records_per_batch=5000)
+    assert any(line.startswith("task 0_0 batch") for line in rerun.killed_lines), rerun.killed_lines
     # The killed run did task 0_0's batch (which a kill before its commit log is written replays,
     # skipping the output already in Kafka): the rerun does the rest.
-    rerun = {r.task_id for r in results if r.records_in}
-    assert {"0_1", "1_0", "1_1", "2_0", "2_1"} <= rerun, rerun
-    stores = {store: runner.read_store(store) for store in STORES}
+    rerun_tasks = {r.task_id for r in rerun.results if r.records_in}
+    assert {"0_1", "1_0", "1_1", "2_0", "2_1"} <= rerun_tasks, rerun_tasks
+    stores = {store: rerun.runner.read_store(store) for store in STORES}
     _assert_same(kafka_streams_run, _results(kafka_bootstrap, topics), stores)

@@ -28,10 +28,9 @@ import time
 import pytest
 from pyspark import cloudpickle
 
-import oracle_harness
 import processor_api_topology
-from equivalence_io import output_topics, produce_strings
-from killed_runs import run_until_killed
+from equivalence_io import output_topics, produce_strings, run_kafka_streams
+from killed_runs import kill_and_rerun
 from processor_api_topology import processor_api_examples, processor_api_low_level
 from dagster_kstreams.kafka.records import read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
@@ -81,13 +80,8 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     kafka_admin.create_topics({inputs["events"]: PARTITIONS})
     records = _input()
     produce_strings(kafka_bootstrap, inputs["events"], records)
-    topics = output_topics(kafka_admin, unique_topic, inputs, {"out": 1}, "ks")
-    stdout = oracle_harness.run_main(
-        "kstreams.oracle.ProcessorApiExamples",
-        [kafka_bootstrap, unique_topic("ks-papi"), str(tmp_path_factory.mktemp("ks-papi-state")),
-         topics["events"], topics["out"]],
-        timeout=600,
-    )
+    topics, stdout = run_kafka_streams("kstreams.oracle.ProcessorApiExamples", "papi", kafka_bootstrap, kafka_admin,
+                                       unique_topic, tmp_path_factory, inputs, {"out": 1})
     return {"inputs": inputs, "records": records, "describe": json.loads(stdout)["describe"],
             "results": _results(kafka_bootstrap, topics["out"]), "topics": topics}
 
@@ -104,17 +98,12 @@ def test_processor_api_killed_part_way_and_rerun_matches_kafka_streams(
     _assert_reference_exercises_it(expected)
 
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], {"out": 1})
-    app_id = unique_topic("spark-papi")
-    state = tmp_path / "state"
-    run_until_killed(tmp_path, "processor_api_topology:processor_api_examples", topics, app_id=app_id,
-                     bootstrap=kafka_bootstrap, state=state, kill_when=lambda line: line.startswith("task 0_1 batch"),
-                     extra_args=("--parallelism", "1", "--max-records-per-batch", "120"))
-
-    runner = TaskRunner(processor_api_examples(topics), app_id, kafka_bootstrap, state_location=str(state),
-                        spark=spark)
-    results = {r.task_id: r for r in runner.run_all()}
+    rerun = kill_and_rerun(tmp_path, processor_api_examples, topics, app_id=unique_topic("spark-papi"),
+                           bootstrap=kafka_bootstrap, spark=spark, kill_when=lambda line: line.startswith("task 0_1 batch"),
+                           killed_args=("--parallelism", "1", "--max-records-per-batch", "120"))
+    runner = rerun.runner
     on_partition_1 = sum(1 for record in kafka_streams_run["records"] if record[2] == 1)
-    assert 0 < results["0_1"].records_in < on_partition_1  # task 0_1 continued from its checkpoint
+    assert 0 < rerun.by_task["0_1"].records_in < on_partition_1  # task 0_1 continued from its checkpoint
 
     ours = _results(kafka_bootstrap, topics["out"])
     assert set(ours) == set(expected)

@@ -23,9 +23,8 @@ from datetime import timedelta
 import pytest
 from pyspark import cloudpickle
 
-import oracle_harness
-from equivalence_io import java_string, output_topics, produce_strings
-from killed_runs import run_until_killed
+from equivalence_io import java_string, output_topics, produce_strings, run_kafka_streams
+from killed_runs import kill_and_rerun
 import session_reference
 from dagster_kstreams.kafka.records import final_values, read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
@@ -155,13 +154,9 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     kafka_admin.create_topics({events: PARTITIONS})
     records = _input()
     produce_strings(kafka_bootstrap, events, records)
-    topics = output_topics(kafka_admin, unique_topic, {"events": events}, dict.fromkeys(OUTPUTS, PARTITIONS), "ks")
-    stdout = oracle_harness.run_main(
-        "kstreams.oracle.SessionExamples",
-        [kafka_bootstrap, unique_topic("ks-sessions"), str(tmp_path_factory.mktemp("ks-sessions-state")),
-         *(topics[name] for name in ("events", *OUTPUTS))],
-        timeout=600,
-    )
+    topics, stdout = run_kafka_streams("kstreams.oracle.SessionExamples", "sessions", kafka_bootstrap, kafka_admin,
+                                       unique_topic, tmp_path_factory, {"events": events},
+                                       dict.fromkeys(OUTPUTS, PARTITIONS))
     return {"events": events, "records": records, "metrics": json.loads(stdout.strip().splitlines()[-1]),
             "results": _results(kafka_bootstrap, topics)}
 
@@ -215,17 +210,13 @@ def test_sessions_killed_part_way_and_rerun_still_match_kafka_streams(
 ):
     topics = output_topics(kafka_admin, unique_topic, {"events": kafka_streams_run["events"]},
                            dict.fromkeys(OUTPUTS, PARTITIONS))
-    app_id = unique_topic("spark-sessions-kill")
-    state = tmp_path / "state"
     # Kill it as soon as task 0_0 (two batches) has committed its first: the rerun goes on from
     # that batch's session state and stream time.
     # --parallelism 1: one task after another, so the kill lands in task 0_0.
-    run_until_killed(tmp_path, "test_equivalence_sessions:session_examples", topics, app_id=app_id,
-                     bootstrap=kafka_bootstrap, state=state, kill_when=lambda line: line.startswith("task 0_0 batch"),
-                     extra_args=("--parallelism", "1", "--max-records-per-batch", "500"))
-
-    runner = TaskRunner(session_examples(topics), app_id, kafka_bootstrap, state_location=str(state), spark=spark)
-    results = {r.task_id: r for r in runner.run_all()}
+    rerun = kill_and_rerun(tmp_path, session_examples, topics, app_id=unique_topic("spark-sessions-kill"),
+                           bootstrap=kafka_bootstrap, spark=spark, kill_when=lambda line: line.startswith("task 0_0 batch"),
+                           killed_args=("--parallelism", "1", "--max-records-per-batch", "500"))
+    results = rerun.by_task
     on_partition_0 = sum(1 for record in kafka_streams_run["records"] if record[2] == 0)
     assert 0 < results["0_0"].records_in < on_partition_0
     assert all(results[task].records_in for task in ("0_1", "1_0", "1_1"))

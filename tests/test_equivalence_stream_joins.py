@@ -35,9 +35,8 @@ from datetime import timedelta
 import pytest
 from pyspark import cloudpickle
 
-import oracle_harness
-from equivalence_io import java_string, output_topics, produce_strings
-from killed_runs import run_until_killed
+from equivalence_io import java_string, output_topics, produce_strings, run_kafka_streams
+from killed_runs import kill_and_rerun
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
@@ -166,13 +165,8 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     records = _input()
     for name in INPUTS:
         produce_strings(kafka_bootstrap, inputs[name], records[name])
-    topics = output_topics(kafka_admin, unique_topic, inputs, OUTPUT_PARTITIONS, "ks-sjoin")
-    stdout = oracle_harness.run_main(
-        "kstreams.oracle.StreamJoinExamples",
-        [kafka_bootstrap, unique_topic("ks-sjoins"), str(tmp_path_factory.mktemp("ks-sjoins-state")),
-         *(topics[name] for name in INPUTS), *(topics[name] for name in OUTPUTS)],
-        timeout=600,
-    )
+    topics, stdout = run_kafka_streams("kstreams.oracle.StreamJoinExamples", "sjoins", kafka_bootstrap, kafka_admin,
+                                       unique_topic, tmp_path_factory, inputs, OUTPUT_PARTITIONS, prefix="ks-sjoin")
     metrics = json.loads(stdout.strip().splitlines()[-1])
     return {"inputs": inputs, "records": records, "results": _results(kafka_bootstrap, topics),
             "dropped_late": metrics["dropped-records-total"] - _skipped(records)}
@@ -234,26 +228,20 @@ def test_stream_joins_killed_part_way_and_rerun_still_match_kafka_streams(
     kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, kafka_streams_run
 ):
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUT_PARTITIONS, "spark-sjoin")
-    app_id = unique_topic("spark-sjoins-kill")
-    state = tmp_path / "state"
     # Kill it once task 5_0 (the outer join, run last: --parallelism 1 runs one task after
     # another) has committed a batch: mid-way through its input, with records pending in its
     # outer-join store. Batches of 60 offsets cut the joins' inputs where Kafka Streams' order is
     # kept (README, "Order across co-partitioned inputs"); under exactly-once the upstream commit
     # markers count as offsets and move those cuts, so this run is at-least-once (the kill under
     # exactly-once: tests/test_runner_kstreams_oracle.py).
-    lines = run_until_killed(tmp_path, "test_equivalence_stream_joins:stream_join_examples", topics, app_id=app_id,
-                             bootstrap=kafka_bootstrap, state=state,
-                             kill_when=lambda line: line.startswith("task 5_0 batch"),
-                             extra_args=("--parallelism", "1", "--max-records-per-batch", "60",
-                                         "--processing-guarantee", "at_least_once"))
-    assert any(line.startswith("task 5_0 batch") for line in lines), lines
-
-    runner = TaskRunner(stream_join_examples(topics), app_id, kafka_bootstrap, state_location=str(state),
-                        spark=spark, max_records_per_batch=60, processing_guarantee="at_least_once")
-    results = runner.run_all()
+    rerun = kill_and_rerun(tmp_path, stream_join_examples, topics, app_id=unique_topic("spark-sjoins-kill"),
+                           bootstrap=kafka_bootstrap, spark=spark, kill_when=lambda line: line.startswith("task 5_0 batch"),
+                           killed_args=("--parallelism", "1", "--max-records-per-batch", "60",
+                                        "--processing-guarantee", "at_least_once"),
+                           max_records_per_batch=60, processing_guarantee="at_least_once")
+    assert any(line.startswith("task 5_0 batch") for line in rerun.killed_lines), rerun.killed_lines
     # Task 5_0 resumes after its committed batches (its task state restored); the others are done.
-    resumed = {r.task_id: r for r in results}
+    resumed = rerun.by_task
     assert 0 < resumed["5_0"].records_in < len(kafka_streams_run["records"]["a5"]) + len(
         kafka_streams_run["records"]["b5"]), resumed["5_0"]
     assert all(resumed[task].records_in == 0 for task in ("0_0", "0_1", "1_0", "1_1", "4_0")), resumed

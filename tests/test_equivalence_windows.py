@@ -24,9 +24,8 @@ from datetime import timedelta
 import pytest
 from pyspark import cloudpickle
 
-import oracle_harness
-from equivalence_io import java_string, output_topics, produce_strings
-from killed_runs import run_until_killed
+from equivalence_io import java_string, output_topics, produce_strings, run_kafka_streams
+from killed_runs import kill_and_rerun
 from dagster_kstreams.kafka.records import final_values, read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology.consumed_produced import Produced
@@ -149,13 +148,8 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     records = _input()
     for name in INPUTS:
         produce_strings(kafka_bootstrap, inputs[name], records[name])
-    topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, PARTITIONS), "ks")
-    stdout = oracle_harness.run_main(
-        "kstreams.oracle.WindowExamples",
-        [kafka_bootstrap, unique_topic("ks-windows"), str(tmp_path_factory.mktemp("ks-windows-state")),
-         *(topics[name] for name in INPUTS), *(topics[name] for name in OUTPUTS)],
-        timeout=600,
-    )
+    topics, stdout = run_kafka_streams("kstreams.oracle.WindowExamples", "windows", kafka_bootstrap, kafka_admin,
+                                       unique_topic, tmp_path_factory, inputs, dict.fromkeys(OUTPUTS, PARTITIONS))
     report = json.loads(stdout)
     return {"inputs": inputs, "records": records, "stores": report["stores"], "dropped": report["dropped"],
             "results": _results(kafka_bootstrap, topics)}
@@ -219,20 +213,16 @@ def test_windowed_aggregations_killed_part_way_and_rerun_still_match_kafka_strea
     kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, kafka_streams_run
 ):
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, PARTITIONS))
-    app_id = unique_topic("spark-windows-kill")
-    state = tmp_path / "state"
     # Kill it once task 1_0 has processed its batch, while it works on (or starts) task 1_1
     # (--parallelism 1: one task after another, as that kill point assumes).
-    lines = run_until_killed(tmp_path, "test_equivalence_windows:window_examples", topics, app_id=app_id,
-                             bootstrap=kafka_bootstrap, state=state, kill_when=lambda line: line.startswith("task 1_0 "),
-                             grace_seconds=1, extra_args=("--parallelism", "1", "--max-records-per-batch", "5000"))
-    assert any(line.startswith("task 0_1 batch") for line in lines), lines
-
-    runner = TaskRunner(window_examples(topics), app_id, kafka_bootstrap, state_location=str(state), spark=spark,
-                        max_records_per_batch=5000)
-    results = runner.run_all()
-    rerun = {r.task_id for r in results if r.records_in}
-    assert "1_1" in rerun and not rerun & {"0_0", "0_1"}, rerun
+    rerun = kill_and_rerun(tmp_path, window_examples, topics, app_id=unique_topic("spark-windows-kill"),
+                           bootstrap=kafka_bootstrap, spark=spark, kill_when=lambda line: line.startswith("task 1_0 "),
+                           grace_seconds=1, killed_args=("--parallelism", "1", "--max-records-per-batch", "5000"),
+                           max_records_per_batch=5000)
+    assert any(line.startswith("task 0_1 batch") for line in rerun.killed_lines), rerun.killed_lines
+    runner = rerun.runner
+    rerun_tasks = {r.task_id for r in rerun.results if r.records_in}
+    assert "1_1" in rerun_tasks and not rerun_tasks & {"0_0", "0_1"}, rerun_tasks
     # The outputs and stores are Kafka Streams' (the late records of the tasks the killed run
     # finished were counted by that run).
     ours = _results(kafka_bootstrap, topics)

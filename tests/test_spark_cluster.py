@@ -7,6 +7,7 @@ A real standalone cluster running worker runs is exercised by tests/test_elastic
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -16,7 +17,10 @@ import dagster as dg
 import pytest
 
 from dagster_kstreams.cli import main
-from dagster_kstreams.local.broker import free_port
+from dagster_kstreams.local.broker import free_port, process_command_line
+from dagster_kstreams.local.spark_cluster import (
+    CLUSTER_FILE, DEFAULT_MASTER_PORT, MASTER_CLASS, WORKER_CLASS, LocalSparkCluster,
+)
 from dagster_kstreams.orchestration.resources import KStreamsSparkResource
 from dagster_kstreams.spark.project_archive import project_archive
 from dagster_kstreams.spark.session import SparkSessionError, build_spark_session, spark_conf
@@ -91,3 +95,34 @@ def test_spark_cluster_status_and_a_taken_port_are_one_line(capsys, tmp_path):
     _one_line_error(capsys, f"the master port 127.0.0.1:{port} is taken")
     assert main(["local", "spark-cluster", "down", "--state-dir", str(tmp_path)]) == 0
     assert capsys.readouterr().out.strip() == "Spark cluster was not running"
+
+
+def _stand_in(tmp_path, role: str, main_class: str) -> subprocess.Popen:
+    """A process whose command line names ``main_class``, recorded as ``role``'s pid: what the
+    cluster's bookkeeping looks for, with no JVM to start."""
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", main_class])
+    (tmp_path / f"{role}.pid").write_text(str(process.pid))
+    return process
+
+
+def test_status_and_down_without_ports_find_the_ports_up_recorded(capsys, tmp_path):
+    master = _stand_in(tmp_path, "master", MASTER_CLASS)
+    worker = _stand_in(tmp_path, "worker", WORKER_CLASS)
+    try:
+        (tmp_path / CLUSTER_FILE).write_text(json.dumps({"port": 17391, "webui_port": 18391}))
+        found = LocalSparkCluster(tmp_path)
+        assert (found.master_url, found.webui_url) == ("spark://127.0.0.1:17391", "http://127.0.0.1:18391")
+        assert LocalSparkCluster(tmp_path, port=17000).master_url == "spark://127.0.0.1:17000"  # given wins
+        assert main(["local", "spark-cluster", "status", "--state-dir", str(tmp_path)]) == 0
+        assert capsys.readouterr().out.startswith("Spark cluster running: master spark://127.0.0.1:17391, ")
+        assert main(["local", "spark-cluster", "down", "--state-dir", str(tmp_path)]) == 0
+        assert capsys.readouterr().out.strip() == f"stopped the Spark cluster ({tmp_path})"
+        assert process_command_line(master.pid) is None and process_command_line(worker.pid) is None  # stopped
+        assert not (tmp_path / CLUSTER_FILE).exists()
+    finally:
+        for process in (master, worker):
+            process.kill()
+            process.wait()
+    # Nothing runs from this state directory: the defaults, whatever a stale file says.
+    (tmp_path / CLUSTER_FILE).write_text(json.dumps({"port": 17391, "webui_port": 18391}))
+    assert LocalSparkCluster(tmp_path).master_url == f"spark://127.0.0.1:{DEFAULT_MASTER_PORT}"

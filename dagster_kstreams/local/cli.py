@@ -109,9 +109,10 @@ def register(subcommands: argparse._SubParsersAction) -> None:
                                  "worker runs with master spark://127.0.0.1:PORT")
     cluster.add_argument("action", choices=["up", "down", "status"], help="start (no-op if it runs), stop, or say "
                          "whether it runs (exit 3 if not)")
-    cluster.add_argument("--port", type=int, default=DEFAULT_MASTER_PORT, help=f"master port (default {DEFAULT_MASTER_PORT})")
-    cluster.add_argument("--webui-port", type=int, default=DEFAULT_WEBUI_PORT, help=f"master web UI and JSON port "
-                         f"(default {DEFAULT_WEBUI_PORT})")
+    cluster.add_argument("--port", type=int, default=None, help=f"master port (default: the running cluster's of "
+                         f"this state directory, else {DEFAULT_MASTER_PORT})")
+    cluster.add_argument("--webui-port", type=int, default=None, help=f"master web UI and JSON port (default: the "
+                         f"running cluster's of this state directory, else {DEFAULT_WEBUI_PORT})")
     cluster.add_argument("--cores", type=int, default=4, help="cores the worker offers: at least (max_workers + "
                          "standby_workers) x spark.cores.max (default 4)")
     cluster.add_argument("--memory", default="4g", help="memory the worker offers to executors (default 4g)")

@@ -5,6 +5,8 @@ Spark application, with executors on this cluster's worker, as they would be on 
 is started with the package's ``spark-class`` (``org.apache.spark.deploy.master.Master`` and
 ``...worker.Worker``), each a JVM in its own session, recorded in a pid file of its state
 directory; ``stop`` signals exactly those pids, and only while they still run these classes.
+The master's ports go into ``cluster.json`` beside them, so that a ``status`` or ``stop`` given no
+ports finds the cluster ``start`` made on other ports, as the local broker's pid file does.
 
 The processes get the caller's environment without ``PYTHONPATH`` and ``PYSPARK_PYTHON``: an
 executor must find the project through what its application ships (``spark.submit.pyFiles``,
@@ -35,6 +37,7 @@ MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 DEFAULT_MASTER_PORT = 7077
 DEFAULT_WEBUI_PORT = 8080
+CLUSTER_FILE = "cluster.json"  # in the state directory: the running master's ports
 _ENVIRONMENT_LEFT_OUT = ("PYTHONPATH", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_HOME")
 
 
@@ -63,13 +66,19 @@ class LocalSparkCluster:
     ``cores`` is what the worker offers, not what the machine has: each worker run's application
     takes ``spark.cores.max`` of them (README, "Beyond one machine"), so a cluster for N worker
     runs and S standbys offers at least ``(N + S) * spark.cores.max``.
+
+    Ports left None are those of the master this state directory runs (recorded by :meth:`start`),
+    or else ``DEFAULT_MASTER_PORT`` and ``DEFAULT_WEBUI_PORT``.
     """
 
-    def __init__(self, state_dir: Optional[Path] = None, port: int = DEFAULT_MASTER_PORT,
-                 webui_port: int = DEFAULT_WEBUI_PORT, cores: int = 4, memory: str = "4g",
+    def __init__(self, state_dir: Optional[Path] = None, port: Optional[int] = None,
+                 webui_port: Optional[int] = None, cores: int = 4, memory: str = "4g",
                  stop_with_parent: bool = False, startup_timeout_s: float = 90.0):
         self.state_dir = Path(state_dir) if state_dir else state_home() / "spark-cluster"
-        self.port, self.webui_port, self.cores, self.memory = port, webui_port, cores, memory
+        recorded = self._recorded_ports() if port is None or webui_port is None else {}
+        self.port = port if port is not None else recorded.get("port", DEFAULT_MASTER_PORT)
+        self.webui_port = webui_port if webui_port is not None else recorded.get("webui_port", DEFAULT_WEBUI_PORT)
+        self.cores, self.memory = cores, memory
         self.stop_with_parent = stop_with_parent
         self.startup_timeout_s = startup_timeout_s
 
@@ -86,6 +95,16 @@ class LocalSparkCluster:
 
     def _log_file(self, role: str) -> Path:
         return self.state_dir / f"{role}.log"
+
+    def _recorded_ports(self) -> dict[str, int]:
+        """``{"port", "webui_port"}`` of the master this state directory runs; empty if none runs."""
+        if self._running_pid("master") is None:
+            return {}
+        try:
+            recorded = json.loads((self.state_dir / CLUSTER_FILE).read_text())
+            return {name: int(recorded[name]) for name in ("port", "webui_port")}
+        except (OSError, ValueError, KeyError, TypeError):
+            return {}
 
     def _running_pid(self, role: str) -> Optional[int]:
         """The recorded pid of ``role`` if it still runs that Spark class."""
@@ -122,6 +141,7 @@ class LocalSparkCluster:
                     raise LocalStackError(f"Spark cluster: the {name} {HOST}:{port} is taken by another process")
             self._launch("master", [MASTER_CLASS, "--host", HOST, "--port", str(self.port),
                                     "--webui-port", str(self.webui_port)])
+            (self.state_dir / CLUSTER_FILE).write_text(json.dumps({"port": self.port, "webui_port": self.webui_port}))
         if self._running_pid("worker") is None:
             work_dir = self.state_dir / "work"
             work_dir.mkdir(exist_ok=True)
@@ -175,6 +195,7 @@ class LocalSparkCluster:
                     self._wait_gone(pid, 10.0)
                 stopped = True
             self._pid_file(role).unlink(missing_ok=True)
+        (self.state_dir / CLUSTER_FILE).unlink(missing_ok=True)
         return stopped
 
     @staticmethod

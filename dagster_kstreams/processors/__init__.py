@@ -22,7 +22,8 @@ module                what lives there
 ``stream_joins``      stream-stream joins (``join_buffers``: their window and outer-join stores)
 ``suppress``          ``KTable.suppress``: the suppression buffer and its processor
 ``user_processors``   ``KStream.process``/``process_values``: user processors, their stores, punctuation
-                      (``user_window_store``: their window stores)
+                      (``user_window_store``, ``user_session_store``: their window and session
+                      stores, over ``user_time_store``)
 ``task_state``        the state of a whole task, for task-grouped sub-topologies
 ``program``           ``SubtopologyProgram``: the fused pass over a sub-topology's processors
 ``build``             topology view -> program, with the definition-time checks

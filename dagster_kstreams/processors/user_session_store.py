@@ -24,29 +24,19 @@ can never be read again are dropped from it when the observed time moves.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, NamedTuple, Optional
+from typing import Iterator, Optional
 
+from dagster_kstreams.processors.user_time_store import StoreEntry, TimeOrderedStore
 from dagster_kstreams.topology.serdes import Window, Windowed
 
 __all__ = ["SessionStore"]
 
-_NO_TIME = -1
 _FOREVER = 2**63 - 1  # Long.MAX_VALUE
 
 
-class _Entry(NamedTuple):
-    key: Windowed
-    value: Any
-
-
-class SessionStore:
-    def __init__(self, name: str, key_serde, value_serde, supplier, content: dict):
-        self.name = name
-        self._key_serde, self._value_serde = key_serde, value_serde
-        self._supplier = supplier
-        content.setdefault("time", _NO_TIME)
-        content.setdefault("sessions", {})
-        self._content = content
+class SessionStore(TimeOrderedStore):
+    kind = "session store"
+    entries = "sessions"
 
     # -- writes ----------------------------------------------------------------------------
     def put(self, session_key: Windowed, aggregate) -> None:
@@ -75,37 +65,24 @@ class SessionStore:
         data = self._content["sessions"].get((end, self._raw_key(key), int(session_start_time)))
         return None if data is None else self._value_serde.deserialize(data)
 
-    def find_sessions(self, *args) -> Iterator[_Entry]:
+    def find_sessions(self, *args) -> Iterator[StoreEntry]:
         """``(key, earliest_end, latest_start)``, ``(key_from, key_to, earliest_end, latest_start)``,
         or (in-memory stores) ``(earliest_end, latest_end)``: ``(Windowed(key, window), value)`` entries."""
         return iter(self._find(args, "find_sessions"))
 
-    def backward_find_sessions(self, *args) -> Iterator[_Entry]:
+    def backward_find_sessions(self, *args) -> Iterator[StoreEntry]:
         if len(args) == 2:
             raise TypeError(f"session store {self.name}: backward_find_sessions() takes 3 or 4 arguments")
         return iter(self._find(args, "backward_find_sessions")[::-1])
 
-    def fetch(self, *args) -> Iterator[_Entry]:
+    def fetch(self, *args) -> Iterator[StoreEntry]:
         """``fetch(key)`` or ``fetch(key_from, key_to)``: every retained session of the key(s)."""
         return iter(self._fetch(args, "fetch"))
 
-    def backward_fetch(self, *args) -> Iterator[_Entry]:
+    def backward_fetch(self, *args) -> Iterator[StoreEntry]:
         return iter(self._fetch(args, "backward_fetch")[::-1])
 
     # -- internals -----------------------------------------------------------------------------
-    def _observe(self, end: int) -> None:
-        if end > self._content["time"]:
-            self._content["time"] = end
-            low = end - self._supplier.retention_ms
-            sessions = self._content["sessions"]
-            for stored in [stored for stored in sessions if stored[0] <= low]:
-                del sessions[stored]
-
-    def _raw_key(self, key) -> bytes:
-        if key is None:
-            raise ValueError(f"session store {self.name}: the key cannot be null")
-        return self._key_serde.serialize(key)
-
     def _store_key(self, session_key: Windowed, operation: str) -> tuple:
         if not isinstance(session_key, Windowed) or session_key.window is None:
             raise TypeError(f"session store {self.name}: {operation}() takes Windowed(key, Window(start, end)), "
@@ -113,7 +90,7 @@ class SessionStore:
         window = session_key.window
         return int(window.end), self._raw_key(session_key.key), int(window.start)
 
-    def _fetch(self, args: tuple, operation: str) -> list[_Entry]:
+    def _fetch(self, args: tuple, operation: str) -> list[StoreEntry]:
         if len(args) == 1:
             raw = self._raw_key(args[0])
             return self._select(raw, raw, 0, _FOREVER)
@@ -121,7 +98,7 @@ class SessionStore:
             return self._select(self._bound(args[0]), self._bound(args[1]), 0, _FOREVER)
         raise TypeError(f"session store {self.name}: {operation}() takes 1 or 2 arguments, got {len(args)}")
 
-    def _find(self, args: tuple, operation: str) -> list[_Entry]:
+    def _find(self, args: tuple, operation: str) -> list[StoreEntry]:
         if len(args) == 3:
             raw = self._raw_key(args[0])
             return self._select(raw, raw, int(args[1]), int(args[2]))
@@ -139,7 +116,7 @@ class SessionStore:
         return None if key is None else self._key_serde.serialize(key)
 
     def _select(self, low: Optional[bytes], high: Optional[bytes], earliest_end: int, latest_start: int,
-                latest_end: int = _FOREVER) -> list[_Entry]:
+                latest_end: int = _FOREVER) -> list[StoreEntry]:
         if low is not None and high is not None and low > high:
             return []  # "Returning empty iterator for fetch with invalid key range: from > to."
         first_end = max(earliest_end, self._content["time"] - self._supplier.retention_ms + 1)
@@ -147,7 +124,7 @@ class SessionStore:
                  if first_end <= end <= latest_end and start <= latest_start
                  and (low is None or raw >= low) and (high is None or raw <= high)]
         found.sort(key=self._order)
-        return [_Entry(Windowed(self._key_serde.deserialize(raw), Window(start, end)),
+        return [StoreEntry(Windowed(self._key_serde.deserialize(raw), Window(start, end)),
                        self._value_serde.deserialize(data)) for end, raw, start, data in found]
 
     def _order(self, entry) -> tuple:

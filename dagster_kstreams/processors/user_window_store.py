@@ -29,30 +29,23 @@ Windows that no read can return any more are dropped from it when the observed t
 
 from __future__ import annotations
 
-from typing import Any, Iterator, NamedTuple, Optional
+from typing import Iterator, Optional
 
+from dagster_kstreams.processors.user_time_store import StoreEntry, TimeOrderedStore
 from dagster_kstreams.topology.serdes import Window, Windowed
 
 __all__ = ["WindowStore"]
 
-_NO_TIME = -1
 _MAX_SEQUENCE_NUMBER = 0x7FFFFFFF
 
 
-class _Entry(NamedTuple):
-    key: Any
-    value: Any
+class WindowStore(TimeOrderedStore):
+    kind = "window store"
+    entries = "windows"
 
-
-class WindowStore:
     def __init__(self, name: str, key_serde, value_serde, supplier, content: dict):
-        self.name = name
-        self._key_serde, self._value_serde = key_serde, value_serde
-        self._supplier = supplier
-        content.setdefault("time", _NO_TIME)
-        content.setdefault("windows", {})
+        super().__init__(name, key_serde, value_serde, supplier, content)
         content.setdefault("seqnum", 0)
-        self._content = content
         self._duplicates = supplier.retain_duplicates
 
     # -- writes ----------------------------------------------------------------------------
@@ -102,33 +95,19 @@ class WindowStore:
             return iter(self._ranged(*args)[::-1])
         raise TypeError(f"window store {self.name}: backward_fetch() takes 3 or 4 arguments, got {len(args)}")
 
-    def fetch_all(self, time_from: int, time_to: int) -> Iterator[_Entry]:
+    def fetch_all(self, time_from: int, time_to: int) -> Iterator[StoreEntry]:
         return iter(self._ranged(None, None, time_from, time_to))
 
-    def backward_fetch_all(self, time_from: int, time_to: int) -> Iterator[_Entry]:
+    def backward_fetch_all(self, time_from: int, time_to: int) -> Iterator[StoreEntry]:
         return iter(self._ranged(None, None, time_from, time_to)[::-1])
 
-    def all(self) -> Iterator[_Entry]:
+    def all(self) -> Iterator[StoreEntry]:
         return iter(self._ranged(None, None, 0, None))
 
-    def backward_all(self) -> Iterator[_Entry]:
+    def backward_all(self) -> Iterator[StoreEntry]:
         return iter(self._ranged(None, None, 0, None)[::-1])
 
     # -- internals -----------------------------------------------------------------------------
-    def _raw_key(self, key) -> bytes:
-        if key is None:
-            raise ValueError(f"window store {self.name}: the key cannot be null")
-        return self._key_serde.serialize(key)
-
-    def _observe(self, start: int) -> None:
-        """Take ``start`` as observed; drop the windows no read can return any more (bounded state)."""
-        if start > self._content["time"]:
-            self._content["time"] = start
-            low = start - self._supplier.retention_ms
-            windows = self._content["windows"]
-            for stored in [stored for stored in windows if stored[0] <= low]:
-                del windows[stored]
-
     def _store_key(self, start: int, raw: bytes, seqnum: int) -> tuple:
         return (start, raw, seqnum) if self._duplicates else (start, raw)
 
@@ -139,13 +118,13 @@ class WindowStore:
                 for store_key, data in self._content["windows"].items()
                 if store_key[0] >= low and (time_to is None or store_key[0] <= time_to)]
 
-    def _single_key(self, key, time_from: int, time_to: int) -> list[_Entry]:
+    def _single_key(self, key, time_from: int, time_to: int) -> list[StoreEntry]:
         raw_key = self._raw_key(key)
         found = sorted((start, seqnum, data) for start, raw, seqnum, data in self._visible(time_from, time_to)
                        if raw == raw_key)
-        return [_Entry(start, self._value_serde.deserialize(data)) for start, _, data in found]
+        return [StoreEntry(start, self._value_serde.deserialize(data)) for start, _, data in found]
 
-    def _ranged(self, key_from, key_to, time_from: int, time_to: Optional[int]) -> list[_Entry]:
+    def _ranged(self, key_from, key_to, time_from: int, time_to: Optional[int]) -> list[StoreEntry]:
         low = None if key_from is None else self._raw_key(key_from)
         high = None if key_to is None else self._raw_key(key_to)
         found = [entry for entry in self._visible(time_from, time_to)
@@ -156,7 +135,7 @@ class WindowStore:
                      and (high is None or entry[1] + _seq(entry[2]) <= high + _seq(_MAX_SEQUENCE_NUMBER))]
         found.sort(key=self._order)
         size = self._supplier.window_size_ms
-        return [_Entry(Windowed(self._key_serde.deserialize(raw), Window(start, start + size)),
+        return [StoreEntry(Windowed(self._key_serde.deserialize(raw), Window(start, start + size)),
                        self._value_serde.deserialize(data)) for start, raw, _, data in found]
 
     def _order(self, entry) -> tuple:

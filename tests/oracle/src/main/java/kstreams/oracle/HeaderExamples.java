@@ -4,17 +4,12 @@ import static java.nio.charset.StandardCharsets.UTF_8;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
-import java.util.Properties;
 
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
-import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
@@ -106,19 +101,10 @@ public final class HeaderExamples {
     }
 
     public static void main(String[] args) throws Exception {
-        String bootstrap = args[0];
         String applicationId = args[1];
-        String stateDir = args[2];
         Topology topology = headerExamples(args[3], args[4]);
-        Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
-        KafkaStreams streams = new KafkaStreams(topology, props);
-        streams.start();
-        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId,
-                () -> List.of(args[3], applicationId + "-rekeyed-repartition", applicationId + "-windowed-repartition"), Duration.ofMinutes(2));
-            System.out.println("{\"describe\": " + Json.quote(topology.describe().toString()) + "}");
-        } finally {
-            streams.close(Duration.ofSeconds(30));
-        }
+        KafkaStreamsRuns.runUntilConsumed(topology, args[0], applicationId, args[2],
+            () -> List.of(args[3], applicationId + "-rekeyed-repartition", applicationId + "-windowed-repartition"),
+            Duration.ofMinutes(2), streams -> KafkaStreamsRuns.describeJson(topology));
     }
 }

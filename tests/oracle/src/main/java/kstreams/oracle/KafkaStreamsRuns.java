@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -19,13 +20,14 @@ import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StoreQueryParameters;
 import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.QueryableStoreTypes;
 import org.apache.kafka.streams.state.ReadOnlyKeyValueStore;
 
 /**
- * What the processing mains share: their settings, waiting until a running app has consumed its
- * input, and reading its stores.
+ * What the processing mains share: their settings, running an app until it has consumed its input
+ * and printing what it gave, and reading its stores.
  */
 final class KafkaStreamsRuns {
     private KafkaStreamsRuns() {
@@ -48,6 +50,33 @@ final class KafkaStreamsRuns {
     /** The topics whose end the app must reach, or null while they do not all exist yet. */
     interface WatchedTopics {
         List<String> get() throws Exception;
+    }
+
+    /** What a main prints once its app has consumed its input (the app still runs: its stores can be read). */
+    interface Results {
+        String of(KafkaStreams streams) throws Exception;
+    }
+
+    /**
+     * Runs {@code topology} as the app {@code applicationId} (settings: {@link #properties}) until it
+     * has consumed the watched topics to their end ({@link #waitUntilConsumed}), prints one line of
+     * {@code results} and closes the app, also when it failed or timed out.
+     */
+    static void runUntilConsumed(Topology topology, String bootstrap, String applicationId, String stateDir,
+                                 WatchedTopics watched, Duration timeout, Results results) throws Exception {
+        KafkaStreams streams = new KafkaStreams(topology, properties(bootstrap, applicationId, stateDir));
+        streams.start();
+        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+            waitUntilConsumed(admin, streams, applicationId, watched, timeout);
+            System.out.println(results.of(streams));
+        } finally {
+            streams.close(Duration.ofSeconds(30));
+        }
+    }
+
+    /** JSON {"describe": topology.describe()}, what most mains print. */
+    static String describeJson(Topology topology) {
+        return "{\"describe\": " + Json.quote(topology.describe().toString()) + "}";
     }
 
     /**

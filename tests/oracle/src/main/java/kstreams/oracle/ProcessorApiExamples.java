@@ -4,13 +4,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.StringJoiner;
-import java.util.Map;
-import java.util.Properties;
 
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.common.serialization.Serdes;
-import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
@@ -347,19 +342,8 @@ public final class ProcessorApiExamples {
     }
 
     public static void main(String[] args) throws Exception {
-        String bootstrap = args[0];
-        String applicationId = args[1];
-        String stateDir = args[2];
         Topology topology = processorApiExamples(args[3], args[4]);
-        Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
-        KafkaStreams streams = new KafkaStreams(topology, props);
-        streams.start();
-        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> List.of(args[3]),
-                                               Duration.ofMinutes(5));
-            System.out.println("{\"describe\": " + Json.quote(topology.describe().toString()) + "}");
-        } finally {
-            streams.close(Duration.ofSeconds(30));
-        }
+        KafkaStreamsRuns.runUntilConsumed(topology, args[0], args[1], args[2], () -> List.of(args[3]),
+            Duration.ofMinutes(5), streams -> KafkaStreamsRuns.describeJson(topology));
     }
 }
