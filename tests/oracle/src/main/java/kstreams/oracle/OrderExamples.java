@@ -106,7 +106,7 @@ public final class OrderExamples {
     static void partitionerExamples(StreamsBuilder builder, String placed, String outPlaced, String outPlacedCounts) {
         KStream<String, String> stream = builder.stream(placed);
         stream.to(outPlaced, Produced.streamPartitioner(BY_VALUE));
-        stream.repartition(Repartitioned.<String, String>streamPartitioner(byKey()).withNumberOfPartitions(3))
+        stream.repartition(Repartitioned.<String, String>streamPartitioner(byKey()).withNumberOfPartitions(2))
             .groupByKey()
             .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("placed-count").withCachingDisabled())
             .toStream()
