@@ -184,3 +184,20 @@ def test_a_table_joined_partitioner_with_several_partitions_stops_the_task():
     with pytest.raises(ProcessingError, match=r"the partitioner of a foreign-key join must give one partition or "
                                               r"None, gave \[0, 1\]"):
         tasks.settle()
+
+
+def test_a_windowed_key_with_no_partitioner_goes_where_its_inner_key_would():
+    from dagster_kstreams.kafka.partitioner import default_partition
+    from dagster_kstreams.topology import Window, Windowed
+    from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
+
+    builder = StreamsBuilder()
+    serde = WindowedSerde(Serdes.String(), 10)
+    builder.stream("in").map(lambda key, value: (Windowed(key, Window(int(value), int(value) + 10)), value)) \
+        .to("out", Produced.with_(serde, Serdes.String()))
+    program = compile_topology(builder, "app").program(0)
+    program.sink_partition_counts = {"out": 5}
+    out = program.process_arrow_batch(pa.RecordBatch.from_pydict({
+        "key": [b"user7"] * 3, "value": [b"0", b"10", b"20"], "topic": ["in"] * 3, "partition": [0] * 3,
+        "offset": [0, 1, 2], "event_time": [1] * 3})).to_pydict()
+    assert out["partition"] == [default_partition(b"user7", 5)] * 3  # one partition for all the key's windows

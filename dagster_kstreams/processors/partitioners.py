@@ -13,7 +13,8 @@ before serialization) and the sink topic's partition count as the broker has it.
   ``HashSet<Integer>``); a partition outside ``[0, num_partitions)`` stops the task, as the
   producer's ``send`` stops Kafka Streams.
 
-A foreign-key join's internal sinks use :class:`~dagster_kstreams.topology.fk_join.TableJoinedPartitioner`
+A sink whose key serde is windowed and that has no partitioner places a record by its inner key
+(:class:`WindowedStreamPartitioner`, as Kafka Streams). A foreign-key join's internal sinks use :class:`~dagster_kstreams.topology.fk_join.TableJoinedPartitioner`
 (``KTableImpl``: the user's partitioner with a null value, whose answer must be at most one
 partition; an answer with none goes back to the partition its subscription came from). A
 processor that knows the partition itself forwards a :class:`Placed` value.
@@ -23,10 +24,12 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple, Optional
 
+from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.processors.errors import ProcessingError
 from dagster_kstreams.topology.fk_join import TableJoinedPartitioner
+from dagster_kstreams.topology.serdes import WindowedSerde
 
-__all__ = ["Placed", "SinkPlacement", "placement_for", "partitions_of"]
+__all__ = ["Placed", "SinkPlacement", "WindowedStreamPartitioner", "placement_for", "partitions_of"]
 
 
 class Placed(NamedTuple):
@@ -63,6 +66,7 @@ class SinkPlacement:
     def __init__(self, sink: str, partitioner: Any):
         self.sink = sink
         self.table_joined = partitioner if isinstance(partitioner, TableJoinedPartitioner) else None
+        self.windowed_default = isinstance(partitioner, WindowedStreamPartitioner)
         user = partitioner.partitioner if self.table_joined is not None else partitioner
         self.user = None if user is None else partitions_of(user)
 
@@ -71,6 +75,8 @@ class SinkPlacement:
         :class:`Placed` value brought (None: it brought none)."""
         if self.user is None:
             return None if default is None else (default,)
+        if self.windowed_default and sink.program.sink_partition_counts is None:
+            return None  # an engine that gives no partition counts: Kafka's default placement
         num_partitions = sink.program.partition_count(topic)
         if self.table_joined is not None:
             if self.table_joined.answers:
@@ -93,8 +99,22 @@ class SinkPlacement:
         return chosen
 
 
-def placement_for(sink: str, partitioner: Any) -> Optional[SinkPlacement]:
+class WindowedStreamPartitioner:
+    """Kafka Streams' default for a sink whose key serde is windowed: the partition Kafka's
+    default partitioner gives the inner key's bytes, so that a window of a key lands where the
+    key itself would (``StreamSinkNode`` puts it on such a sink when no partitioner is given)."""
+
+    def __init__(self, serde: WindowedSerde):
+        self.inner = serde.inner
+
+    def partitions(self, topic, key, value, num_partitions):
+        return (default_partition(self.inner.serialize(key.key) or b"", num_partitions),)
+
+
+def placement_for(sink: str, partitioner: Any, key_serde: Any = None) -> Optional[SinkPlacement]:
     """The sink's placement, or None: Kafka's default partitioner places every record."""
+    if partitioner is None and isinstance(key_serde, WindowedSerde):
+        partitioner = WindowedStreamPartitioner(key_serde)
     if partitioner is None:
         return None
     if isinstance(partitioner, TableJoinedPartitioner) and partitioner.partitioner is None \

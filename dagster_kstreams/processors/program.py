@@ -77,8 +77,9 @@ class SubtopologyProgram:
         self.store_slots = {nodes[i].store: nodes[i].state_slot for i in self.stateful_nodes}
         self._last_raw_key = self._last_key = self._last_key_node = None
         # Partition counts of the topics its sinks place records on themselves (a stream
-        # partitioner's ``num_partitions``), as the broker has them: set by the engine before a run.
-        self.sink_partition_counts: dict[str, int] = {}
+        # partitioner's ``num_partitions``), as the broker has them: set by the engine before a run
+        # (None: not given, as in the processors' own tests; windowed keys then go by Kafka's default).
+        self.sink_partition_counts: Optional[dict[str, int]] = None
         self._check()
         for node in nodes:
             node.init(self)
@@ -125,7 +126,7 @@ class SubtopologyProgram:
         """The partition count of a placed sink topic (:attr:`placed_topics`)."""
         try:
             return self.sink_partition_counts[topic]
-        except KeyError:
+        except (KeyError, TypeError):
             raise ValueError(f"sub-topology {self.subtopology_id}: the partition count of topic {topic!r} was not "
                              "given to the program (its stream partitioner needs it)") from None
 

@@ -352,11 +352,14 @@ def _sink(factory, ctx) -> Sink:
         raise UnsupportedTopologyError(
             f"sink {factory.name} has a stream partitioner and a topic extractor; the Spark runner gives a "
             "partitioner the partition counts of topics known when the topology is defined only")
+    key_serde = ctx.key_serde(factory)
+    # No partitioner and a windowed key serde: Kafka Streams' WindowedStreamPartitioner (by the inner
+    # key), which a sink whose topic a function picks cannot have here (its topics' counts are unknown).
+    placement = placement_for(factory.name, partitioner, None if factory.topic is None else key_serde)
     return Sink(factory.name, None if factory.topic is None else ctx.topic_name(factory.topic),
-                factory.topic_extractor, ctx.key_serde(factory), _value_serde(factory, ctx),
+                factory.topic_extractor, key_serde, _value_serde(factory, ctx),
                 # Spark's sink cannot set record timestamps: a repartition topic carries them in a header.
-                carry_timestamp=ctx.is_repartition_topic(factory.topic),
-                placement=placement_for(factory.name, partitioner))
+                carry_timestamp=ctx.is_repartition_topic(factory.topic), placement=placement)
 
 
 def _pass_through(kind: str):
