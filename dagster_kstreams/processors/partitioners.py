@@ -70,6 +70,23 @@ class SinkPlacement:
         user = partitioner.partitioner if self.table_joined is not None else partitioner
         self.user = None if user is None else partitions_of(user)
 
+    def write(self, sink, topic: str, key, value, context, out) -> None:
+        """``RecordCollectorImpl.send`` with a partitioner, for ``sink`` (the ``Sink`` processor):
+        Kafka's default partitioner (None), nothing (no partition), or a copy to each partition."""
+        default = None
+        if type(value) is Placed:
+            value, default = value
+        partitions = self.partitions(sink, topic, key, value, context, default)
+        if partitions is not None and not partitions:
+            return  # Kafka Streams logs it and counts it in its dropped-records sensor
+        key_bytes, value_bytes = sink.serialize(topic, key, value, context)
+        timestamp = context.timestamp if sink.carry_timestamp else None
+        if partitions is None:
+            out.append(topic, key_bytes, value_bytes, context.headers, timestamp)
+            return
+        for partition in partitions:
+            out.append_to(partition, topic, key_bytes, value_bytes, context.headers, timestamp)
+
     def partitions(self, sink, topic: str, key, value, context, default: Optional[int]) -> Optional[tuple[int, ...]]:
         """Where ``sink`` (the processor) writes the record; ``default``: the partition a
         :class:`Placed` value brought (None: it brought none)."""
@@ -85,7 +102,7 @@ class SinkPlacement:
         chosen = sink.call(context, self.user, topic, key, value, num_partitions)
         if chosen is None:
             return None
-        chosen = tuple(sorted(chosen))
+        chosen = tuple(sorted(set(chosen)))  # a set, as Java's
         if self.table_joined is not None and len(chosen) != 1:
             raise ProcessingError(
                 f"sink {self.sink} (topic {topic!r}): the partitioner of a foreign-key join must give one partition "

@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional
 from dagster_kstreams.processors.base import Processor, processor_class, register
 from dagster_kstreams.processors.changes import ChangedSerde
 from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopologyError
-from dagster_kstreams.processors.partitioners import Placed, SinkPlacement, placement_for
+from dagster_kstreams.processors.partitioners import SinkPlacement, placement_for
 from dagster_kstreams.topology.fk_join import TableJoinedPartitioner
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.timestamp_extractors import extract_function
@@ -77,32 +77,16 @@ class Sink(Processor):
         if topic is None:
             topic = self.call(context, self.topic_extractor, key, value)
         if self.placement is not None:
-            self._place(topic, key, value, context, out)
+            self.placement.write(self, topic, key, value, context, out)
             return
-        key_bytes, value_bytes = self._serialize(topic, key, value, context)
+        key_bytes, value_bytes = self.serialize(topic, key, value, context)
         # The record's headers go with it (Kafka Streams' SinkNode writes ``record.headers()``); a
         # repartition topic: the record keeps its timestamp too (kafka.timestamp_header).
         out.append(topic, key_bytes, value_bytes, context.headers,
                    context.timestamp if self.carry_timestamp else None)
 
-    def _place(self, topic: str, key, value, context, out) -> None:
-        """``RecordCollectorImpl.send`` with a partitioner: the default partitioner (None), no
-        partition (dropped), or a copy to each partition chosen."""
-        default = None
-        if type(value) is Placed:
-            value, default = value
-        partitions = self.placement.partitions(self, topic, key, value, context, default)
-        if partitions is not None and not partitions:
-            return
-        key_bytes, value_bytes = self._serialize(topic, key, value, context)
-        timestamp = context.timestamp if self.carry_timestamp else None
-        if partitions is None:
-            out.append(topic, key_bytes, value_bytes, context.headers, timestamp)
-            return
-        for partition in partitions:
-            out.append_to(partition, topic, key_bytes, value_bytes, context.headers, timestamp)
-
-    def _serialize(self, topic: str, key, value, context) -> tuple[Optional[bytes], Optional[bytes]]:
+    def serialize(self, topic: str, key, value, context) -> tuple[Optional[bytes], Optional[bytes]]:
+        """The record's key and value bytes; a serde's failure names the sink and the record."""
         try:
             key_bytes = self.key_serde.serialize(key)
             value_bytes = self.value_serde.serialize(value)
