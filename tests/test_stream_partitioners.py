@@ -201,3 +201,17 @@ def test_a_windowed_key_with_no_partitioner_goes_where_its_inner_key_would():
         "key": [b"user7"] * 3, "value": [b"0", b"10", b"20"], "topic": ["in"] * 3, "partition": [0] * 3,
         "offset": [0, 1, 2], "event_time": [1] * 3})).to_pydict()
     assert out["partition"] == [default_partition(b"user7", 5)] * 3  # one partition for all the key's windows
+
+
+def test_a_low_level_sink_takes_a_partitioner():
+    from dagster_kstreams import Topology
+
+    topology = Topology().add_source("src", "in").add_sink("snk", "out", "src", partitioner=ByValueLength())
+    program = compile_topology(topology, "app").program(0)
+    program.sink_partition_counts = {"out": 3}
+    assert _run(program, ["ab", "abcd"]) == [("ab", 2), ("abcd", 1)]
+
+
+class ByValueLength:
+    def partition(self, topic, key, value, num_partitions):
+        return len(value) % num_partitions
