@@ -34,8 +34,9 @@ __all__ = ["SparkProgram", "OUTPUT_COLUMNS", "OUTPUT_SPARK_SCHEMA", "PLACED_COLU
 # into a header in the JVM, and ``emit_order``, where the record goes in the task's output (the
 # processing position of the source record that produced it; see records.FLUSH_ORDER for a
 # cached store's flush), by which the batch writer sorts a batch whose rows come out grouped by
-# key. There is no `partition` column on purpose: the producer's default partitioner (murmur2 of
-# the key bytes) places each record, exactly as Kafka Streams and every Java client would.
+# key. No `partition` column unless a sink places records itself (PLACED_COLUMNS below): the
+# producer's default partitioner (murmur2 of the key bytes) places each record, exactly as Kafka
+# Streams and every Java client would.
 OUTPUT_COLUMNS = ("topic", "key", "value", "headers", "timestamp_ms", "emit_order")
 OUTPUT_SPARK_SCHEMA = ("topic string, key binary, value binary, headers array<struct<key: string, value: binary>>, "
                        "timestamp_ms long, emit_order long")
