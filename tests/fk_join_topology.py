@@ -9,7 +9,9 @@ Its lambdas are self-contained (Spark's Python workers cannot import modules of 
 
 from __future__ import annotations
 
+from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.topology import StreamsBuilder, TableJoined
+from dagster_kstreams.topology.consumed_produced import Produced
 from dagster_kstreams.topology.materialized import Materialized
 
 STORES = ("accounts-store", "users-store", "accounts-with-country")
@@ -21,8 +23,42 @@ INTERNAL_TOPICS = ("KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000004-topic",
                    "acct-user-subscription-registration-topic", "acct-user-subscription-response-topic")
 
 
+# The partitioned join's topics (fk_join_partitioned_examples), and its internal ones.
+PLACED_OUTPUT = "out-placed"
+PLACED_INTERNAL_TOPICS = ("placed-subscription-registration-topic", "placed-subscription-response-topic")
+
+
 def fk_join_examples(topics: dict[str, str]) -> StreamsBuilder:
     """The topology of ForeignKeyJoinExamples.java on ``topics`` (``INPUTS``/``OUTPUTS`` -> topic)."""
+    return _fk_join_examples(topics)[0]
+
+
+def murmur_when_odd(topic, key, value, num_partitions):
+    """ForeignKeyJoinExamples.MURMUR_WHEN_ODD: a key whose last character is an odd digit (Java's
+    ``char - '0'``, so "frozen" too) placed as Kafka's
+    default partitioner places it (where the tables' topics have it), else left to that default;
+    a ``TableJoined`` partitioner is called with a null value."""
+    if value is not None:
+        raise ValueError(f"a TableJoined partitioner got the value {value!r}")
+    return default_partition(key.encode(), num_partitions) if (ord(key[-1]) - ord("0")) % 2 else None
+
+
+def by_key_number(topic, key, value, num_partitions):
+    """ForeignKeyJoinExamples.BY_KEY_NUMBER: "<letter><n>" to partition n modulo the count."""
+    return int(key[1:]) % num_partitions
+
+
+def fk_join_partitioned_examples(topics: dict[str, str]) -> StreamsBuilder:
+    """:func:`fk_join_examples` and ForeignKeyJoinExamples.partitionedJoin: an inner join with
+    ``TableJoined`` partitioners (named ``placed``) whose output goes out placed by the key."""
+    builder, accounts, users = _fk_join_examples(topics)
+    accounts.join(users, lambda value: value.split(":")[0] or None, lambda account, country: account + "#" + country,
+                  TableJoined.with_(murmur_when_odd, murmur_when_odd).with_name("placed")) \
+        .to_stream().to(topics[PLACED_OUTPUT], Produced.stream_partitioner(by_key_number))
+    return builder
+
+
+def _fk_join_examples(topics: dict[str, str]):
     builder = StreamsBuilder()
     # No record cache: every update of either table is joined.
     accounts = builder.table(topics["accounts"], Materialized.as_("accounts-store").with_caching_disabled())
@@ -36,4 +72,4 @@ def fk_join_examples(topics: dict[str, str]) -> StreamsBuilder:
                    TableJoined.as_("acct-user"),
                    Materialized.as_("accounts-with-country").with_caching_disabled()) \
         .to_stream().to(topics["out-left"])
-    return builder
+    return builder, accounts, users

@@ -133,10 +133,10 @@ def test_operations_spark_cannot_run_exactly_fail_at_load_naming_the_processor()
 
     builder = StreamsBuilder()
     builder.stream("clicks").map_values(str.upper) \
-        .to("out", Produced().with_stream_partitioner(lambda topic, key, value, count: 0))
+        .to(lambda key, value, context: "out", Produced().with_stream_partitioner(lambda topic, key, value, count: 0))
     with pytest.raises(UnsupportedTopologyError,
                        match=r"application 'custom' cannot run on Spark: sink KSTREAM-SINK-0000000002 "
-                             r"\(topic 'out'\) has a custom stream partitioner"):
+                             r"has a stream partitioner and a topic extractor"):
         kstreams_assets(topology=builder, app_id="custom", topic_partitions={"clicks": 2})
 
 

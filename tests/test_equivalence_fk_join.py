@@ -2,8 +2,10 @@
 
 One topology (tests/fk_join_topology.py; Java twin ForeignKeyJoinExamples): accounts (account ->
 "user:amount", no record cache) joined on their user with users (user -> country): an inner join
-(generated names) and a left join of the accounts not "frozen" (named ``acct-user``,
-materialized). Kafka Streams 4.3.1 runs it once. Our tasks run the twin in a ``dagster-kstreams
+(generated names), a left join of the accounts not "frozen" (named ``acct-user``,
+materialized), and an inner join with ``TableJoined`` partitioners (named ``placed``) whose output
+goes out through a stream partitioner (the partitions of its records and of its internal topics'
+records are compared too). Kafka Streams 4.3.1 runs it once. Our tasks run the twin in a ``dagster-kstreams
 run`` process, one sub-topology after another, SIGKILLed once the accounts' task 0_0 has run;
 a rerun in another process (this one) does the rest, the accounts' tasks twice: the join is a
 cycle (accounts -> subscriptions -> users -> answers -> accounts).
@@ -35,7 +37,10 @@ from pyspark import cloudpickle
 import fk_join_topology
 import oracle_harness
 from equivalence_io import output_topics, produce_strings
-from fk_join_topology import INPUTS, INTERNAL_TOPICS, OUTPUTS, fk_join_examples
+from fk_join_topology import (
+    INPUTS, INTERNAL_TOPICS, PLACED_INTERNAL_TOPICS, PLACED_OUTPUT, fk_join_partitioned_examples,
+)
+from fk_join_topology import OUTPUTS as JOIN_OUTPUTS
 from killed_runs import run_until_killed
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import final_values, read_topic
@@ -50,6 +55,8 @@ T0 = (int(time.time()) - 3600) * 1000
 USERS = [f"u{i}" for i in range(6)]
 STABLE_USERS = {"v0": "jp", "v1": "br"}  # written once, never changed
 STABLE_ACCOUNTS = {"s0": "v0:1", "s1": "v1:2", "s2": "v0:3", "s3": "v1:4"}  # written once
+OUTPUTS = (*JOIN_OUTPUTS, PLACED_OUTPUT)
+JOINERS = {"out-inner": "@", "out-left": "@", PLACED_OUTPUT: "#"}  # what each joiner puts between
 
 
 def _input(seed: int = 14) -> dict[str, list[tuple]]:
@@ -109,8 +116,21 @@ def _results(bootstrap: str, topics: dict[str, str]) -> dict:
         sequences = defaultdict(list)
         for record in sorted(records, key=lambda r: (r.partition, r.offset)):
             sequences[record.key.decode()].append(None if record.value is None else record.value.decode())
-        results[name] = {"final": final_values(records, text, text), "sequences": dict(sequences)}
+        results[name] = {"final": final_values(records, text, text), "sequences": dict(sequences),
+                         "partitions": _partitions(records)}
     return results
+
+
+def _partitions(records) -> dict[bytes, set[int]]:
+    """The partitions each key's records went to."""
+    placed = defaultdict(set)
+    for record in records:
+        placed[record.key].add(record.partition)
+    return dict(placed)
+
+
+def _internal_partitions(bootstrap: str, app_id: str) -> dict[str, dict[bytes, set[int]]]:
+    return {topic: _partitions(read_topic(bootstrap, f"{app_id}-{topic}")) for topic in PLACED_INTERNAL_TOPICS}
 
 
 def _relational_join(records) -> dict[str, dict]:
@@ -131,6 +151,7 @@ def _relational_join(records) -> dict[str, dict]:
     accounts = tables["accounts"]
     return {
         "out-inner": {a: f"{v}@{users[user(v)]}" for a, v in accounts.items() if user(v) in users},
+        PLACED_OUTPUT: {a: f"{v}#{users[user(v)]}" for a, v in accounts.items() if user(v) in users},
         "out-left": {a: f"{v}@{users.get(user(v)) or 'null'}" for a, v in accounts.items()
                      if not v.startswith("frozen")},
     }
@@ -153,11 +174,12 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     )
     reference = json.loads(stdout)
     return {"inputs": inputs, "topics": topics, "records": records, "describe": reference["describe"],
-            "stores": reference["stores"], "results": _results(kafka_bootstrap, topics)}
+            "stores": reference["stores"], "results": _results(kafka_bootstrap, topics),
+            "internal": _internal_partitions(kafka_bootstrap, app_id)}
 
 
 def test_describe_of_the_topology_run_is_kafka_streams(kafka_streams_run):
-    ours = fk_join_examples(kafka_streams_run["topics"]).build().describe()
+    ours = fk_join_partitioned_examples(kafka_streams_run["topics"]).build().describe()
     assert str(ours) == kafka_streams_run["describe"]
 
 
@@ -171,7 +193,7 @@ def test_fk_joins_killed_part_way_and_rerun_match_kafka_streams(
         assert expected[name]["final"] == model[name], name
         for account, value in STABLE_ACCOUNTS.items():
             user = value.split(":")[0]
-            assert expected[name]["sequences"][account] == [f"{value}@{STABLE_USERS[user]}"]
+            assert expected[name]["sequences"][account] == [f"{value}{JOINERS[name]}{STABLE_USERS[user]}"]
     inner, left = expected["out-inner"]["sequences"], expected["out-left"]["sequences"]
     assert any(None in values for values in inner.values())  # tombstones
     assert any(value.endswith("@null") for values in left.values() for value in values if value)  # left, no match
@@ -183,12 +205,13 @@ def test_fk_joins_killed_part_way_and_rerun_match_kafka_streams(
     state = tmp_path / "state"
     # --parallelism 1: one sub-topology after another (0: accounts; 1: users). Killed once task
     # 0_0 has processed its batch, while it works on (or starts) 0_1.
-    lines = run_until_killed(tmp_path, "fk_join_topology:fk_join_examples", topics, app_id=app_id,
+    lines = run_until_killed(tmp_path, "fk_join_topology:fk_join_partitioned_examples", topics, app_id=app_id,
                              bootstrap=kafka_bootstrap, state=state, kill_when=lambda line: line.startswith("task 0_0 "),
                              grace_seconds=1, extra_args=("--parallelism", "1"))
     assert not any(line.startswith("task 1_") for line in lines), lines
 
-    runner = TaskRunner(fk_join_examples(topics), app_id, kafka_bootstrap, state_location=str(state), spark=spark)
+    runner = TaskRunner(fk_join_partitioned_examples(topics), app_id, kafka_bootstrap, state_location=str(state),
+                        spark=spark)
     assert len(runner.task_ids()) == 2 * PARTITIONS
     # The cycle: all tasks send the subscriptions up and answer them (the users' tasks wait for the
     # accounts' ones); then the accounts' tasks run again and resolve the answers, in the same call.
@@ -196,7 +219,7 @@ def test_fk_joins_killed_part_way_and_rerun_match_kafka_streams(
     assert [r.task_id for r in results] == ["0_0", "0_1", "1_0", "1_1", "0_0", "0_1"]
     assert all(r.records_in for r in results[2:]), results
     group_lag = kafka_admin.lag(app_id, [topics["accounts"], topics["users"],
-                                         *(f"{app_id}-{topic}" for topic in INTERNAL_TOPICS)])
+                                         *(f"{app_id}-{topic}" for topic in (*INTERNAL_TOPICS, *PLACED_INTERNAL_TOPICS))])
     assert not any(group_lag.values()), group_lag
 
     ours = _results(kafka_bootstrap, topics)
@@ -204,6 +227,11 @@ def test_fk_joins_killed_part_way_and_rerun_match_kafka_streams(
         assert ours[name]["final"] == expected[name]["final"], name
         for account in STABLE_ACCOUNTS:
             assert ours[name]["sequences"][account] == expected[name]["sequences"][account], (name, account)
+    # Placed by the partitioners: the output by the key's number, the internal topics by TableJoined's.
+    placed = expected[PLACED_OUTPUT]["partitions"]
+    assert placed and all(partitions == {int(key[1:]) % PARTITIONS} for key, partitions in placed.items())
+    assert ours[PLACED_OUTPUT]["partitions"] == placed
+    assert _internal_partitions(kafka_bootstrap, app_id) == kafka_streams_run["internal"]
     stored = {str(k): str(v) for k, v in runner.read_store("accounts-with-country").items()}
     assert stored == kafka_streams_run["stores"]["accounts-with-country"]
     # The join's internal topics exist under Kafka Streams' names, with the partitions it gives them.

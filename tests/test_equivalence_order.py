@@ -6,7 +6,10 @@ order itself), a stateless chain after that merge (every record mapped to one ke
 count whose every update is re-keyed to one key, a stream-table join over two partitions
 whose sides interleave in time, and a merge of three topics to one key written with Column
 expressions (run in the JVM). All timestamps are distinct and interleaved across topics.
-Kafka Streams 4.3.1 runs it once on the broker; our tasks run the twin.
+Custom stream partitioners too: a sink placed by the value (a copy to every partition, none, the
+default partitioner, tombstones and null keys) and a repartition placed by the key feeding an
+uncached count, whose updates go out placed by the key (one writing task per output partition).
+Kafka Streams 4.3.1 runs it once on the broker; our tasks run the twin, at least once and exactly once.
 
 Compared: the WHOLE sequence of records of every output partition, not only final values per key.
 """
@@ -28,6 +31,7 @@ from dagster_kstreams.spark.strategies import ColumnPlan, strategy_for
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.consumed_produced import Produced
+from dagster_kstreams.topology.grouped_repartitioned import Repartitioned
 from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology.serdes import Serdes
 
@@ -39,8 +43,42 @@ T0 = (int(time.time()) - 3600) * 1000  # recent (broker retention)
 MERGED = ("a", "b", "c", "d")
 COLUMN_MERGED = ("e", "f", "g")
 INPUTS = {**dict.fromkeys(MERGED, 1), "counted": 1, "orders": 2, "customers": 2,
-          **dict.fromkeys(COLUMN_MERGED, 1)}  # name: partitions
-OUTPUTS = {"out-reduce": 1, "out-mapped": 1, "out-counts": 2, "out-joined": 2, "out-columns": 1}
+          **dict.fromkeys(COLUMN_MERGED, 1), "placed": 1}  # name: partitions
+OUTPUTS = {"out-reduce": 1, "out-mapped": 1, "out-counts": 2, "out-joined": 2, "out-columns": 1,
+           "out-placed": 3, "out-placed-counts": 2}
+
+
+class ByValue:
+    """OrderExamples.BY_VALUE (KIP-837 ``partitions``): "drop..." to none, "all..." to every
+    partition, a length that is a multiple of 4 to the default partitioner, else length modulo n."""
+
+    def partitions(self, topic, key, value, num_partitions):
+        if value is None:
+            return {2 % num_partitions}
+        if value.startswith("drop"):
+            return set()
+        if value.startswith("all"):
+            return set(range(num_partitions))
+        return None if len(value) % 4 == 0 else {len(value) % num_partitions}
+
+
+class ByKey:
+    """OrderExamples.byKey(): "k<n>" to n modulo the partition count; "k0" and no key to the default."""
+
+    def partition(self, topic, key, value, num_partitions):
+        return None if key is None or key.endswith("0") else int(key[1:]) % num_partitions
+
+
+def partitioner_examples(builder: StreamsBuilder, topics: dict[str, str]) -> None:
+    """The Python twin of OrderExamples.partitionerExamples (Java)."""
+    stream = builder.stream(topics["placed"])
+    stream.to(topics["out-placed"], Produced.stream_partitioner(ByValue()))
+    stream.repartition(Repartitioned.stream_partitioner_(ByKey()).with_number_of_partitions(2)) \
+        .group_by_key() \
+        .count(Materialized.as_("placed-count").with_caching_disabled()) \
+        .to_stream() \
+        .map_values(lambda key, count: f"{key}={count}") \
+        .to(topics["out-placed-counts"], Produced.stream_partitioner(ByKey()))
 
 
 def order_examples(topics: dict[str, str]) -> StreamsBuilder:
@@ -68,6 +106,7 @@ def order_examples(topics: dict[str, str]) -> StreamsBuilder:
     for name in COLUMN_MERGED[1:]:
         columns = columns.merge(builder.stream(topics[name]))
     columns.map((F.lit("all"), F.concat(F.col("key"), F.lit(":"), F.upper(F.col("value"))))).to(topics["out-columns"])
+    partitioner_examples(builder, topics)
     return builder
 
 
@@ -88,6 +127,15 @@ def _input(seed: int = 17) -> dict[str, list[tuple]]:
     for i, name in enumerate(sides):
         key = f"c{rng.randrange(6)}"
         records[name].append((key, f"{'o' if name == 'orders' else 'v'}{i}", T0 + i * 100 + 7))
+    for i in range(60):  # out of order now and then; null keys with a length the partitioner places
+        roll = rng.random()
+        value = (None if roll < 0.05 else f"drop{i}" if roll < 0.12 else f"all{i}" if roll < 0.2
+                 else "".join(rng.choice("xyz") for _ in range(rng.randint(1, 9))))
+        key = None if rng.random() < 0.05 or i == 20 else f"k{rng.randrange(10)}"
+        value = None if i == 10 else value  # a tombstone, at least one
+        if key is None and (value is None or len(value) % 4 == 0):
+            value = "xyz"
+        records["placed"].append((key, value, T0 + i * 100 - (rng.randrange(500) if rng.random() < 0.2 else 0)))
     return records
 
 
@@ -97,7 +145,8 @@ def _sequences(bootstrap: str, topics: dict[str, str]) -> dict[str, dict[int, li
     for name in OUTPUTS:
         partitions: dict[int, list[tuple[str, str]]] = {}
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
-            partitions.setdefault(record.partition, []).append((record.key.decode(), record.value.decode()))
+            partitions.setdefault(record.partition, []).append(
+                tuple(None if data is None else data.decode() for data in (record.key, record.value)))
         result[name] = partitions
     return result
 
@@ -132,6 +181,13 @@ def test_record_order_across_keys_and_topics_matches_kafka_streams(kafka_bootstr
     assert len(reduced) == len(merged_in_time)
     assert sum(len(updates) for updates in expected["out-counts"].values()) == len(records["counted"])
     assert len(expected["out-joined"]) == 2 and all(len(p) > 5 for p in expected["out-joined"].values())
+    # Placed by the partitioners: copies to every partition, none dropped ones, defaults, null keys.
+    placed = [record for partition in expected["out-placed"].values() for record in partition]
+    assert not any(value and value.startswith("drop") for _, value in placed)
+    copies = [value for _, value in placed if value and value.startswith("all")]
+    assert copies and all(copies.count(value) == 3 for value in copies)
+    assert any(key is None for key, _ in placed) and any(value is None for _, value in placed)
+    assert len(expected["out-placed-counts"]) == 2
 
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS)
     runner = TaskRunner(order_examples(topics), unique_topic("spark-order"), kafka_bootstrap,

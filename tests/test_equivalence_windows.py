@@ -125,6 +125,11 @@ def _results(bootstrap: str, topics: dict[str, str]) -> dict:
         records = read_topic(bootstrap, topics[name])
         values = final_values(records, serde.deserialize, decode)
         result[name] = {(w.key, w.window.start): value for w, value in values.items()}
+        placed: dict = {}  # where each window went: by its inner key (WindowedStreamPartitioner)
+        for record in records:
+            windowed = serde.deserialize(record.key)
+            placed.setdefault((windowed.key, windowed.window.start), set()).add(record.partition)
+        result[f"{name}/partitions"] = placed
         if name == "out-uncached":
             updates: dict = {}
             for record in sorted(records, key=lambda r: (r.partition, r.offset)):
@@ -180,6 +185,7 @@ def _assert_same(expected_run, ours: dict, stores: dict, dropped_late: int) -> N
     for name in OUTPUTS:
         assert set(ours[name]) == set(expected[name]), name
         assert ours[name] == expected[name], name
+        assert ours[f"{name}/partitions"] == expected[f"{name}/partitions"], name
     assert ours["out-uncached/updates"] == expected["out-uncached/updates"]  # every update, as they came
     assert dropped_late == expected_run["dropped"] - _null_skips(expected_run["records"])
     _assert_stores(expected_run, stores)
@@ -228,5 +234,6 @@ def test_windowed_aggregations_killed_part_way_and_rerun_still_match_kafka_strea
     ours = _results(kafka_bootstrap, topics)
     for name in OUTPUTS:
         assert ours[name] == kafka_streams_run["results"][name], name
+        assert ours[f"{name}/partitions"] == kafka_streams_run["results"][f"{name}/partitions"], name
     assert ours["out-uncached/updates"] == kafka_streams_run["results"]["out-uncached/updates"]
     _assert_stores(kafka_streams_run, {store: runner.read_store(store) for store in STORES})

@@ -10,7 +10,6 @@ from __future__ import annotations
 import pickle
 from collections import defaultdict
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,8 +18,8 @@ from dagster_kstreams.processors.fk_join_wire import (
     encode_subscription, murmur3_hash128,
 )
 from dagster_kstreams.processors.records import RecordContext
-from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
-from dagster_kstreams.topology import Materialized, StreamsBuilder, TableJoined
+from dagster_kstreams.spark.compile import compile_topology
+from dagster_kstreams.topology import Materialized, StreamsBuilder
 from dagster_kstreams.topology.application import ApplicationTopology
 
 from fk_join_topology import fk_join_examples
@@ -294,14 +293,6 @@ def test_a_row_deleted_and_written_again_before_its_answers_keeps_its_old_join_a
     tasks.put("users", "u2", "de")
     tasks.settle()
     assert tasks.table("inner") == {"a2": "u2:1@de"}
-
-
-def test_a_custom_partitioner_is_refused_when_the_topology_is_defined():
-    builder = StreamsBuilder()
-    builder.table("accounts").join(builder.table("users"), lambda v: v, lambda a, b: a,
-                                   TableJoined.with_(None, lambda topic, key, value, count: 0)).to_stream().to("out")
-    with pytest.raises(UnsupportedTopologyError, match="custom stream partitioner"):
-        compile_topology(builder, "app").check()
 
 
 def test_the_answers_are_the_one_topic_written_back_to_an_earlier_sub_topology():

@@ -24,7 +24,8 @@ _QUEUE_FULL_WAIT_S = 0.05  # librdkafka's queue is full: serve delivery reports 
 
 def produce_table(producer: Producer, table: pa.Table) -> int:
     """Send every row of ``table`` in row order (each partition keeps that order); returns how
-    many. Partitions are the producer's (murmur2 of the key for the task's producers)."""
+    many. Partitions are the producer's (murmur2 of the key for the task's producers), or the
+    ``partition`` column's where it has one (a stream partitioner's choice)."""
     rows = table.num_rows
     if rows == 0:
         return 0
@@ -33,6 +34,10 @@ def produce_table(producer: Producer, table: pa.Table) -> int:
     values = table.column("value").to_pylist()
     names = table.column_names
     timestamps = table.column("timestamp_ms").to_pylist() if "timestamp_ms" in names else repeat(None)
+    if "partition" in names:  # a stream partitioner chose (null: the producer's partitioner)
+        for row in zip(topics, keys, values, timestamps, _column(table, "headers"), table.column("partition").to_pylist()):
+            _send(producer, *row)
+        return rows
     # Most batches carry no headers at all: their column is all null, read without a Python list.
     carried = "headers" in names and table.column("headers").null_count < rows
     headers = table.column("headers").to_pylist() if carried else None
@@ -53,8 +58,12 @@ def produce_table(producer: Producer, table: pa.Table) -> int:
     return rows
 
 
+def _column(table: pa.Table, name: str):
+    return table.column(name).to_pylist() if name in table.column_names else repeat(None)
+
+
 def _send(producer: Producer, topic: str, key: Optional[bytes], value: Optional[bytes],
-          timestamp: Optional[int], own: Optional[list[dict[str, Any]]]) -> None:
+          timestamp: Optional[int], own: Optional[list[dict[str, Any]]], partition: Optional[int] = None) -> None:
     headers = [(header["key"], header["value"]) for header in own] if own else []
     if timestamp is not None and timestamp <= 0:
         # The producer reads a timestamp of 0 as "now": such a one travels in the header that
@@ -63,7 +72,11 @@ def _send(producer: Producer, topic: str, key: Optional[bytes], value: Optional[
         timestamp = None
     while True:
         try:
-            producer.produce(topic, value, key, timestamp=timestamp or 0, headers=headers or None)
+            if partition is None:
+                producer.produce(topic, value, key, timestamp=timestamp or 0, headers=headers or None)
+            else:
+                producer.produce(topic, value, key, partition=partition, timestamp=timestamp or 0,
+                                 headers=headers or None)
             return
         except BufferError:
             producer.poll(_QUEUE_FULL_WAIT_S)  # serve delivery reports, then send again

@@ -25,6 +25,7 @@ from dagster_kstreams.processors.fk_join_wire import (
     Instruction, Response, Subscription, decode_response, decode_subscription, encode_response,
     encode_subscription, murmur3_hash128,
 )
+from dagster_kstreams.processors.partitioners import Placed
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.stateless import Merge
 from dagster_kstreams.processors.table_joins import ValueGetter, value_getter
@@ -166,9 +167,11 @@ class SubscriptionJoin(Processor):
 
 def answer_to(processor: Processor, subscription: Subscription, foreign_value, context, out, state) -> None:
     """Forward a response to the subscriber, keyed by its left key as serialized by the left
-    table's task (the response sink writes keys and values as bytes)."""
+    table's task (the response sink writes keys and values as bytes), to the partition the
+    subscription came from unless ``TableJoined`` gives a partitioner (Kafka Streams' response
+    wrapper carries that partition to the sink's partitioner, never onto the wire)."""
     wire = encode_response(Response(subscription.hash, foreign_value))
-    processor.forward(subscription.primary_key, wire, context, out, state)
+    processor.forward(subscription.primary_key, Placed(wire, subscription.primary_partition), context, out, state)
 
 
 @register

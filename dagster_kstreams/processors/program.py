@@ -76,6 +76,10 @@ class SubtopologyProgram:
         self.stateful_nodes = list(first_of_slot.values())
         self.store_slots = {nodes[i].store: nodes[i].state_slot for i in self.stateful_nodes}
         self._last_raw_key = self._last_key = self._last_key_node = None
+        # Partition counts of the topics its sinks place records on themselves (a stream
+        # partitioner's ``num_partitions``), as the broker has them: set by the engine before a run
+        # (None: not given, as in the processors' own tests; windowed keys then go by Kafka's default).
+        self.sink_partition_counts: Optional[dict[str, int]] = None
         self._check()
         for node in nodes:
             node.init(self)
@@ -109,6 +113,22 @@ class SubtopologyProgram:
         merge, whatever the sub-topology: its output goes out in that order) or track stream time
         before grouping them by key (:func:`dagster_kstreams.spark.event_time.with_processing_order`)."""
         return len(self.source_by_topic) > 1 or (self.stateful and self.uses_stream_time)
+
+    @property
+    def placed_topics(self) -> list[str]:
+        """The sink topics whose records may go to a partition chosen here rather than by Kafka's
+        default partitioner (a stream partitioner; a foreign-key join's answers): the output then
+        carries a ``partition`` column (Output.partition_column), and the engine sets their
+        :attr:`sink_partition_counts`. Empty: nothing is added to the output."""
+        return [node.topic for node in self.nodes if getattr(node, "placement", None) is not None]
+
+    def partition_count(self, topic: str) -> int:
+        """The partition count of a placed sink topic (:attr:`placed_topics`)."""
+        try:
+            return self.sink_partition_counts[topic]
+        except (KeyError, TypeError):
+            raise ValueError(f"sub-topology {self.subtopology_id}: the partition count of topic {topic!r} was not "
+                             "given to the program (its stream partitioner needs it)") from None
 
     @property
     def task_grouped(self) -> bool:

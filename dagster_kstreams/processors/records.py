@@ -46,6 +46,7 @@ class Output:
 
     ``headers`` are in the column's form (``[{"key": name, "value": bytes or None}, ...]`` or None,
     as :attr:`RecordContext.headers` holds them), so a record's headers pass through untouched.
+    ``placed``: the partitions sinks chose themselves (:meth:`append_to`, a stream partitioner).
     ``timestamp_ms`` is the timestamp a record keeps on a repartition topic (None elsewhere); the
     engine writes it (Spark: as a header, :mod:`dagster_kstreams.kafka.timestamp_header`), so that
     the per-record work here stays a few list appends.
@@ -60,6 +61,9 @@ class Output:
         self.value: list[Optional[bytes]] = []
         self.headers: list[Optional[list[dict]]] = []
         self.timestamp_ms: list[Optional[int]] = []
+        # index -> partition of the records a sink placed itself (a stream partitioner); the
+        # others go where Kafka's default partitioner puts them (partition_column)
+        self.placed: dict[int, int] = {}
         # (index of the first record, emit order) of each run of records with one emit order
         self.marks: Optional[list[tuple[int, Optional[int]]]] = [] if ordered else None
 
@@ -82,6 +86,19 @@ class Output:
         self.value.append(value)
         self.headers.append(headers)
         self.timestamp_ms.append(timestamp_ms)
+
+    def append_to(self, partition: int, topic: str, key: Optional[bytes], value: Optional[bytes],
+                  headers: Optional[list] = None, timestamp_ms: Optional[int] = None) -> None:
+        """:meth:`append` a record to a chosen partition of its topic."""
+        self.placed[len(self.topic)] = partition
+        self.append(topic, key, value, headers, timestamp_ms)
+
+    def partition_column(self) -> list[Optional[int]]:
+        """Each record's partition (None: Kafka's default partitioner places it)."""
+        column: list[Optional[int]] = [None] * len(self.topic)
+        for index, partition in self.placed.items():
+            column[index] = partition
+        return column
 
     def __len__(self) -> int:
         return len(self.topic)

@@ -12,11 +12,14 @@ processor and the record.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from typing import Any, Callable, Optional
 
 from dagster_kstreams.processors.base import Processor, processor_class, register
 from dagster_kstreams.processors.changes import ChangedSerde
 from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopologyError
+from dagster_kstreams.processors.partitioners import SinkPlacement, placement_for
+from dagster_kstreams.topology.fk_join import TableJoinedPartitioner
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.timestamp_extractors import extract_function
 
@@ -62,16 +65,28 @@ class Sink(Processor):
     kind = "sink"
 
     def __init__(self, name: str, topic: Optional[str], topic_extractor: Optional[Callable], key_serde, value_serde,
-                 carry_timestamp: bool = False):
+                 carry_timestamp: bool = False, placement: Optional[SinkPlacement] = None):
         super().__init__(name)
         self.topic, self.topic_extractor = topic, topic_extractor
         self.key_serde, self.value_serde = key_serde, value_serde
         self.carry_timestamp = carry_timestamp
+        self.placement = placement  # None: Kafka's default partitioner places every record
 
     def process(self, key, value, context, out, state) -> None:
         topic = self.topic
         if topic is None:
             topic = self.call(context, self.topic_extractor, key, value)
+        if self.placement is not None:
+            self.placement.write(self, topic, key, value, context, out)
+            return
+        key_bytes, value_bytes = self.serialize(topic, key, value, context)
+        # The record's headers go with it (Kafka Streams' SinkNode writes ``record.headers()``); a
+        # repartition topic: the record keeps its timestamp too (kafka.timestamp_header).
+        out.append(topic, key_bytes, value_bytes, context.headers,
+                   context.timestamp if self.carry_timestamp else None)
+
+    def serialize(self, topic: str, key, value, context) -> tuple[Optional[bytes], Optional[bytes]]:
+        """The record's key and value bytes; a serde's failure names the sink and the record."""
         try:
             key_bytes = self.key_serde.serialize(key)
             value_bytes = self.value_serde.serialize(value)
@@ -81,10 +96,7 @@ class Sink(Processor):
                 f"{context.describe()}) with key serde {self.key_serde!r} and value serde "
                 f"{self.value_serde!r}: {type(cause).__name__}: {cause}"
             ) from cause
-        # The record's headers go with it (Kafka Streams' SinkNode writes ``record.headers()``); a
-        # repartition topic: the record keeps its timestamp too (kafka.timestamp_header).
-        out.append(topic, key_bytes, value_bytes, context.headers,
-                   context.timestamp if self.carry_timestamp else None)
+        return key_bytes, value_bytes
 
 
 # -- record functions ----------------------------------------------------------------------
@@ -317,15 +329,21 @@ def _value_serde(factory, ctx):
 
 
 def _sink(factory, ctx) -> Sink:
-    if factory.serdes.get("partitioner") is not None:
+    partitioner = factory.serdes.get("partitioner")
+    if isinstance(partitioner, TableJoinedPartitioner) and partitioner.answers and partitioner.key_serde is None:
+        partitioner = replace(partitioner, key_serde=ctx.default_key_serde)
+    if partitioner is not None and factory.topic is None:
         raise UnsupportedTopologyError(
-            f"sink {factory.name} (topic {factory.topic!r}) has a custom stream partitioner; the Spark "
-            "runner places records with Kafka's default partitioner only"
-        )
+            f"sink {factory.name} has a stream partitioner and a topic extractor; the Spark runner gives a "
+            "partitioner the partition counts of topics known when the topology is defined only")
+    key_serde = ctx.key_serde(factory)
+    # No partitioner and a windowed key serde: Kafka Streams' WindowedStreamPartitioner (by the inner
+    # key), which a sink whose topic a function picks cannot have here (its topics' counts are unknown).
+    placement = placement_for(factory.name, partitioner, None if factory.topic is None else key_serde)
     return Sink(factory.name, None if factory.topic is None else ctx.topic_name(factory.topic),
-                factory.topic_extractor, ctx.key_serde(factory), _value_serde(factory, ctx),
+                factory.topic_extractor, key_serde, _value_serde(factory, ctx),
                 # Spark's sink cannot set record timestamps: a repartition topic carries them in a header.
-                carry_timestamp=ctx.is_repartition_topic(factory.topic))
+                carry_timestamp=ctx.is_repartition_topic(factory.topic), placement=placement)
 
 
 def _pass_through(kind: str):

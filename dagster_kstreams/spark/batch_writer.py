@@ -1,9 +1,10 @@
 """The write of one micro-batch: fence check, write intent, replay dedup, Kafka write, offset commit.
 
 Sinks: Spark's Kafka sink; one query writes every sink topic of the sub-topology (output topics,
-repartition topics, the dead-letter topic) through a ``topic`` column. There is no ``partition``
-column: the producer's default partitioner (murmur2 of the key bytes) places each record, so a
-repartition topic is co-partitioned with any other Kafka-written topic.
+repartition topics, the dead-letter topic) through a ``topic`` column. The producer's default
+partitioner (murmur2 of the key bytes) places each record, so a repartition topic is
+co-partitioned with any other Kafka-written topic; only a sub-topology with a stream partitioner
+adds a ``partition`` column (null where its partitioner left the choice to the default).
 
 Offsets: Spark's checkpoint is the source of truth. After each batch's output is in Kafka, its end
 offsets are committed to the consumer group named by the application id (through the task's
@@ -135,7 +136,9 @@ class BatchWriter:
         records, position = self._unwritten(batch, batch_id)
         # One projection, written as SQL: each DataFrame call in a batch costs Spark an analysis
         # of the whole batch plan and the driver a round of Py4J calls.
-        records = records.selectExpr("topic", "key", "value", self._headers(batch_id, position))
+        # A ``partition`` column (null: the producer's default partitioner) where a sink chose one.
+        placed = ("partition",) if "partition" in batch.columns else ()
+        records = records.selectExpr("topic", "key", "value", self._headers(batch_id, position), *placed)
         records.write.format("kafka").options(**self.kafka_options).save()
         # The batch's output is in Kafka: its offsets can be committed (at-least-once), unless a
         # newer run of the task fenced this one meanwhile.

@@ -208,6 +208,8 @@ def plan(program, error_class) -> Optional["ColumnPlan"]:
         elif node.kind == "sink":
             if node.topic is None:
                 problems.append(f"sink {node.name} picks its topic with a Python function")
+            if node.placement is not None:
+                problems.append(f"sink {node.name} places its records with a Python stream partitioner")
             for part, serde in (("key", node.key_serde), ("value", node.value_serde)):
                 if not jvm_serializable(serde):
                     problems.append(f"sink {node.name} writes its {part} with {serde!r}, which only Python writes")

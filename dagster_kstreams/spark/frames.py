@@ -26,18 +26,30 @@ import pyarrow as pa
 from dagster_kstreams.processors.program import SubtopologyProgram
 from dagster_kstreams.processors.records import Output, RecordContext
 
-__all__ = ["SparkProgram", "OUTPUT_COLUMNS", "OUTPUT_SPARK_SCHEMA", "SOURCE_COLUMNS"]
+__all__ = ["SparkProgram", "OUTPUT_COLUMNS", "OUTPUT_SPARK_SCHEMA", "PLACED_COLUMNS", "SOURCE_COLUMNS",
+           "output_schema"]
 
 # What a task's pass emits: the columns Spark's Kafka sink reads, plus ``timestamp_ms``, the
 # timestamp a record keeps on a repartition topic (null elsewhere), which the batch writer turns
 # into a header in the JVM, and ``emit_order``, where the record goes in the task's output (the
 # processing position of the source record that produced it; see records.FLUSH_ORDER for a
 # cached store's flush), by which the batch writer sorts a batch whose rows come out grouped by
-# key. There is no `partition` column on purpose: the producer's default partitioner (murmur2 of
-# the key bytes) places each record, exactly as Kafka Streams and every Java client would.
+# key. No `partition` column unless a sink places records itself (PLACED_COLUMNS below): the
+# producer's default partitioner (murmur2 of the key bytes) places each record, exactly as Kafka
+# Streams and every Java client would.
 OUTPUT_COLUMNS = ("topic", "key", "value", "headers", "timestamp_ms", "emit_order")
 OUTPUT_SPARK_SCHEMA = ("topic string, key binary, value binary, headers array<struct<key: string, value: binary>>, "
                        "timestamp_ms long, emit_order long")
+# A program whose sinks place records themselves (a stream partitioner: program.placed_topics)
+# adds ``partition`` (null: the producer's default partitioner), which Spark's Kafka sink and the
+# exactly-once producer honour; the others carry no such column, so they pay nothing for it.
+PLACED_COLUMNS = (*OUTPUT_COLUMNS, "partition")
+PLACED_SPARK_SCHEMA = OUTPUT_SPARK_SCHEMA + ", partition int"
+
+
+def output_schema(program: Any) -> str:
+    """The Spark schema of ``program``'s output rows."""
+    return PLACED_SPARK_SCHEMA if program.placed_topics else OUTPUT_SPARK_SCHEMA
 # What the task reads from Spark's Kafka source (event_time: the record's timestamp in epoch ms,
 # see dagster_kstreams.spark.event_time).
 SOURCE_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "event_time")
@@ -62,7 +74,8 @@ class SparkProgram(SubtopologyProgram):
         if [node.kind for node in chain] != ["source", "aggregate", "table_to_stream", "sink"]:
             return None
         source, count, to_stream, sink = chain
-        if count.aggregation != "count" or not count.cached or to_stream.fn is not None or sink.topic is None:
+        if count.aggregation != "count" or not count.cached or to_stream.fn is not None or sink.topic is None \
+                or sink.placement is not None:
             return None
         if any(len(node.children) != 1 for node in self.nodes if node.kind != "sink"):
             return None
@@ -82,17 +95,18 @@ class SparkProgram(SubtopologyProgram):
         for key, value, topic, partition, offset, timestamp, headers in zip(
                 *(columns[name] for name in names), _arrow_headers(batch)):
             process(RecordContext(topic, partition, offset, timestamp, headers=headers), key, value, out, None)
-        return pa.RecordBatch.from_arrays(
-            [
-                pa.array(out.topic, type=pa.string()),
-                pa.array(out.key, type=pa.binary()),
-                pa.array(out.value, type=pa.binary()),
-                pa.array(out.headers, type=_ARROW_HEADERS),
-                pa.array(out.timestamp_ms, type=pa.int64()),
-                pa.nulls(len(out), type=pa.int64()),  # written as it comes: the batch is in processing order
-            ],
-            names=list(OUTPUT_COLUMNS),
-        )
+        columns = [
+            pa.array(out.topic, type=pa.string()),
+            pa.array(out.key, type=pa.binary()),
+            pa.array(out.value, type=pa.binary()),
+            pa.array(out.headers, type=_ARROW_HEADERS),
+            pa.array(out.timestamp_ms, type=pa.int64()),
+            pa.nulls(len(out), type=pa.int64()),  # written as it comes: the batch is in processing order
+        ]
+        if self.placed_topics:
+            columns.append(pa.array(out.partition_column(), type=pa.int32()))
+            return pa.RecordBatch.from_arrays(columns, names=list(PLACED_COLUMNS))
+        return pa.RecordBatch.from_arrays(columns, names=list(OUTPUT_COLUMNS))
 
     def process_key_group(self, records: pd.DataFrame, stored: Optional[tuple],
                           watermark_ms: Optional[int] = None) -> tuple[Optional[pd.DataFrame], Optional[tuple]]:
@@ -106,7 +120,7 @@ class SparkProgram(SubtopologyProgram):
         nothing stored any more).
         """
         out, state = self.run_key_group(self._source_records(records, watermark_ms), stored)
-        return _frame(out), state
+        return _frame(out, bool(self.placed_topics)), state
 
     def process_task_batch(self, records: pd.DataFrame, stored: Optional[bytes],
                            watermark_ms: Optional[int] = None) -> tuple[Optional[pd.DataFrame], Optional[bytes]]:
@@ -115,7 +129,7 @@ class SparkProgram(SubtopologyProgram):
         :mod:`dagster_kstreams.processors.task_state`). Returns the sink records (a pandas
         DataFrame or None) and the new task state."""
         out, state = self.run_task_batch(self._source_records(records, watermark_ms), stored)
-        return _frame(out), state
+        return _frame(out, bool(self.placed_topics)), state
 
     def _source_records(self, records: pd.DataFrame,
                         watermark_ms: Optional[int]) -> Iterator[tuple[RecordContext, Optional[bytes], Any]]:
@@ -169,13 +183,15 @@ def _pandas_headers(records: pd.DataFrame) -> Iterable[Optional[list]]:
     return [None if headers is None or not len(headers) else list(headers) for headers in column.tolist()]
 
 
-def _frame(out: Output) -> Optional[pd.DataFrame]:
-    """The sink records of a pass as a pandas DataFrame (None: there are none)."""
+def _frame(out: Output, placed: bool) -> Optional[pd.DataFrame]:
+    """The sink records of a pass as a pandas DataFrame (None: there are none); ``placed``: with
+    the ``partition`` column (:data:`PLACED_COLUMNS`)."""
     if not len(out):
         return None
-    return pd.DataFrame(
-        {"topic": out.topic, "key": out.key, "value": out.value, "headers": out.headers,
-         "timestamp_ms": pd.array(out.timestamp_ms, dtype="Int64"),
-         "emit_order": pd.array(out.emit_order(), dtype="Int64")},
-        columns=list(OUTPUT_COLUMNS),
-    )
+    columns = {"topic": out.topic, "key": out.key, "value": out.value, "headers": out.headers,
+               "timestamp_ms": pd.array(out.timestamp_ms, dtype="Int64"),
+               "emit_order": pd.array(out.emit_order(), dtype="Int64")}
+    if placed:
+        columns["partition"] = pd.array(out.partition_column(), dtype="Int32")
+        return pd.DataFrame(columns, columns=list(PLACED_COLUMNS))
+    return pd.DataFrame(columns, columns=list(OUTPUT_COLUMNS))

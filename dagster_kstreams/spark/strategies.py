@@ -42,7 +42,7 @@ from dagster_kstreams.processors import sessions, window_store
 from dagster_kstreams.processors.task_state import TaskState
 from dagster_kstreams.processors.user_processors import user_store_content
 from dagster_kstreams.processors.windows import WINDOW_KINDS
-from dagster_kstreams.spark.frames import OUTPUT_SPARK_SCHEMA
+from dagster_kstreams.spark.frames import output_schema
 from dagster_kstreams.spark.source import in_processing_order
 
 __all__ = ["Strategy", "STRATEGIES", "strategy_for", "configure_session", "ROCKSDB_PROVIDER"]
@@ -158,7 +158,7 @@ class TaskGroupedState(Strategy):
 
         ordered = in_processing_order(source, program)
         return ordered.withColumn(_TASK_GROUP, F.lit(0)).groupBy(_TASK_GROUP).applyInPandasWithState(
-            run_task, OUTPUT_SPARK_SCHEMA, "task binary", "Update", GroupStateTimeout.NoTimeout
+            run_task, output_schema(program), "task binary", "Update", GroupStateTimeout.NoTimeout
         )
 
     def orders_output(self, program: Any) -> bool:
@@ -206,7 +206,7 @@ class KeyedState(Strategy):
                 yield output
 
         return in_processing_order(source, program).groupBy("key").applyInPandasWithState(
-            run_key_group, OUTPUT_SPARK_SCHEMA, state_schema, "Update", GroupStateTimeout.NoTimeout
+            run_key_group, output_schema(program), state_schema, "Update", GroupStateTimeout.NoTimeout
         )
 
     def orders_output(self, program: Any) -> bool:
@@ -232,7 +232,7 @@ class Stateless(Strategy):
                 yield program.process_arrow_batch(batch)
 
         # Several topics: one partition in processing order, so the output is already in order.
-        return in_processing_order(source, program).mapInArrow(run_batches, OUTPUT_SPARK_SCHEMA)
+        return in_processing_order(source, program).mapInArrow(run_batches, output_schema(program))
 
 
 STRATEGIES: tuple[Strategy, ...] = (ColumnPlan(), JvmCount(), TaskGroupedState(), KeyedState(), Stateless())

@@ -35,6 +35,8 @@ def start_task_query(runner: Any, session: Any, checkpoint_reader: CheckpointRea
     :class:`~dagster_kstreams.spark.task_runner.TaskRunner` that calls this); a failure to start
     is one :class:`~dagster_kstreams.spark.errors.TaskFailedError` line."""
     program = runner.compiled.program(run.task.subtopology)
+    if program.placed_topics:  # a stream partitioner's num_partitions, as the broker has it now
+        program.sink_partition_counts = runner.running_admin.partition_counts(program.placed_topics)
     strategy = strategy_for(program)
     configure_session(session, runner.state_partitions, runner.arrow_batch_size)
     # Repartition topics carry their records' timestamps in a header: read only if used.

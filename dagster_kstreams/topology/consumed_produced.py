@@ -80,6 +80,12 @@ class Produced(WithSerdes):
     def value_serde_(serde: Serde) -> "Produced":
         return Produced(value_serde=serde)
 
+    @staticmethod
+    def stream_partitioner_(partitioner: Callable) -> "Produced":
+        """``Produced.streamPartitioner(p)``: a ``StreamPartitioner`` (``partition`` and/or
+        ``partitions``) or a callable ``(topic, key, value, num_partitions) -> Optional[int]``."""
+        return Produced(stream_partitioner=partitioner)
+
     def with_stream_partitioner(self, partitioner: Callable) -> "Produced":
         return replace(self, stream_partitioner=partitioner)
 
@@ -97,4 +103,5 @@ class _InstanceOrStaticFactory:
 
 
 Consumed.with_timestamp_extractor = _InstanceOrStaticFactory()
-install_static_factories(Produced, {"key_serde": Produced.key_serde_, "value_serde": Produced.value_serde_})
+install_static_factories(Produced, {"key_serde": Produced.key_serde_, "value_serde": Produced.value_serde_,
+                                    "stream_partitioner": Produced.stream_partitioner_})

@@ -30,8 +30,8 @@ from .materialized import Materialized
 from .node_specs import KTableSourceSpec, NodeKind, ProcessorSpec, StoreSpec, StoreType
 from .serdes import Serdes
 
-__all__ = ["ForeignKeyJoinSide", "ForeignKeyJoinResult", "build_foreign_key_join", "TOPIC_SUFFIX",
-           "SUBSCRIPTION_REGISTRATION", "SUBSCRIPTION_RESPONSE"]
+__all__ = ["ForeignKeyJoinSide", "ForeignKeyJoinResult", "TableJoinedPartitioner", "build_foreign_key_join",
+           "TOPIC_SUFFIX", "SUBSCRIPTION_REGISTRATION", "SUBSCRIPTION_RESPONSE"]
 
 # KTableImpl's own prefixes (its sources and sinks are KTABLE-, not KSTREAM-).
 KTABLE_SINK_NAME = "KTABLE-SINK-"
@@ -46,6 +46,20 @@ TOPIC_SUFFIX = "-topic"
 # The internal topics carry Kafka Streams' wrapper formats, which the join's processors write and
 # read themselves (dagster_kstreams.processors.fk_join_wire); answers keep the left key's bytes.
 _WIRE = Serdes.ByteArray()
+
+
+@dataclass(frozen=True)
+class TableJoinedPartitioner:
+    """A sink partitioner of the join's internal topics, as ``KTableImpl`` wraps ``TableJoined``'s:
+    the user's ``partitioner`` (None: Kafka's default) is called with a null value and must give at
+    most one partition. ``answers``: the sink of the answers, whose key (the left key) reaches it
+    serialized and is deserialized with ``key_serde`` (None: the default key serde) for the user;
+    with no partitioner an answer goes back to the partition its subscription came from (Kafka
+    Streams' default response partitioner). Invisible in ``describe()``, as in Kafka Streams."""
+
+    partitioner: Any = None
+    answers: bool = False
+    key_serde: Any = None
 
 
 @dataclass
@@ -96,7 +110,8 @@ def build_foreign_key_join(builder: InternalStreamsBuilder, left: ForeignKeyJoin
     builder.add_graph_node(left.node, send)
     registration_sink = StreamSinkNode(
         named("-subscription-registration-sink", KTABLE_SINK_NAME), registration_topic, None,
-        Produced(right.key_serde, _WIRE, table_joined.other_partitioner))
+        Produced(right.key_serde, _WIRE, None if table_joined.other_partitioner is None
+                 else TableJoinedPartitioner(table_joined.other_partitioner)))
     builder.add_graph_node(send, registration_sink)
     registration_source = StreamSourceNode(named("-subscription-registration-source", KTABLE_SOURCE_NAME),
                                            [registration_topic], None, Consumed(right.key_serde, _WIRE))
@@ -123,8 +138,9 @@ def build_foreign_key_join(builder: InternalStreamsBuilder, left: ForeignKeyJoin
     topology_builder.add_internal_topic(response_topic, None)
     common["response_topic"] = response_topic
     # No partitioner given: an answer goes to the partition its subscription came from.
+    response_partitioner = TableJoinedPartitioner(table_joined.partitioner, answers=True, key_serde=left.key_serde)
     response_sink = StreamSinkNode(named("-subscription-response-sink", KTABLE_SINK_NAME), response_topic, None,
-                                   Produced(_WIRE, _WIRE, table_joined.partitioner))
+                                   Produced(_WIRE, _WIRE, response_partitioner))
     builder.add_graph_node([join_foreign, foreign_table_join], response_sink)
     response_source = StreamSourceNode(named("-subscription-response-source", KTABLE_SOURCE_NAME), [response_topic], None,
                                        Consumed(left.key_serde, _WIRE))

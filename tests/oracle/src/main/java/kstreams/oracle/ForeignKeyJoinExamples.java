@@ -1,20 +1,26 @@
 package kstreams.oracle;
 
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.common.utils.Utils;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.TableJoined;
+import org.apache.kafka.streams.processor.StreamPartitioner;
 import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
@@ -23,9 +29,10 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * consumed to its end; prints JSON {"describe": topology.describe(), "stores": {...}}.
  * Internal topics are not purged (the test reads what Kafka Streams wrote to them).
  *
- * Args: bootstrap applicationId stateDir accounts users outInner outLeft
+ * Args: bootstrap applicationId stateDir accounts users outInner outLeft outPlaced
  *
- * The Python twin is fk_join_examples() in tests/fk_join_topology.py; keep the two in step.
+ * The Python twin is fk_join_examples() in tests/fk_join_topology.py (with partitionedJoin:
+ * fk_join_partitioned_examples()); keep the two in step.
  */
 public final class ForeignKeyJoinExamples {
     private ForeignKeyJoinExamples() {}
@@ -38,7 +45,27 @@ public final class ForeignKeyJoinExamples {
         return user.isEmpty() ? null : user;
     }
 
+    /** A key whose last char minus '0' is odd placed as the default partitioner places it (where the tables'
+     *  topics have it), else left to the default; a TableJoined partitioner sees a null value. */
+    static final StreamPartitioner<String, Void> MURMUR_WHEN_ODD = (topic, key, value, numPartitions) -> {
+        if (value != null) {
+            throw new IllegalStateException("a TableJoined partitioner got a value");
+        }
+        return (key.charAt(key.length() - 1) - '0') % 2 == 0
+            ? Optional.empty()
+            : Optional.of(Collections.singleton(
+                Utils.toPositive(Utils.murmur2(key.getBytes(StandardCharsets.UTF_8))) % numPartitions));
+    };
+
+    /** "<letter><n>" to partition n modulo the partition count. */
+    static final StreamPartitioner<String, String> BY_KEY_NUMBER = (topic, key, value, numPartitions) ->
+        Optional.of(Collections.singleton(Integer.parseInt(key.substring(1)) % numPartitions));
+
     static Topology foreignKeyJoinExamples(String accounts, String users, String outInner, String outLeft) {
+        return build(accounts, users, outInner, outLeft, null);
+    }
+
+    private static Topology build(String accounts, String users, String outInner, String outLeft, String outPlaced) {
         StreamsBuilder builder = new StreamsBuilder();
         // No record cache: every update of either table is joined.
         KTable<String, String> accountTable = builder.table(
@@ -60,6 +87,13 @@ public final class ForeignKeyJoinExamples {
                           .withCachingDisabled())
             .toStream()
             .to(outLeft);
+        if (outPlaced != null) {
+            // partitionedJoin: TableJoined partitioners, the output placed by the key.
+            accountTable.join(userTable, ForeignKeyJoinExamples::user, (account, country) -> account + "#" + country,
+                              TableJoined.<String, String>with(MURMUR_WHEN_ODD, MURMUR_WHEN_ODD).withName("placed"))
+                .toStream()
+                .to(outPlaced, Produced.streamPartitioner(BY_KEY_NUMBER));
+        }
         return builder.build();
     }
 
@@ -72,8 +106,10 @@ public final class ForeignKeyJoinExamples {
             applicationId + "-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000004-topic",
             applicationId + "-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000012-topic",
             applicationId + "-acct-user-subscription-registration-topic",
-            applicationId + "-acct-user-subscription-response-topic");
-        Topology topology = foreignKeyJoinExamples(args[3], args[4], args[5], args[6]);
+            applicationId + "-acct-user-subscription-response-topic",
+            applicationId + "-placed-subscription-registration-topic",
+            applicationId + "-placed-subscription-response-topic");
+        Topology topology = build(args[3], args[4], args[5], args[6], args[7]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         props.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, Long.MAX_VALUE);
 

@@ -1,9 +1,13 @@
 package kstreams.oracle;
 
 import java.time.Duration;
+import java.util.Collections;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
+import java.util.Set;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
@@ -16,6 +20,8 @@ import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.processor.StreamPartitioner;
 import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
@@ -23,13 +29,39 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * broker until every input topic is consumed to its end; the test compares every output
  * partition's whole sequence of records. Prints {"done": true}.
  *
- * Args: bootstrap applicationId stateDir a b c d counted orders customers e f g
- *       outReduce outMapped outCounts outJoined outColumns
+ * Args: bootstrap applicationId stateDir a b c d counted orders customers e f g placed
+ *       outReduce outMapped outCounts outJoined outColumns outPlaced outPlacedCounts
  *
  * The Python twin is order_examples() in tests/test_equivalence_order.py; keep the two in step.
  */
 public final class OrderExamples {
     private OrderExamples() {}
+
+    /** By the value (KIP-837): "drop..." to no partition, "all..." to every one, a length that is a
+     *  multiple of 4 to the default partitioner, else the length modulo the partition count. */
+    static final StreamPartitioner<String, String> BY_VALUE = (topic, key, value, numPartitions) -> {
+        if (value == null) {
+            return Optional.of(Collections.singleton(2 % numPartitions));
+        }
+        if (value.startsWith("drop")) {
+            return Optional.of(Collections.emptySet());
+        }
+        if (value.startsWith("all")) {
+            Set<Integer> all = new HashSet<>();
+            for (int p = numPartitions - 1; p >= 0; p--) {
+                all.add(p);
+            }
+            return Optional.of(all);
+        }
+        return value.length() % 4 == 0 ? Optional.empty() : Optional.of(Collections.singleton(value.length() % numPartitions));
+    };
+
+    /** By the key "k<n>": n modulo the partition count; "k0" and a null key to the default partitioner. */
+    static <V> StreamPartitioner<String, V> byKey() {
+        return (topic, key, value, numPartitions) -> key == null || key.endsWith("0")
+            ? Optional.empty()
+            : Optional.of(Collections.singleton(Integer.parseInt(key.substring(1)) % numPartitions));
+    }
 
     static StreamsBuilder orderExamples(List<String> merged, String counted, String orders, String customers,
                                         List<String> columnMerged, String outReduce, String outMapped,
@@ -68,15 +100,30 @@ public final class OrderExamples {
         return builder;
     }
 
+    /** Custom stream partitioners: a sink placed by the value; a repartition placed by the key
+     *  feeding an uncached count, whose updates go out placed by the key again (so each output
+     *  partition is written by one task: its whole sequence is deterministic). */
+    static void partitionerExamples(StreamsBuilder builder, String placed, String outPlaced, String outPlacedCounts) {
+        KStream<String, String> stream = builder.stream(placed);
+        stream.to(outPlaced, Produced.streamPartitioner(BY_VALUE));
+        stream.repartition(Repartitioned.<String, String>streamPartitioner(byKey()).withNumberOfPartitions(2))
+            .groupByKey()
+            .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("placed-count").withCachingDisabled())
+            .toStream()
+            .mapValues((key, count) -> key + "=" + count)
+            .to(outPlacedCounts, Produced.streamPartitioner(byKey()));
+    }
+
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
         String applicationId = args[1];
         String stateDir = args[2];
         List<String> merged = List.of(args[3], args[4], args[5], args[6]);
         List<String> columnMerged = List.of(args[10], args[11], args[12]);
-        List<String> inputs = List.of(args).subList(3, 13);
-        StreamsBuilder builder = orderExamples(merged, args[7], args[8], args[9], columnMerged, args[13], args[14],
-                                               args[15], args[16], args[17]);
+        List<String> inputs = List.of(args).subList(3, 14);
+        StreamsBuilder builder = orderExamples(merged, args[7], args[8], args[9], columnMerged, args[14], args[15],
+                                               args[16], args[17], args[18]);
+        partitionerExamples(builder, args[13], args[19], args[20]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         KafkaStreams streams = new KafkaStreams(builder.build(), props);
         streams.start();
