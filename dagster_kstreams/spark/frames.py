@@ -50,6 +50,8 @@ PLACED_SPARK_SCHEMA = OUTPUT_SPARK_SCHEMA + ", partition int"
 def output_schema(program: Any) -> str:
     """The Spark schema of ``program``'s output rows."""
     return PLACED_SPARK_SCHEMA if program.placed_topics else OUTPUT_SPARK_SCHEMA
+
+
 # What the task reads from Spark's Kafka source (event_time: the record's timestamp in epoch ms,
 # see dagster_kstreams.spark.event_time).
 SOURCE_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "event_time")
