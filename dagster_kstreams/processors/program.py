@@ -80,6 +80,12 @@ class SubtopologyProgram:
         # partitioner's ``num_partitions``), as the broker has them: set by the engine before a run
         # (None: not given, as in the processors' own tests; windowed keys then go by Kafka's default).
         self.sink_partition_counts: Optional[dict[str, int]] = None
+        # The sink topics whose records may go to a partition chosen here rather than by Kafka's
+        # default partitioner (a stream partitioner; a foreign-key join's answers): the output then
+        # carries a ``partition`` column (Output.partition_column), and the engine sets their
+        # sink_partition_counts. Empty: nothing is added to the output. Fixed with the nodes, so
+        # found once here rather than on every batch and key group.
+        self.placed_topics: list[str] = [node.topic for node in nodes if getattr(node, "placement", None) is not None]
         self._check()
         for node in nodes:
             node.init(self)
@@ -113,14 +119,6 @@ class SubtopologyProgram:
         merge, whatever the sub-topology: its output goes out in that order) or track stream time
         before grouping them by key (:func:`dagster_kstreams.spark.event_time.with_processing_order`)."""
         return len(self.source_by_topic) > 1 or (self.stateful and self.uses_stream_time)
-
-    @property
-    def placed_topics(self) -> list[str]:
-        """The sink topics whose records may go to a partition chosen here rather than by Kafka's
-        default partitioner (a stream partitioner; a foreign-key join's answers): the output then
-        carries a ``partition`` column (Output.partition_column), and the engine sets their
-        :attr:`sink_partition_counts`. Empty: nothing is added to the output."""
-        return [node.topic for node in self.nodes if getattr(node, "placement", None) is not None]
 
     def partition_count(self, topic: str) -> int:
         """The partition count of a placed sink topic (:attr:`placed_topics`)."""
