@@ -1,7 +1,8 @@
 """A global table's replica on a real broker (dagster_kstreams.kafka.global_topic) and the join's
-table (dagster_kstreams.processors.global_joins.GlobalTable): every partition read, the latest value
-per key, tombstones and null keys, and a table shipped to another process (unpickled) caught up to
-the topic's end again before its first lookup, so each micro-batch sees what was written before it."""
+table (dagster_kstreams.processors.global_joins.GlobalTable): every partition read, one after
+another in partition order (as Kafka Streams restores a global store), the latest value per key,
+tombstones and null keys, and a table shipped to another process (unpickled) caught up to the
+topic's end again before its first lookup, so each micro-batch sees what was written before it."""
 
 from __future__ import annotations
 
@@ -32,6 +33,28 @@ def test_replica_holds_the_latest_value_of_every_partition_and_catches_up(kafka_
         assert replica.catch_up() == 2
         assert replica.get(b"u2") is None and replica.get(b"u4") == b"e"
         assert replica.catch_up() == 0
+    finally:
+        replica.close()
+
+
+def test_a_key_written_to_several_partitions_ends_with_the_highest_partitions_value(
+    kafka_bootstrap, kafka_admin, unique_topic
+):
+    """Kafka Streams restores a global store one partition after another, in partition order: the
+    copy must not depend on which partition's fetch arrives first (it did, and failed CI once)."""
+    topic = unique_topic("global-order")
+    kafka_admin.create_topics({topic: 3})
+    produce(kafka_bootstrap, topic, [(b"u1", b"from-2", 2), (b"u2", b"from-1", 1), (b"u1", b"from-1", 1)]
+            + [(f"k{i}".encode(), b"filler", i % 3) for i in range(3000)]
+            + [(b"u2", b"from-0", 0), (b"u1", b"from-0", 0)])
+    replica = GlobalTopicReplica({"bootstrap.servers": kafka_bootstrap}, topic)
+    try:
+        assert replica.catch_up() == 3005
+        assert replica.get(b"u1") == b"from-2" and replica.get(b"u2") == b"from-1"
+        # later catch-ups read in the same order
+        produce(kafka_bootstrap, topic, [(b"u3", b"from-1", 1), (b"u3", b"from-0", 0)])
+        assert replica.catch_up() == 2
+        assert replica.get(b"u3") == b"from-1"
     finally:
         replica.close()
 

@@ -3,7 +3,7 @@
 
 :func:`replica` returns the process's copy of a topic (one per bootstrap servers, topic and client
 settings), kept across the micro-batches a reused Python worker runs; :meth:`GlobalTopicReplica.catch_up`
-reads every partition from where the copy stands up to the end offsets of now, so a batch processed
+reads every partition, one after another, from where the copy stands up to the end offsets of now, so a batch processed
 after it sees every record written to the topic before the batch began. Keys and values stay
 serialized (the store holds bytes, as Kafka Streams' does); a record with a null key is skipped, as
 Kafka Streams' global ``KTableSource`` skips it; a null value deletes the key.
@@ -53,32 +53,39 @@ class GlobalTopicReplica:
             raise KafkaException(f"the global table's topic {topic!r} does not exist")
         self.partitions = sorted(metadata.topics[topic].partitions)
         self._positions = {partition: 0 for partition in self.partitions}
-        self._consumer.assign([TopicPartition(topic, partition, 0) for partition in self.partitions])
 
     def catch_up(self) -> int:
         """Read every partition up to its end offset of now (the last stable offset: records of
-        transactions still open are not read); returns how many records were read."""
+        transactions still open are not read); returns how many records were read.
+
+        One partition after another, in partition order, as Kafka Streams restores a global store
+        (``GlobalStateManagerImpl.restoreState``): where one key was written to several partitions,
+        the copy ends with the value of the highest such partition, not with whichever fetch
+        happened to arrive last."""
         ends = {tp.partition: end for tp, end in self._admin.end_offsets(self.topic, "read_committed").items()
                 if tp.partition in self._positions and end > self._positions[tp.partition]}
-        read = 0
         deadline = time.monotonic() + self.timeout_s
-        while ends:
+        read = sum(self._read_partition(partition, ends[partition], deadline) for partition in sorted(ends))
+        self.records_read += read
+        return read
+
+    def _read_partition(self, partition: int, end: int, deadline: float) -> int:
+        self._consumer.assign([TopicPartition(self.topic, partition, self._positions[partition])])
+        read = 0
+        while self._positions[partition] < end:
             if time.monotonic() > deadline:
-                raise TimeoutError(f"the global table's topic {self.topic!r}: partitions {sorted(ends)} did not "
-                                   f"reach their end offsets within {self.timeout_s:.0f}s")
+                raise TimeoutError(f"the global table's topic {self.topic!r}: partition {partition} did not reach "
+                                   f"its end offset {end} within {self.timeout_s:.0f}s (at {self._positions[partition]})")
             for message in self._consumer.consume(1000, timeout=0.2):
                 if message.error() is not None:
                     raise KafkaException(message.error())
-                self._positions[message.partition()] = message.offset() + 1
+                self._positions[partition] = message.offset() + 1
                 read += 1
                 self._apply(message.key(), message.value())
-            # Commit markers are never delivered but move the position: it decides when a partition is done.
-            for position in self._consumer.position([TopicPartition(self.topic, p) for p in list(ends)]):
-                if position.offset >= 0:
-                    self._positions[position.partition] = max(self._positions[position.partition], position.offset)
-                if self._positions[position.partition] >= ends[position.partition]:
-                    ends.pop(position.partition)
-        self.records_read += read
+            # Commit markers are never delivered but move the position: it decides when the partition is done.
+            position = self._consumer.position([TopicPartition(self.topic, partition)])[0].offset
+            if position >= 0:
+                self._positions[partition] = max(self._positions[partition], position)
         return read
 
     def _apply(self, key: Optional[bytes], value: Optional[bytes]) -> None:
