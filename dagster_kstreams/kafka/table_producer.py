@@ -19,6 +19,7 @@ from dagster_kstreams.kafka.timestamp_header import TIMESTAMP_HEADER, encode_tim
 
 __all__ = ["produce_table"]
 
+_UNASSIGNED = -1  # librdkafka's RD_KAFKA_PARTITION_UA, confluent-kafka's default partition
 _QUEUE_FULL_WAIT_S = 0.05  # librdkafka's queue is full: serve delivery reports this long
 
 
@@ -33,7 +34,7 @@ def produce_table(producer: Producer, table: pa.Table) -> int:
     keys = table.column("key").to_pylist()
     values = table.column("value").to_pylist()
     names = table.column_names
-    timestamps = table.column("timestamp_ms").to_pylist() if "timestamp_ms" in names else repeat(None)
+    timestamps = _column(table, "timestamp_ms")
     if "partition" in names:  # a stream partitioner chose (null: the producer's partitioner)
         for row in zip(topics, keys, values, timestamps, _column(table, "headers"), table.column("partition").to_pylist()):
             _send(producer, *row)
@@ -64,6 +65,8 @@ def _column(table: pa.Table, name: str):
 
 def _send(producer: Producer, topic: str, key: Optional[bytes], value: Optional[bytes],
           timestamp: Optional[int], own: Optional[list[dict[str, Any]]], partition: Optional[int] = None) -> None:
+    """One record, however it looks; ``partition`` None is librdkafka's "unassigned" (-1): the
+    producer's partitioner places the record."""
     headers = [(header["key"], header["value"]) for header in own] if own else []
     if timestamp is not None and timestamp <= 0:
         # The producer reads a timestamp of 0 as "now": such a one travels in the header that
@@ -72,11 +75,8 @@ def _send(producer: Producer, topic: str, key: Optional[bytes], value: Optional[
         timestamp = None
     while True:
         try:
-            if partition is None:
-                producer.produce(topic, value, key, timestamp=timestamp or 0, headers=headers or None)
-            else:
-                producer.produce(topic, value, key, partition=partition, timestamp=timestamp or 0,
-                                 headers=headers or None)
+            producer.produce(topic, value, key, partition=_UNASSIGNED if partition is None else partition,
+                             timestamp=timestamp or 0, headers=headers or None)
             return
         except BufferError:
             producer.poll(_QUEUE_FULL_WAIT_S)  # serve delivery reports, then send again
