@@ -34,8 +34,9 @@ from .timestamp_extractors import (
     ConsumerRecord, FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp,
     WallclockTimestampExtractor,
 )
+from .partition_counts import CopartitionError
 from .view import (
-    CopartitionError, ProcessorNode, Subtopology, TopicRef, Topology, as_topology, changelog_topic_name,
+    ProcessorNode, Subtopology, TopicRef, Topology, as_topology, changelog_topic_name,
     internal_topic_name,
 )
 from .windowed import SessionWindowedKStream, TimeWindowedKStream

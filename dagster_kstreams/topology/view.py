@@ -90,8 +90,8 @@ Contract (stable; other layers rely on it)
 * ``topology.partition_counts(source_partition_counts)``: partitions of every topic the topology
   reads, including repartition topics (Kafka Streams' rules: a repartition topic gets the largest
   partition count of the sub-topology writing it unless ``Repartitioned`` fixes it; co-partitioned
-  repartition topics follow the external topics they join). Raises :class:`CopartitionError`
-  (a TopologyException) naming both topics and counts when joined inputs differ.
+  repartition topics follow the external topics they join; :mod:`.partition_counts`). Raises
+  :class:`CopartitionError` (a TopologyException) naming both topics and counts when joined inputs differ.
 * ``topology.tasks(source_partition_counts)``: sorted list of :class:`~.task_id.TaskId`
   (``str(TaskId(1, 3)) == "1_3"``); tasks of a sub-topology = largest partition count of its
   source topics.
@@ -108,6 +108,7 @@ from .describe import TopologyDescription, describe_global_store, describe_subto
 from .errors import TopologyException
 from .low_level import LowLevelTopologyMethods
 from .node_specs import NodeKind, StoreSpec
+from .partition_counts import CopartitionError, partition_counts
 from .task_id import TaskId
 from .topology_builder import InternalTopologyBuilder
 
@@ -126,10 +127,6 @@ def internal_topic_name(application_id: str, name: str) -> str:
 
 def changelog_topic_name(application_id: str, store_name: str) -> str:
     return internal_topic_name(application_id, f"{store_name}-changelog")
-
-
-class CopartitionError(TopologyException):
-    """Joined inputs are not co-partitioned."""
 
 
 @dataclass(frozen=True)
@@ -312,95 +309,11 @@ class Topology(LowLevelTopologyMethods):
         raise KeyError(f"no state store {store_name!r}")
 
     # -- partitions and tasks ---------------------------------------------------------------
-    def _external_counts(self, subtopology: Subtopology, counts: Mapping[str, int]) -> dict[str, int]:
-        result = {}
-        for topic in subtopology.external_source_topics:
-            if topic not in counts:
-                raise KeyError(
-                    f"no partition count given for source topic {topic!r} (sub-topology {subtopology.id}); "
-                    f"given: {sorted(counts)}")
-            count = counts[topic]
-            if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-                raise ValueError(f"partition count of topic {topic!r} must be a positive int, got {count!r}")
-            result[topic] = count
-        if subtopology.source_pattern is not None:
-            regex = re.compile(subtopology.source_pattern)
-            matched = {t: c for t, c in counts.items() if regex.fullmatch(t)}
-            if not matched:
-                raise KeyError(f"no topic among {sorted(counts)} matches the source pattern "
-                               f"{subtopology.source_pattern!r} of sub-topology {subtopology.id}")
-            result.update(matched)
-        return result
-
     def partition_counts(self, source_partition_counts: Mapping[str, int]) -> dict[str, int]:
-        """Partitions of every topic read by the topology, repartition topics included."""
-        counts: dict[str, int] = {}
-        for subtopology in self.subtopologies:
-            counts.update(self._external_counts(subtopology, source_partition_counts))
-        enforced = {topic: n for topic, n in self.repartition_topics.items() if n is not None}
-        counts.update(enforced)
-        # Kafka Streams' RepartitionTopics: a repartition topic gets the largest known partition
-        # count among the source topics of the sub-topologies writing it; repeat until all are set.
-        while True:
-            needed = progressed = False
-            for subtopology in self.subtopologies:
-                for topic in subtopology.repartition_source_topics:
-                    if topic in counts:
-                        continue
-                    candidate = None
-                    for writer in self.subtopologies:
-                        if topic not in writer.repartition_sink_topics:
-                            continue
-                        inputs = list(writer.source_topic_names)
-                        if writer.source_pattern is not None:
-                            inputs += [t for t in source_partition_counts if re.fullmatch(writer.source_pattern, t)]
-                        for upstream in inputs:
-                            if upstream in counts and (candidate is None or counts[upstream] > candidate):
-                                candidate = counts[upstream]
-                    if candidate is None:
-                        needed = True
-                    else:
-                        counts[topic] = candidate
-                        progressed = True
-            if not needed:
-                break
-            if not progressed:
-                missing = sorted(t for t in self.repartition_topics if t not in counts)
-                raise TopologyException(f"cannot compute the partition count of repartition topics {missing}")
-        self._enforce_copartitioning(counts, enforced)
-        return counts
-
-    def _enforce_copartitioning(self, counts: dict[str, int], enforced: Mapping[str, int]) -> None:
-        """Kafka Streams' ``CopartitionedTopicsEnforcer``, over groups that share a topic taken as
-        one: a join of a join's result is co-partitioned with both earlier inputs, as in Kafka
-        Streams, whose group for a join holds every source topic upstream of either side."""
-        for group in _connected(self.copartition_groups):
-            repartition = [t for t in group if t in self.repartition_topics]
-            external = {t: counts[t] for t in group if t not in self.repartition_topics}
-            if not external:
-                fixed = {t: enforced[t] for t in repartition if t in enforced}
-                if fixed and len(set(fixed.values())) > 1:
-                    detail = ", ".join(f"{t}={n}" for t, n in sorted(fixed.items()))
-                    raise CopartitionError(f"Following topics do not have the same number of partitions: [{{{detail}}}]")
-                target = next(iter(fixed.values())) if fixed else max(counts[t] for t in repartition)
-            else:
-                if len(set(external.values())) > 1:
-                    ordered = sorted(external.items())
-                    detail = ", ".join(f"{t}={n}" for t, n in ordered)
-                    pairs = "; ".join(
-                        f"topic {a!r} has {na} partitions but topic {b!r} has {nb}"
-                        for (a, na), (b, nb) in zip(ordered, ordered[1:]) if na != nb)
-                    raise CopartitionError(
-                        f"Topics not co-partitioned: [{{{detail}}}]: {pairs}; joined inputs must have the same "
-                        f"number of partitions")
-                target = next(iter(external.values()))
-            for topic in repartition:
-                if topic not in enforced:
-                    counts[topic] = target
-                elif counts[topic] != target:
-                    raise CopartitionError(
-                        f"Number of partitions [{counts[topic]}] of repartition topic [{topic}] doesn't match "
-                        f"number of partitions [{target}] of the source topic.")
+        """Partitions of every topic read by the topology, repartition topics included
+        (:mod:`.partition_counts`: Kafka Streams' ``RepartitionTopics`` and ``CopartitionedTopicsEnforcer``)."""
+        return partition_counts(self.subtopologies, self.repartition_topics, self.copartition_groups,
+                                source_partition_counts)
 
     def validate(self, source_partition_counts: Mapping[str, int]) -> None:
         """Raise :class:`CopartitionError` if joined inputs are not co-partitioned for these counts."""
@@ -450,15 +363,3 @@ def as_topology(obj: Any) -> Topology:
         if isinstance(built, Topology):
             return built
     raise TypeError(f"expected a Topology from StreamsBuilder.build() (or the StreamsBuilder), got {type(obj).__name__}")
-
-
-def _connected(groups) -> list[list[str]]:
-    """``groups`` of topics, those sharing a topic merged (in the order first seen)."""
-    merged: list[list[str]] = []
-    for group in groups:
-        topics = list(dict.fromkeys(group))
-        for other in [m for m in merged if set(m) & set(topics)]:
-            merged.remove(other)
-            topics = list(dict.fromkeys([*other, *topics]))
-        merged.append(topics)
-    return merged
