@@ -36,10 +36,10 @@ evicts the records of other keys, in one order across keys. Both survive restart
 task's checkpoint, where Kafka Streams restores the buffer from its changelog but starts the
 stream time over (the runner's result is Kafka Streams' when it does not restart).
 
-Definition time: ``max_bytes`` on a windowed table is refused (Kafka Streams counts each update's old
-window value, which the runner does not carry there). So are processors that keep state downstream of
-the suppression in its sub-topology, and a filter before it of a sliding, session or cogrouped windowed
-table, or of a suppressed or materialized one (whose old values the runner does not carry).
+Definition time: processors that keep state downstream of the suppression in its sub-topology are
+refused; so are a filter before it and ``max_bytes`` on it, for a sliding, session or cogrouped windowed
+table, or through a suppressed or materialized one (whose old values the runner does not carry; Kafka
+Streams' filter reads them, and its buffer counts them in each record's size).
 """
 
 from __future__ import annotations
@@ -235,8 +235,8 @@ class WindowedOldValue(ValueGetter):
         return self.through_steps(reader, key, old, context)
 
 
-def _windowed_old_value(ctx, factory, what: str, windows) -> WindowedOldValue:
-    """The getter of the old value behind a filtered time-windowed table, or a refusal naming why not."""
+def _windowed_old_value(ctx, factory, what: str, windows, why: str, instead: str) -> WindowedOldValue:
+    """The getter of the old value behind a time-windowed table, or a refusal naming why not."""
     steps, node = [], ctx.subtopology.node(factory.parents[0])
     while node.kind in (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES) and not node.stores:
         fn = ctx.function(node, node.params["predicate" if node.kind is NodeKind.TABLE_FILTER else "mapper"])
@@ -245,11 +245,9 @@ def _windowed_old_value(ctx, factory, what: str, windows) -> WindowedOldValue:
     if node.kind is not NodeKind.WINDOWED_AGGREGATE or not isinstance(windows, TimeWindows) \
             or node.params.get("cogroup"):
         raise UnsupportedTopologyError(
-            f"{what}: a filter of the windowed table lies before it, and {node.name} ({node.kind.value}) is not a "
-            "time-windowed aggregation's table; Kafka Streams' filter then drops the updates whose old and new "
-            "values both fail it, and the Spark runner carries the old values of time windows only (not sliding, "
-            "session or cogrouped windows, nor a materialized or suppressed table on the way). Filter after "
-            "to_stream()")
+            f"{what}: {why}, and {node.name} ({node.kind.value}) is not a time-windowed aggregation's table; Kafka "
+            "Streams then reads each update's old value, which the Spark runner carries for time windows only (not "
+            f"sliding, session or cogrouped windows, nor through a materialized or suppressed table). {instead}")
     steps.reverse()
     return WindowedOldValue(node.params["store_name"], tuple(steps))
 
@@ -324,17 +322,13 @@ def build(factory, ctx) -> Suppress:
     filtered_table = None
     if filtered:
         (parent,) = factory.parents
-        filtered_table = value_getter(ctx, factory, parent) if windows is None else \
-            _windowed_old_value(ctx, factory, what, windows)
+        filtered_table = value_getter(ctx, factory, parent) if windows is None else _windowed_old_value(
+            ctx, factory, what, windows, "a filter of the windowed table lies before it", "Filter after to_stream()")
     table = None
     if config.max_bytes is not None:
-        if windows is not None:
-            raise UnsupportedTopologyError(
-                f"{what}: BufferConfig.max_bytes on a windowed table is not supported by the Spark runner (Kafka "
-                "Streams counts each update's old window value, which the runner does not carry); bound it with "
-                "max_records, or suppress a table that is not windowed")
         (parent,) = factory.parents
-        table = filtered_table or value_getter(ctx, factory, parent)
+        table = filtered_table or (value_getter(ctx, factory, parent) if windows is None else _windowed_old_value(
+            ctx, factory, what, windows, "BufferConfig.max_bytes bounds it", "Bound it with max_records"))
     until_window_closes = bool(params["until_window_closes"])
     duration = params["grace_ms"] if until_window_closes else params["time_to_wait_ms"]
     return Suppress(factory.name, _key_serde(factory, ctx, windows), until_window_closes, duration,

@@ -297,18 +297,19 @@ def build(factory, ctx, classes=(TimeWindowAggregate, SlidingWindowAggregate),
     processor = cls(factory.name, params["store_name"], store.caching, params["operation"], windows, size,
                     windows.grace_ms, retention, *user_aggregation(params),
                     key_serde=store.key_serde or ctx.default_key_serde, emit_on_close=emit_on_close)
-    processor.sends_old_values = cls is TimeWindowAggregate and filtered_before_suppression(sub, factory)
+    processor.sends_old_values = cls is TimeWindowAggregate and suppression_reads_old_values(sub, factory)
     return processor
 
 
-def filtered_before_suppression(sub, factory) -> bool:
-    """Whether a filter of ``factory``'s table (through filters and map_values) reaches a suppression:
-    Kafka Streams' filter then sends old values, and drops an update whose old and new both fail it."""
+def suppression_reads_old_values(sub, factory) -> bool:
+    """Whether a suppression of ``factory``'s table (through filters and map_values) reads its
+    updates' old values: after a filter (Kafka Streams' filter then drops an update whose old and new
+    both fail it), or bounded in bytes (Kafka Streams counts each buffered update's old value)."""
     todo = [(child, False) for child in factory.children]
     while todo:
         name, filtered = todo.pop()
         node = sub.node(name)
-        if node.kind is NodeKind.SUPPRESS and filtered:
+        if node.kind is NodeKind.SUPPRESS and (filtered or node.params["buffer_config"].max_bytes is not None):
             return True
         if node.kind in (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES):
             todo += [(child, filtered or node.kind is NodeKind.TABLE_FILTER) for child in node.children]

@@ -44,7 +44,7 @@ import org.apache.kafka.streams.state.WindowStore;
  *
  * Args: bootstrap applicationId stateDir events prices slides outFinal outClosed outSessions outLimited
  *       outDebounced outClosedSliding outClosedSessions outBytes outBothBounds outRaised outFinalFiltered
- *       outShutDown
+ *       outWindowedBytes outShutDown
  *
  * A second application (applicationId + "-shut-down", started first, run at once) suppresses the
  * prices table in a buffer of SHUT_DOWN_BYTES bytes that shuts down when full: it stops at the first
@@ -59,7 +59,8 @@ public final class SuppressExamples {
     static Topology suppressExamples(String events, String prices, String slides, String outFinal,
                                      String outClosed, String outSessions, String outLimited, String outDebounced,
                                      String outClosedSliding, String outClosedSessions, String outBytes,
-                                     String outBothBounds, String outRaised, String outFinalFiltered) {
+                                     String outBothBounds, String outRaised, String outFinalFiltered,
+                                     String outWindowedBytes) {
         StreamsBuilder builder = new StreamsBuilder();
         // The suppression buffer serializes the windowed keys: the grouping names the key serde.
         KGroupedStream<String, String> grouped = builder.<String, String>stream(events)
@@ -78,6 +79,13 @@ public final class SuppressExamples {
             .suppress(Suppressed.<Windowed<String>>untilWindowCloses(BufferConfig.unbounded()).withName("final-filtered"))
             .toStream()
             .to(outFinalFiltered,
+                Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000), Serdes.Long()));
+        // Bounded in bytes on the windowed table: a buffered record's size counts its update's old count
+        // (a new window's: the initializer's 0); the oldest go out early.
+        counts.suppress(Suppressed.<Windowed<String>>untilTimeLimit(Duration.ofSeconds(2),
+                    BufferConfig.maxBytes(WINDOWED_BYTES).emitEarlyWhenFull()).withName("windowed-bytes"))
+            .toStream()
+            .to(outWindowedBytes,
                 Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000), Serdes.Long()));
         grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2))
                 .advanceBy(Duration.ofSeconds(5)))
@@ -151,6 +159,8 @@ public final class SuppressExamples {
     /** The shut-down application's bound: what the prices' records fit until big headers come. */
     static final long SHUT_DOWN_BYTES = 480;
     static final long RAISED_BYTES = 2_000;
+    /** The windowed table's byte bound: about three of its buffered records. */
+    static final long WINDOWED_BYTES = 300;
 
     static Topology shutDownExample(String prices, String outShutDown) {
         StreamsBuilder builder = new StreamsBuilder();
@@ -187,7 +197,7 @@ public final class SuppressExamples {
         String bootstrap = args[0];
         String applicationId = args[1];
         String stateDir = args[2];
-        Topology shutDown = shutDownExample(args[4], args[17]);
+        Topology shutDown = shutDownExample(args[4], args[18]);
         Properties shutDownProps = KafkaStreamsRuns.properties(bootstrap, applicationId + "-shut-down",
                                                                stateDir + "/shut-down");
         shutDownProps.put(StreamsConfig.PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG, RecordingHandler.class);
@@ -197,7 +207,8 @@ public final class SuppressExamples {
         shutDownStreams.start();
 
         Topology topology = suppressExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
-                                             args[10], args[11], args[12], args[13], args[14], args[15], args[16]);
+                                             args[10], args[11], args[12], args[13], args[14], args[15], args[16],
+                                             args[17]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
 
