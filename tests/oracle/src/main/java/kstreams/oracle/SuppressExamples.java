@@ -80,9 +80,11 @@ public final class SuppressExamples {
             .toStream()
             .to(outFinalFiltered,
                 Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000), Serdes.Long()));
-        // Bounded in bytes on the windowed table: a buffered record's size counts its update's old count
-        // (a new window's: the initializer's 0); the oldest go out early.
-        counts.suppress(Suppressed.<Windowed<String>>untilTimeLimit(Duration.ofSeconds(2),
+        // The same filter, then until a time limit (tombstones go out: a new window's first update is one)
+        // in a buffer bounded in bytes, whose records' sizes count their updates' old counts (a new
+        // window's: the initializer's 0); the oldest go out early.
+        counts.filter((window, count) -> count % 4 != 1 && count % 4 != 2)
+            .suppress(Suppressed.<Windowed<String>>untilTimeLimit(Duration.ofMillis(500),
                     BufferConfig.maxBytes(WINDOWED_BYTES).emitEarlyWhenFull()).withName("windowed-bytes"))
             .toStream()
             .to(outWindowedBytes,
