@@ -171,6 +171,11 @@ def test_a_picked_topic_that_does_not_exist_stops_the_task_in_one_line(kafka_boo
     message = str(raised.value)
     assert "\n" not in message and message.startswith("sink snk: cannot place the record at topic 'in' partition 0 "
                                                       f"offset 0 on topic {missing!r}") and "does not exist" in message
+    nameless = Topology().add_source("src", "in").add_sink("snk", lambda key, value: None, "src",
+                                                            partitioner=ByValueLength())
+    with pytest.raises(ProcessingError, match=r"^sink snk: its topic extractor gave None for the record at topic "
+                                              r"'in' partition 0 offset 0, not a topic name$"):
+        _picking(nameless, kafka_bootstrap).process_arrow_batch(_batch(["k"], ["ab"]))
 
 
 def test_a_windowed_key_on_a_picked_topic_goes_where_its_inner_key_would(kafka_bootstrap, kafka_admin, unique_topic):

@@ -80,6 +80,9 @@ class PickedTopicCounts:
     def get(self, sink: str, topic: Any, context) -> int:
         count = self._counts.get(topic)
         if count is None:
+            if not isinstance(topic, str) or not topic:
+                raise ProcessingError(f"sink {sink}: its topic extractor gave {topic!r} for the record at "
+                                      f"{context.describe()}, not a topic name")
             try:
                 count = partition_count(self.kafka_config, topic)
             except KafkaAdminError as error:  # Kafka Streams: "Could not get partition information ..."
