@@ -21,13 +21,15 @@ from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, Ti
 
 INPUTS = ("events", "prices", "slides")
 OUTPUTS = ("out-final", "out-closed", "out-sessions", "out-limited", "out-debounced", "out-closed-sliding",
-           "out-closed-sessions", "out-bytes", "out-both-bounds", "out-raised")
+           "out-closed-sessions", "out-bytes", "out-both-bounds", "out-raised", "out-final-filtered",
+           "out-windowed-bytes")
 SHUT_DOWN_OUTPUT = "out-shut-down"  # of the shut-down application (shut_down_example)
-SHUT_DOWN_BYTES, RAISED_BYTES = 480, 2_000
+SHUT_DOWN_BYTES, RAISED_BYTES, WINDOWED_BYTES = 480, 2_000, 300
 # How each output's keys are read: a time window of that size, a session window, or a plain string.
 OUTPUT_KEYS = {"out-final": 10_000, "out-closed": 10_000, "out-sessions": "session", "out-limited": None,
                "out-debounced": None, "out-closed-sliding": 5_000, "out-closed-sessions": "session", "out-bytes": None,
-               "out-both-bounds": None, "out-raised": None, SHUT_DOWN_OUTPUT: None}
+               "out-both-bounds": None, "out-raised": None, "out-final-filtered": 10_000,
+               "out-windowed-bytes": 10_000, SHUT_DOWN_OUTPUT: None}
 
 
 def suppress_examples(topics: dict[str, str]) -> StreamsBuilder:
@@ -35,11 +37,26 @@ def suppress_examples(topics: dict[str, str]) -> StreamsBuilder:
     builder = StreamsBuilder()
     # The suppression buffer serializes the windowed keys: the grouping names the key serde.
     grouped = builder.stream(topics["events"]).group_by_key(Grouped.with_(Serdes.String(), Serdes.String()))
-    grouped.windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=5))) \
-        .count(Materialized.as_("suppressed-counts").with_caching_disabled()) \
-        .suppress(Suppressed.until_window_closes(BufferConfig.unbounded())) \
+    counts = grouped.windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=5))) \
+        .count(Materialized.as_("suppressed-counts").with_caching_disabled())
+    counts.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())) \
         .to_stream() \
         .to(topics["out-final"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.Long()))
+    # A filter of the windowed table before the suppression (old values: 1 -> 2 never reaches it; a new
+    # window's first update, old 0 and new 1, reaches it as a tombstone).
+    counts.filter(lambda window, count: count % 4 not in (1, 2)) \
+        .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()).with_name("final-filtered")) \
+        .to_stream() \
+        .to(topics["out-final-filtered"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.Long()))
+    # The same filter, then until a time limit (tombstones go out: a new window's first update is one)
+    # in a buffer bounded in bytes, whose records' sizes count their updates' old counts (a new window's:
+    # the initializer's 0); the oldest go out early.
+    counts.filter(lambda window, count: count % 4 not in (1, 2)) \
+        .suppress(Suppressed.until_time_limit(timedelta(milliseconds=500),
+                                              BufferConfig.max_bytes(WINDOWED_BYTES).emit_early_when_full())
+                  .with_name("windowed-bytes")) \
+        .to_stream() \
+        .to(topics["out-windowed-bytes"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.Long()))
     grouped.windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=2))
                         .advance_by(timedelta(seconds=5))) \
         .emit_strategy(EmitStrategy.on_window_close()) \

@@ -128,15 +128,17 @@ def test_load_time_errors_name_the_topics_and_counts():
 
 def test_operations_spark_cannot_run_exactly_fail_at_load_naming_the_processor():
     """Definition time, not run time: loading the assets compiles every sub-topology."""
+    from datetime import timedelta
+
     from dagster_kstreams.spark.compile import UnsupportedTopologyError
-    from dagster_kstreams.topology import Produced
+    from dagster_kstreams.topology import TimeWindows
 
     builder = StreamsBuilder()
-    builder.stream("clicks").map_values(str.upper) \
-        .to(lambda key, value, context: "out", Produced().with_stream_partitioner(lambda topic, key, value, count: 0))
+    builder.stream("clicks").filter(lambda key, value: value).group_by_key() \
+        .windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=10))).count().to_stream().to("out")
     with pytest.raises(UnsupportedTopologyError,
-                       match=r"application 'custom' cannot run on Spark: sink KSTREAM-SINK-0000000002 "
-                             r"has a stream partitioner and a topic extractor"):
+                       match=r"application 'custom' cannot run on Spark: .*KSTREAM-FILTER-0000000001 \(filter\) "
+                             r"lies between the source and the aggregation"):
         kstreams_assets(topology=builder, app_id="custom", topic_partitions={"clicks": 2})
 
 

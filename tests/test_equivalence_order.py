@@ -7,7 +7,8 @@ count whose every update is re-keyed to one key, a stream-table join over two pa
 whose sides interleave in time, and a merge of three topics to one key written with Column
 expressions (run in the JVM). All timestamps are distinct and interleaved across topics.
 Custom stream partitioners too: a sink placed by the value (a copy to every partition, none, the
-default partitioner, tombstones and null keys) and a repartition placed by the key feeding an
+default partitioner, tombstones and null keys), the same on a sink whose topic a function picks
+between two topics of different partition counts, and a repartition placed by the key feeding an
 uncached count, whose updates go out placed by the key (one writing task per output partition).
 Kafka Streams 4.3.1 runs it once on the broker; our tasks run the twin, at least once and exactly once.
 
@@ -45,7 +46,7 @@ COLUMN_MERGED = ("e", "f", "g")
 INPUTS = {**dict.fromkeys(MERGED, 1), "counted": 1, "orders": 2, "customers": 2,
           **dict.fromkeys(COLUMN_MERGED, 1), "placed": 1}  # name: partitions
 OUTPUTS = {"out-reduce": 1, "out-mapped": 1, "out-counts": 2, "out-joined": 2, "out-columns": 1,
-           "out-placed": 3, "out-placed-counts": 2}
+           "out-placed": 3, "out-placed-counts": 2, "out-picked-a": 3, "out-picked-b": 2}
 
 
 class ByValue:
@@ -73,6 +74,8 @@ def partitioner_examples(builder: StreamsBuilder, topics: dict[str, str]) -> Non
     """The Python twin of OrderExamples.partitionerExamples (Java)."""
     stream = builder.stream(topics["placed"])
     stream.to(topics["out-placed"], Produced.stream_partitioner(ByValue()))
+    stream.to(lambda key, value: topics["out-picked-a" if key is None or int(key[-1]) % 2 == 0 else "out-picked-b"],
+              Produced.stream_partitioner(ByValue()))
     stream.repartition(Repartitioned.stream_partitioner_(ByKey()).with_number_of_partitions(2)) \
         .group_by_key() \
         .count(Materialized.as_("placed-count").with_caching_disabled()) \
@@ -188,6 +191,10 @@ def test_record_order_across_keys_and_topics_matches_kafka_streams(kafka_bootstr
     assert copies and all(copies.count(value) == 3 for value in copies)
     assert any(key is None for key, _ in placed) and any(value is None for _, value in placed)
     assert len(expected["out-placed-counts"]) == 2
+    # A topic picked per record, placed with that topic's own partition count (3 and 2): copies to all.
+    for name, count in (("out-picked-a", 3), ("out-picked-b", 2)):
+        picked = [value for partition in expected[name].values() for _, value in partition]
+        assert len(expected[name]) == count and any(picked.count(value) == count for value in picked)
 
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS)
     runner = TaskRunner(order_examples(topics), unique_topic("spark-order"), kafka_bootstrap,

@@ -1,7 +1,9 @@
 """``suppress`` and ``emit_strategy(EmitStrategy.on_window_close())`` on Spark against Kafka Streams itself.
 
 One topology (tests/suppress_topology.py; Java twin SuppressExamples): on an event stream, a
-tumbling count suppressed until its windows close, a hopping aggregate that emits on window
+tumbling count suppressed until its windows close (also after a filter, whose old values decide
+which updates reach the suppression; after the same filter, until a time limit in a buffer bounded
+in bytes, which counts each update's old count), a hopping aggregate that emits on window
 close, a session count suppressed until its sessions close and a session aggregate that emits
 on window close; on a prices table, a suppression
 until a time limit with at most 3 records buffered (emitted early when full), and a filter then
@@ -114,7 +116,7 @@ def _key_reader(name: str):
 
 
 def _value_reader(name: str):
-    if name in ("out-final", "out-sessions"):
+    if name in ("out-final", "out-sessions", "out-final-filtered", "out-windowed-bytes"):
         return lambda data: None if data is None else int.from_bytes(data, "big", signed=True)
     return lambda data: None if data is None else data.decode()
 
@@ -223,6 +225,14 @@ def _assert_reference_exercises_it(expected: dict, records: dict) -> None:
         # the byte bounds evict early: not the sequence of the (never full) 2,000-byte buffer
         assert expected[("out-bytes", family)] != expected[("out-raised", family)]
         assert len(expected[("out-both-bounds", family)]) > 20
+        # the filter before a suppression: final counts of 1 or 2 modulo 4 are tombstones, never emitted
+        filtered = expected[("out-final-filtered", family)]
+        assert len(filtered) > 10 and set(filtered) < set(expected[("out-final", family)])
+        assert all(count % 4 not in (1, 2) for _, count in filtered)
+        # filtered, then until a time limit in bytes: a window goes out more than once, new windows as tombstones
+        windowed_bytes = expected[("out-windowed-bytes", family)]
+        assert len(windowed_bytes) > 2 * len({key for key, _ in windowed_bytes}) > 40
+        assert any(count is None for _, count in windowed_bytes)
 
 
 def test_a_buffer_that_shuts_down_when_full_stops_where_kafka_streams_stops_and_a_raised_bound_continues(

@@ -1,7 +1,8 @@
 """Custom stream partitioners without a broker: what a sink does with each answer (Kafka Streams'
 ``RecordCollectorImpl.send``: None, an empty set, several partitions, out of range), the
 foreign-key join's wrapped partitioners (``KTableImpl``), the ``partition`` column only where a
-partitioner is, and ``describe()`` unchanged. The broker-backed comparison with Kafka Streams
+partitioner is, and ``describe()`` unchanged; a topic a function picks, whose partition count is
+read from the real broker when a record goes there. The broker-backed comparison with Kafka Streams
 itself is in tests/test_equivalence_order.py (a sink, a repartition feeding a count) and
 tests/test_equivalence_fk_join.py (``TableJoined`` partitioners)."""
 
@@ -9,14 +10,18 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
+from pyspark import cloudpickle
 from pyspark.sql import functions as F
 
+from dagster_kstreams import Topology
+from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.processors.errors import ProcessingError
 from dagster_kstreams.processors.records import RecordContext
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
 from dagster_kstreams.topology import Materialized, StreamsBuilder, TableJoined
 from dagster_kstreams.topology.consumed_produced import Produced
 from dagster_kstreams.topology.grouped_repartitioned import Repartitioned
+from dagster_kstreams.topology.serdes import Serdes, Window, Windowed, WindowedSerde
 
 from test_fk_join_logic import Tasks
 
@@ -114,11 +119,74 @@ def test_a_partitioner_does_not_show_in_describe():
         topology(Produced(), Repartitioned())
 
 
-def test_a_partitioner_with_a_topic_extractor_is_refused_when_defined():
+# -- a topic a function picks: its partition count read from the broker (the real one) ------------
+def _picking(topology, kafka_bootstrap):
+    program = compile_topology(topology, "app", kafka_config={"bootstrap.servers": kafka_bootstrap}).program(0)
+    program.sink_partition_counts = {}  # as the engine gives it: no topic known before the run
+    return program
+
+
+def _batch(keys, values):
+    return pa.RecordBatch.from_pydict({
+        "key": [k.encode() for k in keys], "value": [v.encode() for v in values], "topic": ["in"] * len(keys),
+        "partition": [0] * len(keys), "offset": list(range(len(keys))), "event_time": [1] * len(keys)})
+
+
+def test_a_partitioner_on_a_picked_topic_gets_that_topics_partition_count(kafka_bootstrap, kafka_admin,
+                                                                           unique_topic):
+    three, two = unique_topic("picked-3"), unique_topic("picked-2")
+    kafka_admin.create_topics({three: 3, two: 2})
+    partitioner = ByLength()
     builder = StreamsBuilder()
-    builder.stream("in").to(lambda key, value, context: "out", Produced.stream_partitioner(ByLength()))
-    with pytest.raises(UnsupportedTopologyError, match="has a stream partitioner and a topic extractor"):
-        compile_topology(builder, "app").check()
+    builder.stream("in").to(lambda key, value: three if key == "a" else two, Produced.stream_partitioner(partitioner))
+    program = _picking(builder, kafka_bootstrap)
+    assert program.placed_topics == [None]
+    out = program.process_arrow_batch(_batch(["a", "b", "a", "b"], ["all", "all", "xxxxx", "xxxxx"])).to_pydict()
+    assert list(zip(out["topic"], out["partition"])) == [
+        (three, 0), (three, 1), (three, 2), (two, 0), (two, 1), (three, 2), (two, 1)]
+    assert [seen[3] for seen in partitioner.seen] == [3, 2, 3, 2]
+    (sink,) = [node for node in program.nodes if node.kind == "sink"]
+    assert sink.placement.picked._counts == {three: 3, two: 2}  # asked once per topic in the batch
+    shipped = cloudpickle.loads(cloudpickle.dumps(program))  # the next batch's copy asks again
+    assert [node for node in shipped.nodes if node.kind == "sink"][0].placement.picked._counts == {}
+
+
+def test_a_low_level_sink_with_an_extractor_and_a_partitioner(kafka_bootstrap, kafka_admin, unique_topic):
+    topic = unique_topic("picked-low-level")
+    kafka_admin.create_topics({topic: 3})
+    topology = Topology().add_source("src", "in").add_sink("snk", lambda key, value: topic, "src",
+                                                           partitioner=ByValueLength())
+    program = _picking(topology, kafka_bootstrap)
+    out = program.process_arrow_batch(_batch(["k", "k"], ["ab", "abcd"])).to_pydict()
+    assert list(zip(out["topic"], out["partition"])) == [(topic, 2), (topic, 1)]
+
+
+def test_a_picked_topic_that_does_not_exist_stops_the_task_in_one_line(kafka_bootstrap, unique_topic):
+    missing = unique_topic("picked-missing")
+    topology = Topology().add_source("src", "in").add_sink("snk", lambda key, value: missing, "src",
+                                                           partitioner=ByValueLength())
+    program = _picking(topology, kafka_bootstrap)
+    with pytest.raises(ProcessingError) as raised:
+        program.process_arrow_batch(_batch(["k"], ["ab"]))
+    message = str(raised.value)
+    assert "\n" not in message and message.startswith("sink snk: cannot place the record at topic 'in' partition 0 "
+                                                      f"offset 0 on topic {missing!r}") and "does not exist" in message
+    nameless = Topology().add_source("src", "in").add_sink("snk", lambda key, value: None, "src",
+                                                            partitioner=ByValueLength())
+    with pytest.raises(ProcessingError, match=r"^sink snk: its topic extractor gave None for the record at topic "
+                                              r"'in' partition 0 offset 0, not a topic name$"):
+        _picking(nameless, kafka_bootstrap).process_arrow_batch(_batch(["k"], ["ab"]))
+
+
+def test_a_windowed_key_on_a_picked_topic_goes_where_its_inner_key_would(kafka_bootstrap, kafka_admin, unique_topic):
+    topic = unique_topic("picked-windowed")
+    kafka_admin.create_topics({topic: 5})
+    builder = StreamsBuilder()
+    serde = WindowedSerde(Serdes.String(), 10)
+    builder.stream("in").map(lambda key, value: (Windowed(key, Window(int(value), int(value) + 10)), value)) \
+        .to(lambda key, value: topic, Produced.with_(serde, Serdes.String()))
+    out = _picking(builder, kafka_bootstrap).process_arrow_batch(_batch(["user7"] * 3, ["0", "10", "20"])).to_pydict()
+    assert out["partition"] == [default_partition(b"user7", 5)] * 3  # Kafka Streams' WindowedStreamPartitioner
 
 
 def test_a_partitioner_after_column_expressions_is_refused_when_defined(spark):

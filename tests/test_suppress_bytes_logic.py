@@ -11,14 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from test_suppress_logic import COUNTS, _program, _run
+from test_suppress_logic import COUNTS, _long, _program, _run, _windowed
 from dagster_kstreams.processors.errors import ProcessingError
 from dagster_kstreams.processors.suppress import SuppressionBuffer
 from dagster_kstreams.processors.suppress_size import buffered_record_size, java_char_length, record_context_size
 from dagster_kstreams.spark.compile import UnsupportedTopologyError
 from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology.suppressed import BufferConfig, Suppressed
-from dagster_kstreams.topology.windows import TimeWindows
+from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
 
 # From the sources: 8 (buffer time) + key bytes, values, and the record context's 8 (timestamp)
 # + 8 (offset) + 4 (partition) + topic chars + per header: name chars + value bytes.
@@ -109,13 +109,33 @@ def test_shut_down_when_full_fails_at_the_record_that_overfills_the_buffer():
     assert _run(_limited(BufferConfig.max_records(3).shut_down_when_full()), _ROWS) == []
 
 
-def test_refuses_max_bytes_on_a_windowed_table():
-    def build(builder):
-        builder.stream("in").group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=1))) \
-            .count().suppress(Suppressed.until_window_closes(BufferConfig.max_bytes(100).shut_down_when_full())) \
-            .to_stream().to("out")
-    with pytest.raises(UnsupportedTopologyError, match=r"max_bytes on a windowed table"):
-        _program(build)
+def test_refuses_max_bytes_on_a_sliding_or_session_windowed_table():
+    for windows in (SlidingWindows.of_time_difference_with_no_grace(timedelta(seconds=1)),
+                    SessionWindows.of_inactivity_gap_with_no_grace(timedelta(seconds=1))):
+        def build(builder):
+            builder.stream("in").group_by_key().windowed_by(windows).count() \
+                .suppress(Suppressed.until_window_closes(BufferConfig.max_bytes(100).shut_down_when_full())) \
+                .to_stream().to("out")
+        with pytest.raises(UnsupportedTopologyError, match=r"BufferConfig.max_bytes bounds it, and .* is not a "
+                                                           r"time-windowed aggregation's table"):
+            _program(build)
+
+
+def test_a_time_windowed_table_bounded_in_bytes_counts_each_updates_old_value():
+    """A new window's old value is the initializer's (count: 0), 8 bytes of the record's size, as
+    Kafka Streams counts it: a bound of exactly that size holds the record, one byte less does not."""
+    size = buffered_record_size(_windowed("a", 0), _long(0), _long(0), _long(1), "in", None)
+
+    def build(bound):
+        return lambda builder: builder.stream("in").group_by_key() \
+            .windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=10))) \
+            .count(Materialized.as_("counts").with_caching_disabled()) \
+            .suppress(Suppressed.until_window_closes(BufferConfig.max_bytes(bound).shut_down_when_full())) \
+            .to_stream().to("out", COUNTS)
+
+    assert _run(_program(build(size)), [("a", "1", 1_000)]) == []
+    with pytest.raises(ProcessingError, match=rf"Currently \[1/unbounded\] records and \[{size}/{size - 1}\] bytes"):
+        _run(_program(build(size - 1)), [("a", "1", 1_000)])
 
 
 def test_a_windowed_suppression_bounded_in_records_shuts_down_when_a_window_too_many_is_buffered():

@@ -302,12 +302,44 @@ def test_until_window_closes_takes_a_strict_buffer_config():
         Suppressed.until_window_closes(BufferConfig.max_records(5))
 
 
-def test_refuses_state_after_the_suppression_and_a_filter_of_a_windowed_table_before_it():
+def test_refuses_state_after_the_suppression_and_a_filter_of_a_sliding_or_session_table_before_it():
     _refused(lambda b: _table(b).suppress(Suppressed.until_time_limit(SECONDS, BufferConfig.unbounded()))
              .to_stream().group_by_key().count(), r"keeps state downstream of the suppression")
-    _refused(lambda b: b.stream("in").group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(SECONDS)).count()
-             .filter(lambda k, v: v > 1).suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
-             .to_stream().to("out"), r"a filter of the windowed table")
+    for windows in (SlidingWindows.of_time_difference_with_no_grace(SECONDS),
+                    SessionWindows.of_inactivity_gap_with_no_grace(SECONDS)):
+        _refused(lambda b: b.stream("in").group_by_key().windowed_by(windows).count()
+                 .filter(lambda k, v: v > 1).suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+                 .to_stream().to("out"), r"a filter of the windowed table lies before it, .* is not a time-windowed")
+
+
+# -- a filter of a time-windowed table before the suppression --------------------------------------
+def _filtered_counts(predicate, cached=False):
+    def build(builder):
+        counts = Materialized.as_("counts") if cached else Materialized.as_("counts").with_caching_disabled()
+        builder.stream("in").group_by_key().windowed_by(TimeWindows.of_size_and_grace(10 * SECONDS, 2 * SECONDS)) \
+            .count(counts).filter(predicate).map_values(lambda count: count * 10) \
+            .suppress(Suppressed.until_window_closes(BufferConfig.unbounded())).to_stream().to("out", COUNTS)
+    return _program(build)
+
+
+def test_a_filtered_window_update_whose_old_and_new_fail_never_reaches_the_suppression():
+    """count >= 2: a window's first update (old 0, new 1) is dropped by the filter, so it does not
+    advance the suppression's stream time; the third record's (a window of c at 2) does."""
+    rows = [("a", "1", 1_000), ("a", "2", 2_000), ("b", "3", 13_000)]
+    program = _filtered_counts(lambda key, count: count >= 2)
+    assert _run(program, rows) == []
+    assert _run(program, [*rows, ("c", "4", 14_000), ("c", "5", 14_500)]) == [("out", _windowed("a", 0), _long(20))]
+
+
+def test_a_new_windows_old_value_is_the_initializers_as_kafka_streams_sends_it():
+    """count != 1: a new window's update (old: the initializer's 0, which passes; new 1, which fails)
+    reaches the suppression as a tombstone and advances its stream time; cached, the old value is the
+    store's at the last flush (none for a new window), so the same update is dropped."""
+    rows = [("a", "1", 1_000), ("a", "2", 2_000), ("b", "3", 13_000)]
+    assert _run(_filtered_counts(lambda key, count: count != 1), rows) == [("out", _windowed("a", 0), _long(20))]
+    assert _run(_filtered_counts(lambda key, count: count != 1, cached=True), rows) == []
+    assert _run(_filtered_counts(lambda key, count: count != 1, cached=True), [*rows, ("b", "4", 13_500)], 2) == \
+        [("out", _windowed("a", 0), _long(20))]
 
 
 

@@ -1037,7 +1037,8 @@ def suppress_and_emit_on_close_examples():
              "out-sessions": "final-sessions-out", "out-limited": "limited-prices", "out-debounced": "debounced-prices",
              "slides": "slides", "out-closed-sliding": "closed-sliding-out",
              "out-closed-sessions": "closed-sessions-out", "out-bytes": "bytes-limited-prices",
-             "out-both-bounds": "both-bounds-prices", "out-raised": "raised-prices"}
+             "out-both-bounds": "both-bounds-prices", "out-raised": "raised-prices",
+             "out-final-filtered": "final-filtered-counts", "out-windowed-bytes": "windowed-bytes-counts"}
     return suppress_examples(names).build()
 
 

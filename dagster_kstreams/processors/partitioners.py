@@ -13,8 +13,11 @@ before serialization) and the sink topic's partition count as the broker has it.
   ``HashSet<Integer>``); a partition outside ``[0, num_partitions)`` stops the task, as the
   producer's ``send`` stops Kafka Streams.
 
-A sink whose key serde is windowed and that has no partitioner places a record by its inner key
-(:class:`WindowedStreamPartitioner`, as Kafka Streams). A foreign-key join's internal sinks use :class:`~dagster_kstreams.topology.fk_join.TableJoinedPartitioner`
+A sink whose topic a function picks learns that topic's partition count when a record goes to it,
+as Kafka Streams' producer does (:class:`PickedTopicCounts`: asked of the broker once per topic and
+task batch; a topic that does not exist stops the task with one line naming the sink, the topic and
+the record). A sink whose key serde is windowed and that has no partitioner places a record by its
+inner key (:class:`WindowedStreamPartitioner`, as Kafka Streams). A foreign-key join's internal sinks use :class:`~dagster_kstreams.topology.fk_join.TableJoinedPartitioner`
 (``KTableImpl``: the user's partitioner with a null value, whose answer must be at most one
 partition; an answer with none goes back to the partition its subscription came from). A
 processor that knows the partition itself forwards a :class:`Placed` value.
@@ -24,12 +27,15 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple, Optional
 
+from dagster_kstreams.kafka.admin import KafkaAdminError
 from dagster_kstreams.kafka.partitioner import default_partition
+from dagster_kstreams.kafka.topic_partitions import partition_count
 from dagster_kstreams.processors.errors import ProcessingError
 from dagster_kstreams.topology.fk_join import TableJoinedPartitioner
 from dagster_kstreams.topology.serdes import WindowedSerde
 
-__all__ = ["Placed", "SinkPlacement", "WindowedStreamPartitioner", "placement_for", "partitions_of"]
+__all__ = ["Placed", "PickedTopicCounts", "SinkPlacement", "WindowedStreamPartitioner", "placement_for",
+           "partitions_of"]
 
 
 class Placed(NamedTuple):
@@ -58,13 +64,44 @@ def partitions_of(partitioner: Any) -> Callable[[str, Any, Any, int], Any]:
     return partitions
 
 
+class PickedTopicCounts:
+    """The partition counts of the topics a sink's function picks, each read from the broker the
+    first time a task batch sends to it (Kafka Streams' ``partitionsFor``, answered from its
+    producer's metadata). Forgotten when the program is shipped to a Spark task (pickled): every
+    batch reads them afresh, so a topic given partitions between batches is seen."""
+
+    def __init__(self, kafka_config: Any):
+        self.kafka_config = dict(kafka_config)
+        self._counts: dict[str, int] = {}
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_counts": {}}
+
+    def get(self, sink: str, topic: Any, context) -> int:
+        count = self._counts.get(topic)
+        if count is None:
+            if not isinstance(topic, str) or not topic:
+                raise ProcessingError(f"sink {sink}: its topic extractor gave {topic!r} for the record at "
+                                      f"{context.describe()}, not a topic name")
+            try:
+                count = partition_count(self.kafka_config, topic)
+            except KafkaAdminError as error:  # Kafka Streams: "Could not get partition information ..."
+                raise ProcessingError(f"sink {sink}: cannot place the record at {context.describe()} on topic "
+                                      f"{topic!r}, which its topic extractor picked: {error}") from None
+            self._counts[topic] = count
+        return count
+
+
 class SinkPlacement:
     """How one sink places its records: the user's partitioner (``partitioner``), or a foreign-key
     join's (``table_joined``). :meth:`partitions` gives None (Kafka's default partitioner places
-    the record) or the partitions to write a copy to (none: dropped)."""
+    the record) or the partitions to write a copy to (none: dropped). ``picked``: the partition
+    counts of a sink whose topic a function picks (None: a sink with one topic, whose count the
+    engine gives the program before the run)."""
 
-    def __init__(self, sink: str, partitioner: Any):
+    def __init__(self, sink: str, partitioner: Any, picked: Optional[PickedTopicCounts] = None):
         self.sink = sink
+        self.picked = picked
         self.table_joined = partitioner if isinstance(partitioner, TableJoinedPartitioner) else None
         self.windowed_default = isinstance(partitioner, WindowedStreamPartitioner)
         user = partitioner.partitioner if self.table_joined is not None else partitioner
@@ -94,7 +131,8 @@ class SinkPlacement:
             return None if default is None else (default,)
         if self.windowed_default and sink.program.sink_partition_counts is None:
             return None  # an engine that gives no partition counts: Kafka's default placement
-        num_partitions = sink.program.partition_count(topic)
+        num_partitions = (sink.program.partition_count(topic) if self.picked is None
+                          else self.picked.get(self.sink, topic, context))
         if self.table_joined is not None:
             if self.table_joined.answers:
                 key = self.table_joined.key_serde.deserialize(key)  # the left key reaches it serialized
@@ -128,8 +166,10 @@ class WindowedStreamPartitioner:
         return (default_partition(self.inner.serialize(key.key) or b"", num_partitions),)
 
 
-def placement_for(sink: str, partitioner: Any, key_serde: Any = None) -> Optional[SinkPlacement]:
-    """The sink's placement, or None: Kafka's default partitioner places every record."""
+def placement_for(sink: str, partitioner: Any, key_serde: Any = None,
+                  picked: Optional[PickedTopicCounts] = None) -> Optional[SinkPlacement]:
+    """The sink's placement, or None: Kafka's default partitioner places every record (``picked``:
+    given for a sink whose topic a function picks)."""
     if partitioner is None and isinstance(key_serde, WindowedSerde):
         partitioner = WindowedStreamPartitioner(key_serde)
     if partitioner is None:
@@ -137,4 +177,4 @@ def placement_for(sink: str, partitioner: Any, key_serde: Any = None) -> Optiona
     if isinstance(partitioner, TableJoinedPartitioner) and partitioner.partitioner is None \
             and not partitioner.answers:
         return None
-    return SinkPlacement(sink, partitioner)
+    return SinkPlacement(sink, partitioner, picked)

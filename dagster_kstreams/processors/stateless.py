@@ -17,8 +17,8 @@ from typing import Any, Callable, Optional
 
 from dagster_kstreams.processors.base import Processor, processor_class, register
 from dagster_kstreams.processors.changes import ChangedSerde
-from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopologyError
-from dagster_kstreams.processors.partitioners import SinkPlacement, placement_for
+from dagster_kstreams.processors.errors import ProcessingError
+from dagster_kstreams.processors.partitioners import PickedTopicCounts, SinkPlacement, placement_for
 from dagster_kstreams.topology.fk_join import TableJoinedPartitioner
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.timestamp_extractors import extract_function
@@ -332,14 +332,11 @@ def _sink(factory, ctx) -> Sink:
     partitioner = factory.serdes.get("partitioner")
     if isinstance(partitioner, TableJoinedPartitioner) and partitioner.answers and partitioner.key_serde is None:
         partitioner = replace(partitioner, key_serde=ctx.default_key_serde)
-    if partitioner is not None and factory.topic is None:
-        raise UnsupportedTopologyError(
-            f"sink {factory.name} has a stream partitioner and a topic extractor; the Spark runner gives a "
-            "partitioner the partition counts of topics known when the topology is defined only")
     key_serde = ctx.key_serde(factory)
-    # No partitioner and a windowed key serde: Kafka Streams' WindowedStreamPartitioner (by the inner
-    # key), which a sink whose topic a function picks cannot have here (its topics' counts are unknown).
-    placement = placement_for(factory.name, partitioner, None if factory.topic is None else key_serde)
+    # No partitioner and a windowed key serde: Kafka Streams' WindowedStreamPartitioner (by the inner key).
+    # A topic a function picks: its partition count is read from the broker when a record goes to it.
+    picked = PickedTopicCounts(ctx.kafka_config) if factory.topic is None else None
+    placement = placement_for(factory.name, partitioner, key_serde, picked)
     return Sink(factory.name, None if factory.topic is None else ctx.topic_name(factory.topic),
                 factory.topic_extractor, key_serde, _value_serde(factory, ctx),
                 # Spark's sink cannot set record timestamps: a repartition topic carries them in a header.

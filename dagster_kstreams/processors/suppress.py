@@ -26,7 +26,9 @@ tombstones": a final result was never emitted for the key). A suppression makes 
 it send their old values, so a table ``filter`` on the way drops an update whose new and old
 values both fail it (or are absent): such an update never reaches the suppression (it neither
 advances its stream time nor enters the buffer); the processor reads the old value behind the
-update from the table's store (:class:`~.table_joins.ValueGetter`) to tell.
+update from the table's store (:class:`~.table_joins.ValueGetter`) to tell. A time-windowed table's
+old value is the one its aggregation sends with the update (:class:`WindowedOldValue`: the stored
+aggregate, or the initializer's for a new window, as ``KStreamWindowAggregate`` sends it).
 
 State: the buffer and the stream time of each suppress processor are task-level values of the
 task's state (:mod:`.task_state`), so the sub-topology runs task-grouped: an update of one key
@@ -34,9 +36,10 @@ evicts the records of other keys, in one order across keys. Both survive restart
 task's checkpoint, where Kafka Streams restores the buffer from its changelog but starts the
 stream time over (the runner's result is Kafka Streams' when it does not restart).
 
-Definition time: ``max_bytes`` on a windowed table is refused (Kafka Streams counts each update's old
-window value, which the runner does not carry). So are processors that keep state downstream of the
-suppression in its sub-topology, and a filter of a windowed table before it (the same reason).
+Definition time: processors that keep state downstream of the suppression in its sub-topology are
+refused; so are a filter before it and ``max_bytes`` on it, for a sliding, session or cogrouped windowed
+table, or through a suppressed or materialized one (whose old values the runner does not carry; Kafka
+Streams' filter reads them, and its buffer counts them in each record's size).
 """
 
 from __future__ import annotations
@@ -52,9 +55,9 @@ from dagster_kstreams.processors.table_joins import ValueGetter, value_getter
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import WindowedSerde
-from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows
+from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
 
-__all__ = ["SuppressionBuffer", "Suppress", "BUILDERS"]
+__all__ = ["SuppressionBuffer", "Suppress", "WindowedOldValue", "BUILDERS"]
 
 
 class SuppressionBuffer:
@@ -221,6 +224,34 @@ class Suppress(Processor):
         self.forward(key, value, emitted, out, state)
 
 
+class WindowedOldValue(ValueGetter):
+    """The old value of a time-windowed table's update, as the filters and map_values on the way to
+    the suppression show it: the windowed aggregation leaves ``(window start, old aggregate)`` in
+    ``state.old_values`` while it forwards the update (``sends_old_values``, :mod:`.windows`)."""
+
+    def get_old(self, reader: Processor, key, state, context):
+        sent = state.old_values.get(self.slot)
+        old = sent[1] if sent is not None and sent[0] == key.window.start else None
+        return self.through_steps(reader, key, old, context)
+
+
+def _windowed_old_value(ctx, factory, what: str, windows, why: str, instead: str) -> WindowedOldValue:
+    """The getter of the old value behind a time-windowed table, or a refusal naming why not."""
+    steps, node = [], ctx.subtopology.node(factory.parents[0])
+    while node.kind in (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES) and not node.stores:
+        fn = ctx.function(node, node.params["predicate" if node.kind is NodeKind.TABLE_FILTER else "mapper"])
+        steps.append((node.kind.value.removeprefix("table_"), fn.as_key_value(), bool(node.params.get("negate"))))
+        node = ctx.subtopology.node(node.parents[0])
+    if node.kind is not NodeKind.WINDOWED_AGGREGATE or not isinstance(windows, TimeWindows) \
+            or node.params.get("cogroup"):
+        raise UnsupportedTopologyError(
+            f"{what}: {why}, and {node.name} ({node.kind.value}) is not a time-windowed aggregation's table; Kafka "
+            "Streams then reads each update's old value, which the Spark runner carries for time windows only (not "
+            f"sliding, session or cogrouped windows, nor through a materialized or suppressed table). {instead}")
+    steps.reverse()
+    return WindowedOldValue(node.params["store_name"], tuple(steps))
+
+
 # -- definition time -------------------------------------------------------------------------
 # What may follow a suppression in its sub-topology: processors that keep no state (the evicted
 # records of other keys are forwarded with the state of the record being processed).
@@ -290,22 +321,14 @@ def build(factory, ctx) -> Suppress:
     windows, filtered = _table_path(sub, factory)
     filtered_table = None
     if filtered:
-        if windows is not None:
-            raise UnsupportedTopologyError(
-                f"{what}: a filter of the windowed table lies before it; Kafka Streams' filter then drops the updates "
-                "whose old and new windows both fail it, and the Spark runner does not carry a window's old value. "
-                "Filter after to_stream()")
         (parent,) = factory.parents
-        filtered_table = value_getter(ctx, factory, parent)
+        filtered_table = value_getter(ctx, factory, parent) if windows is None else _windowed_old_value(
+            ctx, factory, what, windows, "a filter of the windowed table lies before it", "Filter after to_stream()")
     table = None
     if config.max_bytes is not None:
-        if windows is not None:
-            raise UnsupportedTopologyError(
-                f"{what}: BufferConfig.max_bytes on a windowed table is not supported by the Spark runner (Kafka "
-                "Streams counts each update's old window value, which the runner does not carry); bound it with "
-                "max_records, or suppress a table that is not windowed")
         (parent,) = factory.parents
-        table = filtered_table or value_getter(ctx, factory, parent)
+        table = filtered_table or (value_getter(ctx, factory, parent) if windows is None else _windowed_old_value(
+            ctx, factory, what, windows, "BufferConfig.max_bytes bounds it", "Bound it with max_records"))
     until_window_closes = bool(params["until_window_closes"])
     duration = params["grace_ms"] if until_window_closes else params["time_to_wait_ms"]
     return Suppress(factory.name, _key_serde(factory, ctx, windows), until_window_closes, duration,

@@ -79,6 +79,10 @@ class _WindowAggregate(StoreProcessor):
 
     uses_stream_time = True
     algorithm: Callable = None  # process_time_windows or process_sliding_windows
+    # Kafka Streams' sendOldValues, for a filter of the windowed table before a suppression (time
+    # windows only): each update's old aggregate is readable in ``state.old_values[slot]`` as
+    # ``(window start, old)`` while it is forwarded (the filter's old value decides if it goes on).
+    sends_old_values = False
 
     def __init__(self, name: str, store: str, cached: bool, aggregation: str, windows, size: int, grace: int,
                  retention: int, initializer: Optional[Callable] = None, aggregator: Optional[Callable] = None,
@@ -111,6 +115,7 @@ class _WindowAggregate(StoreProcessor):
         else:  # what the time-ordered store no longer returns (a window not emitted yet may be older)
             expire(store, closed.visible_from(self.retention) - 1, 0)
         initializer, aggregator = self.functions
+        olds = self._olds(store, context) if self.sends_old_values and not self.cached and closed is None else None
         pending = self._pending(state, slot) if self.cached else None
         updates, dropped = self.algorithm(
             self.windows, store, key, value, context.timestamp, context.stream_time,
@@ -135,7 +140,15 @@ class _WindowAggregate(StoreProcessor):
                 state.dirty.add(slot)
             return
         for start, end, new, new_timestamp in updates:
-            self._emit(key, start, end, new, new_timestamp, context, out, state)
+            old = None if olds is None else olds[start]
+            self._emit(key, start, end, new, new_timestamp, context, out, state, old)
+
+    def _olds(self, store: dict, context) -> dict:
+        """The old aggregate of each window the record falls in, as ``KStreamWindowAggregate``
+        sends it: the stored one, or the initializer's for a window not stored yet."""
+        initializer = self.functions[0]
+        return {start: store[start][0] if start in store else self.call(context, initializer)
+                for start, _end in self.windows.windows_for(context.timestamp)}
 
     def _store_time(self, context, state) -> Optional[int]:
         """The store's stream time: it no longer returns windows that start at or before it minus
@@ -169,14 +182,17 @@ class _WindowAggregate(StoreProcessor):
     @staticmethod
     def _pending(state, slot: int) -> dict:
         """``{start: (aggregate, timestamp)}`` of the windows changed in this key group; the first
-        call also notes the windows the store held (what Kafka's cache flush compares with)."""
+        call also notes the windows the store held (what Kafka's cache flush compares with, and
+        sends as the old values)."""
         entry = state.cache_entry(slot)
         if entry is None:
             current = state.values[slot]
-            entry = state.new_cache_entry(slot, (set() if current is ABSENT else set(current), {}))
+            entry = state.new_cache_entry(slot, ({} if current is ABSENT else dict(current), {}))
         return entry[1]
 
-    def _emit(self, key, start, end, value, timestamp, context, out, state) -> None:
+    def _emit(self, key, start, end, value, timestamp, context, out, state, old=None) -> None:
+        if self.sends_old_values:
+            state.old_values[self.state_slot] = (start, old)
         record_context = dataclasses.replace(context, timestamp=timestamp)
         self.forward(Windowed(key, Window(start, end)), value, record_context, out, state)
 
@@ -199,12 +215,14 @@ class _WindowAggregate(StoreProcessor):
         """Kafka Streams' cache flush: each window changed in this key group, once, with its final value."""
         slot = self.state_slot
         entry = state.take_cache_entry(slot)
-        before, pending = (set(), {}) if entry is None else entry
+        before, pending = ({}, {}) if entry is None else entry
         key = state.keys[slot]
         for start, (value, timestamp) in pending.items():
             if value is None and start not in before:
                 continue  # never stored: Kafka's caching store forwards nothing
-            self._emit(key, start, start + self.size, value, timestamp, context, out, state)
+            old = before.get(start)  # the cache's old value: the store's at the last flush
+            self._emit(key, start, start + self.size, value, timestamp, context, out, state,
+                       None if old is None else old[0])
 
 
 @register
@@ -276,9 +294,26 @@ def build(factory, ctx, classes=(TimeWindowAggregate, SlidingWindowAggregate),
         # segmented store drops whole segments). On window close the time-ordered store returns
         # nothing older than its retention, for reads as for the emission (window_close.py).
         retention = max(retention, 3 * size + windows.grace_ms + 1)
-    return cls(factory.name, params["store_name"], store.caching, params["operation"], windows, size,
-               windows.grace_ms, retention, *user_aggregation(params),
-               key_serde=store.key_serde or ctx.default_key_serde, emit_on_close=emit_on_close)
+    processor = cls(factory.name, params["store_name"], store.caching, params["operation"], windows, size,
+                    windows.grace_ms, retention, *user_aggregation(params),
+                    key_serde=store.key_serde or ctx.default_key_serde, emit_on_close=emit_on_close)
+    processor.sends_old_values = cls is TimeWindowAggregate and suppression_reads_old_values(sub, factory)
+    return processor
+
+
+def suppression_reads_old_values(sub, factory) -> bool:
+    """Whether a suppression of ``factory``'s table (through filters and map_values) reads its
+    updates' old values: after a filter (Kafka Streams' filter then drops an update whose old and new
+    both fail it), or bounded in bytes (Kafka Streams counts each buffered update's old value)."""
+    todo = [(child, False) for child in factory.children]
+    while todo:
+        name, filtered = todo.pop()
+        node = sub.node(name)
+        if node.kind is NodeKind.SUPPRESS and (filtered or node.params["buffer_config"].max_bytes is not None):
+            return True
+        if node.kind in (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES):
+            todo += [(child, filtered or node.kind is NodeKind.TABLE_FILTER) for child in node.children]
+    return False
 
 
 def _check_upstream(sub, factory, cls: type, what: str) -> None:

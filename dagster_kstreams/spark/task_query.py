@@ -36,7 +36,9 @@ def start_task_query(runner: Any, session: Any, checkpoint_reader: CheckpointRea
     is one :class:`~dagster_kstreams.spark.errors.TaskFailedError` line."""
     program = runner.compiled.program(run.task.subtopology)
     if program.placed_topics:  # a stream partitioner's num_partitions, as the broker has it now
-        program.sink_partition_counts = runner.running_admin.partition_counts(program.placed_topics)
+        # (None: a sink whose topic a function picks, which reads the count when it sends there)
+        program.sink_partition_counts = runner.running_admin.partition_counts(
+            [topic for topic in program.placed_topics if topic is not None])
     strategy = strategy_for(program)
     configure_session(session, runner.state_partitions, runner.arrow_batch_size)
     # Repartition topics carry their records' timestamps in a header: read only if used.

@@ -55,12 +55,16 @@ class LowLevelTopologyMethods:
 
     def add_sink(self, name: str, topic: str, *parent_names: str, key_serde=None, value_serde=None,
                  partitioner=None):
-        """``addSink(name, topic, parentNames...)``; serdes are Kafka Streams' serializers."""
+        """``addSink(name, topic, parentNames...)``; serdes are Kafka Streams' serializers. ``topic``
+        is a topic name, or a topic-name extractor ``topic(key, value) -> str`` that picks it per
+        record (``addSink(name, TopicNameExtractor, ...)``)."""
         _check_name(name, "sink")
-        if not isinstance(topic, str) or not topic:
-            raise TypeError(f"add_sink({name!r}): the topic must be a non-empty str, got {topic!r}")
+        extractor = topic if callable(topic) else None
+        if extractor is None and (not isinstance(topic, str) or not topic):
+            raise TypeError(f"add_sink({name!r}): the topic must be a non-empty str or a topic-name extractor, "
+                            f"got {topic!r}")
         serdes = {"key_serde": key_serde, "value_serde": value_serde, "partitioner": partitioner}
-        self._builder.add_sink(name, topic, list(parent_names), serdes=serdes)
+        self._builder.add_sink(name, None if extractor else topic, list(parent_names), extractor, serdes=serdes)
         self._refresh()
         return self
 

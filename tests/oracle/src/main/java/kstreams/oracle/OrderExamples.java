@@ -30,7 +30,7 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * partition's whole sequence of records. Prints {"done": true}.
  *
  * Args: bootstrap applicationId stateDir a b c d counted orders customers e f g placed
- *       outReduce outMapped outCounts outJoined outColumns outPlaced outPlacedCounts
+ *       outReduce outMapped outCounts outJoined outColumns outPlaced outPlacedCounts outPickedA outPickedB
  *
  * The Python twin is order_examples() in tests/test_equivalence_order.py; keep the two in step.
  */
@@ -103,9 +103,15 @@ public final class OrderExamples {
     /** Custom stream partitioners: a sink placed by the value; a repartition placed by the key
      *  feeding an uncached count, whose updates go out placed by the key again (so each output
      *  partition is written by one task: its whole sequence is deterministic). */
-    static void partitionerExamples(StreamsBuilder builder, String placed, String outPlaced, String outPlacedCounts) {
+    static void partitionerExamples(StreamsBuilder builder, String placed, String outPlaced, String outPlacedCounts,
+                                    String outPickedA, String outPickedB) {
         KStream<String, String> stream = builder.stream(placed);
         stream.to(outPlaced, Produced.streamPartitioner(BY_VALUE));
+        // A topic picked per record (a null key or an even last digit: outPickedA, else outPickedB;
+        // their partition counts differ), placed by the value with the picked topic's count.
+        stream.to((key, value, context) -> key == null || (key.charAt(key.length() - 1) - '0') % 2 == 0
+                      ? outPickedA : outPickedB,
+                  Produced.streamPartitioner(BY_VALUE));
         stream.repartition(Repartitioned.<String, String>streamPartitioner(byKey()).withNumberOfPartitions(2))
             .groupByKey()
             .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("placed-count").withCachingDisabled())
@@ -123,7 +129,7 @@ public final class OrderExamples {
         List<String> inputs = List.of(args).subList(3, 14);
         StreamsBuilder builder = orderExamples(merged, args[7], args[8], args[9], columnMerged, args[14], args[15],
                                                args[16], args[17], args[18]);
-        partitionerExamples(builder, args[13], args[19], args[20]);
+        partitionerExamples(builder, args[13], args[19], args[20], args[21], args[22]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         KafkaStreams streams = new KafkaStreams(builder.build(), props);
         streams.start();

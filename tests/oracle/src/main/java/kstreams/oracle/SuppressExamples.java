@@ -28,6 +28,7 @@ import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.Suppressed.BufferConfig;
 import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueStore;
@@ -42,7 +43,8 @@ import org.apache.kafka.streams.state.WindowStore;
  * input alone. Emit-on-window-close checks after every record (its wall-clock throttle set to 0).
  *
  * Args: bootstrap applicationId stateDir events prices slides outFinal outClosed outSessions outLimited
- *       outDebounced outClosedSliding outClosedSessions outBytes outBothBounds outRaised outShutDown
+ *       outDebounced outClosedSliding outClosedSessions outBytes outBothBounds outRaised outFinalFiltered
+ *       outWindowedBytes outShutDown
  *
  * A second application (applicationId + "-shut-down", started first, run at once) suppresses the
  * prices table in a buffer of SHUT_DOWN_BYTES bytes that shuts down when full: it stops at the first
@@ -57,17 +59,36 @@ public final class SuppressExamples {
     static Topology suppressExamples(String events, String prices, String slides, String outFinal,
                                      String outClosed, String outSessions, String outLimited, String outDebounced,
                                      String outClosedSliding, String outClosedSessions, String outBytes,
-                                     String outBothBounds, String outRaised) {
+                                     String outBothBounds, String outRaised, String outFinalFiltered,
+                                     String outWindowedBytes) {
         StreamsBuilder builder = new StreamsBuilder();
         // The suppression buffer serializes the windowed keys: the grouping names the key serde.
         KGroupedStream<String, String> grouped = builder.<String, String>stream(events)
             .groupByKey(Grouped.with(Serdes.String(), Serdes.String()));
-        grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(5)))
+        KTable<Windowed<String>, Long> counts = grouped
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(5)))
             .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("suppressed-counts")
-                .withCachingDisabled())
-            .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()))
+                .withCachingDisabled());
+        counts.suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()))
             .toStream()
             .to(outFinal, Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000), Serdes.Long()));
+        // A filter of the windowed table before the suppression: it sends old values, so an update whose
+        // old and new counts both fail (1 -> 2) never reaches the suppression, and a new window's first
+        // (old: the initializer's 0, which passes; new 1, which fails) reaches it as a tombstone.
+        counts.filter((window, count) -> count % 4 != 1 && count % 4 != 2)
+            .suppress(Suppressed.<Windowed<String>>untilWindowCloses(BufferConfig.unbounded()).withName("final-filtered"))
+            .toStream()
+            .to(outFinalFiltered,
+                Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000), Serdes.Long()));
+        // The same filter, then until a time limit (tombstones go out: a new window's first update is one)
+        // in a buffer bounded in bytes, whose records' sizes count their updates' old counts (a new
+        // window's: the initializer's 0); the oldest go out early.
+        counts.filter((window, count) -> count % 4 != 1 && count % 4 != 2)
+            .suppress(Suppressed.<Windowed<String>>untilTimeLimit(Duration.ofMillis(500),
+                    BufferConfig.maxBytes(WINDOWED_BYTES).emitEarlyWhenFull()).withName("windowed-bytes"))
+            .toStream()
+            .to(outWindowedBytes,
+                Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000), Serdes.Long()));
         grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2))
                 .advanceBy(Duration.ofSeconds(5)))
             .emitStrategy(EmitStrategy.onWindowClose())
@@ -140,6 +161,8 @@ public final class SuppressExamples {
     /** The shut-down application's bound: what the prices' records fit until big headers come. */
     static final long SHUT_DOWN_BYTES = 480;
     static final long RAISED_BYTES = 2_000;
+    /** The windowed table's byte bound: about three of its buffered records. */
+    static final long WINDOWED_BYTES = 300;
 
     static Topology shutDownExample(String prices, String outShutDown) {
         StreamsBuilder builder = new StreamsBuilder();
@@ -176,7 +199,7 @@ public final class SuppressExamples {
         String bootstrap = args[0];
         String applicationId = args[1];
         String stateDir = args[2];
-        Topology shutDown = shutDownExample(args[4], args[16]);
+        Topology shutDown = shutDownExample(args[4], args[18]);
         Properties shutDownProps = KafkaStreamsRuns.properties(bootstrap, applicationId + "-shut-down",
                                                                stateDir + "/shut-down");
         shutDownProps.put(StreamsConfig.PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG, RecordingHandler.class);
@@ -186,7 +209,8 @@ public final class SuppressExamples {
         shutDownStreams.start();
 
         Topology topology = suppressExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
-                                             args[10], args[11], args[12], args[13], args[14], args[15]);
+                                             args[10], args[11], args[12], args[13], args[14], args[15], args[16],
+                                             args[17]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
 
