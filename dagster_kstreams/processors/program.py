@@ -41,6 +41,7 @@ from dagster_kstreams.kafka.dead_letter import (
     dead_letter_headers,
 )
 from dagster_kstreams.processors.base import Processor
+from dagster_kstreams.processors.fused_chains import compile_entries
 from dagster_kstreams.processors.records import FLUSH_ORDER, Output, RecordContext, header_column
 from dagster_kstreams.processors.state import ABSENT, GroupState
 from dagster_kstreams.processors.task_state import TaskState
@@ -59,7 +60,7 @@ class SubtopologyProgram:
     """
 
     def __init__(self, subtopology_id: int, nodes: list[Processor],
-                 dead_letters: DeadLetterPolicy = DeadLetterPolicy()):
+                 dead_letters: DeadLetterPolicy = DeadLetterPolicy(), fuse_chains: bool = True):
         self.subtopology_id = subtopology_id
         self.nodes = nodes
         self.dead_letters = dead_letters
@@ -89,6 +90,20 @@ class SubtopologyProgram:
         self._check()
         for node in nodes:
             node.init(self)
+        # Where a record goes on from each processor: the compiled chain of stateless processors
+        # that starts there (fused_chains.py), else the processor's process. Compiled in each
+        # process that runs the program, never pickled (__getstate__).
+        self.fuse_chains = fuse_chains
+        self._entries = compile_entries(nodes, fuse_chains)
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        del state["_entries"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._entries = compile_entries(self.nodes, self.fuse_chains)
 
     def _check(self) -> None:
         for index, node in enumerate(self.nodes):
@@ -239,13 +254,15 @@ class SubtopologyProgram:
                     header_column(dead_letter_headers(topic, partition, offset, error)),
                 )
             return None
+        entries = self._entries
         for child in node.children:
-            self._forward(child, key, value, context, out, state)
+            entries[child](key, value, context, out, state)
         return context
 
     def _forward(self, index: int, key, value, context: RecordContext, out: Output, state) -> None:
-        """The one path a record takes from a processor to its child ``index``."""
-        self.nodes[index].process(key, value, context, out, state)
+        """The one path a record takes from a processor to its child ``index``: the child's entry
+        (its process, or the compiled chain that starts at it)."""
+        self._entries[index](key, value, context, out, state)
 
     def _flush(self, state: GroupState, out: Output, context: RecordContext) -> None:
         """Forward each updated store's final value downstream, upstream stores first. Emit
