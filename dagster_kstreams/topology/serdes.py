@@ -58,13 +58,13 @@ class _StringSerde(Serde):
         return None if data is None else bytes(data).decode("utf-8")
 
     def serializer(self):
-        return _serialize_string
+        return serialize_string
 
 
-def _serialize_string(value):
+def serialize_string(value):
     """``Serdes.String().serialize`` with no method lookup, an exact ``str`` first."""
     if value.__class__ is str:
-        return value.encode("utf-8")
+        return value.encode()  # UTF-8, strict: as serialize
     return _STRING.serialize(value)
 
 
