@@ -190,3 +190,20 @@ def test_the_word_count_split_is_one_compiled_chain_that_survives_pickling():
         runner.process_record(RecordContext("lines", 0, 7, 5, headers=None), b"doc", b"a b a", out, None)
         assert (out.topic, out.key, out.value, out.timestamp_ms) == (
             ["app-counts-repartition"] * 3, [b"a", b"b", b"a"], [b"a", b"b", b"a"], [5, 5, 5])
+
+
+_values = st.one_of(st.none(), st.booleans(), st.integers(-(1 << 70), 1 << 70), st.floats(allow_nan=False),
+                    st.text(max_size=5), st.binary(max_size=3))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([Serdes.String(), Serdes.Long(), Serdes.Integer(), Serdes.Short(), Serdes.Double(),
+                        Serdes.ByteArray(), Serdes.Json()]), _values)
+def test_a_serdes_fast_serializer_gives_its_serialize_bytes_and_errors(serde, value):
+    def outcome(serialize):
+        try:
+            return serialize(value)
+        except Exception as error:  # noqa: BLE001 - compared as a value
+            return type(error), str(error)
+
+    assert outcome(serde.serializer()) == outcome(serde.serialize)

@@ -85,6 +85,18 @@ class _IntSerde(Serde):
             raise OverflowError(f"Serdes.{self.name}() value {value} is outside [{lo}, {hi}]")
         return struct.pack(self._fmt, value)
 
+    def serializer(self):
+        lo, hi = -(1 << (self._bits - 1)), (1 << (self._bits - 1)) - 1
+        pack, serialize = struct.Struct(self._fmt).pack, self.serialize
+
+        def serialize_int(value):
+            """``serialize`` with an exact ``int`` in range packed at once (the rest: serialize)."""
+            if value.__class__ is int and lo <= value <= hi:
+                return pack(value)
+            return serialize(value)
+
+        return serialize_int
+
     def deserialize(self, data):
         if data is None:
             return None
