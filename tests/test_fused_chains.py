@@ -16,7 +16,7 @@ from dagster_kstreams.processors.fused_chains import chain_at, fusable
 from dagster_kstreams.processors.program import SubtopologyProgram
 from dagster_kstreams.processors.records import Output, RecordContext
 from dagster_kstreams.processors.stateless import (
-    FlatMap, FlatMapValues, Filter, Map, MapValues, Merge, Peek, RepartitionFilter, SelectKey, Sink, Source,
+    Branch, FlatMap, FlatMapValues, Filter, Map, MapValues, Merge, Peek, RepartitionFilter, SelectKey, Sink, Source,
     TableFilter,
 )
 from dagster_kstreams.spark.compile import compile_topology
@@ -165,16 +165,24 @@ def test_shapes_that_are_not_linear_stateless_chains_keep_each_processors_own_pr
     stream.map_values(str.upper).to("a")  # a fork: filter has two children
     stream.to("b")
     builder.table("t").filter(lambda key, value: True).to_stream().to("c")  # a table filter: its own semantics
+    low, high = builder.stream("numbers").branch(lambda key, value: value < "5", lambda key, value: True)
+    low.to("low")
+    high.to("high")
     compiled = compile_topology(builder.build(), "app")
+    kinds = set()
     for sub_id in compiled.application.subtopology_ids:
         program = compiled.program(sub_id)
         for index, node in enumerate(program.nodes):
-            if isinstance(node, TableFilter) or node.stateful or node.kind == "source":
+            kinds.add(node.kind)
+            if isinstance(node, (TableFilter, Branch)) or node.stateful or node.kind == "source":
                 assert not fusable(node)
                 assert program._entries[index] == node.process
             if isinstance(node, Filter) and not isinstance(node, TableFilter):
                 assert chain_at(program.nodes, index) == [index]  # stops at the fork
                 assert "entries[" in program._entries[index].source  # hands each child on, in order
+            if node.kind == "branch_child":  # a branch's child starts a chain of its own
+                assert chain_at(program.nodes, index) == [index, node.children[0]]
+    assert {"table_filter", "branch", "branch_child", "filter"} <= kinds
     counts = _word_count().program(1)  # source -> count -> to_stream -> sink: nothing to fuse but the sink
     assert [counts._entries[i] == node.process for i, node in enumerate(counts.nodes)] == [True, True, True, False]
 
