@@ -215,3 +215,13 @@ def test_a_serdes_fast_serializer_gives_its_serialize_bytes_and_errors(serde, va
             return type(error), str(error)
 
     assert outcome(serde.serializer()) == outcome(serde.serialize)
+
+
+def test_a_chain_too_deep_for_one_python_function_is_cut_into_several():
+    log: list = []
+    steps = [("flat_map_values", 1, False, False), ("filter", 3, False, False), ("map_values", 2, False, False)] * 40
+    fused = _program(steps, False, False, DeadLetterPolicy(), True, log)
+    general = _program(steps, False, False, DeadLetterPolicy(), False, [])
+    assert 1 < len(chain_at(fused.nodes, 1)) < len(fused.nodes) - 1
+    records = [(b"k", b"ab", None, "in"), (b"k", b"abc", None, "in")]
+    assert _run(fused, records) == _run(general, records)

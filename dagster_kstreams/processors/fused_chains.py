@@ -11,7 +11,8 @@ The rule. A processor is *fusable* when it is exactly (not a subclass of) one of
 record operations of :data:`FUSABLE` (filter, map, map_values, flat_map, flat_map_values,
 select_key, peek, foreach, print, merge, branch_child, repartition_filter), or a sink that places
 no record itself (no stream partitioner). The chain that starts at a fusable processor takes its
-child as long as the processor has exactly one child and that child is fusable. Where it stops (a
+child as long as the processor has exactly one child and that child is fusable (and the function
+stays within Python's nesting limits: :data:`MAX_LOOPS`, :data:`MAX_DEPTH`). Where it stops (a
 processor with no child, several children, or a child that is not fusable: a branch, a store, a
 join, the Processor API, a table operation), the record goes on to each child, in order, through
 the program's entry for that child (:func:`compile_entries`): a chain of its own, or the child's
@@ -38,7 +39,7 @@ from dagster_kstreams.processors.stateless import (
 )
 from dagster_kstreams.topology.serdes import serialize_string
 
-__all__ = ["FUSABLE", "Entry", "compile_entries", "fusable", "chain_at"]
+__all__ = ["FUSABLE", "MAX_DEPTH", "MAX_LOOPS", "Entry", "compile_entries", "fusable", "chain_at"]
 
 # What the program calls to run a record from a processor on: ``(key, value, context, out, state)``.
 Entry = Callable[..., None]
@@ -54,10 +55,21 @@ def fusable(node: Processor) -> bool:
     return type(node) in FUSABLE
 
 
+# Python refuses a function nested deeper than 20 loops or 100 indentation levels: a chain stops
+# before it would nest deeper than these (its next processor then starts a chain of its own).
+MAX_LOOPS, MAX_DEPTH = 16, 64
+_LOOPING, _NESTING = (FlatMap, FlatMapValues), (FlatMap, FlatMapValues, Filter, RepartitionFilter)
+
+
 def chain_at(nodes: list[Processor], start: int) -> list[int]:
     """The positions of the chain that starts at the fusable processor ``start`` (see the rule above)."""
     chain = [start]
+    loops, depth = 0, 0
     while len(nodes[chain[-1]].children) == 1 and fusable(nodes[nodes[chain[-1]].children[0]]):
+        loops += type(nodes[chain[-1]]) in _LOOPING
+        depth += type(nodes[chain[-1]]) in _NESTING
+        if loops >= MAX_LOOPS or depth >= MAX_DEPTH:
+            break
         chain.append(nodes[chain[-1]].children[0])
     return chain
 
