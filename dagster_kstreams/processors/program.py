@@ -3,13 +3,14 @@
 A :class:`SubtopologyProgram` is what a task ships to its Python workers (pickled with the
 user's functions). It holds the sub-topology's processors (:mod:`.base`), in topological order,
 and runs a whole batch or a whole key group through all of them in one pass: consecutive
-processors are fused, never one Python call per operator per row through the engine.
+processors are fused, never one Python call per operator per row through the engine; and within
+the pass, each chain of stateless processors is one compiled function (:mod:`.fused_chains`).
 
 Three ways to run, one per kind of sub-topology (the engine feeds them; see
 :mod:`dagster_kstreams.spark.frames` for Spark's Arrow batches and pandas groups):
 
 * :meth:`SubtopologyProgram.process_record` with no state — stateless sub-topologies: source
-  records in, sink records out.
+  records in, sink records out (:meth:`SubtopologyProgram.process_columns`: a batch of them).
 * :meth:`SubtopologyProgram.run_key_group` — sub-topologies with state (aggregations, tables):
   all records of one source key in a micro-batch, in processing order, with that key's stored
   values of every store of the sub-topology (one state row per source key, see :mod:`.state`).
