@@ -17,7 +17,8 @@ functions in the form they are called in), as a ``Processor`` of Kafka Streams'
 
 ``children`` are positions in the program's processor list (topological order); records reach
 a child through :meth:`SubtopologyProgram._forward <dagster_kstreams.processors.program.SubtopologyProgram._forward>`,
-the one path every record takes between two processors.
+the one path every record takes between two processors (a child's entry: its ``process``, or the
+compiled chain of stateless processors that starts at it, :mod:`.fused_chains`).
 """
 
 from __future__ import annotations
@@ -97,10 +98,13 @@ class Processor:
         try:
             return fn(*args)
         except Exception as cause:  # noqa: BLE001 - re-raised with the record's coordinates
-            raise ProcessingError(
-                f"processor {self.name} ({self.kind}) failed on the record at {context.describe()}: "
-                f"{type(cause).__name__}: {cause}"
-            ) from cause
+            raise self.failure(context, cause) from cause
+
+    def failure(self, context, cause: Exception) -> ProcessingError:
+        """The error :meth:`call` raises when this processor's function fails on the record at
+        ``context`` (compiled chains, :mod:`.fused_chains`, raise the same)."""
+        return ProcessingError(f"processor {self.name} ({self.kind}) failed on the record at {context.describe()}: "
+                               f"{type(cause).__name__}: {cause}")
 
     def needs_state(self, state) -> None:
         if state is None:

@@ -3,13 +3,14 @@
 A :class:`SubtopologyProgram` is what a task ships to its Python workers (pickled with the
 user's functions). It holds the sub-topology's processors (:mod:`.base`), in topological order,
 and runs a whole batch or a whole key group through all of them in one pass: consecutive
-processors are fused, never one Python call per operator per row through the engine.
+processors are fused, never one Python call per operator per row through the engine; and within
+the pass, each chain of stateless processors is one compiled function (:mod:`.fused_chains`).
 
 Three ways to run, one per kind of sub-topology (the engine feeds them; see
 :mod:`dagster_kstreams.spark.frames` for Spark's Arrow batches and pandas groups):
 
 * :meth:`SubtopologyProgram.process_record` with no state — stateless sub-topologies: source
-  records in, sink records out.
+  records in, sink records out (:meth:`SubtopologyProgram.process_columns`: a batch of them).
 * :meth:`SubtopologyProgram.run_key_group` — sub-topologies with state (aggregations, tables):
   all records of one source key in a micro-batch, in processing order, with that key's stored
   values of every store of the sub-topology (one state row per source key, see :mod:`.state`).
@@ -41,6 +42,7 @@ from dagster_kstreams.kafka.dead_letter import (
     dead_letter_headers,
 )
 from dagster_kstreams.processors.base import Processor
+from dagster_kstreams.processors.fused_chains import compile_entries
 from dagster_kstreams.processors.records import FLUSH_ORDER, Output, RecordContext, header_column
 from dagster_kstreams.processors.state import ABSENT, GroupState
 from dagster_kstreams.processors.task_state import TaskState
@@ -59,7 +61,7 @@ class SubtopologyProgram:
     """
 
     def __init__(self, subtopology_id: int, nodes: list[Processor],
-                 dead_letters: DeadLetterPolicy = DeadLetterPolicy()):
+                 dead_letters: DeadLetterPolicy = DeadLetterPolicy(), fuse_chains: bool = True):
         self.subtopology_id = subtopology_id
         self.nodes = nodes
         self.dead_letters = dead_letters
@@ -89,6 +91,20 @@ class SubtopologyProgram:
         self._check()
         for node in nodes:
             node.init(self)
+        # Where a record goes on from each processor: the compiled chain of stateless processors
+        # that starts there (fused_chains.py), else the processor's process. Compiled in each
+        # process that runs the program, never pickled (__getstate__).
+        self.fuse_chains = fuse_chains
+        self._entries = compile_entries(nodes, fuse_chains)
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        del state["_entries"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._entries = compile_entries(self.nodes, self.fuse_chains)
 
     def _check(self) -> None:
         for index, node in enumerate(self.nodes):
@@ -239,13 +255,49 @@ class SubtopologyProgram:
                     header_column(dead_letter_headers(topic, partition, offset, error)),
                 )
             return None
+        entries = self._entries
         for child in node.children:
-            self._forward(child, key, value, context, out, state)
+            entries[child](key, value, context, out, state)
         return context
 
+    def process_columns(self, keys: list, values: list, topics: list, partitions: list, offsets: list,
+                        timestamps: list, headers: Iterable, out: Output) -> None:
+        """:meth:`process_record` for each record of a stateless batch given column by column (raw
+        keys and values as bytes or None), with the source's serdes and entries looked up once per
+        run of records from one topic rather than per record. A record that is not simply
+        deserialized (its topic is no source, a serde fails) goes through :meth:`process_record`
+        itself, so errors and dead letters are exactly its."""
+        last_topic = node = None
+        entries = self._entries
+        children = ()
+        marks = out.marks
+        for key, value, topic, partition, offset, timestamp, header in zip(
+                keys, values, topics, partitions, offsets, timestamps, headers):
+            # positional (the hot loop): topic, partition, offset, timestamp, stream_time,
+            # stream_time_before, raw_key, position, headers
+            context = RecordContext(topic, partition, offset, timestamp, None, None, None, None, header)
+            if topic != last_topic:
+                index = self.source_by_topic.get(topic)
+                if index is None:
+                    self.process_record(context, key, value, out, None)  # raises: not a source topic
+                node = self.nodes[index]
+                key_of, value_of = node.key_serde.deserialize, node.value_serde.deserialize
+                children = [entries[child] for child in node.children]
+                last_topic = topic
+            try:
+                record_key, record_value = key_of(key), value_of(value)
+            except Exception:  # noqa: BLE001 - the general path judges it (dead letters, the error)
+                self.process_record(context, key, value, out, None)
+                continue
+            if marks is not None:
+                marks.append((len(out.topic), None))
+            for entry in children:
+                entry(record_key, record_value, context, out, None)
+
     def _forward(self, index: int, key, value, context: RecordContext, out: Output, state) -> None:
-        """The one path a record takes from a processor to its child ``index``."""
-        self.nodes[index].process(key, value, context, out, state)
+        """The one path a record takes from a processor to its child ``index``: the child's entry
+        (its process, or the compiled chain that starts at it)."""
+        self._entries[index](key, value, context, out, state)
 
     def _flush(self, state: GroupState, out: Output, context: RecordContext) -> None:
         """Forward each updated store's final value downstream, upstream stores first. Emit

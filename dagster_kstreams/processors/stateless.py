@@ -33,10 +33,14 @@ def pair(processor: Processor, result) -> tuple[Any, Any]:
     try:
         key, value = result
     except (TypeError, ValueError) as cause:
-        raise ProcessingError(
-            f"processor {processor.name} ({processor.kind}) must return a (key, value) pair, got {result!r}"
-        ) from cause
+        raise not_a_pair(processor, result) from cause
     return key, value
+
+
+def not_a_pair(processor: Processor, result) -> ProcessingError:
+    """The error :func:`pair` raises for a result that is no ``(key, value)`` pair."""
+    return ProcessingError(
+        f"processor {processor.name} ({processor.kind}) must return a (key, value) pair, got {result!r}")
 
 
 # -- the edges ---------------------------------------------------------------------------
@@ -91,12 +95,15 @@ class Sink(Processor):
             key_bytes = self.key_serde.serialize(key)
             value_bytes = self.value_serde.serialize(value)
         except Exception as cause:  # noqa: BLE001
-            raise ProcessingError(
-                f"sink {self.name} cannot serialize the record for topic {topic!r} (from the record at "
-                f"{context.describe()}) with key serde {self.key_serde!r} and value serde "
-                f"{self.value_serde!r}: {type(cause).__name__}: {cause}"
-            ) from cause
+            raise self.serialize_failure(topic, context, cause) from cause
         return key_bytes, value_bytes
+
+    def serialize_failure(self, topic: str, context, cause: Exception) -> ProcessingError:
+        """The error :meth:`serialize` raises when a serde fails (compiled chains raise the same)."""
+        return ProcessingError(
+            f"sink {self.name} cannot serialize the record for topic {topic!r} (from the record at "
+            f"{context.describe()}) with key serde {self.key_serde!r} and value serde "
+            f"{self.value_serde!r}: {type(cause).__name__}: {cause}")
 
 
 # -- record functions ----------------------------------------------------------------------

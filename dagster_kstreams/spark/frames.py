@@ -92,11 +92,8 @@ class SparkProgram(SubtopologyProgram):
         """Run a batch of source records through a stateless sub-topology; return the sink records."""
         out = Output()
         names = ("key", "value", "topic", "partition", "offset", "event_time")
-        columns = {name: batch.column(batch.schema.get_field_index(name)).to_pylist() for name in names}
-        process = self.process_record
-        for key, value, topic, partition, offset, timestamp, headers in zip(
-                *(columns[name] for name in names), _arrow_headers(batch)):
-            process(RecordContext(topic, partition, offset, timestamp, headers=headers), key, value, out, None)
+        columns = [batch.column(batch.schema.get_field_index(name)).to_pylist() for name in names]
+        self.process_columns(*columns, _arrow_headers(batch), out)
         columns = [
             pa.array(out.topic, type=pa.string()),
             pa.array(out.key, type=pa.binary()),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import struct
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 __all__ = ["Serde", "Serdes", "WindowedSerde", "Windowed", "Window"]
 
@@ -27,6 +27,12 @@ class Serde:
 
     def deserialize(self, data: Optional[bytes]) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def serializer(self) -> Callable[[Any], Optional[bytes]]:
+        """:meth:`serialize` as one callable to bind once for many records (a hot loop): it
+        returns the same bytes and raises the same errors, with less work per call where the
+        serde has a faster form."""
+        return self.serialize
 
     def __repr__(self) -> str:
         return f"Serdes.{self.name}()"
@@ -51,6 +57,19 @@ class _StringSerde(Serde):
     def deserialize(self, data):
         return None if data is None else bytes(data).decode("utf-8")
 
+    def serializer(self):
+        return serialize_string
+
+
+def serialize_string(value):
+    """``Serdes.String().serialize`` with no method lookup, an exact ``str`` first."""
+    if value.__class__ is str:
+        return value.encode()  # UTF-8, strict: as serialize
+    return _STRING.serialize(value)
+
+
+_STRING = _StringSerde()
+
 
 class _IntSerde(Serde):
     _fmt = ">q"
@@ -65,6 +84,18 @@ class _IntSerde(Serde):
         if not lo <= value <= hi:
             raise OverflowError(f"Serdes.{self.name}() value {value} is outside [{lo}, {hi}]")
         return struct.pack(self._fmt, value)
+
+    def serializer(self):
+        lo, hi = -(1 << (self._bits - 1)), (1 << (self._bits - 1)) - 1
+        pack, serialize = struct.Struct(self._fmt).pack, self.serialize
+
+        def serialize_int(value):
+            """``serialize`` with an exact ``int`` in range packed at once (the rest: serialize)."""
+            if value.__class__ is int and lo <= value <= hi:
+                return pack(value)
+            return serialize(value)
+
+        return serialize_int
 
     def deserialize(self, data):
         if data is None:
