@@ -604,3 +604,41 @@ def test_a_scale_up_needs_more_than_the_dead_band_beyond_the_current_count():
     # Without the band, any shortfall scales up.
     unbanded, _ = recommend(snapshot(0, 812), 6, replace(config, scale_up_dead_band=0))
     assert unbanded.desired_workers == 7
+
+
+# --- no scale-down while the rate rises (scale_down_waits_while_rate_rises) ------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    start=st.floats(500, 5_000),
+    rises=st.lists(st.floats(1.05, 1.3), min_size=15, max_size=30),
+    gaps=st.lists(st.floats(15, 45), min_size=30, max_size=30),
+    fleet=st.integers(8, 40),
+)
+def test_a_rising_rate_never_scales_down(start, rises, gaps, fleet):
+    """However far above the need the fleet starts, a rate that rises on every tick never retires a
+    worker: the average lags it, and a count sized on the average would be undone by the rise."""
+    config = ScalingConfig(max_workers=64, default_worker_records_per_second=1000)
+    rates = [start * math.prod(rises[:i + 1]) for i in range(len(rises))]
+    counts = _follow(_rate_ticks(list(zip(rates, gaps))), config, current=fleet)
+    assert all(after >= before for (_, before), (_, after) in zip([(0.0, fleet), *counts], counts)), counts
+
+
+def test_a_fleet_sized_above_a_ramp_scales_down_into_it_only_without_the_rule():
+    """The 256-partition ramp's flap (bench/README.md): 8 workers, a steady 5,000/s that needs 6, for
+    a window; then a ramp. Without the rule the first scale-down lands on the ramp and is undone."""
+    config = ScalingConfig(max_workers=64, default_worker_records_per_second=1000)
+    ramp = [(5_000, 30)] * 10 + [(5_000 * (1 + 0.15 * i), 30) for i in range(1, 15)]
+    held = _follow(_rate_ticks(ramp), config, current=8)
+    assert all(after >= before for (_, before), (_, after) in zip(held, held[1:]))
+    flapped = _follow(_rate_ticks(ramp), replace(config, scale_down_waits_while_rate_rises=False), current=8)
+    downs = [t for (_, before), (t, n) in zip(flapped, flapped[1:]) if n < before]
+    ups = [t for (_, before), (t, n) in zip(flapped, flapped[1:]) if n > before]
+    assert downs and ups and min(ups) - max(downs) < 300, flapped
+
+
+def test_a_steady_rate_still_scales_down_after_one_window():
+    config = ScalingConfig(max_workers=64, default_worker_records_per_second=1000)
+    counts = _follow(_rate_ticks([(5_000, 30)] * 14), config, current=8)
+    assert counts[-1][1] == 6 and min(t for t, n in counts if n == 6) <= 360

@@ -56,6 +56,14 @@ Two refinements make a scale-down one step rather than a staircase (measured in
   workers, at least 1) is not made: the catch-up term draining within a burst (21 workers, then
   20, then 19) is not worth moving tasks for, and the count falls once, when the burst is over.
 
+And no scale-down is made on a tick whose input rate over the last interval is above the averaged
+one (``scale_down_waits_while_rate_rises``): the average lags a rising rate, so a count sized on it
+is already short of the next tick's, and a scale-down then is undone by the rise (the flap in
+``bench/README.md``'s 256-partition ramp: 8 workers down to 7 thirty seconds into the ramp, up
+to 9 a minute later). The tick is still remembered; the scale-down waits for a tick whose rate
+is not rising. On a steady stream read with noise about every other tick reads above the
+average, so a scale-down waits a tick or two longer.
+
 And one keeps a steady stream from flapping: a scale-up needs more than ``scale_up_dead_band`` of
 the current count beyond it (``required_workers > current x (1 + band)``). End offsets read a few
 percent off between ticks (producers send in batches); a stream needing 5.1 workers, read 20% high
@@ -192,6 +200,7 @@ def stabilize(
     *,
     ceiling: int | None = None,
     remembered: int | None = None,
+    may_scale_down: bool = True,
 ) -> tuple[int, StabilizationState]:
     """The worker count to act on: up at once, down only as far as the window allows.
 
@@ -199,6 +208,8 @@ def stabilize(
     the latest input rate, at most ``recommended``, see the module docstring). A scale-down goes to
     the highest count the window keeps, never below it, and only when it retires at least
     ``scale_down_dead_band`` of the current count (:func:`scale_down_step`).
+    ``may_scale_down`` False (the input rate is rising) holds the current count on this tick; the
+    tick is still remembered.
     ``ceiling`` (the current upper bound) is a hard limit: when ``max_workers`` is lowered
     or tasks disappear, surplus workers go without waiting.
     """
@@ -209,7 +220,7 @@ def stabilize(
     history = recent + ((now, kept),)
     if recommended >= current:
         decided = recommended
-    elif observed_since > now - window:
+    elif observed_since > now - window or not may_scale_down:
         decided = current
     else:
         target = min(current, max(n for _, n in history))
@@ -223,6 +234,13 @@ def scale_down_step(current: int, config: ScalingConfig) -> int:
     """The fewest workers a scale-down from ``current`` retires: ``scale_down_dead_band`` of them,
     rounded up, at least 1."""
     return max(1, math.ceil(config.scale_down_dead_band * current - _WHOLE_WORKER_SLACK))
+
+
+def rate_is_rising(demands: Iterable[SubtopologyDemand]) -> bool:
+    """Whether the input rate of the last interval is above the averaged one, counted in the work it
+    brings (each sub-topology's rate over its capacity): the average lags a rising rate."""
+    return sum((demand.latest_input_rate - demand.input_rate) / demand.capacity
+               for demand in demands) > _WHOLE_WORKER_SLACK
 
 
 @dataclass(frozen=True)
@@ -295,7 +313,9 @@ def recommend(
                         / demand.capacity for demand in demands.values())
         remembered = desired_workers(at_latest, has_work, task_count, config)
     decided, next_state = stabilize(unstabilized, current_workers, snapshot.time, state, config, ceiling=upper,
-                                    remembered=remembered)
+                                    remembered=remembered,
+                                    may_scale_down=not (config.scale_down_waits_while_rate_rises
+                                                        and rate_is_rising(demands.values())))
     recommendation = Recommendation(
         desired_workers=decided,
         unstabilized_workers=unstabilized,
