@@ -56,6 +56,12 @@ Two refinements make a scale-down one step rather than a staircase (measured in
   workers, at least 1) is not made: the catch-up term draining within a burst (21 workers, then
   20, then 19) is not worth moving tasks for, and the count falls once, when the burst is over.
 
+A count is of whole tasks (``whole_task_workers``, :mod:`.granularity`): when the busiest worker
+would hold tasks whose lightest input alone exceeds one worker, the count rises to the fewest
+workers whose busiest holds few enough (63 workers for 256 tasks of 500 records/s leave four of
+them 5 tasks, beyond 2,431.6 records/s: 64). Such a shortfall is certain, not a reading's noise,
+so the scale-up dead band does not hold it back.
+
 And no scale-down is made on a tick whose input rate over the last interval is above the averaged
 one (``scale_down_waits_while_rate_rises``): the average lags a rising rate, so a count sized on it
 is already short of the next tick's, and a scale-down then is undone by the rise (the flap in
@@ -79,6 +85,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .config import ScalingConfig
+from .granularity import is_short_of_whole_tasks, workers_for_whole_tasks
 from .ids import subtopology_of
 from .measurements import (LagSnapshot, ThroughputSample, capacity_floors, capacity_to_plan_with, input_rates,
                            measured_capacities, smoothed_rates)
@@ -170,6 +177,26 @@ def desired_workers(required_workers: float, has_work: bool, task_count: int, co
     lower, upper = worker_bounds(task_count, has_work, config)
     needed = math.ceil(required_workers - _WHOLE_WORKER_SLACK)
     return max(lower, min(upper, needed))
+
+
+def task_loads(snapshot: LagSnapshot, previous_snapshot: LagSnapshot | None,
+               demands: Mapping[str, SubtopologyDemand], *, at_latest: bool = False) -> list[float]:
+    """Each task's input in workers (its rate over its sub-topology's capacity, no headroom, no lag):
+    the sub-topology's averaged rate (with ``at_latest``, the lower of it and the latest) shared among
+    its tasks as the last interval's input was (evenly when none arrived)."""
+    latest = input_rates(previous_snapshot, snapshot)
+    by_sub: dict[str, list[str]] = {}
+    for task in snapshot.tasks:
+        by_sub.setdefault(subtopology_of(task), []).append(task)
+    loads = []
+    for sub, tasks in by_sub.items():
+        demand = demands[sub]
+        rate = min(demand.input_rate, demand.latest_input_rate) if at_latest else demand.input_rate
+        arrived = sum(latest.get(task, 0.0) for task in tasks)
+        for task in tasks:
+            share = latest.get(task, 0.0) / arrived if arrived > 0 else 1 / len(tasks)
+            loads.append(rate * share / demand.capacity)
+    return loads
 
 
 @dataclass(frozen=True)
@@ -305,13 +332,19 @@ def recommend(
     required = sum(demand.workers for demand in demands.values())
     unstabilized = desired_workers(required, has_work, task_count, config)
     lower, upper = worker_bounds(task_count, has_work, config)
-    if lower <= current_workers < unstabilized and required <= current_workers * (1 + config.scale_up_dead_band):
+    loads = task_loads(snapshot, previous_snapshot, demands) if config.whole_task_workers else []
+    if lower <= current_workers < unstabilized and required <= current_workers * (1 + config.scale_up_dead_band) \
+            and not is_short_of_whole_tasks(loads, current_workers):
         unstabilized = current_workers
+    unstabilized = workers_for_whole_tasks(loads, unstabilized, upper)
     remembered = None
     if config.scale_down_follows_latest_rate:
         at_latest = sum(required_rate(demand.lag, min(demand.input_rate, demand.latest_input_rate), config)
                         / demand.capacity for demand in demands.values())
         remembered = desired_workers(at_latest, has_work, task_count, config)
+        if config.whole_task_workers:
+            remembered = workers_for_whole_tasks(
+                task_loads(snapshot, previous_snapshot, demands, at_latest=True), remembered, upper)
     decided, next_state = stabilize(unstabilized, current_workers, snapshot.time, state, config, ceiling=upper,
                                     remembered=remembered,
                                     may_scale_down=not (config.scale_down_waits_while_rate_rises
