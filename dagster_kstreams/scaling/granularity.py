@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from itertools import accumulate
 
 # A sum of loads that makes exactly one worker may come out a hair above it.
 _ONE_WORKER_SLACK = 1e-9
@@ -47,11 +48,10 @@ def workers_for_whole_tasks(task_loads: Iterable[float], workers: int, upper: in
     if workers <= 0 or not loads or upper <= workers:
         return workers
     held = busiest_worker_tasks(len(loads), workers)
-    if lightest_load(loads, held) <= 1 + _ONE_WORKER_SLACK:
+    lightest = list(accumulate(loads))  # lightest[k - 1]: the k lightest tasks' load
+    if lightest[held - 1] <= 1 + _ONE_WORKER_SLACK:
         return workers
-    fitting = held - 1
-    while fitting >= 1 and lightest_load(loads, fitting) > 1 + _ONE_WORKER_SLACK:
-        fitting -= 1
+    fitting = sum(1 for load in lightest[:held] if load <= 1 + _ONE_WORKER_SLACK)
     return max(workers, min(upper, math.ceil(len(loads) / max(fitting, 1))))
 
 
