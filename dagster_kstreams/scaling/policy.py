@@ -59,8 +59,11 @@ Two refinements make a scale-down one step rather than a staircase (measured in
 A count is of whole tasks (``whole_task_workers``, :mod:`.granularity`): when the busiest worker
 would hold tasks whose lightest input alone exceeds one worker, the count rises to the fewest
 workers whose busiest holds few enough (63 workers for 256 tasks of 500 records/s leave four of
-them 5 tasks, beyond 2,431.6 records/s: 64). Such a shortfall is certain, not a reading's noise,
-so the scale-up dead band does not hold it back.
+them 5 tasks, beyond 2,431.6 records/s: 64). That count passes the scale-up dead band like any
+other (it must exceed the current count by more than the band): a shortfall of a few percent is
+within a reading's error. And it is left only once the busiest would be below ``1 / (1 + band)``
+of a worker for a whole window (the window keeps the count at the loads times ``1 + band``):
+without that hysteresis a steady stream read with noise, its busiest worker at 98%, flapped.
 
 And no scale-down is made on a tick whose input rate over the last interval is above the averaged
 one (``scale_down_waits_while_rate_rises``): the average lags a rising rate, so a count sized on it
@@ -85,7 +88,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .config import ScalingConfig
-from .granularity import is_short_of_whole_tasks, workers_for_whole_tasks
+from .granularity import workers_for_whole_tasks
 from .ids import subtopology_of
 from .measurements import (LagSnapshot, ThroughputSample, capacity_floors, capacity_to_plan_with, input_rates,
                            measured_capacities, smoothed_rates)
@@ -330,13 +333,21 @@ def recommend(
     task_count = len(snapshot.tasks)
     has_work = total_lag > 0 or rate > 0
     required = sum(demand.workers for demand in demands.values())
-    unstabilized = desired_workers(required, has_work, task_count, config)
     lower, upper = worker_bounds(task_count, has_work, config)
+    total = desired_workers(required, has_work, task_count, config)
     loads = task_loads(snapshot, previous_snapshot, demands) if config.whole_task_workers else []
-    if lower <= current_workers < unstabilized and required <= current_workers * (1 + config.scale_up_dead_band) \
-            and not is_short_of_whole_tasks(loads, current_workers):
+    unstabilized = workers_for_whole_tasks(loads, total, upper)
+    # The band is measured on what is asked for: the total's fraction, or the whole-task count above it.
+    asked = unstabilized if unstabilized > total else required
+    if lower <= current_workers < unstabilized and asked <= current_workers * (1 + config.scale_up_dead_band):
         unstabilized = current_workers
-    unstabilized = workers_for_whole_tasks(loads, unstabilized, upper)
+    margin = 1 + config.scale_up_dead_band
+    if unstabilized < current_workers:
+        # Hysteresis: a whole-task count is left only once the busiest would be beyond the band of
+        # falling behind (up above one worker, down below 1 / (1 + band)), as the total's count is.
+        unstabilized = max(unstabilized,
+                           min(current_workers, workers_for_whole_tasks([load * margin for load in loads], total,
+                                                                        upper)))
     remembered = None
     if config.scale_down_follows_latest_rate:
         at_latest = sum(required_rate(demand.lag, min(demand.input_rate, demand.latest_input_rate), config)
@@ -344,7 +355,8 @@ def recommend(
         remembered = desired_workers(at_latest, has_work, task_count, config)
         if config.whole_task_workers:
             remembered = workers_for_whole_tasks(
-                task_loads(snapshot, previous_snapshot, demands, at_latest=True), remembered, upper)
+                [load * margin for load in task_loads(snapshot, previous_snapshot, demands, at_latest=True)],
+                remembered, upper)
     decided, next_state = stabilize(unstabilized, current_workers, snapshot.time, state, config, ceiling=upper,
                                     remembered=remembered,
                                     may_scale_down=not (config.scale_down_waits_while_rate_rises
