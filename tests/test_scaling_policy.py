@@ -578,15 +578,16 @@ def test_after_a_burst_the_count_falls_in_one_step_not_a_staircase():
     assert len([1 for (_, before), (_, n) in zip(staircase, staircase[1:]) if n < before]) > 1
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(
     rate=st.floats(500, 50_000),
     gaps=st.lists(st.floats(15, 45), min_size=30, max_size=50),
     noise=st.lists(st.floats(0, 0.1), min_size=50, max_size=50),
+    whole_tasks=st.booleans(),
 )
-def test_a_steady_stream_read_with_noise_at_irregular_ticks_never_flaps(rate, gaps, noise):
+def test_a_steady_stream_read_with_noise_at_irregular_ticks_never_flaps(rate, gaps, noise, whole_tasks):
     """Readings within 10% of the true rate (issue 13's bound), ticks 15-45 s apart."""
-    config = ScalingConfig(max_workers=64, default_worker_records_per_second=1000)
+    config = ScalingConfig(max_workers=64, default_worker_records_per_second=1000, whole_task_workers=whole_tasks)
     counts = _follow(_rate_ticks([(rate, gap) for gap in gaps], noise=noise), config)
     changes = [(t, 1 if n > before else -1) for (_, before), (t, n) in zip(counts, counts[1:]) if n != before]
     for (t0, d0), (t1, d1) in zip(changes, changes[1:]):
@@ -693,7 +694,7 @@ def test_sixty_three_workers_for_256_tasks_become_64():
 def test_a_whole_task_count_passes_the_scale_up_dead_band_like_any_other():
     """256 tasks at 500/s (capacity 2,431.6): the total asks for 58.5 workers, but any count from 52 to
     63 leaves workers with 5 tasks, beyond one worker: 64, when that clears the band."""
-    config = ScalingConfig(max_workers=64, default_worker_records_per_second=2431.6)
+    config = ScalingConfig(max_workers=64, default_worker_records_per_second=2431.6, whole_task_workers=True)
     before = LagSnapshot(0.0, {f"0_{p}": TaskOffsets(0, 0) for p in range(256)})
     after = LagSnapshot(30.0, {f"0_{p}": TaskOffsets(15_000, 15_000) for p in range(256)})
     decided, _ = recommend(after, 56, config, previous_snapshot=before)
@@ -715,7 +716,7 @@ def test_one_high_reading_that_proves_a_whole_task_shortfall_is_not_undone_by_th
     """64 tasks at 21,020/s, capacity 1,000: 24 workers hold 3 tasks at most, 98.5% of a worker. One
     reading 7.5% high proves them short (32 workers); the count stays, as the busiest stays within the
     band of falling behind (the noise test's flap: 24, 32, 24, 32 before this hysteresis)."""
-    config = ScalingConfig(max_workers=64, default_worker_records_per_second=1000)
+    config = ScalingConfig(max_workers=64, default_worker_records_per_second=1000, whole_task_workers=True)
     noise = [0.0] * 8 + [0.1] + [0.0] * 40
     counts = [n for _, n in _follow(_rate_ticks([(21_020, 20)] * 40, noise=noise), config)]
     assert counts[:9] == [24] * 9 and counts[9:] == [32] * 31

@@ -56,7 +56,7 @@ Two refinements make a scale-down one step rather than a staircase (measured in
   workers, at least 1) is not made: the catch-up term draining within a burst (21 workers, then
   20, then 19) is not worth moving tasks for, and the count falls once, when the burst is over.
 
-A count is of whole tasks (``whole_task_workers``, :mod:`.granularity`): when the busiest worker
+A count may be of whole tasks (``whole_task_workers``, off by default, :mod:`.granularity`): when the busiest worker
 would hold tasks whose lightest input alone exceeds one worker, the count rises to the fewest
 workers whose busiest holds few enough (63 workers for 256 tasks of 500 records/s leave four of
 them 5 tasks, beyond 2,431.6 records/s: 64). That count passes the scale-up dead band like any
