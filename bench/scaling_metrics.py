@@ -24,7 +24,10 @@ Definitions (issue 13):
 * **peak lag** over the whole run, and from the first workload change on (the start, where a rule
   settles on its count for the base rate, left out);
 * **lag-seconds**: the lag summed over every step times the step (records x seconds);
-* **worker-seconds**: every worker run's life, launch to exit, standbys included.
+* **worker-seconds**: every worker run's life, launch to exit, standbys included;
+* **lag growth at the end**: records per second the lag grew over the run's last
+  ``END_GROWTH_SECONDS`` (300 s): above 0 at a steady rate, some tasks fall behind without end, which
+  neither peak lag nor lag-seconds shows when it starts late in a run.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from dataclasses import dataclass
 
 
 FLAP_WINDOW_SECONDS = 300.0
+END_GROWTH_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,7 @@ class RunSummary:
     lag_seconds: float
     worker_seconds: float
     tasks_moved: int
+    end_lag_growth: float = 0.0
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -136,4 +141,14 @@ def summarize(rule: str, workload: str, partitions: int, *, ticks: Sequence[tupl
         peak_lag=int(max(lags, default=0)),
         peak_lag_after_change=int(max((lag for t, lag in zip(times, lags) if t > events[0]), default=0)),
         lag_seconds=sum(lags) * step, worker_seconds=worker_seconds,
-        tasks_moved=tasks_moved)
+        tasks_moved=tasks_moved, end_lag_growth=end_lag_growth(times, lags))
+
+
+def end_lag_growth(times: Sequence[float], lags: Sequence[float], span: float = END_GROWTH_SECONDS) -> float:
+    """Records per second the lag grew over the last ``span`` seconds of the run (0 with no samples)."""
+    if not times:
+        return 0.0
+    start = times[-1] - span
+    first = next(i for i, time in enumerate(times) if time >= start - 1e-9)
+    elapsed = times[-1] - times[first]
+    return (lags[-1] - lags[first]) / elapsed if elapsed > 0 else 0.0

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.scaling_metrics import (Decision, changes_of_need, decisions, decisions_per_change, decisions_per_phase, flaps,
-                                   overshoot)
+from bench.scaling_metrics import (Decision, changes_of_need, decisions, decisions_per_change, decisions_per_phase,
+                                   end_lag_growth, flaps, overshoot)
+from bench.simulate_scaling import scaling_settings
 from bench.scaling_model import ModelInvariantError, ModelParameters, ScalingModel, water_fill
 from bench.scaling_rules import FlinkStyleRule, KedaRule, busy_time_capacity, keda_replicas
 from bench.scaling_workloads import RULES, WORKLOADS, simulate
@@ -191,3 +192,18 @@ def test_changes_of_need_count_a_phases_event_and_each_step_inside_it():
     assert changes_of_need(times, needs, events=[0.0, 3.0], end=11.0) == [1, 3]
     assert decisions_per_change([2, 3], [1, 3]) == 2.0
     assert decisions_per_change([3, 1], [1, 3]) == 3.0
+
+
+def test_lag_growth_at_the_end_is_over_the_last_300_seconds():
+    times = [float(t) for t in range(1, 1001)]
+    assert end_lag_growth(times, [0.0] * 700 + [3.0 * i for i in range(300)]) == pytest.approx(897 / 300)
+    assert end_lag_growth(times, [5_000.0 - t for t in times]) == pytest.approx(-1.0)
+    assert end_lag_growth([], []) == 0.0
+
+
+def test_settings_are_parsed_as_their_defaults_type_and_nonsense_is_one_line():
+    assert scaling_settings(["whole_task_workers=false", "max_workers=12", "target_utilization=0.8"]) == {
+        "whole_task_workers": False, "max_workers": 12, "target_utilization": 0.8}
+    for wrong in (["no_such=1"], ["max_workers=many"], ["whole_task_workers=maybe"], ["max_workers"]):
+        with pytest.raises(SystemExit, match="--set"):
+            scaling_settings(wrong)

@@ -35,6 +35,11 @@ class ScalingConfig:
     current count (0: any scale-down the window allows is made). ``scale_up_dead_band``: how far
     beyond the current count, as a fraction of it, the workers needed must be before a scale-up (0:
     any shortfall scales up), so that a steady stream read a little high does not flap.
+    ``scale_down_waits_while_rate_rises``: no scale-down on a tick whose input rate over the last
+    interval is above the averaged one (a scale-down then is undone by the rise, :mod:`.policy`).
+    ``whole_task_workers``: a count whose busiest worker holds tasks whose lightest input alone
+    exceeds one worker is raised to the fewest workers whose busiest does not (:mod:`.granularity`);
+    off by default: it lowers lag at a cost in worker-seconds (``bench/README.md``, session 11).
     """
 
     min_workers: int = 1
@@ -54,6 +59,8 @@ class ScalingConfig:
     scale_down_follows_latest_rate: bool = True
     scale_down_dead_band: float = 0.1
     scale_up_dead_band: float = 0.1
+    scale_down_waits_while_rate_rises: bool = True
+    whole_task_workers: bool = False
 
     def __post_init__(self) -> None:
         if self.min_workers < 0:

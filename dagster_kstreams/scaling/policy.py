@@ -56,6 +56,23 @@ Two refinements make a scale-down one step rather than a staircase (measured in
   workers, at least 1) is not made: the catch-up term draining within a burst (21 workers, then
   20, then 19) is not worth moving tasks for, and the count falls once, when the burst is over.
 
+A count may be of whole tasks (``whole_task_workers``, off by default, :mod:`.granularity`): when the busiest worker
+would hold tasks whose lightest input alone exceeds one worker, the count rises to the fewest
+workers whose busiest holds few enough (63 workers for 256 tasks of 500 records/s leave four of
+them 5 tasks, beyond 2,431.6 records/s: 64). That count passes the scale-up dead band like any
+other (it must exceed the current count by more than the band): a shortfall of a few percent is
+within a reading's error. And it is left only once the busiest would be below ``1 / (1 + band)``
+of a worker for a whole window (the window keeps the count at the loads times ``1 + band``):
+without that hysteresis a steady stream read with noise, its busiest worker at 98%, flapped.
+
+And no scale-down is made on a tick whose input rate over the last interval is above the averaged
+one (``scale_down_waits_while_rate_rises``): the average lags a rising rate, so a count sized on it
+is already short of the next tick's, and a scale-down then is undone by the rise (the flap in
+``bench/README.md``'s 256-partition ramp: 8 workers down to 7 thirty seconds into the ramp, up
+to 9 a minute later). The tick is still remembered; the scale-down waits for a tick whose rate
+is not rising. On a steady stream read with noise about every other tick reads above the
+average, so a scale-down waits a tick or two longer.
+
 And one keeps a steady stream from flapping: a scale-up needs more than ``scale_up_dead_band`` of
 the current count beyond it (``required_workers > current x (1 + band)``). End offsets read a few
 percent off between ticks (producers send in batches); a stream needing 5.1 workers, read 20% high
@@ -71,6 +88,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .config import ScalingConfig
+from .granularity import workers_for_whole_tasks
 from .ids import subtopology_of
 from .measurements import (LagSnapshot, ThroughputSample, capacity_floors, capacity_to_plan_with, input_rates,
                            measured_capacities, smoothed_rates)
@@ -164,6 +182,26 @@ def desired_workers(required_workers: float, has_work: bool, task_count: int, co
     return max(lower, min(upper, needed))
 
 
+def task_loads(snapshot: LagSnapshot, previous_snapshot: LagSnapshot | None,
+               demands: Mapping[str, SubtopologyDemand], *, at_latest: bool = False) -> list[float]:
+    """Each task's input in workers (its rate over its sub-topology's capacity, no headroom, no lag):
+    the sub-topology's averaged rate (with ``at_latest``, the lower of it and the latest) shared among
+    its tasks as the last interval's input was (evenly when none arrived)."""
+    latest = input_rates(previous_snapshot, snapshot)
+    by_sub: dict[str, list[str]] = {}
+    for task in snapshot.tasks:
+        by_sub.setdefault(subtopology_of(task), []).append(task)
+    loads = []
+    for sub, tasks in by_sub.items():
+        demand = demands[sub]
+        rate = min(demand.input_rate, demand.latest_input_rate) if at_latest else demand.input_rate
+        arrived = sum(latest.get(task, 0.0) for task in tasks)
+        for task in tasks:
+            share = latest.get(task, 0.0) / arrived if arrived > 0 else 1 / len(tasks)
+            loads.append(rate * share / demand.capacity)
+    return loads
+
+
 @dataclass(frozen=True)
 class StabilizationState:
     """Recent recommendations ``(time, workers)`` and when the policy began watching."""
@@ -192,6 +230,7 @@ def stabilize(
     *,
     ceiling: int | None = None,
     remembered: int | None = None,
+    may_scale_down: bool = True,
 ) -> tuple[int, StabilizationState]:
     """The worker count to act on: up at once, down only as far as the window allows.
 
@@ -199,6 +238,8 @@ def stabilize(
     the latest input rate, at most ``recommended``, see the module docstring). A scale-down goes to
     the highest count the window keeps, never below it, and only when it retires at least
     ``scale_down_dead_band`` of the current count (:func:`scale_down_step`).
+    ``may_scale_down`` False (the input rate is rising) holds the current count on this tick; the
+    tick is still remembered.
     ``ceiling`` (the current upper bound) is a hard limit: when ``max_workers`` is lowered
     or tasks disappear, surplus workers go without waiting.
     """
@@ -209,7 +250,7 @@ def stabilize(
     history = recent + ((now, kept),)
     if recommended >= current:
         decided = recommended
-    elif observed_since > now - window:
+    elif observed_since > now - window or not may_scale_down:
         decided = current
     else:
         target = min(current, max(n for _, n in history))
@@ -223,6 +264,13 @@ def scale_down_step(current: int, config: ScalingConfig) -> int:
     """The fewest workers a scale-down from ``current`` retires: ``scale_down_dead_band`` of them,
     rounded up, at least 1."""
     return max(1, math.ceil(config.scale_down_dead_band * current - _WHOLE_WORKER_SLACK))
+
+
+def rate_is_rising(demands: Iterable[SubtopologyDemand]) -> bool:
+    """Whether the input rate of the last interval is above the averaged one, counted in the work it
+    brings (each sub-topology's rate over its capacity): the average lags a rising rate."""
+    return sum((demand.latest_input_rate - demand.input_rate) / demand.capacity
+               for demand in demands) > _WHOLE_WORKER_SLACK
 
 
 @dataclass(frozen=True)
@@ -285,17 +333,34 @@ def recommend(
     task_count = len(snapshot.tasks)
     has_work = total_lag > 0 or rate > 0
     required = sum(demand.workers for demand in demands.values())
-    unstabilized = desired_workers(required, has_work, task_count, config)
     lower, upper = worker_bounds(task_count, has_work, config)
-    if lower <= current_workers < unstabilized and required <= current_workers * (1 + config.scale_up_dead_band):
+    total = desired_workers(required, has_work, task_count, config)
+    loads = task_loads(snapshot, previous_snapshot, demands) if config.whole_task_workers else []
+    unstabilized = workers_for_whole_tasks(loads, total, upper)
+    # The band is measured on what is asked for: the total's fraction, or the whole-task count above it.
+    asked = unstabilized if unstabilized > total else required
+    if lower <= current_workers < unstabilized and asked <= current_workers * (1 + config.scale_up_dead_band):
         unstabilized = current_workers
+    margin = 1 + config.scale_up_dead_band
+    if unstabilized < current_workers:
+        # Hysteresis: a whole-task count is left only once the busiest would be beyond the band of
+        # falling behind (up above one worker, down below 1 / (1 + band)), as the total's count is.
+        unstabilized = max(unstabilized,
+                           min(current_workers, workers_for_whole_tasks([load * margin for load in loads], total,
+                                                                        upper)))
     remembered = None
     if config.scale_down_follows_latest_rate:
         at_latest = sum(required_rate(demand.lag, min(demand.input_rate, demand.latest_input_rate), config)
                         / demand.capacity for demand in demands.values())
         remembered = desired_workers(at_latest, has_work, task_count, config)
+        if config.whole_task_workers:
+            remembered = workers_for_whole_tasks(
+                [load * margin for load in task_loads(snapshot, previous_snapshot, demands, at_latest=True)],
+                remembered, upper)
     decided, next_state = stabilize(unstabilized, current_workers, snapshot.time, state, config, ceiling=upper,
-                                    remembered=remembered)
+                                    remembered=remembered,
+                                    may_scale_down=not (config.scale_down_waits_while_rate_rises
+                                                        and rate_is_rising(demands.values())))
     recommendation = Recommendation(
         desired_workers=decided,
         unstabilized_workers=unstabilized,
