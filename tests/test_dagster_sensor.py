@@ -218,7 +218,8 @@ def test_a_worker_retired_while_still_queued_is_cancelled_and_its_tasks_go_at_on
 
 def test_a_worker_that_keeps_failing_is_relaunched_after_a_backoff(kafka_bootstrap, kafka_admin, unique_topic,
                                                                     tmp_path):
-    elastic = ElasticWorkers(scaling=ScalingConfig(min_workers=1, max_workers=1, restart_backoff_seconds=2,
+    backoff = 4
+    elastic = ElasticWorkers(scaling=ScalingConfig(min_workers=1, max_workers=1, restart_backoff_seconds=backoff,
                                                    max_restart_backoff_seconds=60))
     for defs, instance, _source, _app_id in _setup(kafka_bootstrap, kafka_admin, unique_topic, tmp_path, elastic):
         result = tick_sensor(defs, instance, None)
@@ -228,15 +229,23 @@ def test_a_worker_that_keeps_failing_is_relaunched_after_a_backoff(kafka_bootstr
         result = tick_sensor(defs, instance, result.cursor)
         (second,) = _submit(defs, instance, result.run_requests)
         assert second.tags[TAG_WORKER] == "worker-0"
+        before_failure = time.time()
         instance.report_run_failed(second, "bad record")
-        # ... the second waits 2 s: ticks in between launch nothing ...
-        result = tick_sensor(defs, instance, result.cursor)
-        assert not result.run_requests
-        result = tick_sensor(defs, instance, result.cursor)
-        assert not result.run_requests
+        # ... the second waits out the backoff: ticks that end within it launch nothing (the
+        # backoff counts from the failure, written after before_failure; a tick on a loaded
+        # machine may take seconds, so only those that ended in time are judged) ...
+        judged = 0
+        while True:
+            result = tick_sensor(defs, instance, result.cursor)
+            if time.time() >= before_failure + backoff:
+                break
+            assert not result.run_requests
+            judged += 1
+        assert judged >= 1
         # ... then it is relaunched with its tasks.
-        time.sleep(2.2)
-        result = tick_sensor(defs, instance, result.cursor)
+        if not result.run_requests:
+            time.sleep(max(0.0, before_failure + backoff + 0.2 - time.time()))
+            result = tick_sensor(defs, instance, result.cursor)
         (third,) = result.run_requests
         assert third.tags[TAG_WORKER] == "worker-0" and parse_tasks(third.tags[TAG_TASKS]) == ALL
 
