@@ -30,7 +30,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     modules = {getattr(item, "module", None) for item in session.items} - {None}
     if any(getattr(value, "__module__", None) == "killed_runs" for module in modules for value in vars(module).values()):
-        killed_runs.start_next_killed_run()
+        killed_runs.start_next_killed_run(os.environ.get(TEST_BOOTSTRAP_ENV_VAR))
 
 
 @pytest.fixture(scope="session")

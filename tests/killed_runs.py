@@ -37,6 +37,7 @@ class _WarmProcesses:
 
     def __init__(self) -> None:
         self.waiting: subprocess.Popen | None = None
+        self.bootstrap: str | None = None  # the broker the last killed run used: the next warms up on it
         self.directory = tempfile.mkdtemp(prefix="killed-runs-")  # the JVMs' working directory
         atexit.register(self.stop)
 
@@ -45,20 +46,25 @@ class _WarmProcesses:
         # workers, whose environment is the JVM's: on PYTHONPATH from the start.
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
                "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), os.environ.get("PYTHONPATH", "")])}
-        return subprocess.Popen([sys.executable, str(TESTS_DIR / "killed_run_process.py"), KILLED_RUN_MASTER],
+        warm_up = [self.bootstrap] if self.bootstrap else []
+        return subprocess.Popen([sys.executable, str(TESTS_DIR / "killed_run_process.py"), KILLED_RUN_MASTER, *warm_up],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                 env=env, start_new_session=True, cwd=self.directory)
 
     def take(self, argv: list[str], cwd: Path, path: list[str]) -> subprocess.Popen:
         """A process running ``dagster-kstreams <argv>`` in ``cwd`` with ``path`` first on sys.path."""
+        if "--bootstrap-servers" in argv:
+            self.bootstrap = argv[argv.index("--bootstrap-servers") + 1]
         process = self.waiting if self.waiting is not None and self.waiting.poll() is None else self._start()
         self.waiting = None
         process.stdin.write(json.dumps({"argv": argv, "cwd": str(cwd), "path": path}) + "\n")
         process.stdin.flush()
         return process
 
-    def start_next(self) -> None:
-        """Start the next one (once the last is killed, so that it never slows the run being killed)."""
+    def start_next(self, bootstrap: str | None = None) -> None:
+        """Start the next one (once the last is killed, so that it never slows the run being killed),
+        warming up on ``bootstrap`` (else on the broker of the last killed run, if any)."""
+        self.bootstrap = bootstrap or self.bootstrap
         if self.waiting is None:
             self.waiting = self._start()
 
@@ -82,9 +88,10 @@ def start_killed_run(argv: list[str], cwd: Path, path: tuple[str, ...] = ()) -> 
     return _WARM.take(argv, cwd, [str(entry) for entry in path])
 
 
-def start_next_killed_run() -> None:
-    """Start the process the next killed run will take, if none waits yet."""
-    _WARM.start_next()
+def start_next_killed_run(bootstrap: str | None = None) -> None:
+    """Start the process the next killed run will take, if none waits yet; it warms its SparkSession
+    up on ``bootstrap``'s broker if given."""
+    _WARM.start_next(bootstrap)
 
 
 def kill_group(victim: subprocess.Popen) -> None:
