@@ -10,7 +10,8 @@ from stdin, ``{"argv": [...], "cwd": ..., "path": [...]}``, and runs
 ``dagster_kstreams.cli.main(argv)`` in ``cwd`` with ``path`` first on ``sys.path``. The command finds
 the session already up (``getOrCreate``) and goes on as it would in a fresh process: its own Spark
 driver, its own Python workers, its progress lines on stdout. The tests start the next such process
-while the last one runs, so that a killed run no longer waits for a Python and a JVM to start.
+as soon as the last one is killed, so that a killed run no longer waits for a Python process, a JVM
+and its first query to start.
 """
 
 from __future__ import annotations

@@ -5,9 +5,10 @@ The equivalence tests use it to check that a task killed mid-run and run again (
 process, from the same state location) still gives Kafka Streams' result.
 
 The killed process is started ahead (:mod:`killed_run_process`): by the time a test needs it, it has
-imported the command and started its SparkSession, and the next one starts as it is taken. A cold
-process cost each killed run a Python start, a JVM start and a SparkSession (5-15 s) before the
-first batch; the run itself, its kill and the rerun are the same.
+imported the command, started its SparkSession and warmed it up; the first one starts when the tests
+are collected, each next one when the last is killed. A cold process cost each killed run a Python
+start, a JVM start, a SparkSession and a cold first query (about 13 s to the first batch at a load
+of 3-4 on the 2-core machine, 2 s warm); the run itself, its kill and the rerun are the same.
 """
 
 from __future__ import annotations
