@@ -13,12 +13,24 @@
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
 
 TEST_BOOTSTRAP_ENV_VAR = "KSTREAMS_TEST_BOOTSTRAP"
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """When a selected test kills a run (tests/killed_runs.py), that run's process starts now, so
+    that it is up by the time the test needs it (each later one starts as the last is killed)."""
+    killed_runs = sys.modules.get("killed_runs")  # imported by the modules that use it, if any were collected
+    if killed_runs is None:
+        return
+    modules = {getattr(item, "module", None) for item in session.items} - {None}
+    if any(getattr(value, "__module__", None) == "killed_runs" for module in modules for value in vars(module).values()):
+        killed_runs.start_next_killed_run(os.environ.get(TEST_BOOTSTRAP_ENV_VAR))
 
 
 @pytest.fixture(scope="session")

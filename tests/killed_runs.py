@@ -3,14 +3,23 @@ the rerun in this process that continues from its checkpoints.
 
 The equivalence tests use it to check that a task killed mid-run and run again (in another
 process, from the same state location) still gives Kafka Streams' result.
+
+The killed process is started ahead (:mod:`killed_run_process`): by the time a test needs it, it has
+imported the command, started its SparkSession and warmed it up; the first one starts when the tests
+are collected, each next one when the last is killed. A cold process cost each killed run a Python
+start, a JVM start, a SparkSession and a cold first query (about 13 s to the first batch at a load
+of 3-4 on the 2-core machine, 2 s warm); the run itself, its kill and the rerun are the same.
 """
 
 from __future__ import annotations
 
+import atexit
+import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +29,78 @@ from dagster_kstreams.spark.task_result import TaskResult
 from dagster_kstreams.spark.task_runner import TaskRunner
 
 TESTS_DIR = Path(__file__).resolve().parent
+# The killed runs' Spark master: the one the warm processes start their sessions on.
+KILLED_RUN_MASTER = "local[2]"
+
+
+class _WarmProcesses:
+    """At most one :mod:`killed_run_process` waiting for its command line, started ahead."""
+
+    def __init__(self) -> None:
+        self.waiting: subprocess.Popen | None = None
+        self.bootstrap: str | None = None  # the broker the last killed run used: the next warms up on it
+        self.directory = tempfile.mkdtemp(prefix="killed-runs-")  # the JVMs' working directory
+        atexit.register(self.stop)
+
+    def _start(self) -> subprocess.Popen:
+        # The factories' modules (tests/) must be importable by the driver and by its Python
+        # workers, whose environment is the JVM's: on PYTHONPATH from the start.
+        env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
+               "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), os.environ.get("PYTHONPATH", "")])}
+        warm_up = [self.bootstrap] if self.bootstrap else []
+        return subprocess.Popen([sys.executable, str(TESTS_DIR / "killed_run_process.py"), KILLED_RUN_MASTER, *warm_up],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                env=env, start_new_session=True, cwd=self.directory)
+
+    def take(self, argv: list[str], cwd: Path, path: list[str]) -> subprocess.Popen:
+        """A process running ``dagster-kstreams <argv>`` in ``cwd`` with ``path`` first on sys.path."""
+        if "--bootstrap-servers" in argv:
+            self.bootstrap = argv[argv.index("--bootstrap-servers") + 1]
+        process = self.waiting if self.waiting is not None and self.waiting.poll() is None else self._start()
+        self.waiting = None
+        process.stdin.write(json.dumps({"argv": argv, "cwd": str(cwd), "path": path}) + "\n")
+        process.stdin.flush()
+        return process
+
+    def start_next(self, bootstrap: str | None = None) -> None:
+        """Start the next one (once the last is killed, so that it never slows the run being killed),
+        warming up on ``bootstrap`` (else on the broker of the last killed run, if any)."""
+        self.bootstrap = bootstrap or self.bootstrap
+        if self.waiting is None:
+            self.waiting = self._start()
+
+    def stop(self) -> None:
+        if self.waiting is not None and self.waiting.poll() is None:
+            os.killpg(self.waiting.pid, signal.SIGKILL)
+            self.waiting.wait(timeout=60)
+        self.waiting = None
+
+
+_WARM = _WarmProcesses()
+
+
+def start_killed_run(argv: list[str], cwd: Path, path: tuple[str, ...] = ()) -> subprocess.Popen:
+    """``dagster-kstreams <argv>`` (with ``--master`` ``KILLED_RUN_MASTER``) in a process group of its
+    own, its progress lines on its stdout; ``path`` goes first on its sys.path. The caller kills it
+    (:func:`kill_group`)."""
+    master = argv[argv.index("--master") + 1]
+    if master != KILLED_RUN_MASTER:
+        raise ValueError(f"a killed run runs on {KILLED_RUN_MASTER}, not {master}")
+    return _WARM.take(argv, cwd, [str(entry) for entry in path])
+
+
+def start_next_killed_run(bootstrap: str | None = None) -> None:
+    """Start the process the next killed run will take, if none waits yet; it warms its SparkSession
+    up on ``bootstrap``'s broker if given."""
+    _WARM.start_next(bootstrap)
+
+
+def kill_group(victim: subprocess.Popen) -> None:
+    """SIGKILL the process and everything it started (its JVM, its Python workers); the next killed
+    run's process starts."""
+    os.killpg(victim.pid, signal.SIGKILL)
+    victim.wait(timeout=60)
+    _WARM.start_next()
 
 
 def run_until_killed(
@@ -41,14 +122,9 @@ def run_until_killed(
     module_name, function = factory.split(":")
     module = tmp_path / "killed_topology.py"
     module.write_text(f"from {module_name} import {function}\n\n\ndef build():\n    return {function}({factory_args!r})\n")
-    command = [
-        sys.executable, "-m", "dagster_kstreams.cli", "run", "killed_topology:build", "--app-id", app_id, "--all",
-        "--bootstrap-servers", bootstrap, "--state-location", str(state), "--master", "local[2]", *extra_args,
-    ]
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
-           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(TESTS_DIR), os.environ.get("PYTHONPATH", "")])}
-    victim = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
-                              start_new_session=True, cwd=str(tmp_path))
+    argv = ["run", "killed_topology:build", "--app-id", app_id, "--all", "--bootstrap-servers", bootstrap,
+            "--state-location", str(state), "--master", KILLED_RUN_MASTER, *extra_args]
+    victim = start_killed_run(argv, tmp_path, (str(tmp_path),))
     lines: list[str] = []
     try:
         for line in victim.stdout:
@@ -57,8 +133,7 @@ def run_until_killed(
                 time.sleep(grace_seconds)
                 break
     finally:
-        os.killpg(victim.pid, signal.SIGKILL)
-        victim.wait(timeout=60)
+        kill_group(victim)
     assert victim.returncode == -signal.SIGKILL, lines
     return lines
 

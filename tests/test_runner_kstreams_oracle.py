@@ -11,18 +11,16 @@ at-least-once runs are killed in the other equivalence tests).
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 import signal
-import subprocess
-import sys
 import textwrap
 import time
 
 import pytest
 
 import oracle_harness
+from killed_runs import KILLED_RUN_MASTER, kill_group, start_killed_run
 from dagster_kstreams.kafka.records import final_values, produce, read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
 
@@ -163,15 +161,13 @@ def test_killed_mid_batch_and_rerun_still_matches_kafka_streams(
     module, build = _examples_module(tmp_path, topics)
     app_id = unique_topic("spark-app")
     state = tmp_path / "state"
-    command = [
-        sys.executable, "-m", "dagster_kstreams.cli", "run", f"{module}:build", "--app-id", app_id, "--all",
-        "--bootstrap-servers", kafka_bootstrap, "--state-location", str(state), "--master", "local[2]",
+    argv = [
+        "run", f"{module}:build", "--app-id", app_id, "--all",
+        "--bootstrap-servers", kafka_bootstrap, "--state-location", str(state), "--master", KILLED_RUN_MASTER,
         "--max-records-per-batch", "15000", "--spark-conf", "spark.sql.execution.arrow.maxRecordsPerBatch=500",
         "--processing-guarantee", "exactly_once_v2",
     ]
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    victim = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
-                              start_new_session=True)
+    victim = start_killed_run(argv, tmp_path)
     progress_lines = []
     try:
         # Let it finish a few batches of the first tasks, then kill it in the middle of the next one.
@@ -181,8 +177,7 @@ def test_killed_mid_batch_and_rerun_still_matches_kafka_streams(
                 time.sleep(1.5)
                 break
     finally:
-        os.killpg(victim.pid, signal.SIGKILL)  # the whole session: the driver and its Python workers
-        victim.wait(timeout=60)
+        kill_group(victim)  # the whole session: the driver and its Python workers
     assert victim.returncode == -signal.SIGKILL
     assert sum(1 for seen in progress_lines if " batch " in seen) >= 3
 
