@@ -5,22 +5,26 @@ task-grouped one keeps each key's state under them. A sub-topology whose sources
 different serdes while one store keeps them (a cogroup: Kafka Streams' store serializes every
 input's key with its own key serde) sets
 :attr:`~dagster_kstreams.processors.program.SubtopologyProgram.state_key_serde`: its records
-then carry :data:`STATE_KEY_COLUMN`, the key as the store writes it, computed by one Arrow pass
-(:func:`with_state_keys`) that only such programs pay for; Spark groups by it, and each record's
-``context.raw_key`` is it (:mod:`dagster_kstreams.spark.frames`).
+then carry :data:`STATE_KEY_COLUMN`, the key as the store writes it
+(:meth:`~dagster_kstreams.processors.program.SubtopologyProgram.state_keys`); Spark groups by it,
+and each record's ``context.raw_key`` is it (:mod:`dagster_kstreams.spark.frames`). Such a
+sub-topology reads several topics (sources with different serdes), so its records are put in
+processing order first: the column is computed in that same Python pass, no pass of its own
+(:func:`state_key_column_of`, :func:`~dagster_kstreams.spark.source.in_processing_order`), and
+only such programs compute it.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import pyarrow as pa
 import pyspark.sql.types as T
-from pyspark.sql import DataFrame
 
-__all__ = ["STATE_KEY_COLUMN", "with_state_keys", "state_key_column"]
+__all__ = ["STATE_KEY_COLUMN", "state_key_column", "state_key_column_of"]
 
 STATE_KEY_COLUMN = "state_key"
+_FIELD = T.StructField(STATE_KEY_COLUMN, T.BinaryType(), True)
 
 
 def state_key_column(program: Any) -> str:
@@ -28,19 +32,15 @@ def state_key_column(program: Any) -> str:
     return "key" if program.state_key_serde is None else STATE_KEY_COLUMN
 
 
-def with_state_keys(source: DataFrame, program: Any) -> DataFrame:
-    """``source`` with :data:`STATE_KEY_COLUMN` (``program.state_keys`` of each record) when the
-    program's state is not grouped by the source key's bytes; else ``source`` itself."""
+def state_key_column_of(program: Any) -> Optional[tuple[T.StructField, Any]]:
+    """``(field, function of a pyarrow Table -> the state keys of its rows)`` for a program whose
+    state is not grouped by the source key's bytes (None otherwise): a column to compute in a pass
+    the records go through anyway (``event_time.with_processing_order``'s ``extra_column``)."""
     if program.state_key_serde is None:
-        return source
-    schema = T.StructType([*source.schema.fields, T.StructField(STATE_KEY_COLUMN, T.BinaryType(), True)])
+        return None
 
-    def add_state_keys(batches):
-        for batch in batches:
-            keys = batch.column(batch.schema.get_field_index("key")).to_pylist()
-            topics = batch.column(batch.schema.get_field_index("topic")).to_pylist()
-            state_keys = pa.array(program.state_keys(keys, topics), type=pa.binary())
-            yield pa.RecordBatch.from_arrays([*batch.columns, state_keys],
-                                             names=[*batch.schema.names, STATE_KEY_COLUMN])
+    def state_keys(table) -> pa.Array:
+        keys = table.column("key").to_pylist()
+        return pa.array(program.state_keys(keys, table.column("topic").to_pylist()), type=pa.binary())
 
-    return source.mapInArrow(add_state_keys, schema)
+    return _FIELD, state_keys

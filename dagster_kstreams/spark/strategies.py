@@ -45,7 +45,7 @@ from dagster_kstreams.processors.user_processors import user_store_content
 from dagster_kstreams.processors.windows import WINDOW_KINDS
 from dagster_kstreams.spark.frames import output_schema
 from dagster_kstreams.spark.source import in_processing_order
-from dagster_kstreams.spark.state_keys import state_key_column, with_state_keys
+from dagster_kstreams.spark.state_keys import state_key_column
 
 __all__ = ["Strategy", "STRATEGIES", "strategy_for", "configure_session", "ROCKSDB_PROVIDER"]
 
@@ -158,7 +158,7 @@ class TaskGroupedState(Strategy):
             if output is not None:
                 yield output
 
-        ordered = in_processing_order(with_state_keys(source, program), program)
+        ordered = in_processing_order(source, program)
         return ordered.withColumn(_TASK_GROUP, F.lit(0)).groupBy(_TASK_GROUP).applyInPandasWithState(
             run_task, output_schema(program), "task binary", "Update", GroupStateTimeout.NoTimeout
         )
@@ -185,7 +185,7 @@ class TaskGroupedState(Strategy):
 
 
 class KeyedState(Strategy):
-    """One group per source key, one state column per store."""
+    """One group per source key (or the store's: spark/state_keys.py), one state column per store."""
 
     def applies(self, program: Any) -> bool:
         return program.stateful
@@ -207,8 +207,7 @@ class KeyedState(Strategy):
             if output is not None:
                 yield output
 
-        keyed = in_processing_order(with_state_keys(source, program), program)
-        return keyed.groupBy(state_key_column(program)).applyInPandasWithState(
+        return in_processing_order(source, program).groupBy(state_key_column(program)).applyInPandasWithState(
             run_key_group, output_schema(program), state_schema, "Update", GroupStateTimeout.NoTimeout
         )
 

@@ -47,12 +47,11 @@ import org.apache.kafka.streams.state.WindowStore;
  * without the record cache, so every update is forwarded as it happens and the output is fixed by
  * the input alone.
  *
- * Two inputs read their keys with another serde than the others: visits (in the plain cogroup) and
- * likes (in the hopping one) are keyed by the user's number written as a Long, read as "u<n>"
- * (USER_ID), so that the one store of each cogroup, which writes every key with the String serde,
- * merges them with the other inputs' records of that user.
+ * One input of the plain cogroup reads its keys with another serde than the others: visits are keyed
+ * by the user's number written as a Long, read as "u<n>" (USER_ID), so that the cogroup's one store,
+ * which writes every key with the String serde, merges them with the other inputs' records of that user.
  *
- * Args: bootstrap applicationId stateDir clicks views orders refunds visits likes outPlain outWindowed outFinal
+ * Args: bootstrap applicationId stateDir clicks views orders refunds visits outPlain outWindowed outFinal
  *       outSliding outSessions
  *
  * The Python twin is cogroup_examples() in tests/cogroup_topology.py; keep the two in step.
@@ -74,8 +73,8 @@ public final class CogroupExamples {
     }
 
     static Topology cogroupExamples(String clicks, String views, String orders, String refunds, String visits,
-                                    String likes, String outPlain, String outWindowed, String outFinal,
-                                    String outSliding, String outSessions) {
+                                    String outPlain, String outWindowed, String outFinal, String outSliding,
+                                    String outSessions) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> orderStream = builder.stream(orders);
         KGroupedStream<String, String> refundsByUser = builder.<String, String>stream(refunds).groupByKey();
@@ -93,12 +92,9 @@ public final class CogroupExamples {
 
         KGroupedStream<String, String> clicksByUser = builder.<String, String>stream(clicks).groupByKey();
         KGroupedStream<String, String> viewsByUser = builder.<String, String>stream(views).groupByKey();
-        KGroupedStream<String, String> likesByUser =
-            builder.stream(likes, Consumed.with(USER_ID, Serdes.String())).groupByKey();
         KTable<Windowed<String>, String> windowed = clicksByUser.<String>cogroup((key, value, agg) -> tail(agg + "c" + value))
             .cogroup(viewsByUser, (key, value, agg) -> tail(agg + "v" + value))
             .cogroup(ordersByUser, (key, value, agg) -> tail(agg + "o" + value))
-            .cogroup(likesByUser, (key, value, agg) -> tail(agg + "l" + value))
             .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(3))
                 .advanceBy(Duration.ofSeconds(5)))
             // The suppression buffer serializes the windowed keys: the store names the key serde.
@@ -130,9 +126,9 @@ public final class CogroupExamples {
         String bootstrap = args[0];
         String applicationId = args[1];
         String stateDir = args[2];
-        List<String> inputs = List.of(args[3], args[4], args[5], args[6], args[7], args[8]);
+        List<String> inputs = List.of(args[3], args[4], args[5], args[6], args[7]);
         Topology topology = cogroupExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10],
-                                            args[11], args[12], args[13]);
+                                            args[11], args[12]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         // The cogroups read repartition topics their own upstream task fills: wait for them rather than
         // run ahead on the other inputs (the Spark runner writes a repartition topic first).
