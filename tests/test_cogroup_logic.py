@@ -10,6 +10,8 @@ from datetime import timedelta
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
 from dagster_kstreams.spark.state_keys import STATE_KEY_COLUMN, state_key_column
@@ -230,6 +232,9 @@ def _keys_read_differently(windowed):
     return build
 
 
+_STATE_KEYED = _program(_keys_read_differently(windowed=False))
+
+
 def test_inputs_whose_sources_read_one_key_from_different_bytes_update_one_aggregate():
     # Kafka Streams' one store keys both by the key as its serde (default.key.serde) writes it.
     program = _program(_keys_read_differently(windowed=False))
@@ -242,6 +247,17 @@ def test_inputs_whose_sources_read_one_key_from_different_bytes_update_one_aggre
     assert _run(program, rows, batches=len(rows)) == expected
     # Inputs that read keys alike keep grouping by the key's bytes (no extra pass).
     assert _program(_plain).state_key_serde is None
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.integers(min_value=-2**63, max_value=2**63 - 1)), max_size=20))
+def test_one_user_gets_one_state_key_whichever_input_wrote_it(users):
+    program = _STATE_KEYED
+    as_strings = [None if n is None else f"u{n}".encode() for n in users]
+    as_longs = [None if n is None else _user_id(n) for n in users]
+    expected = [None if n is None else f"u{n}".encode() for n in users]  # the store's String serde
+    assert program.state_keys(as_strings, ["a"] * len(users)) == expected
+    assert program.state_keys(as_longs, ["b"] * len(users)) == expected
 
 
 def test_a_windowed_cogroup_of_keys_read_differently_shares_each_keys_windows():
