@@ -6,7 +6,8 @@ order itself), a stateless chain after that merge (every record mapped to one ke
 count whose every update is re-keyed to one key, a stream-table join over two partitions
 whose sides interleave in time, and a merge of three topics to one key written with Column
 expressions (run in the JVM), that merge also placed by a partitioner after a Column
-``map_values`` (the JVM's plan, then the partitioner in one Python pass). All timestamps are distinct and interleaved across topics.
+``map_values`` (the JVM's plan, then the partitioner in one Python pass). All timestamps are
+distinct and interleaved across topics.
 Custom stream partitioners too: a sink placed by the value (a copy to every partition, none, the
 default partitioner, tombstones and null keys), the same on a sink whose topic a function picks
 between two topics of different partition counts, and a repartition placed by the key feeding an

@@ -61,7 +61,8 @@ public final class CogroupExamples {
 
     /** The user "u<n>" written as the Long n (UserIdSerde in Python). */
     static final Serde<String> USER_ID = Serdes.serdeFrom(
-        (topic, user) -> user == null ? null : ByteBuffer.allocate(8).putLong(Long.parseLong(user.substring(1))).array(),
+        (topic, user) -> user == null ? null
+            : ByteBuffer.allocate(8).putLong(Long.parseLong(user.substring(1))).array(),
         (topic, data) -> data == null ? null : "u" + ByteBuffer.wrap(data).getLong());
 
     static String tail(String aggregate) {
