@@ -8,28 +8,48 @@ sliding-windowed and a session-windowed one. Every aggregate is a string of the 
 contributions (the last 60 characters), so that the order of the updates shows; the stores run
 without the record cache.
 
+One input of the plain cogroup reads its keys with another serde than the others: visits are
+keyed by the user's number written as a Long, read as "u<n>" (:class:`UserIdSerde`), so that Kafka
+Streams' one store, which writes every key with the String serde, merges them with the other
+inputs' records of that user. (The windowed cogroups' share of it runs without Spark in
+tests/test_cogroup_logic.py.)
+
 Its lambdas are self-contained (no module-level helpers): Spark's Python workers cannot import
 modules of tests/, and the test modules ship their own functions by value.
 """
 
 from __future__ import annotations
 
+import struct
 from datetime import timedelta
 
 from dagster_kstreams.topology import StreamsBuilder
-from dagster_kstreams.topology.consumed_produced import Produced
+from dagster_kstreams.topology.consumed_produced import Consumed, Produced
 from dagster_kstreams.topology.grouped_repartitioned import Grouped
 from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology.named import Named
-from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
+from dagster_kstreams.topology.serdes import Serde, Serdes, WindowedSerde
 from dagster_kstreams.topology.suppressed import BufferConfig, Suppressed
 from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
 
-INPUTS = ("clicks", "views", "orders", "refunds")
+INPUTS = ("clicks", "views", "orders", "refunds", "visits")
+USER_ID_KEYED = ("visits",)  # keys written by UserIdSerde
 OUTPUTS = ("out-plain", "out-windowed", "out-final", "out-sliding", "out-sessions")
 # How each output's keys are read: a plain string, a time window of 10 s (5 s), a session window.
 OUTPUT_KEYS = {"out-plain": None, "out-windowed": 10_000, "out-final": 10_000, "out-sliding": 5_000,
                "out-sessions": "session"}
+
+
+class UserIdSerde(Serde):
+    """The user ``u<n>`` written as the Long ``n`` (CogroupExamples.USER_ID in Java)."""
+
+    name = "UserId"
+
+    def serialize(self, value):
+        return None if value is None else struct.pack(">q", int(value[1:]))
+
+    def deserialize(self, data):
+        return None if data is None else f"u{struct.unpack('>q', data)[0]}"
 
 
 def cogroup_examples(topics: dict[str, str]) -> StreamsBuilder:
@@ -37,10 +57,12 @@ def cogroup_examples(topics: dict[str, str]) -> StreamsBuilder:
     builder = StreamsBuilder()
     orders = builder.stream(topics["orders"])
     refunds_by_user = builder.stream(topics["refunds"]).group_by_key()
+    visits_by_user = builder.stream(topics["visits"], Consumed.with_(UserIdSerde(), Serdes.String())).group_by_key()
     orders_by_user = orders.group_by(lambda key, value: None if value is None else value.split(",")[0],
                                      Grouped.with_(Serdes.String(), Serdes.String()))
     refunds_by_user.cogroup(lambda key, value, agg: (agg + "r" + value)[-60:]) \
         .cogroup(orders_by_user, lambda key, value, agg: (agg + "o" + value)[-60:]) \
+        .cogroup(visits_by_user, lambda key, value, agg: (agg + "s" + value)[-60:]) \
         .aggregate(lambda: "", Named.as_("activity"), Materialized.as_("activity-store").with_caching_disabled()) \
         .to_stream() \
         .to(topics["out-plain"])

@@ -10,12 +10,15 @@ from datetime import timedelta
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
+from dagster_kstreams.spark.state_keys import STATE_KEY_COLUMN, state_key_column
 from dagster_kstreams.topology import StreamsBuilder, TopologyException
 from dagster_kstreams.topology.consumed_produced import Consumed, Produced
 from dagster_kstreams.topology.materialized import Materialized
-from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
+from dagster_kstreams.topology.serdes import Serde, Serdes, WindowedSerde
 from dagster_kstreams.topology.suppressed import BufferConfig, Suppressed
 from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
 
@@ -53,15 +56,20 @@ def _program(build, sub=0):
                             default_value_serde=Serdes.String()).program(sub)
 
 
-def _frame(rows, first):
-    """Rows ``(topic, key, value, timestamp)`` in processing order (``seq`` from ``first``)."""
+def _frame(rows, first, program):
+    """Rows ``(topic, key, value, timestamp)`` in processing order (``seq`` from ``first``); a key
+    given as bytes is taken as written. With the state keys the engine adds (spark/state_keys.py)."""
     seq = list(range(first, first + len(rows)))
-    return pd.DataFrame({
-        "key": [None if key is None else key.encode() for _, key, _, _ in rows],
-        "value": [None if value is None else value.encode() for _, _, value, _ in rows],
-        "topic": [topic for topic, _, _, _ in rows], "partition": [0] * len(rows), "offset": seq,
+    keys = [key if key is None or isinstance(key, bytes) else key.encode() for _, key, _, _ in rows]
+    topics = [topic for topic, _, _, _ in rows]
+    frame = pd.DataFrame({
+        "key": keys, "value": [None if value is None else value.encode() for _, _, value, _ in rows],
+        "topic": topics, "partition": [0] * len(rows), "offset": seq,
         "timestamp": [None] * len(rows), "event_time": [ts for *_, ts in rows], "merge_time": seq, "seq": seq,
     })
+    if program.state_key_serde is not None:
+        frame[STATE_KEY_COLUMN] = program.state_keys(keys, topics)
+    return frame
 
 
 def _run(program, rows, batches=1):
@@ -71,13 +79,13 @@ def _run(program, rows, batches=1):
     size = -(-len(rows) // batches)
     keyed: dict = {}
     for first in range(0, len(rows), size):
-        frame = _frame(rows[first:first + size], first)
+        frame = _frame(rows[first:first + size], first, program)
         if program.task_grouped:
             outs = [program.process_task_batch(frame, stored)]
             stored = outs[0][1]
         else:
             outs = []
-            for key, group in frame.groupby(frame["key"].map(repr), sort=False):
+            for key, group in frame.groupby(frame[state_key_column(program)].map(repr), sort=False):
                 out, keyed[key] = program.process_key_group(group, keyed.get(key))
                 outs.append((out, None))
         frames = [out for out, _ in outs if out is not None]
@@ -194,13 +202,83 @@ def test_a_session_cogroup_merges_sessions_across_inputs():
         (("k", 9_000, 9_000), b"a3")]
 
 
-def test_inputs_reading_keys_with_different_serdes_are_refused():
+class _UserIdSerde(Serde):
+    """User ``u<n>`` written as the Long ``n`` (the key of another topic's records)."""
+
+    name = "UserId"
+
+    def serialize(self, value):
+        return None if value is None else struct.pack(">q", int(value[1:]))
+
+    def deserialize(self, data):
+        return None if data is None else f"u{struct.unpack('>q', data)[0]}"
+
+
+def _user_id(n):
+    return struct.pack(">q", n)
+
+
+def _keys_read_differently(windowed):
     def build(builder):
         first = builder.stream("a").group_by_key()
-        second = builder.stream("b", Consumed.with_(Serdes.Long(), Serdes.String())).group_by_key()
-        first.cogroup(lambda key, value, agg: agg).cogroup(second, lambda key, value, agg: agg) \
-            .aggregate(lambda: "").to_stream().to("out")
-    with pytest.raises(UnsupportedTopologyError, match="different serdes"):
+        second = builder.stream("b", Consumed.with_(_UserIdSerde(), Serdes.String())).group_by_key()
+        cogrouped = first.cogroup(lambda key, value, agg: agg + "a" + value) \
+            .cogroup(second, lambda key, value, agg: agg + "b" + value)
+        if windowed:
+            cogrouped.windowed_by(TimeWindows.of_size_and_grace(10 * SECONDS, 2 * SECONDS)) \
+                .aggregate(lambda: "", Materialized.as_("w").with_caching_disabled()).to_stream().to("out", WINDOWED)
+        else:
+            cogrouped.aggregate(lambda: "", Materialized.as_("s").with_caching_disabled()).to_stream().to("out")
+    return build
+
+
+_STATE_KEYED = _program(_keys_read_differently(windowed=False))
+
+
+def test_inputs_whose_sources_read_one_key_from_different_bytes_update_one_aggregate():
+    # Kafka Streams' one store keys both by the key as its serde (default.key.serde) writes it.
+    program = _program(_keys_read_differently(windowed=False))
+    assert program.state_key_serde == Serdes.String() and not program.task_grouped
+    assert program.state_keys([b"u7", _user_id(7), None, b"\x01"], ["a", "b", "b", "b"]) == [b"u7", b"u7", None,
+                                                                                             b"\x01"]  # unreadable
+    rows = [("a", "u7", "1", 1), ("b", _user_id(7), "2", 2), ("b", _user_id(8), "3", 3), ("a", "u7", "4", 4)]
+    expected = [(b"u7", b"a1"), (b"u7", b"a1b2"), (b"u8", b"b3"), (b"u7", b"a1b2a4")]
+    assert _run(program, rows) == expected
+    assert _run(program, rows, batches=len(rows)) == expected
+    # Inputs that read keys alike keep grouping by the key's bytes (no extra pass).
+    assert _program(_plain).state_key_serde is None
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.integers(min_value=-2**63, max_value=2**63 - 1)), max_size=20))
+def test_one_user_gets_one_state_key_whichever_input_wrote_it(users):
+    program = _STATE_KEYED
+    as_strings = [None if n is None else f"u{n}".encode() for n in users]
+    as_longs = [None if n is None else _user_id(n) for n in users]
+    expected = [None if n is None else f"u{n}".encode() for n in users]  # the store's String serde
+    assert program.state_keys(as_strings, ["a"] * len(users)) == expected
+    assert program.state_keys(as_longs, ["b"] * len(users)) == expected
+
+
+def test_a_windowed_cogroup_of_keys_read_differently_shares_each_keys_windows():
+    program = _program(_keys_read_differently(windowed=True))
+    assert program.task_grouped and program.state_key_serde == Serdes.String()
+    rows = [("a", "u7", "1", 1_000), ("b", _user_id(7), "2", 2_000), ("a", "u7", "3", 12_000),
+            ("b", _user_id(7), "4", 13_000)]
+    expected = [(_window("u7", 0), b"a1"), (_window("u7", 0), b"a1b2"), (_window("u7", 10_000), b"a3"),
+                (_window("u7", 10_000), b"a3b4")]
+    assert _run(program, rows) == expected
+    assert _run(program, rows, batches=2) == expected
+
+
+def test_cogroups_of_one_sub_topology_whose_stores_write_keys_differently_are_refused():
+    def build(builder):
+        first = builder.stream("a").group_by_key()
+        second = builder.stream("b", Consumed.with_(_UserIdSerde(), Serdes.String())).group_by_key()
+        for store, key_serde in (("s", Serdes.String()), ("t", _UserIdSerde())):
+            first.cogroup(lambda key, value, agg: agg).cogroup(second, lambda key, value, agg: agg) \
+                .aggregate(lambda: "", Materialized.as_(store).with_key_serde(key_serde))
+    with pytest.raises(UnsupportedTopologyError, match="sub-topology 0: .*different ones"):
         _program(build)
 
 

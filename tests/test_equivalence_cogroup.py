@@ -1,9 +1,11 @@
 """``cogroup`` on Spark against Kafka Streams itself.
 
-One topology (tests/cogroup_topology.py; Java twin CogroupExamples): a plain cogroup of refunds
-and orders re-keyed by their user (a repartition topic), and on clicks, views and the orders a
-hopping-windowed cogroup (also suppressed until its windows close), and on clicks and views a
-sliding-windowed and a session-windowed one;
+One topology (tests/cogroup_topology.py; Java twin CogroupExamples): a plain cogroup of refunds,
+orders re-keyed by their user (a repartition topic) and visits, and on clicks, views and the orders
+a hopping-windowed cogroup (also suppressed until its windows close), and on clicks and views a
+sliding-windowed and a session-windowed one; visits keyed by the user's number written as a Long
+(read as the user by their source's serde: Kafka Streams' one store merges them with the other
+inputs' records of the user, and the runner groups that state by the store's key bytes);
 every aggregate a string of its latest contributions (so the order of the updates shows), every
 store uncached (so the output is fixed by the input). Kafka Streams 4.3.1 runs the whole input
 once, waiting for its repartition topics (``max.task.idle.ms``) so that each task merges its
@@ -38,11 +40,11 @@ from pyspark import cloudpickle
 
 import cogroup_topology
 import oracle_harness
-from cogroup_topology import INPUTS, OUTPUT_KEYS, OUTPUTS, cogroup_examples
+from cogroup_topology import INPUTS, OUTPUT_KEYS, OUTPUTS, USER_ID_KEYED, UserIdSerde, cogroup_examples
 from equivalence_io import output_topics, produce_strings
 from killed_runs import run_until_killed
 from dagster_kstreams.kafka.partitioner import default_partition
-from dagster_kstreams.kafka.records import read_topic
+from dagster_kstreams.kafka.records import produce, read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
 
@@ -55,8 +57,9 @@ PARTITIONS = 2
 T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute
 HALF_MS = 30_000  # each half spans 30 s of timestamps; the second starts 40 s after the first
 USERS = ("u1", "u2", "u3", "u5", "u11", "u15")  # three in each partition (murmur2)
-SIZES = {"clicks": 120, "views": 120, "orders": 60, "refunds": 50}  # per half
-PREFIX = {"clicks": "c", "views": "v", "orders": "o", "refunds": "r"}
+SIZES = {"clicks": 120, "views": 120, "orders": 60, "refunds": 50, "visits": 30}  # per half
+PREFIX = {"clicks": "c", "views": "v", "orders": "o", "refunds": "r", "visits": "s"}
+USER_ID = UserIdSerde()
 
 
 def _partition(key: str) -> int:
@@ -126,7 +129,12 @@ def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple[str, int], li
 
 def _produce(bootstrap: str, inputs: dict[str, str], records: dict[str, list[tuple]]) -> None:
     for name in INPUTS:
-        produce_strings(bootstrap, inputs[name], records[name])
+        if name in USER_ID_KEYED:  # the user's number as a Long, in the partition of the user's string
+            produce(bootstrap, inputs[name], [(USER_ID.serialize(key), None if value is None else value.encode(),
+                                               partition, timestamp)
+                                              for key, value, partition, timestamp in records[name]])
+        else:
+            produce_strings(bootstrap, inputs[name], records[name])
 
 
 class _KafkaStreamsRun:
@@ -214,11 +222,12 @@ def test_describe_of_the_topology_run_is_kafka_streams(kafka_streams_run):
 
 def _assert_reference_exercises_it(expected: dict) -> None:
     """Kafka Streams' output shows what the test is about: every input in the aggregates, windows
-    and sessions of several records, merged sessions (tombstones), on both tasks."""
+    and sessions of several records, merged sessions (tombstones), on both tasks; aggregates that
+    merge the Long-keyed input with a String-keyed one."""
     assert set(expected) == {(name, partition) for name in OUTPUTS for partition in range(PARTITIONS)}
     for partition in range(PARTITIONS):
-        plain = "".join(value for _, value in expected[("out-plain", partition)])
-        assert "r" in plain and "o" in plain
+        plain = [value for _, value in expected[("out-plain", partition)]]
+        assert any("r" in value and "s" in value for value in plain) and any("o" in value for value in plain)
         windowed = "".join(value for _, value in expected[("out-windowed", partition)])
         assert all(letter in windowed for letter in "cvo") and "null" in windowed
         finals = [key for key, _ in expected[("out-final", partition)]]

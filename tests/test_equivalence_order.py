@@ -5,7 +5,9 @@ four topics reduced to one key with no record cache (every update: the reduce's 
 order itself), a stateless chain after that merge (every record mapped to one key), an uncached
 count whose every update is re-keyed to one key, a stream-table join over two partitions
 whose sides interleave in time, and a merge of three topics to one key written with Column
-expressions (run in the JVM). All timestamps are distinct and interleaved across topics.
+expressions (run in the JVM), that merge also placed by a partitioner after a Column
+``map_values`` (the JVM's plan, then the partitioner in one Python pass). All timestamps are
+distinct and interleaved across topics.
 Custom stream partitioners too: a sink placed by the value (a copy to every partition, none, the
 default partitioner, tombstones and null keys), the same on a sink whose topic a function picks
 between two topics of different partition counts, and a repartition placed by the key feeding an
@@ -46,7 +48,7 @@ COLUMN_MERGED = ("e", "f", "g")
 INPUTS = {**dict.fromkeys(MERGED, 1), "counted": 1, "orders": 2, "customers": 2,
           **dict.fromkeys(COLUMN_MERGED, 1), "placed": 1}  # name: partitions
 OUTPUTS = {"out-reduce": 1, "out-mapped": 1, "out-counts": 2, "out-joined": 2, "out-columns": 1,
-           "out-placed": 3, "out-placed-counts": 2, "out-picked-a": 3, "out-picked-b": 2}
+           "out-placed": 3, "out-placed-counts": 2, "out-picked-a": 3, "out-picked-b": 2, "out-columns-placed": 3}
 
 
 class ByValue:
@@ -109,6 +111,13 @@ def order_examples(topics: dict[str, str]) -> StreamsBuilder:
     for name in COLUMN_MERGED[1:]:
         columns = columns.merge(builder.stream(topics[name]))
     columns.map((F.lit("all"), F.concat(F.col("key"), F.lit(":"), F.upper(F.col("value"))))).to(topics["out-columns"])
+    value = F.col("value")
+    columns.map_values(F.when(value.endswith("0"), F.concat(F.lit("all"), value))
+                       .when(value.endswith("7"), F.concat(F.lit("drop"), value))
+                       .when(value.endswith("3"), F.lit(None).cast("string"))
+                       .when(value.endswith("5"), F.concat(value, F.lit("x")))
+                       .otherwise(value)) \
+        .to(topics["out-columns-placed"], Produced.stream_partitioner(ByValue()))
     partitioner_examples(builder, topics)
     return builder
 
@@ -190,6 +199,12 @@ def test_record_order_across_keys_and_topics_matches_kafka_streams(kafka_bootstr
     copies = [value for _, value in placed if value and value.startswith("all")]
     assert copies and all(copies.count(value) == 3 for value in copies)
     assert any(key is None for key, _ in placed) and any(value is None for _, value in placed)
+    # ... also after Column expressions: copies, drops, tombstones, the default (length 4) and the rest.
+    column_placed = [value for partition in expected["out-columns-placed"].values() for _, value in partition]
+    assert len(expected["out-columns-placed"]) == 3 and not any(value and value.startswith("drop")
+                                                                  for value in column_placed)
+    assert any(column_placed.count(value) == 3 for value in column_placed if value and value.startswith("all"))
+    assert None in column_placed and any(value and len(value) == 4 for value in column_placed)
     assert len(expected["out-placed-counts"]) == 2
     # A topic picked per record, placed with that topic's own partition count (3 and 2): copies to all.
     for name, count in (("out-picked-a", 3), ("out-picked-b", 2)):
@@ -202,7 +217,8 @@ def test_record_order_across_keys_and_topics_matches_kafka_streams(kafka_bootstr
     application = runner.compiled.application
     (column_subtopology,) = [sub for sub in application.subtopology_ids
                              if topics["e"] in application.source_topics(sub)]
-    assert isinstance(strategy_for(runner.compiled.program(column_subtopology)), ColumnPlan)  # no Python pass
+    # In the JVM (its partitioner alone in a Python pass over the plan's output).
+    assert isinstance(strategy_for(runner.compiled.program(column_subtopology)), ColumnPlan)
     runner.run_all()
     ours = _sequences(kafka_bootstrap, topics)
     assert [name for name in OUTPUTS if ours[name] != expected[name]] == []

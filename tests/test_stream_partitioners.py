@@ -17,7 +17,9 @@ from dagster_kstreams import Topology
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.processors.errors import ProcessingError
 from dagster_kstreams.processors.records import RecordContext
-from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
+from dagster_kstreams.spark.column_placement import place_batch
+from dagster_kstreams.spark.compile import compile_topology
+from dagster_kstreams.spark.strategies import ColumnPlan, strategy_for
 from dagster_kstreams.topology import Materialized, StreamsBuilder, TableJoined
 from dagster_kstreams.topology.consumed_produced import Produced
 from dagster_kstreams.topology.grouped_repartitioned import Repartitioned
@@ -189,11 +191,52 @@ def test_a_windowed_key_on_a_picked_topic_goes_where_its_inner_key_would(kafka_b
     assert out["partition"] == [default_partition(b"user7", 5)] * 3  # Kafka Streams' WindowedStreamPartitioner
 
 
-def test_a_partitioner_after_column_expressions_is_refused_when_defined(spark):
+def _placed_by_column_plan(builder, counts, rows):
+    """``(topic, key, value, partition)`` of the Column plan's output rows ``(sink, key, value)``
+    (``sink``: the name of the sink that wrote the row) once placed (column_placement.place_batch,
+    the pass Spark runs after the JVM's plan; the broker-backed run is test_equivalence_order.py)."""
+    program = compile_topology(builder, "app").check().program(0)
+    assert isinstance(strategy_for(program), ColumnPlan)
+    program.sink_partition_counts = counts
+    index = {node.name: i for i, node in enumerate(program.nodes)}
+    sinks = [program.nodes[index[sink]] for sink, _, _ in rows]
+    batch = pa.RecordBatch.from_pydict({
+        "topic": [sink.topic for sink in sinks],
+        "key": [None if key is None else key.encode() for _, key, _ in rows],
+        "value": [value.encode() for _, _, value in rows],
+        "headers": pa.nulls(len(rows), pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
+        "timestamp_ms": pa.nulls(len(rows), pa.int64()), "emit_order": pa.nulls(len(rows), pa.int64()),
+        "_placed_sink": pa.array([index[sink.name] if sink.placement else None for sink in sinks], pa.int32()),
+        "_source_topic": ["in"] * len(rows), "_source_partition": pa.array([0] * len(rows), pa.int32()),
+        "_source_offset": list(range(len(rows))), "_source_time": [1_000] * len(rows)})
+    placed = place_batch(batch, program)
+    assert placed.schema.names == ["topic", "key", "value", "headers", "timestamp_ms", "emit_order", "partition"]
+    return [(topic, None if key is None else key.decode(), value.decode(), partition) for topic, key, value, partition
+            in zip(*(placed.column(name).to_pylist() for name in ("topic", "key", "value", "partition")))]
+
+
+def test_a_partitioner_after_column_expressions_places_what_the_jvm_wrote(spark):  # spark: F.col needs a session
     builder = StreamsBuilder()
-    builder.stream("in").map_values(F.upper(F.col("value"))).to("out", Produced.stream_partitioner(ByLength()))
-    with pytest.raises(UnsupportedTopologyError, match="places its records with a Python stream partitioner"):
-        compile_topology(builder, "app").check()
+    written = builder.stream("in").map_values(F.concat(F.col("value"), F.lit("!")))
+    written.to("out", Produced.stream_partitioner(ByLength()))
+    written.to("plain")  # no partitioner: the producer's default, a null partition
+    placed, plain = "KSTREAM-SINK-0000000002", "KSTREAM-SINK-0000000003"
+    rows = [(placed, "k1", "drop1!"), (plain, "k1", "drop1!"), (placed, "k2", "all2!"), (placed, "k3", "abc!"),
+            (placed, None, "abcd!"), (plain, None, "abcd!")]
+    assert _placed_by_column_plan(builder, {"out": 3}, rows) == [
+        ("plain", "k1", "drop1!", None),                                                  # dropped from "out"
+        ("out", "k2", "all2!", 0), ("out", "k2", "all2!", 1), ("out", "k2", "all2!", 2),  # ascending
+        ("out", "k3", "abc!", None), ("out", None, "abcd!", 2), ("plain", None, "abcd!", None)]
+
+
+def test_a_partition_outside_the_topic_after_column_expressions_stops_the_task_naming_the_sink(spark):
+    builder = StreamsBuilder()
+    builder.stream("in").map_values(F.upper(F.col("value"))) \
+        .to("out", Produced.stream_partitioner(lambda topic, key, value, num_partitions: 7))
+    with pytest.raises(ProcessingError, match=r"^sink KSTREAM-SINK-0000000002: the stream partitioner chose partition "
+                                              r"7 of topic 'out', which has 2 partitions \(record at topic 'in' "
+                                              r"partition 0 offset 0\)$"):
+        _placed_by_column_plan(builder, {"out": 2}, [("KSTREAM-SINK-0000000002", "k", "V")])
 
 
 # -- foreign-key joins ----------------------------------------------------------------------------

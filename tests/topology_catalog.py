@@ -1268,7 +1268,7 @@ def cogroup_session_windowed():
 
 @topology
 def cogroup_examples_of_the_equivalence_test():
-    names = {"clicks": "clicks", "views": "views", "orders": "orders", "refunds": "refunds",
+    names = {"clicks": "clicks", "views": "views", "orders": "orders", "refunds": "refunds", "visits": "visits",
              "out-plain": "activity-out", "out-windowed": "activity-windows-out", "out-final": "final-windows-out",
              "out-sliding": "sliding-out", "out-sessions": "sessions-out"}
     return cogroup_examples(names).build()

@@ -23,6 +23,10 @@ Windowed
     per micro-batch, bounded by the store's retention (expired windows and sessions of every key
     are dropped at each batch's end).
 
+Inputs whose sources read keys with different serdes share the aggregate of the key they are read
+as, as in Kafka Streams' one store: the state is then grouped by the key as the store's key serde
+writes it (:func:`_state_key_serde`).
+
 Every record reaches its processor in Kafka Streams' order (the task's timestamp merge of its
 input partitions), so each processor's stream time is exactly Kafka Streams'. Unlike the grouped
 stream's windowed processors, which take the task's stream time, these need no check of what
@@ -35,7 +39,6 @@ import dataclasses
 from typing import Optional
 
 from dagster_kstreams.processors import sessions, windows
-from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.sessions import SessionWindowAggregate
 from dagster_kstreams.processors.stateless import Merge
 from dagster_kstreams.processors.task_state import task_state_of
@@ -158,25 +161,26 @@ def build_windowed(factory, ctx):
                          own_stream_time=True)
 
 
-def _check_one_key_format(factory, ctx) -> None:
-    """The runner keeps a sub-topology's state by the source record's key bytes: the inputs of one
-    cogroup must write their keys alike (Kafka Streams' one store serializes them with one serde)."""
-    serdes = {}
-    for node in ctx.subtopology.nodes:
-        if node.kind is NodeKind.SOURCE:
-            serde = ctx.key_serde(node)
-            serdes[getattr(serde, "name", repr(serde))] = node.name
-    if len(serdes) > 1:
-        described = ", ".join(f"{source} ({name})" for name, source in sorted(serdes.items()))
-        raise UnsupportedTopologyError(
-            f"cogrouped aggregation {factory.name}: the sources of sub-topology {ctx.subtopology.id} read their keys "
-            f"with different serdes ({described}); the Spark runner keeps the store by the key's bytes, so every input "
-            "of a cogroup must use one key serde")
+def _state_key_serde(factory, ctx):
+    """The store's key serde when the sources of the sub-topology read their keys with different
+    serdes, else None (the source key's bytes group the state as well as the store's would).
+
+    Kafka Streams keeps one store, keyed by the key as the store's serde writes it (the
+    ``Materialized`` key serde, else ``default.key.serde``: a cogrouped stream has none of its
+    own): records of two inputs whose keys are written differently but read as one key update one
+    aggregate. The runner then groups the state by those bytes (program.py,
+    :attr:`~dagster_kstreams.processors.program.SubtopologyProgram.state_key_serde`)."""
+    serdes = {ctx.key_serde(node) for node in ctx.subtopology.nodes if node.kind is NodeKind.SOURCE}
+    if len(serdes) < 2:
+        return None
+    store = ctx.topology.state_stores[factory.params["store_name"]]
+    return store.key_serde or ctx.default_key_serde
 
 
 def _merge(factory, ctx) -> Merge:
-    _check_one_key_format(factory, ctx)
-    return Merge(factory.name)
+    merge = Merge(factory.name)
+    merge.state_key_serde = _state_key_serde(factory, ctx)
+    return merge
 
 
 BUILDERS = {NodeKind.COGROUP_MERGE: _merge}

@@ -13,7 +13,9 @@ Three ways to run, one per kind of sub-topology (the engine feeds them; see
   records in, sink records out (:meth:`SubtopologyProgram.process_columns`: a batch of them).
 * :meth:`SubtopologyProgram.run_key_group` — sub-topologies with state (aggregations, tables):
   all records of one source key in a micro-batch, in processing order, with that key's stored
-  values of every store of the sub-topology (one state row per source key, see :mod:`.state`).
+  values of every store of the sub-topology (one state row per source key, see :mod:`.state`;
+  per key as the store writes it when the sources read keys differently:
+  :attr:`SubtopologyProgram.state_key_serde`).
 * :meth:`SubtopologyProgram.run_task_batch` — sub-topologies whose semantics span keys
   (stream-stream joins, suppress, emit-on-window-close: :attr:`SubtopologyProgram.task_grouped`):
   the task's whole micro-batch in processing order, with one state value holding every key's
@@ -42,6 +44,7 @@ from dagster_kstreams.kafka.dead_letter import (
     dead_letter_headers,
 )
 from dagster_kstreams.processors.base import Processor
+from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.fused_chains import compile_entries
 from dagster_kstreams.processors.records import FLUSH_ORDER, Output, RecordContext, header_column
 from dagster_kstreams.processors.state import ABSENT, GroupState
@@ -88,6 +91,16 @@ class SubtopologyProgram:
         # sink_partition_counts. Empty: nothing is added to the output. Fixed with the nodes, so
         # found once here rather than on every batch and key group.
         self.placed_topics: list[str] = [node.topic for node in nodes if getattr(node, "placement", None) is not None]
+        # The serde whose bytes group the state instead of the source record's key bytes (a cogroup
+        # whose sources read keys with different serdes: cogroup.py), or None. The engine groups
+        # records by :meth:`state_keys` then, and gives each record's as ``context.raw_key``.
+        state_key_serdes = {node.state_key_serde for node in nodes if node.state_key_serde is not None}
+        if len(state_key_serdes) > 1:
+            raise UnsupportedTopologyError(
+                f"sub-topology {subtopology_id}: its sources read keys with different serdes and its cogroups' stores "
+                f"write them with different ones ({', '.join(sorted(map(repr, state_key_serdes)))}); the Spark runner "
+                "keeps the sub-topology's state by one key format")
+        self.state_key_serde = next(iter(state_key_serdes), None)
         self._check()
         for node in nodes:
             node.init(self)
@@ -143,6 +156,25 @@ class SubtopologyProgram:
         except (KeyError, TypeError):
             raise ValueError(f"sub-topology {self.subtopology_id}: the partition count of topic {topic!r} was not "
                              "given to the program (its stream partitioner needs it)") from None
+
+    def state_keys(self, keys: list, topics: list) -> list:
+        """The bytes each record's state is kept by when :attr:`state_key_serde` is set: its key as
+        its source reads it, written with that serde (None for a null key). A key its source cannot
+        read, or the store's serde cannot write, keeps its own bytes: :meth:`process_record` judges
+        that record (the dead-letter policy) before any processor sees it."""
+        serialize = self.state_key_serde.serialize
+        grouped = []
+        for key, topic in zip(keys, topics):
+            if key is None:
+                grouped.append(None)
+                continue
+            key = bytes(key)
+            try:
+                index = self.source_by_topic[topic]
+                grouped.append(serialize(self.nodes[index].key_serde.deserialize(key)))
+            except Exception:  # noqa: BLE001 - the record's own processing reports it
+                grouped.append(key)
+        return grouped
 
     @property
     def task_grouped(self) -> bool:

@@ -27,7 +27,9 @@ class RecordContext:
     timestamp: Optional[int] = None
     stream_time: Optional[int] = None
     stream_time_before: Optional[int] = None  # the task's stream time before this record
-    # the source record's key bytes (task-grouped programs route records to their key's state by it)
+    # the key bytes the record's state is kept by (task-grouped programs route records to their key's
+    # state by it): the source record's, or the store's when the sources read keys differently
+    # (SubtopologyProgram.state_key_serde)
     raw_key: Optional[bytes] = None
     # the record's position in the task's processing order (``seq``, or the offset of a single
     # source partition); what the output it produces is ordered by (None: not tracked)

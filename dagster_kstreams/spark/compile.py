@@ -62,8 +62,11 @@ class CompiledTopology:
         self._programs: dict[int, SparkProgram] = {}
 
     def store_key_serde(self, subtopology: int):
-        """Stores are keyed by the source record key: the serde of the sub-topology's source."""
+        """The serde of the keys a sub-topology's state is kept by: its source's (the source record
+        key), or the store's when its sources read keys differently (``state_key_serde``)."""
         program = self.program(subtopology)
+        if program.state_key_serde is not None:
+            return program.state_key_serde
         return next(node.key_serde for node in program.nodes if node.kind == "source")
 
     def check(self) -> "CompiledTopology":

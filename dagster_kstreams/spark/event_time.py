@@ -116,12 +116,14 @@ def with_extracted_timestamps(source, extraction, keep_headers: bool = False):
     return source.mapInArrow(extract, schema)
 
 
-def with_processing_order(source, stream_time: bool, skip_null_values: bool = False):
+def with_processing_order(source, stream_time: bool, skip_null_values: bool = False, extra_column=None):
     """``source`` (:func:`source_columns` rows of one task's micro-batch) plus ``merge_time``,
     ``stream_time``, ``stream_time_before`` (the stream time before the record) and ``seq`` (see
     the module docstring); with ``stream_time``, also the watermark column that carries stream
     time to the next micro-batch. With ``skip_null_values`` records with a null value do not
-    advance stream time either (Kafka Streams' sliding windows).
+    advance stream time either (Kafka Streams' sliding windows). ``extra_column``: a
+    ``(StructField, function of the ordered pyarrow Table -> its column)`` computed in the same
+    pass (a task's state keys: :mod:`dagster_kstreams.spark.state_keys`), or None.
 
     The task's rows are brought to one Python worker (a task is one partition of each of its
     topics: the micro-batch is bounded by ``max_records_per_batch``) and ordered there;
@@ -132,6 +134,7 @@ def with_processing_order(source, stream_time: bool, skip_null_values: bool = Fa
         T.StructField("stream_time", T.LongType(), False),
         T.StructField("stream_time_before", T.LongType(), False),
         T.StructField("seq", T.LongType(), False),
+        *([] if extra_column is None else [extra_column[0]]),
     ])
 
     def order(batches):
@@ -174,7 +177,10 @@ def with_processing_order(source, stream_time: bool, skip_null_values: bool = Fa
         table = table.append_column("stream_time", pa.array(stream, type=pa.int64()))
         table = table.append_column("stream_time_before", pa.array(before, type=pa.int64()))
         table = table.append_column("seq", pa.array(seq, type=pa.int64()))
-        yield from table.take(pa.array(processing)).to_batches()  # in processing order: replays see the same
+        table = table.take(pa.array(processing))  # in processing order: replays see the same
+        if extra_column is not None:
+            table = table.append_column(extra_column[0].name, extra_column[1](table))
+        yield from table.to_batches()
 
     ordered = source.repartition(1).mapInArrow(order, schema)
     if not stream_time:

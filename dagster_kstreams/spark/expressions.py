@@ -30,6 +30,8 @@ A sub-topology whose processors are all Column operations (plus sources, sinks, 
 the repartition filter) and whose serdes are JVM-parsable (``String``, ``Long``, ``Integer``,
 ``ByteArray``, ``Json(schema=...)``; a sink may also write ``Json()`` without a schema) runs
 with no Python pass at all: the task query is Kafka source -> DataFrame operations -> Kafka sink.
+A sink with a stream partitioner adds one Python pass over the output, which calls it
+(:mod:`dagster_kstreams.spark.column_placement`).
 Any other sub-topology that uses a Column expression is rejected with
 :class:`~dagster_kstreams.spark.compile.UnsupportedTopologyError` naming the processors that keep
 it out of the JVM (Python functions, Python-only serdes, unsupported operations).
@@ -63,6 +65,7 @@ from dagster_kstreams.kafka.dead_letter import (
     HEADER_TOPIC,
     DeserializationHandler,
 )
+from dagster_kstreams.spark.column_placement import placement_columns, with_placed_partitions
 
 __all__ = ["ColumnExpression", "ColumnPlan", "column_function", "plan", "COLUMN_KINDS"]
 
@@ -90,6 +93,11 @@ class ColumnExpression:
 
     def __repr__(self) -> str:
         return f"ColumnExpression({self.processor}: {self.column!r})"
+
+    def __getstate__(self) -> dict:
+        # Shipped to Python workers (a Column plan's Python pass: column_placement.py) without the
+        # Column, a JVM object that only the driver's plan reads.
+        return {"column": None, "processor": self.processor}
 
 
 class _ColumnFunction:
@@ -208,8 +216,6 @@ def plan(program, error_class) -> Optional["ColumnPlan"]:
         elif node.kind == "sink":
             if node.topic is None:
                 problems.append(f"sink {node.name} picks its topic with a Python function")
-            if node.placement is not None:
-                problems.append(f"sink {node.name} places its records with a Python stream partitioner")
             for part, serde in (("key", node.key_serde), ("value", node.value_serde)):
                 if not jvm_serializable(serde):
                     problems.append(f"sink {node.name} writes its {part} with {serde!r}, which only Python writes")
@@ -289,17 +295,21 @@ class ColumnPlan:
                         F.lit(dead_letters.dead_letter_topic).alias("topic"),
                         F.col("_raw_key").alias("key"), F.col("_raw_value").alias("value"),
                         headers.alias("headers"), F.lit(None).cast("long").alias("timestamp_ms"),
-                        F.col("_emit_order").alias("emit_order"),
+                        F.col("_emit_order").alias("emit_order"), *placement_columns(self.program, None),
                     ))
                 records = records.where(~bad)
             records = records.drop("_raw_key", "_raw_value", "_key_bad", "_value_bad")
             for child in node.children:
                 self._walk(child, records, outputs)
         if not outputs:
-            return source.where(F.lit(False)).select(
+            outputs.append(source.where(F.lit(False)).select(
                 F.col("topic"), F.col("key"), F.col("value"), F.lit(None).cast(_HEADERS_TYPE).alias("headers"),
-                F.lit(None).cast("long").alias("timestamp_ms"), F.lit(None).cast("long").alias("emit_order"))
-        return reduce(lambda left, right: left.unionByName(right), outputs)
+                F.lit(None).cast("long").alias("timestamp_ms"), F.lit(None).cast("long").alias("emit_order"),
+                *placement_columns(self.program, None)))
+        output = reduce(lambda left, right: left.unionByName(right), outputs)
+        if self.program.placed_topics:  # a stream partitioner: one Python pass over the output
+            output = with_placed_partitions(output, self.program)
+        return output
 
     def _walk(self, index: int, records, outputs: list) -> None:
 
@@ -331,6 +341,7 @@ class ColumnPlan:
                 F.col("_headers").alias("headers"),
                 timestamp.alias("timestamp_ms"),
                 F.col("_emit_order").alias("emit_order"),
+                *placement_columns(self.program, index),
             ))
             return
         for child in node.children:

@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from dagster_kstreams.processors.program import SubtopologyProgram
 from dagster_kstreams.processors.records import Output, RecordContext
+from dagster_kstreams.spark.state_keys import STATE_KEY_COLUMN
 
 __all__ = ["SparkProgram", "OUTPUT_COLUMNS", "OUTPUT_SPARK_SCHEMA", "PLACED_COLUMNS", "SOURCE_COLUMNS",
            "output_schema"]
@@ -152,14 +153,18 @@ class SparkProgram(SubtopologyProgram):
             stream_times = befores = [None] * len(records)
         offsets = records["offset"].tolist()
         positions = records["seq"].tolist() if "seq" in records.columns else offsets
-        for key, value, topic, partition, offset, timestamp, stream_time, before, position, headers in zip(
-            records["key"].tolist(), records["value"].tolist(), records["topic"].tolist(),
+        keys = records["key"].tolist()
+        # What the record's state is kept by: its key's bytes, or the store's (spark/state_keys.py).
+        state_keys = records[STATE_KEY_COLUMN].tolist() if STATE_KEY_COLUMN in records.columns else keys
+        for key, state_key, value, topic, partition, offset, timestamp, stream_time, before, position, headers in zip(
+            keys, state_keys, records["value"].tolist(), records["topic"].tolist(),
             records["partition"].tolist(), offsets, records["event_time"].tolist(),
             stream_times, befores, positions, _pandas_headers(records),
         ):
             raw_key = None if key is None else bytes(key)
-            yield (RecordContext(topic, partition, offset, timestamp, stream_time, before, raw_key, position, headers),
-                   raw_key, value)
+            state_key = raw_key if state_key is key else None if state_key is None else bytes(state_key)
+            yield (RecordContext(topic, partition, offset, timestamp, stream_time, before, state_key, position,
+                                 headers), raw_key, value)
 
 
 def _arrow_headers(batch: pa.RecordBatch) -> Iterable[Optional[list]]:

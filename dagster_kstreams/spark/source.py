@@ -26,6 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 from dagster_kstreams.kafka.admin import KafkaAdmin, TopicPartition
 from dagster_kstreams.kafka.task_lag import first_offsets
 from dagster_kstreams.spark.event_time import source_columns, with_extracted_timestamps, with_processing_order
+from dagster_kstreams.spark.state_keys import state_key_column_of
 from dagster_kstreams.topology.application import ApplicationTopology
 
 __all__ = ["StartingPoint", "starting_point", "kafka_source", "in_processing_order"]
@@ -89,8 +90,11 @@ def kafka_source(session: SparkSession, kafka_options: Mapping[str, Any], assign
 
 def in_processing_order(source: DataFrame, program: Any) -> DataFrame:
     """``source`` in Kafka Streams' processing order across the task's partitions, with stream
-    time, when the sub-topology needs them (:mod:`dagster_kstreams.spark.event_time`)."""
-    if not program.needs_processing_order:
+    time, when the sub-topology needs them (:mod:`dagster_kstreams.spark.event_time`); with the
+    key each record's state is kept by when that is not the source key's bytes, computed in the
+    same pass (:mod:`dagster_kstreams.spark.state_keys`)."""
+    if not program.needs_processing_order:  # one topic: one key serde, the key's bytes group the state
         return source
     return with_processing_order(source, stream_time=program.uses_stream_time,
-                                 skip_null_values=program.stream_time_skips_null_values)
+                                 skip_null_values=program.stream_time_skips_null_values,
+                                 extra_column=state_key_column_of(program))

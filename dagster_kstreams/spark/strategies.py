@@ -13,7 +13,8 @@ the first of :data:`STRATEGIES` that applies, fastest first:
   semantics span keys (stream-stream joins, suppress, emit-on-window-close:
   :mod:`dagster_kstreams.processors.task_state`).
 * :class:`KeyedState` — one pass per key and batch (``applyInPandasWithState`` grouped by the
-  source key) when the sub-topology keeps state.
+  source key, or the store's: :mod:`dagster_kstreams.spark.state_keys`) when the sub-topology
+  keeps state.
 * :class:`Stateless` — one Python pass per batch (``mapInArrow``).
 
 Order: every strategy processes a task's records in Kafka Streams' order (offsets within a
@@ -44,6 +45,7 @@ from dagster_kstreams.processors.user_processors import user_store_content
 from dagster_kstreams.processors.windows import WINDOW_KINDS
 from dagster_kstreams.spark.frames import output_schema
 from dagster_kstreams.spark.source import in_processing_order
+from dagster_kstreams.spark.state_keys import state_key_column
 
 __all__ = ["Strategy", "STRATEGIES", "strategy_for", "configure_session", "ROCKSDB_PROVIDER"]
 
@@ -183,7 +185,7 @@ class TaskGroupedState(Strategy):
 
 
 class KeyedState(Strategy):
-    """One group per source key, one state column per store."""
+    """One group per source key (or the store's: spark/state_keys.py), one state column per store."""
 
     def applies(self, program: Any) -> bool:
         return program.stateful
@@ -205,7 +207,7 @@ class KeyedState(Strategy):
             if output is not None:
                 yield output
 
-        return in_processing_order(source, program).groupBy("key").applyInPandasWithState(
+        return in_processing_order(source, program).groupBy(state_key_column(program)).applyInPandasWithState(
             run_key_group, output_schema(program), state_schema, "Update", GroupStateTimeout.NoTimeout
         )
 

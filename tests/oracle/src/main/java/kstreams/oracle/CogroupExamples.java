@@ -1,5 +1,6 @@
 package kstreams.oracle;
 
+import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -7,6 +8,7 @@ import java.util.Properties;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.common.serialization.Serde;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
@@ -14,6 +16,7 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KStream;
@@ -44,13 +47,23 @@ import org.apache.kafka.streams.state.WindowStore;
  * without the record cache, so every update is forwarded as it happens and the output is fixed by
  * the input alone.
  *
- * Args: bootstrap applicationId stateDir clicks views orders refunds outPlain outWindowed outFinal outSliding
- *       outSessions
+ * One input of the plain cogroup reads its keys with another serde than the others: visits are keyed
+ * by the user's number written as a Long, read as "u<n>" (USER_ID), so that the cogroup's one store,
+ * which writes every key with the String serde, merges them with the other inputs' records of that user.
+ *
+ * Args: bootstrap applicationId stateDir clicks views orders refunds visits outPlain outWindowed outFinal
+ *       outSliding outSessions
  *
  * The Python twin is cogroup_examples() in tests/cogroup_topology.py; keep the two in step.
  */
 public final class CogroupExamples {
     private CogroupExamples() {}
+
+    /** The user "u<n>" written as the Long n (UserIdSerde in Python). */
+    static final Serde<String> USER_ID = Serdes.serdeFrom(
+        (topic, user) -> user == null ? null
+            : ByteBuffer.allocate(8).putLong(Long.parseLong(user.substring(1))).array(),
+        (topic, data) -> data == null ? null : "u" + ByteBuffer.wrap(data).getLong());
 
     static String tail(String aggregate) {
         return aggregate.substring(Math.max(0, aggregate.length() - 60));
@@ -60,15 +73,19 @@ public final class CogroupExamples {
         return order == null ? null : order.split(",", -1)[0];
     }
 
-    static Topology cogroupExamples(String clicks, String views, String orders, String refunds, String outPlain,
-                                    String outWindowed, String outFinal, String outSliding, String outSessions) {
+    static Topology cogroupExamples(String clicks, String views, String orders, String refunds, String visits,
+                                    String outPlain, String outWindowed, String outFinal, String outSliding,
+                                    String outSessions) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> orderStream = builder.stream(orders);
         KGroupedStream<String, String> refundsByUser = builder.<String, String>stream(refunds).groupByKey();
+        KGroupedStream<String, String> visitsByUser =
+            builder.stream(visits, Consumed.with(USER_ID, Serdes.String())).groupByKey();
         KGroupedStream<String, String> ordersByUser = orderStream.groupBy(
             (key, value) -> user(value), Grouped.with(Serdes.String(), Serdes.String()));
         refundsByUser.<String>cogroup((key, value, agg) -> tail(agg + "r" + value))
             .cogroup(ordersByUser, (key, value, agg) -> tail(agg + "o" + value))
+            .cogroup(visitsByUser, (key, value, agg) -> tail(agg + "s" + value))
             .aggregate(() -> "", Named.as("activity"),
                 Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("activity-store").withCachingDisabled())
             .toStream()
@@ -110,9 +127,9 @@ public final class CogroupExamples {
         String bootstrap = args[0];
         String applicationId = args[1];
         String stateDir = args[2];
-        List<String> inputs = List.of(args[3], args[4], args[5], args[6]);
+        List<String> inputs = List.of(args[3], args[4], args[5], args[6], args[7]);
         Topology topology = cogroupExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10],
-                                            args[11]);
+                                            args[11], args[12]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         // The cogroups read repartition topics their own upstream task fills: wait for them rather than
         // run ahead on the other inputs (the Spark runner writes a repartition topic first).

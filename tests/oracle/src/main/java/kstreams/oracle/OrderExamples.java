@@ -31,6 +31,7 @@ import org.apache.kafka.streams.state.KeyValueStore;
  *
  * Args: bootstrap applicationId stateDir a b c d counted orders customers e f g placed
  *       outReduce outMapped outCounts outJoined outColumns outPlaced outPlacedCounts outPickedA outPickedB
+ *       outColumnsPlaced
  *
  * The Python twin is order_examples() in tests/test_equivalence_order.py; keep the two in step.
  */
@@ -65,7 +66,8 @@ public final class OrderExamples {
 
     static StreamsBuilder orderExamples(List<String> merged, String counted, String orders, String customers,
                                         List<String> columnMerged, String outReduce, String outMapped,
-                                        String outCounts, String outJoined, String outColumns) {
+                                        String outCounts, String outJoined, String outColumns,
+                                        String outColumnsPlaced) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> all = builder.stream(merged.get(0));
         for (String topic : merged.subList(1, merged.size())) {
@@ -97,6 +99,14 @@ public final class OrderExamples {
             columns = columns.merge(builder.stream(topic));
         }
         columns.map((key, value) -> KeyValue.pair("all", key + ":" + value.toUpperCase())).to(outColumns);
+        // The same merge placed by the value (the twin: Column expressions, then its partitioner in
+        // one Python pass): copies, drops, tombstones, the default partitioner.
+        columns.mapValues(value -> value.endsWith("0") ? "all" + value
+                : value.endsWith("7") ? "drop" + value
+                : value.endsWith("3") ? null
+                : value.endsWith("5") ? value + "x"
+                : value)
+            .to(outColumnsPlaced, Produced.streamPartitioner(BY_VALUE));
         return builder;
     }
 
@@ -128,7 +138,7 @@ public final class OrderExamples {
         List<String> columnMerged = List.of(args[10], args[11], args[12]);
         List<String> inputs = List.of(args).subList(3, 14);
         StreamsBuilder builder = orderExamples(merged, args[7], args[8], args[9], columnMerged, args[14], args[15],
-                                               args[16], args[17], args[18]);
+                                               args[16], args[17], args[18], args[23]);
         partitionerExamples(builder, args[13], args[19], args[20], args[21], args[22]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         KafkaStreams streams = new KafkaStreams(builder.build(), props);
