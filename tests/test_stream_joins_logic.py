@@ -20,6 +20,7 @@ from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology.consumed_produced import Consumed
 from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.windows import JoinWindows
+from stream_join_model import LONG_MAX, KsJoin, java_long as _java, run_task as _run
 
 
 def test_segment_live_follows_kafka_streams_segments():
@@ -60,25 +61,6 @@ def _program(before=5_000, after=5_000, grace=0, join="join", joiner=None, fuse_
         return program
     # processor by processor (no compiled chains): what a test that watches each forward needs
     return type(program)(program.subtopology_id, program.nodes, program.dead_letters, fuse_chains=False)
-
-
-def _run(program, records, batches=1, stored=None):
-    """records: [(side, value, timestamp)] of key "k", or [(key, side, value, timestamp)], in
-    processing order, split in batches; returns ``[(topic, key, value)]`` and the task state."""
-    records = [r if len(r) == 4 else ("k", *r) for r in records]
-    outputs = []
-    size = -(-len(records) // batches) if records else 1
-    for start in range(0, len(records), size):
-        chunk = records[start:start + size]
-        rows = []
-        for seq, (key, side, value, timestamp) in enumerate(chunk):
-            rows.append({"key": None if key is None else key.encode(), "value": None if value is None else value.encode(),
-                         "topic": side, "partition": 0, "offset": start + seq, "timestamp": None,
-                         "event_time": timestamp, "merge_time": timestamp, "stream_time": timestamp, "seq": seq})
-        frame, stored = program.process_task_batch(pd.DataFrame(rows), stored)
-        if frame is not None:
-            outputs += list(zip(frame["topic"], frame["key"], frame["value"]))
-    return outputs, stored
 
 
 def _values(outputs, topic="out"):
@@ -163,88 +145,10 @@ def test_joined_record_gets_the_later_timestamp():
 
 
 # -- left and outer joins ------------------------------------------------------------------
-LONG_MAX = (1 << 63) - 1
-
-
-def _java(value):
-    return (value + (1 << 63)) % (1 << 64) - (1 << 63)
-
-
-class _KsJoin:
-    """Kafka Streams' KStreamJoinWindow + KStreamKStreamJoin of one join (both sides, shared
-    TimeTracker, outer-join store, emit interval 0), brute force over lists. :meth:`process` takes
-    one record of a side and returns what the join forwards, in order, as ``(key, value,
-    timestamp)``; ``joiner(left, right)`` makes the joined value."""
-
-    def __init__(self, before, after, grace, join_type, joiner=lambda left, right: f"{left}+{right}"):
-        self.before, self.after, self.grace, self.joiner = before, after, grace, joiner
-        self.retention = before + after + grace
-        self.stores = {"left": [], "right": []}  # (key, timestamp, value), arrival order
-        self.store_time = {"left": -1, "right": -1}
-        self.outer_side = {"left": join_type in ("left", "outer"), "right": join_type == "outer"}
-        self.has_outer_store = join_type != "inner"
-        self.stream_time, self.min_time = -1, LONG_MAX
-        self.pending = []  # (timestamp, side byte (left 1, right 0), key bytes, arrival, key, value)
-        self.arrivals = 0
-
-    def process(self, key, side, value, ts):
-        before, after, grace, retention = self.before, self.after, self.grace, self.retention
-        arrival, self.arrivals = self.arrivals, self.arrivals + 1
-        out = []
-
-        def joined(key, left, right, timestamp):
-            out.append((key, self.joiner(left, right), timestamp))
-
-        other = "right" if side == "left" else "left"
-        this_before, this_after = (before, after) if side == "left" else (after, before)
-        self.stream_time = max(self.stream_time, ts)
-        pair = (lambda v: (v, None)) if side == "left" else (lambda v: (None, v))
-        if self.outer_side[side] and key is None and value is not None:
-            joined(key, *pair(value), ts)
-        elif key is not None and value is not None:
-            if (self.has_outer_store and ts == self.stream_time
-                    and _java(self.min_time + this_after + grace) < self.stream_time):
-                self.min_time = LONG_MAX
-                open_sides, emitted = set(), []
-                for entry in sorted(self.pending, key=lambda e: e[:4]):
-                    self.min_time = entry[0]
-                    if len(open_sides) == 2:
-                        break
-                    look_back = after if entry[1] == 1 else before
-                    if _java(entry[0] + look_back + grace) >= self.stream_time:
-                        open_sides.add(entry[1])
-                        continue
-                    emitted.append(entry)
-                    joined(entry[4], *((entry[5], None) if entry[1] == 1 else (None, entry[5])), entry[0])
-                self.pending = [e for e in self.pending if e not in emitted]
-            matches = [(t, v) for k, t, v in self.stores[other]
-                       if k == key and max(0, ts - this_before) <= t <= max(0, ts + this_after)
-                       and t >= self.store_time[other] - retention + 1]
-            for t, v in sorted(matches, key=lambda m: m[0]):
-                other_byte = 1 if other == "left" else 0
-                self.pending = [e for e in self.pending
-                                if not (e[2] == key.encode() and e[0] == t and e[1] == other_byte)]
-                if side == "left":
-                    joined(key, value, v, max(ts, t))
-                else:
-                    joined(key, v, value, max(ts, t))
-            if self.outer_side[side] and not matches:
-                if not self.has_outer_store or max(0, ts + this_after) < self.stream_time:
-                    joined(key, *pair(value), ts)
-                else:
-                    self.min_time = min(self.min_time, ts)
-                    self.pending.append((ts, 1 if side == "left" else 0, key.encode(), arrival, key, value))
-        if key is not None and value is not None:  # the join window stores it after forwarding
-            self.store_time[side] = max(self.store_time[side], ts)
-            if stream_joins.segment_live(ts, self.store_time[side], retention):
-                self.stores[side].append((key, ts, value))
-        return out
-
-
 def _ks_model(records, before, after, grace, join_type):
     """One join's output in order, as ``(key, "left+right")``. records: [(key, side, value,
     timestamp)] in processing order."""
-    join = _KsJoin(before, after, grace, join_type)
+    join = KsJoin(before, after, grace, join_type)
     return [(key, value) for record in records for key, value, _ in join.process(*record)]
 
 
@@ -269,65 +173,6 @@ def test_joins_emit_like_kafka_streams_across_keys(records, before, after, grace
     outputs, _ = _run(program, records, batches)
     ours = [(None if k is None else k.decode(), v.decode()) for t, k, v in outputs if t == "out"]
     assert ours == _ks_model(records, before, after, grace, join.replace("_join", ""))
-
-
-_three_streams = st.lists(
-    st.tuples(st.sampled_from(["a", "b", None]), st.sampled_from(["x", "y", "z"]),
-              st.one_of(st.none(), st.just("v")),
-              st.one_of(st.integers(100_000, 130_000), st.integers(100, 130).map(lambda t: t * 1000))),
-    max_size=30,
-).map(lambda rows: [(k, topic, None if v is None else f"{topic}{i}", t) for i, (k, topic, v, t) in enumerate(rows)])
-_JOINS = st.sampled_from(["join", "left_join", "outer_join"])
-
-
-def _chain_outputs(program, records):
-    ours, _ = _run(program, records)
-    return [(topic, None if k is None else k.decode(), v.decode()) for topic, k, v in ours if topic != DROPPED_LATE_TOPIC]
-
-
-@settings(max_examples=100, deadline=None)
-@given(_three_streams, _millis(6), _millis(6), _millis(4), _JOINS, _millis(6), _millis(6), _millis(4), _JOINS)
-def test_two_chained_joins_in_one_subtopology_emit_like_kafka_streams(records, before1, after1, grace1, join1,
-                                                                      before2, after2, grace2, join2):
-    # x.join1(y).join2(z): the first join's output is the second one's left side; each join keeps
-    # its own stores, store times and tracker (KStreamImplJoin: stores and TimeTracker per join).
-    builder = StreamsBuilder()
-    first = getattr(builder.stream("x"), join1)(builder.stream("y"), lambda l, r: f"{l}+{r}",
-                                               JoinWindows(before1, after1, grace1))
-    getattr(first, join2)(builder.stream("z"), lambda l, r: f"({l})*{r}", JoinWindows(before2, after2, grace2)).to("out")
-    program = compile_topology(builder.build(), "app").program(0)
-    assert program.task_grouped
-    model1 = _KsJoin(before1, after1, grace1, join1.replace("_join", ""))
-    model2 = _KsJoin(before2, after2, grace2, join2.replace("_join", ""), lambda l, r: f"({l})*{r}")
-    expected = []
-    for key, topic, value, ts in records:
-        if topic == "z":
-            expected += model2.process(key, "right", value, ts)
-        else:  # depth first: each result of the first join goes through the second one at once
-            for joined_key, joined, joined_ts in model1.process(key, "left" if topic == "x" else "right", value, ts):
-                expected += model2.process(joined_key, "left", joined, joined_ts)
-    assert _chain_outputs(program, records) == [("out", key, value) for key, value, _ in expected]
-
-
-@settings(max_examples=60, deadline=None)
-@given(_three_streams, _millis(6), _millis(6), _millis(4), _JOINS, _JOINS)
-def test_one_stream_joined_with_two_others_emits_like_kafka_streams(records, before, after, grace, join1, join2):
-    # x.join1(y) -> out1 and x.join2(z) -> out2: x's record reaches the first join, then the second.
-    builder = StreamsBuilder()
-    x = builder.stream("x")
-    windows = JoinWindows(before, after, grace)
-    getattr(x, join1)(builder.stream("y"), lambda l, r: f"{l}+{r}", windows).to("out1")
-    getattr(x, join2)(builder.stream("z"), lambda l, r: f"{l}+{r}", JoinWindows(after, before, grace)).to("out2")
-    program = compile_topology(builder.build(), "app").program(0)
-    model1 = _KsJoin(before, after, grace, join1.replace("_join", ""))
-    model2 = _KsJoin(after, before, grace, join2.replace("_join", ""))
-    expected = []
-    for key, topic, value, ts in records:
-        if topic in ("x", "y"):
-            expected += [("out1", k, v) for k, v, _ in model1.process(key, "left" if topic == "x" else "right", value, ts)]
-        if topic in ("x", "z"):
-            expected += [("out2", k, v) for k, v, _ in model2.process(key, "left" if topic == "x" else "right", value, ts)]
-    assert _chain_outputs(program, records) == expected
 
 
 _pending = st.lists(
