@@ -268,8 +268,8 @@ def test_stream_joins_killed_part_way_and_rerun_still_match_kafka_streams(
 ):
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUT_PARTITIONS, "spark-sjoin")
     # Kill it once task 6_0 (the chain of two joins, run last: --parallelism 1 runs one sub-topology
-    # after another) has committed a batch: mid-way through its input, with both joins' buffers,
-    # stream times and the left join's pending records in its task state. Batches of 60 offsets cut
+    # after another) has committed a batch: mid-way through its input, with both joins' buffers and
+    # stream times (and the left join's outer-join store) in its task state. Batches of 60 offsets cut
     # the joins' inputs where Kafka Streams' order is kept (README, "Order across co-partitioned
     # inputs"); under exactly-once the upstream commit markers count as offsets and move those
     # cuts, so this run is at-least-once (the kill under exactly-once:
