@@ -1,12 +1,14 @@
 """Stream-stream joins on Spark against Kafka Streams itself: same input, same joined records.
 
-Five joins (tests/oracle, StreamJoinExamples.java; our twin stream_join_examples). Inner: a
+Six outputs (tests/oracle, StreamJoinExamples.java; our twin stream_join_examples). Inner: a
 symmetric 10 s window without grace, an asymmetric window (5 s before, 30 s after) with a 20 s
 grace and a joiner that reads the key, and a join whose left side is re-keyed (a repartition
 topic, whose records keep their timestamps) joined from the right side (before 8 s, after 3 s,
 grace 5 s). Left: an asymmetric window (3 s before, 6 s after) without grace. Outer: a symmetric
 4 s window with a 5 s grace and a joiner that reads the key (null keys with a value are joined
-with null at once on outer sides, KIP-962). Inputs: two partitions (one for the re-keyed join and
+with null at once on outer sides, KIP-962). A chain in one sub-topology: an inner join (5 s, 2 s
+grace) whose result is left-joined with a third stream (3 s before, 6 s after, 4 s grace), each join
+with its own stores and stream time. Inputs: two partitions (one for the re-keyed join and
 the left/outer joins, whose tasks are many records long), records out of order within a partition,
 duplicate keys within a window, null keys, null values, records that never find a partner,
 partners arriving late within the grace period, records late beyond it (stored but never joined
@@ -19,8 +21,9 @@ of the round's start (late records aside). The partitions of a join do not advan
 each join store expires records by its own observed stream time, as in Kafka Streams.
 
 Compared: every join output as a multiset of values per key (and the partition it went to, for
-non-null keys: a null key goes to a partition of the producer's choosing), and the number of
-records dropped as late.
+non-null keys: a null key goes to a partition of the producer's choosing), the chain's output
+(one partition) as the whole sequence in Kafka Streams' order, and the number of records dropped
+as late.
 """
 
 from __future__ import annotations
@@ -47,10 +50,13 @@ pytestmark = pytest.mark.integration
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
-PARTITIONS = {"a1": 2, "b1": 2, "a2": 2, "b2": 2, "a3": 1, "b3": 1, "a4": 1, "b4": 1, "a5": 1, "b5": 1}
+PARTITIONS = {"a1": 2, "b1": 2, "a2": 2, "b2": 2, "a3": 1, "b3": 1, "a4": 1, "b4": 1, "a5": 1, "b5": 1,
+              "a6": 1, "b6": 1, "c6": 1}
 INPUTS = tuple(PARTITIONS)
-OUTPUTS = ("out1", "out2", "out3", "out4", "out5")
-OUTPUT_PARTITIONS = {"out1": 2, "out2": 2, "out3": 1, "out4": 1, "out5": 1}
+CHAIN_INPUTS = ("a6", "b6", "c6")  # one task: their timestamps are distinct among them
+OUTPUTS = ("out1", "out2", "out3", "out4", "out5", "out6")
+OUTPUT_PARTITIONS = {"out1": 2, "out2": 2, "out3": 1, "out4": 1, "out5": 1, "out6": 1}
+CHAIN_OUTPUT = "out6"
 RE_KEYED = {"b3"}  # keys "r…": the other side's "k…" keys become "r…" by select_key
 ROUND_MS = 60_000
 BASE = ((int(time.time()) - 3600) * 1000) // ROUND_MS * ROUND_MS  # recent: the broker keeps 7 days
@@ -79,23 +85,42 @@ def stream_join_examples(topics: dict[str, str]) -> StreamsBuilder:
     left5.outer_join(right5, lambda k, x, y: f"{java_string(k)}:{java_string(x)}+{java_string(y)}",
                      JoinWindows.of_time_difference_and_grace(timedelta(seconds=4), timedelta(seconds=5))
                      ).to(topics["out5"])
+    left6, right6, third6 = (builder.stream(topics[name]) for name in CHAIN_INPUTS)
+    left6.join(right6, lambda x, y: f"{java_string(x)}+{java_string(y)}",
+               JoinWindows.of_time_difference_and_grace(timedelta(seconds=5), timedelta(seconds=2))).left_join(
+        third6, lambda k, x, y: f"{java_string(k)}:{java_string(x)}/{java_string(y)}",
+        JoinWindows.of_time_difference_and_grace(timedelta(seconds=3), timedelta(seconds=4)).after(timedelta(seconds=6)),
+    ).to(topics["out6"])
     return builder
 
 
-def _input(seed: int = 5, rounds: int = 8) -> dict[str, list[tuple]]:
+def _input() -> dict[str, list[tuple]]:
+    """Every input topic's records: the pairs' and the chain's (drawn apart, so that adding the
+    chain left the pairs' records as they were)."""
+    # The chain's topics get 10 records a round each (every kind of late record every round), for
+    # 4 rounds: the killed run's batches of 60 offsets then take two whole rounds of each of its
+    # three topics, cutting where Kafka Streams' order is kept (README, "Order across co-partitioned
+    # inputs"), and the chain's task runs in two batches (killed after the first).
+    return {**_drawn(tuple(name for name in INPUTS if name not in CHAIN_INPUTS), seed=5),
+            **_drawn(CHAIN_INPUTS, seed=6, rounds=4, in_time=7, late_chance=1.0)}
+
+
+def _drawn(inputs: tuple[str, ...], seed: int, rounds: int = 8, in_time: int = 6,
+           late_chance: float = 0.45) -> dict[str, list[tuple]]:
     """``{topic: [(key, value, partition, timestamp)]}`` in production order (see the module
-    docstring). Timestamps are distinct (Kafka Streams breaks ties between partitions by its
+    docstring): per round and topic ``in_time`` records, then each kind of late record with
+    ``late_chance``. Timestamps are distinct (Kafka Streams breaks ties between partitions by its
     queue order, which the runner does not model)."""
     rng = random.Random(seed)
-    records: dict[str, list[tuple]] = {name: [] for name in INPUTS}
+    records: dict[str, list[tuple]] = {name: [] for name in inputs}
     for r in range(2, 2 + rounds):
         start = BASE + r * ROUND_MS
-        normal_offsets = iter(rng.sample(range(0, 3000, 2), 6 * len(INPUTS)))
-        late_offsets = iter(rng.sample(range(1, 3000, 2), 3 * len(INPUTS)))
-        for topic in INPUTS:
+        normal_offsets = iter(rng.sample(range(0, 3000, 2), in_time * len(inputs)))
+        late_offsets = iter(rng.sample(range(1, 3000, 2), 3 * len(inputs)))
+        for topic in inputs:
             prefix = "r" if topic in RE_KEYED else "k"
             block = []
-            for i in range(6):
+            for i in range(in_time):
                 key = f"{prefix}{rng.randrange(5)}"
                 if rng.random() < 0.06:
                     key = None
@@ -103,7 +128,7 @@ def _input(seed: int = 5, rounds: int = 8) -> dict[str, list[tuple]]:
                 block.append((key, value, start + next(normal_offsets)))
             late = []
             for lateness in ("grace", "round", "segment"):
-                if rng.random() < 0.45:
+                if rng.random() < late_chance:
                     # the key of a record of this round: the late record comes after it
                     key = rng.choice([b[0] for b in block if b[0] is not None])
                     offset = next(late_offsets)
@@ -122,8 +147,10 @@ def _input(seed: int = 5, rounds: int = 8) -> dict[str, list[tuple]]:
 
 
 def _results(bootstrap: str, topics: dict[str, str]) -> dict:
-    """Each output as ``{key: (partitions, Counter of values)}``."""
-    result = {}
+    """Each output as ``{key: (partitions, Counter of values)}``; the chain's also as its whole
+    sequence of ``(key, value)`` (under ``"chain"``)."""
+    chain = read_topic(bootstrap, topics[CHAIN_OUTPUT])
+    result: dict = {"chain": [(None if r.key is None else r.key.decode(), r.value.decode()) for r in chain]}
     for name in OUTPUTS:
         per_key: dict = defaultdict(Counter)
         partitions: dict = defaultdict(set)
@@ -178,6 +205,7 @@ def _assert_same(expected: dict, ours: dict) -> None:
         assert set(ours[name]) == set(expected[name]), name
         for key in expected[name]:
             assert ours[name][key] == expected[name][key], f"{name}, key {key}"
+    assert ours["chain"] == expected["chain"]
 
 
 def test_reference_exercises_the_cases(kafka_streams_run):
@@ -206,6 +234,18 @@ def test_reference_exercises_the_cases(kafka_streams_run):
     for name in ("out4", "out5"):
         assert None in expected[name], name
     assert kafka_streams_run["dropped_late"] > 0
+    # the chain: triples, and first-join results without partner in the third stream (joined with
+    # null), keys interleaved; its inputs hold null keys, null values and late records: some still
+    # joined (the other side's store lags behind), the others never (beyond what it keeps)
+    chain = [value for _, value in kafka_streams_run["results"]["chain"]]
+    assert len(chain) > 15
+    assert any(v.endswith("/null") for v in chain) and any(not v.endswith("/null") for v in chain)
+    assert chain != sorted(chain, key=lambda v: v.split(":")[0])
+    chain_inputs = [row for name in CHAIN_INPUTS for row in kafka_streams_run["records"][name]]
+    assert any(key is None for key, *_ in chain_inputs) and any(value is None for _, value, *_ in chain_inputs)
+    late = [value for _, value, *_ in chain_inputs if value is not None and "late" in value]
+    joined_late = [value for value in late if any(value in v for v in chain)]
+    assert 0 < len(joined_late) < len(late)
 
 
 def test_stream_joins_on_spark_match_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
@@ -228,21 +268,22 @@ def test_stream_joins_killed_part_way_and_rerun_still_match_kafka_streams(
     kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, kafka_streams_run
 ):
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUT_PARTITIONS, "spark-sjoin")
-    # Kill it once task 5_0 (the outer join, run last: --parallelism 1 runs one task after
-    # another) has committed a batch: mid-way through its input, with records pending in its
-    # outer-join store. Batches of 60 offsets cut the joins' inputs where Kafka Streams' order is
-    # kept (README, "Order across co-partitioned inputs"); under exactly-once the upstream commit
-    # markers count as offsets and move those cuts, so this run is at-least-once (the kill under
-    # exactly-once: tests/test_runner_kstreams_oracle.py).
+    # Kill it once task 6_0 (the chain of two joins, run last: --parallelism 1 runs one sub-topology
+    # after another) has committed a batch: mid-way through its input, with both joins' buffers and
+    # stream times (and the left join's outer-join store) in its task state. Batches of 60 offsets cut
+    # the joins' inputs where Kafka Streams' order is kept (README, "Order across co-partitioned
+    # inputs"); under exactly-once the upstream commit markers count as offsets and move those
+    # cuts, so this run is at-least-once (the kill under exactly-once:
+    # tests/test_runner_kstreams_oracle.py).
     rerun = kill_and_rerun(tmp_path, stream_join_examples, topics, app_id=unique_topic("spark-sjoins-kill"),
-                           bootstrap=kafka_bootstrap, spark=spark, kill_when=lambda line: line.startswith("task 5_0 batch"),
+                           bootstrap=kafka_bootstrap, spark=spark, kill_when=lambda line: line.startswith("task 6_0 batch"),
                            killed_args=("--parallelism", "1", "--max-records-per-batch", "60",
                                         "--processing-guarantee", "at_least_once"),
                            max_records_per_batch=60, processing_guarantee="at_least_once")
-    assert any(line.startswith("task 5_0 batch") for line in rerun.killed_lines), rerun.killed_lines
-    # Task 5_0 resumes after its committed batches (its task state restored); the others are done.
+    assert any(line.startswith("task 6_0 batch") for line in rerun.killed_lines), rerun.killed_lines
+    # Task 6_0 resumes after its committed batches (its task state restored); the others are done.
     resumed = rerun.by_task
-    assert 0 < resumed["5_0"].records_in < len(kafka_streams_run["records"]["a5"]) + len(
-        kafka_streams_run["records"]["b5"]), resumed["5_0"]
-    assert all(resumed[task].records_in == 0 for task in ("0_0", "0_1", "1_0", "1_1", "4_0")), resumed
+    chain_records = sum(len(kafka_streams_run["records"][name]) for name in CHAIN_INPUTS)
+    assert 0 < resumed["6_0"].records_in < chain_records, resumed["6_0"]
+    assert all(resumed[task].records_in == 0 for task in ("0_0", "0_1", "1_0", "1_1", "4_0", "5_0")), resumed
     _assert_same(kafka_streams_run["results"], _results(kafka_bootstrap, topics))

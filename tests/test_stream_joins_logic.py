@@ -20,6 +20,7 @@ from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology.consumed_produced import Consumed
 from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.windows import JoinWindows
+from stream_join_model import LONG_MAX, KsJoin, java_long as _java, run_task as _run
 
 
 def test_segment_live_follows_kafka_streams_segments():
@@ -60,25 +61,6 @@ def _program(before=5_000, after=5_000, grace=0, join="join", joiner=None, fuse_
         return program
     # processor by processor (no compiled chains): what a test that watches each forward needs
     return type(program)(program.subtopology_id, program.nodes, program.dead_letters, fuse_chains=False)
-
-
-def _run(program, records, batches=1, stored=None):
-    """records: [(side, value, timestamp)] of key "k", or [(key, side, value, timestamp)], in
-    processing order, split in batches; returns ``[(topic, key, value)]`` and the task state."""
-    records = [r if len(r) == 4 else ("k", *r) for r in records]
-    outputs = []
-    size = -(-len(records) // batches) if records else 1
-    for start in range(0, len(records), size):
-        chunk = records[start:start + size]
-        rows = []
-        for seq, (key, side, value, timestamp) in enumerate(chunk):
-            rows.append({"key": None if key is None else key.encode(), "value": None if value is None else value.encode(),
-                         "topic": side, "partition": 0, "offset": start + seq, "timestamp": None,
-                         "event_time": timestamp, "merge_time": timestamp, "stream_time": timestamp, "seq": seq})
-        frame, stored = program.process_task_batch(pd.DataFrame(rows), stored)
-        if frame is not None:
-            outputs += list(zip(frame["topic"], frame["key"], frame["value"]))
-    return outputs, stored
 
 
 def _values(outputs, topic="out"):
@@ -163,69 +145,11 @@ def test_joined_record_gets_the_later_timestamp():
 
 
 # -- left and outer joins ------------------------------------------------------------------
-LONG_MAX = (1 << 63) - 1
-
-
-def _java(value):
-    return (value + (1 << 63)) % (1 << 64) - (1 << 63)
-
-
 def _ks_model(records, before, after, grace, join_type):
-    """Kafka Streams' KStreamJoinWindow + KStreamKStreamJoin (both sides, shared TimeTracker,
-    outer-join store, emit interval 0), brute force over lists: the joined records in order, as
-    ``(key, "left+right")``. records: [(key, side, value, timestamp)] in processing order."""
-    retention = before + after + grace
-    stores = {"left": [], "right": []}  # (key, timestamp, value), arrival order
-    store_time = {"left": -1, "right": -1}
-    outer_side = {"left": join_type in ("left", "outer"), "right": join_type == "outer"}
-    has_outer_store = join_type != "inner"
-    stream_time, min_time = -1, LONG_MAX
-    pending = []  # (timestamp, side byte (left 1, right 0), key bytes, arrival, key, value)
-    out = []
-
-    def joined(key, left, right):
-        return key, f"{left}+{right}"
-
-    for arrival, (key, side, value, ts) in enumerate(records):
-        other = "right" if side == "left" else "left"
-        this_before, this_after = (before, after) if side == "left" else (after, before)
-        stream_time = max(stream_time, ts)
-        pair = (lambda v: (v, None)) if side == "left" else (lambda v: (None, v))
-        if outer_side[side] and key is None and value is not None:
-            out.append(joined(key, *pair(value)))
-        elif key is not None and value is not None:
-            if has_outer_store and ts == stream_time and _java(min_time + this_after + grace) < stream_time:
-                min_time = LONG_MAX
-                open_sides, emitted = set(), []
-                for entry in sorted(pending, key=lambda e: e[:4]):
-                    min_time = entry[0]
-                    if len(open_sides) == 2:
-                        break
-                    look_back = after if entry[1] == 1 else before
-                    if _java(entry[0] + look_back + grace) >= stream_time:
-                        open_sides.add(entry[1])
-                        continue
-                    emitted.append(entry)
-                    out.append(joined(entry[4], *((entry[5], None) if entry[1] == 1 else (None, entry[5]))))
-                pending = [e for e in pending if e not in emitted]
-            matches = [(t, v) for k, t, v in stores[other]
-                       if k == key and max(0, ts - this_before) <= t <= max(0, ts + this_after)
-                       and t >= store_time[other] - retention + 1]
-            for t, v in sorted(matches, key=lambda m: m[0]):
-                other_byte = 1 if other == "left" else 0
-                pending = [e for e in pending if not (e[2] == key.encode() and e[0] == t and e[1] == other_byte)]
-                out.append(joined(key, value, v) if side == "left" else joined(key, v, value))
-            if outer_side[side] and not matches:
-                if not has_outer_store or max(0, ts + this_after) < stream_time:
-                    out.append(joined(key, *pair(value)))
-                else:
-                    min_time = min(min_time, ts)
-                    pending.append((ts, 1 if side == "left" else 0, key.encode(), arrival, key, value))
-        if key is not None and value is not None:  # the join window stores it after forwarding
-            store_time[side] = max(store_time[side], ts)
-            if stream_joins.segment_live(ts, store_time[side], retention):
-                stores[side].append((key, ts, value))
-    return out
+    """One join's output in order, as ``(key, "left+right")``. records: [(key, side, value,
+    timestamp)] in processing order."""
+    join = KsJoin(before, after, grace, join_type)
+    return [(key, value) for record in records for key, value, _ in join.process(*record)]
 
 
 _keyed_records = st.lists(

@@ -926,6 +926,35 @@ def stream_stream_self_join():
 
 
 @topology
+def stream_stream_join_chain():
+    b = StreamsBuilder()
+    orders = b.stream("orders")
+    payments = b.stream("payments")
+    shipments = b.stream("shipments")
+    orders.join(
+        payments, lambda o, p: o + "|" + p, JoinWindows.of_time_difference_with_no_grace(timedelta(minutes=5))
+    ).left_join(
+        shipments, lambda op, s: f"{op}|{s}",
+        JoinWindows.of_time_difference_and_grace(timedelta(minutes=10), timedelta(minutes=1)),
+    ).to("shipped-orders")
+    return b.build()
+
+
+@topology
+def stream_joined_with_two_streams():
+    b = StreamsBuilder()
+    orders = b.stream("orders")
+    orders.join(
+        b.stream("payments"), lambda o, p: o + "|" + p, JoinWindows.of_time_difference_with_no_grace(timedelta(minutes=5))
+    ).to("paid-orders")
+    orders.outer_join(
+        b.stream("shipments"), lambda o, s: f"{o}|{s}",
+        JoinWindows.of_time_difference_and_grace(timedelta(minutes=10), timedelta(minutes=1)),
+    ).to("orders-and-shipments")
+    return b.build()
+
+
+@topology
 def both_sides_repartitioned_with_partition_counts():
     b = StreamsBuilder()
     left = b.stream("left-events")

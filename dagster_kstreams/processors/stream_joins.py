@@ -8,6 +8,15 @@ side) that looks the record up in the *other* side's buffer, and both join proce
 by the DSL when their keys changed) and every record reaching the join carries the source key,
 so the two buffers of one key are two state slots of that key's state.
 
+A sub-topology may hold any number of joins (a chain such as ``a.join(b).left_join(c)``, whose
+second join reads the first one's output, or one stream joined with several others): as in
+Kafka Streams, where ``KStreamImplJoin`` gives each join its own stores and its own
+``TimeTrackerSupplier``, every piece of join state is named by the join's stores: a buffer is the
+slot of its window store, a store's observed stream time is kept under the store's name, and a
+join's ``TimeTracker`` with its outer-join store under the name of its left ("this") window store.
+A join's output carries the key it joined on, the source key, so a later join keys its state the
+same way; records reach the joins depth first, in Kafka Streams' forwarding order.
+
 The sub-topology runs task-grouped (:mod:`dagster_kstreams.processors.task_state`): all records of
 the task's micro-batch in processing order, with the task-level state Kafka Streams keeps next
 to the per-key buffers. Kafka Streams 4.3.1, as run here:
@@ -81,7 +90,8 @@ from dagster_kstreams.topology.node_specs import NodeKind
 
 __all__ = ["JoinWindow", "StreamStreamJoin", "BUILDERS"]
 
-# Task-level values (TaskState.values): each join store's observed stream time, and each join's tracker.
+# Task-level values (TaskState.values), one per join: each join store's observed stream time (by
+# store name), and each join's tracker (by the name of its left window store).
 _STORE_TIMES = "stream_joins.store_times"
 _TRACKER = "stream_joins.tracker.{}"
 
@@ -236,16 +246,18 @@ class StreamStreamJoin(Processor):
 
 
 # -- definition time -------------------------------------------------------------------------
-# Processors that keep the record key (the join key must be the source key).
+# Processors that keep the record key (the join key must be the source key). A stream-stream join
+# forwards its records with the key it joined on, so a join may come before another one.
 _KEY_PRESERVING = {NodeKind.SOURCE, NodeKind.FILTER, NodeKind.MAP_VALUES, NodeKind.FLAT_MAP_VALUES, NodeKind.PEEK,
-                   NodeKind.MERGE, NodeKind.BRANCH, NodeKind.BRANCH_CHILD}
+                   NodeKind.MERGE, NodeKind.BRANCH, NodeKind.BRANCH_CHILD, NodeKind.JOIN_WINDOW,
+                   NodeKind.STREAM_STREAM_JOIN, NodeKind.STREAM_STREAM_JOIN_MERGE}
 
 
 def _join_window(factory, ctx) -> JoinWindow:
     params = factory.params
     windows = params["windows"]
     retention = windows.size() + windows.grace_period_ms()
-    _check_subtopology(ctx.subtopology, factory)
+    _check_keys_before(ctx.subtopology, factory)
     return JoinWindow(factory.name, params["store_name"], retention)
 
 
@@ -264,21 +276,18 @@ def _stream_stream_join(factory, ctx) -> StreamStreamJoin:
     )
 
 
-def _check_subtopology(sub, window_node) -> None:
-    """What the task-grouped join needs: the join key is the source key (every processor between
-    a source and a join window keeps the key; the DSL repartitions before the join otherwise),
-    record timestamps, and one join per sub-topology."""
-    windows = [node for node in sub.nodes if node.kind is NodeKind.JOIN_WINDOW]
-    if len(windows) != 2:
-        raise UnsupportedTopologyError(
-            f"sub-topology {sub.id} holds {len(windows)} join windows; the Spark runner runs one stream-stream join "
-            "per sub-topology")
-    for node in reachable(sub, [parent for node in windows for parent in node.parents], lambda node: node.parents):
+def _check_keys_before(sub, window_node) -> None:
+    """What the task-grouped join needs: its join key is the source key, so every processor
+    between a source and this join window keeps the key (the DSL repartitions before the join
+    otherwise). Any number of joins may share a sub-topology: each keeps its state under its own
+    store names (buffers, store times, tracker)."""
+    for node in reachable(sub, window_node.parents, lambda node: node.parents):
         if node.kind not in _KEY_PRESERVING:
             raise UnsupportedTopologyError(
                 f"processor {node.name} ({node.kind.value}) comes before the stream-stream join {window_node.name} "
                 "in its sub-topology; the Spark runner keeps the join's state by source key, so only processors "
-                "that keep the key (filter, map_values, flat_map_values, peek, merge, branch) may come before it")
+                "that keep the key (filter, map_values, flat_map_values, peek, merge, branch, stream-stream joins) "
+                "may come before it")
 
 
 BUILDERS = {

@@ -14,8 +14,8 @@ constant: the task's micro-batch is one group, processed record by record in the
 (``seq``), and one state row holds the :class:`TaskState`: every key's slots (the same values
 :class:`~dagster_kstreams.processors.state.GroupState` holds in the key-grouped mode, so all
 processors run unchanged) plus the task-level values Kafka Streams keeps per task
-(``TaskState.values``: the join's ``TimeTracker`` with its stream time and smallest pending
-timestamp, each join store's observed time, the outer-join store).
+(``TaskState.values``: each join's ``TimeTracker`` with its stream time and smallest pending
+timestamp, each join store's observed time, each join's outer-join store).
 
 Exactness against state size: the task mode reproduces Kafka Streams' stream-stream joins
 exactly (left/outer emission across keys, per-store expiry, inner joins included, so no input

@@ -21,7 +21,7 @@ import org.apache.kafka.streams.kstream.KStream;
  * Stream-stream joins (inner, left, outer) run by Kafka Streams itself against a real broker,
  * until every input topic is consumed to its end.
  *
- * Args: bootstrap applicationId stateDir a1 b1 a2 b2 a3 b3 a4 b4 a5 b5 out1 out2 out3 out4 out5
+ * Args: bootstrap applicationId stateDir a1 b1 a2 b2 a3 b3 a4 b4 a5 b5 a6 b6 c6 out1 out2 out3 out4 out5 out6
  *
  * The Python twin is stream_join_examples() in tests/test_equivalence_stream_joins.py; keep the
  * two in step.
@@ -67,6 +67,17 @@ public final class StreamJoinExamples {
         left5.outerJoin(right5, (k, x, y) -> s(k) + ":" + s(x) + "+" + s(y),
                         JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(4), Duration.ofSeconds(5)))
             .to(out.get(4));
+        // 6: a chain in one sub-topology: an inner join (5 s, 2 s grace), then its result
+        // left-joined with a third stream (3 s before, 6 s after, 4 s grace).
+        KStream<String, String> left6 = builder.stream(in.get(10));
+        KStream<String, String> right6 = builder.stream(in.get(11));
+        KStream<String, String> third6 = builder.stream(in.get(12));
+        left6.join(right6, (x, y) -> s(x) + "+" + s(y),
+                   JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(2)))
+            .leftJoin(third6, (k, x, y) -> s(k) + ":" + s(x) + "/" + s(y),
+                      JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(3), Duration.ofSeconds(4))
+                          .after(Duration.ofSeconds(6)))
+            .to(out.get(5));
         return builder;
     }
 
@@ -74,8 +85,8 @@ public final class StreamJoinExamples {
         String bootstrap = args[0];
         String applicationId = args[1];
         String stateDir = args[2];
-        List<String> inputs = List.of(args).subList(3, 13);
-        StreamsBuilder builder = streamJoinExamples(inputs, List.of(args).subList(13, 18));
+        List<String> inputs = List.of(args).subList(3, 16);
+        StreamsBuilder builder = streamJoinExamples(inputs, List.of(args).subList(16, 22));
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         // Join 3 reads a repartition topic its own upstream task fills: wait for it rather than run
         // ahead on the other input (the Spark runner writes the repartition topic first).

@@ -130,6 +130,8 @@ public final class TopologyCatalog {
         TOPOLOGIES.put("session_window_reduce", TopologyCatalog::session_window_reduce);
         TOPOLOGIES.put("chained_windowed_aggregations", TopologyCatalog::chained_windowed_aggregations);
         TOPOLOGIES.put("stream_stream_self_join", TopologyCatalog::stream_stream_self_join);
+        TOPOLOGIES.put("stream_stream_join_chain", TopologyCatalog::stream_stream_join_chain);
+        TOPOLOGIES.put("stream_joined_with_two_streams", TopologyCatalog::stream_joined_with_two_streams);
         TOPOLOGIES.put("both_sides_repartitioned_with_partition_counts", TopologyCatalog::both_sides_repartitioned_with_partition_counts);
         TOPOLOGIES.put("table_filter_join_uses_value_getters", TopologyCatalog::table_filter_join_uses_value_getters);
         TOPOLOGIES.put("table_left_join_then_suppress", TopologyCatalog::table_left_join_then_suppress);
@@ -878,6 +880,30 @@ public final class TopologyCatalog {
         KStream<String, String> ticks = b.stream("ticks");
         ticks.join(ticks, (a, c) -> a + "|" + c, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(1)))
             .to("tick-pairs");
+        return b.build();
+    }
+
+    static Topology stream_stream_join_chain() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> orders = b.stream("orders");
+        KStream<String, String> payments = b.stream("payments");
+        KStream<String, String> shipments = b.stream("shipments");
+        orders.join(payments, (o, p) -> o + "|" + p, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofMinutes(5)))
+            .leftJoin(shipments, (op, s) -> op + "|" + s,
+                JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMinutes(10), Duration.ofMinutes(1)))
+            .to("shipped-orders");
+        return b.build();
+    }
+
+    static Topology stream_joined_with_two_streams() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> orders = b.stream("orders");
+        orders.join(b.stream("payments"), (o, p) -> o + "|" + p,
+                JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofMinutes(5)))
+            .to("paid-orders");
+        orders.outerJoin(b.<String, String>stream("shipments"), (o, s) -> o + "|" + s,
+                JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMinutes(10), Duration.ofMinutes(1)))
+            .to("orders-and-shipments");
         return b.build();
     }
 

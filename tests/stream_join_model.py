@@ -1,0 +1,108 @@
+"""A brute-force model of Kafka Streams 4.3.1's stream-stream join, and a driver that runs a compiled
+task-grouped program over records without Spark: what the stream-join logic tests compare."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from dagster_kstreams.processors import join_buffers as stream_joins
+
+__all__ = ["LONG_MAX", "java_long", "KsJoin", "run_task"]
+
+
+def run_task(program, records, batches=1, stored=None):
+    """records: [(side, value, timestamp)] of key "k", or [(key, side, value, timestamp)], in
+    processing order, split in batches; returns ``[(topic, key, value)]`` and the task state."""
+    records = [r if len(r) == 4 else ("k", *r) for r in records]
+    outputs = []
+    size = -(-len(records) // batches) if records else 1
+    for start in range(0, len(records), size):
+        chunk = records[start:start + size]
+        rows = []
+        for seq, (key, side, value, timestamp) in enumerate(chunk):
+            rows.append({"key": None if key is None else key.encode(), "value": None if value is None else value.encode(),
+                         "topic": side, "partition": 0, "offset": start + seq, "timestamp": None,
+                         "event_time": timestamp, "merge_time": timestamp, "stream_time": timestamp, "seq": seq})
+        frame, stored = program.process_task_batch(pd.DataFrame(rows), stored)
+        if frame is not None:
+            outputs += list(zip(frame["topic"], frame["key"], frame["value"]))
+    return outputs, stored
+
+
+LONG_MAX = (1 << 63) - 1
+
+
+def java_long(value):
+    """``value`` as a Java ``long`` (two's complement overflow)."""
+    return (value + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
+class KsJoin:
+    """Kafka Streams' KStreamJoinWindow + KStreamKStreamJoin of one join (both sides, shared
+    TimeTracker, outer-join store, emit interval 0), brute force over lists. :meth:`process` takes
+    one record of a side and returns what the join forwards, in order, as ``(key, value,
+    timestamp)``; ``joiner(left, right)`` makes the joined value."""
+
+    def __init__(self, before, after, grace, join_type, joiner=lambda left, right: f"{left}+{right}"):
+        self.before, self.after, self.grace, self.joiner = before, after, grace, joiner
+        self.retention = before + after + grace
+        self.stores = {"left": [], "right": []}  # (key, timestamp, value), arrival order
+        self.store_time = {"left": -1, "right": -1}
+        self.outer_side = {"left": join_type in ("left", "outer"), "right": join_type == "outer"}
+        self.has_outer_store = join_type != "inner"
+        self.stream_time, self.min_time = -1, LONG_MAX
+        self.pending = []  # (timestamp, side byte (left 1, right 0), key bytes, arrival, key, value)
+        self.arrivals = 0
+
+    def process(self, key, side, value, ts):
+        before, after, grace, retention = self.before, self.after, self.grace, self.retention
+        arrival, self.arrivals = self.arrivals, self.arrivals + 1
+        out = []
+
+        def joined(key, left, right, timestamp):
+            out.append((key, self.joiner(left, right), timestamp))
+
+        other = "right" if side == "left" else "left"
+        this_before, this_after = (before, after) if side == "left" else (after, before)
+        self.stream_time = max(self.stream_time, ts)
+        pair = (lambda v: (v, None)) if side == "left" else (lambda v: (None, v))
+        if self.outer_side[side] and key is None and value is not None:
+            joined(key, *pair(value), ts)
+        elif key is not None and value is not None:
+            if (self.has_outer_store and ts == self.stream_time
+                    and java_long(self.min_time + this_after + grace) < self.stream_time):
+                self.min_time = LONG_MAX
+                open_sides, emitted = set(), []
+                for entry in sorted(self.pending, key=lambda e: e[:4]):
+                    self.min_time = entry[0]
+                    if len(open_sides) == 2:
+                        break
+                    look_back = after if entry[1] == 1 else before
+                    if java_long(entry[0] + look_back + grace) >= self.stream_time:
+                        open_sides.add(entry[1])
+                        continue
+                    emitted.append(entry)
+                    joined(entry[4], *((entry[5], None) if entry[1] == 1 else (None, entry[5])), entry[0])
+                self.pending = [e for e in self.pending if e not in emitted]
+            matches = [(t, v) for k, t, v in self.stores[other]
+                       if k == key and max(0, ts - this_before) <= t <= max(0, ts + this_after)
+                       and t >= self.store_time[other] - retention + 1]
+            for t, v in sorted(matches, key=lambda m: m[0]):
+                other_byte = 1 if other == "left" else 0
+                self.pending = [e for e in self.pending
+                                if not (e[2] == key.encode() and e[0] == t and e[1] == other_byte)]
+                if side == "left":
+                    joined(key, value, v, max(ts, t))
+                else:
+                    joined(key, v, value, max(ts, t))
+            if self.outer_side[side] and not matches:
+                if not self.has_outer_store or max(0, ts + this_after) < self.stream_time:
+                    joined(key, *pair(value), ts)
+                else:
+                    self.min_time = min(self.min_time, ts)
+                    self.pending.append((ts, 1 if side == "left" else 0, key.encode(), arrival, key, value))
+        if key is not None and value is not None:  # the join window stores it after forwarding
+            self.store_time[side] = max(self.store_time[side], ts)
+            if stream_joins.segment_live(ts, self.store_time[side], retention):
+                self.stores[side].append((key, ts, value))
+        return out
