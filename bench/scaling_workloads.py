@@ -21,7 +21,7 @@ every 5 s: about the last 10 s of them).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from bench.scaling_metrics import FLAP_WINDOW_SECONDS, RunSummary, summarize
@@ -144,3 +144,22 @@ def simulate(workload: Workload, partitions: int, rule_name: str, config: Scalin
     return summary, trace
 
 
+def scaling_settings(assignments: Sequence[str]) -> dict:
+    """``--set`` values as ScalingConfig keyword arguments, each parsed as its default's type."""
+    defaults = asdict(ScalingConfig())
+    parsed = {}
+    for assignment in assignments:
+        name, _, text = assignment.partition("=")
+        if name not in defaults or not text:
+            raise SystemExit(f"--set {assignment!r}: expected SETTING=VALUE with a ScalingConfig setting")
+        kind = type(defaults[name])
+        if kind is bool:
+            if text.lower() not in ("true", "false"):
+                raise SystemExit(f"--set {assignment!r}: {name} is true or false")
+            parsed[name] = text.lower() == "true"
+        else:
+            try:
+                parsed[name] = kind(text)
+            except ValueError:
+                raise SystemExit(f"--set {assignment!r}: {name} must be {kind.__name__}") from None
+    return parsed

@@ -40,7 +40,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 from bench.scaling_metrics import RunSummary  # noqa: E402
 from bench.scaling_model import ModelParameters  # noqa: E402
 from bench.scaling_workloads import (  # noqa: E402
-    RECORDS_PER_PARTITION, RULES, SENSOR_INTERVAL_SECONDS, WORKLOADS, Trace, Workload, simulate)
+    RECORDS_PER_PARTITION, RULES, SENSOR_INTERVAL_SECONDS, WORKLOADS, Trace, Workload, scaling_settings, simulate)
 from dagster_kstreams.scaling import ScalingConfig  # noqa: E402
 
 def goal_verdicts(summaries: Sequence[RunSummary]) -> list[dict]:
@@ -59,27 +59,6 @@ def goal_verdicts(summaries: Sequence[RunSummary]) -> list[dict]:
         verdicts.append({"rule": s.rule, "workload": s.workload, "partitions": s.partitions, **checks,
                          "met": all(checks.values())})
     return verdicts
-
-
-def scaling_settings(assignments: Sequence[str]) -> dict:
-    """``--set`` values as ScalingConfig keyword arguments, each parsed as its default's type."""
-    defaults = asdict(ScalingConfig())
-    parsed = {}
-    for assignment in assignments:
-        name, _, text = assignment.partition("=")
-        if name not in defaults or not text:
-            raise SystemExit(f"--set {assignment!r}: expected SETTING=VALUE with a ScalingConfig setting")
-        kind = type(defaults[name])
-        if kind is bool:
-            if text.lower() not in ("true", "false"):
-                raise SystemExit(f"--set {assignment!r}: {name} is true or false")
-            parsed[name] = text.lower() == "true"
-        else:
-            try:
-                parsed[name] = kind(text)
-            except ValueError:
-                raise SystemExit(f"--set {assignment!r}: {name} must be {kind.__name__}") from None
-    return parsed
 
 
 def table(summaries: Sequence[RunSummary]) -> str:

@@ -11,10 +11,9 @@ from hypothesis import strategies as st
 
 from bench.scaling_metrics import (Decision, changes_of_need, decisions, decisions_per_change, decisions_per_phase,
                                    end_lag_growth, flaps, overshoot)
-from bench.simulate_scaling import scaling_settings
 from bench.scaling_model import ModelInvariantError, ModelParameters, ScalingModel, water_fill
 from bench.scaling_rules import FlinkStyleRule, KedaRule, busy_time_capacity, keda_replicas
-from bench.scaling_workloads import RULES, WORKLOADS, simulate
+from bench.scaling_workloads import RULES, WORKLOADS, scaling_settings, simulate
 from dagster_kstreams.scaling import (LagSnapshot, ReconciliationPlan, ScalingConfig, TaskOffsets, ThroughputSample,
                                       WorkerRetag, WorkerState)
 
