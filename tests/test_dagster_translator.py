@@ -2,6 +2,8 @@
 translator overrides, load-time errors, and the Kafka resource's handling of secrets."""
 
 
+from datetime import timedelta
+
 import dagster as dg
 import pytest
 
@@ -10,7 +12,8 @@ from dagster_kstreams.orchestration.app import KStreamsApp
 from dagster_kstreams.orchestration.definitions import build_kstreams_definitions
 from dagster_kstreams.orchestration.resources import KStreamsSparkResource
 from dagster_kstreams.orchestration.translator import KStreamsAssetKind
-from dagster_kstreams.topology import CopartitionError, Repartitioned, StreamsBuilder
+from dagster_kstreams.spark.compile import UnsupportedTopologyError
+from dagster_kstreams.topology import CopartitionError, Repartitioned, StreamsBuilder, TimeWindows
 
 from assets import click_enrichment, profile_regions, users_per_country
 
@@ -128,11 +131,6 @@ def test_load_time_errors_name_the_topics_and_counts():
 
 def test_operations_spark_cannot_run_exactly_fail_at_load_naming_the_processor():
     """Definition time, not run time: loading the assets compiles every sub-topology."""
-    from datetime import timedelta
-
-    from dagster_kstreams.spark.compile import UnsupportedTopologyError
-    from dagster_kstreams.topology import TimeWindows
-
     builder = StreamsBuilder()
     builder.stream("clicks").filter(lambda key, value: value).group_by_key() \
         .windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=10))).count().to_stream().to("out")
