@@ -235,9 +235,14 @@ class WindowedOldValue(ValueGetter):
         return self.through_steps(reader, key, old, context)
 
 
-def _windowed_old_value(ctx, factory, what: str, windows, why: str, instead: str) -> WindowedOldValue:
-    """The getter of the old value behind a time-windowed table, or a refusal naming why not."""
-    steps, node = [], ctx.subtopology.node(factory.parents[0])
+def _old_values(ctx, factory, what: str, windows, why: str, instead: str) -> ValueGetter:
+    """The getter of the old value behind each update the suppression receives: the table's store
+    (``windows`` None), or the time-windowed aggregation's (:class:`WindowedOldValue`); a refusal
+    naming ``why`` the old value is needed, and what to do ``instead``, for other windowed tables."""
+    (parent,) = factory.parents
+    if windows is None:
+        return value_getter(ctx, factory, parent)
+    steps, node = [], ctx.subtopology.node(parent)
     while node.kind in (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES) and not node.stores:
         fn = ctx.function(node, node.params["predicate" if node.kind is NodeKind.TABLE_FILTER else "mapper"])
         steps.append((node.kind.value.removeprefix("table_"), fn.as_key_value(), bool(node.params.get("negate"))))
@@ -321,14 +326,12 @@ def build(factory, ctx) -> Suppress:
     windows, filtered = _table_path(sub, factory)
     filtered_table = None
     if filtered:
-        (parent,) = factory.parents
-        filtered_table = value_getter(ctx, factory, parent) if windows is None else _windowed_old_value(
-            ctx, factory, what, windows, "a filter of the windowed table lies before it", "Filter after to_stream()")
+        filtered_table = _old_values(ctx, factory, what, windows, "a filter of the windowed table lies before it",
+                                     "Filter after to_stream()")
     table = None
     if config.max_bytes is not None:
-        (parent,) = factory.parents
-        table = filtered_table or (value_getter(ctx, factory, parent) if windows is None else _windowed_old_value(
-            ctx, factory, what, windows, "BufferConfig.max_bytes bounds it", "Bound it with max_records"))
+        table = filtered_table or _old_values(ctx, factory, what, windows, "BufferConfig.max_bytes bounds it",
+                                              "Bound it with max_records")
     until_window_closes = bool(params["until_window_closes"])
     duration = params["grace_ms"] if until_window_closes else params["time_to_wait_ms"]
     return Suppress(factory.name, _key_serde(factory, ctx, windows), until_window_closes, duration,
