@@ -28,6 +28,8 @@ from contextlib import redirect_stdout
 from io import StringIO
 from pathlib import Path
 
+from pyspark.sql import DataFrame
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
@@ -37,7 +39,7 @@ from bench.common import bench_workspace, wait_for_group_coordinator  # noqa: E4
 from bench.wordcount import PARTITIONS, word_count_columns  # noqa: E402
 from dagster_kstreams.kafka.admin import KafkaAdmin  # noqa: E402
 from dagster_kstreams.kafka.records import produce  # noqa: E402
-from dagster_kstreams.spark import batch_writer, run_state, task_runner  # noqa: E402
+from dagster_kstreams.spark import batch_writer, run_state, task_runner, transactional_writer  # noqa: E402
 from dagster_kstreams.spark.session import build_spark_session  # noqa: E402
 from dagster_kstreams.spark.task_runner import TaskRunner  # noqa: E402
 
@@ -63,6 +65,8 @@ def instrument() -> None:
     timed(run_state.RunFence, "commit", "offset commit (a transaction)")
     timed(batch_writer.BatchWriter, "_unwritten", "write intent (end offsets of outputs, a file)")
     timed(batch_writer.BatchWriter, "_write", "whole batch (compute + write + the above)")
+    timed(transactional_writer.TransactionalBatchWriter, "_write", "whole batch, exactly-once (compute + transaction)")
+    timed(DataFrame, "toArrow", "computing a batch to the driver (toArrow)")
     timed(task_runner.TaskRunner, "_start", "starting a task (fence, checkpoint, query start)")
 
 

@@ -23,8 +23,8 @@ from dagster_kstreams.kafka.admin import TopicPartition
 from dagster_kstreams.spark.errors import used_concurrently
 from dagster_kstreams.topology.task_id import TaskId
 
-__all__ = ["default_state_location", "task_directory", "task_checkpoint", "start_on_checkpoint", "CheckpointReader",
-           "WriteIntents"]
+__all__ = ["default_state_location", "on_local_file_system", "task_directory", "task_checkpoint",
+           "start_on_checkpoint", "CheckpointReader", "WriteIntents"]
 
 STATE_LOCATION_ENV_VAR = "DAGSTER_KSTREAMS_STATE_LOCATION"
 
@@ -46,6 +46,11 @@ def normalize_location(location: str) -> str:
     if _is_uri(location):
         return location.rstrip("/")
     return str(Path(location).expanduser().resolve())
+
+
+def on_local_file_system(location: str) -> bool:
+    """Whether ``location`` is a directory of the local file system (a path or a ``file:`` URI)."""
+    return not _is_uri(location) or location.startswith("file:")
 
 
 def task_directory(state_location: str, application_id: str, task_id: TaskId | str) -> str:

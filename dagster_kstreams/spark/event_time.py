@@ -182,7 +182,10 @@ def with_processing_order(source, stream_time: bool, skip_null_values: bool = Fa
             table = table.append_column(extra_column[0].name, extra_column[1](table))
         yield from table.to_batches()
 
-    ordered = source.repartition(1).mapInArrow(order, schema)
+    # coalesce, not repartition: the task's few Spark partitions (one per source topic) meet in
+    # one Spark task without a shuffle, whose map and reduce stages cost a small batch about as
+    # much as its processing; ``order`` sorts them itself.
+    ordered = source.coalesce(1).mapInArrow(order, schema)
     if not stream_time:
         return ordered
     counted = F.col("key").isNotNull()

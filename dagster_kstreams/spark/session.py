@@ -26,13 +26,16 @@ DEFAULT_MASTER = "local[*]"
 DEFAULT_APP_NAME = "dagster-kstreams"
 CONNECTOR_JAR_PREFIX = "spark-sql-kafka-0-10_"
 
-# Spark writes a task's checkpoint (offset and commit logs, state store files) through Hadoop's
-# FileContext. For file: paths its default (ChecksumFs) writes a .crc file beside each file, and
+# Spark writes a task's checkpoint (offset and commit logs, state store files) through Hadoop. For
+# file: paths its defaults (ChecksumFs, LocalFileSystem) write a .crc file beside each file, and
 # without Hadoop's native library every file operation forks a `readlink` or `chmod`: about 35
-# processes per micro-batch, half of them for the .crc files. RawLocalFs writes the files alone
-# (the offset and commit logs took 40 ms less per batch here); the rename that publishes each file
-# is the same check-then-rename either way. A ``spark.hadoop.`` setting of the user's wins.
-CHECKPOINT_FILE_CONTEXT = {"spark.hadoop.fs.AbstractFileSystem.file.impl": "org.apache.hadoop.fs.local.RawLocalFs"}
+# processes per micro-batch, half of them for the .crc files. The raw local file systems write the
+# files alone, through either API (FileContext's, Spark's default checkpoint manager; FileSystem's,
+# the one a local state location gets: ``strategies.configure_session``); the rename that
+# publishes each file is the same check-then-rename either way. A ``spark.hadoop.`` setting of the
+# user's wins.
+CHECKPOINT_FILE_CONTEXT = {"spark.hadoop.fs.AbstractFileSystem.file.impl": "org.apache.hadoop.fs.local.RawLocalFs",
+                           "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem"}
 
 
 class SparkSessionError(RuntimeError):

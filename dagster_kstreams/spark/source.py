@@ -29,7 +29,7 @@ from dagster_kstreams.spark.event_time import source_columns, with_extracted_tim
 from dagster_kstreams.spark.state_keys import state_key_column_of
 from dagster_kstreams.topology.application import ApplicationTopology
 
-__all__ = ["StartingPoint", "starting_point", "kafka_source", "in_processing_order"]
+__all__ = ["StartingPoint", "starting_point", "kafka_source", "on_state_partitions", "in_processing_order"]
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,17 @@ def kafka_source(session: SparkSession, kafka_options: Mapping[str, Any], assign
         return source_columns(reader.load(), timestamp_header_topics, keep_headers=carry_headers)
     return with_extracted_timestamps(source_columns(reader.load(), timestamp_header_topics, keep_headers=True),
                                      timestamps, keep_headers=carry_headers)
+
+
+def on_state_partitions(source: DataFrame, program: Any, state_partitions: int) -> DataFrame:
+    """``source`` as the state of a stateful sub-topology with ``state_partitions`` partitions
+    takes it: with one, the task's rows already sit in one Spark partition per source topic, and
+    saying so (``coalesce(1)``) spares the shuffle Spark would otherwise put before its state,
+    whose two stages cost a small batch more than its processing. With more, Spark shuffles by
+    key. (A checkpoint keeps its own count; for another than one, Spark still shuffles.)"""
+    if program.stateful and state_partitions == 1:
+        return source.coalesce(1)
+    return source
 
 
 def in_processing_order(source: DataFrame, program: Any) -> DataFrame:

@@ -20,7 +20,7 @@ from dagster_kstreams.spark.client_timeouts import sink_timeouts, source_timeout
 from dagster_kstreams.spark.errors import TaskFailedError, failure_reason
 from dagster_kstreams.spark.metrics import observe_outputs
 from dagster_kstreams.spark.run_state import RunState
-from dagster_kstreams.spark.source import kafka_source
+from dagster_kstreams.spark.source import kafka_source, on_state_partitions
 from dagster_kstreams.spark.strategies import configure_session, strategy_for
 from dagster_kstreams.spark.transactional_writer import TransactionalBatchWriter
 from dagster_kstreams.spark.triggers import Trigger
@@ -40,7 +40,7 @@ def start_task_query(runner: Any, session: Any, checkpoint_reader: CheckpointRea
         program.sink_partition_counts = runner.running_admin.partition_counts(
             [topic for topic in program.placed_topics if topic is not None])
     strategy = strategy_for(program)
-    configure_session(session, runner.state_partitions, runner.arrow_batch_size)
+    configure_session(session, runner.state_partitions, runner.arrow_batch_size, runner.state_location)
     # Repartition topics carry their records' timestamps in a header: read only if used.
     timestamp_headers = [tp.topic for tp in run.assigned if runner.application.is_repartition_topic(tp.topic)
                          and strategy.reads_record_timestamps(program)]
@@ -49,6 +49,7 @@ def start_task_query(runner: Any, session: Any, checkpoint_reader: CheckpointRea
         source_options["kafka.isolation.level"] = "read_committed"  # never an aborted attempt's records
     source = kafka_source(session, source_options, run.assigned, starting, max_records_per_batch,
                           timestamp_headers, source_timestamps(program), strategy.carries_headers(program))
+    source = on_state_partitions(source, program, runner.state_partitions)
     output = strategy.build(source, program, runner.dead_letters)
 
     written = runner.application.sink_topics(run.task.subtopology)

@@ -33,7 +33,7 @@ from dagster_kstreams.kafka.admin import TopicPartition
 from dagster_kstreams.processors.timestamps import source_timestamps
 from dagster_kstreams.spark.checkpoint import normalize_location
 from dagster_kstreams.spark.metrics import observe_outputs
-from dagster_kstreams.spark.source import kafka_source
+from dagster_kstreams.spark.source import kafka_source, on_state_partitions
 from dagster_kstreams.spark.state_location import is_local_location
 from dagster_kstreams.spark.strategies import configure_session, strategy_for
 from dagster_kstreams.spark.task_runner import TaskRunner
@@ -127,7 +127,7 @@ class WarmUp:
         program = runner.compiled.program(subtopology)
         strategy = strategy_for(program)
         session = runner.spark.newSession()
-        configure_session(session, runner.state_partitions, runner.arrow_batch_size)
+        configure_session(session, runner.state_partitions, runner.arrow_batch_size, runner.state_location)
         # No state snapshot: the state store's maintenance thread would upload it after the query
         # stopped, into the scratch checkpoint already deleted.
         session.conf.set("spark.sql.streaming.stateStore.minDeltasForSnapshot", str(2**31 - 1))
@@ -137,6 +137,7 @@ class WarmUp:
         kafka_options = runner.spark_kafka_options()
         source = kafka_source(session, kafka_options, assigned, starting, self.records, headers,
                               source_timestamps(program), strategy.carries_headers(program))
+        source = on_state_partitions(source, program, runner.state_partitions)
         output = observe_outputs(strategy.build(source, program, runner.dead_letters),
                                  application.sink_topics(subtopology))
         checkpoint = self._scratch_directory()
