@@ -115,7 +115,6 @@ class _WindowAggregate(StoreProcessor):
         else:  # what the time-ordered store no longer returns (a window not emitted yet may be older)
             expire(store, closed.visible_from(self.retention) - 1, 0)
         initializer, aggregator = self.functions
-        olds = self._olds(store, context) if self.sends_old_values and not self.cached and closed is None else None
         pending = self._pending(state, slot) if self.cached else None
         updates, dropped = self.algorithm(
             self.windows, store, key, value, context.timestamp, context.stream_time,
@@ -132,23 +131,15 @@ class _WindowAggregate(StoreProcessor):
             self._emit_closed(closed, key, updates, context, out, state)
             return
         if self.cached:
-            for start, _end, new, new_timestamp in updates:
+            for start, _end, new, new_timestamp, _old in updates:
                 # The window's latest value, forwarded at the flush (even if it expires meanwhile).
                 pending.pop(start, None)
                 pending[start] = (new, new_timestamp)
             if updates:
                 state.dirty.add(slot)
             return
-        for start, end, new, new_timestamp in updates:
-            old = None if olds is None else olds[start]
+        for start, end, new, new_timestamp, old in updates:
             self._emit(key, start, end, new, new_timestamp, context, out, state, old)
-
-    def _olds(self, store: dict, context) -> dict:
-        """The old aggregate of each window the record falls in, as ``KStreamWindowAggregate``
-        sends it: the stored one, or the initializer's for a window not stored yet."""
-        initializer = self.functions[0]
-        return {start: store[start][0] if start in store else self.call(context, initializer)
-                for start, _end in self.windows.windows_for(context.timestamp)}
 
     def _store_time(self, context, state) -> Optional[int]:
         """The store's stream time: it no longer returns windows that start at or before it minus
@@ -168,7 +159,7 @@ class _WindowAggregate(StoreProcessor):
     def _emit_closed(self, closed: ClosedWindows, key, updates, context, out, state) -> None:
         """Note the windows this record wrote, then forward those that closed (all keys)."""
         key_bytes = self.key_serde.serialize(key)
-        for start, _end, new, _timestamp in updates:
+        for start, _end, new, _timestamp, _old in updates:
             closed.put(start, key_bytes, state.raw_key, key, deleted=new is None)
         task = state.task
         for start, source_key, window_key in self._due(closed, context):
