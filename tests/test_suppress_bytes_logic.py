@@ -109,18 +109,6 @@ def test_shut_down_when_full_fails_at_the_record_that_overfills_the_buffer():
     assert _run(_limited(BufferConfig.max_records(3).shut_down_when_full()), _ROWS) == []
 
 
-def test_refuses_max_bytes_on_a_sliding_or_session_windowed_table():
-    for windows in (SlidingWindows.of_time_difference_with_no_grace(timedelta(seconds=1)),
-                    SessionWindows.of_inactivity_gap_with_no_grace(timedelta(seconds=1))):
-        def build(builder):
-            builder.stream("in").group_by_key().windowed_by(windows).count() \
-                .suppress(Suppressed.until_window_closes(BufferConfig.max_bytes(100).shut_down_when_full())) \
-                .to_stream().to("out")
-        with pytest.raises(UnsupportedTopologyError, match=r"BufferConfig.max_bytes bounds it, and .* is not a "
-                                                           r"time-windowed aggregation's table"):
-            _program(build)
-
-
 def test_a_time_windowed_table_bounded_in_bytes_counts_each_updates_old_value():
     """A new window's old value is the initializer's (count: 0), 8 bytes of the record's size, as
     Kafka Streams counts it: a bound of exactly that size holds the record, one byte less does not."""

@@ -302,14 +302,9 @@ def test_until_window_closes_takes_a_strict_buffer_config():
         Suppressed.until_window_closes(BufferConfig.max_records(5))
 
 
-def test_refuses_state_after_the_suppression_and_a_filter_of_a_sliding_or_session_table_before_it():
+def test_refuses_state_after_the_suppression():
     _refused(lambda b: _table(b).suppress(Suppressed.until_time_limit(SECONDS, BufferConfig.unbounded()))
              .to_stream().group_by_key().count(), r"keeps state downstream of the suppression")
-    for windows in (SlidingWindows.of_time_difference_with_no_grace(SECONDS),
-                    SessionWindows.of_inactivity_gap_with_no_grace(SECONDS)):
-        _refused(lambda b: b.stream("in").group_by_key().windowed_by(windows).count()
-                 .filter(lambda k, v: v > 1).suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
-                 .to_stream().to("out"), r"a filter of the windowed table lies before it, .* is not a time-windowed")
 
 
 # -- a filter of a time-windowed table before the suppression --------------------------------------
@@ -344,23 +339,3 @@ def test_a_new_windows_old_value_is_the_initializers_as_kafka_streams_sends_it()
 
 
 
-
-def test_a_new_windows_initializer_is_called_once_when_old_values_are_sent():
-    """KStreamWindowAggregate calls the initializer once per new window and sends that very value as
-    the old one: sending old values (a filter before the suppression) calls it no more often."""
-    calls = []
-
-    def initializer():
-        calls.append(1)
-        return ""
-
-    def build(builder):
-        builder.stream("in").group_by_key() \
-            .windowed_by(TimeWindows.of_size_and_grace(10 * SECONDS, 2 * SECONDS).advance_by(5 * SECONDS)) \
-            .aggregate(initializer, lambda key, value, agg: agg + value,
-                       Materialized.as_("strings").with_caching_disabled()) \
-            .filter(lambda window, agg: len(agg) != 1) \
-            .suppress(Suppressed.until_window_closes(BufferConfig.unbounded())).to_stream().to("out", STRINGS)
-    # hopping (windows start at 0 or later): a@1 s opens [0,10); a@2 s none; b@13 s opens [5,15), [10,20)
-    _run(_program(build), [("a", "1", 1_000), ("a", "2", 2_000), ("b", "3", 13_000)])
-    assert len(calls) == 3

@@ -57,7 +57,7 @@ from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.processors.windowed_tables import WindowedOldValue
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import WindowedSerde
-from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
+from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows
 
 __all__ = ["SuppressionBuffer", "Suppress", "BUILDERS"]
 
@@ -280,12 +280,11 @@ def _old_values(ctx, factory, table: _SuppressedTable, what: str, why: str, inst
     if not table.aggregations:
         (parent,) = factory.parents
         return value_getter(ctx, factory, parent)
-    if not isinstance(table.windows, TimeWindows) or len(table.aggregations) > 1 or \
-            table.aggregations[0].params.get("cogroup"):
+    if table.aggregations[0].params.get("cogroup"):
         raise UnsupportedTopologyError(
-            f"{what}: {why}, and {table.aggregations[0].name} is not a time-windowed aggregation's table; Kafka "
-            "Streams then reads each update's old value, which the Spark runner carries for time windows only (not "
-            f"sliding, session or cogrouped windows). {instead}")
+            f"{what}: {why}, and {table.aggregations[0].name} is a cogrouped windowed aggregation; Kafka Streams "
+            "then reads each update's old value, which the Spark runner does not carry for cogrouped windows. "
+            f"{instead}")
     steps = []
     for node in table.steps:
         if node.kind is NodeKind.SUPPRESS or node.stores:
