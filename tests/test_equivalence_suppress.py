@@ -116,7 +116,8 @@ def _key_reader(name: str):
 
 
 def _value_reader(name: str):
-    if name in ("out-final", "out-sessions", "out-final-filtered", "out-windowed-bytes"):
+    if name in ("out-final", "out-sessions", "out-final-filtered", "out-windowed-bytes", "out-sessions-filtered",
+                "out-session-bytes", "out-sliding-filtered", "out-sliding-bytes"):
         return lambda data: None if data is None else int.from_bytes(data, "big", signed=True)
     return lambda data: None if data is None else data.decode()
 
@@ -233,6 +234,21 @@ def _assert_reference_exercises_it(expected: dict, records: dict) -> None:
         windowed_bytes = expected[("out-windowed-bytes", family)]
         assert len(windowed_bytes) > 2 * len({key for key, _ in windowed_bytes}) > 40
         assert any(count is None for _, count in windowed_bytes)
+        _assert_session_and_sliding_old_values_matter(expected, family)
+
+
+def _assert_session_and_sliding_old_values_matter(expected: dict, family: str) -> None:
+    """The session and sliding tables' filters and byte bounds: what each case is there for."""
+    sessions, filtered = expected[("out-sessions", family)], expected[("out-sessions-filtered", family)]
+    # only sessions whose final count is not 1 modulo 3, and fewer of them than unfiltered
+    assert 5 < len(filtered) < len(sessions) and all(count % 3 != 1 for _, count in filtered)
+    session_bytes = expected[("out-session-bytes", family)]
+    assert any(count is None for _, count in session_bytes)  # merged-away sessions' removals
+    assert len(session_bytes) > 2 * len(sessions)
+    sliding = expected[("out-sliding-filtered", family)]
+    assert len(sliding) > 20 and all(count % 4 not in (1, 2) for _, count in sliding)
+    sliding_bytes = expected[("out-sliding-bytes", family)]
+    assert len(sliding_bytes) > 40
 
 
 def test_a_buffer_that_shuts_down_when_full_stops_where_kafka_streams_stops_and_a_raised_bound_continues(

@@ -1067,7 +1067,9 @@ def suppress_and_emit_on_close_examples():
              "slides": "slides", "out-closed-sliding": "closed-sliding-out",
              "out-closed-sessions": "closed-sessions-out", "out-bytes": "bytes-limited-prices",
              "out-both-bounds": "both-bounds-prices", "out-raised": "raised-prices",
-             "out-final-filtered": "final-filtered-counts", "out-windowed-bytes": "windowed-bytes-counts"}
+             "out-final-filtered": "final-filtered-counts", "out-windowed-bytes": "windowed-bytes-counts",
+             "out-sessions-filtered": "sessions-filtered-out", "out-session-bytes": "session-bytes-out",
+             "out-sliding-filtered": "sliding-filtered-out", "out-sliding-bytes": "sliding-bytes-out"}
     return suppress_examples(names).build()
 
 
