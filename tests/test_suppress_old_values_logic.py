@@ -128,3 +128,18 @@ def test_refuses_a_windowed_tables_old_values_through_a_suppressed_table():
     with pytest.raises(UnsupportedTopologyError, match=r"a filter of the windowed table lies before it, and the "
                                                        r"windowed table reaches it through KTABLE-SUPPRESS-"):
         _program(build)
+
+
+def test_every_input_of_a_windowed_cogroup_sends_its_old_aggregate():
+    """agg != 1 after a cogroup of two inputs (records of the first only here): b's new window (old:
+    the initializer's 0, which passes; new 1) reaches the suppression as a tombstone and closes a's."""
+    def build(builder):
+        builder.stream("in").group_by_key().cogroup(lambda key, value, agg: agg + 1) \
+            .cogroup(builder.stream("in2").group_by_key(), lambda key, value, agg: agg + 100) \
+            .windowed_by(TimeWindows.of_size_and_grace(10 * SECONDS, 2 * SECONDS)) \
+            .aggregate(lambda: 0, Materialized.as_("activity").with_caching_disabled()) \
+            .filter(lambda window, agg: agg != 1) \
+            .suppress(Suppressed.until_window_closes(BufferConfig.unbounded())).to_stream().to("out", COUNTS)
+    rows = [("a", "1", 1_000), ("a", "2", 2_000)]
+    assert _run(_program(build), rows) == []
+    assert _run(_program(build), [*rows, ("b", "3", 13_000)]) == [("out", _windowed("a", 0), _long(2))]

@@ -1301,5 +1301,6 @@ def cogroup_session_windowed():
 def cogroup_examples_of_the_equivalence_test():
     names = {"clicks": "clicks", "views": "views", "orders": "orders", "refunds": "refunds", "visits": "visits",
              "out-plain": "activity-out", "out-windowed": "activity-windows-out", "out-final": "final-windows-out",
-             "out-sliding": "sliding-out", "out-sessions": "sessions-out"}
+             "out-sliding": "sliding-out", "out-sessions": "sessions-out",
+             "out-final-filtered": "final-filtered-windows-out", "out-session-bytes": "session-bytes-out"}
     return cogroup_examples(names).build()

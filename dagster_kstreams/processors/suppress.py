@@ -38,9 +38,9 @@ task's checkpoint, where Kafka Streams restores the buffer from its changelog bu
 stream time over (the runner's result is Kafka Streams' when it does not restart).
 
 Definition time: processors that keep state downstream of the suppression in its sub-topology are
-refused; so are a filter before it and ``max_bytes`` on it, for a sliding, session or cogrouped windowed
-table, or through a suppressed or materialized one (whose old values the runner does not carry; Kafka
-Streams' filter reads them, and its buffer counts them in each record's size).
+refused; so are a filter before it and ``max_bytes`` on it when a windowed table reaches it through a
+suppressed or materialized table (whose old values the runner does not carry; Kafka Streams' filter
+reads them, and its buffer counts them in each record's size).
 """
 
 from __future__ import annotations
@@ -280,11 +280,6 @@ def _old_values(ctx, factory, table: _SuppressedTable, what: str, why: str, inst
     if not table.aggregations:
         (parent,) = factory.parents
         return value_getter(ctx, factory, parent)
-    if table.aggregations[0].params.get("cogroup"):
-        raise UnsupportedTopologyError(
-            f"{what}: {why}, and {table.aggregations[0].name} is a cogrouped windowed aggregation; Kafka Streams "
-            "then reads each update's old value, which the Spark runner does not carry for cogrouped windows. "
-            f"{instead}")
     steps = []
     for node in table.steps:
         if node.kind is NodeKind.SUPPRESS or node.stores:

@@ -169,7 +169,7 @@ public final class TopologyCatalog {
         TOPOLOGIES.put("cogroup_session_windowed", TopologyCatalog::cogroup_session_windowed);
         TOPOLOGIES.put("cogroup_examples_of_the_equivalence_test", () -> CogroupExamples.cogroupExamples(
             "clicks", "views", "orders", "refunds", "visits", "activity-out", "activity-windows-out",
-            "final-windows-out", "sliding-out", "sessions-out"));
+            "final-windows-out", "sliding-out", "sessions-out", "final-filtered-windows-out", "session-bytes-out"));
     }
 
     /** Catalog names in definition order. */
