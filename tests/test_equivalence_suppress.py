@@ -4,11 +4,14 @@ One topology (tests/suppress_topology.py; Java twin SuppressExamples): on an eve
 tumbling count suppressed until its windows close (also after a filter, whose old values decide
 which updates reach the suppression; after the same filter, until a time limit in a buffer bounded
 in bytes, which counts each update's old count), a hopping aggregate that emits on window
-close, a session count suppressed until its sessions close and a session aggregate that emits
-on window close; on a prices table, a suppression
+close, a session count suppressed until its sessions close (also after a filter, and until a time
+limit in a buffer bounded in bytes: a new session's update has no old value, a merged-away session's
+removal carries its old count) and a session aggregate that emits on window close; on a prices table, a suppression
 until a time limit with at most 3 records buffered (emitted early when full), and a filter then
 an unbounded suppression until a time limit; on a copy of the event stream (its own
-sub-topology), a sliding-window aggregate that emits on window close. On the prices table too,
+sub-topology), a sliding-window aggregate that emits on window close, and a sliding count
+(emitting on update) suppressed until its windows close after a filter and until a time limit in a
+buffer bounded in bytes (an update's old count: the aggregate it was computed from). On the prices table too,
 suppressions bounded in bytes as Kafka Streams sizes a buffered record (``max_bytes(200)``; a
 ``map_values`` then ``max_records(3).with_max_bytes(230)``; both emit early) and one of 2,000 bytes
 that shuts down when full and never is. Windowed aggregations and the table run without

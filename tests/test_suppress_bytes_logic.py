@@ -15,10 +15,9 @@ from test_suppress_logic import COUNTS, _long, _program, _run, _windowed
 from dagster_kstreams.processors.errors import ProcessingError
 from dagster_kstreams.processors.suppress import SuppressionBuffer
 from dagster_kstreams.processors.suppress_size import buffered_record_size, java_char_length, record_context_size
-from dagster_kstreams.spark.compile import UnsupportedTopologyError
 from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology.suppressed import BufferConfig, Suppressed
-from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
+from dagster_kstreams.topology.windows import TimeWindows
 
 # From the sources: 8 (buffer time) + key bytes, values, and the record context's 8 (timestamp)
 # + 8 (offset) + 4 (partition) + topic chars + per header: name chars + value bytes.
