@@ -49,11 +49,12 @@ def test_a_new_windows_initializer_is_called_once_when_old_values_are_sent():
     assert len(calls) == 3
 
 
-def _filtered_sessions(predicate):
+def _filtered_sessions(predicate, cached=False):
     def build(builder):
+        sessions = Materialized.as_("sessions") if cached else Materialized.as_("sessions").with_caching_disabled()
         builder.stream("in").group_by_key() \
             .windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(3 * SECONDS)) \
-            .count(Materialized.as_("sessions").with_caching_disabled()).filter(predicate) \
+            .count(sessions).filter(predicate) \
             .suppress(Suppressed.until_window_closes(BufferConfig.unbounded())).to_stream().to("out", SESSION_COUNTS)
     return _program(build)
 
@@ -76,6 +77,16 @@ def test_a_merged_sessions_removal_carries_its_old_aggregate_through_the_filter(
     program = _filtered_sessions(lambda window, count: count < 3)
     assert _run(program, rows) == [("out", _session("b", 10_000, 10_000), _long(1))]
     assert _run(program, rows, len(rows)) == [("out", _session("b", 10_000, 10_000), _long(1))]
+
+
+def test_a_cached_sessions_old_value_is_its_aggregate_at_the_last_flush():
+    """count < 3, one micro-batch per two records: a's session [1, 2 s] is flushed at 2; in the next
+    batch a at 1.5 s makes it 3, flushed with the old value 2 (which passes): a tombstone, so a's
+    session is never emitted, d's and b's are."""
+    rows = [("a", "1", 1_000), ("a", "2", 2_000), ("a", "3", 1_500), ("d", "4", 2_500), ("b", "5", 10_000),
+            ("c", "6", 20_000)]
+    assert _run(_filtered_sessions(lambda window, count: count < 3, cached=True), rows, 3) == [
+        ("out", _session("d", 2_500, 2_500), _long(1)), ("out", _session("b", 10_000, 10_000), _long(1))]
 
 
 def test_a_sliding_windows_old_value_is_the_aggregate_it_was_computed_from():
