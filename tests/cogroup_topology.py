@@ -34,10 +34,12 @@ from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, Ti
 
 INPUTS = ("clicks", "views", "orders", "refunds", "visits")
 USER_ID_KEYED = ("visits",)  # keys written by UserIdSerde
-OUTPUTS = ("out-plain", "out-windowed", "out-final", "out-sliding", "out-sessions")
+OUTPUTS = ("out-plain", "out-windowed", "out-final", "out-sliding", "out-sessions", "out-final-filtered",
+           "out-session-bytes")
 # How each output's keys are read: a plain string, a time window of 10 s (5 s), a session window.
 OUTPUT_KEYS = {"out-plain": None, "out-windowed": 10_000, "out-final": 10_000, "out-sliding": 5_000,
-               "out-sessions": "session"}
+               "out-sessions": "session", "out-final-filtered": 10_000, "out-session-bytes": "session"}
+SESSION_BYTES = 600  # the session cogroup's suppression: about three of its buffered records
 
 
 class UserIdSerde(Serde):
@@ -83,17 +85,31 @@ def cogroup_examples(topics: dict[str, str]) -> StreamsBuilder:
     windowed.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()).with_name("final-windows")) \
         .to_stream() \
         .to(topics["out-final"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.String()))
+    # A filter before a suppression: every input's aggregation sends its old aggregate (a new window's:
+    # the initializer's "", which passes), so an update whose old and new both fail never reaches it.
+    windowed.filter(lambda window, agg: len(agg) % 3 != 1) \
+        .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()).with_name("final-filtered-windows")) \
+        .to_stream() \
+        .to(topics["out-final-filtered"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.String()))
     clicks_by_user.cogroup(lambda key, value, agg: (agg + "c" + ("null" if value is None else value))[-60:]) \
         .cogroup(views_by_user, lambda key, value, agg: (agg + "v" + ("null" if value is None else value))[-60:]) \
         .windowed_by(SlidingWindows.of_time_difference_and_grace(timedelta(seconds=5), timedelta(seconds=2))) \
         .aggregate(lambda: "", Named.as_("sliding"), Materialized.as_("activity-sliding").with_caching_disabled()) \
         .to_stream() \
         .to(topics["out-sliding"], Produced.with_(WindowedSerde(Serdes.String(), 5_000), Serdes.String()))
-    clicks_by_user.cogroup(lambda key, value, agg: (agg + "c" + ("null" if value is None else value))[-60:]) \
+    sessions = clicks_by_user \
+        .cogroup(lambda key, value, agg: (agg + "c" + ("null" if value is None else value))[-60:]) \
         .cogroup(views_by_user, lambda key, value, agg: (agg + "v" + ("null" if value is None else value))[-60:]) \
         .windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(seconds=3), timedelta(seconds=2))) \
         .aggregate(lambda: "", lambda key, left, right: (left + "|" + right)[-60:], Named.as_("sessions"),
-                   Materialized.as_("activity-sessions").with_caching_disabled()) \
-        .to_stream() \
+                   Materialized.as_("activity-sessions").with_key_serde(Serdes.String()).with_caching_disabled())
+    sessions.to_stream() \
         .to(topics["out-sessions"], Produced.with_(WindowedSerde(Serdes.String(), session=True), Serdes.String()))
+    # Until a time limit in a buffer bounded in bytes, each record sized with its update's old aggregate
+    # (a merged-away session's, with its removal); the oldest go out early.
+    sessions.suppress(Suppressed.until_time_limit(timedelta(seconds=30),
+                                                  BufferConfig.max_bytes(SESSION_BYTES).emit_early_when_full())
+                      .with_name("session-bytes")) \
+        .to_stream() \
+        .to(topics["out-session-bytes"], Produced.with_(WindowedSerde(Serdes.String(), session=True), Serdes.String()))
     return builder

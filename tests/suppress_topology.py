@@ -22,14 +22,16 @@ from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, Ti
 INPUTS = ("events", "prices", "slides")
 OUTPUTS = ("out-final", "out-closed", "out-sessions", "out-limited", "out-debounced", "out-closed-sliding",
            "out-closed-sessions", "out-bytes", "out-both-bounds", "out-raised", "out-final-filtered",
-           "out-windowed-bytes")
+           "out-windowed-bytes", "out-sessions-filtered", "out-session-bytes", "out-sliding-filtered",
+           "out-sliding-bytes")
 SHUT_DOWN_OUTPUT = "out-shut-down"  # of the shut-down application (shut_down_example)
-SHUT_DOWN_BYTES, RAISED_BYTES, WINDOWED_BYTES = 480, 2_000, 300
+SHUT_DOWN_BYTES, RAISED_BYTES, WINDOWED_BYTES, SESSION_BYTES, SLIDING_BYTES = 480, 2_000, 300, 300, 300
 # How each output's keys are read: a time window of that size, a session window, or a plain string.
 OUTPUT_KEYS = {"out-final": 10_000, "out-closed": 10_000, "out-sessions": "session", "out-limited": None,
                "out-debounced": None, "out-closed-sliding": 5_000, "out-closed-sessions": "session", "out-bytes": None,
                "out-both-bounds": None, "out-raised": None, "out-final-filtered": 10_000,
-               "out-windowed-bytes": 10_000, SHUT_DOWN_OUTPUT: None}
+               "out-windowed-bytes": 10_000, "out-sessions-filtered": "session", "out-session-bytes": "session",
+               "out-sliding-filtered": 5_000, "out-sliding-bytes": 5_000, SHUT_DOWN_OUTPUT: None}
 
 
 def suppress_examples(topics: dict[str, str]) -> StreamsBuilder:
@@ -64,11 +66,27 @@ def suppress_examples(topics: dict[str, str]) -> StreamsBuilder:
                    Materialized.as_("closed-hopping").with_caching_disabled()) \
         .to_stream() \
         .to(topics["out-closed"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.String()))
-    grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(seconds=3), timedelta(seconds=2))) \
-        .count(Materialized.as_("session-counts").with_caching_disabled()) \
-        .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()).with_name("final-sessions")) \
+    session_counts = grouped \
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(seconds=3), timedelta(seconds=2))) \
+        .count(Materialized.as_("session-counts").with_caching_disabled())
+    session_counts.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()).with_name("final-sessions")) \
         .to_stream() \
         .to(topics["out-sessions"], Produced.with_(WindowedSerde(Serdes.String(), session=True), Serdes.Long()))
+    # A filter of the session table before the suppression: a new session's update has no old value
+    # (count 1 fails: dropped), a merged-away session's removal carries its old count (1 and 4 fail:
+    # dropped; 2 and 3 pass: a tombstone).
+    session_counts.filter(lambda window, count: count % 3 != 1) \
+        .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()).with_name("final-sessions-filtered")) \
+        .to_stream() \
+        .to(topics["out-sessions-filtered"], Produced.with_(WindowedSerde(Serdes.String(), session=True),
+                                                            Serdes.Long()))
+    # Until a time limit in a buffer bounded in bytes: removals go out as tombstones, and each record's
+    # size counts its update's old count; the oldest go out early.
+    session_counts.suppress(Suppressed.until_time_limit(timedelta(seconds=30),
+                                                        BufferConfig.max_bytes(SESSION_BYTES).emit_early_when_full())
+                            .with_name("session-bytes")) \
+        .to_stream() \
+        .to(topics["out-session-bytes"], Produced.with_(WindowedSerde(Serdes.String(), session=True), Serdes.Long()))
     grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(seconds=3), timedelta(seconds=1))) \
         .emit_strategy(EmitStrategy.on_window_close()) \
         .aggregate(lambda: "", lambda key, value, agg: agg + "," + ("null" if value is None else value),
@@ -107,13 +125,29 @@ def suppress_examples(topics: dict[str, str]) -> StreamsBuilder:
         .to(topics["out-raised"])
 
     # Sliding windows skip null values (their stream time too): a sub-topology of their own.
-    builder.stream(topics["slides"]).group_by_key(Grouped.with_(Serdes.String(), Serdes.String())) \
-        .windowed_by(SlidingWindows.of_time_difference_and_grace(timedelta(seconds=5), timedelta(seconds=2))) \
+    slides = builder.stream(topics["slides"]).group_by_key(Grouped.with_(Serdes.String(), Serdes.String()))
+    slides.windowed_by(SlidingWindows.of_time_difference_and_grace(timedelta(seconds=5), timedelta(seconds=2))) \
         .emit_strategy(EmitStrategy.on_window_close()) \
         .aggregate(lambda: "", lambda key, value, agg: agg + "," + value,
                    Materialized.as_("closed-sliding").with_caching_disabled()) \
         .to_stream() \
         .to(topics["out-closed-sliding"], Produced.with_(WindowedSerde(Serdes.String(), 5_000), Serdes.String()))
+    # A sliding count emitting on update, kept a minute (so that a record later than grace finds the
+    # windows it reads in both), then the filter and the byte bound: an update's old count is the one
+    # it was computed from (a new window's: the initializer's 0, or its neighbour's; none for the
+    # record's right window).
+    sliding_counts = slides \
+        .windowed_by(SlidingWindows.of_time_difference_and_grace(timedelta(seconds=5), timedelta(seconds=2))) \
+        .count(Materialized.as_("sliding-counts").with_caching_disabled().with_retention(timedelta(minutes=1)))
+    sliding_counts.filter(lambda window, count: count % 4 not in (1, 2)) \
+        .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()).with_name("final-sliding-filtered")) \
+        .to_stream() \
+        .to(topics["out-sliding-filtered"], Produced.with_(WindowedSerde(Serdes.String(), 5_000), Serdes.Long()))
+    sliding_counts.suppress(Suppressed.until_time_limit(timedelta(seconds=30),
+                                                        BufferConfig.max_bytes(SLIDING_BYTES).emit_early_when_full())
+                            .with_name("sliding-bytes")) \
+        .to_stream() \
+        .to(topics["out-sliding-bytes"], Produced.with_(WindowedSerde(Serdes.String(), 5_000), Serdes.Long()))
     return builder
 
 

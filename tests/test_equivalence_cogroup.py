@@ -2,8 +2,11 @@
 
 One topology (tests/cogroup_topology.py; Java twin CogroupExamples): a plain cogroup of refunds,
 orders re-keyed by their user (a repartition topic) and visits, and on clicks, views and the orders
-a hopping-windowed cogroup (also suppressed until its windows close), and on clicks and views a
-sliding-windowed and a session-windowed one; visits keyed by the user's number written as a Long
+a hopping-windowed cogroup (also suppressed until its windows close, directly and after a filter,
+whose old values decide which updates reach the suppression), and on clicks and views a
+sliding-windowed and a session-windowed one (the latter also suppressed until a time limit in
+``max_bytes(600)``, emitted early: each buffered record counts its update's old aggregate and its
+topic's name, so Kafka Streams' input topics are named as long as ours); visits keyed by the user's number written as a Long
 (read as the user by their source's serde: Kafka Streams' one store merges them with the other
 inputs' records of the user, and the runner groups that state by the store's key bytes);
 every aggregate a string of its latest contributions (so the order of the updates shows), every
@@ -143,7 +146,9 @@ class _KafkaStreamsRun:
 
     def __init__(self, bootstrap, kafka_admin, unique_topic, state_dir, halves):
         self.halves = halves
-        inputs = {name: unique_topic(f"cogroup-{name}") for name in INPUTS}
+        # As long as our run's input topics (spark-cogroup-...): a buffer bounded in bytes counts the
+        # record's topic name.
+        inputs = {name: unique_topic(f"kafka-cogroup-{name}") for name in INPUTS}
         kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
         for half in halves:
             _produce(bootstrap, inputs, half)
@@ -236,3 +241,8 @@ def _assert_reference_exercises_it(expected: dict) -> None:
                    for _, value in expected[("out-sliding", partition)])
         sessions = expected[("out-sessions", partition)]
         assert any(value is None for _, value in sessions) and any(value and "|" in value for _, value in sessions)
+        filtered = expected[("out-final-filtered", partition)]
+        assert len(filtered) > 5 and all(len(value) % 3 != 1 for _, value in filtered)
+        assert set(filtered) < set(expected[("out-final", partition)])
+        session_bytes = expected[("out-session-bytes", partition)]
+        assert len(session_bytes) > 20 and any(value is None for _, value in session_bytes)

@@ -4,11 +4,14 @@ One topology (tests/suppress_topology.py; Java twin SuppressExamples): on an eve
 tumbling count suppressed until its windows close (also after a filter, whose old values decide
 which updates reach the suppression; after the same filter, until a time limit in a buffer bounded
 in bytes, which counts each update's old count), a hopping aggregate that emits on window
-close, a session count suppressed until its sessions close and a session aggregate that emits
-on window close; on a prices table, a suppression
+close, a session count suppressed until its sessions close (also after a filter, and until a time
+limit in a buffer bounded in bytes: a new session's update has no old value, a merged-away session's
+removal carries its old count) and a session aggregate that emits on window close; on a prices table, a suppression
 until a time limit with at most 3 records buffered (emitted early when full), and a filter then
 an unbounded suppression until a time limit; on a copy of the event stream (its own
-sub-topology), a sliding-window aggregate that emits on window close. On the prices table too,
+sub-topology), a sliding-window aggregate that emits on window close, and a sliding count
+(emitting on update) suppressed until its windows close after a filter and until a time limit in a
+buffer bounded in bytes (an update's old count: the aggregate it was computed from). On the prices table too,
 suppressions bounded in bytes as Kafka Streams sizes a buffered record (``max_bytes(200)``; a
 ``map_values`` then ``max_records(3).with_max_bytes(230)``; both emit early) and one of 2,000 bytes
 that shuts down when full and never is. Windowed aggregations and the table run without
@@ -116,7 +119,8 @@ def _key_reader(name: str):
 
 
 def _value_reader(name: str):
-    if name in ("out-final", "out-sessions", "out-final-filtered", "out-windowed-bytes"):
+    if name in ("out-final", "out-sessions", "out-final-filtered", "out-windowed-bytes", "out-sessions-filtered",
+                "out-session-bytes", "out-sliding-filtered", "out-sliding-bytes"):
         return lambda data: None if data is None else int.from_bytes(data, "big", signed=True)
     return lambda data: None if data is None else data.decode()
 
@@ -233,6 +237,21 @@ def _assert_reference_exercises_it(expected: dict, records: dict) -> None:
         windowed_bytes = expected[("out-windowed-bytes", family)]
         assert len(windowed_bytes) > 2 * len({key for key, _ in windowed_bytes}) > 40
         assert any(count is None for _, count in windowed_bytes)
+        _assert_session_and_sliding_old_values_matter(expected, family)
+
+
+def _assert_session_and_sliding_old_values_matter(expected: dict, family: str) -> None:
+    """The session and sliding tables' filters and byte bounds: what each case is there for."""
+    sessions, filtered = expected[("out-sessions", family)], expected[("out-sessions-filtered", family)]
+    # only sessions whose final count is not 1 modulo 3, and fewer of them than unfiltered
+    assert 5 < len(filtered) < len(sessions) and all(count % 3 != 1 for _, count in filtered)
+    session_bytes = expected[("out-session-bytes", family)]
+    assert any(count is None for _, count in session_bytes)  # merged-away sessions' removals
+    assert len(session_bytes) > 2 * len(sessions)
+    sliding = expected[("out-sliding-filtered", family)]
+    assert len(sliding) > 20 and all(count % 4 not in (1, 2) for _, count in sliding)
+    sliding_bytes = expected[("out-sliding-bytes", family)]
+    assert len(sliding_bytes) > 40
 
 
 def test_a_buffer_that_shuts_down_when_full_stops_where_kafka_streams_stops_and_a_raised_bound_continues(

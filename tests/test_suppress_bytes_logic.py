@@ -15,10 +15,9 @@ from test_suppress_logic import COUNTS, _long, _program, _run, _windowed
 from dagster_kstreams.processors.errors import ProcessingError
 from dagster_kstreams.processors.suppress import SuppressionBuffer
 from dagster_kstreams.processors.suppress_size import buffered_record_size, java_char_length, record_context_size
-from dagster_kstreams.spark.compile import UnsupportedTopologyError
 from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology.suppressed import BufferConfig, Suppressed
-from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
+from dagster_kstreams.topology.windows import TimeWindows
 
 # From the sources: 8 (buffer time) + key bytes, values, and the record context's 8 (timestamp)
 # + 8 (offset) + 4 (partition) + topic chars + per header: name chars + value bytes.
@@ -107,18 +106,6 @@ def test_shut_down_when_full_fails_at_the_record_that_overfills_the_buffer():
                                               r"offset 4;"):
         _run(_limited(BufferConfig.max_records(2).shut_down_when_full()), _ROWS, 2)
     assert _run(_limited(BufferConfig.max_records(3).shut_down_when_full()), _ROWS) == []
-
-
-def test_refuses_max_bytes_on_a_sliding_or_session_windowed_table():
-    for windows in (SlidingWindows.of_time_difference_with_no_grace(timedelta(seconds=1)),
-                    SessionWindows.of_inactivity_gap_with_no_grace(timedelta(seconds=1))):
-        def build(builder):
-            builder.stream("in").group_by_key().windowed_by(windows).count() \
-                .suppress(Suppressed.until_window_closes(BufferConfig.max_bytes(100).shut_down_when_full())) \
-                .to_stream().to("out")
-        with pytest.raises(UnsupportedTopologyError, match=r"BufferConfig.max_bytes bounds it, and .* is not a "
-                                                           r"time-windowed aggregation's table"):
-            _program(build)
 
 
 def test_a_time_windowed_table_bounded_in_bytes_counts_each_updates_old_value():

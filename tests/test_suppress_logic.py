@@ -302,14 +302,9 @@ def test_until_window_closes_takes_a_strict_buffer_config():
         Suppressed.until_window_closes(BufferConfig.max_records(5))
 
 
-def test_refuses_state_after_the_suppression_and_a_filter_of_a_sliding_or_session_table_before_it():
+def test_refuses_state_after_the_suppression():
     _refused(lambda b: _table(b).suppress(Suppressed.until_time_limit(SECONDS, BufferConfig.unbounded()))
              .to_stream().group_by_key().count(), r"keeps state downstream of the suppression")
-    for windows in (SlidingWindows.of_time_difference_with_no_grace(SECONDS),
-                    SessionWindows.of_inactivity_gap_with_no_grace(SECONDS)):
-        _refused(lambda b: b.stream("in").group_by_key().windowed_by(windows).count()
-                 .filter(lambda k, v: v > 1).suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
-                 .to_stream().to("out"), r"a filter of the windowed table lies before it, .* is not a time-windowed")
 
 
 # -- a filter of a time-windowed table before the suppression --------------------------------------
@@ -340,6 +335,7 @@ def test_a_new_windows_old_value_is_the_initializers_as_kafka_streams_sends_it()
     assert _run(_filtered_counts(lambda key, count: count != 1, cached=True), rows) == []
     assert _run(_filtered_counts(lambda key, count: count != 1, cached=True), [*rows, ("b", "4", 13_500)], 2) == \
         [("out", _windowed("a", 0), _long(20))]
+
 
 
 

@@ -1067,7 +1067,9 @@ def suppress_and_emit_on_close_examples():
              "slides": "slides", "out-closed-sliding": "closed-sliding-out",
              "out-closed-sessions": "closed-sessions-out", "out-bytes": "bytes-limited-prices",
              "out-both-bounds": "both-bounds-prices", "out-raised": "raised-prices",
-             "out-final-filtered": "final-filtered-counts", "out-windowed-bytes": "windowed-bytes-counts"}
+             "out-final-filtered": "final-filtered-counts", "out-windowed-bytes": "windowed-bytes-counts",
+             "out-sessions-filtered": "sessions-filtered-out", "out-session-bytes": "session-bytes-out",
+             "out-sliding-filtered": "sliding-filtered-out", "out-sliding-bytes": "sliding-bytes-out"}
     return suppress_examples(names).build()
 
 
@@ -1299,5 +1301,6 @@ def cogroup_session_windowed():
 def cogroup_examples_of_the_equivalence_test():
     names = {"clicks": "clicks", "views": "views", "orders": "orders", "refunds": "refunds", "visits": "visits",
              "out-plain": "activity-out", "out-windowed": "activity-windows-out", "out-final": "final-windows-out",
-             "out-sliding": "sliding-out", "out-sessions": "sessions-out"}
+             "out-sliding": "sliding-out", "out-sessions": "sessions-out",
+             "out-final-filtered": "final-filtered-windows-out", "out-session-bytes": "session-bytes-out"}
     return cogroup_examples(names).build()

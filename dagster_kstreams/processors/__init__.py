@@ -16,6 +16,7 @@ module                what lives there
 ``aggregations``      count/reduce/aggregate, ``to_table``, table sources (key-value stores)
 ``windows``           time and sliding windowed aggregations (``window_store``: their algorithms)
 ``sessions``          session-windowed aggregations and their store
+``windowed_tables``   what a windowed aggregation's table forwards: windowed keys, old values on request
 ``table_joins``       stream-table and table-table joins
 ``table_regroup``     ``KTable.group_by`` with count/reduce/aggregate (``changes``: old and new values)
 ``fk_joins``          foreign-key table-table joins (``fk_join_wire``: their topics' wire format)

@@ -99,7 +99,7 @@ class _CogroupWindows(_OwnClocks):
     def _wrote(self, updates, store: dict, state) -> None:
         if not updates:
             return
-        store_time = self._note_store_time(max(start for start, _end, _new, _ts in updates), state)
+        store_time = self._note_store_time(max(update[0] for update in updates), state)
         expire(store, store_time, self.retention)  # written past the store's horizon: never read again
 
     def end_task_batch(self, task) -> None:

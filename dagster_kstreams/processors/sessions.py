@@ -45,12 +45,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Optional
 
-from dagster_kstreams.processors.base import StoreProcessor, register
+from dagster_kstreams.processors.base import register
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.processors.session_close import ClosedSessions
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.task_state import task_state_of
+from dagster_kstreams.processors.windowed_tables import WindowedTable
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_CLOSE, ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import Window, Windowed
@@ -135,9 +136,11 @@ def _context_at(context, end: int):
 
 # -- the processor -----------------------------------------------------------------------------
 @register
-class SessionWindowAggregate(StoreProcessor):
+class SessionWindowAggregate(WindowedTable):
     """``KStreamSessionWindowAggregate``: one key's sessions are one slot of its state row
-    (``((start, end, aggregate), ...)`` in store order)."""
+    (``((start, end, aggregate), ...)`` in store order). Its old values (:mod:`.windowed_tables`):
+    a merged-away session's aggregate with its removal, none with the new session's update; with
+    the record cache, the session's value at the last flush."""
 
     kind = KIND
     uses_stream_time = True
@@ -193,9 +196,13 @@ class SessionWindowAggregate(StoreProcessor):
             changes[(start, end)] = agg
             state.dirty.add(slot)
             return
-        for s_start, s_end, _ in removed:
-            self.forward(Windowed(key, Window(s_start, s_end)), None, _context_at(context, s_end), out, state)
-        self.forward(Windowed(key, Window(start, end)), agg, _context_at(context, end), out, state)
+        for s_start, s_end, s_agg in removed:
+            self._update(key, s_start, s_end, None, s_agg, context, out, state)
+        self._update(key, start, end, agg, None, context, out, state)
+
+    def _update(self, key, start: int, end: int, new, old, context, out, state) -> None:
+        """Forward the session's update with its end as the record timestamp."""
+        self.forward_update(key, Window(start, end), new, old, _context_at(context, end), out, state)
 
     def _emit_closed(self, key, result, stream_time: int, context, out, state) -> None:
         """Note what the record stored (``result``: None when late), then forward the sessions that
@@ -210,7 +217,7 @@ class SessionWindowAggregate(StoreProcessor):
                 closed.remove(s_start, s_end, key_bytes)
             closed.put(start, end, key_bytes, key, agg)
         for start, end, session_key, agg in closed.due(stream_time - self.grace - self.gap, self.retention):
-            self.forward(Windowed(session_key, Window(start, end)), agg, _context_at(context, end), out, state)
+            self._update(session_key, start, end, agg, None, context, out, state)
 
     def _store_time(self, context, state) -> Optional[int]:
         """The store's stream time before the record (the largest session end written to it): the
@@ -224,10 +231,11 @@ class SessionWindowAggregate(StoreProcessor):
     def _batch_changes(state, slot: int, store: SessionStore) -> dict:
         """``{(start, end): latest aggregate or None (removed)}`` for the windowed keys changed in this
         key group (the record cache's dirty entries; a session that expires within the batch is still
-        forwarded, as the cache holds it until its flush)."""
+        forwarded, as the cache holds it until its flush). The first call also notes the sessions the
+        store held (``{(start, end): aggregate}``: what the flush sends as the old values)."""
         entry = state.cache_entry(slot)
         if entry is None:
-            entry = state.new_cache_entry(slot, ({(s[0], s[1]) for s in store.sessions}, {}))
+            entry = state.new_cache_entry(slot, ({(s[0], s[1]): s[2] for s in store.sessions}, {}))
         return entry[1]
 
     def end_task_batch(self, task) -> None:
@@ -255,7 +263,7 @@ class SessionWindowAggregate(StoreProcessor):
             start, end = window
             if value is None and window not in initial:
                 continue  # created and merged away within the batch: never forwarded
-            self.forward(Windowed(key, Window(start, end)), value, _context_at(context, end), out, state)
+            self._update(key, start, end, value, initial.get(window), context, out, state)
 
 
 # -- definition time -------------------------------------------------------------------------

@@ -26,9 +26,10 @@ tombstones": a final result was never emitted for the key). A suppression makes 
 it send their old values, so a table ``filter`` on the way drops an update whose new and old
 values both fail it (or are absent): such an update never reaches the suppression (it neither
 advances its stream time nor enters the buffer); the processor reads the old value behind the
-update from the table's store (:class:`~.table_joins.ValueGetter`) to tell. A time-windowed table's
-old value is the one its aggregation sends with the update (:class:`WindowedOldValue`: the stored
-aggregate, or the initializer's for a new window, as ``KStreamWindowAggregate`` sends it).
+update from the table's store (:class:`~.table_joins.ValueGetter`) to tell. A windowed table's old
+value is the one its aggregation sends with the update, once the suppression asks it to
+(:class:`~.windowed_tables.WindowedOldValue`); the path from the table to the suppression is found
+by one walk (:func:`_suppressed_table`).
 
 State: the buffer and the stream time of each suppress processor are task-level values of the
 task's state (:mod:`.task_state`), so the sub-topology runs task-grouped: an update of one key
@@ -37,9 +38,9 @@ task's checkpoint, where Kafka Streams restores the buffer from its changelog bu
 stream time over (the runner's result is Kafka Streams' when it does not restart).
 
 Definition time: processors that keep state downstream of the suppression in its sub-topology are
-refused; so are a filter before it and ``max_bytes`` on it, for a sliding, session or cogrouped windowed
-table, or through a suppressed or materialized one (whose old values the runner does not carry; Kafka
-Streams' filter reads them, and its buffer counts them in each record's size).
+refused; so are a filter before it and ``max_bytes`` on it when a windowed table reaches it through a
+suppressed or materialized table (whose old values the runner does not carry; Kafka Streams' filter
+reads them, and its buffer counts them in each record's size).
 """
 
 from __future__ import annotations
@@ -53,11 +54,12 @@ from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopol
 from dagster_kstreams.processors.suppress_size import buffered_record_size
 from dagster_kstreams.processors.table_joins import ValueGetter, value_getter
 from dagster_kstreams.processors.task_state import task_state_of
+from dagster_kstreams.processors.windowed_tables import WindowedOldValue
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import WindowedSerde
-from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
+from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows
 
-__all__ = ["SuppressionBuffer", "Suppress", "WindowedOldValue", "BUILDERS"]
+__all__ = ["SuppressionBuffer", "Suppress", "BUILDERS"]
 
 
 class SuppressionBuffer:
@@ -224,39 +226,6 @@ class Suppress(Processor):
         self.forward(key, value, emitted, out, state)
 
 
-class WindowedOldValue(ValueGetter):
-    """The old value of a time-windowed table's update, as the filters and map_values on the way to
-    the suppression show it: the windowed aggregation leaves ``(window start, old aggregate)`` in
-    ``state.old_values`` while it forwards the update (``sends_old_values``, :mod:`.windows`)."""
-
-    def get_old(self, reader: Processor, key, state, context):
-        sent = state.old_values.get(self.slot)
-        old = sent[1] if sent is not None and sent[0] == key.window.start else None
-        return self.through_steps(reader, key, old, context)
-
-
-def _old_values(ctx, factory, what: str, windows, why: str, instead: str) -> ValueGetter:
-    """The getter of the old value behind each update the suppression receives: the table's store
-    (``windows`` None), or the time-windowed aggregation's (:class:`WindowedOldValue`); a refusal
-    naming ``why`` the old value is needed, and what to do ``instead``, for other windowed tables."""
-    (parent,) = factory.parents
-    if windows is None:
-        return value_getter(ctx, factory, parent)
-    steps, node = [], ctx.subtopology.node(parent)
-    while node.kind in (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES) and not node.stores:
-        fn = ctx.function(node, node.params["predicate" if node.kind is NodeKind.TABLE_FILTER else "mapper"])
-        steps.append((node.kind.value.removeprefix("table_"), fn.as_key_value(), bool(node.params.get("negate"))))
-        node = ctx.subtopology.node(node.parents[0])
-    if node.kind is not NodeKind.WINDOWED_AGGREGATE or not isinstance(windows, TimeWindows) \
-            or node.params.get("cogroup"):
-        raise UnsupportedTopologyError(
-            f"{what}: {why}, and {node.name} ({node.kind.value}) is not a time-windowed aggregation's table; Kafka "
-            "Streams then reads each update's old value, which the Spark runner carries for time windows only (not "
-            f"sliding, session or cogrouped windows, nor through a materialized or suppressed table). {instead}")
-    steps.reverse()
-    return WindowedOldValue(node.params["store_name"], tuple(steps))
-
-
 # -- definition time -------------------------------------------------------------------------
 # What may follow a suppression in its sub-topology: processors that keep no state (the evicted
 # records of other keys are forwarded with the state of the record being processed).
@@ -269,22 +238,59 @@ _STATELESS_KINDS = {
 _TABLE_STEPS = {NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES, NodeKind.SUPPRESS}
 
 
-def _table_path(sub, node) -> tuple[Any, bool]:
-    """``(windows, filtered)`` of the table ``node`` suppresses: the windows of the windowed
-    aggregation behind it (None: not windowed), and whether a table filter lies on the way."""
-    filtered = False
+@dataclasses.dataclass(frozen=True)
+class _SuppressedTable:
+    """What a suppression suppresses, found by the one walk up from it (:func:`_suppressed_table`):
+    ``steps``, the table filters, map_values and suppressions on the way (from the table's writer
+    on); ``aggregations``, the windowed aggregations writing the table (a cogroup's inputs; none:
+    the table is not windowed)."""
+
+    steps: tuple
+    aggregations: tuple
+
+    @property
+    def windows(self):
+        return self.aggregations[0].params["windows"] if self.aggregations else None
+
+    @property
+    def filtered(self) -> bool:
+        return any(step.kind is NodeKind.TABLE_FILTER for step in self.steps)
+
+
+def _suppressed_table(sub, factory) -> _SuppressedTable:
+    steps, node = [], factory
     while True:
         (parent,) = node.parents or (None,)
         if parent is None:
-            return None, filtered
+            return _SuppressedTable(tuple(reversed(steps)), ())
         node = sub.node(parent)
-        if node.kind is NodeKind.COGROUP_MERGE:  # a cogroup's table: its aggregates are alike
-            node = sub.node(node.parents[0])
-        if node.kind is NodeKind.WINDOWED_AGGREGATE:
-            return node.params["windows"], filtered
         if node.kind not in _TABLE_STEPS:
-            return None, filtered
-        filtered = filtered or node.kind is NodeKind.TABLE_FILTER
+            break
+        steps.append(node)
+    writers = [sub.node(name) for name in node.parents] if node.kind is NodeKind.COGROUP_MERGE else [node]
+    aggregations = tuple(writer for writer in writers if writer.kind is NodeKind.WINDOWED_AGGREGATE)
+    return _SuppressedTable(tuple(reversed(steps)), aggregations)
+
+
+def _old_values(ctx, factory, table: _SuppressedTable, what: str, why: str, instead: str) -> ValueGetter:
+    """The getter of the old value behind each update the suppression receives: the table's store,
+    or what the windowed aggregations send (:class:`WindowedOldValue`, which asks them to send it);
+    a refusal naming ``why`` the old value is needed, and what to do ``instead``, when a windowed
+    table reaches the suppression through a materialized or suppressed table."""
+    if not table.aggregations:
+        (parent,) = factory.parents
+        return value_getter(ctx, factory, parent)
+    steps = []
+    for node in table.steps:
+        if node.kind is NodeKind.SUPPRESS or node.stores:
+            raise UnsupportedTopologyError(
+                f"{what}: {why}, and the windowed table reaches it through {node.name} ({node.kind.value}), a "
+                "suppressed or materialized table; Kafka Streams then reads each update's old value from that "
+                f"table, which the Spark runner does not carry. {instead}")
+        fn = ctx.function(node, node.params["predicate" if node.kind is NodeKind.TABLE_FILTER else "mapper"])
+        steps.append((node.kind.value.removeprefix("table_"), fn.as_key_value(), bool(node.params.get("negate"))))
+    return WindowedOldValue(table.aggregations[0].params["store_name"], tuple(steps),
+                            tuple(aggregation.name for aggregation in table.aggregations))
 
 
 def _key_serde(factory, ctx, windows):
@@ -323,18 +329,18 @@ def build(factory, ctx) -> Suppress:
     what = f"suppression {factory.name}"
     sub = ctx.subtopology
     _check_downstream(sub, factory)
-    windows, filtered = _table_path(sub, factory)
+    suppressed = _suppressed_table(sub, factory)
     filtered_table = None
-    if filtered:
-        filtered_table = _old_values(ctx, factory, what, windows, "a filter of the windowed table lies before it",
+    if suppressed.filtered:
+        filtered_table = _old_values(ctx, factory, suppressed, what, "a filter of the windowed table lies before it",
                                      "Filter after to_stream()")
     table = None
     if config.max_bytes is not None:
-        table = filtered_table or _old_values(ctx, factory, what, windows, "BufferConfig.max_bytes bounds it",
+        table = filtered_table or _old_values(ctx, factory, suppressed, what, "BufferConfig.max_bytes bounds it",
                                               "Bound it with max_records")
     until_window_closes = bool(params["until_window_closes"])
     duration = params["grace_ms"] if until_window_closes else params["time_to_wait_ms"]
-    return Suppress(factory.name, _key_serde(factory, ctx, windows), until_window_closes, duration,
+    return Suppress(factory.name, _key_serde(factory, ctx, suppressed.windows), until_window_closes, duration,
                     config.max_records, drop_tombstones=until_window_closes, filtered_table=filtered_table,
                     max_bytes=config.max_bytes, shutdown_when_full=config.shutdown_when_full,
                     value_serde=_value_serde(factory, ctx), table=table)

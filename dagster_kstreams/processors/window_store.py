@@ -17,7 +17,9 @@ from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
 __all__ = ["Update", "expire", "process_time_windows", "process_sliding_windows", "aggregation_functions",
            "store_entries"]
 
-# An update: (window_start, window_end, new aggregate or None (deleted), new timestamp).
+# An update: (window_start, window_end, new aggregate or None (deleted), new timestamp, old aggregate),
+# the old aggregate being the one Kafka Streams sends with it when asked to send old values: the one
+# the aggregator was applied to (the initializer's for a new time window), or None.
 Update = tuple
 
 
@@ -45,7 +47,7 @@ def process_time_windows(windows: TimeWindows, store: dict, key, value, timestam
                 base, new_timestamp = old[0], max(timestamp, old[1])
             new = aggregator(key, value, base)
             _put(store, start, new, new_timestamp)
-            updates.append((start, end, new, new_timestamp))
+            updates.append((start, end, new, new_timestamp, base))
         else:
             dropped += 1
     return updates, dropped
@@ -92,15 +94,16 @@ class _Sliding:
             new = self.aggregator(self.key, self.value, old)
             new_timestamp = self.ts if old is None else max(self.ts, current[1])
             _put(self.store, start, new, new_timestamp)
-            self.updates.append((start, end, new, new_timestamp))
+            self.updates.append((start, end, new, new_timestamp, old))
         else:
             self.dropped += 1
 
     def _right_window(self, right_agg) -> None:
-        """createCurrentRecordRightWindow: a copy of the aggregate of the records after this one."""
+        """createCurrentRecordRightWindow: a copy of the aggregate of the records after this one
+        (sent with no old value)."""
         start = self.ts + 1
         self.store[start] = right_agg
-        self.updates.append((start, start + self.diff, right_agg[0], right_agg[1]))
+        self.updates.append((start, start + self.diff, right_agg[0], right_agg[1], None))
 
     def _previous_right_window(self, start: int) -> None:
         self._update(start, _make(self.initializer(), self.ts))

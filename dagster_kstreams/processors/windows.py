@@ -54,7 +54,7 @@ import dataclasses
 from typing import Callable, Optional
 
 from dagster_kstreams.processors.aggregations import user_aggregation
-from dagster_kstreams.processors.base import StoreProcessor, register
+from dagster_kstreams.processors.base import register
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.processors.state import ABSENT
@@ -66,23 +66,22 @@ from dagster_kstreams.processors.window_store import (
     process_sliding_windows,
     process_time_windows,
 )
+from dagster_kstreams.processors.windowed_tables import WindowedTable
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_CLOSE, ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind
-from dagster_kstreams.topology.serdes import Window, Windowed
+from dagster_kstreams.topology.serdes import Window
 from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
 
 __all__ = ["TimeWindowAggregate", "SlidingWindowAggregate", "WINDOW_KINDS", "build"]
 
 
-class _WindowAggregate(StoreProcessor):
-    """One windowed aggregation; subclasses choose the algorithm (:mod:`.window_store`)."""
+class _WindowAggregate(WindowedTable):
+    """One windowed aggregation; subclasses choose the algorithm (:mod:`.window_store`). Its old
+    values (:mod:`.windowed_tables`): the aggregate each update was computed from; with the record
+    cache, the window's value at the last flush."""
 
     uses_stream_time = True
     algorithm: Callable = None  # process_time_windows or process_sliding_windows
-    # Kafka Streams' sendOldValues, for a filter of the windowed table before a suppression (time
-    # windows only): each update's old aggregate is readable in ``state.old_values[slot]`` as
-    # ``(window start, old)`` while it is forwarded (the filter's old value decides if it goes on).
-    sends_old_values = False
 
     def __init__(self, name: str, store: str, cached: bool, aggregation: str, windows, size: int, grace: int,
                  retention: int, initializer: Optional[Callable] = None, aggregator: Optional[Callable] = None,
@@ -115,7 +114,6 @@ class _WindowAggregate(StoreProcessor):
         else:  # what the time-ordered store no longer returns (a window not emitted yet may be older)
             expire(store, closed.visible_from(self.retention) - 1, 0)
         initializer, aggregator = self.functions
-        olds = self._olds(store, context) if self.sends_old_values and not self.cached and closed is None else None
         pending = self._pending(state, slot) if self.cached else None
         updates, dropped = self.algorithm(
             self.windows, store, key, value, context.timestamp, context.stream_time,
@@ -132,23 +130,15 @@ class _WindowAggregate(StoreProcessor):
             self._emit_closed(closed, key, updates, context, out, state)
             return
         if self.cached:
-            for start, _end, new, new_timestamp in updates:
+            for start, _end, new, new_timestamp, _old in updates:
                 # The window's latest value, forwarded at the flush (even if it expires meanwhile).
                 pending.pop(start, None)
                 pending[start] = (new, new_timestamp)
             if updates:
                 state.dirty.add(slot)
             return
-        for start, end, new, new_timestamp in updates:
-            old = None if olds is None else olds[start]
+        for start, end, new, new_timestamp, old in updates:
             self._emit(key, start, end, new, new_timestamp, context, out, state, old)
-
-    def _olds(self, store: dict, context) -> dict:
-        """The old aggregate of each window the record falls in, as ``KStreamWindowAggregate``
-        sends it: the stored one, or the initializer's for a window not stored yet."""
-        initializer = self.functions[0]
-        return {start: store[start][0] if start in store else self.call(context, initializer)
-                for start, _end in self.windows.windows_for(context.timestamp)}
 
     def _store_time(self, context, state) -> Optional[int]:
         """The store's stream time: it no longer returns windows that start at or before it minus
@@ -168,7 +158,7 @@ class _WindowAggregate(StoreProcessor):
     def _emit_closed(self, closed: ClosedWindows, key, updates, context, out, state) -> None:
         """Note the windows this record wrote, then forward those that closed (all keys)."""
         key_bytes = self.key_serde.serialize(key)
-        for start, _end, new, _timestamp in updates:
+        for start, _end, new, _timestamp, _old in updates:
             closed.put(start, key_bytes, state.raw_key, key, deleted=new is None)
         task = state.task
         for start, source_key, window_key in self._due(closed, context):
@@ -191,10 +181,8 @@ class _WindowAggregate(StoreProcessor):
         return entry[1]
 
     def _emit(self, key, start, end, value, timestamp, context, out, state, old=None) -> None:
-        if self.sends_old_values:
-            state.old_values[self.state_slot] = (start, old)
         record_context = dataclasses.replace(context, timestamp=timestamp)
-        self.forward(Windowed(key, Window(start, end)), value, record_context, out, state)
+        self.forward_update(key, Window(start, end), value, old, record_context, out, state)
 
     def end_task_batch(self, task) -> None:
         """Task-grouped: forget every key's windows the store no longer returns (Kafka Streams drops
@@ -294,26 +282,9 @@ def build(factory, ctx, classes=(TimeWindowAggregate, SlidingWindowAggregate),
         # segmented store drops whole segments). On window close the time-ordered store returns
         # nothing older than its retention, for reads as for the emission (window_close.py).
         retention = max(retention, 3 * size + windows.grace_ms + 1)
-    processor = cls(factory.name, params["store_name"], store.caching, params["operation"], windows, size,
+    return cls(factory.name, params["store_name"], store.caching, params["operation"], windows, size,
                     windows.grace_ms, retention, *user_aggregation(params),
-                    key_serde=store.key_serde or ctx.default_key_serde, emit_on_close=emit_on_close)
-    processor.sends_old_values = cls is TimeWindowAggregate and suppression_reads_old_values(sub, factory)
-    return processor
-
-
-def suppression_reads_old_values(sub, factory) -> bool:
-    """Whether a suppression of ``factory``'s table (through filters and map_values) reads its
-    updates' old values: after a filter (Kafka Streams' filter then drops an update whose old and new
-    both fail it), or bounded in bytes (Kafka Streams counts each buffered update's old value)."""
-    todo = [(child, False) for child in factory.children]
-    while todo:
-        name, filtered = todo.pop()
-        node = sub.node(name)
-        if node.kind is NodeKind.SUPPRESS and (filtered or node.params["buffer_config"].max_bytes is not None):
-            return True
-        if node.kind in (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES):
-            todo += [(child, filtered or node.kind is NodeKind.TABLE_FILTER) for child in node.children]
-    return False
+               key_serde=store.key_serde or ctx.default_key_serde, emit_on_close=emit_on_close)
 
 
 def _check_upstream(sub, factory, cls: type, what: str) -> None:

@@ -52,7 +52,7 @@ import org.apache.kafka.streams.state.WindowStore;
  * which writes every key with the String serde, merges them with the other inputs' records of that user.
  *
  * Args: bootstrap applicationId stateDir clicks views orders refunds visits outPlain outWindowed outFinal
- *       outSliding outSessions
+ *       outSliding outSessions outFinalFiltered outSessionBytes
  *
  * The Python twin is cogroup_examples() in tests/cogroup_topology.py; keep the two in step.
  */
@@ -75,7 +75,7 @@ public final class CogroupExamples {
 
     static Topology cogroupExamples(String clicks, String views, String orders, String refunds, String visits,
                                     String outPlain, String outWindowed, String outFinal, String outSliding,
-                                    String outSessions) {
+                                    String outSessions, String outFinalFiltered, String outSessionBytes) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> orderStream = builder.stream(orders);
         KGroupedStream<String, String> refundsByUser = builder.<String, String>stream(refunds).groupByKey();
@@ -106,6 +106,14 @@ public final class CogroupExamples {
         windowed.suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()).withName("final-windows"))
             .toStream()
             .to(outFinal, Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000), Serdes.String()));
+        // A filter before a suppression: every input's aggregation sends its old aggregate (a new window's:
+        // the initializer's "", which passes), so an update whose old and new both fail never reaches it.
+        windowed.filter((window, agg) -> agg.length() % 3 != 1)
+            .suppress(Suppressed.<Windowed<String>>untilWindowCloses(BufferConfig.unbounded())
+                .withName("final-filtered-windows"))
+            .toStream()
+            .to(outFinalFiltered,
+                Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000), Serdes.String()));
         clicksByUser.<String>cogroup((key, value, agg) -> tail(agg + "c" + value))
             .cogroup(viewsByUser, (key, value, agg) -> tail(agg + "v" + value))
             .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(2)))
@@ -113,15 +121,26 @@ public final class CogroupExamples {
                 Materialized.<String, String, WindowStore<Bytes, byte[]>>as("activity-sliding").withCachingDisabled())
             .toStream()
             .to(outSliding, Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 5_000), Serdes.String()));
-        clicksByUser.<String>cogroup((key, value, agg) -> tail(agg + "c" + value))
+        KTable<Windowed<String>, String> sessions = clicksByUser.<String>cogroup((key, value, agg) -> tail(agg + "c" + value))
             .cogroup(viewsByUser, (key, value, agg) -> tail(agg + "v" + value))
             .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(3), Duration.ofSeconds(2)))
             .aggregate(() -> "", (key, left, right) -> tail(left + "|" + right), Named.as("sessions"),
-                Materialized.<String, String, SessionStore<Bytes, byte[]>>as("activity-sessions").withCachingDisabled())
-            .toStream()
+                Materialized.<String, String, SessionStore<Bytes, byte[]>>as("activity-sessions")
+                    .withKeySerde(Serdes.String()).withCachingDisabled());
+        sessions.toStream()
             .to(outSessions, Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.String()));
+        // Until a time limit in a buffer bounded in bytes, each record sized with its update's old aggregate
+        // (a merged-away session's, with its removal); the oldest go out early.
+        sessions.suppress(Suppressed.<Windowed<String>>untilTimeLimit(Duration.ofSeconds(30),
+                    BufferConfig.maxBytes(SESSION_BYTES).emitEarlyWhenFull()).withName("session-bytes"))
+            .toStream()
+            .to(outSessionBytes,
+                Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.String()));
         return builder.build();
     }
+
+    /** The session cogroup's suppression: about three of its buffered records. */
+    static final long SESSION_BYTES = 600;
 
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
@@ -129,7 +148,7 @@ public final class CogroupExamples {
         String stateDir = args[2];
         List<String> inputs = List.of(args[3], args[4], args[5], args[6], args[7]);
         Topology topology = cogroupExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10],
-                                            args[11], args[12]);
+                                            args[11], args[12], args[13], args[14]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         // The cogroups read repartition topics their own upstream task fills: wait for them rather than
         // run ahead on the other inputs (the Spark runner writes a repartition topic first).

@@ -44,7 +44,7 @@ import org.apache.kafka.streams.state.WindowStore;
  *
  * Args: bootstrap applicationId stateDir events prices slides outFinal outClosed outSessions outLimited
  *       outDebounced outClosedSliding outClosedSessions outBytes outBothBounds outRaised outFinalFiltered
- *       outWindowedBytes outShutDown
+ *       outWindowedBytes outSessionsFiltered outSessionBytes outSlidingFiltered outSlidingBytes outShutDown
  *
  * A second application (applicationId + "-shut-down", started first, run at once) suppresses the
  * prices table in a buffer of SHUT_DOWN_BYTES bytes that shuts down when full: it stops at the first
@@ -60,7 +60,8 @@ public final class SuppressExamples {
                                      String outClosed, String outSessions, String outLimited, String outDebounced,
                                      String outClosedSliding, String outClosedSessions, String outBytes,
                                      String outBothBounds, String outRaised, String outFinalFiltered,
-                                     String outWindowedBytes) {
+                                     String outWindowedBytes, String outSessionsFiltered, String outSessionBytes,
+                                     String outSlidingFiltered, String outSlidingBytes) {
         StreamsBuilder builder = new StreamsBuilder();
         // The suppression buffer serializes the windowed keys: the grouping names the key serde.
         KGroupedStream<String, String> grouped = builder.<String, String>stream(events)
@@ -96,11 +97,27 @@ public final class SuppressExamples {
                 Materialized.<String, String, WindowStore<Bytes, byte[]>>as("closed-hopping").withCachingDisabled())
             .toStream()
             .to(outClosed, Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000), Serdes.String()));
-        grouped.windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(3), Duration.ofSeconds(2)))
-            .count(Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("session-counts").withCachingDisabled())
-            .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()).withName("final-sessions"))
+        KTable<Windowed<String>, Long> sessionCounts = grouped
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(3), Duration.ofSeconds(2)))
+            .count(Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("session-counts").withCachingDisabled());
+        sessionCounts.suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()).withName("final-sessions"))
             .toStream()
             .to(outSessions, Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
+        // A filter of the session table before the suppression: a new session's update has no old value
+        // (count 1 fails: dropped), a merged-away session's removal carries its old count (1 and 4 fail:
+        // dropped; 2 and 3 pass: a tombstone).
+        sessionCounts.filter((window, count) -> count % 3 != 1)
+            .suppress(Suppressed.<Windowed<String>>untilWindowCloses(BufferConfig.unbounded())
+                .withName("final-sessions-filtered"))
+            .toStream()
+            .to(outSessionsFiltered,
+                Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
+        // Until a time limit in a buffer bounded in bytes: removals go out as tombstones, and each record's
+        // size counts its update's old count; the oldest go out early.
+        sessionCounts.suppress(Suppressed.<Windowed<String>>untilTimeLimit(Duration.ofSeconds(30),
+                    BufferConfig.maxBytes(SESSION_BYTES).emitEarlyWhenFull()).withName("session-bytes"))
+            .toStream()
+            .to(outSessionBytes, Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
         grouped.windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(3), Duration.ofSeconds(1)))
             .emitStrategy(EmitStrategy.onWindowClose())
             .aggregate(() -> "", (key, value, agg) -> agg + "," + value, (key, one, two) -> one + "|" + two,
@@ -146,8 +163,9 @@ public final class SuppressExamples {
             .to(outRaised);
 
         // Sliding windows skip null values (their stream time too): a sub-topology of their own.
-        builder.<String, String>stream(slides)
-            .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
+        KGroupedStream<String, String> slidesGrouped = builder.<String, String>stream(slides)
+            .groupByKey(Grouped.with(Serdes.String(), Serdes.String()));
+        slidesGrouped
             .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(2)))
             .emitStrategy(EmitStrategy.onWindowClose())
             .aggregate(() -> "", (key, value, agg) -> agg + "," + value,
@@ -155,6 +173,25 @@ public final class SuppressExamples {
             .toStream()
             .to(outClosedSliding,
                 Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 5_000), Serdes.String()));
+        // A sliding count emitting on update, kept a minute (so that a record later than grace finds the
+        // windows it reads in both), then the filter and the byte bound: an update's old count is the one
+        // it was computed from (a new window's: the initializer's 0, or its neighbour's; none for the
+        // record's right window).
+        KTable<Windowed<String>, Long> slidingCounts = slidesGrouped
+            .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(2)))
+            .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("sliding-counts").withCachingDisabled()
+                .withRetention(Duration.ofMinutes(1)));
+        slidingCounts.filter((window, count) -> count % 4 != 1 && count % 4 != 2)
+            .suppress(Suppressed.<Windowed<String>>untilWindowCloses(BufferConfig.unbounded())
+                .withName("final-sliding-filtered"))
+            .toStream()
+            .to(outSlidingFiltered,
+                Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 5_000), Serdes.Long()));
+        slidingCounts.suppress(Suppressed.<Windowed<String>>untilTimeLimit(Duration.ofSeconds(30),
+                    BufferConfig.maxBytes(SLIDING_BYTES).emitEarlyWhenFull()).withName("sliding-bytes"))
+            .toStream()
+            .to(outSlidingBytes,
+                Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 5_000), Serdes.Long()));
         return builder.build();
     }
 
@@ -163,6 +200,9 @@ public final class SuppressExamples {
     static final long RAISED_BYTES = 2_000;
     /** The windowed table's byte bound: about three of its buffered records. */
     static final long WINDOWED_BYTES = 300;
+    /** The session and sliding tables' byte bounds: about three of their buffered records. */
+    static final long SESSION_BYTES = 300;
+    static final long SLIDING_BYTES = 300;
 
     static Topology shutDownExample(String prices, String outShutDown) {
         StreamsBuilder builder = new StreamsBuilder();
@@ -199,7 +239,7 @@ public final class SuppressExamples {
         String bootstrap = args[0];
         String applicationId = args[1];
         String stateDir = args[2];
-        Topology shutDown = shutDownExample(args[4], args[18]);
+        Topology shutDown = shutDownExample(args[4], args[22]);
         Properties shutDownProps = KafkaStreamsRuns.properties(bootstrap, applicationId + "-shut-down",
                                                                stateDir + "/shut-down");
         shutDownProps.put(StreamsConfig.PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG, RecordingHandler.class);
@@ -210,7 +250,7 @@ public final class SuppressExamples {
 
         Topology topology = suppressExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
                                              args[10], args[11], args[12], args[13], args[14], args[15], args[16],
-                                             args[17]);
+                                             args[17], args[18], args[19], args[20], args[21]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
 

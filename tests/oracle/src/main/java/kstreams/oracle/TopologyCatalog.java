@@ -143,7 +143,8 @@ public final class TopologyCatalog {
         TOPOLOGIES.put("suppress_and_emit_on_close_examples", () -> SuppressExamples.suppressExamples(
             "events", "prices", "slides", "final-counts", "closed-hopping-out", "final-sessions-out", "limited-prices",
             "debounced-prices", "closed-sliding-out", "closed-sessions-out", "bytes-limited-prices",
-            "both-bounds-prices", "raised-prices", "final-filtered-counts", "windowed-bytes-counts"));
+            "both-bounds-prices", "raised-prices", "final-filtered-counts", "windowed-bytes-counts",
+            "sessions-filtered-out", "session-bytes-out", "sliding-filtered-out", "sliding-bytes-out"));
         TOPOLOGIES.put("processor_api_examples", () -> ProcessorApiExamples.processorApiExamples("events", "out"));
         TOPOLOGIES.put("processor_api_named_then_count", TopologyCatalog::processor_api_named_then_count);
         TOPOLOGIES.put("processor_api_low_level_examples", () -> ProcessorApiExamples.lowLevel("events", "out"));
@@ -168,7 +169,7 @@ public final class TopologyCatalog {
         TOPOLOGIES.put("cogroup_session_windowed", TopologyCatalog::cogroup_session_windowed);
         TOPOLOGIES.put("cogroup_examples_of_the_equivalence_test", () -> CogroupExamples.cogroupExamples(
             "clicks", "views", "orders", "refunds", "visits", "activity-out", "activity-windows-out",
-            "final-windows-out", "sliding-out", "sessions-out"));
+            "final-windows-out", "sliding-out", "sessions-out", "final-filtered-windows-out", "session-bytes-out"));
     }
 
     /** Catalog names in definition order. */

@@ -1,0 +1,65 @@
+"""A windowed aggregation's table and its old values: what Kafka Streams' windowed aggregations
+(``KStreamWindowAggregate``, ``KStreamSlidingWindowAggregate``, ``KStreamSessionWindowAggregate``)
+send as ``Change.oldValue`` once a table downstream asks for it (``enableSendingOldValues``; a
+suppression always asks: ``KTableSuppressProcessorSupplier``).
+
+The writer, :class:`WindowedTable`, forwards each update of a window (session) with its old value
+readable in ``state.old_values[slot]`` as ``((start, end), old)`` while the update travels on; the
+reader, :class:`WindowedOldValue`, gives a suppression that old value through the same
+``filter``/``map_values`` steps as the update, and asks the aggregations it reads to send it when
+the program is built (:meth:`WindowedOldValue.bind`), as the suppression asks its parent table in
+Kafka Streams. What the old value is, each family says where it forwards: the aggregate the update
+was computed from (:mod:`.window_store`), None for a new session and a merged session's old
+aggregate for its removal (:mod:`.sessions`), the store's value at the last flush with the record
+cache on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dagster_kstreams.processors.base import Processor, StoreProcessor
+from dagster_kstreams.processors.table_joins import ValueGetter
+from dagster_kstreams.topology.serdes import Window, Windowed
+
+__all__ = ["WindowedTable", "WindowedOldValue"]
+
+
+class WindowedTable(StoreProcessor):
+    """A windowed aggregation, whose table's updates are windowed keys with their new aggregates."""
+
+    # Kafka Streams' sendOldValues: off until a suppression reading the table asks for it.
+    sends_old_values = False
+
+    def enable_sending_old_values(self) -> None:
+        self.sends_old_values = True
+
+    def forward_update(self, key, window: Window, new, old, context, out, state) -> None:
+        """Forward ``new`` for ``key``'s ``window`` (with ``context``'s timestamp), ``old`` readable
+        behind it when old values are sent."""
+        if self.sends_old_values:
+            state.old_values[self.state_slot] = ((window.start, window.end), old)
+        self.forward(Windowed(key, window), new, context, out, state)
+
+
+class WindowedOldValue(ValueGetter):
+    """The old value of a windowed table's update as the ``filter``/``map_values`` ``steps`` on the
+    way show it; ``senders``: the names of the aggregations writing the table (a cogroup's inputs)."""
+
+    def __init__(self, store: str, steps: tuple[tuple[str, Any, bool], ...], senders: tuple[str, ...]):
+        super().__init__(store, steps)
+        self.senders = senders
+
+    def bind(self, program) -> None:
+        super().bind(program)
+        senders = [node for node in program.nodes if node.name in self.senders]
+        if len(senders) != len(self.senders):
+            raise ValueError(f"the windowed aggregations {self.senders} are not all in the program")
+        for node in senders:
+            node.enable_sending_old_values()
+
+    def get_old(self, reader: Processor, key, state, context):
+        sent = state.old_values.get(self.slot)
+        window = (key.window.start, key.window.end)
+        old = sent[1] if sent is not None and sent[0] == window else None
+        return self.through_steps(reader, key, old, context)
