@@ -276,3 +276,21 @@ def test_a_standby_is_launched_beside_the_worker_and_takes_a_failed_workers_task
         (request,) = result.run_requests
         assert (request.tags[TAG_WORKER], request.tags[TAG_STATE], request.tags[TAG_TASKS]) == (
             "worker-0", "standby", "")
+
+
+def test_no_worker_is_launched_while_an_input_topic_is_missing_and_the_tick_says_which(
+        kafka_bootstrap, kafka_admin, unique_topic, tmp_path):
+    elastic = ElasticWorkers(scaling=ScalingConfig(min_workers=1, max_workers=2, standby_workers=1))
+    for defs, instance, source, _app_id in _setup(kafka_bootstrap, kafka_admin, unique_topic, tmp_path, elastic):
+        kafka_admin.delete_topics([source])
+        deadline = time.monotonic() + 30
+        while source in kafka_admin.list_topics() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        result = tick_sensor(defs, instance, None)
+        # Neither the worker min_workers asks for nor the standby: each would only fail on the topic.
+        assert not result.run_requests
+        assert f"waiting for the input topic(s) {source!r}" in result.skip_message
+        kafka_admin.create_topics({source: 4})
+        result = tick_sensor(defs, instance, result.cursor)
+        assert [(r.tags[TAG_WORKER], r.tags[TAG_STATE]) for r in result.run_requests] == [
+            ("worker-0", "running"), ("worker-1", "standby")]

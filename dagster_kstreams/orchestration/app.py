@@ -121,6 +121,11 @@ class KStreamsApp:
         counts = self.application.partition_counts
         return {topic: count for topic, count in self.topic_partitions.items() if topic in counts}
 
+    def missing_input_topics(self, existing) -> list[str]:
+        """The declared topics this app reads and does not write itself (its input topics) that
+        are not among ``existing`` (the broker's topics), sorted."""
+        return sorted(topic for topic in self.declared_topics() if topic not in existing and not self.writes(topic))
+
     def writes(self, topic: str) -> bool:
         """Whether a task of this app writes ``topic`` (a sink or repartition topic, by real name)."""
         return bool(self.application.writers(topic))

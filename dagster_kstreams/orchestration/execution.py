@@ -43,13 +43,12 @@ class PartitionCountMismatch(dg.Failure):
 
 def check_partition_counts(app: KStreamsApp, broker_counts: Mapping[str, int]) -> None:
     """Fail naming the topic and both counts if the broker disagrees with the declared counts."""
-    problems = []
-    for topic, declared in sorted(app.declared_topics().items()):
-        if topic not in broker_counts:
-            if app.application.writers(topic):
-                continue  # an output topic that may be created on first run
-            problems.append(f"topic {topic!r} does not exist on the broker (declared with {declared} partitions)")
-        elif broker_counts[topic] != declared:
+    declared_counts = app.declared_topics()
+    # An output topic missing may be created on first run; an input topic may not.
+    problems = [f"topic {topic!r} does not exist on the broker (declared with {declared_counts[topic]} partitions)"
+                for topic in app.missing_input_topics(broker_counts)]
+    for topic, declared in sorted(declared_counts.items()):
+        if topic in broker_counts and broker_counts[topic] != declared:
             problems.append(f"topic {topic!r} has {broker_counts[topic]} partitions on the broker but "
                             f"{declared} in the definitions of {app.app_id!r}")
     if problems:

@@ -292,12 +292,18 @@ def kstreams_lag_sensor(app: KStreamsApp, elastic: ElasticWorkers, worker_job: d
                     + (f", and {elastic.scaling.standby_workers} warm standby" if elastic.scaling.standby_workers
                        else "") + ").",
     )
-    def lag_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+    def lag_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
         now = time.time()
         instance = context.instance
         admin = getattr(context.resources, kafka_key).admin()
         snapshot = lag_snapshot(app, admin)
         workers, live = current_workers(instance, app, elastic, now, context.log)
+        missing = app.missing_input_topics(admin.list_topics())
+        if missing and not live:
+            # As Kafka Streams reports a missing source topic instead of running: a worker
+            # launched now (a standby too) would only fail on it, again after each backoff.
+            return dg.SkipReason(f"waiting for the input topic(s) {', '.join(map(repr, missing))} of "
+                                 f"{app.app_id!r}: not on the broker; no worker is launched until they exist")
         throughput = throughput_samples(instance, app, now - elastic.scaling.throughput_window_seconds)
         decision = decide_tick(snapshot, workers, elastic.scaling, ScalingState.from_json(context.cursor), throughput)
         plan = decision.plan
