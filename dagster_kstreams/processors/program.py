@@ -44,7 +44,6 @@ from dagster_kstreams.kafka.dead_letter import (
     dead_letter_headers,
 )
 from dagster_kstreams.processors.base import Processor
-from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.fused_chains import compile_entries
 from dagster_kstreams.processors.records import FLUSH_ORDER, Output, RecordContext, header_column
 from dagster_kstreams.processors.state import ABSENT, GroupState
@@ -64,7 +63,8 @@ class SubtopologyProgram:
     """
 
     def __init__(self, subtopology_id: int, nodes: list[Processor],
-                 dead_letters: DeadLetterPolicy = DeadLetterPolicy(), fuse_chains: bool = True):
+                 dead_letters: DeadLetterPolicy = DeadLetterPolicy(), fuse_chains: bool = True,
+                 state_key_serde: Any = None):
         self.subtopology_id = subtopology_id
         self.nodes = nodes
         self.dead_letters = dead_letters
@@ -91,16 +91,11 @@ class SubtopologyProgram:
         # sink_partition_counts. Empty: nothing is added to the output. Fixed with the nodes, so
         # found once here rather than on every batch and key group.
         self.placed_topics: list[str] = [node.topic for node in nodes if getattr(node, "placement", None) is not None]
-        # The serde whose bytes group the state instead of the source record's key bytes (a cogroup
-        # whose sources read keys with different serdes: cogroup.py), or None. The engine groups
-        # records by :meth:`state_keys` then, and gives each record's as ``context.raw_key``.
-        state_key_serdes = {node.state_key_serde for node in nodes if node.state_key_serde is not None}
-        if len(state_key_serdes) > 1:
-            raise UnsupportedTopologyError(
-                f"sub-topology {subtopology_id}: its sources read keys with different serdes and its cogroups' stores "
-                f"write them with different ones ({', '.join(sorted(map(repr, state_key_serdes)))}); the Spark runner "
-                "keeps the sub-topology's state by one key format")
-        self.state_key_serde = next(iter(state_key_serdes), None)
+        # The serde whose bytes group the state instead of the source record's key bytes (its
+        # sources read keys with different serdes: decided by state_key_serde.py), or None. The
+        # engine groups records by :meth:`state_keys` then, and gives each record's as
+        # ``context.raw_key``.
+        self.state_key_serde = state_key_serde
         self._check()
         for node in nodes:
             node.init(self)
