@@ -31,7 +31,8 @@ null keys, null values, records out of order within grace and beyond it. Output 
 partition: the records of the keys of one input partition are one task's, in its order.
 
 Compared: describe() of the very topology run, and per output topic and task the whole sequence of
-(key, value) records. Kafka Streams runs in the background meanwhile (on its own input topics).
+(key, value) records; for the merged sub-topology also in a clean run (the whole input at once, no
+kill). Kafka Streams runs in the background meanwhile (on its own input topics).
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ USERS = ("u1", "u2", "u3", "u5", "u11", "u15")  # three in each partition (murmu
 SIZES = {"clicks": 120, "views": 120, "orders": 60, "refunds": 50, "visits": 30, "calls": 50, "texts": 40}  # per half
 PREFIX = {"clicks": "c", "views": "v", "orders": "o", "refunds": "r", "visits": "s", "calls": "k", "texts": "t"}
 USER_ID = UserIdSerde()
+MERGED_INPUTS, MERGED_OUTPUTS = ("calls", "texts"), ("out-merged-counts", "out-merged-windowed")
 
 
 def _partition(key: str) -> int:
@@ -121,10 +123,10 @@ def _key_reader(name: str):
     return lambda data: (lambda w: (w.key, w.window.start, w.window.end))(serde.deserialize(data))
 
 
-def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple[str, int], list]:
+def _results(bootstrap: str, topics: dict[str, str], outputs=OUTPUTS) -> dict[tuple[str, int], list]:
     """``{(output, task partition): [(key, value)] in offset order}``."""
     results: dict[tuple[str, int], list] = {}
-    for name in OUTPUTS:
+    for name in outputs:
         key_of = _key_reader(name)
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
             key = key_of(record.key)
@@ -224,6 +226,28 @@ def test_cogroup_killed_part_way_and_rerun_matches_kafka_streams(
     assert set(ours) == set(expected)
     for output_and_task, sequence in expected.items():
         assert ours[output_and_task] == sequence, output_and_task
+
+
+def test_the_merged_sub_topology_in_one_clean_run_matches_kafka_streams(
+    kafka_bootstrap, kafka_admin, unique_topic, kafka_streams_run, spark, tmp_path
+):
+    """The merge of keys read differently (sub-topology 3) in one run that nobody kills: the whole
+    input of its two topics at once, each task in one process from an empty state."""
+    inputs = {name: unique_topic(f"clean-cogroup-{name}") for name in INPUTS}
+    kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
+    topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, 1))
+    for half in kafka_streams_run.halves:
+        _produce(kafka_bootstrap, inputs, {name: half[name] if name in MERGED_INPUTS else [] for name in INPUTS})
+    runner = TaskRunner(cogroup_examples(topics), unique_topic("clean-cogroup"), kafka_bootstrap,
+                        state_location=str(tmp_path / "state"), spark=spark)
+    for task in ("3_0", "3_1"):
+        runner.run_task(task)
+
+    expected = kafka_streams_run.result()["results"]
+    ours = _results(kafka_bootstrap, topics, MERGED_OUTPUTS)
+    assert set(ours) == {key for key in expected if key[0] in MERGED_OUTPUTS}
+    for output_and_task, sequence in ours.items():
+        assert sequence == expected[output_and_task], output_and_task
 
 
 def test_describe_of_the_topology_run_is_kafka_streams(kafka_streams_run):
