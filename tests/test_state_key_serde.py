@@ -84,7 +84,8 @@ def test_a_stream_joined_with_a_table_whose_keys_are_read_differently_keeps_the_
 def test_stores_of_keys_read_differently_that_write_keys_differently_are_refused_when_defined():
     with pytest.raises(UnsupportedTopologyError,
                        match=r"^sub-topology 0: its sources read keys with different serdes and its stores write "
-                             r"them with different ones \(counts \(Serdes.String\(\)\), windowed \(Serdes.UserId\(\)\)\)"):
+                             r"them with different ones "
+                             r"\(counts \(Serdes.String\(\)\), windowed \(Serdes.UserId\(\)\)\)"):
         _program(_merged_count(windowed_key_serde=_UserIdSerde()))
     # The same stores on sources that read keys alike: the key's bytes serve every store.
     def alike(builder):
