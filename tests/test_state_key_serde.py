@@ -15,34 +15,12 @@ from hypothesis import strategies as st
 
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.state_key_serde import KEYED_STORE_TYPES, state_key_serde
-from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.consumed_produced import Consumed, Produced
 from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology.node_specs import StoreSpec, StoreType
-from dagster_kstreams.topology.serdes import Serde, Serdes, WindowedSerde
+from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
 from dagster_kstreams.topology.windows import TimeWindows
-from test_cogroup_logic import _program, _run
-
-
-class _UserIdSerde(Serde):
-    """User ``u<n>`` written as the Long ``n``."""
-
-    name = "UserId"
-
-    def serialize(self, value):
-        return None if value is None else struct.pack(">q", int(value[1:]))
-
-    def deserialize(self, data):
-        return None if data is None else f"u{struct.unpack('>q', data)[0]}"
-
-
-def _user_id(n: int) -> bytes:
-    return struct.pack(">q", n)
-
-
-def _window(key: str, start: int) -> bytes:
-    return key.encode() + struct.pack(">q", start)
-
+from test_cogroup_logic import _program, _run, _user_id, _UserIdSerde, _window
 
 USER_ID = Consumed.with_(_UserIdSerde(), Serdes.String())
 WINDOWED = Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.String())
