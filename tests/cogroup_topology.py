@@ -14,6 +14,11 @@ Streams' one store, which writes every key with the String serde, merges them wi
 inputs' records of that user. (The windowed cogroups' share of it runs without Spark in
 tests/test_cogroup_logic.py.)
 
+The same two key formats meet in a sub-topology of their own, with no cogroup: calls (String keys)
+merged with texts (the user's number as a Long, read as "u<n>"), then ``group_by_key()`` with a
+count and a tumbling-windowed aggregate. Their stores write every key with the default serde, so
+a user's calls and texts update one count and one window's aggregate.
+
 Its lambdas are self-contained (no module-level helpers): Spark's Python workers cannot import
 modules of tests/, and the test modules ship their own functions by value.
 """
@@ -32,13 +37,15 @@ from dagster_kstreams.topology.serdes import Serde, Serdes, WindowedSerde
 from dagster_kstreams.topology.suppressed import BufferConfig, Suppressed
 from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
 
-INPUTS = ("clicks", "views", "orders", "refunds", "visits")
-USER_ID_KEYED = ("visits",)  # keys written by UserIdSerde
+INPUTS = ("clicks", "views", "orders", "refunds", "visits", "calls", "texts")
+USER_ID_KEYED = ("visits", "texts")  # keys written by UserIdSerde
 OUTPUTS = ("out-plain", "out-windowed", "out-final", "out-sliding", "out-sessions", "out-final-filtered",
-           "out-session-bytes")
+           "out-session-bytes", "out-merged-counts", "out-merged-windowed")
 # How each output's keys are read: a plain string, a time window of 10 s (5 s), a session window.
 OUTPUT_KEYS = {"out-plain": None, "out-windowed": 10_000, "out-final": 10_000, "out-sliding": 5_000,
-               "out-sessions": "session", "out-final-filtered": 10_000, "out-session-bytes": "session"}
+               "out-sessions": "session", "out-final-filtered": 10_000, "out-session-bytes": "session",
+               "out-merged-counts": None, "out-merged-windowed": 10_000}
+LONG_VALUED = ("out-merged-counts",)  # values written by Serdes.Long(); the others' by Serdes.String()
 SESSION_BYTES = 600  # the session cogroup's suppression: about three of its buffered records
 
 
@@ -112,4 +119,16 @@ def cogroup_examples(topics: dict[str, str]) -> StreamsBuilder:
                       .with_name("session-bytes")) \
         .to_stream() \
         .to(topics["out-session-bytes"], Produced.with_(WindowedSerde(Serdes.String(), session=True), Serdes.String()))
+
+    calls = builder.stream(topics["calls"])
+    texts = builder.stream(topics["texts"], Consumed.with_(UserIdSerde(), Serdes.String()))
+    merged_by_user = calls.merge(texts).group_by_key()
+    merged_by_user.count(Named.as_("merged-count"), Materialized.as_("merged-counts").with_caching_disabled()) \
+        .to_stream() \
+        .to(topics["out-merged-counts"], Produced.with_(Serdes.String(), Serdes.Long()))
+    merged_by_user.windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=3))) \
+        .aggregate(lambda: "", lambda key, value, agg: (agg + ("null" if value is None else value))[-60:],
+                   Named.as_("merged-windows"), Materialized.as_("merged-windows-store").with_caching_disabled()) \
+        .to_stream() \
+        .to(topics["out-merged-windowed"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.String()))
     return builder

@@ -5,6 +5,7 @@ describe() is compared in test_describe_oracle.py (the cogroup_* entries of the 
 
 from __future__ import annotations
 
+import itertools
 import struct
 from datetime import timedelta
 
@@ -74,12 +75,18 @@ def _frame(rows, first, program):
 
 def _run(program, rows, batches=1):
     """The records written to "out" (``[(key, value)]``), the task run in ``batches`` micro-batches
-    with its state pickled in between; key-grouped programs run key group by key group."""
+    with its state pickled in between; key-grouped programs run key group by key group. A program
+    that reads the task's stream time gets it as the engine computes it (the largest timestamp so
+    far; the rows have keys and values)."""
     outputs, stored = [], None
     size = -(-len(rows) // batches)
     keyed: dict = {}
+    stream_times = list(itertools.accumulate((timestamp for *_, timestamp in rows), max))
     for first in range(0, len(rows), size):
         frame = _frame(rows[first:first + size], first, program)
+        if program.uses_stream_time:
+            frame["stream_time"] = stream_times[first:first + size]
+            frame["stream_time_before"] = ([-1] + stream_times)[first:first + len(frame)]
         if program.task_grouped:
             outs = [program.process_task_batch(frame, stored)]
             stored = outs[0][1]

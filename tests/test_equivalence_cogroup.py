@@ -8,7 +8,10 @@ sliding-windowed and a session-windowed one (the latter also suppressed until a 
 ``max_bytes(600)``, emitted early: each buffered record counts its update's old aggregate and its
 topic's name, so Kafka Streams' input topics are named as long as ours); visits keyed by the user's number written as a Long
 (read as the user by their source's serde: Kafka Streams' one store merges them with the other
-inputs' records of the user, and the runner groups that state by the store's key bytes);
+inputs' records of the user, and the runner groups that state by the store's key bytes); in a
+sub-topology of their own, calls (String keys) merged with texts (Long keys, as visits) then a count
+and a tumbling-windowed aggregate of the merged stream, with no cogroup (issue 14: the stores write
+every key with the default serde, so both inputs update one aggregate of the user);
 every aggregate a string of its latest contributions (so the order of the updates shows), every
 store uncached (so the output is fixed by the input). Kafka Streams 4.3.1 runs the whole input
 once, waiting for its repartition topics (``max.task.idle.ms``) so that each task merges its
@@ -17,8 +20,8 @@ inputs by timestamp.
 Our run gets the input in two halves, every record of the second half (its out-of-order ones
 included) after every record of the first in the timestamp merge, so that running the halves one
 after the other is Kafka Streams' order: a ``dagster-kstreams run`` process takes the first half
-(one batch per task, sub-topology after sub-topology) and is SIGKILLed once the first windowed
-task (2_0) has committed; then the second half is produced and a rerun in another process (this
+(one batch per task, sub-topology after sub-topology) and is SIGKILLed once the first merged task
+(3_0, the last sub-topology) has committed; then the second half is produced and a rerun in another process (this
 one) continues every task from its checkpoint: the stores, each cogrouped processor's stream time
 and the store's come back from it.
 
@@ -28,13 +31,15 @@ null keys, null values, records out of order within grace and beyond it. Output 
 partition: the records of the keys of one input partition are one task's, in its order.
 
 Compared: describe() of the very topology run, and per output topic and task the whole sequence of
-(key, value) records. Kafka Streams runs in the background meanwhile (on its own input topics).
+(key, value) records; for the merged sub-topology also in a clean run (the whole input at once, no
+kill). Kafka Streams runs in the background meanwhile (on its own input topics).
 """
 
 from __future__ import annotations
 
 import json
 import random
+import struct
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -43,7 +48,7 @@ from pyspark import cloudpickle
 
 import cogroup_topology
 import oracle_harness
-from cogroup_topology import INPUTS, OUTPUT_KEYS, OUTPUTS, USER_ID_KEYED, UserIdSerde, cogroup_examples
+from cogroup_topology import INPUTS, LONG_VALUED, OUTPUT_KEYS, OUTPUTS, USER_ID_KEYED, UserIdSerde, cogroup_examples
 from equivalence_io import output_topics, produce_strings
 from killed_runs import run_until_killed
 from dagster_kstreams.kafka.partitioner import default_partition
@@ -60,9 +65,10 @@ PARTITIONS = 2
 T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute
 HALF_MS = 30_000  # each half spans 30 s of timestamps; the second starts 40 s after the first
 USERS = ("u1", "u2", "u3", "u5", "u11", "u15")  # three in each partition (murmur2)
-SIZES = {"clicks": 120, "views": 120, "orders": 60, "refunds": 50, "visits": 30}  # per half
-PREFIX = {"clicks": "c", "views": "v", "orders": "o", "refunds": "r", "visits": "s"}
+SIZES = {"clicks": 120, "views": 120, "orders": 60, "refunds": 50, "visits": 30, "calls": 50, "texts": 40}  # per half
+PREFIX = {"clicks": "c", "views": "v", "orders": "o", "refunds": "r", "visits": "s", "calls": "k", "texts": "t"}
 USER_ID = UserIdSerde()
+MERGED_INPUTS, MERGED_OUTPUTS = ("calls", "texts"), ("out-merged-counts", "out-merged-windowed")
 
 
 def _partition(key: str) -> int:
@@ -117,15 +123,16 @@ def _key_reader(name: str):
     return lambda data: (lambda w: (w.key, w.window.start, w.window.end))(serde.deserialize(data))
 
 
-def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple[str, int], list]:
+def _results(bootstrap: str, topics: dict[str, str], outputs=OUTPUTS) -> dict[tuple[str, int], list]:
     """``{(output, task partition): [(key, value)] in offset order}``."""
     results: dict[tuple[str, int], list] = {}
-    for name in OUTPUTS:
+    for name in outputs:
         key_of = _key_reader(name)
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
             key = key_of(record.key)
             user = key[0] if isinstance(key, tuple) else key
-            value = None if record.value is None else record.value.decode()
+            value = None if record.value is None else (
+                struct.unpack(">q", record.value)[0] if name in LONG_VALUED else record.value.decode())
             results.setdefault((name, _partition(user)), []).append((key, value))
     return results
 
@@ -194,7 +201,7 @@ def test_cogroup_killed_part_way_and_rerun_matches_kafka_streams(
     app_id = unique_topic("spark-cogroup")
     state = tmp_path / "state"
     run_until_killed(tmp_path, "cogroup_topology:cogroup_examples", topics, app_id=app_id,
-                     bootstrap=kafka_bootstrap, state=state, kill_when=lambda line: line.startswith("task 2_0 batch"),
+                     bootstrap=kafka_bootstrap, state=state, kill_when=lambda line: line.startswith("task 3_0 batch"),
                      extra_args=("--parallelism", "2", "--max-records-per-batch", "5000"))
 
     _produce(kafka_bootstrap, inputs, second)
@@ -204,13 +211,14 @@ def test_cogroup_killed_part_way_and_rerun_matches_kafka_streams(
     # (waiting for it) merged it with its other inputs; then both cogroups' at once.
     results = {}
     with ThreadPoolExecutor(max_workers=4, thread_name_prefix="task") as pool:
-        for wave in (("0_0", "0_1"), ("1_0", "1_1", "2_0", "2_1")):
+        for wave in (("0_0", "0_1"), ("1_0", "1_1", "2_0", "2_1", "3_0", "3_1")):
             for result in [future.result() for future in [pool.submit(runner.run_task, task) for task in wave]]:
                 results[result.task_id] = result
-    # Task 2_0 continued from its checkpoint: it did not read the first half again.
-    both_halves = sum(1 for half in (first, second) for _, _, partition, _ in half["clicks"] + half["views"]
-                      if partition == 0)
-    assert 0 < results["2_0"].records_in < both_halves
+    # Tasks 2_0 and 3_0 continued from their checkpoints: they did not read the first half again.
+    for task, topics_read in (("2_0", ("clicks", "views")), ("3_0", ("calls", "texts"))):
+        both_halves = sum(1 for half in (first, second) for name in topics_read for _, _, partition, _ in half[name]
+                          if partition == 0)
+        assert 0 < results[task].records_in < both_halves, task
 
     expected = kafka_streams_run.result()["results"]
     _assert_reference_exercises_it(expected)
@@ -218,6 +226,28 @@ def test_cogroup_killed_part_way_and_rerun_matches_kafka_streams(
     assert set(ours) == set(expected)
     for output_and_task, sequence in expected.items():
         assert ours[output_and_task] == sequence, output_and_task
+
+
+def test_the_merged_sub_topology_in_one_clean_run_matches_kafka_streams(
+    kafka_bootstrap, kafka_admin, unique_topic, kafka_streams_run, spark, tmp_path
+):
+    """The merge of keys read differently (sub-topology 3) in one run that nobody kills: the whole
+    input of its two topics at once, each task in one process from an empty state."""
+    inputs = {name: unique_topic(f"clean-cogroup-{name}") for name in INPUTS}
+    kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
+    topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, 1))
+    for half in kafka_streams_run.halves:
+        _produce(kafka_bootstrap, inputs, {name: half[name] if name in MERGED_INPUTS else [] for name in INPUTS})
+    runner = TaskRunner(cogroup_examples(topics), unique_topic("clean-cogroup"), kafka_bootstrap,
+                        state_location=str(tmp_path / "state"), spark=spark)
+    for task in ("3_0", "3_1"):
+        runner.run_task(task)
+
+    expected = kafka_streams_run.result()["results"]
+    ours = _results(kafka_bootstrap, topics, MERGED_OUTPUTS)
+    assert set(ours) == {key for key in expected if key[0] in MERGED_OUTPUTS}
+    for output_and_task, sequence in ours.items():
+        assert sequence == expected[output_and_task], output_and_task
 
 
 def test_describe_of_the_topology_run_is_kafka_streams(kafka_streams_run):
@@ -228,7 +258,7 @@ def test_describe_of_the_topology_run_is_kafka_streams(kafka_streams_run):
 def _assert_reference_exercises_it(expected: dict) -> None:
     """Kafka Streams' output shows what the test is about: every input in the aggregates, windows
     and sessions of several records, merged sessions (tombstones), on both tasks; aggregates that
-    merge the Long-keyed input with a String-keyed one."""
+    merge the Long-keyed input with a String-keyed one, in the cogroup and after a merge."""
     assert set(expected) == {(name, partition) for name in OUTPUTS for partition in range(PARTITIONS)}
     for partition in range(PARTITIONS):
         plain = [value for _, value in expected[("out-plain", partition)]]
@@ -246,3 +276,10 @@ def _assert_reference_exercises_it(expected: dict) -> None:
         assert set(filtered) < set(expected[("out-final", partition)])
         session_bytes = expected[("out-session-bytes", partition)]
         assert len(session_bytes) > 20 and any(value is None for _, value in session_bytes)
+        # One count per user, of both inputs: each user's counts go 1, 2, 3, ... on one task.
+        counts: dict[str, list[int]] = {}
+        for key, count in expected[("out-merged-counts", partition)]:
+            counts.setdefault(key, []).append(count)
+        assert counts and all(sequence == list(range(1, len(sequence) + 1)) for sequence in counts.values())
+        merged_windows = [value for _, value in expected[("out-merged-windowed", partition)]]
+        assert any("k" in value and "t" in value for value in merged_windows) and "null" in "".join(merged_windows)

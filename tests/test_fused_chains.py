@@ -225,3 +225,17 @@ def test_a_chain_too_deep_for_one_python_function_is_cut_into_several():
     assert 1 < len(chain_at(fused.nodes, 1)) < len(fused.nodes) - 1
     records = [(b"k", b"ab", None, "in"), (b"k", b"abc", None, "in")]
     assert _run(fused, records) == _run(general, records)
+
+
+@pytest.mark.parametrize("policy", [DeadLetterPolicy(), DeadLetterPolicy("log_and_continue", "dead-letters")])
+def test_a_record_of_a_topic_that_is_no_source_is_one_error_naming_it_by_columns_and_by_record(policy):
+    # Not a record to judge by the dead-letter policy: the task was given another sub-topology's input.
+    program = _program([("map_values", 0, False, False)], False, False, policy, True, [])
+    message = r"^record at topic 'elsewhere' partition 3 offset 8: topic is not a source of sub-topology 0$"
+    out = Output()
+    with pytest.raises(ValueError, match=message):
+        program.process_columns([b"k", b"k"], [b"v", b"w"], ["in", "elsewhere"], [3, 3], [7, 8], [1, 2],
+                                [None, None], out)
+    assert out.value == [b"vv"]  # the record before it went through
+    with pytest.raises(ValueError, match=message):
+        program.process_record(RecordContext("elsewhere", 3, 8, 2), b"k", b"w", Output(ordered=True), None)

@@ -1300,7 +1300,9 @@ def cogroup_session_windowed():
 @topology
 def cogroup_examples_of_the_equivalence_test():
     names = {"clicks": "clicks", "views": "views", "orders": "orders", "refunds": "refunds", "visits": "visits",
+             "calls": "calls", "texts": "texts",
              "out-plain": "activity-out", "out-windowed": "activity-windows-out", "out-final": "final-windows-out",
              "out-sliding": "sliding-out", "out-sessions": "sessions-out",
-             "out-final-filtered": "final-filtered-windows-out", "out-session-bytes": "session-bytes-out"}
+             "out-final-filtered": "final-filtered-windows-out", "out-session-bytes": "session-bytes-out",
+             "out-merged-counts": "merged-counts-out", "out-merged-windowed": "merged-windows-out"}
     return cogroup_examples(names).build()

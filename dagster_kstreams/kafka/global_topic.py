@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from dagster_kstreams.kafka.admin import KafkaAdmin
+from dagster_kstreams.kafka.topic_partitions import settings_key, task_admin
 
 __all__ = ["GlobalTopicReplica", "replica"]
 
@@ -39,8 +39,7 @@ class GlobalTopicReplica:
         self.values: dict[bytes, bytes] = {}
         self.records_read = 0
         config = {str(k): str(v) for k, v in kafka_config.items()}
-        self._admin = KafkaAdmin(config["bootstrap.servers"], {k: v for k, v in config.items()
-                                                               if k != "bootstrap.servers"})
+        self._admin = task_admin(config, f"the global table's topic {topic!r}")  # the process's, shared
         self._consumer = Consumer({
             "group.id": "dagster-kstreams-global",  # librdkafka needs one; nothing is committed
             **config,
@@ -105,7 +104,7 @@ class GlobalTopicReplica:
 
 def replica(kafka_config: Mapping[str, Any], topic: str) -> GlobalTopicReplica:
     """This process's replica of ``topic`` (created, and read whole, on first use)."""
-    key = (topic, tuple(sorted((str(k), str(v)) for k, v in kafka_config.items())))
+    key = (topic, settings_key(kafka_config))
     with _LOCK:
         found = _REPLICAS.get(key)
         if found is None:

@@ -64,9 +64,6 @@ class Processor:
     task_grouped: ClassVar[bool] = False
     # has punctuators to fire after each record (the Processor API: user_processors.punctuate)
     punctuates: ClassVar[bool] = False
-    # the serde whose bytes the sub-topology's state is grouped by, when the source record's key
-    # bytes will not do (a cogroup whose sources read keys with different serdes: program.py)
-    state_key_serde: Any = None
     # the user function, for processors that have one (Column plans look at it)
     fn: Any = None
     store: Optional[str] = None

@@ -25,7 +25,8 @@ Windowed
 
 Inputs whose sources read keys with different serdes share the aggregate of the key they are read
 as, as in Kafka Streams' one store: the state is then grouped by the key as the store's key serde
-writes it (:func:`_state_key_serde`).
+writes it (the ``Materialized`` key serde, else ``default.key.serde``: a cogrouped stream has none
+of its own), as for every keyed stateful operation (:mod:`.state_key_serde`).
 
 Every record reaches its processor in Kafka Streams' order (the task's timestamp merge of its
 input partitions), so each processor's stream time is exactly Kafka Streams'. Unlike the grouped
@@ -161,26 +162,8 @@ def build_windowed(factory, ctx):
                          own_stream_time=True)
 
 
-def _state_key_serde(factory, ctx):
-    """The store's key serde when the sources of the sub-topology read their keys with different
-    serdes, else None (the source key's bytes group the state as well as the store's would).
-
-    Kafka Streams keeps one store, keyed by the key as the store's serde writes it (the
-    ``Materialized`` key serde, else ``default.key.serde``: a cogrouped stream has none of its
-    own): records of two inputs whose keys are written differently but read as one key update one
-    aggregate. The runner then groups the state by those bytes (program.py,
-    :attr:`~dagster_kstreams.processors.program.SubtopologyProgram.state_key_serde`)."""
-    serdes = {ctx.key_serde(node) for node in ctx.subtopology.nodes if node.kind is NodeKind.SOURCE}
-    if len(serdes) < 2:
-        return None
-    store = ctx.topology.state_stores[factory.params["store_name"]]
-    return store.key_serde or ctx.default_key_serde
-
-
 def _merge(factory, ctx) -> Merge:
-    merge = Merge(factory.name)
-    merge.state_key_serde = _state_key_serde(factory, ctx)
-    return merge
+    return Merge(factory.name)
 
 
 BUILDERS = {NodeKind.COGROUP_MERGE: _merge}

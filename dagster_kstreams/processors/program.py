@@ -44,7 +44,6 @@ from dagster_kstreams.kafka.dead_letter import (
     dead_letter_headers,
 )
 from dagster_kstreams.processors.base import Processor
-from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.fused_chains import compile_entries
 from dagster_kstreams.processors.records import FLUSH_ORDER, Output, RecordContext, header_column
 from dagster_kstreams.processors.state import ABSENT, GroupState
@@ -64,7 +63,8 @@ class SubtopologyProgram:
     """
 
     def __init__(self, subtopology_id: int, nodes: list[Processor],
-                 dead_letters: DeadLetterPolicy = DeadLetterPolicy(), fuse_chains: bool = True):
+                 dead_letters: DeadLetterPolicy = DeadLetterPolicy(), fuse_chains: bool = True,
+                 state_key_serde: Any = None):
         self.subtopology_id = subtopology_id
         self.nodes = nodes
         self.dead_letters = dead_letters
@@ -91,16 +91,11 @@ class SubtopologyProgram:
         # sink_partition_counts. Empty: nothing is added to the output. Fixed with the nodes, so
         # found once here rather than on every batch and key group.
         self.placed_topics: list[str] = [node.topic for node in nodes if getattr(node, "placement", None) is not None]
-        # The serde whose bytes group the state instead of the source record's key bytes (a cogroup
-        # whose sources read keys with different serdes: cogroup.py), or None. The engine groups
-        # records by :meth:`state_keys` then, and gives each record's as ``context.raw_key``.
-        state_key_serdes = {node.state_key_serde for node in nodes if node.state_key_serde is not None}
-        if len(state_key_serdes) > 1:
-            raise UnsupportedTopologyError(
-                f"sub-topology {subtopology_id}: its sources read keys with different serdes and its cogroups' stores "
-                f"write them with different ones ({', '.join(sorted(map(repr, state_key_serdes)))}); the Spark runner "
-                "keeps the sub-topology's state by one key format")
-        self.state_key_serde = next(iter(state_key_serdes), None)
+        # The serde whose bytes group the state instead of the source record's key bytes (its
+        # sources read keys with different serdes: decided by state_key_serde.py), or None. The
+        # engine groups records by :meth:`state_keys` then, and gives each record's as
+        # ``context.raw_key``.
+        self.state_key_serde = state_key_serde
         self._check()
         for node in nodes:
             node.init(self)
@@ -259,11 +254,7 @@ class SubtopologyProgram:
         if out.marks is not None:
             out.marks.append((len(out.topic), context.position))
         topic, partition, offset = context.topic, context.partition, context.offset
-        index = self.source_by_topic.get(topic)
-        if index is None:
-            raise ValueError(
-                f"record at {context.describe()}: topic is not a source of sub-topology {self.subtopology_id}")
-        node = self.nodes[index]
+        node = self.nodes[self._source_of(context)]
         raw_key = None if raw_key is None else bytes(raw_key)
         raw_value = None if raw_value is None else bytes(raw_value)
         try:
@@ -296,9 +287,9 @@ class SubtopologyProgram:
                         timestamps: list, headers: Iterable, out: Output) -> None:
         """:meth:`process_record` for each record of a stateless batch given column by column (raw
         keys and values as bytes or None), with the source's serdes and entries looked up once per
-        run of records from one topic rather than per record. A record that is not simply
-        deserialized (its topic is no source, a serde fails) goes through :meth:`process_record`
-        itself, so errors and dead letters are exactly its."""
+        run of records from one topic rather than per record. A record of a topic that is no source
+        is the same error (:meth:`_source_of`); a record a serde fails on goes through
+        :meth:`process_record` itself, so errors and dead letters are exactly its."""
         last_topic = node = None
         entries = self._entries
         children = ()
@@ -309,10 +300,7 @@ class SubtopologyProgram:
             # stream_time_before, raw_key, position, headers
             context = RecordContext(topic, partition, offset, timestamp, None, None, None, None, header)
             if topic != last_topic:
-                index = self.source_by_topic.get(topic)
-                if index is None:
-                    self.process_record(context, key, value, out, None)  # raises: not a source topic
-                node = self.nodes[index]
+                node = self.nodes[self._source_of(context)]
                 key_of, value_of = node.key_serde.deserialize, node.value_serde.deserialize
                 children = [entries[child] for child in node.children]
                 last_topic = topic
@@ -325,6 +313,15 @@ class SubtopologyProgram:
                 marks.append((len(out.topic), None))
             for entry in children:
                 entry(record_key, record_value, context, out, None)
+
+    def _source_of(self, context: RecordContext) -> int:
+        """The index of the source that reads the record's topic. A record of any other topic was
+        given to the wrong sub-topology: an error naming its topic, partition and offset."""
+        index = self.source_by_topic.get(context.topic)
+        if index is None:
+            raise ValueError(
+                f"record at {context.describe()}: topic is not a source of sub-topology {self.subtopology_id}")
+        return index
 
     def _forward(self, index: int, key, value, context: RecordContext, out: Output, state) -> None:
         """The one path a record takes from a processor to its child ``index``: the child's entry

@@ -1,9 +1,9 @@
 """The key a stateful task's state is grouped by.
 
 Usually the source record's key bytes (``key``): Spark groups a keyed sub-topology by them, and a
-task-grouped one keeps each key's state under them. A sub-topology whose sources read keys with
-different serdes while one store keeps them (a cogroup: Kafka Streams' store serializes every
-input's key with its own key serde) sets
+task-grouped one keeps each key's state under them. A stateful sub-topology whose sources read
+keys with different serdes (a merge, a cogroup: Kafka Streams' stores write every key with their
+own key serde, :mod:`dagster_kstreams.processors.state_key_serde`) sets
 :attr:`~dagster_kstreams.processors.program.SubtopologyProgram.state_key_serde`: its records
 then carry :data:`STATE_KEY_COLUMN`, the key as the store writes it
 (:meth:`~dagster_kstreams.processors.program.SubtopologyProgram.state_keys`); Spark groups by it,

@@ -51,8 +51,13 @@ import org.apache.kafka.streams.state.WindowStore;
  * by the user's number written as a Long, read as "u<n>" (USER_ID), so that the cogroup's one store,
  * which writes every key with the String serde, merges them with the other inputs' records of that user.
  *
- * Args: bootstrap applicationId stateDir clicks views orders refunds visits outPlain outWindowed outFinal
- *       outSliding outSessions outFinalFiltered outSessionBytes
+ * The same two key formats meet in a sub-topology of their own, with no cogroup: calls (String keys)
+ * merged with texts (the user's number as a Long, read by USER_ID), then groupByKey() with a count and
+ * a tumbling-windowed aggregate. Their stores write every key with the default serde, so a user's calls
+ * and texts update one count and one window's aggregate.
+ *
+ * Args: bootstrap applicationId stateDir clicks views orders refunds visits calls texts outPlain outWindowed
+ *       outFinal outSliding outSessions outFinalFiltered outSessionBytes outMergedCounts outMergedWindowed
  *
  * The Python twin is cogroup_examples() in tests/cogroup_topology.py; keep the two in step.
  */
@@ -74,8 +79,10 @@ public final class CogroupExamples {
     }
 
     static Topology cogroupExamples(String clicks, String views, String orders, String refunds, String visits,
-                                    String outPlain, String outWindowed, String outFinal, String outSliding,
-                                    String outSessions, String outFinalFiltered, String outSessionBytes) {
+                                    String calls, String texts, String outPlain, String outWindowed,
+                                    String outFinal, String outSliding, String outSessions,
+                                    String outFinalFiltered, String outSessionBytes, String outMergedCounts,
+                                    String outMergedWindowed) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> orderStream = builder.stream(orders);
         KGroupedStream<String, String> refundsByUser = builder.<String, String>stream(refunds).groupByKey();
@@ -136,6 +143,21 @@ public final class CogroupExamples {
             .toStream()
             .to(outSessionBytes,
                 Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.String()));
+
+        KStream<String, String> callStream = builder.stream(calls);
+        KStream<String, String> textStream = builder.stream(texts, Consumed.with(USER_ID, Serdes.String()));
+        KGroupedStream<String, String> mergedByUser = callStream.merge(textStream).groupByKey();
+        mergedByUser.count(Named.as("merged-count"),
+                Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("merged-counts").withCachingDisabled())
+            .toStream()
+            .to(outMergedCounts, Produced.with(Serdes.String(), Serdes.Long()));
+        mergedByUser.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(3)))
+            .aggregate(() -> "", (key, value, agg) -> tail(agg + value), Named.as("merged-windows"),
+                Materialized.<String, String, WindowStore<Bytes, byte[]>>as("merged-windows-store")
+                    .withCachingDisabled())
+            .toStream()
+            .to(outMergedWindowed,
+                Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000), Serdes.String()));
         return builder.build();
     }
 
@@ -146,9 +168,10 @@ public final class CogroupExamples {
         String bootstrap = args[0];
         String applicationId = args[1];
         String stateDir = args[2];
-        List<String> inputs = List.of(args[3], args[4], args[5], args[6], args[7]);
+        List<String> inputs = List.of(args[3], args[4], args[5], args[6], args[7], args[8], args[9]);
         Topology topology = cogroupExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10],
-                                            args[11], args[12], args[13], args[14]);
+                                            args[11], args[12], args[13], args[14], args[15], args[16], args[17],
+                                            args[18]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         // The cogroups read repartition topics their own upstream task fills: wait for them rather than
         // run ahead on the other inputs (the Spark runner writes a repartition topic first).

@@ -168,8 +168,9 @@ public final class TopologyCatalog {
                        TopologyCatalog::cogroup_windowed_twice_shares_its_repartition);
         TOPOLOGIES.put("cogroup_session_windowed", TopologyCatalog::cogroup_session_windowed);
         TOPOLOGIES.put("cogroup_examples_of_the_equivalence_test", () -> CogroupExamples.cogroupExamples(
-            "clicks", "views", "orders", "refunds", "visits", "activity-out", "activity-windows-out",
-            "final-windows-out", "sliding-out", "sessions-out", "final-filtered-windows-out", "session-bytes-out"));
+            "clicks", "views", "orders", "refunds", "visits", "calls", "texts", "activity-out", "activity-windows-out",
+            "final-windows-out", "sliding-out", "sessions-out", "final-filtered-windows-out", "session-bytes-out",
+            "merged-counts-out", "merged-windows-out"));
     }
 
     /** Catalog names in definition order. */

@@ -1,0 +1,132 @@
+"""Which key a sub-topology's state is kept by (processors/state_key_serde.py), without Spark: the
+decision itself (examples and properties), and merged streams whose sources read keys with
+different serdes run as programs batch by batch (issue 14: one logical key, one aggregate, as in
+Kafka Streams' store). The broker-backed comparison with Kafka Streams is the merged sub-topology of
+test_equivalence_cogroup.py."""
+
+from __future__ import annotations
+
+import struct
+from datetime import timedelta
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dagster_kstreams.processors.errors import UnsupportedTopologyError
+from dagster_kstreams.processors.state_key_serde import KEYED_STORE_TYPES, state_key_serde
+from dagster_kstreams.topology.consumed_produced import Consumed, Produced
+from dagster_kstreams.topology.materialized import Materialized
+from dagster_kstreams.topology.node_specs import StoreSpec, StoreType
+from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
+from dagster_kstreams.topology.windows import TimeWindows
+from test_cogroup_logic import _program, _run, _user_id, _UserIdSerde, _window
+
+USER_ID = Consumed.with_(_UserIdSerde(), Serdes.String())
+WINDOWED = Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.String())
+
+
+# -- the decision ------------------------------------------------------------------------------------
+def _merged_count(materialized=None, windowed_key_serde=None):
+    def build(builder):
+        by_user = builder.stream("a").merge(builder.stream("b", USER_ID)).group_by_key()
+        by_user.count(materialized or Materialized.as_("counts").with_caching_disabled()) \
+            .to_stream().to("out", Produced.with_(Serdes.String(), Serdes.Long()))
+        if windowed_key_serde is not None:
+            by_user.windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=2))) \
+                .count(Materialized.as_("windowed").with_key_serde(windowed_key_serde))
+    return build
+
+
+def test_a_merge_of_keys_read_differently_keeps_its_state_by_the_stores_key_serde():
+    assert _program(_merged_count()).state_key_serde == Serdes.String()  # default.key.serde
+    user_keyed = Materialized.as_("counts").with_key_serde(_UserIdSerde()).with_caching_disabled()
+    assert _program(_merged_count(user_keyed)).state_key_serde == _UserIdSerde()
+    # Sources that read keys alike keep the key's bytes (no state key column).
+    def alike(builder):
+        builder.stream("a").merge(builder.stream("b")).group_by_key().count().to_stream().to("out")
+    assert _program(alike).state_key_serde is None
+    # Stateless: nothing is kept, whatever the sources read.
+    def stateless(builder):
+        builder.stream("a").merge(builder.stream("b", USER_ID)).to("out")
+    assert _program(stateless).state_key_serde is None
+
+
+def test_a_stream_joined_with_a_table_whose_keys_are_read_differently_keeps_the_tables_key_serde():
+    def build(builder):
+        table = builder.table("t", Consumed.with_(_UserIdSerde(), Serdes.String()))
+        builder.stream("a").join(table, lambda left, right: left + right).to("out")
+    assert _program(build).state_key_serde == _UserIdSerde()
+
+
+def test_stores_of_keys_read_differently_that_write_keys_differently_are_refused_when_defined():
+    with pytest.raises(UnsupportedTopologyError,
+                       match=r"^sub-topology 0: its sources read keys with different serdes and its stores write "
+                             r"them with different ones "
+                             r"\(counts \(Serdes.String\(\)\), windowed \(Serdes.UserId\(\)\)\)"):
+        _program(_merged_count(windowed_key_serde=_UserIdSerde()))
+    # The same stores on sources that read keys alike: the key's bytes serve every store.
+    def alike(builder):
+        by_user = builder.stream("a").merge(builder.stream("b")).group_by_key()
+        by_user.count(Materialized.as_("counts"))
+        by_user.windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=2))) \
+            .count(Materialized.as_("windowed").with_key_serde(_UserIdSerde()))
+    assert _program(alike).state_key_serde is None
+
+
+_SERDES = st.sampled_from([Serdes.String(), Serdes.Long(), _UserIdSerde(), Serdes.ByteArray()])
+_STORES = st.lists(st.builds(lambda index, kind, serde: StoreSpec(f"s{index}", kind, key_serde=serde),
+                             st.integers(0, 5), st.sampled_from(list(StoreType)), st.one_of(st.none(), _SERDES)),
+                   max_size=6, unique_by=lambda store: store.name)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_SERDES, min_size=1, max_size=4), _STORES, _SERDES)
+def test_the_state_key_serde_is_the_one_every_keyed_store_writes_keys_with(sources, stores, default):
+    written = {store.key_serde or default for store in stores if store.type in KEYED_STORE_TYPES}
+    try:
+        chosen = state_key_serde(0, sources, stores, default)
+    except UnsupportedTopologyError:
+        # refused only where no one key format serves: sources and keyed stores both disagree
+        assert len(set(sources)) > 1 and len(written) > 1
+        return
+    if len(set(sources)) < 2 or not written:
+        assert chosen is None  # the source key's bytes group the state as the stores would
+    else:
+        assert written == {chosen}
+    # Stores that are not keyed by the record's key (suppression buffers, the Processor API's) and
+    # the order of the stores never change it.
+    others = [StoreSpec("other", kind, key_serde=_UserIdSerde()) for kind in StoreType if kind not in KEYED_STORE_TYPES]
+    assert state_key_serde(0, sources, [*others, *reversed(stores)], default) == chosen
+
+
+# -- merged programs ---------------------------------------------------------------------------------
+def _user_counts(outputs):
+    return [(key, None if value is None else struct.unpack(">q", value)[0]) for key, value in outputs]
+
+
+def test_a_merged_count_of_keys_read_differently_counts_each_user_once():
+    program = _program(_merged_count())
+    rows = [("a", "u7", "1", 1), ("b", _user_id(7), "2", 2), ("b", _user_id(8), "3", 3), ("a", "u7", None, 4),
+            ("b", None, "5", 5), ("a", "u8", "6", 6), ("b", _user_id(7), "7", 7)]
+    # null values and null keys are skipped by count, as by Kafka Streams' KStreamAggregate
+    expected = [(b"u7", 1), (b"u7", 2), (b"u8", 1), (b"u8", 2), (b"u7", 3)]
+    assert _user_counts(_run(program, rows)) == expected
+    assert _user_counts(_run(program, rows, batches=len(rows))) == expected
+
+
+def test_a_merged_windowed_aggregate_of_keys_read_differently_shares_each_users_windows():
+    def build(builder):
+        builder.stream("a").merge(builder.stream("b", USER_ID)).group_by_key() \
+            .windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=2))) \
+            .aggregate(lambda: "", lambda key, value, agg: agg + str(value),
+                       Materialized.as_("w").with_caching_disabled()) \
+            .to_stream().to("out", WINDOWED)
+    program = _program(build)
+    assert program.state_key_serde == Serdes.String()
+    rows = [("a", "u7", "1", 1_000), ("b", _user_id(7), None, 2_000), ("b", _user_id(7), "3", 11_000),
+            ("a", "u7", "4", 12_000)]
+    expected = [(_window("u7", 0), b"1"), (_window("u7", 0), b"1None"), (_window("u7", 10_000), b"3"),
+                (_window("u7", 10_000), b"34")]
+    assert _run(program, rows) == expected
+    assert _run(program, rows, batches=2) == expected
