@@ -22,6 +22,7 @@ from dagster_kstreams.base.cli_options import CommandError, key_value
 from dagster_kstreams.base.environment import BOOTSTRAP_SERVERS_ENV_VAR, DEFAULT_BOOTSTRAP_SERVERS, bootstrap_servers
 from dagster_kstreams.spark.client_timeouts import DEFAULT_TASK_TIMEOUT_S
 from dagster_kstreams.spark.errors import TaskFailedError
+from dagster_kstreams.spark.jvm import set_log_level
 from dagster_kstreams.spark.session import build_spark_session, check_master
 from dagster_kstreams.spark.task_result import TaskProgress, TaskResult
 from dagster_kstreams.spark.task_runner import TaskRunner
@@ -118,7 +119,7 @@ def _run_tasks(args: argparse.Namespace) -> int:
     # Workers must run this interpreter (with pandas and pyarrow), not whatever `python3` is.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = build_spark_session(args.master, spark_conf, app_name=f"dagster-kstreams-{args.app_id}")
-    spark.sparkContext.setLogLevel(log_level)
+    set_log_level(spark, log_level)
     try:
         runner = _runner(args, topology or _build_topology(args.topology, target), kafka_config, spark)
         if args.all:
