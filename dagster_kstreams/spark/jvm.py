@@ -12,15 +12,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyspark import SparkContext
+
 from dagster_kstreams.spark.errors import SparkSessionError
 
-__all__ = ["is_connect", "query_session", "honor_pyspark_python", "set_log_level", "running_jars",
+__all__ = ["classic_session_runs", "is_connect", "query_session", "honor_pyspark_python", "set_log_level", "running_jars",
            "hadoop_file_system"]
 
 
 def is_connect(spark: Any) -> bool:
     """Whether ``spark`` is a Spark Connect session (``sc://``), which has no JVM in this process."""
     return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def classic_session_runs() -> bool:
+    """Whether this process runs a classic SparkContext (a driver's JVM behind py4j)."""
+    return SparkContext._active_spark_context is not None
 
 
 def query_session(spark: Any) -> Any:

@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
-from pyspark.sql.connect.session import SparkSession as ConnectSession
 
 from dagster_kstreams.base.jars import jar_paths
 from dagster_kstreams.spark.class_archive import java_options
 from dagster_kstreams.spark.errors import SparkSessionError
-from dagster_kstreams.spark.jvm import honor_pyspark_python, running_jars
+from dagster_kstreams.spark.jvm import classic_session_runs, honor_pyspark_python, running_jars
 from dagster_kstreams.spark.project_archive import project_archive
 
 DEFAULT_MASTER = "local[*]"
@@ -200,8 +199,16 @@ def build_spark_session(
 
 def _connect_session(master: str, settings: Mapping[str, str]) -> SparkSession:
     """A Spark Connect session on the server at ``master``, with the SQL settings of ``settings``.
-    Built with Connect's own builder: pyspark's refuses one in a process where a classic session runs."""
-    builder = ConnectSession.builder.remote(master)
+
+    pyspark runs a process in one mode: once a Connect session is built, its functions
+    (``pyspark.sql.functions``) build Connect expressions, and a classic session's DataFrames
+    can no longer use them; before, they build JVM columns. So a process where a classic session
+    runs is refused, in one line."""
+    if classic_session_runs():
+        raise SparkSessionError(f"Spark Connect server {master!r}: a classic SparkSession already runs in this "
+                                "process, and pyspark runs one process in one mode; stop it (spark.stop()) or "
+                                "use Spark Connect from another process")
+    builder = SparkSession.builder.remote(master)
     for key, value in settings.items():
         if key != "spark.remote":
             builder = builder.config(key, value)
