@@ -23,6 +23,9 @@ a drain (``run_task``) or a continuous run that a worker keeps going until it st
   the offsets go to the consumer group named by the application id, so Kafka's tools see the lag.
 * **Fencing** (:mod:`~dagster_kstreams.spark.run_state`) — a run takes its task with a
   transactional producer, so whoever started a task last owns it.
+* **Spark Connect** (an ``sc://`` session) — the writer runs in the server and takes the task
+  over from the run by its claim (:mod:`~dagster_kstreams.spark.remote_writer`); the run reads
+  its progress from the commit log (:mod:`~dagster_kstreams.spark.committed_progress`).
 
 :class:`TaskRunner` also refuses to run a task twice at once within one process. The
 application's facts (real topic names, source and sink topics, task counts, execution order) come
@@ -71,8 +74,6 @@ from dagster_kstreams.topology.application import ApplicationTopology, check_app
 from dagster_kstreams.topology.task_id import TaskId
 
 __all__ = ["TaskRunner"]
-
-
 
 
 class TaskRunner:
