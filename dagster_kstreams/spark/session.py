@@ -125,9 +125,9 @@ def spark_conf(
     check_master(master)
     if is_connect_master(master):
         # The Connect server is its own application: its jars (the Kafka connector), Python and
-        # driver options are set where it starts (``dagster-kstreams local connect-server``);
-        # a session sets its SQL settings only (Connect ignores the others).
-        return {"spark.remote": master, "spark.app.name": app_name, **user_conf}
+        # driver options are set where it starts (README, "Spark Connect"); a session can set its
+        # SQL settings only (Connect warns of each other one and ignores it).
+        return {"spark.remote": master, **{key: value for key, value in user_conf.items() if key.startswith("spark.sql.")}}
     settings: dict[str, str] = {"spark.master": master, "spark.app.name": app_name, **CHECKPOINT_FILE_CONTEXT}
     if _is_local_master(master):
         # Local mode on a laptop or CI box: stay on loopback, and run Python workers with this
