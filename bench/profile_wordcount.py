@@ -28,7 +28,7 @@ from contextlib import redirect_stdout
 from io import StringIO
 from pathlib import Path
 
-from pyspark.sql import DataFrame
+from pyspark.sql.classic.dataframe import DataFrame  # what a foreachBatch function is given
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))

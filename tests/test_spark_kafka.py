@@ -74,6 +74,15 @@ def test_local_batch_results_skip_the_block_manager_unless_the_user_says_otherwi
     assert rows.num_rows == 300_000
 
 
+def test_the_local_file_system_is_one_rocksdb_can_upload_snapshots_from(spark):
+    """RocksDB's state store uploads its snapshots with ``FileSystem.copyFromLocalFile``, which
+    casts ``FileSystem.getLocal`` to ``LocalFileSystem``: a raw local file system for ``file:``
+    (``fs.file.impl``) fails every snapshot of every stateful task."""
+    jvm = spark.sparkContext._jvm
+    local = jvm.org.apache.hadoop.fs.FileSystem.getLocal(spark.sparkContext._jsc.hadoopConfiguration())
+    assert jvm.java.lang.Class.forName("org.apache.hadoop.fs.LocalFileSystem").isInstance(local)
+
+
 @pytest.mark.parametrize("master", ["", "local[x]", "mesos://host:5050", "spark:/nohost"])
 def test_bad_master_is_a_clear_error_naming_it(master):
     with pytest.raises(SparkSessionError, match=re.escape(f"Spark master {master!r}")):

@@ -28,16 +28,14 @@ DEFAULT_MASTER = "local[*]"
 DEFAULT_APP_NAME = "dagster-kstreams"
 CONNECTOR_JAR_PREFIX = "spark-sql-kafka-0-10_"
 
-# Spark writes a task's checkpoint (offset and commit logs, state store files) through Hadoop. For
-# file: paths its defaults (ChecksumFs, LocalFileSystem) write a .crc file beside each file, and
-# without Hadoop's native library every file operation forks a `readlink` or `chmod`: about 35
-# processes per micro-batch, half of them for the .crc files. The raw local file systems write the
-# files alone, through either API (FileContext's, Spark's default checkpoint manager; FileSystem's,
-# the one a local state location gets: ``strategies.configure_session``); the rename that
-# publishes each file is the same check-then-rename either way. A ``spark.hadoop.`` setting of the
-# user's wins.
-CHECKPOINT_FILE_CONTEXT = {"spark.hadoop.fs.AbstractFileSystem.file.impl": "org.apache.hadoop.fs.local.RawLocalFs",
-                           "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem"}
+# Spark writes a task's checkpoint (offset and commit logs, state store files) through Hadoop. Through
+# FileContext (Spark's default checkpoint manager) the local default (ChecksumFs) writes a .crc file
+# beside each file and, without Hadoop's native library, forks a `readlink` or `chmod` for every file
+# operation; RawLocalFs writes the files alone. A local state location uses FileSystem's API instead
+# (``strategies.configure_session``: fewer forks still); its local file system stays Hadoop's
+# default, because RocksDB's snapshot upload casts it to LocalFileSystem. A ``spark.hadoop.``
+# setting of the user's wins.
+CHECKPOINT_FILE_CONTEXT = {"spark.hadoop.fs.AbstractFileSystem.file.impl": "org.apache.hadoop.fs.local.RawLocalFs"}
 
 
 # The master URL forms Spark itself accepts (SparkMasterRegex, SparkSubmit); checked here so

@@ -276,7 +276,7 @@ def configure_session(session: SparkSession, state_partitions: int, arrow_batch_
         # Spark's default manager writes through Hadoop's FileContext, whose local rename looks at
         # the source, the target and its parent through `readlink` processes forked without
         # Hadoop's native library; FileSystem's rename does not: an offset or commit log write in
-        # 7-8 ms against 27 (bench/README.md). On a local disk both refuse to overwrite a log file
+        # 13 ms against 27 alone (bench/README.md). On a local disk both refuse to overwrite a log file
         # the same way, by looking before the rename (FileContext's local rename is not atomic
         # either); on HDFS or object stores Spark's own choice stays.
         session.conf.set(CHECKPOINT_FILE_MANAGER, FILE_SYSTEM_CHECKPOINTS)

@@ -61,18 +61,18 @@ def start_task_query(runner: Any, session: Any, checkpoint_reader: CheckpointRea
     counted = [*written, DROPPED_LATE_TOPIC] if program.uses_stream_time else written
     output = observe_outputs(output, counted)
     drops_late, ordered = program.uses_stream_time, strategy.orders_output(program)
-    task_directory_ = task_directory(runner.state_location, runner.application_id, str(run.task))
+    directory = task_directory(runner.state_location, runner.application_id, str(run.task))
     sink = None if runner.exactly_once else AtLeastOnceSink(
         {**sink_timeouts(runner.task_timeout_s), **runner.spark_kafka_options()}, written, runner.max_record_bytes)
     if claim is not None:
         writer: Any = RemoteBatchWriter(
             runner.application_id, run.task, claim, runner.task_fence(str(run.task)), runner.kafka_config,
-            runner.task_timeout_s, checkpoint, task_directory_, run.assigned, dict(run.processed), run.max_records,
+            runner.task_timeout_s, checkpoint, directory, run.assigned, dict(run.processed), run.max_records,
             drops_late, ordered, sink)
     elif sink is None:
         writer = TransactionalBatchWriter(run, checkpoint_reader, drops_late, ordered, replayed)
     else:
-        writer = BatchWriter(run, runner.application_id, checkpoint_reader, WriteIntents(session, task_directory_),
+        writer = BatchWriter(run, runner.application_id, checkpoint_reader, WriteIntents(session, directory),
                              runner.running_admin, sink.kafka_options, runner.kafka_config, sink.written_topics,
                              drops_late, ordered, sink.largest_record_bytes)
     stream = (
