@@ -183,8 +183,7 @@ def with_processing_order(source, stream_time: bool, skip_null_values: bool = Fa
         yield from table.to_batches()
 
     # coalesce, not repartition: the task's few Spark partitions (one per source topic) meet in
-    # one Spark task without a shuffle, whose map and reduce stages cost a small batch about as
-    # much as its processing; ``order`` sorts them itself.
+    # one Spark task without a shuffle; ``order`` sorts them itself.
     ordered = source.coalesce(1).mapInArrow(order, schema)
     if not stream_time:
         return ordered

@@ -91,9 +91,9 @@ def kafka_source(session: SparkSession, kafka_options: Mapping[str, Any], assign
 def on_state_partitions(source: DataFrame, program: Any, state_partitions: int) -> DataFrame:
     """``source`` as the state of a stateful sub-topology with ``state_partitions`` partitions
     takes it: with one, the task's rows already sit in one Spark partition per source topic, and
-    saying so (``coalesce(1)``) spares the shuffle Spark would otherwise put before its state,
-    whose two stages cost a small batch more than its processing. With more, Spark shuffles by
-    key. (A checkpoint keeps its own count; for another than one, Spark still shuffles.)"""
+    saying so (``coalesce(1)``) spares the shuffle Spark would otherwise put before its state: one
+    stage and its disk writes less per batch (no gain measured on one query alone: bench/README.md).
+    With more, Spark shuffles by key. (A checkpoint keeps its own count; for another than one, Spark still shuffles.)"""
     if program.stateful and state_partitions == 1:
         return source.coalesce(1)
     return source
