@@ -1,7 +1,10 @@
-"""Send a table of records (``topic, key, value, headers, timestamp_ms``, as Arrow) with a producer.
+"""Send a batch of records, column by column (``topic, key, value, headers, timestamp_ms``, and a
+``partition`` where a stream partitioner chose), with a producer.
 
 The exactly-once write of a task's micro-batch (:mod:`dagster_kstreams.spark.transactional_writer`)
-collects the batch's output to the driver and sends it here, inside the task's transaction.
+collects the batch's output to the driver and sends it here, inside the task's transaction
+(:func:`produce_columns`): read from Arrow (:meth:`RecordColumns.of_table`), or the Python lists a
+pass on the driver produced, with no round trip through Arrow.
 ``timestamp_ms`` becomes the record's own Kafka timestamp (Kafka Streams' ``ProcessorContext``
 timestamp on a repartition topic); without it the producer's clock stamps the record, as Spark's
 Kafka sink does. ``headers`` (a list of ``{key, value}``) go out as given.
@@ -9,7 +12,8 @@ Kafka sink does. ``headers`` (a list of ``{key, value}``) go out as given.
 
 from __future__ import annotations
 
-from itertools import repeat
+from collections import Counter
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import pyarrow as pa
@@ -17,32 +21,59 @@ from confluent_kafka import Producer
 
 from dagster_kstreams.kafka.timestamp_header import TIMESTAMP_HEADER, encode_timestamp
 
-__all__ = ["produce_table"]
+__all__ = ["RecordColumns", "produce_columns"]
 
 _UNASSIGNED = -1  # librdkafka's RD_KAFKA_PARTITION_UA, confluent-kafka's default partition
 _QUEUE_FULL_WAIT_S = 0.05  # librdkafka's queue is full: serve delivery reports this long
 
 
-def produce_table(producer: Producer, table: pa.Table) -> int:
-    """Send every row of ``table`` in row order (each partition keeps that order); returns how
-    many. Partitions are the producer's (murmur2 of the key for the task's producers), or the
-    ``partition`` column's where it has one (a stream partitioner's choice)."""
-    rows = table.num_rows
+@dataclass(frozen=True)
+class RecordColumns:
+    """A batch of records as one list per field, in send order. ``timestamps``: a record's own
+    Kafka timestamp, or None; ``headers``: a record's ``[{"key", "value"}, ...]``, or None;
+    ``partitions``: None when the producer's partitioner places every record, else one
+    partition or None per record."""
+
+    topics: list[str]
+    keys: list[Optional[bytes]]
+    values: list[Optional[bytes]]
+    timestamps: list[Optional[int]]
+    headers: list[Optional[list[dict[str, Any]]]]
+    partitions: Optional[list[Optional[int]]] = None
+
+    @classmethod
+    def of_table(cls, table: pa.Table) -> "RecordColumns":
+        """The records of an Arrow table (the headers read only if some record has any)."""
+        rows, names = table.num_rows, table.column_names
+        carried = "headers" in names and table.column("headers").null_count < rows
+        return cls(
+            table.column("topic").to_pylist(), table.column("key").to_pylist(), table.column("value").to_pylist(),
+            _column(table, "timestamp_ms", rows),
+            table.column("headers").to_pylist() if carried else [None] * rows,
+            table.column("partition").to_pylist() if "partition" in names else None,
+        )
+
+    def __len__(self) -> int:
+        return len(self.topics)
+
+    def topic_counts(self) -> dict[str, int]:
+        """``{topic: records}``."""
+        return dict(Counter(self.topics))
+
+
+def produce_columns(producer: Producer, records: RecordColumns) -> int:
+    """Send every record in order (each partition keeps that order); returns how many.
+    Partitions are the producer's (murmur2 of the key for the task's producers), or the
+    ``partitions`` column's where it has one (a stream partitioner's choice)."""
+    rows = len(records)
     if rows == 0:
         return 0
-    topics = table.column("topic").to_pylist()
-    keys = table.column("key").to_pylist()
-    values = table.column("value").to_pylist()
-    names = table.column_names
-    timestamps = _column(table, "timestamp_ms")
-    if "partition" in names:  # a stream partitioner chose (null: the producer's partitioner)
-        for row in zip(topics, keys, values, timestamps, _column(table, "headers"), table.column("partition").to_pylist()):
+    topics, keys, values, timestamps = records.topics, records.keys, records.values, records.timestamps
+    if records.partitions is not None:  # a stream partitioner chose (None: the producer's partitioner)
+        for row in zip(topics, keys, values, timestamps, records.headers, records.partitions):
             _send(producer, *row)
         return rows
-    # Most batches carry no headers at all: their column is all null, read without a Python list.
-    carried = "headers" in names and table.column("headers").null_count < rows
-    headers = table.column("headers").to_pylist() if carried else None
-    if headers is None or not any(headers):
+    if not any(records.headers):
         # The common case, a record costs one call: millions of them go through this loop.
         send = producer.produce
         for topic, key, value, timestamp in zip(topics, keys, values, timestamps):
@@ -54,13 +85,13 @@ def produce_table(producer: Producer, table: pa.Table) -> int:
             except BufferError:
                 _send(producer, topic, key, value, timestamp, None)
         return rows
-    for topic, key, value, timestamp, own in zip(topics, keys, values, timestamps, headers):
+    for topic, key, value, timestamp, own in zip(topics, keys, values, timestamps, records.headers):
         _send(producer, topic, key, value, timestamp, own)
     return rows
 
 
-def _column(table: pa.Table, name: str):
-    return table.column(name).to_pylist() if name in table.column_names else repeat(None)
+def _column(table: pa.Table, name: str, rows: int) -> list:
+    return table.column(name).to_pylist() if name in table.column_names else [None] * rows
 
 
 def _send(producer: Producer, topic: str, key: Optional[bytes], value: Optional[bytes],

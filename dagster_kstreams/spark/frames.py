@@ -5,7 +5,9 @@ sink records out.
 :class:`~dagster_kstreams.processors.program.SubtopologyProgram` plus what Spark needs around it:
 
 * :meth:`SparkProgram.process_arrow_batch` — stateless sub-topologies, through ``mapInArrow``:
-  a ``pyarrow.RecordBatch`` of source records in, one of sink records out.
+  a ``pyarrow.RecordBatch`` of source records in, one of sink records out;
+  :meth:`SparkProgram.process_collected` the same on the driver, over a whole collected batch,
+  its records left as the Python lists the producer sends.
 * :meth:`SparkProgram.process_key_group` — stateful sub-topologies, through
   ``applyInPandasWithState`` grouped by the source record key.
 * :meth:`SparkProgram.process_task_batch` — task-grouped sub-topologies (stream-stream joins),
@@ -23,6 +25,7 @@ from typing import Any, Iterable, Iterator, Optional
 import pandas as pd
 import pyarrow as pa
 
+from dagster_kstreams.kafka.table_producer import RecordColumns
 from dagster_kstreams.processors.program import SubtopologyProgram
 from dagster_kstreams.processors.records import Output, RecordContext
 from dagster_kstreams.spark.state_keys import STATE_KEY_COLUMN
@@ -91,10 +94,7 @@ class SparkProgram(SubtopologyProgram):
 
     def process_arrow_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """Run a batch of source records through a stateless sub-topology; return the sink records."""
-        out = Output()
-        names = ("key", "value", "topic", "partition", "offset", "event_time")
-        columns = [batch.column(batch.schema.get_field_index(name)).to_pylist() for name in names]
-        self.process_columns(*columns, _arrow_headers(batch), out)
+        out = self._process_batches([batch])
         columns = [
             pa.array(out.topic, type=pa.string()),
             pa.array(out.key, type=pa.binary()),
@@ -107,6 +107,21 @@ class SparkProgram(SubtopologyProgram):
             columns.append(pa.array(out.partition_column(), type=pa.int32()))
             return pa.RecordBatch.from_arrays(columns, names=list(PLACED_COLUMNS))
         return pa.RecordBatch.from_arrays(columns, names=list(OUTPUT_COLUMNS))
+
+    def process_collected(self, table: pa.Table) -> RecordColumns:
+        """:meth:`process_arrow_batch` over a whole micro-batch collected to the driver (its
+        batches in order), the sink records left as the lists the producer sends."""
+        out = self._process_batches(table.to_batches())
+        return RecordColumns(out.topic, out.key, out.value, out.timestamp_ms, out.headers,
+                             out.partition_column() if out.placed else None)
+
+    def _process_batches(self, batches: Iterable[pa.RecordBatch]) -> Output:
+        out = Output()
+        names = ("key", "value", "topic", "partition", "offset", "event_time")
+        for batch in batches:
+            columns = [batch.column(batch.schema.get_field_index(name)).to_pylist() for name in names]
+            self.process_columns(*columns, _arrow_headers(batch), out)
+        return out
 
     def process_key_group(self, records: pd.DataFrame, stored: Optional[tuple],
                           watermark_ms: Optional[int] = None) -> tuple[Optional[pd.DataFrame], Optional[tuple]]:

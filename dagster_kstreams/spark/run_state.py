@@ -135,6 +135,7 @@ class RunState:
         self._idle.set()
         self._stop_requested = False
         self._batch_started = 0.0
+        self._records_out: dict[str, int] = {}  # counted by the writer (a pass on the driver)
         # processed, records, batches, busy and the process-time share at the last take
         self._window = (dict(offsets_from), 0, 0, 0.0, self._share())
 
@@ -176,6 +177,18 @@ class RunState:
             lag = sum(max(0, self.end_offsets.get(tp, 0) - self.processed[tp]) for tp in self.assigned)
             self.progress(TaskProgress(str(self.task), batch_id, self.records_in, elapsed,
                                        self.records_in / elapsed if elapsed > 0 else 0.0, lag))
+
+    def count_records_out(self, counts: Mapping[str, int]) -> None:
+        """Records a batch sent per topic, when the writer counts them (not Spark's metrics)."""
+        with self._lock:
+            for topic, count in counts.items():
+                self._records_out[topic] = self._records_out.get(topic, 0) + count
+
+    def take_records_out(self) -> dict[str, int]:
+        """What :meth:`count_records_out` added up since the last call."""
+        with self._lock:
+            counts, self._records_out = self._records_out, {}
+        return counts
 
     @property
     def records_since_window(self) -> int:

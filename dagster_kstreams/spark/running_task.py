@@ -142,6 +142,8 @@ class RunningTask:
         records per second is its capacity). ``lag_left``: against the end offsets now."""
         window = self._run.take_window()
         records_out, self._reported_batch = records_written_since(self._query, self._reported_batch)
+        for topic, count in self._run.take_records_out().items():  # a pass on the driver counts its own
+            records_out[topic] = records_out.get(topic, 0) + count
         dropped_late = records_out.pop(DROPPED_LATE_TOPIC, 0)
         ends = self._admin.end_offsets(self._source_topics)
         return TaskResult(

@@ -15,7 +15,8 @@ the first of :data:`STRATEGIES` that applies, fastest first:
 * :class:`KeyedState` — one pass per key and batch (``applyInPandasWithState`` grouped by the
   source key, or the store's: :mod:`dagster_kstreams.spark.state_keys`) when the sub-topology
   keeps state.
-* :class:`Stateless` — one Python pass per batch (``mapInArrow``).
+* :class:`Stateless` — one Python pass per batch (``mapInArrow``), or, under exactly-once, where
+  the batch's output is collected to the driver anyway, on the driver (:class:`StatelessOnDriver`).
 
 Order: every strategy processes a task's records in Kafka Streams' order (offsets within a
 partition; across the partitions of several topics, the timestamp merge of
@@ -31,14 +32,16 @@ Any process that sees the same location continues the task where it stopped.
 from __future__ import annotations
 
 import pickle
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupStateTimeout
 
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
+from dagster_kstreams.kafka.table_producer import RecordColumns
 from dagster_kstreams.processors import sessions, window_store
 from dagster_kstreams.processors.task_state import TaskState
 from dagster_kstreams.processors.user_processors import user_store_content
@@ -48,7 +51,7 @@ from dagster_kstreams.spark.frames import output_schema
 from dagster_kstreams.spark.source import in_processing_order
 from dagster_kstreams.spark.state_keys import state_key_column
 
-__all__ = ["Strategy", "STRATEGIES", "strategy_for", "configure_session", "ROCKSDB_PROVIDER"]
+__all__ = ["Strategy", "STRATEGIES", "COLLECTED_STRATEGIES", "strategy_for", "configure_session", "ROCKSDB_PROVIDER"]
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 _TASK_GROUP = "_task_group"  # the constant a task-grouped sub-topology is grouped by
@@ -62,6 +65,11 @@ class Strategy:
 
     def build(self, source: DataFrame, program: Any, dead_letters: DeadLetterPolicy) -> DataFrame:
         raise NotImplementedError
+
+    def on_driver(self, program: Any) -> Optional[Callable[[pa.Table], RecordColumns]]:
+        """What turns a batch :meth:`build` computed, once collected to the driver (Arrow), into
+        its output records: None when the built rows are those records."""
+        return None
 
     def store_content(self, rows: Iterable[Any], program: Any, slot: int, key_serde: Any) -> dict[Any, Any]:
         """``{key: value}`` of store ``slot`` in one task's state rows (Spark's ``statestore`` source)."""
@@ -238,12 +246,32 @@ class Stateless(Strategy):
         return in_processing_order(source, program).mapInArrow(run_batches, output_schema(program))
 
 
+class StatelessOnDriver(Stateless):
+    """The Python pass of :class:`Stateless` run on the driver over the collected source rows.
+
+    Under exactly-once the driver collects each batch's output and sends it itself
+    (:mod:`~dagster_kstreams.spark.transactional_writer`), so passing the source rows through a
+    Python worker first only adds a round trip (JVM -> Python worker -> JVM -> driver) and its
+    fixed cost per batch; the same pass on the same Arrow batches, in the same order, gives the
+    same records (bench/README.md, "The Python pass on the driver")."""
+
+    def build(self, source, program, dead_letters):
+        return in_processing_order(source, program)
+
+    def on_driver(self, program: Any) -> Optional[Callable[[pa.Table], RecordColumns]]:
+        return program.process_collected
+
+
 STRATEGIES: tuple[Strategy, ...] = (ColumnPlan(), JvmCount(), TaskGroupedState(), KeyedState(), Stateless())
+# When every batch is collected to the driver (exactly-once): the same, the Python pass there.
+COLLECTED_STRATEGIES: tuple[Strategy, ...] = (*STRATEGIES[:-1], StatelessOnDriver())
 
 
-def strategy_for(program: Any) -> Strategy:
-    """The first of :data:`STRATEGIES` that applies to ``program``."""
-    return next(strategy for strategy in STRATEGIES if strategy.applies(program))
+def strategy_for(program: Any, collected_on_driver: bool = False) -> Strategy:
+    """The first strategy that applies to ``program``: of :data:`COLLECTED_STRATEGIES` when the
+    writer collects every batch to the driver (``collected_on_driver``), else of :data:`STRATEGIES`."""
+    strategies = COLLECTED_STRATEGIES if collected_on_driver else STRATEGIES
+    return next(strategy for strategy in strategies if strategy.applies(program))
 
 
 POLLING_DELAY = "spark.sql.streaming.pollingDelay"

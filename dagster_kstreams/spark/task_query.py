@@ -3,8 +3,9 @@
 Spark's Kafka source over the task's partitions (``read_committed`` under exactly-once, so an
 aborted attempt's records are never read), the sub-topology's program run by its execution
 strategy, each batch's outputs counted per topic, and ``foreachBatch`` with the writer of the
-processing guarantee: one transaction per batch (:mod:`.transactional_writer`) or Spark's Kafka
-sink, then the offsets (:mod:`.batch_writer`). The query's checkpoint is the task's.
+processing guarantee: one transaction per batch (:mod:`.transactional_writer`, which also runs
+what the strategy leaves to the driver) or Spark's Kafka sink, then the offsets
+(:mod:`.batch_writer`). The query's checkpoint is the task's.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def start_task_query(runner: Any, session: Any, checkpoint_reader: CheckpointRea
         # (None: a sink whose topic a function picks, which reads the count when it sends there)
         program.sink_partition_counts = runner.running_admin.partition_counts(
             [topic for topic in program.placed_topics if topic is not None])
-    strategy = strategy_for(program)
+    strategy = strategy_for(program, collected_on_driver=runner.exactly_once)
     configure_session(session, runner.state_partitions, runner.arrow_batch_size, runner.state_location)
     # Repartition topics carry their records' timestamps in a header: read only if used.
     timestamp_headers = [tp.topic for tp in run.assigned if runner.application.is_repartition_topic(tp.topic)
@@ -56,10 +57,12 @@ def start_task_query(runner: Any, session: Any, checkpoint_reader: CheckpointRea
     if runner.dead_letters.dead_letter_topic:
         written = [*written, runner.dead_letters.dead_letter_topic]
     counted = [*written, DROPPED_LATE_TOPIC] if program.uses_stream_time else written
-    output = observe_outputs(output, counted)
+    on_driver = strategy.on_driver(program)
+    if on_driver is None:  # else the rows are not yet the output: the writer counts what it sends
+        output = observe_outputs(output, counted)
     writer = (
         TransactionalBatchWriter(run, checkpoint_reader, drops_late=program.uses_stream_time,
-                                 ordered=strategy.orders_output(program), replayed=replayed)
+                                 ordered=strategy.orders_output(program), replayed=replayed, on_driver=on_driver)
         if runner.exactly_once else
         BatchWriter(run, runner.application_id, checkpoint_reader,
                     WriteIntents(session, task_directory(runner.state_location, runner.application_id, str(run.task))),

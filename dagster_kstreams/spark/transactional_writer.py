@@ -20,13 +20,16 @@ read ``read_committed``: they see a batch's records all at once with its offsets
   as its own Kafka timestamp (:mod:`dagster_kstreams.kafka.table_producer`), as in Kafka Streams.
 
 Cost: the batch's output goes through the driver (Arrow, then librdkafka, one record per Python
-call). The word-count bench measures it against at-least-once (``bench/README.md``).
+call). The word-count bench measures it against at-least-once (``bench/README.md``). Since the
+driver holds each batch anyway, a stateless Python pass runs here too, on the collected source
+rows (``on_driver``: :class:`~dagster_kstreams.spark.strategies.StatelessOnDriver`), and its
+records go to the producer as the pass's lists, never through Arrow.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -34,7 +37,7 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 
 from dagster_kstreams.kafka.admin import KafkaAdmin, TopicPartition
-from dagster_kstreams.kafka.table_producer import produce_table
+from dagster_kstreams.kafka.table_producer import RecordColumns, produce_columns
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.spark.batch_writer import within_run
 from dagster_kstreams.spark.checkpoint import CheckpointReader
@@ -89,12 +92,15 @@ class TransactionalBatchWriter:
 
     ``replayed`` is the batch whose transaction committed before the run restarted
     (:func:`committed_before_restart`); ``drops_late`` and ``ordered`` as for
-    :class:`~dagster_kstreams.spark.batch_writer.BatchWriter`."""
+    :class:`~dagster_kstreams.spark.batch_writer.BatchWriter`. ``on_driver``: what turns the
+    collected batch into its output records (the strategy's :meth:`~dagster_kstreams.spark.strategies.Strategy.on_driver`),
+    None when the batch's rows are those records; its records are counted here, per topic."""
 
     def __init__(self, run: RunState, checkpoint: CheckpointReader, drops_late: bool, ordered: bool,
-                 replayed: Optional[int]):
+                 replayed: Optional[int], on_driver: Optional[Callable[[pa.Table], RecordColumns]] = None):
         self.run, self.checkpoint = run, checkpoint
         self.drops_late, self.ordered, self.replayed = drops_late, ordered, replayed
+        self.on_driver = on_driver
         self._query_id: Optional[str] = None
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
@@ -103,7 +109,12 @@ class TransactionalBatchWriter:
     def _write(self, batch: DataFrame, batch_id: int) -> None:
         run = self.run
         batch_offsets = self.checkpoint.batch_end_offsets(batch_id, run.assigned)
-        records = self._records(batch.toArrow())  # computes the batch, its state included
+        table = batch.toArrow()  # computes the batch, its state included
+        if self.on_driver is None:
+            records = RecordColumns.of_table(self._records(table))
+        else:
+            records = self.on_driver(table)
+            run.count_records_out(records.topic_counts())
         if batch_id == self.replayed:
             log.warning("task %s: batch %d was committed to Kafka before the run restarted; its records are not "
                         "sent again", run.task, batch_id)
@@ -112,7 +123,7 @@ class TransactionalBatchWriter:
                 self._query_id = self.checkpoint.query_id()  # written by Spark before the first batch
             run.fence.commit(batch_offsets, f"at the commit of batch {batch_id}",
                              metadata=commit_mark(self._query_id, batch_id),
-                             produce=lambda producer: produce_table(producer, records))
+                             produce=lambda producer: produce_columns(producer, records))
         run.batch_done(batch_id, batch_offsets)
 
     def _records(self, table: pa.Table) -> pa.Table:
