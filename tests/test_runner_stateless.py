@@ -254,3 +254,38 @@ def test_repartition_topics_carry_the_record_timestamp(kafka_bootstrap, kafka_ad
         assert carried == expected, name
         # The write time is what Kafka holds; the header is what the next task reads.
         assert all(record.timestamp > base + 10**9 for record in read_topic(kafka_bootstrap, repartition))
+
+
+def test_a_stateless_pass_on_the_driver_or_the_executors_writes_the_same_records(kafka_bootstrap, kafka_admin,
+                                                                                  unique_topic, spark, tmp_path):
+    """Under exactly-once a stateless Python pass runs on the driver, over the batch it collects
+    anyway (the default), or in Spark's Python workers (``stateless_pass="executors"``): the same
+    records in the same order on every partition, with the same headers. One input partition, so
+    each output partition's order is determined. (A record on an output topic is stamped when it
+    is written, by either.)"""
+    in_topic = unique_topic("lines")
+    kafka_admin.create_topics({in_topic: 1})
+    base = 1_700_000_000_000
+    rows = [(f"u{i % 5}".encode(), " ".join(f"w{(i * j) % 7}" for j in range(i % 4)).encode(), 0, base + i,
+             [("trace", f"t{i}".encode())] if i % 3 else None) for i in range(80)]
+    produce(kafka_bootstrap, in_topic, rows)
+    words = sum(i % 4 for i in range(80))
+    written = {}
+    for place in ("driver", "executors"):
+        out = unique_topic(f"words-{place}")
+        kafka_admin.create_topics({out: 3})
+        builder = StreamsBuilder()
+        builder.stream(in_topic).flat_map_values(lambda line: line.split()).select_key(lambda user, word: word).to(out)
+        runner = TaskRunner(builder, unique_topic(f"app-{place}"), kafka_bootstrap, state_location=str(tmp_path / place),
+                            spark=spark, stateless_pass=place)
+        (result,) = runner.run_all()
+        assert result.records_in == 80, place
+        written[place] = [(record.partition, record.key, record.value, record.headers)
+                          for record in read_topic(kafka_bootstrap, out)]
+    assert len(written["driver"]) == words
+    assert written["driver"] == written["executors"]
+
+
+def test_the_stateless_pass_is_placed_on_the_driver_or_the_executors_only():
+    with pytest.raises(ValueError, match="stateless_pass must be one of driver, executors, got 'gpu'"):
+        TaskRunner(StreamsBuilder(), "app", "127.0.0.1:1", stateless_pass="gpu")

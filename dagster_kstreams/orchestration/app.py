@@ -34,6 +34,7 @@ from dagster_kstreams.orchestration.translator import (
 )
 from dagster_kstreams.spark.client_timeouts import DEFAULT_TASK_TIMEOUT_S
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
+from dagster_kstreams.spark.strategies import check_stateless_pass
 from dagster_kstreams.spark.transactional_writer import DEFAULT_PROCESSING_GUARANTEE, check_processing_guarantee
 from dagster_kstreams.topology.application import ApplicationTopology
 from dagster_kstreams.topology.view import Topology
@@ -78,6 +79,8 @@ class KStreamsApp:
     ``task_timeout_s``: how long a running task (a worker run's, a materialization's) waits for an
     unavailable broker (a restart, a coordinator moving) before it fails; a worker's reports wait
     as long. 120 s by default, as ``TaskRunner`` and ``dagster-kstreams run --task-timeout``.
+    ``stateless_pass``: ``"driver"`` or ``"executors"``, where a stateless sub-topology's Python
+    pass runs under exactly-once (:class:`~dagster_kstreams.spark.task_runner.TaskRunner`).
     """
 
     topology: Topology
@@ -91,6 +94,7 @@ class KStreamsApp:
     max_records_per_batch: Optional[int] = 200_000
     processing_guarantee: str = DEFAULT_PROCESSING_GUARANTEE
     task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S
+    stateless_pass: str = "driver"
     create_sink_topics: bool = False
     kafka_resource_key: str = "kafka"
     spark_resource_key: str = "pyspark"
@@ -103,6 +107,7 @@ class KStreamsApp:
         if self.task_timeout_s <= 0:
             raise ValueError(f"task_timeout_s of {self.app_id!r} must be > 0, got {self.task_timeout_s}")
         check_processing_guarantee(self.processing_guarantee, fencing=True)
+        check_stateless_pass(self.stateless_pass)
         # Kafka Streams' rules (repartition counts, co-partitioning) on the declared counts: a
         # missing source count or a co-partitioning mismatch is an error here, at load.
         self.application = ApplicationTopology(self.topology, self.app_id, self.topic_partitions)

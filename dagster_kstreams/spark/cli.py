@@ -23,6 +23,7 @@ from dagster_kstreams.base.environment import BOOTSTRAP_SERVERS_ENV_VAR, DEFAULT
 from dagster_kstreams.spark.client_timeouts import DEFAULT_TASK_TIMEOUT_S
 from dagster_kstreams.spark.errors import TaskFailedError
 from dagster_kstreams.spark.session import build_spark_session, check_master
+from dagster_kstreams.spark.strategies import STATELESS_PASS_PLACES
 from dagster_kstreams.spark.task_result import TaskProgress, TaskResult
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.spark.transactional_writer import DEFAULT_PROCESSING_GUARANTEE, PROCESSING_GUARANTEES
@@ -85,7 +86,7 @@ def _runner(args: argparse.Namespace, topology: Topology, kafka_config: dict, sp
         deserialization_exception_handler=args.deserialization_exception_handler,
         dead_letter_topic=args.dead_letter_topic,
         max_records_per_batch=args.max_records_per_batch, processing_guarantee=args.processing_guarantee,
-        task_timeout_s=args.task_timeout,
+        task_timeout_s=args.task_timeout, stateless_pass=args.stateless_pass,
     )
 
 
@@ -165,6 +166,10 @@ def register(subcommands: "argparse._SubParsersAction") -> None:
     parser.add_argument("--processing-guarantee", choices=PROCESSING_GUARANTEES, default=DEFAULT_PROCESSING_GUARANTEE,
                         help="exactly_once_v2 (default: each batch's output and offsets in one Kafka transaction, "
                              "read read_committed) or at_least_once (Spark's Kafka sink, replays deduplicated)")
+    parser.add_argument("--stateless-pass", choices=STATELESS_PASS_PLACES, default="driver",
+                        help="under exactly_once_v2, where a stateless sub-topology's Python pass runs: on the "
+                             "driver (default: one core, no trip through a Python worker per batch) or on Spark's "
+                             "Python workers (every executor core, for costly functions on many cores)")
     parser.add_argument("--task-timeout", type=float, default=DEFAULT_TASK_TIMEOUT_S, metavar="SECONDS",
                         help="how long a running task waits for an unavailable broker (a restart, a coordinator "
                              f"moving) before it fails (default {DEFAULT_TASK_TIMEOUT_S:.0f})")

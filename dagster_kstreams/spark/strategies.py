@@ -51,7 +51,8 @@ from dagster_kstreams.spark.frames import output_schema
 from dagster_kstreams.spark.source import in_processing_order
 from dagster_kstreams.spark.state_keys import state_key_column
 
-__all__ = ["Strategy", "STRATEGIES", "COLLECTED_STRATEGIES", "strategy_for", "configure_session", "ROCKSDB_PROVIDER"]
+__all__ = ["Strategy", "STRATEGIES", "COLLECTED_STRATEGIES", "STATELESS_PASS_PLACES", "check_stateless_pass",
+           "strategy_for", "configure_session", "ROCKSDB_PROVIDER"]
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 _TASK_GROUP = "_task_group"  # the constant a task-grouped sub-topology is grouped by
@@ -265,6 +266,18 @@ class StatelessOnDriver(Stateless):
 STRATEGIES: tuple[Strategy, ...] = (ColumnPlan(), JvmCount(), TaskGroupedState(), KeyedState(), Stateless())
 # When every batch is collected to the driver (exactly-once): the same, the Python pass there.
 COLLECTED_STRATEGIES: tuple[Strategy, ...] = (*STRATEGIES[:-1], StatelessOnDriver())
+
+
+# Where a stateless Python pass runs when every batch is collected to the driver (exactly-once):
+# there (one core, no trip through a Python worker per batch), or in Spark's Python workers (every
+# executor core: for functions that cost more than a batch's trip, on a worker with many cores).
+STATELESS_PASS_PLACES = ("driver", "executors")
+
+
+def check_stateless_pass(place: str) -> str:
+    if place not in STATELESS_PASS_PLACES:
+        raise ValueError(f"stateless_pass must be one of {', '.join(STATELESS_PASS_PLACES)}, got {place!r}")
+    return place
 
 
 def strategy_for(program: Any, collected_on_driver: bool = False) -> Strategy:

@@ -54,6 +54,7 @@ from dagster_kstreams.spark.running_task import RunningTask
 from dagster_kstreams.spark.session import build_spark_session, honor_pyspark_python
 from dagster_kstreams.spark.source import starting_point
 from dagster_kstreams.spark.store_reader import read_store
+from dagster_kstreams.spark.strategies import check_stateless_pass
 from dagster_kstreams.spark.task_query import start_task_query
 from dagster_kstreams.spark.task_result import TaskProgress, TaskResult
 from dagster_kstreams.spark.transactional_writer import (
@@ -95,6 +96,10 @@ class TaskRunner:
     in one transaction of the task's producer, read ``read_committed``:
     :mod:`~dagster_kstreams.spark.transactional_writer`) or ``"at_least_once"`` (Spark's Kafka sink;
     replays deduplicated: :mod:`~dagster_kstreams.spark.batch_writer`).
+    ``stateless_pass`` is where a stateless sub-topology's Python pass runs under exactly-once:
+    ``"driver"`` (the default: on the batch the driver collects anyway, one core, no round trip
+    through a Python worker) or ``"executors"`` (Spark's Python workers, every executor core: for
+    costly functions on a worker with many cores). Under at-least-once it runs in the workers.
     """
 
     def __init__(
@@ -116,9 +121,11 @@ class TaskRunner:
         fencing: bool = True,
         processing_guarantee: str = DEFAULT_PROCESSING_GUARANTEE,
         task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S,
+        stateless_pass: str = "driver",
     ):
         check_application_id(application_id)  # before anything else starts
         self.processing_guarantee = check_processing_guarantee(processing_guarantee, fencing)
+        self.stateless_pass = check_stateless_pass(stateless_pass)
         if isinstance(kafka_config, str):
             kafka_config = {"bootstrap.servers": kafka_config}
         self.kafka_config = {str(k): str(v) for k, v in kafka_config.items()}
@@ -174,6 +181,12 @@ class TaskRunner:
     @property
     def exactly_once(self) -> bool:
         return self.processing_guarantee == EXACTLY_ONCE_V2
+
+    @property
+    def collects_on_driver(self) -> bool:
+        """Whether the driver collects every batch and runs a stateless pass there
+        (:func:`~dagster_kstreams.spark.strategies.strategy_for`)."""
+        return self.exactly_once and self.stateless_pass == "driver"
 
     def spark_kafka_options(self) -> dict[str, str]:
         """Settings of Spark's Kafka source and sink (the Java client)."""
