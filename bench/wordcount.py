@@ -273,7 +273,7 @@ def run_ours(spark, build, bootstrap: str, admin, topic: str, records: int, work
         entry["records_in"] += result.records_in
         entry["task_seconds"] = round(entry["task_seconds"] + result.seconds, 3)
         entry["batches"] += result.batches
-    strategies = {str(sub_id): type(strategy_for(runner.compiled.program(sub_id), runner.collects_on_driver)).__name__
+    strategies = {str(sub_id): type(strategy_for(runner.compiled.program(sub_id), runner.stateless_on_driver)).__name__
                   for sub_id in runner.application.subtopology_ids}
     return {
         "records": records, "seconds": round(seconds, 3), "records_per_second": round(records / seconds, 1),

@@ -75,11 +75,11 @@ def test_an_empty_collected_batch_gives_no_records():
     assert len(out) == 0 and out.topic_counts() == {}
 
 
-def test_only_a_stateless_python_pass_moves_to_the_driver_and_only_when_batches_are_collected():
-    assert isinstance(strategy_for(_word_split(), collected_on_driver=True), StatelessOnDriver)
+def test_only_a_stateless_python_pass_moves_to_the_driver_and_only_when_asked():
+    assert isinstance(strategy_for(_word_split(), stateless_on_driver=True), StatelessOnDriver)
     assert not isinstance(strategy_for(_word_split()), StatelessOnDriver)
     counting = StreamsBuilder()
     counting.stream("words").group_by_key().count().to_stream().to("counts")
     stateful = _program(counting)
-    assert strategy_for(stateful, collected_on_driver=True) is strategy_for(stateful)
+    assert strategy_for(stateful, stateless_on_driver=True) is strategy_for(stateful)
     assert strategy_for(stateful).on_driver(stateful) is None

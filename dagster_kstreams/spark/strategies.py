@@ -280,10 +280,11 @@ def check_stateless_pass(place: str) -> str:
     return place
 
 
-def strategy_for(program: Any, collected_on_driver: bool = False) -> Strategy:
+def strategy_for(program: Any, stateless_on_driver: bool = False) -> Strategy:
     """The first strategy that applies to ``program``: of :data:`COLLECTED_STRATEGIES` when the
-    writer collects every batch to the driver (``collected_on_driver``), else of :data:`STRATEGIES`."""
-    strategies = COLLECTED_STRATEGIES if collected_on_driver else STRATEGIES
+    writer collects every batch to the driver and a stateless pass is to run there
+    (``stateless_on_driver``), else of :data:`STRATEGIES`."""
+    strategies = COLLECTED_STRATEGIES if stateless_on_driver else STRATEGIES
     return next(strategy for strategy in strategies if strategy.applies(program))
 
 

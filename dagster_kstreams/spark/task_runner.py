@@ -183,9 +183,9 @@ class TaskRunner:
         return self.processing_guarantee == EXACTLY_ONCE_V2
 
     @property
-    def collects_on_driver(self) -> bool:
-        """Whether the driver collects every batch and runs a stateless pass there
-        (:func:`~dagster_kstreams.spark.strategies.strategy_for`)."""
+    def stateless_on_driver(self) -> bool:
+        """Whether a stateless pass runs on the driver, which collects every batch under
+        exactly-once (:func:`~dagster_kstreams.spark.strategies.strategy_for`)."""
         return self.exactly_once and self.stateless_pass == "driver"
 
     def spark_kafka_options(self) -> dict[str, str]:

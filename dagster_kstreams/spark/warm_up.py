@@ -125,7 +125,7 @@ class WarmUp:
         ends, beginnings = runner.admin.end_offsets(topics), runner.admin.beginning_offsets(topics)
         starting = {tp: max(beginnings.get(tp, 0), ends.get(tp, 0) - self.records) for tp in assigned}
         program = runner.compiled.program(subtopology)
-        strategy = strategy_for(program, collected_on_driver=runner.collects_on_driver)
+        strategy = strategy_for(program, stateless_on_driver=runner.stateless_on_driver)
         session = runner.spark.newSession()
         configure_session(session, runner.state_partitions, runner.arrow_batch_size, runner.state_location)
         # No state snapshot: the state store's maintenance thread would upload it after the query
