@@ -34,7 +34,7 @@ from dagster_kstreams.orchestration.translator import (
 )
 from dagster_kstreams.spark.client_timeouts import DEFAULT_TASK_TIMEOUT_S
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
-from dagster_kstreams.spark.strategies import check_stateless_pass
+from dagster_kstreams.spark.strategies import DEFAULT_STATELESS_PASS, check_stateless_pass
 from dagster_kstreams.spark.transactional_writer import DEFAULT_PROCESSING_GUARANTEE, check_processing_guarantee
 from dagster_kstreams.topology.application import ApplicationTopology
 from dagster_kstreams.topology.view import Topology
@@ -94,7 +94,7 @@ class KStreamsApp:
     max_records_per_batch: Optional[int] = 200_000
     processing_guarantee: str = DEFAULT_PROCESSING_GUARANTEE
     task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S
-    stateless_pass: str = "driver"
+    stateless_pass: str = DEFAULT_STATELESS_PASS
     create_sink_topics: bool = False
     kafka_resource_key: str = "kafka"
     spark_resource_key: str = "pyspark"

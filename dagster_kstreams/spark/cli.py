@@ -23,7 +23,7 @@ from dagster_kstreams.base.environment import BOOTSTRAP_SERVERS_ENV_VAR, DEFAULT
 from dagster_kstreams.spark.client_timeouts import DEFAULT_TASK_TIMEOUT_S
 from dagster_kstreams.spark.errors import TaskFailedError
 from dagster_kstreams.spark.session import build_spark_session, check_master
-from dagster_kstreams.spark.strategies import STATELESS_PASS_PLACES
+from dagster_kstreams.spark.strategies import DEFAULT_STATELESS_PASS, STATELESS_PASS_PLACES
 from dagster_kstreams.spark.task_result import TaskProgress, TaskResult
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.spark.transactional_writer import DEFAULT_PROCESSING_GUARANTEE, PROCESSING_GUARANTEES
@@ -166,7 +166,7 @@ def register(subcommands: "argparse._SubParsersAction") -> None:
     parser.add_argument("--processing-guarantee", choices=PROCESSING_GUARANTEES, default=DEFAULT_PROCESSING_GUARANTEE,
                         help="exactly_once_v2 (default: each batch's output and offsets in one Kafka transaction, "
                              "read read_committed) or at_least_once (Spark's Kafka sink, replays deduplicated)")
-    parser.add_argument("--stateless-pass", choices=STATELESS_PASS_PLACES, default="driver",
+    parser.add_argument("--stateless-pass", choices=STATELESS_PASS_PLACES, default=DEFAULT_STATELESS_PASS,
                         help="under exactly_once_v2, where a stateless sub-topology's Python pass runs: on the "
                              "driver (default: one core, no trip through a Python worker per batch) or on Spark's "
                              "Python workers (every executor core, for costly functions on many cores)")

@@ -51,7 +51,8 @@ from dagster_kstreams.spark.frames import output_schema
 from dagster_kstreams.spark.source import in_processing_order
 from dagster_kstreams.spark.state_keys import state_key_column
 
-__all__ = ["Strategy", "STRATEGIES", "COLLECTED_STRATEGIES", "STATELESS_PASS_PLACES", "check_stateless_pass",
+__all__ = ["Strategy", "STRATEGIES", "COLLECTED_STRATEGIES", "STATELESS_PASS_PLACES", "DEFAULT_STATELESS_PASS",
+           "check_stateless_pass",
            "strategy_for", "configure_session", "ROCKSDB_PROVIDER"]
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -272,6 +273,7 @@ COLLECTED_STRATEGIES: tuple[Strategy, ...] = (*STRATEGIES[:-1], StatelessOnDrive
 # there (one core, no trip through a Python worker per batch), or in Spark's Python workers (every
 # executor core: for functions that cost more than a batch's trip, on a worker with many cores).
 STATELESS_PASS_PLACES = ("driver", "executors")
+DEFAULT_STATELESS_PASS = "driver"
 
 
 def check_stateless_pass(place: str) -> str:

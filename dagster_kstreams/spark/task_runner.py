@@ -54,7 +54,7 @@ from dagster_kstreams.spark.running_task import RunningTask
 from dagster_kstreams.spark.session import build_spark_session, honor_pyspark_python
 from dagster_kstreams.spark.source import starting_point
 from dagster_kstreams.spark.store_reader import read_store
-from dagster_kstreams.spark.strategies import check_stateless_pass
+from dagster_kstreams.spark.strategies import DEFAULT_STATELESS_PASS, check_stateless_pass
 from dagster_kstreams.spark.task_query import start_task_query
 from dagster_kstreams.spark.task_result import TaskProgress, TaskResult
 from dagster_kstreams.spark.transactional_writer import (
@@ -121,7 +121,7 @@ class TaskRunner:
         fencing: bool = True,
         processing_guarantee: str = DEFAULT_PROCESSING_GUARANTEE,
         task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S,
-        stateless_pass: str = "driver",
+        stateless_pass: str = DEFAULT_STATELESS_PASS,
     ):
         check_application_id(application_id)  # before anything else starts
         self.processing_guarantee = check_processing_guarantee(processing_guarantee, fencing)
