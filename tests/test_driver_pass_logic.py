@@ -5,6 +5,8 @@ where. No Spark, no broker."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -12,6 +14,7 @@ from hypothesis import strategies as st
 from dagster_kstreams.kafka.table_producer import RecordColumns
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.spark.strategies import StatelessOnDriver, strategy_for
+from dagster_kstreams.spark.transactional_writer import topic_counts
 from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.serdes import Serdes
 
@@ -83,3 +86,9 @@ def test_only_a_stateless_python_pass_moves_to_the_driver_and_only_when_asked():
     stateful = _program(counting)
     assert strategy_for(stateful, stateless_on_driver=True) is strategy_for(stateful)
     assert strategy_for(stateful).on_driver(stateful) is None
+
+
+@given(st.lists(st.sampled_from(["out", "repartition", "__dropped_late__", "dead"]), max_size=60))
+def test_a_collected_batch_is_counted_per_topic(topics):
+    table = pa.table({"topic": pa.array(topics, pa.string()), "value": pa.array([b"v"] * len(topics))})
+    assert topic_counts(table) == dict(Counter(topics))

@@ -58,7 +58,7 @@ def start_task_query(runner: Any, session: Any, checkpoint_reader: CheckpointRea
         written = [*written, runner.dead_letters.dead_letter_topic]
     counted = [*written, DROPPED_LATE_TOPIC] if program.uses_stream_time else written
     on_driver = strategy.on_driver(program)
-    if on_driver is None:  # else the rows are not yet the output: the writer counts what it sends
+    if not runner.exactly_once:  # else the writer collects each batch and counts its records itself
         output = observe_outputs(output, counted)
     writer = (
         TransactionalBatchWriter(run, checkpoint_reader, drops_late=program.uses_stream_time,

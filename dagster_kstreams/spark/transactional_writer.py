@@ -44,7 +44,8 @@ from dagster_kstreams.spark.checkpoint import CheckpointReader
 from dagster_kstreams.spark.run_state import RunState
 
 __all__ = ["AT_LEAST_ONCE", "DEFAULT_PROCESSING_GUARANTEE", "EXACTLY_ONCE_V2", "PROCESSING_GUARANTEES",
-           "TransactionalBatchWriter", "check_processing_guarantee", "commit_mark", "committed_before_restart"]
+           "TransactionalBatchWriter", "check_processing_guarantee", "commit_mark", "committed_before_restart",
+           "topic_counts"]
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,15 @@ def check_processing_guarantee(guarantee: str, fencing: bool) -> str:
         raise ValueError("processing_guarantee='exactly_once_v2' (the default) writes through the task's "
                          "transactional producer: it needs fencing=True (or set processing_guarantee='at_least_once')")
     return guarantee
+
+
+def topic_counts(table: pa.Table) -> dict[str, int]:
+    """``{topic: rows}`` of a collected batch."""
+    if not table.num_rows:
+        return {}
+    counts = pc.value_counts(table["topic"])
+    return {str(topic): int(count) for topic, count in zip(counts.field("values").to_pylist(),
+                                                           counts.field("counts").to_pylist())}
 
 
 def commit_mark(query_id: Optional[str], batch_id: int) -> str:
@@ -94,7 +104,7 @@ class TransactionalBatchWriter:
     (:func:`committed_before_restart`); ``drops_late`` and ``ordered`` as for
     :class:`~dagster_kstreams.spark.batch_writer.BatchWriter`. ``on_driver``: what turns the
     collected batch into its output records (the strategy's :meth:`~dagster_kstreams.spark.strategies.Strategy.on_driver`),
-    None when the batch's rows are those records; its records are counted here, per topic."""
+    None when the batch's rows are those records. Every batch's records are counted here, per topic."""
 
     def __init__(self, run: RunState, checkpoint: CheckpointReader, drops_late: bool, ordered: bool,
                  replayed: Optional[int], on_driver: Optional[Callable[[pa.Table], RecordColumns]] = None):
@@ -111,6 +121,9 @@ class TransactionalBatchWriter:
         batch_offsets = self.checkpoint.batch_end_offsets(batch_id, run.assigned)
         table = batch.toArrow()  # computes the batch, its state included
         if self.on_driver is None:
+            # Counted here from the rows themselves, dropped-late ones included (reported as such):
+            # exact for every batch, where Spark's observed metrics may miss a run's last one.
+            run.count_records_out(topic_counts(table))
             records = RecordColumns.of_table(self._records(table))
         else:
             records = self.on_driver(table)
