@@ -175,7 +175,7 @@ public final class CogroupExamples {
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         // The cogroups read repartition topics their own upstream task fills: wait for them rather than
         // run ahead on the other inputs (the Spark runner writes a repartition topic first).
-        props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 10_000L);
+        props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 5_000L);
 
         KafkaStreams streams = new KafkaStreams(topology, props);
         // A processing error fails the run at once (rather than after the wait's timeout).
