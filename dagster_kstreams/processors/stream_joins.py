@@ -246,11 +246,18 @@ class StreamStreamJoin(Processor):
 
 
 # -- definition time -------------------------------------------------------------------------
-# Processors that keep the record key (the join key must be the source key). A stream-stream join
-# forwards its records with the key it joined on, so a join may come before another one.
+# Processors that forward a record under the key of the source record it came from, from within
+# that record's own processing: the join's state, kept in the group of the source key, is then
+# the join key's. A stream-stream join forwards its records with the key it joined on, so a join
+# may come before another one; a table (read from a topic or made by to_table, then filter,
+# map_values, to_stream) forwards each update under its key as it is processed (uncached; a cached
+# store forwards at the batch's end, still with the key's own group); a stream-table join forwards
+# under the stream record's key.
 _KEY_PRESERVING = {NodeKind.SOURCE, NodeKind.FILTER, NodeKind.MAP_VALUES, NodeKind.FLAT_MAP_VALUES, NodeKind.PEEK,
                    NodeKind.MERGE, NodeKind.BRANCH, NodeKind.BRANCH_CHILD, NodeKind.JOIN_WINDOW,
-                   NodeKind.STREAM_STREAM_JOIN, NodeKind.STREAM_STREAM_JOIN_MERGE}
+                   NodeKind.STREAM_STREAM_JOIN, NodeKind.STREAM_STREAM_JOIN_MERGE,
+                   NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES,
+                   NodeKind.TABLE_TO_STREAM, NodeKind.STREAM_TABLE_JOIN}
 
 
 def _join_window(factory, ctx) -> JoinWindow:
@@ -286,8 +293,10 @@ def _check_keys_before(sub, window_node) -> None:
             raise UnsupportedTopologyError(
                 f"processor {node.name} ({node.kind.value}) comes before the stream-stream join {window_node.name} "
                 "in its sub-topology; the Spark runner keeps the join's state by source key, so only processors "
-                "that keep the key (filter, map_values, flat_map_values, peek, merge, branch, stream-stream joins) "
-                "may come before it")
+                "known to forward under the source record's key (filter, map_values, flat_map_values, peek, merge, "
+                "branch, a table read from a topic or made by to_table with its filter, map_values and to_stream, "
+                "a stream-table join, stream-stream joins) may come before it. Add .repartition() before the join "
+                "to give it a sub-topology of its own")
 
 
 BUILDERS = {
