@@ -5,8 +5,10 @@ The DSL builds a stream-stream join as Kafka Streams does: each side goes throug
 store, then through a ``STREAM_STREAM_JOIN`` processor (``KStreamKStreamJoin`` left or right
 side) that looks the record up in the *other* side's buffer, and both join processors feed a
 ``STREAM_STREAM_JOIN_MERGE``. Both sides are in one sub-topology (co-partitioned, repartitioned
-by the DSL when their keys changed) and every record reaching the join carries the source key,
-so the two buffers of one key are two state slots of that key's state.
+by the DSL when their keys changed) and every record reaching the join carries the source key
+(checked when the topology is defined: a side may pass through stateless key-keeping operations,
+a table's ``to_stream`` or a stream-table join), so the two buffers of one key are two state slots
+of that key's state.
 
 A sub-topology may hold any number of joins (a chain such as ``a.join(b).left_join(c)``, whose
 second join reads the first one's output, or one stream joined with several others): as in
