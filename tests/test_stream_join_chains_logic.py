@@ -123,3 +123,13 @@ def test_a_join_fed_by_a_table_table_join_is_still_refused():
     joined.to_stream().join(builder.stream("s"), lambda l, r: f"{l}+{r}", JoinWindows(1000, 1000, 0)).to("out")
     with pytest.raises(UnsupportedTopologyError, match="table_table_join.*repartition"):
         compile_topology(builder.build(), "app").program(0)
+
+
+def test_a_join_fed_by_a_cached_table_is_refused():
+    # The cache would forward the table's update at the batch's end with the time of the key's last
+    # record of any input (a record of s, here), not the update's own.
+    builder = StreamsBuilder()
+    table = builder.table("t", Materialized.as_("t-store"))
+    table.to_stream().join(builder.stream("s"), lambda l, r: f"{l}+{r}", JoinWindows(1000, 1000, 0)).to("out")
+    with pytest.raises(UnsupportedTopologyError, match="t-store.*record cache.*with_caching_disabled"):
+        compile_topology(builder.build(), "app").program(0)
