@@ -1,6 +1,6 @@
 """Stream-stream joins on Spark against Kafka Streams itself: same input, same joined records.
 
-Six outputs (tests/oracle, StreamJoinExamples.java; our twin stream_join_examples). Inner: a
+Seven outputs (tests/oracle, StreamJoinExamples.java; our twin stream_join_examples). Inner: a
 symmetric 10 s window without grace, an asymmetric window (5 s before, 30 s after) with a 20 s
 grace and a joiner that reads the key, and a join whose left side is re-keyed (a repartition
 topic, whose records keep their timestamps) joined from the right side (before 8 s, after 3 s,
