@@ -1,6 +1,6 @@
 """Stream-stream joins on Spark against Kafka Streams itself: same input, same joined records.
 
-Six outputs (tests/oracle, StreamJoinExamples.java; our twin stream_join_examples). Inner: a
+Seven outputs (tests/oracle, StreamJoinExamples.java; our twin stream_join_examples). Inner: a
 symmetric 10 s window without grace, an asymmetric window (5 s before, 30 s after) with a 20 s
 grace and a joiner that reads the key, and a join whose left side is re-keyed (a repartition
 topic, whose records keep their timestamps) joined from the right side (before 8 s, after 3 s,
@@ -8,7 +8,10 @@ grace 5 s). Left: an asymmetric window (3 s before, 6 s after) without grace. Ou
 4 s window with a 5 s grace and a joiner that reads the key (null keys with a value are joined
 with null at once on outer sides, KIP-962). A chain in one sub-topology: an inner join (5 s, 2 s
 grace) whose result is left-joined with a third stream (3 s before, 6 s after, 4 s grace), each join
-with its own stores and stream time. Inputs: two partitions (one for the re-keyed join and
+with its own stores and stream time. Joins fed by tables, in one sub-topology of two partitions: a
+table's to_stream (the table not materialized, filtered and mapped) outer-joined (4 s before, 6 s
+after, 3 s grace) with a stream left-joined with another table (materialized, uncached). Inputs: two
+partitions (one for the re-keyed join and
 the left/outer joins, whose tasks are many records long), records out of order within a partition,
 duplicate keys within a window, null keys, null values, records that never find a partner,
 partners arriving late within the grace period, records late beyond it (stored but never joined
@@ -22,8 +25,8 @@ each join store expires records by its own observed stream time, as in Kafka Str
 
 Compared: every join output as a multiset of values per key (and the partition it went to, for
 non-null keys: a null key goes to a partition of the producer's choosing), the chain's output
-(one partition) as the whole sequence in Kafka Streams' order, and the number of records dropped
-as late.
+(one partition) as the whole sequence in Kafka Streams' order, the table-fed join's output as the
+whole sequence of each partition (its non-null keys), and the number of records dropped as late.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from killed_runs import kill_and_rerun
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
-from dagster_kstreams.topology import StreamsBuilder
+from dagster_kstreams.topology import Materialized, StreamsBuilder
 from dagster_kstreams.topology.windows import JoinWindows
 
 pytestmark = pytest.mark.integration
@@ -51,12 +54,14 @@ pytestmark = pytest.mark.integration
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 PARTITIONS = {"a1": 2, "b1": 2, "a2": 2, "b2": 2, "a3": 1, "b3": 1, "a4": 1, "b4": 1, "a5": 1, "b5": 1,
-              "a6": 1, "b6": 1, "c6": 1}
+              "a6": 1, "b6": 1, "c6": 1, "a7": 2, "b7": 2, "c7": 2}
 INPUTS = tuple(PARTITIONS)
 CHAIN_INPUTS = ("a6", "b6", "c6")  # one task: their timestamps are distinct among them
-OUTPUTS = ("out1", "out2", "out3", "out4", "out5", "out6")
-OUTPUT_PARTITIONS = {"out1": 2, "out2": 2, "out3": 1, "out4": 1, "out5": 1, "out6": 1}
+FED_INPUTS = ("a7", "b7", "c7")  # the table, the stream left-joined with it, the table turned into a stream
+OUTPUTS = ("out1", "out2", "out3", "out4", "out5", "out6", "out7")
+OUTPUT_PARTITIONS = {"out1": 2, "out2": 2, "out3": 1, "out4": 1, "out5": 1, "out6": 1, "out7": 2}
 CHAIN_OUTPUT = "out6"
+FED_OUTPUT = "out7"
 RE_KEYED = {"b3"}  # keys "r…": the other side's "k…" keys become "r…" by select_key
 ROUND_MS = 60_000
 BASE = ((int(time.time()) - 3600) * 1000) // ROUND_MS * ROUND_MS  # recent: the broker keeps 7 days
@@ -91,7 +96,26 @@ def stream_join_examples(topics: dict[str, str]) -> StreamsBuilder:
         third6, lambda k, x, y: f"{java_string(k)}:{java_string(x)}/{java_string(y)}",
         JoinWindows.of_time_difference_and_grace(timedelta(seconds=3), timedelta(seconds=4)).after(timedelta(seconds=6)),
     ).to(topics["out6"])
+    add_table_fed_join(builder, topics)
     return builder
+
+
+def add_table_fed_join(builder: StreamsBuilder, topics: dict[str, str]) -> StreamsBuilder:
+    """Join 7 of StreamJoinExamples.streamJoinExamples (Java): a stream-stream join whose sides come
+    from a table's to_stream and from a stream-table join, in one sub-topology."""
+    table7 = builder.table(topics["a7"], Materialized.as_("t7-store").with_caching_disabled())
+    enriched7 = builder.stream(topics["b7"]).left_join(table7, lambda x, y: f"{java_string(x)}<{java_string(y)}>")
+    builder.table(topics["c7"]).filter(lambda k, v: not v.endswith("0")).map_values(lambda v: v.upper()) \
+        .to_stream().outer_join(
+            enriched7, lambda k, x, y: f"{java_string(k)}:{java_string(x)}+{java_string(y)}",
+            JoinWindows.of_time_difference_and_grace(timedelta(seconds=4), timedelta(seconds=3))
+            .after(timedelta(seconds=6))).to(topics["out7"])
+    return builder
+
+
+def table_fed_join_examples(topics: dict[str, str]) -> StreamsBuilder:
+    """Join 7 alone (the killed run of it)."""
+    return add_table_fed_join(StreamsBuilder(), topics)
 
 
 def _input() -> dict[str, list[tuple]]:
@@ -101,8 +125,9 @@ def _input() -> dict[str, list[tuple]]:
     # 4 rounds: the killed run's batches of 60 offsets then take two whole rounds of each of its
     # three topics, cutting where Kafka Streams' order is kept (README, "Order across co-partitioned
     # inputs"), and the chain's task runs in two batches (killed after the first).
-    return {**_drawn(tuple(name for name in INPUTS if name not in CHAIN_INPUTS), seed=5),
-            **_drawn(CHAIN_INPUTS, seed=6, rounds=4, in_time=7, late_chance=1.0)}
+    pairs = tuple(name for name in INPUTS if name not in CHAIN_INPUTS + FED_INPUTS)
+    return {**_drawn(pairs, seed=5), **_drawn(CHAIN_INPUTS, seed=6, rounds=4, in_time=7, late_chance=1.0),
+            **_drawn_per_partition(FED_INPUTS, seed=7)}
 
 
 def _drawn(inputs: tuple[str, ...], seed: int, rounds: int = 8, in_time: int = 6,
@@ -146,22 +171,72 @@ def _drawn(inputs: tuple[str, ...], seed: int, rounds: int = 8, in_time: int = 6
     return records
 
 
+def _drawn_per_partition(inputs: tuple[str, ...], seed: int, rounds: int = 4, in_time: int = 7,
+                         partitions: int = 2) -> dict[str, list[tuple]]:
+    """As :func:`_drawn`, but each partition of each input gets the same records a round: ``in_time``
+    records of the partition's keys (or null keys), then one late record of each kind. A killed run's
+    batches of 60 offsets then take two whole rounds of each of a task's three input partitions,
+    cutting where Kafka Streams' order is kept (README, "Order across co-partitioned inputs")."""
+    rng = random.Random(seed)
+    keys = {p: [k for k in (f"k{i}" for i in range(6)) if default_partition(k.encode(), partitions) == p]
+            for p in range(partitions)}
+    records: dict[str, list[tuple]] = {name: [] for name in inputs}
+    for r in range(2, 2 + rounds):
+        start = BASE + r * ROUND_MS
+        normal_offsets = iter(rng.sample(range(0, 3000, 2), in_time * len(inputs) * partitions))
+        late_offsets = iter(rng.sample(range(1, 3000, 2), 3 * len(inputs) * partitions))
+        for topic in inputs:
+            for partition in range(partitions):
+                block = []
+                for i in range(in_time):
+                    key = None if rng.random() < 0.06 else rng.choice(keys[partition])
+                    value = None if rng.random() < 0.08 else f"{topic}.{r}.{partition}{i}"
+                    block.append((key, value, start + next(normal_offsets)))
+                late = []
+                for lateness in ("grace", "round", "segment"):
+                    key = rng.choice([b[0] for b in block if b[0] is not None] or keys[partition])
+                    offset = next(late_offsets)
+                    timestamp = {"grace": start - 15_000 + offset, "round": start - ROUND_MS + offset,
+                                 "segment": start - 2 * ROUND_MS + 3000 + offset}[lateness]
+                    late.append((key, f"{topic}.{r}.{partition}-late-{lateness}", timestamp))
+                rng.shuffle(block)  # out of order within the partition
+                records[topic] += [(key, value, partition, timestamp) for key, value, timestamp in block + late]
+    return records
+
+
 def _results(bootstrap: str, topics: dict[str, str]) -> dict:
     """Each output as ``{key: (partitions, Counter of values)}``; the chain's also as its whole
-    sequence of ``(key, value)`` (under ``"chain"``)."""
+    sequence of ``(key, value)`` (under ``"chain"``), the table-fed join's as each partition's
+    sequence of its records with a key (under ``"fed"``)."""
     chain = read_topic(bootstrap, topics[CHAIN_OUTPUT])
-    result: dict = {"chain": [(None if r.key is None else r.key.decode(), r.value.decode()) for r in chain]}
+    result: dict = {"chain": [(None if r.key is None else r.key.decode(), r.value.decode()) for r in chain],
+                    "fed": _fed_sequences(bootstrap, topics)}
     for name in OUTPUTS:
-        per_key: dict = defaultdict(Counter)
-        partitions: dict = defaultdict(set)
-        for record in read_topic(bootstrap, topics[name]):
-            key = None if record.key is None else record.key.decode()
-            per_key[key][record.value.decode()] += 1
-            partitions[key].add(record.partition)
-        # a null key goes to a partition of the producer's choosing
-        result[name] = {key: (sorted(partitions[key]) if key is not None else None, dict(values))
-                        for key, values in per_key.items()}
+        result[name] = _per_key(bootstrap, topics[name])
     return result
+
+
+def _per_key(bootstrap: str, topic: str) -> dict:
+    """``{key: (partitions, Counter of values)}`` of one output."""
+    per_key: dict = defaultdict(Counter)
+    partitions: dict = defaultdict(set)
+    for record in read_topic(bootstrap, topic):
+        key = None if record.key is None else record.key.decode()
+        per_key[key][record.value.decode()] += 1
+        partitions[key].add(record.partition)
+    # a null key goes to a partition of the producer's choosing
+    return {key: (sorted(partitions[key]) if key is not None else None, dict(values))
+            for key, values in per_key.items()}
+
+
+def _fed_sequences(bootstrap: str, topics: dict[str, str]) -> dict[int, list[tuple[str, str]]]:
+    """The table-fed join's output, partition by partition, as the sequence of ``(key, value)`` of
+    its records with a key (each partition is written by one task, in its processing order)."""
+    sequences: dict[int, list] = defaultdict(list)
+    for record in read_topic(bootstrap, topics[FED_OUTPUT]):
+        if record.key is not None:
+            sequences[record.partition].append((record.key.decode(), record.value.decode()))
+    return dict(sequences)
 
 
 # Input topics read by a side of a left/outer join that joins a record without partner with null.
@@ -176,7 +251,13 @@ def _skipped(records: dict[str, list[tuple]]) -> int:
     skipped = 0
     for topic, rows in records.items():
         for key, value, _, _ in rows:
-            if topic in RE_KEYED_INNER:
+            if topic == "a7":  # a table's source drops a null key
+                skipped += key is None
+            elif topic == "b7":  # the left stream-table join drops a null value, joins a null key
+                skipped += value is None
+            elif topic == "c7":  # the source drops a null key; the join skips the filter's tombstones
+                skipped += key is None or value is None or value.endswith("0")
+            elif topic in RE_KEYED_INNER:
                 skipped += key is not None and value is None
             elif topic in OUTER_SIDES:
                 skipped += value is None
@@ -206,6 +287,7 @@ def _assert_same(expected: dict, ours: dict) -> None:
         for key in expected[name]:
             assert ours[name][key] == expected[name][key], f"{name}, key {key}"
     assert ours["chain"] == expected["chain"]
+    assert ours["fed"] == expected["fed"]
 
 
 def test_reference_exercises_the_cases(kafka_streams_run):
@@ -246,6 +328,16 @@ def test_reference_exercises_the_cases(kafka_streams_run):
     late = [value for _, value, *_ in chain_inputs if value is not None and "late" in value]
     joined_late = [value for value in late if any(value in v for v in chain)]
     assert 0 < len(joined_late) < len(late)
+    # the table-fed join: pairs of a table row and a stream record enriched with the other table's
+    # row (or with null), each side alone once its window closed, null keys of the stream joined
+    # with null at once (a left stream-table join, then an outer side), never a filtered row, and
+    # both partitions' sequences
+    fed = values(FED_OUTPUT)
+    assert any("+" in v and "<a7." in v and not v.split(":")[1].startswith("null") for v in fed)
+    assert any("<null>" in v for v in fed) and any(v.endswith("+null") for v in fed)
+    assert any(":null+" in v for v in fed) and None in expected[FED_OUTPUT]
+    assert not any(v.split(":")[1].split("+")[0].endswith("0") for v in fed)
+    assert sorted(kafka_streams_run["results"]["fed"]) == [0, 1]
 
 
 def test_stream_joins_on_spark_match_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
@@ -287,3 +379,23 @@ def test_stream_joins_killed_part_way_and_rerun_still_match_kafka_streams(
     assert 0 < resumed["6_0"].records_in < chain_records, resumed["6_0"]
     assert all(resumed[task].records_in == 0 for task in ("0_0", "0_1", "1_0", "1_1", "4_0", "5_0")), resumed
     _assert_same(kafka_streams_run["results"], _results(kafka_bootstrap, topics))
+
+
+def test_joins_fed_by_tables_killed_part_way_and_rerun_still_match_kafka_streams(
+    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, kafka_streams_run
+):
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], {FED_OUTPUT: 2}, "spark-sjoin-fed")
+    # Join 7 alone (sub-topology 0), killed once task 0_0 has committed its first batch (two whole
+    # rounds of each of its three input partitions: the table's rows, the join buffers and pending
+    # outer records in its task state), at-least-once as above; task 0_1 runs after it.
+    rerun = kill_and_rerun(tmp_path, table_fed_join_examples, topics, app_id=unique_topic("spark-sjoin-fed-kill"),
+                           bootstrap=kafka_bootstrap, spark=spark,
+                           kill_when=lambda line: line.startswith("task 0_0 batch"),
+                           killed_args=("--parallelism", "1", "--max-records-per-batch", "60",
+                                        "--processing-guarantee", "at_least_once"),
+                           max_records_per_batch=60, processing_guarantee="at_least_once")
+    task_records = sum(row[2] == 0 for name in FED_INPUTS for row in kafka_streams_run["records"][name])
+    assert 0 < rerun.by_task["0_0"].records_in < task_records, rerun.by_task
+    expected = kafka_streams_run["results"]
+    assert _per_key(kafka_bootstrap, topics[FED_OUTPUT]) == expected[FED_OUTPUT]
+    assert _fed_sequences(kafka_bootstrap, topics) == expected["fed"]

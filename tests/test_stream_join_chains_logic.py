@@ -1,16 +1,19 @@
 """Several stream-stream joins in one sub-topology (a chain, and one stream joined with two
-others) against a brute-force model of Kafka Streams' joins, one model per join: each join keeps
-its own stores, store times and tracker (``KStreamImplJoin``). The broker-backed comparison is
-test_equivalence_stream_joins.py (its chain output)."""
+others), and joins fed by a table's to_stream and by a stream-table join, against a brute-force
+model of Kafka Streams' joins, one model per join: each join keeps its own stores, store times and
+tracker (``KStreamImplJoin``). The broker-backed comparison is test_equivalence_stream_joins.py (its
+chain output, and its joins fed by tables)."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
+from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.spark.compile import compile_topology
-from dagster_kstreams.topology import StreamsBuilder
+from dagster_kstreams.topology import Materialized, StreamsBuilder
 from dagster_kstreams.topology.windows import JoinWindows
 from stream_join_model import KsJoin, run_task
 
@@ -76,3 +79,60 @@ def test_one_stream_joined_with_two_others_emits_like_kafka_streams(records, bef
         if topic in ("x", "z"):
             expected += [("out2", k, v) for k, v, _ in model2.process(key, "left" if topic == "x" else "right", value, ts)]
     assert _chain_outputs(program, records) == expected
+
+
+_three_inputs = st.lists(
+    st.tuples(st.sampled_from(["a", "b", None]), st.sampled_from(["t", "s", "p"]),
+              st.one_of(st.none(), st.just("v"), st.just("v0")),
+              st.one_of(st.integers(100_000, 130_000), st.integers(100, 130).map(lambda t: t * 1000))),
+    max_size=30,
+).map(lambda rows: [(k, topic, None if v is None else f"{topic}{i}{v}", t) for i, (k, topic, v, t) in enumerate(rows)])
+
+
+@settings(max_examples=100, deadline=None)
+@given(_three_inputs, _millis(6), _millis(6), _millis(4), _JOINS, st.booleans(), st.integers(1, 3))
+def test_joins_fed_by_a_table_and_a_stream_table_join_emit_like_kafka_streams(records, before, after, grace, join,
+                                                                              to_table, batches):
+    # p (a table, or a stream made a table) filtered, mapped and turned back into a stream, joined
+    # with s left-joined with the table t: both sides forward under the source key, so the join's
+    # state stays in the source key's group (KTableSource drops null keys, materialized or not).
+    builder = StreamsBuilder()
+    table = builder.table("t", Materialized.as_("t-store").with_caching_disabled())
+    enriched = builder.stream("s").left_join(table, lambda x, y: f"{x}<{y}>")
+    profiles = builder.stream("p").to_table() if to_table else builder.table("p")
+    fed = profiles.filter(lambda k, v: not v.endswith("0")).map_values(lambda v: v.upper()).to_stream()
+    getattr(fed, join)(enriched, lambda l, r: f"{l}+{r}", JoinWindows(before, after, grace)).to("out")
+    program = compile_topology(builder.build(), "app").program(0)
+    assert program.task_grouped
+    model = KsJoin(before, after, grace, join.replace("_join", ""))
+    rows, expected = {}, []
+    for key, topic, value, ts in records:
+        if topic == "t" and key is not None:
+            rows[key] = value
+        elif topic == "s" and value is not None:  # a left join: a null key is joined with null
+            expected += model.process(key, "right", f"{value}<{None if key is None else rows.get(key)}>", ts)
+        elif topic == "p" and key is not None:  # a failing value is a tombstone, skipped by the join
+            kept = None if value is None or value.endswith("0") else value.upper()
+            expected += model.process(key, "left", kept, ts)
+    # in 1 to 3 micro-batches: the table's rows and the join's buffers carried in the task's state
+    ours, _ = run_task(program, records, batches)
+    assert [(topic, None if k is None else k.decode(), v.decode()) for topic, k, v in ours
+            if topic != DROPPED_LATE_TOPIC] == [("out", key, value) for key, value, _ in expected]
+
+
+def test_a_join_fed_by_a_table_table_join_is_still_refused():
+    builder = StreamsBuilder()
+    joined = builder.table("t1").join(builder.table("t2"), lambda x, y: f"{x}{y}")
+    joined.to_stream().join(builder.stream("s"), lambda l, r: f"{l}+{r}", JoinWindows(1000, 1000, 0)).to("out")
+    with pytest.raises(UnsupportedTopologyError, match="table_table_join.*repartition"):
+        compile_topology(builder.build(), "app").program(0)
+
+
+def test_a_join_fed_by_a_cached_table_is_refused():
+    # The cache would forward the table's update at the batch's end with the time of the key's last
+    # record of any input (a record of s, here), not the update's own.
+    builder = StreamsBuilder()
+    table = builder.table("t", Materialized.as_("t-store"))
+    table.to_stream().join(builder.stream("s"), lambda l, r: f"{l}+{r}", JoinWindows(1000, 1000, 0)).to("out")
+    with pytest.raises(UnsupportedTopologyError, match="t-store.*record cache.*with_caching_disabled"):
+        compile_topology(builder.build(), "app").program(0)

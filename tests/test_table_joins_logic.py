@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from dagster_kstreams.processors.records import RecordContext
+from dagster_kstreams.processors.records import Output, RecordContext
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.materialized import Materialized
@@ -54,3 +54,15 @@ def _forwarded(join: str, updates, batches: int) -> list:
 def test_uncached_table_table_join_forwards_what_kafka_streams_forwards(join):
     assert _forwarded(join, UPDATES, 1) == EXPECTED[join]
     assert _forwarded(join, UPDATES, 4) == EXPECTED[join]  # the tables' state carried between batches
+
+
+@pytest.mark.parametrize("make_table", [lambda b: b.table("t"), lambda b: b.stream("t").to_table()])
+def test_a_table_without_a_store_drops_null_keys_as_kafka_streams_table_source_does(make_table):
+    # KTableSource checks the key before anything else, materialized or not: a null key never
+    # reaches the table's to_stream.
+    builder = StreamsBuilder()
+    make_table(builder).to_stream().to("out")
+    program = compile_topology(builder.build(), "app").program(0)
+    out = Output()
+    program.process_columns([None, b"k"], [b"v", b"w"], ["t", "t"], [0, 0], [0, 1], [1, 2], [None, None], out)
+    assert (out.key, out.value) == ([b"k"], [b"w"])

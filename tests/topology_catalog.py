@@ -540,6 +540,20 @@ def stream_stream_outer_join_stream_joined():
 
 
 @topology
+def stream_join_fed_by_tables():
+    # A stream-stream join whose sides are a table's to_stream and a stream-table join's result, in
+    # one sub-topology (join 7 of tests/test_equivalence_stream_joins.py has the same shape).
+    b = StreamsBuilder()
+    profiles = b.table("profiles", Materialized.as_("profiles-store").with_caching_disabled())
+    clicks = b.stream("clicks").left_join(profiles, lambda c, p: f"{c}|{p}")
+    b.table("carts").filter(lambda k, v: v != "").map_values(lambda v: v.upper()).to_stream().outer_join(
+        clicks, lambda cart, click: f"{cart}|{click}",
+        JoinWindows.of_time_difference_and_grace(timedelta(seconds=4), timedelta(seconds=3)).after(timedelta(seconds=6)),
+    ).to("carts-with-clicks")
+    return b.build()
+
+
+@topology
 def stream_table_left_join():
     b = StreamsBuilder()
     orders = b.stream("orders")

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from dagster_kstreams.processors.base import Processor, StoreProcessor, register
-from dagster_kstreams.processors.stateless import Merge
+from dagster_kstreams.processors.stateless import RepartitionFilter
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.topology.node_specs import NodeKind
 
@@ -114,8 +114,9 @@ def user_aggregation(params) -> tuple[Optional[Callable], Optional[Callable], Op
 def _table(factory, ctx) -> Processor:
     store = factory.params["store_name"]
     if store not in factory.stores:
-        # Not materialized: Kafka Streams forwards every update as it comes, with no store.
-        return Merge(factory.name)
+        # Not materialized: Kafka Streams forwards every update as it comes, with no store, and
+        # drops a record with a null key as a materialized table does (KTableSource checks first).
+        return RepartitionFilter(factory.name)
     cls = ToTable if factory.kind is NodeKind.TO_TABLE else TableSource
     return cls(factory.name, store, ctx.cached(store))
 

@@ -268,7 +268,8 @@ class Branch(Processor):
 
 @register
 class RepartitionFilter(Processor):
-    """Drops records with a null key before a repartition topic (Kafka Streams does the same)."""
+    """Drops records with a null key, as Kafka Streams does before a repartition topic and in a
+    table's source (``KTableSource``, with or without a store)."""
 
     kind = "repartition_filter"
 

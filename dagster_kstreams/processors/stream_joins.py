@@ -5,8 +5,10 @@ The DSL builds a stream-stream join as Kafka Streams does: each side goes throug
 store, then through a ``STREAM_STREAM_JOIN`` processor (``KStreamKStreamJoin`` left or right
 side) that looks the record up in the *other* side's buffer, and both join processors feed a
 ``STREAM_STREAM_JOIN_MERGE``. Both sides are in one sub-topology (co-partitioned, repartitioned
-by the DSL when their keys changed) and every record reaching the join carries the source key,
-so the two buffers of one key are two state slots of that key's state.
+by the DSL when their keys changed) and every record reaching the join carries the source key
+(checked when the topology is defined: a side may pass through stateless key-keeping operations,
+a table's ``to_stream`` or a stream-table join), so the two buffers of one key are two state slots
+of that key's state.
 
 A sub-topology may hold any number of joins (a chain such as ``a.join(b).left_join(c)``, whose
 second join reads the first one's output, or one stream joined with several others): as in
@@ -246,18 +248,28 @@ class StreamStreamJoin(Processor):
 
 
 # -- definition time -------------------------------------------------------------------------
-# Processors that keep the record key (the join key must be the source key). A stream-stream join
-# forwards its records with the key it joined on, so a join may come before another one.
+# Processors that forward a record under the key of the source record it came from, from within
+# that record's own processing: the join's state, kept in the group of the source key, is then
+# the join key's. A stream-stream join forwards its records with the key it joined on, so a join
+# may come before another one; a table (read from a topic or made by to_table, then filter,
+# map_values, to_stream) forwards each update under its key as it is processed (uncached: see
+# _TABLE_STORES); a stream-table join forwards under the stream record's key.
 _KEY_PRESERVING = {NodeKind.SOURCE, NodeKind.FILTER, NodeKind.MAP_VALUES, NodeKind.FLAT_MAP_VALUES, NodeKind.PEEK,
                    NodeKind.MERGE, NodeKind.BRANCH, NodeKind.BRANCH_CHILD, NodeKind.JOIN_WINDOW,
-                   NodeKind.STREAM_STREAM_JOIN, NodeKind.STREAM_STREAM_JOIN_MERGE}
+                   NodeKind.STREAM_STREAM_JOIN, NodeKind.STREAM_STREAM_JOIN_MERGE,
+                   NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES,
+                   NodeKind.TABLE_TO_STREAM, NodeKind.STREAM_TABLE_JOIN}
+# A table's store with the record cache on forwards each key's update at the micro-batch's end, with
+# the context of the key's last record of any input (program._flush), where Kafka Streams' cache
+# forwards it with the update's own timestamp: the join would window it at another time.
+_TABLE_STORES = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE}
 
 
 def _join_window(factory, ctx) -> JoinWindow:
     params = factory.params
     windows = params["windows"]
     retention = windows.size() + windows.grace_period_ms()
-    _check_keys_before(ctx.subtopology, factory)
+    _check_keys_before(ctx, factory)
     return JoinWindow(factory.name, params["store_name"], retention)
 
 
@@ -276,18 +288,29 @@ def _stream_stream_join(factory, ctx) -> StreamStreamJoin:
     )
 
 
-def _check_keys_before(sub, window_node) -> None:
+def _check_keys_before(ctx, window_node) -> None:
     """What the task-grouped join needs: its join key is the source key, so every processor
     between a source and this join window keeps the key (the DSL repartitions before the join
-    otherwise). Any number of joins may share a sub-topology: each keeps its state under its own
-    store names (buffers, store times, tracker)."""
-    for node in reachable(sub, window_node.parents, lambda node: node.parents):
+    otherwise), and forwards while the record is processed (no cached table). Any number of joins
+    may share a sub-topology: each keeps its state under its own store names (buffers, store times,
+    tracker)."""
+    for node in reachable(ctx.subtopology, window_node.parents, lambda node: node.parents):
         if node.kind not in _KEY_PRESERVING:
             raise UnsupportedTopologyError(
                 f"processor {node.name} ({node.kind.value}) comes before the stream-stream join {window_node.name} "
                 "in its sub-topology; the Spark runner keeps the join's state by source key, so only processors "
-                "that keep the key (filter, map_values, flat_map_values, peek, merge, branch, stream-stream joins) "
-                "may come before it")
+                "known to forward under the source record's key (filter, map_values, flat_map_values, peek, merge, "
+                "branch, a table read from a topic or made by to_table with its filter, map_values and to_stream, "
+                "a stream-table join, stream-stream joins) may come before it. Add .repartition() before the join "
+                "to give it a sub-topology of its own")
+        store = node.params.get("store_name")
+        if node.kind in _TABLE_STORES and store in node.stores and ctx.cached(store):
+            raise UnsupportedTopologyError(
+                f"table {node.name} ({store}) comes before the stream-stream join {window_node.name} in its "
+                "sub-topology with its record cache on; the Spark runner's cache forwards a key's update at the "
+                "micro-batch's end with the time of the key's last record of any input, where Kafka Streams' "
+                "forwards it with the update's own, so the join would window it at another time. Materialize "
+                "the table with_caching_disabled(), or add .repartition() before the join")
 
 
 BUILDERS = {

@@ -11,17 +11,22 @@ import java.util.Properties;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
  * Stream-stream joins (inner, left, outer) run by Kafka Streams itself against a real broker,
  * until every input topic is consumed to its end.
  *
- * Args: bootstrap applicationId stateDir a1 b1 a2 b2 a3 b3 a4 b4 a5 b5 a6 b6 c6 out1 out2 out3 out4 out5 out6
+ * Args: bootstrap applicationId stateDir a1 b1 a2 b2 a3 b3 a4 b4 a5 b5 a6 b6 c6 a7 b7 c7
+ *       out1 out2 out3 out4 out5 out6 out7
  *
  * The Python twin is stream_join_examples() in tests/test_equivalence_stream_joins.py; keep the
  * two in step.
@@ -78,6 +83,21 @@ public final class StreamJoinExamples {
                       JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(3), Duration.ofSeconds(4))
                           .after(Duration.ofSeconds(6)))
             .to(out.get(5));
+        // 7: joins fed by tables, in one sub-topology: a table's to_stream (not materialized,
+        // filtered, mapped) outer-joined (4 s before, 6 s after, 3 s grace) with a stream
+        // left-joined with another table (materialized, uncached).
+        KTable<String, String> table7 = builder.table(in.get(13),
+            Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("t7-store").withCachingDisabled());
+        KStream<String, String> enriched7 = builder.<String, String>stream(in.get(14))
+            .leftJoin(table7, (x, y) -> s(x) + "<" + s(y) + ">");
+        builder.<String, String>table(in.get(15))
+            .filter((k, v) -> !v.endsWith("0"))
+            .mapValues(v -> v.toUpperCase())
+            .toStream()
+            .outerJoin(enriched7, (k, x, y) -> s(k) + ":" + s(x) + "+" + s(y),
+                       JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(4), Duration.ofSeconds(3))
+                           .after(Duration.ofSeconds(6)))
+            .to(out.get(6));
         return builder;
     }
 
@@ -85,8 +105,8 @@ public final class StreamJoinExamples {
         String bootstrap = args[0];
         String applicationId = args[1];
         String stateDir = args[2];
-        List<String> inputs = List.of(args).subList(3, 16);
-        StreamsBuilder builder = streamJoinExamples(inputs, List.of(args).subList(16, 22));
+        List<String> inputs = List.of(args).subList(3, 19);
+        StreamsBuilder builder = streamJoinExamples(inputs, List.of(args).subList(19, 26));
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         // Join 3 reads a repartition topic its own upstream task fills: wait for it rather than run
         // ahead on the other input (the Spark runner writes the repartition topic first).

@@ -93,6 +93,7 @@ public final class TopologyCatalog {
         TOPOLOGIES.put("stream_stream_inner_join", TopologyCatalog::stream_stream_inner_join);
         TOPOLOGIES.put("stream_stream_left_join_both_rekeyed", TopologyCatalog::stream_stream_left_join_both_rekeyed);
         TOPOLOGIES.put("stream_stream_outer_join_stream_joined", TopologyCatalog::stream_stream_outer_join_stream_joined);
+        TOPOLOGIES.put("stream_join_fed_by_tables", TopologyCatalog::stream_join_fed_by_tables);
         TOPOLOGIES.put("stream_table_left_join", TopologyCatalog::stream_table_left_join);
         TOPOLOGIES.put("stream_table_join_after_map_joined_named", TopologyCatalog::stream_table_join_after_map_joined_named);
         TOPOLOGIES.put("stream_to_table_then_join", TopologyCatalog::stream_to_table_then_join);
@@ -577,6 +578,19 @@ public final class TopologyCatalog {
                 JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(10)),
                 StreamJoined.<String, String, String>as("pairing").withStoreName("pairing-store"))
             .to("paired-events");
+        return b.build();
+    }
+
+    static Topology stream_join_fed_by_tables() {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> profiles = b.table("profiles",
+            Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("profiles-store").withCachingDisabled());
+        KStream<String, String> clicks = b.<String, String>stream("clicks").leftJoin(profiles, (c, p) -> c + "|" + p);
+        b.<String, String>table("carts").filter((k, v) -> !v.isEmpty()).mapValues(v -> v.toUpperCase()).toStream()
+            .outerJoin(clicks, (cart, click) -> cart + "|" + click,
+                JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(4), Duration.ofSeconds(3))
+                    .after(Duration.ofSeconds(6)))
+            .to("carts-with-clicks");
         return b.build();
     }
 
