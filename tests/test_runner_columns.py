@@ -207,7 +207,8 @@ def test_malformed_json_goes_to_the_dead_letter_topic(kafka_bootstrap, kafka_adm
     assert headers[HEADER_OFFSET] == b"3"
 
 
-def test_columns_outside_the_jvm_path_are_named(unique_topic):
+def test_columns_outside_the_jvm_path_are_named(spark):
+    # A Column expression needs a SparkContext to be built (``spark``: run alone, this test has one).
     # A Python function next to a Column expression.
     builder = StreamsBuilder()
     builder.stream("in", Consumed.with_(Serdes.String(), Serdes.Json(schema=SCHEMA))) \
