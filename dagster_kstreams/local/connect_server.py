@@ -4,7 +4,8 @@
 run --master``. It is the pip package's ``spark-class org.apache.spark.sql.connect.service.SparkConnectServer``
 (what ``start-connect-server.sh`` runs) on ``local[N]``, with the connector's jars in ``--jars``
 and its Python workers (which run the tasks' ``foreachBatch`` writers and Python passes) on this
-interpreter, with the caller's ``PYTHONPATH``: they import ``dagster_kstreams`` as the caller does.
+interpreter, with this copy of the package first on their ``PYTHONPATH``: they import the
+``dagster_kstreams`` the caller imports, not another one installed.
 One JVM in its own session, recorded in a pid file of its state directory; :meth:`stop` signals
 exactly that pid, and only while it still runs that class.
 """
@@ -29,6 +30,7 @@ from dagster_kstreams.spark.session import DEFAULT_CONNECT_PORT
 __all__ = ["LocalConnectServer", "CONNECT_SERVER_CLASS", "DEFAULT_CONNECT_PORT"]
 
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+_PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the directory that holds dagster_kstreams/
 
 
 class LocalConnectServer:
@@ -87,7 +89,11 @@ class LocalConnectServer:
         for key, value in settings.items():
             arguments += ["--conf", f"{key}={value}"]
         arguments.append("spark-internal")
-        environment = {**os.environ, "SPARK_LOCAL_IP": HOST, "PYSPARK_PYTHON": sys.executable}
+        # The server's Python processes start in its state directory: this copy of the package
+        # first on their path, else an installed one (another checkout's, say) would be imported.
+        python_path = os.pathsep.join(filter(None, [str(_PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))
+        environment = {**os.environ, "SPARK_LOCAL_IP": HOST, "PYSPARK_PYTHON": sys.executable,
+                       "PYTHONPATH": python_path}
         with self.log_file.open("ab") as log:
             process = subprocess.Popen(arguments, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                        env=environment, cwd=self.state_dir, start_new_session=True,
