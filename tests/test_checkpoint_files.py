@@ -1,10 +1,12 @@
 """The task directory's files without a JVM, the claim that hands a task to a Connect server's
-writer, and that writer's pickling (what Connect sends to the server)."""
+writer, and that writer's pickling (what Connect sends to the server) and end after a failed batch."""
 
 from __future__ import annotations
 
 import os
 import pickle
+
+import pytest
 
 from dagster_kstreams.kafka.admin import TopicPartition
 from dagster_kstreams.kafka.fencing import TaskFence
@@ -68,3 +70,28 @@ def test_the_remote_writer_is_pickled_with_its_settings_and_never_with_what_it_b
     writer._writer = object()  # what the server built at its first batch (a producer, a lock ...)
     copy = pickle.loads(pickle.dumps(writer))
     assert copy._writer is None and copy.task == TaskId(0, 1) and copy.fence.transactional_id == "app-task-0_1"
+    writer._run_fence = object()
+    assert pickle.loads(pickle.dumps(writer))._run_fence is None
+
+
+class _ClosedFence:
+    closed = False
+
+    def __exit__(self, *exc) -> None:
+        self.closed = True
+
+
+def test_the_remote_writer_closes_its_fence_when_a_batch_fails():
+    """The server stops the writer's process after a failed query without closing anything."""
+    writer = RemoteBatchWriter(
+        "app", TaskId(0, 1), "claim", None, {"bootstrap.servers": "x"}, 30.0, "/state/app/tasks/0_1/checkpoint",
+        "/state/app/tasks/0_1", [TopicPartition("in", 1)], {TopicPartition("in", 1): 0}, None, False, False, None)
+    fence = writer._run_fence = _ClosedFence()
+
+    def failing_batch(batch, batch_id):
+        raise RuntimeError("batch 3 failed")
+
+    writer._writer = failing_batch
+    with pytest.raises(RuntimeError, match="batch 3 failed"):
+        writer(None, 3)
+    assert fence.closed

@@ -204,3 +204,29 @@ def _error_of(call, *args):
     except BaseException as error:  # handed to the test's thread
         return error
     return None
+
+
+@pytest.mark.integration
+def test_a_transaction_that_fails_after_sending_is_aborted_not_left_open(kafka_bootstrap, kafka_admin, unique_topic):
+    """A failure inside a batch's transaction (here the produce function's own, after its records
+    reached the broker) aborts it before it is raised: the last stable offset moves past the
+    records at once, not after transaction.timeout.ms (60 s) as for a transaction left open."""
+    topic, app_id = unique_topic("failed-txn"), unique_topic("failed-txn-app")
+    kafka_admin.create_topics({topic: 1})
+
+    def send_then_fail(producer):
+        producer.produce(topic, key=b"k", value=b"v", partition=0)
+        producer.flush(30)  # in the broker's log, inside the open transaction
+        raise RuntimeError("the batch failed after sending")
+
+    fence = TaskFence(kafka_bootstrap, f"{app_id}-task-0_0", app_id).start()
+    try:
+        with pytest.raises(RuntimeError, match="the batch failed after sending"):
+            fence.commit({(topic, 0): 1}, produce=send_then_fail)
+        deadline = time.monotonic() + 10
+        while kafka_admin.end_offsets(topic, "read_committed") != kafka_admin.end_offsets(topic):
+            assert time.monotonic() < deadline, "the failed transaction was left open"
+            time.sleep(0.1)
+        assert read_topic(kafka_bootstrap, topic, timeout_s=10) == []  # aborted: nothing to read_committed
+    finally:
+        fence.close()

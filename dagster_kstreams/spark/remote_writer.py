@@ -18,6 +18,13 @@ own included, which does not write again), the run's state, and the writer of th
   here, after the writer's init: no older producer can commit anything afterwards.
 * **Progress.** The worker learns it from what is durable: the checkpoint's commit log and the
   group's offsets (:mod:`~dagster_kstreams.spark.committed_progress`), never from this process.
+* **No transaction left open.** The server stops this process once the query has ended, without
+  closing anything. Each batch's transaction is committed before the function returns, and one
+  that fails is aborted (:meth:`~dagster_kstreams.kafka.fencing.TaskFence.commit`) and its
+  producer closed here. A query stopped during a batch lets that batch's function return first
+  (Spark waits for it), so its transaction is committed; the worker cannot make the server's
+  writer refuse a batch that starts as it stops, as a classic run's writer does, and such a batch
+  is written whole, then replayed by the next run without being sent again.
 
 The checkpoint is read with plain file I/O: the state location is a local directory that the
 server sees at the same path (on one machine, or a shared mount).
@@ -74,20 +81,29 @@ class RemoteBatchWriter:
     ordered: bool
     sink: Optional[AtLeastOnceSink]
     _writer: Any = field(default=None, repr=False)
+    _run_fence: Optional[RunFence] = field(default=None, repr=False)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_writer": None}  # built in the server's process, never pickled
+        # Built in the server's process, never pickled.
+        return {**self.__dict__, "_writer": None, "_run_fence": None}
 
     def __call__(self, batch: Any, batch_id: int) -> None:
         if self._writer is None:
             self._writer = self._start()
-        self._writer(batch, batch_id)
+        try:
+            self._writer(batch, batch_id)
+        except BaseException:
+            # The query ends with this failure, and the server then stops this process without
+            # closing anything: the fence's producer is closed here (its transaction, if the
+            # failure left one, was aborted by the fence).
+            self._run_fence.__exit__(None, None, None)
+            raise
 
     def _start(self) -> Any:
         admin = KafkaAdmin(self.kafka_config["bootstrap.servers"],
                            {k: v for k, v in self.kafka_config.items() if k != "bootstrap.servers"})
         admin = admin.waiting_out_outages(self.task_timeout_s)
-        fence = RunFence(self.fence, self.task, self.application_id, admin).__enter__()
+        fence = self._run_fence = RunFence(self.fence, self.task, self.application_id, admin).__enter__()
         claimed = read_claim(checkpoint_files(None, self.task_directory))
         if self.fence is not None and claimed != self.claim:
             fence.__exit__(None, None, None)
