@@ -2,8 +2,9 @@
 
 pyspark runs a process in one mode (classic or Connect), and the test session runs a classic one
 (the ``spark`` fixture), so the Connect side runs here, in a process of its own:
-``python connect_word_count.py SC_URL BOOTSTRAP SOURCE SINK APP_ID STATE GUARANTEE`` runs every
-task one after another (``run_all(parallelism=1)``) and prints its results as one JSON line.
+``python connect_word_count.py SC_URL BOOTSTRAP SOURCE [SINK APP_ID STATE GUARANTEE]...`` runs the
+word count once per group of four arguments, every task one after another (``run_all(parallelism=1)``),
+on one Connect session, and prints their results as one JSON line (a list, in that order).
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ def run(spark, bootstrap: str, source: str, sink: str, app_id: str, state: str, 
 
 
 if __name__ == "__main__":
-    url, bootstrap, source, sink, app_id, state, guarantee = sys.argv[1:8]
+    url, bootstrap, source, *runs = sys.argv[1:]
     session = build_spark_session(url)
     assert is_connect(session)
-    print(json.dumps(run(session, bootstrap, source, sink, app_id, state, guarantee)), flush=True)
+    groups = [runs[start:start + 4] for start in range(0, len(runs), 4)]
+    print(json.dumps([run(session, bootstrap, source, *group) for group in groups]), flush=True)
