@@ -94,6 +94,21 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="session")
+def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Spark Connect server (``local[2]``, the Kafka connector's jars) on a free port, started on
+    first use and stopped at the end of the session: its ``sc://`` URL."""
+    from dagster_kstreams.local.broker import free_port
+    from dagster_kstreams.local.connect_server import LocalConnectServer
+
+    server = LocalConnectServer(tmp_path_factory.mktemp("connect-server"), port=free_port(), cores=2,
+                                stop_with_parent=True)
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
 def spark():
     from dagster_kstreams.spark.session import build_spark_session
 

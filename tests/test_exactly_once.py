@@ -18,6 +18,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -37,7 +38,9 @@ from dagster_kstreams.topology.serdes import Serdes
 REPO = Path(__file__).resolve().parents[1]
 LINES = 1_200
 BATCH = 400
-BASE_TIME = 1_700_000_000_000
+# Within the broker's retention of now, else its retention check may delete them mid-test
+# (tests/connect_word_count.py says how that looks).
+BASE_TIME = int(time.time() * 1000) - 3_600_000
 
 
 def test_the_guarantee_is_checked_where_it_is_set():
@@ -137,8 +140,8 @@ class _PausingRunner(TaskRunner):
         super().__init__(*args, **kwargs)
         self.pause = pause
 
-    def _task_fence(self, task_id):
-        fence = super()._task_fence(task_id)
+    def task_fence(self, task_id):
+        fence = super().task_fence(task_id)
         return _PausingFence(self.kafka_config["bootstrap.servers"], fence.transactional_id, fence.group_id,
                              **self.pause)
 
@@ -201,3 +204,29 @@ def _error_of(call, *args):
     except BaseException as error:  # handed to the test's thread
         return error
     return None
+
+
+@pytest.mark.integration
+def test_a_transaction_that_fails_after_sending_is_aborted_not_left_open(kafka_bootstrap, kafka_admin, unique_topic):
+    """A failure inside a batch's transaction (here the produce function's own, after its records
+    reached the broker) aborts it before it is raised: the last stable offset moves past the
+    records at once, not after transaction.timeout.ms (60 s) as for a transaction left open."""
+    topic, app_id = unique_topic("failed-txn"), unique_topic("failed-txn-app")
+    kafka_admin.create_topics({topic: 1})
+
+    def send_then_fail(producer):
+        producer.produce(topic, key=b"k", value=b"v", partition=0)
+        producer.flush(30)  # in the broker's log, inside the open transaction
+        raise RuntimeError("the batch failed after sending")
+
+    fence = TaskFence(kafka_bootstrap, f"{app_id}-task-0_0", app_id).start()
+    try:
+        with pytest.raises(RuntimeError, match="the batch failed after sending"):
+            fence.commit({(topic, 0): 1}, produce=send_then_fail)
+        deadline = time.monotonic() + 10
+        while kafka_admin.end_offsets(topic, "read_committed") != kafka_admin.end_offsets(topic):
+            assert time.monotonic() < deadline, "the failed transaction was left open"
+            time.sleep(0.1)
+        assert read_topic(kafka_bootstrap, topic, timeout_s=10) == []  # aborted: nothing to read_committed
+    finally:
+        fence.close()

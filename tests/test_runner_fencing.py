@@ -203,8 +203,8 @@ class _PausingRunner(TaskRunner):
         super().__init__(*args, **kwargs)
         self.pauses = pauses
 
-    def _task_fence(self, task_id):
-        fence = super()._task_fence(task_id)
+    def task_fence(self, task_id):
+        fence = super().task_fence(task_id)
         return _PausingFence(self.kafka_config["bootstrap.servers"], fence.transactional_id, fence.group_id,
                              **self.pauses[task_id])
 

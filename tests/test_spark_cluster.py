@@ -23,7 +23,7 @@ from dagster_kstreams.local.spark_cluster import (
 )
 from dagster_kstreams.orchestration.resources import KStreamsSparkResource
 from dagster_kstreams.spark.project_archive import project_archive
-from dagster_kstreams.spark.session import SparkSessionError, build_spark_session, spark_conf
+from dagster_kstreams.spark.session import SparkSessionError, spark_conf
 
 CONNECT = "sc://127.0.0.1:15002"
 
@@ -34,14 +34,10 @@ def _one_line_error(capsys, fragment: str) -> None:
     assert fragment in err[0], err[0]
 
 
-def test_a_spark_connect_master_is_refused_when_the_resource_is_configured_saying_why():
-    with pytest.raises(SparkSessionError) as refused:
-        KStreamsSparkResource(master=CONNECT)
-    message = str(refused.value)
-    assert message.startswith(f"Spark master {CONNECT!r}: Spark Connect cannot run a task: its foreachBatch")
-    assert "\n" not in message and "spark://" in message
-    with pytest.raises(SparkSessionError, match="Spark Connect cannot run a task"):
-        build_spark_session(CONNECT)
+def test_a_spark_connect_master_is_accepted_by_the_resource_and_its_settings_are_the_session_s_only():
+    assert KStreamsSparkResource(master=CONNECT).master == CONNECT
+    settings = spark_conf(CONNECT, {"spark.sql.shuffle.partitions": "3", "spark.ui.enabled": "false"})
+    assert settings == {"spark.remote": CONNECT, "spark.sql.shuffle.partitions": "3"}  # the server's are its own
 
 
 def test_the_resource_checks_a_literal_master_at_configuration_and_leaves_an_env_var_to_the_run():
@@ -51,10 +47,10 @@ def test_the_resource_checks_a_literal_master_at_configuration_and_leaves_an_env
     assert KStreamsSparkResource(master="spark://10.0.0.5:7077").master == "spark://10.0.0.5:7077"
 
 
-def test_dagster_kstreams_run_refuses_a_spark_connect_master_in_one_line(capsys, kafka_bootstrap):
-    assert main(["run", "assets.word_count:build_topology", "--app-id", "connect-refused", "--all",
-                 "--bootstrap-servers", kafka_bootstrap, "--master", CONNECT]) == 1
-    _one_line_error(capsys, "Spark Connect cannot run a task")
+def test_dagster_kstreams_run_names_a_spark_connect_server_nobody_listens_at_in_one_line(capsys, kafka_bootstrap):
+    assert main(["run", "assets.word_count:build_topology", "--app-id", "connect-unreachable", "--all",
+                 "--bootstrap-servers", kafka_bootstrap, "--master", "sc://127.0.0.1:1"]) == 1
+    _one_line_error(capsys, "Spark Connect server 'sc://127.0.0.1:1' is unreachable (127.0.0.1:1: Connection refused)")
 
 
 def test_a_cluster_master_ships_the_project_and_takes_one_core_unless_told():

@@ -19,6 +19,9 @@ Under exactly-once (:mod:`dagster_kstreams.spark.transactional_writer`) there is
 batch's records are sent inside the commit's transaction (``commit(..., produce=...)``), so a
 fenced holder fails at its first send or at the commit, and the coordinator aborts what it sent.
 This producer then writes the task's records: Java-compatible partitioning (murmur2) always.
+A transaction that fails for any other reason is aborted before the failure is raised: left
+open, it would hold back every ``read_committed`` reader of the partitions it wrote until
+``transaction.timeout.ms`` (only a producer that is fatal, stuck or cut off cannot abort).
 
 Both transactions are short (a few milliseconds): holding one open while a batch writes would
 leave the group's offsets pending for the whole write, and readers that ask for stable offsets
@@ -81,6 +84,9 @@ _TRANSIENT_CODES = MOVING | UNREACHABLE | {KafkaError.CONCURRENT_TRANSACTIONS}
 # commit then waits for ever on the decommissioned group coordinator (librdkafka #5511).
 _CLIENT_DEFAULTS = {"metadata.recovery.strategy": "none"}
 _MAX_BACKOFF_S = 1.0
+# How long an abort after a failed transaction is tried: the coordinator aborts it anyway after
+# transaction.timeout.ms, or at the task's next start.
+_ABORT_AFTER_FAILURE_S = 10.0
 
 
 # The producer also writes a task's records under exactly-once: batch the sends of a whole
@@ -234,12 +240,18 @@ class TaskFence:
         while True:
             try:
                 self._call(lambda remaining: producer.begin_transaction(), what, deadline)
-                if produce is not None:
-                    self._produce(produce, producer, what)
-                self._call(lambda remaining: producer.send_offsets_to_transaction(
-                    partitions, self._group_metadata, remaining), what, deadline)
-                end = producer.commit_transaction if commit else producer.abort_transaction
-                self._call(end, what, deadline)
+                try:
+                    if produce is not None:
+                        self._produce(produce, producer, what)
+                    self._call(lambda remaining: producer.send_offsets_to_transaction(
+                        partitions, self._group_metadata, remaining), what, deadline)
+                    end = producer.commit_transaction if commit else producer.abort_transaction
+                    self._call(end, what, deadline)
+                except (_AbortAndRetry, ProducerFencedError):
+                    raise  # aborted below; or by the coordinator, when the newer producer started
+                except BaseException:
+                    self._abort_after_failure(producer, what)
+                    raise
                 return
             except _AbortAndRetry as abortable:
                 self._call(producer.abort_transaction, f"{what} (aborting)", deadline)
@@ -247,6 +259,18 @@ class TaskFence:
                     raise FenceTimeoutError(self._unanswered(what, abortable.detail)) from abortable
             finally:
                 _serve_logs(producer)
+
+    def _abort_after_failure(self, producer: Producer, what: str) -> None:
+        """Abort the open transaction after a failure (a send, a Kafka error, the produce function's
+        own exception): left open, it would hold the last stable offset of every partition it wrote
+        (``read_committed`` readers, downstream tasks among them, wait) until the coordinator's
+        ``transaction.timeout.ms`` or the task's next start. Best effort: a fatal, stuck or
+        unreachable producer cannot abort, and the failure being raised says more."""
+        try:
+            self._call(producer.abort_transaction, f"{what} (aborting after a failure)",
+                       time.monotonic() + min(self.timeout_s, _ABORT_AFTER_FAILURE_S))
+        except Exception as error:  # the caller raises the first failure
+            log.info("%s for %r: the transaction could not be aborted: %s", what, self.transactional_id, error)
 
     def _produce(self, produce: Callable[[Producer], None], producer: Producer, what: str) -> None:
         """``produce(producer)`` inside the open transaction, its Kafka errors classified as the

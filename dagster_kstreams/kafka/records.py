@@ -4,6 +4,9 @@
 the same murmur2 as Java clients) unless a partition is given, so data produced here lands where
 Kafka Streams' or Spark's producers would put it. ``read_topic`` reads every partition from the
 beginning up to the end offsets seen when it starts, with no consumer group (nothing committed).
+Records the broker deleted (retention, ``delete_records``) before or while they are read are
+skipped, not waited for: a reader starts at the log's start offset, and is moved there again
+if the log is cut under it.
 """
 
 from __future__ import annotations
@@ -16,6 +19,10 @@ from typing import Any, Optional
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 __all__ = ["Record", "produce", "read_topic", "read_from", "final_values"]
+
+# Where a reader goes when its offset is no longer in the log (records deleted by retention or
+# delete_records): librdkafka's default is the end, where no record comes to say it got there.
+_FROM_THE_LOG_START = {"auto.offset.reset": "earliest"}
 
 
 @dataclass(frozen=True)
@@ -86,6 +93,7 @@ def read_topic(
         "group.id": "dagster-kstreams-reader",  # required by librdkafka; nothing is committed
         "enable.auto.commit": False,
         "enable.partition.eof": False,
+        **_FROM_THE_LOG_START,
         **(config or {}),
     })
     try:
@@ -93,14 +101,14 @@ def read_topic(
         if topic not in metadata.topics or metadata.topics[topic].error is not None:
             raise KafkaException(f"topic {topic!r} does not exist")
         partitions = sorted(metadata.topics[topic].partitions)
-        ends = {}
+        ends, starts = {}, {}
         for partition in partitions:
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
             if high > low:
-                ends[partition] = high
+                ends[partition], starts[partition] = high, low
         if not ends:
             return []
-        consumer.assign([TopicPartition(topic, partition, 0) for partition in ends])
+        consumer.assign([TopicPartition(topic, partition, starts[partition]) for partition in ends])
         records = _consume_until(consumer, {(topic, p): end for p, end in ends.items()}, timeout_s)
         records.sort(key=lambda record: (record.partition, record.offset))
         return records
@@ -119,6 +127,7 @@ def read_from(
         "bootstrap.servers": bootstrap_servers,
         "group.id": "dagster-kstreams-reader",
         "enable.auto.commit": False,
+        **_FROM_THE_LOG_START,
         **(config or {}),
     })
     try:
@@ -139,7 +148,8 @@ def read_from(
 def _consume_until(consumer: Consumer, ends: Mapping[tuple[str, int], int], timeout_s: float) -> list[Record]:
     """The assigned partitions' records before ``ends``. A partition is done when the consumer's
     position reaches its end: on a transactional topic the last offsets are commit markers and
-    aborted records, which are never delivered but do move the position."""
+    aborted records, which are never delivered but do move the position. Or when the broker
+    deleted every record before its end: then no record comes to move the position at all."""
     records: list[Record] = []
     done: set[tuple[str, int]] = set()
     deadline = time.monotonic() + timeout_s
@@ -147,7 +157,8 @@ def _consume_until(consumer: Consumer, ends: Mapping[tuple[str, int], int], time
         if time.monotonic() > deadline:
             raise TimeoutError(f"reading {sorted(ends)}: {sorted(done)} reached their end offsets {dict(ends)} "
                                f"in {timeout_s}s")
-        for message in consumer.consume(1000, timeout=0.2):
+        messages = consumer.consume(1000, timeout=0.2)
+        for message in messages:
             if message.error() is not None:
                 raise KafkaException(message.error())
             tp = (message.topic(), message.partition())
@@ -157,7 +168,14 @@ def _consume_until(consumer: Consumer, ends: Mapping[tuple[str, int], int], time
         for position in consumer.position([TopicPartition(topic, partition) for topic, partition in ends]):
             if position.offset >= ends[(position.topic, position.partition)]:
                 done.add((position.topic, position.partition))
+        if not messages:  # idle: a partition may have been emptied under the reader
+            done.update(tp for tp in ends if tp not in done and _log_start(consumer, tp) >= ends[tp])
     return records
+
+
+def _log_start(consumer: Consumer, tp: tuple[str, int]) -> int:
+    low, _high = consumer.get_watermark_offsets(TopicPartition(*tp), timeout=10, cached=False)
+    return low
 
 
 def final_values(records: Iterable[Record], key_decoder=None, value_decoder=None) -> dict:

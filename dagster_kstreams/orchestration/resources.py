@@ -121,8 +121,8 @@ class KStreamsSparkResource(PySparkResource):
     """dagster-pyspark's ``PySparkResource`` with Spark's Kafka connector on the classpath.
 
     ``master`` is ``local[*]`` by default; any master Spark accepts works (``spark://``, ``k8s://``,
-    ``yarn``) but Spark Connect (``sc://``), which is refused here, when the resource is configured
-    (README, "Beyond one machine"). ``spark_config`` takes any ``spark.*`` setting; ``spark.jars`` is
+    ``yarn``), and a Spark Connect server (``sc://HOST:PORT``: README, "Beyond one machine"); a URL
+    Spark would not take fails when the resource is configured. ``spark_config`` takes any ``spark.*`` setting; ``spark.jars`` is
     merged with the connector's jars, which are resolved when a run starts (not when definitions load).
     """
 
@@ -134,7 +134,7 @@ class KStreamsSparkResource(PySparkResource):
     @field_validator("master", mode="before")
     @classmethod
     def _a_master_spark_accepts(cls, master: str) -> str:
-        # Checked when configured, so that sc:// or a typo fails at load, not in each worker run;
+        # Checked when configured, so that a typo fails at load, not in each worker run;
         # an EnvVar is only known at run time, where spark_conf checks it.
         return master if isinstance(master, EnvVar) else check_master(master)
 

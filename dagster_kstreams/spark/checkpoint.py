@@ -4,9 +4,9 @@ Layout: ``<state_location>/<application_id>/tasks/<task_id>/checkpoint``. The ch
 the task's source offsets (``offsets/<batch>``, written before a batch runs; ``commits/<batch>``,
 written after it succeeded) and its RocksDB state store snapshots (``state/``), so that the task
 continues exactly where it stopped in whatever process or machine runs it next, as long as that
-one sees the same location. ``state_location`` may be a local directory or any Hadoop-compatible
-URI (``hdfs://``, ``s3a://``, ``abfss://`` ...): files are read through Spark's own Hadoop
-FileSystem, never with Python's ``open``.
+one sees the same location. ``state_location`` may be a local directory (read with plain file
+I/O) or any Hadoop-compatible URI (``hdfs://``, ``s3a://``, ``abfss://`` ...: read through Spark's
+own Hadoop FileSystem): :mod:`~dagster_kstreams.spark.checkpoint_files`.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 
 from dagster_kstreams.base.home import state_home
 from dagster_kstreams.kafka.admin import TopicPartition
+from dagster_kstreams.spark.checkpoint_files import checkpoint_files, local_path
 from dagster_kstreams.spark.errors import used_concurrently
 from dagster_kstreams.topology.task_id import TaskId
 
@@ -50,7 +51,7 @@ def normalize_location(location: str) -> str:
 
 def on_local_file_system(location: str) -> bool:
     """Whether ``location`` is a directory of the local file system (a path or a ``file:`` URI)."""
-    return not _is_uri(location) or location.startswith("file:")
+    return local_path(location) is not None
 
 
 def task_directory(state_location: str, application_id: str, task_id: TaskId | str) -> str:
@@ -79,37 +80,27 @@ def start_on_checkpoint(writer: Any) -> Any:
 
 
 class CheckpointReader:
-    """Reads a streaming checkpoint through the JVM's Hadoop FileSystem (any URI scheme)."""
+    """Reads a streaming checkpoint (:mod:`~dagster_kstreams.spark.checkpoint_files`: plain file I/O
+    for a local directory, else Hadoop's FileSystem through ``spark``)."""
 
-    def __init__(self, spark: "SparkSession", checkpoint: str):
+    def __init__(self, spark: Optional["SparkSession"], checkpoint: str):
         self.checkpoint = checkpoint
-        jvm = spark.sparkContext._jvm
-        self._jvm = jvm
-        self._hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
-        # Resolved once: each lookup of a JVM class through Py4J is a round trip, and these
-        # run between every two micro-batches.
-        self._path_class = jvm.org.apache.hadoop.fs.Path
-        self._read_all = jvm.org.apache.commons.io.IOUtils.toString
-        self._fs = self._path_class(checkpoint).getFileSystem(self._hadoop_conf)
+        self.files = checkpoint_files(spark, checkpoint)
 
-    def _path(self, *parts: str):
-        return self._path_class("/".join([self.checkpoint, *parts]))
+    def _path(self, *parts: str) -> str:
+        return self.files.join(*parts)
 
     def _batch_ids(self, directory: str) -> list[int]:
-        path = self._path(directory)
-        if not self._fs.exists(path):
-            return []
-        ids = []
-        for status in self._fs.listStatus(path):
-            name = status.getPath().getName()
-            if name.isdigit():
-                ids.append(int(name))
-        return sorted(ids)
+        return sorted(int(name) for name in self.files.names(self._path(directory)) if name.isdigit())
 
     def last_committed_batch(self) -> Optional[int]:
         """The last batch whose output and state were committed, or None for a new checkpoint."""
         ids = self._batch_ids("commits")
         return ids[-1] if ids else None
+
+    def committed_batches(self, after: Optional[int]) -> list[int]:
+        """The batches of the commit log after batch ``after`` (all of them for None), in order."""
+        return [batch for batch in self._batch_ids("commits") if after is None or batch > after]
 
     def batch_end_offsets(self, batch: int, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
         """End offsets of batch ``batch`` for those of ``partitions`` the offset log has."""
@@ -126,24 +117,16 @@ class CheckpointReader:
         ``offsets/`` (a temporary and a checksum file, no batch): Spark would take the checkpoint for
         a new one and refuse to start on a non-empty offset log (``STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY``).
         Only when the log holds no batch: then nothing in it is progress."""
-        directory = self._path("offsets")
-        if self._batch_ids("offsets") or not self._fs.exists(directory):
+        if self._batch_ids("offsets"):
             return
-        for status in self._fs.listStatus(directory):
-            self._fs.delete(status.getPath(), True)
+        for name in self.files.names(self._path("offsets")):
+            self.files.delete(self._path("offsets", name))
 
     def query_id(self) -> Optional[str]:
         """The id Spark gave the checkpoint's query (kept across restarts), or None before its first start."""
-        if not self._fs.exists(self._path("metadata")):
+        if not self.files.exists(self._path("metadata")):
             return None
-        return json.loads(self._read_text("metadata")).get("id")
-
-    def _read_text(self, *parts: str) -> str:
-        stream = self._fs.open(self._path(*parts))
-        try:
-            return self._read_all(stream, "UTF-8")
-        finally:
-            stream.close()
+        return json.loads(self.files.read_text(self._path("metadata"))).get("id")
 
     def committed_source_offsets(self) -> dict[tuple[str, int], int]:
         """End offsets of the last committed batch: ``{(topic, partition): next offset}``.
@@ -158,7 +141,7 @@ class CheckpointReader:
 
     def batch_source_offsets(self, batch: int) -> dict[tuple[str, int], int]:
         """End offsets of batch ``batch`` from the offset log (written before the batch runs)."""
-        lines = self._read_text("offsets", str(batch)).splitlines()
+        lines = self.files.read_text(self._path("offsets", str(batch))).splitlines()
         offsets: dict[tuple[str, int], int] = {}
         for line in lines[2:]:
             line = line.strip()
@@ -180,35 +163,24 @@ class WriteIntents:
     Files live next to the checkpoint (``<task>/intents/<batch>``) and are written atomically.
     """
 
-    def __init__(self, spark: "SparkSession", task_dir: str):
-        self._reader = CheckpointReader(spark, task_dir)
-        self._jvm = self._reader._jvm
-        self._fs = self._reader._fs
+    def __init__(self, spark: Optional["SparkSession"], task_dir: str):
+        self.files = checkpoint_files(spark, task_dir)
         self._listed = False  # whether intents left by earlier runs have been looked for
         self._written: set[int] = set()
 
     def read(self, batch: int) -> Optional[dict[tuple[str, int], int]]:
-        path = self._reader._path("intents", str(batch))
-        if not self._fs.exists(path):
+        path = self.files.join("intents", str(batch))
+        if not self.files.exists(path):
             return None
         try:
-            entries = json.loads(self._reader._read_text("intents", str(batch)))
+            entries = json.loads(self.files.read_text(path))
         except ValueError:
             return None  # torn write: the batch had not started writing
         return {(entry["topic"], int(entry["partition"])): int(entry["offset"]) for entry in entries}
 
     def write(self, batch: int, offsets: dict[tuple[str, int], int]) -> None:
         text = json.dumps([{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(offsets.items())])
-        final = self._reader._path("intents", str(batch))
-        temporary = self._reader._path("intents", f".{batch}.tmp")
-        stream = self._fs.create(temporary, True)
-        try:
-            stream.write(bytearray(text.encode("utf-8")))
-        finally:
-            stream.close()
-        self._fs.delete(final, False)
-        if not self._fs.rename(temporary, final):
-            raise OSError(f"could not write the write intent of batch {batch} under {self._reader.checkpoint}")
+        self.files.write_text(self.files.join("intents", str(batch)), text)
         self._written.add(batch)
 
     def forget_before(self, batch: int) -> None:
@@ -218,12 +190,7 @@ class WriteIntents:
         deletes the intents it wrote itself, without listing again."""
         if not self._listed:
             self._listed = True
-            directory = self._reader._path("intents")
-            if self._fs.exists(directory):
-                for status in self._fs.listStatus(directory):
-                    name = status.getPath().getName()
-                    if name.isdigit():
-                        self._written.add(int(name))
+            self._written.update(int(name) for name in self.files.names(self.files.join("intents")) if name.isdigit())
         for old in sorted(b for b in self._written if b < batch):
-            self._fs.delete(self._reader._path("intents", str(old)), False)
+            self.files.delete(self.files.join("intents", str(old)))
             self._written.discard(old)

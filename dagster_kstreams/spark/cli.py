@@ -22,7 +22,8 @@ from dagster_kstreams.base.cli_options import CommandError, key_value
 from dagster_kstreams.base.environment import BOOTSTRAP_SERVERS_ENV_VAR, DEFAULT_BOOTSTRAP_SERVERS, bootstrap_servers
 from dagster_kstreams.spark.client_timeouts import DEFAULT_TASK_TIMEOUT_S
 from dagster_kstreams.spark.errors import TaskFailedError
-from dagster_kstreams.spark.session import build_spark_session, check_master
+from dagster_kstreams.spark.jvm import set_log_level
+from dagster_kstreams.spark.session import build_spark_session, check_master, check_master_reachable
 from dagster_kstreams.spark.strategies import DEFAULT_STATELESS_PASS, STATELESS_PASS_PLACES
 from dagster_kstreams.spark.task_result import TaskProgress, TaskResult
 from dagster_kstreams.spark.task_runner import TaskRunner
@@ -105,6 +106,7 @@ def _run_tasks(args: argparse.Namespace) -> int:
         raise CommandError("name tasks with --task (e.g. --task 1_3) or run them all with --all")
     check_application_id(args.app_id)  # the cheap checks before Spark starts
     check_master(args.master)
+    check_master_reachable(args.master)  # a master or Connect server nobody listens at: said before the rest
     target, _module = _find_topology(args.topology)
     kafka_config = {"bootstrap.servers": args.bootstrap_servers or bootstrap_servers(), **dict(args.kafka_config)}
     topology = _built_without_spark(args.topology, target)
@@ -119,7 +121,7 @@ def _run_tasks(args: argparse.Namespace) -> int:
     # Workers must run this interpreter (with pandas and pyarrow), not whatever `python3` is.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = build_spark_session(args.master, spark_conf, app_name=f"dagster-kstreams-{args.app_id}")
-    spark.sparkContext.setLogLevel(log_level)
+    set_log_level(spark, log_level)
     try:
         runner = _runner(args, topology or _build_topology(args.topology, target), kafka_config, spark)
         if args.all:

@@ -6,7 +6,12 @@ import re
 
 from dagster_kstreams.topology.task_id import TaskId
 
-__all__ = ["TaskFailedError", "TaskFencedError", "failure_reason", "used_concurrently"]
+__all__ = ["SparkSessionError", "TaskFailedError", "TaskFencedError", "failure_reason", "used_concurrently"]
+
+
+class SparkSessionError(RuntimeError):
+    """Spark could not be configured or started, or a session cannot do what was asked of it; the
+    message names the setting at fault."""
 
 
 class TaskFailedError(RuntimeError):

@@ -42,4 +42,7 @@ def _observed(report: Any) -> dict[str, int]:
     if row is None:
         return {}
     values = row.asDict() if hasattr(row, "asDict") else dict(row)
+    if set(values) == {"values", "schema"}:
+        # A Spark Connect client gets the row as Spark's JSON of it: its values beside its schema.
+        values = dict(zip((field["name"] for field in values["schema"]["fields"]), values["values"]))
     return {topic: int(count or 0) for topic, count in values.items() if topic != _ALL and count}

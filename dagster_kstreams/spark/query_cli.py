@@ -27,6 +27,7 @@ from pyspark.sql import SparkSession
 from dagster_kstreams.base.cli_options import CommandError, add_kafka_options, kafka_settings, key_value
 from dagster_kstreams.kafka.admin import KafkaAdmin
 from dagster_kstreams.spark.checkpoint import default_state_location
+from dagster_kstreams.spark.jvm import set_log_level
 from dagster_kstreams.spark.session import build_spark_session
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.spark.state_location import TaskStateLocation, is_local_location
@@ -105,7 +106,7 @@ def _query(args: argparse.Namespace) -> int:
     started_here = SparkSession.getActiveSession() is None  # else: the caller's session, left running
     spark = build_spark_session(args.master, {"spark.ui.enabled": "false", **dict(args.spark_conf)},
                                 app_name=f"dagster-kstreams-query-{app_id}")
-    spark.sparkContext.setLogLevel("ERROR")
+    set_log_level(spark, "ERROR")
     try:
         if not TaskStateLocation(location, app_id, spark).exists():
             raise no_state

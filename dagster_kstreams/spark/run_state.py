@@ -190,6 +190,14 @@ class RunState:
             counts, self._records_out = self._records_out, {}
         return counts
 
+    def batch_done_elsewhere(self, batch_id: int, batch_offsets: Mapping[TopicPartition, int],
+                             busy_seconds: float) -> None:
+        """A batch written in another process (the Connect server's writer), learnt from the
+        checkpoint's commit log: counted as :meth:`batch_done`, with the time Spark says it took."""
+        with self._lock:
+            self.busy_seconds += busy_seconds
+        self.batch_done(batch_id, batch_offsets)
+
     @property
     def records_since_window(self) -> int:
         return self.records_in - self._window[1]

@@ -38,6 +38,7 @@ from typing import Any, Optional
 from dagster_kstreams.kafka.admin import KafkaAdmin
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.spark.batch_writer import ended_as_asked
+from dagster_kstreams.spark.committed_progress import CommittedProgress
 from dagster_kstreams.spark.errors import TaskFailedError, failure_reason, used_concurrently
 from dagster_kstreams.spark.metrics import records_written_since
 from dagster_kstreams.spark.run_state import RunFence, RunState
@@ -59,13 +60,17 @@ class RunningTask:
     """One task's running query (see the module docstring)."""
 
     def __init__(self, application_id: str, query: Any, run: RunState, fence: RunFence, admin: KafkaAdmin,
-                 source_topics: list[str], on_exit: Any, start_again: Optional[Callable[[], Any]] = None):
+                 source_topics: list[str], on_exit: Any, start_again: Optional[Callable[[], Any]] = None,
+                 committed: Optional[CommittedProgress] = None):
         self.application_id = application_id
         self.task = run.task
         self._query, self._run, self._fence, self._admin = query, run, fence, admin
         self._source_topics = source_topics
         self._on_exit = on_exit  # called once the query has stopped and the fence is closed
         self._start_again = start_again  # a new query on the task's checkpoint (None: without fencing)
+        # Batches written in another process (Spark Connect), read back from the checkpoint; None:
+        # the run's own writer counts them as they are written.
+        self._committed = committed
         self._starts_left = _STARTS_AGAIN
         self._failed: Optional[TaskFailedError] = None  # starting again failed
         self.started = run.started
@@ -82,18 +87,25 @@ class RunningTask:
         input rows, per-phase durations, state store metrics), oldest first."""
         return list(self._query.recentProgress)
 
+    def _refresh(self) -> None:
+        if self._committed is not None:
+            self._committed.refresh(self._query)
+
     @property
     def reached_max_records(self) -> bool:
+        self._refresh()
         return self._run.max_records is not None and self._run.records_in >= self._run.max_records
 
     @property
     def records_since_report(self) -> int:
         """Records processed since the last :meth:`take_result`."""
+        self._refresh()
         return self._run.records_since_window
 
     @property
     def processed(self) -> dict:
         """The next offset to process per assigned partition (what the group holds)."""
+        self._refresh()
         return dict(self._run.processed)
 
     def failure(self) -> Optional[TaskFailedError]:
@@ -140,6 +152,7 @@ class RunningTask:
         """What the task processed since the last call (or its start): offsets, records in and
         out, batches, and ``seconds``: by default the time its batches took (busy time, so
         records per second is its capacity). ``lag_left``: against the end offsets now."""
+        self._refresh()
         window = self._run.take_window()
         records_out, self._reported_batch = records_written_since(self._query, self._reported_batch)
         for topic, count in self._run.take_records_out().items():  # a pass on the driver counts its own
@@ -161,9 +174,14 @@ class RunningTask:
         :meth:`failure` says which)."""
         while True:
             try:
-                self._query.awaitTermination()
+                if self._committed is None:
+                    self._query.awaitTermination()
+                else:  # batches written elsewhere: their progress is read back as they commit
+                    while not self._query.awaitTermination(0.5):
+                        self._refresh()
             except Exception:  # StreamingQueryException: failure() reads it from the query
                 pass
+            self._refresh()
             if not self._started_again():
                 return
 
@@ -184,6 +202,7 @@ class RunningTask:
                     time.sleep(0.01)
                 self._query.stop()
         finally:
+            self._refresh()
             self.close()
 
     def close(self) -> None:

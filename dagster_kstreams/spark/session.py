@@ -20,6 +20,8 @@ from pyspark.sql import SparkSession
 
 from dagster_kstreams.base.jars import jar_paths
 from dagster_kstreams.spark.class_archive import java_options
+from dagster_kstreams.spark.errors import SparkSessionError
+from dagster_kstreams.spark.jvm import classic_session_runs, honor_pyspark_python, running_jars
 from dagster_kstreams.spark.project_archive import project_archive
 
 DEFAULT_MASTER = "local[*]"
@@ -36,10 +38,6 @@ CONNECTOR_JAR_PREFIX = "spark-sql-kafka-0-10_"
 CHECKPOINT_FILE_CONTEXT = {"spark.hadoop.fs.AbstractFileSystem.file.impl": "org.apache.hadoop.fs.local.RawLocalFs"}
 
 
-class SparkSessionError(RuntimeError):
-    """Spark could not be configured or started; the message names the setting at fault."""
-
-
 # The master URL forms Spark itself accepts (SparkMasterRegex, SparkSubmit); checked here so
 # that a typo is one clear error instead of a JVM stack trace from the gateway.
 _MASTER_FORMS = (
@@ -50,15 +48,12 @@ _MASTER_FORMS = (
     re.compile(r"spark://.+"),
     re.compile(r"k8s://.+"),
     re.compile(r"yarn"),
+    re.compile(r"sc://[^/:;]+(:[0-9]+)?/?(;.*)?"),
 )
 
 
-# Why a task cannot run through Spark Connect (README, "Beyond one machine"): said in one line.
-SPARK_CONNECT_REFUSAL = (
-    "Spark Connect cannot run a task: its foreachBatch function runs in a Python process of the Connect "
-    "server, away from the worker's fencing producer, offset commits and reports, and a Connect session "
-    "has no SparkContext for the checkpoint reads; use local[...], spark://, k8s:// or yarn"
-)
+# Spark Connect's port when an sc:// URL names none (pyspark's ChannelBuilder.default_port()).
+DEFAULT_CONNECT_PORT = 15002
 # Cores one worker run's application takes on a standalone cluster unless spark.cores.max says
 # otherwise: Spark's default is every free core, so the first application (a standby, say) would
 # leave none to the next worker run, whose tasks would then wait for executors indefinitely.
@@ -71,34 +66,45 @@ def _is_local_master(master: str) -> bool:
     return master == "local" or master.startswith(("local[", "local-cluster["))
 
 
+def is_connect_master(master: str) -> bool:
+    """A Spark Connect server's URL (``sc://HOST[:PORT][/;param=value...]``) rather than a master's."""
+    return master.startswith("sc://")
+
+
 def check_master(master: str) -> str:
-    if master.startswith("sc://"):
-        raise SparkSessionError(f"Spark master {master!r}: {SPARK_CONNECT_REFUSAL}")
     if not any(form.fullmatch(master) for form in _MASTER_FORMS):
         raise SparkSessionError(
             f"Spark master {master!r} is not a master URL Spark accepts: use local, local[N], local[*], "
-            "local[N,F], local-cluster[N,C,M], spark://HOST:PORT, k8s://HOST:PORT or yarn"
+            "local[N,F], local-cluster[N,C,M], spark://HOST:PORT, k8s://HOST:PORT, yarn or sc://HOST[:PORT]"
         )
     return master
 
 
 def check_master_reachable(master: str, timeout_s: float = 3.0) -> None:
-    """For a standalone master (``spark://HOST:PORT[,HOST:PORT...]``): something accepts a connection
-    at one of its addresses. Spark itself would retry for a minute, print a stack trace a try, and
-    end with "Cannot call methods on a stopped SparkContext"."""
-    if not master.startswith("spark://"):
+    """For a standalone master (``spark://HOST:PORT[,HOST:PORT...]``) or a Spark Connect server
+    (``sc://HOST[:PORT]``): something accepts a connection at one of its addresses. Spark itself
+    would retry for a minute (Connect: until its own deadline), print a stack trace a try, and end
+    with "Cannot call methods on a stopped SparkContext"."""
+    if is_connect_master(master):
+        address = master[len("sc://"):].split("/")[0].split(";")[0]
+        addresses = [address if ":" in address else f"{address}:{DEFAULT_CONNECT_PORT}"]
+        what = "Spark Connect server"
+    elif master.startswith("spark://"):
+        addresses = [address.strip() for address in master[len("spark://"):].split(",")]
+        what = "Spark master"
+    else:
         return
     failures = []
-    for address in master[len("spark://"):].split(","):
-        host, _, port = address.strip().rpartition(":")
+    for address in addresses:
+        host, _, port = address.rpartition(":")
         if not host or not port.isdigit():
-            raise SparkSessionError(f"Spark master {master!r}: {address!r} is not HOST:PORT")
+            raise SparkSessionError(f"{what} {master!r}: {address!r} is not HOST:PORT")
         try:
             socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
             return
         except OSError as error:
             failures.append(f"{address}: {error.strerror or error}")
-    raise SparkSessionError(f"Spark master {master!r} is unreachable ({'; '.join(failures)}): is a Spark master "
+    raise SparkSessionError(f"{what} {master!r} is unreachable ({'; '.join(failures)}): is a {what} "
                             "running there?")
 
 
@@ -118,6 +124,11 @@ def spark_conf(
         if not key.startswith("spark."):
             raise SparkSessionError(f"Spark setting {key!r} must start with 'spark.'")
     check_master(master)
+    if is_connect_master(master):
+        # The Connect server is its own application: its jars (the Kafka connector), Python and
+        # driver options are set where it starts (README, "Spark Connect"); a session can set its
+        # SQL settings only (Connect warns of each other one and ignores it).
+        return {"spark.remote": master, **{key: value for key, value in user_conf.items() if key.startswith("spark.sql.")}}
     settings: dict[str, str] = {"spark.master": master, "spark.app.name": app_name, **CHECKPOINT_FILE_CONTEXT}
     if _is_local_master(master):
         # Local mode on a laptop or CI box: stay on loopback, and run Python workers with this
@@ -165,6 +176,8 @@ def build_spark_session(
     """
     settings = spark_conf(master, conf, app_name, jars_home)
     check_master_reachable(master)
+    if is_connect_master(master):
+        return _connect_session(master, settings)
     if _is_local_master(master):
         # Without it Spark's JVM binds to the host's first interface when the hostname
         # resolves to loopback; local mode needs nothing but 127.0.0.1.
@@ -176,8 +189,7 @@ def build_spark_session(
         session = builder.getOrCreate()
     except Exception as error:  # Py4JJavaError, PySparkRuntimeError: report the master, briefly
         raise SparkSessionError(f"Spark could not start with master {master!r}: {_first_line(error)}") from error
-    running_jars = session.sparkContext.getConf().get("spark.jars", "")
-    if CONNECTOR_JAR_PREFIX not in running_jars:
+    if CONNECTOR_JAR_PREFIX not in running_jars(session):
         raise SparkSessionError(
             "a SparkSession already runs in this process without the Kafka connector in spark.jars; "
             "stop it (spark.stop()) before calling build_spark_session"
@@ -186,17 +198,25 @@ def build_spark_session(
     return session
 
 
-def honor_pyspark_python(spark) -> None:
-    """Run Python workers with ``spark.pyspark.python`` when the session sets it.
+def _connect_session(master: str, settings: Mapping[str, str]) -> SparkSession:
+    """A Spark Connect session on the server at ``master``, with the SQL settings of ``settings``.
 
-    A driver started from a plain Python process (not spark-submit) takes its workers'
-    interpreter from ``$PYSPARK_PYTHON`` only, else a bare ``python3`` that may lack pandas and
-    pyarrow; the conf setting would be silently ignored.
-    """
-    context = spark.sparkContext
-    configured = context.getConf().get("spark.pyspark.python", None)
-    if configured and getattr(context, "pythonExec", configured) != configured:
-        context.pythonExec = configured
+    pyspark runs a process in one mode: once a Connect session is built, its functions
+    (``pyspark.sql.functions``) build Connect expressions, and a classic session's DataFrames
+    can no longer use them; before, they build JVM columns. So a process where a classic session
+    runs is refused, in one line."""
+    if classic_session_runs():
+        raise SparkSessionError(f"Spark Connect server {master!r}: a classic SparkSession already runs in this "
+                                "process, and pyspark runs one process in one mode; stop it (spark.stop()) or "
+                                "use Spark Connect from another process")
+    builder = SparkSession.builder.remote(master)
+    for key, value in settings.items():
+        if key != "spark.remote":
+            builder = builder.config(key, value)
+    try:
+        return builder.getOrCreate()
+    except Exception as error:  # SparkConnectGrpcException, PySparkRuntimeError: one line
+        raise SparkSessionError(f"Spark Connect server {master!r} could not be used: {_first_line(error)}") from error
 
 
 def _first_line(error: BaseException) -> str:

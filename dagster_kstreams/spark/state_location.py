@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dagster_kstreams.spark.checkpoint import normalize_location, task_directory
+from dagster_kstreams.spark.jvm import hadoop_file_system
 
 __all__ = ["TaskStateLocation", "is_local_location"]
 
@@ -69,6 +70,5 @@ class TaskStateLocation:
         return tasks
 
     def _hadoop(self, location: str) -> tuple[Any, Any]:
-        jvm = self._spark.sparkContext._jvm
-        path = jvm.org.apache.hadoop.fs.Path(location)
-        return path.getFileSystem(self._spark.sparkContext._jsc.hadoopConfiguration()), path
+        file_system, path_class, _ = hadoop_file_system(self._spark, location)
+        return file_system, path_class(location)

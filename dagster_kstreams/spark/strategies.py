@@ -311,12 +311,12 @@ def configure_session(session: SparkSession, state_partitions: int, arrow_batch_
     session.conf.set("spark.sql.shuffle.partitions", str(state_partitions))
     # Spark would otherwise add a no-op batch; Kafka Streams has no such thing.
     session.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")
-    if not session.sparkContext.getConf().contains(POLLING_DELAY):
+    if session.conf.get(POLLING_DELAY, None) is None:
         # A query with nothing new asks Kafka for end offsets again after this (Spark: 10 ms). Four
         # idle tasks kept 45% of a core busy in the JVM at 10 ms, 18% at 100 ms (and the broker
         # answered each ask); a record that arrives meanwhile waits at most this much longer.
         session.conf.set(POLLING_DELAY, IDLE_POLLING_DELAY)
-    if on_local_file_system(state_location) and not session.sparkContext.getConf().contains(CHECKPOINT_FILE_MANAGER):
+    if on_local_file_system(state_location) and session.conf.get(CHECKPOINT_FILE_MANAGER, None) is None:
         # Spark's default manager writes through Hadoop's FileContext, whose local rename looks at
         # the source, the target and its parent through `readlink` processes forked without
         # Hadoop's native library; FileSystem's rename does not: an offset or commit log write in

@@ -20,6 +20,7 @@ from dagster_kstreams.spark.checkpoint import CheckpointReader, WriteIntents, st
 from dagster_kstreams.spark.client_timeouts import sink_timeouts, source_timeouts
 from dagster_kstreams.spark.errors import TaskFailedError, failure_reason
 from dagster_kstreams.spark.metrics import observe_outputs
+from dagster_kstreams.spark.remote_writer import AtLeastOnceSink, RemoteBatchWriter
 from dagster_kstreams.spark.run_state import RunState
 from dagster_kstreams.spark.source import kafka_source, on_state_partitions
 from dagster_kstreams.spark.strategies import configure_session, strategy_for
@@ -31,10 +32,12 @@ __all__ = ["start_task_query"]
 
 def start_task_query(runner: Any, session: Any, checkpoint_reader: CheckpointReader, run: RunState,
                      starting: Optional[dict[TopicPartition, int]], checkpoint: str, trigger: Trigger,
-                     max_records_per_batch: Optional[int], replayed: Optional[int]) -> Any:
+                     max_records_per_batch: Optional[int], replayed: Optional[int],
+                     claim: Optional[str] = None) -> Any:
     """Start the query of ``run``'s task on ``session`` (``runner``: the
     :class:`~dagster_kstreams.spark.task_runner.TaskRunner` that calls this); a failure to start
-    is one :class:`~dagster_kstreams.spark.errors.TaskFailedError` line."""
+    is one :class:`~dagster_kstreams.spark.errors.TaskFailedError` line. ``claim``: the run's claim
+    of the task when its batches are written in a Spark Connect server (:mod:`.remote_writer`)."""
     program = runner.compiled.program(run.task.subtopology)
     if program.placed_topics:  # a stream partitioner's num_partitions, as the broker has it now
         # (None: a sink whose topic a function picks, which reads the count when it sends there)
@@ -60,16 +63,21 @@ def start_task_query(runner: Any, session: Any, checkpoint_reader: CheckpointRea
     on_driver = strategy.on_driver(program)
     if not runner.exactly_once:  # else the writer collects each batch and counts its records itself
         output = observe_outputs(output, counted)
-    writer = (
-        TransactionalBatchWriter(run, checkpoint_reader, drops_late=program.uses_stream_time,
-                                 ordered=strategy.orders_output(program), replayed=replayed, on_driver=on_driver)
-        if runner.exactly_once else
-        BatchWriter(run, runner.application_id, checkpoint_reader,
-                    WriteIntents(session, task_directory(runner.state_location, runner.application_id, str(run.task))),
-                    runner.running_admin, {**sink_timeouts(runner.task_timeout_s), **runner.spark_kafka_options()},
-                    runner.kafka_config, written, drops_late=program.uses_stream_time,
-                    ordered=strategy.orders_output(program), largest_record_bytes=runner.max_record_bytes)
-    )
+    drops_late, ordered = program.uses_stream_time, strategy.orders_output(program)
+    directory = task_directory(runner.state_location, runner.application_id, str(run.task))
+    sink = None if runner.exactly_once else AtLeastOnceSink(
+        {**sink_timeouts(runner.task_timeout_s), **runner.spark_kafka_options()}, written, runner.max_record_bytes)
+    if claim is not None:
+        writer: Any = RemoteBatchWriter(
+            runner.application_id, run.task, claim, runner.task_fence(str(run.task)), runner.kafka_config,
+            runner.task_timeout_s, checkpoint, directory, run.assigned, dict(run.processed), run.max_records,
+            drops_late, ordered, sink)
+    elif sink is None:
+        writer = TransactionalBatchWriter(run, checkpoint_reader, drops_late, ordered, replayed, on_driver)
+    else:
+        writer = BatchWriter(run, runner.application_id, checkpoint_reader, WriteIntents(session, directory),
+                             runner.running_admin, sink.kafka_options, runner.kafka_config, sink.written_topics,
+                             drops_late, ordered, sink.largest_record_bytes)
     stream = (
         output.writeStream.foreachBatch(writer)
         .option("checkpointLocation", checkpoint)

@@ -23,6 +23,9 @@ a drain (``run_task``) or a continuous run that a worker keeps going until it st
   the offsets go to the consumer group named by the application id, so Kafka's tools see the lag.
 * **Fencing** (:mod:`~dagster_kstreams.spark.run_state`) — a run takes its task with a
   transactional producer, so whoever started a task last owns it.
+* **Spark Connect** (an ``sc://`` session) — the writer runs in the server and takes the task
+  over from the run by its claim (:mod:`~dagster_kstreams.spark.remote_writer`); the run reads
+  its progress from the commit log (:mod:`~dagster_kstreams.spark.committed_progress`).
 
 :class:`TaskRunner` also refuses to run a task twice at once within one process. The
 application's facts (real topic names, source and sink topics, task counts, execution order) come
@@ -44,17 +47,21 @@ from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy, Deserialization
 from dagster_kstreams.kafka.fencing import TaskFence, task_transactional_id
 from dagster_kstreams.kafka.task_lag import with_broker_partitions
 from dagster_kstreams.spark.busy_clock import SharedBusyClock
-from dagster_kstreams.spark.checkpoint import CheckpointReader, default_state_location, task_checkpoint
+from dagster_kstreams.spark.checkpoint import CheckpointReader, default_state_location, task_checkpoint, task_directory
+from dagster_kstreams.spark.checkpoint_files import checkpoint_files
 from dagster_kstreams.spark.client_timeouts import DEFAULT_TASK_TIMEOUT_S
+from dagster_kstreams.spark.committed_progress import CommittedProgress
 from dagster_kstreams.spark.compile import CompiledTopology, compile_topology
 from dagster_kstreams.spark.errors import TaskFailedError
+from dagster_kstreams.spark.jvm import honor_pyspark_python, is_connect, query_session
 from dagster_kstreams.spark.pipeline import run_in_waves, run_pipelined
 from dagster_kstreams.spark.run_state import RunFence, RunState
 from dagster_kstreams.spark.running_task import RunningTask
-from dagster_kstreams.spark.session import build_spark_session, honor_pyspark_python
+from dagster_kstreams.spark.session import build_spark_session
 from dagster_kstreams.spark.source import starting_point
 from dagster_kstreams.spark.store_reader import read_store
 from dagster_kstreams.spark.strategies import DEFAULT_STATELESS_PASS, check_stateless_pass
+from dagster_kstreams.spark.task_claim import new_claim, write_claim
 from dagster_kstreams.spark.task_query import start_task_query
 from dagster_kstreams.spark.task_result import TaskProgress, TaskResult
 from dagster_kstreams.spark.transactional_writer import (
@@ -68,8 +75,6 @@ from dagster_kstreams.topology.application import ApplicationTopology, check_app
 from dagster_kstreams.topology.task_id import TaskId
 
 __all__ = ["TaskRunner"]
-
-
 
 
 class TaskRunner:
@@ -99,7 +104,8 @@ class TaskRunner:
     ``stateless_pass`` is where a stateless sub-topology's Python pass runs under exactly-once:
     ``"driver"`` (the default: on the batch the driver collects anyway, one core, no round trip
     through a Python worker) or ``"executors"`` (Spark's Python workers, every executor core: for
-    costly functions on a worker with many cores). Under at-least-once it runs in the workers.
+    costly functions on a worker with many cores). Under at-least-once, and through Spark Connect,
+    it runs in the workers.
     """
 
     def __init__(
@@ -185,8 +191,10 @@ class TaskRunner:
     @property
     def stateless_on_driver(self) -> bool:
         """Whether a stateless pass runs on the driver, which collects every batch under
-        exactly-once (:func:`~dagster_kstreams.spark.strategies.strategy_for`)."""
-        return self.exactly_once and self.stateless_pass == "driver"
+        exactly-once (:func:`~dagster_kstreams.spark.strategies.strategy_for`). Never through Spark
+        Connect: the batch is collected in the server's process, whose counts of what it sent
+        would not reach this run; the pass runs on the server's executors instead."""
+        return self.exactly_once and self.stateless_pass == "driver" and not is_connect(self.spark)
 
     def spark_kafka_options(self) -> dict[str, str]:
         """Settings of Spark's Kafka source and sink (the Java client)."""
@@ -194,6 +202,9 @@ class TaskRunner:
 
     def _client_config(self) -> dict[str, str]:
         return {k: v for k, v in self.kafka_config.items() if k != "bootstrap.servers"}
+
+    def task_directory(self, task: TaskId | str) -> str:
+        return task_directory(self.state_location, self.application_id, str(task))
 
     def checkpoint_location(self, task: TaskId | str) -> str:
         return task_checkpoint(self.state_location, self.application_id, str(task))
@@ -340,12 +351,17 @@ class TaskRunner:
             if not self._internal_topics_ready:
                 self.ensure_internal_topics()
             self._check_sink_topics(task.subtopology)
+            checkpoint = self.checkpoint_location(task)
+            session = query_session(self.spark)
+            # Through Spark Connect the batches are written in the server (remote_writer.py), whose
+            # writer hands the task over from this run by its claim, written before the fence's init.
+            claim = new_claim() if is_connect(session) else None
+            if claim is not None:
+                write_claim(checkpoint_files(session, self.task_directory(task)), claim)
             # Taking the task fences any other process that runs it, before its checkpoint is read.
-            fence = RunFence(self._task_fence(str(task)), task, self.application_id, self.running_admin).__enter__()
+            fence = RunFence(self.task_fence(str(task)), task, self.application_id, self.running_admin).__enter__()
             source_topics = application.source_topics(task.subtopology)
             assigned = [TopicPartition(topic, partition) for topic, partition in application.assigned_partitions(task)]
-            checkpoint = self.checkpoint_location(task)
-            session = self.spark.newSession()
             reader = CheckpointReader(session, checkpoint)
             reader.discard_torn_first_batch()  # after the fence: an older run of the task is fenced
             checkpointed = reader.committed_source_offsets()
@@ -371,8 +387,10 @@ class TaskRunner:
 
             def start_query(replayed: Optional[int]) -> Any:
                 return start_task_query(self, session, reader, run, start.starting, checkpoint, trigger, batch_limit,
-                                        replayed)
+                                        replayed, claim)
 
+            # Counts the batches the server writes from the commit log, from the last one before the query.
+            committed = CommittedProgress(reader, run) if claim is not None else None
             query = start_query(replayed)
 
             def start_again() -> Any:
@@ -384,8 +402,11 @@ class TaskRunner:
                 fence.__exit__(None, None, None)
             self._released(task)
             raise
+        # Through Connect a race on the checkpoint is not started again: the server's writer has
+        # taken the task from this run's fence, which can no longer ask whether it owns it.
         return RunningTask(self.application_id, query, run, fence, self.running_admin, source_topics, self._released,
-                           start_again=start_again if self.fencing else None)
+                           start_again=start_again if self.fencing and claim is None else None,
+                           committed=committed)
 
     def _released(self, task: TaskId) -> None:
         with self._lock:
@@ -399,7 +420,7 @@ class TaskRunner:
             raise failure
         return running.take_result(seconds=time.monotonic() - running.started)
 
-    def _task_fence(self, task_id: str) -> Optional[TaskFence]:
+    def task_fence(self, task_id: str) -> Optional[TaskFence]:
         """The (not yet started) transactional producer that stands for the task (named by its
         string form, as its transactional id is); None without fencing."""
         if not self.fencing:

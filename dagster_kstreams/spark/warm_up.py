@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import shutil
 import tempfile
 import threading
 import time
@@ -32,6 +31,8 @@ from typing import Any, Optional
 from dagster_kstreams.kafka.admin import TopicPartition
 from dagster_kstreams.processors.timestamps import source_timestamps
 from dagster_kstreams.spark.checkpoint import normalize_location
+from dagster_kstreams.spark.checkpoint_files import checkpoint_files
+from dagster_kstreams.spark.jvm import query_session
 from dagster_kstreams.spark.metrics import observe_outputs
 from dagster_kstreams.spark.source import kafka_source, on_state_partitions
 from dagster_kstreams.spark.state_location import is_local_location
@@ -126,7 +127,7 @@ class WarmUp:
         starting = {tp: max(beginnings.get(tp, 0), ends.get(tp, 0) - self.records) for tp in assigned}
         program = runner.compiled.program(subtopology)
         strategy = strategy_for(program, stateless_on_driver=runner.stateless_on_driver)
-        session = runner.spark.newSession()
+        session = query_session(runner.spark)
         configure_session(session, runner.state_partitions, runner.arrow_batch_size, runner.state_location)
         # No state snapshot: the state store's maintenance thread would upload it after the query
         # stopped, into the scratch checkpoint already deleted.
@@ -161,12 +162,7 @@ class WarmUp:
             query.stop()
         if checkpoint is None:
             return
-        if is_local_location(checkpoint):
-            shutil.rmtree(checkpoint, ignore_errors=True)
-        else:
-            context = self.runner.spark.sparkContext
-            path = context._jvm.org.apache.hadoop.fs.Path(checkpoint)
-            path.getFileSystem(context._jsc.hadoopConfiguration()).delete(path, True)
+        checkpoint_files(self.runner.spark, checkpoint).delete(checkpoint)
 
     def _scratch_directory(self) -> str:
         """A local temporary directory when the state is local (the executors are this machine's),

@@ -1,0 +1,78 @@
+"""Everything the library asks of Spark's JVM through py4j, in one place, with its Spark Connect answer.
+
+A classic session (local mode, ``spark://``, ``k8s://``, ``yarn``) has its driver's JVM in this
+process: ``sparkContext``, its ``SparkConf`` and Hadoop's FileSystem are reachable through py4j. A
+Spark Connect session (``sc://``) is a gRPC client with no JVM behind it: each function here either
+does the same thing without one, or says in one line that Connect cannot
+(:class:`~dagster_kstreams.spark.errors.SparkSessionError`). Nothing else in the library touches
+``sparkContext`` or ``_jvm``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark import SparkContext
+
+from dagster_kstreams.spark.errors import SparkSessionError
+
+__all__ = ["classic_session_runs", "is_connect", "query_session", "honor_pyspark_python", "set_log_level", "running_jars",
+           "hadoop_file_system"]
+
+
+def is_connect(spark: Any) -> bool:
+    """Whether ``spark`` is a Spark Connect session (``sc://``), which has no JVM in this process."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def classic_session_runs() -> bool:
+    """Whether this process runs a classic SparkContext (a driver's JVM behind py4j)."""
+    return SparkContext._active_spark_context is not None
+
+
+def query_session(spark: Any) -> Any:
+    """The session a task's query is built on: a new session of ``spark`` (its own SQL settings,
+    the same SparkContext), or ``spark`` itself over Connect, which has no ``newSession``: the tasks
+    of one runner set the same settings on it."""
+    return spark if is_connect(spark) else spark.newSession()
+
+
+def honor_pyspark_python(spark: Any) -> None:
+    """Run Python workers with ``spark.pyspark.python`` when the session sets it.
+
+    A driver started from a plain Python process (not spark-submit) takes its workers'
+    interpreter from ``$PYSPARK_PYTHON`` only, else a bare ``python3`` that may lack pandas and
+    pyarrow; the conf setting would be silently ignored. A Connect server starts its workers
+    with its own setting: nothing to do here.
+    """
+    if is_connect(spark):
+        return
+    context = spark.sparkContext
+    configured = context.getConf().get("spark.pyspark.python", None)
+    if configured and getattr(context, "pythonExec", configured) != configured:
+        context.pythonExec = configured
+
+
+def set_log_level(spark: Any, level: str) -> None:
+    """Spark's log level in the driver (a Connect server keeps its own)."""
+    if not is_connect(spark):
+        spark.sparkContext.setLogLevel(level)
+
+
+def running_jars(spark: Any) -> str:
+    """``spark.jars`` of the running application (a Connect server's are its own: not known here)."""
+    return spark.sparkContext.getConf().get("spark.jars", "")
+
+
+def hadoop_file_system(spark: Any, location: str) -> tuple[Any, Any, Any]:
+    """Hadoop's ``FileSystem`` of ``location`` in the driver's JVM, its ``Path`` class, and a function
+    that reads a stream to a string (``IOUtils.toString``)."""
+    if spark is None or is_connect(spark):
+        raise SparkSessionError(
+            f"location {location!r} is not a local directory: it is read through Hadoop's FileSystem in the "
+            "driver's JVM, which a Spark Connect session (or no session) does not have; use a local directory "
+            "(one the Connect server sees at the same path)")
+    jvm = spark.sparkContext._jvm
+    path_class = jvm.org.apache.hadoop.fs.Path
+    file_system = path_class(location).getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    return file_system, path_class, jvm.org.apache.commons.io.IOUtils.toString
