@@ -61,7 +61,9 @@ def start_task_query(runner: Any, session: Any, checkpoint_reader: CheckpointRea
         written = [*written, runner.dead_letters.dead_letter_topic]
     counted = [*written, DROPPED_LATE_TOPIC] if program.uses_stream_time else written
     on_driver = strategy.on_driver(program)
-    if not runner.exactly_once:  # else the writer collects each batch and counts its records itself
+    # An exactly-once writer in this process collects each batch and counts its records itself; one
+    # in a Spark Connect server (``claim``) cannot report them here, so Spark's observed metrics do.
+    if not runner.exactly_once or claim is not None:
         output = observe_outputs(output, counted)
     drops_late, ordered = program.uses_stream_time, strategy.orders_output(program)
     directory = task_directory(runner.state_location, runner.application_id, str(run.task))
