@@ -9,6 +9,7 @@ import pytest
 from dagster_kstreams.kafka.admin import TopicPartition
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import final_values, produce, read_topic
+from dagster_kstreams.spark import internal_topics
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology.consumed_produced import Consumed, Produced
 from dagster_kstreams.topology.grouped_repartitioned import Grouped
@@ -33,8 +34,9 @@ def _long(data: bytes) -> int:
 
 
 def test_count_per_country_over_a_repartition_topic_keeps_counting_across_runs(
-    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path
+    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, monkeypatch
 ):
+    monkeypatch.setattr(internal_topics, "PURGE_INTERVAL_S", 0.0)  # the repartition purge: every batch (30 s)
     users, per_country = unique_topic("users"), unique_topic("users-per-country")
     kafka_admin.create_topics({users: 3, per_country: 2})
     builder = StreamsBuilder()
@@ -66,6 +68,7 @@ def test_count_per_country_over_a_repartition_topic_keeps_counting_across_runs(
     # Every source partition, external and internal, is committed to its end.
     for topic in (users, repartition):
         assert kafka_admin.committed_offsets(app_id, topic) == kafka_admin.end_offsets(topic)
+    after_first = kafka_admin.committed_offsets(app_id, repartition)
 
     # No new input: nothing to do, no new output.
     before = kafka_admin.end_offsets(per_country)
@@ -79,6 +82,15 @@ def test_count_per_country_over_a_repartition_topic_keeps_counting_across_runs(
     expected.update(value.decode().split(",")[1] for _, value in more)
     assert final_values(read_topic(kafka_bootstrap, per_country), bytes.decode, _long) == dict(expected)
     assert runner.read_store("users-per-country-store") == dict(expected)
+    # The repartition topic as Kafka Streams keeps one: no record lost to the broker's retention,
+    # whatever its age, and purged below where each counting task's last batch began (one batch
+    # behind its commit: a batch may be read again when its run dies before Spark's checkpoint).
+    # (The counting tasks start while the re-keying ones still write: one batch or several.)
+    assert kafka_admin.topic_config([repartition], "retention.ms") == {repartition: "-1"}
+    log_start = kafka_admin.beginning_offsets(repartition)
+    committed = kafka_admin.committed_offsets(app_id, repartition)
+    counted_again = [tp for tp in committed if committed[tp] > after_first[tp]]
+    assert counted_again and all(after_first[tp] <= log_start[tp] < committed[tp] for tp in counted_again)
 
 
 def test_reduce_and_aggregate_in_one_subtopology_with_several_batches(

@@ -174,6 +174,19 @@ class KafkaAdmin:
                     continue
                 raise self._translate(error, f"deleting topic {topic!r}") from error
 
+    def delete_records_before(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Delete each partition's records below its offset (its log start moves there)."""
+        wanted = [_KafkaTopicPartition(tp.topic, tp.partition, offset) for tp, offset in offsets.items() if offset > 0]
+        if not wanted:
+            return
+
+        def attempt() -> None:
+            for future in self._client.delete_records(wanted, **self._request_kwargs()).values():
+                future.result(timeout=self.timeout_s + 5)
+
+        self._retrying(attempt, "deleting records below " + ", ".join(
+            f"{tp.topic}-{tp.partition}@{offset}" for tp, offset in sorted(offsets.items())))
+
     def partition_counts(self, topics: Iterable[str]) -> dict[str, int]:
         """Partition count of each topic; a missing topic is an error that names it."""
         topics = list(dict.fromkeys(topics))

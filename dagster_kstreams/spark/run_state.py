@@ -117,7 +117,8 @@ class RunState:
     def __init__(self, task: TaskId, started: float, assigned: list[TopicPartition],
                  offsets_from: Mapping[TopicPartition, int], end_offsets: Mapping[TopicPartition, int],
                  max_records: Optional[int], progress: Optional[Callable[[TaskProgress], None]], fence: RunFence,
-                 busy_clock: Optional[SharedBusyClock] = None):
+                 busy_clock: Optional[SharedBusyClock] = None,
+                 after_commit: Optional[Callable[[Mapping[TopicPartition, int]], None]] = None):
         self.task = task
         self.started = started  # time.monotonic() when the run began
         self.assigned = assigned
@@ -130,6 +131,7 @@ class RunState:
         self.batches = 0
         self.busy_seconds = 0.0
         self.busy_clock = busy_clock
+        self.after_commit = after_commit  # given where each committed batch began (the repartition purge)
         self._lock = threading.Lock()
         self._idle = threading.Event()
         self._idle.set()
@@ -169,9 +171,12 @@ class RunState:
     def batch_done(self, batch_id: int, batch_offsets: Mapping[TopicPartition, int]) -> None:
         # Offsets count records (transaction markers and compaction gaps aside).
         with self._lock:
-            self.records_in += sum(max(0, end - self.processed[tp]) for tp, end in batch_offsets.items())
+            began = {tp: self.processed[tp] for tp in batch_offsets}
+            self.records_in += sum(max(0, end - began[tp]) for tp, end in batch_offsets.items())
             self.processed.update(batch_offsets)
             self.batches += 1
+        if self.after_commit is not None:
+            self.after_commit(began)
         if self.progress is not None:
             elapsed = time.monotonic() - self.started
             lag = sum(max(0, self.end_offsets.get(tp, 0) - self.processed[tp]) for tp in self.assigned)

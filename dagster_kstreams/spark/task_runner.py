@@ -53,6 +53,7 @@ from dagster_kstreams.spark.client_timeouts import DEFAULT_TASK_TIMEOUT_S
 from dagster_kstreams.spark.committed_progress import CommittedProgress
 from dagster_kstreams.spark.compile import CompiledTopology, compile_topology
 from dagster_kstreams.spark.errors import TaskFailedError
+from dagster_kstreams.spark.internal_topics import RepartitionPurge, create_internal_topics
 from dagster_kstreams.spark.jvm import honor_pyspark_python, is_connect, query_session
 from dagster_kstreams.spark.pipeline import run_in_waves, run_pipelined
 from dagster_kstreams.spark.run_state import RunFence, RunState
@@ -232,18 +233,10 @@ class TaskRunner:
         Partition counts follow Kafka Streams: the count set with ``Repartitioned``, else the
         task count of the sub-topology that writes the topic. Returns ``{topic: partitions}``.
         """
-        application = self.partitioned()
-        counts = application.partition_counts
-        wanted = {topic: counts[topic] for topic in application.repartition_topics}
-        if self.dead_letters.dead_letter_topic and self.dead_letters.dead_letter_topic not in self.admin.list_topics():
-            wanted[self.dead_letters.dead_letter_topic] = 1
-        # Whatever an input topic takes, the topics the task writes it on to must take too.
-        limits = self.admin.topic_config(application.external_source_topics, "max.message.bytes")
-        self.max_record_bytes = max((int(limit) for limit in limits.values()), default=None)
-        config = {} if self.max_record_bytes is None else {"max.message.bytes": str(self.max_record_bytes)}
-        self.admin.create_topics(wanted, topic_config=config)
+        created, self.max_record_bytes = create_internal_topics(self.admin, self.partitioned(),
+                                                                self.dead_letters.dead_letter_topic)
         self._internal_topics_ready = True
-        return wanted
+        return created
 
     def _check_sink_topics(self, subtopology: int) -> None:
         sinks = [t for t in self.application.sink_topics(subtopology) if not self.application.is_repartition_topic(t)]
@@ -379,8 +372,10 @@ class TaskRunner:
                 # checkpoint starts, so a partition that never gets a record still shows its offset.
                 # (Not when the group is already past the checkpoint by the batch to replay.)
                 fence.commit(start.offsets_from, "before processing anything")
+            purge = RepartitionPurge(str(task), self.running_admin,
+                                     [tp for tp in assigned if application.is_repartition_topic(tp.topic)])
             run = RunState(task, started, assigned, start.offsets_from, end_offsets, max_records, progress, fence,
-                           self.busy_clock)
+                           self.busy_clock, purge.after_commit)
             limits = [limit for limit in (max_records_per_batch or self.max_records_per_batch, max_records)
                       if limit is not None]
             batch_limit = min(limits) if limits else None
