@@ -194,7 +194,7 @@ class SessionWindowAggregate(WindowedTable):
             for s_start, s_end, _ in removed:
                 changes[(s_start, s_end)] = None
             changes[(start, end)] = agg
-            state.dirty.add(slot)
+            state.mark_dirty(slot, context)
             return
         for s_start, s_end, s_agg in removed:
             self._update(key, s_start, s_end, None, s_agg, context, out, state)

@@ -240,8 +240,6 @@ class StreamStreamJoin(Processor):
         for timestamp, side, raw_key, key, value in closed:
             group = task.group(raw_key)
             emit_context = dataclasses.replace(context, timestamp=timestamp)
-            if group.last_context is None:
-                group.last_context = emit_context
             left, right = (value, None) if side == LEFT else (None, value)
             joined = self.call(emit_context, self.fn, key, left, right)
             self.forward(key, joined, emit_context, out, group)

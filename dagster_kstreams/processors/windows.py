@@ -135,7 +135,7 @@ class _WindowAggregate(WindowedTable):
                 pending.pop(start, None)
                 pending[start] = (new, new_timestamp)
             if updates:
-                state.dirty.add(slot)
+                state.mark_dirty(slot, context)
             return
         for start, end, new, new_timestamp, old in updates:
             self._emit(key, start, end, new, new_timestamp, context, out, state, old)
