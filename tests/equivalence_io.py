@@ -56,7 +56,8 @@ def run_kafka_streams(main: str, name: str, bootstrap: str, kafka_admin, unique_
     topics = output_topics(kafka_admin, unique_topic, inputs, partitions, prefix)
     stdout = oracle_harness.run_main(
         main,
-        [bootstrap, app_id or unique_topic(f"ks-{name}"), str(tmp_path_factory.mktemp(f"ks-{name}-state")), *topics.values()],
+        [bootstrap, app_id or unique_topic(f"ks-{name}"), str(tmp_path_factory.mktemp(f"ks-{name}-state")),
+         *topics.values()],
         timeout=600,
     )
     return topics, stdout
