@@ -6,19 +6,24 @@ Kafka Streams' record cache keeps, per entry, the record context of the update t
 (``LRUCacheEntry``) and forwards the entry with it at a commit, in the order the store's keys were
 last updated (``NamedCache``). A stream record joined against the table updates nothing in it, so
 it changes neither: the flushed update carries the timestamp and headers of the table's own last
-update, even when an order of the same key came after it in the micro-batch.
+update, even when an order of the same key came after it in the micro-batch. A windowed store's
+cache keeps one per window (its windowed key).
 """
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 from hypothesis import given, settings, strategies as st
 
 from dagster_kstreams.processors.records import RecordContext
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import StreamsBuilder
+from dagster_kstreams.topology.consumed_produced import Produced
 from dagster_kstreams.topology.grouped_repartitioned import Repartitioned
 from dagster_kstreams.topology.materialized import Materialized
-from dagster_kstreams.topology.serdes import Serdes
+from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
+from dagster_kstreams.topology.windows import SessionWindows, TimeWindows
 
 UPDATES = "app-updates-repartition"
 
@@ -97,3 +102,26 @@ def test_an_order_after_the_last_update_does_not_restamp_it():
 @given(RECORDS, st.integers(1, 3))
 def test_the_flush_forwards_each_key_with_its_last_update_in_update_order(records, batches):
     assert _run(records, batches) == _kafka_streams(records, batches)
+
+
+def _windowed_headers(windowed, key_serde) -> list:
+    """The headers of what a cached windowed count of one key forwards for two records, one per
+    window (at times 1 and 30): each window's own update's."""
+    builder = StreamsBuilder()
+    windowed(builder.stream("in").group_by_key()).count().to_stream() \
+        .to("out", Produced.with_(key_serde, Serdes.Long()))
+    program = compile_topology(builder.build(), "app", default_key_serde=Serdes.String(),
+                               default_value_serde=Serdes.String()).program(0)
+    group = [(RecordContext("in", 0, position, timestamp=timestamp, stream_time=timestamp,
+                            stream_time_before=before, position=position, headers=_headers(position)), b"k", b"v")
+             for position, (timestamp, before) in enumerate([(1, -1), (30, 1)])]
+    out, _ = program.run_key_group(group, None)
+    return [headers for topic, headers in zip(out.topic, out.headers) if topic == "out"]
+
+
+def test_a_windowed_cache_forwards_each_window_with_its_own_update():
+    tumbling = _windowed_headers(lambda grouped: grouped.windowed_by(TimeWindows.of_size_with_no_grace(
+        timedelta(milliseconds=10))), WindowedSerde(Serdes.String(), 10))
+    sessions = _windowed_headers(lambda grouped: grouped.windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(
+        timedelta(milliseconds=10))), WindowedSerde(Serdes.String(), session=True))
+    assert tumbling == sessions == [_headers(0), _headers(1)]
