@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Mapping
+from typing import Optional
 
 import pytest
 from pyspark import cloudpickle
@@ -44,16 +45,19 @@ def output_topics(kafka_admin, unique_topic, inputs: Mapping[str, str], partitio
 
 def run_kafka_streams(main: str, name: str, bootstrap: str, kafka_admin, unique_topic,
                       tmp_path_factory: pytest.TempPathFactory, inputs: Mapping[str, str],
-                      partitions: Mapping[str, int], prefix: str = "ks") -> tuple[dict[str, str], str]:
+                      partitions: Mapping[str, int], prefix: str = "ks",
+                      app_id: Optional[str] = None) -> tuple[dict[str, str], str]:
     """Kafka Streams' side of a comparison: new output topics (:func:`output_topics` with ``prefix``)
     and the harness main ``main`` (``"kstreams.oracle.X"``) run on them until it has consumed its
     input, as the app ``ks-<name>-<random>`` with a new state directory. The main's arguments:
     bootstrap, app id, state directory, then every input and output topic in ``inputs`` and
-    ``partitions`` order. Returns the topics and what the main printed."""
+    ``partitions`` order (``app_id``: another app id, for a test that reads its internal topics).
+    Returns the topics and what the main printed."""
     topics = output_topics(kafka_admin, unique_topic, inputs, partitions, prefix)
     stdout = oracle_harness.run_main(
         main,
-        [bootstrap, unique_topic(f"ks-{name}"), str(tmp_path_factory.mktemp(f"ks-{name}-state")), *topics.values()],
+        [bootstrap, app_id or unique_topic(f"ks-{name}"), str(tmp_path_factory.mktemp(f"ks-{name}-state")),
+         *topics.values()],
         timeout=600,
     )
     return topics, stdout

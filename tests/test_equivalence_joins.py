@@ -10,6 +10,15 @@ Compared: every stream-table join output per key, in order (a stream record join
 of its place in Kafka Streams' timestamp-merged processing order), the final value per key of
 every table-table join output (uncached: every update per key, in order), and every store.
 
+The cached customers table also goes on, by ``to_stream``, to a repartition topic, in the
+sub-topology where the orders read the same keys. Its records keep their timestamps there (and
+the orders and customers have a header naming each record), so what the record cache forwards is
+compared whole: a key's last update on that topic has the value, timestamp and headers of the
+customer record that last updated the store, not of a later order of the same key (Kafka Streams'
+cache entry keeps its own record context). Keys whose table ends deleted are left out: whether
+Kafka Streams writes their last tombstone depends on when it committed (a key created and deleted
+between two commits forwards nothing).
+
 The same table updates go through the three table-table joins twice: with Kafka Streams' record
 cache (which collapses a key's updates per commit) and without it (``with_caching_disabled()`` on
 both joined tables and on the join results), where every single update reaches the output: a
@@ -29,8 +38,10 @@ import pytest
 
 from equivalence_io import java_string, output_topics, produce_strings, run_kafka_streams
 from killed_runs import kill_and_rerun
-from dagster_kstreams.kafka.records import final_values, read_topic
+from dagster_kstreams.kafka.records import final_values, produce, read_topic
+from dagster_kstreams.kafka.timestamp_header import INTERNAL_HEADER_PREFIX, TIMESTAMP_HEADER, decode_timestamp
 from dagster_kstreams.spark.task_runner import TaskRunner
+from dagster_kstreams.topology.grouped_repartitioned import Repartitioned
 from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology import StreamsBuilder
 
@@ -45,7 +56,9 @@ T0 = (int(time.time()) - 3600) * 1000
 TABLE_JOINS = ("tt-inner", "tt-left", "tt-outer", "ut-inner", "ut-left", "ut-outer")  # ut: uncached
 STORES = ("customers-store", *TABLE_JOINS)
 INPUTS = ("orders", "customers", "left", "right", "uleft", "uright")
-OUTPUTS = ("out-inner", "out-left", *TABLE_JOINS)
+OUTPUTS = ("out-inner", "out-left", *TABLE_JOINS, "out-customers")
+# The cached customers table's updates, read back from the repartition topic of this name.
+CUSTOMER_UPDATES = "customer-updates"
 
 
 def join_examples(topics: dict[str, str]) -> StreamsBuilder:
@@ -65,6 +78,7 @@ def join_examples(topics: dict[str, str]) -> StreamsBuilder:
     for join, name in ((left.join, "tt-inner"), (left.left_join, "tt-left"), (left.outer_join, "tt-outer")):
         join(right, lambda a, b: f"{java_string(a)}+{java_string(b)}", Materialized.as_(name)) \
             .to_stream().to(topics[name])
+    customers.to_stream().repartition(Repartitioned.as_(CUSTOMER_UPDATES)).to(topics["out-customers"])
     return builder
 
 
@@ -99,10 +113,41 @@ def _input(seed: int = 11) -> dict[str, list[tuple]]:
     return records
 
 
-def _results(bootstrap: str, topics: dict[str, str]) -> dict:
+def _headers(name: str, index: int) -> list[tuple[str, bytes]]:
+    """The headers of the ``index``-th record of input ``name``: which record it is."""
+    return [("src", f"{name}#{index}".encode())]
+
+
+def _produce(bootstrap: str, inputs: dict[str, str], records: dict[str, list[tuple]]) -> None:
+    """Every input; the orders and the customers with :func:`_headers`."""
+    for name in INPUTS:
+        if name in ("orders", "customers"):
+            produce(bootstrap, inputs[name], [
+                (None if key is None else key.encode(), None if value is None else value.encode(), None, timestamp,
+                 _headers(name, index))
+                for index, (key, value, timestamp) in enumerate(records[name])])
+        else:
+            produce_strings(bootstrap, inputs[name], records[name])
+
+
+def _updates(records) -> dict:
+    """``{key: [(partition, value, timestamp, headers)]}`` of a repartition topic, in order: the
+    timestamp a record keeps there (the runner's header under at-least-once, else its own) and its
+    headers less the runner's."""
+    updates: dict = defaultdict(list)
+    for record in sorted(records, key=lambda r: (r.partition, r.offset)):
+        headers = dict(record.headers)
+        timestamp = decode_timestamp(headers[TIMESTAMP_HEADER]) if TIMESTAMP_HEADER in headers else record.timestamp
+        own = tuple((name, value) for name, value in record.headers if not name.startswith(INTERNAL_HEADER_PREFIX))
+        updates[record.key.decode()].append(
+            (record.partition, None if record.value is None else record.value.decode(), timestamp, own))
+    return dict(updates)
+
+
+def _results(bootstrap: str, topics: dict[str, str], app_id: str) -> dict:
     """Stream-table outputs as ``{key: (partition, [values in order])}`` (null keys: a sorted list),
-    table-table outputs as final values per key."""
-    result = {}
+    table-table outputs as final values per key, the customers table's updates by :func:`_updates`."""
+    result = {"customer-updates": _updates(read_topic(bootstrap, f"{app_id}-{CUSTOMER_UPDATES}-repartition"))}
     for name in ("out-inner", "out-left"):
         per_key: dict = defaultdict(list)
         partitions: dict = {}
@@ -134,12 +179,13 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     inputs = {name: unique_topic(f"join-{name}") for name in INPUTS}
     kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
     records = _input()
-    for name in INPUTS:
-        produce_strings(kafka_bootstrap, inputs[name], records[name])
+    _produce(kafka_bootstrap, inputs, records)
+    app_id = unique_topic("ks-joins")
     topics, stdout = run_kafka_streams("kstreams.oracle.JoinExamples", "joins", kafka_bootstrap, kafka_admin,
-                                       unique_topic, tmp_path_factory, inputs, dict.fromkeys(OUTPUTS, PARTITIONS))
+                                       unique_topic, tmp_path_factory, inputs, dict.fromkeys(OUTPUTS, PARTITIONS),
+                                       app_id=app_id)
     return {"inputs": inputs, "records": records, "stores": json.loads(stdout),
-            "results": _results(kafka_bootstrap, topics)}
+            "results": _results(kafka_bootstrap, topics, app_id)}
 
 
 def _assert_same(expected_run, ours: dict, stores: dict) -> None:
@@ -157,6 +203,11 @@ def _assert_same(expected_run, ours: dict, stores: dict) -> None:
             assert ours[name + "/updates"].get(key) == expected[name + "/updates"].get(key), f"{name}, key {key}"
     for store in STORES:
         assert {str(k): str(v) for k, v in stores[store].items()} == expected_run["stores"][store], store
+    # The cached table's last update per key that still holds a value: value, timestamp, headers.
+    expected_last = {key: updates[-1] for key, updates in expected["customer-updates"].items()
+                     if updates[-1][1] is not None}
+    ours_last = {key: updates[-1] for key, updates in ours["customer-updates"].items() if updates[-1][1] is not None}
+    assert ours_last == expected_last
 
 
 def test_joins_on_spark_match_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
@@ -167,6 +218,10 @@ def test_joins_on_spark_match_kafka_streams(kafka_bootstrap, kafka_admin, unique
     assert len(expected["out-left/null-keys"]) > 0 and expected["out-inner/null-keys"] == []
     assert sum(len(v) for _, v in expected["out-inner"].values()) < sum(len(v) for _, v in expected["out-left"].values())
     assert len(expected["tt-inner"]) < len(expected["tt-left"]) < len(expected["tt-outer"])
+    # ... and orders of a key arrive after its table's last update (what the key's last record is).
+    latest_order = {key: timestamp for key, _, timestamp in sorted(kafka_streams_run["records"]["orders"],
+                                                                  key=lambda record: record[2])}
+    assert any(latest_order.get(key, 0) > updates[-1][2] for key, updates in expected["customer-updates"].items())
     assert any(v.startswith("null+") for v in expected["tt-outer"].values())
     for kind in ("inner", "left", "outer"):  # uncached: every update, deletes included
         cached, uncached = expected[f"tt-{kind}/updates"], expected[f"ut-{kind}/updates"]
@@ -175,10 +230,10 @@ def test_joins_on_spark_match_kafka_streams(kafka_bootstrap, kafka_admin, unique
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, PARTITIONS))
     runner = TaskRunner(join_examples(topics), unique_topic("spark-joins"), kafka_bootstrap,
                         state_location=str(tmp_path / "state"), spark=spark)
-    assert len(runner.task_ids()) == 3 * PARTITIONS
+    assert len(runner.task_ids()) == 4 * PARTITIONS
     runner.run_all()
     stores = {store: runner.read_store(store) for store in STORES}
-    _assert_same(kafka_streams_run, _results(kafka_bootstrap, topics), stores)
+    _assert_same(kafka_streams_run, _results(kafka_bootstrap, topics, runner.application_id), stores)
 
 
 def test_joins_killed_part_way_and_rerun_still_match_kafka_streams(
@@ -198,4 +253,4 @@ def test_joins_killed_part_way_and_rerun_still_match_kafka_streams(
     rerun_tasks = {r.task_id for r in rerun.results if r.records_in}
     assert {"0_1", "1_0", "1_1", "2_0", "2_1"} <= rerun_tasks, rerun_tasks
     stores = {store: rerun.runner.read_store(store) for store in STORES}
-    _assert_same(kafka_streams_run, _results(kafka_bootstrap, topics), stores)
+    _assert_same(kafka_streams_run, _results(kafka_bootstrap, topics, rerun.runner.application_id), stores)

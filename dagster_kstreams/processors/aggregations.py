@@ -37,7 +37,7 @@ class KeyValueStoreProcessor(StoreProcessor):
         state.keys[slot] = key
         state.changed = True
         if self.cached:
-            state.dirty.add(slot)
+            state.mark_dirty(slot, context)
         else:
             self.forward(key, None if new is ABSENT else new, context, out, state)
 

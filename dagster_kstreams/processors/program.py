@@ -23,7 +23,8 @@ Three ways to run, one per kind of sub-topology (the engine feeds them; see
 
 Aggregations emit like Kafka Streams with its record cache: after the group's records are
 applied, each updated store forwards its final value for the key downstream once, upstream
-stores first (``caching_enabled=False`` in ``Materialized`` forwards every update instead).
+stores first, with the record context of its own last update of the key
+(``caching_enabled=False`` in ``Materialized`` forwards every update instead).
 
 A record whose key or value cannot be deserialized goes to the dead-letter policy: the task
 fails (naming the record), or the record is skipped and, with a dead-letter topic, written
@@ -197,12 +198,9 @@ class SubtopologyProgram:
             values = [ABSENT if blob is None else pickle.loads(blob) for blob in stored]
         state = GroupState(values)
         out = Output(ordered=True)
-        last_context = None
         for context, key, value in records:
-            context = self.process_record(context, key, value, out, state)
-            last_context = context or last_context
-        if last_context is not None:
-            self._flush(state, out, last_context)
+            self.process_record(context, key, value, out, state)
+        self._flush([state], out)
         if not state.changed:
             return out, stored
         if all(value is ABSENT for value in state.values):
@@ -231,16 +229,10 @@ class SubtopologyProgram:
         for context, key, value in records:
             group = task.group(context.raw_key)
             stream_time = advance_stream_time(task, context.timestamp) if punctuating else None
-            processed = self.process_record(context, key, value, out, group)
-            if processed is not None:
-                group.last_context = processed
+            self.process_record(context, key, value, out, group)
             if punctuating:  # the Processor API's punctuators, after the record
                 punctuate(punctuating, stream_time, context, group)
-        # Keys flush in the order they were last updated, the order their output is written in (a
-        # suppression downstream sees the flushed updates in that order too).
-        flushed = [group for group in task.touched() if group.dirty and group.last_context is not None]
-        for group in sorted(flushed, key=lambda group: group.last_context.position or 0):
-            self._flush(group, out, group.last_context)
+        self._flush([group for group in task.touched() if group.dirty], out)
         for node in self.nodes:
             node.end_task_batch(task)
         return out, task.dump()
@@ -328,16 +320,19 @@ class SubtopologyProgram:
         (its process, or the compiled chain that starts at it)."""
         self._entries[index](key, value, context, out, state)
 
-    def _flush(self, state: GroupState, out: Output, context: RecordContext) -> None:
-        """Forward each updated store's final value downstream, upstream stores first. Emit
-        order: after every record's own output, store by store, keys in the order they were
-        last updated (``context`` is the key's last record), as Kafka Streams' record cache
-        flushes at a commit (NamedCache keeps its dirty keys in last-update order)."""
+    def _flush(self, groups: list[GroupState], out: Output) -> None:
+        """Forward each updated store's final value per key downstream, as Kafka Streams' record
+        cache does at a commit: store by store, upstream first (a downstream store also holds what
+        the upstream flush forwarded to it); a store's keys in the order of its own last update of
+        each (NamedCache keeps its dirty keys in that order), each forwarded with the context of
+        that update (its timestamp, headers and position: LRUCacheEntry keeps it), whatever
+        records of other inputs or stores came after it. Emit order: after every record's own
+        output (:data:`FLUSH_ORDER`), by store, then by the position of that update."""
         for rank, index in enumerate(self.stateful_nodes):  # topological order: a downstream store is flushed later
             node = self.nodes[index]
             slot = node.state_slot
-            if slot not in state.dirty:
-                continue
-            state.dirty.discard(slot)
-            out.mark(None if context.position is None else FLUSH_ORDER + (rank << 48) + context.position)
-            node.flush(state, out, context)
+            held = [(group, group.dirty.pop(slot)) for group in groups if slot in group.dirty]
+            # stable: updates at one position (closed join records of several keys) keep the groups' order
+            for group, context in sorted(held, key=lambda item: item[1].position or 0):
+                out.mark(None if context.position is None else FLUSH_ORDER + (rank << 48) + context.position)
+                node.flush(group, out, context)

@@ -12,7 +12,8 @@ __all__ = ["RecordContext", "Output", "DROPPED_LATE_TOPIC", "FLUSH_ORDER", "head
 DROPPED_LATE_TOPIC = "__dagster_kstreams.dropped-late"
 # Where a cached store's flush goes in a batch's emit order: after every record's direct output
 # (Kafka Streams flushes its record cache at the commit), store after store in topological order
-# (a store's rank times 2**48, plus the key's last position: the cache's last-update order).
+# (a store's rank times 2**48, plus the position of the store's own last update of the key: the
+# cache's last-update order).
 FLUSH_ORDER = 1 << 62
 
 

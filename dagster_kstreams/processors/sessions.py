@@ -191,10 +191,11 @@ class SessionWindowAggregate(WindowedTable):
             return
         removed, (start, end, agg) = result
         if self.cached:
+            # each with this record's context: Kafka Streams' cache keeps one per windowed key
             for s_start, s_end, _ in removed:
-                changes[(s_start, s_end)] = None
-            changes[(start, end)] = agg
-            state.dirty.add(slot)
+                changes[(s_start, s_end)] = (None, context)
+            changes[(start, end)] = (agg, context)
+            state.mark_dirty(slot, context)
             return
         for s_start, s_end, s_agg in removed:
             self._update(key, s_start, s_end, None, s_agg, context, out, state)
@@ -229,8 +230,8 @@ class SessionWindowAggregate(WindowedTable):
 
     @staticmethod
     def _batch_changes(state, slot: int, store: SessionStore) -> dict:
-        """``{(start, end): latest aggregate or None (removed)}`` for the windowed keys changed in this
-        key group (the record cache's dirty entries; a session that expires within the batch is still
+        """``{(start, end): (latest aggregate or None (removed), context of that update)}`` for the
+        windowed keys changed in this key group (the record cache's dirty entries; a session that expires within the batch is still
         forwarded, as the cache holds it until its flush). The first call also notes the sessions the
         store held (``{(start, end): aggregate}``: what the flush sends as the old values)."""
         entry = state.cache_entry(slot)
@@ -252,18 +253,20 @@ class SessionWindowAggregate(WindowedTable):
                 group.values[self.state_slot] = kept if kept else ABSENT
 
     def flush(self, state, out, context) -> None:
-        """Forward the final state of each windowed key changed in the batch (the record cache's flush)."""
+        """Forward the final state of each windowed key changed in the batch (the record cache's flush),
+        with the context of the record that last updated it."""
         slot = self.state_slot
         entry = state.take_cache_entry(slot)
         if entry is None:
             return
         initial, changed = entry
         key = state.keys[slot]
-        for window, value in sorted(changed.items(), key=lambda item: (item[0][1], item[0][0])):
+        by_end = sorted(changed.items(), key=lambda item: (item[0][1], item[0][0]))
+        for window, (value, update_context) in by_end:
             start, end = window
             if value is None and window not in initial:
                 continue  # created and merged away within the batch: never forwarded
-            self._update(key, start, end, value, initial.get(window), context, out, state)
+            self._update(key, start, end, value, initial.get(window), update_context, out, state)
 
 
 # -- definition time -------------------------------------------------------------------------

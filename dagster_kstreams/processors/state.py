@@ -12,6 +12,8 @@ import io
 import pickle
 from typing import Any, Optional
 
+from dagster_kstreams.processors.records import RecordContext
+
 __all__ = ["ABSENT", "GroupState", "load_state"]
 
 # Classes that state written by earlier versions names at their old place (module, class) ->
@@ -45,7 +47,10 @@ class GroupState:
     def __init__(self, values: list[Any]):
         self.values = values
         self.keys: list[Any] = [None] * len(values)  # the key each store last saw (for its emit)
-        self.dirty: set[int] = set()  # slots whose final value is still to be forwarded
+        # Slots whose final value is still to be forwarded, each with the context of the record
+        # that last updated it (Kafka Streams' cache entry keeps its own record context, and its
+        # flush forwards with it: not the key's last record of another input), in update order.
+        self.dirty: dict[int, RecordContext] = {}
         # Key-value stores: the value downstream saw last, before the update being forwarded (a
         # table's old value: Kafka Streams' Change.oldValue; cached, the value at the last flush).
         self.old_values: dict[int, Any] = {}
@@ -53,11 +58,16 @@ class GroupState:
         # Windowed stores' record-cache entries of this group, by slot (created on first use,
         # taken at the flush; see windows.py and sessions.py).
         self.window_cache: Optional[dict[int, Any]] = None
-        # task-grouped programs (SubtopologyProgram.run_task_batch): the task's state, this
-        # key's source key bytes and the context its cached stores flush with
+        # task-grouped programs (SubtopologyProgram.run_task_batch): the task's state and this
+        # key's source key bytes
         self.task = None
         self.raw_key: Optional[bytes] = None
-        self.last_context = None
+
+    def mark_dirty(self, slot: int, context: RecordContext) -> None:
+        """A cached store's slot was updated while processing ``context``: forward its final value
+        at the flush, with that context unless a later update replaces it."""
+        self.dirty.pop(slot, None)
+        self.dirty[slot] = context
 
     def cache_entry(self, slot: int) -> Any:
         """The record-cache entry of a windowed store's slot in this group (None: none yet)."""

@@ -240,8 +240,6 @@ class StreamStreamJoin(Processor):
         for timestamp, side, raw_key, key, value in closed:
             group = task.group(raw_key)
             emit_context = dataclasses.replace(context, timestamp=timestamp)
-            if group.last_context is None:
-                group.last_context = emit_context
             left, right = (value, None) if side == LEFT else (None, value)
             joined = self.call(emit_context, self.fn, key, left, right)
             self.forward(key, joined, emit_context, out, group)
@@ -259,9 +257,9 @@ _KEY_PRESERVING = {NodeKind.SOURCE, NodeKind.FILTER, NodeKind.MAP_VALUES, NodeKi
                    NodeKind.STREAM_STREAM_JOIN, NodeKind.STREAM_STREAM_JOIN_MERGE,
                    NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES,
                    NodeKind.TABLE_TO_STREAM, NodeKind.STREAM_TABLE_JOIN}
-# A table's store with the record cache on forwards each key's update at the micro-batch's end, with
-# the context of the key's last record of any input (program._flush), where Kafka Streams' cache
-# forwards it with the update's own timestamp: the join would window it at another time.
+# A table's store with the record cache on forwards each key's update at the micro-batch's end
+# (program._flush), Kafka Streams' cache at a commit: what the join pairs it with would depend on
+# where batches and commits fall.
 _TABLE_STORES = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE}
 
 
@@ -308,9 +306,9 @@ def _check_keys_before(ctx, window_node) -> None:
             raise UnsupportedTopologyError(
                 f"table {node.name} ({store}) comes before the stream-stream join {window_node.name} in its "
                 "sub-topology with its record cache on; the Spark runner's cache forwards a key's update at the "
-                "micro-batch's end with the time of the key's last record of any input, where Kafka Streams' "
-                "forwards it with the update's own, so the join would window it at another time. Materialize "
-                "the table with_caching_disabled(), or add .repartition() before the join")
+                "micro-batch's end, Kafka Streams' at a commit, so what the join pairs it with would depend on "
+                "where batches and commits fall. Materialize the table with_caching_disabled(), or add "
+                ".repartition() before the join")
 
 
 BUILDERS = {

@@ -131,11 +131,12 @@ class _WindowAggregate(WindowedTable):
             return
         if self.cached:
             for start, _end, new, new_timestamp, _old in updates:
-                # The window's latest value, forwarded at the flush (even if it expires meanwhile).
+                # The window's latest value, forwarded at the flush (even if it expires meanwhile)
+                # with this record's context: Kafka Streams' cache keeps one per windowed key.
                 pending.pop(start, None)
-                pending[start] = (new, new_timestamp)
+                pending[start] = (new, new_timestamp, context)
             if updates:
-                state.dirty.add(slot)
+                state.mark_dirty(slot, context)
             return
         for start, end, new, new_timestamp, old in updates:
             self._emit(key, start, end, new, new_timestamp, context, out, state, old)
@@ -171,9 +172,9 @@ class _WindowAggregate(WindowedTable):
 
     @staticmethod
     def _pending(state, slot: int) -> dict:
-        """``{start: (aggregate, timestamp)}`` of the windows changed in this key group; the first
-        call also notes the windows the store held (what Kafka's cache flush compares with, and
-        sends as the old values)."""
+        """``{start: (aggregate, timestamp, context of its last update)}`` of the windows changed in
+        this key group; the first call also notes the windows the store held (what Kafka's cache
+        flush compares with, and sends as the old values)."""
         entry = state.cache_entry(slot)
         if entry is None:
             current = state.values[slot]
@@ -200,16 +201,18 @@ class _WindowAggregate(WindowedTable):
                 group.values[self.state_slot] = windows if windows else ABSENT
 
     def flush(self, state, out, context) -> None:
-        """Kafka Streams' cache flush: each window changed in this key group, once, with its final value."""
+        """Kafka Streams' cache flush: each window changed in this key group, once, with its final value
+        and the context of the record that last updated it (``context``, the store's last update of the
+        key, only places the key's windows in the flush order)."""
         slot = self.state_slot
         entry = state.take_cache_entry(slot)
         before, pending = ({}, {}) if entry is None else entry
         key = state.keys[slot]
-        for start, (value, timestamp) in pending.items():
+        for start, (value, timestamp, update_context) in pending.items():
             if value is None and start not in before:
                 continue  # never stored: Kafka's caching store forwards nothing
             old = before.get(start)  # the cache's old value: the store's at the last flush
-            self._emit(key, start, start + self.size, value, timestamp, context, out, state,
+            self._emit(key, start, start + self.size, value, timestamp, update_context, out, state,
                        None if old is None else old[0])
 
 

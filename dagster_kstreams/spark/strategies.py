@@ -138,7 +138,7 @@ class JvmCount(Strategy):
         return False  # a count of keys; its output records carry no timestamp (Spark's sink sets it)
 
     def carries_headers(self, program: Any) -> bool:
-        # Kafka Streams' cached count gives an update the headers of the key's last record; Spark's
+        # Kafka Streams' cached count gives an update the headers of the record that last counted; Spark's
         # aggregation keeps the count only (README, "Semantics that differ").
         return False
 

@@ -17,6 +17,7 @@ import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Repartitioned;
 import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
@@ -25,7 +26,11 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * {"store": {"key": "value"}}.
  *
  * Args: bootstrap applicationId stateDir orders customers left right uleft uright
- *       outInner outLeft ttInner ttLeft ttOuter utInner utLeft utOuter
+ *       outInner outLeft ttInner ttLeft ttOuter utInner utLeft utOuter outCustomers
+ *
+ * The cached customers table also goes to a repartition topic ("customer-updates", not purged:
+ * the test reads it), flushed in the sub-topology where the orders read the same keys: each
+ * update keeps the timestamp and headers of the customer record that made it.
  *
  * The "u" tables and joins run without the record cache (withCachingDisabled on the joined
  * tables and the join results), so every single update of a table-table join reaches its topic.
@@ -41,7 +46,8 @@ public final class JoinExamples {
     static StreamsBuilder joinExamples(String orders, String customers, String left, String right,
                                        String uleft, String uright,
                                        String outInner, String outLeft, String ttInner, String ttLeft,
-                                       String ttOuter, String utInner, String utLeft, String utOuter) {
+                                       String ttOuter, String utInner, String utLeft, String utOuter,
+                                       String outCustomers) {
         StreamsBuilder builder = new StreamsBuilder();
         // Sub-topology 0: the uncached table-table joins (the killed run stops inside it).
         KTable<String, String> uncachedLeft = builder.table(
@@ -75,6 +81,7 @@ public final class JoinExamples {
         leftTable.outerJoin(rightTable, (a, b) -> a + "+" + b,
                 Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("tt-outer"))
             .toStream().to(ttOuter);
+        customerTable.toStream().repartition(Repartitioned.as("customer-updates")).to(outCustomers);
         return builder;
     }
 
@@ -85,8 +92,9 @@ public final class JoinExamples {
         List<String> inputs = List.of(args[3], args[4], args[5], args[6], args[7], args[8]);
         StreamsBuilder builder = joinExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
                                               args[10], args[11], args[12], args[13], args[14], args[15],
-                                              args[16]);
+                                              args[16], args[17]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
+        props.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, Long.MAX_VALUE);
 
         KafkaStreams streams = new KafkaStreams(builder.build(), props);
         streams.start();
