@@ -1,8 +1,8 @@
 """A task's internal topics: created, and their consumed records deleted, as Kafka Streams does.
 
 :func:`create_internal_topics` creates the repartition topics and the dead-letter topic that do
-not exist yet. Kafka Streams creates its repartition topics with infinite retention (``retention.ms=-1``,
-:data:`REPARTITION_TOPIC_CONFIG`, its ``RepartitionTopicConfig``): a record is never lost to the
+not exist yet. Kafka Streams creates its repartition topics with infinite retention
+(``retention.ms=-1``, :data:`REPARTITION_TOPIC_CONFIG`, its ``RepartitionTopicConfig``): a record is never lost to the
 broker's retention before the downstream task reads it, however old its timestamp (a replay of
 last month's input keeps last month's timestamps). What bounds the topic instead is the purge:
 every ``repartition.purge.interval.ms`` (30 s) a task deletes the records below the offsets it
@@ -17,10 +17,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-
-from typing import Any, Optional
+from typing import Optional
 
 from dagster_kstreams.kafka.admin import KafkaAdmin, KafkaAdminError, TopicPartition
+from dagster_kstreams.topology.application import ApplicationTopology
 
 __all__ = ["PURGE_INTERVAL_S", "REPARTITION_TOPIC_CONFIG", "RepartitionPurge", "create_internal_topics"]
 
@@ -33,10 +33,10 @@ REPARTITION_TOPIC_CONFIG = {"cleanup.policy": "delete", "segment.bytes": "524288
 PURGE_INTERVAL_S = 30.0
 
 
-def create_internal_topics(admin: KafkaAdmin, application: Any,
+def create_internal_topics(admin: KafkaAdmin, application: ApplicationTopology,
                            dead_letter_topic: Optional[str]) -> tuple[dict[str, int], Optional[int]]:
-    """Create the repartition topics of ``application`` (an ``ApplicationTopology``; partition
-    counts as Kafka Streams sets them) and the dead-letter topic that do not exist yet. Returns
+    """Create the repartition topics of ``application`` (partition counts as Kafka Streams sets
+    them) and the dead-letter topic that do not exist yet. Returns
     ``({topic: partitions}, the largest record the input topics take)``: the topics the tasks write
     take it too."""
     counts = application.partition_counts
