@@ -20,7 +20,10 @@ Before a batch writes, the end offsets of its sink topics are recorded
 the batch; a replay reads back what the killed attempt wrote and skips those positions. (One
 short header rather than several: Spark's Kafka sink pays per header of every record.) This
 needs deterministic user functions. Records written by a topic extractor to topics not known in
-advance are not covered.
+advance are not covered, nor records of the killed attempt on a repartition topic that its
+downstream task consumed and purged before the replay
+(:mod:`~dagster_kstreams.spark.internal_topics`): those are written again, a duplicate as Kafka
+Streams' at-least-once gives one, never a loss.
 
 Fencing at the write: fenced before its write, a run wrote nothing; fenced during its write, its
 commit fails and the batch stays uncommitted in the checkpoint, so the new owner replays it, and
