@@ -29,7 +29,17 @@ from dagster_kstreams.spark.event_time import source_columns, with_extracted_tim
 from dagster_kstreams.spark.state_keys import state_key_column_of
 from dagster_kstreams.topology.application import ApplicationTopology
 
-__all__ = ["StartingPoint", "starting_point", "kafka_source", "on_state_partitions", "in_processing_order"]
+__all__ = ["StartingPoint", "starting_point", "kafka_source", "on_state_partitions", "in_processing_order",
+           "CONSUMER_DEFAULTS"]
+
+# Spark's Kafka reader asks the broker for the partition's first and last offsets after every
+# poll (two ListOffsets round trips, ``InternalKafkaConsumer.fetch``), and a poll returns at most
+# ``max.poll.records`` (500 by default): small records paid more for those round trips than for
+# the records. Larger polls, unless the user's settings say otherwise (bench/README.md).
+CONSUMER_DEFAULTS = {
+    "kafka.max.poll.records": "100000",
+    "kafka.max.partition.fetch.bytes": str(8 * 1024 * 1024),
+}
 
 
 @dataclass(frozen=True)
@@ -71,7 +81,8 @@ def kafka_source(session: SparkSession, kafka_options: Mapping[str, Any], assign
     assign: dict[str, list[int]] = {}
     for tp in assigned:
         assign.setdefault(tp.topic, []).append(tp.partition)
-    reader = session.readStream.format("kafka").options(**kafka_options).option("assign", json.dumps(assign))
+    options = {**CONSUMER_DEFAULTS, **kafka_options}
+    reader = session.readStream.format("kafka").options(**options).option("assign", json.dumps(assign))
     if starting is not None:
         start_json: dict[str, dict[str, int]] = {}
         for tp, offset in starting.items():
