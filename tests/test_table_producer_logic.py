@@ -8,7 +8,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dagster_kstreams.kafka.table_producer import RecordColumns
+from dagster_kstreams.kafka.table_producer import RecordColumns, python_list
 
 _HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
@@ -58,3 +58,15 @@ def test_a_batch_reads_as_arrow_lists_it(records, with_partition, chunks, one_to
 def test_a_batch_without_timestamps_has_none_for_each_record():
     table = pa.table({"topic": ["t", "t"], "key": pa.array([b"a", b"b"]), "value": pa.array([b"1", None])})
     assert RecordColumns.of_table(table).timestamps == [None, None]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.none() | st.integers(min_value=-2**63, max_value=2**63 - 1), max_size=30),
+       st.lists(st.none() | st.sampled_from(["a", "b", ""]), max_size=30), st.integers(min_value=1, max_value=3))
+def test_a_column_reads_as_to_pylist_reads_it(integers, strings, chunks):
+    for values, kind in ((integers, pa.int64()), (strings, pa.string())):
+        array = pa.array(values, kind)
+        cut = max(1, len(values) // chunks)
+        chunked = pa.chunked_array([array.slice(start, cut) for start in range(0, len(values), cut)], kind)
+        assert python_list(array) == array.to_pylist()
+        assert python_list(chunked) == chunked.to_pylist()

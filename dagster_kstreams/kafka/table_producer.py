@@ -22,7 +22,7 @@ from confluent_kafka import Producer
 
 from dagster_kstreams.kafka.timestamp_header import TIMESTAMP_HEADER, encode_timestamp
 
-__all__ = ["RecordColumns", "produce_columns"]
+__all__ = ["RecordColumns", "produce_columns", "python_list"]
 
 _UNASSIGNED = -1  # librdkafka's RD_KAFKA_PARTITION_UA, confluent-kafka's default partition
 _QUEUE_FULL_WAIT_S = 0.05  # librdkafka's queue is full: serve delivery reports this long
@@ -48,10 +48,10 @@ class RecordColumns:
         rows, names = table.num_rows, table.column_names
         carried = "headers" in names and table.column("headers").null_count < rows
         return cls(
-            _python_list(table.column("topic")), table.column("key").to_pylist(), table.column("value").to_pylist(),
-            _python_list(table.column("timestamp_ms")) if "timestamp_ms" in names else [None] * rows,
+            python_list(table.column("topic")), table.column("key").to_pylist(), table.column("value").to_pylist(),
+            python_list(table.column("timestamp_ms")) if "timestamp_ms" in names else [None] * rows,
             table.column("headers").to_pylist() if carried else [None] * rows,
-            _python_list(table.column("partition")) if "partition" in names else None,
+            python_list(table.column("partition")) if "partition" in names else None,
         )
 
     def __len__(self) -> int:
@@ -93,10 +93,10 @@ def produce_columns(producer: Producer, records: RecordColumns) -> int:
     return rows
 
 
-def _python_list(column: pa.ChunkedArray) -> list:
-    """``column.to_pylist()``, cheaper where it can be: a column of one string throughout (a
-    sub-topology's one sink topic) is that one object repeated, and integers without nulls go
-    through numpy. Building an object per row from Arrow costs several times more, per record."""
+def python_list(column: pa.Array | pa.ChunkedArray) -> list:
+    """``column.to_pylist()``, cheaper where it can be: a column of one string throughout (a batch's
+    one topic) is that one object repeated, and integers without nulls go through numpy. Building an
+    object per row from Arrow costs several times more, per record."""
     rows = len(column)
     if rows and column.null_count == 0:
         if pa.types.is_integer(column.type):

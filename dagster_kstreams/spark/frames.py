@@ -25,7 +25,7 @@ from typing import Any, Iterable, Iterator, Optional
 import pandas as pd
 import pyarrow as pa
 
-from dagster_kstreams.kafka.table_producer import RecordColumns
+from dagster_kstreams.kafka.table_producer import RecordColumns, python_list
 from dagster_kstreams.processors.program import SubtopologyProgram
 from dagster_kstreams.processors.records import Output, RecordContext
 from dagster_kstreams.spark.state_keys import STATE_KEY_COLUMN
@@ -119,7 +119,7 @@ class SparkProgram(SubtopologyProgram):
         out = Output()
         names = ("key", "value", "topic", "partition", "offset", "event_time")
         for batch in batches:
-            columns = [batch.column(batch.schema.get_field_index(name)).to_pylist() for name in names]
+            columns = [python_list(batch.column(batch.schema.get_field_index(name))) for name in names]
             self.process_columns(*columns, _arrow_headers(batch), out)
         return out
 
