@@ -105,6 +105,7 @@ class JoinWindow(StoreProcessor):
 
     kind = "join_window"
     uses_stream_time = True
+    drops_late_records = True
 
     def __init__(self, name: str, store: str, retention: int):
         super().__init__(name, store)
