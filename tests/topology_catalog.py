@@ -42,6 +42,7 @@ from dagster_kstreams import (
 
 from assets import click_regions
 from cogroup_topology import cogroup_examples
+from filtered_window_topology import filtered_window_examples
 from fk_join_topology import fk_join_examples
 from global_topology import global_examples
 from regroup_topology import regroup_examples
@@ -1320,3 +1321,11 @@ def cogroup_examples_of_the_equivalence_test():
              "out-final-filtered": "final-filtered-windows-out", "out-session-bytes": "session-bytes-out",
              "out-merged-counts": "merged-counts-out", "out-merged-windowed": "merged-windows-out"}
     return cogroup_examples(names).build()
+
+
+@topology
+def filtered_window_examples_of_the_equivalence_test():
+    names = {"events": "events", "clicks": "clicks", "out-filtered": "filtered-out", "out-sessions": "sessions-out",
+             "out-sliding": "sliding-out", "out-branch": "branch-out", "out-direct": "direct-count-out",
+             "out-merged": "merged-out"}
+    return filtered_window_examples(names).build()
