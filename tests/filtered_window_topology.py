@@ -7,6 +7,9 @@ sub-topology of the events, which also merges a second source (clicks) into a si
 key only: a null key's partition is the producer's choice): each of those
 aggregations keeps its own stream time, of the records that reach it, which is not the task's. A
 tumbling count straight on the events (whose stream time is the task's) shares the sub-topology.
+In a sub-topology of their own, slides go straight to a sliding reduce and a tumbling count: the
+sliding windows skip null values (their own stream time), which the tumbling windows (whose stream
+time is the task's) count.
 Every aggregate is a string of its latest contributions or a count, every store uncached, so the
 output is fixed by the input alone.
 
@@ -26,12 +29,13 @@ from dagster_kstreams.topology.named import Named
 from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
 from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
 
-INPUTS = ("events", "clicks")
-OUTPUTS = ("out-filtered", "out-sessions", "out-sliding", "out-branch", "out-direct", "out-merged")
+INPUTS = ("events", "clicks", "slides")
+OUTPUTS = ("out-filtered", "out-sessions", "out-sliding", "out-branch", "out-direct", "out-merged",
+           "out-mixed-sliding", "out-mixed-tumbling")
 # How each output's keys are read: a time window of that size, a session window, a plain string.
 OUTPUT_KEYS = {"out-filtered": 10_000, "out-sessions": "session", "out-sliding": 5_000, "out-branch": 5_000,
-               "out-direct": 10_000, "out-merged": None}
-LONG_VALUED = ("out-sessions", "out-branch", "out-direct")  # values written by Serdes.Long()
+               "out-direct": 10_000, "out-merged": None, "out-mixed-sliding": 5_000, "out-mixed-tumbling": 10_000}
+LONG_VALUED = ("out-sessions", "out-branch", "out-direct", "out-mixed-tumbling")  # values written by Serdes.Long()
 
 
 def filtered_window_examples(topics: dict[str, str]) -> StreamsBuilder:
@@ -75,4 +79,14 @@ def filtered_window_examples(topics: dict[str, str]) -> StreamsBuilder:
         .count(Named.as_("direct-count"), Materialized.as_("direct-count-store").with_caching_disabled()) \
         .to_stream() \
         .to(topics["out-direct"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.Long()))
+    slides = builder.stream(topics["slides"]).group_by_key()
+    slides.windowed_by(SlidingWindows.of_time_difference_and_grace(timedelta(seconds=5), timedelta(seconds=2))) \
+        .reduce(lambda agg, value: (agg + "+" + value)[-60:], Named.as_("mixed-sliding"),
+                Materialized.as_("mixed-sliding-store").with_caching_disabled()) \
+        .to_stream() \
+        .to(topics["out-mixed-sliding"], Produced.with_(WindowedSerde(Serdes.String(), 5_000), Serdes.String()))
+    slides.windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=2))) \
+        .count(Named.as_("mixed-tumbling"), Materialized.as_("mixed-tumbling-store").with_caching_disabled()) \
+        .to_stream() \
+        .to(topics["out-mixed-tumbling"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.Long()))
     return builder

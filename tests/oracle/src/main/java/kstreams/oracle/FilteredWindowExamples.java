@@ -17,6 +17,7 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Branched;
+import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
@@ -36,10 +37,12 @@ import org.apache.kafka.streams.state.WindowStore;
  * tasks' dropped-records-total). Each windowed processor keeps its own stream time of the records
  * that reach it, which here is not the task's: records the filters drop and the clicks jump ahead.
  * A tumbling count straight on the source (whose stream time is the task's) shares the sub-topology.
+ * In a sub-topology of their own, slides go straight to a sliding reduce and a tumbling count: the
+ * sliding windows skip null values, which the tumbling windows (whose stream time is the task's) count.
  * Every store runs without the record cache, so the output is fixed by the input alone.
  *
- * Args: bootstrap applicationId stateDir events clicks outFiltered outSessions outSliding outBranch
- *       outDirect outMerged
+ * Args: bootstrap applicationId stateDir events clicks slides outFiltered outSessions outSliding outBranch
+ *       outDirect outMerged outMixedSliding outMixedTumbling
  *
  * The Python twin is filtered_window_examples() in tests/filtered_window_topology.py; keep the two in step.
  */
@@ -54,9 +57,10 @@ public final class FilteredWindowExamples {
         return aggregate.substring(Math.max(0, aggregate.length() - 60));
     }
 
-    static Topology filteredWindowExamples(String events, String clicks, String outFiltered, String outSessions,
-                                           String outSliding, String outBranch, String outDirect,
-                                           String outMerged) {
+    static Topology filteredWindowExamples(String events, String clicks, String slides, String outFiltered,
+                                           String outSessions, String outSliding, String outBranch,
+                                           String outDirect, String outMerged, String outMixedSliding,
+                                           String outMixedTumbling) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> eventStream = builder.stream(events);
         // Another source of the sub-topology: its records reach no windowed aggregation.
@@ -103,6 +107,18 @@ public final class FilteredWindowExamples {
                 Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("direct-count-store").withCachingDisabled())
             .toStream()
             .to(outDirect, Produced.with(windowed(10_000), Serdes.Long()));
+        KGroupedStream<String, String> slidesByKey = builder.<String, String>stream(slides).groupByKey();
+        slidesByKey.windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(2)))
+            .reduce((agg, value) -> tail(agg + "+" + value), Named.as("mixed-sliding"),
+                Materialized.<String, String, WindowStore<Bytes, byte[]>>as("mixed-sliding-store")
+                    .withCachingDisabled())
+            .toStream()
+            .to(outMixedSliding, Produced.with(windowed(5_000), Serdes.String()));
+        slidesByKey.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2)))
+            .count(Named.as("mixed-tumbling"),
+                Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("mixed-tumbling-store").withCachingDisabled())
+            .toStream()
+            .to(outMixedTumbling, Produced.with(windowed(10_000), Serdes.Long()));
         return builder.build();
     }
 
@@ -110,9 +126,9 @@ public final class FilteredWindowExamples {
         String bootstrap = args[0];
         String applicationId = args[1];
         String stateDir = args[2];
-        List<String> inputs = List.of(args[3], args[4]);
+        List<String> inputs = List.of(args[3], args[4], args[5]);
         Topology topology = filteredWindowExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
-                                                   args[10]);
+                                                   args[10], args[11], args[12], args[13]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         // Wait for both inputs of a task rather than run ahead on one (the timestamp merge).
         props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 5_000L);
