@@ -174,8 +174,13 @@ public final class TopologyCatalog {
             "merged-counts-out", "merged-windows-out"));
         // Windowed aggregations with their own stream time (FilteredWindowExamples is the equivalence test's).
         TOPOLOGIES.put("filtered_window_examples_of_the_equivalence_test",
-                       () -> FilteredWindowExamples.filteredWindowExamples("events", "clicks", "filtered-out",
-                           "sessions-out", "sliding-out", "branch-out", "direct-count-out", "merged-out"));
+                       () -> FilteredWindowExamples.filteredWindowExamples("events", "clicks", "slides",
+                           "filtered-out", "sessions-out", "sliding-out", "branch-out", "direct-count-out", "merged-out",
+                           "mixed-sliding-out", "mixed-tumbling-out"));
+        // Stream-stream joins fed by stream-global-table joins (GlobalStreamJoinExamples is the equivalence test's).
+        TOPOLOGIES.put("global_stream_join_examples_of_the_equivalence_test",
+                       () -> GlobalStreamJoinExamples.globalStreamJoinExamples("profiles", "orders", "payments",
+                           "left-outer-out", "inner-out"));
     }
 
     /** Catalog names in definition order. */
