@@ -4,12 +4,14 @@ in tests/test_equivalence_global.py): what each join type drops, what reaches th
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from dagster_kstreams.processors.global_joins import GlobalTable, StreamGlobalTableJoin
 from dagster_kstreams.processors.records import Output, RecordContext
 from dagster_kstreams.spark.compile import compile_topology
-from dagster_kstreams.topology import Named, StreamsBuilder
+from dagster_kstreams.topology import JoinWindows, Named, StreamsBuilder
 from dagster_kstreams.topology.serdes import Serdes
 
 
@@ -64,3 +66,16 @@ def test_a_null_mapped_key_is_dropped_by_an_inner_join_and_joined_with_none_by_a
     out = Output()
     program.process_record(RecordContext("clicks", 0, 0, 0), b"k", b"v", out, None)
     assert out.value == [b"v+None"]
+
+
+def test_a_global_join_may_feed_a_stream_stream_join_in_its_sub_topology():
+    """It forwards under the stream record's key, with its timestamp, while that record is processed:
+    the join's buffers stay in the source key's group (compared with Kafka Streams in
+    tests/test_equivalence_global_stream_joins.py)."""
+    builder = StreamsBuilder()
+    profiles = builder.global_table("profiles")
+    builder.stream("orders").left_join(profiles, lambda key, order: order, lambda order, profile: order) \
+        .outer_join(builder.stream("payments"), lambda order, payment: order,
+                    JoinWindows.of_time_difference_with_no_grace(timedelta(seconds=3))).to("out")
+    program = compile_topology(builder, "app", kafka_config={"bootstrap.servers": "unused:9"}).program(1)
+    assert program.task_grouped and any(isinstance(node, StreamGlobalTableJoin) for node in program.nodes)

@@ -120,17 +120,13 @@ def _topology(between=None, regroup=False, materialized=None):
     return builder
 
 
-@pytest.mark.parametrize("between, ok", [(None, True), ("map_values", True), ("filter", False)])
-def test_compile_refuses_what_changes_the_aggregation_stream_time(between, ok):
-    compiled = compile_topology(_topology(between), "app")
-    if ok:
-        program = compiled.program(0)
-        assert program.uses_stream_time and program.needs_processing_order
-        (node,) = [n for n in program.nodes if n.kind == "session_aggregate"]
-        assert node.options["gap"] == 5000 and node.options["retention"] == 5000
-    else:
-        with pytest.raises(UnsupportedTopologyError, match=r"KSTREAM-AGGREGATE-\d+ .*KSTREAM-FILTER-\d+.*repartition"):
-            compiled.program(0)
+@pytest.mark.parametrize("between, own", [(None, False), ("map_values", False), ("filter", True)])
+def test_compile_gives_own_clocks_where_the_task_stream_time_is_not_the_aggregations(between, own):
+    program = compile_topology(_topology(between), "app").program(0)
+    (node,) = [n for n in program.nodes if n.kind == "session_aggregate"]
+    assert node.options["gap"] == 5000 and node.options["retention"] == 5000
+    # With its own clocks (own_stream_time.py) it runs task-grouped and the task's stream time goes unused.
+    assert program.task_grouped is own and program.uses_stream_time is not own
 
 
 def test_compile_after_group_by_reads_the_repartition_topic():

@@ -1,6 +1,7 @@
 """Windowed aggregations (dagster_kstreams.processors.windows) without Spark: which windows a record
 updates, lateness, the sliding-window algorithm against a plain reference, emission through a
-sub-topology program, and the topologies the Spark runner refuses."""
+sub-topology program, and the topologies the Spark runner refuses (those where an aggregation
+keeps its own stream time: tests/test_own_stream_time_logic.py)."""
 
 from __future__ import annotations
 
@@ -208,35 +209,6 @@ def _refused(build, match):
 
 
 TUMBLING = TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=1))
-SLIDING = SlidingWindows.of_time_difference_and_grace(timedelta(seconds=10), timedelta(seconds=1))
-
-
-def test_refuses_a_filter_between_source_and_windowed_aggregation():
-    _refused(lambda b: b.stream("in").filter(lambda k, v: v != "x").group_by_key().windowed_by(TUMBLING).count(),
-             r"KSTREAM-FILTER-\d+ \(filter\) lies between .*\.repartition\(\)")
-
-
-def test_refuses_map_values_before_sliding_windows_but_not_before_time_windows():
-    _refused(lambda b: b.stream("in").map_values(lambda v: v).group_by_key().windowed_by(SLIDING).count(),
-             r"KSTREAM-MAPVALUES-\d+ \(map_values\) lies between")
-    builder = StreamsBuilder()
-    builder.stream("in").map_values(lambda v: v).group_by_key().windowed_by(TUMBLING).count()
-    compile_topology(builder, "app").program(0)
-
-
-def test_refuses_a_second_source_and_mixed_sliding_and_time_windows():
-    def two_sources(b):
-        table = b.table("table-in", Materialized.as_("t"))
-        stream = b.stream("in")
-        stream.join(table, lambda v, t: v).to("joined")
-        stream.group_by_key().windowed_by(TUMBLING).count()
-    _refused(two_sources, r"source KSTREAM-SOURCE-\d+ .* do not reach the aggregation")
-
-    def mixed(b):
-        grouped = b.stream("in").group_by_key()
-        grouped.windowed_by(TUMBLING).count()
-        grouped.windowed_by(SLIDING).count()
-    _refused(mixed, r"sliding windows skip records with a null value")
 
 
 def test_custom_timestamp_extractors_compile():

@@ -42,7 +42,9 @@ from dagster_kstreams import (
 
 from assets import click_regions
 from cogroup_topology import cogroup_examples
+from filtered_window_topology import filtered_window_examples
 from fk_join_topology import fk_join_examples
+from global_stream_join_topology import global_stream_join_examples
 from global_topology import global_examples
 from regroup_topology import regroup_examples
 from suppress_topology import suppress_examples
@@ -1320,3 +1322,19 @@ def cogroup_examples_of_the_equivalence_test():
              "out-final-filtered": "final-filtered-windows-out", "out-session-bytes": "session-bytes-out",
              "out-merged-counts": "merged-counts-out", "out-merged-windowed": "merged-windows-out"}
     return cogroup_examples(names).build()
+
+
+@topology
+def filtered_window_examples_of_the_equivalence_test():
+    names = {"events": "events", "clicks": "clicks", "slides": "slides", "out-filtered": "filtered-out",
+             "out-sessions": "sessions-out", "out-sliding": "sliding-out", "out-branch": "branch-out",
+             "out-direct": "direct-count-out", "out-merged": "merged-out", "out-mixed-sliding": "mixed-sliding-out",
+             "out-mixed-tumbling": "mixed-tumbling-out"}
+    return filtered_window_examples(names).build()
+
+
+@topology
+def global_stream_join_examples_of_the_equivalence_test():
+    names = {"profiles": "profiles", "orders": "orders", "payments": "payments", "out-left-outer": "left-outer-out",
+             "out-inner": "inner-out"}
+    return global_stream_join_examples(names).build()

@@ -16,6 +16,7 @@ module                what lives there
 ``aggregations``      count/reduce/aggregate, ``to_table``, table sources (key-value stores)
 ``windows``           time and sliding windowed aggregations (``window_store``: their algorithms)
 ``sessions``          session-windowed aggregations and their store
+``own_stream_time``   windowed aggregations with their own stream time (after a filter, a cogroup's)
 ``windowed_tables``   what a windowed aggregation's table forwards: windowed keys, old values on request
 ``table_joins``       stream-table and table-table joins
 ``table_regroup``     ``KTable.group_by`` with count/reduce/aggregate (``changes``: old and new values)

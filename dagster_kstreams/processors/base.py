@@ -60,6 +60,8 @@ class Processor:
     uses_stream_time: ClassVar[bool] = False
     # ... and that stream time skips records with a null value too, not only a null key
     stream_time_skips_null_values: ClassVar[bool] = False
+    # drops late records: forwards one row on records.DROPPED_LATE_TOPIC per drop (counted, never written)
+    drops_late_records: ClassVar[bool] = False
     # its semantics span keys: the sub-topology runs task-grouped (task_state.py)
     task_grouped: ClassVar[bool] = False
     # has punctuators to fire after each record (the Processor API: user_processors.punctuate)

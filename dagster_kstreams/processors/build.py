@@ -20,8 +20,8 @@ from typing import Any, Callable, Mapping, Optional
 
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
 from dagster_kstreams.processors import (
-    aggregations, cogroup, fk_joins, global_joins, sessions, stateless, stream_joins, suppress, table_joins,
-    table_regroup, user_processors, windows,
+    aggregations, cogroup, fk_joins, global_joins, own_stream_time, sessions, stateless, stream_joins, suppress,
+    table_joins, table_regroup, user_processors, windows,
 )
 from dagster_kstreams.processors.base import Processor
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
@@ -91,10 +91,12 @@ class BuildContext:
 
 
 def _windowed_aggregate(factory: ProcessorNode, ctx: BuildContext) -> Processor:
-    if cogroup.handles(factory):
-        return cogroup.build_windowed(factory, ctx)
-    build = sessions.build if sessions.handles(factory) else windows.build
-    return build(factory, ctx)
+    """A windowed aggregation reads the task's stream time where that is its own (key-grouped), else
+    keeps its own clocks (task-grouped: :mod:`.own_stream_time`), as a cogroup's inputs always do."""
+    family = sessions if sessions.handles(factory) else windows
+    if cogroup.handles(factory) or not family.reads_task_stream_time(ctx.subtopology, factory):
+        return own_stream_time.build(factory, ctx)
+    return family.build(factory, ctx)
 
 
 BUILDERS: dict[NodeKind, Callable[[ProcessorNode, BuildContext], Processor]] = {

@@ -134,6 +134,11 @@ class SubtopologyProgram:
         return any(node.uses_stream_time for node in self.nodes)
 
     @property
+    def drops_late_records(self) -> bool:
+        """Whether the output may hold rows on ``DROPPED_LATE_TOPIC`` (counted, never written)."""
+        return any(node.drops_late_records for node in self.nodes)
+
+    @property
     def stream_time_skips_null_values(self) -> bool:
         """Whether stream time advances only on records with a key and a value (sliding windows)."""
         return any(node.stream_time_skips_null_values for node in self.nodes)

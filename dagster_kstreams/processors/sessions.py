@@ -38,6 +38,10 @@ Reduce and count are aggregations with Kafka Streams' own functions: count is
 ``initializer=0``, ``aggregator=agg + 1``, ``merger=a + b``; reduce is ``initializer=None``,
 ``aggregator = value if agg is None else reducer(agg, value)``, ``merger(a, b) =
 aggregator(b, a)``.
+
+Stream time: the task's, which is the processor's own when every record of the task reaches it
+once (:func:`reads_task_stream_time`); otherwise it is built with its own clocks
+(:mod:`.own_stream_time`) and its sub-topology runs task-grouped.
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Optional
 
-from dagster_kstreams.processors.base import register
+from dagster_kstreams.processors.base import reachable, register
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.processors.session_close import ClosedSessions
@@ -58,6 +62,7 @@ from dagster_kstreams.topology.serdes import Window, Windowed
 from dagster_kstreams.topology.windows import SessionWindows
 
 __all__ = ["KIND", "SessionWindowAggregate", "SessionStore", "session_functions", "store_entries", "handles",
+           "reads_task_stream_time",
            "build"]
 
 KIND = "session_aggregate"
@@ -144,6 +149,7 @@ class SessionWindowAggregate(WindowedTable):
 
     kind = KIND
     uses_stream_time = True
+    drops_late_records = True
 
     def __init__(self, name: str, store: str, cached: bool, aggregation: str, gap: int, grace: int, retention: int,
                  initializer: Callable, aggregator: Callable, merger: Callable, key_serde=None,
@@ -280,16 +286,35 @@ def handles(factory) -> bool:
     return factory.kind is NodeKind.WINDOWED_AGGREGATE and isinstance(factory.params.get("windows"), SessionWindows)
 
 
-def build(factory, ctx, cls: type = SessionWindowAggregate, own_stream_time: bool = False) -> SessionWindowAggregate:
-    """The runnable form of a session aggregation (``cls``); with ``own_stream_time`` the processor
-    keeps its own stream time, so the paths reaching it are not checked: a cogroup's."""
+def reads_task_stream_time(sub, factory) -> bool:
+    """Whether the task's stream time is, at every record reaching the session aggregation
+    ``factory`` of sub-topology ``sub``, the processor's own (Kafka Streams'): every source of the
+    sub-topology reaches it through one-to-one processors only (``_ONE_TO_ONE``), by exactly one
+    path, so that the stream time before a record (the store's) is the processor's too."""
+    ancestors = list(reachable(sub, factory.parents, lambda node: node.parents))
+    if any(node.kind not in _ONE_TO_ONE for node in ancestors):
+        return False
+    return all(_paths(sub, source.name, factory.name, {}) == 1 for source in sub.nodes
+               if source.kind is NodeKind.SOURCE)
+
+
+def _paths(sub, source: str, name: str, counted: dict) -> int:
+    """The number of paths from node ``source`` to node ``name`` of ``sub``."""
+    if name == source:
+        return 1
+    if name not in counted:
+        counted[name] = sum(_paths(sub, source, parent, counted) for parent in sub.node(name).parents)
+    return counted[name]
+
+
+def build(factory, ctx, cls: type = SessionWindowAggregate) -> SessionWindowAggregate:
+    """The runnable form of a session aggregation: ``cls``, this module's, which reads the task's
+    stream time, or the one with its own clocks (:mod:`.own_stream_time`)."""
     params = factory.params
     emit_strategy = params.get("emit_strategy", ON_WINDOW_UPDATE)
     if emit_strategy not in (ON_WINDOW_UPDATE, ON_WINDOW_CLOSE):
         raise UnsupportedTopologyError(f"processor {factory.name} (session-windowed aggregation): emit strategy "
                                        f"{emit_strategy!r} is not supported by the Spark runner")
-    if not own_stream_time:
-        _check_path(ctx.subtopology, factory)
     windows: SessionWindows = params["windows"]
     store = ctx.topology.state_stores.get(params["store_name"])
     retention = store.retention_ms if store is not None and store.retention_ms is not None else (
@@ -305,35 +330,3 @@ def build(factory, ctx, cls: type = SessionWindowAggregate, own_stream_time: boo
     return cls(factory.name, params["store_name"], ctx.cached(params["store_name"]), operation,
                windows.inactivity_gap_ms, windows.grace_ms, retention, init, agg, merger,
                key_serde=key_serde, emit_on_close=emit_strategy == ON_WINDOW_CLOSE)
-
-
-def _check_path(sub, factory) -> None:
-    """Every source of the sub-topology must reach the aggregation through one-to-one
-    processors only, by exactly one path (see ``_ONE_TO_ONE``)."""
-    nodes = {node.name: node for node in sub.nodes}
-    paths: dict[str, int] = {}
-
-    def count(name: str) -> int:  # paths from any source to `name`
-        if name not in paths:
-            node = nodes[name]
-            if node.kind is NodeKind.SOURCE:
-                paths[name] = 1
-            else:
-                if node.kind not in _ONE_TO_ONE and name != factory.name:
-                    raise UnsupportedTopologyError(
-                        f"processor {factory.name} (session-windowed aggregation) is fed through {node.name} "
-                        f"({node.kind.value}) in the same sub-topology {sub.id}: Kafka Streams' session aggregation "
-                        "keeps its own stream time of the records that reach it, while the Spark runner uses the "
-                        "task's; put .repartition() before grouping so the aggregation reads its own sub-topology")
-                paths[name] = sum(count(parent) for parent in node.parents)
-        return paths[name]
-
-    count(factory.name)
-    sources = [node for node in sub.nodes if node.kind is NodeKind.SOURCE]
-    for source in sources:
-        if paths.get(source.name) != 1:
-            raise UnsupportedTopologyError(
-                f"processor {factory.name} (session-windowed aggregation): the records of {source.name} "
-                f"(topics {list(source.topics)}) reach it {paths.get(source.name, 0)} times in sub-topology {sub.id}, "
-                "not once; the Spark runner's stream time counts every record of the task once; put .repartition() "
-                "before grouping")

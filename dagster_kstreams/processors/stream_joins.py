@@ -105,6 +105,7 @@ class JoinWindow(StoreProcessor):
 
     kind = "join_window"
     uses_stream_time = True
+    drops_late_records = True
 
     def __init__(self, name: str, store: str, retention: int):
         super().__init__(name, store)
@@ -251,12 +252,13 @@ class StreamStreamJoin(Processor):
 # the join key's. A stream-stream join forwards its records with the key it joined on, so a join
 # may come before another one; a table (read from a topic or made by to_table, then filter,
 # map_values, to_stream) forwards each update under its key as it is processed (uncached: see
-# _TABLE_STORES); a stream-table join forwards under the stream record's key.
+# _TABLE_STORES); a stream-table or stream-global-table join forwards under the stream record's key
+# (the global one maps the record to the table's key only to look it up), with its timestamp.
 _KEY_PRESERVING = {NodeKind.SOURCE, NodeKind.FILTER, NodeKind.MAP_VALUES, NodeKind.FLAT_MAP_VALUES, NodeKind.PEEK,
                    NodeKind.MERGE, NodeKind.BRANCH, NodeKind.BRANCH_CHILD, NodeKind.JOIN_WINDOW,
                    NodeKind.STREAM_STREAM_JOIN, NodeKind.STREAM_STREAM_JOIN_MERGE,
                    NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES,
-                   NodeKind.TABLE_TO_STREAM, NodeKind.STREAM_TABLE_JOIN}
+                   NodeKind.TABLE_TO_STREAM, NodeKind.STREAM_TABLE_JOIN, NodeKind.STREAM_GLOBAL_TABLE_JOIN}
 # A table's store with the record cache on forwards each key's update at the micro-batch's end
 # (program._flush), Kafka Streams' cache at a commit: what the join pairs it with would depend on
 # where batches and commits fall.
@@ -299,7 +301,7 @@ def _check_keys_before(ctx, window_node) -> None:
                 "in its sub-topology; the Spark runner keeps the join's state by source key, so only processors "
                 "known to forward under the source record's key (filter, map_values, flat_map_values, peek, merge, "
                 "branch, a table read from a topic or made by to_table with its filter, map_values and to_stream, "
-                "a stream-table join, stream-stream joins) may come before it. Add .repartition() before the join "
+                "a stream-table or stream-global-table join, stream-stream joins) may come before it. Add .repartition() before the join "
                 "to give it a sub-topology of its own")
         store = node.params.get("store_name")
         if node.kind in _TABLE_STORES and store in node.stores and ctx.cached(store):

@@ -38,14 +38,12 @@ Emission
 
 Exactness
     Kafka Streams keeps the stream time of a windowed processor in the processor: it sees only
-    the records reaching that processor. The runner's stream time is the task's, so a windowed
-    aggregation is refused (:class:`~dagster_kstreams.processors.errors.UnsupportedTopologyError`)
-    when some record of the task may not reach it unchanged in key (and, sliding windows, value)
-    nullness: a filter, branch or flat_map between source and aggregation, another source in the
-    sub-topology, and so on (``.repartition()`` before grouping moves the aggregation into its own
-    sub-topology). So are stores downstream of the windowed table in the same sub-topology (the
-    state row is keyed by the source key, not the windowed key). A cogroup's windowed processors
-    keep their own stream time instead (:mod:`.cogroup`).
+    the records reaching that processor. The classes here read the task's stream time, which is
+    that processor's when every record of the task reaches it unchanged in key (and, sliding
+    windows, value) nullness (:func:`reads_task_stream_time`); otherwise, and for a cogroup's
+    inputs, the processor is built with its own clocks (:mod:`.own_stream_time`) and its
+    sub-topology runs task-grouped. Stores downstream of the windowed table in the same
+    sub-topology are refused (the state row is keyed by the source key, not the windowed key).
 """
 
 from __future__ import annotations
@@ -54,7 +52,7 @@ import dataclasses
 from typing import Callable, Optional
 
 from dagster_kstreams.processors.aggregations import user_aggregation
-from dagster_kstreams.processors.base import register
+from dagster_kstreams.processors.base import reachable, register
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.processors.state import ABSENT
@@ -72,7 +70,7 @@ from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import Window
 from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
 
-__all__ = ["TimeWindowAggregate", "SlidingWindowAggregate", "WINDOW_KINDS", "build"]
+__all__ = ["TimeWindowAggregate", "SlidingWindowAggregate", "WINDOW_KINDS", "build", "reads_task_stream_time"]
 
 
 class _WindowAggregate(WindowedTable):
@@ -81,6 +79,7 @@ class _WindowAggregate(WindowedTable):
     cache, the window's value at the last flush."""
 
     uses_stream_time = True
+    drops_late_records = True
     algorithm: Callable = None  # process_time_windows or process_sliding_windows
 
     def __init__(self, name: str, store: str, cached: bool, aggregation: str, windows, size: int, grace: int,
@@ -252,11 +251,30 @@ _KEYED_STATE_KINDS = {
 }
 
 
-def build(factory, ctx, classes=(TimeWindowAggregate, SlidingWindowAggregate),
-          own_stream_time: bool = False) -> _WindowAggregate:
-    """The runnable form of a time or sliding windowed aggregation, after the checks above
-    (``classes``: the time and sliding classes to build; with ``own_stream_time`` the processor
-    keeps its own stream time, so what reaches it from where is not checked: a cogroup's)."""
+def reads_task_stream_time(sub, factory) -> bool:
+    """Whether the task's stream time is, at every record reaching the time or sliding windowed
+    aggregation ``factory`` of sub-topology ``sub``, the processor's own (Kafka Streams'): every
+    source reaches it through processors that pass each record on with its key (sliding windows:
+    and its value) null or not as at the source, and, for sliding windows, which skip null values,
+    no other windowed processor or join of the sub-topology counts them."""
+    sliding = isinstance(factory.params["windows"], SlidingWindows)
+    allowed = _PASS_ALL_KINDS if sliding else _PASS_KEYS_KINDS
+    ancestors = list(reachable(sub, factory.parents, lambda node: node.parents))
+    if any(node.kind not in allowed for node in ancestors):
+        return False
+    names = {node.name for node in ancestors}
+    if any(node.kind is NodeKind.SOURCE and node.name not in names for node in sub.nodes):
+        return False
+    return not sliding or not any(node.name != factory.name and (
+        node.kind in (NodeKind.JOIN_WINDOW, NodeKind.STREAM_STREAM_JOIN)
+        or (node.kind is NodeKind.WINDOWED_AGGREGATE and not isinstance(node.params["windows"], SlidingWindows)))
+        for node in sub.nodes)
+
+
+def build(factory, ctx, classes=(TimeWindowAggregate, SlidingWindowAggregate)) -> _WindowAggregate:
+    """The runnable form of a time or sliding windowed aggregation (``classes``: the time and
+    sliding classes to build: these, which read the task's stream time, or those with their own
+    clocks, :mod:`.own_stream_time`)."""
     params = factory.params
     windows = params["windows"]
     what = f"windowed aggregation {factory.name}"
@@ -271,8 +289,6 @@ def build(factory, ctx, classes=(TimeWindowAggregate, SlidingWindowAggregate),
         raise UnsupportedTopologyError(f"{what}: emit strategy {emit_strategy!r} is not supported by the Spark runner")
     emit_on_close = emit_strategy == ON_WINDOW_CLOSE
     sub = ctx.subtopology
-    if not own_stream_time:
-        _check_upstream(sub, factory, cls, what)
     _check_downstream(sub, factory, what)
     store = next(s for s in sub.state_stores if s.name == params["store_name"])
     retention = store.retention_ms
@@ -286,56 +302,12 @@ def build(factory, ctx, classes=(TimeWindowAggregate, SlidingWindowAggregate),
         # nothing older than its retention, for reads as for the emission (window_close.py).
         retention = max(retention, 3 * size + windows.grace_ms + 1)
     return cls(factory.name, params["store_name"], store.caching, params["operation"], windows, size,
-                    windows.grace_ms, retention, *user_aggregation(params),
+               windows.grace_ms, retention, *user_aggregation(params),
                key_serde=store.key_serde or ctx.default_key_serde, emit_on_close=emit_on_close)
 
 
-def _check_upstream(sub, factory, cls: type, what: str) -> None:
-    sliding = cls is SlidingWindowAggregate
-    allowed = _PASS_ALL_KINDS if sliding else _PASS_KEYS_KINDS
-    ancestors = set()
-    for node in _reachable(sub, factory.parents, lambda node: node.parents):
-        ancestors.add(node.name)
-        if node.kind not in allowed:
-            raise UnsupportedTopologyError(
-                f"{what}: {node.name} ({node.kind.value}) lies between the source and the aggregation in sub-topology "
-                f"{sub.id}. Kafka Streams' windowed processor keeps its own stream time over the records that reach "
-                "it; the Spark runner uses the task's stream time, so every record of the task must reach the "
-                "aggregation with its key (and, for sliding windows, its value) unchanged. Add .repartition() "
-                "before grouping to give the aggregation a sub-topology of its own")
-    for node in sub.nodes:
-        if node.kind is NodeKind.SOURCE and node.name not in ancestors:
-            raise UnsupportedTopologyError(
-                f"{what}: the records of source {node.name} in sub-topology {sub.id} do not reach the aggregation but "
-                "would advance the task's stream time (Kafka Streams' windowed processor only sees its own records); "
-                "add .repartition() before grouping")
-    if sliding:
-        others = [n for n in sub.nodes if n.name != factory.name and (
-            n.kind in (NodeKind.JOIN_WINDOW, NodeKind.STREAM_STREAM_JOIN)
-            or (n.kind is NodeKind.WINDOWED_AGGREGATE and not isinstance(n.params["windows"], SlidingWindows)))]
-        if others:
-            raise UnsupportedTopologyError(
-                f"{what}: sliding windows skip records with a null value (they do not advance their stream time), "
-                f"while {others[0].name} ({others[0].kind.value}) in the same sub-topology {sub.id} counts them; the "
-                "Spark runner has one stream time per task. Add .repartition() before grouping")
-
-
-def _reachable(sub, start, next_names):
-    """The nodes of ``sub`` reachable from the names ``start`` by ``next_names`` (parents or
-    children), each once, ``start`` included."""
-    todo, seen = list(start), set()
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        node = sub.node(name)
-        yield node
-        todo.extend(next_names(node))
-
-
 def _check_downstream(sub, factory, what: str) -> None:
-    for node in _reachable(sub, factory.children, lambda node: node.children):
+    for node in reachable(sub, factory.children, lambda node: node.children):
         if node.kind in _KEYED_STATE_KINDS:
             raise UnsupportedTopologyError(
                 f"{what}: {node.name} ({node.kind.value}) keeps state for the windowed keys in the same sub-topology "

@@ -59,13 +59,13 @@ def start_task_query(runner: Any, session: Any, checkpoint_reader: CheckpointRea
     written = runner.application.sink_topics(run.task.subtopology)
     if runner.dead_letters.dead_letter_topic:
         written = [*written, runner.dead_letters.dead_letter_topic]
-    counted = [*written, DROPPED_LATE_TOPIC] if program.uses_stream_time else written
+    counted = [*written, DROPPED_LATE_TOPIC] if program.drops_late_records else written
     on_driver = strategy.on_driver(program)
     # An exactly-once writer in this process collects each batch and counts its records itself; one
     # in a Spark Connect server (``claim``) cannot report them here, so Spark's observed metrics do.
     if not runner.exactly_once or claim is not None:
         output = observe_outputs(output, counted)
-    drops_late, ordered = program.uses_stream_time, strategy.orders_output(program)
+    drops_late, ordered = program.drops_late_records, strategy.orders_output(program)
     directory = task_directory(runner.state_location, runner.application_id, str(run.task))
     sink = None if runner.exactly_once else AtLeastOnceSink(
         {**sink_timeouts(runner.task_timeout_s), **runner.spark_kafka_options()}, written, runner.max_record_bytes)

@@ -172,6 +172,15 @@ public final class TopologyCatalog {
             "clicks", "views", "orders", "refunds", "visits", "calls", "texts", "activity-out", "activity-windows-out",
             "final-windows-out", "sliding-out", "sessions-out", "final-filtered-windows-out", "session-bytes-out",
             "merged-counts-out", "merged-windows-out"));
+        // Windowed aggregations with their own stream time (FilteredWindowExamples is the equivalence test's).
+        TOPOLOGIES.put("filtered_window_examples_of_the_equivalence_test",
+                       () -> FilteredWindowExamples.filteredWindowExamples("events", "clicks", "slides",
+                           "filtered-out", "sessions-out", "sliding-out", "branch-out", "direct-count-out", "merged-out",
+                           "mixed-sliding-out", "mixed-tumbling-out"));
+        // Stream-stream joins fed by stream-global-table joins (GlobalStreamJoinExamples is the equivalence test's).
+        TOPOLOGIES.put("global_stream_join_examples_of_the_equivalence_test",
+                       () -> GlobalStreamJoinExamples.globalStreamJoinExamples("profiles", "orders", "payments",
+                           "left-outer-out", "inner-out"));
     }
 
     /** Catalog names in definition order. */

@@ -1,0 +1,92 @@
+"""The filtered-window example, the Python twin of kstreams.oracle.FilteredWindowExamples (Java):
+keep the two in step.
+
+Windowed aggregations fed through a filter (hopping windows), a ``filter_not`` (session windows), a
+``flat_map_values`` (sliding windows) and a branch (tumbling windows without grace), all in the
+sub-topology of the events, which also merges a second source (clicks) into a sink (records with a
+key only: a null key's partition is the producer's choice): each of those
+aggregations keeps its own stream time, of the records that reach it, which is not the task's. A
+tumbling count straight on the events (whose stream time is the task's) shares the sub-topology.
+In a sub-topology of their own, slides go straight to a sliding reduce and a tumbling count: the
+sliding windows skip null values (their own stream time), which the tumbling windows (whose stream
+time is the task's) count.
+Every aggregate is a string of its latest contributions or a count, every store uncached, so the
+output is fixed by the input alone.
+
+Its lambdas are self-contained (no module-level helpers): Spark's Python workers cannot import
+modules of tests/, and the test module ships this one by value.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from dagster_kstreams.topology import StreamsBuilder
+from dagster_kstreams.topology.branched_printed import Branched
+from dagster_kstreams.topology.consumed_produced import Produced
+from dagster_kstreams.topology.materialized import Materialized
+from dagster_kstreams.topology.named import Named
+from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
+from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
+
+INPUTS = ("events", "clicks", "slides")
+OUTPUTS = ("out-filtered", "out-sessions", "out-sliding", "out-branch", "out-direct", "out-merged",
+           "out-mixed-sliding", "out-mixed-tumbling")
+# How each output's keys are read: a time window of that size, a session window, a plain string.
+OUTPUT_KEYS = {"out-filtered": 10_000, "out-sessions": "session", "out-sliding": 5_000, "out-branch": 5_000,
+               "out-direct": 10_000, "out-merged": None, "out-mixed-sliding": 5_000, "out-mixed-tumbling": 10_000}
+LONG_VALUED = ("out-sessions", "out-branch", "out-direct", "out-mixed-tumbling")  # values written by Serdes.Long()
+
+
+def filtered_window_examples(topics: dict[str, str]) -> StreamsBuilder:
+    """The topology of FilteredWindowExamples.java, on ``topics`` (``INPUTS`` and ``OUTPUTS`` -> topic)."""
+    builder = StreamsBuilder()
+    events = builder.stream(topics["events"])
+    # Another source of the sub-topology: its records reach no windowed aggregation.
+    events.merge(builder.stream(topics["clicks"])).filter(lambda key, value: key is not None).to(topics["out-merged"])
+    events.filter(lambda key, value: value is not None and not value.endswith("x")) \
+        .group_by_key() \
+        .windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=2))
+                     .advance_by(timedelta(seconds=5))) \
+        .aggregate(lambda: "", lambda key, value, agg: (agg + "," + value)[-60:], Named.as_("filtered-windows"),
+                   Materialized.as_("filtered-windows-store").with_caching_disabled()) \
+        .to_stream() \
+        .to(topics["out-filtered"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.String()))
+    events.filter_not(lambda key, value: value is not None and value.endswith("y")) \
+        .group_by_key() \
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(seconds=3), timedelta(seconds=2))) \
+        .count(Named.as_("filtered-sessions"), Materialized.as_("filtered-sessions-store").with_caching_disabled()) \
+        .to_stream() \
+        .to(topics["out-sessions"], Produced.with_(WindowedSerde(Serdes.String(), session=True), Serdes.Long()))
+    events.flat_map_values(lambda value: [] if value is None else [value + "a", value + "b"]) \
+        .group_by_key() \
+        .windowed_by(SlidingWindows.of_time_difference_and_grace(timedelta(seconds=5), timedelta(seconds=2))) \
+        .reduce(lambda agg, value: (agg + "+" + value)[-60:], Named.as_("doubled-sliding"),
+                Materialized.as_("doubled-sliding-store").with_caching_disabled()) \
+        .to_stream() \
+        .to(topics["out-sliding"], Produced.with_(WindowedSerde(Serdes.String(), 5_000), Serdes.String()))
+    branches = events.split(Named.as_("split-")) \
+        .branch(lambda key, value: key is not None and key < "u3", Branched.as_("low")) \
+        .default_branch(Branched.as_("rest"))
+    branches["split-low"] \
+        .group_by_key() \
+        .windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=5))) \
+        .count(Named.as_("branch-count"), Materialized.as_("branch-count-store").with_caching_disabled()) \
+        .to_stream() \
+        .to(topics["out-branch"], Produced.with_(WindowedSerde(Serdes.String(), 5_000), Serdes.Long()))
+    events.group_by_key() \
+        .windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=3))) \
+        .count(Named.as_("direct-count"), Materialized.as_("direct-count-store").with_caching_disabled()) \
+        .to_stream() \
+        .to(topics["out-direct"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.Long()))
+    slides = builder.stream(topics["slides"]).group_by_key()
+    slides.windowed_by(SlidingWindows.of_time_difference_and_grace(timedelta(seconds=5), timedelta(seconds=2))) \
+        .reduce(lambda agg, value: (agg + "+" + value)[-60:], Named.as_("mixed-sliding"),
+                Materialized.as_("mixed-sliding-store").with_caching_disabled()) \
+        .to_stream() \
+        .to(topics["out-mixed-sliding"], Produced.with_(WindowedSerde(Serdes.String(), 5_000), Serdes.String()))
+    slides.windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=2))) \
+        .count(Named.as_("mixed-tumbling"), Materialized.as_("mixed-tumbling-store").with_caching_disabled()) \
+        .to_stream() \
+        .to(topics["out-mixed-tumbling"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.Long()))
+    return builder

@@ -1,0 +1,152 @@
+package kstreams.oracle;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.serialization.Serde;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.Branched;
+import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Named;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.WindowStore;
+
+/**
+ * Windowed aggregations fed through a filter, a filterNot, a branch and a flatMapValues, all in the
+ * sub-topology of one source that also merges a second source (clicks) into a sink, run by Kafka
+ * Streams itself until its input is consumed; prints JSON {"describe": ..., "dropped": n} (n: the
+ * tasks' dropped-records-total). Each windowed processor keeps its own stream time of the records
+ * that reach it, which here is not the task's: records the filters drop and the clicks jump ahead.
+ * A tumbling count straight on the source (whose stream time is the task's) shares the sub-topology.
+ * In a sub-topology of their own, slides go straight to a sliding reduce and a tumbling count: the
+ * sliding windows skip null values, which the tumbling windows (whose stream time is the task's) count.
+ * Every store runs without the record cache, so the output is fixed by the input alone.
+ *
+ * Args: bootstrap applicationId stateDir events clicks slides outFiltered outSessions outSliding outBranch
+ *       outDirect outMerged outMixedSliding outMixedTumbling
+ *
+ * The Python twin is filtered_window_examples() in tests/filtered_window_topology.py; keep the two in step.
+ */
+public final class FilteredWindowExamples {
+    private FilteredWindowExamples() {}
+
+    static Serde<Windowed<String>> windowed(long sizeMs) {
+        return WindowedSerdes.timeWindowedSerdeFrom(String.class, sizeMs);
+    }
+
+    static String tail(String aggregate) {
+        return aggregate.substring(Math.max(0, aggregate.length() - 60));
+    }
+
+    static Topology filteredWindowExamples(String events, String clicks, String slides, String outFiltered,
+                                           String outSessions, String outSliding, String outBranch,
+                                           String outDirect, String outMerged, String outMixedSliding,
+                                           String outMixedTumbling) {
+        StreamsBuilder builder = new StreamsBuilder();
+        KStream<String, String> eventStream = builder.stream(events);
+        // Another source of the sub-topology: its records reach no windowed aggregation.
+        // (Records with a key only: a null key's partition is the producer's choice.)
+        eventStream.merge(builder.<String, String>stream(clicks)).filter((key, value) -> key != null).to(outMerged);
+        eventStream.filter((key, value) -> value != null && !value.endsWith("x"))
+            .groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2))
+                .advanceBy(Duration.ofSeconds(5)))
+            .aggregate(() -> "", (key, value, agg) -> tail(agg + "," + value), Named.as("filtered-windows"),
+                Materialized.<String, String, WindowStore<Bytes, byte[]>>as("filtered-windows-store")
+                    .withCachingDisabled())
+            .toStream()
+            .to(outFiltered, Produced.with(windowed(10_000), Serdes.String()));
+        eventStream.filterNot((key, value) -> value != null && value.endsWith("y"))
+            .groupByKey()
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(3), Duration.ofSeconds(2)))
+            .count(Named.as("filtered-sessions"),
+                Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("filtered-sessions-store")
+                    .withCachingDisabled())
+            .toStream()
+            .to(outSessions, Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
+        eventStream.flatMapValues(value -> value == null ? List.<String>of() : List.of(value + "a", value + "b"))
+            .groupByKey()
+            .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(2)))
+            .reduce((agg, value) -> tail(agg + "+" + value), Named.as("doubled-sliding"),
+                Materialized.<String, String, WindowStore<Bytes, byte[]>>as("doubled-sliding-store")
+                    .withCachingDisabled())
+            .toStream()
+            .to(outSliding, Produced.with(windowed(5_000), Serdes.String()));
+        Map<String, KStream<String, String>> branches = eventStream.split(Named.as("split-"))
+            .branch((key, value) -> key != null && key.compareTo("u3") < 0, Branched.as("low"))
+            .defaultBranch(Branched.as("rest"));
+        branches.get("split-low")
+            .groupByKey()
+            .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofSeconds(5)))
+            .count(Named.as("branch-count"),
+                Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("branch-count-store").withCachingDisabled())
+            .toStream()
+            .to(outBranch, Produced.with(windowed(5_000), Serdes.Long()));
+        eventStream.groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(3)))
+            .count(Named.as("direct-count"),
+                Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("direct-count-store").withCachingDisabled())
+            .toStream()
+            .to(outDirect, Produced.with(windowed(10_000), Serdes.Long()));
+        KGroupedStream<String, String> slidesByKey = builder.<String, String>stream(slides).groupByKey();
+        slidesByKey.windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(2)))
+            .reduce((agg, value) -> tail(agg + "+" + value), Named.as("mixed-sliding"),
+                Materialized.<String, String, WindowStore<Bytes, byte[]>>as("mixed-sliding-store")
+                    .withCachingDisabled())
+            .toStream()
+            .to(outMixedSliding, Produced.with(windowed(5_000), Serdes.String()));
+        slidesByKey.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2)))
+            .count(Named.as("mixed-tumbling"),
+                Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("mixed-tumbling-store").withCachingDisabled())
+            .toStream()
+            .to(outMixedTumbling, Produced.with(windowed(10_000), Serdes.Long()));
+        return builder.build();
+    }
+
+    public static void main(String[] args) throws Exception {
+        String bootstrap = args[0];
+        String applicationId = args[1];
+        String stateDir = args[2];
+        List<String> inputs = List.of(args[3], args[4], args[5]);
+        Topology topology = filteredWindowExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
+                                                   args[10], args[11], args[12], args[13]);
+        Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
+        // Wait for both inputs of a task rather than run ahead on one (the timestamp merge).
+        props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 5_000L);
+        KafkaStreams streams = new KafkaStreams(topology, props);
+        streams.start();
+        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> inputs, Duration.ofMinutes(5));
+            double dropped = 0;
+            for (Map.Entry<MetricName, ? extends Metric> metric : streams.metrics().entrySet()) {
+                if (metric.getKey().name().equals("dropped-records-total")
+                        && metric.getKey().group().equals("stream-task-metrics")) {
+                    dropped += ((Number) metric.getValue().metricValue()).doubleValue();
+                }
+            }
+            System.out.println("{\"describe\": " + Json.quote(topology.describe().toString())
+                + ", \"dropped\": " + (long) dropped + "}");
+        } finally {
+            streams.close(Duration.ofSeconds(30));
+        }
+    }
+}

@@ -1,0 +1,271 @@
+"""Windowed aggregations with their own stream time on Spark against Kafka Streams itself.
+
+One topology (tests/filtered_window_topology.py; Java twin FilteredWindowExamples): in the
+sub-topology of the events, a hopping-windowed aggregate after a filter, a session count after a
+``filter_not``, a sliding reduce after a ``flat_map_values`` (two records for each value, none for a
+null one), a tumbling count without grace on one branch of a split and a tumbling count straight on
+the events; the sub-topology also merges the clicks (a second source, reaching no aggregation) into
+a sink; in a sub-topology of their own, a sliding reduce and a tumbling count straight on the
+slides. Kafka Streams keeps each windowed processor's stream time over the records that reach it,
+so the input makes those clocks differ from one another and from the task's: some events jump
+seconds ahead with a value one filter drops ("...x": not the hopping windows'; "...y": not the
+sessions'; null: neither the hopping nor the sliding windows'), clicks jump further ahead (no
+aggregation sees them), and slides with a null value jump ahead (the sliding windows skip them, the
+tumbling count's stream time, the task's, counts them). Records also come out of order within grace and beyond it, with null keys
+and null values, on two partitions. Every store is uncached, so the output is fixed by the input.
+
+Kafka Streams 4.3.1 runs the whole input once (``max.task.idle.ms``: each task merges its two
+inputs by timestamp). Our side runs it clean (the whole input, many micro-batches per task: the
+clocks carried from batch to batch in the task's state), and killed: the input in two halves,
+every record of the second after every record of the first in the timestamp merge; a ``dagster-kstreams
+run`` process takes the first half and is SIGKILLed once a task has committed it; then the second
+half is produced and a rerun in another process (this one) continues each task from its checkpoint.
+
+Compared: describe() of the very topology run; per output topic and partition the whole sequence
+of (key, value) records (for the merged sink in the clean run, whose micro-batches cut the two
+inputs where Kafka Streams' one pass does not, as a multiset: README, "Order across co-partitioned
+inputs"); the late records (ours, per record and closed window, equal Kafka Streams'
+dropped-records-total less the records its windowed processors skip for a null key, or sliding
+windows for a null value).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import struct
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from pyspark import cloudpickle
+
+import filtered_window_topology
+import oracle_harness
+from equivalence_io import output_topics, produce_strings
+from filtered_window_topology import INPUTS, LONG_VALUED, OUTPUT_KEYS, OUTPUTS, filtered_window_examples
+from killed_runs import run_until_killed
+from dagster_kstreams.kafka.partitioner import default_partition
+from dagster_kstreams.kafka.records import read_topic
+from dagster_kstreams.spark.task_runner import TaskRunner
+from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
+
+pytestmark = pytest.mark.integration
+
+# Spark's Python workers cannot import modules of tests/: ship the topology's lambdas by value.
+cloudpickle.register_pickle_by_value(filtered_window_topology)
+
+PARTITIONS = 2
+T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute
+HALF_MS = 60_000  # each half spans 60 s of timestamps (jumps ahead included: under 20 s)
+SECOND_HALF = HALF_MS + 20_000  # the second half starts after every timestamp of the first
+SIZES = {"events": 400, "clicks": 120, "slides": 200}  # per half
+USERS = ("u1", "u2", "u3", "u5", "u11", "u15")  # three in each partition (murmur2)
+
+
+def _partition(key: str) -> int:
+    return default_partition(key.encode(), PARTITIONS)
+
+
+def _half(rng: random.Random, topic: str, half: int, start: int) -> list[tuple]:
+    """One half of a topic: ``(key, value, partition, timestamp)`` in production order."""
+    records = []
+    prefix = topic[0]
+    for i, base in enumerate(sorted(rng.randrange(start, start + HALF_MS - 20_000) for _ in range(SIZES[topic]))):
+        key = None if rng.random() < 0.05 else rng.choice(USERS)
+        value = f"{prefix}{half}-{i}"
+        timestamp, roll = base, rng.random()
+        if topic == "clicks":
+            if roll < 0.15:
+                timestamp += rng.randint(8_000, 15_000)  # ahead of every aggregation's stream time
+        elif roll < 0.05 and topic == "slides":
+            if key is not None:  # a null value ahead: the sliding windows skip it, the tumbling count does not
+                timestamp, value = timestamp + rng.randint(3_000, 7_000), None
+        elif roll < 0.05:
+            timestamp += rng.randint(3_000, 7_000)  # ahead, for the processors that see it
+            value = rng.choice([value + "x", value + "y", None if key is not None else value + "x"])
+        elif roll < 0.15:
+            timestamp -= rng.randint(100, 2_500)  # late, mostly within the graces
+        elif roll < 0.20:
+            timestamp -= rng.randint(4_000, 12_000)  # late beyond every grace
+        elif roll < 0.27 and key is not None:
+            value = None
+        elif roll < 0.33:
+            value += rng.choice("xy")
+        partition = _partition(key) if key is not None else rng.randrange(PARTITIONS)
+        records.append((key, value, partition, max(start, timestamp)))
+    return records
+
+
+def _input(seed: int = 15) -> list[dict[str, list[tuple]]]:
+    """The two halves, ``[{topic: records}]``; no two records share a timestamp (Kafka Streams breaks
+    a tie between partitions by the order of its internal queue, the runner by topic name)."""
+    rng = random.Random(seed)
+    halves = [{topic: _half(rng, topic, half, T0 + offset) for topic in INPUTS}
+              for half, offset in enumerate((0, SECOND_HALF))]
+    taken: set[int] = set()
+    for half in halves:
+        for topic in INPUTS:
+            for index, (key, value, partition, timestamp) in enumerate(half[topic]):
+                while timestamp in taken:
+                    timestamp += 1
+                taken.add(timestamp)
+                half[topic][index] = (key, value, partition, timestamp)
+    return halves
+
+
+def _null_skips(halves) -> int:
+    """The records Kafka Streams' windowed processors skip (and count as dropped) for a null key:
+    of the events, the filtered hopping windows', the sessions', the sliding windows' (two per value)
+    and the direct count's (the branch sends none there); of the slides, the tumbling count's and the
+    sliding windows' (also for a null value)."""
+    skips = 0
+    for half in halves:
+        for key, value, _, _ in half["events"]:
+            if key is None:
+                skips += (value is not None and not value.endswith("x")) + (value is None or not value.endswith("y"))
+                skips += 2 * (value is not None) + 1
+        for key, value, _, _ in half["slides"]:
+            skips += (key is None) + (key is None or value is None)
+    return skips
+
+
+def _key_reader(name: str):
+    kind = OUTPUT_KEYS[name]
+    if kind is None:
+        return lambda data: data.decode()
+    serde = WindowedSerde(Serdes.String(), session=True) if kind == "session" else WindowedSerde(Serdes.String(), kind)
+    return lambda data: (lambda w: (w.key, w.window.start, w.window.end))(serde.deserialize(data))
+
+
+def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple[str, int], list]:
+    """``{(output, partition): [(key, value)] in offset order}``."""
+    results: dict[tuple[str, int], list] = {}
+    for name in OUTPUTS:
+        key_of = _key_reader(name)
+        for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
+            value = None if record.value is None else (
+                struct.unpack(">q", record.value)[0] if name in LONG_VALUED else record.value.decode())
+            results.setdefault((name, record.partition), []).append((key_of(record.key), value))
+    return results
+
+
+def _produce(bootstrap: str, inputs: dict[str, str], records: dict[str, list[tuple]]) -> None:
+    for name in INPUTS:
+        produce_strings(bootstrap, inputs[name], records[name])
+
+
+class _KafkaStreamsRun:
+    """Kafka Streams' run, started in the background while our side runs; :meth:`result` waits for it."""
+
+    def __init__(self, bootstrap, kafka_admin, unique_topic, state_dir, halves):
+        self.halves = halves
+        inputs = {name: unique_topic(f"kafka-filtered-{name}") for name in INPUTS}
+        kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
+        for half in halves:
+            _produce(bootstrap, inputs, half)
+        self.topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, PARTITIONS), "ks")
+        args = [bootstrap, unique_topic("ks-filtered"), str(state_dir), *(self.topics[name] for name in INPUTS),
+                *(self.topics[name] for name in OUTPUTS)]
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafka-streams")
+        self._run = self._pool.submit(oracle_harness.run_main, "kstreams.oracle.FilteredWindowExamples", args,
+                                      timeout=600)
+        self._bootstrap = bootstrap
+        self._result = None
+
+    def result(self) -> dict:
+        """``{"describe": ..., "dropped": ..., "results": its output (as :func:`_results`)}``."""
+        if self._result is None:
+            report = json.loads(self._run.result())
+            self._pool.shutdown()
+            self._result = {**report, "results": _results(self._bootstrap, self.topics)}
+        return self._result
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+
+
+@pytest.fixture(scope="module")
+def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory):
+    run = _KafkaStreamsRun(kafka_bootstrap, kafka_admin, unique_topic,
+                           tmp_path_factory.mktemp("ks-filtered-state"), _input())
+    yield run
+    run.close()
+
+
+def _assert_reference_exercises_it(expected: dict) -> None:
+    """Kafka Streams' output shows what the test is about: every output on both partitions, windows
+    of several records, sessions merged away (tombstones), late records dropped beyond the null keys."""
+    assert set(expected["results"]) == {(name, partition) for name in OUTPUTS for partition in range(PARTITIONS)}
+    for partition in range(PARTITIONS):
+        results = {name: expected["results"][name, partition] for name in OUTPUTS}
+        assert all(len(sequence) > 20 for sequence in results.values())
+        assert any(value.count(",") > 3 for _, value in results["out-filtered"])
+        assert not any(value.endswith("x") for _, value in results["out-filtered"])
+        assert any(value is None for _, value in results["out-sessions"])
+        assert any(value > 3 for _, value in results["out-sessions"] if value is not None)
+        assert any(value.count("+") > 3 for _, value in results["out-sliding"])
+        assert {key[0] for key, _ in results["out-branch"]} <= {"u1", "u11", "u15", "u2"}
+
+
+def test_windowed_aggregations_with_their_own_stream_time_in_a_clean_run_match_kafka_streams(
+    kafka_bootstrap, kafka_admin, unique_topic, kafka_streams_run, spark, tmp_path
+):
+    inputs = {name: unique_topic(f"clean-filtered-{name}") for name in INPUTS}
+    kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
+    topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, PARTITIONS))
+    for half in kafka_streams_run.halves:
+        _produce(kafka_bootstrap, inputs, half)
+    runner = TaskRunner(filtered_window_examples(topics), unique_topic("clean-filtered"), kafka_bootstrap,
+                        state_location=str(tmp_path / "state"), spark=spark, max_records_per_batch=100)
+    results = runner.run_all()
+    assert min(result.batches for result in results) >= 2  # the clocks went from batch to batch
+
+    expected = kafka_streams_run.result()
+    _assert_reference_exercises_it(expected)
+    ours = _results(kafka_bootstrap, topics)
+    assert set(ours) == set(expected["results"])
+    for (name, partition), sequence in expected["results"].items():
+        if name == "out-merged":
+            assert sorted(ours[name, partition], key=repr) == sorted(sequence, key=repr), (name, partition)
+        else:
+            assert ours[name, partition] == sequence, (name, partition)
+    dropped = sum(result.records_dropped_late for result in results)
+    assert dropped > 50
+    assert dropped == expected["dropped"] - _null_skips(kafka_streams_run.halves)
+
+
+def test_windowed_aggregations_with_their_own_stream_time_killed_part_way_and_rerun_match_kafka_streams(
+    kafka_bootstrap, kafka_admin, unique_topic, kafka_streams_run, spark, tmp_path
+):
+    inputs = {name: unique_topic(f"spark-filtered-{name}") for name in INPUTS}
+    kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
+    topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, PARTITIONS))
+    first, second = kafka_streams_run.halves
+    _produce(kafka_bootstrap, inputs, first)
+    app_id = unique_topic("spark-filtered")
+    state = tmp_path / "state"
+    run_until_killed(tmp_path, "filtered_window_topology:filtered_window_examples", topics, app_id=app_id,
+                     bootstrap=kafka_bootstrap, state=state, kill_when=lambda line: line.startswith("task 0_0 batch"),
+                     extra_args=("--max-records-per-batch", "5000"))
+
+    _produce(kafka_bootstrap, inputs, second)
+    runner = TaskRunner(filtered_window_examples(topics), app_id, kafka_bootstrap, state_location=str(state),
+                        spark=spark, max_records_per_batch=5000)
+    results = {result.task_id: result for result in runner.run_all()}
+    # Task 0_0 continued from its checkpoint: it did not read the first half again.
+    assert "0_0" in results and "1_1" in results
+    both_halves = sum(1 for half in (first, second) for name in INPUTS for *_, partition, _ in half[name]
+                      if partition == 0)
+    assert 0 < results["0_0"].records_in < both_halves
+
+    expected = kafka_streams_run.result()
+    ours = _results(kafka_bootstrap, topics)
+    assert set(ours) == set(expected["results"])
+    for output_and_partition, sequence in expected["results"].items():
+        assert ours[output_and_partition] == sequence, output_and_partition
+
+
+def test_describe_of_the_topology_run_is_kafka_streams(kafka_streams_run):
+    ours = filtered_window_examples(kafka_streams_run.topics).build().describe()
+    assert str(ours) == kafka_streams_run.result()["describe"]
