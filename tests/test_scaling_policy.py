@@ -56,17 +56,21 @@ def workers_for(lag: int, rate: float, capacity: float, task_count: int, config:
     return desired_workers(required_rate(lag, rate, config) / capacity, bool(lag or rate), task_count, config)
 
 
-def test_formula_keeps_headroom_for_input_and_catches_up_at_full_capacity():
+def test_formula_adds_headroom_for_input_and_catch_up_for_lag():
     config = ScalingConfig(max_workers=10, catch_up_seconds=300, target_utilization=0.7)
+    # 700 rec/s of input at 70% utilization needs 1000 rec/s; 600k lag in 300 s needs 2000 rec/s.
+    assert workers_for(600_000, 700.0, 1000.0, task_count=12, config=config) == 3
+    assert workers_for(600_001, 700.0, 1000.0, task_count=12, config=config) == 4
+
+
+def test_catching_up_at_full_capacity_keeps_the_headroom_for_the_input():
+    config = ScalingConfig(max_workers=10, catch_up_seconds=300, target_utilization=0.7,
+                           catch_up_at_full_capacity=True)
     # 700 rec/s of input at 70% utilization needs 1000 rec/s: one worker while nothing is behind.
     assert workers_for(0, 700.0, 1000.0, task_count=12, config=config) == 1
-    # 600k lag in 300 s needs 2000 rec/s on top of the 700 arriving, at full capacity: 2.7 workers.
+    # 690k lag in 300 s is 2300 rec/s on top of the 700 arriving, at full capacity: 3 workers.
     assert workers_for(690_000, 700.0, 1000.0, task_count=12, config=config) == 3
     assert workers_for(690_001, 700.0, 1000.0, task_count=12, config=config) == 4
-    # The Flink autoscaler's sum (headroom on the catch-up too) asks for more.
-    summed = replace(config, catch_up_at_full_capacity=False)
-    assert workers_for(600_000, 700.0, 1000.0, task_count=12, config=summed) == 3
-    assert workers_for(600_001, 700.0, 1000.0, task_count=12, config=summed) == 4
 
 
 def test_count_is_capped_by_tasks_and_max_workers():
@@ -812,14 +816,18 @@ def test_once_measured_a_backlog_one_worker_cannot_drain_in_time_scales_up():
     target=st.floats(0.05, 1.0),
     catch_up=st.floats(1, 3600),
     bands=st.tuples(st.floats(0, 0.5), st.floats(0, 0.5)),
+    full_capacity=st.booleans(),
 )
 def test_a_backlog_one_worker_at_its_measured_capacity_drains_within_the_target_never_launches_a_second(
-        capacity, arrived, seconds, backlog, target, catch_up, bands):
+        capacity, arrived, seconds, backlog, target, catch_up, bands, full_capacity):
     """Input ``r`` within the target utilization of one worker's measured capacity ``C`` and a lag
-    ``L`` it drains within the catch-up target (``L <= catch_up x (C - r)``): one worker, whatever the
-    dead bands."""
+    ``L`` it drains within the catch-up target (``L <= catch_up x (C - r)``): one worker, with the
+    default sum whenever the scale-up band is at least ``1 - target_utilization`` (0.1 and 0.9 by
+    default), catching up at full capacity whatever the bands."""
+    up_band = bands[0] if full_capacity else min(0.99, 1 - target + 1e-6 + bands[0])
     config = ScalingConfig(min_workers=0, max_workers=8, target_utilization=target, catch_up_seconds=catch_up,
-                           scale_up_dead_band=bands[0], scale_down_dead_band=bands[1])
+                           scale_up_dead_band=up_band, scale_down_dead_band=bands[1],
+                           catch_up_at_full_capacity=full_capacity)
     rate = sum(arrived) / seconds
     assume(rate <= target * capacity)
     lag = math.floor(backlog * catch_up * (capacity - rate))

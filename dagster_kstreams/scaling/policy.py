@@ -2,15 +2,15 @@
 
 The count follows the Flink Kubernetes autoscaler and DS2, per sub-topology ``s``::
 
-    required rate(s) = max(input rate(s) / target utilization, input rate(s) + lag(s) / catch-up duration)
+    required rate(s) = input rate(s) / target utilization + lag(s) / catch-up duration
     workers          = ceil(sum over s of required rate(s) / capacity(s))
 
-The headroom of the target utilization is for the input alone: a worker that is behind runs at
-full capacity until it has caught up, so the lag is drained within the catch-up duration at full
-capacity, and a backlog that one worker drains within the target keeps one worker whatever the dead
-bands (``catch_up_at_full_capacity``; off, the Flink autoscaler's sum ``input / utilization + lag /
-catch-up``, which launched a second worker for such a backlog once the band was below ``1 - target
-utilization``).
+With the default target utilization (0.9) and scale-up dead band (0.1), a backlog that one worker
+at its measured capacity drains within the catch-up duration keeps one worker (the sum is at most
+``1 + (1 - target utilization)`` workers then); with a band below ``1 - target utilization`` it may
+not. ``catch_up_at_full_capacity`` (off) keeps the headroom for the input alone,
+``max(input / utilization, input + lag / catch-up)``, which keeps that worker whatever the bands,
+at a cost in lag measured in ``bench/README.md``, "Simulated again (session 15)".
 
 where ``capacity(s)`` is the *true processing rate* workers reached on the tasks of ``s``
 (records per second of busy time, from their materializations), else the last such
@@ -123,12 +123,12 @@ def worker_bounds(task_count: int, has_work: bool, config: ScalingConfig) -> tup
 def required_rate(total_lag: int, input_rate: float, config: ScalingConfig) -> float:
     """Records per second needed to keep up with input and drain the lag within the catch-up time.
 
-    With ``catch_up_at_full_capacity`` (the default) the more of: the input at the target
-    utilization (headroom for a rate that rises before the next tick), and the input plus the
-    lag's catch-up rate at full capacity (a worker that is behind runs flat out until it has caught
-    up: headroom on top of a catch-up would ask for workers that drain the lag sooner than the
-    target, which is what one worker draining a start backlog within the target got). Without it,
-    the sum of the input at the target utilization and the catch-up rate (the Flink autoscaler's)."""
+    The sum of the input at the target utilization (headroom for a rate that rises before the next
+    tick) and the lag's catch-up rate (the Flink autoscaler's). With ``catch_up_at_full_capacity``,
+    the more of the input at the target utilization and the input plus the catch-up rate at full
+    capacity (a worker that is behind runs flat out until it has caught up): fewer workers while
+    catching up, so catch-ups take longer, and more so with whole tasks, whose busiest workers are
+    above the average."""
     steady = input_rate / config.target_utilization
     catch_up = total_lag / config.catch_up_seconds
     if config.catch_up_at_full_capacity:
