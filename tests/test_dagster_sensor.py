@@ -36,10 +36,13 @@ ALL = {"0_0", "0_1", "0_2", "0_3"}
 
 @pytest.fixture
 def setup(kafka_bootstrap, kafka_admin, unique_topic, tmp_path):
-    # Ticks seconds apart stand for minutes: no input-rate averaging, no scale-down delay.
+    # Ticks seconds apart stand for minutes: no input-rate averaging, no scale-down delay. The lag
+    # counts at the default capacity (no worker here ever processes: waiting for a measurement would
+    # keep one worker).
     elastic = ElasticWorkers(scaling=ScalingConfig(min_workers=1, max_workers=2, catch_up_seconds=1,
                                                    default_worker_records_per_second=100,
-                                                   scale_down_stabilization_seconds=0, rate_smoothing_seconds=0))
+                                                   scale_down_stabilization_seconds=0, rate_smoothing_seconds=0,
+                                                   lag_waits_for_measured_capacity=False))
     yield from _setup(kafka_bootstrap, kafka_admin, unique_topic, tmp_path, elastic)
 
 

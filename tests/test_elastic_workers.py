@@ -79,7 +79,9 @@ defs = build_kstreams_definitions(
     elastic_workers=ElasticWorkers(
         # The default capacity (measuring is left out: min_sample_seconds) over the catch-up time
         # asks for more workers than there are for the burst, so the count is max_workers.
+        # The lag counts at that default (lag_waits_for_measured_capacity would hold it until measured).
         scaling=ScalingConfig(min_workers=1, max_workers=2, catch_up_seconds=20, default_worker_records_per_second=100,
+                              lag_waits_for_measured_capacity=False,
                               scale_down_stabilization_seconds=20, min_sample_seconds=3600,
                               rate_smoothing_seconds=5,  # the test's time runs fast: short delays all round
                               standby_workers=1),

@@ -226,6 +226,7 @@ def _observations(app: KStreamsApp, snapshot: LagSnapshot, summary: Mapping[str,
                 "worker_capacity": dg.MetadataValue.float(float(round(demand["capacity"], 1))),
                 "worker_capacity_measured": dg.MetadataValue.bool(demand["capacity_measured"]),
                 "required_workers": dg.MetadataValue.float(float(round(demand["workers"], 3))),
+                "lag_counted": dg.MetadataValue.bool(demand["lag_counted"]),
             })
         events.append(dg.AssetObservation(app.subtopology_key(sub_id), metadata=metadata))
     return events
@@ -327,6 +328,7 @@ def kstreams_lag_sensor(app: KStreamsApp, elastic: ElasticWorkers, worker_job: d
         per_subtopology = "; ".join(
             f"{sub}: lag {demand['lag']}, input {demand['input_rate']:.0f}/s, capacity {demand['capacity']:.0f}/s"
             f"{'' if demand['capacity_measured'] else ' (not measured)'}"
+            f"{'' if demand['lag_counted'] else ', lag waits for a measurement'}"
             for sub, demand in demands if demand is not None)
         context.log.info(
             f"lag {snapshot.total_lag} [{per_subtopology}], {summary['required_workers']:.2f} workers' worth of work: "

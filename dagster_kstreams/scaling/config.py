@@ -40,6 +40,13 @@ class ScalingConfig:
     ``whole_task_workers``: a count whose busiest worker holds tasks whose lightest input alone
     exceeds one worker is raised to the fewest workers whose busiest does not (:mod:`.granularity`);
     off by default: it lowers lag at a cost in worker-seconds (``bench/README.md``, session 11).
+    ``catch_up_at_full_capacity`` (off): the lag is drained within ``catch_up_seconds`` at full
+    capacity, the headroom of ``target_utilization`` kept for the input alone
+    (:func:`.policy.required_rate`); fewer worker-seconds, more lag (``bench/README.md``, session 15).
+    ``lag_waits_for_measured_capacity``: a sub-topology's lag adds workers only once its capacity is
+    known (measured, remembered, or a lower bound from warm reports), not on the bare default: a
+    backlog that piled up while the first worker started is drained by that worker, whose reports
+    then measure how fast it does it (:mod:`.policy`).
     """
 
     min_workers: int = 1
@@ -61,6 +68,8 @@ class ScalingConfig:
     scale_up_dead_band: float = 0.1
     scale_down_waits_while_rate_rises: bool = True
     whole_task_workers: bool = False
+    catch_up_at_full_capacity: bool = False
+    lag_waits_for_measured_capacity: bool = True
 
     def __post_init__(self) -> None:
         if self.min_workers < 0:

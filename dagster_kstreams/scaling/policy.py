@@ -5,6 +5,13 @@ The count follows the Flink Kubernetes autoscaler and DS2, per sub-topology ``s`
     required rate(s) = input rate(s) / target utilization + lag(s) / catch-up duration
     workers          = ceil(sum over s of required rate(s) / capacity(s))
 
+With the default target utilization (0.9) and scale-up dead band (0.1), a backlog that one worker
+at its measured capacity drains within the catch-up duration keeps one worker (the sum is at most
+``1 + (1 - target utilization)`` workers then); with a band below ``1 - target utilization`` it may
+not. ``catch_up_at_full_capacity`` (off) keeps the headroom for the input alone,
+``max(input / utilization, input + lag / catch-up)``, which keeps that worker whatever the bands,
+at a cost in lag measured in ``bench/README.md``, "Simulated again (session 15)".
+
 where ``capacity(s)`` is the *true processing rate* workers reached on the tasks of ``s``
 (records per second of busy time, from their materializations), else the last such
 measurement, else a configured default. Sub-topologies process different records at different
@@ -21,6 +28,16 @@ workers mean smaller batches per worker, a lower measured rate, and so yet more 
 What every warm worker report shows (records per second of worker time, behind or not) is a
 lower bound instead (:func:`~.measurements.capacity_floor`): it only lifts a capacity below it,
 so a fleet sized on a too-low default, which never falls behind, still learns better.
+
+Lag adds workers only on a capacity that is known (``lag_waits_for_measured_capacity``): measured,
+remembered, or a lower bound from warm reports. On the bare default nobody has seen a worker
+process a record of that sub-topology, and the lag that piles up while the first worker starts
+(its JVM, SparkSession and first queries: three minutes on a loaded laptop in ``make demo``) says
+nothing about whether it will keep up: counted at the demo's default of 500 records/s, a steady
+200 records/s got a second worker at 9,940 records of lag and a third at 31,901, all before the
+first had processed a record. So until the first measurement the count follows the input rate (a
+burst still scales up on its rate), and the lag waits for the first worker's warm reports, which
+measure the capacity within ``min_sample_seconds`` of its work.
 
 Nor do a worker's cold batches: the first ``warmup_batches`` runs of a task in a process pay
 for that process's start (JVM, SparkSession, Python workers, code generation) and for
@@ -104,8 +121,19 @@ def worker_bounds(task_count: int, has_work: bool, config: ScalingConfig) -> tup
 
 
 def required_rate(total_lag: int, input_rate: float, config: ScalingConfig) -> float:
-    """Records per second needed to keep up with input and drain the lag within the catch-up time."""
-    return input_rate / config.target_utilization + total_lag / config.catch_up_seconds
+    """Records per second needed to keep up with input and drain the lag within the catch-up time.
+
+    The sum of the input at the target utilization (headroom for a rate that rises before the next
+    tick) and the lag's catch-up rate (the Flink autoscaler's). With ``catch_up_at_full_capacity``,
+    the more of the input at the target utilization and the input plus the catch-up rate at full
+    capacity (a worker that is behind runs flat out until it has caught up): fewer workers while
+    catching up, so catch-ups take longer, and more so with whole tasks, whose busiest workers are
+    above the average."""
+    steady = input_rate / config.target_utilization
+    catch_up = total_lag / config.catch_up_seconds
+    if config.catch_up_at_full_capacity:
+        return max(steady, input_rate + catch_up)
+    return steady + catch_up
 
 
 @dataclass(frozen=True)
@@ -115,7 +143,9 @@ class SubtopologyDemand:
     ``input_rate`` is averaged, ``latest_input_rate`` measured over the last interval only (the
     averaged one when there is no earlier snapshot); ``capacity``: records of this sub-topology one
     worker processes per second (measured, else remembered, else the default); ``workers``: how
-    many workers its required rate keeps busy, a fraction.
+    many workers its required rate keeps busy, a fraction. ``lag_counted`` False: the capacity is
+    the bare default (nothing measured, remembered or reported), so the lag waits for the first
+    measurement (``lag_waits_for_measured_capacity``) and only the input rate counts.
     """
 
     lag: int
@@ -125,6 +155,11 @@ class SubtopologyDemand:
     capacity_measured: bool
     required_rate: float
     workers: float
+    lag_counted: bool = True
+
+    @property
+    def counted_lag(self) -> int:
+        return self.lag if self.lag_counted else 0
 
 
 def subtopology_demands(
@@ -160,11 +195,13 @@ def subtopology_demands(
     demands = {}
     for sub in lags:
         capacity = capacity_to_plan_with(measured.get(sub), remembered.get(sub), config, floors.get(sub))
-        needed = required_rate(lags[sub], arriving[sub], config)
+        known = any(source.get(sub) is not None for source in (measured, remembered, floors))
+        counted = known or not config.lag_waits_for_measured_capacity
+        needed = required_rate(lags[sub] if counted else 0, arriving[sub], config)
         demands[sub] = SubtopologyDemand(lag=lags[sub], input_rate=arriving[sub], latest_input_rate=latest[sub],
                                          capacity=capacity,
                                          capacity_measured=sub in measured, required_rate=needed,
-                                         workers=needed / capacity)
+                                         workers=needed / capacity, lag_counted=counted)
     return demands
 
 
@@ -350,7 +387,7 @@ def recommend(
                                                                         upper)))
     remembered = None
     if config.scale_down_follows_latest_rate:
-        at_latest = sum(required_rate(demand.lag, min(demand.input_rate, demand.latest_input_rate), config)
+        at_latest = sum(required_rate(demand.counted_lag, min(demand.input_rate, demand.latest_input_rate), config)
                         / demand.capacity for demand in demands.values())
         remembered = desired_workers(at_latest, has_work, task_count, config)
         if config.whole_task_workers:
