@@ -22,6 +22,30 @@ import pytest
 TEST_BOOTSTRAP_ENV_VAR = "KSTREAMS_TEST_BOOTSTRAP"
 
 
+# The slowest modules, first when the suite is spread over several processes (pytest-xdist, as
+# `make test` runs it: a module is one unit of work): the elastic-workers test alone takes about
+# 3 minutes, the Spark Connect and UI tests about one each.
+SLOWEST_MODULES = ("test_elastic_workers.py", "test_spark_connect.py", "test_ui_materialize.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist, the slowest modules first, then the other modules with an integration
+    test, then the modules of pure-logic tests: the long units start first and the many short ones
+    fill the processes' ends, so that the processes finish together; the elastic-workers test runs
+    beside integration tests, not beside the CPU-bound logic ones. Tests keep their order within a
+    module."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    integration_modules = {item.path for item in items if item.get_closest_marker("integration")}
+
+    def rank(item: pytest.Item) -> int:
+        if item.path.name in SLOWEST_MODULES:
+            return SLOWEST_MODULES.index(item.path.name)
+        return len(SLOWEST_MODULES) + (item.path not in integration_modules)
+
+    items.sort(key=rank)  # stable: collection order within a rank
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """When a selected test kills a run (tests/killed_runs.py), that run's process starts now, so
     that it is up by the time the test needs it (each later one starts as the last is killed)."""
