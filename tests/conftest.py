@@ -22,26 +22,26 @@ import pytest
 TEST_BOOTSTRAP_ENV_VAR = "KSTREAMS_TEST_BOOTSTRAP"
 
 
-# The slowest modules, first when the suite is spread over several processes (pytest-xdist, as
-# `make test` runs it: a module is one unit of work): the elastic-workers test alone takes about
-# 3 minutes, the Spark Connect and UI tests about one each.
-SLOWEST_MODULES = ("test_elastic_workers.py", "test_spark_connect.py", "test_ui_materialize.py")
+# Under pytest-xdist (`make test`), the module that takes longest (about 3 minutes; a module is one
+# unit of work) starts first, beside short ones: not beside the Spark Connect or UI tests, which also
+# start several processes at once.
+SLOWEST_MODULE = "test_elastic_workers.py"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist, the slowest modules first, then the other modules with an integration
-    test, then the modules of pure-logic tests: the long units start first and the many short ones
-    fill the processes' ends, so that the processes finish together; the elastic-workers test runs
-    beside integration tests, not beside the CPU-bound logic ones. Tests keep their order within a
-    module."""
+    """Under pytest-xdist, the slowest module first, then the other modules with an integration test,
+    then the modules of pure-logic tests: the long units start early and the many short ones fill
+    the processes' ends, so that the processes finish together, and the elastic-workers test runs
+    beside integration tests that wait, not beside the CPU-bound logic ones. Tests keep their order
+    within a module."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
     integration_modules = {item.path for item in items if item.get_closest_marker("integration")}
 
     def rank(item: pytest.Item) -> int:
-        if item.path.name in SLOWEST_MODULES:
-            return SLOWEST_MODULES.index(item.path.name)
-        return len(SLOWEST_MODULES) + (item.path not in integration_modules)
+        if item.path.name == SLOWEST_MODULE:
+            return 0
+        return 1 if item.path in integration_modules else 2
 
     items.sort(key=rank)  # stable: collection order within a rank
 
