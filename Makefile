@@ -68,9 +68,12 @@ status:
 	dagster-kstreams local status --port $(DEMO_BROKER_PORT) || true
 
 # The test broker gets fresh data each run unless it is still up from an interrupted run.
-# Without PYTEST_ARGS the suite is two pytest processes side by side, so that the pure-logic tests
-# use the core the integration tests (a broker, Spark, Dagster) leave idle while they wait: the
-# integration tests' output comes first, the others' after it. With PYTEST_ARGS, one pytest.
+# Without PYTEST_ARGS, pytest spreads the test modules over TEST_PROCESSES processes (pytest-xdist,
+# one report): the integration tests (a broker, Spark, Dagster) leave a core idle while they wait,
+# which the other process uses; tests/conftest.py orders the modules, slowest first. With
+# PYTEST_ARGS, one pytest process with those arguments.
+TEST_PROCESSES ?= 2
+
 test: jars browser
 	broker_args="--port $(TEST_BROKER_PORT) --state-dir $(TEST_BROKER_DIR)"; \
 	dagster-kstreams local status $$broker_args >/dev/null || rm -rf $(TEST_BROKER_DIR)/data; \
@@ -78,10 +81,5 @@ test: jars browser
 	dagster-kstreams local up $$broker_args; \
 	dagster-kstreams local spark-archive --bootstrap 127.0.0.1:$(TEST_BROKER_PORT); \
 	export KSTREAMS_TEST_BOOTSTRAP=127.0.0.1:$(TEST_BROKER_PORT); \
-	if [ -n "$(strip $(PYTEST_ARGS))" ]; then pytest $(PYTEST_ARGS); exit; fi; \
-	logic_log=$$(mktemp); \
-	pytest -m "not integration" >"$$logic_log" 2>&1 & logic=$$!; \
-	integration_status=0; pytest -m integration || integration_status=$$?; \
-	logic_status=0; wait $$logic || logic_status=$$?; \
-	echo "== the tests not marked integration (run beside them) =="; cat "$$logic_log"; rm -f "$$logic_log"; \
-	exit $$(( integration_status != 0 ? integration_status : logic_status ))
+	if [ -n "$(strip $(PYTEST_ARGS))" ]; then pytest $(PYTEST_ARGS); \
+	else pytest --numprocesses $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder; fi

@@ -22,6 +22,30 @@ import pytest
 TEST_BOOTSTRAP_ENV_VAR = "KSTREAMS_TEST_BOOTSTRAP"
 
 
+# Under pytest-xdist (`make test`), the module that takes longest (about 3 minutes; a module is one
+# unit of work) starts first, beside short ones: not beside the Spark Connect or UI tests, which also
+# start several processes at once.
+SLOWEST_MODULE = "test_elastic_workers.py"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist, the slowest module first, then the other modules with an integration test,
+    then the modules of pure-logic tests: the long units start early and the many short ones fill
+    the processes' ends, so that the processes finish together, and the elastic-workers test runs
+    beside integration tests that wait, not beside the CPU-bound logic ones. Tests keep their order
+    within a module."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    integration_modules = {item.path for item in items if item.get_closest_marker("integration")}
+
+    def rank(item: pytest.Item) -> int:
+        if item.path.name == SLOWEST_MODULE:
+            return 0
+        return 1 if item.path in integration_modules else 2
+
+    items.sort(key=rank)  # stable: collection order within a rank
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """When a selected test kills a run (tests/killed_runs.py), that run's process starts now, so
     that it is up by the time the test needs it (each later one starts as the last is killed)."""

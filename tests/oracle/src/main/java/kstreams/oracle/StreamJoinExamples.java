@@ -110,9 +110,11 @@ public final class StreamJoinExamples {
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         // Join 3 reads a repartition topic its own upstream task fills: wait for it rather than run
         // ahead on the other input (the Spark runner writes the repartition topic first).
-        // 5 s: the upstream task runs in the same stream thread and fills the topic within a second
-        // of the start; the wait costs its whole length once, at the end of the input (was 20 s).
-        props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 5_000L);
+        // 20 s: the upstream task runs in the same stream thread and fills the topic within a second
+        // of the start on an idle machine, but not on a loaded one (with 5 s, at a load of 25, the
+        // join ran ahead and the reference missed most of out3); the wait costs its whole length
+        // once, at the end of the input.
+        props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 20_000L);
         // Left/outer joins: emit non-joined records as soon as stream time allows. By default Kafka
         // Streams scans for them at most once per second of wall-clock time, so which records
         // find a late partner first depends on processing speed.
