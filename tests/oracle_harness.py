@@ -8,6 +8,7 @@ sessions (several pytest runs in one working tree) from building over each other
     java_murmur2_partitions(keys, n)        -> [(Utils.murmur2(key), partitionForKey(key, n))]
     java_hash_set_orders(cases)            -> iteration orders of Java HashSet<String>
     run_main("kstreams.oracle.X", [...])    -> stdout of any other main added to the project
+    BackgroundMain("kstreams.oracle.X", [...]).report()  -> its JSON report, run beside our side
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ORACLE_DIR = Path(__file__).resolve().parent / "oracle"
@@ -131,6 +133,27 @@ def run_main(main_class: str, args: Sequence[str] = (), stdin: str | None = None
             f"{main_class} {' '.join(args)} exited with {result.returncode}\n{result.stderr}"
         )
     return result.stdout
+
+
+class BackgroundMain:
+    """A main of the project run in a thread (Kafka Streams mostly waits: for its group, its
+    repartition topics, its commits) while our side of a test runs; :meth:`report` waits for it and
+    returns the JSON it printed. :meth:`close` waits for it whatever became of it (a test that
+    failed first never asked)."""
+
+    def __init__(self, main_class: str, args: Sequence[str], timeout: float = 600):
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafka-streams")
+        self._run = self._pool.submit(run_main, main_class, args, timeout=timeout)
+        self._report: dict | None = None
+
+    def report(self) -> dict:
+        if self._report is None:
+            self._report = json.loads(self._run.result())
+            self._pool.shutdown()
+        return self._report
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
 
 
 def java_topology_names() -> list[str]:

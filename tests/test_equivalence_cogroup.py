@@ -37,7 +37,6 @@ kill). Kafka Streams runs in the background meanwhile (on its own input topics).
 
 from __future__ import annotations
 
-import json
 import random
 import struct
 import time
@@ -162,24 +161,19 @@ class _KafkaStreamsRun:
         self.topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, 1), "ks")
         args = [bootstrap, unique_topic("ks-cogroup"), str(state_dir), *(self.topics[name] for name in INPUTS),
                 *(self.topics[name] for name in OUTPUTS)]
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafka-streams")
-        self._run = self._pool.submit(oracle_harness.run_main, "kstreams.oracle.CogroupExamples", args, timeout=600)
+        self._main = oracle_harness.BackgroundMain("kstreams.oracle.CogroupExamples", args)
         self._bootstrap = bootstrap
         self._result = None
 
     def result(self) -> dict:
         """``{"describe": Kafka Streams' describe(), "results": its output (as :func:`_results`)}``."""
         if self._result is None:
-            stdout = self._run.result()
-            self._pool.shutdown()
-            self._result = {"describe": json.loads(stdout)["describe"],
+            self._result = {"describe": self._main.report()["describe"],
                             "results": _results(self._bootstrap, self.topics)}
         return self._result
 
-
     def close(self) -> None:
-        """Wait for the run, whatever became of it (a test that failed first never asked)."""
-        self._pool.shutdown(wait=True)
+        self._main.close()
 
 
 @pytest.fixture(scope="module")

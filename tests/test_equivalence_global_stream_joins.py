@@ -26,11 +26,9 @@ here, so they are compared per task as a sorted list.
 
 from __future__ import annotations
 
-import json
 import random
 import re
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from pyspark import cloudpickle
@@ -155,22 +153,18 @@ class _KafkaStreamsRun:
         self.topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, PARTITIONS), "ks")
         args = [bootstrap, unique_topic("ks-gsj"), str(state_dir), *(self.topics[name] for name in INPUTS),
                 *(self.topics[name] for name in OUTPUTS)]
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafka-streams")
-        self._run = self._pool.submit(oracle_harness.run_main, "kstreams.oracle.GlobalStreamJoinExamples", args,
-                                      timeout=600)
+        self._main = oracle_harness.BackgroundMain("kstreams.oracle.GlobalStreamJoinExamples", args)
         self._bootstrap = bootstrap
         self._result = None
 
     def result(self) -> dict:
         if self._result is None:
-            report = json.loads(self._run.result())
-            self._pool.shutdown()
-            self._result = {**report, "results": _results(self._bootstrap, self.topics,
-                                                          _input_partitions(self.halves))}
+            self._result = {**self._main.report(), "results": _results(self._bootstrap, self.topics,
+                                                                       _input_partitions(self.halves))}
         return self._result
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True)
+        self._main.close()
 
 
 @pytest.fixture(scope="module")
