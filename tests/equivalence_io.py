@@ -1,6 +1,6 @@
 """What the window, session and join equivalence tests share: Java's rendering of null, writing
-string records with their timestamps, the output topics of our side of a comparison, and Kafka
-Streams' side run by a main of the Java harness."""
+string records with their timestamps, inputs whose timestamps never tie, reading windowed keys, the
+output topics of our side of a comparison, and Kafka Streams' side run by a main of the Java harness."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pyspark import cloudpickle
 
 import oracle_harness
 from dagster_kstreams.kafka.records import produce
+from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
 
 # The DSL programs' lambdas call java_string in Spark's Python workers, which cannot import
 # modules of tests/: ship this one by value, as the test modules ship themselves.
@@ -32,6 +33,30 @@ def produce_strings(bootstrap: str, topic: str, records: Iterable[tuple]) -> Non
 
     produce(bootstrap, topic, [(encoded(record[0]), encoded(record[1]), *([None] if len(record) == 3 else []),
                                 *record[2:]) for record in records])
+
+
+def with_unique_timestamps(halves: list[dict[str, list[tuple]]], topics: Iterable[str]) -> list[dict[str, list[tuple]]]:
+    """``halves`` (``{topic: [(key, value, partition, timestamp)]}`` each) with every timestamp moved
+    up to the next one no record took yet, in place: no two records tie (Kafka Streams breaks a tie
+    between partitions by the order of its internal queue, the runner by topic name)."""
+    taken: set[int] = set()
+    for half in halves:
+        for topic in topics:
+            for index, (key, value, partition, timestamp) in enumerate(half[topic]):
+                while timestamp in taken:
+                    timestamp += 1
+                taken.add(timestamp)
+                half[topic][index] = (key, value, partition, timestamp)
+    return halves
+
+
+def windowed_key_reader(kind: Optional[str]):
+    """Bytes of an output key -> the plain string key (``kind`` None), or ``(key, start, end)`` of a
+    windowed one (``kind`` "session", else the window kind ``WindowedSerde`` takes)."""
+    if kind is None:
+        return lambda data: data.decode()
+    serde = WindowedSerde(Serdes.String(), session=True) if kind == "session" else WindowedSerde(Serdes.String(), kind)
+    return lambda data: (lambda w: (w.key, w.window.start, w.window.end))(serde.deserialize(data))
 
 
 def output_topics(kafka_admin, unique_topic, inputs: Mapping[str, str], partitions: Mapping[str, int],

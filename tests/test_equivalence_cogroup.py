@@ -48,7 +48,7 @@ from pyspark import cloudpickle
 import cogroup_topology
 import oracle_harness
 from cogroup_topology import INPUTS, LONG_VALUED, OUTPUT_KEYS, OUTPUTS, USER_ID_KEYED, UserIdSerde, cogroup_examples
-from equivalence_io import output_topics, produce_strings
+from equivalence_io import output_topics, produce_strings, with_unique_timestamps
 from killed_runs import run_until_killed
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import produce, read_topic
@@ -103,15 +103,7 @@ def _input(seed: int = 14) -> list[dict[str, list[tuple]]]:
     (README, "Semantics that differ")."""
     rng = random.Random(seed)
     halves = [{topic: _half(rng, topic, T0 + offset) for topic in INPUTS} for offset in (0, HALF_MS + 10_000)]
-    taken: set[int] = set()
-    for half in halves:
-        for topic in INPUTS:
-            for index, (key, value, partition, timestamp) in enumerate(half[topic]):
-                while timestamp in taken:
-                    timestamp += 1
-                taken.add(timestamp)
-                half[topic][index] = (key, value, partition, timestamp)
-    return halves
+    return with_unique_timestamps(halves, INPUTS)
 
 
 def _key_reader(name: str):

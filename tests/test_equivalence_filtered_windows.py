@@ -40,13 +40,12 @@ from pyspark import cloudpickle
 
 import filtered_window_topology
 import oracle_harness
-from equivalence_io import output_topics, produce_strings
+from equivalence_io import output_topics, produce_strings, windowed_key_reader, with_unique_timestamps
 from filtered_window_topology import INPUTS, LONG_VALUED, OUTPUT_KEYS, OUTPUTS, filtered_window_examples
 from killed_runs import run_until_killed
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
-from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
 
 pytestmark = pytest.mark.integration
 
@@ -101,15 +100,7 @@ def _input(seed: int = 15) -> list[dict[str, list[tuple]]]:
     rng = random.Random(seed)
     halves = [{topic: _half(rng, topic, half, T0 + offset) for topic in INPUTS}
               for half, offset in enumerate((0, SECOND_HALF))]
-    taken: set[int] = set()
-    for half in halves:
-        for topic in INPUTS:
-            for index, (key, value, partition, timestamp) in enumerate(half[topic]):
-                while timestamp in taken:
-                    timestamp += 1
-                taken.add(timestamp)
-                half[topic][index] = (key, value, partition, timestamp)
-    return halves
+    return with_unique_timestamps(halves, INPUTS)
 
 
 def _null_skips(halves) -> int:
@@ -129,11 +120,7 @@ def _null_skips(halves) -> int:
 
 
 def _key_reader(name: str):
-    kind = OUTPUT_KEYS[name]
-    if kind is None:
-        return lambda data: data.decode()
-    serde = WindowedSerde(Serdes.String(), session=True) if kind == "session" else WindowedSerde(Serdes.String(), kind)
-    return lambda data: (lambda w: (w.key, w.window.start, w.window.end))(serde.deserialize(data))
+    return windowed_key_reader(OUTPUT_KEYS[name])
 
 
 def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple[str, int], list]:

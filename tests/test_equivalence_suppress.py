@@ -52,14 +52,13 @@ from pyspark import cloudpickle
 
 import oracle_harness
 import suppress_topology
-from equivalence_io import output_topics, produce_strings
+from equivalence_io import output_topics, produce_strings, windowed_key_reader
 from killed_runs import run_until_killed
 from suppress_topology import (INPUTS, OUTPUT_KEYS, OUTPUTS, RAISED_BYTES, SHUT_DOWN_OUTPUT, shut_down_example,
                                suppress_examples)
 from dagster_kstreams.kafka.records import read_topic
 from dagster_kstreams.spark.errors import TaskFailedError
 from dagster_kstreams.spark.task_runner import TaskRunner
-from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
 
 pytestmark = pytest.mark.integration
 
@@ -111,11 +110,7 @@ def _price_headers(i: int, partition: int) -> list:
 
 
 def _key_reader(name: str):
-    kind = OUTPUT_KEYS[name]
-    if kind is None:
-        return lambda data: data.decode()
-    serde = WindowedSerde(Serdes.String(), session=True) if kind == "session" else WindowedSerde(Serdes.String(), kind)
-    return lambda data: (lambda w: (w.key, w.window.start, w.window.end))(serde.deserialize(data))
+    return windowed_key_reader(OUTPUT_KEYS[name])
 
 
 def _value_reader(name: str):
