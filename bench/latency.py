@@ -141,6 +141,7 @@ class Output:
 class Match:
     by_append_ms: list = field(default_factory=list)
     by_receive_ms: list = field(default_factory=list)
+    produced_at: list = field(default_factory=list)  # wall clock of each measured record's produce()
     missing: int = 0
     overcounted: dict = field(default_factory=dict)  # country -> highest count - records produced
 
@@ -166,6 +167,7 @@ def match(produced: Sequence[Produced], outputs: Sequence[Output]) -> Match:
         appended, received = seen[record.seq - 1]
         result.by_append_ms.append((appended - record.at) * 1000.0)
         result.by_receive_ms.append((received - record.at) * 1000.0)
+        result.produced_at.append(record.at)
     for country, seen in first_reflecting.items():
         extra = len(seen) - produced_per_country.get(country, 0)
         if extra > 0:
@@ -188,6 +190,20 @@ def summary(values: Sequence[float]) -> dict:
     return {"p50_ms": rounded(percentile(values, 50)), "p99_ms": rounded(percentile(values, 99)),
             "max_ms": rounded(max(values) if values else None), "min_ms": rounded(min(values) if values else None),
             "records": len(values)}
+
+
+def per_second(produced_at: Sequence[float], latencies_ms: Sequence[float]) -> list[dict]:
+    """p50, p99 and max of the records produced in each second of the measured part, in order:
+    whether a p99 comes from steady batches or from stalls (a GC, a report, the JIT) shows here."""
+    if not produced_at:
+        return []
+    start = min(produced_at)
+    buckets: dict[int, list[float]] = {}
+    for at, latency in zip(produced_at, latencies_ms):
+        buckets.setdefault(int(at - start), []).append(latency)
+    return [{"second": second, "records": len(values), **{key: value for key, value in summary(values).items()
+                                                          if key in ("p50_ms", "p99_ms", "max_ms")}}
+            for second, values in sorted(buckets.items())]
 
 
 def table(results: dict) -> str:
@@ -525,6 +541,8 @@ def run_system(name: str, args, bootstrap: str, work: Path) -> dict:
         # seen only after: its receive time is the honest one (a few ms of polling later).
         "latency": summary(matched.by_receive_ms if system.reads_at_commit else matched.by_append_ms),
         "latency_by_receive_time": summary(matched.by_receive_ms),
+        "latency_per_second": per_second(
+            matched.produced_at, matched.by_receive_ms if system.reads_at_commit else matched.by_append_ms),
         "missing": matched.missing,
         "overcounted": matched.overcounted,
         "drained": drained,

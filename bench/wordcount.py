@@ -112,6 +112,16 @@ def handwritten_job(spark, bootstrap: str, topic: str, output: str, checkpoint: 
     return time.perf_counter() - started
 
 
+def spark_settings(args: argparse.Namespace) -> dict[str, str]:
+    settings = {}
+    for setting in args.spark_conf:
+        key, separator, value = setting.partition("=")
+        if not separator:
+            raise SystemExit(f"--spark-conf {setting!r}: expected KEY=VALUE")
+        settings[key] = value
+    return settings
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=1_000_000)
@@ -121,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--processing-guarantee", action="append", default=[],
                         choices=["at_least_once", "exactly_once_v2"],
                         help="our runs' guarantee (repeatable; default: both, one after the other)")
+    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting for the session of the Spark runs (repeatable)")
     parser.add_argument("--output", default=None, help="result JSON (default bench/results/wordcount-<date>.json)")
     parser.add_argument("--skip", action="append", default=[],
                         choices=["ceiling", "kafka-streams", "spark-handwritten", "dagster-kstreams"])
@@ -180,7 +192,8 @@ def run(args, bootstrap: str, work: Path) -> dict:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         from dagster_kstreams.spark.session import build_spark_session
 
-        spark = build_spark_session(args.master, {"spark.ui.enabled": "false"}, app_name="bench-wordcount")
+        spark = build_spark_session(args.master, {"spark.ui.enabled": "false", **spark_settings(args)},
+                                    app_name="bench-wordcount")
         spark.sparkContext.setLogLevel("ERROR")
     try:
         if "spark-handwritten" not in args.skip:
@@ -213,6 +226,7 @@ def run(args, bootstrap: str, work: Path) -> dict:
         "input_partitions": PARTITIONS,
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
                     "pyspark": pyspark.__version__, "spark_master": args.master,
+                    "spark_conf": spark_settings(args),
                     "load_average_1m_before_after": [round(load_before[0], 1), round(os.getloadavg()[0], 1)]},
         "systems": systems,
     }
