@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Optional
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
 from dagster_kstreams.processors import (
     aggregations, cogroup, fk_joins, global_joins, own_stream_time, sessions, stateless, stream_joins, suppress,
-    table_joins, table_regroup, user_processors, windows,
+    table_joins, table_regroup, user_processors, versioned_tables, windows,
 )
 from dagster_kstreams.processors.base import Processor
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
@@ -102,6 +102,7 @@ def _windowed_aggregate(factory: ProcessorNode, ctx: BuildContext) -> Processor:
 BUILDERS: dict[NodeKind, Callable[[ProcessorNode, BuildContext], Processor]] = {
     **stateless.BUILDERS,
     **aggregations.BUILDERS,
+    **versioned_tables.BUILDERS,  # a table source or to_table over a versioned store, else aggregations'
     **table_joins.BUILDERS,
     **table_regroup.BUILDERS,
     **fk_joins.BUILDERS,

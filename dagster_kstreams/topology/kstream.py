@@ -224,9 +224,11 @@ class KStream(_AbstractStream):
             parent = self._node
             source_nodes = self._source_nodes
         store = StoreSpec(store_name, StoreType.KEY_VALUE, materialized.logging_enabled, key_serde, value_serde,
-                          queryable=queryable, caching=materialized.caching_enabled)
+                          queryable=queryable, caching=materialized.caching_enabled and not materialized.versioned,
+                          history_retention_ms=materialized.history_retention_ms)
         spec = KTableSourceSpec(NodeKind.TO_TABLE, {"store_name": store_name}, store, queryable)
         node = ProcessorGraphNode(name, spec)
+        node.output_versioned = materialized.versioned
         builder.add_graph_node(parent, node)
         return KTable(name, key_serde, value_serde, source_nodes, store_name if queryable else None, node, builder,
                       kind="source", source_spec=spec)
@@ -297,7 +299,10 @@ class KStream(_AbstractStream):
         if table._builder is not self._builder:
             raise TopologyException("cannot join streams/tables from different StreamsBuilders")
         if joined.grace_period is not None:
-            raise TopologyException("a stream-table join grace period needs a versioned KTable, which is not supported")
+            if table._node.output_versioned is False:  # Kafka Streams' check (unknown counts as versioned)
+                raise TopologyException("KTable must be versioned to use a grace period in a stream table join.")
+            raise TopologyException("a stream-table join with a grace period (Joined.with_grace_period) is not "
+                                    "supported yet; join the versioned table without one")
         stream = self
         if self.repartition_required:
             stream = self._repartition_for_join(joined.name if joined.name is not None else self.name,

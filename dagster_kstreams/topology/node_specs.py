@@ -94,6 +94,8 @@ class StoreSpec:
     retention_ms: Optional[int] = None
     queryable: bool = False
     caching: bool = True  # Materialized.with_caching_disabled(): forward every update (windowed stores read it)
+    # a versioned table store's history retention (None: not versioned); see topology/versioned.py
+    history_retention_ms: Optional[int] = None
 
 
 @dataclass
