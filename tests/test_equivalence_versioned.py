@@ -24,15 +24,15 @@ value names its input record, and so its timestamp.
 
 from __future__ import annotations
 
-import json
 import random
 import time
 
 import pytest
 from pyspark import cloudpickle
 
+import oracle_harness
 import versioned_topology
-from equivalence_io import output_topics, produce_strings, run_kafka_streams, with_unique_timestamps
+from equivalence_io import output_topics, produce_strings, with_unique_timestamps
 from versioned_topology import INPUTS, OUTPUTS, versioned_examples
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import read_topic
@@ -102,16 +102,35 @@ def records():
     return _input()
 
 
+class _KafkaStreamsRun:
+    """Kafka Streams' run, started in the background while our side runs; :meth:`result` waits for it."""
+
+    def __init__(self, bootstrap, kafka_admin, unique_topic, state_dir, records):
+        inputs = {name: unique_topic(f"ks-versioned-{name}") for name in INPUTS}
+        kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
+        _produce(bootstrap, inputs, records)
+        self.topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, PARTITIONS), "ks")
+        args = [bootstrap, unique_topic("ks-versioned"), str(state_dir), *(self.topics[name] for name in INPUTS),
+                *(self.topics[name] for name in OUTPUTS)]
+        self._main = oracle_harness.BackgroundMain("kstreams.oracle.VersionedExamples", args)
+        self._bootstrap = bootstrap
+        self._result = None
+
+    def result(self) -> dict:
+        if self._result is None:
+            self._result = {**self._main.report(), "results": _results(self._bootstrap, self.topics)}
+        return self._result
+
+    def close(self) -> None:
+        self._main.close()
+
+
 @pytest.fixture(scope="module")
 def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory, records):
-    inputs = {name: unique_topic(f"ks-versioned-{name}") for name in INPUTS}
-    kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
-    _produce(kafka_bootstrap, inputs, records)
-    topics, stdout = run_kafka_streams("kstreams.oracle.VersionedExamples", "versioned", kafka_bootstrap,
-                                       kafka_admin, unique_topic, tmp_path_factory, inputs,
-                                       dict.fromkeys(OUTPUTS, PARTITIONS))
-    return {"topics": topics, "describe": json.loads(stdout.strip().splitlines()[-1])["describe"],
-            "results": _results(kafka_bootstrap, topics)}
+    run = _KafkaStreamsRun(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory.mktemp("ks-versioned-state"),
+                           records)
+    yield run
+    run.close()
 
 
 def _assert_reference_exercises_it(expected: dict, records: dict[str, list[tuple]]) -> None:
@@ -143,7 +162,7 @@ def test_versioned_tables_and_their_joins_in_a_clean_run_match_kafka_streams(
     results = runner.run_all()
     assert {result.task_id for result in results} == {"0_0", "0_1"}
 
-    expected = kafka_streams_run["results"]
+    expected = kafka_streams_run.result()["results"]
     _assert_reference_exercises_it(expected, records)
     actual = _results(kafka_bootstrap, topics)
     for key in sorted(expected):
@@ -152,5 +171,5 @@ def test_versioned_tables_and_their_joins_in_a_clean_run_match_kafka_streams(
 
 
 def test_describe_of_the_topology_run_is_kafka_streams(kafka_streams_run):
-    ours = versioned_examples(kafka_streams_run["topics"]).build().describe()
-    assert str(ours) == kafka_streams_run["describe"]
+    ours = versioned_examples(kafka_streams_run.topics).build().describe()
+    assert str(ours) == kafka_streams_run.result()["describe"]
