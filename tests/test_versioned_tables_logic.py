@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dagster_kstreams.processors import version_history
+from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.records import RecordContext
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import Joined, Materialized, Stores, StreamsBuilder, TopologyException
@@ -219,3 +220,18 @@ def test_a_join_grace_period_is_refused_with_one_line():
         builder.stream("s").join(builder.table("plain"), lambda v, t: v, grace)
     with pytest.raises(TopologyException, match="grace period .* is not supported yet"):
         builder.stream("s").join(builder.table("t", _versioned()), lambda v, t: v, grace)
+
+
+def test_the_runner_refuses_what_would_treat_an_out_of_order_update_as_the_latest():
+    builder = StreamsBuilder()
+    table = builder.table("t", _versioned())
+    table.filter(lambda k, v: v != "x").map_values(lambda v: v + "!").to_stream().to("out")  # runs
+    compile_topology(builder.build(), "app").program(0)
+    for consume in (lambda t: t.group_by(lambda k, v: (v, k)).count(),
+                    lambda t: t.join(builder.table("u"), lambda a, b: a),
+                    lambda t: t.filter(lambda k, v: True, Materialized.as_("filtered"))):
+        builder = StreamsBuilder()
+        table = builder.table("t", _versioned())
+        consume(table)
+        with pytest.raises(UnsupportedTopologyError, match="versioned table KTABLE-SOURCE-0000000001"):
+            compile_topology(builder.build(), "app").program(0)

@@ -25,6 +25,8 @@ from typing import Any, Optional
 from dagster_kstreams.processors import version_history
 from dagster_kstreams.processors.aggregations import BUILDERS as TABLE_BUILDERS
 from dagster_kstreams.processors.aggregations import KeyValueStoreProcessor
+from dagster_kstreams.processors.base import reachable
+from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.topology.node_specs import NodeKind
@@ -95,11 +97,36 @@ def versioned_table(ctx, store: str) -> Optional[VersionedTable]:
     return None if retention_ms is None else VersionedTable(store, retention_ms)
 
 
+# What may consume a versioned table's updates here: its to_stream, through its own filter and
+# map_values without a store. Kafka Streams' table-table joins, re-groupings, foreign-key joins and
+# stores downstream treat an out-of-order update differently (they skip it, or make it the latest
+# of a store of their own); the runner has no "not latest" mark on a forwarded update yet.
+_PASSING = {NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES}
+
+
+def _check_consumers(factory, ctx) -> None:
+    sub = ctx.subtopology
+
+    def step(node):
+        return node.children if node is factory or node.kind in _PASSING else ()
+
+    for node in reachable(sub, [factory.name], step):
+        if node is factory or node.kind is NodeKind.TABLE_TO_STREAM:
+            continue
+        if node.kind not in _PASSING or node.params.get("store_name") in node.stores:
+            raise UnsupportedTopologyError(
+                f"processor {node.name} ({node.kind.value}) consumes the updates of the versioned table "
+                f"{factory.name}; the Spark runner passes a versioned table's updates to to_stream (through "
+                "filter/map_values without a store) only, and reads it in stream-table joins")
+
+
 def _table(factory, ctx):
     store = factory.params["store_name"]
-    if store in factory.stores and versioned_table(ctx, store) is not None:
-        return VersionedTableSource(factory.name, store, versioned_table(ctx, store).retention_ms)
-    return TABLE_BUILDERS[factory.kind](factory, ctx)
+    versioned = versioned_table(ctx, store) if store in factory.stores else None
+    if versioned is None:
+        return TABLE_BUILDERS[factory.kind](factory, ctx)
+    _check_consumers(factory, ctx)
+    return VersionedTableSource(factory.name, store, versioned.retention_ms)
 
 
 BUILDERS = {
