@@ -3,7 +3,10 @@
 One topology (tests/versioned_topology.py; Java twin VersionedExamples): prices, a table read from
 a topic into a versioned store (10 s of history), whose changes go to a topic; rates, a stream made
 a table by ``to_table`` into another versioned store (4 s of history); orders joined (inner) with
-the prices and left-joined with the rates, each reading the version valid at its own timestamp.
+the prices and left-joined with the rates, each reading the version valid at its own timestamp;
+and joined with the prices again with a grace period of 3 s (Kafka Streams' buffer: orders joined
+in timestamp order once the buffer's time has passed them by the grace, seeing the prices that came
+meanwhile).
 Kafka Streams 4.3.1 runs the whole input once (``max.task.idle.ms``: its timestamp merge of the
 three inputs of a task).
 
@@ -148,6 +151,9 @@ def _assert_reference_exercises_it(expected: dict, records: dict[str, list[tuple
     assert any(value.endswith("%null") for value in left) and sum(not v.endswith("%null") for v in left) > 50
     inner = [row for p in range(PARTITIONS) for row in expected["out-inner", p]]
     assert len(inner) > 50
+    # with the grace period: another order of emission, and prices that came within the grace
+    graced = {value.replace("#", "@") for p in range(PARTITIONS) for _, value in expected["out-grace", p]}
+    assert len(graced) > 50 and graced - {value for _, value in inner}
 
 
 def test_versioned_tables_and_their_joins_in_a_clean_run_match_kafka_streams(

@@ -137,8 +137,8 @@ def _expected(records) -> list[tuple]:
     return out
 
 
-def _run(records, cuts) -> list[tuple]:
-    program = _program()
+def _run(records, cuts, program=None) -> list[tuple]:
+    program = program or _program()
     contexts = []
     for offset, (topic, key, value, timestamp) in enumerate(records):
         raw_key = None if key is None else key.encode()
@@ -213,13 +213,14 @@ def test_a_versioned_store_materializes_only_source_tables():
         builder.stream("s").group_by_key().count(_versioned())
 
 
-def test_a_join_grace_period_is_refused_with_one_line():
+def test_a_join_grace_period_needs_a_versioned_table_with_enough_history():
     builder = StreamsBuilder()
     grace = Joined.as_("j").with_grace_period(timedelta(seconds=1))
     with pytest.raises(TopologyException, match="KTable must be versioned to use a grace period in a stream table join.$"):
         builder.stream("s").join(builder.table("plain"), lambda v, t: v, grace)
-    with pytest.raises(TopologyException, match="grace period .* is not supported yet"):
-        builder.stream("s").join(builder.table("t", _versioned()), lambda v, t: v, grace)
+    with pytest.raises(TopologyException, match="History retention must be at least grace period."):
+        builder.stream("s").join(builder.table("t", _versioned()), lambda v, t: v,
+                                 grace.with_grace_period(timedelta(seconds=6)))
 
 
 def test_the_runner_refuses_what_would_treat_an_out_of_order_update_as_the_latest():
@@ -235,3 +236,68 @@ def test_the_runner_refuses_what_would_treat_an_out_of_order_update_as_the_lates
         consume(table)
         with pytest.raises(UnsupportedTopologyError, match="versioned table KTABLE-SOURCE-0000000001"):
             compile_topology(builder.build(), "app").program(0)
+
+
+# -- a stream-table join with a grace period ---------------------------------------------------
+GRACE = 30
+
+
+def _grace_program():
+    builder = StreamsBuilder()
+    table = builder.table("t", Materialized.as_(Stores.persistent_versioned_key_value_store("vs", RETENTION)))
+    builder.stream("s").join(table, lambda value, table_value: f"{value}@{_java(table_value)}",
+                             Joined.as_("graced").with_grace_period(timedelta(milliseconds=GRACE))).to("graced")
+    return compile_topology(builder.build(), "app", default_key_serde=Serdes.String(),
+                            default_value_serde=Serdes.String()).program(0)
+
+
+def _expected_with_grace(records) -> list[tuple]:
+    """Kafka Streams' ``RocksDBTimeOrderedKeyValueBuffer``: its time is the largest timestamp put
+    into it; a record older than that minus the grace joins at once; any other is buffered, then
+    every buffered record at or before that time minus the grace joins, in timestamp order."""
+    store, buffer, buffer_time, out = ModelStore(RETENTION), [], -1, []
+
+    def join(key, value, timestamp):
+        table_value = store.as_of(key, timestamp)
+        if table_value is not None:
+            out.append(("graced", key, f"{value}@{table_value}", timestamp))
+
+    for seq, (topic, key, value, timestamp) in enumerate(records):
+        if topic == "t":
+            if key is not None:
+                store.put(key, value, timestamp)
+        elif value is not None and key is not None:
+            if buffer_time - GRACE > timestamp:
+                join(key, value, timestamp)
+                continue
+            buffer_time = max(buffer_time, timestamp)
+            buffer.append((timestamp, key.encode(), seq, key, value))
+            buffer.sort()
+            while buffer and buffer[0][0] <= buffer_time - GRACE:
+                timestamp, _, _, key, value = buffer.pop(0)
+                join(key, value, timestamp)
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(_records, st.lists(st.integers(0, 40), max_size=3))
+def test_a_join_with_a_grace_period_emits_what_kafka_streams_emits_whatever_the_batches(records, cuts):
+    records = [(topic, key, None if value is None else f"{value}{i}", timestamp)
+               for i, (topic, key, value, timestamp) in enumerate(records)]
+    assert _untimed(_run(records, [cut for cut in cuts if cut < len(records)], _grace_program())) == \
+        _untimed(_expected_with_grace(records))
+
+
+def _untimed(rows: list[tuple]) -> list[tuple]:
+    """Without timestamps: the program's output does not carry a sink record's (the test reads the
+    source record's position, which for a record let out of the buffer is the record that let it out)."""
+    return [row[:3] for row in rows]
+
+
+def test_a_join_with_a_grace_period_sees_table_updates_that_came_within_it():
+    records = [("t", "a", "v10", 10), ("s", "a", "o1", 50), ("t", "a", "v40", 40), ("s", "a", "o2", 60),
+               ("s", "a", "o3", 85), ("s", "a", "o4", 20)]
+    assert _untimed(_run(records, [2], _grace_program())) == [
+        ("graced", "a", "o1@v40"),  # buffered until 85 - 30 passed it: v40 (put at 40) arrived meanwhile
+        ("graced", "a", "o4@v10"),  # older than 85 - 30: joined at once
+    ]  # o2 and o3 are still buffered

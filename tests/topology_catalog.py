@@ -1344,5 +1344,5 @@ def global_stream_join_examples_of_the_equivalence_test():
 @topology
 def versioned_examples_of_the_equivalence_test():
     names = {"prices": "prices", "rates": "rates", "orders": "orders", "out-changes": "changes-out",
-             "out-inner": "inner-out", "out-left": "left-out"}
+             "out-inner": "inner-out", "out-left": "left-out", "out-grace": "grace-out"}
     return versioned_examples(names).build()

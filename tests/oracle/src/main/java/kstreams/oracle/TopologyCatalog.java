@@ -184,7 +184,7 @@ public final class TopologyCatalog {
         // Versioned tables (VersionedExamples is the equivalence test's).
         TOPOLOGIES.put("versioned_examples_of_the_equivalence_test",
                        () -> VersionedExamples.versionedExamples("prices", "rates", "orders", "changes-out",
-                           "inner-out", "left-out"));
+                           "inner-out", "left-out", "grace-out"));
     }
 
     /** Catalog names in definition order. */
