@@ -62,8 +62,9 @@ class VersionedTableSource(KeyValueStoreProcessor):
     """``KTableSource`` over a versioned store (not registered: it runs the table-source and
     to-table kinds)."""
 
-    def __init__(self, name: str, store: str, retention_ms: int):
+    def __init__(self, name: str, store: str, retention_ms: int, kind: str = NodeKind.TABLE_SOURCE.value):
         super().__init__(name, store, cached=False)
+        self.kind = kind  # table_source or to_table, as the processor it stands for
         self.table = VersionedTable(store, retention_ms)
         self.task_grouped = True  # the store's observed time and the versions are task-level values
 
@@ -126,7 +127,7 @@ def _table(factory, ctx):
     if versioned is None:
         return TABLE_BUILDERS[factory.kind](factory, ctx)
     _check_consumers(factory, ctx)
-    return VersionedTableSource(factory.name, store, versioned.retention_ms)
+    return VersionedTableSource(factory.name, store, versioned.retention_ms, factory.kind.value)
 
 
 BUILDERS = {
