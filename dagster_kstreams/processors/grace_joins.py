@@ -20,8 +20,8 @@ from __future__ import annotations
 from bisect import insort
 
 from dagster_kstreams.processors import version_history
-from dagster_kstreams.processors.table_joins import BUILDERS as JOIN_BUILDERS
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
+from dagster_kstreams.processors.table_joins import BUILDERS as JOIN_BUILDERS
 from dagster_kstreams.processors.table_joins import StreamTableJoin
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.topology.node_specs import NodeKind
@@ -71,10 +71,10 @@ class GraceStreamTableJoin(StreamTableJoin):
 
 
 def _stream_table_join(factory, ctx):
+    join = JOIN_BUILDERS[NodeKind.STREAM_TABLE_JOIN](factory, ctx)
     grace_ms = factory.params.get("grace_ms")
     if grace_ms is None:
-        return JOIN_BUILDERS[NodeKind.STREAM_TABLE_JOIN](factory, ctx)
-    join = JOIN_BUILDERS[NodeKind.STREAM_TABLE_JOIN](factory, ctx)
+        return join
     if join.table.versioned is None:  # Kafka Streams fails the task's start with this line
         raise UnsupportedTopologyError(f"processor {factory.name} (stream_table_join): KTable must be versioned "
                                        "to use a grace period in a stream table join.")

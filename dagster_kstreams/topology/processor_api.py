@@ -238,9 +238,13 @@ class Stores:
         return KeyValueBytesStoreSupplier(_store_name(name), False)
 
     @staticmethod
-    def persistent_versioned_key_value_store(name: str, history_retention) -> VersionedBytesStoreSupplier:
-        """A versioned key-value store for a table (``Materialized.as_(supplier)``; history
-        retention: timedelta or ms). Processors of the Processor API cannot add one yet."""
+    def persistent_versioned_key_value_store(name: str, history_retention,
+                                             segment_interval=None) -> VersionedBytesStoreSupplier:
+        """A versioned key-value store for a table (``Materialized.as_(supplier)``; durations:
+        timedelta or ms). ``segment_interval`` is RocksDB's layout in Kafka Streams and changes no
+        result: checked, then unused. Processors of the Processor API cannot add one yet."""
+        if segment_interval is not None and _millis(segment_interval, "segmentInterval") < 1:
+            raise ValueError("segmentInterval cannot be zero or negative")
         return VersionedBytesStoreSupplier(_store_name(name), _millis(history_retention, "historyRetention"))
 
     @staticmethod
