@@ -48,6 +48,7 @@ from global_stream_join_topology import global_stream_join_examples
 from global_topology import global_examples
 from regroup_topology import regroup_examples
 from suppress_topology import suppress_examples
+from versioned_topology import versioned_examples
 from processor_api_topology import processor_api_examples, processor_api_low_level
 from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Processor, ProcessorSupplier, Stores
 from dagster_kstreams.topology import Topology
@@ -1338,3 +1339,10 @@ def global_stream_join_examples_of_the_equivalence_test():
     names = {"profiles": "profiles", "orders": "orders", "payments": "payments", "out-left-outer": "left-outer-out",
              "out-inner": "inner-out"}
     return global_stream_join_examples(names).build()
+
+
+@topology
+def versioned_examples_of_the_equivalence_test():
+    names = {"prices": "prices", "rates": "rates", "orders": "orders", "out-changes": "changes-out",
+             "out-inner": "inner-out", "out-left": "left-out", "out-grace": "grace-out"}
+    return versioned_examples(names).build()

@@ -18,7 +18,8 @@ module                what lives there
 ``sessions``          session-windowed aggregations and their store
 ``own_stream_time``   windowed aggregations with their own stream time (after a filter, a cogroup's)
 ``windowed_tables``   what a windowed aggregation's table forwards: windowed keys, old values on request
-``table_joins``       stream-table and table-table joins
+``versioned_tables``  tables in a versioned store (``version_history``: a key's versions)
+``table_joins``       stream-table and table-table joins (``grace_joins``: with a grace period)
 ``table_regroup``     ``KTable.group_by`` with count/reduce/aggregate (``changes``: old and new values)
 ``fk_joins``          foreign-key table-table joins (``fk_join_wire``: their topics' wire format)
 ``stream_joins``      stream-stream joins (``join_buffers``: their window and outer-join stores)

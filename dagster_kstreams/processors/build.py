@@ -20,8 +20,8 @@ from typing import Any, Callable, Mapping, Optional
 
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
 from dagster_kstreams.processors import (
-    aggregations, cogroup, fk_joins, global_joins, own_stream_time, sessions, stateless, stream_joins, suppress,
-    table_joins, table_regroup, user_processors, windows,
+    aggregations, cogroup, fk_joins, global_joins, grace_joins, own_stream_time, sessions, stateless, stream_joins,
+    suppress, table_joins, table_regroup, user_processors, versioned_tables, windows,
 )
 from dagster_kstreams.processors.base import Processor
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
@@ -102,7 +102,9 @@ def _windowed_aggregate(factory: ProcessorNode, ctx: BuildContext) -> Processor:
 BUILDERS: dict[NodeKind, Callable[[ProcessorNode, BuildContext], Processor]] = {
     **stateless.BUILDERS,
     **aggregations.BUILDERS,
+    **versioned_tables.BUILDERS,  # a table source or to_table over a versioned store, else aggregations'
     **table_joins.BUILDERS,
+    **grace_joins.BUILDERS,  # a stream-table join with a grace period, else table_joins'
     **table_regroup.BUILDERS,
     **fk_joins.BUILDERS,
     **stream_joins.BUILDERS,

@@ -14,7 +14,9 @@ otherwise the table's current value for the key is looked up through the table's
 (the store, then the table's own ``filter``/``map_values`` if the table is derived from it without a
 store of its own) and the joiner's result is forwarded; an inner join forwards nothing when the
 table has no value. Table updates never trigger output (Kafka's stream-table join is not
-symmetric).
+symmetric). A versioned table (:mod:`.versioned_tables`) is read as of the stream record's
+timestamp instead of its current value, as ``KStreamKTableJoinProcessor`` does with a versioned
+value getter.
 
 Table-table join (``KTable.join/left_join/outer_join``)
 ------------------------------------------------------
@@ -48,13 +50,14 @@ See the README, "Semantics that differ from Kafka Streams", for where that diffe
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from dagster_kstreams.processors.aggregations import ToTable
 from dagster_kstreams.processors.base import Processor, register
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.stateless import Merge
 from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.processors.versioned_tables import VersionedTable, versioned_table
 from dagster_kstreams.topology.node_specs import NodeKind
 
 __all__ = ["StreamTableJoin", "TableTableJoin", "ValueGetter", "value_getter", "BUILDERS"]
@@ -65,9 +68,11 @@ class ValueGetter:
     ``filter``/``map_values`` when it is derived from that store without a store of its own
     (Kafka Streams' ``KTableValueGetter``)."""
 
-    def __init__(self, store: str, steps: tuple[tuple[str, Any, bool], ...]):
+    def __init__(self, store: str, steps: tuple[tuple[str, Any, bool], ...],
+                 versioned: Optional[VersionedTable] = None):
         self.store = store
         self.steps = steps  # [(kind, fn(key, value), negate)] in store-to-table order
+        self.versioned = versioned  # the store's versions, when it is a versioned store
         self.slot: int = -1  # the store's slot, once bound to a program
 
     def bind(self, program) -> None:
@@ -76,6 +81,11 @@ class ValueGetter:
     def get(self, reader: Processor, key, state, context):
         """The value, or None; a step's failure names the reading processor."""
         return self.through_steps(reader, key, state.values[self.slot], context)
+
+    def get_as_of(self, reader: Processor, key, state, context):
+        """A versioned table's value valid at the record's timestamp (Kafka Streams'
+        ``KTableValueGetter.get(key, asOfTimestamp)``), or None."""
+        return self.through_steps(reader, key, self.versioned.as_of(reader, state, context.timestamp), context)
 
     def get_old(self, reader: Processor, key, state, context):
         """The table's value before the update being forwarded now (Kafka Streams' old value of
@@ -116,7 +126,12 @@ class StreamTableJoin(Processor):
             return  # Kafka Streams drops it (and counts it as skipped)
         if state is None:
             raise ValueError(f"processor {self.name} needs its table's state but runs in a stateless pass")
-        table_value = None if key is None else self.table.get(self, key, state, context)
+        if key is None:
+            table_value = None
+        elif self.table.versioned is not None:
+            table_value = self.table.get_as_of(self, key, state, context)
+        else:
+            table_value = self.table.get(self, key, state, context)
         if table_value is None and not left:
             return
         joined = self.call(context, self.fn, key, value, table_value)
@@ -186,7 +201,8 @@ def value_getter(ctx, factory, table_node_name: str) -> ValueGetter:
         node = sub.node(name)
         if node.kind in _STORE_KINDS and node.params.get("store_name") in node.stores:
             steps.reverse()
-            return ValueGetter(node.params["store_name"], tuple(steps))
+            store = node.params["store_name"]
+            return ValueGetter(store, tuple(steps), versioned_table(ctx, store))
         if node.kind is NodeKind.TABLE_FILTER:
             fn = ctx.function(node, node.params["predicate"])
             steps.append(("filter", fn.as_key_value(), bool(node.params.get("negate"))))

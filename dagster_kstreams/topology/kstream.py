@@ -14,6 +14,7 @@ from .abstract_stream import (
 )
 from .branched_printed import Branched, Printed
 from .consumed_produced import Produced
+from .durations import duration_millis
 from .errors import TopologyException
 from .functions import FunctionForm as F
 from .functions import UserFunction
@@ -224,9 +225,11 @@ class KStream(_AbstractStream):
             parent = self._node
             source_nodes = self._source_nodes
         store = StoreSpec(store_name, StoreType.KEY_VALUE, materialized.logging_enabled, key_serde, value_serde,
-                          queryable=queryable, caching=materialized.caching_enabled)
+                          queryable=queryable, caching=materialized.caching_enabled and not materialized.versioned,
+                          history_retention_ms=materialized.history_retention_ms)
         spec = KTableSourceSpec(NodeKind.TO_TABLE, {"store_name": store_name}, store, queryable)
         node = ProcessorGraphNode(name, spec)
+        node.output_versioned = materialized.versioned
         builder.add_graph_node(parent, node)
         return KTable(name, key_serde, value_serde, source_nodes, store_name if queryable else None, node, builder,
                       kind="source", source_spec=spec)
@@ -296,8 +299,9 @@ class KStream(_AbstractStream):
     def _stream_table_join(self, table: KTable, joiner: UserFunction, joined: Joined, left: bool) -> KStream:
         if table._builder is not self._builder:
             raise TopologyException("cannot join streams/tables from different StreamsBuilders")
-        if joined.grace_period is not None:
-            raise TopologyException("a stream-table join grace period needs a versioned KTable, which is not supported")
+        grace_ms = duration_millis(joined.grace_period, "grace period")
+        if grace_ms is not None and table._node.output_versioned is False:  # unknown counts as versioned
+            raise TopologyException("KTable must be versioned to use a grace period in a stream table join.")
         stream = self
         if self.repartition_required:
             stream = self._repartition_for_join(joined.name if joined.name is not None else self.name,
@@ -305,14 +309,27 @@ class KStream(_AbstractStream):
         all_sources = stream._ensure_copartition_with([table])
         name = _or_generate(self._builder, joined.name, LEFTJOIN_NAME if left else JOIN_NAME)
         store_names = table._value_getter_store_names()
+        buffer = [] if grace_ms is None else [_grace_buffer(name, grace_ms, table, joined)]
         spec = ProcessorSpec(NodeKind.STREAM_TABLE_JOIN, {
             "joiner": joiner, "join_type": "left" if left else "inner", "table_store_names": list(store_names),
-            "table": table.name})
+            "table": table.name, "grace_ms": grace_ms}, buffer)
         node = ProcessorGraphNode(name, spec, connected_stores=store_names)
         self._builder.add_graph_node(stream._node, node)
         if left:
             node.labels.add("NULL_KEY_RELAXED_JOIN")
         return KStream(name, joined.key_serde or stream.key_serde, None, all_sources, False, node, self._builder)
+
+
+def _grace_buffer(join_name: str, grace_ms: int, table: KTable, joined: Joined) -> StoreSpec:
+    """The buffer of a stream-table join with a grace period (``<join>-Buffer``), after Kafka
+    Streams' checks of the table (``StreamTableJoinNode.writeToTopology``)."""
+    retention_ms = table._versioned_history_retention_ms()
+    if retention_ms is None:
+        raise TopologyException("KTable must be versioned to use a grace period in a stream table join.")
+    if grace_ms > retention_ms:
+        raise TopologyException("History retention must be at least grace period.")
+    return StoreSpec(join_name + "-Buffer", StoreType.JOIN_GRACE_BUFFER, True, joined.key_serde, joined.value_serde,
+                     retention_ms=grace_ms)
 
 
 class BranchedKStream:

@@ -70,6 +70,15 @@ class KTable(_AbstractStream):
             return [self._store_name] + self._parents[0]._value_getter_store_names()
         raise AssertionError(self._kind)
 
+    def _versioned_history_retention_ms(self):
+        """The history retention of the versioned store this table's values are read from (its
+        own, or its filter/map_values' parent's), or None: not a versioned table."""
+        if self._kind == "source":
+            return self._source_spec.store.history_retention_ms
+        if self._kind in ("filter", "map_values") and self.queryable_store_name is None:
+            return self._parents[0]._versioned_history_retention_ms()
+        return None
+
     def _enable_sending_old_values(self, force: bool) -> bool:
         if self._send_old_values:
             return True

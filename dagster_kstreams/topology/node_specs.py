@@ -75,6 +75,7 @@ class StoreType(enum.Enum):
     JOIN_WINDOW = "join_window"         # stream-stream join buffer (retains duplicates)
     OUTER_JOIN_SHARED = "outer_join_shared"  # left/outer stream-stream join's pending non-joined records
     SUPPRESSION_BUFFER = "suppression_buffer"
+    JOIN_GRACE_BUFFER = "join_grace_buffer"  # a stream-table join's grace-period buffer (versioned tables)
     USER_KEY_VALUE = "user_key_value"   # a key-value store added with StreamsBuilder.add_state_store
     USER_WINDOW = "user_window"         # a window store added with StreamsBuilder.add_state_store
     USER_SESSION = "user_session"       # a session store added with StreamsBuilder.add_state_store
@@ -94,6 +95,8 @@ class StoreSpec:
     retention_ms: Optional[int] = None
     queryable: bool = False
     caching: bool = True  # Materialized.with_caching_disabled(): forward every update (windowed stores read it)
+    # a versioned table store's history retention (None: not versioned); see topology/versioned.py
+    history_retention_ms: Optional[int] = None
 
 
 @dataclass

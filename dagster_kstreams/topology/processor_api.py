@@ -28,6 +28,7 @@ from .errors import TopologyException
 from .graph import GraphNode
 from .headers import Headers
 from .node_specs import NodeKind, ProcessorSpec, StoreSpec, StoreType
+from .versioned import VersionedBytesStoreSupplier
 
 __all__ = [
     "Processor", "FixedKeyProcessor", "ProcessorSupplier", "supplier_stores", "user_processor_spec", "Record", "PunctuationType", "RecordMetadata", "Stores",
@@ -235,6 +236,16 @@ class Stores:
     @staticmethod
     def in_memory_key_value_store(name: str) -> KeyValueBytesStoreSupplier:
         return KeyValueBytesStoreSupplier(_store_name(name), False)
+
+    @staticmethod
+    def persistent_versioned_key_value_store(name: str, history_retention,
+                                             segment_interval=None) -> VersionedBytesStoreSupplier:
+        """A versioned key-value store for a table (``Materialized.as_(supplier)``; durations:
+        timedelta or ms). ``segment_interval`` is RocksDB's layout in Kafka Streams and changes no
+        result: checked, then unused. Processors of the Processor API cannot add one yet."""
+        if segment_interval is not None and _millis(segment_interval, "segmentInterval") < 1:
+            raise ValueError("segmentInterval cannot be zero or negative")
+        return VersionedBytesStoreSupplier(_store_name(name), _millis(history_retention, "historyRetention"))
 
     @staticmethod
     def persistent_window_store(name: str, retention_period, window_size, retain_duplicates: bool

@@ -61,9 +61,11 @@ class StreamsBuilder:
         source_name = _suffix_or_generate(builder, consumed.processor_name, "-source", SOURCE_NAME)
         table_source_name = _or_generate(builder, consumed.processor_name, KTABLE_SOURCE_NAME)
         store = StoreSpec(store_name, StoreType.KEY_VALUE, materialized.logging_enabled, key_serde, value_serde,
-                          queryable=queryable, caching=materialized.caching_enabled)
+                          queryable=queryable, caching=materialized.caching_enabled and not materialized.versioned,
+                          history_retention_ms=materialized.history_retention_ms)
         spec = KTableSourceSpec(NodeKind.TABLE_SOURCE, {"topic": topic, "store_name": store_name}, store, queryable)
         node = TableSourceNode(table_source_name, source_name, topic, consumed, spec)
+        node.output_versioned = materialized.versioned
         builder.add_graph_node(builder.root, node)
         return KTable(table_source_name, key_serde, value_serde, {source_name}, store_name if queryable else None,
                       node, builder, kind="source", source_spec=spec)

@@ -181,6 +181,10 @@ public final class TopologyCatalog {
         TOPOLOGIES.put("global_stream_join_examples_of_the_equivalence_test",
                        () -> GlobalStreamJoinExamples.globalStreamJoinExamples("profiles", "orders", "payments",
                            "left-outer-out", "inner-out"));
+        // Versioned tables (VersionedExamples is the equivalence test's).
+        TOPOLOGIES.put("versioned_examples_of_the_equivalence_test",
+                       () -> VersionedExamples.versionedExamples("prices", "rates", "orders", "changes-out",
+                           "inner-out", "left-out", "grace-out"));
     }
 
     /** Catalog names in definition order. */

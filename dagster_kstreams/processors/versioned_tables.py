@@ -1,0 +1,136 @@
+"""Tables materialized in a versioned store (``Materialized.as_(Stores.persistent_versioned_key_value_store(
+name, history_retention))`` on ``StreamsBuilder.table`` or ``KStream.to_table``), as Kafka Streams'
+``KTableSource`` writes one (KIP-889, KIP-914).
+
+The key's slot holds its latest value, exactly as for a plain table, so that everything reading
+a table's current value (``to_stream``, a re-grouping, a stream-stream join's inputs, the store
+reader) is unchanged. The versions behind it and the store's observed stream time (the largest
+timestamp put into the store, all keys: :mod:`.version_history`) are task-level values, so a
+sub-topology with a versioned table runs task-grouped (:mod:`.task_state`): ``TaskState.values``
+holds ``{raw key: versions}`` and the time under the store's name. A key's versions are pruned
+to the history retention whenever the key is written.
+
+Per record, as Kafka Streams 4.3.1 does: a null key is skipped; a record older than the store's
+observed time minus the history retention is dropped (not stored, not forwarded); any other is
+stored as a version and forwarded at once (versioned stores have no record cache), also when it
+is out of order (older than the key's latest version): Kafka Streams forwards those too, marked
+not latest, and ``to_stream`` emits them; only the latest version changes the key's current value.
+A stream-table join reads the version valid at the stream record's timestamp
+(:meth:`VersionedTable.as_of`).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from dagster_kstreams.processors import version_history
+from dagster_kstreams.processors.aggregations import BUILDERS as TABLE_BUILDERS
+from dagster_kstreams.processors.aggregations import KeyValueStoreProcessor
+from dagster_kstreams.processors.base import reachable
+from dagster_kstreams.processors.errors import UnsupportedTopologyError
+from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.processors.task_state import task_state_of
+from dagster_kstreams.topology.node_specs import NodeKind
+
+__all__ = ["VersionedTable", "VersionedTableSource", "versioned_table", "BUILDERS"]
+
+
+class VersionedTable:
+    """Where one versioned store keeps its versions and observed time in the task's state."""
+
+    def __init__(self, store: str, retention_ms: int):
+        self.store = store
+        self.retention_ms = retention_ms
+        # Task-level value names: the names a task's checkpoint holds, keep them.
+        self.history_key = f"versioned.history.{store}"
+        self.time_key = f"versioned.store_time.{store}"
+
+    def store_time(self, values: dict) -> int:
+        return values.get(self.time_key, version_history.NO_TIME)
+
+    def versions(self, values: dict, raw_key: Optional[bytes]) -> Optional[list]:
+        return values.get(self.history_key, {}).get(raw_key)
+
+    def as_of(self, reader, state, timestamp: int) -> Any:
+        """The key's value valid at ``timestamp`` (ABSENT: none), for ``reader``'s record."""
+        values = task_state_of(reader, state).values
+        value = version_history.as_of(self.versions(values, state.raw_key), timestamp, self.store_time(values),
+                                      self.retention_ms)
+        return ABSENT if value is None else value
+
+
+class VersionedTableSource(KeyValueStoreProcessor):
+    """``KTableSource`` over a versioned store (not registered: it runs the table-source and
+    to-table kinds)."""
+
+    def __init__(self, name: str, store: str, retention_ms: int, kind: str = NodeKind.TABLE_SOURCE.value):
+        super().__init__(name, store, cached=False)
+        self.kind = kind  # table_source or to_table, as the processor it stands for
+        self.table = VersionedTable(store, retention_ms)
+        self.task_grouped = True  # the store's observed time and the versions are task-level values
+
+    def process(self, key, value, context, out, state) -> None:
+        self.needs_state(state)
+        if key is None:
+            return
+        table, timestamp = self.table, context.timestamp
+        values = task_state_of(self, state).values
+        store_time = table.store_time(values)
+        if version_history.expired(timestamp, store_time, table.retention_ms):
+            return  # Kafka Streams: "Skipping record for expired put", nothing forwarded
+        store_time = max(store_time, timestamp)
+        values[table.time_key] = store_time
+        versions = values.setdefault(table.history_key, {}).setdefault(state.raw_key, [])
+        latest = version_history.put(versions, timestamp, value)
+        version_history.prune(versions, store_time, table.retention_ms)
+        if latest:
+            self._put(key, ABSENT if value is None else value, context, out, state)
+            return
+        # Out of order: stored in the history only; forwarded with the key's latest as its old value.
+        slot = self.state_slot
+        state.old_values[slot] = state.values[slot]
+        state.changed = True
+        self.forward(key, value, context, out, state)
+
+
+def versioned_table(ctx, store: str) -> Optional[VersionedTable]:
+    """The versioned store ``store`` of the topology (None: a plain key-value store)."""
+    retention_ms = ctx.topology.state_stores[store].history_retention_ms
+    return None if retention_ms is None else VersionedTable(store, retention_ms)
+
+
+# What may consume a versioned table's updates here: its to_stream, through its own filter and
+# map_values without a store. Kafka Streams' table-table joins, re-groupings, foreign-key joins and
+# stores downstream treat an out-of-order update differently (they skip it, or make it the latest
+# of a store of their own); the runner has no "not latest" mark on a forwarded update yet.
+_PASSING = {NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES}
+
+
+def _check_consumers(factory, ctx) -> None:
+    sub = ctx.subtopology
+
+    def step(node):
+        return node.children if node is factory or node.kind in _PASSING else ()
+
+    for node in reachable(sub, [factory.name], step):
+        if node is factory or node.kind is NodeKind.TABLE_TO_STREAM:
+            continue
+        if node.kind not in _PASSING or node.params.get("store_name") in node.stores:
+            raise UnsupportedTopologyError(
+                f"processor {node.name} ({node.kind.value}) consumes the updates of the versioned table "
+                f"{factory.name}; the Spark runner passes a versioned table's updates to to_stream (through "
+                "filter/map_values without a store) only, and reads it in stream-table joins")
+
+
+def _table(factory, ctx):
+    store = factory.params["store_name"]
+    versioned = versioned_table(ctx, store) if store in factory.stores else None
+    if versioned is None:
+        return TABLE_BUILDERS[factory.kind](factory, ctx)
+    _check_consumers(factory, ctx)
+    return VersionedTableSource(factory.name, store, versioned.retention_ms, factory.kind.value)
+
+
+BUILDERS = {
+    NodeKind.TABLE_SOURCE: _table,
+    NodeKind.TO_TABLE: _table,
+}

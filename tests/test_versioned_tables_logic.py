@@ -1,0 +1,303 @@
+"""Versioned tables, pure logic: the history of a key (dagster_kstreams.processors.version_history)
+against a small model of Kafka Streams 4.3.1's ``RocksDBVersionedStore`` that never forgets a
+version, and a versioned table with a stream-table join through the compiled program, against a
+model of ``KTableSource`` and ``KStreamKTableJoinProcessor`` over that store, whatever the
+micro-batches. The same rules are compared with Kafka Streams itself in
+tests/test_equivalence_versioned.py."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dagster_kstreams.processors import version_history
+from dagster_kstreams.processors.errors import UnsupportedTopologyError
+from dagster_kstreams.processors.records import RecordContext
+from dagster_kstreams.spark.compile import compile_topology
+from dagster_kstreams.topology import Joined, Materialized, Stores, StreamsBuilder, TopologyException
+from dagster_kstreams.topology.serdes import Serdes
+
+RETENTION = 100
+
+
+class ModelStore:
+    """Kafka Streams' versioned store as its javadoc states it: every version kept forever; a put
+    older than observed time minus the history retention is refused; a lookup older than that sees
+    only the latest version."""
+
+    def __init__(self, retention: int):
+        self.retention = retention
+        self.observed = -1
+        self.versions: dict[str, dict[int, object]] = {}
+
+    def put(self, key, value, timestamp) -> str:
+        """"expired", "latest" or "history"."""
+        if timestamp < self.observed - self.retention:
+            return "expired"
+        self.observed = max(self.observed, timestamp)
+        history = self.versions.setdefault(key, {})
+        history[timestamp] = value
+        return "latest" if timestamp == max(history) else "history"
+
+    def latest(self, key):
+        history = self.versions.get(key)
+        return None if not history else history[max(history)]
+
+    def as_of(self, key, timestamp):
+        history = self.versions.get(key, {})
+        if not history:
+            return None
+        if timestamp < self.observed - self.retention:
+            latest_time = max(history)
+            return history[latest_time] if latest_time <= timestamp else None
+        valid = [t for t in history if t <= timestamp]
+        return history[max(valid)] if valid else None
+
+
+# -- one key's history -----------------------------------------------------------------------
+_operations = st.lists(st.tuples(st.sampled_from(["put", "get"]), st.integers(0, 600),
+                                 st.sampled_from(["a", "b", None])), max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_operations)
+def test_a_pruned_history_answers_as_the_store_that_keeps_every_version(operations):
+    model = ModelStore(RETENTION)
+    versions: list = []
+    store_time = version_history.NO_TIME
+    for operation, timestamp, value in operations:
+        if operation == "get":
+            assert version_history.as_of(versions, timestamp, store_time, RETENTION) == model.as_of("k", timestamp)
+            continue
+        outcome = model.put("k", value, timestamp)
+        if version_history.expired(timestamp, store_time, RETENTION):
+            assert outcome == "expired"
+            continue
+        store_time = max(store_time, timestamp)
+        latest = version_history.put(versions, timestamp, value)
+        version_history.prune(versions, store_time, RETENTION)
+        assert outcome == ("latest" if latest else "history")
+        assert versions[-1][1] == model.latest("k")
+        # pruned: nothing kept whose validity ended at or before the history's horizon
+        assert all(later[0] > store_time - RETENTION for later in versions[1:])
+
+
+def test_history_examples():
+    versions: list = []
+    assert version_history.put(versions, 10, "v10")
+    assert version_history.put(versions, 20, "v20")
+    assert not version_history.put(versions, 15, "v15")  # out of order: history only
+    assert version_history.put(versions, 20, "v20b")  # same timestamp: replaced, still the latest
+    assert [version_history.as_of(versions, t, 20, RETENTION) for t in (5, 10, 14, 15, 19, 20, 99)] == \
+        [None, "v10", "v10", "v15", "v15", "v20b", "v20b"]
+    assert version_history.put(versions, 30, None)  # a tombstone is a version too
+    assert version_history.as_of(versions, 31, 30, RETENTION) is None
+    # past the history: only a latest version valid at that time is seen
+    assert version_history.as_of([[10, "a"]], 5, 300, RETENTION) is None
+    assert version_history.as_of([[10, "a"]], 150, 300, RETENTION) == "a"
+    assert version_history.as_of([[10, "a"], [250, "b"]], 150, 300, RETENTION) is None
+    versions = [[10, "a"], [20, "b"], [200, "c"], [260, "d"]]
+    version_history.prune(versions, 300, RETENTION)
+    assert versions == [[200, "c"], [260, "d"]]  # a and b: valid until 20 and 200, at or before 300 - 100
+
+
+# -- a versioned table and a stream-table join through the program ---------------------------
+def _java(value) -> str:
+    return "null" if value is None else value
+
+
+def _program():
+    builder = StreamsBuilder()
+    table = builder.table("t", Materialized.as_(Stores.persistent_versioned_key_value_store("vs", RETENTION)))
+    table.to_stream().to("changes")
+    stream = builder.stream("s")
+    stream.join(table, lambda value, table_value: f"{value}@{_java(table_value)}").to("inner")
+    stream.left_join(table, lambda value, table_value: f"{value}@{_java(table_value)}").to("left")
+    return compile_topology(builder.build(), "app", default_key_serde=Serdes.String(),
+                            default_value_serde=Serdes.String()).program(0)
+
+
+def _expected(records) -> list[tuple]:
+    """Kafka Streams: every table record not expired (null key: skipped) goes to ``changes``, out of
+    order or not; a stream record (null value: skipped) joins the version valid at its timestamp."""
+    store = ModelStore(RETENTION)
+    out = []
+    for topic, key, value, timestamp in records:
+        if topic == "t":
+            if key is not None and store.put(key, value, timestamp) != "expired":
+                out.append(("changes", key, value, timestamp))
+        elif value is not None and key is not None:
+            table_value = store.as_of(key, timestamp)
+            if table_value is not None:
+                out.append(("inner", key, f"{value}@{table_value}", timestamp))
+            out.append(("left", key, f"{value}@{_java(table_value)}", timestamp))
+    return out
+
+
+def _run(records, cuts, program=None) -> list[tuple]:
+    program = program or _program()
+    contexts = []
+    for offset, (topic, key, value, timestamp) in enumerate(records):
+        raw_key = None if key is None else key.encode()
+        contexts.append((RecordContext(topic, 0, offset, timestamp=timestamp, position=offset, raw_key=raw_key),
+                         raw_key, None if value is None else value.encode()))
+    out_records, stored, start = [], None, 0
+    for end in sorted(set(cuts)) + [len(contexts)]:
+        out, stored = program.run_task_batch(contexts[start:end], stored)
+        decode = lambda data: None if data is None else data.decode()  # noqa: E731
+        out_records += [(topic, decode(key), decode(value), timestamp)
+                        for topic, key, value, timestamp in zip(out.topic, out.key, out.value,
+                                                                _timestamps(contexts[start:end], out))]
+        start = end
+    return out_records
+
+
+def _timestamps(contexts, out) -> list[int]:
+    """Each output record's timestamp: its source record's (to_stream and the joins keep it)."""
+    by_position = {context.position: context.timestamp for context, _, _ in contexts}
+    return [by_position[order] for order in out.emit_order()]
+
+
+_records = st.lists(st.one_of(
+    st.tuples(st.just("t"), st.sampled_from(["a", "b", None]), st.sampled_from(["x", "y", None]),
+              st.integers(0, 500)),
+    st.tuples(st.just("s"), st.sampled_from(["a", "b"]), st.sampled_from(["o", None]), st.integers(0, 500)),
+), max_size=40)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_records, st.lists(st.integers(0, 40), max_size=3))
+def test_the_table_and_its_joins_forward_what_kafka_streams_forwards_whatever_the_batches(records, cuts):
+    records = [(topic, key, None if value is None else f"{value}{i}", timestamp)
+               for i, (topic, key, value, timestamp) in enumerate(records)]
+    assert _run(records, [cut for cut in cuts if cut < len(records)]) == _expected(records)
+
+
+def test_out_of_order_and_expired_updates():
+    records = [("t", "a", "v10", 10), ("t", "a", "v300", 300), ("t", "a", "v250", 250), ("t", "a", "v150", 150),
+               ("s", "a", "o1", 260), ("s", "a", "o2", 249), ("s", "a", "o3", 199), ("s", "a", "o4", 301)]
+    assert _run(records, [3]) == [
+        ("changes", "a", "v10", 10), ("changes", "a", "v300", 300),
+        ("changes", "a", "v250", 250),  # out of order: forwarded (Kafka Streams marks it not latest)
+        # v150 is older than 300 - 100: neither stored nor forwarded
+        ("inner", "a", "o1@v250", 260), ("left", "a", "o1@v250", 260),
+        ("inner", "a", "o2@v10", 249), ("left", "a", "o2@v10", 249),
+        ("left", "a", "o3@null", 199),  # past the history, and the latest is newer
+        ("inner", "a", "o4@v300", 301), ("left", "a", "o4@v300", 301),
+    ]
+
+
+# -- the DSL ---------------------------------------------------------------------------------
+def _versioned(name="vs"):
+    return Materialized.as_(Stores.persistent_versioned_key_value_store(name, timedelta(seconds=5)))
+
+
+def test_a_versioned_store_is_never_cached_and_keeps_its_history_retention():
+    builder = StreamsBuilder()
+    builder.table("t", _versioned().with_caching_enabled())
+    builder.stream("s").to_table(_versioned("vs2"))
+    stores = builder.build().state_stores
+    assert [(stores[name].caching, stores[name].history_retention_ms) for name in ("vs", "vs2")] == \
+        [(False, 5000), (False, 5000)]
+
+
+def test_a_versioned_store_materializes_only_source_tables():
+    builder = StreamsBuilder()
+    table = builder.table("t")
+    with pytest.raises(TopologyException, match="versioned store"):
+        table.filter(lambda k, v: True, _versioned())
+    with pytest.raises(TopologyException, match="versioned store"):
+        builder.stream("s").group_by_key().count(_versioned())
+
+
+def test_a_join_grace_period_needs_a_versioned_table_with_enough_history():
+    builder = StreamsBuilder()
+    grace = Joined.as_("j").with_grace_period(timedelta(seconds=1))
+    with pytest.raises(TopologyException, match="KTable must be versioned to use a grace period in a stream table join.$"):
+        builder.stream("s").join(builder.table("plain"), lambda v, t: v, grace)
+    with pytest.raises(TopologyException, match="History retention must be at least grace period."):
+        builder.stream("s").join(builder.table("t", _versioned()), lambda v, t: v,
+                                 grace.with_grace_period(timedelta(seconds=6)))
+
+
+def test_the_runner_refuses_what_would_treat_an_out_of_order_update_as_the_latest():
+    builder = StreamsBuilder()
+    table = builder.table("t", _versioned())
+    table.filter(lambda k, v: v != "x").map_values(lambda v: v + "!").to_stream().to("out")  # runs
+    compile_topology(builder.build(), "app").program(0)
+    for consume in (lambda t: t.group_by(lambda k, v: (v, k)).count(),
+                    lambda t: t.join(builder.table("u"), lambda a, b: a),
+                    lambda t: t.filter(lambda k, v: True, Materialized.as_("filtered"))):
+        builder = StreamsBuilder()
+        table = builder.table("t", _versioned())
+        consume(table)
+        with pytest.raises(UnsupportedTopologyError, match="versioned table KTABLE-SOURCE-0000000001"):
+            compile_topology(builder.build(), "app").program(0)
+
+
+# -- a stream-table join with a grace period ---------------------------------------------------
+GRACE = 30
+
+
+def _grace_program():
+    builder = StreamsBuilder()
+    table = builder.table("t", Materialized.as_(Stores.persistent_versioned_key_value_store("vs", RETENTION)))
+    builder.stream("s").join(table, lambda value, table_value: f"{value}@{_java(table_value)}",
+                             Joined.as_("graced").with_grace_period(timedelta(milliseconds=GRACE))).to("graced")
+    return compile_topology(builder.build(), "app", default_key_serde=Serdes.String(),
+                            default_value_serde=Serdes.String()).program(0)
+
+
+def _expected_with_grace(records) -> list[tuple]:
+    """Kafka Streams' ``RocksDBTimeOrderedKeyValueBuffer``: its time is the largest timestamp put
+    into it; a record older than that minus the grace joins at once; any other is buffered, then
+    every buffered record at or before that time minus the grace joins, in timestamp order."""
+    store, buffer, buffer_time, out = ModelStore(RETENTION), [], -1, []
+
+    def join(key, value, timestamp):
+        table_value = store.as_of(key, timestamp)
+        if table_value is not None:
+            out.append(("graced", key, f"{value}@{table_value}", timestamp))
+
+    for seq, (topic, key, value, timestamp) in enumerate(records):
+        if topic == "t":
+            if key is not None:
+                store.put(key, value, timestamp)
+        elif value is not None and key is not None:
+            if buffer_time - GRACE > timestamp:
+                join(key, value, timestamp)
+                continue
+            buffer_time = max(buffer_time, timestamp)
+            buffer.append((timestamp, key.encode(), seq, key, value))
+            buffer.sort()
+            while buffer and buffer[0][0] <= buffer_time - GRACE:
+                timestamp, _, _, key, value = buffer.pop(0)
+                join(key, value, timestamp)
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(_records, st.lists(st.integers(0, 40), max_size=3))
+def test_a_join_with_a_grace_period_emits_what_kafka_streams_emits_whatever_the_batches(records, cuts):
+    records = [(topic, key, None if value is None else f"{value}{i}", timestamp)
+               for i, (topic, key, value, timestamp) in enumerate(records)]
+    assert _untimed(_run(records, [cut for cut in cuts if cut < len(records)], _grace_program())) == \
+        _untimed(_expected_with_grace(records))
+
+
+def _untimed(rows: list[tuple]) -> list[tuple]:
+    """Without timestamps: the program's output does not carry a sink record's (the test reads the
+    source record's position, which for a record let out of the buffer is the record that let it out)."""
+    return [row[:3] for row in rows]
+
+
+def test_a_join_with_a_grace_period_sees_table_updates_that_came_within_it():
+    records = [("t", "a", "v10", 10), ("s", "a", "o1", 50), ("t", "a", "v40", 40), ("s", "a", "o2", 60),
+               ("s", "a", "o3", 85), ("s", "a", "o4", 20)]
+    assert _untimed(_run(records, [2], _grace_program())) == [
+        ("graced", "a", "o1@v40"),  # buffered until 85 - 30 passed it: v40 (put at 40) arrived meanwhile
+        ("graced", "a", "o4@v10"),  # older than 85 - 30: joined at once
+    ]  # o2 and o3 are still buffered
