@@ -14,9 +14,9 @@ With ``R0 = 50 records/s x partitions`` (64 partitions: 3,200/s, about 1.3 worke
   while the first drains it, the second's topic fills at the first's catch-up pace. Its need is
   counted in both sub-topologies' records (2x R0).
 
-Every run starts with ``ceil(work at t=0 / (0.7 x capacity))`` warm workers (the work: R0, 2x for ``pipeline``) (0.7 whatever the
-configuration's ``target_utilization``) sharing the tasks (and the
-standby, for ``ours+standby``), a fresh sensor state and the given configuration. The rule ticks
+Every run starts with ``ceil(work at t=0 / (0.7 x capacity))`` warm workers (the work: the rate,
+twice it for ``pipeline``; 0.7 whatever the configuration's ``target_utilization``) sharing the
+tasks (and the standby, for ``ours+standby``), a fresh sensor state and the given configuration. The rule ticks
 every ``sensor_interval`` seconds (30 s: the lag sensor's default ``sensor_interval_seconds`` and
 KEDA's default polling interval) and its plan is applied at once, as the sensor applies it. Like the
 sensor, a rule sees the newest 500 worker reports of the throughput window (with 256 tasks reporting

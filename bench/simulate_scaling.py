@@ -33,10 +33,13 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-import matplotlib
+try:  # the bench extra (pyproject.toml); without it the .json and .md are written, the plots skipped
+    import matplotlib
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # (after the backend is chosen)
+except ImportError:
+    plt = None
 
 from bench.scaling_metrics import RunSummary  # noqa: E402
 from bench.scaling_model import ModelParameters  # noqa: E402
@@ -128,6 +131,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                 print(f"{name:8} {size:4} {rule:13} decisions {summary.decisions:3} flaps {summary.flaps} "
                       f"peak lag {summary.peak_lag:>10,} worker-s {summary.worker_seconds:>9,.0f}", flush=True)
         png = Path(f"{args.output}-{name}.png")
+        if plt is None:
+            print(f"no plot {png}: matplotlib is not installed (pip install -e '.[bench]')", flush=True)
+            continue
         plot(workload, sizes, traces, png)
         plots.append(str(png))
     verdicts = goal_verdicts(summaries)
