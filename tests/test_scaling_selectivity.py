@@ -19,6 +19,7 @@ from dagster_kstreams.scaling import (
     bounded_rates,
     decide_tick,
     measured_selectivities,
+    offset_selectivities,
     rate_bounds,
     required_rate,
 )
@@ -85,10 +86,12 @@ def test_no_bound_without_every_upstreams_selectivity_or_on_a_cycle():
 
 def catch_up_ticks(source_rate: float, pace: float, selectivity: float, ticks: int, config: ScalingConfig,
                    *, tasks: int = 4, interval: float = 30.0, capacity: float = 2_000.0, down_lag: int = 0,
-                   upstreams=PIPELINE):
+                   upstreams=PIPELINE, reports_say: bool = True, reported: float | None = None):
     """Ticks of an application whose sub-topology 0 gets ``source_rate`` records/s and drains a
     backlog at ``pace`` times it, writing ``selectivity`` records per record for sub-topology 1
-    (which keeps up, ``down_lag`` behind); both reported at ``capacity`` records/s of worker time."""
+    (which keeps up, ``down_lag`` behind); both reported at ``capacity`` records/s of worker time,
+    the upstream's reports with what they wrote (``reported`` records per record, if given) unless not
+    ``reports_say``."""
     state, decisions = ScalingState(), []
     workers = [Worker("worker-0", tasks=frozenset(f"{sub}_{p}" for sub in "01" for p in range(tasks)),
                       state=WorkerState.RUNNING, started=True, ready=True)]
@@ -103,7 +106,8 @@ def catch_up_ticks(source_rate: float, pace: float, selectivity: float, ticks: i
         read = int(pace * source_rate * interval / tasks)
         samples = [ThroughputSample(now - 1, "run", f"0_{p}", read, interval, task_batch=5,
                                     worker_seconds=read / capacity, lag_left=backlog,
-                                    records_out={"1": int(read * selectivity)}) for p in range(tasks)]
+                                    records_out={"1": int(read * (reported or selectivity))} if reports_say else None)
+                   for p in range(tasks)]
         samples += [ThroughputSample(now - 1, "run", f"1_{p}", int(read * selectivity), interval, task_batch=5,
                                      worker_seconds=read * selectivity / capacity, lag_left=0) for p in range(tasks)]
         decision = decide_tick(snapshot, workers, config, state, samples, upstreams=upstreams)
@@ -129,9 +133,35 @@ def test_an_upstreams_catch_up_is_backlog_downstream_not_a_rate_to_provision_for
     assert demand.workers == pytest.approx(200 / 0.9 / demand.capacity, rel=0.01)
 
 
-def test_without_a_measured_selectivity_the_measured_rate_stands():
+def test_without_an_upstream_the_measured_rate_stands():
     decisions = catch_up_ticks(200, 5, 1.0, 3, ScalingConfig(max_workers=16), upstreams={})
     assert decisions[-1].recommendation.demands["1"].input_rate == pytest.approx(1000, rel=0.01)
+
+
+def test_before_the_upstreams_reports_say_the_offsets_give_the_selectivity():
+    """The ticks between an upstream's first batch and its first report: what the downstream's topics
+    grew by per record the upstream committed."""
+    decisions = catch_up_ticks(200, 5, 2.0, 3, ScalingConfig(max_workers=16), reports_say=False)
+    demand = decisions[-1].recommendation.demands["1"]
+    assert demand.rate_bound == pytest.approx(400, rel=0.01)
+    assert demand.input_rate == pytest.approx(400, rel=0.01)
+
+
+def test_offsets_give_a_selectivity_for_one_upstream_that_committed_enough():
+    before = LagSnapshot(0.0, {"0_0": TaskOffsets(1000, 0), "0_1": TaskOffsets(1000, 0), "1_0": TaskOffsets(0, 0)})
+    after = LagSnapshot(30.0, {"0_0": TaskOffsets(1100, 300), "0_1": TaskOffsets(1100, 300),
+                               "1_0": TaskOffsets(1800, 0)})
+    assert offset_selectivities(before, after, PIPELINE) == {("0", "1"): 3.0}
+    assert offset_selectivities(None, after, PIPELINE) == {}
+    assert offset_selectivities(before, after, {"1": ("0", "2")}) == {}  # which upstream wrote what: unknown
+    assert offset_selectivities(before, after, {"1": ("1",)}) == {}
+    little = LagSnapshot(30.0, {**after.tasks, "0_0": TaskOffsets(1100, 10), "0_1": TaskOffsets(1100, 10)})
+    assert offset_selectivities(before, little, PIPELINE) == {}  # 20 records committed: too few
+
+
+def test_the_reports_selectivity_wins_over_the_offsets():
+    decisions = catch_up_ticks(200, 5, 2.0, 3, ScalingConfig(max_workers=16), reported=1.5)
+    assert decisions[-1].recommendation.demands["1"].rate_bound == pytest.approx(300, rel=0.01)
 
 
 @settings(max_examples=150, deadline=None)

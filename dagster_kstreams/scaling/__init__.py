@@ -52,7 +52,7 @@ from .policy import (
     subtopology_demands,
     worker_bounds,
 )
-from .selectivity import bounded_rates, measured_selectivities, rate_bounds
+from .selectivity import bounded_rates, measured_selectivities, offset_selectivities, rate_bounds
 from .tick import ScalingState, TickDecision, decide_tick
 
 __all__ = [
@@ -87,6 +87,7 @@ __all__ = [
     "measured_capacity",
     "measured_selectivities",
     "moved_tasks",
+    "offset_selectivities",
     "plan_reconciliation",
     "replan_handovers",
     "recommend",

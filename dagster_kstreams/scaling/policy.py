@@ -114,7 +114,7 @@ from .granularity import workers_for_whole_tasks
 from .ids import subtopology_of
 from .measurements import (LagSnapshot, ThroughputSample, capacity_floors, capacity_to_plan_with, input_rates,
                            measured_capacities, smoothed_rates)
-from .selectivity import bounded_rates, measured_selectivities, rate_bounds
+from .selectivity import bounded_rates, measured_selectivities, offset_selectivities, rate_bounds
 
 
 def worker_bounds(task_count: int, has_work: bool, config: ScalingConfig) -> tuple[int, int]:
@@ -380,7 +380,8 @@ def recommend(
     averaged rates of the tick before, by sub-topology, and their weight: :func:`smoothed_rates`).
     ``last_measured_capacities``: per sub-topology, the capacity measured on an earlier tick.
     ``upstreams``: for each sub-topology fed only by others of the app, their ids (what bounds its
-    input rate: :func:`subtopology_demands`).
+    input rate: :func:`subtopology_demands`), at their selectivities from the reports, else from the
+    offsets (:mod:`.selectivity`).
     """
     throughput = list(throughput)
     upstreams = upstreams or {}
@@ -390,7 +391,9 @@ def recommend(
                                   floors=capacity_floors(throughput, snapshot.time, config),
                                   previous_rates=last_input_rates,
                                   previous_rate_weight=last_input_rate_weight, upstreams=upstreams,
-                                  selectivities=measured_selectivities(throughput, upstreams, snapshot.time, config))
+                                  selectivities={**offset_selectivities(previous_snapshot, snapshot, upstreams),
+                                                 **measured_selectivities(throughput, upstreams, snapshot.time,
+                                                                          config)})
     rate = sum(demand.input_rate for demand in demands.values())
     total_lag = snapshot.total_lag
     task_count = len(snapshot.tasks)

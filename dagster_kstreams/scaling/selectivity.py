@@ -18,6 +18,13 @@ stands as it did before the bound. With no measurement the upstream's output per
 (a ``flat_map`` writes several records per record, a filter fewer), so any cap would be a guess
 that could starve the downstream; and the first reports of an upstream worker carry the
 measurement within ``report_interval_seconds`` of its work.
+
+Before those reports (the ticks between an upstream's first batch and its first report, which are
+when a backlog starts to drain), a sub-topology with a single upstream has its selectivity read
+from the offsets instead (:func:`offset_selectivities`): what its topics grew by per record the
+upstream committed, between the last two snapshots. An upstream writes a batch's output before it
+commits the batch's input offsets, so a snapshot in mid-batch reads it high (a looser cap, toward
+the measured rate), and transaction markers count as records downstream (high again).
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from collections.abc import Collection, Iterable, Mapping
 
 from .config import ScalingConfig
 from .ids import subtopology_of
-from .measurements import ThroughputSample
+from .measurements import LagSnapshot, ThroughputSample
 
 # Fewer records in than this in the throughput window measure no selectivity: a handful of records
 # of a filter or a flat_map says little about the next thousand.
@@ -54,6 +61,33 @@ def measured_selectivities(samples: Iterable[ThroughputSample], upstreams: Mappi
                 records_out[(up, down)] = records_out.get((up, down), 0) + max(0, count)
     return {(up, down): records_out.get((up, down), 0) / records_in[up] for up, down in wanted
             if records_in.get(up, 0) >= SELECTIVITY_MIN_RECORDS}
+
+
+def offset_selectivities(previous: LagSnapshot | None, snapshot: LagSnapshot,
+                         upstreams: Mapping[str, Collection[str]]) -> dict[tuple[str, str], float]:
+    """For each sub-topology of ``upstreams`` with one upstream ``u`` (another than itself): the growth
+    of its end offsets per record ``u``'s committed offsets moved on between the two snapshots, keyed
+    ``(u, d)``, once ``u`` committed at least :data:`SELECTIVITY_MIN_RECORDS` (the module docstring:
+    a fallback for the ticks before the upstream's reports say)."""
+    if previous is None:
+        return {}
+    committed: dict[str, int] = {}
+    grown: dict[str, int] = {}
+    for task, offsets in snapshot.tasks.items():
+        before = previous.tasks.get(task)
+        if before is None:
+            continue
+        sub = subtopology_of(task)
+        committed[sub] = committed.get(sub, 0) + max(0, offsets.committed_offset - before.committed_offset)
+        grown[sub] = grown.get(sub, 0) + max(0, offsets.end_offset - before.end_offset)
+    found = {}
+    for down, ups in upstreams.items():
+        if len(ups) != 1:
+            continue
+        (up,) = ups
+        if up != down and committed.get(up, 0) >= SELECTIVITY_MIN_RECORDS:
+            found[(up, down)] = grown.get(down, 0) / committed[up]
+    return found
 
 
 def rate_bounds(rates: Mapping[str, float], upstreams: Mapping[str, Collection[str]],
