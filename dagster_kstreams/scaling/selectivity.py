@@ -13,8 +13,8 @@ to provision for. Only a cap: a downstream whose measured rate is lower keeps it
 
 Guarantees: a sub-topology is bounded only when every topic it reads is written by sub-topologies
 of the application (``upstreams``, given by the caller), none of them itself, and the selectivity
-of every one of them is measured (:func:`measured_selectivities`); otherwise its measured rate
-stands as it did before the bound. With no measurement the upstream's output per input is unknown
+of every one of them is measured (from the reports, :func:`measured_selectivities`, else the offsets,
+:func:`offset_selectivities`); otherwise its measured rate stands as it did before the bound. With no measurement the upstream's output per input is unknown
 (a ``flat_map`` writes several records per record, a filter fewer), so any cap would be a guess
 that could starve the downstream; and the first reports of an upstream worker carry the
 measurement within ``report_interval_seconds`` of its work.
