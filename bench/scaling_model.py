@@ -7,7 +7,11 @@ hold and whether they are ready, and the workers' reports as :class:`ThroughputS
 returns a :class:`ReconciliationPlan`, which the model applies as the sensor would (launch, retag,
 retire, cancel).
 
-One sub-topology of ``partitions`` tasks (``0_<p>``); input spread evenly over the partitions.
+One sub-topology of ``partitions`` tasks (``0_<p>``); input spread evenly over the partitions. With
+a ``selectivity``, a pipeline of two: sub-topology 1 (``1_<p>``, as many tasks) reads a repartition
+topic that sub-topology 0 writes ``selectivity`` records to per record it processes, spread evenly
+over the partitions, so an upstream that drains a backlog feeds the downstream at its catch-up pace;
+a record of either costs a worker the same. ``backlog``: records waiting for sub-topology 0 at t=0.
 Each step of ``step_seconds``:
 
 * every task's end offset grows by its share of the workload's rate;
@@ -16,11 +20,12 @@ Each step of ``step_seconds``:
   started task's start (``task_start_seconds``), then the rest at ``worker_capacity`` records/s
   shared among its tasks, each taking at most its backlog (water-filling: one core per worker);
 * every ``report_interval_seconds`` each worker reports each task it holds (records, its share of
-  the worker's time, lag left, which report of the task on this worker it is), as the worker run's
-  materializations do.
+  the worker's time, lag left, which report of the task on this worker it is, and for an upstream
+  task the records it wrote for sub-topology 1), as the worker run's materializations do.
 
 What is guaranteed, and checked on every step (:class:`ModelInvariantError` otherwise): records are
-conserved (processed + lag = produced, per task), no task is processed by two workers in one step,
+conserved (processed + lag = produced, per task; the repartition topic holds the upstream's processed
+records times the selectivity), no task is processed by two workers in one step,
 and no worker processes before it is ready (its SparkSession up). The sensor's view of a worker
 whose process died is the real one: it looks alive, holding what it held, until
 ``heartbeat_timeout_seconds`` have passed, then failed.
@@ -114,12 +119,18 @@ def water_fill(budget: float, lags: list[float]) -> list[float]:
 class ScalingModel:
     """The fleet, the tasks' offsets and the workers' reports, advanced one step at a time."""
 
-    def __init__(self, partitions: int, rate: Callable[[float], float], params: ModelParameters = ModelParameters()):
+    def __init__(self, partitions: int, rate: Callable[[float], float], params: ModelParameters = ModelParameters(),
+                 *, selectivity: float | None = None, backlog: float = 0.0):
         self.params = params
         self.rate = rate
-        self.tasks = [f"0_{p}" for p in range(partitions)]
+        self.selectivity = selectivity
+        self.sources = [f"0_{p}" for p in range(partitions)]
+        self.downstream = [] if selectivity is None else [f"1_{p}" for p in range(partitions)]
+        self.tasks = self.sources + self.downstream
+        # what the lag sensor passes decide_tick: the sub-topology fed wholly by another, and which
+        self.upstreams = {} if selectivity is None else {"1": ("0",)}
         self.now = 0.0
-        self.produced = {task: 0.0 for task in self.tasks}
+        self.produced = {task: backlog / partitions if task in self.sources else 0.0 for task in self.tasks}
         self.processed = {task: 0.0 for task in self.tasks}
         self.workers: dict[str, SimWorker] = {}  # newest run of each worker id
         self.runs: list[SimWorker] = []
@@ -206,8 +217,8 @@ class ScalingModel:
     def step(self) -> None:
         """Advance one step: input arrives, workers process, reports go out; invariants checked."""
         dt = self.params.step_seconds
-        arriving = self.rate(self.now) * dt / len(self.tasks)
-        for task in self.tasks:
+        arriving = self.rate(self.now) * dt / len(self.sources)
+        for task in self.sources:
             self.produced[task] += arriving
         processing: dict[str, str] = {}
         for worker in self.runs:
@@ -261,6 +272,10 @@ class ScalingModel:
             self.processed[task] += records
             worker.since_report[task][0] += records
             worker.since_report[task][1] += records / capacity
+            if self.downstream and task in self.sources:
+                written = records * self.selectivity / len(self.downstream)
+                for downstream in self.downstream:
+                    self.produced[downstream] += written
 
     def _report(self) -> None:
         for worker in self.runs:
@@ -274,7 +289,9 @@ class ScalingModel:
                 self.samples.append(ThroughputSample(
                     time=self.now, worker_id=worker.run_id, task_id=task, records=int(records),
                     seconds=self.params.report_interval_seconds, task_batch=worker.reports[task],
-                    worker_seconds=seconds, lag_left=int(self.produced[task] - self.processed[task])))
+                    worker_seconds=seconds, lag_left=int(self.produced[task] - self.processed[task]),
+                    records_out={"1": int(int(records) * self.selectivity)}
+                    if self.downstream and task in self.sources else None))
                 # Whole records are reported; the fraction waits for the next report.
                 worker.since_report[task] = [records - int(records), 0.0]
 
@@ -287,6 +304,15 @@ class ScalingModel:
         for task in self.tasks:
             if self.processed[task] > self.produced[task] + 1e-6 or self.processed[task] < 0:
                 raise ModelInvariantError(f"task {task}: processed {self.processed[task]} of {self.produced[task]}")
+        if self.downstream:
+            written = sum(self.produced[task] for task in self.downstream)
+            expected = self.selectivity * sum(self.processed[task] for task in self.sources)
+            if abs(written - expected) > 1e-6 * max(1.0, expected):
+                raise ModelInvariantError(f"the repartition topic holds {written} records, not {expected}")
+
+    def work_rate(self, time: float) -> float:
+        """Records per second of both sub-topologies' input at the source's rate (the work to keep up)."""
+        return self.rate(time) * (1 + (self.selectivity or 0.0))
 
     @property
     def total_lag(self) -> float:

@@ -29,8 +29,8 @@ Flink restarts the whole job on a rescale; that is not modelled (its tasks move 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from dagster_kstreams.scaling import (LagSnapshot, ReconciliationPlan, ScalingConfig, ScalingState, ThroughputSample,
                                       Worker, WorkerState, decide_tick, plan_reconciliation)
@@ -70,10 +70,11 @@ class OursRule:
     config: ScalingConfig
     name: str = "ours"
     state: ScalingState = ScalingState()
+    upstreams: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # the sensor's, from the topology
 
     def tick(self, snapshot: LagSnapshot, workers: Sequence[Worker],
              samples: Sequence[ThroughputSample]) -> tuple[int, ReconciliationPlan]:
-        decision = decide_tick(snapshot, workers, self.config, self.state, samples)
+        decision = decide_tick(snapshot, workers, self.config, self.state, samples, upstreams=self.upstreams)
         self.state = decision.state
         return decision.recommendation.desired_workers, decision.plan
 

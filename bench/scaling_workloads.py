@@ -7,11 +7,16 @@ With ``R0 = 50 records/s x partitions`` (64 partitions: 3,200/s, about 1.3 worke
 * ``diurnal``: a day compressed into an hour, ``R0 x (5.5 - 4.5 cos(2 pi t / 3600 s))``: R0 at
   t=0 and t=3,600 s, 10x R0 at t=1,800 s;
 * ``failure``: 3x R0 throughout; at t=600 s the process of the worker with the most tasks dies
-  (host lost): the sensor sees it only after the 60 s heartbeat timeout.
+  (host lost): the sensor sees it only after the 60 s heartbeat timeout;
+* ``pipeline``: two sub-topologies (``bench/scaling_model.py``), the second reading what the first
+  writes, one record out per record in (a ``group_by``, as ``make demo``'s ``users_per_country``);
+  a steady R0, and at t=0 a backlog of 600 s of it waiting for the first (its workers were down):
+  while the first drains it, the second's topic fills at the first's catch-up pace. Its need is
+  counted in both sub-topologies' records (2x R0).
 
-Every run starts with ``ceil(rate at t=0 / (0.7 x capacity))`` warm workers (0.7 whatever the
-configuration's ``target_utilization``) sharing the tasks (and the
-standby, for ``ours+standby``), a fresh sensor state and the given configuration. The rule ticks
+Every run starts with ``ceil(work at t=0 / (0.7 x capacity))`` warm workers (the work: the rate,
+twice it for ``pipeline``; 0.7 whatever the configuration's ``target_utilization``) sharing the
+tasks (and the standby, for ``ours+standby``), a fresh sensor state and the given configuration. The rule ticks
 every ``sensor_interval`` seconds (30 s: the lag sensor's default ``sensor_interval_seconds`` and
 KEDA's default polling interval) and its plan is applied at once, as the sensor applies it. Like the
 sensor, a rule sees the newest 500 worker reports of the throughput window (with 256 tasks reporting
@@ -21,7 +26,7 @@ every 5 s: about the last 10 s of them).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 from bench.scaling_metrics import FLAP_WINDOW_SECONDS, RunSummary, summarize
@@ -48,6 +53,8 @@ class Workload:
     rate_factor: Callable[[float], float]  # multiple of R0 at time t
     events: tuple[float, ...]  # when the workload changes
     kill_at: float | None = None
+    selectivity: float | None = None  # a pipeline of two sub-topologies (ScalingModel)
+    backlog_seconds: float = 0.0  # of R0, waiting for the first sub-topology at t=0
 
 
 WORKLOADS = {
@@ -55,18 +62,21 @@ WORKLOADS = {
     "ramp": Workload("ramp", 2400.0, lambda t: 1.0 + 9.0 * min(1.0, max(0.0, (t - 300.0) / 1200.0)), (300.0, 1500.0)),
     "diurnal": Workload("diurnal", 3600.0, lambda t: 5.5 - 4.5 * math.cos(2 * math.pi * t / 3600.0), (0.0, 1800.0)),
     "failure": Workload("failure", 1200.0, lambda t: 3.0, (600.0,), kill_at=600.0),
+    "pipeline": Workload("pipeline", 1500.0, lambda t: 1.0, (0.0,), selectivity=1.0, backlog_seconds=600.0),
 }
 
 
 def make_rule(name: str, config: ScalingConfig, params: ModelParameters, initial: int,
-              sensor_interval: float = SENSOR_INTERVAL_SECONDS):
+              sensor_interval: float = SENSOR_INTERVAL_SECONDS,
+              upstreams: Mapping[str, tuple[str, ...]] | None = None):
+    upstreams = upstreams or {}
     if name == "ours":
-        return OursRule(config)
+        return OursRule(config, upstreams=upstreams)
     if name == "ours-calibrated":
         calibrated = {**asdict(config), "default_worker_records_per_second": params.worker_capacity}
-        return OursRule(ScalingConfig(**calibrated), name=name)
+        return OursRule(ScalingConfig(**calibrated), name=name, upstreams=upstreams)
     if name == "ours+standby":
-        return OursRule(ScalingConfig(**{**asdict(config), "standby_workers": 1}), name=name)
+        return OursRule(ScalingConfig(**{**asdict(config), "standby_workers": 1}), name=name, upstreams=upstreams)
     if name == "keda":
         # A replica's lagThreshold: what one worker processes in a polling interval.
         return KedaRule(lag_threshold=params.worker_capacity * sensor_interval, max_workers=config.max_workers,
@@ -90,11 +100,12 @@ def simulate(workload: Workload, partitions: int, rule_name: str, config: Scalin
     """One rule on one workload and size, from a warm start to the workload's end. ``on_step`` is
     called with the model after every step (the tests check the invariants there)."""
     base_rate = RECORDS_PER_PARTITION * partitions
-    model = ScalingModel(partitions, lambda t: base_rate * workload.rate_factor(t), params)
-    initial = math.ceil(base_rate * workload.rate_factor(0.0) / (params.worker_capacity * INITIAL_UTILIZATION))
+    model = ScalingModel(partitions, lambda t: base_rate * workload.rate_factor(t), params,
+                         selectivity=workload.selectivity, backlog=base_rate * workload.backlog_seconds)
+    initial = math.ceil(model.work_rate(0.0) / (params.worker_capacity * INITIAL_UTILIZATION))
     for member, tasks in assign_tasks(model.tasks, [worker_id(i) for i in range(initial)]).items():
         model.launch(member, tasks, warm=True)
-    rule = make_rule(rule_name, config, params, initial, sensor_interval)
+    rule = make_rule(rule_name, config, params, initial, sensor_interval, model.upstreams)
     standbys = getattr(getattr(rule, "config", None), "standby_workers", 0)
     for index in range(initial, initial + standbys):
         model.launch(worker_id(index), state=WorkerState.STANDBY, warm=True)
@@ -130,10 +141,10 @@ def simulate(workload: Workload, partitions: int, rule_name: str, config: Scalin
                 model.apply_retags(plan.running_retags)
     worker_seconds = sum((run.ended_at if run.ended_at is not None else model.now) - run.launched_at
                          for run in model.runs)
-    peak_rate = max(model.rate(t) for t in trace.times)
+    peak_rate = max(model.work_rate(t) for t in trace.times)
     # The fewest workers that keep up from each step on (no headroom): what changes of need count;
     # a step at an event is that event.
-    needs = [math.ceil(model.rate(t) / params.worker_capacity - 1e-9) for t in trace.times]
+    needs = [math.ceil(model.work_rate(t) / params.worker_capacity - 1e-9) for t in trace.times]
     summary = summarize(rule_name, workload.name, partitions, ticks=trace.ticks, initial=initial,
                         events=workload.events, end=workload.duration,
                         window=FLAP_WINDOW_SECONDS, times=trace.times, lags=trace.lags,

@@ -40,6 +40,16 @@ def test_real_names_writers_readers_and_tasks_of_a_word_count():
     assert app.assigned_partitions(TaskId(1, 2)) == [(repartition, 2)]
 
 
+def test_upstreams_are_named_only_for_a_sub_topology_fed_wholly_by_others():
+    app = ApplicationTopology(word_count(), "wc")
+    assert app.upstreams(0) == [] and app.upstreams(1) == [0]
+    b = StreamsBuilder()  # a join of a repartitioned stream with an outside table: fed in part from outside
+    table = b.table("countries")
+    b.stream("users").select_key(lambda _, v: v).join(table, lambda u, c: c).to("joined")
+    joined = ApplicationTopology(b, "j")
+    assert len(joined.subtopology_ids) == 2 and all(joined.upstreams(sub) == [] for sub in joined.subtopology_ids)
+
+
 def test_declared_output_and_fixed_repartition_counts_win():
     b = StreamsBuilder()
     b.stream("in", Consumed.with_(Serdes.String(), Serdes.String())) \

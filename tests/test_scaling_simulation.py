@@ -34,15 +34,15 @@ def test_water_fill_shares_the_budget_without_exceeding_any_backlog(budget, lags
 class _Checks:
     """Per step: conservation, one worker per task, no work before a worker is ready."""
 
-    def __init__(self, rate):
+    def __init__(self, rate, backlog: float = 0.0):
         self.rate = rate
-        self.expected_produced = 0.0
+        self.expected_produced = backlog
         self.steps = 0
 
     def __call__(self, model: ScalingModel) -> None:
         step_start = model.now - model.params.step_seconds
         self.expected_produced += self.rate(step_start) * model.params.step_seconds
-        assert math.isclose(sum(model.produced.values()), self.expected_produced, rel_tol=1e-9)
+        assert math.isclose(sum(model.produced[task] for task in model.sources), self.expected_produced, rel_tol=1e-9)
         snapshot = model.snapshot()
         for task in model.tasks:
             lag = model.produced[task] - model.processed[task]
@@ -61,11 +61,11 @@ class _Checks:
 
 
 @pytest.mark.parametrize("rule", RULES)
-@pytest.mark.parametrize("workload", ["burst", "failure"])
+@pytest.mark.parametrize("workload", ["burst", "failure", "pipeline"])
 def test_simulation_keeps_the_models_guarantees(workload, rule):
     config = ScalingConfig(max_workers=8)
     base = 50.0 * 16
-    checks = _Checks(lambda t: base * WORKLOADS[workload].rate_factor(t))
+    checks = _Checks(lambda t: base * WORKLOADS[workload].rate_factor(t), base * WORKLOADS[workload].backlog_seconds)
     summary, trace = simulate(WORKLOADS[workload], 16, rule, config, on_step=checks)
     assert checks.steps == len(trace.times) == int(WORKLOADS[workload].duration)
     assert summary.peak_lag >= 0 and summary.worker_seconds > 0
@@ -85,6 +85,19 @@ def test_reports_account_for_every_record_processed():
     first = [s for s in model.samples if s.worker_id.startswith("worker-1")]
     assert min(s.time for s in first) > PARAMS.cold_ready_seconds + PARAMS.session_warmup_seconds
     assert {s.task_batch for s in first if s.time == min(x.time for x in first)} == {1}
+
+
+def test_a_pipelines_downstream_gets_what_its_upstream_processed_and_the_reports_say_so():
+    model = ScalingModel(4, lambda t: 400.0, PARAMS, selectivity=2.0, backlog=40_000.0)
+    model.launch("worker-0", model.tasks, warm=True)
+    assert model.upstreams == {"1": ("0",)} and model.work_rate(0.0) == 1200.0
+    for _ in range(30):
+        model.step()
+    upstream = sum(model.processed[task] for task in model.sources)
+    assert math.isclose(sum(model.produced[task] for task in model.downstream), 2.0 * upstream)
+    assert all(s.records_out == {"1": 2 * s.records} for s in model.samples if s.task_id.startswith("0_"))
+    assert all(s.records_out is None for s in model.samples if s.task_id.startswith("1_"))
+    assert ScalingModel(4, lambda t: 400.0, PARAMS).upstreams == {}
 
 
 def test_a_plan_granting_a_busy_task_to_a_second_worker_is_caught():

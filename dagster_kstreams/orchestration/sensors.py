@@ -18,7 +18,9 @@ Every tick it
   gone) so its tasks move now (with Dagster's default run launcher, the code server marks a run
   whose process died failed within a second, and its tasks move on the next tick);
 * takes throughput samples from the task materializations of the last window, each with which
-  run of its task in its worker it was (the first is cold: the policy leaves it out);
+  run of its task in its worker it was (the first is cold: the policy leaves it out) and the records
+  it wrote for each sub-topology of the app (``records_out_by_topic`` by reader: the upstream's
+  selectivity, which bounds the input rate of a sub-topology fed wholly by others, ``input_rate_bound``);
 * calls :func:`dagster_kstreams.scaling.decide_tick` and applies the plan: ``RunRequest`` for
   new workers and standbys (none for an id in restart backoff), ``add_run_tags`` for retagged
   (promoted and demoted included: tasks and state in one write) and retiring ones,
@@ -75,7 +77,8 @@ from dagster_kstreams.scaling import (
 )
 
 __all__ = ["HEALTH_REPORT_SECONDS", "current_workers", "due_health_evaluations", "kstreams_lag_sensor",
-           "lag_sensor_name", "lag_snapshot", "settle_handovers", "throughput_samples"]
+           "lag_sensor_name", "lag_snapshot", "records_out_by_reader", "settle_handovers", "throughput_samples",
+           "upstreams"]
 
 HEALTH_REPORT_SECONDS = 60
 
@@ -194,13 +197,32 @@ def throughput_samples(instance: dg.DagsterInstance, app: KStreamsApp, since: fl
             batch = metadata.get(TASK_BATCH_METADATA)
             share = metadata.get(WORKER_SECONDS_METADATA)
             lag_left = metadata.get("lag_left")
+            written = metadata.get("records_out_by_topic")
             samples.append(ThroughputSample(time=record.timestamp, worker_id=record.run_id, task_id=str(task),
                                             records=int(metadata["records_in"].value),
                                             seconds=float(metadata["seconds"].value),
                                             task_batch=int(batch.value) if batch is not None else 1,
                                             worker_seconds=float(share.value) if share is not None else None,
-                                            lag_left=int(lag_left.value) if lag_left is not None else None))
+                                            lag_left=int(lag_left.value) if lag_left is not None else None,
+                                            records_out=records_out_by_reader(app, written.value)
+                                            if written is not None else None))
     return samples
+
+
+def records_out_by_reader(app: KStreamsApp, by_topic: Mapping[str, Any]) -> dict[str, int]:
+    """A report's records written per topic as records for each sub-topology that reads them (what
+    the policy measures a selectivity from): a topic two sub-topologies read counts for both."""
+    out: dict[str, int] = {}
+    for topic, count in (by_topic or {}).items():
+        for reader in app.application.readers(topic):
+            out[str(reader)] = out.get(str(reader), 0) + int(count)
+    return out
+
+
+def upstreams(app: KStreamsApp) -> dict[str, tuple[str, ...]]:
+    """Each sub-topology fed wholly by others of the app, and theirs: what bounds its input rate."""
+    fed = {sub_id: app.application.upstreams(sub_id) for sub_id in app.application.subtopology_ids}
+    return {str(sub_id): tuple(str(up) for up in ups) for sub_id, ups in fed.items() if ups}
 
 
 def _observations(app: KStreamsApp, snapshot: LagSnapshot, summary: Mapping[str, Any],
@@ -228,8 +250,15 @@ def _observations(app: KStreamsApp, snapshot: LagSnapshot, summary: Mapping[str,
                 "required_workers": dg.MetadataValue.float(float(round(demand["workers"], 3))),
                 "lag_counted": dg.MetadataValue.bool(demand["lag_counted"]),
             })
+            if demand["rate_bound"] is not None:  # what its upstreams produce at their own input rate
+                metadata["input_rate_bound"] = dg.MetadataValue.float(float(round(demand["rate_bound"], 1)))
         events.append(dg.AssetObservation(app.subtopology_key(sub_id), metadata=metadata))
     return events
+
+
+def _bound_note(demand: Mapping[str, Any]) -> str:
+    bound = demand.get("rate_bound")
+    return "" if bound is None else f" (at most {bound:.0f}/s: its upstreams' input rate x selectivity)"
 
 
 def due_health_evaluations(instance: dg.DagsterInstance, evaluations: list[dg.AssetCheckEvaluation],
@@ -306,7 +335,8 @@ def kstreams_lag_sensor(app: KStreamsApp, elastic: ElasticWorkers, worker_job: d
             return dg.SkipReason(f"waiting for the input topic(s) {', '.join(map(repr, missing))} of "
                                  f"{app.app_id!r}: not on the broker; no worker is launched until they exist")
         throughput = throughput_samples(instance, app, now - elastic.scaling.throughput_window_seconds)
-        decision = decide_tick(snapshot, workers, elastic.scaling, ScalingState.from_json(context.cursor), throughput)
+        decision = decide_tick(snapshot, workers, elastic.scaling, ScalingState.from_json(context.cursor), throughput,
+                               upstreams=upstreams(app))
         plan = decision.plan
         for worker_id in plan.cancel:  # retired before it left the queue: it never starts
             instance.add_run_tags(live[worker_id].run_id, retiring_tags())
@@ -326,7 +356,8 @@ def kstreams_lag_sensor(app: KStreamsApp, elastic: ElasticWorkers, worker_job: d
         standby = sum(1 for worker in workers if worker.state is WorkerState.STANDBY)
         demands = [(str(sub_id), summary["demands"].get(str(sub_id))) for sub_id in app.application.subtopology_ids]
         per_subtopology = "; ".join(
-            f"{sub}: lag {demand['lag']}, input {demand['input_rate']:.0f}/s, capacity {demand['capacity']:.0f}/s"
+            f"{sub}: lag {demand['lag']}, input {demand['input_rate']:.0f}/s{_bound_note(demand)}, "
+            f"capacity {demand['capacity']:.0f}/s"
             f"{'' if demand['capacity_measured'] else ' (not measured)'}"
             f"{'' if demand['lag_counted'] else ', lag waits for a measurement'}"
             for sub, demand in demands if demand is not None)

@@ -4,6 +4,7 @@ Standard library only: no Kafka, Spark or Dagster here, so every decision is uni
 
 * :mod:`.config` — the limits and targets (:class:`ScalingConfig`);
 * :mod:`.measurements` — lag snapshots, input rates and capacities from the workers' reports;
+* :mod:`.selectivity` — a downstream sub-topology's input rate bounded by its upstreams' (DS2);
 * :mod:`.policy` — desired worker count from lag, input rate and measured throughput,
   with scale-down stabilization;
 * :mod:`.assignment` — sticky balanced assignment of tasks to workers;
@@ -51,6 +52,7 @@ from .policy import (
     subtopology_demands,
     worker_bounds,
 )
+from .selectivity import bounded_rates, measured_selectivities, offset_selectivities, rate_bounds
 from .tick import ScalingState, TickDecision, decide_tick
 
 __all__ = [
@@ -71,6 +73,7 @@ __all__ = [
     "WorkerRetag",
     "WorkerState",
     "assign_tasks",
+    "bounded_rates",
     "capacity_floor",
     "capacity_floors",
     "capacity_to_plan_with",
@@ -82,13 +85,16 @@ __all__ = [
     "lowest_free_worker_ids",
     "measured_capacities",
     "measured_capacity",
+    "measured_selectivities",
     "moved_tasks",
+    "offset_selectivities",
     "plan_reconciliation",
     "replan_handovers",
     "recommend",
     "relaunch_at",
     "required_rate",
     "restart_delay",
+    "rate_bounds",
     "rate_is_rising",
     "stabilize",
     "subtopology_demands",

@@ -47,6 +47,11 @@ class ScalingConfig:
     known (measured, remembered, or a lower bound from warm reports), not on the bare default: a
     backlog that piled up while the first worker started is drained by that worker, whose reports
     then measure how fast it does it (:mod:`.policy`).
+    ``bound_downstream_rates``: the input rate of a sub-topology fed only by others of the app is
+    capped at what they produce at their own input rate (their input rate times their measured
+    selectivity, records out per record in): an upstream draining a backlog writes at its catch-up
+    pace, which is backlog moved downstream, not a rate to provision for (:mod:`.selectivity`;
+    ``bench/README.md``, "Simulated again (session 16)").
     """
 
     min_workers: int = 1
@@ -70,6 +75,7 @@ class ScalingConfig:
     whole_task_workers: bool = False
     catch_up_at_full_capacity: bool = False
     lag_waits_for_measured_capacity: bool = True
+    bound_downstream_rates: bool = True
 
     def __post_init__(self) -> None:
         if self.min_workers < 0:

@@ -124,6 +124,8 @@ class ThroughputSample:
     first, cold one); None when unknown, which counts as warm. A worker's report of a task it keeps
     running also gives ``worker_seconds``, the task's share of the worker's time (tasks run at
     once share it), and ``lag_left``, the records still waiting for the task when it reported.
+    ``records_out``: the records it wrote to topics that other sub-topologies of the app read, by the
+    reading sub-topology's id (None when the report does not say; :mod:`.selectivity`).
     """
 
     time: float
@@ -134,6 +136,7 @@ class ThroughputSample:
     task_batch: int | None = None
     worker_seconds: float | None = None
     lag_left: int | None = None
+    records_out: Mapping[str, int] | None = None
 
     def is_warm(self, config: ScalingConfig) -> bool:
         """Past the process's start-up and the task's state restore (``warmup_batches``)."""

@@ -39,6 +39,11 @@ first had processed a record. So until the first measurement the count follows t
 burst still scales up on its rate), and the lag waits for the first worker's warm reports, which
 measure the capacity within ``min_sample_seconds`` of its work.
 
+A sub-topology fed only by others reads what they write, so while they drain a backlog its input
+arrives at their catch-up pace. Its rate is capped at their own input rate times their measured
+selectivity (``bound_downstream_rates``, :mod:`.selectivity`, as DS2 derives an operator's rate
+from its upstream's): what arrives beyond that is backlog, drained through the lag term.
+
 Nor do a worker's cold batches: the first ``warmup_batches`` runs of a task in a process pay
 for that process's start (JVM, SparkSession, Python workers, code generation) and for
 restoring the task's state, not for records. Counting them would make every freshly launched
@@ -101,7 +106,7 @@ clears the band. Below the lower bound (no worker at all) there is no band.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .config import ScalingConfig
@@ -109,6 +114,7 @@ from .granularity import workers_for_whole_tasks
 from .ids import subtopology_of
 from .measurements import (LagSnapshot, ThroughputSample, capacity_floors, capacity_to_plan_with, input_rates,
                            measured_capacities, smoothed_rates)
+from .selectivity import bounded_rates, measured_selectivities, offset_selectivities, rate_bounds
 
 
 def worker_bounds(task_count: int, has_work: bool, config: ScalingConfig) -> tuple[int, int]:
@@ -146,6 +152,9 @@ class SubtopologyDemand:
     many workers its required rate keeps busy, a fraction. ``lag_counted`` False: the capacity is
     the bare default (nothing measured, remembered or reported), so the lag waits for the first
     measurement (``lag_waits_for_measured_capacity``) and only the input rate counts.
+    ``rate_bound``: for a sub-topology fed by others, what they produce at their own input rate
+    (``bound_downstream_rates``, :mod:`.selectivity`), which both rates are capped at; None when
+    it has no bound.
     """
 
     lag: int
@@ -156,6 +165,7 @@ class SubtopologyDemand:
     required_rate: float
     workers: float
     lag_counted: bool = True
+    rate_bound: float | None = None
 
     @property
     def counted_lag(self) -> int:
@@ -172,12 +182,17 @@ def subtopology_demands(
     floors: Mapping[str, float] | None = None,
     previous_rates: Mapping[str, float] | None = None,
     previous_rate_weight: float = 0.0,
+    upstreams: Mapping[str, Collection[str]] | None = None,
+    selectivities: Mapping[tuple[str, str], float] | None = None,
 ) -> dict[str, SubtopologyDemand]:
     """Each sub-topology's lag, input rate, capacity and the workers it needs, keyed by its id.
 
     The input rate is measured between ``previous_snapshot`` and ``snapshot`` and averaged with
     ``previous_rates`` (the averaged rates of the tick before, by sub-topology, with their weight:
-    :func:`smoothed_rates`)."""
+    :func:`smoothed_rates`). With ``bound_downstream_rates``, the rate (averaged, and the latest) of
+    each sub-topology in ``upstreams`` (those fed only by others: the ids of the sub-topologies that
+    write what it reads) is capped at their rate times their ``selectivities`` (records out for it
+    per record in, keyed ``(upstream, downstream)``: :func:`~.selectivity.rate_bounds`)."""
     measured = measured or {}
     remembered = remembered or {}
     floors = floors or {}
@@ -192,6 +207,11 @@ def subtopology_demands(
     if previous_snapshot is not None:
         arriving, _ = smoothed_rates(previous_rates or {}, arriving, snapshot.time - previous_snapshot.time, config,
                                      previous_rate_weight)
+    bounds: dict[str, float] = {}
+    if config.bound_downstream_rates and upstreams:
+        bounds = rate_bounds(arriving, upstreams, selectivities or {})
+        arriving = bounded_rates(arriving, bounds)
+        latest = bounded_rates(latest, rate_bounds(latest, upstreams, selectivities or {}))
     demands = {}
     for sub in lags:
         capacity = capacity_to_plan_with(measured.get(sub), remembered.get(sub), config, floors.get(sub))
@@ -201,7 +221,8 @@ def subtopology_demands(
         demands[sub] = SubtopologyDemand(lag=lags[sub], input_rate=arriving[sub], latest_input_rate=latest[sub],
                                          capacity=capacity,
                                          capacity_measured=sub in measured, required_rate=needed,
-                                         workers=needed / capacity, lag_counted=counted)
+                                         workers=needed / capacity, lag_counted=counted,
+                                         rate_bound=bounds.get(sub))
     return demands
 
 
@@ -350,6 +371,7 @@ def recommend(
     last_measured_capacities: Mapping[str, float] | None = None,
     last_input_rates: Mapping[str, float] | None = None,
     last_input_rate_weight: float = 0.0,
+    upstreams: Mapping[str, Collection[str]] | None = None,
 ) -> tuple[Recommendation, StabilizationState]:
     """One tick of the policy: the stabilized desired worker count and the next state.
 
@@ -357,14 +379,21 @@ def recommend(
     is measured since ``previous_snapshot`` and averaged with ``last_input_rates`` (the
     averaged rates of the tick before, by sub-topology, and their weight: :func:`smoothed_rates`).
     ``last_measured_capacities``: per sub-topology, the capacity measured on an earlier tick.
+    ``upstreams``: for each sub-topology fed only by others of the app, their ids (what bounds its
+    input rate: :func:`subtopology_demands`), at their selectivities from the reports, else from the
+    offsets (:mod:`.selectivity`).
     """
     throughput = list(throughput)
+    upstreams = upstreams or {}
     demands = subtopology_demands(snapshot, config, previous_snapshot=previous_snapshot,
                                   measured=measured_capacities(throughput, snapshot.time, config),
                                   remembered=last_measured_capacities,
                                   floors=capacity_floors(throughput, snapshot.time, config),
                                   previous_rates=last_input_rates,
-                                  previous_rate_weight=last_input_rate_weight)
+                                  previous_rate_weight=last_input_rate_weight, upstreams=upstreams,
+                                  selectivities={**offset_selectivities(previous_snapshot, snapshot, upstreams),
+                                                 **measured_selectivities(throughput, upstreams, snapshot.time,
+                                                                          config)})
     rate = sum(demand.input_rate for demand in demands.values())
     total_lag = snapshot.total_lag
     task_count = len(snapshot.tasks)

@@ -7,7 +7,7 @@ scale-down stabilization and the input rate survive between ticks.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 
 from .backoff import relaunch_at
@@ -100,6 +100,7 @@ def decide_tick(
     config: ScalingConfig,
     state: ScalingState | None = None,
     throughput: Iterable[ThroughputSample] = (),
+    upstreams: Mapping[str, Collection[str]] | None = None,
 ) -> TickDecision:
     """Desired worker count (policy) and the plan to reach it (assignment, handovers).
 
@@ -109,6 +110,8 @@ def decide_tick(
     ``failed_at``, see :mod:`.backoff`) is not relaunched before ``snapshot.time`` reaches
     its relaunch time. Standbys (``config.standby_workers``) are not running workers to the
     policy: the desired count is of active workers, and the plan fills it from the standbys first.
+    ``upstreams``: for each sub-topology fed only by others of the app, their ids; with the
+    workers' ``records_out`` it bounds that sub-topology's input rate (:mod:`.selectivity`).
     """
     state = state or ScalingState()
     workers = list(workers)
@@ -123,6 +126,7 @@ def decide_tick(
         last_measured_capacities=state.measured_capacities,
         last_input_rates=state.input_rates,
         last_input_rate_weight=state.input_rate_weight,
+        upstreams=upstreams,
     )
     plan = plan_reconciliation(
         snapshot.tasks.keys(),

@@ -114,6 +114,17 @@ class ApplicationTopology:
     def readers(self, topic: str) -> list[int]:
         return list(self._readers.get(topic, ()))
 
+    def upstreams(self, subtopology_id: int) -> list[int]:
+        """The sub-topologies that write what this one reads, when every topic it reads is written
+        by others of the application (repartition topics, output topics read back): all of its
+        input is their output. Empty when it reads a topic from outside or one it writes itself
+        (what the lag sensor bounds a downstream's input rate by: ``scaling.selectivity``)."""
+        topics = self.source_topics(subtopology_id)
+        writers = [self.writers(topic) for topic in topics]
+        if not topics or not all(writers) or any(subtopology_id in found for found in writers):
+            return []
+        return sorted({writer for found in writers for writer in found})
+
     def offset_reset(self, topic: str) -> str:
         """Where a task starts on a partition with no committed offset ("earliest" by default,
         as Kafka Streams' ``auto.offset.reset``)."""
