@@ -133,6 +133,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="our runs' guarantee (repeatable; default: both, one after the other)")
     parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting for the session of the Spark runs (repeatable)")
+    parser.add_argument("--warm-up-records", type=int, default=0,
+                        help="before each measured run, the same system processes this many records of "
+                             "another topic in the same process (JVM, SparkSession): steady-state rates "
+                             "rather than a cold start's (default 0: cold, as a fresh process)")
     parser.add_argument("--output", default=None, help="result JSON (default bench/results/wordcount-<date>.json)")
     parser.add_argument("--skip", action="append", default=[],
                         choices=["ceiling", "kafka-streams", "spark-handwritten", "dagster-kstreams"])
@@ -162,6 +166,12 @@ def run(args, bootstrap: str, work: Path) -> dict:
     produced = produce(bootstrap, topic, eq.skewed_records(args.records, PARTITIONS, seed=1),
                        {"linger.ms": 50, "batch.num.messages": 10000, "compression.type": "none"})
     log(f"produced {produced} records in {time.perf_counter() - started:.1f}s")
+    warm_topic = None
+    if args.warm_up_records:
+        warm_topic = f"bench-words-warm-{tag}"
+        admin.create_topics({warm_topic: PARTITIONS})
+        produce(bootstrap, warm_topic, eq.skewed_records(args.warm_up_records, PARTITIONS, seed=2),
+                {"linger.ms": 50, "batch.num.messages": 10000, "compression.type": "none"})
     ends = admin.end_offsets(topic)
     records = sum(ends.values())
     systems: dict[str, dict] = {}
@@ -176,10 +186,13 @@ def run(args, bootstrap: str, work: Path) -> dict:
         for threads in sorted({1, cores}):
             output = f"bench-ks{threads}-out-{tag}"
             admin.create_topics({output: PARTITIONS})
+            runs = [("word_count", f"bench-ks{threads}-{tag}", topic, output)]
+            if warm_topic:  # one JVM runs them one after the other: the measured one runs warm
+                admin.create_topics({f"{output}-warm": PARTITIONS})
+                runs.insert(0, ("word_count", f"bench-ks{threads}-warm-{tag}", warm_topic, f"{output}-warm"))
             run_ = oracle_harness.run_streams_apps(
-                bootstrap, str(work / f"ks-state-{threads}"),
-                [("word_count", f"bench-ks{threads}-{tag}", topic, output)], threads=threads, timeout=3600,
-            )[0]
+                bootstrap, str(work / f"ks-state-{threads}"), runs, threads=threads, timeout=3600,
+            )[-1]
             ks_counts = run_["stores"][eq.WORD_COUNT_STORE]
             systems[f"Kafka Streams 4.3.1 ({threads} thread{'s' if threads > 1 else ''})"] = {
                 "records": run_["records"], "seconds": run_["seconds"],
@@ -199,6 +212,10 @@ def run(args, bootstrap: str, work: Path) -> dict:
         if "spark-handwritten" not in args.skip:
             output = f"bench-hand-out-{tag}"
             admin.create_topics({output: PARTITIONS})
+            if warm_topic:
+                admin.create_topics({f"{output}-warm": PARTITIONS})
+                handwritten_job(spark, bootstrap, warm_topic, f"{output}-warm", str(work / "hand-checkpoint-warm"),
+                                shuffle_partitions=PARTITIONS)
             seconds = handwritten_job(spark, bootstrap, topic, output, str(work / "hand-checkpoint"),
                                       shuffle_partitions=PARTITIONS)
             systems["Spark Structured Streaming, hand-written"] = {
@@ -212,6 +229,9 @@ def run(args, bootstrap: str, work: Path) -> dict:
             for guarantee in guarantees(args):
                 for name, build in variants.items():
                     name = f"{name} [{guarantee}]"
+                    if warm_topic:
+                        run_ours(spark, build, bootstrap, admin, warm_topic, args.warm_up_records, work, args,
+                                 f"{tag}-warm", None, guarantee)
                     systems[name] = run_ours(spark, build, bootstrap, admin, topic, records, work, args, tag,
                                              ks_counts, guarantee)
                     log(f"{name}: {systems[name]['seconds']}s")
@@ -227,6 +247,7 @@ def run(args, bootstrap: str, work: Path) -> dict:
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
                     "pyspark": pyspark.__version__, "spark_master": args.master,
                     "spark_conf": spark_settings(args),
+                    "warm_up_records": args.warm_up_records,
                     "load_average_1m_before_after": [round(load_before[0], 1), round(os.getloadavg()[0], 1)]},
         "systems": systems,
     }
