@@ -7,7 +7,7 @@ profiles, click times from a timestamp extractor), click regions (a foreign-key 
 table), and top words, which reads what word count writes: loaded together by ``kstreams_definitions``,
 word count and top words are one lineage graph (``word_count/subtopology_1 -> kafka/word_counts ->
 top_words/subtopology_0``). Spark runs through dagster-pyspark: ``DAGSTER_KSTREAMS_SPARK_MASTER``
-(default ``local[*]``) and ``DAGSTER_KSTREAMS_SPARK_CONF`` (a JSON object of extra ``spark.*`` settings).
+(default: two task slots per core, ``local[2N]`` on N cores) and ``DAGSTER_KSTREAMS_SPARK_CONF`` (a JSON object of extra ``spark.*`` settings).
 
 Each application has elastic workers: a lag sensor (``<app>_lag_sensor``, running as soon as
 the code location loads; ``DAGSTER_KSTREAMS_WORKER_SENSORS=stopped`` leaves them stopped, e.g. to
@@ -28,6 +28,7 @@ from dagster_kstreams.orchestration.definitions import kstreams_definitions
 from dagster_kstreams.orchestration.resources import KStreamsSparkResource
 from dagster_kstreams.orchestration.workers import ElasticWorkers
 from dagster_kstreams.scaling import ScalingConfig
+from dagster_kstreams.spark.session import DEFAULT_MASTER
 
 from . import (click_enrichment, click_regions, clicks_per_country, profile_regions, top_words, users_per_country,
                word_count)
@@ -69,7 +70,7 @@ defs = dg.Definitions.merge(
                          click_regions.build_app(topics_declared_elsewhere=["clicks", "profiles", "countries"]),
                          elastic_workers=ELASTIC_WORKERS),
     dg.Definitions(resources={"pyspark": KStreamsSparkResource(
-        master=os.environ.get(SPARK_MASTER_ENV_VAR, "local[*]"),
+        master=os.environ.get(SPARK_MASTER_ENV_VAR, DEFAULT_MASTER),
         spark_config=json.loads(os.environ.get(SPARK_CONF_ENV_VAR) or "{}"),
     )}),
 )

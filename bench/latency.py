@@ -83,6 +83,7 @@ from assets.users_per_country import build_defs
 from dagster_kstreams.orchestration.resources import KafkaResource, KStreamsSparkResource
 from dagster_kstreams.orchestration.workers import ElasticWorkers
 from dagster_kstreams.scaling import ScalingConfig
+from dagster_kstreams.spark.session import DEFAULT_MASTER
 
 S = {settings!r}
 
@@ -576,7 +577,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--ready-timeout", type=float, default=600.0,
                         help="wait this long at most for the probe records (system start)")
     parser.add_argument("--systems", default=",".join(SYSTEMS))
-    parser.add_argument("--master", default="local[2]", help="the worker's Spark master")
+    parser.add_argument("--master", default=DEFAULT_MASTER,
+                        help=f"the worker's Spark master (default: the resource's, {DEFAULT_MASTER})")
     parser.add_argument("--spark-conf", default=None, help="JSON object of extra spark.* settings for the worker")
     parser.add_argument("--sensor-interval", type=int, default=5)
     parser.add_argument("--worker-option", type=_key_value, action="append", default=[],

@@ -1,6 +1,6 @@
 """Where a continuous task's micro-batch time goes at a steady rate (issue 12's latency).
 
-    .venv/bin/python -m bench.profile_latency [--rate 1000] [--seconds 45] [--master local[2]]
+    .venv/bin/python -m bench.profile_latency [--rate 1000] [--seconds 45] [--master local[N]]
         [--bootstrap HOST:PORT] [--jfr PATH] [--spark-conf KEY=VALUE ...]
 
 The users-per-country example (``assets/users_per_country.py``: two sub-topologies, two tasks
@@ -39,7 +39,7 @@ from bench.common import bench_workspace, log
 from bench.profile_wordcount import PHASES, instrument
 from dagster_kstreams.base.cli_options import key_value
 from dagster_kstreams.kafka.admin import KafkaAdmin
-from dagster_kstreams.spark.session import build_spark_session
+from dagster_kstreams.spark.session import DEFAULT_MASTER, build_spark_session
 from dagster_kstreams.spark.task_runner import TaskRunner
 
 COUNTRIES = ("fr", "de", "us", "it", "es", "pt")
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rate", type=float, default=1000.0)
     parser.add_argument("--seconds", type=float, default=45.0)
-    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--master", default=DEFAULT_MASTER)
     parser.add_argument("--bootstrap", default=None)
     parser.add_argument("--jfr", type=Path, default=None, help="record the driver JVM with JFR to this file")
     parser.add_argument("--spark-conf", action="append", default=[], type=key_value, metavar="KEY=VALUE",

@@ -23,7 +23,7 @@ from dagster_pyspark import PySparkResource
 from pydantic import Field, PrivateAttr, field_validator
 
 from dagster_kstreams.kafka.admin import KafkaAdmin
-from dagster_kstreams.spark.session import build_spark_session, check_master
+from dagster_kstreams.spark.session import DEFAULT_MASTER, build_spark_session, check_master
 
 __all__ = ["KafkaResource", "KStreamsSparkResource"]
 
@@ -120,13 +120,15 @@ class KafkaResource(ConfigurableResource):
 class KStreamsSparkResource(PySparkResource):
     """dagster-pyspark's ``PySparkResource`` with Spark's Kafka connector on the classpath.
 
-    ``master`` is ``local[*]`` by default; any master Spark accepts works (``spark://``, ``k8s://``,
+    ``master`` is ``local[N]`` with two task slots per core by default (:func:`~dagster_kstreams.spark.session.default_master`:
+    a worker's tasks are queries of their own, whose micro-batches would otherwise wait for each other's
+    slot); any master Spark accepts works (``spark://``, ``k8s://``,
     ``yarn``), and a Spark Connect server (``sc://HOST:PORT``: README, "Beyond one machine"); a URL
     Spark would not take fails when the resource is configured. ``spark_config`` takes any ``spark.*`` setting; ``spark.jars`` is
     merged with the connector's jars, which are resolved when a run starts (not when definitions load).
     """
 
-    master: str = Field(default="local[*]", description="Spark master URL")
+    master: str = Field(default=DEFAULT_MASTER, description="Spark master URL (default: two task slots per core)")
     spark_config: dict[str, Any] = Field(default_factory=dict, description="Extra spark.* settings")
     app_name: str = Field(default="dagster-kstreams", description="Spark application name")
     _session_timing: Optional[tuple[float, float]] = PrivateAttr(default=None)

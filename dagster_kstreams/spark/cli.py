@@ -23,7 +23,7 @@ from dagster_kstreams.base.environment import BOOTSTRAP_SERVERS_ENV_VAR, DEFAULT
 from dagster_kstreams.spark.client_timeouts import DEFAULT_TASK_TIMEOUT_S
 from dagster_kstreams.spark.errors import TaskFailedError
 from dagster_kstreams.spark.jvm import set_log_level
-from dagster_kstreams.spark.session import build_spark_session, check_master, check_master_reachable
+from dagster_kstreams.spark.session import DEFAULT_MASTER, build_spark_session, check_master, check_master_reachable
 from dagster_kstreams.spark.strategies import DEFAULT_STATELESS_PASS, STATELESS_PASS_PLACES
 from dagster_kstreams.spark.task_result import TaskProgress, TaskResult
 from dagster_kstreams.spark.task_runner import TaskRunner
@@ -159,7 +159,7 @@ def register(subcommands: "argparse._SubParsersAction") -> None:
     parser.add_argument("--state-location", default=None,
                         help="root of task checkpoints and state: a directory or Hadoop URI "
                              "(default <DAGSTER_KSTREAMS_HOME or ./.kstreams>/state)")
-    parser.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    parser.add_argument("--master", default=DEFAULT_MASTER, help=f"Spark master (default {DEFAULT_MASTER}: two task slots per core)")
     parser.add_argument("--spark-conf", action="append", default=[], type=key_value, metavar="KEY=VALUE",
                         help="Spark setting (repeatable)")
     parser.add_argument("--max-records", type=int, default=None, help="stop each task after about this many records")

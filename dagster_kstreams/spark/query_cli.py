@@ -28,7 +28,7 @@ from dagster_kstreams.base.cli_options import CommandError, add_kafka_options, k
 from dagster_kstreams.kafka.admin import KafkaAdmin
 from dagster_kstreams.spark.checkpoint import default_state_location
 from dagster_kstreams.spark.jvm import set_log_level
-from dagster_kstreams.spark.session import build_spark_session
+from dagster_kstreams.spark.session import DEFAULT_MASTER, build_spark_session
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.spark.state_location import TaskStateLocation, is_local_location
 from dagster_kstreams.topology.application import ApplicationTopology
@@ -139,7 +139,7 @@ def register(subcommands: "argparse._SubParsersAction") -> None:
                         help="root of the task checkpoints, as given to `run` "
                              "(default $DAGSTER_KSTREAMS_STATE_LOCATION or <DAGSTER_KSTREAMS_HOME or ./.kstreams>/state)")
     add_kafka_options(parser, timeout=False)
-    parser.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    parser.add_argument("--master", default=DEFAULT_MASTER, help=f"Spark master (default {DEFAULT_MASTER})")
     parser.add_argument("--spark-conf", action="append", default=[], type=key_value, metavar="KEY=VALUE",
                         help="Spark setting (repeatable)")
     parser.add_argument("--json", action="store_true", help="print the entries as one JSON document")
