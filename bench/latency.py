@@ -62,6 +62,7 @@ from pathlib import Path
 from typing import Optional
 
 from bench.common import bench_workspace, log, wait_for_group_coordinator
+from dagster_kstreams.spark.session import DEFAULT_MASTER
 
 REPO = Path(__file__).resolve().parent.parent
 BROKER_PORT = 29300
@@ -83,7 +84,6 @@ from assets.users_per_country import build_defs
 from dagster_kstreams.orchestration.resources import KafkaResource, KStreamsSparkResource
 from dagster_kstreams.orchestration.workers import ElasticWorkers
 from dagster_kstreams.scaling import ScalingConfig
-from dagster_kstreams.spark.session import DEFAULT_MASTER
 
 S = {settings!r}
 
