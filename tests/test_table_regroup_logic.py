@@ -247,14 +247,18 @@ def test_counts_match_the_model_whatever_the_batches_and_caches(batches, cached_
 @given(st.lists(st.lists(st.tuples(st.sampled_from(["users", "homes"]), st.sampled_from(["u1", "u2", "u3"]),
                                    st.one_of(st.none(), st.sampled_from(["fr", "de"]))),
                          max_size=12), max_size=4),
-       st.sampled_from(["join", "left_join", "outer_join"]), st.booleans(), st.booleans())
-def test_a_joined_table_is_re_grouped_with_the_old_values_its_join_computes(batches, join, cached, materialized):
+       st.sampled_from(["join", "left_join", "outer_join"]), st.booleans())
+def test_a_joined_table_is_re_grouped_with_the_old_values_its_join_computes(batches, join, materialized):
     """users (user -> country) joined with homes (user -> country), counted per joined pair: each
-    count is the number of users whose joined row is that pair, whatever the batches and caches."""
+    count is the number of users whose joined row is that pair, whatever the batches.
+
+    Without the record cache only: with it, both tables of a key updated between two flushes each
+    forward their update, and Kafka Streams' join processors join each with the other table's
+    *new* value and old value null (``joiner(old, other)`` needs the updated side's old value), so
+    the re-grouping adds the pair twice; the runner flushes and joins the same way."""
     builder = StreamsBuilder()
     def table(topic):
-        store = Materialized.as_(f"{topic}-store")
-        return builder.table(topic, store if cached else store.with_caching_disabled())
+        return builder.table(topic, Materialized.as_(f"{topic}-store").with_caching_disabled())
     def pair(user, home):
         return f"{user}/{home}"
     arguments = (Materialized.as_("pairs").with_caching_disabled(),) if materialized else ()
