@@ -281,6 +281,23 @@ def test_a_joined_table_is_re_grouped_with_the_old_values_its_join_computes(batc
     assert {key: value for key, value in pipeline.final().items() if value} == dict(model)
 
 
+@pytest.mark.parametrize("join_store", [None, "uncached", "cached"])
+def test_with_cached_tables_a_key_updated_on_both_sides_is_forwarded_by_the_join_twice(join_store):
+    """Kafka Streams' rule (read in KTableKTableInnerJoin and KTableKTableJoinMerger): each table's
+    flush joins its update with the other table's *new* value, and the join's old value comes from
+    the updated table's old value (null here); a materialized join without the cache forwards that
+    same change, with the cache its store's value at the last flush (one addition)."""
+    builder = StreamsBuilder()
+    users, homes = builder.table("users", Materialized.as_("u")), builder.table("homes", Materialized.as_("h"))
+    arguments = () if join_store is None else (
+        Materialized.as_("pairs") if join_store == "cached" else Materialized.as_("pairs").with_caching_disabled(),)
+    users.join(homes, lambda u, h: f"{u}/{h}", *arguments).group_by(lambda user, value: (value, user)).count(
+        Materialized.as_("counts").with_caching_disabled()).to_stream().to("out")
+    pipeline = Pipeline(compile_topology(builder.build(), "app"))
+    pipeline.batch([("users", "u1", "fr"), ("homes", "u1", "de")])
+    assert pipeline.final() == {"fr/de": 1 if join_store == "cached" else 2}
+
+
 # -- what is refused when the topology is defined ---------------------------------------------------
 def test_re_grouping_a_windowed_table_is_refused():
     builder = StreamsBuilder()

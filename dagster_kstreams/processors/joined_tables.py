@@ -15,7 +15,10 @@ from the updated table's old value and the other table's current one, as Kafka S
 processors do once ``sendOldValues`` is on. That processor leaves it, as a function computing it on
 demand (only a reader that needs it pays for the joiner call), in the key's ``state.old_values``
 under :func:`old_value_key` (a key that is no store slot: old values are never saved, so no state
-layout changes) just before it forwards.
+layout changes) just before it forwards. A materialized join's result without the record cache
+forwards that old value too (Kafka Streams' merger forwards the join's ``Change`` as it is), not its
+store's previous value: the two differ when both input tables flushed an update of one key (a
+cached table forwards its update with the other table's *new* value).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any
 from dagster_kstreams.processors.base import Processor
 from dagster_kstreams.processors.state import ABSENT
 
-__all__ = ["JoinedValues", "joined_value", "old_value_key"]
+__all__ = ["JoinedValues", "joined_value", "old_value_key", "sent_old_value"]
 
 
 def joined_value(reader: Processor, context, joiner, join_type: str, key, this, other):
@@ -65,6 +68,11 @@ class JoinedValues:
 
     def get_old(self, state) -> Any:
         """The joined value before the update being forwarded now (ABSENT: none)."""
-        old = state.old_values.get(old_value_key(self.merge_name))
-        value = None if old is None else old()
-        return ABSENT if value is None else value
+        return sent_old_value(state, self.merge_name)
+
+
+def sent_old_value(state, merge_name: str) -> Any:
+    """The old value the join processor forwarding to ``merge_name`` now computed (ABSENT: none)."""
+    old = state.old_values.get(old_value_key(merge_name))
+    value = None if old is None else old()
+    return ABSENT if value is None else value

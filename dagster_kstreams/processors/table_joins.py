@@ -55,7 +55,7 @@ from typing import Any, Optional
 from dagster_kstreams.processors.aggregations import ToTable
 from dagster_kstreams.processors.base import Processor, register
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
-from dagster_kstreams.processors.joined_tables import JoinedValues, joined_value, old_value_key
+from dagster_kstreams.processors.joined_tables import JoinedValues, joined_value, old_value_key, sent_old_value
 from dagster_kstreams.processors.stateless import Merge
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.versioned_tables import VersionedTable, versioned_table
@@ -71,11 +71,14 @@ class ValueGetter:
     (Kafka Streams' ``KTableValueGetter``)."""
 
     def __init__(self, store: Optional[str], steps: tuple[tuple[str, Any, bool], ...],
-                 versioned: Optional[VersionedTable] = None, joined: Optional[JoinedValues] = None):
+                 versioned: Optional[VersionedTable] = None, joined: Optional[JoinedValues] = None,
+                 sent_by_join: Optional[str] = None):
         self.store = store  # None when the values come from ``joined``
         self.steps = steps  # [(kind, fn(key, value), negate)] in store-to-table order
         self.versioned = versioned  # the store's versions, when it is a versioned store
         self.joined = joined
+        # an uncached materialized join's result: its old values are the ones its join sent
+        self.sent_by_join = sent_by_join
         self.slot: int = -1  # the store's slot, once bound to a program
 
     def bind(self, program) -> None:
@@ -97,7 +100,12 @@ class ValueGetter:
     def get_old(self, reader: Processor, key, state, context):
         """The table's value before the update being forwarded now (Kafka Streams' old value of
         the ``Change``: the store's, through the same ``filter``/``map_values``), or None."""
-        old = self.joined.get_old(state) if self.joined is not None else state.old_values.get(self.slot, ABSENT)
+        if self.joined is not None:
+            old = self.joined.get_old(state)
+        elif self.sent_by_join is not None:
+            old = sent_old_value(state, self.sent_by_join)
+        else:
+            old = state.old_values.get(self.slot, ABSENT)
         return self.through_steps(reader, key, old, context)
 
     def through_steps(self, reader: Processor, key, value, context):
@@ -158,7 +166,7 @@ class TableTableJoin(Processor):
         super().__init__(name)
         self.fn, self.join_type, self.side = joiner, join_type, side
         self.this, self.other = this, other
-        self.merge_name = merge_name  # the joined table when it has no store (its old value is left there)
+        self.merge_name = merge_name  # the joined table, when it forwards the old value computed here
 
     def init(self, program) -> None:
         super().init(program)
@@ -218,7 +226,8 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
         if (node.kind in _STORE_KINDS or joined) and node.params.get("store_name") in node.stores:
             steps.reverse()
             store = node.params["store_name"]
-            return ValueGetter(store, tuple(steps), versioned_table(ctx, store))
+            sent_by_join = node.name if joined and not ctx.cached(store) else None
+            return ValueGetter(store, tuple(steps), versioned_table(ctx, store), sent_by_join=sent_by_join)
         if joined:
             steps.reverse()
             return ValueGetter(None, tuple(steps), joined=_joined_values(ctx, factory, node))
@@ -269,9 +278,11 @@ def _table_table_join(factory, ctx) -> TableTableJoin:
     other = value_getter(ctx, factory, that_table, through_joins=True)
     joiner = ctx.function(factory, params["joiner"])
     merge = sub.node(merge_name)
-    stored = merge.params.get("store_name") is not None and merge.params["store_name"] in merge.stores
+    store = merge.params.get("store_name")
+    cached = store is not None and store in merge.stores and ctx.cached(store)
+    # Readers through the join's result read the old value it sends, unless its cache sends the store's.
     return TableTableJoin(factory.name, joiner.as_joiner(), params["join_type"], params["side"], this, other,
-                          None if stored else merge_name)
+                          None if cached else merge_name)
 
 
 def _table_table_join_merge(factory, ctx) -> Processor:
