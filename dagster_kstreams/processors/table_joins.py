@@ -4,7 +4,9 @@ A join reads the state of its co-partitioned inputs. The task reads partition ``
 source topic of the sub-topology in one query; the stateful pass groups the records by their
 source key (``applyInPandasWithState``), so the stores of all joined inputs for one key are the
 slots of one state row, kept in the task's checkpoint (RocksDB). A join processor keeps no store
-of its own here: it reads the slot of the store behind the joined table.
+of its own here: it reads the slot of the store behind the joined table, or, when that table is a
+table-table join's result without a store, both of that join's tables and its joiner
+(:mod:`.joined_tables`).
 
 Stream-table join (``KStream.join/left_join(KTable)``)
 ------------------------------------------------------
