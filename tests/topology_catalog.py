@@ -869,6 +869,33 @@ def table_table_join_then_group_by():
 
 
 @topology
+def chained_table_table_joins():
+    b = StreamsBuilder()
+    orders = b.table("order-rows")
+    customers = b.table("customer-rows")
+    regions = b.table("region-rows")
+    (
+        orders.join(customers, lambda o, c: o + "|" + c)
+        .left_join(regions, lambda oc, r: oc + "|" + str(r))
+        .outer_join(b.table("discount-rows"), lambda ocr, d: str(ocr) + "|" + str(d), Materialized.as_("enriched"))
+        .to_stream()
+        .to("enriched-orders")
+    )
+    return b.build()
+
+
+@topology
+def stream_joined_with_a_table_join_then_regrouped():
+    b = StreamsBuilder()
+    users = b.table("user-rows")
+    homes = b.table("home-rows", Materialized.as_("homes"))
+    joined = users.left_join(homes, lambda u, h: u + "@" + str(h)).filter(lambda k, v: not v.endswith("@None"))
+    b.stream("visits").join(joined, lambda visit, user: visit + ":" + user).to("visits-by-user")
+    joined.group_by(lambda k, v: (field(v, 1), v)).count().to_stream().to("users-per-home")
+    return b.build()
+
+
+@topology
 def session_window_count_suppressed():
     b = StreamsBuilder()
     clicks = b.stream("clicks")

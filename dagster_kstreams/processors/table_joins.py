@@ -4,7 +4,9 @@ A join reads the state of its co-partitioned inputs. The task reads partition ``
 source topic of the sub-topology in one query; the stateful pass groups the records by their
 source key (``applyInPandasWithState``), so the stores of all joined inputs for one key are the
 slots of one state row, kept in the task's checkpoint (RocksDB). A join processor keeps no store
-of its own here: it reads the slot of the store behind the joined table.
+of its own here: it reads the slot of the store behind the joined table, or, when that table is a
+table-table join's result without a store, both of that join's tables and its joiner
+(:mod:`.joined_tables`).
 
 Stream-table join (``KStream.join/left_join(KTable)``)
 ------------------------------------------------------
@@ -55,6 +57,7 @@ from typing import Any, Optional
 from dagster_kstreams.processors.aggregations import ToTable
 from dagster_kstreams.processors.base import Processor, register
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
+from dagster_kstreams.processors.joined_tables import JoinedValues, joined_value, old_value_key, sent_old_value
 from dagster_kstreams.processors.stateless import Merge
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.versioned_tables import VersionedTable, versioned_table
@@ -64,23 +67,32 @@ __all__ = ["StreamTableJoin", "TableTableJoin", "ValueGetter", "value_getter", "
 
 
 class ValueGetter:
-    """A table's current value for a key: the store behind it, then the table's own
-    ``filter``/``map_values`` when it is derived from that store without a store of its own
+    """A table's current value for a key: the store behind it (or, for a table-table join without
+    a store, both joined tables and the joiner: :class:`~.joined_tables.JoinedValues`), then the
+    table's own ``filter``/``map_values`` when it is derived from that without a store of its own
     (Kafka Streams' ``KTableValueGetter``)."""
 
-    def __init__(self, store: str, steps: tuple[tuple[str, Any, bool], ...],
-                 versioned: Optional[VersionedTable] = None):
-        self.store = store
+    def __init__(self, store: Optional[str], steps: tuple[tuple[str, Any, bool], ...],
+                 versioned: Optional[VersionedTable] = None, joined: Optional[JoinedValues] = None,
+                 sent_by_join: Optional[str] = None):
+        self.store = store  # None when the values come from ``joined``
         self.steps = steps  # [(kind, fn(key, value), negate)] in store-to-table order
         self.versioned = versioned  # the store's versions, when it is a versioned store
+        self.joined = joined
+        # an uncached materialized join's result: its old values are the ones its join sent
+        self.sent_by_join = sent_by_join
         self.slot: int = -1  # the store's slot, once bound to a program
 
     def bind(self, program) -> None:
-        self.slot = program.store_slots[self.store]
+        if self.joined is not None:
+            self.joined.bind(program)
+        else:
+            self.slot = program.store_slots[self.store]
 
     def get(self, reader: Processor, key, state, context):
         """The value, or None; a step's failure names the reading processor."""
-        return self.through_steps(reader, key, state.values[self.slot], context)
+        stored = self.joined.get(reader, key, state, context) if self.joined is not None else state.values[self.slot]
+        return self.through_steps(reader, key, stored, context)
 
     def get_as_of(self, reader: Processor, key, state, context):
         """A versioned table's value valid at the record's timestamp (Kafka Streams'
@@ -90,7 +102,13 @@ class ValueGetter:
     def get_old(self, reader: Processor, key, state, context):
         """The table's value before the update being forwarded now (Kafka Streams' old value of
         the ``Change``: the store's, through the same ``filter``/``map_values``), or None."""
-        return self.through_steps(reader, key, state.old_values.get(self.slot, ABSENT), context)
+        if self.joined is not None:
+            old = self.joined.get_old(state)
+        elif self.sent_by_join is not None:
+            old = sent_old_value(state, self.sent_by_join)
+        else:
+            old = state.old_values.get(self.slot, ABSENT)
+        return self.through_steps(reader, key, old, context)
 
     def through_steps(self, reader: Processor, key, value, context):
         """A value of the store (ABSENT: none) as the table shows it, or None."""
@@ -145,10 +163,12 @@ class TableTableJoin(Processor):
 
     kind = "table_table_join"
 
-    def __init__(self, name: str, joiner, join_type: str, side: str, this: ValueGetter, other: ValueGetter):
+    def __init__(self, name: str, joiner, join_type: str, side: str, this: ValueGetter, other: ValueGetter,
+                 merge_name: Optional[str] = None):
         super().__init__(name)
         self.fn, self.join_type, self.side = joiner, join_type, side
         self.this, self.other = this, other
+        self.merge_name = merge_name  # the joined table, when it forwards the old value computed here
 
     def init(self, program) -> None:
         super().init(program)
@@ -163,13 +183,16 @@ class TableTableJoin(Processor):
         other_value = other.get(self, key, state, context)
         if not self._forwards(new, other_value, lambda: updated.get_old(self, key, state, context)):
             return
-        if self.join_type == "outer":
-            present = new is not None or other_value is not None
-        else:  # inner, or left: the joined row needs the updated side, unless that is the right one
-            present = new is not None or (self.join_type == "left" and self.side == "other")
-        this_value, that_value = (new, other_value) if self.side == "this" else (other_value, new)
-        joined = self.call(context, self.fn, key, this_value, that_value) if present else None
+        joined = self._joined(context, key, new, other_value)
+        if self.merge_name is not None:  # the joined table's old value, for readers through the join
+            state.old_values[old_value_key(self.merge_name)] = \
+                lambda: self._joined(context, key, updated.get_old(self, key, state, context), other_value)
         self.forward(key, joined, context, out, state)
+
+    def _joined(self, context, key, updated_value, other_value):
+        """The joined table's value for the updated table's value and the other's (None: no row)."""
+        this_value, that_value = (updated_value, other_value) if self.side == "this" else (other_value, updated_value)
+        return joined_value(self, context, self.fn, self.join_type, key, this_value, that_value)
 
     def _forwards(self, new, other_value, old) -> bool:
         """Whether Kafka Streams' join processor for this side forwards anything for the update
@@ -186,9 +209,11 @@ _STORE_KINDS = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE, No
                 NodeKind.FK_JOIN_RESULT}
 
 
-def value_getter(ctx, factory, table_node_name: str) -> ValueGetter:
+def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False) -> ValueGetter:
     """The store behind a table and the table operations applied to its values on the way to
-    ``table_node_name`` (``factory``: the processor that reads the table, named in errors)."""
+    ``table_node_name`` (``factory``: the processor that reads the table, named in errors).
+    ``through_joins``: the reader can read a table-table join's result (its store when it is
+    materialized, else both joined tables and the joiner), as joins and re-groupings do."""
     sub = ctx.subtopology
     names = {node.name for node in sub.nodes}
     steps: list[tuple[str, Any, bool]] = []
@@ -199,10 +224,15 @@ def value_getter(ctx, factory, table_node_name: str) -> ValueGetter:
                 f"processor {factory.name} ({factory.kind.value}) reads the table {table_node_name!r}, whose "
                 f"store is not in its sub-topology {sub.id}")
         node = sub.node(name)
-        if node.kind in _STORE_KINDS and node.params.get("store_name") in node.stores:
+        joined = through_joins and node.kind is NodeKind.TABLE_TABLE_JOIN_MERGE
+        if (node.kind in _STORE_KINDS or joined) and node.params.get("store_name") in node.stores:
             steps.reverse()
             store = node.params["store_name"]
-            return ValueGetter(store, tuple(steps), versioned_table(ctx, store))
+            sent_by_join = node.name if joined and not ctx.cached(store) else None
+            return ValueGetter(store, tuple(steps), versioned_table(ctx, store), sent_by_join=sent_by_join)
+        if joined:
+            steps.reverse()
+            return ValueGetter(None, tuple(steps), joined=_joined_values(ctx, factory, node))
         if node.kind is NodeKind.TABLE_FILTER:
             fn = ctx.function(node, node.params["predicate"])
             steps.append(("filter", fn.as_key_value(), bool(node.params.get("negate"))))
@@ -212,17 +242,29 @@ def value_getter(ctx, factory, table_node_name: str) -> ValueGetter:
         else:
             raise UnsupportedTopologyError(
                 f"processor {factory.name} ({factory.kind.value}) reads the table {table_node_name!r}, whose values "
-                f"come from {node.name} ({node.kind.value}); the Spark runner joins and re-groups tables read from "
-                "a topic, built by to_table or an aggregation, and their filter/map_values only")
+                f"come from {node.name} ({node.kind.value}); the Spark runner reads tables read from a topic, built "
+                "by to_table or an aggregation (or, to join or re-group them, a table-table join's result), and "
+                "their filter/map_values only")
         if len(node.parents) != 1:
             raise UnsupportedTopologyError(
                 f"table {table_node_name!r} of processor {factory.name}: cannot trace its store")
         name = node.parents[0]
 
 
+def _joined_values(ctx, factory, merge) -> JoinedValues:
+    """The value getter of the table-table join whose result node is ``merge`` (no store)."""
+    sub = ctx.subtopology
+    joins = {sub.node(name).params["side"]: sub.node(name) for name in merge.parents}
+    this_join, other_join = joins["this"], joins["other"]
+    this = value_getter(ctx, factory, this_join.parents[0], through_joins=True)
+    other = value_getter(ctx, factory, other_join.parents[0], through_joins=True)
+    joiner = ctx.function(this_join, this_join.params["joiner"])
+    return JoinedValues(merge.name, joiner.as_joiner(), this_join.params["join_type"], this, other)
+
+
 def _stream_table_join(factory, ctx) -> StreamTableJoin:
     params = factory.params
-    table = value_getter(ctx, factory, params["table"])
+    table = value_getter(ctx, factory, params["table"], through_joins=True)
     joiner = ctx.function(factory, params["joiner"])
     return StreamTableJoin(factory.name, joiner.as_joiner(), params["join_type"], table)
 
@@ -234,10 +276,15 @@ def _table_table_join(factory, ctx) -> TableTableJoin:
     (sibling_name,) = [name for name in sub.node(merge_name).parents if name != factory.name]
     own_table, other_table = factory.parents[0], sub.node(sibling_name).parents[0]
     this_table, that_table = (own_table, other_table) if params["side"] == "this" else (other_table, own_table)
-    this = value_getter(ctx, factory, this_table)
-    other = value_getter(ctx, factory, that_table)
+    this = value_getter(ctx, factory, this_table, through_joins=True)
+    other = value_getter(ctx, factory, that_table, through_joins=True)
     joiner = ctx.function(factory, params["joiner"])
-    return TableTableJoin(factory.name, joiner.as_joiner(), params["join_type"], params["side"], this, other)
+    merge = sub.node(merge_name)
+    store = merge.params.get("store_name")
+    cached = store is not None and store in merge.stores and ctx.cached(store)
+    # Readers through the join's result read the old value it sends, unless its cache sends the store's.
+    return TableTableJoin(factory.name, joiner.as_joiner(), params["join_type"], params["side"], this, other,
+                          None if cached else merge_name)
 
 
 def _table_table_join_merge(factory, ctx) -> Processor:

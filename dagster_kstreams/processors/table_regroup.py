@@ -140,7 +140,8 @@ class TableAggregate(KeyValueStoreProcessor):
 def _repartition_map(factory, ctx) -> TableRepartitionMap:
     (table,) = factory.parents
     selector = ctx.function(factory, factory.params["selector"])
-    return TableRepartitionMap(factory.name, selector.as_key_value(), value_getter(ctx, factory, table))
+    table_values = value_getter(ctx, factory, table, through_joins=True)
+    return TableRepartitionMap(factory.name, selector.as_key_value(), table_values)
 
 
 def _table_aggregate(factory, ctx) -> TableAggregate:

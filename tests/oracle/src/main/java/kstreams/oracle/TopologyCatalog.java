@@ -126,6 +126,9 @@ public final class TopologyCatalog {
         TOPOLOGIES.put("rekeyed_to_table_joined_with_table", TopologyCatalog::rekeyed_to_table_joined_with_table);
         TOPOLOGIES.put("table_to_stream_rekey_join_stream", TopologyCatalog::table_to_stream_rekey_join_stream);
         TOPOLOGIES.put("table_table_join_then_group_by", TopologyCatalog::table_table_join_then_group_by);
+        TOPOLOGIES.put("chained_table_table_joins", TopologyCatalog::chained_table_table_joins);
+        TOPOLOGIES.put("stream_joined_with_a_table_join_then_regrouped",
+            TopologyCatalog::stream_joined_with_a_table_join_then_regrouped);
         TOPOLOGIES.put("session_window_count_suppressed", TopologyCatalog::session_window_count_suppressed);
         TOPOLOGIES.put("sliding_window_count_named", TopologyCatalog::sliding_window_count_named);
         TOPOLOGIES.put("session_window_reduce", TopologyCatalog::session_window_reduce);
@@ -851,6 +854,30 @@ public final class TopologyCatalog {
             .count()
             .toStream()
             .to("addressed-users-per-country");
+        return b.build();
+    }
+
+    static Topology chained_table_table_joins() {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> orders = b.table("order-rows");
+        KTable<String, String> customers = b.table("customer-rows");
+        KTable<String, String> regions = b.table("region-rows");
+        orders.join(customers, (o, c) -> o + "|" + c)
+            .leftJoin(regions, (oc, r) -> oc + "|" + r)
+            .outerJoin(b.<String, String>table("discount-rows"), (ocr, d) -> ocr + "|" + d,
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("enriched"))
+            .toStream()
+            .to("enriched-orders");
+        return b.build();
+    }
+
+    static Topology stream_joined_with_a_table_join_then_regrouped() {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> users = b.table("user-rows");
+        KTable<String, String> homes = b.table("home-rows", Materialized.as("homes"));
+        KTable<String, String> joined = users.leftJoin(homes, (u, h) -> u + "@" + h).filter((k, v) -> !v.endsWith("@null"));
+        b.<String, String>stream("visits").join(joined, (visit, user) -> visit + ":" + user).to("visits-by-user");
+        joined.groupBy((k, v) -> KeyValue.pair(field(v, 1), v)).count().toStream().to("users-per-home");
         return b.build();
     }
 
