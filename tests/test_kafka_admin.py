@@ -182,6 +182,11 @@ def test_a_running_tasks_admin_waits_out_an_unreachable_broker_and_a_quick_one_d
         quick._retrying(restarting(down), "listing offsets")
     patient = quick.waiting_out_outages(30)
     assert patient._retrying(restarting(down), "listing offsets") == "offsets"
+    # Back, but its partitions without leaders yet: librdkafka's "No leaders found" (_NOENT).
+    leaderless = [KafkaError._TRANSPORT, KafkaError._NOENT, KafkaError._NOENT, None]
+    assert patient._retrying(restarting(leaderless), "listing offsets") == "offsets"
+    with pytest.raises(KafkaAdminError, match="listing offsets failed on 127.0.0.1:1"):
+        quick._retrying(restarting(leaderless[1:]), "listing offsets")  # a quick call reports it at once
 
     def never_back():
         raise KafkaException(KafkaError(KafkaError._TRANSPORT))

@@ -15,7 +15,7 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, IsolationLev
 from confluent_kafka import TopicPartition as _KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec, ResourceType
 
-from dagster_kstreams.kafka.transient import MOVING, UNREACHABLE, error_code
+from dagster_kstreams.kafka.transient import LEADERLESS, MOVING, UNREACHABLE, error_code
 
 
 class TopicPartition(NamedTuple):
@@ -83,7 +83,7 @@ class KafkaAdmin:
             try:
                 return attempt()
             except KafkaException as error:
-                waits_out = self.outage_s > 0 and _is_unreachable(error)
+                waits_out = self.outage_s > 0 and (_is_unreachable(error) or error_code(error) in LEADERLESS)
                 if time.monotonic() >= deadline or not (waits_out or _is_transient(error, also_transient)):
                     raise self._translate(error, what) from error
             except TimeoutError as error:

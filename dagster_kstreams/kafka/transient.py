@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError, KafkaException
 
-__all__ = ["MOVING", "UNREACHABLE", "error_code"]
+__all__ = ["MOVING", "UNREACHABLE", "LEADERLESS", "error_code"]
 
 # Leaders, replicas and coordinators that are moving, being elected or still loading.
 MOVING = frozenset({
@@ -38,6 +38,12 @@ UNREACHABLE = frozenset({
     KafkaError.REQUEST_TIMED_OUT,
     KafkaError.NETWORK_EXCEPTION,
 })
+
+# A restarted broker answers before its partitions have leaders again: librdkafka's admin client
+# then fails a list-offsets call with _NOENT ("Failed to query partition leaders: No leaders
+# found"), which it also means for other absences, so only a call that waits out a broker's outage
+# (a running task's) takes it for one.
+LEADERLESS = frozenset({KafkaError._NOENT})
 
 
 def error_code(error: BaseException) -> int | None:
