@@ -5,7 +5,7 @@ output topics of our side of a comparison, and Kafka Streams' side run by a main
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Optional
 
 import pytest
@@ -66,6 +66,36 @@ def output_topics(kafka_admin, unique_topic, inputs: Mapping[str, str], partitio
     topics = {**inputs, **{name: unique_topic(f"{prefix}-{name}") for name in partitions}}
     kafka_admin.create_topics({topics[name]: count for name, count in partitions.items()})
     return topics
+
+
+class KafkaStreamsInBackground:
+    """Kafka Streams' side of a comparison, run in the background while ours runs: new input topics
+    (``write_inputs`` fills them, given ``{input: topic}``) and output topics, and the harness main
+    ``main`` (``"kstreams.oracle.X"``) on them as the app ``ks-<name>-<random>``, its arguments
+    bootstrap, app id, ``state_dir``, then the ``inputs`` and ``outputs`` topics in that order.
+    :meth:`result` waits for it: the JSON it printed, with ``"results"``: ``read_results(bootstrap,
+    topics)``; :meth:`close` waits for it whatever became of it."""
+
+    def __init__(self, main: str, name: str, bootstrap: str, kafka_admin, unique_topic, state_dir,
+                 inputs: Sequence[str], outputs: Sequence[str], partitions: int,
+                 write_inputs: Callable[[dict[str, str]], None], read_results: Callable[[str, dict[str, str]], dict]):
+        input_topics = {input_: unique_topic(f"ks-{name}-{input_}") for input_ in inputs}
+        kafka_admin.create_topics({topic: partitions for topic in input_topics.values()})
+        write_inputs(input_topics)
+        self.topics = output_topics(kafka_admin, unique_topic, input_topics, dict.fromkeys(outputs, partitions), "ks")
+        args = [bootstrap, unique_topic(f"ks-{name}"), str(state_dir),
+                *(self.topics[topic] for topic in (*inputs, *outputs))]
+        self._main = oracle_harness.BackgroundMain(main, args)
+        self._bootstrap, self._read_results = bootstrap, read_results
+        self._result: Optional[dict] = None
+
+    def result(self) -> dict:
+        if self._result is None:
+            self._result = {**self._main.report(), "results": self._read_results(self._bootstrap, self.topics)}
+        return self._result
+
+    def close(self) -> None:
+        self._main.close()
 
 
 def run_kafka_streams(main: str, name: str, bootstrap: str, kafka_admin, unique_topic,

@@ -30,9 +30,8 @@ import pytest
 from pyspark import cloudpickle
 
 import chained_join_topology
-import oracle_harness
 from chained_join_topology import INPUTS, OUTPUTS, chained_join_examples
-from equivalence_io import output_topics, produce_strings, with_unique_timestamps
+from equivalence_io import KafkaStreamsInBackground, output_topics, produce_strings, with_unique_timestamps
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import final_values, read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
@@ -81,29 +80,6 @@ def _results(bootstrap: str, topics: dict[str, str]) -> dict:
     return results
 
 
-class _KafkaStreamsRun:
-    """Kafka Streams' run, started in the background while our side runs; :meth:`result` waits for it."""
-
-    def __init__(self, bootstrap, kafka_admin, unique_topic, state_dir, records):
-        inputs = {name: unique_topic(f"ks-chained-{name}") for name in INPUTS}
-        kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
-        _produce(bootstrap, inputs, records)
-        self.topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, PARTITIONS), "ks")
-        args = [bootstrap, unique_topic("ks-chained"), str(state_dir), *(self.topics[name] for name in INPUTS),
-                *(self.topics[name] for name in OUTPUTS)]
-        self._main = oracle_harness.BackgroundMain("kstreams.oracle.ChainedJoinExamples", args)
-        self._bootstrap = bootstrap
-        self._result = None
-
-    def result(self) -> dict:
-        if self._result is None:
-            self._result = {**self._main.report(), "results": _results(self._bootstrap, self.topics)}
-        return self._result
-
-    def close(self) -> None:
-        self._main.close()
-
-
 @pytest.fixture(scope="module")
 def records():
     return _input()
@@ -111,8 +87,10 @@ def records():
 
 @pytest.fixture(scope="module")
 def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory, records):
-    run = _KafkaStreamsRun(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory.mktemp("ks-chained-state"),
-                           records)
+    run = KafkaStreamsInBackground(
+        "kstreams.oracle.ChainedJoinExamples", "chained", kafka_bootstrap, kafka_admin, unique_topic,
+        tmp_path_factory.mktemp("ks-chained-state"), INPUTS, OUTPUTS, PARTITIONS,
+        lambda inputs: _produce(kafka_bootstrap, inputs, records), _results)
     yield run
     run.close()
 

@@ -39,8 +39,8 @@ import pytest
 from pyspark import cloudpickle
 
 import filtered_window_topology
-import oracle_harness
-from equivalence_io import output_topics, produce_strings, windowed_key_reader, with_unique_timestamps
+from equivalence_io import (KafkaStreamsInBackground, output_topics, produce_strings, windowed_key_reader,
+                            with_unique_timestamps)
 from filtered_window_topology import INPUTS, LONG_VALUED, OUTPUT_KEYS, OUTPUTS, filtered_window_examples
 from killed_runs import run_until_killed
 from dagster_kstreams.kafka.partitioner import default_partition
@@ -140,30 +140,18 @@ def _produce(bootstrap: str, inputs: dict[str, str], records: dict[str, list[tup
         produce_strings(bootstrap, inputs[name], records[name])
 
 
-class _KafkaStreamsRun:
-    """Kafka Streams' run, started in the background while our side runs; :meth:`result` waits for it."""
+class _KafkaStreamsRun(KafkaStreamsInBackground):
+    """Kafka Streams' run on both halves of the input, started in the background while our side runs."""
 
     def __init__(self, bootstrap, kafka_admin, unique_topic, state_dir, halves):
         self.halves = halves
-        inputs = {name: unique_topic(f"kafka-filtered-{name}") for name in INPUTS}
-        kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
-        for half in halves:
-            _produce(bootstrap, inputs, half)
-        self.topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, PARTITIONS), "ks")
-        args = [bootstrap, unique_topic("ks-filtered"), str(state_dir), *(self.topics[name] for name in INPUTS),
-                *(self.topics[name] for name in OUTPUTS)]
-        self._main = oracle_harness.BackgroundMain("kstreams.oracle.FilteredWindowExamples", args)
-        self._bootstrap = bootstrap
-        self._result = None
 
-    def result(self) -> dict:
-        """``{"describe": ..., "dropped": ..., "results": its output (as :func:`_results`)}``."""
-        if self._result is None:
-            self._result = {**self._main.report(), "results": _results(self._bootstrap, self.topics)}
-        return self._result
+        def write_inputs(inputs: dict[str, str]) -> None:
+            for half in halves:
+                _produce(bootstrap, inputs, half)
 
-    def close(self) -> None:
-        self._main.close()
+        super().__init__("kstreams.oracle.FilteredWindowExamples", "filtered", bootstrap, kafka_admin, unique_topic,
+                         state_dir, INPUTS, OUTPUTS, PARTITIONS, write_inputs, _results)
 
 
 @pytest.fixture(scope="module")

@@ -33,9 +33,8 @@ import time
 import pytest
 from pyspark import cloudpickle
 
-import oracle_harness
 import versioned_topology
-from equivalence_io import output_topics, produce_strings, with_unique_timestamps
+from equivalence_io import KafkaStreamsInBackground, output_topics, produce_strings, with_unique_timestamps
 from versioned_topology import INPUTS, OUTPUTS, versioned_examples
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import read_topic
@@ -105,33 +104,12 @@ def records():
     return _input()
 
 
-class _KafkaStreamsRun:
-    """Kafka Streams' run, started in the background while our side runs; :meth:`result` waits for it."""
-
-    def __init__(self, bootstrap, kafka_admin, unique_topic, state_dir, records):
-        inputs = {name: unique_topic(f"ks-versioned-{name}") for name in INPUTS}
-        kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
-        _produce(bootstrap, inputs, records)
-        self.topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, PARTITIONS), "ks")
-        args = [bootstrap, unique_topic("ks-versioned"), str(state_dir), *(self.topics[name] for name in INPUTS),
-                *(self.topics[name] for name in OUTPUTS)]
-        self._main = oracle_harness.BackgroundMain("kstreams.oracle.VersionedExamples", args)
-        self._bootstrap = bootstrap
-        self._result = None
-
-    def result(self) -> dict:
-        if self._result is None:
-            self._result = {**self._main.report(), "results": _results(self._bootstrap, self.topics)}
-        return self._result
-
-    def close(self) -> None:
-        self._main.close()
-
-
 @pytest.fixture(scope="module")
 def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory, records):
-    run = _KafkaStreamsRun(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory.mktemp("ks-versioned-state"),
-                           records)
+    run = KafkaStreamsInBackground(
+        "kstreams.oracle.VersionedExamples", "versioned", kafka_bootstrap, kafka_admin, unique_topic,
+        tmp_path_factory.mktemp("ks-versioned-state"), INPUTS, OUTPUTS, PARTITIONS,
+        lambda inputs: _produce(kafka_bootstrap, inputs, records), _results)
     yield run
     run.close()
 
