@@ -35,7 +35,7 @@ from pyspark import cloudpickle
 
 import global_stream_join_topology
 import oracle_harness
-from equivalence_io import output_topics, produce_strings
+from equivalence_io import output_topics, produce_strings, with_unique_timestamps
 from global_stream_join_topology import INPUTS, OUTPUTS, global_stream_join_examples
 from killed_runs import run_until_killed
 from dagster_kstreams.kafka.partitioner import default_partition
@@ -94,15 +94,7 @@ def _input(seed: int = 15) -> list[dict[str, list[tuple]]]:
     rng = random.Random(seed)
     halves = [{topic: _half(rng, topic, half, T0 + offset) for topic in STREAMS}
               for half, offset in enumerate((0, SECOND_HALF))]
-    taken: set[int] = set()
-    for half in halves:
-        for topic in STREAMS:
-            for index, (key, value, partition, timestamp) in enumerate(half[topic]):
-                while timestamp in taken:
-                    timestamp += 1
-                taken.add(timestamp)
-                half[topic][index] = (key, value, partition, timestamp)
-    return halves
+    return with_unique_timestamps(halves, STREAMS)
 
 
 def _input_partitions(halves) -> dict[str, int]:
