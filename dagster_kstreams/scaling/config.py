@@ -42,7 +42,7 @@ class ScalingConfig:
     off by default: it lowers lag at a cost in worker-seconds (``bench/README.md``, session 11).
     ``catch_up_at_full_capacity`` (off): the lag is drained within ``catch_up_seconds`` at full
     capacity, the headroom of ``target_utilization`` kept for the input alone
-    (:func:`.policy.required_rate`); fewer worker-seconds, more lag (``bench/README.md``, session 15).
+    (:func:`.demand.required_rate`); fewer worker-seconds, more lag (``bench/README.md``, session 15).
     ``lag_waits_for_measured_capacity``: a sub-topology's lag adds workers only once its capacity is
     known (measured, remembered, or a lower bound from warm reports), not on the bare default: a
     backlog that piled up while the first worker started is drained by that worker, whose reports
