@@ -8,6 +8,7 @@ Standard library only: no Kafka, Spark or Dagster here, so every decision is uni
 * :mod:`.demand` — what each sub-topology asks of the fleet at a tick (lag, rate, capacity);
 * :mod:`.policy` — desired worker count from lag, input rate and measured throughput,
   with scale-down stabilization;
+* :mod:`.backlog` — whether a backlog is being drained (the count holds, then falls in one step);
 * :mod:`.assignment` — sticky balanced assignment of tasks to workers;
 * :mod:`.plan` — launch, retag, retire (or cancel), the two-phase task handover, and warm
   standbys (promoted first, replaced, demoted into);

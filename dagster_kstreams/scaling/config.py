@@ -52,6 +52,11 @@ class ScalingConfig:
     selectivity, records out per record in): an upstream draining a backlog writes at its catch-up
     pace, which is backlog moved downstream, not a rate to provision for (:mod:`.selectivity`;
     ``bench/README.md``, "Simulated again (session 16)").
+    ``scale_down_after_backlog_drains``: while a backlog is being drained (its catch-up term still
+    adds workers to what the input alone needs, and the lag fell since the last tick) no scale-down is
+    made, and the window remembers the tick at the input's count; once drained, the count falls to
+    it in one step rather than a staircase with the shrinking lag (:mod:`.backlog`; ``bench/README.md``,
+    "Simulated again (session 17)").
     """
 
     min_workers: int = 1
@@ -76,6 +81,7 @@ class ScalingConfig:
     catch_up_at_full_capacity: bool = False
     lag_waits_for_measured_capacity: bool = True
     bound_downstream_rates: bool = True
+    scale_down_after_backlog_drains: bool = True
 
     def __post_init__(self) -> None:
         if self.min_workers < 0:

@@ -64,8 +64,8 @@ within the stabilization window, and only once the policy has watched for a whol
 (a restarted sensor does not scale down on its first tick). A burst followed by a dip
 therefore never retires workers that the next burst would need again.
 
-Two refinements make a scale-down one step rather than a staircase (measured in
-``bench/README.md``, "Simulated again (session 10)"):
+Three refinements make a scale-down one step rather than a staircase (measured in
+``bench/README.md``, "Simulated again (sessions 10 and 17)"):
 
 * what the window remembers of a tick is the count at the *latest* input rate (over the last
   interval) when that is below the averaged one (``scale_down_follows_latest_rate``). A rate that
@@ -74,6 +74,12 @@ Two refinements make a scale-down one step rather than a staircase (measured in
   tick by tick with that decay after a burst (21, 6, 3, 2 workers). One low reading cannot retire
   workers on its own: the window keeps the highest of all its ticks, and scale-up still follows
   the average;
+* while a backlog is being drained (its catch-up term still adds workers to the count the input
+  alone needs, and the lag fell since the last tick) no scale-down is made, and the window remembers
+  the tick at the input's count (``scale_down_after_backlog_drains``, :mod:`.backlog`): the count
+  sized for the backlog drains it, then falls to the input's count in one step. Remembered with its
+  catch-up term, the shrinking lag brought it down a step per window (``bench/README.md``,
+  "Simulated again (session 17)"). A tick that scales up is remembered as it scaled;
 * a scale-down smaller than ``scale_down_dead_band`` of the current count (rounded up to whole
   workers, at least 1) is not made: the catch-up term draining within a burst (21 workers, then
   20, then 19) is not worth moving tasks for, and the count falls once, when the burst is over.
@@ -109,6 +115,7 @@ import math
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from .backlog import backlog_is_draining
 from .config import ScalingConfig
 from .demand import SubtopologyDemand, required_rate, subtopology_demands
 from .granularity import workers_for_whole_tasks
@@ -231,6 +238,26 @@ def rate_is_rising(demands: Iterable[SubtopologyDemand]) -> bool:
                for demand in demands) > _WHOLE_WORKER_SLACK
 
 
+def count_to_remember(demands: Mapping[str, SubtopologyDemand], snapshot: LagSnapshot,
+                      previous_snapshot: LagSnapshot | None, has_work: bool, task_count: int, config: ScalingConfig,
+                      *, with_lag: bool = True) -> int:
+    """The count a tick leaves in the scale-down window: at the latest input rate when it is below the
+    averaged one (``scale_down_follows_latest_rate``, else at the averaged), with whole tasks at the
+    loads times ``1 + scale_up_dead_band`` (``whole_task_workers``). ``with_lag`` False: the steady
+    count, the input's alone."""
+    at_latest = config.scale_down_follows_latest_rate
+    required = sum(required_rate(demand.counted_lag if with_lag else 0,
+                                 min(demand.input_rate, demand.latest_input_rate) if at_latest else demand.input_rate,
+                                 config) / demand.capacity for demand in demands.values())
+    count = desired_workers(required, has_work, task_count, config)
+    if not config.whole_task_workers:
+        return count
+    _, upper = worker_bounds(task_count, has_work, config)
+    margin = 1 + config.scale_up_dead_band
+    loads = task_loads(snapshot, previous_snapshot, demands, at_latest=at_latest)
+    return workers_for_whole_tasks([load * margin for load in loads], count, upper)
+
+
 @dataclass(frozen=True)
 class Recommendation:
     """A tick's decision with the figures behind it (for logs and run metadata)."""
@@ -316,17 +343,20 @@ def recommend(
                                                                         upper)))
     remembered = None
     if config.scale_down_follows_latest_rate:
-        at_latest = sum(required_rate(demand.counted_lag, min(demand.input_rate, demand.latest_input_rate), config)
-                        / demand.capacity for demand in demands.values())
-        remembered = desired_workers(at_latest, has_work, task_count, config)
-        if config.whole_task_workers:
-            remembered = workers_for_whole_tasks(
-                [load * margin for load in task_loads(snapshot, previous_snapshot, demands, at_latest=True)],
-                remembered, upper)
+        remembered = count_to_remember(demands, snapshot, previous_snapshot, has_work, task_count, config)
+    may_scale_down = not (config.scale_down_waits_while_rate_rises and rate_is_rising(demands.values()))
+    if config.scale_down_after_backlog_drains:
+        steady = count_to_remember(demands, snapshot, previous_snapshot, has_work, task_count, config,
+                                   with_lag=False)
+        with_lag = count_to_remember(demands, snapshot, previous_snapshot, has_work, task_count, config)
+        if backlog_is_draining(with_lag, steady, snapshot, previous_snapshot, demands):
+            # The count sized for the backlog holds until it is drained; the window remembers what the
+            # input alone needs, so the fall comes in one step (.backlog). A scale-up is remembered whole.
+            may_scale_down = False
+            if unstabilized <= current_workers:
+                remembered = steady
     decided, next_state = stabilize(unstabilized, current_workers, snapshot.time, state, config, ceiling=upper,
-                                    remembered=remembered,
-                                    may_scale_down=not (config.scale_down_waits_while_rate_rises
-                                                        and rate_is_rising(demands.values())))
+                                    remembered=remembered, may_scale_down=may_scale_down)
     recommendation = Recommendation(
         desired_workers=decided,
         unstabilized_workers=unstabilized,
