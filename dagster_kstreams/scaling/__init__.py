@@ -5,8 +5,10 @@ Standard library only: no Kafka, Spark or Dagster here, so every decision is uni
 * :mod:`.config` — the limits and targets (:class:`ScalingConfig`);
 * :mod:`.measurements` — lag snapshots, input rates and capacities from the workers' reports;
 * :mod:`.selectivity` — a downstream sub-topology's input rate bounded by its upstreams' (DS2);
+* :mod:`.demand` — what each sub-topology asks of the fleet at a tick (lag, rate, capacity);
 * :mod:`.policy` — desired worker count from lag, input rate and measured throughput,
   with scale-down stabilization;
+* :mod:`.backlog` — whether a backlog is being drained (the count holds, then falls in one step);
 * :mod:`.assignment` — sticky balanced assignment of tasks to workers;
 * :mod:`.plan` — launch, retag, retire (or cancel), the two-phase task handover, and warm
   standbys (promoted first, replaced, demoted into);
@@ -40,16 +42,14 @@ from .measurements import (
     measured_capacity,
     smoothed_rates,
 )
+from .demand import SubtopologyDemand, required_rate, subtopology_demands
 from .policy import (
     Recommendation,
     StabilizationState,
-    SubtopologyDemand,
     desired_workers,
     recommend,
-    required_rate,
     rate_is_rising,
     stabilize,
-    subtopology_demands,
     worker_bounds,
 )
 from .selectivity import bounded_rates, measured_selectivities, offset_selectivities, rate_bounds

@@ -42,7 +42,7 @@ class ScalingConfig:
     off by default: it lowers lag at a cost in worker-seconds (``bench/README.md``, session 11).
     ``catch_up_at_full_capacity`` (off): the lag is drained within ``catch_up_seconds`` at full
     capacity, the headroom of ``target_utilization`` kept for the input alone
-    (:func:`.policy.required_rate`); fewer worker-seconds, more lag (``bench/README.md``, session 15).
+    (:func:`.demand.required_rate`); fewer worker-seconds, more lag (``bench/README.md``, session 15).
     ``lag_waits_for_measured_capacity``: a sub-topology's lag adds workers only once its capacity is
     known (measured, remembered, or a lower bound from warm reports), not on the bare default: a
     backlog that piled up while the first worker started is drained by that worker, whose reports
@@ -52,6 +52,11 @@ class ScalingConfig:
     selectivity, records out per record in): an upstream draining a backlog writes at its catch-up
     pace, which is backlog moved downstream, not a rate to provision for (:mod:`.selectivity`;
     ``bench/README.md``, "Simulated again (session 16)").
+    ``scale_down_after_backlog_drains``: while a backlog is being drained (its catch-up term still
+    adds workers to what the input alone needs, and the lag fell since the last tick) no scale-down is
+    made, and the window remembers the tick at the input's count; once drained, the count falls to
+    it in one step rather than a staircase with the shrinking lag (:mod:`.backlog`; ``bench/README.md``,
+    "Simulated again (session 17)").
     """
 
     min_workers: int = 1
@@ -76,6 +81,7 @@ class ScalingConfig:
     catch_up_at_full_capacity: bool = False
     lag_waits_for_measured_capacity: bool = True
     bound_downstream_rates: bool = True
+    scale_down_after_backlog_drains: bool = True
 
     def __post_init__(self) -> None:
         if self.min_workers < 0:

@@ -64,8 +64,8 @@ within the stabilization window, and only once the policy has watched for a whol
 (a restarted sensor does not scale down on its first tick). A burst followed by a dip
 therefore never retires workers that the next burst would need again.
 
-Two refinements make a scale-down one step rather than a staircase (measured in
-``bench/README.md``, "Simulated again (session 10)"):
+Three refinements make a scale-down one step rather than a staircase (measured in
+``bench/README.md``, "Simulated again (sessions 10 and 17)"):
 
 * what the window remembers of a tick is the count at the *latest* input rate (over the last
   interval) when that is below the averaged one (``scale_down_follows_latest_rate``). A rate that
@@ -74,6 +74,12 @@ Two refinements make a scale-down one step rather than a staircase (measured in
   tick by tick with that decay after a burst (21, 6, 3, 2 workers). One low reading cannot retire
   workers on its own: the window keeps the highest of all its ticks, and scale-up still follows
   the average;
+* while a backlog is being drained (its catch-up term still adds workers to the count the input
+  alone needs, and the lag fell since the last tick) no scale-down is made, and the window remembers
+  the tick at the input's count (``scale_down_after_backlog_drains``, :mod:`.backlog`): the count
+  sized for the backlog drains it, then falls to the input's count in one step. Remembered with its
+  catch-up term, the shrinking lag brought it down a step per window (``bench/README.md``,
+  "Simulated again (session 17)"). A tick that scales up is remembered as it scaled;
 * a scale-down smaller than ``scale_down_dead_band`` of the current count (rounded up to whole
   workers, at least 1) is not made: the catch-up term draining within a burst (21 workers, then
   20, then 19) is not worth moving tasks for, and the count falls once, when the burst is over.
@@ -109,12 +115,13 @@ import math
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from .backlog import backlog_is_draining
 from .config import ScalingConfig
+from .demand import SubtopologyDemand, required_rate, subtopology_demands
 from .granularity import workers_for_whole_tasks
 from .ids import subtopology_of
-from .measurements import (LagSnapshot, ThroughputSample, capacity_floors, capacity_to_plan_with, input_rates,
-                           measured_capacities, smoothed_rates)
-from .selectivity import bounded_rates, measured_selectivities, offset_selectivities, rate_bounds
+from .measurements import LagSnapshot, ThroughputSample, capacity_floors, input_rates, measured_capacities
+from .selectivity import measured_selectivities, offset_selectivities
 
 
 def worker_bounds(task_count: int, has_work: bool, config: ScalingConfig) -> tuple[int, int]:
@@ -124,106 +131,6 @@ def worker_bounds(task_count: int, has_work: bool, config: ScalingConfig) -> tup
     if has_work and upper >= 1:
         lower = max(lower, 1)
     return lower, upper
-
-
-def required_rate(total_lag: int, input_rate: float, config: ScalingConfig) -> float:
-    """Records per second needed to keep up with input and drain the lag within the catch-up time.
-
-    The sum of the input at the target utilization (headroom for a rate that rises before the next
-    tick) and the lag's catch-up rate (the Flink autoscaler's). With ``catch_up_at_full_capacity``,
-    the more of the input at the target utilization and the input plus the catch-up rate at full
-    capacity (a worker that is behind runs flat out until it has caught up): fewer workers while
-    catching up, so catch-ups take longer, and more so with whole tasks, whose busiest workers are
-    above the average."""
-    steady = input_rate / config.target_utilization
-    catch_up = total_lag / config.catch_up_seconds
-    if config.catch_up_at_full_capacity:
-        return max(steady, input_rate + catch_up)
-    return steady + catch_up
-
-
-@dataclass(frozen=True)
-class SubtopologyDemand:
-    """One sub-topology's share of the work at a tick.
-
-    ``input_rate`` is averaged, ``latest_input_rate`` measured over the last interval only (the
-    averaged one when there is no earlier snapshot); ``capacity``: records of this sub-topology one
-    worker processes per second (measured, else remembered, else the default); ``workers``: how
-    many workers its required rate keeps busy, a fraction. ``lag_counted`` False: the capacity is
-    the bare default (nothing measured, remembered or reported), so the lag waits for the first
-    measurement (``lag_waits_for_measured_capacity``) and only the input rate counts.
-    ``rate_bound``: for a sub-topology fed by others, what they produce at their own input rate
-    (``bound_downstream_rates``, :mod:`.selectivity`), which both rates are capped at; None when
-    it has no bound.
-    """
-
-    lag: int
-    input_rate: float
-    latest_input_rate: float
-    capacity: float
-    capacity_measured: bool
-    required_rate: float
-    workers: float
-    lag_counted: bool = True
-    rate_bound: float | None = None
-
-    @property
-    def counted_lag(self) -> int:
-        return self.lag if self.lag_counted else 0
-
-
-def subtopology_demands(
-    snapshot: LagSnapshot,
-    config: ScalingConfig,
-    *,
-    previous_snapshot: LagSnapshot | None = None,
-    measured: Mapping[str, float] | None = None,
-    remembered: Mapping[str, float] | None = None,
-    floors: Mapping[str, float] | None = None,
-    previous_rates: Mapping[str, float] | None = None,
-    previous_rate_weight: float = 0.0,
-    upstreams: Mapping[str, Collection[str]] | None = None,
-    selectivities: Mapping[tuple[str, str], float] | None = None,
-) -> dict[str, SubtopologyDemand]:
-    """Each sub-topology's lag, input rate, capacity and the workers it needs, keyed by its id.
-
-    The input rate is measured between ``previous_snapshot`` and ``snapshot`` and averaged with
-    ``previous_rates`` (the averaged rates of the tick before, by sub-topology, with their weight:
-    :func:`smoothed_rates`). With ``bound_downstream_rates``, the rate (averaged, and the latest) of
-    each sub-topology in ``upstreams`` (those fed only by others: the ids of the sub-topologies that
-    write what it reads) is capped at their rate times their ``selectivities`` (records out for it
-    per record in, keyed ``(upstream, downstream)``: :func:`~.selectivity.rate_bounds`)."""
-    measured = measured or {}
-    remembered = remembered or {}
-    floors = floors or {}
-    rates = input_rates(previous_snapshot, snapshot)
-    lags: dict[str, int] = {}
-    arriving: dict[str, float] = {}
-    for task, offsets in snapshot.tasks.items():
-        sub = subtopology_of(task)
-        lags[sub] = lags.get(sub, 0) + offsets.lag
-        arriving[sub] = arriving.get(sub, 0.0) + rates.get(task, 0.0)
-    latest = dict(arriving)
-    if previous_snapshot is not None:
-        arriving, _ = smoothed_rates(previous_rates or {}, arriving, snapshot.time - previous_snapshot.time, config,
-                                     previous_rate_weight)
-    bounds: dict[str, float] = {}
-    if config.bound_downstream_rates and upstreams:
-        bounds = rate_bounds(arriving, upstreams, selectivities or {})
-        arriving = bounded_rates(arriving, bounds)
-        latest = bounded_rates(latest, rate_bounds(latest, upstreams, selectivities or {}))
-    demands = {}
-    for sub in lags:
-        capacity = capacity_to_plan_with(measured.get(sub), remembered.get(sub), config, floors.get(sub))
-        known = any(source.get(sub) is not None for source in (measured, remembered, floors))
-        counted = known or not config.lag_waits_for_measured_capacity
-        needed = required_rate(lags[sub] if counted else 0, arriving[sub], config)
-        demands[sub] = SubtopologyDemand(lag=lags[sub], input_rate=arriving[sub], latest_input_rate=latest[sub],
-                                         capacity=capacity,
-                                         capacity_measured=sub in measured, required_rate=needed,
-                                         workers=needed / capacity, lag_counted=counted,
-                                         rate_bound=bounds.get(sub))
-    return demands
 
 
 # A sum of per-sub-topology fractions that is a whole number may come out a hair above it.
@@ -331,6 +238,26 @@ def rate_is_rising(demands: Iterable[SubtopologyDemand]) -> bool:
                for demand in demands) > _WHOLE_WORKER_SLACK
 
 
+def count_to_remember(demands: Mapping[str, SubtopologyDemand], snapshot: LagSnapshot,
+                      previous_snapshot: LagSnapshot | None, has_work: bool, task_count: int, config: ScalingConfig,
+                      *, with_lag: bool = True) -> int:
+    """The count a tick leaves in the scale-down window: at the latest input rate when it is below the
+    averaged one (``scale_down_follows_latest_rate``, else at the averaged), with whole tasks at the
+    loads times ``1 + scale_up_dead_band`` (``whole_task_workers``). ``with_lag`` False: the steady
+    count, the input's alone."""
+    at_latest = config.scale_down_follows_latest_rate
+    required = sum(required_rate(demand.counted_lag if with_lag else 0,
+                                 min(demand.input_rate, demand.latest_input_rate) if at_latest else demand.input_rate,
+                                 config) / demand.capacity for demand in demands.values())
+    count = desired_workers(required, has_work, task_count, config)
+    if not config.whole_task_workers:
+        return count
+    _, upper = worker_bounds(task_count, has_work, config)
+    margin = 1 + config.scale_up_dead_band
+    loads = task_loads(snapshot, previous_snapshot, demands, at_latest=at_latest)
+    return workers_for_whole_tasks([load * margin for load in loads], count, upper)
+
+
 @dataclass(frozen=True)
 class Recommendation:
     """A tick's decision with the figures behind it (for logs and run metadata)."""
@@ -416,17 +343,20 @@ def recommend(
                                                                         upper)))
     remembered = None
     if config.scale_down_follows_latest_rate:
-        at_latest = sum(required_rate(demand.counted_lag, min(demand.input_rate, demand.latest_input_rate), config)
-                        / demand.capacity for demand in demands.values())
-        remembered = desired_workers(at_latest, has_work, task_count, config)
-        if config.whole_task_workers:
-            remembered = workers_for_whole_tasks(
-                [load * margin for load in task_loads(snapshot, previous_snapshot, demands, at_latest=True)],
-                remembered, upper)
+        remembered = count_to_remember(demands, snapshot, previous_snapshot, has_work, task_count, config)
+    may_scale_down = not (config.scale_down_waits_while_rate_rises and rate_is_rising(demands.values()))
+    if config.scale_down_after_backlog_drains:
+        steady = count_to_remember(demands, snapshot, previous_snapshot, has_work, task_count, config,
+                                   with_lag=False)
+        with_lag = count_to_remember(demands, snapshot, previous_snapshot, has_work, task_count, config)
+        if backlog_is_draining(with_lag, steady, snapshot, previous_snapshot, demands):
+            # The count sized for the backlog holds until it is drained; the window remembers what the
+            # input alone needs, so the fall comes in one step (.backlog). A scale-up is remembered whole.
+            may_scale_down = False
+            if unstabilized <= current_workers:
+                remembered = steady
     decided, next_state = stabilize(unstabilized, current_workers, snapshot.time, state, config, ceiling=upper,
-                                    remembered=remembered,
-                                    may_scale_down=not (config.scale_down_waits_while_rate_rises
-                                                        and rate_is_rising(demands.values())))
+                                    remembered=remembered, may_scale_down=may_scale_down)
     recommendation = Recommendation(
         desired_workers=decided,
         unstabilized_workers=unstabilized,
