@@ -26,11 +26,12 @@ def _snapshot(time: float, end: float, committed: float) -> LagSnapshot:
                               for p in range(TASKS)})
 
 
-def _drain(rate, capacity, backlog, gaps, config=CONFIG, current=None, in_flight=()):
+def _drain(rate, capacity, backlog, gaps, config=CONFIG, current=None, in_flight=(), actions=None):
     """The sensor's loop on a stream of ``rate`` records/s with ``backlog`` records waiting at t=0;
     ``current`` workers (the steady count when None) process ``capacity`` records/s each (remembered
     as measured, so the lag counts from the first tick). ``in_flight``: per tick, records read but
-    not yet committed (a batch under way), which keep a lag that never clears.
+    not yet committed (a batch under way), which keep a lag that never clears. ``actions``, a list,
+    gets each tick's action as the sensor logs it.
     Returns ``(time, lag before the tick's decision, count after it)`` per tick."""
     if current is None:
         current = math.ceil(rate / config.target_utilization / capacity)
@@ -48,6 +49,8 @@ def _drain(rate, capacity, backlog, gaps, config=CONFIG, current=None, in_flight
         _, weight = smoothed_rates({}, {}, gap, config, weight)
         rates = {sub: demand.input_rate for sub, demand in recommendation.demands.items()}
         current = recommendation.desired_workers
+        if actions is not None:
+            actions.append(recommendation.action)
         ticks.append((time, snap.total_lag, current))
         previous = snap
     return ticks
@@ -79,7 +82,8 @@ def test_draining_needs_workers_beyond_the_steady_count_and_a_falling_lag():
 
 def test_a_drained_backlog_goes_down_in_one_step_to_the_steady_count():
     """3,200 records/s at 2,400/s a worker: 2 workers for the input. 2 M records waiting: 5 at first."""
-    ticks = _drain(3_200, 2_400, 2_000_000, [30.0] * 40, current=2)
+    actions = []
+    ticks = _drain(3_200, 2_400, 2_000_000, [30.0] * 40, current=2, actions=actions)
     changes = _changes(ticks, 2)
     assert [d for _, d in changes] == [3, -3], changes
     (up, _), (down, _) = changes
@@ -89,6 +93,8 @@ def test_a_drained_backlog_goes_down_in_one_step_to_the_steady_count():
     first_drained = next(t for t, lag, _ in ticks
                          if t > up and math.ceil((3_200 / 0.9 + lag / 300) / 2_400 - 1e-9) <= steady)
     assert down == max(first_drained, up + CONFIG.scale_down_stabilization_seconds) and ticks[-1][2] == steady
+    # While it holds for the backlog, the sensor's log and metadata say so.
+    assert "hold (draining a backlog)" in actions[:[t for t, _, _ in ticks].index(down)], actions
     # A backlog that outlasts the window (max_workers caps the count sized for it): down on the first
     # drained tick itself.
     longer = _drain(3_200, 2_400, 6_000_000, [30.0] * 40, replace(CONFIG, max_workers=6), current=2)
@@ -96,9 +102,11 @@ def test_a_drained_backlog_goes_down_in_one_step_to_the_steady_count():
     assert down == next(t for t, lag, _ in longer
                         if t > up and math.ceil((3_200 / 0.9 + lag / 300) / 2_400 - 1e-9) <= steady) > up + 300
     # Without the rule the shrinking catch-up term brings it down in a staircase.
+    actions_without = []
     staircase = _changes(_drain(3_200, 2_400, 2_000_000, [30.0] * 40, replace(CONFIG,
-                         scale_down_after_backlog_drains=False), current=2), 2)
+                         scale_down_after_backlog_drains=False), current=2, actions=actions_without), 2)
     assert len([d for _, d in staircase if d < 0]) > 1, staircase
+    assert "hold (draining a backlog)" not in actions_without
 
 
 @settings(max_examples=60, deadline=None)

@@ -270,6 +270,7 @@ class Recommendation:
     required_workers: float
     task_count: int
     demands: Mapping[str, SubtopologyDemand] = field(default_factory=dict)
+    backlog_draining: bool = False  # the count holds for a backlog being drained (.backlog)
 
     @property
     def measured_capacities(self) -> dict[str, float]:
@@ -283,7 +284,7 @@ class Recommendation:
         if self.desired_workers < self.current_workers:
             return "scale down"
         if self.unstabilized_workers < self.current_workers:
-            return "hold (scale-down stabilizing)"
+            return "hold (draining a backlog)" if self.backlog_draining else "hold (scale-down stabilizing)"
         return "steady"
 
 
@@ -345,11 +346,13 @@ def recommend(
     if config.scale_down_follows_latest_rate:
         remembered = count_to_remember(demands, snapshot, previous_snapshot, has_work, task_count, config)
     may_scale_down = not (config.scale_down_waits_while_rate_rises and rate_is_rising(demands.values()))
+    draining = False
     if config.scale_down_after_backlog_drains:
         steady = count_to_remember(demands, snapshot, previous_snapshot, has_work, task_count, config,
                                    with_lag=False)
         with_lag = count_to_remember(demands, snapshot, previous_snapshot, has_work, task_count, config)
-        if backlog_is_draining(with_lag, steady, snapshot, previous_snapshot, demands):
+        draining = backlog_is_draining(with_lag, steady, snapshot, previous_snapshot, demands)
+        if draining:
             # The count sized for the backlog holds until it is drained; the window remembers what the
             # input alone needs, so the fall comes in one step (.backlog). A scale-up is remembered whole.
             may_scale_down = False
@@ -366,5 +369,6 @@ def recommend(
         required_workers=required,
         task_count=task_count,
         demands=demands,
+        backlog_draining=draining,
     )
     return recommendation, next_state
