@@ -13,6 +13,7 @@ suppression: ``enableSendingOldValues(true)``, which also gives the table a stor
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Optional
 
 import pytest
@@ -24,7 +25,7 @@ from test_suppress_logic import COUNTS, SECONDS, _long, _run
 from test_suppress_logic import _program as _suppress_program
 from dagster_kstreams.processors.records import RecordContext
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
-from dagster_kstreams.topology import StreamsBuilder
+from dagster_kstreams.topology import StreamsBuilder, Stores
 from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology.serdes import Serdes
 from dagster_kstreams.topology.consumed_produced import Produced
@@ -189,3 +190,18 @@ def test_a_join_of_a_materialized_filter_of_a_table_without_a_store_is_refused()
     a.filter(_kept, Materialized.as_("f-store")).left_join(builder.table("c"), _joiner("*")).to_stream().to("out")
     with pytest.raises(UnsupportedTopologyError, match="KTABLE-SOURCE"):
         compile_topology(builder.build(), "app").program(0)
+
+
+def test_a_filter_of_a_versioned_table_forwards_every_update_that_fails():
+    """``useVersionedSemantics``: the filter of a versioned table never drops (its flag is on: the
+    table has a store), so two updates in a row that fail are two tombstones."""
+    builder = StreamsBuilder()
+    table = builder.table("a", Materialized.as_(Stores.persistent_versioned_key_value_store("vs", timedelta(seconds=5))))
+    table.filter(_kept).to_stream().to("out-f")
+    program = compile_topology(builder.build(), "app", default_key_serde=Serdes.String(),
+                               default_value_serde=Serdes.String()).program(0)
+    updates = [("a", "a1"), ("a", "a3"), ("a", "a6"), ("a", None), ("a", "a2")]
+    records = [(RecordContext("a", 0, offset, timestamp=offset, position=offset, raw_key=b"k"), b"k",
+                None if value is None else value.encode()) for offset, (_, value) in enumerate(updates)]
+    out, _ = program.run_task_batch(records, None)  # a versioned table runs task-grouped
+    assert [None if value is None else value.decode() for value in out.value] == ["a1", None, None, None, "a2"]
