@@ -53,13 +53,18 @@ from dagster_kstreams.processors.base import Processor, reachable, register
 from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopologyError
 from dagster_kstreams.processors.suppress_size import buffered_record_size
 from dagster_kstreams.processors.table_joins import ValueGetter
-from dagster_kstreams.processors.table_old_values import old_value_getter, table_behind
+from dagster_kstreams.processors.table_old_values import (
+    keeps_old_values, old_value_getter, suppressed_old_value_key, table_behind,
+)
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import WindowedSerde
 from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows
 
 __all__ = ["SuppressionBuffer", "Suppress", "BUILDERS"]
+
+
+_NOT_KEPT = object()  # no old value kept with a buffered update
 
 
 class SuppressionBuffer:
@@ -92,13 +97,15 @@ class SuppressionBuffer:
         return old if sized is None else sized[1]
 
     def put(self, buffer_time: int, key_bytes: bytes, key, value, timestamp: int, headers=None,
-            size: int = 0, prior: Optional[bytes] = None) -> None:
+            size: int = 0, prior: Optional[bytes] = None, old=_NOT_KEPT) -> None:
         """Buffer an update (``headers``: its record context's, which it is emitted with, as Kafka
-        Streams' buffer keeps the record context; ``size``: its bytes, ``prior``: its prior value);
-        a key already buffered keeps its buffer time and place."""
+        Streams' buffer keeps the record context; ``size``: its bytes, ``prior``: its prior value;
+        ``old``: its old value, emitted with it, when the suppression keeps them); a key already
+        buffered keeps its buffer time and place."""
         if key_bytes not in self._records:
             heapq.heappush(self._order, (buffer_time, key_bytes))
-        self._records[key_bytes] = (key, value, timestamp, headers)
+        record = (key, value, timestamp, headers)
+        self._records[key_bytes] = record if old is _NOT_KEPT else (*record, old)
         replaced = self._sizes.get(key_bytes)
         self.size_bytes += size - (replaced[0] if replaced is not None else 0)
         self._sizes[key_bytes] = (size, prior)
@@ -109,7 +116,8 @@ class SuppressionBuffer:
 
     def evict_oldest(self) -> tuple:
         """Remove the first record in buffer order: ``(key, value, timestamp, headers)`` of its
-        latest update (``(key, value, timestamp)`` when an older version buffered it)."""
+        latest update, and its old value when kept (``(key, value, timestamp)`` when an older
+        version buffered it)."""
         _, key_bytes = heapq.heappop(self._order)
         sized = self._sizes.pop(key_bytes, None)
         if sized is not None:
@@ -150,7 +158,8 @@ class Suppress(Processor):
 
     def __init__(self, name: str, key_serde, window_end_time: bool, duration_ms: int, max_records: Optional[int],
                  drop_tombstones: bool, max_bytes: Optional[int] = None,
-                 shutdown_when_full: bool = False, value_serde=None, table: Optional[ValueGetter] = None):
+                 shutdown_when_full: bool = False, value_serde=None, table: Optional[ValueGetter] = None,
+                 old_values: Optional[ValueGetter] = None):
         super().__init__(name)
         self.key_serde = key_serde
         self.window_end_time = window_end_time
@@ -158,12 +167,14 @@ class Suppress(Processor):
         # with max_bytes: the buffer's value serde and the table whose old value each update is sized with
         self.max_bytes, self.value_serde, self.table = max_bytes, value_serde, table
         self.shutdown_when_full = shutdown_when_full
+        # when a filter after it sends old values: the old value behind each update it buffers
+        self.old_values = old_values
         self._state_key = f"suppress.{name}"
 
     def init(self, program) -> None:
         super().init(program)
-        if self.table is not None:
-            self.table.bind(program)
+        for table in {id(t): t for t in (self.table, self.old_values) if t is not None}.values():
+            table.bind(program)
 
     def process(self, key, value, context, out, state) -> None:
         task = task_state_of(self, state)
@@ -179,7 +190,8 @@ class Suppress(Processor):
         size, prior = 0, None
         if self.max_bytes is not None:
             size, prior = self._size(key, key_bytes, value, context, state, suppress.buffer)
-        suppress.buffer.put(buffer_time, key_bytes, key, value, timestamp, context.headers, size, prior)
+        old = _NOT_KEPT if self.old_values is None else self.old_values.get_old(self, key, state, context)
+        suppress.buffer.put(buffer_time, key_bytes, key, value, timestamp, context.headers, size, prior, old)
         for evicted in suppress.buffer.expired(suppress.stream_time - self.duration_ms):
             self._emit(evicted, context, out, state)
         if not suppress.buffer.over_capacity(self.max_records, self.max_bytes):
@@ -214,10 +226,12 @@ class Suppress(Processor):
                 "bound (BufferConfig.max_records / max_bytes) and run the task again")
 
     def _emit(self, evicted, context, out, state) -> None:
-        key, value, timestamp, *headers = evicted  # no headers: buffered by an older version
+        key, value, timestamp, *rest = evicted  # no headers, no old value: buffered by an older version
         if value is None and self.drop_tombstones:
             return
-        emitted = dataclasses.replace(context, timestamp=timestamp, headers=headers[0] if headers else None)
+        emitted = dataclasses.replace(context, timestamp=timestamp, headers=rest[0] if rest else None)
+        if self.old_values is not None:  # the old value of its latest update, emitted with it
+            state.old_values[suppressed_old_value_key(self.name)] = rest[1] if len(rest) > 1 else None
         self.forward(key, value, emitted, out, state)
 
 
@@ -271,12 +285,16 @@ def build(factory, ctx) -> Suppress:
     if config.max_bytes is not None:
         table = old_value_getter(ctx, factory, suppressed, what, "BufferConfig.max_bytes bounds it",
                                  "Bound it with max_records")
+    old_values = None
+    if keeps_old_values(sub, factory):
+        old_values = old_value_getter(ctx, factory, suppressed, what, "a filter after it sends old values",
+                                      "Filter after to_stream()", through_joins=True, through_suppressions=True)
     until_window_closes = bool(params["until_window_closes"])
     duration = params["grace_ms"] if until_window_closes else params["time_to_wait_ms"]
     return Suppress(factory.name, _key_serde(factory, ctx, suppressed.windows), until_window_closes, duration,
                     config.max_records, drop_tombstones=until_window_closes,
                     max_bytes=config.max_bytes, shutdown_when_full=config.shutdown_when_full,
-                    value_serde=_value_serde(factory, ctx), table=table)
+                    value_serde=_value_serde(factory, ctx), table=table, old_values=old_values)
 
 
 BUILDERS = {NodeKind.SUPPRESS: build}

@@ -7,7 +7,9 @@ value only; a reader that needs the old one reads it behind the update: the tabl
 was before the update (:class:`~.table_joins.ValueGetter`: through the ``filter``/``map_values``
 on the way, or a table-table join's result), or, for a windowed table, the old aggregate its
 windowed aggregation sends with the update once asked (:class:`~.windowed_tables.WindowedOldValue`).
-The path from the table's writer to the reader is found by one walk (:func:`table_behind`).
+A suppression emits each update with the old value of its latest buffered update
+(:class:`SuppressedOldValue`). The path from the table's writer to the reader is found by one walk
+(:func:`table_behind`).
 
 ``KTableFilter`` (Kafka Streams 4.3.1): with old values sent (its own flag, the topology's
 ``send_old_values``: :meth:`~dagster_kstreams.topology.ktable.KTable._filter_params`), an update
@@ -28,7 +30,8 @@ from dagster_kstreams.processors.table_joins import ValueGetter, value_getter
 from dagster_kstreams.processors.windowed_tables import WindowedOldValue
 from dagster_kstreams.topology.node_specs import NodeKind
 
-__all__ = ["TableBehind", "table_behind", "old_value_getter", "TableFilterOfOldValues", "BUILDERS"]
+__all__ = ["TableBehind", "table_behind", "old_value_getter", "SuppressedOldValue", "suppressed_old_value_key",
+           "keeps_old_values", "TableFilterOfOldValues", "BUILDERS"]
 
 _TABLE_STEPS = {NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES, NodeKind.SUPPRESS}
 
@@ -63,13 +66,57 @@ def table_behind(sub, factory) -> TableBehind:
     return TableBehind(tuple(reversed(steps)), aggregations)
 
 
+def suppressed_old_value_key(suppression: str) -> str:
+    """Where a suppression that keeps old values leaves, in ``state.old_values``, the old value of
+    the update it emits while that update travels on."""
+    return f"suppressed.{suppression}"
+
+
+class SuppressedOldValue(ValueGetter):
+    """The old value of an update a suppression emits (Kafka Streams' buffer keeps the old value of
+    each key's latest buffered update and emits it with the update), through the ``steps`` after the
+    suppression; the suppression keeps them when a filter after it sends old values
+    (:func:`keeps_old_values`)."""
+
+    def __init__(self, suppression: str, steps: tuple):
+        super().__init__(None, steps)
+        self.suppression = suppression
+
+    def bind(self, program) -> None:
+        pass  # nothing to bind: the suppression leaves the value under its name
+
+    def get_old(self, reader, key, state, context):
+        return self.through_steps(reader, key, state.old_values.get(suppressed_old_value_key(self.suppression)),
+                                  context)
+
+
+def keeps_old_values(sub, suppression) -> bool:
+    """Whether a filter after ``suppression`` (through table filters, map_values and suppressions)
+    sends old values, which the suppression then emits with each update."""
+    stack = list(suppression.children)
+    while stack:
+        node = sub.node(stack.pop())
+        if node.kind not in _TABLE_STEPS:
+            continue
+        if node.kind is NodeKind.TABLE_FILTER and node.params.get("send_old_values") \
+                and not node.params.get("versioned"):
+            return True
+        stack.extend(node.children)
+    return False
+
+
 def old_value_getter(ctx, factory, table: TableBehind, what: str, why: str, instead: str,
-                     through_joins: bool = False) -> ValueGetter:
+                     through_joins: bool = False, through_suppressions: bool = False) -> ValueGetter:
     """The getter of the old value behind each update reaching ``factory``: the table's store, or
-    what the windowed aggregations send (:class:`WindowedOldValue`, which asks them to send it);
+    what the windowed aggregations send (:class:`WindowedOldValue`, which asks them to send it), or
+    (``through_suppressions``) what the last suppression on the way emits (:class:`SuppressedOldValue`);
     a refusal naming ``why`` the old value is needed, and what to do ``instead``, when the table
     reaches ``factory`` through a suppressed table (or, windowed, a materialized one), whose old
     values the runner does not carry. ``through_joins``: as :func:`~.table_joins.value_getter`."""
+    suppressions = [index for index, node in enumerate(table.steps) if node.kind is NodeKind.SUPPRESS]
+    if through_suppressions and suppressions:
+        last = suppressions[-1]
+        return SuppressedOldValue(table.steps[last].name, _steps(ctx, table.steps[last + 1:]))
     for node in table.steps:
         if node.kind is NodeKind.SUPPRESS or (table.aggregations and node.stores):
             raise UnsupportedTopologyError(
@@ -79,12 +126,17 @@ def old_value_getter(ctx, factory, table: TableBehind, what: str, why: str, inst
     if not table.aggregations:
         (parent,) = factory.parents
         return value_getter(ctx, factory, parent, through_joins)
+    return WindowedOldValue(table.aggregations[0].params["store_name"], _steps(ctx, table.steps),
+                            tuple(aggregation.name for aggregation in table.aggregations))
+
+
+def _steps(ctx, nodes) -> tuple:
+    """The ``(kind, fn(key, value), negate)`` steps of table filters and map_values, as getters take them."""
     steps = []
-    for node in table.steps:
+    for node in nodes:
         fn = ctx.function(node, node.params["predicate" if node.kind is NodeKind.TABLE_FILTER else "mapper"])
         steps.append((node.kind.value.removeprefix("table_"), fn.as_key_value(), bool(node.params.get("negate"))))
-    return WindowedOldValue(table.aggregations[0].params["store_name"], tuple(steps),
-                            tuple(aggregation.name for aggregation in table.aggregations))
+    return tuple(steps)
 
 
 @register
@@ -123,7 +175,7 @@ def _table_filter(factory, ctx) -> TableFilter:
         ctx, factory, table_behind(ctx.subtopology, factory), f"table filter {factory.name}",
         "it drops an update whose new and old values both fail, as Kafka Streams' KTableFilter does when "
         "old values are sent (a join, a group_by or a suppression reads the filtered table, or the table it "
-        "filters has a store)", "Filter after to_stream()", through_joins=True)
+        "filters has a store)", "Filter after to_stream()", through_joins=True, through_suppressions=True)
     return TableFilterOfOldValues(factory.name, fn, negate, old)
 
 
