@@ -23,7 +23,7 @@ INPUTS = ("events", "prices", "slides")
 OUTPUTS = ("out-final", "out-closed", "out-sessions", "out-limited", "out-debounced", "out-closed-sliding",
            "out-closed-sessions", "out-bytes", "out-both-bounds", "out-raised", "out-final-filtered",
            "out-windowed-bytes", "out-sessions-filtered", "out-session-bytes", "out-sliding-filtered",
-           "out-sliding-bytes")
+           "out-sliding-bytes", "out-held")
 SHUT_DOWN_OUTPUT = "out-shut-down"  # of the shut-down application (shut_down_example)
 SHUT_DOWN_BYTES, RAISED_BYTES, WINDOWED_BYTES, SESSION_BYTES, SLIDING_BYTES = 480, 2_000, 300, 300, 300
 # How each output's keys are read: a time window of that size, a session window, or a plain string.
@@ -31,7 +31,7 @@ OUTPUT_KEYS = {"out-final": 10_000, "out-closed": 10_000, "out-sessions": "sessi
                "out-debounced": None, "out-closed-sliding": 5_000, "out-closed-sessions": "session", "out-bytes": None,
                "out-both-bounds": None, "out-raised": None, "out-final-filtered": 10_000,
                "out-windowed-bytes": 10_000, "out-sessions-filtered": "session", "out-session-bytes": "session",
-               "out-sliding-filtered": 5_000, "out-sliding-bytes": 5_000, SHUT_DOWN_OUTPUT: None}
+               "out-sliding-filtered": 5_000, "out-sliding-bytes": 5_000, "out-held": None, SHUT_DOWN_OUTPUT: None}
 
 
 def suppress_examples(topics: dict[str, str]) -> StreamsBuilder:
@@ -148,6 +148,12 @@ def suppress_examples(topics: dict[str, str]) -> StreamsBuilder:
                             .with_name("sliding-bytes")) \
         .to_stream() \
         .to(topics["out-sliding-bytes"], Produced.with_(WindowedSerde(Serdes.String(), 5_000), Serdes.Long()))
+    # A filter after a suppression sends old values (the suppression's parent does): an update the
+    # suppression emits whose new value and old value (its latest update's) both fail goes nowhere.
+    prices.suppress(Suppressed.until_time_limit(timedelta(seconds=2), BufferConfig.unbounded()).with_name("held")) \
+        .filter(lambda key, value: not value.startswith("x")) \
+        .to_stream() \
+        .to(topics["out-held"])
     return builder
 
 

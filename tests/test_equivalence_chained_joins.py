@@ -3,7 +3,10 @@
 One topology (tests/chained_join_topology.py; Java twin ChainedJoinExamples): a table-table join
 without a store joined again (inner then left; left then outer, the joined table on the other side
 of the second join), a materialized one joined again (outer then inner), a stream left-joined with
-a joined table through ``map_values``, and a joined table re-grouped and counted. Every store runs
+a joined table through ``map_values``, a joined table re-grouped and counted, and filtered tables
+(issue 14: Kafka Streams' ``KTableFilter`` drops an update whose new and old values both fail
+the predicate when it sends old values, and forwards it as a tombstone when not) left- and
+outer-joined, turned into streams, materialized. Every store runs
 without the record cache, so every single update reaches the outputs. Kafka Streams 4.3.1 runs the
 whole input once, in the background while our side runs (``max.task.idle.ms``: its timestamp
 merge of the four inputs of a task).
@@ -44,7 +47,7 @@ cloudpickle.register_pickle_by_value(chained_join_topology)
 PARTITIONS = 2
 T0 = (int(time.time()) - 3600) * 1000  # recent: older records may fall to the broker's retention
 KEYS = tuple(f"k{i}" for i in range(10))
-SEQUENCES = ("out-left", "out-outer", "out-inner", "out-stream")
+SEQUENCES = tuple(name for name in OUTPUTS if name != "out-counts")
 
 
 def _input(seed: int = 14) -> dict[str, list[tuple]]:
@@ -107,6 +110,22 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     assert any(v is not None and v.startswith("null%") for p in range(PARTITIONS) for _, v in expected["out-outer", p])
     assert any(v.endswith("|null") for p in range(PARTITIONS) for _, v in expected["out-stream", p])
     assert any(v != "0" for v in expected["out-counts"].values())
+    # A filter that sends old values forwards no tombstone after a tombstone (KTableFilter drops the
+    # update: neither value passes); one that does not, does.
+    assert not _tombstones_in_a_row(expected, "out-filter-stream")
+    assert not _tombstones_in_a_row(expected, "out-s-kept")
+    assert _tombstones_in_a_row(expected, "out-s-dropped")
+
+
+def _tombstones_in_a_row(results: dict, name: str) -> bool:
+    """Whether some key of output ``name`` gets a tombstone right after a tombstone."""
+    for p in range(PARTITIONS):
+        last: dict = {}
+        for key, value in results[name, p]:
+            if value is None and key in last and last[key] is None:
+                return True
+            last[key] = value
+    return False
 
 
 def test_chained_table_joins_in_a_clean_run_match_kafka_streams(

@@ -221,6 +221,8 @@ def _assert_reference_exercises_it(expected: dict, records: dict) -> None:
         assert any(value is None for _, value in expected[("out-limited", family)])
         debounced = [value for _, value in expected[("out-debounced", family)]]
         assert None in debounced and not any(value and value.startswith("x") for value in debounced)
+        held = [value for _, value in expected[("out-held", family)]]
+        assert None in held and not any(value and value.startswith("x") for value in held)
         # the byte bounds evict early: not the sequence of the (never full) 2,000-byte buffer
         assert expected[("out-bytes", family)] != expected[("out-raised", family)]
         assert len(expected[("out-both-bounds", family)]) > 20

@@ -134,9 +134,9 @@ def test_refuses_a_windowed_tables_old_values_through_a_suppressed_table():
     def build(builder):
         builder.stream("in").group_by_key().windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(SECONDS)) \
             .count().suppress(Suppressed.until_time_limit(SECONDS, BufferConfig.unbounded())) \
-            .filter(lambda window, count: count > 1) \
-            .suppress(Suppressed.until_window_closes(BufferConfig.unbounded())).to_stream().to("out")
-    with pytest.raises(UnsupportedTopologyError, match=r"a filter of the windowed table lies before it, and the "
+            .suppress(Suppressed.until_window_closes(BufferConfig.max_bytes(1_000).shut_down_when_full())) \
+            .to_stream().to("out")
+    with pytest.raises(UnsupportedTopologyError, match=r"BufferConfig.max_bytes bounds it, and the "
                                                        r"windowed table reaches it through KTABLE-SUPPRESS-"):
         _program(build)
 

@@ -1113,7 +1113,8 @@ def suppress_and_emit_on_close_examples():
              "out-both-bounds": "both-bounds-prices", "out-raised": "raised-prices",
              "out-final-filtered": "final-filtered-counts", "out-windowed-bytes": "windowed-bytes-counts",
              "out-sessions-filtered": "sessions-filtered-out", "out-session-bytes": "session-bytes-out",
-             "out-sliding-filtered": "sliding-filtered-out", "out-sliding-bytes": "sliding-bytes-out"}
+             "out-sliding-filtered": "sliding-filtered-out", "out-sliding-bytes": "sliding-bytes-out",
+             "out-held": "held-prices"}
     return suppress_examples(names).build()
 
 

@@ -283,13 +283,17 @@ class RepartitionFilter(Processor):
 # -- KTable operations without a store ---------------------------------------------------------
 @register
 class TableFilter(Filter):
-    """A table update whose new value fails the predicate becomes a tombstone (``KTableFilter``)."""
+    """A table update whose new value fails the predicate becomes a tombstone (``KTableFilter``
+    without old values sent; with them: :class:`~.table_old_values.TableFilterOfOldValues`)."""
 
     kind = "table_filter"
 
+    def passes(self, key, value, context) -> bool:
+        """Whether a table value (None: none) passes the filter."""
+        return value is not None and bool(self.call(context, self.fn, key, value)) != self.negate
+
     def process(self, key, value, context, out, state) -> None:
-        keep = value is not None and bool(self.call(context, self.fn, key, value)) != self.negate
-        new_value = value if keep else None
+        new_value = value if self.passes(key, value, context) else None
         program = self.program
         for child in self.children:
             program._forward(child, key, new_value, context, out, state)
@@ -360,9 +364,8 @@ def _table_to_stream(factory, ctx) -> TableToStream:
 
 
 def _filter(factory, ctx) -> Filter:
-    cls = Filter if factory.kind is NodeKind.FILTER else TableFilter
     fn = ctx.function(factory, factory.params["predicate"])
-    return cls(factory.name, fn.as_key_value(), negate=bool(factory.params.get("negate")))
+    return Filter(factory.name, fn.as_key_value(), negate=bool(factory.params.get("negate")))
 
 
 def _record_function(cls: type, parameter: str):
@@ -403,7 +406,6 @@ BUILDERS: dict[NodeKind, Callable] = {
     NodeKind.BRANCH_CHILD: _pass_through("branch_child"),
     NodeKind.TABLE_TO_STREAM: _table_to_stream,
     NodeKind.FILTER: _filter,
-    NodeKind.TABLE_FILTER: _filter,
     NodeKind.MAP: _record_function(Map, "mapper"),
     NodeKind.MAP_VALUES: _record_function(MapValues, "mapper"),
     NodeKind.FLAT_MAP: _record_function(FlatMap, "mapper"),

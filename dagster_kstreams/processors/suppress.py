@@ -25,11 +25,11 @@ by ``until_time_limit`` and dropped by ``until_window_closes`` (Kafka Streams' "
 tombstones": a final result was never emitted for the key). A suppression makes the tables before
 it send their old values, so a table ``filter`` on the way drops an update whose new and old
 values both fail it (or are absent): such an update never reaches the suppression (it neither
-advances its stream time nor enters the buffer); the processor reads the old value behind the
-update from the table's store (:class:`~.table_joins.ValueGetter`) to tell. A windowed table's old
-value is the one its aggregation sends with the update, once the suppression asks it to
-(:class:`~.windowed_tables.WindowedOldValue`); the path from the table to the suppression is found
-by one walk (:func:`_suppressed_table`).
+advances its stream time nor enters the buffer; :mod:`.table_old_values`). With ``max_bytes`` the
+processor reads the old value behind each update to size it: the table's store
+(:class:`~.table_joins.ValueGetter`), or the one a windowed aggregation sends with the update, once
+the suppression asks it to (:class:`~.windowed_tables.WindowedOldValue`); the path from the table
+to the suppression is found by one walk (:func:`~.table_old_values.table_behind`).
 
 State: the buffer and the stream time of each suppress processor are task-level values of the
 task's state (:mod:`.task_state`), so the sub-topology runs task-grouped: an update of one key
@@ -38,9 +38,9 @@ task's checkpoint, where Kafka Streams restores the buffer from its changelog bu
 stream time over (the runner's result is Kafka Streams' when it does not restart).
 
 Definition time: processors that keep state downstream of the suppression in its sub-topology are
-refused; so are a filter before it and ``max_bytes`` on it when a windowed table reaches it through a
-suppressed or materialized table (whose old values the runner does not carry; Kafka Streams' filter
-reads them, and its buffer counts them in each record's size).
+refused; so is ``max_bytes`` on it when a windowed table reaches it through a suppressed or
+materialized table (whose old values the runner does not carry; Kafka Streams' buffer counts them in
+each record's size), as is a filter on the way then (:mod:`.table_old_values`).
 """
 
 from __future__ import annotations
@@ -52,14 +52,19 @@ from typing import Any, Iterator, Optional
 from dagster_kstreams.processors.base import Processor, reachable, register
 from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopologyError
 from dagster_kstreams.processors.suppress_size import buffered_record_size
-from dagster_kstreams.processors.table_joins import ValueGetter, value_getter
+from dagster_kstreams.processors.table_joins import ValueGetter
+from dagster_kstreams.processors.table_old_values import (
+    keeps_old_values, old_value_getter, suppressed_old_value_key, table_behind,
+)
 from dagster_kstreams.processors.task_state import task_state_of
-from dagster_kstreams.processors.windowed_tables import WindowedOldValue
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import WindowedSerde
 from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows
 
 __all__ = ["SuppressionBuffer", "Suppress", "BUILDERS"]
+
+
+_NOT_KEPT = object()  # no old value kept with a buffered update
 
 
 class SuppressionBuffer:
@@ -92,13 +97,15 @@ class SuppressionBuffer:
         return old if sized is None else sized[1]
 
     def put(self, buffer_time: int, key_bytes: bytes, key, value, timestamp: int, headers=None,
-            size: int = 0, prior: Optional[bytes] = None) -> None:
+            size: int = 0, prior: Optional[bytes] = None, old=_NOT_KEPT) -> None:
         """Buffer an update (``headers``: its record context's, which it is emitted with, as Kafka
-        Streams' buffer keeps the record context; ``size``: its bytes, ``prior``: its prior value);
-        a key already buffered keeps its buffer time and place."""
+        Streams' buffer keeps the record context; ``size``: its bytes, ``prior``: its prior value;
+        ``old``: its old value, emitted with it, when the suppression keeps them); a key already
+        buffered keeps its buffer time and place."""
         if key_bytes not in self._records:
             heapq.heappush(self._order, (buffer_time, key_bytes))
-        self._records[key_bytes] = (key, value, timestamp, headers)
+        record = (key, value, timestamp, headers)
+        self._records[key_bytes] = record if old is _NOT_KEPT else (*record, old)
         replaced = self._sizes.get(key_bytes)
         self.size_bytes += size - (replaced[0] if replaced is not None else 0)
         self._sizes[key_bytes] = (size, prior)
@@ -109,7 +116,8 @@ class SuppressionBuffer:
 
     def evict_oldest(self) -> tuple:
         """Remove the first record in buffer order: ``(key, value, timestamp, headers)`` of its
-        latest update (``(key, value, timestamp)`` when an older version buffered it)."""
+        latest update, and its old value when kept (``(key, value, timestamp)`` when an older
+        version buffered it)."""
         _, key_bytes = heapq.heappop(self._order)
         sized = self._sizes.pop(key_bytes, None)
         if sized is not None:
@@ -149,28 +157,26 @@ class Suppress(Processor):
     task_grouped = True
 
     def __init__(self, name: str, key_serde, window_end_time: bool, duration_ms: int, max_records: Optional[int],
-                 drop_tombstones: bool, filtered_table: Optional[ValueGetter] = None, max_bytes: Optional[int] = None,
-                 shutdown_when_full: bool = False, value_serde=None, table: Optional[ValueGetter] = None):
+                 drop_tombstones: bool, max_bytes: Optional[int] = None,
+                 shutdown_when_full: bool = False, value_serde=None, table: Optional[ValueGetter] = None,
+                 old_values: Optional[ValueGetter] = None):
         super().__init__(name)
         self.key_serde = key_serde
         self.window_end_time = window_end_time
         self.duration_ms, self.max_records, self.drop_tombstones = duration_ms, max_records, drop_tombstones
-        # the table behind a filter on the way, whose old value tells an update the filter drops
-        self.filtered_table = filtered_table
         # with max_bytes: the buffer's value serde and the table whose old value each update is sized with
         self.max_bytes, self.value_serde, self.table = max_bytes, value_serde, table
         self.shutdown_when_full = shutdown_when_full
+        # when a filter after it sends old values: the old value behind each update it buffers
+        self.old_values = old_values
         self._state_key = f"suppress.{name}"
 
     def init(self, program) -> None:
         super().init(program)
-        for table in {id(t): t for t in (self.filtered_table, self.table) if t is not None}.values():
+        for table in {id(t): t for t in (self.table, self.old_values) if t is not None}.values():
             table.bind(program)
 
     def process(self, key, value, context, out, state) -> None:
-        if value is None and self.filtered_table is not None and \
-                self.filtered_table.get_old(self, key, state, context) is None:
-            return  # KTableFilter with old values: neither the new nor the old value passes
         task = task_state_of(self, state)
         suppress = task.values.get(self._state_key)
         if suppress is None:
@@ -184,7 +190,8 @@ class Suppress(Processor):
         size, prior = 0, None
         if self.max_bytes is not None:
             size, prior = self._size(key, key_bytes, value, context, state, suppress.buffer)
-        suppress.buffer.put(buffer_time, key_bytes, key, value, timestamp, context.headers, size, prior)
+        old = _NOT_KEPT if self.old_values is None else self.old_values.get_old(self, key, state, context)
+        suppress.buffer.put(buffer_time, key_bytes, key, value, timestamp, context.headers, size, prior, old)
         for evicted in suppress.buffer.expired(suppress.stream_time - self.duration_ms):
             self._emit(evicted, context, out, state)
         if not suppress.buffer.over_capacity(self.max_records, self.max_bytes):
@@ -219,10 +226,12 @@ class Suppress(Processor):
                 "bound (BufferConfig.max_records / max_bytes) and run the task again")
 
     def _emit(self, evicted, context, out, state) -> None:
-        key, value, timestamp, *headers = evicted  # no headers: buffered by an older version
+        key, value, timestamp, *rest = evicted  # no headers, no old value: buffered by an older version
         if value is None and self.drop_tombstones:
             return
-        emitted = dataclasses.replace(context, timestamp=timestamp, headers=headers[0] if headers else None)
+        emitted = dataclasses.replace(context, timestamp=timestamp, headers=rest[0] if rest else None)
+        if self.old_values is not None:  # the old value of its latest update, emitted with it
+            state.old_values[suppressed_old_value_key(self.name)] = rest[1] if len(rest) > 1 else None
         self.forward(key, value, emitted, out, state)
 
 
@@ -235,64 +244,6 @@ _STATELESS_KINDS = {
     NodeKind.FOREACH, NodeKind.PRINT, NodeKind.BRANCH, NodeKind.BRANCH_CHILD, NodeKind.MERGE, NodeKind.SINK,
     NodeKind.REPARTITION_FILTER, NodeKind.SUPPRESS,
 }
-_TABLE_STEPS = {NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES, NodeKind.SUPPRESS}
-
-
-@dataclasses.dataclass(frozen=True)
-class _SuppressedTable:
-    """What a suppression suppresses, found by the one walk up from it (:func:`_suppressed_table`):
-    ``steps``, the table filters, map_values and suppressions on the way (from the table's writer
-    on); ``aggregations``, the windowed aggregations writing the table (a cogroup's inputs; none:
-    the table is not windowed)."""
-
-    steps: tuple
-    aggregations: tuple
-
-    @property
-    def windows(self):
-        return self.aggregations[0].params["windows"] if self.aggregations else None
-
-    @property
-    def filtered(self) -> bool:
-        return any(step.kind is NodeKind.TABLE_FILTER for step in self.steps)
-
-
-def _suppressed_table(sub, factory) -> _SuppressedTable:
-    steps, node = [], factory
-    while True:
-        (parent,) = node.parents or (None,)
-        if parent is None:
-            return _SuppressedTable(tuple(reversed(steps)), ())
-        node = sub.node(parent)
-        if node.kind not in _TABLE_STEPS:
-            break
-        steps.append(node)
-    writers = [sub.node(name) for name in node.parents] if node.kind is NodeKind.COGROUP_MERGE else [node]
-    aggregations = tuple(writer for writer in writers if writer.kind is NodeKind.WINDOWED_AGGREGATE)
-    return _SuppressedTable(tuple(reversed(steps)), aggregations)
-
-
-def _old_values(ctx, factory, table: _SuppressedTable, what: str, why: str, instead: str) -> ValueGetter:
-    """The getter of the old value behind each update the suppression receives: the table's store,
-    or what the windowed aggregations send (:class:`WindowedOldValue`, which asks them to send it);
-    a refusal naming ``why`` the old value is needed, and what to do ``instead``, when a windowed
-    table reaches the suppression through a materialized or suppressed table."""
-    if not table.aggregations:
-        (parent,) = factory.parents
-        return value_getter(ctx, factory, parent)
-    steps = []
-    for node in table.steps:
-        if node.kind is NodeKind.SUPPRESS or node.stores:
-            raise UnsupportedTopologyError(
-                f"{what}: {why}, and the windowed table reaches it through {node.name} ({node.kind.value}), a "
-                "suppressed or materialized table; Kafka Streams then reads each update's old value from that "
-                f"table, which the Spark runner does not carry. {instead}")
-        fn = ctx.function(node, node.params["predicate" if node.kind is NodeKind.TABLE_FILTER else "mapper"])
-        steps.append((node.kind.value.removeprefix("table_"), fn.as_key_value(), bool(node.params.get("negate"))))
-    return WindowedOldValue(table.aggregations[0].params["store_name"], tuple(steps),
-                            tuple(aggregation.name for aggregation in table.aggregations))
-
-
 def _key_serde(factory, ctx, windows):
     """The buffer's key serde: the table's (Kafka Streams serializes the buffered keys with it)."""
     store = ctx.topology.state_stores.get(factory.params["store_name"])
@@ -329,21 +280,21 @@ def build(factory, ctx) -> Suppress:
     what = f"suppression {factory.name}"
     sub = ctx.subtopology
     _check_downstream(sub, factory)
-    suppressed = _suppressed_table(sub, factory)
-    filtered_table = None
-    if suppressed.filtered:
-        filtered_table = _old_values(ctx, factory, suppressed, what, "a filter of the windowed table lies before it",
-                                     "Filter after to_stream()")
+    suppressed = table_behind(sub, factory)
     table = None
     if config.max_bytes is not None:
-        table = filtered_table or _old_values(ctx, factory, suppressed, what, "BufferConfig.max_bytes bounds it",
-                                              "Bound it with max_records")
+        table = old_value_getter(ctx, factory, suppressed, what, "BufferConfig.max_bytes bounds it",
+                                 "Bound it with max_records")
+    old_values = None
+    if keeps_old_values(sub, factory):
+        old_values = old_value_getter(ctx, factory, suppressed, what, "a filter after it sends old values",
+                                      "Filter after to_stream()", through_joins=True, through_suppressions=True)
     until_window_closes = bool(params["until_window_closes"])
     duration = params["grace_ms"] if until_window_closes else params["time_to_wait_ms"]
     return Suppress(factory.name, _key_serde(factory, ctx, suppressed.windows), until_window_closes, duration,
-                    config.max_records, drop_tombstones=until_window_closes, filtered_table=filtered_table,
+                    config.max_records, drop_tombstones=until_window_closes,
                     max_bytes=config.max_bytes, shutdown_when_full=config.shutdown_when_full,
-                    value_serde=_value_serde(factory, ctx), table=table)
+                    value_serde=_value_serde(factory, ctx), table=table, old_values=old_values)
 
 
 BUILDERS = {NodeKind.SUPPRESS: build}

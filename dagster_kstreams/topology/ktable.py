@@ -89,6 +89,8 @@ class KTable(_AbstractStream):
         elif self._kind in ("filter", "map_values"):
             if self.queryable_store_name is None and not self._parents[0]._enable_sending_old_values(force):
                 return False
+            if self._kind == "filter":
+                self._node.spec.params["send_old_values"] = True  # KTableFilter's own flag
         elif self._kind == "join":
             self._parents[0]._enable_sending_old_values(True)
             self._parents[1]._enable_sending_old_values(True)
@@ -124,14 +126,25 @@ class KTable(_AbstractStream):
         """``filter(predicate[, named][, materialized])``."""
         named, materialized = _parse(args, Named, Materialized, operation="KTable.filter")
         fn = UserFunction.of(predicate, [F.KEY_VALUE], "KTable.filter", allow_column=True)
-        return self._derived(KTABLE_FILTER_NAME, NodeKind.TABLE_FILTER, {"predicate": fn, "negate": False}, named,
+        return self._derived(KTABLE_FILTER_NAME, NodeKind.TABLE_FILTER, self._filter_params(fn, False), named,
                              materialized, "filter", self.value_serde)
 
     def filter_not(self, predicate, *args) -> "KTable":
         named, materialized = _parse(args, Named, Materialized, operation="KTable.filter_not")
         fn = UserFunction.of(predicate, [F.KEY_VALUE], "KTable.filter_not", allow_column=True)
-        return self._derived(KTABLE_FILTER_NAME, NodeKind.TABLE_FILTER, {"predicate": fn, "negate": True}, named,
+        return self._derived(KTABLE_FILTER_NAME, NodeKind.TABLE_FILTER, self._filter_params(fn, True), named,
                              materialized, "filter", self.value_serde)
+
+    def _filter_params(self, predicate: UserFunction, negate: bool) -> dict:
+        """A filter of this table: ``send_old_values`` is ``KTableFilter``'s flag, which decides whether
+        it drops an update whose new and old values both fail (else it forwards a tombstone). Its
+        constructor asks this table without forcing a store (so: on when this table already sends
+        old values or has a store), and it turns on later when a reader of the filter asks for old
+        values (:meth:`_enable_sending_old_values`). ``versioned``: the table is read from a
+        versioned store, where the filter never drops (``useVersionedSemantics``)."""
+        return {"predicate": predicate, "negate": negate,
+                "send_old_values": self._enable_sending_old_values(False),
+                "versioned": self._versioned_history_retention_ms() is not None}
 
     def map_values(self, mapper, *args) -> "KTable":
         """``map_values(mapper[, named][, materialized])``; ``mapper(value)`` or ``mapper(key, value)``."""

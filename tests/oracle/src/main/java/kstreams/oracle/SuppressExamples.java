@@ -44,7 +44,7 @@ import org.apache.kafka.streams.state.WindowStore;
  *
  * Args: bootstrap applicationId stateDir events prices slides outFinal outClosed outSessions outLimited
  *       outDebounced outClosedSliding outClosedSessions outBytes outBothBounds outRaised outFinalFiltered
- *       outWindowedBytes outSessionsFiltered outSessionBytes outSlidingFiltered outSlidingBytes outShutDown
+ *       outWindowedBytes outSessionsFiltered outSessionBytes outSlidingFiltered outSlidingBytes outHeld outShutDown
  *
  * A second application (applicationId + "-shut-down", started first, run at once) suppresses the
  * prices table in a buffer of SHUT_DOWN_BYTES bytes that shuts down when full: it stops at the first
@@ -61,7 +61,7 @@ public final class SuppressExamples {
                                      String outClosedSliding, String outClosedSessions, String outBytes,
                                      String outBothBounds, String outRaised, String outFinalFiltered,
                                      String outWindowedBytes, String outSessionsFiltered, String outSessionBytes,
-                                     String outSlidingFiltered, String outSlidingBytes) {
+                                     String outSlidingFiltered, String outSlidingBytes, String outHeld) {
         StreamsBuilder builder = new StreamsBuilder();
         // The suppression buffer serializes the windowed keys: the grouping names the key serde.
         KGroupedStream<String, String> grouped = builder.<String, String>stream(events)
@@ -192,6 +192,13 @@ public final class SuppressExamples {
             .toStream()
             .to(outSlidingBytes,
                 Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 5_000), Serdes.Long()));
+        // A filter after a suppression sends old values (the suppression's parent does): an update
+        // the suppression emits whose new value and old value (its latest update's) both fail goes nowhere.
+        priceTable
+            .suppress(Suppressed.<String>untilTimeLimit(Duration.ofSeconds(2), BufferConfig.unbounded()).withName("held"))
+            .filter((key, value) -> !value.startsWith("x"))
+            .toStream()
+            .to(outHeld);
         return builder.build();
     }
 
@@ -239,7 +246,7 @@ public final class SuppressExamples {
         String bootstrap = args[0];
         String applicationId = args[1];
         String stateDir = args[2];
-        Topology shutDown = shutDownExample(args[4], args[22]);
+        Topology shutDown = shutDownExample(args[4], args[23]);
         Properties shutDownProps = KafkaStreamsRuns.properties(bootstrap, applicationId + "-shut-down",
                                                                stateDir + "/shut-down");
         shutDownProps.put(StreamsConfig.PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG, RecordingHandler.class);
@@ -250,7 +257,7 @@ public final class SuppressExamples {
 
         Topology topology = suppressExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
                                              args[10], args[11], args[12], args[13], args[14], args[15], args[16],
-                                             args[17], args[18], args[19], args[20], args[21]);
+                                             args[17], args[18], args[19], args[20], args[21], args[22]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
 

@@ -148,7 +148,8 @@ public final class TopologyCatalog {
             "events", "prices", "slides", "final-counts", "closed-hopping-out", "final-sessions-out", "limited-prices",
             "debounced-prices", "closed-sliding-out", "closed-sessions-out", "bytes-limited-prices",
             "both-bounds-prices", "raised-prices", "final-filtered-counts", "windowed-bytes-counts",
-            "sessions-filtered-out", "session-bytes-out", "sliding-filtered-out", "sliding-bytes-out"));
+            "sessions-filtered-out", "session-bytes-out", "sliding-filtered-out", "sliding-bytes-out",
+            "held-prices"));
         TOPOLOGIES.put("processor_api_examples", () -> ProcessorApiExamples.processorApiExamples("events", "out"));
         TOPOLOGIES.put("processor_api_named_then_count", TopologyCatalog::processor_api_named_then_count);
         TOPOLOGIES.put("processor_api_low_level_examples", () -> ProcessorApiExamples.lowLevel("events", "out"));
