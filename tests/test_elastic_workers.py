@@ -346,12 +346,20 @@ def test_a_killed_workers_tasks_go_to_the_standby_at_once_scale_up_promotes_the_
     reports = [record.asset_materialization.metadata for record in instance.fetch_materializations(key, limit=10_000).records]
     assert all(0 <= m["worker_seconds"].value <= m["seconds"].value + 0.01 for m in reports if "worker_task_batch" in m)
 
-    # The sensor recorded the lag as observations of the sub-topology: it rose and fell to 0; the
+    # The sensor recorded the lag as observations of the sub-topology: it rose and fell to 0 (at the
+    # sensor's next tick after the lag was drained, which a scale-down need not wait for); the
     # plotted workers count the standby (two active and one standby at most).
-    observations = instance.fetch_observations(key, limit=1000).records
-    metadata = [record.asset_observation.metadata for record in observations]
+    def observed_metadata():
+        return [record.asset_observation.metadata for record in instance.fetch_observations(key, limit=1000).records]
+
+    try:
+        wait("the sensor observing the lag drained",
+             lambda: (lambda observed: bool(observed) and observed[0]["lag"].value == 0)(observed_metadata()), 30)
+    except AssertionError:
+        pass  # the assertion below says what it observed last
+    metadata = observed_metadata()
     lags = [m["lag"].value for m in metadata]
-    assert max(lags) > 0 and lags[0] == 0  # newest first
+    assert max(lags) > 0 and lags[0] == 0, lags[:5]  # newest first
     assert max(m["active_workers"].value for m in metadata) == 2
     assert max(m["workers"].value for m in metadata) == 3
     assert all(m["workers"].value == m["active_workers"].value + m["standby_workers"].value for m in metadata)
