@@ -350,7 +350,8 @@ def recommend(
     if config.scale_down_after_backlog_drains:
         steady = count_to_remember(demands, snapshot, previous_snapshot, has_work, task_count, config,
                                    with_lag=False)
-        with_lag = count_to_remember(demands, snapshot, previous_snapshot, has_work, task_count, config)
+        with_lag = remembered if remembered is not None else count_to_remember(
+            demands, snapshot, previous_snapshot, has_work, task_count, config)
         draining = backlog_is_draining(with_lag, steady, snapshot, previous_snapshot, demands)
         if draining:
             # The count sized for the backlog holds until it is drained; the window remembers what the
