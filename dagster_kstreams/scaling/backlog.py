@@ -25,8 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .demand import SubtopologyDemand
-from .ids import subtopology_of
+from .demand import SubtopologyDemand, lags_by_subtopology
 from .measurements import LagSnapshot
 
 
@@ -34,14 +33,6 @@ def lag_work(lags: Mapping[str, int], demands: Mapping[str, SubtopologyDemand]) 
     """Worker-seconds of work in ``lags`` (records by sub-topology), each at its sub-topology's
     capacity; a lag the count does not count yet (:attr:`SubtopologyDemand.lag_counted`) is left out."""
     return sum(lags.get(sub, 0) / demand.capacity for sub, demand in demands.items() if demand.lag_counted)
-
-
-def lags_by_subtopology(snapshot: LagSnapshot) -> dict[str, int]:
-    lags: dict[str, int] = {}
-    for task, offsets in snapshot.tasks.items():
-        sub = subtopology_of(task)
-        lags[sub] = lags.get(sub, 0) + offsets.lag
-    return lags
 
 
 def lag_fell(snapshot: LagSnapshot, previous_snapshot: LagSnapshot | None,

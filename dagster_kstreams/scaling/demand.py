@@ -13,6 +13,15 @@ from .measurements import LagSnapshot, capacity_to_plan_with, input_rates, smoot
 from .selectivity import bounded_rates, rate_bounds
 
 
+def lags_by_subtopology(snapshot: LagSnapshot) -> dict[str, int]:
+    """Each sub-topology's lag: its tasks' summed."""
+    lags: dict[str, int] = {}
+    for task, offsets in snapshot.tasks.items():
+        sub = subtopology_of(task)
+        lags[sub] = lags.get(sub, 0) + offsets.lag
+    return lags
+
+
 def required_rate(total_lag: int, input_rate: float, config: ScalingConfig) -> float:
     """Records per second needed to keep up with input and drain the lag within the catch-up time.
 
@@ -84,11 +93,10 @@ def subtopology_demands(
     remembered = remembered or {}
     floors = floors or {}
     rates = input_rates(previous_snapshot, snapshot)
-    lags: dict[str, int] = {}
+    lags = lags_by_subtopology(snapshot)
     arriving: dict[str, float] = {}
-    for task, offsets in snapshot.tasks.items():
+    for task in snapshot.tasks:
         sub = subtopology_of(task)
-        lags[sub] = lags.get(sub, 0) + offsets.lag
         arriving[sub] = arriving.get(sub, 0.0) + rates.get(task, 0.0)
     latest = dict(arriving)
     if previous_snapshot is not None:
