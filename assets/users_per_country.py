@@ -35,14 +35,16 @@ def build_topology(users: str = "users", users_per_country: str = "users-per-cou
 
 
 def build_app(app_id: str = APP_ID, users: str = "users", users_per_country: str = "users-per-country",
-              **options) -> KStreamsApp:
+              partitions: int | None = None, **options) -> KStreamsApp:
+    """``partitions``: of both topics, instead of :data:`TOPIC_PARTITIONS` (the tasks per sub-topology)."""
     return KStreamsApp(
         build_topology(users, users_per_country), app_id,
-        {users: TOPIC_PARTITIONS["users"], users_per_country: TOPIC_PARTITIONS["users-per-country"]},
+        {users: partitions or TOPIC_PARTITIONS["users"],
+         users_per_country: partitions or TOPIC_PARTITIONS["users-per-country"]},
         create_sink_topics=True, **options)
 
 
 def build_defs(app_id: str = APP_ID, users: str = "users", users_per_country: str = "users-per-country",
-               elastic_workers=None, resources=None, **options) -> dg.Definitions:
-    return kstreams_definitions(build_app(app_id, users, users_per_country, **options), resources=resources,
-                                elastic_workers=elastic_workers)
+               elastic_workers=None, resources=None, partitions: int | None = None, **options) -> dg.Definitions:
+    return kstreams_definitions(build_app(app_id, users, users_per_country, partitions, **options),
+                                resources=resources, elastic_workers=elastic_workers)

@@ -2,12 +2,12 @@
 Kafka Streams 4.3.1 on the users-per-country topology (issue 12).
 
     .venv/bin/python -m bench.latency [--rate 1000] [--seconds 120] [--warmup-seconds 30]
-        [--systems dagster-kstreams,kafka-streams] [--bootstrap HOST:PORT]
+        [--systems dagster-kstreams,kafka-streams] [--partitions 2] [--bootstrap HOST:PORT]
 
 The application is the users-per-country example (``assets/users_per_country.py``: ``users`` ->
 ``group_by(country)`` -> ``count`` -> ``users-per-country``; two sub-topologies joined by a
-repartition topic). Each system gets its own fresh input topic (2 partitions), output topic (2
-partitions) and application id, and runs alone, one after the other, on one broker (a
+repartition topic). Each system gets its own fresh input topic (2 partitions, or ``--partitions``), output
+topic (as many) and application id, and runs alone, one after the other, on one broker (a
 LocalBroker on ports 29300/29301 unless --bootstrap):
 
 * ``dagster-kstreams``: a code location written to a temp dir (``build_defs`` of the example,
@@ -66,7 +66,7 @@ from dagster_kstreams.spark.session import DEFAULT_MASTER
 
 REPO = Path(__file__).resolve().parent.parent
 BROKER_PORT = 29300
-PARTITIONS = 2  # as assets/users_per_country.py TOPIC_PARTITIONS
+PARTITIONS = 2  # as assets/users_per_country.py TOPIC_PARTITIONS (--partitions for another count)
 DAGSTER = "dagster-kstreams"
 KAFKA_STREAMS = "kafka-streams"
 SYSTEMS = (DAGSTER, KAFKA_STREAMS)
@@ -75,7 +75,10 @@ SYSTEMS = (DAGSTER, KAFKA_STREAMS)
 # partition (alternating down the weights, which balances them roughly).
 COUNTRY_WEIGHTS = {"fr": 8, "de": 6, "us": 5, "it": 3, "es": 3, "pt": 1, "nl": 1, "be": 1, "pl": 1, "se": 1,
                    "jp": 1}
-COUNTRY_PARTITION = {country: index % PARTITIONS for index, country in enumerate(COUNTRY_WEIGHTS)}
+
+
+def country_partitions(partitions: int) -> dict[str, int]:
+    return {country: index % partitions for index, country in enumerate(COUNTRY_WEIGHTS)}
 
 CODE_LOCATION = '''
 import dagster as dg
@@ -93,6 +96,7 @@ defs = build_defs(
     users_per_country=S["sink"],
     state_location=S["state"],
     processing_guarantee=S["processing_guarantee"],
+    partitions=S["partitions"],
     elastic_workers=ElasticWorkers(
         scaling=ScalingConfig(min_workers=1, max_workers=1),
         sensor_interval_seconds=S["sensor_interval"],
@@ -226,12 +230,12 @@ def table(results: dict) -> str:
 # --- Kafka plumbing (confluent-kafka only: the bench does not rely on the library's internals) ---
 
 
-def create_topics(bootstrap: str, topics: dict[str, dict]) -> None:
-    """Create each topic with PARTITIONS partitions and the given configs."""
+def create_topics(bootstrap: str, topics: dict[str, dict], partitions: int = PARTITIONS) -> None:
+    """Create each topic with ``partitions`` partitions and the given configs."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(name, PARTITIONS, 1, config=config) for name, config in topics.items()])
+    futures = admin.create_topics([NewTopic(name, partitions, 1, config=config) for name, config in topics.items()])
     for future in futures.values():
         future.result(timeout=60)
 
@@ -240,8 +244,8 @@ class OutputReader:
     """Reads the output topic from the beginning in a thread; keeps every record with its
     log-append time and receive time, and the highest count seen per country."""
 
-    def __init__(self, bootstrap: str, topic: str):
-        self.bootstrap, self.topic = bootstrap, topic
+    def __init__(self, bootstrap: str, topic: str, partitions: int = PARTITIONS):
+        self.bootstrap, self.topic, self.partitions = bootstrap, topic, partitions
         self.outputs: list[Output] = []
         self.highest: dict[str, int] = {}
         self.errors: list[str] = []
@@ -266,7 +270,7 @@ class OutputReader:
         consumer = Consumer({"bootstrap.servers": self.bootstrap, "enable.auto.commit": False,
                              "group.id": f"bench-latency-reader-{uuid.uuid4().hex}",  # assign() only; never joins
                              "fetch.wait.max.ms": 10, "fetch.min.bytes": 1})
-        consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+        consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(self.partitions)])
         try:
             while not self._stop.is_set():
                 messages = consumer.consume(num_messages=10_000, timeout=0.05)
@@ -298,12 +302,13 @@ class UserWriter:
     """Writes user records (the generator's shape: ``{"user_id", "name", "country", "signup_ts"}``,
     keyed by user id) and keeps, per record, its country rank and produce time."""
 
-    def __init__(self, bootstrap: str, topic: str, seed: int = 0):
+    def __init__(self, bootstrap: str, topic: str, partitions: int = PARTITIONS, seed: int = 0):
         import random
 
         from confluent_kafka import Producer
 
         self.topic = topic
+        self.country_partition = country_partitions(partitions)  # each country pinned to one partition
         self.random = random.Random(seed)
         self.countries = list(COUNTRY_WEIGHTS)
         self.weights = [COUNTRY_WEIGHTS[c] for c in self.countries]
@@ -323,7 +328,7 @@ class UserWriter:
         now = time.time()
         value = json.dumps({"user_id": f"user-{user}", "name": f"user {user}", "country": country,
                             "signup_ts": int(now * 1000)})
-        self.producer.produce(self.topic, key=f"user-{user}", value=value, partition=COUNTRY_PARTITION[country],
+        self.producer.produce(self.topic, key=f"user-{user}", value=value, partition=self.country_partition[country],
                               timestamp=int(now * 1000), on_delivery=self._on_delivery)
         self.produced.append(Produced(country, rank, now, measured))
         self.producer.poll(0)
@@ -370,7 +375,7 @@ class DagsterSystem:
             "state": str(directory / "state"), "bootstrap": bootstrap, "master": args.master,
             "spark_config": {**SPARK_CONFIG, **json.loads(args.spark_conf or "{}")},
             "sensor_interval": args.sensor_interval, "worker_options": dict(args.worker_option),
-            "processing_guarantee": args.processing_guarantee,
+            "processing_guarantee": args.processing_guarantee, "partitions": args.partitions,
         }
         self.reads_at_commit = args.processing_guarantee == "exactly_once_v2"
         if self.reads_at_commit:
@@ -486,12 +491,13 @@ def run_system(name: str, args, bootstrap: str, work: Path) -> dict:
              "app_id": f"bench-latency-{short}-{suffix}"}
     directory = work / name
     directory.mkdir(parents=True)
-    create_topics(bootstrap, {names["input"]: {}, names["output"]: {"message.timestamp.type": "LogAppendTime"}})
+    create_topics(bootstrap, {names["input"]: {}, names["output"]: {"message.timestamp.type": "LogAppendTime"}},
+                  args.partitions)
     wait_for_group_coordinator(bootstrap, names["app_id"], names["input"])
     system = DagsterSystem(args, bootstrap, directory, names) if name == DAGSTER \
         else KafkaStreamsSystem(args, bootstrap, directory, names)
-    reader = OutputReader(bootstrap, names["output"])
-    writer = UserWriter(bootstrap, names["input"], seed=args.seed)
+    reader = OutputReader(bootstrap, names["output"], args.partitions)
+    writer = UserWriter(bootstrap, names["input"], args.partitions, seed=args.seed)
     reader.start()
     load_before = os.getloadavg()
     timings: dict = {}
@@ -588,6 +594,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                              "read the receive-time latency, the log-append time is before the commit)")
     parser.add_argument("--ks-commit-interval-ms", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--partitions", type=int, default=PARTITIONS,
+                        help="of the input and output topics, so the tasks per sub-topology (default: the example's)")
     parser.add_argument("--bootstrap", default=None, help="use this broker instead of starting one")
     parser.add_argument("--output-dir", default=str(REPO / "bench" / "results"))
     args = parser.parse_args(argv)

@@ -1,10 +1,10 @@
 """Where a continuous task's micro-batch time goes at a steady rate (issue 12's latency).
 
     .venv/bin/python -m bench.profile_latency [--rate 1000] [--seconds 45] [--master local[N]]
-        [--bootstrap HOST:PORT] [--jfr PATH] [--spark-conf KEY=VALUE ...]
+        [--partitions 2] [--bootstrap HOST:PORT] [--jfr PATH] [--spark-conf KEY=VALUE ...]
 
 The users-per-country example (``assets/users_per_country.py``: two sub-topologies, two tasks
-each) runs with every task started at once (``TaskRunner.start_task``, trigger 0, as a worker runs
+each; ``--partitions N``, N each: with 1, half the queries for the same records) runs with every task started at once (``TaskRunner.start_task``, trigger 0, as a worker runs
 them) while records arrive at ``--rate`` per second. Printed per task, over its last 20 batches
 with input: the mean and max of each phase Spark reports for a micro-batch
 (``StreamingQueryProgress.durationMs``: ``walCommit`` and ``commitOffsets`` are the offset and
@@ -49,7 +49,7 @@ JFR_FRAMES = ("ClosureCleaner", "Analyzer", "Optimizer", "CodeGenerator", "Gener
               "KafkaProducer", "KafkaConsumer", "PythonArrow", "py4j", "DAGScheduler", "Serializ")
 
 
-def produce_steadily(bootstrap: str, topic: str, rate: float, stop: threading.Event) -> None:
+def produce_steadily(bootstrap: str, topic: str, rate: float, partitions: int, stop: threading.Event) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     started, sent = time.time(), 0
     while not stop.is_set():
@@ -58,7 +58,7 @@ def produce_steadily(bootstrap: str, topic: str, rate: float, stop: threading.Ev
             time.sleep(delay)
         country = COUNTRIES[sent % len(COUNTRIES)]
         producer.produce(topic, key=f"u{sent}", value=json.dumps({"user_id": f"u{sent}", "country": country}),
-                         partition=sent % 2)
+                         partition=sent % partitions)
         producer.poll(0)
         sent += 1
     producer.flush()
@@ -98,6 +98,8 @@ def jfr_summary(recording: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rate", type=float, default=1000.0)
+    parser.add_argument("--partitions", type=int, default=2,
+                        help="of the input and output topics: the tasks per sub-topology (2, as the example)")
     parser.add_argument("--seconds", type=float, default=45.0)
     parser.add_argument("--master", default=DEFAULT_MASTER)
     parser.add_argument("--bootstrap", default=None)
@@ -113,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
 def run(args, bootstrap: str, work: Path) -> None:
     tag = uuid.uuid4().hex[:6]
     users, per_country = f"profile-users-{tag}", f"profile-upc-{tag}"
-    KafkaAdmin(bootstrap).create_topics({users: 2, per_country: 2})
+    KafkaAdmin(bootstrap).create_topics({users: args.partitions, per_country: args.partitions})
     spark = build_spark_session(args.master, {"spark.ui.enabled": "false", **dict(args.spark_conf)},
                                 app_name="bench-profile-latency")
     spark.sparkContext.setLogLevel("ERROR")
@@ -121,7 +123,7 @@ def run(args, bootstrap: str, work: Path) -> None:
     runner = TaskRunner(build_topology(users, per_country), f"profile-latency-{tag}", bootstrap,
                         state_location=str(work / "state"), spark=spark)
     stop = threading.Event()
-    producer = threading.Thread(target=produce_steadily, args=(bootstrap, users, args.rate, stop), daemon=True)
+    producer = threading.Thread(target=produce_steadily, args=(bootstrap, users, args.rate, args.partitions, stop), daemon=True)
     producer.start()
     tasks = [runner.start_task(task) for task in runner.tasks()]
     log(f"{len(tasks)} tasks running, {args.rate:.0f} records/s for {args.seconds:.0f} s")
