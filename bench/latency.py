@@ -80,6 +80,7 @@ COUNTRY_WEIGHTS = {"fr": 8, "de": 6, "us": 5, "it": 3, "es": 3, "pt": 1, "nl": 1
 def country_partitions(partitions: int) -> dict[str, int]:
     return {country: index % partitions for index, country in enumerate(COUNTRY_WEIGHTS)}
 
+
 CODE_LOCATION = '''
 import dagster as dg
 

@@ -4,8 +4,9 @@
         [--partitions 2] [--bootstrap HOST:PORT] [--jfr PATH] [--spark-conf KEY=VALUE ...]
 
 The users-per-country example (``assets/users_per_country.py``: two sub-topologies, two tasks
-each; ``--partitions N``, N each: with 1, half the queries for the same records) runs with every task started at once (``TaskRunner.start_task``, trigger 0, as a worker runs
-them) while records arrive at ``--rate`` per second. Printed per task, over its last 20 batches
+each; ``--partitions N``, N each: with 1, half the queries for the same records) runs with every
+task started at once (``TaskRunner.start_task``, trigger 0, as a worker runs them) while records
+arrive at ``--rate`` per second. Printed per task, over its last 20 batches
 with input: the mean and max of each phase Spark reports for a micro-batch
 (``StreamingQueryProgress.durationMs``: ``walCommit`` and ``commitOffsets`` are the offset and
 commit log writes, ``addBatch`` the batch itself, i.e. our ``foreachBatch``), the state store's
@@ -123,7 +124,8 @@ def run(args, bootstrap: str, work: Path) -> None:
     runner = TaskRunner(build_topology(users, per_country), f"profile-latency-{tag}", bootstrap,
                         state_location=str(work / "state"), spark=spark)
     stop = threading.Event()
-    producer = threading.Thread(target=produce_steadily, args=(bootstrap, users, args.rate, args.partitions, stop), daemon=True)
+    producer = threading.Thread(target=produce_steadily, args=(bootstrap, users, args.rate, args.partitions, stop),
+                                daemon=True)
     producer.start()
     tasks = [runner.start_task(task) for task in runner.tasks()]
     log(f"{len(tasks)} tasks running, {args.rate:.0f} records/s for {args.seconds:.0f} s")
