@@ -231,7 +231,7 @@ def table(results: dict) -> str:
 # --- Kafka plumbing (confluent-kafka only: the bench does not rely on the library's internals) ---
 
 
-def create_topics(bootstrap: str, topics: dict[str, dict], partitions: int = PARTITIONS) -> None:
+def create_topics(bootstrap: str, topics: dict[str, dict], partitions: int) -> None:
     """Create each topic with ``partitions`` partitions and the given configs."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -245,7 +245,7 @@ class OutputReader:
     """Reads the output topic from the beginning in a thread; keeps every record with its
     log-append time and receive time, and the highest count seen per country."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int = PARTITIONS):
+    def __init__(self, bootstrap: str, topic: str, partitions: int):
         self.bootstrap, self.topic, self.partitions = bootstrap, topic, partitions
         self.outputs: list[Output] = []
         self.highest: dict[str, int] = {}
@@ -303,7 +303,7 @@ class UserWriter:
     """Writes user records (the generator's shape: ``{"user_id", "name", "country", "signup_ts"}``,
     keyed by user id) and keeps, per record, its country rank and produce time."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int = PARTITIONS, seed: int = 0):
+    def __init__(self, bootstrap: str, topic: str, partitions: int, seed: int = 0):
         import random
 
         from confluent_kafka import Producer

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from assets.users_per_country import build_topology
+from assets.users_per_country import TOPIC_PARTITIONS, build_topology
 from bench.common import bench_workspace, log
 from bench.profile_wordcount import PHASES, instrument
 from dagster_kstreams.base.cli_options import key_value
@@ -99,8 +99,8 @@ def jfr_summary(recording: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rate", type=float, default=1000.0)
-    parser.add_argument("--partitions", type=int, default=2,
-                        help="of the input and output topics: the tasks per sub-topology (2, as the example)")
+    parser.add_argument("--partitions", type=int, default=TOPIC_PARTITIONS["users"],
+                        help="of the input and output topics: the tasks per sub-topology (default: the example's)")
     parser.add_argument("--seconds", type=float, default=45.0)
     parser.add_argument("--master", default=DEFAULT_MASTER)
     parser.add_argument("--bootstrap", default=None)
