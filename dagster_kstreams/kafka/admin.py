@@ -83,9 +83,15 @@ class KafkaAdmin:
             try:
                 return attempt()
             except KafkaException as error:
-                waits_out = self.outage_s > 0 and (_is_unreachable(error) or error_code(error) in LEADERLESS)
+                leaderless = self.outage_s > 0 and error_code(error) in LEADERLESS
+                waits_out = leaderless or (self.outage_s > 0 and _is_unreachable(error))
                 if time.monotonic() >= deadline or not (waits_out or _is_transient(error, also_transient)):
                     raise self._translate(error, what) from error
+                if leaderless:
+                    # A client that asked while the restarted broker had no leaders yet may keep that
+                    # answer: seen in CI, "No leaders found" for 120 s after the leaders were back. A
+                    # new client asks the broker again.
+                    self._client = AdminClient(self.client_config)
             except TimeoutError as error:
                 if self.outage_s <= 0 or time.monotonic() >= deadline:
                     raise KafkaAdminError(
