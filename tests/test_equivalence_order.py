@@ -6,7 +6,8 @@ order itself), a stateless chain after that merge (every record mapped to one ke
 count whose every update is re-keyed to one key, a stream-table join over two partitions
 whose sides interleave in time, and a merge of three topics to one key written with Column
 expressions (run in the JVM), that merge also placed by a partitioner after a Column
-``map_values`` (the JVM's plan, then the partitioner in one Python pass). All timestamps are
+``map_values`` (the JVM's plan, then the partitioner in one Python pass), and sent to a topic a
+Python function picks per record, with and without a partitioner. All timestamps are
 distinct and interleaved across topics.
 Custom stream partitioners too: a sink placed by the value (a copy to every partition, none, the
 default partitioner, tombstones and null keys), the same on a sink whose topic a function picks
@@ -48,7 +49,8 @@ COLUMN_MERGED = ("e", "f", "g")
 INPUTS = {**dict.fromkeys(MERGED, 1), "counted": 1, "orders": 2, "customers": 2,
           **dict.fromkeys(COLUMN_MERGED, 1), "placed": 1}  # name: partitions
 OUTPUTS = {"out-reduce": 1, "out-mapped": 1, "out-counts": 2, "out-joined": 2, "out-columns": 1,
-           "out-placed": 3, "out-placed-counts": 2, "out-picked-a": 3, "out-picked-b": 2, "out-columns-placed": 3}
+           "out-placed": 3, "out-placed-counts": 2, "out-picked-a": 3, "out-picked-b": 2, "out-columns-placed": 3,
+           "out-columns-picked-a": 3, "out-columns-picked-b": 2, "out-columns-routed-a": 1, "out-columns-routed-b": 2}
 
 
 class ByValue:
@@ -112,12 +114,16 @@ def order_examples(topics: dict[str, str]) -> StreamsBuilder:
         columns = columns.merge(builder.stream(topics[name]))
     columns.map((F.lit("all"), F.concat(F.col("key"), F.lit(":"), F.upper(F.col("value"))))).to(topics["out-columns"])
     value = F.col("value")
-    columns.map_values(F.when(value.endswith("0"), F.concat(F.lit("all"), value))
-                       .when(value.endswith("7"), F.concat(F.lit("drop"), value))
-                       .when(value.endswith("3"), F.lit(None).cast("string"))
-                       .when(value.endswith("5"), F.concat(value, F.lit("x")))
-                       .otherwise(value)) \
-        .to(topics["out-columns-placed"], Produced.stream_partitioner(ByValue()))
+    column_values = columns.map_values(F.when(value.endswith("0"), F.concat(F.lit("all"), value))
+                                       .when(value.endswith("7"), F.concat(F.lit("drop"), value))
+                                       .when(value.endswith("3"), F.lit(None).cast("string"))
+                                       .when(value.endswith("5"), F.concat(value, F.lit("x")))
+                                       .otherwise(value))
+    column_values.to(topics["out-columns-placed"], Produced.stream_partitioner(ByValue()))
+    column_values.to(lambda key, value: topics["out-columns-picked-a" if value is None or value[-1] in "02468"
+                                               else "out-columns-picked-b"], Produced.stream_partitioner(ByValue()))
+    columns.map_values(F.upper(value)) \
+        .to(lambda key, value: topics["out-columns-routed-a" if key == "x" else "out-columns-routed-b"])
     partitioner_examples(builder, topics)
     return builder
 
@@ -206,6 +212,14 @@ def test_record_order_across_keys_and_topics_matches_kafka_streams(kafka_bootstr
     assert any(column_placed.count(value) == 3 for value in column_placed if value and value.startswith("all"))
     assert None in column_placed and any(value and len(value) == 4 for value in column_placed)
     assert len(expected["out-placed-counts"]) == 2
+    # ... and to a topic picked per record after Column expressions, placed there or not.
+    picked_a, picked_b = ([value for partition in expected[name].values() for _, value in partition]
+                          for name in ("out-columns-picked-a", "out-columns-picked-b"))
+    assert len(expected["out-columns-picked-a"]) == 3 and any(picked_a.count(value) == 3 for value in picked_a)
+    assert None in picked_a and picked_b and all(value[-1] not in "02468" for value in picked_b)
+    routed = {name: [key for partition in expected[name].values() for key, _ in partition]
+              for name in ("out-columns-routed-a", "out-columns-routed-b")}
+    assert set(routed["out-columns-routed-a"]) == {"x"} and set(routed["out-columns-routed-b"]) == {"y", "z"}
     # A topic picked per record, placed with that topic's own partition count (3 and 2): copies to all.
     for name, count in (("out-picked-a", 3), ("out-picked-b", 2)):
         picked = [value for partition in expected[name].values() for _, value in partition]
@@ -217,7 +231,7 @@ def test_record_order_across_keys_and_topics_matches_kafka_streams(kafka_bootstr
     application = runner.compiled.application
     (column_subtopology,) = [sub for sub in application.subtopology_ids
                              if topics["e"] in application.source_topics(sub)]
-    # In the JVM (its partitioner alone in a Python pass over the plan's output).
+    # In the JVM (its partitioner and topic pickers alone in a Python pass over the plan's output).
     assert isinstance(strategy_for(runner.compiled.program(column_subtopology)), ColumnPlan)
     runner.run_all()
     ours = _sequences(kafka_bootstrap, topics)

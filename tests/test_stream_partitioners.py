@@ -191,22 +191,23 @@ def test_a_windowed_key_on_a_picked_topic_goes_where_its_inner_key_would(kafka_b
     assert out["partition"] == [default_partition(b"user7", 5)] * 3  # Kafka Streams' WindowedStreamPartitioner
 
 
-def _placed_by_column_plan(builder, counts, rows):
+def _placed_by_column_plan(builder, counts, rows, kafka_config=None):
     """``(topic, key, value, partition)`` of the Column plan's output rows ``(sink, key, value)``
     (``sink``: the name of the sink that wrote the row) once placed (column_placement.place_batch,
     the pass Spark runs after the JVM's plan; the broker-backed run is test_equivalence_order.py)."""
-    program = compile_topology(builder, "app").check().program(0)
+    program = compile_topology(builder, "app", kafka_config=kafka_config).check().program(0)
     assert isinstance(strategy_for(program), ColumnPlan)
     program.sink_partition_counts = counts
     index = {node.name: i for i, node in enumerate(program.nodes)}
     sinks = [program.nodes[index[sink]] for sink, _, _ in rows]
     batch = pa.RecordBatch.from_pydict({
-        "topic": [sink.topic for sink in sinks],
+        "topic": pa.array([sink.topic for sink in sinks], pa.string()),  # None: picked in the pass
         "key": [None if key is None else key.encode() for _, key, _ in rows],
         "value": [value.encode() for _, _, value in rows],
         "headers": pa.nulls(len(rows), pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
         "timestamp_ms": pa.nulls(len(rows), pa.int64()), "emit_order": pa.nulls(len(rows), pa.int64()),
-        "_placed_sink": pa.array([index[sink.name] if sink.placement else None for sink in sinks], pa.int32()),
+        "_placed_sink": pa.array([index[sink.name] if sink.placement or sink.topic is None else None
+                                  for sink in sinks], pa.int32()),
         "_source_topic": ["in"] * len(rows), "_source_partition": pa.array([0] * len(rows), pa.int32()),
         "_source_offset": list(range(len(rows))), "_source_time": [1_000] * len(rows)})
     placed = place_batch(batch, program)
@@ -227,6 +228,43 @@ def test_a_partitioner_after_column_expressions_places_what_the_jvm_wrote(spark)
         ("plain", "k1", "drop1!", None),                                                  # dropped from "out"
         ("out", "k2", "all2!", 0), ("out", "k2", "all2!", 1), ("out", "k2", "all2!", 2),  # ascending
         ("out", "k3", "abc!", None), ("out", None, "abcd!", 2), ("plain", None, "abcd!", None)]
+
+
+def test_a_topic_picked_after_column_expressions_by_what_the_jvm_wrote(spark):
+    builder = StreamsBuilder()
+    written = builder.stream("in").map_values(F.upper(F.col("value")))
+    written.to(lambda key, value: "vowels" if value[0] in "AEIOU" else "others")
+    written.to("plain")
+    picked, plain = "KSTREAM-SINK-0000000002", "KSTREAM-SINK-0000000003"
+    rows = [(picked, "k1", "APPLE"), (plain, "k1", "APPLE"), (picked, None, "PEAR"), (picked, "k3", "ICE")]
+    assert _placed_by_column_plan(builder, {}, rows) == [
+        ("vowels", "k1", "APPLE", None), ("plain", "k1", "APPLE", None), ("others", None, "PEAR", None),
+        ("vowels", "k3", "ICE", None)]
+
+
+def test_a_topic_picked_after_column_expressions_is_placed_with_its_own_partition_count(spark, kafka_bootstrap,
+                                                                                        kafka_admin, unique_topic):
+    three, two = unique_topic("column-picked-3"), unique_topic("column-picked-2")
+    kafka_admin.create_topics({three: 3, two: 2})
+    builder = StreamsBuilder()
+    builder.stream("in").map_values(F.concat(F.col("value"), F.lit("!"))) \
+        .to(lambda key, value: three if key.endswith("3") else two, Produced.stream_partitioner(ByLength()))
+    sink = "KSTREAM-SINK-0000000002"
+    rows = [(sink, "k3", "all1!"), (sink, "k2", "all2!"), (sink, "k3", "drop!"), (sink, "k2", "abcd!")]
+    assert _placed_by_column_plan(builder, {}, rows, {"bootstrap.servers": kafka_bootstrap}) == [
+        (three, "k3", "all1!", 0), (three, "k3", "all1!", 1), (three, "k3", "all1!", 2),
+        (two, "k2", "all2!", 0), (two, "k2", "all2!", 1), (two, "k2", "abcd!", 1)]
+
+
+def test_a_picked_topic_that_does_not_exist_after_column_expressions_stops_the_task_naming_it(spark, kafka_bootstrap):
+    builder = StreamsBuilder()
+    builder.stream("in").map_values(F.upper(F.col("value"))) \
+        .to(lambda key, value: "no-such-topic-here", Produced.stream_partitioner(ByLength()))
+    with pytest.raises(ProcessingError, match=r"^sink KSTREAM-SINK-0000000002: cannot place the record at topic 'in' "
+                                              r"partition 0 offset 0 on topic 'no-such-topic-here', which its topic "
+                                              r"extractor picked: "):
+        _placed_by_column_plan(builder, {}, [("KSTREAM-SINK-0000000002", "k", "V")],
+                               {"bootstrap.servers": kafka_bootstrap})
 
 
 def test_a_partition_outside_the_topic_after_column_expressions_stops_the_task_naming_the_sink(spark):

@@ -30,8 +30,8 @@ A sub-topology whose processors are all Column operations (plus sources, sinks, 
 the repartition filter) and whose serdes are JVM-parsable (``String``, ``Long``, ``Integer``,
 ``ByteArray``, ``Json(schema=...)``; a sink may also write ``Json()`` without a schema) runs
 with no Python pass at all: the task query is Kafka source -> DataFrame operations -> Kafka sink.
-A sink with a stream partitioner adds one Python pass over the output, which calls it
-(:mod:`dagster_kstreams.spark.column_placement`).
+A sink with a stream partitioner, or whose topic a Python function picks, adds one Python pass
+over the output, which calls them (:mod:`dagster_kstreams.spark.column_placement`).
 Any other sub-topology that uses a Column expression is rejected with
 :class:`~dagster_kstreams.spark.compile.UnsupportedTopologyError` naming the processors that keep
 it out of the JVM (Python functions, Python-only serdes, unsupported operations).
@@ -65,7 +65,7 @@ from dagster_kstreams.kafka.dead_letter import (
     HEADER_TOPIC,
     DeserializationHandler,
 )
-from dagster_kstreams.spark.column_placement import placement_columns, with_placed_partitions
+from dagster_kstreams.spark.column_placement import passes_over_output, placement_columns, with_placed_partitions
 
 __all__ = ["ColumnExpression", "ColumnPlan", "column_function", "plan", "COLUMN_KINDS"]
 
@@ -214,8 +214,6 @@ def plan(program, error_class) -> Optional["ColumnPlan"]:
                     problems.append(f"source {node.name} reads its {part} with {serde!r}, which only Python parses"
                                     " (use String, Long, Integer, ByteArray or Json(schema=...))")
         elif node.kind == "sink":
-            if node.topic is None:
-                problems.append(f"sink {node.name} picks its topic with a Python function")
             for part, serde in (("key", node.key_serde), ("value", node.value_serde)):
                 if not jvm_serializable(serde):
                     problems.append(f"sink {node.name} writes its {part} with {serde!r}, which only Python writes")
@@ -307,7 +305,7 @@ class ColumnPlan:
                 F.lit(None).cast("long").alias("timestamp_ms"), F.lit(None).cast("long").alias("emit_order"),
                 *placement_columns(self.program, None)))
         output = reduce(lambda left, right: left.unionByName(right), outputs)
-        if self.program.placed_topics:  # a stream partitioner: one Python pass over the output
+        if passes_over_output(self.program):  # a partitioner or a topic picker: one Python pass
             output = with_placed_partitions(output, self.program)
         return output
 
@@ -335,7 +333,7 @@ class ColumnPlan:
             # A repartition topic keeps the record's timestamp (the batch writer makes it a header).
             timestamp = F.col("event_time") if node.carry_timestamp else F.lit(None).cast("long")
             outputs.append(records.select(
-                F.lit(node.topic).alias("topic"),
+                F.lit(node.topic).cast("string").alias("topic"),  # None: picked in the pass
                 _serialize(F.col("key"), types["key"], node.key_serde).alias("key"),
                 _serialize(F.col("value"), types["value"], node.value_serde).alias("value"),
                 F.col("_headers").alias("headers"),

@@ -67,7 +67,8 @@ public final class OrderExamples {
     static StreamsBuilder orderExamples(List<String> merged, String counted, String orders, String customers,
                                         List<String> columnMerged, String outReduce, String outMapped,
                                         String outCounts, String outJoined, String outColumns,
-                                        String outColumnsPlaced) {
+                                        String outColumnsPlaced, List<String> outColumnsPicked,
+                                        List<String> outColumnsRouted) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> all = builder.stream(merged.get(0));
         for (String topic : merged.subList(1, merged.size())) {
@@ -101,12 +102,21 @@ public final class OrderExamples {
         columns.map((key, value) -> KeyValue.pair("all", key + ":" + value.toUpperCase())).to(outColumns);
         // The same merge placed by the value (the twin: Column expressions, then its partitioner in
         // one Python pass): copies, drops, tombstones, the default partitioner.
-        columns.mapValues(value -> value.endsWith("0") ? "all" + value
+        KStream<String, String> columnValues = columns.mapValues(value -> value.endsWith("0") ? "all" + value
                 : value.endsWith("7") ? "drop" + value
                 : value.endsWith("3") ? null
                 : value.endsWith("5") ? value + "x"
-                : value)
-            .to(outColumnsPlaced, Produced.streamPartitioner(BY_VALUE));
+                : value);
+        columnValues.to(outColumnsPlaced, Produced.streamPartitioner(BY_VALUE));
+        // The same values to a topic picked per record (a null value or an even last digit: the first
+        // of outColumnsPicked, 3 partitions, else the second, 2), placed by the value with the picked
+        // topic's count (the twin: the Column plan, then the picker and the partitioner in one Python pass).
+        columnValues.to((key, value, context) -> value == null || "02468".indexOf(value.charAt(value.length() - 1)) >= 0
+                            ? outColumnsPicked.get(0) : outColumnsPicked.get(1),
+                        Produced.streamPartitioner(BY_VALUE));
+        // A topic picked by the key, no partitioner: "x" to the first of outColumnsRouted, else the second.
+        columns.mapValues(value -> value.toUpperCase())
+            .to((key, value, context) -> key.equals("x") ? outColumnsRouted.get(0) : outColumnsRouted.get(1));
         return builder;
     }
 
@@ -138,7 +148,8 @@ public final class OrderExamples {
         List<String> columnMerged = List.of(args[10], args[11], args[12]);
         List<String> inputs = List.of(args).subList(3, 14);
         StreamsBuilder builder = orderExamples(merged, args[7], args[8], args[9], columnMerged, args[14], args[15],
-                                               args[16], args[17], args[18], args[23]);
+                                               args[16], args[17], args[18], args[23], List.of(args[24], args[25]),
+                                               List.of(args[26], args[27]));
         partitionerExamples(builder, args[13], args[19], args[20], args[21], args[22]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         KafkaStreams streams = new KafkaStreams(builder.build(), props);
