@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from dagster_kstreams import KafkaResource, StreamsBuilder, TopologyException, kstreams_assets
 from dagster_kstreams.orchestration.app import KStreamsApp
 from dagster_kstreams.orchestration.execution import task_runner
+from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology.application import ApplicationTopology
 
 PATTERN = "orders-[a-z]+"
@@ -108,3 +109,10 @@ def test_no_matching_topic_fails_the_definitions_in_one_line_naming_the_pattern_
         kstreams_assets(topology=_pattern_count(), app_id="pat", topic_partitions={"returns": 2})
     assert str(error.value) == ("\"no topic among ['returns'] matches the source pattern 'orders-[a-z]+' of "
                                 "sub-topology 0\"")
+
+
+def test_a_program_is_not_compiled_before_its_pattern_is_matched():
+    with pytest.raises(ValueError, match="'pat' has a source subscribed by a pattern"):
+        compile_topology(_pattern_count(), "pat")
+    program = compile_topology(_pattern_count(), "pat", source_partitions={"orders-eu": 1, "other": 2}).program(0)
+    assert [node.topics for node in program.nodes if node.kind == "source"] == [("orders-eu",)]

@@ -50,6 +50,9 @@ class CompiledTopology:
         self.kafka_config = dict(kafka_config or {})  # what a global table's reader connects with
         # With the source partitions, a pattern source's program reads the topics its pattern matched.
         self.application = ApplicationTopology(topology, application_id, source_partitions)
+        if self.application.patterns_pending:
+            raise ValueError(f"application {application_id!r} has a source subscribed by a pattern: compile it with "
+                             "the source partitions, whose topics the pattern matches")
         self.topology = self.application.topology
         self.dead_letters = dead_letters
         # Kafka Streams' default.key.serde / default.value.serde; strings unless configured.
