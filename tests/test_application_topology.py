@@ -136,7 +136,8 @@ def _built(name: str):
     return topology.build() if hasattr(topology, "build") else topology
 
 
-# Pattern subscriptions have no fixed topic list (the runner refuses them when defined).
+# A pattern subscription's topics are those it matches among the counts given, which these facts do
+# not make up: tests/test_pattern_subscriptions.py checks them.
 _NAMED_TOPICS = sorted(name for name in CATALOG if not any(sub.source_pattern for sub in _built(name).subtopologies))
 
 

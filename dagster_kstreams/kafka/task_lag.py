@@ -61,9 +61,14 @@ class TaskPosition:
 
 def with_broker_partitions(application: ApplicationTopology, admin: KafkaAdmin) -> ApplicationTopology:
     """``application`` with its external source topics' (and global tables' topics') partition counts
-    as the broker has them (a missing one is a :class:`~dagster_kstreams.kafka.admin.KafkaAdminError` naming it)."""
-    topics = list(dict.fromkeys([*application.external_source_topics, *application.global_topics]))
-    return application.with_source_partitions(admin.partition_counts(topics))
+    as the broker has them (a missing one is a :class:`~dagster_kstreams.kafka.admin.KafkaAdminError` naming it).
+
+    A pattern source keeps the topics it was resolved to (the definitions' declared topics); one not
+    resolved yet (a command line given only the topology) matches the topics the broker has now."""
+    topics = [*application.external_source_topics, *application.global_topics, *application.subscribed_topics]
+    if application.patterns_pending:
+        topics += application.pattern_matches(admin.list_topics())
+    return application.with_source_partitions(admin.partition_counts(list(dict.fromkeys(topics))))
 
 
 def first_offsets(application: ApplicationTopology, admin: KafkaAdmin, committed: Mapping[TopicPartition, int],

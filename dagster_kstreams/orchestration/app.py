@@ -50,12 +50,13 @@ def task_partitions(count: int) -> dg.StaticPartitionsDefinition:
     return dg.StaticPartitionsDefinition([str(partition) for partition in range(count)])
 
 
-def check_runnable(topology: Topology, app_id: str) -> None:
+def check_runnable(topology: Topology, app_id: str, topic_partitions: Optional[Mapping[str, int]] = None) -> None:
     """Compile every sub-topology for the Spark runner now, at definition load, so that an
     operation it cannot run with Kafka Streams' semantics fails here, naming the processor,
-    rather than in a run (``UnsupportedTopologyError``)."""
+    rather than in a run (``UnsupportedTopologyError``). ``topic_partitions``: the declared counts
+    (a pattern source is compiled over the topics it matches among them)."""
     try:
-        compile_topology(topology, app_id).check()
+        compile_topology(topology, app_id, source_partitions=topic_partitions).check()
     except UnsupportedTopologyError as error:
         raise UnsupportedTopologyError(f"application {app_id!r} cannot run on Spark: {error}") from error
 
@@ -112,7 +113,7 @@ class KStreamsApp:
         # missing source count or a co-partitioning mismatch is an error here, at load.
         self.application = ApplicationTopology(self.topology, self.app_id, self.topic_partitions)
         self.topology = self.application.topology
-        check_runnable(self.topology, self.app_id)
+        check_runnable(self.topology, self.app_id, self.topic_partitions)
         self._declared_elsewhere = self._topics_read_not_written(self.topics_declared_elsewhere)
         self._specs = self._build_specs()
 

@@ -150,7 +150,10 @@ class DagsterKStreamsTranslator:
     def get_description(self, props: KStreamsAssetProps) -> str:
         if props.kind is KStreamsAssetKind.SUBTOPOLOGY:
             assert props.subtopology is not None
-            sources = ", ".join(props.subtopology.source_topic_names)
+            # A pattern source's topics are resolved with the partition counts: named by its pattern here.
+            sources = ", ".join([*props.subtopology.source_topic_names,
+                                 *(f"each topic matching `{node.pattern}`" for node in props.subtopology.nodes
+                                   if node.pattern is not None)])
             # describe() of this sub-topology alone, exactly as Kafka Streams prints it.
             described = next(str(part) for part in props.topology.describe().subtopologies
                              if part.id == props.subtopology.id).rstrip()

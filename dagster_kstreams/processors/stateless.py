@@ -328,7 +328,7 @@ class TableToStream(_WithFunction):
 
 # -- definition time -------------------------------------------------------------------------
 def _source(factory, ctx) -> Source:
-    return Source(factory.name, tuple(ctx.topic_name(topic) for topic in factory.topics),
+    return Source(factory.name, tuple(ctx.application.source_node_topics(factory)),
                   ctx.key_serde(factory), _value_serde(factory, ctx),
                   extract_function(factory.serdes.get("timestamp_extractor")))
 

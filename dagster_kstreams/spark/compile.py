@@ -45,20 +45,19 @@ class CompiledTopology:
         default_key_serde=None,
         default_value_serde=None,
         kafka_config: Optional[Mapping[str, Any]] = None,
+        source_partitions: Optional[Mapping[str, int]] = None,
     ):
         self.kafka_config = dict(kafka_config or {})  # what a global table's reader connects with
-        self.application = ApplicationTopology(topology, application_id)
+        # With the source partitions, a pattern source's program reads the topics its pattern matched.
+        self.application = ApplicationTopology(topology, application_id, source_partitions)
+        if self.application.patterns_pending:
+            raise ValueError(f"application {application_id!r} has a source subscribed by a pattern: compile it with "
+                             "the source partitions, whose topics the pattern matches")
         self.topology = self.application.topology
         self.dead_letters = dead_letters
         # Kafka Streams' default.key.serde / default.value.serde; strings unless configured.
         self.default_key_serde = default_key_serde or Serdes.String()
         self.default_value_serde = default_value_serde or Serdes.String()
-        for sub in self.topology.subtopologies:
-            if sub.source_pattern is not None:
-                raise UnsupportedTopologyError(
-                    f"sub-topology {sub.id} subscribes to the pattern {sub.source_pattern!r}; the Spark runner "
-                    "needs topic names (tasks are assigned partitions of known topics)"
-                )
         self._programs: dict[int, SparkProgram] = {}
 
     def store_key_serde(self, subtopology: int):
@@ -98,7 +97,9 @@ def compile_topology(
     default_key_serde=None,
     default_value_serde=None,
     kafka_config: Optional[Mapping[str, Any]] = None,
+    source_partitions: Optional[Mapping[str, int]] = None,
 ) -> CompiledTopology:
-    """``topology``: a built ``Topology`` or the ``StreamsBuilder`` (built here)."""
+    """``topology``: a built ``Topology`` or the ``StreamsBuilder`` (built here). ``source_partitions``:
+    the source topics' partition counts, which fix the topics a pattern source reads (needed then)."""
     return CompiledTopology(topology, application_id, dead_letters, default_key_serde, default_value_serde,
-                            kafka_config)
+                            kafka_config, source_partitions)

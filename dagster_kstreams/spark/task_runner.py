@@ -94,6 +94,10 @@ class TaskRunner:
     (Spark's shuffle partitions; fixed in the checkpoint afterwards).
     ``arrow_batch_size`` is the number of records per Arrow batch handed to Python (Spark's
     ``spark.sql.execution.arrow.maxRecordsPerBatch``, 10,000 by default).
+    ``source_partitions``: the source topics' partition counts the definitions declared, which fix
+    the topics a source subscribed by a pattern reads (a worker run reads what its definitions
+    resolved). Without, a pattern matches the topics the broker has when the runner is made. The
+    counts a task runs with are the broker's either way.
     ``fencing`` (default on) commits offsets through a per-task transactional producer, so that a
     task started in another process fences this one (:mod:`~dagster_kstreams.spark.run_state`); it
     needs a broker that allows transactions (and, with ACLs, WRITE on the transactional ids
@@ -129,6 +133,7 @@ class TaskRunner:
         processing_guarantee: str = DEFAULT_PROCESSING_GUARANTEE,
         task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S,
         stateless_pass: str = DEFAULT_STATELESS_PASS,
+        source_partitions: Optional[Mapping[str, int]] = None,
     ):
         check_application_id(application_id)  # before anything else starts
         self.processing_guarantee = check_processing_guarantee(processing_guarantee, fencing)
@@ -158,13 +163,16 @@ class TaskRunner:
         self.arrow_batch_size = arrow_batch_size
         self.fencing = fencing
         self.task_timeout_s = task_timeout_s
+        self.admin = KafkaAdmin(self.kafka_config["bootstrap.servers"], self._client_config())
+        unresolved = ApplicationTopology(topology, application_id)
+        if source_partitions is None and unresolved.patterns_pending:
+            source_partitions = with_broker_partitions(unresolved, self.admin).source_partitions
         self.compiled: CompiledTopology = compile_topology(
-            topology, application_id, self.dead_letters,
+            unresolved.topology, application_id, self.dead_letters,
             default_key_serde=default_key_serde, default_value_serde=default_value_serde,
-            kafka_config=self.kafka_config,
+            kafka_config=self.kafka_config, source_partitions=source_partitions,
         ).check()  # an operation the runner cannot run fails now, not in the middle of a run
         self.application: ApplicationTopology = self.compiled.application
-        self.admin = KafkaAdmin(self.kafka_config["bootstrap.servers"], self._client_config())
         # A started task's Kafka calls wait out a broker restart (up to task_timeout_s); the checks
         # before a task starts fail fast.
         self.running_admin = self.admin.waiting_out_outages(task_timeout_s)

@@ -9,16 +9,25 @@ order in which sub-topologies run.
 Topic names here are real Kafka names: a repartition topic of the graph
 (``count-store-repartition``) is ``<application_id>-count-store-repartition``.
 :meth:`ApplicationTopology.topic_name` maps a graph name to its real name.
+
+A source subscribed by a pattern (``builder.stream(re.compile("orders-.*"))``) reads the topics
+its pattern matches among those whose partition counts are given, resolved once, here, when they
+are: from then on :meth:`ApplicationTopology.source_topics` names them as it names a source's
+listed topics, and its tasks are partitions ``0..max-1`` over them, as for
+``builder.stream(["a", "b"])``. Kafka Streams matches again at each rebalance; here a topic
+created later is read once the counts are given again (a code location reload).
 """
 from __future__ import annotations
 
 import re
 from types import MappingProxyType
-from typing import Any, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional
 
+from .errors import TopologyException
 from .node_specs import NodeKind
+from .partition_counts import pattern_subscriptions
 from .task_id import TaskId
-from .view import Subtopology, Topology, as_topology, internal_topic_name
+from .view import ProcessorNode, Subtopology, Topology, as_topology, internal_topic_name
 
 __all__ = ["ApplicationTopology", "check_application_id"]
 
@@ -48,6 +57,10 @@ class ApplicationTopology:
         self.topology: Topology = as_topology(topology)
         self.application_id = check_application_id(application_id)
         self._source_partitions = None if source_partitions is None else MappingProxyType(dict(source_partitions))
+        # Pattern source node -> the topics it reads; empty until the source partitions are known.
+        self._subscribed: dict[str, tuple[str, ...]] = {}
+        if self._source_partitions is not None:
+            self._subscribed = self._resolve_patterns(self._source_partitions)
         self._writers: dict[str, list[int]] = {}
         self._readers: dict[str, list[int]] = {}
         for sub in self.topology.subtopologies:
@@ -100,7 +113,50 @@ class ApplicationTopology:
         return [self.topic_name(topic) for topic in self.topology.global_topics(subtopology_id)]
 
     def source_topics(self, subtopology_id: int) -> list[str]:
-        return [self.topic_name(topic) for topic in self.subtopology(subtopology_id).source_topic_names]
+        """Real topics the sub-topology reads, source node by source node: the topics a source
+        lists, and those a pattern source subscribes to (none until the source partitions are known)."""
+        return [topic for node in self.subtopology(subtopology_id).nodes if node.kind is NodeKind.SOURCE
+                for topic in self.source_node_topics(node)]
+
+    def source_node_topics(self, node: ProcessorNode) -> list[str]:
+        """Real topics one source node reads: those it lists, or those its pattern matched."""
+        if node.pattern is not None:
+            return list(self._subscribed.get(node.name, ()))
+        return [self.topic_name(topic) for topic in node.topics]
+
+    @property
+    def subscribed_topics(self) -> list[str]:
+        """Every topic a pattern source reads (sorted), fixed when the source partitions were given."""
+        return sorted({topic for topics in self._subscribed.values() for topic in topics})
+
+    @property
+    def patterns_pending(self) -> bool:
+        """Whether a source subscribes by a pattern not matched yet (the source partitions are not known)."""
+        return self._source_partitions is None and any(
+            node.pattern is not None for sub in self.topology.subtopologies for node in sub.nodes)
+
+    def pattern_matches(self, topics: Iterable[str]) -> list[str]:
+        """The topics among ``topics`` that a pattern source would read (sorted); KeyError naming the
+        pattern and its sub-topology if one matches none."""
+        return sorted({topic for sub in self.topology.subtopologies
+                       for matched in pattern_subscriptions(sub, topics).values() for topic in matched})
+
+    def _resolve_patterns(self, source_partitions: Mapping[str, int]) -> dict[str, tuple[str, ...]]:
+        """Each pattern source's topics among ``source_partitions``; a topic two sources would read
+        is an error naming it (Kafka Streams': a topic is matched by one source only)."""
+        subscribed: dict[str, tuple[str, ...]] = {}
+        listed = {self.topic_name(topic): node.name for sub in self.topology.subtopologies for node in sub.nodes
+                  if node.kind is NodeKind.SOURCE for topic in node.topics}
+        for sub in self.topology.subtopologies:
+            for name, topics in pattern_subscriptions(sub, source_partitions).items():
+                for topic in topics:
+                    if topic in listed:
+                        raise TopologyException(
+                            f"topic {topic!r} matches the source pattern {sub.node(name).pattern!r} of "
+                            f"sub-topology {sub.id} and is already read by source {listed[topic]}")
+                    listed[topic] = name
+                subscribed[name] = topics
+        return subscribed
 
     def sink_topics(self, subtopology_id: int) -> list[str]:
         """Every static topic the sub-topology writes: output topics, then repartition topics."""

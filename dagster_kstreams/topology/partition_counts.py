@@ -7,15 +7,37 @@ the same count; repartition topics among them follow the external topics). Pure 
 from __future__ import annotations
 
 import re
-from typing import Mapping, Optional, Sequence
+from typing import Iterable, Mapping, Optional, Sequence
 
 from .errors import TopologyException
 
-__all__ = ["CopartitionError", "partition_counts"]
+__all__ = ["CopartitionError", "partition_counts", "pattern_subscriptions"]
 
 
 class CopartitionError(TopologyException):
     """Joined inputs are not co-partitioned."""
+
+
+def pattern_subscriptions(subtopology, topics: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """For each source node of ``subtopology`` subscribed by a pattern, the topics among ``topics``
+    whose whole name its pattern matches (sorted), as Kafka Streams' ``SourceNode`` pattern matches a
+    topic's whole name. KeyError naming the pattern and the sub-topology if it matches none: a task
+    needs at least one partition to read."""
+    topics = sorted(set(topics))
+    matched = {}
+    for node in subtopology.nodes:
+        if node.pattern is None:
+            continue
+        regex = re.compile(node.pattern)
+        matched[node.name] = tuple(topic for topic in topics if regex.fullmatch(topic))
+        if not matched[node.name]:
+            raise KeyError(f"no topic among {topics} matches the source pattern {node.pattern!r} of "
+                           f"sub-topology {subtopology.id}")
+    return matched
+
+
+def _subscribed(subtopology, counts: Mapping[str, int]) -> list[str]:
+    return [topic for topics in pattern_subscriptions(subtopology, counts).values() for topic in topics]
 
 
 def _external_counts(subtopology, counts: Mapping[str, int]) -> dict[str, int]:
@@ -29,13 +51,7 @@ def _external_counts(subtopology, counts: Mapping[str, int]) -> dict[str, int]:
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
             raise ValueError(f"partition count of topic {topic!r} must be a positive int, got {count!r}")
         result[topic] = count
-    if subtopology.source_pattern is not None:
-        regex = re.compile(subtopology.source_pattern)
-        matched = {t: c for t, c in counts.items() if regex.fullmatch(t)}
-        if not matched:
-            raise KeyError(f"no topic among {sorted(counts)} matches the source pattern "
-                           f"{subtopology.source_pattern!r} of sub-topology {subtopology.id}")
-        result.update(matched)
+    result.update({topic: counts[topic] for topic in _subscribed(subtopology, counts)})
     return result
 
 
@@ -60,9 +76,7 @@ def partition_counts(subtopologies: Sequence, repartition_topics: Mapping[str, O
                 for writer in subtopologies:
                     if topic not in writer.repartition_sink_topics:
                         continue
-                    inputs = list(writer.source_topic_names)
-                    if writer.source_pattern is not None:
-                        inputs += [t for t in source_partition_counts if re.fullmatch(writer.source_pattern, t)]
+                    inputs = [*writer.source_topic_names, *_subscribed(writer, source_partition_counts)]
                     for upstream in inputs:
                         if upstream in counts and (candidate is None or counts[upstream] > candidate):
                             candidate = counts[upstream]

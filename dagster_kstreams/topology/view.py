@@ -99,7 +99,6 @@ Contract (stable; other layers rely on it)
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping, Optional, Sequence
@@ -108,7 +107,7 @@ from .describe import TopologyDescription, describe_global_store, describe_subto
 from .errors import TopologyException
 from .low_level import LowLevelTopologyMethods
 from .node_specs import NodeKind, StoreSpec
-from .partition_counts import CopartitionError, partition_counts
+from .partition_counts import CopartitionError, partition_counts, pattern_subscriptions
 from .task_id import TaskId
 from .topology_builder import InternalTopologyBuilder
 
@@ -323,9 +322,8 @@ class Topology(LowLevelTopologyMethods):
         counts = self.partition_counts(source_partition_counts)
         result = {}
         for subtopology in self.subtopologies:
-            inputs = list(subtopology.source_topic_names)
-            if subtopology.source_pattern is not None:
-                inputs += [t for t in source_partition_counts if re.fullmatch(subtopology.source_pattern, t)]
+            subscribed = pattern_subscriptions(subtopology, source_partition_counts).values()
+            inputs = [*subtopology.source_topic_names, *(topic for topics in subscribed for topic in topics)]
             result[subtopology.id] = max(counts[t] for t in inputs)
         return result
 
