@@ -62,6 +62,8 @@ from pathlib import Path
 from typing import Optional
 
 from bench.common import bench_workspace, log, wait_for_group_coordinator
+from dagster_kstreams.local.code_location_server import CodeLocationServer
+from dagster_kstreams.local.daemon import DagsterDaemon
 from dagster_kstreams.spark.session import DEFAULT_MASTER
 
 REPO = Path(__file__).resolve().parent.parent
@@ -370,6 +372,7 @@ class DagsterSystem:
     def __init__(self, args, bootstrap: str, directory: Path, names: dict):
         self.args, self.bootstrap, self.directory, self.names = args, bootstrap, directory, names
         self.daemon = None
+        self.code_server = None
         self.log_file = None
         self.settings = {
             "source": names["input"], "sink": names["output"], "app_id": names["app_id"],
@@ -383,19 +386,22 @@ class DagsterSystem:
             self.label = "dagster-kstreams (1 worker, daemon, exactly-once)"
 
     def start(self) -> None:
-        from dagster_kstreams.local.daemon import DagsterDaemon
-
         home = self.directory / "dagster_home"
         home.mkdir(parents=True)
         (home / "dagster.yaml").write_text(DAGSTER_YAML)
         code = self.directory / "bench_defs.py"
         code.write_text(CODE_LOCATION.format(settings=self.settings))
-        (self.directory / "workspace.yaml").write_text(f"load_from:\n  - python_file: {code}\n")
+        workspace = self.directory / "workspace.yaml"
         self.log_file = (self.directory / "daemon.log").open("wb")
-        env = {**os.environ,
+        env = {**os.environ, "DAGSTER_HOME": str(home),
                "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
-        self.daemon = DagsterDaemon(home, self.directory / "workspace.yaml", self.log_file, cwd=self.directory,
-                                    env=env)
+        if self.args.code_location == "server":
+            self.code_server = CodeLocationServer(code, "bench", self.log_file, cwd=self.directory, env=env)
+            self.code_server.wait_ready()
+            self.code_server.write_workspace(workspace)
+        else:
+            workspace.write_text(f"load_from:\n  - python_file: {code}\n")
+        self.daemon = DagsterDaemon(home, workspace, self.log_file, cwd=self.directory, env=env)
 
     def check(self) -> None:
         if self.daemon is not None and self.daemon.poll() is not None:
@@ -413,6 +419,8 @@ class DagsterSystem:
             info["worker_runs"] = repr(error)
         if self.daemon is not None:
             self.daemon.stop()
+        if self.code_server is not None:
+            self.code_server.stop()
         if self.log_file is not None:
             self.log_file.close()
         return info
@@ -588,6 +596,10 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help=f"the worker's Spark master (default: the resource's, {DEFAULT_MASTER})")
     parser.add_argument("--spark-conf", default=None, help="JSON object of extra spark.* settings for the worker")
     parser.add_argument("--sensor-interval", type=int, default=5)
+    parser.add_argument("--code-location", choices=["server", "daemon"], default="server",
+                        help="serve the code location from its own gRPC server the daemon connects to, as "
+                             "deployments and `dagster dev` do (server), or let the daemon spawn one from the "
+                             "Python file, which it replaces every 60 s (daemon)")
     parser.add_argument("--worker-option", type=_key_value, action="append", default=[],
                         help="extra ElasticWorkers field, KEY=VALUE (JSON value), e.g. trigger_seconds=0.1")
     parser.add_argument("--processing-guarantee", default="exactly_once_v2", choices=["at_least_once", "exactly_once_v2"],
