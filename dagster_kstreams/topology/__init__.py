@@ -24,7 +24,7 @@ from .named import Named
 from .node_specs import NodeKind, StoreSpec, StoreType
 from .headers import Header, Headers
 from .processor_api import (
-    FixedKeyProcessor, Processor, ProcessorSupplier, PunctuationType, Record, RecordMetadata, Stores,
+    FixedKeyProcessor, Processor, ProcessorSupplier, PunctuationType, Record, RecordMetadata, Stores, ValueAndTimestamp,
 )
 from .serdes import Serde, Serdes, Window, Windowed, WindowedSerde
 from .streams_builder import StreamsBuilder
@@ -53,5 +53,5 @@ __all__ = [
     "ProcessorNode", "Subtopology", "TaskId", "TopicRef", "Topology", "changelog_topic_name",
     "internal_topic_name", "as_topology", "JoinWindows", "SessionWindows", "SlidingWindows", "TimeWindows",
     "FixedKeyProcessor", "Header", "Headers", "Processor", "ProcessorSupplier", "PunctuationType", "Record", "RecordMetadata", "Stores",
-    "CogroupedKStream", "SessionWindowedCogroupedKStream", "TimeWindowedCogroupedKStream",
+    "ValueAndTimestamp", "CogroupedKStream", "SessionWindowedCogroupedKStream", "TimeWindowedCogroupedKStream",
 ]
