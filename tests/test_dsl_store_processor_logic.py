@@ -89,6 +89,32 @@ def test_batches_with_the_task_state_in_between_give_the_one_batch_result(batche
         b"000000000000|a": 10_001, b"000000000001|a": 10_000}
 
 
+class _Trimmer(Processor):
+    """Keeps the last two values of an aggregate's list; changes the list it read, which must not
+    reach the store (a read is a copy, as Kafka Streams deserializes one)."""
+
+    def init(self, context) -> None:
+        self.context, self.store = context, context.get_state_store("seen")
+
+    def process(self, record: Record) -> None:
+        stored = self.store.get(record.key)
+        stored.value().append("not stored")
+        if len(record.value) > 2:
+            self.store.put(record.key, ValueAndTimestamp.make(record.value[-2:], stored.timestamp()))
+        self.context.forward(record.with_value(f"{record.value}@{record.timestamp}"))
+
+
+def test_an_aggregate_goes_on_from_the_processor_write_and_reads_are_copies():
+    builder = StreamsBuilder()
+    builder.stream("in").group_by_key().aggregate(
+        list, lambda key, value, values: values + [value],
+        Materialized.as_("seen").with_value_serde(Serdes.Json()).with_caching_disabled(),
+    ).to_stream().process(_Trimmer, "seen").to("out")
+    program = _program(builder)
+    outputs, _ = _run(program, [("k", "a", 5), ("k", "b", 3), ("k", "c", 9), ("k", "d", 1)], 1)
+    assert outputs == [("k", "['a']@5"), ("k", "['a', 'b']@5"), ("k", "['a', 'b', 'c']@9"), ("k", "['b', 'c', 'd']@9")]
+
+
 class _Writer(Processor):
     """Puts each record's value into the table's store, stamped 1 ms after it; deletes on "del"."""
 
