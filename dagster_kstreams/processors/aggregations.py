@@ -13,14 +13,17 @@ each updated store forwards its final value for the key downstream once, upstrea
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, Optional
 
 from dagster_kstreams.processors.base import Processor, StoreProcessor, register
 from dagster_kstreams.processors.stateless import RepartitionFilter
 from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.topology.node_specs import NodeKind
 
-__all__ = ["KeyValueStoreProcessor", "Aggregate", "ToTable", "TableSource", "user_aggregation", "BUILDERS"]
+__all__ = ["KeyValueStoreProcessor", "Aggregate", "ToTable", "TableSource", "read_by_user_processor", "user_aggregation",
+           "BUILDERS"]
 
 
 class KeyValueStoreProcessor(StoreProcessor):
@@ -28,18 +31,40 @@ class KeyValueStoreProcessor(StoreProcessor):
     value before it stays readable in ``state.old_values`` while the update is forwarded, as
     Kafka Streams' ``Change.oldValue`` (a re-grouping reads it: :mod:`.table_regroup`)."""
 
+    # Keeps each key's timestamp as well: set when a user processor reads the store
+    # (ValueAndTimestamp, user_dsl_store.py), which makes the sub-topology task-grouped; the
+    # timestamps are then a task-level value (TaskState.timestamps) beside the slots.
+    keeps_timestamps = False
+
     def _put(self, key, new, context, out, state) -> None:
         """Store ``new`` (ABSENT: delete) for ``key``; forward now, or at the flush when cached."""
+        self.write(key, new, context, state)
+        if not self.cached:
+            self.forward(key, None if new is ABSENT else new, context, out, state)
+
+    def write(self, key, new, context, state) -> None:
+        """Store ``new`` (ABSENT: delete) for ``key``, stamped with ``context``'s timestamp, without
+        forwarding it; a cached store forwards it at the flush with ``context``, whoever wrote it
+        (Kafka Streams' cache flush listener forwards a user processor's write as the store's own)."""
         slot = self.state_slot
         if slot not in state.dirty:  # uncached: every update; cached: the first since the last flush
             state.old_values[slot] = state.values[slot]
         state.values[slot] = new
         state.keys[slot] = key
         state.changed = True
+        if self.keeps_timestamps:
+            timestamps = task_state_of(self, state).timestamps(self.store)
+            if new is ABSENT:
+                timestamps.pop(state.raw_key, None)
+            else:
+                timestamps[state.raw_key] = context.timestamp
         if self.cached:
             state.mark_dirty(slot, context)
-        else:
-            self.forward(key, None if new is ABSENT else new, context, out, state)
+
+    def stored_timestamp(self, state) -> int:
+        """The timestamp stored with the key's value (-1: none known, a value stored before the
+        store kept timestamps); only for a store that keeps them."""
+        return task_state_of(self, state).timestamps(self.store).get(state.raw_key, -1)
 
     def flush(self, state, out, context) -> None:
         """Kafka Streams' cache flush (``CachingKeyValueStore``): nothing to forward for a key that
@@ -78,6 +103,9 @@ class Aggregate(KeyValueStoreProcessor):
         else:
             base = self.call(context, self.initializer) if current is ABSENT else current
             new = self.call(context, self.aggregator, key, value, base)
+        if self.keeps_timestamps and current is not ABSENT:
+            # Kafka Streams stamps an update with the larger of the record's and the aggregate's timestamps.
+            context = dataclasses.replace(context, timestamp=max(context.timestamp, self.stored_timestamp(state)))
         self._put(key, new, context, out, state)
 
 
@@ -118,14 +146,25 @@ def _table(factory, ctx) -> Processor:
         # drops a record with a null key as a materialized table does (KTableSource checks first).
         return RepartitionFilter(factory.name)
     cls = ToTable if factory.kind is NodeKind.TO_TABLE else TableSource
-    return cls(factory.name, store, ctx.cached(store))
+    return _keeping_timestamps(cls(factory.name, store, ctx.cached(store)), ctx)
 
 
 def _aggregate(factory, ctx) -> Aggregate:
     params = factory.params
     initializer, aggregator, reducer = user_aggregation(params)
-    return Aggregate(factory.name, params["store_name"], ctx.cached(params["store_name"]), params["operation"],
-                     initializer, aggregator, reducer)
+    return _keeping_timestamps(Aggregate(factory.name, params["store_name"], ctx.cached(params["store_name"]),
+                                         params["operation"], initializer, aggregator, reducer), ctx)
+
+
+def read_by_user_processor(subtopology, store: str) -> bool:
+    """Whether a user processor of ``subtopology`` names ``store`` in ``process(supplier, *store_names)``."""
+    return any(node.kind in (NodeKind.PROCESS, NodeKind.PROCESS_VALUES) and store in node.stores
+               for node in subtopology.nodes)
+
+
+def _keeping_timestamps(processor: KeyValueStoreProcessor, ctx) -> KeyValueStoreProcessor:
+    processor.keeps_timestamps = read_by_user_processor(ctx.subtopology, processor.store)
+    return processor
 
 
 BUILDERS = {

@@ -184,6 +184,21 @@ class SubtopologyProgram:
         return any(node.task_grouped for node in self.nodes)
 
     @property
+    def group_key_serde(self) -> Any:
+        """The serde of the keys the state is kept by: the store's when :attr:`state_key_serde` is
+        set, else the sources' one key serde (the source record's key bytes)."""
+        if self.state_key_serde is not None:
+            return self.state_key_serde
+        return next(node.key_serde for node in self.nodes if node.kind == "source")
+
+    def store_owner(self, store: str) -> Processor:
+        """The processor that keeps ``store`` in its slot (the first, of a cogroup's)."""
+        for index in self.stateful_nodes:
+            if self.nodes[index].store == store:
+                return self.nodes[index]
+        raise KeyError(f"no processor of sub-topology {self.subtopology_id} keeps the store {store!r}")
+
+    @property
     def store_names(self) -> list[str]:
         return [self.nodes[i].store for i in sorted(self.stateful_nodes, key=lambda i: self.nodes[i].state_slot)]
 

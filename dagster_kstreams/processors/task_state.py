@@ -32,7 +32,7 @@ task's row too; put it behind a ``repartition()`` when it has many keys.
 from __future__ import annotations
 
 import pickle
-from typing import Iterator, Optional
+from typing import Any, Iterator, Optional
 
 from dagster_kstreams.processors.state import ABSENT, GroupState, load_state
 
@@ -78,6 +78,19 @@ class TaskState:
             group.raw_key = raw_key
             self.groups[raw_key] = group
         return group
+
+    def slot_entries(self, slot: int) -> list[tuple[Optional[bytes], Any]]:
+        """``(raw key, value)`` of every key that holds a value in store ``slot``, without loading the
+        groups of the keys this batch did not touch (a user processor iterating a DSL store)."""
+        entries = [(raw_key, slots[slot]) for raw_key, slots in self._stored_keys.items() if slot in slots]
+        entries += [(raw_key, group.values[slot]) for raw_key, group in self.groups.items()
+                    if group.values[slot] is not ABSENT]
+        return entries
+
+    def timestamps(self, store: str) -> dict[Optional[bytes], int]:
+        """``{raw key: timestamp}`` of a DSL key-value store that keeps its timestamps (one a user
+        processor reads: ``ValueAndTimestamp``); a task-level value, so its slots stay values alone."""
+        return self.values.setdefault(f"dsl.timestamps.{store}", {})
 
     def touched(self) -> list[GroupState]:
         return list(self.groups.values())

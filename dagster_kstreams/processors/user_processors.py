@@ -1,6 +1,7 @@
 """The Processor API on the runner: ``KStream.process`` / ``process_values`` with a user's
 :class:`~dagster_kstreams.topology.processor_api.Processor`, its stores (key-value here; window and session stores
-in :mod:`.user_window_store` and :mod:`.user_session_store`) and punctuators,
+in :mod:`.user_window_store` and :mod:`.user_session_store`; a DSL operation's key-value store in
+:mod:`.user_dsl_store`) and punctuators,
 as Kafka Streams 4.3.1 runs them (``ProcessorNode``, ``ProcessorContextImpl``, ``StreamTask``,
 ``PunctuationQueue``).
 
@@ -40,17 +41,18 @@ from __future__ import annotations
 import dataclasses
 import time
 from datetime import timedelta
-from typing import Any, Callable, Iterator, NamedTuple, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from dagster_kstreams.processors.base import Processor, reachable, register
 from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopologyError
 from dagster_kstreams.processors.state import load_state
+from dagster_kstreams.processors.user_dsl_store import TimestampedKeyValueStore, check_dsl_store
 from dagster_kstreams.processors.user_session_store import SessionStore
 from dagster_kstreams.processors.user_window_store import WindowStore
 from dagster_kstreams.topology.headers import Headers
 from dagster_kstreams.topology.node_specs import NodeKind, StoreType
 from dagster_kstreams.topology.processor_api import (
-    PunctuationType, Record, RecordMetadata, SessionBytesStoreSupplier, WindowBytesStoreSupplier,
+    KeyValue, PunctuationType, Record, RecordMetadata, SessionBytesStoreSupplier, WindowBytesStoreSupplier,
 )
 from dagster_kstreams.topology.task_id import TaskId
 
@@ -59,11 +61,6 @@ __all__ = ["KeyValue", "KeyValueStore", "UserProcessorNode", "advance_stream_tim
 
 _STREAM_TIME = "papi.stream_time"
 _NO_TIME = -1  # Kafka's RecordQueue.UNKNOWN
-
-
-class KeyValue(NamedTuple):
-    key: Any
-    value: Any
 
 
 def punctuate(nodes: list["UserProcessorNode"], stream_time: int, context, group) -> None:
@@ -216,6 +213,7 @@ class ProcessorContext:
         self._last_context = None
         self._group = None
         self._input_key: Any = None
+        self._punctuation_time: Optional[int] = None  # while a punctuator runs
         self.schedules: list[_Schedule] = []
 
     # -- what the processor asks -------------------------------------------------------
@@ -239,12 +237,29 @@ class ProcessorContext:
             forward(child, record.key, record.value, context, self._out, self._group)
 
     def get_state_store(self, name: str):
+        if name in self._node.dsl_stores:
+            key_serde, value_serde = self._node.dsl_stores[name]
+            program = self._node.program
+            return TimestampedKeyValueStore(name, key_serde, value_serde, program.store_owner(name),
+                                            program.group_key_serde, self._task, self._write_context)
         store = self._node.stores.get(name)
         if store is None:
             raise ProcessingError(
                 f"Processor {self._node.name} has no access to StateStore {name} as the store is not connected to the "
                 "processor. Name it in process(supplier, *store_names) after adding it with add_state_store()")
         return _open_store(name, store, self._task.values.setdefault(f"papi.store.{name}", {}))
+
+    def _write_context(self, timestamp: Optional[int]):
+        """The record context a write to a DSL store made now is stamped (and, cached, flushed) with:
+        the record's, or in a punctuator Kafka Streams' (the punctuation time, no headers); with
+        ``timestamp`` (a ValueAndTimestamp's) in place of its time unless None (a delete)."""
+        context = self._record_context
+        if context is None:
+            if self._last_context is None:
+                raise ProcessingError(f"processor {self._node.name}: a DSL store was written in init() or close(), "
+                                      "where no record gives the write its context")
+            context = dataclasses.replace(self._last_context, timestamp=self._punctuation_time, headers=None)
+        return context if timestamp is None else dataclasses.replace(context, timestamp=timestamp)
 
     def schedule(self, interval, punctuation_type: PunctuationType, punctuator: Callable[[int], None]) -> _Schedule:
         """Call ``punctuator(timestamp)`` every ``interval`` (ms or timedelta) of stream time or wall-clock time."""
@@ -286,10 +301,13 @@ class UserProcessorNode(Processor):
     task_grouped = True
     punctuates = True
 
-    def __init__(self, name: str, supplier: Callable, stores: dict, fixed_key: bool, child_names: list[str]):
+    def __init__(self, name: str, supplier: Callable, stores: dict, fixed_key: bool, child_names: list[str],
+                 dsl_stores: Optional[dict] = None):
         super().__init__(name)
         self.supplier = supplier
         self.stores = stores  # store name -> (key serde, value serde, window or session store supplier or None)
+        # a DSL operation's key-value stores it names: store name -> (key serde, value serde) (user_dsl_store.py)
+        self.dsl_stores = dsl_stores or {}
         self.fixed_key = fixed_key
         self.child_names = child_names
         self._instance = None
@@ -324,12 +342,14 @@ class UserProcessorNode(Processor):
     def fire(self, schedule: _Schedule, now: int, context, group) -> None:
         """Run one due punctuator, after the record ``context`` (its key's ``group``)."""
         ctx = self._context
-        ctx._last_context, ctx._group = context, group
+        ctx._last_context, ctx._group, ctx._punctuation_time = context, group, now
         try:
             schedule.punctuator(now)
         except Exception as cause:  # noqa: BLE001 - re-raised naming the processor
             raise ProcessingError(f"processor {self.name}: punctuator failed at {schedule.kind.name} {now}: "
                                   f"{type(cause).__name__}: {cause}") from cause
+        finally:
+            ctx._punctuation_time = None
         schedule.advance(now)
 
     def end_task_batch(self, task) -> None:
@@ -360,19 +380,19 @@ def _check_downstream(sub, factory) -> None:
 
 
 def build(factory, ctx) -> UserProcessorNode:
-    stores = {}
+    stores, dsl_stores = {}, {}
     for store_name in factory.stores:
         spec = ctx.topology.state_stores[store_name]
-        if spec.type not in (StoreType.USER_KEY_VALUE, StoreType.USER_WINDOW, StoreType.USER_SESSION):
-            raise UnsupportedTopologyError(
-                f"processor {factory.name}: store {store_name} belongs to a DSL operation ({spec.type.value}); the "
-                "Spark runner gives user processors only the key-value, window and session stores added with "
-                "add_state_store()")
-        stores[store_name] = (spec.key_serde or ctx.default_key_serde, spec.value_serde or ctx.default_value_serde,
-                              spec.window)  # the window or session store's supplier (None: key-value)
+        serdes = (spec.key_serde or ctx.default_key_serde, spec.value_serde or ctx.default_value_serde)
+        if spec.type in (StoreType.USER_KEY_VALUE, StoreType.USER_WINDOW, StoreType.USER_SESSION):
+            stores[store_name] = (*serdes, spec.window)  # the window or session store's supplier (None: key-value)
+        else:
+            check_dsl_store(factory, spec, ctx.subtopology)
+            dsl_stores[store_name] = serdes
     _check_downstream(ctx.subtopology, factory)
     return UserProcessorNode(factory.name, factory.params["supplier"], stores,
-                             fixed_key=factory.kind is NodeKind.PROCESS_VALUES, child_names=list(factory.children))
+                             fixed_key=factory.kind is NodeKind.PROCESS_VALUES, child_names=list(factory.children),
+                             dsl_stores=dsl_stores)
 
 
 BUILDERS = {NodeKind.PROCESS: build, NodeKind.PROCESS_VALUES: build}

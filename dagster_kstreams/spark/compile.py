@@ -63,10 +63,7 @@ class CompiledTopology:
     def store_key_serde(self, subtopology: int):
         """The serde of the keys a sub-topology's state is kept by: its source's (the source record
         key), or the store's when its sources read keys differently (``state_key_serde``)."""
-        program = self.program(subtopology)
-        if program.state_key_serde is not None:
-            return program.state_key_serde
-        return next(node.key_serde for node in program.nodes if node.kind == "source")
+        return self.program(subtopology).group_key_serde
 
     def check(self) -> "CompiledTopology":
         """Build every sub-topology's program now: an operation the runner cannot run with

@@ -24,7 +24,8 @@ from .named import Named
 from .node_specs import NodeKind, StoreSpec, StoreType
 from .headers import Header, Headers
 from .processor_api import (
-    FixedKeyProcessor, Processor, ProcessorSupplier, PunctuationType, Record, RecordMetadata, Stores,
+    FixedKeyProcessor, KeyValue, Processor, ProcessorSupplier, PunctuationType, Record, RecordMetadata, Stores,
+    ValueAndTimestamp,
 )
 from .serdes import Serde, Serdes, Window, Windowed, WindowedSerde
 from .streams_builder import StreamsBuilder
@@ -53,5 +54,5 @@ __all__ = [
     "ProcessorNode", "Subtopology", "TaskId", "TopicRef", "Topology", "changelog_topic_name",
     "internal_topic_name", "as_topology", "JoinWindows", "SessionWindows", "SlidingWindows", "TimeWindows",
     "FixedKeyProcessor", "Header", "Headers", "Processor", "ProcessorSupplier", "PunctuationType", "Record", "RecordMetadata", "Stores",
-    "CogroupedKStream", "SessionWindowedCogroupedKStream", "TimeWindowedCogroupedKStream",
+    "KeyValue", "ValueAndTimestamp", "CogroupedKStream", "SessionWindowedCogroupedKStream", "TimeWindowedCogroupedKStream",
 ]

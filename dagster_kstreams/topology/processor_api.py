@@ -7,6 +7,8 @@ what a user writes a custom processor with, importable with no Spark and no brok
 * :class:`Record` — key, value, timestamp, headers (Kafka's :class:`~.headers.Headers`);
   ``with_key``/``with_value``/... return copies.
 * :class:`PunctuationType`, :class:`RecordMetadata`.
+* :class:`ValueAndTimestamp` — what a DSL operation's key-value store holds per key (an
+  aggregation's, a materialized table's) when a processor names that store in ``process``.
 * :class:`Stores` — ``Stores.key_value_store_builder(Stores.persistent_key_value_store(name),
   key_serde, value_serde)`` (or ``in_memory_key_value_store``), ``Stores.window_store_builder(
   Stores.persistent_window_store(name, retention, size, retain_duplicates), ...)``,
@@ -22,7 +24,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import Any, Optional, Union
+from typing import Any, NamedTuple, Optional, Union
 
 from .errors import TopologyException
 from .graph import GraphNode
@@ -32,6 +34,7 @@ from .versioned import VersionedBytesStoreSupplier
 
 __all__ = [
     "Processor", "FixedKeyProcessor", "ProcessorSupplier", "supplier_stores", "user_processor_spec", "Record", "PunctuationType", "RecordMetadata", "Stores",
+    "KeyValue", "ValueAndTimestamp",
     "KeyValueBytesStoreSupplier", "WindowBytesStoreSupplier", "SessionBytesStoreSupplier", "StoreBuilder", "StateStoreNode", "PROCESSOR_NAME", "PROCESSVALUES_NAME",
 ]
 
@@ -83,6 +86,50 @@ class RecordMetadata:
     topic: str
     partition: int
     offset: int
+
+
+class KeyValue(NamedTuple):
+    """An entry of a key-value store's ``all()``/``range()`` (Kafka Streams' ``KeyValue``)."""
+
+    key: Any
+    value: Any
+
+
+class ValueAndTimestamp:
+    """A value and the timestamp stored with it (Kafka Streams' ``state.ValueAndTimestamp``): what
+    ``get`` returns, and ``put`` takes, on a DSL operation's key-value store (a ``count`` with
+    ``Materialized.as_("counts")``, a materialized table) named in ``process(supplier, "counts")``.
+    Build one with :meth:`make`, which gives None for a None value (a put of None deletes)."""
+
+    __slots__ = ("_value", "_timestamp")
+
+    def __init__(self, value: Any, timestamp: int):
+        self._value, self._timestamp = value, int(timestamp)
+
+    @classmethod
+    def make(cls, value: Any, timestamp: int) -> Optional["ValueAndTimestamp"]:
+        return None if value is None else cls(value, timestamp)
+
+    @staticmethod
+    def get_value_or_null(value_and_timestamp: Optional["ValueAndTimestamp"]) -> Any:
+        return None if value_and_timestamp is None else value_and_timestamp.value()
+
+    def value(self) -> Any:
+        return self._value
+
+    def timestamp(self) -> int:
+        return self._timestamp
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, ValueAndTimestamp) and self._timestamp == other._timestamp
+                and self._value == other._value)
+
+    def __hash__(self) -> int:
+        return hash((self._value, self._timestamp))
+
+    def __repr__(self) -> str:
+        # Kafka Streams' toString: <value,timestamp>
+        return f"<{self._value},{self._timestamp}>"
 
 
 class Processor:

@@ -1,0 +1,157 @@
+"""A DSL operation's key-value store as a user processor sees it: ``process(supplier, "counts")``
+on the store of ``count(Materialized.as_("counts"))``, of ``to_table`` or of a table read from a
+topic (Kafka Streams' ``TimestampedKeyValueStore`` behind its read-write decorator).
+
+The view reads and writes the operation's own state, not a copy: each key's value is the store's
+slot of the key's group in the task's state (:mod:`.task_state`; a sub-topology with a user processor
+runs task-grouped), and its timestamp the store's task-level timestamps, which the operation keeps
+once a processor names its store (``KeyValueStoreProcessor.keeps_timestamps``). So what a processor
+puts is what the next record's aggregation adds to, and a table's update is what the processor
+reads, within a batch, across batches and after a rerun from the checkpoint.
+
+Values are :class:`~dagster_kstreams.topology.processor_api.ValueAndTimestamp`; reads give a copy
+made through the store's value serde (as Kafka Streams deserializes stored bytes), writes store one
+(the aggregation later sees what Kafka Streams would read back). ``range``/``all`` iterate in the
+order of the keys as the store's key serde writes them. A write goes through the operation's own
+:meth:`~.aggregations.KeyValueStoreProcessor.write`: an uncached store forwards nothing (as Kafka
+Streams' store, written by another processor, forwards nothing); a cached one forwards the key's
+final value at the batch's flush as the operation's own update, with the timestamp written (or, for
+a delete, the record's or the punctuation's), as Kafka Streams' record cache flushes it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, Optional
+
+from dagster_kstreams.processors.errors import UnsupportedTopologyError
+from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.topology.node_specs import NodeKind, StoreType
+from dagster_kstreams.topology.processor_api import KeyValue, ValueAndTimestamp
+
+__all__ = ["TimestampedKeyValueStore", "check_dsl_store"]
+
+
+class TimestampedKeyValueStore:
+    """A user processor's view of a DSL key-value store over the task's state ``task``.
+
+    ``owner`` is the store's processor (its slot, timestamps and :meth:`write`); ``group_key_serde``
+    writes a key as the task's groups are kept (the program's); ``write_context(timestamp)`` is the
+    record context a write made now is stamped and flushed with (None: the current record's time)."""
+
+    def __init__(self, name: str, key_serde, value_serde, owner, group_key_serde, task,
+                 write_context: Callable[[Optional[int]], Any]):
+        self.name = name
+        self._key_serde, self._value_serde = key_serde, value_serde
+        self._owner, self._group_key_serde, self._task = owner, group_key_serde, task
+        self._write_context = write_context
+        self._timestamps = task.timestamps(owner.store)
+
+    def _group(self, key):
+        if key is None:
+            raise ValueError(f"store {self.name}: the key cannot be null")
+        return self._task.group(self._group_key_serde.serialize(key))
+
+    def _copy(self, value):
+        return self._value_serde.deserialize(self._value_serde.serialize(value))
+
+    def _read(self, raw_key: Optional[bytes], value) -> Optional[ValueAndTimestamp]:
+        if value is ABSENT:
+            return None
+        return ValueAndTimestamp(self._copy(value), self._timestamps.get(raw_key, -1))
+
+    def get(self, key) -> Optional[ValueAndTimestamp]:
+        group = self._group(key)
+        return self._read(group.raw_key, group.values[self._owner.state_slot])
+
+    def put(self, key, value_and_timestamp: Optional[ValueAndTimestamp]) -> None:
+        """Store the value with its timestamp (None, or a None value: delete the key)."""
+        if value_and_timestamp is not None and not isinstance(value_and_timestamp, ValueAndTimestamp):
+            raise TypeError(f"store {self.name}: put() takes a ValueAndTimestamp (ValueAndTimestamp.make(value, "
+                            f"timestamp)), got {type(value_and_timestamp).__name__}")
+        group = self._group(key)
+        value = None if value_and_timestamp is None else value_and_timestamp.value()
+        if value is None:
+            self._owner.write(key, ABSENT, self._write_context(None), group)
+        else:
+            self._owner.write(key, self._copy(value), self._write_context(value_and_timestamp.timestamp()), group)
+
+    def put_if_absent(self, key, value_and_timestamp: Optional[ValueAndTimestamp]) -> Optional[ValueAndTimestamp]:
+        """Store it unless ``key`` has a value; returns the one it had (None: none)."""
+        old = self.get(key)
+        if old is None:
+            self.put(key, value_and_timestamp)
+        return old
+
+    def put_all(self, entries) -> None:
+        for key, value_and_timestamp in entries:
+            self.put(key, value_and_timestamp)
+
+    def delete(self, key) -> Optional[ValueAndTimestamp]:
+        """Remove ``key``; returns what it had (None: nothing)."""
+        old = self.get(key)
+        if old is not None:
+            self.put(key, None)
+        return old
+
+    def range(self, from_key=None, to_key=None) -> Iterator[KeyValue]:
+        """The entries with ``from_key <= key <= to_key`` in serialized-key order (None: unbounded)."""
+        low = None if from_key is None else self._key_serde.serialize(from_key)
+        high = None if to_key is None else self._key_serde.serialize(to_key)
+        return iter([entry for raw, entry in self._entries()
+                     if (low is None or raw >= low) and (high is None or raw <= high)])
+
+    def reverse_range(self, from_key=None, to_key=None) -> Iterator[KeyValue]:
+        return iter(list(self.range(from_key, to_key))[::-1])
+
+    def all(self) -> Iterator[KeyValue]:
+        return iter([entry for _, entry in self._entries()])
+
+    def reverse_all(self) -> Iterator[KeyValue]:
+        return iter([entry for _, entry in self._entries()][::-1])
+
+    def approximate_num_entries(self) -> int:
+        return len(self._task.slot_entries(self._owner.state_slot))
+
+    def _entries(self) -> list[tuple[bytes, KeyValue]]:
+        """``(key as the store writes it, entry)`` of every key, in that order: a snapshot, which
+        writes while iterating do not disturb."""
+        entries = []
+        for raw_key, value in self._task.slot_entries(self._owner.state_slot):
+            key = self._group_key_serde.deserialize(raw_key)
+            entries.append((self._key_serde.serialize(key), KeyValue(key, self._read(raw_key, value))))
+        return sorted(entries, key=lambda entry: entry[0])
+
+
+# -- definition time -------------------------------------------------------------------------
+_DSL_STORES_OFFERED = ("user processors get the key-value stores of count/reduce/aggregate, to_table and tables read "
+                       "from a topic, and the stores added with add_state_store()")
+
+
+def check_dsl_store(factory, spec, sub) -> None:
+    """A DSL store a processor names must be one the runner keeps as Kafka Streams' timestamped
+    key-value store: the store of a stream aggregation, ``to_table`` or a table source."""
+    where = f"processor {factory.name}: store {spec.name}"
+    if spec.type in (StoreType.WINDOW, StoreType.SESSION):
+        raise UnsupportedTopologyError(
+            f"{where} belongs to a windowed or session aggregation ({spec.type.value}); the Spark runner keeps its "
+            f"windows in its own per-key form, not as a WindowStore or SessionStore a processor can read; "
+            f"{_DSL_STORES_OFFERED}")
+    if spec.type is not StoreType.KEY_VALUE:
+        raise UnsupportedTopologyError(
+            f"{where} belongs to a DSL operation ({spec.type.value}) whose store the Spark runner keeps in a form "
+            f"of its own; {_DSL_STORES_OFFERED}")
+    if spec.history_retention_ms is not None:
+        raise UnsupportedTopologyError(
+            f"{where} is a versioned table's store; Kafka Streams gives a processor a VersionedKeyValueStore, "
+            f"which the Spark runner does not offer; {_DSL_STORES_OFFERED}")
+    for owner in sub.nodes:
+        if spec.name in owner.stores and owner.kind not in (NodeKind.PROCESS, NodeKind.PROCESS_VALUES) and (
+                owner.kind not in _TIMESTAMPED_STORE_KINDS or owner.params.get("cogroup")):
+            raise UnsupportedTopologyError(
+                f"{where} belongs to {owner.name} ({owner.kind.value}), whose store the Spark runner keeps "
+                f"without the timestamps a processor reads (ValueAndTimestamp); {_DSL_STORES_OFFERED}")
+
+
+# The DSL operations whose key-value store keeps its timestamps once a processor names it
+# (aggregations.KeyValueStoreProcessor.keeps_timestamps).
+_TIMESTAMPED_STORE_KINDS = frozenset({NodeKind.AGGREGATE, NodeKind.TO_TABLE, NodeKind.TABLE_SOURCE})

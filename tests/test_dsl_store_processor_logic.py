@@ -1,0 +1,190 @@
+"""A user processor on a DSL operation's key-value store, without Spark: ``ValueAndTimestamp``, the
+count going on from what the processor wrote (and its timestamps: Kafka Streams' larger of the
+record's and the stored one), batches with the task state pickled in between (as a checkpoint),
+a cached table forwarding a processor's write at the flush, and what is refused. The broker-backed
+comparison with Kafka Streams is test_equivalence_dsl_store_processor.py."""
+
+from __future__ import annotations
+
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from dsl_store_processor_topology import dsl_store_processor_examples  # noqa: E402
+
+from dagster_kstreams.processors.task_state import TaskState  # noqa: E402
+from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology  # noqa: E402
+from dagster_kstreams.topology import Materialized, StreamsBuilder, TimeWindows, ValueAndTimestamp  # noqa: E402
+from dagster_kstreams.topology.processor_api import Processor, Record, Stores  # noqa: E402
+from dagster_kstreams.topology.serdes import Serdes  # noqa: E402
+
+
+def test_value_and_timestamp_is_kafka_streams_one():
+    assert ValueAndTimestamp.make(None, 5) is None
+    stored = ValueAndTimestamp.make("v", 5)
+    assert (stored.value(), stored.timestamp()) == ("v", 5) and repr(stored) == "<v,5>"
+    assert stored == ValueAndTimestamp.make("v", 5) and hash(stored) == hash(ValueAndTimestamp.make("v", 5))
+    assert stored != ValueAndTimestamp.make("v", 6) and stored != ValueAndTimestamp.make("w", 5) and stored != "v"
+    assert ValueAndTimestamp.get_value_or_null(stored) == "v" and ValueAndTimestamp.get_value_or_null(None) is None
+    assert ValueAndTimestamp(None, 1).value() is None  # Kafka Streams' makeAllowNullable: a put of it deletes
+
+
+def _frame(rows, first_offset=0, topic="in"):
+    offsets = list(range(first_offset, first_offset + len(rows)))
+    return pd.DataFrame({
+        "key": [None if r[0] is None else r[0].encode() for r in rows],
+        "value": [None if r[1] is None else r[1].encode() for r in rows],
+        "topic": [r[3] if len(r) > 3 else topic for r in rows], "partition": [0] * len(rows), "offset": offsets,
+        "timestamp": [None] * len(rows), "event_time": [r[2] for r in rows],
+        "merge_time": [r[2] for r in rows], "seq": offsets,
+    })
+
+
+def _program(builder, subtopology=0):
+    return compile_topology(builder, "app", default_key_serde=Serdes.String(),
+                            default_value_serde=Serdes.String()).program(subtopology)
+
+
+def _run(program, rows, batches):
+    outputs, stored, size = [], None, -(-len(rows) // batches)
+    for first in range(0, len(rows), size):
+        out, stored = program.process_task_batch(_frame(rows[first:first + size], first), stored)
+        if out is not None:
+            out = out.sort_values("emit_order", kind="stable")
+            outputs += [(k.decode(), v.decode()) for k, v in zip(out["key"], out["value"])]
+    return outputs, stored
+
+
+TOPICS = {"events": "in", "prices": "prices", "orders": "orders", "out": "out", "out-prices": "out-prices"}
+K = "000000000000|a"  # bucket 0
+ROWS = [(K, "x", 100), (K, "x", 50), (K, "x", 300), (K, None, 310), (K, "x", 20), (K, "x", 400), (K, "x", 500),
+        (K, "x", 600), (None, "x", 650), ("000000000001|a", "x", 10_000), (K, "x", 10_001)]
+
+
+def test_the_count_goes_on_from_what_the_processor_wrote_with_kafka_streams_timestamps():
+    """3 becomes 10 stamped 307; a record stamped 20 counts 11 at 307 (the larger); 13 is deleted and
+    the next record starts at 1 with its own timestamp; stream time 10000 closes bucket 0."""
+    outputs, _ = _run(_program(dsl_store_processor_examples(TOPICS)), ROWS, 1)
+    assert [value for _, value in outputs] == [
+        "p0|count|1|t100|1@100", "p0|count|2|t100|2@100", "p0|count|3|t300|3@300", "p0|count|11|t307|11@307",
+        "p0|count|12|t400|12@400", "p0|count|13|t500|13@500", "p0|deleted|13@500", "p0|count|1|t600|1@600",
+        "p0|count|1|t10000|1@10000", "p0|closed|1@600", "p0|count|1|t10001|1@10001",
+    ]
+
+
+@pytest.mark.parametrize("batches", [2, 4, 11])
+def test_batches_with_the_task_state_in_between_give_the_one_batch_result(batches):
+    program = _program(dsl_store_processor_examples(TOPICS))
+    one, stored_once = _run(program, ROWS, 1)
+    many, stored = _run(program, ROWS, batches)
+    assert many == one
+    # the same counts and timestamps left in the task's state
+    assert TaskState.store_content(stored, 0) == TaskState.store_content(stored_once, 0) == {
+        b"000000000000|a": 1, b"000000000001|a": 1}
+    assert TaskState.load(stored, 1).values["dsl.timestamps.counts"] == {
+        b"000000000000|a": 10_001, b"000000000001|a": 10_000}
+
+
+class _Trimmer(Processor):
+    """Keeps the last two values of an aggregate's list; changes the list it read, which must not
+    reach the store (a read is a copy, as Kafka Streams deserializes one)."""
+
+    def init(self, context) -> None:
+        self.context, self.store = context, context.get_state_store("seen")
+
+    def process(self, record: Record) -> None:
+        stored = self.store.get(record.key)
+        stored.value().append("not stored")
+        if len(record.value) > 2:
+            self.store.put(record.key, ValueAndTimestamp.make(record.value[-2:], stored.timestamp()))
+        self.context.forward(record.with_value(f"{record.value}@{record.timestamp}"))
+
+
+def test_an_aggregate_goes_on_from_the_processor_write_and_reads_are_copies():
+    builder = StreamsBuilder()
+    builder.stream("in").group_by_key().aggregate(
+        list, lambda key, value, values: values + [value],
+        Materialized.as_("seen").with_value_serde(Serdes.Json()).with_caching_disabled(),
+    ).to_stream().process(_Trimmer, "seen").to("out")
+    program = _program(builder)
+    outputs, _ = _run(program, [("k", "a", 5), ("k", "b", 3), ("k", "c", 9), ("k", "d", 1)], 1)
+    assert outputs == [("k", "['a']@5"), ("k", "['a', 'b']@5"), ("k", "['a', 'b', 'c']@9"), ("k", "['b', 'c', 'd']@9")]
+
+
+class _Writer(Processor):
+    """Puts each record's value into the table's store, stamped 1 ms after it; deletes on "del"."""
+
+    def init(self, context) -> None:
+        self.context, self.store = context, context.get_state_store("t-store")
+
+    def process(self, record: Record) -> None:
+        value = None if record.value == "del" else record.value
+        self.store.put(record.key, ValueAndTimestamp.make(value, record.timestamp + 1))
+
+
+class _Stamp(Processor):
+    def process(self, record: Record) -> None:
+        self.context.forward(record.with_value(f"{record.value}|t{record.timestamp}"))
+
+
+def test_a_cached_table_forwards_a_processor_write_at_the_flush_as_its_own_update():
+    """Kafka Streams' cache flush listener forwards whatever wrote the cached store, with the
+    written timestamp (a delete: the record's); a key written and deleted between two flushes
+    forwards nothing."""
+    builder = StreamsBuilder()
+    table = builder.table("t", Materialized.as_("t-store"))
+    table.to_stream().process(_Stamp).to("t-out")
+    builder.stream("s").process(_Writer, "t-store")
+    program = _program(builder)
+
+    def run(rows, first, stored):
+        out, stored = program.process_task_batch(_frame(rows, first), stored)
+        out = out.sort_values("emit_order", kind="stable")
+        return [(k.decode(), v.decode()) for k, v in zip(out["key"], out["value"])], stored
+
+    flushed, stored = run([("a", "1", 10, "t"), ("a", "2", 20, "s"), ("b", "3", 30, "s"), ("b", "del", 40, "s"),
+                           ("c", "4", 50, "t")], 0, None)
+    assert flushed == [("a", "2|t21"), ("c", "4|t50")]
+    flushed, _ = run([("c", "del", 60, "s"), ("a", "5", 70, "s")], 5, stored)
+    assert flushed == [("c", "None|t60"), ("a", "5|t71")]
+
+
+class _Nothing(Processor):
+    def process(self, record: Record) -> None:
+        pass
+
+
+class _WritesInInit(Processor):
+    def init(self, context) -> None:
+        context.get_state_store("counts").put("k", ValueAndTimestamp.make(1, 1))
+
+    def process(self, record: Record) -> None:
+        pass
+
+
+def test_stores_the_runner_keeps_without_timestamps_are_refused_naming_them():
+    builder = StreamsBuilder()
+    builder.stream("in").group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=10))).count(
+        Materialized.as_("windowed")).to_stream().process(_Nothing, "windowed")
+    with pytest.raises(UnsupportedTopologyError, match="store windowed belongs to a windowed or session aggregation"):
+        _program(builder)
+    builder = StreamsBuilder()
+    builder.table("t").filter(lambda k, v: True, Materialized.as_("kept")).to_stream().process(_Nothing, "kept")
+    with pytest.raises(UnsupportedTopologyError, match="store kept belongs to KTABLE-FILTER-.*without the timestamps"):
+        _program(builder)
+    builder = StreamsBuilder()
+    builder.table("t", Materialized.as_(Stores.persistent_versioned_key_value_store("v", timedelta(minutes=1))))
+    builder.stream("s").process(_Nothing, "v")
+    with pytest.raises(UnsupportedTopologyError, match="store v is a versioned table's store"):
+        _program(builder)
+
+
+def test_a_write_in_init_fails_naming_the_processor():
+    builder = StreamsBuilder()
+    builder.stream("in").group_by_key().count(Materialized.as_("counts")).to_stream().process(_WritesInInit, "counts")
+    with pytest.raises(Exception, match="KSTREAM-PROCESSOR-0000000003: a DSL store was written in init"):
+        _program(builder).process_task_batch(_frame([("a", "v", 1)]), None)

@@ -1,0 +1,175 @@
+"""User processors reading and writing DSL operations' stores, on Spark against Kafka Streams itself
+(tests/dsl_store_processor_topology.py; Java twin DslStoreProcessorExamples). Kafka Streams 4.3.1
+runs it once.
+
+``CountCorrector`` reads the uncached ``counts`` store of the count it follows (a ``ValueAndTimestamp``
+per key), corrects a count of 3 to 10 and deletes a count of 13 or more; the count goes on from what
+it wrote (and stamps an update with the larger of the record's and the stored timestamp, as Kafka
+Streams does), and a stream-time punctuator lists and deletes the keys of the 10 s buckets that ended.
+``PriceReader`` reads the store of a table read from another topic, in the same sub-topology (Kafka
+Streams merges the two sub-topologies: describe() compared).
+
+Input (2 partitions): out-of-order timestamps within each 10 s bucket (a bucket's records all come
+before the next bucket's, so the keys a punctuation closes have seen all their records whenever Kafka
+Streams runs it), null keys and null values; table tombstones and older table updates. Compared, per
+task, the whole sequence of what the count's records forwarded (values carry the record timestamps and
+the stored ones) and of what the punctuator forwarded (the two interleave differently from run to run
+in Kafka Streams); per key, what each order read from the table (a task's two topics are merged by
+timestamp, which Kafka Streams only guarantees per key here); and both stores as interactive queries
+read them at the end. Once on a clean run, once killed part-way (the count's second task after its
+first batch of 120 records) and rerun from the checkpoints.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+
+import pytest
+from pyspark import cloudpickle
+
+import dsl_store_processor_topology
+from dsl_store_processor_topology import BUCKET_MS, dsl_store_processor_examples
+from equivalence_io import output_topics, produce_strings, run_kafka_streams
+from killed_runs import kill_and_rerun
+from dagster_kstreams.kafka.records import read_topic
+from dagster_kstreams.spark.task_runner import TaskRunner
+
+pytestmark = pytest.mark.integration
+
+# Spark's Python workers cannot import modules of tests/: ship the processors by value.
+cloudpickle.register_pickle_by_value(dsl_store_processor_topology)
+
+PARTITIONS = 2
+T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute: a bucket start
+OUTPUTS = {"out": 1, "out-prices": 1}
+
+
+def _events(seed: int = 19) -> list[tuple]:
+    """``[(key, value, partition, timestamp)]``: 12 buckets of 60 records, a key names its bucket."""
+    rng = random.Random(seed)
+    events = []
+    for i in range(720):
+        partition = i % PARTITIONS
+        bucket_start = T0 + (i // 60) * BUCKET_MS
+        timestamp = bucket_start + (i % 60) * 150 + i % 7
+        if rng.random() < 0.2:
+            timestamp = max(bucket_start, timestamp - rng.randint(100, 5_000))  # out of order, within its bucket
+        key = None if rng.random() < 0.04 else f"{bucket_start // BUCKET_MS:012d}|{'ab'[partition]}{rng.randint(1, 3)}"
+        value = None if rng.random() < 0.05 else f"v{rng.randint(1, 3)}"
+        events.append((key, value, partition, timestamp))
+    return events
+
+
+def _prices_and_orders(seed: int = 20) -> tuple[list[tuple], list[tuple]]:
+    """Table updates (even timestamps) and orders (odd ones: no tie across the two topics), each key
+    on one partition of both."""
+    rng = random.Random(seed)
+    prices, orders = [], []
+    for i in range(300):
+        number = rng.randint(1, 6)
+        key, partition = f"k{number}", number % PARTITIONS
+        timestamp = T0 + i * 200
+        if rng.random() < 0.4:
+            if rng.random() < 0.15:
+                timestamp -= 2 * rng.randint(50, 1_000)  # an older update: a table takes it all the same
+            prices.append((key, None if rng.random() < 0.1 else f"{rng.randint(1, 99)}", partition, timestamp))
+        elif rng.random() < 0.05:
+            orders.append((None, f"o{i}", i % PARTITIONS, timestamp + 1))
+        else:
+            orders.append((key, None if rng.random() < 0.05 else f"o{i}", partition, timestamp + 1))
+    return prices, orders
+
+
+def _count_results(records) -> dict[tuple[str, str], list]:
+    """``{(task tag, "record" | "punctuation"): [(key, value)]}`` in offset order."""
+    results: dict[tuple[str, str], list] = {}
+    for record in records:
+        value = record.value.decode()
+        tag, kind = value.split("|")[:2]
+        results.setdefault((tag, "punctuation" if kind == "closed" else "record"), []).append(
+            (record.key.decode(), value))
+    return results
+
+
+def _price_results(records) -> dict[tuple[str, str], list]:
+    """``{(task tag, key): [value]}`` in offset order."""
+    results: dict[tuple[str, str], list] = {}
+    for record in records:
+        value = record.value.decode()
+        results.setdefault((value.split("|")[0], None if record.key is None else record.key.decode()), []).append(value)
+    return results
+
+
+def _results(bootstrap: str, topics: dict[str, str]) -> dict:
+    def read(topic):
+        return sorted(read_topic(bootstrap, topic), key=lambda r: (r.partition, r.offset))
+    return {"counts": _count_results(read(topics["out"])), "prices": _price_results(read(topics["out-prices"]))}
+
+
+@pytest.fixture(scope="module")
+def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory):
+    inputs = {name: unique_topic(f"dsl-papi-{name}") for name in ("events", "prices", "orders")}
+    kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
+    prices, orders = _prices_and_orders()
+    for name, records in (("events", _events()), ("prices", prices), ("orders", orders)):
+        produce_strings(kafka_bootstrap, inputs[name], records)
+    topics, stdout = run_kafka_streams("kstreams.oracle.DslStoreProcessorExamples", "dsl-papi", kafka_bootstrap,
+                                       kafka_admin, unique_topic, tmp_path_factory, inputs, OUTPUTS)
+    printed = json.loads(stdout)
+    return {"inputs": inputs, "describe": printed["describe"], "results": _results(kafka_bootstrap, topics),
+            "stores": {store: printed[store] for store in ("counts", "prices-store")}, "topics": topics}
+
+
+def test_describe_merges_the_store_owners_sub_topology_as_kafka_streams(kafka_streams_run):
+    ours = dsl_store_processor_examples(kafka_streams_run["topics"]).build().describe()
+    assert str(ours) == kafka_streams_run["describe"]
+
+
+def test_clean_run_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
+                                         kafka_streams_run):
+    _assert_reference_exercises_it(kafka_streams_run)
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS)
+    runner = TaskRunner(dsl_store_processor_examples(topics), unique_topic("spark-dsl-papi"), kafka_bootstrap,
+                        state_location=str(tmp_path / "state"), spark=spark)
+    assert {r.task_id for r in runner.run_all()} == {"0_0", "0_1", "1_0", "1_1"}
+    _assert_matches(kafka_bootstrap, topics, runner, kafka_streams_run)
+
+
+def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
+                                                         kafka_streams_run):
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS)
+    rerun = kill_and_rerun(tmp_path, dsl_store_processor_examples, topics, app_id=unique_topic("spark-dsl-papi-k"),
+                           bootstrap=kafka_bootstrap, spark=spark, kill_when=lambda line: line.startswith("task 0_1 batch"),
+                           killed_args=("--parallelism", "1", "--max-records-per-batch", "120"))
+    on_partition_1 = sum(1 for record in _events() if record[2] == 1)
+    assert 0 < rerun.by_task["0_1"].records_in < on_partition_1  # task 0_1 continued from its checkpoint
+    _assert_matches(kafka_bootstrap, topics, rerun.runner, kafka_streams_run)
+
+
+def _assert_matches(bootstrap: str, topics: dict[str, str], runner: TaskRunner, reference: dict) -> None:
+    ours = _results(bootstrap, topics)
+    for part in ("counts", "prices"):
+        expected = reference["results"][part]
+        assert set(ours[part]) == set(expected), part
+        for task_and_kind, sequence in expected.items():
+            assert ours[part][task_and_kind] == sequence, (part, task_and_kind)
+    # The queryable stores read what the processors wrote (the count's last bucket; every price).
+    for store, content in reference["stores"].items():
+        assert {key: str(value) for key, value in runner.read_store(store).items()} == content, store
+
+
+def _assert_reference_exercises_it(reference: dict) -> None:
+    """Kafka Streams' output shows what the test is about, in both tasks: counts corrected to 10 and
+    going on from there, counts deleted by the processor, buckets closed by the punctuator, prices
+    read with their timestamps, and deleted ones."""
+    counts, prices = reference["results"]["counts"], reference["results"]["prices"]
+    for tag in ("p0", "p1"):
+        values = [value.split("|") for _, value in counts[(tag, "record")]]
+        assert any(parts[1] == "count" and parts[2] == "11" for parts in values)
+        assert any(parts[1] == "deleted" and parts[2].startswith("13@") for parts in values)
+        assert len(counts[(tag, "punctuation")]) > 10
+        read = [value for (task, _), sequence in prices.items() if task == tag for value in sequence]
+        assert any("@" in value for value in read) and any(value.endswith("|null") for value in read)
+    assert reference["stores"]["counts"] and reference["stores"]["prices-store"]
