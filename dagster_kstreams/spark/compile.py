@@ -60,10 +60,13 @@ class CompiledTopology:
         self.default_value_serde = default_value_serde or Serdes.String()
         self._programs: dict[int, SparkProgram] = {}
 
-    def store_key_serde(self, subtopology: int):
-        """The serde of the keys a sub-topology's state is kept by: its source's (the source record
-        key), or the store's when its sources read keys differently (``state_key_serde``)."""
+    def store_key_serde(self, subtopology: int, store_name: str):
+        """The serde of the keys a store of a sub-topology is kept by: its source's (the source record
+        key), or the stores' when its sources read keys differently (``state_key_serde``; each
+        store's own when they write keys with different serdes)."""
         program = self.program(subtopology)
+        if store_name in program.keying.stores:
+            return program.keying.stores[store_name]
         if program.state_key_serde is not None:
             return program.state_key_serde
         return next(node.key_serde for node in program.nodes if node.kind == "source")
