@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
+from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.spark.state_keys import STATE_KEY_COLUMN, state_key_column
 from dagster_kstreams.topology import StreamsBuilder, TopologyException
 from dagster_kstreams.topology.consumed_produced import Consumed, Produced
@@ -278,15 +278,24 @@ def test_a_windowed_cogroup_of_keys_read_differently_shares_each_keys_windows():
     assert _run(program, rows, batches=2) == expected
 
 
-def test_cogroups_of_one_sub_topology_whose_stores_write_keys_differently_are_refused():
+def test_cogroups_of_one_sub_topology_whose_stores_write_keys_differently_keep_each_store_by_its_serde():
+    # "U7" and "u7" are two keys to Serdes.String() and one (the Long 7) to the UserId serde.
     def build(builder):
         first = builder.stream("a").group_by_key()
         second = builder.stream("b", Consumed.with_(_UserIdSerde(), Serdes.String())).group_by_key()
         for store, key_serde in (("s", Serdes.String()), ("t", _UserIdSerde())):
-            first.cogroup(lambda key, value, agg: agg).cogroup(second, lambda key, value, agg: agg) \
-                .aggregate(lambda: "", Materialized.as_(store).with_key_serde(key_serde))
-    with pytest.raises(UnsupportedTopologyError, match="sub-topology 0: .*different ones"):
-        _program(build)
+            first.cogroup(lambda key, value, agg: agg + "a" + value) \
+                .cogroup(second, lambda key, value, agg: agg + "b" + value) \
+                .aggregate(lambda: "", Materialized.as_(store).with_key_serde(key_serde).with_caching_disabled()) \
+                .to_stream().to("out")
+    program = _program(build)
+    assert program.task_grouped and program.state_key_serde is None
+    rows = [("a", "U7", "1", 1), ("b", _user_id(7), "2", 2), ("a", "u7", "3", 3)]
+    # each table's stream writes its keys with its store's serde
+    expected = [(b"U7", b"a1"), (_user_id(7), b"a1"), (b"u7", b"b2"), (_user_id(7), b"a1b2"),
+                (b"u7", b"b2a3"), (_user_id(7), b"a1b2a3")]
+    assert _run(program, rows) == expected
+    assert _run(program, rows, batches=len(rows)) == expected
 
 
 def test_a_suppression_of_a_windowed_cogroup_forwards_each_windows_final_value_once():

@@ -1,8 +1,9 @@
 """Which key a sub-topology's state is kept by (processors/state_key_serde.py), without Spark: the
 decision itself (examples and properties), and merged streams whose sources read keys with
 different serdes run as programs batch by batch (issue 14: one logical key, one aggregate, as in
-Kafka Streams' store). The broker-backed comparison with Kafka Streams is the merged sub-topology of
-test_equivalence_cogroup.py."""
+Kafka Streams' store), also with stores that write keys with different serdes (task-grouped, each
+store keyed by its own serde's bytes). The broker-backed comparisons with Kafka Streams are the merged
+sub-topology of test_equivalence_cogroup.py and test_equivalence_store_key_serdes.py."""
 
 from __future__ import annotations
 
@@ -14,11 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
-from dagster_kstreams.processors.state_key_serde import KEYED_STORE_TYPES, state_key_serde
+from dagster_kstreams.processors.state_key_serde import KEYED_STORE_TYPES, state_keying
 from dagster_kstreams.topology.consumed_produced import Consumed, Produced
 from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology.node_specs import StoreSpec, StoreType
-from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
+from dagster_kstreams.topology.serdes import Serde, Serdes, WindowedSerde
 from dagster_kstreams.topology.windows import TimeWindows
 from test_cogroup_logic import _program, _run, _user_id, _UserIdSerde, _window
 
@@ -59,19 +60,63 @@ def test_a_stream_joined_with_a_table_whose_keys_are_read_differently_keeps_the_
     assert _program(build).state_key_serde == _UserIdSerde()
 
 
-def test_stores_of_keys_read_differently_that_write_keys_differently_are_refused_when_defined():
-    with pytest.raises(UnsupportedTopologyError,
-                       match=r"^sub-topology 0: its sources read keys with different serdes and its stores write "
-                             r"them with different ones "
-                             r"\(counts \(Serdes.String\(\)\), windowed \(Serdes.UserId\(\)\)\)"):
-        _program(_merged_count(windowed_key_serde=_UserIdSerde()))
+class _LowerCaseSerde(Serde):
+    """Keys written in lower case: ``"U7"`` and ``"u7"`` are one key to it, two to Serdes.String()."""
+
+    name = "LowerCase"
+
+    def serialize(self, value):
+        return None if value is None else value.lower().encode()
+
+    def deserialize(self, data):
+        return None if data is None else data.decode()
+
+
+def test_stores_of_keys_read_differently_that_write_keys_differently_run_task_grouped_by_each_stores_serde():
+    program = _program(_merged_count(windowed_key_serde=_UserIdSerde()))
+    assert program.task_grouped and program.state_key_serde is None
+    assert dict(program.keying.stores) == {"counts": Serdes.String(), "windowed": _UserIdSerde()}
     # The same stores on sources that read keys alike: the key's bytes serve every store.
     def alike(builder):
         by_user = builder.stream("a").merge(builder.stream("b")).group_by_key()
         by_user.count(Materialized.as_("counts"))
         by_user.windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=2))) \
             .count(Materialized.as_("windowed").with_key_serde(_UserIdSerde()))
-    assert _program(alike).state_key_serde is None
+    alike_program = _program(alike)
+    assert alike_program.state_key_serde is None and not alike_program.keying.by_store
+
+
+def test_a_processor_connected_to_stores_that_write_keys_differently_is_refused_when_defined():
+    stores = [StoreSpec("left", StoreType.JOIN_WINDOW, key_serde=Serdes.String()),
+              StoreSpec("right", StoreType.JOIN_WINDOW, key_serde=_UserIdSerde())]
+    with pytest.raises(UnsupportedTopologyError,
+                       match=r"^processor J \(sub-topology 3\): its stores write keys with different serdes "
+                             r"\(left \(Serdes.String\(\)\), right \(Serdes.UserId\(\)\)\)"):
+        state_keying(3, [Serdes.String(), _UserIdSerde()], stores, [("J", ("right", "left"))], Serdes.String())
+
+
+def _two_stores(builder):
+    """A String-keyed and a UserId-keyed topic merged, counted by a store that writes keys as they are
+    and reduced by one that writes them in lower case (both uncached: every update goes out)."""
+    by_user = builder.stream("a").merge(builder.stream("b", USER_ID)).group_by_key()
+    by_user.count(Materialized.as_("exact").with_caching_disabled()) \
+        .to_stream().to("out", Produced.with_(Serdes.String(), Serdes.Long()))
+    by_user.reduce(lambda left, right: left + right,
+                   Materialized.as_("folded").with_key_serde(_LowerCaseSerde()).with_caching_disabled()) \
+        .to_stream().to("out")
+
+
+def test_each_store_groups_keys_as_its_own_serde_writes_them():
+    program = _program(_two_stores)
+    assert program.task_grouped
+    rows = [("a", "U7", "1", 1), ("b", _user_id(7), "2", 2), ("a", "u7", "3", 3), ("a", "U7", "4", 4),
+            ("b", None, "5", 5), ("a", "u8", None, 6)]
+    # counts: "U7" and "u7" (either topic's) are two keys; the folded reduce: one, whose table's stream
+    # writes keys with the store's serde (lower case), as Kafka Streams' toStream() keeps it
+    expected = [(b"U7", struct.pack(">q", 1)), (b"u7", b"1"), (b"u7", struct.pack(">q", 1)), (b"u7", b"12"),
+                (b"u7", struct.pack(">q", 2)), (b"u7", b"123"), (b"U7", struct.pack(">q", 2)), (b"u7", b"1234")]
+    assert _run(program, rows) == expected
+    assert _run(program, rows, batches=len(rows)) == expected  # the state pickled between records
 
 
 _SERDES = st.sampled_from([Serdes.String(), Serdes.Long(), _UserIdSerde(), Serdes.ByteArray()])
@@ -82,22 +127,22 @@ _STORES = st.lists(st.builds(lambda index, kind, serde: StoreSpec(f"s{index}", k
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(_SERDES, min_size=1, max_size=4), _STORES, _SERDES)
-def test_the_state_key_serde_is_the_one_every_keyed_store_writes_keys_with(sources, stores, default):
-    written = {store.key_serde or default for store in stores if store.type in KEYED_STORE_TYPES}
-    try:
-        chosen = state_key_serde(0, sources, stores, default)
-    except UnsupportedTopologyError:
-        # refused only where no one key format serves: sources and keyed stores both disagree
-        assert len(set(sources)) > 1 and len(written) > 1
-        return
+def test_the_state_is_keyed_by_the_one_serde_every_keyed_store_writes_keys_with_else_by_each_stores(
+        sources, stores, default):
+    written = {store.name: store.key_serde or default for store in stores if store.type in KEYED_STORE_TYPES}
+    processors = [(f"p-{store.name}", (store.name,)) for store in stores]
+    keying = state_keying(0, sources, stores, processors, default)
     if len(set(sources)) < 2 or not written:
-        assert chosen is None  # the source key's bytes group the state as the stores would
-    else:
-        assert written == {chosen}
+        assert keying.serde is None and not keying.by_store  # the source key's bytes group the state
+    elif len(set(written.values())) == 1:
+        assert {keying.serde} == set(written.values()) and not keying.by_store
+    else:  # each store by its own serde, found by each processor of it
+        assert keying.serde is None and dict(keying.stores) == written
+        assert dict(keying.processors) == {f"p-{name}": serde for name, serde in written.items()}
     # Stores that are not keyed by the record's key (suppression buffers, the Processor API's) and
     # the order of the stores never change it.
     others = [StoreSpec("other", kind, key_serde=_UserIdSerde()) for kind in StoreType if kind not in KEYED_STORE_TYPES]
-    assert state_key_serde(0, sources, [*others, *reversed(stores)], default) == chosen
+    assert state_keying(0, sources, [*others, *reversed(stores)], processors, default) == keying
 
 
 # -- merged programs ---------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ definition time, that the processor can run with Kafka Streams' semantics, and r
 Then every store gets its slot in the key's state row, in topological order (the processors of
 one store, a cogroup's aggregates, share it), and the program is told which key its state is kept
 by (:mod:`.state_key_serde`: the source key's bytes, or the stores' when the sources read keys
-with different serdes).
+with different serdes: one serde's for all of them, or each store's own, task-grouped).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dagster_kstreams.processors import (
 from dagster_kstreams.processors.base import Processor
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.program import SubtopologyProgram
-from dagster_kstreams.processors.state_key_serde import state_key_serde
+from dagster_kstreams.processors.state_key_serde import state_keying
 from dagster_kstreams.topology.application import ApplicationTopology
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.view import ProcessorNode, Subtopology
@@ -143,5 +143,6 @@ def build_program(ctx: BuildContext, dead_letters: DeadLetterPolicy = DeadLetter
         if node.stateful:
             node.state_slot = slots.setdefault(node.store, len(slots))
     sources = [ctx.key_serde(factory) for factory in view_nodes if factory.kind is NodeKind.SOURCE]
-    state_key = state_key_serde(ctx.subtopology.id, sources, ctx.subtopology.state_stores, ctx.default_key_serde)
-    return program_class(ctx.subtopology.id, nodes, dead_letters, state_key_serde=state_key)
+    keying = state_keying(ctx.subtopology.id, sources, ctx.subtopology.state_stores,
+                          [(factory.name, factory.stores) for factory in view_nodes], ctx.default_key_serde)
+    return program_class(ctx.subtopology.id, nodes, dead_letters, state_keying=keying)

@@ -17,7 +17,9 @@ Three ways to run, one per kind of sub-topology (the engine feeds them; see
   per key as the store writes it when the sources read keys differently:
   :attr:`SubtopologyProgram.state_key_serde`).
 * :meth:`SubtopologyProgram.run_task_batch` — sub-topologies whose semantics span keys
-  (stream-stream joins, suppress, emit-on-window-close: :attr:`SubtopologyProgram.task_grouped`):
+  (stream-stream joins, suppress, emit-on-window-close: :attr:`SubtopologyProgram.task_grouped`),
+  and those whose stores write keys with different serdes while their sources read keys with
+  different serdes (each store keyed by its own serde's bytes: :mod:`.store_keyed_groups`):
   the task's whole micro-batch in processing order, with one state value holding every key's
   slots and the task-level state (:mod:`.task_state`).
 
@@ -48,6 +50,8 @@ from dagster_kstreams.processors.base import Processor
 from dagster_kstreams.processors.fused_chains import compile_entries
 from dagster_kstreams.processors.records import FLUSH_ORDER, Output, RecordContext, header_column
 from dagster_kstreams.processors.state import ABSENT, GroupState
+from dagster_kstreams.processors.state_key_serde import StateKeying
+from dagster_kstreams.processors.store_keyed_groups import store_keyed_entries
 from dagster_kstreams.processors.task_state import TaskState
 from dagster_kstreams.processors.user_processors import advance_stream_time, punctuate
 
@@ -65,7 +69,7 @@ class SubtopologyProgram:
 
     def __init__(self, subtopology_id: int, nodes: list[Processor],
                  dead_letters: DeadLetterPolicy = DeadLetterPolicy(), fuse_chains: bool = True,
-                 state_key_serde: Any = None):
+                 state_keying: StateKeying = StateKeying()):
         self.subtopology_id = subtopology_id
         self.nodes = nodes
         self.dead_letters = dead_letters
@@ -92,11 +96,13 @@ class SubtopologyProgram:
         # sink_partition_counts. Empty: nothing is added to the output. Fixed with the nodes, so
         # found once here rather than on every batch and key group.
         self.placed_topics: list[str] = [node.topic for node in nodes if getattr(node, "placement", None) is not None]
-        # The serde whose bytes group the state instead of the source record's key bytes (its
-        # sources read keys with different serdes: decided by state_key_serde.py), or None. The
-        # engine groups records by :meth:`state_keys` then, and gives each record's as
-        # ``context.raw_key``.
-        self.state_key_serde = state_key_serde
+        # How the state is keyed (its sources read keys with different serdes: decided by
+        # state_key_serde.py). ``state_key_serde``: the serde whose bytes group the state instead of
+        # the source record's key bytes, or None; the engine groups records by :meth:`state_keys`
+        # then, and gives each record's as ``context.raw_key``. With ``keying.stores``, each store
+        # keeps its keys in its own serde's bytes, task-grouped (store_keyed_groups.py).
+        self.keying = state_keying
+        self.state_key_serde = state_keying.serde
         self._check()
         for node in nodes:
             node.init(self)
@@ -104,7 +110,7 @@ class SubtopologyProgram:
         # that starts there (fused_chains.py), else the processor's process. Compiled in each
         # process that runs the program, never pickled (__getstate__).
         self.fuse_chains = fuse_chains
-        self._entries = compile_entries(nodes, fuse_chains)
+        self._entries = self._compile_entries()
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
@@ -113,7 +119,13 @@ class SubtopologyProgram:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._entries = compile_entries(self.nodes, self.fuse_chains)
+        self._entries = self._compile_entries()
+
+    def _compile_entries(self) -> list:
+        entries = compile_entries(self.nodes, self.fuse_chains)
+        if not self.keying.by_store:
+            return entries
+        return store_keyed_entries(self.nodes, entries, self.keying.processors, self.keying.stores, self.store_slots)
 
     def _check(self) -> None:
         for index, node in enumerate(self.nodes):
@@ -180,8 +192,8 @@ class SubtopologyProgram:
     @property
     def task_grouped(self) -> bool:
         """Whether the sub-topology runs task-grouped (:meth:`run_task_batch`): it has a
-        processor whose semantics span keys."""
-        return any(node.task_grouped for node in self.nodes)
+        processor whose semantics span keys, or its stores keep keys in different serdes' bytes."""
+        return self.keying.by_store or any(node.task_grouped for node in self.nodes)
 
     @property
     def group_key_serde(self) -> Any:

@@ -8,20 +8,26 @@ row, one join buffer, whichever topic they came from and however their bytes wer
 The runner keeps a sub-topology's state by the source record's key bytes. When every source of
 the sub-topology reads its keys with one serde, equal keys are equal bytes and that is the same
 grouping. When its sources read keys with different serdes (a ``merge``, a ``cogroup``, a stream
-joined with a table of another topic), one key may be different bytes on two topics: the state is
-then kept by the key as the sub-topology's stores write it (:func:`state_key_serde`; the program
-computes each record's, :meth:`~.program.SubtopologyProgram.state_keys`). That needs one key
-serde for all its keyed stores; stores that write keys with different serdes are refused.
+joined with a table of another topic), one key may be different bytes on two topics:
+
+* its keyed stores write keys with one serde: the state is kept by the key as that serde writes
+  it (:attr:`StateKeying.serde`; the program computes each record's,
+  :meth:`~.program.SubtopologyProgram.state_keys`), still key-grouped;
+* they write keys with different serdes, which may not agree on which keys are equal (``"U7"`` and
+  ``"u7"`` are two keys to one serde and one to another): no one key groups the sub-topology's
+  state, so it runs task-grouped and each store keeps its keys in its own serde's bytes
+  (:attr:`StateKeying.stores`, :mod:`.store_keyed_groups`), as Kafka Streams' stores do.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Optional
 
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.topology.node_specs import StoreSpec, StoreType
 
-__all__ = ["KEYED_STORE_TYPES", "state_key_serde"]
+__all__ = ["KEYED_STORE_TYPES", "StateKeying", "state_keying"]
 
 # The stores of DSL operations, keyed by the record's key. Not a suppression buffer (it holds what
 # its table's store emits, under that store's key) nor a store added for the Processor API (keyed by
@@ -30,24 +36,50 @@ KEYED_STORE_TYPES = frozenset({StoreType.KEY_VALUE, StoreType.WINDOW, StoreType.
                                StoreType.OUTER_JOIN_SHARED})
 
 
-def state_key_serde(subtopology_id: int, source_key_serdes: Iterable[Any], stores: Iterable[StoreSpec],
-                    default_key_serde: Any) -> Optional[Any]:
-    """The serde whose bytes a sub-topology's state is kept by, or None: the source record's key
-    bytes (its sources read keys with one serde, or it keeps no keyed store).
+@dataclass(frozen=True)
+class StateKeying:
+    """How a sub-topology's state is keyed.
+
+    ``serde``: the serde whose bytes the whole state is kept by, key-grouped (None: the source
+    record's key bytes, or ``stores`` decides). ``stores``: when not empty, the sub-topology runs
+    task-grouped and each keyed store keeps its keys in its own serde's bytes (store name -> serde);
+    ``processors`` then names the serde each processor that writes or reads such a store finds a
+    key's state by (processor name -> serde)."""
+
+    serde: Optional[Any] = None
+    stores: Mapping[str, Any] = field(default_factory=dict)
+    processors: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def by_store(self) -> bool:
+        return bool(self.stores)
+
+
+def state_keying(subtopology_id: int, source_key_serdes: Iterable[Any], stores: Iterable[StoreSpec],
+                 processor_stores: Iterable[tuple[str, Iterable[str]]], default_key_serde: Any) -> StateKeying:
+    """How the state of sub-topology ``subtopology_id`` is keyed.
 
     ``source_key_serdes``: the key serde of each of its sources (as they read); ``stores``: the
-    stores of its processors. Raises :class:`UnsupportedTopologyError` when its sources read keys
-    with different serdes and its keyed stores write them with different serdes: the runner keeps
-    a sub-topology's state by one key format."""
+    stores of its processors; ``processor_stores``: ``(processor name, names of the stores it is
+    connected to)`` of each processor. Raises :class:`UnsupportedTopologyError` for a processor
+    connected to keyed stores that write keys with different serdes (it would need two keys' state
+    at once)."""
     if len(set(source_key_serdes)) < 2:
-        return None
+        return StateKeying()
     written = {store.name: store.key_serde or default_key_serde for store in stores
                if store.type in KEYED_STORE_TYPES}
-    serdes = set(written.values())
-    if len(serdes) > 1:
-        described = ", ".join(f"{name} ({serde!r})" for name, serde in sorted(written.items()))
-        raise UnsupportedTopologyError(
-            f"sub-topology {subtopology_id}: its sources read keys with different serdes and its stores write them "
-            f"with different ones ({described}); the Spark runner keeps a sub-topology's state by one key format, "
-            "so give these stores one key serde (Materialized.with_key_serde)")
-    return next(iter(serdes), None)
+    if len(set(written.values())) < 2:
+        return StateKeying(serde=next(iter(written.values()), None))
+    processors = {}
+    for name, connected in processor_stores:
+        serdes = {written[store] for store in connected if store in written}
+        if len(serdes) > 1:
+            described = ", ".join(f"{store} ({written[store]!r})" for store in sorted(connected) if store in written)
+            raise UnsupportedTopologyError(
+                f"processor {name} (sub-topology {subtopology_id}): its stores write keys with different serdes "
+                f"({described}) while the sub-topology's sources read keys with different serdes; the Spark runner "
+                "finds a processor's state by one key format, so give these stores one key serde "
+                "(Materialized.with_key_serde)")
+        if serdes:
+            processors[name] = serdes.pop()
+    return StateKeying(stores=written, processors=processors)

@@ -60,10 +60,12 @@ class CompiledTopology:
         self.default_value_serde = default_value_serde or Serdes.String()
         self._programs: dict[int, SparkProgram] = {}
 
-    def store_key_serde(self, subtopology: int):
-        """The serde of the keys a sub-topology's state is kept by: its source's (the source record
-        key), or the store's when its sources read keys differently (``state_key_serde``)."""
-        return self.program(subtopology).group_key_serde
+    def store_key_serde(self, subtopology: int, store_name: str):
+        """The serde of the keys a store of a sub-topology is kept by: its source's (the source record
+        key), or the stores' when its sources read keys differently (``state_key_serde``; each
+        store's own when they write keys with different serdes)."""
+        program = self.program(subtopology)
+        return program.keying.stores.get(store_name, program.group_key_serde)
 
     def check(self) -> "CompiledTopology":
         """Build every sub-topology's program now: an operation the runner cannot run with

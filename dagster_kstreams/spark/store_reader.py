@@ -25,7 +25,7 @@ def read_store(runner: Any, store_name: str) -> dict[Any, Any]:
     program = runner.compiled.program(subtopology)
     strategy = strategy_for(program)
     if store_name in program.store_slots:
-        slot, key_serde = program.store_slots[store_name], runner.compiled.store_key_serde(subtopology)
+        slot, key_serde = program.store_slots[store_name], runner.compiled.store_key_serde(subtopology, store_name)
         content = lambda rows: strategy.store_content(rows, program, slot, key_serde)  # noqa: E731
     else:  # a user processor's store (the Processor API): task-level state
         content = lambda rows: strategy.user_store_content(rows, program, store_name)  # noqa: E731
