@@ -7,8 +7,11 @@ marked "not latest" (KIP-914), and each consumer treats it its own way: the pric
 join with the limits skips it; a re-grouping (through a filter without a store) into an uncached
 aggregate skips it; a filter and a map_values materialized in plain stores of their own take it as
 the key's latest value and forward it (their changes go to topics), and a left join of the limits
-with that filtered table then reads it. Kafka Streams 4.3.1 runs the whole input once
-(``max.task.idle.ms``: its timestamp merge of the two inputs of a task).
+with that filtered table then reads it. The limits are also filtered into a versioned store of 3 s
+of history (which drops an update older than that, and marks out-of-order ones not latest), joined
+with the prices (each side skipping the other's out-of-order updates) and read by a stream of
+orders as of their own timestamps. Kafka Streams 4.3.1 runs the whole input once
+(``max.task.idle.ms``: its timestamp merge of the inputs of a task).
 
 Input on 2 partitions, keyed by user (three users in each partition, re-grouped within their
 partition, so that each group is fed by one upstream task: the order of its updates is the same in
@@ -51,7 +54,8 @@ USERS = ("u1", "u2", "u3", "u5", "u11", "u15")  # three in each partition (murmu
 # per input: (records, (share late within the history, its lateness), (share late beyond it, its lateness))
 SHAPES = {
     "prices": (160, (0.2, (1_000, 7_000)), (0.08, (12_000, 25_000))),
-    "limits": (60, (0.1, (1_000, 5_000)), (0.0, (0, 0))),
+    "limits": (90, (0.15, (500, 2_500)), (0.1, (4_000, 9_000))),
+    "orders": (120, (0.15, (500, 2_500)), (0.1, (4_000, 9_000))),
 }
 
 
@@ -127,6 +131,10 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     assert {value.split("<")[1] for value in _values(expected, "out-kept-joined") if value is not None} & skipped
     assert None in _values(expected, "out-filtered") and None in _values(expected, "out-marked")
     assert "-" in history
+    limits = {value for value in _values(expected, "out-versioned-filtered") if value is not None}
+    versioned_joined = {value.split("^")[0] for value in _values(expected, "out-versioned-joined") if value is not None}
+    assert len(limits - versioned_joined) >= 2 and len(limits & versioned_joined) > 20
+    assert len(_values(expected, "out-orders")) > 40
 
 
 def _assert_same(actual: dict, expected: dict) -> None:

@@ -36,7 +36,8 @@ from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.topology.node_specs import NodeKind
 
-__all__ = ["VersionedTable", "VersionedTableSource", "versioned_table", "BUILDERS"]
+__all__ = ["VersionedTable", "VersionedTableSource", "versioned_table", "reads_versioned_updates", "keeps_own_store",
+           "check_consumers", "BUILDERS"]
 
 
 class VersionedTable:
@@ -65,7 +66,8 @@ class VersionedTable:
 
 class VersionedTableSource(KeyValueStoreProcessor):
     """``KTableSource`` over a versioned store (not registered: it runs the table-source and
-    to-table kinds)."""
+    to-table kinds); :meth:`put_version` is the put and forward of every writer of a versioned store
+    (a filter's or map_values' too: :mod:`.table_step_stores`)."""
 
     def __init__(self, name: str, store: str, retention_ms: int, kind: str = NodeKind.TABLE_SOURCE.value):
         super().__init__(name, store, cached=False)
@@ -77,6 +79,11 @@ class VersionedTableSource(KeyValueStoreProcessor):
         self.needs_state(state)
         if key is None:
             return
+        self.put_version(key, value, context, out, state)
+
+    def put_version(self, key, value, context, out, state) -> None:
+        """Put ``value`` (None: a tombstone) as the key's version at the record's timestamp, and
+        forward it unless the put is expired (Kafka Streams' ``PUT_RETURN_CODE_NOT_PUT``)."""
         table, timestamp = self.table, context.timestamp
         values = task_state_of(self, state).values
         store_time = table.store_time(values)
@@ -115,13 +122,15 @@ def versioned_table(ctx, store: str) -> Optional[VersionedTable]:
 # them too, and a suppression of a versioned table is refused; neither is run here yet.
 _PASSING = {NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES}
 _CONSUMERS = {NodeKind.TABLE_TO_STREAM, NodeKind.TABLE_TABLE_JOIN, NodeKind.TABLE_GROUP_BY_MAP}
+_VERSIONED_WRITERS = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES}
 
 
 def reads_versioned_updates(ctx, table_node_name: str) -> bool:
-    """Whether the table at ``table_node_name`` forwards a versioned table's updates, out-of-order ones
-    marked not latest: a table read from a topic or made by ``to_table`` into a versioned store, or its
-    filter/map_values without a store (Kafka Streams' ``isVersionedOrVersionedUpstream``, which turns on
-    ``useVersionedSemantics`` in the processor reading it)."""
+    """Whether the table at ``table_node_name`` forwards a versioned store's updates, out-of-order ones
+    marked not latest: a table read from a topic or made by ``to_table``, or a filter/map_values with a
+    store, into a versioned store; or its filter/map_values without a store (Kafka Streams'
+    ``isVersionedOrVersionedUpstream``, which turns on ``useVersionedSemantics`` in the processor
+    reading it)."""
     sub = ctx.subtopology
     node = sub.node(table_node_name)
     while node.kind in _PASSING and node.params.get("store_name") not in node.stores:
@@ -129,20 +138,23 @@ def reads_versioned_updates(ctx, table_node_name: str) -> bool:
             return False
         node = sub.node(node.parents[0])
     store = node.params.get("store_name")
-    return (node.kind in (NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE) and store in node.stores
+    return (node.kind in _VERSIONED_WRITERS and store in node.stores
             and versioned_table(ctx, store) is not None)
 
 
 def keeps_own_store(ctx, node) -> bool:
     """Whether the table filter/map_values ``node`` keeps a store of its own: it has one (a named
-    ``Materialized``) and reads a versioned table's updates. Kafka Streams puts an out-of-order update
-    into that plain store as its latest value, so reading through to the versioned store (as the
-    runner reads other materialized filters) would give another value."""
-    return (node.kind in _PASSING and node.params.get("store_name") in node.stores
-            and reads_versioned_updates(ctx, node.parents[0]))
+    ``Materialized``), and that store is versioned or the table it reads is a versioned one's. Kafka
+    Streams puts an out-of-order update into a plain store as its latest value, so reading through to
+    the versioned store (as the runner reads other materialized filters) would give another value."""
+    if node.kind not in _PASSING or node.params.get("store_name") not in node.stores:
+        return False
+    return versioned_table(ctx, node.params["store_name"]) is not None or reads_versioned_updates(ctx, node.parents[0])
 
 
-def _check_consumers(factory, ctx) -> None:
+def check_consumers(factory, ctx) -> None:
+    """Refuses a consumer of the versioned store ``factory`` writes that the runner cannot give the
+    "not latest" mark to (names it)."""
     sub = ctx.subtopology
 
     def passes(node) -> bool:
@@ -166,7 +178,7 @@ def _table(factory, ctx):
     versioned = versioned_table(ctx, store) if store in factory.stores else None
     if versioned is None:
         return TABLE_BUILDERS[factory.kind](factory, ctx)
-    _check_consumers(factory, ctx)
+    check_consumers(factory, ctx)
     return VersionedTableSource(factory.name, store, versioned.retention_ms, factory.kind.value)
 
 

@@ -28,9 +28,13 @@ import org.apache.kafka.streams.state.Stores;
  * uncached aggregate of additions and subtractions (the re-grouping skips them); filtered into a
  * plain store of their own (which takes an out-of-order update as its latest value), whose changes
  * go to a topic and which the limits are left-joined with; and mapped into another plain store,
- * whose changes go to a topic.
+ * whose changes go to a topic. The limits are filtered into a versioned store (3 s of history: it drops
+ * an update older than that, and marks an out-of-order one not latest), whose changes go to a topic,
+ * which is joined with the prices (each side skips the other's out-of-order updates), and which
+ * orders, a stream, join as of their own timestamps.
  *
- * Args: bootstrap applicationId stateDir prices limits outJoined outHistory outFiltered outKeptJoined outMarked
+ * Args: bootstrap applicationId stateDir prices limits orders outJoined outHistory outFiltered
+ *       outKeptJoined outMarked outVersionedFiltered outVersionedJoined outOrders
  *
  * The Python twin is versioned_consumer_examples() in tests/versioned_consumers_topology.py; keep
  * the two in step.
@@ -55,7 +59,9 @@ public final class VersionedConsumerExamples {
     }
 
     static Topology versionedConsumerExamples(String prices, String limits, String outJoined, String outHistory,
-                                              String outFiltered, String outKeptJoined, String outMarked) {
+                                              String outFiltered, String outKeptJoined, String outMarked,
+                                              String orders, String outVersionedFiltered, String outVersionedJoined,
+                                              String outOrders) {
         StreamsBuilder builder = new StreamsBuilder();
         KTable<String, String> priceTable = builder.table(prices,
             Materialized.as(Stores.persistentVersionedKeyValueStore("prices-store", Duration.ofSeconds(10))));
@@ -74,6 +80,13 @@ public final class VersionedConsumerExamples {
         kept.toStream().to(outFiltered);
         limitTable.leftJoin(kept, (limit, price) -> limit + "<" + text(price)).toStream().to(outKeptJoined);
         priceTable.mapValues(price -> price + "!", uncached("marked-store")).toStream().to(outMarked);
+        KTable<String, String> versionedLimits = limitTable.filter((user, limit) -> number(limit) % 4 != 0,
+            Materialized.as(Stores.persistentVersionedKeyValueStore("limits-versioned", Duration.ofSeconds(3))));
+        versionedLimits.toStream().to(outVersionedFiltered);
+        versionedLimits.join(priceTable, (limit, price) -> limit + "^" + price).toStream().to(outVersionedJoined);
+        builder.<String, String>stream(orders)
+            .join(versionedLimits, (order, limit) -> text(order) + "@" + limit)
+            .to(outOrders);
         return builder.build();
     }
 
@@ -82,8 +95,9 @@ public final class VersionedConsumerExamples {
         String applicationId = args[1];
         String stateDir = args[2];
         // The repartition topic too: the aggregate's sub-topology must have read it to the end.
-        List<String> watched = List.of(args[3], args[4], applicationId + "-by-partner-repartition");
-        Topology topology = versionedConsumerExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9]);
+        List<String> watched = List.of(args[3], args[4], args[5], applicationId + "-by-partner-repartition");
+        Topology topology = versionedConsumerExamples(args[3], args[4], args[6], args[7], args[8], args[9], args[10],
+                                                      args[5], args[11], args[12], args[13]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         // Wait for every input of a task rather than run ahead on one (the timestamp merge).
         props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 5_000L);
