@@ -36,6 +36,9 @@ other table's value; a left join's left table and both tables of an outer join s
 * outer, either side: nothing when ``other``, ``new`` and ``old`` are all null; else
   ``joiner(new, other)`` when either is not null, else a tombstone.
 
+An update a versioned table forwards marked not latest (out of order: :mod:`.versioned_tables`) is
+skipped by the join processor of that table's side, as Kafka Streams' do with versioned semantics.
+
 So a delete (or update) on one side of an inner join forwards nothing while the other side has
 no row, and a tombstone for a key the updated table never held forwards nothing either (with the
 record cache on, the table's cache never forwards such a tombstone in the first place). A

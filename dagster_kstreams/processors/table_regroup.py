@@ -9,7 +9,9 @@ value) through the repartition topic, in Kafka Streams' own record format
 
 Upstream (:class:`TableRepartitionMap`): for each update the table forwards (every update, or
 once per key and micro-batch with the record cache, its old value being then the value at the
-last flush) the selector maps the new value and the old value to ``(group, value)`` pairs. A pair
+last flush) the selector maps the new value and the old value to ``(group, value)`` pairs. An update a
+versioned table forwards marked not latest (out of order) is skipped, so that the aggregate holds
+the latest values only (Kafka Streams' versioned semantics). A pair
 with a null group or a null value is dropped. When both pairs select the same group, one record
 ``Change(new, old)`` goes to it; otherwise the subtraction ``Change(None, old)`` goes to the old
 group first, then the addition ``Change(new, None)`` to the new one (Kafka Streams 4.x; keys are
