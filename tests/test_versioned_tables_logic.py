@@ -204,13 +204,70 @@ def test_a_versioned_store_is_never_cached_and_keeps_its_history_retention():
         [(False, 5000), (False, 5000)]
 
 
-def test_a_versioned_store_materializes_only_source_tables():
+def test_a_versioned_store_materializes_tables_and_their_filter_and_map_values_only():
     builder = StreamsBuilder()
     table = builder.table("t")
+    table.filter(lambda k, v: True, _versioned("f"))
+    table.map_values(lambda v: v, _versioned("m"))
     with pytest.raises(TopologyException, match="versioned store"):
-        table.filter(lambda k, v: True, _versioned())
+        table.join(builder.table("u"), lambda a, b: a, _versioned("j"))
     with pytest.raises(TopologyException, match="versioned store"):
         builder.stream("s").group_by_key().count(_versioned())
+
+
+def test_a_versioned_filter_of_an_aggregation_is_refused():
+    """Kafka Streams stamps an aggregate's update with the larger of its record's and its previous
+    time; the runner with the record's: a versioned store would keep other versions."""
+    builder = StreamsBuilder()
+    builder.stream("s").group_by_key().reduce(lambda a, b: b).filter(lambda k, v: True, _versioned("f"))
+    with pytest.raises(UnsupportedTopologyError, match="KTABLE-FILTER-0000000003 .* versioned store"):
+        compile_topology(builder.build(), "app").program(0)
+
+
+# -- a filter into a versioned store -----------------------------------------------------------
+def _versioned_filter_program():
+    builder = StreamsBuilder()
+    table = builder.table("t", Materialized.as_("plain").with_caching_disabled())
+    filtered = table.filter(lambda k, v: not v.startswith("x"), _versioned("vf"))
+    filtered.to_stream().to("changes")
+    builder.stream("s").join(filtered, lambda value, table_value: f"{value}@{table_value}").to("joined")
+    return compile_topology(builder.build(), "app", default_key_serde=Serdes.String(),
+                            default_value_serde=Serdes.String()).program(0)
+
+
+def _expected_of_versioned_filter(records) -> list[tuple]:
+    """``KTableFilter`` over a plain table (which sends old values: it has a store) into a versioned
+    store: an update whose new value and old value (the store's latest) are both null is dropped;
+    any other is put at its timestamp, and forwarded unless the put is expired. A stream-table join
+    reads the version valid at the stream record's timestamp."""
+    store, out = ModelStore(5_000), []
+    for topic, key, value, timestamp in records:
+        if key is None:
+            continue
+        if topic == "t":
+            new = value if value is not None and not value.startswith("x") else None
+            if new is None and store.latest(key) is None:
+                continue
+            if store.put(key, new, timestamp) != "expired":
+                out.append(("changes", key, new))
+        elif value is not None:
+            table_value = store.as_of(key, timestamp)
+            if table_value is not None:
+                out.append(("joined", key, f"{value}@{table_value}"))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(
+    st.tuples(st.just("t"), st.sampled_from(["a", "b", None]), st.sampled_from(["x", "y", None]),
+              st.integers(0, 20_000)),
+    st.tuples(st.just("s"), st.sampled_from(["a", "b"]), st.sampled_from(["o", None]), st.integers(0, 20_000)),
+), max_size=40), st.lists(st.integers(0, 40), max_size=3))
+def test_a_filter_into_a_versioned_store_forwards_what_kafka_streams_forwards_whatever_the_batches(records, cuts):
+    records = [(topic, key, None if value is None else f"{value}{i}", timestamp)
+               for i, (topic, key, value, timestamp) in enumerate(records)]
+    out = _run(records, [cut for cut in cuts if cut < len(records)], _versioned_filter_program())
+    assert [row[:3] for row in out] == _expected_of_versioned_filter(records)
 
 
 def test_a_join_grace_period_needs_a_versioned_table_with_enough_history():
@@ -227,15 +284,50 @@ def test_the_runner_refuses_what_would_treat_an_out_of_order_update_as_the_lates
     builder = StreamsBuilder()
     table = builder.table("t", _versioned())
     table.filter(lambda k, v: v != "x").map_values(lambda v: v + "!").to_stream().to("out")  # runs
+    table.group_by(lambda k, v: (v, k)).count()
+    table.join(builder.table("u"), lambda a, b: a)
+    table.filter(lambda k, v: True, Materialized.as_("filtered")).group_by(lambda k, v: (v, k)).count()
     compile_topology(builder.build(), "app").program(0)
-    for consume in (lambda t: t.group_by(lambda k, v: (v, k)).count(),
-                    lambda t: t.join(builder.table("u"), lambda a, b: a),
-                    lambda t: t.filter(lambda k, v: True, Materialized.as_("filtered"))):
-        builder = StreamsBuilder()
-        table = builder.table("t", _versioned())
-        consume(table)
-        with pytest.raises(UnsupportedTopologyError, match="versioned table KTABLE-SOURCE-0000000001"):
-            compile_topology(builder.build(), "app").program(0)
+    builder = StreamsBuilder()
+    table = builder.table("t", _versioned())
+    table.join(builder.table("u"), lambda value: value, lambda a, b: a)  # a foreign-key join: not yet
+    with pytest.raises(UnsupportedTopologyError, match="versioned table KTABLE-SOURCE-0000000001"):
+        compile_topology(builder.build(), "app").program(0)
+
+
+def _consumers_program():
+    builder = StreamsBuilder()
+    table = builder.table("t", _versioned())
+    limits = builder.table("l", Materialized.as_("limits").with_caching_disabled())
+    table.outer_join(limits, lambda a, b: f"{a}&{b}").to_stream().to("joined")
+    table.group_by(lambda k, v: (v[0], v)).aggregate(lambda: "", lambda k, v, agg: agg + "+" + v,
+                                                    lambda k, v, agg: agg + "-" + v,
+                                                    Materialized.as_("history").with_caching_disabled())
+    kept = table.filter(lambda k, v: v != "x3", Materialized.as_("kept").with_caching_disabled())
+    kept.to_stream().to("kept")
+    limits.left_join(kept, lambda a, b: f"{a}<{b}").to_stream().to("read")
+    return compile_topology(builder.build(), "app", default_key_serde=Serdes.String(),
+                            default_value_serde=Serdes.String()).program(0)
+
+
+def test_out_of_order_updates_downstream_as_kafka_streams_marks_them_not_latest():
+    """A join and a re-grouping skip an out-of-order update (``useVersionedSemantics`` and
+    ``Change.isLatest``); a filter with a plain store takes it as the key's latest value, and so
+    does what reads that store; an expired update reaches nobody."""
+    records = [("t", "a", "x1", 10_000), ("l", "a", "l1", 11_000), ("t", "a", "x2", 20_000), ("t", "a", "y4", 15_000),
+               ("t", "a", "x5", 2_000), ("t", "a", None, 16_000), ("l", "a", "l2", 21_000), ("t", "a", "x3", 22_000)]
+    out = [row[:3] for row in _run(records, [], _consumers_program())]
+    regrouped = "app-history-repartition"
+    assert out == [
+        ("joined", "a", "x1&None"), (regrouped, "x", "x1\x01"), ("kept", "a", "x1"),
+        ("joined", "a", "x1&l1"), ("read", "a", "l1<x1"),
+        ("joined", "a", "x2&l1"), (regrouped, "x", "\x04x2x1\x02"), ("kept", "a", "x2"), ("read", "a", "l1<x2"),
+        ("kept", "a", "y4"), ("read", "a", "l1<y4"),  # out of order: the kept store's latest
+        # x5: older than the history, dropped
+        ("kept", "a", None), ("read", "a", "l1<None"),  # an out-of-order tombstone deletes it
+        ("joined", "a", "x2&l2"), ("read", "a", "l2<None"),
+        ("joined", "a", "x3&l2"), (regrouped, "x", "\x04x3x2\x02"), ("kept", "a", None), ("read", "a", "l2<None"),
+    ]
 
 
 # -- a stream-table join with a grace period ---------------------------------------------------

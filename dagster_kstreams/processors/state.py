@@ -54,6 +54,10 @@ class GroupState:
         # Key-value stores: the value downstream saw last, before the update being forwarded (a
         # table's old value: Kafka Streams' Change.oldValue; cached, the value at the last flush).
         self.old_values: dict[int, Any] = {}
+        # Kafka Streams' Change.isLatest of the update being forwarded: False only while a versioned
+        # table forwards an out-of-order update (versioned_tables.py), which the processors reading
+        # that table's updates with versioned semantics skip
+        self.latest = True
         self.changed = False
         # Windowed stores' record-cache entries of this group, by slot (created on first use,
         # taken at the flush; see windows.py and sessions.py).

@@ -36,6 +36,9 @@ other table's value; a left join's left table and both tables of an outer join s
 * outer, either side: nothing when ``other``, ``new`` and ``old`` are all null; else
   ``joiner(new, other)`` when either is not null, else a tombstone.
 
+An update a versioned table forwards marked not latest (out of order: :mod:`.versioned_tables`) is
+skipped by the join processor of that table's side, as Kafka Streams' do with versioned semantics.
+
 So a delete (or update) on one side of an inner join forwards nothing while the other side has
 no row, and a tombstone for a key the updated table never held forwards nothing either (with the
 record cache on, the table's cache never forwards such a tombstone in the first place). A
@@ -60,7 +63,9 @@ from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.joined_tables import JoinedValues, joined_value, old_value_key, sent_old_value
 from dagster_kstreams.processors.stateless import Merge
 from dagster_kstreams.processors.state import ABSENT
-from dagster_kstreams.processors.versioned_tables import VersionedTable, versioned_table
+from dagster_kstreams.processors.versioned_tables import (
+    VersionedTable, keeps_own_store, reads_versioned_updates, versioned_table,
+)
 from dagster_kstreams.topology.node_specs import NodeKind
 
 __all__ = ["StreamTableJoin", "TableTableJoin", "ValueGetter", "value_getter", "BUILDERS"]
@@ -164,11 +169,13 @@ class TableTableJoin(Processor):
     kind = "table_table_join"
 
     def __init__(self, name: str, joiner, join_type: str, side: str, this: ValueGetter, other: ValueGetter,
-                 merge_name: Optional[str] = None):
+                 merge_name: Optional[str] = None, skips_not_latest: bool = False):
         super().__init__(name)
         self.fn, self.join_type, self.side = joiner, join_type, side
         self.this, self.other = this, other
         self.merge_name = merge_name  # the joined table, when it forwards the old value computed here
+        # its table is a versioned one's (useVersionedSemantics): an out-of-order update joins nothing
+        self.skips_not_latest = skips_not_latest
 
     def init(self, program) -> None:
         super().init(program)
@@ -178,6 +185,8 @@ class TableTableJoin(Processor):
     def process(self, key, value, context, out, state) -> None:
         if key is None:
             return
+        if self.skips_not_latest and not state.latest:
+            return  # Kafka Streams: "Skipping out-of-order record from versioned table" (KIP-914)
         updated, other = (self.this, self.other) if self.side == "this" else (self.other, self.this)
         new = updated.get(self, key, state, context)
         other_value = other.get(self, key, state, context)
@@ -225,7 +234,8 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
                 f"store is not in its sub-topology {sub.id}")
         node = sub.node(name)
         joined = through_joins and node.kind is NodeKind.TABLE_TABLE_JOIN_MERGE
-        if (node.kind in _STORE_KINDS or joined) and node.params.get("store_name") in node.stores:
+        own_store = node.kind in _STORE_KINDS or joined or keeps_own_store(ctx, node)
+        if own_store and node.params.get("store_name") in node.stores:
             steps.reverse()
             store = node.params["store_name"]
             sent_by_join = node.name if joined and not ctx.cached(store) else None
@@ -284,7 +294,7 @@ def _table_table_join(factory, ctx) -> TableTableJoin:
     cached = store is not None and store in merge.stores and ctx.cached(store)
     # Readers through the join's result read the old value it sends, unless its cache sends the store's.
     return TableTableJoin(factory.name, joiner.as_joiner(), params["join_type"], params["side"], this, other,
-                          None if cached else merge_name)
+                          None if cached else merge_name, reads_versioned_updates(ctx, own_table))
 
 
 def _table_table_join_merge(factory, ctx) -> Processor:

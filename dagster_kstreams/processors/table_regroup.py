@@ -9,7 +9,9 @@ value) through the repartition topic, in Kafka Streams' own record format
 
 Upstream (:class:`TableRepartitionMap`): for each update the table forwards (every update, or
 once per key and micro-batch with the record cache, its old value being then the value at the
-last flush) the selector maps the new value and the old value to ``(group, value)`` pairs. A pair
+last flush) the selector maps the new value and the old value to ``(group, value)`` pairs. An update a
+versioned table forwards marked not latest (out of order) is skipped, so that the aggregate holds
+the latest values only (Kafka Streams' versioned semantics). A pair
 with a null group or a null value is dropped. When both pairs select the same group, one record
 ``Change(new, old)`` goes to it; otherwise the subtraction ``Change(None, old)`` goes to the old
 group first, then the addition ``Change(new, None)`` to the new one (Kafka Streams 4.x; keys are
@@ -38,6 +40,7 @@ from dagster_kstreams.processors.errors import ProcessingError
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.stateless import pair
 from dagster_kstreams.processors.table_joins import ValueGetter, value_getter
+from dagster_kstreams.processors.versioned_tables import reads_versioned_updates
 from dagster_kstreams.topology.node_specs import NodeKind
 
 __all__ = ["TableRepartitionMap", "TableAggregate", "same_group", "BUILDERS"]
@@ -58,9 +61,11 @@ class TableRepartitionMap(Processor):
 
     kind = "table_group_by_map"
 
-    def __init__(self, name: str, selector: Callable, table: ValueGetter):
+    def __init__(self, name: str, selector: Callable, table: ValueGetter, skips_not_latest: bool = False):
         super().__init__(name)
         self.fn, self.table = selector, table
+        # its table is a versioned one's (useVersionedSemantics): the aggregate takes latest updates only
+        self.skips_not_latest = skips_not_latest
 
     def init(self, program) -> None:
         super().init(program)
@@ -71,6 +76,8 @@ class TableRepartitionMap(Processor):
             raise ProcessingError(f"processor {self.name} ({self.kind}): the key of a table update is null "
                                   f"(record at {context.describe()})")
         self.needs_state(state)
+        if self.skips_not_latest and not state.latest:
+            return  # Kafka Streams sends an out-of-order update of a versioned table to no group
         old_value = self.table.get_old(self, key, state, context)
         # Kafka Streams maps the new value first, then the old one.
         new_key, new_value = self._select(key, value, context)
@@ -141,7 +148,7 @@ def _repartition_map(factory, ctx) -> TableRepartitionMap:
     (table,) = factory.parents
     selector = ctx.function(factory, factory.params["selector"])
     table_values = value_getter(ctx, factory, table, through_joins=True)
-    return TableRepartitionMap(factory.name, selector.as_key_value(), table_values)
+    return TableRepartitionMap(factory.name, selector.as_key_value(), table_values, reads_versioned_updates(ctx, table))
 
 
 def _table_aggregate(factory, ctx) -> TableAggregate:

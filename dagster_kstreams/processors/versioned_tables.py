@@ -14,7 +14,12 @@ Per record, as Kafka Streams 4.3.1 does: a null key is skipped; a record older t
 observed time minus the history retention is dropped (not stored, not forwarded); any other is
 stored as a version and forwarded at once (versioned stores have no record cache), also when it
 is out of order (older than the key's latest version): Kafka Streams forwards those too, marked
-not latest, and ``to_stream`` emits them; only the latest version changes the key's current value.
+not latest (:attr:`GroupState.latest <dagster_kstreams.processors.state.GroupState.latest>` false while
+one is forwarded), and ``to_stream`` emits them; only the latest version changes the key's current
+value. A table-table join and a re-grouping reading the table (through its filter/map_values without a
+store) skip those, as Kafka Streams' processors with ``useVersionedSemantics`` do
+(:func:`reads_versioned_updates`); a filter/map_values with a store of its own puts them into it as its
+latest value (:func:`keeps_own_store`; :mod:`.table_step_stores`).
 A stream-table join reads the version valid at the stream record's timestamp
 (:meth:`VersionedTable.as_of`).
 """
@@ -31,7 +36,8 @@ from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.topology.node_specs import NodeKind
 
-__all__ = ["VersionedTable", "VersionedTableSource", "versioned_table", "BUILDERS"]
+__all__ = ["VersionedTable", "VersionedTableSource", "versioned_table", "reads_versioned_updates", "keeps_own_store",
+           "check_consumers", "BUILDERS"]
 
 
 class VersionedTable:
@@ -60,7 +66,8 @@ class VersionedTable:
 
 class VersionedTableSource(KeyValueStoreProcessor):
     """``KTableSource`` over a versioned store (not registered: it runs the table-source and
-    to-table kinds)."""
+    to-table kinds); :meth:`put_version` is the put and forward of every writer of a versioned store
+    (a filter's or map_values' too: :mod:`.table_step_stores`)."""
 
     def __init__(self, name: str, store: str, retention_ms: int, kind: str = NodeKind.TABLE_SOURCE.value):
         super().__init__(name, store, cached=False)
@@ -72,6 +79,11 @@ class VersionedTableSource(KeyValueStoreProcessor):
         self.needs_state(state)
         if key is None:
             return
+        self.put_version(key, value, context, out, state)
+
+    def put_version(self, key, value, context, out, state) -> None:
+        """Put ``value`` (None: a tombstone) as the key's version at the record's timestamp, and
+        forward it unless the put is expired (Kafka Streams' ``PUT_RETURN_CODE_NOT_PUT``)."""
         table, timestamp = self.table, context.timestamp
         values = task_state_of(self, state).values
         store_time = table.store_time(values)
@@ -85,11 +97,16 @@ class VersionedTableSource(KeyValueStoreProcessor):
         if latest:
             self._put(key, ABSENT if value is None else value, context, out, state)
             return
-        # Out of order: stored in the history only; forwarded with the key's latest as its old value.
+        # Out of order: stored in the history only; forwarded with the key's latest as its old value,
+        # marked not latest (Change.isLatest false) for the processors that skip it.
         slot = self.state_slot
         state.old_values[slot] = state.values[slot]
         state.changed = True
-        self.forward(key, value, context, out, state)
+        state.latest = False
+        try:
+            self.forward(key, value, context, out, state)
+        finally:
+            state.latest = True
 
 
 def versioned_table(ctx, store: str) -> Optional[VersionedTable]:
@@ -98,27 +115,62 @@ def versioned_table(ctx, store: str) -> Optional[VersionedTable]:
     return None if retention_ms is None else VersionedTable(store, retention_ms)
 
 
-# What may consume a versioned table's updates here: its to_stream, through its own filter and
-# map_values without a store. Kafka Streams' table-table joins, re-groupings, foreign-key joins and
-# stores downstream treat an out-of-order update differently (they skip it, or make it the latest
-# of a store of their own); the runner has no "not latest" mark on a forwarded update yet.
+# What forwards a versioned table's updates as they are (its filter and map_values without a store),
+# and what may consume them: its to_stream (which drops the mark), a table-table join and a
+# re-grouping (which skip an update marked not latest: reads_versioned_updates), a filter/map_values
+# with a store (which keeps its own store: keeps_own_store). Kafka Streams' foreign-key joins skip
+# them too, and a suppression of a versioned table is refused; neither is run here yet.
 _PASSING = {NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES}
+_CONSUMERS = {NodeKind.TABLE_TO_STREAM, NodeKind.TABLE_TABLE_JOIN, NodeKind.TABLE_GROUP_BY_MAP}
+_VERSIONED_WRITERS = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES}
 
 
-def _check_consumers(factory, ctx) -> None:
+def reads_versioned_updates(ctx, table_node_name: str) -> bool:
+    """Whether the table at ``table_node_name`` forwards a versioned store's updates, out-of-order ones
+    marked not latest: a table read from a topic or made by ``to_table``, or a filter/map_values with a
+    store, into a versioned store; or its filter/map_values without a store (Kafka Streams'
+    ``isVersionedOrVersionedUpstream``, which turns on ``useVersionedSemantics`` in the processor
+    reading it)."""
+    sub = ctx.subtopology
+    node = sub.node(table_node_name)
+    while node.kind in _PASSING and node.params.get("store_name") not in node.stores:
+        if len(node.parents) != 1:
+            return False
+        node = sub.node(node.parents[0])
+    store = node.params.get("store_name")
+    return (node.kind in _VERSIONED_WRITERS and store in node.stores
+            and versioned_table(ctx, store) is not None)
+
+
+def keeps_own_store(ctx, node) -> bool:
+    """Whether the table filter/map_values ``node`` keeps a store of its own: it has one (a named
+    ``Materialized``), and that store is versioned or the table it reads is a versioned one's. Kafka
+    Streams puts an out-of-order update into a plain store as its latest value, so reading through to
+    the versioned store (as the runner reads other materialized filters) would give another value."""
+    if node.kind not in _PASSING or node.params.get("store_name") not in node.stores:
+        return False
+    return versioned_table(ctx, node.params["store_name"]) is not None or reads_versioned_updates(ctx, node.parents[0])
+
+
+def check_consumers(factory, ctx) -> None:
+    """Refuses a consumer of the versioned store ``factory`` writes that the runner cannot give the
+    "not latest" mark to (names it)."""
     sub = ctx.subtopology
 
+    def passes(node) -> bool:
+        return node.kind in _PASSING and node.params.get("store_name") not in node.stores
+
     def step(node):
-        return node.children if node is factory or node.kind in _PASSING else ()
+        return node.children if node is factory or passes(node) else ()
 
     for node in reachable(sub, [factory.name], step):
-        if node is factory or node.kind is NodeKind.TABLE_TO_STREAM:
+        if node is factory or node.kind in _PASSING or node.kind in _CONSUMERS:
             continue
-        if node.kind not in _PASSING or node.params.get("store_name") in node.stores:
-            raise UnsupportedTopologyError(
-                f"processor {node.name} ({node.kind.value}) consumes the updates of the versioned table "
-                f"{factory.name}; the Spark runner passes a versioned table's updates to to_stream (through "
-                "filter/map_values without a store) only, and reads it in stream-table joins")
+        raise UnsupportedTopologyError(
+            f"processor {node.name} ({node.kind.value}) consumes the updates of the versioned table "
+            f"{factory.name}; the Spark runner passes a versioned table's updates (through filter/map_values) "
+            "to to_stream, a table-table join, a group_by and a filter/map_values with a store only, and reads "
+            "it in stream-table joins")
 
 
 def _table(factory, ctx):
@@ -126,7 +178,7 @@ def _table(factory, ctx):
     versioned = versioned_table(ctx, store) if store in factory.stores else None
     if versioned is None:
         return TABLE_BUILDERS[factory.kind](factory, ctx)
-    _check_consumers(factory, ctx)
+    check_consumers(factory, ctx)
     return VersionedTableSource(factory.name, store, versioned.retention_ms, factory.kind.value)
 
 

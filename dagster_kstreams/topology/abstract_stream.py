@@ -92,13 +92,14 @@ def _parse(args: Sequence[Any], *types: type, operation: str) -> list:
         if isinstance(arg, Materialized) and arg.versioned and operation not in _VERSIONED_OPERATIONS:
             raise TopologyException(
                 f"{operation}: a versioned store (Stores.persistent_versioned_key_value_store) materializes only a "
-                "table read from a topic (StreamsBuilder.table) or made by KStream.to_table here")
+                "table read from a topic (StreamsBuilder.table) or made by KStream.to_table, and a table's filter, "
+                "filter_not and map_values here")
     return slots
 
 
 # The operations whose table a versioned store may materialize (Kafka Streams also takes one for a
-# table's filter, map_values, join and aggregations; this DSL not yet).
-_VERSIONED_OPERATIONS = ("table()", "KStream.to_table")
+# table-table join and aggregations; this DSL not yet).
+_VERSIONED_OPERATIONS = ("table()", "KStream.to_table", "KTable.filter", "KTable.filter_not", "KTable.map_values")
 
 
 def _materialized(materialized: Optional[Materialized], builder: InternalStreamsBuilder, prefix: str):

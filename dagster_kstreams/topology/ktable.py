@@ -75,8 +75,11 @@ class KTable(_AbstractStream):
         own, or its filter/map_values' parent's), or None: not a versioned table."""
         if self._kind == "source":
             return self._source_spec.store.history_retention_ms
-        if self._kind in ("filter", "map_values") and self.queryable_store_name is None:
-            return self._parents[0]._versioned_history_retention_ms()
+        if self._kind in ("filter", "map_values"):
+            if self.queryable_store_name is None:
+                return self._parents[0]._versioned_history_retention_ms()
+            (store,) = self._node.spec.stores
+            return store.history_retention_ms
         return None
 
     def _enable_sending_old_values(self, force: bool) -> bool:
@@ -114,10 +117,14 @@ class KTable(_AbstractStream):
             queryable_name = materialized.store_name
             if queryable_name is not None:
                 store = StoreSpec(queryable_name, StoreType.KEY_VALUE, materialized.logging_enabled, key_serde,
-                                  value_serde, queryable=True, caching=materialized.caching_enabled)
+                                  value_serde, queryable=True,
+                                  caching=materialized.caching_enabled and not materialized.versioned,
+                                  history_retention_ms=materialized.history_retention_ms)
         name = _or_generate(builder, _name_of(named), prefix)
         spec = ProcessorSpec(kind, {**params, "store_name": queryable_name}, [store] if store else [])
         node = ProcessorGraphNode(name, spec)
+        if materialized is not None:
+            node.output_versioned = materialized.versioned
         builder.add_graph_node(self._node, node)
         return KTable(name, key_serde, value_serde, self._source_nodes, queryable_name, node, builder,
                       kind=table_kind, parents=[self])

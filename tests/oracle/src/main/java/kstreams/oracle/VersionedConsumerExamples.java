@@ -1,0 +1,113 @@
+package kstreams.oracle;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.Stores;
+
+/**
+ * A versioned table's updates consumed downstream (KIP-914: an out-of-order update is forwarded
+ * marked not latest), run by Kafka Streams itself until its input is consumed; prints JSON
+ * {"describe": ...}. Prices are a table read from a topic into a versioned store (10 s of history);
+ * limits a plain table (no record cache). The prices are outer-joined with the limits (the prices'
+ * side skips an out-of-order update); filtered (no store) and re-grouped by a partner user into an
+ * uncached aggregate of additions and subtractions (the re-grouping skips them); filtered into a
+ * plain store of their own (which takes an out-of-order update as its latest value), whose changes
+ * go to a topic and which the limits are left-joined with; and mapped into another plain store,
+ * whose changes go to a topic. The limits are filtered into a versioned store (3 s of history: it drops
+ * an update older than that, and marks an out-of-order one not latest), whose changes go to a topic,
+ * which is joined with the prices (each side skips the other's out-of-order updates), and which
+ * orders, a stream, join as of their own timestamps.
+ *
+ * Args: bootstrap applicationId stateDir prices limits orders outJoined outHistory outFiltered
+ *       outKeptJoined outMarked outVersionedFiltered outVersionedJoined outOrders
+ *
+ * The Python twin is versioned_consumer_examples() in tests/versioned_consumers_topology.py; keep
+ * the two in step.
+ */
+public final class VersionedConsumerExamples {
+    private VersionedConsumerExamples() {}
+
+    // A user's partner in its partition (u1, u2, u3 in partition 0 of 2; u5, u11, u15 in 1).
+    private static final Map<String, String> PARTNER = Map.of(
+        "u1", "u2", "u2", "u3", "u3", "u1", "u5", "u11", "u11", "u15", "u15", "u5");
+
+    private static int number(String value) {
+        return Integer.parseInt(value.substring(1));
+    }
+
+    private static String text(String value) {
+        return value == null ? "null" : value;
+    }
+
+    private static Materialized<String, String, KeyValueStore<Bytes, byte[]>> uncached(String store) {
+        return Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as(store).withCachingDisabled();
+    }
+
+    static Topology versionedConsumerExamples(String prices, String limits, String outJoined, String outHistory,
+                                              String outFiltered, String outKeptJoined, String outMarked,
+                                              String orders, String outVersionedFiltered, String outVersionedJoined,
+                                              String outOrders) {
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> priceTable = builder.table(prices,
+            Materialized.as(Stores.persistentVersionedKeyValueStore("prices-store", Duration.ofSeconds(10))));
+        KTable<String, String> limitTable = builder.table(limits, uncached("limits-store"));
+        priceTable.outerJoin(limitTable, (price, limit) -> text(price) + "&" + text(limit)).toStream().to(outJoined);
+        priceTable.filter((user, price) -> number(price) % 5 != 0)
+            .groupBy((user, price) -> KeyValue.pair(number(price) % 2 == 0 ? user : PARTNER.get(user), price),
+                     Grouped.as("by-partner"))
+            .aggregate(() -> "",
+                       (partner, price, history) -> history + "+" + price,
+                       (partner, price, history) -> history + "-" + price,
+                       uncached("price-history"))
+            .toStream()
+            .to(outHistory);
+        KTable<String, String> kept = priceTable.filter((user, price) -> number(price) % 3 != 0, uncached("kept-store"));
+        kept.toStream().to(outFiltered);
+        limitTable.leftJoin(kept, (limit, price) -> limit + "<" + text(price)).toStream().to(outKeptJoined);
+        priceTable.mapValues(price -> price + "!", uncached("marked-store")).toStream().to(outMarked);
+        KTable<String, String> versionedLimits = limitTable.filter((user, limit) -> number(limit) % 4 != 0,
+            Materialized.as(Stores.persistentVersionedKeyValueStore("limits-versioned", Duration.ofSeconds(3))));
+        versionedLimits.toStream().to(outVersionedFiltered);
+        versionedLimits.join(priceTable, (limit, price) -> limit + "^" + price).toStream().to(outVersionedJoined);
+        builder.<String, String>stream(orders)
+            .join(versionedLimits, (order, limit) -> text(order) + "@" + limit)
+            .to(outOrders);
+        return builder.build();
+    }
+
+    public static void main(String[] args) throws Exception {
+        String bootstrap = args[0];
+        String applicationId = args[1];
+        String stateDir = args[2];
+        // The repartition topic too: the aggregate's sub-topology must have read it to the end.
+        List<String> watched = List.of(args[3], args[4], args[5], applicationId + "-by-partner-repartition");
+        Topology topology = versionedConsumerExamples(args[3], args[4], args[6], args[7], args[8], args[9], args[10],
+                                                      args[5], args[11], args[12], args[13]);
+        Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
+        // Wait for every input of a task rather than run ahead on one (the timestamp merge).
+        props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 5_000L);
+        KafkaStreams streams = new KafkaStreams(topology, props);
+        streams.start();
+        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> watched, Duration.ofMinutes(5));
+            System.out.println(KafkaStreamsRuns.describeJson(topology));
+        } finally {
+            streams.close(Duration.ofSeconds(30));
+        }
+    }
+}

@@ -1,0 +1,190 @@
+"""A versioned table's updates consumed downstream, on Spark against Kafka Streams itself.
+
+One topology (tests/versioned_consumers_topology.py; Java twin VersionedConsumerExamples): prices, a
+table read from a topic into a versioned store (10 s of history), and limits, a plain table. Kafka
+Streams forwards an out-of-order price update (older than the key's latest, within the history)
+marked "not latest" (KIP-914), and each consumer treats it its own way: the prices' side of an outer
+join with the limits skips it; a re-grouping (through a filter without a store) into an uncached
+aggregate skips it; a filter and a map_values materialized in plain stores of their own take it as
+the key's latest value and forward it (their changes go to topics), and a left join of the limits
+with that filtered table then reads it. The limits are also filtered into a versioned store of 3 s
+of history (which drops an update older than that, and marks out-of-order ones not latest), joined
+with the prices (each side skipping the other's out-of-order updates) and read by a stream of
+orders as of their own timestamps. Kafka Streams 4.3.1 runs the whole input once
+(``max.task.idle.ms``: its timestamp merge of the inputs of a task).
+
+Input on 2 partitions, keyed by user (three users in each partition, re-grouped within their
+partition, so that each group is fed by one upstream task: the order of its updates is the same in
+both systems): updates in time, out of order within the history, older than the history (dropped),
+tombstones (also out of order), null keys (skipped). No two records share a timestamp.
+
+Our side runs it as a ``dagster-kstreams run`` process, one task after another, SIGKILLed once its
+first task is done; a rerun in this process does the rest. Another run of ours processes it clean.
+Compared: describe() of the very topology run, and per output topic and partition the whole
+sequence of (key, value) records (not their timestamps: README, "Record timestamps written by the
+runner").
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+
+import pytest
+from pyspark import cloudpickle
+
+import versioned_consumers_topology
+from equivalence_io import KafkaStreamsInBackground, output_topics, produce_strings, with_unique_timestamps
+from killed_runs import run_until_killed
+from versioned_consumers_topology import INPUTS, OUTPUTS, versioned_consumer_examples
+from dagster_kstreams.kafka.partitioner import default_partition
+from dagster_kstreams.kafka.records import read_topic
+from dagster_kstreams.spark.task_runner import TaskRunner
+
+pytestmark = pytest.mark.integration
+
+# Spark's Python workers cannot import modules of tests/: ship the topology's lambdas by value.
+cloudpickle.register_pickle_by_value(versioned_consumers_topology)
+
+PARTITIONS = 2
+T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute
+SPAN_MS = 60_000
+USERS = ("u1", "u2", "u3", "u5", "u11", "u15")  # three in each partition (murmur2)
+# per input: (records, (share late within the history, its lateness), (share late beyond it, its lateness))
+SHAPES = {
+    "prices": (160, (0.2, (1_000, 7_000)), (0.08, (12_000, 25_000))),
+    "limits": (90, (0.15, (500, 2_500)), (0.1, (4_000, 9_000))),
+    "orders": (120, (0.15, (500, 2_500)), (0.1, (4_000, 9_000))),
+}
+
+
+def _records(rng: random.Random, topic: str) -> list[tuple]:
+    count, (within_share, within), (beyond_share, beyond) = SHAPES[topic]
+    records = []
+    for i, base in enumerate(sorted(rng.randrange(T0, T0 + SPAN_MS) for _ in range(count))):
+        key = None if rng.random() < 0.03 else rng.choice(USERS)
+        value = None if rng.random() < 0.07 else f"{topic[0]}{i}"
+        timestamp, roll = base, rng.random()
+        if roll < within_share:
+            timestamp -= rng.randint(*within)
+        elif roll < within_share + beyond_share:
+            timestamp -= rng.randint(*beyond)
+        partition = default_partition(key.encode(), PARTITIONS) if key is not None else rng.randrange(PARTITIONS)
+        records.append((key, value, partition, max(T0, timestamp)))
+    return records
+
+
+def _input(seed: int = 19) -> dict[str, list[tuple]]:
+    rng = random.Random(seed)
+    (records,) = with_unique_timestamps([{topic: _records(rng, topic) for topic in INPUTS}], INPUTS)
+    return records
+
+
+def _produce(bootstrap: str, topics: dict[str, str], records: dict[str, list[tuple]]) -> None:
+    for name in INPUTS:
+        produce_strings(bootstrap, topics[name], records[name])
+
+
+def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple[str, int], list]:
+    """``{(output, partition): [(key, value)] in offset order}``."""
+    results: dict[tuple[str, int], list] = {}
+    for name in OUTPUTS:
+        for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
+            value = None if record.value is None else record.value.decode()
+            results.setdefault((name, record.partition), []).append((record.key.decode(), value))
+    return results
+
+
+@pytest.fixture(scope="module")
+def records():
+    return _input()
+
+
+@pytest.fixture(scope="module")
+def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory, records):
+    run = KafkaStreamsInBackground(
+        "kstreams.oracle.VersionedConsumerExamples", "versioned-consumers", kafka_bootstrap, kafka_admin,
+        unique_topic, tmp_path_factory.mktemp("ks-versioned-consumers-state"), INPUTS, OUTPUTS, PARTITIONS,
+        lambda inputs: _produce(kafka_bootstrap, inputs, records), _results)
+    yield run
+    run.close()
+
+
+def _values(results: dict, output: str) -> list:
+    return [value for p in range(PARTITIONS) for _, value in results.get((output, p), [])]
+
+
+def _assert_reference_exercises_it(expected: dict) -> None:
+    """Every output on both partitions; out-of-order updates that the marked store took (and the
+    kept filter forwarded, and the left join read) while the join and the re-grouping skipped them;
+    tombstones through the stores."""
+    assert set(expected) == {(name, p) for name in OUTPUTS for p in range(PARTITIONS)}
+    marked = {value[:-1] for value in _values(expected, "out-marked") if value is not None}
+    joined = {value.split("&")[0] for value in _values(expected, "out-joined") if value is not None}
+    history = "".join(_values(expected, "out-history"))
+    skipped = marked - joined
+    assert len(skipped) >= 5 and len(marked & joined) > 50
+    assert not set(re.findall(r"\+(p\d+)", history)) & skipped
+    kept = {value for value in _values(expected, "out-filtered") if value is not None}
+    assert kept & skipped
+    assert {value.split("<")[1] for value in _values(expected, "out-kept-joined") if value is not None} & skipped
+    assert None in _values(expected, "out-filtered") and None in _values(expected, "out-marked")
+    assert "-" in history
+    limits = {value for value in _values(expected, "out-versioned-filtered") if value is not None}
+    versioned_joined = {value.split("^")[0] for value in _values(expected, "out-versioned-joined") if value is not None}
+    assert len(limits - versioned_joined) >= 2 and len(limits & versioned_joined) > 20
+    assert len(_values(expected, "out-orders")) > 40
+
+
+def _assert_same(actual: dict, expected: dict) -> None:
+    for key in sorted(expected):
+        assert actual.get(key) == expected[key], key
+    assert set(actual) == set(expected)
+
+
+def test_versioned_table_consumers_in_a_clean_run_match_kafka_streams(
+    kafka_bootstrap, kafka_admin, unique_topic, kafka_streams_run, records, spark, tmp_path
+):
+    inputs = {name: unique_topic(f"clean-versioned-consumers-{name}") for name in INPUTS}
+    kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
+    topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, PARTITIONS))
+    _produce(kafka_bootstrap, inputs, records)
+    runner = TaskRunner(versioned_consumer_examples(topics), unique_topic("clean-versioned-consumers"),
+                        kafka_bootstrap, state_location=str(tmp_path / "state"), spark=spark)
+    results = runner.run_all()
+    assert {result.task_id for result in results} == {"0_0", "0_1", "1_0", "1_1"}
+
+    expected = kafka_streams_run.result()["results"]
+    _assert_reference_exercises_it(expected)
+    _assert_same(_results(kafka_bootstrap, topics), expected)
+
+
+def test_versioned_table_consumers_killed_part_way_and_rerun_match_kafka_streams(
+    kafka_bootstrap, kafka_admin, unique_topic, kafka_streams_run, records, spark, tmp_path
+):
+    inputs = {name: unique_topic(f"killed-versioned-consumers-{name}") for name in INPUTS}
+    kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
+    topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, PARTITIONS))
+    _produce(kafka_bootstrap, inputs, records)
+    app_id = unique_topic("killed-versioned-consumers")
+    state = tmp_path / "state"
+    # --parallelism 1: one task after another (0_0, 0_1, 1_0, 1_1). Killed once task 0_0 has
+    # processed its batch, while it works on (or starts) 0_1.
+    lines = run_until_killed(tmp_path, "versioned_consumers_topology:versioned_consumer_examples", topics,
+                             app_id=app_id, bootstrap=kafka_bootstrap, state=state,
+                             kill_when=lambda line: line.startswith("task 0_0 "), grace_seconds=1,
+                             extra_args=("--parallelism", "1"))
+    assert not any(line.startswith("task 1_") for line in lines), lines
+
+    runner = TaskRunner(versioned_consumer_examples(topics), app_id, kafka_bootstrap, state_location=str(state),
+                        spark=spark)
+    results = runner.run_all()
+    assert {"1_0", "1_1"} <= {result.task_id for result in results if result.records_in}
+
+    _assert_same(_results(kafka_bootstrap, topics), kafka_streams_run.result()["results"])
+
+
+def test_describe_of_the_topology_run_is_kafka_streams(kafka_streams_run):
+    ours = versioned_consumer_examples(kafka_streams_run.topics).build().describe()
+    assert str(ours) == kafka_streams_run.result()["describe"]

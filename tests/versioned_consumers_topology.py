@@ -1,0 +1,67 @@
+"""A versioned table's updates consumed downstream, the Python twin of
+kstreams.oracle.VersionedConsumerExamples (Java): keep the two in step.
+
+Prices are a table read from a topic into a versioned store (10 s of history); limits a plain table
+(no record cache). The prices are outer-joined with the limits (the prices' side skips an
+out-of-order update); filtered (no store) and re-grouped by a partner user into an uncached
+aggregate of additions and subtractions (the re-grouping skips them); filtered into a plain store of
+their own (which takes an out-of-order update as its latest value), whose changes go to a topic and
+which the limits are left-joined with; and mapped into another plain store, whose changes go to a
+topic. The limits are filtered into a versioned store (3 s of history: it drops an update older than
+that, and marks an out-of-order one not latest), whose changes go to a topic, which is joined with
+the prices (each side skips the other's out-of-order updates), and which orders, a stream, join as
+of their own timestamps. Its functions are self-contained: Spark's Python workers cannot import modules of tests/.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from dagster_kstreams.topology import Materialized, Stores, StreamsBuilder
+from dagster_kstreams.topology.grouped_repartitioned import Grouped
+
+INPUTS = ("prices", "limits", "orders")
+OUTPUTS = ("out-joined", "out-history", "out-filtered", "out-kept-joined", "out-marked", "out-versioned-filtered",
+           "out-versioned-joined", "out-orders")
+REPARTITION_TOPIC = "by-partner-repartition"
+# A user's partner in its partition (u1, u2, u3 in partition 0 of 2; u5, u11, u15 in 1).
+PARTNER = {"u1": "u2", "u2": "u3", "u3": "u1", "u5": "u11", "u11": "u15", "u15": "u5"}
+
+
+def versioned_consumer_examples(topics: dict[str, str]) -> StreamsBuilder:
+    """The topology of VersionedConsumerExamples.java, on ``topics`` (``INPUTS`` and ``OUTPUTS`` -> topic)."""
+    builder = StreamsBuilder()
+    partner = dict(PARTNER)
+
+    def number(value):
+        return int(value[1:])
+
+    def text(value):  # as Java's string concatenation writes it
+        return "null" if value is None else value
+
+    prices = builder.table(topics["prices"], Materialized.as_(
+        Stores.persistent_versioned_key_value_store("prices-store", timedelta(seconds=10))))
+    limits = builder.table(topics["limits"], Materialized.as_("limits-store").with_caching_disabled())
+    prices.outer_join(limits, lambda price, limit: f"{text(price)}&{text(limit)}").to_stream().to(topics["out-joined"])
+    prices.filter(lambda user, price: number(price) % 5 != 0) \
+        .group_by(lambda user, price: (user if number(price) % 2 == 0 else partner[user], price),
+                  Grouped.as_("by-partner")) \
+        .aggregate(lambda: "",
+                   lambda user, price, history: history + "+" + price,
+                   lambda user, price, history: history + "-" + price,
+                   Materialized.as_("price-history").with_caching_disabled()) \
+        .to_stream().to(topics["out-history"])
+    kept = prices.filter(lambda user, price: number(price) % 3 != 0,
+                         Materialized.as_("kept-store").with_caching_disabled())
+    kept.to_stream().to(topics["out-filtered"])
+    limits.left_join(kept, lambda limit, price: f"{limit}<{text(price)}").to_stream().to(topics["out-kept-joined"])
+    prices.map_values(lambda price: price + "!", Materialized.as_("marked-store").with_caching_disabled()) \
+        .to_stream().to(topics["out-marked"])
+    versioned_limits = limits.filter(lambda user, limit: number(limit) % 4 != 0, Materialized.as_(
+        Stores.persistent_versioned_key_value_store("limits-versioned", timedelta(seconds=3))))
+    versioned_limits.to_stream().to(topics["out-versioned-filtered"])
+    versioned_limits.join(prices, lambda limit, price: f"{limit}^{price}").to_stream() \
+        .to(topics["out-versioned-joined"])
+    builder.stream(topics["orders"]).join(versioned_limits, lambda order, limit: f"{text(order)}@{limit}") \
+        .to(topics["out-orders"])
+    return builder
