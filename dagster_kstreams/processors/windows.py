@@ -9,7 +9,9 @@ State
     before ``stream time - retention`` is dropped when its key is next processed: no record can
     update it or read it any more. Retention: the store's (size + grace unless ``Materialized``
     sets more); for sliding windows at least 3 x time difference + grace + 1, the oldest window a
-    record still within reach reads (not on window close: see Emission).
+    record still within reach reads (not on window close: see Emission). A time-windowed store a
+    user processor names expires by Kafka Streams' observed time instead (the largest window start
+    put into it), as the processor's reads show it (:mod:`.user_dsl_window_store`).
 
 Time and lateness
     Every record carries its timestamp (``context.timestamp``) and the task's stream time after
