@@ -25,8 +25,10 @@ from typing import Any, Callable, Iterator, Optional
 
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.topology.emit_strategy import ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind, StoreType
 from dagster_kstreams.topology.processor_api import KeyValue, ValueAndTimestamp
+from dagster_kstreams.topology.windows import TimeWindows
 
 __all__ = ["TimestampedKeyValueStore", "check_dsl_store"]
 
@@ -124,18 +126,22 @@ class TimestampedKeyValueStore:
 
 # -- definition time -------------------------------------------------------------------------
 _DSL_STORES_OFFERED = ("user processors get the key-value stores of count/reduce/aggregate, to_table and tables read "
-                       "from a topic, and the stores added with add_state_store()")
+                       "from a topic, the window stores of time-windowed count/reduce/aggregate emitting on every "
+                       "update, and the stores added with add_state_store()")
 
 
 def check_dsl_store(factory, spec, sub) -> None:
     """A DSL store a processor names must be one the runner keeps as Kafka Streams' timestamped
-    key-value store: the store of a stream aggregation, ``to_table`` or a table source."""
+    key-value store (the store of a stream aggregation, ``to_table`` or a table source) or timestamped
+    window store (a time-windowed stream aggregation's that emits on every update)."""
     where = f"processor {factory.name}: store {spec.name}"
-    if spec.type in (StoreType.WINDOW, StoreType.SESSION):
+    if spec.type is StoreType.WINDOW:
+        _check_window_store(where, spec, sub)
+        return
+    if spec.type is StoreType.SESSION:
         raise UnsupportedTopologyError(
-            f"{where} belongs to a windowed or session aggregation ({spec.type.value}); the Spark runner keeps its "
-            f"windows in its own per-key form, not as a WindowStore or SessionStore a processor can read; "
-            f"{_DSL_STORES_OFFERED}")
+            f"{where} belongs to a session aggregation; the Spark runner keeps its sessions in its own per-key "
+            f"form, with no SessionStore view over it yet; {_DSL_STORES_OFFERED}")
     if spec.type is not StoreType.KEY_VALUE:
         raise UnsupportedTopologyError(
             f"{where} belongs to a DSL operation ({spec.type.value}) whose store the Spark runner keeps in a form "
@@ -150,6 +156,21 @@ def check_dsl_store(factory, spec, sub) -> None:
             raise UnsupportedTopologyError(
                 f"{where} belongs to {owner.name} ({owner.kind.value}), whose store the Spark runner keeps "
                 f"without the timestamps a processor reads (ValueAndTimestamp); {_DSL_STORES_OFFERED}")
+
+
+def _check_window_store(where: str, spec, sub) -> None:
+    owner = next(node for node in sub.nodes if spec.name in node.stores and node.kind is NodeKind.WINDOWED_AGGREGATE)
+    windows = owner.params.get("windows")
+    if not isinstance(windows, TimeWindows):
+        why = (f"keeps its {type(windows).__name__} in a form of its own, whose retention follows its stream time "
+               "rather than the store's observed time a WindowStore view reads by")
+    elif owner.params.get("emit_strategy", ON_WINDOW_UPDATE) != ON_WINDOW_UPDATE:
+        why = "emits on window close, over Kafka Streams' time-ordered window store, which has no view here yet"
+    elif owner.params.get("cogroup"):
+        why = "is a cogroup's aggregate, whose windows several processors share"
+    else:
+        return
+    raise UnsupportedTopologyError(f"{where} belongs to {owner.name}, which {why}; {_DSL_STORES_OFFERED}")
 
 
 # The DSL operations whose key-value store keeps its timestamps once a processor names it

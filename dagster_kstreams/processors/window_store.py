@@ -33,9 +33,12 @@ def expire(store: dict, stream_time: Optional[int], retention_ms: int) -> None:
 
 
 def process_time_windows(windows: TimeWindows, store: dict, key, value, timestamp: int, stream_time: int,
-                         initializer: Callable, aggregator: Callable) -> tuple[list[Update], int]:
+                         initializer: Callable, aggregator: Callable,
+                         on_update: Optional[Callable[[Update], None]] = None) -> tuple[list[Update], int]:
     """One record through ``KStreamWindowAggregate``: updates ``store`` (``{start: (agg, ts)}``),
-    returns the updates in order and the number of closed windows the record was dropped from."""
+    returns the updates in order and the number of closed windows the record was dropped from.
+    ``on_update(update)`` runs after each window is stored, before the next is read (Kafka Streams
+    forwards each window as it puts it)."""
     close_time = stream_time - windows.grace_ms
     updates, dropped = [], 0
     for start, end in windows.windows_for(timestamp):
@@ -48,6 +51,8 @@ def process_time_windows(windows: TimeWindows, store: dict, key, value, timestam
             new = aggregator(key, value, base)
             _put(store, start, new, new_timestamp)
             updates.append((start, end, new, new_timestamp, base))
+            if on_update is not None:
+                on_update(updates[-1])
         else:
             dropped += 1
     return updates, dropped

@@ -9,7 +9,9 @@ State
     before ``stream time - retention`` is dropped when its key is next processed: no record can
     update it or read it any more. Retention: the store's (size + grace unless ``Materialized``
     sets more); for sliding windows at least 3 x time difference + grace + 1, the oldest window a
-    record still within reach reads (not on window close: see Emission).
+    record still within reach reads (not on window close: see Emission). A time-windowed store a
+    user processor names expires by Kafka Streams' observed time instead (the largest window start
+    put into it), as the processor's reads show it (:mod:`.user_dsl_window_store`).
 
 Time and lateness
     Every record carries its timestamp (``context.timestamp``) and the task's stream time after
@@ -51,12 +53,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Optional
 
-from dagster_kstreams.processors.aggregations import user_aggregation
+from dagster_kstreams.processors.aggregations import read_by_user_processor, user_aggregation
 from dagster_kstreams.processors.base import reachable, register
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.task_state import task_state_of
+from dagster_kstreams.processors.user_dsl_window_store import observed_time_key
+from dagster_kstreams.processors.user_time_store import NO_TIME
 from dagster_kstreams.processors.window_close import ClosedWindows
 from dagster_kstreams.processors.window_store import (
     aggregation_functions,
@@ -81,6 +85,11 @@ class _WindowAggregate(WindowedTable):
     uses_stream_time = True
     drops_late_records = True
     algorithm: Callable = None  # process_time_windows or process_sliding_windows
+    # Set when a user processor names the store (time windows, user_dsl_window_store.py): the store
+    # then keeps Kafka Streams' observed time (the largest window start put into it), a task-level
+    # value, and keeps and returns the windows that start after it minus the retention.
+    observes_store_time = False
+    _in_record = False  # process() is storing a record's windows
 
     def __init__(self, name: str, store: str, cached: bool, aggregation: str, windows, size: int, grace: int,
                  retention: int, initializer: Optional[Callable] = None, aggregator: Optional[Callable] = None,
@@ -108,17 +117,31 @@ class _WindowAggregate(WindowedTable):
         store = {} if current is ABSENT else current
         self._batch_stream_time = context.stream_time
         closed = self._closed_windows(state) if self.emit_on_close else None
-        if closed is None:
+        if self.observes_store_time:
+            expire(store, self._observed_time(state), self.retention)
+        elif closed is None:
             expire(store, self._store_time(context, state), self.retention)
         else:  # what the time-ordered store no longer returns (a window not emitted yet may be older)
             expire(store, closed.visible_from(self.retention) - 1, 0)
         initializer, aggregator = self.functions
         pending = self._pending(state, slot) if self.cached else None
-        updates, dropped = self.algorithm(
-            self.windows, store, key, value, context.timestamp, context.stream_time,
-            lambda: self.call(context, initializer),
-            lambda k, v, aggregate: self.call(context, aggregator, k, v, aggregate),
-        )
+        options = {}
+        if self.observes_store_time:
+            # Kafka Streams puts and forwards one window after the other: a processor reading the store
+            # while a window is forwarded sees the record's later windows as they were, and the
+            # aggregation then reads what it wrote into them. Its writes go into this same dict.
+            state.values[slot], state.keys[slot] = store, key
+            options["on_update"] = lambda update: self._stored(key, update, context, out, state)
+        self._in_record = True
+        try:
+            updates, dropped = self.algorithm(
+                self.windows, store, key, value, context.timestamp, context.stream_time,
+                lambda: self.call(context, initializer),
+                lambda k, v, aggregate: self.call(context, aggregator, k, v, aggregate),
+                **options,
+            )
+        finally:
+            self._in_record = False
         for _ in range(dropped):
             out.append(DROPPED_LATE_TOPIC, None, None)
         self._wrote(updates, store, state)
@@ -137,7 +160,17 @@ class _WindowAggregate(WindowedTable):
             if updates:
                 state.mark_dirty(slot, context)
             return
+        if self.observes_store_time:
+            return  # each window was forwarded as it was stored (_stored)
         for start, end, new, new_timestamp, old in updates:
+            self._emit(key, start, end, new, new_timestamp, context, out, state, old)
+
+    def _stored(self, key, update, context, out, state) -> None:
+        """A window of a store a processor names was stored: the store's time moves; uncached, the
+        window is forwarded now, before the record's next window is read."""
+        start, end, new, new_timestamp, old = update
+        self._observe(state, start)
+        if not self.cached:
             self._emit(key, start, end, new, new_timestamp, context, out, state, old)
 
     def _store_time(self, context, state) -> Optional[int]:
@@ -147,6 +180,35 @@ class _WindowAggregate(WindowedTable):
 
     def _wrote(self, updates, store: dict, state) -> None:
         """The record's updates were written to ``store`` (a shared store notes its stream time)."""
+
+    def _observed_time(self, state) -> int:
+        return task_state_of(self, state).values.get(observed_time_key(self.store), NO_TIME)
+
+    def _observe(self, state, start: int) -> None:
+        values = task_state_of(self, state).values
+        values[observed_time_key(self.store)] = max(values.get(observed_time_key(self.store), NO_TIME), start)
+
+    def write_window(self, key, start: int, value, timestamp: Optional[int], context, state) -> None:
+        """Store ``(value, timestamp)`` as the key's window ``start`` (None: delete it) without forwarding
+        it (a user processor's write, :mod:`.user_dsl_window_store`); a cached store forwards the window at
+        the flush with ``context``, as Kafka Streams' cache flush listener forwards whoever wrote it."""
+        slot = self.state_slot
+        pending = self._pending(state, slot) if self.cached else None  # notes the windows before the write
+        store = state.values[slot]
+        if store is ABSENT:
+            store = state.values[slot] = {}
+        if value is None:
+            store.pop(start, None)
+        else:
+            store[start] = (value, timestamp)
+        if not store and not self._in_record:  # mid-record, process() still holds the dict
+            state.values[slot] = ABSENT
+        state.keys[slot] = key
+        state.changed = True
+        if pending is not None:
+            pending.pop(start, None)
+            pending[start] = (value, context.timestamp if value is None else timestamp, context)
+            state.mark_dirty(slot, context)
 
     def _closed_windows(self, state) -> ClosedWindows:
         values = task_state_of(self, state).values
@@ -193,6 +255,8 @@ class _WindowAggregate(WindowedTable):
         closed = task.values.get(self._closed_key) if self.emit_on_close else None
         horizon, retention = (stream_time, self.retention) if closed is None else (
             closed.visible_from(self.retention) - 1, 0)
+        if self.observes_store_time:
+            horizon = task.values.get(observed_time_key(self.store), NO_TIME)
         for group in task.all_groups():
             windows = group.values[self.state_slot]
             if windows is not ABSENT and any(start <= horizon - retention for start in windows):
@@ -301,9 +365,12 @@ def build(factory, ctx, classes=(TimeWindowAggregate, SlidingWindowAggregate)) -
         # segmented store drops whole segments). On window close the time-ordered store returns
         # nothing older than its retention, for reads as for the emission (window_close.py).
         retention = max(retention, 3 * size + windows.grace_ms + 1)
-    return cls(factory.name, params["store_name"], store.caching, params["operation"], windows, size,
-               windows.grace_ms, retention, *user_aggregation(params),
-               key_serde=store.key_serde or ctx.default_key_serde, emit_on_close=emit_on_close)
+    processor = cls(factory.name, params["store_name"], store.caching, params["operation"], windows, size,
+                    windows.grace_ms, retention, *user_aggregation(params),
+                    key_serde=store.key_serde or ctx.default_key_serde, emit_on_close=emit_on_close)
+    # check_dsl_store admits a processor naming the store of time windows updated on every record only
+    processor.observes_store_time = read_by_user_processor(sub, store.name)
+    return processor
 
 
 def _check_downstream(sub, factory, what: str) -> None:

@@ -1,0 +1,161 @@
+"""A time-windowed aggregation's store as a user processor sees it: ``process(supplier, "counts")`` on
+the store of ``windowed_by(TimeWindows...).count(Materialized.as_("counts"))`` (Kafka Streams 4.3.1's
+``TimestampedWindowStore`` behind ``TimestampedWindowStoreReadWriteDecorator``, over the RocksDB
+window store the DSL builds: ``persistentTimestampedWindowStore``).
+
+The view reads and writes the aggregation's own windows, not a copy: a key's windows are the
+aggregation's slot of the key's group in the task's state (``{start: (aggregate, timestamp)}``,
+:mod:`.window_store`; a sub-topology with a user processor runs task-grouped), so what a processor
+puts is what the next record of the window aggregates onto, within a batch, across batches and after
+a rerun from the checkpoint. Retention as the store's: its observed time is the largest window start
+ever put into it, by the aggregation or a processor (a delete included), kept in the task's state
+once a processor names the store (``_WindowAggregate.observes_store_time``); a window whose start is
+at most ``observed time - retention`` is gone: no read returns it, a put of it is skipped.
+
+Values are :class:`~dagster_kstreams.topology.processor_api.ValueAndTimestamp`; reads give a copy
+made through the store's value serde, writes store one. Single-key reads return ``(start, value)``
+entries by start; key ranges, ``fetch_all`` and ``all`` return ``(Windowed(key, window), value)`` in
+the RocksDB store's order: by segment (``start // segment interval``, the DSL's ``max(retention / 2,
+60 s)``), then the bytes of its store key (serialized key + 8-byte start + 4-byte sequence number 0).
+``backward_*`` reverse that order. A write goes through the aggregation's own
+:meth:`~.windows._WindowAggregate.write_window`: uncached, it forwards nothing (Kafka Streams' store,
+written by another processor, forwards nothing); cached, the window's final value is forwarded at the
+batch's flush as the aggregation's own update.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, Optional
+
+from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.processors.user_time_store import NO_TIME, StoreEntry
+from dagster_kstreams.topology.processor_api import ValueAndTimestamp
+from dagster_kstreams.topology.serdes import Window, Windowed
+
+__all__ = ["TimestampedWindowStore", "observed_time_key"]
+
+_MIN_SEGMENT_INTERVAL_MS = 60_000  # Stores.persistentWindowStore's default segment interval floor
+
+
+def observed_time_key(store: str) -> str:
+    """The task-level value that holds the observed time of a windowed DSL store a processor names."""
+    return f"dsl.window_time.{store}"
+
+
+class TimestampedWindowStore:
+    """A user processor's view of a time-windowed aggregation's store over the task's state ``task``.
+
+    ``owner`` is the aggregation (its slot, size, retention and :meth:`write_window`); ``group_key_serde``
+    writes a key as the task's groups are kept; ``write_context(timestamp)`` is the record context a
+    write made now is stamped and flushed with (None: the current record's time)."""
+
+    def __init__(self, name: str, key_serde, value_serde, owner, group_key_serde, task,
+                 write_context: Callable[[Optional[int]], Any]):
+        self.name = name
+        self._key_serde, self._value_serde = key_serde, value_serde
+        self._owner, self._group_key_serde, self._task = owner, group_key_serde, task
+        self._write_context = write_context
+        self._segment_interval = max(owner.retention // 2, _MIN_SEGMENT_INTERVAL_MS)
+
+    # -- writes ----------------------------------------------------------------------------
+    def put(self, key, value_and_timestamp: Optional[ValueAndTimestamp], window_start_timestamp: int) -> None:
+        """Store the window's value with its timestamp (None, or a None value: delete the window)."""
+        if value_and_timestamp is not None and not isinstance(value_and_timestamp, ValueAndTimestamp):
+            raise TypeError(f"window store {self.name}: put() takes a ValueAndTimestamp (ValueAndTimestamp.make("
+                            f"value, timestamp)), got {type(value_and_timestamp).__name__}")
+        start = int(window_start_timestamp)
+        group = self._group(key)
+        time_key = observed_time_key(self._owner.store)
+        values = self._task.values
+        values[time_key] = max(values.get(time_key, NO_TIME), start)
+        if start <= values[time_key] - self._owner.retention:
+            return  # Kafka Streams: "Skipping record for expired segment."
+        value = None if value_and_timestamp is None else value_and_timestamp.value()
+        if value is None:
+            self._owner.write_window(key, start, None, None, self._write_context(None), group)
+        else:
+            timestamp = value_and_timestamp.timestamp()
+            self._owner.write_window(key, start, self._copy(value), timestamp, self._write_context(timestamp), group)
+
+    # -- reads -----------------------------------------------------------------------------
+    def fetch(self, *args):
+        """``fetch(key, start)`` -> ValueAndTimestamp or None; ``fetch(key, time_from, time_to)`` ->
+        ``(start, value)`` entries; ``fetch(key_from, key_to, time_from, time_to)`` -> ``(Windowed(key),
+        value)`` entries."""
+        if len(args) == 2:
+            key, start = args
+            start = int(start)
+            if start < self._low():
+                return None
+            window = self._windows(self._group(key)).get(start)
+            return None if window is None else self._read(window)
+        if len(args) == 3:
+            return iter(self._single_key(*args))
+        if len(args) == 4:
+            return iter(self._ranged(*args))
+        raise TypeError(f"window store {self.name}: fetch() takes 2, 3 or 4 arguments, got {len(args)}")
+
+    def backward_fetch(self, *args):
+        if len(args) == 3:
+            return iter(self._single_key(*args)[::-1])
+        if len(args) == 4:
+            return iter(self._ranged(*args)[::-1])
+        raise TypeError(f"window store {self.name}: backward_fetch() takes 3 or 4 arguments, got {len(args)}")
+
+    def fetch_all(self, time_from: int, time_to: int) -> Iterator[StoreEntry]:
+        return iter(self._ranged(None, None, time_from, time_to))
+
+    def backward_fetch_all(self, time_from: int, time_to: int) -> Iterator[StoreEntry]:
+        return iter(self._ranged(None, None, time_from, time_to)[::-1])
+
+    def all(self) -> Iterator[StoreEntry]:
+        return iter(self._ranged(None, None, 0, None))
+
+    def backward_all(self) -> Iterator[StoreEntry]:
+        return iter(self._ranged(None, None, 0, None)[::-1])
+
+    # -- internals -----------------------------------------------------------------------------
+    def _group(self, key):
+        if key is None:
+            raise ValueError(f"window store {self.name}: the key cannot be null")
+        return self._task.group(self._group_key_serde.serialize(key))
+
+    def _windows(self, group) -> dict:
+        windows = group.values[self._owner.state_slot]
+        return {} if windows is ABSENT else windows
+
+    def _low(self) -> int:
+        """The smallest window start the store still returns."""
+        return self._task.values.get(observed_time_key(self._owner.store), NO_TIME) - self._owner.retention + 1
+
+    def _copy(self, value):
+        return self._value_serde.deserialize(self._value_serde.serialize(value))
+
+    def _read(self, window: tuple) -> ValueAndTimestamp:
+        aggregate, timestamp = window
+        return ValueAndTimestamp(self._copy(aggregate), timestamp)
+
+    def _single_key(self, key, time_from: int, time_to: int) -> list[StoreEntry]:
+        low, high = max(int(time_from), self._low()), int(time_to)
+        windows = self._windows(self._group(key))
+        return [StoreEntry(start, self._read(windows[start])) for start in sorted(windows) if low <= start <= high]
+
+    def _ranged(self, key_from, key_to, time_from: int, time_to: Optional[int]) -> list[StoreEntry]:
+        """A snapshot of the windows of keys in ``[key_from, key_to]`` (None: unbounded) starting in
+        ``[time_from, time_to]``, in the RocksDB store's order."""
+        low_key = None if key_from is None else self._key_serde.serialize(key_from)
+        high_key = None if key_to is None else self._key_serde.serialize(key_to)
+        low = max(int(time_from), self._low())
+        found = []
+        for raw_group_key, windows in self._task.slot_entries(self._owner.state_slot):
+            key = self._group_key_serde.deserialize(raw_group_key)
+            raw = self._key_serde.serialize(key)
+            if (low_key is not None and raw < low_key) or (high_key is not None and raw > high_key):
+                continue
+            found += [(start, raw, key, window) for start, window in windows.items()
+                      if start >= low and (time_to is None or start <= time_to)]
+        found.sort(key=lambda entry: (entry[0] // self._segment_interval,
+                                      entry[1] + entry[0].to_bytes(8, "big", signed=True) + bytes(4)))
+        size = self._owner.size
+        return [StoreEntry(Windowed(key, Window(start, start + size)), self._read(window))
+                for start, _, key, window in found]

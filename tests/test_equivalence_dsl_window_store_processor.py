@@ -1,0 +1,130 @@
+"""A user processor reading and correcting a windowed count's store, on Spark against Kafka Streams
+itself (tests/dsl_window_store_processor_topology.py; Java twin DslWindowStoreProcessorExamples).
+Kafka Streams 4.3.1 runs it once.
+
+``WindowCorrector`` reads the uncached ``window-counts`` store of the hopping-window count it follows
+(a window's ``ValueAndTimestamp``, the key's windows around it, every key's window of the same start),
+corrects a window's count of 3 to 10 and deletes a count of 13 or more; the window's count goes on
+from what it wrote (and stamps an update with the larger of the record's and the stored timestamp).
+
+Input (2 partitions, 3 keys each): timestamps advancing about 100 ms a record, a fifth of them out
+of order by up to 12 s (within the 4 s grace, and beyond it: dropped from the closed windows), null
+keys and null values. Compared: describe(), every task's whole output sequence (values carry the
+record timestamps, the stored ones, and the store's ranges in its order, so retention is read at its
+edge), and the store as interactive queries read it at the end. Once on a clean run, once killed
+part-way (the second task after its first batch of 120 records) and rerun from the checkpoints.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+
+import pytest
+from pyspark import cloudpickle
+
+import dsl_window_store_processor_topology
+from dsl_window_store_processor_topology import dsl_window_store_processor_examples
+from equivalence_io import output_topics, produce_strings, run_kafka_streams
+from killed_runs import kill_and_rerun
+from dagster_kstreams.kafka.records import read_topic
+from dagster_kstreams.spark.task_runner import TaskRunner
+
+pytestmark = pytest.mark.integration
+
+# Spark's Python workers cannot import modules of tests/: ship the processor by value.
+cloudpickle.register_pickle_by_value(dsl_window_store_processor_topology)
+
+PARTITIONS = 2
+T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute: a window start
+OUTPUTS = {"out": 1}
+
+
+def _events(seed: int = 41) -> list[tuple]:
+    """``[(key, value, partition, timestamp)]``: 700 records over about 35 s per partition."""
+    rng = random.Random(seed)
+    events = []
+    for i in range(700):
+        partition = i % PARTITIONS
+        timestamp = T0 + i * 50 + rng.randint(0, 40)
+        if rng.random() < 0.2:
+            timestamp = max(T0, timestamp - rng.randint(200, 12_000))  # within the grace, or beyond it
+        key = None if rng.random() < 0.03 else f"{'ab'[partition]}{rng.randint(1, 3)}"
+        value = None if rng.random() < 0.05 else f"v{i}"
+        events.append((key, value, partition, timestamp))
+    return events
+
+
+def _results(bootstrap: str, topic: str) -> dict[str, list]:
+    """``{task tag: [(key, value)]}`` in offset order."""
+    results: dict[str, list] = {}
+    for record in sorted(read_topic(bootstrap, topic), key=lambda r: (r.partition, r.offset)):
+        value = record.value.decode()
+        results.setdefault(value.split("|")[0], []).append((record.key.decode(), value))
+    return results
+
+
+@pytest.fixture(scope="module")
+def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory):
+    inputs = {"events": unique_topic("dsl-window-papi-events")}
+    kafka_admin.create_topics({inputs["events"]: PARTITIONS})
+    produce_strings(kafka_bootstrap, inputs["events"], _events())
+    topics, stdout = run_kafka_streams("kstreams.oracle.DslWindowStoreProcessorExamples", "dsl-window-papi",
+                                       kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory, inputs, OUTPUTS)
+    printed = json.loads(stdout)
+    return {"inputs": inputs, "describe": printed["describe"], "results": _results(kafka_bootstrap, topics["out"]),
+            "store": printed["window-counts"], "topics": topics}
+
+
+def test_describe_is_kafka_streams(kafka_streams_run):
+    ours = dsl_window_store_processor_examples(kafka_streams_run["topics"]).build().describe()
+    assert str(ours) == kafka_streams_run["describe"]
+
+
+def test_clean_run_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
+                                         kafka_streams_run):
+    _assert_reference_exercises_it(kafka_streams_run)
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS)
+    runner = TaskRunner(dsl_window_store_processor_examples(topics), unique_topic("spark-dsl-window-papi"),
+                        kafka_bootstrap, state_location=str(tmp_path / "state"), spark=spark)
+    assert {r.task_id for r in runner.run_all()} == {"0_0", "0_1"}
+    _assert_matches(kafka_bootstrap, topics, runner, kafka_streams_run)
+
+
+def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
+                                                         kafka_streams_run):
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS)
+    rerun = kill_and_rerun(tmp_path, dsl_window_store_processor_examples, topics,
+                           app_id=unique_topic("spark-dsl-window-papi-k"), bootstrap=kafka_bootstrap, spark=spark,
+                           kill_when=lambda line: line.startswith("task 0_1 batch"),
+                           killed_args=("--parallelism", "1", "--max-records-per-batch", "120"))
+    on_partition_1 = sum(1 for record in _events() if record[2] == 1)
+    assert 0 < rerun.by_task["0_1"].records_in < on_partition_1  # task 0_1 continued from its checkpoint
+    _assert_matches(kafka_bootstrap, topics, rerun.runner, kafka_streams_run)
+
+
+def _assert_matches(bootstrap: str, topics: dict[str, str], runner: TaskRunner, reference: dict) -> None:
+    ours = _results(bootstrap, topics["out"])
+    assert set(ours) == set(reference["results"])
+    for tag, sequence in reference["results"].items():
+        assert ours[tag] == sequence, tag
+    store = {f"{windowed.key}@{windowed.window.start}": str(count)
+             for windowed, count in runner.read_store("window-counts").items()}
+    assert store == reference["store"]
+
+
+def _assert_reference_exercises_it(reference: dict) -> None:
+    """Kafka Streams' output shows what the test is about, in both tasks: windows corrected to 10 and
+    counting on from there, windows deleted and counting again from 1, ranges of several windows,
+    several keys' windows of one start, and records dropped from closed windows (fewer updates than
+    two windows per keyed record)."""
+    for tag in ("p0", "p1"):
+        values = [value.split("|") for _, value in reference["results"][tag]]
+        assert any(parts[2] == "11" and parts[4].startswith("11@") for parts in values)
+        assert sum(1 for parts in values if parts[2] == "13") >= 2
+        assert any(parts[5].count("=") >= 3 for parts in values)
+        assert any(parts[6].count("=") >= 3 for parts in values)
+    keyed = sum(1 for key, *_ in _events() if key is not None)
+    assert sum(len(sequence) for sequence in reference["results"].values()) < 2 * keyed
+    assert reference["store"]
