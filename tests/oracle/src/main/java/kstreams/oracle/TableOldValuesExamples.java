@@ -34,7 +34,7 @@ import org.apache.kafka.streams.state.WindowStore;
  * {"describe": topology.describe()}. Every store is uncached, so the output is fixed by the input.
  * A windowed table's materialized filter or mapValues names its serdes: the windowed table has none.
  *
- * Args: bootstrap applicationId stateDir events prices outKept outTensBytes outTwiceBytes
+ * Args: bootstrap applicationId stateDir events prices outKept outPaddedBytes outTwiceBytes
  *       outSessionsKept outPricesTwice
  *
  * The Python twin is table_old_values_examples() in tests/table_old_values_topology.py; keep the
@@ -44,12 +44,12 @@ public final class TableOldValuesExamples {
     private TableOldValuesExamples() {}
 
     /** The byte bounds: about two or three buffered records each. */
-    static final long TENS_BYTES = 300;
-    static final long TWICE_BYTES = 300;
+    static final long PADDED_BYTES = 400;
+    static final long TWICE_BYTES = 360;
     static final long SESSION_BYTES = 320;
     static final long PRICES_BYTES = 300;
 
-    static Topology tableOldValuesExamples(String events, String prices, String outKept, String outTensBytes,
+    static Topology tableOldValuesExamples(String events, String prices, String outKept, String outPaddedBytes,
                                            String outTwiceBytes, String outSessionsKept, String outPricesTwice) {
         StreamsBuilder builder = new StreamsBuilder();
         KGroupedStream<String, String> grouped = builder.<String, String>stream(events)
@@ -63,24 +63,27 @@ public final class TableOldValuesExamples {
                       Materialized.<Windowed<String>, Long, KeyValueStore<Bytes, byte[]>>as("kept-counts")
                           .withKeySerde(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000))
                           .withValueSerde(Serdes.Long()).withCachingDisabled())
-            .filter((window, count) -> count % 3 != 0)
+            .filter((window, count) -> count % 3 != 2)
             .toStream()
             .to(outKept, windowedCounts);
-        counts.mapValues(count -> count * 10,
-                         Materialized.<Windowed<String>, Long, KeyValueStore<Bytes, byte[]>>as("tens")
+        Produced<Windowed<String>, String> windowedStrings =
+            Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000), Serdes.String());
+        counts.mapValues(count -> String.format("%040d", count),
+                         Materialized.<Windowed<String>, String, KeyValueStore<Bytes, byte[]>>as("padded")
                              .withKeySerde(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000))
-                             .withValueSerde(Serdes.Long()).withCachingDisabled())
+                             .withValueSerde(Serdes.String()).withCachingDisabled())
             .suppress(Suppressed.untilTimeLimit(Duration.ofMillis(500),
-                    BufferConfig.maxBytes(TENS_BYTES).emitEarlyWhenFull())
-                .withName("tens-bytes"))
+                    BufferConfig.maxBytes(PADDED_BYTES).emitEarlyWhenFull())
+                .withName("padded-bytes"))
             .toStream()
-            .to(outTensBytes, windowedCounts);
-        counts.suppress(Suppressed.untilTimeLimit(Duration.ofSeconds(1), BufferConfig.unbounded()).withName("first"))
+            .to(outPaddedBytes, windowedStrings);
+        counts.mapValues(count -> String.format("%030d", count))
+            .suppress(Suppressed.untilTimeLimit(Duration.ofSeconds(1), BufferConfig.unbounded()).withName("first"))
             .suppress(Suppressed.untilTimeLimit(Duration.ofSeconds(2),
                     BufferConfig.maxBytes(TWICE_BYTES).emitEarlyWhenFull())
                 .withName("second"))
             .toStream()
-            .to(outTwiceBytes, windowedCounts);
+            .to(outTwiceBytes, windowedStrings);
         grouped.windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(3), Duration.ofSeconds(2)))
             .count(Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("session-counts").withCachingDisabled())
             .filter((window, count) -> count % 3 != 1,
