@@ -229,9 +229,9 @@ class TableStepWithStore(Processor):
     drops an update whose new value fails and whose stored one is absent, leaving the store as it is.
 
     The store is a task-level value (the sub-topology runs task-grouped), as a suppression's buffer
-    is: an update may be one a suppression emits for another key than the record's. Like Kafka
-    Streams' store, it keeps every key it holds a value for, until a tombstone deletes it; the
-    runner keeps no record cache for it (see the README, "Filtered tables")."""
+    is: a key-grouped state row has one slot value per record key, where a windowed table needs one
+    per window. Like Kafka Streams' store, it keeps every key it holds a value for, until a tombstone
+    deletes it; the runner keeps no record cache for it (see the README, "Old values through tables")."""
 
     kind = "table_step_with_store"
     task_grouped = True
