@@ -13,7 +13,6 @@ import pytest
 from test_suppress_logic import COUNTS, SECONDS, STRINGS, _long, _program, _run, _windowed
 from dagster_kstreams.processors.errors import ProcessingError
 from dagster_kstreams.processors.suppress_size import buffered_record_size
-from dagster_kstreams.spark.compile import UnsupportedTopologyError
 from dagster_kstreams.topology.consumed_produced import Produced
 from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology.serdes import Serdes, Window, Windowed, WindowedSerde
@@ -130,15 +129,70 @@ def test_a_session_table_bounded_in_bytes_counts_a_removed_sessions_old_aggregat
         _run(_program(_sessions_in_bytes(merged - 1)), rows)
 
 
-def test_refuses_a_windowed_tables_old_values_through_a_suppressed_table():
+def _counted_twice(bound: int):
+    """A tumbling count suppressed until a time limit of 0 (each update goes out at once, with its old
+    count), then again in a buffer of ``bound`` bytes that shuts down when full."""
     def build(builder):
-        builder.stream("in").group_by_key().windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(SECONDS)) \
-            .count().suppress(Suppressed.until_time_limit(SECONDS, BufferConfig.unbounded())) \
-            .suppress(Suppressed.until_window_closes(BufferConfig.max_bytes(1_000).shut_down_when_full())) \
-            .to_stream().to("out")
-    with pytest.raises(UnsupportedTopologyError, match=r"BufferConfig.max_bytes bounds it, and the "
-                                                       r"windowed table reaches it through KTABLE-SUPPRESS-"):
-        _program(build)
+        builder.stream("in").group_by_key().windowed_by(TimeWindows.of_size_and_grace(10 * SECONDS, 2 * SECONDS)) \
+            .count(Materialized.as_("counts").with_caching_disabled()) \
+            .suppress(Suppressed.until_time_limit(timedelta(0), BufferConfig.unbounded()).with_name("first")) \
+            .suppress(Suppressed.until_time_limit(10 * SECONDS, BufferConfig.max_bytes(bound).shut_down_when_full())
+                      .with_name("second")) \
+            .to_stream().to("out", COUNTS)
+    return _program(build)
+
+
+def test_a_buffer_bounded_in_bytes_after_a_suppression_counts_the_old_value_that_suppression_emits():
+    """The first suppression emits each update with its old count (the window's first: the
+    initializer's 0, then 1); the second counts it as Kafka Streams' buffer does: its prior value (the
+    old value of the update that buffered the key first, 0) and, once it differs, the old value (1)."""
+    key = _windowed("a", 0)
+    first = buffered_record_size(key, _long(0), _long(0), _long(1), "in", None)
+    second = buffered_record_size(key, _long(0), _long(1), _long(2), "in", None)
+    assert second == first + 8  # the old count, once it is not the prior one
+    rows = [("a", "1", 1_000), ("a", "2", 2_000)]
+    assert _run(_counted_twice(second), rows) == []
+    with pytest.raises(ProcessingError, match=rf"second buffer exceeded .* \[{second}/{second - 1}\] bytes"):
+        _run(_counted_twice(second - 1), rows)
+
+
+def test_a_materialized_filter_of_a_windowed_table_reads_its_old_value_from_its_own_store():
+    """count % 2 == 0 in a store: Kafka Streams' KTableFilter then reads the old value from that store
+    (what it last forwarded), not the old count the aggregation sends (the initializer's 0 for a
+    window's first update, which passes): count 1 of a new window is dropped, not a tombstone; 3 after
+    2 is a tombstone; 1 of b's window after its store was emptied... is dropped again."""
+    def build(builder):
+        builder.stream("in").group_by_key().windowed_by(TimeWindows.of_size_and_grace(10 * SECONDS, 2 * SECONDS)) \
+            .count(Materialized.as_("counts").with_caching_disabled()) \
+            .filter(lambda window, count: count % 2 == 0, Materialized.as_("even").with_caching_disabled()) \
+            .to_stream().to("out", COUNTS)
+    rows = [("a", "1", 1_000), ("a", "2", 2_000), ("a", "3", 3_000), ("b", "4", 4_000), ("a", "5", 5_000)]
+    assert _run(_program(build), rows, batches=2) == [
+        ("out", _windowed("a", 0), _long(2)), ("out", _windowed("a", 0), None), ("out", _windowed("a", 0), _long(4))]
+
+
+def test_a_buffer_bounded_in_bytes_after_a_materialized_map_values_of_a_windowed_table_counts_its_stored_old_value():
+    """map_values in a store between the windowed count and the buffer: the buffered update's old value
+    is that store's (none for a window's first update, where the aggregation sends the initializer's 0),
+    so the first record counts no prior and no old value."""
+    def build(bound):
+        def topology(builder):
+            builder.stream("in").group_by_key() \
+                .windowed_by(TimeWindows.of_size_and_grace(10 * SECONDS, 2 * SECONDS)) \
+                .count(Materialized.as_("counts").with_caching_disabled()) \
+                .map_values(lambda count: count * 10,
+                            Materialized.as_("tens").with_value_serde(Serdes.Long()).with_caching_disabled()) \
+                .suppress(Suppressed.until_time_limit(10 * SECONDS, BufferConfig.max_bytes(bound)
+                                                      .shut_down_when_full()).with_name("tens-bytes")) \
+                .to_stream().to("out", COUNTS)
+        return _program(topology)
+    key = _windowed("a", 0)
+    first = buffered_record_size(key, None, None, _long(10), "in", None)
+    second = buffered_record_size(key, None, _long(10), _long(20), "in", None)
+    rows = [("a", "1", 1_000), ("a", "2", 2_000)]
+    assert _run(build(second), rows) == []
+    with pytest.raises(ProcessingError, match=rf"\[{first}/{first - 1}\] bytes"):
+        _run(build(first - 1), rows[:1])
 
 
 def test_every_input_of_a_windowed_cogroup_sends_its_old_aggregate():

@@ -26,10 +26,13 @@ tombstones": a final result was never emitted for the key). A suppression makes 
 it send their old values, so a table ``filter`` on the way drops an update whose new and old
 values both fail it (or are absent): such an update never reaches the suppression (it neither
 advances its stream time nor enters the buffer; :mod:`.table_old_values`). With ``max_bytes`` the
-processor reads the old value behind each update to size it: the table's store
-(:class:`~.table_joins.ValueGetter`), or the one a windowed aggregation sends with the update, once
-the suppression asks it to (:class:`~.windowed_tables.WindowedOldValue`); the path from the table
-to the suppression is found by one walk (:func:`~.table_old_values.table_behind`).
+processor reads the old value behind each update to size it, where Kafka Streams' ``Change`` carries
+it from (:func:`~.table_old_values.old_value_getter`): the table's store
+(:class:`~.table_joins.ValueGetter`), the one a windowed aggregation sends with the update, once
+the suppression asks it to (:class:`~.windowed_tables.WindowedOldValue`), or the one a suppression or
+a materialized table on the way sends (:class:`~.table_old_values.SentOldValue`). A suppression
+keeps the old value of each buffered update, and emits it with the update, when a reader below it
+needs it (a filter that sends old values, a suppression bounded in bytes).
 
 State: the buffer and the stream time of each suppress processor are task-level values of the
 task's state (:mod:`.task_state`), so the sub-topology runs task-grouped: an update of one key
@@ -38,9 +41,7 @@ task's checkpoint, where Kafka Streams restores the buffer from its changelog bu
 stream time over (the runner's result is Kafka Streams' when it does not restart).
 
 Definition time: processors that keep state downstream of the suppression in its sub-topology are
-refused; so is ``max_bytes`` on it when a windowed table reaches it through a suppressed or
-materialized table (whose old values the runner does not carry; Kafka Streams' buffer counts them in
-each record's size), as is a filter on the way then (:mod:`.table_old_values`).
+refused.
 """
 
 from __future__ import annotations
@@ -54,12 +55,10 @@ from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopol
 from dagster_kstreams.processors.suppress_size import buffered_record_size
 from dagster_kstreams.processors.table_joins import ValueGetter
 from dagster_kstreams.processors.table_old_values import (
-    keeps_old_values, old_value_getter, suppressed_old_value_key, table_behind,
+    old_value_getter, old_values_read_below, sent_old_value_key, serialize_for, table_behind, table_key_serde,
 )
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.topology.node_specs import NodeKind
-from dagster_kstreams.topology.serdes import WindowedSerde
-from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows
 
 __all__ = ["SuppressionBuffer", "Suppress", "BUILDERS"]
 
@@ -186,7 +185,7 @@ class Suppress(Processor):
             raise ValueError(f"processor {self.name} needs record timestamps")
         suppress.stream_time = max(suppress.stream_time, timestamp)
         buffer_time = key.window.end if self.window_end_time else timestamp
-        key_bytes = self._serialize(self.key_serde, key, "key")
+        key_bytes = serialize_for(self, self.key_serde, key, "key")
         size, prior = 0, None
         if self.max_bytes is not None:
             size, prior = self._size(key, key_bytes, value, context, state, suppress.buffer)
@@ -201,19 +200,12 @@ class Suppress(Processor):
         for evicted in suppress.buffer.over(self.max_records, self.max_bytes):
             self._emit(evicted, context, out, state)
 
-    def _serialize(self, serde, data, what: str) -> bytes:
-        try:
-            return serde.serialize(data)
-        except Exception as cause:  # noqa: BLE001 - named below
-            raise ValueError(f"processor {self.name} cannot serialize the {what} {data!r} with {serde!r}: "
-                             f"{type(cause).__name__}: {cause}") from cause
-
     def _size(self, key, key_bytes: bytes, value, context, state, buffer: SuppressionBuffer) -> tuple[int, Any]:
         """``(bytes, prior value)`` of the update as Kafka Streams' buffer counts them (:mod:`.suppress_size`):
         its old value is the table's before this update, through the same filter/map_values."""
         old = self.table.get_old(self, key, state, context)
-        old_bytes = None if old is None else self._serialize(self.value_serde, old, "old value")
-        new_bytes = None if value is None else self._serialize(self.value_serde, value, "value")
+        old_bytes = None if old is None else serialize_for(self, self.value_serde, old, "old value")
+        new_bytes = None if value is None else serialize_for(self, self.value_serde, value, "value")
         prior = buffer.prior_value(key_bytes, old_bytes)
         return buffered_record_size(key_bytes, prior, old_bytes, new_bytes, context.topic, context.headers), prior
 
@@ -231,7 +223,7 @@ class Suppress(Processor):
             return
         emitted = dataclasses.replace(context, timestamp=timestamp, headers=rest[0] if rest else None)
         if self.old_values is not None:  # the old value of its latest update, emitted with it
-            state.old_values[suppressed_old_value_key(self.name)] = rest[1] if len(rest) > 1 else None
+            state.old_values[sent_old_value_key(self.name)] = rest[1] if len(rest) > 1 else None
         self.forward(key, value, emitted, out, state)
 
 
@@ -244,20 +236,6 @@ _STATELESS_KINDS = {
     NodeKind.FOREACH, NodeKind.PRINT, NodeKind.BRANCH, NodeKind.BRANCH_CHILD, NodeKind.MERGE, NodeKind.SINK,
     NodeKind.REPARTITION_FILTER, NodeKind.SUPPRESS,
 }
-def _key_serde(factory, ctx, windows):
-    """The buffer's key serde: the table's (Kafka Streams serializes the buffered keys with it)."""
-    store = ctx.topology.state_stores.get(factory.params["store_name"])
-    serde = None if store is None else store.key_serde
-    if serde is not None:
-        return serde
-    if windows is None:
-        return ctx.default_key_serde
-    if isinstance(windows, SessionWindows):
-        return WindowedSerde(ctx.default_key_serde, session=True)
-    size = windows.time_difference_ms if isinstance(windows, SlidingWindows) else windows.size_ms
-    return WindowedSerde(ctx.default_key_serde, window_size_ms=size)
-
-
 def _value_serde(factory, ctx):
     """The buffer's value serde (what Kafka Streams sizes the old and new values with): the table's."""
     store = ctx.topology.state_stores.get(factory.params["store_name"])
@@ -277,21 +255,18 @@ def _check_downstream(sub, factory) -> None:
 def build(factory, ctx) -> Suppress:
     params = factory.params
     config = params["buffer_config"]
-    what = f"suppression {factory.name}"
     sub = ctx.subtopology
     _check_downstream(sub, factory)
     suppressed = table_behind(sub, factory)
-    table = None
-    if config.max_bytes is not None:
-        table = old_value_getter(ctx, factory, suppressed, what, "BufferConfig.max_bytes bounds it",
-                                 "Bound it with max_records")
+    # the old value behind each update: sized with it when bounded in bytes, emitted with it when read below
+    table = None if config.max_bytes is None else old_value_getter(ctx, factory, suppressed)
     old_values = None
-    if keeps_old_values(sub, factory):
-        old_values = old_value_getter(ctx, factory, suppressed, what, "a filter after it sends old values",
-                                      "Filter after to_stream()", through_joins=True, through_suppressions=True)
+    if old_values_read_below(sub, factory):
+        old_values = old_value_getter(ctx, factory, suppressed, through_joins=True)
     until_window_closes = bool(params["until_window_closes"])
     duration = params["grace_ms"] if until_window_closes else params["time_to_wait_ms"]
-    return Suppress(factory.name, _key_serde(factory, ctx, suppressed.windows), until_window_closes, duration,
+    return Suppress(factory.name, table_key_serde(ctx, params["store_name"], suppressed.windows),
+                    until_window_closes, duration,
                     config.max_records, drop_tombstones=until_window_closes,
                     max_bytes=config.max_bytes, shutdown_when_full=config.shutdown_when_full,
                     value_serde=_value_serde(factory, ctx), table=table, old_values=old_values)
