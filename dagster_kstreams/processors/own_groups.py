@@ -27,9 +27,9 @@ from typing import Any, Optional
 from dagster_kstreams.processors.base import Processor
 from dagster_kstreams.processors.fused_chains import fusable
 from dagster_kstreams.processors.stateless import Branch, Sink, TableFilter, TableMapValues, TableToStream
-from dagster_kstreams.topology.serdes import Windowed
+from dagster_kstreams.topology.serdes import Window, Windowed
 
-__all__ = ["group_key", "reads_state_downstream", "own_group"]
+__all__ = ["group_key", "key_of_group", "reads_state_downstream", "own_group"]
 
 # Besides the fusable record operations: processors that read no key's state (exact classes: a
 # subclass, such as the filter that reads old values, may).
@@ -44,6 +44,15 @@ def group_key(program, key) -> Any:
     if isinstance(key, Windowed):
         return (serialize(key.key), key.window.start, key.window.end)
     return serialize(key)
+
+
+def key_of_group(stored_key, key_serde) -> Any:
+    """The key a group kept under ``stored_key`` (:func:`group_key`) is for, ``key_serde`` reading
+    its bytes (``read_store``)."""
+    if isinstance(stored_key, tuple):
+        raw_key, start, end = stored_key
+        return Windowed(key_serde.deserialize(raw_key), Window(start, end))
+    return key_serde.deserialize(stored_key)
 
 
 def reads_state_downstream(program, processor: Processor) -> bool:
