@@ -10,6 +10,9 @@ keep the two in step. One sub-topology on the events, three chains:
   key (tombstones too); a ``count`` (``eviction-counts``) counts each key's evictions.
 * a 2 s windowed count (1 s grace, ``window-counts``), its stream grouped again by the windowed
   key: a ``reduce`` (``window-sums``) adds each window's successive counts.
+* a session count (300 ms gap, 500 ms grace, ``session-counts``), its stream grouped again by the
+  session key: a ``count`` (``session-updates``) counts each session's updates (a merged-away
+  session's tombstone is not counted).
 
 Every store is uncached, so the output is fixed by the input (the punctuator's records too: what a
 bucket holds is fixed once the stream time passed its end, whenever Kafka Streams punctuates).
@@ -29,13 +32,13 @@ from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology.processor_api import FixedKeyProcessor, PunctuationType, Record, Stores
 from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
 from dagster_kstreams.topology.suppressed import BufferConfig, Suppressed
-from dagster_kstreams.topology.windows import TimeWindows
+from dagster_kstreams.topology.windows import SessionWindows, TimeWindows
 
 BUCKET_MS = 2_000
 WINDOW_MS = 2_000
-OUTPUTS = ("out-punctuated", "out-suppressed", "out-windowed")
-OUTPUT_KEYS = {"out-punctuated": None, "out-suppressed": None, "out-windowed": WINDOW_MS}
-LONG_VALUED = ("out-suppressed", "out-windowed")
+OUTPUTS = ("out-punctuated", "out-suppressed", "out-windowed", "out-sessions")
+OUTPUT_KEYS = {"out-punctuated": None, "out-suppressed": None, "out-windowed": WINDOW_MS, "out-sessions": "session"}
+LONG_VALUED = ("out-suppressed", "out-windowed", "out-sessions")
 
 
 class HoldBuckets(FixedKeyProcessor):
@@ -93,4 +96,14 @@ def own_group_examples(topics: dict[str, str]) -> StreamsBuilder:
         .reduce(lambda total, count: total + count, Materialized.as_("window-sums").with_caching_disabled()) \
         .to_stream() \
         .to(topics["out-windowed"], Produced.with_(windowed, Serdes.Long()))
+    session_keys = WindowedSerde(Serdes.String(), session=True)
+    events.group_by_key() \
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(milliseconds=300),
+                                                              timedelta(milliseconds=500))) \
+        .count(Materialized.as_("session-counts").with_caching_disabled()) \
+        .to_stream() \
+        .group_by_key(Grouped.with_(session_keys, Serdes.Long())) \
+        .count(Materialized.as_("session-updates").with_caching_disabled()) \
+        .to_stream() \
+        .to(topics["out-sessions"], Produced.with_(session_keys, Serdes.Long()))
     return builder

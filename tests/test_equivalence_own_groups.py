@@ -3,7 +3,8 @@
 One sub-topology on the events (tests/own_groups_topology.py; Java twin OwnGroupExamples): a
 ``process_values`` whose punctuator forwards each key's ended 2 s bucket into a ``reduce``; a table
 suppressed until a 1 s time limit into a ``count``; a 2 s windowed count whose stream, grouped again
-by the windowed key, goes into a ``reduce``. Each forwarder forwards records of other keys than the
+by the windowed key, goes into a ``reduce``; a session count whose stream, grouped again by the
+session key, goes into a ``count``. Each forwarder forwards records of other keys than the
 record being processed (or windowed keys), which the stores after it must keep under their own keys
 (dagster_kstreams/processors/own_groups.py).
 
@@ -115,9 +116,10 @@ def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_
     # The stores after the forwarders, read from the checkpoints: each key's (window's) last output.
     last = {(name, key): value for (name, _), sequence in expected.items() for key, value in sequence}
     assert rerun.runner.read_store("eviction-counts") == {k: v for (n, k), v in last.items() if n == "out-suppressed"}
-    sums = rerun.runner.read_store("window-sums")
-    assert {(w.key, w.window.start, w.window.end): total for w, total in sums.items()} == \
-        {k: v for (n, k), v in last.items() if n == "out-windowed"}
+    for store, output in (("window-sums", "out-windowed"), ("session-updates", "out-sessions")):
+        content = rerun.runner.read_store(store)
+        assert {(w.key, w.window.start, w.window.end): value for w, value in content.items()} == \
+            {k: v for (n, k), v in last.items() if n == output}, store
 
 
 def _assert_same(ours: dict, expected: dict) -> None:
@@ -138,3 +140,6 @@ def _assert_reference_exercises_it(expected: dict) -> None:
         assert max(count for _, count in counts) > 5
         sums = expected[("out-windowed", partition)]
         assert any(total >= 6 for _, total in sums)  # 1 + 2 + 3: one window's third update
+        sessions = expected[("out-sessions", partition)]
+        assert any(end - start > 600 for (_, start, end), _ in sessions)  # merged sessions
+        assert any(updates > 1 for _, updates in sessions)  # a session updated again (an out-of-order record)

@@ -15,6 +15,7 @@ import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
@@ -25,6 +26,7 @@ import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
 import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.WindowStore;
 
@@ -33,10 +35,11 @@ import org.apache.kafka.streams.state.WindowStore;
  * FixedKeyProcessor whose stream-time punctuator forwards each key's 2 s bucket once it ended (any
  * key, while another key's record is processed) into a reduce; a table suppressed until a 1 s time
  * limit (its buffer evicts any key) into a count; a 2 s windowed count whose stream, grouped again by
- * the windowed key, goes into a reduce. Every store is uncached. Run by Kafka Streams itself until its
+ * the windowed key, goes into a reduce; a session count whose stream, grouped again by the session key,
+ * goes into a count. Every store is uncached. Run by Kafka Streams itself until its
  * input is consumed; prints JSON {"describe": ...}.
  *
- * Args: bootstrap applicationId stateDir events outPunctuated outSuppressed outWindowed
+ * Args: bootstrap applicationId stateDir events outPunctuated outSuppressed outWindowed outSessions
  *
  * The Python twin is tests/own_groups_topology.py; keep the two in step.
  */
@@ -99,7 +102,8 @@ public final class OwnGroupExamples {
         }
     }
 
-    static Topology ownGroupExamples(String events, String outPunctuated, String outSuppressed, String outWindowed) {
+    static Topology ownGroupExamples(String events, String outPunctuated, String outSuppressed, String outWindowed,
+                                     String outSessions) {
         StreamsBuilder builder = new StreamsBuilder();
         builder.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore("buckets"),
             Serdes.String(), Serdes.String()));
@@ -129,6 +133,16 @@ public final class OwnGroupExamples {
                     .withCachingDisabled())
             .toStream()
             .to(outWindowed, Produced.with(windowed, Serdes.Long()));
+        Serde<Windowed<String>> sessionKeys = WindowedSerdes.sessionWindowedSerdeFrom(String.class);
+        eventStream.groupByKey()
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(300), Duration.ofMillis(500)))
+            .count(Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("session-counts").withCachingDisabled())
+            .toStream()
+            .groupByKey(Grouped.with(sessionKeys, Serdes.Long()))
+            .count(Materialized.<Windowed<String>, Long, KeyValueStore<Bytes, byte[]>>as("session-updates")
+                .withCachingDisabled())
+            .toStream()
+            .to(outSessions, Produced.with(sessionKeys, Serdes.Long()));
         return builder.build();
     }
 
@@ -137,7 +151,7 @@ public final class OwnGroupExamples {
     }
 
     public static void main(String[] args) throws Exception {
-        Topology topology = ownGroupExamples(args[3], args[4], args[5], args[6]);
+        Topology topology = ownGroupExamples(args[3], args[4], args[5], args[6], args[7]);
         KafkaStreamsRuns.runUntilConsumed(topology, args[0], args[1], args[2], () -> List.of(args[3]),
             Duration.ofMinutes(5), streams -> KafkaStreamsRuns.describeJson(topology));
     }
