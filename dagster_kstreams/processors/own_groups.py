@@ -75,6 +75,6 @@ def own_group(processor: Processor, key, state) -> Optional[Any]:
     """The group a record forwarded now under ``key`` by ``processor`` goes on with: ``key``'s own
     in the task's state when the processor regroups (:attr:`regroups`, set by the program), else
     ``state`` (the group of the record being processed)."""
-    if not getattr(processor, "regroups", False) or state is None or state.task is None:
+    if not processor.regroups or state is None or state.task is None:
         return state
     return state.task.group(group_key(processor.program, key))
