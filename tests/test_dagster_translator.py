@@ -13,7 +13,7 @@ from dagster_kstreams.orchestration.definitions import build_kstreams_definition
 from dagster_kstreams.orchestration.resources import KStreamsSparkResource
 from dagster_kstreams.orchestration.translator import KStreamsAssetKind
 from dagster_kstreams.spark.compile import UnsupportedTopologyError
-from dagster_kstreams.topology import CopartitionError, Repartitioned, StreamsBuilder, TimeWindows
+from dagster_kstreams.topology import CopartitionError, JoinWindows, Repartitioned, StreamsBuilder
 
 from assets import click_enrichment, profile_regions, users_per_country
 
@@ -132,13 +132,13 @@ def test_load_time_errors_name_the_topics_and_counts():
 def test_operations_spark_cannot_run_exactly_fail_at_load_naming_the_processor():
     """Definition time, not run time: loading the assets compiles every sub-topology."""
     builder = StreamsBuilder()
-    builder.stream("clicks").group_by_key() \
-        .windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=10))).count().to_stream() \
-        .group_by_key().count().to_stream().to("out")
+    builder.stream("clicks").group_by_key().count().to_stream() \
+        .join(builder.stream("views"), lambda count, view: count,
+              JoinWindows.of_time_difference_with_no_grace(timedelta(seconds=10))).to("out")
     with pytest.raises(UnsupportedTopologyError,
                        match=r"application 'custom' cannot run on Spark: .*KSTREAM-AGGREGATE-\d+ \(aggregate\) "
-                             r"keeps state for the windowed keys"):
-        kstreams_assets(topology=builder, app_id="custom", topic_partitions={"clicks": 2})
+                             r"comes before the stream-stream join"):
+        kstreams_assets(topology=builder, app_id="custom", topic_partitions={"clicks": 2, "views": 2})
 
 
 def test_click_enrichment_repartition_topic_follows_the_table_it_joins():

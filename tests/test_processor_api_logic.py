@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from processor_api_topology import processor_api_examples  # noqa: E402
 
 from dagster_kstreams.processors.user_processors import KeyValueStore, _Schedule  # noqa: E402
-from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology  # noqa: E402
+from dagster_kstreams.spark.compile import compile_topology  # noqa: E402
 from dagster_kstreams.topology import StreamsBuilder, TopologyException  # noqa: E402
 from dagster_kstreams.topology.processor_api import (  # noqa: E402
     FixedKeyProcessor, Processor, PunctuationType, Record, Stores,
@@ -133,11 +133,6 @@ def test_refused_at_definition_time():
     singleton = _Nothing()
     with pytest.raises(TopologyException, match="same Processor instance twice"):
         StreamsBuilder().stream("in").process(lambda: singleton)
-    builder = StreamsBuilder()
-    builder.stream("in").process_values(_Nothing).group_by_key().count()
-    with pytest.raises(UnsupportedTopologyError, match="downstream of the user processor"):
-        compile_topology(builder, "app", default_key_serde=Serdes.String(),
-                         default_value_serde=Serdes.String()).program(0)
     builder = StreamsBuilder()
     builder.add_state_store(Stores.key_value_store_builder(Stores.in_memory_key_value_store("s")))
     builder.stream("in").process(_Nothing, "missing")

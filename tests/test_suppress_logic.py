@@ -302,11 +302,6 @@ def test_until_window_closes_takes_a_strict_buffer_config():
         Suppressed.until_window_closes(BufferConfig.max_records(5))
 
 
-def test_refuses_state_after_the_suppression():
-    _refused(lambda b: _table(b).suppress(Suppressed.until_time_limit(SECONDS, BufferConfig.unbounded()))
-             .to_stream().group_by_key().count(), r"keeps state downstream of the suppression")
-
-
 # -- a filter of a time-windowed table before the suppression --------------------------------------
 def _filtered_counts(predicate, cached=False):
     def build(builder):

@@ -220,11 +220,6 @@ def test_custom_timestamp_extractors_compile():
     assert source.kind == "source" and source.timestamp_extractor(None, -1) == 0
 
 
-def test_refuses_state_kept_for_windowed_keys_in_the_same_sub_topology():
-    _refused(lambda b: b.stream("in").group_by_key().windowed_by(TUMBLING).count().to_stream()
-             .group_by_key().count(), r"KSTREAM-AGGREGATE-\d+ \(aggregate\) keeps state for the windowed keys")
-
-
 def test_read_store_entries_are_windowed_keys():
     program = _tumbling_count_program()
     node = next(node for node in program.nodes if node.kind == "time_window_aggregate")

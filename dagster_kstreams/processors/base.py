@@ -66,6 +66,10 @@ class Processor:
     task_grouped: ClassVar[bool] = False
     # has punctuators to fire after each record (the Processor API: user_processors.punctuate)
     punctuates: ClassVar[bool] = False
+    # may forward records under another key than the record being processed's (own_groups.py)
+    forwards_other_keys: ClassVar[bool] = False
+    # ... and those go on with their own key's group: set by the program (own_groups.own_group)
+    regroups: bool = False
     # the user function, for processors that have one (Column plans look at it)
     fn: Any = None
     store: Optional[str] = None

@@ -38,7 +38,7 @@ from __future__ import annotations
 import itertools
 import logging
 import pickle
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from dagster_kstreams.kafka.dead_letter import (
     DeadLetterPolicy,
@@ -48,6 +48,7 @@ from dagster_kstreams.kafka.dead_letter import (
 )
 from dagster_kstreams.processors.base import Processor
 from dagster_kstreams.processors.fused_chains import compile_entries
+from dagster_kstreams.processors.own_groups import reads_state_downstream
 from dagster_kstreams.processors.records import FLUSH_ORDER, Output, RecordContext, header_column
 from dagster_kstreams.processors.state import ABSENT, GroupState
 from dagster_kstreams.processors.state_key_serde import StateKeying
@@ -104,7 +105,10 @@ class SubtopologyProgram:
         self.keying = state_keying
         self.state_key_serde = state_keying.serde
         self._check()
+        task_grouped = self.task_grouped
         for node in nodes:
+            # what it forwards under other keys goes on with those keys' groups (own_groups.py)
+            node.regroups = node.forwards_other_keys and task_grouped and reads_state_downstream(self, node)
             node.init(self)
         # Where a record goes on from each processor: the compiled chain of stateless processors
         # that starts there (fused_chains.py), else the processor's process. Compiled in each
@@ -232,7 +236,7 @@ class SubtopologyProgram:
         out = Output(ordered=True)
         for context, key, value in records:
             self.process_record(context, key, value, out, state)
-        self._flush([state], out)
+        self._flush(lambda: [state], out)
         if not state.changed:
             return out, stored
         if all(value is ABSENT for value in state.values):
@@ -264,7 +268,8 @@ class SubtopologyProgram:
             self.process_record(context, key, value, out, group)
             if punctuating:  # the Processor API's punctuators, after the record
                 punctuate(punctuating, stream_time, context, group)
-        self._flush([group for group in task.touched() if group.dirty], out)
+        # the groups a store's flush made dirty downstream count too (own_groups.py: other keys)
+        self._flush(lambda: [group for group in task.touched() if group.dirty], out)
         for node in self.nodes:
             node.end_task_batch(task)
         return out, task.dump()
@@ -352,18 +357,20 @@ class SubtopologyProgram:
         (its process, or the compiled chain that starts at it)."""
         self._entries[index](key, value, context, out, state)
 
-    def _flush(self, groups: list[GroupState], out: Output) -> None:
+    def _flush(self, groups: Callable[[], list[GroupState]], out: Output) -> None:
         """Forward each updated store's final value per key downstream, as Kafka Streams' record
         cache does at a commit: store by store, upstream first (a downstream store also holds what
         the upstream flush forwarded to it); a store's keys in the order of its own last update of
         each (NamedCache keeps its dirty keys in that order), each forwarded with the context of
         that update (its timestamp, headers and position: LRUCacheEntry keeps it), whatever
         records of other inputs or stores came after it. Emit order: after every record's own
-        output (:data:`FLUSH_ORDER`), by store, then by the position of that update."""
+        output (:data:`FLUSH_ORDER`), by store, then by the position of that update. ``groups()``
+        is asked again for each store: an upstream flush may reach the groups of other keys
+        (a windowed table's windows, a suppression's evictions: :mod:`.own_groups`)."""
         for rank, index in enumerate(self.stateful_nodes):  # topological order: a downstream store is flushed later
             node = self.nodes[index]
             slot = node.state_slot
-            held = [(group, group.dirty.pop(slot)) for group in groups if slot in group.dirty]
+            held = [(group, group.dirty.pop(slot)) for group in groups() if slot in group.dirty]
             # stable: updates at one position (closed join records of several keys) keep the groups' order
             for group, context in sorted(held, key=lambda item: item[1].position or 0):
                 out.mark(None if context.position is None else FLUSH_ORDER + (rank << 48) + context.position)

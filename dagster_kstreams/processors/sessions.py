@@ -55,7 +55,7 @@ from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.processors.session_close import ClosedSessions
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.task_state import task_state_of
-from dagster_kstreams.processors.windowed_tables import WindowedTable
+from dagster_kstreams.processors.windowed_tables import WindowedTable, keeps_state_downstream
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_CLOSE, ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import Window, Windowed
@@ -327,6 +327,9 @@ def build(factory, ctx, cls: type = SessionWindowAggregate) -> SessionWindowAggr
 
     init, agg, merger = session_functions(operation, fn("initializer"), fn("aggregator"), fn("reducer"), fn("merger"))
     key_serde = (store.key_serde if store is not None else None) or ctx.default_key_serde
-    return cls(factory.name, params["store_name"], ctx.cached(params["store_name"]), operation,
-               windows.inactivity_gap_ms, windows.grace_ms, retention, init, agg, merger,
-               key_serde=key_serde, emit_on_close=emit_strategy == ON_WINDOW_CLOSE)
+    aggregate = cls(factory.name, params["store_name"], ctx.cached(params["store_name"]), operation,
+                    windows.inactivity_gap_ms, windows.grace_ms, retention, init, agg, merger,
+                    key_serde=key_serde, emit_on_close=emit_strategy == ON_WINDOW_CLOSE)
+    # sessions are keys of their own for the stores after it: their groups are the task state's
+    aggregate.task_grouped = aggregate.task_grouped or keeps_state_downstream(ctx.subtopology, factory)
+    return aggregate

@@ -40,8 +40,9 @@ evicts the records of other keys, in one order across keys. Both survive restart
 task's checkpoint, where Kafka Streams restores the buffer from its changelog but starts the
 stream time over (the runner's result is Kafka Streams' when it does not restart).
 
-Definition time: processors that keep state downstream of the suppression in its sub-topology are
-refused.
+Downstream: an evicted record goes on with the state of its own key (:mod:`.own_groups`), so an
+aggregation, a table or a join after the suppression in its sub-topology keeps and reads that key's
+values, as in Kafka Streams.
 """
 
 from __future__ import annotations
@@ -50,8 +51,9 @@ import dataclasses
 import heapq
 from typing import Any, Iterator, Optional
 
-from dagster_kstreams.processors.base import Processor, reachable, register
-from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopologyError
+from dagster_kstreams.processors.base import Processor, register
+from dagster_kstreams.processors.errors import ProcessingError
+from dagster_kstreams.processors.own_groups import own_group
 from dagster_kstreams.processors.suppress_size import buffered_record_size
 from dagster_kstreams.processors.table_joins import ValueGetter
 from dagster_kstreams.processors.table_old_values import (
@@ -154,6 +156,7 @@ class Suppress(Processor):
 
     kind = "suppress"
     task_grouped = True
+    forwards_other_keys = True  # its buffer evicts records of any key (own_groups.py)
 
     def __init__(self, name: str, key_serde, window_end_time: bool, duration_ms: int, max_records: Optional[int],
                  drop_tombstones: bool, max_bytes: Optional[int] = None,
@@ -222,20 +225,13 @@ class Suppress(Processor):
         if value is None and self.drop_tombstones:
             return
         emitted = dataclasses.replace(context, timestamp=timestamp, headers=rest[0] if rest else None)
+        group = own_group(self, key, state)
         if self.old_values is not None:  # the old value of its latest update, emitted with it
-            state.old_values[sent_old_value_key(self.name)] = rest[1] if len(rest) > 1 else None
-        self.forward(key, value, emitted, out, state)
+            group.old_values[sent_old_value_key(self.name)] = rest[1] if len(rest) > 1 else None
+        self.forward(key, value, emitted, out, group)
 
 
 # -- definition time -------------------------------------------------------------------------
-# What may follow a suppression in its sub-topology: processors that keep no state (the evicted
-# records of other keys are forwarded with the state of the record being processed).
-_STATELESS_KINDS = {
-    NodeKind.TABLE_TO_STREAM, NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES, NodeKind.FILTER, NodeKind.MAP,
-    NodeKind.MAP_VALUES, NodeKind.FLAT_MAP, NodeKind.FLAT_MAP_VALUES, NodeKind.SELECT_KEY, NodeKind.PEEK,
-    NodeKind.FOREACH, NodeKind.PRINT, NodeKind.BRANCH, NodeKind.BRANCH_CHILD, NodeKind.MERGE, NodeKind.SINK,
-    NodeKind.REPARTITION_FILTER, NodeKind.SUPPRESS,
-}
 def _value_serde(factory, ctx):
     """The buffer's value serde (what Kafka Streams sizes the old and new values with): the table's."""
     store = ctx.topology.state_stores.get(factory.params["store_name"])
@@ -243,20 +239,10 @@ def _value_serde(factory, ctx):
     return serde if serde is not None else ctx.default_value_serde
 
 
-def _check_downstream(sub, factory) -> None:
-    for node in reachable(sub, factory.children, lambda node: node.children):
-        if node.kind not in _STATELESS_KINDS or (node.kind is not NodeKind.SUPPRESS and node.stores):
-            raise UnsupportedTopologyError(
-                f"processor {node.name} ({node.kind.value}) keeps state downstream of the suppression {factory.name} "
-                f"in sub-topology {sub.id}; the Spark runner forwards a suppression's records of every key with the "
-                "state of the record being processed. Add .repartition() after to_stream()")
-
-
 def build(factory, ctx) -> Suppress:
     params = factory.params
     config = params["buffer_config"]
     sub = ctx.subtopology
-    _check_downstream(sub, factory)
     suppressed = table_behind(sub, factory)
     # the old value behind each update: sized with it when bounded in bytes, emitted with it when read below
     table = None if config.max_bytes is None else old_value_getter(ctx, factory, suppressed)

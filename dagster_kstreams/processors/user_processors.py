@@ -43,8 +43,9 @@ import time
 from datetime import timedelta
 from typing import Any, Callable, Iterator, Optional
 
-from dagster_kstreams.processors.base import Processor, reachable, register
-from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopologyError
+from dagster_kstreams.processors.base import Processor, register
+from dagster_kstreams.processors.errors import ProcessingError
+from dagster_kstreams.processors.own_groups import own_group
 from dagster_kstreams.processors.state import load_state
 from dagster_kstreams.processors.user_dsl_store import TimestampedKeyValueStore, check_dsl_store
 from dagster_kstreams.processors.user_dsl_window_store import TimestampedWindowStore
@@ -234,8 +235,9 @@ class ProcessorContext:
         context = dataclasses.replace(base, timestamp=record.timestamp, headers=record.headers.to_column())
         forward = node.program._forward
         children = node.children if child_name is None else [node.child_position(child_name)]
+        group = own_group(node, record.key, self._group)  # a punctuator's records of other keys: theirs
         for child in children:
-            forward(child, record.key, record.value, context, self._out, self._group)
+            forward(child, record.key, record.value, context, self._out, group)
 
     def get_state_store(self, name: str):
         if name in self._node.dsl_stores:
@@ -302,6 +304,7 @@ class UserProcessorNode(Processor):
     kind = "process"
     task_grouped = True
     punctuates = True
+    forwards_other_keys = True  # from punctuators, and process() may change keys
 
     def __init__(self, name: str, supplier: Callable, stores: dict, fixed_key: bool, child_names: list[str],
                  dsl_stores: Optional[dict] = None):
@@ -366,22 +369,6 @@ class UserProcessorNode(Processor):
 
 
 # -- definition time -------------------------------------------------------------------------
-_STATELESS_DOWNSTREAM = {
-    NodeKind.FILTER, NodeKind.MAP, NodeKind.MAP_VALUES, NodeKind.FLAT_MAP, NodeKind.FLAT_MAP_VALUES,
-    NodeKind.SELECT_KEY, NodeKind.PEEK, NodeKind.FOREACH, NodeKind.PRINT, NodeKind.BRANCH, NodeKind.BRANCH_CHILD,
-    NodeKind.MERGE, NodeKind.SINK, NodeKind.REPARTITION_FILTER, NodeKind.PROCESS, NodeKind.PROCESS_VALUES,
-}
-
-
-def _check_downstream(sub, factory) -> None:
-    for node in reachable(sub, factory.children, lambda node: node.children):
-        if node.kind not in _STATELESS_DOWNSTREAM:
-            raise UnsupportedTopologyError(
-                f"processor {node.name} ({node.kind.value}) keeps DSL state downstream of the user processor "
-                f"{factory.name} in sub-topology {sub.id}; the Spark runner forwards a punctuator's records of every "
-                "key with the state of the record being processed. Add .repartition() before it")
-
-
 def build(factory, ctx) -> UserProcessorNode:
     stores, dsl_stores = {}, {}
     for store_name in factory.stores:
@@ -392,7 +379,6 @@ def build(factory, ctx) -> UserProcessorNode:
         else:
             check_dsl_store(factory, spec, ctx.subtopology)
             dsl_stores[store_name] = (*serdes, spec.type is StoreType.WINDOW)
-    _check_downstream(ctx.subtopology, factory)
     return UserProcessorNode(factory.name, factory.params["supplier"], stores,
                              fixed_key=factory.kind is NodeKind.PROCESS_VALUES, child_names=list(factory.children),
                              dsl_stores=dsl_stores)

@@ -18,11 +18,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from dagster_kstreams.processors.base import Processor, StoreProcessor
+from dagster_kstreams.processors.base import Processor, StoreProcessor, reachable
+from dagster_kstreams.processors.own_groups import own_group
 from dagster_kstreams.processors.table_joins import ValueGetter
+from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import Window, Windowed
 
-__all__ = ["WindowedTable", "WindowedOldValue"]
+__all__ = ["WindowedTable", "WindowedOldValue", "keeps_state_downstream"]
+
+# What may follow a windowed table in its sub-topology and still let it run key-grouped: steps that
+# read no key's state (a global table is read by the record's own key, whatever group it runs in).
+_STATELESS_KINDS = {
+    NodeKind.SINK, NodeKind.FILTER, NodeKind.MAP, NodeKind.MAP_VALUES, NodeKind.FLAT_MAP, NodeKind.FLAT_MAP_VALUES,
+    NodeKind.SELECT_KEY, NodeKind.PEEK, NodeKind.FOREACH, NodeKind.PRINT, NodeKind.MERGE, NodeKind.BRANCH,
+    NodeKind.BRANCH_CHILD, NodeKind.REPARTITION_FILTER, NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES,
+    NodeKind.TABLE_TO_STREAM, NodeKind.STREAM_GLOBAL_TABLE_JOIN,
+}
+
+
+def keeps_state_downstream(sub, factory) -> bool:
+    """Whether a processor after the windowed aggregation ``factory`` in sub-topology ``sub`` keeps or
+    reads keyed state: its windows are keys of their own there, whose groups only the task-grouped
+    state holds (:mod:`.own_groups`), so the sub-topology runs task-grouped."""
+    return any(node.kind not in _STATELESS_KINDS for node in reachable(sub, factory.children, lambda n: n.children))
 
 
 class WindowedTable(StoreProcessor):
@@ -30,6 +48,8 @@ class WindowedTable(StoreProcessor):
 
     # Kafka Streams' sendOldValues: off until a suppression reading the table asks for it.
     sends_old_values = False
+    # each window is a key of its own downstream (own_groups.py)
+    forwards_other_keys = True
 
     def enable_sending_old_values(self) -> None:
         self.sends_old_values = True
@@ -37,9 +57,11 @@ class WindowedTable(StoreProcessor):
     def forward_update(self, key, window: Window, new, old, context, out, state) -> None:
         """Forward ``new`` for ``key``'s ``window`` (with ``context``'s timestamp), ``old`` readable
         behind it when old values are sent."""
+        windowed = Windowed(key, window)
+        group = own_group(self, windowed, state)
         if self.sends_old_values:
-            state.old_values[self.state_slot] = ((window.start, window.end), old)
-        self.forward(Windowed(key, window), new, context, out, state)
+            group.old_values[self.state_slot] = ((window.start, window.end), old)
+        self.forward(windowed, new, context, out, group)
 
 
 class WindowedOldValue(ValueGetter):

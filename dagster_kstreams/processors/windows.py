@@ -44,8 +44,8 @@ Exactness
     that processor's when every record of the task reaches it unchanged in key (and, sliding
     windows, value) nullness (:func:`reads_task_stream_time`); otherwise, and for a cogroup's
     inputs, the processor is built with its own clocks (:mod:`.own_stream_time`) and its
-    sub-topology runs task-grouped. Stores downstream of the windowed table in the same
-    sub-topology are refused (the state row is keyed by the source key, not the windowed key).
+    sub-topology runs task-grouped. So does a sub-topology with a processor that keeps or reads
+    keyed state after the windowed table: each window is a key of its own there (:mod:`.own_groups`).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ from dagster_kstreams.processors.window_store import (
     process_sliding_windows,
     process_time_windows,
 )
-from dagster_kstreams.processors.windowed_tables import WindowedTable
+from dagster_kstreams.processors.windowed_tables import WindowedTable, keeps_state_downstream
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_CLOSE, ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import Window
@@ -307,12 +307,6 @@ WINDOW_KINDS = {TimeWindowAggregate.kind, SlidingWindowAggregate.kind}
 # every record on with its key (and value nullness: all but map_values) unchanged.
 _PASS_ALL_KINDS = {NodeKind.SOURCE, NodeKind.MERGE, NodeKind.PEEK, NodeKind.PRINT}
 _PASS_KEYS_KINDS = _PASS_ALL_KINDS | {NodeKind.MAP_VALUES}
-# Processors that keep state per key: wrong downstream of a windowed table in one sub-topology.
-_KEYED_STATE_KINDS = {
-    NodeKind.AGGREGATE, NodeKind.WINDOWED_AGGREGATE, NodeKind.TO_TABLE, NodeKind.TABLE_SOURCE,
-    NodeKind.STREAM_TABLE_JOIN, NodeKind.TABLE_TABLE_JOIN, NodeKind.TABLE_TABLE_JOIN_MERGE,
-    NodeKind.TABLE_AGGREGATE, NodeKind.JOIN_WINDOW, NodeKind.STREAM_STREAM_JOIN,
-}
 
 
 def reads_task_stream_time(sub, factory) -> bool:
@@ -353,7 +347,6 @@ def build(factory, ctx, classes=(TimeWindowAggregate, SlidingWindowAggregate)) -
         raise UnsupportedTopologyError(f"{what}: emit strategy {emit_strategy!r} is not supported by the Spark runner")
     emit_on_close = emit_strategy == ON_WINDOW_CLOSE
     sub = ctx.subtopology
-    _check_downstream(sub, factory, what)
     store = next(s for s in sub.state_stores if s.name == params["store_name"])
     retention = store.retention_ms
     sliding = issubclass(cls, SlidingWindowAggregate)
@@ -365,18 +358,11 @@ def build(factory, ctx, classes=(TimeWindowAggregate, SlidingWindowAggregate)) -
         # segmented store drops whole segments). On window close the time-ordered store returns
         # nothing older than its retention, for reads as for the emission (window_close.py).
         retention = max(retention, 3 * size + windows.grace_ms + 1)
-    processor = cls(factory.name, params["store_name"], store.caching, params["operation"], windows, size,
+    aggregate = cls(factory.name, params["store_name"], store.caching, params["operation"], windows, size,
                     windows.grace_ms, retention, *user_aggregation(params),
                     key_serde=store.key_serde or ctx.default_key_serde, emit_on_close=emit_on_close)
+    # windows are keys of their own for the stores after it: their groups are the task state's
+    aggregate.task_grouped = aggregate.task_grouped or keeps_state_downstream(sub, factory)
     # check_dsl_store admits a processor naming the store of time windows updated on every record only
-    processor.observes_store_time = read_by_user_processor(sub, store.name)
-    return processor
-
-
-def _check_downstream(sub, factory, what: str) -> None:
-    for node in reachable(sub, factory.children, lambda node: node.children):
-        if node.kind in _KEYED_STATE_KINDS:
-            raise UnsupportedTopologyError(
-                f"{what}: {node.name} ({node.kind.value}) keeps state for the windowed keys in the same sub-topology "
-                f"{sub.id}; the Spark runner keeps a sub-topology's state by source key. Add .repartition() after "
-                "to_stream()")
+    aggregate.observes_store_time = read_by_user_processor(sub, store.name)
+    return aggregate

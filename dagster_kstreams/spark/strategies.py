@@ -43,6 +43,7 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
 from dagster_kstreams.kafka.table_producer import RecordColumns
 from dagster_kstreams.processors import sessions, window_store
+from dagster_kstreams.processors.own_groups import key_of_group
 from dagster_kstreams.processors.task_state import TaskState
 from dagster_kstreams.processors.user_processors import user_store_content
 from dagster_kstreams.processors.windows import WINDOW_KINDS
@@ -191,7 +192,7 @@ class TaskGroupedState(Strategy):
         for row in rows:  # one row per task: every key's slots
             blob = _state_columns(row.value)[0]
             for raw_key, value in TaskState.store_content(None if blob is None else bytes(blob), slot).items():
-                _add_entries(table, node, key_serde.deserialize(raw_key), value)
+                _add_entries(table, node, key_of_group(raw_key, key_serde), value)
         return table
 
 

@@ -1,0 +1,158 @@
+package kstreams.oracle;
+
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.kafka.common.serialization.Serde;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.processor.PunctuationType;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
+import org.apache.kafka.streams.processor.api.FixedKeyRecord;
+import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.WindowStore;
+
+/**
+ * Stores after processors that forward records of other keys, in one sub-topology on the events: a
+ * FixedKeyProcessor whose stream-time punctuator forwards each key's 2 s bucket once it ended (any
+ * key, while another key's record is processed) into a reduce; a table suppressed until a 1 s time
+ * limit (its buffer evicts any key) into a count; a 2 s windowed count whose stream, grouped again by
+ * the windowed key, goes into a reduce; a session count whose stream, grouped again by the session key,
+ * goes into a count. Every store is uncached. Run by Kafka Streams itself until its
+ * input is consumed; prints JSON {"describe": ...}.
+ *
+ * Args: bootstrap applicationId stateDir events outPunctuated outSuppressed outWindowed outSessions
+ *
+ * The Python twin is tests/own_groups_topology.py; keep the two in step.
+ */
+public final class OwnGroupExamples {
+    private OwnGroupExamples() {}
+
+    static final long BUCKET_MS = 2_000L;
+    static final long WINDOW_MS = 2_000L;
+
+    /** Keeps each record's value under its bucket and key; the punctuator forwards the ended buckets. */
+    static final class HoldBuckets implements FixedKeyProcessor<String, String, String> {
+        private FixedKeyProcessorContext<String, String> context;
+        private KeyValueStore<String, String> buckets;
+        // A FixedKeyRecord of each key (the only records a FixedKeyProcessor may forward): its key and
+        // headers (none) are all the punctuator takes from it.
+        private final Map<String, FixedKeyRecord<String, String>> records = new HashMap<>();
+
+        @Override
+        public void init(FixedKeyProcessorContext<String, String> context) {
+            this.context = context;
+            this.buckets = context.getStateStore("buckets");
+            context.schedule(Duration.ofMillis(BUCKET_MS), PunctuationType.STREAM_TIME, this::release);
+        }
+
+        @Override
+        public void process(FixedKeyRecord<String, String> record) {
+            if (record.key() == null) {
+                return;
+            }
+            records.put(record.key(), record);
+            long bucket = record.timestamp() / BUCKET_MS;
+            if ((bucket + 1) * BUCKET_MS <= context.currentStreamTimeMs()) {
+                return;
+            }
+            String slot = String.format("%012d|%s", bucket, record.key());
+            String held = buckets.get(slot);
+            String value = record.value() == null ? "~" : record.value();
+            buckets.put(slot, held == null ? value : held + "," + value);
+        }
+
+        private void release(long now) {
+            List<KeyValue<String, String>> ended = new java.util.ArrayList<>();
+            try (KeyValueIterator<String, String> entries = buckets.all()) {
+                while (entries.hasNext()) {
+                    KeyValue<String, String> entry = entries.next();
+                    long bucket = Long.parseLong(entry.key.substring(0, 12));
+                    if ((bucket + 1) * BUCKET_MS > now) {
+                        break;
+                    }
+                    ended.add(entry);
+                }
+            }
+            for (KeyValue<String, String> entry : ended) {
+                long bucket = Long.parseLong(entry.key.substring(0, 12));
+                String key = entry.key.substring(13);
+                context.forward(records.get(key).withValue(bucket + ":" + entry.value)
+                    .withTimestamp((bucket + 1) * BUCKET_MS - 1));
+                buckets.delete(entry.key);
+            }
+        }
+    }
+
+    static Topology ownGroupExamples(String events, String outPunctuated, String outSuppressed, String outWindowed,
+                                     String outSessions) {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore("buckets"),
+            Serdes.String(), Serdes.String()));
+        KStream<String, String> eventStream = builder.stream(events);
+        eventStream.processValues(HoldBuckets::new, "buckets")
+            .groupByKey()
+            .reduce((total, bucket) -> tail(total + "+" + bucket),
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("bucket-totals").withCachingDisabled())
+            .toStream()
+            .to(outPunctuated);
+        eventStream.toTable(Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("latest")
+                .withCachingDisabled())
+            .suppress(Suppressed.untilTimeLimit(Duration.ofSeconds(1), Suppressed.BufferConfig.unbounded()))
+            .toStream()
+            .groupByKey()
+            .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("eviction-counts").withCachingDisabled())
+            .toStream()
+            .to(outSuppressed, Produced.with(Serdes.String(), Serdes.Long()));
+        Serde<Windowed<String>> windowed = WindowedSerdes.timeWindowedSerdeFrom(String.class, WINDOW_MS);
+        eventStream.groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(WINDOW_MS), Duration.ofSeconds(1)))
+            .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("window-counts").withCachingDisabled())
+            .toStream()
+            .groupByKey(Grouped.with(windowed, Serdes.Long()))
+            .reduce(Long::sum,
+                Materialized.<Windowed<String>, Long, KeyValueStore<Bytes, byte[]>>as("window-sums")
+                    .withCachingDisabled())
+            .toStream()
+            .to(outWindowed, Produced.with(windowed, Serdes.Long()));
+        Serde<Windowed<String>> sessionKeys = WindowedSerdes.sessionWindowedSerdeFrom(String.class);
+        eventStream.groupByKey()
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(300), Duration.ofMillis(500)))
+            .count(Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("session-counts").withCachingDisabled())
+            .toStream()
+            .groupByKey(Grouped.with(sessionKeys, Serdes.Long()))
+            .count(Materialized.<Windowed<String>, Long, KeyValueStore<Bytes, byte[]>>as("session-updates")
+                .withCachingDisabled())
+            .toStream()
+            .to(outSessions, Produced.with(sessionKeys, Serdes.Long()));
+        return builder.build();
+    }
+
+    static String tail(String text) {
+        return text.substring(Math.max(0, text.length() - 80));
+    }
+
+    public static void main(String[] args) throws Exception {
+        Topology topology = ownGroupExamples(args[3], args[4], args[5], args[6], args[7]);
+        KafkaStreamsRuns.runUntilConsumed(topology, args[0], args[1], args[2], () -> List.of(args[3]),
+            Duration.ofMinutes(5), streams -> KafkaStreamsRuns.describeJson(topology));
+    }
+}

@@ -1,0 +1,109 @@
+"""Stores after forwarders of other keys, the Python twin of kstreams.oracle.OwnGroupExamples (Java):
+keep the two in step. One sub-topology on the events, three chains:
+
+* ``HoldBuckets`` (``process_values``, store ``buckets``) keeps each record's value under its 2 s
+  bucket and key (a null value as ``~``; a record whose bucket ended by the stream time is dropped),
+  and a stream-time punctuator every 2 s forwards, in store order, each key's bucket that ended by
+  then, stamped with the bucket's last millisecond, and forgets it: records of any key, forwarded
+  while another key's record is processed. A ``reduce`` (``bucket-totals``) joins each key's buckets.
+* ``to_table`` (``latest``), suppressed until a 1 s time limit: the buffer evicts records of any
+  key (tombstones too); a ``count`` (``eviction-counts``) counts each key's evictions.
+* a 2 s windowed count (1 s grace, ``window-counts``), its stream grouped again by the windowed
+  key: a ``reduce`` (``window-sums``) adds each window's successive counts.
+* a session count (300 ms gap, 500 ms grace, ``session-counts``), its stream grouped again by the
+  session key: a ``count`` (``session-updates``) counts each session's updates (a merged-away
+  session's tombstone is not counted).
+
+Every store is uncached, so the output is fixed by the input (the punctuator's records too: what a
+bucket holds is fixed once the stream time passed its end, whenever Kafka Streams punctuates).
+
+Its classes are self-contained: Spark's Python workers cannot import modules of tests/, and the
+test ships this module by value.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from dagster_kstreams.topology import StreamsBuilder
+from dagster_kstreams.topology.consumed_produced import Produced
+from dagster_kstreams.topology.grouped_repartitioned import Grouped
+from dagster_kstreams.topology.materialized import Materialized
+from dagster_kstreams.topology.processor_api import FixedKeyProcessor, PunctuationType, Record, Stores
+from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
+from dagster_kstreams.topology.suppressed import BufferConfig, Suppressed
+from dagster_kstreams.topology.windows import SessionWindows, TimeWindows
+
+BUCKET_MS = 2_000
+WINDOW_MS = 2_000
+OUTPUTS = ("out-punctuated", "out-suppressed", "out-windowed", "out-sessions")
+OUTPUT_KEYS = {"out-punctuated": None, "out-suppressed": None, "out-windowed": WINDOW_MS, "out-sessions": "session"}
+LONG_VALUED = ("out-suppressed", "out-windowed", "out-sessions")
+
+
+class HoldBuckets(FixedKeyProcessor):
+    def init(self, context) -> None:
+        self.context = context
+        self.buckets = context.get_state_store("buckets")
+        context.schedule(BUCKET_MS, PunctuationType.STREAM_TIME, self.release)
+
+    def process(self, record) -> None:
+        if record.key is None:
+            return
+        bucket = record.timestamp // BUCKET_MS
+        if (bucket + 1) * BUCKET_MS <= self.context.current_stream_time_ms():
+            return  # its bucket was released already
+        slot = f"{bucket:012d}|{record.key}"
+        held = self.buckets.get(slot)
+        value = "~" if record.value is None else record.value
+        self.buckets.put(slot, value if held is None else f"{held},{value}")
+
+    def release(self, now: int) -> None:
+        for entry in self.buckets.all():
+            bucket, key = int(entry.key[:12]), entry.key[13:]
+            end = (bucket + 1) * BUCKET_MS
+            if end > now:
+                break
+            self.context.forward(Record(key, f"{bucket}:{entry.value}", end - 1))
+            self.buckets.delete(entry.key)
+
+
+def own_group_examples(topics: dict[str, str]) -> StreamsBuilder:
+    """The topology of OwnGroupExamples.java, on ``topics`` ("events" and ``OUTPUTS`` -> topic)."""
+    builder = StreamsBuilder()
+    builder.add_state_store(Stores.key_value_store_builder(Stores.persistent_key_value_store("buckets"),
+                                                           Serdes.String(), Serdes.String()))
+    events = builder.stream(topics["events"])
+    events.process_values(HoldBuckets, "buckets") \
+        .group_by_key() \
+        .reduce(lambda total, bucket: (total + "+" + bucket)[-80:],
+                Materialized.as_("bucket-totals").with_caching_disabled()) \
+        .to_stream() \
+        .to(topics["out-punctuated"])
+    events.to_table(Materialized.as_("latest").with_caching_disabled()) \
+        .suppress(Suppressed.until_time_limit(timedelta(seconds=1), BufferConfig.unbounded())) \
+        .to_stream() \
+        .group_by_key() \
+        .count(Materialized.as_("eviction-counts").with_caching_disabled()) \
+        .to_stream() \
+        .to(topics["out-suppressed"], Produced.with_(Serdes.String(), Serdes.Long()))
+    windowed = WindowedSerde(Serdes.String(), WINDOW_MS)
+    events.group_by_key() \
+        .windowed_by(TimeWindows.of_size_and_grace(timedelta(milliseconds=WINDOW_MS), timedelta(seconds=1))) \
+        .count(Materialized.as_("window-counts").with_caching_disabled()) \
+        .to_stream() \
+        .group_by_key(Grouped.with_(windowed, Serdes.Long())) \
+        .reduce(lambda total, count: total + count, Materialized.as_("window-sums").with_caching_disabled()) \
+        .to_stream() \
+        .to(topics["out-windowed"], Produced.with_(windowed, Serdes.Long()))
+    session_keys = WindowedSerde(Serdes.String(), session=True)
+    events.group_by_key() \
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(milliseconds=300),
+                                                              timedelta(milliseconds=500))) \
+        .count(Materialized.as_("session-counts").with_caching_disabled()) \
+        .to_stream() \
+        .group_by_key(Grouped.with_(session_keys, Serdes.Long())) \
+        .count(Materialized.as_("session-updates").with_caching_disabled()) \
+        .to_stream() \
+        .to(topics["out-sessions"], Produced.with_(session_keys, Serdes.Long()))
+    return builder

@@ -1,0 +1,145 @@
+"""Stores after processors that forward records of other keys, on Spark against Kafka Streams itself.
+
+One sub-topology on the events (tests/own_groups_topology.py; Java twin OwnGroupExamples): a
+``process_values`` whose punctuator forwards each key's ended 2 s bucket into a ``reduce``; a table
+suppressed until a 1 s time limit into a ``count``; a 2 s windowed count whose stream, grouped again
+by the windowed key, goes into a ``reduce``; a session count whose stream, grouped again by the
+session key, goes into a ``count``. Each forwarder forwards records of other keys than the
+record being processed (or windowed keys), which the stores after it must keep under their own keys
+(dagster_kstreams/processors/own_groups.py).
+
+Input (2 partitions): out-of-order timestamps (within the grace and beyond it), tombstones, null
+keys. Kafka Streams 4.3.1 runs it once. Ours runs it clean (the whole input, in micro-batches of 90
+records per task: the state carried from batch to batch), and killed: a ``dagster-kstreams run``
+process SIGKILLed once task 0_1 has committed its first batch, then a rerun in another process
+(this one) continues each task from its checkpoint.
+
+Compared: describe() of the very topology run; per output topic and partition the whole sequence of
+(key, value) records (every store is uncached, so the output is fixed by the input).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import struct
+import time
+
+import pytest
+from pyspark import cloudpickle
+
+import own_groups_topology
+from equivalence_io import output_topics, produce_strings, run_kafka_streams, windowed_key_reader
+from killed_runs import kill_and_rerun
+from own_groups_topology import LONG_VALUED, OUTPUT_KEYS, OUTPUTS, own_group_examples
+from dagster_kstreams.kafka.partitioner import default_partition
+from dagster_kstreams.kafka.records import read_topic
+from dagster_kstreams.spark.task_runner import TaskRunner
+
+pytestmark = pytest.mark.integration
+
+# Spark's Python workers cannot import modules of tests/: ship the topology's classes by value.
+cloudpickle.register_pickle_by_value(own_groups_topology)
+
+PARTITIONS = 2
+T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute
+KEYS = ("u1", "u2", "u3", "u5", "u11", "u15")  # three in each partition (murmur2)
+
+
+def _input(seed: int = 19) -> list[tuple]:
+    """``[(key, value, partition, timestamp)]`` in production order."""
+    rng = random.Random(seed)
+    events = []
+    for i in range(700):
+        timestamp, roll = T0 + i * 40, rng.random()
+        if roll < 0.12:
+            timestamp -= rng.randint(50, 900)        # out of order, within the windows' grace
+        elif roll < 0.18:
+            timestamp -= rng.randint(2_500, 6_000)   # late beyond it (and its bucket released)
+        key = None if rng.random() < 0.04 else rng.choice(KEYS)
+        value = None if rng.random() < 0.08 else f"v{i}"
+        partition = rng.randrange(PARTITIONS) if key is None else default_partition(key.encode(), PARTITIONS)
+        events.append((key, value, partition, timestamp))
+    return events
+
+
+def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple[str, int], list]:
+    """``{(output, partition): [(key, value)] in offset order}``."""
+    results: dict[tuple[str, int], list] = {}
+    for name in OUTPUTS:
+        key_of = windowed_key_reader(OUTPUT_KEYS[name])
+        for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
+            value = None if record.value is None else (
+                struct.unpack(">q", record.value)[0] if name in LONG_VALUED else record.value.decode())
+            results.setdefault((name, record.partition), []).append((key_of(record.key), value))
+    return results
+
+
+@pytest.fixture(scope="module")
+def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory):
+    inputs = {"events": unique_topic("own-groups-events")}
+    kafka_admin.create_topics({inputs["events"]: PARTITIONS})
+    records = _input()
+    produce_strings(kafka_bootstrap, inputs["events"], records)
+    topics, stdout = run_kafka_streams("kstreams.oracle.OwnGroupExamples", "own-groups", kafka_bootstrap, kafka_admin,
+                                       unique_topic, tmp_path_factory, inputs, dict.fromkeys(OUTPUTS, PARTITIONS))
+    return {"inputs": inputs, "records": records, "describe": json.loads(stdout)["describe"],
+            "results": _results(kafka_bootstrap, topics), "topics": topics}
+
+
+def test_describe_of_the_topology_run_is_kafka_streams(kafka_streams_run):
+    assert str(own_group_examples(kafka_streams_run["topics"]).build().describe()) == kafka_streams_run["describe"]
+
+
+def test_clean_run_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
+                                         kafka_streams_run):
+    expected = kafka_streams_run["results"]
+    _assert_reference_exercises_it(expected)
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, PARTITIONS))
+    runner = TaskRunner(own_group_examples(topics), unique_topic("spark-own-groups"), kafka_bootstrap,
+                        state_location=str(tmp_path / "state"), spark=spark, max_records_per_batch=90)
+    assert {r.task_id for r in runner.run_all()} == {"0_0", "0_1"}
+    _assert_same(_results(kafka_bootstrap, topics), expected)
+
+
+def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
+                                                         kafka_streams_run):
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, PARTITIONS))
+    rerun = kill_and_rerun(tmp_path, own_group_examples, topics, app_id=unique_topic("spark-own-groups-killed"),
+                           bootstrap=kafka_bootstrap, spark=spark,
+                           kill_when=lambda line: line.startswith("task 0_1 batch"),
+                           killed_args=("--parallelism", "1", "--max-records-per-batch", "90"))
+    on_partition_1 = sum(1 for record in kafka_streams_run["records"] if record[2] == 1)
+    assert 0 < rerun.by_task["0_1"].records_in < on_partition_1  # task 0_1 continued from its checkpoint
+    expected = kafka_streams_run["results"]
+    _assert_same(_results(kafka_bootstrap, topics), expected)
+    # The stores after the forwarders, read from the checkpoints: each key's (window's) last output.
+    last = {(name, key): value for (name, _), sequence in expected.items() for key, value in sequence}
+    assert rerun.runner.read_store("eviction-counts") == {k: v for (n, k), v in last.items() if n == "out-suppressed"}
+    for store, output in (("window-sums", "out-windowed"), ("session-updates", "out-sessions")):
+        content = rerun.runner.read_store(store)
+        assert {(w.key, w.window.start, w.window.end): value for w, value in content.items()} == \
+            {k: v for (n, k), v in last.items() if n == output}, store
+
+
+def _assert_same(ours: dict, expected: dict) -> None:
+    assert set(ours) == set(expected)
+    for output_and_partition, sequence in expected.items():
+        assert ours[output_and_partition] == sequence, output_and_partition
+
+
+def _assert_reference_exercises_it(expected: dict) -> None:
+    """Kafka Streams' output shows what the test is about, on both partitions: keys whose buckets
+    were released several times, keys evicted several times, windows updated several times."""
+    for partition in range(PARTITIONS):
+        totals = expected[("out-punctuated", partition)]
+        keys = [key for key, _ in totals]
+        assert len(set(keys)) == 3 and all(keys.count(key) > 5 for key in keys)
+        assert any("~" in value for _, value in totals)  # a tombstone held in a bucket
+        counts = expected[("out-suppressed", partition)]
+        assert max(count for _, count in counts) > 5
+        sums = expected[("out-windowed", partition)]
+        assert any(total >= 6 for _, total in sums)  # 1 + 2 + 3: one window's third update
+        sessions = expected[("out-sessions", partition)]
+        assert any(end - start > 600 for (_, start, end), _ in sessions)  # merged sessions
+        assert any(updates > 1 for _, updates in sessions)  # a session updated again (an out-of-order record)

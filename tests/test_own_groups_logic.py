@@ -1,0 +1,160 @@
+"""Records forwarded under other keys reach the stores after them with their own key's state
+(dagster_kstreams/processors/own_groups.py), without Spark: a user processor's punctuator, a
+suppression's evictions and a windowed table's windows, each into a count in the same sub-topology,
+run batch by batch with the task state pickled in between (as a checkpoint would). The
+broker-backed comparison with Kafka Streams is test_equivalence_own_groups.py."""
+
+from __future__ import annotations
+
+import struct
+from datetime import timedelta
+
+import pandas as pd
+import pytest
+
+from dagster_kstreams.spark.compile import compile_topology
+from dagster_kstreams.topology import StreamsBuilder
+from dagster_kstreams.topology.grouped_repartitioned import Grouped
+from dagster_kstreams.topology.materialized import Materialized
+from dagster_kstreams.topology.processor_api import FixedKeyProcessor, PunctuationType, Record, Stores
+from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
+from dagster_kstreams.topology.suppressed import BufferConfig, Suppressed
+from dagster_kstreams.topology.windows import TimeWindows
+
+UNCACHED = Materialized.as_("counts").with_caching_disabled()
+
+
+def _program(build):
+    builder = StreamsBuilder()
+    build(builder)
+    return compile_topology(builder, "app", default_key_serde=Serdes.String(),
+                            default_value_serde=Serdes.String()).program(0)
+
+
+def _run(program, rows, batches):
+    """Rows ``(key, value, timestamp)`` of one partition in ``batches`` micro-batches; the records
+    written to "out" as ``[(key bytes, value bytes)]``."""
+    stream, contexts = -1, []
+    for key, _, timestamp in rows:
+        before = stream
+        if key is not None:
+            stream = max(stream, timestamp)
+        contexts.append((stream, before))
+    outputs, stored = [], None
+    size = -(-len(rows) // batches)
+    for first in range(0, len(rows), size):
+        chunk = range(first, min(first + size, len(rows)))
+        frame = pd.DataFrame({
+            "key": [None if rows[i][0] is None else rows[i][0].encode() for i in chunk],
+            "value": [None if rows[i][1] is None else rows[i][1].encode() for i in chunk],
+            "topic": ["in"] * len(chunk), "partition": [0] * len(chunk), "offset": list(chunk),
+            "timestamp": [None] * len(chunk), "event_time": [rows[i][2] for i in chunk],
+            "merge_time": [rows[i][2] for i in chunk], "seq": list(chunk),
+            "stream_time": [contexts[i][0] for i in chunk], "stream_time_before": [contexts[i][1] for i in chunk],
+        })
+        out, stored = program.process_task_batch(frame, stored)
+        if out is not None:
+            out = out[out["topic"] == "out"].sort_values("emit_order", kind="stable")
+            outputs += list(zip(out["key"], out["value"]))
+    return outputs
+
+
+def _long(data: bytes) -> int:
+    return struct.unpack(">q", data)[0]
+
+
+ROWS = [("a", "1", 100), ("b", "2", 400), ("a", None, 250), ("c", "3", 1_300), ("b", "4", 900),
+        ("a", "5", 2_600), (None, "6", 2_700), ("c", "7", 3_900), ("b", "8", 5_200), ("a", "9", 5_300)]
+
+
+class _HoldUntilPunctuation(FixedKeyProcessor):
+    """Keeps each key's last value; every second of stream time forwards and forgets them all, in key order."""
+
+    def init(self, context) -> None:
+        self.context = context
+        self.held = context.get_state_store("held")
+        context.schedule(1_000, PunctuationType.STREAM_TIME, self.release)
+
+    def process(self, record) -> None:
+        if record.key is not None and record.value is not None:
+            self.held.put(record.key, record.value)
+
+    def release(self, now: int) -> None:
+        for entry in list(self.held.all()):
+            self.context.forward(Record(entry.key, entry.value, now))
+            self.held.delete(entry.key)
+
+
+def _punctuated_counts(builder):
+    builder.add_state_store(Stores.key_value_store_builder(Stores.in_memory_key_value_store("held"),
+                                                           Serdes.String(), Serdes.String()))
+    builder.stream("in").process_values(_HoldUntilPunctuation, "held").group_by_key().count(UNCACHED) \
+        .to_stream().map_values(str).to("out")
+
+
+def _releases(rows, interval=1_000):
+    """The keys _HoldUntilPunctuation releases, in order: after each record, when stream time (every
+    record's) reached the schedule's next multiple of the interval (the first at 0)."""
+    held, due, stream_time, released = {}, 0, -1, []
+    for key, value, timestamp in rows:
+        stream_time = max(stream_time, timestamp)
+        if key is not None and value is not None:
+            held[key] = value
+        if stream_time >= due:
+            released += sorted(held)
+            held = {}
+            due = (stream_time // interval + 1) * interval
+    return released
+
+
+@pytest.mark.parametrize("batches", [1, 3, 10])
+def test_a_punctuators_records_of_other_keys_are_counted_under_their_own_keys(batches):
+    released = [(key.decode(), value.decode()) for key, value in _run(_program(_punctuated_counts), ROWS, batches)]
+    expected, counts = [], {}
+    for key in _releases(ROWS):
+        counts[key] = counts.get(key, 0) + 1
+        expected.append((key, str(counts[key])))
+    assert released == expected and max(counts.values()) > 1
+
+
+def _suppressed_counts(builder):
+    builder.table("in", Materialized.as_("t").with_caching_disabled()) \
+        .suppress(Suppressed.until_time_limit(timedelta(milliseconds=1_000), BufferConfig.unbounded())) \
+        .to_stream().group_by_key().count(UNCACHED).to_stream().map_values(str).to("out")
+
+
+@pytest.mark.parametrize("batches", [1, 4, 10])
+def test_a_suppressions_evictions_are_counted_under_their_own_keys(batches):
+    released = [(key.decode(), value.decode()) for key, value in _run(_program(_suppressed_counts), ROWS, batches)]
+    per_key: dict[str, list[str]] = {}
+    for key, value in released:
+        per_key.setdefault(key, []).append(value)
+    # every key's evictions counted 1, 2, ... by itself: never another key's count
+    assert per_key and all(values == [str(n) for n in range(1, len(values) + 1)] for values in per_key.values())
+    assert sum(map(len, per_key.values())) == len(released) > len(per_key)
+
+
+def _windowed_counts(builder):
+    windowed = WindowedSerde(Serdes.String(), 2_000)
+    builder.stream("in").group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=2))) \
+        .count(Materialized.as_("window-counts").with_caching_disabled()).to_stream() \
+        .group_by_key(Grouped.with_(windowed, Serdes.Long())).count(UNCACHED).to_stream() \
+        .to("out", None)
+
+
+@pytest.mark.parametrize("batches", [1, 4, 10])
+def test_a_windowed_tables_windows_are_counted_each_under_its_own_window(batches):
+    program = _program(_windowed_counts)
+    assert program.task_grouped  # the windows' groups are the task state's
+    outputs = _run(program, ROWS, batches)
+    windowed = WindowedSerde(Serdes.String(), 2_000)
+    counted = [(windowed.deserialize(key), _long(value)) for key, value in outputs]
+    updates: dict = {}
+    expected = []
+    for key, _, timestamp in ROWS:
+        if key is None:
+            continue
+        window = (key, timestamp // 2_000 * 2_000)
+        updates[window] = updates.get(window, 0) + 1
+        expected.append((window, updates[window]))
+    assert [((w.key, w.window.start), count) for w, count in counted] == expected
