@@ -393,3 +393,13 @@ def test_a_join_with_a_grace_period_sees_table_updates_that_came_within_it():
         ("graced", "a", "o1@v40"),  # buffered until 85 - 30 passed it: v40 (put at 40) arrived meanwhile
         ("graced", "a", "o4@v10"),  # older than 85 - 30: joined at once
     ]  # o2 and o3 are still buffered
+
+
+def test_a_table_step_after_a_materialized_one_is_defined_whatever_its_store():
+    # the step asks its parent's store whether it is versioned: a plain one answers no
+    for store in (Materialized.as_("plain"), Materialized.as_(Stores.persistent_versioned_key_value_store(
+            "versioned", timedelta(minutes=1)))):
+        builder = StreamsBuilder()
+        kept = builder.table("t").filter(lambda key, value: True, store)
+        kept.filter(lambda key, value: True).map_values(lambda value: value).to_stream().to("o")
+        assert "KTABLE-FILTER-0000000004" in str(builder.build().describe())

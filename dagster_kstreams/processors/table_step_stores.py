@@ -29,7 +29,7 @@ stream-table joins) read the store (:func:`~.table_joins.value_getter`).
 
 from __future__ import annotations
 
-from dagster_kstreams.processors import stateless, table_old_values
+from dagster_kstreams.processors import table_old_values
 from dagster_kstreams.processors.aggregations import KeyValueStoreProcessor
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.state import ABSENT
@@ -131,5 +131,5 @@ def _with_own_store(fallback, filters: bool):
 
 BUILDERS = {
     NodeKind.TABLE_FILTER: _with_own_store(table_old_values.BUILDERS[NodeKind.TABLE_FILTER], filters=True),
-    NodeKind.TABLE_MAP_VALUES: _with_own_store(stateless.BUILDERS[NodeKind.TABLE_MAP_VALUES], filters=False),
+    NodeKind.TABLE_MAP_VALUES: _with_own_store(table_old_values.BUILDERS[NodeKind.TABLE_MAP_VALUES], filters=False),
 }

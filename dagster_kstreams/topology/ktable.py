@@ -78,7 +78,7 @@ class KTable(_AbstractStream):
         if self._kind in ("filter", "map_values"):
             if self.queryable_store_name is None:
                 return self._parents[0]._versioned_history_retention_ms()
-            (store,) = self._node.spec.stores
+            (store,) = self._node.spec.stores()
             return store.history_retention_ms
         return None
 
