@@ -241,10 +241,3 @@ def test_a_join_of_a_windowed_table_is_still_refused():
     with pytest.raises(UnsupportedTopologyError):
         compile_topology(builder.build(), "app").program(0)
 
-
-def test_a_foreign_key_join_of_a_joined_table_is_still_refused():
-    builder = StreamsBuilder()
-    joined = builder.table("a").join(builder.table("b"), _joiner("+"))
-    joined.join(builder.table("c"), lambda value: value[1:3], _joiner("*")).to_stream().to("out")
-    with pytest.raises(UnsupportedTopologyError, match="table_table_join"):
-        compile_topology(builder.build(), "app").check()

@@ -91,8 +91,11 @@ class ValueGetter:
 
     def get(self, reader: Processor, key, state, context):
         """The value, or None; a step's failure names the reading processor."""
-        stored = self.joined.get(reader, key, state, context) if self.joined is not None else state.values[self.slot]
-        return self.through_steps(reader, key, stored, context)
+        return self.through_steps(reader, key, self.stored(reader, key, state, context), context)
+
+    def stored(self, reader: Processor, key, state, context):
+        """The value before the table's own steps (ABSENT: none): the store's, or the joined one."""
+        return self.joined.get(reader, key, state, context) if self.joined is not None else state.values[self.slot]
 
     def get_as_of(self, reader: Processor, key, state, context):
         """A versioned table's value valid at the record's timestamp (Kafka Streams'
@@ -102,13 +105,15 @@ class ValueGetter:
     def get_old(self, reader: Processor, key, state, context):
         """The table's value before the update being forwarded now (Kafka Streams' old value of
         the ``Change``: the store's, through the same ``filter``/``map_values``), or None."""
+        return self.through_steps(reader, key, self.stored_old(state), context)
+
+    def stored_old(self, state):
+        """:meth:`stored` before the update being forwarded now (ABSENT: none)."""
         if self.joined is not None:
-            old = self.joined.get_old(state)
-        elif self.sent_by_join is not None:
-            old = sent_old_value(state, self.sent_by_join)
-        else:
-            old = state.old_values.get(self.slot, ABSENT)
-        return self.through_steps(reader, key, old, context)
+            return self.joined.get_old(state)
+        if self.sent_by_join is not None:
+            return sent_old_value(state, self.sent_by_join)
+        return state.old_values.get(self.slot, ABSENT)
 
     def through_steps(self, reader: Processor, key, value, context):
         """A value of the store (ABSENT: none) as the table shows it, or None."""
