@@ -211,7 +211,7 @@ class ForeignTableJoin(Processor):
 
     def _null_to_null_at_a_filter(self, key, state, context) -> bool:
         table = self.table
-        new, old = table.stored(self, key, state, context), table.stored_old(state)
+        new, old = table.stored(self, key, state, context), table.stored_old(key, state)
         new, old = (None if new is ABSENT else new), (None if old is ABSENT else old)
         for kind, fn, negate in table.steps:
             if kind == "filter":

@@ -306,8 +306,16 @@ def build(factory, ctx, classes=(TimeWindowAggregate, SlidingWindowAggregate)) -
                key_serde=store.key_serde or ctx.default_key_serde, emit_on_close=emit_on_close)
 
 
+def _joins_windowed_tables(node) -> bool:
+    """A table-table join, or its result without a store: no state of its own."""
+    return node.kind is NodeKind.TABLE_TABLE_JOIN or (
+        node.kind is NodeKind.TABLE_TABLE_JOIN_MERGE and node.params.get("store_name") not in node.stores)
+
+
 def _check_downstream(sub, factory, what: str) -> None:
     for node in reachable(sub, factory.children, lambda node: node.children):
+        if _joins_windowed_tables(node):
+            continue  # reads one window of both stores, keeps nothing (table_joins.py)
         if node.kind in _KEYED_STATE_KINDS:
             raise UnsupportedTopologyError(
                 f"{what}: {node.name} ({node.kind.value}) keeps state for the windowed keys in the same sub-topology "
