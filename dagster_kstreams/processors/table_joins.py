@@ -300,7 +300,7 @@ def _time_windows_on_update(node) -> bool:
             and node.params.get("emit_strategy", ON_WINDOW_UPDATE) == ON_WINDOW_UPDATE)
 
 
-def window_reach_and_retention(ctx, node) -> tuple[int, int]:
+def _window_reach_and_retention(ctx, node) -> tuple[int, int]:
     """A time-windowed aggregation's size plus grace (how far below stream time the start of a window
     it still updates can be) and its store's retention (Kafka Streams' default: size plus grace)."""
     windows = node.params["windows"]
@@ -321,7 +321,7 @@ def _check_windows(ctx, factory, this: ValueGetter, other: ValueGetter) -> None:
             return
         sub = ctx.subtopology
         (this_reach, this_retention), (other_reach, other_retention) = (
-            window_reach_and_retention(ctx, sub.node(getter.windows_of)) for getter in (this, other))
+            _window_reach_and_retention(ctx, sub.node(getter.windows_of)) for getter in (this, other))
         if this_retention >= other_reach and other_retention >= this_reach:
             return
         problem = "a store's retention is below the other aggregation's window size plus grace"
