@@ -2,16 +2,20 @@
 
 One topology (tests/windowed_join_topology.py; Java twin WindowedTableJoinExamples): a stream's
 count and concatenation in tumbling windows and its concatenation in hopping windows (windows of
-one start in both), joined inner, left and outer, every store without the record cache. Kafka
-Streams reads a windowed table through the aggregation's value getter (``windowStore.fetch(key,
-window start)``); the runner reads the window of the key's store slot.
+one start in both), joined inner, left and outer, and the tumbling concatenation re-grouped by its
+key, every store without the record cache. Kafka Streams reads a windowed table through the
+aggregation's value getter (``windowStore.fetch(key, window start)``); the runner reads the window
+of the key's store slot. The re-grouping reads each update's old value, which the aggregation
+then sends.
 
 Input on 2 partitions: 6 keys, a record every 150 ms, about one in six out of order (by up to 1.5 s:
 some fall in closed windows and are dropped), null values (given to the reducers and the count as
 Kafka Streams gives them) and null keys (dropped), no two records with one timestamp.
 
-Compared: describe() of the very topology run; per output topic and partition the whole sequence of
-(key, window start, value), on a clean run and on one SIGKILLed once task 0_0 has run, then rerun.
+Compared: describe() of the very topology run; per join output topic and partition the whole
+sequence of (key, window start, value), and the re-grouped sums' final values (its repartition topic
+interleaves what the two upstream tasks wrote as they ran, in Kafka Streams as here), on a clean run
+and on one SIGKILLed once task 0_0 has run, then rerun.
 Not timestamps: see the README, "Record timestamps written by the runner".
 """
 
@@ -28,7 +32,7 @@ from equivalence_io import KafkaStreamsInBackground, output_topics, produce_stri
 from killed_runs import kill_and_rerun
 from windowed_join_topology import INPUTS, OUTPUTS, windowed_join_examples
 from dagster_kstreams.kafka.partitioner import default_partition
-from dagster_kstreams.kafka.records import read_topic
+from dagster_kstreams.kafka.records import final_values, read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
 
 pytestmark = pytest.mark.integration
@@ -38,6 +42,7 @@ cloudpickle.register_pickle_by_value(windowed_join_topology)
 PARTITIONS = 2
 T0 = (int(time.time()) - 3600) * 1000 // 1000 * 1000
 KEYS = tuple(f"k{i}" for i in range(6))
+JOINED = tuple(name for name in OUTPUTS if name != "out-regrouped")
 
 
 def _input(seed: int = 19) -> dict[str, list[tuple]]:
@@ -62,8 +67,9 @@ def _produce(bootstrap: str, topics: dict[str, str], records: dict[str, list[tup
 
 def _results(bootstrap: str, topics: dict[str, str]) -> dict:
     """``{(output, partition): [(key, window start, value)] in offset order}``."""
-    results: dict = {}
-    for name in OUTPUTS:
+    results: dict = {"out-regrouped": final_values(read_topic(bootstrap, topics["out-regrouped"]), bytes.decode,
+                                                   bytes.decode)}
+    for name in JOINED:
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
             key, start = record.key[:-8].decode(), int.from_bytes(record.key[-8:], "big")
             value = None if record.value is None else record.value.decode()
@@ -94,13 +100,14 @@ def _inputs(kafka_admin, unique_topic, kafka_bootstrap, records, prefix: str) ->
 
 
 def _assert_reference_exercises_it(expected: dict) -> None:
-    assert set(expected) == {(name, p) for name in OUTPUTS for p in range(PARTITIONS)}
-    values = {name: [v for p in range(PARTITIONS) for _, _, v in expected[name, p]] for name in OUTPUTS}
+    assert set(expected) == {(name, p) for name in JOINED for p in range(PARTITIONS)} | {"out-regrouped"}
+    assert set(expected["out-regrouped"]) == set(KEYS) and all(int(v) > 0 for v in expected["out-regrouped"].values())
+    values = {name: [v for p in range(PARTITIONS) for _, _, v in expected[name, p]] for name in JOINED}
     assert all(len(found) > 40 for found in values.values()), {name: len(found) for name, found in values.items()}
     assert any(v.endswith("<null") for v in values["out-left"])  # a window of null values only: counted
     assert any(v.startswith("null~") for v in values["out-outer"])  # a hopping window of no tumbling start
     assert any(v.endswith("~null") for v in values["out-outer"])
-    starts = {start % 1000 for name in OUTPUTS for p in range(PARTITIONS) for _, start, _ in expected[name, p]}
+    starts = {start % 1000 for name in JOINED for p in range(PARTITIONS) for _, start, _ in expected[name, p]}
     assert starts == {0, 500} or starts == {0}  # tumbling starts only, except the outer join's hopping ones
     assert any(start % 1000 == 500 for p in range(PARTITIONS) for _, start, _ in expected["out-outer", p])
 

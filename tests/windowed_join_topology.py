@@ -11,17 +11,21 @@ Streams reads a windowed table through ``windowStore.fetch(key, window start)``:
 * the count left-joined with the tumbling concatenation: ``out-left``;
 * the tumbling concatenation outer-joined with the hopping one: ``out-outer``.
 
-The outputs' keys are windowed (Kafka's time-windowed key format, window size 1 s).
+The joins' keys are windowed (Kafka's time-windowed key format, window size 1 s). And the tumbling
+concatenation re-grouped by its key (repartition topic ``by-key``), the lengths of its windows'
+values summed (an update subtracts its old value's): ``out-regrouped``.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
 
-from dagster_kstreams.topology import Materialized, Produced, Serdes, StreamsBuilder, TimeWindows, WindowedSerde
+from dagster_kstreams.topology import (
+    Grouped, Materialized, Produced, Serdes, StreamsBuilder, TimeWindows, WindowedSerde,
+)
 
 INPUTS = ("s",)
-OUTPUTS = ("out-inner", "out-left", "out-outer")
+OUTPUTS = ("out-inner", "out-left", "out-outer", "out-regrouped")
 WINDOW_MS = 1000
 
 
@@ -43,4 +47,9 @@ def windowed_join_examples(topics: dict[str, str]) -> StreamsBuilder:
     counts.join(hopped, lambda n, v: f"{n}|{v}").to_stream().to(topics["out-inner"], produced)
     counts.left_join(values, lambda n, v: f"{n}<{text(v)}").to_stream().to(topics["out-left"], produced)
     values.outer_join(hopped, lambda x, y: f"{text(x)}~{text(y)}").to_stream().to(topics["out-outer"], produced)
+    values.group_by(lambda windowed, value: (windowed.key, value), Grouped.as_("by-key")) \
+        .aggregate(lambda: "0", lambda key, value, total: str(int(total) + len(value)),
+                   lambda key, value, total: str(int(total) - len(value)),
+                   Materialized.as_("lengths").with_caching_disabled()) \
+        .to_stream().to(topics["out-regrouped"])
     return builder
