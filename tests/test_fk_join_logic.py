@@ -305,3 +305,45 @@ def test_the_answers_are_the_one_topic_written_back_to_an_earlier_sub_topology()
     counts = application.partition_counts
     assert counts["app-acct-user-subscription-registration-topic"] == 3
     assert counts["app-acct-user-subscription-response-topic"] == 2
+
+
+def test_joined_tables_on_either_side_are_read_through_their_join():
+    """Issue 14: a foreign-key join of table-table joins' results (no store) reads them through the
+    join's value getter, as Kafka Streams does: the joined table's old value unsubscribes its foreign
+    key, answers are checked against the hash of the joined value now, and a filter on the right
+    joined table drops an update null before and after (no answer)."""
+    builder = StreamsBuilder()
+    a, b, u, v = (builder.table(name, Materialized.as_(f"{name}-store").with_caching_disabled())
+                  for name in ("a", "b", "u", "v"))
+
+    def user(value):
+        return value.split(":")[0] or None
+
+    kept = u.outer_join(v, lambda x, y: f"{x}~{y}").filter(lambda key, value: not value.startswith("None"))
+    a.join(b, lambda x, y: x + "+" + y).join(kept, user, lambda left, right: left + "@" + right) \
+        .to_stream().to("inner")
+    tasks = Tasks(builder)
+    tasks.put("u", "u1", "fr")
+    tasks.put("a", "k1", "u1:1")
+    tasks.put("b", "k1", "b1")
+    tasks.settle()
+    assert tasks.out["inner"] == [("k1", "u1:1+b1@fr~None")]
+    tasks.put("v", "u1", "x")  # the right joined table changes: answered
+    tasks.settle()
+    tasks.put("b", "k1", "b2")
+    tasks.put("b", "k1", "b3")  # the answer to b2's subscription is stale by then
+    tasks.settle()
+    assert tasks.out["inner"][1:] == [("k1", "u1:1+b1@fr~x"), ("k1", "u1:1+b3@fr~x")]
+    tasks.put("a", "k1", "u2:1")  # to a missing user: u1 unsubscribed (the old joined value's key)
+    tasks.settle()
+    assert tasks.out["inner"][-1] == ("k1", None)
+    assert _subscribers(tasks, "u1") == [] and _subscribers(tasks, "u2") == [b"k1"]
+    count = len(tasks.out["inner"])
+    tasks.put("u", "u1", None)  # not subscribed any more
+    tasks.put("v", "u2", "y")  # "None~y": filtered before and after, dropped before the join
+    tasks.put("v", "u2", None)
+    tasks.settle()
+    assert len(tasks.out["inner"]) == count
+    tasks.put("u", "u2", "de")
+    tasks.settle()
+    assert tasks.out["inner"][count:] == [("k1", "u2:1+b3@de~None")]

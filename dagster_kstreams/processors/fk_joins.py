@@ -211,7 +211,7 @@ class ForeignTableJoin(Processor):
 
     def _null_to_null_at_a_filter(self, key, state, context) -> bool:
         table = self.table
-        new, old = state.values[table.slot], state.old_values.get(table.slot, ABSENT)
+        new, old = table.stored(self, key, state, context), table.stored_old(key, state)
         new, old = (None if new is ABSENT else new), (None if old is ABSENT else old)
         for kind, fn, negate in table.steps:
             if kind == "filter":
@@ -269,12 +269,18 @@ def _serdes(factory, ctx) -> dict:
     }
 
 
+def _table(ctx, factory, table_node_name: str) -> ValueGetter:
+    """Either table of the join, read through its value getter as Kafka Streams reads it: also a
+    table-table join's result without a store (its old values drive the subscriptions)."""
+    return value_getter(ctx, factory, table_node_name, through_joins=True)
+
+
 def _send(factory, ctx) -> SubscriptionSend:
     serdes = _serdes(factory, ctx)
     (table,) = factory.parents
     extractor = ctx.function(factory, factory.params["extractor"]).as_key_value()
     return SubscriptionSend(factory.name, extractor, factory.params["join_type"] == "left",
-                            value_getter(ctx, factory, table), serdes["left_key"], serdes["left_value"],
+                            _table(ctx, factory, table), serdes["left_key"], serdes["left_value"],
                             serdes["foreign_key"])
 
 
@@ -283,21 +289,21 @@ def _receive(factory, ctx) -> SubscriptionReceive:
 
 
 def _subscription_join(factory, ctx) -> SubscriptionJoin:
-    return SubscriptionJoin(factory.name, value_getter(ctx, factory, factory.params["right_table"]),
+    return SubscriptionJoin(factory.name, _table(ctx, factory, factory.params["right_table"]),
                             _serdes(factory, ctx)["foreign_value"])
 
 
 def _foreign_table_join(factory, ctx) -> ForeignTableJoin:
     (table,) = factory.parents
     return ForeignTableJoin(factory.name, factory.params["subscription_store"], _serdes(factory, ctx)["foreign_value"],
-                            value_getter(ctx, factory, table))
+                            _table(ctx, factory, table))
 
 
 def _response_join(factory, ctx) -> ResponseJoin:
     serdes = _serdes(factory, ctx)
     joiner = ctx.function(factory, factory.params["joiner"]).as_joiner()
     return ResponseJoin(factory.name, joiner, factory.params["join_type"] == "left",
-                        value_getter(ctx, factory, factory.params["left_table"]), serdes["left_value"],
+                        _table(ctx, factory, factory.params["left_table"]), serdes["left_value"],
                         serdes["foreign_value"])
 
 

@@ -44,6 +44,16 @@ no row, and a tombstone for a key the updated table never held forwards nothing 
 record cache on, the table's cache never forwards such a tombstone in the first place). A
 ``Materialized`` join keeps the result in its store.
 
+Windowed tables
+---------------
+Two time-windowed aggregations' tables of the sub-topology may be joined: a windowed key's value is
+the other store's window of the same start in the source key's row (Kafka Streams'
+``windowStore.fetch(key, windowStart)``), and the updated window's old value the one its
+aggregation forwarded with it (:mod:`.windowed_tables`). Kafka Streams' store returns nothing for a
+start at or below its observed stream time (the largest window start written, by any key) minus its
+retention, which a key's row cannot see: :func:`_check_windows` admits only joins that never read
+a window that old.
+
 Order across inputs
 -------------------
 Kafka Streams' task merges its input partitions by the timestamp of their head records. Within
@@ -66,7 +76,9 @@ from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.versioned_tables import (
     VersionedTable, keeps_own_store, reads_versioned_updates, versioned_table,
 )
+from dagster_kstreams.topology.emit_strategy import ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind
+from dagster_kstreams.topology.windows import TimeWindows
 
 __all__ = ["StreamTableJoin", "TableTableJoin", "ValueGetter", "value_getter", "BUILDERS"]
 
@@ -79,25 +91,46 @@ class ValueGetter:
 
     def __init__(self, store: Optional[str], steps: tuple[tuple[str, Any, bool], ...],
                  versioned: Optional[VersionedTable] = None, joined: Optional[JoinedValues] = None,
-                 sent_by_join: Optional[str] = None):
+                 sent_by_join: Optional[str] = None, windows_of: Optional[str] = None):
         self.store = store  # None when the values come from ``joined``
         self.steps = steps  # [(kind, fn(key, value), negate)] in store-to-table order
         self.versioned = versioned  # the store's versions, when it is a versioned store
         self.joined = joined
         # an uncached materialized join's result: its old values are the ones its join sent
         self.sent_by_join = sent_by_join
+        # a time-windowed aggregation's table (its name): one window of the store, by the key's start
+        self.windows_of = windows_of
         self.slot: int = -1  # the store's slot, once bound to a program
 
     def bind(self, program) -> None:
         if self.joined is not None:
             self.joined.bind(program)
-        else:
-            self.slot = program.store_slots[self.store]
+            return
+        self.slot = program.store_slots[self.store]
+        if self.windows_of is not None:
+            (aggregation,) = [node for node in program.nodes if node.name == self.windows_of]
+            if aggregation.task_grouped:
+                raise UnsupportedTopologyError(
+                    f"the windowed table of {aggregation.name} is joined, but the aggregation keeps its own stream "
+                    "time or emits on window close; the Spark runner joins windowed tables read by the task's "
+                    "stream time, updated on every record")
+            aggregation.enable_sending_old_values()  # as the join asks in Kafka Streams
 
     def get(self, reader: Processor, key, state, context):
         """The value, or None; a step's failure names the reading processor."""
-        stored = self.joined.get(reader, key, state, context) if self.joined is not None else state.values[self.slot]
-        return self.through_steps(reader, key, stored, context)
+        return self.through_steps(reader, key, self.stored(reader, key, state, context), context)
+
+    def stored(self, reader: Processor, key, state, context):
+        """The value before the table's own steps (ABSENT: none): the store's, or the joined one."""
+        if self.joined is not None:
+            return self.joined.get(reader, key, state, context)
+        stored = state.values[self.slot]
+        if self.windows_of is None:
+            return stored
+        # Kafka Streams' windowed value getter: windowStore.fetch(key, window start). A window an
+        # update of a table joined with this one reaches is never expired here (see _check_windows).
+        window = None if stored is ABSENT else stored.get(key.window.start)
+        return ABSENT if window is None else window[0]
 
     def get_as_of(self, reader: Processor, key, state, context):
         """A versioned table's value valid at the record's timestamp (Kafka Streams'
@@ -107,13 +140,19 @@ class ValueGetter:
     def get_old(self, reader: Processor, key, state, context):
         """The table's value before the update being forwarded now (Kafka Streams' old value of
         the ``Change``: the store's, through the same ``filter``/``map_values``), or None."""
+        return self.through_steps(reader, key, self.stored_old(key, state), context)
+
+    def stored_old(self, key, state):
+        """:meth:`stored` before the update of ``key`` being forwarded now (ABSENT: none)."""
+        if self.windows_of is not None:  # what the aggregation forwarded with the window's update
+            sent = state.old_values.get(self.slot)
+            window = (key.window.start, key.window.end)
+            return sent[1] if sent is not None and sent[0] == window and sent[1] is not None else ABSENT
         if self.joined is not None:
-            old = self.joined.get_old(state)
-        elif self.sent_by_join is not None:
-            old = sent_old_value(state, self.sent_by_join)
-        else:
-            old = state.old_values.get(self.slot, ABSENT)
-        return self.through_steps(reader, key, old, context)
+            return self.joined.get_old(state)
+        if self.sent_by_join is not None:
+            return sent_old_value(state, self.sent_by_join)
+        return state.old_values.get(self.slot, ABSENT)
 
     def through_steps(self, reader: Processor, key, value, context):
         """A value of the store (ABSENT: none) as the table shows it, or None."""
@@ -218,11 +257,13 @@ _STORE_KINDS = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE, No
                 NodeKind.FK_JOIN_RESULT}
 
 
-def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False) -> ValueGetter:
+def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False,
+                 windowed: bool = False) -> ValueGetter:
     """The store behind a table and the table operations applied to its values on the way to
     ``table_node_name`` (``factory``: the processor that reads the table, named in errors).
     ``through_joins``: the reader can read a table-table join's result (its store when it is
-    materialized, else both joined tables and the joiner), as joins and re-groupings do."""
+    materialized, else both joined tables and the joiner), as joins and re-groupings do.
+    ``windowed``: it can read a time-windowed aggregation's table itself (a table-table join)."""
     sub = ctx.subtopology
     names = {node.name for node in sub.nodes}
     steps: list[tuple[str, Any, bool]] = []
@@ -243,6 +284,8 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
         if joined:
             steps.reverse()
             return ValueGetter(None, tuple(steps), joined=_joined_values(ctx, factory, node))
+        if windowed and not steps and _time_windows_on_update(node):
+            return ValueGetter(node.params["store_name"], (), windows_of=node.name)
         if node.kind is NodeKind.TABLE_FILTER:
             fn = ctx.function(node, node.params["predicate"])
             steps.append(("filter", fn.as_key_value(), bool(node.params.get("negate"))))
@@ -259,6 +302,45 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
             raise UnsupportedTopologyError(
                 f"table {table_node_name!r} of processor {factory.name}: cannot trace its store")
         name = node.parents[0]
+
+
+def _time_windows_on_update(node) -> bool:
+    """Whether ``node`` is a time-windowed aggregation (tumbling or hopping) forwarding every update."""
+    return (node.kind is NodeKind.WINDOWED_AGGREGATE and isinstance(node.params["windows"], TimeWindows)
+            and node.params.get("emit_strategy", ON_WINDOW_UPDATE) == ON_WINDOW_UPDATE)
+
+
+def _window_reach_and_retention(ctx, node) -> tuple[int, int]:
+    """A time-windowed aggregation's size plus grace (how far below stream time the start of a window
+    it still updates can be) and its store's retention (Kafka Streams' default: size plus grace)."""
+    windows = node.params["windows"]
+    reach = windows.size_ms + windows.grace_ms
+    store = next(store for store in ctx.subtopology.state_stores if store.name == node.params["store_name"])
+    return reach, reach if store.retention_ms is None else store.retention_ms
+
+
+def _check_windows(ctx, factory, this: ValueGetter, other: ValueGetter) -> None:
+    """A join of windowed tables: both windowed, and each store keeps the windows the other's updates
+    reach. Kafka Streams' store returns nothing for a start at or below its observed stream time (the
+    largest window start written, by any key) minus its retention; an update reaches starts above
+    its stream time minus its size and grace; so with ``retention >= other's size + grace`` no window
+    read is expired, there or here, and the key's own windows answer (the runner's key-grouped row
+    has no other keys' writes to tell that time by)."""
+    if (this.windows_of is None) == (other.windows_of is None):
+        if this.windows_of is None:
+            return
+        sub = ctx.subtopology
+        (this_reach, this_retention), (other_reach, other_retention) = (
+            _window_reach_and_retention(ctx, sub.node(getter.windows_of)) for getter in (this, other))
+        if this_retention >= other_reach and other_retention >= this_reach:
+            return
+        problem = "a store's retention is below the other aggregation's window size plus grace"
+    else:
+        problem = "only one of its tables is windowed"
+    raise UnsupportedTopologyError(
+        f"processor {factory.name} ({factory.kind.value}) joins windowed tables, but {problem}; the Spark runner "
+        "joins two time-windowed tables (updated on every record) whose stores each keep the windows the other "
+        "updates")
 
 
 def _joined_values(ctx, factory, merge) -> JoinedValues:
@@ -286,8 +368,9 @@ def _table_table_join(factory, ctx) -> TableTableJoin:
     (sibling_name,) = [name for name in sub.node(merge_name).parents if name != factory.name]
     own_table, other_table = factory.parents[0], sub.node(sibling_name).parents[0]
     this_table, that_table = (own_table, other_table) if params["side"] == "this" else (other_table, own_table)
-    this = value_getter(ctx, factory, this_table, through_joins=True)
-    other = value_getter(ctx, factory, that_table, through_joins=True)
+    this = value_getter(ctx, factory, this_table, through_joins=True, windowed=True)
+    other = value_getter(ctx, factory, that_table, through_joins=True, windowed=True)
+    _check_windows(ctx, factory, this, other)
     joiner = ctx.function(factory, params["joiner"])
     merge = sub.node(merge_name)
     store = merge.params.get("store_name")

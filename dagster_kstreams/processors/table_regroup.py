@@ -147,7 +147,8 @@ class TableAggregate(KeyValueStoreProcessor):
 def _repartition_map(factory, ctx) -> TableRepartitionMap:
     (table,) = factory.parents
     selector = ctx.function(factory, factory.params["selector"])
-    table_values = value_getter(ctx, factory, table, through_joins=True)
+    # A windowed table's old value: the one its aggregation forwards with the window's update.
+    table_values = value_getter(ctx, factory, table, through_joins=True, windowed=True)
     return TableRepartitionMap(factory.name, selector.as_key_value(), table_values, reads_versioned_updates(ctx, table))
 
 

@@ -39,8 +39,16 @@ _STATELESS_KINDS = {
 def keeps_state_downstream(sub, factory) -> bool:
     """Whether a processor after the windowed aggregation ``factory`` in sub-topology ``sub`` keeps or
     reads keyed state: its windows are keys of their own there, whose groups only the task-grouped
-    state holds (:mod:`.own_groups`), so the sub-topology runs task-grouped."""
-    return any(node.kind not in _STATELESS_KINDS for node in reachable(sub, factory.children, lambda n: n.children))
+    state holds (:mod:`.own_groups`), so the sub-topology runs task-grouped. A join of two windowed
+    tables (without a store) and a re-grouping keep none: they read the windows of the record's own
+    key and the update's old value (:mod:`.table_joins`, :mod:`.table_regroup`), key-grouped."""
+    return any(node.kind not in _STATELESS_KINDS and not _reads_own_windows(node)
+               for node in reachable(sub, factory.children, lambda n: n.children))
+
+
+def _reads_own_windows(node) -> bool:
+    return node.kind in (NodeKind.TABLE_TABLE_JOIN, NodeKind.TABLE_GROUP_BY_MAP) or (
+        node.kind is NodeKind.TABLE_TABLE_JOIN_MERGE and node.params.get("store_name") not in node.stores)
 
 
 class WindowedTable(StoreProcessor):

@@ -1,0 +1,102 @@
+package kstreams.oracle;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.TopologyDescription;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.TableJoined;
+import org.apache.kafka.streams.state.KeyValueStore;
+
+/**
+ * Foreign-key joins whose left or right table is a table-table join's result, run by Kafka Streams
+ * itself until every input and internal topic is consumed to its end; prints JSON
+ * {"describe": topology.describe()}. Called once per phase of the input with the same application
+ * id and state directory (the test writes the next phase only once this one is consumed).
+ *
+ * Args: bootstrap applicationId stateDir a b u v outInner outLeft outRight
+ *
+ * The Python twin is chained_fk_join_examples() in tests/fk_chained_join_topology.py; keep the two in step.
+ */
+public final class ChainedForeignKeyJoinExamples {
+    private ChainedForeignKeyJoinExamples() {}
+
+    private static String text(String value) {
+        return value == null ? "null" : value;
+    }
+
+    /** "user:aN" -> user; an empty user is a null foreign key. */
+    private static String user(String value) {
+        String user = value.substring(0, value.indexOf(':'));
+        return user.isEmpty() ? null : user;
+    }
+
+    private static Materialized<String, String, KeyValueStore<Bytes, byte[]>> uncached(String store) {
+        return Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as(store).withCachingDisabled();
+    }
+
+    public static Topology build(String a, String b, String u, String v, String outInner, String outLeft, String outRight) {
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> aTable = builder.table(a, uncached("a-store"));
+        KTable<String, String> bTable = builder.table(b, uncached("b-store"));
+        KTable<String, String> uTable = builder.table(u, uncached("u-store"));
+        KTable<String, String> vTable = builder.table(v, uncached("v-store"));
+        KTable<String, String> ab = aTable.join(bTable, (x, y) -> x + "+" + y);
+        KTable<String, String> uv = uTable.leftJoin(vTable, (x, y) -> x + "/" + text(y));
+        ab.join(uv, ChainedForeignKeyJoinExamples::user, (left, right) -> left + "@" + right)
+            .toStream()
+            .to(outInner);
+        ab.filter((key, value) -> !value.startsWith("frozen"))
+            .leftJoin(uTable, (key, value) -> user(value), (left, right) -> left + "@" + text(right),
+                      TableJoined.as("chained-left"), uncached("fk-store"))
+            .toStream()
+            .to(outLeft);
+        KTable<String, String> uvOuter = uTable.outerJoin(vTable, (x, y) -> text(x) + "~" + text(y), uncached("uv-store"));
+        aTable.leftJoin(uvOuter.filter((key, value) -> !value.startsWith("null")), ChainedForeignKeyJoinExamples::user,
+                        (left, right) -> left + "#" + text(right))
+            .toStream()
+            .to(outRight);
+        return builder.build();
+    }
+
+    public static void main(String[] args) throws Exception {
+        String bootstrap = args[0];
+        String applicationId = args[1];
+        String stateDir = args[2];
+        List<String> inputs = List.of(args[3], args[4], args[5], args[6]);
+        Topology topology = build(args[3], args[4], args[5], args[6], args[7], args[8], args[9]);
+        // Every topic read: the inputs, and the joins' internal topics (the answers must have come back).
+        List<String> watched = new ArrayList<>();
+        for (TopologyDescription.Subtopology sub : topology.describe().subtopologies()) {
+            for (TopologyDescription.Node node : sub.nodes()) {
+                if (node instanceof TopologyDescription.Source source) {
+                    for (String topic : source.topicSet()) {
+                        watched.add(inputs.contains(topic) ? topic : applicationId + "-" + topic);
+                    }
+                }
+            }
+        }
+        Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
+        // The timestamp merge of a task's inputs (u and v), as the runner orders them.
+        props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 5_000L);
+        KafkaStreams streams = new KafkaStreams(topology, props);
+        streams.start();
+        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> watched, Duration.ofMinutes(5));
+            System.out.println(KafkaStreamsRuns.describeJson(topology));
+        } finally {
+            streams.close(Duration.ofSeconds(30));
+        }
+    }
+}

@@ -1,0 +1,76 @@
+package kstreams.oracle;
+
+import java.time.Duration;
+import java.util.List;
+
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.WindowStore;
+
+/**
+ * Table-table joins of windowed tables (a windowed aggregation's KTable&lt;Windowed&lt;K&gt;, V&gt;) and a
+ * windowed table re-grouped, run by Kafka Streams itself until its input and repartition topic are
+ * consumed; prints JSON {"describe": ...}.
+ *
+ * Args: bootstrap applicationId stateDir s outInner outLeft outOuter outRegrouped
+ *
+ * The Python twin is windowed_join_examples() in tests/windowed_join_topology.py; keep the two in step.
+ */
+public final class WindowedTableJoinExamples {
+    private WindowedTableJoinExamples() {}
+
+    static final long WINDOW_MS = 1000;
+
+    private static String text(Object value) {
+        return value == null ? "null" : value.toString();
+    }
+
+    private static <V> Materialized<String, V, WindowStore<Bytes, byte[]>> uncached(String store) {
+        return Materialized.<String, V, WindowStore<Bytes, byte[]>>as(store).withCachingDisabled();
+    }
+
+    public static Topology build(String s, String outInner, String outLeft, String outOuter, String outRegrouped) {
+        StreamsBuilder builder = new StreamsBuilder();
+        Duration size = Duration.ofMillis(WINDOW_MS);
+        Duration grace = Duration.ofMillis(500);
+        KGroupedStream<String, String> grouped = builder.<String, String>stream(s).groupByKey();
+        var tumbling = grouped.windowedBy(TimeWindows.ofSizeAndGrace(size, grace));
+        var hopping = grouped.windowedBy(TimeWindows.ofSizeAndGrace(size, grace).advanceBy(Duration.ofMillis(500)));
+        KTable<Windowed<String>, Long> counts = tumbling.count(uncached("counts"));
+        KTable<Windowed<String>, String> values = tumbling.reduce((x, y) -> x + "," + y, uncached("values"));
+        KTable<Windowed<String>, String> hopped = hopping.reduce((x, y) -> x + ";" + y, uncached("hopped"));
+        Produced<Windowed<String>, String> produced =
+            Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, WINDOW_MS), Serdes.String());
+        counts.join(hopped, (n, v) -> n + "|" + v).toStream().to(outInner, produced);
+        counts.leftJoin(values, (n, v) -> n + "<" + text(v)).toStream().to(outLeft, produced);
+        values.outerJoin(hopped, (x, y) -> text(x) + "~" + text(y)).toStream().to(outOuter, produced);
+        values.groupBy((windowed, value) -> KeyValue.pair(windowed.key(), value), Grouped.as("by-key"))
+            .aggregate(() -> "0",
+                       (key, value, total) -> Long.toString(Long.parseLong(total) + value.length()),
+                       (key, value, total) -> Long.toString(Long.parseLong(total) - value.length()),
+                       Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("lengths").withCachingDisabled())
+            .toStream()
+            .to(outRegrouped);
+        return builder.build();
+    }
+
+    public static void main(String[] args) throws Exception {
+        Topology topology = build(args[3], args[4], args[5], args[6], args[7]);
+        // The repartition topic too: the re-grouping's sub-topology must have read it to the end.
+        KafkaStreamsRuns.runUntilConsumed(topology, args[0], args[1], args[2],
+                                          () -> List.of(args[3], args[1] + "-by-key-repartition"),
+                                          Duration.ofMinutes(5), streams -> KafkaStreamsRuns.describeJson(topology));
+    }
+}

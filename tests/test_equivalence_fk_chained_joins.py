@@ -1,0 +1,197 @@
+"""Foreign-key joins of table-table joins' results on Spark against Kafka Streams itself.
+
+One topology (tests/fk_chained_join_topology.py; Java twin ChainedForeignKeyJoinExamples): the
+result of ``a.join(b)`` (no store) joined on a foreign key with the result of ``u.left_join(v)``
+(no store), the joined table on both sides; ``a.join(b)`` through a filter left-joined with u
+(named, materialized); a left-joined with ``u.outer_join(v)`` (materialized) through a filter.
+Kafka Streams 4.3.1 reads those tables through the join's value getter
+(``KTableKTableJoinValueGetter``), and their updates (with old values) drive the subscriptions and
+the answers, as the runner does.
+
+Why phases. Which answers a left row's later version makes stale depends on when they come back,
+in Kafka Streams as here (see test_equivalence_fk_join.py). So the input comes in phases, each
+consumed to its end (the internal topics too) by both sides before the next is written: phases
+of right-table updates (u and v, any number per key: every answer to a left row then comes from
+its one foreign key, in order), and phases where each left key is updated at most once (every key
+on a, then every key on b, then some on a or b): foreign-key changes, null and missing foreign
+keys, rows the filter drops, tombstones on every table (also of rows never written), null keys,
+out-of-order timestamps, 2 partitions. Every key's whole output sequence is then determined, and
+is compared, with the final values. Not the order of different keys within a partition: answers
+to one partition come from both right tasks, interleaved as they happen to run, in Kafka Streams
+as here.
+
+Kafka Streams runs each phase in a new process on one application id and state directory. Ours
+runs the phases twice: clean, and with the third phase's process SIGKILLed once the left table's
+task 0_0 has run (the subscriptions of partition 0 sent), then rerun from the same state.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import defaultdict
+
+import pytest
+from pyspark import cloudpickle
+
+import fk_chained_join_topology
+import oracle_harness
+from equivalence_io import output_topics, produce_strings
+from fk_chained_join_topology import INPUTS, OUTPUTS, chained_fk_join_examples
+from killed_runs import run_until_killed
+from dagster_kstreams.kafka.partitioner import default_partition
+from dagster_kstreams.kafka.records import final_values, read_topic
+from dagster_kstreams.spark.task_runner import TaskRunner
+
+pytestmark = pytest.mark.integration
+
+cloudpickle.register_pickle_by_value(fk_chained_join_topology)
+
+PARTITIONS = 2
+T0 = (int(time.time()) - 3600) * 1000
+USERS = ("u0", "u1", "u2", "u3", "u4")
+LEFT_KEYS = tuple(f"k{i}" for i in range(12))
+PHASES = ("right", "a", "b", "right", "left")
+KILLED_PHASE = 2
+
+
+def _input(seed: int = 19) -> list[dict[str, list[tuple]]]:
+    """Per phase, ``{topic: [(key, value, partition, timestamp)]}``."""
+    rng = random.Random(seed)
+    clock = [0]
+    phases = []
+    for kind in PHASES:
+        records: dict[str, list[tuple]] = {name: [] for name in INPUTS}
+
+        def add(topic, key, value):
+            clock[0] += 1
+            i = clock[0]
+            timestamp = T0 + i * 100 if rng.random() > 1 / 6 else T0 + (i - rng.randint(1, 30)) * 100 + 7
+            partition = rng.randrange(PARTITIONS) if key is None else default_partition(key.encode(), PARTITIONS)
+            records[topic].append((key, None if value is None else value.format(i=i), partition, timestamp))
+
+        if kind == "right":
+            for _ in range(40):
+                topic = rng.choice(("u", "v"))
+                add(topic, rng.choice(USERS), None if rng.random() < 0.2 else topic + "{i}")
+        else:
+            for key in rng.sample(LEFT_KEYS, len(LEFT_KEYS) if kind != "left" else 9):
+                if kind == "a" or (kind == "left" and rng.random() < 0.6):
+                    user = rng.choice((*USERS, "", "frozen", "u9"))  # a null, a filtered, a missing user
+                    add("a", key, None if rng.random() < 0.15 else user + ":a{i}")
+                else:
+                    add("b", key, None if rng.random() < 0.15 else "b{i}")
+        add(rng.choice(INPUTS), None, "u1:a0")  # a null key: dropped by the table
+        phases.append(records)
+    return phases
+
+
+def _results(bootstrap: str, topics: dict[str, str]) -> dict:
+    """Per output: every key's whole sequence of values, and the final values."""
+    results = {}
+    for name in OUTPUTS:
+        records = read_topic(bootstrap, topics[name])
+        sequences = defaultdict(list)
+        for record in sorted(records, key=lambda r: (r.partition, r.offset)):
+            sequences[record.key.decode()].append(None if record.value is None else record.value.decode())
+        results[name] = {"sequences": dict(sequences), "final": final_values(records, bytes.decode, bytes.decode)}
+    return results
+
+
+def _run_phase(topics: dict[str, str], app_id: str, bootstrap: str, state, spark) -> None:
+    TaskRunner(chained_fk_join_examples(topics), app_id, bootstrap, state_location=str(state), spark=spark).run_all()
+
+
+@pytest.fixture(scope="module")
+def runs(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path_factory):
+    """Both sides over every phase: Kafka Streams, ours clean, ours killed in a phase and rerun."""
+    inputs = {name: unique_topic(f"fkc-{name}") for name in INPUTS}
+    kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
+    partitions = dict.fromkeys(OUTPUTS, PARTITIONS)
+    ks_topics = output_topics(kafka_admin, unique_topic, inputs, partitions, "ks")
+    clean_topics = output_topics(kafka_admin, unique_topic, inputs, partitions, "clean")
+    killed_topics = output_topics(kafka_admin, unique_topic, inputs, partitions, "killed")
+    ks_app, clean_app, killed_app = (unique_topic(f"{side}-fkc") for side in ("ks", "clean", "killed"))
+    ks_state = tmp_path_factory.mktemp("ks-fkc-state")
+    clean_state, killed_dir = tmp_path_factory.mktemp("clean-fkc"), tmp_path_factory.mktemp("killed-fkc")
+    killed_state = killed_dir / "state"
+    phases = _input()
+    describe = None
+    killed_lines: list[str] = []
+    for index, records in enumerate(phases):
+        for name in INPUTS:
+            produce_strings(kafka_bootstrap, inputs[name], records[name])
+        kafka_streams = oracle_harness.BackgroundMain(
+            "kstreams.oracle.ChainedForeignKeyJoinExamples",
+            [kafka_bootstrap, ks_app, str(ks_state), *(ks_topics[name] for name in (*INPUTS, *OUTPUTS))])
+        try:
+            _run_phase(clean_topics, clean_app, kafka_bootstrap, clean_state, spark)
+            if index == KILLED_PHASE:
+                # --parallelism 1: one sub-topology after another (0: a and b; 1: u and v).
+                killed_lines = run_until_killed(
+                    killed_dir, "fk_chained_join_topology:chained_fk_join_examples", killed_topics, app_id=killed_app,
+                    bootstrap=kafka_bootstrap, state=killed_state, kill_when=lambda line: line.startswith("task 0_0 "),
+                    grace_seconds=1, extra_args=("--parallelism", "1"))
+            _run_phase(killed_topics, killed_app, kafka_bootstrap, killed_state, spark)
+            describe = kafka_streams.report()["describe"]
+        finally:
+            kafka_streams.close()
+    return {"phases": phases, "describe": describe, "ks_topics": ks_topics, "killed_lines": killed_lines,
+            "ks": _results(kafka_bootstrap, ks_topics), "clean": _results(kafka_bootstrap, clean_topics),
+            "killed": _results(kafka_bootstrap, killed_topics)}
+
+
+def _relational_join(phases) -> dict[str, dict]:
+    """The outputs' final values from the tables' last states."""
+    tables: dict[str, dict] = {name: {} for name in INPUTS}
+    for records in phases:
+        for name in INPUTS:
+            for key, value, _, _ in records[name]:
+                if key is not None:
+                    tables[name][key] = value
+    a, b, u, v = ({k: x for k, x in tables[name].items() if x is not None} for name in INPUTS)
+
+    def user(value):
+        return value.split(":")[0] or None
+
+    def text(value):
+        return "null" if value is None else value
+
+    ab = {k: f"{a[k]}+{b[k]}" for k in a if k in b}
+    uv = {k: f"{u[k]}/{text(v.get(k))}" for k in u}
+    uv_kept = {k: f"{u[k]}~{text(v.get(k))}" for k in u}  # the filter drops the rows without u
+    return {
+        "out-inner": {k: f"{x}@{uv[user(x)]}" for k, x in ab.items() if user(x) in uv},
+        "out-left": {k: f"{x}@{text(u.get(user(x)))}" for k, x in ab.items() if not x.startswith("frozen")},
+        "out-right": {k: f"{x}#{text(uv_kept.get(user(x)))}" for k, x in a.items()},
+    }
+
+
+def test_describe_of_the_topology_run_is_kafka_streams(runs):
+    ours = chained_fk_join_examples(runs["ks_topics"]).build().describe()
+    assert str(ours) == runs["describe"]
+
+
+def test_the_reference_exercises_the_chained_joins(runs):
+    expected = runs["ks"]
+    assert {name: expected[name]["final"] for name in OUTPUTS} == _relational_join(runs["phases"])
+    inner = expected["out-inner"]["sequences"]
+    assert sum(len(values) for values in inner.values()) > 15
+    assert any(None in values for values in inner.values())  # tombstones through the chained join
+    assert any(len(set(values)) > 2 for values in inner.values())  # right updates answered again
+    left = [value for values in expected["out-left"]["sequences"].values() for value in values if value]
+    assert any(value.endswith("@null") for value in left)
+    assert any(value.startswith(":") for value in left)  # a null foreign key, left join
+    right = [value for values in expected["out-right"]["sequences"].values() for value in values if value]
+    assert any(value.endswith("#null") for value in right) and any("~" in value for value in right)
+
+
+@pytest.mark.parametrize("side", ["clean", "killed"])
+def test_fk_joins_of_joined_tables_match_kafka_streams(runs, side):
+    if side == "killed":
+        assert runs["killed_lines"] and not any(line.startswith("task 1_") for line in runs["killed_lines"])
+    expected, ours = runs["ks"], runs[side]
+    for name in OUTPUTS:
+        assert ours[name]["final"] == expected[name]["final"], name
+        for key in sorted(set(expected[name]["sequences"]) | set(ours[name]["sequences"])):
+            assert ours[name]["sequences"].get(key) == expected[name]["sequences"].get(key), (name, key)

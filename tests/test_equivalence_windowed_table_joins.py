@@ -1,0 +1,146 @@
+"""Table-table joins of windowed tables on Spark against Kafka Streams itself.
+
+One topology (tests/windowed_join_topology.py; Java twin WindowedTableJoinExamples): a stream's
+count and concatenation in tumbling windows and its concatenation in hopping windows (windows of
+one start in both), joined inner, left and outer, and the tumbling concatenation re-grouped by its
+key, every store without the record cache. Kafka Streams reads a windowed table through the
+aggregation's value getter (``windowStore.fetch(key, window start)``); the runner reads the window
+of the key's store slot. The re-grouping reads each update's old value, which the aggregation
+then sends.
+
+Input on 2 partitions: 6 keys, a record every 150 ms, about one in six out of order (by up to 1.5 s:
+some fall in closed windows and are dropped), null values (given to the reducers and the count as
+Kafka Streams gives them) and null keys (dropped), no two records with one timestamp.
+
+Compared: describe() of the very topology run; per join output topic and partition the whole
+sequence of (key, window start, value), and the re-grouped sums' final values (its repartition topic
+interleaves what the two upstream tasks wrote as they ran, in Kafka Streams as here), on a clean run
+and on one SIGKILLed once task 0_0 has run, then rerun.
+Not timestamps: see the README, "Record timestamps written by the runner".
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+from pyspark import cloudpickle
+
+import windowed_join_topology
+from equivalence_io import KafkaStreamsInBackground, output_topics, produce_strings, with_unique_timestamps
+from killed_runs import kill_and_rerun
+from windowed_join_topology import INPUTS, OUTPUTS, windowed_join_examples
+from dagster_kstreams.kafka.partitioner import default_partition
+from dagster_kstreams.kafka.records import final_values, read_topic
+from dagster_kstreams.spark.task_runner import TaskRunner
+
+pytestmark = pytest.mark.integration
+
+cloudpickle.register_pickle_by_value(windowed_join_topology)
+
+PARTITIONS = 2
+T0 = (int(time.time()) - 3600) * 1000 // 1000 * 1000
+KEYS = tuple(f"k{i}" for i in range(6))
+JOINED = tuple(name for name in OUTPUTS if name != "out-regrouped")
+
+
+def _input(seed: int = 19) -> dict[str, list[tuple]]:
+    """``{"s": [(key, value, partition, timestamp)]}`` in production order."""
+    rng = random.Random(seed)
+    records = []
+    for i in range(500):
+        timestamp = T0 + i * 150
+        if rng.random() < 1 / 6:
+            timestamp -= rng.randint(1, 1500)
+        key = None if rng.random() < 0.02 else rng.choice(KEYS)
+        value = None if rng.random() < 0.05 else f"v{i}"
+        partition = rng.randrange(PARTITIONS) if key is None else default_partition(key.encode(), PARTITIONS)
+        records.append((key, value, partition, timestamp))
+    (unique,) = with_unique_timestamps([{"s": records}], INPUTS)
+    return unique
+
+
+def _produce(bootstrap: str, topics: dict[str, str], records: dict[str, list[tuple]]) -> None:
+    produce_strings(bootstrap, topics["s"], records["s"])
+
+
+def _results(bootstrap: str, topics: dict[str, str]) -> dict:
+    """``{(output, partition): [(key, window start, value)] in offset order}``."""
+    results: dict = {"out-regrouped": final_values(read_topic(bootstrap, topics["out-regrouped"]), bytes.decode,
+                                                   bytes.decode)}
+    for name in JOINED:
+        for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
+            key, start = record.key[:-8].decode(), int.from_bytes(record.key[-8:], "big")
+            value = None if record.value is None else record.value.decode()
+            results.setdefault((name, record.partition), []).append((key, start - T0, value))
+    return results
+
+
+@pytest.fixture(scope="module")
+def records():
+    return _input()
+
+
+@pytest.fixture(scope="module")
+def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory, records):
+    run = KafkaStreamsInBackground(
+        "kstreams.oracle.WindowedTableJoinExamples", "windowed-joins", kafka_bootstrap, kafka_admin, unique_topic,
+        tmp_path_factory.mktemp("ks-windowed-joins-state"), INPUTS, OUTPUTS, PARTITIONS,
+        lambda inputs: _produce(kafka_bootstrap, inputs, records), _results)
+    yield run
+    run.close()
+
+
+def _inputs(kafka_admin, unique_topic, kafka_bootstrap, records, prefix: str) -> dict[str, str]:
+    inputs = {name: unique_topic(f"{prefix}-{name}") for name in INPUTS}
+    kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
+    _produce(kafka_bootstrap, inputs, records)
+    return output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, PARTITIONS), prefix)
+
+
+def _assert_reference_exercises_it(expected: dict) -> None:
+    assert set(expected) == {(name, p) for name in JOINED for p in range(PARTITIONS)} | {"out-regrouped"}
+    assert set(expected["out-regrouped"]) == set(KEYS) and all(int(v) > 0 for v in expected["out-regrouped"].values())
+    values = {name: [v for p in range(PARTITIONS) for _, _, v in expected[name, p]] for name in JOINED}
+    assert all(len(found) > 40 for found in values.values()), {name: len(found) for name, found in values.items()}
+    assert any(v.endswith("<null") for v in values["out-left"])  # a window of null values only: counted
+    assert any(v.startswith("null~") for v in values["out-outer"])  # a hopping window of no tumbling start
+    assert any(v.endswith("~null") for v in values["out-outer"])
+    starts = {start % 1000 for name in JOINED for p in range(PARTITIONS) for _, start, _ in expected[name, p]}
+    assert starts == {0, 500} or starts == {0}  # tumbling starts only, except the outer join's hopping ones
+    assert any(start % 1000 == 500 for p in range(PARTITIONS) for _, start, _ in expected["out-outer", p])
+
+
+def _assert_same(actual: dict, expected: dict) -> None:
+    for key in sorted(expected, key=str):
+        assert actual.get(key) == expected[key], key
+    assert set(actual) == set(expected)
+
+
+def test_windowed_table_joins_in_a_clean_run_match_kafka_streams(
+    kafka_bootstrap, kafka_admin, unique_topic, kafka_streams_run, records, spark, tmp_path
+):
+    topics = _inputs(kafka_admin, unique_topic, kafka_bootstrap, records, "clean-wj")
+    runner = TaskRunner(windowed_join_examples(topics), unique_topic("clean-wj"), kafka_bootstrap,
+                        state_location=str(tmp_path / "state"), spark=spark)
+    runner.run_all()
+    expected = kafka_streams_run.result()["results"]
+    _assert_reference_exercises_it(expected)
+    _assert_same(_results(kafka_bootstrap, topics), expected)
+
+
+def test_windowed_table_joins_killed_part_way_and_rerun_match_kafka_streams(
+    kafka_bootstrap, kafka_admin, unique_topic, kafka_streams_run, records, spark, tmp_path
+):
+    topics = _inputs(kafka_admin, unique_topic, kafka_bootstrap, records, "killed-wj")
+    rerun = kill_and_rerun(tmp_path, windowed_join_examples, topics, app_id=unique_topic("killed-wj"),
+                           bootstrap=kafka_bootstrap, spark=spark,
+                           kill_when=lambda line: line.startswith("task 0_0 "))
+    assert not any(line.startswith("task 0_1 ") for line in rerun.killed_lines), rerun.killed_lines
+    _assert_same(_results(kafka_bootstrap, topics), kafka_streams_run.result()["results"])
+
+
+def test_describe_of_the_topology_run_is_kafka_streams(kafka_streams_run):
+    ours = windowed_join_examples(kafka_streams_run.topics).build().describe()
+    assert str(ours) == kafka_streams_run.result()["describe"]

@@ -1,0 +1,55 @@
+"""Joins of windowed tables, the Python twin of kstreams.oracle.WindowedTableJoinExamples (Java):
+keep the two in step. Its functions are self-contained: Spark's Python workers cannot import
+modules of tests/.
+
+One stream s (key -> "vN"), grouped by key, aggregated three ways, every store without the record
+cache: a count in tumbling windows of 1 s (grace 500 ms), the values concatenated in the same
+windows, and concatenated in hopping windows of 1 s advancing by 500 ms (grace 500 ms). Kafka
+Streams reads a windowed table through ``windowStore.fetch(key, window start)``:
+
+* the count joined (inner) with the hopping concatenation (windows of one start): ``out-inner``;
+* the count left-joined with the tumbling concatenation: ``out-left``;
+* the tumbling concatenation outer-joined with the hopping one: ``out-outer``.
+
+The joins' keys are windowed (Kafka's time-windowed key format, window size 1 s). And the tumbling
+concatenation re-grouped by its key (repartition topic ``by-key``), the lengths of its windows'
+values summed (an update subtracts its old value's): ``out-regrouped``.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from dagster_kstreams.topology import (
+    Grouped, Materialized, Produced, Serdes, StreamsBuilder, TimeWindows, WindowedSerde,
+)
+
+INPUTS = ("s",)
+OUTPUTS = ("out-inner", "out-left", "out-outer", "out-regrouped")
+WINDOW_MS = 1000
+
+
+def windowed_join_examples(topics: dict[str, str]) -> StreamsBuilder:
+    """The topology of WindowedTableJoinExamples.java on ``topics`` (``INPUTS``/``OUTPUTS`` -> topic)."""
+    builder = StreamsBuilder()
+
+    def text(value):  # as Java's string concatenation writes it
+        return "null" if value is None else str(value)
+
+    size, grace = timedelta(milliseconds=WINDOW_MS), timedelta(milliseconds=500)
+    grouped = builder.stream(topics["s"]).group_by_key()
+    tumbling = grouped.windowed_by(TimeWindows.of_size_and_grace(size, grace))
+    hopping = grouped.windowed_by(TimeWindows.of_size_and_grace(size, grace).advance_by(timedelta(milliseconds=500)))
+    counts = tumbling.count(Materialized.as_("counts").with_caching_disabled())
+    values = tumbling.reduce(lambda x, y: x + "," + text(y), Materialized.as_("values").with_caching_disabled())
+    hopped = hopping.reduce(lambda x, y: x + ";" + text(y), Materialized.as_("hopped").with_caching_disabled())
+    produced = Produced.with_(WindowedSerde(Serdes.String(), WINDOW_MS), Serdes.String())
+    counts.join(hopped, lambda n, v: f"{n}|{v}").to_stream().to(topics["out-inner"], produced)
+    counts.left_join(values, lambda n, v: f"{n}<{text(v)}").to_stream().to(topics["out-left"], produced)
+    values.outer_join(hopped, lambda x, y: f"{text(x)}~{text(y)}").to_stream().to(topics["out-outer"], produced)
+    values.group_by(lambda windowed, value: (windowed.key, value), Grouped.as_("by-key")) \
+        .aggregate(lambda: "0", lambda key, value, total: str(int(total) + len(value)),
+                   lambda key, value, total: str(int(total) - len(value)),
+                   Materialized.as_("lengths").with_caching_disabled()) \
+        .to_stream().to(topics["out-regrouped"])
+    return builder
