@@ -55,9 +55,10 @@ from dagster_kstreams.processors.base import Processor, register
 from dagster_kstreams.processors.errors import ProcessingError
 from dagster_kstreams.processors.own_groups import own_group
 from dagster_kstreams.processors.suppress_size import buffered_record_size
+from dagster_kstreams.processors.table_behind import old_values_read_below, table_behind
 from dagster_kstreams.processors.table_joins import ValueGetter
 from dagster_kstreams.processors.table_old_values import (
-    old_value_getter, old_values_read_below, sent_old_value_key, serialize_for, table_behind, table_key_serde,
+    old_value_getter, sent_old_value_key, serialize_for, table_key_serde,
 )
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.topology.node_specs import NodeKind
