@@ -20,9 +20,12 @@ module                what lives there
 ``windowed_tables``   what a windowed aggregation's table forwards: windowed keys, old values on request
 ``versioned_tables``  tables in a versioned store (``version_history``: a key's versions)
 ``table_joins``       stream-table and table-table joins (``grace_joins``: with a grace period)
-``table_old_values``  the old value behind a table update: a table filter that sends old values, a
-                      materialized filter/map_values that reads its own store
-``table_step_stores``  a table filter/map_values with a store of its own (after a versioned table, or versioned)
+``table_old_values``  the old value behind a table update (a table filter that sends old values, a
+                      suppression); the builder of a table's filter/map_values
+``table_step_stores`` a table filter/map_values that keeps a store of its own (``keeps_own_store``:
+                      after a versioned table, into a versioned store, or behind a windowed table or a
+                      suppression when its old values are read)
+``table_behind``      the table whose updates reach a processor, and who reads the old values it sends
 ``table_regroup``     ``KTable.group_by`` with count/reduce/aggregate (``changes``: old and new values)
 ``fk_joins``          foreign-key table-table joins (``fk_join_wire``: their topics' wire format)
 ``stream_joins``      stream-stream joins (``join_buffers``: their window and outer-join stores)

@@ -2,8 +2,8 @@
 
 Each view node is turned into a processor by the builder its family registers for its
 :class:`~dagster_kstreams.topology.node_specs.NodeKind` (``BUILDERS`` of :mod:`.stateless`,
-:mod:`.aggregations`, :mod:`.windows`, :mod:`.sessions`, :mod:`.table_joins`, :mod:`.table_old_values`,
-:mod:`.table_step_stores`, :mod:`.table_regroup`, :mod:`.fk_joins`, :mod:`.stream_joins`, :mod:`.suppress`, :mod:`.user_processors`,
+:mod:`.aggregations`, :mod:`.windows`, :mod:`.sessions`, :mod:`.table_joins`, :mod:`.table_old_values`
+(with :mod:`.table_step_stores`), :mod:`.table_regroup`, :mod:`.fk_joins`, :mod:`.stream_joins`, :mod:`.suppress`, :mod:`.user_processors`,
 :mod:`.global_joins`, :mod:`.cogroup`); a builder also checks, at
 definition time, that the processor can run with Kafka Streams' semantics, and raises
 :class:`~dagster_kstreams.processors.errors.UnsupportedTopologyError` naming it otherwise.
@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Optional
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
 from dagster_kstreams.processors import (
     aggregations, cogroup, fk_joins, global_joins, grace_joins, own_stream_time, sessions, stateless, stream_joins,
-    suppress, table_joins, table_old_values, table_regroup, table_step_stores, user_processors, versioned_tables,
+    suppress, table_joins, table_old_values, table_regroup, user_processors, versioned_tables,
     windows,
 )
 from dagster_kstreams.processors.base import Processor
@@ -105,8 +105,7 @@ BUILDERS: dict[NodeKind, Callable[[ProcessorNode, BuildContext], Processor]] = {
     **aggregations.BUILDERS,
     **versioned_tables.BUILDERS,  # a table source or to_table over a versioned store, else aggregations'
     **table_joins.BUILDERS,
-    **table_old_values.BUILDERS,
-    **table_step_stores.BUILDERS,  # a filter/map_values with a store after a versioned table, else the above
+    **table_old_values.BUILDERS,  # a filter/map_values, with its own store when it keeps one (table_step_stores)
     **grace_joins.BUILDERS,  # a stream-table join with a grace period, else table_joins'
     **table_regroup.BUILDERS,
     **fk_joins.BUILDERS,

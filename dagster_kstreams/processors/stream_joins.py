@@ -87,8 +87,8 @@ from dagster_kstreams.processors.join_buffers import (
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.processors.stateless import Merge
 from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.processors.table_step_stores import caches_own_store
 from dagster_kstreams.processors.task_state import task_state_of
-from dagster_kstreams.processors.versioned_tables import keeps_own_store
 from dagster_kstreams.topology.node_specs import NodeKind
 
 __all__ = ["JoinWindow", "StreamStreamJoin", "BUILDERS"]
@@ -305,7 +305,7 @@ def _check_keys_before(ctx, window_node) -> None:
                 "a stream-table or stream-global-table join, stream-stream joins) may come before it. Add .repartition() before the join "
                 "to give it a sub-topology of its own")
         store = node.params.get("store_name")
-        if (node.kind in _TABLE_STORES or keeps_own_store(ctx, node)) and store in node.stores and ctx.cached(store):
+        if (node.kind in _TABLE_STORES and store in node.stores and ctx.cached(store)) or caches_own_store(ctx, node):
             raise UnsupportedTopologyError(
                 f"table {node.name} ({store}) comes before the stream-stream join {window_node.name} in its "
                 "sub-topology with its record cache on; the Spark runner's cache forwards a key's update at the "

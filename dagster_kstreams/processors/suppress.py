@@ -27,12 +27,13 @@ it send their old values, so a table ``filter`` on the way drops an update whose
 values both fail it (or are absent): such an update never reaches the suppression (it neither
 advances its stream time nor enters the buffer; :mod:`.table_old_values`). With ``max_bytes`` the
 processor reads the old value behind each update to size it, where Kafka Streams' ``Change`` carries
-it from (:func:`~.table_old_values.old_value_getter`): the table's store
-(:class:`~.table_joins.ValueGetter`), the one a windowed aggregation sends with the update, once
-the suppression asks it to (:class:`~.windowed_tables.WindowedOldValue`), or the one a suppression or
-a materialized table on the way sends (:class:`~.table_old_values.SentOldValue`). A suppression
-keeps the old value of each buffered update, and emits it with the update, when a reader below it
-needs it (a filter that sends old values, a suppression bounded in bytes).
+it from (:func:`~.table_old_values.old_value_getter`): the table's store, or that of a materialized
+filter/map_values on the way that keeps its own (:class:`~.table_joins.ValueGetter`;
+:mod:`.table_step_stores`), the one a windowed aggregation sends with the update, once the
+suppression asks it to (:class:`~.windowed_tables.WindowedOldValue`), or the one a suppression on the
+way sends (:class:`~.table_old_values.SentOldValue`). A suppression keeps the old value of each
+buffered update, and emits it with the update, when a reader below it needs it (a filter that sends
+old values, a suppression bounded in bytes).
 
 State: the buffer and the stream time of each suppress processor are task-level values of the
 task's state (:mod:`.task_state`), so the sub-topology runs task-grouped: an update of one key
@@ -55,9 +56,10 @@ from dagster_kstreams.processors.base import Processor, register
 from dagster_kstreams.processors.errors import ProcessingError
 from dagster_kstreams.processors.own_groups import own_group
 from dagster_kstreams.processors.suppress_size import buffered_record_size
+from dagster_kstreams.processors.table_behind import old_values_read_below, table_behind
 from dagster_kstreams.processors.table_joins import ValueGetter
 from dagster_kstreams.processors.table_old_values import (
-    old_value_getter, old_values_read_below, sent_old_value_key, serialize_for, table_behind, table_key_serde,
+    old_value_getter, sent_old_value_key, serialize_for, table_key_serde,
 )
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.topology.node_specs import NodeKind

@@ -73,9 +73,9 @@ from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.joined_tables import JoinedValues, joined_value, old_value_key, sent_old_value
 from dagster_kstreams.processors.stateless import Merge
 from dagster_kstreams.processors.state import ABSENT
-from dagster_kstreams.processors.versioned_tables import (
-    VersionedTable, keeps_own_store, reads_versioned_updates, versioned_table,
-)
+from dagster_kstreams.processors.table_behind import table_behind
+from dagster_kstreams.processors.table_step_stores import keeps_own_store
+from dagster_kstreams.processors.versioned_tables import VersionedTable, reads_versioned_updates, versioned_table
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.windows import TimeWindows
@@ -275,7 +275,11 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
                 f"store is not in its sub-topology {sub.id}")
         node = sub.node(name)
         joined = through_joins and node.kind is NodeKind.TABLE_TABLE_JOIN_MERGE
-        own_store = node.kind in _STORE_KINDS or joined or keeps_own_store(ctx, node)
+        # A filter/map_values that keeps its own store is read there, except behind a windowed table or
+        # a suppression: joining or re-grouping those is refused below (their kept store is read
+        # for its old values only, table_old_values.old_value_getter).
+        kept = keeps_own_store(ctx, node) and not table_behind(sub, node).windowed_or_suppressed
+        own_store = node.kind in _STORE_KINDS or joined or kept
         if own_store and node.params.get("store_name") in node.stores:
             steps.reverse()
             store = node.params["store_name"]

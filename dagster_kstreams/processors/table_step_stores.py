@@ -1,46 +1,85 @@
-"""A table's ``filter``/``map_values`` materialized in a store of its own, after a versioned table or
-into a versioned store (Kafka Streams' ``KTableFilter`` / ``KTableMapValues`` with a ``queryableName``).
+"""A table's ``filter``/``map_values`` that keeps a store of its own (Kafka Streams' ``KTableFilter`` /
+``KTableMapValues`` with a ``queryableName``): one mechanism, one predicate (:func:`keeps_own_store`).
 
 Elsewhere the runner keeps no store for a materialized filter or map_values: its value for a key is
-the parent table's value through the filter or the mapper, which is what its store would hold. Two
-cases differ, and there the filter or mapper keeps its store (:func:`~.versioned_tables.keeps_own_store`):
+the parent table's value through the filter or the mapper, which is what its store would hold, and
+its old value the table's old value through it. Where either is not so, the filter or mapper keeps
+its store, a key-value store slot like a table's (:class:`TableStepStore`), or, into a versioned
+store, a versioned one (:class:`VersionedTableStepStore`), and everything downstream reads it as it
+reads any table's store: its current value (:func:`~.table_joins.value_getter`), and the value it
+held before the update being forwarded (``GroupState.old_values`` of its slot, Kafka Streams' old
+value of the ``Change``: :func:`~.table_old_values.old_value_getter`). When it is kept:
 
 * after a versioned table, Kafka Streams (4.3.1) puts an out-of-order update, forwarded marked not
   latest, into the filter's plain store as the key's latest value, and forwards it marked latest; the
-  versioned table's current value stays the newer one. The store is a key-value store slot like a
-  table's (:class:`TableStepStore`): the new value is put into it (None deletes the key), and the
-  update forwarded with the store's previous value as its old one, at once or, with the record
-  cache, at the flush;
+  versioned table's current value stays the newer one. The new value is put into the store (None
+  deletes the key), and the update forwarded with the store's previous value as its old one, at once
+  or, with the record cache, at the flush;
 * into a versioned store (``Materialized.as_(Stores.persistent_versioned_key_value_store(...))``),
   the update is put as a version at its timestamp, by the store's own observed time: dropped when
-  expired, forwarded marked not latest when out of order, exactly as a versioned table source does
-  (:class:`VersionedTableStepStore`). The timestamp is the update's: so the table filtered must
-  forward updates with their own record's timestamp (a table read from a topic or made by
-  ``to_table``, through filters and map_values); after an aggregation or a join, whose updates Kafka
-  Streams stamps with other times than the runner (README, "Record timestamps written by the
-  runner"), it is refused.
+  expired, forwarded marked not latest when out of order, exactly as a versioned table source does.
+  The timestamp is the update's: so the table filtered must forward updates with their own record's
+  timestamp (a table read from a topic or made by ``to_table``, through filters and map_values);
+  after an aggregation or a join, whose updates Kafka Streams stamps with other times than the
+  runner (README, "Record timestamps written by the runner"), it is refused;
+* behind a windowed table or a suppression, when its old values are read (by itself, a filter that
+  sends old values, or below it: :func:`~.table_behind.old_values_read_below`): its store holds what
+  it last forwarded per key (window), which is not the table's old value through it (a window's first
+  update has the initializer's old aggregate, and none in the store). Each window is a key of its
+  own there, whose group only the task's state holds (:mod:`.own_groups`), so the sub-topology runs
+  task-grouped. The runner keeps no record cache for this store: it forwards every update (README,
+  "Old values through tables").
 
 The new value: a filter's is the value if it passes (else None), a map_values' the mapped value of a
 non-null one. A filter reading a versioned table never drops an update (``useVersionedSemantics``);
 any other filter sending old values drops an update whose new value and old value (its store's
-current one) are both None, as ``KTableFilter`` does. Readers downstream (joins, re-groupings,
-stream-table joins) read the store (:func:`~.table_joins.value_getter`).
+current one) are both None, leaving its store as it is, as ``KTableFilter`` does.
 """
 
 from __future__ import annotations
 
-from dagster_kstreams.processors import table_old_values
 from dagster_kstreams.processors.aggregations import KeyValueStoreProcessor
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.processors.table_behind import (
+    materialized_step, old_values_read_below, sends_old_values, table_behind,
+)
 from dagster_kstreams.processors.versioned_tables import (
-    VersionedTableSource, check_consumers, keeps_own_store, versioned_table,
+    VersionedTableSource, check_consumers, reads_versioned_updates, versioned_table,
 )
 from dagster_kstreams.topology.node_specs import NodeKind
 
-__all__ = ["TableStepStore", "VersionedTableStepStore", "BUILDERS"]
+__all__ = ["keeps_own_store", "caches_own_store", "TableStepStore", "VersionedTableStepStore", "table_step_store"]
 
 _STEPS = {NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES}
+
+
+def keeps_own_store(ctx, node) -> bool:
+    """Whether the table filter/map_values ``node`` keeps a store of its own: it has one (a named
+    ``Materialized``), and reading through it to the table behind would not give what Kafka Streams
+    reads from it (see the module docstring):
+
+    * its store is versioned, or the table it reads is a versioned one's: Kafka Streams puts an
+      out-of-order update into a plain store as its latest value, where the versioned store keeps
+      the newer one current;
+    * its old values are read (it is a filter that sends them, or a processor after it reads them)
+      and the table behind it is windowed or suppressed: its store's value before an update is not
+      the table's old value through it."""
+    if not materialized_step(node) or node.params.get("store_name") not in node.stores:
+        return False
+    if versioned_table(ctx, node.params["store_name"]) is not None or reads_versioned_updates(ctx, node.parents[0]):
+        return True
+    sub = ctx.subtopology
+    return (sends_old_values(node) or old_values_read_below(sub, node)) and table_behind(sub, node).windowed_or_suppressed
+
+
+def caches_own_store(ctx, node) -> bool:
+    """Whether ``node`` keeps its own store with Kafka Streams' record cache on: its store is cached,
+    and the table behind it is neither windowed nor suppressed (there the runner forwards every
+    update: the record cache is not compared with Kafka Streams yet, README "Old values through
+    tables")."""
+    return keeps_own_store(ctx, node) and ctx.cached(node.params["store_name"]) \
+        and not table_behind(ctx.subtopology, node).windowed_or_suppressed
 
 
 class _Step:
@@ -66,6 +105,10 @@ class _Step:
 class TableStepStore(KeyValueStoreProcessor):
     """A table filter or map_values over its own plain store (not registered: it runs the
     table-filter and table-map-values kinds)."""
+
+    # A versioned table's sub-topology runs task-grouped already; behind a windowed table or a
+    # suppression, each key (window) forwarded has its own group only in the task's state.
+    task_grouped = True
 
     def __init__(self, name: str, store: str, cached: bool, step: _Step):
         super().__init__(name, store, cached)
@@ -110,26 +153,17 @@ def _check_own_timestamps(factory, ctx) -> None:
             "by to_table (through filter/map_values)")
 
 
-def _with_own_store(fallback, filters: bool):
-    def build(factory, ctx):
-        if not keeps_own_store(ctx, factory):
-            return fallback(factory, ctx)
-        params = factory.params
-        fn = ctx.function(factory, params["predicate" if filters else "mapper"]).as_key_value()
-        drops = filters and bool(params.get("send_old_values")) and not params.get("versioned")
-        step = _Step(fn, filters, bool(params.get("negate")), drops)
-        store = params["store_name"]
-        versioned = versioned_table(ctx, store)
-        if versioned is None:
-            return TableStepStore(factory.name, store, ctx.cached(store), step)
+def table_step_store(factory, ctx):
+    """The runnable form of the filter/map_values ``factory``, which keeps its own store
+    (:func:`keeps_own_store`)."""
+    params = factory.params
+    filters = factory.kind is NodeKind.TABLE_FILTER
+    fn = ctx.function(factory, params["predicate" if filters else "mapper"]).as_key_value()
+    step = _Step(fn, filters, bool(params.get("negate")), sends_old_values(factory))
+    store = params["store_name"]
+    versioned = versioned_table(ctx, store)
+    if versioned is not None:
         _check_own_timestamps(factory, ctx)
         check_consumers(factory, ctx)
         return VersionedTableStepStore(factory.name, store, versioned.retention_ms, step)
-
-    return build
-
-
-BUILDERS = {
-    NodeKind.TABLE_FILTER: _with_own_store(table_old_values.BUILDERS[NodeKind.TABLE_FILTER], filters=True),
-    NodeKind.TABLE_MAP_VALUES: _with_own_store(table_old_values.BUILDERS[NodeKind.TABLE_MAP_VALUES], filters=False),
-}
+    return TableStepStore(factory.name, store, caches_own_store(ctx, factory), step)

@@ -19,7 +19,7 @@ one is forwarded), and ``to_stream`` emits them; only the latest version changes
 value. A table-table join and a re-grouping reading the table (through its filter/map_values without a
 store) skip those, as Kafka Streams' processors with ``useVersionedSemantics`` do
 (:func:`reads_versioned_updates`); a filter/map_values with a store of its own puts them into it as its
-latest value (:func:`keeps_own_store`; :mod:`.table_step_stores`).
+latest value (:func:`~.table_step_stores.keeps_own_store`).
 A stream-table join reads the version valid at the stream record's timestamp
 (:meth:`VersionedTable.as_of`).
 """
@@ -36,8 +36,8 @@ from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.topology.node_specs import NodeKind
 
-__all__ = ["VersionedTable", "VersionedTableSource", "versioned_table", "reads_versioned_updates", "keeps_own_store",
-           "check_consumers", "BUILDERS"]
+__all__ = ["VersionedTable", "VersionedTableSource", "versioned_table", "reads_versioned_updates", "check_consumers",
+           "BUILDERS"]
 
 
 class VersionedTable:
@@ -118,7 +118,7 @@ def versioned_table(ctx, store: str) -> Optional[VersionedTable]:
 # What forwards a versioned table's updates as they are (its filter and map_values without a store),
 # and what may consume them: its to_stream (which drops the mark), a table-table join and a
 # re-grouping (which skip an update marked not latest: reads_versioned_updates), a filter/map_values
-# with a store (which keeps its own store: keeps_own_store). Kafka Streams' foreign-key joins skip
+# with a store (which keeps its own store: table_step_stores.keeps_own_store). Kafka Streams' foreign-key joins skip
 # them too, and a suppression of a versioned table is refused; neither is run here yet.
 _PASSING = {NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES}
 _CONSUMERS = {NodeKind.TABLE_TO_STREAM, NodeKind.TABLE_TABLE_JOIN, NodeKind.TABLE_GROUP_BY_MAP}
@@ -140,16 +140,6 @@ def reads_versioned_updates(ctx, table_node_name: str) -> bool:
     store = node.params.get("store_name")
     return (node.kind in _VERSIONED_WRITERS and store in node.stores
             and versioned_table(ctx, store) is not None)
-
-
-def keeps_own_store(ctx, node) -> bool:
-    """Whether the table filter/map_values ``node`` keeps a store of its own: it has one (a named
-    ``Materialized``), and that store is versioned or the table it reads is a versioned one's. Kafka
-    Streams puts an out-of-order update into a plain store as its latest value, so reading through to
-    the versioned store (as the runner reads other materialized filters) would give another value."""
-    if node.kind not in _PASSING or node.params.get("store_name") not in node.stores:
-        return False
-    return versioned_table(ctx, node.params["store_name"]) is not None or reads_versioned_updates(ctx, node.parents[0])
 
 
 def check_consumers(factory, ctx) -> None:

@@ -1,0 +1,89 @@
+"""The table whose updates reach a processor, and who reads the old values it sends: the facts of the
+sub-topology that decide where a table's old value comes from (:mod:`.table_old_values`) and when a
+filter/map_values keeps a store of its own (:mod:`.table_step_stores`). Pure topology facts: no
+processor is built here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+from dagster_kstreams.topology.node_specs import NodeKind
+
+__all__ = ["TableBehind", "table_behind", "materialized_step", "sends_old_values", "old_values_read_below"]
+
+_TABLE_STEPS = {NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES, NodeKind.SUPPRESS}
+
+
+@dataclasses.dataclass(frozen=True)
+class TableBehind:
+    """The table whose updates reach a processor: ``steps``, the table filters, map_values and
+    suppressions on the way (from the table's writer on); ``aggregations``, the windowed
+    aggregations writing the table (a cogroup's inputs; none: the table is not windowed)."""
+
+    steps: tuple
+    aggregations: tuple
+
+    @property
+    def windows(self):
+        return self.aggregations[0].params["windows"] if self.aggregations else None
+
+    def old_value_sender(self) -> Optional[int]:
+        """The index in ``steps`` of the last one that sends its own old values (a suppression, or a
+        materialized filter/map_values after a windowed aggregation or a suppression), or None."""
+        sender = None
+        for index, node in enumerate(self.steps):
+            if node.kind is NodeKind.SUPPRESS or (materialized_step(node) and (self.aggregations or sender is not None)):
+                sender = index
+        return sender
+
+    @property
+    def windowed_or_suppressed(self) -> bool:
+        """Whether the table is windowed, or a suppression (or a step that sends its own old values)
+        is on the way: the old value of an update is then not the table's store's before it."""
+        return bool(self.aggregations) or self.old_value_sender() is not None
+
+
+def table_behind(sub, factory) -> TableBehind:
+    """The table whose updates reach ``factory`` (a node of ``sub`` with at most one parent)."""
+    steps, node = [], factory
+    while True:
+        (parent,) = node.parents or (None,)
+        if parent is None:
+            return TableBehind(tuple(reversed(steps)), ())
+        node = sub.node(parent)
+        if node.kind not in _TABLE_STEPS:
+            break
+        steps.append(node)
+    writers = [sub.node(name) for name in node.parents] if node.kind is NodeKind.COGROUP_MERGE else [node]
+    aggregations = tuple(writer for writer in writers if writer.kind is NodeKind.WINDOWED_AGGREGATE)
+    return TableBehind(tuple(reversed(steps)), aggregations)
+
+
+def materialized_step(node) -> bool:
+    """A table filter or map_values with a store (Kafka Streams' ``queryableName``)."""
+    return node.kind in (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES) and bool(node.stores)
+
+
+def sends_old_values(node) -> bool:
+    """A table filter whose ``KTableFilter`` sends old values (and so drops what neither value passes)."""
+    return node.kind is NodeKind.TABLE_FILTER and bool(node.params.get("send_old_values")) \
+        and not node.params.get("versioned")
+
+
+def old_values_read_below(sub, node) -> bool:
+    """Whether a processor after ``node`` (through table filters, map_values and suppressions) reads
+    the old values ``node`` sends: a filter that sends old values, or a suppression bounded in bytes.
+    A materialized filter/map_values on the way reads its own (from its store when it keeps one:
+    :func:`~.table_step_stores.keeps_own_store`)."""
+    stack = list(node.children)
+    while stack:
+        child = sub.node(stack.pop())
+        if child.kind not in _TABLE_STEPS or materialized_step(child):
+            continue
+        if sends_old_values(child) or (child.kind is NodeKind.SUPPRESS
+                                       and child.params["buffer_config"].max_bytes is not None):
+            return True
+        stack.extend(child.children)
+    return False
