@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Optional
 
-from dagster_kstreams.processors.base import Processor, StoreProcessor, register
+from dagster_kstreams.processors.base import Processor, StoreProcessor, reachable, register
 from dagster_kstreams.processors.stateless import RepartitionFilter
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.task_state import task_state_of
@@ -32,8 +32,10 @@ class KeyValueStoreProcessor(StoreProcessor):
     Kafka Streams' ``Change.oldValue`` (a re-grouping reads it: :mod:`.table_regroup`)."""
 
     # Keeps each key's timestamp as well: set when a user processor reads the store
-    # (ValueAndTimestamp, user_dsl_store.py), which makes the sub-topology task-grouped; the
-    # timestamps are then a task-level value (TaskState.timestamps) beside the slots.
+    # (ValueAndTimestamp, user_dsl_store.py), or when an aggregation's updates reach a stream-stream
+    # join (whose windows pair them by Kafka Streams' timestamps), both of which make the
+    # sub-topology task-grouped; the timestamps are then a task-level value (TaskState.timestamps)
+    # beside the slots.
     keeps_timestamps = False
 
     def _put(self, key, new, context, out, state) -> None:
@@ -152,14 +154,26 @@ def _table(factory, ctx) -> Processor:
 def _aggregate(factory, ctx) -> Aggregate:
     params = factory.params
     initializer, aggregator, reducer = user_aggregation(params)
-    return _keeping_timestamps(Aggregate(factory.name, params["store_name"], ctx.cached(params["store_name"]),
-                                         params["operation"], initializer, aggregator, reducer), ctx)
+    aggregate = _keeping_timestamps(Aggregate(factory.name, params["store_name"], ctx.cached(params["store_name"]),
+                                              params["operation"], initializer, aggregator, reducer), ctx)
+    # An aggregation whose updates reach a stream-stream join keeps its timestamps too, so that its
+    # updates carry Kafka Streams' (the larger of the record's and the aggregate's previous one),
+    # by which the join's windows pair them. A cogroup's aggregates share their store and its
+    # timestamps: each of them reaches the join alike.
+    aggregate.keeps_timestamps = aggregate.keeps_timestamps or _reaches_stream_stream_join(ctx.subtopology, factory)
+    return aggregate
 
 
 def read_by_user_processor(subtopology, store: str) -> bool:
     """Whether a user processor of ``subtopology`` names ``store`` in ``process(supplier, *store_names)``."""
     return any(node.kind in (NodeKind.PROCESS, NodeKind.PROCESS_VALUES) and store in node.stores
                for node in subtopology.nodes)
+
+
+def _reaches_stream_stream_join(subtopology, factory) -> bool:
+    """Whether what ``factory`` forwards reaches a stream-stream join of ``subtopology``."""
+    return any(node.kind is NodeKind.JOIN_WINDOW
+               for node in reachable(subtopology, factory.children, lambda node: node.children))
 
 
 def _keeping_timestamps(processor: KeyValueStoreProcessor, ctx) -> KeyValueStoreProcessor:
