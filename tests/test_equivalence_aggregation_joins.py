@@ -1,20 +1,26 @@
 """Stream-stream joins fed by aggregations' ``to_stream`` in the same sub-topology, on Spark against
 Kafka Streams itself (tests/oracle, AggregationJoinExamples.java; our twin aggregation_join_examples).
 
-An uncached count of the events (after ``group_by_key``: no repartition, one sub-topology with the
-clicks) inner-joined with the clicks (1 s before and after, 2 s grace), and an uncached reduce of
-the same events to their last value left-joined with them (1 s before, 2 s after, 1 s grace), and a
-cogroup of the events and the clicks to the last value of either inner-joined with the clicks (1 s,
-2 s grace). Kafka Streams stamps an aggregation's update (a cogroup's too: one store, whichever input
-updates it) with the larger of the record's timestamp and the aggregate's previous one, and the join's windows pair the update by that stamp; the runner keeps the
-aggregations' timestamps for it (README, "Stream-stream joins fed by an aggregation"). Each output
-value ends with ``|t`` and its record's timestamp (a ``process_values`` after the join).
+Four joins. An uncached count of the events (after ``group_by_key``: no repartition, one
+sub-topology with the clicks) inner-joined with the clicks (1 s before and after, 2 s grace); an
+uncached reduce of the same events to their last value left-joined with them (1 s before, 2 s
+after, 1 s grace); an uncached cogroup of the events and the clicks to the last value of either
+inner-joined with the clicks (1 s, 2 s grace); and a table of profiles re-grouped by the group its
+value names into an uncached aggregate (the last payload added) inner-joined with the visits (1 s,
+2 s grace), in the sub-topology after the repartition topic. Kafka Streams stamps an aggregation's
+update (a cogroup's: one store, whichever input updates it; a re-grouped table's: after a
+subtraction, an addition or both) with the larger of the record's timestamp and the aggregate's
+previous one, and the join's windows pair the update by that stamp; the runner keeps the
+aggregations' timestamps for it (README, "Stream-stream joins (inner, left, outer) run
+task-grouped"). Each output value ends with ``|t`` and its record's timestamp (a ``process_values``
+after the join).
 
-Input (2 partitions, each key on one): rounds a minute apart, each with events and clicks out of order
-within 6 s of the round's start, events late by 15 s and by a round (their updates stamped with the
-key's later time), a late click, null keys and null values. Compared: ``describe()``, and each output
-partition's whole sequence of ``(key, value)`` (values carrying the timestamps), on a clean run and on
-a run killed part-way and rerun from its checkpoints.
+Input (2 partitions, each key on one): rounds a minute apart, each with events, clicks, profile
+updates and visits out of order within 6 s of the round's start, events late by 15 s and by a round
+(their updates stamped with the key's later time), late clicks, profile updates and visits, profile
+tombstones, null keys and null values in the streams. Compared: ``describe()``, and each output
+partition's whole sequence of ``(key, value)`` (values carrying the timestamps), on a clean run and
+on a run killed part-way and rerun from its checkpoints.
 """
 
 from __future__ import annotations
@@ -43,8 +49,8 @@ pytestmark = pytest.mark.integration
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 PARTITIONS = 2
-INPUTS = ("events", "clicks")
-OUTPUTS = {"out-inner": PARTITIONS, "out-left": PARTITIONS, "out-cogroup": PARTITIONS}
+INPUTS = ("events", "clicks", "profiles", "visits")
+OUTPUTS = {"out-inner": PARTITIONS, "out-left": PARTITIONS, "out-cogroup": PARTITIONS, "out-regroup": PARTITIONS}
 ROUNDS = 8
 ROUND_MS = 60_000
 BASE = ((int(time.time()) - 3600) * 1000) // ROUND_MS * ROUND_MS  # recent: the broker keeps 7 days
@@ -83,23 +89,40 @@ def aggregation_join_examples(topics: dict[str, str]) -> StreamsBuilder:
               JoinWindows.of_time_difference_and_grace(timedelta(seconds=1), timedelta(seconds=2))) \
         .process_values(StampValues) \
         .to(topics["out-cogroup"])
+    builder.table(topics["profiles"], Materialized.as_("profiles-store").with_caching_disabled()) \
+        .group_by(lambda user, profile: (profile.split(":")[0], profile.split(":")[1])) \
+        .aggregate(lambda: "", lambda group, payload, last: payload, lambda group, payload, last: last,
+                   Materialized.as_("group-latest").with_caching_disabled()) \
+        .to_stream() \
+        .join(builder.stream(topics["visits"]), lambda last, visit: f"{last}+{visit}",
+              JoinWindows.of_time_difference_and_grace(timedelta(seconds=1), timedelta(seconds=2))) \
+        .process_values(StampValues) \
+        .to(topics["out-regroup"])
     return builder
 
 
 def _input(seed: int = 14) -> dict[str, list[tuple]]:
     """``{topic: [(key, value, partition, timestamp)]}`` in production order. Per round and partition:
     8 events at random times of the round's first 6 s (so out of order), then one 15 s and one a
-    round late; 4 clicks, then one 15 s late. A killed run's batches of 60 offsets then take four
-    whole rounds of a task's two input partitions, cutting where Kafka Streams' order is kept
-    (README, "Order across co-partitioned inputs"). Timestamps never tie."""
+    round late; 4 clicks, then one 15 s late; 4 profile updates (some tombstones of a profile
+    that has a row), then one 15 s late; 4 visits, then one 15 s late. A killed run's batches of 60
+    offsets then take whole rounds of a task's input partitions (each profile update gives one
+    repartition record), cutting where Kafka Streams' order is kept (README, "Order across
+    co-partitioned inputs"). Timestamps never tie."""
     rng = random.Random(seed)
     keys = {p: [k for k in (f"k{i}" for i in range(6)) if default_partition(k.encode(), PARTITIONS) == p]
             for p in range(PARTITIONS)}
+    users = {p: [u for u in (f"u{i}" for i in range(10)) if default_partition(u.encode(), PARTITIONS) == p]
+             for p in range(PARTITIONS)}
+    # A user's group is on its partition: each repartition partition is written by one upstream task,
+    # in its order (across upstream tasks, records interleave as the tasks run).
+    group_of = {user: rng.choice(keys[p]) for p in range(PARTITIONS) for user in users[p]}
+    with_row: set[str] = set()
     records: dict[str, list[tuple]] = {name: [] for name in INPUTS}
     for r in range(2, 2 + ROUNDS):
         start = BASE + r * ROUND_MS
-        in_time = iter(start + offset for offset in rng.sample(range(0, 6000, 2), 12 * PARTITIONS))
-        late = iter(rng.sample(range(1, 3000, 2), 3 * PARTITIONS))
+        in_time = iter(start + offset for offset in rng.sample(range(0, 6000, 2), 20 * PARTITIONS))
+        late = iter(rng.sample(range(1, 3000, 2), 5 * PARTITIONS))
         for partition in range(PARTITIONS):
             events = _in_time(rng, keys[partition], f"e{r}.{partition}", 8, in_time)
             for lateness, behind in (("grace", 15_000), ("round", ROUND_MS)):
@@ -107,7 +130,15 @@ def _input(seed: int = 14) -> dict[str, list[tuple]]:
                 events.append((key, f"e{r}.{partition}-late-{lateness}", start - behind + next(late)))
             clicks = _in_time(rng, keys[partition], f"c{r}.{partition}", 4, in_time)
             clicks.append((rng.choice(keys[partition]), f"c{r}.{partition}-late", start - 15_000 + next(late)))
-            for topic, rows in (("events", events), ("clicks", clicks)):
+            profiles = []
+            for i, timestamp in enumerate([next(in_time) for _ in range(4)] + [start - 15_000 + next(late)]):
+                user = rng.choice(users[partition])
+                deleted = user in with_row and rng.random() < 0.15  # a tombstone: a subtraction only
+                profiles.append((user, None if deleted else f"{group_of[user]}:p{r}.{partition}{i}", timestamp))
+                (with_row.discard if deleted else with_row.add)(user)
+            visits = _in_time(rng, keys[partition], f"v{r}.{partition}", 4, in_time)
+            visits.append((rng.choice(keys[partition]), f"v{r}.{partition}-late", start - 15_000 + next(late)))
+            for topic, rows in (("events", events), ("clicks", clicks), ("profiles", profiles), ("visits", visits)):
                 records[topic] += [(key, value, partition, timestamp) for key, value, timestamp in rows]
     return records
 
@@ -151,23 +182,26 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
 
 def _event_times(records: dict[str, list[tuple]]) -> tuple[dict, dict]:
     """``({(key, n): timestamp of the key's n-th counted event}, {value: timestamp})`` of the events,
-    and the clicks' ``{value: timestamp}`` merged into the second."""
+    with the clicks', the visits' and the profiles' payloads merged into the second."""
     nth, times, counts = {}, {}, defaultdict(int)
     for key, value, _, timestamp in records["events"]:
         if key is not None and value is not None:
             counts[key] += 1
             nth[(key, counts[key])] = timestamp
             times[value] = timestamp
-    for _, value, _, timestamp in records["clicks"]:
+    for _, value, _, timestamp in records["clicks"] + records["visits"]:
         if value is not None:
             times[value] = timestamp
+    for _, value, _, timestamp in records["profiles"]:
+        if value is not None:
+            times[value.split(":")[1]] = timestamp
     return nth, times
 
 
 def test_reference_pairs_by_the_aggregations_timestamps(kafka_streams_run):
     """Kafka Streams' output shows what the test is about, on both partitions: pairs that only the
     aggregation's stamp (later than its record's own time) puts within the join window (count,
-    cogroup), and left records joined with null."""
+    cogroup, re-grouped table), and left records joined with null."""
     nth, times = _event_times(kafka_streams_run["records"])
     results = kafka_streams_run["results"]
     assert all(sorted(results[name]) == [0, 1] for name in OUTPUTS)
@@ -184,6 +218,10 @@ def test_reference_pairs_by_the_aggregations_timestamps(kafka_streams_run):
                                  if abs(times[value.split("|t")[0].split("*")[0]] - times[value.split("|t")[0].split("*")[1]])
                                  > INNER_BEFORE_AFTER_MS]
         assert stamped_cogroup_pairs, partition
+        stamped_regroup_pairs = [value for _, value in results["out-regroup"][partition]
+                                 if abs(times[value.split("|t")[0].split("+")[0]] - times[value.split("|t")[0].split("+")[1]])
+                                 > INNER_BEFORE_AFTER_MS]
+        assert stamped_regroup_pairs, partition
         left = [value for _, value in results["out-left"][partition]]
         assert any(value.split("|t")[0].endswith("+null") for value in left)
         assert any(not value.split("|t")[0].endswith("+null") for value in left)
@@ -200,7 +238,7 @@ def test_clean_run_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_to
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS, "spark-aggjoin")
     runner = TaskRunner(aggregation_join_examples(topics), unique_topic("spark-aggjoin"), kafka_bootstrap,
                         state_location=str(tmp_path / "state"), spark=spark)
-    assert {r.task_id for r in runner.run_all()} == {"0_0", "0_1"}
+    assert {r.task_id for r in runner.run_all()} == {"0_0", "0_1", "1_0", "1_1", "2_0", "2_1"}
     _assert_same(_results(kafka_bootstrap, topics), kafka_streams_run["results"])
 
 

@@ -1,6 +1,7 @@
 package kstreams.oracle;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -9,6 +10,7 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
@@ -25,12 +27,13 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * Stream-stream joins fed by aggregations' toStream in the same sub-topology, run by Kafka Streams
  * itself against a real broker until the input is consumed to its end: an uncached count of the
  * events inner-joined with the clicks, an uncached reduce (the last value) of the same events
- * left-joined with them, and an uncached cogroup of events and clicks (the last value of either)
- * inner-joined with the clicks. Kafka Streams stamps an aggregation's update with the larger of the
+ * left-joined with them, an uncached cogroup of events and clicks (the last value of either)
+ * inner-joined with the clicks, and a table of profiles re-grouped into an uncached aggregate (the
+ * last payload of a group) inner-joined with the visits. Kafka Streams stamps an aggregation's update with the larger of the
  * record's and the aggregate's previous timestamp, which the join's windows pair by. Each output
  * value ends with "|t" and the record's timestamp. Prints JSON {"describe": ...}.
  *
- * Args: bootstrap applicationId stateDir events clicks outInner outLeft outCogroup
+ * Args: bootstrap applicationId stateDir events clicks profiles visits outInner outLeft outCogroup outRegroup
  *
  * The Python twin is aggregation_join_examples() in tests/test_equivalence_aggregation_joins.py;
  * keep the two in step.
@@ -56,8 +59,8 @@ public final class AggregationJoinExamples {
         }
     }
 
-    static Topology aggregationJoinExamples(String events, String clicks, String outInner, String outLeft,
-                                            String outCogroup) {
+    static Topology aggregationJoinExamples(String events, String clicks, String profiles, String visits,
+                                            String outInner, String outLeft, String outCogroup, String outRegroup) {
         StreamsBuilder builder = new StreamsBuilder();
         KGroupedStream<String, String> grouped = builder.<String, String>stream(events).groupByKey();
         KStream<String, String> clickStream = builder.stream(clicks);
@@ -85,25 +88,46 @@ public final class AggregationJoinExamples {
                   JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(1), Duration.ofSeconds(2)))
             .processValues(StampValues::new)
             .to(outCogroup);
+        builder.<String, String>table(profiles,
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("profiles-store").withCachingDisabled())
+            .groupBy((user, profile) -> KeyValue.pair(profile.split(":")[0], profile.split(":")[1]))
+            .aggregate(() -> "", (group, payload, last) -> payload, (group, payload, last) -> last,
+                       Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("group-latest").withCachingDisabled())
+            .toStream()
+            .join(builder.<String, String>stream(visits), (last, visit) -> last + "+" + visit,
+                  JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(1), Duration.ofSeconds(2)))
+            .processValues(StampValues::new)
+            .to(outRegroup);
         return builder.build();
     }
 
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
         String applicationId = args[1];
-        List<String> inputs = List.of(args[3], args[4]);
-        Topology topology = aggregationJoinExamples(args[3], args[4], args[5], args[6], args[7]);
+        List<String> inputs = List.of(args).subList(3, 7);
+        Topology topology = aggregationJoinExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
+                                                    args[10]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, args[2]);
-        // Wait for both input partitions of a task rather than run ahead on one (all input is
-        // written before the start); the wait costs its length once, at the end of the input.
-        props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 5_000L);
+        // Wait for every input partition of a task rather than run ahead on one: the re-grouped
+        // table's join reads a repartition topic its own upstream task fills (the Spark runner
+        // writes it first); 20 s as StreamJoinExamples, for a loaded machine.
+        props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 20_000L);
         // The left join: emit non-joined records as soon as stream time allows, not at most once
         // per second of wall-clock time (which would depend on processing speed).
         props.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", 0L);
         KafkaStreams streams = new KafkaStreams(topology, props);
         streams.start();
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> inputs, Duration.ofMinutes(5));
+            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> {
+                // the inputs and the re-grouping's repartition topic (created on startup)
+                List<String> topics = new ArrayList<>(inputs);
+                for (String topic : admin.listTopics().names().get()) {
+                    if (topic.startsWith(applicationId + "-") && topic.endsWith("-repartition")) {
+                        topics.add(topic);
+                    }
+                }
+                return topics.size() <= inputs.size() ? null : topics;
+            }, Duration.ofMinutes(5));
             System.out.println(KafkaStreamsRuns.describeJson(topology));
         } finally {
             streams.close(Duration.ofSeconds(30));
