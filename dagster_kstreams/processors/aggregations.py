@@ -33,9 +33,8 @@ class KeyValueStoreProcessor(StoreProcessor):
 
     # Keeps each key's timestamp as well: set when a user processor reads the store
     # (ValueAndTimestamp, user_dsl_store.py), or when an aggregation's updates reach a stream-stream
-    # join (aggregation_keeping_timestamps), both of which make the
-    # sub-topology task-grouped; the timestamps are then a task-level value (TaskState.timestamps)
-    # beside the slots.
+    # join (aggregation_keeping_timestamps), both of which make the sub-topology task-grouped; the
+    # timestamps are then a task-level value (TaskState.timestamps) beside the slots.
     keeps_timestamps = False
 
     def _put(self, key, new, context, out, state) -> None:

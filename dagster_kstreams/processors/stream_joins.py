@@ -8,8 +8,8 @@ side) that looks the record up in the *other* side's buffer, and both join proce
 by the DSL when their keys changed) and every record reaching the join carries the source key
 (checked when the topology is defined: a side may pass through stateless key-keeping operations,
 a table's ``to_stream``, an aggregation's (a grouped stream's, a cogroup's or a re-grouped table's,
-which then keeps its timestamps to stamp its updates as Kafka Streams does) or a stream-table join), so the two buffers
-of one key are two state slots of that key's state.
+which then keeps its timestamps to stamp its updates as Kafka Streams does) or a stream-table
+join), so the two buffers of one key are two state slots of that key's state.
 
 A sub-topology may hold any number of joins (a chain such as ``a.join(b).left_join(c)``, whose
 second join reads the first one's output, or one stream joined with several others): as in
@@ -309,9 +309,8 @@ def _check_keys_before(ctx, window_node) -> None:
                 "known to forward under the source record's key (filter, map_values, flat_map_values, peek, merge, "
                 "branch, a table read from a topic or made by to_table with its filter, map_values and to_stream, "
                 "an aggregation of a grouped stream, a cogroup or a re-grouped table, a stream-table or "
-                "stream-global-table join, "
-                "stream-stream joins) may come before it. Add .repartition() before the join "
-                "to give it a sub-topology of its own")
+                "stream-global-table join, stream-stream joins) may come before it. Add .repartition() before "
+                "the join to give it a sub-topology of its own")
         store = node.params.get("store_name")
         if (node.kind in _TABLE_STORES or keeps_own_store(ctx, node)) and store in node.stores and ctx.cached(store):
             raise UnsupportedTopologyError(
