@@ -136,3 +136,61 @@ def test_a_join_fed_by_a_cached_table_is_refused():
     table.to_stream().join(builder.stream("s"), lambda l, r: f"{l}+{r}", JoinWindows(1000, 1000, 0)).to("out")
     with pytest.raises(UnsupportedTopologyError, match="t-store.*record cache.*with_caching_disabled"):
         compile_topology(builder.build(), "app").program(0)
+
+
+_events_and_clicks = st.lists(
+    st.tuples(st.sampled_from(["a", "b", None]), st.sampled_from(["e", "c"]), st.one_of(st.none(), st.just("v")),
+              st.one_of(st.integers(100_000, 130_000), st.integers(100, 130).map(lambda t: t * 1000))),
+    max_size=30,
+).map(lambda rows: [(k, topic, None if v is None else f"{topic}{i}", t) for i, (k, topic, v, t) in enumerate(rows)])
+
+
+@settings(max_examples=100, deadline=None)
+@given(_events_and_clicks, _millis(6), _millis(6), _millis(4), _JOINS, st.sampled_from(["count", "reduce", "cogroup"]),
+       st.integers(1, 3))
+def test_a_join_fed_by_an_aggregation_pairs_its_updates_by_kafka_streams_timestamps(records, before, after, grace,
+                                                                                   join, aggregation, batches):
+    # e grouped by key and aggregated (a cogroup: with c too), the updates joined with c. Kafka
+    # Streams stamps an update with the larger of the record's and the aggregate's previous
+    # timestamps (KStreamAggregate, also a cogroup's), and the join pairs it by that stamp.
+    builder = StreamsBuilder()
+    events, clicks = builder.stream("e"), builder.stream("c")
+    uncached = Materialized.as_("agg").with_caching_disabled()
+    if aggregation == "count":
+        table = events.group_by_key().count(uncached).map_values(lambda n: f"n{n}")
+    elif aggregation == "reduce":
+        table = events.group_by_key().reduce(lambda last, value: value, uncached)
+    else:
+        table = events.group_by_key().cogroup(lambda key, value, last: value) \
+            .cogroup(clicks.group_by_key(), lambda key, value, last: value).aggregate(lambda: "", uncached)
+    getattr(table.to_stream(), join)(clicks, lambda l, r: f"{l}+{r}", JoinWindows(before, after, grace)).to("out")
+    program = compile_topology(builder.build(), "app").program(0)
+    assert program.task_grouped
+    model = KsJoin(before, after, grace, join.replace("_join", ""))
+    aggregates, expected = {}, []
+    for key, topic, value, ts in records:
+        aggregated = key is not None and value is not None and (topic == "e" or aggregation == "cogroup")
+        if aggregated:
+            count, stamp = aggregates.get(key, (0, ts))
+            aggregates[key] = (count + 1, max(stamp, ts))
+            update = f"n{count + 1}" if aggregation == "count" else value
+            expected += model.process(key, "left", update, aggregates[key][1])
+        if topic == "c":
+            expected += model.process(key, "right", value, ts)
+    ours, _ = run_task(program, records, batches)
+    assert [(topic, None if k is None else k.decode(), v.decode()) for topic, k, v in ours
+            if topic != DROPPED_LATE_TOPIC] == [("out", key, value) for key, value, _ in expected]
+
+
+@pytest.mark.parametrize("regrouped", [False, True])
+def test_a_join_fed_by_a_cached_aggregation_is_refused(regrouped):
+    # The cache would forward the aggregate at the batch's end, Kafka Streams' at a commit.
+    builder = StreamsBuilder()
+    if regrouped:
+        grouped = builder.table("t", Materialized.as_("t-store").with_caching_disabled()).group_by(lambda k, v: (v, k))
+    else:
+        grouped = builder.stream("e").group_by_key()
+    counts = grouped.count(Materialized.as_("counts"))
+    counts.to_stream().join(builder.stream("s"), lambda l, r: f"{l}+{r}", JoinWindows(1000, 1000, 0)).to("out")
+    with pytest.raises(UnsupportedTopologyError, match="counts.*record cache.*with_caching_disabled"):
+        compile_topology(builder.build(), "app").program(1 if regrouped else 0)

@@ -16,14 +16,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Optional
 
-from dagster_kstreams.processors.base import Processor, StoreProcessor, register
+from dagster_kstreams.processors.base import Processor, StoreProcessor, reachable, register
 from dagster_kstreams.processors.stateless import RepartitionFilter
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.topology.node_specs import NodeKind
 
-__all__ = ["KeyValueStoreProcessor", "Aggregate", "ToTable", "TableSource", "read_by_user_processor", "user_aggregation",
-           "BUILDERS"]
+__all__ = ["KeyValueStoreProcessor", "Aggregate", "ToTable", "TableSource", "aggregation_keeping_timestamps",
+           "read_by_user_processor", "user_aggregation", "BUILDERS"]
 
 
 class KeyValueStoreProcessor(StoreProcessor):
@@ -32,7 +32,8 @@ class KeyValueStoreProcessor(StoreProcessor):
     Kafka Streams' ``Change.oldValue`` (a re-grouping reads it: :mod:`.table_regroup`)."""
 
     # Keeps each key's timestamp as well: set when a user processor reads the store
-    # (ValueAndTimestamp, user_dsl_store.py), which makes the sub-topology task-grouped; the
+    # (ValueAndTimestamp, user_dsl_store.py), or when an aggregation's updates reach a stream-stream
+    # join (aggregation_keeping_timestamps), both of which make the sub-topology task-grouped; the
     # timestamps are then a task-level value (TaskState.timestamps) beside the slots.
     keeps_timestamps = False
 
@@ -60,6 +61,15 @@ class KeyValueStoreProcessor(StoreProcessor):
                 timestamps[state.raw_key] = context.timestamp
         if self.cached:
             state.mark_dirty(slot, context)
+
+    def update_context(self, context, state):
+        """The record context of an aggregation's update of ``state``'s key: Kafka Streams
+        (``KStreamAggregate``, ``KTableAggregate``, ``KTableReduce``) stamps it with the larger of the
+        record's timestamp and the aggregate's previous one, known here when the store keeps its
+        timestamps (else the record's own: README, "Record timestamps written by the runner")."""
+        if not self.keeps_timestamps or state.values[self.state_slot] is ABSENT:
+            return context
+        return dataclasses.replace(context, timestamp=max(context.timestamp, self.stored_timestamp(state)))
 
     def stored_timestamp(self, state) -> int:
         """The timestamp stored with the key's value (-1: none known, a value stored before the
@@ -103,10 +113,7 @@ class Aggregate(KeyValueStoreProcessor):
         else:
             base = self.call(context, self.initializer) if current is ABSENT else current
             new = self.call(context, self.aggregator, key, value, base)
-        if self.keeps_timestamps and current is not ABSENT:
-            # Kafka Streams stamps an update with the larger of the record's and the aggregate's timestamps.
-            context = dataclasses.replace(context, timestamp=max(context.timestamp, self.stored_timestamp(state)))
-        self._put(key, new, context, out, state)
+        self._put(key, new, self.update_context(context, state), out, state)
 
 
 @register
@@ -152,14 +159,30 @@ def _table(factory, ctx) -> Processor:
 def _aggregate(factory, ctx) -> Aggregate:
     params = factory.params
     initializer, aggregator, reducer = user_aggregation(params)
-    return _keeping_timestamps(Aggregate(factory.name, params["store_name"], ctx.cached(params["store_name"]),
-                                         params["operation"], initializer, aggregator, reducer), ctx)
+    aggregate = Aggregate(factory.name, params["store_name"], ctx.cached(params["store_name"]), params["operation"],
+                          initializer, aggregator, reducer)
+    return aggregation_keeping_timestamps(_keeping_timestamps(aggregate, ctx), factory, ctx)
+
+
+def aggregation_keeping_timestamps(aggregation: KeyValueStoreProcessor, factory, ctx) -> KeyValueStoreProcessor:
+    """``aggregation`` (a grouped stream's, a cogroup's or a re-grouped table's), keeping its timestamps
+    also when its updates reach a stream-stream join of its sub-topology: they then carry Kafka
+    Streams' stamps (:meth:`~KeyValueStoreProcessor.update_context`), by which the join's windows pair
+    them. A cogroup's aggregations share their store and its timestamps; each reaches the join alike."""
+    aggregation.keeps_timestamps = aggregation.keeps_timestamps or _reaches_stream_stream_join(ctx.subtopology, factory)
+    return aggregation
 
 
 def read_by_user_processor(subtopology, store: str) -> bool:
     """Whether a user processor of ``subtopology`` names ``store`` in ``process(supplier, *store_names)``."""
     return any(node.kind in (NodeKind.PROCESS, NodeKind.PROCESS_VALUES) and store in node.stores
                for node in subtopology.nodes)
+
+
+def _reaches_stream_stream_join(subtopology, factory) -> bool:
+    """Whether what ``factory`` forwards reaches a stream-stream join of ``subtopology``."""
+    return any(node.kind is NodeKind.JOIN_WINDOW
+               for node in reachable(subtopology, factory.children, lambda node: node.children))
 
 
 def _keeping_timestamps(processor: KeyValueStoreProcessor, ctx) -> KeyValueStoreProcessor:

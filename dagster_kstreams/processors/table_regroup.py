@@ -25,15 +25,17 @@ left keeps the count 0; a ``reduce`` or ``aggregate`` whose result is None delet
 row and forwards a tombstone.
 
 Timestamps: Kafka Streams gives an aggregate's update the larger of the record's timestamp and
-the aggregate's previous one; the runner forwards the record's own (README, "Record timestamps
-written by the runner").
+the aggregate's previous one (whenever there was one: after a subtraction, an addition, or both);
+the runner does too when the aggregate's updates reach a stream-stream join of its sub-topology
+(which then keeps the store's timestamps), and otherwise forwards the record's own (README,
+"Record timestamps written by the runner").
 """
 
 from __future__ import annotations
 
 from typing import Callable, Optional
 
-from dagster_kstreams.processors.aggregations import KeyValueStoreProcessor
+from dagster_kstreams.processors.aggregations import KeyValueStoreProcessor, aggregation_keeping_timestamps
 from dagster_kstreams.processors.base import Processor, register
 from dagster_kstreams.processors.changes import Change
 from dagster_kstreams.processors.errors import ProcessingError
@@ -125,7 +127,7 @@ class TableAggregate(KeyValueStoreProcessor):
             aggregate = self._subtract(context, key, change.old, aggregate)
         if change.new is not None:
             aggregate = self._add(context, key, change.new, aggregate)
-        self._put(key, ABSENT if aggregate is None else aggregate, context, out, state)
+        self._put(key, ABSENT if aggregate is None else aggregate, self.update_context(context, state), out, state)
 
     def _subtract(self, context, key, value, aggregate):
         if self.aggregation == "count":
@@ -161,7 +163,8 @@ def _table_aggregate(factory, ctx) -> TableAggregate:
     if operation == "aggregate":
         initializer = params["initializer"].fn
     store = params["store_name"]
-    return TableAggregate(factory.name, store, ctx.cached(store), operation, adder, subtractor, initializer)
+    return aggregation_keeping_timestamps(
+        TableAggregate(factory.name, store, ctx.cached(store), operation, adder, subtractor, initializer), factory, ctx)
 
 
 BUILDERS = {

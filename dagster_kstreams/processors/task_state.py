@@ -24,8 +24,8 @@ state once per micro-batch. That state is bounded by the join windows: join buff
 by each store's retention at the end of every batch (as Kafka Streams drops expired segments,
 for all keys), and a pending left/outer record lives until its window closes. So one pickled row
 per task is acceptable for join sub-topologies. It would not be for unbounded per-key stores:
-an aggregation in the same sub-topology as a join (downstream of it) keeps all its keys in the
-task's row too; put it behind a ``repartition()`` when it has many keys.
+an aggregation in the same sub-topology as a join (feeding it, or downstream of it) keeps all its
+keys in the task's row too; put a ``repartition()`` between them when it has many keys.
 """
 
 
