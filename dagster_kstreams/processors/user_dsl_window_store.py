@@ -25,10 +25,10 @@ batch's flush as the aggregation's own update.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Optional
 
 from dagster_kstreams.processors.state import ABSENT
-from dagster_kstreams.processors.user_time_store import NO_TIME, StoreEntry
+from dagster_kstreams.processors.user_time_store import NO_TIME, StoreEntry, WindowStoreReads
 from dagster_kstreams.topology.processor_api import ValueAndTimestamp
 from dagster_kstreams.topology.serdes import Window, Windowed
 
@@ -42,7 +42,7 @@ def observed_time_key(store: str) -> str:
     return f"dsl.window_time.{store}"
 
 
-class TimestampedWindowStore:
+class TimestampedWindowStore(WindowStoreReads):
     """A user processor's view of a time-windowed aggregation's store over the task's state ``task``.
 
     ``owner`` is the aggregation (its slot, size, retention and :meth:`write_window`); ``group_key_serde``
@@ -78,41 +78,13 @@ class TimestampedWindowStore:
             self._owner.write_window(key, start, self._copy(value), timestamp, self._write_context(timestamp), group)
 
     # -- reads -----------------------------------------------------------------------------
-    def fetch(self, *args):
-        """``fetch(key, start)`` -> ValueAndTimestamp or None; ``fetch(key, time_from, time_to)`` ->
-        ``(start, value)`` entries; ``fetch(key_from, key_to, time_from, time_to)`` -> ``(Windowed(key),
-        value)`` entries."""
-        if len(args) == 2:
-            key, start = args
-            start = int(start)
-            if start < self._low():
-                return None
-            window = self._windows(self._group(key)).get(start)
-            return None if window is None else self._read(window)
-        if len(args) == 3:
-            return iter(self._single_key(*args))
-        if len(args) == 4:
-            return iter(self._ranged(*args))
-        raise TypeError(f"window store {self.name}: fetch() takes 2, 3 or 4 arguments, got {len(args)}")
-
-    def backward_fetch(self, *args):
-        if len(args) == 3:
-            return iter(self._single_key(*args)[::-1])
-        if len(args) == 4:
-            return iter(self._ranged(*args)[::-1])
-        raise TypeError(f"window store {self.name}: backward_fetch() takes 3 or 4 arguments, got {len(args)}")
-
-    def fetch_all(self, time_from: int, time_to: int) -> Iterator[StoreEntry]:
-        return iter(self._ranged(None, None, time_from, time_to))
-
-    def backward_fetch_all(self, time_from: int, time_to: int) -> Iterator[StoreEntry]:
-        return iter(self._ranged(None, None, time_from, time_to)[::-1])
-
-    def all(self) -> Iterator[StoreEntry]:
-        return iter(self._ranged(None, None, 0, None))
-
-    def backward_all(self) -> Iterator[StoreEntry]:
-        return iter(self._ranged(None, None, 0, None)[::-1])
+    def _fetch_window(self, key, start):
+        """The window's ``ValueAndTimestamp``, or None."""
+        start = int(start)
+        if start < self._low():
+            return None
+        window = self._windows(self._group(key)).get(start)
+        return None if window is None else self._read(window)
 
     # -- internals -----------------------------------------------------------------------------
     def _group(self, key):

@@ -11,9 +11,9 @@ with the task's checkpoint), so a store is only a view over it.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, Iterator, NamedTuple, Optional
 
-__all__ = ["NO_TIME", "StoreEntry", "TimeOrderedStore"]
+__all__ = ["NO_TIME", "StoreEntry", "TimeOrderedStore", "WindowStoreReads"]
 
 NO_TIME = -1  # the observed time of a store nothing was put into
 
@@ -55,3 +55,51 @@ class TimeOrderedStore:
             stored_entries = self._content[self.entries]
             for stored in [stored for stored in stored_entries if stored[0] <= low]:
                 del stored_entries[stored]
+
+
+class WindowStoreReads:
+    """Kafka Streams' ``ReadOnlyWindowStore`` reads, the same over a user window store and a
+    windowed aggregation's store (:mod:`.user_window_store`, :mod:`.user_dsl_window_store`): each
+    gives one window (``_fetch_window``), one key's windows in time order (``_single_key``) and a
+    key range's (``_ranged``, the store's own order), as sorted lists; the backward forms reverse them."""
+
+    name: str
+
+    def _fetch_window(self, key, start: int) -> Any:
+        raise NotImplementedError
+
+    def _single_key(self, key, time_from: int, time_to: int) -> list[StoreEntry]:
+        raise NotImplementedError
+
+    def _ranged(self, key_from, key_to, time_from: int, time_to: Optional[int]) -> list[StoreEntry]:
+        raise NotImplementedError
+
+    def fetch(self, *args):
+        """``fetch(key, start)`` -> the window's value; ``fetch(key, time_from, time_to)`` -> ``(start,
+        value)`` entries; ``fetch(key_from, key_to, time_from, time_to)`` -> ``(Windowed(key), value)`` entries."""
+        if len(args) == 2:
+            return self._fetch_window(*args)
+        if len(args) == 3:
+            return iter(self._single_key(*args))
+        if len(args) == 4:
+            return iter(self._ranged(*args))
+        raise TypeError(f"window store {self.name}: fetch() takes 2, 3 or 4 arguments, got {len(args)}")
+
+    def backward_fetch(self, *args):
+        if len(args) == 3:
+            return iter(self._single_key(*args)[::-1])
+        if len(args) == 4:
+            return iter(self._ranged(*args)[::-1])
+        raise TypeError(f"window store {self.name}: backward_fetch() takes 3 or 4 arguments, got {len(args)}")
+
+    def fetch_all(self, time_from: int, time_to: int) -> Iterator[StoreEntry]:
+        return iter(self._ranged(None, None, time_from, time_to))
+
+    def backward_fetch_all(self, time_from: int, time_to: int) -> Iterator[StoreEntry]:
+        return iter(self._ranged(None, None, time_from, time_to)[::-1])
+
+    def all(self) -> Iterator[StoreEntry]:
+        return iter(self._ranged(None, None, 0, None))
+
+    def backward_all(self) -> Iterator[StoreEntry]:
+        return iter(self._ranged(None, None, 0, None)[::-1])

@@ -29,9 +29,9 @@ Windows that no read can return any more are dropped from it when the observed t
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Optional
 
-from dagster_kstreams.processors.user_time_store import StoreEntry, TimeOrderedStore
+from dagster_kstreams.processors.user_time_store import StoreEntry, TimeOrderedStore, WindowStoreReads
 from dagster_kstreams.topology.serdes import Window, Windowed
 
 __all__ = ["WindowStore"]
@@ -39,7 +39,7 @@ __all__ = ["WindowStore"]
 _MAX_SEQUENCE_NUMBER = 0x7FFFFFFF
 
 
-class WindowStore(TimeOrderedStore):
+class WindowStore(WindowStoreReads, TimeOrderedStore):
     kind = "window store"
     entries = "windows"
 
@@ -71,41 +71,13 @@ class WindowStore(TimeOrderedStore):
             windows[store_key] = self._value_serde.serialize(value)
 
     # -- reads -----------------------------------------------------------------------------
-    def fetch(self, *args):
-        """``fetch(key, start)`` -> value; ``fetch(key, time_from, time_to)`` -> ``(start, value)``
-        entries; ``fetch(key_from, key_to, time_from, time_to)`` -> ``(Windowed(key), value)`` entries."""
-        if len(args) == 2:
-            key, start = args
-            if start <= self._content["time"] - self._supplier.retention_ms:
-                return None
-            if self._duplicates and not self._supplier.persistent:
-                return None  # InMemoryWindowStore looks the key up without its sequence number
-            data = self._content["windows"].get(self._store_key(int(start), self._raw_key(key), self._content["seqnum"]))
-            return None if data is None else self._value_serde.deserialize(data)
-        if len(args) == 3:
-            return iter(self._single_key(*args))
-        if len(args) == 4:
-            return iter(self._ranged(*args))
-        raise TypeError(f"window store {self.name}: fetch() takes 2, 3 or 4 arguments, got {len(args)}")
-
-    def backward_fetch(self, *args):
-        if len(args) == 3:
-            return iter(self._single_key(*args)[::-1])
-        if len(args) == 4:
-            return iter(self._ranged(*args)[::-1])
-        raise TypeError(f"window store {self.name}: backward_fetch() takes 3 or 4 arguments, got {len(args)}")
-
-    def fetch_all(self, time_from: int, time_to: int) -> Iterator[StoreEntry]:
-        return iter(self._ranged(None, None, time_from, time_to))
-
-    def backward_fetch_all(self, time_from: int, time_to: int) -> Iterator[StoreEntry]:
-        return iter(self._ranged(None, None, time_from, time_to)[::-1])
-
-    def all(self) -> Iterator[StoreEntry]:
-        return iter(self._ranged(None, None, 0, None))
-
-    def backward_all(self) -> Iterator[StoreEntry]:
-        return iter(self._ranged(None, None, 0, None)[::-1])
+    def _fetch_window(self, key, start):
+        if start <= self._content["time"] - self._supplier.retention_ms:
+            return None
+        if self._duplicates and not self._supplier.persistent:
+            return None  # InMemoryWindowStore looks the key up without its sequence number
+        data = self._content["windows"].get(self._store_key(int(start), self._raw_key(key), self._content["seqnum"]))
+        return None if data is None else self._value_serde.deserialize(data)
 
     # -- internals -----------------------------------------------------------------------------
     def _store_key(self, start: int, raw: bytes, seqnum: int) -> tuple:
