@@ -272,5 +272,12 @@ def test_a_join_of_two_windowed_tables_compiles_and_its_limits_are_refused():
     builder = StreamsBuilder()
     _windowed(builder, "s").join(_windowed(builder, "s"), _joiner("|"), Materialized.as_("joined")) \
         .to_stream().to("out")
-    with pytest.raises(UnsupportedTopologyError, match="keeps state for the windowed keys"):
+    with pytest.raises(UnsupportedTopologyError, match="reads its windows in sub-topology 0, where another processor "
+                                                       "after it keeps state by window"):
+        compile_topology(builder.build(), "app").check()
+
+    builder = StreamsBuilder()  # state by window after the join, in its sub-topology: not read so
+    _windowed(builder, "s").join(_windowed(builder, "s"), _joiner("|")).to_stream() \
+        .group_by_key().reduce(lambda left, right: right).to_stream().to("out")
+    with pytest.raises(UnsupportedTopologyError, match="Add .repartition\\(\\) after to_stream\\(\\)"):
         compile_topology(builder.build(), "app").check()

@@ -19,12 +19,13 @@ from __future__ import annotations
 from typing import Any
 
 from dagster_kstreams.processors.base import Processor, StoreProcessor, reachable
+from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.own_groups import own_group
 from dagster_kstreams.processors.table_joins import ValueGetter
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import Window, Windowed
 
-__all__ = ["WindowedTable", "WindowedOldValue", "keeps_state_downstream"]
+__all__ = ["WindowedTable", "WindowedOldValue", "check_own_window_reads", "keeps_state_downstream"]
 
 # What may follow a windowed table in its sub-topology and still let it run key-grouped: steps that
 # read no key's state (a global table is read by the record's own key, whatever group it runs in).
@@ -44,6 +45,19 @@ def keeps_state_downstream(sub, factory) -> bool:
     key and the update's old value (:mod:`.table_joins`, :mod:`.table_regroup`), key-grouped."""
     return any(node.kind not in _STATELESS_KINDS and not _reads_own_windows(node)
                for node in reachable(sub, factory.children, lambda n: n.children))
+
+
+def check_own_window_reads(sub, factory, what: str) -> None:
+    """Refuses a join of windowed tables or a re-grouping after the windowed aggregation ``factory``
+    when something else after it keeps state: the sub-topology then runs task-grouped with a group
+    per window (:mod:`.own_groups`), where those read the key's windows as a key-grouped row holds
+    them; not compared with Kafka Streams there."""
+    readers = [node for node in reachable(sub, factory.children, lambda n: n.children) if _reads_own_windows(node)]
+    if readers and keeps_state_downstream(sub, factory):
+        raise UnsupportedTopologyError(
+            f"{what}: {readers[0].name} ({readers[0].kind.value}) reads its windows in sub-topology {sub.id}, where "
+            "another processor after it keeps state by window; the Spark runner reads windowed tables so only "
+            "when nothing after them keeps state. Add .repartition() after to_stream()")
 
 
 def _reads_own_windows(node) -> bool:

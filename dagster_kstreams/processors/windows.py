@@ -68,7 +68,7 @@ from dagster_kstreams.processors.window_store import (
     process_sliding_windows,
     process_time_windows,
 )
-from dagster_kstreams.processors.windowed_tables import WindowedTable, keeps_state_downstream
+from dagster_kstreams.processors.windowed_tables import WindowedTable, check_own_window_reads, keeps_state_downstream
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_CLOSE, ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import Window
@@ -362,6 +362,7 @@ def build(factory, ctx, classes=(TimeWindowAggregate, SlidingWindowAggregate)) -
                     windows.grace_ms, retention, *user_aggregation(params),
                     key_serde=store.key_serde or ctx.default_key_serde, emit_on_close=emit_on_close)
     # windows are keys of their own for the stores after it: their groups are the task state's
+    check_own_window_reads(sub, factory, what)
     aggregate.task_grouped = aggregate.task_grouped or keeps_state_downstream(sub, factory)
     # check_dsl_store admits a processor naming the store of time windows updated on every record only
     aggregate.observes_store_time = read_by_user_processor(sub, store.name)
