@@ -136,8 +136,9 @@ def test_operations_spark_cannot_run_exactly_fail_at_load_naming_the_processor()
         .join(builder.stream("views"), lambda count, view: count,
               JoinWindows.of_time_difference_with_no_grace(timedelta(seconds=10))).to("out")
     with pytest.raises(UnsupportedTopologyError,
-                       match=r"application 'custom' cannot run on Spark: .*KSTREAM-AGGREGATE-\d+ \(aggregate\) "
-                             r"comes before the stream-stream join"):
+                       match=r"application 'custom' cannot run on Spark: table KSTREAM-AGGREGATE-\d+ "
+                             r"\(KSTREAM-AGGREGATE-STATE-STORE-\d+\) comes before the stream-stream join "
+                             r"KSTREAM-WINDOWED-\d+ in its sub-topology with its record cache on"):
         kstreams_assets(topology=builder, app_id="custom", topic_partitions={"clicks": 2, "views": 2})
 
 
