@@ -12,7 +12,7 @@ import pytest
 from pyspark import cloudpickle
 
 import oracle_harness
-from dagster_kstreams.kafka.records import produce
+from dagster_kstreams.kafka.records import produce, read_topic
 from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
 
 # The DSL programs' lambdas call java_string in Spark's Python workers, which cannot import
@@ -33,6 +33,22 @@ def produce_strings(bootstrap: str, topic: str, records: Iterable[tuple]) -> Non
 
     produce(bootstrap, topic, [(encoded(record[0]), encoded(record[1]), *([None] if len(record) == 3 else []),
                                 *record[2:]) for record in records])
+
+
+def produce_inputs(bootstrap: str, topics: Mapping[str, str], records: Mapping[str, list], names: Iterable[str]) -> None:
+    """Each input's records (``produce_strings``' tuples) to its topic, input by input in ``names``' order."""
+    for name in names:
+        produce_strings(bootstrap, topics[name], records[name])
+
+
+def partition_sequences(bootstrap: str, topics: Mapping[str, str], outputs: Iterable[str]) -> dict[tuple[str, int], list]:
+    """``{(output, partition): [(key, value)] in offset order}``, keys and values read as strings."""
+    results: dict[tuple[str, int], list] = {}
+    for name in outputs:
+        for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
+            value = None if record.value is None else record.value.decode()
+            results.setdefault((name, record.partition), []).append((record.key.decode(), value))
+    return results
 
 
 def with_unique_timestamps(halves: list[dict[str, list[tuple]]], topics: Iterable[str]) -> list[dict[str, list[tuple]]]:

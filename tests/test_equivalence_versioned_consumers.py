@@ -35,11 +35,12 @@ import pytest
 from pyspark import cloudpickle
 
 import versioned_consumers_topology
-from equivalence_io import KafkaStreamsInBackground, output_topics, produce_strings, with_unique_timestamps
+from equivalence_io import (
+    KafkaStreamsInBackground, output_topics, partition_sequences, produce_inputs, with_unique_timestamps,
+)
 from killed_runs import run_until_killed
 from versioned_consumers_topology import INPUTS, OUTPUTS, versioned_consumer_examples
 from dagster_kstreams.kafka.partitioner import default_partition
-from dagster_kstreams.kafka.records import read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
 
 pytestmark = pytest.mark.integration
@@ -82,18 +83,11 @@ def _input(seed: int = 19) -> dict[str, list[tuple]]:
 
 
 def _produce(bootstrap: str, topics: dict[str, str], records: dict[str, list[tuple]]) -> None:
-    for name in INPUTS:
-        produce_strings(bootstrap, topics[name], records[name])
+    produce_inputs(bootstrap, topics, records, INPUTS)
 
 
 def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple[str, int], list]:
-    """``{(output, partition): [(key, value)] in offset order}``."""
-    results: dict[tuple[str, int], list] = {}
-    for name in OUTPUTS:
-        for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
-            value = None if record.value is None else record.value.decode()
-            results.setdefault((name, record.partition), []).append((record.key.decode(), value))
-    return results
+    return partition_sequences(bootstrap, topics, OUTPUTS)
 
 
 @pytest.fixture(scope="module")
