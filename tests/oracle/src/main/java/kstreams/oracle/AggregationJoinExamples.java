@@ -130,7 +130,7 @@ public final class AggregationJoinExamples {
             }, Duration.ofMinutes(5));
             System.out.println(KafkaStreamsRuns.describeJson(topology));
         } finally {
-            streams.close(Duration.ofSeconds(30));
+            KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
         }
     }
 }

@@ -96,7 +96,7 @@ public final class ChainedForeignKeyJoinExamples {
             KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> watched, Duration.ofMinutes(5));
             System.out.println(KafkaStreamsRuns.describeJson(topology));
         } finally {
-            streams.close(Duration.ofSeconds(30));
+            KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
         }
     }
 }

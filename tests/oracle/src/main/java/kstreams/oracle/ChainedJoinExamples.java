@@ -105,7 +105,7 @@ public final class ChainedJoinExamples {
             KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> watched, Duration.ofMinutes(5));
             System.out.println(KafkaStreamsRuns.describeJson(topology));
         } finally {
-            streams.close(Duration.ofSeconds(30));
+            KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
         }
     }
 }

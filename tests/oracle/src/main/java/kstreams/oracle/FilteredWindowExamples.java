@@ -146,7 +146,7 @@ public final class FilteredWindowExamples {
             System.out.println("{\"describe\": " + Json.quote(topology.describe().toString())
                 + ", \"dropped\": " + (long) dropped + "}");
         } finally {
-            streams.close(Duration.ofSeconds(30));
+            KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
         }
     }
 }

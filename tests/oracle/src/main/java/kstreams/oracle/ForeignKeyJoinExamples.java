@@ -127,7 +127,7 @@ public final class ForeignKeyJoinExamples {
             }
             System.out.println(out.append("}}"));
         } finally {
-            streams.close(Duration.ofSeconds(30));
+            KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
         }
     }
 }

@@ -72,7 +72,7 @@ public final class GlobalStreamJoinExamples {
             KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> inputs, Duration.ofMinutes(5));
             System.out.println(KafkaStreamsRuns.describeJson(topology));
         } finally {
-            streams.close(Duration.ofSeconds(30));
+            KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
         }
     }
 }

@@ -109,7 +109,7 @@ public final class JoinExamples {
             }
             System.out.println(out.append("}"));
         } finally {
-            streams.close(Duration.ofSeconds(30));
+            KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
         }
     }
 }

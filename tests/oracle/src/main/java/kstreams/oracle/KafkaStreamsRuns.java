@@ -16,6 +16,7 @@ import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.CloseOptions;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StoreQueryParameters;
@@ -70,8 +71,18 @@ final class KafkaStreamsRuns {
             waitUntilConsumed(admin, streams, applicationId, watched, timeout);
             System.out.println(results.of(streams));
         } finally {
-            streams.close(Duration.ofSeconds(30));
+            close(streams, Duration.ofSeconds(30));
         }
+    }
+
+    /**
+     * Closes the app and leaves its consumer group: the next process on the same application id
+     * (a test's next phase, a rerun) then joins at once, instead of waiting for the broker to drop
+     * this member when its session times out (45 s by default), as a plain {@code close} would.
+     */
+    static void close(KafkaStreams streams, Duration timeout) {
+        streams.close(CloseOptions.groupMembershipOperation(CloseOptions.GroupMembershipOperation.LEAVE_GROUP)
+                                  .withTimeout(timeout));
     }
 
     /** JSON {"describe": topology.describe()}, what most mains print. */

@@ -129,7 +129,7 @@ public final class LatencyApp {
         }
         boolean wasRunning = running.await(0, TimeUnit.MILLISECONDS);
         String finalState = streams.state().toString();
-        streams.close(Duration.ofSeconds(60));
+        KafkaStreamsRuns.close(streams, Duration.ofSeconds(60));
         double seconds = (System.nanoTime() - started) / 1e9;
         System.out.println("{\"stopped\": true, \"reached_running\": " + wasRunning
                 + ", \"state_at_stop\": " + Json.quote(finalState)

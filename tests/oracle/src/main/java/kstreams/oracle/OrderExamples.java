@@ -165,7 +165,7 @@ public final class OrderExamples {
             }, Duration.ofMinutes(5));
             System.out.println("{\"done\": true}");
         } finally {
-            streams.close(Duration.ofSeconds(30));
+            KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
         }
     }
 }

@@ -87,7 +87,7 @@ public final class ProcessExamples {
             }
             System.out.println(out.append("}"));
         } finally {
-            streams.close(Duration.ofSeconds(30));
+            KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
         }
     }
 

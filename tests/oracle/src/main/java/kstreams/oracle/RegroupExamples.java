@@ -114,7 +114,7 @@ public final class RegroupExamples {
             }
             System.out.println(out.append("}}"));
         } finally {
-            streams.close(Duration.ofSeconds(30));
+            KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
         }
     }
 }

@@ -86,7 +86,7 @@ public final class SessionExamples {
             }
             System.out.println("{\"dropped\": " + (long) dropped + "}");
         } finally {
-            streams.close(Duration.ofSeconds(30));
+            KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
         }
     }
 }

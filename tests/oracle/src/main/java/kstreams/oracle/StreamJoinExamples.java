@@ -142,7 +142,7 @@ public final class StreamJoinExamples {
             }
             System.out.println("{\"dropped-records-total\": " + (long) dropped + "}");
         } finally {
-            streams.close(Duration.ofSeconds(30));
+            KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
         }
     }
 }

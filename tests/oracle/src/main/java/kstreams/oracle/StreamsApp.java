@@ -189,7 +189,7 @@ public final class StreamsApp {
             }
             return json.append("}}").toString();
         } finally {
-            streams.close(Duration.ofSeconds(60));
+            KafkaStreamsRuns.close(streams, Duration.ofSeconds(60));
         }
     }
 

@@ -273,8 +273,8 @@ public final class SuppressExamples {
             System.out.println("{\"describe\": " + Json.quote(topology.describe().toString()) + ", \"failure\": "
                                + FAILURE.get() + "}");
         } finally {
-            streams.close(Duration.ofSeconds(30));
-            shutDownStreams.close(Duration.ofSeconds(30));
+            KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
+            KafkaStreamsRuns.close(shutDownStreams, Duration.ofSeconds(30));
         }
     }
 }

@@ -128,7 +128,7 @@ public final class TableOldValuesExamples {
                                                Duration.ofMinutes(5));
             System.out.println("{\"describe\": " + Json.quote(topology.describe().toString()) + "}");
         } finally {
-            streams.close(Duration.ofSeconds(30));
+            KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
         }
     }
 }

@@ -107,7 +107,7 @@ public final class VersionedConsumerExamples {
             KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> watched, Duration.ofMinutes(5));
             System.out.println(KafkaStreamsRuns.describeJson(topology));
         } finally {
-            streams.close(Duration.ofSeconds(30));
+            KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
         }
     }
 }

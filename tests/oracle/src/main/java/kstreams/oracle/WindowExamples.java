@@ -126,7 +126,7 @@ public final class WindowExamples {
             }
             System.out.println(out.append("}}"));
         } finally {
-            streams.close(Duration.ofSeconds(30));
+            KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
         }
     }
 }
