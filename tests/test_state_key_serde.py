@@ -120,6 +120,10 @@ def test_each_store_groups_keys_as_its_own_serde_writes_them():
     assert _run(program, rows, batches=len(rows)) == expected  # the state pickled between records
 
 
+def _stored_text(stored) -> str:
+    return "null" if stored is None else f"{stored.value()}@{stored.timestamp()}"
+
+
 class _TwoStoreAudit(Processor):
     """Reads what the count ("exact", String keys) and the reduce ("folded", lower-case keys) hold for
     a record's key; "x" puts a count of 100 and a folded "reset", a null value deletes the key from
@@ -130,8 +134,7 @@ class _TwoStoreAudit(Processor):
         self.exact, self.folded = context.get_state_store("exact"), context.get_state_store("folded")
 
     def process(self, record):
-        text = lambda stored: "null" if stored is None else f"{stored.value()}@{stored.timestamp()}"  # noqa: E731
-        seen = f"{text(self.exact.get(record.key))}|{text(self.folded.get(record.key))}"
+        seen = f"{_stored_text(self.exact.get(record.key))}|{_stored_text(self.folded.get(record.key))}"
         if record.value is None:
             self.exact.delete(record.key)
             self.folded.delete(record.key)
