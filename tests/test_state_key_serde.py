@@ -168,6 +168,43 @@ def test_a_processor_reads_and_writes_each_of_its_stores_by_the_key_as_that_stor
     assert _run(program, rows, batches=len(rows)) == expected  # the state pickled between records
 
 
+class _WindowAudit(Processor):
+    """Reads the count ("exact", String keys) and the record's 10 s window of a windowed count keyed
+    by the user's number ("windowed"); "x" puts 50 into that window; a null value lists the keys of both."""
+
+    def init(self, context):
+        self.context = context
+        self.exact, self.windowed = context.get_state_store("exact"), context.get_state_store("windowed")
+
+    def process(self, record):
+        start = record.timestamp // 10_000 * 10_000
+        seen = f"{_stored_text(self.exact.get(record.key))}|{_stored_text(self.windowed.fetch(record.key, start))}"
+        if record.value is None:
+            seen += "|" + ",".join(e.key for e in self.exact.all()) + "/" + \
+                ",".join(f"{e.key.key}@{e.key.window.start}" for e in self.windowed.all())
+        elif record.value == "x":
+            self.windowed.put(record.key, ValueAndTimestamp.make(50, record.timestamp), start)
+        self.context.forward(record.with_value(seen))
+
+
+def test_a_processor_reads_and_writes_a_window_store_by_the_key_as_that_stores_serde_writes_it():
+    def build(builder):
+        merged = builder.stream("a").merge(builder.stream("b", USER_ID))
+        by_user = merged.group_by_key()
+        by_user.count(Materialized.as_("exact").with_caching_disabled())
+        by_user.windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=10))) \
+            .count(Materialized.as_("windowed").with_key_serde(_UserIdSerde()).with_caching_disabled())
+        merged.process(_WindowAudit, "exact", "windowed").to("out")
+    program = _program(build)
+    rows = [("a", "U7", "1", 1_000), ("b", _user_id(7), "x", 2_000), ("a", "U7", "3", 3_000), ("a", "U7", None, 4_000)]
+    # "U7" and the Long 7 share the windowed count's window, which goes on from the processor's 50 (a
+    # null value counts in a time-windowed count, as in Kafka Streams' KStreamWindowAggregate)
+    expected = [(b"U7", b"1@1000|1@1000"), (b"u7", b"1@2000|2@2000"), (b"U7", b"2@3000|51@3000"),
+                (b"U7", b"2@3000|52@4000|U7,u7/u7@0")]
+    assert _run(program, rows) == expected
+    assert _run(program, rows, batches=len(rows)) == expected
+
+
 _SERDES = st.sampled_from([Serdes.String(), Serdes.Long(), _UserIdSerde(), Serdes.ByteArray()])
 _STORES = st.lists(st.builds(lambda index, kind, serde: StoreSpec(f"s{index}", kind, key_serde=serde),
                              st.integers(0, 5), st.sampled_from(list(StoreType)), st.one_of(st.none(), _SERDES)),
