@@ -5,8 +5,12 @@ One topology (tests/key_serde_topology.py; Java twin KeySerdeExamples): calls ke
 (``"u7"``, and ``"U7"``: the same user written otherwise) merged with texts keyed by the user's
 number as a Long (read as ``"u7"``), grouped by key; an uncached count whose store writes keys with
 the String serde (``"U7"`` and ``"u7"`` are two counts, each fed by both topics for ``"u7"``) and an
-uncached reduce whose store writes keys in lower case (one aggregate for all three). The runner
-runs it task-grouped, each store keyed by its own serde's bytes.
+uncached reduce whose store writes keys in lower case (one aggregate for all three); an uncached
+reduce whose store writes keys as the user's number (a Long), and a user processor on the merged
+stream connected to the count's store and the Long-keyed one, reading both for each record, adding
+100 to the count and replacing the Long-keyed value now and then, deleting the key from both on a
+null value. The runner runs it task-grouped, each store keyed by its own serde's bytes, the
+processor finding each store's state by the key as that store's serde writes it.
 
 Input: 2 partitions per topic, every form of a user in the partition of ``"u<n>"`` (murmur2), so
 task ``p`` sees all of a user's records; null keys, null values, timestamps out of order within a
@@ -24,6 +28,7 @@ that wrote them, each task's in its order).
 from __future__ import annotations
 
 import random
+import re
 import struct
 import time
 
@@ -118,22 +123,32 @@ def _our_topics(kafka_admin, unique_topic, name: str) -> dict[str, str]:
 
 def _assert_reference_exercises_it(expected: dict) -> None:
     """Kafka Streams' output shows what the test is about, on both tasks: the count keeps "U<n>" and
-    "u<n>" apart, the reduce folds them into one aggregate, and both count a text with the "u<n>" call."""
+    "u<n>" apart, the reduce folds them into one aggregate, and both count a text with the "u<n>" call;
+    the processor's writes are what the count goes on from (+100, from 1 again after a delete), and
+    it reads through "U<n>" what texts (Long keys) put into the Long-keyed store."""
     assert {task for _, _, task in expected} == set(range(PARTITIONS))
     counts: dict[str, list[int]] = {}
     folded: dict[str, str] = {}
+    audits: list[tuple[str, list[str]]] = []
     for (name, _, _), records in expected.items():
         for key, value in records:
             if name == "out-counts":
                 counts.setdefault(key, []).append(value)
-            else:
+            elif name == "out-folded":
                 folded[key.lower()] = value
-    assert all(sequence == list(range(1, len(sequence) + 1)) for sequence in counts.values())
+            else:
+                audits.append((key, value.split("|")))
     assert any(key.startswith("U") for key in counts) and any(key.startswith("u") for key in counts)
     for user, aggregate in folded.items():  # one aggregate of calls of both forms and texts
         assert "c" in aggregate and "t" in aggregate, user
     assert any(len(counts.get(user, [])) + len(counts.get(user.upper(), [])) > 1 and user.upper() in counts
                for user in folded)
+    assert any(value > 100 for sequence in counts.values() for value in sequence)  # onto the processor's put
+    assert any(1 in sequence[1:] for sequence in counts.values())  # from 1 again after its delete
+    actions = {fields[0] for _, fields in audits}
+    assert actions == {"read", "reset", "deleted"}, actions
+    # a text's value ("t<i>.") read through "U<n>"
+    assert any(key.startswith("U") and re.search(r"t\d", fields[3]) for key, fields in audits if fields[0] == "read")
 
 
 def test_describe_of_the_topology_run_is_kafka_streams(kafka_streams_run):

@@ -19,6 +19,7 @@ from dagster_kstreams.processors.state_key_serde import KEYED_STORE_TYPES, state
 from dagster_kstreams.topology.consumed_produced import Consumed, Produced
 from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology.node_specs import StoreSpec, StoreType
+from dagster_kstreams.topology.processor_api import Processor, ValueAndTimestamp
 from dagster_kstreams.topology.serdes import Serde, Serdes, WindowedSerde
 from dagster_kstreams.topology.windows import TimeWindows
 from test_cogroup_logic import _program, _run, _user_id, _UserIdSerde, _window
@@ -117,6 +118,91 @@ def test_each_store_groups_keys_as_its_own_serde_writes_them():
                 (b"u7", struct.pack(">q", 2)), (b"u7", b"123"), (b"U7", struct.pack(">q", 2)), (b"u7", b"1234")]
     assert _run(program, rows) == expected
     assert _run(program, rows, batches=len(rows)) == expected  # the state pickled between records
+
+
+def _stored_text(stored) -> str:
+    return "null" if stored is None else f"{stored.value()}@{stored.timestamp()}"
+
+
+class _TwoStoreAudit(Processor):
+    """Reads what the count ("exact", String keys) and the reduce ("folded", lower-case keys) hold for
+    a record's key; "x" puts a count of 100 and a folded "reset", a null value deletes the key from
+    both and lists the keys each store has left."""
+
+    def init(self, context):
+        self.context = context
+        self.exact, self.folded = context.get_state_store("exact"), context.get_state_store("folded")
+
+    def process(self, record):
+        seen = f"{_stored_text(self.exact.get(record.key))}|{_stored_text(self.folded.get(record.key))}"
+        if record.value is None:
+            self.exact.delete(record.key)
+            self.folded.delete(record.key)
+            seen += "|" + ",".join(e.key for e in self.exact.all()) + "/" + ",".join(e.key for e in self.folded.all())
+        elif record.value == "x":
+            self.exact.put(record.key, ValueAndTimestamp.make(100, record.timestamp))
+            self.folded.put(record.key, ValueAndTimestamp.make("reset", record.timestamp))
+        self.context.forward(record.with_value(seen))
+
+
+def test_a_processor_reads_and_writes_each_of_its_stores_by_the_key_as_that_stores_serde_writes_it():
+    def build(builder):
+        merged = builder.stream("a").merge(builder.stream("b", USER_ID))
+        by_user = merged.group_by_key()
+        by_user.count(Materialized.as_("exact").with_caching_disabled()).to_stream() \
+            .to("counts", Produced.with_(Serdes.String(), Serdes.Long()))
+        by_user.reduce(lambda left, right: left + right,
+                       Materialized.as_("folded").with_key_serde(_LowerCaseSerde()).with_caching_disabled())
+        merged.process(_TwoStoreAudit, "exact", "folded").to("out")
+    program = _program(build)
+    audit = next(node.name for node in program.nodes if node.kind == "process")
+    assert program.task_grouped and audit not in program.keying.processors  # it looks each store up
+    rows = [("a", "U7", "1", 1), ("b", _user_id(7), "2", 2), ("a", "U7", "x", 3), ("a", "u7", "4", 4),
+            ("a", "U7", "5", 5), ("a", "U7", None, 6), ("b", _user_id(7), "7", 7), ("a", "U7", "8", 8)]
+    # "U7" and "u7": two counts, one folded value; the processor's writes are what the next records
+    # aggregate onto, and its deletes through "U7" empty the folded value "u7" reads too
+    expected = [(b"U7", b"1@1|1@1"), (b"u7", b"1@2|12@2"), (b"U7", b"2@3|12x@3"), (b"u7", b"2@4|reset4@4"),
+                (b"U7", b"101@5|reset45@5"), (b"U7", b"101@5|reset45@5|u7/"), (b"u7", b"3@7|7@7"),
+                (b"U7", b"1@8|78@8")]
+    assert _run(program, rows) == expected
+    assert _run(program, rows, batches=len(rows)) == expected  # the state pickled between records
+
+
+class _WindowAudit(Processor):
+    """Reads the count ("exact", String keys) and the record's 10 s window of a windowed count keyed
+    by the user's number ("windowed"); "x" puts 50 into that window; a null value lists the keys of both."""
+
+    def init(self, context):
+        self.context = context
+        self.exact, self.windowed = context.get_state_store("exact"), context.get_state_store("windowed")
+
+    def process(self, record):
+        start = record.timestamp // 10_000 * 10_000
+        seen = f"{_stored_text(self.exact.get(record.key))}|{_stored_text(self.windowed.fetch(record.key, start))}"
+        if record.value is None:
+            seen += "|" + ",".join(e.key for e in self.exact.all()) + "/" + \
+                ",".join(f"{e.key.key}@{e.key.window.start}" for e in self.windowed.all())
+        elif record.value == "x":
+            self.windowed.put(record.key, ValueAndTimestamp.make(50, record.timestamp), start)
+        self.context.forward(record.with_value(seen))
+
+
+def test_a_processor_reads_and_writes_a_window_store_by_the_key_as_that_stores_serde_writes_it():
+    def build(builder):
+        merged = builder.stream("a").merge(builder.stream("b", USER_ID))
+        by_user = merged.group_by_key()
+        by_user.count(Materialized.as_("exact").with_caching_disabled())
+        by_user.windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=10))) \
+            .count(Materialized.as_("windowed").with_key_serde(_UserIdSerde()).with_caching_disabled())
+        merged.process(_WindowAudit, "exact", "windowed").to("out")
+    program = _program(build)
+    rows = [("a", "U7", "1", 1_000), ("b", _user_id(7), "x", 2_000), ("a", "U7", "3", 3_000), ("a", "U7", None, 4_000)]
+    # "U7" and the Long 7 share the windowed count's window, which goes on from the processor's 50 (a
+    # null value counts in a time-windowed count, as in Kafka Streams' KStreamWindowAggregate)
+    expected = [(b"U7", b"1@1000|1@1000"), (b"u7", b"1@2000|2@2000"), (b"U7", b"2@3000|51@3000"),
+                (b"U7", b"2@3000|52@4000|U7,u7/u7@0")]
+    assert _run(program, rows) == expected
+    assert _run(program, rows, batches=len(rows)) == expected
 
 
 _SERDES = st.sampled_from([Serdes.String(), Serdes.Long(), _UserIdSerde(), Serdes.ByteArray()])

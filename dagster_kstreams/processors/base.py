@@ -70,6 +70,10 @@ class Processor:
     forwards_other_keys: ClassVar[bool] = False
     # ... and those go on with their own key's group: set by the program (own_groups.own_group)
     regroups: bool = False
+    # finds the state of each store it names for a key itself, by the key as that store's serde writes it
+    # (SubtopologyProgram.store_key_serde), rather than being handed one key's state for all its stores:
+    # a user processor's store views (store_keyed_groups.py)
+    looks_up_each_store: ClassVar[bool] = False
     # the user function, for processors that have one (Column plans look at it)
     fn: Any = None
     store: Optional[str] = None

@@ -144,6 +144,8 @@ def build_program(ctx: BuildContext, dead_letters: DeadLetterPolicy = DeadLetter
         if node.stateful:
             node.state_slot = slots.setdefault(node.store, len(slots))
     sources = [ctx.key_serde(factory) for factory in view_nodes if factory.kind is NodeKind.SOURCE]
-    keying = state_keying(ctx.subtopology.id, sources, ctx.subtopology.state_stores,
-                          [(factory.name, factory.stores) for factory in view_nodes], ctx.default_key_serde)
+    # the stores whose state each processor is handed for a record's key (none: it looks each one up)
+    handed = [(factory.name, () if node.looks_up_each_store else factory.stores)
+              for node, factory in zip(nodes, view_nodes)]
+    keying = state_keying(ctx.subtopology.id, sources, ctx.subtopology.state_stores, handed, ctx.default_key_serde)
     return program_class(ctx.subtopology.id, nodes, dead_letters, state_keying=keying)

@@ -207,6 +207,14 @@ class SubtopologyProgram:
             return self.state_key_serde
         return next(node.key_serde for node in self.nodes if node.kind == "source")
 
+    def store_key_serde(self, store: str) -> Any:
+        """The serde whose bytes ``store``'s keys are kept by in the state: the store's own when the
+        stores keep their keys in their own serdes' bytes (:mod:`.store_keyed_groups`), else
+        :attr:`group_key_serde`. Every lookup of one store's state for a key goes by it: a processor
+        handed one key's state for all its stores, a user processor's view of each store it names,
+        ``read_store``."""
+        return self.keying.stores.get(store, self.group_key_serde)
+
     def store_owner(self, store: str) -> Processor:
         """The processor that keeps ``store`` in its slot (the first, of a cogroup's)."""
         for index in self.stateful_nodes:

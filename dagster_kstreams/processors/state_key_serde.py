@@ -43,8 +43,10 @@ class StateKeying:
     ``serde``: the serde whose bytes the whole state is kept by, key-grouped (None: the source
     record's key bytes, or ``stores`` decides). ``stores``: when not empty, the sub-topology runs
     task-grouped and each keyed store keeps its keys in its own serde's bytes (store name -> serde);
-    ``processors`` then names the serde each processor that writes or reads such a store finds a
-    key's state by (processor name -> serde)."""
+    ``processors`` then names the serde each processor handed one key's state for the stores it
+    writes or reads finds that state by (processor name -> serde). A processor that looks each of its
+    stores up itself (a user processor's views) is not among them: it finds each store's state by
+    that store's serde (:meth:`~.program.SubtopologyProgram.store_key_serde`)."""
 
     serde: Optional[Any] = None
     stores: Mapping[str, Any] = field(default_factory=dict)
@@ -60,10 +62,11 @@ def state_keying(subtopology_id: int, source_key_serdes: Iterable[Any], stores: 
     """How the state of sub-topology ``subtopology_id`` is keyed.
 
     ``source_key_serdes``: the key serde of each of its sources (as they read); ``stores``: the
-    stores of its processors; ``processor_stores``: ``(processor name, names of the stores it is
-    connected to)`` of each processor. Raises :class:`UnsupportedTopologyError` for a processor
-    connected to keyed stores that write keys with different serdes (it would need two keys' state
-    at once)."""
+    stores of its processors; ``processor_stores``: ``(processor name, names of the stores whose
+    state it is handed for a record's key)`` of each processor (none for one that looks each store
+    up itself). Raises :class:`UnsupportedTopologyError` for a processor handed the state of keyed
+    stores that write keys with different serdes: one group cannot hold both keys' state (no DSL
+    operation is connected to such stores; a user processor looks each store up)."""
     if len(set(source_key_serdes)) < 2:
         return StateKeying()
     written = {store.name: store.key_serde or default_key_serde for store in stores
@@ -78,7 +81,7 @@ def state_keying(subtopology_id: int, source_key_serdes: Iterable[Any], stores: 
             raise UnsupportedTopologyError(
                 f"processor {name} (sub-topology {subtopology_id}): its stores write keys with different serdes "
                 f"({described}) while the sub-topology's sources read keys with different serdes; the Spark runner "
-                "finds a processor's state by one key format, so give these stores one key serde "
+                "hands this processor one key's state for all its stores, so give these stores one key serde "
                 "(Materialized.with_key_serde)")
         if serdes:
             processors[name] = serdes.pop()

@@ -36,22 +36,24 @@ __all__ = ["TimestampedKeyValueStore", "check_dsl_store"]
 class TimestampedKeyValueStore:
     """A user processor's view of a DSL key-value store over the task's state ``task``.
 
-    ``owner`` is the store's processor (its slot, timestamps and :meth:`write`); ``group_key_serde``
-    writes a key as the task's groups are kept (the program's); ``write_context(timestamp)`` is the
-    record context a write made now is stamped and flushed with (None: the current record's time)."""
+    ``owner`` is the store's processor (its slot, timestamps and :meth:`write`); ``store_key_serde``
+    writes a key as the task's state keeps this store's keys (``program.store_key_serde``: the store's
+    own serde when its sub-topology's stores keep keys in different serdes' bytes);
+    ``write_context(timestamp)`` is the record context a write made now is stamped and flushed with
+    (None: the current record's time)."""
 
-    def __init__(self, name: str, key_serde, value_serde, owner, group_key_serde, task,
+    def __init__(self, name: str, key_serde, value_serde, owner, store_key_serde, task,
                  write_context: Callable[[Optional[int]], Any]):
         self.name = name
         self._key_serde, self._value_serde = key_serde, value_serde
-        self._owner, self._group_key_serde, self._task = owner, group_key_serde, task
+        self._owner, self._store_key_serde, self._task = owner, store_key_serde, task
         self._write_context = write_context
         self._timestamps = task.timestamps(owner.store)
 
     def _group(self, key):
         if key is None:
             raise ValueError(f"store {self.name}: the key cannot be null")
-        return self._task.group(self._group_key_serde.serialize(key))
+        return self._task.group(self._store_key_serde.serialize(key))
 
     def _copy(self, value):
         return self._value_serde.deserialize(self._value_serde.serialize(value))
@@ -119,7 +121,7 @@ class TimestampedKeyValueStore:
         writes while iterating do not disturb."""
         entries = []
         for raw_key, value in self._task.slot_entries(self._owner.state_slot):
-            key = self._group_key_serde.deserialize(raw_key)
+            key = self._store_key_serde.deserialize(raw_key)
             entries.append((self._key_serde.serialize(key), KeyValue(key, self._read(raw_key, value))))
         return sorted(entries, key=lambda entry: entry[0])
 

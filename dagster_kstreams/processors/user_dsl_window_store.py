@@ -45,15 +45,17 @@ def observed_time_key(store: str) -> str:
 class TimestampedWindowStore(WindowStoreReads):
     """A user processor's view of a time-windowed aggregation's store over the task's state ``task``.
 
-    ``owner`` is the aggregation (its slot, size, retention and :meth:`write_window`); ``group_key_serde``
-    writes a key as the task's groups are kept; ``write_context(timestamp)`` is the record context a
-    write made now is stamped and flushed with (None: the current record's time)."""
+    ``owner`` is the aggregation (its slot, size, retention and :meth:`write_window`); ``store_key_serde``
+    writes a key as the task's state keeps this store's keys (``program.store_key_serde``: the store's
+    own serde when its sub-topology's stores keep keys in different serdes' bytes);
+    ``write_context(timestamp)`` is the record context a write made now is stamped and flushed with
+    (None: the current record's time)."""
 
-    def __init__(self, name: str, key_serde, value_serde, owner, group_key_serde, task,
+    def __init__(self, name: str, key_serde, value_serde, owner, store_key_serde, task,
                  write_context: Callable[[Optional[int]], Any]):
         self.name = name
         self._key_serde, self._value_serde = key_serde, value_serde
-        self._owner, self._group_key_serde, self._task = owner, group_key_serde, task
+        self._owner, self._store_key_serde, self._task = owner, store_key_serde, task
         self._write_context = write_context
         self._segment_interval = max(owner.retention // 2, _MIN_SEGMENT_INTERVAL_MS)
 
@@ -90,7 +92,7 @@ class TimestampedWindowStore(WindowStoreReads):
     def _group(self, key):
         if key is None:
             raise ValueError(f"window store {self.name}: the key cannot be null")
-        return self._task.group(self._group_key_serde.serialize(key))
+        return self._task.group(self._store_key_serde.serialize(key))
 
     def _windows(self, group) -> dict:
         windows = group.values[self._owner.state_slot]
@@ -120,7 +122,7 @@ class TimestampedWindowStore(WindowStoreReads):
         low = max(int(time_from), self._low())
         found = []
         for raw_group_key, windows in self._task.slot_entries(self._owner.state_slot):
-            key = self._group_key_serde.deserialize(raw_group_key)
+            key = self._store_key_serde.deserialize(raw_group_key)
             raw = self._key_serde.serialize(key)
             if (low_key is not None and raw < low_key) or (high_key is not None and raw > high_key):
                 continue

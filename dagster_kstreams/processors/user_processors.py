@@ -244,8 +244,9 @@ class ProcessorContext:
             key_serde, value_serde, windowed = self._node.dsl_stores[name]
             program = self._node.program
             view = TimestampedWindowStore if windowed else TimestampedKeyValueStore
-            return view(name, key_serde, value_serde, program.store_owner(name), program.group_key_serde, self._task,
-                        self._write_context)
+            # each store's state by the key as that store's serde writes it (store_keyed_groups.py)
+            return view(name, key_serde, value_serde, program.store_owner(name), program.store_key_serde(name),
+                        self._task, self._write_context)
         store = self._node.stores.get(name)
         if store is None:
             raise ProcessingError(
@@ -305,6 +306,7 @@ class UserProcessorNode(Processor):
     task_grouped = True
     punctuates = True
     forwards_other_keys = True  # from punctuators, and process() may change keys
+    looks_up_each_store = True  # each view finds a key's state in its store's own key bytes
 
     def __init__(self, name: str, supplier: Callable, stores: dict, fixed_key: bool, child_names: list[str],
                  dsl_stores: Optional[dict] = None):

@@ -64,8 +64,7 @@ class CompiledTopology:
         """The serde of the keys a store of a sub-topology is kept by: its source's (the source record
         key), or the stores' when its sources read keys differently (``state_key_serde``; each
         store's own when they write keys with different serdes)."""
-        program = self.program(subtopology)
-        return program.keying.stores.get(store_name, program.group_key_serde)
+        return self.program(subtopology).store_key_serde(store_name)
 
     def check(self) -> "CompiledTopology":
         """Build every sub-topology's program now: an operation the runner cannot run with
