@@ -47,8 +47,10 @@ from equivalence_io import (
     KafkaStreamsInBackground, output_topics, partition_sequences, produce_inputs, with_unique_timestamps,
 )
 from killed_runs import run_until_killed
-from versioned_consumers_topology import FK_OUTPUT, INPUTS, OUTPUTS, versioned_consumer_examples
+from versioned_consumers_topology import FK_JOIN_NAME, FK_OUTPUT, INPUTS, OUTPUTS, versioned_consumer_examples
 from dagster_kstreams.kafka.partitioner import default_partition
+from dagster_kstreams.kafka.records import read_topic
+from dagster_kstreams.processors.fk_join_wire import decode_subscription
 from dagster_kstreams.spark.task_runner import TaskRunner
 
 pytestmark = pytest.mark.integration
@@ -102,8 +104,16 @@ def _produce(bootstrap: str, topics: dict[str, str], records: dict[str, list[tup
     produce_inputs(bootstrap, topics, records, INPUTS)
 
 
-def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple[str, int], list]:
-    return partition_sequences(bootstrap, topics, OUTPUTS)
+def _results(bootstrap: str, topics: dict[str, str], app_id: str) -> dict[tuple, list]:
+    """The outputs' sequences, and the foreign-key join's subscriptions: per partition and per left
+    partition that sent them (each sent in its task's order, whatever the timing), in Kafka Streams'
+    wire format, so that the prices' out-of-order updates they skip are compared."""
+    results: dict[tuple, list] = dict(partition_sequences(bootstrap, topics, OUTPUTS))
+    topic = f"{app_id}-{FK_JOIN_NAME}-subscription-registration-topic"
+    for record in sorted(read_topic(bootstrap, topic), key=lambda r: (r.partition, r.offset)):
+        sent_from = decode_subscription(record.value).primary_partition
+        results.setdefault(("subscriptions", record.partition, sent_from), []).append((record.key, record.value))
+    return results
 
 
 @pytest.fixture(scope="module")
@@ -113,10 +123,17 @@ def records():
 
 @pytest.fixture(scope="module")
 def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory, records):
+    names: dict[str, str] = {}
+
+    def naming(prefix: str) -> str:  # keeps the app id Kafka Streams' run gets, for its internal topics
+        names[prefix] = unique_topic(prefix)
+        return names[prefix]
+
     run = KafkaStreamsInBackground(
         "kstreams.oracle.VersionedConsumerExamples", "versioned-consumers", kafka_bootstrap, kafka_admin,
-        unique_topic, tmp_path_factory.mktemp("ks-versioned-consumers-state"), INPUTS, OUTPUTS, PARTITIONS,
-        lambda inputs: _produce(kafka_bootstrap, inputs, records), _results)
+        naming, tmp_path_factory.mktemp("ks-versioned-consumers-state"), INPUTS, OUTPUTS, PARTITIONS,
+        lambda inputs: _produce(kafka_bootstrap, inputs, records),
+        lambda bootstrap, topics: _results(bootstrap, topics, names["ks-versioned-consumers"]))
     yield run
     run.close()
 
@@ -129,7 +146,9 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     """Every output on both partitions; out-of-order updates that the marked store took (and the
     kept filter forwarded, and the left join read) while the join and the re-grouping skipped them;
     tombstones through the stores."""
-    assert set(expected) == {(name, p) for name in OUTPUTS for p in range(PARTITIONS)}
+    assert {key for key in expected if key[0] != "subscriptions"} == {
+        (name, p) for name in OUTPUTS for p in range(PARTITIONS)}
+    assert len({key for key in expected if key[0] == "subscriptions"}) == PARTITIONS * PARTITIONS
     marked = {value[:-1] for value in _values(expected, "out-marked") if value is not None}
     joined = {value.split("&")[0] for value in _values(expected, "out-joined") if value is not None}
     history = "".join(_values(expected, "out-history"))
@@ -167,14 +186,15 @@ def test_versioned_table_consumers_in_a_clean_run_match_kafka_streams(
     kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
     topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, PARTITIONS))
     _produce(kafka_bootstrap, inputs, records)
-    runner = TaskRunner(versioned_consumer_examples(topics), unique_topic("clean-versioned-consumers"),
-                        kafka_bootstrap, state_location=str(tmp_path / "state"), spark=spark)
+    app_id = unique_topic("clean-versioned-consumers")
+    runner = TaskRunner(versioned_consumer_examples(topics), app_id, kafka_bootstrap,
+                        state_location=str(tmp_path / "state"), spark=spark)
     results = runner.run_all()
     assert {result.task_id for result in results} == {"0_0", "0_1", "1_0", "1_1", "2_0", "2_1"}
 
     expected = kafka_streams_run.result()["results"]
     _assert_reference_exercises_it(expected)
-    _assert_same(_results(kafka_bootstrap, topics), expected)
+    _assert_same(_results(kafka_bootstrap, topics, app_id), expected)
 
 
 def test_versioned_table_consumers_killed_part_way_and_rerun_match_kafka_streams(
@@ -199,7 +219,7 @@ def test_versioned_table_consumers_killed_part_way_and_rerun_match_kafka_streams
     results = runner.run_all()
     assert {"1_0", "1_1"} <= {result.task_id for result in results if result.records_in}
 
-    _assert_same(_results(kafka_bootstrap, topics), kafka_streams_run.result()["results"])
+    _assert_same(_results(kafka_bootstrap, topics, app_id), kafka_streams_run.result()["results"])
 
 
 def test_describe_of_the_topology_run_is_kafka_streams(kafka_streams_run):
