@@ -10,19 +10,27 @@ the key's latest value and forward it (their changes go to topics), and a left j
 with that filtered table then reads it. The limits are also filtered into a versioned store of 3 s
 of history (which drops an update older than that, and marks out-of-order ones not latest), joined
 with the prices (each side skipping the other's out-of-order updates) and read by a stream of
-orders as of their own timestamps. Kafka Streams 4.3.1 runs the whole input once
+orders as of their own timestamps. The orders are counted per user into a versioned store (2 s of
+history: a count is stamped with the larger of the order's time and the previous count's, and dropped
+when older than the history), which the orders join as of their own timestamps. The prices are
+joined on a foreign key with regions, another versioned table (4 s of history): the subscriptions skip
+the prices' out-of-order updates, the right side's answers the regions'. Kafka Streams 4.3.1 runs the whole input once
 (``max.task.idle.ms``: its timestamp merge of the inputs of a task).
 
 Input on 2 partitions, keyed by user (three users in each partition, re-grouped within their
 partition, so that each group is fed by one upstream task: the order of its updates is the same in
 both systems): updates in time, out of order within the history, older than the history (dropped),
-tombstones (also out of order), null keys (skipped). No two records share a timestamp.
+tombstones (also out of order), null keys (skipped). No two records share a timestamp. The regions
+are all written first and never deleted, so that every foreign key has a row: then the join's final
+values are the join of both tables' latest versions whenever its answers come back (with a missing
+foreign key they are not, in Kafka Streams as here: tests/test_equivalence_fk_join.py).
 
 Our side runs it as a ``dagster-kstreams run`` process, one task after another, SIGKILLed once its
 first task is done; a rerun in this process does the rest. Another run of ours processes it clean.
 Compared: describe() of the very topology run, and per output topic and partition the whole
 sequence of (key, value) records (not their timestamps: README, "Record timestamps written by the
-runner").
+runner"), except the foreign-key join's: which answers a later version of a price makes stale
+depends on when they come back, in Kafka Streams as here, so its final value per key is compared.
 """
 
 from __future__ import annotations
@@ -39,8 +47,10 @@ from equivalence_io import (
     KafkaStreamsInBackground, output_topics, partition_sequences, produce_inputs, with_unique_timestamps,
 )
 from killed_runs import run_until_killed
-from versioned_consumers_topology import INPUTS, OUTPUTS, versioned_consumer_examples
+from versioned_consumers_topology import FK_JOIN_NAME, FK_OUTPUT, INPUTS, OUTPUTS, versioned_consumer_examples
 from dagster_kstreams.kafka.partitioner import default_partition
+from dagster_kstreams.kafka.records import read_topic
+from dagster_kstreams.processors.fk_join_wire import decode_subscription
 from dagster_kstreams.spark.task_runner import TaskRunner
 
 pytestmark = pytest.mark.integration
@@ -52,11 +62,13 @@ PARTITIONS = 2
 T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute
 SPAN_MS = 60_000
 USERS = ("u1", "u2", "u3", "u5", "u11", "u15")  # three in each partition (murmur2)
+REGIONS = ("r0", "r1", "r2", "r3")  # the foreign keys of the prices
 # per input: (records, (share late within the history, its lateness), (share late beyond it, its lateness))
 SHAPES = {
     "prices": (160, (0.2, (1_000, 7_000)), (0.08, (12_000, 25_000))),
     "limits": (90, (0.15, (500, 2_500)), (0.1, (4_000, 9_000))),
     "orders": (120, (0.15, (500, 2_500)), (0.1, (4_000, 9_000))),
+    "regions": (50, (0.25, (500, 3_500)), (0.1, (5_000, 12_000))),
 }
 
 
@@ -64,9 +76,15 @@ def _records(rng: random.Random, topic: str) -> list[tuple]:
     count, (within_share, within), (beyond_share, beyond) = SHAPES[topic]
     records = []
     for i, base in enumerate(sorted(rng.randrange(T0, T0 + SPAN_MS) for _ in range(count))):
-        key = None if rng.random() < 0.03 else rng.choice(USERS)
-        value = None if rng.random() < 0.07 else f"{topic[0]}{i}"
+        if topic == "regions":  # each region first, then updates; never deleted (see the module docstring)
+            key = REGIONS[i] if i < len(REGIONS) else None if rng.random() < 0.03 else rng.choice(REGIONS)
+            value = f"g{i}"
+        else:
+            key = None if rng.random() < 0.03 else rng.choice(USERS)
+            value = None if rng.random() < 0.07 else f"{topic[0]}{i}"
         timestamp, roll = base, rng.random()
+        if topic == "regions" and i < len(REGIONS):
+            roll = 1.0  # in time
         if roll < within_share:
             timestamp -= rng.randint(*within)
         elif roll < within_share + beyond_share:
@@ -86,8 +104,16 @@ def _produce(bootstrap: str, topics: dict[str, str], records: dict[str, list[tup
     produce_inputs(bootstrap, topics, records, INPUTS)
 
 
-def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple[str, int], list]:
-    return partition_sequences(bootstrap, topics, OUTPUTS)
+def _results(bootstrap: str, topics: dict[str, str], app_id: str) -> dict[tuple, list]:
+    """The outputs' sequences, and the foreign-key join's subscriptions: per partition and per left
+    partition that sent them (each sent in its task's order, whatever the timing), in Kafka Streams'
+    wire format, so that the prices' out-of-order updates they skip are compared."""
+    results: dict[tuple, list] = dict(partition_sequences(bootstrap, topics, OUTPUTS))
+    topic = f"{app_id}-{FK_JOIN_NAME}-subscription-registration-topic"
+    for record in sorted(read_topic(bootstrap, topic), key=lambda r: (r.partition, r.offset)):
+        sent_from = decode_subscription(record.value).primary_partition
+        results.setdefault(("subscriptions", record.partition, sent_from), []).append((record.key, record.value))
+    return results
 
 
 @pytest.fixture(scope="module")
@@ -97,10 +123,17 @@ def records():
 
 @pytest.fixture(scope="module")
 def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory, records):
+    names: dict[str, str] = {}
+
+    def naming(prefix: str) -> str:  # keeps the app id Kafka Streams' run gets, for its internal topics
+        names[prefix] = unique_topic(prefix)
+        return names[prefix]
+
     run = KafkaStreamsInBackground(
         "kstreams.oracle.VersionedConsumerExamples", "versioned-consumers", kafka_bootstrap, kafka_admin,
-        unique_topic, tmp_path_factory.mktemp("ks-versioned-consumers-state"), INPUTS, OUTPUTS, PARTITIONS,
-        lambda inputs: _produce(kafka_bootstrap, inputs, records), _results)
+        naming, tmp_path_factory.mktemp("ks-versioned-consumers-state"), INPUTS, OUTPUTS, PARTITIONS,
+        lambda inputs: _produce(kafka_bootstrap, inputs, records),
+        lambda bootstrap, topics: _results(bootstrap, topics, names["ks-versioned-consumers"]))
     yield run
     run.close()
 
@@ -113,7 +146,9 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     """Every output on both partitions; out-of-order updates that the marked store took (and the
     kept filter forwarded, and the left join read) while the join and the re-grouping skipped them;
     tombstones through the stores."""
-    assert set(expected) == {(name, p) for name in OUTPUTS for p in range(PARTITIONS)}
+    assert {key for key in expected if key[0] != "subscriptions"} == {
+        (name, p) for name in OUTPUTS for p in range(PARTITIONS)}
+    assert len({key for key in expected if key[0] == "subscriptions"}) == PARTITIONS * PARTITIONS
     marked = {value[:-1] for value in _values(expected, "out-marked") if value is not None}
     joined = {value.split("&")[0] for value in _values(expected, "out-joined") if value is not None}
     history = "".join(_values(expected, "out-history"))
@@ -131,10 +166,17 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     assert len(_values(expected, "out-orders")) > 40
 
 
+def _final_values(results: dict, output: str) -> dict:
+    """The last value of each key of ``output`` (its keys are placed by key: one partition each)."""
+    return {key: value for p in range(PARTITIONS) for key, value in results.get((output, p), [])}
+
+
 def _assert_same(actual: dict, expected: dict) -> None:
     for key in sorted(expected):
-        assert actual.get(key) == expected[key], key
+        if key[0] != FK_OUTPUT:
+            assert actual.get(key) == expected[key], key
     assert set(actual) == set(expected)
+    assert _final_values(actual, FK_OUTPUT) == _final_values(expected, FK_OUTPUT)
 
 
 def test_versioned_table_consumers_in_a_clean_run_match_kafka_streams(
@@ -144,14 +186,15 @@ def test_versioned_table_consumers_in_a_clean_run_match_kafka_streams(
     kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
     topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, PARTITIONS))
     _produce(kafka_bootstrap, inputs, records)
-    runner = TaskRunner(versioned_consumer_examples(topics), unique_topic("clean-versioned-consumers"),
-                        kafka_bootstrap, state_location=str(tmp_path / "state"), spark=spark)
+    app_id = unique_topic("clean-versioned-consumers")
+    runner = TaskRunner(versioned_consumer_examples(topics), app_id, kafka_bootstrap,
+                        state_location=str(tmp_path / "state"), spark=spark)
     results = runner.run_all()
-    assert {result.task_id for result in results} == {"0_0", "0_1", "1_0", "1_1"}
+    assert {result.task_id for result in results} == {"0_0", "0_1", "1_0", "1_1", "2_0", "2_1"}
 
     expected = kafka_streams_run.result()["results"]
     _assert_reference_exercises_it(expected)
-    _assert_same(_results(kafka_bootstrap, topics), expected)
+    _assert_same(_results(kafka_bootstrap, topics, app_id), expected)
 
 
 def test_versioned_table_consumers_killed_part_way_and_rerun_match_kafka_streams(
@@ -176,7 +219,7 @@ def test_versioned_table_consumers_killed_part_way_and_rerun_match_kafka_streams
     results = runner.run_all()
     assert {"1_0", "1_1"} <= {result.task_id for result in results if result.records_in}
 
-    _assert_same(_results(kafka_bootstrap, topics), kafka_streams_run.result()["results"])
+    _assert_same(_results(kafka_bootstrap, topics, app_id), kafka_streams_run.result()["results"])
 
 
 def test_describe_of_the_topology_run_is_kafka_streams(kafka_streams_run):

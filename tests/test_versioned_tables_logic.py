@@ -17,7 +17,7 @@ from dagster_kstreams.processors import version_history
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.records import RecordContext
 from dagster_kstreams.spark.compile import compile_topology
-from dagster_kstreams.topology import Joined, Materialized, Stores, StreamsBuilder, TopologyException
+from dagster_kstreams.topology import Joined, Materialized, Stores, StreamsBuilder, Suppressed, TopologyException
 from dagster_kstreams.topology.serdes import Serdes
 
 RETENTION = 100
@@ -204,15 +204,16 @@ def test_a_versioned_store_is_never_cached_and_keeps_its_history_retention():
         [(False, 5000), (False, 5000)]
 
 
-def test_a_versioned_store_materializes_tables_and_their_filter_and_map_values_only():
+def test_a_versioned_store_materializes_tables_their_filter_and_map_values_and_stream_aggregations_only():
     builder = StreamsBuilder()
     table = builder.table("t")
     table.filter(lambda k, v: True, _versioned("f"))
     table.map_values(lambda v: v, _versioned("m"))
+    builder.stream("s").group_by_key().count(_versioned("c"))
     with pytest.raises(TopologyException, match="versioned store"):
         table.join(builder.table("u"), lambda a, b: a, _versioned("j"))
     with pytest.raises(TopologyException, match="versioned store"):
-        builder.stream("s").group_by_key().count(_versioned())
+        table.group_by(lambda k, v: (v, v)).count(_versioned("g"))
 
 
 def test_a_versioned_filter_of_an_aggregation_is_refused():
@@ -290,7 +291,11 @@ def test_the_runner_refuses_what_would_treat_an_out_of_order_update_as_the_lates
     compile_topology(builder.build(), "app").program(0)
     builder = StreamsBuilder()
     table = builder.table("t", _versioned())
-    table.join(builder.table("u"), lambda value: value, lambda a, b: a)  # a foreign-key join: not yet
+    table.join(builder.table("u"), lambda value: value, lambda a, b: a)  # a foreign-key join: skips them
+    compile_topology(builder.build(), "app").program(0)
+    builder = StreamsBuilder()
+    table = builder.table("t", _versioned())
+    table.suppress(Suppressed.until_time_limit(timedelta(seconds=1), Suppressed.BufferConfig.unbounded()))
     with pytest.raises(UnsupportedTopologyError, match="versioned table KTABLE-SOURCE-0000000001"):
         compile_topology(builder.build(), "app").program(0)
 

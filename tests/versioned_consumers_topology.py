@@ -10,19 +10,26 @@ which the limits are left-joined with; and mapped into another plain store, whos
 topic. The limits are filtered into a versioned store (3 s of history: it drops an update older than
 that, and marks an out-of-order one not latest), whose changes go to a topic, which is joined with
 the prices (each side skips the other's out-of-order updates), and which orders, a stream, join as
-of their own timestamps. Its functions are self-contained: Spark's Python workers cannot import modules of tests/.
+of their own timestamps. The orders are counted per user into a versioned store (2 s of history:
+each count is stamped with the larger of the order's and the previous count's time, and dropped when
+older than that), whose changes go to a topic and which the orders join as of their own timestamps.
+The prices are joined on a foreign key (their number's region) with regions, another versioned table
+(4 s of history): the subscriptions skip the prices' out-of-order updates, the answers the regions'. Its functions are self-contained: Spark's Python workers cannot import modules of tests/.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
 
-from dagster_kstreams.topology import Materialized, Stores, StreamsBuilder
+from dagster_kstreams.topology import Materialized, Stores, StreamsBuilder, TableJoined
 from dagster_kstreams.topology.grouped_repartitioned import Grouped
 
-INPUTS = ("prices", "limits", "orders")
+INPUTS = ("prices", "limits", "orders", "regions")
 OUTPUTS = ("out-joined", "out-history", "out-filtered", "out-kept-joined", "out-marked", "out-versioned-filtered",
-           "out-versioned-joined", "out-orders")
+           "out-versioned-joined", "out-orders", "out-order-counts", "out-counted", "out-priced-regions")
+# The foreign-key join's output, whose sequence depends on when its answers come back (compared by final values)
+FK_OUTPUT = "out-priced-regions"
+FK_JOIN_NAME = "prices-regions"  # its internal topics: <app>-prices-regions-subscription-{registration,response}-topic
 REPARTITION_TOPIC = "by-partner-repartition"
 # A user's partner in its partition (u1, u2, u3 in partition 0 of 2; u5, u11, u15 in 1).
 PARTNER = {"u1": "u2", "u2": "u3", "u3": "u1", "u5": "u11", "u11": "u15", "u15": "u5"}
@@ -62,6 +69,14 @@ def versioned_consumer_examples(topics: dict[str, str]) -> StreamsBuilder:
     versioned_limits.to_stream().to(topics["out-versioned-filtered"])
     versioned_limits.join(prices, lambda limit, price: f"{limit}^{price}").to_stream() \
         .to(topics["out-versioned-joined"])
-    builder.stream(topics["orders"]).join(versioned_limits, lambda order, limit: f"{text(order)}@{limit}") \
-        .to(topics["out-orders"])
+    orders = builder.stream(topics["orders"])
+    orders.join(versioned_limits, lambda order, limit: f"{text(order)}@{limit}").to(topics["out-orders"])
+    order_counts = orders.group_by_key().count(Materialized.as_(
+        Stores.persistent_versioned_key_value_store("order-counts", timedelta(seconds=2))))
+    order_counts.to_stream().map_values(lambda count: str(count)).to(topics["out-order-counts"])
+    orders.join(order_counts, lambda order, count: f"{text(order)}#{count}").to(topics["out-counted"])
+    regions = builder.table(topics["regions"], Materialized.as_(
+        Stores.persistent_versioned_key_value_store("regions-store", timedelta(seconds=4))))
+    prices.join(regions, lambda price: f"r{number(price) % 4}", lambda price, region: f"{price}/{region}",
+                TableJoined.as_(FK_JOIN_NAME)).to_stream().to(topics["out-priced-regions"])
     return builder

@@ -105,15 +105,17 @@ class Aggregate(KeyValueStoreProcessor):
         # Kafka Streams' aggregations skip records with a null key or a null value.
         if key is None or value is None:
             return
+        self._put(key, self.aggregated(key, value, context, state), self.update_context(context, state), out, state)
+
+    def aggregated(self, key, value, context, state):
+        """The key's aggregate with ``value`` added (the initializer's, or the value, for a new key)."""
         current = state.values[self.state_slot]
         if self.aggregation == "count":
-            new = (0 if current is ABSENT else current) + 1
-        elif self.aggregation == "reduce":
-            new = value if current is ABSENT else self.call(context, self.reducer, current, value)
-        else:
-            base = self.call(context, self.initializer) if current is ABSENT else current
-            new = self.call(context, self.aggregator, key, value, base)
-        self._put(key, new, self.update_context(context, state), out, state)
+            return (0 if current is ABSENT else current) + 1
+        if self.aggregation == "reduce":
+            return value if current is ABSENT else self.call(context, self.reducer, current, value)
+        base = self.call(context, self.initializer) if current is ABSENT else current
+        return self.call(context, self.aggregator, key, value, base)
 
 
 @register

@@ -29,6 +29,7 @@ from dagster_kstreams.processors.partitioners import Placed
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.stateless import Merge
 from dagster_kstreams.processors.table_joins import ValueGetter, value_getter
+from dagster_kstreams.processors.versioned_tables import reads_versioned_updates
 from dagster_kstreams.topology.node_specs import NodeKind
 
 __all__ = ["SubscriptionSend", "SubscriptionReceive", "SubscriptionJoin", "ForeignTableJoin", "ResponseJoin",
@@ -46,16 +47,18 @@ class SubscriptionSend(Processor):
     unsubscribes the old one without an answer and subscribes the new one (answer null if
     missing); an unchanged one re-subscribes (answer only if present); a deleted row or a null
     new foreign key unsubscribes with a null answer. Left join: the old key is unsubscribed when
-    it changed, then the new one (possibly null) is always subscribed with a null-if-missing answer."""
+    it changed, then the new one (possibly null) is always subscribed with a null-if-missing answer.
+    An update of a versioned left table marked not latest sends nothing (``skips_not_latest``)."""
 
     kind = "fk_subscription_send"
 
     def __init__(self, name: str, extractor: Callable, left_join: bool, table: ValueGetter,
-                 left_key_serde, left_value_serde, foreign_key_serde):
+                 left_key_serde, left_value_serde, foreign_key_serde, skips_not_latest: bool = False):
         super().__init__(name)
         self.fn, self.left_join, self.table = extractor, left_join, table
         self.left_key_serde, self.left_value_serde = left_key_serde, left_value_serde
         self.foreign_key_serde = foreign_key_serde
+        self.skips_not_latest = skips_not_latest
 
     def init(self, program) -> None:
         super().init(program)
@@ -63,6 +66,8 @@ class SubscriptionSend(Processor):
 
     def process(self, key, value, context, out, state) -> None:
         self.needs_state(state)
+        if self.skips_not_latest and not state.latest:
+            return  # Kafka Streams: "Skipping out-of-order record from versioned table"
         old = self.table.get_old(self, key, state, context)
         old_fk = None if old is None else self.call(context, self.fn, key, old)
         new_fk = None if value is None else self.call(context, self.fn, key, value)
@@ -180,13 +185,15 @@ class ForeignTableJoin(Processor):
     its key (in the order of their serialized left keys, as Kafka Streams' prefix scan) with the
     new value; a null key is dropped. ``table`` is the right table: an update that one of its
     ``filter``s turned into null from null never reaches here in Kafka Streams (``KTableFilter``
-    drops it when old values are sent, which the join asks for), so it is dropped here too."""
+    drops it when old values are sent, which the join asks for), so it is dropped here too. An update
+    of a versioned right table marked not latest answers nobody (``skips_not_latest``)."""
 
     kind = "fk_foreign_table_join"
 
-    def __init__(self, name: str, store: str, foreign_value_serde, table: ValueGetter):
+    def __init__(self, name: str, store: str, foreign_value_serde, table: ValueGetter, skips_not_latest: bool = False):
         super().__init__(name)
         self.store, self.foreign_value_serde, self.table = store, foreign_value_serde, table
+        self.skips_not_latest = skips_not_latest
         self.slot = -1
 
     def init(self, program) -> None:
@@ -197,6 +204,8 @@ class ForeignTableJoin(Processor):
     def process(self, key, value, context, out, state) -> None:
         if key is None:
             return
+        if self.skips_not_latest and not state.latest:
+            return  # Kafka Streams: "Skipping out-of-order record from versioned table"
         self.needs_state(state)
         if value is None and self._null_to_null_at_a_filter(key, state, context):
             return
@@ -281,7 +290,7 @@ def _send(factory, ctx) -> SubscriptionSend:
     extractor = ctx.function(factory, factory.params["extractor"]).as_key_value()
     return SubscriptionSend(factory.name, extractor, factory.params["join_type"] == "left",
                             _table(ctx, factory, table), serdes["left_key"], serdes["left_value"],
-                            serdes["foreign_key"])
+                            serdes["foreign_key"], reads_versioned_updates(ctx, table))
 
 
 def _receive(factory, ctx) -> SubscriptionReceive:
@@ -296,7 +305,7 @@ def _subscription_join(factory, ctx) -> SubscriptionJoin:
 def _foreign_table_join(factory, ctx) -> ForeignTableJoin:
     (table,) = factory.parents
     return ForeignTableJoin(factory.name, factory.params["subscription_store"], _serdes(factory, ctx)["foreign_value"],
-                            _table(ctx, factory, table))
+                            _table(ctx, factory, table), reads_versioned_updates(ctx, table))
 
 
 def _response_join(factory, ctx) -> ResponseJoin:

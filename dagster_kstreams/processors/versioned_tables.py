@@ -25,19 +25,20 @@ A stream-table join reads the version valid at the stream record's timestamp
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Optional
 
 from dagster_kstreams.processors import version_history
 from dagster_kstreams.processors.aggregations import BUILDERS as TABLE_BUILDERS
-from dagster_kstreams.processors.aggregations import KeyValueStoreProcessor
+from dagster_kstreams.processors.aggregations import Aggregate, KeyValueStoreProcessor, user_aggregation
 from dagster_kstreams.processors.base import reachable
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.topology.node_specs import NodeKind
 
-__all__ = ["VersionedTable", "VersionedTableSource", "versioned_table", "reads_versioned_updates", "check_consumers",
-           "BUILDERS"]
+__all__ = ["VersionedTable", "VersionedStoreWriter", "VersionedTableSource", "VersionedAggregate", "versioned_table",
+           "reads_versioned_updates", "check_consumers", "BUILDERS"]
 
 
 class VersionedTable:
@@ -64,22 +65,13 @@ class VersionedTable:
         return ABSENT if value is None else value
 
 
-class VersionedTableSource(KeyValueStoreProcessor):
-    """``KTableSource`` over a versioned store (not registered: it runs the table-source and
-    to-table kinds); :meth:`put_version` is the put and forward of every writer of a versioned store
-    (a filter's or map_values' too: :mod:`.table_step_stores`)."""
+class VersionedStoreWriter(KeyValueStoreProcessor):
+    """A processor writing a versioned store (``table``): :meth:`put_version` is the put and forward of
+    every writer of one (a table source's, a filter's or map_values': :mod:`.table_step_stores`, an
+    aggregation's). The store's observed time and the versions are task-level values."""
 
-    def __init__(self, name: str, store: str, retention_ms: int, kind: str = NodeKind.TABLE_SOURCE.value):
-        super().__init__(name, store, cached=False)
-        self.kind = kind  # table_source or to_table, as the processor it stands for
-        self.table = VersionedTable(store, retention_ms)
-        self.task_grouped = True  # the store's observed time and the versions are task-level values
-
-    def process(self, key, value, context, out, state) -> None:
-        self.needs_state(state)
-        if key is None:
-            return
-        self.put_version(key, value, context, out, state)
+    task_grouped = True
+    table: VersionedTable
 
     def put_version(self, key, value, context, out, state) -> None:
         """Put ``value`` (None: a tombstone) as the key's version at the record's timestamp, and
@@ -109,6 +101,51 @@ class VersionedTableSource(KeyValueStoreProcessor):
             state.latest = True
 
 
+class VersionedTableSource(VersionedStoreWriter):
+    """``KTableSource`` over a versioned store (not registered: it runs the table-source and
+    to-table kinds)."""
+
+    def __init__(self, name: str, store: str, retention_ms: int, kind: str = NodeKind.TABLE_SOURCE.value):
+        super().__init__(name, store, cached=False)
+        self.kind = kind  # table_source or to_table, as the processor it stands for
+        self.table = VersionedTable(store, retention_ms)
+
+    def process(self, key, value, context, out, state) -> None:
+        self.needs_state(state)
+        if key is None:
+            return
+        self.put_version(key, value, context, out, state)
+
+
+class VersionedAggregate(VersionedStoreWriter, Aggregate):
+    """``KStreamAggregate`` (count, reduce, aggregate of a grouped stream) over a versioned store (not
+    registered: it runs the aggregate kind). Its update is stamped with the larger of the record's
+    timestamp and the key's latest version's (:meth:`update_context`), and put as a version at that
+    time: never out of order, so always the latest, but dropped (not stored, not forwarded: the key's
+    aggregate stays as it was) when older than the store's observed time minus its history retention,
+    as Kafka Streams 4.3.1 drops a put it reports ``PUT_RETURN_CODE_NOT_PUT``."""
+
+    def __init__(self, name: str, store: str, retention_ms: int, aggregation: str, initializer=None,
+                 aggregator=None, reducer=None):
+        Aggregate.__init__(self, name, store, False, aggregation, initializer, aggregator, reducer)
+        self.table = VersionedTable(store, retention_ms)
+
+    def process(self, key, value, context, out, state) -> None:
+        self.needs_state(state)
+        if key is None or value is None:
+            return
+        self.put_version(key, self.aggregated(key, value, context, state), self.update_context(context, state),
+                         out, state)
+
+    def update_context(self, context, state):
+        """Kafka Streams reads the key's previous aggregate and its timestamp from the versioned
+        store's latest version."""
+        if state.values[self.state_slot] is ABSENT:
+            return context
+        versions = self.table.versions(task_state_of(self, state).values, state.raw_key)
+        return dataclasses.replace(context, timestamp=max(context.timestamp, versions[-1][0]))
+
+
 def versioned_table(ctx, store: str) -> Optional[VersionedTable]:
     """The versioned store ``store`` of the topology (None: a plain key-value store)."""
     retention_ms = ctx.topology.state_stores[store].history_retention_ms
@@ -116,13 +153,15 @@ def versioned_table(ctx, store: str) -> Optional[VersionedTable]:
 
 
 # What forwards a versioned table's updates as they are (its filter and map_values without a store),
-# and what may consume them: its to_stream (which drops the mark), a table-table join and a
-# re-grouping (which skip an update marked not latest: reads_versioned_updates), a filter/map_values
-# with a store (which keeps its own store: table_step_stores.keeps_own_store). Kafka Streams' foreign-key joins skip
-# them too, and a suppression of a versioned table is refused; neither is run here yet.
+# and what may consume them: its to_stream (which drops the mark), a table-table join, a re-grouping
+# and a foreign-key join's either side (which skip an update marked not latest: reads_versioned_updates),
+# a filter/map_values with a store (which keeps its own store: table_step_stores.keeps_own_store).
+# Kafka Streams refuses a suppression of a versioned table; the runner refuses processors.
 _PASSING = {NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES}
-_CONSUMERS = {NodeKind.TABLE_TO_STREAM, NodeKind.TABLE_TABLE_JOIN, NodeKind.TABLE_GROUP_BY_MAP}
-_VERSIONED_WRITERS = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES}
+_CONSUMERS = {NodeKind.TABLE_TO_STREAM, NodeKind.TABLE_TABLE_JOIN, NodeKind.TABLE_GROUP_BY_MAP,
+              NodeKind.FK_SUBSCRIPTION_SEND, NodeKind.FK_FOREIGN_TABLE_JOIN}
+_VERSIONED_WRITERS = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES,
+                      NodeKind.AGGREGATE}
 
 
 def reads_versioned_updates(ctx, table_node_name: str) -> bool:
@@ -159,8 +198,8 @@ def check_consumers(factory, ctx) -> None:
         raise UnsupportedTopologyError(
             f"processor {node.name} ({node.kind.value}) consumes the updates of the versioned table "
             f"{factory.name}; the Spark runner passes a versioned table's updates (through filter/map_values) "
-            "to to_stream, a table-table join, a group_by and a filter/map_values with a store only, and reads "
-            "it in stream-table joins")
+            "to to_stream, a table-table join, a foreign-key join, a group_by and a filter/map_values with a store "
+            "only, and reads it in stream-table joins")
 
 
 def _table(factory, ctx):
@@ -172,7 +211,18 @@ def _table(factory, ctx):
     return VersionedTableSource(factory.name, store, versioned.retention_ms, factory.kind.value)
 
 
+def _aggregate(factory, ctx):
+    params = factory.params
+    versioned = versioned_table(ctx, params["store_name"])
+    if versioned is None:
+        return TABLE_BUILDERS[factory.kind](factory, ctx)
+    check_consumers(factory, ctx)
+    return VersionedAggregate(factory.name, versioned.store, versioned.retention_ms, params["operation"],
+                              *user_aggregation(params))
+
+
 BUILDERS = {
     NodeKind.TABLE_SOURCE: _table,
     NodeKind.TO_TABLE: _table,
+    NodeKind.AGGREGATE: _aggregate,  # a grouped stream's count/reduce/aggregate over a versioned store
 }

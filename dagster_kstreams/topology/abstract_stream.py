@@ -92,14 +92,15 @@ def _parse(args: Sequence[Any], *types: type, operation: str) -> list:
         if isinstance(arg, Materialized) and arg.versioned and operation not in _VERSIONED_OPERATIONS:
             raise TopologyException(
                 f"{operation}: a versioned store (Stores.persistent_versioned_key_value_store) materializes only a "
-                "table read from a topic (StreamsBuilder.table) or made by KStream.to_table, and a table's filter, "
-                "filter_not and map_values here")
+                "table read from a topic (StreamsBuilder.table) or made by KStream.to_table, a table's filter, "
+                "filter_not and map_values, and a grouped stream's count, reduce and aggregate here")
     return slots
 
 
 # The operations whose table a versioned store may materialize (Kafka Streams also takes one for a
-# table-table join and aggregations; this DSL not yet).
-_VERSIONED_OPERATIONS = ("table()", "KStream.to_table", "KTable.filter", "KTable.filter_not", "KTable.map_values")
+# table-table join, a re-grouped table's and a cogroup's aggregation; this DSL not yet).
+_VERSIONED_OPERATIONS = ("table()", "KStream.to_table", "KTable.filter", "KTable.filter_not", "KTable.map_values",
+                         "KGroupedStream.count", "KGroupedStream.reduce", "KGroupedStream.aggregate")
 
 
 def _materialized(materialized: Optional[Materialized], builder: InternalStreamsBuilder, prefix: str):

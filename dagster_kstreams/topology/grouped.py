@@ -78,10 +78,13 @@ class KGroupedStream(_AbstractStream):
         name = _or_generate(self._builder, _name_of(named), prefix)
         key_serde = materialized.key_serde or self.key_serde
         store = StoreSpec(store_name, StoreType.KEY_VALUE, materialized.logging_enabled, key_serde, value_serde,
-                          queryable=queryable, caching=materialized.caching_enabled)
+                          queryable=queryable, caching=materialized.caching_enabled and not materialized.versioned,
+                          history_retention_ms=materialized.history_retention_ms)
         spec = ProcessorSpec(NodeKind.AGGREGATE, {**params, "store_name": store_name}, [store])
-        return self._aggregate_builder.build(name, store, spec, store_name if queryable else None, key_serde,
-                                             value_serde)
+        table = self._aggregate_builder.build(name, store, spec, store_name if queryable else None, key_serde,
+                                              value_serde)
+        table._node.output_versioned = materialized.versioned
+        return table
 
     def count(self, *args) -> KTable:
         """``count([named][, materialized])``."""

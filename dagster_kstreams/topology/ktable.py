@@ -75,6 +75,9 @@ class KTable(_AbstractStream):
         own, or its filter/map_values' parent's), or None: not a versioned table."""
         if self._kind == "source":
             return self._source_spec.store.history_retention_ms
+        if self._kind == "aggregate":  # a grouped stream's count/reduce/aggregate may keep a versioned store
+            return next((store.history_retention_ms for store in self._node.spec.stores()
+                         if store.name == self._store_name), None)
         if self._kind in ("filter", "map_values"):
             if self.queryable_store_name is None:
                 return self._parents[0]._versioned_history_retention_ms()

@@ -14,8 +14,10 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.TableJoined;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.Stores;
 
@@ -31,10 +33,16 @@ import org.apache.kafka.streams.state.Stores;
  * whose changes go to a topic. The limits are filtered into a versioned store (3 s of history: it drops
  * an update older than that, and marks an out-of-order one not latest), whose changes go to a topic,
  * which is joined with the prices (each side skips the other's out-of-order updates), and which
- * orders, a stream, join as of their own timestamps.
+ * orders, a stream, join as of their own timestamps. The orders are counted per user into a versioned
+ * store (2 s of history: each count is stamped with the larger of the order's and the previous
+ * count's time, and dropped when older than that), whose changes go to a topic and which the orders
+ * join as of their own timestamps. The prices are joined on a foreign key (their number's region)
+ * with regions, another versioned table (4 s of history): the subscriptions skip the prices'
+ * out-of-order updates, the answers the regions'.
  *
- * Args: bootstrap applicationId stateDir prices limits orders outJoined outHistory outFiltered
- *       outKeptJoined outMarked outVersionedFiltered outVersionedJoined outOrders
+ * Args: bootstrap applicationId stateDir prices limits orders regions outJoined outHistory outFiltered
+ *       outKeptJoined outMarked outVersionedFiltered outVersionedJoined outOrders outOrderCounts
+ *       outCounted outPricedRegions
  *
  * The Python twin is versioned_consumer_examples() in tests/versioned_consumers_topology.py; keep
  * the two in step.
@@ -45,6 +53,8 @@ public final class VersionedConsumerExamples {
     // A user's partner in its partition (u1, u2, u3 in partition 0 of 2; u5, u11, u15 in 1).
     private static final Map<String, String> PARTNER = Map.of(
         "u1", "u2", "u2", "u3", "u3", "u1", "u5", "u11", "u11", "u15", "u15", "u5");
+
+    private static final String FK_JOIN_NAME = "prices-regions";
 
     private static int number(String value) {
         return Integer.parseInt(value.substring(1));
@@ -61,7 +71,8 @@ public final class VersionedConsumerExamples {
     static Topology versionedConsumerExamples(String prices, String limits, String outJoined, String outHistory,
                                               String outFiltered, String outKeptJoined, String outMarked,
                                               String orders, String outVersionedFiltered, String outVersionedJoined,
-                                              String outOrders) {
+                                              String outOrders, String regions, String outOrderCounts,
+                                              String outCounted, String outPricedRegions) {
         StreamsBuilder builder = new StreamsBuilder();
         KTable<String, String> priceTable = builder.table(prices,
             Materialized.as(Stores.persistentVersionedKeyValueStore("prices-store", Duration.ofSeconds(10))));
@@ -84,9 +95,18 @@ public final class VersionedConsumerExamples {
             Materialized.as(Stores.persistentVersionedKeyValueStore("limits-versioned", Duration.ofSeconds(3))));
         versionedLimits.toStream().to(outVersionedFiltered);
         versionedLimits.join(priceTable, (limit, price) -> limit + "^" + price).toStream().to(outVersionedJoined);
-        builder.<String, String>stream(orders)
-            .join(versionedLimits, (order, limit) -> text(order) + "@" + limit)
-            .to(outOrders);
+        KStream<String, String> orderStream = builder.stream(orders);
+        orderStream.join(versionedLimits, (order, limit) -> text(order) + "@" + limit).to(outOrders);
+        KTable<String, Long> orderCounts = orderStream.groupByKey().count(Materialized.<String, Long>as(
+            Stores.persistentVersionedKeyValueStore("order-counts", Duration.ofSeconds(2))));
+        orderCounts.toStream().mapValues(count -> String.valueOf(count)).to(outOrderCounts);
+        orderStream.join(orderCounts, (order, count) -> text(order) + "#" + count).to(outCounted);
+        KTable<String, String> regionTable = builder.table(regions,
+            Materialized.as(Stores.persistentVersionedKeyValueStore("regions-store", Duration.ofSeconds(4))));
+        priceTable.join(regionTable, price -> "r" + number(price) % 4, (price, region) -> price + "/" + region,
+                        TableJoined.as(FK_JOIN_NAME))
+            .toStream()
+            .to(outPricedRegions);
         return builder.build();
     }
 
@@ -94,10 +114,14 @@ public final class VersionedConsumerExamples {
         String bootstrap = args[0];
         String applicationId = args[1];
         String stateDir = args[2];
-        // The repartition topic too: the aggregate's sub-topology must have read it to the end.
-        List<String> watched = List.of(args[3], args[4], args[5], applicationId + "-by-partner-repartition");
-        Topology topology = versionedConsumerExamples(args[3], args[4], args[6], args[7], args[8], args[9], args[10],
-                                                      args[5], args[11], args[12], args[13]);
+        // The internal topics too: the aggregate's and the foreign-key join's sub-topologies must have
+        // read them to the end.
+        List<String> watched = List.of(args[3], args[4], args[5], args[6], applicationId + "-by-partner-repartition",
+            applicationId + "-" + FK_JOIN_NAME + "-subscription-registration-topic",
+            applicationId + "-" + FK_JOIN_NAME + "-subscription-response-topic");
+        Topology topology = versionedConsumerExamples(args[3], args[4], args[7], args[8], args[9], args[10], args[11],
+                                                      args[5], args[12], args[13], args[14], args[6], args[15],
+                                                      args[16], args[17]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         // Wait for every input of a task rather than run ahead on one (the timestamp merge).
         props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 5_000L);
