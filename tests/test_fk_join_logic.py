@@ -75,11 +75,13 @@ class Tasks:
         self.waiting: dict[str, list] = defaultdict(list)
         self.offsets: dict[str, int] = defaultdict(int)
         self.out: dict[str, list] = defaultdict(list)
+        self.answer_times: dict[str, list] = defaultdict(list)  # left key -> its answers' timestamps
         self.clock = 0
 
-    def put(self, topic: str, key: str, value) -> None:
+    def put(self, topic: str, key: str, value, timestamp: int | None = None) -> None:
         self.clock += 1
-        self.waiting[topic].append((key.encode(), None if value is None else value.encode(), self.clock))
+        self.waiting[topic].append((key.encode(), None if value is None else value.encode(),
+                                    self.clock if timestamp is None else timestamp))
 
     def internal_topics(self) -> list[str]:
         return [self.compiled.application.topic_name(topic) for topic in self.compiled.topology.repartition_topics]
@@ -100,6 +102,8 @@ class Tasks:
         for _, out_topic, key, value, timestamp in sorted(rows, key=lambda row: row[0]):
             if out_topic in self.internal_topics():
                 self.waiting[out_topic].append((key, value, timestamp))
+                if "RESPONSE" in out_topic:  # the inner join's answers
+                    self.answer_times[key.decode()].append(timestamp)
             else:
                 self.out[out_topic].append((key.decode(), None if value is None else value.decode()))
 
@@ -127,7 +131,7 @@ def _subscribers(tasks: Tasks, foreign_key: str) -> list[bytes]:
     keys = []
     for store, slot in program.store_slots.items():
         if "subscription" in store.lower() and row[slot] is not None:
-            keys += sorted(pickle.loads(row[slot]))
+            keys += sorted(pickle.loads(row[slot])[1])  # (the right row's timestamp, subscribers)
     return keys
 
 
@@ -161,6 +165,55 @@ def test_inner_and_left_join_follow_the_foreign_key_and_both_tables_updates():
     tasks.put("accounts", "a1", None)  # left tombstone
     tasks.settle()
     assert tasks.out["inner"][-1] == tasks.out["left"][-1] == ("a1", None)
+
+
+def test_answers_carry_the_later_of_the_subscriptions_and_the_right_rows_timestamps():
+    """Kafka Streams' SubscriptionJoinProcessorSupplier stamps an answer with the larger of the
+    subscription's timestamp and the right row's (a deletion's null answer too, while the row is
+    there); ForeignTableJoinProcessorSupplier an answer to a right update with that update's."""
+    tasks = _tasks()
+    tasks.put("users", "u1", "fr", 500)
+    tasks.put("accounts", "a1", "u1:5", 100)  # older than the right row: the answer is the row's time
+    tasks.put("accounts", "a2", "u1:6", 900)  # newer: its own
+    tasks.put("accounts", "a3", "u2:1", 300)  # no right row: nothing (inner), then the update's time
+    tasks.settle()
+    assert tasks.answer_times == {"a1": [500], "a2": [900]}
+    tasks.put("users", "u2", "de", 200)
+    tasks.put("users", "u1", "es", 50)  # a right update answers with its own time, even an older one
+    tasks.settle()
+    assert tasks.answer_times == {"a1": [500, 50], "a2": [900, 50], "a3": [200]}
+    tasks.put("accounts", "a3", None, 150)  # unsubscribed with a null answer, at the row's time 200
+    tasks.put("accounts", "a1", "u1:7", 40)  # re-subscribed: the right row's time is now 50
+    tasks.settle()
+    assert tasks.answer_times["a3"] == [200, 200] and tasks.answer_times["a1"] == [500, 50, 50]
+    tasks.put("users", "u1", None, 60)
+    tasks.settle()
+    tasks.put("accounts", "a2", None, 30)  # the right row is gone: the subscription's own time
+    tasks.settle()
+    assert tasks.answer_times["a2"] == [900, 50, 60, 30]
+    assert tasks.out["inner"][-1] == ("a2", None)
+
+
+def test_a_subscription_slot_of_the_previous_version_still_loads():
+    """Before the right row's timestamp was kept beside them, the slot held the subscribers alone:
+    such a slot still loads, its answers keep the subscription's time until the right row changes."""
+    tasks = _tasks()
+    tasks.put("users", "u1", "fr", 500)
+    tasks.put("accounts", "a1", "u1:5", 100)
+    tasks.settle()
+    program, row = tasks.programs[1], list(tasks.state[1][b"u1"])
+    for store, slot in program.store_slots.items():
+        if "subscription" in store.lower() and row[slot] is not None:
+            row[slot] = pickle.dumps(pickle.loads(row[slot])[1])  # the old layout
+    tasks.state[1][b"u1"] = tuple(row)
+    tasks.put("accounts", "a2", "u1:6", 100)
+    tasks.settle()
+    assert tasks.answer_times["a2"] == [100]  # the right row's time is not known
+    tasks.put("users", "u1", "de", 700)
+    tasks.put("accounts", "a3", "u1:7", 100)
+    tasks.settle()
+    assert tasks.answer_times["a3"] == [700]
+    assert _subscribers(tasks, "u1") == [b"a1", b"a2", b"a3"] * 2  # inner, left
 
 
 def test_null_foreign_key_inner_join_unsubscribes_left_join_joins_with_null():
