@@ -86,15 +86,19 @@ class Tasks:
     def internal_topics(self) -> list[str]:
         return [self.compiled.application.topic_name(topic) for topic in self.compiled.topology.repartition_topics]
 
-    def deliver(self, topic: str) -> None:
-        records, self.waiting[topic] = self.waiting[topic], []
-        (index,) = [i for i, program in enumerate(self.programs) if topic in program.source_by_topic]
+    def deliver(self, *topics: str) -> None:
+        """The records waiting on ``topics`` (of one sub-topology) as one batch, topic after topic."""
+        (index,) = {i for i, program in enumerate(self.programs) for topic in topics if topic in program.source_by_topic}
         program, state = self.programs[index], self.state[index]
         groups = defaultdict(list)
-        for key, value, timestamp in records:
-            offset = self.offsets[topic]
-            self.offsets[topic] += 1
-            groups[key].append((RecordContext(topic, 0, offset, timestamp, position=offset), key, value))
+        position = 0
+        for topic in topics:
+            records, self.waiting[topic] = self.waiting[topic], []
+            for key, value, timestamp in records:
+                offset = self.offsets[topic]
+                self.offsets[topic] += 1
+                groups[key].append((RecordContext(topic, 0, offset, timestamp, position=position), key, value))
+                position += 1
         rows = []
         for key, group in groups.items():
             out, state[key] = program.run_key_group(group, state.get(key))
@@ -192,6 +196,26 @@ def test_answers_carry_the_later_of_the_subscriptions_and_the_right_rows_timesta
     tasks.settle()
     assert tasks.answer_times["a2"] == [900, 50, 60, 30]
     assert tasks.out["inner"][-1] == ("a2", None)
+
+
+def test_a_cached_right_rows_timestamp_is_read_before_its_flush():
+    """With its record cache, the right table forwards its update to the foreign table join at the
+    flush; a subscription processed before that reads the new row through the cache (Kafka Streams'
+    value getter too), and its timestamp with it."""
+    builder = StreamsBuilder()
+    accounts = builder.table("accounts", Materialized.as_("accounts-store").with_caching_disabled())
+    users = builder.table("users", Materialized.as_("users-store"))  # cached
+    accounts.join(users, lambda value: value.split(":")[0] or None, lambda a, c: a + "@" + c) \
+        .to_stream().to("inner")
+    tasks = Tasks(builder)
+    tasks.put("accounts", "a1", "u1:5", 100)
+    tasks.deliver("accounts")
+    (registration,) = [topic for topic, records in tasks.waiting.items() if records]
+    tasks.put("users", "u1", "fr", 500)
+    tasks.deliver("users", registration)  # one batch: the user's row, then the subscription
+    tasks.settle()
+    assert tasks.answer_times == {"a1": [500, 500]}  # the subscription's answer, then the flushed update's
+    assert tasks.out["inner"] == [("a1", "u1:5@fr")] * 2
 
 
 def test_a_subscription_slot_of_the_previous_version_still_loads():
