@@ -7,9 +7,6 @@ comparison with Kafka Streams itself is tests/test_equivalence_fk_join.py."""
 
 from __future__ import annotations
 
-import pickle
-from collections import defaultdict
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,14 +14,11 @@ from dagster_kstreams.processors.fk_join_wire import (
     Instruction, Response, Subscription, decode_response, decode_subscription, encode_response,
     encode_subscription, murmur3_hash128,
 )
-from dagster_kstreams.processors.records import RecordContext
-from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import Materialized, StreamsBuilder
 from dagster_kstreams.topology.application import ApplicationTopology
 
+from fk_join_tasks import TOPICS, Tasks, example_tasks, subscribers
 from fk_join_topology import fk_join_examples
-
-TOPICS = {"accounts": "accounts", "users": "users", "out-inner": "inner", "out-left": "left"}
 
 
 # -- hash and wire format ---------------------------------------------------------------------
@@ -62,89 +56,8 @@ def test_wire_formats_round_trip(hash_, instruction, key, partition, value):
     assert decode_response(encode_response(Response(hash_, value))) == Response(hash_, value)
 
 
-# -- the two tasks, simulated ------------------------------------------------------------------
-class Tasks:
-    """The left task (sub-topology 0) and the right one (1), one partition each, run batch by
-    batch with their state rows as the Spark strategies keep them; ``deliver(topic)`` runs the
-    records waiting on one topic (an input or an internal topic) as one batch."""
-
-    def __init__(self, builder: StreamsBuilder):
-        self.compiled = compile_topology(builder, "app")
-        self.programs = [self.compiled.program(0), self.compiled.program(1)]
-        self.state: list[dict] = [{}, {}]
-        self.waiting: dict[str, list] = defaultdict(list)
-        self.offsets: dict[str, int] = defaultdict(int)
-        self.out: dict[str, list] = defaultdict(list)
-        self.answer_times: dict[str, list] = defaultdict(list)  # left key -> its answers' timestamps
-        self.clock = 0
-
-    def put(self, topic: str, key: str, value, timestamp: int | None = None) -> None:
-        self.clock += 1
-        self.waiting[topic].append((key.encode(), None if value is None else value.encode(),
-                                    self.clock if timestamp is None else timestamp))
-
-    def internal_topics(self) -> list[str]:
-        return [self.compiled.application.topic_name(topic) for topic in self.compiled.topology.repartition_topics]
-
-    def deliver(self, *topics: str) -> None:
-        """The records waiting on ``topics`` (of one sub-topology) as one batch, topic after topic."""
-        (index,) = {i for i, program in enumerate(self.programs) for topic in topics if topic in program.source_by_topic}
-        program, state = self.programs[index], self.state[index]
-        groups = defaultdict(list)
-        position = 0
-        for topic in topics:
-            records, self.waiting[topic] = self.waiting[topic], []
-            for key, value, timestamp in records:
-                offset = self.offsets[topic]
-                self.offsets[topic] += 1
-                groups[key].append((RecordContext(topic, 0, offset, timestamp, position=position), key, value))
-                position += 1
-        rows = []
-        for key, group in groups.items():
-            out, state[key] = program.run_key_group(group, state.get(key))
-            rows += zip(out.emit_order(), out.topic, out.key, out.value, out.timestamp_ms)
-        for _, out_topic, key, value, timestamp in sorted(rows, key=lambda row: row[0]):
-            if out_topic in self.internal_topics():
-                self.waiting[out_topic].append((key, value, timestamp))
-                if "RESPONSE" in out_topic:  # the inner join's answers
-                    self.answer_times[key.decode()].append(timestamp)
-            else:
-                self.out[out_topic].append((key.decode(), None if value is None else value.decode()))
-
-    def settle(self) -> None:
-        while any(self.waiting.values()):
-            for topic in [t for t, records in self.waiting.items() if records]:
-                self.deliver(topic)
-
-    def table(self, topic: str) -> dict:
-        final: dict = {}
-        for key, value in self.out[topic]:
-            if value is None:
-                final.pop(key, None)
-            else:
-                final[key] = value
-        return final
-
-
-def _subscribers(tasks: Tasks, foreign_key: str) -> list[bytes]:
-    """The left keys subscribed to ``foreign_key`` in both joins' subscription stores."""
-    program = tasks.programs[1]
-    row = tasks.state[1].get(foreign_key.encode())
-    if row is None:
-        return []
-    keys = []
-    for store, slot in program.store_slots.items():
-        if "subscription" in store.lower() and row[slot] is not None:
-            keys += sorted(pickle.loads(row[slot])[1])  # (the right row's timestamp, subscribers)
-    return keys
-
-
-def _tasks() -> Tasks:
-    return Tasks(fk_join_examples(TOPICS))
-
-
 def test_inner_and_left_join_follow_the_foreign_key_and_both_tables_updates():
-    tasks = _tasks()
+    tasks = example_tasks()
     tasks.put("users", "u1", "fr")
     tasks.put("accounts", "a1", "u1:5")
     tasks.settle()
@@ -157,7 +70,7 @@ def test_inner_and_left_join_follow_the_foreign_key_and_both_tables_updates():
     tasks.settle()
     assert tasks.out["inner"][-1] == ("a1", None)
     assert tasks.out["left"][-1] == ("a1", "u2:5@null")
-    assert _subscribers(tasks, "u1") == [] and _subscribers(tasks, "u2") == [b"a1", b"a1"]  # inner, left
+    assert subscribers(tasks, "u1") == [] and subscribers(tasks, "u2") == [b"a1", b"a1"]  # inner, left
     tasks.put("users", "u1", "es")  # the old foreign key was unsubscribed: nothing
     tasks.settle()
     assert tasks.out["inner"][-1] == ("a1", None) and tasks.out["left"][-1] == ("a1", "u2:5@null")
@@ -171,77 +84,8 @@ def test_inner_and_left_join_follow_the_foreign_key_and_both_tables_updates():
     assert tasks.out["inner"][-1] == tasks.out["left"][-1] == ("a1", None)
 
 
-def test_answers_carry_the_later_of_the_subscriptions_and_the_right_rows_timestamps():
-    """Kafka Streams' SubscriptionJoinProcessorSupplier stamps an answer with the larger of the
-    subscription's timestamp and the right row's (a deletion's null answer too, while the row is
-    there); ForeignTableJoinProcessorSupplier an answer to a right update with that update's."""
-    tasks = _tasks()
-    tasks.put("users", "u1", "fr", 500)
-    tasks.put("accounts", "a1", "u1:5", 100)  # older than the right row: the answer is the row's time
-    tasks.put("accounts", "a2", "u1:6", 900)  # newer: its own
-    tasks.put("accounts", "a3", "u2:1", 300)  # no right row: nothing (inner), then the update's time
-    tasks.settle()
-    assert tasks.answer_times == {"a1": [500], "a2": [900]}
-    tasks.put("users", "u2", "de", 200)
-    tasks.put("users", "u1", "es", 50)  # a right update answers with its own time, even an older one
-    tasks.settle()
-    assert tasks.answer_times == {"a1": [500, 50], "a2": [900, 50], "a3": [200]}
-    tasks.put("accounts", "a3", None, 150)  # unsubscribed with a null answer, at the row's time 200
-    tasks.put("accounts", "a1", "u1:7", 40)  # re-subscribed: the right row's time is now 50
-    tasks.settle()
-    assert tasks.answer_times["a3"] == [200, 200] and tasks.answer_times["a1"] == [500, 50, 50]
-    tasks.put("users", "u1", None, 60)
-    tasks.settle()
-    tasks.put("accounts", "a2", None, 30)  # the right row is gone: the subscription's own time
-    tasks.settle()
-    assert tasks.answer_times["a2"] == [900, 50, 60, 30]
-    assert tasks.out["inner"][-1] == ("a2", None)
-
-
-def test_a_cached_right_rows_timestamp_is_read_before_its_flush():
-    """With its record cache, the right table forwards its update to the foreign table join at the
-    flush; a subscription processed before that reads the new row through the cache (Kafka Streams'
-    value getter too), and its timestamp with it."""
-    builder = StreamsBuilder()
-    accounts = builder.table("accounts", Materialized.as_("accounts-store").with_caching_disabled())
-    users = builder.table("users", Materialized.as_("users-store"))  # cached
-    accounts.join(users, lambda value: value.split(":")[0] or None, lambda a, c: a + "@" + c) \
-        .to_stream().to("inner")
-    tasks = Tasks(builder)
-    tasks.put("accounts", "a1", "u1:5", 100)
-    tasks.deliver("accounts")
-    (registration,) = [topic for topic, records in tasks.waiting.items() if records]
-    tasks.put("users", "u1", "fr", 500)
-    tasks.deliver("users", registration)  # one batch: the user's row, then the subscription
-    tasks.settle()
-    assert tasks.answer_times == {"a1": [500, 500]}  # the subscription's answer, then the flushed update's
-    assert tasks.out["inner"] == [("a1", "u1:5@fr")] * 2
-
-
-def test_a_subscription_slot_of_the_previous_version_still_loads():
-    """Before the right row's timestamp was kept beside them, the slot held the subscribers alone:
-    such a slot still loads, its answers keep the subscription's time until the right row changes."""
-    tasks = _tasks()
-    tasks.put("users", "u1", "fr", 500)
-    tasks.put("accounts", "a1", "u1:5", 100)
-    tasks.settle()
-    program, row = tasks.programs[1], list(tasks.state[1][b"u1"])
-    for store, slot in program.store_slots.items():
-        if "subscription" in store.lower() and row[slot] is not None:
-            row[slot] = pickle.dumps(pickle.loads(row[slot])[1])  # the old layout
-    tasks.state[1][b"u1"] = tuple(row)
-    tasks.put("accounts", "a2", "u1:6", 100)
-    tasks.settle()
-    assert tasks.answer_times["a2"] == [100]  # the right row's time is not known
-    tasks.put("users", "u1", "de", 700)
-    tasks.put("accounts", "a3", "u1:7", 100)
-    tasks.settle()
-    assert tasks.answer_times["a3"] == [700]
-    assert _subscribers(tasks, "u1") == [b"a1", b"a2", b"a3"] * 2  # inner, left
-
-
 def test_null_foreign_key_inner_join_unsubscribes_left_join_joins_with_null():
-    tasks = _tasks()
+    tasks = example_tasks()
     tasks.put("users", "u1", "fr")
     tasks.put("accounts", "a1", ":5")  # null foreign key: inner skips it, left joins it with null
     tasks.settle()
@@ -255,7 +99,7 @@ def test_null_foreign_key_inner_join_unsubscribes_left_join_joins_with_null():
 
 
 def test_stale_answers_are_dropped_by_the_hash_of_the_current_left_value():
-    tasks = _tasks()
+    tasks = example_tasks()
     tasks.put("users", "u1", "fr")
     tasks.put("accounts", "a1", "u1:5")
     tasks.put("accounts", "a1", "u1:6")
@@ -266,7 +110,7 @@ def test_stale_answers_are_dropped_by_the_hash_of_the_current_left_value():
 
 
 def test_a_left_row_the_filter_drops_leaves_the_left_join():
-    tasks = _tasks()
+    tasks = example_tasks()
     tasks.put("users", "u1", "fr")
     tasks.put("accounts", "a1", "u1:5")
     tasks.settle()
@@ -330,7 +174,7 @@ _UPDATES = st.lists(st.tuples(
 @settings(max_examples=150, deadline=None)
 @given(_UPDATES)
 def test_answered_before_the_next_update_the_joined_tables_are_the_join_of_both_tables(steps):
-    tasks = _tasks()
+    tasks = example_tasks()
     accounts, users = {}, {}
     for topic, number, value in steps:
         key = ("a" if topic == "accounts" else "u") + number
@@ -358,7 +202,7 @@ def test_a_row_deleted_and_written_again_before_its_answers_keeps_its_old_join_a
     of the deleted (null) value, which is stale once the row is back; the new foreign key is
     missing, so nothing answers it. The inner join keeps the old result until the row or the new
     foreign row changes again."""
-    tasks = _tasks()
+    tasks = example_tasks()
     tasks.put("users", "u1", "fr")
     tasks.put("accounts", "a2", "u1:1")
     tasks.settle()
@@ -414,7 +258,7 @@ def test_joined_tables_on_either_side_are_read_through_their_join():
     tasks.put("a", "k1", "u2:1")  # to a missing user: u1 unsubscribed (the old joined value's key)
     tasks.settle()
     assert tasks.out["inner"][-1] == ("k1", None)
-    assert _subscribers(tasks, "u1") == [] and _subscribers(tasks, "u2") == [b"k1"]
+    assert subscribers(tasks, "u1") == [] and subscribers(tasks, "u2") == [b"k1"]
     count = len(tasks.out["inner"])
     tasks.put("u", "u1", None)  # not subscribed any more
     tasks.put("v", "u2", "y")  # "None~y": filtered before and after, dropped before the join
