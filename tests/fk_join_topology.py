@@ -5,14 +5,24 @@ Accounts (account -> "user:amount"; an empty user is a null foreign key) joined 
 (user -> country): an inner join with generated names and a value-only extractor, and a left
 join of the accounts not "frozen", named ``acct-user``, materialized, with a key-value extractor.
 Its lambdas are self-contained (Spark's Python workers cannot import modules of tests/).
+
+The partitioned examples add a third sub-topology whose join result goes on through the stream:
+orders (order -> "user:amount") joined with the same users, its ``to_stream`` stamped with each
+record's timestamp (``out-orders``) and inner-joined with payments keyed by order within 2 s
+(``out-paid``, stamped too): a foreign-key join's answers carry Kafka Streams' timestamps, and a
+stream-stream join pairs them by those.
 """
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.topology import StreamsBuilder, TableJoined
 from dagster_kstreams.topology.consumed_produced import Produced
 from dagster_kstreams.topology.materialized import Materialized
+from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Record
+from dagster_kstreams.topology.windows import JoinWindows
 
 STORES = ("accounts-store", "users-store", "accounts-with-country")
 INPUTS = ("accounts", "users")
@@ -26,6 +36,11 @@ INTERNAL_TOPICS = ("KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000004-topic",
 # The partitioned join's topics (fk_join_partitioned_examples), and its internal ones.
 PLACED_OUTPUT = "out-placed"
 PLACED_INTERNAL_TOPICS = ("placed-subscription-registration-topic", "placed-subscription-response-topic")
+# The orders' join and its stream-stream join (fk_join_partitioned_examples), and their internal topics.
+ORDER_INPUTS = ("orders", "payments")
+ORDER_OUTPUTS = ("out-orders", "out-paid")
+ORDER_INTERNAL_TOPICS = ("paid-subscription-registration-topic", "paid-subscription-response-topic")
+PAYMENT_WINDOW = timedelta(seconds=2)
 
 
 def fk_join_examples(topics: dict[str, str]) -> StreamsBuilder:
@@ -48,13 +63,29 @@ def by_key_number(topic, key, value, num_partitions):
     return int(key[1:]) % num_partitions
 
 
+class StampValues(FixedKeyProcessor):
+    """ForeignKeyJoinExamples.StampValues: the value (Java's "null" for null), "|t" and the record's timestamp."""
+
+    def process(self, record: Record) -> None:
+        value = "null" if record.value is None else record.value
+        self.context.forward(record.with_value(f"{value}|t{record.timestamp}"))
+
+
 def fk_join_partitioned_examples(topics: dict[str, str]) -> StreamsBuilder:
     """:func:`fk_join_examples` and ForeignKeyJoinExamples.partitionedJoin: an inner join with
-    ``TableJoined`` partitioners (named ``placed``) whose output goes out placed by the key."""
+    ``TableJoined`` partitioners (named ``placed``) whose output goes out placed by the key; and
+    ForeignKeyJoinExamples.paidOrders (module docstring)."""
     builder, accounts, users = _fk_join_examples(topics)
     accounts.join(users, lambda value: value.split(":")[0] or None, lambda account, country: account + "#" + country,
                   TableJoined.with_(murmur_when_odd, murmur_when_odd).with_name("placed")) \
         .to_stream().to(topics[PLACED_OUTPUT], Produced.stream_partitioner(by_key_number))
+    orders = builder.table(topics["orders"], Materialized.as_("orders-store").with_caching_disabled())
+    joined = orders.join(users, lambda value: value.split(":")[0] or None, lambda order, country: order + "@" + country,
+                         TableJoined.as_("paid")).to_stream()
+    joined.process_values(StampValues).to(topics["out-orders"])
+    joined.join(builder.stream(topics["payments"]), lambda order, payment: order + "+" + payment,
+                JoinWindows.of_time_difference_and_grace(PAYMENT_WINDOW, timedelta(hours=1))) \
+        .process_values(StampValues).to(topics["out-paid"])
     return builder
 
 

@@ -5,10 +5,13 @@ One topology (tests/fk_join_topology.py; Java twin ForeignKeyJoinExamples): acco
 (generated names), a left join of the accounts not "frozen" (named ``acct-user``,
 materialized), and an inner join with ``TableJoined`` partitioners (named ``placed``) whose output
 goes out through a stream partitioner (the partitions of its records and of its internal topics'
-records are compared too). Kafka Streams 4.3.1 runs it once. Our tasks run the twin in a ``dagster-kstreams
+records are compared too); and orders joined on their user with the same users (named ``paid``),
+whose result is stamped with each record's timestamp and inner-joined with payments within 2 s (a
+foreign-key join's result feeding a stream-stream join). Kafka Streams 4.3.1 runs it once. Our tasks run the twin in a ``dagster-kstreams
 run`` process, one sub-topology after another, SIGKILLed once the accounts' task 0_0 has run;
-a rerun in another process (this one) does the rest, the accounts' tasks twice: the join is a
-cycle (accounts -> subscriptions -> users -> answers -> accounts).
+a rerun in another process (this one) does the rest, the accounts' and the users' tasks twice: the
+joins are cycles (accounts -> subscriptions -> users -> answers -> accounts, the same through
+orders), and the orders' tasks a third time for the answers to their subscriptions' second pass.
 
 Input (2 partitions each, placed by key as Kafka's default partitioner does; see the README's
 "Semantics that differ"): foreign key changes, null foreign keys, rows the filter drops,
@@ -22,6 +25,15 @@ the final value of every key of both outputs; the left join's store; the interna
 the one case where Kafka Streams' final result depends on timing (a row deleted and written again
 onto a missing foreign key: tests/test_fk_join_logic.py), so that the final values are the
 relational join of the two tables' last states in both systems, which is checked too.
+
+The orders' join carries timestamps to compare: Kafka Streams stamps an answer with the larger of
+the subscription's and the user row's timestamps, which the stream-stream join then pairs by. Its
+input is timing-independent: every order is written once (one deleted right after), onto users
+written once, one of them (``v2``) later than the orders, at the end of the users (so the answers
+are the same whether its row or the subscription comes first); each order's payments in increasing
+time, one within 2 s of the order, one of ``v2``'s time. Compared: each key's whole sequence of both
+stamped outputs, and each output partition's records as a multiset (their order across keys is
+the order the answers come back in, timing-dependent in Kafka Streams itself).
 """
 
 from __future__ import annotations
@@ -36,9 +48,10 @@ from pyspark import cloudpickle
 
 import fk_join_topology
 import oracle_harness
-from equivalence_io import output_topics, produce_strings
+from equivalence_io import output_topics, partition_sequences, produce_inputs
 from fk_join_topology import (
-    INPUTS, INTERNAL_TOPICS, PLACED_INTERNAL_TOPICS, PLACED_OUTPUT, fk_join_partitioned_examples,
+    INPUTS, INTERNAL_TOPICS, ORDER_INPUTS, ORDER_INTERNAL_TOPICS, ORDER_OUTPUTS, PAYMENT_WINDOW, PLACED_INTERNAL_TOPICS,
+    PLACED_OUTPUT, fk_join_partitioned_examples,
 )
 from fk_join_topology import OUTPUTS as JOIN_OUTPUTS
 from killed_runs import run_until_killed
@@ -57,6 +70,9 @@ STABLE_USERS = {"v0": "jp", "v1": "br"}  # written once, never changed
 STABLE_ACCOUNTS = {"s0": "v0:1", "s1": "v1:2", "s2": "v0:3", "s3": "v1:4"}  # written once
 OUTPUTS = (*JOIN_OUTPUTS, PLACED_OUTPUT)
 JOINERS = {"out-inner": "@", "out-left": "@", PLACED_OUTPUT: "#"}  # what each joiner puts between
+ALL_INPUTS = (*INPUTS, *ORDER_INPUTS)
+ALL_OUTPUTS = (*OUTPUTS, *ORDER_OUTPUTS)
+LATE_USER_TIME = T0 + 35_007  # v2's row: later than every order
 
 
 def _input(seed: int = 14) -> dict[str, list[tuple]]:
@@ -103,7 +119,36 @@ def _input(seed: int = 14) -> dict[str, list[tuple]]:
         add("users", user, rng.choice(["fr", "de", "es", "it"]))
     for account in sorted(deleted):  # nor is it for a row whose last write is a tombstone
         add("accounts", account, f"{rng.choice(USERS)}:0")
+    records["users"].append(("v2", "nl", default_partition(b"v2", PARTITIONS), LATE_USER_TIME))
+    records.update(_orders(rng))
     return records
+
+
+def _orders(rng: random.Random) -> dict[str, list[tuple]]:
+    """Orders written once each (module docstring), out of order across keys, on the users v0/v1
+    (earlier than the orders), v2 (later), a missing one, a null foreign key; one order on v2 deleted
+    right after (its unsubscribe's null answer carries v2's time), a null key. Each order's payments:
+    one 300 ms after it (v0/v1: 5 s before it, too early), one 500 ms after v2's row (v0/v1: 1 s after
+    the order), so the order's answer pairs with one of them by its timestamp."""
+    def placed(key, value, timestamp):
+        partition = rng.randrange(PARTITIONS) if key is None else default_partition(key.encode(), PARTITIONS)
+        return key, value, partition, timestamp
+
+    users = ["v2", "v0", "v2", "v1", "v2", "w9", "", "v0", "v2", "v1", "v2"]
+    times = [T0 + 20_000 + i * 1_000 + 11 for i in range(len(users))]
+    rng.shuffle(times)
+    orders, payments = [], []
+    for i, (user, timestamp) in enumerate(zip(users, times)):
+        key = f"o{i}"
+        orders.append(placed(key, f"{user}:{i}", timestamp))
+        if user == "v2":
+            payments += [placed(key, f"p{i}a", timestamp + 300), placed(key, f"p{i}b", LATE_USER_TIME + 500 + i)]
+        else:
+            payments += [placed(key, f"p{i}a", timestamp - 5_000), placed(key, f"p{i}b", timestamp + 1_000)]
+    orders.append(placed("o2", None, times[2] + 13))
+    orders.append(placed(None, "v0:9", T0 + 20_503))
+    payments.append(placed(None, "p-none", T0 + 20_505))
+    return {"orders": orders, "payments": payments}
 
 
 def _results(bootstrap: str, topics: dict[str, str]) -> dict:
@@ -111,13 +156,15 @@ def _results(bootstrap: str, topics: dict[str, str]) -> dict:
         return value.decode()
 
     results = {}
-    for name in OUTPUTS:
+    for name in ALL_OUTPUTS:
         records = read_topic(bootstrap, topics[name])
         sequences = defaultdict(list)
         for record in sorted(records, key=lambda r: (r.partition, r.offset)):
             sequences[record.key.decode()].append(None if record.value is None else record.value.decode())
         results[name] = {"final": final_values(records, text, text), "sequences": dict(sequences),
                          "partitions": _partitions(records)}
+    for (name, partition), records in partition_sequences(bootstrap, topics, ORDER_OUTPUTS).items():
+        results[name].setdefault("multisets", {})[partition] = sorted(records, key=repr)
     return results
 
 
@@ -131,6 +178,37 @@ def _partitions(records) -> dict[bytes, set[int]]:
 
 def _internal_partitions(bootstrap: str, app_id: str) -> dict[str, dict[bytes, set[int]]]:
     return {topic: _partitions(read_topic(bootstrap, f"{app_id}-{topic}")) for topic in PLACED_INTERNAL_TOPICS}
+
+
+def _check_the_orders_reference(kafka_streams_run) -> None:
+    """Kafka Streams' stamped outputs are what the module docstring says: an answer carries the
+    later of the order's and the user row's timestamps (a deletion's null answer too), and the
+    stream-stream join pairs it by that."""
+    orders = {key: (value, timestamp) for key, value, _, timestamp in kafka_streams_run["records"]["orders"]
+              if key is not None and value is not None}
+    users = {key: (value, timestamp) for key, value, _, timestamp in kafka_streams_run["records"]["users"]
+             if key in ("v0", "v1", "v2")}  # written once each
+    assert users["v2"] == ("nl", LATE_USER_TIME) and max(users["v0"][1], users["v1"][1]) < min(
+        timestamp for _, timestamp in orders.values())
+    answers, paid = kafka_streams_run["results"]["out-orders"], kafka_streams_run["results"]["out-paid"]
+    expected_answers, expected_paid = {}, {}
+    for key, (value, timestamp) in orders.items():
+        user = value.split(":")[0]
+        if user not in users:
+            continue
+        country, user_time = users[user]
+        stamp = max(timestamp, user_time)
+        expected_answers[key] = [f"{value}@{country}|t{stamp}"]
+        window = PAYMENT_WINDOW.total_seconds() * 1000
+        expected_paid[key] = [f"{value}@{country}+{payment}|t{max(stamp, paid_at)}"
+                              for payment_key, payment, _, paid_at in kafka_streams_run["records"]["payments"]
+                              if payment_key == key and abs(paid_at - stamp) <= window]
+    expected_answers["o2"] = [f"null|t{LATE_USER_TIME}"]  # deleted: its subscription's answer came back stale
+    assert answers["sequences"] == expected_answers
+    assert {key: values for key, values in paid["sequences"].items()} == \
+        {key: values for key, values in expected_paid.items() if values and key != "o2"}
+    assert all("b|t" in value for values in paid["sequences"].values() for value in values
+               if value.startswith("v2"))  # v2's orders paired by v2's time, not their own
 
 
 def _relational_join(records) -> dict[str, dict]:
@@ -159,17 +237,16 @@ def _relational_join(records) -> dict[str, dict]:
 
 @pytest.fixture(scope="module")
 def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory):
-    inputs = {name: unique_topic(f"fk-{name}") for name in INPUTS}
+    inputs = {name: unique_topic(f"fk-{name}") for name in ALL_INPUTS}
     kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
     records = _input()
-    for name in INPUTS:
-        produce_strings(kafka_bootstrap, inputs[name], records[name])
-    topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, PARTITIONS), "ks")
+    produce_inputs(kafka_bootstrap, inputs, records, ALL_INPUTS)
+    topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(ALL_OUTPUTS, PARTITIONS), "ks")
     app_id = unique_topic("ks-fk")
     stdout = oracle_harness.run_main(
         "kstreams.oracle.ForeignKeyJoinExamples",
         [kafka_bootstrap, app_id, str(tmp_path_factory.mktemp("ks-fk-state")),
-         *(topics[name] for name in INPUTS), *(topics[name] for name in OUTPUTS)],
+         *(topics[name] for name in ALL_INPUTS), *(topics[name] for name in ALL_OUTPUTS)],
         timeout=600,
     )
     reference = json.loads(stdout)
@@ -200,7 +277,10 @@ def test_fk_joins_killed_part_way_and_rerun_match_kafka_streams(
     assert any(value.startswith(":") for values in left.values() for value in values if value)  # null FK, left
     assert sum(len(values) for values in inner.values()) > 20
 
-    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, PARTITIONS))
+    _check_the_orders_reference(kafka_streams_run)
+
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"],
+                           dict.fromkeys(ALL_OUTPUTS, PARTITIONS))
     app_id = unique_topic("spark-fk")
     state = tmp_path / "state"
     # --parallelism 1: one sub-topology after another (0: accounts; 1: users). Killed once task
@@ -212,14 +292,18 @@ def test_fk_joins_killed_part_way_and_rerun_match_kafka_streams(
 
     runner = TaskRunner(fk_join_partitioned_examples(topics), app_id, kafka_bootstrap, state_location=str(state),
                         spark=spark)
-    assert len(runner.task_ids()) == 2 * PARTITIONS
-    # The cycle: all tasks send the subscriptions up and answer them (the users' tasks wait for the
-    # accounts' ones); then the accounts' tasks run again and resolve the answers, in the same call.
+    assert len(runner.task_ids()) == 3 * PARTITIONS
+    # The cycles: all tasks send the subscriptions up and answer them (the users' tasks wait for the
+    # accounts' ones); then the accounts' tasks run again and resolve the answers, and the users' ones
+    # answer the orders' subscriptions (the orders' sub-topology comes after theirs), in the same call.
+    # The orders' tasks then resolve those answers.
     results = runner.run_all()
-    assert [r.task_id for r in results] == ["0_0", "0_1", "1_0", "1_1", "0_0", "0_1"]
+    assert [r.task_id for r in results] == ["0_0", "0_1", "1_0", "1_1", "2_0", "2_1", "0_0", "0_1", "1_0", "1_1"]
     assert all(r.records_in for r in results[2:]), results
-    group_lag = kafka_admin.lag(app_id, [topics["accounts"], topics["users"],
-                                         *(f"{app_id}-{topic}" for topic in (*INTERNAL_TOPICS, *PLACED_INTERNAL_TOPICS))])
+    for task in ("2_0", "2_1"):
+        runner.run_task(task)
+    group_lag = kafka_admin.lag(app_id, [*(topics[name] for name in ALL_INPUTS), *(
+        f"{app_id}-{topic}" for topic in (*INTERNAL_TOPICS, *PLACED_INTERNAL_TOPICS, *ORDER_INTERNAL_TOPICS))])
     assert not any(group_lag.values()), group_lag
 
     ours = _results(kafka_bootstrap, topics)
@@ -232,6 +316,11 @@ def test_fk_joins_killed_part_way_and_rerun_match_kafka_streams(
     assert placed and all(partitions == {int(key[1:]) % PARTITIONS} for key, partitions in placed.items())
     assert ours[PLACED_OUTPUT]["partitions"] == placed
     assert _internal_partitions(kafka_bootstrap, app_id) == kafka_streams_run["internal"]
+    # The orders' answers and what the stream-stream join paired by their timestamps: each key's
+    # whole sequence, and each partition's records.
+    for name in ORDER_OUTPUTS:
+        assert ours[name]["sequences"] == expected[name]["sequences"], name
+        assert ours[name]["multisets"] == expected[name]["multisets"], name
     stored = {str(k): str(v) for k, v in runner.read_store("accounts-with-country").items()}
     assert stored == kafka_streams_run["stores"]["accounts-with-country"]
     # The join's internal topics exist under Kafka Streams' names, with the partitions it gives them.

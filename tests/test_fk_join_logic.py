@@ -7,9 +7,6 @@ comparison with Kafka Streams itself is tests/test_equivalence_fk_join.py."""
 
 from __future__ import annotations
 
-import pickle
-from collections import defaultdict
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,14 +14,11 @@ from dagster_kstreams.processors.fk_join_wire import (
     Instruction, Response, Subscription, decode_response, decode_subscription, encode_response,
     encode_subscription, murmur3_hash128,
 )
-from dagster_kstreams.processors.records import RecordContext
-from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import Materialized, StreamsBuilder
 from dagster_kstreams.topology.application import ApplicationTopology
 
+from fk_join_tasks import TOPICS, Tasks, example_tasks, subscribers
 from fk_join_topology import fk_join_examples
-
-TOPICS = {"accounts": "accounts", "users": "users", "out-inner": "inner", "out-left": "left"}
 
 
 # -- hash and wire format ---------------------------------------------------------------------
@@ -62,81 +56,8 @@ def test_wire_formats_round_trip(hash_, instruction, key, partition, value):
     assert decode_response(encode_response(Response(hash_, value))) == Response(hash_, value)
 
 
-# -- the two tasks, simulated ------------------------------------------------------------------
-class Tasks:
-    """The left task (sub-topology 0) and the right one (1), one partition each, run batch by
-    batch with their state rows as the Spark strategies keep them; ``deliver(topic)`` runs the
-    records waiting on one topic (an input or an internal topic) as one batch."""
-
-    def __init__(self, builder: StreamsBuilder):
-        self.compiled = compile_topology(builder, "app")
-        self.programs = [self.compiled.program(0), self.compiled.program(1)]
-        self.state: list[dict] = [{}, {}]
-        self.waiting: dict[str, list] = defaultdict(list)
-        self.offsets: dict[str, int] = defaultdict(int)
-        self.out: dict[str, list] = defaultdict(list)
-        self.clock = 0
-
-    def put(self, topic: str, key: str, value) -> None:
-        self.clock += 1
-        self.waiting[topic].append((key.encode(), None if value is None else value.encode(), self.clock))
-
-    def internal_topics(self) -> list[str]:
-        return [self.compiled.application.topic_name(topic) for topic in self.compiled.topology.repartition_topics]
-
-    def deliver(self, topic: str) -> None:
-        records, self.waiting[topic] = self.waiting[topic], []
-        (index,) = [i for i, program in enumerate(self.programs) if topic in program.source_by_topic]
-        program, state = self.programs[index], self.state[index]
-        groups = defaultdict(list)
-        for key, value, timestamp in records:
-            offset = self.offsets[topic]
-            self.offsets[topic] += 1
-            groups[key].append((RecordContext(topic, 0, offset, timestamp, position=offset), key, value))
-        rows = []
-        for key, group in groups.items():
-            out, state[key] = program.run_key_group(group, state.get(key))
-            rows += zip(out.emit_order(), out.topic, out.key, out.value, out.timestamp_ms)
-        for _, out_topic, key, value, timestamp in sorted(rows, key=lambda row: row[0]):
-            if out_topic in self.internal_topics():
-                self.waiting[out_topic].append((key, value, timestamp))
-            else:
-                self.out[out_topic].append((key.decode(), None if value is None else value.decode()))
-
-    def settle(self) -> None:
-        while any(self.waiting.values()):
-            for topic in [t for t, records in self.waiting.items() if records]:
-                self.deliver(topic)
-
-    def table(self, topic: str) -> dict:
-        final: dict = {}
-        for key, value in self.out[topic]:
-            if value is None:
-                final.pop(key, None)
-            else:
-                final[key] = value
-        return final
-
-
-def _subscribers(tasks: Tasks, foreign_key: str) -> list[bytes]:
-    """The left keys subscribed to ``foreign_key`` in both joins' subscription stores."""
-    program = tasks.programs[1]
-    row = tasks.state[1].get(foreign_key.encode())
-    if row is None:
-        return []
-    keys = []
-    for store, slot in program.store_slots.items():
-        if "subscription" in store.lower() and row[slot] is not None:
-            keys += sorted(pickle.loads(row[slot]))
-    return keys
-
-
-def _tasks() -> Tasks:
-    return Tasks(fk_join_examples(TOPICS))
-
-
 def test_inner_and_left_join_follow_the_foreign_key_and_both_tables_updates():
-    tasks = _tasks()
+    tasks = example_tasks()
     tasks.put("users", "u1", "fr")
     tasks.put("accounts", "a1", "u1:5")
     tasks.settle()
@@ -149,7 +70,7 @@ def test_inner_and_left_join_follow_the_foreign_key_and_both_tables_updates():
     tasks.settle()
     assert tasks.out["inner"][-1] == ("a1", None)
     assert tasks.out["left"][-1] == ("a1", "u2:5@null")
-    assert _subscribers(tasks, "u1") == [] and _subscribers(tasks, "u2") == [b"a1", b"a1"]  # inner, left
+    assert subscribers(tasks, "u1") == [] and subscribers(tasks, "u2") == [b"a1", b"a1"]  # inner, left
     tasks.put("users", "u1", "es")  # the old foreign key was unsubscribed: nothing
     tasks.settle()
     assert tasks.out["inner"][-1] == ("a1", None) and tasks.out["left"][-1] == ("a1", "u2:5@null")
@@ -164,7 +85,7 @@ def test_inner_and_left_join_follow_the_foreign_key_and_both_tables_updates():
 
 
 def test_null_foreign_key_inner_join_unsubscribes_left_join_joins_with_null():
-    tasks = _tasks()
+    tasks = example_tasks()
     tasks.put("users", "u1", "fr")
     tasks.put("accounts", "a1", ":5")  # null foreign key: inner skips it, left joins it with null
     tasks.settle()
@@ -178,7 +99,7 @@ def test_null_foreign_key_inner_join_unsubscribes_left_join_joins_with_null():
 
 
 def test_stale_answers_are_dropped_by_the_hash_of_the_current_left_value():
-    tasks = _tasks()
+    tasks = example_tasks()
     tasks.put("users", "u1", "fr")
     tasks.put("accounts", "a1", "u1:5")
     tasks.put("accounts", "a1", "u1:6")
@@ -189,7 +110,7 @@ def test_stale_answers_are_dropped_by_the_hash_of_the_current_left_value():
 
 
 def test_a_left_row_the_filter_drops_leaves_the_left_join():
-    tasks = _tasks()
+    tasks = example_tasks()
     tasks.put("users", "u1", "fr")
     tasks.put("accounts", "a1", "u1:5")
     tasks.settle()
@@ -253,7 +174,7 @@ _UPDATES = st.lists(st.tuples(
 @settings(max_examples=150, deadline=None)
 @given(_UPDATES)
 def test_answered_before_the_next_update_the_joined_tables_are_the_join_of_both_tables(steps):
-    tasks = _tasks()
+    tasks = example_tasks()
     accounts, users = {}, {}
     for topic, number, value in steps:
         key = ("a" if topic == "accounts" else "u") + number
@@ -281,7 +202,7 @@ def test_a_row_deleted_and_written_again_before_its_answers_keeps_its_old_join_a
     of the deleted (null) value, which is stale once the row is back; the new foreign key is
     missing, so nothing answers it. The inner join keeps the old result until the row or the new
     foreign row changes again."""
-    tasks = _tasks()
+    tasks = example_tasks()
     tasks.put("users", "u1", "fr")
     tasks.put("accounts", "a2", "u1:1")
     tasks.settle()
@@ -337,7 +258,7 @@ def test_joined_tables_on_either_side_are_read_through_their_join():
     tasks.put("a", "k1", "u2:1")  # to a missing user: u1 unsubscribed (the old joined value's key)
     tasks.settle()
     assert tasks.out["inner"][-1] == ("k1", None)
-    assert _subscribers(tasks, "u1") == [] and _subscribers(tasks, "u2") == [b"k1"]
+    assert subscribers(tasks, "u1") == [] and subscribers(tasks, "u2") == [b"k1"]
     count = len(tasks.out["inner"])
     tasks.put("u", "u1", None)  # not subscribed any more
     tasks.put("v", "u2", "y")  # "None~y": filtered before and after, dropped before the join

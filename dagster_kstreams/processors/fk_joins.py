@@ -11,13 +11,17 @@ changes. Back in the left sub-topology (the answers are keyed by the left key),
 :class:`ResponseJoin` drops an answer whose hash is not the hash of the left row's current value
 and forwards the joiner's result (or a tombstone) to the joined table (a ``KTableSource``).
 
-Emitted sequences follow Kafka Streams 4.3.1 instruction for instruction (see each class). The
-wire format of the two topics is Kafka Streams' (:mod:`.fk_join_wire`).
+Emitted sequences follow Kafka Streams 4.3.1 instruction for instruction (see each class), and
+so do their timestamps: an answer to a subscription carries the larger of the subscription's
+timestamp and the right row's (:class:`SubscriptionJoin`), an answer to a right update that
+update's, and the joined table's update its answer's. The wire format of the two topics is Kafka
+Streams' (:mod:`.fk_join_wire`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import dataclasses
+from typing import Any, Callable, Optional
 
 from dagster_kstreams.processors.aggregations import TableSource
 from dagster_kstreams.processors.base import Processor, StoreProcessor, register
@@ -38,6 +42,25 @@ __all__ = ["SubscriptionSend", "SubscriptionReceive", "SubscriptionJoin", "Forei
 
 def _hash(serde, value) -> Any:
     return None if value is None else murmur3_hash128(serde.serialize(value))
+
+
+# The subscription store's slot, one per foreign key: ``(right_timestamp, subscribers)``, the
+# subscribers ``{serialized left key: (Subscription, timestamp)}``. Kafka Streams stamps an answer to
+# a subscription with its value getter's timestamp of the right row too; the right table's store here
+# keeps values alone (a key-grouped row, where TaskState's timestamps are not at hand), so
+# ForeignTableJoin, which sees every update of the right table, keeps the row's timestamp beside its
+# subscribers (None: no right row). A slot written before it did (a plain dict of subscribers) reads
+# as no known timestamp: answers then keep the subscription's until the right row's next update.
+def _foreign_key_slot(stored) -> tuple[Optional[int], dict]:
+    if stored is ABSENT:
+        return None, {}
+    if isinstance(stored, dict):
+        return None, stored
+    return stored
+
+
+def _stored_slot(right_timestamp: Optional[int], subscribers: dict) -> Any:
+    return ABSENT if right_timestamp is None and not subscribers else (right_timestamp, subscribers)
 
 
 @register
@@ -107,8 +130,8 @@ class SubscriptionSend(Processor):
 
 @register
 class SubscriptionReceive(StoreProcessor):
-    """``SubscriptionReceiveProcessorSupplier``: keeps the foreign key's subscribers (its slot:
-    ``{serialized left key: (Subscription, timestamp)}``), deleting on an unsubscribe, and
+    """``SubscriptionReceiveProcessorSupplier``: keeps the foreign key's subscribers (in its slot,
+    beside the right row's timestamp: :func:`_foreign_key_slot`), deleting on an unsubscribe, and
     forwards ``((foreign key, subscription), timestamp)``. A null foreign key is dropped unless its
     subscription asks for a null answer (a left join), which is forwarded without being stored."""
 
@@ -125,13 +148,13 @@ class SubscriptionReceive(StoreProcessor):
         else:
             self.needs_state(state)
             slot = self.state_slot
-            current = state.values[slot]
-            subscribers = {} if current is ABSENT else dict(current)
+            right_timestamp, subscribers = _foreign_key_slot(state.values[slot])
+            subscribers = dict(subscribers)
             if subscription.instruction in (Instruction.DELETE_KEY_AND_PROPAGATE, Instruction.DELETE_KEY_NO_PROPAGATE):
                 subscribers.pop(subscription.primary_key, None)
             else:
                 subscribers[subscription.primary_key] = (subscription, context.timestamp)
-            state.values[slot] = subscribers or ABSENT
+            state.values[slot] = _stored_slot(right_timestamp, subscribers)
             state.keys[slot] = key
             state.changed = True
         self.forward(key, subscription, context, out, state)
@@ -145,16 +168,20 @@ class SubscriptionJoin(Processor):
     """``SubscriptionJoinProcessorSupplier``: answers a subscription with the right table's value
     for its foreign key, to the left key: a null answer for a deleted row; the value or null
     (``PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE``); the value only if present
-    (``PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE``); nothing for ``DELETE_KEY_NO_PROPAGATE``."""
+    (``PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE``); nothing for ``DELETE_KEY_NO_PROPAGATE``. The answer
+    carries the subscription's timestamp, or the right row's when that is later and the table has
+    a value for the key (a deletion's null answer too, as in Kafka Streams)."""
 
     kind = "fk_subscription_join"
 
-    def __init__(self, name: str, table: ValueGetter, foreign_value_serde):
+    def __init__(self, name: str, store: str, table: ValueGetter, foreign_value_serde):
         super().__init__(name)
-        self.table, self.foreign_value_serde = table, foreign_value_serde
+        self.store, self.table, self.foreign_value_serde = store, table, foreign_value_serde
+        self.slot = -1
 
     def init(self, program) -> None:
         super().init(program)
+        self.slot = program.store_slots[self.store]
         self.table.bind(program)
 
     def process(self, key, value: Subscription, context, out, state) -> None:
@@ -164,10 +191,27 @@ class SubscriptionJoin(Processor):
             return
         if instruction is Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE and foreign is None:
             return
+        if foreign is not None:
+            context = self._stamped(context, state)
         if instruction is Instruction.DELETE_KEY_AND_PROPAGATE:
             foreign = None
         answer = None if foreign is None else self.foreign_value_serde.serialize(foreign)
         answer_to(self, value, answer, context, out, state)
+
+    def _stamped(self, context, state):
+        """``context`` with the larger of its timestamp and the right row's (``resultTimestamp``)."""
+        right_timestamp = self._right_timestamp(state)
+        if right_timestamp is None or right_timestamp <= context.timestamp:
+            return context
+        return dataclasses.replace(context, timestamp=right_timestamp)
+
+    def _right_timestamp(self, state) -> Optional[int]:
+        """The right row's timestamp: its cached update's not forwarded yet (Kafka Streams' value
+        getter reads through the cache), else the one the foreign table join kept."""
+        table = self.table
+        if table.joined is None and table.slot in state.dirty:
+            return state.dirty[table.slot].timestamp
+        return _foreign_key_slot(state.values[self.slot])[0]
 
 
 def answer_to(processor: Processor, subscription: Subscription, foreign_value, context, out, state) -> None:
@@ -186,7 +230,9 @@ class ForeignTableJoin(Processor):
     new value; a null key is dropped. ``table`` is the right table: an update that one of its
     ``filter``s turned into null from null never reaches here in Kafka Streams (``KTableFilter``
     drops it when old values are sent, which the join asks for), so it is dropped here too. An update
-    of a versioned right table marked not latest answers nobody (``skips_not_latest``)."""
+    of a versioned right table marked not latest answers nobody (``skips_not_latest``). Each answer
+    carries the update's timestamp, which is kept beside the subscribers as the right row's
+    (:func:`_foreign_key_slot`): a later subscription's answer is stamped with it."""
 
     kind = "fk_foreign_table_join"
 
@@ -209,14 +255,16 @@ class ForeignTableJoin(Processor):
         self.needs_state(state)
         if value is None and self._null_to_null_at_a_filter(key, state, context):
             return
-        subscribers = state.values[self.slot]
-        if subscribers is ABSENT:
-            return
+        right_timestamp, subscribers = _foreign_key_slot(state.values[self.slot])
+        new_timestamp = None if value is None else context.timestamp
+        if new_timestamp != right_timestamp:
+            state.values[self.slot] = _stored_slot(new_timestamp, subscribers)
+            state.keys[self.slot] = key
+            state.changed = True
         answer = None if value is None else self.foreign_value_serde.serialize(value)
         for primary_key in sorted(subscribers):
             subscription, _ = subscribers[primary_key]
             answer_to(self, subscription, answer, context, out, state)
-
 
     def _null_to_null_at_a_filter(self, key, state, context) -> bool:
         table = self.table
@@ -298,7 +346,8 @@ def _receive(factory, ctx) -> SubscriptionReceive:
 
 
 def _subscription_join(factory, ctx) -> SubscriptionJoin:
-    return SubscriptionJoin(factory.name, _table(ctx, factory, factory.params["right_table"]),
+    return SubscriptionJoin(factory.name, factory.params["subscription_store"],
+                            _table(ctx, factory, factory.params["right_table"]),
                             _serdes(factory, ctx)["foreign_value"])
 
 

@@ -16,11 +16,16 @@ import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.TableJoined;
 import org.apache.kafka.streams.processor.StreamPartitioner;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
+import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
@@ -29,10 +34,11 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * consumed to its end; prints JSON {"describe": topology.describe(), "stores": {...}}.
  * Internal topics are not purged (the test reads what Kafka Streams wrote to them).
  *
- * Args: bootstrap applicationId stateDir accounts users outInner outLeft outPlaced
+ * Args: bootstrap applicationId stateDir accounts users orders payments outInner outLeft outPlaced outOrders
+ * outPaid
  *
- * The Python twin is fk_join_examples() in tests/fk_join_topology.py (with partitionedJoin:
- * fk_join_partitioned_examples()); keep the two in step.
+ * The Python twin is fk_join_examples() in tests/fk_join_topology.py (with partitionedJoin and
+ * paidOrders: fk_join_partitioned_examples()); keep the two in step.
  */
 public final class ForeignKeyJoinExamples {
     private ForeignKeyJoinExamples() {}
@@ -61,11 +67,27 @@ public final class ForeignKeyJoinExamples {
     static final StreamPartitioner<String, String> BY_KEY_NUMBER = (topic, key, value, numPartitions) ->
         Optional.of(Collections.singleton(Integer.parseInt(key.substring(1)) % numPartitions));
 
-    static Topology foreignKeyJoinExamples(String accounts, String users, String outInner, String outLeft) {
-        return build(accounts, users, outInner, outLeft, null);
+    /** The value ("null" for null), "|t" and the record's timestamp. */
+    static final class StampValues implements FixedKeyProcessor<String, String, String> {
+        private FixedKeyProcessorContext<String, String> context;
+
+        @Override
+        public void init(FixedKeyProcessorContext<String, String> context) {
+            this.context = context;
+        }
+
+        @Override
+        public void process(FixedKeyRecord<String, String> record) {
+            context.forward(record.withValue(record.value() + "|t" + record.timestamp()));
+        }
     }
 
-    private static Topology build(String accounts, String users, String outInner, String outLeft, String outPlaced) {
+    static Topology foreignKeyJoinExamples(String accounts, String users, String outInner, String outLeft) {
+        return build(accounts, users, outInner, outLeft, null, null, null, null, null);
+    }
+
+    private static Topology build(String accounts, String users, String outInner, String outLeft, String outPlaced,
+                                  String orders, String payments, String outOrders, String outPaid) {
         StreamsBuilder builder = new StreamsBuilder();
         // No record cache: every update of either table is joined.
         KTable<String, String> accountTable = builder.table(
@@ -93,6 +115,19 @@ public final class ForeignKeyJoinExamples {
                               TableJoined.<String, String>with(MURMUR_WHEN_ODD, MURMUR_WHEN_ODD).withName("placed"))
                 .toStream()
                 .to(outPlaced, Produced.streamPartitioner(BY_KEY_NUMBER));
+            // paidOrders: a join's answers, stamped, and paired by their timestamps in a stream-stream join.
+            KTable<String, String> orderTable = builder.table(
+                orders,
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("orders-store").withCachingDisabled());
+            KStream<String, String> joined = orderTable
+                .join(userTable, ForeignKeyJoinExamples::user, (order, country) -> order + "@" + country,
+                      TableJoined.as("paid"))
+                .toStream();
+            joined.processValues(StampValues::new).to(outOrders);
+            joined.join(builder.<String, String>stream(payments), (order, payment) -> order + "+" + payment,
+                        JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(2), Duration.ofHours(1)))
+                .processValues(StampValues::new)
+                .to(outPaid);
         }
         return builder.build();
     }
@@ -102,14 +137,16 @@ public final class ForeignKeyJoinExamples {
         String applicationId = args[1];
         String stateDir = args[2];
         // The internal topics too: the answers must have come back and been resolved.
-        List<String> watched = List.of(args[3], args[4],
+        List<String> watched = List.of(args[3], args[4], args[5], args[6],
             applicationId + "-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000004-topic",
             applicationId + "-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000012-topic",
             applicationId + "-acct-user-subscription-registration-topic",
             applicationId + "-acct-user-subscription-response-topic",
             applicationId + "-placed-subscription-registration-topic",
-            applicationId + "-placed-subscription-response-topic");
-        Topology topology = build(args[3], args[4], args[5], args[6], args[7]);
+            applicationId + "-placed-subscription-response-topic",
+            applicationId + "-paid-subscription-registration-topic",
+            applicationId + "-paid-subscription-response-topic");
+        Topology topology = build(args[3], args[4], args[7], args[8], args[9], args[5], args[6], args[10], args[11]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         props.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, Long.MAX_VALUE);
 
