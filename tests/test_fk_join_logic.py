@@ -18,7 +18,8 @@ from dagster_kstreams.topology import Materialized, StreamsBuilder
 from dagster_kstreams.topology.application import ApplicationTopology
 
 from fk_join_tasks import TOPICS, Tasks, example_tasks, subscribers
-from fk_join_topology import fk_join_examples
+from fk_join_topology import (INPUTS, ORDER_INPUTS, ORDER_OUTPUTS, PLACED_OUTPUT, fk_join_examples,
+                              fk_join_partitioned_examples)
 
 
 # -- hash and wire format ---------------------------------------------------------------------
@@ -268,3 +269,16 @@ def test_joined_tables_on_either_side_are_read_through_their_join():
     tasks.put("u", "u2", "de")
     tasks.settle()
     assert tasks.out["inner"][count:] == [("k1", "u2:1+b3@de~None")]
+
+
+def test_a_second_pass_runs_the_left_tables_and_what_reads_the_answers_they_are_sent():
+    application = ApplicationTopology(fk_join_examples(TOPICS).build(), "app", {"accounts": 2, "users": 3})
+    # The accounts resolve their answers; the users see no new subscription from that.
+    assert application.run_again() == [0]
+    topics = {**TOPICS, **{name: name for name in (*ORDER_INPUTS, *ORDER_OUTPUTS, PLACED_OUTPUT)}}
+    partitioned = ApplicationTopology(fk_join_partitioned_examples(topics).build(), "app",
+                                      dict.fromkeys((*INPUTS, *ORDER_INPUTS), 2))
+    # The orders' sub-topology (2) comes after the users' (1), which answers its subscriptions in
+    # the second pass; the orders resolve those answers in the same pass.
+    assert partitioned.execution_order() == [0, 1, 2]
+    assert partitioned.run_again() == [0, 1, 2]

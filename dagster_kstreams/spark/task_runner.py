@@ -326,7 +326,8 @@ class TaskRunner:
         if not self._internal_topics_ready:
             self.ensure_internal_topics()
         application = self.partitioned()
-        again = [task for task in self.tasks() if application.written_back(task.subtopology)]
+        run_again = application.run_again()
+        again = [task for task in self.tasks() if task.subtopology in run_again]
         results = self._run_tasks(self.tasks(), max_records, progress, parallelism)
         return results + (self._run_tasks(again, max_records, progress, parallelism) if again else [])
 

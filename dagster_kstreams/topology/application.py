@@ -219,6 +219,41 @@ class ApplicationTopology:
         return [topic for topic in dict.fromkeys(self.source_topics(subtopology_id))
                 if any(rank[writer] >= rank[subtopology_id] for writer in self.writers(topic))]
 
+    def run_again(self) -> list[int]:
+        """The sub-topologies a second pass in :meth:`execution_order` runs so that what the first
+        pass left on topics written back is processed end to end: each that reads such a topic, and
+        each after those that reads a topic they write from it (a foreign-key join's right table
+        answers a second left table's subscriptions in its second pass, and that left table, whose
+        sub-topology comes after the right one's, resolves the answers in the same pass). What a
+        sub-topology writes from a topic: the sinks its records reach from that topic's source."""
+        again: list[int] = []
+        written: set[str] = set()  # by the second pass so far
+        for subtopology_id in self._order:
+            reading = [*self.written_back(subtopology_id),
+                       *(topic for topic in self.source_topics(subtopology_id) if topic in written)]
+            if reading:
+                again.append(subtopology_id)
+                written.update(self._written_from(subtopology_id, reading))
+        return again
+
+    def _written_from(self, subtopology_id: int, topics: list[str]) -> set[str]:
+        """The static topics the sinks write that records read from ``topics`` reach."""
+        nodes = {node.name: node for node in self.subtopology(subtopology_id).nodes}
+        reached = [name for name, node in nodes.items()
+                   if node.kind is NodeKind.SOURCE and set(self.source_node_topics(node)) & set(topics)]
+        seen: set[str] = set()
+        written: set[str] = set()
+        while reached:
+            name = reached.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            node = nodes[name]
+            if node.kind is NodeKind.SINK and node.topic is not None:
+                written.add(self.topic_name(node.topic))
+            reached.extend(node.children)
+        return written
+
     def _upstream_first(self) -> list[int]:
         ordered: list[int] = []
         remaining = self.subtopology_ids
