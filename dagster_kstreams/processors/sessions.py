@@ -29,6 +29,10 @@ a tombstone for each merged-away session, then the new session's value. Downstre
 key as ``Windowed(key, Window(start, end))`` with an inclusive end, and the record timestamp
 is the window end.
 
+A store a user processor names (:mod:`.user_dsl_session_store`) keeps Kafka Streams' own time (the
+largest session end written, whoever wrote it) instead, and a record's sessions are removed, put
+and forwarded one after the other, as the processor then reads them.
+
 With ``emit_strategy(EmitStrategy.on_window_close())`` nothing is forwarded on update: each
 session goes out once, when it closes, in the order of :mod:`.session_close`; the store then has
 no record cache and the sub-topology runs task-grouped (a record of one key closes the sessions
