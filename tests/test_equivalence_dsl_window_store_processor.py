@@ -16,7 +16,7 @@ Input (2 partitions, 3 keys each): timestamps advancing about 100 ms a record, a
 of order by up to 12 s (within the 4 s grace, and beyond it: dropped from the closed windows), null
 keys and null values. Compared: describe(), every task's whole output sequence (values carry the
 record timestamps, the stored ones, and the store's ranges in its order, so retention is read at its
-edge), and the store as interactive queries read it at the end. Once on a clean run, once killed
+edge), and the stores as interactive queries read them at the end. Once on a clean run, once killed
 part-way (the second task after its first batch of 120 records) and rerun from the checkpoints.
 """
 
@@ -80,7 +80,7 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     printed = json.loads(stdout)
     return {"inputs": inputs, "describe": printed["describe"], "results": _results(kafka_bootstrap, topics["out"]),
             "sessions": _results(kafka_bootstrap, topics["sessions-out"]), "store": printed["window-counts"],
-            "topics": topics}
+            "session_store": printed["session-counts"], "topics": topics}
 
 
 def test_describe_is_kafka_streams(kafka_streams_run):
@@ -122,6 +122,9 @@ def _assert_matches(bootstrap: str, topics: dict[str, str], runner: TaskRunner, 
     store = {f"{windowed.key}@{windowed.window.start}": str(count)
              for windowed, count in runner.read_store("window-counts").items()}
     assert store == reference["store"]
+    sessions = {f"{windowed.key}@{windowed.window.start}-{windowed.window.end}": str(count)
+                for windowed, count in runner.read_store("session-counts").items()}
+    assert sessions == reference["session_store"]
 
 
 def _assert_reference_exercises_it(reference: dict) -> None:
@@ -149,6 +152,6 @@ def _assert_reference_exercises_sessions(reference: dict) -> None:
         values = [value.split("|") for _, value in reference["sessions"][tag]]
         counts = [parts[2] for parts in values]
         assert "11" in counts and any(count.isdigit() and int(count) > 100 for count in counts)
-        assert counts.count("13") >= 2 and counts.count("null") >= 10
+        assert counts.count("13") >= 2 and counts.count("null") >= 10 and reference["session_store"]
         assert any(count == "null" and following != "null" and previous == "null"
                    for previous, count, following in zip(counts, counts[1:], counts[2:]))

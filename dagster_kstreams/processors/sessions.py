@@ -255,6 +255,7 @@ class SessionWindowAggregate(WindowedTable):
                     self._update(key, s_start, s_end, None, s_agg, context, out, state)
         agg = call(self.aggregator, key, value, agg)
         self._put_session(key, start, end, agg, state)
+        self._wrote(end, state)
         if self.cached:
             changes[(start, end)] = (agg, context)
             state.mark_dirty(self.state_slot, context)

@@ -2,10 +2,14 @@ package kstreams.oracle;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.StringJoiner;
 
 import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StoreQueryParameters;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.KStream;
@@ -18,6 +22,8 @@ import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.QueryableStoreTypes;
+import org.apache.kafka.streams.state.ReadOnlySessionStore;
 import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.TimestampedWindowStore;
 import org.apache.kafka.streams.state.ValueAndTimestamp;
@@ -28,7 +34,8 @@ import org.apache.kafka.streams.state.WindowStoreIterator;
  * User processors on a windowed count's store (TimestampedWindowStore) and on a session count's
  * (SessionStore) run by Kafka Streams itself
  * against a real broker until the input is consumed to its end; prints JSON {"describe": ...,
- * "window-counts": {"key@start": count}} (the store as an interactive query reads it then).
+ * "window-counts": {"key@start": count}, "session-counts": {"key@start-end": count}} (the stores as
+ * interactive queries read them then).
  *
  * Args: bootstrap applicationId stateDir events out sessionsOut
  *
@@ -135,6 +142,20 @@ public final class DslWindowStoreProcessorExamples {
         }
     }
 
+    static Map<String, String> sessionStoreContent(KafkaStreams streams, String store) {
+        ReadOnlySessionStore<String, Object> view = streams.store(
+            StoreQueryParameters.fromNameAndType(store, QueryableStoreTypes.sessionStore()));
+        Map<String, String> content = new TreeMap<>();
+        try (KeyValueIterator<Windowed<String>, Object> entries = view.fetch("a", "c")) {
+            while (entries.hasNext()) {
+                KeyValue<Windowed<String>, Object> entry = entries.next();
+                content.put(entry.key.key() + "@" + entry.key.window().start() + "-" + entry.key.window().end(),
+                    String.valueOf(entry.value));
+            }
+        }
+        return content;
+    }
+
     static Topology dslWindowStoreProcessorExamples(String events, String out, String sessionsOut) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> stream = builder.stream(events);
@@ -162,6 +183,7 @@ public final class DslWindowStoreProcessorExamples {
         KafkaStreamsRuns.runUntilConsumed(topology, args[0], args[1], args[2], () -> List.of(args[3]),
             Duration.ofMinutes(5), streams -> "{\"describe\": " + Json.quote(topology.describe().toString())
                 + ", \"window-counts\": "
-                + Json.objectOfStrings(WindowExamples.windowStoreContent(streams, "window-counts")) + "}");
+                + Json.objectOfStrings(WindowExamples.windowStoreContent(streams, "window-counts"))
+                + ", \"session-counts\": " + Json.objectOfStrings(sessionStoreContent(streams, "session-counts")) + "}");
     }
 }
