@@ -1,17 +1,22 @@
-"""A user processor reading and correcting a windowed count's store, on Spark against Kafka Streams
-itself (tests/dsl_window_store_processor_topology.py; Java twin DslWindowStoreProcessorExamples).
-Kafka Streams 4.3.1 runs it once.
+"""User processors reading and correcting a windowed count's store and a session count's, on Spark
+against Kafka Streams itself (tests/dsl_window_store_processor_topology.py; Java twin
+DslWindowStoreProcessorExamples). Kafka Streams 4.3.1 runs it once.
 
 ``WindowCorrector`` reads the uncached ``window-counts`` store of the hopping-window count it follows
 (a window's ``ValueAndTimestamp``, the key's windows around it, every key's window of the same start),
 corrects a window's count of 3 to 10 and deletes a count of 13 or more; the window's count goes on
 from what it wrote (and stamps an update with the larger of the record's and the stored timestamp).
+``SessionCorrector`` reads the uncached ``session-counts`` store of a session count of the same events
+(the session, the key's sessions around it, every key's sessions backward) on every update, merged-away
+sessions' tombstones included; it corrects a count of 3 to 10, puts a session of 100 after a count of 2
+(keys ending in 1; the key's next record may merge with it) and removes a count of 13 or more; the key's next records
+merge with what it wrote.
 
 Input (2 partitions, 3 keys each): timestamps advancing about 100 ms a record, a fifth of them out
 of order by up to 12 s (within the 4 s grace, and beyond it: dropped from the closed windows), null
 keys and null values. Compared: describe(), every task's whole output sequence (values carry the
 record timestamps, the stored ones, and the store's ranges in its order, so retention is read at its
-edge), and the store as interactive queries read it at the end. Once on a clean run, once killed
+edge), and the stores as interactive queries read them at the end. Once on a clean run, once killed
 part-way (the second task after its first batch of 120 records) and rerun from the checkpoints.
 """
 
@@ -38,7 +43,7 @@ cloudpickle.register_pickle_by_value(dsl_window_store_processor_topology)
 
 PARTITIONS = 2
 T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute: a window start
-OUTPUTS = {"out": 1}
+OUTPUTS = {"out": 1, "sessions-out": 1}
 
 
 def _events(seed: int = 41) -> list[tuple]:
@@ -74,7 +79,8 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
                                        kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory, inputs, OUTPUTS)
     printed = json.loads(stdout)
     return {"inputs": inputs, "describe": printed["describe"], "results": _results(kafka_bootstrap, topics["out"]),
-            "store": printed["window-counts"], "topics": topics}
+            "sessions": _results(kafka_bootstrap, topics["sessions-out"]), "store": printed["window-counts"],
+            "session_store": printed["session-counts"], "topics": topics}
 
 
 def test_describe_is_kafka_streams(kafka_streams_run):
@@ -109,9 +115,16 @@ def _assert_matches(bootstrap: str, topics: dict[str, str], runner: TaskRunner, 
     assert set(ours) == set(reference["results"])
     for tag, sequence in reference["results"].items():
         assert ours[tag] == sequence, tag
+    ours = _results(bootstrap, topics["sessions-out"])
+    assert set(ours) == set(reference["sessions"])
+    for tag, sequence in reference["sessions"].items():
+        assert ours[tag] == sequence, f"sessions {tag}"
     store = {f"{windowed.key}@{windowed.window.start}": str(count)
              for windowed, count in runner.read_store("window-counts").items()}
     assert store == reference["store"]
+    sessions = {f"{windowed.key}@{windowed.window.start}-{windowed.window.end}": str(count)
+                for windowed, count in runner.read_store("session-counts").items()}
+    assert sessions == reference["session_store"]
 
 
 def _assert_reference_exercises_it(reference: dict) -> None:
@@ -128,3 +141,17 @@ def _assert_reference_exercises_it(reference: dict) -> None:
     keyed = sum(1 for key, *_ in _events() if key is not None)
     assert sum(len(sequence) for sequence in reference["results"].values()) < 2 * keyed
     assert reference["store"]
+    _assert_reference_exercises_sessions(reference)
+
+
+def _assert_reference_exercises_sessions(reference: dict) -> None:
+    """The session count's side, in both tasks: counts corrected to 10 going on at 11, sessions merged
+    with the one the processor put (a count past 100), sessions removed at 13, and tombstones of
+    merged-away sessions (records merging two sessions or more: two tombstones in a row)."""
+    for tag in ("p0", "p1"):
+        values = [value.split("|") for _, value in reference["sessions"][tag]]
+        counts = [parts[2] for parts in values]
+        assert "11" in counts and any(count.isdigit() and int(count) > 100 for count in counts)
+        assert counts.count("13") >= 2 and counts.count("null") >= 10 and reference["session_store"]
+        assert any(count == "null" and following != "null" and previous == "null"
+                   for previous, count, following in zip(counts, counts[1:], counts[2:]))

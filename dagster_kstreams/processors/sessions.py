@@ -29,6 +29,10 @@ a tombstone for each merged-away session, then the new session's value. Downstre
 key as ``Windowed(key, Window(start, end))`` with an inclusive end, and the record timestamp
 is the window end.
 
+A store a user processor names (:mod:`.user_dsl_session_store`) keeps Kafka Streams' own time (the
+largest session end written, whoever wrote it) instead, and a record's sessions are removed, put
+and forwarded one after the other, as the processor then reads them.
+
 With ``emit_strategy(EmitStrategy.on_window_close())`` nothing is forwarded on update: each
 session goes out once, when it closes, in the order of :mod:`.session_close`; the store then has
 no record cache and the sub-topology runs task-grouped (a record of one key closes the sessions
@@ -49,12 +53,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Optional
 
+from dagster_kstreams.processors.aggregations import read_by_user_processor
 from dagster_kstreams.processors.base import reachable, register
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.processors.session_close import ClosedSessions
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.task_state import task_state_of
+from dagster_kstreams.processors.user_dsl_window_store import observed_time_key
+from dagster_kstreams.processors.user_time_store import NO_TIME
 from dagster_kstreams.processors.windowed_tables import WindowedTable, keeps_state_downstream
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_CLOSE, ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind
@@ -109,18 +116,10 @@ class SessionStore:
         """Process one record. Returns None when it is late (dropped), else ``(removed, new)``:
         the merged-away sessions ``[(start, end, agg)]`` and the new session ``(start, end, agg)``."""
         self.expire(stream_time_before)
-        close_time = stream_time - self.grace - self.gap
-        agg = call(initializer)
-        start = end = timestamp
-        merged = []
-        for session in self.sessions:
-            s_start, s_end, s_agg = session
-            if s_end >= timestamp - self.gap and s_start <= timestamp + self.gap:
-                merged.append(session)
-                agg = call(merger, key, agg, s_agg)
-                start, end = min(start, s_start), max(end, s_end)
-        if end < close_time:
+        found = self.merge(key, timestamp, stream_time, initializer, merger, call)
+        if found is None:
             return None
+        merged, start, end, agg = found
         if merged and (start, end) != (timestamp, timestamp):
             removed = merged
         else:
@@ -133,6 +132,23 @@ class SessionStore:
             kept.append((start, end, agg))
         self.sessions = sorted(kept, key=lambda s: (s[1], s[0]))
         return removed, (start, end, agg)
+
+    def merge(self, key, timestamp: int, stream_time: int, initializer, merger, call=lambda fn, *args: fn(*args)):
+        """The record's merged session before its value is aggregated (Kafka Streams' ``findSessions``
+        loop): None when it is late, else ``(merged sessions, start, end, merged aggregate)``."""
+        close_time = stream_time - self.grace - self.gap
+        agg = call(initializer)
+        start = end = timestamp
+        merged = []
+        for session in self.sessions:
+            s_start, s_end, s_agg = session
+            if s_end >= timestamp - self.gap and s_start <= timestamp + self.gap:
+                merged.append(session)
+                agg = call(merger, key, agg, s_agg)
+                start, end = min(start, s_start), max(end, s_end)
+        if end < close_time:
+            return None
+        return merged, start, end, agg
 
 
 def _context_at(context, end: int):
@@ -150,6 +166,11 @@ class SessionWindowAggregate(WindowedTable):
     kind = KIND
     uses_stream_time = True
     drops_late_records = True
+    # Set when a user processor names the store (user_dsl_session_store.py): the store then keeps Kafka
+    # Streams' observed time (the largest session end put into or removed from it, by the aggregation or a
+    # processor), a task-level value, and returns the sessions that end after it minus the retention; a
+    # record's sessions are removed, put and forwarded one after the other (_process_in_steps).
+    observes_store_time = False
 
     def __init__(self, name: str, store: str, cached: bool, aggregation: str, gap: int, grace: int, retention: int,
                  initializer: Callable, aggregator: Callable, merger: Callable, key_serde=None,
@@ -177,10 +198,14 @@ class SessionWindowAggregate(WindowedTable):
         current = state.values[slot]
         store = SessionStore(self.gap, self.grace, self.retention, () if current is ABSENT else current)
         stream_time = self._batch_stream_time = context.stream_time
-        before = self._store_time(context, state)
+        before = self._observed_time(state) if self.observes_store_time else self._store_time(context, state)
         if before is None:  # not given (a test calling the program directly): only the record's own is known
             before = stream_time if context.timestamp < stream_time else stream_time - 1
-        changes = self._batch_changes(state, slot, store)
+        changes = self._batch_changes(state, slot, store.sessions)
+        if self.observes_store_time and not self.emit_on_close:
+            store.expire(before)
+            self._process_in_steps(key, value, store, stream_time, context, out, state, changes)
+            return
         result = store.apply(key, value, context.timestamp, before, stream_time, self.initializer, self.aggregator,
                              self.merger, lambda fn, *args: self.call(context, fn, *args))
         state.values[slot] = tuple(store.sessions) if store.sessions else ABSENT
@@ -206,6 +231,69 @@ class SessionWindowAggregate(WindowedTable):
         for s_start, s_end, s_agg in removed:
             self._update(key, s_start, s_end, None, s_agg, context, out, state)
         self._update(key, start, end, agg, None, context, out, state)
+
+    def _process_in_steps(self, key, value, store: SessionStore, stream_time: int, context, out, state,
+                          changes: dict) -> None:
+        """A record, in Kafka Streams' order, for a store a processor reads: each merged-away session is
+        removed and (uncached) forwarded before the next, then the new session is put and forwarded. A
+        processor reading the store while one is forwarded sees the others as they still are (and not
+        yet the new one); what it writes meanwhile stays unless the new session's put overwrites it."""
+        def call(fn, *args):
+            return self.call(context, fn, *args)
+
+        found = store.merge(key, context.timestamp, stream_time, self.initializer, self.merger, call)
+        if found is None:
+            out.append(DROPPED_LATE_TOPIC, None, None)
+            return
+        merged, start, end, agg = found
+        if (start, end) != (context.timestamp, context.timestamp):
+            for s_start, s_end, s_agg in merged:
+                self._put_session(key, s_start, s_end, None, state)
+                if self.cached:
+                    changes[(s_start, s_end)] = (None, context)
+                else:
+                    self._update(key, s_start, s_end, None, s_agg, context, out, state)
+        agg = call(self.aggregator, key, value, agg)
+        self._put_session(key, start, end, agg, state)
+        self._wrote(end, state)
+        if self.cached:
+            changes[(start, end)] = (agg, context)
+            state.mark_dirty(self.state_slot, context)
+        else:
+            self._update(key, start, end, agg, None, context, out, state)
+
+    def write_session(self, key, start: int, end: int, value, context, state) -> None:
+        """Store ``value`` as the key's session ``[start, end]`` (None: remove it) without forwarding it
+        (a user processor's write, :mod:`.user_dsl_session_store`); a cached store forwards the session at
+        the flush with ``context``, as Kafka Streams' cache flush listener forwards whoever wrote it."""
+        slot = self.state_slot
+        current = state.values[slot]
+        changes = self._batch_changes(state, slot, () if current is ABSENT else current) if self.cached else None
+        self._put_session(key, start, end, value, state)
+        if changes is not None:
+            changes[(start, end)] = (value, context)
+            state.mark_dirty(slot, context)
+
+    def _put_session(self, key, start: int, end: int, value, state) -> None:
+        """Kafka Streams' ``put`` (``remove``: value None) of the key's session into its slot, which the
+        store's observed time follows (a remove's too: the segmented store takes it)."""
+        self._observe(state, end)
+        slot = self.state_slot
+        current = state.values[slot]
+        sessions = [session for session in (() if current is ABSENT else current) if session[:2] != (start, end)]
+        if value is not None and end > self._observed_time(state) - self.retention:
+            sessions.append((start, end, value))  # else: "Skipping record for expired segment."
+            sessions.sort(key=lambda session: (session[1], session[0]))
+        state.values[slot] = tuple(sessions) if sessions else ABSENT
+        state.keys[slot] = key
+        state.changed = True
+
+    def _observed_time(self, state) -> int:
+        return task_state_of(self, state).values.get(observed_time_key(self.store), NO_TIME)
+
+    def _observe(self, state, end: int) -> None:
+        values = task_state_of(self, state).values
+        values[observed_time_key(self.store)] = max(values.get(observed_time_key(self.store), NO_TIME), end)
 
     def _update(self, key, start: int, end: int, new, old, context, out, state) -> None:
         """Forward the session's update with its end as the record timestamp."""
@@ -235,14 +323,14 @@ class SessionWindowAggregate(WindowedTable):
         """A session ending at ``end`` was written (or merged away: it ended no later)."""
 
     @staticmethod
-    def _batch_changes(state, slot: int, store: SessionStore) -> dict:
+    def _batch_changes(state, slot: int, sessions) -> dict:
         """``{(start, end): (latest aggregate or None (removed), context of that update)}`` for the
         windowed keys changed in this key group (the record cache's dirty entries; a session that expires within the batch is still
         forwarded, as the cache holds it until its flush). The first call also notes the sessions the
         store held (``{(start, end): aggregate}``: what the flush sends as the old values)."""
         entry = state.cache_entry(slot)
         if entry is None:
-            entry = state.new_cache_entry(slot, ({(s[0], s[1]): s[2] for s in store.sessions}, {}))
+            entry = state.new_cache_entry(slot, ({(s[0], s[1]): s[2] for s in sessions}, {}))
         return entry[1]
 
     def end_task_batch(self, task) -> None:
@@ -251,6 +339,8 @@ class SessionWindowAggregate(WindowedTable):
         stream_time, self._batch_stream_time = self._batch_stream_time, None
         if stream_time is None:
             return
+        if self.observes_store_time:
+            stream_time = task.values.get(observed_time_key(self.store), NO_TIME)
         floor = stream_time - self.retention
         for group in task.all_groups():
             sessions = group.values[self.state_slot]
@@ -332,4 +422,6 @@ def build(factory, ctx, cls: type = SessionWindowAggregate) -> SessionWindowAggr
                     key_serde=key_serde, emit_on_close=emit_strategy == ON_WINDOW_CLOSE)
     # sessions are keys of their own for the stores after it: their groups are the task state's
     aggregate.task_grouped = aggregate.task_grouped or keeps_state_downstream(ctx.subtopology, factory)
+    # check_dsl_store admits a processor naming the store of sessions updated on every record only
+    aggregate.observes_store_time = read_by_user_processor(ctx.subtopology, params["store_name"])
     return aggregate

@@ -128,22 +128,22 @@ class TimestampedKeyValueStore:
 
 # -- definition time -------------------------------------------------------------------------
 _DSL_STORES_OFFERED = ("user processors get the key-value stores of count/reduce/aggregate, to_table and tables read "
-                       "from a topic, the window stores of time-windowed count/reduce/aggregate emitting on every "
-                       "update, and the stores added with add_state_store()")
+                       "from a topic, the window stores of time-windowed and the session stores of session-windowed "
+                       "count/reduce/aggregate emitting on every update, and the stores added with add_state_store()")
 
 
 def check_dsl_store(factory, spec, sub) -> None:
     """A DSL store a processor names must be one the runner keeps as Kafka Streams' timestamped
-    key-value store (the store of a stream aggregation, ``to_table`` or a table source) or timestamped
-    window store (a time-windowed stream aggregation's that emits on every update)."""
+    key-value store (the store of a stream aggregation, ``to_table`` or a table source), timestamped
+    window store (a time-windowed stream aggregation's that emits on every update) or session store (a
+    session-windowed one's that emits on every update)."""
     where = f"processor {factory.name}: store {spec.name}"
     if spec.type is StoreType.WINDOW:
         _check_window_store(where, spec, sub)
         return
     if spec.type is StoreType.SESSION:
-        raise UnsupportedTopologyError(
-            f"{where} belongs to a session aggregation; the Spark runner keeps its sessions in its own per-key "
-            f"form, with no SessionStore view over it yet; {_DSL_STORES_OFFERED}")
+        _check_session_store(where, spec, sub)
+        return
     if spec.type is not StoreType.KEY_VALUE:
         raise UnsupportedTopologyError(
             f"{where} belongs to a DSL operation ({spec.type.value}) whose store the Spark runner keeps in a form "
@@ -170,6 +170,18 @@ def _check_window_store(where: str, spec, sub) -> None:
         why = "emits on window close, over Kafka Streams' time-ordered window store, which has no view here yet"
     elif owner.params.get("cogroup"):
         why = "is a cogroup's aggregate, whose windows several processors share"
+    else:
+        return
+    raise UnsupportedTopologyError(f"{where} belongs to {owner.name}, which {why}; {_DSL_STORES_OFFERED}")
+
+
+def _check_session_store(where: str, spec, sub) -> None:
+    owner = next(node for node in sub.nodes if spec.name in node.stores and node.kind is NodeKind.WINDOWED_AGGREGATE)
+    if owner.params.get("emit_strategy", ON_WINDOW_UPDATE) != ON_WINDOW_UPDATE:
+        why = ("emits on window close, over Kafka Streams' time-ordered session store, which the Spark runner keeps "
+               "apart from the sessions (the sessions not emitted yet), with no view over both yet")
+    elif owner.params.get("cogroup"):
+        why = "is a cogroup's aggregate, whose sessions several processors share"
     else:
         return
     raise UnsupportedTopologyError(f"{where} belongs to {owner.name}, which {why}; {_DSL_STORES_OFFERED}")

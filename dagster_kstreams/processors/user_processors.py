@@ -1,7 +1,8 @@
 """The Processor API on the runner: ``KStream.process`` / ``process_values`` with a user's
 :class:`~dagster_kstreams.topology.processor_api.Processor`, its stores (key-value here; window and session stores
 in :mod:`.user_window_store` and :mod:`.user_session_store`; a DSL operation's key-value store in
-:mod:`.user_dsl_store`, a time-windowed aggregation's in :mod:`.user_dsl_window_store`) and punctuators,
+:mod:`.user_dsl_store`, a time-windowed aggregation's in :mod:`.user_dsl_window_store`, a session
+aggregation's in :mod:`.user_dsl_session_store`) and punctuators,
 as Kafka Streams 4.3.1 runs them (``ProcessorNode``, ``ProcessorContextImpl``, ``StreamTask``,
 ``PunctuationQueue``).
 
@@ -47,6 +48,7 @@ from dagster_kstreams.processors.base import Processor, register
 from dagster_kstreams.processors.errors import ProcessingError
 from dagster_kstreams.processors.own_groups import own_group
 from dagster_kstreams.processors.state import load_state
+from dagster_kstreams.processors.user_dsl_session_store import AggregationSessionStore
 from dagster_kstreams.processors.user_dsl_store import TimestampedKeyValueStore, check_dsl_store
 from dagster_kstreams.processors.user_dsl_window_store import TimestampedWindowStore
 from dagster_kstreams.processors.user_session_store import SessionStore
@@ -241,9 +243,8 @@ class ProcessorContext:
 
     def get_state_store(self, name: str):
         if name in self._node.dsl_stores:
-            key_serde, value_serde, windowed = self._node.dsl_stores[name]
+            key_serde, value_serde, view = self._node.dsl_stores[name]
             program = self._node.program
-            view = TimestampedWindowStore if windowed else TimestampedKeyValueStore
             # each store's state by the key as that store's serde writes it (store_keyed_groups.py)
             return view(name, key_serde, value_serde, program.store_owner(name), program.store_key_serde(name),
                         self._task, self._write_context)
@@ -313,8 +314,8 @@ class UserProcessorNode(Processor):
         super().__init__(name)
         self.supplier = supplier
         self.stores = stores  # store name -> (key serde, value serde, window or session store supplier or None)
-        # a DSL operation's stores it names: store name -> (key serde, value serde, whether a windowed
-        # aggregation's) (user_dsl_store.py, user_dsl_window_store.py)
+        # a DSL operation's stores it names: store name -> (key serde, value serde, the view a processor
+        # gets: user_dsl_store.py, user_dsl_window_store.py, user_dsl_session_store.py)
         self.dsl_stores = dsl_stores or {}
         self.fixed_key = fixed_key
         self.child_names = child_names
@@ -380,10 +381,13 @@ def build(factory, ctx) -> UserProcessorNode:
             stores[store_name] = (*serdes, spec.window)  # the window or session store's supplier (None: key-value)
         else:
             check_dsl_store(factory, spec, ctx.subtopology)
-            dsl_stores[store_name] = (*serdes, spec.type is StoreType.WINDOW)
+            dsl_stores[store_name] = (*serdes, _DSL_STORE_VIEWS.get(spec.type, TimestampedKeyValueStore))
     return UserProcessorNode(factory.name, factory.params["supplier"], stores,
                              fixed_key=factory.kind is NodeKind.PROCESS_VALUES, child_names=list(factory.children),
                              dsl_stores=dsl_stores)
 
+
+# The view of a DSL store a processor names, by the store's type (check_dsl_store admits which).
+_DSL_STORE_VIEWS = {StoreType.WINDOW: TimestampedWindowStore, StoreType.SESSION: AggregationSessionStore}
 
 BUILDERS = {NodeKind.PROCESS: build, NodeKind.PROCESS_VALUES: build}

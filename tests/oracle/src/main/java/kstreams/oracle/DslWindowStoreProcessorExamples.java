@@ -2,32 +2,45 @@ package kstreams.oracle;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.StringJoiner;
 
 import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StoreQueryParameters;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.kstream.internals.SessionWindow;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.QueryableStoreTypes;
+import org.apache.kafka.streams.state.ReadOnlySessionStore;
+import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.TimestampedWindowStore;
 import org.apache.kafka.streams.state.ValueAndTimestamp;
 import org.apache.kafka.streams.state.WindowStore;
 import org.apache.kafka.streams.state.WindowStoreIterator;
 
 /**
- * A user processor on a windowed count's store (TimestampedWindowStore) run by Kafka Streams itself
+ * User processors on a windowed count's store (TimestampedWindowStore) and on a session count's
+ * (SessionStore) run by Kafka Streams itself
  * against a real broker until the input is consumed to its end; prints JSON {"describe": ...,
- * "window-counts": {"key@start": count}} (the store as an interactive query reads it then).
+ * "window-counts": {"key@start": count}, "session-counts": {"key@start-end": count}} (the stores as
+ * interactive queries read them then).
  *
- * Args: bootstrap applicationId stateDir events out
+ * Args: bootstrap applicationId stateDir events out sessionsOut
  *
- * The Python twin is tests/dsl_window_store_processor_topology.py (WindowCorrector); keep the two in step.
+ * The Python twin is tests/dsl_window_store_processor_topology.py (WindowCorrector, SessionCorrector);
+ * keep the two in step.
  */
 public final class DslWindowStoreProcessorExamples {
     private DslWindowStoreProcessorExamples() {}
@@ -35,6 +48,8 @@ public final class DslWindowStoreProcessorExamples {
     static final long SIZE_MS = 10_000L;
     static final long ADVANCE_MS = 5_000L;
     static final long GRACE_MS = 4_000L;
+    static final long GAP_MS = 400L;
+    static final long SESSION_GRACE_MS = 3_000L;
 
     static final class WindowCorrector implements Processor<Windowed<String>, Long, String, String> {
         private ProcessorContext<String, String> context;
@@ -78,9 +93,73 @@ public final class DslWindowStoreProcessorExamples {
         }
     }
 
-    static Topology dslWindowStoreProcessorExamples(String events, String out) {
+    static String sessionText(KeyValue<Windowed<String>, Long> entry) {
+        return entry.key.key() + "@" + entry.key.window().start() + "-" + entry.key.window().end() + "=" + entry.value;
+    }
+
+    static String sessions(KeyValueIterator<Windowed<String>, Long> entries) {
+        StringJoiner joined = new StringJoiner(",");
+        try (entries) {
+            while (entries.hasNext()) {
+                joined.add(sessionText(entries.next()));
+            }
+        }
+        return joined.toString();
+    }
+
+    static final class SessionCorrector implements Processor<Windowed<String>, Long, String, String> {
+        private ProcessorContext<String, String> context;
+        private SessionStore<String, Long> sessions;
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+            this.sessions = context.getStateStore("session-counts");
+        }
+
+        @Override
+        public void process(Record<Windowed<String>, Long> record) {
+            String tag = "p" + context.recordMetadata().orElseThrow().partition() + "|";
+            String key = record.key().key();
+            long start = record.key().window().start();
+            long end = record.key().window().end();
+            Long stored = sessions.fetchSession(key, start, end);
+            String around = sessions(sessions.findSessions(key, start - GAP_MS, end + GAP_MS));
+            String everyKey = sessions(sessions.backwardFetch("a", "c"));
+            context.forward(new Record<>(key + "@" + start + "-" + end, tag + "session|" + record.value() + "|t"
+                + record.timestamp() + "|" + stored + "|" + around + "|" + everyKey, record.timestamp()));
+            Long value = record.value();
+            if (value == null) {
+                return;
+            }
+            if (value == 3L) {
+                sessions.put(record.key(), 10L);
+            } else if (value == 2L && key.endsWith("1")) {
+                sessions.put(new Windowed<>(key, new SessionWindow(end + GAP_MS / 2, end + GAP_MS / 2 + 50)), 100L);
+            } else if (value >= 13L) {
+                sessions.remove(record.key());
+            }
+        }
+    }
+
+    static Map<String, String> sessionStoreContent(KafkaStreams streams, String store) {
+        ReadOnlySessionStore<String, Object> view = streams.store(
+            StoreQueryParameters.fromNameAndType(store, QueryableStoreTypes.sessionStore()));
+        Map<String, String> content = new TreeMap<>();
+        try (KeyValueIterator<Windowed<String>, Object> entries = view.fetch("a", "c")) {
+            while (entries.hasNext()) {
+                KeyValue<Windowed<String>, Object> entry = entries.next();
+                content.put(entry.key.key() + "@" + entry.key.window().start() + "-" + entry.key.window().end(),
+                    String.valueOf(entry.value));
+            }
+        }
+        return content;
+    }
+
+    static Topology dslWindowStoreProcessorExamples(String events, String out, String sessionsOut) {
         StreamsBuilder builder = new StreamsBuilder();
-        builder.<String, String>stream(events)
+        KStream<String, String> stream = builder.stream(events);
+        stream
             .groupByKey()
             .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(SIZE_MS), Duration.ofMillis(GRACE_MS))
                 .advanceBy(Duration.ofMillis(ADVANCE_MS)))
@@ -88,14 +167,23 @@ public final class DslWindowStoreProcessorExamples {
             .toStream()
             .process(WindowCorrector::new, "window-counts")
             .to(out);
+        stream
+            .groupByKey()
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(GAP_MS),
+                Duration.ofMillis(SESSION_GRACE_MS)))
+            .count(Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("session-counts").withCachingDisabled())
+            .toStream()
+            .process(SessionCorrector::new, "session-counts")
+            .to(sessionsOut);
         return builder.build();
     }
 
     public static void main(String[] args) throws Exception {
-        Topology topology = dslWindowStoreProcessorExamples(args[3], args[4]);
+        Topology topology = dslWindowStoreProcessorExamples(args[3], args[4], args[5]);
         KafkaStreamsRuns.runUntilConsumed(topology, args[0], args[1], args[2], () -> List.of(args[3]),
             Duration.ofMinutes(5), streams -> "{\"describe\": " + Json.quote(topology.describe().toString())
                 + ", \"window-counts\": "
-                + Json.objectOfStrings(WindowExamples.windowStoreContent(streams, "window-counts")) + "}");
+                + Json.objectOfStrings(WindowExamples.windowStoreContent(streams, "window-counts"))
+                + ", \"session-counts\": " + Json.objectOfStrings(sessionStoreContent(streams, "session-counts")) + "}");
     }
 }
