@@ -66,6 +66,7 @@ from dagster_kstreams.kafka.dead_letter import (
     DeserializationHandler,
 )
 from dagster_kstreams.spark.column_placement import passes_over_output, placement_columns, with_placed_partitions
+from dagster_kstreams.spark.python_segments import ENCODED, EXIT, PYTHON_KINDS, cut, run_segment
 
 __all__ = ["ColumnExpression", "ColumnPlan", "column_function", "plan", "COLUMN_KINDS"]
 
@@ -198,16 +199,28 @@ def _serialize(column, data_type, serde):
 
 
 # -- the plan ----------------------------------------------------------------------------
-def plan(program, error_class) -> Optional["ColumnPlan"]:
+def is_python_step(node) -> bool:
+    """Whether ``node`` is a Python function a Column plan runs in a segment (python_segments.py)."""
+    return node.kind in PYTHON_KINDS and not isinstance(node.fn, ColumnExpression)
+
+
+def plan(program, error_class, default_key_serde, default_value_serde) -> Optional["ColumnPlan"]:
     """A :class:`ColumnPlan` when the program uses Column expressions (None when it has none).
 
-    Raises ``error_class`` naming every processor that keeps the sub-topology out of the JVM.
+    Raises ``error_class`` naming every processor that keeps the sub-topology out of the plan.
     """
     users = [node.name for node in program.nodes if isinstance(node.fn, ColumnExpression)]
     if not users:
         return None
+    defaults = {"key": default_key_serde, "value": default_value_serde}
+    segments = cut(program.nodes, is_python_step)
+    # The parts of a record a segment writes itself into each of its exits (python_segments.py).
+    written: dict[int, frozenset] = {}
+    for segment in segments.values():
+        for (_, child), changes in zip(segment.exits, segment.changes):
+            written[child] = written.get(child, frozenset()) | changes
     problems = []
-    for node in program.nodes:
+    for index, node in enumerate(program.nodes):
         if node.kind == "source":
             for part, serde in (("key", node.key_serde), ("value", node.value_serde)):
                 if not jvm_deserializable(serde):
@@ -215,27 +228,34 @@ def plan(program, error_class) -> Optional["ColumnPlan"]:
                                     " (use String, Long, Integer, ByteArray or Json(schema=...))")
         elif node.kind == "sink":
             for part, serde in (("key", node.key_serde), ("value", node.value_serde)):
-                if not jvm_serializable(serde):
+                if part not in written.get(index, ()) and not jvm_serializable(serde):
                     problems.append(f"sink {node.name} writes its {part} with {serde!r}, which only Python writes")
-        elif node.kind in COLUMN_KINDS:
-            if not isinstance(node.fn, ColumnExpression):
-                problems.append(f"processor {node.name} ({node.kind}) is a Python function")
-        elif node.kind not in _PASS_KINDS:
-            problems.append(f"processor {node.name} ({node.kind}) has no Column form")
+        elif is_python_step(node) or node.kind in COLUMN_KINDS or node.kind in _PASS_KINDS:
+            for part in written.get(index, ()):
+                if not jvm_deserializable(defaults[part]):
+                    problems.append(f"processor {node.name} ({node.kind}) reads in the JVM a {part} a Python "
+                                    f"function made, through the default {part} serde {defaults[part]!r}, which "
+                                    "only Python parses")
+        else:
+            problems.append(f"processor {node.name} ({node.kind}) has no Column form and runs no Python function "
+                            "in a Column plan")
     if problems:
         raise error_class(
             f"sub-topology {program.subtopology_id}: processor(s) {', '.join(users)} are PySpark Column "
-            "expressions, which run only when the whole sub-topology runs in the JVM (Column operations, "
-            "JVM serdes); not here because: " + "; ".join(problems)
+            "expressions, which run only in a stateless sub-topology of Column operations and Python functions "
+            f"({', '.join(sorted(PYTHON_KINDS))}) with JVM serdes; not here because: " + "; ".join(problems)
         )
-    return ColumnPlan(program)
+    return ColumnPlan(program, segments, defaults)
 
 
 class ColumnPlan:
-    """A stateless sub-topology made of Column operations, as DataFrame operations."""
+    """A stateless sub-topology made of Column operations, as DataFrame operations, with its chains
+    of Python functions as segments (:mod:`dagster_kstreams.spark.python_segments`)."""
 
-    def __init__(self, program):
+    def __init__(self, program, segments: dict, default_serdes: dict):
         self.program = program
+        self.segments = segments  # by the index of a segment's first processor
+        self.default_serdes = default_serdes  # {"key": serde, "value": serde}
 
     def build(self, source, dead_letters):
         """The task's output DataFrame (``topic, key, value, headers``) from its source DataFrame
@@ -309,8 +329,12 @@ class ColumnPlan:
             output = with_placed_partitions(output, self.program)
         return output
 
-    def _walk(self, index: int, records, outputs: list) -> None:
-
+    def _walk(self, index: int, records, outputs: list, encoded: frozenset = frozenset()) -> None:
+        """Processor ``index`` and what follows, on the ``records`` that reach it; ``encoded``: the
+        parts a Python segment wrote for it, a sink (in :data:`ENCODED`)."""
+        if index in self.segments:
+            self._segment(self.segments[index], records, outputs)
+            return
         node = self.program.nodes[index]
         kind = node.kind
         column = node.fn.column if isinstance(node.fn, ColumnExpression) else None
@@ -334,8 +358,9 @@ class ColumnPlan:
             timestamp = F.col("event_time") if node.carry_timestamp else F.lit(None).cast("long")
             outputs.append(records.select(
                 F.lit(node.topic).cast("string").alias("topic"),  # None: picked in the pass
-                _serialize(F.col("key"), types["key"], node.key_serde).alias("key"),
-                _serialize(F.col("value"), types["value"], node.value_serde).alias("value"),
+                *(F.col(ENCODED[part]).alias(part) if part in encoded
+                  else _serialize(F.col(part), types[part], serde).alias(part)
+                  for part, serde in (("key", node.key_serde), ("value", node.value_serde))),
                 F.col("_headers").alias("headers"),
                 timestamp.alias("timestamp_ms"),
                 F.col("_emit_order").alias("emit_order"),
@@ -344,3 +369,23 @@ class ColumnPlan:
             return
         for child in node.children:
             self._walk(child, records, outputs)
+
+    def _segment(self, segment, records, outputs: list) -> None:
+        """A segment of Python functions (python_segments.py) as one ``mapInArrow``, then each exit's
+        rows on: a sink takes the bytes the segment wrote with its serdes; any other processor reads a
+        changed part as the default serde wrote it, as a Column reads a source's."""
+        nodes = self.program.nodes
+        exit_serdes = [
+            {part: (getattr(nodes[child], f"{part}_serde") if nodes[child].kind == "sink" else self.default_serdes[part])
+             for part in changes}
+            for (_, child), changes in zip(segment.exits, segment.changes)
+        ]
+        passed = run_segment(records, nodes, segment, exit_serdes)
+        columns = list(records.columns)
+        for position, ((_, child), changes) in enumerate(zip(segment.exits, segment.changes)):
+            rows = passed.where(F.col(EXIT) == position)
+            if nodes[child].kind == "sink":
+                self._walk(child, rows, outputs, changes)
+                continue
+            typed = {part: _deserialize(F.col(ENCODED[part]), self.default_serdes[part])[0] for part in changes}
+            self._walk(child, rows.withColumns(typed).select(*columns), outputs)
