@@ -25,18 +25,28 @@ is the same; a function's side effects repeat). Within an exit, rows keep the pa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional
 
 import pyarrow as pa
 import pyspark.sql.types as T
 from pyspark.sql import DataFrame
 
+from dagster_kstreams.kafka.dead_letter import (
+    DeadLetterPolicy,
+    DeserializationError,
+    DeserializationHandler,
+    dead_letter_headers,
+)
 from dagster_kstreams.processors.errors import ProcessingError
-from dagster_kstreams.processors.records import RecordContext
+from dagster_kstreams.processors.records import RecordContext, header_column
 from dagster_kstreams.processors.stateless import pair
 
-__all__ = ["PYTHON_KINDS", "Segment", "cut", "run_segment", "segment_batch", "EXIT", "ENCODED"]
+__all__ = ["PYTHON_KINDS", "Segment", "cut", "reading", "run_segment", "segment_batch", "EXIT", "ENCODED",
+           "DEAD_LETTER"]
+
+log = logging.getLogger(__name__)
 
 # The operations a Python function may take in a Column plan, and what each changes.
 PYTHON_KINDS = {"filter", "map", "map_values", "select_key", "flat_map", "flat_map_values"}
@@ -44,6 +54,7 @@ _CHANGES_KEY = {"map", "select_key", "flat_map"}
 _CHANGES_VALUE = {"map", "map_values", "flat_map", "flat_map_values"}
 EXIT = "_segment_exit"  # the exit (a child's index in the program) a segment's row goes to
 ENCODED = {"key": "_segment_key_bytes", "value": "_segment_value_bytes"}  # a changed part's bytes
+DEAD_LETTER = -1  # the EXIT of a record the segment could not read: raw, to the dead-letter topic
 
 
 @dataclass(frozen=True)
@@ -56,6 +67,16 @@ class Segment:
     steps: tuple[int, ...]
     exits: tuple[tuple[int, int], ...]
     changes: tuple[frozenset, ...]
+    # (key serde, value serde): the segment reads its records' raw bytes itself (right after a source
+    # whose serde only Python parses), judged by the dead-letter policy; None: Spark's values.
+    reads: Optional[tuple[Any, Any]] = None
+
+
+def reading(segment: Segment, key_serde, value_serde) -> Segment:
+    """``segment`` reading its records' raw bytes with a source's serdes: both parts of every record
+    then cross back as bytes (the JVM never read them)."""
+    every = frozenset({"key", "value"})
+    return replace(segment, reads=(key_serde, value_serde), changes=tuple(every for _ in segment.exits))
 
 
 def cut(nodes: list, is_python_step: Callable[[Any], bool]) -> dict[int, Segment]:
@@ -85,25 +106,28 @@ def cut(nodes: list, is_python_step: Callable[[Any], bool]) -> dict[int, Segment
     return segments
 
 
-def run_segment(records: DataFrame, nodes: list, segment: Segment, exit_serdes: list[dict[str, Any]]) -> DataFrame:
+def run_segment(records: DataFrame, nodes: list, segment: Segment, exit_serdes: list[dict[str, Any]],
+                dead_letters: DeadLetterPolicy) -> DataFrame:
     """``records`` (the Column plan's: ``key``, ``value``, ``topic``, ``partition``, ``offset``,
     ``event_time``, ``_headers`` ...) after the segment: one row per record reaching each exit, with
     :data:`EXIT` (its position in ``segment.exits``) and, for each part changed on the way there, its
     bytes in :data:`ENCODED` written by ``exit_serdes[exit][part]`` (the part's own column then holds
-    the record's part as it entered the segment, for nobody to read)."""
+    the record's part as it entered the segment, for nobody to read). A record the segment cannot read
+    (:attr:`Segment.reads`) fails the task or is skipped, as ``dead_letters`` says; with a dead-letter
+    topic, it comes out raw with :data:`DEAD_LETTER` and Kafka Streams' dead-letter headers."""
     schema = T.StructType([*records.schema.fields, T.StructField(EXIT, T.IntegerType(), False),
                            *(T.StructField(column, T.BinaryType(), True) for column in ENCODED.values())])
 
     def run(batches):
         for batch in batches:
             if batch.num_rows:
-                yield segment_batch(batch, nodes, segment, exit_serdes)
+                yield segment_batch(batch, nodes, segment, exit_serdes, dead_letters)
 
     return records.mapInArrow(run, schema)
 
 
-def segment_batch(batch: pa.RecordBatch, nodes: list, segment: Segment,
-                  exit_serdes: list[dict[str, Any]]) -> pa.RecordBatch:
+def segment_batch(batch: pa.RecordBatch, nodes: list, segment: Segment, exit_serdes: list[dict[str, Any]],
+                  dead_letters: DeadLetterPolicy = DeadLetterPolicy()) -> pa.RecordBatch:
     """One Arrow batch of records through the segment (see :func:`run_segment`), in order: a record's
     output depth-first, as Kafka Streams forwards it."""
     column = {name: batch.column(batch.schema.get_field_index(name)).to_pylist()
@@ -128,17 +152,52 @@ def segment_batch(batch: pa.RecordBatch, nodes: list, segment: Segment,
                     encoded[part].append(_encode(node, nodes[child], part, exit_serdes[position][part], data, context)
                                          if part in segment.changes[position] else None)
 
+    dead = {}  # the position of a dead-letter row: its headers
     for row in range(batch.num_rows):
         context = RecordContext(topic=column["topic"][row], partition=column["partition"][row],
                                 offset=column["offset"][row], timestamp=column["event_time"][row],
                                 headers=column["_headers"][row])
-        visit(segment.steps[0], column["key"][row], column["value"][row], row, context)
+        key, value = column["key"][row], column["value"][row]
+        if segment.reads is not None:
+            try:
+                key, value = _read(segment.reads, key, value, context)
+            except DeserializationError as error:
+                if dead_letters.handler is DeserializationHandler.FAIL:
+                    raise
+                log.warning("skipping a record: %s", error)
+                if dead_letters.dead_letter_topic:
+                    dead[len(rows)] = header_column(dead_letter_headers(context.topic, context.partition,
+                                                                        context.offset, error))
+                    rows.append(row)
+                    exits.append(DEAD_LETTER)
+                    encoded["key"].append(key)
+                    encoded["value"].append(value)
+                continue
+        visit(segment.steps[0], key, value, row, context)
     # A changed part's old column goes along unread: the exit reads the part from its bytes.
     taken = batch.take(pa.array(rows, type=pa.int64()))
     arrays = list(taken.columns)
+    if dead:
+        at = batch.schema.get_field_index("_headers")
+        headers = [dead.get(position, record) for position, record in enumerate(arrays[at].to_pylist())]
+        arrays[at] = pa.array(headers, type=batch.schema.field(at).type)
     arrays.append(pa.array(exits, type=pa.int32()))
     arrays.extend(pa.array(encoded[part], type=pa.binary()) for part in ENCODED)
     return pa.RecordBatch.from_arrays(arrays, names=[*batch.schema.names, EXIT, *ENCODED.values()])
+
+
+def _read(serdes: tuple[Any, Any], raw_key, raw_value, context) -> tuple[Any, Any]:
+    """The record's key and value read from its bytes, or :class:`DeserializationError` naming it."""
+    for part, serde in zip(("key", "value"), serdes):
+        try:
+            if part == "key":
+                key = serde.deserialize(raw_key)
+            else:
+                value = serde.deserialize(raw_value)
+        except Exception as cause:  # noqa: BLE001 - any serde failure is the handler's to judge
+            raise DeserializationError(context.topic, context.partition, context.offset, part, repr(serde),
+                                       cause) from cause
+    return key, value
 
 
 def _step(node, key, value, context) -> list[tuple[Any, Any]]:
