@@ -3,20 +3,23 @@
 A stateless sub-topology may mix Column expressions (run in the JVM:
 :mod:`dagster_kstreams.spark.expressions`) with Python functions (``filter``/``filter_not``, ``map``,
 ``map_values``, ``select_key``, ``flat_map``, ``flat_map_values``) in any order. The Column plan walks
-the processors as DataFrame operations; at a Python function it cuts a *segment* (:func:`cut`): the
-longest chain of Python functions from there, each the only child of the one before, and runs it as
-one ``mapInArrow`` over the records that reach it (:func:`run_segment`), as Spark runs Python: on the
-executors, a partition's rows in their order, each record through the chain (a ``flat_map``'s records
-in the order it returns them), then to each of the chain's last processor's children (its *exits*)
-in the order of the topology. What comes out goes on as DataFrame operations again.
+the processors as DataFrame operations; at a Python function it cuts a *segment* (:func:`cut`): every
+processor reachable from there through Python functions only, run as one ``mapInArrow`` over the
+records that reach it (:func:`run_segment`), as Spark runs Python: on the executors, a partition's
+rows in their order, each record through the segment depth-first as Kafka Streams forwards it (a
+``flat_map``'s records in the order it returns them, to a processor's children in the topology's
+order) until it leaves by one of the segment's *exits* (an edge to a processor that is no Python
+function). Each exit's rows go on as DataFrame operations again.
 
 The functions see a record's key and value as Python objects, read from Spark's values through
 Arrow (a string as ``str``, a ``bigint`` as ``int``, a struct as a ``dict``, binary as ``bytes``);
 the record's topic, partition, offset, timestamp and headers go through the segment untouched.
-A key or value the chain leaves as it was keeps its Spark value. One the chain changes crosses
-back as bytes: written by the sink's serdes when the exit is a sink (as Kafka Streams' sink writes
-it), else by the default serdes, which the JVM then reads as it reads a source's (the Column plan's
+A key or value the segment leaves as it was keeps its Spark value. One it changes crosses back as
+bytes: written by the sink's serdes when the exit is a sink (as Kafka Streams' sink writes it), else
+by the default serdes, which the JVM then reads as it reads a source's (the Column plan's
 deserializers), so the next Column sees it typed by the default serde (``String`` unless configured).
+Right after a source whose serde only Python parses, the segment reads the records' bytes itself
+(:func:`reading`), under the task's deserialization handler.
 
 A segment's rows are one Spark DataFrame read by each of its exits: with several exits, Spark
 evaluates the segment once per exit, so its functions run once per exit for each record (the output
@@ -52,7 +55,7 @@ log = logging.getLogger(__name__)
 PYTHON_KINDS = {"filter", "map", "map_values", "select_key", "flat_map", "flat_map_values"}
 _CHANGES_KEY = {"map", "select_key", "flat_map"}
 _CHANGES_VALUE = {"map", "map_values", "flat_map", "flat_map_values"}
-EXIT = "_segment_exit"  # the exit (a child's index in the program) a segment's row goes to
+EXIT = "_segment_exit"  # the exit a segment's row goes to (its position in Segment.exits)
 ENCODED = {"key": "_segment_key_bytes", "value": "_segment_value_bytes"}  # a changed part's bytes
 DEAD_LETTER = -1  # the EXIT of a record the segment could not read: raw, to the dead-letter topic
 
