@@ -43,7 +43,7 @@ pytestmark = pytest.mark.integration
 cloudpickle.register_pickle_by_value(header_topology)
 
 PARTITIONS = 2
-# The branches after the repartition topic, whose two writers interleave: compared per key.
+# The branches after the repartition topic, whose two writers interleave: compared per key, together.
 REKEYED_BRANCHES = ("rekeyed", "mixmap", "mixa", "mixb")
 T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute
 
@@ -67,13 +67,15 @@ def _input(seed: int = 9) -> list[tuple]:
 
 
 def _results(bootstrap: str, topic: str) -> dict[tuple, list]:
-    """``{(branch, source partition[, key]): [(key, value, headers)]}`` in offset order."""
+    """``{(branch, source partition): [(key, value, headers)]}`` in offset order; after the
+    repartition topic, ``{("rekeyed", source partition, key): ...}``, every branch of that
+    sub-topology together: Kafka Streams forwards a record down each branch before the next record."""
     results: dict[tuple, list] = {}
     for record in sorted(read_topic(bootstrap, topic), key=lambda r: (r.partition, r.offset)):
         headers = tuple((name, value) for name, value in record.headers if not name.startswith(INTERNAL_HEADER_PREFIX))
         branch = record.value.decode().split("|")[0]
         source = dict(headers).get("src")
-        group = (branch, source, record.key) if branch in REKEYED_BRANCHES else (branch, source)
+        group = ("rekeyed", source, record.key) if branch in REKEYED_BRANCHES else (branch, source)
         results.setdefault(group, []).append((record.key, record.value, headers))
     return results
 
@@ -123,8 +125,11 @@ def test_headers_killed_part_way_and_rerun_match_kafka_streams(
 def _assert_reference_exercises_it(expected: dict) -> None:
     """Kafka Streams' output shows what the test is about: every branch from both partitions,
     duplicate header names, null header values, the processor's added and new headers."""
-    branches = {group[0] for group in expected}
+    branches = {value.decode().split("|")[0] for sequence in expected.values() for _, value, _ in sequence}
     assert branches == {"flat", "rekeyed", "count", "proc", "fresh", "win", "final", "mixmap", "mixa", "mixb"}
+    # One key's records of several branches of the rekeyed sub-topology, interleaved record by record.
+    assert any(len({value.decode().split("|")[0] for _, value, _ in sequence}) == 3
+               for group, sequence in expected.items() if group[0] == "rekeyed")
     assert {group[1] for group in expected} == {b"p0", b"p1"}
     every = [headers for sequence in expected.values() for _, _, headers in sequence]
     assert any([name for name, _ in headers].count("dup") > 1 for headers in every)

@@ -327,6 +327,12 @@ def test_a_mixed_sub_topology_is_cut_into_segments(spark):
                                          (["value"],)),
     }
     assert isinstance(strategy_for(program), ColumnPlan)
+    # Three branches write "out": their rows are sorted back into processing order; one branch is not.
+    assert program.column_plan.interleaves_branches and ColumnPlan().orders_output(program)
+    builder = StreamsBuilder()
+    builder.stream("in").map_values(F.upper(F.col("value"))).flat_map_values(lambda v: [v, v]).to("out")
+    single = compile_topology(builder, "app").program(0)
+    assert not single.column_plan.interleaves_branches and not ColumnPlan().orders_output(single)
 
 
 def test_a_segment_runs_records_depth_first_in_partition_order():

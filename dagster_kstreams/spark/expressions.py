@@ -210,14 +210,35 @@ class ColumnPlan:
         self.segments = segments  # by the index of a segment's first processor
         self.default_serdes = default_serdes  # {"key": serde, "value": serde}
 
+    @property
+    def interleaves_branches(self) -> bool:
+        """Whether two branches of the plan may write one topic (two sinks, a sink reached twice, a
+        topic a function picks beside another sink): the plan's output is a union of branches, so
+        their rows must be sorted back into processing order (Kafka Streams forwards a record down
+        each branch before the next record)."""
+        nodes = self.program.nodes
+        reached: list = []
+
+        def walk(index: int) -> None:
+            if nodes[index].kind == "sink":
+                reached.append(nodes[index].topic)
+            for child in nodes[index].children:
+                walk(child)
+
+        for index, node in enumerate(nodes):
+            if node.kind == "source":
+                walk(index)
+        return len(reached) != len(set(reached)) or (None in reached and len(reached) > 1)
+
     def build(self, source, dead_letters):
         """The task's output DataFrame (``topic, key, value, headers``) from its source DataFrame
         (``key, value, topic, partition, offset, timestamp`` as Spark's Kafka source gives them)."""
 
         outputs = []
         nodes = self.program.nodes
-        # In processing order (several topics), each output row goes out by its source record's seq.
-        emit_order = F.col("seq") if "seq" in source.columns else F.lit(None).cast("long")
+        # Each output row goes out by its source record's position: its seq in processing order (several
+        # topics), else its offset (one partition); used when the rows are sorted (orders_output).
+        emit_order = F.col("seq") if "seq" in source.columns else F.col("offset").cast("long")
         # The records' headers pass through to what they produce, as in Kafka Streams.
         record_headers = F.col("headers") if "headers" in source.columns else F.lit(None).cast(_HEADERS_TYPE)
         for node in nodes:

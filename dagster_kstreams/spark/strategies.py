@@ -108,8 +108,9 @@ class ColumnPlan(Strategy):
 
     def orders_output(self, program: Any) -> bool:
         # One partition in offset order, but the plan is a union of branches (one per source
-        # node and sink): with several topics, its rows go out by ``seq``.
-        return program.needs_processing_order
+        # node and sink): with several topics, or two branches writing one topic, its rows go out
+        # by ``seq`` (or offset).
+        return program.needs_processing_order or program.column_plan.interleaves_branches
 
 
 class JvmCount(Strategy):
