@@ -2,7 +2,8 @@
 keep the two in step.
 
 On one source: stateless operations and a sink (``flat|``), a repartition topic whose downstream
-sub-topology is Column expressions only, run in the JVM (``rekeyed|``), a count without the record
+sub-topology is Column expressions, run in the JVM (``rekeyed|``), mixed with Python functions run
+in segments of the same plan (``mixmap|``, ``mixa|``, ``mixb|``), a count without the record
 cache (``count|``), ``HeaderEditor`` (``process``), which reads, removes and adds headers and
 forwards a record with new ones (``proc|``, ``fresh|``), and over a repartition topic that keeps
 each key in its partition, a windowed count without the cache (``win|``) and its final results
@@ -50,9 +51,19 @@ def header_examples(topics: dict[str, str]) -> StreamsBuilder:
         .filter(lambda k, v: not v.endswith("3+")) \
         .map_values(lambda v: "flat|" + v) \
         .to(topics["out"])
-    events.select_key(lambda k, v: "none" if v is None else v) \
-        .repartition(Repartitioned.as_("rekeyed")) \
-        .map_values(F.concat(F.lit("rekeyed|"), F.col("key"), F.lit("|"), F.coalesce(F.col("value"), F.lit("null")))) \
+    rekeyed = events.select_key(lambda k, v: "none" if v is None else v).repartition(Repartitioned.as_("rekeyed"))
+    rekeyed.map_values(F.concat(F.lit("rekeyed|"), F.col("key"), F.lit("|"), F.coalesce(F.col("value"), F.lit("null")))) \
+        .to(topics["out"])
+    # Columns and Python functions in one sub-topology (spark/python_segments.py): Columns, a Python
+    # map, a sink; a Python flat_map, Columns, then two branches mixing both again.
+    rekeyed.filter(F.col("value").isNotNull()).map_values(F.upper(F.col("value"))) \
+        .map(lambda k, v: (k, f"mixmap|{k}|{v}|{len(v)}")) \
+        .to(topics["out"])
+    mixed = rekeyed.flat_map(lambda k, v: [] if v is None else [(k, v + "a"), (k + "!", v + "b")]) \
+        .map_values(F.concat(F.lit("fm+"), F.upper(F.col("value"))))
+    mixed.filter(F.col("value").endswith("A")).map_values(lambda v: "mixa|" + v).to(topics["out"])
+    mixed.filter_not(lambda k, v: not k.endswith("!")) \
+        .map_values(F.concat(F.lit("mixb|"), F.col("value"), F.lit("|"), F.col("key"))) \
         .to(topics["out"])
     events.group_by_key() \
         .count(Materialized.as_("counts").with_caching_disabled()) \

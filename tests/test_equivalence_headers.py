@@ -1,6 +1,7 @@
 """Record headers on Spark against Kafka Streams itself (tests/header_topology.py; Java twin
 HeaderExamples): stateless operations and a sink, a repartition topic read back by a sub-topology
-of Column expressions (run in the JVM), a count without the record cache, and a user processor
+of Column expressions (run in the JVM) mixed with Python functions (segments of the same plan, run
+in several Arrow batches per micro-batch: the order a partition's records keep through them shows), a count without the record cache, and a user processor
 that reads, removes and adds headers and forwards a record with new ones, and a windowed count
 without the record cache with its suppressed final results. Kafka Streams 4.3.1 runs it once.
 
@@ -32,6 +33,7 @@ from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import produce, read_topic
 from dagster_kstreams.kafka.timestamp_header import INTERNAL_HEADER_PREFIX
 from dagster_kstreams.spark.batch_writer import HEADER_WRITTEN
+from dagster_kstreams.spark.strategies import ColumnPlan, strategy_for
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology import StreamsBuilder
 
@@ -41,6 +43,8 @@ pytestmark = pytest.mark.integration
 cloudpickle.register_pickle_by_value(header_topology)
 
 PARTITIONS = 2
+# The branches after the repartition topic, whose two writers interleave: compared per key, together.
+REKEYED_BRANCHES = ("rekeyed", "mixmap", "mixa", "mixb")
 T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute
 
 
@@ -63,13 +67,15 @@ def _input(seed: int = 9) -> list[tuple]:
 
 
 def _results(bootstrap: str, topic: str) -> dict[tuple, list]:
-    """``{(branch, source partition[, key]): [(key, value, headers)]}`` in offset order."""
+    """``{(branch, source partition): [(key, value, headers)]}`` in offset order; after the
+    repartition topic, ``{("rekeyed", source partition, key): ...}``, every branch of that
+    sub-topology together: Kafka Streams forwards a record down each branch before the next record."""
     results: dict[tuple, list] = {}
     for record in sorted(read_topic(bootstrap, topic), key=lambda r: (r.partition, r.offset)):
         headers = tuple((name, value) for name, value in record.headers if not name.startswith(INTERNAL_HEADER_PREFIX))
         branch = record.value.decode().split("|")[0]
         source = dict(headers).get("src")
-        group = (branch, source, record.key) if branch == "rekeyed" else (branch, source)
+        group = ("rekeyed", source, record.key) if branch in REKEYED_BRANCHES else (branch, source)
         results.setdefault(group, []).append((record.key, record.value, headers))
     return results
 
@@ -100,8 +106,15 @@ def test_headers_killed_part_way_and_rerun_match_kafka_streams(
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], {"out": 1})
     rerun = kill_and_rerun(tmp_path, header_examples, topics, app_id=unique_topic("spark-headers"),
                            bootstrap=kafka_bootstrap, spark=spark, kill_when=lambda line: line.startswith("task 0_1 batch"),
-                           killed_args=("--parallelism", "1", "--max-records-per-batch", "40"))
+                           killed_args=("--parallelism", "1", "--max-records-per-batch", "40"),
+                           arrow_batch_size=7)  # a task's batch in several Arrow batches through the segments
     assert 0 < rerun.by_task["0_1"].records_in < len(kafka_streams_run["records"]) // PARTITIONS  # continued
+    # The Column plan with its Python segments (not a Python pass) ran the rekeyed sub-topology.
+    application = rerun.runner.compiled.application
+    (rekeyed,) = [sub for sub in application.subtopology_ids
+                  if any(topic.endswith("-rekeyed-repartition") for topic in application.source_topics(sub))]
+    assert isinstance(strategy_for(rerun.runner.compiled.program(rekeyed)), ColumnPlan)
+    assert len(rerun.runner.compiled.program(rekeyed).column_plan.segments) == 4
 
     ours = _results(kafka_bootstrap, topics["out"])
     assert set(ours) == set(expected)
@@ -112,8 +125,11 @@ def test_headers_killed_part_way_and_rerun_match_kafka_streams(
 def _assert_reference_exercises_it(expected: dict) -> None:
     """Kafka Streams' output shows what the test is about: every branch from both partitions,
     duplicate header names, null header values, the processor's added and new headers."""
-    branches = {group[0] for group in expected}
-    assert branches == {"flat", "rekeyed", "count", "proc", "fresh", "win", "final"}
+    branches = {value.decode().split("|")[0] for sequence in expected.values() for _, value, _ in sequence}
+    assert branches == {"flat", "rekeyed", "count", "proc", "fresh", "win", "final", "mixmap", "mixa", "mixb"}
+    # One key's records of several branches of the rekeyed sub-topology, interleaved record by record.
+    assert any(len({value.decode().split("|")[0] for _, value, _ in sequence}) == 3
+               for group, sequence in expected.items() if group[0] == "rekeyed")
     assert {group[1] for group in expected} == {b"p0", b"p1"}
     every = [headers for sequence in expected.values() for _, _, headers in sequence]
     assert any([name for name, _ in headers].count("dup") > 1 for headers in every)

@@ -7,7 +7,8 @@ count whose every update is re-keyed to one key, a stream-table join over two pa
 whose sides interleave in time, and a merge of three topics to one key written with Column
 expressions (run in the JVM), that merge also placed by a partitioner after a Column
 ``map_values`` (the JVM's plan, then the partitioner in one Python pass), and sent to a topic a
-Python function picks per record, with and without a partitioner. All timestamps are
+Python function picks per record, with and without a partitioner, and that merge through a Python
+``flat_map``, Columns and a Python ``map`` in the same plan (Python segments, in Arrow batches of 4). All timestamps are
 distinct and interleaved across topics.
 Custom stream partitioners too: a sink placed by the value (a copy to every partition, none, the
 default partitioner, tombstones and null keys), the same on a sink whose topic a function picks
@@ -50,7 +51,8 @@ INPUTS = {**dict.fromkeys(MERGED, 1), "counted": 1, "orders": 2, "customers": 2,
           **dict.fromkeys(COLUMN_MERGED, 1), "placed": 1}  # name: partitions
 OUTPUTS = {"out-reduce": 1, "out-mapped": 1, "out-counts": 2, "out-joined": 2, "out-columns": 1,
            "out-placed": 3, "out-placed-counts": 2, "out-picked-a": 3, "out-picked-b": 2, "out-columns-placed": 3,
-           "out-columns-picked-a": 3, "out-columns-picked-b": 2, "out-columns-routed-a": 1, "out-columns-routed-b": 2}
+           "out-columns-picked-a": 3, "out-columns-picked-b": 2, "out-columns-routed-a": 1, "out-columns-routed-b": 2,
+           "out-mixed": 1}
 
 
 class ByValue:
@@ -124,6 +126,11 @@ def order_examples(topics: dict[str, str]) -> StreamsBuilder:
                                                else "out-columns-picked-b"], Produced.stream_partitioner(ByValue()))
     columns.map_values(F.upper(value)) \
         .to(lambda key, value: topics["out-columns-routed-a" if key == "x" else "out-columns-routed-b"])
+    # Python functions in the same plan (segments, spark/python_segments.py): a flat_map, Columns, a map.
+    columns.flat_map(lambda key, value: [] if value.endswith("5") else [(key, value), (key + "2", value + "!")]) \
+        .map_values(F.concat(F.upper(value), F.lit("#"))) \
+        .map(lambda key, value: ("all", f"{key}:{value}")) \
+        .to(topics["out-mixed"])
     partitioner_examples(builder, topics)
     return builder
 
@@ -220,19 +227,27 @@ def test_record_order_across_keys_and_topics_matches_kafka_streams(kafka_bootstr
     routed = {name: [key for partition in expected[name].values() for key, _ in partition]
               for name in ("out-columns-routed-a", "out-columns-routed-b")}
     assert set(routed["out-columns-routed-a"]) == {"x"} and set(routed["out-columns-routed-b"]) == {"y", "z"}
+    # Through Python functions and Columns mixed: every record of the three topics, in their merged time order.
+    (mixed,) = expected["out-mixed"].values()
+    merged_columns = sorted((t, k, v) for name in COLUMN_MERGED for k, v, t in records[name] if not v.endswith("5"))
+    assert [value for _, value in mixed[::2]] == [f"{k}:{v.upper()}#" for _, k, v in merged_columns]
     # A topic picked per record, placed with that topic's own partition count (3 and 2): copies to all.
     for name, count in (("out-picked-a", 3), ("out-picked-b", 2)):
         picked = [value for partition in expected[name].values() for _, value in partition]
         assert len(expected[name]) == count and any(picked.count(value) == count for value in picked)
 
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS)
+    # Small Arrow batches: a task's records cross the Column plan's Python segments in several.
     runner = TaskRunner(order_examples(topics), unique_topic("spark-order"), kafka_bootstrap,
-                        state_location=str(tmp_path / "state"), spark=spark, processing_guarantee=guarantee)
+                        state_location=str(tmp_path / "state"), spark=spark, processing_guarantee=guarantee,
+                        arrow_batch_size=4)
     application = runner.compiled.application
     (column_subtopology,) = [sub for sub in application.subtopology_ids
                              if topics["e"] in application.source_topics(sub)]
-    # In the JVM (its partitioner and topic pickers alone in a Python pass over the plan's output).
+    # In the JVM (its partitioner and topic pickers alone in a Python pass over the plan's output, its
+    # Python functions in two segments: the flat_map, the map).
     assert isinstance(strategy_for(runner.compiled.program(column_subtopology)), ColumnPlan)
+    assert len(runner.compiled.program(column_subtopology).column_plan.segments) == 2
     runner.run_all()
     ours = _sequences(kafka_bootstrap, topics)
     assert [name for name in OUTPUTS if ours[name] != expected[name]] == []

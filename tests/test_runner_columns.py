@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+import pyarrow as pa
 import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -25,7 +26,8 @@ from dagster_kstreams.kafka.records import produce, read_topic
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
 from dagster_kstreams.spark.event_time import source_columns
 from dagster_kstreams.spark.errors import TaskFailedError
-from dagster_kstreams.spark.strategies import strategy_for
+from dagster_kstreams.spark.python_segments import ENCODED, EXIT, PYTHON_KINDS, cut, segment_batch
+from dagster_kstreams.spark.strategies import ColumnPlan, strategy_for
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology.consumed_produced import Consumed, Produced
 from dagster_kstreams.topology import StreamsBuilder
@@ -209,18 +211,25 @@ def test_malformed_json_goes_to_the_dead_letter_topic(kafka_bootstrap, kafka_adm
 
 def test_columns_outside_the_jvm_path_are_named(spark):
     # A Column expression needs a SparkContext to be built (``spark``: run alone, this test has one).
-    # A Python function next to a Column expression.
+    # A value a Python function made, read by a Column through a default serde only Python parses.
     builder = StreamsBuilder()
     builder.stream("in", Consumed.with_(Serdes.String(), Serdes.Json(schema=SCHEMA))) \
-        .filter(F.col("value.amount") > 1, ) \
-        .map_values(lambda value: value, ) \
-        .to("out")
-    with pytest.raises(UnsupportedTopologyError, match=r"KSTREAM-MAPVALUES-\d+ \(map_values\) is a Python function"):
+        .map_values(lambda value: value) \
+        .filter(F.col("value").isNotNull()) \
+        .to("out", Produced.with_(Serdes.String(), Serdes.String()))
+    with pytest.raises(UnsupportedTopologyError, match=r"KSTREAM-FILTER-\d+ \(filter\) reads in the JVM a value a "
+                                                       r"Python function made, through the default value serde Serdes\.Json\(\)"):
+        compile_topology(builder, "app", default_value_serde=Serdes.Json()).program(0)
+    # State after Column expressions and Python functions.
+    builder = StreamsBuilder()
+    builder.stream("in").map_values(F.upper(F.col("value"))).map_values(lambda v: v + "!").group_by_key().count()
+    with pytest.raises(UnsupportedTopologyError, match=r"KSTREAM-AGGREGATE-\d+ \(aggregate\) has no Column form"):
         compile_topology(builder, "app").program(0)
     # JSON without a schema can only be parsed in Python.
     builder = StreamsBuilder()
     builder.stream("in", Consumed.with_(Serdes.String(), Serdes.Json())).filter(F.col("value").isNotNull()).to("out")
-    with pytest.raises(UnsupportedTopologyError, match=r"Json\(\), which only Python parses"):
+    with pytest.raises(UnsupportedTopologyError, match=r"Json\(\), one of which only Python parses, and its child "
+                                                       r"KSTREAM-FILTER-\d+ is no Python function"):
         compile_topology(builder, "app").program(0)
     # An operation with no Column form here (a KTable filter).
     builder = StreamsBuilder()
@@ -241,37 +250,116 @@ _MALFORMED = [
 ]
 
 
-def _amounts(source, out, python: bool):
+def _amounts(source, out, path: str):
+    """The amounts, by Python functions, by Columns, or read by a Python function in a segment of a
+    Column plan (``Json()`` without a schema: only Python parses it) and cast by a Column."""
     builder = StreamsBuilder()
+    if path == "segment":
+        builder.stream(source, Consumed.with_(Serdes.String(), Serdes.Json())) \
+            .map_values(lambda value: None if value is None else str(value.get("amount"))) \
+            .map_values(F.col("value").cast("long")) \
+            .to(out, Produced.with_(Serdes.String(), Serdes.Long()))
+        return builder
     stream = builder.stream(source, Consumed.with_(Serdes.String(), Serdes.Json(schema="country string, amount long")))
-    amounts = stream.map_values(lambda value: None if value is None else value.get("amount")) if python \
+    amounts = stream.map_values(lambda value: None if value is None else value.get("amount")) if path == "python" \
         else stream.map_values(F.col("value.amount"))
     amounts.to(out, Produced.with_(Serdes.String(), Serdes.Long()))
     return builder
 
 
 def test_both_paths_treat_malformed_records_alike(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path):
-    """The same bad records through Python functions and through Column expressions (JVM): the same
-    records dead-lettered, with the same coordinates, and the same output; nothing dropped silently."""
+    """The same bad records through Python functions, through Column expressions (JVM), and read in a
+    Column plan's Python segment: the same records dead-lettered, with the same coordinates, and the
+    same output; nothing dropped silently."""
     source = unique_topic("json")
     kafka_admin.create_topics({source: 1})
     produce(kafka_bootstrap, source, _MALFORMED)
     seen = {}
-    for python in (True, False):
+    for path in ("python", "columns", "segment"):
         out, dead = unique_topic("amounts"), unique_topic("dlq")
         kafka_admin.create_topics({out: 1, dead: 1})
-        runner = TaskRunner(_amounts(source, out, python), unique_topic("app"), kafka_bootstrap,
-                            state_location=str(tmp_path / f"state-{python}"), spark=spark,
+        runner = TaskRunner(_amounts(source, out, path), unique_topic("app"), kafka_bootstrap,
+                            state_location=str(tmp_path / f"state-{path}"), spark=spark,
                             deserialization_exception_handler="log_and_continue", dead_letter_topic=dead)
-        assert strategy_for(runner.compiled.program(0)).__class__.__name__ == ("Stateless" if python else "ColumnPlan")
+        assert strategy_for(runner.compiled.program(0)).__class__.__name__ == ("Stateless" if path == "python"
+                                                                               else "ColumnPlan")
         result = runner.run_task("0_0")
         written = [(r.key, None if r.value is None else int.from_bytes(r.value, "big", signed=True))
                    for r in read_topic(kafka_bootstrap, out)]
         letters = [(r.key, r.value, dict(r.headers)[HEADER_OFFSET]) for r in read_topic(kafka_bootstrap, dead)]
-        seen[python] = (result.records_in, written, letters)
-    assert seen[True] == seen[False]
-    records_in, written, letters = seen[True]
+        seen[path] = (result.records_in, written, letters)
+    assert seen["python"] == seen["columns"] == seen["segment"]
+    records_in, written, letters = seen["python"]
     assert records_in == len(_MALFORMED)
     assert written == [(b"a", 1), (b"g", None), (b"h", 8)]
     assert letters == [(key, value, str(offset).encode()) for offset, (key, value) in enumerate(_MALFORMED)
                        if offset in (1, 2, 3, 4, 5)]
+
+
+def _mixed_topology():
+    builder = StreamsBuilder()
+    stream = builder.stream("in")
+    # 1-3: Columns, then a Python map and a sink
+    stream.filter(F.col("value").isNotNull()).map(lambda k, v: (k, v.upper())).to("out")
+    # 5-: a Python flat_map and a filter, Columns, and a stream read by a Python map_values and a sink
+    flat = stream.flat_map(lambda k, v: [(k, v), (k + "!", v)]).filter(lambda k, v: v != "x") \
+        .map_values(F.upper(F.col("value")))
+    flat.map_values(lambda v: v + "?").select_key(F.col("value")).to("out")
+    flat.to("out")
+    return builder
+
+
+def test_a_mixed_sub_topology_is_cut_into_segments(spark):
+    program = compile_topology(_mixed_topology(), "app").program(0)
+    names = [node.name for node in program.nodes]
+    segments = {names[start]: (tuple(names[i] for i in segment.steps),
+                               tuple((names[parent], names[child]) for parent, child in segment.exits),
+                               tuple(sorted(changes) for changes in segment.changes))
+                for start, segment in program.column_plan.segments.items()}
+    assert segments == {
+        "KSTREAM-MAP-0000000002": (("KSTREAM-MAP-0000000002",), (("KSTREAM-MAP-0000000002", "KSTREAM-SINK-0000000003"),),
+                                   (["key", "value"],)),
+        "KSTREAM-FLATMAP-0000000004": (("KSTREAM-FLATMAP-0000000004", "KSTREAM-FILTER-0000000005"),
+                                       (("KSTREAM-FILTER-0000000005", "KSTREAM-MAPVALUES-0000000006"),),
+                                       (["key", "value"],)),
+        "KSTREAM-MAPVALUES-0000000007": (("KSTREAM-MAPVALUES-0000000007",),
+                                         (("KSTREAM-MAPVALUES-0000000007", "KSTREAM-KEY-SELECT-0000000008"),),
+                                         (["value"],)),
+    }
+    assert isinstance(strategy_for(program), ColumnPlan)
+    # Three branches write "out": their rows are sorted back into processing order; one branch is not.
+    assert program.column_plan.interleaves_branches and ColumnPlan().orders_output(program)
+    builder = StreamsBuilder()
+    builder.stream("in").map_values(F.upper(F.col("value"))).flat_map_values(lambda v: [v, v]).to("out")
+    single = compile_topology(builder, "app").program(0)
+    assert not single.column_plan.interleaves_branches and not ColumnPlan().orders_output(single)
+
+
+def test_a_segment_runs_records_depth_first_in_partition_order():
+    """segment_batch on an Arrow batch, without Spark: each record's output in Kafka Streams' order
+    (a flat_map's records one after the other, each to the exits in the topology's order), the
+    record's coordinates and headers kept, the changed parts written by each exit's serde."""
+    builder = StreamsBuilder()
+    fanned = builder.stream("in").flat_map(lambda k, v: [(k + "1", v), (k + "2", v + v)]).filter(lambda k, v: v != "bb")
+    fanned.to("out-a")
+    fanned.map_values(lambda v: len(v)).to("out-b", Produced.with_(Serdes.String(), Serdes.Long()))
+    program = compile_topology(builder, "app").program(0)
+    segments = cut(program.nodes, lambda node: node.kind in PYTHON_KINDS)
+    (segment,) = segments.values()
+    exit_serdes = [{part: getattr(program.nodes[child], f"{part}_serde") for part in changes}
+                   for (_, child), changes in zip(segment.exits, segment.changes)]
+    headers = [[{"key": "h", "value": b"1"}], None, None]
+    batch = pa.RecordBatch.from_pydict({
+        "key": ["a", "b", "c"], "value": ["a", "b", "c"], "topic": ["in"] * 3, "partition": [0] * 3,
+        "offset": [5, 6, 7], "event_time": [10, 30, 20], "_headers": headers})
+    out = segment_batch(batch, program.nodes, segment, exit_serdes).to_pydict()
+    topics = [program.nodes[segment.exits[position][1]].topic for position in out[EXIT]]
+    written = list(zip(out["offset"], topics, out[ENCODED["key"]], out[ENCODED["value"]]))
+    long = Serdes.Long().serialize
+    assert written == [
+        (5, "out-a", b"a1", b"a"), (5, "out-b", b"a1", long(1)), (5, "out-a", b"a2", b"aa"), (5, "out-b", b"a2", long(2)),
+        (6, "out-a", b"b1", b"b"), (6, "out-b", b"b1", long(1)),  # b2 -> "bb": filtered out
+        (7, "out-a", b"c1", b"c"), (7, "out-b", b"c1", long(1)), (7, "out-a", b"c2", b"cc"), (7, "out-b", b"c2", long(2)),
+    ]
+    assert out["_headers"][:4] == [headers[0]] * 4 and out["event_time"][4:6] == [30, 30]
+

@@ -83,8 +83,10 @@ class CompiledTopology:
                                self.default_key_serde, self.default_value_serde, spark_function,
                                kafka_config=self.kafka_config)
         program = build_program(context, self.dead_letters, SparkProgram)
-        # Column expressions: the whole sub-topology as DataFrame operations (None without any).
-        program.column_plan = expressions.plan(program, UnsupportedTopologyError)
+        # Column expressions: the whole sub-topology as DataFrame operations, its Python functions in
+        # segments (None without any).
+        program.column_plan = expressions.plan(program, UnsupportedTopologyError,
+                                               self.default_key_serde, self.default_value_serde)
         return program
 
 

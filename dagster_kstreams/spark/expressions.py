@@ -31,10 +31,12 @@ the repartition filter) and whose serdes are JVM-parsable (``String``, ``Long``,
 ``ByteArray``, ``Json(schema=...)``; a sink may also write ``Json()`` without a schema) runs
 with no Python pass at all: the task query is Kafka source -> DataFrame operations -> Kafka sink.
 A sink with a stream partitioner, or whose topic a Python function picks, adds one Python pass
-over the output, which calls them (:mod:`dagster_kstreams.spark.column_placement`).
+over the output, which calls them (:mod:`dagster_kstreams.spark.column_placement`). Python functions
+of those same operations (and ``flat_map``) may stand anywhere among the Column operations: each
+chain of them runs as one ``mapInArrow`` segment inside the plan (:mod:`dagster_kstreams.spark.python_segments`).
 Any other sub-topology that uses a Column expression is rejected with
 :class:`~dagster_kstreams.spark.compile.UnsupportedTopologyError` naming the processors that keep
-it out of the JVM (Python functions, Python-only serdes, unsupported operations).
+it out of the plan (Python-only serdes, operations with state or with no Column form).
 
 Deserialization errors follow the task's handler exactly as in the Python pass: ``fail`` stops
 the task with ``DeserializationError: cannot deserialize the <key|value> of the record at topic
@@ -55,7 +57,6 @@ from functools import reduce
 from typing import Any, Optional
 
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, MapType, StringType, StructField, StructType
 
 from dagster_kstreams.kafka.dead_letter import (
     HEADER_EXCEPTION,
@@ -66,13 +67,22 @@ from dagster_kstreams.kafka.dead_letter import (
     DeserializationHandler,
 )
 from dagster_kstreams.spark.column_placement import passes_over_output, placement_columns, with_placed_partitions
+from dagster_kstreams.spark.jvm_serdes import deserialize, jvm_deserializable, jvm_serializable, serialize
+from dagster_kstreams.spark.python_segments import (
+    DEAD_LETTER,
+    ENCODED,
+    EXIT,
+    PYTHON_KINDS,
+    cut,
+    reading,
+    run_segment,
+)
 
 __all__ = ["ColumnExpression", "ColumnPlan", "column_function", "plan", "COLUMN_KINDS"]
 
 # NodeKind values whose user function may be a Column, and what the Column must be.
 COLUMN_KINDS = {"filter": 1, "map_values": 1, "select_key": 1, "map": 2, "flat_map_values": 1}
 _PASS_KINDS = {"merge", "branch_child", "repartition_filter"}
-_CORRUPT = "_dks_corrupt_record"
 _HEADERS_TYPE = "array<struct<key: string, value: binary>>"
 
 
@@ -126,116 +136,99 @@ def column_function(factory, user_function, error_class):
     return _ColumnFunction(ColumnExpression(column, factory.name))
 
 
-# -- serdes in the JVM -------------------------------------------------------------------
-def _serde_name(serde) -> str:
-    return getattr(serde, "name", type(serde).__name__)
-
-
-def jvm_deserializable(serde) -> bool:
-    name = _serde_name(serde)
-    if name == "Json":
-        return getattr(serde, "schema", None) is not None
-    return name in ("String", "ByteArray", "Long", "Integer")
-
-
-def jvm_serializable(serde) -> bool:
-    return _serde_name(serde) in ("String", "ByteArray", "Long", "Integer", "Json")
-
-
-def _deserialize(raw, serde):
-    """``(parsed Column, malformed Column, reason)`` for raw bytes ``raw``."""
-    name = _serde_name(serde)
-    never = F.lit(False)
-    # Python's strict decode refuses invalid UTF-8; Spark's cast keeps the bytes as they are (and
-    # shows them as U+FFFD): refused here too.
-    not_utf8 = raw.isNotNull() & ~F.is_valid_utf8(raw.cast("string"))
-    if name == "String":
-        return F.when(~not_utf8, raw.cast("string")), not_utf8, "UnicodeDecodeError: invalid UTF-8"
-    if name == "ByteArray":
-        return raw, never, ""
-    if name in ("Long", "Integer"):
-        size = 8 if name == "Long" else 4
-        bad = raw.isNotNull() & (F.length(raw) != size)
-        signed = F.conv(F.hex(raw), 16, -10).cast("long")  # 8 bytes: two's complement already
-        if name == "Integer":
-            signed = F.when(signed >= 2**31, signed - 2**32).otherwise(signed).cast("int")
-        return F.when(~bad, signed), bad, f"ValueError: Serdes.{name}() expects {size} bytes"
-    if name == "Json":
-        schema = serde.schema
-        if isinstance(schema, str):
-            schema = f"{schema}, {_CORRUPT} string"
-        else:  # a StructType: a copy with the corrupt-record field
-            schema = StructType([*schema.fields, StructField(_CORRUPT, StringType(), True)])
-        text = raw.cast("string")
-        parsed = F.from_json(text, schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT})
-        is_null = F.trim(text) == F.lit("null")
-        # from_json gives no struct at all for an empty or blank text: malformed, as json.loads has it.
-        unparsed = parsed.isNull() | parsed.getField(_CORRUPT).isNotNull()
-        bad = raw.isNotNull() & ~is_null & (unparsed | not_utf8)
-        value = F.when(raw.isNotNull() & ~is_null & ~bad, parsed.dropFields(_CORRUPT))
-        return value, bad, "JSONDecodeError: malformed JSON (or not UTF-8) for the schema"
-    raise ValueError(f"{serde!r} cannot be parsed in the JVM")
-
-
-def _serialize(column, data_type, serde):
-
-    name = _serde_name(serde)
-    if name == "String":
-        return column.cast("string").cast("binary")
-    if name == "ByteArray":
-        return column.cast("binary")
-    if name == "Long":
-        return F.unhex(F.lpad(F.hex(column.cast("long")), 16, "0"))
-    if name == "Integer":
-        return F.unhex(F.substring(F.lpad(F.hex(column.cast("long")), 16, "0"), 9, 8))
-    if name == "Json":
-        if isinstance(data_type, (StructType, MapType, ArrayType)):
-            text = F.to_json(column)
-        else:  # a scalar: JSON of a one-element array, without the brackets
-            text = F.when(column.isNotNull(), F.regexp_extract(F.to_json(F.array(column)), r"^\[(.*)\]$", 1))
-        return text.cast("binary")
-    raise ValueError(f"{serde!r} cannot be written in the JVM")
-
-
 # -- the plan ----------------------------------------------------------------------------
-def plan(program, error_class) -> Optional["ColumnPlan"]:
+def is_python_step(node) -> bool:
+    """Whether ``node`` is a Python function a Column plan runs in a segment (python_segments.py)."""
+    return node.kind in PYTHON_KINDS and not isinstance(node.fn, ColumnExpression)
+
+
+def decoded_in_python(source) -> bool:
+    """Whether a source's records are read by the Python functions after it, not in the JVM."""
+    return not (jvm_deserializable(source.key_serde) and jvm_deserializable(source.value_serde))
+
+
+def plan(program, error_class, default_key_serde, default_value_serde) -> Optional["ColumnPlan"]:
     """A :class:`ColumnPlan` when the program uses Column expressions (None when it has none).
 
-    Raises ``error_class`` naming every processor that keeps the sub-topology out of the JVM.
+    Raises ``error_class`` naming every processor that keeps the sub-topology out of the plan.
     """
     users = [node.name for node in program.nodes if isinstance(node.fn, ColumnExpression)]
     if not users:
         return None
-    problems = []
+    defaults = {"key": default_key_serde, "value": default_value_serde}
+    segments = cut(program.nodes, is_python_step)
     for node in program.nodes:
+        if node.kind == "source" and decoded_in_python(node):
+            # Its Python functions read its records' bytes themselves (python_segments.py).
+            for child in node.children:
+                if child in segments:
+                    segments[child] = reading(segments[child], node.key_serde, node.value_serde)
+    # The parts of a record a segment writes itself into each of its exits (python_segments.py).
+    written: dict[int, frozenset] = {}
+    for segment in segments.values():
+        for (_, child), changes in zip(segment.exits, segment.changes):
+            written[child] = written.get(child, frozenset()) | changes
+    problems = []
+    for index, node in enumerate(program.nodes):
         if node.kind == "source":
-            for part, serde in (("key", node.key_serde), ("value", node.value_serde)):
-                if not jvm_deserializable(serde):
-                    problems.append(f"source {node.name} reads its {part} with {serde!r}, which only Python parses"
-                                    " (use String, Long, Integer, ByteArray or Json(schema=...))")
+            if decoded_in_python(node):
+                for child in node.children:
+                    if child not in segments:
+                        problems.append(
+                            f"source {node.name} reads its records with {node.key_serde!r} and {node.value_serde!r}, "
+                            f"one of which only Python parses, and its child {program.nodes[child].name} is no Python "
+                            "function (use String, Long, Integer, ByteArray or Json(schema=...), or a Python "
+                            "function first)")
         elif node.kind == "sink":
             for part, serde in (("key", node.key_serde), ("value", node.value_serde)):
-                if not jvm_serializable(serde):
+                if part not in written.get(index, ()) and not jvm_serializable(serde):
                     problems.append(f"sink {node.name} writes its {part} with {serde!r}, which only Python writes")
-        elif node.kind in COLUMN_KINDS:
-            if not isinstance(node.fn, ColumnExpression):
-                problems.append(f"processor {node.name} ({node.kind}) is a Python function")
-        elif node.kind not in _PASS_KINDS:
-            problems.append(f"processor {node.name} ({node.kind}) has no Column form")
+        elif is_python_step(node) or node.kind in COLUMN_KINDS or node.kind in _PASS_KINDS:
+            for part in written.get(index, ()):
+                if not jvm_deserializable(defaults[part]):
+                    problems.append(f"processor {node.name} ({node.kind}) reads in the JVM a {part} a Python "
+                                    f"function made, through the default {part} serde {defaults[part]!r}, which "
+                                    "only Python parses")
+        else:
+            problems.append(f"processor {node.name} ({node.kind}) has no Column form and runs no Python function "
+                            "in a Column plan")
     if problems:
         raise error_class(
             f"sub-topology {program.subtopology_id}: processor(s) {', '.join(users)} are PySpark Column "
-            "expressions, which run only when the whole sub-topology runs in the JVM (Column operations, "
-            "JVM serdes); not here because: " + "; ".join(problems)
+            "expressions, which run only in a stateless sub-topology of Column operations and Python functions "
+            f"({', '.join(sorted(PYTHON_KINDS))}) with JVM serdes; not here because: " + "; ".join(problems)
         )
-    return ColumnPlan(program)
+    return ColumnPlan(program, segments, defaults)
 
 
 class ColumnPlan:
-    """A stateless sub-topology made of Column operations, as DataFrame operations."""
+    """A stateless sub-topology made of Column operations, as DataFrame operations, with its chains
+    of Python functions as segments (:mod:`dagster_kstreams.spark.python_segments`)."""
 
-    def __init__(self, program):
+    def __init__(self, program, segments: dict, default_serdes: dict):
         self.program = program
+        self.segments = segments  # by the index of a segment's first processor
+        self.default_serdes = default_serdes  # {"key": serde, "value": serde}
+
+    @property
+    def interleaves_branches(self) -> bool:
+        """Whether two branches of the plan may write one topic (two sinks, a sink reached twice, a
+        topic a function picks beside another sink): the plan's output is a union of branches, so
+        their rows must be sorted back into processing order (Kafka Streams forwards a record down
+        each branch before the next record)."""
+        nodes = self.program.nodes
+        reached: list = []
+
+        def walk(index: int) -> None:
+            if nodes[index].kind == "sink":
+                reached.append(nodes[index].topic)
+            for child in nodes[index].children:
+                walk(child)
+
+        for index, node in enumerate(nodes):
+            if node.kind == "source":
+                walk(index)
+        return len(reached) != len(set(reached)) or (None in reached and len(reached) > 1)
 
     def build(self, source, dead_letters):
         """The task's output DataFrame (``topic, key, value, headers``) from its source DataFrame
@@ -243,16 +236,21 @@ class ColumnPlan:
 
         outputs = []
         nodes = self.program.nodes
-        # In processing order (several topics), each output row goes out by its source record's seq.
-        emit_order = F.col("seq") if "seq" in source.columns else F.lit(None).cast("long")
+        # Each output row goes out by its source record's position: its seq in processing order (several
+        # topics), else its offset (one partition); used when the rows are sorted (orders_output).
+        emit_order = F.col("seq") if "seq" in source.columns else F.col("offset").cast("long")
         # The records' headers pass through to what they produce, as in Kafka Streams.
         record_headers = F.col("headers") if "headers" in source.columns else F.lit(None).cast(_HEADERS_TYPE)
         for node in nodes:
             if node.kind != "source":
                 continue
             records = source.where(F.col("topic").isin(list(node.topics)))
-            key, key_bad, key_reason = _deserialize(F.col("key"), node.key_serde)
-            value, value_bad, value_reason = _deserialize(F.col("value"), node.value_serde)
+            if decoded_in_python(node):  # raw: its Python segments read and judge the bytes
+                key, key_bad, key_reason = F.col("key"), F.lit(False), ""
+                value, value_bad, value_reason = F.col("value"), F.lit(False), ""
+            else:
+                key, key_bad, key_reason = deserialize(F.col("key"), node.key_serde)
+                value, value_bad, value_reason = deserialize(F.col("value"), node.value_serde)
             records = records.select(
                 F.col("key").alias("_raw_key"), F.col("value").alias("_raw_value"),
                 "topic", "partition", "offset", "timestamp", "event_time", emit_order.alias("_emit_order"),
@@ -309,8 +307,12 @@ class ColumnPlan:
             output = with_placed_partitions(output, self.program)
         return output
 
-    def _walk(self, index: int, records, outputs: list) -> None:
-
+    def _walk(self, index: int, records, outputs: list, encoded: frozenset = frozenset()) -> None:
+        """Processor ``index`` and what follows, on the ``records`` that reach it; ``encoded``: the
+        parts a Python segment wrote for it, a sink (in :data:`ENCODED`)."""
+        if index in self.segments:
+            self._segment(self.segments[index], records, outputs)
+            return
         node = self.program.nodes[index]
         kind = node.kind
         column = node.fn.column if isinstance(node.fn, ColumnExpression) else None
@@ -334,8 +336,9 @@ class ColumnPlan:
             timestamp = F.col("event_time") if node.carry_timestamp else F.lit(None).cast("long")
             outputs.append(records.select(
                 F.lit(node.topic).cast("string").alias("topic"),  # None: picked in the pass
-                _serialize(F.col("key"), types["key"], node.key_serde).alias("key"),
-                _serialize(F.col("value"), types["value"], node.value_serde).alias("value"),
+                *(F.col(ENCODED[part]).alias(part) if part in encoded
+                  else serialize(F.col(part), types[part], serde).alias(part)
+                  for part, serde in (("key", node.key_serde), ("value", node.value_serde))),
                 F.col("_headers").alias("headers"),
                 timestamp.alias("timestamp_ms"),
                 F.col("_emit_order").alias("emit_order"),
@@ -344,3 +347,30 @@ class ColumnPlan:
             return
         for child in node.children:
             self._walk(child, records, outputs)
+
+    def _segment(self, segment, records, outputs: list) -> None:
+        """A segment of Python functions (python_segments.py) as one ``mapInArrow``, then each exit's
+        rows on: a sink takes the bytes the segment wrote with its serdes; any other processor reads a
+        changed part as the default serde wrote it, as a Column reads a source's."""
+        nodes = self.program.nodes
+        exit_serdes = [
+            {part: (getattr(nodes[child], f"{part}_serde") if nodes[child].kind == "sink" else self.default_serdes[part])
+             for part in changes}
+            for (_, child), changes in zip(segment.exits, segment.changes)
+        ]
+        dead_letters = self.program.dead_letters
+        passed = run_segment(records, nodes, segment, exit_serdes, dead_letters)
+        columns = list(records.columns)
+        if segment.reads is not None and dead_letters.dead_letter_topic:  # records it could not read, raw
+            outputs.append(passed.where(F.col(EXIT) == DEAD_LETTER).select(
+                F.lit(dead_letters.dead_letter_topic).alias("topic"), F.col(ENCODED["key"]).alias("key"),
+                F.col(ENCODED["value"]).alias("value"), F.col("_headers").alias("headers"),
+                F.lit(None).cast("long").alias("timestamp_ms"), F.col("_emit_order").alias("emit_order"),
+                *placement_columns(self.program, None)))
+        for position, ((_, child), changes) in enumerate(zip(segment.exits, segment.changes)):
+            rows = passed.where(F.col(EXIT) == position)
+            if nodes[child].kind == "sink":
+                self._walk(child, rows, outputs, changes)
+                continue
+            typed = {part: deserialize(F.col(ENCODED[part]), self.default_serdes[part])[0] for part in changes}
+            self._walk(child, rows.withColumns(typed).select(*columns), outputs)

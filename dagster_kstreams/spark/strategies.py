@@ -6,7 +6,8 @@ headers``) with that program, and knows how its state is laid out in the checkpo
 :meth:`~dagster_kstreams.spark.task_runner.TaskRunner.read_store`). :func:`strategy_for` picks
 the first of :data:`STRATEGIES` that applies, fastest first:
 
-* :class:`ColumnPlan` — Column expressions only: DataFrame operations on the JVM, no Python pass.
+* :class:`ColumnPlan` — Column expressions: DataFrame operations on the JVM, with no Python pass, or
+  with their chains of Python functions as ``mapInArrow`` segments of the same plan.
 * :class:`JvmCount` — a sub-topology that is exactly ``source -> count -> to_stream -> to`` (the
   downstream half of a word count) runs as Spark's own streaming aggregation, with no Python.
 * :class:`TaskGroupedState` — one pass per batch with the task's whole state, when the
@@ -107,8 +108,9 @@ class ColumnPlan(Strategy):
 
     def orders_output(self, program: Any) -> bool:
         # One partition in offset order, but the plan is a union of branches (one per source
-        # node and sink): with several topics, its rows go out by ``seq``.
-        return program.needs_processing_order
+        # node and sink): with several topics, or two branches writing one topic, its rows go out
+        # by ``seq`` (or offset).
+        return program.needs_processing_order or program.column_plan.interleaves_branches
 
 
 class JvmCount(Strategy):

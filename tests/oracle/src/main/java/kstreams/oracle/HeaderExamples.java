@@ -74,10 +74,19 @@ public final class HeaderExamples {
             .filter((k, v) -> !v.endsWith("3+"))
             .mapValues(v -> "flat|" + v)
             .to(out);
-        stream.selectKey((k, v) -> v == null ? "none" : v)
-            .repartition(Repartitioned.as("rekeyed"))
-            .mapValues((k, v) -> "rekeyed|" + k + "|" + v)
+        KStream<String, String> rekeyed = stream.selectKey((k, v) -> v == null ? "none" : v)
+            .repartition(Repartitioned.as("rekeyed"));
+        rekeyed.mapValues((k, v) -> "rekeyed|" + k + "|" + v).to(out);
+        // The twin mixes Column expressions and Python functions in this sub-topology.
+        rekeyed.filter((k, v) -> v != null).mapValues(v -> v.toUpperCase())
+            .map((k, v) -> KeyValue.pair(k, "mixmap|" + k + "|" + v + "|" + v.length()))
             .to(out);
+        KStream<String, String> mixed = rekeyed
+            .flatMap((k, v) -> v == null ? List.<KeyValue<String, String>>of()
+                : List.of(KeyValue.pair(k, v + "a"), KeyValue.pair(k + "!", v + "b")))
+            .mapValues(v -> "fm+" + v.toUpperCase());
+        mixed.filter((k, v) -> v.endsWith("A")).mapValues(v -> "mixa|" + v).to(out);
+        mixed.filterNot((k, v) -> !k.endsWith("!")).mapValues((k, v) -> "mixb|" + v + "|" + k).to(out);
         stream.groupByKey()
             .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts").withCachingDisabled())
             .toStream()

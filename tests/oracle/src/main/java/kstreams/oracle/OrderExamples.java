@@ -31,7 +31,7 @@ import org.apache.kafka.streams.state.KeyValueStore;
  *
  * Args: bootstrap applicationId stateDir a b c d counted orders customers e f g placed
  *       outReduce outMapped outCounts outJoined outColumns outPlaced outPlacedCounts outPickedA outPickedB
- *       outColumnsPlaced
+ *       outColumnsPlaced outColumnsPickedA outColumnsPickedB outColumnsRoutedA outColumnsRoutedB outMixed
  *
  * The Python twin is order_examples() in tests/test_equivalence_order.py; keep the two in step.
  */
@@ -68,7 +68,7 @@ public final class OrderExamples {
                                         List<String> columnMerged, String outReduce, String outMapped,
                                         String outCounts, String outJoined, String outColumns,
                                         String outColumnsPlaced, List<String> outColumnsPicked,
-                                        List<String> outColumnsRouted) {
+                                        List<String> outColumnsRouted, String outMixed) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> all = builder.stream(merged.get(0));
         for (String topic : merged.subList(1, merged.size())) {
@@ -117,6 +117,12 @@ public final class OrderExamples {
         // A topic picked by the key, no partitioner: "x" to the first of outColumnsRouted, else the second.
         columns.mapValues(value -> value.toUpperCase())
             .to((key, value, context) -> key.equals("x") ? outColumnsRouted.get(0) : outColumnsRouted.get(1));
+        // Python functions and Columns mixed in the twin: a flatMap, a mapValues (Columns), a map.
+        columns.flatMap((key, value) -> value.endsWith("5") ? List.<KeyValue<String, String>>of()
+                : List.of(KeyValue.pair(key, value), KeyValue.pair(key + "2", value + "!")))
+            .mapValues(value -> value.toUpperCase() + "#")
+            .map((key, value) -> KeyValue.pair("all", key + ":" + value))
+            .to(outMixed);
         return builder;
     }
 
@@ -149,7 +155,7 @@ public final class OrderExamples {
         List<String> inputs = List.of(args).subList(3, 14);
         StreamsBuilder builder = orderExamples(merged, args[7], args[8], args[9], columnMerged, args[14], args[15],
                                                args[16], args[17], args[18], args[23], List.of(args[24], args[25]),
-                                               List.of(args[26], args[27]));
+                                               List.of(args[26], args[27]), args[28]);
         partitionerExamples(builder, args[13], args[19], args[20], args[21], args[22]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         KafkaStreams streams = new KafkaStreams(builder.build(), props);
