@@ -1,7 +1,8 @@
 """A user processor on a DSL operation's key-value store, without Spark: ``ValueAndTimestamp``, the
 count going on from what the processor wrote (and its timestamps: Kafka Streams' larger of the
 record's and the stored one), batches with the task state pickled in between (as a checkpoint),
-a cached table forwarding a processor's write at the flush, and what is refused. The broker-backed
+a cached table forwarding a processor's write at the flush, a table filter's store after an
+aggregation stamped as Kafka Streams stamps it, and what is refused. The broker-backed
 comparison with Kafka Streams is test_equivalence_dsl_store_processor.py."""
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ def _run(program, rows, batches):
     return outputs, stored
 
 
-TOPICS = {"events": "in", "prices": "prices", "orders": "orders", "out": "out", "out-prices": "out-prices"}
+TOPICS = {"events": "in", "prices": "prices", "orders": "orders", "out": "out", "out-prices": "out-prices",
+          **{name: name for name in ("items", "accounts", "clicks", "views", "out-tables")}}
 K = "000000000000|a"  # bucket 0
 ROWS = [(K, "x", 100), (K, "x", 50), (K, "x", 300), (K, None, 310), (K, "x", 20), (K, "x", 400), (K, "x", 500),
         (K, "x", 600), (None, "x", 650), ("000000000001|a", "x", 10_000), (K, "x", 10_001)]
@@ -166,16 +168,51 @@ class _WritesInInit(Processor):
         pass
 
 
+class _Reader(Processor):
+    """Forwards each update with what the store ``kept`` holds for its key."""
+
+    def init(self, context) -> None:
+        self.context, self.store = context, context.get_state_store("kept")
+
+    def process(self, record: Record) -> None:
+        stored = self.store.get(record.key)
+        self.context.forward(record.with_value(f"{record.value}|t{record.timestamp}|{stored.value()}@{stored.timestamp()}"))
+
+
+def test_a_filter_store_after_an_aggregation_keeps_kafka_streams_stamps():
+    """The count whose store no processor names keeps its timestamps for the filter whose store a processor reads: its
+    update of an out-of-order record is stamped with the larger, stored, time, as the filter's store."""
+    builder = StreamsBuilder()
+    builder.stream("in").group_by_key().count(Materialized.as_("counted").with_caching_disabled()) \
+        .filter(lambda key, count: True, Materialized.as_("kept").with_caching_disabled()) \
+        .to_stream().process(_Reader, "kept").to("out")
+    outputs, _ = _run(_program(builder), [("k", "a", 100), ("k", "b", 50), ("k", "c", 120)], 1)
+    assert [value for _, value in outputs] == ["1|t100|1@100", "2|t100|2@100", "3|t120|3@120"]
+
+
 def test_stores_the_runner_keeps_without_timestamps_are_refused_naming_them():
     # (the windowed stores still refused: test_dsl_window_store_processor_logic.py)
     builder = StreamsBuilder()
-    builder.table("t").filter(lambda k, v: True, Materialized.as_("kept")).to_stream().process(_Nothing, "kept")
-    with pytest.raises(UnsupportedTopologyError, match="store kept belongs to KTABLE-FILTER-.*without the timestamps"):
+    left, right = builder.table("l"), builder.table("r")
+    left.join(right, lambda a, b: a + b, Materialized.as_("joined")).to_stream().process(_Nothing, "joined")
+    with pytest.raises(UnsupportedTopologyError, match="store joined belongs to KTABLE-MERGE-.*without the timestamps"):
+        _program(builder)
+    builder = StreamsBuilder()
+    left, right = builder.table("l"), builder.table("r")
+    left.join(right, lambda a, b: a + b).filter(lambda k, v: True, Materialized.as_("kept")) \
+        .to_stream().process(_Nothing, "kept")
+    with pytest.raises(UnsupportedTopologyError, match="store kept belongs to KTABLE-FILTER-.*over the table of "
+                                                       "KTABLE-MERGE-.*stamps with other times"):
         _program(builder)
     builder = StreamsBuilder()
     builder.table("t", Materialized.as_(Stores.persistent_versioned_key_value_store("v", timedelta(minutes=1))))
     builder.stream("s").process(_Nothing, "v")
     with pytest.raises(UnsupportedTopologyError, match="store v is a versioned table's store"):
+        _program(builder)
+    builder = StreamsBuilder()
+    builder.table("t", Materialized.as_(Stores.persistent_versioned_key_value_store("v", timedelta(minutes=1)))) \
+        .filter(lambda k, v: True, Materialized.as_("kept")).to_stream().process(_Nothing, "kept")
+    with pytest.raises(UnsupportedTopologyError, match="store kept belongs to KTABLE-FILTER-.*over the versioned table"):
         _program(builder)
 
 
