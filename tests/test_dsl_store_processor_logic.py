@@ -19,7 +19,7 @@ from dsl_store_processor_topology import dsl_store_processor_examples  # noqa: E
 
 from dagster_kstreams.processors.task_state import TaskState  # noqa: E402
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology  # noqa: E402
-from dagster_kstreams.topology import Materialized, StreamsBuilder, ValueAndTimestamp  # noqa: E402
+from dagster_kstreams.topology import Materialized, StreamsBuilder, TimeWindows, ValueAndTimestamp  # noqa: E402
 from dagster_kstreams.topology.processor_api import Processor, Record, Stores  # noqa: E402
 from dagster_kstreams.topology.serdes import Serdes  # noqa: E402
 
@@ -203,6 +203,11 @@ def test_stores_the_runner_keeps_without_timestamps_are_refused_naming_them():
         .to_stream().process(_Nothing, "kept")
     with pytest.raises(UnsupportedTopologyError, match="store kept belongs to KTABLE-FILTER-.*over the table of "
                                                        "KTABLE-MERGE-.*stamps with other times"):
+        _program(builder)
+    builder = StreamsBuilder()
+    builder.stream("in").group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=10))).count() \
+        .filter(lambda k, v: True, Materialized.as_("kept")).to_stream().process(_Nothing, "kept")
+    with pytest.raises(UnsupportedTopologyError, match="store kept belongs to KTABLE-FILTER-.*a windowed table"):
         _program(builder)
     builder = StreamsBuilder()
     builder.table("t", Materialized.as_(Stores.persistent_versioned_key_value_store("v", timedelta(minutes=1))))

@@ -192,11 +192,17 @@ def _check_table_step(where: str, step, sub) -> None:
                 f"{_DSL_STORES_OFFERED}")
     if node.kind is NodeKind.COGROUP_MERGE:  # a cogroup's table: its aggregations write it
         node = sub.node(node.parents[0])
-    if node.kind not in _STAMPED_AS_KAFKA_STREAMS:
-        raise UnsupportedTopologyError(
-            f"{where} belongs to {step.name} ({step.kind.value}), over the table of {node.name} ({node.kind.value}), "
-            f"whose updates the Spark runner stamps with other times than Kafka Streams' (or, windowed or "
-            f"suppressed, keeps by window); {_DSL_STORES_OFFERED}")
+    if node.kind in _STAMPED_AS_KAFKA_STREAMS:
+        return
+    if node.kind is NodeKind.WINDOWED_AGGREGATE:
+        why = "a windowed table, whose updates the step would keep by window: not compared with Kafka Streams yet"
+    elif node.kind is NodeKind.SUPPRESS:
+        why = "a suppressed table: not compared with Kafka Streams yet"
+    else:
+        why = "a table whose updates the Spark runner stamps with other times than Kafka Streams'"
+    raise UnsupportedTopologyError(
+        f"{where} belongs to {step.name} ({step.kind.value}), over the table of {node.name} ({node.kind.value}), "
+        f"{why}; {_DSL_STORES_OFFERED}")
 
 
 def _check_window_store(where: str, spec, sub) -> None:
