@@ -185,10 +185,13 @@ def read_by_user_processor(subtopology, store: str) -> bool:
 def _reaches_stamp_reader(subtopology, factory) -> bool:
     """Whether what ``factory`` forwards reaches, in ``subtopology``, a stream-stream join or a table
     filter/map_values whose store a user processor reads (which stores each update's timestamp)."""
-    return any(node.kind is NodeKind.JOIN_WINDOW or (
-        node.kind in (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES)
-        and node.params.get("store_name") in node.stores and read_by_user_processor(subtopology, node.params["store_name"]))
-        for node in reachable(subtopology, factory.children, lambda node: node.children))
+    def reads_stamps(node) -> bool:
+        if node.kind is NodeKind.JOIN_WINDOW:
+            return True
+        store = node.params.get("store_name")
+        return node.kind in (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES) and store in node.stores \
+            and read_by_user_processor(subtopology, store)
+    return any(reads_stamps(node) for node in reachable(subtopology, factory.children, lambda node: node.children))
 
 
 def _keeping_timestamps(processor: KeyValueStoreProcessor, ctx) -> KeyValueStoreProcessor:

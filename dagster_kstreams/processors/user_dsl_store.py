@@ -6,8 +6,8 @@ cogroup), of ``to_table``, of a table read from a topic or of a table's ``filter
 The view reads and writes the operation's own state, not a copy: each key's value is the store's
 slot of the key's group in the task's state (:mod:`.task_state`; a sub-topology with a user processor
 runs task-grouped), and its timestamp the store's task-level timestamps, which the operation keeps
-once a processor names its store (``KeyValueStoreProcessor.keeps_timestamps``; a filter's or map_values' store is then kept, as
-:class:`~.table_step_stores.TableStepStore`). So what a processor
+once a processor names its store (``KeyValueStoreProcessor.keeps_timestamps``; a filter's or
+map_values' store is then kept, as :class:`~.table_step_stores.TableStepStore`). So what a processor
 puts is what the next record's aggregation adds to, and a table's update is what the processor
 reads, within a batch, across batches and after a rerun from the checkpoint.
 
@@ -128,9 +128,9 @@ class TimestampedKeyValueStore:
 
 # -- definition time -------------------------------------------------------------------------
 _DSL_STORES_OFFERED = ("user processors get the key-value stores of count/reduce/aggregate (of grouped streams, "
-                       "re-grouped tables and cogroups), to_table, tables read from a topic and their filter/map_values, "
-                       "the window stores of time-windowed count/reduce/aggregate emitting on every update, and the "
-                       "stores added with add_state_store()")
+                       "re-grouped tables and cogroups), to_table, tables read from a topic and their "
+                       "filter/map_values, the window stores of time-windowed count/reduce/aggregate emitting on "
+                       "every update, and the stores added with add_state_store()")
 
 # The DSL operations whose key-value store keeps its timestamps once a processor names it
 # (aggregations.KeyValueStoreProcessor.keeps_timestamps; a filter's or map_values' store through
