@@ -14,13 +14,14 @@ the ``prices`` topic, in the same sub-topology): forwards each order with the ke
 timestamp as the table holds them at that point of the task's processing order.
 
 ``StoreEditor`` (``process`` on a table's updates, with the stores it names: ``kept`` and ``mapped``
-of a table's materialized ``filter`` (which sends old values) then ``map_values``; ``regrouped`` of a re-grouped table's
-``reduce``; ``cogrouped`` of a cogroup's ``aggregate``; all uncached): per update it forwards the
-value, its timestamp and what each store holds for the key (and, ``lists_all``, every entry of the
-first store, where a step's next update of a key overwrites what the processor wrote); an update stamped at a multiple of 5 ms
-(+0) makes it put ``edited`` stamped 3 ms later into each store, one at +1 delete the key from each
-(forwarding what it held), so the next aggregation goes on from what it wrote (and stamps with the
-larger of the record's and the stored timestamp) and the next step update overwrites it.
+of a table's materialized ``filter`` (which sends old values) then ``map_values``; ``regrouped`` of
+a re-grouped table's ``reduce``; ``cogrouped`` of a cogroup's ``aggregate``; all uncached): per
+update it forwards the value, its timestamp and what each store holds for the key (and,
+``lists_all``, every entry of the first store, where a step's next update of a key overwrites what
+the processor wrote); an update stamped at a multiple of 5 ms (+0) makes it put ``edited`` stamped
+3 ms later into each store, one at +1 delete the key from each (forwarding what it held), so the
+next aggregation goes on from what it wrote (and stamps with the larger of the record's and the
+stored timestamp) and the next step update overwrites it.
 
 Every value starts with ``p<partition>|``: the task that produced it. Its classes are
 self-contained: Spark's Python workers cannot import modules of tests/, and the test ships this
@@ -116,7 +117,8 @@ def _table_step_stores(builder: StreamsBuilder, topics: dict[str, str]) -> None:
     items = builder.table(topics["items"], Materialized.as_("items-store").with_caching_disabled())
     kept = items.filter(lambda key, value: not value.startswith("x"), Materialized.as_("kept").with_caching_disabled())
     kept.map_values(lambda value: value.upper(), Materialized.as_("mapped").with_caching_disabled()) \
-        .to_stream().process(lambda: StoreEditor("kept", "mapped", lists_all=True), "kept", "mapped").to(topics["out-tables"])
+        .to_stream().process(lambda: StoreEditor("kept", "mapped", lists_all=True), "kept", "mapped") \
+        .to(topics["out-tables"])
     # uncached, as every store here: Kafka Streams' cache would forward per commit, the runner's per batch
     builder.table(topics["accounts"], Materialized.as_("accounts-store").with_caching_disabled()) \
         .group_by(lambda account, value: (value.split(":")[0], value.split(":")[1])) \
@@ -133,11 +135,12 @@ def _table_step_stores(builder: StreamsBuilder, topics: dict[str, str]) -> None:
 
 def dsl_store_processor_examples(topics: dict[str, str]) -> StreamsBuilder:
     builder = StreamsBuilder()
+    # First (sub-topologies 0 to 3): a killed run, running one sub-topology after another, is killed in
+    # the first, and leaves the prices' to the rerun, whose batches are not capped (the order of its
+    # two topics in a task depends on the caps)
+    _table_step_stores(builder, topics)
     counts = builder.stream(topics["events"]).group_by_key().count(Materialized.as_("counts").with_caching_disabled())
     counts.to_stream().process(CountCorrector, "counts").to(topics["out"])
-    # before the prices' sub-topology, which a killed run (running one sub-topology after another) then
-    # leaves to the rerun, whose batches are not capped: the order of its two topics depends on the caps
-    _table_step_stores(builder, topics)
     builder.table(topics["prices"], Materialized.as_("prices-store"))
     builder.stream(topics["orders"]).process(PriceReader, "prices-store").to(topics["out-prices"])
     return builder

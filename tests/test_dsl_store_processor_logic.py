@@ -62,6 +62,7 @@ def _run(program, rows, batches):
 
 TOPICS = {"events": "in", "prices": "prices", "orders": "orders", "out": "out", "out-prices": "out-prices",
           **{name: name for name in ("items", "accounts", "clicks", "views", "out-tables")}}
+COUNTS = 4  # the count's sub-topology (the table step stores' come first)
 K = "000000000000|a"  # bucket 0
 ROWS = [(K, "x", 100), (K, "x", 50), (K, "x", 300), (K, None, 310), (K, "x", 20), (K, "x", 400), (K, "x", 500),
         (K, "x", 600), (None, "x", 650), ("000000000001|a", "x", 10_000), (K, "x", 10_001)]
@@ -70,7 +71,7 @@ ROWS = [(K, "x", 100), (K, "x", 50), (K, "x", 300), (K, None, 310), (K, "x", 20)
 def test_the_count_goes_on_from_what_the_processor_wrote_with_kafka_streams_timestamps():
     """3 becomes 10 stamped 307; a record stamped 20 counts 11 at 307 (the larger); 13 is deleted and
     the next record starts at 1 with its own timestamp; stream time 10000 closes bucket 0."""
-    outputs, _ = _run(_program(dsl_store_processor_examples(TOPICS)), ROWS, 1)
+    outputs, _ = _run(_program(dsl_store_processor_examples(TOPICS), COUNTS), ROWS, 1)
     assert [value for _, value in outputs] == [
         "p0|count|1|t100|1@100", "p0|count|2|t100|2@100", "p0|count|3|t300|3@300", "p0|count|11|t307|11@307",
         "p0|count|12|t400|12@400", "p0|count|13|t500|13@500", "p0|deleted|13@500", "p0|count|1|t600|1@600",
@@ -80,7 +81,7 @@ def test_the_count_goes_on_from_what_the_processor_wrote_with_kafka_streams_time
 
 @pytest.mark.parametrize("batches", [2, 4, 11])
 def test_batches_with_the_task_state_in_between_give_the_one_batch_result(batches):
-    program = _program(dsl_store_processor_examples(TOPICS))
+    program = _program(dsl_store_processor_examples(TOPICS), COUNTS)
     one, stored_once = _run(program, ROWS, 1)
     many, stored = _run(program, ROWS, batches)
     assert many == one
@@ -176,7 +177,8 @@ class _Reader(Processor):
 
     def process(self, record: Record) -> None:
         stored = self.store.get(record.key)
-        self.context.forward(record.with_value(f"{record.value}|t{record.timestamp}|{stored.value()}@{stored.timestamp()}"))
+        stored_text = f"{stored.value()}@{stored.timestamp()}"
+        self.context.forward(record.with_value(f"{record.value}|t{record.timestamp}|{stored_text}"))
 
 
 def test_a_filter_store_after_an_aggregation_keeps_kafka_streams_stamps():
@@ -217,7 +219,8 @@ def test_stores_the_runner_keeps_without_timestamps_are_refused_naming_them():
     builder = StreamsBuilder()
     builder.table("t", Materialized.as_(Stores.persistent_versioned_key_value_store("v", timedelta(minutes=1)))) \
         .filter(lambda k, v: True, Materialized.as_("kept")).to_stream().process(_Nothing, "kept")
-    with pytest.raises(UnsupportedTopologyError, match="store kept belongs to KTABLE-FILTER-.*over the versioned table"):
+    with pytest.raises(UnsupportedTopologyError,
+                       match="store kept belongs to KTABLE-FILTER-.*over the versioned table"):
         _program(builder)
 
 

@@ -22,8 +22,8 @@ timestamp, which Kafka Streams only guarantees per key here); and both stores as
 read them at the end; per task, the whole sequence of what the filter's and the re-grouping's
 updates forwarded (the accounts all come from partition 0, so that each re-grouping task reads one
 writer's records in its order), and per task and key the cogroup's (two topics merged). Once on a clean
-run, and once killed part-way (the filter's second task after its first batch of 120 records, the
-count's done in such batches before it) and rerun from the checkpoints.
+run, and once killed part-way (the filter's second task after its first batch of 120 records) and
+rerun from the checkpoints.
 """
 
 from __future__ import annotations
@@ -190,16 +190,16 @@ def test_clean_run_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_to
 
 def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
                                                          kafka_streams_run):
-    """The killed run runs one sub-topology after another in batches of 120 records: the count's tasks
-    (each batch going on from the state the last one left), then the filter's and map_values' until
-    it is killed after their second task's first batch; the rerun continues from the checkpoints."""
+    """The killed run runs one sub-topology after another in batches of 120 records, the filter's and
+    map_values' first, and is killed after their second task's first batch; the rerun continues from
+    the checkpoints."""
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS)
     rerun = kill_and_rerun(tmp_path, dsl_store_processor_examples, topics, app_id=unique_topic("spark-dsl-papi-k"),
-                           bootstrap=kafka_bootstrap, spark=spark, kill_when=lambda line: line.startswith("task 1_1 batch"),
+                           bootstrap=kafka_bootstrap, spark=spark,
+                           kill_when=lambda line: line.startswith("task 0_1 batch"),
                            killed_args=("--parallelism", "1", "--max-records-per-batch", "120"))
     on_partition_1 = sum(1 for record in _table_inputs()["items"] if record[2] == 1)
-    assert 0 < rerun.by_task["1_1"].records_in < on_partition_1  # task 1_1 continued from its checkpoint
-    assert rerun.by_task["0_1"].records_in == 0  # done before the kill
+    assert 0 < rerun.by_task["0_1"].records_in < on_partition_1  # task 0_1 continued from its checkpoint
     _assert_matches(kafka_bootstrap, topics, rerun.runner, kafka_streams_run)
 
 
@@ -237,7 +237,8 @@ def _assert_reference_exercises_it(reference: dict) -> None:
     # An aggregate's update stamped with the previous one's (larger) time: its record came out of order.
     assert any(earlier[2] == later[2] == "update" and earlier[4] == later[4]
                for store in ("regrouped", "cogrouped") for tag in ("p0", "p1")
-               for sequence in _by_key(reference, tag, store).values() for earlier, later in zip(sequence, sequence[1:]))
+               for sequence in _by_key(reference, tag, store).values()
+               for earlier, later in zip(sequence, sequence[1:]))
     assert all(reference["stores"][store] for store in STORES)
 
 

@@ -162,7 +162,8 @@ public final class DslStoreProcessorExamples {
         return Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as(store).withCachingDisabled();
     }
 
-    /** The stores of a table's filter and map_values, a re-grouped table's and a cogroup's, each edited by a StoreEditor. */
+    /** The stores of a table's filter and map_values, a re-grouped table's and a cogroup's, each edited by a
+     *  StoreEditor. */
     static void tableStepStores(StreamsBuilder builder, String items, String accounts, String clicks, String views,
                                 String outTables) {
         KTable<String, String> kept = builder.<String, String>table(items, uncached("items-store"))
@@ -186,13 +187,13 @@ public final class DslStoreProcessorExamples {
                                               String accounts, String clicks, String views, String out,
                                               String outPrices, String outTables) {
         StreamsBuilder builder = new StreamsBuilder();
+        tableStepStores(builder, items, accounts, clicks, views, outTables);  // first, as in the Python twin
         builder.<String, String>stream(events)
             .groupByKey()
             .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts").withCachingDisabled())
             .toStream()
             .process(CountCorrector::new, "counts")
             .to(out);
-        tableStepStores(builder, items, accounts, clicks, views, outTables);
         builder.<String, String>table(prices, Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("prices-store"));
         builder.<String, String>stream(orders).process(PriceReader::new, "prices-store").to(outPrices);
         return builder.build();
@@ -204,7 +205,8 @@ public final class DslStoreProcessorExamples {
         List<String> stores = List.of("counts", "prices-store", "kept", "mapped", "regrouped", "cogrouped");
         KafkaStreamsRuns.runUntilConsumed(topology, args[0], args[1], args[2],
             // the re-grouping's repartition topic too: the reduce's sub-topology must have read it to the end
-            () -> List.of(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[1] + "-regrouped-repartition"),
+            () -> List.of(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
+                          args[1] + "-regrouped-repartition"),
             Duration.ofMinutes(5),
             streams -> "{\"describe\": " + Json.quote(topology.describe().toString())
                 + stores.stream().map(store -> ", " + Json.quote(store) + ": "
