@@ -13,6 +13,16 @@ each holds and deletes it.
 the ``prices`` topic, in the same sub-topology): forwards each order with the key's price and its
 timestamp as the table holds them at that point of the task's processing order.
 
+``StoreEditor`` (``process`` on a table's updates, with the stores it names: ``kept`` and ``mapped``
+of a table's materialized ``filter`` (which sends old values) then ``map_values``; ``regrouped`` of
+a re-grouped table's ``reduce``; ``cogrouped`` of a cogroup's ``aggregate``; all uncached): per
+update it forwards the value, its timestamp and what each store holds for the key (and,
+``lists_all``, every entry of the first store, where a step's next update of a key overwrites what
+the processor wrote); an update stamped at a multiple of 5 ms (+0) makes it put ``edited`` stamped
+3 ms later into each store, one at +1 delete the key from each (forwarding what it held), so the
+next aggregation goes on from what it wrote (and stamps with the larger of the record's and the
+stored timestamp) and the next step update overwrites it.
+
 Every value starts with ``p<partition>|``: the task that produced it. Its classes are
 self-contained: Spark's Python workers cannot import modules of tests/, and the test ships this
 module by value.
@@ -20,7 +30,7 @@ module by value.
 
 from __future__ import annotations
 
-from dagster_kstreams.topology import Materialized, StreamsBuilder
+from dagster_kstreams.topology import Materialized, Named, StreamsBuilder
 from dagster_kstreams.topology.processor_api import Processor, PunctuationType, Record, ValueAndTimestamp
 
 BUCKET_MS = 10_000
@@ -72,8 +82,63 @@ class PriceReader(Processor):
         self.context.forward(record.with_value(f"{tag}order|{order}|t{record.timestamp}|{stored_text(price)}"))
 
 
+class StoreEditor(Processor):
+    def __init__(self, *store_names: str, lists_all: bool = False) -> None:
+        self.store_names, self.lists_all = store_names, lists_all
+
+    def init(self, context) -> None:
+        self.context = context
+        self.stores = [context.get_state_store(name) for name in self.store_names]
+
+    def process(self, record: Record) -> None:
+        tag = f"p{self.context.record_metadata().partition}|{self.store_names[0]}|"
+        read = "|".join(stored_text(store.get(record.key)) for store in self.stores)
+        if self.lists_all:
+            read += "|all=" + ",".join(f"{entry.key}={stored_text(entry.value)}" for entry in self.stores[0].all())
+        value = "null" if record.value is None else record.value
+        self.context.forward(record.with_value(f"{tag}update|{value}|t{record.timestamp}|{read}"))
+        if record.timestamp % 5 == 0:
+            for store in self.stores:
+                store.put(record.key, ValueAndTimestamp.make("edited", record.timestamp + 3))
+        elif record.timestamp % 5 == 1:
+            deleted = "|".join(stored_text(store.delete(record.key)) for store in self.stores)
+            self.context.forward(record.with_value(f"{tag}deleted|{deleted}"))
+
+
+def _tail(text: str) -> str:
+    return text[-40:]
+
+
+def _table_step_stores(builder: StreamsBuilder, topics: dict[str, str]) -> None:
+    """The stores of a table's filter and map_values, a re-grouped table's and a cogroup's, each
+    edited by a StoreEditor."""
+    # the items table has a store: the filter sends old values, read from its own store (which the
+    # processor writes), and drops an update that neither passes nor replaces a value it holds
+    items = builder.table(topics["items"], Materialized.as_("items-store").with_caching_disabled())
+    kept = items.filter(lambda key, value: not value.startswith("x"), Materialized.as_("kept").with_caching_disabled())
+    kept.map_values(lambda value: value.upper(), Materialized.as_("mapped").with_caching_disabled()) \
+        .to_stream().process(lambda: StoreEditor("kept", "mapped", lists_all=True), "kept", "mapped") \
+        .to(topics["out-tables"])
+    # uncached, as every store here: Kafka Streams' cache would forward per commit, the runner's per batch
+    builder.table(topics["accounts"], Materialized.as_("accounts-store").with_caching_disabled()) \
+        .group_by(lambda account, value: (value.split(":")[0], value.split(":")[1])) \
+        .reduce(lambda total, amount: _tail(f"{total}+{amount}"), lambda total, amount: _tail(f"{total}-{amount}"),
+                Materialized.as_("regrouped").with_caching_disabled()) \
+        .to_stream().process(lambda: StoreEditor("regrouped", lists_all=True), "regrouped").to(topics["out-tables"])
+    clicks = builder.stream(topics["clicks"]).group_by_key()
+    views = builder.stream(topics["views"]).group_by_key()
+    clicks.cogroup(lambda key, value, aggregate: _tail(f"{aggregate}c{value}")) \
+        .cogroup(views, lambda key, value, aggregate: _tail(f"{aggregate}v{value}")) \
+        .aggregate(lambda: "", Named.as_("activity"), Materialized.as_("cogrouped").with_caching_disabled()) \
+        .to_stream().process(lambda: StoreEditor("cogrouped"), "cogrouped").to(topics["out-tables"])
+
+
 def dsl_store_processor_examples(topics: dict[str, str]) -> StreamsBuilder:
     builder = StreamsBuilder()
+    # First (sub-topologies 0 to 3): a killed run, running one sub-topology after another, is killed in
+    # the first, and leaves the prices' to the rerun, whose batches are not capped (the order of its
+    # two topics in a task depends on the caps)
+    _table_step_stores(builder, topics)
     counts = builder.stream(topics["events"]).group_by_key().count(Materialized.as_("counts").with_caching_disabled())
     counts.to_stream().process(CountCorrector, "counts").to(topics["out"])
     builder.table(topics["prices"], Materialized.as_("prices-store"))

@@ -1,7 +1,8 @@
 """A user processor on a DSL operation's key-value store, without Spark: ``ValueAndTimestamp``, the
 count going on from what the processor wrote (and its timestamps: Kafka Streams' larger of the
 record's and the stored one), batches with the task state pickled in between (as a checkpoint),
-a cached table forwarding a processor's write at the flush, and what is refused. The broker-backed
+a cached table forwarding a processor's write at the flush, a table filter's store after an
+aggregation stamped as Kafka Streams stamps it, and what is refused. The broker-backed
 comparison with Kafka Streams is test_equivalence_dsl_store_processor.py."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dsl_store_processor_topology import dsl_store_processor_examples  # noqa: E
 
 from dagster_kstreams.processors.task_state import TaskState  # noqa: E402
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology  # noqa: E402
-from dagster_kstreams.topology import Materialized, StreamsBuilder, ValueAndTimestamp  # noqa: E402
+from dagster_kstreams.topology import Materialized, StreamsBuilder, TimeWindows, ValueAndTimestamp  # noqa: E402
 from dagster_kstreams.topology.processor_api import Processor, Record, Stores  # noqa: E402
 from dagster_kstreams.topology.serdes import Serdes  # noqa: E402
 
@@ -59,7 +60,9 @@ def _run(program, rows, batches):
     return outputs, stored
 
 
-TOPICS = {"events": "in", "prices": "prices", "orders": "orders", "out": "out", "out-prices": "out-prices"}
+TOPICS = {"events": "in", "prices": "prices", "orders": "orders", "out": "out", "out-prices": "out-prices",
+          **{name: name for name in ("items", "accounts", "clicks", "views", "out-tables")}}
+COUNTS = 4  # the count's sub-topology (the table step stores' come first)
 K = "000000000000|a"  # bucket 0
 ROWS = [(K, "x", 100), (K, "x", 50), (K, "x", 300), (K, None, 310), (K, "x", 20), (K, "x", 400), (K, "x", 500),
         (K, "x", 600), (None, "x", 650), ("000000000001|a", "x", 10_000), (K, "x", 10_001)]
@@ -68,7 +71,7 @@ ROWS = [(K, "x", 100), (K, "x", 50), (K, "x", 300), (K, None, 310), (K, "x", 20)
 def test_the_count_goes_on_from_what_the_processor_wrote_with_kafka_streams_timestamps():
     """3 becomes 10 stamped 307; a record stamped 20 counts 11 at 307 (the larger); 13 is deleted and
     the next record starts at 1 with its own timestamp; stream time 10000 closes bucket 0."""
-    outputs, _ = _run(_program(dsl_store_processor_examples(TOPICS)), ROWS, 1)
+    outputs, _ = _run(_program(dsl_store_processor_examples(TOPICS), COUNTS), ROWS, 1)
     assert [value for _, value in outputs] == [
         "p0|count|1|t100|1@100", "p0|count|2|t100|2@100", "p0|count|3|t300|3@300", "p0|count|11|t307|11@307",
         "p0|count|12|t400|12@400", "p0|count|13|t500|13@500", "p0|deleted|13@500", "p0|count|1|t600|1@600",
@@ -78,7 +81,7 @@ def test_the_count_goes_on_from_what_the_processor_wrote_with_kafka_streams_time
 
 @pytest.mark.parametrize("batches", [2, 4, 11])
 def test_batches_with_the_task_state_in_between_give_the_one_batch_result(batches):
-    program = _program(dsl_store_processor_examples(TOPICS))
+    program = _program(dsl_store_processor_examples(TOPICS), COUNTS)
     one, stored_once = _run(program, ROWS, 1)
     many, stored = _run(program, ROWS, batches)
     assert many == one
@@ -166,16 +169,58 @@ class _WritesInInit(Processor):
         pass
 
 
+class _Reader(Processor):
+    """Forwards each update with what the store ``kept`` holds for its key."""
+
+    def init(self, context) -> None:
+        self.context, self.store = context, context.get_state_store("kept")
+
+    def process(self, record: Record) -> None:
+        stored = self.store.get(record.key)
+        stored_text = f"{stored.value()}@{stored.timestamp()}"
+        self.context.forward(record.with_value(f"{record.value}|t{record.timestamp}|{stored_text}"))
+
+
+def test_a_filter_store_after_an_aggregation_keeps_kafka_streams_stamps():
+    """The count whose store no processor names keeps its timestamps for the filter whose store a processor reads: its
+    update of an out-of-order record is stamped with the larger, stored, time, as the filter's store."""
+    builder = StreamsBuilder()
+    builder.stream("in").group_by_key().count(Materialized.as_("counted").with_caching_disabled()) \
+        .filter(lambda key, count: True, Materialized.as_("kept").with_caching_disabled()) \
+        .to_stream().process(_Reader, "kept").to("out")
+    outputs, _ = _run(_program(builder), [("k", "a", 100), ("k", "b", 50), ("k", "c", 120)], 1)
+    assert [value for _, value in outputs] == ["1|t100|1@100", "2|t100|2@100", "3|t120|3@120"]
+
+
 def test_stores_the_runner_keeps_without_timestamps_are_refused_naming_them():
     # (the windowed stores still refused: test_dsl_window_store_processor_logic.py)
     builder = StreamsBuilder()
-    builder.table("t").filter(lambda k, v: True, Materialized.as_("kept")).to_stream().process(_Nothing, "kept")
-    with pytest.raises(UnsupportedTopologyError, match="store kept belongs to KTABLE-FILTER-.*without the timestamps"):
+    left, right = builder.table("l"), builder.table("r")
+    left.join(right, lambda a, b: a + b, Materialized.as_("joined")).to_stream().process(_Nothing, "joined")
+    with pytest.raises(UnsupportedTopologyError, match="store joined belongs to KTABLE-MERGE-.*without the timestamps"):
+        _program(builder)
+    builder = StreamsBuilder()
+    left, right = builder.table("l"), builder.table("r")
+    left.join(right, lambda a, b: a + b).filter(lambda k, v: True, Materialized.as_("kept")) \
+        .to_stream().process(_Nothing, "kept")
+    with pytest.raises(UnsupportedTopologyError, match="store kept belongs to KTABLE-FILTER-.*over the table of "
+                                                       "KTABLE-MERGE-.*stamps with other times"):
+        _program(builder)
+    builder = StreamsBuilder()
+    builder.stream("in").group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=10))).count() \
+        .filter(lambda k, v: True, Materialized.as_("kept")).to_stream().process(_Nothing, "kept")
+    with pytest.raises(UnsupportedTopologyError, match="store kept belongs to KTABLE-FILTER-.*a windowed table"):
         _program(builder)
     builder = StreamsBuilder()
     builder.table("t", Materialized.as_(Stores.persistent_versioned_key_value_store("v", timedelta(minutes=1))))
     builder.stream("s").process(_Nothing, "v")
     with pytest.raises(UnsupportedTopologyError, match="store v is a versioned table's store"):
+        _program(builder)
+    builder = StreamsBuilder()
+    builder.table("t", Materialized.as_(Stores.persistent_versioned_key_value_store("v", timedelta(minutes=1)))) \
+        .filter(lambda k, v: True, Materialized.as_("kept")).to_stream().process(_Nothing, "kept")
+    with pytest.raises(UnsupportedTopologyError,
+                       match="store kept belongs to KTABLE-FILTER-.*over the versioned table"):
         _program(builder)
 
 

@@ -7,7 +7,10 @@ per key), corrects a count of 3 to 10 and deletes a count of 13 or more; the cou
 it wrote (and stamps an update with the larger of the record's and the stored timestamp, as Kafka
 Streams does), and a stream-time punctuator lists and deletes the keys of the 10 s buckets that ended.
 ``PriceReader`` reads the store of a table read from another topic, in the same sub-topology (Kafka
-Streams merges the two sub-topologies: describe() compared).
+Streams merges the two sub-topologies: describe() compared). ``StoreEditor`` reads, overwrites (by
+the update's timestamp) and deletes the stores of a table's filter and map_values, of a re-grouped
+table's reduce and of a cogroup's aggregate, each stamped by Kafka Streams' rule (the update's time;
+the larger of the record's and the aggregate's).
 
 Input (2 partitions): out-of-order timestamps within each 10 s bucket (a bucket's records all come
 before the next bucket's, so the keys a punctuation closes have seen all their records whenever Kafka
@@ -16,8 +19,11 @@ task, the whole sequence of what the count's records forwarded (values carry the
 the stored ones) and of what the punctuator forwarded (the two interleave differently from run to run
 in Kafka Streams); per key, what each order read from the table (a task's two topics are merged by
 timestamp, which Kafka Streams only guarantees per key here); and both stores as interactive queries
-read them at the end. Once on a clean run, once killed part-way (the count's second task after its
-first batch of 120 records) and rerun from the checkpoints.
+read them at the end; per task, the whole sequence of what the filter's and the re-grouping's
+updates forwarded (the accounts all come from partition 0, so that each re-grouping task reads one
+writer's records in its order), and per task and key the cogroup's (two topics merged). Once on a clean
+run, and once killed part-way (the filter's second task after its first batch of 120 records) and
+rerun from the checkpoints.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from pyspark import cloudpickle
 
 import dsl_store_processor_topology
 from dsl_store_processor_topology import BUCKET_MS, dsl_store_processor_examples
-from equivalence_io import output_topics, produce_strings, run_kafka_streams
+from equivalence_io import output_topics, produce_strings, run_kafka_streams, with_unique_timestamps
 from killed_runs import kill_and_rerun
 from dagster_kstreams.kafka.records import read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
@@ -43,7 +49,8 @@ cloudpickle.register_pickle_by_value(dsl_store_processor_topology)
 
 PARTITIONS = 2
 T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute: a bucket start
-OUTPUTS = {"out": 1, "out-prices": 1}
+OUTPUTS = {"out": 1, "out-prices": 1, "out-tables": 1}
+STORES = ("counts", "prices-store", "kept", "mapped", "regrouped", "cogrouped")
 
 
 def _events(seed: int = 19) -> list[tuple]:
@@ -82,6 +89,33 @@ def _prices_and_orders(seed: int = 20) -> tuple[list[tuple], list[tuple]]:
     return prices, orders
 
 
+def _table_inputs(seed: int = 21) -> dict[str, list[tuple]]:
+    """Table updates of items (some filtered out: "x..."; tombstones) on both partitions, of accounts
+    moving between groups (all on partition 0), and clicks and views (null keys and values); out of
+    order, no two records of one task at the same time (the cogroup's task merges two topics)."""
+    rng = random.Random(seed)
+
+    def timestamp(i: int) -> int:
+        # 97 ms apart: the editor's choice by the timestamp modulo 5 comes round for every key
+        return T0 + i * 97 - (rng.randint(1, 3_000) if rng.random() < 0.3 else 0)
+
+    items, accounts, clicks, views = [], [], [], []
+    for i in range(300):
+        number = rng.randint(1, 6)
+        value = None if rng.random() < 0.1 else f"{rng.choice('vvx')}{rng.randint(1, 9)}"
+        items.append((None if rng.random() < 0.03 else f"i{number}", value, number % PARTITIONS, timestamp(i)))
+    for i in range(160):
+        value = None if rng.random() < 0.1 else f"g{rng.randint(1, 4)}:{rng.randint(1, 9)}"
+        accounts.append((f"a{rng.randint(1, 6)}", value, 0, timestamp(i)))
+    for i in range(200):
+        number = rng.randint(1, 4)
+        key = None if rng.random() < 0.04 else f"u{number}"
+        value = None if rng.random() < 0.05 else f"{rng.randint(1, 9)}"
+        (clicks if rng.random() < 0.5 else views).append((key, value, number % PARTITIONS, timestamp(i)))
+    (streams,) = with_unique_timestamps([{"clicks": clicks, "views": views}], ("clicks", "views"))
+    return {"items": items, "accounts": accounts, **streams}
+
+
 def _count_results(records) -> dict[tuple[str, str], list]:
     """``{(task tag, "record" | "punctuation"): [(key, value)]}`` in offset order."""
     results: dict[tuple[str, str], list] = {}
@@ -102,24 +136,41 @@ def _price_results(records) -> dict[tuple[str, str], list]:
     return results
 
 
+def _table_results(records) -> dict[tuple, list]:
+    """``{(task tag, store): [(key, value)]}`` of the filter's and the re-grouping's updates, and
+    ``{(task tag, store, key): [value]}`` of the cogroup's, in offset order."""
+    results: dict[tuple, list] = {}
+    for record in records:
+        key, value = record.key.decode(), record.value.decode()
+        tag, store = value.split("|")[:2]
+        if store == "cogrouped":
+            results.setdefault((tag, store, key), []).append(value)
+        else:
+            results.setdefault((tag, store), []).append((key, value))
+    return results
+
+
 def _results(bootstrap: str, topics: dict[str, str]) -> dict:
     def read(topic):
         return sorted(read_topic(bootstrap, topic), key=lambda r: (r.partition, r.offset))
-    return {"counts": _count_results(read(topics["out"])), "prices": _price_results(read(topics["out-prices"]))}
+    return {"counts": _count_results(read(topics["out"])), "prices": _price_results(read(topics["out-prices"])),
+            "tables": _table_results(read(topics["out-tables"]))}
 
 
 @pytest.fixture(scope="module")
 def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory):
-    inputs = {name: unique_topic(f"dsl-papi-{name}") for name in ("events", "prices", "orders")}
+    names = ("events", "prices", "orders", "items", "accounts", "clicks", "views")
+    inputs = {name: unique_topic(f"dsl-papi-{name}") for name in names}
     kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
     prices, orders = _prices_and_orders()
-    for name, records in (("events", _events()), ("prices", prices), ("orders", orders)):
-        produce_strings(kafka_bootstrap, inputs[name], records)
+    records = {"events": _events(), "prices": prices, "orders": orders, **_table_inputs()}
+    for name in names:
+        produce_strings(kafka_bootstrap, inputs[name], records[name])
     topics, stdout = run_kafka_streams("kstreams.oracle.DslStoreProcessorExamples", "dsl-papi", kafka_bootstrap,
                                        kafka_admin, unique_topic, tmp_path_factory, inputs, OUTPUTS)
     printed = json.loads(stdout)
     return {"inputs": inputs, "describe": printed["describe"], "results": _results(kafka_bootstrap, topics),
-            "stores": {store: printed[store] for store in ("counts", "prices-store")}, "topics": topics}
+            "stores": {store: printed[store] for store in STORES}, "topics": topics}
 
 
 def test_describe_merges_the_store_owners_sub_topology_as_kafka_streams(kafka_streams_run):
@@ -133,29 +184,34 @@ def test_clean_run_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_to
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS)
     runner = TaskRunner(dsl_store_processor_examples(topics), unique_topic("spark-dsl-papi"), kafka_bootstrap,
                         state_location=str(tmp_path / "state"), spark=spark)
-    assert {r.task_id for r in runner.run_all()} == {"0_0", "0_1", "1_0", "1_1"}
+    assert {r.task_id for r in runner.run_all()} == {f"{sub}_{partition}" for sub in range(6) for partition in (0, 1)}
     _assert_matches(kafka_bootstrap, topics, runner, kafka_streams_run)
 
 
 def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
                                                          kafka_streams_run):
+    """The killed run runs one sub-topology after another in batches of 120 records, the filter's and
+    map_values' first, and is killed after their second task's first batch; the rerun continues from
+    the checkpoints."""
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS)
     rerun = kill_and_rerun(tmp_path, dsl_store_processor_examples, topics, app_id=unique_topic("spark-dsl-papi-k"),
-                           bootstrap=kafka_bootstrap, spark=spark, kill_when=lambda line: line.startswith("task 0_1 batch"),
+                           bootstrap=kafka_bootstrap, spark=spark,
+                           kill_when=lambda line: line.startswith("task 0_1 batch"),
                            killed_args=("--parallelism", "1", "--max-records-per-batch", "120"))
-    on_partition_1 = sum(1 for record in _events() if record[2] == 1)
+    on_partition_1 = sum(1 for record in _table_inputs()["items"] if record[2] == 1)
     assert 0 < rerun.by_task["0_1"].records_in < on_partition_1  # task 0_1 continued from its checkpoint
     _assert_matches(kafka_bootstrap, topics, rerun.runner, kafka_streams_run)
 
 
 def _assert_matches(bootstrap: str, topics: dict[str, str], runner: TaskRunner, reference: dict) -> None:
     ours = _results(bootstrap, topics)
-    for part in ("counts", "prices"):
+    for part in ("counts", "prices", "tables"):
         expected = reference["results"][part]
         assert set(ours[part]) == set(expected), part
         for task_and_kind, sequence in expected.items():
             assert ours[part][task_and_kind] == sequence, (part, task_and_kind)
-    # The queryable stores read what the processors wrote (the count's last bucket; every price).
+    # The queryable stores read what the processors wrote (the count's last bucket; every price; the
+    # filter's, the map_values', the re-grouping's and the cogroup's last values).
     for store, content in reference["stores"].items():
         assert {key: str(value) for key, value in runner.read_store(store).items()} == content, store
 
@@ -172,4 +228,26 @@ def _assert_reference_exercises_it(reference: dict) -> None:
         assert len(counts[(tag, "punctuation")]) > 10
         read = [value for (task, _), sequence in prices.items() if task == tag for value in sequence]
         assert any("@" in value for value in read) and any(value.endswith("|null") for value in read)
-    assert reference["stores"]["counts"] and reference["stores"]["prices-store"]
+    for tag in ("p0", "p1"):
+        for store in ("kept", "regrouped", "cogrouped"):
+            values = [value for sequence in _by_key(reference, tag, store).values() for value in sequence]
+            # a store read (or listed) what the processor wrote
+            assert any("edited" in "|".join(parts[5:]) for parts in values if parts[2] == "update"), (tag, store)
+            assert any(parts[2] == "deleted" and parts[3] != "null" for parts in values), (tag, store)
+    # An aggregate's update stamped with the previous one's (larger) time: its record came out of order.
+    assert any(earlier[2] == later[2] == "update" and earlier[4] == later[4]
+               for store in ("regrouped", "cogrouped") for tag in ("p0", "p1")
+               for sequence in _by_key(reference, tag, store).values()
+               for earlier, later in zip(sequence, sequence[1:]))
+    assert all(reference["stores"][store] for store in STORES)
+
+
+def _by_key(reference: dict, tag: str, store: str) -> dict[str, list[list[str]]]:
+    """What ``store``'s StoreEditor forwarded in task ``tag``, per key: each value split at "|"."""
+    by_key: dict[str, list[list[str]]] = {}
+    for task_and_store, sequence in reference["results"]["tables"].items():
+        if task_and_store[:2] == (tag, store):
+            for entry in sequence:
+                key, value = entry if isinstance(entry, tuple) else (task_and_store[2], entry)
+                by_key.setdefault(key, []).append(value.split("|"))
+    return by_key

@@ -173,9 +173,15 @@ def _final_values(results: dict, output: str) -> dict:
 
 def _assert_same(actual: dict, expected: dict) -> None:
     for key in sorted(expected):
-        if key[0] != FK_OUTPUT:
+        if key[0] == "subscriptions":
+            # The runner purges what it consumed of a repartition topic every 30 s, as Kafka Streams
+            # does (switched off in its twin, so that its side is whole): what is left is the end.
+            sent = actual.get(key, [])
+            assert sent == expected[key][len(expected[key]) - len(sent):], key
+        elif key[0] != FK_OUTPUT:
             assert actual.get(key) == expected[key], key
-    assert set(actual) == set(expected)
+    assert set(actual) <= set(expected)
+    assert {key for key in actual if key[0] != "subscriptions"} == {key for key in expected if key[0] != "subscriptions"}
     assert _final_values(actual, FK_OUTPUT) == _final_values(expected, FK_OUTPUT)
 
 

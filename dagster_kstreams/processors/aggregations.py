@@ -163,15 +163,18 @@ def _aggregate(factory, ctx) -> Aggregate:
     initializer, aggregator, reducer = user_aggregation(params)
     aggregate = Aggregate(factory.name, params["store_name"], ctx.cached(params["store_name"]), params["operation"],
                           initializer, aggregator, reducer)
-    return aggregation_keeping_timestamps(_keeping_timestamps(aggregate, ctx), factory, ctx)
+    return aggregation_keeping_timestamps(aggregate, factory, ctx)
 
 
 def aggregation_keeping_timestamps(aggregation: KeyValueStoreProcessor, factory, ctx) -> KeyValueStoreProcessor:
     """``aggregation`` (a grouped stream's, a cogroup's or a re-grouped table's), keeping its timestamps
-    also when its updates reach a stream-stream join of its sub-topology: they then carry Kafka
+    when a user processor names its store, and also when its updates reach a stream-stream join of its
+    sub-topology or a filter/map_values whose store a user processor names: they then carry Kafka
     Streams' stamps (:meth:`~KeyValueStoreProcessor.update_context`), by which the join's windows pair
-    them. A cogroup's aggregations share their store and its timestamps; each reaches the join alike."""
-    aggregation.keeps_timestamps = aggregation.keeps_timestamps or _reaches_stream_stream_join(ctx.subtopology, factory)
+    them and the step's store stamps them. A cogroup's aggregations share their store and its
+    timestamps; each reaches the join or the step alike."""
+    sub = ctx.subtopology
+    aggregation.keeps_timestamps = read_by_user_processor(sub, aggregation.store) or _reaches_stamp_reader(sub, factory)
     return aggregation
 
 
@@ -181,10 +184,16 @@ def read_by_user_processor(subtopology, store: str) -> bool:
                for node in subtopology.nodes)
 
 
-def _reaches_stream_stream_join(subtopology, factory) -> bool:
-    """Whether what ``factory`` forwards reaches a stream-stream join of ``subtopology``."""
-    return any(node.kind is NodeKind.JOIN_WINDOW
-               for node in reachable(subtopology, factory.children, lambda node: node.children))
+def _reaches_stamp_reader(subtopology, factory) -> bool:
+    """Whether what ``factory`` forwards reaches, in ``subtopology``, a stream-stream join or a table
+    filter/map_values whose store a user processor reads (which stores each update's timestamp)."""
+    def reads_stamps(node) -> bool:
+        if node.kind is NodeKind.JOIN_WINDOW:
+            return True
+        store = node.params.get("store_name")
+        return node.kind in (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES) and store in node.stores \
+            and read_by_user_processor(subtopology, store)
+    return any(reads_stamps(node) for node in reachable(subtopology, factory.children, lambda node: node.children))
 
 
 def _keeping_timestamps(processor: KeyValueStoreProcessor, ctx) -> KeyValueStoreProcessor:

@@ -26,9 +26,10 @@ row and forwards a tombstone.
 
 Timestamps: Kafka Streams gives an aggregate's update the larger of the record's timestamp and
 the aggregate's previous one (whenever there was one: after a subtraction, an addition, or both);
-the runner does too when the aggregate's updates reach a stream-stream join of its sub-topology
-(which then keeps the store's timestamps), and otherwise forwards the record's own (README,
-"Record timestamps written by the runner").
+the runner does too when its store keeps its timestamps (a user processor names it, or the
+aggregate's updates reach a stream-stream join or a filter/map_values whose store a processor names:
+:func:`~.aggregations.aggregation_keeping_timestamps`), and otherwise forwards the record's own
+(README, "Record timestamps written by the runner").
 """
 
 from __future__ import annotations

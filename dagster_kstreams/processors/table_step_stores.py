@@ -28,7 +28,13 @@ value of the ``Change``: :func:`~.table_old_values.old_value_getter`). When it i
   update has the initializer's old aggregate, and none in the store). Each window is a key of its
   own there, whose group only the task's state holds (:mod:`.own_groups`), so the sub-topology runs
   task-grouped. The runner keeps no record cache for this store: it forwards every update (README,
-  "Old values through tables").
+  "Old values through tables");
+* when a user processor names its store (``process(supplier, "kept")``): the processor reads and
+  writes the store itself (:class:`~.user_dsl_store.TimestampedKeyValueStore`), so the next update
+  reads the store's previous value as its old one, as Kafka Streams' step does. The store then keeps
+  each key's timestamp (``keeps_timestamps``): the update's, as ``KTableFilter``/``KTableMapValues``
+  put it (an aggregation behind keeps Kafka Streams' stamps for it:
+  :func:`~.aggregations.aggregation_keeping_timestamps`).
 
 The new value: a filter's is the value if it passes (else None), a map_values' the mapped value of a
 non-null one. A filter reading a versioned table never drops an update (``useVersionedSemantics``);
@@ -38,7 +44,7 @@ current one) are both None, leaving its store as it is, as ``KTableFilter`` does
 
 from __future__ import annotations
 
-from dagster_kstreams.processors.aggregations import KeyValueStoreProcessor
+from dagster_kstreams.processors.aggregations import KeyValueStoreProcessor, read_by_user_processor
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.table_behind import (
@@ -64,10 +70,14 @@ def keeps_own_store(ctx, node) -> bool:
       the newer one current;
     * its old values are read (it is a filter that sends them, or a processor after it reads them)
       and the table behind it is windowed or suppressed: its store's value before an update is not
-      the table's old value through it."""
+      the table's old value through it;
+    * a user processor reads and writes its store."""
     if not materialized_step(node) or node.params.get("store_name") not in node.stores:
         return False
-    if versioned_table(ctx, node.params["store_name"]) is not None or reads_versioned_updates(ctx, node.parents[0]):
+    store = node.params["store_name"]
+    if versioned_table(ctx, store) is not None or reads_versioned_updates(ctx, node.parents[0]):
+        return True
+    if read_by_user_processor(ctx.subtopology, store):
         return True
     sub = ctx.subtopology
     return (sends_old_values(node) or old_values_read_below(sub, node)) and table_behind(sub, node).windowed_or_suppressed
@@ -166,4 +176,6 @@ def table_step_store(factory, ctx):
         _check_own_timestamps(factory, ctx)
         check_consumers(factory, ctx)
         return VersionedTableStepStore(factory.name, store, versioned.retention_ms, step)
-    return TableStepStore(factory.name, store, caches_own_store(ctx, factory), step)
+    step_store = TableStepStore(factory.name, store, caches_own_store(ctx, factory), step)
+    step_store.keeps_timestamps = read_by_user_processor(ctx.subtopology, store)
+    return step_store

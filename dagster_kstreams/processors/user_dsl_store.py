@@ -1,11 +1,13 @@
 """A DSL operation's key-value store as a user processor sees it: ``process(supplier, "counts")``
-on the store of ``count(Materialized.as_("counts"))``, of ``to_table`` or of a table read from a
-topic (Kafka Streams' ``TimestampedKeyValueStore`` behind its read-write decorator).
+on the store of ``count(Materialized.as_("counts"))`` (of a grouped stream, a re-grouped table or a
+cogroup), of ``to_table``, of a table read from a topic or of a table's ``filter``/``map_values``
+(Kafka Streams' ``TimestampedKeyValueStore`` behind its read-write decorator).
 
 The view reads and writes the operation's own state, not a copy: each key's value is the store's
 slot of the key's group in the task's state (:mod:`.task_state`; a sub-topology with a user processor
 runs task-grouped), and its timestamp the store's task-level timestamps, which the operation keeps
-once a processor names its store (``KeyValueStoreProcessor.keeps_timestamps``). So what a processor
+once a processor names its store (``KeyValueStoreProcessor.keeps_timestamps``; a filter's or
+map_values' store is then kept, as :class:`~.table_step_stores.TableStepStore`). So what a processor
 puts is what the next record's aggregation adds to, and a table's update is what the processor
 reads, within a batch, across batches and after a rerun from the checkpoint.
 
@@ -127,16 +129,31 @@ class TimestampedKeyValueStore:
 
 
 # -- definition time -------------------------------------------------------------------------
-_DSL_STORES_OFFERED = ("user processors get the key-value stores of count/reduce/aggregate, to_table and tables read "
-                       "from a topic, the window stores of time-windowed and the session stores of session-windowed "
-                       "count/reduce/aggregate emitting on every update, and the stores added with add_state_store()")
+_DSL_STORES_OFFERED = ("user processors get the key-value stores of count/reduce/aggregate (of grouped streams, "
+                       "re-grouped tables and cogroups), to_table, tables read from a topic and their "
+                       "filter/map_values, the window stores of time-windowed and the session stores of "
+                       "session-windowed count/reduce/aggregate emitting on every update, and the stores added "
+                       "with add_state_store()")
+
+# The DSL operations whose key-value store keeps its timestamps once a processor names it
+# (aggregations.KeyValueStoreProcessor.keeps_timestamps; a filter's or map_values' store through
+# table_step_stores.TableStepStore).
+_TIMESTAMPED_STORE_KINDS = frozenset({NodeKind.AGGREGATE, NodeKind.TABLE_AGGREGATE, NodeKind.TO_TABLE,
+                                      NodeKind.TABLE_SOURCE, NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES})
+_TABLE_STEPS = (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES)
+# The tables whose updates a filter/map_values store stamps as Kafka Streams does: their own
+# record's time (a table source, to_table), or an aggregation's Kafka Streams' time, which it keeps
+# while its updates reach a store a processor reads (aggregations.aggregation_keeping_timestamps).
+_STAMPED_AS_KAFKA_STREAMS = frozenset({NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE,
+                                       NodeKind.TABLE_AGGREGATE})
 
 
 def check_dsl_store(factory, spec, sub) -> None:
     """A DSL store a processor names must be one the runner keeps as Kafka Streams' timestamped
-    key-value store (the store of a stream aggregation, ``to_table`` or a table source), timestamped
-    window store (a time-windowed stream aggregation's that emits on every update) or session store (a
-    session-windowed one's that emits on every update)."""
+    key-value store (the store of a stream, cogroup or re-grouped table aggregation, ``to_table``, a
+    table source or their ``filter``/``map_values``), timestamped window store (a time-windowed stream
+    aggregation's that emits on every update) or session store (a session-windowed one's that emits
+    on every update)."""
     where = f"processor {factory.name}: store {spec.name}"
     if spec.type is StoreType.WINDOW:
         _check_window_store(where, spec, sub)
@@ -153,11 +170,42 @@ def check_dsl_store(factory, spec, sub) -> None:
             f"{where} is a versioned table's store; Kafka Streams gives a processor a VersionedKeyValueStore, "
             f"which the Spark runner does not offer; {_DSL_STORES_OFFERED}")
     for owner in sub.nodes:
-        if spec.name in owner.stores and owner.kind not in (NodeKind.PROCESS, NodeKind.PROCESS_VALUES) and (
-                owner.kind not in _TIMESTAMPED_STORE_KINDS or owner.params.get("cogroup")):
+        if spec.name not in owner.stores or owner.kind in (NodeKind.PROCESS, NodeKind.PROCESS_VALUES):
+            continue
+        if owner.kind not in _TIMESTAMPED_STORE_KINDS:
             raise UnsupportedTopologyError(
                 f"{where} belongs to {owner.name} ({owner.kind.value}), whose store the Spark runner keeps "
                 f"without the timestamps a processor reads (ValueAndTimestamp); {_DSL_STORES_OFFERED}")
+        if owner.kind in _TABLE_STEPS:
+            _check_table_step(where, owner, sub)
+
+
+def _check_table_step(where: str, step, sub) -> None:
+    """A filter's or map_values' store keeps the time of the update it stores: the table behind the
+    step must stamp its updates as Kafka Streams does, and be neither versioned nor windowed."""
+    stores = {store.name: store for store in sub.state_stores}
+    node = step
+    while node.kind in _TABLE_STEPS:
+        (parent,) = node.parents
+        node = sub.node(parent)
+        if any(stores[name].history_retention_ms is not None for name in node.stores if name in stores):
+            raise UnsupportedTopologyError(
+                f"{where} belongs to {step.name} ({step.kind.value}), over the versioned table of {node.name}, whose "
+                f"out-of-order updates the step's store takes as latest: not compared with Kafka Streams yet; "
+                f"{_DSL_STORES_OFFERED}")
+    if node.kind is NodeKind.COGROUP_MERGE:  # a cogroup's table: its aggregations write it
+        node = sub.node(node.parents[0])
+    if node.kind in _STAMPED_AS_KAFKA_STREAMS:
+        return
+    if node.kind is NodeKind.WINDOWED_AGGREGATE:
+        why = "a windowed table, whose updates the step would keep by window: not compared with Kafka Streams yet"
+    elif node.kind is NodeKind.SUPPRESS:
+        why = "a suppressed table: not compared with Kafka Streams yet"
+    else:
+        why = "a table whose updates the Spark runner stamps with other times than Kafka Streams'"
+    raise UnsupportedTopologyError(
+        f"{where} belongs to {step.name} ({step.kind.value}), over the table of {node.name} ({node.kind.value}), "
+        f"{why}; {_DSL_STORES_OFFERED}")
 
 
 def _check_window_store(where: str, spec, sub) -> None:
@@ -186,7 +234,3 @@ def _check_session_store(where: str, spec, sub) -> None:
         return
     raise UnsupportedTopologyError(f"{where} belongs to {owner.name}, which {why}; {_DSL_STORES_OFFERED}")
 
-
-# The DSL operations whose key-value store keeps its timestamps once a processor names it
-# (aggregations.KeyValueStoreProcessor.keeps_timestamps).
-_TIMESTAMPED_STORE_KINDS = frozenset({NodeKind.AGGREGATE, NodeKind.TO_TABLE, NodeKind.TABLE_SOURCE})

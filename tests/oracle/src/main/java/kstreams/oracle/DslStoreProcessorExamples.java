@@ -1,13 +1,18 @@
 package kstreams.oracle;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.stream.Collectors;
 
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.processor.PunctuationType;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
@@ -18,13 +23,17 @@ import org.apache.kafka.streams.state.TimestampedKeyValueStore;
 import org.apache.kafka.streams.state.ValueAndTimestamp;
 
 /**
- * User processors on DSL operations' stores (a count's, a table's) run by Kafka Streams itself
- * against a real broker until the input is consumed to its end; prints JSON {"describe": ...,
- * "counts": {...}, "prices-store": {...}} (the stores as interactive queries read them then).
+ * User processors on DSL operations' stores (a count's, a table's, a table filter's and map_values',
+ * a re-grouped table's reduce's, a cogroup's) run by Kafka Streams itself against a real broker until
+ * the input is consumed to its end; prints JSON {"describe": ..., "counts": {...}, "prices-store":
+ * {...}, "kept": ..., "mapped": ..., "regrouped": ..., "cogrouped": ...} (the stores as interactive
+ * queries read them then).
  *
- * Args: bootstrap applicationId stateDir events prices orders out outPrices
+ * Args: bootstrap applicationId stateDir events prices orders items accounts clicks views out outPrices
+ *       outTables
  *
- * The Python twin is tests/dsl_store_processor_topology.py (CountCorrector, PriceReader); keep the two in step.
+ * The Python twin is tests/dsl_store_processor_topology.py (CountCorrector, PriceReader, StoreEditor); keep the
+ * two in step.
  */
 public final class DslStoreProcessorExamples {
     private DslStoreProcessorExamples() {}
@@ -99,9 +108,86 @@ public final class DslStoreProcessorExamples {
         }
     }
 
-    static Topology dslStoreProcessorExamples(String events, String prices, String orders, String out,
-                                              String outPrices) {
+    /** Edits the stores it names (String values) by the update's timestamp: see the Python twin. */
+    static final class StoreEditor implements Processor<String, String, String, String> {
+        private final boolean listsAll;
+        private final List<String> storeNames;
+        private final List<TimestampedKeyValueStore<String, String>> stores = new ArrayList<>();
+        private ProcessorContext<String, String> context;
+
+        StoreEditor(boolean listsAll, String... storeNames) {
+            this.listsAll = listsAll;
+            this.storeNames = List.of(storeNames);
+        }
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+            for (String name : storeNames) {
+                stores.add(context.getStateStore(name));
+            }
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            String tag = "p" + context.recordMetadata().orElseThrow().partition() + "|" + storeNames.get(0) + "|";
+            String read = stores.stream().map(store -> storedText(store.get(record.key())))
+                .collect(Collectors.joining("|"));
+            if (listsAll) {
+                List<String> entries = new ArrayList<>();
+                try (KeyValueIterator<String, ValueAndTimestamp<String>> all = stores.get(0).all()) {
+                    all.forEachRemaining(entry -> entries.add(entry.key + "=" + storedText(entry.value)));
+                }
+                read += "|all=" + String.join(",", entries);
+            }
+            context.forward(record.withValue(
+                tag + "update|" + record.value() + "|t" + record.timestamp() + "|" + read));
+            if (record.timestamp() % 5 == 0) {
+                for (TimestampedKeyValueStore<String, String> store : stores) {
+                    store.put(record.key(), ValueAndTimestamp.make("edited", record.timestamp() + 3));
+                }
+            } else if (record.timestamp() % 5 == 1) {
+                String deleted = stores.stream().map(store -> storedText(store.delete(record.key())))
+                    .collect(Collectors.joining("|"));
+                context.forward(record.withValue(tag + "deleted|" + deleted));
+            }
+        }
+    }
+
+    static String tail(String text) {
+        return text.substring(Math.max(0, text.length() - 40));
+    }
+
+    static Materialized<String, String, KeyValueStore<Bytes, byte[]>> uncached(String store) {
+        return Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as(store).withCachingDisabled();
+    }
+
+    /** The stores of a table's filter and map_values, a re-grouped table's and a cogroup's, each edited by a
+     *  StoreEditor. */
+    static void tableStepStores(StreamsBuilder builder, String items, String accounts, String clicks, String views,
+                                String outTables) {
+        KTable<String, String> kept = builder.<String, String>table(items, uncached("items-store"))
+            .filter((key, value) -> !value.startsWith("x"), uncached("kept"));
+        kept.mapValues(value -> value.toUpperCase(), uncached("mapped"))
+            .toStream().process(() -> new StoreEditor(true, "kept", "mapped"), "kept", "mapped").to(outTables);
+        builder.<String, String>table(accounts, uncached("accounts-store"))
+            .groupBy((account, value) -> KeyValue.pair(value.split(":")[0], value.split(":")[1]))
+            .reduce((total, amount) -> tail(total + "+" + amount), (total, amount) -> tail(total + "-" + amount),
+                uncached("regrouped"))
+            .toStream().process(() -> new StoreEditor(true, "regrouped"), "regrouped").to(outTables);
+        KGroupedStream<String, String> clicksByKey = builder.<String, String>stream(clicks).groupByKey();
+        KGroupedStream<String, String> viewsByKey = builder.<String, String>stream(views).groupByKey();
+        clicksByKey.<String>cogroup((key, value, aggregate) -> tail(aggregate + "c" + value))
+            .cogroup(viewsByKey, (key, value, aggregate) -> tail(aggregate + "v" + value))
+            .aggregate(() -> "", Named.as("activity"), uncached("cogrouped"))
+            .toStream().process(() -> new StoreEditor(false, "cogrouped"), "cogrouped").to(outTables);
+    }
+
+    static Topology dslStoreProcessorExamples(String events, String prices, String orders, String items,
+                                              String accounts, String clicks, String views, String out,
+                                              String outPrices, String outTables) {
         StreamsBuilder builder = new StreamsBuilder();
+        tableStepStores(builder, items, accounts, clicks, views, outTables);  // first, as in the Python twin
         builder.<String, String>stream(events)
             .groupByKey()
             .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts").withCachingDisabled())
@@ -114,11 +200,17 @@ public final class DslStoreProcessorExamples {
     }
 
     public static void main(String[] args) throws Exception {
-        Topology topology = dslStoreProcessorExamples(args[3], args[4], args[5], args[6], args[7]);
-        KafkaStreamsRuns.runUntilConsumed(topology, args[0], args[1], args[2], () -> List.of(args[3], args[4], args[5]),
-            Duration.ofMinutes(5), streams -> "{\"describe\": " + Json.quote(topology.describe().toString())
-                + ", \"counts\": " + Json.objectOfStrings(KafkaStreamsRuns.storeContent(streams, "counts"))
-                + ", \"prices-store\": " + Json.objectOfStrings(KafkaStreamsRuns.storeContent(streams, "prices-store"))
+        Topology topology = dslStoreProcessorExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
+            args[10], args[11], args[12]);
+        List<String> stores = List.of("counts", "prices-store", "kept", "mapped", "regrouped", "cogrouped");
+        KafkaStreamsRuns.runUntilConsumed(topology, args[0], args[1], args[2],
+            // the re-grouping's repartition topic too: the reduce's sub-topology must have read it to the end
+            () -> List.of(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
+                          args[1] + "-regrouped-repartition"),
+            Duration.ofMinutes(5),
+            streams -> "{\"describe\": " + Json.quote(topology.describe().toString())
+                + stores.stream().map(store -> ", " + Json.quote(store) + ": "
+                    + Json.objectOfStrings(KafkaStreamsRuns.storeContent(streams, store))).collect(Collectors.joining())
                 + "}");
     }
 }
