@@ -294,10 +294,21 @@ def test_a_join_of_two_windowed_tables_compiles_and_its_limits_are_refused():
     with pytest.raises(UnsupportedTopologyError, match="materialized and its tables' windows differ in size"):
         compile_topology(builder.build(), "app").check()
 
-    builder = StreamsBuilder()  # a join of a windowed join's result
+    builder = StreamsBuilder()  # a join of a materialized windowed join's result: read from its store
     joined = _windowed(builder, "s").join(_windowed(builder, "s"), _joiner("|"), Materialized.as_("joined"))
     joined.join(_windowed(builder, "s"), _joiner("|")).to_stream().to("out")
-    with pytest.raises(UnsupportedTopologyError, match="only one of its tables is windowed"):
+    compile_topology(builder.build(), "app").check()
+
+    builder = StreamsBuilder()  # without a store: read through both tables and the joiner, not yet
+    joined = _windowed(builder, "s").join(_windowed(builder, "s"), _joiner("|"))
+    joined.join(_windowed(builder, "s"), _joiner("|")).to_stream().to("out")
+    with pytest.raises(UnsupportedTopologyError, match="whose values come from KSTREAM-AGGREGATE"):
+        compile_topology(builder.build(), "app").check()
+
+    builder = StreamsBuilder()  # the other store's retention below the joined table's reach
+    joined = _windowed(builder, "s").join(_windowed(builder, "s", 1000, 500), _joiner("|"), Materialized.as_("j"))
+    joined.join(_windowed(builder, "s", store="short"), _joiner("|")).to_stream().to("out")
+    with pytest.raises(UnsupportedTopologyError, match="retention is below"):
         compile_topology(builder.build(), "app").check()
 
     builder = StreamsBuilder()  # state by window after the join, in its sub-topology: not read so

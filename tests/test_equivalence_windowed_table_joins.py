@@ -9,8 +9,9 @@ start)``), through the filter's; the runner reads the window of the key's store 
 The re-grouping reads each update's old value, which the aggregation then sends. In a sub-topology
 of their own (the stream re-keyed), stores keyed by windowed keys after the windowed tables: a
 ``map_values`` of a count that keeps its own store, outer-joined with a concatenation into a
-materialized join, which is re-grouped; the runner keeps them in each window's group of the task's state (task-grouped), and
-reads the aggregations' windows in the source key's group.
+materialized join, which is re-grouped and left-joined with a hopping concatenation; the runner keeps
+them in each window's group of the task's state (task-grouped), and reads the aggregations' windows
+in the source key's group.
 
 Input on 2 partitions: 6 keys, a record every 150 ms, about one in six out of order (by up to 1.5 s:
 some fall in closed windows and are dropped), null values (given to the reducers and the count as
@@ -118,6 +119,8 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     assert all(v is None or int(v.split("<")[0]) % 2 == 1 for v in values["out-filtered"])
     assert any(v.startswith("null^") for v in values["out-materialized"])  # a window of null values only
     assert any(v is not None and not v.startswith("null^") for v in values["out-materialized"])
+    assert any(v.endswith("@null") for v in values["out-rejoined"] if v is not None)
+    assert any(";" in v.split("@")[1] for v in values["out-rejoined"] if v is not None)
     starts = {start % 1000 for name in JOINED if name != "out-outer"
               for p in range(PARTITIONS) for _, start, _ in expected[name, p]}
     assert starts == {0}  # tumbling starts only, except the outer join's hopping ones

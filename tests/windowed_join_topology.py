@@ -23,7 +23,9 @@ concatenated in the tumbling windows; the concatenation outer-joined with the co
 new window, where the aggregation's is the initial 0) into a materialized join (its own store, keyed
 by windowed keys): ``out-materialized``; that join re-grouped by key (repartition topic
 ``joined-by-key``), reading the old values the join sends, its values' lengths summed:
-``out-joined-regrouped``. These run task-grouped, a group per window.
+``out-joined-regrouped``; and that join left-joined with the stream's concatenation in the hopping
+windows (read from the join's store, which never expires a window): ``out-rejoined``. These run
+task-grouped, a group per window.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from dagster_kstreams.topology import (
 
 INPUTS = ("s",)
 OUTPUTS = ("out-inner", "out-left", "out-outer", "out-regrouped", "out-filtered", "out-materialized",
-           "out-joined-regrouped")
+           "out-joined-regrouped", "out-rejoined")
 WINDOW_MS = 1000
 
 
@@ -67,14 +69,18 @@ def windowed_join_examples(topics: dict[str, str]) -> StreamsBuilder:
         .to_stream().to(topics["out-filtered"], produced)
 
     windowed_keys = WindowedSerde(Serdes.String(), WINDOW_MS)
-    rekeyed = builder.stream(topics["s"]).group_by(lambda key, value: key, Grouped.as_("rekeyed")) \
-        .windowed_by(TimeWindows.of_size_and_grace(size, grace))
+    regrouped = builder.stream(topics["s"]).group_by(lambda key, value: key, Grouped.as_("rekeyed"))
+    rekeyed = regrouped.windowed_by(TimeWindows.of_size_and_grace(size, grace))
     labelled = rekeyed.count(Materialized.as_("counted").with_caching_disabled()) \
         .map_values(lambda n: f"#{n}", Materialized.as_("labelled").with_key_serde(windowed_keys).with_caching_disabled())
     concatenated = rekeyed.reduce(lambda x, y: x + "," + text(y), Materialized.as_("concatenated").with_caching_disabled())
     joined = concatenated.outer_join(labelled, lambda values, label: f"{text(values)}^{text(label)}",
                                      Materialized.as_("joined").with_key_serde(windowed_keys).with_caching_disabled())
     joined.to_stream().to(topics["out-materialized"], produced)
+    hopped_again = regrouped.windowed_by(TimeWindows.of_size_and_grace(size, grace).advance_by(timedelta(milliseconds=500))) \
+        .reduce(lambda x, y: x + ";" + text(y), Materialized.as_("hopped-again").with_caching_disabled())
+    joined.left_join(hopped_again, lambda value, hops: f"{value}@{text(hops)}").to_stream() \
+        .to(topics["out-rejoined"], produced)
     joined.group_by(lambda windowed, value: (windowed.key, value), Grouped.as_("joined-by-key")) \
         .aggregate(lambda: "0", lambda key, value, total: str(int(total) + len(value)),
                    lambda key, value, total: str(int(total) - len(value)),

@@ -61,27 +61,28 @@ def _window_reach_and_retention(ctx, node) -> tuple[int, int]:
 
 def check_windows(ctx, factory, this_table: str, that_table: str, merge) -> None:
     """A join of windowed tables (``this_table``, ``that_table``: the nodes joined; ``merge``: the joined
-    table): both time-windowed aggregations' (through filters/map_values), and each store keeps the
-    windows the other's updates reach. Kafka Streams' store returns nothing for a start at or below its
-    observed stream time (the largest window start written, by any key) minus its retention; an update
-    reaches starts above its stream time minus its size and grace; so with ``retention >= other's size +
-    grace`` no window read is expired, there or here, and the key's own windows answer (the runner's
-    key-grouped row has no other keys' writes to tell that time by). A store of a filter/map_values
-    after the aggregation never expires a window, in Kafka Streams as here. A materialized join's store
-    is keyed by the updated window: both sides' windows must have one size (see
+    table): both time-windowed aggregations' (through filters/map_values) or a materialized join of two,
+    and each store keeps the windows the other's updates reach. Kafka Streams' window store returns
+    nothing for a start at or below its observed stream time (the largest window start written, by any
+    key) minus its retention; an update reaches starts above its stream time minus its size and grace
+    (a joined table's: either table's); so with ``retention >= other's size + grace`` no window read is
+    expired, there or here, and the key's own windows answer (the runner's key-grouped row has no other
+    keys' writes to tell that time by). A store of a filter/map_values after the aggregation, or of a
+    materialized join, never expires a window, in Kafka Streams as here. A materialized join's store is
+    keyed by the updated window: both sides' windows must have one size (see
     :func:`windowed_store_size`)."""
     sub = ctx.subtopology
-    this, that = (_windowed_aggregation(sub, sub.node(name)) for name in (this_table, that_table))
+    this, that = (_reach_and_retention(ctx, sub.node(name)) for name in (this_table, that_table))
     if this is None and that is None:
         if _windowed_node(sub, sub.node(this_table)) or _windowed_node(sub, sub.node(that_table)):
-            problem = "a table joined is not a time-windowed aggregation's (through filter/map_values)"
+            problem = ("a table joined is neither a time-windowed aggregation's (through filter/map_values) "
+                       "nor a materialized join of two")
         else:
             return
     elif this is None or that is None:
         problem = "only one of its tables is windowed"
     else:
-        (this_reach, this_retention), (that_reach, that_retention) = (
-            _window_reach_and_retention(ctx, node) for node in (this, that))
+        (this_reach, this_retention), (that_reach, that_retention) = this, that
         if this_retention < that_reach or that_retention < this_reach:
             problem = "a store's retention is below the other aggregation's window size plus grace"
         elif merge.params.get("store_name") in merge.stores and windowed_store_size(ctx, merge) is None:
@@ -90,8 +91,24 @@ def check_windows(ctx, factory, this_table: str, that_table: str, merge) -> None
             return
     raise UnsupportedTopologyError(
         f"processor {factory.name} ({factory.kind.value}) joins windowed tables, but {problem}; the Spark runner "
-        "joins two time-windowed tables (updated on every record, through filter/map_values) whose stores each "
-        "keep the windows the other updates, materialized only when their windows have one size")
+        "joins two time-windowed tables (updated on every record, through filter/map_values, or a materialized "
+        "join of two) whose stores each keep the windows the other updates, materialized only when their "
+        "windows have one size")
+
+
+def _reach_and_retention(ctx, node) -> Optional[tuple[int, float]]:
+    """How far below stream time the start of a window the table of ``node`` updates can be, and how far
+    below its store's observed time a window it returns can start (infinite: a materialized join's
+    store never expires one), when it is a time-windowed aggregation's table (through filters/map_values)
+    or a materialized join of two of one size; else None."""
+    sub = ctx.subtopology
+    if node.kind is NodeKind.TABLE_TABLE_JOIN_MERGE:
+        if node.params.get("store_name") not in node.stores or windowed_store_size(ctx, node) is None:
+            return None
+        tables = [_windowed_aggregation(sub, sub.node(sub.node(join).parents[0])) for join in node.parents]
+        return max(_window_reach_and_retention(ctx, table)[0] for table in tables), float("inf")
+    aggregation = _windowed_aggregation(sub, node)
+    return None if aggregation is None else _window_reach_and_retention(ctx, aggregation)
 
 
 def _windowed_aggregation(sub, node):

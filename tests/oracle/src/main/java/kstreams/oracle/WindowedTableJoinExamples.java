@@ -25,7 +25,7 @@ import org.apache.kafka.streams.state.WindowStore;
  * consumed; prints JSON {"describe": ...}.
  *
  * Args: bootstrap applicationId stateDir s outInner outLeft outOuter outRegrouped outFiltered outMaterialized
- * outJoinedRegrouped
+ * outJoinedRegrouped outRejoined
  *
  * The Python twin is windowed_join_examples() in tests/windowed_join_topology.py; keep the two in step.
  */
@@ -43,7 +43,8 @@ public final class WindowedTableJoinExamples {
     }
 
     public static Topology build(String s, String outInner, String outLeft, String outOuter, String outRegrouped,
-                                 String outFiltered, String outMaterialized, String outJoinedRegrouped) {
+                                 String outFiltered, String outMaterialized, String outJoinedRegrouped,
+                                 String outRejoined) {
         StreamsBuilder builder = new StreamsBuilder();
         Duration size = Duration.ofMillis(WINDOW_MS);
         Duration grace = Duration.ofMillis(500);
@@ -70,8 +71,9 @@ public final class WindowedTableJoinExamples {
 
         // Sub-topology 2: re-keyed, task-grouped (stores keyed by windowed keys after the windowed tables).
         var windowedKeys = WindowedSerdes.timeWindowedSerdeFrom(String.class, WINDOW_MS);
-        var rekeyed = builder.<String, String>stream(s).groupBy((key, value) -> key, Grouped.as("rekeyed"))
-            .windowedBy(TimeWindows.ofSizeAndGrace(size, grace));
+        KGroupedStream<String, String> regrouped =
+            builder.<String, String>stream(s).groupBy((key, value) -> key, Grouped.as("rekeyed"));
+        var rekeyed = regrouped.windowedBy(TimeWindows.ofSizeAndGrace(size, grace));
         KTable<Windowed<String>, String> labelled = rekeyed.count(uncached("counted"))
             .mapValues(n -> "#" + n,
                        Materialized.<Windowed<String>, String, KeyValueStore<Bytes, byte[]>>as("labelled")
@@ -82,6 +84,10 @@ public final class WindowedTableJoinExamples {
             Materialized.<Windowed<String>, String, KeyValueStore<Bytes, byte[]>>as("joined")
                 .withKeySerde(windowedKeys).withCachingDisabled());
         joined.toStream().to(outMaterialized, produced);
+        KTable<Windowed<String>, String> hoppedAgain =
+            regrouped.windowedBy(TimeWindows.ofSizeAndGrace(size, grace).advanceBy(Duration.ofMillis(500)))
+                .reduce((x, y) -> x + ";" + y, uncached("hopped-again"));
+        joined.leftJoin(hoppedAgain, (value, hops) -> value + "@" + text(hops)).toStream().to(outRejoined, produced);
         joined.groupBy((windowed, value) -> KeyValue.pair(windowed.key(), value), Grouped.as("joined-by-key"))
             .aggregate(() -> "0",
                        (key, value, total) -> Long.toString(Long.parseLong(total) + value.length()),
@@ -94,7 +100,7 @@ public final class WindowedTableJoinExamples {
     }
 
     public static void main(String[] args) throws Exception {
-        Topology topology = build(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10]);
+        Topology topology = build(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10], args[11]);
         // The repartition topics too: the sub-topologies reading them must have read them to the end.
         KafkaStreamsRuns.runUntilConsumed(topology, args[0], args[1], args[2],
                                           () -> List.of(args[3], args[1] + "-by-key-repartition",
