@@ -305,6 +305,13 @@ def test_a_join_of_two_windowed_tables_compiles_and_its_limits_are_refused():
     with pytest.raises(UnsupportedTopologyError, match="whose values come from KSTREAM-AGGREGATE"):
         compile_topology(builder.build(), "app").check()
 
+    builder = StreamsBuilder()  # through a filter of the joined table: its store is not modelled there
+    joined = _windowed(builder, "s").join(_windowed(builder, "s"), _joiner("|"), Materialized.as_("joined"))
+    joined.filter(lambda windowed, value: True, Materialized.as_("kept")) \
+        .group_by(lambda windowed, value: (windowed.key, value)).count()
+    with pytest.raises(UnsupportedTopologyError, match="reads the windowed join KTABLE-MERGE-.* through filter"):
+        compile_topology(builder.build(), "app").check()
+
     builder = StreamsBuilder()  # the other store's retention below the joined table's reach
     joined = _windowed(builder, "s").join(_windowed(builder, "s", 1000, 500), _joiner("|"), Materialized.as_("j"))
     joined.join(_windowed(builder, "s", store="short"), _joiner("|")).to_stream().to("out")

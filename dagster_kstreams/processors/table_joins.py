@@ -304,6 +304,12 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
         kept = keeps_own_store(ctx, node) and (
             window_size is not None or not table_behind(sub, node).windowed_or_suppressed)
         own_store = node.kind in _STORE_KINDS or joined or kept
+        if joined and steps and window_size is not None:
+            # a materialized filter/map_values there keeps what it last forwarded per window, which the
+            # runner does not model after a join (table_behind sees no windowed aggregation behind it)
+            raise UnsupportedTopologyError(
+                f"processor {factory.name} ({factory.kind.value}) reads the windowed join {node.name} through "
+                f"filter/map_values; the Spark runner reads a materialized windowed join's result directly only")
         if own_store and node.params.get("store_name") in node.stores:
             steps.reverse()
             store = node.params["store_name"]
