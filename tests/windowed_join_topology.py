@@ -72,12 +72,15 @@ def windowed_join_examples(topics: dict[str, str]) -> StreamsBuilder:
     regrouped = builder.stream(topics["s"]).group_by(lambda key, value: key, Grouped.as_("rekeyed"))
     rekeyed = regrouped.windowed_by(TimeWindows.of_size_and_grace(size, grace))
     labelled = rekeyed.count(Materialized.as_("counted").with_caching_disabled()) \
-        .map_values(lambda n: f"#{n}", Materialized.as_("labelled").with_key_serde(windowed_keys).with_caching_disabled())
-    concatenated = rekeyed.reduce(lambda x, y: x + "," + text(y), Materialized.as_("concatenated").with_caching_disabled())
+        .map_values(lambda n: f"#{n}",
+                    Materialized.as_("labelled").with_key_serde(windowed_keys).with_caching_disabled())
+    concatenated = rekeyed.reduce(lambda x, y: x + "," + text(y),
+                                  Materialized.as_("concatenated").with_caching_disabled())
     joined = concatenated.outer_join(labelled, lambda values, label: f"{text(values)}^{text(label)}",
                                      Materialized.as_("joined").with_key_serde(windowed_keys).with_caching_disabled())
     joined.to_stream().to(topics["out-materialized"], produced)
-    hopped_again = regrouped.windowed_by(TimeWindows.of_size_and_grace(size, grace).advance_by(timedelta(milliseconds=500))) \
+    hopped_again = regrouped.windowed_by(TimeWindows.of_size_and_grace(size, grace)
+                                         .advance_by(timedelta(milliseconds=500))) \
         .reduce(lambda x, y: x + ";" + text(y), Materialized.as_("hopped-again").with_caching_disabled())
     joined.left_join(hopped_again, lambda value, hops: f"{value}@{text(hops)}").to_stream() \
         .to(topics["out-rejoined"], produced)

@@ -51,8 +51,9 @@ Two time-windowed aggregations' tables of the sub-topology may be joined, throug
 the source key's row (Kafka Streams' ``windowStore.fetch(key, windowStart)``), and the updated
 window's old value the one its aggregation forwarded with it (:mod:`.windowed_tables`). Kafka
 Streams' store returns nothing for a start at or below its observed stream time (the largest window
-start written, by any key) minus its retention, which a key's row cannot see: :func:`~.windowed_table_reads.check_windows`
-admits only joins that never read a window that old. A store keyed by windowed keys after them (a
+start written, by any key) minus its retention, which a key's row cannot see:
+:func:`~.windowed_table_reads.check_windows` admits only joins that never read a window that old
+(or, for one joined table, a materialized join of two). A store keyed by windowed keys after them (a
 materialized join's, a ``filter``/``map_values`` that keeps its own) holds each window in the window's
 group of the task's state (:mod:`.own_groups`: the sub-topology then runs task-grouped); Kafka Streams
 keys it by the key and the window's start, so a read goes to the group of that start's window of the
@@ -135,11 +136,12 @@ class ValueGetter:
             return self.joined.get(reader, key, state, context)
         if self.window_size is not None:  # the store's entry for the key and the window's start
             start = key.window.start
-            return _group_of(reader, Windowed(key.key, Window(start, start + self.window_size)), state).values[self.slot]
+            window = Windowed(key.key, Window(start, start + self.window_size))
+            return _group_of(reader, window, state).values[self.slot]
         if self.windows_of is None:
             return state.values[self.slot]
         # Kafka Streams' windowed value getter: windowStore.fetch(key, window start). A window an
-        # update of a table joined with this one reaches is never expired here (see _check_windows).
+        # update of a table joined with this one reaches is never expired here (see check_windows).
         stored = _group_of(reader, key.key, state).values[self.slot]
         window = None if stored is ABSENT else stored.get(key.window.start)
         return ABSENT if window is None else window[0]
