@@ -269,11 +269,53 @@ def test_a_join_of_two_windowed_tables_compiles_and_its_limits_are_refused():
     with pytest.raises(UnsupportedTopologyError, match="retention is below"):
         compile_topology(builder.build(), "app").check()
 
-    builder = StreamsBuilder()
+    builder = StreamsBuilder()  # its store keyed by windowed keys: one group per window, task-grouped
     _windowed(builder, "s").join(_windowed(builder, "s"), _joiner("|"), Materialized.as_("joined")) \
         .to_stream().to("out")
-    with pytest.raises(UnsupportedTopologyError, match="reads its windows in sub-topology 0, where another processor "
-                                                       "after it keeps state by window"):
+    assert compile_topology(builder.build(), "app").program(0).task_grouped
+
+    builder = StreamsBuilder()  # through a filter and a map_values with its own store (a left join reads it)
+    counts = _windowed(builder, "s").filter(lambda windowed, n: n > 1)
+    mapped = _windowed(builder, "s").map_values(lambda n: n * 2, Materialized.as_("doubled"))
+    counts.join(mapped, _joiner("|")).to_stream().to("out")
+    mapped.left_join(counts, _joiner("|"), Materialized.as_("left")) \
+        .group_by(lambda windowed, value: (windowed.key, value)).count()
+    assert compile_topology(builder.build(), "app").program(0).task_grouped
+
+    builder = StreamsBuilder()  # a windowed join's result without a store: read through both tables, not yet
+    _windowed(builder, "s").join(_windowed(builder, "s"), _joiner("|")) \
+        .group_by(lambda windowed, value: (windowed.key, value)).count()
+    with pytest.raises(UnsupportedTopologyError, match="whose values come from KSTREAM-AGGREGATE"):
+        compile_topology(builder.build(), "app").check()
+
+    builder = StreamsBuilder()  # Kafka Streams keys its store by start: one window of each size would share it
+    _windowed(builder, "s").join(_windowed(builder, "s", 500, 500), _joiner("|"), Materialized.as_("joined")) \
+        .to_stream().to("out")
+    with pytest.raises(UnsupportedTopologyError, match="materialized and its tables' windows differ in size"):
+        compile_topology(builder.build(), "app").check()
+
+    builder = StreamsBuilder()  # a join of a materialized windowed join's result: read from its store
+    joined = _windowed(builder, "s").join(_windowed(builder, "s"), _joiner("|"), Materialized.as_("joined"))
+    joined.join(_windowed(builder, "s"), _joiner("|")).to_stream().to("out")
+    compile_topology(builder.build(), "app").check()
+
+    builder = StreamsBuilder()  # without a store: read through both tables and the joiner, not yet
+    joined = _windowed(builder, "s").join(_windowed(builder, "s"), _joiner("|"))
+    joined.join(_windowed(builder, "s"), _joiner("|")).to_stream().to("out")
+    with pytest.raises(UnsupportedTopologyError, match="whose values come from KSTREAM-AGGREGATE"):
+        compile_topology(builder.build(), "app").check()
+
+    builder = StreamsBuilder()  # through a filter of the joined table: its store is not modelled there
+    joined = _windowed(builder, "s").join(_windowed(builder, "s"), _joiner("|"), Materialized.as_("joined"))
+    joined.filter(lambda windowed, value: True, Materialized.as_("kept")) \
+        .group_by(lambda windowed, value: (windowed.key, value)).count()
+    with pytest.raises(UnsupportedTopologyError, match="reads the windowed join KTABLE-MERGE-.* through filter"):
+        compile_topology(builder.build(), "app").check()
+
+    builder = StreamsBuilder()  # the other store's retention below the joined table's reach
+    joined = _windowed(builder, "s").join(_windowed(builder, "s", 1000, 500), _joiner("|"), Materialized.as_("j"))
+    joined.join(_windowed(builder, "s", store="short"), _joiner("|")).to_stream().to("out")
+    with pytest.raises(UnsupportedTopologyError, match="retention is below"):
         compile_topology(builder.build(), "app").check()
 
     builder = StreamsBuilder()  # state by window after the join, in its sub-topology: not read so

@@ -2,11 +2,16 @@
 
 One topology (tests/windowed_join_topology.py; Java twin WindowedTableJoinExamples): a stream's
 count and concatenation in tumbling windows and its concatenation in hopping windows (windows of
-one start in both), joined inner, left and outer, and the tumbling concatenation re-grouped by its
-key, every store without the record cache. Kafka Streams reads a windowed table through the
-aggregation's value getter (``windowStore.fetch(key, window start)``); the runner reads the window
-of the key's store slot. The re-grouping reads each update's old value, which the aggregation
-then sends.
+one start in both), joined inner, left and outer, the odd counts (a filter) left-joined, and the
+tumbling concatenation re-grouped by its key, every store without the record cache. Kafka Streams
+reads a windowed table through the aggregation's value getter (``windowStore.fetch(key, window
+start)``), through the filter's; the runner reads the window of the key's store slot (key-grouped).
+The re-grouping reads each update's old value, which the aggregation then sends. In a sub-topology
+of their own (the stream re-keyed), stores keyed by windowed keys after the windowed tables: a
+``map_values`` of a count that keeps its own store, outer-joined with a concatenation into a
+materialized join, which is re-grouped and left-joined with a hopping concatenation; the runner keeps
+them in each window's group of the task's state (task-grouped), and reads the aggregations' windows
+in the source key's group.
 
 Input on 2 partitions: 6 keys, a record every 150 ms, about one in six out of order (by up to 1.5 s:
 some fall in closed windows and are dropped), null values (given to the reducers and the count as
@@ -42,7 +47,8 @@ cloudpickle.register_pickle_by_value(windowed_join_topology)
 PARTITIONS = 2
 T0 = (int(time.time()) - 3600) * 1000 // 1000 * 1000
 KEYS = tuple(f"k{i}" for i in range(6))
-JOINED = tuple(name for name in OUTPUTS if name != "out-regrouped")
+REGROUPED = ("out-regrouped", "out-joined-regrouped")
+JOINED = tuple(name for name in OUTPUTS if name not in REGROUPED)
 
 
 def _input(seed: int = 19) -> dict[str, list[tuple]]:
@@ -67,8 +73,8 @@ def _produce(bootstrap: str, topics: dict[str, str], records: dict[str, list[tup
 
 def _results(bootstrap: str, topics: dict[str, str]) -> dict:
     """``{(output, partition): [(key, window start, value)] in offset order}``."""
-    results: dict = {"out-regrouped": final_values(read_topic(bootstrap, topics["out-regrouped"]), bytes.decode,
-                                                   bytes.decode)}
+    results: dict = {name: final_values(read_topic(bootstrap, topics[name]), bytes.decode, bytes.decode)
+                     for name in REGROUPED}
     for name in JOINED:
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
             key, start = record.key[:-8].decode(), int.from_bytes(record.key[-8:], "big")
@@ -100,15 +106,24 @@ def _inputs(kafka_admin, unique_topic, kafka_bootstrap, records, prefix: str) ->
 
 
 def _assert_reference_exercises_it(expected: dict) -> None:
-    assert set(expected) == {(name, p) for name in JOINED for p in range(PARTITIONS)} | {"out-regrouped"}
-    assert set(expected["out-regrouped"]) == set(KEYS) and all(int(v) > 0 for v in expected["out-regrouped"].values())
+    assert set(expected) == {(name, p) for name in JOINED for p in range(PARTITIONS)} | set(REGROUPED)
+    assert all(set(expected[name]) == set(KEYS) for name in REGROUPED)
+    assert all(int(v) > 0 for v in expected["out-regrouped"].values())
     values = {name: [v for p in range(PARTITIONS) for _, _, v in expected[name, p]] for name in JOINED}
     assert all(len(found) > 40 for found in values.values()), {name: len(found) for name, found in values.items()}
     assert any(v.endswith("<null") for v in values["out-left"])  # a window of null values only: counted
     assert any(v.startswith("null~") for v in values["out-outer"])  # a hopping window of no tumbling start
     assert any(v.endswith("~null") for v in values["out-outer"])
-    starts = {start % 1000 for name in JOINED for p in range(PARTITIONS) for _, start, _ in expected[name, p]}
-    assert starts == {0, 500} or starts == {0}  # tumbling starts only, except the outer join's hopping ones
+    assert any(v.endswith("<null") for v in values["out-filtered"])  # an odd count, no hopping window yet
+    assert any(v is None for v in values["out-filtered"])  # an odd count turned even: the filter's tombstone
+    assert all(v is None or int(v.split("<")[0]) % 2 == 1 for v in values["out-filtered"])
+    assert any(v.startswith("null^") for v in values["out-materialized"])  # a window of null values only
+    assert any(v is not None and not v.startswith("null^") for v in values["out-materialized"])
+    assert any(v.endswith("@null") for v in values["out-rejoined"] if v is not None)
+    assert any(";" in v.split("@")[1] for v in values["out-rejoined"] if v is not None)
+    starts = {start % 1000 for name in JOINED if name != "out-outer"
+              for p in range(PARTITIONS) for _, start, _ in expected[name, p]}
+    assert starts == {0}  # tumbling starts only, except the outer join's hopping ones
     assert any(start % 1000 == 500 for p in range(PARTITIONS) for _, start, _ in expected["out-outer", p])
 
 

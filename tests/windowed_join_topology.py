@@ -13,7 +13,19 @@ Streams reads a windowed table through ``windowStore.fetch(key, window start)``:
 
 The joins' keys are windowed (Kafka's time-windowed key format, window size 1 s). And the tumbling
 concatenation re-grouped by its key (repartition topic ``by-key``), the lengths of its windows'
-values summed (an update subtracts its old value's): ``out-regrouped``.
+values summed (an update subtracts its old value's): ``out-regrouped``. Through a table step: the
+odd counts (a filter without a store, sending old values: the left join asks) left-joined with the
+hopping concatenation: ``out-filtered``. All of these run key-grouped, in sub-topology 0.
+
+The same stream re-keyed by its key (repartition topic ``rekeyed``: sub-topology 2), counted and
+concatenated in the tumbling windows; the concatenation outer-joined with the counts labelled (a
+``map_values`` with its own store, which the outer join asks for old values: its store's, none for a
+new window, where the aggregation's is the initial 0) into a materialized join (its own store, keyed
+by windowed keys): ``out-materialized``; that join re-grouped by key (repartition topic
+``joined-by-key``), reading the old values the join sends, its values' lengths summed:
+``out-joined-regrouped``; and that join left-joined with the stream's concatenation in the hopping
+windows (read from the join's store, which never expires a window): ``out-rejoined``. These run
+task-grouped, a group per window.
 """
 
 from __future__ import annotations
@@ -25,7 +37,8 @@ from dagster_kstreams.topology import (
 )
 
 INPUTS = ("s",)
-OUTPUTS = ("out-inner", "out-left", "out-outer", "out-regrouped")
+OUTPUTS = ("out-inner", "out-left", "out-outer", "out-regrouped", "out-filtered", "out-materialized",
+           "out-joined-regrouped", "out-rejoined")
 WINDOW_MS = 1000
 
 
@@ -52,4 +65,28 @@ def windowed_join_examples(topics: dict[str, str]) -> StreamsBuilder:
                    lambda key, value, total: str(int(total) - len(value)),
                    Materialized.as_("lengths").with_caching_disabled()) \
         .to_stream().to(topics["out-regrouped"])
+    counts.filter(lambda windowed, n: n % 2 == 1).left_join(hopped, lambda n, v: f"{n}<{text(v)}") \
+        .to_stream().to(topics["out-filtered"], produced)
+
+    windowed_keys = WindowedSerde(Serdes.String(), WINDOW_MS)
+    regrouped = builder.stream(topics["s"]).group_by(lambda key, value: key, Grouped.as_("rekeyed"))
+    rekeyed = regrouped.windowed_by(TimeWindows.of_size_and_grace(size, grace))
+    labelled = rekeyed.count(Materialized.as_("counted").with_caching_disabled()) \
+        .map_values(lambda n: f"#{n}",
+                    Materialized.as_("labelled").with_key_serde(windowed_keys).with_caching_disabled())
+    concatenated = rekeyed.reduce(lambda x, y: x + "," + text(y),
+                                  Materialized.as_("concatenated").with_caching_disabled())
+    joined = concatenated.outer_join(labelled, lambda values, label: f"{text(values)}^{text(label)}",
+                                     Materialized.as_("joined").with_key_serde(windowed_keys).with_caching_disabled())
+    joined.to_stream().to(topics["out-materialized"], produced)
+    hopped_again = regrouped.windowed_by(TimeWindows.of_size_and_grace(size, grace)
+                                         .advance_by(timedelta(milliseconds=500))) \
+        .reduce(lambda x, y: x + ";" + text(y), Materialized.as_("hopped-again").with_caching_disabled())
+    joined.left_join(hopped_again, lambda value, hops: f"{value}@{text(hops)}").to_stream() \
+        .to(topics["out-rejoined"], produced)
+    joined.group_by(lambda windowed, value: (windowed.key, value), Grouped.as_("joined-by-key")) \
+        .aggregate(lambda: "0", lambda key, value, total: str(int(total) + len(value)),
+                   lambda key, value, total: str(int(total) - len(value)),
+                   Materialized.as_("joined-lengths").with_caching_disabled()) \
+        .to_stream().to(topics["out-joined-regrouped"])
     return builder

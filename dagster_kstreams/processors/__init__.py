@@ -18,6 +18,7 @@ module                what lives there
 ``sessions``          session-windowed aggregations and their store
 ``own_stream_time``   windowed aggregations with their own stream time (after a filter, a cogroup's)
 ``windowed_tables``   what a windowed aggregation's table forwards: windowed keys, old values on request
+                      (``windowed_table_reads``: which windowed tables joins and re-groupings read)
 ``versioned_tables``  tables in a versioned store (``version_history``: a key's versions)
 ``table_joins``       stream-table and table-table joins (``grace_joins``: with a grace period)
 ``table_old_values``  the old value behind a table update (a table filter that sends old values, a

@@ -74,12 +74,22 @@ def sends_old_values(node) -> bool:
 
 def old_values_read_below(sub, node) -> bool:
     """Whether a processor after ``node`` (through table filters, map_values and suppressions) reads
-    the old values ``node`` sends: a filter that sends old values, or a suppression bounded in bytes.
-    A materialized filter/map_values on the way reads its own (from its store when it keeps one:
-    :func:`~.table_step_stores.keeps_own_store`)."""
+    the old values ``node`` sends: a filter that sends old values, a suppression bounded in bytes, a
+    re-grouping, or a table-table join that asks for them (Kafka Streams' ``enableSendingOldValues``:
+    a left join its left table, an outer join both, any join both when its result's old values are
+    read). A materialized filter/map_values on the way reads its own (from its store when it keeps
+    one: :func:`~.table_step_stores.keeps_own_store`)."""
     stack = list(node.children)
     while stack:
         child = sub.node(stack.pop())
+        if child.kind is NodeKind.TABLE_GROUP_BY_MAP:
+            return True
+        if child.kind is NodeKind.TABLE_TABLE_JOIN:
+            join_type, (merge,) = child.params["join_type"], child.children
+            if join_type == "outer" or (join_type == "left" and child.params["side"] == "this") \
+                    or old_values_read_below(sub, sub.node(merge)):
+                return True
+            continue
         if child.kind not in _TABLE_STEPS or materialized_step(child):
             continue
         if sends_old_values(child) or (child.kind is NodeKind.SUPPRESS

@@ -46,13 +46,18 @@ record cache on, the table's cache never forwards such a tombstone in the first 
 
 Windowed tables
 ---------------
-Two time-windowed aggregations' tables of the sub-topology may be joined: a windowed key's value is
-the other store's window of the same start in the source key's row (Kafka Streams'
-``windowStore.fetch(key, windowStart)``), and the updated window's old value the one its
-aggregation forwarded with it (:mod:`.windowed_tables`). Kafka Streams' store returns nothing for a
-start at or below its observed stream time (the largest window start written, by any key) minus its
-retention, which a key's row cannot see: :func:`_check_windows` admits only joins that never read
-a window that old.
+Two time-windowed aggregations' tables of the sub-topology may be joined, through their
+``filter``/``map_values`` too: a windowed key's value is the other store's window of the same start in
+the source key's row (Kafka Streams' ``windowStore.fetch(key, windowStart)``), and the updated
+window's old value the one its aggregation forwarded with it (:mod:`.windowed_tables`). Kafka
+Streams' store returns nothing for a start at or below its observed stream time (the largest window
+start written, by any key) minus its retention, which a key's row cannot see:
+:func:`~.windowed_table_reads.check_windows` admits only joins that never read a window that old
+(or, for one joined table, a materialized join of two). A store keyed by windowed keys after them (a
+materialized join's, a ``filter``/``map_values`` that keeps its own) holds each window in the window's
+group of the task's state (:mod:`.own_groups`: the sub-topology then runs task-grouped); Kafka Streams
+keys it by the key and the window's start, so a read goes to the group of that start's window of the
+store's own size, and the aggregations' windows are read in the source key's group.
 
 Order across inputs
 -------------------
@@ -71,14 +76,15 @@ from dagster_kstreams.processors.aggregations import ToTable
 from dagster_kstreams.processors.base import Processor, register
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.joined_tables import JoinedValues, joined_value, old_value_key, sent_old_value
+from dagster_kstreams.processors.own_groups import group_key
 from dagster_kstreams.processors.stateless import Merge
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.table_behind import table_behind
 from dagster_kstreams.processors.table_step_stores import keeps_own_store
 from dagster_kstreams.processors.versioned_tables import VersionedTable, reads_versioned_updates, versioned_table
-from dagster_kstreams.topology.emit_strategy import ON_WINDOW_UPDATE
+from dagster_kstreams.processors.windowed_table_reads import check_windows, time_windows_on_update, windowed_store_size
 from dagster_kstreams.topology.node_specs import NodeKind
-from dagster_kstreams.topology.windows import TimeWindows
+from dagster_kstreams.topology.serdes import Window, Windowed
 
 __all__ = ["StreamTableJoin", "TableTableJoin", "ValueGetter", "value_getter", "BUILDERS"]
 
@@ -91,7 +97,8 @@ class ValueGetter:
 
     def __init__(self, store: Optional[str], steps: tuple[tuple[str, Any, bool], ...],
                  versioned: Optional[VersionedTable] = None, joined: Optional[JoinedValues] = None,
-                 sent_by_join: Optional[str] = None, windows_of: Optional[str] = None):
+                 sent_by_join: Optional[str] = None, windows_of: Optional[str] = None,
+                 window_size: Optional[int] = None):
         self.store = store  # None when the values come from ``joined``
         self.steps = steps  # [(kind, fn(key, value), negate)] in store-to-table order
         self.versioned = versioned  # the store's versions, when it is a versioned store
@@ -100,6 +107,9 @@ class ValueGetter:
         self.sent_by_join = sent_by_join
         # a time-windowed aggregation's table (its name): one window of the store, by the key's start
         self.windows_of = windows_of
+        # a store keyed by windowed keys (a materialized windowed join's, a kept filter/map_values'):
+        # the size of its windows, whose groups hold it when the sub-topology runs task-grouped
+        self.window_size = window_size
         self.slot: int = -1  # the store's slot, once bound to a program
 
     def bind(self, program) -> None:
@@ -109,7 +119,7 @@ class ValueGetter:
         self.slot = program.store_slots[self.store]
         if self.windows_of is not None:
             (aggregation,) = [node for node in program.nodes if node.name == self.windows_of]
-            if aggregation.task_grouped:
+            if not aggregation.uses_stream_time or aggregation.emit_on_close:
                 raise UnsupportedTopologyError(
                     f"the windowed table of {aggregation.name} is joined, but the aggregation keeps its own stream "
                     "time or emits on window close; the Spark runner joins windowed tables read by the task's "
@@ -124,11 +134,15 @@ class ValueGetter:
         """The value before the table's own steps (ABSENT: none): the store's, or the joined one."""
         if self.joined is not None:
             return self.joined.get(reader, key, state, context)
-        stored = state.values[self.slot]
+        if self.window_size is not None:  # the store's entry for the key and the window's start
+            start = key.window.start
+            window = Windowed(key.key, Window(start, start + self.window_size))
+            return _group_of(reader, window, state).values[self.slot]
         if self.windows_of is None:
-            return stored
+            return state.values[self.slot]
         # Kafka Streams' windowed value getter: windowStore.fetch(key, window start). A window an
-        # update of a table joined with this one reaches is never expired here (see _check_windows).
+        # update of a table joined with this one reaches is never expired here (see check_windows).
+        stored = _group_of(reader, key.key, state).values[self.slot]
         window = None if stored is ABSENT else stored.get(key.window.start)
         return ABSENT if window is None else window[0]
 
@@ -166,6 +180,13 @@ class ValueGetter:
             else:
                 value = reader.call(context, fn, key, value)
         return value
+
+
+def _group_of(reader: Processor, key, state):
+    """The group holding ``key``'s slots: the task state's group of ``key`` when the sub-topology runs
+    task-grouped (records forwarded by a windowed table go on with their window's group there), else
+    the key group being processed."""
+    return state if state.task is None else state.task.group(group_key(reader.program, key))
 
 
 @register
@@ -263,7 +284,9 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
     ``table_node_name`` (``factory``: the processor that reads the table, named in errors).
     ``through_joins``: the reader can read a table-table join's result (its store when it is
     materialized, else both joined tables and the joiner), as joins and re-groupings do.
-    ``windowed``: it can read a time-windowed aggregation's table itself (a table-table join)."""
+    ``windowed``: it can read a time-windowed aggregation's table (through filters/map_values) and the
+    stores keyed by windowed keys after one (:func:`~.windowed_table_reads.windowed_store_size`), as a
+    table-table join and a re-grouping do."""
     sub = ctx.subtopology
     names = {node.name for node in sub.nodes}
     steps: list[tuple[str, Any, bool]] = []
@@ -275,21 +298,32 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
                 f"store is not in its sub-topology {sub.id}")
         node = sub.node(name)
         joined = through_joins and node.kind is NodeKind.TABLE_TABLE_JOIN_MERGE
-        # A filter/map_values that keeps its own store is read there, except behind a windowed table or
-        # a suppression: joining or re-grouping those is refused below (their kept store is read
-        # for its old values only, table_old_values.old_value_getter).
-        kept = keeps_own_store(ctx, node) and not table_behind(sub, node).windowed_or_suppressed
+        # A store keyed by windowed keys: its windows' size (None: not windowed, or not readable here)
+        window_size = windowed_store_size(ctx, node) if windowed else None
+        # A filter/map_values that keeps its own store is read there; behind a suppression, or a
+        # windowed table that is not read as one, joining or re-grouping it is refused below (its
+        # kept store is read for its old values only, table_old_values.old_value_getter).
+        kept = keeps_own_store(ctx, node) and (
+            window_size is not None or not table_behind(sub, node).windowed_or_suppressed)
         own_store = node.kind in _STORE_KINDS or joined or kept
+        if joined and steps and window_size is not None:
+            # a materialized filter/map_values there keeps what it last forwarded per window, which the
+            # runner does not model after a join (table_behind sees no windowed aggregation behind it)
+            raise UnsupportedTopologyError(
+                f"processor {factory.name} ({factory.kind.value}) reads the windowed join {node.name} through "
+                f"filter/map_values; the Spark runner reads a materialized windowed join's result directly only")
         if own_store and node.params.get("store_name") in node.stores:
             steps.reverse()
             store = node.params["store_name"]
             sent_by_join = node.name if joined and not ctx.cached(store) else None
-            return ValueGetter(store, tuple(steps), versioned_table(ctx, store), sent_by_join=sent_by_join)
+            return ValueGetter(store, tuple(steps), versioned_table(ctx, store), sent_by_join=sent_by_join,
+                               window_size=window_size)
         if joined:
             steps.reverse()
             return ValueGetter(None, tuple(steps), joined=_joined_values(ctx, factory, node))
-        if windowed and not steps and _time_windows_on_update(node):
-            return ValueGetter(node.params["store_name"], (), windows_of=node.name)
+        if windowed and time_windows_on_update(node):
+            steps.reverse()
+            return ValueGetter(node.params["store_name"], tuple(steps), windows_of=node.name)
         if node.kind is NodeKind.TABLE_FILTER:
             fn = ctx.function(node, node.params["predicate"])
             steps.append(("filter", fn.as_key_value(), bool(node.params.get("negate"))))
@@ -306,45 +340,6 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
             raise UnsupportedTopologyError(
                 f"table {table_node_name!r} of processor {factory.name}: cannot trace its store")
         name = node.parents[0]
-
-
-def _time_windows_on_update(node) -> bool:
-    """Whether ``node`` is a time-windowed aggregation (tumbling or hopping) forwarding every update."""
-    return (node.kind is NodeKind.WINDOWED_AGGREGATE and isinstance(node.params["windows"], TimeWindows)
-            and node.params.get("emit_strategy", ON_WINDOW_UPDATE) == ON_WINDOW_UPDATE)
-
-
-def _window_reach_and_retention(ctx, node) -> tuple[int, int]:
-    """A time-windowed aggregation's size plus grace (how far below stream time the start of a window
-    it still updates can be) and its store's retention (Kafka Streams' default: size plus grace)."""
-    windows = node.params["windows"]
-    reach = windows.size_ms + windows.grace_ms
-    store = next(store for store in ctx.subtopology.state_stores if store.name == node.params["store_name"])
-    return reach, reach if store.retention_ms is None else store.retention_ms
-
-
-def _check_windows(ctx, factory, this: ValueGetter, other: ValueGetter) -> None:
-    """A join of windowed tables: both windowed, and each store keeps the windows the other's updates
-    reach. Kafka Streams' store returns nothing for a start at or below its observed stream time (the
-    largest window start written, by any key) minus its retention; an update reaches starts above
-    its stream time minus its size and grace; so with ``retention >= other's size + grace`` no window
-    read is expired, there or here, and the key's own windows answer (the runner's key-grouped row
-    has no other keys' writes to tell that time by)."""
-    if (this.windows_of is None) == (other.windows_of is None):
-        if this.windows_of is None:
-            return
-        sub = ctx.subtopology
-        (this_reach, this_retention), (other_reach, other_retention) = (
-            _window_reach_and_retention(ctx, sub.node(getter.windows_of)) for getter in (this, other))
-        if this_retention >= other_reach and other_retention >= this_reach:
-            return
-        problem = "a store's retention is below the other aggregation's window size plus grace"
-    else:
-        problem = "only one of its tables is windowed"
-    raise UnsupportedTopologyError(
-        f"processor {factory.name} ({factory.kind.value}) joins windowed tables, but {problem}; the Spark runner "
-        "joins two time-windowed tables (updated on every record) whose stores each keep the windows the other "
-        "updates")
 
 
 def _joined_values(ctx, factory, merge) -> JoinedValues:
@@ -374,7 +369,7 @@ def _table_table_join(factory, ctx) -> TableTableJoin:
     this_table, that_table = (own_table, other_table) if params["side"] == "this" else (other_table, own_table)
     this = value_getter(ctx, factory, this_table, through_joins=True, windowed=True)
     other = value_getter(ctx, factory, that_table, through_joins=True, windowed=True)
-    _check_windows(ctx, factory, this, other)
+    check_windows(ctx, factory, this_table, that_table, sub.node(merge_name))
     joiner = ctx.function(factory, params["joiner"])
     merge = sub.node(merge_name)
     store = merge.params.get("store_name")

@@ -40,24 +40,31 @@ _STATELESS_KINDS = {
 def keeps_state_downstream(sub, factory) -> bool:
     """Whether a processor after the windowed aggregation ``factory`` in sub-topology ``sub`` keeps or
     reads keyed state: its windows are keys of their own there, whose groups only the task-grouped
-    state holds (:mod:`.own_groups`), so the sub-topology runs task-grouped. A join of two windowed
-    tables (without a store) and a re-grouping keep none: they read the windows of the record's own
-    key and the update's old value (:mod:`.table_joins`, :mod:`.table_regroup`), key-grouped."""
+    state holds (:mod:`.own_groups`), so the sub-topology runs task-grouped. A join of windowed tables
+    without a store and a re-grouping keep none: they read the windows of the record's own key and the
+    update's old value (:mod:`.table_joins`, :mod:`.table_regroup`), key-grouped. (A filter/map_values
+    that keeps its own store makes the sub-topology task-grouped itself: :mod:`.table_step_stores`.)"""
     return any(node.kind not in _STATELESS_KINDS and not _reads_own_windows(node)
                for node in reachable(sub, factory.children, lambda n: n.children))
 
 
 def check_own_window_reads(sub, factory, what: str) -> None:
     """Refuses a join of windowed tables or a re-grouping after the windowed aggregation ``factory``
-    when something else after it keeps state: the sub-topology then runs task-grouped with a group
-    per window (:mod:`.own_groups`), where those read the key's windows as a key-grouped row holds
-    them; not compared with Kafka Streams there."""
-    readers = [node for node in reachable(sub, factory.children, lambda n: n.children) if _reads_own_windows(node)]
-    if readers and keeps_state_downstream(sub, factory):
+    when something after it keeps state by window other than a store keyed by windowed keys that
+    those read (a materialized join's; a filter/map_values keeping its own is a table step here):
+    with those, the sub-topology runs task-grouped with a group per window (:mod:`.own_groups`),
+    where the readers find each store's window, and the aggregations' windows in the source key's
+    group; anything else there is not compared with Kafka Streams."""
+    after = list(reachable(sub, factory.children, lambda n: n.children))
+    readers = [node for node in after if _reads_own_windows(node)]
+    others = [node for node in after if node.kind not in _STATELESS_KINDS and not _reads_own_windows(node)
+              and node.kind is not NodeKind.TABLE_TABLE_JOIN_MERGE]
+    if readers and others:
         raise UnsupportedTopologyError(
             f"{what}: {readers[0].name} ({readers[0].kind.value}) reads its windows in sub-topology {sub.id}, where "
-            "another processor after it keeps state by window; the Spark runner reads windowed tables so only "
-            "when nothing after them keeps state. Add .repartition() after to_stream()")
+            f"{others[0].name} ({others[0].kind.value}) after it keeps state by window; the Spark runner reads "
+            "windowed tables so only when nothing after them but a materialized join of them keeps state. Add "
+            ".repartition() after to_stream()")
 
 
 def _reads_own_windows(node) -> bool:

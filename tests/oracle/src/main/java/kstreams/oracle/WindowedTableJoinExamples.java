@@ -24,7 +24,8 @@ import org.apache.kafka.streams.state.WindowStore;
  * windowed table re-grouped, run by Kafka Streams itself until its input and repartition topic are
  * consumed; prints JSON {"describe": ...}.
  *
- * Args: bootstrap applicationId stateDir s outInner outLeft outOuter outRegrouped
+ * Args: bootstrap applicationId stateDir s outInner outLeft outOuter outRegrouped outFiltered outMaterialized
+ * outJoinedRegrouped outRejoined
  *
  * The Python twin is windowed_join_examples() in tests/windowed_join_topology.py; keep the two in step.
  */
@@ -41,7 +42,9 @@ public final class WindowedTableJoinExamples {
         return Materialized.<String, V, WindowStore<Bytes, byte[]>>as(store).withCachingDisabled();
     }
 
-    public static Topology build(String s, String outInner, String outLeft, String outOuter, String outRegrouped) {
+    public static Topology build(String s, String outInner, String outLeft, String outOuter, String outRegrouped,
+                                 String outFiltered, String outMaterialized, String outJoinedRegrouped,
+                                 String outRejoined) {
         StreamsBuilder builder = new StreamsBuilder();
         Duration size = Duration.ofMillis(WINDOW_MS);
         Duration grace = Duration.ofMillis(500);
@@ -63,14 +66,46 @@ public final class WindowedTableJoinExamples {
                        Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("lengths").withCachingDisabled())
             .toStream()
             .to(outRegrouped);
+        counts.filter((windowed, n) -> n % 2 == 1).leftJoin(hopped, (n, v) -> n + "<" + text(v))
+            .toStream().to(outFiltered, produced);
+
+        // Sub-topology 2: re-keyed, task-grouped (stores keyed by windowed keys after the windowed tables).
+        var windowedKeys = WindowedSerdes.timeWindowedSerdeFrom(String.class, WINDOW_MS);
+        KGroupedStream<String, String> regrouped =
+            builder.<String, String>stream(s).groupBy((key, value) -> key, Grouped.as("rekeyed"));
+        var rekeyed = regrouped.windowedBy(TimeWindows.ofSizeAndGrace(size, grace));
+        KTable<Windowed<String>, String> labelled = rekeyed.count(uncached("counted"))
+            .mapValues(n -> "#" + n,
+                       Materialized.<Windowed<String>, String, KeyValueStore<Bytes, byte[]>>as("labelled")
+                           .withKeySerde(windowedKeys).withCachingDisabled());
+        KTable<Windowed<String>, String> concatenated = rekeyed.reduce((x, y) -> x + "," + y, uncached("concatenated"));
+        KTable<Windowed<String>, String> joined = concatenated.outerJoin(labelled,
+            (concatenation, label) -> text(concatenation) + "^" + text(label),
+            Materialized.<Windowed<String>, String, KeyValueStore<Bytes, byte[]>>as("joined")
+                .withKeySerde(windowedKeys).withCachingDisabled());
+        joined.toStream().to(outMaterialized, produced);
+        KTable<Windowed<String>, String> hoppedAgain =
+            regrouped.windowedBy(TimeWindows.ofSizeAndGrace(size, grace).advanceBy(Duration.ofMillis(500)))
+                .reduce((x, y) -> x + ";" + y, uncached("hopped-again"));
+        joined.leftJoin(hoppedAgain, (value, hops) -> value + "@" + text(hops)).toStream().to(outRejoined, produced);
+        joined.groupBy((windowed, value) -> KeyValue.pair(windowed.key(), value), Grouped.as("joined-by-key"))
+            .aggregate(() -> "0",
+                       (key, value, total) -> Long.toString(Long.parseLong(total) + value.length()),
+                       (key, value, total) -> Long.toString(Long.parseLong(total) - value.length()),
+                       Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("joined-lengths")
+                           .withCachingDisabled())
+            .toStream()
+            .to(outJoinedRegrouped);
         return builder.build();
     }
 
     public static void main(String[] args) throws Exception {
-        Topology topology = build(args[3], args[4], args[5], args[6], args[7]);
-        // The repartition topic too: the re-grouping's sub-topology must have read it to the end.
+        Topology topology = build(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10], args[11]);
+        // The repartition topics too: the sub-topologies reading them must have read them to the end.
         KafkaStreamsRuns.runUntilConsumed(topology, args[0], args[1], args[2],
-                                          () -> List.of(args[3], args[1] + "-by-key-repartition"),
+                                          () -> List.of(args[3], args[1] + "-by-key-repartition",
+                                                        args[1] + "-rekeyed-repartition",
+                                                        args[1] + "-joined-by-key-repartition"),
                                           Duration.ofMinutes(5), streams -> KafkaStreamsRuns.describeJson(topology));
     }
 }
