@@ -42,12 +42,14 @@ def produce_inputs(bootstrap: str, topics: Mapping[str, str], records: Mapping[s
 
 
 def partition_sequences(bootstrap: str, topics: Mapping[str, str], outputs: Iterable[str]) -> dict[tuple[str, int], list]:
-    """``{(output, partition): [(key, value)] in offset order}``, keys and values read as strings."""
+    """``{(output, partition): [(key, value)] in offset order}``, keys and values read as strings (None:
+    null)."""
     results: dict[tuple[str, int], list] = {}
     for name in outputs:
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
+            key = None if record.key is None else record.key.decode()
             value = None if record.value is None else record.value.decode()
-            results.setdefault((name, record.partition), []).append((record.key.decode(), value))
+            results.setdefault((name, record.partition), []).append((key, value))
     return results
 
 

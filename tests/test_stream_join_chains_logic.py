@@ -1,5 +1,5 @@
 """Several stream-stream joins in one sub-topology (a chain, and one stream joined with two
-others), and joins fed by a table's to_stream and by a stream-table join, against a brute-force
+others), and joins fed by a table's to_stream, a table-table join's and by a stream-table join, against a brute-force
 model of Kafka Streams' joins, one model per join: each join keeps its own stores, store times and
 tracker (``KStreamImplJoin``). The broker-backed comparison is test_equivalence_stream_joins.py (its
 chain output, and its joins fed by tables)."""
@@ -120,11 +120,78 @@ def test_joins_fed_by_a_table_and_a_stream_table_join_emit_like_kafka_streams(re
             if topic != DROPPED_LATE_TOPIC] == [("out", key, value) for key, value, _ in expected]
 
 
-def test_a_join_fed_by_a_table_table_join_is_still_refused():
+# Timestamps within a few windows of each other, so that the other row's later time often decides.
+_table_rows_and_clicks = st.lists(
+    st.tuples(st.sampled_from(["a", "b", None]), st.sampled_from(["t1", "t2", "c"]), st.integers(0, 4).map(lambda n: n == 0),
+              st.one_of(st.integers(100_000, 115_000), st.integers(100, 115).map(lambda t: t * 1000))),
+    max_size=30,
+).map(lambda rows: [(k, topic, None if topic != "c" and tombstone else f"{topic}{i}", t)
+                    for i, (k, topic, tombstone, t) in enumerate(rows)])
+
+
+def _table_table_joined(join_type, new, old, other_value, side):
+    """Kafka Streams' join processor of the table ``side`` updated (its ``new`` and ``old`` values)
+    against the other table's current value: ``None`` when it forwards nothing, else ``(value,
+    stamped)``, whether the result carries the other row's timestamp (KTableKTable{Inner,Left,Right,
+    Outer}Join: the larger of both, when the other row is there)."""
+    left, right = (new, other_value) if side == "t1" else (other_value, new)
+    if join_type == "inner" or (join_type == "left" and side == "t2"):
+        if other_value is None:
+            return None
+    elif other_value is None and new is None and old is None:
+        return None
+    present = {"inner": left is not None and right is not None, "left": left is not None,
+               "outer": left is not None or right is not None}[join_type]
+    return (f"{left}&{right}" if present else None), other_value is not None
+
+
+@settings(max_examples=150, deadline=None)
+@given(_table_rows_and_clicks, _millis(6), _millis(6), _millis(4), st.sampled_from(["inner", "left", "outer"]),
+       _JOINS, st.integers(1, 3))
+def test_a_join_fed_by_a_table_table_join_pairs_its_updates_by_both_rows_timestamps(records, before, after, grace,
+                                                                                   table_join, join, batches):
+    # t1 joined with t2 (uncached tables), the joined table's updates joined with c. Kafka Streams
+    # stamps a table-table join's update with the larger of the update's and the other row's
+    # timestamps, and the stream-stream join pairs it by that stamp.
     builder = StreamsBuilder()
-    joined = builder.table("t1").join(builder.table("t2"), lambda x, y: f"{x}{y}")
+    t1 = builder.table("t1", Materialized.as_("t1-store").with_caching_disabled())
+    t2 = builder.table("t2", Materialized.as_("t2-store").with_caching_disabled())
+    joined = getattr(t1, "join" if table_join == "inner" else f"{table_join}_join")(t2, lambda x, y: f"{x}&{y}")
+    getattr(joined.to_stream(), join)(builder.stream("c"), lambda l, r: f"{l}+{r}",
+                                      JoinWindows(before, after, grace)).to("out")
+    program = compile_topology(builder.build(), "app").program(0)
+    assert program.task_grouped
+    model = KsJoin(before, after, grace, join.replace("_join", ""))
+    rows, expected = {"t1": {}, "t2": {}}, []
+    for key, topic, value, ts in records:
+        if topic == "c":
+            expected += model.process(key, "right", value, ts)
+            continue
+        if key is None:
+            continue
+        old = rows[topic].get(key, (None, None))[0]
+        if value is None:
+            rows[topic].pop(key, None)
+        else:
+            rows[topic][key] = (value, ts)
+        other_value, other_ts = rows["t2" if topic == "t1" else "t1"].get(key, (None, None))
+        result = _table_table_joined(table_join, value, old, other_value, topic)
+        if result is not None:
+            joined_value, stamped = result
+            expected += model.process(key, "left", joined_value, max(ts, other_ts) if stamped else ts)
+    ours, _ = run_task(program, records, batches)
+    assert [(topic, None if k is None else k.decode(), v.decode()) for topic, k, v in ours
+            if topic != DROPPED_LATE_TOPIC] == [("out", key, value) for key, value, _ in expected]
+
+
+def test_a_join_fed_by_a_cached_table_table_join_is_refused():
+    # The join's store with its record cache forwards at the batch's end, as a cached table does.
+    builder = StreamsBuilder()
+    uncached = Materialized.as_("t1-store").with_caching_disabled()
+    joined = builder.table("t1", uncached).join(builder.table("t2", Materialized.as_("t2-store").with_caching_disabled()),
+                                                lambda x, y: f"{x}{y}", Materialized.as_("joined"))
     joined.to_stream().join(builder.stream("s"), lambda l, r: f"{l}+{r}", JoinWindows(1000, 1000, 0)).to("out")
-    with pytest.raises(UnsupportedTopologyError, match="table_table_join.*repartition"):
+    with pytest.raises(UnsupportedTopologyError, match="joined.*record cache.*with_caching_disabled"):
         compile_topology(builder.build(), "app").program(0)
 
 

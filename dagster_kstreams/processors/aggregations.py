@@ -23,7 +23,7 @@ from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.topology.node_specs import NodeKind
 
 __all__ = ["KeyValueStoreProcessor", "Aggregate", "ToTable", "TableSource", "aggregation_keeping_timestamps",
-           "read_by_user_processor", "user_aggregation", "BUILDERS"]
+           "keep_timestamps", "read_by_user_processor", "user_aggregation", "BUILDERS"]
 
 
 class KeyValueStoreProcessor(StoreProcessor):
@@ -32,9 +32,10 @@ class KeyValueStoreProcessor(StoreProcessor):
     Kafka Streams' ``Change.oldValue`` (a re-grouping reads it: :mod:`.table_regroup`)."""
 
     # Keeps each key's timestamp as well: set when a user processor reads the store
-    # (ValueAndTimestamp, user_dsl_store.py), or when an aggregation's updates reach a stream-stream
-    # join (aggregation_keeping_timestamps), both of which make the sub-topology task-grouped; the
-    # timestamps are then a task-level value (TaskState.timestamps) beside the slots.
+    # (ValueAndTimestamp, user_dsl_store.py), when an aggregation's updates reach a stream-stream
+    # join (aggregation_keeping_timestamps), or when a table-table join of a task-grouped
+    # sub-topology reads the store (keep_timestamps: it stamps with both rows' times), all of which
+    # run task-grouped; the timestamps are then a task-level value (TaskState.timestamps) beside the slots.
     keeps_timestamps = False
 
     def _put(self, key, new, context, out, state) -> None:
@@ -176,6 +177,15 @@ def aggregation_keeping_timestamps(aggregation: KeyValueStoreProcessor, factory,
     sub = ctx.subtopology
     aggregation.keeps_timestamps = read_by_user_processor(sub, aggregation.store) or _reaches_stamp_reader(sub, factory)
     return aggregation
+
+
+def keep_timestamps(program, store: str) -> None:
+    """Make every processor of ``program`` that writes ``store`` keep its timestamps, for a reader that
+    needs them beside the values (a table-table join stamping with both rows' times); only in a
+    task-grouped program, whose task state holds them."""
+    for node in program.nodes:
+        if isinstance(node, KeyValueStoreProcessor) and node.store == store:
+            node.keeps_timestamps = True
 
 
 def read_by_user_processor(subtopology, store: str) -> bool:

@@ -66,6 +66,18 @@ class JoinedValues:
         value = joined_value(reader, context, self.joiner, self.join_type, key, this, other)
         return ABSENT if value is None else value
 
+    def keep_timestamps(self, program) -> None:
+        self.this.keep_timestamps(program)
+        self.other.keep_timestamps(program)
+
+    def get_timestamped(self, reader: Processor, key, state, context) -> tuple[Any, int]:
+        """:meth:`get` with its timestamp, as Kafka Streams' join value getters stamp it: the larger of
+        the present rows' timestamps (a missing row's ``NO_TIMESTAMP`` is below any)."""
+        this, this_timestamp = self.this.get_timestamped(reader, key, state, context)
+        other, other_timestamp = self.other.get_timestamped(reader, key, state, context)
+        value = joined_value(reader, context, self.joiner, self.join_type, key, this, other)
+        return ABSENT if value is None else value, max(this_timestamp, other_timestamp)
+
     def get_old(self, state) -> Any:
         """The joined value before the update being forwarded now (ABSENT: none)."""
         return sent_old_value(state, self.merge_name)

@@ -8,8 +8,9 @@ side) that looks the record up in the *other* side's buffer, and both join proce
 by the DSL when their keys changed) and every record reaching the join carries the source key
 (checked when the topology is defined: a side may pass through stateless key-keeping operations,
 a table's ``to_stream``, an aggregation's (a grouped stream's, a cogroup's or a re-grouped table's,
-which then keeps its timestamps to stamp its updates as Kafka Streams does), a foreign-key join's
-result or a stream-table join), so the two buffers of one key are two state slots of that key's state.
+which then keeps its timestamps to stamp its updates as Kafka Streams does), a table-table join's
+(stamped with both rows' timestamps, which its stores then keep), a foreign-key join's result or a
+stream-table join), so the two buffers of one key are two state slots of that key's state.
 
 A sub-topology may hold any number of joins (a chain such as ``a.join(b).left_join(c)``, whose
 second join reads the first one's output, or one stream joined with several others): as in
@@ -259,21 +260,25 @@ class StreamStreamJoin(Processor):
 # aggregation of a grouped stream (and a cogroup's, through its pass-through) or of a re-grouped
 # table forwards under its group's key, which in the join's sub-topology is the source key (a key
 # change repartitions before it), stamped as Kafka Streams does (it keeps its timestamps:
-# aggregations.aggregation_keeping_timestamps); a foreign-key join's result forwards under the left
-# key, which its answers' topic (a source of the left table's sub-topology) is keyed by, with the
-# answer's timestamp, stamped as Kafka Streams does (fk_joins.SubscriptionJoin).
+# aggregations.aggregation_keeping_timestamps); a table-table join forwards its update under the
+# updated table's key, stamped with the larger of both rows' times, as Kafka Streams does (in the
+# task-grouped sub-topology its stores keep their timestamps: table_joins.TableTableJoin); a
+# foreign-key join's result forwards under the left key, which its answers' topic (a source of the
+# left table's sub-topology) is keyed by, with the answer's timestamp, stamped as Kafka Streams does
+# (fk_joins.SubscriptionJoin).
 _KEY_PRESERVING = {NodeKind.SOURCE, NodeKind.FILTER, NodeKind.MAP_VALUES, NodeKind.FLAT_MAP_VALUES, NodeKind.PEEK,
                    NodeKind.MERGE, NodeKind.BRANCH, NodeKind.BRANCH_CHILD, NodeKind.JOIN_WINDOW,
                    NodeKind.STREAM_STREAM_JOIN, NodeKind.STREAM_STREAM_JOIN_MERGE,
                    NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES,
                    NodeKind.TABLE_TO_STREAM, NodeKind.STREAM_TABLE_JOIN, NodeKind.STREAM_GLOBAL_TABLE_JOIN,
                    NodeKind.AGGREGATE, NodeKind.COGROUP_MERGE, NodeKind.TABLE_AGGREGATE,
+                   NodeKind.TABLE_TABLE_JOIN, NodeKind.TABLE_TABLE_JOIN_MERGE,
                    NodeKind.FK_RESPONSE_JOIN, NodeKind.FK_JOIN_RESULT}
-# A table's or an aggregation's store with the record cache on forwards each key's update at the
-# micro-batch's end (program._flush), Kafka Streams' cache at a commit: what the join pairs it with
-# would depend on where batches and commits fall.
+# A table's, an aggregation's, a materialized table-table join's or a foreign-key join's store with
+# the record cache on forwards each key's update at the micro-batch's end (program._flush), Kafka
+# Streams' cache at a commit: what the join pairs it with would depend on where batches and commits fall.
 _TABLE_STORES = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE, NodeKind.TABLE_AGGREGATE,
-                 NodeKind.FK_JOIN_RESULT}
+                 NodeKind.TABLE_TABLE_JOIN_MERGE, NodeKind.FK_JOIN_RESULT}
 
 
 def _join_window(factory, ctx) -> JoinWindow:
@@ -312,8 +317,9 @@ def _check_keys_before(ctx, window_node) -> None:
                 "in its sub-topology; the Spark runner keeps the join's state by source key, so only processors "
                 "known to forward under the source record's key (filter, map_values, flat_map_values, peek, merge, "
                 "branch, a table read from a topic or made by to_table with its filter, map_values and to_stream, "
-                "an aggregation of a grouped stream, a cogroup or a re-grouped table, a foreign-key join's result, "
-                "a stream-table or stream-global-table join, stream-stream joins) may come before it. Add .repartition() before "
+                "an aggregation of a grouped stream, a cogroup or a re-grouped table, a table-table join, a "
+                "foreign-key join's result, a stream-table or stream-global-table join, stream-stream joins) may "
+                "come before it. Add .repartition() before "
                 "the join to give it a sub-topology of its own")
         store = node.params.get("store_name")
         if (node.kind in _TABLE_STORES and store in node.stores and ctx.cached(store)) or caches_own_store(ctx, node):

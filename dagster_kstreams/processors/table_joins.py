@@ -70,9 +70,10 @@ See the README, "Semantics that differ from Kafka Streams", for where that diffe
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Optional
 
-from dagster_kstreams.processors.aggregations import ToTable
+from dagster_kstreams.processors.aggregations import ToTable, keep_timestamps
 from dagster_kstreams.processors.base import Processor, register
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.joined_tables import JoinedValues, joined_value, old_value_key, sent_old_value
@@ -86,7 +87,11 @@ from dagster_kstreams.processors.windowed_table_reads import check_windows, time
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import Window, Windowed
 
-__all__ = ["StreamTableJoin", "TableTableJoin", "ValueGetter", "value_getter", "BUILDERS"]
+__all__ = ["StreamTableJoin", "TableTableJoin", "ValueGetter", "value_getter", "NO_TIMESTAMP", "BUILDERS"]
+
+# Kafka Streams' UNKNOWN timestamp of a join's missing row: below every record's, so the larger of both
+# rows' times is the present row's.
+NO_TIMESTAMP = -1
 
 
 class ValueGetter:
@@ -111,6 +116,7 @@ class ValueGetter:
         # the size of its windows, whose groups hold it when the sub-topology runs task-grouped
         self.window_size = window_size
         self.slot: int = -1  # the store's slot, once bound to a program
+        self.owner = None  # the store's processor, once its timestamps are read (keep_timestamps)
 
     def bind(self, program) -> None:
         if self.joined is not None:
@@ -126,9 +132,37 @@ class ValueGetter:
                     "stream time, updated on every record")
             aggregation.enable_sending_old_values()  # as the join asks in Kafka Streams
 
+    def keep_timestamps(self, program) -> None:
+        """Read each value's timestamp too (:meth:`get_timestamped`), after :meth:`bind`: the stores
+        behind keep theirs (in a task-grouped program's task state; a window keeps its own always)."""
+        if self.joined is not None:
+            self.joined.keep_timestamps(program)
+        elif self.windows_of is None:
+            keep_timestamps(program, self.store)
+            self.owner = program.store_owner(self.store)
+
     def get(self, reader: Processor, key, state, context):
         """The value, or None; a step's failure names the reading processor."""
         return self.through_steps(reader, key, self.stored(reader, key, state, context), context)
+
+    def get_timestamped(self, reader: Processor, key, state, context) -> tuple[Any, int]:
+        """``(value, timestamp)``: :meth:`get` with the timestamp Kafka Streams' value getter gives it
+        (``ValueAndTimestamp``): the one stored with the value, unchanged by ``filter``/``map_values``
+        (a joined table's: :meth:`~.joined_tables.JoinedValues.get_timestamped`); ``NO_TIMESTAMP``
+        with no value. Only once :meth:`keep_timestamps` was called."""
+        if self.joined is not None:
+            stored, timestamp = self.joined.get_timestamped(reader, key, state, context)
+        else:
+            stored, timestamp = self.stored(reader, key, state, context), self._stored_timestamp(key, state)
+        value = self.through_steps(reader, key, stored, context)
+        return value, NO_TIMESTAMP if value is None else timestamp
+
+    def _stored_timestamp(self, key, state) -> int:
+        if self.windows_of is None:
+            return self.owner.stored_timestamp(state)
+        stored = state.values[self.slot]  # a window keeps (aggregate, timestamp)
+        window = None if stored is ABSENT else stored.get(key.window.start)
+        return NO_TIMESTAMP if window is None else window[1]
 
     def stored(self, reader: Processor, key, state, context):
         """The value before the table's own steps (ABSENT: none): the store's, or the joined one."""
@@ -224,7 +258,13 @@ class StreamTableJoin(Processor):
 @register
 class TableTableJoin(Processor):
     """``KTableKTable{Inner,Left,Outer}Join``: an update of either table joins its new value with
-    the other table's current one; forwards the joined table's value for the key afterwards."""
+    the other table's current one; forwards the joined table's value for the key afterwards.
+
+    Kafka Streams stamps what it forwards with the larger of the update's timestamp and the other
+    row's (when the other table has a row for the key; the update's alone otherwise). The other row's
+    timestamp is known where the stores keep timestamps: in a task-grouped sub-topology (its task state
+    holds them: ``stamps_both_rows``) and for windowed tables; elsewhere the update's timestamp is
+    kept (README, "Record timestamps written by the runner")."""
 
     kind = "table_table_join"
 
@@ -236,11 +276,16 @@ class TableTableJoin(Processor):
         self.merge_name = merge_name  # the joined table, when it forwards the old value computed here
         # its table is a versioned one's (useVersionedSemantics): an out-of-order update joins nothing
         self.skips_not_latest = skips_not_latest
+        self.stamps_both_rows = False  # set by init: the other row's timestamp is read
 
     def init(self, program) -> None:
         super().init(program)
         self.this.bind(program)
         self.other.bind(program)
+        self.stamps_both_rows = program.task_grouped or self.this.windows_of is not None
+        if self.stamps_both_rows:
+            self.this.keep_timestamps(program)
+            self.other.keep_timestamps(program)
 
     def process(self, key, value, context, out, state) -> None:
         if key is None:
@@ -249,9 +294,14 @@ class TableTableJoin(Processor):
             return  # Kafka Streams: "Skipping out-of-order record from versioned table" (KIP-914)
         updated, other = (self.this, self.other) if self.side == "this" else (self.other, self.this)
         new = updated.get(self, key, state, context)
-        other_value = other.get(self, key, state, context)
+        if self.stamps_both_rows:
+            other_value, other_timestamp = other.get_timestamped(self, key, state, context)
+        else:
+            other_value, other_timestamp = other.get(self, key, state, context), NO_TIMESTAMP
         if not self._forwards(new, other_value, lambda: updated.get_old(self, key, state, context)):
             return
+        if other_timestamp > context.timestamp:  # Kafka Streams: max(record's, other row's timestamp)
+            context = dataclasses.replace(context, timestamp=other_timestamp)
         joined = self._joined(context, key, new, other_value)
         if self.merge_name is not None:  # the joined table's old value, for readers through the join
             state.old_values[old_value_key(self.merge_name)] = \

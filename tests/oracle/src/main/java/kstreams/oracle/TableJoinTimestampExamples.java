@@ -1,0 +1,91 @@
+package kstreams.oracle;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.state.KeyValueStore;
+
+/**
+ * Stream-stream joins fed by table-table joins' toStream in the same sub-topology, run by Kafka
+ * Streams itself against a real broker until the input is consumed to its end: two uncached tables,
+ * accounts and limits, joined inner, left and outer, each joined table's updates joined the same way
+ * with the clicks. Kafka Streams stamps a table-table join's update with the larger of the update's
+ * and the other row's timestamps, which the stream-stream join's windows pair by. Each output value
+ * ends with "|t" and the record's timestamp. Prints JSON {"describe": ...}.
+ *
+ * Args: bootstrap applicationId stateDir accounts limits clicks outInner outLeft outOuter
+ *
+ * The Python twin is table_join_timestamp_examples() in tests/test_equivalence_table_join_timestamps.py;
+ * keep the two in step.
+ */
+public final class TableJoinTimestampExamples {
+    private TableJoinTimestampExamples() {}
+
+    static String s(String value) {
+        return value == null ? "null" : value;
+    }
+
+    static Topology tableJoinTimestampExamples(String accounts, String limits, String clicks, String outInner,
+                                               String outLeft, String outOuter) {
+        StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> accountTable = builder.table(accounts,
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("accounts-store").withCachingDisabled());
+        KTable<String, String> limitTable = builder.table(limits,
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("limits-store").withCachingDisabled());
+        KStream<String, String> clickStream = builder.stream(clicks);
+        accountTable.join(limitTable, (account, limit) -> account + "&" + limit)
+            .toStream()
+            .join(clickStream, (row, click) -> row + "+" + click,
+                  JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(1), Duration.ofSeconds(2)))
+            .processValues(AggregationJoinExamples.StampValues::new)
+            .to(outInner);
+        accountTable.leftJoin(limitTable, (account, limit) -> account + "&" + s(limit))
+            .toStream()
+            .leftJoin(clickStream, (row, click) -> row + "+" + s(click),
+                      JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(1), Duration.ofSeconds(1))
+                          .after(Duration.ofSeconds(2)))
+            .processValues(AggregationJoinExamples.StampValues::new)
+            .to(outLeft);
+        accountTable.outerJoin(limitTable, (account, limit) -> s(account) + "&" + s(limit))
+            .toStream()
+            .outerJoin(clickStream, (row, click) -> s(row) + "+" + s(click),
+                       JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(1), Duration.ofSeconds(2)))
+            .processValues(AggregationJoinExamples.StampValues::new)
+            .to(outOuter);
+        return builder.build();
+    }
+
+    public static void main(String[] args) throws Exception {
+        String bootstrap = args[0];
+        String applicationId = args[1];
+        List<String> inputs = List.of(args).subList(3, 6);
+        Topology topology = tableJoinTimestampExamples(args[3], args[4], args[5], args[6], args[7], args[8]);
+        Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, args[2]);
+        // Wait for every input of a task rather than run ahead on one (the timestamp merge).
+        props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 5_000L);
+        // The left and outer joins: emit non-joined records as soon as stream time allows, not at
+        // most once per second of wall-clock time (which would depend on processing speed).
+        props.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", 0L);
+        KafkaStreams streams = new KafkaStreams(topology, props);
+        streams.start();
+        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> inputs, Duration.ofMinutes(5));
+            System.out.println(KafkaStreamsRuns.describeJson(topology));
+        } finally {
+            KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
+        }
+    }
+}

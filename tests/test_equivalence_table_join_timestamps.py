@@ -1,0 +1,197 @@
+"""Stream-stream joins fed by table-table joins' ``to_stream`` in the same sub-topology, on Spark
+against Kafka Streams itself (tests/oracle, TableJoinTimestampExamples.java; our twin
+table_join_timestamp_examples).
+
+Two uncached tables, accounts and limits, joined inner, left and outer; each joined table's updates
+joined the same way with the clicks (inner: 1 s, 2 s grace; left: 1 s before, 2 s after, 1 s grace;
+outer: 1 s, 2 s grace). Kafka Streams stamps a table-table join's update with the larger of the
+update's timestamp and the other table's row's (the update's own when the other table has no row),
+and the stream-stream join's windows pair the update by that stamp; the runner reads the other row's
+timestamp from the tables' stores, which keep their timestamps for it (README, "Stream-stream joins
+(inner, left, outer) run task-grouped"). Each output value ends with ``|t`` and its record's timestamp
+(a ``process_values`` after the join).
+
+Input (2 partitions, each key on one): rounds a minute apart, each with account and limit updates and
+clicks at random times of the round's first 6 s (so out of order), then one of each 15 s late; table
+tombstones of rows there, clicks with null keys and null values. Compared: ``describe()``, and each
+output partition's whole sequence of ``(key, value)`` (values carrying the timestamps), on a clean run
+and on a run killed part-way and rerun from its checkpoints.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import time
+from datetime import timedelta
+
+import pytest
+from pyspark import cloudpickle
+
+from equivalence_io import (
+    java_string, output_topics, partition_sequences, produce_inputs, run_kafka_streams, with_unique_timestamps,
+)
+from killed_runs import kill_and_rerun
+from dagster_kstreams.kafka.partitioner import default_partition
+from dagster_kstreams.spark.task_runner import TaskRunner
+from dagster_kstreams.topology import Materialized, StreamsBuilder
+from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Record
+from dagster_kstreams.topology.windows import JoinWindows
+
+pytestmark = pytest.mark.integration
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+PARTITIONS = 2
+INPUTS = ("accounts", "limits", "clicks")
+OUTPUTS = {"out-inner": PARTITIONS, "out-left": PARTITIONS, "out-outer": PARTITIONS}
+ROUNDS = 6
+ROUND_MS = 60_000
+BASE = ((int(time.time()) - 3600) * 1000) // ROUND_MS * ROUND_MS  # recent: the broker keeps 7 days
+INNER_BEFORE_AFTER_MS = 1_000
+# Per round and partition: account updates, limit updates, clicks (each with one 15 s late). A task
+# reads 20 records a round, so batches of 40 take two whole rounds of all three partitions (Spark
+# splits a batch by each partition's share of the backlog: exactly here), cutting where Kafka
+# Streams' order is kept (README, "Order across co-partitioned inputs").
+PER_ROUND = {"accounts": 8, "limits": 7, "clicks": 5}
+BATCH = 40
+
+
+class StampValues(FixedKeyProcessor):
+    def process(self, record: Record) -> None:
+        self.context.forward(record.with_value(f"{record.value}|t{record.timestamp}"))
+
+
+def table_join_timestamp_examples(topics: dict[str, str]) -> StreamsBuilder:
+    """The Python twin of TableJoinTimestampExamples.tableJoinTimestampExamples (Java); keep the two in step."""
+    builder = StreamsBuilder()
+    accounts = builder.table(topics["accounts"], Materialized.as_("accounts-store").with_caching_disabled())
+    limits = builder.table(topics["limits"], Materialized.as_("limits-store").with_caching_disabled())
+    clicks = builder.stream(topics["clicks"])
+    accounts.join(limits, lambda account, limit: f"{account}&{limit}") \
+        .to_stream() \
+        .join(clicks, lambda row, click: f"{row}+{click}",
+              JoinWindows.of_time_difference_and_grace(timedelta(seconds=1), timedelta(seconds=2))) \
+        .process_values(StampValues) \
+        .to(topics["out-inner"])
+    accounts.left_join(limits, lambda account, limit: f"{account}&{java_string(limit)}") \
+        .to_stream() \
+        .left_join(clicks, lambda row, click: f"{row}+{java_string(click)}",
+                   JoinWindows.of_time_difference_and_grace(timedelta(seconds=1), timedelta(seconds=1))
+                   .after(timedelta(seconds=2))) \
+        .process_values(StampValues) \
+        .to(topics["out-left"])
+    accounts.outer_join(limits, lambda account, limit: f"{java_string(account)}&{java_string(limit)}") \
+        .to_stream() \
+        .outer_join(clicks, lambda row, click: f"{java_string(row)}+{java_string(click)}",
+                    JoinWindows.of_time_difference_and_grace(timedelta(seconds=1), timedelta(seconds=2))) \
+        .process_values(StampValues) \
+        .to(topics["out-outer"])
+    return builder
+
+
+def _input(seed: int = 20) -> dict[str, list[tuple]]:
+    """``{topic: [(key, value, partition, timestamp)]}`` in production order: per round and partition,
+    each input's updates at random times of the round's first 6 s, then one 15 s late (:data:`PER_ROUND`);
+    about one table update in six a tombstone of a row there; about one click in twelve with a null key,
+    one in twelve with a null value. Timestamps never tie."""
+    rng = random.Random(seed)
+    keys = {p: [k for k in (f"k{i}" for i in range(6)) if default_partition(k.encode(), PARTITIONS) == p]
+            for p in range(PARTITIONS)}
+    with_row: set[tuple[str, str]] = set()
+    records: dict[str, list[tuple]] = {name: [] for name in INPUTS}
+    for r in range(2, 2 + ROUNDS):
+        start = BASE + r * ROUND_MS
+        for partition in range(PARTITIONS):
+            for topic, count in PER_ROUND.items():
+                times = [start + offset for offset in rng.sample(range(0, 6000), count - 1)]
+                times.append(start - 15_000 + rng.randrange(0, 3000))
+                for i, timestamp in enumerate(times):
+                    key, value = rng.choice(keys[partition]), f"{topic[0]}{r}.{partition}{i}"
+                    if topic == "clicks":
+                        key = None if rng.random() < 0.08 else key
+                        value = None if rng.random() < 0.08 else value
+                    elif (topic, key) in with_row and rng.random() < 0.17:
+                        value = None
+                    (with_row.add if value is not None else with_row.discard)((topic, key))
+                    records[topic].append((key, value, partition, timestamp))
+    return with_unique_timestamps([records], INPUTS)[0]
+
+
+def _comparable(sequences: dict[tuple[str, int], list]) -> tuple[dict, dict]:
+    """``({(output, partition): its keyed records in order}, {output: its null-keyed values, sorted})``:
+    a click with a null key that the outer join passes on at once (KIP-962) goes out with a null key,
+    which the producer puts on a partition of its choosing, in Kafka Streams as here."""
+    keyed = {where: [record for record in records if record[0] is not None] for where, records in sequences.items()}
+    unkeyed = {name: sorted(value for (output, _), records in sequences.items() if output == name
+                            for key, value in records if key is None) for name in OUTPUTS}
+    return keyed, unkeyed
+
+
+@pytest.fixture(scope="module")
+def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory):
+    inputs = {name: unique_topic(f"ttjts-{name}") for name in INPUTS}
+    kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
+    records = _input()
+    produce_inputs(kafka_bootstrap, inputs, records, INPUTS)
+    topics, stdout = run_kafka_streams("kstreams.oracle.TableJoinTimestampExamples", "ttjts", kafka_bootstrap,
+                                       kafka_admin, unique_topic, tmp_path_factory, inputs, OUTPUTS)
+    return {"inputs": inputs, "topics": topics, "records": records,
+            "describe": json.loads(stdout.strip().splitlines()[-1])["describe"],
+            "results": partition_sequences(kafka_bootstrap, topics, OUTPUTS)}
+
+
+def test_reference_pairs_by_the_joins_timestamps(kafka_streams_run):
+    """Kafka Streams' output shows what the test is about, on both partitions: joined rows paired with
+    a click that the earlier row's time alone would not pair (the later row's time, the table-table
+    join's stamp, does), left and outer rows with a missing side, and clicks joined with null."""
+    times = {value: timestamp for name in INPUTS for _, value, _, timestamp in kafka_streams_run["records"][name]
+             if value is not None}
+    results = kafka_streams_run["results"]
+    assert sorted(results) == [(name, p) for name in OUTPUTS for p in range(PARTITIONS)]
+    for partition in range(PARTITIONS):
+        pairs = [value.split("|t")[0].split("+") for _, value in results[("out-inner", partition)]]
+        one_row_off = [(rows, click) for rows, click in pairs
+                       if abs(min(times[row] for row in rows.split("&")) - times[click]) > INNER_BEFORE_AFTER_MS]
+        assert one_row_off, partition
+        left = [value.split("|t")[0] for _, value in results[("out-left", partition)]]
+        assert any(value.split("+")[0].endswith("&null") for value in left)
+        assert any(value.endswith("+null") for value in left)
+        outer = [value.split("|t")[0] for _, value in results[("out-outer", partition)]]
+        assert any(value.startswith("null&") for value in outer)
+        assert any(value.startswith("null+") for value in outer)
+
+
+def test_describe_matches_kafka_streams(kafka_streams_run):
+    ours = table_join_timestamp_examples(kafka_streams_run["topics"]).build().describe()
+    assert str(ours) == kafka_streams_run["describe"]
+
+
+def test_clean_run_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
+                                         kafka_streams_run):
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS, "spark-ttjts")
+    runner = TaskRunner(table_join_timestamp_examples(topics), unique_topic("spark-ttjts"), kafka_bootstrap,
+                        state_location=str(tmp_path / "state"), spark=spark)
+    assert {r.task_id for r in runner.run_all()} == {"0_0", "0_1"}
+    assert _comparable(partition_sequences(kafka_bootstrap, topics, OUTPUTS)) == \
+        _comparable(kafka_streams_run["results"])
+
+
+def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
+                                                         kafka_streams_run):
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS, "spark-ttjts")
+    # Killed once task 0_0 has committed its first batch (two whole rounds of its three input
+    # partitions: the tables' rows and their timestamps, the join buffers and the left and outer
+    # joins' pending records in its task state), at-least-once as in test_equivalence_stream_joins.py
+    # (under exactly-once the commit markers would count as offsets and move the cuts).
+    rerun = kill_and_rerun(tmp_path, table_join_timestamp_examples, topics, app_id=unique_topic("spark-ttjts-kill"),
+                           bootstrap=kafka_bootstrap, spark=spark,
+                           kill_when=lambda line: line.startswith("task 0_0 batch"),
+                           killed_args=("--parallelism", "1", "--max-records-per-batch", str(BATCH),
+                                        "--processing-guarantee", "at_least_once"),
+                           max_records_per_batch=BATCH, processing_guarantee="at_least_once")
+    task_records = sum(row[2] == 0 for name in INPUTS for row in kafka_streams_run["records"][name])
+    assert 0 < rerun.by_task["0_0"].records_in < task_records, rerun.by_task
+    assert _comparable(partition_sequences(kafka_bootstrap, topics, OUTPUTS)) == \
+        _comparable(kafka_streams_run["results"])
