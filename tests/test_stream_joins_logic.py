@@ -323,7 +323,7 @@ def test_a_record_put_into_an_expired_segment_is_counted_with_its_key():
     program = _program(5_000, 5_000, 0)  # retention 10 s, 60 s segments
     # the right store's time 130 s: segment(130 s - 10 s) = 2 is the oldest live one
     rows = [("right", "seed", 130_000), ("right", "late", 119_999), ("right", "kept", 120_000)]
-    stored, outputs = None, []
+    stored = None
     frame = pd.DataFrame([
         {"key": b"k", "value": v.encode(), "topic": side, "partition": 0, "offset": i, "timestamp": None,
          "event_time": t, "merge_time": 130_000, "stream_time": 130_000, "seq": i}

@@ -52,7 +52,6 @@ from versioned_topology import versioned_examples
 from processor_api_topology import processor_api_examples, processor_api_low_level
 from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Processor, ProcessorSupplier, Stores
 from dagster_kstreams.topology import Topology
-from dagster_kstreams.topology.serdes import Serdes
 
 CATALOG: dict[str, Callable[[], object]] = {}
 
