@@ -81,6 +81,7 @@ class LocalSparkCluster:
         self.cores, self.memory = cores, memory
         self.stop_with_parent = stop_with_parent
         self.startup_timeout_s = startup_timeout_s
+        self._launched: dict[str, subprocess.Popen] = {}  # the roles this object started
 
     @property
     def master_url(self) -> str:
@@ -161,12 +162,13 @@ class LocalSparkCluster:
                 env=environment, cwd=self.state_dir, start_new_session=True,
                 preexec_fn=terminate_with_parent if self.stop_with_parent else None)
         self._pid_file(role).write_text(str(process.pid))
+        self._launched[role] = process
 
     def _wait_until_ready(self) -> None:
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
             for role in ("master", "worker"):
-                if self._running_pid(role) is None:
+                if self._exited(role):
                     raise LocalStackError(f"the Spark {role} exited at start: {self._last_line(role)} "
                                           f"(log {self._log_file(role)})")
             if self.alive_cores() >= self.cores:
@@ -174,6 +176,14 @@ class LocalSparkCluster:
             time.sleep(0.3)
         raise LocalStackError(f"the Spark cluster at {self.master_url} had no ALIVE worker after "
                               f"{self.startup_timeout_s:.0f}s; see {self.state_dir}")
+
+    def _exited(self, role: str) -> bool:
+        """Whether ``role`` has stopped; for a process this object started, by its exit status: while
+        ``spark-class`` execs Java, the process's command line reads empty for a moment."""
+        process = self._launched.get(role)
+        if process is not None:
+            return process.poll() is not None
+        return self._running_pid(role) is None
 
     def _last_line(self, role: str) -> str:
         try:

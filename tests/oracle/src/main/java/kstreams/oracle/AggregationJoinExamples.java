@@ -18,9 +18,6 @@ import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Materialized;
-import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
-import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
-import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
@@ -43,20 +40,6 @@ public final class AggregationJoinExamples {
 
     static String s(String value) {
         return value == null ? "null" : value;
-    }
-
-    static final class StampValues implements FixedKeyProcessor<String, String, String> {
-        private FixedKeyProcessorContext<String, String> context;
-
-        @Override
-        public void init(FixedKeyProcessorContext<String, String> context) {
-            this.context = context;
-        }
-
-        @Override
-        public void process(FixedKeyRecord<String, String> record) {
-            context.forward(record.withValue(record.value() + "|t" + record.timestamp()));
-        }
     }
 
     static Topology aggregationJoinExamples(String events, String clicks, String profiles, String visits,

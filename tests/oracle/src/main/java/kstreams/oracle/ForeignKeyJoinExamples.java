@@ -23,9 +23,6 @@ import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.TableJoined;
 import org.apache.kafka.streams.processor.StreamPartitioner;
-import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
-import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
-import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
@@ -66,21 +63,6 @@ public final class ForeignKeyJoinExamples {
     /** "<letter><n>" to partition n modulo the partition count. */
     static final StreamPartitioner<String, String> BY_KEY_NUMBER = (topic, key, value, numPartitions) ->
         Optional.of(Collections.singleton(Integer.parseInt(key.substring(1)) % numPartitions));
-
-    /** The value ("null" for null), "|t" and the record's timestamp. */
-    static final class StampValues implements FixedKeyProcessor<String, String, String> {
-        private FixedKeyProcessorContext<String, String> context;
-
-        @Override
-        public void init(FixedKeyProcessorContext<String, String> context) {
-            this.context = context;
-        }
-
-        @Override
-        public void process(FixedKeyRecord<String, String> record) {
-            context.forward(record.withValue(record.value() + "|t" + record.timestamp()));
-        }
-    }
 
     static Topology foreignKeyJoinExamples(String accounts, String users, String outInner, String outLeft) {
         return build(accounts, users, outInner, outLeft, null, null, null, null, null);

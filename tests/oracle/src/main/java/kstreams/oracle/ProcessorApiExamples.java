@@ -13,9 +13,6 @@ import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.internals.SessionWindow;
 import org.apache.kafka.streams.processor.PunctuationType;
-import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
-import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
-import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
@@ -270,20 +267,6 @@ public final class ProcessorApiExamples {
                 "dups", Duration.ofSeconds(20), Duration.ofSeconds(5), true), Serdes.String(), Serdes.String()),
             Stores.windowStoreBuilder(Stores.inMemoryWindowStore(
                 "dups-memory", Duration.ofSeconds(20), Duration.ofSeconds(5), true), Serdes.String(), Serdes.String()));
-    }
-
-    static final class StampValues implements FixedKeyProcessor<String, String, String> {
-        private FixedKeyProcessorContext<String, String> context;
-
-        @Override
-        public void init(FixedKeyProcessorContext<String, String> context) {
-            this.context = context;
-        }
-
-        @Override
-        public void process(FixedKeyRecord<String, String> record) {
-            context.forward(record.withValue(record.value() + "|t" + record.timestamp()));
-        }
     }
 
     static Topology processorApiExamples(String events, String out) {

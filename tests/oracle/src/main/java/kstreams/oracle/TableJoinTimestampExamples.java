@@ -50,20 +50,20 @@ public final class TableJoinTimestampExamples {
             .toStream()
             .join(clickStream, (row, click) -> row + "+" + click,
                   JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(1), Duration.ofSeconds(2)))
-            .processValues(AggregationJoinExamples.StampValues::new)
+            .processValues(StampValues::new)
             .to(outInner);
         accountTable.leftJoin(limitTable, (account, limit) -> account + "&" + s(limit))
             .toStream()
             .leftJoin(clickStream, (row, click) -> row + "+" + s(click),
                       JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(1), Duration.ofSeconds(1))
                           .after(Duration.ofSeconds(2)))
-            .processValues(AggregationJoinExamples.StampValues::new)
+            .processValues(StampValues::new)
             .to(outLeft);
         accountTable.outerJoin(limitTable, (account, limit) -> s(account) + "&" + s(limit))
             .toStream()
             .outerJoin(clickStream, (row, click) -> s(row) + "+" + s(click),
                        JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(1), Duration.ofSeconds(2)))
-            .processValues(AggregationJoinExamples.StampValues::new)
+            .processValues(StampValues::new)
             .to(outOuter);
         return builder.build();
     }
