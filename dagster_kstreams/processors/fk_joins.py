@@ -32,7 +32,7 @@ from dagster_kstreams.processors.fk_join_wire import (
 from dagster_kstreams.processors.partitioners import Placed
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.stateless import Merge
-from dagster_kstreams.processors.table_joins import ValueGetter, value_getter
+from dagster_kstreams.processors.value_getters import ValueGetter, value_getter
 from dagster_kstreams.processors.versioned_tables import reads_versioned_updates
 from dagster_kstreams.topology.node_specs import NodeKind
 

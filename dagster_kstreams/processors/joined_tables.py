@@ -49,7 +49,7 @@ def old_value_key(merge_name: str) -> tuple[str, str]:
 
 class JoinedValues:
     """The current and old value of a table-table join's result, read through both input tables'
-    value getters (``this``, ``other``: :class:`~.table_joins.ValueGetter`)."""
+    value getters (``this``, ``other``: :class:`~.value_getters.ValueGetter`)."""
 
     def __init__(self, merge_name: str, joiner, join_type: str, this, other):
         self.merge_name, self.joiner, self.join_type = merge_name, joiner, join_type

@@ -28,7 +28,7 @@ values both fail it (or are absent): such an update never reaches the suppressio
 advances its stream time nor enters the buffer; :mod:`.table_old_values`). With ``max_bytes`` the
 processor reads the old value behind each update to size it, where Kafka Streams' ``Change`` carries
 it from (:func:`~.table_old_values.old_value_getter`): the table's store, or that of a materialized
-filter/map_values on the way that keeps its own (:class:`~.table_joins.ValueGetter`;
+filter/map_values on the way that keeps its own (:class:`~.value_getters.ValueGetter`;
 :mod:`.table_step_stores`), the one a windowed aggregation sends with the update, once the
 suppression asks it to (:class:`~.windowed_tables.WindowedOldValue`), or the one a suppression on the
 way sends (:class:`~.table_old_values.SentOldValue`). A suppression keeps the old value of each
@@ -57,7 +57,7 @@ from dagster_kstreams.processors.errors import ProcessingError
 from dagster_kstreams.processors.own_groups import own_group
 from dagster_kstreams.processors.suppress_size import buffered_record_size
 from dagster_kstreams.processors.table_behind import old_values_read_below, table_behind
-from dagster_kstreams.processors.table_joins import ValueGetter
+from dagster_kstreams.processors.value_getters import ValueGetter
 from dagster_kstreams.processors.table_old_values import (
     old_value_getter, sent_old_value_key, serialize_for, table_key_serde,
 )

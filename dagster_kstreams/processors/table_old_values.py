@@ -15,10 +15,10 @@ writer (:func:`old_value_getter`), then through the ``filter``/``map_values`` af
   reader below it needs it (:func:`~.table_behind.old_values_read_below`);
 * a materialized ``filter``/``map_values`` behind which the table is windowed or suppressed: it
   keeps its store (:func:`~.table_step_stores.keeps_own_store`), read as any table's store is (its
-  slot's value before the update, :class:`~.table_joins.ValueGetter`). Over a key-value table it
+  slot's value before the update, :class:`~.value_getters.ValueGetter`). Over a key-value table it
   keeps none: its store would hold its filtered or mapped values of the table's, so the table's old
   value through it is the same value;
-* else the table's store as it was before the update (:class:`~.table_joins.ValueGetter`), or, for a
+* else the table's store as it was before the update (:class:`~.value_getters.ValueGetter`), or, for a
   windowed table, the old aggregate its windowed aggregation sends with the update once asked
   (:class:`~.windowed_tables.WindowedOldValue`).
 
@@ -38,7 +38,7 @@ from typing import Optional
 from dagster_kstreams.processors.base import Processor, register
 from dagster_kstreams.processors.stateless import TableFilter, TableMapValues
 from dagster_kstreams.processors.table_behind import TableBehind, sends_old_values, table_behind
-from dagster_kstreams.processors.table_joins import ValueGetter, value_getter
+from dagster_kstreams.processors.value_getters import ValueGetter, value_getter
 from dagster_kstreams.processors.table_step_stores import keeps_own_store, table_step_store
 from dagster_kstreams.processors.windowed_tables import WindowedOldValue
 from dagster_kstreams.topology.node_specs import NodeKind
@@ -77,7 +77,7 @@ def old_value_getter(ctx, factory, table: TableBehind, through_joins: bool = Fal
     of a filter/map_values that keeps one (its old values are read here, so it keeps it:
     :func:`~.table_step_stores.keeps_own_store`); else the table's store, or what the windowed
     aggregations send (:class:`WindowedOldValue`, which asks them to send it).
-    ``through_joins``: as :func:`~.table_joins.value_getter`."""
+    ``through_joins``: as :func:`~.value_getters.value_getter`."""
     sender = table.old_value_sender()
     if sender is not None:
         node, after = table.steps[sender], _steps(ctx, table.steps[sender + 1:])

@@ -42,7 +42,7 @@ from dagster_kstreams.processors.changes import Change
 from dagster_kstreams.processors.errors import ProcessingError
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.stateless import pair
-from dagster_kstreams.processors.table_joins import ValueGetter, value_getter
+from dagster_kstreams.processors.value_getters import ValueGetter, value_getter
 from dagster_kstreams.processors.versioned_tables import reads_versioned_updates
 from dagster_kstreams.topology.node_specs import NodeKind
 

@@ -6,7 +6,7 @@ the parent table's value through the filter or the mapper, which is what its sto
 its old value the table's old value through it. Where either is not so, the filter or mapper keeps
 its store, a key-value store slot like a table's (:class:`TableStepStore`), or, into a versioned
 store, a versioned one (:class:`VersionedTableStepStore`), and everything downstream reads it as it
-reads any table's store: its current value (:func:`~.table_joins.value_getter`), and the value it
+reads any table's store: its current value (:func:`~.value_getters.value_getter`), and the value it
 held before the update being forwarded (``GroupState.old_values`` of its slot, Kafka Streams' old
 value of the ``Change``: :func:`~.table_old_values.old_value_getter`). When it is kept:
 

@@ -21,7 +21,7 @@ from typing import Any
 from dagster_kstreams.processors.base import Processor, StoreProcessor, reachable
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.own_groups import own_group
-from dagster_kstreams.processors.table_joins import ValueGetter
+from dagster_kstreams.processors.value_getters import ValueGetter
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import Window, Windowed
 
