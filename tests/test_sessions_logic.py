@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import session_reference
-from dagster_kstreams.processors import sessions
-from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
+from dagster_kstreams.processors import session_store
+from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.topology.consumed_produced import Produced
 from dagster_kstreams.topology.materialized import Materialized
@@ -31,7 +31,7 @@ def _drive(records, gap, grace, retention, functions):
         if key is None:
             continue
         before, stream_time = stream_time, max(stream_time, timestamp)
-        store = stores.setdefault(key, sessions.SessionStore(gap, grace, retention))
+        store = stores.setdefault(key, session_store.SessionStore(gap, grace, retention))
         result = store.apply(key, value, timestamp, before, stream_time, *functions)
         if result is None:
             dropped += 1
@@ -54,7 +54,7 @@ records_strategy = st.lists(
 @given(records_strategy, st.integers(1, 20), st.integers(0, 30), st.integers(0, 15))
 def test_session_store_matches_reference(records, gap, grace, extra_retention):
     retention = gap + grace + extra_retention
-    functions = sessions.session_functions("aggregate", lambda: "", lambda k, v, a: a + "+" + v,
+    functions = session_store.session_functions("aggregate", lambda: "", lambda k, v, a: a + "+" + v,
                                            merger=lambda k, a, b: a + "|" + b)
     expected, expected_dropped, _ = session_reference.run(records, gap, grace, *functions, retention=retention)
     emitted, dropped, stores = _drive(records, gap, grace, retention, functions)
@@ -72,12 +72,12 @@ def test_session_store_matches_reference(records, gap, grace, extra_retention):
 @settings(max_examples=200, deadline=None)
 @given(records_strategy, st.integers(1, 20), st.integers(0, 30))
 def test_count_and_reduce_are_kafka_streams_functions(records, gap, grace):
-    count = sessions.session_functions("count")
+    count = session_store.session_functions("count")
     expected, dropped, _ = session_reference.count(records, gap, grace)
     emitted, ours_dropped, _ = _drive(records, gap, grace, gap + grace, count)
     assert (emitted, ours_dropped) == (expected, dropped)
     # reduce = the values of the session combined in store order; with max, the session's max.
-    reduce = sessions.session_functions("reduce", reducer=max)
+    reduce = session_store.session_functions("reduce", reducer=max)
     emitted, _, _ = _drive(records, gap, grace, gap + grace, reduce)
     values, _, _ = session_reference.run(records, gap, grace, lambda: (), lambda k, v, a: a + (v,),
                                          lambda k, a, b: a + b)
@@ -85,8 +85,8 @@ def test_count_and_reduce_are_kafka_streams_functions(records, gap, grace):
 
 
 def test_merge_late_and_expiry_by_hand():
-    store = sessions.SessionStore(gap=10, grace=20, retention=30)
-    count = sessions.session_functions("count")
+    store = session_store.SessionStore(gap=10, grace=20, retention=30)
+    count = session_store.session_functions("count")
     assert store.apply("k", "v", 100, -1, 100, *count) == ([], (100, 100, 1))
     assert store.apply("k", "v", 120, 100, 120, *count) == ([], (120, 120, 1))
     # 110 bridges the two sessions (close time 120 - 20 - 10 = 90, merged end 120).
@@ -100,7 +100,7 @@ def test_merge_late_and_expiry_by_hand():
     store.expire(150)
     assert store.sessions == []
     # Grace 0: a session that ended a gap before the stream time is gone for a record between the two.
-    store = sessions.SessionStore(gap=10, grace=0, retention=10)
+    store = session_store.SessionStore(gap=10, grace=0, retention=10)
     store.apply("k", "v", 100, -1, 100, *count)
     store.apply("k", "v", 120, 100, 120, *count)
     assert store.apply("k", "v", 110, 120, 120, *count) == ([(120, 120, 1)], (110, 120, 2))

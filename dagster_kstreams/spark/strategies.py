@@ -43,7 +43,7 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
 from dagster_kstreams.kafka.table_producer import RecordColumns
-from dagster_kstreams.processors import sessions, window_store
+from dagster_kstreams.processors import session_store, sessions, window_store
 from dagster_kstreams.processors.own_groups import key_of_group
 from dagster_kstreams.processors.task_state import TaskState
 from dagster_kstreams.processors.user_processors import user_store_content
@@ -341,7 +341,7 @@ def _add_entries(table: dict, node: Any, key: Any, value: Any) -> None:
     if node.kind in WINDOW_KINDS:
         table.update(window_store.store_entries(node, key, value))
     elif node.kind == sessions.KIND:
-        table.update(sessions.store_entries(key, value))
+        table.update(session_store.store_entries(key, value))
     else:
         table[key] = value
 
