@@ -22,9 +22,10 @@ session's final value is forwarded at the batch's flush as the aggregation's own
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Iterable, Optional
 
 from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.processors.user_dsl_view import DslStoreView
 from dagster_kstreams.processors.user_dsl_window_store import observed_time_key
 from dagster_kstreams.processors.user_session_store import SessionStoreReads
 from dagster_kstreams.processors.user_time_store import NO_TIME, StoreEntry
@@ -35,19 +36,11 @@ __all__ = ["AggregationSessionStore"]
 _MIN_SEGMENT_INTERVAL_MS = 60_000  # RocksDbSessionBytesStoreSupplier's segment interval floor
 
 
-class AggregationSessionStore(SessionStoreReads):
-    """A user processor's view of a session aggregation's store over the task's state ``task``.
+class AggregationSessionStore(DslStoreView, SessionStoreReads):
+    """A user processor's view of a session aggregation's store (:class:`~.user_dsl_view.DslStoreView`;
+    ``owner``: the aggregation, its slot, retention and :meth:`write_session`)."""
 
-    ``owner`` is the aggregation (its slot, retention and :meth:`write_session`); ``group_key_serde``
-    writes a key as the task's groups are kept; ``write_context(timestamp)`` is the record context a
-    write made now is flushed with (None: the current record's, or the punctuation's)."""
-
-    def __init__(self, name: str, key_serde, value_serde, owner, group_key_serde, task,
-                 write_context: Callable[[Optional[int]], Any]):
-        self.name = name
-        self._key_serde, self._value_serde = key_serde, value_serde
-        self._owner, self._group_key_serde, self._task = owner, group_key_serde, task
-        self._write_context = write_context
+    kind = "session store"
 
     # -- writes ----------------------------------------------------------------------------
     def put(self, session_key: Windowed, aggregate) -> None:
@@ -82,7 +75,7 @@ class AggregationSessionStore(SessionStoreReads):
             return [((end, low, start), (key, aggregate)) for start, end, aggregate in self._sessions_of(low)]
         found = []
         for raw_group_key, sessions in self._task.slot_entries(self._owner.state_slot):
-            key = self._group_key_serde.deserialize(raw_group_key)
+            key = self._store_key_serde.deserialize(raw_group_key)
             raw = self._key_serde.serialize(key)
             found += [((end, raw, start), (key, aggregate)) for start, end, aggregate in sessions]
         return found
@@ -103,13 +96,8 @@ class AggregationSessionStore(SessionStoreReads):
         self._raw_key(session_key.key)  # a null key fails here, naming the store
         return session_key.key, int(session_key.window.start), int(session_key.window.end)
 
-    def _group(self, key):
-        return self._task.group(self._group_key_serde.serialize(key))
-
     def _sessions_of(self, raw: bytes):
         """The stored sessions of the key the store's key serde wrote as ``raw``."""
         sessions = self._group(self._key_serde.deserialize(raw)).values[self._owner.state_slot]
         return () if sessions is ABSENT else sessions
 
-    def _copy(self, value):
-        return self._value_serde.deserialize(self._value_serde.serialize(value))

@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterator, Optional
 
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.processors.user_dsl_view import DslStoreView
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind, StoreType
 from dagster_kstreams.topology.processor_api import KeyValue, ValueAndTimestamp
@@ -35,30 +36,14 @@ from dagster_kstreams.topology.windows import TimeWindows
 __all__ = ["TimestampedKeyValueStore", "check_dsl_store"]
 
 
-class TimestampedKeyValueStore:
-    """A user processor's view of a DSL key-value store over the task's state ``task``.
-
-    ``owner`` is the store's processor (its slot, timestamps and :meth:`write`); ``store_key_serde``
-    writes a key as the task's state keeps this store's keys (``program.store_key_serde``: the store's
-    own serde when its sub-topology's stores keep keys in different serdes' bytes);
-    ``write_context(timestamp)`` is the record context a write made now is stamped and flushed with
-    (None: the current record's time)."""
+class TimestampedKeyValueStore(DslStoreView):
+    """A user processor's view of a DSL key-value store (:class:`~.user_dsl_view.DslStoreView`;
+    ``owner``: the store's processor, its slot, timestamps and :meth:`write`)."""
 
     def __init__(self, name: str, key_serde, value_serde, owner, store_key_serde, task,
                  write_context: Callable[[Optional[int]], Any]):
-        self.name = name
-        self._key_serde, self._value_serde = key_serde, value_serde
-        self._owner, self._store_key_serde, self._task = owner, store_key_serde, task
-        self._write_context = write_context
+        super().__init__(name, key_serde, value_serde, owner, store_key_serde, task, write_context)
         self._timestamps = task.timestamps(owner.store)
-
-    def _group(self, key):
-        if key is None:
-            raise ValueError(f"store {self.name}: the key cannot be null")
-        return self._task.group(self._store_key_serde.serialize(key))
-
-    def _copy(self, value):
-        return self._value_serde.deserialize(self._value_serde.serialize(value))
 
     def _read(self, raw_key: Optional[bytes], value) -> Optional[ValueAndTimestamp]:
         if value is ABSENT:

@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.processors.user_dsl_view import DslStoreView
 from dagster_kstreams.processors.user_time_store import NO_TIME, StoreEntry, WindowStoreReads
 from dagster_kstreams.topology.processor_api import ValueAndTimestamp
 from dagster_kstreams.topology.serdes import Window, Windowed
@@ -42,21 +43,15 @@ def observed_time_key(store: str) -> str:
     return f"dsl.window_time.{store}"
 
 
-class TimestampedWindowStore(WindowStoreReads):
-    """A user processor's view of a time-windowed aggregation's store over the task's state ``task``.
+class TimestampedWindowStore(DslStoreView, WindowStoreReads):
+    """A user processor's view of a time-windowed aggregation's store (:class:`~.user_dsl_view.DslStoreView`;
+    ``owner``: the aggregation, its slot, size, retention and :meth:`write_window`)."""
 
-    ``owner`` is the aggregation (its slot, size, retention and :meth:`write_window`); ``store_key_serde``
-    writes a key as the task's state keeps this store's keys (``program.store_key_serde``: the store's
-    own serde when its sub-topology's stores keep keys in different serdes' bytes);
-    ``write_context(timestamp)`` is the record context a write made now is stamped and flushed with
-    (None: the current record's time)."""
+    kind = "window store"
 
     def __init__(self, name: str, key_serde, value_serde, owner, store_key_serde, task,
                  write_context: Callable[[Optional[int]], Any]):
-        self.name = name
-        self._key_serde, self._value_serde = key_serde, value_serde
-        self._owner, self._store_key_serde, self._task = owner, store_key_serde, task
-        self._write_context = write_context
+        super().__init__(name, key_serde, value_serde, owner, store_key_serde, task, write_context)
         self._segment_interval = max(owner.retention // 2, _MIN_SEGMENT_INTERVAL_MS)
 
     # -- writes ----------------------------------------------------------------------------
@@ -89,11 +84,6 @@ class TimestampedWindowStore(WindowStoreReads):
         return None if window is None else self._read(window)
 
     # -- internals -----------------------------------------------------------------------------
-    def _group(self, key):
-        if key is None:
-            raise ValueError(f"window store {self.name}: the key cannot be null")
-        return self._task.group(self._store_key_serde.serialize(key))
-
     def _windows(self, group) -> dict:
         windows = group.values[self._owner.state_slot]
         return {} if windows is ABSENT else windows
@@ -101,9 +91,6 @@ class TimestampedWindowStore(WindowStoreReads):
     def _low(self) -> int:
         """The smallest window start the store still returns."""
         return self._task.values.get(observed_time_key(self._owner.store), NO_TIME) - self._owner.retention + 1
-
-    def _copy(self, value):
-        return self._value_serde.deserialize(self._value_serde.serialize(value))
 
     def _read(self, window: tuple) -> ValueAndTimestamp:
         aggregate, timestamp = window
