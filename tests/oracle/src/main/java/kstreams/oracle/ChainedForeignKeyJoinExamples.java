@@ -3,13 +3,9 @@ package kstreams.oracle;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Properties;
 
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.common.utils.Bytes;
-import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
@@ -90,13 +86,7 @@ public final class ChainedForeignKeyJoinExamples {
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         // The timestamp merge of a task's inputs (u and v), as the runner orders them.
         props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 5_000L);
-        KafkaStreams streams = new KafkaStreams(topology, props);
-        streams.start();
-        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> watched, Duration.ofMinutes(5));
-            System.out.println(KafkaStreamsRuns.describeJson(topology));
-        } finally {
-            KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
-        }
+        KafkaStreamsRuns.runUntilConsumed(topology, props, () -> watched, Duration.ofMinutes(5),
+                                          streams -> KafkaStreamsRuns.describeJson(topology));
     }
 }

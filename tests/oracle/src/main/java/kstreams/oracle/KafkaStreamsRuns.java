@@ -65,7 +65,15 @@ final class KafkaStreamsRuns {
      */
     static void runUntilConsumed(Topology topology, String bootstrap, String applicationId, String stateDir,
                                  WatchedTopics watched, Duration timeout, Results results) throws Exception {
-        KafkaStreams streams = new KafkaStreams(topology, properties(bootstrap, applicationId, stateDir));
+        runUntilConsumed(topology, properties(bootstrap, applicationId, stateDir), watched, timeout, results);
+    }
+
+    /** {@link #runUntilConsumed} with the app's own settings: {@link #properties} and what a main adds. */
+    static void runUntilConsumed(Topology topology, Properties props, WatchedTopics watched, Duration timeout,
+                                 Results results) throws Exception {
+        String bootstrap = props.getProperty(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG);
+        String applicationId = props.getProperty(StreamsConfig.APPLICATION_ID_CONFIG);
+        KafkaStreams streams = new KafkaStreams(topology, props);
         streams.start();
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
             waitUntilConsumed(admin, streams, applicationId, watched, timeout);

@@ -2,13 +2,9 @@ package kstreams.oracle;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.Properties;
 
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.common.utils.Bytes;
-import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
@@ -79,13 +75,7 @@ public final class TableJoinTimestampExamples {
         // The left and outer joins: emit non-joined records as soon as stream time allows, not at
         // most once per second of wall-clock time (which would depend on processing speed).
         props.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", 0L);
-        KafkaStreams streams = new KafkaStreams(topology, props);
-        streams.start();
-        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> inputs, Duration.ofMinutes(5));
-            System.out.println(KafkaStreamsRuns.describeJson(topology));
-        } finally {
-            KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
-        }
+        KafkaStreamsRuns.runUntilConsumed(topology, props, () -> inputs, Duration.ofMinutes(5),
+                                          streams -> KafkaStreamsRuns.describeJson(topology));
     }
 }

@@ -5,10 +5,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.common.utils.Bytes;
-import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
@@ -127,13 +124,7 @@ public final class VersionedConsumerExamples {
         props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 5_000L);
         // The test reads the foreign-key join's subscription topic whole afterwards: never purged.
         props.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, Long.MAX_VALUE);
-        KafkaStreams streams = new KafkaStreams(topology, props);
-        streams.start();
-        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> watched, Duration.ofMinutes(5));
-            System.out.println(KafkaStreamsRuns.describeJson(topology));
-        } finally {
-            KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
-        }
+        KafkaStreamsRuns.runUntilConsumed(topology, props, () -> watched, Duration.ofMinutes(5),
+                                          streams -> KafkaStreamsRuns.describeJson(topology));
     }
 }
