@@ -30,7 +30,7 @@ The orders' join carries timestamps to compare: Kafka Streams stamps an answer w
 the subscription's and the user row's timestamps, which the stream-stream join then pairs by. Its
 input is timing-independent: every order is written once (one deleted right after), onto users
 written once, one of them (``v2``) later than the orders, at the end of the users (so the answers
-are the same whether its row or the subscription comes first); each order's payments in increasing
+are the same whether its row or the subscription comes first; the one order deleted, after that row); each order's payments in increasing
 time, one within 2 s of the order, one of ``v2``'s time. Compared: each key's whole sequence of both
 stamped outputs, and each output partition's records as a multiset (their order across keys is
 the order the answers come back in, timing-dependent in Kafka Streams itself).
@@ -73,6 +73,9 @@ JOINERS = {"out-inner": "@", "out-left": "@", PLACED_OUTPUT: "#"}  # what each j
 ALL_INPUTS = (*INPUTS, *ORDER_INPUTS)
 ALL_OUTPUTS = (*OUTPUTS, *ORDER_OUTPUTS)
 LATE_USER_TIME = T0 + 35_007  # v2's row: later than every order
+# o2 (on v2) deleted after v2's row: its unsubscribe's null answer carries the deletion's time whether
+# v2's row or the unsubscribe is processed first (with no row yet, an answer keeps its own time).
+DELETED_ORDER_TIME = LATE_USER_TIME + 13
 
 
 def _input(seed: int = 14) -> dict[str, list[tuple]]:
@@ -127,7 +130,7 @@ def _input(seed: int = 14) -> dict[str, list[tuple]]:
 def _orders(rng: random.Random) -> dict[str, list[tuple]]:
     """Orders written once each (module docstring), out of order across keys, on the users v0/v1
     (earlier than the orders), v2 (later), a missing one, a null foreign key; one order on v2 deleted
-    right after (its unsubscribe's null answer carries v2's time), a null key. Each order's payments:
+    after v2's row (``DELETED_ORDER_TIME``), a null key. Each order's payments:
     one 300 ms after it (v0/v1: 5 s before it, too early), one 500 ms after v2's row (v0/v1: 1 s after
     the order), so the order's answer pairs with one of them by its timestamp."""
     def placed(key, value, timestamp):
@@ -145,7 +148,7 @@ def _orders(rng: random.Random) -> dict[str, list[tuple]]:
             payments += [placed(key, f"p{i}a", timestamp + 300), placed(key, f"p{i}b", LATE_USER_TIME + 500 + i)]
         else:
             payments += [placed(key, f"p{i}a", timestamp - 5_000), placed(key, f"p{i}b", timestamp + 1_000)]
-    orders.append(placed("o2", None, times[2] + 13))
+    orders.append(placed("o2", None, DELETED_ORDER_TIME))
     orders.append(placed(None, "v0:9", T0 + 20_503))
     payments.append(placed(None, "p-none", T0 + 20_505))
     return {"orders": orders, "payments": payments}
@@ -203,7 +206,7 @@ def _check_the_orders_reference(kafka_streams_run) -> None:
         expected_paid[key] = [f"{value}@{country}+{payment}|t{max(stamp, paid_at)}"
                               for payment_key, payment, _, paid_at in kafka_streams_run["records"]["payments"]
                               if payment_key == key and abs(paid_at - stamp) <= window]
-    expected_answers["o2"] = [f"null|t{LATE_USER_TIME}"]  # deleted: its subscription's answer came back stale
+    expected_answers["o2"] = [f"null|t{DELETED_ORDER_TIME}"]  # deleted: its subscription's answer came back stale
     assert answers["sequences"] == expected_answers
     assert {key: values for key, values in paid["sequences"].items()} == \
         {key: values for key, values in expected_paid.items() if values and key != "o2"}
