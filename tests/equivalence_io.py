@@ -1,4 +1,5 @@
-"""What the window, session and join equivalence tests share: Java's rendering of null, writing
+"""What the window, session and join equivalence tests share: Java's rendering of null, the
+processor that stamps values with their record's timestamp (``StampValues``), writing
 string records with their timestamps, inputs whose timestamps never tie, reading windowed keys, the
 output topics of our side of a comparison, and Kafka Streams' side run by a main of the Java harness."""
 
@@ -13,6 +14,7 @@ from pyspark import cloudpickle
 
 import oracle_harness
 from dagster_kstreams.kafka.records import produce, read_topic
+from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Record
 from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
 
 # The DSL programs' lambdas call java_string in Spark's Python workers, which cannot import
@@ -23,6 +25,14 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 def java_string(value) -> str:
     """``value`` as Java's string concatenation renders it ("null" for null)."""
     return "null" if value is None else value
+
+
+class StampValues(FixedKeyProcessor):
+    """The Java harness's StampValues: the value (Java's "null" for null), "|t" and the record's
+    timestamp, so an output sequence compares timestamps too."""
+
+    def process(self, record: Record) -> None:
+        self.context.forward(record.with_value(f"{java_string(record.value)}|t{record.timestamp}"))
 
 
 def produce_strings(bootstrap: str, topic: str, records: Iterable[tuple]) -> None:

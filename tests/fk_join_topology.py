@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from equivalence_io import StampValues
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.topology import StreamsBuilder, TableJoined
 from dagster_kstreams.topology.consumed_produced import Produced
 from dagster_kstreams.topology.materialized import Materialized
-from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Record
 from dagster_kstreams.topology.windows import JoinWindows
 
 STORES = ("accounts-store", "users-store", "accounts-with-country")
@@ -61,14 +61,6 @@ def murmur_when_odd(topic, key, value, num_partitions):
 def by_key_number(topic, key, value, num_partitions):
     """ForeignKeyJoinExamples.BY_KEY_NUMBER: "<letter><n>" to partition n modulo the count."""
     return int(key[1:]) % num_partitions
-
-
-class StampValues(FixedKeyProcessor):
-    """ForeignKeyJoinExamples.StampValues: the value (Java's "null" for null), "|t" and the record's timestamp."""
-
-    def process(self, record: Record) -> None:
-        value = "null" if record.value is None else record.value
-        self.context.forward(record.with_value(f"{value}|t{record.timestamp}"))
 
 
 def fk_join_partitioned_examples(topics: dict[str, str]) -> StreamsBuilder:

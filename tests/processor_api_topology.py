@@ -17,14 +17,15 @@ Every value starts with ``p<partition>|``: the task that produced it. What a rec
 once and what the punctuator forwards are in an order fixed by the input each (Kafka Streams runs
 its punctuators after a varying number of records, so the two interleave differently run to run).
 
-Its classes are self-contained: Spark's Python workers cannot import modules of tests/, and the
-test ships this module by value.
+Spark's Python workers cannot import modules of tests/: the test ships this module by value, as
+equivalence_io (StampValues) ships itself.
 """
 
 from __future__ import annotations
 
+from equivalence_io import StampValues
 from dagster_kstreams.topology import StreamsBuilder, Topology
-from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Processor, PunctuationType, Record, Stores
+from dagster_kstreams.topology.processor_api import Processor, PunctuationType, Record, Stores
 from dagster_kstreams.topology.serdes import Serdes, Window, Windowed
 
 BUCKET_MS = 10_000
@@ -174,11 +175,6 @@ def _session_and_duplicate_stores():
                                         Serdes.String(), Serdes.String()),
             Stores.window_store_builder(Stores.in_memory_window_store("dups-memory", 20_000, 5_000, True),
                                         Serdes.String(), Serdes.String())]
-
-
-class StampValues(FixedKeyProcessor):
-    def process(self, record: Record) -> None:
-        self.context.forward(record.with_value(f"{record.value}|t{record.timestamp}"))
 
 
 def processor_api_examples(topics: dict[str, str]) -> StreamsBuilder:

@@ -35,13 +35,12 @@ from datetime import timedelta
 import pytest
 from pyspark import cloudpickle
 
-from equivalence_io import java_string, output_topics, produce_strings, run_kafka_streams
+from equivalence_io import StampValues, java_string, output_topics, produce_strings, run_kafka_streams
 from killed_runs import kill_and_rerun
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology import Materialized, StreamsBuilder
-from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Record
 from dagster_kstreams.topology.windows import JoinWindows
 
 pytestmark = pytest.mark.integration
@@ -55,11 +54,6 @@ ROUNDS = 8
 ROUND_MS = 60_000
 BASE = ((int(time.time()) - 3600) * 1000) // ROUND_MS * ROUND_MS  # recent: the broker keeps 7 days
 INNER_BEFORE_AFTER_MS = 1_000
-
-
-class StampValues(FixedKeyProcessor):
-    def process(self, record: Record) -> None:
-        self.context.forward(record.with_value(f"{record.value}|t{record.timestamp}"))
 
 
 def aggregation_join_examples(topics: dict[str, str]) -> StreamsBuilder:

@@ -30,13 +30,13 @@ import pytest
 from pyspark import cloudpickle
 
 from equivalence_io import (
-    java_string, output_topics, partition_sequences, produce_inputs, run_kafka_streams, with_unique_timestamps,
+    StampValues, java_string, output_topics, partition_sequences, produce_inputs, run_kafka_streams,
+    with_unique_timestamps,
 )
 from killed_runs import kill_and_rerun
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology import Materialized, StreamsBuilder
-from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Record
 from dagster_kstreams.topology.windows import JoinWindows
 
 pytestmark = pytest.mark.integration
@@ -56,11 +56,6 @@ INNER_BEFORE_AFTER_MS = 1_000
 # Streams' order is kept (README, "Order across co-partitioned inputs").
 PER_ROUND = {"accounts": 8, "limits": 7, "clicks": 5}
 BATCH = 40
-
-
-class StampValues(FixedKeyProcessor):
-    def process(self, record: Record) -> None:
-        self.context.forward(record.with_value(f"{record.value}|t{record.timestamp}"))
 
 
 def table_join_timestamp_examples(topics: dict[str, str]) -> StreamsBuilder:
