@@ -14,14 +14,16 @@ the ``prices`` topic, in the same sub-topology): forwards each order with the ke
 timestamp as the table holds them at that point of the task's processing order.
 
 ``StoreEditor`` (``process`` on a table's updates, with the stores it names: ``kept`` and ``mapped``
-of a table's materialized ``filter`` (which sends old values) then ``map_values``; ``regrouped`` of
-a re-grouped table's ``reduce``; ``cogrouped`` of a cogroup's ``aggregate``; all uncached): per
-update it forwards the value, its timestamp and what each store holds for the key (and,
-``lists_all``, every entry of the first store, where a step's next update of a key overwrites what
-the processor wrote); an update stamped at a multiple of 5 ms (+0) makes it put ``edited`` stamped
-3 ms later into each store, one at +1 delete the key from each (forwarding what it held), so the
-next aggregation goes on from what it wrote (and stamps with the larger of the record's and the
-stored timestamp) and the next step update overwrites it.
+of a table's materialized ``filter`` (which sends old values) then ``map_values``; ``joined`` of an
+inner table-table join; ``left-kept`` of a left join's filter; ``outer-joined`` and ``outer-mapped`` of
+an outer join and its ``map_values``; ``regrouped`` of a re-grouped table's ``reduce``; ``cogrouped``
+of a cogroup's ``aggregate``; all uncached): per update it forwards the value, its timestamp and what
+each store holds for the key (and, ``lists_all``, every entry of the first store, where a step's or a
+join's next update of a key overwrites what the processor wrote); an update stamped at a multiple of
+5 ms (+0) makes it put ``edited`` stamped 3 ms later into each store, one at +1 delete the key from
+each (forwarding what it held), so the next aggregation goes on from what it wrote (and stamps with
+the larger of the record's and the stored timestamp) and the next step or join update overwrites it
+(a join's update is stamped with the larger of both rows' timestamps, whatever its store holds).
 
 Every value starts with ``p<partition>|``: the task that produced it. Its classes are
 self-contained: Spark's Python workers cannot import modules of tests/, and the test ships this
@@ -109,9 +111,8 @@ def _tail(text: str) -> str:
     return text[-40:]
 
 
-def _table_step_stores(builder: StreamsBuilder, topics: dict[str, str]) -> None:
-    """The stores of a table's filter and map_values, a re-grouped table's and a cogroup's, each
-    edited by a StoreEditor."""
+def _filter_stores(builder: StreamsBuilder, topics: dict[str, str]) -> None:
+    """The stores of a table's filter and map_values, edited by a StoreEditor."""
     # the items table has a store: the filter sends old values, read from its own store (which the
     # processor writes), and drops an update that neither passes nor replaces a value it holds
     items = builder.table(topics["items"], Materialized.as_("items-store").with_caching_disabled())
@@ -119,6 +120,34 @@ def _table_step_stores(builder: StreamsBuilder, topics: dict[str, str]) -> None:
     kept.map_values(lambda value: value.upper(), Materialized.as_("mapped").with_caching_disabled()) \
         .to_stream().process(lambda: StoreEditor("kept", "mapped", lists_all=True), "kept", "mapped") \
         .to(topics["out-tables"])
+
+
+def joined_text(left, right) -> str:
+    """Both rows of a joined update, as Java concatenates them (a missing one: ``null``)."""
+    return f"{'null' if left is None else left}+{'null' if right is None else right}"
+
+
+def _join_stores(builder: StreamsBuilder, topics: dict[str, str]) -> None:
+    """The stores of table-table joins of two tables and of their filter and map_values, each edited by
+    a StoreEditor: an inner join's, a filter's of a left join without a store (a filter of a join sends
+    old values: it reads its own store), an outer join's and its map_values'."""
+    lefts = builder.table(topics["lefts"], Materialized.as_("lefts-store").with_caching_disabled())
+    rights = builder.table(topics["rights"], Materialized.as_("rights-store").with_caching_disabled())
+    out = topics["out-tables"]
+    lefts.join(rights, joined_text, Materialized.as_("joined").with_caching_disabled()) \
+        .to_stream().process(lambda: StoreEditor("joined", lists_all=True), "joined").to(out)
+    lefts.left_join(rights, joined_text) \
+        .filter(lambda key, value: not value.startswith("x"), Materialized.as_("left-kept").with_caching_disabled()) \
+        .to_stream().process(lambda: StoreEditor("left-kept", lists_all=True), "left-kept").to(out)
+    lefts.outer_join(rights, joined_text, Materialized.as_("outer-joined").with_caching_disabled()) \
+        .map_values(lambda value: value.upper(), Materialized.as_("outer-mapped").with_caching_disabled()) \
+        .to_stream() \
+        .process(lambda: StoreEditor("outer-joined", "outer-mapped", lists_all=True), "outer-joined", "outer-mapped") \
+        .to(out)
+
+
+def _aggregation_stores(builder: StreamsBuilder, topics: dict[str, str]) -> None:
+    """The stores of a re-grouped table's reduce and a cogroup's aggregate, each edited by a StoreEditor."""
     # uncached, as every store here: Kafka Streams' cache would forward per commit, the runner's per batch
     builder.table(topics["accounts"], Materialized.as_("accounts-store").with_caching_disabled()) \
         .group_by(lambda account, value: (value.split(":")[0], value.split(":")[1])) \
@@ -135,10 +164,12 @@ def _table_step_stores(builder: StreamsBuilder, topics: dict[str, str]) -> None:
 
 def dsl_store_processor_examples(topics: dict[str, str]) -> StreamsBuilder:
     builder = StreamsBuilder()
-    # First (sub-topologies 0 to 3): a killed run, running one sub-topology after another, is killed in
-    # the first, and leaves the prices' to the rerun, whose batches are not capped (the order of its
-    # two topics in a task depends on the caps)
-    _table_step_stores(builder, topics)
+    # First (sub-topologies 0 to 4): a killed run, running one sub-topology after another, is killed in
+    # the joins' (1), and leaves the prices' to the rerun, whose batches are not capped (the order of its
+    # two topics in a task depends on the caps; the joins' inputs come in rounds that a cap cuts between)
+    _filter_stores(builder, topics)
+    _join_stores(builder, topics)
+    _aggregation_stores(builder, topics)
     counts = builder.stream(topics["events"]).group_by_key().count(Materialized.as_("counts").with_caching_disabled())
     counts.to_stream().process(CountCorrector, "counts").to(topics["out"])
     builder.table(topics["prices"], Materialized.as_("prices-store"))

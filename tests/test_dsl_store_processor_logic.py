@@ -2,7 +2,8 @@
 count going on from what the processor wrote (and its timestamps: Kafka Streams' larger of the
 record's and the stored one), batches with the task state pickled in between (as a checkpoint),
 a cached table forwarding a processor's write at the flush, a table filter's store after an
-aggregation stamped as Kafka Streams stamps it, and what is refused. The broker-backed
+aggregation stamped as Kafka Streams stamps it, table-table joins' stores and a join's filter's stamped
+with both rows' times, and what is refused. The broker-backed
 comparison with Kafka Streams is test_equivalence_dsl_store_processor.py."""
 
 from __future__ import annotations
@@ -61,8 +62,8 @@ def _run(program, rows, batches):
 
 
 TOPICS = {"events": "in", "prices": "prices", "orders": "orders", "out": "out", "out-prices": "out-prices",
-          **{name: name for name in ("items", "accounts", "clicks", "views", "out-tables")}}
-COUNTS = 4  # the count's sub-topology (the table step stores' come first)
+          **{name: name for name in ("items", "accounts", "clicks", "views", "lefts", "rights", "out-tables")}}
+COUNTS = 5  # the count's sub-topology (the table step, join and re-grouping stores' come first)
 K = "000000000000|a"  # bucket 0
 ROWS = [(K, "x", 100), (K, "x", 50), (K, "x", 300), (K, None, 310), (K, "x", 20), (K, "x", 400), (K, "x", 500),
         (K, "x", 600), (None, "x", 650), ("000000000001|a", "x", 10_000), (K, "x", 10_001)]
@@ -192,22 +193,100 @@ def test_a_filter_store_after_an_aggregation_keeps_kafka_streams_stamps():
     assert [value for _, value in outputs] == ["1|t100|1@100", "2|t100|2@100", "3|t120|3@120"]
 
 
+class _JoinEditor(Processor):
+    """Forwards each update of the join with what ``store`` holds for its key; puts ``edited`` stamped 1 ms
+    later on an update at an even time."""
+
+    def __init__(self, store: str) -> None:
+        self.store_name = store
+
+    def init(self, context) -> None:
+        self.context, self.store = context, context.get_state_store(self.store_name)
+
+    def process(self, record: Record) -> None:
+        stored = self.store.get(record.key)
+        stored_text = "null" if stored is None else f"{stored.value()}@{stored.timestamp()}"
+        self.context.forward(record.with_value(f"{record.value}|t{record.timestamp}|{stored_text}"))
+        if record.timestamp % 2 == 0:
+            self.store.put(record.key, ValueAndTimestamp.make("edited", record.timestamp + 1))
+
+
+def _joins(join: str, step=None):
+    builder = StreamsBuilder()
+    left = builder.table("l", Materialized.as_("l-store").with_caching_disabled())
+    right = builder.table("r", Materialized.as_("r-store").with_caching_disabled())
+    joined = getattr(left, join)(right, lambda a, b: f"{a}+{b}", Materialized.as_("joined").with_caching_disabled())
+    store = "joined"
+    if step is not None:
+        joined, store = step(joined), "stepped"
+    joined.to_stream().process(lambda: _JoinEditor(store), store).to("out")
+    return builder
+
+
+JOIN_ROWS = [("k", "a", 101, "l"), ("k", "b", 200, "r"), ("k", "c", 151, "l"), ("k", None, 300, "r"),
+             ("k", "d", 301, "r"), ("k", None, 303, "l"), ("k", None, 401, "r")]
+
+
+@pytest.mark.parametrize("join, expected", [
+    ("join", ["a+b|t200|a+b@200", "c+b|t200|c+b@200", "None|t300|null", "c+d|t301|c+d@301", "None|t303|null"]),
+    ("left_join", ["a+None|t101|a+None@101", "a+b|t200|a+b@200", "c+b|t200|c+b@200", "c+None|t300|c+None@300",
+                   "c+d|t301|c+d@301", "None|t303|null"]),
+    ("outer_join", ["a+None|t101|a+None@101", "a+b|t200|a+b@200", "c+b|t200|c+b@200", "c+None|t300|c+None@300",
+                    "c+d|t301|c+d@301", "None+d|t303|None+d@303", "None|t401|null"]),
+])
+def test_a_join_store_reads_the_join_stamps_and_its_next_update_overwrites_a_write(join, expected):
+    """Kafka Streams stamps a join's update with the larger of both rows' times (c at 151 joins b of 200:
+    200), puts it into the store whatever the processor wrote there (the edit at 200 is gone by the next
+    update), and deletes on its tombstones."""
+    outputs, stored = _run(_program(_joins(join)), JOIN_ROWS, 1)
+    assert [value for _, value in outputs] == expected
+    many, _ = _run(_program(_joins(join)), JOIN_ROWS, 3)  # the timestamps kept across batches too
+    assert many == outputs
+
+
+def test_an_inner_join_store_keeps_a_write_no_update_of_the_key_overwrites():
+    """The processor writes on the join's tombstone (at 300); the left tombstone, while the right table
+    has no row, forwards nothing: the write stays."""
+    rows = [("k", "a", 100, "l"), ("k", "b", 201, "r"), ("k", None, 300, "r"), ("k", None, 401, "l")]
+    program = _program(_joins("join"))
+    _, stored = _run(program, rows, 1)
+    assert TaskState.store_content(stored, program.store_slots["joined"]) == {b"k": "edited"}
+
+
+def test_a_filter_of_a_join_stores_the_join_stamps_and_reads_its_own_store():
+    """The filter (it sends old values: a join's table does) keeps the join's stamps; after the processor
+    put "edited" at 200 (c+b at 200 fails the filter), its store still holds a value, so the update is
+    forwarded as a delete, not dropped."""
+    def step(joined):
+        return joined.filter(lambda key, value: not value.startswith("c"),
+                             Materialized.as_("stepped").with_caching_disabled())
+    outputs, _ = _run(_program(_joins("left_join", step)), JOIN_ROWS, 1)
+    assert [value for _, value in outputs] == [
+        "a+None|t101|a+None@101", "a+b|t200|a+b@200", "None|t200|null", "None|t300|null", "None|t301|null",
+    ]
+
+
 def test_stores_the_runner_keeps_without_timestamps_are_refused_naming_them():
     # (the windowed stores still refused: test_dsl_window_store_processor_logic.py)
+    windows = TimeWindows.of_size_with_no_grace(timedelta(seconds=10))
     builder = StreamsBuilder()
-    left, right = builder.table("l"), builder.table("r")
-    left.join(right, lambda a, b: a + b, Materialized.as_("joined")).to_stream().process(_Nothing, "joined")
-    with pytest.raises(UnsupportedTopologyError, match="store joined belongs to KTABLE-MERGE-.*without the timestamps"):
+    left = builder.stream("l").group_by_key().windowed_by(windows).count()
+    right = builder.stream("r").group_by_key().windowed_by(windows).count()
+    left.join(right, lambda a, b: a + b, Materialized.as_("joined"))
+    builder.stream("s").process(_Nothing, "joined")
+    with pytest.raises(UnsupportedTopologyError, match="processor KSTREAM-PROCESSOR-.*store joined belongs to "
+                                                       "KTABLE-MERGE-.*join of the windowed table"):
         _program(builder)
     builder = StreamsBuilder()
-    left, right = builder.table("l"), builder.table("r")
-    left.join(right, lambda a, b: a + b).filter(lambda k, v: True, Materialized.as_("kept")) \
-        .to_stream().process(_Nothing, "kept")
-    with pytest.raises(UnsupportedTopologyError, match="store kept belongs to KTABLE-FILTER-.*over the table of "
-                                                       "KTABLE-MERGE-.*stamps with other times"):
+    left = builder.stream("l").group_by_key().windowed_by(windows).count()
+    right = builder.stream("r").group_by_key().windowed_by(windows).count()
+    left.join(right, lambda a, b: a + b).filter(lambda k, v: True, Materialized.as_("kept"))
+    builder.stream("s").process(_Nothing, "kept")
+    with pytest.raises(UnsupportedTopologyError, match="store kept belongs to KTABLE-FILTER-.*over KTABLE-MERGE-.*"
+                                                       "join of the windowed table"):
         _program(builder)
     builder = StreamsBuilder()
-    builder.stream("in").group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=10))).count() \
+    builder.stream("in").group_by_key().windowed_by(windows).count() \
         .filter(lambda k, v: True, Materialized.as_("kept")).to_stream().process(_Nothing, "kept")
     with pytest.raises(UnsupportedTopologyError, match="store kept belongs to KTABLE-FILTER-.*a windowed table"):
         _program(builder)

@@ -8,21 +8,25 @@ it wrote (and stamps an update with the larger of the record's and the stored ti
 Streams does), and a stream-time punctuator lists and deletes the keys of the 10 s buckets that ended.
 ``PriceReader`` reads the store of a table read from another topic, in the same sub-topology (Kafka
 Streams merges the two sub-topologies: describe() compared). ``StoreEditor`` reads, overwrites (by
-the update's timestamp) and deletes the stores of a table's filter and map_values, of a re-grouped
+the update's timestamp) and deletes the stores of a table's filter and map_values, of an inner and an
+outer table-table join, of a left join's filter and the outer join's map_values, of a re-grouped
 table's reduce and of a cogroup's aggregate, each stamped by Kafka Streams' rule (the update's time;
-the larger of the record's and the aggregate's).
+a join's: the larger of both rows'; the larger of the record's and the aggregate's).
 
 Input (2 partitions): out-of-order timestamps within each 10 s bucket (a bucket's records all come
 before the next bucket's, so the keys a punctuation closes have seen all their records whenever Kafka
-Streams runs it), null keys and null values; table tombstones and older table updates. Compared, per
+Streams runs it), null keys and null values; table tombstones and older table updates. The joined
+tables' updates come in rounds of 2 s, 6 updates of each table per partition and round, out of order
+within a round, tombstones on either side, null keys. Compared, per
 task, the whole sequence of what the count's records forwarded (values carry the record timestamps and
 the stored ones) and of what the punctuator forwarded (the two interleave differently from run to run
 in Kafka Streams); per key, what each order read from the table (a task's two topics are merged by
 timestamp, which Kafka Streams only guarantees per key here); and both stores as interactive queries
-read them at the end; per task, the whole sequence of what the filter's and the re-grouping's
-updates forwarded (the accounts all come from partition 0, so that each re-grouping task reads one
-writer's records in its order), and per task and key the cogroup's (two topics merged). Once on a clean
-run, and once killed part-way (the filter's second task after its first batch of 120 records) and
+read them at the end; per task, the whole sequence of what the filter's, the joins' and the
+re-grouping's updates forwarded (the accounts all come from partition 0, so that each re-grouping task
+reads one writer's records in its order), and per task and key the cogroup's (two topics merged). Once
+on a clean run, and once killed part-way (the joins' second task after its first batch of 120 records:
+10 rounds of each table, so the cap cuts where Kafka Streams' order across the two topics is kept) and
 rerun from the checkpoints.
 """
 
@@ -50,7 +54,10 @@ cloudpickle.register_pickle_by_value(dsl_store_processor_topology)
 PARTITIONS = 2
 T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute: a bucket start
 OUTPUTS = {"out": 1, "out-prices": 1, "out-tables": 1}
-STORES = ("counts", "prices-store", "kept", "mapped", "regrouped", "cogrouped")
+STORES = ("counts", "prices-store", "kept", "mapped", "regrouped", "cogrouped", "joined", "left-kept", "outer-joined",
+          "outer-mapped")
+JOIN_STORES = ("joined", "left-kept", "outer-joined")  # each StoreEditor's first store
+JOIN_ROUNDS, JOIN_ROUND_MS, JOIN_PER_ROUND = 20, 2_000, 6  # per round, partition and table: 6 updates
 
 
 def _events(seed: int = 19) -> list[tuple]:
@@ -116,6 +123,25 @@ def _table_inputs(seed: int = 21) -> dict[str, list[tuple]]:
     return {"items": items, "accounts": accounts, **streams}
 
 
+def _join_inputs(seed: int = 22) -> dict[str, list[tuple]]:
+    """Updates of the two joined tables in rounds: per round, partition and table, ``JOIN_PER_ROUND``
+    updates at random times of the round's first 1.9 s (out of order), of three keys per partition
+    (tombstones, a few null keys, values filtered out by the left join's filter: "x..."), no two
+    at the same time."""
+    rng = random.Random(seed)
+    lefts, rights = [], []
+    for round_ in range(JOIN_ROUNDS):
+        start = T0 + round_ * JOIN_ROUND_MS
+        for partition in range(PARTITIONS):
+            for table in (lefts, rights):
+                for _ in range(JOIN_PER_ROUND):
+                    key = None if rng.random() < 0.03 else f"j{rng.choice((1, 3, 5) if partition else (2, 4, 6))}"
+                    value = None if rng.random() < 0.15 else f"{rng.choice('vvx')}{rng.randint(1, 9)}"
+                    table.append((key, value, partition, start + rng.randint(0, 1_900)))
+    (tables,) = with_unique_timestamps([{"lefts": lefts, "rights": rights}], ("lefts", "rights"))
+    return tables
+
+
 def _count_results(records) -> dict[tuple[str, str], list]:
     """``{(task tag, "record" | "punctuation"): [(key, value)]}`` in offset order."""
     results: dict[tuple[str, str], list] = {}
@@ -159,11 +185,11 @@ def _results(bootstrap: str, topics: dict[str, str]) -> dict:
 
 @pytest.fixture(scope="module")
 def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory):
-    names = ("events", "prices", "orders", "items", "accounts", "clicks", "views")
+    names = ("events", "prices", "orders", "items", "accounts", "clicks", "views", "lefts", "rights")
     inputs = {name: unique_topic(f"dsl-papi-{name}") for name in names}
     kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
     prices, orders = _prices_and_orders()
-    records = {"events": _events(), "prices": prices, "orders": orders, **_table_inputs()}
+    records = {"events": _events(), "prices": prices, "orders": orders, **_table_inputs(), **_join_inputs()}
     for name in names:
         produce_strings(kafka_bootstrap, inputs[name], records[name])
     topics, stdout = run_kafka_streams("kstreams.oracle.DslStoreProcessorExamples", "dsl-papi", kafka_bootstrap,
@@ -184,22 +210,22 @@ def test_clean_run_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_to
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS)
     runner = TaskRunner(dsl_store_processor_examples(topics), unique_topic("spark-dsl-papi"), kafka_bootstrap,
                         state_location=str(tmp_path / "state"), spark=spark)
-    assert {r.task_id for r in runner.run_all()} == {f"{sub}_{partition}" for sub in range(6) for partition in (0, 1)}
+    assert {r.task_id for r in runner.run_all()} == {f"{sub}_{partition}" for sub in range(7) for partition in (0, 1)}
     _assert_matches(kafka_bootstrap, topics, runner, kafka_streams_run)
 
 
 def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
                                                          kafka_streams_run):
     """The killed run runs one sub-topology after another in batches of 120 records, the filter's and
-    map_values' first, and is killed after their second task's first batch; the rerun continues from
-    the checkpoints."""
+    map_values', then the joins', and is killed after the joins' second task's first batch; the rerun
+    continues from the checkpoints."""
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS)
     rerun = kill_and_rerun(tmp_path, dsl_store_processor_examples, topics, app_id=unique_topic("spark-dsl-papi-k"),
                            bootstrap=kafka_bootstrap, spark=spark,
-                           kill_when=lambda line: line.startswith("task 0_1 batch"),
+                           kill_when=lambda line: line.startswith("task 1_1 batch"),
                            killed_args=("--parallelism", "1", "--max-records-per-batch", "120"))
-    on_partition_1 = sum(1 for record in _table_inputs()["items"] if record[2] == 1)
-    assert 0 < rerun.by_task["0_1"].records_in < on_partition_1  # task 0_1 continued from its checkpoint
+    on_partition_1 = sum(1 for records in _join_inputs().values() for record in records if record[2] == 1)
+    assert 0 < rerun.by_task["1_1"].records_in < on_partition_1  # task 1_1 continued from its checkpoint
     _assert_matches(kafka_bootstrap, topics, rerun.runner, kafka_streams_run)
 
 
@@ -229,11 +255,16 @@ def _assert_reference_exercises_it(reference: dict) -> None:
         read = [value for (task, _), sequence in prices.items() if task == tag for value in sequence]
         assert any("@" in value for value in read) and any(value.endswith("|null") for value in read)
     for tag in ("p0", "p1"):
-        for store in ("kept", "regrouped", "cogrouped"):
+        for store in ("kept", "regrouped", "cogrouped", *JOIN_STORES):
             values = [value for sequence in _by_key(reference, tag, store).values() for value in sequence]
             # a store read (or listed) what the processor wrote
             assert any("edited" in "|".join(parts[5:]) for parts in values if parts[2] == "update"), (tag, store)
             assert any(parts[2] == "deleted" and parts[3] != "null" for parts in values), (tag, store)
+    # A join's update stamped with the other row's (larger) time: two updates of a key at one time.
+    for store in JOIN_STORES:
+        assert any(earlier[2] == later[2] == "update" and earlier[4] == later[4]
+                   for tag in ("p0", "p1") for sequence in _by_key(reference, tag, store).values()
+                   for earlier, later in zip(sequence, sequence[1:])), store
     # An aggregate's update stamped with the previous one's (larger) time: its record came out of order.
     assert any(earlier[2] == later[2] == "update" and earlier[4] == later[4]
                for store in ("regrouped", "cogrouped") for tag in ("p0", "p1")

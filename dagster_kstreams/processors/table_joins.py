@@ -73,7 +73,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from dagster_kstreams.processors.aggregations import ToTable
+from dagster_kstreams.processors.aggregations import ToTable, read_by_user_processor
 from dagster_kstreams.processors.base import Processor, register
 from dagster_kstreams.processors.joined_tables import joined_value, old_value_key
 from dagster_kstreams.processors.stateless import Merge
@@ -212,8 +212,12 @@ def _table_table_join(factory, ctx) -> TableTableJoin:
 
 def _table_table_join_merge(factory, ctx) -> Processor:
     store = factory.params.get("store_name")
-    if store is not None and store in factory.stores:
-        return ToTable(factory.name, store, ctx.cached(store))  # materialized: the joined table's store
+    if store is not None and store in factory.stores:  # materialized: the joined table's store
+        merge = ToTable(factory.name, store, ctx.cached(store))
+        # A user processor reads and writes it with Kafka Streams' stamps: the join's, the larger of both
+        # rows' times (its sub-topology is task-grouped, so the join reads them: TableTableJoin.init).
+        merge.keeps_timestamps = read_by_user_processor(ctx.subtopology, store)
+        return merge
     return Merge(factory.name)
 
 

@@ -1,15 +1,18 @@
 """A DSL operation's key-value store as a user processor sees it: ``process(supplier, "counts")``
 on the store of ``count(Materialized.as_("counts"))`` (of a grouped stream, a re-grouped table or a
-cogroup), of ``to_table``, of a table read from a topic or of a table's ``filter``/``map_values``
-(Kafka Streams' ``TimestampedKeyValueStore`` behind its read-write decorator).
+cogroup), of ``to_table``, of a table read from a topic, of a table-table join or of a table's
+``filter``/``map_values`` (Kafka Streams' ``TimestampedKeyValueStore`` behind its read-write decorator).
 
 The view reads and writes the operation's own state, not a copy: each key's value is the store's
 slot of the key's group in the task's state (:mod:`.task_state`; a sub-topology with a user processor
 runs task-grouped), and its timestamp the store's task-level timestamps, which the operation keeps
 once a processor names its store (``KeyValueStoreProcessor.keeps_timestamps``; a filter's or
-map_values' store is then kept, as :class:`~.table_step_stores.TableStepStore`). So what a processor
-puts is what the next record's aggregation adds to, and a table's update is what the processor
-reads, within a batch, across batches and after a rerun from the checkpoint.
+map_values' store is then kept, as :class:`~.table_step_stores.TableStepStore`; a join's is its
+merge's, stamped with the larger of both rows' times: :class:`~.table_joins.TableTableJoin`). So what
+a processor puts is what the next record's aggregation adds to, and a table's update is what the
+processor reads, within a batch, across batches and after a rerun from the checkpoint. A join never
+reads its own store (Kafka Streams' merger puts the join's new value whatever the store holds): its
+next update of the key overwrites a processor's write.
 
 Values are :class:`~dagster_kstreams.topology.processor_api.ValueAndTimestamp`; reads give a copy
 made through the store's value serde (as Kafka Streams deserializes stored bytes), writes store one
@@ -115,30 +118,33 @@ class TimestampedKeyValueStore(DslStoreView):
 
 # -- definition time -------------------------------------------------------------------------
 _DSL_STORES_OFFERED = ("user processors get the key-value stores of count/reduce/aggregate (of grouped streams, "
-                       "re-grouped tables and cogroups), to_table, tables read from a topic and their "
-                       "filter/map_values, the window stores of time-windowed and the session stores of "
-                       "session-windowed count/reduce/aggregate emitting on every update, and the stores added "
-                       "with add_state_store()")
+                       "re-grouped tables and cogroups), to_table, tables read from a topic, table-table joins "
+                       "(not of windowed tables) and their filter/map_values, the window stores of time-windowed "
+                       "and the session stores of session-windowed count/reduce/aggregate emitting on every update, "
+                       "and the stores added with add_state_store()")
 
 # The DSL operations whose key-value store keeps its timestamps once a processor names it
 # (aggregations.KeyValueStoreProcessor.keeps_timestamps; a filter's or map_values' store through
-# table_step_stores.TableStepStore).
+# table_step_stores.TableStepStore; a materialized table-table join's through its merge's ToTable).
 _TIMESTAMPED_STORE_KINDS = frozenset({NodeKind.AGGREGATE, NodeKind.TABLE_AGGREGATE, NodeKind.TO_TABLE,
-                                      NodeKind.TABLE_SOURCE, NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES})
+                                      NodeKind.TABLE_SOURCE, NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES,
+                                      NodeKind.TABLE_TABLE_JOIN_MERGE})
 _TABLE_STEPS = (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES)
 # The tables whose updates a filter/map_values store stamps as Kafka Streams does: their own
-# record's time (a table source, to_table), or an aggregation's Kafka Streams' time, which it keeps
-# while its updates reach a store a processor reads (aggregations.aggregation_keeping_timestamps).
+# record's time (a table source, to_table), an aggregation's Kafka Streams' time, which it keeps
+# while its updates reach a store a processor reads (aggregations.aggregation_keeping_timestamps), or
+# a table-table join's, the larger of both rows' times, read from its tables' stores in the
+# task-grouped sub-topology a processor makes (table_joins.TableTableJoin.stamps_both_rows).
 _STAMPED_AS_KAFKA_STREAMS = frozenset({NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE,
-                                       NodeKind.TABLE_AGGREGATE})
+                                       NodeKind.TABLE_AGGREGATE, NodeKind.TABLE_TABLE_JOIN_MERGE})
 
 
 def check_dsl_store(factory, spec, sub) -> None:
     """A DSL store a processor names must be one the runner keeps as Kafka Streams' timestamped
     key-value store (the store of a stream, cogroup or re-grouped table aggregation, ``to_table``, a
-    table source or their ``filter``/``map_values``), timestamped window store (a time-windowed stream
-    aggregation's that emits on every update) or session store (a session-windowed one's that emits
-    on every update)."""
+    table source, a table-table join not of windowed tables or their ``filter``/``map_values``),
+    timestamped window store (a time-windowed stream aggregation's that emits on every update) or
+    session store (a session-windowed one's that emits on every update)."""
     where = f"processor {factory.name}: store {spec.name}"
     if spec.type is StoreType.WINDOW:
         _check_window_store(where, spec, sub)
@@ -163,6 +169,8 @@ def check_dsl_store(factory, spec, sub) -> None:
                 f"without the timestamps a processor reads (ValueAndTimestamp); {_DSL_STORES_OFFERED}")
         if owner.kind in _TABLE_STEPS:
             _check_table_step(where, owner, sub)
+        elif owner.kind is NodeKind.TABLE_TABLE_JOIN_MERGE:
+            _check_join(where, owner, owner, sub)
 
 
 def _check_table_step(where: str, step, sub) -> None:
@@ -180,6 +188,8 @@ def _check_table_step(where: str, step, sub) -> None:
                 f"{_DSL_STORES_OFFERED}")
     if node.kind is NodeKind.COGROUP_MERGE:  # a cogroup's table: its aggregations write it
         node = sub.node(node.parents[0])
+    if node.kind is NodeKind.TABLE_TABLE_JOIN_MERGE:
+        _check_join(where, step, node, sub)
     if node.kind in _STAMPED_AS_KAFKA_STREAMS:
         return
     if node.kind is NodeKind.WINDOWED_AGGREGATE:
@@ -191,6 +201,22 @@ def _check_table_step(where: str, step, sub) -> None:
     raise UnsupportedTopologyError(
         f"{where} belongs to {step.name} ({step.kind.value}), over the table of {node.name} ({node.kind.value}), "
         f"{why}; {_DSL_STORES_OFFERED}")
+
+
+def _check_join(where: str, owner, merge, sub) -> None:
+    """A join's result is stamped as Kafka Streams stamps it, but a join of windowed tables keys its
+    store (or a step's after it) by windowed keys, which no view here reads yet."""
+    stack = [merge]
+    while stack:
+        node = stack.pop()
+        if node.kind is NodeKind.WINDOWED_AGGREGATE:
+            raise UnsupportedTopologyError(
+                f"{where} belongs to {owner.name} ({owner.kind.value}), over {merge.name}, a join of the windowed "
+                f"table of {node.name}, whose store is keyed by windows: not compared with Kafka Streams yet; "
+                f"{_DSL_STORES_OFFERED}")
+        if node.kind in (NodeKind.TABLE_TABLE_JOIN_MERGE, NodeKind.TABLE_TABLE_JOIN, NodeKind.COGROUP_MERGE,
+                         *_TABLE_STEPS):
+            stack.extend(sub.node(parent) for parent in node.parents)
 
 
 def _check_window_store(where: str, spec, sub) -> None:

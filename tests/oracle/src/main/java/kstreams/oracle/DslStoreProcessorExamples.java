@@ -24,13 +24,14 @@ import org.apache.kafka.streams.state.ValueAndTimestamp;
 
 /**
  * User processors on DSL operations' stores (a count's, a table's, a table filter's and map_values',
- * a re-grouped table's reduce's, a cogroup's) run by Kafka Streams itself against a real broker until
- * the input is consumed to its end; prints JSON {"describe": ..., "counts": {...}, "prices-store":
- * {...}, "kept": ..., "mapped": ..., "regrouped": ..., "cogrouped": ...} (the stores as interactive
- * queries read them then).
+ * table-table joins' and their filter's and map_values', a re-grouped table's reduce's, a cogroup's) run
+ * by Kafka Streams itself against a real broker until the input is consumed to its end; prints JSON
+ * {"describe": ..., "counts": {...}, "prices-store": {...}, "kept": ..., "mapped": ..., "regrouped": ...,
+ * "cogrouped": ..., "joined": ..., "left-kept": ..., "outer-joined": ..., "outer-mapped": ...} (the stores
+ * as interactive queries read them then).
  *
- * Args: bootstrap applicationId stateDir events prices orders items accounts clicks views out outPrices
- *       outTables
+ * Args: bootstrap applicationId stateDir events prices orders items accounts clicks views lefts rights out
+ *       outPrices outTables
  *
  * The Python twin is tests/dsl_store_processor_topology.py (CountCorrector, PriceReader, StoreEditor); keep the
  * two in step.
@@ -162,14 +163,34 @@ public final class DslStoreProcessorExamples {
         return Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as(store).withCachingDisabled();
     }
 
-    /** The stores of a table's filter and map_values, a re-grouped table's and a cogroup's, each edited by a
-     *  StoreEditor. */
-    static void tableStepStores(StreamsBuilder builder, String items, String accounts, String clicks, String views,
-                                String outTables) {
+    /** The stores of a table's filter and map_values, edited by a StoreEditor. */
+    static void filterStores(StreamsBuilder builder, String items, String outTables) {
         KTable<String, String> kept = builder.<String, String>table(items, uncached("items-store"))
             .filter((key, value) -> !value.startsWith("x"), uncached("kept"));
         kept.mapValues(value -> value.toUpperCase(), uncached("mapped"))
             .toStream().process(() -> new StoreEditor(true, "kept", "mapped"), "kept", "mapped").to(outTables);
+    }
+
+    /** The stores of an inner join, of a left join's filter, of an outer join and its map_values, each edited by a
+     *  StoreEditor. */
+    static void joinStores(StreamsBuilder builder, String lefts, String rights, String outTables) {
+        KTable<String, String> left = builder.table(lefts, uncached("lefts-store"));
+        KTable<String, String> right = builder.table(rights, uncached("rights-store"));
+        left.join(right, (l, r) -> l + "+" + r, uncached("joined"))
+            .toStream().process(() -> new StoreEditor(true, "joined"), "joined").to(outTables);
+        left.leftJoin(right, (l, r) -> l + "+" + r)
+            .filter((key, value) -> !value.startsWith("x"), uncached("left-kept"))
+            .toStream().process(() -> new StoreEditor(true, "left-kept"), "left-kept").to(outTables);
+        left.outerJoin(right, (l, r) -> l + "+" + r, uncached("outer-joined"))
+            .mapValues(value -> value.toUpperCase(), uncached("outer-mapped"))
+            .toStream().process(() -> new StoreEditor(true, "outer-joined", "outer-mapped"), "outer-joined",
+                "outer-mapped")
+            .to(outTables);
+    }
+
+    /** The stores of a re-grouped table's reduce and a cogroup's aggregate, each edited by a StoreEditor. */
+    static void aggregationStores(StreamsBuilder builder, String accounts, String clicks, String views,
+                                  String outTables) {
         builder.<String, String>table(accounts, uncached("accounts-store"))
             .groupBy((account, value) -> KeyValue.pair(value.split(":")[0], value.split(":")[1]))
             .reduce((total, amount) -> tail(total + "+" + amount), (total, amount) -> tail(total + "-" + amount),
@@ -184,10 +205,13 @@ public final class DslStoreProcessorExamples {
     }
 
     static Topology dslStoreProcessorExamples(String events, String prices, String orders, String items,
-                                              String accounts, String clicks, String views, String out,
-                                              String outPrices, String outTables) {
+                                              String accounts, String clicks, String views, String lefts,
+                                              String rights, String out, String outPrices, String outTables) {
         StreamsBuilder builder = new StreamsBuilder();
-        tableStepStores(builder, items, accounts, clicks, views, outTables);  // first, as in the Python twin
+        // first, in this order, as in the Python twin
+        filterStores(builder, items, outTables);
+        joinStores(builder, lefts, rights, outTables);
+        aggregationStores(builder, accounts, clicks, views, outTables);
         builder.<String, String>stream(events)
             .groupByKey()
             .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts").withCachingDisabled())
@@ -201,11 +225,12 @@ public final class DslStoreProcessorExamples {
 
     public static void main(String[] args) throws Exception {
         Topology topology = dslStoreProcessorExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
-            args[10], args[11], args[12]);
-        List<String> stores = List.of("counts", "prices-store", "kept", "mapped", "regrouped", "cogrouped");
+            args[10], args[11], args[12], args[13], args[14]);
+        List<String> stores = List.of("counts", "prices-store", "kept", "mapped", "regrouped", "cogrouped", "joined",
+            "left-kept", "outer-joined", "outer-mapped");
         KafkaStreamsRuns.runUntilConsumed(topology, args[0], args[1], args[2],
             // the re-grouping's repartition topic too: the reduce's sub-topology must have read it to the end
-            () -> List.of(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
+            () -> List.of(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10], args[11],
                           args[1] + "-regrouped-repartition"),
             Duration.ofMinutes(5),
             streams -> "{\"describe\": " + Json.quote(topology.describe().toString())
