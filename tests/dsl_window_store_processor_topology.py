@@ -1,4 +1,4 @@
-"""User processors on a windowed count's store and on a session count's, the Python twin of
+"""User processors on a windowed count's, a session count's and a sliding count's stores, the Python twin of
 kstreams.oracle.DslWindowStoreProcessorExamples (Java): keep the two in step.
 
 ``WindowCorrector`` (``process`` on ``windowed_by(hopping 10 s windows advancing by 5 s, grace 4 s)
@@ -18,6 +18,18 @@ store's order reversed). A count of 3 is corrected to 10, a count of 2 of a key 
 100 a half gap after it (which the key's next record may merge with), a count of 13 or more removes
 the session.
 
+``SlidingCorrector`` (``process`` on ``windowed_by(sliding windows of a 1 s time difference, grace 2 s)
+.count(Materialized.as_("sliding-counts"))``'s stream of the same events, uncached: retention 4 s): per
+window update it forwards, under ``key@start``, the count, its timestamp, what the store holds for that
+window, the key's windows from 1 s before to 1 s after it backward (``backward_fetch(key, from, to)``),
+the keys' windows from the retention before it to 1 s before it (``fetch(key_from, key_to, from,
+to)``, reaching past what the store still returns) and every key's windows around it backward
+(``backward_fetch_all``); on a count of 2 of a key ending in 1 every window (``all()``), on a count of
+1 of a key ending in 3 every window backward (``backward_all()``). A count of 3 is corrected to 10 (stamped 7 ms after the record), a count
+of 11 or more is deleted, and on a count of 2 a key ending in 2 gets a window of 100 put 3 s after it
+(ahead of stream time: the store's time moves, and what it hides is gone for the aggregation too); the
+key's next records aggregate onto what it wrote, and the windows they create copy it.
+
 Every value starts with ``p<partition>|``: the task that produced it. Its classes are self-contained:
 Spark's Python workers cannot import modules of tests/, and the test ships this module by value.
 """
@@ -26,11 +38,15 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from dagster_kstreams.topology import Materialized, SessionWindows, StreamsBuilder, TimeWindows, Window, Windowed
+from dagster_kstreams.topology import (
+    Materialized, SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows, Window, Windowed,
+)
 from dagster_kstreams.topology.processor_api import Processor, Record, ValueAndTimestamp
 
 SIZE_MS, ADVANCE_MS, GRACE_MS = 10_000, 5_000, 4_000
 GAP_MS, SESSION_GRACE_MS = 400, 3_000
+DIFF_MS, SLIDING_GRACE_MS = 1_000, 2_000
+SLIDING_RETENTION_MS = 2 * DIFF_MS + SLIDING_GRACE_MS  # Kafka Streams' default for sliding windows
 
 
 def stored_text(stored) -> str:
@@ -57,6 +73,41 @@ class WindowCorrector(Processor):
             self.counts.put(key, ValueAndTimestamp.make(10, record.timestamp + 7), start)
         elif record.value >= 13:
             self.counts.put(key, None, start)
+
+
+def window_text(entry) -> str:
+    """A window store entry of a key range as both twins write it (``key@start=value@timestamp``)."""
+    return f"{entry.key.key}@{entry.key.window.start}={stored_text(entry.value)}"
+
+
+class SlidingCorrector(Processor):
+    def init(self, context) -> None:
+        self.context = context
+        self.counts = context.get_state_store("sliding-counts")
+
+    def process(self, record: Record) -> None:
+        tag = f"p{self.context.record_metadata().partition}|"
+        key, start = record.key.key, record.key.window.start
+        stored = self.counts.fetch(key, start)
+        around = ",".join(f"{entry.key}={stored_text(entry.value)}"
+                          for entry in self.counts.backward_fetch(key, start - DIFF_MS, start + DIFF_MS))
+        keys = ",".join(window_text(entry) for entry in self.counts.fetch("a", "c", start - SLIDING_RETENTION_MS,
+                                                                          start - DIFF_MS))
+        every_key = ",".join(window_text(entry) for entry in self.counts.backward_fetch_all(start - DIFF_MS // 2,
+                                                                                            start + DIFF_MS // 2))
+        listed = ""
+        if record.value == 2 and key.endswith("1"):
+            listed = ",".join(window_text(entry) for entry in self.counts.all())
+        elif record.value == 1 and key.endswith("3"):
+            listed = ",".join(window_text(entry) for entry in self.counts.backward_all())
+        self.context.forward(Record(f"{key}@{start}", f"{tag}sliding|{record.value}|t{record.timestamp}|"
+                                    f"{stored_text(stored)}|{around}|{keys}|{every_key}|{listed}", record.timestamp))
+        if record.value == 3:
+            self.counts.put(key, ValueAndTimestamp.make(10, record.timestamp + 7), start)
+        elif record.value >= 11:
+            self.counts.put(key, None, start)
+        elif record.value == 2 and key.endswith("2"):
+            self.counts.put(key, ValueAndTimestamp.make(100, record.timestamp), start + 3 * DIFF_MS)
 
 
 def session_text(entry) -> str:
@@ -100,4 +151,9 @@ def dsl_window_store_processor_examples(topics: dict[str, str]) -> StreamsBuilde
     session_counts = events.group_by_key().windowed_by(sessions).count(
         Materialized.as_("session-counts").with_caching_disabled())
     session_counts.to_stream().process(SessionCorrector, "session-counts").to(topics["sessions-out"])
+    sliding = SlidingWindows.of_time_difference_and_grace(timedelta(milliseconds=DIFF_MS),
+                                                          timedelta(milliseconds=SLIDING_GRACE_MS))
+    sliding_counts = events.group_by_key().windowed_by(sliding).count(
+        Materialized.as_("sliding-counts").with_caching_disabled())
+    sliding_counts.to_stream().process(SlidingCorrector, "sliding-counts").to(topics["sliding-out"])
     return builder

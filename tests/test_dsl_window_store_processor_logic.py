@@ -18,7 +18,7 @@ from dsl_window_store_processor_topology import dsl_window_store_processor_examp
 
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology  # noqa: E402
 from dagster_kstreams.topology import (  # noqa: E402
-    EmitStrategy, Materialized, SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows, ValueAndTimestamp,
+    EmitStrategy, Materialized, SessionWindows, StreamsBuilder, TimeWindows, ValueAndTimestamp,
 )
 from dagster_kstreams.topology.processor_api import Processor, Record  # noqa: E402
 from dagster_kstreams.topology.serdes import Serdes  # noqa: E402
@@ -61,7 +61,7 @@ def _run(program, rows, batches=1):
     return outputs, stored
 
 
-TOPICS = {"events": "in", "out": "out", "sessions-out": "sessions-out"}
+TOPICS = {"events": "in", "out": "out", "sessions-out": "sessions-out", "sliding-out": "sliding-out"}
 # hopping 10 s windows advancing by 5 s, grace 4 s (retention 14 s): a record is in 2 windows
 ROWS = [("a1", "x", 1_000), ("a1", "x", 2_000), ("a2", "x", 3_000), ("a1", "x", 6_000), ("a1", None, 7_000),
         ("a1", "x", 8_000), ("a1", "x", 500), (None, "x", 9_000), ("a1", "x", 9_500), ("a1", "x", 9_600),
@@ -198,8 +198,6 @@ class _Nothing(Processor):
 
 
 @pytest.mark.parametrize("windowed, why", [
-    (lambda grouped: grouped.windowed_by(SlidingWindows.of_time_difference_with_no_grace(SECOND)),
-     "keeps its SlidingWindows in a form of its own"),
     (lambda grouped: grouped.windowed_by(TimeWindows.of_size_with_no_grace(SECOND))
      .emit_strategy(EmitStrategy.on_window_close()), "emits on window close"),
     (lambda grouped: grouped.windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(SECOND))

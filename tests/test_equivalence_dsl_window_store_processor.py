@@ -1,5 +1,5 @@
-"""User processors reading and correcting a windowed count's store and a session count's, on Spark
-against Kafka Streams itself (tests/dsl_window_store_processor_topology.py; Java twin
+"""User processors reading and correcting a windowed count's store, a session count's and a sliding
+count's, on Spark against Kafka Streams itself (tests/dsl_window_store_processor_topology.py; Java twin
 DslWindowStoreProcessorExamples). Kafka Streams 4.3.1 runs it once.
 
 ``WindowCorrector`` reads the uncached ``window-counts`` store of the hopping-window count it follows
@@ -11,6 +11,13 @@ from what it wrote (and stamps an update with the larger of the record's and the
 sessions' tombstones included; it corrects a count of 3 to 10, puts a session of 100 after a count of 2
 (keys ending in 1; the key's next record may merge with it) and removes a count of 13 or more; the key's next records
 merge with what it wrote.
+``SlidingCorrector`` reads the uncached ``sliding-counts`` store of a sliding count (1 s, grace 2 s,
+retention 4 s) of the same events on every update: the window, the key's windows around it backward,
+the keys' windows back to the retention's edge, every key's windows around it backward, and at times
+every window (``all``, ``backward_all``); it corrects a count of 3 to 10, deletes a count of 11 or more
+and puts a window of 100 3 s ahead of a count of 2 (keys ending in 2), which moves the store's time:
+the windows it hides are gone for the aggregation too. The key's next records aggregate onto what it
+wrote, and the windows they create copy it.
 
 Input (2 partitions, 3 keys each): timestamps advancing about 100 ms a record, a fifth of them out
 of order by up to 12 s (within the 4 s grace, and beyond it: dropped from the closed windows), null
@@ -43,7 +50,7 @@ cloudpickle.register_pickle_by_value(dsl_window_store_processor_topology)
 
 PARTITIONS = 2
 T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute: a window start
-OUTPUTS = {"out": 1, "sessions-out": 1}
+OUTPUTS = {"out": 1, "sessions-out": 1, "sliding-out": 1}
 
 
 def _events(seed: int = 41) -> list[tuple]:
@@ -80,7 +87,8 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     printed = json.loads(stdout)
     return {"inputs": inputs, "describe": printed["describe"], "results": _results(kafka_bootstrap, topics["out"]),
             "sessions": _results(kafka_bootstrap, topics["sessions-out"]), "store": printed["window-counts"],
-            "session_store": printed["session-counts"], "topics": topics}
+            "session_store": printed["session-counts"], "sliding": _results(kafka_bootstrap, topics["sliding-out"]),
+            "sliding_store": printed["sliding-counts"], "topics": topics}
 
 
 def test_describe_is_kafka_streams(kafka_streams_run):
@@ -125,6 +133,13 @@ def _assert_matches(bootstrap: str, topics: dict[str, str], runner: TaskRunner, 
     sessions = {f"{windowed.key}@{windowed.window.start}-{windowed.window.end}": str(count)
                 for windowed, count in runner.read_store("session-counts").items()}
     assert sessions == reference["session_store"]
+    ours = _results(bootstrap, topics["sliding-out"])
+    assert set(ours) == set(reference["sliding"])
+    for tag, sequence in reference["sliding"].items():
+        assert ours[tag] == sequence, f"sliding {tag}"
+    store = {f"{windowed.key}@{windowed.window.start}": str(count)
+             for windowed, count in runner.read_store("sliding-counts").items()}
+    assert store == reference["sliding_store"]
 
 
 def _assert_reference_exercises_it(reference: dict) -> None:
@@ -142,6 +157,7 @@ def _assert_reference_exercises_it(reference: dict) -> None:
     assert sum(len(sequence) for sequence in reference["results"].values()) < 2 * keyed
     assert reference["store"]
     _assert_reference_exercises_sessions(reference)
+    _assert_reference_exercises_sliding(reference)
 
 
 def _assert_reference_exercises_sessions(reference: dict) -> None:
@@ -155,3 +171,19 @@ def _assert_reference_exercises_sessions(reference: dict) -> None:
         assert counts.count("13") >= 2 and counts.count("null") >= 10 and reference["session_store"]
         assert any(count == "null" and following != "null" and previous == "null"
                    for previous, count, following in zip(counts, counts[1:], counts[2:]))
+
+
+def _assert_reference_exercises_sliding(reference: dict) -> None:
+    """The sliding count's side, in both tasks: windows counting on from the processor's 10 (11, then
+    deleted), windows aggregating onto a window put ahead (past 100), windows the record just put that
+    the store no longer returns (the put ahead moved its time: stored ``null``), key ranges reaching
+    several keys, and both listings of every window."""
+    for tag in ("p0", "p1"):
+        values = [value.split("|") for _, value in reference["sliding"][tag]]
+        counts = [int(parts[2]) for parts in values]
+        assert 11 in counts and any(count > 100 for count in counts)
+        assert sum(1 for parts in values if parts[4] == "null") >= 2
+        assert any(len({entry.split("@")[0] for entry in parts[6].split(",")}) >= 2 for parts in values)
+        assert any(parts[2] == "2" and parts[8].count("=") >= 5 for parts in values)  # all()
+        assert any(parts[2] == "1" and parts[8].count("=") >= 5 for parts in values)  # backward_all()
+    assert reference["sliding_store"]

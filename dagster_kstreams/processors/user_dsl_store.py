@@ -34,7 +34,7 @@ from dagster_kstreams.processors.user_dsl_view import DslStoreView
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind, StoreType
 from dagster_kstreams.topology.processor_api import KeyValue, ValueAndTimestamp
-from dagster_kstreams.topology.windows import TimeWindows
+from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
 
 __all__ = ["TimestampedKeyValueStore", "check_dsl_store"]
 
@@ -119,9 +119,9 @@ class TimestampedKeyValueStore(DslStoreView):
 # -- definition time -------------------------------------------------------------------------
 _DSL_STORES_OFFERED = ("user processors get the key-value stores of count/reduce/aggregate (of grouped streams, "
                        "re-grouped tables and cogroups), to_table, tables read from a topic, table-table joins "
-                       "(not of windowed tables) and their filter/map_values, the window stores of time-windowed "
-                       "and the session stores of session-windowed count/reduce/aggregate emitting on every update, "
-                       "and the stores added with add_state_store()")
+                       "(not of windowed tables) and their filter/map_values, the window stores of time- and "
+                       "sliding-windowed and the session stores of session-windowed count/reduce/aggregate emitting on "
+                       "every update, and the stores added with add_state_store()")
 
 # The DSL operations whose key-value store keeps its timestamps once a processor names it
 # (aggregations.KeyValueStoreProcessor.keeps_timestamps; a filter's or map_values' store through
@@ -143,8 +143,8 @@ def check_dsl_store(factory, spec, sub) -> None:
     """A DSL store a processor names must be one the runner keeps as Kafka Streams' timestamped
     key-value store (the store of a stream, cogroup or re-grouped table aggregation, ``to_table``, a
     table source, a table-table join not of windowed tables or their ``filter``/``map_values``),
-    timestamped window store (a time-windowed stream aggregation's that emits on every update) or
-    session store (a session-windowed one's that emits on every update)."""
+    timestamped window store (a time- or sliding-windowed stream aggregation's that emits on every update)
+    or session store (a session-windowed one's that emits on every update)."""
     where = f"processor {factory.name}: store {spec.name}"
     if spec.type is StoreType.WINDOW:
         _check_window_store(where, spec, sub)
@@ -222,9 +222,8 @@ def _check_join(where: str, owner, merge, sub) -> None:
 def _check_window_store(where: str, spec, sub) -> None:
     owner = next(node for node in sub.nodes if spec.name in node.stores and node.kind is NodeKind.WINDOWED_AGGREGATE)
     windows = owner.params.get("windows")
-    if not isinstance(windows, TimeWindows):
-        why = (f"keeps its {type(windows).__name__} in a form of its own, whose retention follows its stream time "
-               "rather than the store's observed time a WindowStore view reads by")
+    if not isinstance(windows, (TimeWindows, SlidingWindows)):
+        why = f"keeps its {type(windows).__name__} in a form of its own, which has no WindowStore view"
     elif owner.params.get("emit_strategy", ON_WINDOW_UPDATE) != ON_WINDOW_UPDATE:
         why = "emits on window close, over Kafka Streams' time-ordered window store, which has no view here yet"
     elif owner.params.get("cogroup"):

@@ -1,7 +1,8 @@
-"""A time-windowed aggregation's store as a user processor sees it: ``process(supplier, "counts")`` on
-the store of ``windowed_by(TimeWindows...).count(Materialized.as_("counts"))`` (Kafka Streams 4.3.1's
-``TimestampedWindowStore`` behind ``TimestampedWindowStoreReadWriteDecorator``, over the RocksDB
-window store the DSL builds: ``persistentTimestampedWindowStore``).
+"""A time- or sliding-windowed aggregation's store as a user processor sees it: ``process(supplier,
+"counts")`` on the store of ``windowed_by(TimeWindows... | SlidingWindows...).count(Materialized.as_(
+"counts"))`` (Kafka Streams 4.3.1's ``TimestampedWindowStore`` behind
+``TimestampedWindowStoreReadWriteDecorator``, over the RocksDB window store the DSL builds:
+``persistentTimestampedWindowStore``; a sliding window's end is its start plus the time difference).
 
 The view reads and writes the aggregation's own windows, not a copy: a key's windows are the
 aggregation's slot of the key's group in the task's state (``{start: (aggregate, timestamp)}``,
@@ -10,7 +11,9 @@ puts is what the next record of the window aggregates onto, within a batch, acro
 a rerun from the checkpoint. Retention as the store's: its observed time is the largest window start
 ever put into it, by the aggregation or a processor (a delete included), kept in the task's state
 once a processor names the store (``_WindowAggregate.observes_store_time``); a window whose start is
-at most ``observed time - retention`` is gone: no read returns it, a put of it is skipped.
+at most ``observed time - retention`` is gone: no read returns it, a put of it is skipped. The
+aggregation then keeps the store's own retention too (sliding windows: not the wider one it keeps by
+its stream time otherwise), so its reads agree with the processor's.
 
 Values are :class:`~dagster_kstreams.topology.processor_api.ValueAndTimestamp`; reads give a copy
 made through the store's value serde, writes store one. Single-key reads return ``(start, value)``
@@ -30,13 +33,11 @@ from typing import Any, Callable, Optional
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.user_dsl_view import DslStoreView
 from dagster_kstreams.processors.user_time_store import NO_TIME, StoreEntry, WindowStoreReads
+from dagster_kstreams.processors.window_store import dsl_segment_interval
 from dagster_kstreams.topology.processor_api import ValueAndTimestamp
 from dagster_kstreams.topology.serdes import Window, Windowed
 
 __all__ = ["TimestampedWindowStore", "observed_time_key"]
-
-_MIN_SEGMENT_INTERVAL_MS = 60_000  # Stores.persistentWindowStore's default segment interval floor
-
 
 def observed_time_key(store: str) -> str:
     """The task-level value that holds the observed time of a windowed DSL store a processor names."""
@@ -44,7 +45,7 @@ def observed_time_key(store: str) -> str:
 
 
 class TimestampedWindowStore(DslStoreView, WindowStoreReads):
-    """A user processor's view of a time-windowed aggregation's store (:class:`~.user_dsl_view.DslStoreView`;
+    """A user processor's view of a time- or sliding-windowed aggregation's store (:class:`~.user_dsl_view.DslStoreView`;
     ``owner``: the aggregation, its slot, size, retention and :meth:`write_window`)."""
 
     kind = "window store"
@@ -52,7 +53,7 @@ class TimestampedWindowStore(DslStoreView, WindowStoreReads):
     def __init__(self, name: str, key_serde, value_serde, owner, store_key_serde, task,
                  write_context: Callable[[Optional[int]], Any]):
         super().__init__(name, key_serde, value_serde, owner, store_key_serde, task, write_context)
-        self._segment_interval = max(owner.retention // 2, _MIN_SEGMENT_INTERVAL_MS)
+        self._segment_interval = dsl_segment_interval(owner.retention)
 
     # -- writes ----------------------------------------------------------------------------
     def put(self, key, value_and_timestamp: Optional[ValueAndTimestamp], window_start_timestamp: int) -> None:

@@ -1,7 +1,7 @@
 """The Processor API on the runner: ``KStream.process`` / ``process_values`` with a user's
 :class:`~dagster_kstreams.topology.processor_api.Processor`, its stores (key-value here; window and session stores
 in :mod:`.user_window_store` and :mod:`.user_session_store`; a DSL operation's key-value store in
-:mod:`.user_dsl_store`, a time-windowed aggregation's in :mod:`.user_dsl_window_store`, a session
+:mod:`.user_dsl_store`, a time- or sliding-windowed aggregation's in :mod:`.user_dsl_window_store`, a session
 aggregation's in :mod:`.user_dsl_session_store`) and punctuators,
 as Kafka Streams 4.3.1 runs them (``ProcessorNode``, ``ProcessorContextImpl``, ``StreamTask``,
 ``PunctuationQueue``).

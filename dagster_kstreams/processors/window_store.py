@@ -15,12 +15,20 @@ from dagster_kstreams.topology.serdes import Window, Windowed
 from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
 
 __all__ = ["Update", "expire", "process_time_windows", "process_sliding_windows", "aggregation_functions",
-           "store_entries"]
+           "store_entries", "dsl_segment_interval"]
+
+_MIN_SEGMENT_INTERVAL_MS = 60_000  # Stores.persistentWindowStore's default segment interval floor
 
 # An update: (window_start, window_end, new aggregate or None (deleted), new timestamp, old aggregate),
 # the old aggregate being the one Kafka Streams sends with it when asked to send old values: the one
 # the aggregator was applied to (the initializer's for a new time window), or None.
 Update = tuple
+
+
+def dsl_segment_interval(retention_ms: int) -> int:
+    """The segment interval of the RocksDB window store the DSL builds for a windowed aggregation
+    (``Stores.persistentTimestampedWindowStore``: ``max(retention / 2, 60 s)``)."""
+    return max(retention_ms // 2, _MIN_SEGMENT_INTERVAL_MS)
 
 
 def expire(store: dict, stream_time: Optional[int], retention_ms: int) -> None:
@@ -74,10 +82,12 @@ class _Sliding:
     Kafka Streams takes with its RocksDB and in-memory window stores)."""
 
     def __init__(self, difference: int, grace: int, store: dict, key, value, timestamp: int, stream_time: int,
-                 initializer: Callable, aggregator: Callable):
+                 initializer: Callable, aggregator: Callable, on_update: Optional[Callable[[Update], None]],
+                 segment_interval: Optional[int]):
         self.diff, self.store, self.key, self.value, self.ts = difference, store, key, value, timestamp
         self.close = stream_time - grace
         self.initializer, self.aggregator = initializer, aggregator
+        self.on_update, self.segment_interval = on_update, segment_interval
         self.updates: list[Update] = []
         self.dropped = 0
 
@@ -99,7 +109,7 @@ class _Sliding:
             new = self.aggregator(self.key, self.value, old)
             new_timestamp = self.ts if old is None else max(self.ts, current[1])
             _put(self.store, start, new, new_timestamp)
-            self.updates.append((start, end, new, new_timestamp, old))
+            self._stored((start, end, new, new_timestamp, old))
         else:
             self.dropped += 1
 
@@ -108,21 +118,40 @@ class _Sliding:
         (sent with no old value)."""
         start = self.ts + 1
         self.store[start] = right_agg
-        self.updates.append((start, start + self.diff, right_agg[0], right_agg[1], None))
+        self._stored((start, start + self.diff, right_agg[0], right_agg[1], None))
+
+    def _stored(self, update: Update) -> None:
+        self.updates.append(update)
+        if self.on_update is not None:
+            self.on_update(update)
+
+    def _windows(self, low: int, high: int, backward: bool):
+        """``(start, (aggregate, timestamp))`` of the key's windows starting in ``[low, high]``, in the order
+        Kafka Streams' segmented store iterates them: segment by segment, each read when the iteration
+        reaches it (a RocksDB iterator sees its segment as it was when opened). So a window another
+        processor writes while the record's updates are forwarded (``on_update``) is read if its segment
+        was not opened yet, not if it was. Without a segment interval nobody else writes: one read."""
+        interval = self.segment_interval
+        if interval is None:
+            segments = [None]
+        else:
+            segments = range(low // interval, high // interval + 1)
+            segments = reversed(segments) if backward else segments
+        for segment in segments:
+            found = [(start, window) for start, window in self.store.items()
+                     if low <= start <= high and (segment is None or start // interval == segment)]
+            yield from sorted(found, reverse=backward)
 
     def _previous_right_window(self, start: int) -> None:
         self._update(start, _make(self.initializer(), self.ts))
 
     def _process_reverse(self) -> None:
         ts, diff = self.ts, self.diff
-        low = max(0, ts - 2 * diff)
-        starts = sorted((start for start in self.store if low <= start <= ts + 1), reverse=True)
         seen: set[int] = set()
         left_agg = right_agg = None
         left_created = right_created = False
         previous_ts = None
-        for start in starts:
-            current = self.store[start]
+        for start, current in self._windows(max(0, ts - 2 * diff), ts + 1, backward=True):
             seen.add(start)
             end = start + diff
             max_ts = current[1]
@@ -170,8 +199,7 @@ class _Sliding:
         right_created = False
         seen: set[int] = set()
         previous_ts = None
-        for start in sorted(start for start in self.store if 0 <= start <= ts + 1):
-            current = self.store[start]
+        for start, current in self._windows(0, ts + 1, backward=False):
             seen.add(start)
             if start == 0:
                 combined = current
@@ -195,11 +223,15 @@ class _Sliding:
 
 
 def process_sliding_windows(windows: SlidingWindows, store: dict, key, value, timestamp: int, stream_time: int,
-                            initializer: Callable, aggregator: Callable) -> tuple[list[Update], int]:
+                            initializer: Callable, aggregator: Callable,
+                            on_update: Optional[Callable[[Update], None]] = None,
+                            segment_interval: Optional[int] = None) -> tuple[list[Update], int]:
     """One record (key and value not null) through ``KStreamSlidingWindowAggregate``; as
-    :func:`process_time_windows`."""
+    :func:`process_time_windows`. ``segment_interval``: the store's, when ``on_update`` may write
+    windows the record has yet to read (a user processor on the store): they are read segment by
+    segment, as Kafka Streams reads them."""
     run = _Sliding(windows.time_difference_ms, windows.grace_ms, store, key, value, timestamp, stream_time,
-                   initializer, aggregator)
+                   initializer, aggregator, on_update, segment_interval)
     run.run()
     return run.updates, run.dropped
 

@@ -9,9 +9,10 @@ State
     before ``stream time - retention`` is dropped when its key is next processed: no record can
     update it or read it any more. Retention: the store's (size + grace unless ``Materialized``
     sets more); for sliding windows at least 3 x time difference + grace + 1, the oldest window a
-    record still within reach reads (not on window close: see Emission). A time-windowed store a
-    user processor names expires by Kafka Streams' observed time instead (the largest window start
-    put into it), as the processor's reads show it (:mod:`.user_dsl_window_store`).
+    record still within reach reads (not on window close: see Emission). A store a user processor
+    names keeps its own retention and expires by Kafka Streams' observed time instead (the largest
+    window start put into it), for the processor's reads and the aggregation's alike
+    (:mod:`.user_dsl_window_store`).
 
 Time and lateness
     Every record carries its timestamp (``context.timestamp``) and the task's stream time after
@@ -64,6 +65,7 @@ from dagster_kstreams.processors.user_time_store import NO_TIME
 from dagster_kstreams.processors.window_close import ClosedWindows
 from dagster_kstreams.processors.window_store import (
     aggregation_functions,
+    dsl_segment_interval,
     expire,
     process_sliding_windows,
     process_time_windows,
@@ -85,9 +87,9 @@ class _WindowAggregate(WindowedTable):
     uses_stream_time = True
     drops_late_records = True
     algorithm: Callable = None  # process_time_windows or process_sliding_windows
-    # Set when a user processor names the store (time windows, user_dsl_window_store.py): the store
-    # then keeps Kafka Streams' observed time (the largest window start put into it), a task-level
-    # value, and keeps and returns the windows that start after it minus the retention.
+    # Set when a user processor names the store (user_dsl_window_store.py): the store then keeps Kafka
+    # Streams' observed time (the largest window start put into it), a task-level value, and keeps and
+    # returns the windows that start after it minus the retention.
     observes_store_time = False
     _in_record = False  # process() is storing a record's windows
 
@@ -131,7 +133,7 @@ class _WindowAggregate(WindowedTable):
             # while a window is forwarded sees the record's later windows as they were, and the
             # aggregation then reads what it wrote into them. Its writes go into this same dict.
             state.values[slot], state.keys[slot] = store, key
-            options["on_update"] = lambda update: self._stored(key, update, context, out, state)
+            options = self._store_reads(lambda update: self._stored(key, update, context, out, state))
         self._in_record = True
         try:
             updates, dropped = self.algorithm(
@@ -172,6 +174,11 @@ class _WindowAggregate(WindowedTable):
         self._observe(state, start)
         if not self.cached:
             self._emit(key, start, end, new, new_timestamp, context, out, state, old)
+
+    def _store_reads(self, on_update: Callable) -> dict:
+        """The algorithm's options when a processor shares the store: ``on_update(update)`` after each
+        window is put, before the next is read."""
+        return {"on_update": on_update}
 
     def _store_time(self, context, state) -> Optional[int]:
         """The store's stream time: it no longer returns windows that start at or before it minus
@@ -291,6 +298,11 @@ class SlidingWindowAggregate(_WindowAggregate):
     algorithm = staticmethod(process_sliding_windows)
     stream_time_skips_null_values = True
 
+    def _store_reads(self, on_update: Callable) -> dict:
+        """A sliding record reads several windows through one iterator of the segmented store, whose
+        segments a processor may write while the record's earlier windows are forwarded."""
+        return {"on_update": on_update, "segment_interval": dsl_segment_interval(self.retention)}
+
     def _due(self, closed: ClosedWindows, context) -> list:
         """Kafka Streams checks only after a record it aggregated: not late, not early."""
         close_time = context.stream_time - self.grace
@@ -352,11 +364,14 @@ def build(factory, ctx, classes=(TimeWindowAggregate, SlidingWindowAggregate)) -
     sliding = issubclass(cls, SlidingWindowAggregate)
     if retention is None:
         retention = 2 * size + windows.grace_ms if sliding else size + windows.grace_ms
-    if sliding and not emit_on_close:
+    # check_dsl_store admits a processor naming the store of windows updated on every record only
+    observes_store_time = read_by_user_processor(sub, store.name)
+    if sliding and not emit_on_close and not observes_store_time:
         # A record not skipped outright (timestamp >= stream time - grace - difference) reads the
         # windows from its timestamp - 2 x difference on: keep those, whatever the retention (the
         # segmented store drops whole segments). On window close the time-ordered store returns
-        # nothing older than its retention, for reads as for the emission (window_close.py).
+        # nothing older than its retention, for reads as for the emission (window_close.py). A store
+        # a processor names keeps the store's own retention, by the store's observed time.
         retention = max(retention, 3 * size + windows.grace_ms + 1)
     aggregate = cls(factory.name, params["store_name"], store.caching, params["operation"], windows, size,
                     windows.grace_ms, retention, *user_aggregation(params),
@@ -364,6 +379,5 @@ def build(factory, ctx, classes=(TimeWindowAggregate, SlidingWindowAggregate)) -
     # windows are keys of their own for the stores after it: their groups are the task state's
     check_own_window_reads(sub, factory, what)
     aggregate.task_grouped = aggregate.task_grouped or keeps_state_downstream(sub, factory)
-    # check_dsl_store admits a processor naming the store of time windows updated on every record only
-    aggregate.observes_store_time = read_by_user_processor(sub, store.name)
+    aggregate.observes_store_time = observes_store_time
     return aggregate

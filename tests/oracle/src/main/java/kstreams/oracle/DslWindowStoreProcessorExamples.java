@@ -15,6 +15,7 @@ import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.internals.SessionWindow;
@@ -31,16 +32,16 @@ import org.apache.kafka.streams.state.WindowStore;
 import org.apache.kafka.streams.state.WindowStoreIterator;
 
 /**
- * User processors on a windowed count's store (TimestampedWindowStore) and on a session count's
- * (SessionStore) run by Kafka Streams itself
+ * User processors on a windowed count's store (TimestampedWindowStore), on a session count's
+ * (SessionStore) and on a sliding count's (TimestampedWindowStore) run by Kafka Streams itself
  * against a real broker until the input is consumed to its end; prints JSON {"describe": ...,
- * "window-counts": {"key@start": count}, "session-counts": {"key@start-end": count}} (the stores as
- * interactive queries read them then).
+ * "window-counts": {"key@start": count}, "session-counts": {"key@start-end": count}, "sliding-counts":
+ * {"key@start": count}} (the stores as interactive queries read them then).
  *
- * Args: bootstrap applicationId stateDir events out sessionsOut
+ * Args: bootstrap applicationId stateDir events out sessionsOut slidingOut
  *
- * The Python twin is tests/dsl_window_store_processor_topology.py (WindowCorrector, SessionCorrector);
- * keep the two in step.
+ * The Python twin is tests/dsl_window_store_processor_topology.py (WindowCorrector, SessionCorrector,
+ * SlidingCorrector); keep the two in step.
  */
 public final class DslWindowStoreProcessorExamples {
     private DslWindowStoreProcessorExamples() {}
@@ -50,6 +51,9 @@ public final class DslWindowStoreProcessorExamples {
     static final long GRACE_MS = 4_000L;
     static final long GAP_MS = 400L;
     static final long SESSION_GRACE_MS = 3_000L;
+    static final long DIFF_MS = 1_000L;
+    static final long SLIDING_GRACE_MS = 2_000L;
+    static final long SLIDING_RETENTION_MS = 2 * DIFF_MS + SLIDING_GRACE_MS;
 
     static final class WindowCorrector implements Processor<Windowed<String>, Long, String, String> {
         private ProcessorContext<String, String> context;
@@ -89,6 +93,63 @@ public final class DslWindowStoreProcessorExamples {
                 counts.put(key, ValueAndTimestamp.make(10L, record.timestamp() + 7), start);
             } else if (record.value() >= 13L) {
                 counts.put(key, null, start);
+            }
+        }
+    }
+
+    static String windows(KeyValueIterator<Windowed<String>, ValueAndTimestamp<Long>> entries) {
+        StringJoiner joined = new StringJoiner(",");
+        try (entries) {
+            while (entries.hasNext()) {
+                KeyValue<Windowed<String>, ValueAndTimestamp<Long>> entry = entries.next();
+                joined.add(entry.key.key() + "@" + entry.key.window().start() + "="
+                    + DslStoreProcessorExamples.storedText(entry.value));
+            }
+        }
+        return joined.toString();
+    }
+
+    static final class SlidingCorrector implements Processor<Windowed<String>, Long, String, String> {
+        private ProcessorContext<String, String> context;
+        private TimestampedWindowStore<String, Long> counts;
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+            this.counts = context.getStateStore("sliding-counts");
+        }
+
+        @Override
+        public void process(Record<Windowed<String>, Long> record) {
+            String tag = "p" + context.recordMetadata().orElseThrow().partition() + "|";
+            String key = record.key().key();
+            long start = record.key().window().start();
+            ValueAndTimestamp<Long> stored = counts.fetch(key, start);
+            StringJoiner around = new StringJoiner(",");
+            try (WindowStoreIterator<ValueAndTimestamp<Long>> entries = counts.backwardFetch(key, start - DIFF_MS,
+                                                                                             start + DIFF_MS)) {
+                while (entries.hasNext()) {
+                    KeyValue<Long, ValueAndTimestamp<Long>> entry = entries.next();
+                    around.add(entry.key + "=" + DslStoreProcessorExamples.storedText(entry.value));
+                }
+            }
+            String keys = windows(counts.fetch("a", "c", start - SLIDING_RETENTION_MS, start - DIFF_MS));
+            String everyKey = windows(counts.backwardFetchAll(start - DIFF_MS / 2, start + DIFF_MS / 2));
+            String listed = "";
+            if (record.value() == 2L && key.endsWith("1")) {
+                listed = windows(counts.all());
+            } else if (record.value() == 1L && key.endsWith("3")) {
+                listed = windows(counts.backwardAll());
+            }
+            context.forward(new Record<>(key + "@" + start, tag + "sliding|" + record.value() + "|t"
+                + record.timestamp() + "|" + DslStoreProcessorExamples.storedText(stored) + "|" + around + "|" + keys
+                + "|" + everyKey + "|" + listed, record.timestamp()));
+            if (record.value() == 3L) {
+                counts.put(key, ValueAndTimestamp.make(10L, record.timestamp() + 7), start);
+            } else if (record.value() >= 11L) {
+                counts.put(key, null, start);
+            } else if (record.value() == 2L && key.endsWith("2")) {
+                counts.put(key, ValueAndTimestamp.make(100L, record.timestamp()), start + 3 * DIFF_MS);
             }
         }
     }
@@ -156,7 +217,7 @@ public final class DslWindowStoreProcessorExamples {
         return content;
     }
 
-    static Topology dslWindowStoreProcessorExamples(String events, String out, String sessionsOut) {
+    static Topology dslWindowStoreProcessorExamples(String events, String out, String sessionsOut, String slidingOut) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> stream = builder.stream(events);
         stream
@@ -175,15 +236,25 @@ public final class DslWindowStoreProcessorExamples {
             .toStream()
             .process(SessionCorrector::new, "session-counts")
             .to(sessionsOut);
+        stream
+            .groupByKey()
+            .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(DIFF_MS),
+                Duration.ofMillis(SLIDING_GRACE_MS)))
+            .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("sliding-counts").withCachingDisabled())
+            .toStream()
+            .process(SlidingCorrector::new, "sliding-counts")
+            .to(slidingOut);
         return builder.build();
     }
 
     public static void main(String[] args) throws Exception {
-        Topology topology = dslWindowStoreProcessorExamples(args[3], args[4], args[5]);
+        Topology topology = dslWindowStoreProcessorExamples(args[3], args[4], args[5], args[6]);
         KafkaStreamsRuns.runUntilConsumed(topology, args[0], args[1], args[2], () -> List.of(args[3]),
             Duration.ofMinutes(5), streams -> "{\"describe\": " + Json.quote(topology.describe().toString())
                 + ", \"window-counts\": "
                 + Json.objectOfStrings(WindowExamples.windowStoreContent(streams, "window-counts"))
-                + ", \"session-counts\": " + Json.objectOfStrings(sessionStoreContent(streams, "session-counts")) + "}");
+                + ", \"session-counts\": " + Json.objectOfStrings(sessionStoreContent(streams, "session-counts"))
+                + ", \"sliding-counts\": "
+                + Json.objectOfStrings(WindowExamples.windowStoreContent(streams, "sliding-counts")) + "}");
     }
 }
