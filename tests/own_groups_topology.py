@@ -14,8 +14,25 @@ keep the two in step. One sub-topology on the events, three chains:
   session key: a ``count`` (``session-updates``) counts each session's updates (a merged-away
   session's tombstone is not counted).
 
+Three stream-stream joins fed by those forwarders pair each forwarded record with the other side's
+records of *its own* key (or window):
+
+* the punctuator's buckets left-joined with the events (1 s before, 0 after, 2 s grace): a bucket,
+  stamped with its last millisecond and released once the stream time passed its end, meets the
+  events of its key in its last second, and is joined with null at once without one (its window
+  has closed by then). A left join, not an outer one: an event's own output (an event without a
+  bucket, joined with null) would come out while Kafka Streams may not have punctuated yet, before
+  or after the bucket's, where the runner always punctuates first.
+* the suppression's evictions left-joined with the events (1.5 s each way, 1 s grace): an eviction,
+  1 s behind the stream time, meets its key's events around its time, later ones too.
+* the windowed count's stream outer-joined with its own counts times ten (500 ms, 500 ms grace): a
+  window's update meets the updates of that very window only.
+
+``StampValues`` appends each joined record's timestamp to its value, so that the test compares them.
+
 Every store is uncached, so the output is fixed by the input (the punctuator's records too: what a
-bucket holds is fixed once the stream time passed its end, whenever Kafka Streams punctuates).
+bucket holds is fixed once the stream time passed its end, whenever Kafka Streams punctuates; the
+test's input keeps the buckets' join output so too: see its ``_input``).
 
 Its classes are self-contained: Spark's Python workers cannot import modules of tests/, and the
 test ships this module by value.
@@ -28,16 +45,19 @@ from datetime import timedelta
 from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.consumed_produced import Produced
 from dagster_kstreams.topology.grouped_repartitioned import Grouped
+from dagster_kstreams.topology.joined import StreamJoined
 from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology.processor_api import FixedKeyProcessor, PunctuationType, Record, Stores
 from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
 from dagster_kstreams.topology.suppressed import BufferConfig, Suppressed
-from dagster_kstreams.topology.windows import SessionWindows, TimeWindows
+from dagster_kstreams.topology.windows import JoinWindows, SessionWindows, TimeWindows
 
 BUCKET_MS = 2_000
 WINDOW_MS = 2_000
-OUTPUTS = ("out-punctuated", "out-suppressed", "out-windowed", "out-sessions")
-OUTPUT_KEYS = {"out-punctuated": None, "out-suppressed": None, "out-windowed": WINDOW_MS, "out-sessions": "session"}
+JOINED = ("out-held-joined", "out-evicted-joined", "out-windows-joined")
+OUTPUTS = ("out-punctuated", "out-suppressed", "out-windowed", "out-sessions", *JOINED)
+OUTPUT_KEYS = {"out-punctuated": None, "out-suppressed": None, "out-windowed": WINDOW_MS, "out-sessions": "session",
+               "out-held-joined": None, "out-evicted-joined": None, "out-windows-joined": WINDOW_MS}
 LONG_VALUED = ("out-suppressed", "out-windowed", "out-sessions")
 
 
@@ -68,31 +88,46 @@ class HoldBuckets(FixedKeyProcessor):
             self.buckets.delete(entry.key)
 
 
+def _java(value) -> str:
+    """``value`` as Java's string concatenation writes it (null: "null")."""
+    return "null" if value is None else str(value)
+
+
+class StampValues(FixedKeyProcessor):
+    """StampValues.java: the value (Java's "null" for null), "|t" and the record's timestamp."""
+
+    def init(self, context) -> None:
+        self.context = context
+
+    def process(self, record) -> None:
+        self.context.forward(record.with_value(f"{_java(record.value)}|t{record.timestamp}"))
+
+
 def own_group_examples(topics: dict[str, str]) -> StreamsBuilder:
     """The topology of OwnGroupExamples.java, on ``topics`` ("events" and ``OUTPUTS`` -> topic)."""
     builder = StreamsBuilder()
     builder.add_state_store(Stores.key_value_store_builder(Stores.persistent_key_value_store("buckets"),
                                                            Serdes.String(), Serdes.String()))
     events = builder.stream(topics["events"])
-    events.process_values(HoldBuckets, "buckets") \
-        .group_by_key() \
+    held = events.process_values(HoldBuckets, "buckets")
+    held.group_by_key() \
         .reduce(lambda total, bucket: (total + "+" + bucket)[-80:],
                 Materialized.as_("bucket-totals").with_caching_disabled()) \
         .to_stream() \
         .to(topics["out-punctuated"])
-    events.to_table(Materialized.as_("latest").with_caching_disabled()) \
+    evictions = events.to_table(Materialized.as_("latest").with_caching_disabled()) \
         .suppress(Suppressed.until_time_limit(timedelta(seconds=1), BufferConfig.unbounded())) \
-        .to_stream() \
-        .group_by_key() \
+        .to_stream()
+    evictions.group_by_key() \
         .count(Materialized.as_("eviction-counts").with_caching_disabled()) \
         .to_stream() \
         .to(topics["out-suppressed"], Produced.with_(Serdes.String(), Serdes.Long()))
     windowed = WindowedSerde(Serdes.String(), WINDOW_MS)
-    events.group_by_key() \
+    window_stream = events.group_by_key() \
         .windowed_by(TimeWindows.of_size_and_grace(timedelta(milliseconds=WINDOW_MS), timedelta(seconds=1))) \
         .count(Materialized.as_("window-counts").with_caching_disabled()) \
-        .to_stream() \
-        .group_by_key(Grouped.with_(windowed, Serdes.Long())) \
+        .to_stream()
+    window_stream.group_by_key(Grouped.with_(windowed, Serdes.Long())) \
         .reduce(lambda total, count: total + count, Materialized.as_("window-sums").with_caching_disabled()) \
         .to_stream() \
         .to(topics["out-windowed"], Produced.with_(windowed, Serdes.Long()))
@@ -106,4 +141,20 @@ def own_group_examples(topics: dict[str, str]) -> StreamsBuilder:
         .count(Materialized.as_("session-updates").with_caching_disabled()) \
         .to_stream() \
         .to(topics["out-sessions"], Produced.with_(session_keys, Serdes.Long()))
+    held.left_join(events, lambda bucket, event: f"{_java(bucket)}|{_java(event)}",
+                    JoinWindows.of_time_difference_and_grace(timedelta(seconds=1), timedelta(seconds=2))
+                    .after(timedelta(0))) \
+        .process_values(StampValues) \
+        .to(topics["out-held-joined"])
+    evictions.left_join(events, lambda evicted, event: f"{_java(evicted)}|{_java(event)}",
+                        JoinWindows.of_time_difference_and_grace(timedelta(milliseconds=1500), timedelta(seconds=1))) \
+        .process_values(StampValues) \
+        .to(topics["out-evicted-joined"])
+    window_stream.outer_join(window_stream.map_values(lambda count: count * 10),
+                             lambda count, tenfold: f"{_java(count)}/{_java(tenfold)}",
+                             JoinWindows.of_time_difference_and_grace(timedelta(milliseconds=500),
+                                                                      timedelta(milliseconds=500)),
+                             StreamJoined.with_(windowed, Serdes.Long(), Serdes.Long())) \
+        .process_values(StampValues) \
+        .to(topics["out-windows-joined"], Produced.with_(windowed, Serdes.String()))
     return builder

@@ -6,16 +6,20 @@ suppressed until a 1 s time limit into a ``count``; a 2 s windowed count whose s
 by the windowed key, goes into a ``reduce``; a session count whose stream, grouped again by the
 session key, goes into a ``count``. Each forwarder forwards records of other keys than the
 record being processed (or windowed keys), which the stores after it must keep under their own keys
-(dagster_kstreams/processors/own_groups.py).
+(dagster_kstreams/processors/own_groups.py). Three stream-stream joins read them too: the
+punctuator's buckets left-joined with the events, the suppression's evictions left-joined with the
+events, the windowed count's stream outer-joined with its own counts times ten; each pairs a
+forwarded record with the other side's records of the forwarded record's own key (window).
 
 Input (2 partitions): out-of-order timestamps (within the grace and beyond it), tombstones, null
-keys. Kafka Streams 4.3.1 runs it once. Ours runs it clean (the whole input, in micro-batches of 90
+keys, null values. Kafka Streams 4.3.1 runs it once. Ours runs it clean (the whole input, in micro-batches of 90
 records per task: the state carried from batch to batch), and killed: a ``dagster-kstreams run``
 process SIGKILLed once task 0_1 has committed its first batch, then a rerun in another process
 (this one) continues each task from its checkpoint.
 
 Compared: describe() of the very topology run; per output topic and partition the whole sequence of
-(key, value) records (every store is uncached, so the output is fixed by the input).
+(key, value) records, with each record's timestamp for the joins' outputs (their values carry it:
+own_groups_topology.StampValues), every store being uncached, so the output is fixed by the input.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from pyspark import cloudpickle
 import own_groups_topology
 from equivalence_io import output_topics, produce_strings, run_kafka_streams, windowed_key_reader
 from killed_runs import kill_and_rerun
-from own_groups_topology import LONG_VALUED, OUTPUT_KEYS, OUTPUTS, own_group_examples
+from own_groups_topology import BUCKET_MS, JOINED, LONG_VALUED, OUTPUT_KEYS, OUTPUTS, own_group_examples
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
@@ -46,32 +50,68 @@ T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a
 KEYS = ("u1", "u2", "u3", "u5", "u11", "u15")  # three in each partition (murmur2)
 
 
+# The buckets' join (own_groups_topology): 1 s before a bucket's last millisecond, nothing after, 2 s
+# grace. Kafka Streams punctuates after a varying number of records (its thread's numIterations,
+# about ten here), the runner after each one: a bucket is released up to that many records after the
+# stream time passed its end there. The input keeps the join's output the same either way (the join
+# being a left one, an event's only output is a pair with a bucket released before it): no event
+# that a bucket's window holds (the bucket's last second) arrives in that while, behind the end of
+# a bucket (its own or an earlier one), as the pair would come out before the bucket's release's
+# output there and after it here; an out-of-order event lies at most 2.5 s behind the stream time
+# (the buckets it may meet are all still held, or released, in both, and within the stores'
+# retention) or at least 8.5 s (none); and the bucket's lookup stays within the events' retention
+# (the grace covers the delay).
+JOIN_BEFORE_MS = 1_000
+PUNCTUATION_DELAY_MS = 1_500
+
+
 def _input(seed: int = 19) -> list[tuple]:
     """``[(key, value, partition, timestamp)]`` in production order."""
     rng = random.Random(seed)
+    stream_times: dict[int, int] = {}
     events = []
     for i in range(700):
-        timestamp, roll = T0 + i * 40, rng.random()
-        if roll < 0.12:
-            timestamp -= rng.randint(50, 900)        # out of order, within the windows' grace
-        elif roll < 0.18:
-            timestamp -= rng.randint(2_500, 6_000)   # late beyond it (and its bucket released)
         key = None if rng.random() < 0.04 else rng.choice(KEYS)
         value = None if rng.random() < 0.08 else f"v{i}"
         partition = rng.randrange(PARTITIONS) if key is None else default_partition(key.encode(), PARTITIONS)
+        timestamp, roll, now = T0 + i * 40, rng.random(), stream_times.get(partition)
+        if now is not None and roll < 0.12:
+            timestamp = _out_of_order(rng, now)     # within the windows' and the joins' grace
+        elif now is not None and roll < 0.18:
+            timestamp = now - rng.randint(8_500, 10_000)   # late beyond every grace (its bucket released)
+        stream_times[partition] = max(timestamp, now or timestamp)
         events.append((key, value, partition, timestamp))
     return events
 
 
+def _out_of_order(rng: random.Random, now: int) -> int:
+    """A timestamp up to 2.5 s behind the stream time ``now``; within the punctuation's delay after a
+    bucket's end, not one that an ended bucket's join window holds; ``now`` itself if none is found."""
+    last_end = now // BUCKET_MS * BUCKET_MS
+    for _ in range(20):
+        timestamp = now - rng.randint(50, 2_500)
+        next_end = (timestamp // BUCKET_MS + 1) * BUCKET_MS  # the first bucket whose window may hold it
+        if now - last_end >= PUNCTUATION_DELAY_MS or next_end > min(last_end, timestamp + JOIN_BEFORE_MS + 1):
+            return timestamp
+    return now
+
+
 def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple[str, int], list]:
-    """``{(output, partition): [(key, value)] in offset order}``."""
+    """``{(output, partition): [(key, value)] in offset order}``, ``(key, value, timestamp)`` for the
+    joins' outputs (the timestamp their values carry)."""
     results: dict[tuple[str, int], list] = {}
     for name in OUTPUTS:
         key_of = windowed_key_reader(OUTPUT_KEYS[name])
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
             value = None if record.value is None else (
                 struct.unpack(">q", record.value)[0] if name in LONG_VALUED else record.value.decode())
-            results.setdefault((name, record.partition), []).append((key_of(record.key), value))
+            key = key_of(record.key)
+            if name in JOINED:  # "joined|t<timestamp>" (StampValues): the record's timestamp in Kafka Streams
+                joined, stamp = value.rsplit("|t", 1)
+                entry = (key, joined, int(stamp))
+            else:
+                entry = (key, value)
+            results.setdefault((name, record.partition), []).append(entry)
     return results
 
 
@@ -114,7 +154,8 @@ def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_
     expected = kafka_streams_run["results"]
     _assert_same(_results(kafka_bootstrap, topics), expected)
     # The stores after the forwarders, read from the checkpoints: each key's (window's) last output.
-    last = {(name, key): value for (name, _), sequence in expected.items() for key, value in sequence}
+    last = {(name, key): value for (name, _), sequence in expected.items() if name not in JOINED
+            for key, value in sequence}
     assert rerun.runner.read_store("eviction-counts") == {k: v for (n, k), v in last.items() if n == "out-suppressed"}
     for store, output in (("window-sums", "out-windowed"), ("session-updates", "out-sessions")):
         content = rerun.runner.read_store(store)
@@ -143,3 +184,21 @@ def _assert_reference_exercises_it(expected: dict) -> None:
         sessions = expected[("out-sessions", partition)]
         assert any(end - start > 600 for (_, start, end), _ in sessions)  # merged sessions
         assert any(updates > 1 for _, updates in sessions)  # a session updated again (an out-of-order record)
+        _assert_joins_exercised(expected, partition)
+
+
+def _assert_joins_exercised(expected: dict, partition: int) -> None:
+    """The joins' output on ``partition`` shows forwarded records joined under their own keys: buckets
+    of every key with events of their key (stamped with the later of both: the bucket's last
+    millisecond), buckets without a partner; evictions of every key with events, and
+    alone; a window's later update with the tenfold count of that window."""
+    held = expected[("out-held-joined", partition)]
+    paired = [(key, value, ts) for key, value, ts in held if "|v" in value and not value.startswith("null|")]
+    assert len({key for key, _, _ in paired}) == 3 and len(paired) > 30
+    assert all(value.split("|")[0].split(":")[0] == str((ts + 1) // BUCKET_MS - 1) for _, value, ts in paired)
+    assert any(value.endswith("|null") for _, value, _ in held)  # a bucket without events in its last second
+    evicted = expected[("out-evicted-joined", partition)]
+    assert len({key for key, value, _ in evicted if not value.endswith("|null")}) == 3
+    assert any(value.endswith("|null") for _, value, _ in evicted)
+    windows = [value.split("/") for _, value, _ in expected[("out-windows-joined", partition)]]
+    assert any(count != "null" and int(count) > 1 and tenfold == f"{int(count) * 10}" for count, tenfold in windows)

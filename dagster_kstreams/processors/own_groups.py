@@ -3,7 +3,8 @@
 A windowed table forwards windowed keys; a suppression's buffer forwards the evicted records of any
 key, and a user processor's punctuators records of any key, while one key's record is processed.
 Kafka Streams' stores downstream are keyed by the forwarded record's own key, so a count after them
-counts that key (each window of it), and a table join reads that key's row. Here a downstream store
+counts that key (each window of it), a table join reads that key's row, and a stream-stream join
+buffers the record under that key and pairs it with the other side's records of that key. Here a downstream store
 keeps its values in a slot of a key's group (:mod:`.state`): such a record must go on with the group
 of *its own* key, found in the task's state (:mod:`.task_state`), as a stream-stream join finds the
 group of each pending record it emits.

@@ -10,7 +10,13 @@ by the DSL when their keys changed) and every record reaching the join carries t
 a table's ``to_stream``, an aggregation's (a grouped stream's, a cogroup's or a re-grouped table's,
 which then keeps its timestamps to stamp its updates as Kafka Streams does), a table-table join's
 (stamped with both rows' timestamps, which its stores then keep), a foreign-key join's result or a
-stream-table join), so the two buffers of one key are two state slots of that key's state.
+stream-table join), so the two buffers of one key are two state slots of that key's state. A side
+may also come from a processor that forwards records under other keys than the source record's
+(a user processor's punctuators, a suppression's evictions, a time-windowed table's windows): it
+hands each record on with the group of *its own* key in the task's state (:mod:`.own_groups`; a
+window is a key of its own there), so the join buffers the record under that key and pairs it
+with the other side's records of that key, as Kafka Streams' join stores do; a pending left/outer
+record is kept under that group's key (a window's in Kafka Streams' windowed key order).
 
 A sub-topology may hold any number of joins (a chain such as ``a.join(b).left_join(c)``, whose
 second join reads the first one's output, or one stream joined with several others): as in
@@ -91,6 +97,7 @@ from dagster_kstreams.processors.stateless import Merge
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.table_step_stores import caches_own_store
 from dagster_kstreams.processors.task_state import task_state_of
+from dagster_kstreams.processors.windowed_table_reads import time_windows_on_update
 from dagster_kstreams.topology.node_specs import NodeKind
 
 __all__ = ["JoinWindow", "StreamStreamJoin", "BUILDERS"]
@@ -133,7 +140,8 @@ class JoinWindow(StoreProcessor):
         if segment_live(timestamp, store_time, retention):
             buffer = insert(buffer, timestamp, value)
         else:
-            out.append(DROPPED_LATE_TOPIC, state.raw_key, None)  # the source key's bytes
+            raw_key = state.raw_key  # a window's group: (its key's bytes, start, end), own_groups.group_key
+            out.append(DROPPED_LATE_TOPIC, raw_key[0] if isinstance(raw_key, tuple) else raw_key, None)
         buffer = expire(buffer, store_time, retention)
         state.values[slot] = buffer if buffer else ABSENT
         state.keys[slot] = key
@@ -251,8 +259,9 @@ class StreamStreamJoin(Processor):
 
 # -- definition time -------------------------------------------------------------------------
 # Processors that forward a record under the key of the source record it came from, from within
-# that record's own processing: the join's state, kept in the group of the source key, is then
-# the join key's. A stream-stream join forwards its records with the key it joined on, so a join
+# that record's own processing: the join's state, kept in the group the record came with (the
+# source key's, or the own key's group a regrouping processor before them handed it: _REGROUPING),
+# is then the join key's. A stream-stream join forwards its records with the key it joined on, so a join
 # may come before another one; a table (read from a topic or made by to_table, then filter,
 # map_values, to_stream) forwards each update under its key as it is processed (uncached: see
 # _TABLE_STORES); a stream-table or stream-global-table join forwards under the stream record's key
@@ -278,7 +287,14 @@ _KEY_PRESERVING = {NodeKind.SOURCE, NodeKind.FILTER, NodeKind.MAP_VALUES, NodeKi
 # the record cache on forwards each key's update at the micro-batch's end (program._flush), Kafka
 # Streams' cache at a commit: what the join pairs it with would depend on where batches and commits fall.
 _TABLE_STORES = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE, NodeKind.TABLE_AGGREGATE,
-                 NodeKind.TABLE_TABLE_JOIN_MERGE, NodeKind.FK_JOIN_RESULT}
+                 NodeKind.TABLE_TABLE_JOIN_MERGE, NodeKind.FK_JOIN_RESULT, NodeKind.WINDOWED_AGGREGATE}
+# Processors that forward records under other keys than the source record's: a user processor (its
+# punctuators; process() may change keys), a suppression's evictions, a time-windowed aggregation's
+# windows (each window a key of its own; checked by _time_windows_on_update, not listed here). Each
+# record they forward goes on with its own key's group of the task's state (own_groups.py: the join
+# reads state, so they regroup in its task-grouped sub-topology), so the join buffers it under its
+# own key and pairs it with the other side's records of that key, as Kafka Streams' join stores do.
+_REGROUPING = {NodeKind.PROCESS, NodeKind.PROCESS_VALUES, NodeKind.SUPPRESS}
 
 
 def _join_window(factory, ctx) -> JoinWindow:
@@ -304,23 +320,46 @@ def _stream_stream_join(factory, ctx) -> StreamStreamJoin:
     )
 
 
+def _regroups(node) -> bool:
+    """Whether ``node`` forwards records under other keys than the source record's, each on with its
+    own key's group (:data:`_REGROUPING`)."""
+    return node.kind in _REGROUPING or _time_windows_on_update(node)
+
+
+def _time_windows_on_update(node) -> bool:
+    return time_windows_on_update(node) and not node.params.get("cogroup")
+
+
 def _check_keys_before(ctx, window_node) -> None:
-    """What the task-grouped join needs: its join key is the source key, so every processor
-    between a source and this join window keeps the key (the DSL repartitions before the join
-    otherwise), and forwards while the record is processed (no cached table). Any number of joins
-    may share a sub-topology: each keeps its state under its own store names (buffers, store times,
-    tracker)."""
-    for node in reachable(ctx.subtopology, window_node.parents, lambda node: node.parents):
-        if node.kind not in _KEY_PRESERVING:
+    """What the task-grouped join needs: its join key is the key of the group its state is kept in.
+    Every processor between a source and this join window keeps the source key (the DSL repartitions
+    before the join otherwise), or forwards each record with its own key's group (:data:`_REGROUPING`:
+    the processors before it need not keep the key), and all of them forward while the record is
+    processed (no cached table). Any number of joins may share a sub-topology: each keeps its state
+    under its own store names (buffers, store times, tracker)."""
+    sub = ctx.subtopology
+    to_regrouping = reachable(sub, window_node.parents, lambda node: () if _regroups(node) else node.parents)
+    for node in to_regrouping:
+        if node.kind not in _KEY_PRESERVING and not _regroups(node) and node.kind is not NodeKind.WINDOWED_AGGREGATE:
             raise UnsupportedTopologyError(
                 f"processor {node.name} ({node.kind.value}) comes before the stream-stream join {window_node.name} "
-                "in its sub-topology; the Spark runner keeps the join's state by source key, so only processors "
-                "known to forward under the source record's key (filter, map_values, flat_map_values, peek, merge, "
-                "branch, a table read from a topic or made by to_table with its filter, map_values and to_stream, "
-                "an aggregation of a grouped stream, a cogroup or a re-grouped table, a table-table join, a "
-                "foreign-key join's result, a stream-table or stream-global-table join, stream-stream joins) may "
-                "come before it. Add .repartition() before "
-                "the join to give it a sub-topology of its own")
+                "in its sub-topology; the Spark runner keeps the join's state by the key of the record's group, so "
+                "only processors known to forward under the source record's key (filter, map_values, "
+                "flat_map_values, peek, merge, branch, a table read from a topic or made by to_table with its "
+                "filter, map_values and to_stream, an aggregation of a grouped stream, a cogroup or a re-grouped "
+                "table, a table-table join, a foreign-key join's result, a stream-table or stream-global-table "
+                "join, stream-stream joins) or each under its own key (a user processor, a suppression, a "
+                "time-windowed aggregation emitting on every update) may come before it. Add .repartition() "
+                "before the join to give it a sub-topology of its own")
+    for node in reachable(sub, window_node.parents, lambda node: node.parents):
+        if node.kind is NodeKind.WINDOWED_AGGREGATE and not _time_windows_on_update(node):
+            raise UnsupportedTopologyError(
+                f"windowed aggregation {node.name} ({node.params['store_name']}) comes before the stream-stream "
+                f"join {window_node.name} in its sub-topology; the Spark runner joins the windows of a "
+                "time-windowed aggregation (tumbling or hopping, not a cogroup's) emitting on every update, and "
+                "has not compared sliding or session windows, emit on window close or a windowed cogroup's "
+                "windows before a join with Kafka Streams yet. Add .repartition() before the join to give it "
+                "a sub-topology of its own")
         store = node.params.get("store_name")
         if (node.kind in _TABLE_STORES and store in node.stores and ctx.cached(store)) or caches_own_store(ctx, node):
             raise UnsupportedTopologyError(

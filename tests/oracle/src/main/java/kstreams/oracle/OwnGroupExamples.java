@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
 
 import org.apache.kafka.common.serialization.Serde;
 import org.apache.kafka.common.serialization.Serdes;
@@ -12,10 +13,12 @@ import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
@@ -36,10 +39,15 @@ import org.apache.kafka.streams.state.WindowStore;
  * key, while another key's record is processed) into a reduce; a table suppressed until a 1 s time
  * limit (its buffer evicts any key) into a count; a 2 s windowed count whose stream, grouped again by
  * the windowed key, goes into a reduce; a session count whose stream, grouped again by the session key,
- * goes into a count. Every store is uncached. Run by Kafka Streams itself until its
- * input is consumed; prints JSON {"describe": ...}.
+ * goes into a count. Three stream-stream joins fed by those forwarders: the punctuator's buckets
+ * left-joined with the events (1 s before, 0 after, 2 s grace), the suppression's evictions
+ * left-joined with the events (1.5 s, 1 s grace), the windowed count's stream outer-joined with its
+ * own counts times ten (500 ms, 500 ms grace), each output stamped with its records' timestamps
+ * (StampValues). Every store is uncached. Run by Kafka Streams itself
+ * until its input is consumed; prints JSON {"describe": ...}.
  *
  * Args: bootstrap applicationId stateDir events outPunctuated outSuppressed outWindowed outSessions
+ * outHeldJoined outEvictedJoined outWindowsJoined
  *
  * The Python twin is tests/own_groups_topology.py; keep the two in step.
  */
@@ -103,31 +111,32 @@ public final class OwnGroupExamples {
     }
 
     static Topology ownGroupExamples(String events, String outPunctuated, String outSuppressed, String outWindowed,
-                                     String outSessions) {
+                                     String outSessions, String outHeldJoined, String outEvictedJoined,
+                                     String outWindowsJoined) {
         StreamsBuilder builder = new StreamsBuilder();
         builder.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore("buckets"),
             Serdes.String(), Serdes.String()));
         KStream<String, String> eventStream = builder.stream(events);
-        eventStream.processValues(HoldBuckets::new, "buckets")
-            .groupByKey()
+        KStream<String, String> held = eventStream.processValues(HoldBuckets::new, "buckets");
+        held.groupByKey()
             .reduce((total, bucket) -> tail(total + "+" + bucket),
                 Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("bucket-totals").withCachingDisabled())
             .toStream()
             .to(outPunctuated);
-        eventStream.toTable(Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("latest")
-                .withCachingDisabled())
+        KStream<String, String> evictions = eventStream
+            .toTable(Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("latest").withCachingDisabled())
             .suppress(Suppressed.untilTimeLimit(Duration.ofSeconds(1), Suppressed.BufferConfig.unbounded()))
-            .toStream()
-            .groupByKey()
+            .toStream();
+        evictions.groupByKey()
             .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("eviction-counts").withCachingDisabled())
             .toStream()
             .to(outSuppressed, Produced.with(Serdes.String(), Serdes.Long()));
         Serde<Windowed<String>> windowed = WindowedSerdes.timeWindowedSerdeFrom(String.class, WINDOW_MS);
-        eventStream.groupByKey()
+        KStream<Windowed<String>, Long> windowStream = eventStream.groupByKey()
             .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(WINDOW_MS), Duration.ofSeconds(1)))
             .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("window-counts").withCachingDisabled())
-            .toStream()
-            .groupByKey(Grouped.with(windowed, Serdes.Long()))
+            .toStream();
+        windowStream.groupByKey(Grouped.with(windowed, Serdes.Long()))
             .reduce(Long::sum,
                 Materialized.<Windowed<String>, Long, KeyValueStore<Bytes, byte[]>>as("window-sums")
                     .withCachingDisabled())
@@ -143,6 +152,20 @@ public final class OwnGroupExamples {
                 .withCachingDisabled())
             .toStream()
             .to(outSessions, Produced.with(sessionKeys, Serdes.Long()));
+        held.leftJoin(eventStream, (bucket, event) -> bucket + "|" + event,
+                JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(1), Duration.ofSeconds(2))
+                    .after(Duration.ZERO))
+            .processValues(StampValues::new)
+            .to(outHeldJoined);
+        evictions.leftJoin(eventStream, (evicted, event) -> evicted + "|" + event,
+                JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(1500), Duration.ofSeconds(1)))
+            .processValues(StampValues::new)
+            .to(outEvictedJoined);
+        windowStream.outerJoin(windowStream.mapValues(count -> count * 10), (count, tenfold) -> count + "/" + tenfold,
+                JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(500), Duration.ofMillis(500)),
+                StreamJoined.with(windowed, Serdes.Long(), Serdes.Long()))
+            .processValues(StampValues::new)
+            .to(outWindowsJoined, Produced.with(windowed, Serdes.String()));
         return builder.build();
     }
 
@@ -151,8 +174,12 @@ public final class OwnGroupExamples {
     }
 
     public static void main(String[] args) throws Exception {
-        Topology topology = ownGroupExamples(args[3], args[4], args[5], args[6], args[7]);
-        KafkaStreamsRuns.runUntilConsumed(topology, args[0], args[1], args[2], () -> List.of(args[3]),
-            Duration.ofMinutes(5), streams -> KafkaStreamsRuns.describeJson(topology));
+        Topology topology = ownGroupExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10]);
+        Properties props = KafkaStreamsRuns.properties(args[0], args[1], args[2]);
+        // Left/outer joins: emit non-joined records as soon as stream time allows, not at most once per
+        // second of wall-clock time (which records find a late partner first would depend on speed).
+        props.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", 0L);
+        KafkaStreamsRuns.runUntilConsumed(topology, props, () -> List.of(args[3]), Duration.ofMinutes(5),
+            streams -> KafkaStreamsRuns.describeJson(topology));
     }
 }

@@ -6,18 +6,19 @@ import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 
 /**
  * The value ("null" for null), "|t" and the record's timestamp: what the mains that compare
- * timestamps write, so that a record's timestamp is part of the sequence compared.
+ * timestamps write, so that a record's timestamp is part of the sequence compared. Of any key type
+ * (a windowed key too).
  */
-final class StampValues implements FixedKeyProcessor<String, String, String> {
-    private FixedKeyProcessorContext<String, String> context;
+final class StampValues<K> implements FixedKeyProcessor<K, String, String> {
+    private FixedKeyProcessorContext<K, String> context;
 
     @Override
-    public void init(FixedKeyProcessorContext<String, String> context) {
+    public void init(FixedKeyProcessorContext<K, String> context) {
         this.context = context;
     }
 
     @Override
-    public void process(FixedKeyRecord<String, String> record) {
+    public void process(FixedKeyRecord<K, String> record) {
         context.forward(record.withValue(record.value() + "|t" + record.timestamp()));
     }
 }
