@@ -16,7 +16,8 @@ puts go by that stamp: the versioned join forwards the plain join's updates less
 store's observed time minus the history (dropped), some older than the key's latest version (kept as
 history, forwarded, and not the joined table's current value); clicks join the left join's versioned
 table as of their own time; and the clicks are cogrouped per user into a versioned store (each update
-stamped with the larger of the click's and the aggregate's time, dropped when expired).
+stamped with the larger of the click's and the aggregate's time, dropped when expired). Each versioned
+store's latest value per key is read back and compared too (Kafka Streams': interactive queries v2).
 
 Input (2 partitions, each key on one): rounds a minute apart, each with account and limit updates and
 clicks at random times of the round's first 6 s (so out of order), then one of each 15 s late; table
@@ -176,8 +177,9 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     produce_inputs(kafka_bootstrap, inputs, records, INPUTS)
     topics, stdout = run_kafka_streams("kstreams.oracle.TableJoinTimestampExamples", "ttjts", kafka_bootstrap,
                                        kafka_admin, unique_topic, tmp_path_factory, inputs, OUTPUTS)
-    return {"inputs": inputs, "topics": topics, "records": records,
-            "describe": json.loads(stdout.strip().splitlines()[-1])["describe"],
+    printed = json.loads(stdout[stdout.rindex('{"describe"'):])  # the stores' objects span lines
+    return {"inputs": inputs, "topics": topics, "records": records, "describe": printed["describe"],
+            "stores": printed["stores"],
             "results": partition_sequences(kafka_bootstrap, topics, OUTPUTS)}
 
 
@@ -231,6 +233,19 @@ def test_reference_versioned_joins_drop_expired_puts_and_forward_out_of_order_on
         assert any(_stamped(value)[0] == "null" for _, value in results[("out-v-inner", partition)]), partition
     clicks = [row for row in kafka_streams_run["records"]["clicks"] if row[0] is not None and row[1] is not None]
     assert 0 < sum(len(results[("out-v-clicks", p)]) for p in range(PARTITIONS)) < len(clicks)
+    # the latest versions read back: a key's latest change (largest stamp) for each store that has one
+    inner = {key: value for p in range(PARTITIONS) for key, value in sorted(
+        results[("out-v-inner", p)], key=lambda row: _stamped(row[1])[1])}
+    assert kafka_streams_run["stores"]["inner-versioned"] == {
+        key: value for key, value in inner.items() if _stamped(value)[0] != "null"}
+
+
+def _assert_versioned_stores_match(runner, kafka_streams_run) -> None:
+    """Each versioned store's latest value per key, read back, is Kafka Streams' (whose timestamps the
+    changes compared carry: the latest version is the one with the largest)."""
+    for store, content in kafka_streams_run["stores"].items():
+        expected = {key: _stamped(value)[0] for key, value in content.items()}
+        assert runner.read_store(store) == expected, store
 
 
 def test_describe_matches_kafka_streams(kafka_streams_run):
@@ -246,6 +261,7 @@ def test_clean_run_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_to
     assert {r.task_id for r in runner.run_all()} == {"0_0", "0_1"}
     assert _comparable(partition_sequences(kafka_bootstrap, topics, OUTPUTS)) == \
         _comparable(kafka_streams_run["results"])
+    _assert_versioned_stores_match(runner, kafka_streams_run)
 
 
 def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
@@ -265,3 +281,4 @@ def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_
     assert 0 < rerun.by_task["0_0"].records_in < task_records, rerun.by_task
     assert _comparable(partition_sequences(kafka_bootstrap, topics, OUTPUTS)) == \
         _comparable(kafka_streams_run["results"])
+    _assert_versioned_stores_match(rerun.runner, kafka_streams_run)

@@ -21,7 +21,8 @@ import org.apache.kafka.streams.state.Stores;
  * accounts and limits, joined inner, left and outer, each joined table's updates joined the same way
  * with the clicks. Kafka Streams stamps a table-table join's update with the larger of the update's
  * and the other row's timestamps, which the stream-stream join's windows pair by. Each output value
- * ends with "|t" and the record's timestamp. Prints JSON {"describe": ...}.
+ * ends with "|t" and the record's timestamp. Prints JSON {"describe": ..., "stores": {store: {key:
+ * "value|t" and its timestamp}}}: the latest version of each key of each versioned store.
  *
  * The same tables are joined into versioned stores (3 s of history: inner, left, outer), each join's
  * changes stamped, beside the plain inner join's changes; the clicks join the left join's versioned
@@ -41,6 +42,9 @@ public final class TableJoinTimestampExamples {
     }
 
     static final Duration HISTORY = Duration.ofSeconds(3);
+    static final List<String> VERSIONED_STORES =
+        List.of("inner-versioned", "left-versioned", "outer-versioned", "clicks-versioned");
+    static final List<String> KEYS = List.of("k0", "k1", "k2", "k3", "k4", "k5");  // the test's keys
 
     static Materialized<String, String, KeyValueStore<Bytes, byte[]>> versioned(String store) {
         return Materialized.as(Stores.persistentVersionedKeyValueStore(store, HISTORY));
@@ -106,7 +110,16 @@ public final class TableJoinTimestampExamples {
         // The left and outer joins: emit non-joined records as soon as stream time allows, not at
         // most once per second of wall-clock time (which would depend on processing speed).
         props.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", 0L);
-        KafkaStreamsRuns.runUntilConsumed(topology, props, () -> inputs, Duration.ofMinutes(5),
-                                          streams -> KafkaStreamsRuns.describeJson(topology));
+        KafkaStreamsRuns.runUntilConsumed(topology, props, () -> inputs, Duration.ofMinutes(5), streams -> {
+            StringBuilder out = new StringBuilder("{\"describe\": ")
+                .append(Json.quote(topology.describe().toString())).append(", \"stores\": {");
+            String separator = "";
+            for (String store : VERSIONED_STORES) {
+                out.append(separator).append(Json.quote(store)).append(": ")
+                    .append(Json.objectOfStrings(KafkaStreamsRuns.versionedStoreContent(streams, store, KEYS)));
+                separator = ", ";
+            }
+            return out.append("}}").toString();
+        });
     }
 }
