@@ -18,7 +18,7 @@ from dagster_kstreams.processors.changes import Change, ChangedSerde
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.records import RecordContext
 from dagster_kstreams.spark.compile import compile_topology
-from dagster_kstreams.topology import Materialized, Stores, StreamsBuilder, TopologyException
+from dagster_kstreams.topology import Materialized, Stores, StreamsBuilder
 from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Record
 from dagster_kstreams.topology.serdes import Serdes
 from test_versioned_tables_logic import ModelStore
@@ -204,10 +204,14 @@ def test_a_versioned_store_is_taken_by_joins_regroupings_and_cogroups_never_cach
         [(False, RETENTION_MS)] * 3
 
 
-def test_a_versioned_store_on_a_foreign_key_join_is_refused_when_defined():
+def test_a_foreign_key_join_into_a_versioned_store_is_refused_when_the_definitions_load_naming_it():
     builder = StreamsBuilder()
-    with pytest.raises(TopologyException, match="KTable.join on a foreign key: a versioned store"):
-        builder.table("a").join(builder.table("b"), lambda value: value, lambda x, y: x, _versioned("fk"))
+    builder.table("a").join(builder.table("b"), lambda value: value, lambda x, y: x, _versioned("fk")) \
+        .to_stream().to("o")
+    topology = builder.build()
+    assert topology.state_stores["fk"].history_retention_ms == RETENTION_MS  # as Kafka Streams defines it
+    with pytest.raises(UnsupportedTopologyError, match=r"processor KTABLE-FK-JOIN-OUTPUT-\d+ .* versioned store 'fk'"):
+        compile_topology(topology, "app").program(0)
 
 
 def test_a_versioned_join_s_updates_reach_what_takes_the_not_latest_mark():

@@ -98,8 +98,8 @@ def _parse(args: Sequence[Any], *types: type, operation: str) -> list:
     return slots
 
 
-# The operations whose table a versioned store may materialize (Kafka Streams also takes one for a
-# foreign-key join's result; this DSL not yet: KTable refuses it there, the operation names being shared).
+# The operations whose table a versioned store may materialize, as in Kafka Streams (a foreign-key
+# join's, also KTable.join/left_join, is defined; the Spark runner refuses to run it: fk_joins).
 _VERSIONED_OPERATIONS = ("table()", "KStream.to_table", "KTable.filter", "KTable.filter_not", "KTable.map_values",
                          "KTable.join", "KTable.left_join", "KTable.outer_join",
                          "KGroupedStream.count", "KGroupedStream.reduce", "KGroupedStream.aggregate",

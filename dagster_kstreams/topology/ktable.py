@@ -277,10 +277,6 @@ class KTable(_AbstractStream):
         if other._builder is not self._builder:
             raise TopologyException("cannot join tables from different StreamsBuilders")
         table_joined, named, materialized = _parse(args, TableJoined, Named, Materialized, operation=operation)
-        if materialized is not None and materialized.versioned:
-            raise TopologyException(
-                f"{operation} on a foreign key: a versioned store (Stores.persistent_versioned_key_value_store) "
-                "does not materialize a foreign-key join's result here")
         if named is not None:
             if table_joined is not None:
                 raise TypeError(f"{operation}: give a TableJoined or a Named, not both")
