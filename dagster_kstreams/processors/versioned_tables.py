@@ -1,6 +1,10 @@
 """Tables materialized in a versioned store (``Materialized.as_(Stores.persistent_versioned_key_value_store(
 name, history_retention))`` on ``StreamsBuilder.table`` or ``KStream.to_table``), as Kafka Streams'
-``KTableSource`` writes one (KIP-889, KIP-914).
+``KTableSource`` writes one (KIP-889, KIP-914); and the other writers of a versioned store, which put
+their updates the same way (:class:`VersionedStoreWriter`): a table's filter/map_values
+(:mod:`.table_step_stores`), a table-table join's merge (:class:`VersionedJoinMerge`), a grouped
+stream's or a cogroup's aggregation (:class:`VersionedAggregate`) and a re-grouped table's
+(:mod:`.table_regroup`).
 
 The key's slot holds its latest value, exactly as for a plain table, so that everything reading
 a table's current value (``to_stream``, a re-grouping, a stream-stream join's inputs, the store
