@@ -37,8 +37,7 @@ def _versioned(name: str) -> Materialized:
 
 class StampValues(FixedKeyProcessor):
     def process(self, record: Record) -> None:
-        value = None if record.value is None else f"{record.value}|t{record.timestamp}"
-        self.context.forward(record.with_value(value if value is not None else f"null|t{record.timestamp}"))
+        self.context.forward(record.with_value(f"{_java(record.value)}|t{record.timestamp}"))
 
 
 def _compile(builder):
