@@ -11,6 +11,14 @@ timestamp from the tables' stores, which keep their timestamps for it (README, "
 (inner, left, outer) run task-grouped"). Each output value ends with ``|t`` and its record's timestamp
 (a ``process_values`` after the join).
 
+The same tables are also joined into versioned stores (3 s of history; inner, left, outer), whose
+puts go by that stamp: the versioned join forwards the plain join's updates less those older than the
+store's observed time minus the history (dropped), some older than the key's latest version (kept as
+history, forwarded, and not the joined table's current value); clicks join the left join's versioned
+table as of their own time; and the clicks are cogrouped per user into a versioned store (each update
+stamped with the larger of the click's and the aggregate's time, dropped when expired). Each versioned
+store's latest value per key is read back and compared too (Kafka Streams': interactive queries v2).
+
 Input (2 partitions, each key on one): rounds a minute apart, each with account and limit updates and
 clicks at random times of the round's first 6 s (so out of order), then one of each 15 s late; table
 tombstones of rows there, clicks with null keys and null values. Compared: ``describe()``, and each
@@ -36,7 +44,7 @@ from equivalence_io import (
 from killed_runs import kill_and_rerun
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.spark.task_runner import TaskRunner
-from dagster_kstreams.topology import Materialized, StreamsBuilder
+from dagster_kstreams.topology import Materialized, Stores, StreamsBuilder
 from dagster_kstreams.topology.windows import JoinWindows
 
 pytestmark = pytest.mark.integration
@@ -45,7 +53,13 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 PARTITIONS = 2
 INPUTS = ("accounts", "limits", "clicks")
-OUTPUTS = {"out-inner": PARTITIONS, "out-left": PARTITIONS, "out-outer": PARTITIONS}
+OUTPUTS = {"out-inner": PARTITIONS, "out-left": PARTITIONS, "out-outer": PARTITIONS, "out-plain-inner": PARTITIONS,
+           "out-v-inner": PARTITIONS, "out-v-left": PARTITIONS, "out-v-read": PARTITIONS, "out-v-outer": PARTITIONS,
+           "out-v-clicks": PARTITIONS}
+# The versioned stores' history retention: a round's updates come within 6 s, in random order (some
+# older than the key's joined row: history; some older than the store's time minus this: dropped),
+# and the late ones 15 s behind (dropped unless the other table's row is newer).
+HISTORY = timedelta(seconds=3)
 ROUNDS = 6
 ROUND_MS = 60_000
 BASE = ((int(time.time()) - 3600) * 1000) // ROUND_MS * ROUND_MS  # recent: the broker keeps 7 days
@@ -83,7 +97,33 @@ def table_join_timestamp_examples(topics: dict[str, str]) -> StreamsBuilder:
                     JoinWindows.of_time_difference_and_grace(timedelta(seconds=1), timedelta(seconds=2))) \
         .process_values(StampValues) \
         .to(topics["out-outer"])
+    _versioned_joins(builder, topics, accounts, limits, clicks)
     return builder
+
+
+def _versioned_joins(builder: StreamsBuilder, topics: dict[str, str], accounts, limits, clicks) -> None:
+    """The same tables joined into versioned stores (inner, left, outer), each join's changes stamped;
+    the plain inner join's changes beside them (the versioned one's are those less its expired puts);
+    clicks joined with the left join's versioned table as of their own time; clicks per user
+    cogrouped into a versioned store."""
+    accounts.join(limits, lambda account, limit: f"{account}&{limit}") \
+        .to_stream().process_values(StampValues).to(topics["out-plain-inner"])
+    accounts.join(limits, lambda account, limit: f"{account}&{limit}", _versioned("inner-versioned")) \
+        .to_stream().process_values(StampValues).to(topics["out-v-inner"])
+    left = accounts.left_join(limits, lambda account, limit: f"{account}&{java_string(limit)}",
+                              _versioned("left-versioned"))
+    left.to_stream().process_values(StampValues).to(topics["out-v-left"])
+    clicks.join(left, lambda click, row: f"{click}@{row}").process_values(StampValues).to(topics["out-v-read"])
+    accounts.outer_join(limits, lambda account, limit: f"{java_string(account)}&{java_string(limit)}",
+                        _versioned("outer-versioned")) \
+        .to_stream().process_values(StampValues).to(topics["out-v-outer"])
+    clicks.group_by_key().cogroup(lambda user, click, seen: f"{seen}{click[1:]},") \
+        .aggregate(lambda: "", _versioned("clicks-versioned")) \
+        .to_stream().process_values(StampValues).to(topics["out-v-clicks"])
+
+
+def _versioned(store: str) -> Materialized:
+    return Materialized.as_(Stores.persistent_versioned_key_value_store(store, HISTORY))
 
 
 def _input(seed: int = 20) -> dict[str, list[tuple]]:
@@ -132,8 +172,9 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     produce_inputs(kafka_bootstrap, inputs, records, INPUTS)
     topics, stdout = run_kafka_streams("kstreams.oracle.TableJoinTimestampExamples", "ttjts", kafka_bootstrap,
                                        kafka_admin, unique_topic, tmp_path_factory, inputs, OUTPUTS)
-    return {"inputs": inputs, "topics": topics, "records": records,
-            "describe": json.loads(stdout.strip().splitlines()[-1])["describe"],
+    printed = json.loads(stdout[stdout.rindex('{"describe"'):])  # the stores' objects span lines
+    return {"inputs": inputs, "topics": topics, "records": records, "describe": printed["describe"],
+            "stores": printed["stores"],
             "results": partition_sequences(kafka_bootstrap, topics, OUTPUTS)}
 
 
@@ -144,7 +185,7 @@ def test_reference_pairs_by_the_joins_timestamps(kafka_streams_run):
     times = {value: timestamp for name in INPUTS for _, value, _, timestamp in kafka_streams_run["records"][name]
              if value is not None}
     results = kafka_streams_run["results"]
-    assert sorted(results) == [(name, p) for name in OUTPUTS for p in range(PARTITIONS)]
+    assert sorted(results) == sorted((name, p) for name in OUTPUTS for p in range(PARTITIONS))
     for partition in range(PARTITIONS):
         pairs = [value.split("|t")[0].split("+") for _, value in results[("out-inner", partition)]]
         one_row_off = [(rows, click) for rows, click in pairs
@@ -156,6 +197,50 @@ def test_reference_pairs_by_the_joins_timestamps(kafka_streams_run):
         outer = [value.split("|t")[0] for _, value in results[("out-outer", partition)]]
         assert any(value.startswith("null&") for value in outer)
         assert any(value.startswith("null+") for value in outer)
+
+
+def _stamped(value: str) -> tuple[str, int]:
+    row, stamp = value.rsplit("|t", 1)
+    return row, int(stamp)
+
+
+def _is_subsequence(part: list, whole: list) -> bool:
+    rest = iter(whole)
+    return all(any(item == candidate for candidate in rest) for item in part)
+
+
+def test_reference_versioned_joins_drop_expired_puts_and_forward_out_of_order_ones(kafka_streams_run):
+    """Kafka Streams' versioned joins forward the plain join's updates less some (puts older than the
+    store's time minus the history), some of them older than the key's previous one (history only);
+    clicks read the joined table as of their time, and the cogroup drops some clicks."""
+    results = kafka_streams_run["results"]
+    for partition in range(PARTITIONS):
+        plain, versioned = results[("out-plain-inner", partition)], results[("out-v-inner", partition)]
+        assert _is_subsequence(versioned, plain) and len(versioned) < len(plain), partition
+        latest: dict[str, int] = {}
+        out_of_order = 0
+        for key, value in versioned:
+            stamp = _stamped(value)[1]
+            out_of_order += stamp < latest.get(key, stamp)
+            latest[key] = max(latest.get(key, stamp), stamp)
+        assert out_of_order, partition
+        assert results[("out-v-read", partition)] and results[("out-v-outer", partition)], partition
+        assert any(_stamped(value)[0] == "null" for _, value in results[("out-v-inner", partition)]), partition
+    clicks = [row for row in kafka_streams_run["records"]["clicks"] if row[0] is not None and row[1] is not None]
+    assert 0 < sum(len(results[("out-v-clicks", p)]) for p in range(PARTITIONS)) < len(clicks)
+    # the latest versions read back: a key's latest change (largest stamp) for each store that has one
+    inner = {key: value for p in range(PARTITIONS) for key, value in sorted(
+        results[("out-v-inner", p)], key=lambda row: _stamped(row[1])[1])}
+    assert kafka_streams_run["stores"]["inner-versioned"] == {
+        key: value for key, value in inner.items() if _stamped(value)[0] != "null"}
+
+
+def _assert_versioned_stores_match(runner, kafka_streams_run) -> None:
+    """Each versioned store's latest value per key, read back, is Kafka Streams' (whose timestamps the
+    changes compared carry: the latest version is the one with the largest)."""
+    for store, content in kafka_streams_run["stores"].items():
+        expected = {key: _stamped(value)[0] for key, value in content.items()}
+        assert runner.read_store(store) == expected, store
 
 
 def test_describe_matches_kafka_streams(kafka_streams_run):
@@ -171,6 +256,7 @@ def test_clean_run_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_to
     assert {r.task_id for r in runner.run_all()} == {"0_0", "0_1"}
     assert _comparable(partition_sequences(kafka_bootstrap, topics, OUTPUTS)) == \
         _comparable(kafka_streams_run["results"])
+    _assert_versioned_stores_match(runner, kafka_streams_run)
 
 
 def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
@@ -190,3 +276,4 @@ def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_
     assert 0 < rerun.by_task["0_0"].records_in < task_records, rerun.by_task
     assert _comparable(partition_sequences(kafka_bootstrap, topics, OUTPUTS)) == \
         _comparable(kafka_streams_run["results"])
+    _assert_versioned_stores_match(rerun.runner, kafka_streams_run)

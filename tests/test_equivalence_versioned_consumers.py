@@ -4,8 +4,10 @@ One topology (tests/versioned_consumers_topology.py; Java twin VersionedConsumer
 table read from a topic into a versioned store (10 s of history), and limits, a plain table. Kafka
 Streams forwards an out-of-order price update (older than the key's latest, within the history)
 marked "not latest" (KIP-914), and each consumer treats it its own way: the prices' side of an outer
-join with the limits skips it; a re-grouping (through a filter without a store) into an uncached
-aggregate skips it; a filter and a map_values materialized in plain stores of their own take it as
+join with the limits skips it; a re-grouping (through a filter without a store) skips it, into an
+aggregate kept in a versioned store (1 s of history: an update is stamped with the larger of its
+record's time and the aggregate's, and dropped when older than the history; its changes carry their
+timestamps); a filter and a map_values materialized in plain stores of their own take it as
 the key's latest value and forward it (their changes go to topics), and a left join of the limits
 with that filtered table then reads it. The limits are also filtered into a versioned store of 3 s
 of history (which drops an update older than that, and marks out-of-order ones not latest), joined
@@ -142,10 +144,11 @@ def _values(results: dict, output: str) -> list:
     return [value for p in range(PARTITIONS) for _, value in results.get((output, p), [])]
 
 
-def _assert_reference_exercises_it(expected: dict) -> None:
+def _assert_reference_exercises_it(expected: dict, records: dict[str, list[tuple]]) -> None:
     """Every output on both partitions; out-of-order updates that the marked store took (and the
     kept filter forwarded, and the left join read) while the join and the re-grouping skipped them;
-    tombstones through the stores."""
+    tombstones through the stores; the re-grouped aggregate's versioned store stamping an addition
+    with the aggregate's later time, and dropping some."""
     assert {key for key in expected if key[0] != "subscriptions"} == {
         (name, p) for name in OUTPUTS for p in range(PARTITIONS)}
     assert len({key for key in expected if key[0] == "subscriptions"}) == PARTITIONS * PARTITIONS
@@ -160,6 +163,11 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     assert {value.split("<")[1] for value in _values(expected, "out-kept-joined") if value is not None} & skipped
     assert None in _values(expected, "out-filtered") and None in _values(expected, "out-marked")
     assert "-" in history
+    price_time = {value: timestamp for _, value, _, timestamp in records["prices"] if value is not None}
+    added = [re.fullmatch(r".*\+(p\d+)\|t(\d+)", value) for value in _values(expected, "out-history")]
+    assert any(int(match[2]) > price_time[match[1]] for match in added if match)
+    latest_kept = {value for value in marked & joined if int(value[1:]) % 5 != 0}
+    assert latest_kept - set(re.findall(r"\+(p\d+)", history))  # expired puts of the aggregate
     limits = {value for value in _values(expected, "out-versioned-filtered") if value is not None}
     versioned_joined = {value.split("^")[0] for value in _values(expected, "out-versioned-joined") if value is not None}
     assert len(limits - versioned_joined) >= 2 and len(limits & versioned_joined) > 20
@@ -199,7 +207,7 @@ def test_versioned_table_consumers_in_a_clean_run_match_kafka_streams(
     assert {result.task_id for result in results} == {"0_0", "0_1", "1_0", "1_1", "2_0", "2_1"}
 
     expected = kafka_streams_run.result()["results"]
-    _assert_reference_exercises_it(expected)
+    _assert_reference_exercises_it(expected, records)
     _assert_same(_results(kafka_bootstrap, topics, app_id), expected)
 
 

@@ -19,6 +19,7 @@ from dagster_kstreams.processors.records import RecordContext
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import Joined, Materialized, Stores, StreamsBuilder, Suppressed, TopologyException
 from dagster_kstreams.topology.serdes import Serdes
+from dagster_kstreams.topology.windows import TimeWindows
 
 RETENTION = 100
 
@@ -204,16 +205,17 @@ def test_a_versioned_store_is_never_cached_and_keeps_its_history_retention():
         [(False, 5000), (False, 5000)]
 
 
-def test_a_versioned_store_materializes_tables_their_filter_and_map_values_and_stream_aggregations_only():
+def test_a_versioned_store_materializes_tables_their_steps_joins_and_aggregations_but_not_windowed_ones():
     builder = StreamsBuilder()
     table = builder.table("t")
     table.filter(lambda k, v: True, _versioned("f"))
     table.map_values(lambda v: v, _versioned("m"))
     builder.stream("s").group_by_key().count(_versioned("c"))
-    with pytest.raises(TopologyException, match="versioned store"):
-        table.join(builder.table("u"), lambda a, b: a, _versioned("j"))
-    with pytest.raises(TopologyException, match="versioned store"):
-        table.group_by(lambda k, v: (v, v)).count(_versioned("g"))
+    table.join(builder.table("u"), lambda a, b: a, _versioned("j"))
+    table.group_by(lambda k, v: (v, v)).count(_versioned("g"))
+    with pytest.raises(TopologyException, match="count: a versioned store"):
+        builder.stream("s").group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=1))) \
+            .count(_versioned("w"))
 
 
 def test_a_versioned_filter_of_an_aggregation_is_refused():

@@ -3,8 +3,10 @@ kstreams.oracle.VersionedConsumerExamples (Java): keep the two in step.
 
 Prices are a table read from a topic into a versioned store (10 s of history); limits a plain table
 (no record cache). The prices are outer-joined with the limits (the prices' side skips an
-out-of-order update); filtered (no store) and re-grouped by a partner user into an uncached
-aggregate of additions and subtractions (the re-grouping skips them); filtered into a plain store of
+out-of-order update); filtered (no store) and re-grouped by a partner user (the re-grouping skips
+them) into an aggregate of additions and subtractions kept in a versioned store (1 s of history: each
+update stamped with the larger of the record's and the aggregate's time, and dropped when older than
+that; its changes carry their timestamps); filtered into a plain store of
 their own (which takes an out-of-order update as its latest value), whose changes go to a topic and
 which the limits are left-joined with; and mapped into another plain store, whose changes go to a
 topic. The limits are filtered into a versioned store (3 s of history: it drops an update older than
@@ -23,6 +25,7 @@ from datetime import timedelta
 
 from dagster_kstreams.topology import Materialized, Stores, StreamsBuilder, TableJoined
 from dagster_kstreams.topology.grouped_repartitioned import Grouped
+from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Record
 
 INPUTS = ("prices", "limits", "orders", "regions")
 OUTPUTS = ("out-joined", "out-history", "out-filtered", "out-kept-joined", "out-marked", "out-versioned-filtered",
@@ -33,6 +36,14 @@ FK_JOIN_NAME = "prices-regions"  # its internal topics: <app>-prices-regions-sub
 REPARTITION_TOPIC = "by-partner-repartition"
 # A user's partner in its partition (u1, u2, u3 in partition 0 of 2; u5, u11, u15 in 1).
 PARTNER = {"u1": "u2", "u2": "u3", "u3": "u1", "u5": "u11", "u11": "u15", "u15": "u5"}
+
+
+class StampValues(FixedKeyProcessor):
+    """The value ("null" for None), "|t" and the record's timestamp (Java's StampValues)."""
+
+    def process(self, record: Record) -> None:
+        value = "null" if record.value is None else record.value
+        self.context.forward(record.with_value(f"{value}|t{record.timestamp}"))
 
 
 def versioned_consumer_examples(topics: dict[str, str]) -> StreamsBuilder:
@@ -56,8 +67,8 @@ def versioned_consumer_examples(topics: dict[str, str]) -> StreamsBuilder:
         .aggregate(lambda: "",
                    lambda user, price, history: history + "+" + price,
                    lambda user, price, history: history + "-" + price,
-                   Materialized.as_("price-history").with_caching_disabled()) \
-        .to_stream().to(topics["out-history"])
+                   Materialized.as_(Stores.persistent_versioned_key_value_store("price-history", timedelta(seconds=1)))) \
+        .to_stream().process_values(StampValues).to(topics["out-history"])
     kept = prices.filter(lambda user, price: number(price) % 3 != 0,
                          Materialized.as_("kept-store").with_caching_disabled())
     kept.to_stream().to(topics["out-filtered"])

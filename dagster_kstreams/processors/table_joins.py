@@ -42,7 +42,11 @@ skipped by the join processor of that table's side, as Kafka Streams' do with ve
 So a delete (or update) on one side of an inner join forwards nothing while the other side has
 no row, and a tombstone for a key the updated table never held forwards nothing either (with the
 record cache on, the table's cache never forwards such a tombstone in the first place). A
-``Materialized`` join keeps the result in its store.
+``Materialized`` join keeps the result in its store; a versioned one
+(``Stores.persistent_versioned_key_value_store``) puts each update as a version at the join's stamp,
+by that store's observed time (:class:`~.versioned_tables.VersionedJoinMerge`: expired puts dropped,
+out-of-order ones forwarded marked not latest), and so runs task-grouped, where the stamp is Kafka
+Streams'.
 
 Windowed tables
 ---------------
@@ -78,7 +82,9 @@ from dagster_kstreams.processors.base import Processor, register
 from dagster_kstreams.processors.joined_tables import joined_value, old_value_key
 from dagster_kstreams.processors.stateless import Merge
 from dagster_kstreams.processors.value_getters import NO_TIMESTAMP, ValueGetter, value_getter
-from dagster_kstreams.processors.versioned_tables import reads_versioned_updates
+from dagster_kstreams.processors.versioned_tables import (
+    VersionedJoinMerge, check_consumers, reads_versioned_updates, versioned_table,
+)
 from dagster_kstreams.processors.windowed_table_reads import check_windows
 from dagster_kstreams.topology.node_specs import NodeKind
 
@@ -212,13 +218,17 @@ def _table_table_join(factory, ctx) -> TableTableJoin:
 
 def _table_table_join_merge(factory, ctx) -> Processor:
     store = factory.params.get("store_name")
-    if store is not None and store in factory.stores:  # materialized: the joined table's store
-        merge = ToTable(factory.name, store, ctx.cached(store))
-        # A user processor reads and writes it with Kafka Streams' stamps: the join's, the larger of both
-        # rows' times (its sub-topology is task-grouped, so the join reads them: TableTableJoin.init).
-        merge.keeps_timestamps = read_by_user_processor(ctx.subtopology, store)
-        return merge
-    return Merge(factory.name)
+    if store is None or store not in factory.stores:
+        return Merge(factory.name)
+    versioned = versioned_table(ctx, store)
+    if versioned is not None:  # the update is put at the join's stamp (task-grouped: both rows' times known)
+        check_consumers(factory, ctx)
+        return VersionedJoinMerge(factory.name, store, versioned.retention_ms)
+    merge = ToTable(factory.name, store, ctx.cached(store))  # materialized: the joined table's store
+    # A user processor reads and writes it with Kafka Streams' stamps: the join's, the larger of both
+    # rows' times (its sub-topology is task-grouped, so the join reads them: TableTableJoin.init).
+    merge.keeps_timestamps = read_by_user_processor(ctx.subtopology, store)
+    return merge
 
 
 BUILDERS = {

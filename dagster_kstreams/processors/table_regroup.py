@@ -28,8 +28,9 @@ Timestamps: Kafka Streams gives an aggregate's update the larger of the record's
 the aggregate's previous one (whenever there was one: after a subtraction, an addition, or both);
 the runner does too when its store keeps its timestamps (a user processor names it, or the
 aggregate's updates reach a stream-stream join or a filter/map_values whose store a processor names:
-:func:`~.aggregations.aggregation_keeping_timestamps`), and otherwise forwards the record's own
-(README, "Record timestamps written by the runner").
+:func:`~.aggregations.aggregation_keeping_timestamps`) or it is a versioned store
+(:class:`VersionedTableAggregate`, whose puts that stamp decides), and otherwise forwards the record's
+own (README, "Record timestamps written by the runner").
 """
 
 from __future__ import annotations
@@ -43,10 +44,12 @@ from dagster_kstreams.processors.errors import ProcessingError
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.stateless import pair
 from dagster_kstreams.processors.value_getters import ValueGetter, value_getter
-from dagster_kstreams.processors.versioned_tables import reads_versioned_updates
+from dagster_kstreams.processors.versioned_tables import (
+    VersionedStoreWriter, VersionedTable, check_consumers, reads_versioned_updates, versioned_table,
+)
 from dagster_kstreams.topology.node_specs import NodeKind
 
-__all__ = ["TableRepartitionMap", "TableAggregate", "same_group", "BUILDERS"]
+__all__ = ["TableRepartitionMap", "TableAggregate", "VersionedTableAggregate", "same_group", "BUILDERS"]
 
 
 def same_group(old_key, new_key) -> bool:
@@ -120,15 +123,23 @@ class TableAggregate(KeyValueStoreProcessor):
     def process(self, key, change: Change, context, out, state) -> None:
         self.needs_state(state)
         if key is None:
-            raise ProcessingError(f"processor {self.name} ({self.kind}): the key of a re-grouped table update is "
-                                  f"null (record at {context.describe()})")
+            raise self._null_key(context)
+        aggregate = self.aggregated(key, change, context, state)
+        self._put(key, ABSENT if aggregate is None else aggregate, self.update_context(context, state), out, state)
+
+    def aggregated(self, key, change: Change, context, state):
+        """The group's aggregate after the change (None: none, the group's row deleted)."""
         current = state.values[self.state_slot]
         aggregate = None if current is ABSENT else current
         if change.old is not None and aggregate is not None:
             aggregate = self._subtract(context, key, change.old, aggregate)
         if change.new is not None:
             aggregate = self._add(context, key, change.new, aggregate)
-        self._put(key, ABSENT if aggregate is None else aggregate, self.update_context(context, state), out, state)
+        return aggregate
+
+    def _null_key(self, context) -> ProcessingError:
+        return ProcessingError(f"processor {self.name} ({self.kind}): the key of a re-grouped table update is "
+                               f"null (record at {context.describe()})")
 
     def _subtract(self, context, key, value, aggregate):
         if self.aggregation == "count":
@@ -144,6 +155,28 @@ class TableAggregate(KeyValueStoreProcessor):
             return value if aggregate is None else self.call(context, self.adder, aggregate, value)
         base = self.call(context, self.initializer) if aggregate is None else aggregate
         return self.call(context, self.adder, key, value, base)
+
+
+class VersionedTableAggregate(VersionedStoreWriter, TableAggregate):
+    """``KTableAggregate`` / ``KTableReduce`` over a versioned store (not registered: it runs the
+    table-aggregate kind). The update is stamped with the larger of the record's timestamp and the
+    group's aggregate's (its latest version's), and put as a version at that time: dropped when older
+    than the store's observed time minus its history retention (nothing forwarded, the aggregate
+    stays as it was: the change is lost to it, as in Kafka Streams 4.3.1), else the latest, unless
+    the group's latest version is a tombstone newer than the record (a reduce or aggregate that
+    returned None): then it is history only, forwarded marked not latest."""
+
+    def __init__(self, name: str, store: str, retention_ms: int, aggregation: str, adder: Optional[Callable] = None,
+                 subtractor: Optional[Callable] = None, initializer: Optional[Callable] = None):
+        TableAggregate.__init__(self, name, store, False, aggregation, adder, subtractor, initializer)
+        self.table = VersionedTable(store, retention_ms)
+
+    def process(self, key, change: Change, context, out, state) -> None:
+        self.needs_state(state)
+        if key is None:
+            raise self._null_key(context)
+        stamped = self.update_context(context, state)
+        self.put_version(key, self.aggregated(key, change, context, state), stamped, out, state)
 
 
 # -- definition time -------------------------------------------------------------------------
@@ -164,6 +197,11 @@ def _table_aggregate(factory, ctx) -> TableAggregate:
     if operation == "aggregate":
         initializer = params["initializer"].fn
     store = params["store_name"]
+    versioned = versioned_table(ctx, store)
+    if versioned is not None:
+        check_consumers(factory, ctx)
+        return VersionedTableAggregate(factory.name, store, versioned.retention_ms, operation, adder, subtractor,
+                                       initializer)
     return aggregation_keeping_timestamps(
         TableAggregate(factory.name, store, ctx.cached(store), operation, adder, subtractor, initializer), factory, ctx)
 

@@ -1,6 +1,10 @@
 """Tables materialized in a versioned store (``Materialized.as_(Stores.persistent_versioned_key_value_store(
 name, history_retention))`` on ``StreamsBuilder.table`` or ``KStream.to_table``), as Kafka Streams'
-``KTableSource`` writes one (KIP-889, KIP-914).
+``KTableSource`` writes one (KIP-889, KIP-914); and the other writers of a versioned store, which put
+their updates the same way (:class:`VersionedStoreWriter`): a table's filter/map_values
+(:mod:`.table_step_stores`), a table-table join's merge (:class:`VersionedJoinMerge`), a grouped
+stream's or a cogroup's aggregation (:class:`VersionedAggregate`) and a re-grouped table's
+(:mod:`.table_regroup`).
 
 The key's slot holds its latest value, exactly as for a plain table, so that everything reading
 a table's current value (``to_stream``, a re-grouping, a stream-stream join's inputs, the store
@@ -37,8 +41,8 @@ from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.topology.node_specs import NodeKind
 
-__all__ = ["VersionedTable", "VersionedStoreWriter", "VersionedTableSource", "VersionedAggregate", "versioned_table",
-           "reads_versioned_updates", "check_consumers", "BUILDERS"]
+__all__ = ["VersionedTable", "VersionedStoreWriter", "VersionedTableSource", "VersionedAggregate", "VersionedJoinMerge",
+           "versioned_table", "reads_versioned_updates", "check_consumers", "BUILDERS"]
 
 
 class VersionedTable:
@@ -67,11 +71,21 @@ class VersionedTable:
 
 class VersionedStoreWriter(KeyValueStoreProcessor):
     """A processor writing a versioned store (``table``): :meth:`put_version` is the put and forward of
-    every writer of one (a table source's, a filter's or map_values': :mod:`.table_step_stores`, an
-    aggregation's). The store's observed time and the versions are task-level values."""
+    every writer of one (a table source's, a filter's or map_values': :mod:`.table_step_stores`, a
+    table-table join's merge, an aggregation's: of a grouped stream, a cogroup or a re-grouped table,
+    :mod:`.table_regroup`). The store's observed time and the versions are task-level values."""
 
     task_grouped = True
     table: VersionedTable
+
+    def update_context(self, context, state):
+        """An aggregation's update stamped as Kafka Streams' (``KStreamAggregate``, ``KTableAggregate``,
+        ``KTableReduce``) with the larger of the record's timestamp and the key's aggregate's, which it
+        reads from the versioned store's latest version (none when the latest is a tombstone)."""
+        if state.values[self.state_slot] is ABSENT:
+            return context
+        versions = self.table.versions(task_state_of(self, state).values, state.raw_key)
+        return dataclasses.replace(context, timestamp=max(context.timestamp, versions[-1][0]))
 
     def put_version(self, key, value, context, out, state) -> None:
         """Put ``value`` (None: a tombstone) as the key's version at the record's timestamp, and
@@ -137,13 +151,17 @@ class VersionedAggregate(VersionedStoreWriter, Aggregate):
         self.put_version(key, self.aggregated(key, value, context, state), self.update_context(context, state),
                          out, state)
 
-    def update_context(self, context, state):
-        """Kafka Streams reads the key's previous aggregate and its timestamp from the versioned
-        store's latest version."""
-        if state.values[self.state_slot] is ABSENT:
-            return context
-        versions = self.table.versions(task_state_of(self, state).values, state.raw_key)
-        return dataclasses.replace(context, timestamp=max(context.timestamp, versions[-1][0]))
+
+class VersionedJoinMerge(VersionedTableSource):
+    """``KTableKTableJoinMerger`` over a versioned store (not registered: it runs the table-table join
+    merge kind, :mod:`.table_joins`). The join processors stamp an update with the larger of both rows'
+    times (their stores keep timestamps: the sub-topology runs task-grouped); the merge puts it as a
+    version at that time, as a table source puts a record: dropped when expired, forwarded marked not
+    latest when older than the key's latest version (a row of one table updated out of its order with
+    the other's), and then the joined table's current value stays the newer one."""
+
+    def __init__(self, name: str, store: str, retention_ms: int):
+        super().__init__(name, store, retention_ms, NodeKind.TABLE_TABLE_JOIN_MERGE.value)
 
 
 def versioned_table(ctx, store: str) -> Optional[VersionedTable]:
@@ -161,7 +179,7 @@ _PASSING = {NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES}
 _CONSUMERS = {NodeKind.TABLE_TO_STREAM, NodeKind.TABLE_TABLE_JOIN, NodeKind.TABLE_GROUP_BY_MAP,
               NodeKind.FK_SUBSCRIPTION_SEND, NodeKind.FK_FOREIGN_TABLE_JOIN}
 _VERSIONED_WRITERS = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES,
-                      NodeKind.AGGREGATE}
+                      NodeKind.AGGREGATE, NodeKind.TABLE_TABLE_JOIN_MERGE, NodeKind.TABLE_AGGREGATE}
 
 
 def reads_versioned_updates(ctx, table_node_name: str) -> bool:
@@ -186,14 +204,15 @@ def check_consumers(factory, ctx) -> None:
     "not latest" mark to (names it)."""
     sub = ctx.subtopology
 
-    def passes(node) -> bool:
-        return node.kind in _PASSING and node.params.get("store_name") not in node.stores
+    def passes(node) -> bool:  # a cogroup's pass-through forwards its aggregations' updates
+        return (node.kind in _PASSING and node.params.get("store_name") not in node.stores) \
+            or node.kind is NodeKind.COGROUP_MERGE
 
     def step(node):
         return node.children if node is factory or passes(node) else ()
 
     for node in reachable(sub, [factory.name], step):
-        if node is factory or node.kind in _PASSING or node.kind in _CONSUMERS:
+        if node is factory or passes(node) or node.kind in _PASSING or node.kind in _CONSUMERS:
             continue
         raise UnsupportedTopologyError(
             f"processor {node.name} ({node.kind.value}) consumes the updates of the versioned table "

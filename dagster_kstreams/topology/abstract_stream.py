@@ -93,14 +93,18 @@ def _parse(args: Sequence[Any], *types: type, operation: str) -> list:
             raise TopologyException(
                 f"{operation}: a versioned store (Stores.persistent_versioned_key_value_store) materializes only a "
                 "table read from a topic (StreamsBuilder.table) or made by KStream.to_table, a table's filter, "
-                "filter_not and map_values, and a grouped stream's count, reduce and aggregate here")
+                "filter_not and map_values, a table-table join (not on a foreign key), and the count, reduce and "
+                "aggregate of a grouped stream, a re-grouped table and a cogroup here")
     return slots
 
 
-# The operations whose table a versioned store may materialize (Kafka Streams also takes one for a
-# table-table join, a re-grouped table's and a cogroup's aggregation; this DSL not yet).
+# The operations whose table a versioned store may materialize, as in Kafka Streams (a foreign-key
+# join's, also KTable.join/left_join, is defined; the Spark runner refuses to run it: fk_joins).
 _VERSIONED_OPERATIONS = ("table()", "KStream.to_table", "KTable.filter", "KTable.filter_not", "KTable.map_values",
-                         "KGroupedStream.count", "KGroupedStream.reduce", "KGroupedStream.aggregate")
+                         "KTable.join", "KTable.left_join", "KTable.outer_join",
+                         "KGroupedStream.count", "KGroupedStream.reduce", "KGroupedStream.aggregate",
+                         "KGroupedTable.count", "KGroupedTable.reduce", "KGroupedTable.aggregate",
+                         "CogroupedKStream.aggregate")
 
 
 def _materialized(materialized: Optional[Materialized], builder: InternalStreamsBuilder, prefix: str):

@@ -53,6 +53,7 @@ class _CogroupedStreamAggregateBuilder:
                       "store_name": store.name, "cogroup": True}
             if windows is None:
                 node = ProcessorGraphNode(name, ProcessorSpec(NodeKind.AGGREGATE, params, [store]))
+                node.output_versioned = store.history_retention_ms is not None  # as Kafka Streams sets it
             else:
                 params.update(windows=windows, emit_strategy=ON_WINDOW_UPDATE)
                 if merger is not None:
@@ -123,7 +124,9 @@ class CogroupedKStream:
         init = UserFunction.of(initializer, [F.NO_ARGS], "CogroupedKStream.aggregate initializer")
         materialized, store_name, queryable = _materialized(materialized, self._builder, COGROUP_AGGREGATE_NAME)
         store = StoreSpec(store_name, StoreType.KEY_VALUE, materialized.logging_enabled, materialized.key_serde,
-                          materialized.value_serde, queryable=queryable, caching=materialized.caching_enabled)
+                          materialized.value_serde, queryable=queryable,
+                          caching=materialized.caching_enabled and not materialized.versioned,
+                          history_retention_ms=materialized.history_retention_ms)
         return self._aggregate_builder.build(dict(self._patterns), init, named, store,
                                              store_name if queryable else None, materialized.key_serde,
                                              materialized.value_serde)

@@ -160,7 +160,9 @@ def build_foreign_key_join(builder: InternalStreamsBuilder, left: ForeignKeyJoin
     key_serde = materialized.key_serde or left.key_serde
     value_serde = materialized.value_serde
     result_store = StoreSpec(result_store_name, StoreType.KEY_VALUE, materialized.logging_enabled, key_serde,
-                             value_serde, queryable=queryable, caching=materialized.caching_enabled)
+                             value_serde, queryable=queryable,
+                             caching=materialized.caching_enabled and not materialized.versioned,
+                             history_retention_ms=materialized.history_retention_ms)
     # A KTableSource: its store exists only if named or read downstream (materialized lazily).
     spec = KTableSourceSpec(NodeKind.FK_JOIN_RESULT, {"store_name": result_store_name}, result_store, queryable)
     result = ProcessorGraphNode(result_name, spec)

@@ -75,9 +75,9 @@ class KTable(_AbstractStream):
         own, or its filter/map_values' parent's), or None: not a versioned table."""
         if self._kind == "source":
             return self._source_spec.store.history_retention_ms
-        if self._kind == "aggregate":  # a grouped stream's count/reduce/aggregate may keep a versioned store
-            return next((store.history_retention_ms for store in self._node.spec.stores()
-                         if store.name == self._store_name), None)
+        if self._kind in ("aggregate", "join"):  # an aggregation's or a join's store may be a versioned one
+            return next((store.history_retention_ms for spec in _store_writer_specs(self._node)
+                         for store in spec.stores() if store.name == self._store_name), None)
         if self._kind in ("filter", "map_values"):
             if self.queryable_store_name is None:
                 return self._parents[0]._versioned_history_retention_ms()
@@ -255,7 +255,8 @@ class KTable(_AbstractStream):
         store = None
         if store_name is not None:
             store = StoreSpec(store_name, StoreType.KEY_VALUE, materialized.logging_enabled, key_serde, value_serde,
-                              queryable=True, caching=materialized.caching_enabled)
+                              queryable=True, caching=materialized.caching_enabled and not materialized.versioned,
+                              history_retention_ms=materialized.history_retention_ms)
         node = TableTableJoinNode(
             merge_name, join_this_name, join_other_name,
             ProcessorSpec(NodeKind.TABLE_TABLE_JOIN, {**common, "side": "this"}),
@@ -263,10 +264,11 @@ class KTable(_AbstractStream):
             ProcessorSpec(NodeKind.TABLE_TABLE_JOIN_MERGE, {**common, "store_name": store_name},
                           [store] if store else []),
             self.name, other.name, this_store_names, other_store_names)
+        node.output_versioned = materialized is not None and materialized.versioned  # Kafka Streams sets it
         builder.add_graph_node(self._node, node)
         builder.add_graph_node(other._node, node)
         return KTable(merge_name, key_serde, value_serde, all_sources, store_name, node, builder, kind="join",
-                      parents=[self, other])
+                      parents=[self, other], store_name=store_name)
 
 
     def _foreign_key_join(self, other, extractor, joiner, args, left_join: bool, operation: str) -> "KTable":
@@ -291,6 +293,16 @@ class KTable(_AbstractStream):
                                         left_join)
         return KTable(result.name, result.key_serde, result.value_serde, result.source_nodes,
                       result.queryable_store_name, result.node, self._builder, kind="source", source_spec=result.spec)
+
+
+def _store_writer_specs(node: GraphNode) -> list[ProcessorSpec]:
+    """The specs of the processors writing the store of the aggregation's or join's table at ``node``:
+    a join's merge, a cogroup's aggregations (before its pass-through merge), or the aggregation."""
+    if isinstance(node, TableTableJoinNode):
+        return [node.merge_spec]
+    if node.spec.kind is NodeKind.COGROUP_MERGE:
+        return [parent.spec for parent in node.parents]
+    return [node.spec]
 
 
 def _find_window_grace(node: GraphNode, chain: str = "") -> int:
@@ -329,9 +341,11 @@ class KGroupedTable(_AbstractStream):
         builder.add_graph_node(self._node, self._repartition_node)
         key_serde = materialized.key_serde or self.key_serde
         store = StoreSpec(store_name, StoreType.KEY_VALUE, materialized.logging_enabled, key_serde, value_serde,
-                          queryable=queryable, caching=materialized.caching_enabled)
+                          queryable=queryable, caching=materialized.caching_enabled and not materialized.versioned,
+                          history_retention_ms=materialized.history_retention_ms)
         spec = ProcessorSpec(NodeKind.TABLE_AGGREGATE, {**params, "store_name": store_name}, [store])
         node = ProcessorGraphNode(function_name, spec)
+        node.output_versioned = materialized.versioned
         builder.add_graph_node(self._repartition_node, node)
         return KTable(function_name, key_serde, value_serde, {source_name}, store_name if queryable else None, node,
                       builder, kind="aggregate", store_name=store_name)

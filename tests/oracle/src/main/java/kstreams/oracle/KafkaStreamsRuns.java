@@ -22,6 +22,11 @@ import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StoreQueryParameters;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.query.QueryResult;
+import org.apache.kafka.streams.query.StateQueryRequest;
+import org.apache.kafka.streams.query.StateQueryResult;
+import org.apache.kafka.streams.query.VersionedKeyQuery;
+import org.apache.kafka.streams.state.VersionedRecord;
 import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.QueryableStoreTypes;
 import org.apache.kafka.streams.state.ReadOnlyKeyValueStore;
@@ -154,6 +159,29 @@ final class KafkaStreamsRuns {
             while (entries.hasNext()) {
                 KeyValue<String, Object> entry = entries.next();
                 content.put(entry.key, String.valueOf(entry.value));
+            }
+        }
+        return content;
+    }
+
+    /**
+     * The latest version of each of {@code keys} in the versioned store {@code store}, as
+     * "value|t" and its timestamp (keys without one, or whose latest version is a tombstone, left
+     * out), read with interactive queries v2 (KIP-960: a versioned store has no v1 view).
+     */
+    static Map<String, String> versionedStoreContent(KafkaStreams streams, String store, List<String> keys) {
+        Map<String, String> content = new TreeMap<>();
+        for (String key : keys) {
+            StateQueryResult<VersionedRecord<String>> result = streams.query(
+                StateQueryRequest.inStore(store).withQuery(VersionedKeyQuery.<String, String>withKey(key)));
+            for (QueryResult<VersionedRecord<String>> partition : result.getPartitionResults().values()) {
+                if (!partition.isSuccess()) {
+                    throw new IllegalStateException("querying " + store + " for " + key + ": " + partition.getFailureMessage());
+                }
+                VersionedRecord<String> latest = partition.getResult();
+                if (latest != null) {
+                    content.put(key, latest.value() + "|t" + latest.timestamp());
+                }
             }
         }
         return content;

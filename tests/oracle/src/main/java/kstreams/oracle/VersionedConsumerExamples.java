@@ -23,8 +23,10 @@ import org.apache.kafka.streams.state.Stores;
  * marked not latest), run by Kafka Streams itself until its input is consumed; prints JSON
  * {"describe": ...}. Prices are a table read from a topic into a versioned store (10 s of history);
  * limits a plain table (no record cache). The prices are outer-joined with the limits (the prices'
- * side skips an out-of-order update); filtered (no store) and re-grouped by a partner user into an
- * uncached aggregate of additions and subtractions (the re-grouping skips them); filtered into a
+ * side skips an out-of-order update); filtered (no store) and re-grouped by a partner user (the
+ * re-grouping skips them) into an aggregate of additions and subtractions kept in a versioned store
+ * (1 s of history: each update stamped with the larger of the record's and the aggregate's time, and
+ * dropped when older than that; its changes carry their timestamps); filtered into a
  * plain store of their own (which takes an out-of-order update as its latest value), whose changes
  * go to a topic and which the limits are left-joined with; and mapped into another plain store,
  * whose changes go to a topic. The limits are filtered into a versioned store (3 s of history: it drops
@@ -81,8 +83,9 @@ public final class VersionedConsumerExamples {
             .aggregate(() -> "",
                        (partner, price, history) -> history + "+" + price,
                        (partner, price, history) -> history + "-" + price,
-                       uncached("price-history"))
+                       Materialized.as(Stores.persistentVersionedKeyValueStore("price-history", Duration.ofSeconds(1))))
             .toStream()
+            .processValues(StampValues::new)
             .to(outHistory);
         KTable<String, String> kept = priceTable.filter((user, price) -> number(price) % 3 != 0, uncached("kept-store"));
         kept.toStream().to(outFiltered);
