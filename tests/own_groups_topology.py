@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from equivalence_io import StampValues, java_string
 from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.consumed_produced import Produced
 from dagster_kstreams.topology.grouped_repartitioned import Grouped
@@ -88,21 +89,6 @@ class HoldBuckets(FixedKeyProcessor):
             self.buckets.delete(entry.key)
 
 
-def _java(value) -> str:
-    """``value`` as Java's string concatenation writes it (null: "null")."""
-    return "null" if value is None else str(value)
-
-
-class StampValues(FixedKeyProcessor):
-    """StampValues.java: the value (Java's "null" for null), "|t" and the record's timestamp."""
-
-    def init(self, context) -> None:
-        self.context = context
-
-    def process(self, record) -> None:
-        self.context.forward(record.with_value(f"{_java(record.value)}|t{record.timestamp}"))
-
-
 def own_group_examples(topics: dict[str, str]) -> StreamsBuilder:
     """The topology of OwnGroupExamples.java, on ``topics`` ("events" and ``OUTPUTS`` -> topic)."""
     builder = StreamsBuilder()
@@ -141,17 +127,17 @@ def own_group_examples(topics: dict[str, str]) -> StreamsBuilder:
         .count(Materialized.as_("session-updates").with_caching_disabled()) \
         .to_stream() \
         .to(topics["out-sessions"], Produced.with_(session_keys, Serdes.Long()))
-    held.left_join(events, lambda bucket, event: f"{_java(bucket)}|{_java(event)}",
+    held.left_join(events, lambda bucket, event: f"{java_string(bucket)}|{java_string(event)}",
                     JoinWindows.of_time_difference_and_grace(timedelta(seconds=1), timedelta(seconds=2))
                     .after(timedelta(0))) \
         .process_values(StampValues) \
         .to(topics["out-held-joined"])
-    evictions.left_join(events, lambda evicted, event: f"{_java(evicted)}|{_java(event)}",
+    evictions.left_join(events, lambda evicted, event: f"{java_string(evicted)}|{java_string(event)}",
                         JoinWindows.of_time_difference_and_grace(timedelta(milliseconds=1500), timedelta(seconds=1))) \
         .process_values(StampValues) \
         .to(topics["out-evicted-joined"])
     window_stream.outer_join(window_stream.map_values(lambda count: count * 10),
-                             lambda count, tenfold: f"{_java(count)}/{_java(tenfold)}",
+                             lambda count, tenfold: f"{java_string(count)}/{java_string(tenfold)}",
                              JoinWindows.of_time_difference_and_grace(timedelta(milliseconds=500),
                                                                       timedelta(milliseconds=500)),
                              StreamJoined.with_(windowed, Serdes.Long(), Serdes.Long())) \

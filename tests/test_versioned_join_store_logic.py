@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from equivalence_io import StampValues, java_string
 from dagster_kstreams.processors.changes import Change, ChangedSerde
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.records import RecordContext
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import Materialized, Stores, StreamsBuilder
-from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Record
 from dagster_kstreams.topology.serdes import Serdes
 from test_versioned_tables_logic import ModelStore
 
@@ -27,17 +27,8 @@ RETENTION_MS = 100
 JOIN_TYPES = ("join", "left_join", "outer_join")
 
 
-def _java(value) -> str:
-    return "null" if value is None else value
-
-
 def _versioned(name: str) -> Materialized:
     return Materialized.as_(Stores.persistent_versioned_key_value_store(name, timedelta(milliseconds=RETENTION_MS)))
-
-
-class StampValues(FixedKeyProcessor):
-    def process(self, record: Record) -> None:
-        self.context.forward(record.with_value(f"{_java(record.value)}|t{record.timestamp}"))
 
 
 def _compile(builder):
@@ -66,7 +57,7 @@ def _join_program(join_type: str):
     builder = StreamsBuilder()
     a = builder.table("a", Materialized.as_("a-store").with_caching_disabled())
     b = builder.table("b", Materialized.as_("b-store").with_caching_disabled())
-    joined = getattr(a, join_type)(b, lambda x, y: f"{_java(x)}&{_java(y)}", _versioned("joined"))
+    joined = getattr(a, join_type)(b, lambda x, y: f"{java_string(x)}&{java_string(y)}", _versioned("joined"))
     joined.to_stream().process_values(StampValues).to("changes")
     builder.stream("s").join(joined, lambda value, row: f"{value}@{row}").process_values(StampValues).to("read")
     return _compile(builder)
@@ -108,10 +99,10 @@ def _expected_join(join_type: str, records) -> list[tuple]:
             present = a_value is not None
         else:
             present = a_value is not None and b_value is not None
-        joined = f"{_java(a_value)}&{_java(b_value)}" if present else None
+        joined = f"{java_string(a_value)}&{java_string(b_value)}" if present else None
         stamp = max(timestamp, other_time)
         if store.put(key, joined, stamp) != "expired":
-            out.append(("changes", key, f"{_java(joined)}|t{stamp}"))
+            out.append(("changes", key, f"{java_string(joined)}|t{stamp}"))
     return out
 
 

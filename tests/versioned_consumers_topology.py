@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from equivalence_io import StampValues
 from dagster_kstreams.topology import Materialized, Stores, StreamsBuilder, TableJoined
 from dagster_kstreams.topology.grouped_repartitioned import Grouped
-from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Record
 
 INPUTS = ("prices", "limits", "orders", "regions")
 OUTPUTS = ("out-joined", "out-history", "out-filtered", "out-kept-joined", "out-marked", "out-versioned-filtered",
@@ -36,14 +36,6 @@ FK_JOIN_NAME = "prices-regions"  # its internal topics: <app>-prices-regions-sub
 REPARTITION_TOPIC = "by-partner-repartition"
 # A user's partner in its partition (u1, u2, u3 in partition 0 of 2; u5, u11, u15 in 1).
 PARTNER = {"u1": "u2", "u2": "u3", "u3": "u1", "u5": "u11", "u11": "u15", "u15": "u5"}
-
-
-class StampValues(FixedKeyProcessor):
-    """The value ("null" for None), "|t" and the record's timestamp (Java's StampValues)."""
-
-    def process(self, record: Record) -> None:
-        value = "null" if record.value is None else record.value
-        self.context.forward(record.with_value(f"{value}|t{record.timestamp}"))
 
 
 def versioned_consumer_examples(topics: dict[str, str]) -> StreamsBuilder:
