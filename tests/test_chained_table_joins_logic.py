@@ -282,11 +282,10 @@ def test_a_join_of_two_windowed_tables_compiles_and_its_limits_are_refused():
         .group_by(lambda windowed, value: (windowed.key, value)).count()
     assert compile_topology(builder.build(), "app").program(0).task_grouped
 
-    builder = StreamsBuilder()  # a windowed join's result without a store: read through both tables, not yet
-    _windowed(builder, "s").join(_windowed(builder, "s"), _joiner("|")) \
+    builder = StreamsBuilder()  # a windowed join's result without a store: read through both tables
+    _windowed(builder, "s").join(_windowed(builder, "s", 500, 500), _joiner("|")) \
         .group_by(lambda windowed, value: (windowed.key, value)).count()
-    with pytest.raises(UnsupportedTopologyError, match="whose values come from KSTREAM-AGGREGATE"):
-        compile_topology(builder.build(), "app").check()
+    assert not compile_topology(builder.build(), "app").program(0).task_grouped
 
     builder = StreamsBuilder()  # Kafka Streams keys its store by start: one window of each size would share it
     _windowed(builder, "s").join(_windowed(builder, "s", 500, 500), _joiner("|"), Materialized.as_("joined")) \
@@ -299,10 +298,24 @@ def test_a_join_of_two_windowed_tables_compiles_and_its_limits_are_refused():
     joined.join(_windowed(builder, "s"), _joiner("|")).to_stream().to("out")
     compile_topology(builder.build(), "app").check()
 
-    builder = StreamsBuilder()  # without a store: read through both tables and the joiner, not yet
+    builder = StreamsBuilder()  # without a store: read through both tables and the joiner, a filter too
     joined = _windowed(builder, "s").join(_windowed(builder, "s"), _joiner("|"))
-    joined.join(_windowed(builder, "s"), _joiner("|")).to_stream().to("out")
-    with pytest.raises(UnsupportedTopologyError, match="whose values come from KSTREAM-AGGREGATE"):
+    joined.filter(lambda windowed, value: True).join(_windowed(builder, "s"), _joiner("|")).to_stream().to("out")
+    compile_topology(builder.build(), "app").check()
+
+    builder = StreamsBuilder()  # ... but not through a step with a store of its own (its old values are its store's)
+    joined = _windowed(builder, "s").join(_windowed(builder, "s"), _joiner("|"))
+    joined.map_values(lambda value: value, Materialized.as_("kept")) \
+        .group_by(lambda windowed, value: (windowed.key, value)).count()
+    with pytest.raises(UnsupportedTopologyError, match="KTABLE-SELECT-.* reads the windowed join KTABLE-MERGE-.* "
+                                                       "through KTABLE-MAPVALUES-.* with a store of its own"):
+        compile_topology(builder.build(), "app").check()
+
+    builder = StreamsBuilder()  # ... whose reach (either table's) the other store's retention must cover
+    joined = _windowed(builder, "s").join(_windowed(builder, "s", 1000, 500), _joiner("|"))
+    joined.join(_windowed(builder, "s", store="short"), _joiner("|")).to_stream().to("out")
+    with pytest.raises(UnsupportedTopologyError, match="KTABLE-JOINTHIS-.* joins windowed tables, but a store's "
+                                                       "retention is below"):
         compile_topology(builder.build(), "app").check()
 
     builder = StreamsBuilder()  # through a filter of the joined table: its store is not modelled there
@@ -318,8 +331,14 @@ def test_a_join_of_two_windowed_tables_compiles_and_its_limits_are_refused():
     with pytest.raises(UnsupportedTopologyError, match="retention is below"):
         compile_topology(builder.build(), "app").check()
 
-    builder = StreamsBuilder()  # state by window after the join, in its sub-topology: not read so
-    _windowed(builder, "s").join(_windowed(builder, "s"), _joiner("|")).to_stream() \
+    builder = StreamsBuilder()  # state by window after a join of windows of one size, in its sub-topology
+    _windowed(builder, "s").join(_windowed(builder, "s"), _joiner("|"), Materialized.as_("joined")).to_stream() \
         .group_by_key().reduce(lambda left, right: right).to_stream().to("out")
-    with pytest.raises(UnsupportedTopologyError, match="Add .repartition\\(\\) after to_stream\\(\\)"):
+    assert compile_topology(builder.build(), "app").program(0).task_grouped
+
+    builder = StreamsBuilder()  # ... of different sizes: Kafka Streams keys it by the window's start alone
+    _windowed(builder, "s").join(_windowed(builder, "s", 500, 500), _joiner("|")).to_stream() \
+        .group_by_key().reduce(lambda left, right: right).to_stream().to("out")
+    with pytest.raises(UnsupportedTopologyError, match="KSTREAM-REDUCE-.* after it keeps state by window, reached "
+                                                       "by windows of 2 sizes.*Add .repartition\\(\\) after"):
         compile_topology(builder.build(), "app").check()
