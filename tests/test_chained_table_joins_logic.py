@@ -24,7 +24,7 @@ from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_top
 from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology.serdes import Serdes
-from dagster_kstreams.topology.windows import TimeWindows
+from dagster_kstreams.topology.windows import SessionWindows, TimeWindows
 
 TABLES = ("a", "b", "c")
 JOIN_TYPES = ("join", "left_join", "outer_join")
@@ -250,6 +250,12 @@ def _windowed(builder, topic: str, size_ms: int = 1000, grace_ms: int = 0, store
         timedelta(milliseconds=size_ms + grace_ms)))
 
 
+def _sessions(builder, topic: str) -> None:
+    """A session count of ``topic`` written to a topic, in the sub-topology of the stream read first."""
+    builder.stream(topic).group_by_key().windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(
+        timedelta(seconds=1))).count().to_stream().to("sessions")
+
+
 def test_a_join_of_two_windowed_tables_compiles_and_its_limits_are_refused():
     """Joins of windowed tables run (tests/test_equivalence_windowed_table_joins.py); refused: a
     windowed table joined with a plain one, a store that may have expired a window the other side's
@@ -287,10 +293,18 @@ def test_a_join_of_two_windowed_tables_compiles_and_its_limits_are_refused():
         .group_by(lambda windowed, value: (windowed.key, value)).count()
     assert not compile_topology(builder.build(), "app").program(0).task_grouped
 
-    builder = StreamsBuilder()  # Kafka Streams keys its store by start: one window of each size would share it
+    builder = StreamsBuilder()  # Kafka Streams keys its store by start: a window of each size shares it, here too
     _windowed(builder, "s").join(_windowed(builder, "s", 500, 500), _joiner("|"), Materialized.as_("joined")) \
         .to_stream().to("out")
-    with pytest.raises(UnsupportedTopologyError, match="materialized and its tables' windows differ in size"):
+    program = compile_topology(builder.build(), "app").program(0)
+    assert program.task_grouped and program.window_keys.by_start
+
+    builder = StreamsBuilder()  # ... but beside session windows, whose groups keep the window's end too
+    _windowed(builder, "s").join(_windowed(builder, "s", 500, 500), _joiner("|"), Materialized.as_("joined")) \
+        .to_stream().to("out")
+    _sessions(builder, "s")
+    with pytest.raises(UnsupportedTopologyError, match="KTABLE-JOINTHIS-.* materialized and its tables' windows "
+                                                       "differ in size beside session windows"):
         compile_topology(builder.build(), "app").check()
 
     builder = StreamsBuilder()  # a join of a materialized windowed join's result: read from its store
@@ -336,9 +350,15 @@ def test_a_join_of_two_windowed_tables_compiles_and_its_limits_are_refused():
         .group_by_key().reduce(lambda left, right: right).to_stream().to("out")
     assert compile_topology(builder.build(), "app").program(0).task_grouped
 
-    builder = StreamsBuilder()  # ... of different sizes: Kafka Streams keys it by the window's start alone
+    builder = StreamsBuilder()  # ... of different sizes: Kafka Streams keys it by the window's start alone, as here
     _windowed(builder, "s").join(_windowed(builder, "s", 500, 500), _joiner("|")).to_stream() \
         .group_by_key().reduce(lambda left, right: right).to_stream().to("out")
+    assert compile_topology(builder.build(), "app").program(0).window_keys.by_start
+
+    builder = StreamsBuilder()  # ... but beside session windows, whose groups keep the window's end too
+    _windowed(builder, "s").join(_windowed(builder, "s", 500, 500), _joiner("|")).to_stream() \
+        .group_by_key().reduce(lambda left, right: right).to_stream().to("out")
+    _sessions(builder, "s")
     with pytest.raises(UnsupportedTopologyError, match="KSTREAM-REDUCE-.* after it keeps state by window, reached "
                                                        "by windows of 2 sizes.*Add .repartition\\(\\) after"):
         compile_topology(builder.build(), "app").check()

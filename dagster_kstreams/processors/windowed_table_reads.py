@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Optional
 
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
+from dagster_kstreams.processors.own_groups import windows_keyed_by_start
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.windows import TimeWindows
@@ -33,16 +34,23 @@ def time_windows_on_update(node) -> bool:
 
 def windowed_store_size(ctx, node) -> Optional[int]:
     """The window size of the windowed keys the store of ``node`` is keyed by, when ``node`` is a
-    materialized join of two time-windowed tables of one size or a filter/map_values keeping its own
-    store over a time-windowed table (through filters/map_values); else None. Kafka Streams keys such
-    a store by the key and the window's start; the runner by the window, so both sides' windows must
-    have one size for their updates to write one entry."""
+    materialized join of two time-windowed tables or a filter/map_values keeping its own store over a
+    time-windowed table (through filters/map_values); else None. Kafka Streams keys such a store by the
+    key and the window's start; the runner by the window's group, by its start too unless the
+    sub-topology has session windows (:mod:`.own_groups`), where both sides' windows must have one size
+    for their updates to write one entry."""
     sub = ctx.subtopology
     if node.kind is NodeKind.TABLE_TABLE_JOIN_MERGE:
         if node.params.get("store_name") not in node.stores:
             return None  # no store: read through both tables (value_getters._joined_values)
         sizes = {_windowed_table_size(sub, sub.node(sub.node(join).parents[0])) for join in node.parents}
-        return sizes.pop() if len(sizes) == 1 else None
+        if None in sizes:
+            return None
+        if len(sizes) == 1:
+            return sizes.pop()
+        # windows of different sizes write one entry per start, as in Kafka Streams, when the groups are
+        # kept by start (own_groups.py): the end of the window a read builds keys no group
+        return min(sizes) if windows_keyed_by_start(sub) else None
     if node.kind in (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES):
         return _windowed_table_size(sub, node)
     return None
@@ -92,14 +100,14 @@ def check_windows(ctx, factory, this_table: str, that_table: str, merge) -> None
         if this_retention < that_reach or that_retention < this_reach:
             problem = "a store's retention is below the other aggregation's window size plus grace"
         elif merge.params.get("store_name") in merge.stores and windowed_store_size(ctx, merge) is None:
-            problem = "it is materialized and its tables' windows differ in size"
+            problem = "it is materialized and its tables' windows differ in size beside session windows"
         else:
             return
     raise UnsupportedTopologyError(
         f"processor {factory.name} ({factory.kind.value}) joins windowed tables, but {problem}; the Spark runner "
         "joins two time-windowed tables (updated on every record, through filter/map_values, or a join of two) "
-        "whose stores each keep the windows the other updates, materialized only when their windows have one "
-        "size")
+        "whose stores each keep the windows the other updates, materialized with windows of different sizes only "
+        "in a sub-topology without session windows")
 
 
 def _reach_and_retention(ctx, node) -> Optional[tuple[int, float]]:

@@ -20,7 +20,7 @@ from typing import Any
 
 from dagster_kstreams.processors.base import Processor, StoreProcessor, reachable
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
-from dagster_kstreams.processors.own_groups import own_group
+from dagster_kstreams.processors.own_groups import own_group, windows_keyed_by_start
 from dagster_kstreams.processors.value_getters import ValueGetter
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import Window, Windowed
@@ -52,14 +52,15 @@ def keeps_state_downstream(sub, factory) -> bool:
 def check_own_window_reads(sub, factory, what: str) -> None:
     """Refuses a join of windowed tables or a re-grouping after the windowed aggregation ``factory``
     when something after it keeps state by window (a count of the join's stream, say) that windows of
-    different sizes reach. With those readers, the sub-topology runs task-grouped with a group per
-    window (:mod:`.own_groups`), where the readers find each store's window, and the aggregations'
-    windows in the source key's group; a store after them is keyed by the window there, but by the key
-    and the window's start in Kafka Streams (a time-windowed serde), which are one entry per window
-    only while every window reaching it has one size."""
+    different sizes reach, in a sub-topology with session windows. With those readers, the sub-topology
+    runs task-grouped with a group per window (:mod:`.own_groups`), where the readers find each store's
+    window, and the aggregations' windows in the source key's group; a store after them is keyed by the
+    key and the window's start in Kafka Streams (a time-windowed serde), as the groups are, unless
+    session windows key them by the window's end too: then windows of one start and different sizes
+    would be one entry there and two groups here."""
     after = list(reachable(sub, factory.children, lambda n: n.children))
     readers = [node for node in after if _reads_own_windows(node)]
-    if not readers:
+    if not readers or windows_keyed_by_start(sub):
         return
     for node in after:
         if node.kind in _STATELESS_KINDS or _reads_own_windows(node) or node.kind is NodeKind.TABLE_TABLE_JOIN_MERGE:
@@ -69,9 +70,9 @@ def check_own_window_reads(sub, factory, what: str) -> None:
             raise UnsupportedTopologyError(
                 f"{what}: {readers[0].name} ({readers[0].kind.value}) reads its windows in sub-topology {sub.id}, "
                 f"where {node.name} ({node.kind.value}) after it keeps state by window, reached by windows of "
-                f"{len(sizes)} sizes; the Spark runner keeps such state by window, Kafka Streams by the key and the "
-                "window's start (one entry for windows of one start and different sizes). Add .repartition() "
-                "after to_stream()")
+                f"{len(sizes)} sizes; beside session windows the Spark runner keeps such state by window, Kafka "
+                "Streams by the key and the window's start (one entry for windows of one start and different "
+                "sizes). Add .repartition() after to_stream()")
 
 
 def _window_sizes_reaching(sub, node) -> set:
