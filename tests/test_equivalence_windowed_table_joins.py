@@ -53,7 +53,7 @@ T0 = (int(time.time()) - 3600) * 1000 // 1000 * 1000
 KEYS = tuple(f"k{i}" for i in range(6))
 REGROUPED = ("out-regrouped", "out-joined-regrouped", "out-pair-regrouped")
 # The stores after the materialized join of odd counts, read back from the checkpoints: {store: output}.
-STORES_READ_BACK = {"odd-counts": "out-odd-counts", "odd-reduced": "out-odd-reduced"}
+STORES_READ_BACK = {"odd-counts": "out-odd-counts", "odd-reduced": "out-odd-reduced", "mixed": "out-mixed"}
 JOINED = tuple(name for name in OUTPUTS if name not in REGROUPED)
 
 
@@ -134,6 +134,9 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     # state after the materialized join: counted and reduced by window, its tombstones skipped
     assert any(v != "1" for v in values["out-odd-counts"]) and None not in values["out-odd-reduced"]
     assert any("+" in v for v in values["out-odd-reduced"])
+    # the materialized join of 1 s and 500 ms windows: a 1 s window with no 500 ms one of its start, and with
+    mixed = values["out-mixed"]
+    assert any(v.endswith("%null") for v in mixed) and not all(v.endswith("%null") for v in mixed)
     starts = {start % 1000 for name in JOINED if name != "out-outer"
               for p in range(PARTITIONS) for _, start, _ in expected[name, p]}
     assert starts == {0}  # tumbling starts only, except the outer join's hopping ones
@@ -147,7 +150,7 @@ def _assert_same(actual: dict, expected: dict) -> None:
 
 
 def _assert_stores_read_back(runner: TaskRunner, expected: dict) -> None:
-    """Each store after the materialized join holds, per window, what it last sent in Kafka Streams."""
+    """Each store after the materialized joins holds, per window start, what it last sent in Kafka Streams."""
     for store, output in STORES_READ_BACK.items():
         last = {(key, start): value for p in range(PARTITIONS) for key, start, value in expected[output, p]}
         content = runner.read_store(store)

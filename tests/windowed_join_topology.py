@@ -29,7 +29,9 @@ task-grouped, a group per window. There too, state after a materialized join: th
 filter without a store) joined (inner) with the concatenation into ``odd-joined`` (a tombstone when a
 count turns even), whose stream, grouped by its windowed key, is counted (``out-odd-counts``) and
 reduced (``out-odd-reduced``): Kafka Streams' stores keyed by the key and the window's start, which
-skip the tombstones.
+skip the tombstones. And a materialized join of windows of different sizes: the concatenation left-joined
+with a count in 500 ms windows into ``mixed`` (``out-mixed``), whose entries are the key and the
+window's start, written by the updates of either size.
 
 Back in sub-topology 0, a join's result without a store: the tumbling concatenation outer-joined with
 the hopping one (``pair``, read through both tables and the joiner at the window's start), filtered
@@ -48,7 +50,7 @@ from dagster_kstreams.topology import (
 INPUTS = ("s",)
 OUTPUTS = ("out-inner", "out-left", "out-outer", "out-regrouped", "out-filtered", "out-materialized",
            "out-joined-regrouped", "out-rejoined", "out-pair-joined", "out-pair-regrouped", "out-odd-counts",
-           "out-odd-reduced")
+           "out-odd-reduced", "out-mixed")
 WINDOW_MS = 1000
 
 
@@ -120,4 +122,13 @@ def windowed_join_examples(topics: dict[str, str]) -> StreamsBuilder:
         .map_values(lambda n: str(n)).to(topics["out-odd-counts"], produced)
     by_window.reduce(lambda x, y: x + "+" + y, Materialized.as_("odd-reduced").with_caching_disabled()) \
         .to_stream().to(topics["out-odd-reduced"], produced)
+
+    # A materialized join of windows of different sizes (sub-topology 2): the concatenation (1 s) left-joined
+    # with a count in 500 ms windows (its retention covering the other's reach); both write the entry of a
+    # start, Kafka Streams' store being keyed by the key and the window's start.
+    quick = regrouped.windowed_by(TimeWindows.of_size_and_grace(timedelta(milliseconds=500), grace)) \
+        .count(Materialized.as_("quick-counts").with_retention(timedelta(milliseconds=1500)).with_caching_disabled())
+    concatenated.left_join(quick, lambda values, n: f"{text(values)}%{text(n)}",
+                           Materialized.as_("mixed").with_key_serde(windowed_keys).with_caching_disabled()) \
+        .to_stream().to(topics["out-mixed"], produced)
     return builder

@@ -25,7 +25,7 @@ import org.apache.kafka.streams.state.WindowStore;
  * consumed; prints JSON {"describe": ...}.
  *
  * Args: bootstrap applicationId stateDir s outInner outLeft outOuter outRegrouped outFiltered outMaterialized
- * outJoinedRegrouped outRejoined outPairJoined outPairRegrouped outOddCounts outOddReduced
+ * outJoinedRegrouped outRejoined outPairJoined outPairRegrouped outOddCounts outOddReduced outMixed
  *
  * The Python twin is windowed_join_examples() in tests/windowed_join_topology.py; keep the two in step.
  */
@@ -45,7 +45,7 @@ public final class WindowedTableJoinExamples {
     public static Topology build(String s, String outInner, String outLeft, String outOuter, String outRegrouped,
                                  String outFiltered, String outMaterialized, String outJoinedRegrouped,
                                  String outRejoined, String outPairJoined, String outPairRegrouped,
-                                 String outOddCounts, String outOddReduced) {
+                                 String outOddCounts, String outOddReduced, String outMixed) {
         StreamsBuilder builder = new StreamsBuilder();
         Duration size = Duration.ofMillis(WINDOW_MS);
         Duration grace = Duration.ofMillis(500);
@@ -126,12 +126,24 @@ public final class WindowedTableJoinExamples {
                         Materialized.<Windowed<String>, String, KeyValueStore<Bytes, byte[]>>as("odd-reduced")
                             .withCachingDisabled())
             .toStream().to(outOddReduced, produced);
+
+        // A materialized join of windows of different sizes (sub-topology 2): the concatenation (1 s) left-joined
+        // with a count in 500 ms windows (its retention covering the other's reach); both write the entry of a
+        // start, the store being keyed by the key and the window's start.
+        KTable<Windowed<String>, Long> quick = regrouped
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(500), grace))
+            .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("quick-counts")
+                       .withRetention(Duration.ofMillis(1500)).withCachingDisabled());
+        concatenated.leftJoin(quick, (concatenation, n) -> text(concatenation) + "%" + text(n),
+                              Materialized.<Windowed<String>, String, KeyValueStore<Bytes, byte[]>>as("mixed")
+                                  .withKeySerde(windowedKeys).withCachingDisabled())
+            .toStream().to(outMixed, produced);
         return builder.build();
     }
 
     public static void main(String[] args) throws Exception {
         Topology topology = build(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10], args[11],
-                                  args[12], args[13], args[14], args[15]);
+                                  args[12], args[13], args[14], args[15], args[16]);
         // The repartition topics too: the sub-topologies reading them must have read them to the end.
         KafkaStreamsRuns.runUntilConsumed(topology, args[0], args[1], args[2],
                                           () -> List.of(args[3], args[1] + "-by-key-repartition",
