@@ -83,8 +83,8 @@ def check_windows(ctx, factory, this_table: str, that_table: str, merge) -> None
     the key's own windows answer (the runner's key-grouped row has no other keys' writes to tell that
     time by). A store of a filter/map_values after the aggregation, or of a
     materialized join, never expires a window, in Kafka Streams as here. A materialized join's store is
-    keyed by the updated window: both sides' windows must have one size (see
-    :func:`windowed_store_size`)."""
+    keyed by the updated window's start; beside session windows by the window itself here, so both
+    sides' windows must then have one size (see :func:`windowed_store_size`)."""
     sub = ctx.subtopology
     this, that = (_reach_and_retention(ctx, sub.node(name)) for name in (this_table, that_table))
     if this is None and that is None:
