@@ -24,7 +24,7 @@ from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_top
 from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology.serdes import Serdes
-from dagster_kstreams.topology.windows import TimeWindows
+from dagster_kstreams.topology.windows import SessionWindows, TimeWindows
 
 TABLES = ("a", "b", "c")
 JOIN_TYPES = ("join", "left_join", "outer_join")
@@ -250,6 +250,12 @@ def _windowed(builder, topic: str, size_ms: int = 1000, grace_ms: int = 0, store
         timedelta(milliseconds=size_ms + grace_ms)))
 
 
+def _sessions(builder, topic: str) -> None:
+    """A session count of ``topic`` written to a topic, in the sub-topology of the stream read first."""
+    builder.stream(topic).group_by_key().windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(
+        timedelta(seconds=1))).count().to_stream().to("sessions")
+
+
 def test_a_join_of_two_windowed_tables_compiles_and_its_limits_are_refused():
     """Joins of windowed tables run (tests/test_equivalence_windowed_table_joins.py); refused: a
     windowed table joined with a plain one, a store that may have expired a window the other side's
@@ -282,16 +288,23 @@ def test_a_join_of_two_windowed_tables_compiles_and_its_limits_are_refused():
         .group_by(lambda windowed, value: (windowed.key, value)).count()
     assert compile_topology(builder.build(), "app").program(0).task_grouped
 
-    builder = StreamsBuilder()  # a windowed join's result without a store: read through both tables, not yet
-    _windowed(builder, "s").join(_windowed(builder, "s"), _joiner("|")) \
+    builder = StreamsBuilder()  # a windowed join's result without a store: read through both tables
+    _windowed(builder, "s").join(_windowed(builder, "s", 500, 500), _joiner("|")) \
         .group_by(lambda windowed, value: (windowed.key, value)).count()
-    with pytest.raises(UnsupportedTopologyError, match="whose values come from KSTREAM-AGGREGATE"):
-        compile_topology(builder.build(), "app").check()
+    assert not compile_topology(builder.build(), "app").program(0).task_grouped
 
-    builder = StreamsBuilder()  # Kafka Streams keys its store by start: one window of each size would share it
+    builder = StreamsBuilder()  # Kafka Streams keys its store by start: a window of each size shares it, here too
     _windowed(builder, "s").join(_windowed(builder, "s", 500, 500), _joiner("|"), Materialized.as_("joined")) \
         .to_stream().to("out")
-    with pytest.raises(UnsupportedTopologyError, match="materialized and its tables' windows differ in size"):
+    program = compile_topology(builder.build(), "app").program(0)
+    assert program.task_grouped and program.window_keys.by_start
+
+    builder = StreamsBuilder()  # ... but beside session windows, whose groups keep the window's end too
+    _windowed(builder, "s").join(_windowed(builder, "s", 500, 500), _joiner("|"), Materialized.as_("joined")) \
+        .to_stream().to("out")
+    _sessions(builder, "s")
+    with pytest.raises(UnsupportedTopologyError, match="KTABLE-JOINTHIS-.* materialized and its tables' windows "
+                                                       "differ in size beside session windows"):
         compile_topology(builder.build(), "app").check()
 
     builder = StreamsBuilder()  # a join of a materialized windowed join's result: read from its store
@@ -299,10 +312,24 @@ def test_a_join_of_two_windowed_tables_compiles_and_its_limits_are_refused():
     joined.join(_windowed(builder, "s"), _joiner("|")).to_stream().to("out")
     compile_topology(builder.build(), "app").check()
 
-    builder = StreamsBuilder()  # without a store: read through both tables and the joiner, not yet
+    builder = StreamsBuilder()  # without a store: read through both tables and the joiner, a filter too
     joined = _windowed(builder, "s").join(_windowed(builder, "s"), _joiner("|"))
-    joined.join(_windowed(builder, "s"), _joiner("|")).to_stream().to("out")
-    with pytest.raises(UnsupportedTopologyError, match="whose values come from KSTREAM-AGGREGATE"):
+    joined.filter(lambda windowed, value: True).join(_windowed(builder, "s"), _joiner("|")).to_stream().to("out")
+    compile_topology(builder.build(), "app").check()
+
+    builder = StreamsBuilder()  # ... but not through a step with a store of its own (its old values are its store's)
+    joined = _windowed(builder, "s").join(_windowed(builder, "s"), _joiner("|"))
+    joined.map_values(lambda value: value, Materialized.as_("kept")) \
+        .group_by(lambda windowed, value: (windowed.key, value)).count()
+    with pytest.raises(UnsupportedTopologyError, match="KTABLE-SELECT-.* reads the windowed join KTABLE-MERGE-.* "
+                                                       "through KTABLE-MAPVALUES-.* with a store of its own"):
+        compile_topology(builder.build(), "app").check()
+
+    builder = StreamsBuilder()  # ... whose reach (either table's) the other store's retention must cover
+    joined = _windowed(builder, "s").join(_windowed(builder, "s", 1000, 500), _joiner("|"))
+    joined.join(_windowed(builder, "s", store="short"), _joiner("|")).to_stream().to("out")
+    with pytest.raises(UnsupportedTopologyError, match="KTABLE-JOINTHIS-.* joins windowed tables, but a store's "
+                                                       "retention is below"):
         compile_topology(builder.build(), "app").check()
 
     builder = StreamsBuilder()  # through a filter of the joined table: its store is not modelled there
@@ -318,8 +345,20 @@ def test_a_join_of_two_windowed_tables_compiles_and_its_limits_are_refused():
     with pytest.raises(UnsupportedTopologyError, match="retention is below"):
         compile_topology(builder.build(), "app").check()
 
-    builder = StreamsBuilder()  # state by window after the join, in its sub-topology: not read so
-    _windowed(builder, "s").join(_windowed(builder, "s"), _joiner("|")).to_stream() \
+    builder = StreamsBuilder()  # state by window after a join of windows of one size, in its sub-topology
+    _windowed(builder, "s").join(_windowed(builder, "s"), _joiner("|"), Materialized.as_("joined")).to_stream() \
         .group_by_key().reduce(lambda left, right: right).to_stream().to("out")
-    with pytest.raises(UnsupportedTopologyError, match="Add .repartition\\(\\) after to_stream\\(\\)"):
+    assert compile_topology(builder.build(), "app").program(0).task_grouped
+
+    builder = StreamsBuilder()  # ... of different sizes: Kafka Streams keys it by the window's start alone, as here
+    _windowed(builder, "s").join(_windowed(builder, "s", 500, 500), _joiner("|")).to_stream() \
+        .group_by_key().reduce(lambda left, right: right).to_stream().to("out")
+    assert compile_topology(builder.build(), "app").program(0).window_keys.by_start
+
+    builder = StreamsBuilder()  # ... but beside session windows, whose groups keep the window's end too
+    _windowed(builder, "s").join(_windowed(builder, "s", 500, 500), _joiner("|")).to_stream() \
+        .group_by_key().reduce(lambda left, right: right).to_stream().to("out")
+    _sessions(builder, "s")
+    with pytest.raises(UnsupportedTopologyError, match="KSTREAM-REDUCE-.* after it keeps state by window, reached "
+                                                       "by windows of 2 sizes.*Add .repartition\\(\\) after"):
         compile_topology(builder.build(), "app").check()

@@ -11,7 +11,10 @@ of their own (the stream re-keyed), stores keyed by windowed keys after the wind
 ``map_values`` of a count that keeps its own store, outer-joined with a concatenation into a
 materialized join, which is re-grouped and left-joined with a hopping concatenation; the runner keeps
 them in each window's group of the task's state (task-grouped), and reads the aggregations' windows
-in the source key's group.
+in the source key's group. There too, state after a materialized join (the odd counts joined with a
+concatenation, tombstones when a count turns even): its stream counted and reduced by windowed key.
+And in sub-topology 0, an outer join's result without a store, read through both tables and the
+joiner: filtered and joined again with the counts, and re-grouped (its old values read).
 
 Input on 2 partitions: 6 keys, a record every 150 ms, about one in six out of order (by up to 1.5 s:
 some fall in closed windows and are dropped), null values (given to the reducers and the count as
@@ -20,7 +23,8 @@ Kafka Streams gives them) and null keys (dropped), no two records with one times
 Compared: describe() of the very topology run; per join output topic and partition the whole
 sequence of (key, window start, value), and the re-grouped sums' final values (its repartition topic
 interleaves what the two upstream tasks wrote as they ran, in Kafka Streams as here), on a clean run
-and on one SIGKILLed once task 0_0 has run, then rerun.
+and on one SIGKILLed once task 0_0 has run, then rerun; and the count's and the reduce's stores after
+the materialized join, read back from the checkpoints, against what Kafka Streams last sent per window.
 Not timestamps: see the README, "Record timestamps written by the runner".
 """
 
@@ -35,7 +39,7 @@ from pyspark import cloudpickle
 import windowed_join_topology
 from equivalence_io import KafkaStreamsInBackground, output_topics, produce_strings, with_unique_timestamps
 from killed_runs import kill_and_rerun
-from windowed_join_topology import INPUTS, OUTPUTS, windowed_join_examples
+from windowed_join_topology import INPUTS, OUTPUTS, WINDOW_MS, windowed_join_examples
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import final_values, read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
@@ -47,7 +51,9 @@ cloudpickle.register_pickle_by_value(windowed_join_topology)
 PARTITIONS = 2
 T0 = (int(time.time()) - 3600) * 1000 // 1000 * 1000
 KEYS = tuple(f"k{i}" for i in range(6))
-REGROUPED = ("out-regrouped", "out-joined-regrouped")
+REGROUPED = ("out-regrouped", "out-joined-regrouped", "out-pair-regrouped")
+# The stores after the materialized join of odd counts, read back from the checkpoints: {store: output}.
+STORES_READ_BACK = {"odd-counts": "out-odd-counts", "odd-reduced": "out-odd-reduced", "mixed": "out-mixed"}
 JOINED = tuple(name for name in OUTPUTS if name not in REGROUPED)
 
 
@@ -121,6 +127,16 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     assert any(v is not None and not v.startswith("null^") for v in values["out-materialized"])
     assert any(v.endswith("@null") for v in values["out-rejoined"] if v is not None)
     assert any(";" in v.split("@")[1] for v in values["out-rejoined"] if v is not None)
+    # the joins' result without a store, read through both tables: a hopping value joined, and none
+    assert any(v.endswith("~null#" + v.split("#")[1]) for v in values["out-pair-joined"] if v is not None)
+    assert any(";" in v.split("~")[1] for v in values["out-pair-joined"] if v is not None)
+    assert any(int(v) > 0 for v in expected["out-pair-regrouped"].values())
+    # state after the materialized join: counted and reduced by window, its tombstones skipped
+    assert any(v != "1" for v in values["out-odd-counts"]) and None not in values["out-odd-reduced"]
+    assert any("+" in v for v in values["out-odd-reduced"])
+    # the materialized join of 1 s and 500 ms windows: a 1 s window with no 500 ms one of its start, and with
+    mixed = values["out-mixed"]
+    assert any(v.endswith("%null") for v in mixed) and not all(v.endswith("%null") for v in mixed)
     starts = {start % 1000 for name in JOINED if name != "out-outer"
               for p in range(PARTITIONS) for _, start, _ in expected[name, p]}
     assert starts == {0}  # tumbling starts only, except the outer join's hopping ones
@@ -133,6 +149,15 @@ def _assert_same(actual: dict, expected: dict) -> None:
     assert set(actual) == set(expected)
 
 
+def _assert_stores_read_back(runner: TaskRunner, expected: dict) -> None:
+    """Each store after the materialized joins holds, per window start, what it last sent in Kafka Streams."""
+    for store, output in STORES_READ_BACK.items():
+        last = {(key, start): value for p in range(PARTITIONS) for key, start, value in expected[output, p]}
+        content = runner.read_store(store)
+        assert {(w.key, w.window.start - T0): str(value) for w, value in content.items()} == last, store
+        assert all(w.window.end - w.window.start == WINDOW_MS for w in content), store
+
+
 def test_windowed_table_joins_in_a_clean_run_match_kafka_streams(
     kafka_bootstrap, kafka_admin, unique_topic, kafka_streams_run, records, spark, tmp_path
 ):
@@ -143,6 +168,7 @@ def test_windowed_table_joins_in_a_clean_run_match_kafka_streams(
     expected = kafka_streams_run.result()["results"]
     _assert_reference_exercises_it(expected)
     _assert_same(_results(kafka_bootstrap, topics), expected)
+    _assert_stores_read_back(runner, expected)
 
 
 def test_windowed_table_joins_killed_part_way_and_rerun_match_kafka_streams(
@@ -153,7 +179,9 @@ def test_windowed_table_joins_killed_part_way_and_rerun_match_kafka_streams(
                            bootstrap=kafka_bootstrap, spark=spark,
                            kill_when=lambda line: line.startswith("task 0_0 "))
     assert not any(line.startswith("task 0_1 ") for line in rerun.killed_lines), rerun.killed_lines
-    _assert_same(_results(kafka_bootstrap, topics), kafka_streams_run.result()["results"])
+    expected = kafka_streams_run.result()["results"]
+    _assert_same(_results(kafka_bootstrap, topics), expected)
+    _assert_stores_read_back(rerun.runner, expected)
 
 
 def test_describe_of_the_topology_run_is_kafka_streams(kafka_streams_run):

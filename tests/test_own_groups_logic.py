@@ -158,3 +158,34 @@ def test_a_windowed_tables_windows_are_counted_each_under_its_own_window(batches
         updates[window] = updates.get(window, 0) + 1
         expected.append((window, updates[window]))
     assert [((w.key, w.window.start), count) for w, count in counted] == expected
+
+
+def _counts_of_two_window_sizes(builder):
+    """Windows of 2 s and of 1 s, each counted; both streams counted again by windowed key in 2 s windows'
+    serde: Kafka Streams' count store is keyed by the key and the window's start (``TimeWindowedSerde``)."""
+    windowed = WindowedSerde(Serdes.String(), 2_000)
+    grouped = builder.stream("in").group_by_key()
+    windows = [grouped.windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=size), timedelta(seconds=10)))
+               .count(Materialized.as_(f"per-{size}s").with_caching_disabled()) for size in (2, 1)]
+    windows[0].to_stream().merge(windows[1].to_stream()) \
+        .group_by_key(Grouped.with_(windowed, Serdes.Long())).count(UNCACHED).to_stream().to("out", None)
+
+
+@pytest.mark.parametrize("batches", [1, 4, 10])
+def test_windows_of_one_start_and_two_sizes_are_one_entry_of_a_store_after_them(batches):
+    program = _program(_counts_of_two_window_sizes)
+    assert program.task_grouped and program.window_keys.by_start
+    outputs = _run(program, ROWS, batches)
+    windowed = WindowedSerde(Serdes.String(), 2_000)
+    counted = [(windowed.deserialize(key), _long(value)) for key, value in outputs]
+    updates: dict = {}
+    expected = []
+    for key, _, timestamp in ROWS:
+        if key is None:
+            continue
+        for size in (2_000, 1_000):  # the 2 s windows' update first: its aggregation was defined first
+            entry = (key, timestamp // size * size)
+            updates[entry] = updates.get(entry, 0) + 1
+            expected.append((entry, updates[entry]))
+    assert [((w.key, w.window.start), count) for w, count in counted] == expected
+    assert any(count == 2 for _, count in expected[:2])  # a 2 s and a 1 s window of one start: one entry

@@ -25,7 +25,18 @@ by windowed keys): ``out-materialized``; that join re-grouped by key (repartitio
 ``joined-by-key``), reading the old values the join sends, its values' lengths summed:
 ``out-joined-regrouped``; and that join left-joined with the stream's concatenation in the hopping
 windows (read from the join's store, which never expires a window): ``out-rejoined``. These run
-task-grouped, a group per window.
+task-grouped, a group per window. There too, state after a materialized join: the odd counts (a
+filter without a store) joined (inner) with the concatenation into ``odd-joined`` (a tombstone when a
+count turns even), whose stream, grouped by its windowed key, is counted (``out-odd-counts``) and
+reduced (``out-odd-reduced``): Kafka Streams' stores keyed by the key and the window's start, which
+skip the tombstones. And a materialized join of windows of different sizes: the concatenation left-joined
+with a count in 500 ms windows into ``mixed`` (``out-mixed``), whose entries are the key and the
+window's start, written by the updates of either size.
+
+Back in sub-topology 0, a join's result without a store: the tumbling concatenation outer-joined with
+the hopping one (``pair``, read through both tables and the joiner at the window's start), filtered
+and joined again with the counts (``out-pair-joined``) and re-grouped by key (repartition topic
+``pair-by-key``), reading the old values the outer join sends: ``out-pair-regrouped``.
 """
 
 from __future__ import annotations
@@ -38,7 +49,8 @@ from dagster_kstreams.topology import (
 
 INPUTS = ("s",)
 OUTPUTS = ("out-inner", "out-left", "out-outer", "out-regrouped", "out-filtered", "out-materialized",
-           "out-joined-regrouped", "out-rejoined")
+           "out-joined-regrouped", "out-rejoined", "out-pair-joined", "out-pair-regrouped", "out-odd-counts",
+           "out-odd-reduced", "out-mixed")
 WINDOW_MS = 1000
 
 
@@ -71,9 +83,9 @@ def windowed_join_examples(topics: dict[str, str]) -> StreamsBuilder:
     windowed_keys = WindowedSerde(Serdes.String(), WINDOW_MS)
     regrouped = builder.stream(topics["s"]).group_by(lambda key, value: key, Grouped.as_("rekeyed"))
     rekeyed = regrouped.windowed_by(TimeWindows.of_size_and_grace(size, grace))
-    labelled = rekeyed.count(Materialized.as_("counted").with_caching_disabled()) \
-        .map_values(lambda n: f"#{n}",
-                    Materialized.as_("labelled").with_key_serde(windowed_keys).with_caching_disabled())
+    counted = rekeyed.count(Materialized.as_("counted").with_caching_disabled())
+    labelled = counted.map_values(lambda n: f"#{n}",
+                                  Materialized.as_("labelled").with_key_serde(windowed_keys).with_caching_disabled())
     concatenated = rekeyed.reduce(lambda x, y: x + "," + text(y),
                                   Materialized.as_("concatenated").with_caching_disabled())
     joined = concatenated.outer_join(labelled, lambda values, label: f"{text(values)}^{text(label)}",
@@ -89,4 +101,34 @@ def windowed_join_examples(topics: dict[str, str]) -> StreamsBuilder:
                    lambda key, value, total: str(int(total) - len(value)),
                    Materialized.as_("joined-lengths").with_caching_disabled()) \
         .to_stream().to(topics["out-joined-regrouped"])
+
+    # A windowed join's result without a store, read through both tables and the joiner (sub-topology 0).
+    pair = values.outer_join(hopped, lambda x, y: f"{text(x)}~{text(y)}")
+    pair.filter(lambda windowed, value: not value.startswith("null")).join(counts, lambda p, n: f"{p}#{n}") \
+        .to_stream().to(topics["out-pair-joined"], produced)
+    pair.group_by(lambda windowed, value: (windowed.key, value), Grouped.as_("pair-by-key")) \
+        .aggregate(lambda: "0", lambda key, value, total: str(int(total) + len(value)),
+                   lambda key, value, total: str(int(total) - len(value)),
+                   Materialized.as_("pair-lengths").with_caching_disabled()) \
+        .to_stream().to(topics["out-pair-regrouped"])
+
+    # State after a materialized windowed join, in its sub-topology (2): the odd counts joined with the
+    # concatenation (a tombstone when a count turns even), its stream counted and reduced by window.
+    odd_joined = counted.filter(lambda windowed, n: n % 2 == 1).join(
+        concatenated, lambda n, values: f"{n}&{text(values)}",
+        Materialized.as_("odd-joined").with_key_serde(windowed_keys).with_caching_disabled())
+    by_window = odd_joined.to_stream().group_by_key(Grouped.with_(windowed_keys, Serdes.String()))
+    by_window.count(Materialized.as_("odd-counts").with_caching_disabled()).to_stream() \
+        .map_values(lambda n: str(n)).to(topics["out-odd-counts"], produced)
+    by_window.reduce(lambda x, y: x + "+" + y, Materialized.as_("odd-reduced").with_caching_disabled()) \
+        .to_stream().to(topics["out-odd-reduced"], produced)
+
+    # A materialized join of windows of different sizes (sub-topology 2): the concatenation (1 s) left-joined
+    # with a count in 500 ms windows (its retention covering the other's reach); both write the entry of a
+    # start, Kafka Streams' store being keyed by the key and the window's start.
+    quick = regrouped.windowed_by(TimeWindows.of_size_and_grace(timedelta(milliseconds=500), grace)) \
+        .count(Materialized.as_("quick-counts").with_retention(timedelta(milliseconds=1500)).with_caching_disabled())
+    concatenated.left_join(quick, lambda values, n: f"{text(values)}%{text(n)}",
+                           Materialized.as_("mixed").with_key_serde(windowed_keys).with_caching_disabled()) \
+        .to_stream().to(topics["out-mixed"], produced)
     return builder

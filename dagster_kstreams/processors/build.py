@@ -26,6 +26,7 @@ from dagster_kstreams.processors import (
 )
 from dagster_kstreams.processors.base import Processor
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
+from dagster_kstreams.processors.own_groups import window_keys
 from dagster_kstreams.processors.program import SubtopologyProgram
 from dagster_kstreams.processors.state_key_serde import state_keying
 from dagster_kstreams.topology.application import ApplicationTopology
@@ -148,4 +149,5 @@ def build_program(ctx: BuildContext, dead_letters: DeadLetterPolicy = DeadLetter
     handed = [(factory.name, () if node.looks_up_each_store else factory.stores)
               for node, factory in zip(nodes, view_nodes)]
     keying = state_keying(ctx.subtopology.id, sources, ctx.subtopology.state_stores, handed, ctx.default_key_serde)
-    return program_class(ctx.subtopology.id, nodes, dead_letters, state_keying=keying)
+    return program_class(ctx.subtopology.id, nodes, dead_letters, state_keying=keying,
+                         window_keys=window_keys(ctx.subtopology))

@@ -9,6 +9,9 @@ stored. :class:`JoinedValues` is that getter:
 * left: ``joiner(this, other)`` when ``this`` is present (``other`` may be null), else null;
 * outer: ``joiner(this, other)`` when either is present, else null.
 
+A join of windowed tables is read so too: a windowed key asks each table for its window of that start
+(:class:`~.value_getters.ValueGetter`), as Kafka Streams' join value getter asks each table's getter.
+
 The joined table's *old* value (``Change.oldValue``, which a downstream left or outer join and a
 re-grouping read) is what the join processor that forwarded the update computed with the same rule
 from the updated table's old value and the other table's current one, as Kafka Streams' join

@@ -11,8 +11,13 @@ group of each pending record it emits.
 
 A forwarded key's group is kept under what :func:`group_key` gives: its bytes in the program's group
 key serde (the group a record of that key read from a source has), or, for a windowed key,
-``(its key's bytes, window start, window end)``: one group per window, which holds only the slots of
-the stores downstream of the windowed table (the source keys' groups hold those upstream of it).
+``(its key's bytes, window start)``: one group per window start, which holds only the slots of the
+stores downstream of the windowed table (the source keys' groups hold those upstream of it). That is
+Kafka Streams' entry in such a store: its time-windowed serde writes the key and the window's start,
+so windows of one start and different sizes (a join of 1 s and 500 ms windows) share it. A session
+window's serde writes its end too: in a sub-topology with session windows, a windowed key's group is
+``(its key's bytes, window start, window end)`` (:class:`WindowKeys`, decided when the program is
+built: :func:`window_keys`).
 
 This needs the task-grouped mode: a sub-topology with one of these forwarders and a processor that
 reads or writes a key's state downstream of it in the sub-topology runs task-grouped (a suppression
@@ -23,14 +28,42 @@ group is never read: nothing is looked up for it).
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import dataclasses
+from typing import Any, Mapping, Optional
 
 from dagster_kstreams.processors.base import Processor
 from dagster_kstreams.processors.fused_chains import fusable
 from dagster_kstreams.processors.stateless import Branch, Sink, TableFilter, TableMapValues, TableToStream
-from dagster_kstreams.topology.serdes import Window, Windowed
+from dagster_kstreams.topology.node_specs import NodeKind
+from dagster_kstreams.topology.serdes import Window, Windowed, WindowedSerde
+from dagster_kstreams.topology.windows import SessionWindows
 
-__all__ = ["group_key", "key_of_group", "reads_state_downstream", "own_group"]
+__all__ = ["WindowKeys", "window_keys", "windows_keyed_by_start", "group_key", "key_of_group",
+           "reads_state_downstream", "own_group"]
+
+
+@dataclasses.dataclass(frozen=True)
+class WindowKeys:
+    """How a program keeps windowed keys' groups: ``by_start``, by the key and the window's start
+    (else with the window's end too); ``sizes``, each store's windowed serde's window size, which gives
+    a window read back by its start its end (``read_store``), as Kafka Streams' serde reads it."""
+
+    by_start: bool = False
+    sizes: Mapping[str, int] = dataclasses.field(default_factory=dict)
+
+
+def windows_keyed_by_start(sub) -> bool:
+    """Whether sub-topology ``sub`` keeps windowed keys' groups by their start: it has no session
+    windows (whose serde writes the window's end too)."""
+    return not any(node.kind is NodeKind.WINDOWED_AGGREGATE and isinstance(node.params.get("windows"), SessionWindows)
+                   for node in sub.nodes)
+
+
+def window_keys(sub) -> WindowKeys:
+    """The :class:`WindowKeys` of sub-topology ``sub``."""
+    sizes = {store.name: store.key_serde.window_size_ms for store in sub.state_stores
+             if isinstance(store.key_serde, WindowedSerde) and store.key_serde.window_size_ms is not None}
+    return WindowKeys(windows_keyed_by_start(sub), sizes)
 
 # Besides the fusable record operations: processors that read no key's state (exact classes: a
 # subclass, such as the filter that reads old values, may).
@@ -43,14 +76,23 @@ def group_key(program, key) -> Any:
         return None
     serialize = program.group_key_serde.serialize
     if isinstance(key, Windowed):
+        if program.window_keys.by_start:
+            return (serialize(key.key), key.window.start)
         return (serialize(key.key), key.window.start, key.window.end)
     return serialize(key)
 
 
-def key_of_group(stored_key, key_serde) -> Any:
+def key_of_group(stored_key, key_serde, window_size: Optional[int] = None) -> Any:
     """The key a group kept under ``stored_key`` (:func:`group_key`) is for, ``key_serde`` reading
-    its bytes (``read_store``)."""
+    its bytes (``read_store``); a window kept by its start ends ``window_size`` after it (the store's
+    windowed serde's size, as Kafka Streams reads the store back)."""
     if isinstance(stored_key, tuple):
+        if len(stored_key) == 2:
+            raw_key, start = stored_key
+            if window_size is None:
+                raise ValueError("a store kept by window start has no windowed key serde with a window size: "
+                                 "its windows' ends are unknown")
+            return Windowed(key_serde.deserialize(raw_key), Window(start, start + window_size))
         raw_key, start, end = stored_key
         return Windowed(key_serde.deserialize(raw_key), Window(start, end))
     return key_serde.deserialize(stored_key)

@@ -48,7 +48,7 @@ from dagster_kstreams.kafka.dead_letter import (
 )
 from dagster_kstreams.processors.base import Processor
 from dagster_kstreams.processors.fused_chains import compile_entries
-from dagster_kstreams.processors.own_groups import reads_state_downstream
+from dagster_kstreams.processors.own_groups import WindowKeys, reads_state_downstream
 from dagster_kstreams.processors.records import FLUSH_ORDER, Output, RecordContext, header_column
 from dagster_kstreams.processors.state import ABSENT, GroupState
 from dagster_kstreams.processors.state_key_serde import StateKeying
@@ -70,8 +70,9 @@ class SubtopologyProgram:
 
     def __init__(self, subtopology_id: int, nodes: list[Processor],
                  dead_letters: DeadLetterPolicy = DeadLetterPolicy(), fuse_chains: bool = True,
-                 state_keying: StateKeying = StateKeying()):
+                 state_keying: StateKeying = StateKeying(), window_keys: WindowKeys = WindowKeys()):
         self.subtopology_id = subtopology_id
+        self.window_keys = window_keys  # how windowed keys' groups are kept (own_groups.py)
         self.nodes = nodes
         self.dead_letters = dead_letters
         self.source_by_topic: dict[str, int] = {}

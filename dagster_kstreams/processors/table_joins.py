@@ -57,11 +57,16 @@ window's old value the one its aggregation forwarded with it (:mod:`.windowed_ta
 Streams' store returns nothing for a start at or below its observed stream time (the largest window
 start written, by any key) minus its retention, which a key's row cannot see:
 :func:`~.windowed_table_reads.check_windows` admits only joins that never read a window that old
-(or, for one joined table, a materialized join of two). A store keyed by windowed keys after them (a
+(or, for one joined table, a join of two: materialized, or read through both tables and the joiner,
+:mod:`.joined_tables`). A store keyed by windowed keys after them (a
 materialized join's, a ``filter``/``map_values`` that keeps its own) holds each window in the window's
 group of the task's state (:mod:`.own_groups`: the sub-topology then runs task-grouped); Kafka Streams
-keys it by the key and the window's start, so a read goes to the group of that start's window of the
-store's own size, and the aggregations' windows are read in the source key's group.
+keys it by the key and the window's start, as the groups are kept (windows of two sizes write one
+entry), so a read goes to the group of that start, and the aggregations' windows are read in the
+source key's group. Other state after them (a count of the join's stream) is kept in the window's
+group too. Beside session windows the groups keep the window's end as well: a materialized join of
+windows of two sizes, or state they both reach, is refused there
+(:func:`~.windowed_table_reads.check_windows`, :func:`~.windowed_tables.check_own_window_reads`).
 
 Order across inputs
 -------------------

@@ -71,13 +71,14 @@ class SentOldValue(ValueGetter):
         return self.through_steps(reader, key, state.old_values.get(sent_old_value_key(self.sender)), context)
 
 
-def old_value_getter(ctx, factory, table: TableBehind, through_joins: bool = False) -> ValueGetter:
+def old_value_getter(ctx, factory, table: TableBehind, through_joins: bool = False,
+                     windowed: bool = False) -> ValueGetter:
     """The getter of the old value behind each update reaching ``factory``, from the last processor
     on the way that sends its own old values: a suppression's (:class:`SentOldValue`), or the store
     of a filter/map_values that keeps one (its old values are read here, so it keeps it:
     :func:`~.table_step_stores.keeps_own_store`); else the table's store, or what the windowed
     aggregations send (:class:`WindowedOldValue`, which asks them to send it).
-    ``through_joins``: as :func:`~.value_getters.value_getter`."""
+    ``through_joins``, ``windowed``: as :func:`~.value_getters.value_getter`."""
     sender = table.old_value_sender()
     if sender is not None:
         node, after = table.steps[sender], _steps(ctx, table.steps[sender + 1:])
@@ -86,7 +87,7 @@ def old_value_getter(ctx, factory, table: TableBehind, through_joins: bool = Fal
         return ValueGetter(node.params["store_name"], after)
     if not table.aggregations:
         (parent,) = factory.parents
-        return value_getter(ctx, factory, parent, through_joins)
+        return value_getter(ctx, factory, parent, through_joins, windowed)
     return WindowedOldValue(table.aggregations[0].params["store_name"], _steps(ctx, table.steps),
                             tuple(aggregation.name for aggregation in table.aggregations))
 
@@ -158,7 +159,8 @@ def _table_filter(factory, ctx) -> Processor:
         return table_step_store(factory, ctx)
     if not sends_old_values(factory):
         return TableFilter(factory.name, fn, negate=negate)
-    old = old_value_getter(ctx, factory, table_behind(ctx.subtopology, factory), through_joins=True)
+    # a windowed join's result too (its old value: the one its join sends, read as the join reads)
+    old = old_value_getter(ctx, factory, table_behind(ctx.subtopology, factory), through_joins=True, windowed=True)
     return TableFilterOfOldValues(factory.name, fn, negate, old)
 
 

@@ -18,10 +18,12 @@ from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.joined_tables import JoinedValues, sent_old_value
 from dagster_kstreams.processors.own_groups import group_key
 from dagster_kstreams.processors.state import ABSENT
-from dagster_kstreams.processors.table_behind import table_behind
 from dagster_kstreams.processors.table_step_stores import keeps_own_store
 from dagster_kstreams.processors.versioned_tables import VersionedTable, versioned_table
-from dagster_kstreams.processors.windowed_table_reads import time_windows_on_update, windowed_store_size
+from dagster_kstreams.processors.table_behind import materialized_step, table_behind
+from dagster_kstreams.processors.windowed_table_reads import (
+    is_windowed_table, time_windows_on_update, windowed_store_size,
+)
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import Window, Windowed
 
@@ -179,6 +181,7 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
     sub = ctx.subtopology
     names = {node.name for node in sub.nodes}
     steps: list[tuple[str, Any, bool]] = []
+    stored_steps = []  # the filters/map_values on the way with a store of their own that is not read
     name = table_node_name
     while True:
         if name not in names:
@@ -201,6 +204,13 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
             raise UnsupportedTopologyError(
                 f"processor {factory.name} ({factory.kind.value}) reads the windowed join {node.name} through "
                 f"filter/map_values; the Spark runner reads a materialized windowed join's result directly only")
+        if joined and stored_steps and windowed and is_windowed_table(sub, node):
+            # Kafka Streams reads that store's old value (what it last forwarded for the window), not the
+            # join's, which the runner reads through the step
+            raise UnsupportedTopologyError(
+                f"processor {factory.name} ({factory.kind.value}) reads the windowed join {node.name} through "
+                f"{stored_steps[0].name}, a {stored_steps[0].kind.value} with a store of its own; the Spark runner "
+                "reads a windowed join's result without a store through filter/map_values without one only")
         if own_store and node.params.get("store_name") in node.stores:
             steps.reverse()
             store = node.params["store_name"]
@@ -209,10 +219,12 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
                                window_size=window_size)
         if joined:
             steps.reverse()
-            return ValueGetter(None, tuple(steps), joined=_joined_values(ctx, factory, node))
+            return ValueGetter(None, tuple(steps), joined=_joined_values(ctx, factory, node, windowed))
         if windowed and time_windows_on_update(node):
             steps.reverse()
             return ValueGetter(node.params["store_name"], tuple(steps), windows_of=node.name)
+        if materialized_step(node):
+            stored_steps.append(node)
         if node.kind is NodeKind.TABLE_FILTER:
             fn = ctx.function(node, node.params["predicate"])
             steps.append(("filter", fn.as_key_value(), bool(node.params.get("negate"))))
@@ -231,12 +243,14 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
         name = node.parents[0]
 
 
-def _joined_values(ctx, factory, merge) -> JoinedValues:
-    """The value getter of the table-table join whose result node is ``merge`` (no store)."""
+def _joined_values(ctx, factory, merge, windowed: bool) -> JoinedValues:
+    """The value getter of the table-table join whose result node is ``merge`` (no store); ``windowed``:
+    its tables may be windowed (a windowed key's value: each table's window of its start, as Kafka
+    Streams' join value getter asks each table's getter with the windowed key)."""
     sub = ctx.subtopology
     joins = {sub.node(name).params["side"]: sub.node(name) for name in merge.parents}
     this_join, other_join = joins["this"], joins["other"]
-    this = value_getter(ctx, factory, this_join.parents[0], through_joins=True)
-    other = value_getter(ctx, factory, other_join.parents[0], through_joins=True)
+    this = value_getter(ctx, factory, this_join.parents[0], through_joins=True, windowed=windowed)
+    other = value_getter(ctx, factory, other_join.parents[0], through_joins=True, windowed=windowed)
     joiner = ctx.function(this_join, this_join.params["joiner"])
     return JoinedValues(merge.name, joiner.as_joiner(), this_join.params["join_type"], this, other)

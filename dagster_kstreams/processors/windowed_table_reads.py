@@ -5,9 +5,12 @@ Kafka Streams reads a windowed aggregation's table through its value getter, one
 store (``windowStore.fetch(key, windowStart)``), which returns nothing for a start at or below the
 store's observed stream time (the largest window start written, by any key) minus its retention. A
 key's row cannot see that time: :func:`check_windows` admits only the joins that never read a window
-that old. The store of a materialized join, or of a ``filter``/``map_values`` that keeps its own, is
-keyed by windowed keys in Kafka Streams (the key and the window's start), and never expires a window:
-:func:`windowed_store_size` gives the size of the windows whose groups hold it here.
+that old. A windowed join's result without a store is read through both its tables (Kafka Streams'
+join value getter asks each table's getter with the windowed key): it updates the windows either
+table updates and reads both stores. The store of a materialized join, or of a
+``filter``/``map_values`` that keeps its own, is keyed by windowed keys in Kafka Streams (the key and
+the window's start), and never expires a window: :func:`windowed_store_size` gives the size of the
+windows whose groups hold it here.
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ from __future__ import annotations
 from typing import Optional
 
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
+from dagster_kstreams.processors.own_groups import windows_keyed_by_start
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.windows import TimeWindows
 
-__all__ = ["time_windows_on_update", "windowed_store_size", "check_windows"]
+__all__ = ["time_windows_on_update", "windowed_store_size", "check_windows", "is_windowed_table"]
 
 
 def time_windows_on_update(node) -> bool:
@@ -30,14 +34,23 @@ def time_windows_on_update(node) -> bool:
 
 def windowed_store_size(ctx, node) -> Optional[int]:
     """The window size of the windowed keys the store of ``node`` is keyed by, when ``node`` is a
-    materialized join of two time-windowed tables of one size or a filter/map_values keeping its own
-    store over a time-windowed table (through filters/map_values); else None. Kafka Streams keys such
-    a store by the key and the window's start; the runner by the window, so both sides' windows must
-    have one size for their updates to write one entry."""
+    materialized join of two time-windowed tables or a filter/map_values keeping its own store over a
+    time-windowed table (through filters/map_values); else None. Kafka Streams keys such a store by the
+    key and the window's start; the runner by the window's group, by its start too unless the
+    sub-topology has session windows (:mod:`.own_groups`), where both sides' windows must have one size
+    for their updates to write one entry."""
     sub = ctx.subtopology
     if node.kind is NodeKind.TABLE_TABLE_JOIN_MERGE:
+        if node.params.get("store_name") not in node.stores:
+            return None  # no store: read through both tables (value_getters._joined_values)
         sizes = {_windowed_table_size(sub, sub.node(sub.node(join).parents[0])) for join in node.parents}
-        return sizes.pop() if len(sizes) == 1 else None
+        if None in sizes:
+            return None
+        if len(sizes) == 1:
+            return sizes.pop()
+        # windows of different sizes write one entry per start, as in Kafka Streams, when the groups are
+        # kept by start (own_groups.py): the end of the window a read builds keys no group
+        return min(sizes) if windows_keyed_by_start(sub) else None
     if node.kind in (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES):
         return _windowed_table_size(sub, node)
     return None
@@ -61,20 +74,21 @@ def _window_reach_and_retention(ctx, node) -> tuple[int, int]:
 
 def check_windows(ctx, factory, this_table: str, that_table: str, merge) -> None:
     """A join of windowed tables (``this_table``, ``that_table``: the nodes joined; ``merge``: the joined
-    table): both time-windowed aggregations' (through filters/map_values) or a materialized join of two,
-    and each store keeps the windows the other's updates reach. Kafka Streams' window store returns
-    nothing for a start at or below its observed stream time (the largest window start written, by any
-    key) minus its retention; an update reaches starts above its stream time minus its size and grace
-    (a joined table's: either table's); so with ``retention >= other's size + grace`` no window read is
-    expired, there or here, and the key's own windows answer (the runner's key-grouped row has no other
-    keys' writes to tell that time by). A store of a filter/map_values after the aggregation, or of a
+    table): both time-windowed aggregations' (through filters/map_values), a materialized join of two or
+    a join of two without a store, and each store keeps the windows the other's updates reach. Kafka
+    Streams' window store returns nothing for a start at or below its observed stream time (the largest
+    window start written, by any key) minus its retention; an update reaches starts above its stream time
+    minus its size and grace (a joined table's: either table's; a join without a store reads both
+    stores); so with ``retention >= other's size + grace`` no window read is expired, there or here, and
+    the key's own windows answer (the runner's key-grouped row has no other keys' writes to tell that
+    time by). A store of a filter/map_values after the aggregation, or of a
     materialized join, never expires a window, in Kafka Streams as here. A materialized join's store is
-    keyed by the updated window: both sides' windows must have one size (see
-    :func:`windowed_store_size`)."""
+    keyed by the updated window's start; beside session windows by the window itself here, so both
+    sides' windows must then have one size (see :func:`windowed_store_size`)."""
     sub = ctx.subtopology
     this, that = (_reach_and_retention(ctx, sub.node(name)) for name in (this_table, that_table))
     if this is None and that is None:
-        if _windowed_node(sub, sub.node(this_table)) or _windowed_node(sub, sub.node(that_table)):
+        if is_windowed_table(sub, sub.node(this_table)) or is_windowed_table(sub, sub.node(that_table)):
             problem = ("a table joined is neither a time-windowed aggregation's (through filter/map_values) "
                        "nor a materialized join of two")
         else:
@@ -86,47 +100,60 @@ def check_windows(ctx, factory, this_table: str, that_table: str, merge) -> None
         if this_retention < that_reach or that_retention < this_reach:
             problem = "a store's retention is below the other aggregation's window size plus grace"
         elif merge.params.get("store_name") in merge.stores and windowed_store_size(ctx, merge) is None:
-            problem = "it is materialized and its tables' windows differ in size"
+            problem = "it is materialized and its tables' windows differ in size beside session windows"
         else:
             return
     raise UnsupportedTopologyError(
         f"processor {factory.name} ({factory.kind.value}) joins windowed tables, but {problem}; the Spark runner "
-        "joins two time-windowed tables (updated on every record, through filter/map_values, or a materialized "
-        "join of two) whose stores each keep the windows the other updates, materialized only when their "
-        "windows have one size")
+        "joins two time-windowed tables (updated on every record, through filter/map_values, or a join of two) "
+        "whose stores each keep the windows the other updates, materialized with windows of different sizes only "
+        "in a sub-topology without session windows")
 
 
 def _reach_and_retention(ctx, node) -> Optional[tuple[int, float]]:
     """How far below stream time the start of a window the table of ``node`` updates can be, and how far
     below its store's observed time a window it returns can start (infinite: a materialized join's
-    store never expires one), when it is a time-windowed aggregation's table (through filters/map_values)
-    or a materialized join of two of one size; else None."""
+    store never expires one), when it is a time-windowed aggregation's table (through filters/map_values),
+    a materialized join of two of one size, or a join without a store of two such tables (through
+    filters/map_values: it updates what either table updates, and reads both stores); else None."""
     sub = ctx.subtopology
-    if node.kind is NodeKind.TABLE_TABLE_JOIN_MERGE:
-        if node.params.get("store_name") not in node.stores or windowed_store_size(ctx, node) is None:
+    merge = _behind_steps(sub, node)
+    if merge.kind is NodeKind.TABLE_TABLE_JOIN_MERGE:
+        if merge.params.get("store_name") in merge.stores:
+            if windowed_store_size(ctx, merge) is None:
+                return None
+            tables = [_windowed_aggregation(sub, sub.node(sub.node(join).parents[0])) for join in merge.parents]
+            return max(_window_reach_and_retention(ctx, table)[0] for table in tables), float("inf")
+        sides = [_reach_and_retention(ctx, sub.node(sub.node(join).parents[0])) for join in merge.parents]
+        if None in sides:
             return None
-        tables = [_windowed_aggregation(sub, sub.node(sub.node(join).parents[0])) for join in node.parents]
-        return max(_window_reach_and_retention(ctx, table)[0] for table in tables), float("inf")
+        return max(reach for reach, _ in sides), min(retention for _, retention in sides)
     aggregation = _windowed_aggregation(sub, node)
     return None if aggregation is None else _window_reach_and_retention(ctx, aggregation)
+
+
+def _behind_steps(sub, node):
+    """The first node at or above ``node`` that is no table filter/map_values."""
+    while node.kind in (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES):
+        (parent,) = node.parents
+        node = sub.node(parent)
+    return node
 
 
 def _windowed_aggregation(sub, node):
     """The time-windowed aggregation (updated on every record) whose table reaches ``node`` through
     filters/map_values only, else None."""
-    while node.kind in (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES):
-        (parent,) = node.parents
-        node = sub.node(parent)
+    node = _behind_steps(sub, node)
     return node if time_windows_on_update(node) else None
 
 
-def _windowed_node(sub, node) -> bool:
+def is_windowed_table(sub, node) -> bool:
     """Whether ``node``'s table is windowed: a windowed aggregation's (a cogroup's), through table steps
     and joins."""
     while node.kind in (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES, NodeKind.SUPPRESS):
         (parent,) = node.parents
         node = sub.node(parent)
     if node.kind is NodeKind.TABLE_TABLE_JOIN_MERGE:
-        return any(_windowed_node(sub, sub.node(sub.node(join).parents[0])) for join in node.parents)
+        return any(is_windowed_table(sub, sub.node(sub.node(join).parents[0])) for join in node.parents)
     writers = [sub.node(name) for name in node.parents] if node.kind is NodeKind.COGROUP_MERGE else [node]
     return any(writer.kind is NodeKind.WINDOWED_AGGREGATE for writer in writers)

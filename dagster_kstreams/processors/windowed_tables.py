@@ -20,10 +20,11 @@ from typing import Any
 
 from dagster_kstreams.processors.base import Processor, StoreProcessor, reachable
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
-from dagster_kstreams.processors.own_groups import own_group
+from dagster_kstreams.processors.own_groups import own_group, windows_keyed_by_start
 from dagster_kstreams.processors.value_getters import ValueGetter
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import Window, Windowed
+from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
 
 __all__ = ["WindowedTable", "WindowedOldValue", "check_own_window_reads", "keeps_state_downstream"]
 
@@ -50,21 +51,42 @@ def keeps_state_downstream(sub, factory) -> bool:
 
 def check_own_window_reads(sub, factory, what: str) -> None:
     """Refuses a join of windowed tables or a re-grouping after the windowed aggregation ``factory``
-    when something after it keeps state by window other than a store keyed by windowed keys that
-    those read (a materialized join's; a filter/map_values keeping its own is a table step here):
-    with those, the sub-topology runs task-grouped with a group per window (:mod:`.own_groups`),
-    where the readers find each store's window, and the aggregations' windows in the source key's
-    group; anything else there is not compared with Kafka Streams."""
+    when something after it keeps state by window (a count of the join's stream, say) that windows of
+    different sizes reach, in a sub-topology with session windows. With those readers, the sub-topology
+    runs task-grouped with a group per window (:mod:`.own_groups`), where the readers find each store's
+    window, and the aggregations' windows in the source key's group; a store after them is keyed by the
+    key and the window's start in Kafka Streams (a time-windowed serde), as the groups are, unless
+    session windows key them by the window's end too: then windows of one start and different sizes
+    would be one entry there and two groups here."""
     after = list(reachable(sub, factory.children, lambda n: n.children))
     readers = [node for node in after if _reads_own_windows(node)]
-    others = [node for node in after if node.kind not in _STATELESS_KINDS and not _reads_own_windows(node)
-              and node.kind is not NodeKind.TABLE_TABLE_JOIN_MERGE]
-    if readers and others:
-        raise UnsupportedTopologyError(
-            f"{what}: {readers[0].name} ({readers[0].kind.value}) reads its windows in sub-topology {sub.id}, where "
-            f"{others[0].name} ({others[0].kind.value}) after it keeps state by window; the Spark runner reads "
-            "windowed tables so only when nothing after them but a materialized join of them keeps state. Add "
-            ".repartition() after to_stream()")
+    if not readers or windows_keyed_by_start(sub):
+        return
+    for node in after:
+        if node.kind in _STATELESS_KINDS or _reads_own_windows(node) or node.kind is NodeKind.TABLE_TABLE_JOIN_MERGE:
+            continue  # a materialized join's store: check_windows refuses one of windows of two sizes
+        sizes = _window_sizes_reaching(sub, node)
+        if len(sizes) > 1:
+            raise UnsupportedTopologyError(
+                f"{what}: {readers[0].name} ({readers[0].kind.value}) reads its windows in sub-topology {sub.id}, "
+                f"where {node.name} ({node.kind.value}) after it keeps state by window, reached by windows of "
+                f"{len(sizes)} sizes; beside session windows the Spark runner keeps such state by window, Kafka "
+                "Streams by the key and the window's start (one entry for windows of one start and different "
+                "sizes). Add .repartition() after to_stream()")
+
+
+def _window_sizes_reaching(sub, node) -> set:
+    """The sizes of the windows of the windowed aggregations whose updates reach ``node`` (a session
+    window's: None, its end its own)."""
+    sizes = set()
+    for ancestor in reachable(sub, node.parents, lambda n: n.parents):
+        if ancestor.kind is NodeKind.WINDOWED_AGGREGATE:
+            windows = ancestor.params["windows"]
+            if isinstance(windows, TimeWindows):
+                sizes.add(windows.size_ms)
+            else:
+                sizes.add(windows.time_difference_ms if isinstance(windows, SlidingWindows) else None)
+    return sizes
 
 
 def _reads_own_windows(node) -> bool:

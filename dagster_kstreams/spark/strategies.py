@@ -190,11 +190,12 @@ class TaskGroupedState(Strategy):
 
     def store_content(self, rows, program, slot, key_serde):
         node = _store_node(program, slot)
+        window_size = program.window_keys.sizes.get(node.store)  # a window kept by its start: its end
         table: dict[Any, Any] = {}
         for row in rows:  # one row per task: every key's slots
             blob = _state_columns(row.value)[0]
             for raw_key, value in TaskState.store_content(None if blob is None else bytes(blob), slot).items():
-                _add_entries(table, node, key_of_group(raw_key, key_serde), value)
+                _add_entries(table, node, key_of_group(raw_key, key_serde, window_size), value)
         return table
 
 

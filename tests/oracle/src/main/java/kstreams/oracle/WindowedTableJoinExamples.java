@@ -25,7 +25,7 @@ import org.apache.kafka.streams.state.WindowStore;
  * consumed; prints JSON {"describe": ...}.
  *
  * Args: bootstrap applicationId stateDir s outInner outLeft outOuter outRegrouped outFiltered outMaterialized
- * outJoinedRegrouped outRejoined
+ * outJoinedRegrouped outRejoined outPairJoined outPairRegrouped outOddCounts outOddReduced outMixed
  *
  * The Python twin is windowed_join_examples() in tests/windowed_join_topology.py; keep the two in step.
  */
@@ -44,7 +44,8 @@ public final class WindowedTableJoinExamples {
 
     public static Topology build(String s, String outInner, String outLeft, String outOuter, String outRegrouped,
                                  String outFiltered, String outMaterialized, String outJoinedRegrouped,
-                                 String outRejoined) {
+                                 String outRejoined, String outPairJoined, String outPairRegrouped,
+                                 String outOddCounts, String outOddReduced, String outMixed) {
         StreamsBuilder builder = new StreamsBuilder();
         Duration size = Duration.ofMillis(WINDOW_MS);
         Duration grace = Duration.ofMillis(500);
@@ -74,8 +75,8 @@ public final class WindowedTableJoinExamples {
         KGroupedStream<String, String> regrouped =
             builder.<String, String>stream(s).groupBy((key, value) -> key, Grouped.as("rekeyed"));
         var rekeyed = regrouped.windowedBy(TimeWindows.ofSizeAndGrace(size, grace));
-        KTable<Windowed<String>, String> labelled = rekeyed.count(uncached("counted"))
-            .mapValues(n -> "#" + n,
+        KTable<Windowed<String>, Long> counted = rekeyed.count(uncached("counted"));
+        KTable<Windowed<String>, String> labelled = counted.mapValues(n -> "#" + n,
                        Materialized.<Windowed<String>, String, KeyValueStore<Bytes, byte[]>>as("labelled")
                            .withKeySerde(windowedKeys).withCachingDisabled());
         KTable<Windowed<String>, String> concatenated = rekeyed.reduce((x, y) -> x + "," + y, uncached("concatenated"));
@@ -96,16 +97,59 @@ public final class WindowedTableJoinExamples {
                            .withCachingDisabled())
             .toStream()
             .to(outJoinedRegrouped);
+
+        // A windowed join's result without a store, read through both tables and the joiner (sub-topology 0).
+        KTable<Windowed<String>, String> pair = values.outerJoin(hopped, (x, y) -> text(x) + "~" + text(y));
+        pair.filter((windowed, value) -> !value.startsWith("null")).join(counts, (p, n) -> p + "#" + n)
+            .toStream().to(outPairJoined, produced);
+        pair.groupBy((windowed, value) -> KeyValue.pair(windowed.key(), value), Grouped.as("pair-by-key"))
+            .aggregate(() -> "0",
+                       (key, value, total) -> Long.toString(Long.parseLong(total) + value.length()),
+                       (key, value, total) -> Long.toString(Long.parseLong(total) - value.length()),
+                       Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("pair-lengths")
+                           .withCachingDisabled())
+            .toStream()
+            .to(outPairRegrouped);
+
+        // State after a materialized windowed join, in its sub-topology (2): the odd counts joined with the
+        // concatenation (a tombstone when a count turns even), its stream counted and reduced by window.
+        KTable<Windowed<String>, String> oddJoined = counted.filter((windowed, n) -> n % 2 == 1).join(
+            concatenated, (n, concatenation) -> n + "&" + text(concatenation),
+            Materialized.<Windowed<String>, String, KeyValueStore<Bytes, byte[]>>as("odd-joined")
+                .withKeySerde(windowedKeys).withCachingDisabled());
+        KGroupedStream<Windowed<String>, String> byWindow =
+            oddJoined.toStream().groupByKey(Grouped.with(windowedKeys, Serdes.String()));
+        byWindow.count(Materialized.<Windowed<String>, Long, KeyValueStore<Bytes, byte[]>>as("odd-counts")
+                           .withCachingDisabled())
+            .toStream().mapValues(n -> Long.toString(n)).to(outOddCounts, produced);
+        byWindow.reduce((x, y) -> x + "+" + y,
+                        Materialized.<Windowed<String>, String, KeyValueStore<Bytes, byte[]>>as("odd-reduced")
+                            .withCachingDisabled())
+            .toStream().to(outOddReduced, produced);
+
+        // A materialized join of windows of different sizes (sub-topology 2): the concatenation (1 s) left-joined
+        // with a count in 500 ms windows (its retention covering the other's reach); both write the entry of a
+        // start, the store being keyed by the key and the window's start.
+        KTable<Windowed<String>, Long> quick = regrouped
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(500), grace))
+            .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("quick-counts")
+                       .withRetention(Duration.ofMillis(1500)).withCachingDisabled());
+        concatenated.leftJoin(quick, (concatenation, n) -> text(concatenation) + "%" + text(n),
+                              Materialized.<Windowed<String>, String, KeyValueStore<Bytes, byte[]>>as("mixed")
+                                  .withKeySerde(windowedKeys).withCachingDisabled())
+            .toStream().to(outMixed, produced);
         return builder.build();
     }
 
     public static void main(String[] args) throws Exception {
-        Topology topology = build(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10], args[11]);
+        Topology topology = build(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10], args[11],
+                                  args[12], args[13], args[14], args[15], args[16]);
         // The repartition topics too: the sub-topologies reading them must have read them to the end.
         KafkaStreamsRuns.runUntilConsumed(topology, args[0], args[1], args[2],
                                           () -> List.of(args[3], args[1] + "-by-key-repartition",
                                                         args[1] + "-rekeyed-repartition",
-                                                        args[1] + "-joined-by-key-repartition"),
+                                                        args[1] + "-joined-by-key-repartition",
+                                                        args[1] + "-pair-by-key-repartition"),
                                           Duration.ofMinutes(5), streams -> KafkaStreamsRuns.describeJson(topology));
     }
 }
