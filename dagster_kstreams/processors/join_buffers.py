@@ -76,12 +76,12 @@ class JoinTracker:
 
 def outer_store_order(store_key) -> bytes:
     """The outer-join store's byte order: 8-byte timestamp, side byte, serialized key. A time window's
-    key (the group of a windowed table's window, ``(key bytes, start, end)``: own_groups.group_key) is
-    serialized as Kafka Streams' ``TimeWindowedSerializer`` writes it: the key's bytes, then the
-    window's 8-byte start."""
+    key (the group of a windowed table's window, ``(key bytes, start)`` or, in a sub-topology with
+    session windows, ``(key bytes, start, end)``: own_groups.group_key) is serialized as Kafka Streams'
+    ``TimeWindowedSerializer`` writes it: the key's bytes, then the window's 8-byte start."""
     timestamp, side, raw_key = store_key
     if isinstance(raw_key, tuple):
-        key_bytes, start, _ = raw_key
+        key_bytes, start = raw_key[:2]
         raw_key = key_bytes + struct.pack(">q", start)
     return struct.pack(">q", timestamp) + bytes((side,)) + raw_key
 
