@@ -6,12 +6,14 @@ broker-backed comparison with Kafka Streams is test_equivalence_own_groups.py.""
 
 from __future__ import annotations
 
+import pickle
 import struct
 from datetime import timedelta
 
 import pandas as pd
 import pytest
 
+from dagster_kstreams.processors.state import load_state
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.grouped_repartitioned import Grouped
@@ -31,9 +33,10 @@ def _program(build):
                             default_value_serde=Serdes.String()).program(0)
 
 
-def _run(program, rows, batches):
+def _run(program, rows, batches, between_batches=lambda stored: stored):
     """Rows ``(key, value, timestamp)`` of one partition in ``batches`` micro-batches; the records
-    written to "out" as ``[(key bytes, value bytes)]``."""
+    written to "out" as ``[(key bytes, value bytes)]``. ``between_batches`` changes the task's stored
+    state before each next batch."""
     stream, contexts = -1, []
     for key, _, timestamp in rows:
         before = stream
@@ -52,7 +55,7 @@ def _run(program, rows, batches):
             "merge_time": [rows[i][2] for i in chunk], "seq": list(chunk),
             "stream_time": [contexts[i][0] for i in chunk], "stream_time_before": [contexts[i][1] for i in chunk],
         })
-        out, stored = program.process_task_batch(frame, stored)
+        out, stored = program.process_task_batch(frame, None if stored is None else between_batches(stored))
         if out is not None:
             out = out[out["topic"] == "out"].sort_values("emit_order", kind="stable")
             outputs += list(zip(out["key"], out["value"]))
@@ -189,3 +192,18 @@ def test_windows_of_one_start_and_two_sizes_are_one_entry_of_a_store_after_them(
             expected.append((entry, updates[entry]))
     assert [((w.key, w.window.start), count) for w, count in counted] == expected
     assert any(count == 2 for _, count in expected[:2])  # a 2 s and a 1 s window of one start: one entry
+
+
+def _windows_with_their_ends(stored: bytes) -> bytes:
+    """A task state as the runner kept it before a window's group was its key and start: every
+    window's group under ``(key bytes, start, end)`` (2 s windows)."""
+    data = load_state(stored)
+    data["keys"] = {(raw_key + (raw_key[1] + 2_000,) if isinstance(raw_key, tuple) else raw_key): slots
+                    for raw_key, slots in data["keys"].items()}
+    return pickle.dumps(data)
+
+
+def test_a_checkpoint_keeping_windows_with_their_ends_goes_on_in_the_windows_groups():
+    program = _program(_windowed_counts)
+    assert program.window_keys.by_start
+    assert _run(program, ROWS, 4, between_batches=_windows_with_their_ends) == _run(program, ROWS, 4)

@@ -262,7 +262,7 @@ class SubtopologyProgram:
         :mod:`.task_state`). Each record runs with its source key's group (as in
         :meth:`run_key_group`); keys are flushed at the end of the batch. Returns the sink
         records and the new task state."""
-        task = TaskState.load(stored, len(self.stateful_nodes))
+        task = TaskState.load(stored, len(self.stateful_nodes), self.window_keys.by_start)
         out = Output(ordered=True)
         punctuating = [node for node in self.nodes if node.punctuates]
         records = iter(records)

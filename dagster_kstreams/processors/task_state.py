@@ -50,6 +50,19 @@ def task_state_of(processor, state) -> "TaskState":
     return task
 
 
+def _windows_by_start(keys: dict) -> dict:
+    """``keys`` with each ``(key bytes, start, end)`` group kept under ``(key bytes, start)``; the
+    slots of windows of one start and different sizes, which Kafka Streams keeps in one entry, merge."""
+    if not any(isinstance(raw_key, tuple) and len(raw_key) == 3 for raw_key in keys):
+        return keys
+    merged: dict = {}
+    for raw_key, slots in keys.items():
+        if isinstance(raw_key, tuple):
+            raw_key = raw_key[:2]
+        merged.setdefault(raw_key, {}).update(slots)
+    return merged
+
+
 class TaskState:
     """One task's state while a micro-batch runs: per-key groups and task-level values."""
 
@@ -60,13 +73,17 @@ class TaskState:
         self.values = values  # task-level values, owned by the processor families
 
     @classmethod
-    def load(cls, stored: Optional[bytes], slots: int) -> "TaskState":
+    def load(cls, stored: Optional[bytes], slots: int, windows_by_start: bool = False) -> "TaskState":
+        """``windows_by_start``: the program keeps a window's group under its key and start
+        (own_groups.WindowKeys); a checkpoint written when every window's group also named its end
+        is read into those groups, so an upgrade keeps the state of stores after windowed tables."""
         if stored is None:
             return cls(slots, {}, {})
         data = load_state(stored)
         if data.get("format") != _FORMAT:
             raise ValueError(f"task state format {data.get('format')!r} is not {_FORMAT}")
-        return cls(slots, data["keys"], data["values"])
+        keys = _windows_by_start(data["keys"]) if windows_by_start else data["keys"]
+        return cls(slots, keys, data["values"])
 
     def group(self, raw_key: Optional[bytes]) -> GroupState:
         """The :class:`~dagster_kstreams.processors.state.GroupState` of one source key."""
