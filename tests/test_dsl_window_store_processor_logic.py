@@ -200,8 +200,6 @@ class _Nothing(Processor):
 @pytest.mark.parametrize("windowed, why", [
     (lambda grouped: grouped.windowed_by(SlidingWindows.of_time_difference_with_no_grace(SECOND)),
      "keeps its SlidingWindows in a form of its own"),
-    (lambda grouped: grouped.windowed_by(TimeWindows.of_size_with_no_grace(SECOND))
-     .emit_strategy(EmitStrategy.on_window_close()), "emits on window close"),
     (lambda grouped: grouped.windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(SECOND))
      .emit_strategy(EmitStrategy.on_window_close()), "emits on window close, over Kafka Streams' time-ordered session"),
 ])

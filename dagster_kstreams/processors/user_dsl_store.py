@@ -116,9 +116,9 @@ class TimestampedKeyValueStore(DslStoreView):
 # -- definition time -------------------------------------------------------------------------
 _DSL_STORES_OFFERED = ("user processors get the key-value stores of count/reduce/aggregate (of grouped streams, "
                        "re-grouped tables and cogroups), to_table, tables read from a topic and their "
-                       "filter/map_values, the window stores of time-windowed and the session stores of "
-                       "session-windowed count/reduce/aggregate emitting on every update, and the stores added "
-                       "with add_state_store()")
+                       "filter/map_values, the window stores of time-windowed count/reduce/aggregate (emitting "
+                       "on every update or on window close), the session stores of session-windowed ones "
+                       "emitting on every update, and the stores added with add_state_store()")
 
 # The DSL operations whose key-value store keeps its timestamps once a processor names it
 # (aggregations.KeyValueStoreProcessor.keeps_timestamps; a filter's or map_values' store through
@@ -137,8 +137,8 @@ def check_dsl_store(factory, spec, sub) -> None:
     """A DSL store a processor names must be one the runner keeps as Kafka Streams' timestamped
     key-value store (the store of a stream, cogroup or re-grouped table aggregation, ``to_table``, a
     table source or their ``filter``/``map_values``), timestamped window store (a time-windowed stream
-    aggregation's that emits on every update) or session store (a session-windowed one's that emits
-    on every update)."""
+    aggregation's, emitting on every update or on window close) or session store (a session-windowed
+    one's that emits on every update)."""
     where = f"processor {factory.name}: store {spec.name}"
     if spec.type is StoreType.WINDOW:
         _check_window_store(where, spec, sub)
@@ -199,8 +199,6 @@ def _check_window_store(where: str, spec, sub) -> None:
     if not isinstance(windows, TimeWindows):
         why = (f"keeps its {type(windows).__name__} in a form of its own, whose retention follows its stream time "
                "rather than the store's observed time a WindowStore view reads by")
-    elif owner.params.get("emit_strategy", ON_WINDOW_UPDATE) != ON_WINDOW_UPDATE:
-        why = "emits on window close, over Kafka Streams' time-ordered window store, which has no view here yet"
     elif owner.params.get("cogroup"):
         why = "is a cogroup's aggregate, whose windows several processors share"
     else:
