@@ -1113,7 +1113,7 @@ def suppress_and_emit_on_close_examples():
              "out-final-filtered": "final-filtered-counts", "out-windowed-bytes": "windowed-bytes-counts",
              "out-sessions-filtered": "sessions-filtered-out", "out-session-bytes": "session-bytes-out",
              "out-sliding-filtered": "sliding-filtered-out", "out-sliding-bytes": "sliding-bytes-out",
-             "out-held": "held-prices"}
+             "out-held": "held-prices", "out-closed-written": "closed-written-out", "out-closed-reads": "closed-reads"}
     return suppress_examples(names).build()
 
 

@@ -1,6 +1,7 @@
 package kstreams.oracle;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -20,6 +21,7 @@ import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
@@ -30,10 +32,19 @@ import org.apache.kafka.streams.kstream.Suppressed.BufferConfig;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
+import org.apache.kafka.streams.processor.api.FixedKeyRecord;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.TimestampedWindowStore;
+import org.apache.kafka.streams.state.ValueAndTimestamp;
 import org.apache.kafka.streams.state.WindowStore;
+import org.apache.kafka.streams.state.WindowStoreIterator;
 
 /**
  * suppress (until a window closes, until a time limit) and emit-on-window-close, run by Kafka
@@ -44,7 +55,8 @@ import org.apache.kafka.streams.state.WindowStore;
  *
  * Args: bootstrap applicationId stateDir events prices slides outFinal outClosed outSessions outLimited
  *       outDebounced outClosedSliding outClosedSessions outBytes outBothBounds outRaised outFinalFiltered
- *       outWindowedBytes outSessionsFiltered outSessionBytes outSlidingFiltered outSlidingBytes outHeld outShutDown
+ *       outWindowedBytes outSessionsFiltered outSessionBytes outSlidingFiltered outSlidingBytes outHeld
+ *       outClosedWritten outClosedReads outShutDown
  *
  * A second application (applicationId + "-shut-down", started first, run at once) suppresses the
  * prices table in a buffer of SHUT_DOWN_BYTES bytes that shuts down when full: it stops at the first
@@ -61,11 +73,12 @@ public final class SuppressExamples {
                                      String outClosedSliding, String outClosedSessions, String outBytes,
                                      String outBothBounds, String outRaised, String outFinalFiltered,
                                      String outWindowedBytes, String outSessionsFiltered, String outSessionBytes,
-                                     String outSlidingFiltered, String outSlidingBytes, String outHeld) {
+                                     String outSlidingFiltered, String outSlidingBytes, String outHeld,
+                                     String outClosedWritten, String outClosedReads) {
         StreamsBuilder builder = new StreamsBuilder();
         // The suppression buffer serializes the windowed keys: the grouping names the key serde.
-        KGroupedStream<String, String> grouped = builder.<String, String>stream(events)
-            .groupByKey(Grouped.with(Serdes.String(), Serdes.String()));
+        KStream<String, String> eventStream = builder.<String, String>stream(events);
+        KGroupedStream<String, String> grouped = eventStream.groupByKey(Grouped.with(Serdes.String(), Serdes.String()));
         KTable<Windowed<String>, Long> counts = grouped
             .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(5)))
             .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("suppressed-counts")
@@ -199,7 +212,105 @@ public final class SuppressExamples {
             .filter((key, value) -> !value.startsWith("x"))
             .toStream()
             .to(outHeld);
+        // A processor writes and reads the store of an aggregate emitting on window close: what it writes
+        // is what the emit sends (each window with its timestamp).
+        grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2))
+                .advanceBy(Duration.ofSeconds(5)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .aggregate(() -> "", (key, value, agg) -> agg + "," + value,
+                Materialized.<String, String, WindowStore<Bytes, byte[]>>as("closed-written").withCachingDisabled())
+            .toStream()
+            .processValues(StampWindowValues::new)
+            .to(outClosedWritten,
+                Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000), Serdes.String()));
+        eventStream.process(ClosedWindowWriter::new, "closed-written").to(outClosedReads);
         return builder.build();
+    }
+
+    /** A ValueAndTimestamp as both twins write it: value@timestamp, or null. */
+    static String stored(ValueAndTimestamp<String> stored) {
+        return stored == null ? "null" : stored.value() + "@" + stored.timestamp();
+    }
+
+    /**
+     * On each event with a key (after the aggregations: it is the stream's last child), writes the
+     * store of the hopping aggregate emitting on window close, then forwards what the store returns
+     * (ClosedWindowWriter in suppress_topology.py says what, and keeps the same text).
+     */
+    static final class ClosedWindowWriter implements Processor<String, String, String, String> {
+        private ProcessorContext<String, String> context;
+        private TimestampedWindowStore<String, String> store;
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+            this.store = context.getStateStore("closed-written");
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            String key = record.key();
+            if (key == null) {
+                return;
+            }
+            long timestamp = record.timestamp();
+            long i = record.value() == null ? -1 : Long.parseLong(record.value().substring(1));
+            long latest = Math.floorDiv(timestamp, 5_000L) * 5_000L;
+            String family = key.substring(0, 1);
+            if (Math.floorMod(i, 5) == 1) {
+                store.put(key, ValueAndTimestamp.make("w" + i, timestamp + 3), latest);
+            }
+            if (Math.floorMod(i, 9) == 4) {
+                store.put(key, null, latest - 5_000);
+            }
+            if (Math.floorMod(i, 23) == 5) {
+                store.put(family + "9", ValueAndTimestamp.make("n" + i, timestamp), latest);
+            }
+            if (Math.floorMod(i, 31) == 7) {
+                store.put(key, ValueAndTimestamp.make("old" + i, timestamp), latest - 20_000);
+            }
+            if (Math.floorMod(i, 97) == 50) {
+                store.put(family + "9", ValueAndTimestamp.make("ahead" + i, timestamp), latest + 15_000);
+            }
+            String one = stored(store.fetch(key, latest));
+            List<String> mine = new ArrayList<>();
+            try (WindowStoreIterator<ValueAndTimestamp<String>> entries = store.fetch(key, latest - 10_000, latest)) {
+                entries.forEachRemaining(entry -> mine.add(entry.key + "=" + stored(entry.value)));
+            }
+            List<String> familyWindows = new ArrayList<>();
+            try (KeyValueIterator<Windowed<String>, ValueAndTimestamp<String>> entries =
+                     store.fetch(family + "1", family + "9", latest - 5_000, latest)) {
+                entries.forEachRemaining(entry -> familyWindows.add(
+                    entry.key.key() + "@" + entry.key.window().start() + "=" + stored(entry.value)));
+            }
+            List<String> everything = new ArrayList<>();
+            try (KeyValueIterator<Windowed<String>, ValueAndTimestamp<String>> entries = store.all()) {
+                entries.forEachRemaining(entry -> everything.add(entry.key.key() + "@" + entry.key.window().start()));
+            }
+            List<String> backward = new ArrayList<>();
+            try (KeyValueIterator<Windowed<String>, ValueAndTimestamp<String>> entries =
+                     store.backwardFetchAll(latest - 15_000, latest)) {
+                entries.forEachRemaining(entry -> backward.add(entry.key.key() + "@" + entry.key.window().start()));
+            }
+            context.forward(new Record<>(key, i + "|" + one + "|" + String.join(",", mine) + "|"
+                + String.join(",", familyWindows) + "|" + String.join(",", everything) + "|"
+                + String.join(",", backward), timestamp));
+        }
+    }
+
+    /** The value, "|t" and the record's timestamp (StampWindowValues in suppress_topology.py). */
+    static final class StampWindowValues implements FixedKeyProcessor<Windowed<String>, String, String> {
+        private FixedKeyProcessorContext<Windowed<String>, String> context;
+
+        @Override
+        public void init(FixedKeyProcessorContext<Windowed<String>, String> context) {
+            this.context = context;
+        }
+
+        @Override
+        public void process(FixedKeyRecord<Windowed<String>, String> record) {
+            context.forward(record.withValue(record.value() + "|t" + record.timestamp()));
+        }
     }
 
     /** The shut-down application's bound: what the prices' records fit until big headers come. */
@@ -246,7 +357,7 @@ public final class SuppressExamples {
         String bootstrap = args[0];
         String applicationId = args[1];
         String stateDir = args[2];
-        Topology shutDown = shutDownExample(args[4], args[23]);
+        Topology shutDown = shutDownExample(args[4], args[25]);
         Properties shutDownProps = KafkaStreamsRuns.properties(bootstrap, applicationId + "-shut-down",
                                                                stateDir + "/shut-down");
         shutDownProps.put(StreamsConfig.PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG, RecordingHandler.class);
@@ -257,7 +368,8 @@ public final class SuppressExamples {
 
         Topology topology = suppressExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
                                              args[10], args[11], args[12], args[13], args[14], args[15], args[16],
-                                             args[17], args[18], args[19], args[20], args[21], args[22]);
+                                             args[17], args[18], args[19], args[20], args[21], args[22], args[23],
+                                             args[24]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
 
