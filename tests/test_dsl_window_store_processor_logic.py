@@ -18,7 +18,7 @@ from dsl_window_store_processor_topology import dsl_window_store_processor_examp
 
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology  # noqa: E402
 from dagster_kstreams.topology import (  # noqa: E402
-    EmitStrategy, Materialized, SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows, ValueAndTimestamp,
+    Materialized, SlidingWindows, StreamsBuilder, TimeWindows, ValueAndTimestamp,
 )
 from dagster_kstreams.topology.processor_api import Processor, Record  # noqa: E402
 from dagster_kstreams.topology.serdes import Serdes  # noqa: E402
@@ -200,8 +200,6 @@ class _Nothing(Processor):
 @pytest.mark.parametrize("windowed, why", [
     (lambda grouped: grouped.windowed_by(SlidingWindows.of_time_difference_with_no_grace(SECOND)),
      "keeps its SlidingWindows in a form of its own"),
-    (lambda grouped: grouped.windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(SECOND))
-     .emit_strategy(EmitStrategy.on_window_close()), "emits on window close, over Kafka Streams' time-ordered session"),
 ])
 def test_the_windowed_stores_without_a_view_are_refused_naming_them(windowed, why):
     builder = StreamsBuilder()

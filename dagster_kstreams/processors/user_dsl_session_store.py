@@ -26,9 +26,8 @@ from typing import Any, Iterable, Optional
 
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.user_dsl_view import DslStoreView
-from dagster_kstreams.processors.user_dsl_window_store import observed_time_key
 from dagster_kstreams.processors.user_session_store import SessionStoreReads
-from dagster_kstreams.processors.user_time_store import NO_TIME, StoreEntry
+from dagster_kstreams.processors.user_time_store import StoreEntry
 from dagster_kstreams.topology.serdes import Window, Windowed
 
 __all__ = ["AggregationSessionStore"]
@@ -55,7 +54,7 @@ class AggregationSessionStore(DslStoreView, SessionStoreReads):
 
     # -- what SessionStoreReads asks -------------------------------------------------------
     def _time(self) -> int:
-        return self._task.values.get(observed_time_key(self._owner.store), NO_TIME)
+        return self._owner.store_time(self._task)
 
     @property
     def _retention(self) -> int:

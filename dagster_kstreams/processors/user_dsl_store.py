@@ -28,7 +28,6 @@ from typing import Any, Callable, Iterator, Optional
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.user_dsl_view import DslStoreView
-from dagster_kstreams.topology.emit_strategy import ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind, StoreType
 from dagster_kstreams.topology.processor_api import KeyValue, ValueAndTimestamp
 from dagster_kstreams.topology.windows import TimeWindows
@@ -116,9 +115,9 @@ class TimestampedKeyValueStore(DslStoreView):
 # -- definition time -------------------------------------------------------------------------
 _DSL_STORES_OFFERED = ("user processors get the key-value stores of count/reduce/aggregate (of grouped streams, "
                        "re-grouped tables and cogroups), to_table, tables read from a topic and their "
-                       "filter/map_values, the window stores of time-windowed count/reduce/aggregate (emitting "
-                       "on every update or on window close), the session stores of session-windowed ones "
-                       "emitting on every update, and the stores added with add_state_store()")
+                       "filter/map_values, the window stores of time-windowed and the session stores of "
+                       "session-windowed count/reduce/aggregate (emitting on every update or on window close), "
+                       "and the stores added with add_state_store()")
 
 # The DSL operations whose key-value store keeps its timestamps once a processor names it
 # (aggregations.KeyValueStoreProcessor.keeps_timestamps; a filter's or map_values' store through
@@ -137,8 +136,8 @@ def check_dsl_store(factory, spec, sub) -> None:
     """A DSL store a processor names must be one the runner keeps as Kafka Streams' timestamped
     key-value store (the store of a stream, cogroup or re-grouped table aggregation, ``to_table``, a
     table source or their ``filter``/``map_values``), timestamped window store (a time-windowed stream
-    aggregation's, emitting on every update or on window close) or session store (a session-windowed
-    one's that emits on every update)."""
+    aggregation's) or session store (a session-windowed one's), emitting on every update or on window
+    close."""
     where = f"processor {factory.name}: store {spec.name}"
     if spec.type is StoreType.WINDOW:
         _check_window_store(where, spec, sub)
@@ -208,10 +207,7 @@ def _check_window_store(where: str, spec, sub) -> None:
 
 def _check_session_store(where: str, spec, sub) -> None:
     owner = next(node for node in sub.nodes if spec.name in node.stores and node.kind is NodeKind.WINDOWED_AGGREGATE)
-    if owner.params.get("emit_strategy", ON_WINDOW_UPDATE) != ON_WINDOW_UPDATE:
-        why = ("emits on window close, over Kafka Streams' time-ordered session store, which the Spark runner keeps "
-               "apart from the sessions (the sessions not emitted yet), with no view over both yet")
-    elif owner.params.get("cogroup"):
+    if owner.params.get("cogroup"):
         why = "is a cogroup's aggregate, whose sessions several processors share"
     else:
         return
