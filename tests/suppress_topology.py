@@ -1,6 +1,6 @@
 """The suppression example (``suppress`` until a window closes and until a time limit, and
 ``emit_strategy(EmitStrategy.on_window_close())`` on hopping, session and sliding windows, and on hopping
-windows whose store a processor writes), the Python twin of kstreams.oracle.SuppressExamples (Java):
+and session windows whose stores processors write), the Python twin of kstreams.oracle.SuppressExamples (Java):
 keep the two in step.
 
 Its lambdas are self-contained (no module-level helpers): Spark's Python workers cannot import
@@ -17,7 +17,7 @@ from dagster_kstreams.topology.emit_strategy import EmitStrategy
 from dagster_kstreams.topology.grouped_repartitioned import Grouped
 from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Processor, Record, ValueAndTimestamp
-from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
+from dagster_kstreams.topology.serdes import Serdes, Window, Windowed, WindowedSerde
 from dagster_kstreams.topology.suppressed import BufferConfig, Suppressed
 from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
 
@@ -25,7 +25,8 @@ INPUTS = ("events", "prices", "slides")
 OUTPUTS = ("out-final", "out-closed", "out-sessions", "out-limited", "out-debounced", "out-closed-sliding",
            "out-closed-sessions", "out-bytes", "out-both-bounds", "out-raised", "out-final-filtered",
            "out-windowed-bytes", "out-sessions-filtered", "out-session-bytes", "out-sliding-filtered",
-           "out-sliding-bytes", "out-held", "out-closed-written", "out-closed-reads")
+           "out-sliding-bytes", "out-held", "out-closed-written", "out-closed-reads", "out-closed-sessions-written",
+           "out-closed-session-reads")
 SHUT_DOWN_OUTPUT = "out-shut-down"  # of the shut-down application (shut_down_example)
 SHUT_DOWN_BYTES, RAISED_BYTES, WINDOWED_BYTES, SESSION_BYTES, SLIDING_BYTES = 480, 2_000, 300, 300, 300
 # How each output's keys are read: a time window of that size, a session window, or a plain string.
@@ -34,7 +35,8 @@ OUTPUT_KEYS = {"out-final": 10_000, "out-closed": 10_000, "out-sessions": "sessi
                "out-both-bounds": None, "out-raised": None, "out-final-filtered": 10_000,
                "out-windowed-bytes": 10_000, "out-sessions-filtered": "session", "out-session-bytes": "session",
                "out-sliding-filtered": 5_000, "out-sliding-bytes": 5_000, "out-held": None,
-               "out-closed-written": 10_000, "out-closed-reads": None, SHUT_DOWN_OUTPUT: None}
+               "out-closed-written": 10_000, "out-closed-reads": None, "out-closed-sessions-written": "session",
+               "out-closed-session-reads": None, SHUT_DOWN_OUTPUT: None}
 
 
 class ClosedWindowWriter(Processor):
@@ -81,6 +83,49 @@ class ClosedWindowWriter(Processor):
         backward = ",".join(f"{entry.key.key}@{entry.key.window.start}"
                             for entry in self.store.backward_fetch_all(latest - 15_000, latest))
         self.context.forward(Record(key, f"{i}|{one}|{mine}|{family_windows}|{everything}|{backward}", timestamp))
+
+
+class ClosedSessionWriter(Processor):
+    """SuppressExamples.ClosedSessionWriter: as :class:`ClosedWindowWriter`, on the store of the session
+    aggregate emitting on window close ("closed-sessions-written": gap 3 s, grace 1 s, retention 4 s).
+    Event ``e<i>`` at ``t``: i % 5 == 2 overwrites the key's latest session with ``w<i>``; i % 9 == 5
+    removes it; i % 23 == 6 puts a session ``[t, t]`` of key ``<family>9``; i % 31 == 8 puts the key's
+    session ``[t - 30 s, t - 29 s]`` (emitted already, or gone); i % 97 == 51 puts a session of
+    ``<family>9`` 20 s ahead (the store's time moves). Forwarded under the key: ``i|fetch_session(key,
+    t, t)|find_sessions(key, t - 3 s, t + 3 s)|backward_find_sessions(<family>1, <family>9, t - 10 s,
+    t + 10 s)|fetch(<family>1, <family>9) keys``."""
+
+    def init(self, context) -> None:
+        self.context, self.store = context, context.get_state_store("closed-sessions-written")
+
+    def process(self, record: Record) -> None:
+        key, timestamp = record.key, record.timestamp
+        if key is None:
+            return
+        i = -1 if record.value is None else int(record.value[1:])
+        family = key[0]
+        if i % 5 == 2 or i % 9 == 5:
+            sessions = list(self.store.fetch(key))
+            if sessions and i % 5 == 2:
+                self.store.put(sessions[-1].key, f"w{i}")
+            if sessions and i % 9 == 5:
+                self.store.remove(sessions[-1].key)
+        if i % 23 == 6:
+            self.store.put(Windowed(family + "9", Window(timestamp, timestamp)), f"n{i}")
+        if i % 31 == 8:
+            self.store.put(Windowed(key, Window(timestamp - 30_000, timestamp - 29_000)), f"old{i}")
+        if i % 97 == 51:
+            self.store.put(Windowed(family + "9", Window(timestamp + 20_000, timestamp + 20_000)), f"ahead{i}")
+        one = self.store.fetch_session(key, timestamp, timestamp)
+        mine = ",".join(f"{entry.key.window.start}-{entry.key.window.end}={entry.value}"
+                        for entry in self.store.find_sessions(key, timestamp - 3_000, timestamp + 3_000))
+        family_sessions = ",".join(
+            f"{entry.key.key}@{entry.key.window.start}-{entry.key.window.end}={entry.value}" for entry in
+            self.store.backward_find_sessions(family + "1", family + "9", timestamp - 10_000, timestamp + 10_000))
+        everything = ",".join(f"{entry.key.key}@{entry.key.window.start}-{entry.key.window.end}"
+                              for entry in self.store.fetch(family + "1", family + "9"))
+        self.context.forward(Record(key, f"{i}|{'null' if one is None else one}|{mine}|{family_sessions}|{everything}",
+                                    timestamp))
 
 
 class StampWindowValues(FixedKeyProcessor):
@@ -225,6 +270,16 @@ def suppress_examples(topics: dict[str, str]) -> StreamsBuilder:
         .process_values(StampWindowValues) \
         .to(topics["out-closed-written"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.String()))
     events.process(ClosedWindowWriter, "closed-written").to(topics["out-closed-reads"])
+    grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(seconds=3), timedelta(seconds=1))) \
+        .emit_strategy(EmitStrategy.on_window_close()) \
+        .aggregate(lambda: "", lambda key, value, agg: agg + "," + ("null" if value is None else value),
+                   lambda key, one, two: one + "|" + two,
+                   Materialized.as_("closed-sessions-written").with_caching_disabled()) \
+        .to_stream() \
+        .process_values(StampWindowValues) \
+        .to(topics["out-closed-sessions-written"], Produced.with_(WindowedSerde(Serdes.String(), session=True),
+                                                                  Serdes.String()))
+    events.process(ClosedSessionWriter, "closed-sessions-written").to(topics["out-closed-session-reads"])
     return builder
 
 

@@ -12,6 +12,7 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
@@ -22,6 +23,7 @@ import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.internals.SessionWindow;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
@@ -56,7 +58,7 @@ import org.apache.kafka.streams.state.WindowStoreIterator;
  * Args: bootstrap applicationId stateDir events prices slides outFinal outClosed outSessions outLimited
  *       outDebounced outClosedSliding outClosedSessions outBytes outBothBounds outRaised outFinalFiltered
  *       outWindowedBytes outSessionsFiltered outSessionBytes outSlidingFiltered outSlidingBytes outHeld
- *       outClosedWritten outClosedReads outShutDown
+ *       outClosedWritten outClosedReads outClosedSessionsWritten outClosedSessionReads outShutDown
  *
  * A second application (applicationId + "-shut-down", started first, run at once) suppresses the
  * prices table in a buffer of SHUT_DOWN_BYTES bytes that shuts down when full: it stops at the first
@@ -74,7 +76,8 @@ public final class SuppressExamples {
                                      String outBothBounds, String outRaised, String outFinalFiltered,
                                      String outWindowedBytes, String outSessionsFiltered, String outSessionBytes,
                                      String outSlidingFiltered, String outSlidingBytes, String outHeld,
-                                     String outClosedWritten, String outClosedReads) {
+                                     String outClosedWritten, String outClosedReads,
+                                     String outClosedSessionsWritten, String outClosedSessionReads) {
         StreamsBuilder builder = new StreamsBuilder();
         // The suppression buffer serializes the windowed keys: the grouping names the key serde.
         KStream<String, String> eventStream = builder.<String, String>stream(events);
@@ -224,7 +227,89 @@ public final class SuppressExamples {
             .to(outClosedWritten,
                 Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000), Serdes.String()));
         eventStream.process(ClosedWindowWriter::new, "closed-written").to(outClosedReads);
+        grouped.windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(3), Duration.ofSeconds(1)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .aggregate(() -> "", (key, value, agg) -> agg + "," + value, (key, one, two) -> one + "|" + two,
+                Materialized.<String, String, SessionStore<Bytes, byte[]>>as("closed-sessions-written")
+                    .withCachingDisabled())
+            .toStream()
+            .processValues(StampWindowValues::new)
+            .to(outClosedSessionsWritten,
+                Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.String()));
+        eventStream.process(ClosedSessionWriter::new, "closed-sessions-written").to(outClosedSessionReads);
         return builder.build();
+    }
+
+    /** A session store entry as both twins write it: key@start-end=value. */
+    static String session(KeyValue<Windowed<String>, String> entry) {
+        return entry.key.key() + "@" + entry.key.window().start() + "-" + entry.key.window().end() + "=" + entry.value;
+    }
+
+    /**
+     * As ClosedWindowWriter, on the store of the session aggregate emitting on window close
+     * (ClosedSessionWriter in suppress_topology.py says what, and keeps the same text).
+     */
+    static final class ClosedSessionWriter implements Processor<String, String, String, String> {
+        private ProcessorContext<String, String> context;
+        private SessionStore<String, String> store;
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+            this.store = context.getStateStore("closed-sessions-written");
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            String key = record.key();
+            if (key == null) {
+                return;
+            }
+            long timestamp = record.timestamp();
+            long i = record.value() == null ? -1 : Long.parseLong(record.value().substring(1));
+            String family = key.substring(0, 1);
+            if (Math.floorMod(i, 5) == 2 || Math.floorMod(i, 9) == 5) {
+                List<Windowed<String>> sessions = new ArrayList<>();
+                try (KeyValueIterator<Windowed<String>, String> entries = store.fetch(key)) {
+                    entries.forEachRemaining(entry -> sessions.add(entry.key));
+                }
+                if (!sessions.isEmpty() && Math.floorMod(i, 5) == 2) {
+                    store.put(sessions.get(sessions.size() - 1), "w" + i);
+                }
+                if (!sessions.isEmpty() && Math.floorMod(i, 9) == 5) {
+                    store.remove(sessions.get(sessions.size() - 1));
+                }
+            }
+            if (Math.floorMod(i, 23) == 6) {
+                store.put(new Windowed<>(family + "9", new SessionWindow(timestamp, timestamp)), "n" + i);
+            }
+            if (Math.floorMod(i, 31) == 8) {
+                store.put(new Windowed<>(key, new SessionWindow(timestamp - 30_000, timestamp - 29_000)), "old" + i);
+            }
+            if (Math.floorMod(i, 97) == 51) {
+                store.put(new Windowed<>(family + "9", new SessionWindow(timestamp + 20_000, timestamp + 20_000)),
+                          "ahead" + i);
+            }
+            String one = store.fetchSession(key, timestamp, timestamp);
+            List<String> mine = new ArrayList<>();
+            try (KeyValueIterator<Windowed<String>, String> entries =
+                     store.findSessions(key, timestamp - 3_000, timestamp + 3_000)) {
+                entries.forEachRemaining(entry -> mine.add(
+                    entry.key.window().start() + "-" + entry.key.window().end() + "=" + entry.value));
+            }
+            List<String> familySessions = new ArrayList<>();
+            try (KeyValueIterator<Windowed<String>, String> entries = store.backwardFindSessions(
+                     family + "1", family + "9", timestamp - 10_000, timestamp + 10_000)) {
+                entries.forEachRemaining(entry -> familySessions.add(session(entry)));
+            }
+            List<String> everything = new ArrayList<>();
+            try (KeyValueIterator<Windowed<String>, String> entries = store.fetch(family + "1", family + "9")) {
+                entries.forEachRemaining(entry -> everything.add(
+                    entry.key.key() + "@" + entry.key.window().start() + "-" + entry.key.window().end()));
+            }
+            context.forward(new Record<>(key, i + "|" + (one == null ? "null" : one) + "|" + String.join(",", mine)
+                + "|" + String.join(",", familySessions) + "|" + String.join(",", everything), timestamp));
+        }
     }
 
     /** A ValueAndTimestamp as both twins write it: value@timestamp, or null. */
@@ -357,7 +442,7 @@ public final class SuppressExamples {
         String bootstrap = args[0];
         String applicationId = args[1];
         String stateDir = args[2];
-        Topology shutDown = shutDownExample(args[4], args[25]);
+        Topology shutDown = shutDownExample(args[4], args[27]);
         Properties shutDownProps = KafkaStreamsRuns.properties(bootstrap, applicationId + "-shut-down",
                                                                stateDir + "/shut-down");
         shutDownProps.put(StreamsConfig.PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG, RecordingHandler.class);
@@ -369,7 +454,7 @@ public final class SuppressExamples {
         Topology topology = suppressExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
                                              args[10], args[11], args[12], args[13], args[14], args[15], args[16],
                                              args[17], args[18], args[19], args[20], args[21], args[22], args[23],
-                                             args[24]);
+                                             args[24], args[25], args[26]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
 
