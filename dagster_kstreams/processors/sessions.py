@@ -36,7 +36,7 @@ and forwarded one after the other, as the processor then reads them.
 With ``emit_strategy(EmitStrategy.on_window_close())`` nothing is forwarded on update: each
 session goes out once, when it closes, in the order of :mod:`.session_close`; the store then has
 no record cache and the sub-topology runs task-grouped (a record of one key closes the sessions
-of all keys).
+of all keys). A processor's writes to the store (:meth:`write_session`) are what the emit sends.
 
 Reduce and count are aggregations with Kafka Streams' own functions: count is
 ``initializer=0``, ``aggregator=agg + 1``, ``merger=a + b``; reduce is ``initializer=None``,
