@@ -1,6 +1,7 @@
 """The suppression example (``suppress`` until a window closes and until a time limit, and
-``emit_strategy(EmitStrategy.on_window_close())`` on hopping, session and sliding windows), the Python twin of
-kstreams.oracle.SuppressExamples (Java): keep the two in step.
+``emit_strategy(EmitStrategy.on_window_close())`` on hopping, session and sliding windows, and on hopping
+and session windows whose stores processors write), the Python twin of kstreams.oracle.SuppressExamples (Java):
+keep the two in step.
 
 Its lambdas are self-contained (no module-level helpers): Spark's Python workers cannot import
 modules of tests/, and the test modules ship their own functions by value.
@@ -15,7 +16,8 @@ from dagster_kstreams.topology.consumed_produced import Produced
 from dagster_kstreams.topology.emit_strategy import EmitStrategy
 from dagster_kstreams.topology.grouped_repartitioned import Grouped
 from dagster_kstreams.topology.materialized import Materialized
-from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
+from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Processor, Record, ValueAndTimestamp
+from dagster_kstreams.topology.serdes import Serdes, Window, Windowed, WindowedSerde
 from dagster_kstreams.topology.suppressed import BufferConfig, Suppressed
 from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
 
@@ -23,7 +25,8 @@ INPUTS = ("events", "prices", "slides")
 OUTPUTS = ("out-final", "out-closed", "out-sessions", "out-limited", "out-debounced", "out-closed-sliding",
            "out-closed-sessions", "out-bytes", "out-both-bounds", "out-raised", "out-final-filtered",
            "out-windowed-bytes", "out-sessions-filtered", "out-session-bytes", "out-sliding-filtered",
-           "out-sliding-bytes", "out-held")
+           "out-sliding-bytes", "out-held", "out-closed-written", "out-closed-reads", "out-closed-sessions-written",
+           "out-closed-session-reads")
 SHUT_DOWN_OUTPUT = "out-shut-down"  # of the shut-down application (shut_down_example)
 SHUT_DOWN_BYTES, RAISED_BYTES, WINDOWED_BYTES, SESSION_BYTES, SLIDING_BYTES = 480, 2_000, 300, 300, 300
 # How each output's keys are read: a time window of that size, a session window, or a plain string.
@@ -31,14 +34,116 @@ OUTPUT_KEYS = {"out-final": 10_000, "out-closed": 10_000, "out-sessions": "sessi
                "out-debounced": None, "out-closed-sliding": 5_000, "out-closed-sessions": "session", "out-bytes": None,
                "out-both-bounds": None, "out-raised": None, "out-final-filtered": 10_000,
                "out-windowed-bytes": 10_000, "out-sessions-filtered": "session", "out-session-bytes": "session",
-               "out-sliding-filtered": 5_000, "out-sliding-bytes": 5_000, "out-held": None, SHUT_DOWN_OUTPUT: None}
+               "out-sliding-filtered": 5_000, "out-sliding-bytes": 5_000, "out-held": None,
+               "out-closed-written": 10_000, "out-closed-reads": None, "out-closed-sessions-written": "session",
+               "out-closed-session-reads": None, SHUT_DOWN_OUTPUT: None}
+
+
+class ClosedWindowWriter(Processor):
+    """SuppressExamples.ClosedWindowWriter: on each event with a key (after the aggregations: it is
+    the stream's last child), writes the store of the hopping aggregate emitting on window close
+    ("closed-written": 10 s windows advancing by 5 s, grace 2 s, retention 12 s), then forwards what
+    the store returns. Event ``e<i>`` at ``t``, whose latest window starts at ``s``: i % 5 == 1
+    overwrites window ``s`` with ``w<i>`` stamped ``t + 3``; i % 9 == 4 deletes window ``s - 5 s``;
+    i % 23 == 5 puts a window ``s`` of key ``<family>9``; i % 31 == 7 writes window ``s - 20 s``
+    (emitted already, or gone); i % 97 == 50 puts a window of ``<family>9`` 15 s ahead (the store's
+    time moves: what starts 12 s before it is gone, emitted or not). Forwarded under the key:
+    ``i|fetch(key, s)|fetch(key, s - 10 s, s)|fetch(<family>1, <family>9, s - 5 s, s)|all() keys|
+    backward_fetch_all(s - 15 s, s) keys``."""
+
+    def init(self, context) -> None:
+        self.context, self.store = context, context.get_state_store("closed-written")
+
+    @staticmethod
+    def stored(value_and_timestamp) -> str:
+        return "null" if value_and_timestamp is None else f"{value_and_timestamp.value()}@{value_and_timestamp.timestamp()}"
+
+    def process(self, record: Record) -> None:
+        key, timestamp = record.key, record.timestamp
+        if key is None:
+            return
+        i = -1 if record.value is None else int(record.value[1:])
+        latest, family = timestamp // 5_000 * 5_000, key[0]
+        if i % 5 == 1:
+            self.store.put(key, ValueAndTimestamp.make(f"w{i}", timestamp + 3), latest)
+        if i % 9 == 4:
+            self.store.put(key, None, latest - 5_000)
+        if i % 23 == 5:
+            self.store.put(family + "9", ValueAndTimestamp.make(f"n{i}", timestamp), latest)
+        if i % 31 == 7:
+            self.store.put(key, ValueAndTimestamp.make(f"old{i}", timestamp), latest - 20_000)
+        if i % 97 == 50:
+            self.store.put(family + "9", ValueAndTimestamp.make(f"ahead{i}", timestamp), latest + 15_000)
+        stored = self.stored
+        one = stored(self.store.fetch(key, latest))
+        mine = ",".join(f"{entry.key}={stored(entry.value)}" for entry in self.store.fetch(key, latest - 10_000, latest))
+        family_windows = ",".join(f"{entry.key.key}@{entry.key.window.start}={stored(entry.value)}" for entry in
+                                  self.store.fetch(family + "1", family + "9", latest - 5_000, latest))
+        everything = ",".join(f"{entry.key.key}@{entry.key.window.start}" for entry in self.store.all())
+        backward = ",".join(f"{entry.key.key}@{entry.key.window.start}"
+                            for entry in self.store.backward_fetch_all(latest - 15_000, latest))
+        self.context.forward(Record(key, f"{i}|{one}|{mine}|{family_windows}|{everything}|{backward}", timestamp))
+
+
+class ClosedSessionWriter(Processor):
+    """SuppressExamples.ClosedSessionWriter: as :class:`ClosedWindowWriter`, on the store of the session
+    aggregate emitting on window close ("closed-sessions-written": gap 3 s, grace 1 s, retention 4 s).
+    Event ``e<i>`` at ``t``: i % 5 == 2 overwrites the key's latest session with ``w<i>``; i % 9 == 5
+    removes it; i % 23 == 6 puts a session ``[t, t]`` of key ``<family>9``; i % 31 == 8 puts the key's
+    session ``[t - 30 s, t - 29 s]`` (emitted already, or gone); i % 97 == 51 puts a session of
+    ``<family>9`` 20 s ahead (the store's time moves). Forwarded under the key: ``i|fetch_session(key,
+    t, t)|find_sessions(key, t - 3 s, t + 3 s)|backward_find_sessions(<family>1, <family>9, t - 10 s,
+    t + 10 s)|fetch(<family>1, <family>9) keys``."""
+
+    def init(self, context) -> None:
+        self.context, self.store = context, context.get_state_store("closed-sessions-written")
+
+    def process(self, record: Record) -> None:
+        key, timestamp = record.key, record.timestamp
+        if key is None:
+            return
+        i = -1 if record.value is None else int(record.value[1:])
+        family = key[0]
+        if i % 5 == 2 or i % 9 == 5:
+            sessions = list(self.store.fetch(key))
+            if sessions and i % 5 == 2:
+                self.store.put(sessions[-1].key, f"w{i}")
+            if sessions and i % 9 == 5:
+                self.store.remove(sessions[-1].key)
+        if i % 23 == 6:
+            self.store.put(Windowed(family + "9", Window(timestamp, timestamp)), f"n{i}")
+        if i % 31 == 8:
+            self.store.put(Windowed(key, Window(timestamp - 30_000, timestamp - 29_000)), f"old{i}")
+        if i % 97 == 51:
+            self.store.put(Windowed(family + "9", Window(timestamp + 20_000, timestamp + 20_000)), f"ahead{i}")
+        one = self.store.fetch_session(key, timestamp, timestamp)
+        mine = ",".join(f"{entry.key.window.start}-{entry.key.window.end}={entry.value}"
+                        for entry in self.store.find_sessions(key, timestamp - 3_000, timestamp + 3_000))
+        family_sessions = ",".join(
+            f"{entry.key.key}@{entry.key.window.start}-{entry.key.window.end}={entry.value}" for entry in
+            self.store.backward_find_sessions(family + "1", family + "9", timestamp - 10_000, timestamp + 10_000))
+        everything = ",".join(f"{entry.key.key}@{entry.key.window.start}-{entry.key.window.end}"
+                              for entry in self.store.fetch(family + "1", family + "9"))
+        self.context.forward(Record(key, f"{i}|{'null' if one is None else one}|{mine}|{family_sessions}|{everything}",
+                                    timestamp))
+
+
+class StampWindowValues(FixedKeyProcessor):
+    """SuppressExamples.StampWindowValues: the value, "|t" and the record's timestamp."""
+
+    def init(self, context) -> None:
+        self.context = context
+
+    def process(self, record) -> None:
+        self.context.forward(record.with_value(f"{record.value}|t{record.timestamp}"))
 
 
 def suppress_examples(topics: dict[str, str]) -> StreamsBuilder:
     """The topology of SuppressExamples.java, on ``topics`` (``INPUTS`` and ``OUTPUTS`` -> topic)."""
     builder = StreamsBuilder()
     # The suppression buffer serializes the windowed keys: the grouping names the key serde.
-    grouped = builder.stream(topics["events"]).group_by_key(Grouped.with_(Serdes.String(), Serdes.String()))
+    events = builder.stream(topics["events"])
+    grouped = events.group_by_key(Grouped.with_(Serdes.String(), Serdes.String()))
     counts = grouped.windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=5))) \
         .count(Materialized.as_("suppressed-counts").with_caching_disabled())
     counts.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())) \
@@ -154,6 +259,27 @@ def suppress_examples(topics: dict[str, str]) -> StreamsBuilder:
         .filter(lambda key, value: not value.startswith("x")) \
         .to_stream() \
         .to(topics["out-held"])
+    # A processor writes and reads the store of an aggregate emitting on window close: what it writes
+    # is what the emit sends (each window with its timestamp).
+    grouped.windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=2))
+                        .advance_by(timedelta(seconds=5))) \
+        .emit_strategy(EmitStrategy.on_window_close()) \
+        .aggregate(lambda: "", lambda key, value, agg: agg + "," + ("null" if value is None else value),
+                   Materialized.as_("closed-written").with_caching_disabled()) \
+        .to_stream() \
+        .process_values(StampWindowValues) \
+        .to(topics["out-closed-written"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.String()))
+    events.process(ClosedWindowWriter, "closed-written").to(topics["out-closed-reads"])
+    grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(seconds=3), timedelta(seconds=1))) \
+        .emit_strategy(EmitStrategy.on_window_close()) \
+        .aggregate(lambda: "", lambda key, value, agg: agg + "," + ("null" if value is None else value),
+                   lambda key, one, two: one + "|" + two,
+                   Materialized.as_("closed-sessions-written").with_caching_disabled()) \
+        .to_stream() \
+        .process_values(StampWindowValues) \
+        .to(topics["out-closed-sessions-written"], Produced.with_(WindowedSerde(Serdes.String(), session=True),
+                                                                  Serdes.String()))
+    events.process(ClosedSessionWriter, "closed-sessions-written").to(topics["out-closed-session-reads"])
     return builder
 
 

@@ -16,10 +16,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dsl_window_store_processor_topology import dsl_window_store_processor_examples  # noqa: E402
 
-from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology  # noqa: E402
-from dagster_kstreams.topology import (  # noqa: E402
-    EmitStrategy, Materialized, SessionWindows, StreamsBuilder, TimeWindows, ValueAndTimestamp,
-)
+from dagster_kstreams.spark.compile import compile_topology  # noqa: E402
+from dagster_kstreams.topology import Materialized, StreamsBuilder, TimeWindows, ValueAndTimestamp  # noqa: E402
 from dagster_kstreams.topology.processor_api import Processor, Record  # noqa: E402
 from dagster_kstreams.topology.serdes import Serdes  # noqa: E402
 
@@ -190,24 +188,6 @@ class _Stamp(Processor):
 
     def process(self, record: Record) -> None:
         self.context.forward(record.with_value(f"{record.value}|t{record.timestamp}"))
-
-
-class _Nothing(Processor):
-    def process(self, record: Record) -> None:
-        pass
-
-
-@pytest.mark.parametrize("windowed, why", [
-    (lambda grouped: grouped.windowed_by(TimeWindows.of_size_with_no_grace(SECOND))
-     .emit_strategy(EmitStrategy.on_window_close()), "emits on window close"),
-    (lambda grouped: grouped.windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(SECOND))
-     .emit_strategy(EmitStrategy.on_window_close()), "emits on window close, over Kafka Streams' time-ordered session"),
-])
-def test_the_windowed_stores_without_a_view_are_refused_naming_them(windowed, why):
-    builder = StreamsBuilder()
-    windowed(builder.stream("in").group_by_key()).count(Materialized.as_("wins")).to_stream().process(_Nothing, "wins")
-    with pytest.raises(UnsupportedTopologyError, match=f"KSTREAM-PROCESSOR-0000000003: store wins .*{why}"):
-        _program(builder)
 
 
 class _BadPut(Processor):

@@ -6,7 +6,11 @@ which updates reach the suppression; after the same filter, until a time limit i
 in bytes, which counts each update's old count), a hopping aggregate that emits on window
 close, a session count suppressed until its sessions close (also after a filter, and until a time
 limit in a buffer bounded in bytes: a new session's update has no old value, a merged-away session's
-removal carries its old count) and a session aggregate that emits on window close; on a prices table, a suppression
+removal carries its old count), a session aggregate that emits on window close, and a hopping
+aggregate and a session aggregate emitting on window close whose stores processors on the events
+write and read (``ClosedWindowWriter``, ``ClosedSessionWriter``: they overwrite, delete and add
+windows, write windows emitted already, and move the store's time ahead; what they read and what the
+aggregates emit, with each window's timestamp, are compared); on a prices table, a suppression
 until a time limit with at most 3 records buffered (emitted early when full), and a filter then
 an unbounded suppression until a time limit; on a copy of the event stream (its own
 sub-topology), a sliding-window aggregate that emits on window close, and a sliding count
@@ -235,6 +239,7 @@ def _assert_reference_exercises_it(expected: dict, records: dict) -> None:
         assert len(windowed_bytes) > 2 * len({key for key, _ in windowed_bytes}) > 40
         assert any(count is None for _, count in windowed_bytes)
         _assert_session_and_sliding_old_values_matter(expected, family)
+        _assert_the_processors_writes_reach_the_window_close_emit(expected, family)
 
 
 def _assert_session_and_sliding_old_values_matter(expected: dict, family: str) -> None:
@@ -249,6 +254,35 @@ def _assert_session_and_sliding_old_values_matter(expected: dict, family: str) -
     assert len(sliding) > 20 and all(count % 4 not in (1, 2) for _, count in sliding)
     sliding_bytes = expected[("out-sliding-bytes", family)]
     assert len(sliding_bytes) > 40
+
+
+def _assert_the_processors_writes_reach_the_window_close_emit(expected: dict, family: str) -> None:
+    """The hopping and session aggregates whose stores the processors write emit what they wrote:
+    their windows are out-closed's and out-closed-sessions' (the same aggregates, unwritten) but for
+    those the processors overwrote, put, deleted or hid by moving the store's time ahead."""
+    plain = dict(expected[("out-closed", family)])
+    written = dict(expected[("out-closed-written", family)])  # window -> "value|t<timestamp>"
+    assert len(written) == len(expected[("out-closed-written", family)]) > 10  # each window once
+    starts = [start for _, start, _ in written]
+    assert starts == sorted(starts)
+    assert any(key.endswith("9") for key, _, _ in written)  # a window the processor put goes out
+    assert any(value.startswith("w") for value in written.values())  # one it overwrote, with what it wrote
+    assert set(plain) - set(written)  # deleted, or older than the store's time (moved ahead) minus the retention
+    assert sum(plain.get(window) == value.rsplit("|t", 1)[0] for window, value in written.items()) > 5
+    assert len(expected[("out-closed-reads", family)]) > 200
+    # the same for the sessions: each once, by end; one the processor put, one it overwrote; some
+    # removed or hidden; those before its first write as the unwritten aggregate's (which, never cut
+    # by a removal, merges the events into a few long sessions)
+    plain = dict(expected[("out-closed-sessions", family)])
+    written = dict(expected[("out-closed-sessions-written", family)])
+    assert len(written) == len(expected[("out-closed-sessions-written", family)]) > 5
+    ends = [end for _, _, end in written]
+    assert ends == sorted(ends)
+    assert any(key.endswith("9") for key, _, _ in written)
+    assert any("w" in value for value in written.values())
+    assert set(plain) - set(written)
+    assert sum(plain.get(session) == value.rsplit("|t", 1)[0] for session, value in written.items()) > 0
+    assert len(expected[("out-closed-session-reads", family)]) > 200
 
 
 def test_a_buffer_that_shuts_down_when_full_stops_where_kafka_streams_stops_and_a_raised_bound_continues(

@@ -1113,7 +1113,9 @@ def suppress_and_emit_on_close_examples():
              "out-final-filtered": "final-filtered-counts", "out-windowed-bytes": "windowed-bytes-counts",
              "out-sessions-filtered": "sessions-filtered-out", "out-session-bytes": "session-bytes-out",
              "out-sliding-filtered": "sliding-filtered-out", "out-sliding-bytes": "sliding-bytes-out",
-             "out-held": "held-prices"}
+             "out-held": "held-prices", "out-closed-written": "closed-written-out", "out-closed-reads": "closed-reads",
+             "out-closed-sessions-written": "closed-sessions-written-out",
+             "out-closed-session-reads": "closed-session-reads"}
     return suppress_examples(names).build()
 
 

@@ -24,7 +24,9 @@ that interval set to 0 (README, "Semantics that differ").
 
 :class:`ClosedSessions` is the task-level state behind it: the stored sessions not emitted yet
 (with their aggregates: a key's own state forgets a session sooner than a live segment does) and
-the two times. Pure logic.
+the two times. A user processor's puts and removes reach it too
+(``sessions.SessionWindowAggregate.write_session``), and its time is the store's the processor reads
+by, so the emit fetches what the processor wrote, as Kafka Streams' does from the one store. Pure logic.
 """
 
 from __future__ import annotations

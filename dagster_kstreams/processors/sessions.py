@@ -36,7 +36,7 @@ and forwarded one after the other, as the processor then reads them.
 With ``emit_strategy(EmitStrategy.on_window_close())`` nothing is forwarded on update: each
 session goes out once, when it closes, in the order of :mod:`.session_close`; the store then has
 no record cache and the sub-topology runs task-grouped (a record of one key closes the sessions
-of all keys).
+of all keys). A processor's writes to the store (:meth:`write_session`) are what the emit sends.
 
 Reduce and count are aggregations with Kafka Streams' own functions: count is
 ``initializer=0``, ``aggregator=agg + 1``, ``merger=a + b``; reduce is ``initializer=None``,
@@ -191,6 +191,9 @@ class SessionWindowAggregate(WindowedTable):
         if changes is not None:
             changes[(start, end)] = (value, context)
             state.mark_dirty(slot, context)
+        if self.emit_on_close:  # what the window-close emit fetches: this session, or not (a session ending
+            # before the store's time minus the retention is stored while its segment lives, and emitted)
+            self._closed_sessions(state).put(start, end, self.key_serde.serialize(key), key, value)
 
     def _put_session(self, key, start: int, end: int, value, state) -> None:
         """Kafka Streams' ``put`` (``remove``: value None) of the key's session into its slot, which the
@@ -206,12 +209,32 @@ class SessionWindowAggregate(WindowedTable):
         state.keys[slot] = key
         state.changed = True
 
+    def store_time(self, task) -> int:
+        """The store's observed time (``task``: the task's state): the largest session end put into or
+        removed from it; emitting on window close, the time-ordered store's (:class:`ClosedSessions`)."""
+        if self.emit_on_close:
+            return self._closed_sessions_of(task).store_time
+        return task.values.get(observed_time_key(self.store), NO_TIME)
+
     def _observed_time(self, state) -> int:
-        return task_state_of(self, state).values.get(observed_time_key(self.store), NO_TIME)
+        return self.store_time(task_state_of(self, state))
 
     def _observe(self, state, end: int) -> None:
-        values = task_state_of(self, state).values
-        values[observed_time_key(self.store)] = max(values.get(observed_time_key(self.store), NO_TIME), end)
+        task = task_state_of(self, state)
+        if self.emit_on_close:
+            closed = self._closed_sessions_of(task)
+            closed.store_time = max(closed.store_time, end)
+            return
+        task.values[observed_time_key(self.store)] = max(task.values.get(observed_time_key(self.store), NO_TIME), end)
+
+    def _closed_sessions(self, state) -> ClosedSessions:
+        return self._closed_sessions_of(task_state_of(self, state))
+
+    def _closed_sessions_of(self, task) -> ClosedSessions:
+        closed = task.values.get(self._closed_key)
+        if closed is None:
+            closed = task.values[self._closed_key] = ClosedSessions()
+        return closed
 
     def _update(self, key, start: int, end: int, new, old, context, out, state) -> None:
         """Forward the session's update with its end as the record timestamp."""
@@ -220,9 +243,7 @@ class SessionWindowAggregate(WindowedTable):
     def _emit_closed(self, key, result, stream_time: int, context, out, state) -> None:
         """Note what the record stored (``result``: None when late), then forward the sessions that
         closed (all keys), each with its end as the record timestamp."""
-        closed = task_state_of(self, state).values.get(self._closed_key)
-        if closed is None:
-            closed = task_state_of(self, state).values[self._closed_key] = ClosedSessions()
+        closed = self._closed_sessions(state)
         if result is not None:
             removed, (start, end, agg) = result
             key_bytes = self.key_serde.serialize(key)
@@ -258,7 +279,7 @@ class SessionWindowAggregate(WindowedTable):
         if stream_time is None:
             return
         if self.observes_store_time:
-            stream_time = task.values.get(observed_time_key(self.store), NO_TIME)
+            stream_time = self.store_time(task)
         floor = stream_time - self.retention
         for group in task.all_groups():
             sessions = group.values[self.state_slot]
@@ -340,6 +361,6 @@ def build(factory, ctx, cls: type = SessionWindowAggregate) -> SessionWindowAggr
                     key_serde=key_serde, emit_on_close=emit_strategy == ON_WINDOW_CLOSE)
     # sessions are keys of their own for the stores after it: their groups are the task state's
     aggregate.task_grouped = aggregate.task_grouped or keeps_state_downstream(ctx.subtopology, factory)
-    # check_dsl_store admits a processor naming the store of sessions updated on every record only
+    # check_dsl_store admits a processor naming the store of sessions (emitting on update or on close)
     aggregate.observes_store_time = read_by_user_processor(ctx.subtopology, params["store_name"])
     return aggregate

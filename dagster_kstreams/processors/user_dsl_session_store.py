@@ -12,6 +12,11 @@ removed from it, by the aggregation or a processor, kept in the task's state onc
 the store (``SessionWindowAggregate.observes_store_time``); a session whose end is at most
 ``observed time - retention`` is gone: no read returns it, a put of it is skipped.
 
+Emitting on window close, the aggregation's store is Kafka Streams' time-ordered session store
+(``RocksDBTimeOrderedSessionStore``), whose key index reads as the persistent store does (same order,
+same cut); its observed time is :class:`~.session_close.ClosedSessions`' (the owner's ``store_time``),
+and a processor's puts and removes are what the window-close emit then fetches.
+
 Values are the aggregates themselves (a session store keeps no timestamps: a session's is its end);
 reads give a copy made through the store's value serde, writes store one. The reads and their order
 are a persistent user session store's (:class:`~.user_session_store.SessionStoreReads`). A write goes
@@ -26,9 +31,8 @@ from typing import Any, Iterable, Optional
 
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.user_dsl_view import DslStoreView
-from dagster_kstreams.processors.user_dsl_window_store import observed_time_key
 from dagster_kstreams.processors.user_session_store import SessionStoreReads
-from dagster_kstreams.processors.user_time_store import NO_TIME, StoreEntry
+from dagster_kstreams.processors.user_time_store import StoreEntry
 from dagster_kstreams.topology.serdes import Window, Windowed
 
 __all__ = ["AggregationSessionStore"]
@@ -55,7 +59,7 @@ class AggregationSessionStore(DslStoreView, SessionStoreReads):
 
     # -- what SessionStoreReads asks -------------------------------------------------------
     def _time(self) -> int:
-        return self._task.values.get(observed_time_key(self._owner.store), NO_TIME)
+        return self._owner.store_time(self._task)
 
     @property
     def _retention(self) -> int:

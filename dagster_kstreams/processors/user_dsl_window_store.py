@@ -15,6 +15,14 @@ at most ``observed time - retention`` is gone: no read returns it, a put of it i
 aggregation then keeps the store's own retention too (sliding windows: not the wider one it keeps by
 its stream time otherwise), so its reads agree with the processor's.
 
+Emitting on window close (``EmitStrategy.on_window_close()``), the aggregation's store is Kafka Streams'
+time-ordered one instead (``RocksDBTimeOrderedWindowStore``, no key index): its observed time is the
+same, but a window starting at ``observed time - retention`` itself is still returned, and ranges come
+by start, then key. A processor's write is what the window-close emit then fetches: a put into a window
+not closed yet goes out with the put's value and timestamp when it closes (a new window too), a delete
+takes the window out of the emit, a write into a window already emitted is never forwarded
+(:meth:`~.windows._WindowAggregate.write_window` notes it in :class:`~.window_close.ClosedWindows`).
+
 Values are :class:`~dagster_kstreams.topology.processor_api.ValueAndTimestamp`; reads give a copy
 made through the store's value serde, writes store one. Single-key reads return ``(start, value)``
 entries by start; key ranges, ``fetch_all`` and ``all`` return ``(Windowed(key, window), value)`` in
@@ -32,7 +40,7 @@ from typing import Any, Callable, Optional
 
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.user_dsl_view import DslStoreView
-from dagster_kstreams.processors.user_time_store import NO_TIME, StoreEntry, WindowStoreReads
+from dagster_kstreams.processors.user_time_store import StoreEntry, WindowStoreReads
 from dagster_kstreams.processors.window_store import dsl_segment_interval
 from dagster_kstreams.topology.processor_api import ValueAndTimestamp
 from dagster_kstreams.topology.serdes import Window, Windowed
@@ -63,11 +71,9 @@ class TimestampedWindowStore(DslStoreView, WindowStoreReads):
                             f"value, timestamp)), got {type(value_and_timestamp).__name__}")
         start = int(window_start_timestamp)
         group = self._group(key)
-        time_key = observed_time_key(self._owner.store)
-        values = self._task.values
-        values[time_key] = max(values.get(time_key, NO_TIME), start)
-        if start <= values[time_key] - self._owner.retention:
-            return  # Kafka Streams: "Skipping record for expired segment."
+        self._owner.observe_put(self._task, start)
+        if start < self._low():
+            return  # Kafka Streams: "Skipping record for expired segment." (or kept where no read finds it)
         value = None if value_and_timestamp is None else value_and_timestamp.value()
         if value is None:
             self._owner.write_window(key, start, None, None, self._write_context(None), group)
@@ -91,7 +97,16 @@ class TimestampedWindowStore(DslStoreView, WindowStoreReads):
 
     def _low(self) -> int:
         """The smallest window start the store still returns."""
-        return self._task.values.get(observed_time_key(self._owner.store), NO_TIME) - self._owner.retention + 1
+        return self._owner.first_returned_start(self._task)
+
+    def _order(self, start: int, raw_key: bytes) -> tuple:
+        """Where a window lies in the RocksDB store's order: by segment, then the bytes of its store key
+        (serialized key + 8-byte start + 4-byte sequence number 0); in the time-ordered store of an
+        aggregation emitting on window close (``RocksDBTimeOrderedWindowStore``, whose key puts the start
+        first), by start, then serialized key + sequence number."""
+        if self._owner.emit_on_close:
+            return start, raw_key + bytes(4)
+        return start // self._segment_interval, raw_key + start.to_bytes(8, "big", signed=True) + bytes(4)
 
     def _read(self, window: tuple) -> ValueAndTimestamp:
         aggregate, timestamp = window
@@ -116,8 +131,7 @@ class TimestampedWindowStore(DslStoreView, WindowStoreReads):
                 continue
             found += [(start, raw, key, window) for start, window in windows.items()
                       if start >= low and (time_to is None or start <= time_to)]
-        found.sort(key=lambda entry: (entry[0] // self._segment_interval,
-                                      entry[1] + entry[0].to_bytes(8, "big", signed=True) + bytes(4)))
+        found.sort(key=lambda entry: self._order(entry[0], entry[1]))
         size = self._owner.size
         return [StoreEntry(Windowed(key, Window(start, start + size)), self._read(window))
                 for start, _, key, window in found]

@@ -29,7 +29,9 @@ of wall-clock time (1 s by default, an internal setting): the runner checks afte
 which is Kafka Streams with that interval set to 0 (README, "Semantics that differ").
 
 :class:`ClosedWindows` is the task-level state behind it: the windows not emitted yet (an index
-of the per-key window stores, which keep the aggregates) and the two times. Pure logic.
+of the per-key window stores, which keep the aggregates) and the two times. A user processor's writes
+to the store reach it too (``windows._WindowAggregate.write_window``), so the emit fetches what the
+processor wrote, as Kafka Streams' does from the one store. Pure logic.
 """
 
 from __future__ import annotations

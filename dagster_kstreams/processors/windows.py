@@ -89,7 +89,8 @@ class _WindowAggregate(WindowedTable):
     algorithm: Callable = None  # process_time_windows or process_sliding_windows
     # Set when a user processor names the store (user_dsl_window_store.py): the store then keeps Kafka
     # Streams' observed time (the largest window start put into it), a task-level value, and keeps and
-    # returns the windows that start after it minus the retention.
+    # returns the windows that start after it minus the retention. Emitting on window close, the
+    # time-ordered store's time is ClosedWindows.store_time (the same, always kept).
     observes_store_time = False
     _in_record = False  # process() is storing a record's windows
 
@@ -119,16 +120,16 @@ class _WindowAggregate(WindowedTable):
         store = {} if current is ABSENT else current
         self._batch_stream_time = context.stream_time
         closed = self._closed_windows(state) if self.emit_on_close else None
-        if self.observes_store_time:
-            expire(store, self._observed_time(state), self.retention)
-        elif closed is None:
-            expire(store, self._store_time(context, state), self.retention)
-        else:  # what the time-ordered store no longer returns (a window not emitted yet may be older)
+        if closed is not None:  # what the time-ordered store no longer returns (a window not emitted yet may be older)
             expire(store, closed.visible_from(self.retention) - 1, 0)
+        elif self.observes_store_time:
+            expire(store, self._observed_time(state), self.retention)
+        else:
+            expire(store, self._store_time(context, state), self.retention)
         initializer, aggregator = self.functions
         pending = self._pending(state, slot) if self.cached else None
         options = {}
-        if self.observes_store_time:
+        if self.observes_store_time and closed is None:
             # Kafka Streams puts and forwards one window after the other: a processor reading the store
             # while a window is forwarded sees the record's later windows as they were, and the
             # aggregation then reads what it wrote into them. Its writes go into this same dict.
@@ -192,8 +193,24 @@ class _WindowAggregate(WindowedTable):
         return task_state_of(self, state).values.get(observed_time_key(self.store), NO_TIME)
 
     def _observe(self, state, start: int) -> None:
-        values = task_state_of(self, state).values
-        values[observed_time_key(self.store)] = max(values.get(observed_time_key(self.store), NO_TIME), start)
+        self.observe_put(task_state_of(self, state), start)
+
+    def observe_put(self, task, start: int) -> None:
+        """A window starting at ``start`` is put into the store (``task``: the task's state): Kafka Streams'
+        store takes its start as its observed time if larger, whether the put is kept or not."""
+        if self.emit_on_close:
+            closed = self._closed_windows_of(task)
+            closed.store_time = max(closed.store_time, start)
+            return
+        task.values[observed_time_key(self.store)] = max(task.values.get(observed_time_key(self.store), NO_TIME),
+                                                         start)
+
+    def first_returned_start(self, task) -> int:
+        """The smallest window start the store still returns (and keeps a put of): the segmented store's is
+        after its observed time minus the retention; the time-ordered one of emit-on-close, at it."""
+        if self.emit_on_close:
+            return self._closed_windows_of(task).visible_from(self.retention)
+        return task.values.get(observed_time_key(self.store), NO_TIME) - self.retention + 1
 
     def write_window(self, key, start: int, value, timestamp: Optional[int], context, state) -> None:
         """Store ``(value, timestamp)`` as the key's window ``start`` (None: delete it) without forwarding
@@ -216,12 +233,17 @@ class _WindowAggregate(WindowedTable):
             pending.pop(start, None)
             pending[start] = (value, context.timestamp if value is None else timestamp, context)
             state.mark_dirty(slot, context)
+        if self.emit_on_close:  # what the window-close emit fetches from the store: this window, or not
+            self._closed_windows(state).put(start, self.key_serde.serialize(key), state.raw_key, key,
+                                            deleted=value is None)
 
     def _closed_windows(self, state) -> ClosedWindows:
-        values = task_state_of(self, state).values
-        closed = values.get(self._closed_key)
+        return self._closed_windows_of(task_state_of(self, state))
+
+    def _closed_windows_of(self, task) -> ClosedWindows:
+        closed = task.values.get(self._closed_key)
         if closed is None:
-            closed = values[self._closed_key] = ClosedWindows()
+            closed = task.values[self._closed_key] = ClosedWindows()
         return closed
 
     def _emit_closed(self, closed: ClosedWindows, key, updates, context, out, state) -> None:
@@ -230,8 +252,11 @@ class _WindowAggregate(WindowedTable):
         for start, _end, new, _timestamp, _old in updates:
             closed.put(start, key_bytes, state.raw_key, key, deleted=new is None)
         task = state.task
-        for start, source_key, window_key in self._due(closed, context):
-            aggregate, timestamp = task.group(source_key).values[self.state_slot][start]
+        # read before forwarding any: Kafka Streams forwards from a RocksDB iterator (one per segment of
+        # the store), which does not see what a processor downstream writes meanwhile
+        due = [(start, window_key, *task.group(source_key).values[self.state_slot][start])
+               for start, source_key, window_key in self._due(closed, context)]
+        for start, window_key, aggregate, timestamp in due:
             self._emit(window_key, start, start + self.size, aggregate, timestamp, context, out, state)
 
     def _due(self, closed: ClosedWindows, context) -> list:
@@ -262,7 +287,7 @@ class _WindowAggregate(WindowedTable):
         closed = task.values.get(self._closed_key) if self.emit_on_close else None
         horizon, retention = (stream_time, self.retention) if closed is None else (
             closed.visible_from(self.retention) - 1, 0)
-        if self.observes_store_time:
+        if self.observes_store_time and closed is None:
             horizon = task.values.get(observed_time_key(self.store), NO_TIME)
         for group in task.all_groups():
             windows = group.values[self.state_slot]
@@ -364,7 +389,8 @@ def build(factory, ctx, classes=(TimeWindowAggregate, SlidingWindowAggregate)) -
     sliding = issubclass(cls, SlidingWindowAggregate)
     if retention is None:
         retention = 2 * size + windows.grace_ms if sliding else size + windows.grace_ms
-    # check_dsl_store admits a processor naming the store of windows updated on every record only
+    # check_dsl_store admits a processor naming the store of time windows (emitting on update or on
+    # close) and of sliding windows emitting on update
     observes_store_time = read_by_user_processor(sub, store.name)
     if sliding and not emit_on_close and not observes_store_time:
         # A record not skipped outright (timestamp >= stream time - grace - difference) reads the

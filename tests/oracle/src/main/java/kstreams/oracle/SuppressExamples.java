@@ -1,6 +1,7 @@
 package kstreams.oracle;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -11,6 +12,7 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
@@ -20,6 +22,8 @@ import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.internals.SessionWindow;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
@@ -30,10 +34,19 @@ import org.apache.kafka.streams.kstream.Suppressed.BufferConfig;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
+import org.apache.kafka.streams.processor.api.FixedKeyRecord;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.TimestampedWindowStore;
+import org.apache.kafka.streams.state.ValueAndTimestamp;
 import org.apache.kafka.streams.state.WindowStore;
+import org.apache.kafka.streams.state.WindowStoreIterator;
 
 /**
  * suppress (until a window closes, until a time limit) and emit-on-window-close, run by Kafka
@@ -44,7 +57,8 @@ import org.apache.kafka.streams.state.WindowStore;
  *
  * Args: bootstrap applicationId stateDir events prices slides outFinal outClosed outSessions outLimited
  *       outDebounced outClosedSliding outClosedSessions outBytes outBothBounds outRaised outFinalFiltered
- *       outWindowedBytes outSessionsFiltered outSessionBytes outSlidingFiltered outSlidingBytes outHeld outShutDown
+ *       outWindowedBytes outSessionsFiltered outSessionBytes outSlidingFiltered outSlidingBytes outHeld
+ *       outClosedWritten outClosedReads outClosedSessionsWritten outClosedSessionReads outShutDown
  *
  * A second application (applicationId + "-shut-down", started first, run at once) suppresses the
  * prices table in a buffer of SHUT_DOWN_BYTES bytes that shuts down when full: it stops at the first
@@ -61,11 +75,13 @@ public final class SuppressExamples {
                                      String outClosedSliding, String outClosedSessions, String outBytes,
                                      String outBothBounds, String outRaised, String outFinalFiltered,
                                      String outWindowedBytes, String outSessionsFiltered, String outSessionBytes,
-                                     String outSlidingFiltered, String outSlidingBytes, String outHeld) {
+                                     String outSlidingFiltered, String outSlidingBytes, String outHeld,
+                                     String outClosedWritten, String outClosedReads,
+                                     String outClosedSessionsWritten, String outClosedSessionReads) {
         StreamsBuilder builder = new StreamsBuilder();
         // The suppression buffer serializes the windowed keys: the grouping names the key serde.
-        KGroupedStream<String, String> grouped = builder.<String, String>stream(events)
-            .groupByKey(Grouped.with(Serdes.String(), Serdes.String()));
+        KStream<String, String> eventStream = builder.<String, String>stream(events);
+        KGroupedStream<String, String> grouped = eventStream.groupByKey(Grouped.with(Serdes.String(), Serdes.String()));
         KTable<Windowed<String>, Long> counts = grouped
             .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(5)))
             .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("suppressed-counts")
@@ -199,7 +215,187 @@ public final class SuppressExamples {
             .filter((key, value) -> !value.startsWith("x"))
             .toStream()
             .to(outHeld);
+        // A processor writes and reads the store of an aggregate emitting on window close: what it writes
+        // is what the emit sends (each window with its timestamp).
+        grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2))
+                .advanceBy(Duration.ofSeconds(5)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .aggregate(() -> "", (key, value, agg) -> agg + "," + value,
+                Materialized.<String, String, WindowStore<Bytes, byte[]>>as("closed-written").withCachingDisabled())
+            .toStream()
+            .processValues(StampWindowValues::new)
+            .to(outClosedWritten,
+                Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000), Serdes.String()));
+        eventStream.process(ClosedWindowWriter::new, "closed-written").to(outClosedReads);
+        grouped.windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(3), Duration.ofSeconds(1)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .aggregate(() -> "", (key, value, agg) -> agg + "," + value, (key, one, two) -> one + "|" + two,
+                Materialized.<String, String, SessionStore<Bytes, byte[]>>as("closed-sessions-written")
+                    .withCachingDisabled())
+            .toStream()
+            .processValues(StampWindowValues::new)
+            .to(outClosedSessionsWritten,
+                Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.String()));
+        eventStream.process(ClosedSessionWriter::new, "closed-sessions-written").to(outClosedSessionReads);
         return builder.build();
+    }
+
+    /** A session store entry as both twins write it: key@start-end=value. */
+    static String session(KeyValue<Windowed<String>, String> entry) {
+        return entry.key.key() + "@" + entry.key.window().start() + "-" + entry.key.window().end() + "=" + entry.value;
+    }
+
+    /**
+     * As ClosedWindowWriter, on the store of the session aggregate emitting on window close
+     * (ClosedSessionWriter in suppress_topology.py says what, and keeps the same text).
+     */
+    static final class ClosedSessionWriter implements Processor<String, String, String, String> {
+        private ProcessorContext<String, String> context;
+        private SessionStore<String, String> store;
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+            this.store = context.getStateStore("closed-sessions-written");
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            String key = record.key();
+            if (key == null) {
+                return;
+            }
+            long timestamp = record.timestamp();
+            long i = record.value() == null ? -1 : Long.parseLong(record.value().substring(1));
+            String family = key.substring(0, 1);
+            if (Math.floorMod(i, 5) == 2 || Math.floorMod(i, 9) == 5) {
+                List<Windowed<String>> sessions = new ArrayList<>();
+                try (KeyValueIterator<Windowed<String>, String> entries = store.fetch(key)) {
+                    entries.forEachRemaining(entry -> sessions.add(entry.key));
+                }
+                if (!sessions.isEmpty() && Math.floorMod(i, 5) == 2) {
+                    store.put(sessions.get(sessions.size() - 1), "w" + i);
+                }
+                if (!sessions.isEmpty() && Math.floorMod(i, 9) == 5) {
+                    store.remove(sessions.get(sessions.size() - 1));
+                }
+            }
+            if (Math.floorMod(i, 23) == 6) {
+                store.put(new Windowed<>(family + "9", new SessionWindow(timestamp, timestamp)), "n" + i);
+            }
+            if (Math.floorMod(i, 31) == 8) {
+                store.put(new Windowed<>(key, new SessionWindow(timestamp - 30_000, timestamp - 29_000)), "old" + i);
+            }
+            if (Math.floorMod(i, 97) == 51) {
+                store.put(new Windowed<>(family + "9", new SessionWindow(timestamp + 20_000, timestamp + 20_000)),
+                          "ahead" + i);
+            }
+            String one = store.fetchSession(key, timestamp, timestamp);
+            List<String> mine = new ArrayList<>();
+            try (KeyValueIterator<Windowed<String>, String> entries =
+                     store.findSessions(key, timestamp - 3_000, timestamp + 3_000)) {
+                entries.forEachRemaining(entry -> mine.add(
+                    entry.key.window().start() + "-" + entry.key.window().end() + "=" + entry.value));
+            }
+            List<String> familySessions = new ArrayList<>();
+            try (KeyValueIterator<Windowed<String>, String> entries = store.backwardFindSessions(
+                     family + "1", family + "9", timestamp - 10_000, timestamp + 10_000)) {
+                entries.forEachRemaining(entry -> familySessions.add(session(entry)));
+            }
+            List<String> everything = new ArrayList<>();
+            try (KeyValueIterator<Windowed<String>, String> entries = store.fetch(family + "1", family + "9")) {
+                entries.forEachRemaining(entry -> everything.add(
+                    entry.key.key() + "@" + entry.key.window().start() + "-" + entry.key.window().end()));
+            }
+            context.forward(new Record<>(key, i + "|" + (one == null ? "null" : one) + "|" + String.join(",", mine)
+                + "|" + String.join(",", familySessions) + "|" + String.join(",", everything), timestamp));
+        }
+    }
+
+    /** A ValueAndTimestamp as both twins write it: value@timestamp, or null. */
+    static String stored(ValueAndTimestamp<String> stored) {
+        return stored == null ? "null" : stored.value() + "@" + stored.timestamp();
+    }
+
+    /**
+     * On each event with a key (after the aggregations: it is the stream's last child), writes the
+     * store of the hopping aggregate emitting on window close, then forwards what the store returns
+     * (ClosedWindowWriter in suppress_topology.py says what, and keeps the same text).
+     */
+    static final class ClosedWindowWriter implements Processor<String, String, String, String> {
+        private ProcessorContext<String, String> context;
+        private TimestampedWindowStore<String, String> store;
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+            this.store = context.getStateStore("closed-written");
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            String key = record.key();
+            if (key == null) {
+                return;
+            }
+            long timestamp = record.timestamp();
+            long i = record.value() == null ? -1 : Long.parseLong(record.value().substring(1));
+            long latest = Math.floorDiv(timestamp, 5_000L) * 5_000L;
+            String family = key.substring(0, 1);
+            if (Math.floorMod(i, 5) == 1) {
+                store.put(key, ValueAndTimestamp.make("w" + i, timestamp + 3), latest);
+            }
+            if (Math.floorMod(i, 9) == 4) {
+                store.put(key, null, latest - 5_000);
+            }
+            if (Math.floorMod(i, 23) == 5) {
+                store.put(family + "9", ValueAndTimestamp.make("n" + i, timestamp), latest);
+            }
+            if (Math.floorMod(i, 31) == 7) {
+                store.put(key, ValueAndTimestamp.make("old" + i, timestamp), latest - 20_000);
+            }
+            if (Math.floorMod(i, 97) == 50) {
+                store.put(family + "9", ValueAndTimestamp.make("ahead" + i, timestamp), latest + 15_000);
+            }
+            String one = stored(store.fetch(key, latest));
+            List<String> mine = new ArrayList<>();
+            try (WindowStoreIterator<ValueAndTimestamp<String>> entries = store.fetch(key, latest - 10_000, latest)) {
+                entries.forEachRemaining(entry -> mine.add(entry.key + "=" + stored(entry.value)));
+            }
+            List<String> familyWindows = new ArrayList<>();
+            try (KeyValueIterator<Windowed<String>, ValueAndTimestamp<String>> entries =
+                     store.fetch(family + "1", family + "9", latest - 5_000, latest)) {
+                entries.forEachRemaining(entry -> familyWindows.add(
+                    entry.key.key() + "@" + entry.key.window().start() + "=" + stored(entry.value)));
+            }
+            List<String> everything = new ArrayList<>();
+            try (KeyValueIterator<Windowed<String>, ValueAndTimestamp<String>> entries = store.all()) {
+                entries.forEachRemaining(entry -> everything.add(entry.key.key() + "@" + entry.key.window().start()));
+            }
+            List<String> backward = new ArrayList<>();
+            try (KeyValueIterator<Windowed<String>, ValueAndTimestamp<String>> entries =
+                     store.backwardFetchAll(latest - 15_000, latest)) {
+                entries.forEachRemaining(entry -> backward.add(entry.key.key() + "@" + entry.key.window().start()));
+            }
+            context.forward(new Record<>(key, i + "|" + one + "|" + String.join(",", mine) + "|"
+                + String.join(",", familyWindows) + "|" + String.join(",", everything) + "|"
+                + String.join(",", backward), timestamp));
+        }
+    }
+
+    /** The value, "|t" and the record's timestamp (StampWindowValues in suppress_topology.py). */
+    static final class StampWindowValues implements FixedKeyProcessor<Windowed<String>, String, String> {
+        private FixedKeyProcessorContext<Windowed<String>, String> context;
+
+        @Override
+        public void init(FixedKeyProcessorContext<Windowed<String>, String> context) {
+            this.context = context;
+        }
+
+        @Override
+        public void process(FixedKeyRecord<Windowed<String>, String> record) {
+            context.forward(record.withValue(record.value() + "|t" + record.timestamp()));
+        }
     }
 
     /** The shut-down application's bound: what the prices' records fit until big headers come. */
@@ -246,7 +442,7 @@ public final class SuppressExamples {
         String bootstrap = args[0];
         String applicationId = args[1];
         String stateDir = args[2];
-        Topology shutDown = shutDownExample(args[4], args[23]);
+        Topology shutDown = shutDownExample(args[4], args[27]);
         Properties shutDownProps = KafkaStreamsRuns.properties(bootstrap, applicationId + "-shut-down",
                                                                stateDir + "/shut-down");
         shutDownProps.put(StreamsConfig.PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG, RecordingHandler.class);
@@ -257,7 +453,8 @@ public final class SuppressExamples {
 
         Topology topology = suppressExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
                                              args[10], args[11], args[12], args[13], args[14], args[15], args[16],
-                                             args[17], args[18], args[19], args[20], args[21], args[22]);
+                                             args[17], args[18], args[19], args[20], args[21], args[22], args[23],
+                                             args[24], args[25], args[26]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
 

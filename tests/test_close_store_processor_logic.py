@@ -1,0 +1,208 @@
+"""A user processor on the store of a time-windowed or session aggregation that emits on window
+close, without Spark: what the processor writes is what the window-close emit fetches (a put changes
+the value and timestamp emitted, a delete takes the window out, a new window goes out, a write into an
+emitted window never does), the time-ordered window store's reads (start, then key; a window starting
+at the store's time minus its retention still returned), sessions the key's reads no longer find
+still emitted, batches with the task state pickled in between, and what stays refused. The broker-backed comparison with Kafka Streams is in test_equivalence_suppress.py."""
+
+from __future__ import annotations
+
+import struct
+from datetime import timedelta
+
+import pandas as pd
+import pytest
+
+from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
+from dagster_kstreams.topology import (
+    EmitStrategy, Materialized, SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows, Window, Windowed,
+)
+from dagster_kstreams.topology.consumed_produced import Produced
+from dagster_kstreams.topology.processor_api import Processor, Record, ValueAndTimestamp
+from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
+
+SECOND = timedelta(seconds=1)
+
+
+class _Writer(Processor):
+    """Runs after the aggregation on each record (defined after it): writes the store as the record's
+    value says; ``read`` forwards every window the store returns, in its order."""
+
+    def init(self, context) -> None:
+        self.context, self.store = context, context.get_state_store("closed")
+
+    def process(self, record: Record) -> None:
+        key, value = record.key, record.value
+        if value == "put":
+            self.store.put(key, ValueAndTimestamp.make("P", 77), 0)
+        elif value == "del":
+            self.store.put(key, None, 0)
+        elif value == "new":
+            self.store.put("z", ValueAndTimestamp.make("Z", 5), 0)
+        elif value == "old":
+            self.store.put(key, ValueAndTimestamp.make("late", 1), 0)
+        elif value == "ahead":  # the store's time moves to 40 s: it returns starts from 40 s - 12 s on
+            for start, text, timestamp in ((40_000, "far", 1), (28_000, "edge", 2), (27_999, "gone", 3)):
+                self.store.put("z", ValueAndTimestamp.make(text, timestamp), start)
+        elif value == "read":
+            listed = ";".join(f"{entry.key.key}@{entry.key.window.start}={entry.value.value()}@"
+                              f"{entry.value.timestamp()}" for entry in self.store.all())
+            backward = [entry.key for entry in self.store.backward_all()]
+            assert backward == [entry.key for entry in self.store.all()][::-1]
+            one = self.store.fetch(key, 0)
+            self.context.forward(Record("reads", f"{listed}|{None if one is None else one.value()}", record.timestamp))
+
+
+class _Stamp(Processor):
+    """Writes each emitted window with its record timestamp."""
+
+    def init(self, context) -> None:
+        self.context = context
+
+    def process(self, record: Record) -> None:
+        self.context.forward(record.with_value(f"{record.value}|t{record.timestamp}"))
+
+
+def _program():
+    builder = StreamsBuilder()
+    events = builder.stream("in")
+    events.group_by_key().windowed_by(TimeWindows.of_size_and_grace(10 * SECOND, 2 * SECOND)) \
+        .emit_strategy(EmitStrategy.on_window_close()) \
+        .aggregate(lambda: "", lambda key, value, agg: agg + "," + value,
+                   Materialized.as_("closed").with_caching_disabled()) \
+        .to_stream().process(_Stamp).to("out", Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.String()))
+    events.process(_Writer, "closed").to("out")
+    return compile_topology(builder, "app", default_key_serde=Serdes.String(),
+                            default_value_serde=Serdes.String()).program(0)
+
+
+def _run(program, rows, batches=1, windowed_serde=None):
+    """Rows ``(key, value, timestamp)`` of one partition in ``batches`` micro-batches, the task state
+    pickled in between; the records written, ``[(key, value)]`` (windowed keys as ``key@start``, or
+    ``key@start-end`` read with ``windowed_serde``)."""
+    stream, stream_times = -1, []
+    for key, _, timestamp in rows:
+        stream = max(stream, timestamp) if key is not None else stream
+        stream_times.append(stream)
+    outputs, stored = [], None
+    size = -(-len(rows) // batches)
+    for first in range(0, len(rows), size):
+        chunk = range(first, min(first + size, len(rows)))
+        frame = pd.DataFrame({
+            "key": [rows[i][0].encode() for i in chunk], "value": [rows[i][1].encode() for i in chunk],
+            "topic": ["in"] * len(chunk), "partition": [0] * len(chunk), "offset": list(chunk),
+            "timestamp": [None] * len(chunk), "event_time": [rows[i][2] for i in chunk],
+            "merge_time": [rows[i][2] for i in chunk], "seq": list(chunk),
+            "stream_time": [stream_times[i] for i in chunk],
+        })
+        out, stored = program.process_task_batch(frame, stored)
+        if out is not None:
+            out = out.sort_values("emit_order", kind="stable")
+            for key, value in zip(out["key"], out["value"]):
+                if key == b"reads":
+                    key = "reads"
+                elif windowed_serde is None:
+                    key = f"{key[:-8].decode()}@{struct.unpack('>q', key[-8:])[0]}"
+                else:
+                    windowed = windowed_serde.deserialize(key)
+                    key = f"{windowed.key}@{windowed.window.start}-{windowed.window.end}"
+                outputs.append((key, value.decode()))
+    return outputs
+
+
+# tumbling 10 s windows, grace 2 s (retention 12 s)
+ROWS = [("a", "1", 1_000), ("a", "put", 2_000), ("b", "2", 3_000), ("a", "3", 4_000), ("b", "del", 5_000),
+        ("c", "new", 6_000), ("a", "4", 13_000), ("a", "old", 14_000), ("a", "read", 14_500),
+        ("b", "ahead", 15_000), ("a", "read", 15_500), ("a", "5", 45_000), ("a", "6", 56_000)]
+
+
+@pytest.mark.parametrize("batches", [1, 4, 13])
+def test_the_window_close_emit_sends_what_the_processor_wrote(batches):
+    """a@0 aggregates onto the processor's "P" and goes out stamped with the larger time; b@0, deleted,
+    never goes out; z@0, put by the processor, does (windows of one start by key). a@0 written again
+    once emitted is never forwarded. The put 40 s ahead moves the store's time: the windows starting
+    before 28 s (a@10 s, b@10 s) are never emitted, z@28 s is (start = time - retention: still
+    returned by the time-ordered store), z@27.999 s was never kept."""
+    outputs = _run(_program(), ROWS, batches)
+    assert [record for record in outputs if record[0] != "reads"] == [
+        ("a@0", "P,3|t4000"), ("c@0", ",new|t6000"), ("z@0", "Z|t5"),
+        ("z@28000", "edge|t2"), ("a@40000", ",5|t45000"), ("z@40000", "far|t1")]
+    reads = [value for key, value in outputs if key == "reads"]
+    assert reads == ["a@0=late@1;c@0=,new@6000;z@0=Z@5;a@10000=,4,old,read@14500|late",
+                     "z@28000=edge@2;z@40000=far@1|None"]
+
+
+class _SessionWriter(Processor):
+    """As :class:`_Writer`, on the sessions: ``put``/``del`` overwrite/remove the key's latest session."""
+
+    def init(self, context) -> None:
+        self.context, self.store = context, context.get_state_store("closed")
+
+    def process(self, record: Record) -> None:
+        key, value, timestamp = record.key, record.value, record.timestamp
+        if value in ("put", "del"):
+            latest = list(self.store.fetch(key))[-1].key
+            if value == "put":
+                self.store.put(latest, "P")
+            else:
+                self.store.remove(latest)
+        elif value == "new":
+            self.store.put(Windowed("z", Window(timestamp, timestamp)), "Z")
+        elif value == "old":  # a session emitted already
+            self.store.put(Windowed(key, Window(1_000, 4_500)), "late")
+        elif value == "ahead":  # the store's time moves to 34 s: it returns ends after 34 s - 4 s
+            self.store.put(Windowed("z", Window(timestamp + 20_000, timestamp + 20_000)), "far")
+        elif value == "read":
+            listed = ";".join(f"{entry.key.key}@{entry.key.window.start}-{entry.key.window.end}={entry.value}"
+                              for entry in self.store.fetch("a", "z"))
+            self.context.forward(Record("reads", listed, timestamp))
+
+
+def _session_program():
+    builder = StreamsBuilder()
+    events = builder.stream("in")
+    events.group_by_key().windowed_by(SessionWindows.of_inactivity_gap_and_grace(3 * SECOND, SECOND)) \
+        .emit_strategy(EmitStrategy.on_window_close()) \
+        .aggregate(lambda: "", lambda key, value, agg: agg + "," + value, lambda key, one, two: one + "|" + two,
+                   Materialized.as_("closed").with_caching_disabled()) \
+        .to_stream().process(_Stamp).to("out", Produced.with_(WindowedSerde(Serdes.String(), session=True),
+                                                              Serdes.String()))
+    events.process(_SessionWriter, "closed").to("out")
+    return compile_topology(builder, "app", default_key_serde=Serdes.String(),
+                            default_value_serde=Serdes.String()).program(0)
+
+
+# sessions of a 3 s gap, grace 1 s (retention 4 s; close = stream time - 4 s)
+SESSION_ROWS = [("a", "1", 1_000), ("a", "put", 2_000), ("b", "2", 3_000), ("b", "del", 4_000), ("c", "new", 5_000),
+                ("a", "3", 4_500), ("a", "4", 12_000), ("a", "old", 12_500), ("a", "read", 13_000),
+                ("b", "ahead", 14_000), ("a", "read", 14_500), ("a", "5", 40_000), ("a", "6", 41_000)]
+
+
+@pytest.mark.parametrize("batches", [1, 5, 13])
+def test_the_session_close_emit_sends_what_the_processor_wrote(batches):
+    """a's first session, overwritten with "P", merges with the record at 4.5 s (the merger joins
+    them); b's, removed, never goes out; z's, put, does (by end, then start, then key). The session
+    written into a's emitted one never goes out. The put 20 s ahead moves the store's time to 34 s: a
+    key's reads no longer find sessions ending at 30 s or before, so a's record at 14.5 s starts a
+    session of its own, but the emit at 40 s still sends every session of the live 60 s segment."""
+    outputs = _run(_session_program(), SESSION_ROWS, batches, WindowedSerde(Serdes.String(), session=True))
+    assert [record for record in outputs if record[0] != "reads"] == [
+        ("a@1000-4500", "|P,3|t4500"), ("c@5000-5000", ",new|t5000"), ("z@5000-5000", "Z|t5000"),
+        ("a@12000-13000", "||,4,old,read|t13000"), ("b@14000-14000", ",ahead|t14000"),
+        ("a@14500-14500", ",read|t14500"), ("z@34000-34000", "far|t34000")]
+    assert [value for key, value in outputs if key == "reads"] == [
+        "a@12000-13000=||,4,old,read", "z@34000-34000=far"]
+
+
+def test_a_sliding_store_emitting_on_window_close_stays_refused_naming_the_processor():
+    class _Nothing(Processor):
+        def process(self, record: Record) -> None:
+            pass
+
+    builder = StreamsBuilder()
+    builder.stream("in").group_by_key().windowed_by(SlidingWindows.of_time_difference_with_no_grace(SECOND)) \
+        .emit_strategy(EmitStrategy.on_window_close()).count(Materialized.as_("wins")).to_stream() \
+        .process(_Nothing, "wins")
+    with pytest.raises(UnsupportedTopologyError, match="KSTREAM-PROCESSOR-0000000003: store wins .*keeps its "
+                                                       "SlidingWindows in a form of its own"):
+        compile_topology(builder, "app").program(0)
