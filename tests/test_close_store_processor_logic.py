@@ -13,9 +13,9 @@ from datetime import timedelta
 import pandas as pd
 import pytest
 
-from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
+from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import (
-    EmitStrategy, Materialized, SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows, Window, Windowed,
+    EmitStrategy, Materialized, SessionWindows, StreamsBuilder, TimeWindows, Window, Windowed,
 )
 from dagster_kstreams.topology.consumed_produced import Produced
 from dagster_kstreams.topology.processor_api import Processor, Record, ValueAndTimestamp
@@ -192,17 +192,3 @@ def test_the_session_close_emit_sends_what_the_processor_wrote(batches):
         ("a@14500-14500", ",read|t14500"), ("z@34000-34000", "far|t34000")]
     assert [value for key, value in outputs if key == "reads"] == [
         "a@12000-13000=||,4,old,read", "z@34000-34000=far"]
-
-
-def test_a_sliding_store_emitting_on_window_close_stays_refused_naming_the_processor():
-    class _Nothing(Processor):
-        def process(self, record: Record) -> None:
-            pass
-
-    builder = StreamsBuilder()
-    builder.stream("in").group_by_key().windowed_by(SlidingWindows.of_time_difference_with_no_grace(SECOND)) \
-        .emit_strategy(EmitStrategy.on_window_close()).count(Materialized.as_("wins")).to_stream() \
-        .process(_Nothing, "wins")
-    with pytest.raises(UnsupportedTopologyError, match="KSTREAM-PROCESSOR-0000000003: store wins .*keeps its "
-                                                       "SlidingWindows in a form of its own"):
-        compile_topology(builder, "app").program(0)
