@@ -14,9 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from equivalence_io import StampValues, java_string
+from dagster_kstreams.processors.changes import Change, ChangedSerde
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
+from dagster_kstreams.processors.records import RecordContext
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import BufferConfig, Materialized, StreamsBuilder, Suppressed
+from dagster_kstreams.topology.serdes import Serdes
 from dagster_kstreams.topology.windows import TimeWindows
 from test_versioned_join_store_logic import RETENTION_MS, _compile, _run, _versioned
 from test_versioned_tables_logic import ModelStore
@@ -128,6 +131,33 @@ def test_an_aggregate_s_update_is_stamped_with_its_later_time_and_dropped_when_o
                ("s", "k", "x4", 200)]  # stamped 300 < 420 - 100: dropped
     assert _run(_aggregate_step_program(), records, []) == [
         ("changes", "k", "y1|t300"), ("changes", "k", "y2|t300"), ("changes", "m", "y3|t420")]
+
+
+def test_a_regrouped_aggregate_in_a_plain_store_mapped_into_a_versioned_one_puts_at_kafka_streams_stamps():
+    """``KTableAggregate`` over a plain store stamps with the larger of the record's and the aggregate's
+    time (whenever the group has one); ``KTableMapValues`` puts the mapped update at that stamp."""
+    builder = StreamsBuilder()
+    sums = builder.table("t").group_by(lambda key, value: (value[0], value)).aggregate(
+        lambda: "", lambda key, value, agg: f"{agg}+{value}", lambda key, value, agg: f"{agg}-{value}",
+        _plain("sums"))
+    sums.map_values(lambda agg: agg[-6:], _versioned("tails")).to_stream().process_values(StampValues).to("tails")
+    program = compile_topology(builder.build(), "app", default_key_serde=Serdes.String(),
+                               default_value_serde=Serdes.String()).program(1)
+    changes = [("x", "x1", None, 200), ("x", "x2", None, 50), ("y", "y1", None, 400), ("z", "z1", None, 120),
+               ("x", None, "x2", 310), ("z", "z2", None, 330)]
+    serde = ChangedSerde(Serdes.String())
+    contexts = [(RecordContext("app-sums-repartition", 0, offset,
+                               timestamp=timestamp, position=offset, raw_key=group.encode()),
+                 group.encode(), serde.serialize(Change(new, old)))
+                for offset, (group, new, old, timestamp) in enumerate(changes)]
+    out, _ = program.run_task_batch(contexts, None)
+    assert [(key.decode(), value.decode()) for key, value in zip(out.key, out.value)] == [
+        ("x", "+x1|t200"), ("x", "+x1+x2|t200"),  # stamped with the aggregate's later time
+        ("y", "+y1|t400"),
+        # z1 at 120 < 400 - 100: its aggregate stored, its put into the step's store dropped
+        ("x", "+x2-x2|t310"),
+        ("z", "+z1+z2|t330"),  # the aggregate counted z1
+    ]
 
 
 # -- still refused -----------------------------------------------------------------------------

@@ -18,10 +18,12 @@ value of the ``Change``: :func:`~.table_old_values.old_value_getter`). When it i
 * into a versioned store (``Materialized.as_(Stores.persistent_versioned_key_value_store(...))``),
   the update is put as a version at its timestamp, by the store's own observed time: dropped when
   expired, forwarded marked not latest when out of order, exactly as a versioned table source does.
-  The timestamp is the update's: so the table filtered must forward updates with their own record's
-  timestamp (a table read from a topic or made by ``to_table``, through filters and map_values);
-  after an aggregation or a join, whose updates Kafka Streams stamps with other times than the
-  runner (README, "Record timestamps written by the runner"), it is refused;
+  The timestamp is the update's, so the table filtered must forward Kafka Streams' stamps: a table read
+  from a topic or made by ``to_table`` (its record's time), a table-table join (both rows' times, read
+  in the task-grouped sub-topology this store makes), an aggregation of a grouped stream or of a
+  re-grouped table (which keeps its timestamps for it: :func:`~.aggregations.aggregation_keeping_timestamps`),
+  through filters and map_values; a windowed, suppressed or cogrouped table or a foreign-key join's
+  result is refused (:func:`_check_own_timestamps`);
 * behind a windowed table or a suppression, when its old values are read (by itself, a filter that
   sends old values, or below it: :func:`~.table_behind.old_values_read_below`): its store holds what
   it last forwarded per key (window), which is not the table's old value through it (a window's first
