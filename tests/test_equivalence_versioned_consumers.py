@@ -188,6 +188,16 @@ def _stamped(results: dict, output: str) -> list[tuple]:
             for key, value in results.get((output, p), [])]
 
 
+def _not_latest(stamped: list[tuple]) -> int:
+    """How many of ``stamped``'s records are older than an earlier one of their key."""
+    last_stamp: dict = {}
+    count = 0
+    for key, _, t in stamped:
+        count += int(t) < last_stamp.get(key, -1)
+        last_stamp[key] = max(int(t), last_stamp.get(key, -1))
+    return count
+
+
 def _assert_steps_exercised(expected: dict, records: dict[str, list[tuple]]) -> None:
     """The steps into versioned stores: the join's filter puts updates stamped with the prices' later
     time, out of order (forwarded) and tombstones; the last orders' filter puts orders stamped with an
@@ -197,12 +207,7 @@ def _assert_steps_exercised(expected: dict, records: dict[str, list[tuple]]) -> 
     join_steps = _stamped(expected, "out-join-steps")
     assert any(int(t) > limit_time[value.split("~")[0]] for _, value, t in join_steps if value != "null")
     assert any(value == "null" for _, value, _ in join_steps)
-    last_stamp: dict = {}
-    out_of_order = 0
-    for key, _, t in join_steps:
-        out_of_order += int(t) < last_stamp.get(key, -1)
-        last_stamp[key] = max(int(t), last_stamp.get(key, -1))
-    assert out_of_order >= 2
+    assert _not_latest(join_steps) >= 2
     last_orders = _stamped(expected, "out-last-orders")
     assert any(int(t) > order_time[value] for _, value, t in last_orders if value != "null")
     assert any(value == "null" for _, value, _ in last_orders)
