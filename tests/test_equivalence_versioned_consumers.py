@@ -29,9 +29,16 @@ foreign key they are not, in Kafka Streams as here: tests/test_equivalence_fk_jo
 
 Our side runs it as a ``dagster-kstreams run`` process, one task after another, SIGKILLed once its
 first task is done; a rerun in this process does the rest. Another run of ours processes it clean.
+Three steps into versioned stores put updates of tables that Kafka Streams stamps with other times
+than their records': the re-grouped aggregate mapped into one of 500 ms of history, the limits
+left-joined with the prices (the larger of both rows' times) filtered into one of 2 s, the last order
+per user (a reduce into a plain store: the larger of the order's and the previous one's time)
+filtered into one of 1 s; their changes carry their timestamps (StampValues), so the puts dropped as
+expired and those forwarded out of order are compared.
+
 Compared: describe() of the very topology run, and per output topic and partition the whole
-sequence of (key, value) records (not their timestamps: README, "Record timestamps written by the
-runner"), except the foreign-key join's: which answers a later version of a price makes stale
+sequence of (key, value) records (not their timestamps, but where a value carries its own: README,
+"Record timestamps written by the runner"), except the foreign-key join's: which answers a later version of a price makes stale
 depends on when they come back, in Kafka Streams as here, so its final value per key is compared.
 """
 
@@ -172,6 +179,39 @@ def _assert_reference_exercises_it(expected: dict, records: dict[str, list[tuple
     versioned_joined = {value.split("^")[0] for value in _values(expected, "out-versioned-joined") if value is not None}
     assert len(limits - versioned_joined) >= 2 and len(limits & versioned_joined) > 20
     assert len(_values(expected, "out-orders")) > 40
+    _assert_steps_exercised(expected, records)
+
+
+def _stamped(results: dict, output: str) -> list[tuple]:
+    """``(key, value, timestamp)`` of ``output``'s StampValues records, partition by partition."""
+    return [(key, *re.fullmatch(r"(.*)\|t(\d+)", value).groups()) for p in range(PARTITIONS)
+            for key, value in results.get((output, p), [])]
+
+
+def _not_latest(stamped: list[tuple]) -> int:
+    """How many of ``stamped``'s records are older than an earlier one of their key."""
+    last_stamp: dict = {}
+    count = 0
+    for key, _, t in stamped:
+        count += int(t) < last_stamp.get(key, -1)
+        last_stamp[key] = max(int(t), last_stamp.get(key, -1))
+    return count
+
+
+def _assert_steps_exercised(expected: dict, records: dict[str, list[tuple]]) -> None:
+    """The steps into versioned stores: the join's filter puts updates stamped with the prices' later
+    time, out of order (forwarded) and tombstones; the last orders' filter puts orders stamped with an
+    earlier order's later time, or drops; the history's tails put the aggregate's stamps."""
+    order_time = {value: timestamp for _, value, _, timestamp in records["orders"] if value is not None}
+    limit_time = {value: timestamp for _, value, _, timestamp in records["limits"] if value is not None}
+    join_steps = _stamped(expected, "out-join-steps")
+    assert any(int(t) > limit_time[value.split("~")[0]] for _, value, t in join_steps if value != "null")
+    assert any(value == "null" for _, value, _ in join_steps)
+    assert _not_latest(join_steps) >= 2
+    last_orders = _stamped(expected, "out-last-orders")
+    assert any(int(t) > order_time[value] for _, value, t in last_orders if value != "null")
+    assert any(value == "null" for _, value, _ in last_orders)
+    assert len(_stamped(expected, "out-history-tails")) > 50
 
 
 def _final_values(results: dict, output: str) -> dict:

@@ -218,15 +218,6 @@ def test_a_versioned_store_materializes_tables_their_steps_joins_and_aggregation
             .count(_versioned("w"))
 
 
-def test_a_versioned_filter_of_an_aggregation_is_refused():
-    """Kafka Streams stamps an aggregate's update with the larger of its record's and its previous
-    time; the runner with the record's: a versioned store would keep other versions."""
-    builder = StreamsBuilder()
-    builder.stream("s").group_by_key().reduce(lambda a, b: b).filter(lambda k, v: True, _versioned("f"))
-    with pytest.raises(UnsupportedTopologyError, match="KTABLE-FILTER-0000000003 .* versioned store"):
-        compile_topology(builder.build(), "app").program(0)
-
-
 # -- a filter into a versioned store -----------------------------------------------------------
 def _versioned_filter_program():
     builder = StreamsBuilder()

@@ -16,7 +16,12 @@ of their own timestamps. The orders are counted per user into a versioned store 
 each count is stamped with the larger of the order's and the previous count's time, and dropped when
 older than that), whose changes go to a topic and which the orders join as of their own timestamps.
 The prices are joined on a foreign key (their number's region) with regions, another versioned table
-(4 s of history): the subscriptions skip the prices' out-of-order updates, the answers the regions'. Its functions are self-contained: Spark's Python workers cannot import modules of tests/.
+(4 s of history): the subscriptions skip the prices' out-of-order updates, the answers the regions'.
+Steps into versioned stores after tables Kafka Streams stamps with other times than their records':
+the re-grouped aggregate mapped into one of 500 ms of history; the limits left-joined with the prices
+(stamped with the larger of both rows' times) filtered into one of 2 s; the last order per user (a
+plain store: each stamped with the larger of the order's and the previous one's time) filtered into
+one of 1 s; their changes carry their timestamps. Its functions are self-contained: Spark's Python workers cannot import modules of tests/.
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ from dagster_kstreams.topology.grouped_repartitioned import Grouped
 
 INPUTS = ("prices", "limits", "orders", "regions")
 OUTPUTS = ("out-joined", "out-history", "out-filtered", "out-kept-joined", "out-marked", "out-versioned-filtered",
-           "out-versioned-joined", "out-orders", "out-order-counts", "out-counted", "out-priced-regions")
+           "out-versioned-joined", "out-orders", "out-order-counts", "out-counted", "out-priced-regions",
+           "out-join-steps", "out-last-orders", "out-history-tails")
 # The foreign-key join's output, whose sequence depends on when its answers come back (compared by final values)
 FK_OUTPUT = "out-priced-regions"
 FK_JOIN_NAME = "prices-regions"  # its internal topics: <app>-prices-regions-subscription-{registration,response}-topic
@@ -53,14 +59,17 @@ def versioned_consumer_examples(topics: dict[str, str]) -> StreamsBuilder:
         Stores.persistent_versioned_key_value_store("prices-store", timedelta(seconds=10))))
     limits = builder.table(topics["limits"], Materialized.as_("limits-store").with_caching_disabled())
     prices.outer_join(limits, lambda price, limit: f"{text(price)}&{text(limit)}").to_stream().to(topics["out-joined"])
-    prices.filter(lambda user, price: number(price) % 5 != 0) \
+    history = prices.filter(lambda user, price: number(price) % 5 != 0) \
         .group_by(lambda user, price: (user if number(price) % 2 == 0 else partner[user], price),
                   Grouped.as_("by-partner")) \
         .aggregate(lambda: "",
                    lambda user, price, history: history + "+" + price,
                    lambda user, price, history: history + "-" + price,
-                   Materialized.as_(Stores.persistent_versioned_key_value_store("price-history", timedelta(seconds=1)))) \
-        .to_stream().process_values(StampValues).to(topics["out-history"])
+                   Materialized.as_(Stores.persistent_versioned_key_value_store("price-history", timedelta(seconds=1))))
+    history.to_stream().process_values(StampValues).to(topics["out-history"])
+    history.map_values(lambda history: history[-8:], Materialized.as_(
+        Stores.persistent_versioned_key_value_store("history-tails", timedelta(milliseconds=500)))) \
+        .to_stream().process_values(StampValues).to(topics["out-history-tails"])
     kept = prices.filter(lambda user, price: number(price) % 3 != 0,
                          Materialized.as_("kept-store").with_caching_disabled())
     kept.to_stream().to(topics["out-filtered"])
@@ -72,7 +81,15 @@ def versioned_consumer_examples(topics: dict[str, str]) -> StreamsBuilder:
     versioned_limits.to_stream().to(topics["out-versioned-filtered"])
     versioned_limits.join(prices, lambda limit, price: f"{limit}^{price}").to_stream() \
         .to(topics["out-versioned-joined"])
+    limits.left_join(prices, lambda limit, price: f"{limit}~{text(price)}") \
+        .filter(lambda user, joined: number(joined.split("~")[0]) % 3 != 0, Materialized.as_(
+            Stores.persistent_versioned_key_value_store("join-steps", timedelta(seconds=2)))) \
+        .to_stream().process_values(StampValues).to(topics["out-join-steps"])
     orders = builder.stream(topics["orders"])
+    orders.group_by_key().reduce(lambda last, order: order, Materialized.as_("last-orders").with_caching_disabled()) \
+        .filter(lambda user, order: number(order) % 4 != 0, Materialized.as_(
+            Stores.persistent_versioned_key_value_store("last-orders-versioned", timedelta(seconds=1)))) \
+        .to_stream().process_values(StampValues).to(topics["out-last-orders"])
     orders.join(versioned_limits, lambda order, limit: f"{text(order)}@{limit}").to(topics["out-orders"])
     order_counts = orders.group_by_key().count(Materialized.as_(
         Stores.persistent_versioned_key_value_store("order-counts", timedelta(seconds=2))))

@@ -170,12 +170,12 @@ def _aggregate(factory, ctx) -> Aggregate:
 def aggregation_keeping_timestamps(aggregation: KeyValueStoreProcessor, factory, ctx) -> KeyValueStoreProcessor:
     """``aggregation`` (a grouped stream's, a cogroup's or a re-grouped table's), keeping its timestamps
     when a user processor names its store, and also when its updates reach a stream-stream join of its
-    sub-topology or a filter/map_values whose store a user processor names: they then carry Kafka
-    Streams' stamps (:meth:`~KeyValueStoreProcessor.update_context`), by which the join's windows pair
-    them and the step's store stamps them. A cogroup's aggregations share their store and its
-    timestamps; each reaches the join or the step alike."""
+    sub-topology or a filter/map_values whose store a user processor names or is versioned: they then
+    carry Kafka Streams' stamps (:meth:`~KeyValueStoreProcessor.update_context`), by which the join's
+    windows pair them, the step's store stamps them and a versioned step's store puts them. A cogroup's
+    aggregations share their store and its timestamps; each reaches the join or the step alike."""
     sub = ctx.subtopology
-    aggregation.keeps_timestamps = read_by_user_processor(sub, aggregation.store) or _reaches_stamp_reader(sub, factory)
+    aggregation.keeps_timestamps = read_by_user_processor(sub, aggregation.store) or _reaches_stamp_reader(ctx, factory)
     return aggregation
 
 
@@ -194,15 +194,20 @@ def read_by_user_processor(subtopology, store: str) -> bool:
                for node in subtopology.nodes)
 
 
-def _reaches_stamp_reader(subtopology, factory) -> bool:
-    """Whether what ``factory`` forwards reaches, in ``subtopology``, a stream-stream join or a table
-    filter/map_values whose store a user processor reads (which stores each update's timestamp)."""
+def _reaches_stamp_reader(ctx, factory) -> bool:
+    """Whether what ``factory`` forwards reaches, in its sub-topology, a stream-stream join or a table
+    filter/map_values whose store a user processor reads (which stores each update's timestamp) or
+    is versioned (which puts each update as a version at its timestamp)."""
+    subtopology = ctx.subtopology
+
     def reads_stamps(node) -> bool:
         if node.kind is NodeKind.JOIN_WINDOW:
             return True
         store = node.params.get("store_name")
-        return node.kind in (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES) and store in node.stores \
-            and read_by_user_processor(subtopology, store)
+        if node.kind not in (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES) or store not in node.stores:
+            return False
+        return read_by_user_processor(subtopology, store) \
+            or ctx.topology.state_stores[store].history_retention_ms is not None
     return any(reads_stamps(node) for node in reachable(subtopology, factory.children, lambda node: node.children))
 
 

@@ -18,10 +18,12 @@ value of the ``Change``: :func:`~.table_old_values.old_value_getter`). When it i
 * into a versioned store (``Materialized.as_(Stores.persistent_versioned_key_value_store(...))``),
   the update is put as a version at its timestamp, by the store's own observed time: dropped when
   expired, forwarded marked not latest when out of order, exactly as a versioned table source does.
-  The timestamp is the update's: so the table filtered must forward updates with their own record's
-  timestamp (a table read from a topic or made by ``to_table``, through filters and map_values);
-  after an aggregation or a join, whose updates Kafka Streams stamps with other times than the
-  runner (README, "Record timestamps written by the runner"), it is refused;
+  The timestamp is the update's, so the table filtered must forward Kafka Streams' stamps: a table read
+  from a topic or made by ``to_table`` (its record's time), a table-table join (both rows' times, read
+  in the task-grouped sub-topology this store makes), an aggregation of a grouped stream or of a
+  re-grouped table (which keeps its timestamps for it: :func:`~.aggregations.aggregation_keeping_timestamps`),
+  through filters and map_values; a windowed, suppressed or cogrouped table or a foreign-key join's
+  result is refused (:func:`_check_own_timestamps`);
 * behind a windowed table or a suppression, when its old values are read (by itself, a filter that
   sends old values, or below it: :func:`~.table_behind.old_values_read_below`): its store holds what
   it last forwarded per key (window), which is not the table's old value through it (a window's first
@@ -53,6 +55,7 @@ from dagster_kstreams.processors.table_behind import (
 from dagster_kstreams.processors.versioned_tables import (
     VersionedTableSource, check_consumers, reads_versioned_updates, versioned_table,
 )
+from dagster_kstreams.processors.windowed_table_reads import is_windowed_table
 from dagster_kstreams.topology.node_specs import NodeKind
 
 __all__ = ["keeps_own_store", "caches_own_store", "TableStepStore", "VersionedTableStepStore", "table_step_store"]
@@ -147,20 +150,31 @@ class VersionedTableStepStore(VersionedTableSource):
             self.put_version(key, new, context, out, state)
 
 
+# The tables whose updates the runner stamps as Kafka Streams does wherever a versioned step's store
+# reads them (its sub-topology runs task-grouped): a table source's and to_table's keep their record's
+# time; a table-table join stamps with both rows' times (TableTableJoin.stamps_both_rows); an aggregation
+# of a grouped stream or of a re-grouped table with the larger of its record's and its previous aggregate's
+# (aggregations.aggregation_keeping_timestamps).
+_STAMPED_AS_KAFKA_STREAMS = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.TABLE_TABLE_JOIN_MERGE,
+                             NodeKind.AGGREGATE, NodeKind.TABLE_AGGREGATE}
+
+
 def _check_own_timestamps(factory, ctx) -> None:
     """A versioned store's put is decided by the update's timestamp: refuse a table whose updates the
-    runner stamps otherwise than Kafka Streams."""
+    runner does not stamp as Kafka Streams, or that is not compared with it yet (a windowed or
+    suppressed table, a cogroup's, a foreign-key join's result)."""
     sub = ctx.subtopology
     node = factory
     while node.kind in _STEPS:
         (parent,) = node.parents
         node = sub.node(parent)
-    if node.kind not in (NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE):
+    if node.kind not in _STAMPED_AS_KAFKA_STREAMS or is_windowed_table(sub, node):
         raise UnsupportedTopologyError(
             f"processor {factory.name} ({factory.kind.value}) puts the updates of {node.name} ({node.kind.value}) "
-            "into a versioned store by their timestamps; Kafka Streams stamps that table's updates with other "
-            "times than the Spark runner, which versions only the updates of a table read from a topic or made "
-            "by to_table (through filter/map_values)")
+            "into a versioned store by their timestamps; the Spark runner versions only the updates of a table "
+            "read from a topic or made by to_table, of a table-table join of tables that are not windowed, and "
+            "of a grouped stream's or a re-grouped table's aggregation (through filter/map_values), whose stamps "
+            "it gives as Kafka Streams does")
 
 
 def table_step_store(factory, ctx):

@@ -37,11 +37,15 @@ import org.apache.kafka.streams.state.Stores;
  * count's time, and dropped when older than that), whose changes go to a topic and which the orders
  * join as of their own timestamps. The prices are joined on a foreign key (their number's region)
  * with regions, another versioned table (4 s of history): the subscriptions skip the prices'
- * out-of-order updates, the answers the regions'.
+ * out-of-order updates, the answers the regions'. Steps into versioned stores after tables stamped with
+ * other times than their records': the re-grouped aggregate mapped into one of 500 ms of history; the
+ * limits left-joined with the prices (stamped with the larger of both rows' times) filtered into one of
+ * 2 s; the last order per user (a plain store: each stamped with the larger of the order's and the
+ * previous one's time) filtered into one of 1 s; their changes carry their timestamps.
  *
  * Args: bootstrap applicationId stateDir prices limits orders regions outJoined outHistory outFiltered
  *       outKeptJoined outMarked outVersionedFiltered outVersionedJoined outOrders outOrderCounts
- *       outCounted outPricedRegions
+ *       outCounted outPricedRegions outJoinSteps outLastOrders outHistoryTails
  *
  * The Python twin is versioned_consumer_examples() in tests/versioned_consumers_topology.py; keep
  * the two in step.
@@ -71,22 +75,27 @@ public final class VersionedConsumerExamples {
                                               String outFiltered, String outKeptJoined, String outMarked,
                                               String orders, String outVersionedFiltered, String outVersionedJoined,
                                               String outOrders, String regions, String outOrderCounts,
-                                              String outCounted, String outPricedRegions) {
+                                              String outCounted, String outPricedRegions, String outJoinSteps,
+                                              String outLastOrders, String outHistoryTails) {
         StreamsBuilder builder = new StreamsBuilder();
         KTable<String, String> priceTable = builder.table(prices,
             Materialized.as(Stores.persistentVersionedKeyValueStore("prices-store", Duration.ofSeconds(10))));
         KTable<String, String> limitTable = builder.table(limits, uncached("limits-store"));
         priceTable.outerJoin(limitTable, (price, limit) -> text(price) + "&" + text(limit)).toStream().to(outJoined);
-        priceTable.filter((user, price) -> number(price) % 5 != 0)
+        KTable<String, String> history = priceTable.filter((user, price) -> number(price) % 5 != 0)
             .groupBy((user, price) -> KeyValue.pair(number(price) % 2 == 0 ? user : PARTNER.get(user), price),
                      Grouped.as("by-partner"))
             .aggregate(() -> "",
-                       (partner, price, history) -> history + "+" + price,
-                       (partner, price, history) -> history + "-" + price,
-                       Materialized.as(Stores.persistentVersionedKeyValueStore("price-history", Duration.ofSeconds(1))))
+                       (partner, price, agg) -> agg + "+" + price,
+                       (partner, price, agg) -> agg + "-" + price,
+                       Materialized.as(Stores.persistentVersionedKeyValueStore("price-history", Duration.ofSeconds(1))));
+        history.toStream().processValues(StampValues::new).to(outHistory);
+        history.mapValues(agg -> agg.substring(Math.max(0, agg.length() - 8)),
+                          Materialized.<String, String>as(
+                              Stores.persistentVersionedKeyValueStore("history-tails", Duration.ofMillis(500))))
             .toStream()
             .processValues(StampValues::new)
-            .to(outHistory);
+            .to(outHistoryTails);
         KTable<String, String> kept = priceTable.filter((user, price) -> number(price) % 3 != 0, uncached("kept-store"));
         kept.toStream().to(outFiltered);
         limitTable.leftJoin(kept, (limit, price) -> limit + "<" + text(price)).toStream().to(outKeptJoined);
@@ -95,7 +104,19 @@ public final class VersionedConsumerExamples {
             Materialized.as(Stores.persistentVersionedKeyValueStore("limits-versioned", Duration.ofSeconds(3))));
         versionedLimits.toStream().to(outVersionedFiltered);
         versionedLimits.join(priceTable, (limit, price) -> limit + "^" + price).toStream().to(outVersionedJoined);
+        limitTable.leftJoin(priceTable, (limit, price) -> limit + "~" + text(price))
+            .filter((user, joined) -> number(joined.split("~")[0]) % 3 != 0, Materialized.<String, String>as(
+                Stores.persistentVersionedKeyValueStore("join-steps", Duration.ofSeconds(2))))
+            .toStream()
+            .processValues(StampValues::new)
+            .to(outJoinSteps);
         KStream<String, String> orderStream = builder.stream(orders);
+        orderStream.groupByKey().reduce((last, order) -> order, uncached("last-orders"))
+            .filter((user, order) -> number(order) % 4 != 0, Materialized.<String, String>as(
+                Stores.persistentVersionedKeyValueStore("last-orders-versioned", Duration.ofSeconds(1))))
+            .toStream()
+            .processValues(StampValues::new)
+            .to(outLastOrders);
         orderStream.join(versionedLimits, (order, limit) -> text(order) + "@" + limit).to(outOrders);
         KTable<String, Long> orderCounts = orderStream.groupByKey().count(Materialized.<String, Long>as(
             Stores.persistentVersionedKeyValueStore("order-counts", Duration.ofSeconds(2))));
@@ -121,7 +142,7 @@ public final class VersionedConsumerExamples {
             applicationId + "-" + FK_JOIN_NAME + "-subscription-response-topic");
         Topology topology = versionedConsumerExamples(args[3], args[4], args[7], args[8], args[9], args[10], args[11],
                                                       args[5], args[12], args[13], args[14], args[6], args[15],
-                                                      args[16], args[17]);
+                                                      args[16], args[17], args[18], args[19], args[20]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         // Wait for every input of a task rather than run ahead on one (the timestamp merge).
         props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 5_000L);

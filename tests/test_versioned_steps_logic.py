@@ -1,0 +1,185 @@
+"""A table-table join's or an aggregation's table filtered or mapped into a versioned store, pure logic:
+the compiled program against a model of Kafka Streams 4.3.1's processors (``KTableKTable*Join`` stamping
+with the larger of both rows' times, ``KStreamAggregate`` and ``KTableAggregate`` with the larger of the
+record's and the previous aggregate's, then ``KTableFilter``/``KTableMapValues`` putting the update into
+the versioned store at that stamp), whatever the micro-batches; and what is still refused. The same
+rules are compared with Kafka Streams itself in tests/test_equivalence_versioned_consumers.py."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from equivalence_io import StampValues, java_string
+from dagster_kstreams.processors.changes import Change, ChangedSerde
+from dagster_kstreams.processors.errors import UnsupportedTopologyError
+from dagster_kstreams.processors.records import RecordContext
+from dagster_kstreams.spark.compile import compile_topology
+from dagster_kstreams.topology import BufferConfig, Materialized, StreamsBuilder, Suppressed
+from dagster_kstreams.topology.serdes import Serdes
+from dagster_kstreams.topology.windows import TimeWindows
+from test_versioned_join_store_logic import RETENTION_MS, _compile, _run, _versioned
+from test_versioned_tables_logic import ModelStore
+
+
+def _plain(name: str) -> Materialized:
+    return Materialized.as_(name).with_caching_disabled()
+
+
+# -- a join's table mapped into a versioned store ------------------------------------------------
+def _join_step_program():
+    builder = StreamsBuilder()
+    a, b = builder.table("a", _plain("a-store")), builder.table("b", _plain("b-store"))
+    joined = a.left_join(b, lambda x, y: f"{x}&{java_string(y)}")
+    steps = joined.map_values(lambda value: value.upper(), _versioned("mapped"))
+    steps.to_stream().process_values(StampValues).to("changes")
+    builder.stream("s").join(steps, lambda value, row: f"{value}@{row}").process_values(StampValues).to("read")
+    return _compile(builder)
+
+
+def _expected_join_step(records) -> list[tuple]:
+    """Kafka Streams: the left join stamps its update with the larger of its own and the other row's time
+    (``KTableKTableLeftJoin``); ``KTableMapValues`` puts the mapped value at that stamp into its versioned
+    store and forwards it unless the put is expired (out of order too); a stream record reads the mapped
+    table as of its own timestamp."""
+    tables = {"a": {}, "b": {}}
+    store, out = ModelStore(RETENTION_MS), []
+    for topic, key, value, timestamp in records:
+        if key is None:
+            continue
+        if topic == "s":
+            row = store.as_of(key, timestamp)
+            if value is not None and row is not None:
+                out.append(("read", key, f"{value}@{row}|t{timestamp}"))
+            continue
+        this, other = tables[topic], tables["b" if topic == "a" else "a"]
+        old = this.get(key, (None, None))[0]
+        if value is None:
+            this.pop(key, None)
+        else:
+            this[key] = (value, timestamp)
+        other_value, other_time = other.get(key, (None, -1))
+        if topic == "a" and other_value is None and value is None and old is None:
+            continue
+        if topic == "b" and other_value is None:
+            continue
+        left, right = (value, other_value) if topic == "a" else (other_value, value)
+        mapped = None if left is None else f"{left}&{java_string(right)}".upper()
+        stamp = max(timestamp, other_time)
+        if store.put(key, mapped, stamp) != "expired":
+            out.append(("changes", key, f"{java_string(mapped)}|t{stamp}"))
+    return out
+
+
+_records = st.lists(st.tuples(st.sampled_from(["a", "b", "s"]), st.sampled_from(["k", "m", None]),
+                              st.sampled_from(["x", None]), st.integers(0, 400)), max_size=40)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_records, st.lists(st.integers(0, 40), max_size=3))
+def test_a_join_mapped_into_a_versioned_store_puts_at_kafka_streams_stamps_whatever_the_batches(records, cuts):
+    records = [(topic, key, None if value is None else f"{topic}{i}", timestamp)
+               for i, (topic, key, value, timestamp) in enumerate(records)]
+    assert _run(_join_step_program(), records, cuts) == _expected_join_step(records)
+
+
+# -- an aggregation's table filtered into a versioned store ----------------------------------------
+def _aggregate_step_program():
+    builder = StreamsBuilder()
+    tails = builder.stream("s").group_by_key().reduce(lambda aggregate, value: value, _plain("tails"))
+    kept = tails.filter(lambda key, value: not value.startswith("x"), _versioned("kept"))
+    kept.to_stream().process_values(StampValues).to("changes")
+    return _compile(builder)
+
+
+def _expected_aggregate_step(records) -> list[tuple]:
+    """``KStreamReduce``: the update stamped with the larger of the record's and the aggregate's time;
+    ``KTableFilter`` sends old values (its table is materialized), its store's latest: an update whose
+    new value and that are both null is dropped; any other is put at the stamp, and forwarded unless
+    expired."""
+    aggregates: dict = {}
+    store, out = ModelStore(RETENTION_MS), []
+    for _topic, key, value, timestamp in records:
+        if key is None or value is None:
+            continue
+        stamp = max(timestamp, aggregates[key][1]) if key in aggregates else timestamp
+        aggregates[key] = (value, stamp)
+        kept = None if value.startswith("x") else value
+        if kept is None and store.latest(key) is None:
+            continue
+        if store.put(key, kept, stamp) != "expired":
+            out.append(("changes", key, f"{java_string(kept)}|t{stamp}"))
+    return out
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.just("s"), st.sampled_from(["k", "m", None]), st.sampled_from(["x", "y", None]),
+                          st.integers(0, 400)), max_size=40), st.lists(st.integers(0, 40), max_size=3))
+def test_an_aggregate_filtered_into_a_versioned_store_puts_at_kafka_streams_stamps_whatever_the_batches(
+        records, cuts):
+    records = [(topic, key, None if value is None else f"{value}{i}", timestamp)
+               for i, (topic, key, value, timestamp) in enumerate(records)]
+    assert _run(_aggregate_step_program(), records, cuts) == _expected_aggregate_step(records)
+
+
+def test_an_aggregate_s_update_is_stamped_with_its_later_time_and_dropped_when_older_than_the_history():
+    records = [("s", "k", "y1", 300), ("s", "k", "y2", 100),  # stamped 300: replaces the version at 300
+               ("s", "m", "y3", 420),  # the store's observed time: 420
+               ("s", "k", "x4", 200)]  # stamped 300 < 420 - 100: dropped
+    assert _run(_aggregate_step_program(), records, []) == [
+        ("changes", "k", "y1|t300"), ("changes", "k", "y2|t300"), ("changes", "m", "y3|t420")]
+
+
+def test_a_regrouped_aggregate_in_a_plain_store_mapped_into_a_versioned_one_puts_at_kafka_streams_stamps():
+    """``KTableAggregate`` over a plain store stamps with the larger of the record's and the aggregate's
+    time (whenever the group has one); ``KTableMapValues`` puts the mapped update at that stamp."""
+    builder = StreamsBuilder()
+    sums = builder.table("t").group_by(lambda key, value: (value[0], value)).aggregate(
+        lambda: "", lambda key, value, agg: f"{agg}+{value}", lambda key, value, agg: f"{agg}-{value}",
+        _plain("sums"))
+    sums.map_values(lambda agg: agg[-6:], _versioned("tails")).to_stream().process_values(StampValues).to("tails")
+    program = compile_topology(builder.build(), "app", default_key_serde=Serdes.String(),
+                               default_value_serde=Serdes.String()).program(1)
+    changes = [("x", "x1", None, 200), ("x", "x2", None, 50), ("y", "y1", None, 400), ("z", "z1", None, 120),
+               ("x", None, "x2", 310), ("z", "z2", None, 330)]
+    serde = ChangedSerde(Serdes.String())
+    contexts = [(RecordContext("app-sums-repartition", 0, offset,
+                               timestamp=timestamp, position=offset, raw_key=group.encode()),
+                 group.encode(), serde.serialize(Change(new, old)))
+                for offset, (group, new, old, timestamp) in enumerate(changes)]
+    out, _ = program.run_task_batch(contexts, None)
+    assert [(key.decode(), value.decode()) for key, value in zip(out.key, out.value)] == [
+        ("x", "+x1|t200"), ("x", "+x1+x2|t200"),  # stamped with the aggregate's later time
+        ("y", "+y1|t400"),
+        # z1 at 120 < 400 - 100: its aggregate stored, its put into the step's store dropped
+        ("x", "+x2-x2|t310"),
+        ("z", "+z1+z2|t330"),  # the aggregate counted z1
+    ]
+
+
+# -- still refused -----------------------------------------------------------------------------
+def _refused(builder, processor: str) -> None:
+    with pytest.raises(UnsupportedTopologyError, match=rf"processor {processor} .* versioned store"):
+        compile_topology(builder.build(), "app").program(0)
+
+
+def test_a_cogroup_s_table_into_a_versioned_store_is_refused_naming_the_step():
+    builder = StreamsBuilder()
+    cogrouped = builder.stream("s").group_by_key().cogroup(lambda key, value, aggregate: aggregate + value)
+    cogrouped.aggregate(lambda: "").filter(lambda key, value: True, _versioned("f"))
+    _refused(builder, "KTABLE-FILTER-0000000004")
+
+
+def test_a_windowed_or_suppressed_table_into_a_versioned_store_is_refused_naming_the_step():
+    builder = StreamsBuilder()
+    counts = builder.stream("s").group_by_key().windowed_by(
+        TimeWindows.of_size_with_no_grace(timedelta(seconds=1))).count()
+    counts.map_values(lambda count: str(count), _versioned("w"))
+    _refused(builder, "KTABLE-MAPVALUES-0000000003")
+    builder = StreamsBuilder()
+    builder.table("t").suppress(Suppressed.until_time_limit(timedelta(seconds=1), BufferConfig.unbounded())) \
+        .filter(lambda key, value: True, _versioned("s"))
+    _refused(builder, "KTABLE-FILTER-0000000005")
