@@ -17,8 +17,9 @@ sliding or session windows, a windowed cogroup's, emitting on every update or on
 hands each record on with the group of *its own* key in the task's state (:mod:`.own_groups`; a
 window is a key of its own there), so the join buffers the record under that key and pairs it
 with the other side's records of that key, as Kafka Streams' join stores do; a pending left/outer
-record is kept under that group's key, ordered as the join's key serde writes it (a time window's
-key and start; a session's key, end and start: :func:`~.join_buffers.outer_store_order`).
+record is kept under that group's key, ordered as the join's key serde (its ``StreamJoined``'s, else
+the default key serde) writes it: a time window's key and start; a session's key, end and start
+(:func:`~.join_buffers.outer_store_order`).
 
 A sub-topology may hold any number of joins (a chain such as ``a.join(b).left_join(c)``, whose
 second join reads the first one's output, or one stream joined with several others): as in
@@ -94,6 +95,7 @@ from dagster_kstreams.processors.join_buffers import (
     segment_live,
     visible,
 )
+from dagster_kstreams.processors.own_groups import windows_keyed_by_start
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.processors.stateless import Merge
 from dagster_kstreams.processors.state import ABSENT
@@ -101,7 +103,6 @@ from dagster_kstreams.processors.table_step_stores import caches_own_store
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import WindowedSerde
-from dagster_kstreams.topology.windows import SessionWindows
 
 __all__ = ["JoinWindow", "StreamStreamJoin", "BUILDERS"]
 
@@ -329,26 +330,19 @@ def _stream_stream_join(factory, ctx) -> StreamStreamJoin:
 
 
 def _session_keys(factory, ctx) -> bool:
-    """Whether the join's key serde writes session windows: its ``StreamJoined`` key serde's kind, else
-    (Kafka Streams then takes the left stream's key serde) whether the left stream's windows, in the
-    sub-topology, are session windows. A left stream with windowed keys of both kinds is refused: its
-    records' keys would be written by one serde in Kafka Streams, by their own kind's here."""
-    key_serde = ctx.topology.state_stores[factory.params["other_store_name"]].key_serde
-    if isinstance(key_serde, WindowedSerde):
-        return key_serde.session
-    sub = ctx.subtopology
-    left_window = next(node for node in sub.nodes if node.kind is NodeKind.JOIN_WINDOW
-                       and node.params["store_name"] == factory.params["this_store_name"])
-    kinds = {isinstance(node.params["windows"], SessionWindows)
-             for node in reachable(sub, left_window.parents, lambda node: node.parents)
-             if node.kind is NodeKind.WINDOWED_AGGREGATE}
-    if len(kinds) > 1:
+    """Whether the join's key serde writes session windows (key, end, start), as Kafka Streams 4.3.1
+    takes it: its ``StreamJoined`` key serde, else the application's default key serde (not the left
+    stream's). A session serde in a sub-topology that keeps windows by their start only is refused:
+    a window's end, which that serde writes, is not kept there."""
+    key_serde = ctx.topology.state_stores[factory.params["other_store_name"]].key_serde or ctx.default_key_serde
+    session = isinstance(key_serde, WindowedSerde) and key_serde.session
+    if session and windows_keyed_by_start(ctx.subtopology):
         raise UnsupportedTopologyError(
-            f"the stream-stream join {factory.name} is fed, in its sub-topology, by both session and time "
-            "windows with no windowed key serde in its StreamJoined; Kafka Streams writes every key of its "
-            "stores with one serde. Give StreamJoined.with_(WindowedSerde(...), ...) or add .repartition() "
-            "before the join")
-    return kinds == {True}
+            f"the stream-stream join {factory.name} writes its keys with a session-windowed serde in a "
+            "sub-topology without session windows; the Spark runner keeps a time window there by its key "
+            "and start, without the end that serde writes. Give the join a time-windowed key serde, or add "
+            ".repartition() before the join")
+    return session
 
 
 def _regroups(node) -> bool:
