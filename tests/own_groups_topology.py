@@ -1,5 +1,5 @@
 """Stores after forwarders of other keys, the Python twin of kstreams.oracle.OwnGroupExamples (Java):
-keep the two in step. One sub-topology on the events, three chains:
+keep the two in step. One sub-topology on the events, four chains and six joins:
 
 * ``HoldBuckets`` (``process_values``, store ``buckets``) keeps each record's value under its 2 s
   bucket and key (a null value as ``~``; a record whose bucket ended by the stream time is dropped),
@@ -28,6 +28,15 @@ records of *its own* key (or window):
 * the windowed count's stream outer-joined with its own counts times ten (500 ms, 500 ms grace): a
   window's update meets the updates of that very window only.
 
+Three more outer joins of windowed streams with their own later updates: the session count's stream,
+each update stamped with its second (``SecondTimestamps``), with its counts above 2 times ten (300 ms,
+300 ms grace; StreamJoined's session-windowed key serde, which orders the outer-join store by key,
+end, start: a key's sessions of one second leave it in that order); a 1 s sliding count emitting on window close
+(500 ms grace, ``sliding-counts``) with its counts above 1 times ten (500 ms, 500 ms grace); a 2 s
+windowed cogroup (1 s grace, ``cogroup-marks``: an ``x`` per event, a ``.`` per null value) with its
+aggregates longer than one mark (400 ms, 400 ms grace). An update without a later one leaves the
+outer-join store joined with null once its window closed.
+
 ``StampValues`` appends each joined record's timestamp to its value, so that the test compares them.
 
 Every store is uncached, so the output is fixed by the input (the punctuator's records too: what a
@@ -45,20 +54,24 @@ from datetime import timedelta
 from equivalence_io import StampValues, java_string
 from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.consumed_produced import Produced
+from dagster_kstreams.topology.emit_strategy import EmitStrategy
 from dagster_kstreams.topology.grouped_repartitioned import Grouped
 from dagster_kstreams.topology.joined import StreamJoined
 from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology.processor_api import FixedKeyProcessor, PunctuationType, Record, Stores
 from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
 from dagster_kstreams.topology.suppressed import BufferConfig, Suppressed
-from dagster_kstreams.topology.windows import JoinWindows, SessionWindows, TimeWindows
+from dagster_kstreams.topology.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
 
 BUCKET_MS = 2_000
 WINDOW_MS = 2_000
-JOINED = ("out-held-joined", "out-evicted-joined", "out-windows-joined")
+SLIDING_MS = 1_000
+JOINED = ("out-held-joined", "out-evicted-joined", "out-windows-joined", "out-sessions-joined", "out-sliding-joined",
+          "out-cogroup-joined")
 OUTPUTS = ("out-punctuated", "out-suppressed", "out-windowed", "out-sessions", *JOINED)
 OUTPUT_KEYS = {"out-punctuated": None, "out-suppressed": None, "out-windowed": WINDOW_MS, "out-sessions": "session",
-               "out-held-joined": None, "out-evicted-joined": None, "out-windows-joined": WINDOW_MS}
+               "out-held-joined": None, "out-evicted-joined": None, "out-windows-joined": WINDOW_MS,
+               "out-sessions-joined": "session", "out-sliding-joined": SLIDING_MS, "out-cogroup-joined": WINDOW_MS}
 LONG_VALUED = ("out-suppressed", "out-windowed", "out-sessions")
 
 
@@ -87,6 +100,13 @@ class HoldBuckets(FixedKeyProcessor):
                 break
             self.context.forward(Record(key, f"{bucket}:{entry.value}", end - 1))
             self.buckets.delete(entry.key)
+
+
+class SecondTimestamps(FixedKeyProcessor):
+    """Each record stamped with the start of its second (Java: OwnGroupExamples.SecondTimestamps)."""
+
+    def process(self, record) -> None:
+        self.context.forward(record.with_timestamp(record.timestamp // 1000 * 1000))
 
 
 def own_group_examples(topics: dict[str, str]) -> StreamsBuilder:
@@ -118,12 +138,12 @@ def own_group_examples(topics: dict[str, str]) -> StreamsBuilder:
         .to_stream() \
         .to(topics["out-windowed"], Produced.with_(windowed, Serdes.Long()))
     session_keys = WindowedSerde(Serdes.String(), session=True)
-    events.group_by_key() \
+    session_stream = events.group_by_key() \
         .windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(milliseconds=300),
                                                               timedelta(milliseconds=500))) \
         .count(Materialized.as_("session-counts").with_caching_disabled()) \
-        .to_stream() \
-        .group_by_key(Grouped.with_(session_keys, Serdes.Long())) \
+        .to_stream()
+    session_stream.group_by_key(Grouped.with_(session_keys, Serdes.Long())) \
         .count(Materialized.as_("session-updates").with_caching_disabled()) \
         .to_stream() \
         .to(topics["out-sessions"], Produced.with_(session_keys, Serdes.Long()))
@@ -143,4 +163,51 @@ def own_group_examples(topics: dict[str, str]) -> StreamsBuilder:
                              StreamJoined.with_(windowed, Serdes.Long(), Serdes.Long())) \
         .process_values(StampValues) \
         .to(topics["out-windows-joined"], Produced.with_(windowed, Serdes.String()))
+    _joins_after_other_windows(builder, events, session_stream, session_keys, topics)
     return builder
+
+
+def _joins_after_other_windows(builder: StreamsBuilder, events, session_stream, session_keys, topics) -> None:
+    """Three outer joins of windowed streams with their own later updates (a session's count above 2, a
+    sliding window's above 1, a cogroup's window's aggregate longer than one mark): a window's update
+    meets that window's later ones only, and one without leaves the outer-join store once its window
+    closed, in the order of the join's key serde. The sessions' updates are stamped with their second
+    (SecondTimestamps), so a key's sessions wait in the outer-join store under one timestamp and leave
+    it in the session serde's order: end, then start (a session merged with an earlier record after
+    the one it grew from)."""
+    bucketed = session_stream.process_values(SecondTimestamps)
+    bucketed.outer_join(bucketed.filter(lambda session, count: count is not None and count > 5)
+                        .map_values(lambda count: count * 10),
+                        lambda count, tenfold: f"{java_string(count)}/{java_string(tenfold)}",
+                        JoinWindows.of_time_difference_and_grace(timedelta(milliseconds=300),
+                                                                 timedelta(milliseconds=300)),
+                        StreamJoined.with_(session_keys, Serdes.Long(), Serdes.Long())) \
+        .process_values(StampValues) \
+        .to(topics["out-sessions-joined"], Produced.with_(session_keys, Serdes.String()))
+    sliding_keys = WindowedSerde(Serdes.String(), SLIDING_MS)
+    sliding_stream = events.group_by_key() \
+        .windowed_by(SlidingWindows.of_time_difference_and_grace(timedelta(milliseconds=SLIDING_MS),
+                                                                 timedelta(milliseconds=500))) \
+        .emit_strategy(EmitStrategy.on_window_close()) \
+        .count(Materialized.as_("sliding-counts").with_caching_disabled()) \
+        .to_stream()
+    sliding_stream.outer_join(sliding_stream.filter(lambda window, count: count > 1).map_values(lambda count: count * 10),
+                              lambda count, tenfold: f"{java_string(count)}/{java_string(tenfold)}",
+                              JoinWindows.of_time_difference_and_grace(timedelta(milliseconds=500),
+                                                                       timedelta(milliseconds=500)),
+                              StreamJoined.with_(sliding_keys, Serdes.Long(), Serdes.Long())) \
+        .process_values(StampValues) \
+        .to(topics["out-sliding-joined"], Produced.with_(sliding_keys, Serdes.String()))
+    cogroup_keys = WindowedSerde(Serdes.String(), WINDOW_MS)
+    cogroup_stream = events.group_by_key() \
+        .cogroup(lambda key, event, marks: marks + ("." if event is None else "x")) \
+        .windowed_by(TimeWindows.of_size_and_grace(timedelta(milliseconds=WINDOW_MS), timedelta(seconds=1))) \
+        .aggregate(lambda: "", Materialized.as_("cogroup-marks").with_caching_disabled()) \
+        .to_stream()
+    cogroup_stream.outer_join(cogroup_stream.filter(lambda window, marks: len(marks) > 1),
+                              lambda marks, later: f"{java_string(marks)}/{java_string(later)}",
+                              JoinWindows.of_time_difference_and_grace(timedelta(milliseconds=400),
+                                                                       timedelta(milliseconds=400)),
+                              StreamJoined.with_(cogroup_keys, Serdes.String(), Serdes.String())) \
+        .process_values(StampValues) \
+        .to(topics["out-cogroup-joined"], Produced.with_(cogroup_keys, Serdes.String()))

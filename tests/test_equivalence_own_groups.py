@@ -6,10 +6,13 @@ suppressed until a 1 s time limit into a ``count``; a 2 s windowed count whose s
 by the windowed key, goes into a ``reduce``; a session count whose stream, grouped again by the
 session key, goes into a ``count``. Each forwarder forwards records of other keys than the
 record being processed (or windowed keys), which the stores after it must keep under their own keys
-(dagster_kstreams/processors/own_groups.py). Three stream-stream joins read them too: the
+(dagster_kstreams/processors/own_groups.py). Six stream-stream joins read them too: the
 punctuator's buckets left-joined with the events, the suppression's evictions left-joined with the
-events, the windowed count's stream outer-joined with its own counts times ten; each pairs a
-forwarded record with the other side's records of the forwarded record's own key (window).
+events, the windowed count's stream outer-joined with its own counts times ten; the session count's
+stream (each update stamped with its second), a sliding count emitting on window close and a windowed
+cogroup, each outer-joined with its own later updates. Each pairs a forwarded record with the other
+side's records of the forwarded record's own key (window); a session left alone leaves the
+outer-join store in the session serde's order (key, end, start: own_groups_topology).
 
 Input (2 partitions): out-of-order timestamps (within the grace and beyond it), tombstones, null
 keys, null values. Kafka Streams 4.3.1 runs it once. Ours runs it clean (the whole input, in micro-batches of 90
@@ -191,7 +194,9 @@ def _assert_joins_exercised(expected: dict, partition: int) -> None:
     """The joins' output on ``partition`` shows forwarded records joined under their own keys: buckets
     of every key with events of their key (stamped with the later of both: the bucket's last
     millisecond), buckets without a partner; evictions of every key with events, and
-    alone; a window's later update with the tenfold count of that window."""
+    alone; a window's later update with the tenfold count of that window; sessions', sliding and
+    cogrouped windows' updates with later ones and alone, a key's sessions alone under one timestamp
+    in the session serde's order."""
     held = expected[("out-held-joined", partition)]
     paired = [(key, value, ts) for key, value, ts in held if "|v" in value and not value.startswith("null|")]
     assert len({key for key, _, _ in paired}) == 3 and len(paired) > 30
@@ -202,3 +207,12 @@ def _assert_joins_exercised(expected: dict, partition: int) -> None:
     assert any(value.endswith("|null") for _, value, _ in evicted)
     windows = [value.split("/") for _, value, _ in expected[("out-windows-joined", partition)]]
     assert any(count != "null" and int(count) > 1 and tenfold == f"{int(count) * 10}" for count, tenfold in windows)
+    for output in ("out-sessions-joined", "out-sliding-joined", "out-cogroup-joined"):
+        joined = [(window, value.split("/")) for window, value, _ in expected[(output, partition)]]
+        assert any("null" not in pair for _, pair in joined), output  # a window's update with a later one
+        assert any(pair[1] == "null" for _, pair in joined), output   # one without, from the outer-join store
+    # A key's sessions leaving the outer-join store under one timestamp by end, then start: a session
+    # after one that starts later (a start order would swap them).
+    alone = [(window, ts) for window, value, ts in expected[("out-sessions-joined", partition)] if value.endswith("/null")]
+    assert any(ts == next_ts and key == next_key and next_start < start and next_end > end
+               for ((key, start, end), ts), ((next_key, next_start, next_end), next_ts) in zip(alone, alone[1:]))

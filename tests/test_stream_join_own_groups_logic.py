@@ -1,5 +1,5 @@
 """Stream-stream joins fed by processors that forward records under other keys (a user processor's
-punctuator, a suppression, a time-windowed table): the join buffers each forwarded record under its
+punctuator, a suppression, a windowed table): the join buffers each forwarded record under its
 own key, as Kafka Streams' join stores do (processors/own_groups.py). Compared with the brute-force
 join model (stream_join_model.KsJoin) without Spark; tests/test_equivalence_own_groups.py compares
 them with Kafka Streams itself."""
@@ -13,11 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
+from dagster_kstreams.processors.join_buffers import LEFT, outer_store_order
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import Materialized, StreamsBuilder
+from dagster_kstreams.topology.joined import StreamJoined
 from dagster_kstreams.topology.processor_api import FixedKeyProcessor, PunctuationType, Record, Stores
-from dagster_kstreams.topology.serdes import Serdes
+from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
 from dagster_kstreams.topology.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
 from stream_join_model import KsJoin, run_task
 
@@ -126,16 +128,36 @@ def _joined_after(left) -> StreamsBuilder:
     return builder
 
 
-@pytest.mark.parametrize("windows, refused", [
-    (SessionWindows.of_inactivity_gap_with_no_grace(timedelta(seconds=1)), "session"),
-    (SlidingWindows.of_time_difference_with_no_grace(timedelta(seconds=1)), "sliding"),
+@pytest.mark.parametrize("windows", [
+    SessionWindows.of_inactivity_gap_with_no_grace(timedelta(seconds=1)),
+    SlidingWindows.of_time_difference_with_no_grace(timedelta(seconds=1)),
 ])
-def test_a_join_after_windows_not_compared_yet_is_refused_naming_the_aggregation(windows, refused):
+def test_a_join_after_session_or_sliding_windows_runs(windows):
     builder = _joined_after(lambda events: events.group_by_key().windowed_by(windows)
-                            .count(Materialized.as_(f"{refused}-counts").with_caching_disabled()))
-    with pytest.raises(UnsupportedTopologyError, match=rf"windowed aggregation KSTREAM-AGGREGATE-\d+ "
-                                                       rf"\({refused}-counts\) comes before the stream-stream join"):
+                            .count(Materialized.as_("counts").with_caching_disabled()))
+    compile_topology(builder.build(), "app").program(0)
+
+
+def test_a_session_key_serde_on_a_join_after_time_windows_only_is_refused_naming_the_join():
+    # The sub-topology keeps a time window by its key and start: the end a session serde writes is not kept.
+    builder = StreamsBuilder()
+    windows = builder.stream("e").group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=1))) \
+        .count(Materialized.as_("window-counts").with_caching_disabled()).to_stream()
+    windows.outer_join(windows, lambda l, r: f"{l}+{r}", JoinWindows(1000, 1000, 0),
+                       StreamJoined.with_(WindowedSerde(Serdes.String(), session=True), Serdes.Long(), Serdes.Long())) \
+        .to("out")
+    with pytest.raises(UnsupportedTopologyError,
+                       match=r"stream-stream join KSTREAM-OUTERTHIS-\d+ writes its keys with a session-windowed serde"):
         compile_topology(builder.build(), "app").program(0)
+
+
+def test_the_outer_join_store_orders_session_keys_by_key_end_then_start():
+    # SessionKeySchema.toBinary: key bytes, end, start; TimeWindowedSerializer: key bytes, start.
+    later_start_earlier_end, earlier_start_later_end = (1, LEFT, (b"k", 300, 400)), (1, LEFT, (b"k", 200, 500))
+    pending = [earlier_start_later_end, later_start_earlier_end]
+    assert sorted(pending, key=lambda entry: outer_store_order(entry, True)) == [
+        later_start_earlier_end, earlier_start_later_end]
+    assert sorted(pending, key=outer_store_order) == [earlier_start_later_end, later_start_earlier_end]
 
 
 def test_a_join_after_a_cached_windowed_table_is_refused():

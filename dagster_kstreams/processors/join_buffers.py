@@ -74,23 +74,30 @@ class JoinTracker:
     outer: dict = dataclasses.field(default_factory=dict)
 
 
-def outer_store_order(store_key) -> bytes:
-    """The outer-join store's byte order: 8-byte timestamp, side byte, serialized key. A time window's
-    key (the group of a windowed table's window, ``(key bytes, start)`` or, in a sub-topology with
-    session windows, ``(key bytes, start, end)``: own_groups.group_key) is serialized as Kafka Streams'
-    ``TimeWindowedSerializer`` writes it: the key's bytes, then the window's 8-byte start."""
+def outer_store_order(store_key, session_keys: bool = False) -> bytes:
+    """The outer-join store's byte order: 8-byte timestamp, side byte, serialized key. A window's key
+    (the group of a windowed table's window, ``(key bytes, start)`` or, in a sub-topology with session
+    windows, ``(key bytes, start, end)``: own_groups.group_key) is serialized as the join's key serde
+    writes it: Kafka Streams' ``TimeWindowedSerializer`` the key's bytes, then the window's 8-byte start;
+    its ``SessionWindowedSerializer`` (``session_keys``) the key's bytes, the end, then the start."""
     timestamp, side, raw_key = store_key
     if isinstance(raw_key, tuple):
-        key_bytes, start = raw_key[:2]
-        raw_key = key_bytes + struct.pack(">q", start)
+        if session_keys:
+            key_bytes, start, end = raw_key
+            raw_key = key_bytes + struct.pack(">qq", end, start)
+        else:
+            key_bytes, start = raw_key[:2]
+            raw_key = key_bytes + struct.pack(">q", start)
     return struct.pack(">q", timestamp) + bytes((side,)) + raw_key
 
 
-def closed_outer_records(tracker: JoinTracker, this_after_ms: int, before_ms: int, after_ms: int, grace_ms: int):
+def closed_outer_records(tracker: JoinTracker, this_after_ms: int, before_ms: int, after_ms: int, grace_ms: int,
+                         session_keys: bool = False):
     """``emitNonJoinedOuterRecords`` (with no emit interval): the pending entries whose window
-    closed, as ``[(timestamp, side, raw key, key, value)]`` in emission order, removed from
-    ``tracker.outer``; ``tracker.min_time`` updated. ``this_after_ms`` is the calling side's
-    ``after`` (the left side's is the windows' ``after``, the right side's their ``before``)."""
+    closed, as ``[(timestamp, side, raw key, key, value)]`` in emission order (:func:`outer_store_order`,
+    ``session_keys`` as there), removed from ``tracker.outer``; ``tracker.min_time`` updated.
+    ``this_after_ms`` is the calling side's ``after`` (the left side's is the windows' ``after``, the
+    right side's their ``before``)."""
     if jlong(tracker.min_time + this_after_ms + grace_ms) >= tracker.stream_time:
         return []
     tracker.min_time = LONG_MAX
@@ -98,7 +105,7 @@ def closed_outer_records(tracker: JoinTracker, this_after_ms: int, before_ms: in
     open_sides: set[int] = set()
     previous = None
     finished = False
-    for store_key in sorted(tracker.outer, key=outer_store_order):
+    for store_key in sorted(tracker.outer, key=lambda entry: outer_store_order(entry, session_keys)):
         timestamp, side, raw_key = store_key
         for key, value in tracker.outer[store_key]:
             tracker.min_time = timestamp

@@ -12,11 +12,14 @@ which then keeps its timestamps to stamp its updates as Kafka Streams does), a t
 (stamped with both rows' timestamps, which its stores then keep), a foreign-key join's result or a
 stream-table join), so the two buffers of one key are two state slots of that key's state. A side
 may also come from a processor that forwards records under other keys than the source record's
-(a user processor's punctuators, a suppression's evictions, a time-windowed table's windows): it
+(a user processor's punctuators, a suppression's evictions, a windowed table's windows: time,
+sliding or session windows, a windowed cogroup's, emitting on every update or on window close): it
 hands each record on with the group of *its own* key in the task's state (:mod:`.own_groups`; a
 window is a key of its own there), so the join buffers the record under that key and pairs it
 with the other side's records of that key, as Kafka Streams' join stores do; a pending left/outer
-record is kept under that group's key (a window's in Kafka Streams' windowed key order).
+record is kept under that group's key, ordered as the join's key serde (its ``StreamJoined``'s, else
+the default key serde) writes it: a time window's key and start; a session's key, end and start
+(:func:`~.join_buffers.outer_store_order`).
 
 A sub-topology may hold any number of joins (a chain such as ``a.join(b).left_join(c)``, whose
 second join reads the first one's output, or one stream joined with several others): as in
@@ -92,13 +95,14 @@ from dagster_kstreams.processors.join_buffers import (
     segment_live,
     visible,
 )
+from dagster_kstreams.processors.own_groups import windows_keyed_by_start
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.processors.stateless import Merge
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.table_step_stores import caches_own_store
 from dagster_kstreams.processors.task_state import task_state_of
-from dagster_kstreams.processors.windowed_table_reads import time_windows_on_update
 from dagster_kstreams.topology.node_specs import NodeKind
+from dagster_kstreams.topology.serdes import WindowedSerde
 
 __all__ = ["JoinWindow", "StreamStreamJoin", "BUILDERS"]
 
@@ -174,8 +178,11 @@ class StreamStreamJoin(Processor):
     task_grouped = True
 
     def __init__(self, name: str, joiner, this_side: bool, before: int, after: int, retention: int, other_store: str,
-                 tracker: str, outer: bool, outer_store: bool, windows_before: int, windows_after: int, grace: int):
+                 tracker: str, outer: bool, outer_store: bool, windows_before: int, windows_after: int, grace: int,
+                 session_keys: bool = False):
         super().__init__(name)
+        # the join's key serde writes session windows (key, end, start), which orders its outer-join store
+        self.session_keys = session_keys
         self.fn, self.this_side = joiner, this_side
         self.before, self.after, self.retention = before, after, retention
         self.other_store, self.tracker = other_store, tracker
@@ -248,7 +255,8 @@ class StreamStreamJoin(Processor):
         self.forward(key, joined, context, out, state)
 
     def _emit_closed(self, tracker: JoinTracker, context, out, task) -> None:
-        closed = closed_outer_records(tracker, self.after, self.windows_before, self.windows_after, self.grace)
+        closed = closed_outer_records(tracker, self.after, self.windows_before, self.windows_after, self.grace,
+                                      self.session_keys)
         for timestamp, side, raw_key, key, value in closed:
             group = task.group(raw_key)
             emit_context = dataclasses.replace(context, timestamp=timestamp)
@@ -289,12 +297,13 @@ _KEY_PRESERVING = {NodeKind.SOURCE, NodeKind.FILTER, NodeKind.MAP_VALUES, NodeKi
 _TABLE_STORES = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE, NodeKind.TABLE_AGGREGATE,
                  NodeKind.TABLE_TABLE_JOIN_MERGE, NodeKind.FK_JOIN_RESULT, NodeKind.WINDOWED_AGGREGATE}
 # Processors that forward records under other keys than the source record's: a user processor (its
-# punctuators; process() may change keys), a suppression's evictions, a time-windowed aggregation's
-# windows (each window a key of its own; checked by _time_windows_on_update, not listed here). Each
-# record they forward goes on with its own key's group of the task's state (own_groups.py: the join
-# reads state, so they regroup in its task-grouped sub-topology), so the join buffers it under its
-# own key and pairs it with the other side's records of that key, as Kafka Streams' join stores do.
-_REGROUPING = {NodeKind.PROCESS, NodeKind.PROCESS_VALUES, NodeKind.SUPPRESS}
+# punctuators; process() may change keys), a suppression's evictions, a windowed aggregation's windows
+# (time, sliding or session windows, a cogroup's too, on every update or at window close: each window
+# a key of its own, windowed_tables.WindowedTable). Each record they forward goes on with its own key's
+# group of the task's state (own_groups.py: the join reads state, so they regroup in its task-grouped
+# sub-topology), so the join buffers it under its own key and pairs it with the other side's records
+# of that key, as Kafka Streams' join stores do.
+_REGROUPING = {NodeKind.PROCESS, NodeKind.PROCESS_VALUES, NodeKind.SUPPRESS, NodeKind.WINDOWED_AGGREGATE}
 
 
 def _join_window(factory, ctx) -> JoinWindow:
@@ -316,18 +325,30 @@ def _stream_stream_join(factory, ctx) -> StreamStreamJoin:
     return StreamStreamJoin(
         factory.name, joiner, this_side, before, after, retention, other_store, params["this_store_name"],
         bool(params.get("outer")), params.get("outer_store_name") is not None,
-        windows.before_ms, windows.after_ms, windows.grace_period_ms(),
+        windows.before_ms, windows.after_ms, windows.grace_period_ms(), _session_keys(factory, ctx),
     )
+
+
+def _session_keys(factory, ctx) -> bool:
+    """Whether the join's key serde writes session windows (key, end, start), as Kafka Streams 4.3.1
+    takes it: its ``StreamJoined`` key serde, else the application's default key serde (not the left
+    stream's). A session serde in a sub-topology that keeps windows by their start only is refused:
+    a window's end, which that serde writes, is not kept there."""
+    key_serde = ctx.topology.state_stores[factory.params["other_store_name"]].key_serde or ctx.default_key_serde
+    session = isinstance(key_serde, WindowedSerde) and key_serde.session
+    if session and windows_keyed_by_start(ctx.subtopology):
+        raise UnsupportedTopologyError(
+            f"the stream-stream join {factory.name} writes its keys with a session-windowed serde in a "
+            "sub-topology without session windows; the Spark runner keeps a time window there by its key "
+            "and start, without the end that serde writes. Give the join a time-windowed key serde, or add "
+            ".repartition() before the join")
+    return session
 
 
 def _regroups(node) -> bool:
     """Whether ``node`` forwards records under other keys than the source record's, each on with its
     own key's group (:data:`_REGROUPING`)."""
-    return node.kind in _REGROUPING or _time_windows_on_update(node)
-
-
-def _time_windows_on_update(node) -> bool:
-    return time_windows_on_update(node) and not node.params.get("cogroup")
+    return node.kind in _REGROUPING
 
 
 def _check_keys_before(ctx, window_node) -> None:
@@ -340,7 +361,7 @@ def _check_keys_before(ctx, window_node) -> None:
     sub = ctx.subtopology
     to_regrouping = reachable(sub, window_node.parents, lambda node: () if _regroups(node) else node.parents)
     for node in to_regrouping:
-        if node.kind not in _KEY_PRESERVING and not _regroups(node) and node.kind is not NodeKind.WINDOWED_AGGREGATE:
+        if node.kind not in _KEY_PRESERVING and not _regroups(node):
             raise UnsupportedTopologyError(
                 f"processor {node.name} ({node.kind.value}) comes before the stream-stream join {window_node.name} "
                 "in its sub-topology; the Spark runner keeps the join's state by the key of the record's group, so "
@@ -349,17 +370,9 @@ def _check_keys_before(ctx, window_node) -> None:
                 "filter, map_values and to_stream, an aggregation of a grouped stream, a cogroup or a re-grouped "
                 "table, a table-table join, a foreign-key join's result, a stream-table or stream-global-table "
                 "join, stream-stream joins) or each under its own key (a user processor, a suppression, a "
-                "time-windowed aggregation emitting on every update) may come before it. Add .repartition() "
-                "before the join to give it a sub-topology of its own")
+                "windowed aggregation) may come before it. Add .repartition() before the join to give it a "
+                "sub-topology of its own")
     for node in reachable(sub, window_node.parents, lambda node: node.parents):
-        if node.kind is NodeKind.WINDOWED_AGGREGATE and not _time_windows_on_update(node):
-            raise UnsupportedTopologyError(
-                f"windowed aggregation {node.name} ({node.params['store_name']}) comes before the stream-stream "
-                f"join {window_node.name} in its sub-topology; the Spark runner joins the windows of a "
-                "time-windowed aggregation (tumbling or hopping, not a cogroup's) emitting on every update, and "
-                "has not compared sliding or session windows, emit on window close or a windowed cogroup's "
-                "windows before a join with Kafka Streams yet. Add .repartition() before the join to give it "
-                "a sub-topology of its own")
         store = node.params.get("store_name")
         if (node.kind in _TABLE_STORES and store in node.stores and ctx.cached(store)) or caches_own_store(ctx, node):
             raise UnsupportedTopologyError(

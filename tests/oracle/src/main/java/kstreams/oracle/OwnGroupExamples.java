@@ -12,12 +12,14 @@ import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
@@ -42,12 +44,14 @@ import org.apache.kafka.streams.state.WindowStore;
  * goes into a count. Three stream-stream joins fed by those forwarders: the punctuator's buckets
  * left-joined with the events (1 s before, 0 after, 2 s grace), the suppression's evictions
  * left-joined with the events (1.5 s, 1 s grace), the windowed count's stream outer-joined with its
- * own counts times ten (500 ms, 500 ms grace), each output stamped with its records' timestamps
- * (StampValues). Every store is uncached. Run by Kafka Streams itself
+ * own counts times ten (500 ms, 500 ms grace); and three outer joins of windowed streams with their
+ * own later updates: the session count's, stamped with their second (its session-windowed key serde
+ * orders the outer-join store by key, end, start), a 1 s sliding count's emitting on window close, a 2 s windowed cogroup's. Each
+ * output stamped with its records' timestamps (StampValues). Every store is uncached. Run by Kafka Streams itself
  * until its input is consumed; prints JSON {"describe": ...}.
  *
  * Args: bootstrap applicationId stateDir events outPunctuated outSuppressed outWindowed outSessions
- * outHeldJoined outEvictedJoined outWindowsJoined
+ * outHeldJoined outEvictedJoined outWindowsJoined outSessionsJoined outSlidingJoined outCogroupJoined
  *
  * The Python twin is tests/own_groups_topology.py; keep the two in step.
  */
@@ -56,6 +60,7 @@ public final class OwnGroupExamples {
 
     static final long BUCKET_MS = 2_000L;
     static final long WINDOW_MS = 2_000L;
+    static final long SLIDING_MS = 1_000L;
 
     /** Keeps each record's value under its bucket and key; the punctuator forwards the ended buckets. */
     static final class HoldBuckets implements FixedKeyProcessor<String, String, String> {
@@ -110,9 +115,25 @@ public final class OwnGroupExamples {
         }
     }
 
+    /** Each record stamped with the start of its second. */
+    static final class SecondTimestamps<K, V> implements FixedKeyProcessor<K, V, V> {
+        private FixedKeyProcessorContext<K, V> context;
+
+        @Override
+        public void init(FixedKeyProcessorContext<K, V> context) {
+            this.context = context;
+        }
+
+        @Override
+        public void process(FixedKeyRecord<K, V> record) {
+            context.forward(record.withTimestamp(record.timestamp() / 1000 * 1000));
+        }
+    }
+
     static Topology ownGroupExamples(String events, String outPunctuated, String outSuppressed, String outWindowed,
                                      String outSessions, String outHeldJoined, String outEvictedJoined,
-                                     String outWindowsJoined) {
+                                     String outWindowsJoined, String outSessionsJoined, String outSlidingJoined,
+                                     String outCogroupJoined) {
         StreamsBuilder builder = new StreamsBuilder();
         builder.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore("buckets"),
             Serdes.String(), Serdes.String()));
@@ -143,11 +164,11 @@ public final class OwnGroupExamples {
             .toStream()
             .to(outWindowed, Produced.with(windowed, Serdes.Long()));
         Serde<Windowed<String>> sessionKeys = WindowedSerdes.sessionWindowedSerdeFrom(String.class);
-        eventStream.groupByKey()
+        KStream<Windowed<String>, Long> sessionStream = eventStream.groupByKey()
             .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(300), Duration.ofMillis(500)))
             .count(Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("session-counts").withCachingDisabled())
-            .toStream()
-            .groupByKey(Grouped.with(sessionKeys, Serdes.Long()))
+            .toStream();
+        sessionStream.groupByKey(Grouped.with(sessionKeys, Serdes.Long()))
             .count(Materialized.<Windowed<String>, Long, KeyValueStore<Bytes, byte[]>>as("session-updates")
                 .withCachingDisabled())
             .toStream()
@@ -166,7 +187,52 @@ public final class OwnGroupExamples {
                 StreamJoined.with(windowed, Serdes.Long(), Serdes.Long()))
             .processValues(StampValues::new)
             .to(outWindowsJoined, Produced.with(windowed, Serdes.String()));
+        joinsAfterOtherWindows(eventStream, sessionStream, sessionKeys, outSessionsJoined, outSlidingJoined,
+            outCogroupJoined);
         return builder.build();
+    }
+
+    /**
+     * Three outer joins of windowed streams with their own later updates (a session's count above 2, its
+     * updates stamped with their second, a sliding window's above 1, a cogroup's window's aggregate
+     * longer than one mark).
+     */
+    static void joinsAfterOtherWindows(KStream<String, String> eventStream, KStream<Windowed<String>, Long> sessionStream,
+                                       Serde<Windowed<String>> sessionKeys, String outSessionsJoined,
+                                       String outSlidingJoined, String outCogroupJoined) {
+        KStream<Windowed<String>, Long> bucketed = sessionStream.processValues(SecondTimestamps::new);
+        bucketed.outerJoin(bucketed.filter((session, count) -> count != null && count > 5)
+                    .mapValues(count -> count * 10),
+                (count, tenfold) -> count + "/" + tenfold,
+                JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(300), Duration.ofMillis(300)),
+                StreamJoined.with(sessionKeys, Serdes.Long(), Serdes.Long()))
+            .processValues(StampValues::new)
+            .to(outSessionsJoined, Produced.with(sessionKeys, Serdes.String()));
+        Serde<Windowed<String>> slidingKeys = WindowedSerdes.timeWindowedSerdeFrom(String.class, SLIDING_MS);
+        KStream<Windowed<String>, Long> slidingStream = eventStream.groupByKey()
+            .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(SLIDING_MS), Duration.ofMillis(500)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("sliding-counts").withCachingDisabled())
+            .toStream();
+        slidingStream.outerJoin(slidingStream.filter((window, count) -> count > 1).mapValues(count -> count * 10),
+                (count, tenfold) -> count + "/" + tenfold,
+                JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(500), Duration.ofMillis(500)),
+                StreamJoined.with(slidingKeys, Serdes.Long(), Serdes.Long()))
+            .processValues(StampValues::new)
+            .to(outSlidingJoined, Produced.with(slidingKeys, Serdes.String()));
+        Serde<Windowed<String>> cogroupKeys = WindowedSerdes.timeWindowedSerdeFrom(String.class, WINDOW_MS);
+        KStream<Windowed<String>, String> cogroupStream = eventStream.groupByKey()
+            .<String>cogroup((key, event, marks) -> marks + (event == null ? "." : "x"))
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(WINDOW_MS), Duration.ofSeconds(1)))
+            .aggregate(() -> "",
+                Materialized.<String, String, WindowStore<Bytes, byte[]>>as("cogroup-marks").withCachingDisabled())
+            .toStream();
+        cogroupStream.outerJoin(cogroupStream.filter((window, marks) -> marks.length() > 1),
+                (marks, later) -> marks + "/" + later,
+                JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(400), Duration.ofMillis(400)),
+                StreamJoined.with(cogroupKeys, Serdes.String(), Serdes.String()))
+            .processValues(StampValues::new)
+            .to(outCogroupJoined, Produced.with(cogroupKeys, Serdes.String()));
     }
 
     static String tail(String text) {
@@ -174,11 +240,15 @@ public final class OwnGroupExamples {
     }
 
     public static void main(String[] args) throws Exception {
-        Topology topology = ownGroupExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10]);
+        Topology topology = ownGroupExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10],
+            args[11], args[12], args[13]);
         Properties props = KafkaStreamsRuns.properties(args[0], args[1], args[2]);
         // Left/outer joins: emit non-joined records as soon as stream time allows, not at most once per
         // second of wall-clock time (which records find a late partner first would depend on speed).
         props.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", 0L);
+        // Emit on window close: forward closed windows as soon as stream time allows, not at most once per
+        // second of wall-clock time.
+        props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
         KafkaStreamsRuns.runUntilConsumed(topology, props, () -> List.of(args[3]), Duration.ofMinutes(5),
             streams -> KafkaStreamsRuns.describeJson(topology));
     }
