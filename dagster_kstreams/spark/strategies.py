@@ -101,7 +101,8 @@ class Strategy:
 
 class ColumnPlan(Strategy):
     def applies(self, program: Any) -> bool:
-        return getattr(program, "column_plan", None) is not None
+        # A stateful sub-topology's Columns run in front of its state (_state_input).
+        return getattr(program, "column_plan", None) is not None and not program.stateful
 
     def build(self, source, program, dead_letters):
         return program.column_plan.build(in_processing_order(source, program), dead_letters)
@@ -172,10 +173,11 @@ class TaskGroupedState(Strategy):
             if output is not None:
                 yield output
 
-        ordered = in_processing_order(source, program)
-        return ordered.withColumn(_TASK_GROUP, F.lit(0)).groupBy(_TASK_GROUP).applyInPandasWithState(
+        records, columns_output = _state_input(source, program, dead_letters)
+        output = records.withColumn(_TASK_GROUP, F.lit(0)).groupBy(_TASK_GROUP).applyInPandasWithState(
             run_task, output_schema(program), "task binary", "Update", GroupStateTimeout.NoTimeout
         )
+        return output if columns_output is None else output.unionByName(columns_output)
 
     def orders_output(self, program: Any) -> bool:
         return True  # the end-of-batch flush, and the rows land in one of the state partitions
@@ -221,9 +223,11 @@ class KeyedState(Strategy):
             if output is not None:
                 yield output
 
-        return in_processing_order(source, program).groupBy(state_key_column(program)).applyInPandasWithState(
+        records, columns_output = _state_input(source, program, dead_letters)
+        output = records.groupBy(state_key_column(program)).applyInPandasWithState(
             run_key_group, output_schema(program), state_schema, "Update", GroupStateTimeout.NoTimeout
         )
+        return output if columns_output is None else output.unionByName(columns_output)
 
     def orders_output(self, program: Any) -> bool:
         return True  # key group after key group
@@ -329,6 +333,19 @@ def configure_session(session: SparkSession, state_partitions: int, arrow_batch_
         session.conf.set(CHECKPOINT_FILE_MANAGER, FILE_SYSTEM_CHECKPOINTS)
     if arrow_batch_size is not None:
         session.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(arrow_batch_size))
+
+
+def _state_input(source: DataFrame, program: Any, dead_letters: DeadLetterPolicy) -> tuple[DataFrame, Optional[DataFrame]]:
+    """What a stateful program is run on, and the output rows that do not go through it: the task's
+    records in processing order, or, when Column expressions stand in front of its state
+    (spark/column_hand_off.py), the records they hand over and their own output (sinks, dead
+    letters; None: none). The program learns the hand-offs here, before Spark ships it."""
+    ordered = in_processing_order(source, program)
+    if program.column_plan is None:
+        return ordered, None
+    handed, columns_output, hand_offs = program.column_plan.hand_over(ordered, dead_letters)
+    program.hand_offs = hand_offs
+    return handed, columns_output
 
 
 def _store_node(program: Any, slot: int) -> Any:
