@@ -64,7 +64,7 @@ from dagster_kstreams.spark.expressions import (
     decoded_in_python,
 )
 from dagster_kstreams.spark.frames import HAND_OFF_COLUMN, OUTPUT_COLUMNS
-from dagster_kstreams.spark.jvm_serdes import jvm_deserializable, jvm_serializable, serialize
+from dagster_kstreams.spark.jvm_serdes import jvm_serializable, serialize
 from dagster_kstreams.spark.state_keys import STATE_KEY_COLUMN
 from dagster_kstreams.topology.serdes import Serdes
 

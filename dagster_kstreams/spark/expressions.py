@@ -34,9 +34,10 @@ A sink with a stream partitioner, or whose topic a Python function picks, adds o
 over the output, which calls them (:mod:`dagster_kstreams.spark.column_placement`). Python functions
 of those same operations (and ``flat_map``) may stand anywhere among the Column operations: each
 chain of them runs as one ``mapInArrow`` segment inside the plan (:mod:`dagster_kstreams.spark.python_segments`).
+In a sub-topology with state, Column operations run in front of it (:mod:`dagster_kstreams.spark.column_hand_off`).
 Any other sub-topology that uses a Column expression is rejected with
 :class:`~dagster_kstreams.spark.compile.UnsupportedTopologyError` naming the processors that keep
-it out of the plan (Python-only serdes, operations with state or with no Column form).
+it out of the plan (Python-only serdes, operations with no Column form).
 
 Deserialization errors follow the task's handler exactly as in the Python pass: ``fail`` stops
 the task with ``DeserializationError: cannot deserialize the <key|value> of the record at topic
