@@ -144,6 +144,7 @@ def test_headers_killed_part_way_and_rerun_match_kafka_streams(
     task_records = sum(1 for records in (kafka_streams_run["records"], kafka_streams_run["amounts"])
                        for record in records if record[2] == 1)
     assert 0 < rerun.by_task["0_1"].records_in < task_records  # continued
+    assert rerun.by_task["0_0"].records_in == 0  # run whole, and cleanly, by the killed process
     # Sub-topology 0's Columns run in front of its state, handing their records over.
     assert isinstance(rerun.runner.compiled.program(0).column_plan, ColumnsBeforeState)
     assert {key: str(total) for key, total in rerun.runner.read_store("amount-sums").items()} \
