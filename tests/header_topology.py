@@ -8,8 +8,8 @@ cache (``count|``), ``HeaderEditor`` (``process``), which reads, removes and add
 forwards a record with new ones (``proc|``, ``fresh|``), and over a repartition topic that keeps
 each key in its partition, a windowed count without the cache (``win|``) and its final results
 (``final|``: a suppression, which emits an update with the headers of the record behind it); and on
-a second source, Column expressions in front of an uncached reduce (``sum|``) and of a join with the
-events' table (``join|``). Every record each produces should carry the headers Kafka Streams gives it.
+a second source, Column expressions in front of an uncached reduce (``sum|``) and of a join with a
+table of the events (``join|``). Every record each produces should carry the headers Kafka Streams gives it.
 
 Its classes are self-contained: Spark's Python workers cannot import modules of tests/, and the
 test ships this module by value.
@@ -84,9 +84,11 @@ def header_examples(topics: dict[str, str]) -> StreamsBuilder:
         .map(lambda key, n: (key.key, f"final|{key.window.start}|{n}")) \
         .to(topics["out"])
     # Column expressions in front of state (spark/column_hand_off.py): amounts (Long values, some
-    # malformed) filtered and mapped by Columns, then summed (an uncached reduce) and joined with the
-    # events' last values (a table of sub-topology 0: the amounts join its tasks).
-    last_events = events.to_table(Materialized.as_("last-events"))
+    # malformed) filtered and mapped by Columns, then summed (an uncached reduce) and joined with each
+    # key's first event (a table of sub-topology 0, set before any amount: the amounts join its tasks;
+    # a table that changed among the amounts would pair by where the killed run's batches cut the two
+    # topics: README, "Order across co-partitioned inputs").
+    first_events = events.group_by_key().reduce(lambda first, later: first, Materialized.as_("first-events"))
     amounts = builder.stream(topics["amounts"], Consumed.with_(Serdes.String(), Serdes.Long()))
     big = amounts.filter(F.col("value").isNull() | (F.col("value") > 10))
     big.map_values(F.col("value") * 2) \
@@ -97,6 +99,6 @@ def header_examples(topics: dict[str, str]) -> StreamsBuilder:
         .to(topics["out"])
     big.filter_not(F.col("value") > 25) \
         .map_values(F.concat(F.lit("a"), F.col("value").cast("string"))) \
-        .join(last_events, lambda amount, event: f"join|{_java(amount)}|{_java(event)}") \
+        .join(first_events, lambda amount, event: f"join|{_java(amount)}|{_java(event)}") \
         .to(topics["out"])
     return builder

@@ -16,6 +16,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from header_topology import HeaderEditor
+from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
 from dagster_kstreams.processors.hand_offs import HandOff
 from dagster_kstreams.processors.records import RecordContext
 from dagster_kstreams.spark.column_hand_off import ColumnsBeforeState
@@ -141,3 +142,27 @@ def test_a_source_records_rows_go_in_their_hand_offs_order_whatever_spark_gave()
     assert list(zip(output["topic"], output["value"])) == [("sums", b"sum=3"), ("upper", b"X"), ("sums", b"sum=7"),
                                                            ("upper", b"Y")]
     assert list(output["emit_order"]) == [5, 5, 6, 6]
+
+
+@pytest.mark.integration
+def test_a_records_hand_offs_follow_kafka_streams_order_of_children(spark):
+    """A source's children: a Python function, Columns into a count, another Python function. The
+    plan hands a record over three times, numbered in that order, each part as the right serde wrote it."""
+    builder = StreamsBuilder()
+    source = builder.stream("in", Consumed.with_(Serdes.String(), Serdes.Long()))
+    source.map_values(lambda v: v + 1).to("first")
+    source.filter(F.col("value") > 1).map_values(F.col("value").cast("string")).group_by_key().count()
+    source.map_values(lambda v: v - 1).to("last")
+    program = compile_topology(builder, "app").program(0)
+    rows = spark.createDataFrame(
+        [(b"k", _long(5), "in", 0, 3, None, 30, None), (b"k", b"bad", "in", 0, 4, None, 40, None)],
+        "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, event_time long, "
+        "headers array<struct<key: string, value: binary>>")
+    handed, output, hand_offs = program.column_plan.hand_over(rows, DeadLetterPolicy("log_and_continue"))
+    names = [program.nodes[index].name for hand_off in hand_offs for index in hand_off.children]
+    assert names == ["KSTREAM-MAPVALUES-0000000001", "KSTREAM-AGGREGATE-0000000006", "KSTREAM-MAPVALUES-0000000007"]
+    assert [hand_off.value_serde.name for hand_off in hand_offs] == ["Long", "String", "Long"]
+    got = sorted((row[HAND_OFF_COLUMN], row.offset, bytes(row.value)) for row in handed.collect())
+    # The malformed record is judged once, at the source, as Kafka Streams does: skipped on every path.
+    assert got == [(0, 3, _long(5)), (1, 3, b"5"), (2, 3, _long(5))]
+    assert output is None  # skipped, with no dead-letter topic

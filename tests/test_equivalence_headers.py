@@ -5,7 +5,7 @@ in several Arrow batches per micro-batch: the order a partition's records keep t
 that reads, removes and adds headers and forwards a record with new ones, and a windowed count
 without the record cache with its suppressed final results; and on a second input of sub-topology 0
 (the amounts: Long values), Column expressions in front of its state (a filter and ``map_values`` before
-an uncached reduce, a ``filter_not`` and ``map_values`` before a join with the events' table; run as a
+an uncached reduce, a ``filter_not`` and ``map_values`` before a join with each key's first event; run as a
 DataFrame plan that hands its records over: spark/column_hand_off.py). Kafka Streams 4.3.1 runs it
 once, skipping malformed records (LogAndContinueExceptionHandler), as our runs do (log_and_continue).
 
@@ -81,8 +81,9 @@ def _amounts(events: list[tuple], seed: int = 21) -> list[tuple]:
     rng = random.Random(seed)
     taken = {timestamp for *_, timestamp, _ in events}
     amounts = []
-    for i in range(120):
-        timestamp = T0 + i * 130 + 37 - (rng.randint(100, 4_000) if rng.random() < 0.2 else 0)
+    for i in range(48):  # few: each batch of sub-topology 0 costs its task's whole state (task-grouped)
+        # After each key's first event (the join's table), out of order now and then.
+        timestamp = T0 + 8_000 + i * 330 + 37 - (rng.randint(100, 4_000) if rng.random() < 0.2 else 0)
         while timestamp in taken:
             timestamp += 1
         taken.add(timestamp)
@@ -172,7 +173,7 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     # absent (deleted) event.
     joined = [value.decode() for group, sequence in expected.items() if group[0] == "join" for _, value, _ in sequence]
     sums = [value.decode() for group, sequence in expected.items() if group[0] == "sum" for _, value, _ in sequence]
-    assert len(joined) > 10 and len(sums) > 20
+    assert len(joined) > 5 and len(sums) > 15
     # One key's records of several branches of the rekeyed sub-topology, interleaved record by record.
     assert any(len({value.decode().split("|")[0] for _, value, _ in sequence}) == 3
                for group, sequence in expected.items() if group[0] == "rekeyed")

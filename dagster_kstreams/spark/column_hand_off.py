@@ -262,15 +262,20 @@ class ColumnsBeforeState(ColumnPlan):
         self._children(index, records, outputs, changed)
 
     def _children(self, index: int, records, outputs: list, changed: frozenset) -> None:
-        """A prefix processor's children: those in the prefix walked on, the others handed the
-        records together, where the first of them stands (Kafka Streams' order among them)."""
+        """A prefix processor's children in their order (Kafka Streams forwards a record to them in
+        it): those in the prefix walked on, each run of the others handed the records together."""
         node = self.program.nodes[index]
-        outside = tuple(child for child in node.children if child not in self.prefix)
+        outside: list[int] = []
         for child in node.children:
-            if child in self.prefix:
-                self._walk(child, records, outputs, changed=changed)
-            elif child == outside[0]:
-                self._hand_off(node, outside, records, changed)
+            if child not in self.prefix:
+                outside.append(child)
+                continue
+            if outside:
+                self._hand_off(node, tuple(outside), records, changed)
+                outside = []
+            self._walk(child, records, outputs, changed=changed)
+        if outside:
+            self._hand_off(node, tuple(outside), records, changed)
 
     def _hand_off(self, node, children: tuple, records, changed: frozenset) -> None:
         types = {field.name: field.dataType for field in records.schema.fields}

@@ -37,7 +37,7 @@ import org.apache.kafka.streams.state.WindowStore;
  * topic, a count without the record cache, a user processor that reads, removes and adds
  * headers, a windowed count with its suppressed final results, and on a second source (Long values, some
  * malformed: skipped by LogAndContinueExceptionHandler) filters and mapValues in front of an uncached
- * reduce and of a join with the events' table. Runs against a real broker until the input is consumed to its end; prints JSON
+ * reduce and of a join with each key's first event. Runs against a real broker until the input is consumed to its end; prints JSON
  * {"describe": topology.describe(), "stores": {the reduce's store}}.
  *
  * Args: bootstrap applicationId stateDir events amounts out
@@ -114,8 +114,8 @@ public final class HeaderExamples {
             .map((key, n) -> KeyValue.pair(key.key(), "final|" + key.window().start() + "|" + n))
             .to(out);
         // The twin writes these filters and mapValues as Column expressions, in front of the state.
-        KTable<String, String> lastEvents = stream.toTable(
-            Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("last-events"));
+        KTable<String, String> firstEvents = stream.groupByKey()
+            .reduce((first, later) -> first, Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("first-events"));
         KStream<String, Long> big = builder.stream(amounts, Consumed.with(Serdes.String(), Serdes.Long()))
             .filter((k, v) -> v == null || v > 10);
         big.mapValues(v -> v == null ? null : v * 2)
@@ -126,7 +126,7 @@ public final class HeaderExamples {
             .to(out, Produced.with(Serdes.String(), Serdes.String()));
         big.filterNot((k, v) -> v != null && v > 25)
             .mapValues(v -> v == null ? null : "a" + v)
-            .join(lastEvents, (amount, event) -> "join|" + amount + "|" + event)
+            .join(firstEvents, (amount, event) -> "join|" + amount + "|" + event)
             .to(out);
         return builder.build();
     }
