@@ -47,6 +47,7 @@ parses before a Column or at a prefix sink).
 
 from __future__ import annotations
 
+import copy
 from functools import reduce
 from typing import Any, Optional
 
@@ -214,9 +215,11 @@ class ColumnsBeforeState(ColumnPlan):
     def __init__(self, program, segments: dict, default_serdes: dict, prefix: set[int]):
         super().__init__(program, segments, default_serdes)
         self.prefix = frozenset(prefix)
+        # What one walk (hand_over, on a copy) collects: the handed rows and their hand-offs, and the
+        # source whose records it is walking.
         self._handed: list[DataFrame] = []
         self._hand_offs: list[HandOff] = []
-        self._source: Any = None  # the source whose records are being walked
+        self._source: Any = None
 
     def reads_in_jvm(self, source_node) -> bool:
         # A source no Column follows is handed whole: the program reads and judges its bytes.
@@ -227,13 +230,14 @@ class ColumnsBeforeState(ColumnPlan):
         ``source`` rows (in processing order, with ``seq`` and the state key where the program needs
         them). The handed rows have the source's columns, ``key`` and ``value`` as bytes, and
         :data:`HAND_OFF_COLUMN`, the position of their hand-off in the tuple."""
-        self._handed, self._hand_offs = [], []
+        # A walk of its own (tasks of one sub-topology may start at once, in threads); nothing of it
+        # stays on the plan, which goes to Spark's Python workers with the program.
+        walk = copy.copy(self)
+        walk._handed, walk._hand_offs = [], []
         outputs: list[DataFrame] = []
-        self._walk_sources(source, dead_letters, outputs)
-        handed = reduce(lambda left, right: left.unionByName(right), self._handed)
-        hand_offs = tuple(self._hand_offs)
-        # The plan goes to Spark's Python workers with the program: no DataFrame left on it.
-        self._handed, self._hand_offs, self._source = [], [], None
+        walk._walk_sources(source, dead_letters, outputs)
+        handed = reduce(lambda left, right: left.unionByName(right), walk._handed)
+        hand_offs = tuple(walk._hand_offs)
         output = None
         if outputs:
             schema = [*OUTPUT_COLUMNS, *(["partition"] if self.program.placed_topics else [])]

@@ -50,7 +50,7 @@ from dagster_kstreams.processors.user_processors import user_store_content
 from dagster_kstreams.processors.windows import WINDOW_KINDS
 from dagster_kstreams.spark.checkpoint import on_local_file_system
 from dagster_kstreams.spark.frames import output_schema
-from dagster_kstreams.spark.source import in_processing_order
+from dagster_kstreams.spark.source import in_processing_order, on_state_partitions
 from dagster_kstreams.spark.state_keys import state_key_column
 
 __all__ = ["Strategy", "STRATEGIES", "COLLECTED_STRATEGIES", "STATELESS_PASS_PLACES", "DEFAULT_STATELESS_PASS",
@@ -345,7 +345,10 @@ def _state_input(source: DataFrame, program: Any, dead_letters: DeadLetterPolicy
         return ordered, None
     handed, columns_output, hand_offs = program.column_plan.hand_over(ordered, dead_letters)
     program.hand_offs = hand_offs
-    return handed, columns_output
+    # A union of the plan's branches: with the task's state in one partition (configure_session), saying
+    # the rows sit in one spares the shuffle before the state, as on_state_partitions does for a source.
+    state_partitions = int(source.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    return on_state_partitions(handed, program, state_partitions), columns_output
 
 
 def _store_node(program: Any, slot: int) -> Any:
