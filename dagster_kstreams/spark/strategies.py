@@ -7,7 +7,9 @@ headers``) with that program, and knows how its state is laid out in the checkpo
 the first of :data:`STRATEGIES` that applies, fastest first:
 
 * :class:`ColumnPlan` — Column expressions: DataFrame operations on the JVM, with no Python pass, or
-  with their chains of Python functions as ``mapInArrow`` segments of the same plan.
+  with their chains of Python functions as ``mapInArrow`` segments of the same plan. (In a stateful
+  sub-topology they run in front of its state, which takes the records they hand over:
+  :mod:`dagster_kstreams.spark.column_hand_off`.)
 * :class:`JvmCount` — a sub-topology that is exactly ``source -> count -> to_stream -> to`` (the
   downstream half of a word count) runs as Spark's own streaming aggregation, with no Python.
 * :class:`TaskGroupedState` — one pass per batch with the task's whole state, when the
