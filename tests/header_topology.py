@@ -7,8 +7,9 @@ in segments of the same plan (``mixmap|``, ``mixa|``, ``mixb|``), a count withou
 cache (``count|``), ``HeaderEditor`` (``process``), which reads, removes and adds headers and
 forwards a record with new ones (``proc|``, ``fresh|``), and over a repartition topic that keeps
 each key in its partition, a windowed count without the cache (``win|``) and its final results
-(``final|``: a suppression, which emits an update with the headers of the record behind it). Every record each produces should carry
-the headers Kafka Streams gives it.
+(``final|``: a suppression, which emits an update with the headers of the record behind it); and on
+a second source, Column expressions in front of an uncached reduce (``sum|``) and of a join with a
+table of the events (``join|``). Every record each produces should carry the headers Kafka Streams gives it.
 
 Its classes are self-contained: Spark's Python workers cannot import modules of tests/, and the
 test ships this module by value.
@@ -21,7 +22,7 @@ from datetime import timedelta
 from pyspark.sql import functions as F
 
 from dagster_kstreams.topology import (
-    BufferConfig, Grouped, Headers, Materialized, Processor, Record, Repartitioned, Serdes, StreamsBuilder,
+    BufferConfig, Consumed, Grouped, Headers, Materialized, Processor, Record, Repartitioned, Serdes, StreamsBuilder,
     Suppressed, TimeWindows,
 )
 
@@ -44,7 +45,7 @@ def _java(value) -> str:
 
 
 def header_examples(topics: dict[str, str]) -> StreamsBuilder:
-    """The topology of HeaderExamples.java on ``topics`` (``events`` and ``out`` -> topic)."""
+    """The topology of HeaderExamples.java on ``topics`` (``events``, ``amounts`` and ``out`` -> topic)."""
     builder = StreamsBuilder()
     events = builder.stream(topics["events"])
     events.flat_map_values(lambda v: ["null"] if v is None else [v, v + "+"]) \
@@ -81,5 +82,23 @@ def header_examples(topics: dict[str, str]) -> StreamsBuilder:
     windowed.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())) \
         .to_stream() \
         .map(lambda key, n: (key.key, f"final|{key.window.start}|{n}")) \
+        .to(topics["out"])
+    # Column expressions in front of state (spark/column_hand_off.py): amounts (Long values, some
+    # malformed) filtered and mapped by Columns, then summed (an uncached reduce) and joined with each
+    # key's first event (a table of sub-topology 0, set before any amount: the amounts join its tasks;
+    # a table that changed among the amounts would pair by where the killed run's batches cut the two
+    # topics: README, "Order across co-partitioned inputs").
+    first_events = events.group_by_key().reduce(lambda first, later: first, Materialized.as_("first-events"))
+    amounts = builder.stream(topics["amounts"], Consumed.with_(Serdes.String(), Serdes.Long()))
+    big = amounts.filter(F.col("value").isNull() | (F.col("value") > 10))
+    big.map_values(F.col("value") * 2) \
+        .group_by_key(Grouped.with_(Serdes.String(), Serdes.Long())) \
+        .reduce(lambda total, amount: total + amount, Materialized.as_("amount-sums").with_caching_disabled()) \
+        .to_stream() \
+        .map_values(lambda total: f"sum|{total}") \
+        .to(topics["out"])
+    big.filter_not(F.col("value") > 25) \
+        .map_values(F.concat(F.lit("a"), F.col("value").cast("string"))) \
+        .join(first_events, lambda amount, event: f"join|{_java(amount)}|{_java(event)}") \
         .to(topics["out"])
     return builder

@@ -3,7 +3,11 @@ HeaderExamples): stateless operations and a sink, a repartition topic read back 
 of Column expressions (run in the JVM) mixed with Python functions (segments of the same plan, run
 in several Arrow batches per micro-batch: the order a partition's records keep through them shows), a count without the record cache, and a user processor
 that reads, removes and adds headers and forwards a record with new ones, and a windowed count
-without the record cache with its suppressed final results. Kafka Streams 4.3.1 runs it once.
+without the record cache with its suppressed final results; and on a second input of sub-topology 0
+(the amounts: Long values), Column expressions in front of its state (a filter and ``map_values`` before
+an uncached reduce, a ``filter_not`` and ``map_values`` before a join with each key's first event; run as a
+DataFrame plan that hands its records over: spark/column_hand_off.py). Kafka Streams 4.3.1 runs it
+once, skipping malformed records (LogAndContinueExceptionHandler), as our runs do (log_and_continue).
 
 Our tasks run the twin in a ``dagster-kstreams run`` process in batches of 40 records, SIGKILLed
 once task 0_1 has committed its first batch; a rerun in another process (this one) continues every
@@ -11,9 +15,11 @@ task from its checkpoint.
 
 Input (2 partitions): each record has a ``src`` header naming its partition, and some have
 duplicate ``dup`` headers, a header with a null value, a ``drop`` header; null keys and null
-values; out-of-order timestamps. Compared: every output record's key, value and headers (less the
-runner's own ``__dagster_kstreams.*`` position header), in output order per branch and source
-partition (per key too after the repartition topic, whose two writers interleave), and describe().
+values; out-of-order timestamps. The amounts: null keys, null values, malformed 3-byte values,
+out-of-order timestamps that never tie with an event's. Compared: every output record's key, value and
+headers (less the runner's own ``__dagster_kstreams.*`` position header), in output order per branch
+and source partition (per key too after the repartition topic, whose two writers interleave), the
+reduce's store read back, and describe().
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import produce, read_topic
 from dagster_kstreams.kafka.timestamp_header import INTERNAL_HEADER_PREFIX
 from dagster_kstreams.spark.batch_writer import HEADER_WRITTEN
+from dagster_kstreams.spark.column_hand_off import ColumnsBeforeState
 from dagster_kstreams.spark.strategies import ColumnPlan, strategy_for
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology import StreamsBuilder
@@ -66,6 +73,28 @@ def _input(seed: int = 9) -> list[tuple]:
     return events
 
 
+def _amounts(events: list[tuple], seed: int = 21) -> list[tuple]:
+    """``[(key, value, partition, timestamp, headers)]`` of the amounts: 8-byte longs (some at most
+    10, which the Columns filter out), null values, null keys, malformed values (3 bytes: both sides
+    skip them), out-of-order timestamps that never tie with an event's (the join reads the events'
+    table as of the task's timestamp merge of both topics)."""
+    rng = random.Random(seed)
+    taken = {timestamp for *_, timestamp, _ in events}
+    amounts = []
+    for i in range(48):  # few: each batch of sub-topology 0 costs its task's whole state (task-grouped)
+        # After each key's first event (the join's table), out of order now and then.
+        timestamp = T0 + 8_000 + i * 330 + 37 - (rng.randint(100, 4_000) if rng.random() < 0.2 else 0)
+        while timestamp in taken:
+            timestamp += 1
+        taken.add(timestamp)
+        key = None if rng.random() < 0.05 else f"k{rng.randint(1, 6)}".encode()
+        partition = i % PARTITIONS if key is None else default_partition(key, PARTITIONS)
+        roll = rng.random()
+        value = (None if roll < 0.06 else b"bad" if roll < 0.12 else rng.randint(0, 40).to_bytes(8, "big", signed=True))
+        amounts.append((key, value, partition, timestamp, [("src", f"p{partition}".encode())]))
+    return amounts
+
+
 def _results(bootstrap: str, topic: str) -> dict[tuple, list]:
     """``{(branch, source partition): [(key, value, headers)]}`` in offset order; after the
     repartition topic, ``{("rekeyed", source partition, key): ...}``, every branch of that
@@ -82,14 +111,17 @@ def _results(bootstrap: str, topic: str) -> dict[tuple, list]:
 
 @pytest.fixture(scope="module")
 def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory):
-    inputs = {"events": unique_topic("headers-events")}
-    kafka_admin.create_topics({inputs["events"]: PARTITIONS})
+    inputs = {"events": unique_topic("headers-events"), "amounts": unique_topic("headers-amounts")}
+    kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
     records = _input()
+    amounts = _amounts(records)
     produce(kafka_bootstrap, inputs["events"], records)
+    produce(kafka_bootstrap, inputs["amounts"], amounts)
     topics, stdout = run_kafka_streams("kstreams.oracle.HeaderExamples", "headers", kafka_bootstrap, kafka_admin,
                                        unique_topic, tmp_path_factory, inputs, {"out": 1})
-    return {"inputs": inputs, "records": records, "describe": json.loads(stdout)["describe"],
-            "results": _results(kafka_bootstrap, topics["out"]), "topics": topics}
+    report = json.loads(stdout)
+    return {"inputs": inputs, "records": records, "amounts": amounts, "describe": report["describe"],
+            "stores": report["stores"], "results": _results(kafka_bootstrap, topics["out"]), "topics": topics}
 
 
 def test_describe_of_the_topology_run_is_kafka_streams(spark, kafka_streams_run):  # spark: Columns need it
@@ -106,9 +138,18 @@ def test_headers_killed_part_way_and_rerun_match_kafka_streams(
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], {"out": 1})
     rerun = kill_and_rerun(tmp_path, header_examples, topics, app_id=unique_topic("spark-headers"),
                            bootstrap=kafka_bootstrap, spark=spark, kill_when=lambda line: line.startswith("task 0_1 batch"),
-                           killed_args=("--parallelism", "1", "--max-records-per-batch", "40"),
-                           arrow_batch_size=7)  # a task's batch in several Arrow batches through the segments
-    assert 0 < rerun.by_task["0_1"].records_in < len(kafka_streams_run["records"]) // PARTITIONS  # continued
+                           killed_args=("--parallelism", "1", "--max-records-per-batch", "40",
+                                        "--deserialization-exception-handler", "log_and_continue"),
+                           arrow_batch_size=7,  # a task's batch in several Arrow batches through the segments
+                           deserialization_exception_handler="log_and_continue")
+    task_records = sum(1 for records in (kafka_streams_run["records"], kafka_streams_run["amounts"])
+                       for record in records if record[2] == 1)
+    assert 0 < rerun.by_task["0_1"].records_in < task_records  # continued
+    assert rerun.by_task["0_0"].records_in == 0  # run whole, and cleanly, by the killed process
+    # Sub-topology 0's Columns run in front of its state, handing their records over.
+    assert isinstance(rerun.runner.compiled.program(0).column_plan, ColumnsBeforeState)
+    assert {key: str(total) for key, total in rerun.runner.read_store("amount-sums").items()} \
+        == kafka_streams_run["stores"]
     # The Column plan with its Python segments (not a Python pass) ran the rekeyed sub-topology.
     application = rerun.runner.compiled.application
     (rekeyed,) = [sub for sub in application.subtopology_ids
@@ -126,7 +167,13 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     """Kafka Streams' output shows what the test is about: every branch from both partitions,
     duplicate header names, null header values, the processor's added and new headers."""
     branches = {value.decode().split("|")[0] for sequence in expected.values() for _, value, _ in sequence}
-    assert branches == {"flat", "rekeyed", "count", "proc", "fresh", "win", "final", "mixmap", "mixa", "mixb"}
+    assert branches == {"flat", "rekeyed", "count", "proc", "fresh", "win", "final", "mixmap", "mixa", "mixb",
+                        "sum", "join"}
+    # Behind the Columns: sums of doubled amounts over 10, joins of those up to 25 with a present and an
+    # absent (deleted) event.
+    joined = [value.decode() for group, sequence in expected.items() if group[0] == "join" for _, value, _ in sequence]
+    sums = [value.decode() for group, sequence in expected.items() if group[0] == "sum" for _, value, _ in sequence]
+    assert len(joined) > 5 and len(sums) > 15
     # One key's records of several branches of the rekeyed sub-topology, interleaved record by record.
     assert any(len({value.decode().split("|")[0] for _, value, _ in sequence}) == 3
                for group, sequence in expected.items() if group[0] == "rekeyed")

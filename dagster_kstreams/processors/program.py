@@ -48,6 +48,7 @@ from dagster_kstreams.kafka.dead_letter import (
 )
 from dagster_kstreams.processors.base import Processor
 from dagster_kstreams.processors.fused_chains import compile_entries
+from dagster_kstreams.processors.hand_offs import HandOff
 from dagster_kstreams.processors.own_groups import WindowKeys, reads_state_downstream
 from dagster_kstreams.processors.records import FLUSH_ORDER, Output, RecordContext, header_column
 from dagster_kstreams.processors.state import ABSENT, GroupState
@@ -87,6 +88,10 @@ class SubtopologyProgram:
                 first_of_slot.setdefault(node.state_slot, index)
         self.stateful_nodes = list(first_of_slot.values())
         self.store_slots = {nodes[i].store: nodes[i].state_slot for i in self.stateful_nodes}
+        # Where records an engine hands over part way in enter (hand_offs.py; set by the engine when
+        # it runs the first processors itself): a record given with hand-off ``i`` enters at
+        # ``hand_offs[i]`` instead of at its topic's source.
+        self.hand_offs: tuple[HandOff, ...] = ()
         self._last_raw_key = self._last_key = self._last_key_node = None
         # Partition counts of the topics its sinks place records on themselves (a stream
         # partitioner's ``num_partitions``), as the broker has them: set by the engine before a run
@@ -231,7 +236,8 @@ class SubtopologyProgram:
     def run_key_group(self, records: Iterable[tuple[RecordContext, Any, Any]],
                       stored: Optional[tuple]) -> tuple[Output, Optional[tuple]]:
         """Run all records of one source key (``(context, raw key, raw value)`` in processing
-        order) through a stateful sub-topology.
+        order, or ``(context, raw key, raw value, hand-off)``: :attr:`hand_offs`) through a stateful
+        sub-topology.
 
         ``stored`` is the key's state row (one pickled value per store, or None). Returns the
         sink records and the new state row (``stored`` itself when nothing changed; None:
@@ -243,8 +249,8 @@ class SubtopologyProgram:
             values = [ABSENT if blob is None else pickle.loads(blob) for blob in stored]
         state = GroupState(values)
         out = Output(ordered=True)
-        for context, key, value in records:
-            self.process_record(context, key, value, out, state)
+        for context, key, value, *hand_off in records:
+            self.process_record(context, key, value, out, state, *hand_off)
         self._flush(lambda: [state], out)
         if not state.changed:
             return out, stored
@@ -271,10 +277,10 @@ class SubtopologyProgram:
             records = itertools.chain([first], records)
             for node in self.nodes:
                 node.start_task_batch(task, out, first[0])
-        for context, key, value in records:
+        for context, key, value, *hand_off in records:
             group = task.group(context.raw_key)
             stream_time = advance_stream_time(task, context.timestamp) if punctuating else None
-            self.process_record(context, key, value, out, group)
+            self.process_record(context, key, value, out, group, *hand_off)
             if punctuating:  # the Processor API's punctuators, after the record
                 punctuate(punctuating, stream_time, context, group)
         # the groups a store's flush made dirty downstream count too (own_groups.py: other keys)
@@ -285,14 +291,15 @@ class SubtopologyProgram:
 
     # -- record flow ------------------------------------------------------------------
     def process_record(self, context: RecordContext, raw_key, raw_value, out: Output,
-                       state: Optional[GroupState]) -> Optional[RecordContext]:
-        """Deserialize one source record and run it through the processors. Returns its
-        context, or None when the dead-letter policy skipped it. What it emits is marked with
-        its position (an ordered ``out``: :meth:`Output.mark`)."""
+                       state: Optional[GroupState], hand_off: Optional[int] = None) -> Optional[RecordContext]:
+        """Deserialize one source record and run it through the processors (from its topic's
+        source, or from :attr:`hand_offs` ``[hand_off]``, with its serdes). Returns its context, or
+        None when the dead-letter policy skipped it. What it emits is marked with its position (an
+        ordered ``out``: :meth:`Output.mark`)."""
         if out.marks is not None:
             out.marks.append((len(out.topic), context.position))
         topic, partition, offset = context.topic, context.partition, context.offset
-        node = self.nodes[self._source_of(context)]
+        node = self.nodes[self._source_of(context)] if hand_off is None else self.hand_offs[hand_off]
         raw_key = None if raw_key is None else bytes(raw_key)
         raw_value = None if raw_value is None else bytes(raw_value)
         try:

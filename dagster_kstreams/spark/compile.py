@@ -18,6 +18,7 @@ from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
 from dagster_kstreams.processors.build import BuildContext, build_program
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.spark import expressions
+from dagster_kstreams.spark.column_hand_off import plan_before_state
 from dagster_kstreams.spark.frames import SparkProgram
 from dagster_kstreams.topology.application import ApplicationTopology
 from dagster_kstreams.topology.serdes import Serdes
@@ -83,10 +84,12 @@ class CompiledTopology:
                                self.default_key_serde, self.default_value_serde, spark_function,
                                kafka_config=self.kafka_config)
         program = build_program(context, self.dead_letters, SparkProgram)
-        # Column expressions: the whole sub-topology as DataFrame operations, its Python functions in
-        # segments (None without any).
-        program.column_plan = expressions.plan(program, UnsupportedTopologyError,
-                                               self.default_key_serde, self.default_value_serde)
+        # Column expressions: a stateless sub-topology as DataFrame operations, its Python functions in
+        # segments; a stateful one's Columns in front of its state, handing their records over (None
+        # without any).
+        planner = plan_before_state if program.stateful else expressions.plan
+        program.column_plan = planner(program, UnsupportedTopologyError, self.default_key_serde,
+                                      self.default_value_serde)
         return program
 
 

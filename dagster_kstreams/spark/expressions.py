@@ -34,9 +34,10 @@ A sink with a stream partitioner, or whose topic a Python function picks, adds o
 over the output, which calls them (:mod:`dagster_kstreams.spark.column_placement`). Python functions
 of those same operations (and ``flat_map``) may stand anywhere among the Column operations: each
 chain of them runs as one ``mapInArrow`` segment inside the plan (:mod:`dagster_kstreams.spark.python_segments`).
+In a sub-topology with state, Column operations run in front of it (:mod:`dagster_kstreams.spark.column_hand_off`).
 Any other sub-topology that uses a Column expression is rejected with
 :class:`~dagster_kstreams.spark.compile.UnsupportedTopologyError` naming the processors that keep
-it out of the plan (Python-only serdes, operations with state or with no Column form).
+it out of the plan (Python-only serdes, operations with no Column form).
 
 Deserialization errors follow the task's handler exactly as in the Python pass: ``fail`` stops
 the task with ``DeserializationError: cannot deserialize the <key|value> of the record at topic
@@ -205,6 +206,9 @@ class ColumnPlan:
     """A stateless sub-topology made of Column operations, as DataFrame operations, with its chains
     of Python functions as segments (:mod:`dagster_kstreams.spark.python_segments`)."""
 
+    keeps_raw_bytes = False  # whether the walked rows keep their source bytes (column_hand_off.py reads them)
+    carried_columns: tuple[str, ...] = ()  # source columns the walked rows keep as they are, where present
+
     def __init__(self, program, segments: dict, default_serdes: dict):
         self.program = program
         self.segments = segments  # by the index of a segment's first processor
@@ -234,18 +238,38 @@ class ColumnPlan:
         """The task's output DataFrame (``topic, key, value, headers``) from its source DataFrame
         (``key, value, topic, partition, offset, timestamp`` as Spark's Kafka source gives them)."""
 
-        outputs = []
+        outputs: list = []
+        self._walk_sources(source, dead_letters, outputs)
+        if not outputs:
+            outputs.append(source.where(F.lit(False)).select(
+                F.col("topic"), F.col("key"), F.col("value"), F.lit(None).cast(_HEADERS_TYPE).alias("headers"),
+                F.lit(None).cast("long").alias("timestamp_ms"), F.lit(None).cast("long").alias("emit_order"),
+                *placement_columns(self.program, None)))
+        output = reduce(lambda left, right: left.unionByName(right), outputs)
+        if passes_over_output(self.program):  # a partitioner or a topic picker: one Python pass
+            output = with_placed_partitions(output, self.program)
+        return output
+
+    def reads_in_jvm(self, source_node) -> bool:
+        """Whether the plan deserializes a source's records in the JVM (else its Python functions
+        read their bytes themselves)."""
+        return not decoded_in_python(source_node)
+
+    def _walk_sources(self, source, dead_letters, outputs: list) -> None:
+        """Each source's records, read (malformed ones to ``outputs`` as dead letters, or failing the
+        task), through its children (:meth:`_walk`); with :attr:`keeps_raw_bytes`, the rows keep their
+        raw bytes as ``_raw_key`` and ``_raw_value``."""
         nodes = self.program.nodes
         # Each output row goes out by its source record's position: its seq in processing order (several
         # topics), else its offset (one partition); used when the rows are sorted (orders_output).
         emit_order = F.col("seq") if "seq" in source.columns else F.col("offset").cast("long")
         # The records' headers pass through to what they produce, as in Kafka Streams.
         record_headers = F.col("headers") if "headers" in source.columns else F.lit(None).cast(_HEADERS_TYPE)
-        for node in nodes:
+        for index, node in enumerate(nodes):
             if node.kind != "source":
                 continue
             records = source.where(F.col("topic").isin(list(node.topics)))
-            if decoded_in_python(node):  # raw: its Python segments read and judge the bytes
+            if not self.reads_in_jvm(node):  # raw: what follows reads and judges the bytes
                 key, key_bad, key_reason = F.col("key"), F.lit(False), ""
                 value, value_bad, value_reason = F.col("value"), F.lit(False), ""
             else:
@@ -257,6 +281,7 @@ class ColumnPlan:
                 record_headers.alias("_headers"),
                 key.alias("key"), value.alias("value"),
                 key_bad.alias("_key_bad"), value_bad.alias("_value_bad"),
+                *(name for name in self.carried_columns if name in source.columns),
             )
             bad = F.col("_key_bad") | F.col("_value_bad")
 
@@ -294,18 +319,13 @@ class ColumnPlan:
                         F.col("_emit_order").alias("emit_order"), *placement_columns(self.program, None),
                     ))
                 records = records.where(~bad)
-            records = records.drop("_raw_key", "_raw_value", "_key_bad", "_value_bad")
-            for child in node.children:
-                self._walk(child, records, outputs)
-        if not outputs:
-            outputs.append(source.where(F.lit(False)).select(
-                F.col("topic"), F.col("key"), F.col("value"), F.lit(None).cast(_HEADERS_TYPE).alias("headers"),
-                F.lit(None).cast("long").alias("timestamp_ms"), F.lit(None).cast("long").alias("emit_order"),
-                *placement_columns(self.program, None)))
-        output = reduce(lambda left, right: left.unionByName(right), outputs)
-        if passes_over_output(self.program):  # a partitioner or a topic picker: one Python pass
-            output = with_placed_partitions(output, self.program)
-        return output
+            records = records.drop("_key_bad", "_value_bad", *(() if self.keeps_raw_bytes else ("_raw_key", "_raw_value")))
+            self._walk_source(index, records, outputs)
+
+    def _walk_source(self, index: int, records, outputs: list) -> None:
+        """A source's read records through its children."""
+        for child in self.program.nodes[index].children:
+            self._walk(child, records, outputs)
 
     def _walk(self, index: int, records, outputs: list, encoded: frozenset = frozenset()) -> None:
         """Processor ``index`` and what follows, on the ``records`` that reach it; ``encoded``: the
@@ -314,39 +334,51 @@ class ColumnPlan:
             self._segment(self.segments[index], records, outputs)
             return
         node = self.program.nodes[index]
+        if node.kind == "sink":
+            outputs.append(self._sink_rows(index, records, encoded))
+            return
+        records = self._step(node, records)
+        for child in node.children:
+            self._walk(child, records, outputs)
+
+    @staticmethod
+    def _step(node, records):
+        """``records`` after processor ``node`` (a Column operation or one that passes records on)."""
         kind = node.kind
         column = node.fn.column if isinstance(node.fn, ColumnExpression) else None
         if kind == "filter":
             keep = F.coalesce(column, F.lit(False))
-            records = records.where(~keep if node.negate else keep)
-        elif kind == "map_values":
-            records = records.withColumn("value", column)
-        elif kind == "select_key":
-            records = records.withColumn("key", column)
-        elif kind == "map":
+            return records.where(~keep if node.negate else keep)
+        if kind == "map_values":
+            return records.withColumn("value", column)
+        if kind == "select_key":
+            return records.withColumn("key", column)
+        if kind == "map":
             new_key, new_value = column
-            records = records.withColumns({"key": new_key, "value": new_value})
-        elif kind == "flat_map_values":
-            records = records.withColumn("value", F.explode(column))
-        elif kind == "repartition_filter":
-            records = records.where(F.col("key").isNotNull())
-        elif kind == "sink":
-            types = {field.name: field.dataType for field in records.schema.fields}
-            # A repartition topic keeps the record's timestamp (the batch writer makes it a header).
-            timestamp = F.col("event_time") if node.carry_timestamp else F.lit(None).cast("long")
-            outputs.append(records.select(
-                F.lit(node.topic).cast("string").alias("topic"),  # None: picked in the pass
-                *(F.col(ENCODED[part]).alias(part) if part in encoded
-                  else serialize(F.col(part), types[part], serde).alias(part)
-                  for part, serde in (("key", node.key_serde), ("value", node.value_serde))),
-                F.col("_headers").alias("headers"),
-                timestamp.alias("timestamp_ms"),
-                F.col("_emit_order").alias("emit_order"),
-                *placement_columns(self.program, index),
-            ))
-            return
-        for child in node.children:
-            self._walk(child, records, outputs)
+            return records.withColumns({"key": new_key, "value": new_value})
+        if kind == "flat_map_values":
+            return records.withColumn("value", F.explode(column))
+        if kind == "repartition_filter":
+            return records.where(F.col("key").isNotNull())
+        return records  # merge, a branch's child
+
+    def _sink_rows(self, index: int, records, encoded: frozenset):
+        """The output rows of sink ``index`` for the ``records`` that reach it; ``encoded``: the parts
+        a Python segment wrote for it (in :data:`ENCODED`)."""
+        node = self.program.nodes[index]
+        types = {field.name: field.dataType for field in records.schema.fields}
+        # A repartition topic keeps the record's timestamp (the batch writer makes it a header).
+        timestamp = F.col("event_time") if node.carry_timestamp else F.lit(None).cast("long")
+        return records.select(
+            F.lit(node.topic).cast("string").alias("topic"),  # None: picked in the pass
+            *(F.col(ENCODED[part]).alias(part) if part in encoded
+              else serialize(F.col(part), types[part], serde).alias(part)
+              for part, serde in (("key", node.key_serde), ("value", node.value_serde))),
+            F.col("_headers").alias("headers"),
+            timestamp.alias("timestamp_ms"),
+            F.col("_emit_order").alias("emit_order"),
+            *placement_columns(self.program, index),
+        )
 
     def _segment(self, segment, records, outputs: list) -> None:
         """A segment of Python functions (python_segments.py) as one ``mapInArrow``, then each exit's

@@ -30,7 +30,7 @@ from dagster_kstreams.processors.program import SubtopologyProgram
 from dagster_kstreams.processors.records import Output, RecordContext
 from dagster_kstreams.spark.state_keys import STATE_KEY_COLUMN
 
-__all__ = ["SparkProgram", "OUTPUT_COLUMNS", "OUTPUT_SPARK_SCHEMA", "PLACED_COLUMNS", "SOURCE_COLUMNS",
+__all__ = ["SparkProgram", "HAND_OFF_COLUMN", "OUTPUT_COLUMNS", "OUTPUT_SPARK_SCHEMA", "PLACED_COLUMNS", "SOURCE_COLUMNS",
            "output_schema"]
 
 # What a task's pass emits: the columns Spark's Kafka sink reads, plus ``timestamp_ms``, the
@@ -61,6 +61,11 @@ def output_schema(program: Any) -> str:
 SOURCE_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "event_time")
 # ... and ``headers`` when the task carries its records' headers (spark/source.py), without the
 # runner's own (``__dagster_kstreams.*``); null for a record with none.
+
+# ... and ``hand_off`` when a Column plan ran the sub-topology's first processors: where each of its
+# records enters the program (SubtopologyProgram.hand_offs; spark/column_hand_off.py). A source
+# record may then come as several rows of one position, in the order of their hand-offs.
+HAND_OFF_COLUMN = "hand_off"
 
 _ARROW_HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
@@ -150,13 +155,18 @@ class SparkProgram(SubtopologyProgram):
                         watermark_ms: Optional[int]) -> Iterator[tuple[RecordContext, Optional[bytes], Any]]:
         """``(context, raw key, raw value)`` of each record of a pandas batch, in the task's
         processing order. A record's position is its ``seq``, else (one source partition) its offset."""
+        handed = HAND_OFF_COLUMN in records.columns
         if "seq" in records.columns:
             # The task's processing order across its partitions (Kafka Streams' timestamp merge).
-            if not records["seq"].is_monotonic_increasing:
+            if handed:  # a record's rows by their hand-offs' order, which a shuffle does not keep
+                records = records.sort_values(["seq", HAND_OFF_COLUMN], kind="stable")
+            elif not records["seq"].is_monotonic_increasing:
                 records = records.sort_values("seq", kind="stable")
         elif len(self.source_by_topic) > 1:
             raise ValueError(f"sub-topology {self.subtopology_id} reads several topics: its records need the "
                              "processing order (event_time.with_processing_order)")
+        elif handed:
+            records = records.sort_values(["offset", HAND_OFF_COLUMN], kind="stable")
         elif not records["offset"].is_monotonic_increasing:
             records = records.sort_values("offset", kind="stable")
         if "stream_time" in records.columns:
@@ -169,6 +179,7 @@ class SparkProgram(SubtopologyProgram):
         offsets = records["offset"].tolist()
         positions = records["seq"].tolist() if "seq" in records.columns else offsets
         keys = records["key"].tolist()
+        hand_offs = iter(records[HAND_OFF_COLUMN].tolist()) if handed else None
         # What the record's state is kept by: its key's bytes, or the store's (spark/state_keys.py).
         state_keys = records[STATE_KEY_COLUMN].tolist() if STATE_KEY_COLUMN in records.columns else keys
         for key, state_key, value, topic, partition, offset, timestamp, stream_time, before, position, headers in zip(
@@ -178,8 +189,12 @@ class SparkProgram(SubtopologyProgram):
         ):
             raw_key = None if key is None else bytes(key)
             state_key = raw_key if state_key is key else None if state_key is None else bytes(state_key)
-            yield (RecordContext(topic, partition, offset, timestamp, stream_time, before, state_key, position,
-                                 headers), raw_key, value)
+            context = RecordContext(topic, partition, offset, timestamp, stream_time, before, state_key, position,
+                                    headers)
+            if handed:
+                yield context, raw_key, value, next(hand_offs)
+            else:
+                yield context, raw_key, value
 
 
 def _arrow_headers(batch: pa.RecordBatch) -> Iterable[Optional[list]]:

@@ -7,7 +7,9 @@ headers``) with that program, and knows how its state is laid out in the checkpo
 the first of :data:`STRATEGIES` that applies, fastest first:
 
 * :class:`ColumnPlan` — Column expressions: DataFrame operations on the JVM, with no Python pass, or
-  with their chains of Python functions as ``mapInArrow`` segments of the same plan.
+  with their chains of Python functions as ``mapInArrow`` segments of the same plan. (In a stateful
+  sub-topology they run in front of its state, which takes the records they hand over:
+  :mod:`dagster_kstreams.spark.column_hand_off`.)
 * :class:`JvmCount` — a sub-topology that is exactly ``source -> count -> to_stream -> to`` (the
   downstream half of a word count) runs as Spark's own streaming aggregation, with no Python.
 * :class:`TaskGroupedState` — one pass per batch with the task's whole state, when the
@@ -50,7 +52,7 @@ from dagster_kstreams.processors.user_processors import user_store_content
 from dagster_kstreams.processors.windows import WINDOW_KINDS
 from dagster_kstreams.spark.checkpoint import on_local_file_system
 from dagster_kstreams.spark.frames import output_schema
-from dagster_kstreams.spark.source import in_processing_order
+from dagster_kstreams.spark.source import in_processing_order, on_state_partitions
 from dagster_kstreams.spark.state_keys import state_key_column
 
 __all__ = ["Strategy", "STRATEGIES", "COLLECTED_STRATEGIES", "STATELESS_PASS_PLACES", "DEFAULT_STATELESS_PASS",
@@ -101,7 +103,8 @@ class Strategy:
 
 class ColumnPlan(Strategy):
     def applies(self, program: Any) -> bool:
-        return getattr(program, "column_plan", None) is not None
+        # A stateful sub-topology's Columns run in front of its state (_state_input).
+        return getattr(program, "column_plan", None) is not None and not program.stateful
 
     def build(self, source, program, dead_letters):
         return program.column_plan.build(in_processing_order(source, program), dead_letters)
@@ -172,10 +175,11 @@ class TaskGroupedState(Strategy):
             if output is not None:
                 yield output
 
-        ordered = in_processing_order(source, program)
-        return ordered.withColumn(_TASK_GROUP, F.lit(0)).groupBy(_TASK_GROUP).applyInPandasWithState(
+        records, columns_output = _state_input(source, program, dead_letters)
+        output = records.withColumn(_TASK_GROUP, F.lit(0)).groupBy(_TASK_GROUP).applyInPandasWithState(
             run_task, output_schema(program), "task binary", "Update", GroupStateTimeout.NoTimeout
         )
+        return output if columns_output is None else output.unionByName(columns_output)
 
     def orders_output(self, program: Any) -> bool:
         return True  # the end-of-batch flush, and the rows land in one of the state partitions
@@ -222,9 +226,11 @@ class KeyedState(Strategy):
             if output is not None:
                 yield output
 
-        return in_processing_order(source, program).groupBy(state_key_column(program)).applyInPandasWithState(
+        records, columns_output = _state_input(source, program, dead_letters)
+        output = records.groupBy(state_key_column(program)).applyInPandasWithState(
             run_key_group, output_schema(program), state_schema, "Update", GroupStateTimeout.NoTimeout
         )
+        return output if columns_output is None else output.unionByName(columns_output)
 
     def orders_output(self, program: Any) -> bool:
         return True  # key group after key group
@@ -330,6 +336,22 @@ def configure_session(session: SparkSession, state_partitions: int, arrow_batch_
         session.conf.set(CHECKPOINT_FILE_MANAGER, FILE_SYSTEM_CHECKPOINTS)
     if arrow_batch_size is not None:
         session.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(arrow_batch_size))
+
+
+def _state_input(source: DataFrame, program: Any, dead_letters: DeadLetterPolicy) -> tuple[DataFrame, Optional[DataFrame]]:
+    """What a stateful program is run on, and the output rows that do not go through it: the task's
+    records in processing order, or, when Column expressions stand in front of its state
+    (spark/column_hand_off.py), the records they hand over and their own output (sinks, dead
+    letters; None: none). The program learns the hand-offs here, before Spark ships it."""
+    ordered = in_processing_order(source, program)
+    if program.column_plan is None:
+        return ordered, None
+    handed, columns_output, hand_offs = program.column_plan.hand_over(ordered, dead_letters)
+    program.hand_offs = hand_offs
+    # A union of the plan's branches: with the task's state in one partition (configure_session), saying
+    # the rows sit in one spares the shuffle before the state, as on_state_partitions does for a source.
+    state_partitions = int(source.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    return on_state_partitions(handed, program, state_partitions), columns_output
 
 
 def _store_node(program: Any, slot: int) -> Any:

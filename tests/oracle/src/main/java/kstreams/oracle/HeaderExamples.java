@@ -4,6 +4,7 @@ import static java.nio.charset.StandardCharsets.UTF_8;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Properties;
 
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Headers;
@@ -12,11 +13,15 @@ import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.errors.LogAndContinueExceptionHandler;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
@@ -30,10 +35,12 @@ import org.apache.kafka.streams.state.WindowStore;
 /**
  * Record headers through Kafka Streams itself: stateless operations and a sink, a repartition
  * topic, a count without the record cache, a user processor that reads, removes and adds
- * headers, and a windowed count with its suppressed final results. Runs against a real broker until the input is consumed to its end; prints JSON
- * {"describe": topology.describe()}.
+ * headers, a windowed count with its suppressed final results, and on a second source (Long values, some
+ * malformed: skipped by LogAndContinueExceptionHandler) filters and mapValues in front of an uncached
+ * reduce and of a join with each key's first event. Runs against a real broker until the input is consumed to its end; prints JSON
+ * {"describe": topology.describe(), "stores": {the reduce's store}}.
  *
- * Args: bootstrap applicationId stateDir events out
+ * Args: bootstrap applicationId stateDir events amounts out
  *
  * The Python twin is tests/header_topology.py; keep the two in step.
  */
@@ -67,7 +74,7 @@ public final class HeaderExamples {
         }
     }
 
-    static Topology headerExamples(String events, String out) {
+    static Topology headerExamples(String events, String amounts, String out) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> stream = builder.stream(events);
         stream.flatMapValues(v -> v == null ? List.of("null") : List.of(v, v + "+"))
@@ -106,14 +113,34 @@ public final class HeaderExamples {
             .toStream()
             .map((key, n) -> KeyValue.pair(key.key(), "final|" + key.window().start() + "|" + n))
             .to(out);
+        // The twin writes these filters and mapValues as Column expressions, in front of the state.
+        KTable<String, String> firstEvents = stream.groupByKey()
+            .reduce((first, later) -> first, Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("first-events"));
+        KStream<String, Long> big = builder.stream(amounts, Consumed.with(Serdes.String(), Serdes.Long()))
+            .filter((k, v) -> v == null || v > 10);
+        big.mapValues(v -> v == null ? null : v * 2)
+            .groupByKey(Grouped.with(Serdes.String(), Serdes.Long()))
+            .reduce(Long::sum, Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("amount-sums").withCachingDisabled())
+            .toStream()
+            .mapValues(total -> "sum|" + total)
+            .to(out, Produced.with(Serdes.String(), Serdes.String()));
+        big.filterNot((k, v) -> v != null && v > 25)
+            .mapValues(v -> v == null ? null : "a" + v)
+            .join(firstEvents, (amount, event) -> "join|" + amount + "|" + event)
+            .to(out);
         return builder.build();
     }
 
     public static void main(String[] args) throws Exception {
         String applicationId = args[1];
-        Topology topology = headerExamples(args[3], args[4]);
-        KafkaStreamsRuns.runUntilConsumed(topology, args[0], applicationId, args[2],
-            () -> List.of(args[3], applicationId + "-rekeyed-repartition", applicationId + "-windowed-repartition"),
-            Duration.ofMinutes(2), streams -> KafkaStreamsRuns.describeJson(topology));
+        Topology topology = headerExamples(args[3], args[4], args[5]);
+        Properties props = KafkaStreamsRuns.properties(args[0], applicationId, args[2]);
+        // The amounts' malformed values are skipped, as the runner's log_and_continue does.
+        props.put(StreamsConfig.DESERIALIZATION_EXCEPTION_HANDLER_CLASS_CONFIG, LogAndContinueExceptionHandler.class);
+        KafkaStreamsRuns.runUntilConsumed(topology, props,
+            () -> List.of(args[3], args[4], applicationId + "-rekeyed-repartition", applicationId + "-windowed-repartition"),
+            Duration.ofMinutes(2),
+            streams -> "{\"describe\": " + Json.quote(topology.describe().toString())
+                + ", \"stores\": " + Json.objectOfStrings(KafkaStreamsRuns.storeContent(streams, "amount-sums")) + "}");
     }
 }

@@ -1,0 +1,301 @@
+"""PySpark Column expressions in front of a sub-topology's state: the plan hands its records over.
+
+In a sub-topology with state (a store, a join, a table, a user processor), Column operations may
+stand between the sources and the rest: ``filter``/``filter_not`` and ``map_values``, with
+``merge`` and a branch's children among them, and, where only sinks follow (a repartition topic, an
+output topic), ``select_key``, ``map`` and ``flat_map_values`` too::
+
+    orders = builder.stream("orders", Consumed.with_(Serdes.String(), Serdes.Long()))
+    orders.filter(F.col("value") > 10).map_values(F.col("value") * 2) \\
+        .group_by_key(Grouped.with_(Serdes.String(), Serdes.Long())).reduce(lambda a, b: a + b)
+
+That *prefix* runs as the DataFrame plan it is (:class:`~dagster_kstreams.spark.expressions.ColumnPlan`:
+deserialized in the JVM, malformed records judged there, its own sinks written from there), and each
+record that leaves it for a processor that is no Column operation is *handed over*
+(:meth:`ColumnsBeforeState.hand_over`): one row with the record's key and value as bytes, its
+source record's topic, partition, offset, timestamps, headers and processing position (``seq``)
+kept, and the number of its :class:`~dagster_kstreams.processors.hand_offs.HandOff` in
+:data:`~dagster_kstreams.spark.frames.HAND_OFF_COLUMN`, which says which processors it enters and
+which serdes read it back. The stateful strategy groups those rows as it groups a source's
+(:mod:`dagster_kstreams.spark.strategies`) and the program runs them from there, as Kafka Streams'
+processor forwards a record to its children.
+
+The bytes: a part the prefix left as it was goes as the source record's own bytes, read with the
+source's serde (the key always: a Column that changes it may only lead to sinks here); a value a
+Column made goes written by the serde of its Spark type (``string``: ``String``, ``bigint``:
+``Long``, ``int``: ``Integer``, ``binary``: ``ByteArray``, anything else: ``Json``), so the Python
+processors see it as a Python function in a segment does (a ``str``, an ``int``, ``bytes``, a
+struct as a ``dict``; a ``double`` as a ``float``). A source none of whose children is a Column
+operation is handed whole, its bytes untouched: the program reads them with the source's serdes
+and judges them, as for any source.
+
+Order: a record's rows go to the processors in the order Kafka Streams forwards it (the hand-offs
+are numbered in that order; a row's position first, its hand-off next, :mod:`dagster_kstreams.spark.frames`).
+The prefix's own output (its sinks, its dead letters) goes out beside the stateful part's, ordered
+by the source record's position; a prefix sink may not write a topic the stateful part writes too,
+since one record's rows of both would not keep Kafka Streams' order between them.
+
+Refused, naming each processor (:func:`plan_before_state`): a Column after a processor that runs
+in Python (state, a Python function, a table operation: the segments of a stateless plan do not
+reach into Spark's state operators), a key change or ``flat_map_values`` by a Column before state
+(the state is grouped by the source record's key; the exploded records would need an order within
+one record's rows), processors that keep stream time (windows, suppression, stream-stream joins:
+not compared with Kafka Streams behind Columns yet), a prefix sink that places its records (a stream
+partitioner, a topic a function picks), and the refusals of a stateless plan (serdes only Python
+parses before a Column or at a prefix sink).
+"""
+
+from __future__ import annotations
+
+import copy
+from functools import reduce
+from typing import Any, Optional
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType
+
+from dagster_kstreams.processors import sessions
+from dagster_kstreams.processors.hand_offs import HandOff
+from dagster_kstreams.processors.windows import WINDOW_KINDS
+from dagster_kstreams.spark.expressions import (
+    ColumnExpression,
+    ColumnPlan,
+    COLUMN_KINDS,
+    decoded_in_python,
+)
+from dagster_kstreams.spark.frames import HAND_OFF_COLUMN, OUTPUT_COLUMNS
+from dagster_kstreams.spark.jvm_serdes import jvm_serializable, serialize
+from dagster_kstreams.spark.state_keys import STATE_KEY_COLUMN
+from dagster_kstreams.topology.serdes import Serdes
+
+__all__ = ["ColumnsBeforeState", "plan_before_state", "prefix_of", "hand_off_serde"]
+
+# Operations that pass records on unchanged in a Column plan.
+_PASS_KINDS = {"merge", "branch_child", "repartition_filter"}
+# Column operations that may only lead to sinks in front of state.
+_KEY_CHANGES = {"select_key", "map"}
+_EXPLODES = {"flat_map_values"}
+# Processors that keep a stream time (their own when a filter feeds them: own_stream_time.py).
+_KEEP_TIME = {*WINDOW_KINDS, sessions.KIND, "suppress"}
+# Columns of the task's source a handed row keeps (the processing order, the state's key).
+_CARRIED = ("seq", STATE_KEY_COLUMN)
+
+
+def _is_column(node) -> bool:
+    return isinstance(node.fn, ColumnExpression)
+
+
+def prefix_of(nodes: list) -> set[int]:
+    """The processors a Column plan runs in front of the state: those reached from a source through
+    Column operations, ``merge``, a branch's children, the repartition filter and sinks only, that
+    are Column operations or have one before or after them on such a path."""
+    capable = {index for index, node in enumerate(nodes)
+               if (_is_column(node) and node.kind in COLUMN_KINDS) or node.kind in _PASS_KINDS or node.kind == "sink"}
+    reached: set[int] = set()
+    stack = [child for node in nodes if node.kind == "source" for child in node.children]
+    while stack:
+        index = stack.pop()
+        if index in capable and index not in reached:
+            reached.add(index)
+            stack.extend(nodes[index].children)
+    # Those with a Column at or after them (within reach), then everything after one of those.
+    leads_to_column = {index for index in reached if _is_column(nodes[index])}
+    for index in sorted(reached, reverse=True):  # children follow their parents
+        if any(child in leads_to_column for child in nodes[index].children):
+            leads_to_column.add(index)
+    prefix = set(leads_to_column)
+    for index in sorted(reached):
+        if index in prefix:
+            prefix.update(child for child in nodes[index].children if child in reached)
+    return prefix
+
+
+def plan_before_state(program, error_class, default_key_serde, default_value_serde) -> Optional["ColumnsBeforeState"]:
+    """A :class:`ColumnsBeforeState` for a stateful ``program`` that uses Column expressions (None
+    when it has none). Raises ``error_class`` naming every processor that keeps it from running so."""
+    nodes = program.nodes
+    users = [node.name for node in nodes if _is_column(node)]
+    if not users:
+        return None
+    prefix = prefix_of(nodes)
+    problems = []
+    keepers = [node.name for node in nodes if node.uses_stream_time or node.kind in _KEEP_TIME]
+    if keepers:
+        problems.append(f"processor(s) {', '.join(keepers)} keep stream time (windows, suppression, stream-stream "
+                        "joins), not compared with Kafka Streams behind Columns yet")
+    # What runs in Python: every processor reached from one outside the prefix.
+    in_python: set[int] = set()
+    for index, node in enumerate(nodes):
+        if node.kind != "source" and index not in prefix:
+            in_python.add(index)
+    for index in range(len(nodes)):
+        if index in in_python:
+            in_python.update(nodes[index].children)
+    for index in sorted(in_python):
+        if _is_column(nodes[index]):
+            problems.append(f"processor {nodes[index].name} ({nodes[index].kind}) is a Column after processors that "
+                            "run in Python (state, Python functions): Columns run in front of the state only")
+    prefix_topics = set()
+    for index, node in enumerate(nodes):
+        if node.kind == "source":
+            if any(child in prefix for child in node.children) and decoded_in_python(node):
+                problems.append(
+                    f"source {node.name} reads its records with {node.key_serde!r} and {node.value_serde!r}, one of "
+                    "which only Python parses, and a Column operation follows it (use String, Long, Integer, "
+                    "ByteArray or Json(schema=...))")
+        elif index in prefix and node.kind == "sink":
+            prefix_topics.add(node.topic)
+            if node.placement is not None or node.topic is None:
+                problems.append(f"sink {node.name} after Column operations in front of state places its records "
+                                "itself (a stream partitioner or a topic a function picks)")
+            for part, serde in (("key", node.key_serde), ("value", node.value_serde)):
+                if not jvm_serializable(serde):
+                    problems.append(f"sink {node.name} writes its {part} with {serde!r}, which only Python writes")
+    shared = sorted(node.topic for index, node in enumerate(nodes)
+                    if node.kind == "sink" and index in in_python and node.topic in prefix_topics)
+    if shared:
+        problems.append(f"topic(s) {', '.join(map(repr, shared))} are written both after the Column operations and "
+                        "after the state, whose records of one source record would not keep Kafka Streams' order")
+    problems.extend(_changes_before_state(nodes, prefix))
+    if problems:
+        raise error_class(
+            f"sub-topology {program.subtopology_id}: processor(s) {', '.join(users)} are PySpark Column "
+            "expressions, which run in a sub-topology with state only as filter/filter_not and map_values in front "
+            "of it (select_key, map and flat_map_values before sinks only), with JVM serdes; not here "
+            "because: " + "; ".join(problems))
+    return ColumnsBeforeState(program, {}, {"key": default_key_serde, "value": default_value_serde}, prefix)
+
+
+def _changes_before_state(nodes: list, prefix: set[int]) -> list[str]:
+    """A Column that changes the key or explodes the value, on a path to a processor outside the
+    prefix (the state, a Python function): one problem each."""
+    problems: dict[str, str] = {}
+
+    def visit(index: int, changers: tuple) -> None:
+        node = nodes[index]
+        if _is_column(node) and node.kind in _KEY_CHANGES | _EXPLODES:
+            changers = (*changers, node)
+        for child in node.children:
+            if child in prefix:
+                visit(child, changers)
+                continue
+            for changer in changers:  # a hand-off: the record goes on in Python from here
+                what = "changes the key" if changer.kind in _KEY_CHANGES else "gives several records of one"
+                problems[changer.name] = (f"processor {changer.name} ({changer.kind}) {what} in front of "
+                                          f"{nodes[child].name} ({nodes[child].kind}), which runs in Python")
+
+    for index, node in enumerate(nodes):
+        if node.kind == "source":
+            visit(index, ())
+    return list(problems.values())
+
+
+def hand_off_serde(data_type) -> Any:
+    """The serde a value a Column made is handed over with, by its Spark type: what a Python
+    function would see it as."""
+    if isinstance(data_type, StringType):
+        return Serdes.String()
+    if isinstance(data_type, LongType):
+        return Serdes.Long()
+    if isinstance(data_type, IntegerType):
+        return Serdes.Integer()
+    if isinstance(data_type, BinaryType):
+        return Serdes.ByteArray()
+    return Serdes.Json()
+
+
+class ColumnsBeforeState(ColumnPlan):
+    """The Column operations in front of a sub-topology's state (its ``prefix``), as DataFrame
+    operations whose records leave by :meth:`hand_over`."""
+
+    keeps_raw_bytes = True
+    carried_columns = _CARRIED
+
+    def __init__(self, program, segments: dict, default_serdes: dict, prefix: set[int]):
+        super().__init__(program, segments, default_serdes)
+        self.prefix = frozenset(prefix)
+        # What one walk (hand_over, on a copy) collects: the handed rows and their hand-offs, and the
+        # source whose records it is walking.
+        self._handed: list[DataFrame] = []
+        self._hand_offs: list[HandOff] = []
+        self._source: Any = None
+
+    def reads_in_jvm(self, source_node) -> bool:
+        # A source no Column follows is handed whole: the program reads and judges its bytes.
+        return any(child in self.prefix for child in source_node.children)
+
+    def hand_over(self, source: DataFrame, dead_letters) -> tuple[DataFrame, Optional[DataFrame], tuple[HandOff, ...]]:
+        """``(handed rows, the prefix's own output rows or None, the hand-offs)`` for the task's
+        ``source`` rows (in processing order, with ``seq`` and the state key where the program needs
+        them). The handed rows have the source's columns, ``key`` and ``value`` as bytes, and
+        :data:`HAND_OFF_COLUMN`, the position of their hand-off in the tuple."""
+        # A walk of its own (tasks of one sub-topology may start at once, in threads); nothing of it
+        # stays on the plan, which goes to Spark's Python workers with the program.
+        walk = copy.copy(self)
+        walk._handed, walk._hand_offs = [], []
+        outputs: list[DataFrame] = []
+        walk._walk_sources(source, dead_letters, outputs)
+        handed = reduce(lambda left, right: left.unionByName(right), walk._handed)
+        hand_offs = tuple(walk._hand_offs)
+        output = None
+        if outputs:
+            schema = [*OUTPUT_COLUMNS, *(["partition"] if self.program.placed_topics else [])]
+            output = reduce(lambda left, right: left.unionByName(right), (
+                rows.select(*(F.col(name) if name in rows.columns else F.lit(None).cast("int").alias(name)
+                              for name in schema))
+                for rows in outputs))
+        return handed, output, hand_offs
+
+    def _walk_source(self, index: int, records, outputs: list) -> None:
+        self._source = source = self.program.nodes[index]
+        if not self.reads_in_jvm(source):
+            self._hand_off(source, source.children, records, frozenset())
+            return
+        self._children(index, records, outputs, frozenset())
+
+    def _walk(self, index: int, records, outputs: list, encoded: frozenset = frozenset(),
+              changed: frozenset = frozenset()) -> None:
+        node = self.program.nodes[index]
+        if node.kind == "sink":
+            outputs.append(self._sink_rows(index, records, encoded))
+            return
+        records = self._step(node, records)
+        if _is_column(node) and node.kind != "filter":
+            changed = changed | {"value"}  # the key never changes before a hand-off (plan_before_state)
+        self._children(index, records, outputs, changed)
+
+    def _children(self, index: int, records, outputs: list, changed: frozenset) -> None:
+        """A prefix processor's children in their order (Kafka Streams forwards a record to them in
+        it): those in the prefix walked on, each run of the others handed the records together."""
+        node = self.program.nodes[index]
+        outside: list[int] = []
+        for child in node.children:
+            if child not in self.prefix:
+                outside.append(child)
+                continue
+            if outside:
+                self._hand_off(node, tuple(outside), records, changed)
+                outside = []
+            self._walk(child, records, outputs, changed=changed)
+        if outside:
+            self._hand_off(node, tuple(outside), records, changed)
+
+    def _hand_off(self, node, children: tuple, records, changed: frozenset) -> None:
+        types = {field.name: field.dataType for field in records.schema.fields}
+        serdes, data = {}, {}
+        for part in ("key", "value"):
+            if part in changed:
+                serdes[part] = hand_off_serde(types[part])
+                data[part] = serialize(F.col(part), types[part], serdes[part])
+            else:  # as the source record has it
+                serdes[part] = getattr(self._source, f"{part}_serde")
+                data[part] = F.col(f"_raw_{part}")
+        position = len(self._hand_offs)
+        self._hand_offs.append(HandOff(node.name, serdes["key"], serdes["value"], tuple(children)))
+        self._handed.append(records.select(
+            data["key"].alias("key"), data["value"].alias("value"),
+            "topic", "partition", "offset", "timestamp", "event_time", F.col("_headers").alias("headers"),
+            *(name for name in _CARRIED if name in records.columns),
+            F.lit(position).cast("int").alias(HAND_OFF_COLUMN),
+        ))

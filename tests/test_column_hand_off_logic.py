@@ -1,0 +1,168 @@
+"""Column expressions in front of a sub-topology's state, without a broker (spark/column_hand_off.py;
+compared with Kafka Streams itself in tests/test_equivalence_headers.py).
+
+What is planned (the prefix of Column operations, the strategy that runs the state) and what is still
+refused, each naming its processor; and, with no Spark at all, a handed record's path through a
+program: it enters where its hand-off says, read with the hand-off's serdes, a source record's rows
+in their hand-offs' order whatever order Spark grouped them in.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pandas as pd
+import pytest
+from pyspark.sql import functions as F
+
+from header_topology import HeaderEditor
+from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
+from dagster_kstreams.processors.hand_offs import HandOff
+from dagster_kstreams.processors.records import RecordContext
+from dagster_kstreams.spark.column_hand_off import ColumnsBeforeState
+from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
+from dagster_kstreams.spark.frames import HAND_OFF_COLUMN
+from dagster_kstreams.spark.strategies import KeyedState, TaskGroupedState, strategy_for
+from dagster_kstreams.topology import Consumed, Grouped, Materialized, Serdes, StreamsBuilder
+from dagster_kstreams.topology.windows import TimeWindows
+
+
+def _long(number: int) -> bytes:
+    return number.to_bytes(8, "big", signed=True)
+
+
+def _refused(builder: StreamsBuilder, *patterns: str) -> None:
+    with pytest.raises(UnsupportedTopologyError) as refusal:
+        compile_topology(builder, "app").check()
+    for pattern in patterns:
+        assert pattern in str(refusal.value), (pattern, str(refusal.value))
+
+
+@pytest.mark.integration
+def test_columns_in_front_of_state_are_planned(spark):  # spark: a Column needs a SparkContext
+    builder = StreamsBuilder()
+    table = builder.stream("events").to_table(Materialized.as_("last"))
+    amounts = builder.stream("amounts", Consumed.with_(Serdes.String(), Serdes.Long()))
+    big = amounts.filter(F.col("value") > 10)
+    big.map_values(F.col("value") * 2).map_values(lambda v: v + 1) \
+        .group_by_key(Grouped.with_(Serdes.String(), Serdes.Long())).count().to_stream().to("sums")
+    big.join(table, lambda a, e: f"{a}{e}").to("joined")
+    big.select_key(F.col("value").cast("string")).to("rekeyed")  # a key change on the way to a sink only
+    program = compile_topology(builder, "app").program(0)
+    assert isinstance(program.column_plan, ColumnsBeforeState)
+    assert isinstance(strategy_for(program), KeyedState)
+    names = {program.nodes[index].name for index in program.column_plan.prefix}
+    assert names == {"KSTREAM-FILTER-0000000003", "KSTREAM-MAPVALUES-0000000004", "KSTREAM-KEY-SELECT-0000000012",
+                     "KSTREAM-SINK-0000000013"}
+    # Beside a user processor: task-grouped.
+    builder = StreamsBuilder()
+    events = builder.stream("events")
+    events.process(HeaderEditor).to("out")
+    events.filter(F.col("value").isNotNull()).group_by_key().count()
+    assert isinstance(strategy_for(compile_topology(builder, "app").program(0)), TaskGroupedState)
+
+
+@pytest.mark.integration
+def test_what_is_still_refused_names_its_processor(spark):
+    builder = StreamsBuilder()  # a Column after a Python function, in front of state
+    builder.stream("in").map_values(lambda v: v + "!").map_values(F.upper(F.col("value"))).group_by_key().count()
+    _refused(builder, "processor KSTREAM-MAPVALUES-0000000002 (map_values) is a Column after processors that run "
+                      "in Python")
+    builder = StreamsBuilder()  # a Column after state
+    builder.stream("in").group_by_key().count().to_stream().filter(F.col("value") > 1).to("out")
+    _refused(builder, "processor KSTREAM-FILTER-0000000004 (filter) is a Column after")
+    builder = StreamsBuilder()  # a key change in front of state (a processor: no repartition)
+    builder.stream("in").select_key(F.col("value")).process(HeaderEditor)
+    _refused(builder, "KSTREAM-KEY-SELECT-0000000001 (select_key) changes the key in front of "
+                      "KSTREAM-PROCESSOR-0000000002 (process)")
+    builder = StreamsBuilder()
+    builder.stream("in").flat_map_values(F.array(F.col("value"), F.col("value"))).group_by_key().count()
+    _refused(builder, "KSTREAM-FLATMAPVALUES-0000000001 (flat_map_values) gives several records of one in front of")
+    builder = StreamsBuilder()  # stream time
+    builder.stream("in").filter(F.col("value").isNotNull()).group_by_key() \
+        .windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=1))).count()
+    _refused(builder, "processor(s) KSTREAM-AGGREGATE-0000000003 keep stream time")
+    builder = StreamsBuilder()  # one topic written from the Columns and from the state
+    big = builder.stream("in").filter(F.col("value").isNotNull())
+    big.to("out")
+    big.group_by_key().count().to_stream().to("out")
+    _refused(builder, "topic(s) 'out' are written both after the Column operations and after the state")
+    builder = StreamsBuilder()  # a prefix sink that places its records
+    big = builder.stream("in").filter(F.col("value").isNotNull())
+    big.to(lambda key, value: "out")
+    big.group_by_key().count()
+    _refused(builder, "places its records itself")
+    builder = StreamsBuilder()  # a serde only Python parses, then a Column
+    builder.stream("in", Consumed.with_(Serdes.String(), Serdes.Json())).filter(F.col("value").isNotNull()) \
+        .group_by_key().count()
+    _refused(builder, "source KSTREAM-SOURCE-0000000000 reads its records with", "a Column operation follows it")
+
+
+def _program():
+    """``source(String, String) -> map_values(int) -> reduce(+) -> to_stream -> to("sums")`` and a second
+    branch ``source -> map_values(upper) -> to("upper")``, with two hand-offs: one into the reduce with
+    Long bytes, one into the branch's map_values with String bytes."""
+    builder = StreamsBuilder()
+    source = builder.stream("in")
+    source.map_values(lambda v: int(v)) \
+        .group_by_key(Grouped.with_(Serdes.String(), Serdes.Long())) \
+        .reduce(lambda total, n: total + n, Materialized.as_("totals").with_caching_disabled()) \
+        .to_stream().map_values(lambda total: f"sum={total}").to("sums")
+    source.map_values(lambda v: v.upper()).to("upper")
+    program = compile_topology(builder, "app").program(0)
+    index = {node.name: i for i, node in enumerate(program.nodes)}
+    program.hand_offs = (
+        HandOff("KSTREAM-MAPVALUES-0000000001", Serdes.String(), Serdes.Long(), (index["KSTREAM-REDUCE-0000000002"],)),
+        HandOff("KSTREAM-SOURCE-0000000000", Serdes.String(), Serdes.String(), (index["KSTREAM-MAPVALUES-0000000006"],)),
+    )
+    return program
+
+
+def test_a_handed_record_enters_where_its_hand_off_says():
+    program = _program()
+    records = [  # the same key: a source record, then a long handed to the reduce, then a string to the branch
+        (RecordContext("in", 0, 0, 10, position=0), b"k", b"5"),
+        (RecordContext("in", 0, 1, 20, position=1), b"k", _long(7), 0),
+        (RecordContext("in", 0, 1, 20, position=1), b"k", b"x", 1),
+    ]
+    out, state = program.run_key_group(records, None)
+    assert list(zip(out.topic, out.value)) == [("sums", b"sum=5"), ("upper", b"5"), ("sums", b"sum=12"),
+                                               ("upper", b"X")]
+    assert state is not None
+
+
+def test_a_source_records_rows_go_in_their_hand_offs_order_whatever_spark_gave():
+    program = _program()
+    rows = pd.DataFrame({
+        "key": [b"k", b"k", b"k", b"k"], "value": [b"y", _long(3), b"x", _long(4)],
+        "topic": ["in"] * 4, "partition": [0] * 4, "offset": [6, 5, 5, 6], "timestamp": [None] * 4,
+        "event_time": [60, 50, 50, 60], HAND_OFF_COLUMN: [1, 0, 1, 0],
+    })
+    output, _ = program.process_key_group(rows, None)
+    assert list(zip(output["topic"], output["value"])) == [("sums", b"sum=3"), ("upper", b"X"), ("sums", b"sum=7"),
+                                                           ("upper", b"Y")]
+    assert list(output["emit_order"]) == [5, 5, 6, 6]
+
+
+@pytest.mark.integration
+def test_a_records_hand_offs_follow_kafka_streams_order_of_children(spark):
+    """A source's children: a Python function, Columns into a count, another Python function. The
+    plan hands a record over three times, numbered in that order, each part as the right serde wrote it."""
+    builder = StreamsBuilder()
+    source = builder.stream("in", Consumed.with_(Serdes.String(), Serdes.Long()))
+    source.map_values(lambda v: v + 1).to("first")
+    source.filter(F.col("value") > 1).map_values(F.col("value").cast("string")).group_by_key().count()
+    source.map_values(lambda v: v - 1).to("last")
+    program = compile_topology(builder, "app").program(0)
+    rows = spark.createDataFrame(
+        [(b"k", _long(5), "in", 0, 3, None, 30, None), (b"k", b"bad", "in", 0, 4, None, 40, None)],
+        "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, event_time long, "
+        "headers array<struct<key: string, value: binary>>")
+    handed, output, hand_offs = program.column_plan.hand_over(rows, DeadLetterPolicy("log_and_continue"))
+    names = [program.nodes[index].name for hand_off in hand_offs for index in hand_off.children]
+    assert names == ["KSTREAM-MAPVALUES-0000000001", "KSTREAM-AGGREGATE-0000000006", "KSTREAM-MAPVALUES-0000000007"]
+    assert [hand_off.value_serde.name for hand_off in hand_offs] == ["Long", "String", "Long"]
+    got = sorted((row[HAND_OFF_COLUMN], row.offset, bytes(row.value)) for row in handed.collect())
+    # The malformed record is judged once, at the source, as Kafka Streams does: skipped on every path.
+    assert got == [(0, 3, _long(5)), (1, 3, b"5"), (2, 3, _long(5))]
+    assert output is None  # skipped, with no dead-letter topic
