@@ -24,7 +24,7 @@ from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_top
 from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology.serdes import Serdes
-from dagster_kstreams.topology.windows import SessionWindows, TimeWindows
+from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
 
 TABLES = ("a", "b", "c")
 JOIN_TYPES = ("join", "left_join", "outer_join")
@@ -361,4 +361,68 @@ def test_a_join_of_two_windowed_tables_compiles_and_its_limits_are_refused():
     _sessions(builder, "s")
     with pytest.raises(UnsupportedTopologyError, match="KSTREAM-REDUCE-.* after it keeps state by window, reached "
                                                        "by windows of 2 sizes.*Add .repartition\\(\\) after"):
+        compile_topology(builder.build(), "app").check()
+
+
+def _sliding(builder, grouped=None, difference_ms: int = 1000, grace_ms: int = 500, retention_ms=None):
+    """A sliding-window count of stream ``s`` grouped by key (or of ``grouped``)."""
+    windows = SlidingWindows.of_time_difference_and_grace(timedelta(milliseconds=difference_ms),
+                                                          timedelta(milliseconds=grace_ms))
+    grouped = builder.stream("s").group_by_key() if grouped is None else grouped
+    materialized = None if retention_ms is None else Materialized.as_(f"slides-{difference_ms}").with_retention(
+        timedelta(milliseconds=retention_ms))
+    return grouped.windowed_by(windows).count(materialized)
+
+
+def test_joins_and_regroupings_of_sliding_window_tables_compile_and_their_limits_are_refused():
+    """Sliding tables are read as Kafka Streams reads them, one window by its start
+    (tests/test_equivalence_windowed_table_joins.py); a retention below the other side's reach, and a
+    sliding table beside time windows (its aggregation then keeps its own stream time), are refused."""
+    builder = StreamsBuilder()  # key-grouped: the key's own windows answer
+    grouped = builder.stream("s").group_by_key()
+    slides = _sliding(builder, grouped)
+    slides.join(_sliding(builder, grouped, 500, 500, retention_ms=1502), _joiner("|")).to_stream().to("out")
+    slides.group_by(lambda windowed, n: (windowed.key, n)).count()
+    assert not compile_topology(builder.build(), "app").program(0).task_grouped
+
+    builder = StreamsBuilder()  # the least retention: time difference plus grace plus 2 (a right window's start)
+    grouped = builder.stream("s").group_by_key()
+    _sliding(builder, grouped).join(_sliding(builder, grouped, 500, 500, retention_ms=1501), _joiner("|")) \
+        .to_stream().to("out")
+    with pytest.raises(UnsupportedTopologyError, match="KTABLE-JOINTHIS-.* joins windowed tables, but a store's "
+                                                       "retention is below"):
+        compile_topology(builder.build(), "app").check()
+
+    builder = StreamsBuilder()  # materialized: a store keyed by windowed keys, task-grouped
+    grouped = builder.stream("s").group_by_key()
+    _sliding(builder, grouped).outer_join(_sliding(builder, grouped), _joiner("~"), Materialized.as_("j")) \
+        .to_stream().to("out")
+    assert compile_topology(builder.build(), "app").program(0).task_grouped
+
+    builder = StreamsBuilder()  # beside time windows a sliding aggregation keeps its own stream time
+    tumbling = builder.stream("s").group_by_key().windowed_by(TimeWindows.of_size_and_grace(
+        timedelta(seconds=1), timedelta(milliseconds=500))).count(Materialized.as_("t").with_retention(
+            timedelta(seconds=3)))
+    _sliding(builder).join(tumbling, _joiner("|")).to_stream().to("out")
+    with pytest.raises(UnsupportedTopologyError, match="KSTREAM-AGGREGATE-.* is joined, but the aggregation keeps "
+                                                       "its own stream time"):
+        compile_topology(builder.build(), "app").check()
+
+
+def test_joins_and_regroupings_of_session_tables_are_refused_naming_the_aggregation():
+    """Kafka Streams reads a session table by the session's start and end (fetchSession): not yet here."""
+    def sessions(builder):
+        return builder.stream("s").group_by_key().windowed_by(SessionWindows.of_inactivity_gap_and_grace(
+            timedelta(seconds=1), timedelta(milliseconds=500)))
+
+    builder = StreamsBuilder()
+    sessions(builder).count().join(sessions(builder).count(), _joiner("|")).to_stream().to("out")
+    with pytest.raises(UnsupportedTopologyError, match="processor KTABLE-JOINTHIS-.* reads the windowed table of "
+                                                       "KSTREAM-AGGREGATE-.* \\(SessionWindows.*fetchSession"):
+        compile_topology(builder.build(), "app").check()
+
+    builder = StreamsBuilder()
+    sessions(builder).count().group_by(lambda windowed, n: (windowed.key, n)).count()
+    with pytest.raises(UnsupportedTopologyError, match="processor KTABLE-SELECT-.* reads the windowed table of "
+                                                       "KSTREAM-AGGREGATE-.* \\(SessionWindows"):
         compile_topology(builder.build(), "app").check()

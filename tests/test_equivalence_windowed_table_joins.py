@@ -14,17 +14,23 @@ them in each window's group of the task's state (task-grouped), and reads the ag
 in the source key's group. There too, state after a materialized join (the odd counts joined with a
 concatenation, tombstones when a count turns even): its stream counted and reduced by windowed key.
 And in sub-topology 0, an outer join's result without a store, read through both tables and the
-joiner: filtered and joined again with the counts, and re-grouped (its old values read).
+joiner: filtered and joined again with the counts, and re-grouped (its old values read). In a
+sub-topology of their own (the stream re-keyed again), sliding windows: a count and a concatenation
+joined without a store and outer-joined into a materialized join (task-grouped), the concatenation
+re-grouped and left-joined with a count in 500 ms sliding windows whose retention is the least that
+covers the 1 s windows' reach. Kafka Streams reads a sliding table as a time-windowed one
+(``fetch(key, windowStart)``).
 
 Input on 2 partitions: 6 keys, a record every 150 ms, about one in six out of order (by up to 1.5 s:
 some fall in closed windows and are dropped), null values (given to the reducers and the count as
 Kafka Streams gives them) and null keys (dropped), no two records with one timestamp.
 
 Compared: describe() of the very topology run; per join output topic and partition the whole
-sequence of (key, window start, value), and the re-grouped sums' final values (its repartition topic
-interleaves what the two upstream tasks wrote as they ran, in Kafka Streams as here), on a clean run
+sequence of (key, window start, value), and the re-grouped sums' final values (their repartition topics
+interleave what the two upstream tasks wrote as they ran, in Kafka Streams as here), on a clean run
 and on one SIGKILLed once task 0_0 has run, then rerun; and the count's and the reduce's stores after
-the materialized join, read back from the checkpoints, against what Kafka Streams last sent per window.
+the materialized join, and the materialized joins of 1 s and 500 ms windows and of sliding windows, read
+back from the checkpoints, against what Kafka Streams last sent per window.
 Not timestamps: see the README, "Record timestamps written by the runner".
 """
 
@@ -51,9 +57,10 @@ cloudpickle.register_pickle_by_value(windowed_join_topology)
 PARTITIONS = 2
 T0 = (int(time.time()) - 3600) * 1000 // 1000 * 1000
 KEYS = tuple(f"k{i}" for i in range(6))
-REGROUPED = ("out-regrouped", "out-joined-regrouped", "out-pair-regrouped")
+REGROUPED = ("out-regrouped", "out-joined-regrouped", "out-pair-regrouped", "out-sliding-regrouped")
 # The stores after the materialized join of odd counts, read back from the checkpoints: {store: output}.
-STORES_READ_BACK = {"odd-counts": "out-odd-counts", "odd-reduced": "out-odd-reduced", "mixed": "out-mixed"}
+STORES_READ_BACK = {"odd-counts": "out-odd-counts", "odd-reduced": "out-odd-reduced", "mixed": "out-mixed",
+                    "slide-joined": "out-sliding-outer"}
 JOINED = tuple(name for name in OUTPUTS if name not in REGROUPED)
 
 
@@ -137,7 +144,17 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     # the materialized join of 1 s and 500 ms windows: a 1 s window with no 500 ms one of its start, and with
     mixed = values["out-mixed"]
     assert any(v.endswith("%null") for v in mixed) and not all(v.endswith("%null") for v in mixed)
-    starts = {start % 1000 for name in JOINED if name != "out-outer"
+    # sliding windows: both tables hold the same windows (null values skipped), the count's updated first for
+    # a record (the concatenation's window it reads has one value less, or is not there yet), then the other's
+    inner = [v.split("|") for v in values["out-sliding-inner"]]  # count|values
+    assert {int(n) - len(joined.split(",")) for n, joined in inner} == {0, 1}
+    assert {n for n, _ in inner} >= {"1", "2", "3"}
+    outer = [v.split("~") for v in values["out-sliding-outer"]]  # values~count
+    assert {-1 if joined == "null" else int(n) - len(joined.split(",")) for joined, n in outer} == {-1, 0, 1}
+    assert any(int(v) > 0 for v in expected["out-sliding-regrouped"].values())
+    left = values["out-sliding-left"]  # a 500 ms window of the start, and none
+    assert any(v.endswith("%null") for v in left) and not all(v.endswith("%null") for v in left)
+    starts = {start % 1000 for name in JOINED if name != "out-outer" and "sliding" not in name
               for p in range(PARTITIONS) for _, start, _ in expected[name, p]}
     assert starts == {0}  # tumbling starts only, except the outer join's hopping ones
     assert any(start % 1000 == 500 for p in range(PARTITIONS) for _, start, _ in expected["out-outer", p])

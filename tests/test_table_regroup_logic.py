@@ -19,7 +19,7 @@ from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_top
 from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology.serdes import Serdes
-from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
+from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
 
 STRING = Serdes.String()
 CHANGED = ChangedSerde(STRING)
@@ -299,15 +299,17 @@ def test_with_cached_tables_a_key_updated_on_both_sides_is_forwarded_by_the_join
 
 
 # -- what is refused when the topology is defined ---------------------------------------------------
-def test_re_grouping_a_time_windowed_table_runs_other_windowed_tables_are_refused():
-    """Time windows: compared with Kafka Streams in tests/test_equivalence_windowed_table_joins.py."""
+def test_re_grouping_a_time_or_sliding_windowed_table_runs_a_session_table_is_refused():
+    """Time and sliding windows: compared with Kafka Streams in tests/test_equivalence_windowed_table_joins.py;
+    a session table, read by the session's start and end in Kafka Streams, is refused naming the re-grouping."""
     for windows, runs in ((TimeWindows.of_size_with_no_grace(timedelta(seconds=1)), True),
-                          (SlidingWindows.of_time_difference_with_no_grace(timedelta(seconds=1)), False)):
+                          (SlidingWindows.of_time_difference_with_no_grace(timedelta(seconds=1)), True),
+                          (SessionWindows.of_inactivity_gap_with_no_grace(timedelta(seconds=1)), False)):
         builder = StreamsBuilder()
         counts = builder.stream("clicks").group_by_key().windowed_by(windows).count()
         counts.group_by(lambda window, count: (str(count), "x")).count().to_stream().to("out")
         if runs:
             compile_topology(builder.build(), "app").check()
         else:
-            with pytest.raises(UnsupportedTopologyError, match="re-group"):
+            with pytest.raises(UnsupportedTopologyError, match="processor KTABLE-SELECT-.* reads the windowed table"):
                 compile_topology(builder.build(), "app").check()

@@ -37,6 +37,18 @@ Back in sub-topology 0, a join's result without a store: the tumbling concatenat
 the hopping one (``pair``, read through both tables and the joiner at the window's start), filtered
 and joined again with the counts (``out-pair-joined``) and re-grouped by key (repartition topic
 ``pair-by-key``), reading the old values the outer join sends: ``out-pair-regrouped``.
+
+Sliding windows (time difference 1 s, grace 500 ms), in a sub-topology of their own (the stream
+re-keyed, repartition topic ``slid``: a sliding aggregation reads the task's stream time only where no
+time window counts records beside it): a count and a concatenation, joined (inner, no store):
+``out-sliding-inner``; the concatenation outer-joined with the count into a materialized join
+(``slide-joined``, keyed by windowed keys, so the sub-topology runs task-grouped):
+``out-sliding-outer``; and the concatenation re-grouped by key (repartition topic ``slid-by-key``),
+its values' lengths summed: ``out-sliding-regrouped``; and the concatenation left-joined with a count in
+sliding windows of 500 ms (``out-sliding-left``), whose store's retention, 1502 ms, is the least that
+keeps every window the 1 s updates read (time difference plus grace plus 2). Kafka Streams reads a
+sliding table as a tumbling one (``fetch(key, windowStart)``), the windows of the two differences
+meeting where a start happens to be one of both.
 """
 
 from __future__ import annotations
@@ -44,13 +56,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 from dagster_kstreams.topology import (
-    Grouped, Materialized, Produced, Serdes, StreamsBuilder, TimeWindows, WindowedSerde,
+    Grouped, Materialized, Produced, Serdes, SlidingWindows, StreamsBuilder, TimeWindows, WindowedSerde,
 )
 
 INPUTS = ("s",)
 OUTPUTS = ("out-inner", "out-left", "out-outer", "out-regrouped", "out-filtered", "out-materialized",
            "out-joined-regrouped", "out-rejoined", "out-pair-joined", "out-pair-regrouped", "out-odd-counts",
-           "out-odd-reduced", "out-mixed")
+           "out-odd-reduced", "out-mixed", "out-sliding-inner", "out-sliding-outer", "out-sliding-regrouped",
+           "out-sliding-left")
 WINDOW_MS = 1000
 
 
@@ -131,4 +144,24 @@ def windowed_join_examples(topics: dict[str, str]) -> StreamsBuilder:
     concatenated.left_join(quick, lambda values, n: f"{text(values)}%{text(n)}",
                            Materialized.as_("mixed").with_key_serde(windowed_keys).with_caching_disabled()) \
         .to_stream().to(topics["out-mixed"], produced)
+
+    # Sliding windows, in a sub-topology of their own: joined without a store and materialized, and re-grouped.
+    slid = builder.stream(topics["s"]).group_by(lambda key, value: key, Grouped.as_("slid"))
+    sliding = slid.windowed_by(SlidingWindows.of_time_difference_and_grace(size, grace))
+    slide_counts = sliding.count(Materialized.as_("slide-counts").with_caching_disabled())
+    slide_values = sliding.reduce(lambda x, y: x + "," + text(y),
+                                  Materialized.as_("slide-values").with_caching_disabled())
+    slide_counts.join(slide_values, lambda n, v: f"{n}|{v}").to_stream().to(topics["out-sliding-inner"], produced)
+    slide_values.outer_join(slide_counts, lambda v, n: f"{text(v)}~{text(n)}",
+                            Materialized.as_("slide-joined").with_key_serde(windowed_keys).with_caching_disabled()) \
+        .to_stream().to(topics["out-sliding-outer"], produced)
+    slide_values.group_by(lambda windowed, value: (windowed.key, value), Grouped.as_("slid-by-key")) \
+        .aggregate(lambda: "0", lambda key, value, total: str(int(total) + len(value)),
+                   lambda key, value, total: str(int(total) - len(value)),
+                   Materialized.as_("slide-lengths").with_caching_disabled()) \
+        .to_stream().to(topics["out-sliding-regrouped"])
+    quick_slides = slid.windowed_by(SlidingWindows.of_time_difference_and_grace(timedelta(milliseconds=500), grace)) \
+        .count(Materialized.as_("quick-slides").with_retention(timedelta(milliseconds=1502)).with_caching_disabled())
+    slide_values.left_join(quick_slides, lambda v, n: f"{v}%{text(n)}").to_stream() \
+        .to(topics["out-sliding-left"], produced)
     return builder

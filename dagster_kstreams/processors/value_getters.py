@@ -22,8 +22,9 @@ from dagster_kstreams.processors.table_step_stores import keeps_own_store
 from dagster_kstreams.processors.versioned_tables import VersionedTable, versioned_table
 from dagster_kstreams.processors.table_behind import materialized_step, table_behind
 from dagster_kstreams.processors.windowed_table_reads import (
-    is_windowed_table, time_windows_on_update, windowed_store_size,
+    is_windowed_table, readable_windows_on_update, windowed_store_size,
 )
+from dagster_kstreams.topology.emit_strategy import ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import Window, Windowed
 
@@ -50,7 +51,8 @@ class ValueGetter:
         self.joined = joined
         # an uncached materialized join's result: its old values are the ones its join sent
         self.sent_by_join = sent_by_join
-        # a time-windowed aggregation's table (its name): one window of the store, by the key's start
+        # a time-windowed or sliding-window aggregation's table (its name): one window of the store, by the
+        # key's start
         self.windows_of = windows_of
         # a store keyed by windowed keys (a materialized windowed join's, a kept filter/map_values'):
         # the size of its windows, whose groups hold it when the sub-topology runs task-grouped
@@ -114,8 +116,9 @@ class ValueGetter:
             return _group_of(reader, window, state).values[self.slot]
         if self.windows_of is None:
             return state.values[self.slot]
-        # Kafka Streams' windowed value getter: windowStore.fetch(key, window start). A window an
-        # update of a table joined with this one reaches is never expired here (see check_windows).
+        # Kafka Streams' windowed value getter (time and sliding windows): windowStore.fetch(key, window
+        # start). A window an update of a table joined with this one reaches is never expired here (see
+        # check_windows).
         stored = _group_of(reader, key.key, state).values[self.slot]
         window = None if stored is ABSENT else stored.get(key.window.start)
         return ABSENT if window is None else window[0]
@@ -175,8 +178,8 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
     ``table_node_name`` (``factory``: the processor that reads the table, named in errors).
     ``through_joins``: the reader can read a table-table join's result (its store when it is
     materialized, else both joined tables and the joiner), as joins and re-groupings do.
-    ``windowed``: it can read a time-windowed aggregation's table (through filters/map_values) and the
-    stores keyed by windowed keys after one (:func:`~.windowed_table_reads.windowed_store_size`), as a
+    ``windowed``: it can read a time-windowed or sliding-window aggregation's table (through
+    filters/map_values) and the stores keyed by windowed keys after one (:func:`~.windowed_table_reads.windowed_store_size`), as a
     table-table join and a re-grouping do."""
     sub = ctx.subtopology
     names = {node.name for node in sub.nodes}
@@ -220,9 +223,17 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
         if joined:
             steps.reverse()
             return ValueGetter(None, tuple(steps), joined=_joined_values(ctx, factory, node, windowed))
-        if windowed and time_windows_on_update(node):
+        if windowed and readable_windows_on_update(node):
             steps.reverse()
             return ValueGetter(node.params["store_name"], tuple(steps), windows_of=node.name)
+        if windowed and node.kind is NodeKind.WINDOWED_AGGREGATE:
+            emits = node.params.get("emit_strategy", ON_WINDOW_UPDATE)
+            raise UnsupportedTopologyError(
+                f"processor {factory.name} ({factory.kind.value}) reads the windowed table of {node.name} "
+                f"({type(node.params['windows']).__name__}, {emits}); "
+                "the Spark runner joins and re-groups the tables of time-windowed and sliding-window aggregations "
+                "emitting on every update only (a session table is read by the session's start and end, "
+                "fetchSession, not yet here)")
         if materialized_step(node):
             stored_steps.append(node)
         if node.kind is NodeKind.TABLE_FILTER:

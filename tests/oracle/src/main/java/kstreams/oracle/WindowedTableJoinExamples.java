@@ -13,6 +13,7 @@ import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
@@ -26,6 +27,7 @@ import org.apache.kafka.streams.state.WindowStore;
  *
  * Args: bootstrap applicationId stateDir s outInner outLeft outOuter outRegrouped outFiltered outMaterialized
  * outJoinedRegrouped outRejoined outPairJoined outPairRegrouped outOddCounts outOddReduced outMixed
+ * outSlidingInner outSlidingOuter outSlidingRegrouped outSlidingLeft
  *
  * The Python twin is windowed_join_examples() in tests/windowed_join_topology.py; keep the two in step.
  */
@@ -45,7 +47,9 @@ public final class WindowedTableJoinExamples {
     public static Topology build(String s, String outInner, String outLeft, String outOuter, String outRegrouped,
                                  String outFiltered, String outMaterialized, String outJoinedRegrouped,
                                  String outRejoined, String outPairJoined, String outPairRegrouped,
-                                 String outOddCounts, String outOddReduced, String outMixed) {
+                                 String outOddCounts, String outOddReduced, String outMixed,
+                                 String outSlidingInner, String outSlidingOuter, String outSlidingRegrouped,
+                                 String outSlidingLeft) {
         StreamsBuilder builder = new StreamsBuilder();
         Duration size = Duration.ofMillis(WINDOW_MS);
         Duration grace = Duration.ofMillis(500);
@@ -138,18 +142,46 @@ public final class WindowedTableJoinExamples {
                               Materialized.<Windowed<String>, String, KeyValueStore<Bytes, byte[]>>as("mixed")
                                   .withKeySerde(windowedKeys).withCachingDisabled())
             .toStream().to(outMixed, produced);
+
+        // Sliding windows, in a sub-topology of their own: joined without a store and materialized, and re-grouped.
+        KGroupedStream<String, String> slid = builder.<String, String>stream(s).groupBy((key, value) -> key,
+                                                                                          Grouped.as("slid"));
+        var sliding = slid.windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(size, grace));
+        KTable<Windowed<String>, Long> slideCounts = sliding.count(uncached("slide-counts"));
+        KTable<Windowed<String>, String> slideValues = sliding.reduce((x, y) -> x + "," + y, uncached("slide-values"));
+        slideCounts.join(slideValues, (n, v) -> n + "|" + v).toStream().to(outSlidingInner, produced);
+        slideValues.outerJoin(slideCounts, (v, n) -> text(v) + "~" + text(n),
+                              Materialized.<Windowed<String>, String, KeyValueStore<Bytes, byte[]>>as("slide-joined")
+                                  .withKeySerde(windowedKeys).withCachingDisabled())
+            .toStream().to(outSlidingOuter, produced);
+        slideValues.groupBy((windowed, value) -> KeyValue.pair(windowed.key(), value), Grouped.as("slid-by-key"))
+            .aggregate(() -> "0",
+                       (key, value, total) -> Long.toString(Long.parseLong(total) + value.length()),
+                       (key, value, total) -> Long.toString(Long.parseLong(total) - value.length()),
+                       Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("slide-lengths")
+                           .withCachingDisabled())
+            .toStream()
+            .to(outSlidingRegrouped);
+        KTable<Windowed<String>, Long> quickSlides =
+            slid.windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(500), grace))
+                .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("quick-slides")
+                           .withRetention(Duration.ofMillis(1502)).withCachingDisabled());
+        slideValues.leftJoin(quickSlides, (v, n) -> v + "%" + text(n)).toStream().to(outSlidingLeft, produced);
         return builder.build();
     }
 
     public static void main(String[] args) throws Exception {
         Topology topology = build(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10], args[11],
-                                  args[12], args[13], args[14], args[15], args[16]);
+                                  args[12], args[13], args[14], args[15], args[16], args[17], args[18], args[19],
+                                  args[20]);
         // The repartition topics too: the sub-topologies reading them must have read them to the end.
         KafkaStreamsRuns.runUntilConsumed(topology, args[0], args[1], args[2],
                                           () -> List.of(args[3], args[1] + "-by-key-repartition",
                                                         args[1] + "-rekeyed-repartition",
                                                         args[1] + "-joined-by-key-repartition",
-                                                        args[1] + "-pair-by-key-repartition"),
+                                                        args[1] + "-pair-by-key-repartition",
+                                                        args[1] + "-slid-repartition",
+                                                        args[1] + "-slid-by-key-repartition"),
                                           Duration.ofMinutes(5), streams -> KafkaStreamsRuns.describeJson(topology));
     }
 }
