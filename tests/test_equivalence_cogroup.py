@@ -68,6 +68,8 @@ SIZES = {"clicks": 120, "views": 120, "orders": 60, "refunds": 50, "visits": 30,
 PREFIX = {"clicks": "c", "views": "v", "orders": "o", "refunds": "r", "visits": "s", "calls": "k", "texts": "t"}
 USER_ID = UserIdSerde()
 MERGED_INPUTS, MERGED_OUTPUTS = ("calls", "texts"), ("out-merged-counts", "out-merged-windowed")
+# The cogroups whose stores processors edit (sub-topology 2, beside the other cogroups of clicks and views)
+STORE_INPUTS, STORE_OUTPUTS = ("clicks", "views"), ("out-store-windows", "out-store-sessions")
 
 
 def _partition(key: str) -> int:
@@ -214,24 +216,27 @@ def test_cogroup_killed_part_way_and_rerun_matches_kafka_streams(
         assert ours[output_and_task] == sequence, output_and_task
 
 
-def test_the_merged_sub_topology_in_one_clean_run_matches_kafka_streams(
+def test_the_merged_sub_topology_and_the_edited_cogroups_in_one_clean_run_match_kafka_streams(
     kafka_bootstrap, kafka_admin, unique_topic, kafka_streams_run, spark, tmp_path
 ):
-    """The merge of keys read differently (sub-topology 3) in one run that nobody kills: the whole
-    input of its two topics at once, each task in one process from an empty state."""
+    """The merge of keys read differently (sub-topology 3) and the cogroups whose stores processors
+    edit (sub-topology 2, fed by clicks and views only: the orders reach other cogroups) in one run
+    that nobody kills: the whole input of their topics at once, each task in one process from an
+    empty state."""
     inputs = {name: unique_topic(f"clean-cogroup-{name}") for name in INPUTS}
     kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
     topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, 1))
     for half in kafka_streams_run.halves:
-        _produce(kafka_bootstrap, inputs, {name: half[name] if name in MERGED_INPUTS else [] for name in INPUTS})
+        _produce(kafka_bootstrap, inputs, {name: half[name] if name in MERGED_INPUTS + STORE_INPUTS else []
+                                           for name in INPUTS})
     runner = TaskRunner(cogroup_examples(topics), unique_topic("clean-cogroup"), kafka_bootstrap,
                         state_location=str(tmp_path / "state"), spark=spark)
-    for task in ("3_0", "3_1"):
+    for task in ("2_0", "2_1", "3_0", "3_1"):
         runner.run_task(task)
 
     expected = kafka_streams_run.result()["results"]
-    ours = _results(kafka_bootstrap, topics, MERGED_OUTPUTS)
-    assert set(ours) == {key for key in expected if key[0] in MERGED_OUTPUTS}
+    ours = _results(kafka_bootstrap, topics, MERGED_OUTPUTS + STORE_OUTPUTS)
+    assert set(ours) == {key for key in expected if key[0] in MERGED_OUTPUTS + STORE_OUTPUTS}
     for output_and_task, sequence in ours.items():
         assert sequence == expected[output_and_task], output_and_task
 
@@ -267,5 +272,12 @@ def _assert_reference_exercises_it(expected: dict) -> None:
         for key, count in expected[("out-merged-counts", partition)]:
             counts.setdefault(key, []).append(count)
         assert counts and all(sequence == list(range(1, len(sequence) + 1)) for sequence in counts.values())
+        # The processors' edits: aggregates reset to R and going on from it until the processor deletes
+        # them, merged-away sessions' tombstones, sessions put ahead that later records merged with.
+        for name in STORE_OUTPUTS:
+            aggregates = [value.split("|")[0] for _, value in expected[(name, partition)]]
+            assert any(value.startswith("R,") and value.count(",") == 2 for value in aggregates), name
+        sessions = [value.split("|")[0] for _, value in expected[("out-store-sessions", partition)]]
+        assert "null" in sessions and any(value.startswith("A,") for value in sessions)
         merged_windows = [value for _, value in expected[("out-merged-windowed", partition)]]
         assert any("k" in value and "t" in value for value in merged_windows) and "null" in "".join(merged_windows)

@@ -226,8 +226,6 @@ def _check_window_store(where: str, spec, sub) -> None:
         why = f"keeps its {type(windows).__name__} in a form of its own, which has no WindowStore view"
     elif owner.params.get("emit_strategy", ON_WINDOW_UPDATE) != ON_WINDOW_UPDATE:
         why = "emits on window close, over Kafka Streams' time-ordered window store, which has no view here yet"
-    elif owner.params.get("cogroup"):
-        why = "is a cogroup's aggregate, whose windows several processors share"
     else:
         return
     raise UnsupportedTopologyError(f"{where} belongs to {owner.name}, which {why}; {_DSL_STORES_OFFERED}")
@@ -238,8 +236,6 @@ def _check_session_store(where: str, spec, sub) -> None:
     if owner.params.get("emit_strategy", ON_WINDOW_UPDATE) != ON_WINDOW_UPDATE:
         why = ("emits on window close, over Kafka Streams' time-ordered session store, which the Spark runner keeps "
                "apart from the sessions (the sessions not emitted yet), with no view over both yet")
-    elif owner.params.get("cogroup"):
-        why = "is a cogroup's aggregate, whose sessions several processors share"
     else:
         return
     raise UnsupportedTopologyError(f"{where} belongs to {owner.name}, which {why}; {_DSL_STORES_OFFERED}")

@@ -91,7 +91,7 @@ class _WindowAggregate(WindowedTable):
     # Streams' observed time (the largest window start put into it), a task-level value, and keeps and
     # returns the windows that start after it minus the retention.
     observes_store_time = False
-    _in_record = False  # process() is storing a record's windows
+    _in_record = False  # process() is storing a record's windows (and holds the key's dict)
 
     def __init__(self, name: str, store: str, cached: bool, aggregation: str, windows, size: int, grace: int,
                  retention: int, initializer: Optional[Callable] = None, aggregator: Optional[Callable] = None,
@@ -208,7 +208,7 @@ class _WindowAggregate(WindowedTable):
             store.pop(start, None)
         else:
             store[start] = (value, timestamp)
-        if not store and not self._in_record:  # mid-record, process() still holds the dict
+        if not store and not self._store_mid_record():
             state.values[slot] = ABSENT
         state.keys[slot] = key
         state.changed = True
@@ -216,6 +216,11 @@ class _WindowAggregate(WindowedTable):
             pending.pop(start, None)
             pending[start] = (value, context.timestamp if value is None else timestamp, context)
             state.mark_dirty(slot, context)
+
+    def _store_mid_record(self) -> bool:
+        """Whether a processor of this store is storing a record's windows, so still holds the key's
+        dict (a cogroup's inputs share the store: the processor writing may be another input's)."""
+        return any(node._in_record for node in self.program.store_processors(self.store))
 
     def _closed_windows(self, state) -> ClosedWindows:
         values = task_state_of(self, state).values
