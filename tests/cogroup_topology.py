@@ -14,13 +14,16 @@ Streams' one store, which writes every key with the String serde, merges them wi
 inputs' records of that user. (The windowed cogroups' share of it runs without Spark in
 tests/test_cogroup_logic.py.)
 
+Beside them, on clicks and views, a tumbling and a session cogroup whose stores user processors read
+and edit (:class:`CogroupWindowEditor`, :class:`CogroupSessionEditor`): each input's next record goes
+on from what the processor wrote.
+
 The same two key formats meet in a sub-topology of their own, with no cogroup: calls (String keys)
 merged with texts (the user's number as a Long, read as "u<n>"), then ``group_by_key()`` with a
 count and a tumbling-windowed aggregate. Their stores write every key with the default serde, so
 a user's calls and texts update one count and one window's aggregate.
 
-Its lambdas are self-contained (no module-level helpers): Spark's Python workers cannot import
-modules of tests/, and the test modules ship their own functions by value.
+Spark's Python workers cannot import modules of tests/: the test module ships this one by value.
 """
 
 from __future__ import annotations

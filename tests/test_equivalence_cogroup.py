@@ -12,8 +12,10 @@ inputs' records of the user, and the runner groups that state by the store's key
 sub-topology of their own, calls (String keys) merged with texts (Long keys, as visits) then a count
 and a tumbling-windowed aggregate of the merged stream, with no cogroup (issue 14: the stores write
 every key with the default serde, so both inputs update one aggregate of the user);
-every aggregate a string of its latest contributions (so the order of the updates shows), every
-store uncached (so the output is fixed by the input). Kafka Streams 4.3.1 runs the whole input
+and beside the other cogroups of clicks and views, a tumbling and a session cogroup whose stores user
+processors read (every fetch form) and edit (resetting, deleting, putting sessions ahead), each input's
+next record going on from the edit; every aggregate a string of its latest contributions (so the order
+of the updates shows), every store uncached (so the output is fixed by the input). Kafka Streams 4.3.1 runs the whole input
 once, waiting for its repartition topics (``max.task.idle.ms``) so that each task merges its
 inputs by timestamp.
 
@@ -31,8 +33,8 @@ null keys, null values, records out of order within grace and beyond it. Output 
 partition: the records of the keys of one input partition are one task's, in its order.
 
 Compared: describe() of the very topology run, and per output topic and task the whole sequence of
-(key, value) records; for the merged sub-topology also in a clean run (the whole input at once, no
-kill). Kafka Streams runs in the background meanwhile (on its own input topics).
+(key, value) records; for the merged sub-topology and the edited cogroups also in a clean run (the
+whole input at once, no kill). Kafka Streams runs in the background meanwhile (on its own input topics).
 """
 
 from __future__ import annotations

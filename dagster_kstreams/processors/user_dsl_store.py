@@ -121,7 +121,7 @@ _DSL_STORES_OFFERED = ("user processors get the key-value stores of count/reduce
                        "re-grouped tables and cogroups), to_table, tables read from a topic, table-table joins "
                        "(not of windowed tables) and their filter/map_values, the window stores of time- and "
                        "sliding-windowed and the session stores of session-windowed count/reduce/aggregate emitting on "
-                       "every update, and the stores added with add_state_store()")
+                       "every update (of grouped streams and cogroups), and the stores added with add_state_store()")
 
 # The DSL operations whose key-value store keeps its timestamps once a processor names it
 # (aggregations.KeyValueStoreProcessor.keeps_timestamps; a filter's or map_values' store through

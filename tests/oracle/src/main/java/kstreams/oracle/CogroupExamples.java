@@ -61,6 +61,9 @@ import org.apache.kafka.streams.state.WindowStoreIterator;
  * by the user's number written as a Long, read as "u<n>" (USER_ID), so that the cogroup's one store,
  * which writes every key with the String serde, merges them with the other inputs' records of that user.
  *
+ * Beside them, on clicks and views, a tumbling and a session cogroup whose stores user processors read
+ * and edit (CogroupWindowEditor, CogroupSessionEditor): each input's next record goes on from the edit.
+ *
  * The same two key formats meet in a sub-topology of their own, with no cogroup: calls (String keys)
  * merged with texts (the user's number as a Long, read by USER_ID), then groupByKey() with a count and
  * a tumbling-windowed aggregate. Their stores write every key with the default serde, so a user's calls
