@@ -12,7 +12,6 @@ import pytest
 
 from test_dsl_window_store_processor_logic import _program, _run, _Stamp
 
-from dagster_kstreams.spark.compile import UnsupportedTopologyError
 from dagster_kstreams.topology import Materialized, SessionWindows, StreamsBuilder, Window, Windowed
 from dagster_kstreams.topology.processor_api import Processor, Record
 from dagster_kstreams.topology.serdes import Serdes
@@ -122,16 +121,3 @@ def test_a_put_without_a_session_fails_naming_the_store():
         Materialized.as_("s")).to_stream().process(_BadPut, "s")
     with pytest.raises(Exception, match=r"session store s: put\(\) takes Windowed"):
         _run(_program(builder), [("k", "x", 1)])
-
-
-def test_a_session_cogroups_store_is_refused_naming_it():
-    """Several processors write a session cogroup's sessions, each keeping its own stream time."""
-    builder = StreamsBuilder()
-    first, second = builder.stream("a").group_by_key(), builder.stream("b").group_by_key()
-    add = lambda key, value, total: total + value  # noqa: E731
-    first.cogroup(add).cogroup(second, add).windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(SECOND)) \
-        .aggregate(lambda: "", lambda key, one, other: one + other, Materialized.as_("s")) \
-        .to_stream().process(_Lister, "s")
-    with pytest.raises(UnsupportedTopologyError, match="store s belongs to COGROUPKSTREAM-AGGREGATE-0000000002, "
-                                                       "which is a cogroup's aggregate"):
-        _program(builder)

@@ -130,16 +130,6 @@ class _Nothing(Processor):
         pass
 
 
-def test_a_sliding_cogroups_store_is_refused_naming_the_processor():
-    builder = StreamsBuilder()
-    grouped = builder.stream("in").group_by_key()
-    grouped.cogroup(lambda key, value, total: total + 1).windowed_by(
-        SlidingWindows.of_time_difference_with_no_grace(SECOND)).aggregate(
-        lambda: 0, Materialized.as_("wins")).to_stream().process(_Nothing, "wins")
-    with pytest.raises(UnsupportedTopologyError, match="KSTREAM-PROCESSOR-.*: store wins .*is a cogroup's aggregate"):
-        _program(builder)
-
-
 def test_a_sliding_store_emitting_on_window_close_is_still_refused_naming_the_processor():
     builder = StreamsBuilder()
     builder.stream("in").group_by_key().windowed_by(SlidingWindows.of_time_difference_with_no_grace(SECOND)) \

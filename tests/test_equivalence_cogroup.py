@@ -12,8 +12,10 @@ inputs' records of the user, and the runner groups that state by the store's key
 sub-topology of their own, calls (String keys) merged with texts (Long keys, as visits) then a count
 and a tumbling-windowed aggregate of the merged stream, with no cogroup (issue 14: the stores write
 every key with the default serde, so both inputs update one aggregate of the user);
-every aggregate a string of its latest contributions (so the order of the updates shows), every
-store uncached (so the output is fixed by the input). Kafka Streams 4.3.1 runs the whole input
+and beside the other cogroups of clicks and views, a tumbling and a session cogroup whose stores user
+processors read (every fetch form) and edit (resetting, deleting, putting sessions ahead), each input's
+next record going on from the edit; every aggregate a string of its latest contributions (so the order
+of the updates shows), every store uncached (so the output is fixed by the input). Kafka Streams 4.3.1 runs the whole input
 once, waiting for its repartition topics (``max.task.idle.ms``) so that each task merges its
 inputs by timestamp.
 
@@ -31,8 +33,8 @@ null keys, null values, records out of order within grace and beyond it. Output 
 partition: the records of the keys of one input partition are one task's, in its order.
 
 Compared: describe() of the very topology run, and per output topic and task the whole sequence of
-(key, value) records; for the merged sub-topology also in a clean run (the whole input at once, no
-kill). Kafka Streams runs in the background meanwhile (on its own input topics).
+(key, value) records; for the merged sub-topology and the edited cogroups also in a clean run (the
+whole input at once, no kill). Kafka Streams runs in the background meanwhile (on its own input topics).
 """
 
 from __future__ import annotations
@@ -68,6 +70,8 @@ SIZES = {"clicks": 120, "views": 120, "orders": 60, "refunds": 50, "visits": 30,
 PREFIX = {"clicks": "c", "views": "v", "orders": "o", "refunds": "r", "visits": "s", "calls": "k", "texts": "t"}
 USER_ID = UserIdSerde()
 MERGED_INPUTS, MERGED_OUTPUTS = ("calls", "texts"), ("out-merged-counts", "out-merged-windowed")
+# The cogroups whose stores processors edit (sub-topology 2, beside the other cogroups of clicks and views)
+STORE_INPUTS, STORE_OUTPUTS = ("clicks", "views"), ("out-store-windows", "out-store-sessions")
 
 
 def _partition(key: str) -> int:
@@ -214,24 +218,27 @@ def test_cogroup_killed_part_way_and_rerun_matches_kafka_streams(
         assert ours[output_and_task] == sequence, output_and_task
 
 
-def test_the_merged_sub_topology_in_one_clean_run_matches_kafka_streams(
+def test_the_merged_sub_topology_and_the_edited_cogroups_in_one_clean_run_match_kafka_streams(
     kafka_bootstrap, kafka_admin, unique_topic, kafka_streams_run, spark, tmp_path
 ):
-    """The merge of keys read differently (sub-topology 3) in one run that nobody kills: the whole
-    input of its two topics at once, each task in one process from an empty state."""
+    """The merge of keys read differently (sub-topology 3) and the cogroups whose stores processors
+    edit (sub-topology 2, fed by clicks and views only: the orders reach other cogroups) in one run
+    that nobody kills: the whole input of their topics at once, each task in one process from an
+    empty state."""
     inputs = {name: unique_topic(f"clean-cogroup-{name}") for name in INPUTS}
     kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
     topics = output_topics(kafka_admin, unique_topic, inputs, dict.fromkeys(OUTPUTS, 1))
     for half in kafka_streams_run.halves:
-        _produce(kafka_bootstrap, inputs, {name: half[name] if name in MERGED_INPUTS else [] for name in INPUTS})
+        _produce(kafka_bootstrap, inputs, {name: half[name] if name in MERGED_INPUTS + STORE_INPUTS else []
+                                           for name in INPUTS})
     runner = TaskRunner(cogroup_examples(topics), unique_topic("clean-cogroup"), kafka_bootstrap,
                         state_location=str(tmp_path / "state"), spark=spark)
-    for task in ("3_0", "3_1"):
+    for task in ("2_0", "2_1", "3_0", "3_1"):
         runner.run_task(task)
 
     expected = kafka_streams_run.result()["results"]
-    ours = _results(kafka_bootstrap, topics, MERGED_OUTPUTS)
-    assert set(ours) == {key for key in expected if key[0] in MERGED_OUTPUTS}
+    ours = _results(kafka_bootstrap, topics, MERGED_OUTPUTS + STORE_OUTPUTS)
+    assert set(ours) == {key for key in expected if key[0] in MERGED_OUTPUTS + STORE_OUTPUTS}
     for output_and_task, sequence in ours.items():
         assert sequence == expected[output_and_task], output_and_task
 
@@ -267,5 +274,12 @@ def _assert_reference_exercises_it(expected: dict) -> None:
         for key, count in expected[("out-merged-counts", partition)]:
             counts.setdefault(key, []).append(count)
         assert counts and all(sequence == list(range(1, len(sequence) + 1)) for sequence in counts.values())
+        # The processors' edits: aggregates reset to R and going on from it until the processor deletes
+        # them, merged-away sessions' tombstones, sessions put ahead that later records merged with.
+        for name in STORE_OUTPUTS:
+            aggregates = [value.split("|")[0] for _, value in expected[(name, partition)]]
+            assert any(value.startswith("R,") and value.count(",") == 2 for value in aggregates), name
+        sessions = [value.split("|")[0] for _, value in expected[("out-store-sessions", partition)]]
+        assert "null" in sessions and any(value.startswith("A,") for value in sessions)
         merged_windows = [value for _, value in expected[("out-merged-windowed", partition)]]
         assert any("k" in value and "t" in value for value in merged_windows) and "null" in "".join(merged_windows)

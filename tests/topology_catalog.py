@@ -1350,6 +1350,7 @@ def cogroup_examples_of_the_equivalence_test():
              "out-plain": "activity-out", "out-windowed": "activity-windows-out", "out-final": "final-windows-out",
              "out-sliding": "sliding-out", "out-sessions": "sessions-out",
              "out-final-filtered": "final-filtered-windows-out", "out-session-bytes": "session-bytes-out",
+             "out-store-windows": "store-windows-out", "out-store-sessions": "store-sessions-out",
              "out-merged-counts": "merged-counts-out", "out-merged-windowed": "merged-windows-out"}
     return cogroup_examples(names).build()
 

@@ -33,6 +33,7 @@ from typing import Optional
 from dagster_kstreams.processors import sessions, windows
 from dagster_kstreams.processors.sessions import SessionWindowAggregate
 from dagster_kstreams.processors.task_state import task_state_of
+from dagster_kstreams.processors.user_dsl_window_store import observed_time_key
 from dagster_kstreams.processors.window_store import expire
 from dagster_kstreams.processors.windows import SlidingWindowAggregate, TimeWindowAggregate
 
@@ -52,7 +53,15 @@ class _OwnClocks:
         self.task_grouped = True  # the clocks are task-level values
         # Named as when only cogroups kept them: the task states checkpointed since hold these names.
         self._own_key = f"cogroup.stream_time.{self.name}"
-        self._store_key = f"cogroup.store_time.{self.store}"
+
+    @property
+    def _store_key(self) -> str:
+        """Where the store's stream time is kept. A store a user processor names has the one its
+        views keep (:mod:`.user_dsl_window_store`), which the processor's writes move too: a cogroup's
+        inputs and the processor then share one clock, as they share Kafka Streams' one store."""
+        if self.observes_store_time:
+            return observed_time_key(self.store)
+        return f"cogroup.store_time.{self.store}"
 
     def _advance_own(self, context, state):
         """The record's context with this processor's stream time after it."""

@@ -228,6 +228,10 @@ class SubtopologyProgram:
                 return self.nodes[index]
         raise KeyError(f"no processor of sub-topology {self.subtopology_id} keeps the store {store!r}")
 
+    def store_processors(self, store: str) -> list[Processor]:
+        """Every processor that keeps ``store`` in its slot (a cogroup's: one per input)."""
+        return [node for node in self.nodes if node.stateful and node.store == store]
+
     @property
     def store_names(self) -> list[str]:
         return [self.nodes[i].store for i in sorted(self.stateful_nodes, key=lambda i: self.nodes[i].state_slot)]

@@ -10,7 +10,9 @@ is what the key's next record merges with, within a batch, across batches and af
 checkpoint. Retention as the store's: its observed time is the largest session end ever put into or
 removed from it, by the aggregation or a processor, kept in the task's state once a processor names
 the store (``SessionWindowAggregate.observes_store_time``); a session whose end is at most
-``observed time - retention`` is gone: no read returns it, a put of it is skipped.
+``observed time - retention`` is gone: no read returns it, a put of it is skipped. A cogroup's inputs
+share the key's slot and that observed time (:mod:`.own_stream_time`); the view writes through the
+first input's processor.
 
 Emitting on window close, the aggregation's store is Kafka Streams' time-ordered session store
 (``RocksDBTimeOrderedSessionStore``), whose key index reads as the persistent store does (same order,

@@ -122,7 +122,8 @@ _DSL_STORES_OFFERED = ("user processors get the key-value stores of count/reduce
                        "(not of windowed tables) and their filter/map_values, the window stores of time-windowed "
                        "(emitting on every update or on window close) and sliding-windowed (emitting on every update) "
                        "and the session stores of session-windowed count/reduce/aggregate (emitting on every update "
-                       "or on window close), and the stores added with add_state_store()")
+                       "or on window close; a cogroup's emitting on every update), and the stores added with "
+                       "add_state_store()")
 
 # The DSL operations whose key-value store keeps its timestamps once a processor names it
 # (aggregations.KeyValueStoreProcessor.keeps_timestamps; a filter's or map_values' store through
@@ -228,8 +229,8 @@ def _check_window_store(where: str, spec, sub) -> None:
         why = f"keeps its {type(windows).__name__} in a form of its own, which has no WindowStore view"
     elif isinstance(windows, SlidingWindows) and owner.params.get("emit_strategy", ON_WINDOW_UPDATE) != ON_WINDOW_UPDATE:
         why = "slides and emits on window close, over Kafka Streams' time-ordered window store: no view of it yet"
-    elif owner.params.get("cogroup"):
-        why = "is a cogroup's aggregate, whose windows several processors share"
+    elif owner.params.get("cogroup") and owner.params.get("emit_strategy", ON_WINDOW_UPDATE) != ON_WINDOW_UPDATE:
+        why = "is a cogroup's aggregate emitting on window close: no view of its time-ordered store compared yet"
     else:
         return
     raise UnsupportedTopologyError(f"{where} belongs to {owner.name}, which {why}; {_DSL_STORES_OFFERED}")
@@ -237,8 +238,8 @@ def _check_window_store(where: str, spec, sub) -> None:
 
 def _check_session_store(where: str, spec, sub) -> None:
     owner = next(node for node in sub.nodes if spec.name in node.stores and node.kind is NodeKind.WINDOWED_AGGREGATE)
-    if owner.params.get("cogroup"):
-        why = "is a cogroup's aggregate, whose sessions several processors share"
+    if owner.params.get("cogroup") and owner.params.get("emit_strategy", ON_WINDOW_UPDATE) != ON_WINDOW_UPDATE:
+        why = "is a cogroup's aggregate emitting on window close: no view of its time-ordered store compared yet"
     else:
         return
     raise UnsupportedTopologyError(f"{where} belongs to {owner.name}, which {why}; {_DSL_STORES_OFFERED}")

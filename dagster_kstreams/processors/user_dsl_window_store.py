@@ -13,7 +13,9 @@ ever put into it, by the aggregation or a processor (a delete included), kept in
 once a processor names the store (``_WindowAggregate.observes_store_time``); a window whose start is
 at most ``observed time - retention`` is gone: no read returns it, a put of it is skipped. The
 aggregation then keeps the store's own retention too (sliding windows: not the wider one it keeps by
-its stream time otherwise), so its reads agree with the processor's.
+its stream time otherwise), so its reads agree with the processor's. A cogroup's inputs share the
+key's slot and that observed time (:mod:`.own_stream_time`), so a write during any input's record is
+what every input reads next; the view writes through the first input's processor.
 
 Emitting on window close (``EmitStrategy.on_window_close()``), the aggregation's store is Kafka Streams'
 time-ordered one instead (``RocksDBTimeOrderedWindowStore``, no key index): its observed time is the

@@ -92,7 +92,7 @@ class _WindowAggregate(WindowedTable):
     # returns the windows that start after it minus the retention. Emitting on window close, the
     # time-ordered store's time is ClosedWindows.store_time (the same, always kept).
     observes_store_time = False
-    _in_record = False  # process() is storing a record's windows
+    _in_record = False  # process() is storing a record's windows (and holds the key's dict)
 
     def __init__(self, name: str, store: str, cached: bool, aggregation: str, windows, size: int, grace: int,
                  retention: int, initializer: Optional[Callable] = None, aggregator: Optional[Callable] = None,
@@ -225,7 +225,7 @@ class _WindowAggregate(WindowedTable):
             store.pop(start, None)
         else:
             store[start] = (value, timestamp)
-        if not store and not self._in_record:  # mid-record, process() still holds the dict
+        if not store and not self._store_mid_record():
             state.values[slot] = ABSENT
         state.keys[slot] = key
         state.changed = True
@@ -236,6 +236,11 @@ class _WindowAggregate(WindowedTable):
         if self.emit_on_close:  # what the window-close emit fetches from the store: this window, or not
             self._closed_windows(state).put(start, self.key_serde.serialize(key), state.raw_key, key,
                                             deleted=value is None)
+
+    def _store_mid_record(self) -> bool:
+        """Whether a processor of this store is storing a record's windows, so still holds the key's
+        dict (a cogroup's inputs share the store: the processor writing may be another input's)."""
+        return any(node._in_record for node in self.program.store_processors(self.store))
 
     def _closed_windows(self, state) -> ClosedWindows:
         return self._closed_windows_of(task_state_of(self, state))

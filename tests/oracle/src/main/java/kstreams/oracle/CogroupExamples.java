@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.StringJoiner;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
@@ -12,6 +13,7 @@ import org.apache.kafka.common.serialization.Serde;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
@@ -31,9 +33,17 @@ import org.apache.kafka.streams.kstream.Suppressed.BufferConfig;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.kstream.internals.SessionWindow;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.TimestampedWindowStore;
+import org.apache.kafka.streams.state.ValueAndTimestamp;
 import org.apache.kafka.streams.state.WindowStore;
+import org.apache.kafka.streams.state.WindowStoreIterator;
 
 /**
  * cogroup run by Kafka Streams itself against a real broker until every input topic (and every
@@ -51,13 +61,17 @@ import org.apache.kafka.streams.state.WindowStore;
  * by the user's number written as a Long, read as "u<n>" (USER_ID), so that the cogroup's one store,
  * which writes every key with the String serde, merges them with the other inputs' records of that user.
  *
+ * Beside them, on clicks and views, a tumbling and a session cogroup whose stores user processors read
+ * and edit (CogroupWindowEditor, CogroupSessionEditor): each input's next record goes on from the edit.
+ *
  * The same two key formats meet in a sub-topology of their own, with no cogroup: calls (String keys)
  * merged with texts (the user's number as a Long, read by USER_ID), then groupByKey() with a count and
  * a tumbling-windowed aggregate. Their stores write every key with the default serde, so a user's calls
  * and texts update one count and one window's aggregate.
  *
  * Args: bootstrap applicationId stateDir clicks views orders refunds visits calls texts outPlain outWindowed
- *       outFinal outSliding outSessions outFinalFiltered outSessionBytes outMergedCounts outMergedWindowed
+ *       outFinal outSliding outSessions outFinalFiltered outSessionBytes outStoreWindows outStoreSessions
+ *       outMergedCounts outMergedWindowed
  *
  * The Python twin is cogroup_examples() in tests/cogroup_topology.py; keep the two in step.
  */
@@ -78,11 +92,123 @@ public final class CogroupExamples {
         return order == null ? null : order.split(",", -1)[0];
     }
 
+    static final long STORE_WINDOW_MS = 4_000L;
+    static final long STORE_GRACE_MS = 2_000L;
+    static final long STORE_GAP_MS = 1_000L;
+    static final long STORE_SESSION_GRACE_MS = 1_000L;
+
+    /** How many records an edited cogroup's aggregate holds (each adds ",<letter><value>"). */
+    static int contributions(String aggregate) {
+        return (int) aggregate.chars().filter(c -> c == ',').count();
+    }
+
+    static String storedText(ValueAndTimestamp<String> stored) {
+        return stored == null ? "null" : stored.value() + "@" + stored.timestamp();
+    }
+
+    /** On each update of the store-windows cogroup: its reads, then its edits (CogroupWindowEditor in Python). */
+    static final class CogroupWindowEditor implements Processor<Windowed<String>, String, Windowed<String>, String> {
+        private ProcessorContext<Windowed<String>, String> context;
+        private TimestampedWindowStore<String, String> store;
+
+        @Override
+        public void init(ProcessorContext<Windowed<String>, String> context) {
+            this.context = context;
+            this.store = context.getStateStore("store-windows");
+        }
+
+        @Override
+        public void process(Record<Windowed<String>, String> record) {
+            String key = record.key().key();
+            long start = record.key().window().start();
+            StringJoiner around = new StringJoiner(",");
+            try (WindowStoreIterator<ValueAndTimestamp<String>> entries =
+                     store.fetch(key, start - STORE_WINDOW_MS, start + STORE_WINDOW_MS)) {
+                while (entries.hasNext()) {
+                    KeyValue<Long, ValueAndTimestamp<String>> entry = entries.next();
+                    around.add(entry.key + "=" + storedText(entry.value));
+                }
+            }
+            StringJoiner sameStart = new StringJoiner(",");
+            try (KeyValueIterator<Windowed<String>, ValueAndTimestamp<String>> entries = store.fetchAll(start, start)) {
+                while (entries.hasNext()) {
+                    KeyValue<Windowed<String>, ValueAndTimestamp<String>> entry = entries.next();
+                    sameStart.add(entry.key.key() + "=" + storedText(entry.value));
+                }
+            }
+            StringJoiner keys = new StringJoiner(",");
+            try (KeyValueIterator<Windowed<String>, ValueAndTimestamp<String>> entries =
+                     store.backwardFetch("u1", "u3", start - STORE_WINDOW_MS, start)) {
+                while (entries.hasNext()) {
+                    KeyValue<Windowed<String>, ValueAndTimestamp<String>> entry = entries.next();
+                    keys.add(entry.key.key() + "@" + entry.key.window().start() + "=" + storedText(entry.value));
+                }
+            }
+            String value = record.value();
+            context.forward(record.withValue(value + "|t" + record.timestamp() + "|" + storedText(store.fetch(key, start))
+                + "|" + around + "|" + sameStart + "|" + keys));
+            if (value.startsWith("R") && contributions(value) >= 2) {
+                store.put(key, null, start);
+            } else if (!value.startsWith("R") && contributions(value) == 3) {
+                store.put(key, ValueAndTimestamp.make("R", record.timestamp() + 7), start);
+            }
+        }
+    }
+
+    static String sessionText(KeyValue<Windowed<String>, String> entry) {
+        return entry.key.key() + "@" + entry.key.window().start() + "-" + entry.key.window().end() + "=" + entry.value;
+    }
+
+    static String sessions(KeyValueIterator<Windowed<String>, String> entries) {
+        StringJoiner joined = new StringJoiner(",");
+        try (entries) {
+            while (entries.hasNext()) {
+                joined.add(sessionText(entries.next()));
+            }
+        }
+        return joined.toString();
+    }
+
+    /** On each update of the store-sessions cogroup: its reads, then its edits (CogroupSessionEditor in Python). */
+    static final class CogroupSessionEditor implements Processor<Windowed<String>, String, Windowed<String>, String> {
+        private ProcessorContext<Windowed<String>, String> context;
+        private SessionStore<String, String> store;
+
+        @Override
+        public void init(ProcessorContext<Windowed<String>, String> context) {
+            this.context = context;
+            this.store = context.getStateStore("store-sessions");
+        }
+
+        @Override
+        public void process(Record<Windowed<String>, String> record) {
+            String key = record.key().key();
+            long start = record.key().window().start();
+            long end = record.key().window().end();
+            String stored = store.fetchSession(key, start, end);
+            String around = sessions(store.findSessions(key, start - STORE_GAP_MS, end + STORE_GAP_MS));
+            String keys = sessions(store.backwardFetch("u1", "u3"));
+            String value = record.value();
+            context.forward(record.withValue(value + "|t" + record.timestamp() + "|" + stored + "|" + around + "|" + keys));
+            if (value == null) {
+                return;
+            }
+            if (value.startsWith("R") && contributions(value) >= 2) {
+                store.remove(record.key());
+            } else if (!value.startsWith("R") && contributions(value) == 3) {
+                store.put(record.key(), "R");
+            } else if (contributions(value) == 1 && key.endsWith("1")) {
+                long ahead = end + STORE_GAP_MS / 2;
+                store.put(new Windowed<>(key, new SessionWindow(ahead, ahead + 50)), "A");
+            }
+        }
+    }
+
     static Topology cogroupExamples(String clicks, String views, String orders, String refunds, String visits,
                                     String calls, String texts, String outPlain, String outWindowed,
                                     String outFinal, String outSliding, String outSessions,
-                                    String outFinalFiltered, String outSessionBytes, String outMergedCounts,
-                                    String outMergedWindowed) {
+                                    String outFinalFiltered, String outSessionBytes, String outStoreWindows,
+                                    String outStoreSessions, String outMergedCounts, String outMergedWindowed) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> orderStream = builder.stream(orders);
         KGroupedStream<String, String> refundsByUser = builder.<String, String>stream(refunds).groupByKey();
@@ -144,6 +270,27 @@ public final class CogroupExamples {
             .to(outSessionBytes,
                 Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.String()));
 
+        // Cogroups whose stores processors read and edit (every input's next record goes on from the edit)
+        clicksByUser.<String>cogroup((key, value, agg) -> tail(agg + ",c" + value))
+            .cogroup(viewsByUser, (key, value, agg) -> tail(agg + ",v" + value))
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(STORE_WINDOW_MS), Duration.ofMillis(STORE_GRACE_MS)))
+            .aggregate(() -> "", Named.as("edited-windows"),
+                Materialized.<String, String, WindowStore<Bytes, byte[]>>as("store-windows").withCachingDisabled())
+            .toStream()
+            .process(CogroupWindowEditor::new, "store-windows")
+            .to(outStoreWindows,
+                Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, STORE_WINDOW_MS), Serdes.String()));
+        clicksByUser.<String>cogroup((key, value, agg) -> tail(agg + ",c" + value))
+            .cogroup(viewsByUser, (key, value, agg) -> tail(agg + ",v" + value))
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(STORE_GAP_MS),
+                Duration.ofMillis(STORE_SESSION_GRACE_MS)))
+            .aggregate(() -> "", (key, left, right) -> tail(left + right), Named.as("edited-sessions"),
+                Materialized.<String, String, SessionStore<Bytes, byte[]>>as("store-sessions").withCachingDisabled())
+            .toStream()
+            .process(CogroupSessionEditor::new, "store-sessions")
+            .to(outStoreSessions,
+                Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.String()));
+
         KStream<String, String> callStream = builder.stream(calls);
         KStream<String, String> textStream = builder.stream(texts, Consumed.with(USER_ID, Serdes.String()));
         KGroupedStream<String, String> mergedByUser = callStream.merge(textStream).groupByKey();
@@ -171,7 +318,7 @@ public final class CogroupExamples {
         List<String> inputs = List.of(args[3], args[4], args[5], args[6], args[7], args[8], args[9]);
         Topology topology = cogroupExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10],
                                             args[11], args[12], args[13], args[14], args[15], args[16], args[17],
-                                            args[18]);
+                                            args[18], args[19], args[20]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         // The cogroups read repartition topics their own upstream task fills: wait for them rather than
         // run ahead on the other inputs (the Spark runner writes a repartition topic first).

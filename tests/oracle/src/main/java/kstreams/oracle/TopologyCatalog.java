@@ -176,7 +176,7 @@ public final class TopologyCatalog {
         TOPOLOGIES.put("cogroup_examples_of_the_equivalence_test", () -> CogroupExamples.cogroupExamples(
             "clicks", "views", "orders", "refunds", "visits", "calls", "texts", "activity-out", "activity-windows-out",
             "final-windows-out", "sliding-out", "sessions-out", "final-filtered-windows-out", "session-bytes-out",
-            "merged-counts-out", "merged-windows-out"));
+            "store-windows-out", "store-sessions-out", "merged-counts-out", "merged-windows-out"));
         // Windowed aggregations with their own stream time (FilteredWindowExamples is the equivalence test's).
         TOPOLOGIES.put("filtered_window_examples_of_the_equivalence_test",
                        () -> FilteredWindowExamples.filteredWindowExamples("events", "clicks", "slides",
