@@ -158,8 +158,9 @@ def check_dsl_store(factory, spec, sub) -> None:
             f"of its own; {_DSL_STORES_OFFERED}")
     if spec.history_retention_ms is not None:
         raise UnsupportedTopologyError(
-            f"{where} is a versioned table's store; Kafka Streams gives a processor a VersionedKeyValueStore, "
-            f"which the Spark runner does not offer; {_DSL_STORES_OFFERED}")
+            f"{where} is a versioned table's store; Kafka Streams gives a processor a VersionedKeyValueStore, which "
+            "the Spark runner offers over a processor's own versioned store (add_state_store()) but not yet over a "
+            f"table's versions; {_DSL_STORES_OFFERED}")
     for owner in sub.nodes:
         if spec.name not in owner.stores or owner.kind in (NodeKind.PROCESS, NodeKind.PROCESS_VALUES):
             continue
