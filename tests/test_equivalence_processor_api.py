@@ -1,7 +1,8 @@
 """The Processor API on Spark against Kafka Streams itself: ``process`` with two key-value stores
 and a stream-time punctuator, then ``process_values``, and on the same source a ``process`` with a
-persistent and an in-memory window store, one with a persistent and an in-memory session store, and
-one with a persistent and an in-memory window store that retain duplicates
+persistent and an in-memory window store, one with a persistent and an in-memory session store,
+one with a persistent and an in-memory window store that retain duplicates, and one with a versioned
+store (puts in and out of order, within and beyond its history; deletes; reads as of several times)
 (tests/processor_api_topology.py; Java twin ProcessorApiExamples). Kafka Streams 4.3.1 runs it once.
 
 Our tasks run the twin in a ``dagster-kstreams run`` process, one task after another in batches
@@ -142,5 +143,12 @@ def _assert_reference_exercises_it(expected: dict) -> None:
         assert any(value.split("|")[4] for value in sessions)  # in-memory find_sessions(earliest_end, latest_end)
         duplicates = [value for _, value in expected[(f"p{partition}", "record")] if "|dup|" in value]
         assert any(value.split("|")[2].split("/")[2] == "null" for value in duplicates)  # fetch(key, start) quirk
+        versions = [value.split("|") for _, value in expected[(f"p{partition}", "record")] if "|ver|" in value]
+        written = [part for fields in versions for part in fields[2].split(",")]
+        assert {"put=-1", "put=-9223372036854775808", "tomb=-9223372036854775808"} <= set(written)  # latest, expired
+        assert any(part.startswith(("put=", "tomb=")) and int(part.split("=")[1]) > 0 for part in written)  # validTo
+        assert any(part.startswith("del=") and part != "del=null" for part in written)
+        assert any(fields[5] != "null" for fields in versions)  # a version from the history
+        assert any(fields[6] != "null" for fields in versions)  # past the history: an old enough latest version
         counts = expected[(f"p{partition}", "punctuation")]
         assert len(counts) > 20 and any(int(value.split("|")[3]) > 1 for _, value in counts)
