@@ -14,7 +14,9 @@ return; ``DuplicateLog`` (window stores ``dups`` and ``dups-memory`` that retain
 every value and forwards what the stores hold. ``VersionLog`` (versioned store ``versions``, 2 s of
 history) puts each value at its record's time (a null value deletes; ``v3`` also puts a tombstone
 500 ms before, and of one key a version of a rarely written one) and forwards what the puts and
-deletes return and what the store reads back, as of several times.
+deletes return and what the store reads back, as of several times. ``TableLog`` tags what the
+events' versioned table (``to_table`` into 2 s of history, DSL wiring only) forwards through
+``to_stream``: out-of-order updates and tombstones too, expired ones not.
 
 Every value starts with ``p<partition>|``: the task that produced it. What a record forwards at
 once and what the punctuator forwards are in an order fixed by the input each (Kafka Streams runs
@@ -27,7 +29,7 @@ equivalence_io (StampValues) ships itself.
 from __future__ import annotations
 
 from equivalence_io import StampValues
-from dagster_kstreams.topology import StreamsBuilder, Topology
+from dagster_kstreams.topology import Materialized, StreamsBuilder, Topology
 from dagster_kstreams.topology.processor_api import Processor, PunctuationType, Record, Stores
 from dagster_kstreams.topology.serdes import Serdes, Window, Windowed
 
@@ -208,6 +210,18 @@ def _versioned(versioned_record) -> str:
     return f"{versioned_record.value()}@{versioned_record.timestamp()}~{'-' if valid_to is None else valid_to}"
 
 
+class TableLog(Processor):
+    """Tags each update a versioned table's ``to_stream`` forwards with its task and timestamp."""
+
+    def init(self, context) -> None:
+        self.context = context
+
+    def process(self, record: Record) -> None:
+        value = "null" if record.value is None else record.value
+        partition = self.context.record_metadata().partition
+        self.context.forward(record.with_value(f"p{partition}|tab|{value}|t{record.timestamp}"))
+
+
 def _versioned_store():
     return Stores.versioned_key_value_store_builder(Stores.persistent_versioned_key_value_store("versions", 2_000),
                                                     Serdes.String(), Serdes.String())
@@ -244,6 +258,8 @@ def processor_api_examples(topics: dict[str, str]) -> StreamsBuilder:
     events.process(DuplicateLog, "dups", "dups-memory").to(topics["out"])
     builder.add_state_store(_versioned_store())
     events.process(VersionLog, "versions").to(topics["out"])
+    events.to_table(Materialized.as_(Stores.persistent_versioned_key_value_store("versioned-events", 2_000))) \
+        .to_stream().process(TableLog).to(topics["out"])
     return builder
 
 

@@ -10,6 +10,7 @@ import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.internals.SessionWindow;
 import org.apache.kafka.streams.processor.PunctuationType;
@@ -304,6 +305,23 @@ public final class ProcessorApiExamples {
         }
     }
 
+    /** Tags each update a versioned table's toStream forwards (twin: TableLog). */
+    static final class TableLog implements Processor<String, String, String, String> {
+        private ProcessorContext<String, String> context;
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            RecordMetadata metadata = context.recordMetadata().orElseThrow();
+            context.forward(record.withValue(
+                "p" + metadata.partition() + "|tab|" + record.value() + "|t" + record.timestamp()));
+        }
+    }
+
     static StoreBuilder<VersionedKeyValueStore<String, String>> versionedStore() {
         return Stores.versionedKeyValueStoreBuilder(
             Stores.persistentVersionedKeyValueStore("versions", Duration.ofSeconds(2)), Serdes.String(), Serdes.String());
@@ -338,6 +356,9 @@ public final class ProcessorApiExamples {
         stream.process(DuplicateLog::new, "dups", "dups-memory").to(out);
         builder.addStateStore(versionedStore());
         stream.process(VersionLog::new, "versions").to(out);
+        stream.toTable(Materialized.<String, String>as(
+                Stores.persistentVersionedKeyValueStore("versioned-events", Duration.ofSeconds(2))))
+            .toStream().process(TableLog::new).to(out);
         return builder.build();
     }
 
