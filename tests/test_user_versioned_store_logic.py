@@ -28,7 +28,7 @@ NOT_PUT = VersionedKeyValueStore.PUT_RETURN_CODE_NOT_PUT
 
 def _store(content=None) -> VersionedKeyValueStore:
     supplier = Stores.persistent_versioned_key_value_store("v", RETENTION)
-    return VersionedKeyValueStore("v", Serdes.String(), Serdes.String(), supplier, {} if content is None else content)
+    return VersionedKeyValueStore.of("v", Serdes.String(), Serdes.String(), supplier, {} if content is None else content)
 
 
 def _record(value, timestamp):

@@ -174,7 +174,7 @@ def _open_store(name: str, store: tuple, content: dict):
     if isinstance(supplier, SessionBytesStoreSupplier):
         return SessionStore(name, key_serde, value_serde, supplier, content)
     if isinstance(supplier, VersionedBytesStoreSupplier):
-        return VersionedKeyValueStore(name, key_serde, value_serde, supplier, content)
+        return VersionedKeyValueStore.of(name, key_serde, value_serde, supplier, content)
     return KeyValueStore(name, key_serde, value_serde, content)
 
 
