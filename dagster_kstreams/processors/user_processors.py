@@ -1,9 +1,9 @@
 """The Processor API on the runner: ``KStream.process`` / ``process_values`` with a user's
 :class:`~dagster_kstreams.topology.processor_api.Processor`, its stores (key-value here; window, session and
-versioned stores in :mod:`.user_window_store`, :mod:`.user_session_store` and :mod:`.user_versioned_store`; a DSL operation's key-value store in
-:mod:`.user_dsl_store`, a time- or sliding-windowed aggregation's in :mod:`.user_dsl_window_store`, a session
-aggregation's in :mod:`.user_dsl_session_store`) and punctuators,
-as Kafka Streams 4.3.1 runs them (``ProcessorNode``, ``ProcessorContextImpl``, ``StreamTask``,
+versioned stores in :mod:`.user_window_store`, :mod:`.user_session_store`, :mod:`.user_versioned_store`; a DSL
+operation's key-value store in :mod:`.user_dsl_store`, a versioned table's in :mod:`.user_dsl_versioned_store`, a
+windowed aggregation's in :mod:`.user_dsl_window_store`, a session aggregation's in :mod:`.user_dsl_session_store`)
+and punctuators, as Kafka Streams 4.3.1 runs them (``ProcessorNode``, ``ProcessorContextImpl``, ``StreamTask``,
 ``PunctuationQueue``).
 
 A user processor may read and write any key of its stores and forward records of any key from a
@@ -50,6 +50,7 @@ from dagster_kstreams.processors.own_groups import own_group
 from dagster_kstreams.processors.state import load_state
 from dagster_kstreams.processors.user_dsl_session_store import AggregationSessionStore
 from dagster_kstreams.processors.user_dsl_store import TimestampedKeyValueStore, check_dsl_store
+from dagster_kstreams.processors.user_dsl_versioned_store import VersionedTableStore
 from dagster_kstreams.processors.user_dsl_window_store import TimestampedWindowStore
 from dagster_kstreams.processors.user_session_store import SessionStore
 from dagster_kstreams.processors.user_versioned_store import VersionedKeyValueStore
@@ -389,7 +390,9 @@ def build(factory, ctx) -> UserProcessorNode:
             stores[store_name] = (*serdes, spec.window)  # the window or session store's supplier (None: key-value)
         else:
             check_dsl_store(factory, spec, ctx.subtopology)
-            dsl_stores[store_name] = (*serdes, _DSL_STORE_VIEWS.get(spec.type, TimestampedKeyValueStore))
+            view = VersionedTableStore if spec.history_retention_ms is not None else _DSL_STORE_VIEWS.get(
+                spec.type, TimestampedKeyValueStore)
+            dsl_stores[store_name] = (*serdes, view)
     return UserProcessorNode(factory.name, factory.params["supplier"], stores,
                              fixed_key=factory.kind is NodeKind.PROCESS_VALUES, child_names=list(factory.children),
                              dsl_stores=dsl_stores)
