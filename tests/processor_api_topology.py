@@ -16,7 +16,8 @@ history) puts each value at its record's time (a null value deletes; ``v3`` also
 500 ms before, and of one key a version of a rarely written one) and forwards what the puts and
 deletes return and what the store reads back, as of several times. ``TableLog`` tags what the
 events' versioned table (``to_table`` into 2 s of history, DSL wiring only) forwards through
-``to_stream``: out-of-order updates and tombstones too, expired ones not.
+``to_stream``: out-of-order updates and tombstones too, expired ones not; it names the table's store,
+writes versions into it and reads them back.
 
 Every value starts with ``p<partition>|``: the task that produced it. What a record forwards at
 once and what the punctuator forwards are in an order fixed by the input each (Kafka Streams runs
@@ -211,15 +212,26 @@ def _versioned(versioned_record) -> str:
 
 
 class TableLog(Processor):
-    """Tags each update a versioned table's ``to_stream`` forwards with its task and timestamp."""
+    """Tags each update a versioned table's ``to_stream`` forwards with its task and timestamp, and
+    works on the table's own store (``versioned-events``): an update ``v2`` puts ``w`` 300 ms ahead
+    of it (the table's next updates of the key before then are out of order), ``v1`` deletes 100 ms
+    before it; then forwards what those return, the key's latest record and the one as of 1 ms
+    before the update."""
 
     def init(self, context) -> None:
         self.context = context
+        self.table = context.get_state_store("versioned-events")
 
     def process(self, record: Record) -> None:
-        value = "null" if record.value is None else record.value
+        value, t = ("null" if record.value is None else record.value), record.timestamp
+        written = ""
+        if record.value == "v2":
+            written = f"put={self.table.put(record.key, 'w', t + 300)}"
+        elif record.value == "v1":
+            written = f"del={_versioned(self.table.delete(record.key, t - 100))}"
+        reads = f"{_versioned(self.table.get(record.key))}|{_versioned(self.table.get(record.key, t - 1))}"
         partition = self.context.record_metadata().partition
-        self.context.forward(record.with_value(f"p{partition}|tab|{value}|t{record.timestamp}"))
+        self.context.forward(record.with_value(f"p{partition}|tab|{value}|t{t}|{written}|{reads}"))
 
 
 def _versioned_store():
@@ -259,7 +271,7 @@ def processor_api_examples(topics: dict[str, str]) -> StreamsBuilder:
     builder.add_state_store(_versioned_store())
     events.process(VersionLog, "versions").to(topics["out"])
     events.to_table(Materialized.as_(Stores.persistent_versioned_key_value_store("versioned-events", 2_000))) \
-        .to_stream().process(TableLog).to(topics["out"])
+        .to_stream().process(TableLog, "versioned-events").to(topics["out"])
     return builder
 
 

@@ -4,6 +4,7 @@ persistent and an in-memory window store, one with a persistent and an in-memory
 one with a persistent and an in-memory window store that retain duplicates, and one with a versioned
 store (puts in and out of order, within and beyond its history; deletes; reads as of several times),
 and one reading a versioned table's updates through its ``to_stream`` (out of order and tombstones)
+and writing and reading the table's own store (puts ahead, deletes behind)
 (tests/processor_api_topology.py; Java twin ProcessorApiExamples). Kafka Streams 4.3.1 runs it once.
 
 Our tasks run the twin in a ``dagster-kstreams run`` process, one task after another in batches
@@ -157,5 +158,8 @@ def _assert_reference_exercises_it(expected: dict) -> None:
         times = [int(fields[3][1:]) for fields in updates]
         assert any(later < earlier for earlier, later in zip(times, times[1:]))  # out of order, forwarded
         assert any(fields[2] == "null" for fields in updates)  # a tombstone
+        assert any(fields[4] == "put=-1" for fields in updates) and any(fields[4].startswith("put=1") for fields in updates)
+        assert any(fields[4].startswith("del=") and fields[4] != "del=null" for fields in updates)
+        assert any(fields[5].startswith("w@") for fields in updates)  # the table's latest: the processor's put
         counts = expected[(f"p{partition}", "punctuation")]
         assert len(counts) > 20 and any(int(value.split("|")[3]) > 1 for _, value in counts)

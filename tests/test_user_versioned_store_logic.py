@@ -9,6 +9,7 @@ from __future__ import annotations
 import pickle
 from datetime import timedelta
 
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -158,10 +159,54 @@ def test_a_processor_gets_a_versioned_store_added_with_add_state_store():
     assert user_store_content(program, pickle.dumps({"values": {"papi.store.v": content}}), "v") == {"k": "a"}
 
 
-def test_a_versioned_tables_own_store_named_in_process_is_still_refused_naming_the_processor():
+def test_a_versioned_tables_own_store_is_viewed_and_other_versioned_dsl_stores_are_refused_naming_the_processor():
     builder = StreamsBuilder()
     builder.table("t", Materialized.as_(Stores.persistent_versioned_key_value_store("v", timedelta(minutes=1))))
     builder.stream("s").process(_Nothing, "v")
+    compile_topology(builder.build(), "app").program(0)
+    builder = StreamsBuilder()
+    builder.stream("s").group_by_key().count(
+        Materialized.as_(Stores.persistent_versioned_key_value_store("v", timedelta(minutes=1)))) \
+        .to_stream().process(_Nothing, "v")
     with pytest.raises(UnsupportedTopologyError,
-                       match=r"processor KSTREAM-PROCESSOR-\d+: store v is a versioned table's store"):
+                       match=r"processor KSTREAM-PROCESSOR-\d+: store v is the versioned store of KSTREAM-AGGREGATE-"):
         compile_topology(builder.build(), "app").program(0)
+
+
+class _PutPrice(Processor):
+    def init(self, context):
+        self.context, self.prices = context, context.get_state_store("prices")
+
+    def process(self, record):
+        written = self.prices.put(record.key, record.value, record.timestamp)
+        self.context.forward(record.with_value(f"put={written}|{self.prices.get(record.key, record.timestamp)}"))
+
+
+def _frame(rows):
+    return pd.DataFrame({
+        "key": [r[0].encode() for r in rows], "value": [r[1].encode() for r in rows],
+        "topic": [r[3] for r in rows], "partition": [0] * len(rows), "offset": list(range(len(rows))),
+        "timestamp": [None] * len(rows), "event_time": [r[2] for r in rows], "merge_time": [r[2] for r in rows],
+        "seq": list(range(len(rows))),
+    })
+
+
+def test_a_processors_latest_put_into_a_versioned_tables_store_is_the_tables_value_for_what_reads_it():
+    """A processor puts prices into the versioned table's own store: the latest one is what a
+    table-table join reads next, an older one only history; the table's own out-of-order update after
+    them is skipped by the join (not latest), as Kafka Streams' KTableSource puts it."""
+    builder = StreamsBuilder()
+    prices = builder.table("prices", Materialized.as_(Stores.persistent_versioned_key_value_store("prices", 10_000)))
+    limits = builder.table("limits", Materialized.as_("limits").with_caching_disabled())
+    limits.join(prices, lambda limit, price: f"{limit}<{price}").to_stream().to("joined")
+    builder.stream("cmd").process(_PutPrice, "prices").to("puts")
+    program = compile_topology(builder.build(), "app", default_key_serde=Serdes.String(),
+                               default_value_serde=Serdes.String()).program(0)
+    rows = [("k", "p1", 1000, "prices"), ("k", "p2", 3000, "cmd"), ("k", "old", 2000, "cmd"),
+            ("k", "L", 4000, "limits"), ("k", "p0", 2500, "prices")]
+    stored, outputs = None, []
+    for row in rows:  # a batch each: the state goes through a checkpoint in between
+        out, stored = program.process_task_batch(_frame([row]), stored)
+        if out is not None:
+            outputs += [value.decode() for value in out.sort_values("emit_order", kind="stable")["value"]]
+    assert outputs == ["put=-1|<p2,3000,Optional.empty>", "put=3000|<old,2000,Optional.empty>", "L<p2"]

@@ -297,7 +297,7 @@ public final class ProcessorApiExamples {
             context.forward(record.withValue("p" + metadata.partition() + "|ver|" + written + "|" + String.join("|", reads)));
         }
 
-        private static String versioned(VersionedRecord<String> record) {
+        static String versioned(VersionedRecord<String> record) {
             if (record == null) {
                 return "null";
             }
@@ -305,20 +305,31 @@ public final class ProcessorApiExamples {
         }
     }
 
-    /** Tags each update a versioned table's toStream forwards (twin: TableLog). */
+    /** Tags each update a versioned table's toStream forwards and works on its store (twin: TableLog). */
     static final class TableLog implements Processor<String, String, String, String> {
         private ProcessorContext<String, String> context;
+        private VersionedKeyValueStore<String, String> table;
 
         @Override
         public void init(ProcessorContext<String, String> context) {
             this.context = context;
+            this.table = context.getStateStore("versioned-events");
         }
 
         @Override
         public void process(Record<String, String> record) {
+            long t = record.timestamp();
+            String written = "";
+            if ("v2".equals(record.value())) {
+                written = "put=" + table.put(record.key(), "w", t + 300);
+            } else if ("v1".equals(record.value())) {
+                written = "del=" + VersionLog.versioned(table.delete(record.key(), t - 100));
+            }
+            String reads = VersionLog.versioned(table.get(record.key())) + "|"
+                + VersionLog.versioned(table.get(record.key(), t - 1));
             RecordMetadata metadata = context.recordMetadata().orElseThrow();
-            context.forward(record.withValue(
-                "p" + metadata.partition() + "|tab|" + record.value() + "|t" + record.timestamp()));
+            context.forward(record.withValue("p" + metadata.partition() + "|tab|" + record.value() + "|t" + t
+                + "|" + written + "|" + reads));
         }
     }
 
@@ -358,7 +369,7 @@ public final class ProcessorApiExamples {
         stream.process(VersionLog::new, "versions").to(out);
         stream.toTable(Materialized.<String, String>as(
                 Stores.persistentVersionedKeyValueStore("versioned-events", Duration.ofSeconds(2))))
-            .toStream().process(TableLog::new).to(out);
+            .toStream().process(TableLog::new, "versioned-events").to(out);
         return builder.build();
     }
 
