@@ -322,7 +322,7 @@ class UserProcessorNode(Processor):
         self.supplier = supplier
         self.stores = stores  # store name -> (key serde, value serde, window, session or versioned store supplier or None)
         # a DSL operation's stores it names: store name -> (key serde, value serde, the view a processor
-        # gets: user_dsl_store.py, user_dsl_window_store.py, user_dsl_session_store.py)
+        # gets: user_dsl_store.py, user_dsl_versioned_store.py, user_dsl_window_store.py, user_dsl_session_store.py)
         self.dsl_stores = dsl_stores or {}
         self.fixed_key = fixed_key
         self.child_names = child_names
