@@ -118,6 +118,9 @@ def test_processor_api_killed_part_way_and_rerun_matches_kafka_streams(
     # A session store reads as a DSL one does (Windowed keys); both kinds hold the same sessions.
     sessions = runner.read_store("sessions")
     assert sessions and sessions == runner.read_store("sessions-memory")
+    # A versioned store reads as its keys' latest values (those whose latest version is no tombstone).
+    versions = runner.read_store("versions")
+    assert versions and set(versions.values()) <= {"v1", "v2", "v3"}
 
 
 def test_the_low_level_topology_of_the_same_processors_matches_kafka_streams(
