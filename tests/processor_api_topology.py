@@ -11,7 +11,13 @@ time every 10 s forwards and deletes the counts of the buckets that ended by the
 two window stores hold after each record. ``SessionLog`` (session stores ``sessions`` and
 ``sessions-memory``) merges each record into its key's sessions by hand and forwards what the stores
 return; ``DuplicateLog`` (window stores ``dups`` and ``dups-memory`` that retain duplicates) puts
-every value and forwards what the stores hold.
+every value and forwards what the stores hold. ``VersionLog`` (versioned store ``versions``, 2 s of
+history) puts each value at its record's time (a null value deletes; ``v3`` also puts a tombstone
+500 ms before, and of one key a version of a rarely written one) and forwards what the puts and
+deletes return and what the store reads back, as of several times. ``TableLog`` tags what the
+events' versioned table (``to_table`` into 2 s of history, DSL wiring only) forwards through
+``to_stream``: out-of-order updates and tombstones too, expired ones not; it names the table's store,
+writes versions into it and reads them back.
 
 Every value starts with ``p<partition>|``: the task that produced it. What a record forwards at
 once and what the punctuator forwards are in an order fixed by the input each (Kafka Streams runs
@@ -24,7 +30,7 @@ equivalence_io (StampValues) ships itself.
 from __future__ import annotations
 
 from equivalence_io import StampValues
-from dagster_kstreams.topology import StreamsBuilder, Topology
+from dagster_kstreams.topology import Materialized, StreamsBuilder, Topology
 from dagster_kstreams.topology.processor_api import Processor, PunctuationType, Record, Stores
 from dagster_kstreams.topology.serdes import Serdes, Window, Windowed
 
@@ -166,6 +172,73 @@ class DuplicateLog(Processor):
         self.context.forward(record.with_value(f"p{self.context.record_metadata().partition}|dup|" + "|".join(parts)))
 
 
+class VersionLog(Processor):
+    """Per record with a key, into the versioned store ``versions`` (2 s of history): a value is put
+    at the record's time (``v3`` then also puts a tombstone 500 ms earlier, into the history, and, of
+    key ``<letter>1``, the value under the rarely written key ``<letter>0``), a null value deletes at
+    it; forwards what each put returns (the validTo, -1 for the latest, Long.MIN_VALUE when expired)
+    or the deleted record, then the key's latest record, its record as of 1 ms and 1.5 s before the
+    record, ``<letter>0``'s as of 2.5 s before (mostly past the history: only an old enough latest
+    version is found) and ``<letter>1``'s as of the record's time."""
+
+    def init(self, context) -> None:
+        self.context = context
+        self.store = context.get_state_store("versions")
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            return
+        t, store = record.timestamp, self.store
+        if record.value is None:
+            written = f"del={_versioned(store.delete(record.key, t))}"
+        else:
+            written = f"put={store.put(record.key, record.value, t)}"
+            if record.value == "v3":
+                written += f",tomb={store.put(record.key, None, t - 500)}"
+                if record.key.endswith("1"):
+                    written += f",side={store.put(record.key[0] + '0', record.value, t)}"
+        reads = [store.get(record.key), store.get(record.key, t - 1), store.get(record.key, t - 1_500),
+                 store.get(record.key[0] + "0", t - 2_500), store.get(record.key[0] + "1", t)]
+        partition = self.context.record_metadata().partition
+        self.context.forward(record.with_value(f"p{partition}|ver|{written}|" + "|".join(map(_versioned, reads))))
+
+
+def _versioned(versioned_record) -> str:
+    """A VersionedRecord as ``value@timestamp~validTo`` (``-``: none), ``null`` for None."""
+    if versioned_record is None:
+        return "null"
+    valid_to = versioned_record.valid_to()
+    return f"{versioned_record.value()}@{versioned_record.timestamp()}~{'-' if valid_to is None else valid_to}"
+
+
+class TableLog(Processor):
+    """Tags each update a versioned table's ``to_stream`` forwards with its task and timestamp, and
+    works on the table's own store (``versioned-events``): an update ``v2`` puts ``w`` 300 ms ahead
+    of it (the table's next updates of the key before then are out of order), ``v1`` deletes 100 ms
+    before it; then forwards what those return, the key's latest record and the one as of 1 ms
+    before the update."""
+
+    def init(self, context) -> None:
+        self.context = context
+        self.table = context.get_state_store("versioned-events")
+
+    def process(self, record: Record) -> None:
+        value, t = ("null" if record.value is None else record.value), record.timestamp
+        written = ""
+        if record.value == "v2":
+            written = f"put={self.table.put(record.key, 'w', t + 300)}"
+        elif record.value == "v1":
+            written = f"del={_versioned(self.table.delete(record.key, t - 100))}"
+        reads = f"{_versioned(self.table.get(record.key))}|{_versioned(self.table.get(record.key, t - 1))}"
+        partition = self.context.record_metadata().partition
+        self.context.forward(record.with_value(f"p{partition}|tab|{value}|t{t}|{written}|{reads}"))
+
+
+def _versioned_store():
+    return Stores.versioned_key_value_store_builder(Stores.persistent_versioned_key_value_store("versions", 2_000),
+                                                    Serdes.String(), Serdes.String())
+
+
 def _session_and_duplicate_stores():
     return [Stores.session_store_builder(Stores.persistent_session_store("sessions", 20_000),
                                          Serdes.String(), Serdes.String()),
@@ -195,6 +268,10 @@ def processor_api_examples(topics: dict[str, str]) -> StreamsBuilder:
         builder.add_state_store(store)
     events.process(SessionLog, "sessions", "sessions-memory").to(topics["out"])
     events.process(DuplicateLog, "dups", "dups-memory").to(topics["out"])
+    builder.add_state_store(_versioned_store())
+    events.process(VersionLog, "versions").to(topics["out"])
+    events.to_table(Materialized.as_(Stores.persistent_versioned_key_value_store("versioned-events", 2_000))) \
+        .to_stream().process(TableLog, "versioned-events").to(topics["out"])
     return builder
 
 
@@ -220,4 +297,7 @@ def processor_api_low_level(topics: dict[str, str]) -> Topology:
     topology.add_state_store(sessions, "session-log").add_state_store(sessions_memory, "session-log")
     topology.add_state_store(dups, "duplicate-log").add_state_store(dups_memory, "duplicate-log")
     return topology.add_sink("session-sink", topics["out"], "session-log") \
-        .add_sink("duplicate-sink", topics["out"], "duplicate-log")
+        .add_sink("duplicate-sink", topics["out"], "duplicate-log") \
+        .add_processor("version-log", VersionLog, "events-source") \
+        .add_state_store(_versioned_store(), "version-log") \
+        .add_sink("version-sink", topics["out"], "version-log")

@@ -291,9 +291,10 @@ def test_stores_the_runner_keeps_without_timestamps_are_refused_naming_them():
     with pytest.raises(UnsupportedTopologyError, match="store kept belongs to KTABLE-FILTER-.*a windowed table"):
         _program(builder)
     builder = StreamsBuilder()
-    builder.table("t", Materialized.as_(Stores.persistent_versioned_key_value_store("v", timedelta(minutes=1))))
-    builder.stream("s").process(_Nothing, "v")
-    with pytest.raises(UnsupportedTopologyError, match="store v is a versioned table's store"):
+    builder.stream("s").group_by_key().count(
+        Materialized.as_(Stores.persistent_versioned_key_value_store("v", timedelta(minutes=1)))) \
+        .to_stream().process(_Nothing, "v")
+    with pytest.raises(UnsupportedTopologyError, match="store v is the versioned store of KSTREAM-AGGREGATE-"):
         _program(builder)
     builder = StreamsBuilder()
     builder.table("t", Materialized.as_(Stores.persistent_versioned_key_value_store("v", timedelta(minutes=1)))) \

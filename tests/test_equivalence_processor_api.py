@@ -1,7 +1,10 @@
 """The Processor API on Spark against Kafka Streams itself: ``process`` with two key-value stores
 and a stream-time punctuator, then ``process_values``, and on the same source a ``process`` with a
-persistent and an in-memory window store, one with a persistent and an in-memory session store, and
-one with a persistent and an in-memory window store that retain duplicates
+persistent and an in-memory window store, one with a persistent and an in-memory session store,
+one with a persistent and an in-memory window store that retain duplicates, and one with a versioned
+store (puts in and out of order, within and beyond its history; deletes; reads as of several times),
+and one reading a versioned table's updates through its ``to_stream`` (out of order and tombstones)
+and writing and reading the table's own store (puts ahead, deletes behind)
 (tests/processor_api_topology.py; Java twin ProcessorApiExamples). Kafka Streams 4.3.1 runs it once.
 
 Our tasks run the twin in a ``dagster-kstreams run`` process, one task after another in batches
@@ -10,7 +13,7 @@ another process (this one) continues every task from its checkpoint: the stores,
 stream time and the punctuation schedule come back from it.
 
 The same processors wired with the low-level ``Topology()`` run once more, to the end, on the same
-input, and give the same output.
+input, and give the same output (but the versioned table's, a DSL table it has no wiring of).
 
 Input (2 partitions): out-of-order timestamps (within a bucket and beyond), repeated values, null
 keys and null values. Every value the processors forward names its task's partition; compared,
@@ -115,6 +118,9 @@ def test_processor_api_killed_part_way_and_rerun_matches_kafka_streams(
     # A session store reads as a DSL one does (Windowed keys); both kinds hold the same sessions.
     sessions = runner.read_store("sessions")
     assert sessions and sessions == runner.read_store("sessions-memory")
+    # A versioned store reads as its keys' latest values (those whose latest version is no tombstone).
+    versions = runner.read_store("versions")
+    assert versions and set(versions.values()) <= {"v1", "v2", "v3"}
 
 
 def test_the_low_level_topology_of_the_same_processors_matches_kafka_streams(
@@ -127,7 +133,9 @@ def test_the_low_level_topology_of_the_same_processors_matches_kafka_streams(
     runner = TaskRunner(processor_api_low_level(topics), unique_topic("spark-papi-low"), kafka_bootstrap,
                         state_location=str(tmp_path / "state"), spark=spark)
     assert {r.task_id for r in runner.run_all()} == {"0_0", "0_1"}
-    assert _results(kafka_bootstrap, topics["out"]) == kafka_streams_run["results"]
+    expected = {task_and_source: [record for record in sequence if "|tab|" not in record[1]]
+                for task_and_source, sequence in kafka_streams_run["results"].items()}
+    assert _results(kafka_bootstrap, topics["out"]) == expected
 
 
 def _assert_reference_exercises_it(expected: dict) -> None:
@@ -142,5 +150,19 @@ def _assert_reference_exercises_it(expected: dict) -> None:
         assert any(value.split("|")[4] for value in sessions)  # in-memory find_sessions(earliest_end, latest_end)
         duplicates = [value for _, value in expected[(f"p{partition}", "record")] if "|dup|" in value]
         assert any(value.split("|")[2].split("/")[2] == "null" for value in duplicates)  # fetch(key, start) quirk
+        versions = [value.split("|") for _, value in expected[(f"p{partition}", "record")] if "|ver|" in value]
+        written = [part for fields in versions for part in fields[2].split(",")]
+        assert {"put=-1", "put=-9223372036854775808", "tomb=-9223372036854775808"} <= set(written)  # latest, expired
+        assert any(part.startswith(("put=", "tomb=")) and int(part.split("=")[1]) > 0 for part in written)  # validTo
+        assert any(part.startswith("del=") and part != "del=null" for part in written)
+        assert any(fields[5] != "null" for fields in versions)  # a version from the history
+        assert any(fields[6] != "null" for fields in versions)  # past the history: an old enough latest version
+        updates = [value.split("|") for _, value in expected[(f"p{partition}", "record")] if "|tab|" in value]
+        times = [int(fields[3][1:]) for fields in updates]
+        assert any(later < earlier for earlier, later in zip(times, times[1:]))  # out of order, forwarded
+        assert any(fields[2] == "null" for fields in updates)  # a tombstone
+        assert any(fields[4] == "put=-1" for fields in updates) and any(fields[4].startswith("put=1") for fields in updates)
+        assert any(fields[4].startswith("del=") and fields[4] != "del=null" for fields in updates)
+        assert any(fields[5].startswith("w@") for fields in updates)  # the table's latest: the processor's put
         counts = expected[(f"p{partition}", "punctuation")]
         assert len(counts) > 20 and any(int(value.split("|")[3]) > 1 for _, value in counts)

@@ -1,9 +1,9 @@
 """The Processor API on the runner: ``KStream.process`` / ``process_values`` with a user's
-:class:`~dagster_kstreams.topology.processor_api.Processor`, its stores (key-value here; window and session stores
-in :mod:`.user_window_store` and :mod:`.user_session_store`; a DSL operation's key-value store in
-:mod:`.user_dsl_store`, a time- or sliding-windowed aggregation's in :mod:`.user_dsl_window_store`, a session
-aggregation's in :mod:`.user_dsl_session_store`) and punctuators,
-as Kafka Streams 4.3.1 runs them (``ProcessorNode``, ``ProcessorContextImpl``, ``StreamTask``,
+:class:`~dagster_kstreams.topology.processor_api.Processor`, its stores (key-value here; window, session and
+versioned stores in :mod:`.user_window_store`, :mod:`.user_session_store`, :mod:`.user_versioned_store`; a DSL
+operation's key-value store in :mod:`.user_dsl_store`, a versioned table's in :mod:`.user_dsl_versioned_store`, a
+windowed aggregation's in :mod:`.user_dsl_window_store`, a session aggregation's in :mod:`.user_dsl_session_store`)
+and punctuators, as Kafka Streams 4.3.1 runs them (``ProcessorNode``, ``ProcessorContextImpl``, ``StreamTask``,
 ``PunctuationQueue``).
 
 A user processor may read and write any key of its stores and forward records of any key from a
@@ -50,8 +50,10 @@ from dagster_kstreams.processors.own_groups import own_group
 from dagster_kstreams.processors.state import load_state
 from dagster_kstreams.processors.user_dsl_session_store import AggregationSessionStore
 from dagster_kstreams.processors.user_dsl_store import TimestampedKeyValueStore, check_dsl_store
+from dagster_kstreams.processors.user_dsl_versioned_store import VersionedTableStore
 from dagster_kstreams.processors.user_dsl_window_store import TimestampedWindowStore
 from dagster_kstreams.processors.user_session_store import SessionStore
+from dagster_kstreams.processors.user_versioned_store import VersionedKeyValueStore
 from dagster_kstreams.processors.user_window_store import WindowStore
 from dagster_kstreams.topology.headers import Headers
 from dagster_kstreams.topology.node_specs import NodeKind, StoreType
@@ -59,6 +61,7 @@ from dagster_kstreams.topology.processor_api import (
     KeyValue, PunctuationType, Record, RecordMetadata, SessionBytesStoreSupplier, WindowBytesStoreSupplier,
 )
 from dagster_kstreams.topology.task_id import TaskId
+from dagster_kstreams.topology.versioned import VersionedBytesStoreSupplier
 
 __all__ = ["KeyValue", "KeyValueStore", "UserProcessorNode", "advance_stream_time", "punctuate", "user_store_content",
            "BUILDERS"]
@@ -171,13 +174,15 @@ def _open_store(name: str, store: tuple, content: dict):
         return WindowStore(name, key_serde, value_serde, supplier, content)
     if isinstance(supplier, SessionBytesStoreSupplier):
         return SessionStore(name, key_serde, value_serde, supplier, content)
+    if isinstance(supplier, VersionedBytesStoreSupplier):
+        return VersionedKeyValueStore.of(name, key_serde, value_serde, supplier, content)
     return KeyValueStore(name, key_serde, value_serde, content)
 
 
 def user_store_content(program, stored: Optional[bytes], store_name: str) -> dict:
     """``{key: value}`` of a user processor's store in a dumped task state (``read_store``); a window
     or session store's keys are ``Windowed(key, window)`` (of a window store that retains duplicates,
-    the last value in its order stands for each window)."""
+    the last value in its order stands for each window); a versioned store's values are the keys' latest."""
     serdes = next((node.stores[store_name] for node in program.nodes
                    if isinstance(node, UserProcessorNode) and store_name in node.stores), None)
     if serdes is None:
@@ -186,6 +191,8 @@ def user_store_content(program, stored: Optional[bytes], store_name: str) -> dic
         return {}
     content = load_state(stored)["values"].get(f"papi.store.{store_name}", {})
     store = _open_store(store_name, serdes, content)
+    if isinstance(store, VersionedKeyValueStore):
+        return store.latest_values()
     entries = store.fetch(None, None) if isinstance(store, SessionStore) else store.all()
     return {entry.key: entry.value for entry in entries}
 
@@ -313,9 +320,9 @@ class UserProcessorNode(Processor):
                  dsl_stores: Optional[dict] = None):
         super().__init__(name)
         self.supplier = supplier
-        self.stores = stores  # store name -> (key serde, value serde, window or session store supplier or None)
+        self.stores = stores  # store name -> (key serde, value serde, window, session or versioned store supplier or None)
         # a DSL operation's stores it names: store name -> (key serde, value serde, the view a processor
-        # gets: user_dsl_store.py, user_dsl_window_store.py, user_dsl_session_store.py)
+        # gets: user_dsl_store.py, user_dsl_versioned_store.py, user_dsl_window_store.py, user_dsl_session_store.py)
         self.dsl_stores = dsl_stores or {}
         self.fixed_key = fixed_key
         self.child_names = child_names
@@ -377,11 +384,15 @@ def build(factory, ctx) -> UserProcessorNode:
     for store_name in factory.stores:
         spec = ctx.topology.state_stores[store_name]
         serdes = (spec.key_serde or ctx.default_key_serde, spec.value_serde or ctx.default_value_serde)
-        if spec.type in (StoreType.USER_KEY_VALUE, StoreType.USER_WINDOW, StoreType.USER_SESSION):
+        if spec.type is StoreType.USER_VERSIONED:
+            stores[store_name] = (*serdes, VersionedBytesStoreSupplier(store_name, spec.history_retention_ms))
+        elif spec.type in (StoreType.USER_KEY_VALUE, StoreType.USER_WINDOW, StoreType.USER_SESSION):
             stores[store_name] = (*serdes, spec.window)  # the window or session store's supplier (None: key-value)
         else:
             check_dsl_store(factory, spec, ctx.subtopology)
-            dsl_stores[store_name] = (*serdes, _DSL_STORE_VIEWS.get(spec.type, TimestampedKeyValueStore))
+            view = VersionedTableStore if spec.history_retention_ms is not None else _DSL_STORE_VIEWS.get(
+                spec.type, TimestampedKeyValueStore)
+            dsl_stores[store_name] = (*serdes, view)
     return UserProcessorNode(factory.name, factory.params["supplier"], stores,
                              fixed_key=factory.kind is NodeKind.PROCESS_VALUES, child_names=list(factory.children),
                              dsl_stores=dsl_stores)

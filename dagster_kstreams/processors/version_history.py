@@ -19,7 +19,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Any, Optional
 
-__all__ = ["NO_TIME", "expired", "put", "as_of", "prune"]
+__all__ = ["NO_TIME", "expired", "put", "valid_to", "version_as_of", "as_of", "prune"]
 
 NO_TIME = -1  # the observed stream time of a store nothing was put into (Kafka's NO_TIMESTAMP)
 
@@ -40,15 +40,28 @@ def put(versions: list, timestamp: int, value: Any) -> bool:
     return versions[-1][0] == timestamp
 
 
-def as_of(versions: Optional[list], timestamp: int, store_time: int, retention_ms: int) -> Any:
-    """The value valid at ``timestamp`` (None: none, a tombstone, or past the history)."""
+def valid_to(versions: list, timestamp: int) -> Optional[int]:
+    """Until when the version at ``timestamp`` is valid (exclusive): the next version's timestamp
+    (None: it is the latest), what Kafka Streams' ``put`` returns for it."""
+    index = bisect_right([version[0] for version in versions], timestamp)
+    return versions[index][0] if index < len(versions) else None
+
+
+def version_as_of(versions: Optional[list], timestamp: int, store_time: int, retention_ms: int) -> Optional[list]:
+    """The version ``[timestamp, value]`` valid at ``timestamp`` (its value None: a tombstone; None:
+    none, or past the history and the latest version is newer)."""
     if not versions:
         return None
     if expired(timestamp, store_time, retention_ms):
-        latest_time, latest = versions[-1]
-        return latest if latest_time <= timestamp else None
+        return versions[-1] if versions[-1][0] <= timestamp else None
     index = bisect_right([version[0] for version in versions], timestamp)
-    return versions[index - 1][1] if index else None
+    return versions[index - 1] if index else None
+
+
+def as_of(versions: Optional[list], timestamp: int, store_time: int, retention_ms: int) -> Any:
+    """The value valid at ``timestamp`` (None: none, a tombstone, or past the history)."""
+    version = version_as_of(versions, timestamp, store_time, retention_ms)
+    return None if version is None else version[1]
 
 
 def prune(versions: list, store_time: int, retention_ms: int) -> None:

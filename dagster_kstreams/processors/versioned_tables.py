@@ -61,6 +61,30 @@ class VersionedTable:
     def versions(self, values: dict, raw_key: Optional[bytes]) -> Optional[list]:
         return values.get(self.history_key, {}).get(raw_key)
 
+    def expired(self, values: dict, timestamp: int) -> bool:
+        """Whether a put at ``timestamp`` is refused (older than the history retention allows)."""
+        return version_history.expired(timestamp, self.store_time(values), self.retention_ms)
+
+    def put(self, values: dict, raw_key: Optional[bytes], timestamp: int, value: Any) -> Optional[int]:
+        """Put the key's version at ``timestamp`` (the caller checked it is not :meth:`expired`; value
+        None: a tombstone), advance the observed time and prune the key's history; the version's
+        validTo (None: it is the key's latest)."""
+        store_time = max(self.store_time(values), timestamp)
+        values[self.time_key] = store_time
+        versions = values.setdefault(self.history_key, {}).setdefault(raw_key, [])
+        version_history.put(versions, timestamp, value)
+        valid_to = version_history.valid_to(versions, timestamp)
+        version_history.prune(versions, store_time, self.retention_ms)
+        return valid_to
+
+    def version_as_of(self, values: dict, raw_key: Optional[bytes], timestamp: Optional[int]) -> Optional[list]:
+        """The key's version ``[timestamp, value]`` valid at ``timestamp`` (None: the latest), as
+        :func:`.version_history.version_as_of` finds it."""
+        versions = self.versions(values, raw_key)
+        if timestamp is None:
+            return versions[-1] if versions else None
+        return version_history.version_as_of(versions, timestamp, self.store_time(values), self.retention_ms)
+
     def as_of(self, reader, state, timestamp: int) -> Any:
         """The key's value valid at ``timestamp`` (ABSENT: none), for ``reader``'s record."""
         values = task_state_of(reader, state).values
@@ -92,15 +116,9 @@ class VersionedStoreWriter(KeyValueStoreProcessor):
         forward it unless the put is expired (Kafka Streams' ``PUT_RETURN_CODE_NOT_PUT``)."""
         table, timestamp = self.table, context.timestamp
         values = task_state_of(self, state).values
-        store_time = table.store_time(values)
-        if version_history.expired(timestamp, store_time, table.retention_ms):
+        if table.expired(values, timestamp):
             return  # Kafka Streams: "Skipping record for expired put", nothing forwarded
-        store_time = max(store_time, timestamp)
-        values[table.time_key] = store_time
-        versions = values.setdefault(table.history_key, {}).setdefault(state.raw_key, [])
-        latest = version_history.put(versions, timestamp, value)
-        version_history.prune(versions, store_time, table.retention_ms)
-        if latest:
+        if table.put(values, state.raw_key, timestamp, value) is None:  # the key's latest version
             self._put(key, ABSENT if value is None else value, context, out, state)
             return
         # Out of order: stored in the history only; forwarded with the key's latest as its old value,

@@ -31,6 +31,7 @@ from .serdes import Serde, Serdes, Window, Windowed, WindowedSerde
 from .streams_builder import StreamsBuilder
 from .suppressed import BufferConfig, Suppressed
 from .task_id import TaskId
+from .versioned import VersionedRecord
 from .timestamp_extractors import (
     ConsumerRecord, FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp,
     WallclockTimestampExtractor,
@@ -54,5 +55,5 @@ __all__ = [
     "ProcessorNode", "Subtopology", "TaskId", "TopicRef", "Topology", "changelog_topic_name",
     "internal_topic_name", "as_topology", "JoinWindows", "SessionWindows", "SlidingWindows", "TimeWindows",
     "FixedKeyProcessor", "Header", "Headers", "Processor", "ProcessorSupplier", "PunctuationType", "Record", "RecordMetadata", "Stores",
-    "KeyValue", "ValueAndTimestamp", "CogroupedKStream", "SessionWindowedCogroupedKStream", "TimeWindowedCogroupedKStream",
+    "KeyValue", "ValueAndTimestamp", "VersionedRecord", "CogroupedKStream", "SessionWindowedCogroupedKStream", "TimeWindowedCogroupedKStream",
 ]

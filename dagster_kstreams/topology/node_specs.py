@@ -79,6 +79,7 @@ class StoreType(enum.Enum):
     USER_KEY_VALUE = "user_key_value"   # a key-value store added with StreamsBuilder.add_state_store
     USER_WINDOW = "user_window"         # a window store added with StreamsBuilder.add_state_store
     USER_SESSION = "user_session"       # a session store added with StreamsBuilder.add_state_store
+    USER_VERSIONED = "user_versioned"   # a versioned key-value store added with StreamsBuilder.add_state_store
 
 
 @dataclass
@@ -95,7 +96,7 @@ class StoreSpec:
     retention_ms: Optional[int] = None
     queryable: bool = False
     caching: bool = True  # Materialized.with_caching_disabled(): forward every update (windowed stores read it)
-    # a versioned table store's history retention (None: not versioned); see topology/versioned.py
+    # a versioned store's history retention (None: not versioned); see topology/versioned.py
     history_retention_ms: Optional[int] = None
 
 

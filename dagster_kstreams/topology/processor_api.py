@@ -13,7 +13,8 @@ what a user writes a custom processor with, importable with no Spark and no brok
   key_serde, value_serde)`` (or ``in_memory_key_value_store``), ``Stores.window_store_builder(
   Stores.persistent_window_store(name, retention, size, retain_duplicates), ...)``,
   ``Stores.session_store_builder(Stores.persistent_session_store(name, retention), ...)`` (or the
-  ``in_memory_*`` stores), added with
+  ``in_memory_*`` stores), ``Stores.versioned_key_value_store_builder(
+  Stores.persistent_versioned_key_value_store(name, history_retention), ...)``, added with
   ``StreamsBuilder.add_state_store`` and named in ``KStream.process(supplier, *store_names)``.
 
 The engine side (the context a processor gets, the stores' contents, punctuation) lives in
@@ -233,7 +234,8 @@ class SessionBytesStoreSupplier:
 class StoreBuilder:
     """A store to add with ``StreamsBuilder.add_state_store`` (Kafka Streams' ``StoreBuilder``)."""
 
-    supplier: Union[KeyValueBytesStoreSupplier, WindowBytesStoreSupplier, SessionBytesStoreSupplier]
+    supplier: Union[KeyValueBytesStoreSupplier, WindowBytesStoreSupplier, SessionBytesStoreSupplier,
+                    VersionedBytesStoreSupplier]
     key_serde: Any = None
     value_serde: Any = None
     logging_enabled: bool = True
@@ -250,6 +252,8 @@ class StoreBuilder:
         return replace(self, logging_enabled=True)
 
     def with_caching_enabled(self) -> "StoreBuilder":
+        if isinstance(self.supplier, VersionedBytesStoreSupplier):
+            raise TopologyException("Versioned stores do not support caching")  # as Kafka Streams' builder
         return replace(self, caching_enabled=True)
 
     def with_caching_disabled(self) -> "StoreBuilder":
@@ -258,15 +262,17 @@ class StoreBuilder:
     def spec(self) -> StoreSpec:
         """The store as the topology holds it; a window or session store's supplier rides in ``window``."""
         store_type = _STORE_TYPES[type(self.supplier)]
-        windowed = store_type is not StoreType.USER_KEY_VALUE
+        windowed = store_type in (StoreType.USER_WINDOW, StoreType.USER_SESSION)
+        versioned = store_type is StoreType.USER_VERSIONED
         return StoreSpec(self.name, store_type, self.logging_enabled, self.key_serde, self.value_serde,
                          window=self.supplier if windowed else None,
                          retention_ms=self.supplier.retention_ms if windowed else None,
-                         queryable=True, caching=self.caching_enabled)
+                         queryable=True, caching=self.caching_enabled,
+                         history_retention_ms=self.supplier.history_retention_ms if versioned else None)
 
 
 _STORE_TYPES = {KeyValueBytesStoreSupplier: StoreType.USER_KEY_VALUE, WindowBytesStoreSupplier: StoreType.USER_WINDOW,
-                SessionBytesStoreSupplier: StoreType.USER_SESSION}
+                SessionBytesStoreSupplier: StoreType.USER_SESSION, VersionedBytesStoreSupplier: StoreType.USER_VERSIONED}
 
 
 class Stores:
@@ -287,9 +293,9 @@ class Stores:
     @staticmethod
     def persistent_versioned_key_value_store(name: str, history_retention,
                                              segment_interval=None) -> VersionedBytesStoreSupplier:
-        """A versioned key-value store for a table (``Materialized.as_(supplier)``; durations:
-        timedelta or ms). ``segment_interval`` is RocksDB's layout in Kafka Streams and changes no
-        result: checked, then unused. Processors of the Processor API cannot add one yet."""
+        """A versioned key-value store for a table (``Materialized.as_(supplier)``) or a processor
+        (:meth:`versioned_key_value_store_builder`); durations: timedelta or ms. ``segment_interval``
+        is RocksDB's layout in Kafka Streams and changes no result: checked, then unused."""
         if segment_interval is not None and _millis(segment_interval, "segmentInterval") < 1:
             raise ValueError("segmentInterval cannot be zero or negative")
         return VersionedBytesStoreSupplier(_store_name(name), _millis(history_retention, "historyRetention"))
@@ -326,6 +332,15 @@ class Stores:
     def session_store_builder(supplier: SessionBytesStoreSupplier, key_serde=None, value_serde=None) -> StoreBuilder:
         if not isinstance(supplier, SessionBytesStoreSupplier):
             raise TypeError(f"session_store_builder expects a session store supplier, got {type(supplier).__name__}")
+        return StoreBuilder(supplier, key_serde, value_serde)
+
+    @staticmethod
+    def versioned_key_value_store_builder(supplier: VersionedBytesStoreSupplier, key_serde=None,
+                                          value_serde=None) -> StoreBuilder:
+        """A processor's versioned store (``VersionedKeyValueStore``; never cached)."""
+        if not isinstance(supplier, VersionedBytesStoreSupplier):
+            raise TypeError("versioned_key_value_store_builder expects a versioned store supplier "
+                            f"(Stores.persistent_versioned_key_value_store), got {type(supplier).__name__}")
         return StoreBuilder(supplier, key_serde, value_serde)
 
     @staticmethod

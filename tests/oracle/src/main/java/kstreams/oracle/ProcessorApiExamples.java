@@ -10,6 +10,7 @@ import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.internals.SessionWindow;
 import org.apache.kafka.streams.processor.PunctuationType;
@@ -22,6 +23,8 @@ import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.StoreBuilder;
 import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.VersionedKeyValueStore;
+import org.apache.kafka.streams.state.VersionedRecord;
 import org.apache.kafka.streams.state.WindowStore;
 import org.apache.kafka.streams.state.WindowStoreIterator;
 
@@ -32,7 +35,8 @@ import org.apache.kafka.streams.state.WindowStoreIterator;
  *
  * Args: bootstrap applicationId stateDir events out
  *
- * The Python twin is tests/processor_api_topology.py (BucketCounter, StampValues); keep the two in step.
+ * The Python twin is tests/processor_api_topology.py (BucketCounter, StampValues, WindowLog, SessionLog,
+ * DuplicateLog, VersionLog); keep the two in step.
  */
 public final class ProcessorApiExamples {
     private ProcessorApiExamples() {}
@@ -257,6 +261,83 @@ public final class ProcessorApiExamples {
         }
     }
 
+    /** A versioned store: puts, deletes and reads as of times (twin: VersionLog). */
+    static final class VersionLog implements Processor<String, String, String, String> {
+        private ProcessorContext<String, String> context;
+        private VersionedKeyValueStore<String, String> store;
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+            this.store = context.getStateStore("versions");
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            if (record.key() == null) {
+                return;
+            }
+            long t = record.timestamp();
+            String written;
+            if (record.value() == null) {
+                written = "del=" + versioned(store.delete(record.key(), t));
+            } else {
+                written = "put=" + store.put(record.key(), record.value(), t);
+                if (record.value().equals("v3")) {
+                    written += ",tomb=" + store.put(record.key(), null, t - 500);
+                    if (record.key().endsWith("1")) {
+                        written += ",side=" + store.put(record.key().charAt(0) + "0", record.value(), t);
+                    }
+                }
+            }
+            List<String> reads = List.of(versioned(store.get(record.key())), versioned(store.get(record.key(), t - 1)),
+                versioned(store.get(record.key(), t - 1_500)), versioned(store.get(record.key().charAt(0) + "0", t - 2_500)),
+                versioned(store.get(record.key().charAt(0) + "1", t)));
+            RecordMetadata metadata = context.recordMetadata().orElseThrow();
+            context.forward(record.withValue("p" + metadata.partition() + "|ver|" + written + "|" + String.join("|", reads)));
+        }
+
+        static String versioned(VersionedRecord<String> record) {
+            if (record == null) {
+                return "null";
+            }
+            return record.value() + "@" + record.timestamp() + "~" + record.validTo().map(String::valueOf).orElse("-");
+        }
+    }
+
+    /** Tags each update a versioned table's toStream forwards and works on its store (twin: TableLog). */
+    static final class TableLog implements Processor<String, String, String, String> {
+        private ProcessorContext<String, String> context;
+        private VersionedKeyValueStore<String, String> table;
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+            this.table = context.getStateStore("versioned-events");
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            long t = record.timestamp();
+            String written = "";
+            if ("v2".equals(record.value())) {
+                written = "put=" + table.put(record.key(), "w", t + 300);
+            } else if ("v1".equals(record.value())) {
+                written = "del=" + VersionLog.versioned(table.delete(record.key(), t - 100));
+            }
+            String reads = VersionLog.versioned(table.get(record.key())) + "|"
+                + VersionLog.versioned(table.get(record.key(), t - 1));
+            RecordMetadata metadata = context.recordMetadata().orElseThrow();
+            context.forward(record.withValue("p" + metadata.partition() + "|tab|" + record.value() + "|t" + t
+                + "|" + written + "|" + reads));
+        }
+    }
+
+    static StoreBuilder<VersionedKeyValueStore<String, String>> versionedStore() {
+        return Stores.versionedKeyValueStoreBuilder(
+            Stores.persistentVersionedKeyValueStore("versions", Duration.ofSeconds(2)), Serdes.String(), Serdes.String());
+    }
+
     static List<StoreBuilder<?>> sessionAndDuplicateStores() {
         return List.of(
             Stores.sessionStoreBuilder(Stores.persistentSessionStore("sessions", Duration.ofSeconds(20)),
@@ -284,6 +365,11 @@ public final class ProcessorApiExamples {
         sessionAndDuplicateStores().forEach(builder::addStateStore);
         stream.process(SessionLog::new, "sessions", "sessions-memory").to(out);
         stream.process(DuplicateLog::new, "dups", "dups-memory").to(out);
+        builder.addStateStore(versionedStore());
+        stream.process(VersionLog::new, "versions").to(out);
+        stream.toTable(Materialized.<String, String>as(
+                Stores.persistentVersionedKeyValueStore("versioned-events", Duration.ofSeconds(2))))
+            .toStream().process(TableLog::new, "versioned-events").to(out);
         return builder.build();
     }
 
@@ -306,7 +392,10 @@ public final class ProcessorApiExamples {
         List<StoreBuilder<?>> stores = sessionAndDuplicateStores();
         topology.addStateStore(stores.get(0), "session-log").addStateStore(stores.get(1), "session-log");
         topology.addStateStore(stores.get(2), "duplicate-log").addStateStore(stores.get(3), "duplicate-log");
-        return topology.addSink("session-sink", out, "session-log").addSink("duplicate-sink", out, "duplicate-log");
+        return topology.addSink("session-sink", out, "session-log").addSink("duplicate-sink", out, "duplicate-log")
+            .addProcessor("version-log", VersionLog::new, "events-source")
+            .addStateStore(versionedStore(), "version-log")
+            .addSink("version-sink", out, "version-log");
     }
 
     /** StampValues as a plain Processor (the low-level API takes ProcessorSuppliers). */
