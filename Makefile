@@ -69,10 +69,11 @@ status:
 
 # The test broker gets fresh data each run unless it is still up from an interrupted run.
 # Without PYTEST_ARGS, pytest spreads the test modules over TEST_PROCESSES processes (pytest-xdist,
-# one report): the integration tests (a broker, Spark, Dagster) leave a core idle while they wait,
-# which the other process uses; tests/conftest.py orders the modules, slowest first. With
-# PYTEST_ARGS, one pytest process with those arguments.
-TEST_PROCESSES ?= 2
+# one report): an integration module (a broker, Spark, Dagster) keeps about two thirds of a core busy
+# while it waits on its JVMs and the broker, so three processes fill the 2 cores (the suite: 1,192 s
+# with two, 739 s with three; README, "Tests"); tests/conftest.py orders the modules, slowest first.
+# With PYTEST_ARGS, one pytest process with those arguments.
+TEST_PROCESSES ?= 3
 # Every JVM of the tests (the broker, Spark's drivers and cluster, Kafka Streams' harness, the worker
 # runs) is short-lived and handles a few thousand records: HotSpot's optimizing compiler and the
 # parallel collector cost them more than they return. C1 alone and the serial collector took one
