@@ -21,7 +21,7 @@ from dagster_kstreams.processors.records import RecordContext
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import Materialized, Stores, StreamsBuilder
 from dagster_kstreams.topology.serdes import Serdes
-from test_versioned_tables_logic import ModelStore
+from test_versioned_tables_logic import ModelStore, _run as run_in_batches
 
 RETENTION_MS = 100
 JOIN_TYPES = ("join", "left_join", "outer_join")
@@ -37,19 +37,9 @@ def _compile(builder):
 
 
 def _run(program, records, cuts) -> list[tuple]:
-    """``records``: ``(topic, key, value, timestamp)``; the program's sink records ``(topic, key, value)``."""
-    contexts = []
-    for offset, (topic, key, value, timestamp) in enumerate(records):
-        raw_key = None if key is None else key.encode()
-        contexts.append((RecordContext(topic, 0, offset, timestamp=timestamp, position=offset, raw_key=raw_key),
-                         raw_key, None if value is None else value.encode()))
-    out_records, stored, start = [], None, 0
-    for end in sorted(set(cut for cut in cuts if cut < len(records))) + [len(contexts)]:
-        out, stored = program.run_task_batch(contexts[start:end], stored)
-        decode = lambda data: None if data is None else data.decode()  # noqa: E731
-        out_records += [(topic, decode(key), decode(value)) for topic, key, value in zip(out.topic, out.key, out.value)]
-        start = end
-    return out_records
+    """``records``: ``(topic, key, value, timestamp)``; the program's sink records ``(topic, key, value)``
+    (test_versioned_tables_logic's run, in micro-batches cut at ``cuts``)."""
+    return [record[:3] for record in run_in_batches(records, [cut for cut in cuts if cut < len(records)], program)]
 
 
 # -- a table-table join into a versioned store ---------------------------------------------------
