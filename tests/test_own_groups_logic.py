@@ -145,22 +145,33 @@ def _windowed_counts(builder):
         .to("out", None)
 
 
-@pytest.mark.parametrize("batches", [1, 4, 10])
-def test_a_windowed_tables_windows_are_counted_each_under_its_own_window(batches):
-    program = _program(_windowed_counts)
-    assert program.task_grouped  # the windows' groups are the task state's
-    outputs = _run(program, ROWS, batches)
+def _window_counts(outputs) -> list[tuple]:
+    """The counts written to "out" by windowed key (2 s windows' serde): ``[((key, start), count)]``."""
     windowed = WindowedSerde(Serdes.String(), 2_000)
-    counted = [(windowed.deserialize(key), _long(value)) for key, value in outputs]
+    return [((window.key, window.window.start), _long(value))
+            for window, value in ((windowed.deserialize(key), value) for key, value in outputs)]
+
+
+def _expected_window_counts(sizes) -> list[tuple]:
+    """A count by (key, window start) of ROWS' records, each counted once per window size in ``sizes``
+    order, as a store keyed by the key and the window's start counts them."""
     updates: dict = {}
     expected = []
     for key, _, timestamp in ROWS:
         if key is None:
             continue
-        window = (key, timestamp // 2_000 * 2_000)
-        updates[window] = updates.get(window, 0) + 1
-        expected.append((window, updates[window]))
-    assert [((w.key, w.window.start), count) for w, count in counted] == expected
+        for size in sizes:
+            entry = (key, timestamp // size * size)
+            updates[entry] = updates.get(entry, 0) + 1
+            expected.append((entry, updates[entry]))
+    return expected
+
+
+@pytest.mark.parametrize("batches", [1, 4, 10])
+def test_a_windowed_tables_windows_are_counted_each_under_its_own_window(batches):
+    program = _program(_windowed_counts)
+    assert program.task_grouped  # the windows' groups are the task state's
+    assert _window_counts(_run(program, ROWS, batches)) == _expected_window_counts((2_000,))
 
 
 def _counts_of_two_window_sizes(builder):
@@ -178,19 +189,8 @@ def _counts_of_two_window_sizes(builder):
 def test_windows_of_one_start_and_two_sizes_are_one_entry_of_a_store_after_them(batches):
     program = _program(_counts_of_two_window_sizes)
     assert program.task_grouped and program.window_keys.by_start
-    outputs = _run(program, ROWS, batches)
-    windowed = WindowedSerde(Serdes.String(), 2_000)
-    counted = [(windowed.deserialize(key), _long(value)) for key, value in outputs]
-    updates: dict = {}
-    expected = []
-    for key, _, timestamp in ROWS:
-        if key is None:
-            continue
-        for size in (2_000, 1_000):  # the 2 s windows' update first: its aggregation was defined first
-            entry = (key, timestamp // size * size)
-            updates[entry] = updates.get(entry, 0) + 1
-            expected.append((entry, updates[entry]))
-    assert [((w.key, w.window.start), count) for w, count in counted] == expected
+    expected = _expected_window_counts((2_000, 1_000))  # the 2 s windows' update first: defined first
+    assert _window_counts(_run(program, ROWS, batches)) == expected
     assert any(count == 2 for _, count in expected[:2])  # a 2 s and a 1 s window of one start: one entry
 
 
