@@ -12,7 +12,7 @@ Every ``idle_seconds`` the worker
 4. stops gracefully every running task not present both times (the batch being written is
    finished and committed), then reports the held tasks again without them: only now may the
    sensor grant them elsewhere;
-5. starts the tasks present both times that it does not run yet, upstream sub-topologies first;
+5. starts the tasks present both times that it does not run yet, at once (upstream sub-topologies submitted first);
 
 and every ``report_interval_seconds`` it logs, per running task, a materialization of its
 sub-topology asset partition with what the task processed since the last one (offsets, records
@@ -51,6 +51,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Optional
 
 import dagster as dg
@@ -85,6 +86,7 @@ from dagster_kstreams.spark.errors import TaskFencedError
 from dagster_kstreams.spark.running_task import RunningTask
 from dagster_kstreams.spark.warm_up import WarmUp
 from dagster_kstreams.spark.task_runner import TaskRunner
+from dagster_kstreams.spark.task_starts import start_at_once
 from dagster_kstreams.topology.task_id import TaskId
 
 __all__ = ["ElasticWorkers", "LostTasks", "kstreams_worker_job"]
@@ -241,13 +243,18 @@ class _Tasks:
         self._last_report: dict[TaskId, float] = {}
         self.first_batch_at: Optional[float] = None  # epoch seconds of the first batch any task committed
 
-    def start(self, task: TaskId) -> None:
-        sub_id = task.subtopology
-        if sub_id not in self._written_ends:
-            self._written_ends[sub_id] = end_offsets_once_led(self.admin, written_topics(self.app, sub_id))
-        self.running[task] = self.runner.start_task(task, trigger_seconds=self.elastic.trigger_seconds,
-                                                    max_records_per_batch=self.elastic.records_per_task,
-                                                    progress=self._batch_done)
+    def start(self, tasks: list[TaskId]) -> dict[TaskId, BaseException]:
+        """Start ``tasks`` at once (:mod:`~dagster_kstreams.spark.task_starts`); the error of each
+        that did not start."""
+        for sub_id in dict.fromkeys(task.subtopology for task in tasks):
+            if sub_id not in self._written_ends:
+                self._written_ends[sub_id] = end_offsets_once_led(self.admin, written_topics(self.app, sub_id))
+        started, failed = start_at_once({
+            task: partial(self.runner.start_task, task, trigger_seconds=self.elastic.trigger_seconds,
+                          max_records_per_batch=self.elastic.records_per_task, progress=self._batch_done)
+            for task in tasks})
+        self.running.update(started)
+        return failed
 
     def _batch_done(self, progress: Any) -> None:
         # Called on Spark's batch thread after each committed batch.
@@ -375,12 +382,11 @@ def kstreams_worker_job(app: KStreamsApp, elastic: ElasticWorkers) -> dg.JobDefi
                     # Upstream sub-topologies first (the application's task order), so records flow
                     # through repartition topics from the start.
                     starting = [task for task in app.application.tasks() if task in keep - set(tasks.running)]
-                    for task in starting:
-                        try:
-                            tasks.start(task)
-                        except TaskFencedError as error:
-                            lost.lose(str(task), time.monotonic())
-                            context.log.warning(f"{worker} could not take task {task}: {error}")
+                    for task, error in tasks.start(starting).items():
+                        if not isinstance(error, TaskFencedError):
+                            raise error  # the tasks that did start are stopped below
+                        lost.lose(str(task), time.monotonic())
+                        context.log.warning(f"{worker} could not take task {task}: {error}")
                     if tasks.first_batch_at is not None and clock.reach("first_batch", tasks.first_batch_at):
                         context.log.info(f"{worker} start: {clock.describe()}")
                     if time.monotonic() - last_report >= elastic.report_interval_seconds:

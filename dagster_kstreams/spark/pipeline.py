@@ -9,7 +9,8 @@ sub-topology, waits until its upstream is done and then drains: its input then f
 micro-batch (when ``max_records_per_batch`` allows), which is what Kafka Streams' order across its
 partitions needs (README, "Order across co-partitioned inputs").
 
-All tasks are concurrent Spark queries on the runner's SparkSession, so they share its cores.
+All tasks are concurrent Spark queries on the runner's SparkSession, so they share its cores; they
+are started at once (:mod:`~dagster_kstreams.spark.task_starts`).
 With a ``parallelism``, :func:`run_in_waves` runs one sub-topology after another instead.
 """
 
@@ -18,11 +19,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any, Optional
 
 from dagster_kstreams.kafka.admin import TopicPartition
 from dagster_kstreams.spark.running_task import RunningTask
 from dagster_kstreams.spark.task_result import TaskProgress, TaskResult
+from dagster_kstreams.spark.task_starts import start_at_once
 from dagster_kstreams.topology.task_id import TaskId
 
 __all__ = ["run_in_waves", "run_pipelined"]
@@ -46,20 +49,23 @@ def run_pipelined(runner: Any, tasks: list[TaskId], max_records: Optional[int],
     waiting = [task for task in tasks if upstream[task.subtopology]
                and len(set(application.source_topics(task.subtopology))) > 1]
     ends: dict[TaskId, dict[TopicPartition, int]] = {}  # where a following task stops
+
+    def start(starts: dict[TaskId, Callable[[], RunningTask]]) -> None:
+        started, failed = start_at_once(starts)
+        running.update(started)  # stopped below if another failed
+        if failed:
+            raise next(iter(failed.values()))
+
     try:
-        for task in tasks:
-            if task in waiting:
-                continue
-            if upstream[task.subtopology]:
-                running[task] = runner.start_task(task, max_records=max_records, progress=progress)
-            else:
-                running[task] = runner.start_drain(task, max_records, progress)
+        start({task: partial(runner.start_task, task, max_records=max_records, progress=progress)
+               if upstream[task.subtopology] else partial(runner.start_drain, task, max_records, progress)
+               for task in tasks if task not in waiting})
         while running or waiting:
             done = {sub_id for sub_id in application.subtopology_ids
                     if all(task in results for task in tasks if task.subtopology == sub_id)}
-            for task in [task for task in waiting if upstream[task.subtopology] <= done]:
-                waiting.remove(task)
-                running[task] = runner.start_drain(task, max_records, progress)
+            ready = [task for task in waiting if upstream[task.subtopology] <= done]
+            waiting = [task for task in waiting if task not in ready]
+            start({task: partial(runner.start_drain, task, max_records, progress) for task in ready})
             for task, run in list(running.items()):
                 failure = run.failure()
                 if failure is not None:
