@@ -13,15 +13,16 @@ from datetime import timedelta
 
 import pandas as pd
 import pytest
+from hypothesis import given, strategies as st
 from pyspark.sql import functions as F
 
 from header_topology import HeaderEditor
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
-from dagster_kstreams.processors.hand_offs import HandOff
+from dagster_kstreams.processors.hand_offs import HandOff, path_step
 from dagster_kstreams.processors.records import RecordContext
 from dagster_kstreams.spark.column_hand_off import ColumnsBeforeState
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
-from dagster_kstreams.spark.frames import HAND_OFF_COLUMN
+from dagster_kstreams.spark.frames import HAND_OFF_COLUMN, HAND_OFF_PATH_COLUMN
 from dagster_kstreams.spark.strategies import KeyedState, TaskGroupedState, strategy_for
 from dagster_kstreams.topology import Consumed, Grouped, Materialized, Serdes, StreamsBuilder
 from dagster_kstreams.topology.windows import TimeWindows
@@ -75,9 +76,10 @@ def test_what_is_still_refused_names_its_processor(spark):
     builder.stream("in").select_key(F.col("value")).process(HeaderEditor)
     _refused(builder, "KSTREAM-KEY-SELECT-0000000001 (select_key) changes the key in front of "
                       "KSTREAM-PROCESSOR-0000000002 (process)")
-    builder = StreamsBuilder()
-    builder.stream("in").flat_map_values(F.array(F.col("value"), F.col("value"))).group_by_key().count()
-    _refused(builder, "KSTREAM-FLATMAPVALUES-0000000001 (flat_map_values) gives several records of one in front of")
+    builder = StreamsBuilder()  # a key change, then an explosion, in front of a processor
+    builder.stream("in").map((F.col("value"), F.col("key"))).flat_map_values(F.array(F.col("value"))) \
+        .process(HeaderEditor)
+    _refused(builder, "KSTREAM-MAP-0000000001 (map) changes the key in front of KSTREAM-PROCESSOR-0000000003")
     builder = StreamsBuilder()  # stream time
     builder.stream("in").filter(F.col("value").isNotNull()).group_by_key() \
         .windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=1))).count()
@@ -137,6 +139,7 @@ def test_a_source_records_rows_go_in_their_hand_offs_order_whatever_spark_gave()
         "key": [b"k", b"k", b"k", b"k"], "value": [b"y", _long(3), b"x", _long(4)],
         "topic": ["in"] * 4, "partition": [0] * 4, "offset": [6, 5, 5, 6], "timestamp": [None] * 4,
         "event_time": [60, 50, 50, 60], HAND_OFF_COLUMN: [1, 0, 1, 0],
+        HAND_OFF_PATH_COLUMN: [path_step(1), path_step(0), path_step(1), path_step(0)],
     })
     output, _ = program.process_key_group(rows, None)
     assert list(zip(output["topic"], output["value"])) == [("sums", b"sum=3"), ("upper", b"X"), ("sums", b"sum=7"),
@@ -166,3 +169,54 @@ def test_a_records_hand_offs_follow_kafka_streams_order_of_children(spark):
     # The malformed record is judged once, at the source, as Kafka Streams does: skipped on every path.
     assert got == [(0, 3, _long(5)), (1, 3, b"5"), (2, 3, _long(5))]
     assert output is None  # skipped, with no dead-letter topic
+
+
+def _word_program():
+    """``lines -> flat_map_values(split) -> [filter(not empty) -> count, reduce(concatenate)]``: each
+    word goes to the count through a Column filter and to the reduce straight from the explosion."""
+    builder = StreamsBuilder()
+    words = builder.stream("lines").flat_map_values(F.split(F.col("value"), " "))
+    words.filter(F.col("value") != "").group_by_key() \
+        .count(Materialized.as_("word-counts").with_caching_disabled()).to_stream() \
+        .map_values(lambda n: f"wc|{n}").to("out")
+    words.group_by_key().reduce(lambda seen, word: f"{seen},{word}", Materialized.as_("seen").with_caching_disabled()) \
+        .to_stream().map_values(lambda seen: f"ws|{seen}").to("out")
+    return compile_topology(builder, "app").program(0)
+
+
+@pytest.mark.integration
+def test_exploded_words_reach_the_state_in_kafka_streams_order_whatever_spark_gave(spark):
+    """Kafka Streams forwards each word of a line down both children before the next word; the
+    handed rows, shuffled as Spark's grouping may leave them, go into the state in that order, each
+    with its line's offset and timestamp."""
+    program = _word_program()
+    assert isinstance(strategy_for(program), KeyedState)
+    rows = spark.createDataFrame(
+        [(b"k", b"a b", "lines", 0, 3, None, 30, None), (b"k", None, "lines", 0, 4, None, 10, None),
+         (b"k", b"c  d", "lines", 0, 5, None, 20, None)],
+        "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, event_time long, "
+        "headers array<struct<key: string, value: binary>>")
+    handed, output, hand_offs = program.column_plan.hand_over(rows, DeadLetterPolicy("fail"))
+    assert output is None
+    assert [[program.nodes[index].name for index in hand_off.children] for hand_off in hand_offs] \
+        == [["KSTREAM-AGGREGATE-0000000003"], ["KSTREAM-REDUCE-0000000007"]]
+    program.hand_offs = hand_offs  # as the stateful strategy sets them
+    frame = handed.toPandas().sample(frac=1, random_state=3)  # any order: the program sorts them
+    out, _ = program.process_key_group(frame, None)
+    assert list(zip(out["value"], out["emit_order"])) == [
+        (b"wc|1", 3), (b"ws|a", 3), (b"wc|2", 3), (b"ws|a,b", 3),  # a line's words one after another
+        (b"wc|3", 5), (b"ws|a,b,c", 5), (b"ws|a,b,c,", 5), (b"wc|4", 5), (b"ws|a,b,c,,d", 5)]  # "" not counted
+
+
+@given(st.lists(st.lists(st.integers(0, 2**32 - 1), max_size=5), min_size=2, max_size=8))
+def test_paths_sort_as_their_steps(paths):
+    """A path's string sorts as its list of steps (a prefix first): Kafka Streams' depth-first order."""
+    written = ["".join(map(path_step, path)) for path in paths]
+    assert sorted(range(len(paths)), key=written.__getitem__) == sorted(range(len(paths)), key=paths.__getitem__)
+
+
+def test_a_path_step_is_an_index_of_four_bytes():
+    assert path_step(0) == "00000000" and path_step(2**32 - 1) == "ffffffff"
+    for wrong in (-1, 2**32):
+        with pytest.raises(ValueError, match="a path step is an index"):
+            path_step(wrong)

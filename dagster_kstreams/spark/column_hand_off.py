@@ -1,13 +1,15 @@
 """PySpark Column expressions in front of a sub-topology's state: the plan hands its records over.
 
 In a sub-topology with state (a store, a join, a table, a user processor), Column operations may
-stand between the sources and the rest: ``filter``/``filter_not`` and ``map_values``, with
-``merge`` and a branch's children among them, and, where only sinks follow (a repartition topic, an
-output topic), ``select_key``, ``map`` and ``flat_map_values`` too::
+stand between the sources and the rest: ``filter``/``filter_not``, ``map_values`` and
+``flat_map_values``, with ``merge`` and a branch's children among them, and, where only sinks follow
+(a repartition topic, an output topic), ``select_key`` and ``map`` too::
 
     orders = builder.stream("orders", Consumed.with_(Serdes.String(), Serdes.Long()))
     orders.filter(F.col("value") > 10).map_values(F.col("value") * 2) \\
         .group_by_key(Grouped.with_(Serdes.String(), Serdes.Long())).reduce(lambda a, b: a + b)
+    lines = builder.stream("lines")
+    lines.flat_map_values(F.split(F.col("value"), " ")).group_by_key().count()
 
 That *prefix* runs as the DataFrame plan it is (:class:`~dagster_kstreams.spark.expressions.ColumnPlan`:
 deserialized in the JVM, malformed records judged there, its own sinks written from there), and each
@@ -29,17 +31,21 @@ struct as a ``dict``; a ``double`` as a ``float``). A source none of whose child
 operation is handed whole, its bytes untouched: the program reads them with the source's serdes
 and judges them, as for any source.
 
-Order: a record's rows go to the processors in the order Kafka Streams forwards it (the hand-offs
-are numbered in that order; a row's position first, its hand-off next, :mod:`dagster_kstreams.spark.frames`).
+Order: a record's rows go to the processors in the order Kafka Streams forwards them, depth first:
+each row carries its path from the source (:data:`~dagster_kstreams.spark.frames.HAND_OFF_PATH_COLUMN`,
+:func:`~dagster_kstreams.processors.hand_offs.path_step`: the index of each child taken and, at a
+``flat_map_values``, the exploded record's index in its array), and the program sorts a position's
+rows by it (:mod:`dagster_kstreams.spark.frames`): one line's words each go down every child before
+the next word, whatever order Spark's grouping left them in.
 The prefix's own output (its sinks, its dead letters) goes out beside the stateful part's, ordered
 by the source record's position; a prefix sink may not write a topic the stateful part writes too,
 since one record's rows of both would not keep Kafka Streams' order between them.
 
 Refused, naming each processor (:func:`plan_before_state`): a Column after a processor that runs
 in Python (state, a Python function, a table operation: the segments of a stateless plan do not
-reach into Spark's state operators), a key change or ``flat_map_values`` by a Column before state
-(the state is grouped by the source record's key; the exploded records would need an order within
-one record's rows), processors that keep stream time (windows, suppression, stream-stream joins:
+reach into Spark's state operators), a key change by a Column before state (the state is grouped
+by the source record's key, and Kafka Streams repartitions a changed key before its own state but
+for a user processor: see the README), processors that keep stream time (windows, suppression, stream-stream joins:
 not compared with Kafka Streams behind Columns yet), a prefix sink that places its records (a stream
 partitioner, a topic a function picks), and the refusals of a stateless plan (serdes only Python
 parses before a Column or at a prefix sink).
@@ -56,7 +62,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType
 
 from dagster_kstreams.processors import sessions
-from dagster_kstreams.processors.hand_offs import HandOff
+from dagster_kstreams.processors.hand_offs import PATH_STEP_FORMAT, HandOff, path_step
 from dagster_kstreams.processors.windows import WINDOW_KINDS
 from dagster_kstreams.spark.expressions import (
     ColumnExpression,
@@ -64,7 +70,7 @@ from dagster_kstreams.spark.expressions import (
     COLUMN_KINDS,
     decoded_in_python,
 )
-from dagster_kstreams.spark.frames import HAND_OFF_COLUMN, OUTPUT_COLUMNS
+from dagster_kstreams.spark.frames import HAND_OFF_COLUMN, HAND_OFF_PATH_COLUMN, OUTPUT_COLUMNS
 from dagster_kstreams.spark.jvm_serdes import jvm_serializable, serialize
 from dagster_kstreams.spark.state_keys import STATE_KEY_COLUMN
 from dagster_kstreams.topology.serdes import Serdes
@@ -75,11 +81,13 @@ __all__ = ["ColumnsBeforeState", "plan_before_state", "prefix_of", "hand_off_ser
 _PASS_KINDS = {"merge", "branch_child", "repartition_filter"}
 # Column operations that may only lead to sinks in front of state.
 _KEY_CHANGES = {"select_key", "map"}
-_EXPLODES = {"flat_map_values"}
 # Processors that keep a stream time (their own when a filter feeds them: own_stream_time.py).
 _KEEP_TIME = {*WINDOW_KINDS, sessions.KIND, "suppress"}
 # Columns of the task's source a handed row keeps (the processing order, the state's key).
 _CARRIED = ("seq", STATE_KEY_COLUMN)
+# A walked row's path from its source record (processors/hand_offs.py), and an exploded one's index.
+_PATH = "_path"
+_ELEMENT_INDEX, _ELEMENT = "_element_index", "_element"
 
 
 def _is_column(node) -> bool:
@@ -161,28 +169,27 @@ def plan_before_state(program, error_class, default_key_serde, default_value_ser
     if problems:
         raise error_class(
             f"sub-topology {program.subtopology_id}: processor(s) {', '.join(users)} are PySpark Column "
-            "expressions, which run in a sub-topology with state only as filter/filter_not and map_values in front "
-            "of it (select_key, map and flat_map_values before sinks only), with JVM serdes; not here "
+            "expressions, which run in a sub-topology with state only as filter/filter_not, map_values and "
+            "flat_map_values in front of it (select_key and map before sinks only), with JVM serdes; not here "
             "because: " + "; ".join(problems))
     return ColumnsBeforeState(program, {}, {"key": default_key_serde, "value": default_value_serde}, prefix)
 
 
 def _changes_before_state(nodes: list, prefix: set[int]) -> list[str]:
-    """A Column that changes the key or explodes the value, on a path to a processor outside the
-    prefix (the state, a Python function): one problem each."""
+    """A Column that changes the key, on a path to a processor outside the prefix (the state, a
+    Python function): one problem each."""
     problems: dict[str, str] = {}
 
     def visit(index: int, changers: tuple) -> None:
         node = nodes[index]
-        if _is_column(node) and node.kind in _KEY_CHANGES | _EXPLODES:
+        if _is_column(node) and node.kind in _KEY_CHANGES:
             changers = (*changers, node)
         for child in node.children:
             if child in prefix:
                 visit(child, changers)
                 continue
             for changer in changers:  # a hand-off: the record goes on in Python from here
-                what = "changes the key" if changer.kind in _KEY_CHANGES else "gives several records of one"
-                problems[changer.name] = (f"processor {changer.name} ({changer.kind}) {what} in front of "
+                problems[changer.name] = (f"processor {changer.name} ({changer.kind}) changes the key in front of "
                                           f"{nodes[child].name} ({nodes[child].kind}), which runs in Python")
 
     for index, node in enumerate(nodes):
@@ -249,6 +256,7 @@ class ColumnsBeforeState(ColumnPlan):
 
     def _walk_source(self, index: int, records, outputs: list) -> None:
         self._source = source = self.program.nodes[index]
+        records = records.withColumn(_PATH, F.lit(""))
         if not self.reads_in_jvm(source):
             self._hand_off(source, source.children, records, frozenset())
             return
@@ -269,17 +277,22 @@ class ColumnsBeforeState(ColumnPlan):
         """A prefix processor's children in their order (Kafka Streams forwards a record to them in
         it): those in the prefix walked on, each run of the others handed the records together."""
         node = self.program.nodes[index]
-        outside: list[int] = []
-        for child in node.children:
+        outside: list[int] = []  # a run of children outside the prefix: one hand-off, its path its first's
+
+        def hand_off_run() -> None:
+            first = node.children.index(outside[0])
+            self._hand_off(node, tuple(outside), _stepped(records, first), changed)
+            outside.clear()
+
+        for position, child in enumerate(node.children):
             if child not in self.prefix:
                 outside.append(child)
                 continue
             if outside:
-                self._hand_off(node, tuple(outside), records, changed)
-                outside = []
-            self._walk(child, records, outputs, changed=changed)
+                hand_off_run()
+            self._walk(child, _stepped(records, position), outputs, changed=changed)
         if outside:
-            self._hand_off(node, tuple(outside), records, changed)
+            hand_off_run()
 
     def _hand_off(self, node, children: tuple, records, changed: frozenset) -> None:
         types = {field.name: field.dataType for field in records.schema.fields}
@@ -297,5 +310,22 @@ class ColumnsBeforeState(ColumnPlan):
             data["key"].alias("key"), data["value"].alias("value"),
             "topic", "partition", "offset", "timestamp", "event_time", F.col("_headers").alias("headers"),
             *(name for name in _CARRIED if name in records.columns),
-            F.lit(position).cast("int").alias(HAND_OFF_COLUMN),
+            F.lit(position).cast("int").alias(HAND_OFF_COLUMN), F.col(_PATH).alias(HAND_OFF_PATH_COLUMN),
         ))
+
+    @staticmethod
+    def _step(node, records):
+        """``records`` after ``node``, as a Column plan has them; a ``flat_map_values`` also adds each
+        exploded record's index in its array to its path (Kafka Streams forwards them in that order)."""
+        if node.kind != "flat_map_values" or not _is_column(node):
+            return ColumnPlan._step(node, records)
+        exploded = records.select("*", F.posexplode(node.fn.column).alias(_ELEMENT_INDEX, _ELEMENT))
+        return exploded.withColumns({
+            "value": F.col(_ELEMENT),
+            _PATH: F.concat(F.col(_PATH), F.format_string(PATH_STEP_FORMAT, F.col(_ELEMENT_INDEX))),
+        }).drop(_ELEMENT_INDEX, _ELEMENT)
+
+
+def _stepped(records: DataFrame, child_position: int) -> DataFrame:
+    """``records`` on their way to a processor's child at ``child_position`` among its children."""
+    return records.withColumn(_PATH, F.concat(F.col(_PATH), F.lit(path_step(child_position))))

@@ -30,8 +30,8 @@ from dagster_kstreams.processors.program import SubtopologyProgram
 from dagster_kstreams.processors.records import Output, RecordContext
 from dagster_kstreams.spark.state_keys import STATE_KEY_COLUMN
 
-__all__ = ["SparkProgram", "HAND_OFF_COLUMN", "OUTPUT_COLUMNS", "OUTPUT_SPARK_SCHEMA", "PLACED_COLUMNS", "SOURCE_COLUMNS",
-           "output_schema"]
+__all__ = ["SparkProgram", "HAND_OFF_COLUMN", "HAND_OFF_PATH_COLUMN", "OUTPUT_COLUMNS", "OUTPUT_SPARK_SCHEMA",
+           "PLACED_COLUMNS", "SOURCE_COLUMNS", "output_schema"]
 
 # What a task's pass emits: the columns Spark's Kafka sink reads, plus ``timestamp_ms``, the
 # timestamp a record keeps on a repartition topic (null elsewhere), which the batch writer turns
@@ -64,8 +64,10 @@ SOURCE_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "
 
 # ... and ``hand_off`` when a Column plan ran the sub-topology's first processors: where each of its
 # records enters the program (SubtopologyProgram.hand_offs; spark/column_hand_off.py). A source
-# record may then come as several rows of one position, in the order of their hand-offs.
+# record may then come as several rows of one position, ``hand_off_path`` saying their order (a
+# string that sorts as Kafka Streams forwards them: processors/hand_offs.py, path_step).
 HAND_OFF_COLUMN = "hand_off"
+HAND_OFF_PATH_COLUMN = "hand_off_path"
 
 _ARROW_HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
@@ -158,15 +160,15 @@ class SparkProgram(SubtopologyProgram):
         handed = HAND_OFF_COLUMN in records.columns
         if "seq" in records.columns:
             # The task's processing order across its partitions (Kafka Streams' timestamp merge).
-            if handed:  # a record's rows by their hand-offs' order, which a shuffle does not keep
-                records = records.sort_values(["seq", HAND_OFF_COLUMN], kind="stable")
+            if handed:  # a record's rows in their forwarding order, which a shuffle does not keep
+                records = records.sort_values(["seq", HAND_OFF_PATH_COLUMN], kind="stable")
             elif not records["seq"].is_monotonic_increasing:
                 records = records.sort_values("seq", kind="stable")
         elif len(self.source_by_topic) > 1:
             raise ValueError(f"sub-topology {self.subtopology_id} reads several topics: its records need the "
                              "processing order (event_time.with_processing_order)")
         elif handed:
-            records = records.sort_values(["offset", HAND_OFF_COLUMN], kind="stable")
+            records = records.sort_values(["offset", HAND_OFF_PATH_COLUMN], kind="stable")
         elif not records["offset"].is_monotonic_increasing:
             records = records.sort_values("offset", kind="stable")
         if "stream_time" in records.columns:
