@@ -9,7 +9,11 @@ forwards a record with new ones (``proc|``, ``fresh|``), and over a repartition 
 each key in its partition, a windowed count without the cache (``win|``) and its final results
 (``final|``: a suppression, which emits an update with the headers of the record behind it); and on
 a second source, Column expressions in front of an uncached reduce (``sum|``) and of a join with a
-table of the events (``join|``). Every record each produces should carry the headers Kafka Streams gives it.
+table of the events (``join|``); and on a third, a Column ``flat_map_values`` (a line split into its
+words) in front of an uncached count of the non-empty words, through a Column filter (``wc|``), and of
+an uncached reduce that strings each key's words together (``ws|``), each update stamped with its
+timestamp behind a repartition topic. Every record each produces should
+carry the headers Kafka Streams gives it.
 
 Its classes are self-contained: Spark's Python workers cannot import modules of tests/, and the
 test ships this module by value.
@@ -21,6 +25,7 @@ from datetime import timedelta
 
 from pyspark.sql import functions as F
 
+from equivalence_io import StampValues
 from dagster_kstreams.topology import (
     BufferConfig, Consumed, Grouped, Headers, Materialized, Processor, Record, Repartitioned, Serdes, StreamsBuilder,
     Suppressed, TimeWindows,
@@ -45,7 +50,7 @@ def _java(value) -> str:
 
 
 def header_examples(topics: dict[str, str]) -> StreamsBuilder:
-    """The topology of HeaderExamples.java on ``topics`` (``events``, ``amounts`` and ``out`` -> topic)."""
+    """The topology of HeaderExamples.java on ``topics`` (``events``, ``amounts``, ``lines`` and ``out`` -> topic)."""
     builder = StreamsBuilder()
     events = builder.stream(topics["events"])
     events.flat_map_values(lambda v: ["null"] if v is None else [v, v + "+"]) \
@@ -101,4 +106,35 @@ def header_examples(topics: dict[str, str]) -> StreamsBuilder:
         .map_values(F.concat(F.lit("a"), F.col("value").cast("string"))) \
         .join(first_events, lambda amount, event: f"join|{_java(amount)}|{_java(event)}") \
         .to(topics["out"])
+    add_words(builder, topics)
     return builder
+
+
+def word_examples(topics: dict[str, str]) -> StreamsBuilder:
+    """The lines' part of :func:`header_examples` alone (its sub-topologies are its own: the same
+    output for the lines), for a killed run that cuts the words' task itself."""
+    builder = StreamsBuilder()
+    add_words(builder, topics)
+    return builder
+
+
+def add_words(builder: StreamsBuilder, topics: dict[str, str]) -> None:
+    """The lines (``topics["lines"]``) split into words in front of a count and a reduce, to ``topics["out"]``."""
+    # A Column flat_map_values in front of state: each line's words (Spark's split keeps trailing empty
+    # words, as Java's split(" ", -1) does), each down both children before the next word.
+    # Both go on through one repartition topic (which keeps their timestamps and each key's order) to
+    # a sub-topology that stamps each update with its timestamp.
+    words = builder.stream(topics["lines"]).flat_map_values(F.split(F.col("value"), " "))
+    counts = words.filter(F.col("value") != "") \
+        .group_by_key() \
+        .count(Materialized.as_("word-counts").with_caching_disabled()) \
+        .to_stream() \
+        .map_values(lambda n: f"wc|{n}")
+    strung = words.group_by_key() \
+        .reduce(lambda seen, word: f"{seen},{word}", Materialized.as_("words-seen").with_caching_disabled()) \
+        .to_stream() \
+        .map_values(lambda seen: f"ws|{seen}")
+    counts.merge(strung) \
+        .repartition(Repartitioned.as_("word-updates")) \
+        .process_values(StampValues) \
+        .to(topics["out"])

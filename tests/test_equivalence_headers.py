@@ -6,20 +6,27 @@ that reads, removes and adds headers and forwards a record with new ones, and a 
 without the record cache with its suppressed final results; and on a second input of sub-topology 0
 (the amounts: Long values), Column expressions in front of its state (a filter and ``map_values`` before
 an uncached reduce, a ``filter_not`` and ``map_values`` before a join with each key's first event; run as a
-DataFrame plan that hands its records over: spark/column_hand_off.py). Kafka Streams 4.3.1 runs it
+DataFrame plan that hands its records over: spark/column_hand_off.py); and on a third input (lines), a
+Column ``flat_map_values`` splitting each line into words in front of an uncached count (through a
+Column filter) and an uncached reduce that strings a key's words together, each word down both
+before the next. Kafka Streams 4.3.1 runs it
 once, skipping malformed records (LogAndContinueExceptionHandler), as our runs do (log_and_continue).
 
 Our tasks run the twin in a ``dagster-kstreams run`` process in batches of 40 records, SIGKILLed
 once task 0_1 has committed its first batch; a rerun in another process (this one) continues every
-task from its checkpoint.
+task from its checkpoint. The lines' part, whose tasks that killed run never starts, is run alone once
+more (its sub-topologies are its own), killed in the words' task 0_0 after its first batch and rerun.
 
 Input (2 partitions): each record has a ``src`` header naming its partition, and some have
 duplicate ``dup`` headers, a header with a null value, a ``drop`` header; null keys and null
 values; out-of-order timestamps. The amounts: null keys, null values, malformed 3-byte values,
-out-of-order timestamps that never tie with an event's. Compared: every output record's key, value and
-headers (less the runner's own ``__dagster_kstreams.*`` position header), in output order per branch
-and source partition (per key too after the repartition topic, whose two writers interleave), the
-reduce's store read back, and describe().
+out-of-order timestamps that never tie with an event's. The lines: several per key in a batch, null
+keys, null values, empty lines, doubled and trailing spaces (empty words), timestamps out of order in
+each partition (in order per key).
+Compared: every output record's key, value and headers (less the runner's own ``__dagster_kstreams.*``
+position header), in output order per branch and source partition (per key too after the repartition
+topic, whose two writers interleave; per key and with timestamps for the words' count and reduce
+together), the reduce's store read back, and describe().
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from pyspark import cloudpickle
 
 import header_topology
 from equivalence_io import output_topics, run_kafka_streams
-from header_topology import header_examples
+from header_topology import header_examples, word_examples
 from killed_runs import kill_and_rerun
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import produce, read_topic
@@ -52,6 +59,8 @@ cloudpickle.register_pickle_by_value(header_topology)
 PARTITIONS = 2
 # The branches after the repartition topic, whose two writers interleave: compared per key, together.
 REKEYED_BRANCHES = ("rekeyed", "mixmap", "mixa", "mixb")
+# The branches behind the lines' flat_map_values: compared per key, together, with timestamps.
+WORD_BRANCHES = ("wc", "ws")
 T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute
 
 
@@ -95,15 +104,47 @@ def _amounts(events: list[tuple], seed: int = 21) -> list[tuple]:
     return amounts
 
 
+def _lines(seed: int = 33) -> list[tuple]:
+    """``[(key, value, partition, timestamp, headers)]`` of the lines: a few words each from a small
+    vocabulary, some with doubled or trailing spaces (empty words), empty lines, null values, null
+    keys; enough per partition for several batches of 40 records. Timestamps out of order in each
+    partition but in order per key (each key some seconds behind or ahead of the others): an
+    aggregation's update has the larger of its record's and its previous timestamp in Kafka Streams,
+    the record's here (README, "Record timestamps written by the runner"), and these keep the two equal."""
+    rng = random.Random(seed)
+    lines = []
+    for i in range(120):
+        number = rng.randint(1, 4)
+        key = None if rng.random() < 0.05 else f"k{number}".encode()
+        timestamp = T0 + 20_000 + i * 250 + (0, -2_600, 1_900, -5_100)[number - 1]
+        partition = i % PARTITIONS if key is None else default_partition(key, PARTITIONS)
+        roll = rng.random()
+        if roll < 0.05:
+            value = None
+        elif roll < 0.08:
+            value = b""
+        else:
+            words = [rng.choice(("to", "be", "or", "not", "w" + str(i))) for _ in range(rng.randint(1, 4))]
+            separator = "  " if rng.random() < 0.1 else " "
+            value = (separator.join(words) + (" " if rng.random() < 0.1 else "")).encode()
+        lines.append((key, value, partition, timestamp, [("src", f"p{partition}".encode())]))
+    return lines
+
+
 def _results(bootstrap: str, topic: str) -> dict[tuple, list]:
     """``{(branch, source partition): [(key, value, headers)]}`` in offset order; after the
     repartition topic, ``{("rekeyed", source partition, key): ...}``, every branch of that
-    sub-topology together: Kafka Streams forwards a record down each branch before the next record."""
+    sub-topology together: Kafka Streams forwards a record down each branch before the next record;
+    behind the lines' words, ``{("words", source partition, key): ...}``, both branches together (their
+    values stamped with their timestamps)."""
     results: dict[tuple, list] = {}
     for record in sorted(read_topic(bootstrap, topic), key=lambda r: (r.partition, r.offset)):
         headers = tuple((name, value) for name, value in record.headers if not name.startswith(INTERNAL_HEADER_PREFIX))
         branch = record.value.decode().split("|")[0]
         source = dict(headers).get("src")
+        if branch in WORD_BRANCHES:
+            results.setdefault(("words", source, record.key), []).append((record.key, record.value, headers))
+            continue
         group = ("rekeyed", source, record.key) if branch in REKEYED_BRANCHES else (branch, source)
         results.setdefault(group, []).append((record.key, record.value, headers))
     return results
@@ -111,16 +152,19 @@ def _results(bootstrap: str, topic: str) -> dict[tuple, list]:
 
 @pytest.fixture(scope="module")
 def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory):
-    inputs = {"events": unique_topic("headers-events"), "amounts": unique_topic("headers-amounts")}
+    inputs = {"events": unique_topic("headers-events"), "amounts": unique_topic("headers-amounts"),
+              "lines": unique_topic("headers-lines")}
     kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
     records = _input()
     amounts = _amounts(records)
+    lines = _lines()
     produce(kafka_bootstrap, inputs["events"], records)
     produce(kafka_bootstrap, inputs["amounts"], amounts)
+    produce(kafka_bootstrap, inputs["lines"], lines)
     topics, stdout = run_kafka_streams("kstreams.oracle.HeaderExamples", "headers", kafka_bootstrap, kafka_admin,
                                        unique_topic, tmp_path_factory, inputs, {"out": 1})
     report = json.loads(stdout)
-    return {"inputs": inputs, "records": records, "amounts": amounts, "describe": report["describe"],
+    return {"inputs": inputs, "records": records, "amounts": amounts, "lines": lines, "describe": report["describe"],
             "stores": report["stores"], "results": _results(kafka_bootstrap, topics["out"]), "topics": topics}
 
 
@@ -134,6 +178,9 @@ def test_headers_killed_part_way_and_rerun_match_kafka_streams(
 ):
     expected = kafka_streams_run["results"]
     _assert_reference_exercises_it(expected)
+    line_times = [[line[3] for line in kafka_streams_run["lines"] if line[2] == partition]
+                  for partition in range(PARTITIONS)]
+    assert all(times != sorted(times) for times in line_times)  # out of order in each partition
 
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], {"out": 1})
     rerun = kill_and_rerun(tmp_path, header_examples, topics, app_id=unique_topic("spark-headers"),
@@ -141,6 +188,7 @@ def test_headers_killed_part_way_and_rerun_match_kafka_streams(
                            killed_args=("--parallelism", "1", "--max-records-per-batch", "40",
                                         "--deserialization-exception-handler", "log_and_continue"),
                            arrow_batch_size=7,  # a task's batch in several Arrow batches through the segments
+                           max_records_per_batch=40,  # and the lines' words in several micro-batches here too
                            deserialization_exception_handler="log_and_continue")
     task_records = sum(1 for records in (kafka_streams_run["records"], kafka_streams_run["amounts"])
                        for record in records if record[2] == 1)
@@ -156,7 +204,33 @@ def test_headers_killed_part_way_and_rerun_match_kafka_streams(
                   if any(topic.endswith("-rekeyed-repartition") for topic in application.source_topics(sub))]
     assert isinstance(strategy_for(rerun.runner.compiled.program(rekeyed)), ColumnPlan)
     assert len(rerun.runner.compiled.program(rekeyed).column_plan.segments) == 4
+    # The lines' flat_map_values runs in front of the words' state, handing each word over.
+    (words,) = [sub for sub in application.subtopology_ids
+                if kafka_streams_run["inputs"]["lines"] in application.source_topics(sub)]
+    assert isinstance(rerun.runner.compiled.program(words).column_plan, ColumnsBeforeState)
 
+    ours = _results(kafka_bootstrap, topics["out"])
+    assert set(ours) == set(expected)
+    for group, sequence in expected.items():
+        assert ours[group] == sequence, group
+
+
+def test_words_killed_in_their_own_task_and_rerun_match_kafka_streams(
+    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, kafka_streams_run
+):
+    """The lines' part alone (the run above is killed in sub-topology 0, before the words' tasks
+    start), killed once the words' task 0_0 has committed its first batch of 40 records, and rerun
+    in batches of 40 too: each key's count and reduce updates as Kafka Streams gives them."""
+    expected = {group: sequence for group, sequence in kafka_streams_run["results"].items() if group[0] == "words"}
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], {"out": 1})
+    rerun = kill_and_rerun(tmp_path, word_examples, topics, app_id=unique_topic("spark-words"),
+                           bootstrap=kafka_bootstrap, spark=spark,
+                           kill_when=lambda line: line.startswith("task 0_0 batch"),
+                           killed_args=("--parallelism", "1", "--max-records-per-batch", "40"),
+                           arrow_batch_size=7, max_records_per_batch=40)
+    partition_lines = sum(1 for line in kafka_streams_run["lines"] if line[2] == 0)
+    assert 0 < rerun.by_task["0_0"].records_in < partition_lines  # continued
+    assert isinstance(rerun.runner.compiled.program(0).column_plan, ColumnsBeforeState)
     ours = _results(kafka_bootstrap, topics["out"])
     assert set(ours) == set(expected)
     for group, sequence in expected.items():
@@ -168,7 +242,7 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     duplicate header names, null header values, the processor's added and new headers."""
     branches = {value.decode().split("|")[0] for sequence in expected.values() for _, value, _ in sequence}
     assert branches == {"flat", "rekeyed", "count", "proc", "fresh", "win", "final", "mixmap", "mixa", "mixb",
-                        "sum", "join"}
+                        "sum", "join", "wc", "ws"}
     # Behind the Columns: sums of doubled amounts over 10, joins of those up to 25 with a present and an
     # absent (deleted) event.
     joined = [value.decode() for group, sequence in expected.items() if group[0] == "join" for _, value, _ in sequence]
@@ -178,6 +252,13 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     assert any(len({value.decode().split("|")[0] for _, value, _ in sequence}) == 3
                for group, sequence in expected.items() if group[0] == "rekeyed")
     assert {group[1] for group in expected} == {b"p0", b"p1"}
+    # A line's words down the count and the reduce in turn, at one timestamp: count, reduce, count.
+    words = [[value.decode().split("|") for _, value, _ in sequence]
+             for group, sequence in expected.items() if group[0] == "words"]
+    assert any(first[0] == "wc" and second[0] == "ws" and third[0] == "wc" and first[2] == second[2] == third[2]
+               for sequence in words for first, second, third in zip(sequence, sequence[1:], sequence[2:]))
+    assert any(",," in value for sequence in words for _, value, _ in sequence)  # an empty word reduced
+    assert {group[1] for group in expected if group[0] == "words"} == {b"p0", b"p1"}
     every = [headers for sequence in expected.values() for _, _, headers in sequence]
     assert any([name for name, _ in headers].count("dup") > 1 for headers in every)
     assert any(value is None for headers in every for _, value in headers)

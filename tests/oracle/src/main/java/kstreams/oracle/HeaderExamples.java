@@ -3,6 +3,7 @@ package kstreams.oracle;
 import static java.nio.charset.StandardCharsets.UTF_8;
 
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Properties;
 
@@ -37,10 +38,13 @@ import org.apache.kafka.streams.state.WindowStore;
  * topic, a count without the record cache, a user processor that reads, removes and adds
  * headers, a windowed count with its suppressed final results, and on a second source (Long values, some
  * malformed: skipped by LogAndContinueExceptionHandler) filters and mapValues in front of an uncached
- * reduce and of a join with each key's first event. Runs against a real broker until the input is consumed to its end; prints JSON
+ * reduce and of a join with each key's first event, and on a third a flatMapValues (a line's words)
+ * in front of an uncached count of the non-empty words (through a filter) and an uncached reduce that
+ * strings each key's words together, each update stamped with its timestamp behind a repartition topic.
+ * Runs against a real broker until the input is consumed to its end; prints JSON
  * {"describe": topology.describe(), "stores": {the reduce's store}}.
  *
- * Args: bootstrap applicationId stateDir events amounts out
+ * Args: bootstrap applicationId stateDir events amounts lines out
  *
  * The Python twin is tests/header_topology.py; keep the two in step.
  */
@@ -74,7 +78,7 @@ public final class HeaderExamples {
         }
     }
 
-    static Topology headerExamples(String events, String amounts, String out) {
+    static Topology headerExamples(String events, String amounts, String lines, String out) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> stream = builder.stream(events);
         stream.flatMapValues(v -> v == null ? List.of("null") : List.of(v, v + "+"))
@@ -128,17 +132,36 @@ public final class HeaderExamples {
             .mapValues(v -> v == null ? null : "a" + v)
             .join(firstEvents, (amount, event) -> "join|" + amount + "|" + event)
             .to(out);
+        // The twin explodes and filters with Column expressions, in front of the state.
+        KStream<String, String> words = builder.<String, String>stream(lines)
+            .flatMapValues(v -> v == null ? List.<String>of() : Arrays.asList(v.split(" ", -1)));
+        KStream<String, String> counts = words.filter((k, v) -> !v.isEmpty())
+            .groupByKey()
+            .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("word-counts").withCachingDisabled())
+            .toStream()
+            .mapValues(n -> "wc|" + n);
+        KStream<String, String> strung = words.groupByKey()
+            .reduce((seen, word) -> seen + "," + word,
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("words-seen").withCachingDisabled())
+            .toStream()
+            .mapValues(seen -> "ws|" + seen);
+        // Through a repartition topic to a sub-topology that stamps each update with its timestamp.
+        counts.merge(strung)
+            .repartition(Repartitioned.as("word-updates"))
+            .processValues(StampValues::new)
+            .to(out);
         return builder.build();
     }
 
     public static void main(String[] args) throws Exception {
         String applicationId = args[1];
-        Topology topology = headerExamples(args[3], args[4], args[5]);
+        Topology topology = headerExamples(args[3], args[4], args[5], args[6]);
         Properties props = KafkaStreamsRuns.properties(args[0], applicationId, args[2]);
         // The amounts' malformed values are skipped, as the runner's log_and_continue does.
         props.put(StreamsConfig.DESERIALIZATION_EXCEPTION_HANDLER_CLASS_CONFIG, LogAndContinueExceptionHandler.class);
         KafkaStreamsRuns.runUntilConsumed(topology, props,
-            () -> List.of(args[3], args[4], applicationId + "-rekeyed-repartition", applicationId + "-windowed-repartition"),
+            () -> List.of(args[3], args[4], args[5], applicationId + "-rekeyed-repartition",
+                applicationId + "-windowed-repartition", applicationId + "-word-updates-repartition"),
             Duration.ofMinutes(2),
             streams -> "{\"describe\": " + Json.quote(topology.describe().toString())
                 + ", \"stores\": " + Json.objectOfStrings(KafkaStreamsRuns.storeContent(streams, "amount-sums")) + "}");
