@@ -3,20 +3,21 @@ keep the two in step.
 
 On one source: stateless operations and a sink (``flat|``), a repartition topic whose downstream
 sub-topology is Column expressions, run in the JVM (``rekeyed|``), mixed with Python functions run
-in segments of the same plan (``mixmap|``, ``mixa|``, ``mixb|``), a count without the record
-cache (``count|``), ``HeaderEditor`` (``process``), which reads, removes and adds headers and
-forwards a record with new ones (``proc|``, ``fresh|``), and over a repartition topic that keeps
-each key in its partition, a windowed count without the cache (``win|``) and its final results
-(``final|``: a suppression, which emits an update with the headers of the record behind it); and on
-a second source, Column expressions in front of an uncached reduce (``sum|``) and of a join with a
-table of the events (``join|``); and on a third, a Column ``flat_map_values`` (a line split into its
-words) in front of an uncached count of the non-empty words, through a Column filter (``wc|``), and of
-an uncached reduce that strings each key's words together (``ws|``), each update stamped with its
-timestamp behind a repartition topic. Every record each produces should
-carry the headers Kafka Streams gives it.
+in segments of the same plan (``mixmap|``, ``mixa|``, ``mixb|``), a count without the record cache
+(``count|``), ``HeaderEditor`` (``process``), which reads, removes and adds headers and forwards a
+record with new ones (``proc|``, ``fresh|``), and over a repartition topic that keeps each key in
+its partition, a windowed count without the cache (``win|``) and its final results (``final|``: a
+suppression, which emits an update with the headers of the record behind it); and on a second
+source, Column expressions in front of an uncached reduce (``sum|``), of a join with a table of the
+events (``join|``) and, after a key change, of ``HeaderEditor`` (``rproc|``); and on a third, a
+Column ``flat_map_values`` (a line split into its words) in front of an uncached count of the
+non-empty words, through a Column filter (``wc|``), and of an uncached reduce that strings each
+key's words together (``ws|``), each update stamped with its timestamp behind a repartition topic.
+Every record each produces should carry the headers Kafka Streams gives it.
 
 Its classes are self-contained: Spark's Python workers cannot import modules of tests/, and the
-test ships this module by value.
+test ships this module by value (``StampValues``, the harness's own, comes from equivalence_io, as
+the other twins that stamp take it).
 """
 
 from __future__ import annotations
@@ -105,6 +106,13 @@ def header_examples(topics: dict[str, str]) -> StreamsBuilder:
     big.filter_not(F.col("value") > 25) \
         .map_values(F.concat(F.lit("a"), F.col("value").cast("string"))) \
         .join(first_events, lambda amount, event: f"join|{_java(amount)}|{_java(event)}") \
+        .to(topics["out"])
+    # A key change by Columns in front of a user processor (no repartition in Kafka Streams; the
+    # sub-topology is task-grouped): the processor sees the new key, as Kafka Streams' does.
+    big.select_key(F.concat(F.lit("r"), F.coalesce(F.col("value").cast("string"), F.lit("null")))) \
+        .map_values(F.col("value").cast("string")) \
+        .process(HeaderEditor) \
+        .map_values(lambda value: "r" + value) \
         .to(topics["out"])
     add_words(builder, topics)
     return builder

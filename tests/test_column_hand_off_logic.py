@@ -55,12 +55,16 @@ def test_columns_in_front_of_state_are_planned(spark):  # spark: a Column needs 
     names = {program.nodes[index].name for index in program.column_plan.prefix}
     assert names == {"KSTREAM-FILTER-0000000003", "KSTREAM-MAPVALUES-0000000004", "KSTREAM-KEY-SELECT-0000000012",
                      "KSTREAM-SINK-0000000013"}
-    # Beside a user processor: task-grouped.
+    # Beside a user processor: task-grouped, where a key change may stand in front of the processor
+    # (Kafka Streams does not repartition before process()).
     builder = StreamsBuilder()
     events = builder.stream("events")
     events.process(HeaderEditor).to("out")
     events.filter(F.col("value").isNotNull()).group_by_key().count()
-    assert isinstance(strategy_for(compile_topology(builder, "app").program(0)), TaskGroupedState)
+    events.select_key(F.upper(F.col("value"))).map((F.col("value"), F.col("key"))).process(HeaderEditor)
+    program = compile_topology(builder, "app").program(0)
+    assert isinstance(strategy_for(program), TaskGroupedState)
+    assert {program.nodes[index].kind for index in program.column_plan.prefix} == {"filter", "select_key", "map"}
 
 
 @pytest.mark.integration
@@ -72,14 +76,13 @@ def test_what_is_still_refused_names_its_processor(spark):
     builder = StreamsBuilder()  # a Column after state
     builder.stream("in").group_by_key().count().to_stream().filter(F.col("value") > 1).to("out")
     _refused(builder, "processor KSTREAM-FILTER-0000000004 (filter) is a Column after")
-    builder = StreamsBuilder()  # a key change in front of state (a processor: no repartition)
-    builder.stream("in").select_key(F.col("value")).process(HeaderEditor)
-    _refused(builder, "KSTREAM-KEY-SELECT-0000000001 (select_key) changes the key in front of "
-                      "KSTREAM-PROCESSOR-0000000002 (process)")
-    builder = StreamsBuilder()  # a key change, then an explosion, in front of a processor
-    builder.stream("in").map((F.col("value"), F.col("key"))).flat_map_values(F.array(F.col("value"))) \
-        .process(HeaderEditor)
-    _refused(builder, "KSTREAM-MAP-0000000001 (map) changes the key in front of KSTREAM-PROCESSOR-0000000003")
+    builder = StreamsBuilder()  # a key change in front of a Python function, in a sub-topology grouped by key
+    source = builder.stream("in")
+    source.map((F.col("value"), F.col("key"))).flat_map_values(F.array(F.col("value"))) \
+        .map_values(lambda v: v + "!").to("out")
+    source.filter(F.col("value").isNotNull()).group_by_key().count()
+    _refused(builder, "KSTREAM-MAP-0000000001 (map) changes the key in front of KSTREAM-MAPVALUES-0000000003 "
+                      "(map_values), which runs in Python")
     builder = StreamsBuilder()  # stream time
     builder.stream("in").filter(F.col("value").isNotNull()).group_by_key() \
         .windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=1))).count()
@@ -220,3 +223,24 @@ def test_a_path_step_is_an_index_of_four_bytes():
     for wrong in (-1, 2**32):
         with pytest.raises(ValueError, match="a path step is an index"):
             path_step(wrong)
+
+
+@pytest.mark.integration
+def test_a_key_a_column_changed_reaches_a_user_processor_written_by_its_types_serde(spark):
+    """``select_key`` then ``map_values`` by Columns in front of a processor (task-grouped): the
+    handed key is the new one, written as its Spark type's serde writes it, read back by it."""
+    builder = StreamsBuilder()
+    amounts = builder.stream("amounts", Consumed.with_(Serdes.String(), Serdes.Long()))
+    amounts.select_key(F.concat(F.lit("r"), F.col("value").cast("string"))) \
+        .map_values(F.col("value").cast("string")).process(HeaderEditor).to("out")
+    program = compile_topology(builder, "app").program(0)
+    assert isinstance(strategy_for(program), TaskGroupedState)
+    rows = spark.createDataFrame(
+        [(b"k", _long(12), "amounts", 0, 3, None, 30, [("src", b"p0")])],
+        "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, event_time long, "
+        "headers array<struct<key: string, value: binary>>")
+    handed, _, hand_offs = program.column_plan.hand_over(rows, DeadLetterPolicy("fail"))
+    assert [(hand_off.key_serde.name, hand_off.value_serde.name) for hand_off in hand_offs] == [("String", "String")]
+    program.hand_offs = hand_offs
+    out, _ = program.process_task_batch(handed.toPandas(), None)
+    assert list(zip(out["key"], out["value"])) == [(b"r12", b"proc|1|none|12"), (b"r12", b"fresh|12")]

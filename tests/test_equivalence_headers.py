@@ -5,7 +5,8 @@ in several Arrow batches per micro-batch: the order a partition's records keep t
 that reads, removes and adds headers and forwards a record with new ones, and a windowed count
 without the record cache with its suppressed final results; and on a second input of sub-topology 0
 (the amounts: Long values), Column expressions in front of its state (a filter and ``map_values`` before
-an uncached reduce, a ``filter_not`` and ``map_values`` before a join with each key's first event; run as a
+an uncached reduce, a ``filter_not`` and ``map_values`` before a join with each key's first event, a
+``select_key`` and ``map_values`` before the user processor; run as a
 DataFrame plan that hands its records over: spark/column_hand_off.py); and on a third input (lines), a
 Column ``flat_map_values`` splitting each line into words in front of an uncached count (through a
 Column filter) and an uncached reduce that strings a key's words together, each word down both
@@ -242,7 +243,7 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     duplicate header names, null header values, the processor's added and new headers."""
     branches = {value.decode().split("|")[0] for sequence in expected.values() for _, value, _ in sequence}
     assert branches == {"flat", "rekeyed", "count", "proc", "fresh", "win", "final", "mixmap", "mixa", "mixb",
-                        "sum", "join", "wc", "ws"}
+                        "sum", "join", "rproc", "wc", "ws"}
     # Behind the Columns: sums of doubled amounts over 10, joins of those up to 25 with a present and an
     # absent (deleted) event.
     joined = [value.decode() for group, sequence in expected.items() if group[0] == "join" for _, value, _ in sequence]
@@ -252,6 +253,9 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     assert any(len({value.decode().split("|")[0] for _, value, _ in sequence}) == 3
                for group, sequence in expected.items() if group[0] == "rekeyed")
     assert {group[1] for group in expected} == {b"p0", b"p1"}
+    # The amounts' new keys at the processor, a null value's too.
+    rekeyed_amounts = [key for group, sequence in expected.items() if group[0] == "rproc" for key, _, _ in sequence]
+    assert len(rekeyed_amounts) > 15 and b"rnull" in rekeyed_amounts
     # A line's words down the count and the reduce in turn, at one timestamp: count, reduce, count.
     words = [[value.decode().split("|") for _, value, _ in sequence]
              for group, sequence in expected.items() if group[0] == "words"]

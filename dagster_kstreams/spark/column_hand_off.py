@@ -2,8 +2,9 @@
 
 In a sub-topology with state (a store, a join, a table, a user processor), Column operations may
 stand between the sources and the rest: ``filter``/``filter_not``, ``map_values`` and
-``flat_map_values``, with ``merge`` and a branch's children among them, and, where only sinks follow
-(a repartition topic, an output topic), ``select_key`` and ``map`` too::
+``flat_map_values``, with ``merge`` and a branch's children among them, and ``select_key`` and
+``map`` where only sinks follow (a repartition topic, an output topic) or in a task-grouped
+sub-topology (in front of a user processor)::
 
     orders = builder.stream("orders", Consumed.with_(Serdes.String(), Serdes.Long()))
     orders.filter(F.col("value") > 10).map_values(F.col("value") * 2) \\
@@ -23,13 +24,12 @@ which serdes read it back. The stateful strategy groups those rows as it groups 
 processor forwards a record to its children.
 
 The bytes: a part the prefix left as it was goes as the source record's own bytes, read with the
-source's serde (the key always: a Column that changes it may only lead to sinks here); a value a
-Column made goes written by the serde of its Spark type (``string``: ``String``, ``bigint``:
-``Long``, ``int``: ``Integer``, ``binary``: ``ByteArray``, anything else: ``Json``), so the Python
-processors see it as a Python function in a segment does (a ``str``, an ``int``, ``bytes``, a
-struct as a ``dict``; a ``double`` as a ``float``). A source none of whose children is a Column
-operation is handed whole, its bytes untouched: the program reads them with the source's serdes
-and judges them, as for any source.
+source's serde; a key or value a Column made goes written by the serde of its Spark type
+(``string``: ``String``, ``bigint``: ``Long``, ``int``: ``Integer``, ``binary``: ``ByteArray``,
+anything else: ``Json``), so the Python processors see it as a Python function in a segment does (a
+``str``, an ``int``, ``bytes``, a struct as a ``dict``; a ``double`` as a ``float``). A source none
+of whose children is a Column operation is handed whole, its bytes untouched: the program reads them
+with the source's serdes and judges them, as for any source.
 
 Order: a record's rows go to the processors in the order Kafka Streams forwards them, depth first:
 each row carries its path from the source (:data:`~dagster_kstreams.spark.frames.HAND_OFF_PATH_COLUMN`,
@@ -41,14 +41,15 @@ The prefix's own output (its sinks, its dead letters) goes out beside the statef
 by the source record's position; a prefix sink may not write a topic the stateful part writes too,
 since one record's rows of both would not keep Kafka Streams' order between them.
 
-Refused, naming each processor (:func:`plan_before_state`): a Column after a processor that runs
-in Python (state, a Python function, a table operation: the segments of a stateless plan do not
-reach into Spark's state operators), a key change by a Column before state (the state is grouped
-by the source record's key, and Kafka Streams repartitions a changed key before its own state but
-for a user processor: see the README), processors that keep stream time (windows, suppression, stream-stream joins:
-not compared with Kafka Streams behind Columns yet), a prefix sink that places its records (a stream
-partitioner, a topic a function picks), and the refusals of a stateless plan (serdes only Python
-parses before a Column or at a prefix sink).
+Refused, naming each processor (:func:`plan_before_state`): a Column after a processor that runs in
+Python (state, a Python function, a table operation: the segments of a stateless plan do not reach
+into Spark's state operators), a key change by a Column before the state of a sub-topology grouped
+by key (grouped by the source record's key; in Kafka Streams a changed key reaches no state in its
+sub-topology but a user processor's, which makes it task-grouped: a whole batch one group, so there
+a ``select_key`` or ``map`` may stand in front of ``process``), processors that keep stream time
+(windows, suppression, stream-stream joins: not compared with Kafka Streams behind Columns yet), a
+prefix sink that places its records (a stream partitioner, a topic a function picks), and the
+refusals of a stateless plan (serdes only Python parses before a Column or at a prefix sink).
 """
 
 from __future__ import annotations
@@ -81,6 +82,8 @@ __all__ = ["ColumnsBeforeState", "plan_before_state", "prefix_of", "hand_off_ser
 _PASS_KINDS = {"merge", "branch_child", "repartition_filter"}
 # Column operations that may only lead to sinks in front of state.
 _KEY_CHANGES = {"select_key", "map"}
+# The parts of a record a Column operation changes (any other: its value).
+_CHANGES = {"filter": frozenset(), "select_key": frozenset({"key"}), "map": frozenset({"key", "value"})}
 # Processors that keep a stream time (their own when a filter feeds them: own_stream_time.py).
 _KEEP_TIME = {*WINDOW_KINDS, sessions.KIND, "suppress"}
 # Columns of the task's source a handed row keeps (the processing order, the state's key).
@@ -165,19 +168,23 @@ def plan_before_state(program, error_class, default_key_serde, default_value_ser
     if shared:
         problems.append(f"topic(s) {', '.join(map(repr, shared))} are written both after the Column operations and "
                         "after the state, whose records of one source record would not keep Kafka Streams' order")
-    problems.extend(_changes_before_state(nodes, prefix))
+    if not program.task_grouped:  # a task-grouped batch is one group: a changed key regroups nothing
+        problems.extend(_changes_before_state(nodes, prefix))
     if problems:
         raise error_class(
             f"sub-topology {program.subtopology_id}: processor(s) {', '.join(users)} are PySpark Column "
             "expressions, which run in a sub-topology with state only as filter/filter_not, map_values and "
-            "flat_map_values in front of it (select_key and map before sinks only), with JVM serdes; not here "
+            "flat_map_values in front of it (select_key and map before sinks, or before a user processor), with "
+            "JVM serdes; not here "
             "because: " + "; ".join(problems))
     return ColumnsBeforeState(program, {}, {"key": default_key_serde, "value": default_value_serde}, prefix)
 
 
 def _changes_before_state(nodes: list, prefix: set[int]) -> list[str]:
     """A Column that changes the key, on a path to a processor outside the prefix (the state, a
-    Python function): one problem each."""
+    Python function), in a sub-topology grouped by key: one problem each. (A changed key reaches no
+    state of the DSL in its sub-topology, which Kafka Streams repartitions before, only a user
+    processor's, and a user processor makes the sub-topology task-grouped.)"""
     problems: dict[str, str] = {}
 
     def visit(index: int, changers: tuple) -> None:
@@ -269,8 +276,8 @@ class ColumnsBeforeState(ColumnPlan):
             outputs.append(self._sink_rows(index, records, encoded))
             return
         records = self._step(node, records)
-        if _is_column(node) and node.kind != "filter":
-            changed = changed | {"value"}  # the key never changes before a hand-off (plan_before_state)
+        if _is_column(node):
+            changed = changed | _CHANGES.get(node.kind, frozenset({"value"}))
         self._children(index, records, outputs, changed)
 
     def _children(self, index: int, records, outputs: list, changed: frozenset) -> None:

@@ -38,7 +38,8 @@ import org.apache.kafka.streams.state.WindowStore;
  * topic, a count without the record cache, a user processor that reads, removes and adds
  * headers, a windowed count with its suppressed final results, and on a second source (Long values, some
  * malformed: skipped by LogAndContinueExceptionHandler) filters and mapValues in front of an uncached
- * reduce and of a join with each key's first event, and on a third a flatMapValues (a line's words)
+ * reduce, of a join with each key's first event and, after a key change, of the same user processor;
+ * and on a third a flatMapValues (a line's words)
  * in front of an uncached count of the non-empty words (through a filter) and an uncached reduce that
  * strings each key's words together, each update stamped with its timestamp behind a repartition topic.
  * Runs against a real broker until the input is consumed to its end; prints JSON
@@ -131,6 +132,12 @@ public final class HeaderExamples {
         big.filterNot((k, v) -> v != null && v > 25)
             .mapValues(v -> v == null ? null : "a" + v)
             .join(firstEvents, (amount, event) -> "join|" + amount + "|" + event)
+            .to(out);
+        // The twin changes the key and the value with Column expressions, in front of the processor.
+        big.selectKey((k, v) -> "r" + v)
+            .mapValues(v -> v == null ? null : v.toString())
+            .process(HeaderEditor::new)
+            .mapValues(v -> "r" + v)
             .to(out);
         // The twin explodes and filters with Column expressions, in front of the state.
         KStream<String, String> words = builder.<String, String>stream(lines)
