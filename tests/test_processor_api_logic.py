@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from processor_api_topology import processor_api_examples  # noqa: E402
 
-from dagster_kstreams.processors.user_processors import KeyValueStore, _Schedule  # noqa: E402
+from dagster_kstreams.processors.punctuation import PunctuationSchedule  # noqa: E402
+from dagster_kstreams.processors.user_stores import KeyValueStore  # noqa: E402
 from dagster_kstreams.spark.compile import compile_topology  # noqa: E402
 from dagster_kstreams.topology import StreamsBuilder, TopologyException  # noqa: E402
 from dagster_kstreams.topology.processor_api import (  # noqa: E402
@@ -31,7 +32,7 @@ from dagster_kstreams.topology.serdes import Serdes  # noqa: E402
 def test_stream_time_schedule_fires_at_each_crossed_multiple_once_as_kafka_streams(interval, times):
     """Model: aligned to 0, a punctuation fires when stream time reaches its due time, and the next
     is due at the first multiple of the interval after the time it fired at."""
-    schedule, fired, stream_time = _Schedule(0, interval, PunctuationType.STREAM_TIME, None), [], -1
+    schedule, fired, stream_time = PunctuationSchedule(0, interval, PunctuationType.STREAM_TIME, None), [], -1
     for timestamp in times:
         stream_time = max(stream_time, timestamp)
         if stream_time >= 0 and schedule.due <= stream_time:

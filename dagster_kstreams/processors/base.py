@@ -64,7 +64,7 @@ class Processor:
     drops_late_records: ClassVar[bool] = False
     # its semantics span keys: the sub-topology runs task-grouped (task_state.py)
     task_grouped: ClassVar[bool] = False
-    # has punctuators to fire after each record (the Processor API: user_processors.punctuate)
+    # has punctuators to fire after each record (the Processor API: punctuation.punctuate)
     punctuates: ClassVar[bool] = False
     # may forward records under another key than the record being processed's (own_groups.py)
     forwards_other_keys: ClassVar[bool] = False

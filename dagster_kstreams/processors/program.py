@@ -50,12 +50,12 @@ from dagster_kstreams.processors.base import Processor
 from dagster_kstreams.processors.fused_chains import compile_entries
 from dagster_kstreams.processors.hand_offs import HandOff
 from dagster_kstreams.processors.own_groups import WindowKeys, reads_state_downstream
+from dagster_kstreams.processors.punctuation import advance_stream_time, punctuate
 from dagster_kstreams.processors.records import FLUSH_ORDER, Output, RecordContext, header_column
 from dagster_kstreams.processors.state import ABSENT, GroupState
 from dagster_kstreams.processors.state_key_serde import StateKeying
 from dagster_kstreams.processors.store_keyed_groups import store_keyed_entries
 from dagster_kstreams.processors.task_state import TaskState
-from dagster_kstreams.processors.user_processors import advance_stream_time, punctuate
 
 __all__ = ["SubtopologyProgram"]
 
