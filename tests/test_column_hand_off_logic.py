@@ -24,6 +24,7 @@ from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_top
 from dagster_kstreams.spark.frames import HAND_OFF_COLUMN
 from dagster_kstreams.spark.strategies import KeyedState, TaskGroupedState, strategy_for
 from dagster_kstreams.topology import Consumed, Grouped, Materialized, Serdes, StreamsBuilder
+from dagster_kstreams.topology.processor_api import Processor, PunctuationType, Record
 from dagster_kstreams.topology.windows import TimeWindows
 
 
@@ -142,6 +143,39 @@ def test_a_source_records_rows_go_in_their_hand_offs_order_whatever_spark_gave()
     assert list(zip(output["topic"], output["value"])) == [("sums", b"sum=3"), ("upper", b"X"), ("sums", b"sum=7"),
                                                            ("upper", b"Y")]
     assert list(output["emit_order"]) == [5, 5, 6, 6]
+
+
+class _Ticker(Processor):
+    """Forwards each record, and ``tick`` with the stream time every 10 ms of it."""
+
+    def init(self, context) -> None:
+        super().init(context)
+        context.schedule(10, PunctuationType.STREAM_TIME,
+                         lambda now: context.forward(Record("tick", str(now), now)))
+
+    def process(self, record: Record) -> None:
+        self.context.forward(record)
+
+
+def test_punctuators_fire_after_all_of_a_records_hand_offs():
+    """Kafka Streams punctuates between records, never while one record is still being forwarded to
+    its processors: a source record handed over twice (to a user processor, then to a branch) has
+    both hand-offs run before its punctuation."""
+    builder = StreamsBuilder()
+    source = builder.stream("in")
+    source.process(_Ticker).to("out")
+    source.map_values(lambda v: v.upper()).to("upper")
+    program = compile_topology(builder, "app").program(0)
+    index = {node.name: i for i, node in enumerate(program.nodes)}
+    program.hand_offs = (
+        HandOff("KSTREAM-SOURCE-0000000000", Serdes.String(), Serdes.String(), (index["KSTREAM-PROCESSOR-0000000001"],)),
+        HandOff("KSTREAM-SOURCE-0000000000", Serdes.String(), Serdes.String(), (index["KSTREAM-MAPVALUES-0000000003"],)),
+    )
+    records = [(RecordContext("in", 0, offset, timestamp, raw_key=b"k", position=offset), b"k", value, hand_off)
+               for offset, timestamp, value in ((0, 0, b"a"), (1, 10, b"b")) for hand_off in (0, 1)]
+    out, _ = program.run_task_batch(records, None)
+    assert list(zip(out.topic, out.value)) == [("out", b"a"), ("upper", b"A"), ("out", b"0"),
+                                               ("out", b"b"), ("upper", b"B"), ("out", b"10")]
 
 
 @pytest.mark.integration

@@ -281,12 +281,21 @@ class SubtopologyProgram:
             records = itertools.chain([first], records)
             for node in self.nodes:
                 node.start_task_batch(task, out, first[0])
+        # The Processor API's punctuators fire after a record, once all of its rows ran: a source
+        # record handed over part way in comes as several rows of one position (hand_offs.py), and
+        # Kafka Streams punctuates only between records.
+        due: Optional[tuple] = None  # (stream time, context, group) of the record last run
         for context, key, value, *hand_off in records:
+            if due is not None and not (hand_off and context.position == due[1].position):
+                punctuate(punctuating, *due)
+                due = None
             group = task.group(context.raw_key)
             stream_time = advance_stream_time(task, context.timestamp) if punctuating else None
             self.process_record(context, key, value, out, group, *hand_off)
-            if punctuating:  # the Processor API's punctuators, after the record
-                punctuate(punctuating, stream_time, context, group)
+            if punctuating:
+                due = (stream_time, context, group)
+        if due is not None:
+            punctuate(punctuating, *due)
         # the groups a store's flush made dirty downstream count too (own_groups.py: other keys)
         self._flush(lambda: [group for group in task.touched() if group.dirty], out)
         for node in self.nodes:
