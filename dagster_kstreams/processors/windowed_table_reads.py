@@ -27,14 +27,7 @@ from dagster_kstreams.topology.emit_strategy import ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
 
-__all__ = ["time_windows_on_update", "readable_windows_on_update", "windowed_store_size", "check_windows",
-           "is_windowed_table"]
-
-
-def time_windows_on_update(node) -> bool:
-    """Whether ``node`` is a time-windowed aggregation (tumbling or hopping) forwarding every update."""
-    return (node.kind is NodeKind.WINDOWED_AGGREGATE and isinstance(node.params["windows"], TimeWindows)
-            and node.params.get("emit_strategy", ON_WINDOW_UPDATE) == ON_WINDOW_UPDATE)
+__all__ = ["readable_windows_on_update", "windowed_store_size", "check_windows", "is_windowed_table"]
 
 
 def readable_windows_on_update(node) -> bool:
