@@ -50,7 +50,7 @@ from dagster_kstreams.processors.base import Processor
 from dagster_kstreams.processors.fused_chains import compile_entries
 from dagster_kstreams.processors.hand_offs import HandOff
 from dagster_kstreams.processors.own_groups import WindowKeys, reads_state_downstream
-from dagster_kstreams.processors.punctuation import advance_stream_time, punctuate
+from dagster_kstreams.processors.punctuation import run_between_punctuations
 from dagster_kstreams.processors.records import FLUSH_ORDER, Output, RecordContext, header_column
 from dagster_kstreams.processors.state import ABSENT, GroupState
 from dagster_kstreams.processors.state_key_serde import StateKeying
@@ -281,21 +281,12 @@ class SubtopologyProgram:
             records = itertools.chain([first], records)
             for node in self.nodes:
                 node.start_task_batch(task, out, first[0])
-        # The Processor API's punctuators fire after a record, once all of its rows ran: a source
-        # record handed over part way in comes as several rows of one position (hand_offs.py), and
-        # Kafka Streams punctuates only between records.
-        due: Optional[tuple] = None  # (stream time, context, group) of the record last run
-        for context, key, value, *hand_off in records:
-            if due is not None and not (hand_off and context.position == due[1].position):
-                punctuate(punctuating, *due)
-                due = None
-            group = task.group(context.raw_key)
-            stream_time = advance_stream_time(task, context.timestamp) if punctuating else None
-            self.process_record(context, key, value, out, group, *hand_off)
-            if punctuating:
-                due = (stream_time, context, group)
-        if due is not None:
-            punctuate(punctuating, *due)
+        if punctuating:  # the Processor API's punctuators, between records
+            run_between_punctuations(records, task, punctuating, lambda group, context, key, value, *hand_off:
+                                     self.process_record(context, key, value, out, group, *hand_off))
+        else:
+            for context, key, value, *hand_off in records:
+                self.process_record(context, key, value, out, task.group(context.raw_key), *hand_off)
         # the groups a store's flush made dirty downstream count too (own_groups.py: other keys)
         self._flush(lambda: [group for group in task.touched() if group.dirty], out)
         for node in self.nodes:

@@ -22,12 +22,12 @@ processors, as Kafka Streams' one queue per task.
 from __future__ import annotations
 
 import time
-from typing import Callable, Optional
+from typing import Callable, Iterable, Optional
 
 from dagster_kstreams.topology.processor_api import PunctuationType
 
 __all__ = ["NO_TIME", "PunctuationSchedule", "advance_stream_time", "current_stream_time", "punctuate",
-           "wall_clock_ms"]
+           "run_between_punctuations", "wall_clock_ms"]
 
 _STREAM_TIME = "papi.stream_time"
 NO_TIME = -1  # Kafka's RecordQueue.UNKNOWN
@@ -70,6 +70,26 @@ def punctuate(nodes: list, stream_time: int, context, group) -> None:
                 break
             _, _, node, schedule = min(due, key=lambda entry: entry[:2])
             node.fire(schedule, now, context, group)
+
+
+def run_between_punctuations(records: Iterable[tuple], task, nodes: list, process: Callable) -> None:
+    """Run each record ``(context, raw key, raw value[, hand-off])`` of a task's batch, in processing
+    order, by ``process(group, *record)`` with its source key's group of ``task``, the task's stream
+    time advanced by it; the due schedules of ``nodes`` fire after each record, once all of its rows
+    ran: a record handed over part way in comes as several rows of one position (hand_offs.py), and
+    Kafka Streams punctuates only between records."""
+    due: Optional[tuple] = None  # (stream time, context, group) of the record last run
+    for record in records:
+        context, hand_off = record[0], record[3:]
+        if due is not None and not (hand_off and context.position == due[1].position):
+            punctuate(nodes, *due)
+            due = None
+        group = task.group(context.raw_key)
+        stream_time = advance_stream_time(task, context.timestamp)
+        process(group, *record)
+        due = (stream_time, context, group)
+    if due is not None:
+        punctuate(nodes, *due)
 
 
 def advance_stream_time(task, timestamp: Optional[int]) -> int:
