@@ -6,11 +6,13 @@ sub-topology of the events, a hopping-windowed aggregate after a filter, a sessi
 null one), a tumbling count without grace on one branch of a split and a tumbling count straight on
 the events; the sub-topology also merges the clicks (a second source, reaching no aggregation) into
 a sink; in a sub-topology of their own, a sliding reduce and a tumbling count straight on the
-slides; in a third, PySpark Column expressions in front of a hopping count (a Column filter), a
-tumbling reduce (a Column ``filter_not`` and ``map_values``) and a session count (a Column ``map_values``),
-their records handed over from the JVM plan (spark/column_hand_off.py); some of those records jump
-seconds ahead with a value one Column filter drops. Kafka Streams keeps each windowed processor's stream time over the records that reach it,
-so the input makes those clocks differ from one another and from the task's: some events jump
+slides; in a third, PySpark Column expressions in front of a hopping count (a Column filter) and
+its suppression until the windows close, a tumbling reduce (a Column ``filter_not`` and
+``map_values``), a session count (a Column ``map_values``) and its suppression by a time limit, and a
+sliding reduce (a Column filter), their records handed over from the JVM plan
+(spark/column_hand_off.py); some of those jump seconds ahead with a value one Column filter drops
+("...x": not the hopping count's; "...y": not the tumbling or sliding reduce's). Kafka Streams keeps
+each windowed processor's stream time over the records that reach it, so the input makes those clocks differ from one another and from the task's: some events jump
 seconds ahead with a value one filter drops ("...x": not the hopping windows'; "...y": not the
 sessions'; null: neither the hopping nor the sliding windows'), clicks jump further ahead (no
 aggregation sees them), and slides with a null value jump ahead (the sliding windows skip them, the
@@ -114,7 +116,7 @@ def _null_skips(halves) -> int:
     """The records Kafka Streams' windowed processors skip (and count as dropped) for a null key:
     of the events, the filtered hopping windows', the sessions', the sliding windows' (two per value)
     and the direct count's (the branch sends none there); of the slides, the tumbling count's and the
-    sliding windows' (also for a null value)."""
+    sliding windows' (also for a null value); of the columns, those each aggregation's Column filter lets through."""
     skips = 0
     for half in halves:
         for key, value, _, _ in half["events"]:
@@ -124,8 +126,9 @@ def _null_skips(halves) -> int:
         for key, value, _, _ in half["slides"]:
             skips += (key is None) + (key is None or value is None)
         for key, value, _, _ in half["columns"]:
-            if key is None:  # the hopping count's, the tumbling reduce's, the session count's
-                skips += (value is not None and not value.endswith("x")) + (value is None or not value.endswith("y")) + 1
+            if key is None:  # the hopping count's, the tumbling reduce's, the session count's, the sliding reduce's
+                skips += (value is not None and not value.endswith("x")) + 1
+                skips += (value is None or not value.endswith("y")) + (value is not None and not value.endswith("y"))
     return skips
 
 

@@ -39,10 +39,11 @@ Refused, naming each processor (:func:`plan_before_state`): a Column after a pro
 in Python (state, a Python function, a table operation: the segments of a stateless plan do not
 reach into Spark's state operators), a key change or ``flat_map_values`` by a Column before state
 (the state is grouped by the source record's key; the exploded records would need an order within
-one record's rows), processors that keep stream time (a windowed aggregation on the task's, sliding
-windows, suppression, stream-stream joins, a windowed cogroup: not compared with Kafka Streams
-behind Columns yet; time and session windows behind Columns keep their own clocks, of the records
-handed to them), a prefix sink that places its records (a stream partitioner, a topic a function
+one record's rows), processors that read the task's stream time (a windowed aggregation no Column
+stands before, a stream-stream join: a handed record does not carry it) and a windowed cogroup's
+(not compared with Kafka Streams behind Columns yet; time, sliding and session windows behind
+Columns keep their own clocks, of the records handed to them, and a suppression after them its
+own stream time), a prefix sink that places its records (a stream partitioner, a topic a function
 picks), and the refusals of a stateless plan (serdes only Python parses before a Column or at a
 prefix sink).
 """
@@ -80,9 +81,8 @@ _KEY_CHANGES = {"select_key", "map"}
 _EXPLODES = {"flat_map_values"}
 # Windowed aggregations that may follow Columns: built with their own clocks there (processors/build.py,
 # own_stream_time.py), which count only the records handed to them, as Kafka Streams' processor does.
-_OWN_CLOCK_KINDS = {TimeWindowAggregate.kind, sessions.KIND}
-# Processors that keep a stream time not compared with Kafka Streams behind Columns yet.
-_KEEP_TIME = {SlidingWindowAggregate.kind, "suppress"}
+# (A suppression after them keeps its own stream time, of the updates reaching it: suppress.py.)
+_OWN_CLOCK_KINDS = {TimeWindowAggregate.kind, SlidingWindowAggregate.kind, sessions.KIND}
 # Columns of the task's source a handed row keeps (the processing order, the state's key).
 _CARRIED = ("seq", STATE_KEY_COLUMN)
 
@@ -170,16 +170,18 @@ def plan_before_state(program, error_class, default_key_serde, default_value_ser
 
 
 def _stream_time_keepers(nodes: list) -> list[str]:
-    """The processors that keep a stream time other than their own clocks (time and session windows
-    have those behind Columns), and the windowed aggregations of a cogroup (several processors, one
-    store): not compared with Kafka Streams behind Columns yet."""
-    keepers = [node.name for node in nodes if node.uses_stream_time or node.kind in _KEEP_TIME]
+    """The processors that read the task's stream time (which a handed record does not carry:
+    windowed aggregations have their own clocks behind Columns, stream-stream joins do not), and the
+    windowed aggregations of a cogroup (several processors, one store): not compared with Kafka
+    Streams behind Columns yet."""
+    keepers = [node.name for node in nodes if node.uses_stream_time]
     stores = [node.store for node in nodes if node.kind in _OWN_CLOCK_KINDS]
     keepers += [node.name for node in nodes if node.kind in _OWN_CLOCK_KINDS and stores.count(node.store) > 1]
     if not keepers:
         return []
-    return [f"processor(s) {', '.join(keepers)} keep stream time (the task's, sliding windows, suppression, "
-            "stream-stream joins, a windowed cogroup), not compared with Kafka Streams behind Columns yet"]
+    return [f"processor(s) {', '.join(keepers)} read the task's stream time (a windowed aggregation no Column "
+            "stands before, a stream-stream join), which a record handed over from Columns does not carry, or are "
+            "a windowed cogroup's: not compared with Kafka Streams behind Columns yet"]
 
 
 def _changes_before_state(nodes: list, prefix: set[int]) -> list[str]:
