@@ -18,13 +18,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from processor_api_topology import processor_api_examples  # noqa: E402
 
 from dagster_kstreams.processors.punctuation import PunctuationSchedule  # noqa: E402
+from dagster_kstreams.processors.user_processors import user_store_content  # noqa: E402
 from dagster_kstreams.processors.user_stores import KeyValueStore  # noqa: E402
 from dagster_kstreams.spark.compile import compile_topology  # noqa: E402
 from dagster_kstreams.topology import StreamsBuilder, TopologyException  # noqa: E402
 from dagster_kstreams.topology.processor_api import (  # noqa: E402
     FixedKeyProcessor, Processor, PunctuationType, Record, Stores,
 )
-from dagster_kstreams.topology.serdes import Serdes  # noqa: E402
+from dagster_kstreams.topology.serdes import Serdes, Window, Windowed  # noqa: E402
 
 
 @settings(max_examples=200)
@@ -228,8 +229,6 @@ def test_forward_outside_process_and_punctuators_fails_naming_the_processor():
 
 
 def test_user_store_content_reads_key_value_and_window_stores_from_a_task_state():
-    from dagster_kstreams.processors.user_processors import user_store_content
-    from dagster_kstreams.topology.serdes import Window, Windowed
     program = compile_topology(processor_api_examples({"events": "in", "out": "out"}), "app",
                                default_key_serde=Serdes.String(), default_value_serde=Serdes.String()).program(0)
     _, stored = program.process_task_batch(_frame([("a1", "x", 1000), ("a2", "y", 26_000), ("a1", "z", 27_000)]), None)
