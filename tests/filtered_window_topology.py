@@ -9,7 +9,8 @@ aggregations keeps its own stream time, of the records that reach it, which is n
 tumbling count straight on the events (whose stream time is the task's) shares the sub-topology.
 In a sub-topology of their own, slides go straight to a sliding reduce and a tumbling count: the
 sliding windows skip null values (their own stream time), which the tumbling windows (whose stream
-time is the task's) count.
+time is the task's) count. In a third, PySpark Column expressions stand in front of a hopping count, a
+tumbling reduce and a session count (the Column ``filter`` drops records that jump ahead).
 Every aggregate is a string of its latest contributions or a count, every store uncached, so the
 output is fixed by the input alone.
 
@@ -21,7 +22,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from dagster_kstreams.topology import StreamsBuilder
+from pyspark.sql import functions as F
+
+from dagster_kstreams.topology import BufferConfig, Grouped, StreamsBuilder, Suppressed
 from dagster_kstreams.topology.branched_printed import Branched
 from dagster_kstreams.topology.consumed_produced import Produced
 from dagster_kstreams.topology.materialized import Materialized
@@ -29,17 +32,23 @@ from dagster_kstreams.topology.named import Named
 from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
 from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
 
-INPUTS = ("events", "clicks", "slides")
+INPUTS = ("events", "clicks", "slides", "columns")
 OUTPUTS = ("out-filtered", "out-sessions", "out-sliding", "out-branch", "out-direct", "out-merged",
-           "out-mixed-sliding", "out-mixed-tumbling")
+           "out-mixed-sliding", "out-mixed-tumbling", "out-column-hopping", "out-column-tumbling",
+           "out-column-sessions", "out-column-sliding", "out-column-final", "out-column-limited")
 # How each output's keys are read: a time window of that size, a session window, a plain string.
 OUTPUT_KEYS = {"out-filtered": 10_000, "out-sessions": "session", "out-sliding": 5_000, "out-branch": 5_000,
-               "out-direct": 10_000, "out-merged": None, "out-mixed-sliding": 5_000, "out-mixed-tumbling": 10_000}
-LONG_VALUED = ("out-sessions", "out-branch", "out-direct", "out-mixed-tumbling")  # values written by Serdes.Long()
+               "out-direct": 10_000, "out-merged": None, "out-mixed-sliding": 5_000, "out-mixed-tumbling": 10_000,
+               "out-column-hopping": 10_000, "out-column-tumbling": 5_000, "out-column-sessions": "session",
+               "out-column-sliding": 5_000, "out-column-final": 10_000, "out-column-limited": "session"}
+# Values written by Serdes.Long().
+LONG_VALUED = ("out-sessions", "out-branch", "out-direct", "out-mixed-tumbling", "out-column-hopping",
+               "out-column-sessions", "out-column-final", "out-column-limited")
 
 
-def filtered_window_examples(topics: dict[str, str]) -> StreamsBuilder:
-    """The topology of FilteredWindowExamples.java, on ``topics`` (``INPUTS`` and ``OUTPUTS`` -> topic)."""
+def filtered_window_examples(topics: dict[str, str], with_columns: bool = True) -> StreamsBuilder:
+    """The topology of FilteredWindowExamples.java, on ``topics`` (``INPUTS`` and ``OUTPUTS`` -> topic);
+    without the Column sub-topology when not ``with_columns`` (a Column needs a SparkContext)."""
     builder = StreamsBuilder()
     events = builder.stream(topics["events"])
     # Another source of the sub-topology: its records reach no windowed aggregation.
@@ -89,4 +98,50 @@ def filtered_window_examples(topics: dict[str, str]) -> StreamsBuilder:
         .count(Named.as_("mixed-tumbling"), Materialized.as_("mixed-tumbling-store").with_caching_disabled()) \
         .to_stream() \
         .to(topics["out-mixed-tumbling"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.Long()))
+    if with_columns:
+        _column_windows(builder, topics)
     return builder
+
+
+def _column_windows(builder: StreamsBuilder, topics: dict[str, str]) -> None:
+    """A sub-topology of its own: PySpark Column expressions in front of a hopping count (a Column
+    filter drops the "...x" values, some of which jump ahead) and its final results (a suppression
+    until the windows close), a tumbling reduce (a Column ``filter_not`` drops the "...y" ones, then a
+    Column ``map_values``), a session count (a Column ``map_values`` only) and its updates held back
+    by a time limit, and a sliding reduce (a Column filter drops the "...y" ones). Each aggregation's
+    stream time counts the records its Columns let through."""
+    columns = builder.stream(topics["columns"])
+    hopping = columns.filter(F.col("value").isNotNull() & ~F.col("value").endswith("x")) \
+        .group_by_key(Grouped.with_(Serdes.String(), Serdes.String())) \
+        .windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=2))
+                     .advance_by(timedelta(seconds=5))) \
+        .count(Named.as_("column-hopping"), Materialized.as_("column-hopping-store").with_caching_disabled())
+    hopping.to_stream() \
+        .to(topics["out-column-hopping"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.Long()))
+    hopping.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())) \
+        .to_stream() \
+        .to(topics["out-column-final"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.Long()))
+    columns.filter_not(F.col("value").isNotNull() & F.col("value").endswith("y")) \
+        .map_values(F.coalesce(F.upper(F.col("value")), F.lit("-"))) \
+        .group_by_key() \
+        .windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=5), timedelta(seconds=1))) \
+        .reduce(lambda agg, value: (agg + "+" + value)[-60:], Named.as_("column-tumbling"),
+                Materialized.as_("column-tumbling-store").with_caching_disabled()) \
+        .to_stream() \
+        .to(topics["out-column-tumbling"], Produced.with_(WindowedSerde(Serdes.String(), 5_000), Serdes.String()))
+    sessions = columns.map_values(F.concat(F.col("value"), F.lit("!"))) \
+        .group_by_key(Grouped.with_(Serdes.String(), Serdes.String())) \
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(seconds=3), timedelta(seconds=2))) \
+        .count(Named.as_("column-sessions"), Materialized.as_("column-sessions-store").with_caching_disabled())
+    sessions.to_stream() \
+        .to(topics["out-column-sessions"], Produced.with_(WindowedSerde(Serdes.String(), session=True), Serdes.Long()))
+    sessions.suppress(Suppressed.until_time_limit(timedelta(seconds=2), BufferConfig.unbounded())) \
+        .to_stream() \
+        .to(topics["out-column-limited"], Produced.with_(WindowedSerde(Serdes.String(), session=True), Serdes.Long()))
+    columns.filter(F.col("value").isNotNull() & ~F.col("value").endswith("y")) \
+        .group_by_key() \
+        .windowed_by(SlidingWindows.of_time_difference_and_grace(timedelta(seconds=5), timedelta(seconds=2))) \
+        .reduce(lambda agg, value: (agg + "+" + value)[-60:], Named.as_("column-sliding"),
+                Materialized.as_("column-sliding-store").with_caching_disabled()) \
+        .to_stream() \
+        .to(topics["out-column-sliding"], Produced.with_(WindowedSerde(Serdes.String(), 5_000), Serdes.String()))

@@ -307,6 +307,14 @@ def test_a_join_of_two_windowed_tables_compiles_and_its_limits_are_refused():
                                                        "differ in size beside session windows"):
         compile_topology(builder.build(), "app").check()
 
+    builder = StreamsBuilder()  # a materialized join of a join without a store: refused for what it is
+    joined = _windowed(builder, "s").join(_windowed(builder, "s"), _joiner("|"))
+    joined.join(_windowed(builder, "s"), _joiner("|"), Materialized.as_("joined")).to_stream().to("out")
+    with pytest.raises(UnsupportedTopologyError, match="KTABLE-JOINTHIS-.* is materialized and one of its tables is "
+                                                       "itself a windowed join's") as refusal:
+        compile_topology(builder.build(), "app").check()
+    assert "differ in size" not in str(refusal.value)  # one size, and no session windows
+
     builder = StreamsBuilder()  # a join of a materialized windowed join's result: read from its store
     joined = _windowed(builder, "s").join(_windowed(builder, "s"), _joiner("|"), Materialized.as_("joined"))
     joined.join(_windowed(builder, "s"), _joiner("|")).to_stream().to("out")

@@ -11,21 +11,43 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import struct
+
 import pandas as pd
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 from header_topology import HeaderEditor
+from test_own_stream_time_logic import ROWS, hopping_model
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
+from dagster_kstreams.processors.base import behind_column_expressions
 from dagster_kstreams.processors.hand_offs import HandOff, path_step
-from dagster_kstreams.processors.records import RecordContext
+from dagster_kstreams.processors.own_stream_time import (
+    OwnSessionWindowAggregate,
+    OwnSlidingWindowAggregate,
+    OwnTimeWindowAggregate,
+)
+from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC, RecordContext
+from dagster_kstreams.processors.sessions import SessionWindowAggregate
 from dagster_kstreams.spark.column_hand_off import ColumnsBeforeState
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
 from dagster_kstreams.spark.frames import HAND_OFF_COLUMN, HAND_OFF_PATH_COLUMN
 from dagster_kstreams.spark.strategies import KeyedState, TaskGroupedState, strategy_for
-from dagster_kstreams.topology import Consumed, Grouped, Materialized, Serdes, StreamsBuilder
-from dagster_kstreams.topology.windows import TimeWindows
+from dagster_kstreams.topology import Consumed, Grouped, Materialized, Produced, Serdes, StreamsBuilder
+from dagster_kstreams.topology import BufferConfig, Suppressed
+from dagster_kstreams.topology.functions import FunctionForm, UserFunction
+from dagster_kstreams.topology.node_specs import NodeKind
+from dagster_kstreams.topology.processor_api import Processor, PunctuationType, Record
+from dagster_kstreams.topology.serdes import WindowedSerde
+from dagster_kstreams.topology.view import ProcessorNode
+from dagster_kstreams.topology.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
+
+SECONDS = timedelta(seconds=1)
+HOPPING = TimeWindows.of_size_and_grace(10 * SECONDS, 2 * SECONDS).advance_by(5 * SECONDS)
+SLIDING = SlidingWindows.of_time_difference_and_grace(5 * SECONDS, SECONDS)
+SESSIONS = SessionWindows.of_inactivity_gap_and_grace(3 * SECONDS, 2 * SECONDS)
 
 
 def _long(number: int) -> bytes:
@@ -55,8 +77,7 @@ def test_columns_in_front_of_state_are_planned(spark):  # spark: a Column needs 
     names = {program.nodes[index].name for index in program.column_plan.prefix}
     assert names == {"KSTREAM-FILTER-0000000003", "KSTREAM-MAPVALUES-0000000004", "KSTREAM-KEY-SELECT-0000000012",
                      "KSTREAM-SINK-0000000013"}
-    # Beside a user processor: task-grouped, where a key change may stand in front of the processor
-    # (Kafka Streams does not repartition before process()).
+    # Beside a user processor: task-grouped.
     builder = StreamsBuilder()
     events = builder.stream("events")
     events.process(HeaderEditor).to("out")
@@ -65,6 +86,55 @@ def test_columns_in_front_of_state_are_planned(spark):  # spark: a Column needs 
     program = compile_topology(builder, "app").program(0)
     assert isinstance(strategy_for(program), TaskGroupedState)
     assert {program.nodes[index].kind for index in program.column_plan.prefix} == {"filter", "select_key", "map"}
+
+
+@pytest.mark.integration
+def test_windowed_aggregations_behind_columns_keep_their_own_clocks(spark):
+    """Behind a Column filter, or a Column map_values alone (a record the JVM skips as malformed never
+    reaches the aggregation), time, sliding and session windows count only the records handed to
+    them; a suppression after them keeps its own stream time. Behind Python functions only, a
+    map_values leaves a session count the task's stream time."""
+    builder = StreamsBuilder()
+    events = builder.stream("in")
+    events.filter(F.col("value") != "bot").group_by_key().windowed_by(HOPPING).count() \
+        .suppress(Suppressed.until_window_closes(BufferConfig.unbounded())).to_stream().to("final")
+    events.map_values(F.upper(F.col("value"))).group_by_key().windowed_by(SESSIONS).count()
+    events.filter_not(F.col("value") == "bot").group_by_key().windowed_by(SLIDING).count()
+    program = compile_topology(builder, "app").program(0)
+    assert isinstance(program.column_plan, ColumnsBeforeState)
+    assert isinstance(strategy_for(program), TaskGroupedState) and not program.uses_stream_time
+    assert [type(node) for node in program.nodes if node.stateful and node.kind != "suppress"] == [
+        OwnTimeWindowAggregate, OwnSessionWindowAggregate, OwnSlidingWindowAggregate]
+    builder = StreamsBuilder()
+    builder.stream("in").map_values(lambda value: value.upper()).group_by_key().windowed_by(SESSIONS).count()
+    assert [type(node) for node in compile_topology(builder, "app").program(0).nodes if node.stateful] == [
+        SessionWindowAggregate]
+
+
+class _View:
+    """A sub-topology of the topology's view, by its nodes (what definition-time checks walk)."""
+
+    def __init__(self, *nodes: ProcessorNode):
+        self._nodes = {node.name: node for node in nodes}
+
+    def node(self, name: str) -> ProcessorNode:
+        return self._nodes[name]
+
+
+def _node(name: str, parents: tuple = (), column: bool = False) -> ProcessorNode:
+    function = UserFunction(lambda value: value, FunctionForm.COLUMN if column else FunctionForm.VALUE)
+    return ProcessorNode(name, NodeKind.MAP_VALUES, parents, (), params={"mapper": function})
+
+
+def test_behind_column_expressions_looks_at_every_ancestor_and_nothing_else():
+    view = _View(_node("source"), _node("python", ("source",)), _node("column", ("source",), column=True),
+                 _node("after-python", ("python",)), _node("after-column", ("column",)),
+                 _node("merged", ("after-python", "after-column")), _node("beside", ("python",)))
+    assert behind_column_expressions(view, view.node("after-column"))
+    assert behind_column_expressions(view, view.node("merged"))  # one path through a Column is enough
+    assert not behind_column_expressions(view, view.node("after-python"))
+    assert not behind_column_expressions(view, view.node("column"))  # itself: not in front of itself
+    assert not behind_column_expressions(view, view.node("beside"))
 
 
 @pytest.mark.integration
@@ -83,10 +153,22 @@ def test_what_is_still_refused_names_its_processor(spark):
     source.filter(F.col("value").isNotNull()).group_by_key().count()
     _refused(builder, "KSTREAM-MAP-0000000001 (map) changes the key in front of KSTREAM-MAPVALUES-0000000003 "
                       "(map_values), which runs in Python")
-    builder = StreamsBuilder()  # stream time
-    builder.stream("in").filter(F.col("value").isNotNull()).group_by_key() \
-        .windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=1))).count()
-    _refused(builder, "processor(s) KSTREAM-AGGREGATE-0000000003 keep stream time")
+    builder = StreamsBuilder()  # a window on the task's stream time, which a handed record does not carry
+    events = builder.stream("in")
+    events.filter(F.col("value").isNotNull()).group_by_key().count()
+    events.group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=1))).count()
+    _refused(builder, "processor(s) KSTREAM-AGGREGATE-0000000005 read the task's stream time")
+    builder = StreamsBuilder()  # a stream-stream join behind Columns
+    builder.stream("in").filter(F.col("value").isNotNull()) \
+        .join(builder.stream("other"), lambda a, b: a + b, JoinWindows.of_time_difference_with_no_grace(SECONDS))
+    _refused(builder, "KSTREAM-JOINTHIS-0000000005", "KSTREAM-JOINOTHER-0000000006", "read the task's stream time")
+    builder = StreamsBuilder()  # a windowed cogroup behind Columns
+    grouped = builder.stream("in").filter(F.col("value").isNotNull()).group_by_key()
+    grouped.cogroup(lambda key, value, agg: agg + value) \
+        .cogroup(builder.stream("other").group_by_key(), lambda key, value, agg: agg + value) \
+        .windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=1))).aggregate(lambda: "")
+    _refused(builder, "COGROUPKSTREAM-AGGREGATE-0000000004, COGROUPKSTREAM-AGGREGATE-0000000005",
+             "or are a windowed cogroup's")
     builder = StreamsBuilder()  # one topic written from the Columns and from the state
     big = builder.stream("in").filter(F.col("value").isNotNull())
     big.to("out")
@@ -150,6 +232,39 @@ def test_a_source_records_rows_go_in_their_hand_offs_order_whatever_spark_gave()
     assert list(output["emit_order"]) == [5, 5, 6, 6]
 
 
+class _Ticker(Processor):
+    """Forwards each record, and ``tick`` with the stream time every 10 ms of it."""
+
+    def init(self, context) -> None:
+        super().init(context)
+        context.schedule(10, PunctuationType.STREAM_TIME,
+                         lambda now: context.forward(Record("tick", str(now), now)))
+
+    def process(self, record: Record) -> None:
+        self.context.forward(record)
+
+
+def test_punctuators_fire_after_all_of_a_records_hand_offs():
+    """Kafka Streams punctuates between records, never while one record is still being forwarded to
+    its processors: a source record handed over twice (to a user processor, then to a branch) has
+    both hand-offs run before its punctuation."""
+    builder = StreamsBuilder()
+    source = builder.stream("in")
+    source.process(_Ticker).to("out")
+    source.map_values(lambda v: v.upper()).to("upper")
+    program = compile_topology(builder, "app").program(0)
+    index = {node.name: i for i, node in enumerate(program.nodes)}
+    program.hand_offs = (
+        HandOff("KSTREAM-SOURCE-0000000000", Serdes.String(), Serdes.String(), (index["KSTREAM-PROCESSOR-0000000001"],)),
+        HandOff("KSTREAM-SOURCE-0000000000", Serdes.String(), Serdes.String(), (index["KSTREAM-MAPVALUES-0000000003"],)),
+    )
+    records = [(RecordContext("in", 0, offset, timestamp, raw_key=b"k", position=offset), b"k", value, hand_off)
+               for offset, timestamp, value in ((0, 0, b"a"), (1, 10, b"b")) for hand_off in (0, 1)]
+    out, _ = program.run_task_batch(records, None)
+    assert list(zip(out.topic, out.value)) == [("out", b"a"), ("upper", b"A"), ("out", b"0"),
+                                               ("out", b"b"), ("upper", b"B"), ("out", b"10")]
+
+
 @pytest.mark.integration
 def test_a_records_hand_offs_follow_kafka_streams_order_of_children(spark):
     """A source's children: a Python function, Columns into a count, another Python function. The
@@ -174,73 +289,47 @@ def test_a_records_hand_offs_follow_kafka_streams_order_of_children(spark):
     assert output is None  # skipped, with no dead-letter topic
 
 
-def _word_program():
-    """``lines -> flat_map_values(split) -> [filter(not empty) -> count, reduce(concatenate)]``: each
-    word goes to the count through a Column filter and to the reduce straight from the explosion."""
+def _handed_hopping_count():
+    """A hopping count behind a filter, its records handed over past the filter (as from a Column
+    filter run in the JVM): the program sees only the records that pass."""
     builder = StreamsBuilder()
-    words = builder.stream("lines").flat_map_values(F.split(F.col("value"), " "))
-    words.filter(F.col("value") != "").group_by_key() \
-        .count(Materialized.as_("word-counts").with_caching_disabled()).to_stream() \
-        .map_values(lambda n: f"wc|{n}").to("out")
-    words.group_by_key().reduce(lambda seen, word: f"{seen},{word}", Materialized.as_("seen").with_caching_disabled()) \
-        .to_stream().map_values(lambda seen: f"ws|{seen}").to("out")
-    return compile_topology(builder, "app").program(0)
+    builder.stream("in").filter(lambda key, value: value != "x").group_by_key().windowed_by(HOPPING) \
+        .count(Materialized.as_("counts").with_caching_disabled()).to_stream() \
+        .to("out", Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.Long()))
+    program = compile_topology(builder, "app", default_key_serde=Serdes.String(),
+                               default_value_serde=Serdes.String()).program(0)
+    index = {node.name: i for i, node in enumerate(program.nodes)}
+    program.hand_offs = (HandOff("KSTREAM-FILTER-0000000001", Serdes.String(), Serdes.String(),
+                                 (index["KSTREAM-AGGREGATE-0000000002"],)),)
+    return program
 
 
-@pytest.mark.integration
-def test_exploded_words_reach_the_state_in_kafka_streams_order_whatever_spark_gave(spark):
-    """Kafka Streams forwards each word of a line down both children before the next word; the
-    handed rows, shuffled as Spark's grouping may leave them, go into the state in that order, each
-    with its line's offset and timestamp."""
-    program = _word_program()
-    assert isinstance(strategy_for(program), KeyedState)
-    rows = spark.createDataFrame(
-        [(b"k", b"a b", "lines", 0, 3, None, 30, None), (b"k", None, "lines", 0, 4, None, 10, None),
-         (b"k", b"c  d", "lines", 0, 5, None, 20, None)],
-        "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, event_time long, "
-        "headers array<struct<key: string, value: binary>>")
-    handed, output, hand_offs = program.column_plan.hand_over(rows, DeadLetterPolicy("fail"))
-    assert output is None
-    assert [[program.nodes[index].name for index in hand_off.children] for hand_off in hand_offs] \
-        == [["KSTREAM-AGGREGATE-0000000003"], ["KSTREAM-REDUCE-0000000007"]]
-    program.hand_offs = hand_offs  # as the stateful strategy sets them
-    frame = handed.toPandas().sample(frac=1, random_state=3)  # any order: the program sorts them
-    out, _ = program.process_key_group(frame, None)
-    assert list(zip(out["value"], out["emit_order"])) == [
-        (b"wc|1", 3), (b"ws|a", 3), (b"wc|2", 3), (b"ws|a,b", 3),  # a line's words one after another
-        (b"wc|3", 5), (b"ws|a,b,c", 5), (b"ws|a,b,c,", 5), (b"wc|4", 5), (b"ws|a,b,c,,d", 5)]  # "" not counted
-
-
-@given(st.lists(st.lists(st.integers(0, 2**32 - 1), max_size=5), min_size=2, max_size=8))
-def test_paths_sort_as_their_steps(paths):
-    """A path's string sorts as its list of steps (a prefix first): Kafka Streams' depth-first order."""
-    written = ["".join(map(path_step, path)) for path in paths]
-    assert sorted(range(len(paths)), key=written.__getitem__) == sorted(range(len(paths)), key=paths.__getitem__)
-
-
-def test_a_path_step_is_an_index_of_four_bytes():
-    assert path_step(0) == "00000000" and path_step(2**32 - 1) == "ffffffff"
-    for wrong in (-1, 2**32):
-        with pytest.raises(ValueError, match="a path step is an index"):
-            path_step(wrong)
-
-
-@pytest.mark.integration
-def test_a_key_a_column_changed_reaches_a_user_processor_written_by_its_types_serde(spark):
-    """``select_key`` then ``map_values`` by Columns in front of a processor (task-grouped): the
-    handed key is the new one, written as its Spark type's serde writes it, read back by it."""
-    builder = StreamsBuilder()
-    amounts = builder.stream("amounts", Consumed.with_(Serdes.String(), Serdes.Long()))
-    amounts.select_key(F.concat(F.lit("r"), F.col("value").cast("string"))) \
-        .map_values(F.col("value").cast("string")).process(HeaderEditor).to("out")
-    program = compile_topology(builder, "app").program(0)
-    assert isinstance(strategy_for(program), TaskGroupedState)
-    rows = spark.createDataFrame(
-        [(b"k", _long(12), "amounts", 0, 3, None, 30, [("src", b"p0")])],
-        "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, event_time long, "
-        "headers array<struct<key: string, value: binary>>")
-    handed, _, hand_offs = program.column_plan.hand_over(rows, DeadLetterPolicy("fail"))
-    assert [(hand_off.key_serde.name, hand_off.value_serde.name) for hand_off in hand_offs] == [("String", "String")]
-    program.hand_offs = hand_offs
-    out, _ = program.process_task_batch(handed.toPandas(), None)
-    assert list(zip(out["key"], out["value"])) == [(b"r12", b"proc|1|none|12"), (b"r12", b"fresh|12")]
+@settings(max_examples=150, deadline=None)
+@given(rows=ROWS, batches=st.integers(min_value=1, max_value=5))
+def test_a_hopping_count_handed_what_passes_a_column_filter_is_kafka_streams_processor(rows, batches):
+    """Records a Column filter drops are never handed over, so those with the largest timestamps close
+    no window: the count's own clock is Kafka Streams' (the model fed what passes the filter), in any
+    number of micro-batches with the task's state pickled in between."""
+    program = _handed_hopping_count()
+    handed = [(offset, row) for offset, row in enumerate(rows) if row[1] != "x"]
+    written, stored = [], None
+    size = max(1, -(-len(handed) // batches))
+    for first in range(0, len(handed), size):
+        batch = handed[first:first + size]
+        frame = pd.DataFrame({
+            "key": [None if key is None else key.encode() for _, (key, _, _) in batch],
+            "value": [None if value is None else value.encode() for _, (_, value, _) in batch],
+            "topic": ["in"] * len(batch), "partition": [0] * len(batch), "offset": [offset for offset, _ in batch],
+            "timestamp": [None] * len(batch), "event_time": [timestamp for _, (*_, timestamp) in batch],
+            HAND_OFF_COLUMN: [0] * len(batch), HAND_OFF_PATH_COLUMN: [path_step(0)] * len(batch),
+        })
+        out, stored = program.process_task_batch(frame, stored)
+        if out is not None:
+            written += list(out.sort_values("emit_order", kind="stable")[["topic", "key", "value"]].itertuples(
+                index=False, name=None))
+    forwarded, dropped = hopping_model(rows)
+    serde = WindowedSerde(Serdes.String(), 10_000)
+    ours = [(window.key, window.window.start, struct.unpack(">q", value)[0])
+            for window, value in ((serde.deserialize(key), value) for topic, key, value in written if topic == "out")]
+    assert ours == forwarded
+    assert sum(topic == DROPPED_LATE_TOPIC for topic, _, _ in written) == dropped

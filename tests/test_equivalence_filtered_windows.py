@@ -6,8 +6,13 @@ sub-topology of the events, a hopping-windowed aggregate after a filter, a sessi
 null one), a tumbling count without grace on one branch of a split and a tumbling count straight on
 the events; the sub-topology also merges the clicks (a second source, reaching no aggregation) into
 a sink; in a sub-topology of their own, a sliding reduce and a tumbling count straight on the
-slides. Kafka Streams keeps each windowed processor's stream time over the records that reach it,
-so the input makes those clocks differ from one another and from the task's: some events jump
+slides; in a third, PySpark Column expressions in front of a hopping count (a Column filter) and
+its suppression until the windows close, a tumbling reduce (a Column ``filter_not`` and
+``map_values``), a session count (a Column ``map_values``) and its suppression by a time limit, and a
+sliding reduce (a Column filter), their records handed over from the JVM plan
+(spark/column_hand_off.py); some of those jump seconds ahead with a value one Column filter drops
+("...x": not the hopping count's; "...y": not the tumbling or sliding reduce's). Kafka Streams keeps
+each windowed processor's stream time over the records that reach it, so the input makes those clocks differ from one another and from the task's: some events jump
 seconds ahead with a value one filter drops ("...x": not the hopping windows'; "...y": not the
 sessions'; null: neither the hopping nor the sliding windows'), clicks jump further ahead (no
 aggregation sees them), and slides with a null value jump ahead (the sliding windows skip them, the
@@ -56,7 +61,7 @@ PARTITIONS = 2
 T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute
 HALF_MS = 60_000  # each half spans 60 s of timestamps (jumps ahead included: under 20 s)
 SECOND_HALF = HALF_MS + 20_000  # the second half starts after every timestamp of the first
-SIZES = {"events": 400, "clicks": 120, "slides": 200}  # per half
+SIZES = {"events": 400, "clicks": 120, "slides": 200, "columns": 300}  # per half
 USERS = ("u1", "u2", "u3", "u5", "u11", "u15")  # three in each partition (murmur2)
 
 
@@ -67,7 +72,7 @@ def _partition(key: str) -> int:
 def _half(rng: random.Random, topic: str, half: int, start: int) -> list[tuple]:
     """One half of a topic: ``(key, value, partition, timestamp)`` in production order."""
     records = []
-    prefix = topic[0]
+    prefix = "o" if topic == "columns" else topic[0]
     for i, base in enumerate(sorted(rng.randrange(start, start + HALF_MS - 20_000) for _ in range(SIZES[topic]))):
         key = None if rng.random() < 0.05 else rng.choice(USERS)
         value = f"{prefix}{half}-{i}"
@@ -75,6 +80,10 @@ def _half(rng: random.Random, topic: str, half: int, start: int) -> list[tuple]:
         if topic == "clicks":
             if roll < 0.15:
                 timestamp += rng.randint(8_000, 15_000)  # ahead of every aggregation's stream time
+        elif roll < 0.08 and topic == "columns":
+            # The largest timestamps, each dropped by one Column filter: "...x" not the hopping count's,
+            # "...y" not the tumbling reduce's (the session count sees both).
+            timestamp, value = timestamp + rng.randint(3_000, 7_000), value + rng.choice("xy")
         elif roll < 0.05 and topic == "slides":
             if key is not None:  # a null value ahead: the sliding windows skip it, the tumbling count does not
                 timestamp, value = timestamp + rng.randint(3_000, 7_000), None
@@ -107,7 +116,7 @@ def _null_skips(halves) -> int:
     """The records Kafka Streams' windowed processors skip (and count as dropped) for a null key:
     of the events, the filtered hopping windows', the sessions', the sliding windows' (two per value)
     and the direct count's (the branch sends none there); of the slides, the tumbling count's and the
-    sliding windows' (also for a null value)."""
+    sliding windows' (also for a null value); of the columns, those each aggregation's Column filter lets through."""
     skips = 0
     for half in halves:
         for key, value, _, _ in half["events"]:
@@ -116,6 +125,10 @@ def _null_skips(halves) -> int:
                 skips += 2 * (value is not None) + 1
         for key, value, _, _ in half["slides"]:
             skips += (key is None) + (key is None or value is None)
+        for key, value, _, _ in half["columns"]:
+            if key is None:  # the hopping count's, the tumbling reduce's, the session count's, the sliding reduce's
+                skips += (value is not None and not value.endswith("x")) + 1
+                skips += (value is None or not value.endswith("y")) + (value is not None and not value.endswith("y"))
     return skips
 
 
@@ -175,6 +188,11 @@ def _assert_reference_exercises_it(expected: dict) -> None:
         assert any(value > 3 for _, value in results["out-sessions"] if value is not None)
         assert any(value.count("+") > 3 for _, value in results["out-sliding"])
         assert {key[0] for key, _ in results["out-branch"]} <= {"u1", "u11", "u15", "u2"}
+        tumbling = [part for _, value in results["out-column-tumbling"] for part in value.split("+")]
+        assert not any(part.endswith("Y") for part in tumbling) and any(part.endswith("X") for part in tumbling)
+        assert any(value.count("+") > 3 for _, value in results["out-column-tumbling"])
+        assert any(value > 3 for _, value in results["out-column-hopping"])
+        assert any(value is None for _, value in results["out-column-sessions"])
 
 
 def test_windowed_aggregations_with_their_own_stream_time_in_a_clean_run_match_kafka_streams(

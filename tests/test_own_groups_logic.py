@@ -13,13 +13,14 @@ from datetime import timedelta
 import pandas as pd
 import pytest
 
+from dagster_kstreams.processors.records import RecordContext
 from dagster_kstreams.processors.state import load_state
 from dagster_kstreams.spark.compile import compile_topology
-from dagster_kstreams.topology import StreamsBuilder
+from dagster_kstreams.topology import Consumed, StreamsBuilder
 from dagster_kstreams.topology.grouped_repartitioned import Grouped
 from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology.processor_api import FixedKeyProcessor, PunctuationType, Record, Stores
-from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
+from dagster_kstreams.topology.serdes import Serdes, Window, Windowed, WindowedSerde
 from dagster_kstreams.topology.suppressed import BufferConfig, Suppressed
 from dagster_kstreams.topology.windows import TimeWindows
 
@@ -207,3 +208,29 @@ def test_a_checkpoint_keeping_windows_with_their_ends_goes_on_in_the_windows_gro
     program = _program(_windowed_counts)
     assert program.window_keys.by_start
     assert _run(program, ROWS, 4, between_batches=_windows_with_their_ends) == _run(program, ROWS, 4)
+
+
+class _PassOn(FixedKeyProcessor):
+    def process(self, record) -> None:
+        self.context.forward(record)
+
+
+@pytest.mark.parametrize("serde", [WindowedSerde(Serdes.String(), window_size_ms=1_000),
+                                   WindowedSerde(Serdes.String(), session=True)], ids=["time", "session"])
+def test_windowed_keys_read_from_a_topic_are_counted_each_under_its_whole_key(serde):
+    """Records whose keys a source reads as windows (a windowed table's output topic) are passed on
+    by a processor into a count: each goes on with the group its whole key's bytes have, the source
+    record's own (Kafka Streams' count store keys them by the windowed serde: a session's key, end
+    and start, so two sessions of one start and different ends are two entries)."""
+    def build(builder):
+        builder.stream("in", Consumed.with_(serde, Serdes.String())).process_values(_PassOn) \
+            .group_by_key(Grouped.with_(serde, Serdes.String())).count(UNCACHED).to_stream().map_values(str).to("out")
+
+    program = _program(build)
+    ends = (1_000, 1_000) if not serde.session else (100, 500)  # a second session of the same start
+    windows = [Windowed("a", Window(0, ends[0])), Windowed("a", Window(0 if serde.session else 1_000, ends[1])),
+               Windowed("a", Window(0, ends[0]))]
+    records = [(RecordContext("in", 0, offset, 10 * offset, raw_key=serde.serialize(key), position=offset),
+                serde.serialize(key), b"v") for offset, key in enumerate(windows)]
+    out, _ = program.run_task_batch(records, None)
+    assert [value for topic, value in zip(out.topic, out.value) if topic == "out"] == [b"1", b"1", b"2"]

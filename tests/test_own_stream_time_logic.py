@@ -151,7 +151,7 @@ def test_a_record_the_filter_drops_does_not_close_the_aggregations_windows():
     assert sum(topic == DROPPED_LATE_TOPIC for topic, _, _ in written) == 1  # d: [0, 10 s) closed at 20 s
 
 
-def _hopping_model(rows, size=10_000, advance=5_000, grace=2_000):
+def hopping_model(rows, size=10_000, advance=5_000, grace=2_000):
     """Kafka Streams' KStreamWindowAggregate (count, no record cache) fed the records that pass the
     filter: ``([(key, window start, count)] forwarded, dropped (record, window) pairs)``."""
     counts, forwarded, dropped, observed = {}, [], 0, None
@@ -170,17 +170,17 @@ def _hopping_model(rows, size=10_000, advance=5_000, grace=2_000):
     return forwarded, dropped
 
 
-_ROWS = st.lists(
+ROWS = st.lists(
     st.tuples(st.sampled_from(["a", "b", None]), st.sampled_from(["v", "x", None]),
               st.integers(min_value=0, max_value=60_000)),
     max_size=40)
 
 
 @settings(max_examples=200, deadline=None)
-@given(rows=_ROWS, batches=st.integers(min_value=1, max_value=5))
+@given(rows=ROWS, batches=st.integers(min_value=1, max_value=5))
 def test_a_filtered_hopping_count_is_kafka_streams_processor_fed_what_passes_the_filter(rows, batches):
     written = _run(_program(_filtered_count), rows, batches)
-    forwarded, dropped = _hopping_model(rows)
+    forwarded, dropped = hopping_model(rows)
     serde = WindowedSerde(Serdes.String(), 10_000)
     ours = [(w.key, w.window.start, struct.unpack(">q", value)[0])
             for w, value in ((serde.deserialize(key), value) for topic, key, value in written if topic == "out")]
@@ -195,7 +195,7 @@ def _filtered_sessions(builder):
 
 
 @settings(max_examples=200, deadline=None)
-@given(rows=_ROWS, batches=st.integers(min_value=1, max_value=5))
+@given(rows=ROWS, batches=st.integers(min_value=1, max_value=5))
 def test_a_filtered_session_count_ends_as_kafka_streams_processor_fed_what_passes_the_filter(rows, batches):
     written = _run(_program(_filtered_sessions), rows, batches)
     passed = [row for row in rows if row[1] != "x"]

@@ -17,13 +17,15 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from processor_api_topology import processor_api_examples  # noqa: E402
 
-from dagster_kstreams.processors.user_processors import KeyValueStore, _Schedule  # noqa: E402
+from dagster_kstreams.processors.punctuation import PunctuationSchedule  # noqa: E402
+from dagster_kstreams.processors.user_processors import user_store_content  # noqa: E402
+from dagster_kstreams.processors.user_stores import KeyValueStore  # noqa: E402
 from dagster_kstreams.spark.compile import compile_topology  # noqa: E402
 from dagster_kstreams.topology import StreamsBuilder, TopologyException  # noqa: E402
 from dagster_kstreams.topology.processor_api import (  # noqa: E402
     FixedKeyProcessor, Processor, PunctuationType, Record, Stores,
 )
-from dagster_kstreams.topology.serdes import Serdes  # noqa: E402
+from dagster_kstreams.topology.serdes import Serdes, Window, Windowed  # noqa: E402
 
 
 @settings(max_examples=200)
@@ -31,7 +33,7 @@ from dagster_kstreams.topology.serdes import Serdes  # noqa: E402
 def test_stream_time_schedule_fires_at_each_crossed_multiple_once_as_kafka_streams(interval, times):
     """Model: aligned to 0, a punctuation fires when stream time reaches its due time, and the next
     is due at the first multiple of the interval after the time it fired at."""
-    schedule, fired, stream_time = _Schedule(0, interval, PunctuationType.STREAM_TIME, None), [], -1
+    schedule, fired, stream_time = PunctuationSchedule(0, interval, PunctuationType.STREAM_TIME, None), [], -1
     for timestamp in times:
         stream_time = max(stream_time, timestamp)
         if stream_time >= 0 and schedule.due <= stream_time:
@@ -227,8 +229,6 @@ def test_forward_outside_process_and_punctuators_fails_naming_the_processor():
 
 
 def test_user_store_content_reads_key_value_and_window_stores_from_a_task_state():
-    from dagster_kstreams.processors.user_processors import user_store_content
-    from dagster_kstreams.topology.serdes import Window, Windowed
     program = compile_topology(processor_api_examples({"events": "in", "out": "out"}), "app",
                                default_key_serde=Serdes.String(), default_value_serde=Serdes.String()).program(0)
     _, stored = program.process_task_batch(_frame([("a1", "x", 1000), ("a2", "y", 26_000), ("a1", "z", 27_000)]), None)

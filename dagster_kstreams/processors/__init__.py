@@ -31,8 +31,10 @@ module                what lives there
 ``fk_joins``          foreign-key table-table joins (``fk_join_wire``: their topics' wire format)
 ``stream_joins``      stream-stream joins (``join_buffers``: their window and outer-join stores)
 ``suppress``          ``KTable.suppress``: the suppression buffer and its processor
-``user_processors``   ``KStream.process``/``process_values``: user processors, their stores, punctuation
-                      (``user_window_store``, ``user_session_store``: their window and session
+``user_processors``   ``KStream.process``/``process_values``: user processors (``user_processor_context``:
+                      what they get in ``init``; ``punctuation``: their schedules and the task's
+                      stream time; ``user_stores``: their own stores, key-value there,
+                      ``user_window_store``, ``user_session_store``: their window and session
                       stores, over ``user_time_store``)
 ``task_state``        the state of a whole task, for task-grouped sub-topologies
 ``program``           ``SubtopologyProgram``: the fused pass over a sub-topology's processors

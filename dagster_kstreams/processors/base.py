@@ -28,6 +28,7 @@ from typing import Any, Callable, ClassVar, Optional
 
 from dagster_kstreams.processors.errors import ProcessingError
 from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.topology.functions import UserFunction
 
 __all__ = ["Processor", "StoreProcessor", "PROCESSORS", "register", "processor_class"]
 
@@ -64,7 +65,7 @@ class Processor:
     drops_late_records: ClassVar[bool] = False
     # its semantics span keys: the sub-topology runs task-grouped (task_state.py)
     task_grouped: ClassVar[bool] = False
-    # has punctuators to fire after each record (the Processor API: user_processors.punctuate)
+    # has punctuators to fire after each record (the Processor API: punctuation.punctuate)
     punctuates: ClassVar[bool] = False
     # may forward records under another key than the record being processed's (own_groups.py)
     forwards_other_keys: ClassVar[bool] = False
@@ -154,3 +155,12 @@ def reachable(sub: Any, start: Iterable[str], step: Callable[[Any], Iterable[str
         seen.add(node.name)
         yield node
         todo.extend(step(node))
+
+
+def behind_column_expressions(sub: Any, factory: Any) -> bool:
+    """Whether a processor given a PySpark Column expression stands before node ``factory`` of
+    sub-topology ``sub``: an engine then runs those first and hands over only the records that
+    leave them (a record it skips there, as malformed, never reaches ``factory``)."""
+    return any(isinstance(value, UserFunction) and value.is_column
+               for node in reachable(sub, factory.parents, lambda node: node.parents)
+               for value in node.params.values())

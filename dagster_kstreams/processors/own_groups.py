@@ -17,7 +17,8 @@ Kafka Streams' entry in such a store: its time-windowed serde writes the key and
 so windows of one start and different sizes (a join of 1 s and 500 ms windows) share it. A session
 window's serde writes its end too: in a sub-topology with session windows, a windowed key's group is
 ``(its key's bytes, window start, window end)`` (:class:`WindowKeys`, decided when the program is
-built: :func:`window_keys`).
+built: :func:`window_keys`). Where the sources themselves read windowed keys (a windowed table's
+output topic), a window's group is a source record's: its whole key's bytes in that windowed serde.
 
 This needs the task-grouped mode: a sub-topology with one of these forwarders and a processor that
 reads or writes a key's state downstream of it in the sub-topology runs task-grouped (a suppression
@@ -74,8 +75,11 @@ def group_key(program, key) -> Any:
     """What the task's state keeps the group of ``key`` under (see the module docstring)."""
     if key is None:
         return None
-    serialize = program.group_key_serde.serialize
-    if isinstance(key, Windowed):
+    serde = program.group_key_serde
+    serialize = serde.serialize
+    # A window forwarded in a sub-topology whose sources read windowed keys (a windowed table's output
+    # topic) goes on with the group a source record of that key has: its whole key's bytes.
+    if isinstance(key, Windowed) and not isinstance(serde, WindowedSerde):
         if program.window_keys.by_start:
             return (serialize(key.key), key.window.start)
         return (serialize(key.key), key.window.start, key.window.end)

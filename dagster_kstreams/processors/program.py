@@ -50,12 +50,12 @@ from dagster_kstreams.processors.base import Processor
 from dagster_kstreams.processors.fused_chains import compile_entries
 from dagster_kstreams.processors.hand_offs import HandOff
 from dagster_kstreams.processors.own_groups import WindowKeys, reads_state_downstream
+from dagster_kstreams.processors.punctuation import run_between_punctuations
 from dagster_kstreams.processors.records import FLUSH_ORDER, Output, RecordContext, header_column
 from dagster_kstreams.processors.state import ABSENT, GroupState
 from dagster_kstreams.processors.state_key_serde import StateKeying
 from dagster_kstreams.processors.store_keyed_groups import store_keyed_entries
 from dagster_kstreams.processors.task_state import TaskState
-from dagster_kstreams.processors.user_processors import advance_stream_time, punctuate
 
 __all__ = ["SubtopologyProgram"]
 
@@ -281,12 +281,12 @@ class SubtopologyProgram:
             records = itertools.chain([first], records)
             for node in self.nodes:
                 node.start_task_batch(task, out, first[0])
-        for context, key, value, *hand_off in records:
-            group = task.group(context.raw_key)
-            stream_time = advance_stream_time(task, context.timestamp) if punctuating else None
-            self.process_record(context, key, value, out, group, *hand_off)
-            if punctuating:  # the Processor API's punctuators, after the record
-                punctuate(punctuating, stream_time, context, group)
+        if punctuating:  # the Processor API's punctuators, between records
+            run_between_punctuations(records, task, punctuating, lambda group, context, key, value, *hand_off:
+                                     self.process_record(context, key, value, out, group, *hand_off))
+        else:
+            for context, key, value, *hand_off in records:
+                self.process_record(context, key, value, out, task.group(context.raw_key), *hand_off)
         # the groups a store's flush made dirty downstream count too (own_groups.py: other keys)
         self._flush(lambda: [group for group in task.touched() if group.dirty], out)
         for node in self.nodes:

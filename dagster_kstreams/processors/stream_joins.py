@@ -144,7 +144,7 @@ class JoinWindow(StoreProcessor):
         if segment_live(timestamp, store_time, retention):
             buffer = insert(buffer, timestamp, value)
         else:
-            raw_key = state.raw_key  # a window's group: (its key's bytes, start, end), own_groups.group_key
+            raw_key = state.raw_key  # a window's group: (its key's bytes, start[, end]), own_groups.group_key
             out.append(DROPPED_LATE_TOPIC, raw_key[0] if isinstance(raw_key, tuple) else raw_key, None)
         buffer = expire(buffer, store_time, retention)
         state.values[slot] = buffer if buffer else ABSENT

@@ -27,14 +27,7 @@ from dagster_kstreams.topology.emit_strategy import ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
 
-__all__ = ["time_windows_on_update", "readable_windows_on_update", "windowed_store_size", "check_windows",
-           "is_windowed_table"]
-
-
-def time_windows_on_update(node) -> bool:
-    """Whether ``node`` is a time-windowed aggregation (tumbling or hopping) forwarding every update."""
-    return (node.kind is NodeKind.WINDOWED_AGGREGATE and isinstance(node.params["windows"], TimeWindows)
-            and node.params.get("emit_strategy", ON_WINDOW_UPDATE) == ON_WINDOW_UPDATE)
+__all__ = ["readable_windows_on_update", "windowed_store_size", "check_windows", "is_windowed_table"]
 
 
 def readable_windows_on_update(node) -> bool:
@@ -136,15 +129,18 @@ def check_windows(ctx, factory, this_table: str, that_table: str, merge) -> None
             problem = ("a store's retention is below the other aggregation's window size plus grace (sliding "
                        "windows: time difference plus grace plus 2)")
         elif merge.params.get("store_name") in merge.stores and windowed_store_size(ctx, merge) is None:
-            problem = "it is materialized and its tables' windows differ in size beside session windows"
+            if any(_windowed_aggregation(sub, sub.node(name)) is None for name in (this_table, that_table)):
+                problem = "it is materialized and one of its tables is itself a windowed join's"
+            else:
+                problem = "it is materialized and its tables' windows differ in size beside session windows"
         else:
             return
     raise UnsupportedTopologyError(
         f"processor {factory.name} ({factory.kind.value}) joins windowed tables, but {problem}; the Spark runner "
         "joins two time-windowed or sliding-window tables (updated on every record, through filter/map_values, or "
         "a join of two) "
-        "whose stores each keep the windows the other updates, materialized with windows of different sizes only "
-        "in a sub-topology without session windows")
+        "whose stores each keep the windows the other updates, materialized only when both are aggregations' "
+        "tables, with windows of different sizes only in a sub-topology without session windows")
 
 
 def _reach_and_retention(ctx, node) -> Optional[tuple[int, float]]:

@@ -2,9 +2,9 @@
 
 A task's start mostly waits: its fence's transactional producer registers with the broker, the
 group's offsets and the topics' end offsets are read, its checkpoint is read and Spark plans its
-query in the JVM. One after another, the word count's eight tasks took 13 s to start, each later
+query in the JVM. One after another, the word count's eight tasks took over 12 s to start, each later
 one slower while the first ones' batches held the driver; started at once, all eight were running
-after 2 s (bench/README.md, "Tasks started at once").
+after about 2 s (bench/README.md, "Session 22: where the word count's wall clock goes").
 """
 
 from __future__ import annotations

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .abstract_stream import _MS, _create_repartitioned_source, _materialized, _name_of, _parse, _suffix_or_generate
+from .abstract_stream import (
+    _MS, _AbstractStream, _create_repartitioned_source, _materialized, _name_of, _parse, _suffix_or_generate,
+)
 from .emit_strategy import ON_WINDOW_UPDATE
 from .functions import FunctionForm as F
 from .functions import UserFunction
@@ -40,7 +42,7 @@ class _CogroupedStreamAggregateBuilder:
         self.builder = builder
         # grouped stream -> the graph node its aggregate hangs from (itself, or its repartition);
         # kept across aggregations of one cogrouped stream, as Kafka Streams keeps it.
-        self.parent_nodes: dict["KGroupedStream", GraphNode] = {}
+        self.parent_nodes: dict[_AbstractStream, GraphNode] = {}
 
     def build(self, patterns: dict, initializer: UserFunction, named: Optional[Named], store: StoreSpec,
               queryable_name: Optional[str], key_serde, value_serde, windows=None, merger=None) -> KTable:
@@ -106,10 +108,12 @@ class CogroupedKStream:
 
     def __init__(self, builder: InternalStreamsBuilder):
         self._builder = builder
-        self._patterns: dict["KGroupedStream", UserFunction] = {}  # in cogroup order
+        # KGroupedStream -> its aggregator, in cogroup order (annotated by the base class: grouped.py
+        # imports this module)
+        self._patterns: dict[_AbstractStream, UserFunction] = {}
         self._aggregate_builder = _CogroupedStreamAggregateBuilder(builder)
 
-    def cogroup(self, grouped_stream: "KGroupedStream", aggregator) -> "CogroupedKStream":
+    def cogroup(self, grouped_stream: _AbstractStream, aggregator) -> "CogroupedKStream":
         """``cogroup(grouped_stream, aggregator)``; ``aggregator(key, value, aggregate)``."""
         if grouped_stream is None:
             raise TypeError("cogroup: groupedStream can't be null")

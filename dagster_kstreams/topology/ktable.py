@@ -163,7 +163,7 @@ class KTable(_AbstractStream):
         return self._derived(KTABLE_MAPVALUES_NAME, NodeKind.TABLE_MAP_VALUES, {"mapper": fn}, named, materialized,
                              "map_values", None)
 
-    def to_stream(self, *args) -> "KStream":
+    def to_stream(self, *args) -> _AbstractStream:  # a KStream (_stream_class)
         """``to_stream([named])`` or ``to_stream(key_mapper[, named])`` (then ``select_key``)."""
         mapper = None
         if args and not isinstance(args[0], Named) and args[0] is not None:

@@ -104,7 +104,6 @@ from types import MappingProxyType
 from typing import Any, Mapping, Optional, Sequence
 
 from .describe import TopologyDescription, describe_global_store, describe_subtopology
-from .errors import TopologyException
 from .low_level import LowLevelTopologyMethods
 from .node_specs import NodeKind, StoreSpec
 from .partition_counts import CopartitionError, partition_counts, pattern_subscriptions

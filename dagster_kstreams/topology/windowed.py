@@ -7,7 +7,9 @@ Every method draws names in Kafka Streams' order (see :mod:`.abstract_stream`).
 """
 from __future__ import annotations
 
-from .abstract_stream import AGGREGATE_NAME, REDUCE_NAME, _MS, _materialized, _name_of, _or_generate, _parse
+from .abstract_stream import (
+    AGGREGATE_NAME, REDUCE_NAME, _MS, _AbstractStream, _materialized, _name_of, _or_generate, _parse,
+)
 from .emit_strategy import EmitStrategy
 from .functions import FunctionForm as F
 from .functions import UserFunction
@@ -25,7 +27,8 @@ class _WindowedKStream:
     _store_type = StoreType.WINDOW
     # Kafka's count(named, materialized) burns an index when the store is unnamed, except for
     # sliding windows.
-    def __init__(self, grouped: "KGroupedStream", windows):
+    # ``grouped`` is a KGroupedStream, annotated by its base class: grouped.py imports this module.
+    def __init__(self, grouped: _AbstractStream, windows):
         self._grouped = grouped
         self._builder = grouped._builder
         self.windows = windows

@@ -17,13 +17,17 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Branched;
+import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.kstream.Suppressed.BufferConfig;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
@@ -41,8 +45,13 @@ import org.apache.kafka.streams.state.WindowStore;
  * sliding windows skip null values, which the tumbling windows (whose stream time is the task's) count.
  * Every store runs without the record cache, so the output is fixed by the input alone.
  *
- * Args: bootstrap applicationId stateDir events clicks slides outFiltered outSessions outSliding outBranch
- *       outDirect outMerged outMixedSliding outMixedTumbling
+ * In a third sub-topology, the twin of PySpark Column expressions in front of a hopping count (and its
+ * suppression until the windows close), a tumbling reduce, a session count (and its suppression by a time
+ * limit) and a sliding reduce (columnWindows; null columns: without it, as the describe catalog has it).
+ *
+ * Args: bootstrap applicationId stateDir events clicks slides columns outFiltered outSessions outSliding
+ *       outBranch outDirect outMerged outMixedSliding outMixedTumbling outColumnHopping outColumnTumbling
+ *       outColumnSessions outColumnSliding outColumnFinal outColumnLimited
  *
  * The Python twin is filtered_window_examples() in tests/filtered_window_topology.py; keep the two in step.
  */
@@ -60,7 +69,9 @@ public final class FilteredWindowExamples {
     static Topology filteredWindowExamples(String events, String clicks, String slides, String outFiltered,
                                            String outSessions, String outSliding, String outBranch,
                                            String outDirect, String outMerged, String outMixedSliding,
-                                           String outMixedTumbling) {
+                                           String outMixedTumbling, String columns, String outColumnHopping,
+                                           String outColumnTumbling, String outColumnSessions,
+                                           String outColumnSliding, String outColumnFinal, String outColumnLimited) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> eventStream = builder.stream(events);
         // Another source of the sub-topology: its records reach no windowed aggregation.
@@ -119,16 +130,73 @@ public final class FilteredWindowExamples {
                 Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("mixed-tumbling-store").withCachingDisabled())
             .toStream()
             .to(outMixedTumbling, Produced.with(windowed(10_000), Serdes.Long()));
+        if (columns != null) {
+            columnWindows(builder, columns, outColumnHopping, outColumnTumbling, outColumnSessions, outColumnSliding,
+                          outColumnFinal, outColumnLimited);
+        }
         return builder.build();
+    }
+
+    /**
+     * The twin of the Python side's PySpark Column expressions (a sub-topology of its own): a filter
+     * in front of a hopping count, a filterNot and a mapValues in front of a tumbling reduce, a
+     * mapValues in front of a session count.
+     */
+    static void columnWindows(StreamsBuilder builder, String columns, String outColumnHopping,
+                              String outColumnTumbling, String outColumnSessions, String outColumnSliding,
+                              String outColumnFinal, String outColumnLimited) {
+        KStream<String, String> columnStream = builder.stream(columns);
+        KTable<Windowed<String>, Long> hopping = columnStream
+            .filter((key, value) -> value != null && !value.endsWith("x"))
+            .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2))
+                .advanceBy(Duration.ofSeconds(5)))
+            .count(Named.as("column-hopping"),
+                Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("column-hopping-store")
+                    .withCachingDisabled());
+        hopping.toStream()
+            .to(outColumnHopping, Produced.with(windowed(10_000), Serdes.Long()));
+        hopping.suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()))
+            .toStream()
+            .to(outColumnFinal, Produced.with(windowed(10_000), Serdes.Long()));
+        columnStream.filterNot((key, value) -> value != null && value.endsWith("y"))
+            .mapValues(value -> value == null ? "-" : value.toUpperCase())
+            .groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(1)))
+            .reduce((agg, value) -> tail(agg + "+" + value), Named.as("column-tumbling"),
+                Materialized.<String, String, WindowStore<Bytes, byte[]>>as("column-tumbling-store")
+                    .withCachingDisabled())
+            .toStream()
+            .to(outColumnTumbling, Produced.with(windowed(5_000), Serdes.String()));
+        KTable<Windowed<String>, Long> sessions = columnStream.mapValues(value -> value == null ? null : value + "!")
+            .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(3), Duration.ofSeconds(2)))
+            .count(Named.as("column-sessions"),
+                Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("column-sessions-store")
+                    .withCachingDisabled());
+        sessions.toStream()
+            .to(outColumnSessions, Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
+        sessions.suppress(Suppressed.untilTimeLimit(Duration.ofSeconds(2), BufferConfig.unbounded()))
+            .toStream()
+            .to(outColumnLimited, Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
+        columnStream.filter((key, value) -> value != null && !value.endsWith("y"))
+            .groupByKey()
+            .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(2)))
+            .reduce((agg, value) -> tail(agg + "+" + value), Named.as("column-sliding"),
+                Materialized.<String, String, WindowStore<Bytes, byte[]>>as("column-sliding-store")
+                    .withCachingDisabled())
+            .toStream()
+            .to(outColumnSliding, Produced.with(windowed(5_000), Serdes.String()));
     }
 
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
         String applicationId = args[1];
         String stateDir = args[2];
-        List<String> inputs = List.of(args[3], args[4], args[5]);
-        Topology topology = filteredWindowExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
-                                                   args[10], args[11], args[12], args[13]);
+        List<String> inputs = List.of(args[3], args[4], args[5], args[6]);
+        Topology topology = filteredWindowExamples(args[3], args[4], args[5], args[7], args[8], args[9], args[10],
+                                                   args[11], args[12], args[13], args[14], args[6], args[15],
+                                                   args[16], args[17], args[18], args[19], args[20]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         // Wait for both inputs of a task rather than run ahead on one (the timestamp merge).
         props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 5_000L);
