@@ -259,8 +259,9 @@ class ColumnsBeforeState(ColumnPlan):
     def hand_over(self, source: DataFrame, dead_letters) -> tuple[DataFrame, Optional[DataFrame], tuple[HandOff, ...]]:
         """``(handed rows, the prefix's own output rows or None, the hand-offs)`` for the task's
         ``source`` rows (in processing order, with ``seq`` and the state key where the program needs
-        them). The handed rows have the source's columns, ``key`` and ``value`` as bytes, and
-        :data:`HAND_OFF_COLUMN`, the position of their hand-off in the tuple."""
+        them). The handed rows have the source's columns, ``key`` and ``value`` as bytes,
+        :data:`HAND_OFF_COLUMN`, the position of their hand-off in the tuple, and
+        :data:`HAND_OFF_PATH_COLUMN`, their place among their source record's rows."""
         # A walk of its own (tasks of one sub-topology may start at once, in threads); nothing of it
         # stays on the plan, which goes to Spark's Python workers with the program.
         walk = copy.copy(self)
