@@ -10,12 +10,14 @@ tumbling count straight on the events (whose stream time is the task's) shares t
 In a sub-topology of their own, slides go straight to a sliding reduce and a tumbling count: the
 sliding windows skip null values (their own stream time), which the tumbling windows (whose stream
 time is the task's) count. In a third, PySpark Column expressions stand in front of a hopping count, a
-tumbling reduce and a session count (the Column ``filter`` drops records that jump ahead).
+tumbling reduce, a session count, a sliding reduce (the Column ``filter`` drops records that jump
+ahead) and a hopping reduce of the words a Column ``flat_map_values`` splits the values into.
 Every aggregate is a string of its latest contributions or a count, every store uncached, so the
 output is fixed by the input alone.
 
 Its lambdas are self-contained (no module-level helpers): Spark's Python workers cannot import
-modules of tests/, and the test module ships this one by value.
+modules of tests/, and the test module ships this one by value (``StampValues``, the harness's own,
+comes from equivalence_io, which ships itself).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from datetime import timedelta
 
 from pyspark.sql import functions as F
 
+from equivalence_io import StampValues
 from dagster_kstreams.topology import BufferConfig, Grouped, StreamsBuilder, Suppressed
 from dagster_kstreams.topology.branched_printed import Branched
 from dagster_kstreams.topology.consumed_produced import Produced
@@ -35,12 +38,13 @@ from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, Ti
 INPUTS = ("events", "clicks", "slides", "columns")
 OUTPUTS = ("out-filtered", "out-sessions", "out-sliding", "out-branch", "out-direct", "out-merged",
            "out-mixed-sliding", "out-mixed-tumbling", "out-column-hopping", "out-column-tumbling",
-           "out-column-sessions", "out-column-sliding", "out-column-final", "out-column-limited")
+           "out-column-sessions", "out-column-sliding", "out-column-final", "out-column-limited", "out-column-words")
 # How each output's keys are read: a time window of that size, a session window, a plain string.
 OUTPUT_KEYS = {"out-filtered": 10_000, "out-sessions": "session", "out-sliding": 5_000, "out-branch": 5_000,
                "out-direct": 10_000, "out-merged": None, "out-mixed-sliding": 5_000, "out-mixed-tumbling": 10_000,
                "out-column-hopping": 10_000, "out-column-tumbling": 5_000, "out-column-sessions": "session",
-               "out-column-sliding": 5_000, "out-column-final": 10_000, "out-column-limited": "session"}
+               "out-column-sliding": 5_000, "out-column-final": 10_000, "out-column-limited": "session",
+               "out-column-words": 10_000}
 # Values written by Serdes.Long().
 LONG_VALUED = ("out-sessions", "out-branch", "out-direct", "out-mixed-tumbling", "out-column-hopping",
                "out-column-sessions", "out-column-final", "out-column-limited")
@@ -108,8 +112,9 @@ def _column_windows(builder: StreamsBuilder, topics: dict[str, str]) -> None:
     filter drops the "...x" values, some of which jump ahead) and its final results (a suppression
     until the windows close), a tumbling reduce (a Column ``filter_not`` drops the "...y" ones, then a
     Column ``map_values``), a session count (a Column ``map_values`` only) and its updates held back
-    by a time limit, and a sliding reduce (a Column filter drops the "...y" ones). Each aggregation's
-    stream time counts the records its Columns let through."""
+    by a time limit, a sliding reduce (a Column filter drops the "...y" ones), and a hopping reduce of
+    each value's words (a Column ``flat_map_values``: a null value gives none), each update stamped
+    with its timestamp. Each aggregation's stream time counts the records its Columns let through."""
     columns = builder.stream(topics["columns"])
     hopping = columns.filter(F.col("value").isNotNull() & ~F.col("value").endswith("x")) \
         .group_by_key(Grouped.with_(Serdes.String(), Serdes.String())) \
@@ -145,3 +150,15 @@ def _column_windows(builder: StreamsBuilder, topics: dict[str, str]) -> None:
                 Materialized.as_("column-sliding-store").with_caching_disabled()) \
         .to_stream() \
         .to(topics["out-column-sliding"], Produced.with_(WindowedSerde(Serdes.String(), 5_000), Serdes.String()))
+    # Spark's split keeps empty words (Java's split(" ", -1) does too); Kafka Streams forwards a value's
+    # words one by one, in order, each with the value's timestamp: the reduce strings them in that order,
+    # and StampValues appends each update's timestamp (the largest of its window's records').
+    columns.flat_map_values(F.split(F.col("value"), " ")) \
+        .group_by_key() \
+        .windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=2))
+                     .advance_by(timedelta(seconds=5))) \
+        .reduce(lambda agg, word: (agg + "+" + word)[-60:], Named.as_("column-words"),
+                Materialized.as_("column-words-store").with_caching_disabled()) \
+        .to_stream() \
+        .process_values(StampValues) \
+        .to(topics["out-column-words"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.String()))

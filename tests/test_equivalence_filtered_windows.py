@@ -8,8 +8,10 @@ the events; the sub-topology also merges the clicks (a second source, reaching n
 a sink; in a sub-topology of their own, a sliding reduce and a tumbling count straight on the
 slides; in a third, PySpark Column expressions in front of a hopping count (a Column filter) and
 its suppression until the windows close, a tumbling reduce (a Column ``filter_not`` and
-``map_values``), a session count (a Column ``map_values``) and its suppression by a time limit, and a
-sliding reduce (a Column filter), their records handed over from the JVM plan
+``map_values``), a session count (a Column ``map_values``) and its suppression by a time limit, a
+sliding reduce (a Column filter) and a hopping reduce of each value's words (a Column
+``flat_map_values`` splitting at spaces; the values hold one word to three, empty ones too, and
+each update is stamped with its timestamp), their records handed over from the JVM plan
 (spark/column_hand_off.py); some of those jump seconds ahead with a value one Column filter drops
 ("...x": not the hopping count's; "...y": not the tumbling or sliding reduce's). Kafka Streams keeps
 each windowed processor's stream time over the records that reach it, so the input makes those clocks differ from one another and from the task's: some events jump
@@ -63,6 +65,9 @@ HALF_MS = 60_000  # each half spans 60 s of timestamps (jumps ahead included: un
 SECOND_HALF = HALF_MS + 20_000  # the second half starts after every timestamp of the first
 SIZES = {"events": 400, "clicks": 120, "slides": 200, "columns": 300}  # per half
 USERS = ("u1", "u2", "u3", "u5", "u11", "u15")  # three in each partition (murmur2)
+# The words of the columns' values, by index (no draw of the generator): one word, several, an
+# empty word between two, empty words at both ends.
+WORD_SHAPES = ("{}", "{} a", "{} a b", "{}  b", " {} a ")
 
 
 def _partition(key: str) -> int:
@@ -76,6 +81,8 @@ def _half(rng: random.Random, topic: str, half: int, start: int) -> list[tuple]:
     for i, base in enumerate(sorted(rng.randrange(start, start + HALF_MS - 20_000) for _ in range(SIZES[topic]))):
         key = None if rng.random() < 0.05 else rng.choice(USERS)
         value = f"{prefix}{half}-{i}"
+        if topic == "columns":
+            value = WORD_SHAPES[i % len(WORD_SHAPES)].format(value)
         timestamp, roll = base, rng.random()
         if topic == "clicks":
             if roll < 0.15:
@@ -116,7 +123,8 @@ def _null_skips(halves) -> int:
     """The records Kafka Streams' windowed processors skip (and count as dropped) for a null key:
     of the events, the filtered hopping windows', the sessions', the sliding windows' (two per value)
     and the direct count's (the branch sends none there); of the slides, the tumbling count's and the
-    sliding windows' (also for a null value); of the columns, those each aggregation's Column filter lets through."""
+    sliding windows' (also for a null value); of the columns, those each aggregation's Column filter lets through,
+    and each word of a value (Spark's split, as Python's at one space, keeps empty words; a null value has none)."""
     skips = 0
     for half in halves:
         for key, value, _, _ in half["events"]:
@@ -129,6 +137,7 @@ def _null_skips(halves) -> int:
             if key is None:  # the hopping count's, the tumbling reduce's, the session count's, the sliding reduce's
                 skips += (value is not None and not value.endswith("x")) + 1
                 skips += (value is None or not value.endswith("y")) + (value is not None and not value.endswith("y"))
+                skips += 0 if value is None else len(value.split(" "))
     return skips
 
 
@@ -193,6 +202,11 @@ def _assert_reference_exercises_it(expected: dict) -> None:
         assert any(value.count("+") > 3 for _, value in results["out-column-tumbling"])
         assert any(value > 3 for _, value in results["out-column-hopping"])
         assert any(value is None for _, value in results["out-column-sessions"])
+        # A value's words one after the other (the empty ones too), each update with its timestamp.
+        words = [value.rsplit("|t", 1) for _, value in results["out-column-words"]]
+        assert any("+a+b|" in value for _, value in results["out-column-words"])
+        assert any("++b" in aggregate for aggregate, _ in words) and any("+a+" in aggregate for aggregate, _ in words)
+        assert len({int(timestamp) for _, timestamp in words}) > 20
 
 
 def test_windowed_aggregations_with_their_own_stream_time_in_a_clean_run_match_kafka_streams(

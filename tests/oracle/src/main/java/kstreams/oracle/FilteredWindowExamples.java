@@ -1,6 +1,7 @@
 package kstreams.oracle;
 
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -47,11 +48,12 @@ import org.apache.kafka.streams.state.WindowStore;
  *
  * In a third sub-topology, the twin of PySpark Column expressions in front of a hopping count (and its
  * suppression until the windows close), a tumbling reduce, a session count (and its suppression by a time
- * limit) and a sliding reduce (columnWindows; null columns: without it, as the describe catalog has it).
+ * limit), a sliding reduce and a hopping reduce of each value's words, each update stamped with its timestamp
+ * (columnWindows; null columns: without it, as the describe catalog has it).
  *
  * Args: bootstrap applicationId stateDir events clicks slides columns outFiltered outSessions outSliding
  *       outBranch outDirect outMerged outMixedSliding outMixedTumbling outColumnHopping outColumnTumbling
- *       outColumnSessions outColumnSliding outColumnFinal outColumnLimited
+ *       outColumnSessions outColumnSliding outColumnFinal outColumnLimited outColumnWords
  *
  * The Python twin is filtered_window_examples() in tests/filtered_window_topology.py; keep the two in step.
  */
@@ -71,7 +73,8 @@ public final class FilteredWindowExamples {
                                            String outDirect, String outMerged, String outMixedSliding,
                                            String outMixedTumbling, String columns, String outColumnHopping,
                                            String outColumnTumbling, String outColumnSessions,
-                                           String outColumnSliding, String outColumnFinal, String outColumnLimited) {
+                                           String outColumnSliding, String outColumnFinal, String outColumnLimited,
+                                           String outColumnWords) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> eventStream = builder.stream(events);
         // Another source of the sub-topology: its records reach no windowed aggregation.
@@ -132,7 +135,7 @@ public final class FilteredWindowExamples {
             .to(outMixedTumbling, Produced.with(windowed(10_000), Serdes.Long()));
         if (columns != null) {
             columnWindows(builder, columns, outColumnHopping, outColumnTumbling, outColumnSessions, outColumnSliding,
-                          outColumnFinal, outColumnLimited);
+                          outColumnFinal, outColumnLimited, outColumnWords);
         }
         return builder.build();
     }
@@ -140,11 +143,12 @@ public final class FilteredWindowExamples {
     /**
      * The twin of the Python side's PySpark Column expressions (a sub-topology of its own): a filter
      * in front of a hopping count, a filterNot and a mapValues in front of a tumbling reduce, a
-     * mapValues in front of a session count.
+     * mapValues in front of a session count, a filter in front of a sliding reduce, and a flatMapValues
+     * (Spark's split of the value at each space) in front of a hopping reduce of the words.
      */
     static void columnWindows(StreamsBuilder builder, String columns, String outColumnHopping,
                               String outColumnTumbling, String outColumnSessions, String outColumnSliding,
-                              String outColumnFinal, String outColumnLimited) {
+                              String outColumnFinal, String outColumnLimited, String outColumnWords) {
         KStream<String, String> columnStream = builder.stream(columns);
         KTable<Windowed<String>, Long> hopping = columnStream
             .filter((key, value) -> value != null && !value.endsWith("x"))
@@ -187,6 +191,17 @@ public final class FilteredWindowExamples {
                     .withCachingDisabled())
             .toStream()
             .to(outColumnSliding, Produced.with(windowed(5_000), Serdes.String()));
+        // F.split(value, " "): a null value gives no words, and empty words are kept (limit -1).
+        columnStream.flatMapValues(value -> value == null ? List.<String>of() : Arrays.asList(value.split(" ", -1)))
+            .groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2))
+                .advanceBy(Duration.ofSeconds(5)))
+            .reduce((agg, word) -> tail(agg + "+" + word), Named.as("column-words"),
+                Materialized.<String, String, WindowStore<Bytes, byte[]>>as("column-words-store")
+                    .withCachingDisabled())
+            .toStream()
+            .processValues(StampValues::new)
+            .to(outColumnWords, Produced.with(windowed(10_000), Serdes.String()));
     }
 
     public static void main(String[] args) throws Exception {
@@ -196,7 +211,7 @@ public final class FilteredWindowExamples {
         List<String> inputs = List.of(args[3], args[4], args[5], args[6]);
         Topology topology = filteredWindowExamples(args[3], args[4], args[5], args[7], args[8], args[9], args[10],
                                                    args[11], args[12], args[13], args[14], args[6], args[15],
-                                                   args[16], args[17], args[18], args[19], args[20]);
+                                                   args[16], args[17], args[18], args[19], args[20], args[21]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         // Wait for both inputs of a task rather than run ahead on one (the timestamp merge).
         props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 5_000L);
