@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 from header_topology import HeaderEditor
-from test_own_stream_time_logic import ROWS, hopping_model
+from test_own_stream_time_logic import HOPPING, ROWS, SECONDS, SESSIONS, SLIDING, hopping_model
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
 from dagster_kstreams.processors.base import behind_column_expressions
 from dagster_kstreams.processors.hand_offs import HandOff, path_step
@@ -42,12 +42,8 @@ from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.processor_api import Processor, PunctuationType, Record
 from dagster_kstreams.topology.serdes import WindowedSerde
 from dagster_kstreams.topology.view import ProcessorNode
-from dagster_kstreams.topology.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
+from dagster_kstreams.topology.windows import JoinWindows, TimeWindows
 
-SECONDS = timedelta(seconds=1)
-HOPPING = TimeWindows.of_size_and_grace(10 * SECONDS, 2 * SECONDS).advance_by(5 * SECONDS)
-SLIDING = SlidingWindows.of_time_difference_and_grace(5 * SECONDS, SECONDS)
-SESSIONS = SessionWindows.of_inactivity_gap_and_grace(3 * SECONDS, 2 * SECONDS)
 
 
 def _long(number: int) -> bytes:
