@@ -55,7 +55,7 @@ import dataclasses
 from typing import Callable, Optional
 
 from dagster_kstreams.processors.aggregations import read_by_user_processor, user_aggregation
-from dagster_kstreams.processors.base import reachable, register
+from dagster_kstreams.processors.base import register
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.processors.state import ABSENT
@@ -70,9 +70,9 @@ from dagster_kstreams.processors.window_store import (
     process_sliding_windows,
     process_time_windows,
 )
+from dagster_kstreams.processors.window_stream_time import reads_task_stream_time
 from dagster_kstreams.processors.windowed_tables import WindowedTable, check_own_window_reads, keeps_state_downstream
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_CLOSE, ON_WINDOW_UPDATE
-from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import Window
 from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
 
@@ -342,33 +342,6 @@ class SlidingWindowAggregate(_WindowAggregate):
 
 
 WINDOW_KINDS = {TimeWindowAggregate.kind, SlidingWindowAggregate.kind}
-
-
-# -- definition time -------------------------------------------------------------------------
-# Between the source and a windowed aggregation in one sub-topology, only processors that pass
-# every record on with its key (and value nullness: all but map_values) unchanged.
-_PASS_ALL_KINDS = {NodeKind.SOURCE, NodeKind.MERGE, NodeKind.PEEK, NodeKind.PRINT}
-_PASS_KEYS_KINDS = _PASS_ALL_KINDS | {NodeKind.MAP_VALUES}
-
-
-def reads_task_stream_time(sub, factory) -> bool:
-    """Whether the task's stream time is, at every record reaching the time or sliding windowed
-    aggregation ``factory`` of sub-topology ``sub``, the processor's own (Kafka Streams'): every
-    source reaches it through processors that pass each record on with its key (sliding windows:
-    and its value) null or not as at the source, and, for sliding windows, which skip null values,
-    no other windowed processor or join of the sub-topology counts them."""
-    sliding = isinstance(factory.params["windows"], SlidingWindows)
-    allowed = _PASS_ALL_KINDS if sliding else _PASS_KEYS_KINDS
-    ancestors = list(reachable(sub, factory.parents, lambda node: node.parents))
-    if any(node.kind not in allowed for node in ancestors):
-        return False
-    names = {node.name for node in ancestors}
-    if any(node.kind is NodeKind.SOURCE and node.name not in names for node in sub.nodes):
-        return False
-    return not sliding or not any(node.name != factory.name and (
-        node.kind in (NodeKind.JOIN_WINDOW, NodeKind.STREAM_STREAM_JOIN)
-        or (node.kind is NodeKind.WINDOWED_AGGREGATE and not isinstance(node.params["windows"], SlidingWindows)))
-        for node in sub.nodes)
 
 
 def build(factory, ctx, classes=(TimeWindowAggregate, SlidingWindowAggregate)) -> _WindowAggregate:
