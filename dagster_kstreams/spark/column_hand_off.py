@@ -68,12 +68,8 @@ from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType
 from dagster_kstreams.processors import sessions
 from dagster_kstreams.processors.hand_offs import PATH_STEP_FORMAT, HandOff, path_step
 from dagster_kstreams.processors.windows import SlidingWindowAggregate, TimeWindowAggregate
-from dagster_kstreams.spark.expressions import (
-    ColumnExpression,
-    ColumnPlan,
-    COLUMN_KINDS,
-    decoded_in_python,
-)
+from dagster_kstreams.spark.column_functions import COLUMN_KINDS, ColumnExpression
+from dagster_kstreams.spark.expressions import ColumnPlan, decoded_in_python
 from dagster_kstreams.spark.frames import HAND_OFF_COLUMN, HAND_OFF_PATH_COLUMN, OUTPUT_COLUMNS
 from dagster_kstreams.spark.jvm_serdes import jvm_serializable, serialize
 from dagster_kstreams.spark.state_keys import STATE_KEY_COLUMN

@@ -18,6 +18,7 @@ from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
 from dagster_kstreams.processors.build import BuildContext, build_program
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.spark import expressions
+from dagster_kstreams.spark.column_functions import column_function
 from dagster_kstreams.spark.column_hand_off import plan_before_state
 from dagster_kstreams.spark.frames import SparkProgram
 from dagster_kstreams.topology.application import ApplicationTopology
@@ -31,7 +32,7 @@ def spark_function(factory: ProcessorNode, user_function):
     """A user function as the programs call it; a PySpark Column expression becomes the marker
     the Column plan runs (refused where the runner has no Column form for the operation)."""
     if user_function.is_column:
-        return expressions.column_function(factory, user_function, UnsupportedTopologyError)
+        return column_function(factory, user_function, UnsupportedTopologyError)
     return user_function
 
 
