@@ -11,7 +11,8 @@ In a sub-topology of their own, slides go straight to a sliding reduce and a tum
 sliding windows skip null values (their own stream time), which the tumbling windows (whose stream
 time is the task's) count. In a third, PySpark Column expressions stand in front of a hopping count, a
 tumbling reduce, a session count, a sliding reduce (the Column ``filter`` drops records that jump
-ahead) and a hopping reduce of the words a Column ``flat_map_values`` splits the values into.
+ahead), a hopping reduce of the words a Column ``flat_map_values`` splits the values into and a
+tumbling cogroup of a Column ``filter``'s records and a Column ``map_values``'s.
 Every aggregate is a string of its latest contributions or a count, every store uncached, so the
 output is fixed by the input alone.
 
@@ -38,13 +39,14 @@ from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, Ti
 INPUTS = ("events", "clicks", "slides", "columns")
 OUTPUTS = ("out-filtered", "out-sessions", "out-sliding", "out-branch", "out-direct", "out-merged",
            "out-mixed-sliding", "out-mixed-tumbling", "out-column-hopping", "out-column-tumbling",
-           "out-column-sessions", "out-column-sliding", "out-column-final", "out-column-limited", "out-column-words")
+           "out-column-sessions", "out-column-sliding", "out-column-final", "out-column-limited", "out-column-words",
+           "out-column-cogroup")
 # How each output's keys are read: a time window of that size, a session window, a plain string.
 OUTPUT_KEYS = {"out-filtered": 10_000, "out-sessions": "session", "out-sliding": 5_000, "out-branch": 5_000,
                "out-direct": 10_000, "out-merged": None, "out-mixed-sliding": 5_000, "out-mixed-tumbling": 10_000,
                "out-column-hopping": 10_000, "out-column-tumbling": 5_000, "out-column-sessions": "session",
                "out-column-sliding": 5_000, "out-column-final": 10_000, "out-column-limited": "session",
-               "out-column-words": 10_000}
+               "out-column-words": 10_000, "out-column-cogroup": 10_000}
 # Values written by Serdes.Long().
 LONG_VALUED = ("out-sessions", "out-branch", "out-direct", "out-mixed-tumbling", "out-column-hopping",
                "out-column-sessions", "out-column-final", "out-column-limited")
@@ -162,3 +164,18 @@ def _column_windows(builder: StreamsBuilder, topics: dict[str, str]) -> None:
         .to_stream() \
         .process_values(StampValues) \
         .to(topics["out-column-words"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.String()))
+    # A windowed cogroup of two of the columns' streams, each behind Columns: the filtered input's stream
+    # time skips the "...x" values that jump ahead, the other's counts them, and so does the store's
+    # (every write): a window closes for one input while the other may still add to it.
+    filtered = columns.filter(F.col("value").isNotNull() & ~F.col("value").endswith("x")) \
+        .group_by_key(Grouped.with_(Serdes.String(), Serdes.String()))
+    marked = columns.map_values(F.concat(F.col("value"), F.lit("!"))) \
+        .group_by_key(Grouped.with_(Serdes.String(), Serdes.String()))
+    filtered.cogroup(lambda key, value, agg: (agg + "f" + value)[-60:]) \
+        .cogroup(marked, lambda key, value, agg: (agg + "m" + ("null" if value is None else value))[-60:]) \
+        .windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=2))) \
+        .aggregate(lambda: "", Named.as_("column-cogroup"),
+                   Materialized.as_("column-cogroup-store").with_caching_disabled()) \
+        .to_stream() \
+        .process_values(StampValues) \
+        .to(topics["out-column-cogroup"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.String()))

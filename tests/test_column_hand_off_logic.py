@@ -88,7 +88,7 @@ def test_columns_in_front_of_state_are_planned(spark):  # spark: a Column needs 
 def test_windowed_aggregations_behind_columns_keep_their_own_clocks(spark):
     """Behind a Column filter, or a Column map_values alone (a record the JVM skips as malformed never
     reaches the aggregation), time, sliding and session windows count only the records handed to
-    them; a suppression after them keeps its own stream time. Behind Python functions only, a
+    them; a suppression after them keeps its own stream time; a cogroup's inputs each keep theirs. Behind Python functions only, a
     map_values leaves a session count the task's stream time."""
     builder = StreamsBuilder()
     events = builder.stream("in")
@@ -101,6 +101,24 @@ def test_windowed_aggregations_behind_columns_keep_their_own_clocks(spark):
     assert isinstance(strategy_for(program), TaskGroupedState) and not program.uses_stream_time
     assert [type(node) for node in program.nodes if node.stateful and node.kind != "suppress"] == [
         OwnTimeWindowAggregate, OwnSessionWindowAggregate, OwnSlidingWindowAggregate]
+    # A cogroup's inputs behind Columns, and one no Column stands before: each input its own clocks.
+    for windows, own_type in ((HOPPING, OwnTimeWindowAggregate), (SESSIONS, OwnSessionWindowAggregate)):
+        builder = StreamsBuilder()
+        events = builder.stream("in")
+        filtered = events.filter(F.col("value") != "bot").group_by_key()
+        marked = events.map_values(F.concat(F.col("value"), F.lit("!"))).group_by_key()
+        cogrouped = filtered.cogroup(lambda key, value, agg: agg + value) \
+            .cogroup(marked, lambda key, value, agg: agg + value) \
+            .cogroup(builder.stream("other").group_by_key(), lambda key, value, agg: agg + value) \
+            .windowed_by(windows)
+        if windows is SESSIONS:
+            cogrouped.aggregate(lambda: "", lambda key, left, right: left + right)
+        else:
+            cogrouped.aggregate(lambda: "")
+        program = compile_topology(builder, "app").program(0)
+        assert isinstance(program.column_plan, ColumnsBeforeState)
+        assert isinstance(strategy_for(program), TaskGroupedState) and not program.uses_stream_time
+        assert [type(node) for node in program.nodes if node.stateful] == [own_type] * 3
     builder = StreamsBuilder()
     builder.stream("in").map_values(lambda value: value.upper()).group_by_key().windowed_by(SESSIONS).count()
     assert [type(node) for node in compile_topology(builder, "app").program(0).nodes if node.stateful] == [
@@ -158,13 +176,16 @@ def test_what_is_still_refused_names_its_processor(spark):
     builder.stream("in").filter(F.col("value").isNotNull()) \
         .join(builder.stream("other"), lambda a, b: a + b, JoinWindows.of_time_difference_with_no_grace(SECONDS))
     _refused(builder, "KSTREAM-JOINTHIS-0000000005", "KSTREAM-JOINOTHER-0000000006", "read the task's stream time")
-    builder = StreamsBuilder()  # a windowed cogroup behind Columns
-    grouped = builder.stream("in").filter(F.col("value").isNotNull()).group_by_key()
+    builder = StreamsBuilder()  # a stream-stream join beside a windowed cogroup behind Columns: the join alone
+    events = builder.stream("in")
+    grouped = events.filter(F.col("value").isNotNull()).group_by_key()
     grouped.cogroup(lambda key, value, agg: agg + value) \
         .cogroup(builder.stream("other").group_by_key(), lambda key, value, agg: agg + value) \
         .windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=1))).aggregate(lambda: "")
-    _refused(builder, "COGROUPKSTREAM-AGGREGATE-0000000004, COGROUPKSTREAM-AGGREGATE-0000000005",
-             "or are a windowed cogroup's")
+    events.join(builder.stream("third"), lambda a, b: a + b, JoinWindows.of_time_difference_with_no_grace(SECONDS))
+    with pytest.raises(UnsupportedTopologyError) as refusal:
+        compile_topology(builder, "app").check()
+    assert "KSTREAM-JOINTHIS" in str(refusal.value) and "COGROUPKSTREAM-AGGREGATE" not in str(refusal.value)
     builder = StreamsBuilder()  # one topic written from the Columns and from the state
     big = builder.stream("in").filter(F.col("value").isNotNull())
     big.to("out")

@@ -11,9 +11,11 @@ its suppression until the windows close, a tumbling reduce (a Column ``filter_no
 ``map_values``), a session count (a Column ``map_values``) and its suppression by a time limit, a
 sliding reduce (a Column filter) and a hopping reduce of each value's words (a Column
 ``flat_map_values`` splitting at spaces; the values hold one word to three, empty ones too, and
-each update is stamped with its timestamp), their records handed over from the JVM plan
+each update is stamped with its timestamp) and a tumbling cogroup of a Column filter's records and a
+Column ``map_values``'s (each update stamped), their records handed over from the JVM plan
 (spark/column_hand_off.py); some of those jump seconds ahead with a value one Column filter drops
-("...x": not the hopping count's; "...y": not the tumbling or sliding reduce's). Kafka Streams keeps
+("...x": not the hopping count's, nor the cogroup's filtered input's; "...y": not the tumbling or sliding
+reduce's). Kafka Streams keeps
 each windowed processor's stream time over the records that reach it, so the input makes those clocks differ from one another and from the task's: some events jump
 seconds ahead with a value one filter drops ("...x": not the hopping windows'; "...y": not the
 sessions'; null: neither the hopping nor the sliding windows'), clicks jump further ahead (no
@@ -124,7 +126,7 @@ def _null_skips(halves) -> int:
     of the events, the filtered hopping windows', the sessions', the sliding windows' (two per value)
     and the direct count's (the branch sends none there); of the slides, the tumbling count's and the
     sliding windows' (also for a null value); of the columns, those each aggregation's Column filter lets through,
-    and each word of a value (Spark's split, as Python's at one space, keeps empty words; a null value has none)."""
+    each word of a value (Spark's split, as Python's at one space, keeps empty words; a null value has none), and each input of the cogroup."""
     skips = 0
     for half in halves:
         for key, value, _, _ in half["events"]:
@@ -138,6 +140,7 @@ def _null_skips(halves) -> int:
                 skips += (value is not None and not value.endswith("x")) + 1
                 skips += (value is None or not value.endswith("y")) + (value is not None and not value.endswith("y"))
                 skips += 0 if value is None else len(value.split(" "))
+                skips += (value is not None and not value.endswith("x")) + 1  # the cogroup's two inputs
     return skips
 
 
@@ -207,6 +210,10 @@ def _assert_reference_exercises_it(expected: dict) -> None:
         assert any("+a+b|" in value for _, value in results["out-column-words"])
         assert any("++b" in aggregate for aggregate, _ in words) and any("+a+" in aggregate for aggregate, _ in words)
         assert len({int(timestamp) for _, timestamp in words}) > 20
+        # The cogroup: both inputs in one window's aggregate, the values jumping ahead through one input only.
+        cogrouped = [value.rsplit("|t", 1)[0] for _, value in results["out-column-cogroup"]]
+        assert any("f" in value and "m" in value for value in cogrouped)
+        assert any("x!" in value for value in cogrouped) and not any(value.endswith("x") for value in cogrouped)
 
 
 def test_windowed_aggregations_with_their_own_stream_time_in_a_clean_run_match_kafka_streams(

@@ -48,10 +48,10 @@ by key (grouped by the source record's key; in Kafka Streams a changed key reach
 sub-topology but a user processor's, which makes it task-grouped: a whole batch one group, so there
 a ``select_key`` or ``map`` may stand in front of ``process``), processors that read the task's
 stream time (a windowed aggregation no Column stands before, a stream-stream join: a handed record
-does not carry it) and a windowed cogroup's (not compared with Kafka Streams behind Columns yet;
-time, sliding and session windows behind Columns keep their own clocks, of the records handed to
-them, and a suppression after them its own stream time), a prefix sink that places its records (a
-stream partitioner, a topic a function picks), and the refusals of a stateless plan (serdes only
+does not carry it; time, sliding and session windows behind Columns, a cogroup's inputs too, keep
+their own clocks, of the records handed to them, their store its own of every write, and a
+suppression after them its own stream time: processors/build.py, own_stream_time.py), a prefix
+sink that places its records (a stream partitioner, a topic a function picks), and the refusals of a stateless plan (serdes only
 Python parses before a Column or at a prefix sink).
 """
 
@@ -65,9 +65,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType
 
-from dagster_kstreams.processors import sessions
 from dagster_kstreams.processors.hand_offs import PATH_STEP_FORMAT, HandOff, path_step
-from dagster_kstreams.processors.windows import SlidingWindowAggregate, TimeWindowAggregate
 from dagster_kstreams.spark.column_functions import COLUMN_KINDS, ColumnExpression
 from dagster_kstreams.spark.expressions import ColumnPlan, decoded_in_python
 from dagster_kstreams.spark.frames import HAND_OFF_COLUMN, HAND_OFF_PATH_COLUMN, OUTPUT_COLUMNS
@@ -83,10 +81,6 @@ _PASS_KINDS = {"merge", "branch_child", "repartition_filter"}
 _KEY_CHANGES = {"select_key", "map"}
 # The parts of a record a Column operation changes (any other: its value).
 _CHANGES = {"filter": frozenset(), "select_key": frozenset({"key"}), "map": frozenset({"key", "value"})}
-# Windowed aggregations that may follow Columns: built with their own clocks there (processors/build.py,
-# own_stream_time.py), which count only the records handed to them, as Kafka Streams' processor does.
-# (A suppression after them keeps its own stream time, of the updates reaching it: suppress.py.)
-_OWN_CLOCK_KINDS = {TimeWindowAggregate.kind, SlidingWindowAggregate.kind, sessions.KIND}
 # Columns of the task's source a handed row keeps (the processing order, the state's key).
 _CARRIED = ("seq", STATE_KEY_COLUMN)
 # A walked row's path from its source record (processors/hand_offs.py), and an exploded one's index.
@@ -179,18 +173,14 @@ def plan_before_state(program, error_class, default_key_serde, default_value_ser
 
 
 def _stream_time_keepers(nodes: list) -> list[str]:
-    """The processors that read the task's stream time (which a handed record does not carry:
-    windowed aggregations have their own clocks behind Columns, stream-stream joins do not), and the
-    windowed aggregations of a cogroup (several processors, one store): not compared with Kafka
-    Streams behind Columns yet."""
+    """The processors that read the task's stream time, which a handed record does not carry:
+    stream-stream joins. (Windowed aggregations, a cogroup's inputs too, have their own clocks
+    behind Columns: each input's of the records handed to it, its store's of every write.)"""
     keepers = [node.name for node in nodes if node.uses_stream_time]
-    stores = [node.store for node in nodes if node.kind in _OWN_CLOCK_KINDS]
-    keepers += [node.name for node in nodes if node.kind in _OWN_CLOCK_KINDS and stores.count(node.store) > 1]
     if not keepers:
         return []
     return [f"processor(s) {', '.join(keepers)} read the task's stream time (a windowed aggregation no Column "
-            "stands before, a stream-stream join), which a record handed over from Columns does not carry, or are "
-            "a windowed cogroup's: not compared with Kafka Streams behind Columns yet"]
+            "stands before, a stream-stream join), which a record handed over from Columns does not carry"]
 
 
 def _changes_before_state(nodes: list, prefix: set[int]) -> list[str]:
