@@ -12,7 +12,8 @@ sliding windows skip null values (their own stream time), which the tumbling win
 time is the task's) count. In a third, PySpark Column expressions stand in front of a hopping count, a
 tumbling reduce, a session count, a sliding reduce (the Column ``filter`` drops records that jump
 ahead), a hopping reduce of the words a Column ``flat_map_values`` splits the values into and a
-tumbling cogroup of a Column ``filter``'s records and a Column ``map_values``'s.
+tumbling cogroup of a Column ``filter``'s records and a Column ``map_values``'s, and a session
+cogroup of a Column ``filter_not``'s records and the same ``map_values``'s.
 Every aggregate is a string of its latest contributions or a count, every store uncached, so the
 output is fixed by the input alone.
 
@@ -40,13 +41,14 @@ INPUTS = ("events", "clicks", "slides", "columns")
 OUTPUTS = ("out-filtered", "out-sessions", "out-sliding", "out-branch", "out-direct", "out-merged",
            "out-mixed-sliding", "out-mixed-tumbling", "out-column-hopping", "out-column-tumbling",
            "out-column-sessions", "out-column-sliding", "out-column-final", "out-column-limited", "out-column-words",
-           "out-column-cogroup")
+           "out-column-cogroup", "out-column-session-cogroup")
 # How each output's keys are read: a time window of that size, a session window, a plain string.
 OUTPUT_KEYS = {"out-filtered": 10_000, "out-sessions": "session", "out-sliding": 5_000, "out-branch": 5_000,
                "out-direct": 10_000, "out-merged": None, "out-mixed-sliding": 5_000, "out-mixed-tumbling": 10_000,
                "out-column-hopping": 10_000, "out-column-tumbling": 5_000, "out-column-sessions": "session",
                "out-column-sliding": 5_000, "out-column-final": 10_000, "out-column-limited": "session",
-               "out-column-words": 10_000, "out-column-cogroup": 10_000}
+               "out-column-words": 10_000, "out-column-cogroup": 10_000,
+               "out-column-session-cogroup": "session"}
 # Values written by Serdes.Long().
 LONG_VALUED = ("out-sessions", "out-branch", "out-direct", "out-mixed-tumbling", "out-column-hopping",
                "out-column-sessions", "out-column-final", "out-column-limited")
@@ -179,3 +181,15 @@ def _column_windows(builder: StreamsBuilder, topics: dict[str, str]) -> None:
         .to_stream() \
         .process_values(StampValues) \
         .to(topics["out-column-cogroup"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.String()))
+    # A session cogroup of a Column filter_not's records (no "...y") and the same Column map_values' ones.
+    unmarked = columns.filter_not(F.col("value").isNotNull() & F.col("value").endswith("y")) \
+        .group_by_key(Grouped.with_(Serdes.String(), Serdes.String()))
+    unmarked.cogroup(lambda key, value, agg: (agg + "n" + ("null" if value is None else value))[-60:]) \
+        .cogroup(marked, lambda key, value, agg: (agg + "m" + ("null" if value is None else value))[-60:]) \
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(seconds=3), timedelta(seconds=2))) \
+        .aggregate(lambda: "", lambda key, left, right: (left + "|" + right)[-60:], Named.as_("column-session-cogroup"),
+                   Materialized.as_("column-session-cogroup-store").with_caching_disabled()) \
+        .to_stream() \
+        .process_values(StampValues) \
+        .to(topics["out-column-session-cogroup"],
+            Produced.with_(WindowedSerde(Serdes.String(), session=True), Serdes.String()))

@@ -12,7 +12,8 @@ its suppression until the windows close, a tumbling reduce (a Column ``filter_no
 sliding reduce (a Column filter) and a hopping reduce of each value's words (a Column
 ``flat_map_values`` splitting at spaces; the values hold one word to three, empty ones too, and
 each update is stamped with its timestamp) and a tumbling cogroup of a Column filter's records and a
-Column ``map_values``'s (each update stamped), their records handed over from the JVM plan
+Column ``map_values``'s (each update stamped) and a session cogroup of a Column ``filter_not``'s records
+and the same ``map_values``'s (each update stamped), their records handed over from the JVM plan
 (spark/column_hand_off.py); some of those jump seconds ahead with a value one Column filter drops
 ("...x": not the hopping count's, nor the cogroup's filtered input's; "...y": not the tumbling or sliding
 reduce's). Kafka Streams keeps
@@ -126,7 +127,7 @@ def _null_skips(halves) -> int:
     of the events, the filtered hopping windows', the sessions', the sliding windows' (two per value)
     and the direct count's (the branch sends none there); of the slides, the tumbling count's and the
     sliding windows' (also for a null value); of the columns, those each aggregation's Column filter lets through,
-    each word of a value (Spark's split, as Python's at one space, keeps empty words; a null value has none), and each input of the cogroup."""
+    each word of a value (Spark's split, as Python's at one space, keeps empty words; a null value has none), and each input of the two cogroups."""
     skips = 0
     for half in halves:
         for key, value, _, _ in half["events"]:
@@ -141,6 +142,7 @@ def _null_skips(halves) -> int:
                 skips += (value is None or not value.endswith("y")) + (value is not None and not value.endswith("y"))
                 skips += 0 if value is None else len(value.split(" "))
                 skips += (value is not None and not value.endswith("x")) + 1  # the cogroup's two inputs
+                skips += (value is None or not value.endswith("y")) + 1  # the session cogroup's
     return skips
 
 
@@ -214,6 +216,9 @@ def _assert_reference_exercises_it(expected: dict) -> None:
         cogrouped = [value.rsplit("|t", 1)[0] for _, value in results["out-column-cogroup"]]
         assert any("f" in value and "m" in value for value in cogrouped)
         assert any("x!" in value for value in cogrouped) and not any(value.endswith("x") for value in cogrouped)
+        sessions = [value.rsplit("|t", 1)[0] for _, value in results["out-column-session-cogroup"]]
+        assert any("n" in value and "m" in value and "|" in value for value in sessions)
+        assert any(value == "null" for value in sessions)  # a session merged away
 
 
 def test_windowed_aggregations_with_their_own_stream_time_in_a_clean_run_match_kafka_streams(

@@ -49,11 +49,13 @@ import org.apache.kafka.streams.state.WindowStore;
  * In a third sub-topology, the twin of PySpark Column expressions in front of a hopping count (and its
  * suppression until the windows close), a tumbling reduce, a session count (and its suppression by a time
  * limit), a sliding reduce and a hopping reduce of each value's words, each update stamped with its timestamp
- * and a tumbling cogroup of a filter's records and a mapValues' (columnWindows; null columns: without it, as the describe catalog has it).
+ * a tumbling cogroup of a filter's records and a mapValues' and a session cogroup of a filterNot's and the
+ * same mapValues' (columnWindows; null columns: without it, as the describe catalog has it).
  *
  * Args: bootstrap applicationId stateDir events clicks slides columns outFiltered outSessions outSliding
  *       outBranch outDirect outMerged outMixedSliding outMixedTumbling outColumnHopping outColumnTumbling
  *       outColumnSessions outColumnSliding outColumnFinal outColumnLimited outColumnWords outColumnCogroup
+ *       outColumnSessionCogroup
  *
  * The Python twin is filtered_window_examples() in tests/filtered_window_topology.py; keep the two in step.
  */
@@ -74,7 +76,8 @@ public final class FilteredWindowExamples {
                                            String outMixedTumbling, String columns, String outColumnHopping,
                                            String outColumnTumbling, String outColumnSessions,
                                            String outColumnSliding, String outColumnFinal, String outColumnLimited,
-                                           String outColumnWords, String outColumnCogroup) {
+                                           String outColumnWords, String outColumnCogroup,
+                                           String outColumnSessionCogroup) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> eventStream = builder.stream(events);
         // Another source of the sub-topology: its records reach no windowed aggregation.
@@ -135,7 +138,8 @@ public final class FilteredWindowExamples {
             .to(outMixedTumbling, Produced.with(windowed(10_000), Serdes.Long()));
         if (columns != null) {
             columnWindows(builder, columns, outColumnHopping, outColumnTumbling, outColumnSessions, outColumnSliding,
-                          outColumnFinal, outColumnLimited, outColumnWords, outColumnCogroup);
+                          outColumnFinal, outColumnLimited, outColumnWords, outColumnCogroup,
+                          outColumnSessionCogroup);
         }
         return builder.build();
     }
@@ -149,7 +153,7 @@ public final class FilteredWindowExamples {
     static void columnWindows(StreamsBuilder builder, String columns, String outColumnHopping,
                               String outColumnTumbling, String outColumnSessions, String outColumnSliding,
                               String outColumnFinal, String outColumnLimited, String outColumnWords,
-                              String outColumnCogroup) {
+                              String outColumnCogroup, String outColumnSessionCogroup) {
         KStream<String, String> columnStream = builder.stream(columns);
         KTable<Windowed<String>, Long> hopping = columnStream
             .filter((key, value) -> value != null && !value.endsWith("x"))
@@ -218,6 +222,19 @@ public final class FilteredWindowExamples {
             .toStream()
             .processValues(StampValues::new)
             .to(outColumnCogroup, Produced.with(windowed(10_000), Serdes.String()));
+        KGroupedStream<String, String> unmarked = columnStream
+            .filterNot((key, value) -> value != null && value.endsWith("y"))
+            .groupByKey(Grouped.with(Serdes.String(), Serdes.String()));
+        unmarked.<String>cogroup((key, value, agg) -> tail(agg + "n" + (value == null ? "null" : value)))
+            .cogroup(marked, (key, value, agg) -> tail(agg + "m" + (value == null ? "null" : value)))
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(3), Duration.ofSeconds(2)))
+            .aggregate(() -> "", (key, left, right) -> tail(left + "|" + right), Named.as("column-session-cogroup"),
+                Materialized.<String, String, SessionStore<Bytes, byte[]>>as("column-session-cogroup-store")
+                    .withCachingDisabled())
+            .toStream()
+            .processValues(StampValues::new)
+            .to(outColumnSessionCogroup,
+                Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.String()));
     }
 
     public static void main(String[] args) throws Exception {
@@ -228,7 +245,7 @@ public final class FilteredWindowExamples {
         Topology topology = filteredWindowExamples(args[3], args[4], args[5], args[7], args[8], args[9], args[10],
                                                    args[11], args[12], args[13], args[14], args[6], args[15],
                                                    args[16], args[17], args[18], args[19], args[20], args[21],
-                                                   args[22]);
+                                                   args[22], args[23]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         // Wait for both inputs of a task rather than run ahead on one (the timestamp merge).
         props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 5_000L);
