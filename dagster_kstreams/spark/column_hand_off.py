@@ -46,11 +46,11 @@ Python (state, a Python function, a table operation: the segments of a stateless
 into Spark's state operators), a key change by a Column before the state of a sub-topology grouped
 by key (grouped by the source record's key; in Kafka Streams a changed key reaches no state in its
 sub-topology but a user processor's, which makes it task-grouped: a whole batch one group, so there
-a ``select_key`` or ``map`` may stand in front of ``process``), processors that read the task's
-stream time (a windowed aggregation no Column stands before, a stream-stream join: a handed record
-does not carry it) and a windowed cogroup's (not compared with Kafka Streams behind Columns yet;
-time, sliding and session windows behind Columns keep their own clocks, of the records handed to
-them, and a suppression after them its own stream time), a prefix sink that places its records (a
+a ``select_key`` or ``map`` may stand in front of ``process``), a processor that reads the task's
+stream time (a stream-stream join: a handed record does not carry it) and a windowed cogroup's (not
+compared with Kafka Streams behind Columns yet; time, sliding and session windows in a sub-topology
+with Columns keep their own clocks, of the records handed to them, whether a Column stands before
+them or not, and a suppression after them its own stream time), a prefix sink that places its records (a
 stream partitioner, a topic a function picks), and the refusals of a stateless plan (serdes only
 Python parses before a Column or at a prefix sink).
 """
@@ -83,8 +83,9 @@ _PASS_KINDS = {"merge", "branch_child", "repartition_filter"}
 _KEY_CHANGES = {"select_key", "map"}
 # The parts of a record a Column operation changes (any other: its value).
 _CHANGES = {"filter": frozenset(), "select_key": frozenset({"key"}), "map": frozenset({"key", "value"})}
-# Windowed aggregations that may follow Columns: built with their own clocks there (processors/build.py,
-# own_stream_time.py), which count only the records handed to them, as Kafka Streams' processor does.
+# Windowed aggregations of a sub-topology with Columns: built with their own clocks there, behind a Column
+# or not (processors/build.py, own_stream_time.py), which count only the records handed to them, as
+# Kafka Streams' processor does.
 # (A suppression after them keeps its own stream time, of the updates reaching it: suppress.py.)
 _OWN_CLOCK_KINDS = {TimeWindowAggregate.kind, SlidingWindowAggregate.kind, sessions.KIND}
 # Columns of the task's source a handed row keeps (the processing order, the state's key).
@@ -180,7 +181,8 @@ def plan_before_state(program, error_class, default_key_serde, default_value_ser
 
 def _stream_time_keepers(nodes: list) -> list[str]:
     """The processors that read the task's stream time (which a handed record does not carry:
-    windowed aggregations have their own clocks behind Columns, stream-stream joins do not), and the
+    windowed aggregations have their own clocks in a sub-topology with Columns, stream-stream joins
+    do not), and the
     windowed aggregations of a cogroup (several processors, one store): not compared with Kafka
     Streams behind Columns yet."""
     keepers = [node.name for node in nodes if node.uses_stream_time]
@@ -188,9 +190,9 @@ def _stream_time_keepers(nodes: list) -> list[str]:
     keepers += [node.name for node in nodes if node.kind in _OWN_CLOCK_KINDS and stores.count(node.store) > 1]
     if not keepers:
         return []
-    return [f"processor(s) {', '.join(keepers)} read the task's stream time (a windowed aggregation no Column "
-            "stands before, a stream-stream join), which a record handed over from Columns does not carry, or are "
-            "a windowed cogroup's: not compared with Kafka Streams behind Columns yet"]
+    return [f"processor(s) {', '.join(keepers)} read the task's stream time (a stream-stream join), which a "
+            "record handed over from Columns does not carry, or are a windowed cogroup's: not compared with Kafka "
+            "Streams behind Columns yet"]
 
 
 def _changes_before_state(nodes: list, prefix: set[int]) -> list[str]:
