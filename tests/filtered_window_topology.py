@@ -11,9 +11,12 @@ In a sub-topology of their own, slides go straight to a sliding reduce and a tum
 sliding windows skip null values (their own stream time), which the tumbling windows (whose stream
 time is the task's) count. In a third, PySpark Column expressions stand in front of a hopping count, a
 tumbling reduce, a session count, a sliding reduce (the Column ``filter`` drops records that jump
-ahead), a hopping reduce of the words a Column ``flat_map_values`` splits the values into and a
+ahead), a hopping reduce of the words a Column ``flat_map_values`` splits the values into, a
 tumbling cogroup of a Column ``filter``'s records and a Column ``map_values``'s, and a session
-cogroup of a Column ``filter_not``'s records and the same ``map_values``'s.
+cogroup of a Column ``filter_not``'s records and the same ``map_values``'s; beside them, with no
+Column in front, a hopping count straight on the source and a tumbling reduce behind a Python
+``map_values``, which the records ahead do reach (a null key's do not: the task's stream time
+counts those).
 Every aggregate is a string of its latest contributions or a count, every store uncached, so the
 output is fixed by the input alone.
 
@@ -41,14 +44,14 @@ INPUTS = ("events", "clicks", "slides", "columns")
 OUTPUTS = ("out-filtered", "out-sessions", "out-sliding", "out-branch", "out-direct", "out-merged",
            "out-mixed-sliding", "out-mixed-tumbling", "out-column-hopping", "out-column-tumbling",
            "out-column-sessions", "out-column-sliding", "out-column-final", "out-column-limited", "out-column-words",
-           "out-column-cogroup", "out-column-session-cogroup")
+           "out-column-cogroup", "out-column-session-cogroup", "out-column-straight", "out-column-python")
 # How each output's keys are read: a time window of that size, a session window, a plain string.
 OUTPUT_KEYS = {"out-filtered": 10_000, "out-sessions": "session", "out-sliding": 5_000, "out-branch": 5_000,
                "out-direct": 10_000, "out-merged": None, "out-mixed-sliding": 5_000, "out-mixed-tumbling": 10_000,
                "out-column-hopping": 10_000, "out-column-tumbling": 5_000, "out-column-sessions": "session",
                "out-column-sliding": 5_000, "out-column-final": 10_000, "out-column-limited": "session",
                "out-column-words": 10_000, "out-column-cogroup": 10_000,
-               "out-column-session-cogroup": "session"}
+               "out-column-session-cogroup": "session", "out-column-straight": 10_000, "out-column-python": 5_000}
 # Values written by Serdes.Long().
 LONG_VALUED = ("out-sessions", "out-branch", "out-direct", "out-mixed-tumbling", "out-column-hopping",
                "out-column-sessions", "out-column-final", "out-column-limited")
@@ -118,7 +121,10 @@ def _column_windows(builder: StreamsBuilder, topics: dict[str, str]) -> None:
     Column ``map_values``), a session count (a Column ``map_values`` only) and its updates held back
     by a time limit, a sliding reduce (a Column filter drops the "...y" ones), and a hopping reduce of
     each value's words (a Column ``flat_map_values``: a null value gives none), each update stamped
-    with its timestamp. Each aggregation's stream time counts the records its Columns let through."""
+    with its timestamp. Each aggregation's stream time counts the records its Columns let through. Beside
+    them, no Column in front: a hopping count with grace straight on the source and a tumbling reduce
+    behind a Python ``map_values``, each update stamped with its timestamp: their own clocks count every
+    record with a key (the task's stream time, which no handed record carries, counts the null keys too)."""
     columns = builder.stream(topics["columns"])
     hopping = columns.filter(F.col("value").isNotNull() & ~F.col("value").endswith("x")) \
         .group_by_key(Grouped.with_(Serdes.String(), Serdes.String())) \
@@ -193,3 +199,20 @@ def _column_windows(builder: StreamsBuilder, topics: dict[str, str]) -> None:
         .process_values(StampValues) \
         .to(topics["out-column-session-cogroup"],
             Produced.with_(WindowedSerde(Serdes.String(), session=True), Serdes.String()))
+    # No Column in front of these two (handed over from the source, and through a Python function).
+    columns.group_by_key() \
+        .windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=2))
+                     .advance_by(timedelta(seconds=5))) \
+        .count(Named.as_("column-straight"), Materialized.as_("column-straight-store").with_caching_disabled()) \
+        .to_stream() \
+        .map_values(lambda count: str(count)) \
+        .process_values(StampValues) \
+        .to(topics["out-column-straight"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.String()))
+    columns.map_values(lambda value: "-" if value is None else value + "?") \
+        .group_by_key() \
+        .windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=5), timedelta(seconds=1))) \
+        .reduce(lambda agg, value: (agg + "+" + value)[-60:], Named.as_("column-python"),
+                Materialized.as_("column-python-store").with_caching_disabled()) \
+        .to_stream() \
+        .process_values(StampValues) \
+        .to(topics["out-column-python"], Produced.with_(WindowedSerde(Serdes.String(), 5_000), Serdes.String()))

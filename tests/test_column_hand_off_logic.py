@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from header_topology import HeaderEditor
 from test_own_stream_time_logic import HOPPING, ROWS, SECONDS, SESSIONS, SLIDING, hopping_model
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
-from dagster_kstreams.processors.base import behind_column_expressions
+from dagster_kstreams.processors.base import column_expressions_in
 from dagster_kstreams.processors.hand_offs import HandOff, path_step
 from dagster_kstreams.processors.own_stream_time import (
     OwnSessionWindowAggregate,
@@ -129,10 +129,7 @@ class _View:
     """A sub-topology of the topology's view, by its nodes (what definition-time checks walk)."""
 
     def __init__(self, *nodes: ProcessorNode):
-        self._nodes = {node.name: node for node in nodes}
-
-    def node(self, name: str) -> ProcessorNode:
-        return self._nodes[name]
+        self.nodes = list(nodes)
 
 
 def _node(name: str, parents: tuple = (), column: bool = False) -> ProcessorNode:
@@ -140,15 +137,27 @@ def _node(name: str, parents: tuple = (), column: bool = False) -> ProcessorNode
     return ProcessorNode(name, NodeKind.MAP_VALUES, parents, (), params={"mapper": function})
 
 
-def test_behind_column_expressions_looks_at_every_ancestor_and_nothing_else():
-    view = _View(_node("source"), _node("python", ("source",)), _node("column", ("source",), column=True),
-                 _node("after-python", ("python",)), _node("after-column", ("column",)),
-                 _node("merged", ("after-python", "after-column")), _node("beside", ("python",)))
-    assert behind_column_expressions(view, view.node("after-column"))
-    assert behind_column_expressions(view, view.node("merged"))  # one path through a Column is enough
-    assert not behind_column_expressions(view, view.node("after-python"))
-    assert not behind_column_expressions(view, view.node("column"))  # itself: not in front of itself
-    assert not behind_column_expressions(view, view.node("beside"))
+def test_column_expressions_in_looks_at_every_processor_of_the_sub_topology():
+    python_only = [_node("source"), _node("python", ("source",)), _node("after-python", ("python",))]
+    assert not column_expressions_in(_View(*python_only))
+    assert column_expressions_in(_View(*python_only, _node("column", ("source",), column=True)))  # beside: enough
+    assert column_expressions_in(_View(_node("column", column=True), *python_only))
+
+
+@pytest.mark.integration
+def test_a_windowed_aggregation_no_column_stands_before_keeps_its_own_clocks_beside_columns(spark):
+    """Straight from the source or behind a Python function, beside a Column filter in front of a
+    count: the records reaching it are handed over without the task's stream time, and Kafka Streams'
+    processor counts only those (not a null key's), so it keeps its own clocks."""
+    builder = StreamsBuilder()
+    events = builder.stream("in")
+    events.filter(F.col("value").isNotNull()).group_by_key().count()
+    events.group_by_key().windowed_by(HOPPING).count()
+    events.map_values(lambda value: value).group_by_key().windowed_by(SESSIONS).count()
+    program = compile_topology(builder, "app").program(0)
+    assert isinstance(program.column_plan, ColumnsBeforeState) and not program.uses_stream_time
+    assert [type(node) for node in program.nodes if node.kind in ("time_window_aggregate", "session_aggregate")] \
+        == [OwnTimeWindowAggregate, OwnSessionWindowAggregate]
 
 
 @pytest.mark.integration
@@ -167,11 +176,11 @@ def test_what_is_still_refused_names_its_processor(spark):
     source.filter(F.col("value").isNotNull()).group_by_key().count()
     _refused(builder, "KSTREAM-MAP-0000000001 (map) changes the key in front of KSTREAM-MAPVALUES-0000000003 "
                       "(map_values), which runs in Python")
-    builder = StreamsBuilder()  # a window on the task's stream time, which a handed record does not carry
-    events = builder.stream("in")
-    events.filter(F.col("value").isNotNull()).group_by_key().count()
-    events.group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=1))).count()
-    _refused(builder, "processor(s) KSTREAM-AGGREGATE-0000000005 read the task's stream time")
+    builder = StreamsBuilder()  # a stream-stream join beside Columns, no Column in front of it
+    source = builder.stream("in")
+    source.filter(F.col("value").isNotNull()).group_by_key().count()
+    source.join(builder.stream("other"), lambda a, b: a + b, JoinWindows.of_time_difference_with_no_grace(SECONDS))
+    _refused(builder, "KSTREAM-JOINTHIS-0000000007", "KSTREAM-JOINOTHER-0000000008", "read the task's stream time")
     builder = StreamsBuilder()  # a stream-stream join behind Columns
     builder.stream("in").filter(F.col("value").isNotNull()) \
         .join(builder.stream("other"), lambda a, b: a + b, JoinWindows.of_time_difference_with_no_grace(SECONDS))

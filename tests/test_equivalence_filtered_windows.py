@@ -11,12 +11,15 @@ its suppression until the windows close, a tumbling reduce (a Column ``filter_no
 ``map_values``), a session count (a Column ``map_values``) and its suppression by a time limit, a
 sliding reduce (a Column filter) and a hopping reduce of each value's words (a Column
 ``flat_map_values`` splitting at spaces; the values hold one word to three, empty ones too, and
-each update is stamped with its timestamp) and a tumbling cogroup of a Column filter's records and a
+each update is stamped with its timestamp), a tumbling cogroup of a Column filter's records and a
 Column ``map_values``'s (each update stamped) and a session cogroup of a Column ``filter_not``'s records
 and the same ``map_values``'s (each update stamped), their records handed over from the JVM plan
-(spark/column_hand_off.py); some of those jump seconds ahead with a value one Column filter drops
-("...x": not the hopping count's, nor the cogroup's filtered input's; "...y": not the tumbling or sliding
-reduce's). Kafka Streams keeps
+(spark/column_hand_off.py), and beside them, no Column in front, a hopping count with grace straight
+on the source and a tumbling reduce behind a Python ``map_values`` (each update stamped with its
+timestamp), built with their own clocks too: the records ahead reach them, a null key's do not
+(the task's stream time counts those); some of those jump seconds ahead with a value one Column filter
+drops ("...x": not the hopping count's, nor the cogroup's filtered input's; "...y": not the tumbling or
+sliding reduce's). Kafka Streams keeps
 each windowed processor's stream time over the records that reach it, so the input makes those clocks differ from one another and from the task's: some events jump
 seconds ahead with a value one filter drops ("...x": not the hopping windows'; "...y": not the
 sessions'; null: neither the hopping nor the sliding windows'), clicks jump further ahead (no
@@ -143,6 +146,7 @@ def _null_skips(halves) -> int:
                 skips += 0 if value is None else len(value.split(" "))
                 skips += (value is not None and not value.endswith("x")) + 1  # the cogroup's two inputs
                 skips += (value is None or not value.endswith("y")) + 1  # the session cogroup's
+                skips += 2  # the straight hopping count's, the tumbling reduce's behind a Python map_values
     return skips
 
 
@@ -219,6 +223,26 @@ def _assert_reference_exercises_it(expected: dict) -> None:
         sessions = [value.rsplit("|t", 1)[0] for _, value in results["out-column-session-cogroup"]]
         assert any("n" in value and "m" in value and "|" in value for value in sessions)
         assert any(value == "null" for value in sessions)  # a session merged away
+        for name in ("out-column-straight", "out-column-python"):
+            assert len({value.rsplit("|t", 1)[1] for _, value in results[name]}) > 20, name
+        assert any(int(value.split("|")[0]) > 3 for _, value in results["out-column-straight"])
+
+
+def _null_keys_ahead(halves) -> int:
+    """The columns' records with a null key more than the graces (2 s) ahead of every record with a
+    key before them in their partition: the task's stream time counts them, the windowed processors
+    no Column stands before do not, so their windows would close early on the task's stream time."""
+    ahead = 0
+    for partition in range(PARTITIONS):
+        keyed_time = None
+        for key, _, record_partition, timestamp in (record for half in halves for record in half["columns"]):
+            if record_partition != partition:
+                continue
+            if key is not None:
+                keyed_time = timestamp if keyed_time is None else max(keyed_time, timestamp)
+            elif keyed_time is not None and timestamp > keyed_time + 2_000:
+                ahead += 1
+    return ahead
 
 
 def test_windowed_aggregations_with_their_own_stream_time_in_a_clean_run_match_kafka_streams(
@@ -236,6 +260,7 @@ def test_windowed_aggregations_with_their_own_stream_time_in_a_clean_run_match_k
 
     expected = kafka_streams_run.result()
     _assert_reference_exercises_it(expected)
+    assert _null_keys_ahead(kafka_streams_run.halves) > 0
     ours = _results(kafka_bootstrap, topics)
     assert set(ours) == set(expected["results"])
     for (name, partition), sequence in expected["results"].items():

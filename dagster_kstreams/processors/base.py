@@ -157,10 +157,10 @@ def reachable(sub: Any, start: Iterable[str], step: Callable[[Any], Iterable[str
         todo.extend(step(node))
 
 
-def behind_column_expressions(sub: Any, factory: Any) -> bool:
-    """Whether a processor given a PySpark Column expression stands before node ``factory`` of
-    sub-topology ``sub``: an engine then runs those first and hands over only the records that
-    leave them (a record it skips there, as malformed, never reaches ``factory``)."""
+def column_expressions_in(sub: Any) -> bool:
+    """Whether a processor of sub-topology ``sub`` is given a PySpark Column expression: an engine
+    then runs those first and hands the records that leave them, and the records of a source none of
+    them follows, over to the rest (a record it skips there, as malformed, reaches no processor), none
+    of them with the task's stream time."""
     return any(isinstance(value, UserFunction) and value.is_column
-               for node in reachable(sub, factory.parents, lambda node: node.parents)
-               for value in node.params.values())
+               for node in sub.nodes for value in node.params.values())

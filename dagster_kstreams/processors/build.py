@@ -24,7 +24,7 @@ from dagster_kstreams.processors import (
     suppress, table_joins, table_old_values, table_regroup, user_processors, versioned_tables,
     windows,
 )
-from dagster_kstreams.processors.base import Processor, behind_column_expressions
+from dagster_kstreams.processors.base import Processor, column_expressions_in
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.own_groups import window_keys
 from dagster_kstreams.processors.program import SubtopologyProgram
@@ -95,13 +95,15 @@ class BuildContext:
 def _windowed_aggregate(factory: ProcessorNode, ctx: BuildContext) -> Processor:
     """A windowed aggregation reads the task's stream time where that is its own (key-grouped), else
     keeps its own clocks (task-grouped: :mod:`.own_stream_time`), as a cogroup's inputs always do.
-    Behind Column expressions it keeps its own too: the engine runs them first and hands over only
-    the records that leave them, without the task's stream time (Kafka Streams' processor counts
-    just those: not one a Column filter drops, nor one skipped there as malformed)."""
+    In a sub-topology with Column expressions it keeps its own too, whether a Column stands before it
+    or not: the engine runs them first and hands over the records that reach the rest without the
+    task's stream time (Kafka Streams' processor counts just the records that reach it: not one a
+    Column filter drops, nor one skipped there as malformed, nor a null key; so its own clocks, of the
+    records handed to it, are exact)."""
     family = sessions if sessions.handles(factory) else windows
     sub = ctx.subtopology
     if (cogroup.handles(factory) or not family.reads_task_stream_time(sub, factory)
-            or behind_column_expressions(sub, factory)):
+            or column_expressions_in(sub)):
         return own_stream_time.build(factory, ctx)
     return family.build(factory, ctx)
 

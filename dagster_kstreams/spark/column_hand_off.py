@@ -47,12 +47,12 @@ into Spark's state operators), a key change by a Column before the state of a su
 by key (grouped by the source record's key; in Kafka Streams a changed key reaches no state in its
 sub-topology but a user processor's, which makes it task-grouped: a whole batch one group, so there
 a ``select_key`` or ``map`` may stand in front of ``process``), processors that read the task's
-stream time (a windowed aggregation no Column stands before, a stream-stream join: a handed record
-does not carry it; time, sliding and session windows behind Columns, a cogroup's inputs too, keep
-their own clocks, of the records handed to them, their store its own of every write, and a
-suppression after them its own stream time: processors/build.py, own_stream_time.py), a prefix
-sink that places its records (a stream partitioner, a topic a function picks), and the refusals of a stateless plan (serdes only
-Python parses before a Column or at a prefix sink).
+stream time (a stream-stream join: a handed record does not carry it; time, sliding and session
+windows in a sub-topology with Columns, whether a Column stands before them or not, and a cogroup's
+inputs too, keep their own clocks, of the records handed to them, their store its own of every
+write, and a suppression after them its own stream time: processors/build.py, own_stream_time.py),
+a prefix sink that places its records (a stream partitioner, a topic a function picks), and the
+refusals of a stateless plan (serdes only Python parses before a Column or at a prefix sink).
 """
 
 from __future__ import annotations
@@ -174,13 +174,13 @@ def plan_before_state(program, error_class, default_key_serde, default_value_ser
 
 def _stream_time_keepers(nodes: list) -> list[str]:
     """The processors that read the task's stream time, which a handed record does not carry:
-    stream-stream joins. (Windowed aggregations, a cogroup's inputs too, have their own clocks
-    behind Columns: each input's of the records handed to it, its store's of every write.)"""
+    stream-stream joins. (Windowed aggregations of a sub-topology with Columns, a cogroup's inputs
+    too, have their own clocks: each of the records handed to it, its store's of every write.)"""
     keepers = [node.name for node in nodes if node.uses_stream_time]
     if not keepers:
         return []
-    return [f"processor(s) {', '.join(keepers)} read the task's stream time (a windowed aggregation no Column "
-            "stands before, a stream-stream join), which a record handed over from Columns does not carry"]
+    return [f"processor(s) {', '.join(keepers)} read the task's stream time (a stream-stream join), which a "
+            "record handed over from Columns does not carry"]
 
 
 def _changes_before_state(nodes: list, prefix: set[int]) -> list[str]:

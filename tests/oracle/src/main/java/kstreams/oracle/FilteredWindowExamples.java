@@ -48,14 +48,16 @@ import org.apache.kafka.streams.state.WindowStore;
  *
  * In a third sub-topology, the twin of PySpark Column expressions in front of a hopping count (and its
  * suppression until the windows close), a tumbling reduce, a session count (and its suppression by a time
- * limit), a sliding reduce and a hopping reduce of each value's words, each update stamped with its timestamp
+ * limit), a sliding reduce and a hopping reduce of each value's words, each update stamped with its timestamp,
  * a tumbling cogroup of a filter's records and a mapValues' and a session cogroup of a filterNot's and the
- * same mapValues' (columnWindows; null columns: without it, as the describe catalog has it).
+ * same mapValues', and beside them, with no Column in front, a hopping count with grace straight on the
+ * source and a tumbling reduce behind a Python mapValues, each update stamped with its timestamp
+ * (columnWindows; null columns: without it, as the describe catalog has it).
  *
  * Args: bootstrap applicationId stateDir events clicks slides columns outFiltered outSessions outSliding
  *       outBranch outDirect outMerged outMixedSliding outMixedTumbling outColumnHopping outColumnTumbling
  *       outColumnSessions outColumnSliding outColumnFinal outColumnLimited outColumnWords outColumnCogroup
- *       outColumnSessionCogroup
+ *       outColumnSessionCogroup outColumnStraight outColumnPython
  *
  * The Python twin is filtered_window_examples() in tests/filtered_window_topology.py; keep the two in step.
  */
@@ -77,7 +79,8 @@ public final class FilteredWindowExamples {
                                            String outColumnTumbling, String outColumnSessions,
                                            String outColumnSliding, String outColumnFinal, String outColumnLimited,
                                            String outColumnWords, String outColumnCogroup,
-                                           String outColumnSessionCogroup) {
+                                           String outColumnSessionCogroup, String outColumnStraight,
+                                           String outColumnPython) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> eventStream = builder.stream(events);
         // Another source of the sub-topology: its records reach no windowed aggregation.
@@ -139,7 +142,7 @@ public final class FilteredWindowExamples {
         if (columns != null) {
             columnWindows(builder, columns, outColumnHopping, outColumnTumbling, outColumnSessions, outColumnSliding,
                           outColumnFinal, outColumnLimited, outColumnWords, outColumnCogroup,
-                          outColumnSessionCogroup);
+                          outColumnSessionCogroup, outColumnStraight, outColumnPython);
         }
         return builder.build();
     }
@@ -148,12 +151,16 @@ public final class FilteredWindowExamples {
      * The twin of the Python side's PySpark Column expressions (a sub-topology of its own): a filter
      * in front of a hopping count, a filterNot and a mapValues in front of a tumbling reduce, a
      * mapValues in front of a session count, a filter in front of a sliding reduce, and a flatMapValues
-     * (Spark's split of the value at each space) in front of a hopping reduce of the words.
+     * (Spark's split of the value at each space) in front of a hopping reduce of the words; beside them,
+     * no Column in front: a hopping count with grace straight on the source and a tumbling reduce behind a
+     * mapValues (a Python function on the other side), whose windows the records ahead that the filters
+     * drop do close, and a null key's (which the task's stream time counts) do not.
      */
     static void columnWindows(StreamsBuilder builder, String columns, String outColumnHopping,
                               String outColumnTumbling, String outColumnSessions, String outColumnSliding,
                               String outColumnFinal, String outColumnLimited, String outColumnWords,
-                              String outColumnCogroup, String outColumnSessionCogroup) {
+                              String outColumnCogroup, String outColumnSessionCogroup, String outColumnStraight,
+                              String outColumnPython) {
         KStream<String, String> columnStream = builder.stream(columns);
         KTable<Windowed<String>, Long> hopping = columnStream
             .filter((key, value) -> value != null && !value.endsWith("x"))
@@ -235,6 +242,25 @@ public final class FilteredWindowExamples {
             .processValues(StampValues::new)
             .to(outColumnSessionCogroup,
                 Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.String()));
+        columnStream.groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2))
+                .advanceBy(Duration.ofSeconds(5)))
+            .count(Named.as("column-straight"),
+                Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("column-straight-store")
+                    .withCachingDisabled())
+            .toStream()
+            .mapValues(count -> String.valueOf(count))
+            .processValues(StampValues::new)
+            .to(outColumnStraight, Produced.with(windowed(10_000), Serdes.String()));
+        columnStream.mapValues(value -> value == null ? "-" : value + "?")
+            .groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(1)))
+            .reduce((agg, value) -> tail(agg + "+" + value), Named.as("column-python"),
+                Materialized.<String, String, WindowStore<Bytes, byte[]>>as("column-python-store")
+                    .withCachingDisabled())
+            .toStream()
+            .processValues(StampValues::new)
+            .to(outColumnPython, Produced.with(windowed(5_000), Serdes.String()));
     }
 
     public static void main(String[] args) throws Exception {
@@ -245,7 +271,7 @@ public final class FilteredWindowExamples {
         Topology topology = filteredWindowExamples(args[3], args[4], args[5], args[7], args[8], args[9], args[10],
                                                    args[11], args[12], args[13], args[14], args[6], args[15],
                                                    args[16], args[17], args[18], args[19], args[20], args[21],
-                                                   args[22], args[23]);
+                                                   args[22], args[23], args[24], args[25]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         // Wait for both inputs of a task rather than run ahead on one (the timestamp merge).
         props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 5_000L);

@@ -182,7 +182,7 @@ public final class TopologyCatalog {
                        () -> FilteredWindowExamples.filteredWindowExamples("events", "clicks", "slides",
                            "filtered-out", "sessions-out", "sliding-out", "branch-out", "direct-count-out", "merged-out",
                            "mixed-sliding-out", "mixed-tumbling-out", null, null, null, null, null, null, null, null,
-                           null, null));
+                           null, null, null, null));
         // Stream-stream joins fed by stream-global-table joins (GlobalStreamJoinExamples is the equivalence test's).
         TOPOLOGIES.put("global_stream_join_examples_of_the_equivalence_test",
                        () -> GlobalStreamJoinExamples.globalStreamJoinExamples("profiles", "orders", "payments",
