@@ -48,10 +48,8 @@ What the worker and the lag sensor read and write (tags, held tasks, heartbeats)
 
 import threading
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Optional
 
 import dagster as dg
@@ -59,12 +57,8 @@ from dagster import OpExecutionContext
 
 from dagster_kstreams.orchestration.app import KStreamsApp
 from dagster_kstreams.orchestration.execution import (
-    end_offsets_once_led,
     prepare_topics,
-    task_materializations,
     task_runner,
-    topic_partition_materializations,
-    written_topics,
 )
 from dagster_kstreams.orchestration.protocol import (
     STATE_RETIRING,
@@ -81,12 +75,10 @@ from dagster_kstreams.orchestration.protocol import (
     worker_job_name,
 )
 from dagster_kstreams.orchestration.start_timing import StartClock
+from dagster_kstreams.orchestration.worker_tasks import WorkerTasks
 from dagster_kstreams.scaling import ScalingConfig
 from dagster_kstreams.spark.errors import TaskFencedError
-from dagster_kstreams.spark.running_task import RunningTask
 from dagster_kstreams.spark.warm_up import WarmUp
-from dagster_kstreams.spark.task_runner import TaskRunner
-from dagster_kstreams.spark.task_starts import start_at_once
 from dagster_kstreams.topology.task_id import TaskId
 
 __all__ = ["ElasticWorkers", "LostTasks", "kstreams_worker_job"]
@@ -229,91 +221,6 @@ def _task_ids(tags: Mapping[str, str]) -> set[TaskId]:
     return {TaskId.parse(task) for task in parse_tasks(tags.get(TAG_TASKS))}
 
 
-class _Tasks:
-    """The tasks a worker run keeps running, and their reports (module docstring)."""
-
-    def __init__(self, app: KStreamsApp, runner: TaskRunner, admin: Any, elastic: ElasticWorkers,
-                 log_event: Callable[[Any], None]):
-        self.app, self.runner, self.admin, self.elastic = app, runner, admin, elastic
-        self.log_event = log_event
-        self.running: dict[TaskId, RunningTask] = {}
-        self.reports: Counter = Counter()  # reports of each task in this process: the first ones are cold
-        self.records = 0
-        self._written_ends: dict[int, dict] = {}  # sub-topology -> end offsets of its outputs at its last report
-        self._last_report: dict[TaskId, float] = {}
-        self.first_batch_at: Optional[float] = None  # epoch seconds of the first batch any task committed
-
-    def start(self, tasks: list[TaskId]) -> dict[TaskId, BaseException]:
-        """Start ``tasks`` at once (:mod:`~dagster_kstreams.spark.task_starts`); the error of each
-        that did not start."""
-        for sub_id in dict.fromkeys(task.subtopology for task in tasks):
-            if sub_id not in self._written_ends:
-                self._written_ends[sub_id] = end_offsets_once_led(self.admin, written_topics(self.app, sub_id))
-        started, failed = start_at_once({
-            task: partial(self.runner.start_task, task, trigger_seconds=self.elastic.trigger_seconds,
-                          max_records_per_batch=self.elastic.records_per_task, progress=self._batch_done)
-            for task in tasks})
-        self.running.update(started)
-        return failed
-
-    def _batch_done(self, progress: Any) -> None:
-        # Called on Spark's batch thread after each committed batch.
-        if self.first_batch_at is None:
-            self.first_batch_at = time.time()
-
-    def stop(self, task: TaskId) -> None:
-        """Stop gracefully and report what the task did since its last report."""
-        running = self.running.pop(task)
-        try:
-            running.stop()
-        finally:
-            self._report_task(running)
-
-    def stop_all(self) -> None:
-        for task in list(self.running):
-            self.stop(task)
-
-    def failed(self) -> list[tuple[TaskId, Exception]]:
-        """Tasks whose query stopped on its own (fenced, or a failure), taken out of ``running``.
-        A query that ended without either is taken out too, and started again by the next loop."""
-        failures = []
-        for task, running in list(self.running.items()):
-            failure = running.failure()
-            if failure is None and running.active:
-                continue
-            self.stop(task)
-            if failure is not None:
-                failures.append((task, failure))
-        return failures
-
-    def report(self) -> None:
-        """A materialization per running task (and per topic partition written) since the last report."""
-        for running in list(self.running.values()):
-            self._report_task(running)
-        for sub_id in {task.subtopology for task in self.running}:
-            tasks = ",".join(str(task) for task in sorted(self.running) if task.subtopology == sub_id)
-            ends = end_offsets_once_led(self.admin, written_topics(self.app, sub_id))
-            for event in topic_partition_materializations(self.app, tasks, self._written_ends[sub_id], ends):
-                self.log_event(event)
-            self._written_ends[sub_id] = ends
-
-    def _report_task(self, running: RunningTask) -> None:
-        """Report what the task did since its last report: whenever it processed records, else
-        on its first report (the task shows up at once) and then at least every
-        ``idle_report_seconds`` (its lag stays plotted without an event every interval)."""
-        task, now = running.task, time.monotonic()
-        idle_for = now - self._last_report.get(task, float("-inf"))
-        if (running.records_since_report == 0 and self.reports[task] > 0
-                and idle_for < self.elastic.idle_report_seconds):
-            return
-        result = running.take_result()
-        self._last_report[task] = now
-        self.reports[task] += 1
-        self.records += result.records_in
-        for event in task_materializations(self.app, result, self.reports[task]):
-            self.log_event(event)
-
-
 def kstreams_worker_job(app: KStreamsApp, elastic: ElasticWorkers) -> dg.JobDefinition:
     """The app's worker job (one op, in process: one SparkSession per run)."""
     kafka_key, spark_key = app.kafka_resource_key, app.spark_resource_key
@@ -331,7 +238,7 @@ def kstreams_worker_job(app: KStreamsApp, elastic: ElasticWorkers) -> dg.JobDefi
         runner = task_runner(app, kafka, spark_resource.spark_session)
         runner.ensure_internal_topics()
         # Reports wait out a broker restart as the running tasks do, rather than fail the run.
-        tasks = _Tasks(app, runner, admin.waiting_out_outages(runner.task_timeout_s), elastic, context.log_event)
+        tasks = WorkerTasks(app, runner, admin.waiting_out_outages(runner.task_timeout_s), elastic, context.log_event)
         lost = LostTasks(elastic.lost_task_pause_seconds)
         held = _HeldReport(instance, run_id)
         # A standby warms up while it waits; a worker launched with tasks starts them at once.
