@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import struct
 
 import pandas as pd
 import pytest
@@ -20,7 +19,9 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 from header_topology import HeaderEditor
-from test_own_stream_time_logic import HOPPING, ROWS, SECONDS, SESSIONS, SLIDING, hopping_model
+from test_own_stream_time_logic import (
+    HOPPING, ROWS, SECONDS, SESSIONS, SLIDING, assert_hopping_count_is_the_model, run_batches,
+)
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
 from dagster_kstreams.processors.base import column_expressions_in
 from dagster_kstreams.processors.hand_offs import HandOff, path_step
@@ -29,7 +30,7 @@ from dagster_kstreams.processors.own_stream_time import (
     OwnSlidingWindowAggregate,
     OwnTimeWindowAggregate,
 )
-from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC, RecordContext
+from dagster_kstreams.processors.records import RecordContext
 from dagster_kstreams.processors.sessions import SessionWindowAggregate
 from dagster_kstreams.spark.column_hand_off import ColumnsBeforeState
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
@@ -336,26 +337,8 @@ def test_a_hopping_count_handed_what_passes_a_column_filter_is_kafka_streams_pro
     """Records a Column filter drops are never handed over, so those with the largest timestamps close
     no window: the count's own clock is Kafka Streams' (the model fed what passes the filter), in any
     number of micro-batches with the task's state pickled in between."""
-    program = _handed_hopping_count()
     handed = [(offset, row) for offset, row in enumerate(rows) if row[1] != "x"]
-    written, stored = [], None
-    size = max(1, -(-len(handed) // batches))
-    for first in range(0, len(handed), size):
-        batch = handed[first:first + size]
-        frame = pd.DataFrame({
-            "key": [None if key is None else key.encode() for _, (key, _, _) in batch],
-            "value": [None if value is None else value.encode() for _, (_, value, _) in batch],
-            "topic": ["in"] * len(batch), "partition": [0] * len(batch), "offset": [offset for offset, _ in batch],
-            "timestamp": [None] * len(batch), "event_time": [timestamp for _, (*_, timestamp) in batch],
-            HAND_OFF_COLUMN: [0] * len(batch), HAND_OFF_PATH_COLUMN: [path_step(0)] * len(batch),
-        })
-        out, stored = program.process_task_batch(frame, stored)
-        if out is not None:
-            written += list(out.sort_values("emit_order", kind="stable")[["topic", "key", "value"]].itertuples(
-                index=False, name=None))
-    forwarded, dropped = hopping_model(rows)
-    serde = WindowedSerde(Serdes.String(), 10_000)
-    ours = [(window.key, window.window.start, struct.unpack(">q", value)[0])
-            for window, value in ((serde.deserialize(key), value) for topic, key, value in written if topic == "out")]
-    assert ours == forwarded
-    assert sum(topic == DROPPED_LATE_TOPIC for topic, _, _ in written) == dropped
+    written = run_batches(_handed_hopping_count(), [row for _, row in handed], batches,
+                          offsets=[offset for offset, _ in handed],
+                          columns={HAND_OFF_COLUMN: 0, HAND_OFF_PATH_COLUMN: path_step(0)})
+    assert_hopping_count_is_the_model(written, rows)

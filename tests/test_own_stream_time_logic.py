@@ -52,26 +52,39 @@ def _filtered_count(builder, windows=HOPPING, window_size=10_000):
         .to("out", Produced.with_(WindowedSerde(Serdes.String(), window_size), Serdes.Long()))
 
 
-def _run(program, rows, batches=1):
+def run_batches(program, rows, batches=1, offsets=None, columns=None):
     """Rows ``(key, value, timestamp)`` of one partition through the task-grouped ``program`` in
-    ``batches`` micro-batches, the task's state pickled in between. Returns the rows written (``(topic,
-    key, value)``, dropped-late rows included) in the order they are written."""
+    ``batches`` micro-batches, the task's state pickled in between. ``offsets``: each row's offset
+    (default: its index); ``columns``: more columns, one value for every row. Returns the rows written
+    (``(topic, key, value)``, dropped-late rows included) in the order they are written."""
+    offsets = list(range(len(rows))) if offsets is None else offsets
     written, stored = [], None
     size = max(1, -(-len(rows) // batches))
     for first in range(0, len(rows), size):
         batch = rows[first:first + size]
-        seq = list(range(first, first + len(batch)))
         frame = pd.DataFrame({
             "key": [None if key is None else key.encode() for key, _, _ in batch],
             "value": [None if value is None else value.encode() for _, value, _ in batch],
-            "topic": ["in"] * len(batch), "partition": [0] * len(batch), "offset": seq,
+            "topic": ["in"] * len(batch), "partition": [0] * len(batch), "offset": offsets[first:first + size],
             "timestamp": [None] * len(batch), "event_time": [timestamp for *_, timestamp in batch],
+            **{name: [value] * len(batch) for name, value in (columns or {}).items()},
         })
         out, stored = program.process_task_batch(frame, stored)
         if out is not None:
             out = out.sort_values("emit_order", kind="stable")
             written += list(zip(out["topic"], out["key"], out["value"]))
     return written
+
+
+def assert_hopping_count_is_the_model(written, rows):
+    """``written`` (of :func:`run_batches`) is what Kafka Streams' hopping count (:data:`HOPPING`)
+    forwards and drops, fed ``rows``: :func:`hopping_model`."""
+    forwarded, dropped = hopping_model(rows)
+    serde = WindowedSerde(Serdes.String(), 10_000)
+    ours = [(w.key, w.window.start, struct.unpack(">q", value)[0])
+            for w, value in ((serde.deserialize(key), value) for topic, key, value in written if topic == "out")]
+    assert ours == forwarded
+    assert sum(topic == DROPPED_LATE_TOPIC for topic, _, _ in written) == dropped
 
 
 def test_an_aggregation_the_tasks_every_record_reaches_reads_the_tasks_stream_time():
@@ -145,7 +158,7 @@ def test_a_record_the_filter_drops_does_not_close_the_aggregations_windows():
     program = _program(_filtered_count)
     # "x" at 30 s would close [0, 10 s) by the task's stream time; the aggregation never sees it.
     rows = [("k", "a", 1_000), ("j", "x", 30_000), ("k", "b", 2_000), ("k", "c", 20_000), ("k", "d", 3_000)]
-    written = _run(program, rows)
+    written = run_batches(program, rows)
     assert [(key, struct.unpack(">q", value)[0]) for topic, key, value in written if topic == "out"] == [
         (_window("k", 0), 1), (_window("k", 0), 2), (_window("k", 15_000), 1), (_window("k", 20_000), 1)]
     assert sum(topic == DROPPED_LATE_TOPIC for topic, _, _ in written) == 1  # d: [0, 10 s) closed at 20 s
@@ -179,13 +192,7 @@ ROWS = st.lists(
 @settings(max_examples=200, deadline=None)
 @given(rows=ROWS, batches=st.integers(min_value=1, max_value=5))
 def test_a_filtered_hopping_count_is_kafka_streams_processor_fed_what_passes_the_filter(rows, batches):
-    written = _run(_program(_filtered_count), rows, batches)
-    forwarded, dropped = hopping_model(rows)
-    serde = WindowedSerde(Serdes.String(), 10_000)
-    ours = [(w.key, w.window.start, struct.unpack(">q", value)[0])
-            for w, value in ((serde.deserialize(key), value) for topic, key, value in written if topic == "out")]
-    assert ours == forwarded
-    assert sum(topic == DROPPED_LATE_TOPIC for topic, _, _ in written) == dropped
+    assert_hopping_count_is_the_model(run_batches(_program(_filtered_count), rows, batches), rows)
 
 
 def _filtered_sessions(builder):
@@ -197,7 +204,7 @@ def _filtered_sessions(builder):
 @settings(max_examples=200, deadline=None)
 @given(rows=ROWS, batches=st.integers(min_value=1, max_value=5))
 def test_a_filtered_session_count_ends_as_kafka_streams_processor_fed_what_passes_the_filter(rows, batches):
-    written = _run(_program(_filtered_sessions), rows, batches)
+    written = run_batches(_program(_filtered_sessions), rows, batches)
     passed = [row for row in rows if row[1] != "x"]
     final, dropped, _ = session_reference.count(passed, 3_000, 2_000)
     serde = WindowedSerde(Serdes.String(), session=True)
