@@ -53,11 +53,16 @@ def _join_program(join_type: str):
     return _compile(builder)
 
 
-def _expected_join(join_type: str, records) -> list[tuple]:
+def _joined(left, right) -> str:
+    return f"{java_string(left)}&{java_string(right)}"
+
+
+def _expected_join(join_type: str, records, joined=_joined) -> list[tuple]:
     """Kafka Streams: each table keeps ``(value, timestamp)`` per key; an update of either joins the
     other's row by the join's rule, stamped with the larger of its own and the other row's time; the
     merger puts that into the versioned store (expired: nothing forwarded); ``to_stream`` emits every
-    put; a stream record reads the joined table as of its own timestamp."""
+    put; a stream record reads the joined table as of its own timestamp. ``joined(a, b)``: the value
+    put for rows ``a`` and ``b`` (the joiner, or the joiner and a step after it)."""
     tables = {"a": {}, "b": {}}
     store, out = ModelStore(RETENTION_MS), []
     for topic, key, value, timestamp in records:
@@ -89,10 +94,10 @@ def _expected_join(join_type: str, records) -> list[tuple]:
             present = a_value is not None
         else:
             present = a_value is not None and b_value is not None
-        joined = f"{java_string(a_value)}&{java_string(b_value)}" if present else None
+        value_put = joined(a_value, b_value) if present else None
         stamp = max(timestamp, other_time)
-        if store.put(key, joined, stamp) != "expired":
-            out.append(("changes", key, f"{java_string(joined)}|t{stamp}"))
+        if store.put(key, value_put, stamp) != "expired":
+            out.append(("changes", key, f"{java_string(value_put)}|t{stamp}"))
     return out
 
 

@@ -21,7 +21,7 @@ from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import BufferConfig, Materialized, StreamsBuilder, Suppressed
 from dagster_kstreams.topology.serdes import Serdes
 from dagster_kstreams.topology.windows import TimeWindows
-from test_versioned_join_store_logic import RETENTION_MS, _compile, _run, _versioned
+from test_versioned_join_store_logic import RETENTION_MS, _compile, _expected_join, _run, _versioned
 from test_versioned_tables_logic import ModelStore
 
 
@@ -44,34 +44,8 @@ def _expected_join_step(records) -> list[tuple]:
     """Kafka Streams: the left join stamps its update with the larger of its own and the other row's time
     (``KTableKTableLeftJoin``); ``KTableMapValues`` puts the mapped value at that stamp into its versioned
     store and forwards it unless the put is expired (out of order too); a stream record reads the mapped
-    table as of its own timestamp."""
-    tables = {"a": {}, "b": {}}
-    store, out = ModelStore(RETENTION_MS), []
-    for topic, key, value, timestamp in records:
-        if key is None:
-            continue
-        if topic == "s":
-            row = store.as_of(key, timestamp)
-            if value is not None and row is not None:
-                out.append(("read", key, f"{value}@{row}|t{timestamp}"))
-            continue
-        this, other = tables[topic], tables["b" if topic == "a" else "a"]
-        old = this.get(key, (None, None))[0]
-        if value is None:
-            this.pop(key, None)
-        else:
-            this[key] = (value, timestamp)
-        other_value, other_time = other.get(key, (None, -1))
-        if topic == "a" and other_value is None and value is None and old is None:
-            continue
-        if topic == "b" and other_value is None:
-            continue
-        left, right = (value, other_value) if topic == "a" else (other_value, value)
-        mapped = None if left is None else f"{left}&{java_string(right)}".upper()
-        stamp = max(timestamp, other_time)
-        if store.put(key, mapped, stamp) != "expired":
-            out.append(("changes", key, f"{java_string(mapped)}|t{stamp}"))
-    return out
+    table as of its own timestamp: the left join's model with the mapper after its joiner."""
+    return _expected_join("left_join", records, joined=lambda left, right: f"{left}&{java_string(right)}".upper())
 
 
 _records = st.lists(st.tuples(st.sampled_from(["a", "b", "s"]), st.sampled_from(["k", "m", None]),
