@@ -1,6 +1,6 @@
 """The suppression example (``suppress`` until a window closes and until a time limit, and
-``emit_strategy(EmitStrategy.on_window_close())`` on hopping, session and sliding windows, and on hopping
-and session windows whose stores processors write), the Python twin of kstreams.oracle.SuppressExamples (Java):
+``emit_strategy(EmitStrategy.on_window_close())`` on hopping, session and sliding windows, and on hopping,
+session and sliding windows whose stores processors write), the Python twin of kstreams.oracle.SuppressExamples (Java):
 keep the two in step.
 
 Its lambdas are self-contained (no module-level helpers): Spark's Python workers cannot import
@@ -26,7 +26,7 @@ OUTPUTS = ("out-final", "out-closed", "out-sessions", "out-limited", "out-deboun
            "out-closed-sessions", "out-bytes", "out-both-bounds", "out-raised", "out-final-filtered",
            "out-windowed-bytes", "out-sessions-filtered", "out-session-bytes", "out-sliding-filtered",
            "out-sliding-bytes", "out-held", "out-closed-written", "out-closed-reads", "out-closed-sessions-written",
-           "out-closed-session-reads")
+           "out-closed-session-reads", "out-closed-sliding-written", "out-closed-sliding-reads")
 SHUT_DOWN_OUTPUT = "out-shut-down"  # of the shut-down application (shut_down_example)
 SHUT_DOWN_BYTES, RAISED_BYTES, WINDOWED_BYTES, SESSION_BYTES, SLIDING_BYTES = 480, 2_000, 300, 300, 300
 # How each output's keys are read: a time window of that size, a session window, or a plain string.
@@ -36,7 +36,8 @@ OUTPUT_KEYS = {"out-final": 10_000, "out-closed": 10_000, "out-sessions": "sessi
                "out-windowed-bytes": 10_000, "out-sessions-filtered": "session", "out-session-bytes": "session",
                "out-sliding-filtered": 5_000, "out-sliding-bytes": 5_000, "out-held": None,
                "out-closed-written": 10_000, "out-closed-reads": None, "out-closed-sessions-written": "session",
-               "out-closed-session-reads": None, SHUT_DOWN_OUTPUT: None}
+               "out-closed-session-reads": None, "out-closed-sliding-written": 5_000, "out-closed-sliding-reads": None,
+               SHUT_DOWN_OUTPUT: None}
 
 
 class ClosedWindowWriter(Processor):
@@ -126,6 +127,58 @@ class ClosedSessionWriter(Processor):
                               for entry in self.store.fetch(family + "1", family + "9"))
         self.context.forward(Record(key, f"{i}|{'null' if one is None else one}|{mine}|{family_sessions}|{everything}",
                                     timestamp))
+
+
+class ClosedSlidingWriter(Processor):
+    """ClosedSlidingWriter.java: on each slide with a key (after the sliding aggregations: it is the
+    stream's last child), writes the store of the sliding aggregate emitting on window close
+    ("closed-sliding-written": time difference 5 s, grace 2 s, retention 12 s, a time-ordered store with
+    a key index), then forwards what the store returns. Slide ``e<i>`` at ``t``, whose left window starts
+    at ``l = t - 5 s``: i % 5 == 1 overwrites window ``l`` with ``w<i>`` stamped ``t + 3``; i % 9 == 4
+    deletes the key's latest window starting in ``[t - 10 s, l - 1]`` (``backward_fetch``); i % 23 == 5
+    puts a window ``l`` of key ``<family>9``; i % 31 == 7 writes window ``t - 20 s`` (emitted already, or
+    gone); i % 97 == 50 puts a window of ``<family>9`` 15 s ahead (the store's time moves). Forwarded
+    under the key: ``i|fetch(key, l)|fetch(key, t - 10 s, t)|fetch(<family>1, <family>9, l, t) (the key
+    index's order)|backward_fetch(<family>1, <family>9, l, t) keys|fetch_all(l, t) keys (by start)|
+    backward_fetch_all(t - 10 s, t) keys``."""
+
+    def init(self, context) -> None:
+        self.context, self.store = context, context.get_state_store("closed-sliding-written")
+
+    def process(self, record: Record) -> None:
+        key, t = record.key, record.timestamp
+        if key is None:
+            return
+        i = -1 if record.value is None else int(record.value[1:])
+        left, family = t - 5_000, key[0]
+        if i % 5 == 1:
+            self.store.put(key, ValueAndTimestamp.make(f"w{i}", t + 3), left)
+        if i % 9 == 4:
+            before = next(self.store.backward_fetch(key, t - 10_000, left - 1), None)
+            if before is not None:
+                self.store.put(key, None, before.key)
+        if i % 23 == 5:
+            self.store.put(family + "9", ValueAndTimestamp.make(f"n{i}", t), left)
+        if i % 31 == 7:
+            self.store.put(key, ValueAndTimestamp.make(f"old{i}", t), t - 20_000)
+        if i % 97 == 50:
+            self.store.put(family + "9", ValueAndTimestamp.make(f"ahead{i}", t), t + 15_000)
+
+        def stored(value_and_timestamp) -> str:
+            if value_and_timestamp is None:
+                return "null"
+            return f"{value_and_timestamp.value()}@{value_and_timestamp.timestamp()}"
+
+        def keys(entries) -> str:
+            return ",".join(f"{entry.key.key}@{entry.key.window.start}" for entry in entries)
+
+        mine = ",".join(f"{entry.key}={stored(entry.value)}" for entry in self.store.fetch(key, t - 10_000, t))
+        family_windows = ",".join(f"{entry.key.key}@{entry.key.window.start}={stored(entry.value)}"
+                                  for entry in self.store.fetch(family + "1", family + "9", left, t))
+        backward = keys(self.store.backward_fetch(family + "1", family + "9", left, t))
+        by_time, by_time_backward = keys(self.store.fetch_all(left, t)), keys(self.store.backward_fetch_all(t - 10_000, t))
+        self.context.forward(Record(key, f"{i}|{stored(self.store.fetch(key, left))}|{mine}|{family_windows}|"
+                                         f"{backward}|{by_time}|{by_time_backward}", t))
 
 
 class StampWindowValues(FixedKeyProcessor):
@@ -230,7 +283,8 @@ def suppress_examples(topics: dict[str, str]) -> StreamsBuilder:
         .to(topics["out-raised"])
 
     # Sliding windows skip null values (their stream time too): a sub-topology of their own.
-    slides = builder.stream(topics["slides"]).group_by_key(Grouped.with_(Serdes.String(), Serdes.String()))
+    slide_stream = builder.stream(topics["slides"])
+    slides = slide_stream.group_by_key(Grouped.with_(Serdes.String(), Serdes.String()))
     slides.windowed_by(SlidingWindows.of_time_difference_and_grace(timedelta(seconds=5), timedelta(seconds=2))) \
         .emit_strategy(EmitStrategy.on_window_close()) \
         .aggregate(lambda: "", lambda key, value, agg: agg + "," + value,
@@ -280,6 +334,16 @@ def suppress_examples(topics: dict[str, str]) -> StreamsBuilder:
         .to(topics["out-closed-sessions-written"], Produced.with_(WindowedSerde(Serdes.String(), session=True),
                                                                   Serdes.String()))
     events.process(ClosedSessionWriter, "closed-sessions-written").to(topics["out-closed-session-reads"])
+    # The same on sliding windows: a processor on the slides writes and reads the time-ordered store
+    # (with its key index) of a sliding aggregate emitting on window close.
+    slides.windowed_by(SlidingWindows.of_time_difference_and_grace(timedelta(seconds=5), timedelta(seconds=2))) \
+        .emit_strategy(EmitStrategy.on_window_close()) \
+        .aggregate(lambda: "", lambda key, value, agg: agg + "," + value,
+                   Materialized.as_("closed-sliding-written").with_caching_disabled()) \
+        .to_stream() \
+        .process_values(StampWindowValues) \
+        .to(topics["out-closed-sliding-written"], Produced.with_(WindowedSerde(Serdes.String(), 5_000), Serdes.String()))
+    slide_stream.process(ClosedSlidingWriter, "closed-sliding-written").to(topics["out-closed-sliding-reads"])
     return builder
 
 

@@ -1,9 +1,11 @@
-"""A user processor on the store of a time-windowed or session aggregation that emits on window
-close, without Spark: what the processor writes is what the window-close emit fetches (a put changes
-the value and timestamp emitted, a delete takes the window out, a new window goes out, a write into an
-emitted window never does), the time-ordered window store's reads (start, then key; a window starting
-at the store's time minus its retention still returned), sessions the key's reads no longer find
-still emitted, batches with the task state pickled in between, and what stays refused. The broker-backed comparison with Kafka Streams is in test_equivalence_suppress.py."""
+"""A user processor on the store of a time-windowed, sliding-window or session aggregation that emits on
+window close, without Spark: what the processor writes is what the window-close emit fetches (a put
+changes the value and timestamp emitted, a delete takes the window out, a new window goes out, a write
+into an emitted window never does), the time-ordered window store's reads (start, then key; a window
+starting at the store's time minus its retention still returned; a sliding store's key ranges through
+its key index), what a sliding aggregation's next records make of the processor's writes, sessions the
+key's reads no longer find still emitted, batches with the task state pickled in between. The
+broker-backed comparison with Kafka Streams is in test_equivalence_suppress.py."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import pytest
 
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import (
-    EmitStrategy, Materialized, SessionWindows, StreamsBuilder, TimeWindows, Window, Windowed,
+    EmitStrategy, Materialized, SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows, Window, Windowed,
 )
 from dagster_kstreams.topology.consumed_produced import Produced
 from dagster_kstreams.topology.processor_api import Processor, Record, ValueAndTimestamp
@@ -130,6 +132,68 @@ def test_the_window_close_emit_sends_what_the_processor_wrote(batches):
     reads = [value for key, value in outputs if key == "reads"]
     assert reads == ["a@0=late@1;c@0=,new@6000;z@0=Z@5;a@10000=,4,old,read@14500|late",
                      "z@28000=edge@2;z@40000=far@1|None"]
+
+
+class _SlidingWriter(Processor):
+    """As :class:`_Writer`, on the sliding windows; the record's value ``<command>@<start>`` names the
+    window: ``put`` writes the key's window "P" stamped 1.2 s, ``del`` deletes it, ``new``/``ahead`` put
+    one of key z; ``read`` forwards the key range a..z (the key index's order) and ``fetch_all`` (by start)."""
+
+    def init(self, context) -> None:
+        self.context, self.store = context, context.get_state_store("closed")
+
+    def process(self, record: Record) -> None:
+        key, timestamp = record.key, record.timestamp
+        command, _, start = record.value.partition("@")
+        if command == "put":
+            self.store.put(key, ValueAndTimestamp.make("P", 1_200), int(start))
+        elif command == "del":
+            self.store.put(key, None, int(start))
+        elif command in ("new", "ahead"):
+            self.store.put("z", ValueAndTimestamp.make("Z" if command == "new" else "far", timestamp), int(start))
+        elif command == "read":
+            by_key = ",".join(f"{entry.key.key}@{entry.key.window.start}"
+                              for entry in self.store.fetch("a", "z", 0, timestamp + 1))
+            by_start = ",".join(f"{entry.key.key}@{entry.key.window.start}"
+                                for entry in self.store.fetch_all(0, timestamp + 1))
+            self.context.forward(Record("reads", f"{by_key}|{by_start}", timestamp))
+
+
+def _sliding_program():
+    builder = StreamsBuilder()
+    events = builder.stream("in")
+    events.group_by_key().windowed_by(SlidingWindows.of_time_difference_and_grace(SECOND, 2 * SECOND)) \
+        .emit_strategy(EmitStrategy.on_window_close()) \
+        .aggregate(lambda: "", lambda key, value, agg: agg + "," + value,
+                   Materialized.as_("closed").with_caching_disabled()) \
+        .to_stream().process(_Stamp).to("out", Produced.with_(WindowedSerde(Serdes.String(), 1_000), Serdes.String()))
+    events.process(_SlidingWriter, "closed").to("out")
+    return compile_topology(builder, "app", default_key_serde=Serdes.String(),
+                            default_value_serde=Serdes.String()).program(0)
+
+
+# time difference 1 s, grace 2 s (retention 4 s; a window [s, s + 1 s] closes once stream time passes s + 3 s)
+SLIDING_ROWS = [("a", "1", 1_000), ("a", "put@1001", 1_500), ("a", "2", 1_800), ("b", "3", 1_200),
+                ("b", "del@200", 2_100), ("c", "new@1500", 2_300), ("a", "read", 4_000), ("a", "ahead@9000", 5_000),
+                ("a", "6", 6_000), ("a", "7", 7_500), ("a", "9", 12_500)]
+
+
+@pytest.mark.parametrize("batches", [1, 4, 11])
+def test_the_sliding_window_close_emit_sends_what_the_processor_wrote(batches):
+    """The processor overwrites a@1001 (record 1000's right window, made by record 1500) with "P" stamped
+    1.2 s: record 1800 aggregates onto it ("P,2", stamped 1.8 s) and makes no right window of its own
+    (the window's time, 1.2 s, is not after the record's). b@200, deleted, never goes out; z@1500, put,
+    does, in start order. The key range reads by key (the key index), fetch_all by start. The put at 9 s
+    moves the store's time: a@3000 to a@5000 start before 9 s - 4 s or before 7.5 s (record 12.5 s's left
+    window moves it to 11.5 s), so they are never emitted; z@9000 is."""
+    outputs = _run(_sliding_program(), SLIDING_ROWS, batches)
+    assert [record for record in outputs if record[0] != "reads"] == [
+        ("a@0", ",1|t1000"), ("a@500", ",1,put@1001|t1500"), ("a@800", ",1,put@1001,2|t1800"),
+        ("a@1001", "P,2|t1800"), ("b@1100", ",3,del@200|t2100"), ("b@1201", ",del@200|t2100"),
+        ("c@1300", ",new@1500|t2300"), ("z@1500", "Z|t2300"), ("a@1501", ",2|t1800"), ("z@9000", "far|t5000")]
+    assert [value for key, value in outputs if key == "reads"] == [
+        "a@0,a@500,a@800,a@1001,a@1501,a@3000,b@1100,b@1201,c@1300,z@1500|"
+        "a@0,a@500,a@800,a@1001,b@1100,b@1201,c@1300,z@1500,a@1501,a@3000"]
 
 
 class _SessionWriter(Processor):

@@ -1,7 +1,8 @@
 """A user processor on a sliding-window aggregation's store, without Spark: the aggregation reading
 the windows a processor wrote (segment by segment, as Kafka Streams' segmented store iterates them),
 retention by the store's observed time rather than the aggregation's stream time, a cached store
-forwarding a processor's write at the flush, and what stays refused. The broker-backed comparison
+forwarding a processor's write at the flush, and what stays refused (a sliding store emitting on
+window close is admitted). The broker-backed comparison
 with Kafka Streams is test_equivalence_dsl_window_store_processor.py (its sliding count)."""
 
 from __future__ import annotations
@@ -130,10 +131,23 @@ class _Nothing(Processor):
         pass
 
 
-def test_a_sliding_store_emitting_on_window_close_is_still_refused_naming_the_processor():
+def _closing_sliding_count(builder):
+    return builder.stream("in").group_by_key() \
+        .windowed_by(SlidingWindows.of_time_difference_with_no_grace(SECOND)) \
+        .emit_strategy(EmitStrategy.on_window_close()).count(Materialized.as_("wins"))
+
+
+def test_a_sliding_store_emitting_on_window_close_is_given_to_a_processor_but_a_filter_of_its_table_is_not():
+    """The time-ordered store of a sliding count emitting on window close is a processor's window store
+    now (its emit: test_close_store_processor_logic.py); a filter's store over that windowed table is still
+    refused, naming the processor, as over any windowed table (the step would keep its store by window)."""
     builder = StreamsBuilder()
-    builder.stream("in").group_by_key().windowed_by(SlidingWindows.of_time_difference_with_no_grace(SECOND)) \
-        .emit_strategy(EmitStrategy.on_window_close()).count(Materialized.as_("wins")) \
-        .to_stream().process(_Nothing, "wins")
-    with pytest.raises(UnsupportedTopologyError, match="KSTREAM-PROCESSOR-0000000003: store wins .*window close"):
+    _closing_sliding_count(builder).to_stream().process(_Nothing, "wins")
+    assert _program(builder) is not None
+    builder = StreamsBuilder()
+    _closing_sliding_count(builder).filter(lambda window, count: True, Materialized.as_("kept")) \
+        .to_stream().process(_Nothing, "kept")
+    with pytest.raises(UnsupportedTopologyError,
+                       match="processor KSTREAM-PROCESSOR-0000000004: store kept belongs to KTABLE-FILTER-.*"
+                             "a windowed table"):
         _program(builder)

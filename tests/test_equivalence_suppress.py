@@ -13,9 +13,13 @@ windows, write windows emitted already, and move the store's time ahead; what th
 aggregates emit, with each window's timestamp, are compared); on a prices table, a suppression
 until a time limit with at most 3 records buffered (emitted early when full), and a filter then
 an unbounded suppression until a time limit; on a copy of the event stream (its own
-sub-topology), a sliding-window aggregate that emits on window close, and a sliding count
-(emitting on update) suppressed until its windows close after a filter and until a time limit in a
-buffer bounded in bytes (an update's old count: the aggregate it was computed from). On the prices table too,
+sub-topology), a sliding-window aggregate that emits on window close, the same aggregate whose
+time-ordered store (with its key index) a processor on the slides writes and reads
+(``ClosedSlidingWriter``: overwrites windows the next slides aggregate onto, deletes, adds, writes
+emitted windows, moves the store's time ahead; reads key ranges in the index's order and every key's
+windows by start), and a sliding count (emitting on update) suppressed until its windows close after a
+filter and until a time limit in a buffer bounded in bytes (an update's old count: the aggregate it was
+computed from). On the prices table too,
 suppressions bounded in bytes as Kafka Streams sizes a buffered record (``max_bytes(200)``; a
 ``map_values`` then ``max_records(3).with_max_bytes(230)``; both emit early) and one of 2,000 bytes
 that shuts down when full and never is. Windowed aggregations and the table run without
@@ -49,6 +53,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import time
 
 import pytest
@@ -240,6 +245,7 @@ def _assert_reference_exercises_it(expected: dict, records: dict) -> None:
         assert any(count is None for _, count in windowed_bytes)
         _assert_session_and_sliding_old_values_matter(expected, family)
         _assert_the_processors_writes_reach_the_window_close_emit(expected, family)
+        _assert_the_sliding_processors_writes_reach_the_window_close_emit(expected, family)
 
 
 def _assert_session_and_sliding_old_values_matter(expected: dict, family: str) -> None:
@@ -283,6 +289,29 @@ def _assert_the_processors_writes_reach_the_window_close_emit(expected: dict, fa
     assert set(plain) - set(written)
     assert sum(plain.get(session) == value.rsplit("|t", 1)[0] for session, value in written.items()) > 0
     assert len(expected[("out-closed-session-reads", family)]) > 200
+
+
+def _assert_the_sliding_processors_writes_reach_the_window_close_emit(expected: dict, family: str) -> None:
+    """The sliding aggregate whose store ClosedSlidingWriter writes emits each window once, by start: one the
+    processor put, ones it overwrote (and the slides after aggregated onto), fewer than the same aggregate
+    unwritten (deleted, or hidden by the store's time moved ahead), and a window put ahead. Its reads: the key
+    range (through the store's key index) holds the windows fetch_all returns, in another order (by key)."""
+    plain = dict(expected[("out-closed-sliding", family)])
+    written = dict(expected[("out-closed-sliding-written", family)])
+    assert len(written) == len(expected[("out-closed-sliding-written", family)]) > 20
+    starts = [start for _, start, _ in written]
+    assert starts == sorted(starts)
+    assert any(key.endswith("9") for key, _, _ in written)
+    assert any(value.startswith("w") and "," in value for value in written.values())  # aggregated onto
+    assert any(value.startswith("ahead") for value in written.values())
+    assert set(plain) - set(written)
+    assert sum(plain.get(window) == value.rsplit("|t", 1)[0] for window, value in written.items()) > 20
+    reads = [value.split("|") for _, value in expected[("out-closed-sliding-reads", family)]]
+    assert len(reads) > 200
+    by_key = [re.findall(r"(\w+@\d+)=", read[3]) for read in reads]
+    by_start = [[entry for entry in read[5].split(",") if entry] for read in reads]
+    assert all(sorted(keyed) == sorted(timed) for keyed, timed in zip(by_key, by_start))
+    assert sum(keyed != timed for keyed, timed in zip(by_key, by_start)) > 50
 
 
 def test_a_buffer_that_shuts_down_when_full_stops_where_kafka_streams_stops_and_a_raised_bound_continues(

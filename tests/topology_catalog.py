@@ -1115,7 +1115,9 @@ def suppress_and_emit_on_close_examples():
              "out-sliding-filtered": "sliding-filtered-out", "out-sliding-bytes": "sliding-bytes-out",
              "out-held": "held-prices", "out-closed-written": "closed-written-out", "out-closed-reads": "closed-reads",
              "out-closed-sessions-written": "closed-sessions-written-out",
-             "out-closed-session-reads": "closed-session-reads"}
+             "out-closed-session-reads": "closed-session-reads",
+             "out-closed-sliding-written": "closed-sliding-written-out",
+             "out-closed-sliding-reads": "closed-sliding-reads"}
     return suppress_examples(names).build()
 
 

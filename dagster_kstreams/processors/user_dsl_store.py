@@ -120,10 +120,9 @@ class TimestampedKeyValueStore(DslStoreView):
 _DSL_STORES_OFFERED = ("user processors get the key-value stores of count/reduce/aggregate (of grouped streams, "
                        "re-grouped tables and cogroups), to_table, tables read from a topic (versioned ones too), "
                        "table-table joins (not of windowed tables) and their filter/map_values, the window stores of "
-                       "time-windowed (emitting on every update or on window close) and sliding-windowed (emitting on "
-                       "every update) and the session stores of session-windowed count/reduce/aggregate (emitting on "
-                       "every update or on window close; a cogroup's emitting on every update), and the stores added "
-                       "with add_state_store()")
+                       "time-windowed and sliding-windowed and the session stores of session-windowed "
+                       "count/reduce/aggregate (emitting on every update or on window close; a cogroup's emitting on "
+                       "every update), and the stores added with add_state_store()")
 
 # The DSL operations whose key-value store keeps its timestamps once a processor names it
 # (aggregations.KeyValueStoreProcessor.keeps_timestamps; a filter's or map_values' store through
@@ -145,9 +144,9 @@ def check_dsl_store(factory, spec, sub) -> None:
     """A DSL store a processor names must be one the runner keeps as Kafka Streams' timestamped
     key-value store (the store of a stream, cogroup or re-grouped table aggregation, ``to_table``, a
     table source, a table-table join not of windowed tables or their ``filter``/``map_values``),
-    timestamped window store (a time-windowed stream aggregation's, emitting on every update or on window
-    close, or a sliding-windowed one's emitting on every update) or session store (a session-windowed
-    one's, emitting on every update or on window close)."""
+    timestamped window store (a time- or sliding-windowed stream aggregation's, emitting on every update
+    or on window close) or session store (a session-windowed one's, emitting on every update or on window
+    close); a cogroup's windowed store only emitting on every update."""
     where = f"processor {factory.name}: store {spec.name}"
     if spec.type is StoreType.WINDOW:
         _check_window_store(where, spec, sub)
@@ -239,8 +238,6 @@ def _check_window_store(where: str, spec, sub) -> None:
     windows = owner.params.get("windows")
     if not isinstance(windows, (TimeWindows, SlidingWindows)):
         why = f"keeps its {type(windows).__name__} in a form of its own, which has no WindowStore view"
-    elif isinstance(windows, SlidingWindows) and owner.params.get("emit_strategy", ON_WINDOW_UPDATE) != ON_WINDOW_UPDATE:
-        why = "slides and emits on window close, over Kafka Streams' time-ordered window store: no view of it yet"
     elif owner.params.get("cogroup") and owner.params.get("emit_strategy", ON_WINDOW_UPDATE) != ON_WINDOW_UPDATE:
         why = "is a cogroup's aggregate emitting on window close: no view of its time-ordered store compared yet"
     else:

@@ -18,9 +18,10 @@ key's slot and that observed time (:mod:`.own_stream_time`), so a write during a
 what every input reads next; the view writes through the first input's processor.
 
 Emitting on window close (``EmitStrategy.on_window_close()``), the aggregation's store is Kafka Streams'
-time-ordered one instead (``RocksDBTimeOrderedWindowStore``, no key index): its observed time is the
-same, but a window starting at ``observed time - retention`` itself is still returned, and ranges come
-by start, then key. A processor's write is what the window-close emit then fetches: a put into a window
+time-ordered one instead (``RocksDBTimeOrderedWindowStore``): its observed time is the same, but a
+window starting at ``observed time - retention`` itself is still returned, and ranges come by start,
+then key; a sliding aggregation's store also keeps a key index (time windows': none), through which
+key ranges (``fetch`` with four arguments) come in the segmented store's order. A processor's write is what the window-close emit then fetches: a put into a window
 not closed yet goes out with the put's value and timestamp when it closes (a new window too), a delete
 takes the window out of the emit, a write into a window already emitted is never forwarded
 (:meth:`~.windows._WindowAggregate.write_window` notes it in :class:`~.window_close.ClosedWindows`).
@@ -101,14 +102,21 @@ class TimestampedWindowStore(DslStoreView, WindowStoreReads):
         """The smallest window start the store still returns."""
         return self._owner.first_returned_start(self._task)
 
-    def _order(self, start: int, raw_key: bytes) -> tuple:
+    def _order(self, start: int, raw_key: bytes, key_first: bool) -> tuple:
         """Where a window lies in the RocksDB store's order: by segment, then the bytes of its store key
         (serialized key + 8-byte start + 4-byte sequence number 0); in the time-ordered store of an
         aggregation emitting on window close (``RocksDBTimeOrderedWindowStore``, whose key puts the start
-        first), by start, then serialized key + sequence number."""
-        if self._owner.emit_on_close:
+        first), by start, then serialized key + sequence number, unless ``key_first``: a key range read
+        through that store's key index, whose keys are the segmented store's in the same segments."""
+        if self._owner.emit_on_close and not key_first:
             return start, raw_key + bytes(4)
         return start // self._segment_interval, raw_key + start.to_bytes(8, "big", signed=True) + bytes(4)
+
+    def _key_range(self, key_from, key_to, time_from: int, time_to: int) -> list[StoreEntry]:
+        """A key range (``fetch``/``backward_fetch`` with four arguments): a sliding aggregation's
+        time-ordered store reads it through its key index (``IndexToBaseStoreIterator``: index segment by
+        segment, each window's value from the time-first keys, so with the same retention cut)."""
+        return self._ranged(key_from, key_to, time_from, time_to, key_first=self._owner.key_indexed_on_close)
 
     def _read(self, window: tuple) -> ValueAndTimestamp:
         aggregate, timestamp = window
@@ -119,9 +127,10 @@ class TimestampedWindowStore(DslStoreView, WindowStoreReads):
         windows = self._windows(self._group(key))
         return [StoreEntry(start, self._read(windows[start])) for start in sorted(windows) if low <= start <= high]
 
-    def _ranged(self, key_from, key_to, time_from: int, time_to: Optional[int]) -> list[StoreEntry]:
+    def _ranged(self, key_from, key_to, time_from: int, time_to: Optional[int],
+                key_first: bool = False) -> list[StoreEntry]:
         """A snapshot of the windows of keys in ``[key_from, key_to]`` (None: unbounded) starting in
-        ``[time_from, time_to]``, in the RocksDB store's order."""
+        ``[time_from, time_to]``, in the RocksDB store's order (``key_first``: :meth:`_order`)."""
         low_key = None if key_from is None else self._key_serde.serialize(key_from)
         high_key = None if key_to is None else self._key_serde.serialize(key_to)
         low = max(int(time_from), self._low())
@@ -133,7 +142,7 @@ class TimestampedWindowStore(DslStoreView, WindowStoreReads):
                 continue
             found += [(start, raw, key, window) for start, window in windows.items()
                       if start >= low and (time_to is None or start <= time_to)]
-        found.sort(key=lambda entry: self._order(entry[0], entry[1]))
+        found.sort(key=lambda entry: self._order(entry[0], entry[1], key_first))
         size = self._owner.size
         return [StoreEntry(Windowed(key, Window(start, start + size)), self._read(window))
                 for start, _, key, window in found]

@@ -74,6 +74,11 @@ class WindowStoreReads:
     def _ranged(self, key_from, key_to, time_from: int, time_to: Optional[int]) -> list[StoreEntry]:
         raise NotImplementedError
 
+    def _key_range(self, key_from, key_to, time_from: int, time_to: int) -> list[StoreEntry]:
+        """What ``fetch`` with four arguments reads: :meth:`_ranged`, unless the store answers key
+        ranges through a key index of its own, in that index's order."""
+        return self._ranged(key_from, key_to, time_from, time_to)
+
     def fetch(self, *args):
         """``fetch(key, start)`` -> the window's value; ``fetch(key, time_from, time_to)`` -> ``(start,
         value)`` entries; ``fetch(key_from, key_to, time_from, time_to)`` -> ``(Windowed(key), value)`` entries."""
@@ -82,14 +87,14 @@ class WindowStoreReads:
         if len(args) == 3:
             return iter(self._single_key(*args))
         if len(args) == 4:
-            return iter(self._ranged(*args))
+            return iter(self._key_range(*args))
         raise TypeError(f"window store {self.name}: fetch() takes 2, 3 or 4 arguments, got {len(args)}")
 
     def backward_fetch(self, *args):
         if len(args) == 3:
             return iter(self._single_key(*args)[::-1])
         if len(args) == 4:
-            return iter(self._ranged(*args)[::-1])
+            return iter(self._key_range(*args)[::-1])
         raise TypeError(f"window store {self.name}: backward_fetch() takes 3 or 4 arguments, got {len(args)}")
 
     def fetch_all(self, time_from: int, time_to: int) -> Iterator[StoreEntry]:

@@ -92,6 +92,10 @@ class _WindowAggregate(WindowedTable):
     # returns the windows that start after it minus the retention. Emitting on window close, the
     # time-ordered store's time is ClosedWindows.store_time (the same, always kept).
     observes_store_time = False
+    # Whether the time-ordered store of emit-on-close keeps a key index beside its time-first keys
+    # (Kafka Streams' RocksDbIndexedTimeOrderedWindowBytesStoreSupplier, hasIndex: the DSL sets it for
+    # sliding windows only): its key-range reads then come through the index (user_dsl_window_store.py).
+    key_indexed_on_close = False
     _in_record = False  # process() is storing a record's windows (and holds the key's dict)
 
     def __init__(self, name: str, store: str, cached: bool, aggregation: str, windows, size: int, grace: int,
@@ -327,6 +331,7 @@ class SlidingWindowAggregate(_WindowAggregate):
     kind = "sliding_window_aggregate"
     algorithm = staticmethod(process_sliding_windows)
     stream_time_skips_null_values = True
+    key_indexed_on_close = True  # BuiltInDslStoreSuppliers: hasIndex = DslWindowParams.isSlidingWindow()
 
     def _store_reads(self, on_update: Callable) -> dict:
         """A sliding record reads several windows through one iterator of the segmented store, whose
@@ -367,8 +372,8 @@ def build(factory, ctx, classes=(TimeWindowAggregate, SlidingWindowAggregate)) -
     sliding = issubclass(cls, SlidingWindowAggregate)
     if retention is None:
         retention = 2 * size + windows.grace_ms if sliding else size + windows.grace_ms
-    # check_dsl_store admits a processor naming the store of time windows (emitting on update or on
-    # close) and of sliding windows emitting on update
+    # check_dsl_store admits a processor naming the store of time and sliding windows (emitting on update
+    # or on close; a cogroup's on update only)
     observes_store_time = read_by_user_processor(sub, store.name)
     if sliding and not emit_on_close and not observes_store_time:
         # A record not skipped outright (timestamp >= stream time - grace - difference) reads the

@@ -58,7 +58,8 @@ import org.apache.kafka.streams.state.WindowStoreIterator;
  * Args: bootstrap applicationId stateDir events prices slides outFinal outClosed outSessions outLimited
  *       outDebounced outClosedSliding outClosedSessions outBytes outBothBounds outRaised outFinalFiltered
  *       outWindowedBytes outSessionsFiltered outSessionBytes outSlidingFiltered outSlidingBytes outHeld
- *       outClosedWritten outClosedReads outClosedSessionsWritten outClosedSessionReads outShutDown
+ *       outClosedWritten outClosedReads outClosedSessionsWritten outClosedSessionReads
+ *       outClosedSlidingWritten outClosedSlidingReads outShutDown
  *
  * A second application (applicationId + "-shut-down", started first, run at once) suppresses the
  * prices table in a buffer of SHUT_DOWN_BYTES bytes that shuts down when full: it stops at the first
@@ -77,7 +78,8 @@ public final class SuppressExamples {
                                      String outWindowedBytes, String outSessionsFiltered, String outSessionBytes,
                                      String outSlidingFiltered, String outSlidingBytes, String outHeld,
                                      String outClosedWritten, String outClosedReads,
-                                     String outClosedSessionsWritten, String outClosedSessionReads) {
+                                     String outClosedSessionsWritten, String outClosedSessionReads,
+                                     String outClosedSlidingWritten, String outClosedSlidingReads) {
         StreamsBuilder builder = new StreamsBuilder();
         // The suppression buffer serializes the windowed keys: the grouping names the key serde.
         KStream<String, String> eventStream = builder.<String, String>stream(events);
@@ -179,7 +181,8 @@ public final class SuppressExamples {
             .to(outRaised);
 
         // Sliding windows skip null values (their stream time too): a sub-topology of their own.
-        KGroupedStream<String, String> slidesGrouped = builder.<String, String>stream(slides)
+        KStream<String, String> slideStream = builder.<String, String>stream(slides);
+        KGroupedStream<String, String> slidesGrouped = slideStream
             .groupByKey(Grouped.with(Serdes.String(), Serdes.String()));
         slidesGrouped
             .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(2)))
@@ -237,6 +240,19 @@ public final class SuppressExamples {
             .to(outClosedSessionsWritten,
                 Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.String()));
         eventStream.process(ClosedSessionWriter::new, "closed-sessions-written").to(outClosedSessionReads);
+        // The same on sliding windows: a processor on the slides writes and reads the time-ordered store
+        // (with its key index) of a sliding aggregate emitting on window close.
+        slidesGrouped
+            .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(2)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .aggregate(() -> "", (key, value, agg) -> agg + "," + value,
+                Materialized.<String, String, WindowStore<Bytes, byte[]>>as("closed-sliding-written")
+                    .withCachingDisabled())
+            .toStream()
+            .processValues(StampWindowValues::new)
+            .to(outClosedSlidingWritten,
+                Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 5_000), Serdes.String()));
+        slideStream.process(ClosedSlidingWriter::new, "closed-sliding-written").to(outClosedSlidingReads);
         return builder.build();
     }
 
@@ -442,7 +458,7 @@ public final class SuppressExamples {
         String bootstrap = args[0];
         String applicationId = args[1];
         String stateDir = args[2];
-        Topology shutDown = shutDownExample(args[4], args[27]);
+        Topology shutDown = shutDownExample(args[4], args[29]);
         Properties shutDownProps = KafkaStreamsRuns.properties(bootstrap, applicationId + "-shut-down",
                                                                stateDir + "/shut-down");
         shutDownProps.put(StreamsConfig.PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG, RecordingHandler.class);
@@ -454,7 +470,7 @@ public final class SuppressExamples {
         Topology topology = suppressExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
                                              args[10], args[11], args[12], args[13], args[14], args[15], args[16],
                                              args[17], args[18], args[19], args[20], args[21], args[22], args[23],
-                                             args[24], args[25], args[26]);
+                                             args[24], args[25], args[26], args[27], args[28]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
 

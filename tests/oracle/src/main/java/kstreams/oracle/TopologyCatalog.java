@@ -150,7 +150,7 @@ public final class TopologyCatalog {
             "both-bounds-prices", "raised-prices", "final-filtered-counts", "windowed-bytes-counts",
             "sessions-filtered-out", "session-bytes-out", "sliding-filtered-out", "sliding-bytes-out",
             "held-prices", "closed-written-out", "closed-reads", "closed-sessions-written-out",
-            "closed-session-reads"));
+            "closed-session-reads", "closed-sliding-written-out", "closed-sliding-reads"));
         TOPOLOGIES.put("processor_api_examples", () -> ProcessorApiExamples.processorApiExamples("events", "out"));
         TOPOLOGIES.put("processor_api_named_then_count", TopologyCatalog::processor_api_named_then_count);
         TOPOLOGIES.put("processor_api_low_level_examples", () -> ProcessorApiExamples.lowLevel("events", "out"));
