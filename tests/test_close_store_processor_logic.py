@@ -14,6 +14,8 @@ from datetime import timedelta
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import (
@@ -91,7 +93,8 @@ def _run(program, rows, batches=1, windowed_serde=None):
     for first in range(0, len(rows), size):
         chunk = range(first, min(first + size, len(rows)))
         frame = pd.DataFrame({
-            "key": [rows[i][0].encode() for i in chunk], "value": [rows[i][1].encode() for i in chunk],
+            "key": [None if rows[i][0] is None else rows[i][0].encode() for i in chunk],
+            "value": [rows[i][1].encode() for i in chunk],
             "topic": ["in"] * len(chunk), "partition": [0] * len(chunk), "offset": list(chunk),
             "timestamp": [None] * len(chunk), "event_time": [rows[i][2] for i in chunk],
             "merge_time": [rows[i][2] for i in chunk], "seq": list(chunk),
@@ -194,6 +197,63 @@ def test_the_sliding_window_close_emit_sends_what_the_processor_wrote(batches):
     assert [value for key, value in outputs if key == "reads"] == [
         "a@0,a@500,a@800,a@1001,a@1501,a@3000,b@1100,b@1201,c@1300,z@1500|"
         "a@0,a@500,a@800,a@1001,b@1100,b@1201,c@1300,z@1500,a@1501,a@3000"]
+
+
+class _CommandWriter(Processor):
+    """On records with a null key (which the aggregation skips): ``put <key> <start>`` puts a window,
+    ``read <key from> <key to>`` forwards the key range's windows, then ``|``, then ``fetch_all``'s."""
+
+    def init(self, context) -> None:
+        self.context, self.store = context, context.get_state_store("closed")
+
+    def process(self, record: Record) -> None:
+        command, *args = record.value.split(" ")
+        if command == "put":
+            self.store.put(args[0], ValueAndTimestamp.make("v", 1), int(args[1]))
+            return
+        listed = [",".join(f"{entry.key.key}@{entry.key.window.start}" for entry in entries) for entries in
+                  (self.store.fetch(args[0], args[1], 0, 10 ** 9), self.store.fetch_all(0, 10 ** 9))]
+        self.context.forward(Record("reads", "|".join(listed), record.timestamp))
+
+
+def _command_program():
+    """A sliding aggregate emitting on window close kept 5 minutes (segments of 150 s), written by commands."""
+    builder = StreamsBuilder()
+    events = builder.stream("in")
+    events.group_by_key().windowed_by(SlidingWindows.of_time_difference_and_grace(SECOND, 2 * SECOND)) \
+        .emit_strategy(EmitStrategy.on_window_close()) \
+        .aggregate(lambda: "", lambda key, value, agg: agg + "," + value,
+                   Materialized.as_("closed").with_caching_disabled().with_retention(timedelta(minutes=5))) \
+        .to_stream().to("out", Produced.with_(WindowedSerde(Serdes.String(), 1_000), Serdes.String()))
+    events.process(_CommandWriter, "closed").to("out")
+    return compile_topology(builder, "app", default_key_serde=Serdes.String(),
+                            default_value_serde=Serdes.String()).program(0)
+
+
+_KEYS = ("a", "ab", "b", "b9", "aa")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_KEYS), st.integers(0, 700_000)), min_size=1, max_size=25),
+       st.sampled_from(_KEYS), st.sampled_from(_KEYS))
+def test_a_sliding_close_stores_key_range_reads_its_key_index_and_fetch_all_its_time_first_keys(puts, low, high):
+    """Kafka Streams' indexed time-ordered store: a key range iterates the index (KeyFirstWindowKeySchema:
+    key bytes, then the start, in segments of 150 s), fetch_all the base keys (TimeFirstWindowKeySchema: the
+    start, then key bytes); both return the windows starting at the store's time (its largest start put)
+    minus 5 minutes or later, a put older than that when made being skipped."""
+    rows = [(None, f"put {key} {start}", 1_000) for key, start in puts] + [(None, f"read {low} {high}", 1_000)]
+    (reads,) = [value for key, value in _run(_command_program(), rows) if key == "reads"]
+    windows, time = {}, -1
+    for key, start in puts:
+        time = max(time, start)
+        if start >= time - 300_000:
+            windows[(key, start)] = True
+    live = [(key, start) for key, start in windows if start >= time - 300_000]
+    seqnum = bytes(4)
+    index = sorted((start // 150_000, key.encode() + struct.pack(">q", start) + seqnum, f"{key}@{start}")
+                   for key, start in live if low.encode() <= key.encode() <= high.encode())
+    base = sorted((struct.pack(">q", start) + key.encode() + seqnum, f"{key}@{start}") for key, start in live)
+    assert reads == ",".join(entry[-1] for entry in index) + "|" + ",".join(entry[-1] for entry in base)
 
 
 class _SessionWriter(Processor):
