@@ -176,7 +176,8 @@ class ClosedSlidingWriter(Processor):
         family_windows = ",".join(f"{entry.key.key}@{entry.key.window.start}={stored(entry.value)}"
                                   for entry in self.store.fetch(family + "1", family + "9", left, t))
         backward = keys(self.store.backward_fetch(family + "1", family + "9", left, t))
-        by_time, by_time_backward = keys(self.store.fetch_all(left, t)), keys(self.store.backward_fetch_all(t - 10_000, t))
+        by_time = keys(self.store.fetch_all(left, t))
+        by_time_backward = keys(self.store.backward_fetch_all(t - 10_000, t))
         self.context.forward(Record(key, f"{i}|{stored(self.store.fetch(key, left))}|{mine}|{family_windows}|"
                                          f"{backward}|{by_time}|{by_time_backward}", t))
 
@@ -342,7 +343,8 @@ def suppress_examples(topics: dict[str, str]) -> StreamsBuilder:
                    Materialized.as_("closed-sliding-written").with_caching_disabled()) \
         .to_stream() \
         .process_values(StampWindowValues) \
-        .to(topics["out-closed-sliding-written"], Produced.with_(WindowedSerde(Serdes.String(), 5_000), Serdes.String()))
+        .to(topics["out-closed-sliding-written"],
+            Produced.with_(WindowedSerde(Serdes.String(), 5_000), Serdes.String()))
     slide_stream.process(ClosedSlidingWriter, "closed-sliding-written").to(topics["out-closed-sliding-reads"])
     return builder
 

@@ -21,10 +21,11 @@ Emitting on window close (``EmitStrategy.on_window_close()``), the aggregation's
 time-ordered one instead (``RocksDBTimeOrderedWindowStore``): its observed time is the same, but a
 window starting at ``observed time - retention`` itself is still returned, and ranges come by start,
 then key; a sliding aggregation's store also keeps a key index (time windows': none), through which
-key ranges (``fetch`` with four arguments) come in the segmented store's order. A processor's write is what the window-close emit then fetches: a put into a window
-not closed yet goes out with the put's value and timestamp when it closes (a new window too), a delete
-takes the window out of the emit, a write into a window already emitted is never forwarded
-(:meth:`~.windows._WindowAggregate.write_window` notes it in :class:`~.window_close.ClosedWindows`).
+key ranges (``fetch`` with four arguments) come in the segmented store's order. A processor's write is
+what the window-close emit then fetches: a put into a window not closed yet goes out with the put's
+value and timestamp when it closes (a new window too), a delete takes the window out of the emit, a
+write into a window already emitted is never forwarded (:meth:`~.windows._WindowAggregate.write_window`
+notes it in :class:`~.window_close.ClosedWindows`).
 
 Values are :class:`~dagster_kstreams.topology.processor_api.ValueAndTimestamp`; reads give a copy
 made through the store's value serde, writes store one. Single-key reads return ``(start, value)``

@@ -56,7 +56,8 @@ final class ClosedSlidingWriter implements Processor<String, String, String, Str
         }
         if (Math.floorMod(i, 9) == 4) {
             KeyValue<Long, ValueAndTimestamp<String>> before = null;
-            try (WindowStoreIterator<ValueAndTimestamp<String>> entries = store.backwardFetch(key, t - 10_000, left - 1)) {
+            try (WindowStoreIterator<ValueAndTimestamp<String>> entries =
+                     store.backwardFetch(key, t - 10_000, left - 1)) {
                 if (entries.hasNext()) {
                     before = entries.next();
                 }
