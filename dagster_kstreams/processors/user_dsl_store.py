@@ -122,8 +122,8 @@ _DSL_STORES_OFFERED = ("user processors get the key-value stores of count/reduce
                        "table-table joins (not of windowed tables) and their filter/map_values, the window stores of "
                        "time-windowed (emitting on every update or on window close) and sliding-windowed (emitting on "
                        "every update) and the session stores of session-windowed count/reduce/aggregate (emitting on "
-                       "every update or on window close; a cogroup's emitting on every update), and the stores added "
-                       "with add_state_store()")
+                       "every update or on window close), a windowed cogroup's too, and the stores added with "
+                       "add_state_store()")
 
 # The DSL operations whose key-value store keeps its timestamps once a processor names it
 # (aggregations.KeyValueStoreProcessor.keeps_timestamps; a filter's or map_values' store through
@@ -147,14 +147,16 @@ def check_dsl_store(factory, spec, sub) -> None:
     table source, a table-table join not of windowed tables or their ``filter``/``map_values``),
     timestamped window store (a time-windowed stream aggregation's, emitting on every update or on window
     close, or a sliding-windowed one's emitting on every update) or session store (a session-windowed
-    one's, emitting on every update or on window close)."""
+    one's, emitting on every update or on window close). A windowed or session cogroup's store is always
+    one of these: Kafka Streams 4.3.1 builds a cogroup's windowed processors emitting on every update
+    (``CogroupedStreamAggregateBuilder``; its cogrouped windowed streams have no ``emitStrategy``), and so
+    does :mod:`~dagster_kstreams.topology.cogrouped`."""
     where = f"processor {factory.name}: store {spec.name}"
     if spec.type is StoreType.WINDOW:
         _check_window_store(where, spec, sub)
         return
     if spec.type is StoreType.SESSION:
-        _check_session_store(where, spec, sub)
-        return
+        return  # every session aggregation's, a cogroup's too (which always emits on every update)
     if spec.type is not StoreType.KEY_VALUE:
         raise UnsupportedTopologyError(
             f"{where} belongs to a DSL operation ({spec.type.value}) whose store the Spark runner keeps in a form "
@@ -241,17 +243,6 @@ def _check_window_store(where: str, spec, sub) -> None:
         why = f"keeps its {type(windows).__name__} in a form of its own, which has no WindowStore view"
     elif isinstance(windows, SlidingWindows) and owner.params.get("emit_strategy", ON_WINDOW_UPDATE) != ON_WINDOW_UPDATE:
         why = "slides and emits on window close, over Kafka Streams' time-ordered window store: no view of it yet"
-    elif owner.params.get("cogroup") and owner.params.get("emit_strategy", ON_WINDOW_UPDATE) != ON_WINDOW_UPDATE:
-        why = "is a cogroup's aggregate emitting on window close: no view of its time-ordered store compared yet"
-    else:
-        return
-    raise UnsupportedTopologyError(f"{where} belongs to {owner.name}, which {why}; {_DSL_STORES_OFFERED}")
-
-
-def _check_session_store(where: str, spec, sub) -> None:
-    owner = next(node for node in sub.nodes if spec.name in node.stores and node.kind is NodeKind.WINDOWED_AGGREGATE)
-    if owner.params.get("cogroup") and owner.params.get("emit_strategy", ON_WINDOW_UPDATE) != ON_WINDOW_UPDATE:
-        why = "is a cogroup's aggregate emitting on window close: no view of its time-ordered store compared yet"
     else:
         return
     raise UnsupportedTopologyError(f"{where} belongs to {owner.name}, which {why}; {_DSL_STORES_OFFERED}")
