@@ -31,7 +31,6 @@ from typing import Any, Callable, Iterator, Optional
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.user_dsl_view import DslStoreView
-from dagster_kstreams.topology.emit_strategy import ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind, StoreType
 from dagster_kstreams.topology.processor_api import KeyValue, ValueAndTimestamp
 from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
@@ -120,9 +119,9 @@ class TimestampedKeyValueStore(DslStoreView):
 _DSL_STORES_OFFERED = ("user processors get the key-value stores of count/reduce/aggregate (of grouped streams, "
                        "re-grouped tables and cogroups), to_table, tables read from a topic (versioned ones too), "
                        "table-table joins (not of windowed tables) and their filter/map_values, the window stores of "
-                       "time-windowed and sliding-windowed and the session stores of session-windowed "
-                       "count/reduce/aggregate (emitting on every update or on window close; a cogroup's emitting on "
-                       "every update), and the stores added with add_state_store()")
+                       "time-windowed and sliding-windowed (emitting on every update or on window close) and the "
+                       "session stores of session-windowed count/reduce/aggregate (emitting on every update or on "
+                       "window close), a windowed cogroup's too, and the stores added with add_state_store()")
 
 # The DSL operations whose key-value store keeps its timestamps once a processor names it
 # (aggregations.KeyValueStoreProcessor.keeps_timestamps; a filter's or map_values' store through
@@ -146,14 +145,15 @@ def check_dsl_store(factory, spec, sub) -> None:
     table source, a table-table join not of windowed tables or their ``filter``/``map_values``),
     timestamped window store (a time- or sliding-windowed stream aggregation's, emitting on every update
     or on window close) or session store (a session-windowed one's, emitting on every update or on window
-    close); a cogroup's windowed store only emitting on every update."""
+    close). A windowed or session cogroup's store is always one of these: Kafka Streams 4.3.1 builds a
+    cogroup's windowed processors emitting on every update (``CogroupedStreamAggregateBuilder``; its
+    cogrouped windowed streams have no ``emitStrategy``), and so does :mod:`~dagster_kstreams.topology.cogrouped`."""
     where = f"processor {factory.name}: store {spec.name}"
     if spec.type is StoreType.WINDOW:
         _check_window_store(where, spec, sub)
         return
     if spec.type is StoreType.SESSION:
-        _check_session_store(where, spec, sub)
-        return
+        return  # every session aggregation's, a cogroup's too (which always emits on every update)
     if spec.type is not StoreType.KEY_VALUE:
         raise UnsupportedTopologyError(
             f"{where} belongs to a DSL operation ({spec.type.value}) whose store the Spark runner keeps in a form "
@@ -237,19 +237,7 @@ def _check_window_store(where: str, spec, sub) -> None:
     owner = next(node for node in sub.nodes if spec.name in node.stores and node.kind is NodeKind.WINDOWED_AGGREGATE)
     windows = owner.params.get("windows")
     if not isinstance(windows, (TimeWindows, SlidingWindows)):
-        why = f"keeps its {type(windows).__name__} in a form of its own, which has no WindowStore view"
-    elif owner.params.get("cogroup") and owner.params.get("emit_strategy", ON_WINDOW_UPDATE) != ON_WINDOW_UPDATE:
-        why = "is a cogroup's aggregate emitting on window close: no view of its time-ordered store compared yet"
-    else:
-        return
-    raise UnsupportedTopologyError(f"{where} belongs to {owner.name}, which {why}; {_DSL_STORES_OFFERED}")
-
-
-def _check_session_store(where: str, spec, sub) -> None:
-    owner = next(node for node in sub.nodes if spec.name in node.stores and node.kind is NodeKind.WINDOWED_AGGREGATE)
-    if owner.params.get("cogroup") and owner.params.get("emit_strategy", ON_WINDOW_UPDATE) != ON_WINDOW_UPDATE:
-        why = "is a cogroup's aggregate emitting on window close: no view of its time-ordered store compared yet"
-    else:
-        return
-    raise UnsupportedTopologyError(f"{where} belongs to {owner.name}, which {why}; {_DSL_STORES_OFFERED}")
+        raise UnsupportedTopologyError(
+            f"{where} belongs to {owner.name}, which keeps its {type(windows).__name__} in a form of its own, "
+            f"which has no WindowStore view; {_DSL_STORES_OFFERED}")
 
