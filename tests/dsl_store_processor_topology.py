@@ -25,6 +25,11 @@ each (forwarding what it held), so the next aggregation goes on from what it wro
 the larger of the record's and the stored timestamp) and the next step or join update overwrites it
 (a join's update is stamped with the larger of both rows' timestamps, whatever its store holds).
 
+The same StoreEditor edits the stores keyed by windows (``win-joined`` of a tumbling count outer-joined
+with a hopping concatenation, ``win-kept`` of its filter, ``win-labels`` of the count's map_values;
+``slide-joined`` and ``slide-labels`` of the same in sliding windows): its keys are windows, which it
+lists as Java's ``Windowed.toString()`` writes them (``key_text``), and which are forwarded as that text.
+
 Every value starts with ``p<partition>|``: the task that produced it. Its classes are
 self-contained: Spark's Python workers cannot import modules of tests/, and the test ships this
 module by value.
@@ -32,15 +37,28 @@ module by value.
 
 from __future__ import annotations
 
-from dagster_kstreams.topology import Materialized, Named, StreamsBuilder
+from datetime import timedelta
+
+from dagster_kstreams.topology import (
+    Materialized, Named, Serdes, SlidingWindows, StreamsBuilder, TimeWindows, WindowedSerde,
+)
 from dagster_kstreams.topology.processor_api import Processor, PunctuationType, Record, ValueAndTimestamp
+from dagster_kstreams.topology.serdes import Windowed
 
 BUCKET_MS = 10_000
+WINDOW_MS = 1_000  # the windowed tables' windows (their stores' time-windowed key serde)
 
 
 def stored_text(stored) -> str:
     """A ValueAndTimestamp as both twins write it (``value@timestamp``, or ``null``)."""
     return "null" if stored is None else f"{stored.value()}@{stored.timestamp()}"
+
+
+def key_text(key) -> str:
+    """A key as both twins write it: a window as Java's ``Windowed.toString()`` (``[key@start/end]``)."""
+    if isinstance(key, Windowed):
+        return f"[{key.key}@{key.window.start}/{key.window.end}]"
+    return str(key)
 
 
 class CountCorrector(Processor):
@@ -96,7 +114,8 @@ class StoreEditor(Processor):
         tag = f"p{self.context.record_metadata().partition}|{self.store_names[0]}|"
         read = "|".join(stored_text(store.get(record.key)) for store in self.stores)
         if self.lists_all:
-            read += "|all=" + ",".join(f"{entry.key}={stored_text(entry.value)}" for entry in self.stores[0].all())
+            read += "|all=" + ",".join(f"{key_text(entry.key)}={stored_text(entry.value)}"
+                                       for entry in self.stores[0].all())
         value = "null" if record.value is None else record.value
         self.context.forward(record.with_value(f"{tag}update|{value}|t{record.timestamp}|{read}"))
         if record.timestamp % 5 == 0:
@@ -146,6 +165,62 @@ def _join_stores(builder: StreamsBuilder, topics: dict[str, str]) -> None:
         .to(out)
 
 
+def _windowed_stores(builder: StreamsBuilder, topics: dict[str, str]) -> None:
+    """The stores keyed by windows, each edited by a StoreEditor: the ``wins`` stream counted in tumbling
+    windows of 1 s and concatenated in hopping ones (1 s advancing by 500 ms), both with a grace of
+    500 ms, outer-joined into ``win-joined`` (a hopping window starting half-way has no count) and that
+    join's filter's ``win-kept`` (values without "null"), and the count's map_values' ``win-labels``;
+    each store keyed by Kafka Streams' time-windowed serde. The editor's keys are windows: they are
+    forwarded as text (``key_text``)."""
+    def text(value) -> str:  # as Java's string concatenation writes it
+        return "null" if value is None else str(value)
+
+    windowed_keys = WindowedSerde(Serdes.String(), WINDOW_MS)
+    size, grace = timedelta(milliseconds=WINDOW_MS), timedelta(milliseconds=500)
+    grouped = builder.stream(topics["wins"]).group_by_key()
+    counts = grouped.windowed_by(TimeWindows.of_size_and_grace(size, grace)) \
+        .count(Materialized.as_("win-counts").with_caching_disabled())
+    values = grouped.windowed_by(TimeWindows.of_size_and_grace(size, grace).advance_by(timedelta(milliseconds=500))) \
+        .reduce(lambda x, y: _tail(x + "," + text(y)), Materialized.as_("win-values").with_caching_disabled())
+    out = topics["out-tables"]
+    counts.outer_join(values, lambda n, v: f"{text(n)}/{text(v)}",
+                      Materialized.as_("win-joined").with_key_serde(windowed_keys).with_caching_disabled()) \
+        .filter(lambda windowed, value: "null" not in value,
+                Materialized.as_("win-kept").with_key_serde(windowed_keys).with_caching_disabled()) \
+        .to_stream().process(lambda: StoreEditor("win-joined", "win-kept", lists_all=True), "win-joined", "win-kept") \
+        .select_key(lambda windowed, value: key_text(windowed)).to(out)
+    counts.map_values(lambda n: f"#{n}", Materialized.as_("win-labels").with_key_serde(windowed_keys)
+                      .with_value_serde(Serdes.String()).with_caching_disabled()) \
+        .to_stream().process(lambda: StoreEditor("win-labels", lists_all=True), "win-labels") \
+        .select_key(lambda windowed, value: key_text(windowed)).to(out)
+
+
+def _sliding_stores(builder: StreamsBuilder, topics: dict[str, str]) -> None:
+    """The stores keyed by sliding windows (time difference 1 s, grace 500 ms; a window's end is its
+    start plus 1 s, as the time-windowed serde of size 1 s reads it back), in a sub-topology of their
+    own (a sliding aggregation beside time windows keeps its own stream time, whose tables the runner
+    does not join): the ``slides`` stream counted and concatenated, outer-joined into ``slide-joined``,
+    and the count's map_values' ``slide-labels``, each edited by a StoreEditor."""
+    def text(value) -> str:  # as Java's string concatenation writes it
+        return "null" if value is None else str(value)
+
+    windowed_keys = WindowedSerde(Serdes.String(), WINDOW_MS)
+    sliding = builder.stream(topics["slides"]).group_by_key().windowed_by(
+        SlidingWindows.of_time_difference_and_grace(timedelta(milliseconds=WINDOW_MS), timedelta(milliseconds=500)))
+    counts = sliding.count(Materialized.as_("slide-counts").with_caching_disabled())
+    values = sliding.reduce(lambda x, y: _tail(x + "," + text(y)),
+                            Materialized.as_("slide-values").with_caching_disabled())
+    out = topics["out-tables"]
+    counts.outer_join(values, lambda n, v: f"{text(n)}/{text(v)}",
+                      Materialized.as_("slide-joined").with_key_serde(windowed_keys).with_caching_disabled()) \
+        .to_stream().process(lambda: StoreEditor("slide-joined", lists_all=True), "slide-joined") \
+        .select_key(lambda windowed, value: key_text(windowed)).to(out)
+    counts.map_values(lambda n: f"#{n}", Materialized.as_("slide-labels").with_key_serde(windowed_keys)
+                      .with_value_serde(Serdes.String()).with_caching_disabled()) \
+        .to_stream().process(lambda: StoreEditor("slide-labels", lists_all=True), "slide-labels") \
+        .select_key(lambda windowed, value: key_text(windowed)).to(out)
+
+
 def _aggregation_stores(builder: StreamsBuilder, topics: dict[str, str]) -> None:
     """The stores of a re-grouped table's reduce and a cogroup's aggregate, each edited by a StoreEditor."""
     # uncached, as every store here: Kafka Streams' cache would forward per commit, the runner's per batch
@@ -164,9 +239,12 @@ def _aggregation_stores(builder: StreamsBuilder, topics: dict[str, str]) -> None
 
 def dsl_store_processor_examples(topics: dict[str, str]) -> StreamsBuilder:
     builder = StreamsBuilder()
-    # First (sub-topologies 0 to 4): a killed run, running one sub-topology after another, is killed in
-    # the joins' (1), and leaves the prices' to the rerun, whose batches are not capped (the order of its
-    # two topics in a task depends on the caps; the joins' inputs come in rounds that a cap cuts between)
+    # First (sub-topologies 0 to 6): a killed run, running one sub-topology after another, is killed in
+    # the windowed stores' (0), the sliding ones' (1) or the joins' (3), and leaves the prices' to the
+    # rerun, whose batches are not capped (the order of its two topics in a task depends on the caps; the
+    # joins' inputs come in rounds that a cap cuts between)
+    _windowed_stores(builder, topics)
+    _sliding_stores(builder, topics)
     _filter_stores(builder, topics)
     _join_stores(builder, topics)
     _aggregation_stores(builder, topics)

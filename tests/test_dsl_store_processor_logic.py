@@ -20,7 +20,7 @@ from dsl_store_processor_topology import dsl_store_processor_examples  # noqa: E
 
 from dagster_kstreams.processors.task_state import TaskState  # noqa: E402
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology  # noqa: E402
-from dagster_kstreams.topology import Materialized, StreamsBuilder, TimeWindows, ValueAndTimestamp  # noqa: E402
+from dagster_kstreams.topology import Materialized, StreamsBuilder, ValueAndTimestamp  # noqa: E402
 from dagster_kstreams.topology.processor_api import Processor, Record, Stores  # noqa: E402
 from dagster_kstreams.topology.serdes import Serdes  # noqa: E402
 
@@ -62,8 +62,9 @@ def _run(program, rows, batches):
 
 
 TOPICS = {"events": "in", "prices": "prices", "orders": "orders", "out": "out", "out-prices": "out-prices",
-          **{name: name for name in ("items", "accounts", "clicks", "views", "lefts", "rights", "out-tables")}}
-COUNTS = 5  # the count's sub-topology (the table step, join and re-grouping stores' come first)
+          **{name: name for name in ("items", "accounts", "clicks", "views", "lefts", "rights", "wins", "slides",
+                                     "out-tables")}}
+COUNTS = 7  # the count's sub-topology (the windowed, table step, join and re-grouping stores' come first)
 K = "000000000000|a"  # bucket 0
 ROWS = [(K, "x", 100), (K, "x", 50), (K, "x", 300), (K, None, 310), (K, "x", 20), (K, "x", 400), (K, "x", 500),
         (K, "x", 600), (None, "x", 650), ("000000000001|a", "x", 10_000), (K, "x", 10_001)]
@@ -267,29 +268,8 @@ def test_a_filter_of_a_join_stores_the_join_stamps_and_reads_its_own_store():
 
 
 def test_stores_the_runner_keeps_without_timestamps_are_refused_naming_them():
-    # (the windowed stores still refused: test_dsl_window_store_processor_logic.py)
-    windows = TimeWindows.of_size_with_no_grace(timedelta(seconds=10))
-    builder = StreamsBuilder()
-    left = builder.stream("l").group_by_key().windowed_by(windows).count()
-    right = builder.stream("r").group_by_key().windowed_by(windows).count()
-    left.join(right, lambda a, b: a + b, Materialized.as_("joined"))
-    builder.stream("s").process(_Nothing, "joined")
-    with pytest.raises(UnsupportedTopologyError, match="processor KSTREAM-PROCESSOR-.*store joined belongs to "
-                                                       "KTABLE-MERGE-.*join of the windowed table"):
-        _program(builder)
-    builder = StreamsBuilder()
-    left = builder.stream("l").group_by_key().windowed_by(windows).count()
-    right = builder.stream("r").group_by_key().windowed_by(windows).count()
-    left.join(right, lambda a, b: a + b).filter(lambda k, v: True, Materialized.as_("kept"))
-    builder.stream("s").process(_Nothing, "kept")
-    with pytest.raises(UnsupportedTopologyError, match="store kept belongs to KTABLE-FILTER-.*over KTABLE-MERGE-.*"
-                                                       "join of the windowed table"):
-        _program(builder)
-    builder = StreamsBuilder()
-    builder.stream("in").group_by_key().windowed_by(windows).count() \
-        .filter(lambda k, v: True, Materialized.as_("kept")).to_stream().process(_Nothing, "kept")
-    with pytest.raises(UnsupportedTopologyError, match="store kept belongs to KTABLE-FILTER-.*a windowed table"):
-        _program(builder)
+    # (the window stores still refused: test_dsl_window_store_processor_logic.py; the stores keyed by windows:
+    # test_dsl_windowed_key_store_logic.py)
     builder = StreamsBuilder()
     builder.stream("s").group_by_key().count(
         Materialized.as_(Stores.persistent_versioned_key_value_store("v", timedelta(minutes=1)))) \

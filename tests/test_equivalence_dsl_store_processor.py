@@ -11,7 +11,10 @@ Streams merges the two sub-topologies: describe() compared). ``StoreEditor`` rea
 the update's timestamp) and deletes the stores of a table's filter and map_values, of an inner and an
 outer table-table join, of a left join's filter and the outer join's map_values, of a re-grouped
 table's reduce and of a cogroup's aggregate, each stamped by Kafka Streams' rule (the update's time;
-a join's: the larger of both rows'; the larger of the record's and the aggregate's).
+a join's: the larger of both rows'; the larger of the record's and the aggregate's). And the stores
+keyed by windows (``TimestampedKeyValueStore<Windowed<K>, V>``, in sub-topologies of their own): a
+tumbling count outer-joined with a hopping concatenation, that join's filter's store and the count's
+map_values' store; a sliding count and concatenation outer-joined, and the count's map_values' store.
 
 Input (2 partitions): out-of-order timestamps within each 10 s bucket (a bucket's records all come
 before the next bucket's, so the keys a punctuation closes have seen all their records whenever Kafka
@@ -27,7 +30,8 @@ re-grouping's updates forwarded (the accounts all come from partition 0, so that
 reads one writer's records in its order), and per task and key the cogroup's (two topics merged). Once
 on a clean run, and once killed part-way (the joins' second task after its first batch of 120 records:
 10 rounds of each table, so the cap cuts where Kafka Streams' order across the two topics is kept) and
-rerun from the checkpoints.
+rerun from the checkpoints; and once each killed in the time-windowed and the sliding stores' second
+task after its first batch.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ import pytest
 from pyspark import cloudpickle
 
 import dsl_store_processor_topology
-from dsl_store_processor_topology import BUCKET_MS, dsl_store_processor_examples
+from dsl_store_processor_topology import BUCKET_MS, dsl_store_processor_examples, key_text
 from equivalence_io import output_topics, produce_strings, run_kafka_streams, with_unique_timestamps
 from killed_runs import kill_and_rerun
 from dagster_kstreams.kafka.records import read_topic
@@ -55,8 +59,9 @@ PARTITIONS = 2
 T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute: a bucket start
 OUTPUTS = {"out": 1, "out-prices": 1, "out-tables": 1}
 STORES = ("counts", "prices-store", "kept", "mapped", "regrouped", "cogrouped", "joined", "left-kept", "outer-joined",
-          "outer-mapped")
-JOIN_STORES = ("joined", "left-kept", "outer-joined")  # each StoreEditor's first store
+          "outer-mapped", "win-joined", "win-kept", "win-labels", "slide-joined", "slide-labels")
+JOIN_STORES = ("joined", "left-kept", "outer-joined", "win-joined", "slide-joined")  # each StoreEditor's first store
+WINDOWED_STORES = ("win-joined", "win-labels", "slide-joined", "slide-labels")  # keyed by windows
 JOIN_ROUNDS, JOIN_ROUND_MS, JOIN_PER_ROUND = 20, 2_000, 6  # per round, partition and table: 6 updates
 
 
@@ -142,6 +147,20 @@ def _join_inputs(seed: int = 22) -> dict[str, list[tuple]]:
     return tables
 
 
+def _window_inputs(seed: int = 23) -> list[tuple]:
+    """The windowed stores' stream: keys on both partitions, 60 ms apart, a fifth of them out of order
+    by up to 1.5 s (some beyond the 500 ms grace: dropped from their windows), null keys and values."""
+    rng = random.Random(seed)
+    records = []
+    for i in range(400):
+        number = rng.randint(1, 6)
+        timestamp = T0 + i * 60 - (rng.randint(1, 1_500) if rng.random() < 0.2 else 0)
+        key = None if rng.random() < 0.03 else f"w{number}"
+        value = None if rng.random() < 0.05 else f"v{rng.randint(1, 9)}"
+        records.append((key, value, number % PARTITIONS, timestamp))
+    return records
+
+
 def _count_results(records) -> dict[tuple[str, str], list]:
     """``{(task tag, "record" | "punctuation"): [(key, value)]}`` in offset order."""
     results: dict[tuple[str, str], list] = {}
@@ -185,11 +204,13 @@ def _results(bootstrap: str, topics: dict[str, str]) -> dict:
 
 @pytest.fixture(scope="module")
 def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory):
-    names = ("events", "prices", "orders", "items", "accounts", "clicks", "views", "lefts", "rights")
+    names = ("events", "prices", "orders", "items", "accounts", "clicks", "views", "lefts", "rights", "wins",
+             "slides")
     inputs = {name: unique_topic(f"dsl-papi-{name}") for name in names}
     kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
     prices, orders = _prices_and_orders()
-    records = {"events": _events(), "prices": prices, "orders": orders, **_table_inputs(), **_join_inputs()}
+    records = {"events": _events(), "prices": prices, "orders": orders, **_table_inputs(), **_join_inputs(),
+               "wins": _window_inputs(), "slides": _window_inputs(24)}
     for name in names:
         produce_strings(kafka_bootstrap, inputs[name], records[name])
     topics, stdout = run_kafka_streams("kstreams.oracle.DslStoreProcessorExamples", "dsl-papi", kafka_bootstrap,
@@ -210,22 +231,28 @@ def test_clean_run_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_to
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS)
     runner = TaskRunner(dsl_store_processor_examples(topics), unique_topic("spark-dsl-papi"), kafka_bootstrap,
                         state_location=str(tmp_path / "state"), spark=spark)
-    assert {r.task_id for r in runner.run_all()} == {f"{sub}_{partition}" for sub in range(7) for partition in (0, 1)}
+    assert {r.task_id for r in runner.run_all()} == {f"{sub}_{partition}" for sub in range(9) for partition in (0, 1)}
     _assert_matches(kafka_bootstrap, topics, runner, kafka_streams_run)
 
 
+@pytest.mark.parametrize("killed_task, inputs", [
+    ("3_1", lambda: [record for records in _join_inputs().values() for record in records]),  # the joins'
+    ("0_1", _window_inputs),  # the time-windowed stores'
+    ("1_1", lambda: _window_inputs(24)),  # the sliding ones'
+], ids=["joins", "windowed", "sliding"])
 def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
-                                                         kafka_streams_run):
-    """The killed run runs one sub-topology after another in batches of 120 records, the filter's and
-    map_values', then the joins', and is killed after the joins' second task's first batch; the rerun
-    continues from the checkpoints."""
+                                                         kafka_streams_run, killed_task, inputs):
+    """The killed run runs one sub-topology after another in batches of 120 records (the time-windowed
+    stores', the sliding ones', the filter's and map_values', then the joins') and is killed after
+    ``killed_task``'s first batch (the second task of the time-windowed, the sliding or the joins'
+    stores'); the rerun continues from the checkpoints."""
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS)
     rerun = kill_and_rerun(tmp_path, dsl_store_processor_examples, topics, app_id=unique_topic("spark-dsl-papi-k"),
                            bootstrap=kafka_bootstrap, spark=spark,
-                           kill_when=lambda line: line.startswith("task 1_1 batch"),
+                           kill_when=lambda line: line.startswith(f"task {killed_task} batch"),
                            killed_args=("--parallelism", "1", "--max-records-per-batch", "120"))
-    on_partition_1 = sum(1 for records in _join_inputs().values() for record in records if record[2] == 1)
-    assert 0 < rerun.by_task["1_1"].records_in < on_partition_1  # task 1_1 continued from its checkpoint
+    on_partition_1 = sum(1 for record in inputs() if record[2] == 1)
+    assert 0 < rerun.by_task[killed_task].records_in < on_partition_1  # it continued from its checkpoint
     _assert_matches(kafka_bootstrap, topics, rerun.runner, kafka_streams_run)
 
 
@@ -239,7 +266,7 @@ def _assert_matches(bootstrap: str, topics: dict[str, str], runner: TaskRunner, 
     # The queryable stores read what the processors wrote (the count's last bucket; every price; the
     # filter's, the map_values', the re-grouping's and the cogroup's last values).
     for store, content in reference["stores"].items():
-        assert {key: str(value) for key, value in runner.read_store(store).items()} == content, store
+        assert {key_text(key): str(value) for key, value in runner.read_store(store).items()} == content, store
 
 
 def _assert_reference_exercises_it(reference: dict) -> None:
@@ -255,7 +282,7 @@ def _assert_reference_exercises_it(reference: dict) -> None:
         read = [value for (task, _), sequence in prices.items() if task == tag for value in sequence]
         assert any("@" in value for value in read) and any(value.endswith("|null") for value in read)
     for tag in ("p0", "p1"):
-        for store in ("kept", "regrouped", "cogrouped", *JOIN_STORES):
+        for store in ("kept", "regrouped", "cogrouped", "win-labels", "slide-labels", *JOIN_STORES):
             values = [value for sequence in _by_key(reference, tag, store).values() for value in sequence]
             # a store read (or listed) what the processor wrote
             assert any("edited" in "|".join(parts[5:]) for parts in values if parts[2] == "update"), (tag, store)
@@ -270,6 +297,12 @@ def _assert_reference_exercises_it(reference: dict) -> None:
                for store in ("regrouped", "cogrouped") for tag in ("p0", "p1")
                for sequence in _by_key(reference, tag, store).values()
                for earlier, later in zip(sequence, sequence[1:]))
+    # The windowed stores' keys are windows (key@start/end), which all() lists in their serde's byte order.
+    for store in WINDOWED_STORES:
+        listed = [parts[-1] for tag in ("p0", "p1") for sequence in _by_key(reference, tag, store).values()
+                  for parts in sequence if parts[2] == "update"]
+        assert any(all_.count("=") > 2 for all_ in listed) and all(key.startswith("[") for key in
+                                                                   reference["stores"][store]), store
     assert all(reference["stores"][store] for store in STORES)
 
 

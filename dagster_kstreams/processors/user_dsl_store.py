@@ -2,6 +2,8 @@
 on the store of ``count(Materialized.as_("counts"))`` (of a grouped stream, a re-grouped table or a
 cogroup), of ``to_table``, of a table read from a topic, of a table-table join or of a table's
 ``filter``/``map_values`` (Kafka Streams' ``TimestampedKeyValueStore`` behind its read-write decorator).
+A join of windowed tables, and a ``filter``/``map_values`` of one or of a windowed aggregation's table, keep
+their stores by window (``Windowed`` keys): :mod:`.user_dsl_windowed_keys` views them.
 
 The view reads and writes the operation's own state, not a copy: each key's value is the store's
 slot of the key's group in the task's state (:mod:`.task_state`; a sub-topology with a user processor
@@ -31,11 +33,14 @@ from typing import Any, Callable, Iterator, Optional
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.user_dsl_view import DslStoreView
+from dagster_kstreams.processors.windowed_table_reads import is_windowed_table
+from dagster_kstreams.topology.emit_strategy import ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind, StoreType
 from dagster_kstreams.topology.processor_api import KeyValue, ValueAndTimestamp
+from dagster_kstreams.topology.serdes import WindowedSerde
 from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
 
-__all__ = ["TimestampedKeyValueStore", "check_dsl_store"]
+__all__ = ["TimestampedKeyValueStore", "check_dsl_store", "keyed_by_windows"]
 
 
 class TimestampedKeyValueStore(DslStoreView):
@@ -110,18 +115,23 @@ class TimestampedKeyValueStore(DslStoreView):
         writes while iterating do not disturb."""
         entries = []
         for raw_key, value in self._task.slot_entries(self._owner.state_slot):
-            key = self._store_key_serde.deserialize(raw_key)
+            key = self._key_of_group(raw_key)
             entries.append((self._key_serde.serialize(key), KeyValue(key, self._read(raw_key, value))))
         return sorted(entries, key=lambda entry: entry[0])
+
+    def _key_of_group(self, raw_key):
+        """The key whose group the task's state keeps under ``raw_key``."""
+        return self._store_key_serde.deserialize(raw_key)
 
 
 # -- definition time -------------------------------------------------------------------------
 _DSL_STORES_OFFERED = ("user processors get the key-value stores of count/reduce/aggregate (of grouped streams, "
                        "re-grouped tables and cogroups), to_table, tables read from a topic (versioned ones too), "
-                       "table-table joins (not of windowed tables) and their filter/map_values, the window stores of "
-                       "time-windowed and sliding-windowed (emitting on every update or on window close) and the "
-                       "session stores of session-windowed count/reduce/aggregate (emitting on every update or on "
-                       "window close), a windowed cogroup's too, and the stores added with add_state_store()")
+                       "table-table joins (of windowed tables too) and their filter/map_values, the filter/map_values "
+                       "of time-windowed and sliding-windowed aggregations emitting on every update, the window "
+                       "stores of time-windowed and sliding-windowed (emitting on every update or on window close) "
+                       "and the session stores of session-windowed count/reduce/aggregate (emitting on every update or "
+                       "on window close), a windowed cogroup's too, and the stores added with add_state_store()")
 
 # The DSL operations whose key-value store keeps its timestamps once a processor names it
 # (aggregations.KeyValueStoreProcessor.keeps_timestamps; a filter's or map_values' store through
@@ -139,10 +149,12 @@ _STAMPED_AS_KAFKA_STREAMS = frozenset({NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE,
                                        NodeKind.TABLE_AGGREGATE, NodeKind.TABLE_TABLE_JOIN_MERGE})
 
 
-def check_dsl_store(factory, spec, sub) -> None:
+def check_dsl_store(factory, spec, sub, key_serde) -> None:
     """A DSL store a processor names must be one the runner keeps as Kafka Streams' timestamped
     key-value store (the store of a stream, cogroup or re-grouped table aggregation, ``to_table``, a
-    table source, a table-table join not of windowed tables or their ``filter``/``map_values``),
+    table source, a table-table join or their ``filter``/``map_values``, a ``filter``/``map_values`` of a
+    time-windowed or sliding-windowed aggregation emitting on every update: the windowed ones written
+    by ``key_serde``, the store's key serde, a time-windowed one),
     timestamped window store (a time- or sliding-windowed stream aggregation's, emitting on every update
     or on window close) or session store (a session-windowed one's, emitting on every update or on window
     close). A windowed or session cogroup's store is always one of these: Kafka Streams 4.3.1 builds a
@@ -170,8 +182,15 @@ def check_dsl_store(factory, spec, sub) -> None:
                 f"without the timestamps a processor reads (ValueAndTimestamp); {_DSL_STORES_OFFERED}")
         if owner.kind in _TABLE_STEPS:
             _check_table_step(where, owner, sub)
-        elif owner.kind is NodeKind.TABLE_TABLE_JOIN_MERGE:
-            _check_join(where, owner, owner, sub)
+        if is_windowed_table(sub, owner):
+            _check_windowed_key_serde(where, owner, key_serde)
+
+
+def keyed_by_windows(spec, sub) -> bool:
+    """Whether the DSL key-value store ``spec`` (one ``check_dsl_store`` admits) is keyed by windows:
+    a table-table join's or a ``filter``/``map_values``' over windowed tables."""
+    return any(spec.name in node.stores and node.kind in (NodeKind.TABLE_TABLE_JOIN_MERGE, *_TABLE_STEPS)
+               and is_windowed_table(sub, node) for node in sub.nodes)
 
 
 def _check_versioned_table(where: str, spec, sub) -> None:
@@ -202,12 +221,12 @@ def _check_table_step(where: str, step, sub) -> None:
                 f"{_DSL_STORES_OFFERED}")
     if node.kind is NodeKind.COGROUP_MERGE:  # a cogroup's table: its aggregations write it
         node = sub.node(node.parents[0])
-    if node.kind is NodeKind.TABLE_TABLE_JOIN_MERGE:
-        _check_join(where, step, node, sub)
     if node.kind in _STAMPED_AS_KAFKA_STREAMS:
         return
     if node.kind is NodeKind.WINDOWED_AGGREGATE:
-        why = "a windowed table, whose updates the step would keep by window: not compared with Kafka Streams yet"
+        why = _windowed_table_not_compared(node)
+        if why is None:
+            return
     elif node.kind is NodeKind.SUPPRESS:
         why = "a suppressed table: not compared with Kafka Streams yet"
     else:
@@ -217,20 +236,32 @@ def _check_table_step(where: str, step, sub) -> None:
         f"{why}; {_DSL_STORES_OFFERED}")
 
 
-def _check_join(where: str, owner, merge, sub) -> None:
-    """A join's result is stamped as Kafka Streams stamps it, but a join of windowed tables keys its
-    store (or a step's after it) by windowed keys, which no view here reads yet."""
-    stack = [merge]
-    while stack:
-        node = stack.pop()
-        if node.kind is NodeKind.WINDOWED_AGGREGATE:
-            raise UnsupportedTopologyError(
-                f"{where} belongs to {owner.name} ({owner.kind.value}), over {merge.name}, a join of the windowed "
-                f"table of {node.name}, whose store is keyed by windows: not compared with Kafka Streams yet; "
-                f"{_DSL_STORES_OFFERED}")
-        if node.kind in (NodeKind.TABLE_TABLE_JOIN_MERGE, NodeKind.TABLE_TABLE_JOIN, NodeKind.COGROUP_MERGE,
-                         *_TABLE_STEPS):
-            stack.extend(sub.node(parent) for parent in node.parents)
+def _windowed_table_not_compared(aggregation) -> Optional[str]:
+    """Why a step's store over ``aggregation``'s windowed table is refused (None: it is not). A time-windowed
+    or sliding-windowed aggregation emitting on every update stamps its updates as Kafka Streams does (the
+    larger of the record's and the window's time), and the step keeps each window in the window's group,
+    Kafka Streams' entry of the key and the window's start; the others are not compared with Kafka Streams."""
+    windows = aggregation.params.get("windows")
+    if not isinstance(windows, (TimeWindows, SlidingWindows)):
+        return (f"a {type(windows).__name__} table, whose store Kafka Streams keys by the session's end too: "
+                "not compared with Kafka Streams yet")
+    if aggregation.params.get("emit_strategy", ON_WINDOW_UPDATE) != ON_WINDOW_UPDATE:
+        return "a windowed table emitting on window close: not compared with Kafka Streams yet"
+    if aggregation.params.get("cogroup"):
+        return "a windowed cogroup's table: not compared with Kafka Streams yet"
+    return None
+
+
+def _check_windowed_key_serde(where: str, owner, key_serde) -> None:
+    """A store keyed by windows is read back, as Kafka Streams reads it, through its time-windowed key
+    serde, whose window size gives each entry's end; another serde cannot write a ``Windowed`` key
+    (Kafka Streams fails at the store's first put)."""
+    if isinstance(key_serde, WindowedSerde) and not key_serde.session and key_serde.window_size_ms is not None:
+        return
+    raise UnsupportedTopologyError(
+        f"{where} belongs to {owner.name} ({owner.kind.value}), over windowed tables, whose store is keyed by "
+        f"windows, but its key serde is {key_serde!r}: give it Materialized.with_key_serde(WindowedSerde(key serde, "
+        f"window size)), a time-windowed serde, as Kafka Streams needs; {_DSL_STORES_OFFERED}")
 
 
 def _check_window_store(where: str, spec, sub) -> None:

@@ -32,9 +32,10 @@ from dagster_kstreams.processors.errors import ProcessingError
 from dagster_kstreams.processors.punctuation import PunctuationSchedule
 from dagster_kstreams.processors.state import load_state
 from dagster_kstreams.processors.user_dsl_session_store import AggregationSessionStore
-from dagster_kstreams.processors.user_dsl_store import TimestampedKeyValueStore, check_dsl_store
+from dagster_kstreams.processors.user_dsl_store import TimestampedKeyValueStore, check_dsl_store, keyed_by_windows
 from dagster_kstreams.processors.user_dsl_versioned_store import VersionedTableStore
 from dagster_kstreams.processors.user_dsl_window_store import TimestampedWindowStore
+from dagster_kstreams.processors.user_dsl_windowed_keys import WindowedKeyValueStore
 from dagster_kstreams.processors.user_processor_context import ProcessorContext
 from dagster_kstreams.processors.user_session_store import SessionStore
 from dagster_kstreams.processors.user_stores import open_store
@@ -148,9 +149,13 @@ def build(factory, ctx) -> UserProcessorNode:
         elif spec.type in (StoreType.USER_KEY_VALUE, StoreType.USER_WINDOW, StoreType.USER_SESSION):
             stores[store_name] = (*serdes, spec.window)  # the window or session store's supplier (None: key-value)
         else:
-            check_dsl_store(factory, spec, ctx.subtopology)
-            view = VersionedTableStore if spec.history_retention_ms is not None else _DSL_STORE_VIEWS.get(
-                spec.type, TimestampedKeyValueStore)
+            check_dsl_store(factory, spec, ctx.subtopology, serdes[0])
+            if spec.history_retention_ms is not None:
+                view = VersionedTableStore
+            elif keyed_by_windows(spec, ctx.subtopology):
+                view = WindowedKeyValueStore
+            else:
+                view = _DSL_STORE_VIEWS.get(spec.type, TimestampedKeyValueStore)
             dsl_stores[store_name] = (*serdes, view)
     return UserProcessorNode(factory.name, factory.params["supplier"], stores,
                              fixed_key=factory.kind is NodeKind.PROCESS_VALUES, child_names=list(factory.children),

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Collectors;
 
+import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
@@ -13,14 +14,26 @@ import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
+import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.TimeWindowedKStream;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.processor.PunctuationType;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.QueryableStoreTypes;
+import org.apache.kafka.streams.state.ReadOnlyKeyValueStore;
 import org.apache.kafka.streams.state.TimestampedKeyValueStore;
 import org.apache.kafka.streams.state.ValueAndTimestamp;
+import org.apache.kafka.streams.state.WindowStore;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StoreQueryParameters;
+import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * User processors on DSL operations' stores (a count's, a table's, a table filter's and map_values',
@@ -30,8 +43,8 @@ import org.apache.kafka.streams.state.ValueAndTimestamp;
  * "cogrouped": ..., "joined": ..., "left-kept": ..., "outer-joined": ..., "outer-mapped": ...} (the stores
  * as interactive queries read them then).
  *
- * Args: bootstrap applicationId stateDir events prices orders items accounts clicks views lefts rights out
- *       outPrices outTables
+ * Args: bootstrap applicationId stateDir events prices orders items accounts clicks views lefts rights wins
+ *       slides out outPrices outTables
  *
  * The Python twin is tests/dsl_store_processor_topology.py (CountCorrector, PriceReader, StoreEditor); keep the
  * two in step.
@@ -40,6 +53,12 @@ public final class DslStoreProcessorExamples {
     private DslStoreProcessorExamples() {}
 
     static final long BUCKET_MS = 10_000L;
+    static final long WINDOW_MS = 1_000L;
+
+    /** A key as both twins write it: a window as {@code Windowed.toString()} ({@code [key@start/end]}). */
+    static String keyText(Object key) {
+        return String.valueOf(key);
+    }
 
     static String storedText(ValueAndTimestamp<?> stored) {
         return stored == null ? "null" : stored.value() + "@" + stored.timestamp();
@@ -109,12 +128,13 @@ public final class DslStoreProcessorExamples {
         }
     }
 
-    /** Edits the stores it names (String values) by the update's timestamp: see the Python twin. */
-    static final class StoreEditor implements Processor<String, String, String, String> {
+    /** Edits the stores it names (String values) by the update's timestamp: see the Python twin. Its keys are
+     *  K: strings, or windows. */
+    static final class StoreEditor<K> implements Processor<K, String, K, String> {
         private final boolean listsAll;
         private final List<String> storeNames;
-        private final List<TimestampedKeyValueStore<String, String>> stores = new ArrayList<>();
-        private ProcessorContext<String, String> context;
+        private final List<TimestampedKeyValueStore<K, String>> stores = new ArrayList<>();
+        private ProcessorContext<K, String> context;
 
         StoreEditor(boolean listsAll, String... storeNames) {
             this.listsAll = listsAll;
@@ -122,7 +142,7 @@ public final class DslStoreProcessorExamples {
         }
 
         @Override
-        public void init(ProcessorContext<String, String> context) {
+        public void init(ProcessorContext<K, String> context) {
             this.context = context;
             for (String name : storeNames) {
                 stores.add(context.getStateStore(name));
@@ -130,21 +150,21 @@ public final class DslStoreProcessorExamples {
         }
 
         @Override
-        public void process(Record<String, String> record) {
+        public void process(Record<K, String> record) {
             String tag = "p" + context.recordMetadata().orElseThrow().partition() + "|" + storeNames.get(0) + "|";
             String read = stores.stream().map(store -> storedText(store.get(record.key())))
                 .collect(Collectors.joining("|"));
             if (listsAll) {
                 List<String> entries = new ArrayList<>();
-                try (KeyValueIterator<String, ValueAndTimestamp<String>> all = stores.get(0).all()) {
-                    all.forEachRemaining(entry -> entries.add(entry.key + "=" + storedText(entry.value)));
+                try (KeyValueIterator<K, ValueAndTimestamp<String>> all = stores.get(0).all()) {
+                    all.forEachRemaining(entry -> entries.add(keyText(entry.key) + "=" + storedText(entry.value)));
                 }
                 read += "|all=" + String.join(",", entries);
             }
             context.forward(record.withValue(
                 tag + "update|" + record.value() + "|t" + record.timestamp() + "|" + read));
             if (record.timestamp() % 5 == 0) {
-                for (TimestampedKeyValueStore<String, String> store : stores) {
+                for (TimestampedKeyValueStore<K, String> store : stores) {
                     store.put(record.key(), ValueAndTimestamp.make("edited", record.timestamp() + 3));
                 }
             } else if (record.timestamp() % 5 == 1) {
@@ -168,7 +188,7 @@ public final class DslStoreProcessorExamples {
         KTable<String, String> kept = builder.<String, String>table(items, uncached("items-store"))
             .filter((key, value) -> !value.startsWith("x"), uncached("kept"));
         kept.mapValues(value -> value.toUpperCase(), uncached("mapped"))
-            .toStream().process(() -> new StoreEditor(true, "kept", "mapped"), "kept", "mapped").to(outTables);
+            .toStream().process(() -> new StoreEditor<String>(true, "kept", "mapped"), "kept", "mapped").to(outTables);
     }
 
     /** The stores of an inner join, of a left join's filter, of an outer join and its map_values, each edited by a
@@ -177,15 +197,74 @@ public final class DslStoreProcessorExamples {
         KTable<String, String> left = builder.table(lefts, uncached("lefts-store"));
         KTable<String, String> right = builder.table(rights, uncached("rights-store"));
         left.join(right, (l, r) -> l + "+" + r, uncached("joined"))
-            .toStream().process(() -> new StoreEditor(true, "joined"), "joined").to(outTables);
+            .toStream().process(() -> new StoreEditor<String>(true, "joined"), "joined").to(outTables);
         left.leftJoin(right, (l, r) -> l + "+" + r)
             .filter((key, value) -> !value.startsWith("x"), uncached("left-kept"))
-            .toStream().process(() -> new StoreEditor(true, "left-kept"), "left-kept").to(outTables);
+            .toStream().process(() -> new StoreEditor<String>(true, "left-kept"), "left-kept").to(outTables);
         left.outerJoin(right, (l, r) -> l + "+" + r, uncached("outer-joined"))
             .mapValues(value -> value.toUpperCase(), uncached("outer-mapped"))
-            .toStream().process(() -> new StoreEditor(true, "outer-joined", "outer-mapped"), "outer-joined",
+            .toStream().process(() -> new StoreEditor<String>(true, "outer-joined", "outer-mapped"), "outer-joined",
                 "outer-mapped")
             .to(outTables);
+    }
+
+    static <V> Materialized<Windowed<String>, V, KeyValueStore<Bytes, byte[]>> windowKeyed(String store) {
+        return Materialized.<Windowed<String>, V, KeyValueStore<Bytes, byte[]>>as(store)
+            .withKeySerde(WindowedSerdes.timeWindowedSerdeFrom(String.class, WINDOW_MS)).withCachingDisabled();
+    }
+
+    /** The stores keyed by windows, each edited by a StoreEditor: see the Python twin. */
+    static void windowedStores(StreamsBuilder builder, String wins, String outTables) {
+        KGroupedStream<String, String> grouped = builder.<String, String>stream(wins).groupByKey();
+        Duration size = Duration.ofMillis(WINDOW_MS);
+        Duration grace = Duration.ofMillis(500);
+        KTable<Windowed<String>, Long> counts = grouped.windowedBy(TimeWindows.ofSizeAndGrace(size, grace)).count(
+            Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("win-counts").withCachingDisabled());
+        KTable<Windowed<String>, String> values = grouped
+            .windowedBy(TimeWindows.ofSizeAndGrace(size, grace).advanceBy(Duration.ofMillis(500)))
+            .reduce((x, y) -> tail(x + "," + y),
+                Materialized.<String, String, WindowStore<Bytes, byte[]>>as("win-values").withCachingDisabled());
+        counts.outerJoin(values, (n, v) -> n + "/" + v, DslStoreProcessorExamples.<String>windowKeyed("win-joined"))
+            .filter((windowed, value) -> !value.contains("null"),
+                DslStoreProcessorExamples.<String>windowKeyed("win-kept"))
+            .toStream()
+            .process(() -> new StoreEditor<Windowed<String>>(true, "win-joined", "win-kept"), "win-joined", "win-kept")
+            .selectKey((windowed, value) -> keyText(windowed)).to(outTables);
+        Materialized<Windowed<String>, String, KeyValueStore<Bytes, byte[]>> labels = windowKeyed("win-labels");
+        counts.mapValues(n -> "#" + n, labels.withValueSerde(Serdes.String()))
+            .toStream()
+            .process(() -> new StoreEditor<Windowed<String>>(true, "win-labels"), "win-labels")
+            .selectKey((windowed, value) -> keyText(windowed)).to(outTables);
+    }
+
+    /** The stores keyed by sliding windows, each edited by a StoreEditor: see the Python twin. */
+    static void slidingStores(StreamsBuilder builder, String slides, String outTables) {
+        TimeWindowedKStream<String, String> sliding = builder.<String, String>stream(slides).groupByKey()
+            .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(WINDOW_MS), Duration.ofMillis(500)));
+        KTable<Windowed<String>, Long> counts = sliding.count(
+            Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("slide-counts").withCachingDisabled());
+        KTable<Windowed<String>, String> values = sliding.reduce((x, y) -> tail(x + "," + y),
+            Materialized.<String, String, WindowStore<Bytes, byte[]>>as("slide-values").withCachingDisabled());
+        counts.outerJoin(values, (n, v) -> n + "/" + v, DslStoreProcessorExamples.<String>windowKeyed("slide-joined"))
+            .toStream()
+            .process(() -> new StoreEditor<Windowed<String>>(true, "slide-joined"), "slide-joined")
+            .selectKey((windowed, value) -> keyText(windowed)).to(outTables);
+        Materialized<Windowed<String>, String, KeyValueStore<Bytes, byte[]>> labels = windowKeyed("slide-labels");
+        counts.mapValues(n -> "#" + n, labels.withValueSerde(Serdes.String()))
+            .toStream()
+            .process(() -> new StoreEditor<Windowed<String>>(true, "slide-labels"), "slide-labels")
+            .selectKey((windowed, value) -> keyText(windowed)).to(outTables);
+    }
+
+    /** A store keyed by windows as interactive queries read it: {@code {"[key@start/end]": value}}. */
+    static Map<String, String> windowedStoreContent(KafkaStreams streams, String store) {
+        ReadOnlyKeyValueStore<Windowed<String>, Object> view = streams.store(
+            StoreQueryParameters.fromNameAndType(store, QueryableStoreTypes.keyValueStore()));
+        Map<String, String> content = new TreeMap<>();
+        try (KeyValueIterator<Windowed<String>, Object> entries = view.all()) {
+            entries.forEachRemaining(entry -> content.put(keyText(entry.key), String.valueOf(entry.value)));
+        }
+        return content;
     }
 
     /** The stores of a re-grouped table's reduce and a cogroup's aggregate, each edited by a StoreEditor. */
@@ -195,20 +274,23 @@ public final class DslStoreProcessorExamples {
             .groupBy((account, value) -> KeyValue.pair(value.split(":")[0], value.split(":")[1]))
             .reduce((total, amount) -> tail(total + "+" + amount), (total, amount) -> tail(total + "-" + amount),
                 uncached("regrouped"))
-            .toStream().process(() -> new StoreEditor(true, "regrouped"), "regrouped").to(outTables);
+            .toStream().process(() -> new StoreEditor<String>(true, "regrouped"), "regrouped").to(outTables);
         KGroupedStream<String, String> clicksByKey = builder.<String, String>stream(clicks).groupByKey();
         KGroupedStream<String, String> viewsByKey = builder.<String, String>stream(views).groupByKey();
         clicksByKey.<String>cogroup((key, value, aggregate) -> tail(aggregate + "c" + value))
             .cogroup(viewsByKey, (key, value, aggregate) -> tail(aggregate + "v" + value))
             .aggregate(() -> "", Named.as("activity"), uncached("cogrouped"))
-            .toStream().process(() -> new StoreEditor(false, "cogrouped"), "cogrouped").to(outTables);
+            .toStream().process(() -> new StoreEditor<String>(false, "cogrouped"), "cogrouped").to(outTables);
     }
 
     static Topology dslStoreProcessorExamples(String events, String prices, String orders, String items,
                                               String accounts, String clicks, String views, String lefts,
-                                              String rights, String out, String outPrices, String outTables) {
+                                              String rights, String wins, String slides, String out, String outPrices,
+                                              String outTables) {
         StreamsBuilder builder = new StreamsBuilder();
         // first, in this order, as in the Python twin
+        windowedStores(builder, wins, outTables);
+        slidingStores(builder, slides, outTables);
         filterStores(builder, items, outTables);
         joinStores(builder, lefts, rights, outTables);
         aggregationStores(builder, accounts, clicks, views, outTables);
@@ -225,17 +307,20 @@ public final class DslStoreProcessorExamples {
 
     public static void main(String[] args) throws Exception {
         Topology topology = dslStoreProcessorExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
-            args[10], args[11], args[12], args[13], args[14]);
+            args[10], args[11], args[12], args[13], args[14], args[15], args[16]);
         List<String> stores = List.of("counts", "prices-store", "kept", "mapped", "regrouped", "cogrouped", "joined",
             "left-kept", "outer-joined", "outer-mapped");
+        List<String> windowedStores = List.of("win-joined", "win-kept", "win-labels", "slide-joined", "slide-labels");
         KafkaStreamsRuns.runUntilConsumed(topology, args[0], args[1], args[2],
             // the re-grouping's repartition topic too: the reduce's sub-topology must have read it to the end
-            () -> List.of(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10], args[11],
-                          args[1] + "-regrouped-repartition"),
+            () -> List.of(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10], args[11], args[12],
+                          args[13], args[1] + "-regrouped-repartition"),
             Duration.ofMinutes(5),
             streams -> "{\"describe\": " + Json.quote(topology.describe().toString())
                 + stores.stream().map(store -> ", " + Json.quote(store) + ": "
                     + Json.objectOfStrings(KafkaStreamsRuns.storeContent(streams, store))).collect(Collectors.joining())
+                + windowedStores.stream().map(store -> ", " + Json.quote(store) + ": "
+                    + Json.objectOfStrings(windowedStoreContent(streams, store))).collect(Collectors.joining())
                 + "}");
     }
 }
