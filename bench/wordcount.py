@@ -30,6 +30,10 @@ import time
 import uuid
 from pathlib import Path
 
+import pyspark
+from confluent_kafka import Consumer, TopicPartition
+from pyspark.sql import functions as F
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))  # the Kafka Streams harness and the topology twins live there
 
@@ -37,9 +41,12 @@ import equivalence_topologies as eq  # noqa: E402
 import oracle_harness  # noqa: E402
 
 from bench.common import bench_workspace, log, wait_for_group_coordinator  # noqa: E402
+from dagster_kstreams import Consumed, Grouped, Materialized, Produced, Serdes, StreamsBuilder  # noqa: E402
 from dagster_kstreams.kafka.admin import KafkaAdmin  # noqa: E402
 from dagster_kstreams.kafka.records import produce  # noqa: E402
+from dagster_kstreams.spark.session import build_spark_session  # noqa: E402
 from dagster_kstreams.spark.strategies import strategy_for  # noqa: E402
+from dagster_kstreams.spark.task_runner import TaskRunner  # noqa: E402
 
 PARTITIONS = 4
 OURS = "dagster-kstreams TaskRunner (all tasks)"
@@ -49,10 +56,6 @@ OURS_COLUMNS = "dagster-kstreams, Column expressions"
 def word_count_columns(input_topic: str, output_topic: str):
     """The word count of ``eq.word_count`` with PySpark Column expressions instead of Python
     functions: the text after the first comma, split on spaces, grouped by word."""
-    from pyspark.sql import functions as F
-
-    from dagster_kstreams import Consumed, Grouped, Materialized, Produced, Serdes, StreamsBuilder
-
     builder = StreamsBuilder()
     builder.stream(input_topic, Consumed.with_(Serdes.String(), Serdes.String())) \
         .flat_map_values(F.split(F.expr("substring(value, instr(value, ',') + 1)"), " ")) \
@@ -64,8 +67,6 @@ def word_count_columns(input_topic: str, output_topic: str):
 
 def read_ceiling(bootstrap: str, topic: str, ends: dict) -> dict:
     """(d) confluent-kafka consuming every record of ``topic`` (values touched, nothing parsed)."""
-    from confluent_kafka import Consumer, TopicPartition
-
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-ceiling-{uuid.uuid4().hex[:6]}",
                          "enable.auto.commit": False, "fetch.max.bytes": 52428800})
     remaining = {tp.partition: end for tp, end in ends.items() if end > 0}
@@ -89,8 +90,6 @@ def read_ceiling(bootstrap: str, topic: str, ends: dict) -> dict:
 
 def handwritten_job(spark, bootstrap: str, topic: str, output: str, checkpoint: str, shuffle_partitions: int) -> float:
     """(b) The word count a Spark user would write by hand; returns wall seconds."""
-    from pyspark.sql import functions as F
-
     session = spark.newSession()
     session.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions))
     session.conf.set("spark.sql.streaming.stateStore.providerClass",
@@ -153,8 +152,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args, bootstrap: str, work: Path) -> dict:
-    import pyspark
-
     load_before = os.getloadavg()  # other work on the machine skews every rate: recorded with them
 
     admin = KafkaAdmin(bootstrap)
@@ -202,9 +199,7 @@ def run(args, bootstrap: str, work: Path) -> dict:
 
     spark = None
     if "spark-handwritten" not in args.skip or "dagster-kstreams" not in args.skip:
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        from dagster_kstreams.spark.session import build_spark_session
-
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # read when the session starts
         spark = build_spark_session(args.master, {"spark.ui.enabled": "false", **spark_settings(args)},
                                     app_name="bench-wordcount")
         spark.sparkContext.setLogLevel("ERROR")
@@ -290,8 +285,6 @@ def issue_12_goals(ours: dict | None, columns: dict | None, hand: dict | None, b
 
 def run_ours(spark, build, bootstrap: str, admin, topic: str, records: int, work: Path, args, tag: str,
              ks_counts, guarantee: str) -> dict:
-    from dagster_kstreams.spark.task_runner import TaskRunner
-
     variant = uuid.uuid4().hex[:4]
     output = f"bench-ours-out-{tag}-{variant}"
     admin.create_topics({output: PARTITIONS})

@@ -19,6 +19,12 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from dagster_kstreams.kafka.admin import KafkaAdmin
+from dagster_kstreams.local.broker import LocalBroker, free_port
+from dagster_kstreams.local.connect_server import LocalConnectServer
+from dagster_kstreams.local.spark_cluster import LocalSparkCluster
+from dagster_kstreams.spark.session import build_spark_session
+
 TEST_BOOTSTRAP_ENV_VAR = "KSTREAMS_TEST_BOOTSTRAP"
 
 
@@ -63,7 +69,6 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if configured:
         yield configured
         return
-    from dagster_kstreams.local.broker import LocalBroker, free_port
 
     port = free_port()
     controller_port = free_port()
@@ -84,8 +89,6 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def kafka_admin(kafka_bootstrap: str):
-    from dagster_kstreams.kafka.admin import KafkaAdmin
-
     return KafkaAdmin(kafka_bootstrap)
 
 
@@ -99,9 +102,6 @@ def unique_topic() -> Callable[[str], str]:
 
 @pytest.fixture(scope="session")
 def spark_cluster(tmp_path_factory: pytest.TempPathFactory):
-    from dagster_kstreams.local.broker import free_port
-    from dagster_kstreams.local.spark_cluster import LocalSparkCluster
-
     port = free_port()
     webui_port = free_port()
     while webui_port == port:
@@ -121,9 +121,6 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory):
 def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A Spark Connect server (``local[2]``, the Kafka connector's jars) on a free port, started on
     first use and stopped at the end of the session: its ``sc://`` URL."""
-    from dagster_kstreams.local.broker import free_port
-    from dagster_kstreams.local.connect_server import LocalConnectServer
-
     server = LocalConnectServer(tmp_path_factory.mktemp("connect-server"), port=free_port(), cores=2,
                                 stop_with_parent=True)
     try:
@@ -134,8 +131,6 @@ def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def spark():
-    from dagster_kstreams.spark.session import build_spark_session
-
     session = build_spark_session(
         "local[2]",
         {

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
+import numpy as np
+
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.topology.consumed_produced import Consumed, Produced
 from dagster_kstreams.topology.grouped_repartitioned import Grouped
@@ -103,8 +105,6 @@ BUILDERS = {
 def skewed_records(count: int, partitions: int = 4, seed: int = 4, users: int = 20_000,
                    vocabulary: int = 5_000, max_words: int = 8) -> Iterator[tuple[bytes, bytes, int]]:
     """``count`` records ``(key, value, partition)``; the partition is Kafka's default for the key."""
-    import numpy as np
-
     rng = np.random.default_rng(seed)
     user_ids = np.minimum(rng.zipf(1.2, count), users)
     word_ranks = np.minimum(rng.zipf(1.1, count * max_words), vocabulary + len(EXTRA_WORDS)) - 1

@@ -3,7 +3,7 @@ by hand (bench/README.md), not in the suite."""
 
 from __future__ import annotations
 
-from bench.autoscaling import OneBurst, Sample, Tick, WorkerRun, figures, table, verdicts, worker_seconds
+from bench.autoscaling_figures import OneBurst, Sample, Tick, WorkerRun, figures, table, verdicts, worker_seconds
 
 
 def test_one_burst_starts_when_told_and_lasts_its_seconds():

@@ -19,6 +19,7 @@ from dagster_kstreams import DagsterKStreamsTranslator, KafkaResource, KStreamsA
 from dagster_kstreams.orchestration.definitions import kstreams_definitions
 from dagster_kstreams.orchestration.translator import KStreamsAssetKind
 
+import definitions
 from assets import click_enrichment, click_regions, clicks_per_country, top_words, users_per_country, word_count
 from dagster_kstreams.orchestration.workers import ElasticWorkers
 
@@ -74,8 +75,6 @@ def test_two_apps_loaded_together_are_one_graph_with_the_topic_declared_once():
 
 
 def test_the_example_definitions_chain_word_count_into_top_words():
-    import definitions
-
     _assert_chain(definitions.defs.resolve_asset_graph())
 
 

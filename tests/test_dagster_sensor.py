@@ -10,6 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import dagster as dg
 import pytest
+from dagster._core.remote_origin import InProcessCodeLocationOrigin, RemoteJobOrigin, RemoteRepositoryOrigin
+from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 
 from sensor_ticks import tick_sensor
 from dagster_kstreams.kafka.admin import TopicPartition
@@ -67,9 +69,6 @@ def _submit(defs, instance, requests, status=dg.DagsterRunStatus.STARTED) -> lis
     job = defs.get_repository_def().get_job(defs.jobs[0].name)
     if status is not dg.DagsterRunStatus.QUEUED:
         return [instance.create_run_for_job(job, tags=request.tags, status=status) for request in requests]
-    from dagster._core.remote_origin import InProcessCodeLocationOrigin, RemoteJobOrigin, RemoteRepositoryOrigin
-    from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
-
     # A queued run must say where its code is (the dequeuer launches it from there).
     origin = RemoteJobOrigin(RemoteRepositoryOrigin(InProcessCodeLocationOrigin(
         LoadableTargetOrigin(python_file=__file__)), "__repository__"), job.name)

@@ -6,15 +6,20 @@ from datetime import timedelta
 
 import dagster as dg
 import pytest
+from dagster.components.testing import create_defs_folder_sandbox
+from pyspark import cloudpickle
 
 from dagster_kstreams import DagsterKStreamsTranslator, KafkaResource, kstreams_assets
 from dagster_kstreams.orchestration.app import KStreamsApp
+from dagster_kstreams.orchestration.component import KStreamsComponent, load_topology
 from dagster_kstreams.orchestration.definitions import build_kstreams_definitions
+from dagster_kstreams.orchestration.execution import task_runner
 from dagster_kstreams.orchestration.resources import KStreamsSparkResource
 from dagster_kstreams.orchestration.translator import KStreamsAssetKind
 from dagster_kstreams.spark.compile import UnsupportedTopologyError
 from dagster_kstreams.topology import CopartitionError, JoinWindows, Repartitioned, StreamsBuilder
 
+import definitions
 from assets import click_enrichment, profile_regions, users_per_country
 
 
@@ -177,8 +182,6 @@ def test_foreign_key_join_topics_are_intermediate_assets_and_the_answers_do_not_
 
 
 def test_example_definitions_load_without_a_broker():
-    import definitions
-
     keys = {key.to_user_string() for key in definitions.defs.resolve_all_asset_keys()}
     for app in ("users_per_country", "word_count", "click_enrichment", "profile_regions"):
         assert f"{app}/subtopology_0" in keys and f"{app}/subtopology_1" in keys
@@ -219,10 +222,6 @@ def test_kafka_secrets_come_from_the_environment_and_are_never_logged(monkeypatc
 
 
 def test_component_declared_in_yaml_builds_the_same_assets():
-    from dagster.components.testing import create_defs_folder_sandbox
-
-    from dagster_kstreams.orchestration.component import KStreamsComponent
-
     with create_defs_folder_sandbox() as sandbox:
         sandbox.scaffold_component(
             KStreamsComponent, defs_path="users_per_country",
@@ -243,11 +242,6 @@ def test_component_declared_in_yaml_builds_the_same_assets():
 
 
 def test_task_timeout_reaches_the_runner_of_worker_runs_and_materializations_and_is_checked_at_load():
-    from dagster.components.testing import create_defs_folder_sandbox
-
-    from dagster_kstreams.orchestration.component import KStreamsComponent
-    from dagster_kstreams.orchestration.execution import task_runner
-
     app = KStreamsApp(users_per_country.build_topology(), "upc", {"users": 2}, task_timeout_s=300)
     runner = task_runner(app, KafkaResource(bootstrap_servers="broker:9092"), spark=None)
     assert runner.task_timeout_s == 300  # its clients wait out a broker that is away that long, and so do a worker's reports
@@ -272,8 +266,6 @@ def test_task_timeout_reaches_the_runner_of_worker_runs_and_materializations_and
 
 
 def test_component_names_a_topology_that_cannot_be_loaded():
-    from dagster_kstreams.orchestration.component import load_topology
-
     with pytest.raises(ValueError, match="must look like 'package.module:attribute'"):
         load_topology("assets.users_per_country")
     with pytest.raises(ValueError, match="cannot load topology 'assets.users_per_country:nothing'"):
@@ -282,8 +274,6 @@ def test_component_names_a_topology_that_cannot_be_loaded():
 
 
 def test_spark_gets_the_java_spelling_of_sasl_and_ssl_settings(monkeypatch):
-    from dagster_kstreams.orchestration.execution import task_runner
-
     monkeypatch.setenv("TEST_KAFKA_PASSWORD", 'pa"ss')
     kafka = KafkaResource(bootstrap_servers="broker:9094", security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512",
                           sasl_username="streams", sasl_password=dg.EnvVar("TEST_KAFKA_PASSWORD"),
@@ -310,10 +300,6 @@ def test_spark_gets_the_java_spelling_of_sasl_and_ssl_settings(monkeypatch):
 
 
 def test_project_modules_defining_topology_functions_are_shipped_to_spark_by_value():
-    from pyspark import cloudpickle
-
-    from dagster_kstreams.orchestration.execution import task_runner
-
     app = KStreamsApp(users_per_country.build_topology(), "upc", {"users": 2})
     task_runner(app, KafkaResource(bootstrap_servers="broker:9092"), spark=None)
     # country_of lives in assets/users_per_country.py, which Spark workers on a cluster cannot import.

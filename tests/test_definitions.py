@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+import definitions
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DAGSTER = str(Path(sys.executable).parent / "dagster")
 
@@ -46,11 +48,7 @@ def test_validation_fails_on_broken_definitions(tmp_path: Path):
 
 @pytest.mark.integration
 def test_kafka_resource_reaches_the_configured_broker(kafka_bootstrap: str, kafka_admin, unique_topic, monkeypatch):
-    import importlib
-
     monkeypatch.setenv("DAGSTER_KSTREAMS_BOOTSTRAP_SERVERS", kafka_bootstrap)
-    monkeypatch.syspath_prepend(str(REPO_ROOT))
-    definitions = importlib.import_module("definitions")
     kafka = definitions.build_definitions().resources["kafka"]
     assert kafka.bootstrap_servers == kafka_bootstrap
 

@@ -4,6 +4,7 @@ time, against a plain-Python model of Kafka Streams' PartitionGroup merge."""
 
 from __future__ import annotations
 
+import datetime
 import random
 
 import pytest
@@ -23,8 +24,6 @@ KAFKA_SCHEMA = ("key binary, value binary, topic string, partition int, offset l
 
 def _kafka_rows(seed: int):
     """Records of a task reading partition 0 of two topics, timestamps out of order, some null keys."""
-    import datetime
-
     rng = random.Random(seed)
     rows = []
     for topic in ("left", "right"):
@@ -76,8 +75,6 @@ def test_processing_order_and_stream_time_follow_kafka_streams_merge(spark, seed
 
 
 def test_repartition_topics_take_the_timestamp_from_the_header(spark):
-    import datetime
-
     written = datetime.datetime(2030, 1, 1, tzinfo=datetime.timezone.utc)  # the write time Kafka holds
     header = [(TIMESTAMP_HEADER, encode_timestamp(1_234_567))]
     frame = spark.createDataFrame([
@@ -93,8 +90,6 @@ def test_repartition_topics_take_the_timestamp_from_the_header(spark):
 def test_stream_time_can_skip_records_with_a_null_value(spark):
     """Sliding windows: a record with a null value does not advance stream time (Kafka Streams'
     KStreamSlidingWindowAggregate skips it before updating its observed stream time)."""
-    import datetime
-
     def at(millis):
         return datetime.datetime.fromtimestamp(millis / 1000, tz=datetime.timezone.utc)
 

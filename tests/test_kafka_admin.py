@@ -6,7 +6,7 @@ import time
 from collections import Counter
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from dagster_kstreams.kafka.admin import KafkaAdmin, KafkaAdminError, TopicPartition
@@ -140,8 +140,6 @@ def test_unreachable_broker_is_a_quick_error_naming_bootstrap_servers():
 
 
 def test_transient_errors_are_retried_and_others_reported_at_once():
-    from confluent_kafka import KafkaError, KafkaException
-
     admin = KafkaAdmin("127.0.0.1:1", timeout_s=5)  # no request is sent: only the retry policy runs
     answers = iter([KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.NOT_COORDINATOR, None])
 
@@ -161,8 +159,6 @@ def test_transient_errors_are_retried_and_others_reported_at_once():
 
 
 def test_a_running_tasks_admin_waits_out_an_unreachable_broker_and_a_quick_one_does_not():
-    from confluent_kafka import KafkaError, KafkaException
-
     def restarting(codes):
         answers = iter(codes)
 

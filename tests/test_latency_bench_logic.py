@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.latency import Output, Produced, match, per_second
+from bench.latency_records import Output, Produced, match, per_second
 
 
 def output(country: str, count: int, appended: float, received: float, offset: int) -> Output:

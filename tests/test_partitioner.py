@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from confluent_kafka import Producer
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -98,8 +99,6 @@ def test_matches_the_java_client_on_random_keys(num_partitions):
 def test_librdkafka_murmur2_random_producer_lands_where_default_partition_says(
     kafka_bootstrap, kafka_admin, unique_topic
 ):
-    from confluent_kafka import Producer
-
     num_partitions = 7
     topic = unique_topic("partitioner")
     kafka_admin.create_topic(topic, partitions=num_partitions)

@@ -21,7 +21,7 @@ from dagster_kstreams.processors.punctuation import PunctuationSchedule  # noqa:
 from dagster_kstreams.processors.user_processors import user_store_content  # noqa: E402
 from dagster_kstreams.processors.user_stores import KeyValueStore  # noqa: E402
 from dagster_kstreams.spark.compile import compile_topology  # noqa: E402
-from dagster_kstreams.topology import StreamsBuilder, TopologyException  # noqa: E402
+from dagster_kstreams.topology import StreamsBuilder, Topology, TopologyException  # noqa: E402
 from dagster_kstreams.topology.processor_api import (  # noqa: E402
     FixedKeyProcessor, Processor, PunctuationType, Record, Stores,
 )
@@ -171,7 +171,6 @@ class _Ticker(Processor):
 
 
 def _low_level_program(second_ticker: bool):
-    from dagster_kstreams.topology import Topology
     t = Topology().add_source("src", "in").add_processor("ticker", _Ticker, "src")
     if second_ticker:
         t.add_processor("ticker2", lambda: _Ticker("u", "u-"), "src")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from dagster_kstreams.cli import build_parser, main
 from dagster_kstreams.kafka.records import final_values, produce, read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
 
@@ -102,8 +103,6 @@ def test_cli_reports_a_bad_task_id_in_one_line(tmp_path):
     module = tmp_path / "tiny.py"
     module.write_text("from dagster_kstreams.topology import StreamsBuilder\n"
                       "def build():\n    b = StreamsBuilder()\n    b.stream('a').to('b')\n    return b.build()\n")
-    from dagster_kstreams.cli import main
-
     with pytest.raises(SystemExit):  # argparse: --task and --all are exclusive
         main(["run", f"{module}:build", "--app-id", "x", "--task", "0_0", "--all"])
     assert main(["run", f"{module}:nope", "--app-id", "x", "--all"]) == 1
@@ -116,8 +115,6 @@ def test_cli_says_what_is_missing_before_spark_starts(kafka_bootstrap, unique_to
     module = tmp_path / "reads_nothing.py"
     module.write_text("from dagster_kstreams.topology import StreamsBuilder\n"
                       f"def build():\n    b = StreamsBuilder()\n    b.stream({missing!r}).to('out')\n    return b.build()\n")
-    from dagster_kstreams.cli import main
-
     assert main(["run", f"{module}:build", "--app-id", "x", "--all", "--bootstrap-servers", kafka_bootstrap]) == 1
     assert main(["run", f"{module}:build", "--app-id", "x", "--all", "--bootstrap-servers", "127.0.0.1:1",
                  "--kafka-config", "socket.connection.setup.timeout.ms=1000"]) == 1
@@ -136,8 +133,6 @@ def test_cli_says_what_is_missing_before_spark_starts(kafka_bootstrap, unique_to
      "--kafka-config"),
 ])
 def test_settings_options_reject_anything_but_key_value(argv, option, capsys):
-    from dagster_kstreams.cli import build_parser
-
     with pytest.raises(SystemExit) as exit_info:
         build_parser().parse_args(argv)
     assert exit_info.value.code == 2
@@ -145,7 +140,5 @@ def test_settings_options_reject_anything_but_key_value(argv, option, capsys):
 
 
 def test_settings_options_collect_repeated_pairs():
-    from dagster_kstreams.cli import build_parser
-
     args = build_parser().parse_args(["local", "up", "--broker-config", "a=1", "--broker-config", " b = x=y "])
     assert dict(args.broker_config) == {"a": "1", "b": "x=y"}

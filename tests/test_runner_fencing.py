@@ -42,6 +42,7 @@ from dagster_kstreams.kafka.fencing import (
     task_transactional_id,
 )
 from dagster_kstreams.kafka.records import final_values, produce, read_topic
+from dagster_kstreams.orchestration.workers import LostTasks
 from dagster_kstreams.spark import TaskFencedError
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology import StreamsBuilder
@@ -124,8 +125,6 @@ def test_the_fence_reconnects_to_known_brokers_rather_than_rebootstrapping_unles
 
 
 def test_a_worker_leaves_a_lost_task_alone_until_revoked_or_the_pause_is_over():
-    from dagster_kstreams.orchestration.workers import LostTasks
-
     lost, tags = LostTasks(pause_seconds=60), {"0_0", "0_1"}
     assert lost.usable(tags, now=0) == tags
     lost.lose("0_1", now=10)  # the worker's commit of 0_1 was fenced

@@ -6,10 +6,12 @@ import time
 from pathlib import Path
 
 import pytest
+from pyspark.sql import functions as F
 
 from dagster_kstreams.kafka.admin import TopicPartition
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import produce, read_topic
+from dagster_kstreams.spark.event_time import TIMESTAMP_HEADER, decode_timestamp
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology.consumed_produced import Produced
 from dagster_kstreams.topology import StreamsBuilder
@@ -188,8 +190,6 @@ def test_replay_of_a_partly_written_batch_writes_only_the_rest(
     def crash_once_at_30(key, value):
         # The first attempt dies at record 30, after its first records reached Kafka.
         if value == "30" and not crash_marker.exists():
-            import time
-
             crash_marker.write_text("x")
             time.sleep(2)
             raise RuntimeError("simulated crash")
@@ -223,10 +223,6 @@ def test_repartition_topics_carry_the_record_timestamp(kafka_bootstrap, kafka_ad
     under at-least-once Spark's Kafka sink stamps the write time, and the record carries its
     timestamp in a header instead, which the reading task takes. Both the Python pass and the
     Column (JVM) pass."""
-    from pyspark.sql import functions as F
-
-    from dagster_kstreams.spark.event_time import TIMESTAMP_HEADER, decode_timestamp
-
     in_topic = unique_topic("clicks")
     kafka_admin.create_topics({in_topic: 2})
     base = int(time.time() * 1000) - 3_600_000  # within the broker's retention (README, tests)

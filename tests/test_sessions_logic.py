@@ -7,6 +7,7 @@ import pickle
 import struct
 from datetime import timedelta
 
+import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -136,8 +137,6 @@ def test_compile_after_group_by_reads_the_repartition_topic():
 
 
 def test_key_group_emits_final_state_per_windowed_key_and_counts_late_records():
-    import pandas as pd
-
     compiled = compile_topology(_topology(), "app")
     program = compiled.program(0)
 
@@ -180,8 +179,6 @@ def test_session_windowed_key_bytes_are_kafka_streams():
 
 
 def test_without_record_cache_every_update_is_forwarded_in_order():
-    import pandas as pd
-
     program = compile_topology(_topology(materialized=Materialized.as_("s").with_caching_disabled()), "app").program(0)
     (node,) = [n for n in program.nodes if n.kind == "session_aggregate"]
     assert not node.cached
@@ -207,8 +204,6 @@ def test_without_record_cache_every_update_is_forwarded_in_order():
 def test_stream_time_before_the_record_decides_what_the_store_still_holds(before, merged):
     """Grace 0, gap 5 s: a session ending at t - gap is in the store for a record at t = stream time
     only if no earlier record of the task (any key) already had timestamp t."""
-    import pandas as pd
-
     program = compile_topology(_topology(), "app").program(0)
     records = pd.DataFrame({
         "key": [b"k", b"k"], "value": [b"v", b"v"], "topic": ["in", "in"], "partition": [0, 0], "offset": [0, 1],

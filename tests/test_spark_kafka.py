@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import json
+import os
+import random
 import re
+import signal
+import socket
+import subprocess
+import sys
 import time
+import urllib.request
+from pathlib import Path
 
+import pyspark
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from confluent_kafka import Producer
 
-from dagster_kstreams.local.broker import free_port
+from dagster_kstreams.local.broker import free_port, port_is_free
 from dagster_kstreams.spark.session import SparkSessionError, build_spark_session, spark_conf
 
 pytestmark = pytest.mark.integration
@@ -136,9 +145,6 @@ spark.stop()
 
 
 def _wait_for_alive_worker(web_port: int, timeout_s: float = 60) -> None:
-    import time
-    import urllib.request
-
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
@@ -153,15 +159,6 @@ def _wait_for_alive_worker(web_port: int, timeout_s: float = 60) -> None:
 
 def test_kafka_read_on_a_standalone_spark_cluster_ships_the_connector_to_executors(kafka_bootstrap, kafka_admin, unique_topic, tmp_path):
     """A non-local master: the executors (other JVMs) get the connector through spark.jars."""
-    import os
-    import random
-    import signal
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    from dagster_kstreams.local.broker import port_is_free
-
     topic = unique_topic("spark-standalone")
     kafka_admin.create_topic(topic, 1)
     written = _produce_to_partitions(kafka_bootstrap, topic, partitions=1, per_partition=6)
@@ -169,8 +166,6 @@ def test_kafka_read_on_a_standalone_spark_cluster_ships_the_connector_to_executo
     ports = [port for port in random.sample(range(29500, 29600), 20) if port_is_free(port)][:3]
     master_port, master_web_port, worker_web_port = ports
     spark_class = str(Path(sys.executable).parent / "spark-class")
-    import pyspark
-
     env = {**os.environ, "SPARK_HOME": str(Path(pyspark.__file__).parent), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(tmp_path), "SPARK_WORKER_DIR": str(tmp_path / "work")}
     master_url = f"spark://127.0.0.1:{master_port}"
     processes = []
@@ -204,9 +199,6 @@ def test_kafka_read_on_a_standalone_spark_cluster_ships_the_connector_to_executo
 
 
 def _wait_for_port(port: int, process, timeout_s: float = 60) -> None:
-    import socket
-    import time
-
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         assert process.poll() is None, f"Spark master exited with code {process.returncode}"

@@ -68,8 +68,6 @@ def _values(outputs, topic="out"):
 
 
 def _slots(stored, key=b"k"):
-    import pickle
-
     slots = pickle.loads(stored)["keys"].get(key, {})
     return [slots.get(0), slots.get(1)]
 
@@ -218,7 +216,6 @@ def test_a_pending_record_is_emitted_when_another_key_advances_stream_time():
     # a's x waits (window closes after 100 s + 2 s + 1 s grace); b's z at 103.001 s closes it,
     # before z itself is joined
     assert [(k, v) for _, k, v in outputs] == [(b"a", b"x+None"), (b"b", b"z+y")]
-    import pickle
     tracker = pickle.loads(stored)["values"]
     assert all(not t.outer for name, t in tracker.items() if name.startswith("stream_joins.tracker"))
 

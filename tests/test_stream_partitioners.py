@@ -336,10 +336,6 @@ def test_a_table_joined_partitioner_with_several_partitions_stops_the_task():
 
 
 def test_a_windowed_key_with_no_partitioner_goes_where_its_inner_key_would():
-    from dagster_kstreams.kafka.partitioner import default_partition
-    from dagster_kstreams.topology import Window, Windowed
-    from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
-
     builder = StreamsBuilder()
     serde = WindowedSerde(Serdes.String(), 10)
     builder.stream("in").map(lambda key, value: (Windowed(key, Window(int(value), int(value) + 10)), value)) \
@@ -353,8 +349,6 @@ def test_a_windowed_key_with_no_partitioner_goes_where_its_inner_key_would():
 
 
 def test_a_low_level_sink_takes_a_partitioner():
-    from dagster_kstreams import Topology
-
     topology = Topology().add_source("src", "in").add_sink("snk", "out", "src", partitioner=ByValueLength())
     program = compile_topology(topology, "app").program(0)
     program.sink_partition_counts = {"out": 3}

@@ -388,15 +388,13 @@ def test_repartition_drops_null_keys_unless_a_left_or_outer_join_follows():
 
 
 def test_java_static_factories_that_share_a_field_name():
-    from dagster_kstreams import BufferConfig as Buffer
-
     assert Grouped.key_serde(Serdes.String()) == Grouped(None, Serdes.String(), None)
     assert Grouped.as_("g").key_serde is None  # on an instance it is the field
     assert Repartitioned.number_of_partitions(4).number_of_partitions == 4
     assert Repartitioned.number_of_partitions_(4) == Repartitioned.number_of_partitions(4)
     assert Produced.value_serde(Serdes.Long()).value_serde == Serdes.Long()
     assert Joined.other_value_serde(Serdes.Long()).other_value_serde == Serdes.Long()
-    assert Buffer.max_records(10).max_records == 10
+    assert BufferConfig.max_records(10).max_records == 10
 
 
 def test_deep_topologies_build_and_describe():

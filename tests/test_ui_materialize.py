@@ -23,7 +23,10 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import sync_playwright
 
+from assets import users_per_country
 from dagster_kstreams.generator import BurstSchedule, generate
 
 pytestmark = pytest.mark.integration
@@ -122,10 +125,7 @@ def dagster_dev(kafka_bootstrap, kafka_admin, tmp_path):
 @pytest.fixture
 def users_topic(kafka_bootstrap, kafka_admin):
     """The example's input topic, with the partitions the example declares, and fresh records in it."""
-    sys.path.insert(0, str(REPO_ROOT))  # the example project's assets/ package
-    import assets.users_per_country as example
-
-    partitions = example.TOPIC_PARTITIONS["users"]
+    partitions = users_per_country.TOPIC_PARTITIONS["users"]
     if "users" not in kafka_admin.list_topics():
         kafka_admin.create_topic("users", partitions)
     assert kafka_admin.partition_count("users") == partitions
@@ -135,8 +135,6 @@ def users_topic(kafka_bootstrap, kafka_admin):
 
 @pytest.fixture
 def browser_page(tmp_path):
-    from playwright.sync_api import sync_playwright
-
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
             str(tmp_path / "chromium-profile"), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
@@ -150,8 +148,6 @@ def browser_page(tmp_path):
 
 def _dismiss_welcome(page) -> None:
     """Close the "Join the Dagster community" dialog a fresh instance shows once, shortly after loading."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
     try:
         page.get_by_role("button", name="Skip").click(timeout=10_000)
     except PlaywrightTimeout:

@@ -11,6 +11,7 @@ import pytest
 
 from dagster_kstreams.processors.user_session_store import SessionStore
 from dagster_kstreams.processors.user_window_store import WindowStore
+from dagster_kstreams.spark.query_cli import format_entries, store_entries
 from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.node_specs import StoreType
 from dagster_kstreams.topology.processor_api import Stores
@@ -126,7 +127,6 @@ def test_session_store_builder_gives_a_user_session_store_spec():
 
 
 def test_query_shows_a_user_session_stores_windows_closed_on_both_ends():
-    from dagster_kstreams.spark.query_cli import format_entries, store_entries
     store = _session_store(True)
     store.put(Windowed("a", Window(0, 1_000)), "2")
     content = {entry.key: entry.value for entry in store.fetch(None, None)}
