@@ -74,10 +74,12 @@ REGROUPED = ("out-regrouped", "out-joined-regrouped", "out-pair-regrouped", "out
              "out-session-sizes")
 # Session re-groupings by key: each group is fed by the upstream task of its key, so its sequence is one.
 SESSION_SEQUENCES = ("out-session-regrouped", "out-long-sessions")
+# Joins of session tables: keys in Kafka Streams' session-windowed format (the key, the end, the start).
+SESSION_JOINED = ("out-session-inner", "out-session-left", "out-session-outer")
 # The stores after the materialized join of odd counts, read back from the checkpoints: {store: output}.
 STORES_READ_BACK = {"odd-counts": "out-odd-counts", "odd-reduced": "out-odd-reduced", "mixed": "out-mixed",
                     "slide-joined": "out-sliding-outer"}
-JOINED = tuple(name for name in OUTPUTS if name not in REGROUPED + SESSION_SEQUENCES)
+JOINED = tuple(name for name in OUTPUTS if name not in REGROUPED + SESSION_SEQUENCES + SESSION_JOINED)
 CHANGES = ChangedSerde(Serdes.String())
 
 
@@ -123,6 +125,12 @@ def _results(bootstrap: str, topics: dict[str, str], app_id: str) -> dict:
                          for key, updates in _per_group(read_topic(bootstrap, topics[name])).items()}
     for name in SESSION_REPARTITIONS:
         results[name] = _per_group(read_topic(bootstrap, f"{app_id}-{name}-repartition"))
+    for name in SESSION_JOINED:
+        for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
+            key, end, start = record.key[:-16].decode(), record.key[-16:-8], record.key[-8:]
+            window = (int.from_bytes(start, "big") - T0, int.from_bytes(end, "big") - T0)
+            value = None if record.value is None else record.value.decode()
+            results.setdefault((name, record.partition), []).append((key, window, value))
     for name in JOINED:
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
             key, start = record.key[:-8].decode(), int.from_bytes(record.key[-8:], "big")
@@ -156,8 +164,8 @@ def _inputs(kafka_admin, unique_topic, kafka_bootstrap, records, prefix: str) ->
 
 
 def _assert_reference_exercises_it(expected: dict) -> None:
-    assert set(expected) == {(name, p) for name in JOINED for p in range(PARTITIONS)} | set(REGROUPED) | set(
-        SESSION_SEQUENCES) | set(SESSION_REPARTITIONS)
+    assert set(expected) == {(name, p) for name in JOINED + SESSION_JOINED for p in range(PARTITIONS)} | set(
+        REGROUPED) | set(SESSION_SEQUENCES) | set(SESSION_REPARTITIONS)
     assert all(set(expected[name]) == set(KEYS) for name in REGROUPED if name != "out-session-sizes")
     _assert_sessions_merge(expected)
     assert all(int(v) > 0 for v in expected["out-regrouped"].values())
@@ -208,6 +216,15 @@ def _assert_sessions_merge(expected: dict) -> None:
         assert all(len({partition for partition, _, _ in updates}) == 1 for updates in expected[name].values())
     assert set(expected["out-session-regrouped"]) == set(KEYS) and set(expected["out-long-sessions"]) <= set(KEYS)
     assert {"1", "2", "3"} <= set(expected["out-session-sizes"])
+    joined = {name: [(window, v) for p in range(PARTITIONS) for _, window, v in expected[name, p]]
+              for name in SESSION_JOINED}
+    assert all(len(found) > 40 for found in joined.values()), {name: len(found) for name, found in joined.items()}
+    assert any(v is None for _, v in joined["out-session-inner"])  # a merged session's delete: a tombstone
+    assert any(start < end for (start, end), _ in joined["out-session-inner"])  # sessions of several records
+    left = [v for _, v in joined["out-session-left"] if v is not None]
+    assert any(v.endswith("%null") for v in left) and not all(v.endswith("%null") for v in left)
+    outer = [v for _, v in joined["out-session-outer"] if v is not None]
+    assert any(v.startswith("null~") for v in outer) and any(not v.startswith("null~") for v in outer)
 
 
 def _assert_same(actual: dict, expected: dict) -> None:

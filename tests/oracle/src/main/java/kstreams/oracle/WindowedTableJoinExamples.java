@@ -32,7 +32,7 @@ import org.apache.kafka.streams.state.WindowStore;
  * Args: bootstrap applicationId stateDir s outInner outLeft outOuter outRegrouped outFiltered outMaterialized
  * outJoinedRegrouped outRejoined outPairJoined outPairRegrouped outOddCounts outOddReduced outMixed
  * outSlidingInner outSlidingOuter outSlidingRegrouped outSlidingLeft outSessionRegrouped outSessionSizes
- * outLongSessions
+ * outLongSessions outSessionInner outSessionLeft outSessionOuter
  *
  * The Python twin is windowed_join_examples() in tests/windowed_join_topology.py; keep the two in step.
  */
@@ -55,7 +55,8 @@ public final class WindowedTableJoinExamples {
                                  String outOddCounts, String outOddReduced, String outMixed,
                                  String outSlidingInner, String outSlidingOuter, String outSlidingRegrouped,
                                  String outSlidingLeft, String outSessionRegrouped, String outSessionSizes,
-                                 String outLongSessions) {
+                                 String outLongSessions, String outSessionInner, String outSessionLeft,
+                                 String outSessionOuter) {
         StreamsBuilder builder = new StreamsBuilder();
         Duration size = Duration.ofMillis(WINDOW_MS);
         Duration grace = Duration.ofMillis(500);
@@ -175,9 +176,10 @@ public final class WindowedTableJoinExamples {
         slideValues.leftJoin(quickSlides, (v, n) -> v + "%" + text(n)).toStream().to(outSlidingLeft, produced);
 
         // Session windows, in a sub-topology of their own: re-grouped (a merge's deletes subtract).
-        SessionWindowedKStream<String, String> sessionWindows = builder.<String, String>stream(s)
-            .groupBy((key, value) -> key, Grouped.as("sessioned"))
-            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(500), grace));
+        KGroupedStream<String, String> sessioned =
+            builder.<String, String>stream(s).groupBy((key, value) -> key, Grouped.as("sessioned"));
+        SessionWindowedKStream<String, String> sessionWindows =
+            sessioned.windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(500), grace));
         KTable<Windowed<String>, Long> sessionCounts = sessionWindows.count(
             Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("session-counts").withCachingDisabled());
         KTable<Windowed<String>, String> sessionValues = sessionWindows.reduce((x, y) -> x + "," + y,
@@ -202,13 +204,24 @@ public final class WindowedTableJoinExamples {
                         .withCachingDisabled())
             .toStream()
             .to(outLongSessions);
+        // Joins of session tables (fetchSession), one with sessions of another gap and a shorter retention.
+        Produced<Windowed<String>, String> sessionKeys =
+            Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.String());
+        sessionCounts.join(sessionValues, (n, v) -> n + "|" + v).toStream().to(outSessionInner, sessionKeys);
+        KTable<Windowed<String>, Long> shortCounts = sessioned
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(300), grace))
+            .count(Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("short-session-counts")
+                       .withCachingDisabled());
+        sessionValues.leftJoin(shortCounts, (v, n) -> v + "%" + text(n)).toStream().to(outSessionLeft, sessionKeys);
+        sessionCounts.filter((windowed, n) -> n % 2 == 1)
+            .outerJoin(sessionValues, (n, v) -> text(n) + "~" + text(v)).toStream().to(outSessionOuter, sessionKeys);
         return builder.build();
     }
 
     public static void main(String[] args) throws Exception {
         Topology topology = build(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10], args[11],
                                   args[12], args[13], args[14], args[15], args[16], args[17], args[18], args[19],
-                                  args[20], args[21], args[22], args[23]);
+                                  args[20], args[21], args[22], args[23], args[24], args[25], args[26]);
         // The repartition topics too: the sub-topologies reading them must have read them to the end.
         KafkaStreamsRuns.runUntilConsumed(topology, args[0], args[1], args[2],
                                           () -> List.of(args[3], args[1] + "-by-key-repartition",
