@@ -83,6 +83,21 @@ JOINED = tuple(name for name in OUTPUTS if name not in REGROUPED + SESSION_SEQUE
 CHANGES = ChangedSerde(Serdes.String())
 
 
+# After the random records, a session of two records (80 s, 80.2 s) in both session stores (gaps 500 and
+# 300 ms); a record of another key of its partition at 81.1 s, past which the 300 ms store (retention 800 ms)
+# no longer returns the session; then one at 80.1 s, inside it: the 500 ms concatenation deletes and puts
+# the session again (not late: 80.2 s >= 81.1 s - 1 s), its left join reads nothing on the right.
+EXPIRED_SESSION = (KEYS[0], (80_000, 80_200), "x0,x1,x3%null")
+
+
+def _expiring_session() -> list[tuple]:
+    key, (start, end), _ = EXPIRED_SESSION
+    partition = default_partition(key.encode(), PARTITIONS)
+    (other, *_) = [k for k in KEYS[1:] if default_partition(k.encode(), PARTITIONS) == partition]
+    return [(key, "x0", partition, T0 + start), (key, "x1", partition, T0 + end),
+            (other, "x2", partition, T0 + 81_100), (key, "x3", partition, T0 + 80_100)]
+
+
 def _input(seed: int = 19) -> dict[str, list[tuple]]:
     """``{"s": [(key, value, partition, timestamp)]}`` in production order."""
     rng = random.Random(seed)
@@ -95,7 +110,7 @@ def _input(seed: int = 19) -> dict[str, list[tuple]]:
         value = None if rng.random() < 0.05 else f"v{i}"
         partition = rng.randrange(PARTITIONS) if key is None else default_partition(key.encode(), PARTITIONS)
         records.append((key, value, partition, timestamp))
-    (unique,) = with_unique_timestamps([{"s": records}], INPUTS)
+    (unique,) = with_unique_timestamps([{"s": records + _expiring_session()}], INPUTS)
     return unique
 
 
@@ -225,6 +240,9 @@ def _assert_sessions_merge(expected: dict) -> None:
     assert any(v.endswith("%null") for v in left) and not all(v.endswith("%null") for v in left)
     outer = [v for _, v in joined["out-session-outer"] if v is not None]
     assert any(v.startswith("null~") for v in outer) and any(not v.startswith("null~") for v in outer)
+    key, window, value = EXPIRED_SESSION  # the session the 300 ms store no longer returns: joined with nothing
+    assert [v for p in range(PARTITIONS) for k, w, v in expected["out-session-left", p] if (k, w) == (key, window)] \
+        == ["x0,x1%null", "x0,x1%2", None, value]
 
 
 def _assert_same(actual: dict, expected: dict) -> None:
