@@ -145,6 +145,15 @@ def test_joins_of_session_tables_the_runner_does_not_model_are_refused_naming_th
         join + "KTABLE-FILTER-.* \\(table_filter\\) on the way keeps a store of its own")
 
 
+def test_a_session_table_with_its_own_stream_time_is_refused_when_joined_naming_the_aggregation():
+    """After a filter of the stream its store's observed time is not the task's stream time."""
+    def build(builder):
+        grouped = builder.stream("s").filter(lambda key, value: value is not None).group_by_key()
+        _counts(grouped, 500, "a").join(_counts(grouped, 300, "b"), lambda x, y: f"{x}{y}")
+
+    _refused(build, "the windowed table of KSTREAM-AGGREGATE-.* is joined, but the aggregation keeps its own stream time")
+
+
 def test_a_join_of_session_tables_joined_again_or_re_grouped_is_refused_naming_the_reader():
     """Read through both session tables, fetchSession through a join: not yet here."""
     def pair(builder):
