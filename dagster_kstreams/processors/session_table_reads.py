@@ -9,9 +9,7 @@ each merged session with its old value (a subtraction only), and the merged sess
 value (an addition only); a record whose session is a single instant already stored replaces it
 without a delete (``mergedWindow.equals(newSessionWindow)``: an addition only, as there). So the
 old value is the one the aggregation sends with the update (:class:`~.windowed_tables.WindowedOldValue`,
-the same reader a table filter and a suppression use), and no other session of the store is read:
-where a join reads a session table by the session's start and end (``fetchSession``), which the
-runner does not yet, a re-grouping needs only the update.
+the same reader a table filter and a suppression use), and no other session of the store is read.
 
 A join of two session tables (``KTableKTable*Join``) reads the other table's session of the updated
 session's start and end (``KTableSessionWindowValueGetter``: ``fetchSession(key, start, end)``, stamped
@@ -98,8 +96,7 @@ class SessionReads:
     the key (its state slot, ``((start, end, aggregate), ...)``), nothing for a session ending at or below
     the store's observed time minus its retention (see the module's docstring)."""
 
-    def __init__(self, aggregation: str):
-        self.aggregation_name = aggregation
+    def __init__(self):
         self.aggregation = None  # the session aggregation, once bound
 
     def bind(self, aggregation) -> None:

@@ -241,7 +241,7 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
         if windowed and sessions and is_session_aggregation_on_update(node):
             steps.reverse()
             return ValueGetter(node.params["store_name"], tuple(steps), windows_of=node.name,
-                               sessions=SessionReads(node.name))
+                               sessions=SessionReads())
         if windowed and node.kind is NodeKind.WINDOWED_AGGREGATE:
             emits = node.params.get("emit_strategy", ON_WINDOW_UPDATE)
             raise UnsupportedTopologyError(
