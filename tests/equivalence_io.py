@@ -99,19 +99,21 @@ def output_topics(kafka_admin, unique_topic, inputs: Mapping[str, str], partitio
 class KafkaStreamsInBackground:
     """Kafka Streams' side of a comparison, run in the background while ours runs: new input topics
     (``write_inputs`` fills them, given ``{input: topic}``) and output topics, and the harness main
-    ``main`` (``"kstreams.oracle.X"``) on them as the app ``ks-<name>-<random>``, its arguments
-    bootstrap, app id, ``state_dir``, then the ``inputs`` and ``outputs`` topics in that order.
-    :meth:`result` waits for it: the JSON it printed, with ``"results"``: ``read_results(bootstrap,
-    topics)``; :meth:`close` waits for it whatever became of it."""
+    ``main`` (``"kstreams.oracle.X"``) on them as the app ``ks-<name>-<random>`` (or ``app_id``, for a
+    test that reads its internal topics), its arguments bootstrap, app id, ``state_dir``, then the
+    ``inputs`` and ``outputs`` topics in that order. :meth:`result` waits for it: the JSON it printed,
+    with ``"results"``: ``read_results(bootstrap, topics)``; :meth:`close` waits for it whatever became
+    of it."""
 
     def __init__(self, main: str, name: str, bootstrap: str, kafka_admin, unique_topic, state_dir,
                  inputs: Sequence[str], outputs: Sequence[str], partitions: int,
-                 write_inputs: Callable[[dict[str, str]], None], read_results: Callable[[str, dict[str, str]], dict]):
+                 write_inputs: Callable[[dict[str, str]], None], read_results: Callable[[str, dict[str, str]], dict],
+                 app_id: Optional[str] = None):
         input_topics = {input_: unique_topic(f"ks-{name}-{input_}") for input_ in inputs}
         kafka_admin.create_topics({topic: partitions for topic in input_topics.values()})
         write_inputs(input_topics)
         self.topics = output_topics(kafka_admin, unique_topic, input_topics, dict.fromkeys(outputs, partitions), "ks")
-        args = [bootstrap, unique_topic(f"ks-{name}"), str(state_dir),
+        args = [bootstrap, app_id or unique_topic(f"ks-{name}"), str(state_dir),
                 *(self.topics[topic] for topic in (*inputs, *outputs))]
         self._main = oracle_harness.BackgroundMain(main, args)
         self._bootstrap, self._read_results = bootstrap, read_results

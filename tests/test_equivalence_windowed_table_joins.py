@@ -19,7 +19,12 @@ sub-topology of their own (the stream re-keyed again), sliding windows: a count 
 joined without a store and outer-joined into a materialized join (task-grouped), the concatenation
 re-grouped and left-joined with a count in 500 ms sliding windows whose retention is the least that
 covers the 1 s windows' reach. Kafka Streams reads a sliding table as a time-windowed one
-(``fetch(key, windowStart)``).
+(``fetch(key, windowStart)``). In a sub-topology of their own (the stream re-keyed once more), session
+windows: a concatenation and a count re-grouped (by key, and by the sessions' sizes through a
+``map_values``; the count through a filter by key into a reduce with a subtractor). A record that
+merges sessions sends each merged session's delete with its old value, which the re-grouping
+subtracts (``KStreamSessionWindowAggregate``, ``KTableRepartitionMap``); nothing else of the session
+store is read.
 
 Input on 2 partitions: 6 keys, a record every 150 ms, about one in six out of order (by up to 1.5 s:
 some fall in closed windows and are dropped), null values (given to the reducers and the count as
@@ -27,17 +32,22 @@ Kafka Streams gives them) and null keys (dropped), no two records with one times
 
 Compared: describe() of the very topology run; per join output topic and partition the whole
 sequence of (key, window start, value), and the re-grouped sums' final values (their repartition topics
-interleave what the two upstream tasks wrote as they ran, in Kafka Streams as here), on a clean run
+interleave what the two upstream tasks wrote as they ran, in Kafka Streams as here); the session
+re-groupings by key (each group fed by one upstream task: the key's) per group, the whole sequence of
+their repartition topics' records (Kafka Streams' Change bytes, with their timestamps: the session's
+end) and of their outputs, and the re-grouping by size's final values; on a clean run
 and on one SIGKILLed once task 0_0 has run, then rerun; and the count's and the reduce's stores after
 the materialized join, and the materialized joins of 1 s and 500 ms windows and of sliding windows, read
 back from the checkpoints, against what Kafka Streams last sent per window.
-Not timestamps: see the README, "Record timestamps written by the runner".
+Timestamps only in the session re-groupings' repartition topics: an output topic's are the time of
+writing, see the README, "Record timestamps written by the runner".
 """
 
 from __future__ import annotations
 
 import random
 import time
+from collections import defaultdict
 
 import pytest
 from pyspark import cloudpickle
@@ -45,10 +55,13 @@ from pyspark import cloudpickle
 import windowed_join_topology
 from equivalence_io import KafkaStreamsInBackground, output_topics, produce_strings, with_unique_timestamps
 from killed_runs import kill_and_rerun
-from windowed_join_topology import INPUTS, OUTPUTS, WINDOW_MS, windowed_join_examples
+from windowed_join_topology import INPUTS, OUTPUTS, SESSION_REPARTITIONS, WINDOW_MS, windowed_join_examples
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import final_values, read_topic
+from dagster_kstreams.kafka.timestamp_header import TIMESTAMP_HEADER, decode_timestamp
+from dagster_kstreams.processors.changes import ChangedSerde
 from dagster_kstreams.spark.task_runner import TaskRunner
+from dagster_kstreams.topology.serdes import Serdes
 
 pytestmark = pytest.mark.integration
 
@@ -57,11 +70,32 @@ cloudpickle.register_pickle_by_value(windowed_join_topology)
 PARTITIONS = 2
 T0 = (int(time.time()) - 3600) * 1000 // 1000 * 1000
 KEYS = tuple(f"k{i}" for i in range(6))
-REGROUPED = ("out-regrouped", "out-joined-regrouped", "out-pair-regrouped", "out-sliding-regrouped")
+REGROUPED = ("out-regrouped", "out-joined-regrouped", "out-pair-regrouped", "out-sliding-regrouped",
+             "out-session-sizes")
+# Session re-groupings by key: each group is fed by the upstream task of its key, so its sequence is one.
+SESSION_SEQUENCES = ("out-session-regrouped", "out-long-sessions")
+# Joins of session tables: keys in Kafka Streams' session-windowed format (the key, the end, the start).
+SESSION_JOINED = ("out-session-inner", "out-session-left", "out-session-outer")
 # The stores after the materialized join of odd counts, read back from the checkpoints: {store: output}.
 STORES_READ_BACK = {"odd-counts": "out-odd-counts", "odd-reduced": "out-odd-reduced", "mixed": "out-mixed",
                     "slide-joined": "out-sliding-outer"}
-JOINED = tuple(name for name in OUTPUTS if name not in REGROUPED)
+JOINED = tuple(name for name in OUTPUTS if name not in REGROUPED + SESSION_SEQUENCES + SESSION_JOINED)
+CHANGES = ChangedSerde(Serdes.String())
+
+
+# After the random records, a session of two records (80 s, 80.2 s) in both session stores (gaps 500 and
+# 300 ms); a record of another key of its partition at 81.1 s, past which the 300 ms store (retention 800 ms)
+# no longer returns the session; then one at 80.1 s, inside it: the 500 ms concatenation deletes and puts
+# the session again (not late: 80.2 s >= 81.1 s - 1 s), its left join reads nothing on the right.
+EXPIRED_SESSION = (KEYS[0], (80_000, 80_200), "x0,x1,x3%null")
+
+
+def _expiring_session() -> list[tuple]:
+    key, (start, end), _ = EXPIRED_SESSION
+    partition = default_partition(key.encode(), PARTITIONS)
+    (other, *_) = [k for k in KEYS[1:] if default_partition(k.encode(), PARTITIONS) == partition]
+    return [(key, "x0", partition, T0 + start), (key, "x1", partition, T0 + end),
+            (other, "x2", partition, T0 + 81_100), (key, "x3", partition, T0 + 80_100)]
 
 
 def _input(seed: int = 19) -> dict[str, list[tuple]]:
@@ -76,7 +110,7 @@ def _input(seed: int = 19) -> dict[str, list[tuple]]:
         value = None if rng.random() < 0.05 else f"v{i}"
         partition = rng.randrange(PARTITIONS) if key is None else default_partition(key.encode(), PARTITIONS)
         records.append((key, value, partition, timestamp))
-    (unique,) = with_unique_timestamps([{"s": records}], INPUTS)
+    (unique,) = with_unique_timestamps([{"s": records + _expiring_session()}], INPUTS)
     return unique
 
 
@@ -84,10 +118,34 @@ def _produce(bootstrap: str, topics: dict[str, str], records: dict[str, list[tup
     produce_strings(bootstrap, topics["s"], records["s"])
 
 
-def _results(bootstrap: str, topics: dict[str, str]) -> dict:
-    """``{(output, partition): [(key, window start, value)] in offset order}``."""
+def _per_group(records) -> dict[str, list[tuple]]:
+    """``{key: [(partition, raw value, timestamp)] in offset order}``: the timestamp a record keeps (on a
+    repartition topic the runner's header under at-least-once, else its own)."""
+    groups: dict = defaultdict(list)
+    for record in sorted(records, key=lambda r: (r.partition, r.offset)):
+        headers = dict(record.headers)
+        timestamp = decode_timestamp(headers[TIMESTAMP_HEADER]) if TIMESTAMP_HEADER in headers else record.timestamp
+        groups[record.key.decode()].append((record.partition, record.value, timestamp - T0))
+    return dict(groups)
+
+
+def _results(bootstrap: str, topics: dict[str, str], app_id: str) -> dict:
+    """``{(output, partition): [(key, window start, value)] in offset order}``, the re-groupings' final
+    values, and per group the session re-groupings' outputs (values) and repartition records."""
     results: dict = {name: final_values(read_topic(bootstrap, topics[name]), bytes.decode, bytes.decode)
                      for name in REGROUPED}
+    for name in SESSION_SEQUENCES:
+        results[name] = {key: [(partition, None if value is None else value.decode())
+                               for partition, value, _ in updates]
+                         for key, updates in _per_group(read_topic(bootstrap, topics[name])).items()}
+    for name in SESSION_REPARTITIONS:
+        results[name] = _per_group(read_topic(bootstrap, f"{app_id}-{name}-repartition"))
+    for name in SESSION_JOINED:
+        for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
+            key, end, start = record.key[:-16].decode(), record.key[-16:-8], record.key[-8:]
+            window = (int.from_bytes(start, "big") - T0, int.from_bytes(end, "big") - T0)
+            value = None if record.value is None else record.value.decode()
+            results.setdefault((name, record.partition), []).append((key, window, value))
     for name in JOINED:
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
             key, start = record.key[:-8].decode(), int.from_bytes(record.key[-8:], "big")
@@ -103,10 +161,12 @@ def records():
 
 @pytest.fixture(scope="module")
 def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory, records):
+    app_id = unique_topic("ks-windowed-joins")
     run = KafkaStreamsInBackground(
         "kstreams.oracle.WindowedTableJoinExamples", "windowed-joins", kafka_bootstrap, kafka_admin, unique_topic,
         tmp_path_factory.mktemp("ks-windowed-joins-state"), INPUTS, OUTPUTS, PARTITIONS,
-        lambda inputs: _produce(kafka_bootstrap, inputs, records), _results)
+        lambda inputs: _produce(kafka_bootstrap, inputs, records),
+        lambda bootstrap, topics: _results(bootstrap, topics, app_id), app_id=app_id)
     yield run
     run.close()
 
@@ -119,8 +179,10 @@ def _inputs(kafka_admin, unique_topic, kafka_bootstrap, records, prefix: str) ->
 
 
 def _assert_reference_exercises_it(expected: dict) -> None:
-    assert set(expected) == {(name, p) for name in JOINED for p in range(PARTITIONS)} | set(REGROUPED)
-    assert all(set(expected[name]) == set(KEYS) for name in REGROUPED)
+    assert set(expected) == {(name, p) for name in JOINED + SESSION_JOINED for p in range(PARTITIONS)} | set(
+        REGROUPED) | set(SESSION_SEQUENCES) | set(SESSION_REPARTITIONS)
+    assert all(set(expected[name]) == set(KEYS) for name in REGROUPED if name != "out-session-sizes")
+    _assert_sessions_merge(expected)
     assert all(int(v) > 0 for v in expected["out-regrouped"].values())
     values = {name: [v for p in range(PARTITIONS) for _, _, v in expected[name, p]] for name in JOINED}
     assert all(len(found) > 40 for found in values.values()), {name: len(found) for name, found in values.items()}
@@ -160,6 +222,29 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     assert any(start % 1000 == 500 for p in range(PARTITIONS) for _, start, _ in expected["out-outer", p])
 
 
+def _assert_sessions_merge(expected: dict) -> None:
+    """Sessions merged: the re-groupings got deletes of merged sessions (subtractions, flag 0 in Kafka Streams'
+    Change format), groups of one partition each; sessions of one record merged away (a size's count fell)."""
+    for name in SESSION_REPARTITIONS:
+        changes = [CHANGES.deserialize(value) for updates in expected[name].values() for _, value, _ in updates]
+        assert sum(change.new is None for change in changes) > 10 and sum(change.old is None for change in changes) > 10
+        assert all(len({partition for partition, _, _ in updates}) == 1 for updates in expected[name].values())
+    assert set(expected["out-session-regrouped"]) == set(KEYS) and set(expected["out-long-sessions"]) <= set(KEYS)
+    assert {"1", "2", "3"} <= set(expected["out-session-sizes"])
+    joined = {name: [(window, v) for p in range(PARTITIONS) for _, window, v in expected[name, p]]
+              for name in SESSION_JOINED}
+    assert all(len(found) > 40 for found in joined.values()), {name: len(found) for name, found in joined.items()}
+    assert any(v is None for _, v in joined["out-session-inner"])  # a merged session's delete: a tombstone
+    assert any(start < end for (start, end), _ in joined["out-session-inner"])  # sessions of several records
+    left = [v for _, v in joined["out-session-left"] if v is not None]
+    assert any(v.endswith("%null") for v in left) and not all(v.endswith("%null") for v in left)
+    outer = [v for _, v in joined["out-session-outer"] if v is not None]
+    assert any(v.startswith("null~") for v in outer) and any(not v.startswith("null~") for v in outer)
+    key, window, value = EXPIRED_SESSION  # the session the 300 ms store no longer returns: joined with nothing
+    assert [v for p in range(PARTITIONS) for k, w, v in expected["out-session-left", p] if (k, w) == (key, window)] \
+        == ["x0,x1%null", "x0,x1%2", None, value]
+
+
 def _assert_same(actual: dict, expected: dict) -> None:
     for key in sorted(expected, key=str):
         assert actual.get(key) == expected[key], key
@@ -179,12 +264,13 @@ def test_windowed_table_joins_in_a_clean_run_match_kafka_streams(
     kafka_bootstrap, kafka_admin, unique_topic, kafka_streams_run, records, spark, tmp_path
 ):
     topics = _inputs(kafka_admin, unique_topic, kafka_bootstrap, records, "clean-wj")
-    runner = TaskRunner(windowed_join_examples(topics), unique_topic("clean-wj"), kafka_bootstrap,
+    app_id = unique_topic("clean-wj")
+    runner = TaskRunner(windowed_join_examples(topics), app_id, kafka_bootstrap,
                         state_location=str(tmp_path / "state"), spark=spark)
     runner.run_all()
     expected = kafka_streams_run.result()["results"]
     _assert_reference_exercises_it(expected)
-    _assert_same(_results(kafka_bootstrap, topics), expected)
+    _assert_same(_results(kafka_bootstrap, topics, app_id), expected)
     _assert_stores_read_back(runner, expected)
 
 
@@ -192,12 +278,13 @@ def test_windowed_table_joins_killed_part_way_and_rerun_match_kafka_streams(
     kafka_bootstrap, kafka_admin, unique_topic, kafka_streams_run, records, spark, tmp_path
 ):
     topics = _inputs(kafka_admin, unique_topic, kafka_bootstrap, records, "killed-wj")
-    rerun = kill_and_rerun(tmp_path, windowed_join_examples, topics, app_id=unique_topic("killed-wj"),
+    app_id = unique_topic("killed-wj")
+    rerun = kill_and_rerun(tmp_path, windowed_join_examples, topics, app_id=app_id,
                            bootstrap=kafka_bootstrap, spark=spark,
                            kill_when=lambda line: line.startswith("task 0_0 "))
     assert not any(line.startswith("task 0_1 ") for line in rerun.killed_lines), rerun.killed_lines
     expected = kafka_streams_run.result()["results"]
-    _assert_same(_results(kafka_bootstrap, topics), expected)
+    _assert_same(_results(kafka_bootstrap, topics, app_id), expected)
     _assert_stores_read_back(rerun.runner, expected)
 
 

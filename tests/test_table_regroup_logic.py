@@ -299,17 +299,14 @@ def test_with_cached_tables_a_key_updated_on_both_sides_is_forwarded_by_the_join
 
 
 # -- what is refused when the topology is defined ---------------------------------------------------
-def test_re_grouping_a_time_or_sliding_windowed_table_runs_a_session_table_is_refused():
-    """Time and sliding windows: compared with Kafka Streams in tests/test_equivalence_windowed_table_joins.py;
-    a session table, read by the session's start and end in Kafka Streams, is refused naming the re-grouping."""
-    for windows, runs in ((TimeWindows.of_size_with_no_grace(timedelta(seconds=1)), True),
-                          (SlidingWindows.of_time_difference_with_no_grace(timedelta(seconds=1)), True),
-                          (SessionWindows.of_inactivity_gap_with_no_grace(timedelta(seconds=1)), False)):
+def test_re_grouping_a_time_sliding_or_session_windowed_table_runs():
+    """Time and sliding windows, and session windows (the old value the aggregation sends with each
+    update, tests/test_session_regroup_logic.py): compared with Kafka Streams in
+    tests/test_equivalence_windowed_table_joins.py."""
+    for windows in (TimeWindows.of_size_with_no_grace(timedelta(seconds=1)),
+                    SlidingWindows.of_time_difference_with_no_grace(timedelta(seconds=1)),
+                    SessionWindows.of_inactivity_gap_with_no_grace(timedelta(seconds=1))):
         builder = StreamsBuilder()
         counts = builder.stream("clicks").group_by_key().windowed_by(windows).count()
         counts.group_by(lambda window, count: (str(count), "x")).count().to_stream().to("out")
-        if runs:
-            compile_topology(builder.build(), "app").check()
-        else:
-            with pytest.raises(UnsupportedTopologyError, match="processor KTABLE-SELECT-.* reads the windowed table"):
-                compile_topology(builder.build(), "app").check()
+        compile_topology(builder.build(), "app").check()

@@ -49,6 +49,21 @@ sliding windows of 500 ms (``out-sliding-left``), whose store's retention, 1502 
 keeps every window the 1 s updates read (time difference plus grace plus 2). Kafka Streams reads a
 sliding table as a tumbling one (``fetch(key, windowStart)``), the windows of the two differences
 meeting where a start happens to be one of both.
+
+Session windows (gap 500 ms, grace 500 ms), in a sub-topology of their own (the stream re-keyed,
+repartition topic ``sessioned``): a concatenation re-grouped by key (repartition topic
+``session-by-key``), its values' lengths summed (``out-session-regrouped``); a count through a
+``map_values`` re-grouped by its sessions' sizes (repartition topic ``sessions-by-size``), counted
+(``out-session-sizes``); and the count through a filter (sessions of more than one record) re-grouped
+by key (repartition topic ``long-sessions``) into a reduce with a subtractor (``out-long-sessions``).
+A record that merges sessions sends the re-grouping a delete of each merged session with its old value
+(subtracted), then the merged session (added): ``KStreamSessionWindowAggregate`` and
+``KTableRepartitionMap``. There too, joins of session tables, each reading the other's session of the
+updated one's start and end (``fetchSession``): the count joined (inner) with the concatenation
+(``out-session-inner``), the concatenation left-joined with a count in sessions of a 300 ms gap, whose
+store (retention 800 ms) no longer returns sessions the 500 ms ones still update (``out-session-left``),
+and the odd counts (a filter) outer-joined with the concatenation (``out-session-outer``); keys in Kafka
+Streams' session-windowed format.
 """
 
 from __future__ import annotations
@@ -56,14 +71,18 @@ from __future__ import annotations
 from datetime import timedelta
 
 from dagster_kstreams.topology import (
-    Grouped, Materialized, Produced, Serdes, SlidingWindows, StreamsBuilder, TimeWindows, WindowedSerde,
+    Grouped, Materialized, Produced, Serdes, SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows,
+    WindowedSerde,
 )
 
 INPUTS = ("s",)
 OUTPUTS = ("out-inner", "out-left", "out-outer", "out-regrouped", "out-filtered", "out-materialized",
            "out-joined-regrouped", "out-rejoined", "out-pair-joined", "out-pair-regrouped", "out-odd-counts",
            "out-odd-reduced", "out-mixed", "out-sliding-inner", "out-sliding-outer", "out-sliding-regrouped",
-           "out-sliding-left")
+           "out-sliding-left", "out-session-regrouped", "out-session-sizes", "out-long-sessions",
+           "out-session-inner", "out-session-left", "out-session-outer")
+# The session re-groupings' repartition topics (``<app id>-<name>-repartition``), compared record by record.
+SESSION_REPARTITIONS = ("session-by-key", "long-sessions")
 WINDOW_MS = 1000
 
 
@@ -164,4 +183,37 @@ def windowed_join_examples(topics: dict[str, str]) -> StreamsBuilder:
         .count(Materialized.as_("quick-slides").with_retention(timedelta(milliseconds=1502)).with_caching_disabled())
     slide_values.left_join(quick_slides, lambda v, n: f"{v}%{text(n)}").to_stream() \
         .to(topics["out-sliding-left"], produced)
+
+    # Session windows, in a sub-topology of their own: re-grouped (a merge's deletes subtract).
+    sessioned = builder.stream(topics["s"]).group_by(lambda key, value: key, Grouped.as_("sessioned"))
+    session_windows = sessioned.windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(milliseconds=500),
+                                                                                       grace))
+    session_counts = session_windows.count(Materialized.as_("session-counts").with_caching_disabled())
+    session_values = session_windows.reduce(lambda x, y: x + "," + text(y),
+                                            Materialized.as_("session-values").with_caching_disabled())
+    session_values.group_by(lambda windowed, value: (windowed.key, value), Grouped.as_("session-by-key")) \
+        .aggregate(lambda: "0", lambda key, value, total: str(int(total) + len(value)),
+                   lambda key, value, total: str(int(total) - len(value)),
+                   Materialized.as_("session-lengths").with_caching_disabled()) \
+        .to_stream().to(topics["out-session-regrouped"])
+    session_counts.map_values(lambda n: str(n)) \
+        .group_by(lambda windowed, n: (n, windowed.key), Grouped.as_("sessions-by-size")) \
+        .count(Materialized.as_("session-sizes").with_caching_disabled()) \
+        .to_stream().map_values(lambda n: str(n)).to(topics["out-session-sizes"])
+    session_counts.filter(lambda windowed, n: n > 1) \
+        .group_by(lambda windowed, n: (windowed.key, str(n)), Grouped.as_("long-sessions")) \
+        .reduce(lambda x, y: str(int(x) + int(y)), lambda x, y: str(int(x) - int(y)),
+                Materialized.as_("long-session-records").with_caching_disabled()) \
+        .to_stream().to(topics["out-long-sessions"])
+    # Joins of session tables (fetchSession), one with sessions of another gap and a shorter retention.
+    session_keys = Produced.with_(WindowedSerde(Serdes.String(), session=True), Serdes.String())
+    session_counts.join(session_values, lambda n, v: f"{n}|{v}").to_stream() \
+        .to(topics["out-session-inner"], session_keys)
+    short_counts = sessioned.windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(milliseconds=300), grace)) \
+        .count(Materialized.as_("short-session-counts").with_caching_disabled())
+    session_values.left_join(short_counts, lambda v, n: f"{v}%{text(n)}").to_stream() \
+        .to(topics["out-session-left"], session_keys)
+    session_counts.filter(lambda windowed, n: n % 2 == 1) \
+        .outer_join(session_values, lambda n, v: f"{text(n)}~{text(v)}").to_stream() \
+        .to(topics["out-session-outer"], session_keys)
     return builder

@@ -102,6 +102,7 @@ class SessionWindowAggregate(WindowedTable):
         self.gap, self.grace, self.retention = gap, grace, retention
         self.initializer, self.aggregator, self.merger = initializer, aggregator, merger
         self._batch_stream_time: Optional[int] = None  # the task's stream time at its last record here
+        self._taken: Optional[tuple] = None  # (topic, partition, offset) of the last record taken
 
     @property
     def options(self) -> dict:
@@ -112,6 +113,7 @@ class SessionWindowAggregate(WindowedTable):
         if key is None:
             return  # skipped; does not advance stream time (event_time leaves null keys out of it)
         self.needs_state(state)
+        self._taken = (context.topic, context.partition, context.offset)
         slot = self.state_slot
         current = state.values[slot]
         store = SessionStore(self.gap, self.grace, self.retention, () if current is ABSENT else current)
@@ -215,6 +217,15 @@ class SessionWindowAggregate(WindowedTable):
         if self.emit_on_close:
             return self._closed_sessions_of(task).store_time
         return task.values.get(observed_time_key(self.store), NO_TIME)
+
+    def store_time_at(self, context) -> int:
+        """The store's observed time while the record of ``context`` travels on (a join reading the table,
+        :class:`~.session_table_reads.SessionReads`): the task's stream time after that record once this
+        aggregation took it (it wrote a session ending at or after it; the newest record is never late),
+        before it otherwise."""
+        if self._taken == (context.topic, context.partition, context.offset) or context.stream_time_before is None:
+            return context.stream_time
+        return context.stream_time_before
 
     def _observed_time(self, state) -> int:
         return self.store_time(task_state_of(self, state))

@@ -67,6 +67,9 @@ source key's group. Other state after them (a count of the join's stream) is kep
 group too. Beside session windows the groups keep the window's end as well: a materialized join of
 windows of two sizes, or state they both reach, is refused there
 (:func:`~.windowed_table_reads.check_windows`, :func:`~.windowed_tables.check_own_window_reads`).
+Two session aggregations' tables may be joined too, without a store: a session's value is the other
+store's session of the same start and end (``fetchSession``), by that store's observed time
+(:mod:`.session_table_reads`).
 
 Order across inputs
 -------------------
@@ -85,6 +88,7 @@ from typing import Optional
 from dagster_kstreams.processors.aggregations import ToTable, read_by_user_processor
 from dagster_kstreams.processors.base import Processor, register
 from dagster_kstreams.processors.joined_tables import joined_value, old_value_key
+from dagster_kstreams.processors.session_table_reads import check_session_join
 from dagster_kstreams.processors.stateless import Merge
 from dagster_kstreams.processors.value_getters import NO_TIMESTAMP, ValueGetter, value_getter
 from dagster_kstreams.processors.versioned_tables import (
@@ -166,7 +170,9 @@ class TableTableJoin(Processor):
         if self.skips_not_latest and not state.latest:
             return  # Kafka Streams: "Skipping out-of-order record from versioned table" (KIP-914)
         updated, other = (self.this, self.other) if self.side == "this" else (self.other, self.this)
-        new = updated.get(self, key, state, context)
+        # A session table's update is its own: a merge deletes a session and puts it again (one window), the
+        # store already holding the put while the delete travels here (Kafka Streams joins change.newValue)
+        new = value if updated.sessions is not None else updated.get(self, key, state, context)
         if self.stamps_both_rows:
             other_value, other_timestamp = other.get_timestamped(self, key, state, context)
         else:
@@ -209,9 +215,10 @@ def _table_table_join(factory, ctx) -> TableTableJoin:
     (sibling_name,) = [name for name in sub.node(merge_name).parents if name != factory.name]
     own_table, other_table = factory.parents[0], sub.node(sibling_name).parents[0]
     this_table, that_table = (own_table, other_table) if params["side"] == "this" else (other_table, own_table)
-    this = value_getter(ctx, factory, this_table, through_joins=True, windowed=True)
-    other = value_getter(ctx, factory, that_table, through_joins=True, windowed=True)
-    check_windows(ctx, factory, this_table, that_table, sub.node(merge_name))
+    this = value_getter(ctx, factory, this_table, through_joins=True, windowed=True, sessions=True)
+    other = value_getter(ctx, factory, that_table, through_joins=True, windowed=True, sessions=True)
+    if not check_session_join(ctx, factory, this_table, that_table, sub.node(merge_name)):
+        check_windows(ctx, factory, this_table, that_table, sub.node(merge_name))
     joiner = ctx.function(factory, params["joiner"])
     merge = sub.node(merge_name)
     store = merge.params.get("store_name")

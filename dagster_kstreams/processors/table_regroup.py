@@ -11,7 +11,9 @@ Upstream (:class:`TableRepartitionMap`): for each update the table forwards (eve
 once per key and micro-batch with the record cache, its old value being then the value at the
 last flush) the selector maps the new value and the old value to ``(group, value)`` pairs. An update a
 versioned table forwards marked not latest (out of order) is skipped, so that the aggregate holds
-the latest values only (Kafka Streams' versioned semantics). A pair
+the latest values only (Kafka Streams' versioned semantics). A windowed table's old value is the one
+its aggregation sends with the update; a session table's (:mod:`.session_table_reads`) is a merged
+session's with its delete, none with the merged session's put, so merged sessions are subtracted. A pair
 with a null group or a null value is dropped. When both pairs select the same group, one record
 ``Change(new, old)`` goes to it; otherwise the subtraction ``Change(None, old)`` goes to the old
 group first, then the addition ``Change(new, None)`` to the new one (Kafka Streams 4.x; keys are
@@ -41,8 +43,11 @@ from dagster_kstreams.processors.aggregations import KeyValueStoreProcessor, agg
 from dagster_kstreams.processors.base import Processor, register
 from dagster_kstreams.processors.changes import Change
 from dagster_kstreams.processors.errors import ProcessingError
+from dagster_kstreams.processors.session_table_reads import check_session_regrouping, is_session_table
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.stateless import pair
+from dagster_kstreams.processors.table_behind import table_behind
+from dagster_kstreams.processors.table_old_values import old_value_getter
 from dagster_kstreams.processors.value_getters import ValueGetter, value_getter
 from dagster_kstreams.processors.versioned_tables import (
     VersionedStoreWriter, VersionedTable, check_consumers, reads_versioned_updates, versioned_table,
@@ -183,8 +188,14 @@ class VersionedTableAggregate(VersionedStoreWriter, TableAggregate):
 def _repartition_map(factory, ctx) -> TableRepartitionMap:
     (table,) = factory.parents
     selector = ctx.function(factory, factory.params["selector"])
-    # A windowed table's old value: the one its aggregation forwards with the window's update.
-    table_values = value_getter(ctx, factory, table, through_joins=True, windowed=True)
+    behind = table_behind(ctx.subtopology, factory)
+    if is_session_table(behind):
+        # the old value its session aggregation sends with each update: a merged session's with its delete
+        check_session_regrouping(ctx.subtopology, factory, behind)
+        table_values = old_value_getter(ctx, factory, behind)
+    else:
+        # A windowed table's old value: the one its aggregation forwards with the window's update.
+        table_values = value_getter(ctx, factory, table, through_joins=True, windowed=True)
     return TableRepartitionMap(factory.name, selector.as_key_value(), table_values, reads_versioned_updates(ctx, table))
 
 

@@ -17,6 +17,7 @@ from dagster_kstreams.processors.base import Processor
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.joined_tables import JoinedValues, sent_old_value
 from dagster_kstreams.processors.own_groups import group_key
+from dagster_kstreams.processors.session_table_reads import SessionReads, is_session_aggregation_on_update
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.table_step_stores import keeps_own_store
 from dagster_kstreams.processors.versioned_tables import VersionedTable, versioned_table
@@ -44,7 +45,7 @@ class ValueGetter:
     def __init__(self, store: Optional[str], steps: tuple[tuple[str, Any, bool], ...],
                  versioned: Optional[VersionedTable] = None, joined: Optional[JoinedValues] = None,
                  sent_by_join: Optional[str] = None, windows_of: Optional[str] = None,
-                 window_size: Optional[int] = None):
+                 window_size: Optional[int] = None, sessions: Optional[SessionReads] = None):
         self.store = store  # None when the values come from ``joined``
         self.steps = steps  # [(kind, fn(key, value), negate)] in store-to-table order
         self.versioned = versioned  # the store's versions, when it is a versioned store
@@ -57,6 +58,9 @@ class ValueGetter:
         # a store keyed by windowed keys (a materialized windowed join's, a kept filter/map_values'):
         # the size of its windows, whose groups hold it when the sub-topology runs task-grouped
         self.window_size = window_size
+        # a session aggregation's table (``windows_of`` names it) read by a join: one session, by its start
+        # and end (fetchSession)
+        self.sessions = sessions
         self.slot: int = -1  # the store's slot, once bound to a program
         self.owner = None  # the store's processor, once its timestamps are read (keep_timestamps)
 
@@ -73,6 +77,8 @@ class ValueGetter:
                     "time or emits on window close; the Spark runner joins windowed tables read by the task's "
                     "stream time, updated on every record")
             aggregation.enable_sending_old_values()  # as the join asks in Kafka Streams
+            if self.sessions is not None:
+                self.sessions.bind(aggregation)
 
     def keep_timestamps(self, program) -> None:
         """Read each value's timestamp too (:meth:`get_timestamped`), after :meth:`bind`: the stores
@@ -102,6 +108,8 @@ class ValueGetter:
     def _stored_timestamp(self, key, state) -> int:
         if self.windows_of is None:
             return self.owner.stored_timestamp(state)
+        if self.sessions is not None:
+            return key.window.end  # KTableSessionWindowValueGetter stamps a session with its end
         stored = state.values[self.slot]  # a window keeps (aggregate, timestamp)
         window = None if stored is ABSENT else stored.get(key.window.start)
         return NO_TIMESTAMP if window is None else window[1]
@@ -116,6 +124,8 @@ class ValueGetter:
             return _group_of(reader, window, state).values[self.slot]
         if self.windows_of is None:
             return state.values[self.slot]
+        if self.sessions is not None:
+            return self.sessions.fetch(_group_of(reader, key.key, state).values[self.slot], key, context)
         # Kafka Streams' windowed value getter (time and sliding windows): windowStore.fetch(key, window
         # start). A window an update of a table joined with this one reaches is never expired here (see
         # check_windows).
@@ -173,14 +183,16 @@ _STORE_KINDS = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE, No
 
 
 def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False,
-                 windowed: bool = False) -> ValueGetter:
+                 windowed: bool = False, sessions: bool = False) -> ValueGetter:
     """The store behind a table and the table operations applied to its values on the way to
     ``table_node_name`` (``factory``: the processor that reads the table, named in errors).
     ``through_joins``: the reader can read a table-table join's result (its store when it is
     materialized, else both joined tables and the joiner), as joins and re-groupings do.
     ``windowed``: it can read a time-windowed or sliding-window aggregation's table (through
     filters/map_values) and the stores keyed by windowed keys after one (:func:`~.windowed_table_reads.windowed_store_size`), as a
-    table-table join and a re-grouping do."""
+    table-table join and a re-grouping do. ``sessions``: with ``windowed``, a session aggregation's table
+    too, one session by its start and end, as a join of two session tables reads it
+    (:class:`~.session_table_reads.SessionReads`); never through a join's result."""
     sub = ctx.subtopology
     names = {node.name for node in sub.nodes}
     steps: list[tuple[str, Any, bool]] = []
@@ -226,14 +238,18 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
         if windowed and readable_windows_on_update(node):
             steps.reverse()
             return ValueGetter(node.params["store_name"], tuple(steps), windows_of=node.name)
+        if windowed and sessions and is_session_aggregation_on_update(node):
+            steps.reverse()
+            return ValueGetter(node.params["store_name"], tuple(steps), windows_of=node.name,
+                               sessions=SessionReads())
         if windowed and node.kind is NodeKind.WINDOWED_AGGREGATE:
             emits = node.params.get("emit_strategy", ON_WINDOW_UPDATE)
             raise UnsupportedTopologyError(
                 f"processor {factory.name} ({factory.kind.value}) reads the windowed table of {node.name} "
                 f"({type(node.params['windows']).__name__}, {emits}); "
                 "the Spark runner joins and re-groups the tables of time-windowed and sliding-window aggregations "
-                "emitting on every update only (a session table is read by the session's start and end, "
-                "fetchSession, not yet here)")
+                "emitting on every update only, and a join of two session tables reads them directly (a session "
+                "table is read by the session's start and end, fetchSession, not yet through a join here)")
         if materialized_step(node):
             stored_steps.append(node)
         if node.kind is NodeKind.TABLE_FILTER:

@@ -13,21 +13,26 @@ import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.SessionWindowedKStream;
+import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.WindowStore;
 
 /**
  * Table-table joins of windowed tables (a windowed aggregation's KTable&lt;Windowed&lt;K&gt;, V&gt;) and a
- * windowed table re-grouped, run by Kafka Streams itself until its input and repartition topic are
- * consumed; prints JSON {"describe": ...}.
+ * windowed table re-grouped (session tables too: a merge forwards a delete of each merged session with its
+ * old value, which the re-grouping subtracts), run by Kafka Streams itself until its input and repartition
+ * topics are consumed; prints JSON {"describe": ...}.
  *
  * Args: bootstrap applicationId stateDir s outInner outLeft outOuter outRegrouped outFiltered outMaterialized
  * outJoinedRegrouped outRejoined outPairJoined outPairRegrouped outOddCounts outOddReduced outMixed
- * outSlidingInner outSlidingOuter outSlidingRegrouped outSlidingLeft
+ * outSlidingInner outSlidingOuter outSlidingRegrouped outSlidingLeft outSessionRegrouped outSessionSizes
+ * outLongSessions outSessionInner outSessionLeft outSessionOuter
  *
  * The Python twin is windowed_join_examples() in tests/windowed_join_topology.py; keep the two in step.
  */
@@ -49,7 +54,9 @@ public final class WindowedTableJoinExamples {
                                  String outRejoined, String outPairJoined, String outPairRegrouped,
                                  String outOddCounts, String outOddReduced, String outMixed,
                                  String outSlidingInner, String outSlidingOuter, String outSlidingRegrouped,
-                                 String outSlidingLeft) {
+                                 String outSlidingLeft, String outSessionRegrouped, String outSessionSizes,
+                                 String outLongSessions, String outSessionInner, String outSessionLeft,
+                                 String outSessionOuter) {
         StreamsBuilder builder = new StreamsBuilder();
         Duration size = Duration.ofMillis(WINDOW_MS);
         Duration grace = Duration.ofMillis(500);
@@ -167,13 +174,54 @@ public final class WindowedTableJoinExamples {
                 .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("quick-slides")
                            .withRetention(Duration.ofMillis(1502)).withCachingDisabled());
         slideValues.leftJoin(quickSlides, (v, n) -> v + "%" + text(n)).toStream().to(outSlidingLeft, produced);
+
+        // Session windows, in a sub-topology of their own: re-grouped (a merge's deletes subtract).
+        KGroupedStream<String, String> sessioned =
+            builder.<String, String>stream(s).groupBy((key, value) -> key, Grouped.as("sessioned"));
+        SessionWindowedKStream<String, String> sessionWindows =
+            sessioned.windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(500), grace));
+        KTable<Windowed<String>, Long> sessionCounts = sessionWindows.count(
+            Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("session-counts").withCachingDisabled());
+        KTable<Windowed<String>, String> sessionValues = sessionWindows.reduce((x, y) -> x + "," + y,
+            Materialized.<String, String, SessionStore<Bytes, byte[]>>as("session-values").withCachingDisabled());
+        sessionValues.groupBy((windowed, value) -> KeyValue.pair(windowed.key(), value), Grouped.as("session-by-key"))
+            .aggregate(() -> "0",
+                       (key, value, total) -> Long.toString(Long.parseLong(total) + value.length()),
+                       (key, value, total) -> Long.toString(Long.parseLong(total) - value.length()),
+                       Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("session-lengths")
+                           .withCachingDisabled())
+            .toStream()
+            .to(outSessionRegrouped);
+        sessionCounts.mapValues(n -> Long.toString(n))
+            .groupBy((windowed, n) -> KeyValue.pair(n, windowed.key()), Grouped.as("sessions-by-size"))
+            .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("session-sizes").withCachingDisabled())
+            .toStream().mapValues(n -> Long.toString(n)).to(outSessionSizes);
+        sessionCounts.filter((windowed, n) -> n > 1)
+            .groupBy((windowed, n) -> KeyValue.pair(windowed.key(), Long.toString(n)), Grouped.as("long-sessions"))
+            .reduce((x, y) -> Long.toString(Long.parseLong(x) + Long.parseLong(y)),
+                    (x, y) -> Long.toString(Long.parseLong(x) - Long.parseLong(y)),
+                    Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("long-session-records")
+                        .withCachingDisabled())
+            .toStream()
+            .to(outLongSessions);
+        // Joins of session tables (fetchSession), one with sessions of another gap and a shorter retention.
+        Produced<Windowed<String>, String> sessionKeys =
+            Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.String());
+        sessionCounts.join(sessionValues, (n, v) -> n + "|" + v).toStream().to(outSessionInner, sessionKeys);
+        KTable<Windowed<String>, Long> shortCounts = sessioned
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(300), grace))
+            .count(Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("short-session-counts")
+                       .withCachingDisabled());
+        sessionValues.leftJoin(shortCounts, (v, n) -> v + "%" + text(n)).toStream().to(outSessionLeft, sessionKeys);
+        sessionCounts.filter((windowed, n) -> n % 2 == 1)
+            .outerJoin(sessionValues, (n, v) -> text(n) + "~" + text(v)).toStream().to(outSessionOuter, sessionKeys);
         return builder.build();
     }
 
     public static void main(String[] args) throws Exception {
         Topology topology = build(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10], args[11],
                                   args[12], args[13], args[14], args[15], args[16], args[17], args[18], args[19],
-                                  args[20]);
+                                  args[20], args[21], args[22], args[23], args[24], args[25], args[26]);
         // The repartition topics too: the sub-topologies reading them must have read them to the end.
         KafkaStreamsRuns.runUntilConsumed(topology, args[0], args[1], args[2],
                                           () -> List.of(args[3], args[1] + "-by-key-repartition",
@@ -181,7 +229,11 @@ public final class WindowedTableJoinExamples {
                                                         args[1] + "-joined-by-key-repartition",
                                                         args[1] + "-pair-by-key-repartition",
                                                         args[1] + "-slid-repartition",
-                                                        args[1] + "-slid-by-key-repartition"),
+                                                        args[1] + "-slid-by-key-repartition",
+                                                        args[1] + "-sessioned-repartition",
+                                                        args[1] + "-session-by-key-repartition",
+                                                        args[1] + "-sessions-by-size-repartition",
+                                                        args[1] + "-long-sessions-repartition"),
                                           Duration.ofMinutes(5), streams -> KafkaStreamsRuns.describeJson(topology));
     }
 }
