@@ -57,6 +57,8 @@ Bounds, decided here once: ``upper = min(max_workers, tasks)`` and
 "scale to zero when idle", and with no tasks the count is 0 whatever ``min_workers`` says.
 The count is of active workers (those that hold tasks); warm standbys
 (``ScalingConfig.standby_workers``) come on top of it and are not bounded by ``max_workers``.
+They are the fleet's headroom, promoted within a tick: with ``S`` of them the active workers need
+the work only at full capacity, and at the target utilization less ``S`` workers (:mod:`.headroom`).
 
 Scaling up takes effect on the tick that sees the need. Scaling down follows Kubernetes
 HPA's downscale stabilization: the count may only fall to the highest recommendation seen
@@ -102,7 +104,7 @@ is not rising. On a steady stream read with noise about every other tick reads a
 average, so a scale-down waits a tick or two longer.
 
 And one keeps a steady stream from flapping: a scale-up needs more than ``scale_up_dead_band`` of
-the current count beyond it (``required_workers > current x (1 + band)``). End offsets read a few
+the current count beyond it (``active_required_workers > current x (1 + band)``). End offsets read a few
 percent off between ticks (producers send in batches); a stream needing 5.1 workers, read 20% high
 once, would otherwise get a seventh worker, lose it a window later and get it back on the next high
 reading. A real shortfall still scales up: the lag it leaves adds its catch-up rate until the count
@@ -117,8 +119,9 @@ from dataclasses import dataclass, field
 
 from .backlog import backlog_is_draining
 from .config import ScalingConfig
-from .demand import SubtopologyDemand, required_rate, subtopology_demands
+from .demand import SubtopologyDemand, subtopology_demands
 from .granularity import workers_for_whole_tasks
+from .headroom import active_workers_needed
 from .ids import subtopology_of
 from .measurements import LagSnapshot, ThroughputSample, capacity_floors, input_rates, measured_capacities
 from .selectivity import measured_selectivities, offset_selectivities
@@ -138,8 +141,8 @@ _WHOLE_WORKER_SLACK = 1e-9
 
 
 def desired_workers(required_workers: float, has_work: bool, task_count: int, config: ScalingConfig) -> int:
-    """Workers needed right now (``required_workers``, the sum of the sub-topologies' shares,
-    rounded up), within the bounds, before stabilization."""
+    """Workers needed right now (``required_workers``, the sub-topologies' shares together, less the
+    standbys' headroom: :mod:`.headroom`; rounded up), within the bounds, before stabilization."""
     if required_workers < 0:
         raise ValueError(f"required_workers must be >= 0, got {required_workers}")
     lower, upper = worker_bounds(task_count, has_work, config)
@@ -246,9 +249,7 @@ def count_to_remember(demands: Mapping[str, SubtopologyDemand], snapshot: LagSna
     loads times ``1 + scale_up_dead_band`` (``whole_task_workers``). ``with_lag`` False: the steady
     count, the input's alone."""
     at_latest = config.scale_down_follows_latest_rate
-    required = sum(required_rate(demand.counted_lag if with_lag else 0,
-                                 min(demand.input_rate, demand.latest_input_rate) if at_latest else demand.input_rate,
-                                 config) / demand.capacity for demand in demands.values())
+    required = active_workers_needed(demands.values(), config, at_latest=at_latest, with_lag=with_lag)
     count = desired_workers(required, has_work, task_count, config)
     if not config.whole_task_workers:
         return count
@@ -269,6 +270,7 @@ class Recommendation:
     input_rate: float
     required_workers: float
     task_count: int
+    active_required_workers: float  # required_workers less the standbys' headroom (.headroom)
     demands: Mapping[str, SubtopologyDemand] = field(default_factory=dict)
     backlog_draining: bool = False  # the count holds for a backlog being drained (.backlog)
 
@@ -327,12 +329,13 @@ def recommend(
     task_count = len(snapshot.tasks)
     has_work = total_lag > 0 or rate > 0
     required = sum(demand.workers for demand in demands.values())
+    active_required = active_workers_needed(demands.values(), config)
     lower, upper = worker_bounds(task_count, has_work, config)
-    total = desired_workers(required, has_work, task_count, config)
+    total = desired_workers(active_required, has_work, task_count, config)
     loads = task_loads(snapshot, previous_snapshot, demands) if config.whole_task_workers else []
     unstabilized = workers_for_whole_tasks(loads, total, upper)
     # The band is measured on what is asked for: the total's fraction, or the whole-task count above it.
-    asked = unstabilized if unstabilized > total else required
+    asked = unstabilized if unstabilized > total else active_required
     if lower <= current_workers < unstabilized and asked <= current_workers * (1 + config.scale_up_dead_band):
         unstabilized = current_workers
     margin = 1 + config.scale_up_dead_band
@@ -369,6 +372,7 @@ def recommend(
         input_rate=rate,
         required_workers=required,
         task_count=task_count,
+        active_required_workers=active_required,
         demands=demands,
         backlog_draining=draining,
     )
