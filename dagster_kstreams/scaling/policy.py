@@ -104,11 +104,15 @@ is not rising. On a steady stream read with noise about every other tick reads a
 average, so a scale-down waits a tick or two longer.
 
 And one keeps a steady stream from flapping: a scale-up needs more than ``scale_up_dead_band`` of
-the current count beyond it (``active_required_workers > current x (1 + band)``). End offsets read a few
+the current count beyond it (``required_workers > current x (1 + band)``). End offsets read a few
 percent off between ticks (producers send in batches); a stream needing 5.1 workers, read 20% high
 once, would otherwise get a seventh worker, lose it a window later and get it back on the next high
 reading. A real shortfall still scales up: the lag it leaves adds its catch-up rate until the count
-clears the band. Below the lower bound (no worker at all) there is no band.
+clears the band. Below the lower bound (no worker at all) there is no band. The band is measured on
+the work at the target utilization, standbys or not: a count it holds leaves its active workers at
+most ``target_utilization x (1 + band)`` busy (0.99), so a rise reaches the standbys when it would
+have scaled up without them. Measured on the active count (less the standbys' headroom) it held
+workers 10% short of the input at full capacity (``bench/README.md``, "Simulated again (session 23)").
 """
 
 from __future__ import annotations
@@ -334,8 +338,9 @@ def recommend(
     total = desired_workers(active_required, has_work, task_count, config)
     loads = task_loads(snapshot, previous_snapshot, demands) if config.whole_task_workers else []
     unstabilized = workers_for_whole_tasks(loads, total, upper)
-    # The band is measured on what is asked for: the total's fraction, or the whole-task count above it.
-    asked = unstabilized if unstabilized > total else active_required
+    # The band is measured on what is asked for: the work at the target utilization (the standbys'
+    # headroom not taken off: see the module docstring), or the whole-task count above it.
+    asked = unstabilized if unstabilized > total else required
     if lower <= current_workers < unstabilized and asked <= current_workers * (1 + config.scale_up_dead_band):
         unstabilized = current_workers
     margin = 1 + config.scale_up_dead_band
