@@ -6,8 +6,6 @@ Standard library only: no Kafka, Spark or Dagster here, so every decision is uni
 * :mod:`.measurements` — lag snapshots, input rates and capacities from the workers' reports;
 * :mod:`.selectivity` — a downstream sub-topology's input rate bounded by its upstreams' (DS2);
 * :mod:`.demand` — what each sub-topology asks of the fleet at a tick (lag, rate, capacity);
-* :mod:`.headroom` — warm standbys as the fleet's headroom: the active workers a fleet with
-  standbys needs;
 * :mod:`.policy` — desired worker count from lag, input rate and measured throughput,
   with scale-down stabilization;
 * :mod:`.backlog` — whether a backlog is being drained (the count holds, then falls in one step);
@@ -45,7 +43,6 @@ from .measurements import (
     smoothed_rates,
 )
 from .demand import SubtopologyDemand, required_rate, subtopology_demands
-from .headroom import active_workers, active_workers_needed, full_capacity_rate
 from .policy import (
     Recommendation,
     StabilizationState,
@@ -75,8 +72,6 @@ __all__ = [
     "WorkerLaunch",
     "WorkerRetag",
     "WorkerState",
-    "active_workers",
-    "active_workers_needed",
     "assign_tasks",
     "bounded_rates",
     "capacity_floor",
@@ -85,7 +80,6 @@ __all__ = [
     "decide_tick",
     "desired_workers",
     "failure_streak",
-    "full_capacity_rate",
     "input_rates",
     "smoothed_rates",
     "lowest_free_worker_ids",

@@ -57,8 +57,6 @@ Bounds, decided here once: ``upper = min(max_workers, tasks)`` and
 "scale to zero when idle", and with no tasks the count is 0 whatever ``min_workers`` says.
 The count is of active workers (those that hold tasks); warm standbys
 (``ScalingConfig.standby_workers``) come on top of it and are not bounded by ``max_workers``.
-They are the fleet's headroom, promoted within a tick: with ``S`` of them the active workers need
-the work only at full capacity, and at the target utilization less ``S`` workers (:mod:`.headroom`).
 
 Scaling up takes effect on the tick that sees the need. Scaling down follows Kubernetes
 HPA's downscale stabilization: the count may only fall to the highest recommendation seen
@@ -108,11 +106,7 @@ the current count beyond it (``required_workers > current x (1 + band)``). End o
 percent off between ticks (producers send in batches); a stream needing 5.1 workers, read 20% high
 once, would otherwise get a seventh worker, lose it a window later and get it back on the next high
 reading. A real shortfall still scales up: the lag it leaves adds its catch-up rate until the count
-clears the band. Below the lower bound (no worker at all) there is no band. The band is measured on
-the work at the target utilization, standbys or not: a count it holds leaves its active workers at
-most ``target_utilization x (1 + band)`` busy (0.99), so a rise reaches the standbys when it would
-have scaled up without them. Measured on the active count (less the standbys' headroom) it held
-workers 10% short of the input at full capacity (``bench/README.md``, "Simulated again (session 23)").
+clears the band. Below the lower bound (no worker at all) there is no band.
 """
 
 from __future__ import annotations
@@ -123,9 +117,8 @@ from dataclasses import dataclass, field
 
 from .backlog import backlog_is_draining
 from .config import ScalingConfig
-from .demand import SubtopologyDemand, subtopology_demands
+from .demand import SubtopologyDemand, required_rate, subtopology_demands
 from .granularity import workers_for_whole_tasks
-from .headroom import active_workers_needed
 from .ids import subtopology_of
 from .measurements import LagSnapshot, ThroughputSample, capacity_floors, input_rates, measured_capacities
 from .selectivity import measured_selectivities, offset_selectivities
@@ -145,8 +138,8 @@ _WHOLE_WORKER_SLACK = 1e-9
 
 
 def desired_workers(required_workers: float, has_work: bool, task_count: int, config: ScalingConfig) -> int:
-    """Workers needed right now (``required_workers``, the sub-topologies' shares together, less the
-    standbys' headroom: :mod:`.headroom`; rounded up), within the bounds, before stabilization."""
+    """Workers needed right now (``required_workers``, the sum of the sub-topologies' shares,
+    rounded up), within the bounds, before stabilization."""
     if required_workers < 0:
         raise ValueError(f"required_workers must be >= 0, got {required_workers}")
     lower, upper = worker_bounds(task_count, has_work, config)
@@ -253,7 +246,9 @@ def count_to_remember(demands: Mapping[str, SubtopologyDemand], snapshot: LagSna
     loads times ``1 + scale_up_dead_band`` (``whole_task_workers``). ``with_lag`` False: the steady
     count, the input's alone."""
     at_latest = config.scale_down_follows_latest_rate
-    required = active_workers_needed(demands.values(), config, at_latest=at_latest, with_lag=with_lag)
+    required = sum(required_rate(demand.counted_lag if with_lag else 0,
+                                 min(demand.input_rate, demand.latest_input_rate) if at_latest else demand.input_rate,
+                                 config) / demand.capacity for demand in demands.values())
     count = desired_workers(required, has_work, task_count, config)
     if not config.whole_task_workers:
         return count
@@ -274,7 +269,6 @@ class Recommendation:
     input_rate: float
     required_workers: float
     task_count: int
-    active_required_workers: float  # required_workers less the standbys' headroom (.headroom)
     demands: Mapping[str, SubtopologyDemand] = field(default_factory=dict)
     backlog_draining: bool = False  # the count holds for a backlog being drained (.backlog)
 
@@ -333,13 +327,11 @@ def recommend(
     task_count = len(snapshot.tasks)
     has_work = total_lag > 0 or rate > 0
     required = sum(demand.workers for demand in demands.values())
-    active_required = active_workers_needed(demands.values(), config)
     lower, upper = worker_bounds(task_count, has_work, config)
-    total = desired_workers(active_required, has_work, task_count, config)
+    total = desired_workers(required, has_work, task_count, config)
     loads = task_loads(snapshot, previous_snapshot, demands) if config.whole_task_workers else []
     unstabilized = workers_for_whole_tasks(loads, total, upper)
-    # The band is measured on what is asked for: the work at the target utilization (the standbys'
-    # headroom not taken off: see the module docstring), or the whole-task count above it.
+    # The band is measured on what is asked for: the total's fraction, or the whole-task count above it.
     asked = unstabilized if unstabilized > total else required
     if lower <= current_workers < unstabilized and asked <= current_workers * (1 + config.scale_up_dead_band):
         unstabilized = current_workers
@@ -377,7 +369,6 @@ def recommend(
         input_rate=rate,
         required_workers=required,
         task_count=task_count,
-        active_required_workers=active_required,
         demands=demands,
         backlog_draining=draining,
     )
