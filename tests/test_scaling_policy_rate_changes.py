@@ -89,6 +89,25 @@ def test_a_scale_up_needs_more_than_the_dead_band_beyond_the_current_count():
     assert unbanded.desired_workers == 7
 
 
+@settings(max_examples=200, deadline=None)
+@given(rate=st.floats(100, 30_000), current=st.integers(1, 64), utilization=st.floats(0.5, 1.0),
+       band=st.floats(0, 0.5))
+def test_a_count_the_scale_up_band_holds_runs_at_most_the_target_utilization_times_the_band(
+        rate, current, utilization, band):
+    """With no lag, the band holds a count exactly while its workers would be at most
+    ``target_utilization x (1 + band)`` busy (0.99 with the defaults: held, they keep up); the rates
+    drawn need at most 60 of the 64 workers allowed."""
+    config = ScalingConfig(max_workers=64, default_worker_records_per_second=1000, rate_smoothing_seconds=0,
+                           target_utilization=utilization, scale_up_dead_band=band)
+    previous, now = rate_ticks([(rate, 30)])
+    recommendation, _ = recommend(now, current, config, previous_snapshot=previous)
+    busy = recommendation.input_rate / (current * 1000)
+    if recommendation.desired_workers == current:
+        assert busy <= utilization * (1 + band) * (1 + 1e-9)
+    else:
+        assert recommendation.desired_workers > current and busy > utilization * (1 + band) * (1 - 1e-9)
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     start=st.floats(500, 5_000),
