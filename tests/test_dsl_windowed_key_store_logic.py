@@ -248,3 +248,21 @@ def test_step_stores_over_windowed_tables_not_compared_stay_refused_naming_them(
     with pytest.raises(UnsupportedTopologyError, match=f"processor KSTREAM-PROCESSOR-.*store kept belongs to "
                                                        f"KTABLE-MAPVALUES-.*{why}"):
         _program(_step_over(table_of))
+
+
+def test_a_windowed_store_beside_session_windows_is_refused_naming_it():
+    """Beside session windows a sub-topology keeps each window's group by its key, start and end
+    (own_groups.py), where Kafka Streams' time-windowed serde writes the key and the start only: a
+    processor's put of a window by another end would be a second entry, and all() would read each end
+    from the table's windows rather than from the serde's size. So the view is refused there."""
+    builder = StreamsBuilder()
+    grouped = builder.stream("in").group_by_key()
+    grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(SIZE, GRACE)).count() \
+        .to_stream().select_key(lambda windowed, value: key_text(windowed)).to("sessions-out")
+    grouped.windowed_by(TimeWindows.of_size_and_grace(SIZE, GRACE)).count() \
+        .map_values(lambda n: f"#{n}", Materialized.as_("kept").with_key_serde(WINDOWED_KEYS)
+                    .with_value_serde(Serdes.String())) \
+        .to_stream().process(_Nothing, "kept")
+    with pytest.raises(UnsupportedTopologyError, match="processor KSTREAM-PROCESSOR-.*store kept belongs to "
+                                                       "KTABLE-MAPVALUES-.*session windows"):
+        _program(builder)
