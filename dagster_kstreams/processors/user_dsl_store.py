@@ -183,6 +183,8 @@ def check_dsl_store(factory, spec, sub, key_serde) -> None:
                 f"without the timestamps a processor reads (ValueAndTimestamp); {_DSL_STORES_OFFERED}")
         if owner.kind in _TABLE_STEPS:
             _check_table_step(where, owner, sub)
+        elif owner.kind in (NodeKind.AGGREGATE, NodeKind.TO_TABLE):
+            _check_keys_not_windows(where, owner, sub)
         if is_windowed_table(sub, owner):
             _check_windowed_key_serde(where, owner, key_serde)
             _check_windows_kept_by_start(where, owner, sub)
@@ -264,6 +266,24 @@ def _check_windowed_key_serde(where: str, owner, key_serde) -> None:
         f"{where} belongs to {owner.name} ({owner.kind.value}), over windowed tables, whose store is keyed by "
         f"windows, but its key serde is {key_serde!r}: give it Materialized.with_key_serde(WindowedSerde(key serde, "
         f"window size)), a time-windowed serde, as Kafka Streams needs; {_DSL_STORES_OFFERED}")
+
+
+def _check_keys_not_windows(where: str, owner, sub) -> None:
+    """An aggregation or ``to_table`` of a windowed table's stream in the table's sub-topology keys its
+    store by the windows, whose groups the task's state keeps by key and start (own_groups.py), which the
+    plain key-value view would look up by its key serde's bytes: not compared with Kafka Streams."""
+    todo, seen = list(owner.parents), set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        node = sub.node(name)
+        if node.kind is NodeKind.WINDOWED_AGGREGATE:
+            raise UnsupportedTopologyError(
+                f"{where} belongs to {owner.name} ({owner.kind.value}), whose keys are windows (of {node.name}'s "
+                f"table, in its sub-topology): not compared with Kafka Streams yet; {_DSL_STORES_OFFERED}")
+        todo.extend(node.parents)
 
 
 def _check_windows_kept_by_start(where: str, owner, sub) -> None:
