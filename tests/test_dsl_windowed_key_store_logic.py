@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dsl_store_processor_topology import key_text  # noqa: E402
 from test_dsl_window_store_processor_logic import _program, _run  # noqa: E402
 
+from dagster_kstreams.processors.errors import ProcessingError  # noqa: E402
 from dagster_kstreams.processors.task_state import TaskState  # noqa: E402
 from dagster_kstreams.spark.compile import UnsupportedTopologyError  # noqa: E402
 from dagster_kstreams.topology import (  # noqa: E402
@@ -284,3 +285,27 @@ def test_an_aggregation_or_to_table_of_a_windowed_tables_stream_is_refused_namin
     with pytest.raises(UnsupportedTopologyError, match="processor KSTREAM-PROCESSOR-.*store c belongs to "
                                                        "(KSTREAM-AGGREGATE|KSTREAM-TOTABLE)-.*keys are windows"):
         _program(builder)
+
+
+class _PlainKeyWriter(Processor):
+    """Puts into the join's store under the window's plain key, and reads it back (no listing)."""
+
+    def init(self, context) -> None:
+        self.context, self.store = context, context.get_state_store("joined")
+
+    def process(self, record: Record) -> None:
+        self.store.put(record.key.key, ValueAndTimestamp.make("plain", record.timestamp))
+        self.context.forward(record.with_value(_text(self.store.get(record.key.key))))
+
+
+def test_a_key_that_is_no_window_fails_the_processor_naming_the_store():
+    """Kafka Streams' time-windowed serializer fails a put whose key is no Windowed (ClassCastException):
+    the view fails it too, naming the store, rather than writing the slot of the plain key's group."""
+    builder = StreamsBuilder()
+    tumbling = builder.stream("in").group_by_key().windowed_by(TimeWindows.of_size_and_grace(SIZE, GRACE))
+    tumbling.count(_uncached("counts")).join(
+        tumbling.reduce(lambda x, y: x + y, _uncached("values")), lambda n, v: f"{n}/{v}",
+        Materialized.as_("joined").with_key_serde(WINDOWED_KEYS).with_caching_disabled()) \
+        .to_stream().process(_PlainKeyWriter, "joined").select_key(lambda windowed, value: "k").to("out")
+    with pytest.raises(ProcessingError, match="processor KSTREAM-PROCESSOR-.*store joined: its keys are windows"):
+        _run(_program(builder), [("k", "a", 100)])
