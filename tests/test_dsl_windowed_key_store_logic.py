@@ -273,17 +273,18 @@ def test_a_windowed_store_beside_session_windows_is_refused_naming_it():
     lambda windowed: windowed.group_by_key(Grouped.with_(WINDOWED_KEYS, Serdes.String()))
     .count(Materialized.as_("c").with_key_serde(WINDOWED_KEYS)),
     lambda windowed: windowed.to_table(Materialized.as_("c").with_key_serde(WINDOWED_KEYS)),
-], ids=["count", "to_table"])
+    lambda windowed: windowed.to_table().map_values(lambda v: v, Materialized.as_("c").with_key_serde(WINDOWED_KEYS)),
+], ids=["count", "to_table", "to_table-map_values"])
 def test_an_aggregation_or_to_table_of_a_windowed_tables_stream_is_refused_naming_it(store_of):
-    """A count (or to_table) of a windowed table's stream in its sub-topology keys its store by the
-    windows, whose groups the task's state keeps by key and start: the plain key-value view would look
+    """A count or to_table of a windowed table's stream in its sub-topology (or a map_values after the
+    to_table) keys its store by the windows, whose groups the task's state keeps by key and start: the plain key-value view would look
     them up by the serde's bytes (and fail at the first read). Not compared with Kafka Streams: refused."""
     builder = StreamsBuilder()
     windowed = builder.stream("in").group_by_key().windowed_by(TimeWindows.of_size_and_grace(SIZE, GRACE)).count() \
         .to_stream().map_values(lambda n: f"{n}")
     store_of(windowed).to_stream().process(_Nothing, "c")
     with pytest.raises(UnsupportedTopologyError, match="processor KSTREAM-PROCESSOR-.*store c belongs to "
-                                                       "(KSTREAM-AGGREGATE|KSTREAM-TOTABLE)-.*keys are windows"):
+                                                       "(KSTREAM-AGGREGATE|KSTREAM-TOTABLE|KTABLE-MAPVALUES)-.*keys are windows"):
         _program(builder)
 
 

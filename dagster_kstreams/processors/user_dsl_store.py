@@ -183,11 +183,11 @@ def check_dsl_store(factory, spec, sub, key_serde) -> None:
                 f"without the timestamps a processor reads (ValueAndTimestamp); {_DSL_STORES_OFFERED}")
         if owner.kind in _TABLE_STEPS:
             _check_table_step(where, owner, sub)
-        elif owner.kind in (NodeKind.AGGREGATE, NodeKind.TO_TABLE):
-            _check_keys_not_windows(where, owner, sub)
         if is_windowed_table(sub, owner):
             _check_windowed_key_serde(where, owner, key_serde)
             _check_windows_kept_by_start(where, owner, sub)
+        else:
+            _check_keys_not_windows(where, owner, sub)
 
 
 def keyed_by_windows(spec, sub) -> bool:
@@ -269,9 +269,11 @@ def _check_windowed_key_serde(where: str, owner, key_serde) -> None:
 
 
 def _check_keys_not_windows(where: str, owner, sub) -> None:
-    """An aggregation or ``to_table`` of a windowed table's stream in the table's sub-topology keys its
-    store by the windows, whose groups the task's state keeps by key and start (own_groups.py), which the
-    plain key-value view would look up by its key serde's bytes: not compared with Kafka Streams."""
+    """A store not over windowed tables (:func:`keyed_by_windows`) downstream of a windowed aggregation in
+    its sub-topology (an aggregation or ``to_table`` of the windowed table's stream, a step or join after
+    that ``to_table``) is keyed by the windows too, whose groups the task's state keeps by key and start
+    (own_groups.py), which the plain key-value view would look up by its key serde's bytes: not compared
+    with Kafka Streams."""
     todo, seen = list(owner.parents), set()
     while todo:
         name = todo.pop()
