@@ -277,14 +277,16 @@ def test_a_windowed_store_beside_session_windows_is_refused_naming_it():
 ], ids=["count", "to_table", "to_table-map_values"])
 def test_an_aggregation_or_to_table_of_a_windowed_tables_stream_is_refused_naming_it(store_of):
     """A count or to_table of a windowed table's stream in its sub-topology (or a map_values after the
-    to_table) keys its store by the windows, whose groups the task's state keeps by key and start: the plain key-value view would look
-    them up by the serde's bytes (and fail at the first read). Not compared with Kafka Streams: refused."""
+    to_table) keys its store by the windows, whose groups the task's state keeps by key and start: the
+    plain key-value view would look them up by the serde's bytes (and fail at the first read). Not
+    compared with Kafka Streams: refused."""
     builder = StreamsBuilder()
     windowed = builder.stream("in").group_by_key().windowed_by(TimeWindows.of_size_and_grace(SIZE, GRACE)).count() \
         .to_stream().map_values(lambda n: f"{n}")
     store_of(windowed).to_stream().process(_Nothing, "c")
-    with pytest.raises(UnsupportedTopologyError, match="processor KSTREAM-PROCESSOR-.*store c belongs to "
-                                                       "(KSTREAM-AGGREGATE|KSTREAM-TOTABLE|KTABLE-MAPVALUES)-.*keys are windows"):
+    owners = "(KSTREAM-AGGREGATE|KSTREAM-TOTABLE|KTABLE-MAPVALUES)"
+    with pytest.raises(UnsupportedTopologyError,
+                       match=f"processor KSTREAM-PROCESSOR-.*store c belongs to {owners}-.*keys are windows"):
         _program(builder)
 
 
