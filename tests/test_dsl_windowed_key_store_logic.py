@@ -20,11 +20,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dsl_store_processor_topology import key_text  # noqa: E402
 from test_dsl_window_store_processor_logic import _program, _run  # noqa: E402
 
+from dagster_kstreams.processors.errors import ProcessingError  # noqa: E402
 from dagster_kstreams.processors.task_state import TaskState  # noqa: E402
 from dagster_kstreams.spark.compile import UnsupportedTopologyError  # noqa: E402
 from dagster_kstreams.topology import (  # noqa: E402
-    BufferConfig, EmitStrategy, Materialized, SessionWindows, SlidingWindows, StreamsBuilder, Suppressed, TimeWindows,
-    ValueAndTimestamp, WindowedSerde,
+    BufferConfig, EmitStrategy, Grouped, Materialized, SessionWindows, SlidingWindows, StreamsBuilder, Suppressed,
+    TimeWindows, ValueAndTimestamp, WindowedSerde,
 )
 from dagster_kstreams.topology.processor_api import Processor, Record  # noqa: E402
 from dagster_kstreams.topology.serdes import Serdes, Window, Windowed  # noqa: E402
@@ -248,3 +249,66 @@ def test_step_stores_over_windowed_tables_not_compared_stay_refused_naming_them(
     with pytest.raises(UnsupportedTopologyError, match=f"processor KSTREAM-PROCESSOR-.*store kept belongs to "
                                                        f"KTABLE-MAPVALUES-.*{why}"):
         _program(_step_over(table_of))
+
+
+def test_a_windowed_store_beside_session_windows_is_refused_naming_it():
+    """Beside session windows a sub-topology keeps each window's group by its key, start and end
+    (own_groups.py), where Kafka Streams' time-windowed serde writes the key and the start only: a
+    processor's put of a window by another end would be a second entry, and all() would read each end
+    from the table's windows rather than from the serde's size. So the view is refused there."""
+    builder = StreamsBuilder()
+    grouped = builder.stream("in").group_by_key()
+    grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(SIZE, GRACE)).count() \
+        .to_stream().select_key(lambda windowed, value: key_text(windowed)).to("sessions-out")
+    grouped.windowed_by(TimeWindows.of_size_and_grace(SIZE, GRACE)).count() \
+        .map_values(lambda n: f"#{n}", Materialized.as_("kept").with_key_serde(WINDOWED_KEYS)
+                    .with_value_serde(Serdes.String())) \
+        .to_stream().process(_Nothing, "kept")
+    with pytest.raises(UnsupportedTopologyError, match="processor KSTREAM-PROCESSOR-.*store kept belongs to "
+                                                       "KTABLE-MAPVALUES-.*session windows"):
+        _program(builder)
+
+
+@pytest.mark.parametrize("store_of", [
+    lambda windowed: windowed.group_by_key(Grouped.with_(WINDOWED_KEYS, Serdes.String()))
+    .count(Materialized.as_("c").with_key_serde(WINDOWED_KEYS)),
+    lambda windowed: windowed.to_table(Materialized.as_("c").with_key_serde(WINDOWED_KEYS)),
+    lambda windowed: windowed.to_table().map_values(lambda v: v, Materialized.as_("c").with_key_serde(WINDOWED_KEYS)),
+], ids=["count", "to_table", "to_table-map_values"])
+def test_an_aggregation_or_to_table_of_a_windowed_tables_stream_is_refused_naming_it(store_of):
+    """A count or to_table of a windowed table's stream in its sub-topology (or a map_values after the
+    to_table) keys its store by the windows, whose groups the task's state keeps by key and start: the
+    plain key-value view would look them up by the serde's bytes (and fail at the first read). Not
+    compared with Kafka Streams: refused."""
+    builder = StreamsBuilder()
+    windowed = builder.stream("in").group_by_key().windowed_by(TimeWindows.of_size_and_grace(SIZE, GRACE)).count() \
+        .to_stream().map_values(lambda n: f"{n}")
+    store_of(windowed).to_stream().process(_Nothing, "c")
+    owners = "(KSTREAM-AGGREGATE|KSTREAM-TOTABLE|KTABLE-MAPVALUES)"
+    with pytest.raises(UnsupportedTopologyError,
+                       match=f"processor KSTREAM-PROCESSOR-.*store c belongs to {owners}-.*keys are windows"):
+        _program(builder)
+
+
+class _PlainKeyWriter(Processor):
+    """Puts into the join's store under the window's plain key, and reads it back (no listing)."""
+
+    def init(self, context) -> None:
+        self.context, self.store = context, context.get_state_store("joined")
+
+    def process(self, record: Record) -> None:
+        self.store.put(record.key.key, ValueAndTimestamp.make("plain", record.timestamp))
+        self.context.forward(record.with_value(_text(self.store.get(record.key.key))))
+
+
+def test_a_key_that_is_no_window_fails_the_processor_naming_the_store():
+    """Kafka Streams' time-windowed serializer fails a put whose key is no Windowed (ClassCastException):
+    the view fails it too, naming the store, rather than writing the slot of the plain key's group."""
+    builder = StreamsBuilder()
+    tumbling = builder.stream("in").group_by_key().windowed_by(TimeWindows.of_size_and_grace(SIZE, GRACE))
+    tumbling.count(_uncached("counts")).join(
+        tumbling.reduce(lambda x, y: x + y, _uncached("values")), lambda n, v: f"{n}/{v}",
+        Materialized.as_("joined").with_key_serde(WINDOWED_KEYS).with_caching_disabled()) \
+        .to_stream().process(_PlainKeyWriter, "joined").select_key(lambda windowed, value: "k").to("out")
+    with pytest.raises(ProcessingError, match="processor KSTREAM-PROCESSOR-.*store joined: its keys are windows"):
+        _run(_program(builder), [("k", "a", 100)])

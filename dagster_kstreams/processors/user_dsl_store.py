@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator, Optional
 
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
+from dagster_kstreams.processors.own_groups import windows_keyed_by_start
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.user_dsl_view import DslStoreView
 from dagster_kstreams.processors.windowed_table_reads import is_windowed_table
@@ -154,7 +155,7 @@ def check_dsl_store(factory, spec, sub, key_serde) -> None:
     key-value store (the store of a stream, cogroup or re-grouped table aggregation, ``to_table``, a
     table source, a table-table join or their ``filter``/``map_values``, a ``filter``/``map_values`` of a
     time-windowed or sliding-windowed aggregation emitting on every update: the windowed ones written
-    by ``key_serde``, the store's key serde, a time-windowed one),
+    by ``key_serde``, the store's key serde, a time-windowed one, in a sub-topology without session windows),
     timestamped window store (a time- or sliding-windowed stream aggregation's, emitting on every update
     or on window close) or session store (a session-windowed one's, emitting on every update or on window
     close). A windowed or session cogroup's store is always one of these: Kafka Streams 4.3.1 builds a
@@ -184,6 +185,9 @@ def check_dsl_store(factory, spec, sub, key_serde) -> None:
             _check_table_step(where, owner, sub)
         if is_windowed_table(sub, owner):
             _check_windowed_key_serde(where, owner, key_serde)
+            _check_windows_kept_by_start(where, owner, sub)
+        else:
+            _check_keys_not_windows(where, owner, sub)
 
 
 def keyed_by_windows(spec, sub) -> bool:
@@ -262,6 +266,39 @@ def _check_windowed_key_serde(where: str, owner, key_serde) -> None:
         f"{where} belongs to {owner.name} ({owner.kind.value}), over windowed tables, whose store is keyed by "
         f"windows, but its key serde is {key_serde!r}: give it Materialized.with_key_serde(WindowedSerde(key serde, "
         f"window size)), a time-windowed serde, as Kafka Streams needs; {_DSL_STORES_OFFERED}")
+
+
+def _check_keys_not_windows(where: str, owner, sub) -> None:
+    """A store not over windowed tables (:func:`keyed_by_windows`) downstream of a windowed aggregation in
+    its sub-topology (an aggregation or ``to_table`` of the windowed table's stream, a step or join after
+    that ``to_table``) is keyed by the windows too, whose groups the task's state keeps by key and start
+    (own_groups.py), which the plain key-value view would look up by its key serde's bytes: not compared
+    with Kafka Streams."""
+    todo, seen = list(owner.parents), set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        node = sub.node(name)
+        if node.kind is NodeKind.WINDOWED_AGGREGATE:
+            raise UnsupportedTopologyError(
+                f"{where} belongs to {owner.name} ({owner.kind.value}), whose keys are windows (of {node.name}'s "
+                f"table, in its sub-topology): not compared with Kafka Streams yet; {_DSL_STORES_OFFERED}")
+        todo.extend(node.parents)
+
+
+def _check_windows_kept_by_start(where: str, owner, sub) -> None:
+    """Kafka Streams finds a window's entry by its key and start (its time-windowed serde writes no end);
+    beside session windows the sub-topology keeps a window's group by its end too (own_groups.py), so a
+    processor's write of a window with another end would be a second entry, and a read would give each
+    entry the table's end rather than the serde's."""
+    if windows_keyed_by_start(sub):
+        return
+    raise UnsupportedTopologyError(
+        f"{where} belongs to {owner.name} ({owner.kind.value}), over windowed tables, whose store is keyed by "
+        f"windows, in a sub-topology with session windows, where the runner keeps a window by its end too, "
+        f"unlike Kafka Streams' time-windowed serde: not compared with Kafka Streams yet; {_DSL_STORES_OFFERED}")
 
 
 def _check_window_store(where: str, spec, sub) -> None:

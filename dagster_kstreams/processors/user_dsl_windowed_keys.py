@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dagster_kstreams.processors.own_groups import group_key, key_of_group
 from dagster_kstreams.processors.user_dsl_store import TimestampedKeyValueStore
+from dagster_kstreams.topology.serdes import Windowed
 
 __all__ = ["WindowedKeyValueStore"]
 
@@ -27,6 +28,9 @@ class WindowedKeyValueStore(TimestampedKeyValueStore):
     def _group(self, key):
         if key is None:
             raise ValueError(f"{self.kind} {self.name}: the key cannot be null")
+        if not isinstance(key, Windowed):  # Kafka Streams' time-windowed serializer fails it (ClassCastException)
+            raise TypeError(f"{self.kind} {self.name}: its keys are windows (Windowed(key, Window(start, end))), "
+                            f"got {type(key).__name__}")
         return self._task.group(group_key(self._owner.program, key))
 
     def _key_of_group(self, raw_key):
