@@ -118,9 +118,10 @@ class TimestampedKeyValueStore(DslStoreView):
 
 # -- definition time -------------------------------------------------------------------------
 _DSL_STORES_OFFERED = ("user processors get the key-value stores of count/reduce/aggregate (of grouped streams, "
-                       "re-grouped tables and cogroups), to_table, tables read from a topic (versioned ones too), the "
-                       "versioned stores of foreign-key joins, "
-                       "table-table joins (not of windowed tables) and their filter/map_values, the window stores of "
+                       "re-grouped tables and cogroups; versioned ones of grouped streams and cogroups), to_table, tables "
+                       "read from a topic (versioned ones too), the versioned stores of foreign-key joins, "
+                       "table-table joins (not of windowed tables; versioned ones too) and their filter/map_values, the "
+                       "window stores of "
                        "time-windowed (emitting on every update or on window close) and sliding-windowed (emitting on "
                        "every update) and the session stores of session-windowed count/reduce/aggregate (emitting on "
                        "every update or on window close; a cogroup's emitting on every update), and the stores added "
@@ -176,19 +177,21 @@ def check_dsl_store(factory, spec, sub) -> None:
             _check_join(where, owner, owner, sub)
 
 
-# The writers of a versioned store that are Kafka Streams' KTableSource (versioned_tables.VersionedTableSource),
-# whose store a processor sees as a VersionedKeyValueStore (user_dsl_versioned_store.VersionedTableStore).
-_VERSIONED_TABLE_SOURCES = (NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.FK_JOIN_RESULT)
+# The writers of a versioned store (versioned_tables.VersionedStoreWriter) whose store a processor sees as
+# a VersionedKeyValueStore (user_dsl_versioned_store.VersionedTableStore): Kafka Streams' KTableSource (a
+# table read from a topic, to_table, a foreign-key join's result), a table-table join's merge, a grouped
+# stream's or a cogroup's aggregation. A re-grouped table's aggregation and a filter/map_values with a
+# versioned store are not compared with Kafka Streams there yet.
+_VIEWED_VERSIONED_WRITERS = (NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.FK_JOIN_RESULT,
+                             NodeKind.TABLE_TABLE_JOIN_MERGE, NodeKind.AGGREGATE)
 
 
 def _check_versioned_table(where: str, spec, sub) -> None:
-    """A versioned store a processor names is viewed as Kafka Streams' VersionedKeyValueStore over a
-    table read from a topic, made by to_table or joined on a foreign key (user_dsl_versioned_store.py);
-    the other writers of one (an aggregation, a join's merge, a filter/map_values) are not compared with
-    Kafka Streams there yet."""
+    """A versioned store a processor names is viewed as Kafka Streams' VersionedKeyValueStore
+    (user_dsl_versioned_store.py) over the writers that are compared with Kafka Streams there."""
     owner = next((node for node in sub.nodes if spec.name in node.stores
                   and node.kind not in (NodeKind.PROCESS, NodeKind.PROCESS_VALUES)), None)
-    if owner is None or owner.kind in _VERSIONED_TABLE_SOURCES:
+    if owner is None or owner.kind in _VIEWED_VERSIONED_WRITERS:
         return
     raise UnsupportedTopologyError(
         f"{where} is the versioned store of {owner.name} ({owner.kind.value}), which the Spark runner does not "
