@@ -290,12 +290,6 @@ def test_stores_the_runner_keeps_without_timestamps_are_refused_naming_them():
         .filter(lambda k, v: True, Materialized.as_("kept")).to_stream().process(_Nothing, "kept")
     with pytest.raises(UnsupportedTopologyError, match="store kept belongs to KTABLE-FILTER-.*a windowed table"):
         _program(builder)
-    builder = StreamsBuilder()  # a re-grouped table's versioned store: not compared as a view yet
-    builder.table("t").group_by(lambda k, v: (v, v)).count(
-        Materialized.as_(Stores.persistent_versioned_key_value_store("v", timedelta(minutes=1)))) \
-        .to_stream().process(_Nothing, "v")
-    with pytest.raises(UnsupportedTopologyError, match="store v is the versioned store of KTABLE-AGGREGATE-"):
-        _program(builder, 1)  # after the re-grouping's repartition topic
     builder = StreamsBuilder()
     builder.table("t", Materialized.as_(Stores.persistent_versioned_key_value_store("v", timedelta(minutes=1)))) \
         .filter(lambda k, v: True, Materialized.as_("kept")).to_stream().process(_Nothing, "kept")

@@ -118,10 +118,10 @@ class TimestampedKeyValueStore(DslStoreView):
 
 # -- definition time -------------------------------------------------------------------------
 _DSL_STORES_OFFERED = ("user processors get the key-value stores of count/reduce/aggregate (of grouped streams, "
-                       "re-grouped tables and cogroups; versioned ones of grouped streams and cogroups), to_table, tables "
-                       "read from a topic (versioned ones too), the versioned stores of foreign-key joins, "
-                       "table-table joins (not of windowed tables; versioned ones too) and their filter/map_values, the "
-                       "window stores of "
+                       "re-grouped tables and cogroups; versioned ones too), to_table, tables read from a topic (versioned "
+                       "ones too), the versioned stores of foreign-key joins, "
+                       "table-table joins (not of windowed tables; versioned ones too) and their filter/map_values (versioned "
+                       "ones too), the window stores of "
                        "time-windowed (emitting on every update or on window close) and sliding-windowed (emitting on "
                        "every update) and the session stores of session-windowed count/reduce/aggregate (emitting on "
                        "every update or on window close; a cogroup's emitting on every update), and the stores added "
@@ -146,7 +146,8 @@ _STAMPED_AS_KAFKA_STREAMS = frozenset({NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE,
 def check_dsl_store(factory, spec, sub) -> None:
     """A DSL store a processor names must be one the runner keeps as Kafka Streams' timestamped
     key-value store (the store of a stream, cogroup or re-grouped table aggregation, ``to_table``, a
-    table source, a table-table join not of windowed tables or their ``filter``/``map_values``),
+    table source, a table-table join not of windowed tables or their ``filter``/``map_values``), versioned
+    key-value store (any writer's: a foreign-key join's too),
     timestamped window store (a time-windowed stream aggregation's, emitting on every update or on window
     close, or a sliding-windowed one's emitting on every update) or session store (a session-windowed
     one's, emitting on every update or on window close)."""
@@ -162,7 +163,10 @@ def check_dsl_store(factory, spec, sub) -> None:
             f"{where} belongs to a DSL operation ({spec.type.value}) whose store the Spark runner keeps in a form "
             f"of its own; {_DSL_STORES_OFFERED}")
     if spec.history_retention_ms is not None:
-        _check_versioned_table(where, spec, sub)
+        # Every writer of a versioned store (versioned_tables.VersionedStoreWriter: a table source,
+        # to_table, a foreign-key join's result, a table-table join's merge, an aggregation, a
+        # filter/map_values) keeps its versions as the task's values, which the processor's view
+        # (user_dsl_versioned_store.VersionedTableStore) reads and writes.
         return
     for owner in sub.nodes:
         if spec.name not in owner.stores or owner.kind in (NodeKind.PROCESS, NodeKind.PROCESS_VALUES):
@@ -175,27 +179,6 @@ def check_dsl_store(factory, spec, sub) -> None:
             _check_table_step(where, owner, sub)
         elif owner.kind is NodeKind.TABLE_TABLE_JOIN_MERGE:
             _check_join(where, owner, owner, sub)
-
-
-# The writers of a versioned store (versioned_tables.VersionedStoreWriter) whose store a processor sees as
-# a VersionedKeyValueStore (user_dsl_versioned_store.VersionedTableStore): Kafka Streams' KTableSource (a
-# table read from a topic, to_table, a foreign-key join's result), a table-table join's merge, a grouped
-# stream's or a cogroup's aggregation. A re-grouped table's aggregation and a filter/map_values with a
-# versioned store are not compared with Kafka Streams there yet.
-_VIEWED_VERSIONED_WRITERS = (NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.FK_JOIN_RESULT,
-                             NodeKind.TABLE_TABLE_JOIN_MERGE, NodeKind.AGGREGATE)
-
-
-def _check_versioned_table(where: str, spec, sub) -> None:
-    """A versioned store a processor names is viewed as Kafka Streams' VersionedKeyValueStore
-    (user_dsl_versioned_store.py) over the writers that are compared with Kafka Streams there."""
-    owner = next((node for node in sub.nodes if spec.name in node.stores
-                  and node.kind not in (NodeKind.PROCESS, NodeKind.PROCESS_VALUES)), None)
-    if owner is None or owner.kind in _VIEWED_VERSIONED_WRITERS:
-        return
-    raise UnsupportedTopologyError(
-        f"{where} is the versioned store of {owner.name} ({owner.kind.value}), which the Spark runner does not "
-        f"give a processor as a VersionedKeyValueStore yet (not compared with Kafka Streams); {_DSL_STORES_OFFERED}")
 
 
 def _check_table_step(where: str, step, sub) -> None:
