@@ -3,7 +3,7 @@ puts each joined value at its answer's time into the ``VersionedKeyValueStore`` 
 unless the put is refused (``PUT_RETURN_CODE_NOT_PUT``: older than the store's observed time minus
 its history retention), marked not latest when older than the key's latest version. So the versioned
 join forwards exactly those of the plain join's updates (same input, same batches) that the store
-takes, and what reads it downstream sees only its latest versions. The broker-backed comparison is
+takes, and a table-table join of it skips those marked not latest. The broker-backed comparison is
 tests/test_equivalence_fk_chained_joins.py (``out-versioned``, ``out-versions``)."""
 
 from __future__ import annotations
@@ -114,6 +114,28 @@ def test_a_processor_reads_the_versioned_result_as_of_times():
     tasks.put("users", "u1", "es", 700)
     tasks.settle()
     assert tasks.out["read"][-1] == ("a1", "u1:5@es|t700|u1:5@es@700|u1:5@fr@500")
+
+
+@pytest.mark.parametrize("versioned", [True, False])
+def test_a_table_join_of_the_versioned_result_skips_its_updates_marked_not_latest(versioned):
+    """Kafka Streams' KTableKTableJoin reading a versioned table (useVersionedSemantics) skips an
+    update forwarded out of order; over a plain store, the same update is the latest and joined."""
+    builder, joined = _joined_table("join", versioned)
+    joined.to_stream().process_values(StampValues).to("changes")
+    limits = builder.table("limits", Materialized.as_("limits-store").with_caching_disabled())
+    joined.join(limits, lambda row, limit: f"{row}&{limit}").to_stream().process_values(StampValues).to("limited")
+    tasks = Tasks(builder)
+    tasks.put("limits", "a1", "L", 0)
+    tasks.put("users", "u1", "fr", 500)
+    tasks.put("accounts", "a1", "u1:5", 100)
+    tasks.settle()
+    tasks.put("users", "u1", "de", 450)  # the result at 450 < 500: out of order in a versioned store
+    tasks.settle()
+    tasks.put("users", "u1", "es", 700)
+    tasks.settle()
+    assert [change for _, change in tasks.out["changes"]] == ["u1:5@fr|t500", "u1:5@de|t450", "u1:5@es|t700"]
+    skipped = ["u1:5@de&L|t450"] if not versioned else []
+    assert [row for _, row in tasks.out["limited"]] == ["u1:5@fr&L|t500", *skipped, "u1:5@es&L|t700"]
 
 
 def test_a_re_grouping_of_the_versioned_result_is_admitted_and_a_versioned_step_after_it_still_refused():
