@@ -14,8 +14,8 @@ and forwards the joiner's result (or a tombstone) to the joined table (a ``KTabl
 Emitted sequences follow Kafka Streams 4.3.1 instruction for instruction (see each class), and
 so do their timestamps: an answer to a subscription carries the larger of the subscription's
 timestamp and the right row's (:class:`SubscriptionJoin`), an answer to a right update that
-update's, and the joined table's update its answer's. The wire format of the two topics is Kafka
-Streams' (:mod:`.fk_join_wire`).
+update's, and the joined table's update its answer's (into a versioned store, the put's time). The
+wire format of the two topics is Kafka Streams' (:mod:`.fk_join_wire`).
 """
 
 from __future__ import annotations
