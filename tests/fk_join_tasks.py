@@ -13,12 +13,15 @@ from dagster_kstreams.topology import StreamsBuilder
 
 from fk_join_topology import fk_join_examples
 
+# The state of a task-grouped sub-topology's task (one partition here), beside key-grouped rows by key.
+TASK = "task"
 TOPICS = {"accounts": "accounts", "users": "users", "out-inner": "inner", "out-left": "left"}
 
 
 class Tasks:
     """The left task (sub-topology 0) and the right one (1), one partition each, run batch by
-    batch with their state rows as the Spark strategies keep them; ``deliver(*topics)`` runs the
+    batch with their state rows (or task state: a task-grouped sub-topology) as the Spark strategies keep
+    them; ``deliver(*topics)`` runs the
     records waiting on topics of one sub-topology (inputs or internal topics) as one batch;
     ``answer_times`` holds the timestamps of the answers on the generated join's topic, by left key."""
 
@@ -44,19 +47,24 @@ class Tasks:
         """The records waiting on ``topics`` (of one sub-topology) as one batch, topic after topic."""
         (index,) = {i for i, program in enumerate(self.programs) for topic in topics if topic in program.source_by_topic}
         program, state = self.programs[index], self.state[index]
-        groups = defaultdict(list)
-        position = 0
+        batch = []
         for topic in topics:
             records, self.waiting[topic] = self.waiting[topic], []
             for key, value, timestamp in records:
                 offset = self.offsets[topic]
                 self.offsets[topic] += 1
-                groups[key].append((RecordContext(topic, 0, offset, timestamp, position=position), key, value))
-                position += 1
+                batch.append((RecordContext(topic, 0, offset, timestamp, position=len(batch), raw_key=key), key, value))
         rows = []
-        for key, group in groups.items():
-            out, state[key] = program.run_key_group(group, state.get(key))
+        if program.task_grouped:  # a versioned store's task-level values: the whole batch, one state
+            out, state[TASK] = program.run_task_batch(batch, state.get(TASK))
             rows += zip(out.emit_order(), out.topic, out.key, out.value, out.timestamp_ms)
+        else:
+            groups = defaultdict(list)
+            for record in batch:
+                groups[record[1]].append(record)
+            for key, group in groups.items():
+                out, state[key] = program.run_key_group(group, state.get(key))
+                rows += zip(out.emit_order(), out.topic, out.key, out.value, out.timestamp_ms)
         for _, out_topic, key, value, timestamp in sorted(rows, key=lambda row: row[0]):
             if out_topic in self.internal_topics():
                 self.waiting[out_topic].append((key, value, timestamp))

@@ -271,12 +271,6 @@ def test_stores_the_runner_keeps_without_timestamps_are_refused_naming_them():
     # (the window stores still refused: test_dsl_window_store_processor_logic.py; the stores keyed by windows:
     # test_dsl_windowed_key_store_logic.py)
     builder = StreamsBuilder()
-    builder.stream("s").group_by_key().count(
-        Materialized.as_(Stores.persistent_versioned_key_value_store("v", timedelta(minutes=1)))) \
-        .to_stream().process(_Nothing, "v")
-    with pytest.raises(UnsupportedTopologyError, match="store v is the versioned store of KSTREAM-AGGREGATE-"):
-        _program(builder)
-    builder = StreamsBuilder()
     builder.table("t", Materialized.as_(Stores.persistent_versioned_key_value_store("v", timedelta(minutes=1)))) \
         .filter(lambda k, v: True, Materialized.as_("kept")).to_stream().process(_Nothing, "kept")
     with pytest.raises(UnsupportedTopologyError,

@@ -27,6 +27,17 @@ third in a process SIGKILLed once the left table's task 0_0 has run (the subscri
 killed phase and its rerun left. (A second, wholly clean pass over the phases would double ours' part
 of the suite's slowest module; a clean run of foreign-key joins is compared in
 test_equivalence_fk_join.py.)
+
+The versioned join (c joined with u into a versioned store, sub-topology 0, so the killed phase's
+process runs c's tasks, and a's and b's partition 0, before its kill) is compared more closely: each
+output partition's whole sequence, with each record's timestamp and what a processor reads from the
+store as of times. That order is determined too: every c key's foreign keys are users of its own
+partition (u0..u4, u9 and "" in partition 0; u5, w0, w1 and "" in 1), so each partition's
+subscriptions come from one c task and its answers from one u task, in the order they were sent.
+Its input (a random of its own, the same clock): c updated at most once per left phase (foreign key
+changes, a missing user, null foreign keys, tombstones), u5 and w0 updated in the right phases (u0..u4
+are already), a quarter of both 200 ms to 2.5 s out of order, so that results land out of order (kept
+as history, forwarded not latest) and older than the store's observed time minus its history (dropped).
 """
 
 from __future__ import annotations
@@ -40,8 +51,8 @@ from pyspark import cloudpickle
 
 import fk_chained_join_topology
 import oracle_harness
-from equivalence_io import output_topics, produce_strings
-from fk_chained_join_topology import INPUTS, OUTPUTS, chained_fk_join_examples
+from equivalence_io import output_topics, partition_sequences, produce_strings
+from fk_chained_join_topology import INPUTS, OUTPUTS, VERSIONED_OUTPUTS, chained_fk_join_examples
 from killed_runs import run_until_killed
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import final_values, read_topic
@@ -57,11 +68,15 @@ USERS = ("u0", "u1", "u2", "u3", "u4")
 LEFT_KEYS = tuple(f"k{i}" for i in range(12))
 PHASES = ("right", "a", "b", "right", "left")
 KILLED_PHASE = 2
+JOINED_INPUTS = ("a", "b", "u", "v")  # the chained joins'; c is the versioned join's
+# The versioned join's left keys and, by their partition, the users they may name (module docstring).
+VERSIONED_KEYS = ("c0", "c1", "c2", "c3", "c4", "c5", "c9", "c10")
+VERSIONED_USERS = {0: ("u0", "u1", "u2", "u3", "u4", "u9", ""), 1: ("u5", "w0", "w1", "")}
 
 
-def _input(seed: int = 19) -> list[dict[str, list[tuple]]]:
+def _input(seed: int = 19, versioned_seed: int = 32) -> list[dict[str, list[tuple]]]:
     """Per phase, ``{topic: [(key, value, partition, timestamp)]}``."""
-    rng = random.Random(seed)
+    rng, versioned_rng = random.Random(seed), random.Random(versioned_seed)
     clock = [0]
     phases = []
     for kind in PHASES:
@@ -85,9 +100,29 @@ def _input(seed: int = 19) -> list[dict[str, list[tuple]]]:
                     add("a", key, None if rng.random() < 0.15 else user + ":a{i}")
                 else:
                     add("b", key, None if rng.random() < 0.15 else "b{i}")
-        add(rng.choice(INPUTS), None, "u1:a0")  # a null key: dropped by the table
+        add(rng.choice(JOINED_INPUTS), None, "u1:a0")  # a null key: dropped by the table
+        _add_versioned_join_input(kind, versioned_rng, clock, records)
         phases.append(records)
     return phases
+
+
+def _add_versioned_join_input(kind: str, rng: random.Random, clock: list, records: dict) -> None:
+    """The versioned join's records of one phase (module docstring), on the phases' clock."""
+    def add(topic, key, value):
+        clock[0] += 1
+        i = clock[0]
+        timestamp = T0 + i * 100 - (rng.randint(200, 2_500) if rng.random() < 1 / 4 else 0)
+        partition = rng.randrange(PARTITIONS) if key is None else default_partition(key.encode(), PARTITIONS)
+        records[topic].append((key, None if value is None else value.format(i=i), partition, timestamp))
+
+    if kind == "right":
+        for _ in range(12):
+            add("u", rng.choice(("u5", "w0")), None if rng.random() < 0.2 else "u{i}")
+        return
+    for key in rng.sample(VERSIONED_KEYS, 7):
+        user = rng.choice(VERSIONED_USERS[default_partition(key.encode(), PARTITIONS)])
+        add("c", key, None if rng.random() < 0.15 else user + ":c{i}")
+    add("c", None, "u1:c0")  # a null key: dropped by the table
 
 
 def _results(bootstrap: str, topics: dict[str, str]) -> dict:
@@ -99,6 +134,7 @@ def _results(bootstrap: str, topics: dict[str, str]) -> dict:
         for record in sorted(records, key=lambda r: (r.partition, r.offset)):
             sequences[record.key.decode()].append(None if record.value is None else record.value.decode())
         results[name] = {"sequences": dict(sequences), "final": final_values(records, bytes.decode, bytes.decode)}
+    results["partitions"] = partition_sequences(bootstrap, topics, VERSIONED_OUTPUTS)
     return results
 
 
@@ -111,7 +147,7 @@ def runs(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path_factory):
     """Both sides over every phase: Kafka Streams, and ours, killed in a phase and rerun."""
     inputs = {name: unique_topic(f"fkc-{name}") for name in INPUTS}
     kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
-    partitions = dict.fromkeys(OUTPUTS, PARTITIONS)
+    partitions = dict.fromkeys((*OUTPUTS, *VERSIONED_OUTPUTS), PARTITIONS)
     ks_topics = output_topics(kafka_admin, unique_topic, inputs, partitions, "ks")
     our_topics = output_topics(kafka_admin, unique_topic, inputs, partitions, "ours")
     ks_app, our_app = (unique_topic(f"{side}-fkc") for side in ("ks", "ours"))
@@ -126,13 +162,13 @@ def runs(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path_factory):
             produce_strings(kafka_bootstrap, inputs[name], records[name])
         kafka_streams = oracle_harness.BackgroundMain(
             "kstreams.oracle.ChainedForeignKeyJoinExamples",
-            [kafka_bootstrap, ks_app, str(ks_state), *(ks_topics[name] for name in (*INPUTS, *OUTPUTS))])
+            [kafka_bootstrap, ks_app, str(ks_state), *(ks_topics[name] for name in (*INPUTS, *OUTPUTS, *VERSIONED_OUTPUTS))])
         try:
             if index == KILLED_PHASE:
-                # --parallelism 1: one sub-topology after another (0: a and b; 1: u and v).
+                # --parallelism 1: one sub-topology after another (0: c; 1: a and b; 2: u and v).
                 killed_lines = run_until_killed(
                     our_dir, "fk_chained_join_topology:chained_fk_join_examples", our_topics, app_id=our_app,
-                    bootstrap=kafka_bootstrap, state=our_state, kill_when=lambda line: line.startswith("task 0_0 "),
+                    bootstrap=kafka_bootstrap, state=our_state, kill_when=lambda line: line.startswith("task 1_0 "),
                     grace_seconds=1, extra_args=("--parallelism", "1"))
             _run_phase(our_topics, our_app, kafka_bootstrap, our_state, spark)
             describe = kafka_streams.report()["describe"]
@@ -144,13 +180,13 @@ def runs(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path_factory):
 
 def _relational_join(phases) -> dict[str, dict]:
     """The outputs' final values from the tables' last states."""
-    tables: dict[str, dict] = {name: {} for name in INPUTS}
+    tables: dict[str, dict] = {name: {} for name in JOINED_INPUTS}
     for records in phases:
-        for name in INPUTS:
+        for name in JOINED_INPUTS:
             for key, value, _, _ in records[name]:
                 if key is not None:
                     tables[name][key] = value
-    a, b, u, v = ({k: x for k, x in tables[name].items() if x is not None} for name in INPUTS)
+    a, b, u, v = ({k: x for k, x in tables[name].items() if x is not None} for name in JOINED_INPUTS)
 
     def user(value):
         return value.split(":")[0] or None
@@ -188,9 +224,51 @@ def test_the_reference_exercises_the_chained_joins(runs):
 
 
 def test_fk_joins_of_joined_tables_match_kafka_streams_across_a_kill(runs):
-    assert runs["killed_lines"] and not any(line.startswith("task 1_") for line in runs["killed_lines"])
+    assert runs["killed_lines"] and not any(line.startswith("task 2_") for line in runs["killed_lines"])
     expected, ours = runs["ks"], runs["ours"]
     for name in OUTPUTS:
         assert ours[name]["final"] == expected[name]["final"], name
         for key in sorted(set(expected[name]["sequences"]) | set(ours[name]["sequences"])):
             assert ours[name]["sequences"].get(key) == expected[name]["sequences"].get(key), (name, key)
+
+
+def _stamp(value: str) -> int:
+    return int(value.split("|t")[1].split("|")[0])
+
+
+def _unforwarded_answers(phases, sequences) -> int:
+    """How many answers to u's updates no result carries (puts the versioned store refused): in a right
+    phase every c key subscribed to the updated user is answered at the update's time."""
+    stamps = defaultdict(set)
+    for (name, _), records in sequences.items():
+        if name == "out-versioned":
+            for key, value in records:
+                stamps[key].add(_stamp(value))
+    users: dict[str, str] = {}  # c key -> the user it is subscribed to
+    unforwarded = 0
+    for records in phases:  # u is written in the right phases only, c in the others
+        for user, _, _, timestamp in records["u"]:
+            unforwarded += sum(1 for key, subscribed in users.items()
+                               if subscribed == user and timestamp not in stamps[key])
+        for key, value, _, _ in records["c"]:
+            if key is not None:
+                users[key] = None if value is None else value.split(":")[0] or None
+    return unforwarded
+
+
+def test_the_reference_exercises_the_versioned_join(runs):
+    """Kafka Streams' versioned join forwards results out of order (the store's latest version is later
+    than the record), tombstones, in both partitions, and drops expired puts (answers not forwarded)."""
+    sequences = runs["ks"]["partitions"]
+    assert {partition for _, partition in sequences} == {0, 1}
+    reads = [value for (name, _), records in sequences.items() if name == "out-versions" for _, value in records]
+    latest = [(value, int(value.split("|")[2].split("@")[1].split("~")[0])) for value in reads
+              if value.split("|")[2] != "null"]
+    assert any(latest_time > _stamp(value) for value, latest_time in latest)  # forwarded not latest
+    assert any(value.startswith("null|") for value in reads)  # tombstones
+    assert _unforwarded_answers(runs["phases"], sequences) > 0
+
+
+def test_the_versioned_fk_join_matches_kafka_streams_per_partition_across_a_kill(runs):
+    assert any(line.startswith("task 0_1 ") for line in runs["killed_lines"])  # c's tasks ran before the kill
+    assert runs["ours"]["partitions"] == runs["ks"]["partitions"]

@@ -18,6 +18,11 @@ history, forwarded, and not the joined table's current value); clicks join the l
 table as of their own time; and the clicks are cogrouped per user into a versioned store (each update
 stamped with the larger of the click's and the aggregate's time, dropped when expired). Each versioned
 store's latest value per key is read back and compared too (Kafka Streams': interactive queries v2).
+A processor on the clicks (:class:`VersionsAt`) works on two of those stores as Kafka Streams'
+``VersionedKeyValueStore``: the inner join's (a join's merge writes it) and the cogroup's (an
+aggregation writes it, and adds the next click to what the processor put): it reads each key's latest
+version and the versions as of the click, puts a version 200 ms ahead into the cogroup's store and
+deletes the join's 100 ms behind for some clicks, and forwards what those return.
 
 Input (2 partitions, each key on one): rounds a minute apart, each with account and limit updates and
 clicks at random times of the round's first 6 s (so out of order), then one of each 15 s late; table
@@ -44,7 +49,7 @@ from equivalence_io import (
 from killed_runs import kill_and_rerun
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.spark.task_runner import TaskRunner
-from dagster_kstreams.topology import Materialized, Stores, StreamsBuilder
+from dagster_kstreams.topology import Materialized, Processor, Record, Stores, StreamsBuilder
 from dagster_kstreams.topology.windows import JoinWindows
 
 pytestmark = pytest.mark.integration
@@ -55,7 +60,7 @@ PARTITIONS = 2
 INPUTS = ("accounts", "limits", "clicks")
 OUTPUTS = {"out-inner": PARTITIONS, "out-left": PARTITIONS, "out-outer": PARTITIONS, "out-plain-inner": PARTITIONS,
            "out-v-inner": PARTITIONS, "out-v-left": PARTITIONS, "out-v-read": PARTITIONS, "out-v-outer": PARTITIONS,
-           "out-v-clicks": PARTITIONS}
+           "out-v-clicks": PARTITIONS, "out-v-versions": PARTITIONS}
 # The versioned stores' history retention: a round's updates come within 6 s, in random order (some
 # older than the key's joined row: history; some older than the store's time minus this: dropped),
 # and the late ones 15 s behind (dropped unless the other table's row is newer).
@@ -120,6 +125,40 @@ def _versioned_joins(builder: StreamsBuilder, topics: dict[str, str], accounts, 
     clicks.group_by_key().cogroup(lambda user, click, seen: f"{seen}{click[1:]},") \
         .aggregate(lambda: "", _versioned("clicks-versioned")) \
         .to_stream().process_values(StampValues).to(topics["out-v-clicks"])
+    clicks.process(VersionsAt, "inner-versioned", "clicks-versioned").to(topics["out-v-versions"])
+
+
+def _versioned_record(record) -> str:
+    """ProcessorApiExamples.VersionLog.versioned: "value@timestamp~validTo" ("-": no validTo; "null": none)."""
+    if record is None:
+        return "null"
+    valid_to = record.valid_to()
+    return f"{record.value()}@{record.timestamp()}~{'-' if valid_to is None else valid_to}"
+
+
+class VersionsAt(Processor):
+    """TableJoinTimestampExamples.VersionsAt: per click with a key, a click whose value ends in 1 puts
+    a version 200 ms ahead into the cogroup's store and one ending in 2 deletes the inner join's 100 ms
+    behind; then the latest version of both stores and each one's version as of the click."""
+
+    def init(self, context) -> None:
+        self.context = context
+        self.joined = context.get_state_store("inner-versioned")
+        self.clicked = context.get_state_store("clicks-versioned")
+
+    def process(self, record: Record) -> None:
+        key, t = record.key, record.timestamp
+        if key is None:
+            return
+        value = java_string(record.value)
+        written = ""
+        if value.endswith("1"):
+            written = f"put={self.clicked.put(key, 'w' + str(t), t + 200)}"
+        elif value.endswith("2"):
+            written = f"del={_versioned_record(self.joined.delete(key, t - 100))}"
+        reads = [self.joined.get(key), self.joined.get(key, t), self.clicked.get(key), self.clicked.get(key, t)]
+        self.context.forward(record.with_value(
+            f"{value}|t{t}|{written}|" + "|".join(_versioned_record(read) for read in reads)))
 
 
 def _versioned(store: str) -> Materialized:
@@ -229,10 +268,25 @@ def test_reference_versioned_joins_drop_expired_puts_and_forward_out_of_order_on
     clicks = [row for row in kafka_streams_run["records"]["clicks"] if row[0] is not None and row[1] is not None]
     assert 0 < sum(len(results[("out-v-clicks", p)]) for p in range(PARTITIONS)) < len(clicks)
     # the latest versions read back: a key's latest change (largest stamp) for each store that has one
+    # (but for the keys VersionsAt deleted versions of)
+    deleted = {key for p in range(PARTITIONS) for key, value in results[("out-v-versions", p)] if "|del=" in value}
     inner = {key: value for p in range(PARTITIONS) for key, value in sorted(
         results[("out-v-inner", p)], key=lambda row: _stamped(row[1])[1])}
-    assert kafka_streams_run["stores"]["inner-versioned"] == {
-        key: value for key, value in inner.items() if _stamped(value)[0] != "null"}
+    assert {key: value for key, value in kafka_streams_run["stores"]["inner-versioned"].items()
+            if key not in deleted} == {key: value for key, value in inner.items()
+                                       if _stamped(value)[0] != "null" and key not in deleted}
+
+
+def test_reference_versions_at_works_on_a_join_s_and_an_aggregation_s_versioned_stores(kafka_streams_run):
+    """Kafka Streams' VersionsAt puts versions (some taken), deletes some of the join's, and the cogroup
+    adds later clicks to what it put; its reads as of the click differ from the latest ones."""
+    results = kafka_streams_run["results"]
+    versions = [value for p in range(PARTITIONS) for _, value in results[("out-v-versions", p)]]
+    assert any("|put=" in value and "|put=-9223372036854775808|" not in value for value in versions)
+    assert any("|del=" in value and "|del=null|" not in value for value in versions)
+    assert any(value.split("|")[3] != value.split("|")[4] for value in versions)  # the join's, as of the click
+    assert any(value.split("|")[5] != value.split("|")[6] for value in versions)  # the cogroup's
+    assert any(value.startswith("w") for p in range(PARTITIONS) for _, value in results[("out-v-clicks", p)])
 
 
 def _assert_versioned_stores_match(runner, kafka_streams_run) -> None:

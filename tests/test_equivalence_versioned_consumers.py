@@ -36,6 +36,11 @@ per user (a reduce into a plain store: the larger of the order's and the previou
 filtered into one of 1 s; their changes carry their timestamps (StampValues), so the puts dropped as
 expired and those forwarded out of order are compared.
 
+A processor on the re-grouped aggregate's changes (HistoryVersions) works on the aggregate's versioned
+store and on its tails' (a map_values' versioned store) as Kafka Streams' ``VersionedKeyValueStore``:
+it puts versions ahead into each (the aggregation adds its next change of the key to what it put) and
+reads each one's latest version and the one before the change.
+
 Compared: describe() of the very topology run, and per output topic and partition the whole
 sequence of (key, value) records (not their timestamps, but where a value carries its own: README,
 "Record timestamps written by the runner"), except the foreign-key join's: which answers a later version of a price makes stale
@@ -180,6 +185,7 @@ def _assert_reference_exercises_it(expected: dict, records: dict[str, list[tuple
     assert len(limits - versioned_joined) >= 2 and len(limits & versioned_joined) > 20
     assert len(_values(expected, "out-orders")) > 40
     _assert_steps_exercised(expected, records)
+    _assert_history_versions_exercised(expected)
 
 
 def _stamped(results: dict, output: str) -> list[tuple]:
@@ -212,6 +218,17 @@ def _assert_steps_exercised(expected: dict, records: dict[str, list[tuple]]) -> 
     assert any(int(t) > order_time[value] for _, value, t in last_orders if value != "null")
     assert any(value == "null" for _, value, _ in last_orders)
     assert len(_stamped(expected, "out-history-tails")) > 50
+
+
+def _assert_history_versions_exercised(expected: dict) -> None:
+    """HistoryVersions put versions into both stores, read versions as of the change other than the
+    latest, and the aggregation added a later change to what it put."""
+    versions = [value.split("|") for value in _values(expected, "out-history-versions")]
+    not_put = "-9223372036854775808"
+    assert any(parts[2].startswith("put=") and parts[2] != f"put={not_put}" for parts in versions)
+    assert any(parts[2].startswith("tail=") and parts[2] != f"tail={not_put}" for parts in versions)
+    assert any(parts[3] != parts[4] for parts in versions) and any(parts[5] != parts[6] for parts in versions)
+    assert any("w" in value for value in _values(expected, "out-history") if value)
 
 
 def _final_values(results: dict, output: str) -> dict:

@@ -159,17 +159,30 @@ def test_a_processor_gets_a_versioned_store_added_with_add_state_store():
     assert user_store_content(program, pickle.dumps({"values": {"papi.store.v": content}}), "v") == {"k": "a"}
 
 
-def test_a_versioned_tables_own_store_is_viewed_and_other_versioned_dsl_stores_are_refused_naming_the_processor():
+def _versioned(name: str) -> Materialized:
+    return Materialized.as_(Stores.persistent_versioned_key_value_store(name, timedelta(minutes=1)))
+
+
+def test_every_versioned_dsl_store_is_viewed_and_a_plain_step_over_a_versioned_table_still_refused():
     builder = StreamsBuilder()
-    builder.table("t", Materialized.as_(Stores.persistent_versioned_key_value_store("v", timedelta(minutes=1))))
+    builder.table("t", _versioned("v"))
     builder.stream("s").process(_Nothing, "v")
     compile_topology(builder.build(), "app").program(0)
-    builder = StreamsBuilder()
-    builder.stream("s").group_by_key().count(
-        Materialized.as_(Stores.persistent_versioned_key_value_store("v", timedelta(minutes=1)))) \
-        .to_stream().process(_Nothing, "v")
+    builder = StreamsBuilder()  # an aggregation's, a table-table join's, a filter's, a foreign-key join's
+    builder.stream("s").group_by_key().count(_versioned("v")).to_stream().process(_Nothing, "v")
+    a, b = builder.table("a"), builder.table("b")
+    a.join(b, lambda x, y: x, _versioned("j")).to_stream().process(_Nothing, "j")
+    a.filter(lambda k, v: True, _versioned("f")).to_stream().process(_Nothing, "f")
+    a.join(b, lambda value: value, lambda x, y: x, _versioned("fk")).to_stream().process(_Nothing, "fk")
+    compile_topology(builder.build(), "app").program(0)
+    builder = StreamsBuilder()  # a re-grouped table's, after the re-grouping's repartition topic
+    builder.table("t").group_by(lambda k, v: (v, v)).count(_versioned("v")).to_stream().process(_Nothing, "v")
+    compile_topology(builder.build(), "app").program(1)
+    builder = StreamsBuilder()  # a plain store's filter over a versioned table: its puts not compared yet
+    builder.table("t", _versioned("v")).filter(lambda k, v: True, Materialized.as_("kept")) \
+        .to_stream().process(_Nothing, "kept")
     with pytest.raises(UnsupportedTopologyError,
-                       match=r"processor KSTREAM-PROCESSOR-\d+: store v is the versioned store of KSTREAM-AGGREGATE-"):
+                       match=r"processor KSTREAM-PROCESSOR-\d+: store kept belongs to KTABLE-FILTER-.*versioned table"):
         compile_topology(builder.build(), "app").program(0)
 
 

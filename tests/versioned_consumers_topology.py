@@ -21,7 +21,9 @@ Steps into versioned stores after tables Kafka Streams stamps with other times t
 the re-grouped aggregate mapped into one of 500 ms of history; the limits left-joined with the prices
 (stamped with the larger of both rows' times) filtered into one of 2 s; the last order per user (a
 plain store: each stamped with the larger of the order's and the previous one's time) filtered into
-one of 1 s; their changes carry their timestamps. Its functions are self-contained: Spark's Python workers cannot import modules of tests/.
+one of 1 s; their changes carry their timestamps. :class:`HistoryVersions`, on the re-grouped
+aggregate's changes, works on its versioned store and on its tails' (``out-history-versions``). Its
+functions are self-contained: Spark's Python workers cannot import modules of tests/.
 """
 
 from __future__ import annotations
@@ -29,19 +31,52 @@ from __future__ import annotations
 from datetime import timedelta
 
 from equivalence_io import StampValues
-from dagster_kstreams.topology import Materialized, Stores, StreamsBuilder, TableJoined
+from dagster_kstreams.topology import Materialized, Processor, Record, Stores, StreamsBuilder, TableJoined
 from dagster_kstreams.topology.grouped_repartitioned import Grouped
 
 INPUTS = ("prices", "limits", "orders", "regions")
 OUTPUTS = ("out-joined", "out-history", "out-filtered", "out-kept-joined", "out-marked", "out-versioned-filtered",
            "out-versioned-joined", "out-orders", "out-order-counts", "out-counted", "out-priced-regions",
-           "out-join-steps", "out-last-orders", "out-history-tails")
+           "out-join-steps", "out-last-orders", "out-history-tails", "out-history-versions")
 # The foreign-key join's output, whose sequence depends on when its answers come back (compared by final values)
 FK_OUTPUT = "out-priced-regions"
 FK_JOIN_NAME = "prices-regions"  # its internal topics: <app>-prices-regions-subscription-{registration,response}-topic
 REPARTITION_TOPIC = "by-partner-repartition"
 # A user's partner in its partition (u1, u2, u3 in partition 0 of 2; u5, u11, u15 in 1).
 PARTNER = {"u1": "u2", "u2": "u3", "u3": "u1", "u5": "u11", "u11": "u15", "u15": "u5"}
+
+
+def _versioned_record(record) -> str:
+    """ProcessorApiExamples.VersionLog.versioned: "value@timestamp~validTo" ("-": no validTo; "null": none)."""
+    if record is None:
+        return "null"
+    valid_to = record.valid_to()
+    return f"{record.value()}@{record.timestamp()}~{'-' if valid_to is None else valid_to}"
+
+
+class HistoryVersions(Processor):
+    """VersionedConsumerExamples.HistoryVersions: per change of the re-grouped aggregate, a change whose
+    value's length is a multiple of 3 puts a version 100 ms ahead into the aggregate's store (which the
+    aggregation's next change of the key adds to), one of length 1 more than that puts one 300 ms ahead
+    into the tails' store (a map_values'); then the latest version of both stores and each one's
+    version 1 ms before the change (the tails' store before the map_values puts this change)."""
+
+    def init(self, context) -> None:
+        self.context = context
+        self.history = context.get_state_store("price-history")
+        self.tails = context.get_state_store("history-tails")
+
+    def process(self, record: Record) -> None:
+        key, t = record.key, record.timestamp
+        value = "null" if record.value is None else record.value
+        written = ""
+        if len(value) % 3 == 0:
+            written = f"put={self.history.put(key, 'w' + str(t), t + 100)}"
+        elif len(value) % 3 == 1:
+            written = f"tail={self.tails.put(key, 'x' + str(t), t + 300)}"
+        reads = [self.history.get(key), self.history.get(key, t - 1), self.tails.get(key), self.tails.get(key, t - 1)]
+        self.context.forward(record.with_value(
+            f"{value}|t{t}|{written}|" + "|".join(_versioned_record(read) for read in reads)))
 
 
 def versioned_consumer_examples(topics: dict[str, str]) -> StreamsBuilder:
@@ -66,10 +101,12 @@ def versioned_consumer_examples(topics: dict[str, str]) -> StreamsBuilder:
                    lambda user, price, history: history + "+" + price,
                    lambda user, price, history: history + "-" + price,
                    Materialized.as_(Stores.persistent_versioned_key_value_store("price-history", timedelta(seconds=1))))
-    history.to_stream().process_values(StampValues).to(topics["out-history"])
+    history_changes = history.to_stream()
+    history_changes.process_values(StampValues).to(topics["out-history"])
     history.map_values(lambda history: history[-8:], Materialized.as_(
         Stores.persistent_versioned_key_value_store("history-tails", timedelta(milliseconds=500)))) \
         .to_stream().process_values(StampValues).to(topics["out-history-tails"])
+    history_changes.process(HistoryVersions, "price-history", "history-tails").to(topics["out-history-versions"])
     kept = prices.filter(lambda user, price: number(price) % 3 != 0,
                          Materialized.as_("kept-store").with_caching_disabled())
     kept.to_stream().to(topics["out-filtered"])

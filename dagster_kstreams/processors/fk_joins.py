@@ -14,8 +14,8 @@ and forwards the joiner's result (or a tombstone) to the joined table (a ``KTabl
 Emitted sequences follow Kafka Streams 4.3.1 instruction for instruction (see each class), and
 so do their timestamps: an answer to a subscription carries the larger of the subscription's
 timestamp and the right row's (:class:`SubscriptionJoin`), an answer to a right update that
-update's, and the joined table's update its answer's. The wire format of the two topics is Kafka
-Streams' (:mod:`.fk_join_wire`).
+update's, and the joined table's update its answer's (into a versioned store, the put's time). The
+wire format of the two topics is Kafka Streams' (:mod:`.fk_join_wire`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from typing import Any, Callable, Optional
 
 from dagster_kstreams.processors.aggregations import TableSource
 from dagster_kstreams.processors.base import Processor, StoreProcessor, register
-from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.fk_join_wire import (
     Instruction, Response, Subscription, decode_response, decode_subscription, encode_response,
     encode_subscription, murmur3_hash128,
@@ -34,7 +33,9 @@ from dagster_kstreams.processors.partitioners import Placed
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.stateless import Merge
 from dagster_kstreams.processors.value_getters import ValueGetter, value_getter
-from dagster_kstreams.processors.versioned_tables import reads_versioned_updates, versioned_table
+from dagster_kstreams.processors.versioned_tables import (
+    VersionedTableSource, check_consumers, reads_versioned_updates, versioned_table,
+)
 from dagster_kstreams.topology.node_specs import NodeKind
 
 __all__ = ["SubscriptionSend", "SubscriptionReceive", "SubscriptionJoin", "ForeignTableJoin", "ResponseJoin",
@@ -367,18 +368,17 @@ def _response_join(factory, ctx) -> ResponseJoin:
 
 
 def _result(factory, ctx) -> Processor:
-    """The joined table: a ``KTableSource``, with a store only when named or read downstream."""
+    """The joined table: a ``KTableSource``, with a store only when named or read downstream. Into a
+    versioned store it puts each result at its answer's time (Kafka Streams' ``KTableSource`` over a
+    ``VersionedKeyValueStore``): dropped when expired, forwarded marked not latest when out of order."""
     store = factory.params["store_name"]
     if store not in factory.stores:
         return Merge(factory.name)
-    if versioned_table(ctx, store) is not None:
-        # Kafka Streams puts a result at its answer's time into a versioned store: the runner's
-        # answers carry their times, but the result's puts are not compared with Kafka Streams yet.
-        raise UnsupportedTopologyError(
-            f"processor {factory.name} ({factory.kind.value}) keeps a foreign-key join's result in the versioned "
-            f"store {store!r}; the Spark runner does not run a foreign-key join into a versioned store yet (give "
-            "its Materialized a plain store)")
-    return TableSource(factory.name, store, ctx.cached(store))
+    versioned = versioned_table(ctx, store)
+    if versioned is None:
+        return TableSource(factory.name, store, ctx.cached(store))
+    check_consumers(factory, ctx)
+    return VersionedTableSource(factory.name, store, versioned.retention_ms, factory.kind.value)
 
 
 BUILDERS = {

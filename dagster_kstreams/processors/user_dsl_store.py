@@ -127,8 +127,9 @@ class TimestampedKeyValueStore(DslStoreView):
 
 # -- definition time -------------------------------------------------------------------------
 _DSL_STORES_OFFERED = ("user processors get the key-value stores of count/reduce/aggregate (of grouped streams, "
-                       "re-grouped tables and cogroups), to_table, tables read from a topic (versioned ones too), "
-                       "table-table joins (of windowed tables too) and their filter/map_values, the filter/map_values "
+                       "re-grouped tables and cogroups; versioned ones too), to_table, tables read from a topic (versioned "
+                       "ones too), the versioned stores of foreign-key joins, table-table joins (of windowed tables too; "
+                       "versioned ones too) and their filter/map_values (versioned ones too), the filter/map_values "
                        "of time-windowed and sliding-windowed aggregations emitting on every update, the window "
                        "stores of time-windowed and sliding-windowed (emitting on every update or on window close) "
                        "and the session stores of session-windowed count/reduce/aggregate (emitting on every update or "
@@ -156,6 +157,7 @@ def check_dsl_store(factory, spec, sub, key_serde) -> None:
     table source, a table-table join or their ``filter``/``map_values``, a ``filter``/``map_values`` of a
     time-windowed or sliding-windowed aggregation emitting on every update: the windowed ones written
     by ``key_serde``, the store's key serde, a time-windowed one, in a sub-topology without session windows),
+    versioned key-value store (any writer's: a foreign-key join's too),
     timestamped window store (a time- or sliding-windowed stream aggregation's, emitting on every update
     or on window close) or session store (a session-windowed one's, emitting on every update or on window
     close). A windowed or session cogroup's store is always one of these: Kafka Streams 4.3.1 builds a
@@ -172,7 +174,10 @@ def check_dsl_store(factory, spec, sub, key_serde) -> None:
             f"{where} belongs to a DSL operation ({spec.type.value}) whose store the Spark runner keeps in a form "
             f"of its own; {_DSL_STORES_OFFERED}")
     if spec.history_retention_ms is not None:
-        _check_versioned_table(where, spec, sub)
+        # Every writer of a versioned store (versioned_tables.VersionedStoreWriter: a table source,
+        # to_table, a foreign-key join's result, a table-table join's merge, an aggregation, a
+        # filter/map_values) keeps its versions as the task's values, which the processor's view
+        # (user_dsl_versioned_store.VersionedTableStore) reads and writes.
         return
     for owner in sub.nodes:
         if spec.name not in owner.stores or owner.kind in (NodeKind.PROCESS, NodeKind.PROCESS_VALUES):
@@ -195,19 +200,6 @@ def keyed_by_windows(spec, sub) -> bool:
     a table-table join's or a ``filter``/``map_values``' over windowed tables."""
     return any(spec.name in node.stores and node.kind in (NodeKind.TABLE_TABLE_JOIN_MERGE, *_TABLE_STEPS)
                and is_windowed_table(sub, node) for node in sub.nodes)
-
-
-def _check_versioned_table(where: str, spec, sub) -> None:
-    """A versioned store a processor names is viewed as Kafka Streams' VersionedKeyValueStore over a
-    table read from a topic or made by to_table (user_dsl_versioned_store.py); the other writers of one
-    (an aggregation, a join's merge, a filter/map_values) are not compared with Kafka Streams there yet."""
-    owner = next((node for node in sub.nodes if spec.name in node.stores
-                  and node.kind not in (NodeKind.PROCESS, NodeKind.PROCESS_VALUES)), None)
-    if owner is None or owner.kind in (NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE):
-        return
-    raise UnsupportedTopologyError(
-        f"{where} is the versioned store of {owner.name} ({owner.kind.value}), which the Spark runner does not "
-        f"give a processor as a VersionedKeyValueStore yet (not compared with Kafka Streams); {_DSL_STORES_OFFERED}")
 
 
 def _check_table_step(where: str, step, sub) -> None:

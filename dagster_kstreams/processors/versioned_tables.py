@@ -2,7 +2,8 @@
 name, history_retention))`` on ``StreamsBuilder.table`` or ``KStream.to_table``), as Kafka Streams'
 ``KTableSource`` writes one (KIP-889, KIP-914); and the other writers of a versioned store, which put
 their updates the same way (:class:`VersionedStoreWriter`): a table's filter/map_values
-(:mod:`.table_step_stores`), a table-table join's merge (:class:`VersionedJoinMerge`), a grouped
+(:mod:`.table_step_stores`), a table-table join's merge (:class:`VersionedJoinMerge`), a foreign-key
+join's result (a :class:`VersionedTableSource` at its answers' times: :mod:`.fk_joins`), a grouped
 stream's or a cogroup's aggregation (:class:`VersionedAggregate`) and a re-grouped table's
 (:mod:`.table_regroup`).
 
@@ -134,8 +135,8 @@ class VersionedStoreWriter(KeyValueStoreProcessor):
 
 
 class VersionedTableSource(VersionedStoreWriter):
-    """``KTableSource`` over a versioned store (not registered: it runs the table-source and
-    to-table kinds)."""
+    """``KTableSource`` over a versioned store (not registered: it runs the table-source, to-table and
+    foreign-key join result kinds)."""
 
     def __init__(self, name: str, store: str, retention_ms: int, kind: str = NodeKind.TABLE_SOURCE.value):
         super().__init__(name, store, cached=False)
@@ -197,7 +198,8 @@ _PASSING = {NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES}
 _CONSUMERS = {NodeKind.TABLE_TO_STREAM, NodeKind.TABLE_TABLE_JOIN, NodeKind.TABLE_GROUP_BY_MAP,
               NodeKind.FK_SUBSCRIPTION_SEND, NodeKind.FK_FOREIGN_TABLE_JOIN}
 _VERSIONED_WRITERS = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES,
-                      NodeKind.AGGREGATE, NodeKind.TABLE_TABLE_JOIN_MERGE, NodeKind.TABLE_AGGREGATE}
+                      NodeKind.AGGREGATE, NodeKind.TABLE_TABLE_JOIN_MERGE, NodeKind.TABLE_AGGREGATE,
+                      NodeKind.FK_JOIN_RESULT}
 
 
 def reads_versioned_updates(ctx, table_node_name: str) -> bool:

@@ -10,10 +10,16 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.TopologyDescription;
+import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.TableJoined;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.VersionedKeyValueStore;
 
 /**
  * Foreign-key joins whose left or right table is a table-table join's result, run by Kafka Streams
@@ -21,7 +27,10 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * {"describe": topology.describe()}. Called once per phase of the input with the same application
  * id and state directory (the test writes the next phase only once this one is consumed).
  *
- * Args: bootstrap applicationId stateDir a b u v outInner outLeft outRight
+ * Args: bootstrap applicationId stateDir a b u v c outInner outLeft outRight outVersioned outVersions
+ *
+ * c (built first: sub-topology 0) is joined on its user with u into the versioned store fk-versioned
+ * (1 s of history); its toStream is stamped (outVersioned) and read by VersionsRead (outVersions).
  *
  * The Python twin is chained_fk_join_examples() in tests/fk_chained_join_topology.py; keep the two in step.
  */
@@ -42,8 +51,35 @@ public final class ChainedForeignKeyJoinExamples {
         return Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as(store).withCachingDisabled();
     }
 
-    public static Topology build(String a, String b, String u, String v, String outInner, String outLeft, String outRight) {
+    /**
+     * Each update of the versioned join's result with its timestamp, then what its store fk-versioned
+     * holds for the key: the latest version, the versions valid 1 ms and 600 ms before the update
+     * (twin: VersionsRead).
+     */
+    static final class VersionsRead implements Processor<String, String, String, String> {
+        private ProcessorContext<String, String> context;
+        private VersionedKeyValueStore<String, String> store;
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+            this.store = context.getStateStore("fk-versioned");
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            long t = record.timestamp();
+            String reads = String.join("|", ProcessorApiExamples.VersionLog.versioned(store.get(record.key())),
+                ProcessorApiExamples.VersionLog.versioned(store.get(record.key(), t - 1)),
+                ProcessorApiExamples.VersionLog.versioned(store.get(record.key(), t - 600)));
+            context.forward(record.withValue(text(record.value()) + "|t" + t + "|" + reads));
+        }
+    }
+
+    public static Topology build(String a, String b, String u, String v, String c, String outInner, String outLeft,
+                                 String outRight, String outVersioned, String outVersions) {
         StreamsBuilder builder = new StreamsBuilder();
+        KTable<String, String> cTable = builder.table(c, uncached("c-store"));
         KTable<String, String> aTable = builder.table(a, uncached("a-store"));
         KTable<String, String> bTable = builder.table(b, uncached("b-store"));
         KTable<String, String> uTable = builder.table(u, uncached("u-store"));
@@ -63,6 +99,12 @@ public final class ChainedForeignKeyJoinExamples {
                         (left, right) -> left + "#" + text(right))
             .toStream()
             .to(outRight);
+        KStream<String, String> changes = cTable.join(uTable, ChainedForeignKeyJoinExamples::user,
+                (left, right) -> left + "%" + right, TableJoined.as("versioned"),
+                Materialized.<String, String>as(Stores.persistentVersionedKeyValueStore("fk-versioned", Duration.ofSeconds(1))))
+            .toStream();
+        changes.processValues(StampValues::new).to(outVersioned);
+        changes.process(VersionsRead::new, "fk-versioned").to(outVersions);
         return builder.build();
     }
 
@@ -70,8 +112,9 @@ public final class ChainedForeignKeyJoinExamples {
         String bootstrap = args[0];
         String applicationId = args[1];
         String stateDir = args[2];
-        List<String> inputs = List.of(args[3], args[4], args[5], args[6]);
-        Topology topology = build(args[3], args[4], args[5], args[6], args[7], args[8], args[9]);
+        List<String> inputs = List.of(args[3], args[4], args[5], args[6], args[7]);
+        Topology topology = build(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10], args[11],
+                                  args[12]);
         // Every topic read: the inputs, and the joins' internal topics (the answers must have come back).
         List<String> watched = new ArrayList<>();
         for (TopologyDescription.Subtopology sub : topology.describe().subtopologies()) {

@@ -12,8 +12,12 @@ import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.VersionedKeyValueStore;
 
 /**
  * Stream-stream joins fed by table-table joins' toStream in the same sub-topology, run by Kafka
@@ -26,10 +30,11 @@ import org.apache.kafka.streams.state.Stores;
  *
  * The same tables are joined into versioned stores (3 s of history: inner, left, outer), each join's
  * changes stamped, beside the plain inner join's changes; the clicks join the left join's versioned
- * table as of their own time; and the clicks are cogrouped per user into a versioned store.
+ * table as of their own time; and the clicks are cogrouped per user into a versioned store. VersionsAt,
+ * on the clicks, works on the inner join's and the cogroup's versioned stores (outVVersions).
  *
  * Args: bootstrap applicationId stateDir accounts limits clicks outInner outLeft outOuter
- *       outPlainInner outVInner outVLeft outVRead outVOuter outVClicks
+ *       outPlainInner outVInner outVLeft outVRead outVOuter outVClicks outVVersions
  *
  * The Python twin is table_join_timestamp_examples() in tests/test_equivalence_table_join_timestamps.py;
  * keep the two in step.
@@ -45,6 +50,45 @@ public final class TableJoinTimestampExamples {
     static final List<String> VERSIONED_STORES =
         List.of("inner-versioned", "left-versioned", "outer-versioned", "clicks-versioned");
     static final List<String> KEYS = List.of("k0", "k1", "k2", "k3", "k4", "k5");  // the test's keys
+
+    /**
+     * Per click with a key: one whose value ends in 1 puts a version 200 ms ahead into the cogroup's
+     * store, one ending in 2 deletes the inner join's 100 ms behind; then the latest version of both
+     * stores and each one's version as of the click (twin: VersionsAt).
+     */
+    static final class VersionsAt implements Processor<String, String, String, String> {
+        private ProcessorContext<String, String> context;
+        private VersionedKeyValueStore<String, String> joined;
+        private VersionedKeyValueStore<String, String> clicked;
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+            this.joined = context.getStateStore("inner-versioned");
+            this.clicked = context.getStateStore("clicks-versioned");
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            String key = record.key();
+            long t = record.timestamp();
+            if (key == null) {
+                return;
+            }
+            String value = s(record.value());
+            String written = "";
+            if (value.endsWith("1")) {
+                written = "put=" + clicked.put(key, "w" + t, t + 200);
+            } else if (value.endsWith("2")) {
+                written = "del=" + ProcessorApiExamples.VersionLog.versioned(joined.delete(key, t - 100));
+            }
+            String reads = String.join("|", ProcessorApiExamples.VersionLog.versioned(joined.get(key)),
+                ProcessorApiExamples.VersionLog.versioned(joined.get(key, t)),
+                ProcessorApiExamples.VersionLog.versioned(clicked.get(key)),
+                ProcessorApiExamples.VersionLog.versioned(clicked.get(key, t)));
+            context.forward(record.withValue(value + "|t" + t + "|" + written + "|" + reads));
+        }
+    }
 
     static Materialized<String, String, KeyValueStore<Bytes, byte[]>> versioned(String store) {
         return Materialized.as(Stores.persistentVersionedKeyValueStore(store, HISTORY));
@@ -96,6 +140,7 @@ public final class TableJoinTimestampExamples {
         clickStream.groupByKey().<String>cogroup((user, click, seen) -> seen + click.substring(1) + ",")
             .aggregate(() -> "", versioned("clicks-versioned"))
             .toStream().processValues(StampValues::new).to(outputs.get(5));
+        clickStream.process(VersionsAt::new, "inner-versioned", "clicks-versioned").to(outputs.get(6));
     }
 
     public static void main(String[] args) throws Exception {
@@ -103,7 +148,7 @@ public final class TableJoinTimestampExamples {
         String applicationId = args[1];
         List<String> inputs = List.of(args).subList(3, 6);
         Topology topology = tableJoinTimestampExamples(args[3], args[4], args[5], args[6], args[7], args[8],
-                                                       List.of(args).subList(9, 15));
+                                                       List.of(args).subList(9, 16));
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, args[2]);
         // Wait for every input of a task rather than run ahead on one (the timestamp merge).
         props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 5_000L);

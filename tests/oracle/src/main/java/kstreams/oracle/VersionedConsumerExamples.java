@@ -15,8 +15,12 @@ import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.TableJoined;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.VersionedKeyValueStore;
 
 /**
  * A versioned table's updates consumed downstream (KIP-914: an out-of-order update is forwarded
@@ -45,7 +49,10 @@ import org.apache.kafka.streams.state.Stores;
  *
  * Args: bootstrap applicationId stateDir prices limits orders regions outJoined outHistory outFiltered
  *       outKeptJoined outMarked outVersionedFiltered outVersionedJoined outOrders outOrderCounts
- *       outCounted outPricedRegions outJoinSteps outLastOrders outHistoryTails
+ *       outCounted outPricedRegions outJoinSteps outLastOrders outHistoryTails outHistoryVersions
+ *
+ * HistoryVersions, on the re-grouped aggregate's changes, works on its versioned store and on its
+ * tails' (outHistoryVersions).
  *
  * The Python twin is versioned_consumer_examples() in tests/versioned_consumers_topology.py; keep
  * the two in step.
@@ -71,12 +78,49 @@ public final class VersionedConsumerExamples {
         return Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as(store).withCachingDisabled();
     }
 
+    /**
+     * Per change of the re-grouped aggregate: one whose value's length is a multiple of 3 puts a
+     * version 100 ms ahead into the aggregate's store, one of length 1 more than that one 300 ms ahead
+     * into the tails' store; then the latest version of both stores and each one's version 1 ms before
+     * the change (twin: HistoryVersions).
+     */
+    static final class HistoryVersions implements Processor<String, String, String, String> {
+        private ProcessorContext<String, String> context;
+        private VersionedKeyValueStore<String, String> history;
+        private VersionedKeyValueStore<String, String> tails;
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+            this.history = context.getStateStore("price-history");
+            this.tails = context.getStateStore("history-tails");
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            String key = record.key();
+            long t = record.timestamp();
+            String value = text(record.value());
+            String written = "";
+            if (value.length() % 3 == 0) {
+                written = "put=" + history.put(key, "w" + t, t + 100);
+            } else if (value.length() % 3 == 1) {
+                written = "tail=" + tails.put(key, "x" + t, t + 300);
+            }
+            String reads = String.join("|", ProcessorApiExamples.VersionLog.versioned(history.get(key)),
+                ProcessorApiExamples.VersionLog.versioned(history.get(key, t - 1)),
+                ProcessorApiExamples.VersionLog.versioned(tails.get(key)),
+                ProcessorApiExamples.VersionLog.versioned(tails.get(key, t - 1)));
+            context.forward(record.withValue(value + "|t" + t + "|" + written + "|" + reads));
+        }
+    }
+
     static Topology versionedConsumerExamples(String prices, String limits, String outJoined, String outHistory,
                                               String outFiltered, String outKeptJoined, String outMarked,
                                               String orders, String outVersionedFiltered, String outVersionedJoined,
                                               String outOrders, String regions, String outOrderCounts,
                                               String outCounted, String outPricedRegions, String outJoinSteps,
-                                              String outLastOrders, String outHistoryTails) {
+                                              String outLastOrders, String outHistoryTails, String outHistoryVersions) {
         StreamsBuilder builder = new StreamsBuilder();
         KTable<String, String> priceTable = builder.table(prices,
             Materialized.as(Stores.persistentVersionedKeyValueStore("prices-store", Duration.ofSeconds(10))));
@@ -89,13 +133,15 @@ public final class VersionedConsumerExamples {
                        (partner, price, agg) -> agg + "+" + price,
                        (partner, price, agg) -> agg + "-" + price,
                        Materialized.as(Stores.persistentVersionedKeyValueStore("price-history", Duration.ofSeconds(1))));
-        history.toStream().processValues(StampValues::new).to(outHistory);
+        KStream<String, String> historyChanges = history.toStream();
+        historyChanges.processValues(StampValues::new).to(outHistory);
         history.mapValues(agg -> agg.substring(Math.max(0, agg.length() - 8)),
                           Materialized.<String, String>as(
                               Stores.persistentVersionedKeyValueStore("history-tails", Duration.ofMillis(500))))
             .toStream()
             .processValues(StampValues::new)
             .to(outHistoryTails);
+        historyChanges.process(HistoryVersions::new, "price-history", "history-tails").to(outHistoryVersions);
         KTable<String, String> kept = priceTable.filter((user, price) -> number(price) % 3 != 0, uncached("kept-store"));
         kept.toStream().to(outFiltered);
         limitTable.leftJoin(kept, (limit, price) -> limit + "<" + text(price)).toStream().to(outKeptJoined);
@@ -142,7 +188,7 @@ public final class VersionedConsumerExamples {
             applicationId + "-" + FK_JOIN_NAME + "-subscription-response-topic");
         Topology topology = versionedConsumerExamples(args[3], args[4], args[7], args[8], args[9], args[10], args[11],
                                                       args[5], args[12], args[13], args[14], args[6], args[15],
-                                                      args[16], args[17], args[18], args[19], args[20]);
+                                                      args[16], args[17], args[18], args[19], args[20], args[21]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         // Wait for every input of a task rather than run ahead on one (the timestamp merge).
         props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 5_000L);
