@@ -34,7 +34,6 @@ from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.user_dsl_view import DslStoreView
 from dagster_kstreams.processors.windowed_table_reads import is_windowed_table
-from dagster_kstreams.topology.emit_strategy import ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind, StoreType
 from dagster_kstreams.topology.processor_api import KeyValue, ValueAndTimestamp
 from dagster_kstreams.topology.serdes import WindowedSerde
@@ -128,7 +127,8 @@ class TimestampedKeyValueStore(DslStoreView):
 _DSL_STORES_OFFERED = ("user processors get the key-value stores of count/reduce/aggregate (of grouped streams, "
                        "re-grouped tables and cogroups), to_table, tables read from a topic (versioned ones too), "
                        "table-table joins (of windowed tables too) and their filter/map_values, the filter/map_values "
-                       "of time-windowed and sliding-windowed aggregations emitting on every update, the window "
+                       "of suppressed tables and of time-windowed and sliding-windowed aggregations (a cogroup's "
+                       "too, emitting on every update or on window close), the window "
                        "stores of time-windowed and sliding-windowed (emitting on every update or on window close) "
                        "and the session stores of session-windowed count/reduce/aggregate (emitting on every update or "
                        "on window close), a windowed cogroup's too, and the stores added with add_state_store()")
@@ -153,8 +153,9 @@ def check_dsl_store(factory, spec, sub, key_serde) -> None:
     """A DSL store a processor names must be one the runner keeps as Kafka Streams' timestamped
     key-value store (the store of a stream, cogroup or re-grouped table aggregation, ``to_table``, a
     table source, a table-table join or their ``filter``/``map_values``, a ``filter``/``map_values`` of a
-    time-windowed or sliding-windowed aggregation emitting on every update: the windowed ones written
-    by ``key_serde``, the store's key serde, a time-windowed one),
+    suppressed table or of a time-windowed or sliding-windowed aggregation, a cogroup's too, emitting on
+    every update or on window close: the windowed ones written by ``key_serde``, the store's key serde, a
+    time-windowed one),
     timestamped window store (a time- or sliding-windowed stream aggregation's, emitting on every update
     or on window close) or session store (a session-windowed one's, emitting on every update or on window
     close). A windowed or session cogroup's store is always one of these: Kafka Streams 4.3.1 builds a
@@ -208,10 +209,13 @@ def _check_versioned_table(where: str, spec, sub) -> None:
 
 def _check_table_step(where: str, step, sub) -> None:
     """A filter's or map_values' store keeps the time of the update it stores: the table behind the
-    step must stamp its updates as Kafka Streams does, and be neither versioned nor windowed."""
+    step must stamp its updates as Kafka Streams does, and not be versioned. A suppression on the way
+    forwards each evicted update with its latest timestamp (``KTableSuppressProcessorSupplier`` forwards
+    the buffered record's context), so the table behind it is the one whose stamps must be Kafka
+    Streams' (the step then keeps each key, or window, in the evicted record's own group)."""
     stores = {store.name: store for store in sub.state_stores}
     node = step
-    while node.kind in _TABLE_STEPS:
+    while node.kind in (*_TABLE_STEPS, NodeKind.SUPPRESS):
         (parent,) = node.parents
         node = sub.node(parent)
         if any(stores[name].history_retention_ms is not None for name in node.stores if name in stores):
@@ -227,8 +231,6 @@ def _check_table_step(where: str, step, sub) -> None:
         why = _windowed_table_not_compared(node)
         if why is None:
             return
-    elif node.kind is NodeKind.SUPPRESS:
-        why = "a suppressed table: not compared with Kafka Streams yet"
     else:
         why = "a table whose updates the Spark runner stamps with other times than Kafka Streams'"
     raise UnsupportedTopologyError(
@@ -238,17 +240,16 @@ def _check_table_step(where: str, step, sub) -> None:
 
 def _windowed_table_not_compared(aggregation) -> Optional[str]:
     """Why a step's store over ``aggregation``'s windowed table is refused (None: it is not). A time-windowed
-    or sliding-windowed aggregation emitting on every update stamps its updates as Kafka Streams does (the
-    larger of the record's and the window's time), and the step keeps each window in the window's group,
-    Kafka Streams' entry of the key and the window's start; the others are not compared with Kafka Streams."""
+    or sliding-windowed aggregation stamps its updates as Kafka Streams does: the window's time in its store
+    (the largest of its records', every input's for a cogroup, whose inputs share the store), forwarded on
+    every update or when the window closes (``fetchAndEmit`` forwards the stored timestamp); the step keeps
+    each window in the window's group, Kafka Streams' entry of the key and the window's start. A session
+    table's step store Kafka Streams keys by the session's end too (a session-windowed serde), which the
+    view does not write: not compared with Kafka Streams."""
     windows = aggregation.params.get("windows")
     if not isinstance(windows, (TimeWindows, SlidingWindows)):
         return (f"a {type(windows).__name__} table, whose store Kafka Streams keys by the session's end too: "
                 "not compared with Kafka Streams yet")
-    if aggregation.params.get("emit_strategy", ON_WINDOW_UPDATE) != ON_WINDOW_UPDATE:
-        return "a windowed table emitting on window close: not compared with Kafka Streams yet"
-    if aggregation.params.get("cogroup"):
-        return "a windowed cogroup's table: not compared with Kafka Streams yet"
     return None
 
 
