@@ -13,8 +13,13 @@ outer table-table join, of a left join's filter and the outer join's map_values,
 table's reduce and of a cogroup's aggregate, each stamped by Kafka Streams' rule (the update's time;
 a join's: the larger of both rows'; the larger of the record's and the aggregate's). And the stores
 keyed by windows (``TimestampedKeyValueStore<Windowed<K>, V>``, in sub-topologies of their own): a
-tumbling count outer-joined with a hopping concatenation, that join's filter's store and the count's
-map_values' store; a sliding count and concatenation outer-joined, and the count's map_values' store.
+tumbling count outer-joined with a hopping concatenation, that join's filter's store, the count's
+map_values' store, the map_values' store of the same count suppressed until its windows close, of a
+cogroup's concatenation in those windows and of a count emitting on window close; a sliding count and
+concatenation outer-joined, the count's map_values' store and that of a count emitting on window close
+(Kafka Streams checks for closed windows after every record: emit interval 0, the runner's). And a
+suppressed table's filter's store (``until_time_limit``: tombstones forwarded too), beside the items'
+filter.
 
 Input (2 partitions): out-of-order timestamps within each 10 s bucket (a bucket's records all come
 before the next bucket's, so the keys a punctuation closes have seen all their records whenever Kafka
@@ -58,10 +63,13 @@ cloudpickle.register_pickle_by_value(dsl_store_processor_topology)
 PARTITIONS = 2
 T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute: a bucket start
 OUTPUTS = {"out": 1, "out-prices": 1, "out-tables": 1}
-STORES = ("counts", "prices-store", "kept", "mapped", "regrouped", "cogrouped", "joined", "left-kept", "outer-joined",
-          "outer-mapped", "win-joined", "win-kept", "win-labels", "slide-joined", "slide-labels")
+STORES = ("counts", "prices-store", "kept", "mapped", "items-later", "regrouped", "cogrouped", "joined", "left-kept",
+          "outer-joined", "outer-mapped", "win-joined", "win-kept", "win-labels", "win-final", "win-cog-labels",
+          "win-closed", "slide-joined", "slide-labels", "slide-closed")
 JOIN_STORES = ("joined", "left-kept", "outer-joined", "win-joined", "slide-joined")  # each StoreEditor's first store
-WINDOWED_STORES = ("win-joined", "win-labels", "slide-joined", "slide-labels")  # keyed by windows
+# keyed by windows
+WINDOWED_STORES = ("win-joined", "win-labels", "win-final", "win-cog-labels", "win-closed", "slide-joined",
+                   "slide-labels", "slide-closed")
 JOIN_ROUNDS, JOIN_ROUND_MS, JOIN_PER_ROUND = 20, 2_000, 6  # per round, partition and table: 6 updates
 
 
@@ -282,7 +290,8 @@ def _assert_reference_exercises_it(reference: dict) -> None:
         read = [value for (task, _), sequence in prices.items() if task == tag for value in sequence]
         assert any("@" in value for value in read) and any(value.endswith("|null") for value in read)
     for tag in ("p0", "p1"):
-        for store in ("kept", "regrouped", "cogrouped", "win-labels", "slide-labels", *JOIN_STORES):
+        for store in ("kept", "items-later", "regrouped", "cogrouped", "win-labels", "win-final", "win-cog-labels",
+                      "win-closed", "slide-labels", "slide-closed", *JOIN_STORES):
             values = [value for sequence in _by_key(reference, tag, store).values() for value in sequence]
             # a store read (or listed) what the processor wrote
             assert any("edited" in "|".join(parts[5:]) for parts in values if parts[2] == "update"), (tag, store)
