@@ -32,6 +32,7 @@ from dagster_kstreams.topology.serdes import Serdes, Window, Windowed  # noqa: E
 SIZE = timedelta(milliseconds=1000)
 GRACE = timedelta(milliseconds=500)
 WINDOWED_KEYS = WindowedSerde(Serdes.String(), 1000)
+SESSION_KEYS = Serdes.SessionWindowed(Serdes.String())
 
 
 def _text(stored) -> str:
@@ -139,12 +140,12 @@ def test_a_map_values_store_of_a_windowed_count_keeps_the_counts_stamps():
         ["#1", "t100", "#1@100"], ["#2", "t620", "#2@620"], ["#3", "t620", "#3@620"]]
 
 
-def _labels_of(table_of, rows):
+def _labels_of(table_of, rows, key_serde=WINDOWED_KEYS):
     """What an _Editor of ``labels``, a map_values' store over ``table_of(the "in" stream grouped, the
-    "in2" one)``, forwards for ``rows``."""
+    "in2" one)`` keyed by ``key_serde``, forwards for ``rows``."""
     builder = StreamsBuilder()
     table_of(builder.stream("in").group_by_key(), builder.stream("in2").group_by_key()) \
-        .map_values(lambda n: f"#{n}", Materialized.as_("labels").with_key_serde(WINDOWED_KEYS)
+        .map_values(lambda n: f"#{n}", Materialized.as_("labels").with_key_serde(key_serde)
                     .with_value_serde(Serdes.String()).with_caching_disabled()) \
         .to_stream().process(lambda: _Editor("labels"), "labels") \
         .select_key(lambda windowed, value: key_text(windowed)).to("out")
@@ -180,6 +181,30 @@ def test_a_map_values_store_of_a_windowed_cogroup_keeps_the_stamps_of_its_one_st
     rows = [("k", "a", 100), ("k", "b", 620, "in2"), ("k", "c", 40)]
     assert [parts[:3] for _, parts in _labels_of(cogrouped, rows)] == [
         ["#1", "t100", "#1@100"], ["#11", "t620", "#11@620"], ["#12", "t620", "#12@620"]]
+
+
+def test_a_map_values_store_of_sessions_keeps_each_by_its_end_and_deletes_merged_ones():
+    """Kafka Streams stamps a session's update with its end and forwards a tombstone for each session merged
+    away, stamped with that one's end; the step's store, keyed by the session-windowed serde, holds each
+    session by its key, end and start (a window read with another end is another entry), lists them in
+    that serde's byte order (the key, then the end, then the start), and keeps a processor's write to a
+    session merged away ("edited" at 101, written after its tombstone) for good."""
+    def sessions(grouped, _):
+        return grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(SIZE, GRACE)).count(_uncached("c"))
+    rows = [("k", "a", 100), ("k", "b", 300), ("j", "c", 250), ("k", "d", 3_000), ("k", "e", 2_200)]
+    outputs = _labels_of(sessions, rows, SESSION_KEYS)
+    assert all(parts[2] == "null" for _, parts in outputs)  # read with the end at start + 7: no entry
+    assert [(key, [parts[0], parts[1], parts[3]]) for key, parts in outputs] == [
+        ("[k@100/100]", ["#1", "t100", "[k@100/100]=#1@100"]),
+        ("[k@100/100]", ["None", "t100", ""]),
+        ("[k@100/300]", ["#2", "t300", "[k@100/100]=edited@101,[k@100/300]=#2@300"]),
+        ("[j@250/250]", ["#1", "t250", "[j@250/250]=#1@250,[k@100/100]=edited@101,[k@100/300]=edited@301"]),
+        ("[k@3000/3000]", ["#1", "t3000", "[j@250/250]=edited@251,[k@100/100]=edited@101,[k@100/300]=edited@301,"
+                                          "[k@3000/3000]=#1@3000"]),
+        ("[k@3000/3000]", ["None", "t3000", "[j@250/250]=edited@251,[k@100/100]=edited@101,[k@100/300]=edited@301"]),
+        ("[k@2200/3000]", ["#2", "t3000", "[j@250/250]=edited@251,[k@100/100]=edited@101,[k@100/300]=edited@301,"
+                                          "[k@2200/3000]=#2@3000,[k@3000/3000]=edited@3001"]),
+    ]
 
 
 class _Lister(Processor):
@@ -275,16 +300,25 @@ def test_a_windowed_join_the_runner_does_not_run_stays_refused_with_its_store_na
         _program(builder)
 
 
-@pytest.mark.parametrize("table_of, why", [
-    (lambda grouped: grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(SIZE, GRACE)).count(),
-     "a SessionWindows table"),
-    (lambda grouped: grouped.cogroup(lambda key, value, total: total + 1)
-     .windowed_by(SessionWindows.of_inactivity_gap_and_grace(SIZE, GRACE)).aggregate(lambda: 0, lambda k, a, b: a + b),
-     "a SessionWindows table"),
-    (lambda grouped: grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(SIZE, GRACE)).count()
-     .suppress(Suppressed.until_window_closes(BufferConfig.unbounded())), "a SessionWindows table"),
+@pytest.mark.parametrize("table_of", [
+    lambda grouped: grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(SIZE, GRACE)).count(),
+    lambda grouped: grouped.cogroup(lambda key, value, total: total + 1)
+    .windowed_by(SessionWindows.of_inactivity_gap_and_grace(SIZE, GRACE)).aggregate(lambda: 0, lambda k, a, b: a + b),
+    lambda grouped: grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(SIZE, GRACE)).count()
+    .suppress(Suppressed.until_window_closes(BufferConfig.unbounded())),
 ], ids=["session", "session-cogroup", "suppressed-session"])
-def test_step_stores_over_windowed_tables_not_compared_stay_refused_naming_them(table_of, why):
-    with pytest.raises(UnsupportedTopologyError, match=f"processor KSTREAM-PROCESSOR-.*store kept belongs to "
-                                                       f"KTABLE-MAPVALUES-.*{why}"):
-        _program(_step_over(table_of))
+def test_a_step_store_over_sessions_is_given_with_a_session_windowed_key_serde_only(table_of):
+    """Kafka Streams keys it by the key, the session's end and its start: a time-windowed serde (or none)
+    cannot write those keys, and is refused naming the processor, the step and the serde it needs."""
+    assert _program(_step_over(table_of, SESSION_KEYS)) is not None
+    for serde in (WINDOWED_KEYS, None):
+        with pytest.raises(UnsupportedTopologyError, match="processor KSTREAM-PROCESSOR-.*store kept belongs to "
+                                                           "KTABLE-MAPVALUES-.*keyed by windows.*Serdes.SessionWindowed"):
+            _program(_step_over(table_of, serde))
+
+
+def test_a_step_store_over_time_windows_with_a_session_windowed_serde_is_refused_naming_it():
+    with pytest.raises(UnsupportedTopologyError, match="store kept belongs to KTABLE-MAPVALUES-.*keyed by windows.*"
+                                                       "a time-windowed serde"):
+        _program(_step_over(lambda grouped: grouped.windowed_by(TimeWindows.of_size_and_grace(SIZE, GRACE)).count(),
+                            SESSION_KEYS))

@@ -37,7 +37,7 @@ from dagster_kstreams.processors.windowed_table_reads import is_windowed_table
 from dagster_kstreams.topology.node_specs import NodeKind, StoreType
 from dagster_kstreams.topology.processor_api import KeyValue, ValueAndTimestamp
 from dagster_kstreams.topology.serdes import WindowedSerde
-from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
+from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = ["TimestampedKeyValueStore", "check_dsl_store", "keyed_by_windows"]
 
@@ -127,8 +127,8 @@ class TimestampedKeyValueStore(DslStoreView):
 _DSL_STORES_OFFERED = ("user processors get the key-value stores of count/reduce/aggregate (of grouped streams, "
                        "re-grouped tables and cogroups), to_table, tables read from a topic (versioned ones too), "
                        "table-table joins (of windowed tables too) and their filter/map_values, the filter/map_values "
-                       "of suppressed tables and of time-windowed and sliding-windowed aggregations (a cogroup's "
-                       "too, emitting on every update or on window close), the window "
+                       "of suppressed tables and of time-windowed, sliding-windowed and session aggregations (a "
+                       "cogroup's too, emitting on every update or on window close), the window "
                        "stores of time-windowed and sliding-windowed (emitting on every update or on window close) "
                        "and the session stores of session-windowed count/reduce/aggregate (emitting on every update or "
                        "on window close), a windowed cogroup's too, and the stores added with add_state_store()")
@@ -142,20 +142,25 @@ _TIMESTAMPED_STORE_KINDS = frozenset({NodeKind.AGGREGATE, NodeKind.TABLE_AGGREGA
 _TABLE_STEPS = (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES)
 # The tables whose updates a filter/map_values store stamps as Kafka Streams does: their own
 # record's time (a table source, to_table), an aggregation's Kafka Streams' time, which it keeps
-# while its updates reach a store a processor reads (aggregations.aggregation_keeping_timestamps), or
-# a table-table join's, the larger of both rows' times, read from its tables' stores in the
-# task-grouped sub-topology a processor makes (table_joins.TableTableJoin.stamps_both_rows).
+# while its updates reach a store a processor reads (aggregations.aggregation_keeping_timestamps), a
+# table-table join's, the larger of both rows' times, read from its tables' stores in the
+# task-grouped sub-topology a processor makes (table_joins.TableTableJoin.stamps_both_rows), or a
+# windowed aggregation's: a window's time in its store (the largest of its records', every input's for
+# a cogroup, whose inputs share the store), a session's end, forwarded on every update or when the
+# window closes (Kafka Streams' fetchAndEmit forwards the stored time); the step keeps each window in
+# the window's group, Kafka Streams' entry (the key and the start; a session's end too).
 _STAMPED_AS_KAFKA_STREAMS = frozenset({NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE,
-                                       NodeKind.TABLE_AGGREGATE, NodeKind.TABLE_TABLE_JOIN_MERGE})
+                                       NodeKind.TABLE_AGGREGATE, NodeKind.TABLE_TABLE_JOIN_MERGE,
+                                       NodeKind.WINDOWED_AGGREGATE})
 
 
 def check_dsl_store(factory, spec, sub, key_serde) -> None:
     """A DSL store a processor names must be one the runner keeps as Kafka Streams' timestamped
     key-value store (the store of a stream, cogroup or re-grouped table aggregation, ``to_table``, a
     table source, a table-table join or their ``filter``/``map_values``, a ``filter``/``map_values`` of a
-    suppressed table or of a time-windowed or sliding-windowed aggregation, a cogroup's too, emitting on
-    every update or on window close: the windowed ones written by ``key_serde``, the store's key serde, a
-    time-windowed one),
+    suppressed table or of a time-windowed, sliding-windowed or session aggregation, a cogroup's too,
+    emitting on every update or on window close: the windowed ones written by ``key_serde``, the store's
+    key serde, a time-windowed one, or over sessions a session-windowed one),
     timestamped window store (a time- or sliding-windowed stream aggregation's, emitting on every update
     or on window close) or session store (a session-windowed one's, emitting on every update or on window
     close). A windowed or session cogroup's store is always one of these: Kafka Streams 4.3.1 builds a
@@ -184,7 +189,7 @@ def check_dsl_store(factory, spec, sub, key_serde) -> None:
         if owner.kind in _TABLE_STEPS:
             _check_table_step(where, owner, sub)
         if is_windowed_table(sub, owner):
-            _check_windowed_key_serde(where, owner, key_serde)
+            _check_windowed_key_serde(where, owner, key_serde, _keyed_by_sessions(sub, owner))
 
 
 def keyed_by_windows(spec, sub) -> bool:
@@ -227,42 +232,35 @@ def _check_table_step(where: str, step, sub) -> None:
         node = sub.node(node.parents[0])
     if node.kind in _STAMPED_AS_KAFKA_STREAMS:
         return
-    if node.kind is NodeKind.WINDOWED_AGGREGATE:
-        why = _windowed_table_not_compared(node)
-        if why is None:
-            return
-    else:
-        why = "a table whose updates the Spark runner stamps with other times than Kafka Streams'"
     raise UnsupportedTopologyError(
         f"{where} belongs to {step.name} ({step.kind.value}), over the table of {node.name} ({node.kind.value}), "
-        f"{why}; {_DSL_STORES_OFFERED}")
+        f"a table whose updates the Spark runner stamps with other times than Kafka Streams'; {_DSL_STORES_OFFERED}")
 
 
-def _windowed_table_not_compared(aggregation) -> Optional[str]:
-    """Why a step's store over ``aggregation``'s windowed table is refused (None: it is not). A time-windowed
-    or sliding-windowed aggregation stamps its updates as Kafka Streams does: the window's time in its store
-    (the largest of its records', every input's for a cogroup, whose inputs share the store), forwarded on
-    every update or when the window closes (``fetchAndEmit`` forwards the stored timestamp); the step keeps
-    each window in the window's group, Kafka Streams' entry of the key and the window's start. A session
-    table's step store Kafka Streams keys by the session's end too (a session-windowed serde), which the
-    view does not write: not compared with Kafka Streams."""
-    windows = aggregation.params.get("windows")
-    if not isinstance(windows, (TimeWindows, SlidingWindows)):
-        return (f"a {type(windows).__name__} table, whose store Kafka Streams keys by the session's end too: "
-                "not compared with Kafka Streams yet")
-    return None
+def _keyed_by_sessions(sub, node) -> bool:
+    """Whether the windowed table ``node`` reads (through steps, suppressions, a cogroup's merge) is a
+    session aggregation's."""
+    while node.kind in (*_TABLE_STEPS, NodeKind.SUPPRESS, NodeKind.COGROUP_MERGE):
+        node = sub.node(node.parents[0])
+    return isinstance(node.params.get("windows"), SessionWindows)
 
 
-def _check_windowed_key_serde(where: str, owner, key_serde) -> None:
-    """A store keyed by windows is read back, as Kafka Streams reads it, through its time-windowed key
-    serde, whose window size gives each entry's end; another serde cannot write a ``Windowed`` key
-    (Kafka Streams fails at the store's first put)."""
-    if isinstance(key_serde, WindowedSerde) and not key_serde.session and key_serde.window_size_ms is not None:
+def _check_windowed_key_serde(where: str, owner, key_serde, sessions: bool) -> None:
+    """A store keyed by windows is read back, as Kafka Streams reads it, through its windowed key serde: a
+    time-windowed one, whose window size gives each entry's end, or over sessions a session-windowed one
+    (the key, the end, the start); another serde cannot write those ``Windowed`` keys (Kafka Streams fails
+    at the store's first put, or, a time-windowed serde over sessions, loses the sessions' ends)."""
+    if sessions and isinstance(key_serde, WindowedSerde) and key_serde.session:
         return
+    if not sessions and isinstance(key_serde, WindowedSerde) and not key_serde.session \
+            and key_serde.window_size_ms is not None:
+        return
+    wanted = "Serdes.SessionWindowed(key serde), a session-windowed serde" if sessions \
+        else "WindowedSerde(key serde, window size), a time-windowed serde"
     raise UnsupportedTopologyError(
         f"{where} belongs to {owner.name} ({owner.kind.value}), over windowed tables, whose store is keyed by "
-        f"windows, but its key serde is {key_serde!r}: give it Materialized.with_key_serde(WindowedSerde(key serde, "
-        f"window size)), a time-windowed serde, as Kafka Streams needs; {_DSL_STORES_OFFERED}")
+        f"windows, but its key serde is {key_serde!r}: give it Materialized.with_key_serde({wanted}), as Kafka "
+        f"Streams needs; {_DSL_STORES_OFFERED}")
 
 
 def _check_window_store(where: str, spec, sub) -> None:
