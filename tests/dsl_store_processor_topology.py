@@ -29,7 +29,8 @@ The same StoreEditor edits the stores keyed by windows (``win-joined`` of a tumb
 with a hopping concatenation, ``win-kept`` of its filter, ``win-labels`` of the count's map_values,
 ``win-final`` of the map_values of the count suppressed until its windows close, ``win-cog-labels`` of
 a windowed cogroup's map_values, ``win-closed`` of a count emitting on window close's map_values;
-``slide-joined``, ``slide-labels`` and ``slide-closed`` of the same in sliding windows): its keys are
+``slide-joined``, ``slide-labels`` and ``slide-closed`` of the same in sliding windows;
+``session-labels`` of a session count's map_values, keyed by the session-windowed serde): its keys are
 windows, which it lists as Java's ``Windowed.toString()`` writes them (``key_text``), and which are
 forwarded as that text. And ``items-later``, the store of a filter of the items table suppressed for
 700 ms.
@@ -44,8 +45,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from dagster_kstreams.topology import (
-    BufferConfig, EmitStrategy, Materialized, Named, Serdes, SlidingWindows, StreamsBuilder, Suppressed, TimeWindows,
-    WindowedSerde,
+    BufferConfig, EmitStrategy, Materialized, Named, Serdes, SessionWindows, SlidingWindows, StreamsBuilder, Suppressed,
+    TimeWindows, WindowedSerde,
 )
 from dagster_kstreams.topology.processor_api import Processor, PunctuationType, Record, ValueAndTimestamp
 from dagster_kstreams.topology.serdes import Windowed
@@ -267,6 +268,22 @@ def _closed_labels(windowed, store: str, out: str) -> None:
         .select_key(lambda windowed, value: key_text(windowed)).to(out)
 
 
+def _session_stores(builder: StreamsBuilder, topics: dict[str, str]) -> None:
+    """The ``sessions`` stream counted in sessions (gap 1 s, grace 500 ms), in a sub-topology of its own
+    (beside time windows, each windowed table would keep its own stream time), and the count's map_values'
+    ``session-labels``, keyed by Kafka Streams' session-windowed serde (the key, the session's end, its
+    start), edited by a StoreEditor: each session stamped with its end, a session merged away deleted."""
+    builder.stream(topics["sessions"]).group_by_key() \
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(milliseconds=WINDOW_MS),
+                                                                timedelta(milliseconds=500))) \
+        .count(Materialized.as_("session-counts").with_caching_disabled()) \
+        .map_values(lambda n: f"&{n}", Materialized.as_("session-labels")
+                    .with_key_serde(Serdes.SessionWindowed(Serdes.String())).with_value_serde(Serdes.String())
+                    .with_caching_disabled()) \
+        .to_stream().process(lambda: StoreEditor("session-labels", lists_all=True), "session-labels") \
+        .select_key(lambda windowed, value: key_text(windowed)).to(topics["out-tables"])
+
+
 def _aggregation_stores(builder: StreamsBuilder, topics: dict[str, str]) -> None:
     """The stores of a re-grouped table's reduce and a cogroup's aggregate, each edited by a StoreEditor."""
     # uncached, as every store here: Kafka Streams' cache would forward per commit, the runner's per batch
@@ -285,12 +302,13 @@ def _aggregation_stores(builder: StreamsBuilder, topics: dict[str, str]) -> None
 
 def dsl_store_processor_examples(topics: dict[str, str]) -> StreamsBuilder:
     builder = StreamsBuilder()
-    # First (sub-topologies 0 to 6): a killed run, running one sub-topology after another, is killed in
-    # the windowed stores' (0), the sliding ones' (1) or the joins' (3), and leaves the prices' to the
-    # rerun, whose batches are not capped (the order of its two topics in a task depends on the caps; the
+    # First (sub-topologies 0 to 7): a killed run, running one sub-topology after another, is killed in
+    # the windowed stores' (0), the sliding ones' (1), the sessions' (2) or the joins' (4), and leaves the
+    # prices' to the rerun, whose batches are not capped (the order of its two topics in a task depends on the caps; the
     # joins' inputs come in rounds that a cap cuts between)
     _windowed_stores(builder, topics)
     _sliding_stores(builder, topics)
+    _session_stores(builder, topics)
     _filter_stores(builder, topics)
     _join_stores(builder, topics)
     _aggregation_stores(builder, topics)

@@ -16,6 +16,7 @@ import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
+import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindowedKStream;
@@ -30,6 +31,7 @@ import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.QueryableStoreTypes;
 import org.apache.kafka.streams.state.ReadOnlyKeyValueStore;
+import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.TimestampedKeyValueStore;
 import org.apache.kafka.streams.state.ValueAndTimestamp;
 import org.apache.kafka.streams.state.WindowStore;
@@ -50,7 +52,7 @@ import java.util.TreeMap;
  * emitting on window close checks for closed windows after every record, as the runner does.
  *
  * Args: bootstrap applicationId stateDir events prices orders items accounts clicks views lefts rights wins
- *       slides out outPrices outTables
+ *       slides sessions out outPrices outTables
  *
  * The Python twin is tests/dsl_store_processor_topology.py (CountCorrector, PriceReader, StoreEditor); keep the
  * two in step.
@@ -298,6 +300,22 @@ public final class DslStoreProcessorExamples {
             .selectKey((windowed_, value) -> keyText(windowed_)).to(outTables);
     }
 
+    /** The sessions' count's map_values' store, keyed by the session-windowed serde, edited by a StoreEditor: see
+     *  the Python twin. */
+    static void sessionStores(StreamsBuilder builder, String sessions, String outTables) {
+        Materialized<Windowed<String>, String, KeyValueStore<Bytes, byte[]>> labels =
+            Materialized.<Windowed<String>, String, KeyValueStore<Bytes, byte[]>>as("session-labels")
+                .withKeySerde(WindowedSerdes.sessionWindowedSerdeFrom(String.class)).withValueSerde(Serdes.String())
+                .withCachingDisabled();
+        builder.<String, String>stream(sessions).groupByKey()
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(WINDOW_MS), Duration.ofMillis(500)))
+            .count(Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("session-counts").withCachingDisabled())
+            .mapValues(n -> "&" + n, labels)
+            .toStream()
+            .process(() -> new StoreEditor<Windowed<String>>(true, "session-labels"), "session-labels")
+            .selectKey((windowed, value) -> keyText(windowed)).to(outTables);
+    }
+
     /** A store keyed by windows as interactive queries read it: {@code {"[key@start/end]": value}}. */
     static Map<String, String> windowedStoreContent(KafkaStreams streams, String store) {
         ReadOnlyKeyValueStore<Windowed<String>, Object> view = streams.store(
@@ -327,12 +345,13 @@ public final class DslStoreProcessorExamples {
 
     static Topology dslStoreProcessorExamples(String events, String prices, String orders, String items,
                                               String accounts, String clicks, String views, String lefts,
-                                              String rights, String wins, String slides, String out, String outPrices,
-                                              String outTables) {
+                                              String rights, String wins, String slides, String sessions, String out,
+                                              String outPrices, String outTables) {
         StreamsBuilder builder = new StreamsBuilder();
         // first, in this order, as in the Python twin
         windowedStores(builder, wins, outTables);
         slidingStores(builder, slides, outTables);
+        sessionStores(builder, sessions, outTables);
         filterStores(builder, items, outTables);
         joinStores(builder, lefts, rights, outTables);
         aggregationStores(builder, accounts, clicks, views, outTables);
@@ -349,18 +368,18 @@ public final class DslStoreProcessorExamples {
 
     public static void main(String[] args) throws Exception {
         Topology topology = dslStoreProcessorExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
-            args[10], args[11], args[12], args[13], args[14], args[15], args[16]);
+            args[10], args[11], args[12], args[13], args[14], args[15], args[16], args[17]);
         List<String> stores = List.of("counts", "prices-store", "kept", "mapped", "regrouped", "cogrouped", "joined",
             "left-kept", "outer-joined", "outer-mapped", "items-later");
         List<String> windowedStores = List.of("win-joined", "win-kept", "win-labels", "win-final", "win-cog-labels",
-            "win-closed", "slide-joined", "slide-labels", "slide-closed");
+            "win-closed", "slide-joined", "slide-labels", "slide-closed", "session-labels");
         Properties props = KafkaStreamsRuns.properties(args[0], args[1], args[2]);
         // the counts emitting on window close check for closed windows after every record, as the runner does
         props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
         KafkaStreamsRuns.runUntilConsumed(topology, props,
             // the re-grouping's repartition topic too: the reduce's sub-topology must have read it to the end
             () -> List.of(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10], args[11], args[12],
-                          args[13], args[1] + "-regrouped-repartition"),
+                          args[13], args[14], args[1] + "-regrouped-repartition"),
             Duration.ofMinutes(5),
             streams -> "{\"describe\": " + Json.quote(topology.describe().toString())
                 + stores.stream().map(store -> ", " + Json.quote(store) + ": "
