@@ -26,9 +26,14 @@ the larger of the record's and the stored timestamp) and the next step or join u
 (a join's update is stamped with the larger of both rows' timestamps, whatever its store holds).
 
 The same StoreEditor edits the stores keyed by windows (``win-joined`` of a tumbling count outer-joined
-with a hopping concatenation, ``win-kept`` of its filter, ``win-labels`` of the count's map_values;
-``slide-joined`` and ``slide-labels`` of the same in sliding windows): its keys are windows, which it
-lists as Java's ``Windowed.toString()`` writes them (``key_text``), and which are forwarded as that text.
+with a hopping concatenation, ``win-kept`` of its filter, ``win-labels`` of the count's map_values,
+``win-final`` of the map_values of the count suppressed until its windows close, ``win-cog-labels`` of
+a windowed cogroup's map_values, ``win-closed`` of a count emitting on window close's map_values;
+``slide-joined``, ``slide-labels`` and ``slide-closed`` of the same in sliding windows;
+``session-labels`` of a session count's map_values, keyed by the session-windowed serde): its keys are
+windows, which it lists as Java's ``Windowed.toString()`` writes them (``key_text``), and which are
+forwarded as that text. And ``items-later``, the store of a filter of the items table suppressed for
+700 ms.
 
 Every value starts with ``p<partition>|``: the task that produced it. Its classes are
 self-contained: Spark's Python workers cannot import modules of tests/, and the test ships this
@@ -40,7 +45,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from dagster_kstreams.topology import (
-    Materialized, Named, Serdes, SlidingWindows, StreamsBuilder, TimeWindows, WindowedSerde,
+    BufferConfig, EmitStrategy, Materialized, Named, Serdes, SessionWindows, SlidingWindows, StreamsBuilder, Suppressed,
+    TimeWindows, WindowedSerde,
 )
 from dagster_kstreams.topology.processor_api import Processor, PunctuationType, Record, ValueAndTimestamp
 from dagster_kstreams.topology.serdes import Windowed
@@ -139,6 +145,12 @@ def _filter_stores(builder: StreamsBuilder, topics: dict[str, str]) -> None:
     kept.map_values(lambda value: value.upper(), Materialized.as_("mapped").with_caching_disabled()) \
         .to_stream().process(lambda: StoreEditor("kept", "mapped", lists_all=True), "kept", "mapped") \
         .to(topics["out-tables"])
+    # a suppressed table's filter: its store stamps each evicted update with the update's own time (a
+    # tombstone is evicted too), and its processor's writes are what all() lists next
+    items.suppress(Suppressed.until_time_limit(timedelta(milliseconds=700), BufferConfig.unbounded())) \
+        .filter(lambda key, value: not value.startswith("x"), Materialized.as_("items-later").with_caching_disabled()) \
+        .to_stream().process(lambda: StoreEditor("items-later", lists_all=True), "items-later") \
+        .to(topics["out-tables"])
 
 
 def joined_text(left, right) -> str:
@@ -178,8 +190,10 @@ def _windowed_stores(builder: StreamsBuilder, topics: dict[str, str]) -> None:
     windowed_keys = WindowedSerde(Serdes.String(), WINDOW_MS)
     size, grace = timedelta(milliseconds=WINDOW_MS), timedelta(milliseconds=500)
     grouped = builder.stream(topics["wins"]).group_by_key()
+    # a key serde: the suppression's buffer writes the windowed keys with the table's (Kafka Streams fails
+    # with the default one, a plain String serde)
     counts = grouped.windowed_by(TimeWindows.of_size_and_grace(size, grace)) \
-        .count(Materialized.as_("win-counts").with_caching_disabled())
+        .count(Materialized.as_("win-counts").with_key_serde(Serdes.String()).with_caching_disabled())
     values = grouped.windowed_by(TimeWindows.of_size_and_grace(size, grace).advance_by(timedelta(milliseconds=500))) \
         .reduce(lambda x, y: _tail(x + "," + text(y)), Materialized.as_("win-values").with_caching_disabled())
     out = topics["out-tables"]
@@ -193,6 +207,25 @@ def _windowed_stores(builder: StreamsBuilder, topics: dict[str, str]) -> None:
                       .with_value_serde(Serdes.String()).with_caching_disabled()) \
         .to_stream().process(lambda: StoreEditor("win-labels", lists_all=True), "win-labels") \
         .select_key(lambda windowed, value: key_text(windowed)).to(out)
+    # the count suppressed until its windows close: the map_values' store keeps each final count stamped
+    # with its window's last update's time
+    counts.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())) \
+        .map_values(lambda n: f"#{n}", Materialized.as_("win-final").with_key_serde(windowed_keys)
+                    .with_value_serde(Serdes.String()).with_caching_disabled()) \
+        .to_stream().process(lambda: StoreEditor("win-final", lists_all=True), "win-final") \
+        .select_key(lambda windowed, value: key_text(windowed)).to(out)
+    # a windowed cogroup's table (its inputs' processors share one store, which stamps a window with the
+    # largest time of its records): the map_values' store keeps its stamps
+    grouped.cogroup(lambda key, value, aggregate: _tail(f"{aggregate}{text(value)}")) \
+        .windowed_by(TimeWindows.of_size_and_grace(size, grace)) \
+        .aggregate(lambda: "", Materialized.as_("win-cogrouped").with_caching_disabled()) \
+        .map_values(lambda value: f"~{value}", Materialized.as_("win-cog-labels").with_key_serde(windowed_keys)
+                    .with_caching_disabled()) \
+        .to_stream().process(lambda: StoreEditor("win-cog-labels", lists_all=True), "win-cog-labels") \
+        .select_key(lambda windowed, value: key_text(windowed)).to(out)
+    # a count emitting on window close: the map_values' store keeps each closed window stamped with its
+    # records' largest time (Kafka Streams' emit interval set to 0, the runner's)
+    _closed_labels(grouped.windowed_by(TimeWindows.of_size_and_grace(size, grace)), "win-closed", out)
 
 
 def _sliding_stores(builder: StreamsBuilder, topics: dict[str, str]) -> None:
@@ -205,8 +238,10 @@ def _sliding_stores(builder: StreamsBuilder, topics: dict[str, str]) -> None:
         return "null" if value is None else str(value)
 
     windowed_keys = WindowedSerde(Serdes.String(), WINDOW_MS)
-    sliding = builder.stream(topics["slides"]).group_by_key().windowed_by(
-        SlidingWindows.of_time_difference_and_grace(timedelta(milliseconds=WINDOW_MS), timedelta(milliseconds=500)))
+    windows = SlidingWindows.of_time_difference_and_grace(timedelta(milliseconds=WINDOW_MS),
+                                                          timedelta(milliseconds=500))
+    grouped = builder.stream(topics["slides"]).group_by_key()
+    sliding = grouped.windowed_by(windows)
     counts = sliding.count(Materialized.as_("slide-counts").with_caching_disabled())
     values = sliding.reduce(lambda x, y: _tail(x + "," + text(y)),
                             Materialized.as_("slide-values").with_caching_disabled())
@@ -219,6 +254,34 @@ def _sliding_stores(builder: StreamsBuilder, topics: dict[str, str]) -> None:
                       .with_value_serde(Serdes.String()).with_caching_disabled()) \
         .to_stream().process(lambda: StoreEditor("slide-labels", lists_all=True), "slide-labels") \
         .select_key(lambda windowed, value: key_text(windowed)).to(out)
+    _closed_labels(grouped.windowed_by(windows), "slide-closed", out)
+
+
+def _closed_labels(windowed, store: str, out: str) -> None:
+    """A count of ``windowed`` emitting on window close, and its map_values' ``store``, edited by a
+    StoreEditor."""
+    windowed.emit_strategy(EmitStrategy.on_window_close()) \
+        .count(Materialized.as_(f"{store}-counts").with_caching_disabled()) \
+        .map_values(lambda n: f"%{n}", Materialized.as_(store).with_key_serde(WindowedSerde(Serdes.String(), WINDOW_MS))
+                    .with_value_serde(Serdes.String()).with_caching_disabled()) \
+        .to_stream().process(lambda: StoreEditor(store, lists_all=True), store) \
+        .select_key(lambda windowed, value: key_text(windowed)).to(out)
+
+
+def _session_stores(builder: StreamsBuilder, topics: dict[str, str]) -> None:
+    """The ``sessions`` stream counted in sessions (gap 1 s, grace 500 ms), in a sub-topology of its own
+    (beside time windows, each windowed table would keep its own stream time), and the count's map_values'
+    ``session-labels``, keyed by Kafka Streams' session-windowed serde (the key, the session's end, its
+    start), edited by a StoreEditor: each session stamped with its end, a session merged away deleted."""
+    builder.stream(topics["sessions"]).group_by_key() \
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(milliseconds=WINDOW_MS),
+                                                                timedelta(milliseconds=500))) \
+        .count(Materialized.as_("session-counts").with_caching_disabled()) \
+        .map_values(lambda n: f"&{n}", Materialized.as_("session-labels")
+                    .with_key_serde(Serdes.SessionWindowed(Serdes.String())).with_value_serde(Serdes.String())
+                    .with_caching_disabled()) \
+        .to_stream().process(lambda: StoreEditor("session-labels", lists_all=True), "session-labels") \
+        .select_key(lambda windowed, value: key_text(windowed)).to(topics["out-tables"])
 
 
 def _aggregation_stores(builder: StreamsBuilder, topics: dict[str, str]) -> None:
@@ -239,12 +302,13 @@ def _aggregation_stores(builder: StreamsBuilder, topics: dict[str, str]) -> None
 
 def dsl_store_processor_examples(topics: dict[str, str]) -> StreamsBuilder:
     builder = StreamsBuilder()
-    # First (sub-topologies 0 to 6): a killed run, running one sub-topology after another, is killed in
-    # the windowed stores' (0), the sliding ones' (1) or the joins' (3), and leaves the prices' to the
-    # rerun, whose batches are not capped (the order of its two topics in a task depends on the caps; the
+    # First (sub-topologies 0 to 7): a killed run, running one sub-topology after another, is killed in
+    # the windowed stores' (0), the sliding ones' (1), the sessions' (2) or the joins' (4), and leaves the
+    # prices' to the rerun, whose batches are not capped (the order of its two topics in a task depends on the caps; the
     # joins' inputs come in rounds that a cap cuts between)
     _windowed_stores(builder, topics)
     _sliding_stores(builder, topics)
+    _session_stores(builder, topics)
     _filter_stores(builder, topics)
     _join_stores(builder, topics)
     _aggregation_stores(builder, topics)

@@ -18,7 +18,7 @@ from test_dsl_window_store_processor_logic import _program, _run  # noqa: E402
 
 from dagster_kstreams.spark.compile import UnsupportedTopologyError  # noqa: E402
 from dagster_kstreams.topology import (  # noqa: E402
-    EmitStrategy, Materialized, SlidingWindows, StreamsBuilder, ValueAndTimestamp,
+    EmitStrategy, Materialized, Serdes, SlidingWindows, StreamsBuilder, ValueAndTimestamp, WindowedSerde,
 )
 from dagster_kstreams.topology.processor_api import Processor, Record  # noqa: E402
 
@@ -137,17 +137,23 @@ def _closing_sliding_count(builder):
         .emit_strategy(EmitStrategy.on_window_close()).count(Materialized.as_("wins"))
 
 
-def test_a_sliding_store_emitting_on_window_close_is_given_to_a_processor_but_a_filter_of_its_table_is_not():
+def test_a_sliding_store_emitting_on_window_close_and_its_filter_store_are_given_to_a_processor():
     """The time-ordered store of a sliding count emitting on window close is a processor's window store
-    now (its emit: test_close_store_processor_logic.py); a filter's store over that windowed table is still
-    refused, naming the processor, as over any windowed table (the step would keep its store by window)."""
+    (its emit: test_close_store_processor_logic.py), and so is a filter's store over that windowed table,
+    keyed by windows, given a time-windowed key serde (compared with Kafka Streams in
+    test_equivalence_dsl_store_processor.py); without one it is refused, naming the processor and the serde."""
     builder = StreamsBuilder()
     _closing_sliding_count(builder).to_stream().process(_Nothing, "wins")
+    assert _program(builder) is not None
+    builder = StreamsBuilder()
+    _closing_sliding_count(builder).filter(
+        lambda window, count: True, Materialized.as_("kept").with_key_serde(WindowedSerde(Serdes.String(), 1000))) \
+        .to_stream().process(_Nothing, "kept")
     assert _program(builder) is not None
     builder = StreamsBuilder()
     _closing_sliding_count(builder).filter(lambda window, count: True, Materialized.as_("kept")) \
         .to_stream().process(_Nothing, "kept")
     with pytest.raises(UnsupportedTopologyError,
                        match="processor KSTREAM-PROCESSOR-0000000004: store kept belongs to KTABLE-FILTER-.*"
-                             "a windowed table"):
+                             "keyed by windows.*with_key_serde"):
         _program(builder)

@@ -2,7 +2,7 @@
 count going on from what the processor wrote (and its timestamps: Kafka Streams' larger of the
 record's and the stored one), batches with the task state pickled in between (as a checkpoint),
 a cached table forwarding a processor's write at the flush, a table filter's store after an
-aggregation stamped as Kafka Streams stamps it, table-table joins' stores and a join's filter's stamped
+aggregation or a suppression stamped as Kafka Streams stamps it, table-table joins' stores and a join's filter's stamped
 with both rows' times, and what is refused. The broker-backed
 comparison with Kafka Streams is test_equivalence_dsl_store_processor.py."""
 
@@ -20,7 +20,9 @@ from dsl_store_processor_topology import dsl_store_processor_examples  # noqa: E
 
 from dagster_kstreams.processors.task_state import TaskState  # noqa: E402
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology  # noqa: E402
-from dagster_kstreams.topology import Materialized, StreamsBuilder, ValueAndTimestamp  # noqa: E402
+from dagster_kstreams.topology import (  # noqa: E402
+    BufferConfig, Materialized, StreamsBuilder, Suppressed, ValueAndTimestamp,
+)
 from dagster_kstreams.topology.processor_api import Processor, Record, Stores  # noqa: E402
 from dagster_kstreams.topology.serdes import Serdes  # noqa: E402
 
@@ -63,8 +65,8 @@ def _run(program, rows, batches):
 
 TOPICS = {"events": "in", "prices": "prices", "orders": "orders", "out": "out", "out-prices": "out-prices",
           **{name: name for name in ("items", "accounts", "clicks", "views", "lefts", "rights", "wins", "slides",
-                                     "out-tables")}}
-COUNTS = 7  # the count's sub-topology (the windowed, table step, join and re-grouping stores' come first)
+                                     "sessions", "out-tables")}}
+COUNTS = 8  # the count's sub-topology (the windowed, session, table step, join and re-grouping stores' come first)
 K = "000000000000|a"  # bucket 0
 ROWS = [(K, "x", 100), (K, "x", 50), (K, "x", 300), (K, None, 310), (K, "x", 20), (K, "x", 400), (K, "x", 500),
         (K, "x", 600), (None, "x", 650), ("000000000001|a", "x", 10_000), (K, "x", 10_001)]
@@ -192,6 +194,22 @@ def test_a_filter_store_after_an_aggregation_keeps_kafka_streams_stamps():
         .to_stream().process(_Reader, "kept").to("out")
     outputs, _ = _run(_program(builder), [("k", "a", 100), ("k", "b", 50), ("k", "c", 120)], 1)
     assert [value for _, value in outputs] == ["1|t100|1@100", "2|t100|2@100", "3|t120|3@120"]
+
+
+def test_a_filter_store_after_a_suppression_stamps_each_evicted_update_with_its_own_time():
+    """Kafka Streams' suppression forwards an evicted update with its buffered record's time: "b" at 50,
+    after "a" at 100, is evicted by "c" at 250 (buffer time 100, kept by the key's later update) and
+    stored at 50; a tombstone overwritten in the buffer is never forwarded; one evicted deletes the
+    key, whatever the processor wrote (a filter failing a value forwards its delete too)."""
+    builder = StreamsBuilder()
+    builder.table("in", Materialized.as_("in-store").with_caching_disabled()) \
+        .suppress(Suppressed.until_time_limit(timedelta(milliseconds=100), BufferConfig.unbounded())) \
+        .filter(lambda key, value: not value.startswith("x"), Materialized.as_("kept").with_caching_disabled()) \
+        .to_stream().process(lambda: _JoinEditor("kept"), "kept").to("out")
+    rows = [("k", "a", 100), ("k", "b", 50), ("j", "c", 250), ("k", None, 400), ("k", "x1", 600), ("j", None, 700),
+            ("m", "z", 900)]
+    outputs, _ = _run(_program(builder), rows, 1)
+    assert outputs == [("k", "b|t50|b@50"), ("j", "c|t250|c@250"), ("k", "None|t600|null"), ("j", "None|t700|null")]
 
 
 class _JoinEditor(Processor):

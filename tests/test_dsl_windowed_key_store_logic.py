@@ -24,8 +24,8 @@ from dagster_kstreams.processors.errors import ProcessingError  # noqa: E402
 from dagster_kstreams.processors.task_state import TaskState  # noqa: E402
 from dagster_kstreams.spark.compile import UnsupportedTopologyError  # noqa: E402
 from dagster_kstreams.topology import (  # noqa: E402
-    BufferConfig, EmitStrategy, Grouped, Materialized, SessionWindows, SlidingWindows, StreamsBuilder, Suppressed,
-    TimeWindows, ValueAndTimestamp, WindowedSerde,
+    BufferConfig, EmitStrategy, Grouped, Materialized, SessionWindows, StreamsBuilder, Suppressed, TimeWindows,
+    ValueAndTimestamp, WindowedSerde,
 )
 from dagster_kstreams.topology.processor_api import Processor, Record  # noqa: E402
 from dagster_kstreams.topology.serdes import Serdes, Window, Windowed  # noqa: E402
@@ -33,6 +33,7 @@ from dagster_kstreams.topology.serdes import Serdes, Window, Windowed  # noqa: E
 SIZE = timedelta(milliseconds=1000)
 GRACE = timedelta(milliseconds=500)
 WINDOWED_KEYS = WindowedSerde(Serdes.String(), 1000)
+SESSION_KEYS = Serdes.SessionWindowed(Serdes.String())
 
 
 def _text(stored) -> str:
@@ -140,6 +141,73 @@ def test_a_map_values_store_of_a_windowed_count_keeps_the_counts_stamps():
         ["#1", "t100", "#1@100"], ["#2", "t620", "#2@620"], ["#3", "t620", "#3@620"]]
 
 
+def _labels_of(table_of, rows, key_serde=WINDOWED_KEYS):
+    """What an _Editor of ``labels``, a map_values' store over ``table_of(the "in" stream grouped, the
+    "in2" one)`` keyed by ``key_serde``, forwards for ``rows``."""
+    builder = StreamsBuilder()
+    table_of(builder.stream("in").group_by_key(), builder.stream("in2").group_by_key()) \
+        .map_values(lambda n: f"#{n}", Materialized.as_("labels").with_key_serde(key_serde)
+                    .with_value_serde(Serdes.String()).with_caching_disabled()) \
+        .to_stream().process(lambda: _Editor("labels"), "labels") \
+        .select_key(lambda windowed, value: key_text(windowed)).to("out")
+    return [(key, value.split("|")) for key, value in _run(_program(builder), rows)[0]]
+
+
+@pytest.mark.parametrize("final_counts", [
+    lambda grouped, _: grouped.windowed_by(TimeWindows.of_size_and_grace(SIZE, GRACE)).count(_uncached("c"))
+    .suppress(Suppressed.until_window_closes(BufferConfig.unbounded())),
+    lambda grouped, _: grouped.windowed_by(TimeWindows.of_size_and_grace(SIZE, GRACE))
+    .emit_strategy(EmitStrategy.on_window_close()).count(_uncached("c")),
+], ids=["suppressed", "emitted-on-close"])
+def test_a_map_values_store_of_final_counts_keeps_each_with_its_window_stamp(final_counts):
+    """Kafka Streams' suppression forwards an evicted window with its buffered update's time, and an
+    aggregation emitting on window close a closed window with its stored time: both the count's third
+    update's, "c" at 40 after "b" at 620: 620, once stream time passes the window's end and grace; the
+    step's store keeps it, and the processor's write (at 620: "edited" at 621) is what it lists next."""
+    rows = [("k", "a", 100), ("k", "b", 620), ("k", "c", 40), ("j", "d", 1_600), ("k", "e", 2_700)]
+    assert _labels_of(final_counts, rows) == [
+        ("[k@0/1000]", ["#3", "t620", "#3@620", "[k@0/1000]=#3@620"]),
+        ("[j@1000/2000]", ["#1", "t1600", "#1@1600", "[j@1000/2000]=#1@1600,[k@0/1000]=edited@621"]),
+    ]
+
+
+def test_a_map_values_store_of_a_windowed_cogroup_keeps_the_stamps_of_its_one_store():
+    """A windowed cogroup's inputs share one store, whose window time is the largest of every input's
+    records (Kafka Streams' KStreamWindowAggregate per input, one store): "c" at 40 on "in" after "b"
+    at 620 on "in2" is stamped 620."""
+    def cogrouped(grouped, other):
+        return grouped.cogroup(lambda key, value, total: total + 1) \
+            .cogroup(other, lambda key, value, total: total + 10) \
+            .windowed_by(TimeWindows.of_size_and_grace(SIZE, GRACE)).aggregate(lambda: 0, _uncached("c"))
+    rows = [("k", "a", 100), ("k", "b", 620, "in2"), ("k", "c", 40)]
+    assert [parts[:3] for _, parts in _labels_of(cogrouped, rows)] == [
+        ["#1", "t100", "#1@100"], ["#11", "t620", "#11@620"], ["#12", "t620", "#12@620"]]
+
+
+def test_a_map_values_store_of_sessions_keeps_each_by_its_end_and_deletes_merged_ones():
+    """Kafka Streams stamps a session's update with its end and forwards a tombstone for each session merged
+    away, stamped with that one's end; the step's store, keyed by the session-windowed serde, holds each
+    session by its key, end and start (a window read with another end is another entry), lists them in
+    that serde's byte order (the key, then the end, then the start), and keeps a processor's write to a
+    session merged away ("edited" at 101, written after its tombstone) for good."""
+    def sessions(grouped, _):
+        return grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(SIZE, GRACE)).count(_uncached("c"))
+    rows = [("k", "a", 100), ("k", "b", 300), ("j", "c", 250), ("k", "d", 3_000), ("k", "e", 2_200)]
+    outputs = _labels_of(sessions, rows, SESSION_KEYS)
+    assert all(parts[2] == "null" for _, parts in outputs)  # read with the end at start + 7: no entry
+    assert [(key, [parts[0], parts[1], parts[3]]) for key, parts in outputs] == [
+        ("[k@100/100]", ["#1", "t100", "[k@100/100]=#1@100"]),
+        ("[k@100/100]", ["None", "t100", ""]),
+        ("[k@100/300]", ["#2", "t300", "[k@100/100]=edited@101,[k@100/300]=#2@300"]),
+        ("[j@250/250]", ["#1", "t250", "[j@250/250]=#1@250,[k@100/100]=edited@101,[k@100/300]=edited@301"]),
+        ("[k@3000/3000]", ["#1", "t3000", "[j@250/250]=edited@251,[k@100/100]=edited@101,[k@100/300]=edited@301,"
+                                          "[k@3000/3000]=#1@3000"]),
+        ("[k@3000/3000]", ["None", "t3000", "[j@250/250]=edited@251,[k@100/100]=edited@101,[k@100/300]=edited@301"]),
+        ("[k@2200/3000]", ["#2", "t3000", "[j@250/250]=edited@251,[k@100/100]=edited@101,[k@100/300]=edited@301,"
+                                          "[k@2200/3000]=#2@3000,[k@3000/3000]=edited@3001"]),
+    ]
+
+
 class _Lister(Processor):
     """On the join's first update, puts ``windows`` (``(key, start)``) into its store, then forwards
     ``all()``'s keys and those of a range."""
@@ -233,22 +301,28 @@ def test_a_windowed_join_the_runner_does_not_run_stays_refused_with_its_store_na
         _program(builder)
 
 
-@pytest.mark.parametrize("table_of, why", [
-    (lambda grouped: grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(SIZE, GRACE)).count(),
-     "a SessionWindows table"),
-    (lambda grouped: grouped.windowed_by(TimeWindows.of_size_and_grace(SIZE, GRACE))
-     .emit_strategy(EmitStrategy.on_window_close()).count(), "emitting on window close"),
-    (lambda grouped: grouped.windowed_by(SlidingWindows.of_time_difference_and_grace(SIZE, GRACE))
-     .emit_strategy(EmitStrategy.on_window_close()).count(), "emitting on window close"),
-    (lambda grouped: grouped.cogroup(lambda key, value, total: total + 1)
-     .windowed_by(TimeWindows.of_size_and_grace(SIZE, GRACE)).aggregate(lambda: 0), "a windowed cogroup's table"),
-    (lambda grouped: grouped.windowed_by(TimeWindows.of_size_and_grace(SIZE, GRACE)).count()
-     .suppress(Suppressed.until_window_closes(BufferConfig.unbounded())), "a suppressed table"),
-], ids=["session", "time-on-close", "sliding-on-close", "cogroup", "suppressed"])
-def test_step_stores_over_windowed_tables_not_compared_stay_refused_naming_them(table_of, why):
-    with pytest.raises(UnsupportedTopologyError, match=f"processor KSTREAM-PROCESSOR-.*store kept belongs to "
-                                                       f"KTABLE-MAPVALUES-.*{why}"):
-        _program(_step_over(table_of))
+@pytest.mark.parametrize("table_of", [
+    lambda grouped: grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(SIZE, GRACE)).count(),
+    lambda grouped: grouped.cogroup(lambda key, value, total: total + 1)
+    .windowed_by(SessionWindows.of_inactivity_gap_and_grace(SIZE, GRACE)).aggregate(lambda: 0, lambda k, a, b: a + b),
+    lambda grouped: grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(SIZE, GRACE)).count()
+    .suppress(Suppressed.until_window_closes(BufferConfig.unbounded())),
+], ids=["session", "session-cogroup", "suppressed-session"])
+def test_a_step_store_over_sessions_is_given_with_a_session_windowed_key_serde_only(table_of):
+    """Kafka Streams keys it by the key, the session's end and its start: a time-windowed serde (or none)
+    cannot write those keys, and is refused naming the processor, the step and the serde it needs."""
+    assert _program(_step_over(table_of, SESSION_KEYS)) is not None
+    for serde in (WINDOWED_KEYS, None):
+        with pytest.raises(UnsupportedTopologyError, match="processor KSTREAM-PROCESSOR-.*store kept belongs to "
+                                                           "KTABLE-MAPVALUES-.*keyed by windows.*Serdes.SessionWindowed"):
+            _program(_step_over(table_of, serde))
+
+
+def test_a_step_store_over_time_windows_with_a_session_windowed_serde_is_refused_naming_it():
+    with pytest.raises(UnsupportedTopologyError, match="store kept belongs to KTABLE-MAPVALUES-.*keyed by windows.*"
+                                                       "a time-windowed serde"):
+        _program(_step_over(lambda grouped: grouped.windowed_by(TimeWindows.of_size_and_grace(SIZE, GRACE)).count(),
+                            SESSION_KEYS))
 
 
 def test_a_windowed_store_beside_session_windows_is_refused_naming_it():

@@ -13,8 +13,14 @@ outer table-table join, of a left join's filter and the outer join's map_values,
 table's reduce and of a cogroup's aggregate, each stamped by Kafka Streams' rule (the update's time;
 a join's: the larger of both rows'; the larger of the record's and the aggregate's). And the stores
 keyed by windows (``TimestampedKeyValueStore<Windowed<K>, V>``, in sub-topologies of their own): a
-tumbling count outer-joined with a hopping concatenation, that join's filter's store and the count's
-map_values' store; a sliding count and concatenation outer-joined, and the count's map_values' store.
+tumbling count outer-joined with a hopping concatenation, that join's filter's store, the count's
+map_values' store, the map_values' store of the same count suppressed until its windows close, of a
+cogroup's concatenation in those windows and of a count emitting on window close; a sliding count and
+concatenation outer-joined, the count's map_values' store and that of a count emitting on window close
+(Kafka Streams checks for closed windows after every record: emit interval 0, the runner's); a session
+count's map_values' store, keyed by the session-windowed serde (sessions merged away deleted). And a
+suppressed table's filter's store (``until_time_limit``: tombstones forwarded too), beside the items'
+filter.
 
 Input (2 partitions): out-of-order timestamps within each 10 s bucket (a bucket's records all come
 before the next bucket's, so the keys a punctuation closes have seen all their records whenever Kafka
@@ -30,8 +36,8 @@ re-grouping's updates forwarded (the accounts all come from partition 0, so that
 reads one writer's records in its order), and per task and key the cogroup's (two topics merged). Once
 on a clean run, and once killed part-way (the joins' second task after its first batch of 120 records:
 10 rounds of each table, so the cap cuts where Kafka Streams' order across the two topics is kept) and
-rerun from the checkpoints; and once each killed in the time-windowed and the sliding stores' second
-task after its first batch.
+rerun from the checkpoints; and once each killed in the time-windowed, the sliding and the session
+stores' second task after its first batch.
 """
 
 from __future__ import annotations
@@ -58,10 +64,13 @@ cloudpickle.register_pickle_by_value(dsl_store_processor_topology)
 PARTITIONS = 2
 T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute: a bucket start
 OUTPUTS = {"out": 1, "out-prices": 1, "out-tables": 1}
-STORES = ("counts", "prices-store", "kept", "mapped", "regrouped", "cogrouped", "joined", "left-kept", "outer-joined",
-          "outer-mapped", "win-joined", "win-kept", "win-labels", "slide-joined", "slide-labels")
+STORES = ("counts", "prices-store", "kept", "mapped", "items-later", "regrouped", "cogrouped", "joined", "left-kept",
+          "outer-joined", "outer-mapped", "win-joined", "win-kept", "win-labels", "win-final", "win-cog-labels",
+          "win-closed", "slide-joined", "slide-labels", "slide-closed", "session-labels")
 JOIN_STORES = ("joined", "left-kept", "outer-joined", "win-joined", "slide-joined")  # each StoreEditor's first store
-WINDOWED_STORES = ("win-joined", "win-labels", "slide-joined", "slide-labels")  # keyed by windows
+# keyed by windows
+WINDOWED_STORES = ("win-joined", "win-labels", "win-final", "win-cog-labels", "win-closed", "slide-joined",
+                   "slide-labels", "slide-closed", "session-labels")
 JOIN_ROUNDS, JOIN_ROUND_MS, JOIN_PER_ROUND = 20, 2_000, 6  # per round, partition and table: 6 updates
 
 
@@ -161,6 +170,21 @@ def _window_inputs(seed: int = 23) -> list[tuple]:
     return records
 
 
+def _session_inputs(seed: int = 25) -> list[tuple]:
+    """The sessions' stream: keys on both partitions, 250 ms apart (a key's records about 1.5 s apart:
+    sessions of a gap of 1 s start and merge), a fifth of them out of order by up to 1.5 s (some beyond
+    the 500 ms grace: dropped, or merging sessions), null keys and values."""
+    rng = random.Random(seed)
+    records = []
+    for i in range(300):
+        number = rng.randint(1, 6)
+        timestamp = T0 + i * 250 - (rng.randint(1, 1_500) if rng.random() < 0.2 else 0)
+        key = None if rng.random() < 0.03 else f"s{number}"
+        value = None if rng.random() < 0.05 else f"v{rng.randint(1, 9)}"
+        records.append((key, value, number % PARTITIONS, timestamp))
+    return records
+
+
 def _count_results(records) -> dict[tuple[str, str], list]:
     """``{(task tag, "record" | "punctuation"): [(key, value)]}`` in offset order."""
     results: dict[tuple[str, str], list] = {}
@@ -205,12 +229,12 @@ def _results(bootstrap: str, topics: dict[str, str]) -> dict:
 @pytest.fixture(scope="module")
 def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory):
     names = ("events", "prices", "orders", "items", "accounts", "clicks", "views", "lefts", "rights", "wins",
-             "slides")
+             "slides", "sessions")
     inputs = {name: unique_topic(f"dsl-papi-{name}") for name in names}
     kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
     prices, orders = _prices_and_orders()
     records = {"events": _events(), "prices": prices, "orders": orders, **_table_inputs(), **_join_inputs(),
-               "wins": _window_inputs(), "slides": _window_inputs(24)}
+               "wins": _window_inputs(), "slides": _window_inputs(24), "sessions": _session_inputs()}
     for name in names:
         produce_strings(kafka_bootstrap, inputs[name], records[name])
     topics, stdout = run_kafka_streams("kstreams.oracle.DslStoreProcessorExamples", "dsl-papi", kafka_bootstrap,
@@ -231,21 +255,22 @@ def test_clean_run_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_to
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS)
     runner = TaskRunner(dsl_store_processor_examples(topics), unique_topic("spark-dsl-papi"), kafka_bootstrap,
                         state_location=str(tmp_path / "state"), spark=spark)
-    assert {r.task_id for r in runner.run_all()} == {f"{sub}_{partition}" for sub in range(9) for partition in (0, 1)}
+    assert {r.task_id for r in runner.run_all()} == {f"{sub}_{partition}" for sub in range(10) for partition in (0, 1)}
     _assert_matches(kafka_bootstrap, topics, runner, kafka_streams_run)
 
 
 @pytest.mark.parametrize("killed_task, inputs", [
-    ("3_1", lambda: [record for records in _join_inputs().values() for record in records]),  # the joins'
+    ("4_1", lambda: [record for records in _join_inputs().values() for record in records]),  # the joins'
     ("0_1", _window_inputs),  # the time-windowed stores'
     ("1_1", lambda: _window_inputs(24)),  # the sliding ones'
-], ids=["joins", "windowed", "sliding"])
+    ("2_1", _session_inputs),  # the session one's
+], ids=["joins", "windowed", "sliding", "sessions"])
 def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
                                                          kafka_streams_run, killed_task, inputs):
     """The killed run runs one sub-topology after another in batches of 120 records (the time-windowed
-    stores', the sliding ones', the filter's and map_values', then the joins') and is killed after
-    ``killed_task``'s first batch (the second task of the time-windowed, the sliding or the joins'
-    stores'); the rerun continues from the checkpoints."""
+    stores', the sliding ones', the session one's, the filter's and map_values', then the joins') and is
+    killed after ``killed_task``'s first batch (the second task of the time-windowed, the sliding, the
+    session or the joins' stores'); the rerun continues from the checkpoints."""
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS)
     rerun = kill_and_rerun(tmp_path, dsl_store_processor_examples, topics, app_id=unique_topic("spark-dsl-papi-k"),
                            bootstrap=kafka_bootstrap, spark=spark,
@@ -282,7 +307,8 @@ def _assert_reference_exercises_it(reference: dict) -> None:
         read = [value for (task, _), sequence in prices.items() if task == tag for value in sequence]
         assert any("@" in value for value in read) and any(value.endswith("|null") for value in read)
     for tag in ("p0", "p1"):
-        for store in ("kept", "regrouped", "cogrouped", "win-labels", "slide-labels", *JOIN_STORES):
+        for store in ("kept", "items-later", "regrouped", "cogrouped", "win-labels", "win-final", "win-cog-labels",
+                      "win-closed", "slide-labels", "slide-closed", "session-labels", *JOIN_STORES):
             values = [value for sequence in _by_key(reference, tag, store).values() for value in sequence]
             # a store read (or listed) what the processor wrote
             assert any("edited" in "|".join(parts[5:]) for parts in values if parts[2] == "update"), (tag, store)

@@ -35,11 +35,10 @@ from dagster_kstreams.processors.own_groups import windows_keyed_by_start
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.user_dsl_view import DslStoreView
 from dagster_kstreams.processors.windowed_table_reads import is_windowed_table
-from dagster_kstreams.topology.emit_strategy import ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind, StoreType
 from dagster_kstreams.topology.processor_api import KeyValue, ValueAndTimestamp
 from dagster_kstreams.topology.serdes import WindowedSerde
-from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
+from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = ["TimestampedKeyValueStore", "check_dsl_store", "keyed_by_windows"]
 
@@ -130,7 +129,8 @@ _DSL_STORES_OFFERED = ("user processors get the key-value stores of count/reduce
                        "re-grouped tables and cogroups; versioned ones too), to_table, tables read from a topic (versioned "
                        "ones too), the versioned stores of foreign-key joins, table-table joins (of windowed tables too; "
                        "versioned ones too) and their filter/map_values (versioned ones too), the filter/map_values "
-                       "of time-windowed and sliding-windowed aggregations emitting on every update, the window "
+                       "of suppressed tables and of time-windowed, sliding-windowed and session aggregations (a "
+                       "cogroup's too, emitting on every update or on window close), the window "
                        "stores of time-windowed and sliding-windowed (emitting on every update or on window close) "
                        "and the session stores of session-windowed count/reduce/aggregate (emitting on every update or "
                        "on window close), a windowed cogroup's too, and the stores added with add_state_store()")
@@ -144,20 +144,26 @@ _TIMESTAMPED_STORE_KINDS = frozenset({NodeKind.AGGREGATE, NodeKind.TABLE_AGGREGA
 _TABLE_STEPS = (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES)
 # The tables whose updates a filter/map_values store stamps as Kafka Streams does: their own
 # record's time (a table source, to_table), an aggregation's Kafka Streams' time, which it keeps
-# while its updates reach a store a processor reads (aggregations.aggregation_keeping_timestamps), or
-# a table-table join's, the larger of both rows' times, read from its tables' stores in the
-# task-grouped sub-topology a processor makes (table_joins.TableTableJoin.stamps_both_rows).
+# while its updates reach a store a processor reads (aggregations.aggregation_keeping_timestamps), a
+# table-table join's, the larger of both rows' times, read from its tables' stores in the
+# task-grouped sub-topology a processor makes (table_joins.TableTableJoin.stamps_both_rows), or a
+# windowed aggregation's: a window's time in its store (the largest of its records', every input's for
+# a cogroup, whose inputs share the store), a session's end, forwarded on every update or when the
+# window closes (Kafka Streams' fetchAndEmit forwards the stored time); the step keeps each window in
+# the window's group, Kafka Streams' entry (the key and the start; a session's end too).
 _STAMPED_AS_KAFKA_STREAMS = frozenset({NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE,
-                                       NodeKind.TABLE_AGGREGATE, NodeKind.TABLE_TABLE_JOIN_MERGE})
+                                       NodeKind.TABLE_AGGREGATE, NodeKind.TABLE_TABLE_JOIN_MERGE,
+                                       NodeKind.WINDOWED_AGGREGATE})
 
 
 def check_dsl_store(factory, spec, sub, key_serde) -> None:
     """A DSL store a processor names must be one the runner keeps as Kafka Streams' timestamped
     key-value store (the store of a stream, cogroup or re-grouped table aggregation, ``to_table``, a
     table source, a table-table join or their ``filter``/``map_values``, a ``filter``/``map_values`` of a
-    time-windowed or sliding-windowed aggregation emitting on every update: the windowed ones written
-    by ``key_serde``, the store's key serde, a time-windowed one, in a sub-topology without session windows),
-    versioned key-value store (any writer's: a foreign-key join's too),
+    suppressed table or of a time-windowed, sliding-windowed or session aggregation, a cogroup's too,
+    emitting on every update or on window close: the windowed ones written by ``key_serde``, the store's
+    key serde, a time-windowed one in a sub-topology without session windows, or over sessions a
+    session-windowed one), versioned key-value store (any writer's: a foreign-key join's too),
     timestamped window store (a time- or sliding-windowed stream aggregation's, emitting on every update
     or on window close) or session store (a session-windowed one's, emitting on every update or on window
     close). A windowed or session cogroup's store is always one of these: Kafka Streams 4.3.1 builds a
@@ -189,8 +195,10 @@ def check_dsl_store(factory, spec, sub, key_serde) -> None:
         if owner.kind in _TABLE_STEPS:
             _check_table_step(where, owner, sub)
         if is_windowed_table(sub, owner):
-            _check_windowed_key_serde(where, owner, key_serde)
-            _check_windows_kept_by_start(where, owner, sub)
+            sessions = _keyed_by_sessions(sub, owner)
+            _check_windowed_key_serde(where, owner, key_serde, sessions)
+            if not sessions:
+                _check_windows_kept_by_start(where, owner, sub)
         else:
             _check_keys_not_windows(where, owner, sub)
 
@@ -204,10 +212,13 @@ def keyed_by_windows(spec, sub) -> bool:
 
 def _check_table_step(where: str, step, sub) -> None:
     """A filter's or map_values' store keeps the time of the update it stores: the table behind the
-    step must stamp its updates as Kafka Streams does, and be neither versioned nor windowed."""
+    step must stamp its updates as Kafka Streams does, and not be versioned. A suppression on the way
+    forwards each evicted update with its latest timestamp (``KTableSuppressProcessorSupplier`` forwards
+    the buffered record's context), so the table behind it is the one whose stamps must be Kafka
+    Streams' (the step then keeps each key, or window, in the evicted record's own group)."""
     stores = {store.name: store for store in sub.state_stores}
     node = step
-    while node.kind in _TABLE_STEPS:
+    while node.kind in (*_TABLE_STEPS, NodeKind.SUPPRESS):
         (parent,) = node.parents
         node = sub.node(parent)
         if any(stores[name].history_retention_ms is not None for name in node.stores if name in stores):
@@ -219,45 +230,35 @@ def _check_table_step(where: str, step, sub) -> None:
         node = sub.node(node.parents[0])
     if node.kind in _STAMPED_AS_KAFKA_STREAMS:
         return
-    if node.kind is NodeKind.WINDOWED_AGGREGATE:
-        why = _windowed_table_not_compared(node)
-        if why is None:
-            return
-    elif node.kind is NodeKind.SUPPRESS:
-        why = "a suppressed table: not compared with Kafka Streams yet"
-    else:
-        why = "a table whose updates the Spark runner stamps with other times than Kafka Streams'"
     raise UnsupportedTopologyError(
         f"{where} belongs to {step.name} ({step.kind.value}), over the table of {node.name} ({node.kind.value}), "
-        f"{why}; {_DSL_STORES_OFFERED}")
+        f"a table whose updates the Spark runner stamps with other times than Kafka Streams'; {_DSL_STORES_OFFERED}")
 
 
-def _windowed_table_not_compared(aggregation) -> Optional[str]:
-    """Why a step's store over ``aggregation``'s windowed table is refused (None: it is not). A time-windowed
-    or sliding-windowed aggregation emitting on every update stamps its updates as Kafka Streams does (the
-    larger of the record's and the window's time), and the step keeps each window in the window's group,
-    Kafka Streams' entry of the key and the window's start; the others are not compared with Kafka Streams."""
-    windows = aggregation.params.get("windows")
-    if not isinstance(windows, (TimeWindows, SlidingWindows)):
-        return (f"a {type(windows).__name__} table, whose store Kafka Streams keys by the session's end too: "
-                "not compared with Kafka Streams yet")
-    if aggregation.params.get("emit_strategy", ON_WINDOW_UPDATE) != ON_WINDOW_UPDATE:
-        return "a windowed table emitting on window close: not compared with Kafka Streams yet"
-    if aggregation.params.get("cogroup"):
-        return "a windowed cogroup's table: not compared with Kafka Streams yet"
-    return None
+def _keyed_by_sessions(sub, node) -> bool:
+    """Whether the windowed table ``node`` reads (through steps, suppressions, a cogroup's merge) is a
+    session aggregation's."""
+    while node.kind in (*_TABLE_STEPS, NodeKind.SUPPRESS, NodeKind.COGROUP_MERGE):
+        node = sub.node(node.parents[0])
+    return isinstance(node.params.get("windows"), SessionWindows)
 
 
-def _check_windowed_key_serde(where: str, owner, key_serde) -> None:
-    """A store keyed by windows is read back, as Kafka Streams reads it, through its time-windowed key
-    serde, whose window size gives each entry's end; another serde cannot write a ``Windowed`` key
-    (Kafka Streams fails at the store's first put)."""
-    if isinstance(key_serde, WindowedSerde) and not key_serde.session and key_serde.window_size_ms is not None:
+def _check_windowed_key_serde(where: str, owner, key_serde, sessions: bool) -> None:
+    """A store keyed by windows is read back, as Kafka Streams reads it, through its windowed key serde: a
+    time-windowed one, whose window size gives each entry's end, or over sessions a session-windowed one
+    (the key, the end, the start); another serde cannot write those ``Windowed`` keys (Kafka Streams fails
+    at the store's first put, or, a time-windowed serde over sessions, loses the sessions' ends)."""
+    if sessions and isinstance(key_serde, WindowedSerde) and key_serde.session:
         return
+    if not sessions and isinstance(key_serde, WindowedSerde) and not key_serde.session \
+            and key_serde.window_size_ms is not None:
+        return
+    wanted = "Serdes.SessionWindowed(key serde), a session-windowed serde" if sessions \
+        else "WindowedSerde(key serde, window size), a time-windowed serde"
     raise UnsupportedTopologyError(
         f"{where} belongs to {owner.name} ({owner.kind.value}), over windowed tables, whose store is keyed by "
-        f"windows, but its key serde is {key_serde!r}: give it Materialized.with_key_serde(WindowedSerde(key serde, "
-        f"window size)), a time-windowed serde, as Kafka Streams needs; {_DSL_STORES_OFFERED}")
+        f"windows, but its key serde is {key_serde!r}: give it Materialized.with_key_serde({wanted}), as Kafka "
+        f"Streams needs; {_DSL_STORES_OFFERED}")
 
 
 def _check_keys_not_windows(where: str, owner, sub) -> None:

@@ -4,10 +4,13 @@ with a store of its own after one, or after a windowed aggregation's table. Kafk
 ``TimestampedKeyValueStore<Windowed<K>, V>`` whose key serde is a time-windowed one (the key's bytes,
 then the window's start, 8 bytes big-endian): ``get``/``put``/``delete`` find a window's entry by its key
 and start (its end plays no part), and ``all``/``range`` answer in those bytes' order, each key read
-back with the end its serde's window size puts it at.
+back with the end its serde's window size puts it at. Over a session aggregation's table the serde is a
+session-windowed one (the key's bytes, the session's end, its start): a session's entry is found by its
+key, start and end, and listed in that order.
 
 The runner keeps each window of such a store in the window's group of the task's state (the key's
-bytes and the window's start: :mod:`.own_groups`), Kafka Streams' entry, so the view is
+bytes and the window's start, and in a sub-topology with session windows its end too:
+:mod:`.own_groups`), Kafka Streams' entry, so the view is
 :class:`~.user_dsl_store.TimestampedKeyValueStore` finding a window's group as a record forwarded
 under that window finds it, and reading a group's key back as ``read_store`` does.
 """
@@ -23,7 +26,8 @@ __all__ = ["WindowedKeyValueStore"]
 
 class WindowedKeyValueStore(TimestampedKeyValueStore):
     """A user processor's view of a DSL key-value store keyed by ``Windowed`` keys (see the module
-    docstring); its key serde is a time-windowed serde with its window size (``check_dsl_store``)."""
+    docstring); its key serde is a time-windowed serde with its window size, or over sessions a
+    session-windowed one (``check_dsl_store``)."""
 
     def _group(self, key):
         if key is None:

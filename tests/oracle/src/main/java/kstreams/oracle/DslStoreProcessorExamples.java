@@ -3,6 +3,7 @@ package kstreams.oracle;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Properties;
 import java.util.stream.Collectors;
 
 import org.apache.kafka.common.serialization.Serdes;
@@ -10,11 +11,14 @@ import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
+import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindowedKStream;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
@@ -27,6 +31,7 @@ import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.QueryableStoreTypes;
 import org.apache.kafka.streams.state.ReadOnlyKeyValueStore;
+import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.TimestampedKeyValueStore;
 import org.apache.kafka.streams.state.ValueAndTimestamp;
 import org.apache.kafka.streams.state.WindowStore;
@@ -36,15 +41,18 @@ import java.util.Map;
 import java.util.TreeMap;
 
 /**
- * User processors on DSL operations' stores (a count's, a table's, a table filter's and map_values',
- * table-table joins' and their filter's and map_values', a re-grouped table's reduce's, a cogroup's) run
+ * User processors on DSL operations' stores (a count's, a table's, a table filter's and map_values', a
+ * suppressed table's filter's, table-table joins' and their filter's and map_values', a re-grouped table's
+ * reduce's, a cogroup's; keyed by windows: windowed joins', their filter's, the map_values' of windowed counts
+ * (suppressed, emitting on window close or not) and of a windowed cogroup) run
  * by Kafka Streams itself against a real broker until the input is consumed to its end; prints JSON
  * {"describe": ..., "counts": {...}, "prices-store": {...}, "kept": ..., "mapped": ..., "regrouped": ...,
- * "cogrouped": ..., "joined": ..., "left-kept": ..., "outer-joined": ..., "outer-mapped": ...} (the stores
- * as interactive queries read them then).
+ * "cogrouped": ..., "joined": ..., "left-kept": ..., "outer-joined": ..., "outer-mapped": ..., "items-later": ...,
+ * and the stores keyed by windows} (the stores as interactive queries read them then). Emit interval 0: a count
+ * emitting on window close checks for closed windows after every record, as the runner does.
  *
  * Args: bootstrap applicationId stateDir events prices orders items accounts clicks views lefts rights wins
- *       slides out outPrices outTables
+ *       slides sessions out outPrices outTables
  *
  * The Python twin is tests/dsl_store_processor_topology.py (CountCorrector, PriceReader, StoreEditor); keep the
  * two in step.
@@ -185,10 +193,13 @@ public final class DslStoreProcessorExamples {
 
     /** The stores of a table's filter and map_values, edited by a StoreEditor. */
     static void filterStores(StreamsBuilder builder, String items, String outTables) {
-        KTable<String, String> kept = builder.<String, String>table(items, uncached("items-store"))
-            .filter((key, value) -> !value.startsWith("x"), uncached("kept"));
+        KTable<String, String> table = builder.<String, String>table(items, uncached("items-store"));
+        KTable<String, String> kept = table.filter((key, value) -> !value.startsWith("x"), uncached("kept"));
         kept.mapValues(value -> value.toUpperCase(), uncached("mapped"))
             .toStream().process(() -> new StoreEditor<String>(true, "kept", "mapped"), "kept", "mapped").to(outTables);
+        table.suppress(Suppressed.untilTimeLimit(Duration.ofMillis(700), Suppressed.BufferConfig.unbounded()))
+            .filter((key, value) -> !value.startsWith("x"), uncached("items-later"))
+            .toStream().process(() -> new StoreEditor<String>(true, "items-later"), "items-later").to(outTables);
     }
 
     /** The stores of an inner join, of a left join's filter, of an outer join and its map_values, each edited by a
@@ -218,8 +229,11 @@ public final class DslStoreProcessorExamples {
         KGroupedStream<String, String> grouped = builder.<String, String>stream(wins).groupByKey();
         Duration size = Duration.ofMillis(WINDOW_MS);
         Duration grace = Duration.ofMillis(500);
+        // a key serde: the suppression's buffer writes the windowed keys with the table's (Kafka Streams fails
+        // with the default one, a plain String serde)
         KTable<Windowed<String>, Long> counts = grouped.windowedBy(TimeWindows.ofSizeAndGrace(size, grace)).count(
-            Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("win-counts").withCachingDisabled());
+            Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("win-counts").withKeySerde(Serdes.String())
+                .withCachingDisabled());
         KTable<Windowed<String>, String> values = grouped
             .windowedBy(TimeWindows.ofSizeAndGrace(size, grace).advanceBy(Duration.ofMillis(500)))
             .reduce((x, y) -> tail(x + "," + y),
@@ -235,12 +249,29 @@ public final class DslStoreProcessorExamples {
             .toStream()
             .process(() -> new StoreEditor<Windowed<String>>(true, "win-labels"), "win-labels")
             .selectKey((windowed, value) -> keyText(windowed)).to(outTables);
+        Materialized<Windowed<String>, String, KeyValueStore<Bytes, byte[]>> finals = windowKeyed("win-final");
+        counts.suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
+            .mapValues(n -> "#" + n, finals.withValueSerde(Serdes.String()))
+            .toStream()
+            .process(() -> new StoreEditor<Windowed<String>>(true, "win-final"), "win-final")
+            .selectKey((windowed, value) -> keyText(windowed)).to(outTables);
+        grouped.<String>cogroup((key, value, aggregate) -> tail(aggregate + value))
+            .windowedBy(TimeWindows.ofSizeAndGrace(size, grace))
+            .aggregate(() -> "", Materialized.<String, String, WindowStore<Bytes, byte[]>>as("win-cogrouped")
+                .withCachingDisabled())
+            .mapValues(value -> "~" + value, DslStoreProcessorExamples.<String>windowKeyed("win-cog-labels"))
+            .toStream()
+            .process(() -> new StoreEditor<Windowed<String>>(true, "win-cog-labels"), "win-cog-labels")
+            .selectKey((windowed, value) -> keyText(windowed)).to(outTables);
+        closedLabels(grouped.windowedBy(TimeWindows.ofSizeAndGrace(size, grace)), "win-closed", outTables);
     }
 
     /** The stores keyed by sliding windows, each edited by a StoreEditor: see the Python twin. */
     static void slidingStores(StreamsBuilder builder, String slides, String outTables) {
-        TimeWindowedKStream<String, String> sliding = builder.<String, String>stream(slides).groupByKey()
-            .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(WINDOW_MS), Duration.ofMillis(500)));
+        SlidingWindows windows =
+            SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(WINDOW_MS), Duration.ofMillis(500));
+        KGroupedStream<String, String> grouped = builder.<String, String>stream(slides).groupByKey();
+        TimeWindowedKStream<String, String> sliding = grouped.windowedBy(windows);
         KTable<Windowed<String>, Long> counts = sliding.count(
             Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("slide-counts").withCachingDisabled());
         KTable<Windowed<String>, String> values = sliding.reduce((x, y) -> tail(x + "," + y),
@@ -253,6 +284,35 @@ public final class DslStoreProcessorExamples {
         counts.mapValues(n -> "#" + n, labels.withValueSerde(Serdes.String()))
             .toStream()
             .process(() -> new StoreEditor<Windowed<String>>(true, "slide-labels"), "slide-labels")
+            .selectKey((windowed, value) -> keyText(windowed)).to(outTables);
+        closedLabels(grouped.windowedBy(windows), "slide-closed", outTables);
+    }
+
+    /** A count of {@code windowed} emitting on window close, and its map_values' {@code store}, edited by a
+     *  StoreEditor. */
+    static void closedLabels(TimeWindowedKStream<String, String> windowed, String store, String outTables) {
+        Materialized<Windowed<String>, String, KeyValueStore<Bytes, byte[]>> labels = windowKeyed(store);
+        windowed.emitStrategy(EmitStrategy.onWindowClose())
+            .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as(store + "-counts").withCachingDisabled())
+            .mapValues(n -> "%" + n, labels.withValueSerde(Serdes.String()))
+            .toStream()
+            .process(() -> new StoreEditor<Windowed<String>>(true, store), store)
+            .selectKey((windowed_, value) -> keyText(windowed_)).to(outTables);
+    }
+
+    /** The sessions' count's map_values' store, keyed by the session-windowed serde, edited by a StoreEditor: see
+     *  the Python twin. */
+    static void sessionStores(StreamsBuilder builder, String sessions, String outTables) {
+        Materialized<Windowed<String>, String, KeyValueStore<Bytes, byte[]>> labels =
+            Materialized.<Windowed<String>, String, KeyValueStore<Bytes, byte[]>>as("session-labels")
+                .withKeySerde(WindowedSerdes.sessionWindowedSerdeFrom(String.class)).withValueSerde(Serdes.String())
+                .withCachingDisabled();
+        builder.<String, String>stream(sessions).groupByKey()
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(WINDOW_MS), Duration.ofMillis(500)))
+            .count(Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("session-counts").withCachingDisabled())
+            .mapValues(n -> "&" + n, labels)
+            .toStream()
+            .process(() -> new StoreEditor<Windowed<String>>(true, "session-labels"), "session-labels")
             .selectKey((windowed, value) -> keyText(windowed)).to(outTables);
     }
 
@@ -285,12 +345,13 @@ public final class DslStoreProcessorExamples {
 
     static Topology dslStoreProcessorExamples(String events, String prices, String orders, String items,
                                               String accounts, String clicks, String views, String lefts,
-                                              String rights, String wins, String slides, String out, String outPrices,
-                                              String outTables) {
+                                              String rights, String wins, String slides, String sessions, String out,
+                                              String outPrices, String outTables) {
         StreamsBuilder builder = new StreamsBuilder();
         // first, in this order, as in the Python twin
         windowedStores(builder, wins, outTables);
         slidingStores(builder, slides, outTables);
+        sessionStores(builder, sessions, outTables);
         filterStores(builder, items, outTables);
         joinStores(builder, lefts, rights, outTables);
         aggregationStores(builder, accounts, clicks, views, outTables);
@@ -307,14 +368,18 @@ public final class DslStoreProcessorExamples {
 
     public static void main(String[] args) throws Exception {
         Topology topology = dslStoreProcessorExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
-            args[10], args[11], args[12], args[13], args[14], args[15], args[16]);
+            args[10], args[11], args[12], args[13], args[14], args[15], args[16], args[17]);
         List<String> stores = List.of("counts", "prices-store", "kept", "mapped", "regrouped", "cogrouped", "joined",
-            "left-kept", "outer-joined", "outer-mapped");
-        List<String> windowedStores = List.of("win-joined", "win-kept", "win-labels", "slide-joined", "slide-labels");
-        KafkaStreamsRuns.runUntilConsumed(topology, args[0], args[1], args[2],
+            "left-kept", "outer-joined", "outer-mapped", "items-later");
+        List<String> windowedStores = List.of("win-joined", "win-kept", "win-labels", "win-final", "win-cog-labels",
+            "win-closed", "slide-joined", "slide-labels", "slide-closed", "session-labels");
+        Properties props = KafkaStreamsRuns.properties(args[0], args[1], args[2]);
+        // the counts emitting on window close check for closed windows after every record, as the runner does
+        props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
+        KafkaStreamsRuns.runUntilConsumed(topology, props,
             // the re-grouping's repartition topic too: the reduce's sub-topology must have read it to the end
             () -> List.of(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10], args[11], args[12],
-                          args[13], args[1] + "-regrouped-repartition"),
+                          args[13], args[14], args[1] + "-regrouped-repartition"),
             Duration.ofMinutes(5),
             streams -> "{\"describe\": " + Json.quote(topology.describe().toString())
                 + stores.stream().map(store -> ", " + Json.quote(store) + ": "
