@@ -2,7 +2,8 @@
 
 A stateless sub-topology may mix Column expressions (run in the JVM:
 :mod:`dagster_kstreams.spark.expressions`) with Python functions (``filter``/``filter_not``, ``map``,
-``map_values``, ``select_key``, ``flat_map``, ``flat_map_values``) in any order. The Column plan walks
+``map_values``, ``select_key``, ``flat_map``, ``flat_map_values``, ``peek``/``foreach``/``print``, a
+``split`` whose predicates are Python) in any order. The Column plan walks
 the processors as DataFrame operations; at a Python function it cuts a *segment* (:func:`cut`): every
 processor reachable from there through Python functions only, run as one ``mapInArrow`` over the
 records that reach it (:func:`run_segment`), as Spark runs Python: on the executors, a partition's
@@ -24,6 +25,9 @@ Right after a source whose serde only Python parses, the segment reads the recor
 A segment's rows are one Spark DataFrame read by each of its exits: with several exits, Spark
 evaluates the segment once per exit, so its functions run once per exit for each record (the output
 is the same; a function's side effects repeat). Within an exit, rows keep the partition's order.
+Because a ``peek``/``foreach``/``print`` exists for its side effect, the plan takes one with a
+segment only where that segment is read once (:func:`times_read`), and reads a segment no exit
+leads out of all the same, so that its actions run.
 """
 
 from __future__ import annotations
@@ -46,18 +50,21 @@ from dagster_kstreams.processors.errors import ProcessingError
 from dagster_kstreams.processors.records import RecordContext, header_column
 from dagster_kstreams.processors.stateless import pair
 
-__all__ = ["PYTHON_KINDS", "Segment", "cut", "reading", "run_segment", "segment_batch", "EXIT", "ENCODED",
-           "DEAD_LETTER"]
+__all__ = ["PYTHON_KINDS", "ACTION_KINDS", "Segment", "cut", "reading", "run_segment", "segment_batch",
+           "times_read", "exit_outputs", "actions_read_twice", "EXIT", "ENCODED", "DEAD_LETTER", "NO_EXIT"]
 
 log = logging.getLogger(__name__)
 
-# The operations a Python function may take in a Column plan, and what each changes.
-PYTHON_KINDS = {"filter", "map", "map_values", "select_key", "flat_map", "flat_map_values"}
+# The operations called for their side effect only: their record goes on unchanged.
+ACTION_KINDS = {"peek", "foreach", "print"}
+# The operations a Python function may take in a Column plan (a branch: its predicates), and what each changes.
+PYTHON_KINDS = {"filter", "map", "map_values", "select_key", "flat_map", "flat_map_values", "branch", *ACTION_KINDS}
 _CHANGES_KEY = {"map", "select_key", "flat_map"}
 _CHANGES_VALUE = {"map", "map_values", "flat_map", "flat_map_values"}
 EXIT = "_segment_exit"  # the exit a segment's row goes to (its position in Segment.exits)
 ENCODED = {"key": "_segment_key_bytes", "value": "_segment_value_bytes"}  # a changed part's bytes
 DEAD_LETTER = -1  # the EXIT of a record the segment could not read: raw, to the dead-letter topic
+NO_EXIT = -2  # an EXIT no row has: what reads a segment whose records leave it nowhere
 
 
 @dataclass(frozen=True)
@@ -144,7 +151,7 @@ def segment_batch(batch: pa.RecordBatch, nodes: list, segment: Segment, exit_ser
     def visit(index: int, key, value, row: int, context: RecordContext) -> None:
         node = nodes[index]
         for new_key, new_value in _step(node, key, value, context):
-            for child in node.children:
+            for child in _children_taking(node, new_key, new_value, context):
                 if child in steps:
                     visit(child, new_key, new_value, row, context)
                     continue
@@ -203,8 +210,67 @@ def _read(serdes: tuple[Any, Any], raw_key, raw_value, context) -> tuple[Any, An
     return key, value
 
 
+def times_read(nodes: list, segments: dict[int, "Segment"], start: int, dead_letter_topic: Optional[str]) -> int:
+    """How many times the Column plan reads the rows of the segment that starts at ``start``: its
+    :func:`exit_outputs`, and once when there are none (the plan reads it all the same, for its actions)."""
+    return max(exit_outputs(nodes, segments, start, dead_letter_topic), 1)
+
+
+def exit_outputs(nodes: list, segments: dict[int, "Segment"], start: int, dead_letter_topic: Optional[str]) -> int:
+    """The outputs of the Column plan the rows of the segment that starts at ``start`` go to: one per
+    sink its exits lead to and per read of a segment further on (each is one branch of the plan's
+    union, and Spark evaluates a DataFrame once per branch that reads it), one for its dead letters."""
+
+    def outputs(index: int) -> int:
+        if index in segments:
+            return times_read(nodes, segments, index, dead_letter_topic)
+        if nodes[index].kind == "sink":
+            return 1
+        return sum(outputs(child) for child in nodes[index].children)
+
+    segment = segments[start]
+    count = sum(outputs(child) for _, child in segment.exits)
+    if segment.reads is not None and dead_letter_topic:
+        count += 1
+    return count
+
+
+def actions_read_twice(nodes: list, segments: dict[int, Segment], dead_letter_topic: Optional[str]) -> list[str]:
+    """A ``peek``/``foreach``/``print`` in a segment of ``nodes`` the Column plan reads more than once
+    (Spark would call its action once per output its records reach): one problem each."""
+    problems = []
+    for start, segment in segments.items():
+        reads = times_read(nodes, segments, start, dead_letter_topic)
+        for index in segment.steps:
+            node = nodes[index]
+            if node.kind in ACTION_KINDS and reads > 1:
+                problems.append(
+                    f"processor {node.name} ({node.kind}) runs in a Python segment whose records go on to {reads} "
+                    "outputs of the plan, and Spark evaluates the segment once for each: its action would see a "
+                    "record more than once (call it where the stream has one way out: after the fork, in each "
+                    "branch, or with a single sink)")
+    return problems
+
+
+def _children_taking(node, key, value, context) -> list[int]:
+    """The children a record goes to from ``node``: a branch's first whose predicate holds (None:
+    the default branch), as Kafka Streams' ``KStreamBranch``; any other's every child."""
+    if node.kind != "branch":
+        return node.children
+    for predicate, child in zip(node.predicates, node.children):
+        if predicate is None or node.call(context, predicate, key, value):
+            return [child]
+    return []
+
+
 def _step(node, key, value, context) -> list[tuple[Any, Any]]:
     kind = node.kind
+    if kind == "branch":  # the record itself, to the branch _children_taking picks
+        return [(key, value)]
+    if kind in ACTION_KINDS:
+        if node.fn is not None:
+            node.call(context, node.fn, key, value)
+        return [(key, value)]
     result = node.call(context, node.fn, key, value)
     if kind == "filter":
         return [(key, value)] if bool(result) != node.negate else []
