@@ -28,8 +28,8 @@ from pyspark.sql import functions as F
 
 from equivalence_io import StampValues
 from dagster_kstreams.topology import (
-    BufferConfig, Consumed, Grouped, Headers, Materialized, Processor, Record, Repartitioned, Serdes, StreamsBuilder,
-    Suppressed, TimeWindows,
+    BufferConfig, Branched, Consumed, Grouped, Headers, Materialized, Named, Processor, Record, Repartitioned, Serdes,
+    StreamsBuilder, Suppressed, TimeWindows,
 )
 
 
@@ -44,6 +44,12 @@ class HeaderEditor(Processor):
         if record.value is not None and record.value.endswith("2"):
             fresh = Headers().add("fresh", None).add("src", headers.last_header("src").value)
             self.context.forward(record.with_headers(fresh).with_value(f"fresh|{record.value}"))
+
+
+def _must_have_a_value(key, value) -> None:
+    """A peek's or foreach's action behind a Column filter of null values: a null one fails the task."""
+    if value is None:
+        raise ValueError(f"the Column filter let a null value through (key {key!r})")
 
 
 def _java(value) -> str:
@@ -72,6 +78,25 @@ def header_examples(topics: dict[str, str]) -> StreamsBuilder:
     mixed.filter_not(lambda k, v: not k.endswith("!")) \
         .map_values(F.concat(F.lit("mixb|"), F.col("value"), F.lit("|"), F.col("key"))) \
         .to(topics["out"])
+    # A peek, a foreach and a split on Python predicates beside Column filters (segments of the plan;
+    # the actions fail the task on a record the Column filter should have dropped), and a split on
+    # Column predicates (DataFrame filters).
+    present = rekeyed.filter(F.col("value").isNotNull())
+    present.peek(_must_have_a_value).map_values(F.concat(F.lit("peek|"), F.col("value"))).to(topics["out"])
+    parts = present.split(Named.as_("part-")) \
+        .branch(lambda k, v: v.endswith("1"), Branched.as_("one")) \
+        .branch(lambda k, v: v.endswith("2"), Branched.as_("two")) \
+        .default_branch(Branched.as_("rest"))
+    parts["part-one"].map_values(F.concat(F.lit("pone|"), F.col("value"))).to(topics["out"])
+    parts["part-two"].map_values(lambda v: "ptwo|" + v).to(topics["out"])
+    parts["part-rest"].map_values(F.concat(F.lit("prest|"), F.col("value"))).to(topics["out"])
+    columns = rekeyed.split(Named.as_("col-")) \
+        .branch(F.col("value").isNull(), Branched.as_("null")) \
+        .branch(F.col("value").endswith("3"), Branched.as_("three")) \
+        .no_default_branch()
+    columns["col-null"].map_values(F.concat(F.lit("cnull|"), F.col("key"))).to(topics["out"])
+    columns["col-three"].map_values(F.concat(F.lit("cthree|"), F.col("value"))).to(topics["out"])
+    present.filter(F.col("value").endswith("4")).foreach(_must_have_a_value)
     events.group_by_key() \
         .count(Materialized.as_("counts").with_caching_disabled()) \
         .to_stream() \
