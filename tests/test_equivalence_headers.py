@@ -41,7 +41,7 @@ from pyspark import cloudpickle
 
 import header_topology
 from equivalence_io import output_topics, run_kafka_streams
-from header_topology import header_examples, word_examples
+from header_topology import header_examples, rekeyed_examples, word_examples
 from killed_runs import kill_and_rerun
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import produce, read_topic
@@ -232,6 +232,28 @@ def test_words_killed_in_their_own_task_and_rerun_match_kafka_streams(
     partition_lines = sum(1 for line in kafka_streams_run["lines"] if line[2] == 0)
     assert 0 < rerun.by_task["0_0"].records_in < partition_lines  # continued
     assert isinstance(rerun.runner.compiled.program(0).column_plan, ColumnsBeforeState)
+    ours = _results(kafka_bootstrap, topics["out"])
+    assert set(ours) == set(expected)
+    for group, sequence in expected.items():
+        assert ours[group] == sequence, group
+
+
+def test_rekeyed_columns_killed_in_their_own_task_and_rerun_match_kafka_streams(
+    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, kafka_streams_run
+):
+    """The re-keyed Column sub-topology alone (the run above is killed in sub-topology 0, before its
+    tasks start), killed once its task 1_0 has committed its first batch of 40 records, and rerun in
+    Arrow batches of 7: its peek, foreach and splits beside Columns among them, per source partition
+    and key as Kafka Streams gives them."""
+    expected = {group: sequence for group, sequence in kafka_streams_run["results"].items() if group[0] == "rekeyed"}
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], {"out": 1})
+    rerun = kill_and_rerun(tmp_path, rekeyed_examples, topics, app_id=unique_topic("spark-rekeyed"),
+                           bootstrap=kafka_bootstrap, spark=spark,
+                           kill_when=lambda line: line.startswith("task 1_0 batch"),
+                           killed_args=("--parallelism", "1", "--max-records-per-batch", "40"),
+                           arrow_batch_size=7, max_records_per_batch=40)
+    assert rerun.by_task["1_0"].records_in > 0 and rerun.by_task["0_0"].records_in == 0  # continued
+    assert isinstance(strategy_for(rerun.runner.compiled.program(1)), ColumnPlan)
     ours = _results(kafka_bootstrap, topics["out"])
     assert set(ours) == set(expected)
     for group, sequence in expected.items():
