@@ -139,7 +139,7 @@ def add_rekeyed(events, topics: dict[str, str]) -> None:
         .to(topics["out"])
     # A peek, a foreach and a split on Python predicates beside Column filters (segments of the plan;
     # the actions fail the task on a record the Column filter should have dropped), and a split on
-    # Column predicates (DataFrame filters).
+    # Column predicates (DataFrame filters: a null one is false; a record matching both goes to the first).
     present = rekeyed.filter(F.col("value").isNotNull())
     present.peek(_must_have_a_value).map_values(F.concat(F.lit("peek|"), F.col("value"))).to(topics["out"])
     parts = present.split(Named.as_("part-")) \
@@ -150,11 +150,12 @@ def add_rekeyed(events, topics: dict[str, str]) -> None:
     parts["part-two"].map_values(lambda v: "ptwo|" + v).to(topics["out"])
     parts["part-rest"].map_values(F.concat(F.lit("prest|"), F.col("value"))).to(topics["out"])
     columns = rekeyed.split(Named.as_("col-")) \
-        .branch(F.col("value").isNull(), Branched.as_("null")) \
         .branch(F.col("value").endswith("3"), Branched.as_("three")) \
+        .branch(F.col("key") != "v1", Branched.as_("other")) \
         .no_default_branch()
-    columns["col-null"].map_values(F.concat(F.lit("cnull|"), F.col("key"))).to(topics["out"])
     columns["col-three"].map_values(F.concat(F.lit("cthree|"), F.col("value"))).to(topics["out"])
+    columns["col-other"].map_values(F.concat(F.lit("cother|"), F.col("key"), F.lit("|"),
+                                             F.coalesce(F.col("value"), F.lit("null")))).to(topics["out"])
     present.filter(F.col("value").endswith("4")).foreach(_must_have_a_value)
 
 

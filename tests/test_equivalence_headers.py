@@ -59,7 +59,7 @@ cloudpickle.register_pickle_by_value(header_topology)
 
 PARTITIONS = 2
 # The branches after the repartition topic, whose two writers interleave: compared per key, together.
-REKEYED_BRANCHES = ("rekeyed", "mixmap", "mixa", "mixb", "peek", "pone", "ptwo", "prest", "cnull", "cthree")
+REKEYED_BRANCHES = ("rekeyed", "mixmap", "mixa", "mixb", "peek", "pone", "ptwo", "prest", "cthree", "cother")
 # The branches behind the lines' flat_map_values: compared per key, together, with timestamps.
 WORD_BRANCHES = ("wc", "ws")
 T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute
@@ -265,7 +265,7 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     duplicate header names, null header values, the processor's added and new headers."""
     branches = {value.decode().split("|")[0] for sequence in expected.values() for _, value, _ in sequence}
     assert branches == {"flat", "rekeyed", "count", "proc", "fresh", "win", "final", "mixmap", "mixa", "mixb",
-                        "peek", "pone", "ptwo", "prest", "cnull", "cthree", "sum", "join", "rproc", "wc", "ws"}
+                        "peek", "pone", "ptwo", "prest", "cthree", "cother", "sum", "join", "rproc", "wc", "ws"}
     # Behind the Columns: sums of doubled amounts over 10, joins of those up to 25 with a present and an
     # absent (deleted) event.
     joined = [value.decode() for group, sequence in expected.items() if group[0] == "join" for _, value, _ in sequence]
@@ -275,13 +275,15 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     assert any(len({value.decode().split("|")[0] for _, value, _ in sequence}) >= 3
                for group, sequence in expected.items() if group[0] == "rekeyed")
     # Every branch of each split: the peek's records, each down one branch of the split on Python
-    # predicates; the split on Columns' null values (key "none") and its no default branch.
+    # predicates; the split on Columns: a value ending in 3 to its first branch only (the second takes
+    # every key but v1), a null value (key "none") to the second, v1 to none (no default branch).
     rekeyed = [value.decode() for group, sequence in expected.items() if group[0] == "rekeyed"
                for _, value, _ in sequence]
     peeked = [value.split("|")[1] for value in rekeyed if value.startswith("peek|")]
     split = sorted(value.split("|")[1] for value in rekeyed if value.split("|")[0] in ("pone", "ptwo", "prest"))
     assert peeked and split == sorted(peeked)
-    assert "cnull|none" in rekeyed and all(value.endswith("3") for value in rekeyed if value.startswith("cthree|"))
+    assert "cother|none|null" in rekeyed and any(value.startswith("cthree|") for value in rekeyed)
+    assert not any(value.startswith(("cother|v3|", "cother|v1|")) for value in rekeyed)
     assert {group[1] for group in expected} == {b"p0", b"p1"}
     # The amounts' new keys at the processor, a null value's too.
     rekeyed_amounts = [key for group, sequence in expected.items() if group[0] == "rproc" for key, _, _ in sequence]

@@ -114,11 +114,11 @@ public final class HeaderExamples {
         parts.get("part-two").mapValues(v -> "ptwo|" + v).to(out);
         parts.get("part-rest").mapValues(v -> "prest|" + v).to(out);
         Map<String, KStream<String, String>> columns = rekeyed.split(Named.as("col-"))
-            .branch((k, v) -> v == null, Branched.as("null"))
-            .branch((k, v) -> v.endsWith("3"), Branched.as("three"))
+            .branch((k, v) -> v != null && v.endsWith("3"), Branched.as("three"))
+            .branch((k, v) -> !k.equals("v1"), Branched.as("other"))
             .noDefaultBranch();
-        columns.get("col-null").mapValues((k, v) -> "cnull|" + k).to(out);
         columns.get("col-three").mapValues(v -> "cthree|" + v).to(out);
+        columns.get("col-other").mapValues((k, v) -> "cother|" + k + "|" + v).to(out);
         present.filter((k, v) -> v.endsWith("4")).foreach((k, v) -> { });
         stream.groupByKey()
             .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts").withCachingDisabled())
