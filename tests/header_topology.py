@@ -137,12 +137,12 @@ def add_rekeyed(events, topics: dict[str, str]) -> None:
     mixed.filter_not(lambda k, v: not k.endswith("!")) \
         .map_values(F.concat(F.lit("mixb|"), F.col("value"), F.lit("|"), F.col("key"))) \
         .to(topics["out"])
-    # A peek, a foreach and a split on Python predicates beside Column filters (segments of the plan;
+    # Peeks, a foreach and a split on Python predicates beside Column filters (segments of the plan;
     # the actions fail the task on a record the Column filter should have dropped), and a split on
     # Column predicates (DataFrame filters: a null one is false; a record matching both goes to the first).
     present = rekeyed.filter(F.col("value").isNotNull())
     present.peek(_must_have_a_value).map_values(F.concat(F.lit("peek|"), F.col("value"))).to(topics["out"])
-    parts = present.split(Named.as_("part-")) \
+    parts = present.peek(_must_have_a_value).split(Named.as_("part-")) \
         .branch(lambda k, v: v.endswith("1"), Branched.as_("one")) \
         .branch(lambda k, v: v.endswith("2"), Branched.as_("two")) \
         .default_branch(Branched.as_("rest"))

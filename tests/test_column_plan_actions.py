@@ -1,4 +1,5 @@
-"""A ``peek`` and a ``foreach`` beside Column expressions on a clean run (real broker, real Spark):
+"""A ``peek`` (before a sink, and before a split) and a ``foreach`` beside Column expressions on a
+clean run (real broker, real Spark):
 each action sees every record the Column filter lets through exactly once, in each task, at least
 once and exactly once (compared with Kafka Streams itself, outputs and ``describe()``, in
 tests/test_equivalence_headers.py).
@@ -42,7 +43,9 @@ def _topology(source: str, out: str, seen: Path) -> StreamsBuilder:
     present = builder.stream(source).filter(F.col("value").isNotNull())
     present.peek(Appender(seen, "peek")).map_values(F.upper(F.col("value"))).to(out)
     present.filter(F.col("value").endswith("0")).foreach(Appender(seen, "foreach"))
-    parts = present.split(Named.as_("part-")).branch(lambda k, v: v.endswith("1")).default_branch()
+    # A peek before a split: one segment, each branch one output (the first branch's read calls it).
+    parts = present.peek(Appender(seen, "split")).split(Named.as_("part-")) \
+        .branch(lambda k, v: v.endswith("1")).default_branch()
     for name, part in parts.items():
         part.map_values(F.concat(F.lit(f"{name}|"), F.col("value"))).to(out)
     return builder
@@ -64,7 +67,7 @@ def test_peek_and_foreach_beside_columns_see_every_record_once(kafka_bootstrap, 
     runner.run_all()
     present = [(key.decode(), value.decode()) for key, value, _, _ in records if value is not None]
     lines = sorted(seen.read_text().splitlines())
-    assert lines == sorted([f"peek {key} {value}" for key, value in present]
+    assert lines == sorted([f"{action} {key} {value}" for key, value in present for action in ("peek", "split")]
                            + [f"foreach {key} {value}" for key, value in present if value.endswith("0")])
     # And the records went on: upper-cased after the peek, each to its branch.
     values = sorted(record.value.decode() for record in read_topic(kafka_bootstrap, out))

@@ -19,15 +19,21 @@ from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
 from dagster_kstreams.processors.records import Output, RecordContext
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
 from dagster_kstreams.spark.expressions import is_python_step
-from dagster_kstreams.spark.python_segments import EXIT, NO_EXIT, cut, exit_outputs, segment_batch, times_read
+from dagster_kstreams.spark.python_segments import (
+    EXIT,
+    NO_EXIT,
+    acting_read,
+    cut,
+    exit_outputs,
+    segment_batch,
+    times_read,
+)
 from dagster_kstreams.spark.strategies import ColumnPlan, strategy_for
 from dagster_kstreams.topology import Branched, Consumed, Named, Serdes, StreamsBuilder
 
 
 def _split_topology(seen: list):
-    """A peek, then a split of three branches and a default, each to its own sink: one segment (in a
-    Column plan its four outputs would read it four times, which the plan refuses for the peek; the
-    segment's own logic is the same)."""
+    """A peek, then a split of three branches and a default, each to its own sink: one segment."""
     builder = StreamsBuilder()
     parts = builder.stream("in") \
         .peek(lambda k, v: seen.append(("peek", k, v))) \
@@ -117,6 +123,37 @@ def test_a_segment_is_read_once_per_output_it_leads_to():
     assert [times_read(program.nodes, segments, start, None) for start in sorted(segments)] == [1, 1]
 
 
+def test_the_acting_read_is_one_the_plan_evaluates_once():
+    # peek -> split: each branch's exit leads to one sink: the first one acts.
+    program = compile_topology(_split_topology([]), "app").program(0)
+    segments = cut(program.nodes, is_python_step)
+    (start,) = segments
+    assert acting_read(program.nodes, segments, start, None) == 0
+    # A foreach alone: the read made for its actions; a peek whose one exit forks to two sinks: none.
+    builder = StreamsBuilder()
+    stream = builder.stream("in")
+    stream.foreach(lambda k, v: None)
+    forked = stream.peek(lambda k, v: None).filter(lambda k, v: v != "x").split().default_branch()
+    (branch,) = forked.values()
+    branch.to("a")
+    branch.to("b")
+    program = compile_topology(builder, "app").program(0)
+    segments = cut(program.nodes, is_python_step)
+    assert {program.nodes[start].kind: acting_read(program.nodes, segments, start, None) for start in segments} \
+        == {"foreach": NO_EXIT, "peek": None}
+
+
+def test_only_the_acting_read_calls_the_actions():
+    seen: list = []
+    program = compile_topology(_split_topology(seen), "app").program(0)
+    (segment,) = cut(program.nodes, is_python_step).values()
+    batch = pa.RecordBatch.from_pydict({"key": ["k"], "value": ["a"], "topic": ["in"], "partition": [0],
+                                        "offset": [0], "event_time": [1], "_headers": [None]})
+    routed = [segment_batch(batch, program.nodes, segment, [{} for _ in segment.exits], acting=acting).to_pydict()[EXIT]
+              for acting in (False, True, False)]
+    assert routed == [[0], [0], [0]] and seen == [("peek", "k", "a")]
+
+
 def test_no_row_leaves_a_segment_by_the_exit_that_reads_it_for_its_actions():
     builder = StreamsBuilder()
     builder.stream("in").foreach(lambda k, v: None)
@@ -143,25 +180,32 @@ def test_peek_foreach_and_split_beside_columns_are_planned(spark):  # spark: a C
     assert isinstance(strategy_for(program), ColumnPlan)
     kinds = sorted(program.nodes[start].kind for start in program.column_plan.segments)
     assert kinds == ["branch", "foreach", "peek"]  # the split on Columns runs in the JVM
+    # A peek before a split (each branch one output), a peek before two sinks, and one on a source only
+    # Python reads, beside its dead-letter topic.
+    builder = StreamsBuilder()
+    present = builder.stream("in").filter(F.col("value").isNotNull())
+    parts = present.peek(lambda k, v: None).split().branch(lambda k, v: v == "a").default_branch()
+    for part in parts.values():
+        part.to("out")
+    peeked = present.peek(lambda k, v: None)
+    peeked.to("a")
+    peeked.map_values(F.upper(F.col("value"))).to("b")
+    builder.stream("json", Consumed.with_(Serdes.String(), Serdes.Json())).peek(lambda k, v: None) \
+        .map_values(lambda v: str(v)).map_values(F.upper(F.col("value"))).to("out")
+    compiled = compile_topology(builder, "app", dead_letters=DeadLetterPolicy("log_and_continue", "dlq"))
+    assert [sorted(compiled.program(sub).nodes[start].kind for start in compiled.program(sub).column_plan.segments)
+            for sub in (0, 1)] == [["peek", "peek"], ["peek"]]  # the first peek and the split: one segment
 
 
 def test_what_stays_refused_beside_columns_names_its_processor(spark):
-    # A peek whose records go on to two outputs: Spark would evaluate its segment, and call it, twice.
+    # A peek whose segment's one exit goes on to two outputs: Spark would evaluate it, and call it, twice.
     builder = StreamsBuilder()
-    peeked = builder.stream("in").filter(F.col("value").isNotNull()).peek(lambda k, v: None)
-    peeked.to("a")
-    peeked.map_values(F.upper(F.col("value"))).to("b")
+    upper = builder.stream("in").filter(F.col("value").isNotNull()).peek(lambda k, v: None) \
+        .map_values(F.upper(F.col("value")))
+    upper.to("a")
+    upper.to("b")
     with pytest.raises(UnsupportedTopologyError, match=r"processor KSTREAM-PEEK-\d+ \(peek\) runs in a Python segment "
-                                                       r"whose records go on to 2 outputs"):
-        compile_topology(builder, "app").program(0)
-    # A peek before a split of two branches: the same (the split's exits are two outputs).
-    builder = StreamsBuilder()
-    parts = builder.stream("in").filter(F.col("value").isNotNull()).peek(lambda k, v: None) \
-        .split().branch(lambda k, v: v == "a").default_branch()
-    for part in parts.values():
-        part.to("out")
-    with pytest.raises(UnsupportedTopologyError, match=r"KSTREAM-PEEK-\d+ \(peek\) runs in a Python segment whose "
-                                                       r"records go on to 2 outputs"):
+                                                       r"whose records go on to 2 outputs of the plan with no exit"):
         compile_topology(builder, "app").program(0)
     # A split mixing Column and Python predicates.
     builder = StreamsBuilder()
@@ -186,11 +230,3 @@ def test_what_stays_refused_beside_columns_names_its_processor(spark):
     with pytest.raises(UnsupportedTopologyError, match=r"KSTREAM-LEFTJOIN-\d+ \(stream_global_table_join\) has no "
                                                        r"Column form and runs no Python function in a Column plan"):
         compile_topology(builder, "app").check()
-    # A dead-letter topic reads a segment that reads its source's bytes once more: a peek there too.
-    builder = StreamsBuilder()
-    builder.stream("in", Consumed.with_(Serdes.String(), Serdes.Json())).peek(lambda k, v: None) \
-        .map_values(lambda v: str(v)).map_values(F.upper(F.col("value"))).to("out")
-    compiled = compile_topology(builder, "app", dead_letters=DeadLetterPolicy("log_and_continue", "dlq"))
-    with pytest.raises(UnsupportedTopologyError, match=r"KSTREAM-PEEK-\d+ \(peek\) runs in a Python segment whose "
-                                                       r"records go on to 2 outputs"):
-        compiled.program(0)

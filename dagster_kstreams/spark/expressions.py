@@ -37,8 +37,9 @@ A sink with a stream partitioner, or whose topic a Python function picks, adds o
 over the output, which calls them (:mod:`dagster_kstreams.spark.column_placement`). Python functions
 of those same operations (and ``flat_map``, ``peek``/``foreach``/``print``, a ``split`` on Python
 predicates) may stand anywhere among the Column operations: each chain of them runs as one
-``mapInArrow`` segment inside the plan (:mod:`dagster_kstreams.spark.python_segments`); a ``peek``,
-``foreach`` or ``print`` only in a segment the plan reads once, so that its action sees each record once.
+``mapInArrow`` segment inside the plan (:mod:`dagster_kstreams.spark.python_segments`); one with a
+``peek``, ``foreach`` or ``print`` as one ``mapInArrow`` per read, only one of which, evaluated once,
+calls the actions.
 In a sub-topology with state, Column operations run in front of it (:mod:`dagster_kstreams.spark.column_hand_off`).
 Any other sub-topology that uses a Column expression is rejected with
 :class:`~dagster_kstreams.spark.compile.UnsupportedTopologyError` naming the processors that keep
@@ -87,9 +88,10 @@ from dagster_kstreams.spark.python_segments import (
     EXIT,
     NO_EXIT,
     PYTHON_KINDS,
+    acting_read,
     actions_read_twice,
     cut,
-    exit_outputs,
+    has_actions,
     reading,
     run_segment,
 )
@@ -368,23 +370,27 @@ class ColumnPlan:
             for (_, child), changes in zip(segment.exits, segment.changes)
         ]
         dead_letters = self.program.dead_letters
-        passed = run_segment(records, nodes, segment, exit_serdes, dead_letters)
+        shared = run_segment(records, nodes, segment, exit_serdes, dead_letters)
+        acting = acting_read(nodes, self.segments, start, dead_letters.dead_letter_topic) \
+            if has_actions(nodes, segment) else None
+
+        def passed(read: int):  # with actions, each read its own mapInArrow; only the acting one calls them
+            if not has_actions(nodes, segment):
+                return shared
+            return run_segment(records, nodes, segment, exit_serdes, dead_letters, acting=read == acting)
+
         columns = list(records.columns)
-        if segment.reads is not None and dead_letters.dead_letter_topic:  # records it could not read, raw
-            outputs.append(passed.where(F.col(EXIT) == DEAD_LETTER).select(
-                F.lit(dead_letters.dead_letter_topic).alias("topic"), F.col(ENCODED["key"]).alias("key"),
-                F.col(ENCODED["value"]).alias("value"), F.col("_headers").alias("headers"),
-                F.lit(None).cast("long").alias("timestamp_ms"), F.col("_emit_order").alias("emit_order"),
-                *placement_columns(self.program, None)))
-        if exit_outputs(nodes, self.segments, start, dead_letters.dead_letter_topic) == 0:
-            # Its records reach no output, but its actions (peek, foreach, print) must run: read it.
-            outputs.append(passed.where(F.col(EXIT) == NO_EXIT).select(
-                F.col("topic"), *(F.lit(None).cast("binary").alias(part) for part in ("key", "value")),
-                F.col("_headers").alias("headers"),
-                F.lit(None).cast("long").alias("timestamp_ms"), F.col("_emit_order").alias("emit_order"),
-                *placement_columns(self.program, None)))
+        # Records it could not read, raw, to the dead-letter topic; with actions and no exit that leads
+        # anywhere, a read for the actions alone (no row has NO_EXIT).
+        reads = [DEAD_LETTER] if segment.reads is not None and dead_letters.dead_letter_topic else []
+        for read in [*reads, *([NO_EXIT] if acting == NO_EXIT else [])]:
+            topic = F.lit(dead_letters.dead_letter_topic) if read == DEAD_LETTER else F.col("topic")
+            outputs.append(passed(read).where(F.col(EXIT) == read).select(
+                topic.alias("topic"), F.col(ENCODED["key"]).alias("key"), F.col(ENCODED["value"]).alias("value"),
+                F.col("_headers").alias("headers"), F.lit(None).cast("long").alias("timestamp_ms"),
+                F.col("_emit_order").alias("emit_order"), *placement_columns(self.program, None)))
         for position, ((_, child), changes) in enumerate(zip(segment.exits, segment.changes)):
-            rows = passed.where(F.col(EXIT) == position)
+            rows = passed(position).where(F.col(EXIT) == position)
             if nodes[child].kind == "sink":
                 self._walk(child, rows, outputs, changes)
                 continue

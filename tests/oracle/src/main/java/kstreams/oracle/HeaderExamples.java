@@ -106,7 +106,7 @@ public final class HeaderExamples {
         // of its plan), and a split on Column predicates (DataFrame filters).
         KStream<String, String> present = rekeyed.filter((k, v) -> v != null);
         present.peek((k, v) -> { }).mapValues(v -> "peek|" + v).to(out);
-        Map<String, KStream<String, String>> parts = present.split(Named.as("part-"))
+        Map<String, KStream<String, String>> parts = present.peek((k, v) -> { }).split(Named.as("part-"))
             .branch((k, v) -> v.endsWith("1"), Branched.as("one"))
             .branch((k, v) -> v.endsWith("2"), Branched.as("two"))
             .defaultBranch(Branched.as("rest"));
