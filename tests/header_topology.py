@@ -28,8 +28,8 @@ from pyspark.sql import functions as F
 
 from equivalence_io import StampValues
 from dagster_kstreams.topology import (
-    BufferConfig, Consumed, Grouped, Headers, Materialized, Processor, Record, Repartitioned, Serdes, StreamsBuilder,
-    Suppressed, TimeWindows,
+    BufferConfig, Branched, Consumed, Grouped, Headers, Materialized, Named, Processor, Record, Repartitioned, Serdes,
+    StreamsBuilder, Suppressed, TimeWindows,
 )
 
 
@@ -46,6 +46,12 @@ class HeaderEditor(Processor):
             self.context.forward(record.with_headers(fresh).with_value(f"fresh|{record.value}"))
 
 
+def _must_have_a_value(key, value) -> None:
+    """A peek's or foreach's action behind a Column filter of null values: a null one fails the task."""
+    if value is None:
+        raise ValueError(f"the Column filter let a null value through (key {key!r})")
+
+
 def _java(value) -> str:
     return "null" if value is None else value
 
@@ -58,20 +64,7 @@ def header_examples(topics: dict[str, str]) -> StreamsBuilder:
         .filter(lambda k, v: not v.endswith("3+")) \
         .map_values(lambda v: "flat|" + v) \
         .to(topics["out"])
-    rekeyed = events.select_key(lambda k, v: "none" if v is None else v).repartition(Repartitioned.as_("rekeyed"))
-    rekeyed.map_values(F.concat(F.lit("rekeyed|"), F.col("key"), F.lit("|"), F.coalesce(F.col("value"), F.lit("null")))) \
-        .to(topics["out"])
-    # Columns and Python functions in one sub-topology (spark/python_segments.py): Columns, a Python
-    # map, a sink; a Python flat_map, Columns, then two branches mixing both again.
-    rekeyed.filter(F.col("value").isNotNull()).map_values(F.upper(F.col("value"))) \
-        .map(lambda k, v: (k, f"mixmap|{k}|{v}|{len(v)}")) \
-        .to(topics["out"])
-    mixed = rekeyed.flat_map(lambda k, v: [] if v is None else [(k, v + "a"), (k + "!", v + "b")]) \
-        .map_values(F.concat(F.lit("fm+"), F.upper(F.col("value"))))
-    mixed.filter(F.col("value").endswith("A")).map_values(lambda v: "mixa|" + v).to(topics["out"])
-    mixed.filter_not(lambda k, v: not k.endswith("!")) \
-        .map_values(F.concat(F.lit("mixb|"), F.col("value"), F.lit("|"), F.col("key"))) \
-        .to(topics["out"])
+    add_rekeyed(events, topics)
     events.group_by_key() \
         .count(Materialized.as_("counts").with_caching_disabled()) \
         .to_stream() \
@@ -116,6 +109,54 @@ def header_examples(topics: dict[str, str]) -> StreamsBuilder:
         .to(topics["out"])
     add_words(builder, topics)
     return builder
+
+
+def rekeyed_examples(topics: dict[str, str]) -> StreamsBuilder:
+    """The events re-keyed by their values and the Column sub-topology behind (:func:`add_rekeyed`)
+    alone, for a killed run that cuts that sub-topology's task itself (its records: the same as in
+    :func:`header_examples`, per source partition and key)."""
+    builder = StreamsBuilder()
+    add_rekeyed(builder.stream(topics["events"]), topics)
+    return builder
+
+
+def add_rekeyed(events, topics: dict[str, str]) -> None:
+    """The events re-keyed by their values through a repartition topic, then Column expressions mixed
+    with Python functions, to ``topics["out"]``."""
+    rekeyed = events.select_key(lambda k, v: "none" if v is None else v).repartition(Repartitioned.as_("rekeyed"))
+    rekeyed.map_values(F.concat(F.lit("rekeyed|"), F.col("key"), F.lit("|"), F.coalesce(F.col("value"), F.lit("null")))) \
+        .to(topics["out"])
+    # Columns and Python functions in one sub-topology (spark/python_segments.py): Columns, a Python
+    # map, a sink; a Python flat_map, Columns, then two branches mixing both again.
+    rekeyed.filter(F.col("value").isNotNull()).map_values(F.upper(F.col("value"))) \
+        .map(lambda k, v: (k, f"mixmap|{k}|{v}|{len(v)}")) \
+        .to(topics["out"])
+    mixed = rekeyed.flat_map(lambda k, v: [] if v is None else [(k, v + "a"), (k + "!", v + "b")]) \
+        .map_values(F.concat(F.lit("fm+"), F.upper(F.col("value"))))
+    mixed.filter(F.col("value").endswith("A")).map_values(lambda v: "mixa|" + v).to(topics["out"])
+    mixed.filter_not(lambda k, v: not k.endswith("!")) \
+        .map_values(F.concat(F.lit("mixb|"), F.col("value"), F.lit("|"), F.col("key"))) \
+        .to(topics["out"])
+    # Peeks, a foreach and a split on Python predicates beside Column filters (segments of the plan;
+    # the actions fail the task on a record the Column filter should have dropped), and a split on
+    # Column predicates (DataFrame filters: a null one is false; a record matching both goes to the first).
+    present = rekeyed.filter(F.col("value").isNotNull())
+    present.peek(_must_have_a_value).map_values(F.concat(F.lit("peek|"), F.col("value"))).to(topics["out"])
+    parts = present.peek(_must_have_a_value).split(Named.as_("part-")) \
+        .branch(lambda k, v: v.endswith("1"), Branched.as_("one")) \
+        .branch(lambda k, v: v.endswith("2"), Branched.as_("two")) \
+        .default_branch(Branched.as_("rest"))
+    parts["part-one"].map_values(F.concat(F.lit("pone|"), F.col("value"))).to(topics["out"])
+    parts["part-two"].map_values(lambda v: "ptwo|" + v).to(topics["out"])
+    parts["part-rest"].map_values(F.concat(F.lit("prest|"), F.col("value"))).to(topics["out"])
+    columns = rekeyed.split(Named.as_("col-")) \
+        .branch(F.col("value").endswith("3"), Branched.as_("three")) \
+        .branch(F.col("key") != "v1", Branched.as_("other")) \
+        .no_default_branch()
+    columns["col-three"].map_values(F.concat(F.lit("cthree|"), F.col("value"))).to(topics["out"])
+    columns["col-other"].map_values(F.concat(F.lit("cother|"), F.col("key"), F.lit("|"),
+                                             F.coalesce(F.col("value"), F.lit("null")))).to(topics["out"])
+    present.filter(F.col("value").endswith("4")).foreach(_must_have_a_value)
 
 
 def word_examples(topics: dict[str, str]) -> StreamsBuilder:

@@ -41,7 +41,7 @@ from pyspark import cloudpickle
 
 import header_topology
 from equivalence_io import output_topics, run_kafka_streams
-from header_topology import header_examples, word_examples
+from header_topology import header_examples, rekeyed_examples, word_examples
 from killed_runs import kill_and_rerun
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import produce, read_topic
@@ -59,7 +59,7 @@ cloudpickle.register_pickle_by_value(header_topology)
 
 PARTITIONS = 2
 # The branches after the repartition topic, whose two writers interleave: compared per key, together.
-REKEYED_BRANCHES = ("rekeyed", "mixmap", "mixa", "mixb")
+REKEYED_BRANCHES = ("rekeyed", "mixmap", "mixa", "mixb", "peek", "pone", "ptwo", "prest", "cthree", "cother")
 # The branches behind the lines' flat_map_values: compared per key, together, with timestamps.
 WORD_BRANCHES = ("wc", "ws")
 T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute
@@ -204,7 +204,7 @@ def test_headers_killed_part_way_and_rerun_match_kafka_streams(
     (rekeyed,) = [sub for sub in application.subtopology_ids
                   if any(topic.endswith("-rekeyed-repartition") for topic in application.source_topics(sub))]
     assert isinstance(strategy_for(rerun.runner.compiled.program(rekeyed)), ColumnPlan)
-    assert len(rerun.runner.compiled.program(rekeyed).column_plan.segments) == 4
+    assert len(rerun.runner.compiled.program(rekeyed).column_plan.segments) == 8
     # The lines' flat_map_values runs in front of the words' state, handing each word over.
     (words,) = [sub for sub in application.subtopology_ids
                 if kafka_streams_run["inputs"]["lines"] in application.source_topics(sub)]
@@ -238,20 +238,52 @@ def test_words_killed_in_their_own_task_and_rerun_match_kafka_streams(
         assert ours[group] == sequence, group
 
 
+def test_rekeyed_columns_killed_in_their_own_task_and_rerun_match_kafka_streams(
+    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, kafka_streams_run
+):
+    """The re-keyed Column sub-topology alone (the run above is killed in sub-topology 0, before its
+    tasks start), killed once its task 1_0 has committed its first batch of 40 records, and rerun in
+    Arrow batches of 7: its peek, foreach and splits beside Columns among them, per source partition
+    and key as Kafka Streams gives them."""
+    expected = {group: sequence for group, sequence in kafka_streams_run["results"].items() if group[0] == "rekeyed"}
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], {"out": 1})
+    rerun = kill_and_rerun(tmp_path, rekeyed_examples, topics, app_id=unique_topic("spark-rekeyed"),
+                           bootstrap=kafka_bootstrap, spark=spark,
+                           kill_when=lambda line: line.startswith("task 1_0 batch"),
+                           killed_args=("--parallelism", "1", "--max-records-per-batch", "40"),
+                           arrow_batch_size=7, max_records_per_batch=40)
+    assert rerun.by_task["1_0"].records_in > 0 and rerun.by_task["0_0"].records_in == 0  # continued
+    assert isinstance(strategy_for(rerun.runner.compiled.program(1)), ColumnPlan)
+    ours = _results(kafka_bootstrap, topics["out"])
+    assert set(ours) == set(expected)
+    for group, sequence in expected.items():
+        assert ours[group] == sequence, group
+
+
 def _assert_reference_exercises_it(expected: dict) -> None:
     """Kafka Streams' output shows what the test is about: every branch from both partitions,
     duplicate header names, null header values, the processor's added and new headers."""
     branches = {value.decode().split("|")[0] for sequence in expected.values() for _, value, _ in sequence}
     assert branches == {"flat", "rekeyed", "count", "proc", "fresh", "win", "final", "mixmap", "mixa", "mixb",
-                        "sum", "join", "rproc", "wc", "ws"}
+                        "peek", "pone", "ptwo", "prest", "cthree", "cother", "sum", "join", "rproc", "wc", "ws"}
     # Behind the Columns: sums of doubled amounts over 10, joins of those up to 25 with a present and an
     # absent (deleted) event.
     joined = [value.decode() for group, sequence in expected.items() if group[0] == "join" for _, value, _ in sequence]
     sums = [value.decode() for group, sequence in expected.items() if group[0] == "sum" for _, value, _ in sequence]
     assert len(joined) > 5 and len(sums) > 15
     # One key's records of several branches of the rekeyed sub-topology, interleaved record by record.
-    assert any(len({value.decode().split("|")[0] for _, value, _ in sequence}) == 3
+    assert any(len({value.decode().split("|")[0] for _, value, _ in sequence}) >= 3
                for group, sequence in expected.items() if group[0] == "rekeyed")
+    # Every branch of each split: the peek's records, each down one branch of the split on Python
+    # predicates; the split on Columns: a value ending in 3 to its first branch only (the second takes
+    # every key but v1), a null value (key "none") to the second, v1 to none (no default branch).
+    rekeyed = [value.decode() for group, sequence in expected.items() if group[0] == "rekeyed"
+               for _, value, _ in sequence]
+    peeked = [value.split("|")[1] for value in rekeyed if value.startswith("peek|")]
+    split = sorted(value.split("|")[1] for value in rekeyed if value.split("|")[0] in ("pone", "ptwo", "prest"))
+    assert peeked and split == sorted(peeked)
+    assert "cother|none|null" in rekeyed and any(value.startswith("cthree|") for value in rekeyed)
+    assert not any(value.startswith(("cother|v3|", "cother|v1|")) for value in rekeyed)
     assert {group[1] for group in expected} == {b"p0", b"p1"}
     # The amounts' new keys at the processor, a null value's too.
     rekeyed_amounts = [key for group, sequence in expected.items() if group[0] == "rproc" for key, _, _ in sequence]

@@ -381,15 +381,14 @@ def _print(factory, ctx) -> Print:
 
 
 def _branch(factory, ctx) -> Branch:
-    predicates = factory.params["predicates"]
-    for predicate in predicates:
-        ctx.function(factory, predicate)  # refuses a Column expression
+    # A Column expression: the engine's marker (the Spark layer runs it), or refused by the engine.
+    predicates = [ctx.function(factory, predicate).as_key_value() for predicate in factory.params["predicates"]]
     # The children follow the branches' order, each with its predicate (None: the default branch).
     children, tests = [], []
     for child_name in factory.params["children"]:
         branch_index = ctx.subtopology.node(child_name).params["index"]
         children.append(ctx.position(child_name))
-        tests.append(None if branch_index == 0 else predicates[branch_index - 1].as_key_value())
+        tests.append(None if branch_index == 0 else predicates[branch_index - 1])
     return Branch(factory.name, children, tuple(tests))
 
 

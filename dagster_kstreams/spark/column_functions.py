@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["COLUMN_KINDS", "ColumnExpression", "column_function"]
+from pyspark.sql import functions as F
+
+__all__ = ["COLUMN_KINDS", "ColumnExpression", "column_function", "column_predicates", "split_conditions", "uses_column"]
 
 # NodeKind values whose user function may be a Column, and what the Column must be.
 COLUMN_KINDS = {"filter": 1, "map_values": 1, "select_key": 1, "map": 2, "flat_map_values": 1}
+# A split's predicates may be Columns too (one each), which only a stateless Column plan runs.
+_PREDICATE_KINDS = {"branch": 1}
 
 
 class ColumnExpression:
@@ -36,6 +40,18 @@ class ColumnExpression:
         return {"column": None, "processor": self.processor}
 
 
+def column_predicates(node) -> list:
+    """The Column expressions among a split's (``branch``) predicates (none for any other processor)."""
+    if node.kind != "branch":
+        return []
+    return [predicate for predicate in node.predicates if isinstance(predicate, ColumnExpression)]
+
+
+def uses_column(node) -> bool:
+    """Whether a processor of a program is given a PySpark Column: its function, or a split's predicate."""
+    return isinstance(node.fn, ColumnExpression) or bool(column_predicates(node))
+
+
 class _ColumnFunction:
     """What compile.py's ``spark_function`` returns for a Column: ``as_key_value()`` gives the marker."""
 
@@ -49,14 +65,26 @@ class _ColumnFunction:
 def column_function(factory, user_function, error_class):
     """Check that ``factory`` (a view ProcessorNode) may take the Column; wrap it for the program."""
     kind = factory.kind.value
-    if kind not in COLUMN_KINDS:
+    arities = {**COLUMN_KINDS, **_PREDICATE_KINDS}
+    if kind not in arities:
         raise error_class(
             f"processor {factory.name} ({kind}) is given a PySpark Column expression; the Spark runner "
-            f"runs Column expressions for {', '.join(sorted(COLUMN_KINDS))} only"
+            f"runs Column expressions for {', '.join(sorted(arities))} only"
         )
     column = user_function.fn
     arity = len(column) if isinstance(column, (tuple, list)) else 1
-    if arity != COLUMN_KINDS[kind]:
+    if arity != arities[kind]:
         want = "a (key, value) tuple of two Columns" if kind == "map" else "one Column"
         raise error_class(f"processor {factory.name} ({kind}) needs {want}, got {column!r}")
     return _ColumnFunction(ColumnExpression(column, factory.name))
+
+
+def split_conditions(node) -> list:
+    """Each branch's condition of a split on Columns, in its children's order: its Column true (null:
+    false) and every earlier branch's false; the default branch's, every other's false."""
+    conditions, earlier = [], F.lit(False)
+    for predicate in node.predicates:
+        holds = F.lit(True) if predicate is None else F.coalesce(predicate.column, F.lit(False))
+        conditions.append(~earlier & holds)
+        earlier = earlier | holds
+    return conditions

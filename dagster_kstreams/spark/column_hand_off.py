@@ -66,7 +66,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType
 
 from dagster_kstreams.processors.hand_offs import PATH_STEP_FORMAT, HandOff, path_step
-from dagster_kstreams.spark.column_functions import COLUMN_KINDS, ColumnExpression
+from dagster_kstreams.spark.column_functions import COLUMN_KINDS, ColumnExpression, column_predicates, uses_column
 from dagster_kstreams.spark.expressions import ColumnPlan, decoded_in_python
 from dagster_kstreams.spark.frames import HAND_OFF_COLUMN, HAND_OFF_PATH_COLUMN, OUTPUT_COLUMNS
 from dagster_kstreams.spark.jvm_serdes import jvm_serializable, serialize
@@ -121,11 +121,12 @@ def plan_before_state(program, error_class, default_key_serde, default_value_ser
     """A :class:`ColumnsBeforeState` for a stateful ``program`` that uses Column expressions (None
     when it has none). Raises ``error_class`` naming every processor that keeps it from running so."""
     nodes = program.nodes
-    users = [node.name for node in nodes if _is_column(node)]
+    users = [node.name for node in nodes if uses_column(node)]
     if not users:
         return None
     prefix = prefix_of(nodes)
-    problems = []
+    problems = [f"processor {node.name} (branch) is a split on Columns, which runs only in a stateless sub-topology"
+                for node in nodes if column_predicates(node)]
     problems.extend(_stream_time_keepers(nodes))
     # What runs in Python: every processor reached from one outside the prefix.
     in_python: set[int] = set()

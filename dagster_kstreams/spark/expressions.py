@@ -24,7 +24,10 @@ Supported operations and their Column:
 * ``filter`` / ``filter_not``: a boolean Column (null counts as false, as ``bool(None)``);
 * ``map_values``: the new value; ``select_key``: the new key;
 * ``map``: a ``(key_column, value_column)`` tuple;
-* ``flat_map_values``: an array Column, exploded (a null array emits nothing).
+* ``flat_map_values``: an array Column, exploded (a null array emits nothing);
+* ``split``'s ``branch``: a boolean Column per branch (null counts as false): a record goes to the
+  first branch whose Column is true, else to the default branch, as ``KStreamBranch`` sends it (a
+  split's predicates are all Columns, or all Python functions, which run in a segment).
 
 A sub-topology whose processors are all Column operations (plus sources, sinks, ``merge`` and
 the repartition filter) and whose serdes are JVM-parsable (``String``, ``Long``, ``Integer``,
@@ -32,8 +35,11 @@ the repartition filter) and whose serdes are JVM-parsable (``String``, ``Long``,
 with no Python pass at all: the task query is Kafka source -> DataFrame operations -> Kafka sink.
 A sink with a stream partitioner, or whose topic a Python function picks, adds one Python pass
 over the output, which calls them (:mod:`dagster_kstreams.spark.column_placement`). Python functions
-of those same operations (and ``flat_map``) may stand anywhere among the Column operations: each
-chain of them runs as one ``mapInArrow`` segment inside the plan (:mod:`dagster_kstreams.spark.python_segments`).
+of those same operations (and ``flat_map``, ``peek``/``foreach``/``print``, a ``split`` on Python
+predicates) may stand anywhere among the Column operations: each chain of them runs as one
+``mapInArrow`` segment inside the plan (:mod:`dagster_kstreams.spark.python_segments`); one with a
+``peek``, ``foreach`` or ``print`` as one ``mapInArrow`` per read, only one of which, evaluated once,
+calls the actions.
 In a sub-topology with state, Column operations run in front of it (:mod:`dagster_kstreams.spark.column_hand_off`).
 Any other sub-topology that uses a Column expression is rejected with
 :class:`~dagster_kstreams.spark.compile.UnsupportedTopologyError` naming the processors that keep
@@ -67,15 +73,25 @@ from dagster_kstreams.kafka.dead_letter import (
     HEADER_TOPIC,
     DeserializationHandler,
 )
-from dagster_kstreams.spark.column_functions import COLUMN_KINDS, ColumnExpression
+from dagster_kstreams.spark.column_functions import (
+    COLUMN_KINDS,
+    ColumnExpression,
+    column_predicates,
+    split_conditions,
+    uses_column,
+)
 from dagster_kstreams.spark.column_placement import passes_over_output, placement_columns, with_placed_partitions
 from dagster_kstreams.spark.jvm_serdes import deserialize, jvm_deserializable, jvm_serializable, serialize
 from dagster_kstreams.spark.python_segments import (
     DEAD_LETTER,
     ENCODED,
     EXIT,
+    NO_EXIT,
     PYTHON_KINDS,
+    acting_read,
+    actions_read_twice,
     cut,
+    has_actions,
     reading,
     run_segment,
 )
@@ -88,8 +104,14 @@ _HEADERS_TYPE = "array<struct<key: string, value: binary>>"
 
 # -- the plan ----------------------------------------------------------------------------
 def is_python_step(node) -> bool:
-    """Whether ``node`` is a Python function a Column plan runs in a segment (python_segments.py)."""
-    return node.kind in PYTHON_KINDS and not isinstance(node.fn, ColumnExpression)
+    """Whether ``node`` is a Python function a Column plan runs in a segment (python_segments.py): a
+    split's when none of its predicates is a Column."""
+    return node.kind in PYTHON_KINDS and not uses_column(node)
+
+
+def is_column_split(node) -> bool:
+    """Whether ``node`` is a split whose predicates are all Columns, run as DataFrame filters."""
+    return node.kind == "branch" and len(column_predicates(node)) == sum(p is not None for p in node.predicates)
 
 
 def decoded_in_python(source) -> bool:
@@ -102,7 +124,7 @@ def plan(program, error_class, default_key_serde, default_value_serde) -> Option
 
     Raises ``error_class`` naming every processor that keeps the sub-topology out of the plan.
     """
-    users = [node.name for node in program.nodes if isinstance(node.fn, ColumnExpression)]
+    users = [node.name for node in program.nodes if uses_column(node)]
     if not users:
         return None
     defaults = {"key": default_key_serde, "value": default_value_serde}
@@ -133,7 +155,10 @@ def plan(program, error_class, default_key_serde, default_value_serde) -> Option
             for part, serde in (("key", node.key_serde), ("value", node.value_serde)):
                 if part not in written.get(index, ()) and not jvm_serializable(serde):
                     problems.append(f"sink {node.name} writes its {part} with {serde!r}, which only Python writes")
-        elif is_python_step(node) or node.kind in COLUMN_KINDS or node.kind in _PASS_KINDS:
+        elif node.kind == "branch" and not is_python_step(node) and not is_column_split(node):
+            problems.append(f"processor {node.name} (branch) is a split whose predicates mix Columns and Python "
+                            "functions (make them all Columns, or all Python functions)")
+        elif is_python_step(node) or is_column_split(node) or node.kind in COLUMN_KINDS or node.kind in _PASS_KINDS:
             for part in written.get(index, ()):
                 if not jvm_deserializable(defaults[part]):
                     problems.append(f"processor {node.name} ({node.kind}) reads in the JVM a {part} a Python "
@@ -142,6 +167,7 @@ def plan(program, error_class, default_key_serde, default_value_serde) -> Option
         else:
             problems.append(f"processor {node.name} ({node.kind}) has no Column form and runs no Python function "
                             "in a Column plan")
+    problems.extend(actions_read_twice(program.nodes, segments, program.dead_letters.dead_letter_topic))
     if problems:
         raise error_class(
             f"sub-topology {program.subtopology_id}: processor(s) {', '.join(users)} are PySpark Column "
@@ -280,11 +306,15 @@ class ColumnPlan:
         """Processor ``index`` and what follows, on the ``records`` that reach it; ``encoded``: the
         parts a Python segment wrote for it, a sink (in :data:`ENCODED`)."""
         if index in self.segments:
-            self._segment(self.segments[index], records, outputs)
+            self._segment(index, records, outputs)
             return
         node = self.program.nodes[index]
         if node.kind == "sink":
             outputs.append(self._sink_rows(index, records, encoded))
+            return
+        if node.kind == "branch":  # a split on Columns (a Python one is a segment)
+            for child, taken in zip(node.children, split_conditions(node)):
+                self._walk(child, records.where(taken), outputs)
             return
         records = self._step(node, records)
         for child in node.children:
@@ -329,29 +359,41 @@ class ColumnPlan:
             *placement_columns(self.program, index),
         )
 
-    def _segment(self, segment, records, outputs: list) -> None:
+    def _segment(self, start: int, records, outputs: list) -> None:
         """A segment of Python functions (python_segments.py) as one ``mapInArrow``, then each exit's
         rows on: a sink takes the bytes the segment wrote with its serdes; any other processor reads a
         changed part as the default serde wrote it, as a Column reads a source's."""
-        nodes = self.program.nodes
+        nodes, segment = self.program.nodes, self.segments[start]
         exit_serdes = [
             {part: (getattr(nodes[child], f"{part}_serde") if nodes[child].kind == "sink" else self.default_serdes[part])
              for part in changes}
             for (_, child), changes in zip(segment.exits, segment.changes)
         ]
         dead_letters = self.program.dead_letters
-        passed = run_segment(records, nodes, segment, exit_serdes, dead_letters)
+        shared = run_segment(records, nodes, segment, exit_serdes, dead_letters)
+        acting = acting_read(nodes, self.segments, start, dead_letters.dead_letter_topic) \
+            if has_actions(nodes, segment) else None
+
+        def passed(read: int):  # with actions, each read its own mapInArrow; only the acting one calls them
+            if not has_actions(nodes, segment):
+                return shared
+            return run_segment(records, nodes, segment, exit_serdes, dead_letters, acting=read == acting)
+
         columns = list(records.columns)
-        if segment.reads is not None and dead_letters.dead_letter_topic:  # records it could not read, raw
-            outputs.append(passed.where(F.col(EXIT) == DEAD_LETTER).select(
-                F.lit(dead_letters.dead_letter_topic).alias("topic"), F.col(ENCODED["key"]).alias("key"),
-                F.col(ENCODED["value"]).alias("value"), F.col("_headers").alias("headers"),
-                F.lit(None).cast("long").alias("timestamp_ms"), F.col("_emit_order").alias("emit_order"),
-                *placement_columns(self.program, None)))
+        # Records it could not read, raw, to the dead-letter topic; with actions and no exit that leads
+        # anywhere, a read for the actions alone (no row has NO_EXIT).
+        reads = [DEAD_LETTER] if segment.reads is not None and dead_letters.dead_letter_topic else []
+        for read in [*reads, *([NO_EXIT] if acting == NO_EXIT else [])]:
+            topic = F.lit(dead_letters.dead_letter_topic) if read == DEAD_LETTER else F.col("topic")
+            outputs.append(passed(read).where(F.col(EXIT) == read).select(
+                topic.alias("topic"), F.col(ENCODED["key"]).alias("key"), F.col(ENCODED["value"]).alias("value"),
+                F.col("_headers").alias("headers"), F.lit(None).cast("long").alias("timestamp_ms"),
+                F.col("_emit_order").alias("emit_order"), *placement_columns(self.program, None)))
         for position, ((_, child), changes) in enumerate(zip(segment.exits, segment.changes)):
-            rows = passed.where(F.col(EXIT) == position)
+            rows = passed(position).where(F.col(EXIT) == position)
             if nodes[child].kind == "sink":
                 self._walk(child, rows, outputs, changes)
                 continue
             typed = {part: deserialize(F.col(ENCODED[part]), self.default_serdes[part])[0] for part in changes}
             self._walk(child, rows.withColumns(typed).select(*columns), outputs)
+

@@ -2,7 +2,8 @@
 
 A stateless sub-topology may mix Column expressions (run in the JVM:
 :mod:`dagster_kstreams.spark.expressions`) with Python functions (``filter``/``filter_not``, ``map``,
-``map_values``, ``select_key``, ``flat_map``, ``flat_map_values``) in any order. The Column plan walks
+``map_values``, ``select_key``, ``flat_map``, ``flat_map_values``, ``peek``/``foreach``/``print``, a
+``split`` whose predicates are Python) in any order. The Column plan walks
 the processors as DataFrame operations; at a Python function it cuts a *segment* (:func:`cut`): every
 processor reachable from there through Python functions only, run as one ``mapInArrow`` over the
 records that reach it (:func:`run_segment`), as Spark runs Python: on the executors, a partition's
@@ -24,6 +25,11 @@ Right after a source whose serde only Python parses, the segment reads the recor
 A segment's rows are one Spark DataFrame read by each of its exits: with several exits, Spark
 evaluates the segment once per exit, so its functions run once per exit for each record (the output
 is the same; a function's side effects repeat). Within an exit, rows keep the partition's order.
+A ``peek``/``foreach``/``print`` exists for its side effect, so a segment with one runs as one
+``mapInArrow`` per read instead, and only one of them calls the actions (:func:`acting_read`): the
+one of an exit that leads to exactly one output of the plan (each of the others still routes every
+record), or, when no exit leads anywhere, a read made for the actions alone. A segment none of whose
+exits leads to exactly one output is refused with its actions (:func:`actions_read_twice`).
 """
 
 from __future__ import annotations
@@ -46,18 +52,21 @@ from dagster_kstreams.processors.errors import ProcessingError
 from dagster_kstreams.processors.records import RecordContext, header_column
 from dagster_kstreams.processors.stateless import pair
 
-__all__ = ["PYTHON_KINDS", "Segment", "cut", "reading", "run_segment", "segment_batch", "EXIT", "ENCODED",
-           "DEAD_LETTER"]
+__all__ = ["PYTHON_KINDS", "ACTION_KINDS", "Segment", "cut", "reading", "run_segment", "segment_batch",
+           "times_read", "exit_outputs", "acting_read", "has_actions", "actions_read_twice", "EXIT", "ENCODED", "DEAD_LETTER", "NO_EXIT"]
 
 log = logging.getLogger(__name__)
 
-# The operations a Python function may take in a Column plan, and what each changes.
-PYTHON_KINDS = {"filter", "map", "map_values", "select_key", "flat_map", "flat_map_values"}
+# The operations called for their side effect only: their record goes on unchanged.
+ACTION_KINDS = {"peek", "foreach", "print"}
+# The operations a Python function may take in a Column plan (a branch: its predicates), and what each changes.
+PYTHON_KINDS = {"filter", "map", "map_values", "select_key", "flat_map", "flat_map_values", "branch", *ACTION_KINDS}
 _CHANGES_KEY = {"map", "select_key", "flat_map"}
 _CHANGES_VALUE = {"map", "map_values", "flat_map", "flat_map_values"}
 EXIT = "_segment_exit"  # the exit a segment's row goes to (its position in Segment.exits)
 ENCODED = {"key": "_segment_key_bytes", "value": "_segment_value_bytes"}  # a changed part's bytes
 DEAD_LETTER = -1  # the EXIT of a record the segment could not read: raw, to the dead-letter topic
+NO_EXIT = -2  # an EXIT no row has: what reads a segment whose records leave it nowhere
 
 
 @dataclass(frozen=True)
@@ -110,27 +119,28 @@ def cut(nodes: list, is_python_step: Callable[[Any], bool]) -> dict[int, Segment
 
 
 def run_segment(records: DataFrame, nodes: list, segment: Segment, exit_serdes: list[dict[str, Any]],
-                dead_letters: DeadLetterPolicy) -> DataFrame:
+                dead_letters: DeadLetterPolicy, acting: bool = True) -> DataFrame:
     """``records`` (the Column plan's: ``key``, ``value``, ``topic``, ``partition``, ``offset``,
     ``event_time``, ``_headers`` ...) after the segment: one row per record reaching each exit, with
     :data:`EXIT` (its position in ``segment.exits``) and, for each part changed on the way there, its
     bytes in :data:`ENCODED` written by ``exit_serdes[exit][part]`` (the part's own column then holds
     the record's part as it entered the segment, for nobody to read). A record the segment cannot read
     (:attr:`Segment.reads`) fails the task or is skipped, as ``dead_letters`` says; with a dead-letter
-    topic, it comes out raw with :data:`DEAD_LETTER` and Kafka Streams' dead-letter headers."""
+    topic, it comes out raw with :data:`DEAD_LETTER` and Kafka Streams' dead-letter headers. Not
+    ``acting``: its ``peek``/``foreach``/``print`` steps pass records on without calling their actions."""
     schema = T.StructType([*records.schema.fields, T.StructField(EXIT, T.IntegerType(), False),
                            *(T.StructField(column, T.BinaryType(), True) for column in ENCODED.values())])
 
     def run(batches):
         for batch in batches:
             if batch.num_rows:
-                yield segment_batch(batch, nodes, segment, exit_serdes, dead_letters)
+                yield segment_batch(batch, nodes, segment, exit_serdes, dead_letters, acting)
 
     return records.mapInArrow(run, schema)
 
 
 def segment_batch(batch: pa.RecordBatch, nodes: list, segment: Segment, exit_serdes: list[dict[str, Any]],
-                  dead_letters: DeadLetterPolicy = DeadLetterPolicy()) -> pa.RecordBatch:
+                  dead_letters: DeadLetterPolicy = DeadLetterPolicy(), acting: bool = True) -> pa.RecordBatch:
     """One Arrow batch of records through the segment (see :func:`run_segment`), in order: a record's
     output depth-first, as Kafka Streams forwards it."""
     column = {name: batch.column(batch.schema.get_field_index(name)).to_pylist()
@@ -143,8 +153,8 @@ def segment_batch(batch: pa.RecordBatch, nodes: list, segment: Segment, exit_ser
 
     def visit(index: int, key, value, row: int, context: RecordContext) -> None:
         node = nodes[index]
-        for new_key, new_value in _step(node, key, value, context):
-            for child in node.children:
+        for new_key, new_value in _step(node, key, value, context, acting):
+            for child in _children_taking(node, new_key, new_value, context):
                 if child in steps:
                     visit(child, new_key, new_value, row, context)
                     continue
@@ -203,8 +213,88 @@ def _read(serdes: tuple[Any, Any], raw_key, raw_value, context) -> tuple[Any, An
     return key, value
 
 
-def _step(node, key, value, context) -> list[tuple[Any, Any]]:
+def times_read(nodes: list, segments: dict[int, "Segment"], start: int, dead_letter_topic: Optional[str]) -> int:
+    """How many times the Column plan reads the rows of the segment that starts at ``start``: its
+    :func:`exit_outputs`, and once when there are none (the plan reads it all the same, for its actions)."""
+    return max(exit_outputs(nodes, segments, start, dead_letter_topic), 1)
+
+
+def exit_outputs(nodes: list, segments: dict[int, "Segment"], start: int, dead_letter_topic: Optional[str]) -> int:
+    """The outputs of the Column plan the rows of the segment that starts at ``start`` go to: one per
+    sink its exits lead to and per read of a segment further on (each is one branch of the plan's
+    union, and Spark evaluates a DataFrame once per branch that reads it), one for its dead letters."""
+
+    segment = segments[start]
+    count = sum(_outputs_after(nodes, segments, child, dead_letter_topic) for _, child in segment.exits)
+    if segment.reads is not None and dead_letter_topic:
+        count += 1
+    return count
+
+
+def _outputs_after(nodes: list, segments: dict[int, "Segment"], index: int, dead_letter_topic: Optional[str]) -> int:
+    """The outputs of the plan the rows reaching processor ``index`` go to (see :func:`exit_outputs`)."""
+    if index in segments:
+        return times_read(nodes, segments, index, dead_letter_topic)
+    if nodes[index].kind == "sink":
+        return 1
+    return sum(_outputs_after(nodes, segments, child, dead_letter_topic) for child in nodes[index].children)
+
+
+def has_actions(nodes: list, segment: Segment) -> bool:
+    """Whether a step of ``segment`` is a ``peek``, ``foreach`` or ``print``."""
+    return any(nodes[index].kind in ACTION_KINDS for index in segment.steps)
+
+
+def acting_read(nodes: list, segments: dict[int, Segment], start: int, dead_letter_topic: Optional[str]) -> Optional[int]:
+    """The read of the segment that starts at ``start`` whose ``mapInArrow`` calls its actions, the
+    plan evaluating it once: the first exit that leads to exactly one output of the plan (its position),
+    :data:`NO_EXIT` when no exit leads to any (the plan then reads the segment for its actions alone),
+    None when every exit that leads anywhere leads to several (no read is evaluated once)."""
+    after = [_outputs_after(nodes, segments, child, dead_letter_topic) for _, child in segments[start].exits]
+    if not any(after):
+        return NO_EXIT
+    return next((position for position, count in enumerate(after) if count == 1), None)
+
+
+def actions_read_twice(nodes: list, segments: dict[int, Segment], dead_letter_topic: Optional[str]) -> list[str]:
+    """A ``peek``/``foreach``/``print`` in a segment of ``nodes`` with no :func:`acting_read` (each of its
+    exits that leads anywhere leads to several outputs of the plan, and Spark evaluates a read once per
+    output it reaches, so its action would see a record more than once): one problem each."""
+    problems = []
+    for start, segment in segments.items():
+        if not has_actions(nodes, segment) or acting_read(nodes, segments, start, dead_letter_topic) is not None:
+            continue
+        reads = times_read(nodes, segments, start, dead_letter_topic)
+        for index in segment.steps:
+            node = nodes[index]
+            if node.kind in ACTION_KINDS:
+                problems.append(
+                    f"processor {node.name} ({node.kind}) runs in a Python segment whose records go on to {reads} "
+                    "outputs of the plan with no exit of the segment leading to exactly one, and Spark evaluates "
+                    "a read once per output it reaches: its action would see a record more than once (call it "
+                    "after the fork, in each branch)")
+    return problems
+
+
+def _children_taking(node, key, value, context) -> list[int]:
+    """The children a record goes to from ``node``: a branch's first whose predicate holds (None:
+    the default branch), as Kafka Streams' ``KStreamBranch``; any other's every child."""
+    if node.kind != "branch":
+        return node.children
+    for predicate, child in zip(node.predicates, node.children):
+        if predicate is None or node.call(context, predicate, key, value):
+            return [child]
+    return []
+
+
+def _step(node, key, value, context, acting: bool) -> list[tuple[Any, Any]]:
     kind = node.kind
+    if kind == "branch":  # the record itself, to the branch _children_taking picks
+        return [(key, value)]
+    if kind in ACTION_KINDS:
+        if acting and node.fn is not None:
+            node.call(context, node.fn, key, value)
+        return [(key, value)]
     result = node.call(context, node.fn, key, value)
     if kind == "filter":
         return [(key, value)] if bool(result) != node.negate else []

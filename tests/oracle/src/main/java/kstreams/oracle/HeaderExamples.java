@@ -5,6 +5,7 @@ import static java.nio.charset.StandardCharsets.UTF_8;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Properties;
 
 import org.apache.kafka.common.header.Header;
@@ -17,11 +18,13 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.errors.LogAndContinueExceptionHandler;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
 import org.apache.kafka.streams.kstream.Suppressed;
@@ -99,6 +102,24 @@ public final class HeaderExamples {
             .mapValues(v -> "fm+" + v.toUpperCase());
         mixed.filter((k, v) -> v.endsWith("A")).mapValues(v -> "mixa|" + v).to(out);
         mixed.filterNot((k, v) -> !k.endsWith("!")).mapValues((k, v) -> "mixb|" + v + "|" + k).to(out);
+        // The twin runs a peek, a foreach and a split on Python predicates beside Column filters (segments
+        // of its plan), and a split on Column predicates (DataFrame filters).
+        KStream<String, String> present = rekeyed.filter((k, v) -> v != null);
+        present.peek((k, v) -> { }).mapValues(v -> "peek|" + v).to(out);
+        Map<String, KStream<String, String>> parts = present.peek((k, v) -> { }).split(Named.as("part-"))
+            .branch((k, v) -> v.endsWith("1"), Branched.as("one"))
+            .branch((k, v) -> v.endsWith("2"), Branched.as("two"))
+            .defaultBranch(Branched.as("rest"));
+        parts.get("part-one").mapValues(v -> "pone|" + v).to(out);
+        parts.get("part-two").mapValues(v -> "ptwo|" + v).to(out);
+        parts.get("part-rest").mapValues(v -> "prest|" + v).to(out);
+        Map<String, KStream<String, String>> columns = rekeyed.split(Named.as("col-"))
+            .branch((k, v) -> v != null && v.endsWith("3"), Branched.as("three"))
+            .branch((k, v) -> !k.equals("v1"), Branched.as("other"))
+            .noDefaultBranch();
+        columns.get("col-three").mapValues(v -> "cthree|" + v).to(out);
+        columns.get("col-other").mapValues((k, v) -> "cother|" + k + "|" + v).to(out);
+        present.filter((k, v) -> v.endsWith("4")).foreach((k, v) -> { });
         stream.groupByKey()
             .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts").withCachingDisabled())
             .toStream()
