@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator, Optional
 
+from dagster_kstreams.processors.base import reachable
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.own_groups import windows_keyed_by_start
 from dagster_kstreams.processors.state import ABSENT
@@ -267,18 +268,11 @@ def _check_keys_not_windows(where: str, owner, sub) -> None:
     that ``to_table``) is keyed by the windows too, whose groups the task's state keeps by key and start
     (own_groups.py), which the plain key-value view would look up by its key serde's bytes: not compared
     with Kafka Streams."""
-    todo, seen = list(owner.parents), set()
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        node = sub.node(name)
+    for node in reachable(sub, owner.parents, lambda node: node.parents):
         if node.kind is NodeKind.WINDOWED_AGGREGATE:
             raise UnsupportedTopologyError(
                 f"{where} belongs to {owner.name} ({owner.kind.value}), whose keys are windows (of {node.name}'s "
                 f"table, in its sub-topology): not compared with Kafka Streams yet; {_DSL_STORES_OFFERED}")
-        todo.extend(node.parents)
 
 
 def _check_windows_kept_by_start(where: str, owner, sub) -> None:
