@@ -13,6 +13,8 @@ import org.apache.kafka.streams.state.TimestampedWindowStore;
 import org.apache.kafka.streams.state.ValueAndTimestamp;
 import org.apache.kafka.streams.state.WindowStoreIterator;
 
+import static kstreams.oracle.SuppressExamples.stored;
+
 /**
  * On each slide with a key (after the sliding aggregations: it is the stream's last child), writes the
  * store of the sliding aggregate emitting on window close ("closed-sliding-written": time difference
@@ -27,10 +29,6 @@ final class ClosedSlidingWriter implements Processor<String, String, String, Str
     public void init(ProcessorContext<String, String> context) {
         this.context = context;
         this.store = context.getStateStore("closed-sliding-written");
-    }
-
-    static String stored(ValueAndTimestamp<String> valueAndTimestamp) {
-        return valueAndTimestamp == null ? "null" : valueAndTimestamp.value() + "@" + valueAndTimestamp.timestamp();
     }
 
     static String keys(KeyValueIterator<Windowed<String>, ValueAndTimestamp<String>> entries) {
