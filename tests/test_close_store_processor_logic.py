@@ -68,14 +68,20 @@ class _Stamp(Processor):
 
 
 def _program():
+    return _closing_program(TimeWindows.of_size_and_grace(10 * SECOND, 2 * SECOND), 10_000, _Writer)
+
+
+def _closing_program(windows, window_size_ms: int, writer):
+    """An aggregation in ``windows`` emitting on window close, its store written by ``writer``."""
     builder = StreamsBuilder()
     events = builder.stream("in")
-    events.group_by_key().windowed_by(TimeWindows.of_size_and_grace(10 * SECOND, 2 * SECOND)) \
+    events.group_by_key().windowed_by(windows) \
         .emit_strategy(EmitStrategy.on_window_close()) \
         .aggregate(lambda: "", lambda key, value, agg: agg + "," + value,
                    Materialized.as_("closed").with_caching_disabled()) \
-        .to_stream().process(_Stamp).to("out", Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.String()))
-    events.process(_Writer, "closed").to("out")
+        .to_stream().process(_Stamp).to("out", Produced.with_(WindowedSerde(Serdes.String(), window_size_ms),
+                                                              Serdes.String()))
+    events.process(writer, "closed").to("out")
     return compile_topology(builder, "app", default_key_serde=Serdes.String(),
                             default_value_serde=Serdes.String()).program(0)
 
@@ -163,16 +169,7 @@ class _SlidingWriter(Processor):
 
 
 def _sliding_program():
-    builder = StreamsBuilder()
-    events = builder.stream("in")
-    events.group_by_key().windowed_by(SlidingWindows.of_time_difference_and_grace(SECOND, 2 * SECOND)) \
-        .emit_strategy(EmitStrategy.on_window_close()) \
-        .aggregate(lambda: "", lambda key, value, agg: agg + "," + value,
-                   Materialized.as_("closed").with_caching_disabled()) \
-        .to_stream().process(_Stamp).to("out", Produced.with_(WindowedSerde(Serdes.String(), 1_000), Serdes.String()))
-    events.process(_SlidingWriter, "closed").to("out")
-    return compile_topology(builder, "app", default_key_serde=Serdes.String(),
-                            default_value_serde=Serdes.String()).program(0)
+    return _closing_program(SlidingWindows.of_time_difference_and_grace(SECOND, 2 * SECOND), 1_000, _SlidingWriter)
 
 
 # time difference 1 s, grace 2 s (retention 4 s; a window [s, s + 1 s] closes once stream time passes s + 3 s)

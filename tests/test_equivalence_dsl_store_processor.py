@@ -159,27 +159,25 @@ def _join_inputs(seed: int = 22) -> dict[str, list[tuple]]:
 def _window_inputs(seed: int = 23) -> list[tuple]:
     """The windowed stores' stream: keys on both partitions, 60 ms apart, a fifth of them out of order
     by up to 1.5 s (some beyond the 500 ms grace: dropped from their windows), null keys and values."""
-    rng = random.Random(seed)
-    records = []
-    for i in range(400):
-        number = rng.randint(1, 6)
-        timestamp = T0 + i * 60 - (rng.randint(1, 1_500) if rng.random() < 0.2 else 0)
-        key = None if rng.random() < 0.03 else f"w{number}"
-        value = None if rng.random() < 0.05 else f"v{rng.randint(1, 9)}"
-        records.append((key, value, number % PARTITIONS, timestamp))
-    return records
+    return _keyed_stream(seed, 400, 60, "w")
 
 
 def _session_inputs(seed: int = 25) -> list[tuple]:
     """The sessions' stream: keys on both partitions, 250 ms apart (a key's records about 1.5 s apart:
     sessions of a gap of 1 s start and merge), a fifth of them out of order by up to 1.5 s (some beyond
     the 500 ms grace: dropped, or merging sessions), null keys and values."""
+    return _keyed_stream(seed, 300, 250, "s")
+
+
+def _keyed_stream(seed: int, count: int, spacing_ms: int, prefix: str) -> list[tuple]:
+    """``count`` records ``spacing_ms`` apart, keys ``<prefix>1``..``<prefix>6`` on both partitions, a fifth
+    of them out of order by up to 1.5 s, 3% null keys and 5% null values."""
     rng = random.Random(seed)
     records = []
-    for i in range(300):
+    for i in range(count):
         number = rng.randint(1, 6)
-        timestamp = T0 + i * 250 - (rng.randint(1, 1_500) if rng.random() < 0.2 else 0)
-        key = None if rng.random() < 0.03 else f"s{number}"
+        timestamp = T0 + i * spacing_ms - (rng.randint(1, 1_500) if rng.random() < 0.2 else 0)
+        key = None if rng.random() < 0.03 else f"{prefix}{number}"
         value = None if rng.random() < 0.05 else f"v{rng.randint(1, 9)}"
         records.append((key, value, number % PARTITIONS, timestamp))
     return records

@@ -151,6 +151,14 @@ def _results(bootstrap: str, topic: str) -> dict[tuple, list]:
     return results
 
 
+def _assert_groups_match(bootstrap: str, topic: str, expected: dict) -> None:
+    """Ours on ``topic`` has exactly ``expected``'s groups (:func:`_results`), each the same sequence."""
+    ours = _results(bootstrap, topic)
+    assert set(ours) == set(expected)
+    for group, sequence in expected.items():
+        assert ours[group] == sequence, group
+
+
 @pytest.fixture(scope="module")
 def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory):
     inputs = {"events": unique_topic("headers-events"), "amounts": unique_topic("headers-amounts"),
@@ -210,10 +218,7 @@ def test_headers_killed_part_way_and_rerun_match_kafka_streams(
                 if kafka_streams_run["inputs"]["lines"] in application.source_topics(sub)]
     assert isinstance(rerun.runner.compiled.program(words).column_plan, ColumnsBeforeState)
 
-    ours = _results(kafka_bootstrap, topics["out"])
-    assert set(ours) == set(expected)
-    for group, sequence in expected.items():
-        assert ours[group] == sequence, group
+    _assert_groups_match(kafka_bootstrap, topics["out"], expected)
 
 
 def test_words_killed_in_their_own_task_and_rerun_match_kafka_streams(
@@ -232,10 +237,7 @@ def test_words_killed_in_their_own_task_and_rerun_match_kafka_streams(
     partition_lines = sum(1 for line in kafka_streams_run["lines"] if line[2] == 0)
     assert 0 < rerun.by_task["0_0"].records_in < partition_lines  # continued
     assert isinstance(rerun.runner.compiled.program(0).column_plan, ColumnsBeforeState)
-    ours = _results(kafka_bootstrap, topics["out"])
-    assert set(ours) == set(expected)
-    for group, sequence in expected.items():
-        assert ours[group] == sequence, group
+    _assert_groups_match(kafka_bootstrap, topics["out"], expected)
 
 
 def test_rekeyed_columns_killed_in_their_own_task_and_rerun_match_kafka_streams(
@@ -254,10 +256,7 @@ def test_rekeyed_columns_killed_in_their_own_task_and_rerun_match_kafka_streams(
                            arrow_batch_size=7, max_records_per_batch=40)
     assert rerun.by_task["1_0"].records_in > 0 and rerun.by_task["0_0"].records_in == 0  # continued
     assert isinstance(strategy_for(rerun.runner.compiled.program(1)), ColumnPlan)
-    ours = _results(kafka_bootstrap, topics["out"])
-    assert set(ours) == set(expected)
-    for group, sequence in expected.items():
-        assert ours[group] == sequence, group
+    _assert_groups_match(kafka_bootstrap, topics["out"], expected)
 
 
 def _assert_reference_exercises_it(expected: dict) -> None:
