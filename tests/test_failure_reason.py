@@ -3,7 +3,7 @@
 import pytest
 
 from dagster_kstreams.spark.checkpoint import start_on_checkpoint
-from dagster_kstreams.spark.errors import failure_reason
+from dagster_kstreams.spark.errors import failure_reason, lost_work
 
 RECORD_TOO_LARGE = """An error occurred while calling o123.save.
 : org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 3.0 failed 1 times
@@ -67,8 +67,37 @@ cast(partition#2055 as string),  offset , cast(offset#2056L as string),  with Se
 invalid UTF-8) ELSE concat(cannot deserialize the value of the record at topic ', topic#2054, ' END as boolean), true)
 """
 
+# A Python worker killed while it ran a batch (tests/test_lost_work.py kills one): Spark's innermost
+# cause is the socket's, its own line a hint about a traceback there is none of.
+WORKER_CRASHED = """py4j.protocol.Py4JJavaError: An error occurred while calling o678.save.
+Caused by: org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 0.0 failed 1 times, \
+most recent failure: Lost task 0.0 in stage 0.0 (TID 0) (localhost executor driver): org.apache.spark.SparkException: \
+Python worker exited unexpectedly (crashed). Consider setting 'spark.sql.execution.pyspark.udf.faulthandler.enabled' \
+or'spark.python.worker.faulthandler.enabled' configuration to 'true' for the better Python traceback.
+Caused by: java.net.SocketException: Connection reset
+"""
+
+EXECUTOR_LOST = """org.apache.spark.SparkException: Job aborted due to stage failure: Task 3 in stage 7.0 failed 4 \
+times, most recent failure: Lost task 3.3 in stage 7.0 (TID 41) (10.0.0.7 executor 2): ExecutorLostFailure \
+(executor 2 exited caused by one of the running tasks) Reason: Remote RPC client disassociated."""
+
+
+@pytest.mark.parametrize("text, lost", [
+    (RESULT_LOST, "the batch's result (TaskResultLost)"),
+    (WORKER_CRASHED, "the Python worker that ran the batch (it exited unexpectedly)"),
+    (EXECUTOR_LOST, "the executor that ran the batch (ExecutorLostFailure)"),
+    (RECORD_TOO_LARGE, None),
+    (PYTHON_WORKER, None),  # the user's function raised: running it again raises again
+    (METADATA_RACE, None),  # another process: the fence decides, not a retry
+    ("DeserializationError: cannot deserialize the value of the record at topic 't' partition 0 offset 3", None),
+])
+def test_work_spark_lost_is_told_from_a_record_or_the_code_failing(text, lost):
+    assert lost_work(RuntimeError(text)) == lost
+
 
 @pytest.mark.parametrize("text, expected", [
+    (WORKER_CRASHED, "a Spark Python worker running the batch exited unexpectedly (killed, out of memory, or crashed "
+                     "in native code): the batch was not committed: the task's next run processes it again"),
     (RESULT_LOST, "Spark lost a batch's result (TaskResultLost: result lost from block manager): increase "
                   "spark.driver.memory or spark.task.maxDirectResultSize, or lower max_records_per_batch; the batch "
                   "was not committed: the task's next run processes it again"),

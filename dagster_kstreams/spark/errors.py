@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+from typing import Optional
 
 from dagster_kstreams.topology.task_id import TaskId
 
-__all__ = ["SparkSessionError", "TaskFailedError", "TaskFencedError", "failure_reason", "used_concurrently"]
+__all__ = ["SparkSessionError", "TaskFailedError", "TaskFencedError", "failure_reason", "lost_work", "used_concurrently"]
 
 
 class SparkSessionError(RuntimeError):
@@ -62,10 +63,25 @@ _HINTS = {
 }
 # A batch's result that Spark kept in its block manager and could not read back (evicted under
 # memory pressure, or its fetch failed): said with the settings that keep results out of it.
-_RESULT_LOST = re.compile(r"TaskResultLost \(result lost from block manager\)")
+_RESULT_LOST = "TaskResultLost (result lost from block manager)"
 _RESULT_LOST_REASON = ("Spark lost a batch's result (TaskResultLost: result lost from block manager): increase "
                        "spark.driver.memory or spark.task.maxDirectResultSize, or lower max_records_per_batch; "
                        "the batch was not committed: the task's next run processes it again")
+# A Python worker killed while it ran the batch (by the kernel's out-of-memory killer, an operator),
+# or one whose native code crashed. Spark's own line ends in a hint about a traceback there is none of.
+_WORKER_CRASHED = "Python worker exited unexpectedly (crashed)"
+_WORKER_CRASHED_REASON = ("a Spark Python worker running the batch exited unexpectedly (killed, out of memory, or "
+                          "crashed in native code): the batch was not committed: the task's next run processes it "
+                          "again")
+# An executor gone (its machine, its JVM) with the batch's work, after Spark's own retries of the task.
+_EXECUTOR_LOST = "ExecutorLostFailure"
+# Spark losing work it had done, not a record or the code failing: the batch was not committed,
+# and running it again from the checkpoint gives the same result, as a rerun after a crash does.
+_LOST_WORK = {
+    _RESULT_LOST: "the batch's result (TaskResultLost)",
+    _WORKER_CRASHED: "the Python worker that ran the batch (it exited unexpectedly)",
+    _EXECUTOR_LOST: "the executor that ran the batch (ExecutorLostFailure)",
+}
 
 
 # Spark takes no lock on a checkpoint: two processes writing the same one at once fail the slower.
@@ -85,6 +101,13 @@ def used_concurrently(error: BaseException) -> bool:
     return any(marker in text for marker in _CONCURRENT_USE)
 
 
+def lost_work(error: BaseException) -> Optional[str]:
+    """What Spark lost of a batch's work (a task's result, a Python worker, an executor) if that is
+    why a query failed, rather than a record, the code or another process; else None."""
+    text = str(error)
+    return next((lost for marker, lost in _LOST_WORK.items() if marker in text), None)
+
+
 def failure_reason(error: BaseException) -> str:
     """The one line a user needs from a failed streaming query (Python or JVM): the innermost
     exception that is not a mere wrapper, with what to change when the fix is a setting. Never a
@@ -97,8 +120,10 @@ def failure_reason(error: BaseException) -> str:
         detail = next(marker for marker in _CONCURRENT_USE if marker in text)
         named = _CONCURRENT_LOG.search(text) if detail == _CONCURRENT_USE[-1] else None
         return _CONCURRENT_REASON.format(detail=named.group(0) if named else detail)
-    if _RESULT_LOST.search(text):
+    if _RESULT_LOST in text:
         return _RESULT_LOST_REASON
+    if _WORKER_CRASHED in text:
+        return _WORKER_CRASHED_REASON
     causes = []
     for line in text.splitlines():
         found = _EXCEPTION_LINE.match(line.strip())

@@ -26,6 +26,12 @@ fenced at its next batch, and both would stop. So a run whose query failed that 
 fence whether it still owns the task: if so it starts its query again on the checkpoint as the
 other left it (running the batch the other planned), else it stops fenced
 (:class:`~dagster_kstreams.spark.errors.TaskFencedError`, one line). Of the two, one goes on.
+
+A query whose batch failed because Spark lost work it had done (a Python worker killed while it
+ran the batch, a task's result lost, an executor gone: :func:`~dagster_kstreams.spark.errors.lost_work`)
+is started again the same way: the batch was not committed, so running it again from the
+checkpoint is what a rerun after a crash does, without failing the task. (On a cluster Spark
+retries a lost task itself; in local mode it does not.)
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ from dagster_kstreams.kafka.admin import KafkaAdmin
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.spark.batch_writer import ended_as_asked
 from dagster_kstreams.spark.committed_progress import CommittedProgress
-from dagster_kstreams.spark.errors import TaskFailedError, failure_reason, used_concurrently
+from dagster_kstreams.spark.errors import TaskFailedError, failure_reason, lost_work, used_concurrently
 from dagster_kstreams.spark.metrics import records_written_since
 from dagster_kstreams.spark.run_state import RunFence, RunState
 from dagster_kstreams.spark.task_result import TaskResult
@@ -50,8 +56,9 @@ log = logging.getLogger(__name__)
 
 # How many times a run starts its query again after another process planned the same batch at
 # the same moment (once is what a simultaneous start needs; more would mean a process that keeps
-# planning without being fenced, which the fence rules out), and how long it lets the other
-# process's write of the offset log end first.
+# planning without being fenced, which the fence rules out) or after Spark lost a batch's work
+# (more would mean a worker that dies on every try: the task fails, naming why), and how long it
+# lets the other process's write of the offset log end first.
 _STARTS_AGAIN = 3
 _PAUSE_BEFORE_STARTING_AGAIN_S = 0.5
 
@@ -125,17 +132,26 @@ class RunningTask:
 
     def _started_again(self) -> bool:
         """Start the query again if it stopped because another process planned the same batch at
-        the same moment and this run still owns the task; whether it did."""
+        the same moment, or because Spark lost the batch's work, and this run still owns the task;
+        whether it did."""
         if (self._start_again is None or self._starts_left == 0 or self._failed is not None or self._closed
                 or self._query.isActive):
             return False
         error = self._query.exception()
-        if error is None or not used_concurrently(error):
+        if error is None:
+            return False
+        lost = lost_work(error)
+        if used_concurrently(error):
+            stage, why = ("when another process planned the same batch at the same moment",
+                          "another process planned the same batch at the same moment")
+        elif lost is not None:
+            stage, why = "when Spark lost a batch's work", f"Spark lost {lost}, before the batch was committed"
+        else:
             return False
         self._starts_left -= 1
         try:
-            # Raises, and keeps the error in the fence, if the other process took the task.
-            self._fence.check(self._run.processed, "when another process planned the same batch at the same moment")
+            # Raises, and keeps the error in the fence, if another process took the task.
+            self._fence.check(self._run.processed, stage)
             time.sleep(_PAUSE_BEFORE_STARTING_AGAIN_S)
             self._query = self._start_again()
         except TaskFailedError as error:
@@ -144,8 +160,8 @@ class RunningTask:
         except Exception as error:  # Kafka unreachable while reading the group's offsets
             self._failed = TaskFailedError(self.task, self.application_id, failure_reason(error))
             return False
-        log.warning("task %s of application %r: another process planned the same batch at the same moment; this "
-                    "run still owns the task and starts again on its checkpoint", self.task, self.application_id)
+        log.warning("task %s of application %r: %s; this run still owns the task and starts again on its "
+                    "checkpoint", self.task, self.application_id, why)
         return True
 
     def take_result(self, seconds: Optional[float] = None) -> TaskResult:
