@@ -13,8 +13,8 @@ from dagster_kstreams import Consumed, Grouped, Materialized, Named, StreamsBuil
 
 from fk_join_topology import fk_join_examples
 from regroup_topology import regroup_examples
-from versioned_topology import versioned_examples
 from topology_catalog_entries import CatalogEntries, field
+from versioned_topology import versioned_examples
 
 ENTRIES = CatalogEntries()
 topology = ENTRIES.add

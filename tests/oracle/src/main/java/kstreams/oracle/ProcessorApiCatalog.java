@@ -2,13 +2,23 @@ package kstreams.oracle;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Supplier;
 
+import org.apache.kafka.common.serialization.Serde;
+import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
+import org.apache.kafka.streams.processor.api.FixedKeyRecord;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorSupplier;
+import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.state.StoreBuilder;
+import org.apache.kafka.streams.state.Stores;
 
 /**
  * The Processor API (process, processValues, suppliers with stores, the low-level Topology).
@@ -34,21 +44,20 @@ final class ProcessorApiCatalog {
 
     // ---- The Processor API ------------------------------------------------------------------
 
-    static final class Nothing implements org.apache.kafka.streams.processor.api.Processor<String, String, String, String> {
+    static final class Nothing implements Processor<String, String, String, String> {
         @Override
-        public void process(org.apache.kafka.streams.processor.api.Record<String, String> record) { }
+        public void process(Record<String, String> record) { }
     }
 
-    static final class NothingFixedKey implements org.apache.kafka.streams.processor.api.FixedKeyProcessor<String, String, String> {
+    static final class NothingFixedKey implements FixedKeyProcessor<String, String, String> {
         @Override
-        public void process(org.apache.kafka.streams.processor.api.FixedKeyRecord<String, String> record) { }
+        public void process(FixedKeyRecord<String, String> record) { }
     }
 
     static Topology processor_api_named_then_count() {
         StreamsBuilder b = new StreamsBuilder();
-        b.addStateStore(org.apache.kafka.streams.state.Stores.keyValueStoreBuilder(
-            org.apache.kafka.streams.state.Stores.inMemoryKeyValueStore("last-seen"),
-            org.apache.kafka.common.serialization.Serdes.String(), org.apache.kafka.common.serialization.Serdes.String()));
+        b.addStateStore(Stores.keyValueStoreBuilder(
+            Stores.inMemoryKeyValueStore("last-seen"), Serdes.String(), Serdes.String()));
         KStream<String, String> processed = b.<String, String>stream("orders")
             .<String, String>process(Nothing::new, Named.as("dedup"), "last-seen");
         processed.<String>processValues(NothingFixedKey::new, "last-seen")
@@ -56,22 +65,21 @@ final class ProcessorApiCatalog {
         processed.groupByKey()
             .count()
             .toStream()
-            .to("order-counts", Produced.with(org.apache.kafka.common.serialization.Serdes.String(),
-                                              org.apache.kafka.common.serialization.Serdes.Long()));
+            .to("order-counts", Produced.with(Serdes.String(), Serdes.Long()));
         return b.build();
     }
 
     static Topology processor_api_low_level_wiring() {
-        org.apache.kafka.common.serialization.Serde<String> strings = org.apache.kafka.common.serialization.Serdes.String();
+        Serde<String> strings = Serdes.String();
         Topology t = new Topology();
         t.addSource("orders-source", "orders");
         t.addSource("payments-source", "payments", "refunds");
         t.addProcessor("match", Nothing::new, "orders-source", "payments-source");
         t.addProcessor("audit", Nothing::new, "match");
-        t.addStateStore(org.apache.kafka.streams.state.Stores.keyValueStoreBuilder(
-            org.apache.kafka.streams.state.Stores.persistentKeyValueStore("pending"), strings, strings), "match");
-        t.addStateStore(org.apache.kafka.streams.state.Stores.keyValueStoreBuilder(
-            org.apache.kafka.streams.state.Stores.inMemoryKeyValueStore("audit-log"), strings, strings));
+        t.addStateStore(Stores.keyValueStoreBuilder(
+            Stores.persistentKeyValueStore("pending"), strings, strings), "match");
+        t.addStateStore(Stores.keyValueStoreBuilder(
+            Stores.inMemoryKeyValueStore("audit-log"), strings, strings));
         t.connectProcessorAndStateStores("audit", "audit-log", "pending");
         t.addSink("matched-sink", "matched", "match");
         t.addSink("audit-sink", "audited", "audit", "match");
@@ -82,25 +90,23 @@ final class ProcessorApiCatalog {
     }
 
     /** A supplier that brings its own store (ConnectedStoreProvider.stores()). */
-    static final class WithStores implements org.apache.kafka.streams.processor.api.ProcessorSupplier<String, String, String, String> {
+    static final class WithStores implements ProcessorSupplier<String, String, String, String> {
         @Override
-        public org.apache.kafka.streams.processor.api.Processor<String, String, String, String> get() {
+        public Processor<String, String, String, String> get() {
             return new Nothing();
         }
 
         @Override
-        public java.util.Set<org.apache.kafka.streams.state.StoreBuilder<?>> stores() {
-            return java.util.Set.of(org.apache.kafka.streams.state.Stores.keyValueStoreBuilder(
-                org.apache.kafka.streams.state.Stores.persistentKeyValueStore("own-store"),
-                org.apache.kafka.common.serialization.Serdes.String(), org.apache.kafka.common.serialization.Serdes.String()));
+        public Set<StoreBuilder<?>> stores() {
+            return Set.of(Stores.keyValueStoreBuilder(
+                Stores.persistentKeyValueStore("own-store"), Serdes.String(), Serdes.String()));
         }
     }
 
     static Topology processor_api_supplier_with_stores() {
         StreamsBuilder b = new StreamsBuilder();
-        b.addStateStore(org.apache.kafka.streams.state.Stores.keyValueStoreBuilder(
-            org.apache.kafka.streams.state.Stores.inMemoryKeyValueStore("shared"),
-            org.apache.kafka.common.serialization.Serdes.String(), org.apache.kafka.common.serialization.Serdes.String()));
+        b.addStateStore(Stores.keyValueStoreBuilder(
+            Stores.inMemoryKeyValueStore("shared"), Serdes.String(), Serdes.String()));
         b.<String, String>stream("events").process(new WithStores(), "shared").to("processed");
         return b.build();
     }
