@@ -41,7 +41,7 @@ OUTPUT_KEYS = {"out-final": 10_000, "out-closed": 10_000, "out-sessions": "sessi
 
 
 class ClosedWindowWriter(Processor):
-    """SuppressExamples.ClosedWindowWriter: on each event with a key (after the aggregations: it is
+    """ClosedWindowWriter.java: on each event with a key (after the aggregations: it is
     the stream's last child), writes the store of the hopping aggregate emitting on window close
     ("closed-written": 10 s windows advancing by 5 s, grace 2 s, retention 12 s), then forwards what
     the store returns. Event ``e<i>`` at ``t``, whose latest window starts at ``s``: i % 5 == 1
@@ -87,7 +87,7 @@ class ClosedWindowWriter(Processor):
 
 
 class ClosedSessionWriter(Processor):
-    """SuppressExamples.ClosedSessionWriter: as :class:`ClosedWindowWriter`, on the store of the session
+    """ClosedSessionWriter.java: as :class:`ClosedWindowWriter`, on the store of the session
     aggregate emitting on window close ("closed-sessions-written": gap 3 s, grace 1 s, retention 4 s).
     Event ``e<i>`` at ``t``: i % 5 == 2 overwrites the key's latest session with ``w<i>``; i % 9 == 5
     removes it; i % 23 == 6 puts a session ``[t, t]`` of key ``<family>9``; i % 31 == 8 puts the key's

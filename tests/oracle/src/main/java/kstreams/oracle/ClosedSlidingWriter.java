@@ -13,7 +13,7 @@ import org.apache.kafka.streams.state.TimestampedWindowStore;
 import org.apache.kafka.streams.state.ValueAndTimestamp;
 import org.apache.kafka.streams.state.WindowStoreIterator;
 
-import static kstreams.oracle.SuppressExamples.stored;
+import static kstreams.oracle.ClosedWindowWriter.stored;
 
 /**
  * On each slide with a key (after the sliding aggregations: it is the stream's last child), writes the

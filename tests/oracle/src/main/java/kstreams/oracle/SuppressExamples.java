@@ -1,7 +1,6 @@
 package kstreams.oracle;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -12,7 +11,6 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
-import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
@@ -23,7 +21,6 @@ import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KStream;
-import org.apache.kafka.streams.kstream.internals.SessionWindow;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
@@ -37,16 +34,10 @@ import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
 import org.apache.kafka.streams.processor.api.FixedKeyRecord;
-import org.apache.kafka.streams.processor.api.Processor;
-import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
-import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.SessionStore;
-import org.apache.kafka.streams.state.TimestampedWindowStore;
-import org.apache.kafka.streams.state.ValueAndTimestamp;
 import org.apache.kafka.streams.state.WindowStore;
-import org.apache.kafka.streams.state.WindowStoreIterator;
 
 /**
  * suppress (until a window closes, until a time limit) and emit-on-window-close, run by Kafka
@@ -66,7 +57,9 @@ import org.apache.kafka.streams.state.WindowStoreIterator;
  * record that overfills the buffer. The JSON then also holds "failure": the topic, partition and
  * offset of that record and the suppression's name, as the processing exception handler saw them.
  *
- * The Python twin is suppress_examples() in tests/suppress_topology.py; keep the two in step.
+ * The Python twin is suppress_examples() in tests/suppress_topology.py; keep the two in step. The
+ * processors that write the stores of the aggregates emitting on window close are classes of their
+ * own: ClosedWindowWriter, ClosedSessionWriter, ClosedSlidingWriter.
  */
 public final class SuppressExamples {
     private SuppressExamples() {}
@@ -254,149 +247,6 @@ public final class SuppressExamples {
                 Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 5_000), Serdes.String()));
         slideStream.process(ClosedSlidingWriter::new, "closed-sliding-written").to(outClosedSlidingReads);
         return builder.build();
-    }
-
-    /** A session store entry as both twins write it: key@start-end=value. */
-    static String session(KeyValue<Windowed<String>, String> entry) {
-        return entry.key.key() + "@" + entry.key.window().start() + "-" + entry.key.window().end() + "=" + entry.value;
-    }
-
-    /**
-     * As ClosedWindowWriter, on the store of the session aggregate emitting on window close
-     * (ClosedSessionWriter in suppress_topology.py says what, and keeps the same text).
-     */
-    static final class ClosedSessionWriter implements Processor<String, String, String, String> {
-        private ProcessorContext<String, String> context;
-        private SessionStore<String, String> store;
-
-        @Override
-        public void init(ProcessorContext<String, String> context) {
-            this.context = context;
-            this.store = context.getStateStore("closed-sessions-written");
-        }
-
-        @Override
-        public void process(Record<String, String> record) {
-            String key = record.key();
-            if (key == null) {
-                return;
-            }
-            long timestamp = record.timestamp();
-            long i = record.value() == null ? -1 : Long.parseLong(record.value().substring(1));
-            String family = key.substring(0, 1);
-            if (Math.floorMod(i, 5) == 2 || Math.floorMod(i, 9) == 5) {
-                List<Windowed<String>> sessions = new ArrayList<>();
-                try (KeyValueIterator<Windowed<String>, String> entries = store.fetch(key)) {
-                    entries.forEachRemaining(entry -> sessions.add(entry.key));
-                }
-                if (!sessions.isEmpty() && Math.floorMod(i, 5) == 2) {
-                    store.put(sessions.get(sessions.size() - 1), "w" + i);
-                }
-                if (!sessions.isEmpty() && Math.floorMod(i, 9) == 5) {
-                    store.remove(sessions.get(sessions.size() - 1));
-                }
-            }
-            if (Math.floorMod(i, 23) == 6) {
-                store.put(new Windowed<>(family + "9", new SessionWindow(timestamp, timestamp)), "n" + i);
-            }
-            if (Math.floorMod(i, 31) == 8) {
-                store.put(new Windowed<>(key, new SessionWindow(timestamp - 30_000, timestamp - 29_000)), "old" + i);
-            }
-            if (Math.floorMod(i, 97) == 51) {
-                store.put(new Windowed<>(family + "9", new SessionWindow(timestamp + 20_000, timestamp + 20_000)),
-                          "ahead" + i);
-            }
-            String one = store.fetchSession(key, timestamp, timestamp);
-            List<String> mine = new ArrayList<>();
-            try (KeyValueIterator<Windowed<String>, String> entries =
-                     store.findSessions(key, timestamp - 3_000, timestamp + 3_000)) {
-                entries.forEachRemaining(entry -> mine.add(
-                    entry.key.window().start() + "-" + entry.key.window().end() + "=" + entry.value));
-            }
-            List<String> familySessions = new ArrayList<>();
-            try (KeyValueIterator<Windowed<String>, String> entries = store.backwardFindSessions(
-                     family + "1", family + "9", timestamp - 10_000, timestamp + 10_000)) {
-                entries.forEachRemaining(entry -> familySessions.add(session(entry)));
-            }
-            List<String> everything = new ArrayList<>();
-            try (KeyValueIterator<Windowed<String>, String> entries = store.fetch(family + "1", family + "9")) {
-                entries.forEachRemaining(entry -> everything.add(
-                    entry.key.key() + "@" + entry.key.window().start() + "-" + entry.key.window().end()));
-            }
-            context.forward(new Record<>(key, i + "|" + (one == null ? "null" : one) + "|" + String.join(",", mine)
-                + "|" + String.join(",", familySessions) + "|" + String.join(",", everything), timestamp));
-        }
-    }
-
-    /** A ValueAndTimestamp as both twins write it: value@timestamp, or null. */
-    static String stored(ValueAndTimestamp<String> stored) {
-        return stored == null ? "null" : stored.value() + "@" + stored.timestamp();
-    }
-
-    /**
-     * On each event with a key (after the aggregations: it is the stream's last child), writes the
-     * store of the hopping aggregate emitting on window close, then forwards what the store returns
-     * (ClosedWindowWriter in suppress_topology.py says what, and keeps the same text).
-     */
-    static final class ClosedWindowWriter implements Processor<String, String, String, String> {
-        private ProcessorContext<String, String> context;
-        private TimestampedWindowStore<String, String> store;
-
-        @Override
-        public void init(ProcessorContext<String, String> context) {
-            this.context = context;
-            this.store = context.getStateStore("closed-written");
-        }
-
-        @Override
-        public void process(Record<String, String> record) {
-            String key = record.key();
-            if (key == null) {
-                return;
-            }
-            long timestamp = record.timestamp();
-            long i = record.value() == null ? -1 : Long.parseLong(record.value().substring(1));
-            long latest = Math.floorDiv(timestamp, 5_000L) * 5_000L;
-            String family = key.substring(0, 1);
-            if (Math.floorMod(i, 5) == 1) {
-                store.put(key, ValueAndTimestamp.make("w" + i, timestamp + 3), latest);
-            }
-            if (Math.floorMod(i, 9) == 4) {
-                store.put(key, null, latest - 5_000);
-            }
-            if (Math.floorMod(i, 23) == 5) {
-                store.put(family + "9", ValueAndTimestamp.make("n" + i, timestamp), latest);
-            }
-            if (Math.floorMod(i, 31) == 7) {
-                store.put(key, ValueAndTimestamp.make("old" + i, timestamp), latest - 20_000);
-            }
-            if (Math.floorMod(i, 97) == 50) {
-                store.put(family + "9", ValueAndTimestamp.make("ahead" + i, timestamp), latest + 15_000);
-            }
-            String one = stored(store.fetch(key, latest));
-            List<String> mine = new ArrayList<>();
-            try (WindowStoreIterator<ValueAndTimestamp<String>> entries = store.fetch(key, latest - 10_000, latest)) {
-                entries.forEachRemaining(entry -> mine.add(entry.key + "=" + stored(entry.value)));
-            }
-            List<String> familyWindows = new ArrayList<>();
-            try (KeyValueIterator<Windowed<String>, ValueAndTimestamp<String>> entries =
-                     store.fetch(family + "1", family + "9", latest - 5_000, latest)) {
-                entries.forEachRemaining(entry -> familyWindows.add(
-                    entry.key.key() + "@" + entry.key.window().start() + "=" + stored(entry.value)));
-            }
-            List<String> everything = new ArrayList<>();
-            try (KeyValueIterator<Windowed<String>, ValueAndTimestamp<String>> entries = store.all()) {
-                entries.forEachRemaining(entry -> everything.add(entry.key.key() + "@" + entry.key.window().start()));
-            }
-            List<String> backward = new ArrayList<>();
-            try (KeyValueIterator<Windowed<String>, ValueAndTimestamp<String>> entries =
-                     store.backwardFetchAll(latest - 15_000, latest)) {
-                entries.forEachRemaining(entry -> backward.add(entry.key.key() + "@" + entry.key.window().start()));
-            }
-            context.forward(new Record<>(key, i + "|" + one + "|" + String.join(",", mine) + "|"
-                + String.join(",", familyWindows) + "|" + String.join(",", everything) + "|"
-                + String.join(",", backward), timestamp));
-        }
     }
 
     /** The value, "|t" and the record's timestamp (StampWindowValues in suppress_topology.py). */

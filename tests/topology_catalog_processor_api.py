@@ -1,0 +1,102 @@
+"""The catalog's Processor API topologies (process, process_values, suppliers with stores, the
+low-level Topology).
+
+Entries of tests/topology_catalog.py; their Java twins, under the same names, are in
+tests/oracle/src/main/java/kstreams/oracle/ProcessorApiCatalog.java. Keep the two in step.
+"""
+
+from __future__ import annotations
+
+from dagster_kstreams import Named, Produced, StreamsBuilder, Serdes
+from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Processor, ProcessorSupplier, Stores
+from dagster_kstreams.topology import Topology
+
+from processor_api_topology import processor_api_examples, processor_api_low_level
+from topology_catalog_entries import CatalogEntries
+
+ENTRIES = CatalogEntries()
+topology = ENTRIES.add
+
+
+# ---- The Processor API -------------------------------------------------------------------
+
+
+def processor_api_examples_topology():
+    # The topology tests/test_equivalence_processor_api.py runs on Spark and with Kafka Streams.
+    return processor_api_examples({"events": "events", "out": "out"}).build()
+
+
+ENTRIES["processor_api_examples"] = processor_api_examples_topology
+
+
+class _Nothing(Processor):
+    def process(self, record):
+        pass
+
+
+class _NothingFixedKey(FixedKeyProcessor):
+    def process(self, record):
+        pass
+
+
+@topology
+def processor_api_named_then_count():
+    b = StreamsBuilder()
+    b.add_state_store(Stores.key_value_store_builder(
+        Stores.in_memory_key_value_store("last-seen"), Serdes.String(), Serdes.String()))
+    processed = b.stream("orders").process(_Nothing, Named.as_("dedup"), "last-seen")
+    processed.process_values(_NothingFixedKey, "last-seen").to("audited")
+    processed.group_by_key().count().to_stream().to("order-counts", Produced.with_(Serdes.String(), Serdes.Long()))
+    return b.build()
+
+
+def processor_api_low_level_examples_topology():
+    # The low-level twin tests/test_equivalence_processor_api.py also runs on Spark.
+    return processor_api_low_level({"events": "events", "out": "out"})
+
+
+ENTRIES["processor_api_low_level_examples"] = processor_api_low_level_examples_topology
+
+
+@topology
+def processor_api_low_level_wiring():
+    strings = Serdes.String()
+    t = Topology()
+    t.add_source("orders-source", "orders")
+    t.add_source("payments-source", "payments", "refunds")
+    t.add_processor("match", _Nothing, "orders-source", "payments-source")
+    t.add_processor("audit", _Nothing, "match")
+    t.add_state_store(Stores.key_value_store_builder(Stores.persistent_key_value_store("pending"), strings, strings),
+                      "match")
+    t.add_state_store(Stores.key_value_store_builder(Stores.in_memory_key_value_store("audit-log"), strings, strings))
+    t.connect_processor_and_state_stores("audit", "audit-log", "pending")
+    t.add_sink("matched-sink", "matched", "match")
+    t.add_sink("audit-sink", "audited", "audit", "match")
+    t.add_source("other-source", "other")
+    t.add_processor("lonely", _Nothing, "other-source")
+    t.add_sink("lonely-sink", "lonely-out", "lonely")
+    return t
+
+
+class _WithStores(ProcessorSupplier):
+    def get(self):
+        return _Nothing()
+
+    def stores(self):
+        return [Stores.key_value_store_builder(Stores.persistent_key_value_store("own-store"),
+                                               Serdes.String(), Serdes.String())]
+
+
+@topology
+def processor_api_supplier_with_stores():
+    b = StreamsBuilder()
+    b.add_state_store(Stores.key_value_store_builder(
+        Stores.in_memory_key_value_store("shared"), Serdes.String(), Serdes.String()))
+    b.stream("events").process(_WithStores(), "shared").to("processed")
+    return b.build()
+
+
+@topology
+def processor_api_low_level_supplier_with_stores():
+    return Topology().add_source("src", "more-events").add_processor("own", _WithStores(), "src") \
+        .add_sink("sink", "more-processed", "own")
