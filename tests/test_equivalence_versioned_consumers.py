@@ -41,6 +41,14 @@ store and on its tails' (a map_values' versioned store) as Kafka Streams' ``Vers
 it puts versions ahead into each (the aggregation adds its next change of the key to what it put) and
 reads each one's latest version and the one before the change.
 
+Two more steps into versioned stores: the orders and the limits' changes cogrouped into a plain store
+(each cogrouped stream's aggregation stamps its update with the larger of the record's and the
+aggregate's time) mapped into one of 1 s, and the limits suppressed for 500 ms (each evicted update
+emitted with the time of the key's latest buffered update) filtered into one of 2 s: their changes
+carry their timestamps (expired puts, out-of-order ones forwarded, tombstones). A processor on the
+cogroup tails' changes (StepVersions) reads both stores (latest and as of 1 ms before the change) and
+the prices' filter's plain store, which takes an out-of-order price as the key's latest, at its time.
+
 Compared: describe() of the very topology run, and per output topic and partition the whole
 sequence of (key, value) records (not their timestamps, but where a value carries its own: README,
 "Record timestamps written by the runner"), except the foreign-key join's: which answers a later version of a price makes stale
@@ -218,6 +226,40 @@ def _assert_steps_exercised(expected: dict, records: dict[str, list[tuple]]) -> 
     assert any(int(t) > order_time[value] for _, value, t in last_orders if value != "null")
     assert any(value == "null" for _, value, _ in last_orders)
     assert len(_stamped(expected, "out-history-tails")) > 50
+    _assert_cogroup_and_suppression_steps_exercised(expected, records)
+
+
+def _assert_cogroup_and_suppression_steps_exercised(expected: dict, records: dict[str, list[tuple]]) -> None:
+    """The cogroup's tails put updates stamped with the aggregate's later time than their record's, and
+    drop some as expired; the suppressed limits' filter puts evicted updates out of order (forwarded),
+    tombstones, and drops some; the processor reads versions of both stores other than the latest, and
+    the prices' filter's plain store holding an out-of-order price."""
+    record_time = {value: timestamp for topic in ("orders", "limits") for _, value, _, timestamp in records[topic]
+                   if value is not None}
+    tails = _stamped(expected, "out-cogroup-tails")
+    added = [(re.search(r"[+-]([ol]\d+)$", value), int(t)) for _, value, t in tails]
+    assert any(t > record_time[match[1]] for match, t in added if match)
+    taken = sum(1 for topic in ("orders", "limits") for key, value, _, _ in records[topic]
+                if key is not None and value is not None)
+    assert 20 < len(tails) < taken
+    suppressed = _stamped(expected, "out-suppressed-limits")
+    assert _not_latest(suppressed) >= 2 and any(value == "null" for _, value, _ in suppressed)
+    kept_limits = {value for key, value, _, _ in records["limits"] if key is not None and value is not None
+                   and int(value[1:]) % 3 != 0}
+    assert len(kept_limits - {value for _, value, _ in suppressed}) >= 5
+    reads = [value.split("|") for value in _values(expected, "out-step-versions")]
+    assert any(parts[2] != parts[3] for parts in reads) and any(parts[4] != parts[5] for parts in reads)
+    assert any(parts[4] != "null" for parts in reads)
+    # The prices' filter's plain store, read: an out-of-order price taken as the key's latest, its time
+    # going back
+    stored_time: dict = {}
+    went_back = 0
+    for key, value in ((key, value) for p in range(PARTITIONS) for key, value in expected[("out-step-versions", p)]):
+        stored = value.split("|")[6]
+        if stored != "null":
+            went_back += int(stored.split("@")[1]) < stored_time.get(key, -1)
+            stored_time[key] = int(stored.split("@")[1])
+    assert went_back >= 1
 
 
 def _assert_history_versions_exercised(expected: dict) -> None:

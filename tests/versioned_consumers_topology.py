@@ -22,8 +22,12 @@ the re-grouped aggregate mapped into one of 500 ms of history; the limits left-j
 (stamped with the larger of both rows' times) filtered into one of 2 s; the last order per user (a
 plain store: each stamped with the larger of the order's and the previous one's time) filtered into
 one of 1 s; their changes carry their timestamps. :class:`HistoryVersions`, on the re-grouped
-aggregate's changes, works on its versioned store and on its tails' (``out-history-versions``). Its
-functions are self-contained: Spark's Python workers cannot import modules of tests/.
+aggregate's changes, works on its versioned store and on its tails' (``out-history-versions``). The
+orders and the limits' changes are cogrouped into a plain store, mapped into a versioned one of 1 s
+(``out-cogroup-tails``); the limits suppressed for 500 ms are filtered into one of 2 s
+(``out-suppressed-limits``); :class:`StepVersions`, on the cogroup tails' changes, reads both and the
+prices' filter's plain store (``out-step-versions``). Its functions are self-contained: Spark's Python
+workers cannot import modules of tests/.
 """
 
 from __future__ import annotations
@@ -31,13 +35,16 @@ from __future__ import annotations
 from datetime import timedelta
 
 from equivalence_io import StampValues
-from dagster_kstreams.topology import Materialized, Processor, Record, Stores, StreamsBuilder, TableJoined
+from dagster_kstreams.topology import (
+    BufferConfig, Materialized, Processor, Record, Stores, StreamsBuilder, Suppressed, TableJoined,
+)
 from dagster_kstreams.topology.grouped_repartitioned import Grouped
 
 INPUTS = ("prices", "limits", "orders", "regions")
 OUTPUTS = ("out-joined", "out-history", "out-filtered", "out-kept-joined", "out-marked", "out-versioned-filtered",
            "out-versioned-joined", "out-orders", "out-order-counts", "out-counted", "out-priced-regions",
-           "out-join-steps", "out-last-orders", "out-history-tails", "out-history-versions")
+           "out-join-steps", "out-last-orders", "out-history-tails", "out-history-versions", "out-cogroup-tails",
+           "out-suppressed-limits", "out-step-versions")
 # The foreign-key join's output, whose sequence depends on when its answers come back (compared by final values)
 FK_OUTPUT = "out-priced-regions"
 FK_JOIN_NAME = "prices-regions"  # its internal topics: <app>-prices-regions-subscription-{registration,response}-topic
@@ -77,6 +84,28 @@ class HistoryVersions(Processor):
         reads = [self.history.get(key), self.history.get(key, t - 1), self.tails.get(key), self.tails.get(key, t - 1)]
         self.context.forward(record.with_value(
             f"{value}|t{t}|{written}|" + "|".join(_versioned_record(read) for read in reads)))
+
+
+class StepVersions(Processor):
+    """VersionedConsumerExamples.StepVersions: per change of the cogroup's tails, the latest version of the
+    tails' store and of the suppressed limits' (both versioned stores of filter/map_values steps), each
+    one's version 1 ms before the change, and what the prices' filter's plain store holds (an out-of-order
+    price as the key's latest, at its own time)."""
+
+    def init(self, context) -> None:
+        self.context = context
+        self.tails = context.get_state_store("cogroup-tails")
+        self.kept = context.get_state_store("suppressed-limits")
+        self.kept_prices = context.get_state_store("kept-store")
+
+    def process(self, record: Record) -> None:
+        key, t = record.key, record.timestamp
+        reads = [self.tails.get(key), self.tails.get(key, t - 1), self.kept.get(key), self.kept.get(key, t - 1)]
+        value = "null" if record.value is None else record.value
+        stored = self.kept_prices.get(key)
+        stored_text = "null" if stored is None else f"{stored.value()}@{stored.timestamp()}"
+        self.context.forward(record.with_value(
+            f"{value}|t{t}|" + "|".join(_versioned_record(read) for read in reads) + f"|{stored_text}"))
 
 
 def versioned_consumer_examples(topics: dict[str, str]) -> StreamsBuilder:
@@ -136,4 +165,16 @@ def versioned_consumer_examples(topics: dict[str, str]) -> StreamsBuilder:
         Stores.persistent_versioned_key_value_store("regions-store", timedelta(seconds=4))))
     prices.join(regions, lambda price: f"r{number(price) % 4}", lambda price, region: f"{price}/{region}",
                 TableJoined.as_(FK_JOIN_NAME)).to_stream().to(topics["out-priced-regions"])
+    order_limit_log = orders.group_by_key().cogroup(lambda user, order, log: log + "+" + order) \
+        .cogroup(limits.to_stream().group_by_key(), lambda user, limit, log: log + "-" + limit) \
+        .aggregate(lambda: "", Materialized.as_("order-limit-log").with_caching_disabled())
+    cogroup_tails = order_limit_log.map_values(lambda log: log[-8:], Materialized.as_(
+        Stores.persistent_versioned_key_value_store("cogroup-tails", timedelta(seconds=1))))
+    cogroup_changes = cogroup_tails.to_stream()
+    cogroup_changes.process_values(StampValues).to(topics["out-cogroup-tails"])
+    limits.suppress(Suppressed.until_time_limit(timedelta(milliseconds=500), BufferConfig.unbounded())) \
+        .filter(lambda user, limit: number(limit) % 3 != 0, Materialized.as_(
+            Stores.persistent_versioned_key_value_store("suppressed-limits", timedelta(seconds=2)))) \
+        .to_stream().process_values(StampValues).to(topics["out-suppressed-limits"])
+    cogroup_changes.process(StepVersions, "cogroup-tails", "suppressed-limits", "kept-store").to(topics["out-step-versions"])
     return builder
