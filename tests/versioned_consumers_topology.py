@@ -26,7 +26,9 @@ aggregate's changes, works on its versioned store and on its tails' (``out-histo
 orders and the limits' changes are cogrouped into a plain store, mapped into a versioned one of 1 s
 (``out-cogroup-tails``); the limits suppressed for 500 ms are filtered into one of 2 s
 (``out-suppressed-limits``); :class:`StepVersions`, on the cogroup tails' changes, reads both and the
-prices' filter's plain store (``out-step-versions``). Its functions are self-contained: Spark's Python
+prices' filter's plain store (``out-step-versions``). Each order flags its user (a table of "o", the same
+value every time) left-joined on a foreign key, the user, with owners (a plain table): the result filtered
+into a versioned store of 2 s (``out-fk-steps``). Its functions are self-contained: Spark's Python
 workers cannot import modules of tests/.
 """
 
@@ -40,14 +42,15 @@ from dagster_kstreams.topology import (
 )
 from dagster_kstreams.topology.grouped_repartitioned import Grouped
 
-INPUTS = ("prices", "limits", "orders", "regions")
+INPUTS = ("prices", "limits", "orders", "regions", "owners")
 OUTPUTS = ("out-joined", "out-history", "out-filtered", "out-kept-joined", "out-marked", "out-versioned-filtered",
            "out-versioned-joined", "out-orders", "out-order-counts", "out-counted", "out-priced-regions",
            "out-join-steps", "out-last-orders", "out-history-tails", "out-history-versions", "out-cogroup-tails",
-           "out-suppressed-limits", "out-step-versions")
+           "out-suppressed-limits", "out-step-versions", "out-fk-steps")
 # The foreign-key join's output, whose sequence depends on when its answers come back (compared by final values)
 FK_OUTPUT = "out-priced-regions"
 FK_JOIN_NAME = "prices-regions"  # its internal topics: <app>-prices-regions-subscription-{registration,response}-topic
+OWNERS_JOIN_NAME = "flags-owners"  # the foreign-key join whose result a versioned step puts
 REPARTITION_TOPIC = "by-partner-repartition"
 # A user's partner in its partition (u1, u2, u3 in partition 0 of 2; u5, u11, u15 in 1).
 PARTNER = {"u1": "u2", "u2": "u3", "u3": "u1", "u5": "u11", "u11": "u15", "u15": "u5"}
@@ -177,4 +180,12 @@ def versioned_consumer_examples(topics: dict[str, str]) -> StreamsBuilder:
             Stores.persistent_versioned_key_value_store("suppressed-limits", timedelta(seconds=2)))) \
         .to_stream().process_values(StampValues).to(topics["out-suppressed-limits"])
     cogroup_changes.process(StepVersions, "cogroup-tails", "suppressed-limits", "kept-store").to(topics["out-step-versions"])
+    owners = builder.table(topics["owners"], Materialized.as_("owners-store").with_caching_disabled())
+    flags = orders.filter(lambda user, order: order is not None).map_values(lambda order: "o") \
+        .to_table(Materialized.as_("order-flags").with_caching_disabled())
+    flags.left_join(owners, lambda user, flag: user, lambda flag, owner: f"{flag}/{text(owner)}",
+                    TableJoined.as_(OWNERS_JOIN_NAME)) \
+        .filter(lambda user, joined: not joined.endswith("null"), Materialized.as_(
+            Stores.persistent_versioned_key_value_store("fk-steps", timedelta(seconds=2)))) \
+        .to_stream().process_values(StampValues).to(topics["out-fk-steps"])
     return builder
