@@ -285,14 +285,38 @@ def test_a_filter_of_a_join_stores_the_join_stamps_and_reads_its_own_store():
     ]
 
 
+def test_a_filter_store_of_a_versioned_table_takes_an_out_of_order_update_as_latest_at_its_time():
+    """Kafka Streams' ``KTableFilter`` puts every update of a versioned table into its plain store at the
+    update's time, an out-of-order one (forwarded marked not latest) as the key's latest: the processor
+    reads "b" at 50 after "a" at 100, while the table's current value stays "a"; then "c" at 120."""
+    builder = StreamsBuilder()
+    builder.table("in", Materialized.as_(Stores.persistent_versioned_key_value_store("v", timedelta(minutes=1)))) \
+        .filter(lambda key, value: not value.startswith("x"), Materialized.as_("kept").with_caching_disabled()) \
+        .to_stream().process(_Reader, "kept").to("out")
+    outputs, _ = _run(_program(builder), [("k", "a", 100), ("k", "b", 50), ("k", "c", 120)], 1)
+    assert [value for _, value in outputs] == ["a|t100|a@100", "b|t50|b@50", "c|t120|c@120"]
+
+
+def test_a_store_a_join_reads_too_is_its_writer_s():
+    """A table-table join and a stream-table join name the filter's store to read it (its value getter):
+    the filter writes it, and the processor gets it."""
+    builder = StreamsBuilder()
+    kept = builder.table("in", Materialized.as_("in-store").with_caching_disabled()) \
+        .filter(lambda key, value: True, Materialized.as_("kept").with_caching_disabled())
+    builder.table("other").left_join(kept, lambda value, other: f"{value}<{other}").to_stream().to("joined")
+    builder.stream("orders").join(kept, lambda order, value: f"{order}@{value}").to("read")
+    kept.to_stream().process(_Reader, "kept").to("out")
+    outputs, _ = _run(_program(builder), [("k", "a", 100), ("k", "b", 50)], 1)
+    assert [value for key, value in outputs if "|" in value] == ["a|t100|a@100", "b|t50|b@50"]
+
+
 def test_stores_the_runner_keeps_without_timestamps_are_refused_naming_them():
     # (the window stores still refused: test_dsl_window_store_processor_logic.py; the stores keyed by windows:
     # test_dsl_windowed_key_store_logic.py)
     builder = StreamsBuilder()
-    builder.table("t", Materialized.as_(Stores.persistent_versioned_key_value_store("v", timedelta(minutes=1)))) \
-        .filter(lambda k, v: True, Materialized.as_("kept")).to_stream().process(_Nothing, "kept")
-    with pytest.raises(UnsupportedTopologyError,
-                       match="store kept belongs to KTABLE-FILTER-.*over the versioned table"):
+    builder.table("l").join(builder.table("r"), lambda value: value, lambda value, other: value + other,
+                            Materialized.as_("joined")).to_stream().process(_Nothing, "joined")
+    with pytest.raises(UnsupportedTopologyError, match="store joined belongs to KTABLE-FK-JOIN-OUTPUT-.*without the timestamps"):
         _program(builder)
 
 

@@ -41,6 +41,22 @@ store and on its tails' (a map_values' versioned store) as Kafka Streams' ``Vers
 it puts versions ahead into each (the aggregation adds its next change of the key to what it put) and
 reads each one's latest version and the one before the change.
 
+Two more steps into versioned stores: the orders and the limits' changes cogrouped into a plain store
+(each cogrouped stream's aggregation stamps its update with the larger of the record's and the
+aggregate's time) mapped into one of 1 s, and the limits suppressed for 500 ms (each evicted update
+emitted with the time of the key's latest buffered update) filtered into one of 2 s: their changes
+carry their timestamps (expired puts, out-of-order ones forwarded, tombstones). A processor on the
+cogroup tails' changes (StepVersions) reads both stores (latest and as of 1 ms before the change) and
+the prices' filter's plain store, which takes an out-of-order price as the key's latest, at its time.
+
+And a foreign-key join's result into a versioned step: each order flags its user (a table of "o", the
+same value every time) left-joined on a foreign key, the user itself, with owners (a plain table whose
+every record is older than every other input's, u15 never written), filtered into a versioned store of
+2 s. Its sequence is determined, unlike the prices' join's: the owners are all processed before any
+subscription (older, in Kafka Streams' timestamp merge as here), so every answer carries its order's
+time; a user's subscriptions go to its own partition's owners task, whose answers come back in the
+order sent; and every answer matches the flag's hash (the same value), whenever it comes back.
+
 Compared: describe() of the very topology run, and per output topic and partition the whole
 sequence of (key, value) records (not their timestamps, but where a value carries its own: README,
 "Record timestamps written by the runner"), except the foreign-key join's: which answers a later version of a price makes stale
@@ -108,9 +124,23 @@ def _records(rng: random.Random, topic: str) -> list[tuple]:
     return records
 
 
+def _owners(rng: random.Random) -> list[tuple]:
+    """The owners table: every record older than every other input's (module docstring), u15 never
+    written, some deleted, out of order among themselves."""
+    records = []
+    for i in range(24):
+        key = rng.choice(USERS[:-1])
+        value = None if rng.random() < 0.15 else f"w{i}"
+        records.append((key, value, default_partition(key.encode(), PARTITIONS), T0 - 30_000 + i * 1_000
+                        - rng.randint(0, 3_000)))
+    return records
+
+
 def _input(seed: int = 19) -> dict[str, list[tuple]]:
     rng = random.Random(seed)
-    (records,) = with_unique_timestamps([{topic: _records(rng, topic) for topic in INPUTS}], INPUTS)
+    records = {topic: _records(rng, topic) for topic in INPUTS if topic != "owners"}
+    records["owners"] = _owners(rng)
+    (records,) = with_unique_timestamps([records], INPUTS)
     return records
 
 
@@ -218,6 +248,53 @@ def _assert_steps_exercised(expected: dict, records: dict[str, list[tuple]]) -> 
     assert any(int(t) > order_time[value] for _, value, t in last_orders if value != "null")
     assert any(value == "null" for _, value, _ in last_orders)
     assert len(_stamped(expected, "out-history-tails")) > 50
+    _assert_cogroup_and_suppression_steps_exercised(expected, records)
+
+
+def _assert_cogroup_and_suppression_steps_exercised(expected: dict, records: dict[str, list[tuple]]) -> None:
+    """The cogroup's tails put updates stamped with the aggregate's later time than their record's, and
+    drop some as expired; the suppressed limits' filter puts evicted updates out of order (forwarded),
+    tombstones, and drops some; the processor reads versions of both stores other than the latest, and
+    the prices' filter's plain store holding an out-of-order price."""
+    record_time = {value: timestamp for topic in ("orders", "limits") for _, value, _, timestamp in records[topic]
+                   if value is not None}
+    tails = _stamped(expected, "out-cogroup-tails")
+    added = [(re.search(r"[+-]([ol]\d+)$", value), int(t)) for _, value, t in tails]
+    assert any(t > record_time[match[1]] for match, t in added if match)
+    taken = sum(1 for topic in ("orders", "limits") for key, value, _, _ in records[topic]
+                if key is not None and value is not None)
+    assert 20 < len(tails) < taken
+    suppressed = _stamped(expected, "out-suppressed-limits")
+    assert _not_latest(suppressed) >= 2 and any(value == "null" for _, value, _ in suppressed)
+    kept_limits = {value for key, value, _, _ in records["limits"] if key is not None and value is not None
+                   and int(value[1:]) % 3 != 0}
+    assert len(kept_limits - {value for _, value, _ in suppressed}) >= 5
+    reads = [value.split("|") for value in _values(expected, "out-step-versions")]
+    assert any(parts[2] != parts[3] for parts in reads) and any(parts[4] != parts[5] for parts in reads)
+    assert any(parts[4] != "null" for parts in reads)
+    # The prices' filter's plain store, read: an out-of-order price taken as the key's latest, its time
+    # going back
+    stored_time: dict = {}
+    went_back = 0
+    for key, value in ((key, value) for p in range(PARTITIONS) for key, value in expected[("out-step-versions", p)]):
+        stored = value.split("|")[6]
+        if stored != "null":
+            went_back += int(stored.split("@")[1]) < stored_time.get(key, -1)
+            stored_time[key] = int(stored.split("@")[1])
+    assert went_back >= 1
+    _assert_fk_steps_exercised(expected, records)
+
+
+def _assert_fk_steps_exercised(expected: dict, records: dict[str, list[tuple]]) -> None:
+    """The foreign-key join's result, filtered into a versioned store: every answer stamped with its
+    order's time (the owners are older), put out of order (forwarded), dropped as expired, and failing
+    the filter (a tombstone)."""
+    steps = _stamped(expected, "out-fk-steps")
+    order_times = {(key, timestamp) for key, value, _, timestamp in records["orders"] if value is not None}
+    assert {(key, int(t)) for key, _, t in steps} <= order_times
+    answered = sum(1 for key, _ in order_times if key is not None)  # one answer per order
+    assert _not_latest(steps) >= 2 and 30 < len(steps) < answered
+    assert any(value == "null" for _, value, _ in steps)  # u15's (no owner), as the filter's: no old values sent
 
 
 def _assert_history_versions_exercised(expected: dict) -> None:
@@ -261,7 +338,7 @@ def test_versioned_table_consumers_in_a_clean_run_match_kafka_streams(
     runner = TaskRunner(versioned_consumer_examples(topics), app_id, kafka_bootstrap,
                         state_location=str(tmp_path / "state"), spark=spark)
     results = runner.run_all()
-    assert {result.task_id for result in results} == {"0_0", "0_1", "1_0", "1_1", "2_0", "2_1"}
+    assert {result.task_id for result in results} == {f"{sub}_{p}" for sub in range(4) for p in range(PARTITIONS)}
 
     expected = kafka_streams_run.result()["results"]
     _assert_reference_exercises_it(expected, records)

@@ -22,8 +22,14 @@ the re-grouped aggregate mapped into one of 500 ms of history; the limits left-j
 (stamped with the larger of both rows' times) filtered into one of 2 s; the last order per user (a
 plain store: each stamped with the larger of the order's and the previous one's time) filtered into
 one of 1 s; their changes carry their timestamps. :class:`HistoryVersions`, on the re-grouped
-aggregate's changes, works on its versioned store and on its tails' (``out-history-versions``). Its
-functions are self-contained: Spark's Python workers cannot import modules of tests/.
+aggregate's changes, works on its versioned store and on its tails' (``out-history-versions``). The
+orders and the limits' changes are cogrouped into a plain store, mapped into a versioned one of 1 s
+(``out-cogroup-tails``); the limits suppressed for 500 ms are filtered into one of 2 s
+(``out-suppressed-limits``); :class:`StepVersions`, on the cogroup tails' changes, reads both and the
+prices' filter's plain store (``out-step-versions``). Each order flags its user (a table of "o", the same
+value every time) left-joined on a foreign key, the user, with owners (a plain table): the result filtered
+into a versioned store of 2 s (``out-fk-steps``). Its functions are self-contained: Spark's Python
+workers cannot import modules of tests/.
 """
 
 from __future__ import annotations
@@ -31,16 +37,20 @@ from __future__ import annotations
 from datetime import timedelta
 
 from equivalence_io import StampValues
-from dagster_kstreams.topology import Materialized, Processor, Record, Stores, StreamsBuilder, TableJoined
+from dagster_kstreams.topology import (
+    BufferConfig, Materialized, Processor, Record, Stores, StreamsBuilder, Suppressed, TableJoined,
+)
 from dagster_kstreams.topology.grouped_repartitioned import Grouped
 
-INPUTS = ("prices", "limits", "orders", "regions")
+INPUTS = ("prices", "limits", "orders", "regions", "owners")
 OUTPUTS = ("out-joined", "out-history", "out-filtered", "out-kept-joined", "out-marked", "out-versioned-filtered",
            "out-versioned-joined", "out-orders", "out-order-counts", "out-counted", "out-priced-regions",
-           "out-join-steps", "out-last-orders", "out-history-tails", "out-history-versions")
+           "out-join-steps", "out-last-orders", "out-history-tails", "out-history-versions", "out-cogroup-tails",
+           "out-suppressed-limits", "out-step-versions", "out-fk-steps")
 # The foreign-key join's output, whose sequence depends on when its answers come back (compared by final values)
 FK_OUTPUT = "out-priced-regions"
 FK_JOIN_NAME = "prices-regions"  # its internal topics: <app>-prices-regions-subscription-{registration,response}-topic
+OWNERS_JOIN_NAME = "flags-owners"  # the foreign-key join whose result a versioned step puts
 REPARTITION_TOPIC = "by-partner-repartition"
 # A user's partner in its partition (u1, u2, u3 in partition 0 of 2; u5, u11, u15 in 1).
 PARTNER = {"u1": "u2", "u2": "u3", "u3": "u1", "u5": "u11", "u11": "u15", "u15": "u5"}
@@ -77,6 +87,28 @@ class HistoryVersions(Processor):
         reads = [self.history.get(key), self.history.get(key, t - 1), self.tails.get(key), self.tails.get(key, t - 1)]
         self.context.forward(record.with_value(
             f"{value}|t{t}|{written}|" + "|".join(_versioned_record(read) for read in reads)))
+
+
+class StepVersions(Processor):
+    """VersionedConsumerExamples.StepVersions: per change of the cogroup's tails, the latest version of the
+    tails' store and of the suppressed limits' (both versioned stores of filter/map_values steps), each
+    one's version 1 ms before the change, and what the prices' filter's plain store holds (an out-of-order
+    price as the key's latest, at its own time)."""
+
+    def init(self, context) -> None:
+        self.context = context
+        self.tails = context.get_state_store("cogroup-tails")
+        self.kept = context.get_state_store("suppressed-limits")
+        self.kept_prices = context.get_state_store("kept-store")
+
+    def process(self, record: Record) -> None:
+        key, t = record.key, record.timestamp
+        reads = [self.tails.get(key), self.tails.get(key, t - 1), self.kept.get(key), self.kept.get(key, t - 1)]
+        value = "null" if record.value is None else record.value
+        stored = self.kept_prices.get(key)
+        stored_text = "null" if stored is None else f"{stored.value()}@{stored.timestamp()}"
+        self.context.forward(record.with_value(
+            f"{value}|t{t}|" + "|".join(_versioned_record(read) for read in reads) + f"|{stored_text}"))
 
 
 def versioned_consumer_examples(topics: dict[str, str]) -> StreamsBuilder:
@@ -136,4 +168,24 @@ def versioned_consumer_examples(topics: dict[str, str]) -> StreamsBuilder:
         Stores.persistent_versioned_key_value_store("regions-store", timedelta(seconds=4))))
     prices.join(regions, lambda price: f"r{number(price) % 4}", lambda price, region: f"{price}/{region}",
                 TableJoined.as_(FK_JOIN_NAME)).to_stream().to(topics["out-priced-regions"])
+    order_limit_log = orders.group_by_key().cogroup(lambda user, order, log: log + "+" + order) \
+        .cogroup(limits.to_stream().group_by_key(), lambda user, limit, log: log + "-" + limit) \
+        .aggregate(lambda: "", Materialized.as_("order-limit-log").with_caching_disabled())
+    cogroup_tails = order_limit_log.map_values(lambda log: log[-8:], Materialized.as_(
+        Stores.persistent_versioned_key_value_store("cogroup-tails", timedelta(seconds=1))))
+    cogroup_changes = cogroup_tails.to_stream()
+    cogroup_changes.process_values(StampValues).to(topics["out-cogroup-tails"])
+    limits.suppress(Suppressed.until_time_limit(timedelta(milliseconds=500), BufferConfig.unbounded())) \
+        .filter(lambda user, limit: number(limit) % 3 != 0, Materialized.as_(
+            Stores.persistent_versioned_key_value_store("suppressed-limits", timedelta(seconds=2)))) \
+        .to_stream().process_values(StampValues).to(topics["out-suppressed-limits"])
+    cogroup_changes.process(StepVersions, "cogroup-tails", "suppressed-limits", "kept-store").to(topics["out-step-versions"])
+    owners = builder.table(topics["owners"], Materialized.as_("owners-store").with_caching_disabled())
+    flags = orders.filter(lambda user, order: order is not None).map_values(lambda order: "o") \
+        .to_table(Materialized.as_("order-flags").with_caching_disabled())
+    flags.left_join(owners, lambda user, flag: user, lambda flag, owner: f"{flag}/{text(owner)}",
+                    TableJoined.as_(OWNERS_JOIN_NAME)) \
+        .filter(lambda user, joined: not joined.endswith("null"), Materialized.as_(
+            Stores.persistent_versioned_key_value_store("fk-steps", timedelta(seconds=2)))) \
+        .to_stream().process_values(StampValues).to(topics["out-fk-steps"])
     return builder

@@ -21,9 +21,10 @@ value of the ``Change``: :func:`~.table_old_values.old_value_getter`). When it i
   The timestamp is the update's, so the table filtered must forward Kafka Streams' stamps: a table read
   from a topic or made by ``to_table`` (its record's time), a table-table join (both rows' times, read
   in the task-grouped sub-topology this store makes), an aggregation of a grouped stream or of a
-  re-grouped table (which keeps its timestamps for it: :func:`~.aggregations.aggregation_keeping_timestamps`),
-  through filters and map_values; a windowed, suppressed or cogrouped table or a foreign-key join's
-  result is refused (:func:`_check_own_timestamps`);
+  re-grouped table or of a cogroup (which keeps its timestamps for it:
+  :func:`~.aggregations.aggregation_keeping_timestamps`), a foreign-key join's result (its answer's
+  time), through filters, map_values and suppressions (which emit a key's latest buffered update with
+  its own timestamp); a windowed table (a windowed cogroup's too) is refused (:func:`_check_own_timestamps`);
 * behind a windowed table or a suppression, when its old values are read (by itself, a filter that
   sends old values, or below it: :func:`~.table_behind.old_values_read_below`): its store holds what
   it last forwarded per key (window), which is not the table's old value through it (a window's first
@@ -153,28 +154,43 @@ class VersionedTableStepStore(VersionedTableSource):
 # The tables whose updates the runner stamps as Kafka Streams does wherever a versioned step's store
 # reads them (its sub-topology runs task-grouped): a table source's and to_table's keep their record's
 # time; a table-table join stamps with both rows' times (TableTableJoin.stamps_both_rows); an aggregation
-# of a grouped stream or of a re-grouped table with the larger of its record's and its previous aggregate's
-# (aggregations.aggregation_keeping_timestamps).
+# of a grouped stream, of a cogroup (one per cogrouped stream, on one store) or of a re-grouped table with
+# the larger of its record's and its previous aggregate's (aggregations.aggregation_keeping_timestamps); a
+# foreign-key join's result with its answer's time (fk_joins: the larger of the subscription's and the
+# right row's for an answer to a subscription, the right update's for an answer to one).
 _STAMPED_AS_KAFKA_STREAMS = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.TABLE_TABLE_JOIN_MERGE,
-                             NodeKind.AGGREGATE, NodeKind.TABLE_AGGREGATE}
+                             NodeKind.AGGREGATE, NodeKind.TABLE_AGGREGATE, NodeKind.FK_JOIN_RESULT}
+# What forwards its table's updates with their stamps: filters and map_values (KTableFilter and
+# KTableMapValues forward the record they get), and a suppression, which emits a key's latest buffered
+# update with that update's record context (KTableSuppressProcessorSupplier's emit).
+_KEEPING_STAMPS = _STEPS | {NodeKind.SUPPRESS}
+
+
+def _stamping_table(sub, factory):
+    """The table whose updates ``factory``'s store puts, through steps and suppressions."""
+    node = factory
+    while node.kind in _KEEPING_STAMPS:
+        (parent,) = node.parents
+        node = sub.node(parent)
+    return node
 
 
 def _check_own_timestamps(factory, ctx) -> None:
     """A versioned store's put is decided by the update's timestamp: refuse a table whose updates the
-    runner does not stamp as Kafka Streams, or that is not compared with it yet (a windowed or
-    suppressed table, a cogroup's, a foreign-key join's result)."""
+    runner does not stamp as Kafka Streams, or that is not compared with it yet (a windowed table, whose
+    keys are windows, a windowed cogroup's too)."""
     sub = ctx.subtopology
-    node = factory
-    while node.kind in _STEPS:
-        (parent,) = node.parents
-        node = sub.node(parent)
-    if node.kind not in _STAMPED_AS_KAFKA_STREAMS or is_windowed_table(sub, node):
+    node = _stamping_table(sub, factory)
+    # A cogroup's table is its pass-through's: each cogrouped stream's aggregation stamps its updates.
+    writers = [sub.node(name) for name in node.parents] if node.kind is NodeKind.COGROUP_MERGE else [node]
+    if any(writer.kind not in _STAMPED_AS_KAFKA_STREAMS for writer in writers) or is_windowed_table(sub, node):
         raise UnsupportedTopologyError(
             f"processor {factory.name} ({factory.kind.value}) puts the updates of {node.name} ({node.kind.value}) "
             "into a versioned store by their timestamps; the Spark runner versions only the updates of a table "
-            "read from a topic or made by to_table, of a table-table join of tables that are not windowed, and "
-            "of a grouped stream's or a re-grouped table's aggregation (through filter/map_values), whose stamps "
-            "it gives as Kafka Streams does")
+            "read from a topic or made by to_table, of a table-table join of tables that are not windowed, of a "
+            "grouped stream's, a cogroup's or a re-grouped table's aggregation and of a foreign-key join's result "
+            "(through filter/map_values and suppressions), whose stamps it gives as Kafka Streams does; a windowed "
+            "table's keys are windows: not compared with Kafka Streams in a versioned step's store yet")
 
 
 def table_step_store(factory, ctx):

@@ -143,6 +143,11 @@ _TIMESTAMPED_STORE_KINDS = frozenset({NodeKind.AGGREGATE, NodeKind.TABLE_AGGREGA
                                       NodeKind.TABLE_SOURCE, NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES,
                                       NodeKind.TABLE_TABLE_JOIN_MERGE})
 _TABLE_STEPS = (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES)
+# Processors that name a table's store without writing it: the user processors themselves, and the joins
+# reading a table through its value getter (a table-table join's other side, a stream-table join): the
+# store's writer decides how it is kept.
+_STORE_READERS = frozenset({NodeKind.PROCESS, NodeKind.PROCESS_VALUES, NodeKind.TABLE_TABLE_JOIN,
+                            NodeKind.STREAM_TABLE_JOIN})
 # The tables whose updates a filter/map_values store stamps as Kafka Streams does: their own
 # record's time (a table source, to_table), an aggregation's Kafka Streams' time, which it keeps
 # while its updates reach a store a processor reads (aggregations.aggregation_keeping_timestamps), a
@@ -187,7 +192,7 @@ def check_dsl_store(factory, spec, sub, key_serde) -> None:
         # (user_dsl_versioned_store.VersionedTableStore) reads and writes.
         return
     for owner in sub.nodes:
-        if spec.name not in owner.stores or owner.kind in (NodeKind.PROCESS, NodeKind.PROCESS_VALUES):
+        if spec.name not in owner.stores or owner.kind in _STORE_READERS:
             continue
         if owner.kind not in _TIMESTAMPED_STORE_KINDS:
             raise UnsupportedTopologyError(
@@ -213,20 +218,16 @@ def keyed_by_windows(spec, sub) -> bool:
 
 def _check_table_step(where: str, step, sub) -> None:
     """A filter's or map_values' store keeps the time of the update it stores: the table behind the
-    step must stamp its updates as Kafka Streams does, and not be versioned. A suppression on the way
-    forwards each evicted update with its latest timestamp (``KTableSuppressProcessorSupplier`` forwards
-    the buffered record's context), so the table behind it is the one whose stamps must be Kafka
-    Streams' (the step then keeps each key, or window, in the evicted record's own group)."""
-    stores = {store.name: store for store in sub.state_stores}
+    step must stamp its updates as Kafka Streams does. A suppression on the way forwards each evicted
+    update with its latest timestamp (``KTableSuppressProcessorSupplier`` forwards the buffered record's
+    context), so the table behind it is the one whose stamps must be Kafka Streams' (the step then keeps
+    each key, or window, in the evicted record's own group). Over a versioned table, the step's plain
+    store takes an out-of-order update as the key's latest, at the update's own time, as
+    ``KTableFilter``/``KTableMapValues`` put ``record.timestamp()`` (:mod:`.table_step_stores`)."""
     node = step
     while node.kind in (*_TABLE_STEPS, NodeKind.SUPPRESS):
         (parent,) = node.parents
         node = sub.node(parent)
-        if any(stores[name].history_retention_ms is not None for name in node.stores if name in stores):
-            raise UnsupportedTopologyError(
-                f"{where} belongs to {step.name} ({step.kind.value}), over the versioned table of {node.name}, whose "
-                f"out-of-order updates the step's store takes as latest: not compared with Kafka Streams yet; "
-                f"{_DSL_STORES_OFFERED}")
     if node.kind is NodeKind.COGROUP_MERGE:  # a cogroup's table: its aggregations write it
         node = sub.node(node.parents[0])
     if node.kind in _STAMPED_AS_KAFKA_STREAMS:

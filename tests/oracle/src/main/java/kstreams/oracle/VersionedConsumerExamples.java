@@ -14,12 +14,15 @@ import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.kstream.Suppressed.BufferConfig;
 import org.apache.kafka.streams.kstream.TableJoined;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.TimestampedKeyValueStore;
 import org.apache.kafka.streams.state.VersionedKeyValueStore;
 
 /**
@@ -47,12 +50,19 @@ import org.apache.kafka.streams.state.VersionedKeyValueStore;
  * 2 s; the last order per user (a plain store: each stamped with the larger of the order's and the
  * previous one's time) filtered into one of 1 s; their changes carry their timestamps.
  *
- * Args: bootstrap applicationId stateDir prices limits orders regions outJoined outHistory outFiltered
+ * Args: bootstrap applicationId stateDir prices limits orders regions owners outJoined outHistory outFiltered
  *       outKeptJoined outMarked outVersionedFiltered outVersionedJoined outOrders outOrderCounts
  *       outCounted outPricedRegions outJoinSteps outLastOrders outHistoryTails outHistoryVersions
+ *       outCogroupTails outSuppressedLimits outStepVersions outFkSteps
  *
  * HistoryVersions, on the re-grouped aggregate's changes, works on its versioned store and on its
- * tails' (outHistoryVersions).
+ * tails' (outHistoryVersions). The orders and the limits' changes are cogrouped into a plain store (each
+ * update stamped with the larger of the record's and the aggregate's time), mapped into a versioned
+ * store of 1 s (outCogroupTails); the limits are suppressed for 500 ms (emitted with the buffered update's
+ * time) and filtered into a versioned store of 2 s (outSuppressedLimits); StepVersions, on the cogroup
+ * tails' changes, reads both stores and the prices' filter's plain one (outStepVersions). Each order
+ * flags its user (a table of "o", the same value every time) left-joined on a foreign key, the user,
+ * with owners (a plain table): the result filtered into a versioned store of 2 s (outFkSteps).
  *
  * The Python twin is versioned_consumer_examples() in tests/versioned_consumers_topology.py; keep
  * the two in step.
@@ -65,6 +75,7 @@ public final class VersionedConsumerExamples {
         "u1", "u2", "u2", "u3", "u3", "u1", "u5", "u11", "u11", "u15", "u15", "u5");
 
     private static final String FK_JOIN_NAME = "prices-regions";
+    private static final String OWNERS_JOIN_NAME = "flags-owners";
 
     private static int number(String value) {
         return Integer.parseInt(value.substring(1));
@@ -115,12 +126,46 @@ public final class VersionedConsumerExamples {
         }
     }
 
+    /**
+     * Per change of the cogroup's tails: the latest version of the tails' store and of the suppressed
+     * limits' (both a filter's or map_values' versioned store), each one's version 1 ms before the
+     * change, and what the prices' filter's plain store holds (twin: StepVersions).
+     */
+    static final class StepVersions implements Processor<String, String, String, String> {
+        private ProcessorContext<String, String> context;
+        private VersionedKeyValueStore<String, String> tails;
+        private VersionedKeyValueStore<String, String> kept;
+        private TimestampedKeyValueStore<String, String> keptPrices;
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+            this.tails = context.getStateStore("cogroup-tails");
+            this.kept = context.getStateStore("suppressed-limits");
+            this.keptPrices = context.getStateStore("kept-store");
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            String key = record.key();
+            long t = record.timestamp();
+            String reads = String.join("|", ProcessorApiExamples.VersionLog.versioned(tails.get(key)),
+                ProcessorApiExamples.VersionLog.versioned(tails.get(key, t - 1)),
+                ProcessorApiExamples.VersionLog.versioned(kept.get(key)),
+                ProcessorApiExamples.VersionLog.versioned(kept.get(key, t - 1)),
+                DslStoreProcessorExamples.storedText(keptPrices.get(key)));
+            context.forward(record.withValue(text(record.value()) + "|t" + t + "|" + reads));
+        }
+    }
+
     static Topology versionedConsumerExamples(String prices, String limits, String outJoined, String outHistory,
                                               String outFiltered, String outKeptJoined, String outMarked,
                                               String orders, String outVersionedFiltered, String outVersionedJoined,
                                               String outOrders, String regions, String outOrderCounts,
                                               String outCounted, String outPricedRegions, String outJoinSteps,
-                                              String outLastOrders, String outHistoryTails, String outHistoryVersions) {
+                                              String outLastOrders, String outHistoryTails, String outHistoryVersions,
+                                              String outCogroupTails, String outSuppressedLimits,
+                                              String outStepVersions, String owners, String outFkSteps) {
         StreamsBuilder builder = new StreamsBuilder();
         KTable<String, String> priceTable = builder.table(prices,
             Materialized.as(Stores.persistentVersionedKeyValueStore("prices-store", Duration.ofSeconds(10))));
@@ -174,6 +219,33 @@ public final class VersionedConsumerExamples {
                         TableJoined.as(FK_JOIN_NAME))
             .toStream()
             .to(outPricedRegions);
+        KTable<String, String> orderLimitLog = orderStream.groupByKey()
+            .<String>cogroup((user, order, log) -> log + "+" + order)
+            .cogroup(limitTable.toStream().groupByKey(), (user, limit, log) -> log + "-" + limit)
+            .aggregate(() -> "", uncached("order-limit-log"));
+        KStream<String, String> cogroupChanges = orderLimitLog
+            .mapValues(log -> log.substring(Math.max(0, log.length() - 8)), Materialized.<String, String>as(
+                Stores.persistentVersionedKeyValueStore("cogroup-tails", Duration.ofSeconds(1))))
+            .toStream();
+        cogroupChanges.processValues(StampValues::new).to(outCogroupTails);
+        limitTable.suppress(Suppressed.untilTimeLimit(Duration.ofMillis(500), BufferConfig.unbounded()))
+            .filter((user, limit) -> number(limit) % 3 != 0, Materialized.<String, String>as(
+                Stores.persistentVersionedKeyValueStore("suppressed-limits", Duration.ofSeconds(2))))
+            .toStream()
+            .processValues(StampValues::new)
+            .to(outSuppressedLimits);
+        cogroupChanges.process(StepVersions::new, "cogroup-tails", "suppressed-limits", "kept-store").to(outStepVersions);
+        KTable<String, String> ownerTable = builder.table(owners, uncached("owners-store"));
+        KTable<String, String> flags = orderStream.filter((user, order) -> order != null)
+            .mapValues(order -> "o")
+            .toTable(uncached("order-flags"));
+        flags.leftJoin(ownerTable, (user, flag) -> user, (flag, owner) -> flag + "/" + text(owner),
+                       TableJoined.as(OWNERS_JOIN_NAME))
+            .filter((user, joined) -> !joined.endsWith("null"), Materialized.<String, String>as(
+                Stores.persistentVersionedKeyValueStore("fk-steps", Duration.ofSeconds(2))))
+            .toStream()
+            .processValues(StampValues::new)
+            .to(outFkSteps);
         return builder.build();
     }
 
@@ -183,12 +255,18 @@ public final class VersionedConsumerExamples {
         String stateDir = args[2];
         // The internal topics too: the aggregate's and the foreign-key join's sub-topologies must have
         // read them to the end.
-        List<String> watched = List.of(args[3], args[4], args[5], args[6], applicationId + "-by-partner-repartition",
+        // Inputs args[3..7] (prices limits orders regions owners), outputs from args[8].
+        String[] out = java.util.Arrays.copyOfRange(args, 8, args.length);
+        List<String> watched = List.of(args[3], args[4], args[5], args[6], args[7],
+            applicationId + "-by-partner-repartition",
             applicationId + "-" + FK_JOIN_NAME + "-subscription-registration-topic",
-            applicationId + "-" + FK_JOIN_NAME + "-subscription-response-topic");
-        Topology topology = versionedConsumerExamples(args[3], args[4], args[7], args[8], args[9], args[10], args[11],
-                                                      args[5], args[12], args[13], args[14], args[6], args[15],
-                                                      args[16], args[17], args[18], args[19], args[20], args[21]);
+            applicationId + "-" + FK_JOIN_NAME + "-subscription-response-topic",
+            applicationId + "-" + OWNERS_JOIN_NAME + "-subscription-registration-topic",
+            applicationId + "-" + OWNERS_JOIN_NAME + "-subscription-response-topic");
+        Topology topology = versionedConsumerExamples(args[3], args[4], out[0], out[1], out[2], out[3], out[4],
+                                                      args[5], out[5], out[6], out[7], args[6], out[8],
+                                                      out[9], out[10], out[11], out[12], out[13], out[14],
+                                                      out[15], out[16], out[17], args[7], out[18]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         // Wait for every input of a task rather than run ahead on one (the timestamp merge).
         props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 5_000L);
