@@ -187,7 +187,9 @@ def check_dsl_store(factory, spec, sub, key_serde) -> None:
         # (user_dsl_versioned_store.VersionedTableStore) reads and writes.
         return
     for owner in sub.nodes:
-        if spec.name not in owner.stores or owner.kind in (NodeKind.PROCESS, NodeKind.PROCESS_VALUES):
+        # a table-table join lists the other table's store it reads (its value getter's), which it never writes
+        if spec.name not in owner.stores or owner.kind in (NodeKind.PROCESS, NodeKind.PROCESS_VALUES,
+                                                            NodeKind.TABLE_TABLE_JOIN):
             continue
         if owner.kind not in _TIMESTAMPED_STORE_KINDS:
             raise UnsupportedTopologyError(
@@ -237,9 +239,11 @@ def _check_table_step(where: str, step, sub) -> None:
 
 
 def _keyed_by_sessions(sub, node) -> bool:
-    """Whether the windowed table ``node`` reads (through steps, suppressions, a cogroup's merge) is a
-    session aggregation's."""
-    while node.kind in (*_TABLE_STEPS, NodeKind.SUPPRESS, NodeKind.COGROUP_MERGE):
+    """Whether the windowed table ``node`` reads (through steps, suppressions, a cogroup's merge, a join of
+    windowed tables: both its tables are session ones or neither, ``check_session_join``) is a session
+    aggregation's."""
+    while node.kind in (*_TABLE_STEPS, NodeKind.SUPPRESS, NodeKind.COGROUP_MERGE, NodeKind.TABLE_TABLE_JOIN_MERGE,
+                        NodeKind.TABLE_TABLE_JOIN):
         node = sub.node(node.parents[0])
     return isinstance(node.params.get("windows"), SessionWindows)
 
