@@ -92,7 +92,8 @@ def check_session_join(ctx, factory, this_table: str, that_table: str, merge) ->
     (this, this_kept), (that, that_kept) = (_session_table(sub, sub.node(name)) for name in (this_table, that_table))
     if this is None and that is None:
         return False
-    stores = [merge.params.get("store_name")] + [table.params.get("store_name") for table in (this, that) if table]
+    own = [merge.params["store_name"]] if merge.params.get("store_name") in merge.stores else []
+    stores = own + [table.params.get("store_name") for table in (this, that) if table]
     if this is None or that is None:
         problem = "only one of its tables is a session aggregation's (emitting on every update) or a join of them"
     elif this_kept or that_kept:
