@@ -162,14 +162,13 @@ def _pair(builder, materialized: bool = False):
         *([joined] if joined else []))
 
 
-@pytest.mark.parametrize("materialized, reader", [(False, "KTABLE-FILTER-.* \\(table_filter\\)"),
-                                                  (True, "KTABLE-SELECT-.* \\(table_group_by_map\\)")])
+@pytest.mark.parametrize("materialized", [False, True])
 def test_a_join_of_session_tables_joined_with_other_windows_or_through_a_kept_store_is_refused_naming_the_reader(
-        materialized, reader):
-    """A join of session tables joins again with a session table and re-groups (tests below), and no more: a
-    table of other windows beside it is refused naming the join; a re-grouping through a filter that keeps a
-    store of its own (whose old values are its own) naming the reader: the filter, whose store reads the
-    join's tables, or the re-grouping of the materialized join."""
+        materialized):
+    """A join of session tables joins again with a session table and re-groups
+    (tests/test_session_join_chains_logic.py), and no more: a table of other windows beside it is refused
+    naming the join; a re-grouping through a filter that keeps a store of its own (whose old values are
+    its own) naming the re-grouping."""
     windows = TimeWindows.of_size_and_grace(timedelta(seconds=1), GRACE)
     _refused(lambda b: _pair(b, materialized).join(
         b.stream("s").group_by_key().windowed_by(windows).count(Materialized.as_("t").with_caching_disabled()),
@@ -177,4 +176,5 @@ def test_a_join_of_session_tables_joined_with_other_windows_or_through_a_kept_st
         "processor KTABLE-JOINTHIS-.* \\(table_table_join\\) joins session tables, but only one of its tables")
     _refused(lambda b: _pair(b, materialized).filter(
         lambda w, v: True, Materialized.as_("kept").with_key_serde(SESSION_KEYS)).group_by(
-        lambda w, v: (w.key, v)).count(), f"processor {reader} ")
+        lambda w, v: (w.key, v)).count(), "processor KTABLE-SELECT-.* \\(table_group_by_map\\) reads the "
+                                          "windowed join KTABLE-MERGE-.* through KTABLE-FILTER-")

@@ -69,8 +69,9 @@ sub-topology runs task-grouped), read by a processor naming its store (each upda
 and the store's entry: ``out-session-materialized``), re-grouped by key (repartition topic
 ``session-joined-by-key``, its values' lengths summed: ``out-session-joined-regrouped``) and left-joined
 with the count (read from its store: ``out-session-rejoined``); the odd counts' outer join re-grouped so
-(``session-pair-by-key``, without a store: its old values are the join's, ``out-session-pair-regrouped``);
-and the inner join outer-joined with the 300 ms count (read through both its tables by the session:
+through a ``map_values`` (``session-pair-by-key``, without a store: its old values are the join's,
+``out-session-pair-regrouped``); and the inner join's sessions of more than one instant (a filter)
+outer-joined with the 300 ms count (read through both its tables by the session, then the filter:
 ``out-session-pair-joined``).
 """
 
@@ -264,8 +265,10 @@ def _session_join_chains(topics, session_counts, session_values, short_counts, s
                                        .with_caching_disabled())
     joined.to_stream().process(SessionJoinReader, "session-joined").to(topics["out-session-materialized"], produced)
     lengths(joined, "session-joined-by-key", "out-session-joined-regrouped")
-    lengths(odd_pair, "session-pair-by-key", "out-session-pair-regrouped")
+    lengths(odd_pair.map_values(lambda value: value.replace("~", "")), "session-pair-by-key",
+            "out-session-pair-regrouped")
     joined.left_join(session_counts, lambda j, n: f"{j}@{text(n)}").to_stream() \
         .to(topics["out-session-rejoined"], produced)
-    session_pair.outer_join(short_counts, lambda p, n: f"{text(p)}#{text(n)}").to_stream() \
+    session_pair.filter(lambda windowed, value: windowed.window.end > windowed.window.start) \
+        .outer_join(short_counts, lambda p, n: f"{text(p)}#{text(n)}").to_stream() \
         .to(topics["out-session-pair-joined"], produced)

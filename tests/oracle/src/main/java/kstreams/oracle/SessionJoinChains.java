@@ -69,8 +69,9 @@ final class SessionJoinChains {
                 .withKeySerde(sessionKeys).withValueSerde(Serdes.String()).withCachingDisabled());
         joined.toStream().process(SessionJoinReader::new, "session-joined").to(outMaterialized, produced);
         lengths(joined, "session-joined-by-key", outJoinedRegrouped);
-        lengths(oddPair, "session-pair-by-key", outPairRegrouped);
+        lengths(oddPair.mapValues(value -> value.replace("~", "")), "session-pair-by-key", outPairRegrouped);
         joined.leftJoin(sessionCounts, (j, n) -> j + "@" + text(n)).toStream().to(outRejoined, produced);
-        sessionPair.outerJoin(shortCounts, (p, n) -> text(p) + "#" + text(n)).toStream().to(outPairJoined, produced);
+        sessionPair.filter((windowed, value) -> windowed.window().end() > windowed.window().start())
+            .outerJoin(shortCounts, (p, n) -> text(p) + "#" + text(n)).toStream().to(outPairJoined, produced);
     }
 }
