@@ -24,7 +24,9 @@ windows: a concatenation and a count re-grouped (by key, and by the sessions' si
 ``map_values``; the count through a filter by key into a reduce with a subtractor). A record that
 merges sessions sends each merged session's delete with its old value, which the re-grouping
 subtracts (``KStreamSessionWindowAggregate``, ``KTableRepartitionMap``); nothing else of the session
-store is read.
+store is read. There too joins of session tables (``fetchSession``), one materialized (keyed by sessions,
+read by a processor naming its store, with its timestamps), re-grouped and joined again, and joins
+without a store re-grouped and joined again (read through both tables).
 
 Input on 2 partitions: 6 keys, a record every 150 ms, about one in six out of order (by up to 1.5 s:
 some fall in closed windows and are dropped), null values (given to the reducers and the count as
@@ -38,9 +40,11 @@ their repartition topics' records (Kafka Streams' Change bytes, with their times
 end) and of their outputs, and the re-grouping by size's final values; on a clean run
 and on one SIGKILLed once task 0_0 has run, then rerun; and the count's and the reduce's stores after
 the materialized join, and the materialized joins of 1 s and 500 ms windows and of sliding windows, read
-back from the checkpoints, against what Kafka Streams last sent per window.
-Timestamps only in the session re-groupings' repartition topics: an output topic's are the time of
-writing, see the README, "Record timestamps written by the runner".
+back from the checkpoints, against what Kafka Streams last sent per window (per session for the
+materialized join of session tables).
+Timestamps only in the session re-groupings' repartition topics and in the values the processor naming
+the materialized session join's store forwards (the record's and the store's): an output topic's are the
+time of writing, see the README, "Record timestamps written by the runner".
 """
 
 from __future__ import annotations
@@ -73,9 +77,11 @@ KEYS = tuple(f"k{i}" for i in range(6))
 REGROUPED = ("out-regrouped", "out-joined-regrouped", "out-pair-regrouped", "out-sliding-regrouped",
              "out-session-sizes")
 # Session re-groupings by key: each group is fed by the upstream task of its key, so its sequence is one.
-SESSION_SEQUENCES = ("out-session-regrouped", "out-long-sessions")
+SESSION_SEQUENCES = ("out-session-regrouped", "out-long-sessions", "out-session-joined-regrouped",
+                     "out-session-pair-regrouped")
 # Joins of session tables: keys in Kafka Streams' session-windowed format (the key, the end, the start).
-SESSION_JOINED = ("out-session-inner", "out-session-left", "out-session-outer")
+SESSION_JOINED = ("out-session-inner", "out-session-left", "out-session-outer", "out-session-materialized",
+                  "out-session-rejoined", "out-session-pair-joined")
 # The stores after the materialized join of odd counts, read back from the checkpoints: {store: output}.
 STORES_READ_BACK = {"odd-counts": "out-odd-counts", "odd-reduced": "out-odd-reduced", "mixed": "out-mixed",
                     "slide-joined": "out-sliding-outer"}
@@ -240,9 +246,36 @@ def _assert_sessions_merge(expected: dict) -> None:
     assert any(v.endswith("%null") for v in left) and not all(v.endswith("%null") for v in left)
     outer = [v for _, v in joined["out-session-outer"] if v is not None]
     assert any(v.startswith("null~") for v in outer) and any(not v.startswith("null~") for v in outer)
+    _assert_session_joins_chain(joined)
     key, window, value = EXPIRED_SESSION  # the session the 300 ms store no longer returns: joined with nothing
     assert [v for p in range(PARTITIONS) for k, w, v in expected["out-session-left", p] if (k, w) == (key, window)] \
         == ["x0,x1%null", "x0,x1%2", None, value]
+
+
+def _assert_session_joins_chain(joined: dict) -> None:
+    """The materialized join's store holds each update as forwarded, stamped with the session's end, and
+    loses a session to its tombstone; joined again, it and a join without a store meet sessions the other
+    table has not or no longer has, and deletes."""
+    held = [v.split("|") for _, v in joined["out-session-materialized"]]
+    assert all(stored == ("null" if value == "null" else f"{value}@{stamp[1:]}") for value, stamp, stored in held)
+    assert all(int(stamp[1:]) - T0 == end
+               for ((_, end), _), (_, stamp, _) in zip(joined["out-session-materialized"], held))
+    assert any(value == "null" for value, _, _ in held) and any(value.startswith("null^") for value, _, _ in held)
+    rejoined = [v for _, v in joined["out-session-rejoined"]]
+    assert None in rejoined and any(v.endswith("@null") for v in rejoined if v) and any(
+        not v.endswith("@null") for v in rejoined if v)
+    pair = [v for _, v in joined["out-session-pair-joined"]]
+    assert None in pair and any(v.startswith("null#") for v in pair if v)
+    assert any(v.endswith("#null") for v in pair if v)
+
+
+def _assert_session_store_read_back(runner: TaskRunner, expected: dict) -> None:
+    """The materialized join of session tables holds, per session, what Kafka Streams last sent for it."""
+    last = {(key, window): value.split("|")[0] for p in range(PARTITIONS)
+            for key, window, value in expected["out-session-materialized", p]}
+    content = runner.read_store("session-joined")
+    assert {(w.key, (w.window.start - T0, w.window.end - T0)): str(value) for w, value in content.items()} == {
+        session: value for session, value in last.items() if value != "null"}
 
 
 def _assert_same(actual: dict, expected: dict) -> None:
@@ -272,6 +305,7 @@ def test_windowed_table_joins_in_a_clean_run_match_kafka_streams(
     _assert_reference_exercises_it(expected)
     _assert_same(_results(kafka_bootstrap, topics, app_id), expected)
     _assert_stores_read_back(runner, expected)
+    _assert_session_store_read_back(runner, expected)
 
 
 def test_windowed_table_joins_killed_part_way_and_rerun_match_kafka_streams(
@@ -286,6 +320,7 @@ def test_windowed_table_joins_killed_part_way_and_rerun_match_kafka_streams(
     expected = kafka_streams_run.result()["results"]
     _assert_same(_results(kafka_bootstrap, topics, app_id), expected)
     _assert_stores_read_back(rerun.runner, expected)
+    _assert_session_store_read_back(rerun.runner, expected)
 
 
 def test_describe_of_the_topology_run_is_kafka_streams(kafka_streams_run):

@@ -135,10 +135,11 @@ def test_joins_of_session_tables_the_runner_does_not_model_are_refused_naming_th
         join + "only one of its tables is a session aggregation's")
     _refused(lambda b: _sessions(b).count(uncached("a").with_caching_disabled()).join(
         _sessions(b).count(uncached("b").with_caching_disabled()), lambda x, y: f"{x}{y}",
-        Materialized.as_("joined").with_key_serde(SESSION_KEYS)), join + "it is materialized")
+        Materialized.as_("joined").with_key_serde(SESSION_KEYS)),
+        join + "a session table or the join has the record cache")
     _refused(lambda b: _sessions(b).count(uncached("a")).join(
         _sessions(b).count(uncached("b").with_caching_disabled()), lambda x, y: f"{x}{y}"),
-        join + "a session table has the record cache")
+        join + "a session table or the join has the record cache")
     _refused(lambda b: _sessions(b).count(uncached("a").with_caching_disabled()).filter(
         lambda w, n: n > 1, Materialized.as_("kept").with_key_serde(SESSION_KEYS)).join(
         _sessions(b).count(uncached("b").with_caching_disabled()), lambda x, y: f"{x}{y}"),
@@ -154,15 +155,26 @@ def test_a_session_table_with_its_own_stream_time_is_refused_when_joined_naming_
     _refused(build, "the windowed table of KSTREAM-AGGREGATE-.* is joined, but the aggregation keeps its own stream time")
 
 
-def test_a_join_of_session_tables_joined_again_or_re_grouped_is_refused_naming_the_reader():
-    """Read through both session tables, fetchSession through a join: not yet here."""
-    def pair(builder):
-        return _sessions(builder).count(Materialized.as_("a").with_caching_disabled()).join(
-            _sessions(builder).count(Materialized.as_("b").with_caching_disabled()), lambda x, y: f"{x}|{y}")
+def _pair(builder, materialized: bool = False):
+    joined = Materialized.as_("ab").with_key_serde(SESSION_KEYS).with_caching_disabled() if materialized else None
+    return _sessions(builder).count(Materialized.as_("a").with_caching_disabled()).join(
+        _sessions(builder).count(Materialized.as_("b").with_caching_disabled()), lambda x, y: f"{x}|{y}",
+        *([joined] if joined else []))
 
-    reads = "reads the windowed table of KSTREAM-AGGREGATE-.* \\(SessionWindows"
-    _refused(lambda b: pair(b).group_by(lambda w, v: (w.key, v)).count(),
-             "processor KTABLE-SELECT-.* \\(table_group_by_map\\) " + reads)
-    _refused(lambda b: pair(b).join(_sessions(b).count(Materialized.as_("c").with_caching_disabled()),
-                                    lambda x, y: f"{x}{y}"),
-             "processor KTABLE-JOINTHIS-0000000010 \\(table_table_join\\) " + reads)
+
+@pytest.mark.parametrize("materialized", [False, True])
+def test_a_join_of_session_tables_joined_with_other_windows_or_through_a_kept_store_is_refused_naming_the_reader(
+        materialized):
+    """A join of session tables joins again with a session table and re-groups
+    (tests/test_session_join_chains_logic.py), and no more: a table of other windows beside it is refused
+    naming the join; a re-grouping through a filter that keeps a store of its own (whose old values are
+    its own) naming the re-grouping."""
+    windows = TimeWindows.of_size_and_grace(timedelta(seconds=1), GRACE)
+    _refused(lambda b: _pair(b, materialized).join(
+        b.stream("s").group_by_key().windowed_by(windows).count(Materialized.as_("t").with_caching_disabled()),
+        lambda x, y: f"{x}{y}"),
+        "processor KTABLE-JOINTHIS-.* \\(table_table_join\\) joins session tables, but only one of its tables")
+    _refused(lambda b: _pair(b, materialized).filter(
+        lambda w, v: True, Materialized.as_("kept").with_key_serde(SESSION_KEYS)).group_by(
+        lambda w, v: (w.key, v)).count(), "processor KTABLE-SELECT-.* \\(table_group_by_map\\) reads the "
+                                          "windowed join KTABLE-MERGE-.* through KTABLE-FILTER-")

@@ -203,21 +203,25 @@ def test_joins_and_regroupings_of_sliding_window_tables_compile_and_their_limits
         compile_topology(builder.build(), "app").check()
 
 
-def test_a_join_of_session_tables_runs_a_join_of_it_with_another_is_refused_naming_the_reader():
+def test_a_join_of_session_tables_joins_again_with_session_tables_only_naming_the_join():
     """Kafka Streams reads a session table by the session's start and end (fetchSession): a join of two
-    session tables reads them so (tests/test_session_table_joins_logic.py), not yet through a join's result
-    (a re-grouping of a session table reads the old value its update carries: tests/test_session_regroup_logic.py)."""
+    session tables reads them so (tests/test_session_table_joins_logic.py), and so does a join of such a
+    join's result with a third session table, through both of its tables (tests/test_session_join_chains_logic.py);
+    with a time-windowed table it is refused, naming the join."""
     def sessions(builder, store):
         return builder.stream("s").group_by_key().windowed_by(SessionWindows.of_inactivity_gap_and_grace(
             timedelta(seconds=1), timedelta(milliseconds=500))).count(Materialized.as_(store).with_caching_disabled())
 
     builder = StreamsBuilder()
-    sessions(builder, "a").join(sessions(builder, "b"), _joiner("|")).to_stream().to("out")
+    sessions(builder, "a").left_join(sessions(builder, "b"), _joiner("|")) \
+        .join(sessions(builder, "c"), _joiner("#")).to_stream().to("out")
     compile_topology(builder.build(), "app").check()
 
     builder = StreamsBuilder()
-    sessions(builder, "a").left_join(sessions(builder, "b"), _joiner("|")) \
-        .join(sessions(builder, "c"), _joiner("#")).to_stream().to("out")
-    with pytest.raises(UnsupportedTopologyError, match="processor KTABLE-JOINTHIS-.* reads the windowed table of "
-                                                       "KSTREAM-AGGREGATE-.* \\(SessionWindows.*fetchSession"):
+    tumbling = builder.stream("s").group_by_key().windowed_by(TimeWindows.of_size_and_grace(
+        timedelta(seconds=1), timedelta(milliseconds=500))).count(Materialized.as_("t").with_caching_disabled())
+    sessions(builder, "a").left_join(sessions(builder, "b"), _joiner("|")).join(tumbling, _joiner("#")) \
+        .to_stream().to("out")
+    with pytest.raises(UnsupportedTopologyError, match="processor KTABLE-JOINTHIS-.* joins session tables, but only "
+                                                       "one of its tables is a session aggregation's"):
         compile_topology(builder.build(), "app").check()

@@ -63,7 +63,16 @@ updated one's start and end (``fetchSession``): the count joined (inner) with th
 (``out-session-inner``), the concatenation left-joined with a count in sessions of a 300 ms gap, whose
 store (retention 800 ms) no longer returns sessions the 500 ms ones still update (``out-session-left``),
 and the odd counts (a filter) outer-joined with the concatenation (``out-session-outer``); keys in Kafka
-Streams' session-windowed format.
+Streams' session-windowed format. And chains of them (``_session_join_chains``): the concatenation
+outer-joined with the 300 ms count into a materialized join (``session-joined``, keyed by sessions: the
+sub-topology runs task-grouped), read by a processor naming its store (each update with its timestamp
+and the store's entry: ``out-session-materialized``), re-grouped by key (repartition topic
+``session-joined-by-key``, its values' lengths summed: ``out-session-joined-regrouped``) and left-joined
+with the count (read from its store: ``out-session-rejoined``); the odd counts' outer join re-grouped so
+through a ``map_values`` (``session-pair-by-key``, without a store: its old values are the join's,
+``out-session-pair-regrouped``); and the inner join's sessions of more than one instant (a filter)
+outer-joined with the 300 ms count (read through both its tables by the session, then the filter:
+``out-session-pair-joined``).
 """
 
 from __future__ import annotations
@@ -74,15 +83,18 @@ from dagster_kstreams.topology import (
     Grouped, Materialized, Produced, Serdes, SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows,
     WindowedSerde,
 )
+from dagster_kstreams.topology.processor_api import Processor, Record
 
 INPUTS = ("s",)
 OUTPUTS = ("out-inner", "out-left", "out-outer", "out-regrouped", "out-filtered", "out-materialized",
            "out-joined-regrouped", "out-rejoined", "out-pair-joined", "out-pair-regrouped", "out-odd-counts",
            "out-odd-reduced", "out-mixed", "out-sliding-inner", "out-sliding-outer", "out-sliding-regrouped",
            "out-sliding-left", "out-session-regrouped", "out-session-sizes", "out-long-sessions",
-           "out-session-inner", "out-session-left", "out-session-outer")
+           "out-session-inner", "out-session-left", "out-session-outer", "out-session-materialized",
+           "out-session-joined-regrouped", "out-session-pair-regrouped", "out-session-rejoined",
+           "out-session-pair-joined")
 # The session re-groupings' repartition topics (``<app id>-<name>-repartition``), compared record by record.
-SESSION_REPARTITIONS = ("session-by-key", "long-sessions")
+SESSION_REPARTITIONS = ("session-by-key", "long-sessions", "session-joined-by-key", "session-pair-by-key")
 WINDOW_MS = 1000
 
 
@@ -207,13 +219,56 @@ def windowed_join_examples(topics: dict[str, str]) -> StreamsBuilder:
         .to_stream().to(topics["out-long-sessions"])
     # Joins of session tables (fetchSession), one with sessions of another gap and a shorter retention.
     session_keys = Produced.with_(WindowedSerde(Serdes.String(), session=True), Serdes.String())
-    session_counts.join(session_values, lambda n, v: f"{n}|{v}").to_stream() \
-        .to(topics["out-session-inner"], session_keys)
+    session_pair = session_counts.join(session_values, lambda n, v: f"{n}|{v}")
+    session_pair.to_stream().to(topics["out-session-inner"], session_keys)
     short_counts = sessioned.windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(milliseconds=300), grace)) \
         .count(Materialized.as_("short-session-counts").with_caching_disabled())
     session_values.left_join(short_counts, lambda v, n: f"{v}%{text(n)}").to_stream() \
         .to(topics["out-session-left"], session_keys)
-    session_counts.filter(lambda windowed, n: n % 2 == 1) \
-        .outer_join(session_values, lambda n, v: f"{text(n)}~{text(v)}").to_stream() \
-        .to(topics["out-session-outer"], session_keys)
+    odd_pair = session_counts.filter(lambda windowed, n: n % 2 == 1) \
+        .outer_join(session_values, lambda n, v: f"{text(n)}~{text(v)}")
+    odd_pair.to_stream().to(topics["out-session-outer"], session_keys)
+    _session_join_chains(topics, session_counts, session_values, short_counts, session_pair, odd_pair)
     return builder
+
+
+class SessionJoinReader(Processor):
+    """Forwards each update of the materialized join of session tables with its timestamp and what the
+    join's store holds for its session (``value@timestamp``, or ``null``)."""
+
+    def init(self, context) -> None:
+        self.context, self.store = context, context.get_state_store("session-joined")
+
+    def process(self, record: Record) -> None:
+        stored = self.store.get(record.key)
+        held = "null" if stored is None else f"{stored.value()}@{stored.timestamp()}"
+        value = "null" if record.value is None else record.value
+        self.context.forward(record.with_value(f"{value}|t{record.timestamp}|{held}"))
+
+
+def _session_join_chains(topics, session_counts, session_values, short_counts, session_pair, odd_pair) -> None:
+    """Joins of session tables materialized, re-grouped and joined again (sub-topology of ``sessioned``)."""
+    def text(value):
+        return "null" if value is None else str(value)
+
+    def lengths(joined, name: str, output: str) -> None:  # re-grouped by key, its values' lengths summed
+        joined.group_by(lambda windowed, value: (windowed.key, value), Grouped.as_(name)) \
+            .aggregate(lambda: "0", lambda key, value, total: str(int(total) + len(value)),
+                       lambda key, value, total: str(int(total) - len(value)),
+                       Materialized.as_(f"{name}-lengths").with_caching_disabled()) \
+            .to_stream().to(topics[output])
+
+    session_keys = WindowedSerde(Serdes.String(), session=True)
+    produced = Produced.with_(session_keys, Serdes.String())
+    joined = session_values.outer_join(short_counts, lambda v, n: f"{text(v)}^{text(n)}",
+                                       Materialized.as_("session-joined").with_key_serde(session_keys)
+                                       .with_caching_disabled())
+    joined.to_stream().process(SessionJoinReader, "session-joined").to(topics["out-session-materialized"], produced)
+    lengths(joined, "session-joined-by-key", "out-session-joined-regrouped")
+    lengths(odd_pair.map_values(lambda value: value.replace("~", "")), "session-pair-by-key",
+            "out-session-pair-regrouped")
+    joined.left_join(session_counts, lambda j, n: f"{j}@{text(n)}").to_stream() \
+        .to(topics["out-session-rejoined"], produced)
+    session_pair.filter(lambda windowed, value: windowed.window.end > windowed.window.start) \
+        .outer_join(short_counts, lambda p, n: f"{text(p)}#{text(n)}").to_stream() \
+        .to(topics["out-session-pair-joined"], produced)

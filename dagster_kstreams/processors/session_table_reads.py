@@ -20,15 +20,22 @@ newest record is never late, so that observed time is the task's stream time: af
 processed when the aggregation has taken it already, before it otherwise. So a key's row answers
 exactly (:class:`SessionReads`), whatever the retentions and gaps.
 
+A join of session tables read in turn (re-grouped, or joined with a third session table) is read as
+Kafka Streams reads it: materialized, by its store's entry of the session (``KTableKTableJoinMerger``'s
+store, keyed by the key, the session's end and its start, which never expires one: the runner keeps it
+in the session's group of the task's state, :mod:`.own_groups`); without a store, through both its
+tables and the joiner (``KTableKTable*JoinValueGetter``: each table's ``fetchSession``). Its update's
+value is the one the update carries, as for a session table.
+
 Admitted here: a re-grouping of a session-windowed aggregation's table (count, reduce or aggregate,
 emitting on every update, cached or not), through ``filter``/``map_values`` without a store of their
 own. Refused, naming the re-grouping and the aggregation: a session table emitting on window close,
 a session cogroup's, and one behind a suppression or a ``filter``/``map_values`` with a store of its
 own (their old values are their own, not compared with Kafka Streams yet). A join of two session
-aggregations' tables emitting on every update, through filters/map_values without a store of their own,
-without ``Materialized``; refused, naming the join: a session table joined with a table of other
-windows or a plain one, a materialized join of session tables (its store keyed by sessions, not
-compared yet), and a join or re-grouping of such a join's result (read through both session tables).
+aggregations' tables emitting on every update, or of joins of them, through filters/map_values without a
+store of their own, with ``Materialized`` or not, and a re-grouping of such a join; refused, naming the
+join: a session table (or a join of them) joined with a table of other windows or a plain one, and the
+record cache on a session table or on the join's store (not modelled).
 """
 
 from __future__ import annotations
@@ -43,7 +50,7 @@ from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.windows import SessionWindows
 
 __all__ = ["is_session_table", "check_session_regrouping", "is_session_aggregation_on_update", "check_session_join",
-           "SessionReads"]
+           "is_session_join", "SessionReads"]
 
 
 def is_session_aggregation_on_update(node) -> bool:
@@ -54,41 +61,53 @@ def is_session_aggregation_on_update(node) -> bool:
 
 def _session_table(sub, node) -> tuple[Optional[Any], list]:
     """The session aggregation whose table reaches ``node`` through table filters/map_values (``node``
-    itself included), or None; and the filters/map_values with a store of their own on the way."""
+    itself included), or the join of session tables whose result does (:func:`is_session_join`), or None;
+    and the filters/map_values with a store of their own on the way."""
     kept = []
     while node.kind in (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES):
         if materialized_step(node):
             kept.append(node)
         (parent,) = node.parents
         node = sub.node(parent)
-    return (node if is_session_aggregation_on_update(node) else None), kept
+    return (node if is_session_aggregation_on_update(node) or is_session_join(sub, node) else None), kept
+
+
+def is_session_join(sub, node) -> bool:
+    """Whether ``node`` is the result of a join of session tables (each a session aggregation's table or a
+    join of them, through filters/map_values): :func:`check_session_join` admitted it when it was built."""
+    if node.kind is not NodeKind.TABLE_TABLE_JOIN_MERGE:
+        return False
+    return all(_session_table(sub, sub.node(sub.node(join).parents[0]))[0] is not None for join in node.parents)
 
 
 def check_session_join(ctx, factory, this_table: str, that_table: str, merge) -> bool:
     """Whether the join ``factory`` (of the tables of nodes ``this_table`` and ``that_table``, into
     ``merge``) joins a session table: then both must be session aggregations' tables emitting on every
-    update, through filters/map_values without a store of their own, and the join without a store;
-    else refused, naming the join. A cached session table forwards at the micro-batch's end, when the other
-    store's observed time is the batch's: not modelled, refused too."""
+    update, or joins of them, through filters/map_values without a store of their own, and the join's
+    own store, if any, without the record cache; else refused, naming the join. A cached session table
+    forwards at the micro-batch's end, when the other store's observed time is the batch's: not modelled,
+    refused too; so is a cached join's store (its updates would go out once per micro-batch, not compared
+    with Kafka Streams)."""
     sub = ctx.subtopology
     (this, this_kept), (that, that_kept) = (_session_table(sub, sub.node(name)) for name in (this_table, that_table))
     if this is None and that is None:
         return False
+    own = [merge.params["store_name"]] if merge.params.get("store_name") in merge.stores else []
+    stores = own + [table.params.get("store_name") for table in (this, that) if table]
     if this is None or that is None:
-        problem = "only one of its tables is a session aggregation's (emitting on every update)"
+        problem = "only one of its tables is a session aggregation's (emitting on every update) or a join of them"
     elif this_kept or that_kept:
         step = (this_kept + that_kept)[0]
         problem = f"{step.name} ({step.kind.value}) on the way keeps a store of its own"
-    elif any(ctx.cached(table.params["store_name"]) for table in (this, that)):
-        problem = "a session table has the record cache (read at the micro-batch's end, not modelled)"
-    elif merge.params.get("store_name") in merge.stores:
-        problem = "it is materialized (a store keyed by sessions, not compared with Kafka Streams yet)"
+    elif any(store in ctx.topology.state_stores and ctx.cached(store) for store in stores):
+        problem = "a session table or the join has the record cache (read at the micro-batch's end, not modelled)"
     else:
         return True
     raise UnsupportedTopologyError(
         f"processor {factory.name} ({factory.kind.value}) joins session tables, but {problem}; the Spark runner "
-        "joins two session aggregations' tables (emitting on every update, without the record cache, through "
-        "filter/map_values without a store of their own) without Materialized")
+        "joins session aggregations' tables (emitting on every update, without the record cache, through "
+        "filter/map_values without a store of their own) and joins of them, materialized without the record "
+        "cache or not")
 
 
 class SessionReads:

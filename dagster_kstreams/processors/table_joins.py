@@ -67,9 +67,10 @@ source key's group. Other state after them (a count of the join's stream) is kep
 group too. Beside session windows the groups keep the window's end as well: a materialized join of
 windows of two sizes, or state they both reach, is refused there
 (:func:`~.windowed_table_reads.check_windows`, :func:`~.windowed_tables.check_own_window_reads`).
-Two session aggregations' tables may be joined too, without a store: a session's value is the other
-store's session of the same start and end (``fetchSession``), by that store's observed time
-(:mod:`.session_table_reads`).
+Two session aggregations' tables (or joins of them) may be joined too, materialized or not: a session's
+value is the other store's session of the same start and end (``fetchSession``), by that store's
+observed time, or a join's of it (:mod:`.session_table_reads`); a materialized one keeps each session in
+the session's group.
 
 Order across inputs
 -------------------
@@ -146,10 +147,12 @@ class TableTableJoin(Processor):
     kind = "table_table_join"
 
     def __init__(self, name: str, joiner, join_type: str, side: str, this: ValueGetter, other: ValueGetter,
-                 merge_name: Optional[str] = None, skips_not_latest: bool = False):
+                 merge_name: Optional[str] = None, skips_not_latest: bool = False, joins_sessions: bool = False):
         super().__init__(name)
         self.fn, self.join_type, self.side = joiner, join_type, side
         self.this, self.other = this, other
+        # session tables (or joins of them) joined: the updated side's value is its update's (see process)
+        self.joins_sessions = joins_sessions
         self.merge_name = merge_name  # the joined table, when it forwards the old value computed here
         # its table is a versioned one's (useVersionedSemantics): an out-of-order update joins nothing
         self.skips_not_latest = skips_not_latest
@@ -171,8 +174,9 @@ class TableTableJoin(Processor):
             return  # Kafka Streams: "Skipping out-of-order record from versioned table" (KIP-914)
         updated, other = (self.this, self.other) if self.side == "this" else (self.other, self.this)
         # A session table's update is its own: a merge deletes a session and puts it again (one window), the
-        # store already holding the put while the delete travels here (Kafka Streams joins change.newValue)
-        new = value if updated.sessions is not None else updated.get(self, key, state, context)
+        # store already holding the put while the delete travels here (Kafka Streams joins change.newValue);
+        # so is a join of session tables' update, which reading both stores again would not give
+        new = value if self.joins_sessions else updated.get(self, key, state, context)
         if self.stamps_both_rows:
             other_value, other_timestamp = other.get_timestamped(self, key, state, context)
         else:
@@ -217,7 +221,8 @@ def _table_table_join(factory, ctx) -> TableTableJoin:
     this_table, that_table = (own_table, other_table) if params["side"] == "this" else (other_table, own_table)
     this = value_getter(ctx, factory, this_table, through_joins=True, windowed=True, sessions=True)
     other = value_getter(ctx, factory, that_table, through_joins=True, windowed=True, sessions=True)
-    if not check_session_join(ctx, factory, this_table, that_table, sub.node(merge_name)):
+    joins_sessions = check_session_join(ctx, factory, this_table, that_table, sub.node(merge_name))
+    if not joins_sessions:
         check_windows(ctx, factory, this_table, that_table, sub.node(merge_name))
     joiner = ctx.function(factory, params["joiner"])
     merge = sub.node(merge_name)
@@ -225,7 +230,7 @@ def _table_table_join(factory, ctx) -> TableTableJoin:
     cached = store is not None and store in merge.stores and ctx.cached(store)
     # Readers through the join's result read the old value it sends, unless its cache sends the store's.
     return TableTableJoin(factory.name, joiner.as_joiner(), params["join_type"], params["side"], this, other,
-                          None if cached else merge_name, reads_versioned_updates(ctx, own_table))
+                          None if cached else merge_name, reads_versioned_updates(ctx, own_table), joins_sessions)
 
 
 def _table_table_join_merge(factory, ctx) -> Processor:

@@ -195,7 +195,7 @@ def _repartition_map(factory, ctx) -> TableRepartitionMap:
         table_values = old_value_getter(ctx, factory, behind)
     else:
         # A windowed table's old value: the one its aggregation forwards with the window's update.
-        table_values = value_getter(ctx, factory, table, through_joins=True, windowed=True)
+        table_values = value_getter(ctx, factory, table, through_joins=True, windowed=True, sessions=True)
     return TableRepartitionMap(factory.name, selector.as_key_value(), table_values, reads_versioned_updates(ctx, table))
 
 

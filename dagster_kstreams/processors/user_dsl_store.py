@@ -238,9 +238,11 @@ def _check_table_step(where: str, step, sub) -> None:
 
 
 def _keyed_by_sessions(sub, node) -> bool:
-    """Whether the windowed table ``node`` reads (through steps, suppressions, a cogroup's merge) is a
-    session aggregation's."""
-    while node.kind in (*_TABLE_STEPS, NodeKind.SUPPRESS, NodeKind.COGROUP_MERGE):
+    """Whether the windowed table ``node`` reads (through steps, suppressions, a cogroup's merge, a join of
+    windowed tables: both its tables are session ones or neither, ``check_session_join``) is a session
+    aggregation's."""
+    while node.kind in (*_TABLE_STEPS, NodeKind.SUPPRESS, NodeKind.COGROUP_MERGE, NodeKind.TABLE_TABLE_JOIN_MERGE,
+                        NodeKind.TABLE_TABLE_JOIN):
         node = sub.node(node.parents[0])
     return isinstance(node.params.get("windows"), SessionWindows)
 

@@ -123,6 +123,8 @@ class ValueGetter:
             window = Windowed(key.key, Window(start, start + self.window_size))
             return _group_of(reader, window, state).values[self.slot]
         if self.windows_of is None:
+            # a materialized join of session tables' store too: the record travels in its session's group
+            # (own_groups), the store's entry of the key, the session's start and end
             return state.values[self.slot]
         if self.sessions is not None:
             return self.sessions.fetch(_group_of(reader, key.key, state).values[self.slot], key, context)
@@ -192,7 +194,8 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
     filters/map_values) and the stores keyed by windowed keys after one (:func:`~.windowed_table_reads.windowed_store_size`), as a
     table-table join and a re-grouping do. ``sessions``: with ``windowed``, a session aggregation's table
     too, one session by its start and end, as a join of two session tables reads it
-    (:class:`~.session_table_reads.SessionReads`); never through a join's result."""
+    (:class:`~.session_table_reads.SessionReads`), through a join's result without a store too (Kafka
+    Streams' join value getter asks both tables' getters)."""
     sub = ctx.subtopology
     names = {node.name for node in sub.nodes}
     steps: list[tuple[str, Any, bool]] = []
@@ -234,7 +237,7 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
                                window_size=window_size)
         if joined:
             steps.reverse()
-            return ValueGetter(None, tuple(steps), joined=_joined_values(ctx, factory, node, windowed))
+            return ValueGetter(None, tuple(steps), joined=_joined_values(ctx, factory, node, windowed, sessions))
         if windowed and readable_windows_on_update(node):
             steps.reverse()
             return ValueGetter(node.params["store_name"], tuple(steps), windows_of=node.name)
@@ -248,8 +251,8 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
                 f"processor {factory.name} ({factory.kind.value}) reads the windowed table of {node.name} "
                 f"({type(node.params['windows']).__name__}, {emits}); "
                 "the Spark runner joins and re-groups the tables of time-windowed and sliding-window aggregations "
-                "emitting on every update only, and a join of two session tables reads them directly (a session "
-                "table is read by the session's start and end, fetchSession, not yet through a join here)")
+                "emitting on every update only, and session tables in joins of session tables (read by the "
+                "session's start and end, fetchSession) and their re-groupings and joins")
         if materialized_step(node):
             stored_steps.append(node)
         if node.kind is NodeKind.TABLE_FILTER:
@@ -270,14 +273,15 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
         name = node.parents[0]
 
 
-def _joined_values(ctx, factory, merge, windowed: bool) -> JoinedValues:
+def _joined_values(ctx, factory, merge, windowed: bool, sessions: bool) -> JoinedValues:
     """The value getter of the table-table join whose result node is ``merge`` (no store); ``windowed``:
     its tables may be windowed (a windowed key's value: each table's window of its start, as Kafka
-    Streams' join value getter asks each table's getter with the windowed key)."""
+    Streams' join value getter asks each table's getter with the windowed key); ``sessions``: session
+    tables too (each table's session of the key's start and end, ``fetchSession``)."""
     sub = ctx.subtopology
     joins = {sub.node(name).params["side"]: sub.node(name) for name in merge.parents}
     this_join, other_join = joins["this"], joins["other"]
-    this = value_getter(ctx, factory, this_join.parents[0], through_joins=True, windowed=windowed)
-    other = value_getter(ctx, factory, other_join.parents[0], through_joins=True, windowed=windowed)
+    this = value_getter(ctx, factory, this_join.parents[0], through_joins=True, windowed=windowed, sessions=sessions)
+    other = value_getter(ctx, factory, other_join.parents[0], through_joins=True, windowed=windowed, sessions=sessions)
     joiner = ctx.function(this_join, this_join.params["joiner"])
     return JoinedValues(merge.name, joiner.as_joiner(), this_join.params["join_type"], this, other)

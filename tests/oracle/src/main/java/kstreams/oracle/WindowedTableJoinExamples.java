@@ -26,13 +26,15 @@ import org.apache.kafka.streams.state.WindowStore;
 /**
  * Table-table joins of windowed tables (a windowed aggregation's KTable&lt;Windowed&lt;K&gt;, V&gt;) and a
  * windowed table re-grouped (session tables too: a merge forwards a delete of each merged session with its
- * old value, which the re-grouping subtracts), run by Kafka Streams itself until its input and repartition
- * topics are consumed; prints JSON {"describe": ...}.
+ * old value, which the re-grouping subtracts), joins of session tables (materialized, re-grouped and joined
+ * again: SessionJoinChains), run by Kafka Streams itself until its input and repartition topics are
+ * consumed; prints JSON {"describe": ...}.
  *
  * Args: bootstrap applicationId stateDir s outInner outLeft outOuter outRegrouped outFiltered outMaterialized
  * outJoinedRegrouped outRejoined outPairJoined outPairRegrouped outOddCounts outOddReduced outMixed
  * outSlidingInner outSlidingOuter outSlidingRegrouped outSlidingLeft outSessionRegrouped outSessionSizes
- * outLongSessions outSessionInner outSessionLeft outSessionOuter
+ * outLongSessions outSessionInner outSessionLeft outSessionOuter outSessionMaterialized outSessionJoinedRegrouped
+ * outSessionPairRegrouped outSessionRejoined outSessionPairJoined
  *
  * The Python twin is windowed_join_examples() in tests/windowed_join_topology.py; keep the two in step.
  */
@@ -56,7 +58,9 @@ public final class WindowedTableJoinExamples {
                                  String outSlidingInner, String outSlidingOuter, String outSlidingRegrouped,
                                  String outSlidingLeft, String outSessionRegrouped, String outSessionSizes,
                                  String outLongSessions, String outSessionInner, String outSessionLeft,
-                                 String outSessionOuter) {
+                                 String outSessionOuter, String outSessionMaterialized,
+                                 String outSessionJoinedRegrouped, String outSessionPairRegrouped,
+                                 String outSessionRejoined, String outSessionPairJoined) {
         StreamsBuilder builder = new StreamsBuilder();
         Duration size = Duration.ofMillis(WINDOW_MS);
         Duration grace = Duration.ofMillis(500);
@@ -207,21 +211,27 @@ public final class WindowedTableJoinExamples {
         // Joins of session tables (fetchSession), one with sessions of another gap and a shorter retention.
         Produced<Windowed<String>, String> sessionKeys =
             Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.String());
-        sessionCounts.join(sessionValues, (n, v) -> n + "|" + v).toStream().to(outSessionInner, sessionKeys);
+        KTable<Windowed<String>, String> sessionPair = sessionCounts.join(sessionValues, (n, v) -> n + "|" + v);
+        sessionPair.toStream().to(outSessionInner, sessionKeys);
         KTable<Windowed<String>, Long> shortCounts = sessioned
             .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(300), grace))
             .count(Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("short-session-counts")
                        .withCachingDisabled());
         sessionValues.leftJoin(shortCounts, (v, n) -> v + "%" + text(n)).toStream().to(outSessionLeft, sessionKeys);
-        sessionCounts.filter((windowed, n) -> n % 2 == 1)
-            .outerJoin(sessionValues, (n, v) -> text(n) + "~" + text(v)).toStream().to(outSessionOuter, sessionKeys);
+        KTable<Windowed<String>, String> oddPair = sessionCounts.filter((windowed, n) -> n % 2 == 1)
+            .outerJoin(sessionValues, (n, v) -> text(n) + "~" + text(v));
+        oddPair.toStream().to(outSessionOuter, sessionKeys);
+        SessionJoinChains.add(sessionCounts, sessionValues, shortCounts, sessionPair, oddPair, outSessionMaterialized,
+                              outSessionJoinedRegrouped, outSessionPairRegrouped, outSessionRejoined,
+                              outSessionPairJoined);
         return builder.build();
     }
 
     public static void main(String[] args) throws Exception {
         Topology topology = build(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10], args[11],
                                   args[12], args[13], args[14], args[15], args[16], args[17], args[18], args[19],
-                                  args[20], args[21], args[22], args[23], args[24], args[25], args[26]);
+                                  args[20], args[21], args[22], args[23], args[24], args[25], args[26], args[27],
+                                  args[28], args[29], args[30], args[31]);
         // The repartition topics too: the sub-topologies reading them must have read them to the end.
         KafkaStreamsRuns.runUntilConsumed(topology, args[0], args[1], args[2],
                                           () -> List.of(args[3], args[1] + "-by-key-repartition",
@@ -233,7 +243,9 @@ public final class WindowedTableJoinExamples {
                                                         args[1] + "-sessioned-repartition",
                                                         args[1] + "-session-by-key-repartition",
                                                         args[1] + "-sessions-by-size-repartition",
-                                                        args[1] + "-long-sessions-repartition"),
+                                                        args[1] + "-long-sessions-repartition",
+                                                        args[1] + "-session-joined-by-key-repartition",
+                                                        args[1] + "-session-pair-by-key-repartition"),
                                           Duration.ofMinutes(5), streams -> KafkaStreamsRuns.describeJson(topology));
     }
 }
