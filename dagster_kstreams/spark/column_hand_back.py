@@ -29,7 +29,7 @@ output rows).
 
 Refused, naming the processors (:func:`plan_after_state`): a Column after state with a Python
 function, a stateful processor, a ``merge``, a branch or anything but Column operations and sinks
-after it; a serde of the stream it reads that the JVM cannot parse; a sink after it that places its
+after it (a repartition on the way passes, dropping null keys where it does); a serde of the stream it reads that the JVM cannot parse; a sink after it that places its
 records itself (a stream partitioner, a topic a function picks) or writes with a serde only Python
 writes; and a sink after it whose topic another sink of the sub-topology writes too (the records of
 two sinks of one topic would not keep Kafka Streams' order between them within one source record's
@@ -72,18 +72,20 @@ class Lane:
     value_serde: Any
 
 
-def _lanes_from(nodes: list, start: int, problems: list[str]) -> list[tuple[int, ...]]:
+def _lanes_from(nodes: list, start: int, parents: dict[int, list[int]], problems: list[str]) -> list[tuple[int, ...]]:
     """Every path from Column ``start`` to a sink, depth first in children's order (Kafka Streams'
-    forwarding order); a processor on the way that is no Column operation nor a sink is a problem."""
+    forwarding order); a processor on the way that is no Column operation, no sink and no pass of a
+    repartition (its null-key filter, or a merge of this path alone) is a problem."""
     node = nodes[start]
     if node.kind == "sink":
         return [(start,)]
-    if not (_is_column(node) and node.kind in LANE_KINDS):
+    passes = node.kind == "repartition_filter" or (node.kind == "merge" and len(parents.get(start, ())) == 1)
+    if not passes and not (_is_column(node) and node.kind in LANE_KINDS):
         problems.append(f"processor {node.name} ({node.kind}) follows a Column after state: Columns after state "
                         "run only on the way to sinks, through Column filter/filter_not, map_values, "
                         "flat_map_values, select_key and map, with nothing stateful or Python after them")
         return []
-    return [(start, *rest) for child in node.children for rest in _lanes_from(nodes, child, problems)]
+    return [(start, *rest) for child in node.children for rest in _lanes_from(nodes, child, parents, problems)]
 
 
 def plan_after_state(program, in_python: set[int], default_serdes: dict) -> tuple[Optional["ColumnsAfterState"],
@@ -111,7 +113,7 @@ def plan_after_state(program, in_python: set[int], default_serdes: dict) -> tupl
                 problems.append(f"processor {node.name} ({node.kind}) reads after state a {part} written with "
                                 f"{serde!r}, which the JVM cannot parse (give the stream a String, Long, Integer, "
                                 "ByteArray or Json(schema=...) serde)")
-        lanes.extend(Lane(position, path, *serdes) for path in _lanes_from(nodes, index, problems))
+        lanes.extend(Lane(position, path, *serdes) for path in _lanes_from(nodes, index, parents, problems))
     sink_topics = [node.topic for node in nodes if node.kind == "sink"]
     for lane in lanes:
         sink = nodes[lane.path[-1]]
@@ -183,6 +185,11 @@ class ColumnsAfterState:
                                  "value": F.when(mine, deserialize(F.col("_in_value"), lane.value_serde)[0])})
         for index in lane.path[:-1]:
             node = nodes[index]
+            if node.kind == "repartition_filter":  # a repartition drops null keys (Kafka Streams' too)
+                rows = rows.where(~mine | F.col("key").isNotNull())
+                continue
+            if node.kind == "merge":  # a repartition that keeps them
+                continue
             column = node.fn.column
             if node.kind == "filter":
                 keep = F.coalesce(column, F.lit(False))

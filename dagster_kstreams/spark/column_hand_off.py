@@ -43,7 +43,8 @@ since one record's rows of both would not keep Kafka Streams' order between them
 
 Refused, naming each processor (:func:`plan_before_state`): a Column after a processor that runs in
 Python (state, a Python function, a table operation: the segments of a stateless plan do not reach
-into Spark's state operators), a key change by a Column before the state of a sub-topology grouped
+into Spark's state operators), unless every path from it leads to sinks only (then it runs on the
+state's output rows: :mod:`dagster_kstreams.spark.column_hand_back`, which names what it refuses), a key change by a Column before the state of a sub-topology grouped
 by key (grouped by the source record's key; in Kafka Streams a changed key reaches no state in its
 sub-topology but a user processor's, which makes it task-grouped: a whole batch one group, so there
 a ``select_key`` or ``map`` may stand in front of ``process``), processors that read the task's
