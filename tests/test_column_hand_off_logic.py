@@ -167,9 +167,11 @@ def test_what_is_still_refused_names_its_processor(spark):
     builder.stream("in").map_values(lambda v: v + "!").map_values(F.upper(F.col("value"))).group_by_key().count()
     _refused(builder, "processor KSTREAM-MAPVALUES-0000000002 (map_values) is a Column after processors that run "
                       "in Python")
-    builder = StreamsBuilder()  # a Column after state
-    builder.stream("in").group_by_key().count().to_stream().filter(F.col("value") > 1).to("out")
-    _refused(builder, "processor KSTREAM-FILTER-0000000004 (filter) is a Column after")
+    builder = StreamsBuilder()  # a Column after state with a Python function after it (column_hand_back.py)
+    builder.stream("in").group_by_key().count().to_stream().filter(F.col("value") > 1) \
+        .map_values(lambda n: n).to("out")
+    _refused(builder, "processor KSTREAM-MAPVALUES-0000000005 (map_values) follows a Column after state",
+             "processor KSTREAM-FILTER-0000000004 (filter) is a Column after")
     builder = StreamsBuilder()  # a key change in front of a Python function, in a sub-topology grouped by key
     source = builder.stream("in")
     source.map((F.col("value"), F.col("key"))).flat_map_values(F.array(F.col("value"))) \

@@ -22,9 +22,12 @@ class ColumnExpression:
     It cannot be called in Python: only :class:`ColumnPlan` evaluates it, in the JVM.
     """
 
-    def __init__(self, column: Any, processor: str):
+    def __init__(self, column: Any, processor: str, stream_serdes: tuple = (None, None)):
         self.column = column
         self.processor = processor
+        # The serdes of the stream the Column reads (None: the default): what a record handed to it
+        # after state is written and read with (column_hand_back.py).
+        self.stream_serdes = stream_serdes
 
     def __call__(self, *args):
         raise TypeError(
@@ -37,7 +40,7 @@ class ColumnExpression:
     def __getstate__(self) -> dict:
         # Shipped to Python workers (a Column plan's Python pass: column_placement.py) without the
         # Column, a JVM object that only the driver's plan reads.
-        return {"column": None, "processor": self.processor}
+        return {"column": None, "processor": self.processor, "stream_serdes": self.stream_serdes}
 
 
 def column_predicates(node) -> list:
@@ -76,7 +79,8 @@ def column_function(factory, user_function, error_class):
     if arity != arities[kind]:
         want = "a (key, value) tuple of two Columns" if kind == "map" else "one Column"
         raise error_class(f"processor {factory.name} ({kind}) needs {want}, got {column!r}")
-    return _ColumnFunction(ColumnExpression(column, factory.name))
+    stream_serdes = factory.params.get("stream_serdes", (None, None))
+    return _ColumnFunction(ColumnExpression(column, factory.name, stream_serdes))
 
 
 def split_conditions(node) -> list:

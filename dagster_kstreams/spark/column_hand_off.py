@@ -43,7 +43,8 @@ since one record's rows of both would not keep Kafka Streams' order between them
 
 Refused, naming each processor (:func:`plan_before_state`): a Column after a processor that runs in
 Python (state, a Python function, a table operation: the segments of a stateless plan do not reach
-into Spark's state operators), a key change by a Column before the state of a sub-topology grouped
+into Spark's state operators), unless every path from it leads to sinks only (then it runs on the
+state's output rows: :mod:`dagster_kstreams.spark.column_hand_back`, which names what it refuses), a key change by a Column before the state of a sub-topology grouped
 by key (grouped by the source record's key; in Kafka Streams a changed key reaches no state in its
 sub-topology but a user processor's, which makes it task-grouped: a whole batch one group, so there
 a ``select_key`` or ``map`` may stand in front of ``process``), processors that read the task's
@@ -66,6 +67,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType
 
 from dagster_kstreams.processors.hand_offs import PATH_STEP_FORMAT, HandOff, path_step
+from dagster_kstreams.spark.column_hand_back import ColumnsAfterState, plan_after_state
 from dagster_kstreams.spark.column_functions import COLUMN_KINDS, ColumnExpression, column_predicates, uses_column
 from dagster_kstreams.spark.expressions import ColumnPlan, decoded_in_python
 from dagster_kstreams.spark.frames import HAND_OFF_COLUMN, HAND_OFF_PATH_COLUMN, OUTPUT_COLUMNS
@@ -117,13 +119,16 @@ def prefix_of(nodes: list) -> set[int]:
     return prefix
 
 
-def plan_before_state(program, error_class, default_key_serde, default_value_serde) -> Optional["ColumnsBeforeState"]:
-    """A :class:`ColumnsBeforeState` for a stateful ``program`` that uses Column expressions (None
-    when it has none). Raises ``error_class`` naming every processor that keeps it from running so."""
+def plan_before_state(program, error_class, default_key_serde, default_value_serde
+                      ) -> tuple[Optional["ColumnsBeforeState"], Optional[ColumnsAfterState]]:
+    """``(Columns in front of the state, Columns after it)`` of a stateful ``program`` that uses
+    Column expressions (None: none there; column_hand_back.py runs those after it). Raises
+    ``error_class`` naming every processor that keeps them from running so."""
     nodes = program.nodes
     users = [node.name for node in nodes if uses_column(node)]
     if not users:
-        return None
+        return None, None
+    defaults = {"key": default_key_serde, "value": default_value_serde}
     prefix = prefix_of(nodes)
     problems = [f"processor {node.name} (branch) is a split on Columns, which runs only in a stateless sub-topology"
                 for node in nodes if column_predicates(node)]
@@ -136,10 +141,13 @@ def plan_before_state(program, error_class, default_key_serde, default_value_ser
     for index in range(len(nodes)):
         if index in in_python:
             in_python.update(nodes[index].children)
-    for index in sorted(in_python):
+    after, after_problems, after_columns = plan_after_state(program, in_python, defaults)
+    problems.extend(after_problems)
+    for index in sorted(in_python - after_columns):
         if _is_column(nodes[index]):
             problems.append(f"processor {nodes[index].name} ({nodes[index].kind}) is a Column after processors that "
-                            "run in Python (state, Python functions): Columns run in front of the state only")
+                            "run in Python (state, Python functions): Columns run in front of the state, or after "
+                            "it on the way to sinks only")
     prefix_topics = set()
     for index, node in enumerate(nodes):
         if node.kind == "source":
@@ -167,10 +175,11 @@ def plan_before_state(program, error_class, default_key_serde, default_value_ser
         raise error_class(
             f"sub-topology {program.subtopology_id}: processor(s) {', '.join(users)} are PySpark Column "
             "expressions, which run in a sub-topology with state only as filter/filter_not, map_values and "
-            "flat_map_values in front of it (select_key and map before sinks, or before a user processor), with "
-            "JVM serdes; not here "
+            "flat_map_values in front of it (select_key and map before sinks, or before a user processor), or "
+            "after it on the way to sinks, with JVM serdes; not here "
             "because: " + "; ".join(problems))
-    return ColumnsBeforeState(program, {}, {"key": default_key_serde, "value": default_value_serde}, prefix)
+    before = ColumnsBeforeState(program, {}, defaults, prefix) if prefix else None
+    return before, after
 
 
 def _stream_time_keepers(nodes: list) -> list[str]:

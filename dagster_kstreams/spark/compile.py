@@ -88,9 +88,16 @@ class CompiledTopology:
         # Column expressions: a stateless sub-topology as DataFrame operations, its Python functions in
         # segments; a stateful one's Columns in front of its state, handing their records over (None
         # without any).
-        planner = plan_before_state if program.stateful else expressions.plan
-        program.column_plan = planner(program, UnsupportedTopologyError, self.default_key_serde,
-                                      self.default_value_serde)
+        # (After a stateful part, on the way to sinks, the program hands its records back to the JVM,
+        # where they run: column_hand_back.py.)
+        if not program.stateful:
+            program.column_plan = expressions.plan(program, UnsupportedTopologyError, self.default_key_serde,
+                                                   self.default_value_serde)
+            return program
+        program.column_plan, after = plan_before_state(program, UnsupportedTopologyError, self.default_key_serde,
+                                                       self.default_value_serde)
+        if after is not None:
+            program.hand_back(after)
         return program
 
 

@@ -75,8 +75,21 @@ _ARROW_HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary()
 class SparkProgram(SubtopologyProgram):
     """A sub-topology program fed with Spark's frames."""
 
-    # The sub-topology as Column operations in the JVM (spark/expressions.py), or None.
+    # The sub-topology as Column operations in the JVM (spark/expressions.py), or None; in a stateful
+    # one, those in front of its state (spark/column_hand_off.py).
     column_plan = None
+    # The Column operations after its state, on the way to sinks (spark/column_hand_back.py), or None.
+    columns_after_state = None
+
+    def hand_back(self, after: Any) -> None:
+        """Run the Columns after the state in the JVM (``after``: a ColumnsAfterState): each one a
+        record enters first from a Python processor is replaced by its hand-back, which writes the
+        record into the output where it stands, for ``after.project`` to run it on from there."""
+        for index, processor in after.hand_backs().items():
+            processor.init(self)
+            self.nodes[index] = processor
+        self.columns_after_state = after
+        self._entries = self._compile_entries()  # the chains that led to those Columns end at their hand-backs
 
     def jvm_count(self) -> Optional[tuple[str, Any, Any]]:
         """``(store, source, sink)`` when the whole sub-topology is ``source -> count ->

@@ -179,6 +179,7 @@ class TaskGroupedState(Strategy):
         output = records.withColumn(_TASK_GROUP, F.lit(0)).groupBy(_TASK_GROUP).applyInPandasWithState(
             run_task, output_schema(program), "task binary", "Update", GroupStateTimeout.NoTimeout
         )
+        output = _after_state(output, program)
         return output if columns_output is None else output.unionByName(columns_output)
 
     def orders_output(self, program: Any) -> bool:
@@ -230,6 +231,7 @@ class KeyedState(Strategy):
         output = records.groupBy(state_key_column(program)).applyInPandasWithState(
             run_key_group, output_schema(program), state_schema, "Update", GroupStateTimeout.NoTimeout
         )
+        output = _after_state(output, program)
         return output if columns_output is None else output.unionByName(columns_output)
 
     def orders_output(self, program: Any) -> bool:
@@ -352,6 +354,13 @@ def _state_input(source: DataFrame, program: Any, dead_letters: DeadLetterPolicy
     # the rows sit in one spares the shuffle before the state, as on_state_partitions does for a source.
     state_partitions = int(source.sparkSession.conf.get("spark.sql.shuffle.partitions"))
     return on_state_partitions(handed, program, state_partitions), columns_output
+
+
+def _after_state(output: DataFrame, program: Any) -> DataFrame:
+    """The state's output rows, the records it handed back run through the Columns after it
+    (spark/column_hand_back.py: row-wise, so each partition's rows keep their order)."""
+    after = program.columns_after_state
+    return output if after is None else after.project(output)
 
 
 def _store_node(program: Any, slot: int) -> Any:

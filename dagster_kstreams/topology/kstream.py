@@ -51,15 +51,22 @@ class KStream(_AbstractStream):
         self._builder.add_graph_node(self._node, node)
         return node
 
+    def _column_serdes(self, fn: UserFunction) -> dict:
+        """For a PySpark Column: the serdes this stream's records are known by (None: the default),
+        which a runner that hands records after state back to the JVM writes and reads them with."""
+        return {"stream_serdes": (self.key_serde, self.value_serde)} if fn.is_column else {}
+
     # -- stateless -------------------------------------------------------------------
     def filter(self, predicate, named: Optional[Named] = None) -> KStream:
         fn = UserFunction.of(predicate, [F.KEY_VALUE], "KStream.filter", allow_column=True)
-        node = self._processor(FILTER_NAME, named, NodeKind.FILTER, {"predicate": fn, "negate": False})
+        node = self._processor(FILTER_NAME, named, NodeKind.FILTER,
+                               {"predicate": fn, "negate": False, **self._column_serdes(fn)})
         return self._child(node.name, self.key_serde, self.value_serde, self.repartition_required, node)
 
     def filter_not(self, predicate, named: Optional[Named] = None) -> KStream:
         fn = UserFunction.of(predicate, [F.KEY_VALUE], "KStream.filter_not", allow_column=True)
-        node = self._processor(FILTER_NAME, named, NodeKind.FILTER, {"predicate": fn, "negate": True})
+        node = self._processor(FILTER_NAME, named, NodeKind.FILTER,
+                               {"predicate": fn, "negate": True, **self._column_serdes(fn)})
         return self._child(node.name, self.key_serde, self.value_serde, self.repartition_required, node)
 
     def _select_key_node(self, mapper, name: Optional[str], operation: str) -> ProcessorGraphNode:
@@ -83,7 +90,7 @@ class KStream(_AbstractStream):
 
     def map_values(self, mapper, named: Optional[Named] = None) -> KStream:
         fn = UserFunction.of(mapper, [F.VALUE, F.KEY_VALUE], "KStream.map_values", allow_column=True)
-        node = self._processor(MAPVALUES_NAME, named, NodeKind.MAP_VALUES, {"mapper": fn})
+        node = self._processor(MAPVALUES_NAME, named, NodeKind.MAP_VALUES, {"mapper": fn, **self._column_serdes(fn)})
         node.value_changing = True
         return self._child(node.name, self.key_serde, None, self.repartition_required, node)
 
@@ -96,7 +103,8 @@ class KStream(_AbstractStream):
 
     def flat_map_values(self, mapper, named: Optional[Named] = None) -> KStream:
         fn = UserFunction.of(mapper, [F.VALUE, F.KEY_VALUE], "KStream.flat_map_values", allow_column=True)
-        node = self._processor(FLATMAPVALUES_NAME, named, NodeKind.FLAT_MAP_VALUES, {"mapper": fn})
+        node = self._processor(FLATMAPVALUES_NAME, named, NodeKind.FLAT_MAP_VALUES,
+                               {"mapper": fn, **self._column_serdes(fn)})
         node.value_changing = True
         return self._child(node.name, self.key_serde, None, self.repartition_required, node)
 
