@@ -8,8 +8,9 @@ key (a null-keyed tap an outer join passes on would go to a partition the produc
 output value ends with ``|t`` and its record's timestamp (a ``process_values`` after the join).
 
 The runner's cache forwards each key's last update at the micro-batch's end, Kafka Streams' at a
-commit: compared with Kafka Streams committing once after the input, on input that fits one
-micro-batch per task (README, "Stream-stream joins (inner, left, outer) run task-grouped").
+commit: compared with Kafka Streams committing once, when closed after its whole input
+(CommitOnceRuns.java), on input that fits one micro-batch per task (README, "Stream-stream joins
+(inner, left, outer) run task-grouped"), in test_equivalence_aggregation_joins.py.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ _PER_TASK = {"rows": 12, "taps": 16, "marks": 12}
 _SPAN_MS = 12_000
 
 
-def add_cached_join_feeds(builder: StreamsBuilder, topics: dict[str, str]) -> None:
-    """CachedJoinFeedExamples.add (Java)."""
+def cached_join_feed_examples(topics: dict[str, str]) -> StreamsBuilder:
+    """CachedJoinFeedExamples.cachedJoinFeedExamples (Java)."""
+    builder = StreamsBuilder()
     windows = JoinWindows.of_time_difference_and_grace(timedelta(seconds=2), timedelta(seconds=5))
     taps = builder.stream(topics["taps"])
     builder.table(topics["rows"], Materialized.as_("cached-rows")) \
@@ -52,12 +54,6 @@ def add_cached_join_feeds(builder: StreamsBuilder, topics: dict[str, str]) -> No
                     lambda last, tap: f"{java_string(last)}+{java_string(tap)}", windows) \
         .process_values(StampValues) \
         .to(topics["out-cached-to-table"])
-
-
-def cached_join_feed_examples(topics: dict[str, str]) -> StreamsBuilder:
-    """The cached joins alone (a killed run of them: their sub-topology is 0 here)."""
-    builder = StreamsBuilder()
-    add_cached_join_feeds(builder, topics)
     return builder
 
 

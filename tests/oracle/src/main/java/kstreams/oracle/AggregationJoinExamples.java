@@ -9,6 +9,7 @@ import java.util.Properties;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
@@ -29,10 +30,7 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * record's and the aggregate's previous timestamp, which the join's windows pair by. Each output
  * value ends with "|t" and the record's timestamp. Prints JSON {"describe": ...}.
  *
- * Also the joins fed by cached stores of CachedJoinFeedExamples, committing once after the input.
- *
- * Args: bootstrap applicationId stateDir events clicks profiles visits rows taps marks outInner outLeft
- * outCogroup outRegroup outCachedTable outCachedCount outCachedToTable
+ * Args: bootstrap applicationId stateDir events clicks profiles visits outInner outLeft outCogroup outRegroup
  *
  * The Python twin is aggregation_join_examples() in tests/test_equivalence_aggregation_joins.py;
  * keep the two in step.
@@ -45,8 +43,7 @@ public final class AggregationJoinExamples {
     }
 
     static Topology aggregationJoinExamples(String events, String clicks, String profiles, String visits,
-                                            String outInner, String outLeft, String outCogroup, String outRegroup,
-                                            String[] cachedFeeds) {
+                                            String outInner, String outLeft, String outCogroup, String outRegroup) {
         StreamsBuilder builder = new StreamsBuilder();
         KGroupedStream<String, String> grouped = builder.<String, String>stream(events).groupByKey();
         KStream<String, String> clickStream = builder.stream(clicks);
@@ -84,22 +81,16 @@ public final class AggregationJoinExamples {
                   JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(1), Duration.ofSeconds(2)))
             .processValues(StampValues::new)
             .to(outRegroup);
-        // rows, taps, marks, then their three outputs: joins fed by cached stores, a sub-topology of their own
-        CachedJoinFeedExamples.add(builder, cachedFeeds[0], cachedFeeds[1], cachedFeeds[2], cachedFeeds[3],
-                                   cachedFeeds[4], cachedFeeds[5]);
         return builder.build();
     }
 
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
         String applicationId = args[1];
-        List<String> inputs = List.of(args).subList(3, 10);
-        Topology topology = aggregationJoinExamples(args[3], args[4], args[5], args[6], args[10], args[11], args[12],
-                                                    args[13], new String[] {args[7], args[8], args[9], args[14],
-                                                                            args[15], args[16]});
-        // Commits once, at close, after the whole input (CommitOnceRuns): the cached joins' stores
-        // forward once per key, as the Spark runner's cache does with each task's input in one micro-batch.
-        Properties props = CommitOnceRuns.properties(bootstrap, applicationId, args[2]);
+        List<String> inputs = List.of(args).subList(3, 7);
+        Topology topology = aggregationJoinExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
+                                                    args[10]);
+        Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, args[2]);
         // Wait for every input partition of a task rather than run ahead on one: the re-grouped
         // table's join reads a repartition topic its own upstream task fills (the Spark runner
         // writes it first); 20 s as StreamJoinExamples, for a loaded machine.
@@ -107,8 +98,10 @@ public final class AggregationJoinExamples {
         // The left join: emit non-joined records as soon as stream time allows, not at most once
         // per second of wall-clock time (which would depend on processing speed).
         props.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", 0L);
+        KafkaStreams streams = new KafkaStreams(topology, props);
+        streams.start();
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-            CommitOnceRuns.runUntilProcessed(topology, props, () -> {
+            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> {
                 // the inputs and the re-grouping's repartition topic (created on startup)
                 List<String> topics = new ArrayList<>(inputs);
                 for (String topic : admin.listTopics().names().get()) {
@@ -118,7 +111,9 @@ public final class AggregationJoinExamples {
                 }
                 return topics.size() <= inputs.size() ? null : topics;
             }, Duration.ofMinutes(5));
+            System.out.println(KafkaStreamsRuns.describeJson(topology));
+        } finally {
+            KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
         }
-        System.out.println(KafkaStreamsRuns.describeJson(topology));
     }
 }
