@@ -361,8 +361,8 @@ def _check_keys_before(ctx, window_node) -> None:
     Every processor between a source and this join window keeps the source key (the DSL repartitions
     before the join otherwise), or forwards each record with its own key's group (:data:`_REGROUPING`:
     the processors before it need not keep the key), and all of them forward while the record is
-    processed or (:data:`_CACHE_FLUSH_COMPARED`) at the batch's end, as Kafka Streams' cache at a commit. Any number of joins may share a sub-topology: each keeps its state
-    under its own store names (buffers, store times, tracker)."""
+    processed, or at the batch's end as Kafka Streams' cache at a commit (:data:`_CACHE_FLUSH_COMPARED`).
+    Any number of joins may share a sub-topology: each keeps its state under its own store names."""
     sub = ctx.subtopology
     to_regrouping = reachable(sub, window_node.parents, lambda node: () if _regroups(node) else node.parents)
     for node in to_regrouping:
