@@ -13,7 +13,10 @@ subtraction, an addition or both) with the larger of the record's timestamp and 
 previous one, and the join's windows pair the update by that stamp; the runner keeps the
 aggregations' timestamps for it (README, "Stream-stream joins (inner, left, outer) run
 task-grouped"). Each output value ends with ``|t`` and its record's timestamp (a ``process_values``
-after the join).
+after the join). And, in an app of their own, three joins fed by stores with the record cache on
+(tests/cached_join_feed_topology.py, CachedJoinFeedExamples.java), which Kafka Streams runs committing
+once, when closed after its whole input (CommitOnceRuns.java); each of their tasks' input is one
+micro-batch of ours, in the killed run too.
 
 Input (2 partitions, each key on one): rounds a minute apart, each with events, clicks, profile
 updates and visits out of order within 6 s of the round's start, events late by 15 s and by a round
@@ -35,6 +38,8 @@ from datetime import timedelta
 import pytest
 from pyspark import cloudpickle
 
+import cached_join_feed_topology as cached_feeds
+from cached_join_feed_topology import cached_join_feed_examples, cached_join_feed_input
 from equivalence_io import StampValues, java_string, output_topics, produce_strings, run_kafka_streams
 from killed_runs import kill_and_rerun
 from dagster_kstreams.kafka.partitioner import default_partition
@@ -46,10 +51,12 @@ from dagster_kstreams.topology.windows import JoinWindows
 pytestmark = pytest.mark.integration
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
+cloudpickle.register_pickle_by_value(cached_feeds)
 
 PARTITIONS = 2
 INPUTS = ("events", "clicks", "profiles", "visits")
 OUTPUTS = {"out-inner": PARTITIONS, "out-left": PARTITIONS, "out-cogroup": PARTITIONS, "out-regroup": PARTITIONS}
+CACHED_OUTPUTS = {name: PARTITIONS for name in cached_feeds.OUTPUTS}
 ROUNDS = 8
 ROUND_MS = 60_000
 BASE = ((int(time.time()) - 3600) * 1000) // ROUND_MS * ROUND_MS  # recent: the broker keeps 7 days
@@ -144,11 +151,11 @@ def _in_time(rng: random.Random, keys: list[str], prefix: str, count: int, times
              next(times)) for i in range(count)]
 
 
-def _results(bootstrap: str, topics: dict[str, str]) -> dict[str, dict[int, list[tuple[str, str]]]]:
+def _results(bootstrap: str, topics: dict[str, str], outputs=OUTPUTS) -> dict[str, dict[int, list[tuple[str, str]]]]:
     """Each output, partition by partition, as its sequence of ``(key, value)`` (each partition is
     written by one task, in its processing order)."""
     results: dict = {}
-    for name in OUTPUTS:
+    for name in outputs:
         sequences: dict[int, list] = defaultdict(list)
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
             sequences[record.partition].append((record.key.decode(), record.value.decode()))
@@ -156,8 +163,8 @@ def _results(bootstrap: str, topics: dict[str, str]) -> dict[str, dict[int, list
     return results
 
 
-def _assert_same(ours: dict, expected: dict) -> None:
-    for name in OUTPUTS:
+def _assert_same(ours: dict, expected: dict, outputs=OUTPUTS) -> None:
+    for name in outputs:
         assert ours[name] == expected[name], name
 
 
@@ -252,3 +259,78 @@ def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_
     task_records = sum(row[2] == 0 for name in INPUTS for row in kafka_streams_run["records"][name])
     assert 0 < rerun.by_task["0_0"].records_in < task_records, rerun.by_task
     _assert_same(_results(kafka_bootstrap, topics), kafka_streams_run["results"])
+
+
+@pytest.fixture(scope="module")
+def cached_kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory):
+    inputs = {name: unique_topic(f"cachedjoin-{name}") for name in cached_feeds.INPUTS}
+    kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
+    records = cached_join_feed_input(BASE, PARTITIONS)
+    for name in cached_feeds.INPUTS:
+        produce_strings(kafka_bootstrap, inputs[name], records[name])
+    topics, stdout = run_kafka_streams("kstreams.oracle.CachedJoinFeedExamples", "cachedjoin", kafka_bootstrap,
+                                       kafka_admin, unique_topic, tmp_path_factory, inputs, CACHED_OUTPUTS)
+    return {"inputs": inputs, "topics": topics, "records": records,
+            "describe": json.loads(stdout.strip().splitlines()[-1])["describe"],
+            "results": _results(kafka_bootstrap, topics, CACHED_OUTPUTS)}
+
+
+def test_reference_forwards_each_cached_key_once_at_its_commit(cached_kafka_streams_run):
+    """Kafka Streams committed once after the input: each cached store forwarded each key's last
+    update once (a count its key's total, a table its last row; a key whose last row is a tombstone
+    nothing: created and deleted within the commit), and the joins paired some of them and joined
+    others with null, on both partitions."""
+    records, results = cached_kafka_streams_run["records"], cached_kafka_streams_run["results"]
+    counts, last_rows, last_marks = defaultdict(int), {}, {}
+    for key, value, _, _ in records["marks"]:
+        if key is not None:
+            counts[key] += value is not None
+            last_marks[key] = value
+    for key, value, _, _ in records["rows"]:
+        if key is not None:
+            last_rows[key] = value
+    assert any(value is None for value in last_rows.values())
+    for partition in range(PARTITIONS):
+        count_pairs = results["out-cached-count"][partition]
+        assert count_pairs and all(value.split("+")[0] == f"n{counts[key]}" for key, value in count_pairs)
+        table_pairs = [(key, value.split("|t")[0]) for key, value in results["out-cached-table"][partition]]
+        assert all(value.split("+")[0] == last_rows[key] for key, value in table_pairs)
+        assert any(value.endswith("+null") for _, value in table_pairs)
+        assert any(not value.endswith("+null") for _, value in table_pairs)
+        outer = [(key, value.split("|t")[0]) for key, value in results["out-cached-to-table"][partition]]
+        assert all(value.startswith("null+") or value.split("+")[0] == last_marks[key] for key, value in outer)
+        assert any(value.startswith("null+") for _, value in outer)
+        assert any(value.endswith("+null") for _, value in outer)
+
+
+def test_cached_feeds_describe_matches_kafka_streams(cached_kafka_streams_run):
+    ours = cached_join_feed_examples(cached_kafka_streams_run["topics"]).build().describe()
+    assert str(ours) == cached_kafka_streams_run["describe"]
+
+
+def test_cached_feeds_clean_run_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
+                                                      cached_kafka_streams_run):
+    topics = output_topics(kafka_admin, unique_topic, cached_kafka_streams_run["inputs"], CACHED_OUTPUTS,
+                           "spark-cachedjoin")
+    runner = TaskRunner(cached_join_feed_examples(topics), unique_topic("spark-cachedjoin"), kafka_bootstrap,
+                        state_location=str(tmp_path / "state"), spark=spark)
+    assert {r.task_id for r in runner.run_all()} == {"0_0", "0_1"}
+    _assert_same(_results(kafka_bootstrap, topics, CACHED_OUTPUTS), cached_kafka_streams_run["results"],
+                 CACHED_OUTPUTS)
+
+
+def test_cached_feeds_killed_part_way_and_rerun_match_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark,
+                                                                    tmp_path, cached_kafka_streams_run):
+    # Each task's input one micro-batch, as in Kafka Streams' one commit: killed once task 0_0 has
+    # committed its batch, task 0_1's batch (done, under way or not begun) left to the rerun here.
+    topics = output_topics(kafka_admin, unique_topic, cached_kafka_streams_run["inputs"], CACHED_OUTPUTS,
+                           "spark-cachedjoin")
+    rerun = kill_and_rerun(tmp_path, cached_join_feed_examples, topics, app_id=unique_topic("spark-cachedjoin-kill"),
+                           bootstrap=kafka_bootstrap, spark=spark,
+                           kill_when=lambda line: line.startswith("task 0_0 batch"),
+                           killed_args=("--parallelism", "1", "--max-records-per-batch", "60",
+                                        "--processing-guarantee", "at_least_once"),
+                           max_records_per_batch=60, processing_guarantee="at_least_once")
+    assert rerun.by_task["0_0"].records_in == 0, rerun.by_task  # its one batch committed before the kill
+    _assert_same(_results(kafka_bootstrap, topics, CACHED_OUTPUTS), cached_kafka_streams_run["results"],
+                 CACHED_OUTPUTS)

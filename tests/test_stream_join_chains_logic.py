@@ -195,16 +195,6 @@ def test_a_join_fed_by_a_cached_table_table_join_is_refused():
         compile_topology(builder.build(), "app").program(0)
 
 
-def test_a_join_fed_by_a_cached_table_is_refused():
-    # The cache would forward the table's update at the batch's end with the time of the key's last
-    # record of any input (a record of s, here), not the update's own.
-    builder = StreamsBuilder()
-    table = builder.table("t", Materialized.as_("t-store"))
-    table.to_stream().join(builder.stream("s"), lambda l, r: f"{l}+{r}", JoinWindows(1000, 1000, 0)).to("out")
-    with pytest.raises(UnsupportedTopologyError, match="t-store.*record cache.*with_caching_disabled"):
-        compile_topology(builder.build(), "app").program(0)
-
-
 _events_and_clicks = st.lists(
     st.tuples(st.sampled_from(["a", "b", None]), st.sampled_from(["e", "c"]), st.one_of(st.none(), st.just("v")),
               st.one_of(st.integers(100_000, 130_000), st.integers(100, 130).map(lambda t: t * 1000))),
@@ -249,18 +239,15 @@ def test_a_join_fed_by_an_aggregation_pairs_its_updates_by_kafka_streams_timesta
             if topic != DROPPED_LATE_TOPIC] == [("out", key, value) for key, value, _ in expected]
 
 
-@pytest.mark.parametrize("regrouped", [False, True])
-def test_a_join_fed_by_a_cached_aggregation_is_refused(regrouped):
-    # The cache would forward the aggregate at the batch's end, Kafka Streams' at a commit.
+def test_a_join_fed_by_a_cached_regrouped_aggregation_is_refused():
+    # A grouped stream's cached aggregation runs (test_cached_join_feeds_logic.py); a re-grouped
+    # table's, behind the repartition topic its upstream task fills, is not compared yet.
     builder = StreamsBuilder()
-    if regrouped:
-        grouped = builder.table("t", Materialized.as_("t-store").with_caching_disabled()).group_by(lambda k, v: (v, k))
-    else:
-        grouped = builder.stream("e").group_by_key()
+    grouped = builder.table("t", Materialized.as_("t-store").with_caching_disabled()).group_by(lambda k, v: (v, k))
     counts = grouped.count(Materialized.as_("counts"))
     counts.to_stream().join(builder.stream("s"), lambda l, r: f"{l}+{r}", JoinWindows(1000, 1000, 0)).to("out")
     with pytest.raises(UnsupportedTopologyError, match="counts.*record cache.*with_caching_disabled"):
-        compile_topology(builder.build(), "app").program(1 if regrouped else 0)
+        compile_topology(builder.build(), "app").program(1)
 
 
 def test_a_join_fed_by_a_foreign_key_joins_result_compiles_and_a_cached_one_is_refused():

@@ -293,9 +293,14 @@ _KEY_PRESERVING = {NodeKind.SOURCE, NodeKind.FILTER, NodeKind.MAP_VALUES, NodeKi
                    NodeKind.FK_RESPONSE_JOIN, NodeKind.FK_JOIN_RESULT}
 # A table's, an aggregation's, a materialized table-table join's or a foreign-key join's store with
 # the record cache on forwards each key's update at the micro-batch's end (program._flush), Kafka
-# Streams' cache at a commit: what the join pairs it with would depend on where batches and commits fall.
+# Streams' cache at a commit and at an eviction.
 _TABLE_STORES = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE, NodeKind.TABLE_AGGREGATE,
                  NodeKind.TABLE_TABLE_JOIN_MERGE, NodeKind.FK_JOIN_RESULT, NodeKind.WINDOWED_AGGREGATE}
+# Of those, the cached ones compared with Kafka Streams committing once after the input (README,
+# "Stream-stream joins ... run task-grouped"): each key's last update, keys in last-update order, with
+# that update's own timestamp (an aggregation's: Kafka Streams' stamp) and headers, after every record's
+# own output. Not yet: a cogroup's, a re-grouped table's, a table-table join's, an FK join's, a window's.
+_CACHE_FLUSH_COMPARED = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE}
 # Processors that forward records under other keys than the source record's: a user processor (its
 # punctuators; process() may change keys), a suppression's evictions, a windowed aggregation's windows
 # (time, sliding or session windows, a cogroup's too, on every update or at window close: each window
@@ -356,8 +361,8 @@ def _check_keys_before(ctx, window_node) -> None:
     Every processor between a source and this join window keeps the source key (the DSL repartitions
     before the join otherwise), or forwards each record with its own key's group (:data:`_REGROUPING`:
     the processors before it need not keep the key), and all of them forward while the record is
-    processed (no cached table). Any number of joins may share a sub-topology: each keeps its state
-    under its own store names (buffers, store times, tracker)."""
+    processed, or at the batch's end as Kafka Streams' cache at a commit (:data:`_CACHE_FLUSH_COMPARED`).
+    Any number of joins may share a sub-topology: each keeps its state under its own store names."""
     sub = ctx.subtopology
     to_regrouping = reachable(sub, window_node.parents, lambda node: () if _regroups(node) else node.parents)
     for node in to_regrouping:
@@ -374,12 +379,15 @@ def _check_keys_before(ctx, window_node) -> None:
                 "sub-topology of its own")
     for node in reachable(sub, window_node.parents, lambda node: node.parents):
         store = node.params.get("store_name")
-        if (node.kind in _TABLE_STORES and store in node.stores and ctx.cached(store)) or caches_own_store(ctx, node):
+        cached = node.kind in _TABLE_STORES and store in node.stores and ctx.cached(store)
+        compared = node.kind in _CACHE_FLUSH_COMPARED and not node.params.get("cogroup")
+        if (cached and not compared) or caches_own_store(ctx, node):
             raise UnsupportedTopologyError(
                 f"table {node.name} ({store}) comes before the stream-stream join {window_node.name} in its "
                 "sub-topology with its record cache on; the Spark runner's cache forwards a key's update at the "
-                "micro-batch's end, Kafka Streams' at a commit, so what the join pairs it with would depend on "
-                "where batches and commits fall. Materialize the table with_caching_disabled(), or add "
+                "micro-batch's end, as Kafka Streams' does at a commit, and is compared with Kafka Streams for a "
+                "table read from a topic or made by to_table and a grouped stream's aggregation only, not for "
+                f"this {node.kind.value}'s. Materialize the table with_caching_disabled(), or add "
                 ".repartition() before the join")
 
 
