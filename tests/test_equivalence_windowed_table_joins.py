@@ -24,9 +24,11 @@ windows: a concatenation and a count re-grouped (by key, and by the sessions' si
 ``map_values``; the count through a filter by key into a reduce with a subtractor). A record that
 merges sessions sends each merged session's delete with its old value, which the re-grouping
 subtracts (``KStreamSessionWindowAggregate``, ``KTableRepartitionMap``); nothing else of the session
-store is read. There too joins of session tables (``fetchSession``), one materialized (keyed by sessions,
-read by a processor naming its store, with its timestamps), re-grouped and joined again, and joins
-without a store re-grouped and joined again (read through both tables).
+store is read. There too joins of session tables (``fetchSession``), and joins without a store re-grouped
+and joined again (read through both tables): that sub-topology runs key-grouped. In a sub-topology of its
+own (the stream re-keyed through ``session-joins``, the session tables again), a materialized join of session
+tables (keyed by sessions, read by a processor naming its store, with its timestamps), re-grouped and
+joined again: it runs task-grouped. The clean run checks the mode the runner picks for each of the two.
 
 Input on 2 partitions: 6 keys, a record every 150 ms, about one in six out of order (by up to 1.5 s:
 some fall in closed windows and are dropped), null values (given to the reducers and the count as
@@ -64,6 +66,7 @@ from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import final_values, read_topic
 from dagster_kstreams.kafka.timestamp_header import TIMESTAMP_HEADER, decode_timestamp
 from dagster_kstreams.processors.changes import ChangedSerde
+from dagster_kstreams.spark.strategies import KeyedState, TaskGroupedState, strategy_for
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology.serdes import Serdes
 
@@ -293,6 +296,16 @@ def _assert_stores_read_back(runner: TaskRunner, expected: dict) -> None:
         assert all(w.window.end - w.window.start == WINDOW_MS for w in content), store
 
 
+def _assert_session_modes(runner: TaskRunner, app_id: str) -> None:
+    """The session sub-topology (its joins and re-groupings without a store) runs key-grouped, the materialized
+    join's own (its store keyed by sessions, a processor naming it) task-grouped: both modes compared."""
+    strategies = {topic: type(strategy_for(runner.compiled.program(sub)))
+                  for sub in runner.compiled.application.subtopology_ids
+                  for topic in runner.compiled.application.source_topics(sub)}
+    assert strategies[f"{app_id}-sessioned-repartition"] is KeyedState
+    assert strategies[f"{app_id}-session-joins-repartition"] is TaskGroupedState
+
+
 def test_windowed_table_joins_in_a_clean_run_match_kafka_streams(
     kafka_bootstrap, kafka_admin, unique_topic, kafka_streams_run, records, spark, tmp_path
 ):
@@ -306,6 +319,7 @@ def test_windowed_table_joins_in_a_clean_run_match_kafka_streams(
     _assert_same(_results(kafka_bootstrap, topics, app_id), expected)
     _assert_stores_read_back(runner, expected)
     _assert_session_store_read_back(runner, expected)
+    _assert_session_modes(runner, app_id)
 
 
 def test_windowed_table_joins_killed_part_way_and_rerun_match_kafka_streams(

@@ -221,9 +221,9 @@ public final class WindowedTableJoinExamples {
         KTable<Windowed<String>, String> oddPair = sessionCounts.filter((windowed, n) -> n % 2 == 1)
             .outerJoin(sessionValues, (n, v) -> text(n) + "~" + text(v));
         oddPair.toStream().to(outSessionOuter, sessionKeys);
-        SessionJoinChains.add(sessionCounts, sessionValues, shortCounts, sessionPair, oddPair, outSessionMaterialized,
-                              outSessionJoinedRegrouped, outSessionPairRegrouped, outSessionRejoined,
-                              outSessionPairJoined);
+        SessionJoinChains.add(shortCounts, sessionPair, oddPair, outSessionPairRegrouped, outSessionPairJoined);
+        SessionJoinChains.addMaterialized(builder, s, grace, outSessionMaterialized, outSessionJoinedRegrouped,
+                                          outSessionRejoined);
         return builder.build();
     }
 
@@ -244,6 +244,7 @@ public final class WindowedTableJoinExamples {
                                                         args[1] + "-session-by-key-repartition",
                                                         args[1] + "-sessions-by-size-repartition",
                                                         args[1] + "-long-sessions-repartition",
+                                                        args[1] + "-session-joins-repartition",
                                                         args[1] + "-session-joined-by-key-repartition",
                                                         args[1] + "-session-pair-by-key-repartition"),
                                           Duration.ofMinutes(5), streams -> KafkaStreamsRuns.describeJson(topology));
