@@ -39,7 +39,8 @@ sequence of (key, window start, value), and the re-grouped sums' final values (t
 interleave what the two upstream tasks wrote as they ran, in Kafka Streams as here); the session
 re-groupings by key (each group fed by one upstream task: the key's) per group, the whole sequence of
 their repartition topics' records (Kafka Streams' Change bytes, with their timestamps: the session's
-end) and of their outputs, and the re-grouping by size's final values; on a clean run
+end; Kafka Streams' purge switched off, the runner's side what its purge left of each group: the end)
+and of their outputs, and the re-grouping by size's final values; on a clean run
 and on one SIGKILLed once task 0_0 has run, then rerun; and the count's and the reduce's stores after
 the materialized join, and the materialized joins of 1 s and 500 ms windows and of sliding windows, read
 back from the checkpoints, against what Kafka Streams last sent per window (per session for the
@@ -283,7 +284,14 @@ def _assert_session_store_read_back(runner: TaskRunner, expected: dict) -> None:
 
 def _assert_same(actual: dict, expected: dict) -> None:
     for key in sorted(expected, key=str):
-        assert actual.get(key) == expected[key], key
+        if key in SESSION_REPARTITIONS:
+            # The runner purges what a task consumed of a repartition topic every 30 s, as Kafka Streams does
+            # (switched off in its twin, so that its side is whole): what is left of a group is its end.
+            assert set(actual[key]) <= set(expected[key]), key
+            assert all(records == expected[key][group][len(expected[key][group]) - len(records):]
+                       for group, records in actual[key].items()), key
+        else:
+            assert actual.get(key) == expected[key], key
     assert set(actual) == set(expected)
 
 
