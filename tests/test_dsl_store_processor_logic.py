@@ -310,6 +310,28 @@ def test_a_store_a_join_reads_too_is_its_writer_s():
     assert [value for key, value in outputs if "|" in value] == ["a|t100|a@100", "b|t50|b@50"]
 
 
+@pytest.mark.parametrize("side", ["left", "foreign"])
+def test_a_store_a_foreign_key_join_reads_too_is_its_writer_s(side):
+    """A foreign-key join names its tables' stores to read them: the left table's (its response join) and the
+    foreign one's (its subscription join, in the foreign table's sub-topology, fed by the subscriptions'
+    repartition topic). The table source writes it, and the processor gets it."""
+    builder = StreamsBuilder()
+    tables = {name: builder.table(topic, Materialized.as_("kept" if name == side else f"{name}-store")
+                                  .with_caching_disabled()) for name, topic in (("left", "in"), ("foreign", "f"))}
+    tables["left"].join(tables["foreign"], lambda value: value, lambda value, other: f"{value}>{other}") \
+        .to_stream().to("joined")
+    tables[side].to_stream().process(_Reader, "kept").to("out")
+    compiled = compile_topology(builder, "app", default_key_serde=Serdes.String(), default_value_serde=Serdes.String())
+    (subtopology,) = [sub for sub in compiled.application.subtopology_ids
+                      if any("kept" in node.stores and node.kind.value.startswith("fk_")
+                             for node in compiled.topology.subtopology(sub).nodes)]
+    program = compiled.program(subtopology)
+    topic = "in" if side == "left" else "f"
+    out, _ = program.process_task_batch(_frame([("k", "a", 100, topic), ("k", "b", 50, topic)]), None)
+    out = out[out["topic"] == "out"].sort_values("emit_order", kind="stable")  # beside the join's subscriptions
+    assert [value.decode() for value in out["value"]] == ["a|t100|a@100", "b|t50|b@50"]
+
+
 def test_stores_the_runner_keeps_without_timestamps_are_refused_naming_them():
     # (the window stores still refused: test_dsl_window_store_processor_logic.py; the stores keyed by windows:
     # test_dsl_windowed_key_store_logic.py)
@@ -318,6 +340,19 @@ def test_stores_the_runner_keeps_without_timestamps_are_refused_naming_them():
                             Materialized.as_("joined")).to_stream().process(_Nothing, "joined")
     with pytest.raises(UnsupportedTopologyError, match="store joined belongs to KTABLE-FK-JOIN-OUTPUT-.*without the timestamps"):
         _program(builder)
+
+
+def test_a_foreign_key_join_s_subscription_store_is_refused_naming_its_writer():
+    """The subscriptions' store (its receiving processor writes it, the foreign table's join reads it) is kept in
+    a form of the runner's own: still refused, naming the processor that writes it."""
+    builder = StreamsBuilder()
+    foreign = builder.table("f", Materialized.as_("foreign-store"))
+    builder.table("in").join(foreign, lambda value: value, lambda value, other: value + other).to_stream().to("j")
+    subscriptions = "KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-0000000009"
+    foreign.to_stream().process(_Nothing, subscriptions)
+    with pytest.raises(UnsupportedTopologyError, match=f"store {subscriptions} belongs to "
+                       "KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000010 \\(fk_subscription_receive\\)"):
+        compile_topology(builder, "app").check()
 
 
 def test_a_write_in_init_fails_naming_the_processor():

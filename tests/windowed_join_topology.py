@@ -63,16 +63,21 @@ updated one's start and end (``fetchSession``): the count joined (inner) with th
 (``out-session-inner``), the concatenation left-joined with a count in sessions of a 300 ms gap, whose
 store (retention 800 ms) no longer returns sessions the 500 ms ones still update (``out-session-left``),
 and the odd counts (a filter) outer-joined with the concatenation (``out-session-outer``); keys in Kafka
-Streams' session-windowed format. And chains of them (``_session_join_chains``): the concatenation
-outer-joined with the 300 ms count into a materialized join (``session-joined``, keyed by sessions: the
-sub-topology runs task-grouped), read by a processor naming its store (each update with its timestamp
-and the store's entry: ``out-session-materialized``), re-grouped by key (repartition topic
-``session-joined-by-key``, its values' lengths summed: ``out-session-joined-regrouped``) and left-joined
-with the count (read from its store: ``out-session-rejoined``); the odd counts' outer join re-grouped so
-through a ``map_values`` (``session-pair-by-key``, without a store: its old values are the join's,
-``out-session-pair-regrouped``); and the inner join's sessions of more than one instant (a filter)
-outer-joined with the 300 ms count (read through both its tables by the session, then the filter:
-``out-session-pair-joined``).
+Streams' session-windowed format. And chains of them (``_session_join_chains``): the odd counts' outer
+join re-grouped by key through a ``map_values`` (``session-pair-by-key``, without a store: its old values
+are the join's, ``out-session-pair-regrouped``); and the inner join's sessions of more than one instant (a
+filter) outer-joined with the 300 ms count (read through both its tables by the session, then the filter:
+``out-session-pair-joined``). Nothing there keeps a store keyed by sessions: the sub-topology runs
+key-grouped.
+
+A materialized join of session tables in a sub-topology of its own (``_materialized_session_join``: the
+stream re-keyed, repartition topic ``session-joins``, the same session tables again under other store
+names), so that its store, keyed by sessions, makes that sub-topology task-grouped and not the one above:
+the concatenation outer-joined with the 300 ms count (``session-joined``), read by a processor naming its
+store (each update with its timestamp and the store's entry: ``out-session-materialized``), re-grouped by
+key (repartition topic ``session-joined-by-key``, its values' lengths summed:
+``out-session-joined-regrouped``) and left-joined with the count (read from its store:
+``out-session-rejoined``).
 """
 
 from __future__ import annotations
@@ -228,7 +233,8 @@ def windowed_join_examples(topics: dict[str, str]) -> StreamsBuilder:
     odd_pair = session_counts.filter(lambda windowed, n: n % 2 == 1) \
         .outer_join(session_values, lambda n, v: f"{text(n)}~{text(v)}")
     odd_pair.to_stream().to(topics["out-session-outer"], session_keys)
-    _session_join_chains(topics, session_counts, session_values, short_counts, session_pair, odd_pair)
+    _session_join_chains(topics, short_counts, session_pair, odd_pair)
+    _materialized_session_join(topics, builder, grace)
     return builder
 
 
@@ -246,29 +252,49 @@ class SessionJoinReader(Processor):
         self.context.forward(record.with_value(f"{value}|t{record.timestamp}|{held}"))
 
 
-def _session_join_chains(topics, session_counts, session_values, short_counts, session_pair, odd_pair) -> None:
-    """Joins of session tables materialized, re-grouped and joined again (sub-topology of ``sessioned``)."""
+def _lengths(joined, name: str, output: str, topics) -> None:
+    """A join of session tables re-grouped by key (repartition topic ``name``), its values' lengths summed."""
+    joined.group_by(lambda windowed, value: (windowed.key, value), Grouped.as_(name)) \
+        .aggregate(lambda: "0", lambda key, value, total: str(int(total) + len(value)),
+                   lambda key, value, total: str(int(total) - len(value)),
+                   Materialized.as_(f"{name}-lengths").with_caching_disabled()) \
+        .to_stream().to(topics[output])
+
+
+def _session_join_chains(topics, short_counts, session_pair, odd_pair) -> None:
+    """Joins of session tables without a store re-grouped and joined again (sub-topology of ``sessioned``,
+    which stays key-grouped: nothing in it keeps a store keyed by sessions)."""
     def text(value):
         return "null" if value is None else str(value)
 
-    def lengths(joined, name: str, output: str) -> None:  # re-grouped by key, its values' lengths summed
-        joined.group_by(lambda windowed, value: (windowed.key, value), Grouped.as_(name)) \
-            .aggregate(lambda: "0", lambda key, value, total: str(int(total) + len(value)),
-                       lambda key, value, total: str(int(total) - len(value)),
-                       Materialized.as_(f"{name}-lengths").with_caching_disabled()) \
-            .to_stream().to(topics[output])
-
-    session_keys = WindowedSerde(Serdes.String(), session=True)
-    produced = Produced.with_(session_keys, Serdes.String())
-    joined = session_values.outer_join(short_counts, lambda v, n: f"{text(v)}^{text(n)}",
-                                       Materialized.as_("session-joined").with_key_serde(session_keys)
-                                       .with_caching_disabled())
-    joined.to_stream().process(SessionJoinReader, "session-joined").to(topics["out-session-materialized"], produced)
-    lengths(joined, "session-joined-by-key", "out-session-joined-regrouped")
-    lengths(odd_pair.map_values(lambda value: value.replace("~", "")), "session-pair-by-key",
-            "out-session-pair-regrouped")
-    joined.left_join(session_counts, lambda j, n: f"{j}@{text(n)}").to_stream() \
-        .to(topics["out-session-rejoined"], produced)
+    produced = Produced.with_(WindowedSerde(Serdes.String(), session=True), Serdes.String())
+    _lengths(odd_pair.map_values(lambda value: value.replace("~", "")), "session-pair-by-key",
+             "out-session-pair-regrouped", topics)
     session_pair.filter(lambda windowed, value: windowed.window.end > windowed.window.start) \
         .outer_join(short_counts, lambda p, n: f"{text(p)}#{text(n)}").to_stream() \
         .to(topics["out-session-pair-joined"], produced)
+
+
+def _materialized_session_join(topics, builder, grace) -> None:
+    """A materialized join of session tables, read by a processor naming its store, re-grouped and joined
+    again, in a sub-topology of its own (the stream re-keyed, repartition topic ``session-joins``, with its
+    own copies of the session tables): its store keyed by sessions makes its sub-topology run task-grouped,
+    which would take the ``sessioned`` sub-topology's joins and re-groupings with it."""
+    def text(value):
+        return "null" if value is None else str(value)
+
+    session_keys = WindowedSerde(Serdes.String(), session=True)
+    produced = Produced.with_(session_keys, Serdes.String())
+    rekeyed = builder.stream(topics["s"]).group_by(lambda key, value: key, Grouped.as_("session-joins"))
+    windows = rekeyed.windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(milliseconds=500), grace))
+    counts = windows.count(Materialized.as_("joined-session-counts").with_caching_disabled())
+    values = windows.reduce(lambda x, y: x + "," + text(y),
+                            Materialized.as_("joined-session-values").with_caching_disabled())
+    short_counts = rekeyed.windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(milliseconds=300), grace)) \
+        .count(Materialized.as_("joined-short-counts").with_caching_disabled())
+    joined = values.outer_join(short_counts, lambda v, n: f"{text(v)}^{text(n)}",
+                               Materialized.as_("session-joined").with_key_serde(session_keys).with_caching_disabled())
+    joined.to_stream().process(SessionJoinReader, "session-joined").to(topics["out-session-materialized"], produced)
+    _lengths(joined, "session-joined-by-key", "out-session-joined-regrouped", topics)
+    joined.left_join(counts, lambda j, n: f"{j}@{text(n)}").to_stream() \
+        .to(topics["out-session-rejoined"], produced)

@@ -144,10 +144,11 @@ _TIMESTAMPED_STORE_KINDS = frozenset({NodeKind.AGGREGATE, NodeKind.TABLE_AGGREGA
                                       NodeKind.TABLE_TABLE_JOIN_MERGE})
 _TABLE_STEPS = (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES)
 # Processors that name a table's store without writing it: the user processors themselves, and the joins
-# reading a table through its value getter (a table-table join's other side, a stream-table join): the
-# store's writer decides how it is kept.
+# reading a table through its value getter (a table-table join's other side, a stream-table join, a
+# foreign-key join's subscription join reading the foreign table and its response join reading the left
+# one): the store's writer decides how it is kept.
 _STORE_READERS = frozenset({NodeKind.PROCESS, NodeKind.PROCESS_VALUES, NodeKind.TABLE_TABLE_JOIN,
-                            NodeKind.STREAM_TABLE_JOIN})
+                            NodeKind.STREAM_TABLE_JOIN, NodeKind.FK_SUBSCRIPTION_JOIN, NodeKind.FK_RESPONSE_JOIN})
 # The tables whose updates a filter/map_values store stamps as Kafka Streams does: their own
 # record's time (a table source, to_table), an aggregation's Kafka Streams' time, which it keeps
 # while its updates reach a store a processor reads (aggregations.aggregation_keeping_timestamps), a

@@ -2,11 +2,13 @@ package kstreams.oracle;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Properties;
 
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KGroupedStream;
@@ -221,9 +223,9 @@ public final class WindowedTableJoinExamples {
         KTable<Windowed<String>, String> oddPair = sessionCounts.filter((windowed, n) -> n % 2 == 1)
             .outerJoin(sessionValues, (n, v) -> text(n) + "~" + text(v));
         oddPair.toStream().to(outSessionOuter, sessionKeys);
-        SessionJoinChains.add(sessionCounts, sessionValues, shortCounts, sessionPair, oddPair, outSessionMaterialized,
-                              outSessionJoinedRegrouped, outSessionPairRegrouped, outSessionRejoined,
-                              outSessionPairJoined);
+        SessionJoinChains.add(shortCounts, sessionPair, oddPair, outSessionPairRegrouped, outSessionPairJoined);
+        SessionJoinChains.addMaterialized(builder, s, grace, outSessionMaterialized, outSessionJoinedRegrouped,
+                                          outSessionRejoined);
         return builder.build();
     }
 
@@ -232,8 +234,12 @@ public final class WindowedTableJoinExamples {
                                   args[12], args[13], args[14], args[15], args[16], args[17], args[18], args[19],
                                   args[20], args[21], args[22], args[23], args[24], args[25], args[26], args[27],
                                   args[28], args[29], args[30], args[31]);
+        // The test reads the session re-groupings' repartition topics whole afterwards: never purged (a run
+        // longer than the 30 s purge interval would delete what it read of them).
+        Properties props = KafkaStreamsRuns.properties(args[0], args[1], args[2]);
+        props.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, Long.MAX_VALUE);
         // The repartition topics too: the sub-topologies reading them must have read them to the end.
-        KafkaStreamsRuns.runUntilConsumed(topology, args[0], args[1], args[2],
+        KafkaStreamsRuns.runUntilConsumed(topology, props,
                                           () -> List.of(args[3], args[1] + "-by-key-repartition",
                                                         args[1] + "-rekeyed-repartition",
                                                         args[1] + "-joined-by-key-repartition",
@@ -244,6 +250,7 @@ public final class WindowedTableJoinExamples {
                                                         args[1] + "-session-by-key-repartition",
                                                         args[1] + "-sessions-by-size-repartition",
                                                         args[1] + "-long-sessions-repartition",
+                                                        args[1] + "-session-joins-repartition",
                                                         args[1] + "-session-joined-by-key-repartition",
                                                         args[1] + "-session-pair-by-key-repartition"),
                                           Duration.ofMinutes(5), streams -> KafkaStreamsRuns.describeJson(topology));
