@@ -155,3 +155,36 @@ def _normal(row) -> tuple:
 
 def _bytes(data):
     return None if data is None else bytes(data)
+
+
+@pytest.mark.integration
+def test_a_handed_back_record_the_jvm_cannot_parse_fails_naming_the_column_not_a_null_value(spark):
+    # Python's Json serde writes any value; the JVM reads it with the stream's schema. A value that
+    # does not fit it must not reach the Column as null (a Python function would see the value):
+    # the batch fails, naming the processor, as a Python processor's ProcessingError does.
+    builder = StreamsBuilder()
+    builder.stream("in").group_by_key(Grouped.with_(Serdes.String(), Serdes.Json(schema="n long"))) \
+        .reduce(lambda seen, value: value).to_stream() \
+        .map_values(F.col("value.n").cast("string")).to("out", Produced.with_(Serdes.String(), Serdes.String()))
+    after = compile_topology(builder, "app").program(0).columns_after_state
+    fits = [(hand_back_topic(0), b"k", b'{"n":7}', None, 5, 0)]
+    rows = after.project(spark.createDataFrame(fits, OUTPUT_SPARK_SCHEMA)).collect()
+    assert [(row["topic"], bytes(row["value"])) for row in rows] == [("out", b"7")]
+    for value in (b'{"n":"x"}', b"[1]", b"7"):
+        wrong = [(hand_back_topic(0), b"k", value, None, 5, 0)]
+        with pytest.raises(Exception, match="ProcessingError: processor KSTREAM-MAPVALUES-0000000004 cannot read "
+                                            "the record handed back to the JVM"):
+            after.project(spark.createDataFrame(wrong, OUTPUT_SPARK_SCHEMA)).collect()
+
+
+@pytest.mark.integration
+def test_a_handed_back_record_the_jvm_cannot_parse_is_not_dropped_by_a_filter(spark):
+    builder = StreamsBuilder()  # a filter on the null the JVM would read would drop the record silently
+    builder.stream("in").group_by_key(Grouped.with_(Serdes.String(), Serdes.Json(schema="n long"))) \
+        .reduce(lambda seen, value: value).to_stream() \
+        .filter(F.col("value.n") > 0).to("out", Produced.with_(Serdes.String(), Serdes.Json()))
+    after = compile_topology(builder, "app").program(0).columns_after_state
+    wrong = [(hand_back_topic(0), b"k", b'{"n":"x"}', None, 5, 0)]
+    with pytest.raises(Exception, match="ProcessingError: processor KSTREAM-FILTER-0000000004 cannot read "
+                                        "the record handed back to the JVM after state: its value with "):
+        after.project(spark.createDataFrame(wrong, OUTPUT_SPARK_SCHEMA)).collect()
