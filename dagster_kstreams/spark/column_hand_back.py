@@ -25,7 +25,8 @@ timestamp, exactly as a Python sink at the same place would give them.
 The Columns read ``key`` and ``value`` (typed by those serdes), ``timestamp`` and ``event_time`` (the
 record's timestamp, as a Python function after state would see it); ``topic``, ``partition`` and
 ``offset`` read as null there (a record after state has no source coordinates of its own in the
-output rows).
+output rows). A record whose key or value Python wrote but the JVM cannot read back with those serdes
+(a Json value that does not fit its schema) fails the batch naming the Column, never reaching it as null.
 
 Refused, naming the processors (:func:`plan_after_state`): a Column after state with a Python
 function, a stateful processor, a ``merge``, a branch or anything but Column operations and sinks
@@ -181,8 +182,19 @@ class ColumnsAfterState:
         every other row passes through as it is (each step a projection, a filter or an explode)."""
         nodes = self.nodes
         mine = F.col(_LANE) == number
-        rows = rows.withColumns({"key": F.when(mine, deserialize(F.col("_in_key"), lane.key_serde)[0]),
-                                 "value": F.when(mine, deserialize(F.col("_in_value"), lane.value_serde)[0])})
+        key, key_bad, key_reason = deserialize(F.col("_in_key"), lane.key_serde)
+        value, value_bad, value_reason = deserialize(F.col("_in_value"), lane.value_serde)
+        # A value Python wrote that the JVM cannot read (a Json schema it does not fit) would reach the
+        # Columns as null where a Python function sees the value: the batch fails instead, naming the
+        # Column, as a Python processor's ProcessingError does.
+        entry = nodes[self.entries[lane.entry]].name
+        why = F.when(key_bad, F.lit(f"its key with {lane.key_serde!r}: {key_reason}")) \
+            .otherwise(F.lit(f"its value with {lane.value_serde!r}: {value_reason}"))
+        unread = F.raise_error(F.concat(F.lit(f"ProcessingError: processor {entry} cannot read the record handed "
+                                              "back to the JVM after state: "), why))
+        # (A filter, as expressions.py's for a malformed source record: a filter cannot be pruned away.)
+        rows = rows.where(F.coalesce(F.when(mine & (key_bad | value_bad), unread).cast("boolean"), F.lit(True)))
+        rows = rows.withColumns({"key": F.when(mine, key), "value": F.when(mine, value)})
         for index in lane.path[:-1]:
             node = nodes[index]
             if node.kind == "repartition_filter":  # a repartition drops null keys (Kafka Streams' too)
