@@ -54,11 +54,12 @@ __all__ = ["RunningTask"]
 
 log = logging.getLogger(__name__)
 
-# How many times a run starts its query again after another process planned the same batch at
-# the same moment (once is what a simultaneous start needs; more would mean a process that keeps
-# planning without being fenced, which the fence rules out) or after Spark lost a batch's work
-# (more would mean a worker that dies on every try: the task fails, naming why), and how long it
-# lets the other process's write of the offset log end first.
+# How many times in a row, with no batch committed between, a run starts its query again after
+# another process planned the same batch at the same moment (once is what a simultaneous start
+# needs; more would mean a process that keeps planning without being fenced, which the fence rules
+# out) or after Spark lost a batch's work (more would mean a worker that dies on every try of the
+# same batch: the task fails, naming why; a loss now and then in a long run is started again each
+# time), and how long it lets the other process's write of the offset log end first.
 _STARTS_AGAIN = 3
 _PAUSE_BEFORE_STARTING_AGAIN_S = 0.5
 
@@ -79,6 +80,7 @@ class RunningTask:
         # the run's own writer counts them as they are written.
         self._committed = committed
         self._starts_left = _STARTS_AGAIN
+        self._processed_at_last_start = dict(run.processed)
         self._failed: Optional[TaskFailedError] = None  # starting again failed
         self.started = run.started
         self._reported_batch = -1
@@ -134,8 +136,8 @@ class RunningTask:
         """Start the query again if it stopped because another process planned the same batch at
         the same moment, or because Spark lost the batch's work, and this run still owns the task;
         whether it did."""
-        if (self._start_again is None or self._starts_left == 0 or self._failed is not None or self._closed
-                or self._query.isActive):
+        if (self._start_again is None or self._failed is not None or self._closed or self._query.isActive
+                or not self._may_start_again()):
             return False
         error = self._query.exception()
         if error is None:
@@ -163,6 +165,14 @@ class RunningTask:
         log.warning("task %s of application %r: %s; this run still owns the task and starts again on its "
                     "checkpoint", self.task, self.application_id, why)
         return True
+
+    def _may_start_again(self) -> bool:
+        """Whether fewer than ``_STARTS_AGAIN`` starts came in a row: a batch committed since the last
+        start begins a new row."""
+        processed = dict(self._run.processed)
+        if processed != self._processed_at_last_start:
+            self._starts_left, self._processed_at_last_start = _STARTS_AGAIN, processed
+        return self._starts_left > 0
 
     def take_result(self, seconds: Optional[float] = None) -> TaskResult:
         """What the task processed since the last call (or its start): offsets, records in and
