@@ -138,11 +138,21 @@ def run_kafka_streams(main: str, name: str, bootstrap: str, kafka_admin, unique_
     bootstrap, app id, state directory, then every input and output topic in ``inputs`` and
     ``partitions`` order (``app_id``: another app id, for a test that reads its internal topics).
     Returns the topics and what the main printed."""
+    topics, kafka_streams = start_kafka_streams(main, name, bootstrap, kafka_admin, unique_topic, tmp_path_factory,
+                                                inputs, partitions, prefix, app_id)
+    try:
+        return topics, kafka_streams.stdout()
+    finally:
+        kafka_streams.close()
+
+
+def start_kafka_streams(main: str, name: str, bootstrap: str, kafka_admin, unique_topic,
+                        tmp_path_factory: pytest.TempPathFactory, inputs: Mapping[str, str],
+                        partitions: Mapping[str, int], prefix: str = "ks",
+                        app_id: Optional[str] = None) -> tuple[dict[str, str], oracle_harness.BackgroundMain]:
+    """:func:`run_kafka_streams` in the background, so that our side runs meanwhile: the topics, and
+    the main still running (``stdout()`` and ``report()`` wait for it)."""
     topics = output_topics(kafka_admin, unique_topic, inputs, partitions, prefix)
-    stdout = oracle_harness.run_main(
-        main,
-        [bootstrap, app_id or unique_topic(f"ks-{name}"), str(tmp_path_factory.mktemp(f"ks-{name}-state")),
-         *topics.values()],
-        timeout=600,
-    )
-    return topics, stdout
+    args = [bootstrap, app_id or unique_topic(f"ks-{name}"), str(tmp_path_factory.mktemp(f"ks-{name}-state")),
+            *topics.values()]
+    return topics, oracle_harness.BackgroundMain(main, args)
