@@ -146,6 +146,35 @@ def run_kafka_streams(main: str, name: str, bootstrap: str, kafka_admin, unique_
         kafka_streams.close()
 
 
+class KafkaStreamsReference(Mapping):
+    """A module fixture's Kafka Streams side whose harness main runs in the background
+    (:func:`start_kafka_streams`) while the module's first tests run ours: the keys of ``ready``
+    (what our side needs: its inputs, their records) at once; the others, ``finish(stdout)`` of the
+    main, at the first read of one of them, which waits for the main. :meth:`close` waits for it
+    whatever became of it."""
+
+    def __init__(self, main: oracle_harness.BackgroundMain, ready: Mapping, finish: Callable[[str], Mapping]):
+        self._main, self._ready, self._finish = main, dict(ready), finish
+        self._finished: Optional[dict] = None
+
+    def _all(self) -> dict:
+        if self._finished is None:
+            self._finished = {**self._ready, **self._finish(self._main.stdout())}
+        return self._finished
+
+    def __getitem__(self, key):
+        return self._ready[key] if key in self._ready else self._all()[key]
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def close(self) -> None:
+        self._main.close()
+
+
 def start_kafka_streams(main: str, name: str, bootstrap: str, kafka_admin, unique_topic,
                         tmp_path_factory: pytest.TempPathFactory, inputs: Mapping[str, str],
                         partitions: Mapping[str, int], prefix: str = "ks",

@@ -31,19 +31,17 @@ whole sequence of each partition (its non-null keys), and the number of records 
 
 from __future__ import annotations
 
+import json
 import random
 import sys
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass
-from functools import cached_property
 
 import pytest
 from pyspark import cloudpickle
 
-import oracle_harness
 import stream_join_topology
-from equivalence_io import output_topics, produce_strings, start_kafka_streams
+from equivalence_io import KafkaStreamsReference, output_topics, produce_strings, start_kafka_streams
 from killed_runs import kill_and_rerun
 from stream_join_topology import CHAIN_INPUTS, stream_join_examples, table_fed_join_examples
 from dagster_kstreams.kafka.partitioner import default_partition
@@ -216,38 +214,21 @@ def _skipped(records: dict[str, list[tuple]]) -> int:
     return skipped
 
 
-@dataclass
-class _KafkaStreamsRun:
-    """Kafka Streams' side, run in the background from the module's start while our clean run goes on:
-    its inputs at once; its results, and how many records it dropped as late, once it is done."""
-    bootstrap: str
-    inputs: dict[str, str]
-    records: dict[str, list[tuple]]
-    outputs: dict[str, str]
-    main: oracle_harness.BackgroundMain
-
-    @cached_property
-    def dropped_late(self) -> int:
-        return self.main.report()["dropped-records-total"] - _skipped(self.records)
-
-    @cached_property
-    def results(self) -> dict:
-        self.main.report()  # its outputs are whole once it has consumed its input
-        return _results(self.bootstrap, self.outputs)
-
-
 @pytest.fixture(scope="module")
 def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory):
+    """Kafka Streams' side, run in the background from the module's start while our clean run goes on."""
     inputs = {name: unique_topic(f"sjoin-{name}") for name in INPUTS}
     kafka_admin.create_topics({inputs[name]: PARTITIONS[name] for name in INPUTS})
     records = _input()
     for name in INPUTS:
         produce_strings(kafka_bootstrap, inputs[name], records[name])
-    run = _KafkaStreamsRun(kafka_bootstrap, inputs, records, *start_kafka_streams(
-        "kstreams.oracle.StreamJoinExamples", "sjoins", kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory,
-        inputs, OUTPUT_PARTITIONS, prefix="ks-sjoin"))
-    yield run
-    run.main.close()
+    topics, main = start_kafka_streams("kstreams.oracle.StreamJoinExamples", "sjoins", kafka_bootstrap, kafka_admin,
+                                       unique_topic, tmp_path_factory, inputs, OUTPUT_PARTITIONS, prefix="ks-sjoin")
+    reference = KafkaStreamsReference(main, {"inputs": inputs, "records": records}, lambda stdout: {
+        "results": _results(kafka_bootstrap, topics),
+        "dropped_late": json.loads(stdout.strip().splitlines()[-1])["dropped-records-total"] - _skipped(records)})
+    yield reference
+    reference.close()
 
 
 def _assert_same(expected: dict, ours: dict) -> None:
@@ -262,12 +243,12 @@ def _assert_same(expected: dict, ours: dict) -> None:
 
 def test_stream_joins_on_spark_match_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
                                                    kafka_streams_run):
-    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run.inputs, OUTPUT_PARTITIONS, "spark-sjoin")
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUT_PARTITIONS, "spark-sjoin")
     runner = TaskRunner(stream_join_examples(topics), unique_topic("spark-sjoins"), kafka_bootstrap,
                         state_location=str(tmp_path / "state"), spark=spark)
     results = runner.run_all()  # one micro-batch per task (the killed run below takes several)
-    _assert_same(kafka_streams_run.results, _results(kafka_bootstrap, topics))
-    assert sum(r.records_dropped_late for r in results) == kafka_streams_run.dropped_late
+    _assert_same(kafka_streams_run["results"], _results(kafka_bootstrap, topics))
+    assert sum(r.records_dropped_late for r in results) == kafka_streams_run["dropped_late"]
     # The left join's left buffers (one state row per task): only the last round is still
     # within the 9 s retention of its store's time, for every key (quiet keys pruned too).
     left_store = runner.compiled.program(4).store_names[0]
@@ -277,7 +258,7 @@ def test_stream_joins_on_spark_match_kafka_streams(kafka_bootstrap, kafka_admin,
 
 
 def test_reference_exercises_the_cases(kafka_streams_run):
-    expected = kafka_streams_run.results
+    expected = kafka_streams_run["results"]
 
     def values(name):
         return [v for _, counts in expected[name].values() for v in counts]
@@ -301,15 +282,15 @@ def test_reference_exercises_the_cases(kafka_streams_run):
     assert any("+" in v and "null" not in v for v in values("out4"))
     for name in ("out4", "out5"):
         assert None in expected[name], name
-    assert kafka_streams_run.dropped_late > 0
+    assert kafka_streams_run["dropped_late"] > 0
     # the chain: triples, and first-join results without partner in the third stream (joined with
     # null), keys interleaved; its inputs hold null keys, null values and late records: some still
     # joined (the other side's store lags behind), the others never (beyond what it keeps)
-    chain = [value for _, value in kafka_streams_run.results["chain"]]
+    chain = [value for _, value in kafka_streams_run["results"]["chain"]]
     assert len(chain) > 15
     assert any(v.endswith("/null") for v in chain) and any(not v.endswith("/null") for v in chain)
     assert chain != sorted(chain, key=lambda v: v.split(":")[0])
-    chain_inputs = [row for name in CHAIN_INPUTS for row in kafka_streams_run.records[name]]
+    chain_inputs = [row for name in CHAIN_INPUTS for row in kafka_streams_run["records"][name]]
     assert any(key is None for key, *_ in chain_inputs) and any(value is None for _, value, *_ in chain_inputs)
     late = [value for _, value, *_ in chain_inputs if value is not None and "late" in value]
     joined_late = [value for value in late if any(value in v for v in chain)]
@@ -323,13 +304,13 @@ def test_reference_exercises_the_cases(kafka_streams_run):
     assert any("<null>" in v for v in fed) and any(v.endswith("+null") for v in fed)
     assert any(":null+" in v for v in fed) and None in expected[FED_OUTPUT]
     assert not any(v.split(":")[1].split("+")[0].endswith("0") for v in fed)
-    assert sorted(kafka_streams_run.results["fed"]) == [0, 1]
+    assert sorted(kafka_streams_run["results"]["fed"]) == [0, 1]
 
 
 def test_stream_joins_killed_part_way_and_rerun_still_match_kafka_streams(
     kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, kafka_streams_run
 ):
-    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run.inputs, OUTPUT_PARTITIONS, "spark-sjoin")
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUT_PARTITIONS, "spark-sjoin")
     # Kill it once task 6_0 (the chain of two joins, run last: --parallelism 1 runs one sub-topology
     # after another) has committed a batch: mid-way through its input, with both joins' buffers and
     # stream times (and the left join's outer-join store) in its task state. Batches of 60 offsets cut
@@ -345,16 +326,16 @@ def test_stream_joins_killed_part_way_and_rerun_still_match_kafka_streams(
     assert any(line.startswith("task 6_0 batch") for line in rerun.killed_lines), rerun.killed_lines
     # Task 6_0 resumes after its committed batches (its task state restored); the others are done.
     resumed = rerun.by_task
-    chain_records = sum(len(kafka_streams_run.records[name]) for name in CHAIN_INPUTS)
+    chain_records = sum(len(kafka_streams_run["records"][name]) for name in CHAIN_INPUTS)
     assert 0 < resumed["6_0"].records_in < chain_records, resumed["6_0"]
     assert all(resumed[task].records_in == 0 for task in ("0_0", "0_1", "1_0", "1_1", "4_0", "5_0")), resumed
-    _assert_same(kafka_streams_run.results, _results(kafka_bootstrap, topics))
+    _assert_same(kafka_streams_run["results"], _results(kafka_bootstrap, topics))
 
 
 def test_joins_fed_by_tables_killed_part_way_and_rerun_still_match_kafka_streams(
     kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, kafka_streams_run
 ):
-    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run.inputs, {FED_OUTPUT: 2}, "spark-sjoin-fed")
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], {FED_OUTPUT: 2}, "spark-sjoin-fed")
     # Join 7 alone (sub-topology 0), killed once task 0_0 has committed its first batch (two whole
     # rounds of each of its three input partitions: the table's rows, the join buffers and pending
     # outer records in its task state), at-least-once as above; task 0_1 runs after it.
@@ -364,8 +345,8 @@ def test_joins_fed_by_tables_killed_part_way_and_rerun_still_match_kafka_streams
                            killed_args=("--parallelism", "1", "--max-records-per-batch", "60",
                                         "--processing-guarantee", "at_least_once"),
                            max_records_per_batch=60, processing_guarantee="at_least_once")
-    task_records = sum(row[2] == 0 for name in FED_INPUTS for row in kafka_streams_run.records[name])
+    task_records = sum(row[2] == 0 for name in FED_INPUTS for row in kafka_streams_run["records"][name])
     assert 0 < rerun.by_task["0_0"].records_in < task_records, rerun.by_task
-    expected = kafka_streams_run.results
+    expected = kafka_streams_run["results"]
     assert _per_key(kafka_bootstrap, topics[FED_OUTPUT]) == expected[FED_OUTPUT]
     assert _fed_sequences(kafka_bootstrap, topics) == expected["fed"]
