@@ -159,7 +159,7 @@ class KafkaStreamsReference(Mapping):
 
     def _all(self) -> dict:
         if self._finished is None:
-            self._finished = {**self._ready, **self._finish(self._main.stdout())}
+            self._finished = {**self._finish(self._main.stdout()), **self._ready}
         return self._finished
 
     def __getitem__(self, key):
