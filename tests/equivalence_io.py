@@ -138,11 +138,50 @@ def run_kafka_streams(main: str, name: str, bootstrap: str, kafka_admin, unique_
     bootstrap, app id, state directory, then every input and output topic in ``inputs`` and
     ``partitions`` order (``app_id``: another app id, for a test that reads its internal topics).
     Returns the topics and what the main printed."""
+    topics, kafka_streams = start_kafka_streams(main, name, bootstrap, kafka_admin, unique_topic, tmp_path_factory,
+                                                inputs, partitions, prefix, app_id)
+    try:
+        return topics, kafka_streams.stdout()
+    finally:
+        kafka_streams.close()
+
+
+class KafkaStreamsReference(Mapping):
+    """A module fixture's Kafka Streams side whose harness main runs in the background
+    (:func:`start_kafka_streams`) while the module's first tests run ours: the keys of ``ready``
+    (what our side needs: its inputs, their records) at once; the others, ``finish(stdout)`` of the
+    main, at the first read of one of them, which waits for the main. :meth:`close` waits for it
+    whatever became of it."""
+
+    def __init__(self, main: oracle_harness.BackgroundMain, ready: Mapping, finish: Callable[[str], Mapping]):
+        self._main, self._ready, self._finish = main, dict(ready), finish
+        self._finished: Optional[dict] = None
+
+    def _all(self) -> dict:
+        if self._finished is None:
+            self._finished = {**self._finish(self._main.stdout()), **self._ready}
+        return self._finished
+
+    def __getitem__(self, key):
+        return self._ready[key] if key in self._ready else self._all()[key]
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def close(self) -> None:
+        self._main.close()
+
+
+def start_kafka_streams(main: str, name: str, bootstrap: str, kafka_admin, unique_topic,
+                        tmp_path_factory: pytest.TempPathFactory, inputs: Mapping[str, str],
+                        partitions: Mapping[str, int], prefix: str = "ks",
+                        app_id: Optional[str] = None) -> tuple[dict[str, str], oracle_harness.BackgroundMain]:
+    """:func:`run_kafka_streams` in the background, so that our side runs meanwhile: the topics, and
+    the main still running (``stdout()`` and ``report()`` wait for it)."""
     topics = output_topics(kafka_admin, unique_topic, inputs, partitions, prefix)
-    stdout = oracle_harness.run_main(
-        main,
-        [bootstrap, app_id or unique_topic(f"ks-{name}"), str(tmp_path_factory.mktemp(f"ks-{name}-state")),
-         *topics.values()],
-        timeout=600,
-    )
-    return topics, stdout
+    args = [bootstrap, app_id or unique_topic(f"ks-{name}"), str(tmp_path_factory.mktemp(f"ks-{name}-state")),
+            *topics.values()]
+    return topics, oracle_harness.BackgroundMain(main, args)

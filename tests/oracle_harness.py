@@ -148,9 +148,13 @@ class BackgroundMain:
 
     def report(self) -> dict:
         if self._report is None:
-            self._report = json.loads(self._run.result())
+            self._report = json.loads(self.stdout())
             self._pool.shutdown()
         return self._report
+
+    def stdout(self) -> str:
+        """Waits for the main; what it printed."""
+        return self._run.result()
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)

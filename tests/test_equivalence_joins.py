@@ -36,7 +36,7 @@ from collections import defaultdict
 from pyspark import cloudpickle
 import pytest
 
-from equivalence_io import java_string, output_topics, produce_strings, run_kafka_streams
+from equivalence_io import KafkaStreamsReference, java_string, output_topics, produce_strings, start_kafka_streams
 from killed_runs import kill_and_rerun
 from dagster_kstreams.kafka.records import final_values, produce, read_topic
 from dagster_kstreams.kafka.timestamp_header import INTERNAL_HEADER_PREFIX, TIMESTAMP_HEADER, decode_timestamp
@@ -181,11 +181,14 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     records = _input()
     _produce(kafka_bootstrap, inputs, records)
     app_id = unique_topic("ks-joins")
-    topics, stdout = run_kafka_streams("kstreams.oracle.JoinExamples", "joins", kafka_bootstrap, kafka_admin,
+    # In the background: our clean run, the first test, goes on meanwhile.
+    topics, main = start_kafka_streams("kstreams.oracle.JoinExamples", "joins", kafka_bootstrap, kafka_admin,
                                        unique_topic, tmp_path_factory, inputs, dict.fromkeys(OUTPUTS, PARTITIONS),
                                        app_id=app_id)
-    return {"inputs": inputs, "records": records, "stores": json.loads(stdout),
-            "results": _results(kafka_bootstrap, topics, app_id)}
+    reference = KafkaStreamsReference(main, {"inputs": inputs, "records": records}, lambda stdout: {
+        "stores": json.loads(stdout), "results": _results(kafka_bootstrap, topics, app_id)})
+    yield reference
+    reference.close()
 
 
 def _assert_same(expected_run, ours: dict, stores: dict) -> None:

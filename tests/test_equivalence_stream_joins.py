@@ -36,27 +36,26 @@ import random
 import sys
 import time
 from collections import Counter, defaultdict
-from datetime import timedelta
 
 import pytest
 from pyspark import cloudpickle
 
-from equivalence_io import java_string, output_topics, produce_strings, run_kafka_streams
+import stream_join_topology
+from equivalence_io import KafkaStreamsReference, output_topics, produce_strings, start_kafka_streams
 from killed_runs import kill_and_rerun
+from stream_join_topology import CHAIN_INPUTS, stream_join_examples, table_fed_join_examples
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
-from dagster_kstreams.topology import Materialized, StreamsBuilder
-from dagster_kstreams.topology.windows import JoinWindows
 
 pytestmark = pytest.mark.integration
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
+cloudpickle.register_pickle_by_value(stream_join_topology)
 
 PARTITIONS = {"a1": 2, "b1": 2, "a2": 2, "b2": 2, "a3": 1, "b3": 1, "a4": 1, "b4": 1, "a5": 1, "b5": 1,
               "a6": 1, "b6": 1, "c6": 1, "a7": 2, "b7": 2, "c7": 2}
 INPUTS = tuple(PARTITIONS)
-CHAIN_INPUTS = ("a6", "b6", "c6")  # one task: their timestamps are distinct among them
 FED_INPUTS = ("a7", "b7", "c7")  # the table, the stream left-joined with it, the table turned into a stream
 OUTPUTS = ("out1", "out2", "out3", "out4", "out5", "out6", "out7")
 OUTPUT_PARTITIONS = {"out1": 2, "out2": 2, "out3": 1, "out4": 1, "out5": 1, "out6": 1, "out7": 2}
@@ -65,57 +64,6 @@ FED_OUTPUT = "out7"
 RE_KEYED = {"b3"}  # keys "r…": the other side's "k…" keys become "r…" by select_key
 ROUND_MS = 60_000
 BASE = ((int(time.time()) - 3600) * 1000) // ROUND_MS * ROUND_MS  # recent: the broker keeps 7 days
-
-
-def stream_join_examples(topics: dict[str, str]) -> StreamsBuilder:
-    """The Python twin of StreamJoinExamples.streamJoinExamples (Java); keep the two in step."""
-    builder = StreamsBuilder()
-    left1, right1 = builder.stream(topics["a1"]), builder.stream(topics["b1"])
-    left1.join(right1, lambda x, y: f"{java_string(x)}+{java_string(y)}",
-               JoinWindows.of_time_difference_with_no_grace(timedelta(seconds=10))).to(topics["out1"])
-    left2, right2 = builder.stream(topics["a2"]), builder.stream(topics["b2"])
-    left2.join(right2, lambda k, x, y: f"{k}:{java_string(x)}+{java_string(y)}",
-               JoinWindows.of_time_difference_and_grace(timedelta(seconds=5), timedelta(seconds=20))
-               .after(timedelta(seconds=30))).to(topics["out2"])
-    left3 = builder.stream(topics["a3"]).select_key(lambda k, v: None if k is None else "r" + k[1:])
-    right3 = builder.stream(topics["b3"])
-    right3.join(left3, lambda x, y: f"{java_string(x)}*{java_string(y)}",
-                JoinWindows.of_time_difference_and_grace(timedelta(seconds=3), timedelta(seconds=5))
-                .before(timedelta(seconds=8))).to(topics["out3"])
-    left4, right4 = builder.stream(topics["a4"]), builder.stream(topics["b4"])
-    left4.left_join(right4, lambda x, y: f"{java_string(x)}+{java_string(y)}",
-                    JoinWindows.of_time_difference_with_no_grace(timedelta(seconds=3))
-                    .after(timedelta(seconds=6))).to(topics["out4"])
-    left5, right5 = builder.stream(topics["a5"]), builder.stream(topics["b5"])
-    left5.outer_join(right5, lambda k, x, y: f"{java_string(k)}:{java_string(x)}+{java_string(y)}",
-                     JoinWindows.of_time_difference_and_grace(timedelta(seconds=4), timedelta(seconds=5))
-                     ).to(topics["out5"])
-    left6, right6, third6 = (builder.stream(topics[name]) for name in CHAIN_INPUTS)
-    left6.join(right6, lambda x, y: f"{java_string(x)}+{java_string(y)}",
-               JoinWindows.of_time_difference_and_grace(timedelta(seconds=5), timedelta(seconds=2))).left_join(
-        third6, lambda k, x, y: f"{java_string(k)}:{java_string(x)}/{java_string(y)}",
-        JoinWindows.of_time_difference_and_grace(timedelta(seconds=3), timedelta(seconds=4)).after(timedelta(seconds=6)),
-    ).to(topics["out6"])
-    add_table_fed_join(builder, topics)
-    return builder
-
-
-def add_table_fed_join(builder: StreamsBuilder, topics: dict[str, str]) -> StreamsBuilder:
-    """Join 7 of StreamJoinExamples.streamJoinExamples (Java): a stream-stream join whose sides come
-    from a table's to_stream and from a stream-table join, in one sub-topology."""
-    table7 = builder.table(topics["a7"], Materialized.as_("t7-store").with_caching_disabled())
-    enriched7 = builder.stream(topics["b7"]).left_join(table7, lambda x, y: f"{java_string(x)}<{java_string(y)}>")
-    builder.table(topics["c7"]).filter(lambda k, v: not v.endswith("0")).map_values(lambda v: v.upper()) \
-        .to_stream().outer_join(
-            enriched7, lambda k, x, y: f"{java_string(k)}:{java_string(x)}+{java_string(y)}",
-            JoinWindows.of_time_difference_and_grace(timedelta(seconds=4), timedelta(seconds=3))
-            .after(timedelta(seconds=6))).to(topics["out7"])
-    return builder
-
-
-def table_fed_join_examples(topics: dict[str, str]) -> StreamsBuilder:
-    """Join 7 alone (the killed run of it)."""
-    return add_table_fed_join(StreamsBuilder(), topics)
 
 
 def _input() -> dict[str, list[tuple]]:
@@ -268,16 +216,19 @@ def _skipped(records: dict[str, list[tuple]]) -> int:
 
 @pytest.fixture(scope="module")
 def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory):
+    """Kafka Streams' side, run in the background from the module's start while our clean run goes on."""
     inputs = {name: unique_topic(f"sjoin-{name}") for name in INPUTS}
     kafka_admin.create_topics({inputs[name]: PARTITIONS[name] for name in INPUTS})
     records = _input()
     for name in INPUTS:
         produce_strings(kafka_bootstrap, inputs[name], records[name])
-    topics, stdout = run_kafka_streams("kstreams.oracle.StreamJoinExamples", "sjoins", kafka_bootstrap, kafka_admin,
+    topics, main = start_kafka_streams("kstreams.oracle.StreamJoinExamples", "sjoins", kafka_bootstrap, kafka_admin,
                                        unique_topic, tmp_path_factory, inputs, OUTPUT_PARTITIONS, prefix="ks-sjoin")
-    metrics = json.loads(stdout.strip().splitlines()[-1])
-    return {"inputs": inputs, "records": records, "results": _results(kafka_bootstrap, topics),
-            "dropped_late": metrics["dropped-records-total"] - _skipped(records)}
+    reference = KafkaStreamsReference(main, {"inputs": inputs, "records": records}, lambda stdout: {
+        "results": _results(kafka_bootstrap, topics),
+        "dropped_late": json.loads(stdout.strip().splitlines()[-1])["dropped-records-total"] - _skipped(records)})
+    yield reference
+    reference.close()
 
 
 def _assert_same(expected: dict, ours: dict) -> None:
@@ -288,6 +239,22 @@ def _assert_same(expected: dict, ours: dict) -> None:
             assert ours[name][key] == expected[name][key], f"{name}, key {key}"
     assert ours["chain"] == expected["chain"]
     assert ours["fed"] == expected["fed"]
+
+
+def test_stream_joins_on_spark_match_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
+                                                   kafka_streams_run):
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUT_PARTITIONS, "spark-sjoin")
+    runner = TaskRunner(stream_join_examples(topics), unique_topic("spark-sjoins"), kafka_bootstrap,
+                        state_location=str(tmp_path / "state"), spark=spark)
+    results = runner.run_all()  # one micro-batch per task (the killed run below takes several)
+    _assert_same(kafka_streams_run["results"], _results(kafka_bootstrap, topics))
+    assert sum(r.records_dropped_late for r in results) == kafka_streams_run["dropped_late"]
+    # The left join's left buffers (one state row per task): only the last round is still
+    # within the 9 s retention of its store's time, for every key (quiet keys pruned too).
+    left_store = runner.compiled.program(4).store_names[0]
+    buffered = runner.read_store(left_store)
+    assert buffered and all(key.startswith("k") for key in buffered), buffered
+    assert all(value.startswith("a4.9.") for entries in buffered.values() for _, value in entries), buffered
 
 
 def test_reference_exercises_the_cases(kafka_streams_run):
@@ -338,22 +305,6 @@ def test_reference_exercises_the_cases(kafka_streams_run):
     assert any(":null+" in v for v in fed) and None in expected[FED_OUTPUT]
     assert not any(v.split(":")[1].split("+")[0].endswith("0") for v in fed)
     assert sorted(kafka_streams_run["results"]["fed"]) == [0, 1]
-
-
-def test_stream_joins_on_spark_match_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
-                                                   kafka_streams_run):
-    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUT_PARTITIONS, "spark-sjoin")
-    runner = TaskRunner(stream_join_examples(topics), unique_topic("spark-sjoins"), kafka_bootstrap,
-                        state_location=str(tmp_path / "state"), spark=spark)
-    results = runner.run_all()  # one micro-batch per task (the killed run below takes several)
-    _assert_same(kafka_streams_run["results"], _results(kafka_bootstrap, topics))
-    assert sum(r.records_dropped_late for r in results) == kafka_streams_run["dropped_late"]
-    # The left join's left buffers (one state row per task): only the last round is still
-    # within the 9 s retention of its store's time, for every key (quiet keys pruned too).
-    left_store = runner.compiled.program(4).store_names[0]
-    buffered = runner.read_store(left_store)
-    assert buffered and all(key.startswith("k") for key in buffered), buffered
-    assert all(value.startswith("a4.9.") for entries in buffered.values() for _, value in entries), buffered
 
 
 def test_stream_joins_killed_part_way_and_rerun_still_match_kafka_streams(

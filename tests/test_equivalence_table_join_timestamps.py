@@ -43,8 +43,8 @@ import pytest
 from pyspark import cloudpickle
 
 from equivalence_io import (
-    StampValues, java_string, output_topics, partition_sequences, produce_inputs, run_kafka_streams,
-    with_unique_timestamps,
+    KafkaStreamsReference, StampValues, java_string, output_topics, partition_sequences, produce_inputs,
+    start_kafka_streams, with_unique_timestamps,
 )
 from killed_runs import kill_and_rerun
 from dagster_kstreams.kafka.partitioner import default_partition
@@ -209,12 +209,29 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
     records = _input()
     produce_inputs(kafka_bootstrap, inputs, records, INPUTS)
-    topics, stdout = run_kafka_streams("kstreams.oracle.TableJoinTimestampExamples", "ttjts", kafka_bootstrap,
+    # In the background: our clean run, the first test, goes on meanwhile.
+    topics, main = start_kafka_streams("kstreams.oracle.TableJoinTimestampExamples", "ttjts", kafka_bootstrap,
                                        kafka_admin, unique_topic, tmp_path_factory, inputs, OUTPUTS)
-    printed = json.loads(stdout[stdout.rindex('{"describe"'):])  # the stores' objects span lines
-    return {"inputs": inputs, "topics": topics, "records": records, "describe": printed["describe"],
-            "stores": printed["stores"],
-            "results": partition_sequences(kafka_bootstrap, topics, OUTPUTS)}
+
+    def finish(stdout: str) -> dict:
+        printed = json.loads(stdout[stdout.rindex('{"describe"'):])  # the stores' objects span lines
+        return {"describe": printed["describe"], "stores": printed["stores"],
+                "results": partition_sequences(kafka_bootstrap, topics, OUTPUTS)}
+
+    reference = KafkaStreamsReference(main, {"inputs": inputs, "topics": topics, "records": records}, finish)
+    yield reference
+    reference.close()
+
+
+def test_clean_run_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
+                                         kafka_streams_run):
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS, "spark-ttjts")
+    runner = TaskRunner(table_join_timestamp_examples(topics), unique_topic("spark-ttjts"), kafka_bootstrap,
+                        state_location=str(tmp_path / "state"), spark=spark)
+    assert {r.task_id for r in runner.run_all()} == {"0_0", "0_1"}
+    assert _comparable(partition_sequences(kafka_bootstrap, topics, OUTPUTS)) == \
+        _comparable(kafka_streams_run["results"])
+    _assert_versioned_stores_match(runner, kafka_streams_run)
 
 
 def test_reference_pairs_by_the_joins_timestamps(kafka_streams_run):
@@ -300,17 +317,6 @@ def _assert_versioned_stores_match(runner, kafka_streams_run) -> None:
 def test_describe_matches_kafka_streams(kafka_streams_run):
     ours = table_join_timestamp_examples(kafka_streams_run["topics"]).build().describe()
     assert str(ours) == kafka_streams_run["describe"]
-
-
-def test_clean_run_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
-                                         kafka_streams_run):
-    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS, "spark-ttjts")
-    runner = TaskRunner(table_join_timestamp_examples(topics), unique_topic("spark-ttjts"), kafka_bootstrap,
-                        state_location=str(tmp_path / "state"), spark=spark)
-    assert {r.task_id for r in runner.run_all()} == {"0_0", "0_1"}
-    assert _comparable(partition_sequences(kafka_bootstrap, topics, OUTPUTS)) == \
-        _comparable(kafka_streams_run["results"])
-    _assert_versioned_stores_match(runner, kafka_streams_run)
 
 
 def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,

@@ -28,7 +28,7 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * Args: bootstrap applicationId stateDir a1 b1 a2 b2 a3 b3 a4 b4 a5 b5 a6 b6 c6 a7 b7 c7
  *       out1 out2 out3 out4 out5 out6 out7
  *
- * The Python twin is stream_join_examples() in tests/test_equivalence_stream_joins.py; keep the
+ * The Python twin is stream_join_examples() in tests/stream_join_topology.py; keep the
  * two in step.
  */
 public final class StreamJoinExamples {

@@ -1,0 +1,70 @@
+"""Stream-stream joins, the Python twin of kstreams.oracle.StreamJoinExamples (Java): keep the two in
+step. tests/test_equivalence_stream_joins.py runs them against it; the killed runs import them from
+here (a module of tests/)."""
+
+from __future__ import annotations
+
+import sys
+from datetime import timedelta
+
+from pyspark import cloudpickle
+
+from equivalence_io import java_string
+from dagster_kstreams.topology import Materialized, StreamsBuilder
+from dagster_kstreams.topology.windows import JoinWindows
+
+# The joiners run in Spark's Python workers, which cannot import modules of tests/.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+CHAIN_INPUTS = ("a6", "b6", "c6")  # one task: their timestamps are distinct among them
+
+
+def stream_join_examples(topics: dict[str, str]) -> StreamsBuilder:
+    """The Python twin of StreamJoinExamples.streamJoinExamples (Java); keep the two in step."""
+    builder = StreamsBuilder()
+    left1, right1 = builder.stream(topics["a1"]), builder.stream(topics["b1"])
+    left1.join(right1, lambda x, y: f"{java_string(x)}+{java_string(y)}",
+               JoinWindows.of_time_difference_with_no_grace(timedelta(seconds=10))).to(topics["out1"])
+    left2, right2 = builder.stream(topics["a2"]), builder.stream(topics["b2"])
+    left2.join(right2, lambda k, x, y: f"{k}:{java_string(x)}+{java_string(y)}",
+               JoinWindows.of_time_difference_and_grace(timedelta(seconds=5), timedelta(seconds=20))
+               .after(timedelta(seconds=30))).to(topics["out2"])
+    left3 = builder.stream(topics["a3"]).select_key(lambda k, v: None if k is None else "r" + k[1:])
+    right3 = builder.stream(topics["b3"])
+    right3.join(left3, lambda x, y: f"{java_string(x)}*{java_string(y)}",
+                JoinWindows.of_time_difference_and_grace(timedelta(seconds=3), timedelta(seconds=5))
+                .before(timedelta(seconds=8))).to(topics["out3"])
+    left4, right4 = builder.stream(topics["a4"]), builder.stream(topics["b4"])
+    left4.left_join(right4, lambda x, y: f"{java_string(x)}+{java_string(y)}",
+                    JoinWindows.of_time_difference_with_no_grace(timedelta(seconds=3))
+                    .after(timedelta(seconds=6))).to(topics["out4"])
+    left5, right5 = builder.stream(topics["a5"]), builder.stream(topics["b5"])
+    left5.outer_join(right5, lambda k, x, y: f"{java_string(k)}:{java_string(x)}+{java_string(y)}",
+                     JoinWindows.of_time_difference_and_grace(timedelta(seconds=4), timedelta(seconds=5))
+                     ).to(topics["out5"])
+    left6, right6, third6 = (builder.stream(topics[name]) for name in CHAIN_INPUTS)
+    left6.join(right6, lambda x, y: f"{java_string(x)}+{java_string(y)}",
+               JoinWindows.of_time_difference_and_grace(timedelta(seconds=5), timedelta(seconds=2))).left_join(
+        third6, lambda k, x, y: f"{java_string(k)}:{java_string(x)}/{java_string(y)}",
+        JoinWindows.of_time_difference_and_grace(timedelta(seconds=3), timedelta(seconds=4)).after(timedelta(seconds=6)),
+    ).to(topics["out6"])
+    add_table_fed_join(builder, topics)
+    return builder
+
+
+def add_table_fed_join(builder: StreamsBuilder, topics: dict[str, str]) -> StreamsBuilder:
+    """Join 7 of StreamJoinExamples.streamJoinExamples (Java): a stream-stream join whose sides come
+    from a table's to_stream and from a stream-table join, in one sub-topology."""
+    table7 = builder.table(topics["a7"], Materialized.as_("t7-store").with_caching_disabled())
+    enriched7 = builder.stream(topics["b7"]).left_join(table7, lambda x, y: f"{java_string(x)}<{java_string(y)}>")
+    builder.table(topics["c7"]).filter(lambda k, v: not v.endswith("0")).map_values(lambda v: v.upper()) \
+        .to_stream().outer_join(
+            enriched7, lambda k, x, y: f"{java_string(k)}:{java_string(x)}+{java_string(y)}",
+            JoinWindows.of_time_difference_and_grace(timedelta(seconds=4), timedelta(seconds=3))
+            .after(timedelta(seconds=6))).to(topics["out7"])
+    return builder
+
+
+def table_fed_join_examples(topics: dict[str, str]) -> StreamsBuilder:
+    """Join 7 alone (the killed run of it)."""
+    return add_table_fed_join(StreamsBuilder(), topics)
