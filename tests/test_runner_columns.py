@@ -363,3 +363,29 @@ def test_a_segment_runs_records_depth_first_in_partition_order():
     ]
     assert out["_headers"][:4] == [headers[0]] * 4 and out["event_time"][4:6] == [30, 30]
 
+
+
+def test_a_value_a_python_function_made_that_the_jvm_cannot_read_fails_naming_the_column(
+    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path
+):
+    # A Python function's value goes on to the Column through the default serde: Python's Json
+    # writes any value, the JVM reads it with the schema. One that does not fit must not reach the
+    # Column as null (the Python function's next processor would see the value): the task fails,
+    # naming the Column, and commits nothing.
+    source, out = unique_topic("segment-in"), unique_topic("segment-out")
+    kafka_admin.create_topics({source: 1, out: 1})
+    builder = StreamsBuilder()
+    builder.stream(source, Consumed.with_(Serdes.String(), Serdes.String())) \
+        .map_values(lambda value: {"n": int(value) if value.isdigit() else value}) \
+        .map_values(F.col("value.n").cast("string")) \
+        .to(out, Produced.with_(Serdes.String(), Serdes.String()))
+    produce(kafka_bootstrap, source, [(b"a", b"7"), (b"b", b"x")])
+    app_id = unique_topic("segment-app")
+    runner = TaskRunner(builder, app_id, kafka_bootstrap, state_location=str(tmp_path / "state"), spark=spark,
+                        default_value_serde=Serdes.Json(schema="n long"))
+    with pytest.raises(TaskFailedError) as failure:
+        runner.run_task("0_0")
+    message = str(failure.value)
+    assert "ProcessingError: processor KSTREAM-MAPVALUES-0000000002 cannot read" in message, message
+    assert "its value with" in message and "Json" in message, message
+    assert kafka_admin.committed_offsets(app_id, source) == {TopicPartition(source, 0): 0}

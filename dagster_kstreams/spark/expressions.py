@@ -394,6 +394,17 @@ class ColumnPlan:
             if nodes[child].kind == "sink":
                 self._walk(child, rows, outputs, changes)
                 continue
-            typed = {part: deserialize(F.col(ENCODED[part]), self.default_serdes[part])[0] for part in changes}
+            typed = {}
+            for part in changes:
+                parsed, bad, reason = deserialize(F.col(ENCODED[part]), self.default_serdes[part])
+                typed[part] = parsed
+                # A part Python wrote that the JVM cannot read (a Json value that does not fit its schema)
+                # would reach the Column as null where a Python function sees it: the batch fails
+                # instead, naming the Column, as a Python processor's ProcessingError does. (A filter
+                # cannot be pruned away, as for a malformed source record.)
+                unread = F.raise_error(F.lit(
+                    f"ProcessingError: processor {nodes[child].name} cannot read the record a Python function "
+                    f"handed to the JVM: its {part} with {self.default_serdes[part]!r}: {reason}"))
+                rows = rows.where(F.coalesce(F.when(bad, unread).cast("boolean"), F.lit(True)))
             self._walk(child, rows.withColumns(typed).select(*columns), outputs)
 
