@@ -47,7 +47,13 @@ from pyspark.sql import functions as F
 
 from dagster_kstreams.processors.hand_backs import HandBack, hand_back_topic
 from dagster_kstreams.spark.column_functions import ColumnExpression
-from dagster_kstreams.spark.jvm_serdes import deserialize, jvm_deserializable, jvm_serializable, serialize
+from dagster_kstreams.spark.jvm_serdes import (
+    deserialize,
+    jvm_deserializable,
+    jvm_serializable,
+    serialize,
+    stop_where,
+)
 
 __all__ = ["ColumnsAfterState", "Lane", "plan_after_state", "ENTRY_KINDS", "LANE_KINDS"]
 
@@ -190,10 +196,9 @@ class ColumnsAfterState:
         entry = nodes[self.entries[lane.entry]].name
         why = F.when(key_bad, F.lit(f"its key with {lane.key_serde!r}: {key_reason}")) \
             .otherwise(F.lit(f"its value with {lane.value_serde!r}: {value_reason}"))
-        unread = F.raise_error(F.concat(F.lit(f"ProcessingError: processor {entry} cannot read the record handed "
-                                              "back to the JVM after state: "), why))
-        # (A filter, as expressions.py's for a malformed source record: a filter cannot be pruned away.)
-        rows = rows.where(F.coalesce(F.when(mine & (key_bad | value_bad), unread).cast("boolean"), F.lit(True)))
+        unread = F.concat(F.lit(f"ProcessingError: processor {entry} cannot read the record handed back to the JVM "
+                                "after state: "), why)
+        rows = stop_where(rows, mine & (key_bad | value_bad), unread)
         rows = rows.withColumns({"key": F.when(mine, key), "value": F.when(mine, value)})
         for index in lane.path[:-1]:
             node = nodes[index]

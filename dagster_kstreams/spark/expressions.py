@@ -81,7 +81,13 @@ from dagster_kstreams.spark.column_functions import (
     uses_column,
 )
 from dagster_kstreams.spark.column_placement import passes_over_output, placement_columns, with_placed_partitions
-from dagster_kstreams.spark.jvm_serdes import deserialize, jvm_deserializable, jvm_serializable, serialize
+from dagster_kstreams.spark.jvm_serdes import (
+    deserialize,
+    jvm_deserializable,
+    jvm_serializable,
+    serialize,
+    stop_where,
+)
 from dagster_kstreams.spark.python_segments import (
     DEAD_LETTER,
     ENCODED,
@@ -270,11 +276,8 @@ class ColumnPlan:
             why = F.when(F.col("_key_bad"), message("key", node.key_serde, key_reason)).otherwise(
                 message("value", node.value_serde, value_reason))
             if dead_letters.handler is DeserializationHandler.FAIL:
-                # A filter cannot be pruned away: the first malformed record stops the task.
-                records = records.where(F.coalesce(
-                    F.when(bad, F.raise_error(F.concat(F.lit("DeserializationError: "), why))).cast("boolean"),
-                    F.lit(True),
-                ))
+                # The first malformed record stops the task.
+                records = stop_where(records, bad, F.concat(F.lit("DeserializationError: "), why))
             else:
                 if dead_letters.dead_letter_topic:
                     headers = F.array(*(
@@ -400,11 +403,9 @@ class ColumnPlan:
                 typed[part] = parsed
                 # A part Python wrote that the JVM cannot read (a Json value that does not fit its schema)
                 # would reach the Column as null where a Python function sees it: the batch fails
-                # instead, naming the Column, as a Python processor's ProcessingError does. (A filter
-                # cannot be pruned away, as for a malformed source record.)
-                unread = F.raise_error(F.lit(
+                # instead, naming the Column, as a Python processor's ProcessingError does.
+                rows = stop_where(rows, bad, F.lit(
                     f"ProcessingError: processor {nodes[child].name} cannot read the record a Python function "
                     f"handed to the JVM: its {part} with {self.default_serdes[part]!r}: {reason}"))
-                rows = rows.where(F.coalesce(F.when(bad, unread).cast("boolean"), F.lit(True)))
             self._walk(child, rows.withColumns(typed).select(*columns), outputs)
 

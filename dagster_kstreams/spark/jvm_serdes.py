@@ -10,13 +10,19 @@ from __future__ import annotations
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, MapType, StringType, StructField, StructType
 
-__all__ = ["jvm_deserializable", "jvm_serializable", "deserialize", "serialize"]
+__all__ = ["jvm_deserializable", "jvm_serializable", "deserialize", "serialize", "stop_where"]
 
 _CORRUPT = "_dks_corrupt_record"
 
 
 def _serde_name(serde) -> str:
     return getattr(serde, "name", type(serde).__name__)
+
+
+def stop_where(rows, condition, message):
+    """``rows``, the batch stopped with ``message`` (a string Column) at the first row where
+    ``condition`` holds: a record the plan cannot read. A filter, which Spark cannot prune away."""
+    return rows.where(F.coalesce(F.when(condition, F.raise_error(message)).cast("boolean"), F.lit(True)))
 
 
 def jvm_deserializable(serde) -> bool:
