@@ -8,7 +8,7 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-__all__ = ["COLUMN_KINDS", "ColumnExpression", "column_function", "column_predicates", "split_conditions", "uses_column"]
+__all__ = ["COLUMN_KINDS", "ColumnExpression", "column_function", "column_predicates", "is_column", "split_conditions", "uses_column"]
 
 # NodeKind values whose user function may be a Column, and what the Column must be.
 COLUMN_KINDS = {"filter": 1, "map_values": 1, "select_key": 1, "map": 2, "flat_map_values": 1}
@@ -50,9 +50,14 @@ def column_predicates(node) -> list:
     return [predicate for predicate in node.predicates if isinstance(predicate, ColumnExpression)]
 
 
+def is_column(node) -> bool:
+    """Whether a processor's function is a PySpark Column expression."""
+    return isinstance(node.fn, ColumnExpression)
+
+
 def uses_column(node) -> bool:
     """Whether a processor of a program is given a PySpark Column: its function, or a split's predicate."""
-    return isinstance(node.fn, ColumnExpression) or bool(column_predicates(node))
+    return is_column(node) or bool(column_predicates(node))
 
 
 class _ColumnFunction:

@@ -46,7 +46,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from dagster_kstreams.processors.hand_backs import HandBack, hand_back_topic
-from dagster_kstreams.spark.column_functions import ColumnExpression
+from dagster_kstreams.spark.column_functions import is_column
 from dagster_kstreams.spark.jvm_serdes import (
     deserialize,
     jvm_deserializable,
@@ -62,10 +62,6 @@ ENTRY_KINDS = frozenset({"filter", "map_values", "flat_map_values"})
 # ... and those that may follow them on the way to a sink.
 LANE_KINDS = ENTRY_KINDS | {"select_key", "map"}
 _LANE = "_lane"
-
-
-def _is_column(node) -> bool:
-    return isinstance(node.fn, ColumnExpression)
 
 
 @dataclass(frozen=True)
@@ -87,7 +83,7 @@ def _lanes_from(nodes: list, start: int, parents: dict[int, list[int]], problems
     if node.kind == "sink":
         return [(start,)]
     passes = node.kind == "repartition_filter" or (node.kind == "merge" and len(parents.get(start, ())) == 1)
-    if not passes and not (_is_column(node) and node.kind in LANE_KINDS):
+    if not passes and not (is_column(node) and node.kind in LANE_KINDS):
         problems.append(f"processor {node.name} ({node.kind}) follows a Column after state: Columns after state "
                         "run only on the way to sinks, through Column filter/filter_not, map_values, "
                         "flat_map_values, select_key and map, with nothing stateful or Python after them")
@@ -104,8 +100,8 @@ def plan_after_state(program, in_python: set[int], default_serdes: dict) -> tupl
     for index, node in enumerate(nodes):
         for child in node.children:
             parents.setdefault(child, []).append(index)
-    entries = [index for index in sorted(in_python) if _is_column(nodes[index])
-               and not any(_is_column(nodes[parent]) for parent in parents.get(index, ()))]
+    entries = [index for index in sorted(in_python) if is_column(nodes[index])
+               and not any(is_column(nodes[parent]) for parent in parents.get(index, ()))]
     problems: list[str] = []
     lanes: list[Lane] = []
     for position, index in enumerate(entries):
@@ -134,7 +130,7 @@ def plan_after_state(program, in_python: set[int], default_serdes: dict) -> tupl
         for part, serde in (("key", sink.key_serde), ("value", sink.value_serde)):
             if not jvm_serializable(serde):
                 problems.append(f"sink {sink.name} writes its {part} with {serde!r}, which only Python writes")
-    covered = {index for lane in lanes for index in lane.path if _is_column(nodes[index])}
+    covered = {index for lane in lanes for index in lane.path if is_column(nodes[index])}
     if problems or not lanes:
         return None, list(dict.fromkeys(problems)), covered
     return ColumnsAfterState(program, entries, lanes), [], covered

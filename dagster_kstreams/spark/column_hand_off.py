@@ -68,7 +68,7 @@ from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType
 
 from dagster_kstreams.processors.hand_offs import PATH_STEP_FORMAT, HandOff, path_step
 from dagster_kstreams.spark.column_hand_back import ColumnsAfterState, plan_after_state
-from dagster_kstreams.spark.column_functions import COLUMN_KINDS, ColumnExpression, column_predicates, uses_column
+from dagster_kstreams.spark.column_functions import COLUMN_KINDS, column_predicates, is_column, uses_column
 from dagster_kstreams.spark.expressions import ColumnPlan, decoded_in_python
 from dagster_kstreams.spark.frames import HAND_OFF_COLUMN, HAND_OFF_PATH_COLUMN, OUTPUT_COLUMNS
 from dagster_kstreams.spark.jvm_serdes import jvm_serializable, serialize
@@ -90,16 +90,12 @@ _PATH = "_path"
 _ELEMENT_INDEX, _ELEMENT = "_element_index", "_element"
 
 
-def _is_column(node) -> bool:
-    return isinstance(node.fn, ColumnExpression)
-
-
 def prefix_of(nodes: list) -> set[int]:
     """The processors a Column plan runs in front of the state: those reached from a source through
     Column operations, ``merge``, a branch's children, the repartition filter and sinks only, that
     are Column operations or have one before or after them on such a path."""
     capable = {index for index, node in enumerate(nodes)
-               if (_is_column(node) and node.kind in COLUMN_KINDS) or node.kind in _PASS_KINDS or node.kind == "sink"}
+               if (is_column(node) and node.kind in COLUMN_KINDS) or node.kind in _PASS_KINDS or node.kind == "sink"}
     reached: set[int] = set()
     stack = [child for node in nodes if node.kind == "source" for child in node.children]
     while stack:
@@ -108,7 +104,7 @@ def prefix_of(nodes: list) -> set[int]:
             reached.add(index)
             stack.extend(nodes[index].children)
     # Those with a Column at or after them (within reach), then everything after one of those.
-    leads_to_column = {index for index in reached if _is_column(nodes[index])}
+    leads_to_column = {index for index in reached if is_column(nodes[index])}
     for index in sorted(reached, reverse=True):  # children follow their parents
         if any(child in leads_to_column for child in nodes[index].children):
             leads_to_column.add(index)
@@ -144,7 +140,7 @@ def plan_before_state(program, error_class, default_key_serde, default_value_ser
     after, after_problems, after_columns = plan_after_state(program, in_python, defaults)
     problems.extend(after_problems)
     for index in sorted(in_python - after_columns):
-        if _is_column(nodes[index]):
+        if is_column(nodes[index]):
             problems.append(f"processor {nodes[index].name} ({nodes[index].kind}) is a Column after processors that "
                             "run in Python (state, Python functions): Columns run in front of the state, or after "
                             "it on the way to sinks only")
@@ -202,7 +198,7 @@ def _changes_before_state(nodes: list, prefix: set[int]) -> list[str]:
 
     def visit(index: int, changers: tuple) -> None:
         node = nodes[index]
-        if _is_column(node) and node.kind in _KEY_CHANGES:
+        if is_column(node) and node.kind in _KEY_CHANGES:
             changers = (*changers, node)
         for child in node.children:
             if child in prefix:
@@ -290,7 +286,7 @@ class ColumnsBeforeState(ColumnPlan):
             outputs.append(self._sink_rows(index, records, encoded))
             return
         records = self._step(node, records)
-        if _is_column(node):
+        if is_column(node):
             changed = changed | _CHANGES.get(node.kind, frozenset({"value"}))
         self._children(index, records, outputs, changed)
 
@@ -338,7 +334,7 @@ class ColumnsBeforeState(ColumnPlan):
     def _step(node, records):
         """``records`` after ``node``, as a Column plan has them; a ``flat_map_values`` also adds each
         exploded record's index in its array to its path (Kafka Streams forwards them in that order)."""
-        if node.kind != "flat_map_values" or not _is_column(node):
+        if node.kind != "flat_map_values" or not is_column(node):
             return ColumnPlan._step(node, records)
         exploded = records.select("*", F.posexplode(node.fn.column).alias(_ELEMENT_INDEX, _ELEMENT))
         return exploded.withColumns({
