@@ -1,6 +1,7 @@
 """Run one stream task (sub-topology ``s``, partition ``p``) on Spark: :class:`TaskRunner`.
 
-A run of a task is one Structured Streaming query (wired by :mod:`~dagster_kstreams.spark.task_query`):
+A run of a task is one Structured Streaming query (started by :mod:`~dagster_kstreams.spark.task_start`,
+wired by :mod:`~dagster_kstreams.spark.task_query`):
 a drain (``run_task``) or a continuous run that a worker keeps going until it stops it (``start_task``):
 
 * **Source** (:mod:`~dagster_kstreams.spark.source`) — Spark's Kafka source with ``assign`` =
@@ -42,34 +43,28 @@ from typing import Any, Optional
 
 from pyspark.sql import SparkSession
 
-from dagster_kstreams.kafka.admin import KafkaAdmin, TopicPartition
+from dagster_kstreams.kafka.admin import KafkaAdmin
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy, DeserializationHandler
 from dagster_kstreams.kafka.fencing import TaskFence, task_transactional_id
 from dagster_kstreams.kafka.task_lag import with_broker_partitions
 from dagster_kstreams.spark.busy_clock import SharedBusyClock
-from dagster_kstreams.spark.checkpoint import CheckpointReader, default_state_location, task_checkpoint, task_directory
-from dagster_kstreams.spark.checkpoint_files import checkpoint_files
+from dagster_kstreams.spark.checkpoint import default_state_location, task_checkpoint, task_directory
 from dagster_kstreams.spark.client_timeouts import DEFAULT_TASK_TIMEOUT_S
-from dagster_kstreams.spark.committed_progress import CommittedProgress
 from dagster_kstreams.spark.compile import CompiledTopology, compile_topology
 from dagster_kstreams.spark.errors import TaskFailedError
-from dagster_kstreams.spark.internal_topics import RepartitionPurge, create_internal_topics
-from dagster_kstreams.spark.jvm import honor_pyspark_python, is_connect, query_session
+from dagster_kstreams.spark.internal_topics import create_internal_topics
+from dagster_kstreams.spark.jvm import honor_pyspark_python, is_connect
 from dagster_kstreams.spark.pipeline import run_in_waves, run_pipelined
-from dagster_kstreams.spark.run_state import RunFence, RunState
 from dagster_kstreams.spark.running_task import RunningTask
 from dagster_kstreams.spark.session import build_spark_session
-from dagster_kstreams.spark.source import starting_point
 from dagster_kstreams.spark.store_reader import read_store
 from dagster_kstreams.spark.strategies import DEFAULT_STATELESS_PASS, check_stateless_pass
-from dagster_kstreams.spark.task_claim import new_claim, write_claim
-from dagster_kstreams.spark.task_query import start_task_query
 from dagster_kstreams.spark.task_result import TaskProgress, TaskResult
+from dagster_kstreams.spark.task_start import start_running_task
 from dagster_kstreams.spark.transactional_writer import (
     DEFAULT_PROCESSING_GUARANTEE,
     EXACTLY_ONCE_V2,
     check_processing_guarantee,
-    committed_before_restart,
 )
 from dagster_kstreams.spark.triggers import AVAILABLE_NOW, ProcessingTime, Trigger
 from dagster_kstreams.topology.application import ApplicationTopology, check_application_id
@@ -347,70 +342,16 @@ class TaskRunner:
             if task in self._running:
                 raise TaskFailedError(task, self.application_id, "the task is already running in this process")
             self._running.add(task)
-        fence: Optional[RunFence] = None
         try:
             started = time.monotonic()
             if not self._internal_topics_ready:
                 self.ensure_internal_topics()
             self._check_sink_topics(task.subtopology)
-            checkpoint = self.checkpoint_location(task)
-            session = query_session(self.spark)
-            # Through Spark Connect the batches are written in the server (remote_writer.py), whose
-            # writer hands the task over from this run by its claim, written before the fence's init.
-            claim = new_claim() if is_connect(session) else None
-            if claim is not None:
-                write_claim(checkpoint_files(session, self.task_directory(task)), claim)
-            # Taking the task fences any other process that runs it, before its checkpoint is read.
-            fence = RunFence(self.task_fence(str(task)), task, self.application_id, self.running_admin).__enter__()
-            source_topics = application.source_topics(task.subtopology)
-            assigned = [TopicPartition(topic, partition) for topic, partition in application.assigned_partitions(task)]
-            reader = CheckpointReader(session, checkpoint)
-            reader.discard_torn_first_batch()  # after the fence: an older run of the task is fenced
-            checkpointed = reader.committed_source_offsets()
-            end_offsets = {tp: offset for tp, offset in self.admin.end_offsets(source_topics).items() if tp in assigned}
-            start = starting_point(application, self.admin, checkpointed, assigned, end_offsets)
-
-            def batch_to_replay() -> Optional[int]:
-                return (committed_before_restart(reader, self.admin, self.application_id, assigned)
-                        if self.exactly_once else None)
-
-            replayed = batch_to_replay()
-            if replayed is None:
-                # The group shows where the task stands from its start: the checkpoint's offsets (the
-                # truth: this repairs a group a previous run died before committing to), or where a new
-                # checkpoint starts, so a partition that never gets a record still shows its offset.
-                # (Not when the group is already past the checkpoint by the batch to replay.)
-                fence.commit(start.offsets_from, "before processing anything")
-            purge = RepartitionPurge(str(task), self.running_admin,
-                                     [tp for tp in assigned if application.is_repartition_topic(tp.topic)])
-            run = RunState(task, started, assigned, start.offsets_from, end_offsets, max_records, progress, fence,
-                           self.busy_clock, purge.after_commit)
-            limits = [limit for limit in (max_records_per_batch or self.max_records_per_batch, max_records)
-                      if limit is not None]
-            batch_limit = min(limits) if limits else None
-
-            def start_query(replayed: Optional[int]) -> Any:
-                return start_task_query(self, session, reader, run, start.starting, checkpoint, trigger, batch_limit,
-                                        replayed, claim)
-
-            # Counts the batches the server writes from the commit log, from the last one before the query.
-            committed = CommittedProgress(reader, run) if claim is not None else None
-            query = start_query(replayed)
-
-            def start_again() -> Any:
-                # On the checkpoint as the other process left it: the batch it planned is run here,
-                # and one whose transaction it committed is not sent twice.
-                return start_query(batch_to_replay())
+            return start_running_task(self, application, task, trigger, max_records, progress, max_records_per_batch,
+                                      started, self._released)
         except BaseException:
-            if fence is not None:
-                fence.__exit__(None, None, None)
             self._released(task)
             raise
-        # Through Connect a race on the checkpoint is not started again: the server's writer has
-        # taken the task from this run's fence, which can no longer ask whether it owns it.
-        return RunningTask(self.application_id, query, run, fence, self.running_admin, source_topics, self._released,
-                           start_again=start_again if self.fencing and claim is None else None,
-                           committed=committed)
 
     def _released(self, task: TaskId) -> None:
         with self._lock:
