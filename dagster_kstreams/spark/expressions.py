@@ -45,11 +45,12 @@ Any other sub-topology that uses a Column expression is rejected with
 :class:`~dagster_kstreams.spark.compile.UnsupportedTopologyError` naming the processors that keep
 it out of the plan (Python-only serdes, operations with no Column form).
 
-Deserialization errors follow the task's handler exactly as in the Python pass: ``fail`` stops
-the task with ``DeserializationError: cannot deserialize the <key|value> of the record at topic
-'<t>' partition <p> offset <o> ...``; ``log_and_continue`` skips the record and, with a
-dead-letter topic, writes it there raw with Kafka Streams' dead-letter headers. Malformed input
-is: a ``Long``/``Integer`` whose length is not 8/4 bytes, JSON that ``from_json`` cannot parse
+Deserialization errors (:mod:`dagster_kstreams.spark.column_sources`) follow the task's handler
+exactly as in the Python pass: ``fail`` stops the task with ``DeserializationError: cannot
+deserialize the <key|value> of the record at topic '<t>' partition <p> offset <o> ...``;
+``log_and_continue`` skips the record and, with a dead-letter topic, writes it there raw with Kafka
+Streams' dead-letter headers. Malformed input is: a ``Long``/``Integer`` whose length is not 8/4
+bytes, JSON that ``from_json`` cannot parse
 (detected with a corrupt-record column; the JSON literal ``null`` is a null value, as in Python).
 
 Differences from the Python serdes: ``to_json`` writes a struct's fields in schema order
@@ -65,14 +66,6 @@ from typing import Optional
 
 from pyspark.sql import functions as F
 
-from dagster_kstreams.kafka.dead_letter import (
-    HEADER_EXCEPTION,
-    HEADER_EXCEPTION_MESSAGE,
-    HEADER_OFFSET,
-    HEADER_PARTITION,
-    HEADER_TOPIC,
-    DeserializationHandler,
-)
 from dagster_kstreams.spark.column_functions import (
     COLUMN_KINDS,
     ColumnExpression,
@@ -81,6 +74,7 @@ from dagster_kstreams.spark.column_functions import (
     uses_column,
 )
 from dagster_kstreams.spark.column_placement import passes_over_output, placement_columns, with_placed_partitions
+from dagster_kstreams.spark.column_sources import HEADERS_TYPE, read_sources
 from dagster_kstreams.spark.jvm_serdes import (
     deserialize,
     jvm_deserializable,
@@ -105,7 +99,6 @@ from dagster_kstreams.spark.python_segments import (
 __all__ = ["ColumnPlan", "plan", "is_python_step", "decoded_in_python"]
 
 _PASS_KINDS = {"merge", "branch_child", "repartition_filter"}
-_HEADERS_TYPE = "array<struct<key: string, value: binary>>"
 
 
 # -- the plan ----------------------------------------------------------------------------
@@ -223,7 +216,7 @@ class ColumnPlan:
         self._walk_sources(source, dead_letters, outputs)
         if not outputs:
             outputs.append(source.where(F.lit(False)).select(
-                F.col("topic"), F.col("key"), F.col("value"), F.lit(None).cast(_HEADERS_TYPE).alias("headers"),
+                F.col("topic"), F.col("key"), F.col("value"), F.lit(None).cast(HEADERS_TYPE).alias("headers"),
                 F.lit(None).cast("long").alias("timestamp_ms"), F.lit(None).cast("long").alias("emit_order"),
                 *placement_columns(self.program, None)))
         output = reduce(lambda left, right: left.unionByName(right), outputs)
@@ -237,67 +230,9 @@ class ColumnPlan:
         return not decoded_in_python(source_node)
 
     def _walk_sources(self, source, dead_letters, outputs: list) -> None:
-        """Each source's records, read (malformed ones to ``outputs`` as dead letters, or failing the
-        task), through its children (:meth:`_walk`); with :attr:`keeps_raw_bytes`, the rows keep their
-        raw bytes as ``_raw_key`` and ``_raw_value``."""
-        nodes = self.program.nodes
-        # Each output row goes out by its source record's position: its seq in processing order (several
-        # topics), else its offset (one partition); used when the rows are sorted (orders_output).
-        emit_order = F.col("seq") if "seq" in source.columns else F.col("offset").cast("long")
-        # The records' headers pass through to what they produce, as in Kafka Streams.
-        record_headers = F.col("headers") if "headers" in source.columns else F.lit(None).cast(_HEADERS_TYPE)
-        for index, node in enumerate(nodes):
-            if node.kind != "source":
-                continue
-            records = source.where(F.col("topic").isin(list(node.topics)))
-            if not self.reads_in_jvm(node):  # raw: what follows reads and judges the bytes
-                key, key_bad, key_reason = F.col("key"), F.lit(False), ""
-                value, value_bad, value_reason = F.col("value"), F.lit(False), ""
-            else:
-                key, key_bad, key_reason = deserialize(F.col("key"), node.key_serde)
-                value, value_bad, value_reason = deserialize(F.col("value"), node.value_serde)
-            records = records.select(
-                F.col("key").alias("_raw_key"), F.col("value").alias("_raw_value"),
-                "topic", "partition", "offset", "timestamp", "event_time", emit_order.alias("_emit_order"),
-                record_headers.alias("_headers"),
-                key.alias("key"), value.alias("value"),
-                key_bad.alias("_key_bad"), value_bad.alias("_value_bad"),
-                *(name for name in self.carried_columns if name in source.columns),
-            )
-            bad = F.col("_key_bad") | F.col("_value_bad")
-
-            def message(part, serde, reason):
-                return F.concat(
-                    F.lit(f"cannot deserialize the {part} of the record at topic '"), F.col("topic"),
-                    F.lit("' partition "), F.col("partition").cast("string"),
-                    F.lit(" offset "), F.col("offset").cast("string"), F.lit(f" with {serde!r}: {reason}"),
-                )
-
-            why = F.when(F.col("_key_bad"), message("key", node.key_serde, key_reason)).otherwise(
-                message("value", node.value_serde, value_reason))
-            if dead_letters.handler is DeserializationHandler.FAIL:
-                # The first malformed record stops the task.
-                records = stop_where(records, bad, F.concat(F.lit("DeserializationError: "), why))
-            else:
-                if dead_letters.dead_letter_topic:
-                    headers = F.array(*(
-                        F.struct(F.lit(name).alias("key"), data.cast("binary").alias("value"))
-                        for name, data in (
-                            (HEADER_EXCEPTION, F.lit("DeserializationError")),
-                            (HEADER_EXCEPTION_MESSAGE, why),
-                            (HEADER_TOPIC, F.col("topic")),
-                            (HEADER_PARTITION, F.col("partition").cast("string")),
-                            (HEADER_OFFSET, F.col("offset").cast("string")),
-                        )
-                    ))
-                    outputs.append(records.where(bad).select(
-                        F.lit(dead_letters.dead_letter_topic).alias("topic"),
-                        F.col("_raw_key").alias("key"), F.col("_raw_value").alias("value"),
-                        headers.alias("headers"), F.lit(None).cast("long").alias("timestamp_ms"),
-                        F.col("_emit_order").alias("emit_order"), *placement_columns(self.program, None),
-                    ))
-                records = records.where(~bad)
-            records = records.drop("_key_bad", "_value_bad", *(() if self.keeps_raw_bytes else ("_raw_key", "_raw_value")))
+        """Each source's read records (:func:`~dagster_kstreams.spark.column_sources.read_sources`)
+        through its children."""
+        for index, records in read_sources(self, source, dead_letters, outputs):
             self._walk_source(index, records, outputs)
 
     def _walk_source(self, index: int, records, outputs: list) -> None:
