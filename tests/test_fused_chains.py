@@ -17,8 +17,8 @@ from dagster_kstreams.processors.program import SubtopologyProgram
 from dagster_kstreams.processors.records import Output, RecordContext
 from dagster_kstreams.processors.stateless import (
     Branch, FlatMap, FlatMapValues, Filter, Map, MapValues, Merge, Peek, RepartitionFilter, SelectKey, Sink, Source,
-    TableFilter,
 )
+from dagster_kstreams.processors.table_steps import TableFilter
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import Materialized, StreamsBuilder
 from dagster_kstreams.topology.serdes import Serdes

@@ -12,7 +12,8 @@ module                what lives there
 ``records``           ``RecordContext``, ``Output`` (sink records), ``DROPPED_LATE_TOPIC``
 ``state``             ``GroupState``: one source key's store slots; ``ABSENT``
 ``base``              the ``Processor`` protocol, ``StoreProcessor``, the kind registry
-``stateless``         sources, sinks, filter/map/flat_map/peek/branch/merge, KTable ops
+``stateless``         sources, sinks, filter/map/flat_map/peek/branch/merge
+``table_steps``       the KTable operations that keep no store: filter, map_values, to_stream
 ``aggregations``      count/reduce/aggregate, ``to_table``, table sources (key-value stores)
 ``windows``           time and sliding windowed aggregations (``window_store``: their algorithms)
 ``sessions``          session-windowed aggregations and their store

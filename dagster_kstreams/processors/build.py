@@ -2,7 +2,7 @@
 
 Each view node is turned into a processor by the builder its family registers for its
 :class:`~dagster_kstreams.topology.node_specs.NodeKind` (``BUILDERS`` of :mod:`.stateless`,
-:mod:`.aggregations`, :mod:`.windows`, :mod:`.sessions`, :mod:`.table_joins`, :mod:`.table_old_values`
+:mod:`.table_steps`, :mod:`.aggregations`, :mod:`.windows`, :mod:`.sessions`, :mod:`.table_joins`, :mod:`.table_old_values`
 (with :mod:`.table_step_stores`), :mod:`.table_regroup`, :mod:`.fk_joins`, :mod:`.stream_joins`, :mod:`.suppress`, :mod:`.user_processors`,
 :mod:`.global_joins`, :mod:`.cogroup`); a builder also checks, at
 definition time, that the processor can run with Kafka Streams' semantics, and raises
@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Optional
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
 from dagster_kstreams.processors import (
     aggregations, cogroup, fk_joins, global_joins, grace_joins, own_stream_time, sessions, stateless, stream_joins,
-    suppress, table_joins, table_old_values, table_regroup, user_processors, versioned_tables,
+    suppress, table_joins, table_old_values, table_regroup, table_steps, user_processors, versioned_tables,
     windows,
 )
 from dagster_kstreams.processors.base import Processor, column_expressions_in
@@ -110,6 +110,7 @@ def _windowed_aggregate(factory: ProcessorNode, ctx: BuildContext) -> Processor:
 
 BUILDERS: dict[NodeKind, Callable[[ProcessorNode, BuildContext], Processor]] = {
     **stateless.BUILDERS,
+    **table_steps.BUILDERS,
     **aggregations.BUILDERS,
     **versioned_tables.BUILDERS,  # a table source or to_table over a versioned store, else aggregations'
     **table_joins.BUILDERS,

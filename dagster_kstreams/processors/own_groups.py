@@ -34,7 +34,8 @@ from typing import Any, Mapping, Optional
 
 from dagster_kstreams.processors.base import Processor
 from dagster_kstreams.processors.fused_chains import fusable
-from dagster_kstreams.processors.stateless import Branch, Sink, TableFilter, TableMapValues, TableToStream
+from dagster_kstreams.processors.stateless import Branch, Sink
+from dagster_kstreams.processors.table_steps import TableFilter, TableMapValues, TableToStream
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import Window, Windowed, WindowedSerde
 from dagster_kstreams.topology.windows import SessionWindows

@@ -1,6 +1,6 @@
-"""Stateless processors: sources, sinks, record functions, branches, and the KTable operations
-that keep no store (``KStreamFilter``, ``KStreamMap``, ``KStreamMapValues``, ``KStreamFlatMap``,
-``KStreamBranch``, ``KStreamPeek``, ``KTableFilter``, ``KTableMapValues``, ``SinkNode`` ...).
+"""Stateless processors: sources, sinks, record functions and branches (``KStreamFilter``,
+``KStreamMap``, ``KStreamMapValues``, ``KStreamFlatMap``, ``KStreamBranch``, ``KStreamPeek``,
+``SinkNode`` ...); the KTable operations that keep no store are in :mod:`.table_steps`.
 
 Each forwards what it produces to its children at once, in order (``Processor.forward``, written
 out in each ``process``: this is the hot path, one Python frame less per record and processor).
@@ -24,8 +24,8 @@ from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.timestamp_extractors import extract_function
 
 __all__ = ["Source", "Sink", "Filter", "Map", "MapValues", "FlatMap", "FlatMapValues", "SelectKey", "Peek",
-           "Foreach", "Print", "Printer", "Merge", "BranchChild", "Branch", "RepartitionFilter", "TableFilter",
-           "TableMapValues", "TableToStream", "BUILDERS"]
+           "Foreach", "Print", "Printer", "Merge", "BranchChild", "Branch", "RepartitionFilter",
+           "FunctionProcessor", "BUILDERS"]
 
 
 def pair(processor: Processor, result) -> tuple[Any, Any]:
@@ -107,14 +107,16 @@ class Sink(Processor):
 
 
 # -- record functions ----------------------------------------------------------------------
-class _WithFunction(Processor):
+class FunctionProcessor(Processor):
+    """A processor that calls one user function (``fn``) per record."""
+
     def __init__(self, name: str, fn: Optional[Callable]):
         super().__init__(name)
         self.fn = fn
 
 
 @register
-class Filter(_WithFunction):
+class Filter(FunctionProcessor):
     """Keeps the records for which ``fn`` is true (``negate``: false, ``filterNot``)."""
 
     kind = "filter"
@@ -131,7 +133,7 @@ class Filter(_WithFunction):
 
 
 @register
-class MapValues(_WithFunction):
+class MapValues(FunctionProcessor):
     kind = "map_values"
 
     def process(self, key, value, context, out, state) -> None:
@@ -142,7 +144,7 @@ class MapValues(_WithFunction):
 
 
 @register
-class Map(_WithFunction):
+class Map(FunctionProcessor):
     kind = "map"
 
     def process(self, key, value, context, out, state) -> None:
@@ -153,7 +155,7 @@ class Map(_WithFunction):
 
 
 @register
-class SelectKey(_WithFunction):
+class SelectKey(FunctionProcessor):
     kind = "select_key"
 
     def process(self, key, value, context, out, state) -> None:
@@ -164,7 +166,7 @@ class SelectKey(_WithFunction):
 
 
 @register
-class FlatMap(_WithFunction):
+class FlatMap(FunctionProcessor):
     """Forwards each ``(key, value)`` pair ``fn`` returns (None: nothing)."""
 
     kind = "flat_map"
@@ -178,7 +180,7 @@ class FlatMap(_WithFunction):
 
 
 @register
-class FlatMapValues(_WithFunction):
+class FlatMapValues(FunctionProcessor):
     kind = "flat_map_values"
 
     def process(self, key, value, context, out, state) -> None:
@@ -189,7 +191,7 @@ class FlatMapValues(_WithFunction):
 
 
 @register
-class Peek(_WithFunction):
+class Peek(FunctionProcessor):
     """Calls ``fn`` (if any) and forwards the record unchanged."""
 
     kind = "peek"
@@ -280,52 +282,6 @@ class RepartitionFilter(Processor):
                 program._forward(child, key, value, context, out, state)
 
 
-# -- KTable operations without a store ---------------------------------------------------------
-@register
-class TableFilter(Filter):
-    """A table update whose new value fails the predicate becomes a tombstone (``KTableFilter``
-    without old values sent; with them: :class:`~.table_old_values.TableFilterOfOldValues`)."""
-
-    kind = "table_filter"
-
-    def passes(self, key, value, context) -> bool:
-        """Whether a table value (None: none) passes the filter."""
-        return value is not None and bool(self.call(context, self.fn, key, value)) != self.negate
-
-    def process(self, key, value, context, out, state) -> None:
-        new_value = value if self.passes(key, value, context) else None
-        program = self.program
-        for child in self.children:
-            program._forward(child, key, new_value, context, out, state)
-
-
-@register
-class TableMapValues(_WithFunction):
-    """Maps a table update's value; a tombstone stays a tombstone (``KTableMapValues``)."""
-
-    kind = "table_map_values"
-
-    def process(self, key, value, context, out, state) -> None:
-        new_value = None if value is None else self.call(context, self.fn, key, value)
-        program = self.program
-        for child in self.children:
-            program._forward(child, key, new_value, context, out, state)
-
-
-@register
-class TableToStream(_WithFunction):
-    """``KTable.to_stream``: the table's updates as records (``fn``: an optional key-value mapper)."""
-
-    kind = "table_to_stream"
-
-    def process(self, key, value, context, out, state) -> None:
-        if self.fn is not None:
-            value = self.call(context, self.fn, key, value)
-        program = self.program
-        for child in self.children:
-            program._forward(child, key, value, context, out, state)
-
-
 # -- definition time -------------------------------------------------------------------------
 def _source(factory, ctx) -> Source:
     return Source(factory.name, tuple(ctx.application.source_node_topics(factory)),
@@ -357,10 +313,6 @@ def _sink(factory, ctx) -> Sink:
 
 def _pass_through(kind: str):
     return lambda factory, ctx: processor_class(kind)(factory.name)
-
-
-def _table_to_stream(factory, ctx) -> TableToStream:
-    return TableToStream(factory.name, None)
 
 
 def _filter(factory, ctx) -> Filter:
@@ -403,7 +355,6 @@ BUILDERS: dict[NodeKind, Callable] = {
     NodeKind.SINK: _sink,
     NodeKind.MERGE: _pass_through("merge"),
     NodeKind.BRANCH_CHILD: _pass_through("branch_child"),
-    NodeKind.TABLE_TO_STREAM: _table_to_stream,
     NodeKind.FILTER: _filter,
     NodeKind.MAP: _record_function(Map, "mapper"),
     NodeKind.MAP_VALUES: _record_function(MapValues, "mapper"),
@@ -412,7 +363,6 @@ BUILDERS: dict[NodeKind, Callable] = {
     NodeKind.SELECT_KEY: _record_function(SelectKey, "mapper"),
     NodeKind.PEEK: _record_function(Peek, "action"),
     NodeKind.FOREACH: _record_function(Foreach, "action"),
-    NodeKind.TABLE_MAP_VALUES: _record_function(TableMapValues, "mapper"),
     NodeKind.PRINT: _print,
     NodeKind.BRANCH: _branch,
     NodeKind.REPARTITION_FILTER: _repartition_filter,

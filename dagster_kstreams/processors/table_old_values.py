@@ -36,7 +36,7 @@ from __future__ import annotations
 from typing import Optional
 
 from dagster_kstreams.processors.base import Processor, register
-from dagster_kstreams.processors.stateless import TableFilter, TableMapValues
+from dagster_kstreams.processors.table_steps import TableFilter, TableMapValues
 from dagster_kstreams.processors.table_behind import TableBehind, sends_old_values, table_behind
 from dagster_kstreams.processors.value_getters import ValueGetter, value_getter
 from dagster_kstreams.processors.table_step_stores import keeps_own_store, table_step_store
