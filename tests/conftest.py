@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from dagster_kstreams.kafka.admin import KafkaAdmin
-from dagster_kstreams.local.broker import LocalBroker, free_port
+from dagster_kstreams.local.broker import LocalBroker
+from dagster_kstreams.local.processes import free_port
 from dagster_kstreams.local.connect_server import LocalConnectServer
 from dagster_kstreams.local.spark_cluster import LocalSparkCluster
 from dagster_kstreams.spark.session import build_spark_session

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from bench.common import bench_workspace, wait_for_group_coordinator
-from dagster_kstreams.local.broker import free_port
+from dagster_kstreams.local.processes import free_port
 
 
 def test_coordinator_wait_gives_up_at_its_deadline_in_one_line():

@@ -24,7 +24,8 @@ import pytest
 from sensor_ticks import tick_sensor
 from dagster_kstreams.kafka.admin import KafkaAdmin, KafkaAdminError, TopicPartition
 from dagster_kstreams.kafka.records import final_values, produce, read_topic
-from dagster_kstreams.local.broker import LocalBroker, free_port
+from dagster_kstreams.local.broker import LocalBroker
+from dagster_kstreams.local.processes import free_port
 from dagster_kstreams.orchestration.definitions import build_kstreams_definitions
 from dagster_kstreams.orchestration.protocol import (
     TAG_TASKS,

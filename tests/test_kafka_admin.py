@@ -10,7 +10,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from dagster_kstreams.kafka.admin import KafkaAdmin, KafkaAdminError, TopicPartition
-from dagster_kstreams.local.broker import free_port
+from dagster_kstreams.local.processes import free_port
 
 pytestmark = pytest.mark.integration
 

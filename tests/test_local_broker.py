@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from dagster_kstreams.local.broker import LocalBroker, process_command_line, kafka_cluster_id, port_is_free
+from dagster_kstreams.local.broker import LocalBroker, kafka_cluster_id
+from dagster_kstreams.local.processes import process_command_line, port_is_free
 from dagster_kstreams.base.jars import jars_dir, resolve_jars
 
 REPO = Path(__file__).resolve().parents[1]

@@ -17,7 +17,7 @@ import dagster as dg
 import pytest
 
 from dagster_kstreams.cli import main
-from dagster_kstreams.local.broker import free_port, process_command_line
+from dagster_kstreams.local.processes import free_port, process_command_line
 from dagster_kstreams.local.spark_cluster import (
     CLUSTER_FILE, DEFAULT_MASTER_PORT, MASTER_CLASS, WORKER_CLASS, LocalSparkCluster,
 )

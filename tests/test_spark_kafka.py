@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from confluent_kafka import Producer
 
-from dagster_kstreams.local.broker import free_port, port_is_free
+from dagster_kstreams.local.processes import free_port, port_is_free
 from dagster_kstreams.spark.session import SparkSessionError, build_spark_session, spark_conf
 
 pytestmark = pytest.mark.integration

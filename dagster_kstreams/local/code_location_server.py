@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Optional
 
-from dagster_kstreams.local.broker import HOST, free_port
+from dagster_kstreams.local.processes import HOST, free_port
 
 __all__ = ["CodeLocationServer"]
 

@@ -23,7 +23,7 @@ from typing import Optional
 
 from dagster_kstreams.base.home import LocalStackError, state_home
 from dagster_kstreams.base.jars import jar_paths
-from dagster_kstreams.local.broker import HOST, port_is_free, process_command_line, terminate_with_parent
+from dagster_kstreams.local.processes import HOST, port_is_free, process_command_line, terminate_with_parent
 from dagster_kstreams.local.spark_cluster import spark_class
 from dagster_kstreams.spark.session import DEFAULT_CONNECT_PORT
 

@@ -29,7 +29,7 @@ from typing import Any, Optional
 import pyspark
 
 from dagster_kstreams.base.home import LocalStackError, state_home
-from dagster_kstreams.local.broker import HOST, port_is_free, process_command_line, terminate_with_parent
+from dagster_kstreams.local.processes import HOST, port_is_free, process_command_line, terminate_with_parent
 
 __all__ = ["LocalSparkCluster", "SparkClusterStatus", "DEFAULT_MASTER_PORT", "DEFAULT_WEBUI_PORT"]
 
