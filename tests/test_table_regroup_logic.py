@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from dagster_kstreams.processors.changes import Change, ChangedSerde, read_varint, write_varint
 from dagster_kstreams.processors.records import RecordContext
-from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
+from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology.serdes import Serdes
