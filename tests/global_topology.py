@@ -6,21 +6,25 @@ A click's value is ``"<user>,<family><n>,<event time>"``; the clicks are read wi
 extractor that takes the event time from the value (the Kafka timestamp for a null value; a
 negative event time drops the click). The key selector maps a click to its user (None for a click
 whose user is ``-``, and for a null value), the profile table is keyed by user. Pings are counted
-in windows of the wall-clock time they are read (``WallclockTimestampExtractor``). Its functions are
-self-contained: Spark's Python workers cannot import modules of tests/.
+in windows of the wall-clock time they are read (``WallclockTimestampExtractor``). Orders (``"<user>,<family><n>"``)
+are filtered and upper-cased by PySpark Column expressions around a left join with the profiles (the
+join runs in a Python segment of the Column plan). Its functions are self-contained: Spark's Python
+workers cannot import modules of tests/.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
 
+from pyspark.sql import functions as F
+
 from dagster_kstreams.topology import (
     Consumed, Materialized, Named, Produced, StreamsBuilder, TimeWindows, WallclockTimestampExtractor,
 )
 from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
 
-INPUTS = ("profiles", "clicks", "pings")
-OUTPUTS = ("out-inner", "out-left", "out-windowed", "out-wallclock")
+INPUTS = ("profiles", "clicks", "pings", "orders")
+OUTPUTS = ("out-inner", "out-left", "out-windowed", "out-wallclock", "out-orders")
 
 
 class EventTimeInValue:
@@ -58,4 +62,15 @@ def global_examples(topics: dict[str, str]) -> StreamsBuilder:
         .count(Materialized.as_("ping-counts").with_caching_disabled()) \
         .to_stream() \
         .to(topics["out-wallclock"], Produced.with_(WindowedSerde(Serdes.String(), 3_600_000), Serdes.Long()))
+    if "orders" not in topics:  # the describe() catalog's: without Columns (they need a SparkContext)
+        return builder
+    # Orders: Column expressions around a left join with the global table.
+    builder.stream(topics["orders"]) \
+        .filter(F.col("value").isNotNull() & ~F.col("value").startswith("x")) \
+        .left_join(profiles, lambda key, order: None if order.startswith("-,") else order.split(",")[0],
+                   lambda key, order, profile: "|".join("null" if part is None else part
+                                                        for part in (key, order, profile)),
+                   Named.as_("enrich-orders")) \
+        .map_values(F.upper(F.col("value"))) \
+        .to(topics["out-orders"])
     return builder

@@ -222,11 +222,27 @@ def test_what_stays_refused_beside_columns_names_its_processor(spark):
     with pytest.raises(UnsupportedTopologyError, match=r"KSTREAM-BRANCH-\d+ \(branch\) is a split on Columns, which "
                                                        r"runs only in a stateless sub-topology"):
         compile_topology(builder, "app").program(0)
-    # A global-table join beside a Column: no Column form, no segment.
+    # A global-table join whose joined records go on to two outputs: each read would look the table up anew.
+    builder = StreamsBuilder()
+    table = builder.global_table("g")
+    joined = builder.stream("in").filter(F.col("value").isNotNull()) \
+        .join(table, lambda k, v: k, lambda v, g: f"{v}{g}").map_values(F.upper(F.col("value")))
+    joined.to("a")
+    joined.to("b")
+    with pytest.raises(UnsupportedTopologyError, match=r"KSTREAM-LEFTJOIN-\d+ \(stream_global_table_join\) runs in a "
+                                                       r"Python segment whose records go on to 2 outputs"):
+        compile_topology(builder, "app").check()
+
+
+def test_a_global_table_join_between_columns_is_a_python_segment(spark):
+    # Column filter -> global-table join (Python) -> Column map_values -> sink: one segment, the join,
+    # whose one exit changes the value (the Column after it reads it through the default serde).
     builder = StreamsBuilder()
     table = builder.global_table("g")
     builder.stream("in").filter(F.col("value").isNotNull()) \
-        .join(table, lambda k, v: k, lambda v, g: f"{v}{g}").to("out")
-    with pytest.raises(UnsupportedTopologyError, match=r"KSTREAM-LEFTJOIN-\d+ \(stream_global_table_join\) has no "
-                                                       r"Column form and runs no Python function in a Column plan"):
-        compile_topology(builder, "app").check()
+        .left_join(table, lambda k, v: k, lambda v, g: f"{v}{g}").map_values(F.upper(F.col("value"))).to("out")
+    program = compile_topology(builder, "app").check().program(1)
+    assert isinstance(strategy_for(program), ColumnPlan)
+    (segment,) = cut(program.nodes, is_python_step).values()
+    assert [program.nodes[index].kind for index in segment.steps] == ["stream_global_table_join"]
+    assert segment.changes == (frozenset({"value"}),)

@@ -23,7 +23,9 @@ from dagster_kstreams.kafka.global_topic import GlobalTopicReplica, replica
 from dagster_kstreams.processors.base import Processor, register
 from dagster_kstreams.topology.node_specs import NodeKind
 
-__all__ = ["GlobalTable", "StreamGlobalTableJoin", "BUILDERS"]
+__all__ = ["GlobalTable", "StreamGlobalTableJoin", "DROPPED", "BUILDERS"]
+
+DROPPED = object()  # what StreamGlobalTableJoin.joined gives for a record the join drops
 
 
 class GlobalTable:
@@ -59,15 +61,23 @@ class StreamGlobalTableJoin(Processor):
         super().__init__(name)
         self.key_selector, self.fn, self.join_type, self.table = key_selector, joiner, join_type, table
 
-    def process(self, key, value, context, out, state) -> None:
+    def joined(self, key, value, context):
+        """The joined value of a stream record, or :data:`DROPPED` where Kafka Streams drops the record
+        (and counts it as skipped). The one join of the program's pass and of a Column plan's Python
+        segment (:mod:`dagster_kstreams.spark.python_segments`)."""
         left = self.join_type == "left"
         mapped = self.call(context, self.key_selector, key, value)
         if value is None or (mapped is None and not left):
-            return  # Kafka Streams drops it (and counts it as skipped)
+            return DROPPED
         table_value = None if mapped is None else self.call(context, self.table.get, mapped)
         if table_value is None and not left:
-            return
-        self.forward(key, self.call(context, self.fn, key, value, table_value), context, out, state)
+            return DROPPED
+        return self.call(context, self.fn, key, value, table_value)
+
+    def process(self, key, value, context, out, state) -> None:
+        joined = self.joined(key, value, context)
+        if joined is not DROPPED:
+            self.forward(key, joined, context, out, state)
 
 
 def _stream_global_table_join(factory, ctx) -> StreamGlobalTableJoin:

@@ -92,6 +92,7 @@ from dagster_kstreams.spark.python_segments import (
     actions_read_twice,
     cut,
     has_actions,
+    lookups_read_twice,
     reading,
     run_segment,
 )
@@ -167,6 +168,7 @@ def plan(program, error_class, default_key_serde, default_value_serde) -> Option
             problems.append(f"processor {node.name} ({node.kind}) has no Column form and runs no Python function "
                             "in a Column plan")
     problems.extend(actions_read_twice(program.nodes, segments, program.dead_letters.dead_letter_topic))
+    problems.extend(lookups_read_twice(program.nodes, segments, program.dead_letters.dead_letter_topic))
     if problems:
         raise error_class(
             f"sub-topology {program.subtopology_id}: processor(s) {', '.join(users)} are PySpark Column "

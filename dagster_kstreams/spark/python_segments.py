@@ -49,20 +49,26 @@ from dagster_kstreams.kafka.dead_letter import (
     dead_letter_headers,
 )
 from dagster_kstreams.processors.errors import ProcessingError
+from dagster_kstreams.processors.global_joins import DROPPED
 from dagster_kstreams.processors.records import RecordContext, header_column
 from dagster_kstreams.processors.stateless import pair
 
-__all__ = ["PYTHON_KINDS", "ACTION_KINDS", "Segment", "cut", "reading", "run_segment", "segment_batch",
-           "times_read", "exit_outputs", "acting_read", "has_actions", "actions_read_twice", "EXIT", "ENCODED", "DEAD_LETTER", "NO_EXIT"]
+__all__ = ["PYTHON_KINDS", "ACTION_KINDS", "LOOKUP_KINDS", "Segment", "cut", "reading", "run_segment", "segment_batch",
+           "times_read", "exit_outputs", "acting_read", "has_actions", "actions_read_twice", "lookups_read_twice",
+           "EXIT", "ENCODED", "DEAD_LETTER", "NO_EXIT"]
 
 log = logging.getLogger(__name__)
 
 # The operations called for their side effect only: their record goes on unchanged.
 ACTION_KINDS = {"peek", "foreach", "print"}
 # The operations a Python function may take in a Column plan (a branch: its predicates), and what each changes.
-PYTHON_KINDS = {"filter", "map", "map_values", "select_key", "flat_map", "flat_map_values", "branch", *ACTION_KINDS}
+# The operations that look a record up in a table read in this process: a global table, caught up to
+# its topic's end once per read of the segment (processors/global_joins.py).
+LOOKUP_KINDS = {"stream_global_table_join"}
+PYTHON_KINDS = {"filter", "map", "map_values", "select_key", "flat_map", "flat_map_values", "branch", *ACTION_KINDS,
+                *LOOKUP_KINDS}
 _CHANGES_KEY = {"map", "select_key", "flat_map"}
-_CHANGES_VALUE = {"map", "map_values", "flat_map", "flat_map_values"}
+_CHANGES_VALUE = {"map", "map_values", "flat_map", "flat_map_values", *LOOKUP_KINDS}
 EXIT = "_segment_exit"  # the exit a segment's row goes to (its position in Segment.exits)
 ENCODED = {"key": "_segment_key_bytes", "value": "_segment_value_bytes"}  # a changed part's bytes
 DEAD_LETTER = -1  # the EXIT of a record the segment could not read: raw, to the dead-letter topic
@@ -276,6 +282,28 @@ def actions_read_twice(nodes: list, segments: dict[int, Segment], dead_letter_to
     return problems
 
 
+def lookups_read_twice(nodes: list, segments: dict[int, Segment], dead_letter_topic: Optional[str]) -> list[str]:
+    """A global-table join in a segment of ``nodes`` whose joined records go on to several outputs of
+    the plan: Spark evaluates the segment once per output, and each evaluation catches the table up to
+    its topic's end again, so one record's outputs could join different versions of the table, where
+    Kafka Streams looks it up once. One problem each."""
+    problems = []
+    for segment in segments.values():
+        outputs = sum(_outputs_after(nodes, segments, child, dead_letter_topic) for _, child in segment.exits)
+        if outputs < 2:
+            continue
+        for index in segment.steps:
+            node = nodes[index]
+            if node.kind in LOOKUP_KINDS:
+                problems.append(
+                    f"processor {node.name} ({node.kind}) runs in a Python segment whose records go on to "
+                    f"{outputs} outputs of the plan, and Spark evaluates the segment once per output, each time "
+                    "reading the global table anew: one record's outputs could join different versions of it "
+                    "(give the part after the join a sub-topology of its own with .repartition(), or write it "
+                    "with Python functions)")
+    return problems
+
+
 def _children_taking(node, key, value, context) -> list[int]:
     """The children a record goes to from ``node``: a branch's first whose predicate holds (None:
     the default branch), as Kafka Streams' ``KStreamBranch``; any other's every child."""
@@ -295,6 +323,9 @@ def _step(node, key, value, context, acting: bool) -> list[tuple[Any, Any]]:
         if acting and node.fn is not None:
             node.call(context, node.fn, key, value)
         return [(key, value)]
+    if kind in LOOKUP_KINDS:
+        joined = node.joined(key, value, context)
+        return [] if joined is DROPPED else [(key, joined)]
     result = node.call(context, node.fn, key, value)
     if kind == "filter":
         return [(key, value)] if bool(result) != node.negate else []

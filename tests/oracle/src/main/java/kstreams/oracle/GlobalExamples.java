@@ -32,9 +32,12 @@ import org.apache.kafka.streams.state.WindowStore;
  * against a real broker until the click topic is consumed to its end (its global store
  * bootstrapped from the whole profile topic first); prints JSON {"describe": topology.describe()}.
  *
- * Pings are counted in hour windows of the wall-clock time they are read.
+ * Pings are counted in hour windows of the wall-clock time they are read. Orders are filtered,
+ * left-joined with the profiles and upper-cased: the Python twin writes the filter and the mapValues
+ * as PySpark Column expressions around its join.
  *
- * Args: bootstrap applicationId stateDir profiles clicks pings outInner outLeft outWindowed outWallclock
+ * Args: bootstrap applicationId stateDir profiles clicks pings orders outInner outLeft outWindowed outWallclock
+ *       outOrders
  *
  * The Python twin is global_examples() in tests/global_topology.py; keep the two in step.
  */
@@ -50,8 +53,9 @@ public final class GlobalExamples {
         }
     }
 
-    static Topology globalExamples(String profilesTopic, String clicksTopic, String pingsTopic, String outInner,
-                                   String outLeft, String outWindowed, String outWallclock) {
+    static Topology globalExamples(String profilesTopic, String clicksTopic, String pingsTopic, String ordersTopic,
+                                   String outInner, String outLeft, String outWindowed, String outWallclock,
+                                   String outOrders) {
         StreamsBuilder builder = new StreamsBuilder();
         GlobalKTable<String, String> profiles = builder.globalTable(profilesTopic);
         KStream<String, String> clicks = builder.stream(clicksTopic,
@@ -76,6 +80,15 @@ public final class GlobalExamples {
             .toStream()
             .to(outWallclock, Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 3_600_000),
                                             Serdes.Long()));
+        if (ordersTopic == null) {  // the describe() catalog's: without Columns (they need a SparkContext)
+            return builder.build();
+        }
+        builder.<String, String>stream(ordersTopic)
+            .filter((key, order) -> order != null && !order.startsWith("x"))
+            .leftJoin(profiles, (key, order) -> order.startsWith("-,") ? null : order.split(",", -1)[0],
+                      (key, order, profile) -> key + "|" + order + "|" + profile, Named.as("enrich-orders"))
+            .mapValues(value -> value.toUpperCase())
+            .to(outOrders);
         return builder.build();
     }
 
@@ -83,12 +96,13 @@ public final class GlobalExamples {
         String bootstrap = args[0];
         String applicationId = args[1];
         String stateDir = args[2];
-        Topology topology = globalExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9]);
+        Topology topology = globalExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10],
+                                           args[11]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         KafkaStreams streams = new KafkaStreams(topology, props);
         streams.start();
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> List.of(args[4], args[5]),
+            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> List.of(args[4], args[5], args[6]),
                                                Duration.ofMinutes(5));
             System.out.println("{\"describe\": " + Json.quote(topology.describe().toString()) + "}");
         } finally {

@@ -55,8 +55,8 @@ final class StreamJoinCatalog {
         topologies.put("global_table_join", StreamJoinCatalog::global_table_join);
         topologies.put("click_regions_example", StreamJoinCatalog::click_regions_example);
         topologies.put("global_table_examples", () -> GlobalExamples.globalExamples(
-            "profiles", "clicks", "pings", "enriched-clicks", "left-enriched-clicks", "windowed-clicks",
-            "pings-per-hour"));
+            "profiles", "clicks", "pings", null, "enriched-clicks", "left-enriched-clicks", "windowed-clicks",
+            "pings-per-hour", null));
         topologies.put("global_tables_left_join_named_then_count",
                        StreamJoinCatalog::global_tables_left_join_named_then_count);
         // Stream-stream joins fed by stream-global-table joins (GlobalStreamJoinExamples is the equivalence test's).
