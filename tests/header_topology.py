@@ -11,7 +11,7 @@ suppression, which emits an update with the headers of the record behind it); an
 source, Column expressions in front of an uncached reduce (``sum|``), of a join with a table of the
 events (``join|``) and, after a key change, of ``HeaderEditor`` (``rproc|``); and on a third, a
 Column ``flat_map_values`` (a line split into its words) in front of an uncached count of the
-non-empty words, through a Column filter (``wc|``), and of an uncached reduce that strings each
+non-empty words, through a ``split`` on a Column predicate (``wc|``), and of an uncached reduce that strings each
 key's words together (``ws|``), each update stamped with its timestamp behind a repartition topic.
 Every record each produces should carry the headers Kafka Streams gives it.
 
@@ -174,7 +174,11 @@ def add_words(builder: StreamsBuilder, topics: dict[str, str]) -> None:
     # Both go on through one repartition topic (which keeps their timestamps and each key's order) to
     # a sub-topology that stamps each update with its timestamp.
     words = builder.stream(topics["lines"]).flat_map_values(F.split(F.col("value"), " "))
-    counts = words.filter(F.col("value") != "") \
+    # A split on Columns in front of the state too: the empty words go down a branch of their own.
+    non_empty = words.split(Named.as_("word-")) \
+        .branch(F.col("value") == "", Branched.as_("empty")) \
+        .default_branch(Branched.as_("rest"))["word-rest"]
+    counts = non_empty \
         .group_by_key() \
         .count(Materialized.as_("word-counts").with_caching_disabled()) \
         .to_stream() \

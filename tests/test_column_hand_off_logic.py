@@ -36,7 +36,7 @@ from dagster_kstreams.spark.column_hand_off import ColumnsBeforeState
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
 from dagster_kstreams.spark.frames import HAND_OFF_COLUMN, HAND_OFF_PATH_COLUMN
 from dagster_kstreams.spark.strategies import KeyedState, TaskGroupedState, strategy_for
-from dagster_kstreams.topology import Consumed, Grouped, Materialized, Produced, Serdes, StreamsBuilder
+from dagster_kstreams.topology import Branched, Consumed, Grouped, Materialized, Named, Produced, Serdes, StreamsBuilder
 from dagster_kstreams.topology import BufferConfig, Suppressed
 from dagster_kstreams.topology.functions import FunctionForm, UserFunction
 from dagster_kstreams.topology.node_specs import NodeKind
@@ -83,6 +83,25 @@ def test_columns_in_front_of_state_are_planned(spark):  # spark: a Column needs 
     program = compile_topology(builder, "app").program(0)
     assert isinstance(strategy_for(program), TaskGroupedState)
     assert {program.nodes[index].kind for index in program.column_plan.prefix} == {"filter", "select_key", "map"}
+
+
+def test_a_split_on_columns_in_front_of_state_is_in_the_prefix_with_its_branches(spark):
+    builder = StreamsBuilder()
+    parts = builder.stream("lines").flat_map_values(F.split(F.col("value"), " ")).split(Named.as_("w-")) \
+        .branch(F.col("value") == "", Branched.as_("empty")) \
+        .branch(F.length(F.col("value")) > 3, Branched.as_("long")).default_branch(Branched.as_("rest"))
+    parts["w-long"].group_by_key().count().to_stream().to("long-counts")
+    parts["w-rest"].to("short-words")
+    program = compile_topology(builder, "app").program(0)
+    assert isinstance(strategy_for(program), KeyedState)
+    names = {program.nodes[index].name for index in program.column_plan.prefix}
+    assert names == {"KSTREAM-FLATMAPVALUES-0000000001", "w-", "w-empty", "w-long", "w-rest", "KSTREAM-SINK-0000000010"}
+    # The same split with a Python predicate among its Columns stays refused, naming it.
+    builder = StreamsBuilder()
+    builder.stream("lines").split(Named.as_("w-")).branch(F.col("value") == "", Branched.as_("empty")) \
+        .branch(lambda k, v: len(v) > 3, Branched.as_("long")).default_branch()["w-long"].group_by_key().count()
+    with pytest.raises(UnsupportedTopologyError, match=r"w- \(branch\) is a split on Columns that is not in front"):
+        compile_topology(builder, "app").program(0)
 
 
 @pytest.mark.integration

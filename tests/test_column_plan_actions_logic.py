@@ -214,13 +214,14 @@ def test_what_stays_refused_beside_columns_names_its_processor(spark):
     with pytest.raises(UnsupportedTopologyError, match=r"KSTREAM-BRANCH-\d+ \(branch\) is a split whose predicates "
                                                        r"mix Columns and Python functions"):
         compile_topology(builder, "app").program(0)
-    # A split on Columns in a sub-topology with state.
+    # A split on Columns after a sub-topology's state (its records are Python's there).
     builder = StreamsBuilder()
-    parts = builder.stream("in").split().branch(F.col("value") == "a").default_branch()
-    for part in parts.values():
-        part.group_by_key().count()
-    with pytest.raises(UnsupportedTopologyError, match=r"KSTREAM-BRANCH-\d+ \(branch\) is a split on Columns, which "
-                                                       r"runs only in a stateless sub-topology"):
+    parts = builder.stream("in").group_by_key().count().to_stream() \
+        .split().branch(F.col("value") > 1).default_branch()
+    for name, part in parts.items():
+        part.to(f"out-{name}")
+    with pytest.raises(UnsupportedTopologyError, match=r"KSTREAM-BRANCH-\d+ \(branch\) is a split on Columns that is "
+                                                       r"not in front of the state"):
         compile_topology(builder, "app").program(0)
     # A global-table join whose joined records go on to two outputs: each read would look the table up anew.
     builder = StreamsBuilder()

@@ -9,7 +9,7 @@ an uncached reduce, a ``filter_not`` and ``map_values`` before a join with each 
 ``select_key`` and ``map_values`` before the user processor; run as a
 DataFrame plan that hands its records over: spark/column_hand_off.py); and on a third input (lines), a
 Column ``flat_map_values`` splitting each line into words in front of an uncached count (through a
-Column filter) and an uncached reduce that strings a key's words together, each word down both
+``split`` on a Column predicate, its default branch) and an uncached reduce that strings a key's words together, each word down both
 before the next. Kafka Streams 4.3.1 runs it
 once, skipping malformed records (LogAndContinueExceptionHandler), as our runs do (log_and_continue).
 

@@ -2,7 +2,8 @@
 
 In a sub-topology with state (a store, a join, a table, a user processor), Column operations may
 stand between the sources and the rest: ``filter``/``filter_not``, ``map_values`` and
-``flat_map_values``, with ``merge`` and a branch's children among them, and ``select_key`` and
+``flat_map_values``, with ``merge``, a ``split`` whose predicates are all Columns (each record down
+its first branch whose Column holds, as ``KStreamBranch`` sends it) and its branches among them, and ``select_key`` and
 ``map`` where only sinks follow (a repartition topic, an output topic) or in a task-grouped
 sub-topology (in front of a user processor)::
 
@@ -68,8 +69,14 @@ from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType
 
 from dagster_kstreams.processors.hand_offs import PATH_STEP_FORMAT, HandOff, path_step
 from dagster_kstreams.spark.column_hand_back import ColumnsAfterState, plan_after_state
-from dagster_kstreams.spark.column_functions import COLUMN_KINDS, column_predicates, is_column, uses_column
-from dagster_kstreams.spark.expressions import ColumnPlan, decoded_in_python
+from dagster_kstreams.spark.column_functions import (
+    COLUMN_KINDS,
+    column_predicates,
+    is_column,
+    split_conditions,
+    uses_column,
+)
+from dagster_kstreams.spark.expressions import ColumnPlan, decoded_in_python, is_column_split
 from dagster_kstreams.spark.frames import HAND_OFF_COLUMN, HAND_OFF_PATH_COLUMN, OUTPUT_COLUMNS
 from dagster_kstreams.spark.jvm_serdes import jvm_serializable, serialize
 from dagster_kstreams.spark.state_keys import STATE_KEY_COLUMN
@@ -95,7 +102,8 @@ def prefix_of(nodes: list) -> set[int]:
     Column operations, ``merge``, a branch's children, the repartition filter and sinks only, that
     are Column operations or have one before or after them on such a path."""
     capable = {index for index, node in enumerate(nodes)
-               if (is_column(node) and node.kind in COLUMN_KINDS) or node.kind in _PASS_KINDS or node.kind == "sink"}
+               if (is_column(node) and node.kind in COLUMN_KINDS) or is_column_split(node) or node.kind in _PASS_KINDS
+               or node.kind == "sink"}
     reached: set[int] = set()
     stack = [child for node in nodes if node.kind == "source" for child in node.children]
     while stack:
@@ -104,7 +112,7 @@ def prefix_of(nodes: list) -> set[int]:
             reached.add(index)
             stack.extend(nodes[index].children)
     # Those with a Column at or after them (within reach), then everything after one of those.
-    leads_to_column = {index for index in reached if is_column(nodes[index])}
+    leads_to_column = {index for index in reached if uses_column(nodes[index])}
     for index in sorted(reached, reverse=True):  # children follow their parents
         if any(child in leads_to_column for child in nodes[index].children):
             leads_to_column.add(index)
@@ -126,8 +134,9 @@ def plan_before_state(program, error_class, default_key_serde, default_value_ser
         return None, None
     defaults = {"key": default_key_serde, "value": default_value_serde}
     prefix = prefix_of(nodes)
-    problems = [f"processor {node.name} (branch) is a split on Columns, which runs only in a stateless sub-topology"
-                for node in nodes if column_predicates(node)]
+    problems = [f"processor {node.name} (branch) is a split on Columns that is not in front of the state (only "
+                "a split whose predicates are all Columns, reached from a source through Column operations, runs there)"
+                for index, node in enumerate(nodes) if column_predicates(node) and index not in prefix]
     problems.extend(_stream_time_keepers(nodes))
     # What runs in Python: every processor reached from one outside the prefix.
     in_python: set[int] = set()
@@ -284,6 +293,10 @@ class ColumnsBeforeState(ColumnPlan):
         node = self.program.nodes[index]
         if node.kind == "sink":
             outputs.append(self._sink_rows(index, records, encoded))
+            return
+        if node.kind == "branch":  # a split on Columns: each record down its first branch whose Column holds
+            for position, (child, taken) in enumerate(zip(node.children, split_conditions(node))):
+                self._walk(child, _stepped(records.where(taken), position), outputs, changed=changed)
             return
         records = self._step(node, records)
         if is_column(node):

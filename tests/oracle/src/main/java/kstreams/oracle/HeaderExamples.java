@@ -43,7 +43,7 @@ import org.apache.kafka.streams.state.WindowStore;
  * malformed: skipped by LogAndContinueExceptionHandler) filters and mapValues in front of an uncached
  * reduce, of a join with each key's first event and, after a key change, of the same user processor;
  * and on a third a flatMapValues (a line's words)
- * in front of an uncached count of the non-empty words (through a filter) and an uncached reduce that
+ * in front of an uncached count of the non-empty words (a split's default branch) and an uncached reduce that
  * strings each key's words together, each update stamped with its timestamp behind a repartition topic.
  * Runs against a real broker until the input is consumed to its end; prints JSON
  * {"describe": topology.describe(), "stores": {the reduce's store}}.
@@ -163,7 +163,11 @@ public final class HeaderExamples {
         // The twin explodes and filters with Column expressions, in front of the state.
         KStream<String, String> words = builder.<String, String>stream(lines)
             .flatMapValues(v -> v == null ? List.<String>of() : Arrays.asList(v.split(" ", -1)));
-        KStream<String, String> counts = words.filter((k, v) -> !v.isEmpty())
+        // A split on Columns in the twin, in front of the state: the empty words go down a branch of their own.
+        Map<String, KStream<String, String>> wordParts = words.split(Named.as("word-"))
+            .branch((k, v) -> v.isEmpty(), Branched.as("empty"))
+            .defaultBranch(Branched.as("rest"));
+        KStream<String, String> counts = wordParts.get("word-rest")
             .groupByKey()
             .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("word-counts").withCachingDisabled())
             .toStream()
