@@ -56,6 +56,9 @@ from dagster_kstreams.processors.table_behind import (
 from dagster_kstreams.processors.versioned_tables import (
     VersionedTableSource, check_consumers, reads_versioned_updates, versioned_table,
 )
+from dagster_kstreams.processors.windowed_store_keys import (
+    check_windowed_key_serde, check_windows_kept_by_start, keyed_by_sessions,
+)
 from dagster_kstreams.processors.windowed_table_reads import is_windowed_table
 from dagster_kstreams.topology.node_specs import NodeKind
 
@@ -164,6 +167,15 @@ _STAMPED_AS_KAFKA_STREAMS = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.
 # KTableMapValues forward the record they get), and a suppression, which emits a key's latest buffered
 # update with that update's record context (KTableSuppressProcessorSupplier's emit).
 _KEEPING_STAMPS = _STEPS | {NodeKind.SUPPRESS}
+# A windowed table's: a windowed aggregation (time, sliding or session windows, a windowed cogroup's
+# aggregations on one store) forwards a window's update with the window's time in its store, the larger
+# of its records' (KStreamWindowAggregate, KStreamSlidingWindowAggregate), a session's with its end
+# (KStreamSessionWindowAggregate, a merged-away session's tombstone with that session's end), on every
+# update or when the window closes (its stored time); the runner's windowed aggregations give those.
+_WINDOWS_STAMPED_AS_KAFKA_STREAMS = {NodeKind.WINDOWED_AGGREGATE}
+_WINDOWED_STEPS_OFFERED = ("a windowed table's filter/map_values keeps a versioned store keyed by windows with a "
+                           "time-windowed key serde of its window size (time or sliding windows, in a sub-topology "
+                           "without session windows) or a session-windowed one (session windows)")
 
 
 def _stamping_table(sub, factory):
@@ -177,20 +189,38 @@ def _stamping_table(sub, factory):
 
 def _check_own_timestamps(factory, ctx) -> None:
     """A versioned store's put is decided by the update's timestamp: refuse a table whose updates the
-    runner does not stamp as Kafka Streams, or that is not compared with it yet (a windowed table, whose
-    keys are windows, a windowed cogroup's too)."""
+    runner does not stamp as Kafka Streams, or that is not compared with it yet (a join of windowed
+    tables); a windowed table's step keeps its store by window (:func:`_check_window_keys`)."""
     sub = ctx.subtopology
     node = _stamping_table(sub, factory)
     # A cogroup's table is its pass-through's: each cogrouped stream's aggregation stamps its updates.
     writers = [sub.node(name) for name in node.parents] if node.kind is NodeKind.COGROUP_MERGE else [node]
-    if any(writer.kind not in _STAMPED_AS_KAFKA_STREAMS for writer in writers) or is_windowed_table(sub, node):
+    windowed = is_windowed_table(sub, node)
+    stamped = _WINDOWS_STAMPED_AS_KAFKA_STREAMS if windowed else _STAMPED_AS_KAFKA_STREAMS
+    if any(writer.kind not in stamped for writer in writers):
         raise UnsupportedTopologyError(
             f"processor {factory.name} ({factory.kind.value}) puts the updates of {node.name} ({node.kind.value}) "
             "into a versioned store by their timestamps; the Spark runner versions only the updates of a table "
             "read from a topic or made by to_table, of a table-table join of tables that are not windowed, of a "
-            "grouped stream's, a cogroup's or a re-grouped table's aggregation and of a foreign-key join's result "
-            "(through filter/map_values and suppressions), whose stamps it gives as Kafka Streams does; a windowed "
-            "table's keys are windows: not compared with Kafka Streams in a versioned step's store yet")
+            "grouped stream's, a cogroup's or a re-grouped table's aggregation, of a foreign-key join's result "
+            "and of a time-windowed, sliding-window or session aggregation (a windowed cogroup's too; through "
+            "filter/map_values and suppressions), whose stamps it gives as Kafka Streams does; a join of "
+            "windowed tables: not compared with Kafka Streams in a versioned step's store yet")
+    if windowed:
+        _check_window_keys(factory, ctx)
+
+
+def _check_window_keys(factory, ctx) -> None:
+    """A windowed table's step puts each window as a key of its own into its versioned store, written by
+    the store's windowed key serde (:mod:`.windowed_store_keys`: Kafka Streams fails at the first put with
+    another); a time-windowed one only where the runner keeps windows by their start, as that serde does."""
+    sub, store = ctx.subtopology, factory.params["store_name"]
+    key_serde = ctx.topology.state_stores[store].key_serde or ctx.default_key_serde
+    where = f"processor {factory.name}: versioned store {store}"
+    sessions = keyed_by_sessions(sub, factory)
+    check_windowed_key_serde(where, factory, key_serde, sessions, _WINDOWED_STEPS_OFFERED)
+    if not sessions:
+        check_windows_kept_by_start(where, factory, sub, _WINDOWED_STEPS_OFFERED)
 
 
 def table_step_store(factory, ctx):

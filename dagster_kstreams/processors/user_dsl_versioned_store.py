@@ -17,9 +17,10 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.processors.user_dsl_windowed_keys import window_group_key
 from dagster_kstreams.processors.user_versioned_store import VersionedKeyValueStore
 
-__all__ = ["VersionedTableStore"]
+__all__ = ["VersionedTableStore", "WindowedVersionedTableStore"]
 
 
 class VersionedTableStore(VersionedKeyValueStore):
@@ -48,3 +49,15 @@ class VersionedTableStore(VersionedKeyValueStore):
     def _put_latest(self, key, raw: bytes, stored, timestamp: int) -> None:
         self._owner.write(key, ABSENT if stored is None else stored, self._write_context(timestamp),
                           self._task.group(raw))
+
+
+class WindowedVersionedTableStore(VersionedTableStore):
+    """A user processor's view of a windowed table's ``filter``/``map_values`` versioned store
+    (``VersionedKeyValueStore<Windowed<K>, V>``, its key serde a time-windowed one with its window size or a
+    session-windowed one: :mod:`.windowed_store_keys`). Kafka Streams keeps a window's versions under its
+    serde's bytes (the key and the start; a session's end too); the runner keeps them, and the window's
+    current value, under the window's group (:mod:`.own_groups`, by key and start beside no session
+    windows), as a record forwarded under that window finds it."""
+
+    def _key(self, key):
+        return window_group_key(self, key)
