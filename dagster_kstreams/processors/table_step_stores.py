@@ -48,6 +48,7 @@ current one) are both None, leaving its store as it is, as ``KTableFilter`` does
 from __future__ import annotations
 
 from dagster_kstreams.processors.aggregations import KeyValueStoreProcessor, read_by_user_processor
+from dagster_kstreams.processors.base import reachable
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.table_behind import (
@@ -208,6 +209,7 @@ def _check_own_timestamps(factory, ctx) -> None:
             "windowed tables: not compared with Kafka Streams in a versioned step's store yet")
     if windowed:
         _check_window_keys(factory, ctx)
+        _check_windowed_readers(factory, ctx)
 
 
 def _check_window_keys(factory, ctx) -> None:
@@ -221,6 +223,20 @@ def _check_window_keys(factory, ctx) -> None:
     check_windowed_key_serde(where, factory, key_serde, sessions, _WINDOWED_STEPS_OFFERED)
     if not sessions:
         check_windows_kept_by_start(where, factory, sub, _WINDOWED_STEPS_OFFERED)
+
+
+def _check_windowed_readers(factory, ctx) -> None:
+    """A windowed table's versioned step is compared with Kafka Streams through its ``to_stream`` and
+    filter/map_values after it (and a user processor naming its store); a join, a re-grouping or a
+    suppression reading its windows is refused naming the reader: not compared yet."""
+    sub = ctx.subtopology
+    for node in reachable(sub, factory.children, lambda node: node.children if node.kind in _STEPS else ()):
+        if node.kind not in _STEPS and node.kind is not NodeKind.TABLE_TO_STREAM:
+            raise UnsupportedTopologyError(
+                f"processor {node.name} ({node.kind.value}) reads the windows {factory.name} puts into its versioned "
+                f"store {factory.params['store_name']}; the Spark runner passes a windowed table's versioned "
+                "filter/map_values to to_stream and further filter/map_values only: a join, a re-grouping or a "
+                "suppression of it is not compared with Kafka Streams yet")
 
 
 def table_step_store(factory, ctx):
