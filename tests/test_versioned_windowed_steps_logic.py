@@ -27,7 +27,7 @@ from dagster_kstreams.topology import (  # noqa: E402
 from dagster_kstreams.topology.processor_api import Processor, Record  # noqa: E402
 from dagster_kstreams.topology.serdes import Serdes  # noqa: E402
 
-SIZE_MS, GRACE_MS, HISTORY_MS = 100, 50, 150
+SIZE_MS, GRACE_MS, HISTORY_MS = 100, 50, 60  # a history shorter than size plus grace: puts expire
 TIME_KEYS = WindowedSerde(Serdes.String(), SIZE_MS)
 SESSION_KEYS = Serdes.SessionWindowed(Serdes.String())
 
@@ -126,7 +126,7 @@ KAFKA_STREAMS_TIME_WINDOWS = [
     ("a@1000-2000", "1|t1000|<1,1000,Optional.empty>|null"),
     ("a@1000-2000", "2|t1200|<2,1200,Optional.empty>|<1,1000,Optional.empty>"),
     ("a@1000-2000", "null|t1200|null|<1,1000,Optional.empty>"),  # count 3 (its record 1100) at the window's 1200
-    ("a@2000-3000", "1|t2500|<1,2500,Optional.empty>|null"),  # 1300: its count's put expired (store time 2500)
+    ("a@2000-3000", "1|t2500|<1,2500,Optional.empty>|null"),  # then 1300: its window closed (2000 <= 2500 - 500)
     ("a@3000-4000", "1|t3400|<1,3400,Optional.empty>|null"),
     ("a@2000-3000", "2|t2600|<2,2600,Optional.empty>|null"),  # 2500 is past the history: only the latest reads
     ("a@4000-5000", "1|t4000|<1,4000,Optional.empty>|null"),
