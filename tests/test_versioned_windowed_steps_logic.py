@@ -2,8 +2,9 @@
 program against a model of Kafka Streams 4.3.1 (``KStreamWindowAggregate`` stamping a window's update
 with the larger of its records' times, ``KTableFilter`` putting it at that stamp into its versioned
 store, keyed by the window's key and start), whatever the micro-batches; time and session windows against
-what Kafka Streams 4.3.1 itself printed for one input (TopologyTestDriver); and what stays refused, naming
-the processor. The broker-backed comparison is tests/test_equivalence_versioned_consumers.py."""
+what Kafka Streams 4.3.1 itself printed for one input (TopologyTestDriver), suppressed and cogrouped too;
+and what stays refused, naming the processor. The broker-backed comparison is
+tests/test_equivalence_versioned_consumers.py."""
 
 from __future__ import annotations
 
@@ -160,6 +161,35 @@ def test_time_windows_and_sessions_give_what_kafka_streams_gave(batches):
     assert _run(sessions, rows, batches)[0] == KAFKA_STREAMS_SESSIONS
 
 
+# The same count behind a suppression until the window closes: only window 2000 closes within the input
+# (window 1000's count 3, filtered to a tombstone for a window the store never had, is not forwarded);
+# and a windowed cogroup's count (one cogrouped stream), the same updates as the count's.
+KAFKA_STREAMS_SUPPRESSED = [("a@2000-3000", "2|t2600|<2,2600,Optional.empty>|null")]
+
+
+def _suppressed_or_cogrouped_program(cogrouped: bool):
+    builder = StreamsBuilder()
+    grouped = builder.stream("in").group_by_key()
+    windows = TimeWindows.of_size_and_grace(timedelta(seconds=1), timedelta(milliseconds=500))
+    if cogrouped:
+        counts = grouped.cogroup(lambda key, value, count: count + 1).windowed_by(windows) \
+            .aggregate(lambda: 0, _uncached("counts").with_value_serde(Serdes.Long()))
+    else:
+        counts = grouped.windowed_by(windows).count(_uncached("counts")) \
+            .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+    counts.filter(lambda window, count: count % 3 != 0,
+                  _versioned("steps", 800, WindowedSerde(Serdes.String(), 1000))) \
+        .to_stream().process(_Reads, "steps").to("out")
+    return _program(builder)
+
+
+@pytest.mark.parametrize("batches", [1, 3, len(TIMES)])
+def test_a_suppressed_and_a_cogrouped_windowed_table_give_what_kafka_streams_gave(batches):
+    rows = [("a", "v", t) for t in TIMES]
+    assert _run(_suppressed_or_cogrouped_program(False), rows, batches)[0] == KAFKA_STREAMS_SUPPRESSED
+    assert _run(_suppressed_or_cogrouped_program(True), rows, batches)[0] == KAFKA_STREAMS_TIME_WINDOWS
+
+
 # -- what runs, what stays refused ---------------------------------------------------------------
 def _counts(builder, windows=TimeWindows.of_size_with_no_grace(timedelta(milliseconds=SIZE_MS)), topic="in",
             store="counts"):
@@ -171,7 +201,7 @@ def _refused(builder, processor: str, match: str) -> None:
         _program(builder)
 
 
-def test_sliding_suppressed_and_cogrouped_windows_into_a_versioned_store_run():
+def test_sliding_suppressed_and_cogrouped_windows_into_a_versioned_store_compile():
     builder = StreamsBuilder()
     _counts(builder, SlidingWindows.of_time_difference_and_grace(timedelta(milliseconds=SIZE_MS), timedelta(0))) \
         .map_values(lambda count: count, _versioned("sliding"))

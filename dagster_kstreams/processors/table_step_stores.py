@@ -23,8 +23,12 @@ value of the ``Change``: :func:`~.table_old_values.old_value_getter`). When it i
   in the task-grouped sub-topology this store makes), an aggregation of a grouped stream or of a
   re-grouped table or of a cogroup (which keeps its timestamps for it:
   :func:`~.aggregations.aggregation_keeping_timestamps`), a foreign-key join's result (its answer's
-  time), through filters, map_values and suppressions (which emit a key's latest buffered update with
-  its own timestamp); a windowed table (a windowed cogroup's too) is refused (:func:`_check_own_timestamps`);
+  time), a windowed aggregation (a window's time in its store, a session's end; a windowed cogroup's
+  too), through filters, map_values and suppressions (which emit a key's latest buffered update with
+  its own timestamp); a join of windowed tables is refused (:func:`_check_own_timestamps`). A windowed
+  table's step keeps each window as a key of its own, in the window's group of the task's state
+  (:mod:`.own_groups`), Kafka Streams' entry in a store whose windowed key serde writes the window
+  (:func:`_check_window_keys`); only its to_stream and further steps read it (:func:`_check_windowed_readers`);
 * behind a windowed table or a suppression, when its old values are read (by itself, a filter that
   sends old values, or below it: :func:`~.table_behind.old_values_read_below`): its store holds what
   it last forwarded per key (window), which is not the table's old value through it (a window's first

@@ -1,7 +1,9 @@
 """A versioned table's store as a user processor sees it: ``process(supplier, "prices")`` on the
 store of ``builder.table(topic, Materialized.as_(Stores.persistent_versioned_key_value_store("prices",
 ...)))``, of a ``to_table`` into one or of a foreign-key join's result kept in one (Kafka Streams'
-``VersionedKeyValueStore``, the store its ``KTableSource`` puts into).
+``VersionedKeyValueStore``, the store its ``KTableSource`` puts into); any other writer's (an aggregation's,
+a join's, a filter's or map_values', whose store over a windowed table is keyed by windows:
+:class:`WindowedVersionedTableStore`).
 
 The view reads and writes the table's own versions and observed time (task-level values of the
 task's state: :class:`~.versioned_tables.VersionedTable`), with the methods and answers of a
