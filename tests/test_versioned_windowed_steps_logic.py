@@ -107,7 +107,8 @@ def _expected(rows) -> list[tuple]:
     return out
 
 
-_rows = st.lists(st.tuples(st.sampled_from(["a", "b", None]), st.just("v"), st.integers(0, 600)), min_size=1, max_size=40)
+_rows = st.lists(st.tuples(st.sampled_from(["a", "b", None]), st.just("v"), st.integers(0, 600)),
+                 min_size=1, max_size=40)
 
 
 @settings(max_examples=150, deadline=None)

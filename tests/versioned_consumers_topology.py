@@ -154,7 +154,8 @@ def _window_steps(builder: StreamsBuilder, orders, limits, regions, topics: dict
         .count(Materialized.as_("order-windows").with_caching_disabled()) \
         .filter(lambda window, count: count % 3 != 0,
                 versioned("window-steps", timedelta(seconds=3), WindowedSerde(Serdes.String(), 10_000))) \
-        .to_stream().process(lambda: WindowVersions("window-steps", True), "window-steps").to(topics["out-window-steps"])
+        .to_stream().process(lambda: WindowVersions("window-steps", True), "window-steps") \
+        .to(topics["out-window-steps"])
     limits.to_stream().group_by_key() \
         .windowed_by(SlidingWindows.of_time_difference_and_grace(timedelta(seconds=2), timedelta(seconds=1))) \
         .count(Materialized.as_("limit-windows").with_caching_disabled()) \
