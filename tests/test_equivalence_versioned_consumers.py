@@ -57,6 +57,14 @@ subscription (older, in Kafka Streams' timestamp merge as here), so every answer
 time; a user's subscriptions go to its own partition's owners task, whose answers come back in the
 order sent; and every answer matches the flag's hash (the same value), whenever it comes back.
 
+And windowed tables' steps into versioned stores keyed by windows (``WindowedSerde``/``SessionWindowed`` key
+serdes, as Kafka Streams needs): the orders counted in 10 s windows filtered into one of 3 s, the limits'
+changes counted in sliding windows mapped into one of 2 s, the regions' changes counted in sessions
+(merged ones forward their merged-away sessions' tombstones) filtered into one of 1 s; a processor
+(WindowVersions) on each one's changes reads the store for the window (latest, and as of 1 ms before the
+change), and on the time windows' puts versions 700 ms ahead, so that later updates of those windows are
+forwarded out of order (marked not latest).
+
 Compared: describe() of the very topology run, and per output topic and partition the whole
 sequence of (key, value) records (not their timestamps, but where a value carries its own: README,
 "Record timestamps written by the runner"), except the foreign-key join's: which answers a later version of a price makes stale
@@ -66,7 +74,6 @@ depends on when they come back, in Kafka Streams as here, so its final value per
 from __future__ import annotations
 
 import random
-import re
 import time
 
 import pytest
@@ -77,6 +84,7 @@ from equivalence_io import (
     KafkaStreamsInBackground, output_topics, partition_sequences, produce_inputs, with_unique_timestamps,
 )
 from killed_runs import run_until_killed
+from versioned_consumers_exercised import assert_reference_exercises_it
 from versioned_consumers_topology import FK_JOIN_NAME, FK_OUTPUT, INPUTS, OUTPUTS, versioned_consumer_examples
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import read_topic
@@ -182,132 +190,6 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     run.close()
 
 
-def _values(results: dict, output: str) -> list:
-    return [value for p in range(PARTITIONS) for _, value in results.get((output, p), [])]
-
-
-def _assert_reference_exercises_it(expected: dict, records: dict[str, list[tuple]]) -> None:
-    """Every output on both partitions; out-of-order updates that the marked store took (and the
-    kept filter forwarded, and the left join read) while the join and the re-grouping skipped them;
-    tombstones through the stores; the re-grouped aggregate's versioned store stamping an addition
-    with the aggregate's later time, and dropping some."""
-    assert {key for key in expected if key[0] != "subscriptions"} == {
-        (name, p) for name in OUTPUTS for p in range(PARTITIONS)}
-    assert len({key for key in expected if key[0] == "subscriptions"}) == PARTITIONS * PARTITIONS
-    marked = {value[:-1] for value in _values(expected, "out-marked") if value is not None}
-    joined = {value.split("&")[0] for value in _values(expected, "out-joined") if value is not None}
-    history = "".join(_values(expected, "out-history"))
-    skipped = marked - joined
-    assert len(skipped) >= 5 and len(marked & joined) > 50
-    assert not set(re.findall(r"\+(p\d+)", history)) & skipped
-    kept = {value for value in _values(expected, "out-filtered") if value is not None}
-    assert kept & skipped
-    assert {value.split("<")[1] for value in _values(expected, "out-kept-joined") if value is not None} & skipped
-    assert None in _values(expected, "out-filtered") and None in _values(expected, "out-marked")
-    assert "-" in history
-    price_time = {value: timestamp for _, value, _, timestamp in records["prices"] if value is not None}
-    added = [re.fullmatch(r".*\+(p\d+)\|t(\d+)", value) for value in _values(expected, "out-history")]
-    assert any(int(match[2]) > price_time[match[1]] for match in added if match)
-    latest_kept = {value for value in marked & joined if int(value[1:]) % 5 != 0}
-    assert latest_kept - set(re.findall(r"\+(p\d+)", history))  # expired puts of the aggregate
-    limits = {value for value in _values(expected, "out-versioned-filtered") if value is not None}
-    versioned_joined = {value.split("^")[0] for value in _values(expected, "out-versioned-joined") if value is not None}
-    assert len(limits - versioned_joined) >= 2 and len(limits & versioned_joined) > 20
-    assert len(_values(expected, "out-orders")) > 40
-    _assert_steps_exercised(expected, records)
-    _assert_history_versions_exercised(expected)
-
-
-def _stamped(results: dict, output: str) -> list[tuple]:
-    """``(key, value, timestamp)`` of ``output``'s StampValues records, partition by partition."""
-    return [(key, *re.fullmatch(r"(.*)\|t(\d+)", value).groups()) for p in range(PARTITIONS)
-            for key, value in results.get((output, p), [])]
-
-
-def _not_latest(stamped: list[tuple]) -> int:
-    """How many of ``stamped``'s records are older than an earlier one of their key."""
-    last_stamp: dict = {}
-    count = 0
-    for key, _, t in stamped:
-        count += int(t) < last_stamp.get(key, -1)
-        last_stamp[key] = max(int(t), last_stamp.get(key, -1))
-    return count
-
-
-def _assert_steps_exercised(expected: dict, records: dict[str, list[tuple]]) -> None:
-    """The steps into versioned stores: the join's filter puts updates stamped with the prices' later
-    time, out of order (forwarded) and tombstones; the last orders' filter puts orders stamped with an
-    earlier order's later time, or drops; the history's tails put the aggregate's stamps."""
-    order_time = {value: timestamp for _, value, _, timestamp in records["orders"] if value is not None}
-    limit_time = {value: timestamp for _, value, _, timestamp in records["limits"] if value is not None}
-    join_steps = _stamped(expected, "out-join-steps")
-    assert any(int(t) > limit_time[value.split("~")[0]] for _, value, t in join_steps if value != "null")
-    assert any(value == "null" for _, value, _ in join_steps)
-    assert _not_latest(join_steps) >= 2
-    last_orders = _stamped(expected, "out-last-orders")
-    assert any(int(t) > order_time[value] for _, value, t in last_orders if value != "null")
-    assert any(value == "null" for _, value, _ in last_orders)
-    assert len(_stamped(expected, "out-history-tails")) > 50
-    _assert_cogroup_and_suppression_steps_exercised(expected, records)
-
-
-def _assert_cogroup_and_suppression_steps_exercised(expected: dict, records: dict[str, list[tuple]]) -> None:
-    """The cogroup's tails put updates stamped with the aggregate's later time than their record's, and
-    drop some as expired; the suppressed limits' filter puts evicted updates out of order (forwarded),
-    tombstones, and drops some; the processor reads versions of both stores other than the latest, and
-    the prices' filter's plain store holding an out-of-order price."""
-    record_time = {value: timestamp for topic in ("orders", "limits") for _, value, _, timestamp in records[topic]
-                   if value is not None}
-    tails = _stamped(expected, "out-cogroup-tails")
-    added = [(re.search(r"[+-]([ol]\d+)$", value), int(t)) for _, value, t in tails]
-    assert any(t > record_time[match[1]] for match, t in added if match)
-    taken = sum(1 for topic in ("orders", "limits") for key, value, _, _ in records[topic]
-                if key is not None and value is not None)
-    assert 20 < len(tails) < taken
-    suppressed = _stamped(expected, "out-suppressed-limits")
-    assert _not_latest(suppressed) >= 2 and any(value == "null" for _, value, _ in suppressed)
-    kept_limits = {value for key, value, _, _ in records["limits"] if key is not None and value is not None
-                   and int(value[1:]) % 3 != 0}
-    assert len(kept_limits - {value for _, value, _ in suppressed}) >= 5
-    reads = [value.split("|") for value in _values(expected, "out-step-versions")]
-    assert any(parts[2] != parts[3] for parts in reads) and any(parts[4] != parts[5] for parts in reads)
-    assert any(parts[4] != "null" for parts in reads)
-    # The prices' filter's plain store, read: an out-of-order price taken as the key's latest, its time
-    # going back
-    stored_time: dict = {}
-    went_back = 0
-    for key, value in ((key, value) for p in range(PARTITIONS) for key, value in expected[("out-step-versions", p)]):
-        stored = value.split("|")[6]
-        if stored != "null":
-            went_back += int(stored.split("@")[1]) < stored_time.get(key, -1)
-            stored_time[key] = int(stored.split("@")[1])
-    assert went_back >= 1
-    _assert_fk_steps_exercised(expected, records)
-
-
-def _assert_fk_steps_exercised(expected: dict, records: dict[str, list[tuple]]) -> None:
-    """The foreign-key join's result, filtered into a versioned store: every answer stamped with its
-    order's time (the owners are older), put out of order (forwarded), dropped as expired, and failing
-    the filter (a tombstone)."""
-    steps = _stamped(expected, "out-fk-steps")
-    order_times = {(key, timestamp) for key, value, _, timestamp in records["orders"] if value is not None}
-    assert {(key, int(t)) for key, _, t in steps} <= order_times
-    answered = sum(1 for key, _ in order_times if key is not None)  # one answer per order
-    assert _not_latest(steps) >= 2 and 30 < len(steps) < answered
-    assert any(value == "null" for _, value, _ in steps)  # u15's (no owner), as the filter's: no old values sent
-
-
-def _assert_history_versions_exercised(expected: dict) -> None:
-    """HistoryVersions put versions into both stores, read versions as of the change other than the
-    latest, and the aggregation added a later change to what it put."""
-    versions = [value.split("|") for value in _values(expected, "out-history-versions")]
-    not_put = "-9223372036854775808"
-    assert any(parts[2].startswith("put=") and parts[2] != f"put={not_put}" for parts in versions)
-    assert any(parts[2].startswith("tail=") and parts[2] != f"tail={not_put}" for parts in versions)
-    assert any(parts[3] != parts[4] for parts in versions) and any(parts[5] != parts[6] for parts in versions)
-    assert any("w" in value for value in _values(expected, "out-history") if value)
-
-
 def _final_values(results: dict, output: str) -> dict:
     """The last value of each key of ``output`` (its keys are placed by key: one partition each)."""
     return {key: value for p in range(PARTITIONS) for key, value in results.get((output, p), [])}
@@ -341,7 +223,7 @@ def test_versioned_table_consumers_in_a_clean_run_match_kafka_streams(
     assert {result.task_id for result in results} == {f"{sub}_{p}" for sub in range(4) for p in range(PARTITIONS)}
 
     expected = kafka_streams_run.result()["results"]
-    _assert_reference_exercises_it(expected, records)
+    assert_reference_exercises_it(expected, records)
     _assert_same(_results(kafka_bootstrap, topics, app_id), expected)
 
 

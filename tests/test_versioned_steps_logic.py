@@ -2,25 +2,23 @@
 the compiled program against a model of Kafka Streams 4.3.1's processors (``KTableKTable*Join`` stamping
 with the larger of both rows' times, ``KStreamAggregate`` and ``KTableAggregate`` with the larger of the
 record's and the previous aggregate's, then ``KTableFilter``/``KTableMapValues`` putting the update into
-the versioned store at that stamp), whatever the micro-batches; and what is still refused. The same
-rules are compared with Kafka Streams itself in tests/test_equivalence_versioned_consumers.py."""
+the versioned store at that stamp), whatever the micro-batches (a windowed table's steps:
+test_versioned_windowed_steps_logic.py). The same rules are compared with Kafka Streams itself in
+tests/test_equivalence_versioned_consumers.py."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from equivalence_io import StampValues, java_string
 from dagster_kstreams.processors.changes import Change, ChangedSerde
-from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.records import RecordContext
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import BufferConfig, Materialized, StreamsBuilder, Suppressed
 from dagster_kstreams.topology.serdes import Serdes
-from dagster_kstreams.topology.windows import TimeWindows
 from test_versioned_join_store_logic import RETENTION_MS, _compile, _expected_join, _run, _versioned
 from test_versioned_tables_logic import ModelStore
 
@@ -232,32 +230,9 @@ def test_a_suppressed_update_is_put_at_its_latest_time_out_of_order_or_dropped()
         ("kept", "k", "a2|t200"), ("kept", "k", "a4|t330"), ("kept", "k", "a7|t290"), ("kept", "n", "c8|t480")]
 
 
-# -- still refused -----------------------------------------------------------------------------
-def _refused(builder, processor: str) -> None:
-    with pytest.raises(UnsupportedTopologyError, match=rf"processor {processor} .* versioned store"):
-        compile_topology(builder.build(), "app").program(0)
-
-
-def test_a_windowed_cogroup_s_table_into_a_versioned_store_is_refused_naming_the_step():
-    builder = StreamsBuilder()
-    cogrouped = builder.stream("s").group_by_key().cogroup(lambda key, value, aggregate: aggregate + value)
-    cogrouped.windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=1))).aggregate(lambda: "") \
-        .filter(lambda key, value: True, _versioned("f"))
-    _refused(builder, "KTABLE-FILTER-0000000004")
-
-
-def test_a_windowed_table_suppressed_or_not_into_a_versioned_store_is_refused_naming_the_step():
-    builder = StreamsBuilder()
-    counts = builder.stream("s").group_by_key().windowed_by(
-        TimeWindows.of_size_with_no_grace(timedelta(seconds=1))).count()
-    counts.map_values(lambda count: str(count), _versioned("w"))
-    _refused(builder, "KTABLE-MAPVALUES-0000000003")
-    builder = StreamsBuilder()
-    counts = builder.stream("s").group_by_key().windowed_by(
-        TimeWindows.of_size_with_no_grace(timedelta(seconds=1))).count()
-    counts.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())) \
-        .map_values(lambda count: str(count), _versioned("w"))
-    _refused(builder, "KTABLE-MAPVALUES-0000000005")
+# -- what runs ----------------------------------------------------------------------------------
+# A windowed table's steps (a windowed cogroup's, suppressed or not) run with a windowed key serde; they,
+# and what stays refused about them, are tested in tests/test_versioned_windowed_steps_logic.py.
 
 
 def test_a_foreign_key_join_s_result_into_a_versioned_store_runs():

@@ -28,8 +28,13 @@ orders and the limits' changes are cogrouped into a plain store, mapped into a v
 (``out-suppressed-limits``); :class:`StepVersions`, on the cogroup tails' changes, reads both and the
 prices' filter's plain store (``out-step-versions``). Each order flags its user (a table of "o", the same
 value every time) left-joined on a foreign key, the user, with owners (a plain table): the result filtered
-into a versioned store of 2 s (``out-fk-steps``). Its functions are self-contained: Spark's Python
-workers cannot import modules of tests/.
+into a versioned store of 2 s (``out-fk-steps``). Windowed tables' steps into versioned stores keyed by
+windows, each read by a :class:`WindowVersions` on its changes: the orders counted in 10 s windows (grace
+2 s) filtered into one of 3 s (``out-window-steps``: the processor puts versions ahead into it); the
+limits' changes counted in sliding windows of 2 s (grace 1 s) mapped into one of 2 s
+(``out-sliding-steps``); the regions' changes counted in sessions (gap 3 s, grace 1 s) filtered into one
+of 1 s (``out-session-steps``). Its functions are self-contained: Spark's Python workers cannot import
+modules of tests/.
 """
 
 from __future__ import annotations
@@ -38,15 +43,18 @@ from datetime import timedelta
 
 from equivalence_io import StampValues
 from dagster_kstreams.topology import (
-    BufferConfig, Materialized, Processor, Record, Stores, StreamsBuilder, Suppressed, TableJoined,
+    BufferConfig, Materialized, Processor, Record, SessionWindows, SlidingWindows, Stores, StreamsBuilder, Suppressed,
+    TableJoined, TimeWindows, WindowedSerde,
 )
 from dagster_kstreams.topology.grouped_repartitioned import Grouped
+from dagster_kstreams.topology.serdes import Serdes
 
 INPUTS = ("prices", "limits", "orders", "regions", "owners")
 OUTPUTS = ("out-joined", "out-history", "out-filtered", "out-kept-joined", "out-marked", "out-versioned-filtered",
            "out-versioned-joined", "out-orders", "out-order-counts", "out-counted", "out-priced-regions",
            "out-join-steps", "out-last-orders", "out-history-tails", "out-history-versions", "out-cogroup-tails",
-           "out-suppressed-limits", "out-step-versions", "out-fk-steps")
+           "out-suppressed-limits", "out-step-versions", "out-fk-steps", "out-window-steps", "out-sliding-steps",
+           "out-session-steps")
 # The foreign-key join's output, whose sequence depends on when its answers come back (compared by final values)
 FK_OUTPUT = "out-priced-regions"
 FK_JOIN_NAME = "prices-regions"  # its internal topics: <app>-prices-regions-subscription-{registration,response}-topic
@@ -109,6 +117,59 @@ class StepVersions(Processor):
         stored_text = "null" if stored is None else f"{stored.value()}@{stored.timestamp()}"
         self.context.forward(record.with_value(
             f"{value}|t{t}|" + "|".join(_versioned_record(read) for read in reads) + f"|{stored_text}"))
+
+
+class WindowVersions(Processor):
+    """VersionedConsumerExamples.WindowVersions: per change of a windowed table's versioned step (its key
+    a window), under the window's key: the window, the change and its time, the step's store read for the
+    window (latest, and as of 1 ms before the change); with ``puts_ahead``, a change at a time divisible
+    by 3 first puts a version 700 ms ahead (the step's next update of the window before it is then out of
+    order)."""
+
+    def __init__(self, store: str, puts_ahead: bool):
+        self.store_name, self.puts_ahead = store, puts_ahead
+
+    def init(self, context) -> None:
+        self.context = context
+        self.store = context.get_state_store(self.store_name)
+
+    def process(self, record: Record) -> None:
+        window, t = record.key, record.timestamp
+        value = "null" if record.value is None else str(record.value)
+        written = ""
+        if self.puts_ahead and t % 3 == 0:
+            written = f"put={self.store.put(window, 100 + (record.value or 0), t + 700)}"
+        reads = "|".join(_versioned_record(read) for read in (self.store.get(window), self.store.get(window, t - 1)))
+        self.context.forward(record.with_key(window.key).with_value(
+            f"{window.window.start}-{window.window.end}|{value}|t{t}|{written}|{reads}"))
+
+
+def _window_steps(builder: StreamsBuilder, orders, limits, regions, topics: dict[str, str]) -> None:
+    """Windowed tables' steps into versioned stores keyed by windows (see the module docstring)."""
+    def versioned(store: str, history: timedelta, key_serde) -> Materialized:
+        return Materialized.as_(Stores.persistent_versioned_key_value_store(store, history)) \
+            .with_key_serde(key_serde).with_value_serde(Serdes.Long())
+
+    orders.group_by_key().windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=2))) \
+        .count(Materialized.as_("order-windows").with_caching_disabled()) \
+        .filter(lambda window, count: count % 3 != 0,
+                versioned("window-steps", timedelta(seconds=3), WindowedSerde(Serdes.String(), 10_000))) \
+        .to_stream().process(lambda: WindowVersions("window-steps", True), "window-steps") \
+        .to(topics["out-window-steps"])
+    limits.to_stream().group_by_key() \
+        .windowed_by(SlidingWindows.of_time_difference_and_grace(timedelta(seconds=2), timedelta(seconds=1))) \
+        .count(Materialized.as_("limit-windows").with_caching_disabled()) \
+        .map_values(lambda count: count * 10,
+                    versioned("sliding-steps", timedelta(seconds=2), WindowedSerde(Serdes.String(), 2_000))) \
+        .to_stream().process(lambda: WindowVersions("sliding-steps", False), "sliding-steps") \
+        .to(topics["out-sliding-steps"])
+    regions.to_stream().group_by_key() \
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(seconds=3), timedelta(seconds=1))) \
+        .count(Materialized.as_("region-sessions").with_caching_disabled()) \
+        .filter(lambda session, count: count % 3 != 0,
+                versioned("session-steps", timedelta(seconds=1), Serdes.SessionWindowed(Serdes.String()))) \
+        .to_stream().process(lambda: WindowVersions("session-steps", False), "session-steps") \
+        .to(topics["out-session-steps"])
 
 
 def versioned_consumer_examples(topics: dict[str, str]) -> StreamsBuilder:
@@ -188,4 +249,5 @@ def versioned_consumer_examples(topics: dict[str, str]) -> StreamsBuilder:
         .filter(lambda user, joined: not joined.endswith("null"), Materialized.as_(
             Stores.persistent_versioned_key_value_store("fk-steps", timedelta(seconds=2)))) \
         .to_stream().process_values(StampValues).to(topics["out-fk-steps"])
+    _window_steps(builder, orders, limits, regions, topics)
     return builder

@@ -26,7 +26,8 @@ module                what lives there
                       suppression); the builder of a table's filter/map_values
 ``table_step_stores`` a table filter/map_values that keeps a store of its own (``keeps_own_store``:
                       after a versioned table, into a versioned store, or behind a windowed table or a
-                      suppression when its old values are read)
+                      suppression when its old values are read; ``windowed_store_keys``: the key serde
+                      and keying a store of windows needs)
 ``table_behind``      the table whose updates reach a processor, and who reads the old values it sends
 ``table_regroup``     ``KTable.group_by`` with count/reduce/aggregate (``changes``: old and new values)
 ``fk_joins``          foreign-key table-table joins (``fk_join_wire``: their topics' wire format)

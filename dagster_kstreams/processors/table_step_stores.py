@@ -23,8 +23,12 @@ value of the ``Change``: :func:`~.table_old_values.old_value_getter`). When it i
   in the task-grouped sub-topology this store makes), an aggregation of a grouped stream or of a
   re-grouped table or of a cogroup (which keeps its timestamps for it:
   :func:`~.aggregations.aggregation_keeping_timestamps`), a foreign-key join's result (its answer's
-  time), through filters, map_values and suppressions (which emit a key's latest buffered update with
-  its own timestamp); a windowed table (a windowed cogroup's too) is refused (:func:`_check_own_timestamps`);
+  time), a windowed aggregation (a window's time in its store, a session's end; a windowed cogroup's
+  too), through filters, map_values and suppressions (which emit a key's latest buffered update with
+  its own timestamp); a join of windowed tables is refused (:func:`_check_own_timestamps`). A windowed
+  table's step keeps each window as a key of its own, in the window's group of the task's state
+  (:mod:`.own_groups`), Kafka Streams' entry in a store whose windowed key serde writes the window
+  (:func:`_check_window_keys`); only its to_stream and further steps read it (:func:`_check_windowed_readers`);
 * behind a windowed table or a suppression, when its old values are read (by itself, a filter that
   sends old values, or below it: :func:`~.table_behind.old_values_read_below`): its store holds what
   it last forwarded per key (window), which is not the table's old value through it (a window's first
@@ -48,6 +52,7 @@ current one) are both None, leaving its store as it is, as ``KTableFilter`` does
 from __future__ import annotations
 
 from dagster_kstreams.processors.aggregations import KeyValueStoreProcessor, read_by_user_processor
+from dagster_kstreams.processors.base import reachable
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.table_behind import (
@@ -55,6 +60,9 @@ from dagster_kstreams.processors.table_behind import (
 )
 from dagster_kstreams.processors.versioned_tables import (
     VersionedTableSource, check_consumers, reads_versioned_updates, versioned_table,
+)
+from dagster_kstreams.processors.windowed_store_keys import (
+    check_windowed_key_serde, check_windows_kept_by_start, keyed_by_sessions,
 )
 from dagster_kstreams.processors.windowed_table_reads import is_windowed_table
 from dagster_kstreams.topology.node_specs import NodeKind
@@ -164,6 +172,15 @@ _STAMPED_AS_KAFKA_STREAMS = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.
 # KTableMapValues forward the record they get), and a suppression, which emits a key's latest buffered
 # update with that update's record context (KTableSuppressProcessorSupplier's emit).
 _KEEPING_STAMPS = _STEPS | {NodeKind.SUPPRESS}
+# A windowed table's: a windowed aggregation (time, sliding or session windows, a windowed cogroup's
+# aggregations on one store) forwards a window's update with the window's time in its store, the larger
+# of its records' (KStreamWindowAggregate, KStreamSlidingWindowAggregate), a session's with its end
+# (KStreamSessionWindowAggregate, a merged-away session's tombstone with that session's end), on every
+# update or when the window closes (its stored time); the runner's windowed aggregations give those.
+_WINDOWS_STAMPED_AS_KAFKA_STREAMS = {NodeKind.WINDOWED_AGGREGATE}
+_WINDOWED_STEPS_OFFERED = ("a windowed table's filter/map_values keeps a versioned store keyed by windows with a "
+                           "time-windowed key serde of its window size (time or sliding windows, in a sub-topology "
+                           "without session windows) or a session-windowed one (session windows)")
 
 
 def _stamping_table(sub, factory):
@@ -177,20 +194,53 @@ def _stamping_table(sub, factory):
 
 def _check_own_timestamps(factory, ctx) -> None:
     """A versioned store's put is decided by the update's timestamp: refuse a table whose updates the
-    runner does not stamp as Kafka Streams, or that is not compared with it yet (a windowed table, whose
-    keys are windows, a windowed cogroup's too)."""
+    runner does not stamp as Kafka Streams, or that is not compared with it yet (a join of windowed
+    tables); a windowed table's step keeps its store by window (:func:`_check_window_keys`)."""
     sub = ctx.subtopology
     node = _stamping_table(sub, factory)
     # A cogroup's table is its pass-through's: each cogrouped stream's aggregation stamps its updates.
     writers = [sub.node(name) for name in node.parents] if node.kind is NodeKind.COGROUP_MERGE else [node]
-    if any(writer.kind not in _STAMPED_AS_KAFKA_STREAMS for writer in writers) or is_windowed_table(sub, node):
+    windowed = is_windowed_table(sub, node)
+    stamped = _WINDOWS_STAMPED_AS_KAFKA_STREAMS if windowed else _STAMPED_AS_KAFKA_STREAMS
+    if any(writer.kind not in stamped for writer in writers):
         raise UnsupportedTopologyError(
             f"processor {factory.name} ({factory.kind.value}) puts the updates of {node.name} ({node.kind.value}) "
             "into a versioned store by their timestamps; the Spark runner versions only the updates of a table "
             "read from a topic or made by to_table, of a table-table join of tables that are not windowed, of a "
-            "grouped stream's, a cogroup's or a re-grouped table's aggregation and of a foreign-key join's result "
-            "(through filter/map_values and suppressions), whose stamps it gives as Kafka Streams does; a windowed "
-            "table's keys are windows: not compared with Kafka Streams in a versioned step's store yet")
+            "grouped stream's, a cogroup's or a re-grouped table's aggregation, of a foreign-key join's result "
+            "and of a time-windowed, sliding-window or session aggregation (a windowed cogroup's too; through "
+            "filter/map_values and suppressions), whose stamps it gives as Kafka Streams does; a join of "
+            "windowed tables: not compared with Kafka Streams in a versioned step's store yet")
+    if windowed:
+        _check_window_keys(factory, ctx)
+        _check_windowed_readers(factory, ctx)
+
+
+def _check_window_keys(factory, ctx) -> None:
+    """A windowed table's step puts each window as a key of its own into its versioned store, written by
+    the store's windowed key serde (:mod:`.windowed_store_keys`: Kafka Streams fails at the first put with
+    another); a time-windowed one only where the runner keeps windows by their start, as that serde does."""
+    sub, store = ctx.subtopology, factory.params["store_name"]
+    key_serde = ctx.topology.state_stores[store].key_serde or ctx.default_key_serde
+    where = f"processor {factory.name}: versioned store {store}"
+    sessions = keyed_by_sessions(sub, factory)
+    check_windowed_key_serde(where, factory, key_serde, sessions, _WINDOWED_STEPS_OFFERED)
+    if not sessions:
+        check_windows_kept_by_start(where, factory, sub, _WINDOWED_STEPS_OFFERED)
+
+
+def _check_windowed_readers(factory, ctx) -> None:
+    """A windowed table's versioned step is compared with Kafka Streams through its ``to_stream`` and
+    filter/map_values after it (and a user processor naming its store); a join, a re-grouping or a
+    suppression reading its windows is refused naming the reader: not compared yet."""
+    sub = ctx.subtopology
+    for node in reachable(sub, factory.children, lambda node: node.children if node.kind in _STEPS else ()):
+        if node.kind not in _STEPS and node.kind is not NodeKind.TABLE_TO_STREAM:
+            raise UnsupportedTopologyError(
+                f"processor {node.name} ({node.kind.value}) reads the windows {factory.name} puts into its versioned "
+                f"store {factory.params['store_name']}; the Spark runner passes a windowed table's versioned "
+                "filter/map_values to to_stream and further filter/map_values only: a join, a re-grouping or a "
+                "suppression of it is not compared with Kafka Streams yet")
 
 
 def table_step_store(factory, ctx):

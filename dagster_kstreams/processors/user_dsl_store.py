@@ -32,14 +32,15 @@ from typing import Any, Callable, Iterator, Optional
 
 from dagster_kstreams.processors.base import reachable
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
-from dagster_kstreams.processors.own_groups import windows_keyed_by_start
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.user_dsl_view import DslStoreView
+from dagster_kstreams.processors.windowed_store_keys import (
+    check_windowed_key_serde, check_windows_kept_by_start, keyed_by_sessions,
+)
 from dagster_kstreams.processors.windowed_table_reads import is_windowed_table
 from dagster_kstreams.topology.node_specs import NodeKind, StoreType
 from dagster_kstreams.topology.processor_api import KeyValue, ValueAndTimestamp
-from dagster_kstreams.topology.serdes import WindowedSerde
-from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
+from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
 
 __all__ = ["TimestampedKeyValueStore", "check_dsl_store", "keyed_by_windows"]
 
@@ -202,10 +203,10 @@ def check_dsl_store(factory, spec, sub, key_serde) -> None:
         if owner.kind in _TABLE_STEPS:
             _check_table_step(where, owner, sub)
         if is_windowed_table(sub, owner):
-            sessions = _keyed_by_sessions(sub, owner)
-            _check_windowed_key_serde(where, owner, key_serde, sessions)
+            sessions = keyed_by_sessions(sub, owner)
+            check_windowed_key_serde(where, owner, key_serde, sessions, _DSL_STORES_OFFERED)
             if not sessions:
-                _check_windows_kept_by_start(where, owner, sub)
+                check_windows_kept_by_start(where, owner, sub, _DSL_STORES_OFFERED)
         else:
             _check_keys_not_windows(where, owner, sub)
 
@@ -238,34 +239,6 @@ def _check_table_step(where: str, step, sub) -> None:
         f"a table whose updates the Spark runner stamps with other times than Kafka Streams'; {_DSL_STORES_OFFERED}")
 
 
-def _keyed_by_sessions(sub, node) -> bool:
-    """Whether the windowed table ``node`` reads (through steps, suppressions, a cogroup's merge, a join of
-    windowed tables: both its tables are session ones or neither, ``check_session_join``) is a session
-    aggregation's."""
-    while node.kind in (*_TABLE_STEPS, NodeKind.SUPPRESS, NodeKind.COGROUP_MERGE, NodeKind.TABLE_TABLE_JOIN_MERGE,
-                        NodeKind.TABLE_TABLE_JOIN):
-        node = sub.node(node.parents[0])
-    return isinstance(node.params.get("windows"), SessionWindows)
-
-
-def _check_windowed_key_serde(where: str, owner, key_serde, sessions: bool) -> None:
-    """A store keyed by windows is read back, as Kafka Streams reads it, through its windowed key serde: a
-    time-windowed one, whose window size gives each entry's end, or over sessions a session-windowed one
-    (the key, the end, the start); another serde cannot write those ``Windowed`` keys (Kafka Streams fails
-    at the store's first put, or, a time-windowed serde over sessions, loses the sessions' ends)."""
-    if sessions and isinstance(key_serde, WindowedSerde) and key_serde.session:
-        return
-    if not sessions and isinstance(key_serde, WindowedSerde) and not key_serde.session \
-            and key_serde.window_size_ms is not None:
-        return
-    wanted = "Serdes.SessionWindowed(key serde), a session-windowed serde" if sessions \
-        else "WindowedSerde(key serde, window size), a time-windowed serde"
-    raise UnsupportedTopologyError(
-        f"{where} belongs to {owner.name} ({owner.kind.value}), over windowed tables, whose store is keyed by "
-        f"windows, but its key serde is {key_serde!r}: give it Materialized.with_key_serde({wanted}), as Kafka "
-        f"Streams needs; {_DSL_STORES_OFFERED}")
-
-
 def _check_keys_not_windows(where: str, owner, sub) -> None:
     """A store not over windowed tables (:func:`keyed_by_windows`) downstream of a windowed aggregation in
     its sub-topology (an aggregation or ``to_table`` of the windowed table's stream, a step or join after
@@ -277,19 +250,6 @@ def _check_keys_not_windows(where: str, owner, sub) -> None:
             raise UnsupportedTopologyError(
                 f"{where} belongs to {owner.name} ({owner.kind.value}), whose keys are windows (of {node.name}'s "
                 f"table, in its sub-topology): not compared with Kafka Streams yet; {_DSL_STORES_OFFERED}")
-
-
-def _check_windows_kept_by_start(where: str, owner, sub) -> None:
-    """Kafka Streams finds a window's entry by its key and start (its time-windowed serde writes no end);
-    beside session windows the sub-topology keeps a window's group by its end too (own_groups.py), so a
-    processor's write of a window with another end would be a second entry, and a read would give each
-    entry the table's end rather than the serde's."""
-    if windows_keyed_by_start(sub):
-        return
-    raise UnsupportedTopologyError(
-        f"{where} belongs to {owner.name} ({owner.kind.value}), over windowed tables, whose store is keyed by "
-        f"windows, in a sub-topology with session windows, where the runner keeps a window by its end too, "
-        f"unlike Kafka Streams' time-windowed serde: not compared with Kafka Streams yet; {_DSL_STORES_OFFERED}")
 
 
 def _check_window_store(where: str, spec, sub) -> None:

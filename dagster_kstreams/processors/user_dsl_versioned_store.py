@@ -1,7 +1,9 @@
 """A versioned table's store as a user processor sees it: ``process(supplier, "prices")`` on the
 store of ``builder.table(topic, Materialized.as_(Stores.persistent_versioned_key_value_store("prices",
 ...)))``, of a ``to_table`` into one or of a foreign-key join's result kept in one (Kafka Streams'
-``VersionedKeyValueStore``, the store its ``KTableSource`` puts into).
+``VersionedKeyValueStore``, the store its ``KTableSource`` puts into); any other writer's (an aggregation's,
+a join's, a filter's or map_values', whose store over a windowed table is keyed by windows:
+:class:`WindowedVersionedTableStore`).
 
 The view reads and writes the table's own versions and observed time (task-level values of the
 task's state: :class:`~.versioned_tables.VersionedTable`), with the methods and answers of a
@@ -17,9 +19,10 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.processors.user_dsl_windowed_keys import window_group_key
 from dagster_kstreams.processors.user_versioned_store import VersionedKeyValueStore
 
-__all__ = ["VersionedTableStore"]
+__all__ = ["VersionedTableStore", "WindowedVersionedTableStore"]
 
 
 class VersionedTableStore(VersionedKeyValueStore):
@@ -48,3 +51,15 @@ class VersionedTableStore(VersionedKeyValueStore):
     def _put_latest(self, key, raw: bytes, stored, timestamp: int) -> None:
         self._owner.write(key, ABSENT if stored is None else stored, self._write_context(timestamp),
                           self._task.group(raw))
+
+
+class WindowedVersionedTableStore(VersionedTableStore):
+    """A user processor's view of a windowed table's ``filter``/``map_values`` versioned store
+    (``VersionedKeyValueStore<Windowed<K>, V>``, its key serde a time-windowed one with its window size or a
+    session-windowed one: :mod:`.windowed_store_keys`). Kafka Streams keeps a window's versions under its
+    serde's bytes (the key and the start; a session's end too); the runner keeps them, and the window's
+    current value, under the window's group (:mod:`.own_groups`, by key and start beside no session
+    windows), as a record forwarded under that window finds it."""
+
+    def _key(self, key):
+        return window_group_key(self, key)

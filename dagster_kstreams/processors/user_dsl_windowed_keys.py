@@ -21,7 +21,18 @@ from dagster_kstreams.processors.own_groups import group_key, key_of_group
 from dagster_kstreams.processors.user_dsl_store import TimestampedKeyValueStore
 from dagster_kstreams.topology.serdes import Windowed
 
-__all__ = ["WindowedKeyValueStore"]
+__all__ = ["WindowedKeyValueStore", "window_group_key"]
+
+
+def window_group_key(view, key):
+    """What the task's state keeps the window ``key``'s group under, for the view ``view`` of a store keyed
+    by windows (``view._owner``: the store's processor, in its program)."""
+    if key is None:
+        raise ValueError(f"{view.kind} {view.name}: the key cannot be null")
+    if not isinstance(key, Windowed):  # Kafka Streams' windowed serializers fail it (ClassCastException)
+        raise TypeError(f"{view.kind} {view.name}: its keys are windows (Windowed(key, Window(start, end))), "
+                        f"got {type(key).__name__}")
+    return group_key(view._owner.program, key)
 
 
 class WindowedKeyValueStore(TimestampedKeyValueStore):
@@ -30,12 +41,7 @@ class WindowedKeyValueStore(TimestampedKeyValueStore):
     session-windowed one (``check_dsl_store``)."""
 
     def _group(self, key):
-        if key is None:
-            raise ValueError(f"{self.kind} {self.name}: the key cannot be null")
-        if not isinstance(key, Windowed):  # Kafka Streams' time-windowed serializer fails it (ClassCastException)
-            raise TypeError(f"{self.kind} {self.name}: its keys are windows (Windowed(key, Window(start, end))), "
-                            f"got {type(key).__name__}")
-        return self._task.group(group_key(self._owner.program, key))
+        return self._task.group(window_group_key(self, key))
 
     def _key_of_group(self, raw_key):
         return key_of_group(raw_key, self._store_key_serde, self._key_serde.window_size_ms)

@@ -33,7 +33,7 @@ from dagster_kstreams.processors.punctuation import PunctuationSchedule
 from dagster_kstreams.processors.state import load_state
 from dagster_kstreams.processors.user_dsl_session_store import AggregationSessionStore
 from dagster_kstreams.processors.user_dsl_store import TimestampedKeyValueStore, check_dsl_store, keyed_by_windows
-from dagster_kstreams.processors.user_dsl_versioned_store import VersionedTableStore
+from dagster_kstreams.processors.user_dsl_versioned_store import VersionedTableStore, WindowedVersionedTableStore
 from dagster_kstreams.processors.user_dsl_window_store import TimestampedWindowStore
 from dagster_kstreams.processors.user_dsl_windowed_keys import WindowedKeyValueStore
 from dagster_kstreams.processors.user_processor_context import ProcessorContext
@@ -151,7 +151,8 @@ def build(factory, ctx) -> UserProcessorNode:
         else:
             check_dsl_store(factory, spec, ctx.subtopology, serdes[0])
             if spec.history_retention_ms is not None:
-                view = VersionedTableStore
+                windowed = keyed_by_windows(spec, ctx.subtopology)
+                view = WindowedVersionedTableStore if windowed else VersionedTableStore
             elif keyed_by_windows(spec, ctx.subtopology):
                 view = WindowedKeyValueStore
             else:

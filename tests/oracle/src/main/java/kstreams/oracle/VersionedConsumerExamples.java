@@ -5,6 +5,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 
+import org.apache.kafka.common.serialization.Serde;
+import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
@@ -14,9 +16,15 @@ import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.Suppressed.BufferConfig;
 import org.apache.kafka.streams.kstream.TableJoined;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.processor.StateStore;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
@@ -24,6 +32,7 @@ import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.TimestampedKeyValueStore;
 import org.apache.kafka.streams.state.VersionedKeyValueStore;
+import org.apache.kafka.streams.state.VersionedRecord;
 
 /**
  * A versioned table's updates consumed downstream (KIP-914: an out-of-order update is forwarded
@@ -53,7 +62,8 @@ import org.apache.kafka.streams.state.VersionedKeyValueStore;
  * Args: bootstrap applicationId stateDir prices limits orders regions owners outJoined outHistory outFiltered
  *       outKeptJoined outMarked outVersionedFiltered outVersionedJoined outOrders outOrderCounts
  *       outCounted outPricedRegions outJoinSteps outLastOrders outHistoryTails outHistoryVersions
- *       outCogroupTails outSuppressedLimits outStepVersions outFkSteps
+ *       outCogroupTails outSuppressedLimits outStepVersions outFkSteps outWindowSteps outSlidingSteps
+ *       outSessionSteps
  *
  * HistoryVersions, on the re-grouped aggregate's changes, works on its versioned store and on its
  * tails' (outHistoryVersions). The orders and the limits' changes are cogrouped into a plain store (each
@@ -63,6 +73,11 @@ import org.apache.kafka.streams.state.VersionedKeyValueStore;
  * tails' changes, reads both stores and the prices' filter's plain one (outStepVersions). Each order
  * flags its user (a table of "o", the same value every time) left-joined on a foreign key, the user,
  * with owners (a plain table): the result filtered into a versioned store of 2 s (outFkSteps).
+ * Windowed tables' steps into versioned stores keyed by windows, each read by a WindowVersions on its
+ * changes: the orders counted in 10 s windows (grace 2 s) filtered into one of 3 s (outWindowSteps: the
+ * processor puts versions ahead into it); the limits' changes counted in sliding windows of 2 s (grace
+ * 1 s) mapped into one of 2 s (outSlidingSteps); the regions' changes counted in sessions (gap 3 s, grace
+ * 1 s) filtered into one of 1 s (outSessionSteps).
  *
  * The Python twin is versioned_consumer_examples() in tests/versioned_consumers_topology.py; keep
  * the two in step.
@@ -158,6 +173,88 @@ public final class VersionedConsumerExamples {
         }
     }
 
+    /**
+     * Per change of a windowed table's versioned step (its key a window), under the window's key: the
+     * window, the change and its time, the step's store read for the window (latest, and as of 1 ms
+     * before the change); with putsAhead, a change at a time divisible by 3 first puts a version 700 ms
+     * ahead (twin: WindowVersions).
+     */
+    static final class WindowVersions implements Processor<Windowed<String>, Long, String, String> {
+        private final String storeName;
+        private final boolean putsAhead;
+        private ProcessorContext<String, String> context;
+        private VersionedKeyValueStore<Windowed<String>, Long> store;
+
+        WindowVersions(String storeName, boolean putsAhead) {
+            this.storeName = storeName;
+            this.putsAhead = putsAhead;
+        }
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+            this.store = context.getStateStore(storeName);
+        }
+
+        @Override
+        public void process(Record<Windowed<String>, Long> record) {
+            Windowed<String> window = record.key();
+            long t = record.timestamp();
+            String written = "";
+            if (putsAhead && t % 3 == 0) {
+                written = "put=" + store.put(window, 100 + (record.value() == null ? 0 : record.value()), t + 700);
+            }
+            String reads = String.join("|", versioned(store.get(window)), versioned(store.get(window, t - 1)));
+            context.forward(record.withKey(window.key()).withValue(window.window().start() + "-"
+                + window.window().end() + "|" + record.value() + "|t" + t + "|" + written + "|" + reads));
+        }
+    }
+
+    /** As ProcessorApiExamples.VersionLog.versioned writes a record, of a Long. */
+    private static String versioned(VersionedRecord<Long> record) {
+        return record == null ? "null"
+            : record.value() + "@" + record.timestamp() + "~" + record.validTo().map(String::valueOf).orElse("-");
+    }
+
+    private static Materialized<Windowed<String>, Long, KeyValueStore<Bytes, byte[]>> versionedWindows(
+            String store, Duration history, Serde<Windowed<String>> keySerde) {
+        return Materialized.<Windowed<String>, Long>as(Stores.persistentVersionedKeyValueStore(store, history))
+            .withKeySerde(keySerde).withValueSerde(Serdes.Long());
+    }
+
+    private static <S extends StateStore> Materialized<String, Long, S> uncachedCounts(String store) {
+        return Materialized.<String, Long, S>as(store).withCachingDisabled();
+    }
+
+    /** Windowed tables' steps into versioned stores keyed by windows (see the class comment). */
+    static void windowSteps(KStream<String, String> orderStream, KTable<String, String> limitTable,
+                            KTable<String, String> regionTable, String outWindowSteps, String outSlidingSteps,
+                            String outSessionSteps) {
+        orderStream.groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2)))
+            .count(uncachedCounts("order-windows"))
+            .filter((window, count) -> count % 3 != 0, versionedWindows("window-steps", Duration.ofSeconds(3),
+                new WindowedSerdes.TimeWindowedSerde<>(Serdes.String(), 10_000L)))
+            .toStream()
+            .process(() -> new WindowVersions("window-steps", true), "window-steps")
+            .to(outWindowSteps);
+        limitTable.toStream().groupByKey()
+            .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(2), Duration.ofSeconds(1)))
+            .count(uncachedCounts("limit-windows"))
+            .mapValues(count -> count * 10, versionedWindows("sliding-steps", Duration.ofSeconds(2),
+                new WindowedSerdes.TimeWindowedSerde<>(Serdes.String(), 2_000L)))
+            .toStream()
+            .process(() -> new WindowVersions("sliding-steps", false), "sliding-steps")
+            .to(outSlidingSteps);
+        regionTable.toStream().groupByKey()
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(3), Duration.ofSeconds(1)))
+            .count(uncachedCounts("region-sessions"))
+            .filter((session, count) -> count % 3 != 0, versionedWindows("session-steps", Duration.ofSeconds(1),
+                WindowedSerdes.sessionWindowedSerdeFrom(String.class)))
+            .toStream()
+            .process(() -> new WindowVersions("session-steps", false), "session-steps")
+            .to(outSessionSteps);
+    }
+
     static Topology versionedConsumerExamples(String prices, String limits, String outJoined, String outHistory,
                                               String outFiltered, String outKeptJoined, String outMarked,
                                               String orders, String outVersionedFiltered, String outVersionedJoined,
@@ -165,7 +262,8 @@ public final class VersionedConsumerExamples {
                                               String outCounted, String outPricedRegions, String outJoinSteps,
                                               String outLastOrders, String outHistoryTails, String outHistoryVersions,
                                               String outCogroupTails, String outSuppressedLimits,
-                                              String outStepVersions, String owners, String outFkSteps) {
+                                              String outStepVersions, String owners, String outFkSteps,
+                                              String outWindowSteps, String outSlidingSteps, String outSessionSteps) {
         StreamsBuilder builder = new StreamsBuilder();
         KTable<String, String> priceTable = builder.table(prices,
             Materialized.as(Stores.persistentVersionedKeyValueStore("prices-store", Duration.ofSeconds(10))));
@@ -246,6 +344,7 @@ public final class VersionedConsumerExamples {
             .toStream()
             .processValues(StampValues::new)
             .to(outFkSteps);
+        windowSteps(orderStream, limitTable, regionTable, outWindowSteps, outSlidingSteps, outSessionSteps);
         return builder.build();
     }
 
@@ -266,7 +365,8 @@ public final class VersionedConsumerExamples {
         Topology topology = versionedConsumerExamples(args[3], args[4], out[0], out[1], out[2], out[3], out[4],
                                                       args[5], out[5], out[6], out[7], args[6], out[8],
                                                       out[9], out[10], out[11], out[12], out[13], out[14],
-                                                      out[15], out[16], out[17], args[7], out[18]);
+                                                      out[15], out[16], out[17], args[7], out[18], out[19],
+                                                      out[20], out[21]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         // Wait for every input of a task rather than run ahead on one (the timestamp merge).
         props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 5_000L);
