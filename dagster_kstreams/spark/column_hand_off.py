@@ -3,8 +3,8 @@
 In a sub-topology with state (a store, a join, a table, a user processor), Column operations may
 stand between the sources and the rest: ``filter``/``filter_not``, ``map_values`` and
 ``flat_map_values``, with ``merge``, a ``split`` whose predicates are all Columns (each record down
-its first branch whose Column holds, as ``KStreamBranch`` sends it) and its branches among them, and ``select_key`` and
-``map`` where only sinks follow (a repartition topic, an output topic) or in a task-grouped
+its first branch whose Column holds, as ``KStreamBranch`` sends it) and its branches among them,
+and ``select_key`` and ``map`` where only sinks follow (a repartition topic, an output topic) or in a task-grouped
 sub-topology (in front of a user processor)::
 
     orders = builder.stream("orders", Consumed.with_(Serdes.String(), Serdes.Long()))
@@ -99,8 +99,8 @@ _ELEMENT_INDEX, _ELEMENT = "_element_index", "_element"
 
 def prefix_of(nodes: list) -> set[int]:
     """The processors a Column plan runs in front of the state: those reached from a source through
-    Column operations, ``merge``, a branch's children, the repartition filter and sinks only, that
-    are Column operations or have one before or after them on such a path."""
+    Column operations (a split on Columns too), ``merge``, a branch's children, the repartition filter
+    and sinks only, that are Column operations or have one before or after them on such a path."""
     capable = {index for index, node in enumerate(nodes)
                if (is_column(node) and node.kind in COLUMN_KINDS) or is_column_split(node) or node.kind in _PASS_KINDS
                or node.kind == "sink"}

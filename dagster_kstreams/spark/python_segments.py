@@ -61,10 +61,10 @@ log = logging.getLogger(__name__)
 
 # The operations called for their side effect only: their record goes on unchanged.
 ACTION_KINDS = {"peek", "foreach", "print"}
-# The operations a Python function may take in a Column plan (a branch: its predicates), and what each changes.
 # The operations that look a record up in a table read in this process: a global table, caught up to
 # its topic's end once per read of the segment (processors/global_joins.py).
 LOOKUP_KINDS = {"stream_global_table_join"}
+# The operations a Python function may take in a Column plan (a branch: its predicates), and what each changes.
 PYTHON_KINDS = {"filter", "map", "map_values", "select_key", "flat_map", "flat_map_values", "branch", *ACTION_KINDS,
                 *LOOKUP_KINDS}
 _CHANGES_KEY = {"map", "select_key", "flat_map"}
