@@ -4,8 +4,8 @@ In a sub-topology with state (a store, a join, a table, a user processor), Colum
 stand between the sources and the rest: ``filter``/``filter_not``, ``map_values`` and
 ``flat_map_values``, with ``merge``, a ``split`` whose predicates are all Columns (each record down
 its first branch whose Column holds, as ``KStreamBranch`` sends it) and its branches among them,
-and ``select_key`` and ``map`` where only sinks follow (a repartition topic, an output topic) or in a task-grouped
-sub-topology (in front of a user processor)::
+and ``select_key`` and ``map`` where only sinks follow (a repartition topic, an output topic) or in a
+task-grouped sub-topology (in front of a user processor)::
 
     orders = builder.stream("orders", Consumed.with_(Serdes.String(), Serdes.Long()))
     orders.filter(F.col("value") > 10).map_values(F.col("value") * 2) \\
