@@ -297,15 +297,10 @@ _KEY_PRESERVING = {NodeKind.SOURCE, NodeKind.FILTER, NodeKind.MAP_VALUES, NodeKi
 _TABLE_STORES = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE, NodeKind.TABLE_AGGREGATE,
                  NodeKind.TABLE_TABLE_JOIN_MERGE, NodeKind.FK_JOIN_RESULT, NodeKind.WINDOWED_AGGREGATE}
 # Of those, the cached ones compared with Kafka Streams committing once after the input (README,
-# "Stream-stream joins ... run task-grouped"): each key's last update, keys in last-update order, with
-# that update's own timestamp (an aggregation's, a re-grouped table's, a table-table join's, a
-# foreign-key join's answer's: Kafka Streams' stamp) and headers, after every record's own output. A
-# grouped stream's aggregation is a cogroup's too (one store, whichever input updated it); a re-grouped
-# table's collapses the subtraction and the addition of an update into the key's last value, and a
-# foreign-key join's result a key's answers into its last one (CachingKeyValueStore keeps one entry per
-# key). Not yet: a window's, a table filter's or map_values' kept store (table_step_stores).
-_CACHE_FLUSH_COMPARED = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE, NodeKind.TABLE_AGGREGATE,
-                         NodeKind.TABLE_TABLE_JOIN_MERGE, NodeKind.FK_JOIN_RESULT}
+# "Stream-stream joins ... run task-grouped"): each key's last update (a re-grouped table's subtraction
+# and addition, a foreign-key join's answers, collapse into it) in last-update order, with its own
+# timestamp (Kafka Streams' stamp) and headers, after every record's own output. Not yet: a window's.
+_CACHE_FLUSH_COMPARED = _TABLE_STORES - {NodeKind.WINDOWED_AGGREGATE}
 # Processors that forward records under other keys than the source record's: a user processor (its
 # punctuators; process() may change keys), a suppression's evictions, a windowed aggregation's windows
 # (time, sliding or session windows, a cogroup's too, on every update or at window close: each window
