@@ -1,11 +1,20 @@
 """Stream-stream joins fed, in their sub-topology, by stores with the record cache on: the Python twin
 of CachedJoinFeedExamples.java (keep the two in step), and its input.
 
-Three joins of one sub-topology, each of a cached store's updates with the taps (2 s before and
-after, 5 s grace): a table read from ``rows`` left-joined with the taps; a count of ``marks``
-inner-joined with them; ``marks`` made a table (``to_table``) outer-joined with the taps that have a
-key (a null-keyed tap an outer join passes on would go to a partition the producer picks). Each
-output value ends with ``|t`` and its record's timestamp (a ``process_values`` after the join).
+Six joins, each of a cached store's updates (2 s before and after, 5 s grace). Five with the taps, in
+one sub-topology: a table read from ``rows`` left-joined with them; a count of ``marks`` inner-joined
+with them; ``marks`` made a table (``to_table``) outer-joined with the taps that have a key (a
+null-keyed tap an outer join passes on would go to a partition the producer picks); a cogroup of the
+marks and the taps (the last value of either) inner-joined with them; the rows' table left-joined with
+the taps' table (uncached), that join materialized with its cache too (the rows' cache flushed into
+it, then its own, as Kafka Streams flushes its stores in the order it registered them), inner-joined
+with them.
+And, in the sub-topology after the repartition topic, a table of ``members`` re-grouped by the group
+its value names (``<group>:<payload>``), counted with its cache, inner-joined with the ``pings``. And,
+in the orders' sub-topology, the ``orders`` (``<user>:<payload>``) joined on their user with the
+``users`` (a foreign-key join named ``paid``, both tables uncached), its result materialized with its
+cache, inner-joined with the ``payments``. Each output value ends with ``|t`` and its record's
+timestamp (a ``process_values`` after the join).
 
 The runner's cache forwards each key's last update at the micro-batch's end, Kafka Streams' at a
 commit: compared with Kafka Streams committing once, when closed after its whole input
@@ -20,14 +29,17 @@ from datetime import timedelta
 
 from equivalence_io import StampValues, java_string
 from dagster_kstreams.kafka.partitioner import default_partition
-from dagster_kstreams.topology import Materialized, StreamsBuilder
+from dagster_kstreams.topology import Materialized, StreamsBuilder, TableJoined
 from dagster_kstreams.topology.windows import JoinWindows
 
-INPUTS = ("rows", "taps", "marks")
-OUTPUTS = ("out-cached-table", "out-cached-count", "out-cached-to-table")
-# At most this many records per task and input: a task's whole input (3 topics) is one micro-batch of
-# a killed run's 60 records.
+INPUTS = ("rows", "taps", "marks", "members", "pings", "orders", "users", "payments")
+OUTPUTS = ("out-cached-table", "out-cached-count", "out-cached-to-table", "out-cached-cogroup",
+           "out-cached-table-join", "out-cached-regroup", "out-cached-paid")
+# At most this many records per task and input: a task's whole input (3 topics; the re-grouping's:
+# a repartition record or two per member update, and the pings) is one micro-batch of a killed run's
+# 60 records.
 _PER_TASK = {"rows": 12, "taps": 16, "marks": 12}
+_REGROUPED_PER_TASK = {"members": 10, "pings": 14}
 _SPAN_MS = 12_000
 
 
@@ -36,8 +48,8 @@ def cached_join_feed_examples(topics: dict[str, str]) -> StreamsBuilder:
     builder = StreamsBuilder()
     windows = JoinWindows.of_time_difference_and_grace(timedelta(seconds=2), timedelta(seconds=5))
     taps = builder.stream(topics["taps"])
-    builder.table(topics["rows"], Materialized.as_("cached-rows")) \
-        .to_stream() \
+    rows = builder.table(topics["rows"], Materialized.as_("cached-rows"))
+    rows.to_stream() \
         .left_join(taps, lambda row, tap: f"{row}+{java_string(tap)}", windows) \
         .process_values(StampValues) \
         .to(topics["out-cached-table"])
@@ -54,25 +66,99 @@ def cached_join_feed_examples(topics: dict[str, str]) -> StreamsBuilder:
                     lambda last, tap: f"{java_string(last)}+{java_string(tap)}", windows) \
         .process_values(StampValues) \
         .to(topics["out-cached-to-table"])
+    marks.group_by_key().cogroup(lambda key, mark, last: mark) \
+        .cogroup(taps.group_by_key(), lambda key, tap, last: tap) \
+        .aggregate(lambda: "", Materialized.as_("cached-latest")) \
+        .to_stream() \
+        .join(taps, lambda last, tap: f"{last}*{tap}", windows) \
+        .process_values(StampValues) \
+        .to(topics["out-cached-cogroup"])
+    tap_table = taps.to_table(Materialized.as_("taps-plain").with_caching_disabled())
+    rows.left_join(tap_table, lambda row, tap: f"{row}&{java_string(tap)}", Materialized.as_("cached-joined")) \
+        .to_stream() \
+        .join(taps, lambda joined, tap: f"{joined}+{tap}", windows) \
+        .process_values(StampValues) \
+        .to(topics["out-cached-table-join"])
+    builder.table(topics["members"], Materialized.as_("members-plain").with_caching_disabled()) \
+        .group_by(lambda member, value: (value.split(":")[0], value.split(":")[1])) \
+        .count(Materialized.as_("cached-group-counts")) \
+        .to_stream() \
+        .map_values(lambda count: f"g{count}") \
+        .join(builder.stream(topics["pings"]), lambda count, ping: f"{count}+{ping}", windows) \
+        .process_values(StampValues) \
+        .to(topics["out-cached-regroup"])
+    builder.table(topics["orders"], Materialized.as_("orders-plain").with_caching_disabled()) \
+        .join(builder.table(topics["users"], Materialized.as_("users-plain").with_caching_disabled()),
+              lambda order: order.split(":")[0], lambda order, user: f"{order}@{user}", TableJoined.as_("paid"),
+              Materialized.as_("cached-paid")) \
+        .to_stream() \
+        .join(builder.stream(topics["payments"]), lambda paid, payment: f"{paid}+{payment}", windows) \
+        .process_values(StampValues) \
+        .to(topics["out-cached-paid"])
     return builder
 
 
 def cached_join_feed_input(base: int, partitions: int, seed: int = 8) -> dict[str, list[tuple]]:
     """``{input: [(key, value, partition, timestamp)]}`` in production order, per partition: a tap at
     ``base``, then taps, rows and marks in random order over 12 s (out of order within and beyond the
-    joins' grace), null keys, null values (tombstones of rows and marks, skipped by the count), keys
-    updated several times; no timestamp twice in a task (Kafka Streams would pick among a tie by its
-    queue's order)."""
-    rng = random.Random(seed)
+    joins' grace), null keys, null values (tombstones of rows and marks, skipped by the count and the
+    cogroup), keys updated several times; then members and pings the same way (their own random
+    sequence). No timestamp twice in a task (Kafka Streams would pick among a tie by its queue's
+    order). A member's value names a group (a key of its partition, which the pings are keyed by):
+    each repartition partition is written by one upstream task, in its order."""
     keys = {p: [k for k in (f"q{i}" for i in range(8)) if default_partition(k.encode(), partitions) == p]
             for p in range(partitions)}
+    members = {p: [m for m in (f"m{i}" for i in range(8)) if default_partition(m.encode(), partitions) == p]
+               for p in range(partitions)}
     records: dict[str, list[tuple]] = {name: [] for name in INPUTS}
-    for partition in range(partitions):
-        times = iter(rng.sample(range(base + 1, base + _SPAN_MS), sum(_PER_TASK.values())))
-        records["taps"].append((rng.choice(keys[partition]), f"t{partition}.first", partition, base))
-        for name, count in _PER_TASK.items():
-            for i in range(count - (name == "taps")):
-                key = None if rng.random() < 0.08 else rng.choice(keys[partition])
-                value = None if rng.random() < 0.15 else f"{name[0]}{partition}.{i}"
-                records[name].append((key, value, partition, next(times)))
+    for rng, per_task in ((random.Random(seed), _PER_TASK), (random.Random(seed + 1), _REGROUPED_PER_TASK)):
+        for partition in range(partitions):
+            times = iter(rng.sample(range(base + 1, base + _SPAN_MS), sum(per_task.values())))
+            if "taps" in per_task:
+                records["taps"].append((rng.choice(keys[partition]), f"t{partition}.first", partition, base))
+            for name, count in per_task.items():
+                for i in range(count - (name == "taps")):
+                    key = None if rng.random() < 0.08 else rng.choice((members if name == "members" else keys)[partition])
+                    value = None if rng.random() < 0.15 else f"{name[0]}{partition}.{i}"
+                    if name == "members" and value is not None:
+                        value = f"{rng.choice(keys[partition])}:{value}"
+                    records[name].append((key, value, partition, next(times)))
+    _orders_input(records, base, partitions, random.Random(seed + 2))
     return records
+
+
+def _orders_input(records: dict[str, list[tuple]], base: int, partitions: int, rng: random.Random) -> None:
+    """The foreign-key join's input, in which the answers come back in one order in Kafka Streams
+    however its tasks interleave. Per partition: users (some never written) each written once in the
+    first second, before every order, so that the users' task has answered no subscription when it
+    reads them; orders (each naming a user of its own partition, so that one users' task answers a
+    partition's subscriptions, in their order) over the next 10 s, out of order, some written again
+    onto another user (the earlier answer, stale or not, is overwritten in the cache by the later
+    one), one deleted; payments keyed by order in between, null keys and null values among them. The
+    last order written names a user no other order names, whose row is written again after every
+    order: its answer comes again (the subscriber's only, so last in the cache either way, whether
+    the users' task reads that row before or after the subscription), and the cache forwards the
+    second one only; a payment next to each of its two answers."""
+    for partition in range(partitions):
+        users = [u for u in (f"u{i}" for i in range(24)) if default_partition(u.encode(), partitions) == partition]
+        orders = [o for o in (f"o{i}" for i in range(16)) if default_partition(o.encode(), partitions) == partition]
+        last_user, users = users[0], users[1:]
+        for i, (user, timestamp) in enumerate(zip([last_user] + users[:-1], sorted(rng.sample(range(base + 1, base + 1000), 8)))):
+            records["users"].append((user, f"u{partition}.{i}", partition, timestamp))
+        times = iter(rng.sample(range(base + 1000, base + _SPAN_MS - 1500), 22))
+        written: list[str] = []
+        for i in range(9):
+            again = written and rng.random() < 0.25
+            order = rng.choice(written) if again else rng.choice([o for o in orders if o not in written] or orders)
+            written.append(order)
+            records["orders"].append((order, f"{rng.choice(users)}:r{partition}.{i}", partition, next(times)))
+        records["orders"].append((rng.choice(written), None, partition, next(times)))
+        last_order = rng.choice([o for o in orders if o not in written] or orders)
+        records["orders"].append((last_order, f"{last_user}:r{partition}.last", partition, base + _SPAN_MS - 1000))
+        records["users"].append((last_user, f"u{partition}.again", partition, base + _SPAN_MS + 500))
+        for i in range(11):
+            key = None if rng.random() < 0.08 else rng.choice(orders)
+            value = None if rng.random() < 0.1 else f"y{partition}.{i}"
+            records["payments"].append((key, value, partition, next(times)))
+        for i, timestamp in enumerate((base + _SPAN_MS - 900, base + _SPAN_MS + 700)):
+            records["payments"].append((last_order, f"y{partition}.last{i}", partition, timestamp))

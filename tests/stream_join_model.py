@@ -7,7 +7,7 @@ import pandas as pd
 
 from dagster_kstreams.processors import join_buffers as stream_joins
 
-__all__ = ["LONG_MAX", "java_long", "KsJoin", "run_task"]
+__all__ = ["LONG_MAX", "java_long", "KsJoin", "run_task", "table_table_joined"]
 
 
 def run_task(program, records, batches=1, stored=None):
@@ -106,3 +106,19 @@ class KsJoin:
             if stream_joins.segment_live(ts, self.store_time[side], retention):
                 self.stores[side].append((key, ts, value))
         return out
+
+
+def table_table_joined(join_type, new, old, other_value, side):
+    """Kafka Streams' join processor of the table ``side`` updated (its ``new`` and ``old`` values)
+    against the other table's current value: ``None`` when it forwards nothing, else ``(value,
+    stamped)``, whether the result carries the other row's timestamp (KTableKTable{Inner,Left,Right,
+    Outer}Join: the larger of both, when the other row is there)."""
+    left, right = (new, other_value) if side == "t1" else (other_value, new)
+    if join_type == "inner" or (join_type == "left" and side == "t2"):
+        if other_value is None:
+            return None
+    elif other_value is None and new is None and old is None:
+        return None
+    present = {"inner": left is not None and right is not None, "left": left is not None,
+               "outer": left is not None or right is not None}[join_type]
+    return (f"{left}&{right}" if present else None), other_value is not None

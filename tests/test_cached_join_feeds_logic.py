@@ -1,13 +1,16 @@
-"""Stream-stream joins fed, in their sub-topology, by a table or an aggregation with its record cache
-on, against a model of Kafka Streams committing where the micro-batches end (no Spark needed): the
-cache forwards each key's last update of the batch, keys in last-update order, with that update's own
-timestamp (an aggregation's: the larger of its record's and the aggregate's previous one), after the
-batch's own records, and the join buffers and pairs those as they come. Kafka Streams' cache does the
+"""Stream-stream joins fed, in their sub-topology, by a table, an aggregation (a cogroup's too) or a
+table-table join with its record cache on, against a model of Kafka Streams committing where the
+micro-batches end (no Spark needed): the cache forwards each key's last update of the batch, keys in
+last-update order, with that update's own timestamp (an aggregation's: the larger of its record's and
+the aggregate's previous one; a table-table join's: the larger of both rows'), after the batch's own
+records, and the join buffers and pairs those as they come. Kafka Streams' cache does the
 same at each commit: with one commit after the input, its result is the runner's with the input in
 one micro-batch (the broker-backed comparison: test_equivalence_aggregation_joins.py). What stays
 refused, naming the processor, is checked here too."""
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 import pytest
 from hypothesis import given, settings
@@ -17,10 +20,12 @@ from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import Materialized, StreamsBuilder
-from dagster_kstreams.topology.windows import JoinWindows
-from stream_join_model import KsJoin, run_task
+from dagster_kstreams.topology.processor_api import Processor, Record
+from dagster_kstreams.topology.windows import JoinWindows, TimeWindows
+from stream_join_model import KsJoin, run_task, table_table_joined
 
-_FEEDS = ("table", "to_table", "count", "reduce")
+_FEEDS = ("table", "to_table", "count", "reduce", "cogroup")
+_AGGREGATIONS = ("count", "reduce", "cogroup")
 _JOINS = st.sampled_from(["join", "left_join", "outer_join"])
 _millis = st.one_of(st.integers(0, 4000), st.integers(0, 4).map(lambda s: s * 1000))
 # e feeds the cached store, c is the other side; tombstones of e are deletes of the table.
@@ -31,8 +36,9 @@ _records = st.lists(
 ).map(lambda rows: [(k, topic, None if null else f"{topic}{i}", t) for i, (k, topic, null, t) in enumerate(rows)])
 
 
-def _fed(builder: StreamsBuilder, feed: str):
-    """The stream of the cached store's updates (every store named ``cached``, record cache on)."""
+def _fed(builder: StreamsBuilder, feed: str, other):
+    """The stream of the cached store's updates (every store named ``cached``, record cache on); a
+    cogroup's store is updated by ``other`` (the join's other side) too."""
     cached = Materialized.as_("cached")
     if feed == "table":
         return builder.table("e", cached).to_stream()
@@ -41,6 +47,9 @@ def _fed(builder: StreamsBuilder, feed: str):
     grouped = builder.stream("e").group_by_key()
     if feed == "count":
         return grouped.count(cached).to_stream().map_values(lambda n: f"n{n}")
+    if feed == "cogroup":
+        return grouped.cogroup(lambda key, value, last: value) \
+            .cogroup(other.group_by_key(), lambda key, value, last: value).aggregate(lambda: "", cached).to_stream()
     return grouped.reduce(lambda last, value: value, cached).to_stream()
 
 
@@ -56,12 +65,16 @@ class _CachedStore:
         self.dirty: dict = {}  # key -> (value, timestamp), insertion order = last-update order
 
     def update(self, key, value, timestamp) -> None:
-        if key is None or (value is None and self.feed in ("count", "reduce")):
-            return  # skipped (KTableSource, KStreamAggregate/Reduce)
-        if self.feed in ("count", "reduce"):
+        if key is None or (value is None and self.feed in _AGGREGATIONS):
+            return  # skipped (KTableSource, KStreamAggregate/Reduce, a cogroup's KStreamAggregate)
+        if self.feed in _AGGREGATIONS:
             previous, stamp = self.current.get(key, (None, timestamp))
             value = (f"n{int(previous[1:]) + 1}" if previous else "n1") if self.feed == "count" else value
             timestamp = max(stamp, timestamp)
+        self.put(key, value, timestamp)
+
+    def put(self, key, value, timestamp) -> None:
+        """What the processor writes (a table-table join's merger: every result it is forwarded)."""
         self.current[key] = (value, timestamp)
         self.dirty.pop(key, None)
         self.dirty[key] = (value, timestamp)
@@ -82,19 +95,70 @@ class _CachedStore:
 def test_a_join_fed_by_a_cached_store_pairs_its_updates_as_kafka_streams_flushes_them(records, before, after, grace,
                                                                                      join, feed, batches):
     builder = StreamsBuilder()
-    getattr(_fed(builder, feed), join)(builder.stream("c"), lambda l, r: f"{l}+{r}",
-                                       JoinWindows(before, after, grace)).to("out")
+    other = builder.stream("c")
+    getattr(_fed(builder, feed, other), join)(other, lambda l, r: f"{l}+{r}", JoinWindows(before, after, grace)).to("out")
     program = compile_topology(builder.build(), "app").program(0)
     assert program.task_grouped
     model, store, expected = KsJoin(before, after, grace, join.replace("_join", "")), _CachedStore(feed), []
     size = -(-len(records) // batches) if records else 1  # run_task's micro-batches; Kafka Streams commits there
     for index, (key, topic, value, ts) in enumerate(records):
-        if topic == "e":
+        if topic == "e" or feed == "cogroup":
             store.update(key, value, ts)
-        else:
+        if topic == "c":
             expected += model.process(key, "right", value, ts)
         if (index + 1) % size == 0 or index + 1 == len(records):
             for flushed_key, flushed, stamp in store.flush():  # a tombstone advances the join's stream time
+                expected += model.process(flushed_key, "left", flushed, stamp)
+    ours, _ = run_task(program, records, batches)
+    assert [(topic, None if k is None else k.decode(), v.decode()) for topic, k, v in ours
+            if topic != DROPPED_LATE_TOPIC] == [("out", key, value) for key, value, _ in expected]
+
+
+# Timestamps within a few windows of each other, so that the other row's later time often decides.
+_table_rows_and_clicks = st.lists(
+    st.tuples(st.sampled_from(["a", "b", None]), st.sampled_from(["t1", "t2", "c"]), st.integers(0, 4).map(lambda n: n == 0),
+              st.one_of(st.integers(100_000, 115_000), st.integers(100, 115).map(lambda t: t * 1000))),
+    max_size=30,
+).map(lambda rows: [(k, topic, None if topic != "c" and tombstone else f"{topic}{i}", t)
+                    for i, (k, topic, tombstone, t) in enumerate(rows)])
+
+
+@settings(max_examples=100, deadline=None)
+@given(_table_rows_and_clicks, _millis, _millis, _millis, st.sampled_from(["inner", "left", "outer"]), _JOINS,
+       st.integers(1, 3))
+def test_a_join_fed_by_a_cached_table_table_join_pairs_its_flushed_results(records, before, after, grace, table_join,
+                                                                           join, batches):
+    # t1 joined with t2 (uncached tables) into a store with its record cache (KTableKTableJoinMerger
+    # puts every result, a null one too, and its cache forwards each key's last at the commit), whose
+    # updates are joined with c.
+    builder = StreamsBuilder()
+    t1 = builder.table("t1", Materialized.as_("t1-store").with_caching_disabled())
+    t2 = builder.table("t2", Materialized.as_("t2-store").with_caching_disabled())
+    joined = getattr(t1, "join" if table_join == "inner" else f"{table_join}_join")(
+        t2, lambda x, y: f"{x}&{y}", Materialized.as_("cached"))
+    getattr(joined.to_stream(), join)(builder.stream("c"), lambda l, r: f"{l}+{r}",
+                                      JoinWindows(before, after, grace)).to("out")
+    program = compile_topology(builder.build(), "app").program(0)
+    assert program.task_grouped
+    model, store, expected = KsJoin(before, after, grace, join.replace("_join", "")), _CachedStore("joined"), []
+    rows = {"t1": {}, "t2": {}}
+    size = -(-len(records) // batches) if records else 1
+    for index, (key, topic, value, ts) in enumerate(records):
+        if topic == "c":
+            expected += model.process(key, "right", value, ts)
+        elif key is not None:
+            old = rows[topic].get(key, (None, None))[0]
+            if value is None:
+                rows[topic].pop(key, None)
+            else:
+                rows[topic][key] = (value, ts)
+            other_value, other_ts = rows["t2" if topic == "t1" else "t1"].get(key, (None, None))
+            result = table_table_joined(table_join, value, old, other_value, topic)
+            if result is not None:
+                joined_value, stamped = result
+                store.put(key, joined_value, max(ts, other_ts) if stamped else ts)
+        if (index + 1) % size == 0 or index + 1 == len(records):
+            for flushed_key, flushed, stamp in store.flush():
                 expected += model.process(flushed_key, "left", flushed, stamp)
     ours, _ = run_task(program, records, batches)
     assert [(topic, None if k is None else k.decode(), v.decode()) for topic, k, v in ours
@@ -123,17 +187,52 @@ def _table_table_join(builder):
     return left.join(right, lambda x, y: f"{x}{y}", Materialized.as_("cached"))
 
 
+def _foreign_key_join(builder):
+    users = builder.table("users", Materialized.as_("users-store").with_caching_disabled())
+    orders = builder.table("orders", Materialized.as_("orders-store").with_caching_disabled())
+    return orders.join(users, lambda value: value.split(":")[0], lambda order, user: f"{order}@{user}",
+                       Materialized.as_("cached"))
+
+
+def _windowed_count(builder):
+    return builder.stream("e").group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=1))) \
+        .count(Materialized.as_("cached"))
+
+
+class _ReadsCached(Processor):
+    def process(self, record: Record) -> None:
+        pass
+
+
+def _filter_keeping_a_store(builder):
+    # kept: a user processor names its store (table_step_stores.keeps_own_store)
+    table = builder.table("t", Materialized.as_("t-store").with_caching_disabled())
+    filtered = table.filter(lambda key, value: value is not None, Materialized.as_("cached"))
+    filtered.to_stream().process(_ReadsCached, "cached")
+    return filtered
+
+
+def _joined_subtopology(compiled) -> int:
+    return next(sub.id for sub in compiled.topology.subtopologies
+                if any(node.kind.value == "join_window" for node in sub.nodes))
+
+
+@pytest.mark.parametrize("cached_feed", [_cogroup, _regrouped, _table_table_join, _foreign_key_join])
+def test_a_join_fed_by_a_compared_cache_compiles(cached_feed):
+    builder = StreamsBuilder()
+    _join_fed_by(builder, cached_feed(builder))
+    compiled = compile_topology(builder.build(), "app")
+    assert compiled.program(_joined_subtopology(compiled)).task_grouped
+
+
 @pytest.mark.parametrize("cached_feed, processor", [
-    (_cogroup, r"COGROUPKSTREAM-AGGREGATE-\d+ \(cached\)"),
-    (_regrouped, r"KTABLE-AGGREGATE-\d+ \(cached\)"),
-    (_table_table_join, r"KTABLE-MERGE-\d+ \(cached\)"),
+    (_windowed_count, r"KSTREAM-AGGREGATE-\d+ \(cached\)"),
+    (_filter_keeping_a_store, r"KTABLE-FILTER-\d+ \(cached\)"),
 ])
 def test_a_join_fed_by_a_cache_not_compared_yet_is_refused_naming_it(cached_feed, processor):
     builder = StreamsBuilder()
     _join_fed_by(builder, cached_feed(builder))
     compiled = compile_topology(builder.build(), "app")
-    joined = next(sub.id for sub in compiled.topology.subtopologies
-                  if any(node.kind.value == "join_window" for node in sub.nodes))
     with pytest.raises(UnsupportedTopologyError, match=processor + " comes before the stream-stream join .*"
                                                         "record cache on.*with_caching_disabled"):
-        compiled.program(joined)
+        compiled.program(_joined_subtopology(compiled))

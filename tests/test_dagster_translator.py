@@ -17,7 +17,7 @@ from dagster_kstreams.orchestration.execution import task_runner
 from dagster_kstreams.orchestration.resources import KStreamsSparkResource
 from dagster_kstreams.orchestration.translator import KStreamsAssetKind
 from dagster_kstreams.spark.compile import UnsupportedTopologyError
-from dagster_kstreams.topology import CopartitionError, JoinWindows, Repartitioned, StreamsBuilder
+from dagster_kstreams.topology import CopartitionError, JoinWindows, Materialized, Repartitioned, StreamsBuilder, TimeWindows
 
 import definitions
 from assets import click_enrichment, profile_regions, users_per_country
@@ -137,13 +137,14 @@ def test_load_time_errors_name_the_topics_and_counts():
 def test_operations_spark_cannot_run_exactly_fail_at_load_naming_the_processor():
     """Definition time, not run time: loading the assets compiles every sub-topology."""
     builder = StreamsBuilder()
-    builder.stream("clicks").group_by_key().cogroup(lambda key, click, last: click).aggregate(lambda: "") \
+    builder.stream("clicks").group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=1))) \
+        .count(Materialized.as_("clicked")) \
         .to_stream() \
-        .join(builder.stream("views"), lambda last, view: last,
+        .join(builder.stream("views"), lambda count, view: count,
               JoinWindows.of_time_difference_with_no_grace(timedelta(seconds=10))).to("out")
     with pytest.raises(UnsupportedTopologyError,
-                       match=r"application 'custom' cannot run on Spark: table COGROUPKSTREAM-AGGREGATE-\d+ "
-                             r"\(COGROUPKSTREAM-AGGREGATE-STATE-STORE-\d+\) comes before the stream-stream join "
+                       match=r"application 'custom' cannot run on Spark: table KSTREAM-AGGREGATE-\d+ "
+                             r"\(clicked\) comes before the stream-stream join "
                              r"KSTREAM-WINDOWED-\d+ in its sub-topology with its record cache on"):
         kstreams_assets(topology=builder, app_id="custom", topic_partitions={"clicks": 2, "views": 2})
 

@@ -13,8 +13,10 @@ subtraction, an addition or both) with the larger of the record's timestamp and 
 previous one, and the join's windows pair the update by that stamp; the runner keeps the
 aggregations' timestamps for it (README, "Stream-stream joins (inner, left, outer) run
 task-grouped"). Each output value ends with ``|t`` and its record's timestamp (a ``process_values``
-after the join). And, in an app of their own, three joins fed by stores with the record cache on
-(tests/cached_join_feed_topology.py, CachedJoinFeedExamples.java), which Kafka Streams runs committing
+after the join). And, in an app of their own, seven joins fed by stores with the record cache on (a
+table, a count, a to_table, a cogroup, a materialized table-table join, a re-grouped table's count, a
+foreign-key join's result:
+tests/cached_join_feed_topology.py, CachedJoinFeedExamples.java), which Kafka Streams runs committing
 once, when closed after its whole input (CommitOnceRuns.java); each of their tasks' input is one
 micro-batch of ours, in the killed run too.
 
@@ -32,7 +34,7 @@ import json
 import random
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from datetime import timedelta
 
 import pytest
@@ -282,8 +284,10 @@ def cached_kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_pat
 def test_reference_forwards_each_cached_key_once_at_its_commit(cached_kafka_streams_run):
     """Kafka Streams committed once after the input: each cached store forwarded each key's last
     update once (a count its key's total, a table its last row; a key whose last row is a tombstone
-    nothing: created and deleted within the commit), and the joins paired some of them and joined
-    others with null, on both partitions."""
+    nothing: created and deleted within the commit; a cogroup a value of its key; a table-table join
+    its last row with a tap; a re-grouped count its group's members at the end; a foreign-key join
+    the order's last row with its user's last, an answer that came twice once), and the joins paired
+    some of them and joined others with null, on both partitions."""
     records, results = cached_kafka_streams_run["records"], cached_kafka_streams_run["results"]
     counts, last_rows, last_marks = defaultdict(int), {}, {}
     for key, value, _, _ in records["marks"]:
@@ -294,6 +298,16 @@ def test_reference_forwards_each_cached_key_once_at_its_commit(cached_kafka_stre
         if key is not None:
             last_rows[key] = value
     assert any(value is None for value in last_rows.values())
+    marks_and_taps, last_members = defaultdict(set), {}
+    for key, value, _, _ in records["marks"] + records["taps"]:
+        marks_and_taps[key].add(value)
+    for key, value, _, _ in records["members"]:
+        if key is not None:
+            last_members[key] = value
+    last_orders = {key: value for key, value, _, _ in records["orders"]}
+    users = {key: value for key, value, _, _ in records["users"]}
+    # a re-grouped count subtracts a member's old group and adds its new one: each group's total at the end
+    group_counts = Counter(value.split(":")[0] for value in last_members.values() if value is not None)
     for partition in range(PARTITIONS):
         count_pairs = results["out-cached-count"][partition]
         assert count_pairs and all(value.split("+")[0] == f"n{counts[key]}" for key, value in count_pairs)
@@ -305,6 +319,16 @@ def test_reference_forwards_each_cached_key_once_at_its_commit(cached_kafka_stre
         assert all(value.startswith("null+") or value.split("+")[0] == last_marks[key] for key, value in outer)
         assert any(value.startswith("null+") for _, value in outer)
         assert any(value.endswith("+null") for _, value in outer)
+        cogroup_pairs = [(key, value.split("|t")[0].split("*")[0]) for key, value in results["out-cached-cogroup"][partition]]
+        assert cogroup_pairs and all(last in marks_and_taps[key] for key, last in cogroup_pairs)
+        joined_pairs = [(key, value.split("+")[0]) for key, value in results["out-cached-table-join"][partition]]
+        assert joined_pairs and all(joined.split("&")[0] == last_rows[key] for key, joined in joined_pairs)
+        regroup_pairs = results["out-cached-regroup"][partition]
+        assert regroup_pairs and all(value.split("+")[0] == f"g{group_counts[key]}" for key, value in regroup_pairs)
+        paid_pairs = [(key, value.split("+")[0]) for key, value in results["out-cached-paid"][partition]]
+        assert paid_pairs and all(paid == f"{last_orders[key]}@{users[last_orders[key].split(':')[0]]}"
+                                  for key, paid in paid_pairs)
+        assert any(paid.endswith(".again") for _, paid in paid_pairs)  # the answer that came twice, once
 
 
 def test_cached_feeds_describe_matches_kafka_streams(cached_kafka_streams_run):
@@ -318,7 +342,7 @@ def test_cached_feeds_clean_run_matches_kafka_streams(kafka_bootstrap, kafka_adm
                            "spark-cachedjoin")
     runner = TaskRunner(cached_join_feed_examples(topics), unique_topic("spark-cachedjoin"), kafka_bootstrap,
                         state_location=str(tmp_path / "state"), spark=spark)
-    assert {r.task_id for r in runner.run_all()} == {"0_0", "0_1"}
+    assert {r.task_id for r in runner.run_all()} == {f"{sub}_{p}" for sub in range(5) for p in range(PARTITIONS)}
     _assert_same(_results(kafka_bootstrap, topics, CACHED_OUTPUTS), cached_kafka_streams_run["results"],
                  CACHED_OUTPUTS)
 

@@ -297,10 +297,10 @@ _KEY_PRESERVING = {NodeKind.SOURCE, NodeKind.FILTER, NodeKind.MAP_VALUES, NodeKi
 _TABLE_STORES = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE, NodeKind.TABLE_AGGREGATE,
                  NodeKind.TABLE_TABLE_JOIN_MERGE, NodeKind.FK_JOIN_RESULT, NodeKind.WINDOWED_AGGREGATE}
 # Of those, the cached ones compared with Kafka Streams committing once after the input (README,
-# "Stream-stream joins ... run task-grouped"): each key's last update, keys in last-update order, with
-# that update's own timestamp (an aggregation's: Kafka Streams' stamp) and headers, after every record's
-# own output. Not yet: a cogroup's, a re-grouped table's, a table-table join's, an FK join's, a window's.
-_CACHE_FLUSH_COMPARED = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE}
+# "Stream-stream joins ... run task-grouped"): each key's last update (a re-grouped table's subtraction
+# and addition, a foreign-key join's answers, collapse into it) in last-update order, with its own
+# timestamp (Kafka Streams' stamp) and headers, after every record's own output. Not yet: a window's.
+_CACHE_FLUSH_COMPARED = _TABLE_STORES - {NodeKind.WINDOWED_AGGREGATE}
 # Processors that forward records under other keys than the source record's: a user processor (its
 # punctuators; process() may change keys), a suppression's evictions, a windowed aggregation's windows
 # (time, sliding or session windows, a cogroup's too, on every update or at window close: each window
@@ -380,14 +380,15 @@ def _check_keys_before(ctx, window_node) -> None:
     for node in reachable(sub, window_node.parents, lambda node: node.parents):
         store = node.params.get("store_name")
         cached = node.kind in _TABLE_STORES and store in node.stores and ctx.cached(store)
-        compared = node.kind in _CACHE_FLUSH_COMPARED and not node.params.get("cogroup")
+        compared = node.kind in _CACHE_FLUSH_COMPARED
         if (cached and not compared) or caches_own_store(ctx, node):
             raise UnsupportedTopologyError(
                 f"table {node.name} ({store}) comes before the stream-stream join {window_node.name} in its "
                 "sub-topology with its record cache on; the Spark runner's cache forwards a key's update at the "
                 "micro-batch's end, as Kafka Streams' does at a commit, and is compared with Kafka Streams for a "
-                "table read from a topic or made by to_table and a grouped stream's aggregation only, not for "
-                f"this {node.kind.value}'s. Materialize the table with_caching_disabled(), or add "
+                "table read from a topic or made by to_table, an aggregation of a grouped stream, a cogroup or a "
+                "re-grouped table, a table-table join's store and a foreign-key join's result only, not for this "
+                f"{node.kind.value}'s. Materialize the table with_caching_disabled(), or add "
                 ".repartition() before the join")
 
 

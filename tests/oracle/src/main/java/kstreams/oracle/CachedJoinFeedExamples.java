@@ -9,20 +9,30 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.TableJoined;
 import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
  * Stream-stream joins fed, in their sub-topology, by stores with the record cache on, run by Kafka
  * Streams itself committing once, when closed after its whole input (CommitOnceRuns): a table read from "rows"
  * left-joined with the taps, a count of the marks inner-joined with them, and the marks made a table
- * (toTable) outer-joined with the taps that have a key, each within 2 s and a grace of 5 s. The cache
- * forwards a key's last update at the commit, with that update's timestamp, and the join buffers and
- * pairs it then. Each output value ends with "|t" and the record's timestamp. Prints JSON
+ * (toTable) outer-joined with the taps that have a key; a cogroup of the marks and the taps (the last
+ * value of either) inner-joined with the taps; the cached rows' table left-joined with the taps' table
+ * (uncached), the join materialized with its cache too, inner-joined with the taps; and a table of members
+ * re-grouped by the group its value names, counted with its cache, inner-joined with the pings (in the
+ * sub-topology after the repartition topic); and the orders joined on their user with the users (a
+ * foreign-key join named "paid", both tables uncached), its result materialized with its cache,
+ * inner-joined with the payments (in the orders' sub-topology); each within 2 s and a grace of 5 s.
+ * The cache forwards a key's last update at the commit, with that update's timestamp, and the join
+ * buffers and pairs it then. Each output value ends with "|t" and the record's timestamp. Prints JSON
  * {"describe": ...}.
  *
- * Args: bootstrap applicationId stateDir rows taps marks outTable outCount outToTable
+ * Args: bootstrap applicationId stateDir rows taps marks members pings orders users payments
+ *       outTable outCount outToTable outCogroup outTableJoin outRegroup outPaid
  *
  * The Python twin is cached_join_feed_examples() in tests/cached_join_feed_topology.py; keep the two in step.
  */
@@ -33,13 +43,17 @@ final class CachedJoinFeedExamples {
         return value == null ? "null" : value;
     }
 
-    static Topology cachedJoinFeedExamples(String rows, String taps, String marks,
-                                           String outTable, String outCount, String outToTable) {
+    static Topology cachedJoinFeedExamples(String rows, String taps, String marks, String members, String pings,
+                                           String orders, String users, String payments,
+                                           String outTable, String outCount, String outToTable,
+                                           String outCogroup, String outTableJoin, String outRegroup,
+                                           String outPaid) {
         StreamsBuilder builder = new StreamsBuilder();
         JoinWindows windows = JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(2), Duration.ofSeconds(5));
         KStream<String, String> tapStream = builder.stream(taps);
-        builder.<String, String>table(rows, Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("cached-rows"))
-            .toStream()
+        KTable<String, String> rowTable =
+            builder.table(rows, Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("cached-rows"));
+        rowTable.toStream()
             .leftJoin(tapStream, (row, tap) -> row + "+" + s(tap), windows)
             .processValues(StampValues::new)
             .to(outTable);
@@ -56,18 +70,64 @@ final class CachedJoinFeedExamples {
             .outerJoin(tapStream.filter((key, tap) -> key != null), (last, tap) -> s(last) + "+" + s(tap), windows)
             .processValues(StampValues::new)
             .to(outToTable);
+        markStream.groupByKey()
+            .<String>cogroup((key, mark, last) -> mark)
+            .cogroup(tapStream.groupByKey(), (key, tap, last) -> tap)
+            .aggregate(() -> "", Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("cached-latest"))
+            .toStream()
+            .join(tapStream, (last, tap) -> last + "*" + tap, windows)
+            .processValues(StampValues::new)
+            .to(outCogroup);
+        KTable<String, String> tapTable = tapStream.toTable(
+            Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("taps-plain").withCachingDisabled());
+        rowTable.leftJoin(tapTable, (row, tap) -> row + "&" + s(tap),
+                          Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("cached-joined"))
+            .toStream()
+            .join(tapStream, (joined, tap) -> joined + "+" + tap, windows)
+            .processValues(StampValues::new)
+            .to(outTableJoin);
+        builder.<String, String>table(members,
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("members-plain").withCachingDisabled())
+            .groupBy((member, value) -> KeyValue.pair(value.split(":")[0], value.split(":")[1]))
+            .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("cached-group-counts"))
+            .toStream()
+            .mapValues(count -> "g" + count)
+            .join(builder.<String, String>stream(pings), (count, ping) -> count + "+" + ping, windows)
+            .processValues(StampValues::new)
+            .to(outRegroup);
+        builder.<String, String>table(orders,
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("orders-plain").withCachingDisabled())
+            .join(builder.<String, String>table(users,
+                      Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("users-plain").withCachingDisabled()),
+                  order -> order.split(":")[0], (order, user) -> order + "@" + user, TableJoined.as("paid"),
+                  Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("cached-paid"))
+            .toStream()
+            .join(builder.<String, String>stream(payments), (paid, payment) -> paid + "+" + payment, windows)
+            .processValues(StampValues::new)
+            .to(outPaid);
         return builder.build();
     }
 
     public static void main(String[] args) throws Exception {
-        Topology topology = cachedJoinFeedExamples(args[3], args[4], args[5], args[6], args[7], args[8]);
+        Topology topology = cachedJoinFeedExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
+                                                   args[10], args[11], args[12], args[13], args[14], args[15],
+                                                   args[16], args[17]);
         Properties props = CommitOnceRuns.properties(args[0], args[1], args[2]);
-        // Wait for every input partition of a task rather than run ahead on one (20 s, for a loaded machine).
-        props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 20_000L);
+        // The inputs are all produced before it starts: a task waits for the records of each partition
+        // whose lag it knows (KIP-695), with no idling on top. A task that also reads an internal topic
+        // (the re-grouping's, the foreign-key join's answers) does not wait for it: every cached update
+        // goes out at the one commit, after all of its input, whenever that input came.
+        props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 0L);
         // The left and outer joins: emit non-joined records as soon as stream time allows, not at most
         // once per second of wall-clock time (which would depend on processing speed).
         props.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", 0L);
-        CommitOnceRuns.runUntilProcessed(topology, props, () -> List.of(args).subList(3, 6), Duration.ofMinutes(5));
+        // The inputs, the re-grouping's repartition topic and the foreign-key join's topics (they exist
+        // once the app runs).
+        List<String> watched = List.of(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10],
+                                       args[1] + "-cached-group-counts-repartition",
+                                       args[1] + "-paid-subscription-registration-topic",
+                                       args[1] + "-paid-subscription-response-topic");
+        CommitOnceRuns.runUntilProcessed(topology, props, () -> watched, Duration.ofMinutes(5));
         System.out.println(KafkaStreamsRuns.describeJson(topology));
     }
 }
