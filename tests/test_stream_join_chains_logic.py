@@ -6,12 +6,10 @@ chain output, and its joins fed by tables)."""
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
-from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import Materialized, StreamsBuilder
 from dagster_kstreams.topology.windows import JoinWindows
