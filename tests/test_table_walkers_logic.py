@@ -12,7 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dagster_kstreams.processors import session_table_reads, table_step_stores, user_dsl_store, windowed_table_reads
+from dagster_kstreams.processors import (
+    session_table_reads, table_step_stores, user_dsl_store, windowed_store_keys, windowed_table_reads,
+)
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.table_behind import FILTERS_AND_MAP_VALUES, table_behind, table_of
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_CLOSE, ON_WINDOW_UPDATE
@@ -94,7 +96,7 @@ def old_table_step_writer(sub, step):  # the walk of user_dsl_store._check_table
     return node
 
 
-def old_keyed_by_sessions(sub, node) -> bool:  # user_dsl_store._keyed_by_sessions
+def old_keyed_by_sessions(sub, node) -> bool:  # windowed_store_keys.keyed_by_sessions
     while node.kind in (K.TABLE_FILTER, K.TABLE_MAP_VALUES, K.SUPPRESS, K.COGROUP_MERGE, K.TABLE_TABLE_JOIN_MERGE,
                         K.TABLE_TABLE_JOIN):
         node = sub.node(node.parents[0])
@@ -235,7 +237,7 @@ def test_dsl_store_and_versioned_step_walks_as_before(sub):
             assert (refusal == "") == stamped
             assert stamped or f"over the table of {writer.name} ({writer.kind.value})" in refusal
         if old_is_windowed_table(sub, node):  # check_dsl_store asks it of windowed tables only
-            assert user_dsl_store._keyed_by_sessions(sub, node) == old_keyed_by_sessions(sub, node)
+            assert windowed_store_keys.keyed_by_sessions(sub, node) == old_keyed_by_sessions(sub, node)
         assert table_step_stores._stamping_table(sub, node) == old_stamping_table(sub, node)
 
 
