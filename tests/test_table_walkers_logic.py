@@ -245,11 +245,12 @@ def test_dsl_store_and_versioned_step_walks_as_before(sub):
 
 
 def test_a_step_over_a_non_step_refuses_naming_the_writer():
-    """The reference's refusal, by hand: a filter over a stream-table join's output (no stamps as Kafka
-    Streams') is refused naming that writer; over a session aggregation it is not."""
+    """The reference's refusal, by hand: a filter's store over a suppression of a foreign-key join's
+    result (whose updates a processor's view does not get with Kafka Streams' stamps) is refused naming
+    that writer, past the suppression."""
     graph = _Graph()
-    writer = graph.add(K.STREAM_TABLE_JOIN)
+    writer = graph.add(K.FK_JOIN_RESULT)
     step = graph.add(K.TABLE_FILTER, [graph.add(K.SUPPRESS, [writer])], stores=("s",))
     sub = graph.subtopology()
-    with pytest.raises(UnsupportedTopologyError, match=f"over the table of {writer} \\(stream_table_join\\)"):
+    with pytest.raises(UnsupportedTopologyError, match=f"over the table of {writer} \\(fk_join_result\\)"):
         user_dsl_store._check_table_step("where", sub.node(step), sub)

@@ -45,7 +45,7 @@ from typing import Any, Optional
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.table_behind import (
-    FILTERS_AND_MAP_VALUES, TableBehind, joined_tables, materialized_step, table_of,
+    FILTERS_AND_MAP_VALUES, TableBehind, materialized_step, table_of, tables_joined,
 )
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind
@@ -76,7 +76,7 @@ def is_session_join(sub, node) -> bool:
     join of them, through filters/map_values): :func:`check_session_join` admitted it when it was built."""
     if node.kind is not NodeKind.TABLE_TABLE_JOIN_MERGE:
         return False
-    return all(_session_table(sub, table)[0] is not None for table in joined_tables(sub, node))
+    return all(_session_table(sub, table)[0] is not None for table in tables_joined(sub, node))
 
 
 def check_session_join(ctx, factory, this_table: str, that_table: str, merge) -> bool:

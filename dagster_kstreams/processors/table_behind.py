@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 from dagster_kstreams.topology.node_specs import NodeKind
 
-__all__ = ["TableBehind", "table_behind", "table_of", "joined_tables", "TABLE_STEPS", "FILTERS_AND_MAP_VALUES",
+__all__ = ["TableBehind", "table_behind", "table_of", "tables_joined", "TABLE_STEPS", "FILTERS_AND_MAP_VALUES",
            "materialized_step", "sends_old_values", "old_values_read_below"]
 
 # What a table's updates pass on their way to a reader, keyed as the table is: a filter, a map_values
@@ -89,7 +89,7 @@ def table_of(sub, node, through=TABLE_STEPS) -> TableBehind:
     return TableBehind(tuple(reversed(steps)), node, writers)
 
 
-def joined_tables(sub, merge) -> tuple:
+def tables_joined(sub, merge) -> tuple:
     """The nodes of the tables a table-table join's result ``merge`` joins, one per side, in the order of
     its parents (each side's join node reads its table, its only parent)."""
     return tuple(sub.node(sub.node(join).parents[0]) for join in merge.parents)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.own_groups import windows_keyed_by_start
-from dagster_kstreams.processors.table_behind import joined_tables, table_of
+from dagster_kstreams.processors.table_behind import table_of, tables_joined
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import WindowedSerde
 from dagster_kstreams.topology.windows import SessionWindows
@@ -29,7 +29,7 @@ def keyed_by_sessions(sub, node) -> bool:
     aggregation's."""
     table = table_of(sub, node)
     if table.writer.kind is NodeKind.TABLE_TABLE_JOIN_MERGE:
-        return keyed_by_sessions(sub, joined_tables(sub, table.writer)[0])
+        return keyed_by_sessions(sub, tables_joined(sub, table.writer)[0])
     return isinstance(table.writers[0].params.get("windows"), SessionWindows)
 
 

@@ -23,7 +23,7 @@ from typing import Optional
 
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.own_groups import windows_keyed_by_start
-from dagster_kstreams.processors.table_behind import FILTERS_AND_MAP_VALUES, joined_tables, table_of
+from dagster_kstreams.processors.table_behind import FILTERS_AND_MAP_VALUES, table_of, tables_joined
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
@@ -56,7 +56,7 @@ def windowed_store_size(ctx, node) -> Optional[int]:
     if node.kind is NodeKind.TABLE_TABLE_JOIN_MERGE:
         if node.params.get("store_name") not in node.stores:
             return None  # no store: read through both tables (value_getters._joined_values)
-        sizes = {_windowed_table_size(sub, table) for table in joined_tables(sub, node)}
+        sizes = {_windowed_table_size(sub, table) for table in tables_joined(sub, node)}
         if None in sizes:
             return None
         if len(sizes) == 1:
@@ -157,9 +157,9 @@ def _reach_and_retention(ctx, node) -> Optional[tuple[int, float]]:
         if merge.params.get("store_name") in merge.stores:
             if windowed_store_size(ctx, merge) is None:
                 return None
-            tables = [_windowed_aggregation(sub, table) for table in joined_tables(sub, merge)]
+            tables = [_windowed_aggregation(sub, table) for table in tables_joined(sub, merge)]
             return max(_window_reach_and_retention(ctx, table)[0] for table in tables), float("inf")
-        sides = [_reach_and_retention(ctx, table) for table in joined_tables(sub, merge)]
+        sides = [_reach_and_retention(ctx, table) for table in tables_joined(sub, merge)]
         if None in sides:
             return None
         return max(reach for reach, _ in sides), min(retention for _, retention in sides)
@@ -180,5 +180,5 @@ def is_windowed_table(sub, node) -> bool:
     and joins."""
     table = table_of(sub, node)
     if table.writer.kind is NodeKind.TABLE_TABLE_JOIN_MERGE:
-        return any(is_windowed_table(sub, joined) for joined in joined_tables(sub, table.writer))
+        return any(is_windowed_table(sub, joined) for joined in tables_joined(sub, table.writer))
     return bool(table.aggregations)
