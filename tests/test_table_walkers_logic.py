@@ -194,7 +194,7 @@ def _names(nodes) -> list:
 
 
 # -- agreement -----------------------------------------------------------------------------------
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(subtopologies())
 def test_table_behind_a_reader_is_the_one_of_its_old_walk(sub):
     for reader in (node for node in sub.nodes if node.kind is K.TABLE_GROUP_BY_MAP):
@@ -205,7 +205,7 @@ def test_table_behind_a_reader_is_the_one_of_its_old_walk(sub):
         assert table.writer == sub.node((steps[0] if steps else reader).parents[0])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(subtopologies())
 def test_windowed_table_reads_walk_as_before(sub):
     for node in _table_nodes(sub):
@@ -214,7 +214,7 @@ def test_windowed_table_reads_walk_as_before(sub):
         assert windowed_table_reads.is_windowed_table(sub, node) == old_is_windowed_table(sub, node)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(subtopologies())
 def test_session_table_reads_walk_as_before(sub):
     for node in _table_nodes(sub):
@@ -232,7 +232,7 @@ def _refusal(check) -> str:
     return ""
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(subtopologies())
 def test_dsl_store_and_versioned_step_walks_as_before(sub):
     for node in _table_nodes(sub):
