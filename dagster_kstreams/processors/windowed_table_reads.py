@@ -169,8 +169,8 @@ def _reach_and_retention(ctx, node) -> Optional[tuple[int, float]]:
 
 def _windowed_aggregation(sub, node):
     """The time-windowed or sliding-window aggregation (updated on every record) whose table reaches
-    ``node`` through filters/map_values only (read through their value getters: a suppression has
-    none), else None."""
+    ``node`` through filters/map_values only (read through their value getters; the runner reads none
+    through a suppression: :data:`~.table_behind.FILTERS_AND_MAP_VALUES`), else None."""
     writer = table_of(sub, node, FILTERS_AND_MAP_VALUES).writer
     return writer if readable_windows_on_update(writer) else None
 
