@@ -29,6 +29,7 @@ module                what lives there
                       suppression when its old values are read; ``windowed_store_keys``: the key serde
                       and keying a store of windows needs)
 ``table_behind``      the table whose updates reach a processor, and who reads the old values it sends
+                      (``table_of``: the one walk up a table's steps to its writer)
 ``table_regroup``     ``KTable.group_by`` with count/reduce/aggregate (``changes``: old and new values)
 ``fk_joins``          foreign-key table-table joins (``fk_join_wire``: their topics' wire format)
 ``stream_joins``      stream-stream joins (``join_buffers``: their window and outer-join stores)

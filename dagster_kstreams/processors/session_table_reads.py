@@ -44,7 +44,9 @@ from typing import Any, Optional
 
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.state import ABSENT
-from dagster_kstreams.processors.table_behind import TableBehind, materialized_step
+from dagster_kstreams.processors.table_behind import (
+    FILTERS_AND_MAP_VALUES, TableBehind, materialized_step, table_of, tables_joined,
+)
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.windows import SessionWindows
@@ -63,13 +65,10 @@ def _session_table(sub, node) -> tuple[Optional[Any], list]:
     """The session aggregation whose table reaches ``node`` through table filters/map_values (``node``
     itself included), or the join of session tables whose result does (:func:`is_session_join`), or None;
     and the filters/map_values with a store of their own on the way."""
-    kept = []
-    while node.kind in (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES):
-        if materialized_step(node):
-            kept.append(node)
-        (parent,) = node.parents
-        node = sub.node(parent)
-    return (node if is_session_aggregation_on_update(node) or is_session_join(sub, node) else None), kept
+    table = table_of(sub, node, FILTERS_AND_MAP_VALUES)
+    kept = [step for step in reversed(table.steps) if materialized_step(step)]  # the nearest to ``node`` first
+    writer = table.writer
+    return (writer if is_session_aggregation_on_update(writer) or is_session_join(sub, writer) else None), kept
 
 
 def is_session_join(sub, node) -> bool:
@@ -77,7 +76,7 @@ def is_session_join(sub, node) -> bool:
     join of them, through filters/map_values): :func:`check_session_join` admitted it when it was built."""
     if node.kind is not NodeKind.TABLE_TABLE_JOIN_MERGE:
         return False
-    return all(_session_table(sub, sub.node(sub.node(join).parents[0]))[0] is not None for join in node.parents)
+    return all(_session_table(sub, table)[0] is not None for table in tables_joined(sub, node))
 
 
 def check_session_join(ctx, factory, this_table: str, that_table: str, merge) -> bool:
@@ -147,7 +146,7 @@ def check_session_regrouping(sub, factory, table: TableBehind) -> None:
     unless it is a session aggregation's table emitting on every update, through filters/map_values
     without a store of their own: the old value each update carries is then the aggregation's."""
     (aggregation,) = table.aggregations[:1]
-    writer = sub.node((table.steps[0] if table.steps else factory).parents[0])
+    writer = table.writer
     emits = aggregation.params.get("emit_strategy", ON_WINDOW_UPDATE)
     if writer.kind is NodeKind.COGROUP_MERGE:
         problem = f"a session cogroup's (merged by {writer.name})"

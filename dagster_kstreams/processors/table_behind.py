@@ -2,28 +2,52 @@
 sub-topology that decide where a table's old value comes from (:mod:`.table_old_values`) and when a
 filter/map_values keeps a store of its own (:mod:`.table_step_stores`). Pure topology facts: no
 processor is built here.
+
+:func:`table_of` is the one walk up a table's steps to the node writing it: the readers of a table
+(joins, re-groupings, suppressions, user processors naming a step's store, a versioned step's store)
+ask it, each passing the step kinds it reads through: :data:`TABLE_STEPS` for what takes the updates
+as they come, :data:`FILTERS_AND_MAP_VALUES` for what reads a table's store through value getters
+(:mod:`.value_getters`), which the runner has for filters and map_values only.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
+from typing import Any, Optional
 
 from dagster_kstreams.topology.node_specs import NodeKind
 
-__all__ = ["TableBehind", "table_behind", "materialized_step", "sends_old_values", "old_values_read_below"]
+__all__ = ["TableBehind", "table_behind", "table_of", "tables_joined", "TABLE_STEPS", "FILTERS_AND_MAP_VALUES",
+           "materialized_step", "sends_old_values", "old_values_read_below"]
 
-_TABLE_STEPS = {NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES, NodeKind.SUPPRESS}
+# What a table's updates pass on their way to a reader, keyed as the table is: a filter, a map_values
+# (KTableFilter, KTableMapValues forward each update they keep) and a suppression (which forwards them
+# later, KTableSuppressProcessorSupplier).
+TABLE_STEPS = frozenset({NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES, NodeKind.SUPPRESS})
+# The steps a reader of a table's store reads through: a filter's and a map_values' value getter
+# applies the step to its parent's (KTableFilterValueGetter, KTableMapValuesValueGetter). A
+# suppression's (its buffer, then its parent's: KTableSuppressProcessorSupplier's view) is not modelled:
+# value_getters.py refuses to read through it, so the windowed and session reads stop there too (passing
+# it would admit a join of a materialized filter after a suppressed windowed table, not compared with
+# Kafka Streams: tests/test_table_walkers_logic.py).
+FILTERS_AND_MAP_VALUES = frozenset({NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES})
 
 
 @dataclasses.dataclass(frozen=True)
 class TableBehind:
     """The table whose updates reach a processor: ``steps``, the table filters, map_values and
-    suppressions on the way (from the table's writer on); ``aggregations``, the windowed
-    aggregations writing the table (a cogroup's inputs; none: the table is not windowed)."""
+    suppressions on the way (from the table's writer on); ``writer``, the first node above them
+    (None: the processor has no parent); ``writers``, the nodes writing the table: a cogroup's
+    aggregations (its inputs), else the writer itself."""
 
     steps: tuple
-    aggregations: tuple
+    writer: Optional[Any]
+    writers: tuple
+
+    @property
+    def aggregations(self) -> tuple:
+        """The windowed aggregations writing the table (none: the table is not windowed)."""
+        return tuple(writer for writer in self.writers if writer.kind is NodeKind.WINDOWED_AGGREGATE)
 
     @property
     def windows(self):
@@ -46,19 +70,33 @@ class TableBehind:
 
 
 def table_behind(sub, factory) -> TableBehind:
-    """The table whose updates reach ``factory`` (a node of ``sub`` with at most one parent)."""
-    steps, node = [], factory
-    while True:
-        (parent,) = node.parents or (None,)
-        if parent is None:
-            return TableBehind(tuple(reversed(steps)), ())
-        node = sub.node(parent)
-        if node.kind not in _TABLE_STEPS:
-            break
+    """The table whose updates reach ``factory`` (a node of ``sub`` with at most one parent), through
+    filters, map_values and suppressions."""
+    (parent,) = factory.parents or (None,)
+    if parent is None:
+        return TableBehind((), None, ())
+    return table_of(sub, sub.node(parent))
+
+
+def table_of(sub, node, through=TABLE_STEPS) -> TableBehind:
+    """The table ``node`` forwards: ``node`` and the steps above it whose kinds are in ``through``
+    (:data:`TABLE_STEPS` or :data:`FILTERS_AND_MAP_VALUES`), up to the first node of another kind, the
+    table's writer."""
+    steps = []
+    while node.kind in through:
         steps.append(node)
-    writers = [sub.node(name) for name in node.parents] if node.kind is NodeKind.COGROUP_MERGE else [node]
-    aggregations = tuple(writer for writer in writers if writer.kind is NodeKind.WINDOWED_AGGREGATE)
-    return TableBehind(tuple(reversed(steps)), aggregations)
+        (parent,) = node.parents  # a table step has one parent
+        node = sub.node(parent)
+    # A cogroup's table is written by its aggregations, one per cogrouped stream, on one store; its
+    # merge passes their updates through.
+    writers = tuple(sub.node(name) for name in node.parents) if node.kind is NodeKind.COGROUP_MERGE else (node,)
+    return TableBehind(tuple(reversed(steps)), node, writers)
+
+
+def tables_joined(sub, merge) -> tuple:
+    """The nodes of the tables a table-table join's result ``merge`` joins, one per side, in the order of
+    its parents (each side's join node reads its table, its only parent)."""
+    return tuple(sub.node(sub.node(join).parents[0]) for join in merge.parents)
 
 
 def materialized_step(node) -> bool:
@@ -90,7 +128,7 @@ def old_values_read_below(sub, node) -> bool:
                     or old_values_read_below(sub, sub.node(merge)):
                 return True
             continue
-        if child.kind not in _TABLE_STEPS or materialized_step(child):
+        if child.kind not in TABLE_STEPS or materialized_step(child):
             continue
         if sends_old_values(child) or (child.kind is NodeKind.SUPPRESS
                                        and child.params["buffer_config"].max_bytes is not None):

@@ -56,7 +56,7 @@ from dagster_kstreams.processors.base import reachable
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.table_behind import (
-    materialized_step, old_values_read_below, sends_old_values, table_behind,
+    FILTERS_AND_MAP_VALUES, materialized_step, old_values_read_below, sends_old_values, table_behind, table_of,
 )
 from dagster_kstreams.processors.versioned_tables import (
     VersionedTableSource, check_consumers, reads_versioned_updates, versioned_table,
@@ -68,8 +68,6 @@ from dagster_kstreams.processors.windowed_table_reads import is_windowed_table
 from dagster_kstreams.topology.node_specs import NodeKind
 
 __all__ = ["keeps_own_store", "caches_own_store", "TableStepStore", "VersionedTableStepStore", "table_step_store"]
-
-_STEPS = {NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES}
 
 
 def keeps_own_store(ctx, node) -> bool:
@@ -168,10 +166,6 @@ class VersionedTableStepStore(VersionedTableSource):
 # right row's for an answer to a subscription, the right update's for an answer to one).
 _STAMPED_AS_KAFKA_STREAMS = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.TABLE_TABLE_JOIN_MERGE,
                              NodeKind.AGGREGATE, NodeKind.TABLE_AGGREGATE, NodeKind.FK_JOIN_RESULT}
-# What forwards its table's updates with their stamps: filters and map_values (KTableFilter and
-# KTableMapValues forward the record they get), and a suppression, which emits a key's latest buffered
-# update with that update's record context (KTableSuppressProcessorSupplier's emit).
-_KEEPING_STAMPS = _STEPS | {NodeKind.SUPPRESS}
 # A windowed table's: a windowed aggregation (time, sliding or session windows, a windowed cogroup's
 # aggregations on one store) forwards a window's update with the window's time in its store, the larger
 # of its records' (KStreamWindowAggregate, KStreamSlidingWindowAggregate), a session's with its end
@@ -183,23 +177,18 @@ _WINDOWED_STEPS_OFFERED = ("a windowed table's filter/map_values keeps a version
                            "without session windows) or a session-windowed one (session windows)")
 
 
-def _stamping_table(sub, factory):
-    """The table whose updates ``factory``'s store puts, through steps and suppressions."""
-    node = factory
-    while node.kind in _KEEPING_STAMPS:
-        (parent,) = node.parents
-        node = sub.node(parent)
-    return node
-
-
 def _check_own_timestamps(factory, ctx) -> None:
     """A versioned store's put is decided by the update's timestamp: refuse a table whose updates the
     runner does not stamp as Kafka Streams, or that is not compared with it yet (a join of windowed
     tables); a windowed table's step keeps its store by window (:func:`_check_window_keys`)."""
     sub = ctx.subtopology
-    node = _stamping_table(sub, factory)
-    # A cogroup's table is its pass-through's: each cogrouped stream's aggregation stamps its updates.
-    writers = [sub.node(name) for name in node.parents] if node.kind is NodeKind.COGROUP_MERGE else [node]
+    # The table whose updates the store puts, through the steps that forward them with their stamps:
+    # filters and map_values (KTableFilter and KTableMapValues forward the record they get), and a
+    # suppression, which emits a key's latest buffered update with that update's record context
+    # (KTableSuppressProcessorSupplier's emit). A cogroup's table is its pass-through's: each cogrouped
+    # stream's aggregation stamps its updates.
+    table = table_of(sub, factory)
+    node, writers = table.writer, table.writers
     windowed = is_windowed_table(sub, node)
     stamped = _WINDOWS_STAMPED_AS_KAFKA_STREAMS if windowed else _STAMPED_AS_KAFKA_STREAMS
     if any(writer.kind not in stamped for writer in writers):
@@ -234,8 +223,8 @@ def _check_windowed_readers(factory, ctx) -> None:
     filter/map_values after it (and a user processor naming its store); a join, a re-grouping or a
     suppression reading its windows is refused naming the reader: not compared yet."""
     sub = ctx.subtopology
-    for node in reachable(sub, factory.children, lambda node: node.children if node.kind in _STEPS else ()):
-        if node.kind not in _STEPS and node.kind is not NodeKind.TABLE_TO_STREAM:
+    for node in reachable(sub, factory.children, lambda node: node.children if node.kind in FILTERS_AND_MAP_VALUES else ()):
+        if node.kind not in FILTERS_AND_MAP_VALUES and node.kind is not NodeKind.TABLE_TO_STREAM:
             raise UnsupportedTopologyError(
                 f"processor {node.name} ({node.kind.value}) reads the windows {factory.name} puts into its versioned "
                 f"store {factory.params['store_name']}; the Spark runner passes a windowed table's versioned "

@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterator, Optional
 from dagster_kstreams.processors.base import reachable
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.processors.table_behind import table_of
 from dagster_kstreams.processors.user_dsl_view import DslStoreView
 from dagster_kstreams.processors.windowed_store_keys import (
     check_windowed_key_serde, check_windows_kept_by_start, keyed_by_sessions,
@@ -226,12 +227,7 @@ def _check_table_step(where: str, step, sub) -> None:
     each key, or window, in the evicted record's own group). Over a versioned table, the step's plain
     store takes an out-of-order update as the key's latest, at the update's own time, as
     ``KTableFilter``/``KTableMapValues`` put ``record.timestamp()`` (:mod:`.table_step_stores`)."""
-    node = step
-    while node.kind in (*_TABLE_STEPS, NodeKind.SUPPRESS):
-        (parent,) = node.parents
-        node = sub.node(parent)
-    if node.kind is NodeKind.COGROUP_MERGE:  # a cogroup's table: its aggregations write it
-        node = sub.node(node.parents[0])
+    node = table_of(sub, step).writers[0]  # a cogroup's table: its aggregations write it
     if node.kind in _STAMPED_AS_KAFKA_STREAMS:
         return
     raise UnsupportedTopologyError(

@@ -15,24 +15,22 @@ from __future__ import annotations
 
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.own_groups import windows_keyed_by_start
+from dagster_kstreams.processors.table_behind import table_of, tables_joined
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import WindowedSerde
 from dagster_kstreams.topology.windows import SessionWindows
 
 __all__ = ["keyed_by_sessions", "check_windowed_key_serde", "check_windows_kept_by_start"]
 
-# What passes a windowed table's keys on to a store below it.
-_PASSING_WINDOWS = (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES, NodeKind.SUPPRESS, NodeKind.COGROUP_MERGE,
-                    NodeKind.TABLE_TABLE_JOIN_MERGE, NodeKind.TABLE_TABLE_JOIN)
-
 
 def keyed_by_sessions(sub, node) -> bool:
     """Whether the windowed table ``node`` reads (through steps, suppressions, a cogroup's merge, a join of
     windowed tables: both its tables are session ones or neither, ``check_session_join``) is a session
     aggregation's."""
-    while node.kind in _PASSING_WINDOWS:
-        node = sub.node(node.parents[0])
-    return isinstance(node.params.get("windows"), SessionWindows)
+    table = table_of(sub, node)
+    if table.writer.kind is NodeKind.TABLE_TABLE_JOIN_MERGE:
+        return keyed_by_sessions(sub, tables_joined(sub, table.writer)[0])
+    return isinstance(table.writers[0].params.get("windows"), SessionWindows)
 
 
 def check_windowed_key_serde(where: str, owner, key_serde, sessions: bool, offered: str) -> None:

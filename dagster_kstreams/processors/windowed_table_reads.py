@@ -23,6 +23,7 @@ from typing import Optional
 
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.own_groups import windows_keyed_by_start
+from dagster_kstreams.processors.table_behind import FILTERS_AND_MAP_VALUES, table_of, tables_joined
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_UPDATE
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
@@ -55,7 +56,7 @@ def windowed_store_size(ctx, node) -> Optional[int]:
     if node.kind is NodeKind.TABLE_TABLE_JOIN_MERGE:
         if node.params.get("store_name") not in node.stores:
             return None  # no store: read through both tables (value_getters._joined_values)
-        sizes = {_windowed_table_size(sub, sub.node(sub.node(join).parents[0])) for join in node.parents}
+        sizes = {_windowed_table_size(sub, table) for table in tables_joined(sub, node)}
         if None in sizes:
             return None
         if len(sizes) == 1:
@@ -151,14 +152,14 @@ def _reach_and_retention(ctx, node) -> Optional[tuple[int, float]]:
     a materialized join of two of one size, or a join without a store of two such tables (through
     filters/map_values: it updates what either table updates, and reads both stores); else None."""
     sub = ctx.subtopology
-    merge = _behind_steps(sub, node)
+    merge = table_of(sub, node, FILTERS_AND_MAP_VALUES).writer
     if merge.kind is NodeKind.TABLE_TABLE_JOIN_MERGE:
         if merge.params.get("store_name") in merge.stores:
             if windowed_store_size(ctx, merge) is None:
                 return None
-            tables = [_windowed_aggregation(sub, sub.node(sub.node(join).parents[0])) for join in merge.parents]
+            tables = [_windowed_aggregation(sub, table) for table in tables_joined(sub, merge)]
             return max(_window_reach_and_retention(ctx, table)[0] for table in tables), float("inf")
-        sides = [_reach_and_retention(ctx, sub.node(sub.node(join).parents[0])) for join in merge.parents]
+        sides = [_reach_and_retention(ctx, table) for table in tables_joined(sub, merge)]
         if None in sides:
             return None
         return max(reach for reach, _ in sides), min(retention for _, retention in sides)
@@ -166,28 +167,18 @@ def _reach_and_retention(ctx, node) -> Optional[tuple[int, float]]:
     return None if aggregation is None else _window_reach_and_retention(ctx, aggregation)
 
 
-def _behind_steps(sub, node):
-    """The first node at or above ``node`` that is no table filter/map_values."""
-    while node.kind in (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES):
-        (parent,) = node.parents
-        node = sub.node(parent)
-    return node
-
-
 def _windowed_aggregation(sub, node):
     """The time-windowed or sliding-window aggregation (updated on every record) whose table reaches
-    ``node`` through filters/map_values only, else None."""
-    node = _behind_steps(sub, node)
-    return node if readable_windows_on_update(node) else None
+    ``node`` through filters/map_values only (read through their value getters; the runner reads none
+    through a suppression: :data:`~.table_behind.FILTERS_AND_MAP_VALUES`), else None."""
+    writer = table_of(sub, node, FILTERS_AND_MAP_VALUES).writer
+    return writer if readable_windows_on_update(writer) else None
 
 
 def is_windowed_table(sub, node) -> bool:
     """Whether ``node``'s table is windowed: a windowed aggregation's (a cogroup's), through table steps
     and joins."""
-    while node.kind in (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES, NodeKind.SUPPRESS):
-        (parent,) = node.parents
-        node = sub.node(parent)
-    if node.kind is NodeKind.TABLE_TABLE_JOIN_MERGE:
-        return any(is_windowed_table(sub, sub.node(sub.node(join).parents[0])) for join in node.parents)
-    writers = [sub.node(name) for name in node.parents] if node.kind is NodeKind.COGROUP_MERGE else [node]
-    return any(writer.kind is NodeKind.WINDOWED_AGGREGATE for writer in writers)
+    table = table_of(sub, node)
+    if table.writer.kind is NodeKind.TABLE_TABLE_JOIN_MERGE:
+        return any(is_windowed_table(sub, joined) for joined in tables_joined(sub, table.writer))
+    return bool(table.aggregations)
