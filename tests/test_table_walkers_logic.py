@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dagster_kstreams.processors import (
-    session_table_reads, table_step_stores, user_dsl_store, windowed_store_keys, windowed_table_reads,
+    session_table_reads, user_dsl_store, windowed_store_keys, windowed_table_reads,
 )
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.table_behind import FILTERS_AND_MAP_VALUES, table_behind, table_of
