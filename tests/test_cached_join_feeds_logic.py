@@ -1,13 +1,16 @@
-"""Stream-stream joins fed, in their sub-topology, by a table or an aggregation with its record cache
-on, against a model of Kafka Streams committing where the micro-batches end (no Spark needed): the
-cache forwards each key's last update of the batch, keys in last-update order, with that update's own
-timestamp (an aggregation's: the larger of its record's and the aggregate's previous one), after the
-batch's own records, and the join buffers and pairs those as they come. Kafka Streams' cache does the
-same at each commit: with one commit after the input, its result is the runner's with the input in
-one micro-batch (the broker-backed comparison: test_equivalence_aggregation_joins.py). What stays
-refused, naming the processor, is checked here too."""
+"""Stream-stream joins fed, in their sub-topology, by a table, an aggregation or a filter/map_values
+keeping a store of its own after a versioned table, with its record cache on, against a model of Kafka
+Streams committing where the micro-batches end (no Spark needed): the cache forwards each key's last
+update of the batch, keys in last-update order, with that update's own timestamp (an aggregation's:
+the larger of its record's and the aggregate's previous one), after the batch's own records, and the
+join buffers and pairs those as they come. Kafka Streams' cache does the same at each commit: with one
+commit after the input, its result is the runner's with the input in one micro-batch (the
+broker-backed comparison: test_equivalence_aggregation_joins.py). What stays refused, naming the
+processor, is checked here too."""
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 import pytest
 from hypothesis import given, settings
@@ -17,10 +20,15 @@ from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import Materialized, StreamsBuilder
-from dagster_kstreams.topology.windows import JoinWindows
+from dagster_kstreams.topology.processor_api import Processor, Stores
+from dagster_kstreams.topology.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
 from stream_join_model import KsJoin, run_task
 
-_FEEDS = ("table", "to_table", "count", "reduce")
+_FEEDS = ("table", "to_table", "count", "reduce", "kept_filter", "kept_map_values")
+# A filter's and a map_values' own store after a versioned table (table_step_stores.keeps_own_store): what
+# each puts for a value (None deletes the key). The history outlasts the records' span: none expires.
+_STEPS = {"kept_filter": lambda value: value if _kept(None, value) else None, "kept_map_values": str.upper}
+_HISTORY = timedelta(minutes=1)
 _JOINS = st.sampled_from(["join", "left_join", "outer_join"])
 _millis = st.one_of(st.integers(0, 4000), st.integers(0, 4).map(lambda s: s * 1000))
 # e feeds the cached store, c is the other side; tombstones of e are deletes of the table.
@@ -31,6 +39,10 @@ _records = st.lists(
 ).map(lambda rows: [(k, topic, None if null else f"{topic}{i}", t) for i, (k, topic, null, t) in enumerate(rows)])
 
 
+def _kept(key, value) -> bool:
+    return int(value[1:]) % 3 != 0
+
+
 def _fed(builder: StreamsBuilder, feed: str):
     """The stream of the cached store's updates (every store named ``cached``, record cache on)."""
     cached = Materialized.as_("cached")
@@ -38,6 +50,12 @@ def _fed(builder: StreamsBuilder, feed: str):
         return builder.table("e", cached).to_stream()
     if feed == "to_table":
         return builder.stream("e").to_table(cached).to_stream()
+    if feed in _STEPS:
+        versions = builder.stream("e").to_table(
+            Materialized.as_(Stores.persistent_versioned_key_value_store("versions", _HISTORY)))
+        if feed == "kept_filter":
+            return versions.filter(_kept, cached).to_stream()
+        return versions.map_values(str.upper, cached).to_stream()
     grouped = builder.stream("e").group_by_key()
     if feed == "count":
         return grouped.count(cached).to_stream().map_values(lambda n: f"n{n}")
@@ -47,7 +65,9 @@ def _fed(builder: StreamsBuilder, feed: str):
 class _CachedStore:
     """Kafka Streams' cached store of ``feed`` and its flush (``CachingKeyValueStore``): the dirty keys
     in last-update order, each with its last value and timestamp; a key absent now and at the last
-    flush forwards nothing."""
+    flush forwards nothing. A kept filter/map_values store puts what its step makes of every update of
+    the versioned table, out-of-order ones too (``KTableFilter``/``KTableMapValues`` with versioned
+    semantics), with the update's own timestamp."""
 
     def __init__(self, feed: str):
         self.feed = feed
@@ -62,6 +82,8 @@ class _CachedStore:
             previous, stamp = self.current.get(key, (None, timestamp))
             value = (f"n{int(previous[1:]) + 1}" if previous else "n1") if self.feed == "count" else value
             timestamp = max(stamp, timestamp)
+        if feed_step := _STEPS.get(self.feed):
+            value = None if value is None else feed_step(value)
         self.current[key] = (value, timestamp)
         self.dirty.pop(key, None)
         self.dirty[key] = (value, timestamp)
@@ -123,7 +145,37 @@ def _table_table_join(builder):
     return left.join(right, lambda x, y: f"{x}{y}", Materialized.as_("cached"))
 
 
+def _windowed(windows):
+    def feed(builder):
+        return builder.stream("e").group_by_key().windowed_by(windows).count(Materialized.as_("cached"))
+    return feed
+
+
+class _Writer(Processor):
+    """Writes each record into the kept store it names (whose cache then forwards it at the flush)."""
+
+    def init(self, context) -> None:
+        self.store = context.get_state_store("cached")
+
+    def process(self, record) -> None:
+        self.store.put(record.key, record.value)
+
+
+def _kept_store_a_processor_names(builder):
+    kept = builder.table("t", Materialized.as_(Stores.persistent_versioned_key_value_store("versions", _HISTORY))) \
+        .filter(_kept, Materialized.as_("cached"))
+    builder.stream("s").process(_Writer, "cached")
+    return kept
+
+
 @pytest.mark.parametrize("cached_feed, processor", [
+    (_windowed(TimeWindows.of_size_and_grace(timedelta(seconds=2), timedelta(seconds=1))),
+     r"KSTREAM-AGGREGATE-\d+ \(cached\)"),
+    (_windowed(SlidingWindows.of_time_difference_and_grace(timedelta(seconds=2), timedelta(seconds=1))),
+     r"KSTREAM-AGGREGATE-\d+ \(cached\)"),
+    (_windowed(SessionWindows.of_inactivity_gap_and_grace(timedelta(seconds=2), timedelta(seconds=1))),
+     r"KSTREAM-AGGREGATE-\d+ \(cached\)"),
+    (_kept_store_a_processor_names, r"KTABLE-FILTER-\d+ \(cached\)"),
     (_cogroup, r"COGROUPKSTREAM-AGGREGATE-\d+ \(cached\)"),
     (_regrouped, r"KTABLE-AGGREGATE-\d+ \(cached\)"),
     (_table_table_join, r"KTABLE-MERGE-\d+ \(cached\)"),

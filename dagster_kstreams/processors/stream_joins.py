@@ -99,7 +99,7 @@ from dagster_kstreams.processors.own_groups import windows_keyed_by_start
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.processors.stateless import Merge
 from dagster_kstreams.processors.state import ABSENT
-from dagster_kstreams.processors.table_step_stores import caches_own_store
+from dagster_kstreams.processors.table_step_stores import caches_own_store_uncompared
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import WindowedSerde
@@ -381,7 +381,7 @@ def _check_keys_before(ctx, window_node) -> None:
         store = node.params.get("store_name")
         cached = node.kind in _TABLE_STORES and store in node.stores and ctx.cached(store)
         compared = node.kind in _CACHE_FLUSH_COMPARED and not node.params.get("cogroup")
-        if (cached and not compared) or caches_own_store(ctx, node):
+        if (cached and not compared) or caches_own_store_uncompared(ctx, node):
             raise UnsupportedTopologyError(
                 f"table {node.name} ({store}) comes before the stream-stream join {window_node.name} in its "
                 "sub-topology with its record cache on; the Spark runner's cache forwards a key's update at the "
