@@ -1,11 +1,15 @@
 """Stream-stream joins fed, in their sub-topology, by stores with the record cache on: the Python twin
 of CachedJoinFeedExamples.java (keep the two in step), and its input.
 
-Three joins of one sub-topology, each of a cached store's updates with the taps (2 s before and
+Five joins of one sub-topology, each of a cached store's updates with the taps (2 s before and
 after, 5 s grace): a table read from ``rows`` left-joined with the taps; a count of ``marks``
 inner-joined with them; ``marks`` made a table (``to_table``) outer-joined with the taps that have a
-key (a null-keyed tap an outer join passes on would go to a partition the producer picks). Each
-output value ends with ``|t`` and its record's timestamp (a ``process_values`` after the join).
+key (a null-keyed tap an outer join passes on would go to a partition the producer picks); ``marks``
+made a versioned table (8 s of history: older marks are not put, nor forwarded) filtered into a
+store of its own, left-joined with the taps (within 500 ms), and mapped into a store of its own,
+inner-joined with them (the filter's and the map_values' stores put every update the versioned
+table forwards, out-of-order ones too). Each output value ends with ``|t`` and its record's
+timestamp (a ``process_values`` after the join).
 
 The runner's cache forwards each key's last update at the micro-batch's end, Kafka Streams' at a
 commit: compared with Kafka Streams committing once, when closed after its whole input
@@ -21,14 +25,16 @@ from datetime import timedelta
 from equivalence_io import StampValues, java_string
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.topology import Materialized, StreamsBuilder
+from dagster_kstreams.topology.processor_api import Stores
 from dagster_kstreams.topology.windows import JoinWindows
 
 INPUTS = ("rows", "taps", "marks")
-OUTPUTS = ("out-cached-table", "out-cached-count", "out-cached-to-table")
+OUTPUTS = ("out-cached-table", "out-cached-count", "out-cached-to-table", "out-cached-kept", "out-cached-shouted")
 # At most this many records per task and input: a task's whole input (3 topics) is one micro-batch of
 # a killed run's 60 records.
 _PER_TASK = {"rows": 12, "taps": 16, "marks": 12}
 _SPAN_MS = 12_000
+MARK_HISTORY_MS = 8_000
 
 
 def cached_join_feed_examples(topics: dict[str, str]) -> StreamsBuilder:
@@ -54,6 +60,19 @@ def cached_join_feed_examples(topics: dict[str, str]) -> StreamsBuilder:
                     lambda last, tap: f"{java_string(last)}+{java_string(tap)}", windows) \
         .process_values(StampValues) \
         .to(topics["out-cached-to-table"])
+    history = timedelta(milliseconds=MARK_HISTORY_MS)
+    mark_versions = marks.to_table(Materialized.as_(Stores.persistent_versioned_key_value_store("mark-versions", history)))
+    mark_versions.filter(lambda key, mark: not mark.endswith("3"), Materialized.as_("cached-kept")) \
+        .to_stream() \
+        .left_join(taps, lambda kept, tap: f"{java_string(kept)}+{java_string(tap)}",
+                   JoinWindows.of_time_difference_and_grace(timedelta(milliseconds=500), timedelta(seconds=5))) \
+        .process_values(StampValues) \
+        .to(topics["out-cached-kept"])
+    mark_versions.map_values(str.upper, Materialized.as_("cached-shouted")) \
+        .to_stream() \
+        .join(taps, lambda shouted, tap: f"{shouted}+{tap}", windows) \
+        .process_values(StampValues) \
+        .to(topics["out-cached-shouted"])
     return builder
 
 

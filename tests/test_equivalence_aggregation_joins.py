@@ -307,6 +307,44 @@ def test_reference_forwards_each_cached_key_once_at_its_commit(cached_kafka_stre
         assert any(value.endswith("+null") for _, value in outer)
 
 
+def _last_put_marks(records: dict, partition: int) -> tuple[dict, set]:
+    """Per key of ``partition``, the last mark its versioned table put (in processing order: a mark
+    older than the store's observed time minus its history is not put), and the keys whose last put
+    mark is older than one put before it (an out-of-order update, not the versioned table's latest)."""
+    observed, last_put, last_time, out_of_order = None, {}, {}, set()
+    for key, value, in_partition, timestamp in records["marks"]:
+        if in_partition != partition or key is None:
+            continue
+        if observed is not None and timestamp < observed - cached_feeds.MARK_HISTORY_MS:
+            continue
+        observed = timestamp if observed is None else max(observed, timestamp)
+        (out_of_order.add if timestamp < last_time.get(key, timestamp) else out_of_order.discard)(key)
+        last_put[key], last_time[key] = value, max(timestamp, last_time.get(key, timestamp))
+    return last_put, out_of_order
+
+
+def test_reference_forwards_each_kept_stores_last_put(cached_kafka_streams_run):
+    """Kafka Streams committed once after the input: the filter's and the map_values' own stores after
+    the versioned table forwarded each key's last put mark (an out-of-order one too, which the versioned
+    table keeps as an older version; one beyond its history never), filtered or upper-cased, and the
+    joins paired or left-joined them, on both partitions."""
+    records, results = cached_kafka_streams_run["records"], cached_kafka_streams_run["results"]
+    out_of_order_forwarded = expired_last = False
+    for partition in range(PARTITIONS):
+        last_put, out_of_order = _last_put_marks(records, partition)
+        last_mark = {key: value for key, value, in_partition, _ in records["marks"]
+                     if in_partition == partition and key is not None}
+        kept = [(key, value.split("|t")[0].split("+")) for key, value in results["out-cached-kept"][partition]]
+        assert kept and all(mark == last_put[key] and not mark.endswith("3") for key, (mark, _) in kept)
+        assert any(tap == "null" for _, (_, tap) in kept) and any(tap != "null" for _, (_, tap) in kept)
+        shouted = results["out-cached-shouted"][partition]
+        assert shouted and all(value.split("+")[0] == last_put[key].upper() for key, value in shouted)
+        forwarded = {key for key, _ in kept} | {key for key, _ in shouted}
+        out_of_order_forwarded |= bool(forwarded & out_of_order)
+        expired_last |= any(last_mark[key] != last_put[key] for key in forwarded)
+    assert out_of_order_forwarded and expired_last
+
+
 def test_cached_feeds_describe_matches_kafka_streams(cached_kafka_streams_run):
     ours = cached_join_feed_examples(cached_kafka_streams_run["topics"]).build().describe()
     assert str(ours) == cached_kafka_streams_run["describe"]

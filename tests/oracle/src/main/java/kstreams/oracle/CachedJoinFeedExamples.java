@@ -10,19 +10,23 @@ import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.Stores;
 
 /**
  * Stream-stream joins fed, in their sub-topology, by stores with the record cache on, run by Kafka
  * Streams itself committing once, when closed after its whole input (CommitOnceRuns): a table read from "rows"
  * left-joined with the taps, a count of the marks inner-joined with them, and the marks made a table
- * (toTable) outer-joined with the taps that have a key, each within 2 s and a grace of 5 s. The cache
- * forwards a key's last update at the commit, with that update's timestamp, and the join buffers and
- * pairs it then. Each output value ends with "|t" and the record's timestamp. Prints JSON
- * {"describe": ...}.
+ * (toTable) outer-joined with the taps that have a key, each within 2 s and a grace of 5 s; and the
+ * marks made a versioned table (8 s of history: older marks are not put, nor forwarded), filtered into
+ * a store of its own left-joined with the taps (within 500 ms), and mapped (upper case) into a store of its own
+ * inner-joined with them. The cache forwards a key's last update at the commit, with that update's
+ * timestamp, and the join buffers and pairs it then. Each output value ends with "|t" and the
+ * record's timestamp. Prints JSON {"describe": ...}.
  *
- * Args: bootstrap applicationId stateDir rows taps marks outTable outCount outToTable
+ * Args: bootstrap applicationId stateDir rows taps marks outTable outCount outToTable outKept outShouted
  *
  * The Python twin is cached_join_feed_examples() in tests/cached_join_feed_topology.py; keep the two in step.
  */
@@ -33,8 +37,8 @@ final class CachedJoinFeedExamples {
         return value == null ? "null" : value;
     }
 
-    static Topology cachedJoinFeedExamples(String rows, String taps, String marks,
-                                           String outTable, String outCount, String outToTable) {
+    static Topology cachedJoinFeedExamples(String rows, String taps, String marks, String outTable,
+                                           String outCount, String outToTable, String outKept, String outShouted) {
         StreamsBuilder builder = new StreamsBuilder();
         JoinWindows windows = JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(2), Duration.ofSeconds(5));
         KStream<String, String> tapStream = builder.stream(taps);
@@ -56,11 +60,27 @@ final class CachedJoinFeedExamples {
             .outerJoin(tapStream.filter((key, tap) -> key != null), (last, tap) -> s(last) + "+" + s(tap), windows)
             .processValues(StampValues::new)
             .to(outToTable);
+        KTable<String, String> markVersions = markStream.toTable(
+            Materialized.as(Stores.persistentVersionedKeyValueStore("mark-versions", Duration.ofSeconds(8))));
+        markVersions.filter((key, mark) -> !mark.endsWith("3"),
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("cached-kept"))
+            .toStream()
+            .leftJoin(tapStream, (kept, tap) -> s(kept) + "+" + s(tap),
+                JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(500), Duration.ofSeconds(5)))
+            .processValues(StampValues::new)
+            .to(outKept);
+        markVersions.mapValues(mark -> mark.toUpperCase(),
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("cached-shouted"))
+            .toStream()
+            .join(tapStream, (shouted, tap) -> shouted + "+" + tap, windows)
+            .processValues(StampValues::new)
+            .to(outShouted);
         return builder.build();
     }
 
     public static void main(String[] args) throws Exception {
-        Topology topology = cachedJoinFeedExamples(args[3], args[4], args[5], args[6], args[7], args[8]);
+        Topology topology = cachedJoinFeedExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
+            args[10]);
         Properties props = CommitOnceRuns.properties(args[0], args[1], args[2]);
         // Wait for every input partition of a task rather than run ahead on one (20 s, for a loaded machine).
         props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 20_000L);
