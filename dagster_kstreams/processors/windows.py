@@ -52,6 +52,7 @@ Exactness
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Callable, Optional
 
 from dagster_kstreams.processors.aggregations import read_by_user_processor, user_aggregation
@@ -304,20 +305,26 @@ class _WindowAggregate(WindowedTable):
                 expire(windows, horizon, retention)
                 group.values[self.state_slot] = windows if windows else ABSENT
 
-    def flush(self, state, out, context) -> None:
-        """Kafka Streams' cache flush: each window changed in this key group, once, with its final value
-        and the context of the record that last updated it (``context``, the store's last update of the
-        key, only places the key's windows in the flush order)."""
+    def flush_entries(self, state, context) -> list:
+        """Kafka Streams' cache flush (``CachingWindowStore``, keyed by window): each window changed in
+        this key group, once, with its final value and the context of the record that last updated it,
+        placed by that record's position among all keys' windows (``context``, the key's last update,
+        places nothing: the cache's dirty windows leave it in the order of their own last updates)."""
         slot = self.state_slot
         entry = state.take_cache_entry(slot)
         before, pending = ({}, {}) if entry is None else entry
         key = state.keys[slot]
+        entries = []
         for start, (value, timestamp, update_context) in pending.items():
             if value is None and start not in before:
                 continue  # never stored: Kafka's caching store forwards nothing
-            old = before.get(start)  # the cache's old value: the store's at the last flush
-            self._emit(key, start, start + self.size, value, timestamp, update_context, out, state,
-                       None if old is None else old[0])
+            old = before.get(start, (None,))[0]  # the cache's old value: the store's at the last flush
+            entries.append((update_context.position, functools.partial(
+                self._flush_window, key, start, value, timestamp, update_context, state, old)))
+        return entries
+
+    def _flush_window(self, key, start: int, value, timestamp: int, context, state, old, out) -> None:
+        self._emit(key, start, start + self.size, value, timestamp, context, out, state, old)
 
 
 @register
