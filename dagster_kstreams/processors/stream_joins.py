@@ -299,8 +299,9 @@ _TABLE_STORES = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE, N
 # Of those, the cached ones compared with Kafka Streams committing once after the input (README,
 # "Stream-stream joins ... run task-grouped"): each key's last update, keys in last-update order, with
 # that update's own timestamp (an aggregation's: Kafka Streams' stamp) and headers, after every record's
-# own output. Not yet: a cogroup's, a re-grouped table's, a table-table join's, an FK join's, a window's.
+# own output. Not yet: a cogroup's, a re-grouped table's, a table-table join's, an FK join's.
 _CACHE_FLUSH_COMPARED = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE}
+_CACHE_FLUSH_COMPARED |= {NodeKind.WINDOWED_AGGREGATE}  # each window's (session's) own: StoreProcessor.flush_entries
 # Processors that forward records under other keys than the source record's: a user processor (its
 # punctuators; process() may change keys), a suppression's evictions, a windowed aggregation's windows
 # (time, sliding or session windows, a cogroup's too, on every update or at window close: each window
