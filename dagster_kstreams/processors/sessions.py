@@ -21,13 +21,13 @@ sets it). Its stream time is the largest session end written to it, which is the
 before the record. Such sessions are never found again, so the key's state drops them: state
 stays bounded.
 
-Emit: with the record cache (the default) each changed windowed key forwards its final state
-once per micro-batch: the session's value, or a tombstone for a session that existed at the
-start of the batch and was merged away (one created and merged away within the batch was never
-forwarded, as Kafka Streams' cache flush skips it). Without caching every update is forwarded:
-a tombstone for each merged-away session, then the new session's value. Downstream sees the
-key as ``Windowed(key, Window(start, end))`` with an inclusive end, and the record timestamp
-is the window end.
+Emit: with the record cache (the default) each changed windowed key forwards its final state once
+per micro-batch, all keys' sessions in the order of their last updates: the session's value, or a
+tombstone for a session that existed at the start of the batch and was merged away (one created and
+merged away within the batch was never forwarded, as Kafka Streams' cache flush skips it). Without
+caching every update is forwarded: a tombstone for each merged-away session, then the new session's
+value. Downstream sees the key as ``Windowed(key, Window(start, end))`` with an inclusive end, and
+the record timestamp is the window end.
 
 A store a user processor names (:mod:`.user_dsl_session_store`) keeps Kafka Streams' own time (the
 largest session end written, whoever wrote it) instead, and a record's sessions are removed, put

@@ -30,14 +30,14 @@ Null keys and values
 
 Emission
     Downstream processors receive ``Windowed(key, Window(start, end))`` and the window's new
-    aggregate, with the aggregate's timestamp as the record timestamp: with the record cache on
-    (the default) once per changed window per micro-batch (a window that did not exist before the
-    batch and has no value after it is not forwarded); with ``with_caching_disabled()`` in
-    ``Materialized``, on every update. With ``emit_strategy(EmitStrategy.on_window_close())``
-    (time and sliding windows), each window once, when it closes, in the order of
-    :mod:`.window_close`; the sub-topology then runs task-grouped (a record of one key closes the
-    windows of all keys), and the store is Kafka Streams' time-ordered one: it returns nothing
-    older than its own retention (sliding windows: 2 x time difference + grace by default).
+    aggregate, with the aggregate's timestamp as the record timestamp: with the record cache on (the
+    default) once per changed window per micro-batch, all keys' windows in the order of their last
+    updates (not one absent before and after the batch); with ``with_caching_disabled()`` in
+    ``Materialized``, on every update. With ``emit_strategy(EmitStrategy.on_window_close())`` (time
+    and sliding windows), each window once, when it closes, in the order of :mod:`.window_close`;
+    the sub-topology then runs task-grouped (a record of one key closes the windows of all keys),
+    and the store is Kafka Streams' time-ordered one: it returns nothing older than its own
+    retention (sliding windows: 2 x time difference + grace by default).
 
 Exactness
     Kafka Streams keeps the stream time of a windowed processor in the processor: it sees only
