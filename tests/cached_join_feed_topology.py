@@ -1,5 +1,5 @@
 """Stream-stream joins fed, in their sub-topology, by stores with the record cache on: the Python twin
-of CachedJoinFeedExamples.java (keep the two in step), and its input.
+of CachedJoinFeedExamples.java (keep the two in step), its input, and which marks its versioned table puts.
 
 Twelve joins, each of a cached store's updates (2 s before and after, 5 s grace unless said). Ten with
 the taps, in one sub-topology: a table read from ``rows`` left-joined with them; a count of ``marks``
@@ -235,3 +235,19 @@ def _orders_input(records: dict[str, list[tuple]], base: int, partitions: int, r
             records["payments"].append((key, value, partition, next(times)))
         for i, timestamp in enumerate((base + _SPAN_MS - 900, base + _SPAN_MS + 700)):
             records["payments"].append((last_order, f"y{partition}.last{i}", partition, timestamp))
+
+
+def last_put_marks(records: dict, partition: int) -> tuple[dict, set]:
+    """Per key of ``partition``, the last mark its versioned table put (in processing order: a mark
+    older than the store's observed time minus its history is not put), and the keys whose last put
+    mark is older than one put before it (an out-of-order update, not the versioned table's latest)."""
+    observed, last_put, last_time, out_of_order = None, {}, {}, set()
+    for key, value, in_partition, timestamp in records["marks"]:
+        if in_partition != partition or key is None:
+            continue
+        if observed is not None and timestamp < observed - MARK_HISTORY_MS:
+            continue
+        observed = timestamp if observed is None else max(observed, timestamp)
+        (out_of_order.add if timestamp < last_time.get(key, timestamp) else out_of_order.discard)(key)
+        last_put[key], last_time[key] = value, max(timestamp, last_time.get(key, timestamp))
+    return last_put, out_of_order

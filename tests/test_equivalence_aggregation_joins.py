@@ -13,12 +13,11 @@ subtraction, an addition or both) with the larger of the record's timestamp and 
 previous one, and the join's windows pair the update by that stamp; the runner keeps the
 aggregations' timestamps for it (README, "Stream-stream joins (inner, left, outer) run
 task-grouped"). Each output value ends with ``|t`` and its record's timestamp (a ``process_values``
-after the join). And, in an app of their own, twelve joins fed by stores with the record cache on (a
-table, a count, a to_table, a cogroup, a materialized table-table join, a filter's and a map_values'
-own stores after a versioned table, time, session and sliding windowed counts, a re-grouped table's
-count, a foreign-key join's result: tests/cached_join_feed_topology.py, CachedJoinFeedExamples.java), which Kafka Streams runs committing
-once, when closed after its whole input (CommitOnceRuns.java); each of their tasks' input is one
-micro-batch of ours, in the killed run too.
+after the join). And, in an app of their own, twelve joins fed by stores with the record cache on (a table, a
+count, a to_table, a cogroup, a materialized table-table join, a filter's and a map_values' own stores after a
+versioned table, time, session and sliding windowed counts, a re-grouped table's count, a foreign-key join's result:
+tests/cached_join_feed_topology.py, CachedJoinFeedExamples.java), which Kafka Streams runs committing once, when
+closed after its whole input (CommitOnceRuns.java); each of their tasks' input is one micro-batch of ours, also killed.
 
 Input (2 partitions, each key on one): rounds a minute apart, each with events, clicks, profile
 updates and visits out of order within 6 s of the round's start, events late by 15 s and by a round
@@ -331,22 +330,6 @@ def test_reference_forwards_each_cached_key_once_at_its_commit(cached_kafka_stre
         assert any(paid.endswith(".again") for _, paid in paid_pairs)  # the answer that came twice, once
 
 
-def _last_put_marks(records: dict, partition: int) -> tuple[dict, set]:
-    """Per key of ``partition``, the last mark its versioned table put (in processing order: a mark
-    older than the store's observed time minus its history is not put), and the keys whose last put
-    mark is older than one put before it (an out-of-order update, not the versioned table's latest)."""
-    observed, last_put, last_time, out_of_order = None, {}, {}, set()
-    for key, value, in_partition, timestamp in records["marks"]:
-        if in_partition != partition or key is None:
-            continue
-        if observed is not None and timestamp < observed - cached_feeds.MARK_HISTORY_MS:
-            continue
-        observed = timestamp if observed is None else max(observed, timestamp)
-        (out_of_order.add if timestamp < last_time.get(key, timestamp) else out_of_order.discard)(key)
-        last_put[key], last_time[key] = value, max(timestamp, last_time.get(key, timestamp))
-    return last_put, out_of_order
-
-
 def test_reference_forwards_each_kept_stores_last_put(cached_kafka_streams_run):
     """Kafka Streams committed once after the input: the filter's and the map_values' own stores after
     the versioned table forwarded each key's last put mark (an out-of-order one too, which the versioned
@@ -355,7 +338,7 @@ def test_reference_forwards_each_kept_stores_last_put(cached_kafka_streams_run):
     records, results = cached_kafka_streams_run["records"], cached_kafka_streams_run["results"]
     out_of_order_forwarded = expired_last = False
     for partition in range(PARTITIONS):
-        last_put, out_of_order = _last_put_marks(records, partition)
+        last_put, out_of_order = cached_feeds.last_put_marks(records, partition)
         last_mark = {key: value for key, value, in_partition, _ in records["marks"]
                      if in_partition == partition and key is not None}
         kept = [(key, value.split("|t")[0].split("+")) for key, value in results["out-cached-kept"][partition]]
