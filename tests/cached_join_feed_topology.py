@@ -1,14 +1,18 @@
 """Stream-stream joins fed, in their sub-topology, by stores with the record cache on: the Python twin
-of CachedJoinFeedExamples.java (keep the two in step), and its input.
+of CachedJoinFeedExamples.java (keep the two in step), its input, and which marks its versioned table puts.
 
-Six joins, each of a cached store's updates (2 s before and after, 5 s grace). Five with the taps, in
-one sub-topology: a table read from ``rows`` left-joined with them; a count of ``marks`` inner-joined
-with them; ``marks`` made a table (``to_table``) outer-joined with the taps that have a key (a
-null-keyed tap an outer join passes on would go to a partition the producer picks); a cogroup of the
-marks and the taps (the last value of either) inner-joined with them; the rows' table left-joined with
-the taps' table (uncached), that join materialized with its cache too (the rows' cache flushed into
-it, then its own, as Kafka Streams flushes its stores in the order it registered them), inner-joined
-with them.
+Twelve joins, each of a cached store's updates (2 s before and after, 5 s grace unless said). Ten with
+the taps, in one sub-topology: a table read from ``rows`` left-joined with them; a count of ``marks``
+inner-joined with them; ``marks`` made a table (``to_table``) outer-joined with the taps that have a
+key (a null-keyed tap an outer join passes on would go to a partition the producer picks); a cogroup
+of the marks and the taps (the last value of either) inner-joined with them; the rows' table
+left-joined with the taps' table (uncached), that join materialized with its cache too (the rows'
+cache flushed into it, then its own, as Kafka Streams flushes its stores in the order it registered
+them), inner-joined with them; ``marks`` made a versioned table (8 s of history: older marks are not
+put, nor forwarded) filtered into a store of its own, left-joined with the taps (within 500 ms), and
+mapped into a store of its own, inner-joined with them (the filter's and the map_values' stores put
+every update the versioned table forwards, out-of-order ones too); and three joins of windowed counts
+of the marks, each window (session) a key of its own (:func:`_cached_window_joins`).
 And, in the sub-topology after the repartition topic, a table of ``members`` re-grouped by the group
 its value names (``<group>:<payload>``), counted with its cache, inner-joined with the ``pings``. And,
 in the orders' sub-topology, the ``orders`` (``<user>:<payload>``) joined on their user with the
@@ -16,8 +20,8 @@ in the orders' sub-topology, the ``orders`` (``<user>:<payload>``) joined on the
 cache, inner-joined with the ``payments``. Each output value ends with ``|t`` and its record's
 timestamp (a ``process_values`` after the join).
 
-The runner's cache forwards each key's last update at the micro-batch's end, Kafka Streams' at a
-commit: compared with Kafka Streams committing once, when closed after its whole input
+The runner's cache forwards each key's (window's, session's) last update at the micro-batch's end,
+Kafka Streams' at a commit: compared with Kafka Streams committing once, when closed after its whole input
 (CommitOnceRuns.java), on input that fits one micro-batch per task (README, "Stream-stream joins
 (inner, left, outer) run task-grouped"), in test_equivalence_aggregation_joins.py.
 """
@@ -30,17 +34,22 @@ from datetime import timedelta
 from equivalence_io import StampValues, java_string
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.topology import Materialized, StreamsBuilder, TableJoined
-from dagster_kstreams.topology.windows import JoinWindows
+from dagster_kstreams.topology.joined import StreamJoined
+from dagster_kstreams.topology.processor_api import Stores
+from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
+from dagster_kstreams.topology.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
 
 INPUTS = ("rows", "taps", "marks", "members", "pings", "orders", "users", "payments")
 OUTPUTS = ("out-cached-table", "out-cached-count", "out-cached-to-table", "out-cached-cogroup",
-           "out-cached-table-join", "out-cached-regroup", "out-cached-paid")
+           "out-cached-table-join", "out-cached-kept", "out-cached-shouted", "out-cached-windows",
+           "out-cached-sessions", "out-cached-sliding", "out-cached-regroup", "out-cached-paid")
 # At most this many records per task and input: a task's whole input (3 topics; the re-grouping's:
 # a repartition record or two per member update, and the pings) is one micro-batch of a killed run's
 # 60 records.
 _PER_TASK = {"rows": 12, "taps": 16, "marks": 12}
 _REGROUPED_PER_TASK = {"members": 10, "pings": 14}
 _SPAN_MS = 12_000
+MARK_HISTORY_MS = 8_000
 
 
 def cached_join_feed_examples(topics: dict[str, str]) -> StreamsBuilder:
@@ -79,6 +88,20 @@ def cached_join_feed_examples(topics: dict[str, str]) -> StreamsBuilder:
         .join(taps, lambda joined, tap: f"{joined}+{tap}", windows) \
         .process_values(StampValues) \
         .to(topics["out-cached-table-join"])
+    versions = Stores.persistent_versioned_key_value_store("mark-versions", timedelta(milliseconds=MARK_HISTORY_MS))
+    mark_versions = marks.to_table(Materialized.as_(versions))
+    mark_versions.filter(lambda key, mark: not mark.endswith("3"), Materialized.as_("cached-kept")) \
+        .to_stream() \
+        .left_join(taps, lambda kept, tap: f"{java_string(kept)}+{java_string(tap)}",
+                   JoinWindows.of_time_difference_and_grace(timedelta(milliseconds=500), timedelta(seconds=5))) \
+        .process_values(StampValues) \
+        .to(topics["out-cached-kept"])
+    mark_versions.map_values(str.upper, Materialized.as_("cached-shouted")) \
+        .to_stream() \
+        .join(taps, lambda shouted, tap: f"{shouted}+{tap}", windows) \
+        .process_values(StampValues) \
+        .to(topics["out-cached-shouted"])
+    _cached_window_joins(marks, taps, topics)
     builder.table(topics["members"], Materialized.as_("members-plain").with_caching_disabled()) \
         .group_by(lambda member, value: (value.split(":")[0], value.split(":")[1])) \
         .count(Materialized.as_("cached-group-counts")) \
@@ -96,6 +119,56 @@ def cached_join_feed_examples(topics: dict[str, str]) -> StreamsBuilder:
         .process_values(StampValues) \
         .to(topics["out-cached-paid"])
     return builder
+
+
+def _cached_window_joins(marks, taps, topics: dict[str, str]) -> None:
+    """CachedJoinFeedExamples.cachedWindowJoins (Java): windowed counts of the marks with the record
+    cache on, each window's (session's) count forwarded at the commit, in the order of the windows' last
+    updates (all keys), stamped with its largest timestamp (a session's: its end), joined under the
+    window's own key: 2 s windows every 1 s (3 s grace) outer-joined with the taps' uncached counts of
+    the same windows (within 1 s, 2 s grace); sessions (1 s gap, 2 s grace) outer-joined with their
+    counts above 1 times ten (500 ms, 500 ms grace); 1 s sliding windows (2 s grace) inner-joined with
+    their counts times ten (500 ms, 500 ms grace). Each output keyed by the window's key, the window in
+    its value."""
+    window_keys = WindowedSerde(Serdes.String(), 2000)
+    hopping = TimeWindows.of_size_and_grace(timedelta(seconds=2), timedelta(seconds=3)).advance_by(timedelta(seconds=1))
+    tap_windows = taps.group_by_key().windowed_by(hopping) \
+        .count(Materialized.as_("tap-windows").with_caching_disabled()) \
+        .to_stream()
+    marks.group_by_key().windowed_by(hopping) \
+        .count(Materialized.as_("cached-mark-windows")) \
+        .to_stream() \
+        .outer_join(tap_windows, lambda marked, tapped: f"{java_string(marked)}/{java_string(tapped)}",
+                    JoinWindows.of_time_difference_and_grace(timedelta(seconds=1), timedelta(seconds=2)),
+                    StreamJoined.with_(window_keys, Serdes.Long(), Serdes.Long())) \
+        .map(lambda window, value: (window.key, f"{window.window.start}:{value}")) \
+        .process_values(StampValues) \
+        .to(topics["out-cached-windows"])
+    session_keys = WindowedSerde(Serdes.String(), session=True)
+    sessions = marks.group_by_key() \
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(seconds=1), timedelta(seconds=2))) \
+        .count(Materialized.as_("cached-mark-sessions")) \
+        .to_stream()
+    tenfold_sessions = sessions.filter(lambda session, count: count is not None and count > 1) \
+        .map_values(lambda count: count * 10)
+    sessions.outer_join(tenfold_sessions, lambda count, tenfold: f"{java_string(count)}/{java_string(tenfold)}",
+                        JoinWindows.of_time_difference_and_grace(timedelta(milliseconds=500),
+                                                                 timedelta(milliseconds=500)),
+                        StreamJoined.with_(session_keys, Serdes.Long(), Serdes.Long())) \
+        .map(lambda session, value: (session.key, f"{session.window.start}-{session.window.end}:{value}")) \
+        .process_values(StampValues) \
+        .to(topics["out-cached-sessions"])
+    sliding_keys = WindowedSerde(Serdes.String(), 1000)
+    sliding = marks.group_by_key() \
+        .windowed_by(SlidingWindows.of_time_difference_and_grace(timedelta(seconds=1), timedelta(seconds=2))) \
+        .count(Materialized.as_("cached-mark-sliding")) \
+        .to_stream()
+    sliding.join(sliding.map_values(lambda count: count * 10), lambda count, tenfold: f"{count}/{tenfold}",
+                 JoinWindows.of_time_difference_and_grace(timedelta(milliseconds=500), timedelta(milliseconds=500)),
+                 StreamJoined.with_(sliding_keys, Serdes.Long(), Serdes.Long())) \
+        .map(lambda window, value: (window.key, f"{window.window.start}:{value}")) \
+        .process_values(StampValues) \
+        .to(topics["out-cached-sliding"])
 
 
 def cached_join_feed_input(base: int, partitions: int, seed: int = 8) -> dict[str, list[tuple]]:
@@ -162,3 +235,19 @@ def _orders_input(records: dict[str, list[tuple]], base: int, partitions: int, r
             records["payments"].append((key, value, partition, next(times)))
         for i, timestamp in enumerate((base + _SPAN_MS - 900, base + _SPAN_MS + 700)):
             records["payments"].append((last_order, f"y{partition}.last{i}", partition, timestamp))
+
+
+def last_put_marks(records: dict, partition: int) -> tuple[dict, set]:
+    """Per key of ``partition``, the last mark its versioned table put (in processing order: a mark
+    older than the store's observed time minus its history is not put), and the keys whose last put
+    mark is older than one put before it (an out-of-order update, not the versioned table's latest)."""
+    observed, last_put, last_time, out_of_order = None, {}, {}, set()
+    for key, value, in_partition, timestamp in records["marks"]:
+        if in_partition != partition or key is None:
+            continue
+        if observed is not None and timestamp < observed - MARK_HISTORY_MS:
+            continue
+        observed = timestamp if observed is None else max(observed, timestamp)
+        (out_of_order.add if timestamp < last_time.get(key, timestamp) else out_of_order.discard)(key)
+        last_put[key], last_time[key] = value, max(timestamp, last_time.get(key, timestamp))
+    return last_put, out_of_order

@@ -1,12 +1,13 @@
-"""Stream-stream joins fed, in their sub-topology, by a table, an aggregation (a cogroup's too) or a
-table-table join with its record cache on, against a model of Kafka Streams committing where the
-micro-batches end (no Spark needed): the cache forwards each key's last update of the batch, keys in
-last-update order, with that update's own timestamp (an aggregation's: the larger of its record's and
-the aggregate's previous one; a table-table join's: the larger of both rows'), after the batch's own
-records, and the join buffers and pairs those as they come. Kafka Streams' cache does the
-same at each commit: with one commit after the input, its result is the runner's with the input in
-one micro-batch (the broker-backed comparison: test_equivalence_aggregation_joins.py). What stays
-refused, naming the processor, is checked here too."""
+"""Stream-stream joins fed, in their sub-topology, by a table, an aggregation (a cogroup's too), a
+table-table join or a filter/map_values keeping a store of its own after a versioned table, with its
+record cache on, against a model of Kafka Streams committing where the micro-batches end (no Spark
+needed): the cache forwards each key's last update of the batch, keys in last-update order, with that
+update's own timestamp (an aggregation's: the larger of its record's and the aggregate's previous one;
+a table-table join's: the larger of both rows'), after the batch's own records, and the join buffers
+and pairs those as they come. Kafka Streams' cache does the same at each commit: with one commit after
+the input, its result is the runner's with the input in one micro-batch (the broker-backed comparison:
+test_equivalence_aggregation_joins.py). Windowed aggregations' caches:
+test_cached_window_join_feeds_logic.py. What stays refused, naming the processor, is checked here too."""
 
 from __future__ import annotations
 
@@ -20,12 +21,16 @@ from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import Materialized, StreamsBuilder
-from dagster_kstreams.topology.processor_api import Processor, Record
+from dagster_kstreams.topology.processor_api import Processor, Record, Stores
 from dagster_kstreams.topology.windows import JoinWindows, TimeWindows
 from stream_join_model import KsJoin, run_task, table_table_joined
 
-_FEEDS = ("table", "to_table", "count", "reduce", "cogroup")
+_FEEDS = ("table", "to_table", "count", "reduce", "cogroup", "kept_filter", "kept_map_values")
 _AGGREGATIONS = ("count", "reduce", "cogroup")
+# A filter's and a map_values' own store after a versioned table (table_step_stores.keeps_own_store): what
+# each puts for a value (None deletes the key). The history outlasts the records' span: none expires.
+_STEPS = {"kept_filter": lambda value: value if _kept(None, value) else None, "kept_map_values": str.upper}
+_HISTORY = timedelta(minutes=1)
 _JOINS = st.sampled_from(["join", "left_join", "outer_join"])
 _millis = st.one_of(st.integers(0, 4000), st.integers(0, 4).map(lambda s: s * 1000))
 # e feeds the cached store, c is the other side; tombstones of e are deletes of the table.
@@ -36,6 +41,10 @@ _records = st.lists(
 ).map(lambda rows: [(k, topic, None if null else f"{topic}{i}", t) for i, (k, topic, null, t) in enumerate(rows)])
 
 
+def _kept(key, value) -> bool:
+    return int(value[1:]) % 3 != 0
+
+
 def _fed(builder: StreamsBuilder, feed: str, other):
     """The stream of the cached store's updates (every store named ``cached``, record cache on); a
     cogroup's store is updated by ``other`` (the join's other side) too."""
@@ -44,6 +53,12 @@ def _fed(builder: StreamsBuilder, feed: str, other):
         return builder.table("e", cached).to_stream()
     if feed == "to_table":
         return builder.stream("e").to_table(cached).to_stream()
+    if feed in _STEPS:
+        versions = builder.stream("e").to_table(
+            Materialized.as_(Stores.persistent_versioned_key_value_store("versions", _HISTORY)))
+        if feed == "kept_filter":
+            return versions.filter(_kept, cached).to_stream()
+        return versions.map_values(str.upper, cached).to_stream()
     grouped = builder.stream("e").group_by_key()
     if feed == "count":
         return grouped.count(cached).to_stream().map_values(lambda n: f"n{n}")
@@ -56,7 +71,9 @@ def _fed(builder: StreamsBuilder, feed: str, other):
 class _CachedStore:
     """Kafka Streams' cached store of ``feed`` and its flush (``CachingKeyValueStore``): the dirty keys
     in last-update order, each with its last value and timestamp; a key absent now and at the last
-    flush forwards nothing."""
+    flush forwards nothing. A kept filter/map_values store puts what its step makes of every update of
+    the versioned table, out-of-order ones too (``KTableFilter``/``KTableMapValues`` with versioned
+    semantics), with the update's own timestamp."""
 
     def __init__(self, feed: str):
         self.feed = feed
@@ -71,6 +88,8 @@ class _CachedStore:
             previous, stamp = self.current.get(key, (None, timestamp))
             value = (f"n{int(previous[1:]) + 1}" if previous else "n1") if self.feed == "count" else value
             timestamp = max(stamp, timestamp)
+        if feed_step := _STEPS.get(self.feed):
+            value = None if value is None else feed_step(value)
         self.put(key, value, timestamp)
 
     def put(self, key, value, timestamp) -> None:
@@ -199,6 +218,13 @@ def _windowed_count(builder):
         .count(Materialized.as_("cached"))
 
 
+def _windowed_cogroup(builder):
+    grouped = builder.stream("e").group_by_key()
+    return grouped.cogroup(lambda key, value, last: value) \
+        .windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=2), timedelta(seconds=1))) \
+        .aggregate(lambda: "", Materialized.as_("cached"))
+
+
 class _ReadsCached(Processor):
     def process(self, record: Record) -> None:
         pass
@@ -212,12 +238,29 @@ def _filter_keeping_a_store(builder):
     return filtered
 
 
+class _Writer(Processor):
+    """Writes each record into the kept store it names (whose cache then forwards it at the flush)."""
+
+    def init(self, context) -> None:
+        self.store = context.get_state_store("cached")
+
+    def process(self, record) -> None:
+        self.store.put(record.key, record.value)
+
+
+def _kept_store_a_processor_names(builder):
+    kept = builder.table("t", Materialized.as_(Stores.persistent_versioned_key_value_store("versions", _HISTORY))) \
+        .filter(_kept, Materialized.as_("cached"))
+    builder.stream("s").process(_Writer, "cached")
+    return kept
+
+
 def _joined_subtopology(compiled) -> int:
     return next(sub.id for sub in compiled.topology.subtopologies
                 if any(node.kind.value == "join_window" for node in sub.nodes))
 
 
-@pytest.mark.parametrize("cached_feed", [_cogroup, _regrouped, _table_table_join, _foreign_key_join])
+@pytest.mark.parametrize("cached_feed", [_cogroup, _regrouped, _table_table_join, _foreign_key_join, _windowed_count])
 def test_a_join_fed_by_a_compared_cache_compiles(cached_feed):
     builder = StreamsBuilder()
     _join_fed_by(builder, cached_feed(builder))
@@ -226,8 +269,9 @@ def test_a_join_fed_by_a_compared_cache_compiles(cached_feed):
 
 
 @pytest.mark.parametrize("cached_feed, processor", [
-    (_windowed_count, r"KSTREAM-AGGREGATE-\d+ \(cached\)"),
+    (_windowed_cogroup, r"COGROUPKSTREAM-AGGREGATE-\d+ \(cached\)"),
     (_filter_keeping_a_store, r"KTABLE-FILTER-\d+ \(cached\)"),
+    (_kept_store_a_processor_names, r"KTABLE-FILTER-\d+ \(cached\)"),
 ])
 def test_a_join_fed_by_a_cache_not_compared_yet_is_refused_naming_it(cached_feed, processor):
     builder = StreamsBuilder()

@@ -13,12 +13,11 @@ subtraction, an addition or both) with the larger of the record's timestamp and 
 previous one, and the join's windows pair the update by that stamp; the runner keeps the
 aggregations' timestamps for it (README, "Stream-stream joins (inner, left, outer) run
 task-grouped"). Each output value ends with ``|t`` and its record's timestamp (a ``process_values``
-after the join). And, in an app of their own, seven joins fed by stores with the record cache on (a
-table, a count, a to_table, a cogroup, a materialized table-table join, a re-grouped table's count, a
-foreign-key join's result:
-tests/cached_join_feed_topology.py, CachedJoinFeedExamples.java), which Kafka Streams runs committing
-once, when closed after its whole input (CommitOnceRuns.java); each of their tasks' input is one
-micro-batch of ours, in the killed run too.
+after the join). And, in an app of their own, twelve joins fed by stores with the record cache on (a table, a
+count, a to_table, a cogroup, a materialized table-table join, a filter's and a map_values' own stores after a
+versioned table, time, session and sliding windowed counts, a re-grouped table's count, a foreign-key join's result:
+tests/cached_join_feed_topology.py, CachedJoinFeedExamples.java), which Kafka Streams runs committing once, when
+closed after its whole input (CommitOnceRuns.java); each of their tasks' input is one micro-batch of ours, also killed.
 
 Input (2 partitions, each key on one): rounds a minute apart, each with events, clicks, profile
 updates and visits out of order within 6 s of the round's start, events late by 15 s and by a round
@@ -329,6 +328,28 @@ def test_reference_forwards_each_cached_key_once_at_its_commit(cached_kafka_stre
         assert paid_pairs and all(paid == f"{last_orders[key]}@{users[last_orders[key].split(':')[0]]}"
                                   for key, paid in paid_pairs)
         assert any(paid.endswith(".again") for _, paid in paid_pairs)  # the answer that came twice, once
+
+
+def test_reference_forwards_each_kept_stores_last_put(cached_kafka_streams_run):
+    """Kafka Streams committed once after the input: the filter's and the map_values' own stores after
+    the versioned table forwarded each key's last put mark (an out-of-order one too, which the versioned
+    table keeps as an older version; one beyond its history never), filtered or upper-cased, and the
+    joins paired or left-joined them, on both partitions."""
+    records, results = cached_kafka_streams_run["records"], cached_kafka_streams_run["results"]
+    out_of_order_forwarded = expired_last = False
+    for partition in range(PARTITIONS):
+        last_put, out_of_order = cached_feeds.last_put_marks(records, partition)
+        last_mark = {key: value for key, value, in_partition, _ in records["marks"]
+                     if in_partition == partition and key is not None}
+        kept = [(key, value.split("|t")[0].split("+")) for key, value in results["out-cached-kept"][partition]]
+        assert kept and all(mark == last_put[key] and not mark.endswith("3") for key, (mark, _) in kept)
+        assert any(tap == "null" for _, (_, tap) in kept) and any(tap != "null" for _, (_, tap) in kept)
+        shouted = results["out-cached-shouted"][partition]
+        assert shouted and all(value.split("+")[0] == last_put[key].upper() for key, value in shouted)
+        forwarded = {key for key, _ in kept} | {key for key, _ in shouted}
+        out_of_order_forwarded |= bool(forwarded & out_of_order)
+        expired_last |= any(last_mark[key] != last_put[key] for key in forwarded)
+    assert out_of_order_forwarded and expired_last
 
 
 def test_cached_feeds_describe_matches_kafka_streams(cached_kafka_streams_run):

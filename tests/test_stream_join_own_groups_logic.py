@@ -158,12 +158,3 @@ def test_the_outer_join_store_orders_session_keys_by_key_end_then_start():
     assert sorted(pending, key=lambda entry: outer_store_order(entry, True)) == [
         later_start_earlier_end, earlier_start_later_end]
     assert sorted(pending, key=outer_store_order) == [earlier_start_later_end, later_start_earlier_end]
-
-
-def test_a_join_after_a_cached_windowed_table_is_refused():
-    # The cache would forward a window's count at the batch's end, Kafka Streams' at a commit.
-    windows = TimeWindows.of_size_with_no_grace(timedelta(seconds=2))
-    builder = _joined_after(lambda events: events.group_by_key().windowed_by(windows)
-                            .count(Materialized.as_("cached-counts")))
-    with pytest.raises(UnsupportedTopologyError, match="cached-counts.*record cache.*with_caching_disabled"):
-        compile_topology(builder.build(), "app").program(0)

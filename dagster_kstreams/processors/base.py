@@ -137,6 +137,13 @@ class StoreProcessor(Processor):
         self.cached = cached
         self.state_slot: Optional[int] = None  # set when the program is built
 
+    def flush_entries(self, state, context) -> list:
+        """What the record cache's flush forwards for this key group: ``(position, forward(out))`` pairs,
+        which the flush places among every group's by ``position`` (that of the update each forwards).
+        One per key here, forwarded with ``context``, the key's last update (Kafka Streams' cache keeps
+        one entry per key of a key-value store); a windowed store has one per window."""
+        return [(context.position, lambda out: self.flush(state, out, context))]
+
     def flush(self, state, out, context) -> None:
         """Forward the slot's final value (a tombstone when the store no longer holds the key)."""
         slot = self.state_slot

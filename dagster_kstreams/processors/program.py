@@ -383,15 +383,17 @@ class SubtopologyProgram:
         the upstream flush forwarded to it); a store's keys in the order of its own last update of
         each (NamedCache keeps its dirty keys in that order), each forwarded with the context of
         that update (its timestamp, headers and position: LRUCacheEntry keeps it), whatever
-        records of other inputs or stores came after it. Emit order: after every record's own
-        output (:data:`FLUSH_ORDER`), by store, then by the position of that update. ``groups()``
-        is asked again for each store: an upstream flush may reach the groups of other keys
-        (a windowed table's windows, a suppression's evictions: :mod:`.own_groups`)."""
+        records of other inputs or stores came after it (a windowed store's windows each by its own
+        last update, interleaved across keys: ``StoreProcessor.flush_entries``). Emit order: after
+        every record's own output (:data:`FLUSH_ORDER`), by store, then by the position of that
+        update. ``groups()`` is asked again for each store: an upstream flush may reach the groups
+        of other keys (a windowed table's windows, a suppression's evictions: :mod:`.own_groups`)."""
         for rank, index in enumerate(self.stateful_nodes):  # topological order: a downstream store is flushed later
             node = self.nodes[index]
             slot = node.state_slot
-            held = [(group, group.dirty.pop(slot)) for group in groups() if slot in group.dirty]
-            # stable: updates at one position (closed join records of several keys) keep the groups' order
-            for group, context in sorted(held, key=lambda item: item[1].position or 0):
-                out.mark(None if context.position is None else FLUSH_ORDER + (rank << 48) + context.position)
-                node.flush(group, out, context)
+            held = [entry for group in groups() if slot in group.dirty
+                    for entry in node.flush_entries(group, group.dirty.pop(slot))]
+            # stable: entries of one position (closed join records of several keys) keep the groups' order
+            for position, forward in sorted(held, key=lambda entry: entry[0] or 0):
+                out.mark(None if position is None else FLUSH_ORDER + (rank << 48) + position)
+                forward(out)

@@ -21,13 +21,13 @@ sets it). Its stream time is the largest session end written to it, which is the
 before the record. Such sessions are never found again, so the key's state drops them: state
 stays bounded.
 
-Emit: with the record cache (the default) each changed windowed key forwards its final state
-once per micro-batch: the session's value, or a tombstone for a session that existed at the
-start of the batch and was merged away (one created and merged away within the batch was never
-forwarded, as Kafka Streams' cache flush skips it). Without caching every update is forwarded:
-a tombstone for each merged-away session, then the new session's value. Downstream sees the
-key as ``Windowed(key, Window(start, end))`` with an inclusive end, and the record timestamp
-is the window end.
+Emit: with the record cache (the default) each changed windowed key forwards its final state once
+per micro-batch, all keys' sessions in the order of their last updates: the session's value, or a
+tombstone for a session that existed at the start of the batch and was merged away (one created and
+merged away within the batch was never forwarded, as Kafka Streams' cache flush skips it). Without
+caching every update is forwarded: a tombstone for each merged-away session, then the new session's
+value. Downstream sees the key as ``Windowed(key, Window(start, end))`` with an inclusive end, and
+the record timestamp is the window end.
 
 A store a user processor names (:mod:`.user_dsl_session_store`) keeps Kafka Streams' own time (the
 largest session end written, whoever wrote it) instead, and a record's sessions are removed, put
@@ -50,6 +50,7 @@ once (:func:`reads_task_stream_time`); otherwise it is built with its own clocks
 
 from __future__ import annotations
 
+import functools
 from typing import Callable, Optional
 
 from dagster_kstreams.processors.aggregations import read_by_user_processor
@@ -144,8 +145,8 @@ class SessionWindowAggregate(WindowedTable):
         if self.cached:
             # each with this record's context: Kafka Streams' cache keeps one per windowed key
             for s_start, s_end, _ in removed:
-                changes[(s_start, s_end)] = (None, context)
-            changes[(start, end)] = (agg, context)
+                _note(changes, (s_start, s_end), None, context)
+            _note(changes, (start, end), agg, context)
             state.mark_dirty(slot, context)
             return
         for s_start, s_end, s_agg in removed:
@@ -170,14 +171,14 @@ class SessionWindowAggregate(WindowedTable):
             for s_start, s_end, s_agg in merged:
                 self._put_session(key, s_start, s_end, None, state)
                 if self.cached:
-                    changes[(s_start, s_end)] = (None, context)
+                    _note(changes, (s_start, s_end), None, context)
                 else:
                     self._update(key, s_start, s_end, None, s_agg, context, out, state)
         agg = call(self.aggregator, key, value, agg)
         self._put_session(key, start, end, agg, state)
         self._wrote(end, state)
         if self.cached:
-            changes[(start, end)] = (agg, context)
+            _note(changes, (start, end), agg, context)
             state.mark_dirty(self.state_slot, context)
         else:
             self._update(key, start, end, agg, None, context, out, state)
@@ -191,7 +192,7 @@ class SessionWindowAggregate(WindowedTable):
         changes = self._batch_changes(state, slot, () if current is ABSENT else current) if self.cached else None
         self._put_session(key, start, end, value, state)
         if changes is not None:
-            changes[(start, end)] = (value, context)
+            _note(changes, (start, end), value, context)
             state.mark_dirty(slot, context)
         if self.emit_on_close:  # what the window-close emit fetches: this session, or not (a session ending
             # before the store's time minus the retention is stored while its segment lives, and emitted)
@@ -298,21 +299,32 @@ class SessionWindowAggregate(WindowedTable):
                 kept = tuple(session for session in sessions if session[1] > floor)
                 group.values[self.state_slot] = kept if kept else ABSENT
 
-    def flush(self, state, out, context) -> None:
-        """Forward the final state of each windowed key changed in the batch (the record cache's flush),
-        with the context of the record that last updated it."""
+    def flush_entries(self, state, context) -> list:
+        """Kafka Streams' cache flush (``CachingSessionStore``, keyed by session): each session changed
+        in this key group, once, with its final state and the context of the record that last updated
+        it, placed by that record's position among all keys' sessions (``context``, the key's last
+        update, places nothing): a merged-away session's removal before the session it merged into."""
         slot = self.state_slot
         entry = state.take_cache_entry(slot)
         if entry is None:
-            return
+            return []
         initial, changed = entry
         key = state.keys[slot]
-        by_end = sorted(changed.items(), key=lambda item: (item[0][1], item[0][0]))
-        for window, (value, update_context) in by_end:
-            start, end = window
-            if value is None and window not in initial:
-                continue  # created and merged away within the batch: never forwarded
-            self._update(key, start, end, value, initial.get(window), update_context, out, state)
+        # a session created and merged away within the batch is never forwarded
+        return [(update_context.position, functools.partial(
+                    self._update_at_flush, key, start, end, value, initial.get((start, end)), update_context, state))
+                for (start, end), (value, update_context) in changed.items()
+                if value is not None or (start, end) in initial]
+
+    def _update_at_flush(self, key, start: int, end: int, new, old, context, state, out) -> None:
+        self._update(key, start, end, new, old, context, out, state)
+
+
+def _note(changes: dict, session: tuple, value, context) -> None:
+    """A cached session's update: its entry moves to the end (the cache's dirty sessions are kept in
+    the order of their last updates: NamedCache)."""
+    changes.pop(session, None)
+    changes[session] = (value, context)
 
 
 # -- definition time -------------------------------------------------------------------------

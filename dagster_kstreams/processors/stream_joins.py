@@ -99,7 +99,7 @@ from dagster_kstreams.processors.own_groups import windows_keyed_by_start
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.processors.stateless import Merge
 from dagster_kstreams.processors.state import ABSENT
-from dagster_kstreams.processors.table_step_stores import caches_own_store
+from dagster_kstreams.processors.table_step_stores import caches_own_store_uncompared
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import WindowedSerde
@@ -291,16 +291,16 @@ _KEY_PRESERVING = {NodeKind.SOURCE, NodeKind.FILTER, NodeKind.MAP_VALUES, NodeKi
                    NodeKind.AGGREGATE, NodeKind.COGROUP_MERGE, NodeKind.TABLE_AGGREGATE,
                    NodeKind.TABLE_TABLE_JOIN, NodeKind.TABLE_TABLE_JOIN_MERGE,
                    NodeKind.FK_RESPONSE_JOIN, NodeKind.FK_JOIN_RESULT}
-# A table's, an aggregation's, a materialized table-table join's or a foreign-key join's store with
-# the record cache on forwards each key's update at the micro-batch's end (program._flush), Kafka
-# Streams' cache at a commit and at an eviction.
+# A table's, an aggregation's (windowed too), a table-table join's or a foreign-key join's store with its record cache
+# on forwards each key's update at the micro-batch's end (program._flush), Kafka Streams' at a commit and an eviction.
 _TABLE_STORES = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE, NodeKind.TABLE_AGGREGATE,
                  NodeKind.TABLE_TABLE_JOIN_MERGE, NodeKind.FK_JOIN_RESULT, NodeKind.WINDOWED_AGGREGATE}
 # Of those, the cached ones compared with Kafka Streams committing once after the input (README,
-# "Stream-stream joins ... run task-grouped"): each key's last update (a re-grouped table's subtraction
-# and addition, a foreign-key join's answers, collapse into it) in last-update order, with its own
-# timestamp (Kafka Streams' stamp) and headers, after every record's own output. Not yet: a window's.
-_CACHE_FLUSH_COMPARED = _TABLE_STORES - {NodeKind.WINDOWED_AGGREGATE}
+# "Stream-stream joins ... run task-grouped"): each key's last update (a re-grouped table's subtraction and
+# addition, a foreign-key join's answers, collapse into it; a windowed aggregation's: each window's or
+# session's own, StoreProcessor.flush_entries) in last-update order, with its own timestamp (Kafka Streams'
+# stamp) and headers, after every record's own output. Not yet: a windowed cogroup's.
+_CACHE_FLUSH_COMPARED = _TABLE_STORES
 # Processors that forward records under other keys than the source record's: a user processor (its
 # punctuators; process() may change keys), a suppression's evictions, a windowed aggregation's windows
 # (time, sliding or session windows, a cogroup's too, on every update or at window close: each window
@@ -380,16 +380,17 @@ def _check_keys_before(ctx, window_node) -> None:
     for node in reachable(sub, window_node.parents, lambda node: node.parents):
         store = node.params.get("store_name")
         cached = node.kind in _TABLE_STORES and store in node.stores and ctx.cached(store)
-        compared = node.kind in _CACHE_FLUSH_COMPARED
-        if (cached and not compared) or caches_own_store(ctx, node):
+        compared = node.kind in _CACHE_FLUSH_COMPARED and not (
+            node.kind is NodeKind.WINDOWED_AGGREGATE and node.params.get("cogroup"))
+        if (cached and not compared) or caches_own_store_uncompared(ctx, node):
             raise UnsupportedTopologyError(
                 f"table {node.name} ({store}) comes before the stream-stream join {window_node.name} in its "
                 "sub-topology with its record cache on; the Spark runner's cache forwards a key's update at the "
                 "micro-batch's end, as Kafka Streams' does at a commit, and is compared with Kafka Streams for a "
-                "table read from a topic or made by to_table, an aggregation of a grouped stream, a cogroup or a "
-                "re-grouped table, a table-table join's store and a foreign-key join's result only, not for this "
-                f"{node.kind.value}'s. Materialize the table with_caching_disabled(), or add "
-                ".repartition() before the join")
+                "table from a topic or to_table, an aggregation (of a grouped stream, a cogroup, a re-grouped table; "
+                "windowed too, but a cogroup's), a table-table join's store and a foreign-key join's result only, "
+                f"not this {node.kind.value}'s. Materialize it with_caching_disabled(), or add .repartition() before "
+                "the join")
 
 
 BUILDERS = {

@@ -67,7 +67,8 @@ from dagster_kstreams.processors.windowed_store_keys import (
 from dagster_kstreams.processors.windowed_table_reads import is_windowed_table
 from dagster_kstreams.topology.node_specs import NodeKind
 
-__all__ = ["keeps_own_store", "caches_own_store", "TableStepStore", "VersionedTableStepStore", "table_step_store"]
+__all__ = ["keeps_own_store", "caches_own_store", "caches_own_store_uncompared", "TableStepStore",
+           "VersionedTableStepStore", "table_step_store"]
 
 
 def keeps_own_store(ctx, node) -> bool:
@@ -100,6 +101,16 @@ def caches_own_store(ctx, node) -> bool:
     tables")."""
     return keeps_own_store(ctx, node) and ctx.cached(node.params["store_name"]) \
         and not table_behind(ctx.subtopology, node).windowed_or_suppressed
+
+
+def caches_own_store_uncompared(ctx, node) -> bool:
+    """Whether ``node`` caches its own store (:func:`caches_own_store`) where its flush is not compared
+    with Kafka Streams yet before a stream-stream join: a user processor names the store, whose own
+    writes the cache forwards too. Compared (test_equivalence_aggregation_joins.py): a store kept for
+    the versioned table behind, whose cache forwards each key's last update at the micro-batch's end,
+    with that update's time and headers, as a cached table's does (``KTableFilter``/``KTableMapValues``'
+    ``TimestampedTupleForwarder`` over a ``CachingKeyValueStore``)."""
+    return caches_own_store(ctx, node) and read_by_user_processor(ctx.subtopology, node.params["store_name"])
 
 
 class _Step:

@@ -30,14 +30,14 @@ Null keys and values
 
 Emission
     Downstream processors receive ``Windowed(key, Window(start, end))`` and the window's new
-    aggregate, with the aggregate's timestamp as the record timestamp: with the record cache on
-    (the default) once per changed window per micro-batch (a window that did not exist before the
-    batch and has no value after it is not forwarded); with ``with_caching_disabled()`` in
-    ``Materialized``, on every update. With ``emit_strategy(EmitStrategy.on_window_close())``
-    (time and sliding windows), each window once, when it closes, in the order of
-    :mod:`.window_close`; the sub-topology then runs task-grouped (a record of one key closes the
-    windows of all keys), and the store is Kafka Streams' time-ordered one: it returns nothing
-    older than its own retention (sliding windows: 2 x time difference + grace by default).
+    aggregate, with the aggregate's timestamp as the record timestamp: with the record cache on (the
+    default) once per changed window per micro-batch, all keys' windows in the order of their last
+    updates (not one absent before and after the batch); with ``with_caching_disabled()`` in
+    ``Materialized``, on every update. With ``emit_strategy(EmitStrategy.on_window_close())`` (time
+    and sliding windows), each window once, when it closes, in the order of :mod:`.window_close`;
+    the sub-topology then runs task-grouped (a record of one key closes the windows of all keys),
+    and the store is Kafka Streams' time-ordered one: it returns nothing older than its own
+    retention (sliding windows: 2 x time difference + grace by default).
 
 Exactness
     Kafka Streams keeps the stream time of a windowed processor in the processor: it sees only
@@ -52,6 +52,7 @@ Exactness
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Callable, Optional
 
 from dagster_kstreams.processors.aggregations import read_by_user_processor, user_aggregation
@@ -304,20 +305,26 @@ class _WindowAggregate(WindowedTable):
                 expire(windows, horizon, retention)
                 group.values[self.state_slot] = windows if windows else ABSENT
 
-    def flush(self, state, out, context) -> None:
-        """Kafka Streams' cache flush: each window changed in this key group, once, with its final value
-        and the context of the record that last updated it (``context``, the store's last update of the
-        key, only places the key's windows in the flush order)."""
+    def flush_entries(self, state, context) -> list:
+        """Kafka Streams' cache flush (``CachingWindowStore``, keyed by window): each window changed in
+        this key group, once, with its final value and the context of the record that last updated it,
+        placed by that record's position among all keys' windows (``context``, the key's last update,
+        places nothing: the cache's dirty windows leave it in the order of their own last updates)."""
         slot = self.state_slot
         entry = state.take_cache_entry(slot)
         before, pending = ({}, {}) if entry is None else entry
         key = state.keys[slot]
+        entries = []
         for start, (value, timestamp, update_context) in pending.items():
             if value is None and start not in before:
                 continue  # never stored: Kafka's caching store forwards nothing
-            old = before.get(start)  # the cache's old value: the store's at the last flush
-            self._emit(key, start, start + self.size, value, timestamp, update_context, out, state,
-                       None if old is None else old[0])
+            old = before.get(start, (None,))[0]  # the cache's old value: the store's at the last flush
+            entries.append((update_context.position, functools.partial(
+                self._flush_window, key, start, value, timestamp, update_context, state, old)))
+        return entries
+
+    def _flush_window(self, key, start: int, value, timestamp: int, context, state, old, out) -> None:
+        self._emit(key, start, start + self.size, value, timestamp, context, out, state, old)
 
 
 @register

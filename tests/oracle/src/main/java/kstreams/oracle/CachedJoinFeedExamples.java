@@ -4,17 +4,28 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Properties;
 
+import org.apache.kafka.common.serialization.Serde;
+import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.JoinWindows;
-import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.TableJoined;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.WindowStore;
 
 /**
  * Stream-stream joins fed, in their sub-topology, by stores with the record cache on, run by Kafka
@@ -22,32 +33,37 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * left-joined with the taps, a count of the marks inner-joined with them, and the marks made a table
  * (toTable) outer-joined with the taps that have a key; a cogroup of the marks and the taps (the last
  * value of either) inner-joined with the taps; the cached rows' table left-joined with the taps' table
- * (uncached), the join materialized with its cache too, inner-joined with the taps; and a table of members
+ * (uncached), the join materialized with its cache too, inner-joined with the taps; the marks made a
+ * versioned table (8 s of history: older marks are not put, nor forwarded), filtered into a store of its
+ * own left-joined with the taps (within 500 ms), and mapped (upper case) into a store of its own
+ * inner-joined with them; windowed counts of the marks (cachedWindowJoins); and a table of members
  * re-grouped by the group its value names, counted with its cache, inner-joined with the pings (in the
  * sub-topology after the repartition topic); and the orders joined on their user with the users (a
  * foreign-key join named "paid", both tables uncached), its result materialized with its cache,
- * inner-joined with the payments (in the orders' sub-topology); each within 2 s and a grace of 5 s.
- * The cache forwards a key's last update at the commit, with that update's timestamp, and the join
- * buffers and pairs it then. Each output value ends with "|t" and the record's timestamp. Prints JSON
- * {"describe": ...}.
+ * inner-joined with the payments (in the orders' sub-topology); each within 2 s and a grace of 5 s
+ * unless said. The cache forwards a key's (a window's, a session's) last update at the commit, with
+ * that update's timestamp, and the join buffers and pairs it then. Each output value ends with "|t" and
+ * the record's timestamp. Prints JSON {"describe": ...}.
  *
  * Args: bootstrap applicationId stateDir rows taps marks members pings orders users payments
- *       outTable outCount outToTable outCogroup outTableJoin outRegroup outPaid
+ *       outTable outCount outToTable outCogroup outTableJoin outKept outShouted outWindows outSessions
+ *       outSliding outRegroup outPaid
  *
  * The Python twin is cached_join_feed_examples() in tests/cached_join_feed_topology.py; keep the two in step.
  */
 final class CachedJoinFeedExamples {
     private CachedJoinFeedExamples() {}
 
-    static String s(String value) {
-        return value == null ? "null" : value;
+    static String s(Object value) {
+        return value == null ? "null" : value.toString();
     }
 
     static Topology cachedJoinFeedExamples(String rows, String taps, String marks, String members, String pings,
                                            String orders, String users, String payments,
                                            String outTable, String outCount, String outToTable,
-                                           String outCogroup, String outTableJoin, String outRegroup,
-                                           String outPaid) {
+                                           String outCogroup, String outTableJoin, String outKept,
+                                           String outShouted, String outWindows, String outSessions,
+                                           String outSliding, String outRegroup, String outPaid) {
         StreamsBuilder builder = new StreamsBuilder();
         JoinWindows windows = JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(2), Duration.ofSeconds(5));
         KStream<String, String> tapStream = builder.stream(taps);
@@ -86,6 +102,22 @@ final class CachedJoinFeedExamples {
             .join(tapStream, (joined, tap) -> joined + "+" + tap, windows)
             .processValues(StampValues::new)
             .to(outTableJoin);
+        KTable<String, String> markVersions = markStream.toTable(
+            Materialized.as(Stores.persistentVersionedKeyValueStore("mark-versions", Duration.ofSeconds(8))));
+        markVersions.filter((key, mark) -> !mark.endsWith("3"),
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("cached-kept"))
+            .toStream()
+            .leftJoin(tapStream, (kept, tap) -> s(kept) + "+" + s(tap),
+                JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(500), Duration.ofSeconds(5)))
+            .processValues(StampValues::new)
+            .to(outKept);
+        markVersions.mapValues(mark -> mark.toUpperCase(),
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("cached-shouted"))
+            .toStream()
+            .join(tapStream, (shouted, tap) -> shouted + "+" + tap, windows)
+            .processValues(StampValues::new)
+            .to(outShouted);
+        cachedWindowJoins(markStream, tapStream, outWindows, outSessions, outSliding);
         builder.<String, String>table(members,
                 Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("members-plain").withCachingDisabled())
             .groupBy((member, value) -> KeyValue.pair(value.split(":")[0], value.split(":")[1]))
@@ -108,10 +140,65 @@ final class CachedJoinFeedExamples {
         return builder.build();
     }
 
+    /**
+     * Windowed counts of the marks with the record cache on, each window's (session's) count forwarded
+     * at the commit, in the order of the windows' last updates (all keys), stamped with its largest
+     * timestamp (a session's: its end), and joined under the window's own key: 2 s windows every 1 s
+     * (3 s grace) outer-joined with the taps' uncached counts of the same windows (within 1 s, 2 s
+     * grace); sessions (1 s gap, 2 s grace) outer-joined with their counts above 1 times ten (500 ms,
+     * 500 ms grace); 1 s sliding windows (2 s grace) inner-joined with their counts times ten (500 ms,
+     * 500 ms grace). Each output keyed by the window's key, the window in its value.
+     */
+    static void cachedWindowJoins(KStream<String, String> marks, KStream<String, String> taps, String outWindows,
+                                  String outSessions, String outSliding) {
+        Serde<Windowed<String>> windowKeys = WindowedSerdes.timeWindowedSerdeFrom(String.class, 2000L);
+        TimeWindows hopping = TimeWindows.ofSizeAndGrace(Duration.ofSeconds(2), Duration.ofSeconds(3))
+            .advanceBy(Duration.ofSeconds(1));
+        KStream<Windowed<String>, Long> tapWindows = taps.groupByKey().windowedBy(hopping)
+            .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("tap-windows").withCachingDisabled())
+            .toStream();
+        marks.groupByKey().windowedBy(hopping)
+            .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("cached-mark-windows"))
+            .toStream()
+            .outerJoin(tapWindows, (marked, tapped) -> s(marked) + "/" + s(tapped),
+                JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(1), Duration.ofSeconds(2)),
+                StreamJoined.with(windowKeys, Serdes.Long(), Serdes.Long()))
+            .map((window, value) -> KeyValue.pair(window.key(), window.window().start() + ":" + value))
+            .processValues(StampValues::new)
+            .to(outWindows);
+        Serde<Windowed<String>> sessionKeys = WindowedSerdes.sessionWindowedSerdeFrom(String.class);
+        KStream<Windowed<String>, Long> sessions = marks.groupByKey()
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(1), Duration.ofSeconds(2)))
+            .count(Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("cached-mark-sessions"))
+            .toStream();
+        KStream<Windowed<String>, Long> tenfoldSessions = sessions
+            .filter((session, count) -> count != null && count > 1)
+            .mapValues(count -> count * 10);
+        sessions.outerJoin(tenfoldSessions, (count, tenfold) -> s(count) + "/" + s(tenfold),
+                JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(500), Duration.ofMillis(500)),
+                StreamJoined.with(sessionKeys, Serdes.Long(), Serdes.Long()))
+            .map((session, value) -> KeyValue.pair(session.key(),
+                session.window().start() + "-" + session.window().end() + ":" + value))
+            .processValues(StampValues::new)
+            .to(outSessions);
+        Serde<Windowed<String>> slidingKeys = WindowedSerdes.timeWindowedSerdeFrom(String.class, 1000L);
+        KStream<Windowed<String>, Long> sliding = marks.groupByKey()
+            .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(1), Duration.ofSeconds(2)))
+            .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("cached-mark-sliding"))
+            .toStream();
+        sliding.join(sliding.mapValues(count -> count * 10), (count, tenfold) -> count + "/" + tenfold,
+                JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(500), Duration.ofMillis(500)),
+                StreamJoined.with(slidingKeys, Serdes.Long(), Serdes.Long()))
+            .map((window, value) -> KeyValue.pair(window.key(), window.window().start() + ":" + value))
+            .processValues(StampValues::new)
+            .to(outSliding);
+    }
+
     public static void main(String[] args) throws Exception {
         Topology topology = cachedJoinFeedExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
                                                    args[10], args[11], args[12], args[13], args[14], args[15],
-                                                   args[16], args[17]);
+                                                   args[16], args[17], args[18], args[19], args[20], args[21],
+                                                   args[22]);
         Properties props = CommitOnceRuns.properties(args[0], args[1], args[2]);
         // The inputs are all produced before it starts: a task waits for the records of each partition
         // whose lag it knows (KIP-695), with no idling on top. A task that also reads an internal topic
