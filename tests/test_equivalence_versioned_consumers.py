@@ -55,7 +55,8 @@ every record is older than every other input's, u15 never written), filtered int
 2 s. Its sequence is determined, unlike the prices' join's: the owners are all processed before any
 subscription (older, in Kafka Streams' timestamp merge as here), so every answer carries its order's
 time; a user's subscriptions go to its own partition's owners task, whose answers come back in the
-order sent; and every answer matches the flag's hash (the same value), whenever it comes back.
+order sent; and every answer matches the flag's hash (the same value), whenever it comes back. Beside
+that join, a processor reads each store it reads: the flags' on the orders, the owners' on their updates.
 
 Compared: describe() of the very topology run, and per output topic and partition the whole
 sequence of (key, value) records (not their timestamps, but where a value carries its own: README,
@@ -216,6 +217,13 @@ def _assert_reference_exercises_it(expected: dict, records: dict[str, list[tuple
     assert len(_values(expected, "out-orders")) > 40
     _assert_steps_exercised(expected, records)
     _assert_history_versions_exercised(expected)
+    # Beside the foreign-key join: each order's flag read back at the order's time, a null order reading
+    # an earlier flag; owners' rows and tombstones read as the table holds them.
+    flag_reads = [value.split("|") for value in _values(expected, "out-flag-reads")]
+    assert all(read[2] == f"o@{read[1][1:]}" for read in flag_reads if read[0] != "null")
+    assert any(read[0] == "null" and read[2].startswith("o@") for read in flag_reads)
+    owner_reads = [value.split("|") for value in _values(expected, "out-owner-reads")]
+    assert any(read[2] == "null" for read in owner_reads) and any(read[2].startswith("w") for read in owner_reads)
 
 
 def _stamped(results: dict, output: str) -> list[tuple]:

@@ -28,8 +28,10 @@ orders and the limits' changes are cogrouped into a plain store, mapped into a v
 (``out-suppressed-limits``); :class:`StepVersions`, on the cogroup tails' changes, reads both and the
 prices' filter's plain store (``out-step-versions``). Each order flags its user (a table of "o", the same
 value every time) left-joined on a foreign key, the user, with owners (a plain table): the result filtered
-into a versioned store of 2 s (``out-fk-steps``). Its functions are self-contained: Spark's Python
-workers cannot import modules of tests/.
+into a versioned store of 2 s (``out-fk-steps``). Beside that join, which reads the flags' store (its
+answers) and the owners' (its subscriptions), :class:`StoreReads` reads each on its table's side: the
+orders' flags (``out-flag-reads``), the owners' updates (``out-owner-reads``). Its functions are
+self-contained: Spark's Python workers cannot import modules of tests/.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ INPUTS = ("prices", "limits", "orders", "regions", "owners")
 OUTPUTS = ("out-joined", "out-history", "out-filtered", "out-kept-joined", "out-marked", "out-versioned-filtered",
            "out-versioned-joined", "out-orders", "out-order-counts", "out-counted", "out-priced-regions",
            "out-join-steps", "out-last-orders", "out-history-tails", "out-history-versions", "out-cogroup-tails",
-           "out-suppressed-limits", "out-step-versions", "out-fk-steps")
+           "out-suppressed-limits", "out-step-versions", "out-fk-steps", "out-flag-reads", "out-owner-reads")
 # The foreign-key join's output, whose sequence depends on when its answers come back (compared by final values)
 FK_OUTPUT = "out-priced-regions"
 FK_JOIN_NAME = "prices-regions"  # its internal topics: <app>-prices-regions-subscription-{registration,response}-topic
@@ -109,6 +111,27 @@ class StepVersions(Processor):
         stored_text = "null" if stored is None else f"{stored.value()}@{stored.timestamp()}"
         self.context.forward(record.with_value(
             f"{value}|t{t}|" + "|".join(_versioned_record(read) for read in reads) + f"|{stored_text}"))
+
+
+class StoreReads(Processor):
+    """VersionedConsumerExamples.StoreReads: each record with a key, its timestamp and what the plain
+    store ``store_name`` holds for the key (``value@timestamp``, or ``null``), in a sub-topology where a
+    foreign-key join reads the same store."""
+
+    def __init__(self, store_name: str) -> None:
+        self.store_name = store_name
+
+    def init(self, context) -> None:
+        self.context = context
+        self.store = context.get_state_store(self.store_name)
+
+    def process(self, record: Record) -> None:
+        if record.key is None:  # Kafka Streams' store refuses a null key; a null-keyed record's partition is the producer's
+            return
+        stored = self.store.get(record.key)
+        stored_text = "null" if stored is None else f"{stored.value()}@{stored.timestamp()}"
+        value = "null" if record.value is None else record.value
+        self.context.forward(record.with_value(f"{value}|t{record.timestamp}|{stored_text}"))
 
 
 def versioned_consumer_examples(topics: dict[str, str]) -> StreamsBuilder:
@@ -188,4 +211,6 @@ def versioned_consumer_examples(topics: dict[str, str]) -> StreamsBuilder:
         .filter(lambda user, joined: not joined.endswith("null"), Materialized.as_(
             Stores.persistent_versioned_key_value_store("fk-steps", timedelta(seconds=2)))) \
         .to_stream().process_values(StampValues).to(topics["out-fk-steps"])
+    orders.process(lambda: StoreReads("order-flags"), "order-flags").to(topics["out-flag-reads"])
+    owners.to_stream().process(lambda: StoreReads("owners-store"), "owners-store").to(topics["out-owner-reads"])
     return builder

@@ -23,6 +23,7 @@ import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.TimestampedKeyValueStore;
+import org.apache.kafka.streams.state.ValueAndTimestamp;
 import org.apache.kafka.streams.state.VersionedKeyValueStore;
 
 /**
@@ -131,6 +132,36 @@ public final class VersionedConsumerExamples {
      * limits' (both a filter's or map_values' versioned store), each one's version 1 ms before the
      * change, and what the prices' filter's plain store holds (twin: StepVersions).
      */
+    /**
+     * Each record with a key, its timestamp and what the plain store {@code storeName} holds for the key, in a
+     * sub-topology where a foreign-key join reads the same store (twin: StoreReads).
+     */
+    static final class StoreReads implements Processor<String, String, String, String> {
+        private final String storeName;
+        private ProcessorContext<String, String> context;
+        private TimestampedKeyValueStore<String, String> store;
+
+        StoreReads(String storeName) {
+            this.storeName = storeName;
+        }
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+            this.store = context.getStateStore(storeName);
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            if (record.key() == null) {
+                return;
+            }
+            ValueAndTimestamp<String> stored = store.get(record.key());
+            String storedText = stored == null ? "null" : stored.value() + "@" + stored.timestamp();
+            context.forward(record.withValue(text(record.value()) + "|t" + record.timestamp() + "|" + storedText));
+        }
+    }
+
     static final class StepVersions implements Processor<String, String, String, String> {
         private ProcessorContext<String, String> context;
         private VersionedKeyValueStore<String, String> tails;
@@ -165,7 +196,8 @@ public final class VersionedConsumerExamples {
                                               String outCounted, String outPricedRegions, String outJoinSteps,
                                               String outLastOrders, String outHistoryTails, String outHistoryVersions,
                                               String outCogroupTails, String outSuppressedLimits,
-                                              String outStepVersions, String owners, String outFkSteps) {
+                                              String outStepVersions, String owners, String outFkSteps,
+                                              String outFlagReads, String outOwnerReads) {
         StreamsBuilder builder = new StreamsBuilder();
         KTable<String, String> priceTable = builder.table(prices,
             Materialized.as(Stores.persistentVersionedKeyValueStore("prices-store", Duration.ofSeconds(10))));
@@ -246,6 +278,8 @@ public final class VersionedConsumerExamples {
             .toStream()
             .processValues(StampValues::new)
             .to(outFkSteps);
+        orderStream.process(() -> new StoreReads("order-flags"), "order-flags").to(outFlagReads);
+        ownerTable.toStream().process(() -> new StoreReads("owners-store"), "owners-store").to(outOwnerReads);
         return builder.build();
     }
 
@@ -266,7 +300,8 @@ public final class VersionedConsumerExamples {
         Topology topology = versionedConsumerExamples(args[3], args[4], out[0], out[1], out[2], out[3], out[4],
                                                       args[5], out[5], out[6], out[7], args[6], out[8],
                                                       out[9], out[10], out[11], out[12], out[13], out[14],
-                                                      out[15], out[16], out[17], args[7], out[18]);
+                                                      out[15], out[16], out[17], args[7], out[18],
+                                                      out[19], out[20]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         // Wait for every input of a task rather than run ahead on one (the timestamp merge).
         props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 5_000L);
