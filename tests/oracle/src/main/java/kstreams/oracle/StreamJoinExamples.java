@@ -3,17 +3,13 @@ package kstreams.oracle;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Properties;
+import java.util.Set;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.clients.admin.NewTopic;
-import org.apache.kafka.clients.admin.TopicDescription;
-import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
@@ -108,101 +104,30 @@ public final class StreamJoinExamples {
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
         String applicationId = args[1];
-        String stateDir = args[2];
         List<String> inputs = List.of(args).subList(3, 19);
         List<String> outputs = List.of(args).subList(19, 26);
+        Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, args[2]);
+        // Left/outer joins: emit non-joined records as soon as stream time allows. By default Kafka
+        // Streams scans for them at most once per second of wall-clock time, so which records
+        // find a late partner first depends on processing speed.
+        props.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", 0L);
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-            long dropped = fillRepartitionTopic(admin, bootstrap, applicationId, stateDir, inputs, outputs);
-            Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
-            // Every input, join 3's repartition topic too, is written before this run starts: 0, not a wait,
-            // still merges all of it (a task waits for a partition whose records it has not fetched, KIP-695).
+            // Join 3 reads a repartition topic of a3 re-keyed: filled first (RepartitionFirstRuns).
+            long dropped = RepartitionFirstRuns.fillRepartitionTopics(
+                admin, props, topics -> streamJoinExamples(topics, outputs).build(), inputs, Set.of(inputs.get(4)));
+            // All its input written before it starts: 0, not a wait, still merges all of it (a task waits
+            // for a partition whose lag it does not know or whose records it has not fetched, KIP-695).
             props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 0L);
-            // Left/outer joins: emit non-joined records as soon as stream time allows. By default Kafka
-            // Streams scans for them at most once per second of wall-clock time, so which records
-            // find a late partner first depends on processing speed.
-            props.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", 0L);
             KafkaStreams streams = new KafkaStreams(streamJoinExamples(inputs, outputs).build(), props);
             streams.start();
             try {
-                KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> {
-                    List<String> topics = new ArrayList<>(inputs);
-                    topics.add(repartitionTopic(admin, applicationId));
-                    return topics;
-                }, Duration.ofMinutes(5));
-                dropped += droppedRecords(streams);
+                KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId,
+                    () -> RepartitionFirstRuns.withRepartitionTopics(admin, applicationId, inputs), Duration.ofMinutes(5));
+                dropped += RepartitionFirstRuns.droppedRecords(streams);
             } finally {
                 KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
             }
             System.out.println("{\"dropped-records-total\": " + dropped + "}");
         }
-    }
-
-    /**
-     * Join 3 reads a repartition topic its own upstream task fills while the app runs; the Spark runner
-     * writes it before the join's task starts. A running app waits for it only max.task.idle.ms of
-     * wall-clock time from when it finds it empty at its end, then runs ahead on b3 (at a load of 25 to 30
-     * the upstream task took longer than 20 s, and the reference missed most of out3: a race no wait
-     * settles). So a first run of the same topology (same node names, so the same repartition topic)
-     * fills it: every input but a3 stood in for by an empty topic of its own (same partition count), the
-     * join's task waits a day for b3's stand-in and processes nothing (checked after the run: no offset
-     * committed on the repartition topic), and the run stops once a3 is consumed. Returns its dropped
-     * records (none expected: the null keys stop at the repartition topic's filter).
-     */
-    static long fillRepartitionTopic(Admin admin, String bootstrap, String applicationId, String stateDir,
-                                     List<String> inputs, List<String> outputs) throws Exception {
-        String rekeyed = inputs.get(4);
-        Map<String, TopicDescription> described = admin.describeTopics(inputs).allTopicNames().get();
-        List<String> standIns = new ArrayList<>();
-        List<NewTopic> emptyTopics = new ArrayList<>();
-        for (String input : inputs) {
-            String standIn = input.equals(rekeyed) ? input : input + "-empty";
-            standIns.add(standIn);
-            if (!standIn.equals(input)) {
-                emptyTopics.add(new NewTopic(standIn, Optional.of(described.get(input).partitions().size()),
-                                             Optional.empty()));
-            }
-        }
-        admin.createTopics(emptyTopics).all().get();
-        Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
-        props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, Duration.ofDays(1).toMillis());
-        KafkaStreams streams = new KafkaStreams(streamJoinExamples(standIns, outputs).build(), props);
-        streams.start();
-        long dropped;
-        try {
-            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> List.of(rekeyed),
-                                               Duration.ofMinutes(5));
-            dropped = droppedRecords(streams);
-        } finally {
-            KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
-        }
-        String repartition = repartitionTopic(admin, applicationId);
-        for (TopicPartition partition : admin.listConsumerGroupOffsets(applicationId)
-                .partitionsToOffsetAndMetadata().get().keySet()) {
-            if (partition.topic().equals(repartition)) {
-                throw new IllegalStateException("join 3 processed records before its repartition topic was filled");
-            }
-        }
-        return dropped;
-    }
-
-    /** Join 3's repartition topic (created by the first run). */
-    static String repartitionTopic(Admin admin, String applicationId) throws Exception {
-        for (String topic : admin.listTopics().names().get()) {
-            if (topic.startsWith(applicationId + "-") && topic.endsWith("-repartition")) {
-                return topic;
-            }
-        }
-        throw new IllegalStateException("no repartition topic of " + applicationId);
-    }
-
-    static long droppedRecords(KafkaStreams streams) {
-        double dropped = 0;
-        for (var metric : streams.metrics().entrySet()) {
-            if (metric.getKey().name().equals("dropped-records-total")
-                    && metric.getKey().group().equals("stream-task-metrics")) {
-                dropped += ((Number) metric.getValue().metricValue()).doubleValue();
-            }
-        }
-        return (long) dropped;
     }
 }
