@@ -20,15 +20,29 @@ from datetime import timedelta
 
 from equivalence_io import StampValues, java_string
 from dagster_kstreams.kafka.partitioner import default_partition
-from dagster_kstreams.topology import Materialized, StreamsBuilder
+from dagster_kstreams.topology import Materialized, Processor, Record, StreamsBuilder
 from dagster_kstreams.topology.windows import JoinWindows
 
 INPUTS = ("rows", "taps", "marks")
-OUTPUTS = ("out-cached-table", "out-cached-count", "out-cached-to-table")
+OUTPUTS = ("out-cached-table", "out-cached-count", "out-cached-to-table", "out-cached-kept")
 # At most this many records per task and input: a task's whole input (3 topics) is one micro-batch of
 # a killed run's 60 records.
 _PER_TASK = {"rows": 12, "taps": 16, "marks": 12}
 _SPAN_MS = 12_000
+
+
+class KeptReader(Processor):
+    """CachedJoinFeedExamples.KeptReader: each record, its timestamp and what the cached filter's store
+    holds for its key (``value@timestamp``, or ``null``): its cache, where a put not flushed yet is."""
+
+    def init(self, context) -> None:
+        self.context = context
+        self.kept = context.get_state_store("cached-kept")
+
+    def process(self, record: Record) -> None:
+        stored = self.kept.get(record.key)
+        stored_text = "null" if stored is None else f"{stored.value()}@{stored.timestamp()}"
+        self.context.forward(record.with_value(f"{java_string(record.value)}|t{record.timestamp}|{stored_text}"))
 
 
 def cached_join_feed_examples(topics: dict[str, str]) -> StreamsBuilder:
@@ -48,12 +62,16 @@ def cached_join_feed_examples(topics: dict[str, str]) -> StreamsBuilder:
         .join(taps, lambda n, tap: f"{n}+{tap}", windows) \
         .process_values(StampValues) \
         .to(topics["out-cached-count"])
+    keyed_taps = taps.filter(lambda key, tap: key is not None)
     marks.to_table(Materialized.as_("cached-last")) \
         .to_stream() \
-        .outer_join(taps.filter(lambda key, tap: key is not None),
-                    lambda last, tap: f"{java_string(last)}+{java_string(tap)}", windows) \
+        .outer_join(keyed_taps, lambda last, tap: f"{java_string(last)}+{java_string(tap)}", windows) \
         .process_values(StampValues) \
         .to(topics["out-cached-to-table"])
+    kept = marks.to_table(Materialized.as_("uncached-last").with_caching_disabled()) \
+        .filter(lambda key, mark: not mark.endswith("3"), Materialized.as_("cached-kept"))
+    kept.to_stream().process(KeptReader, "cached-kept").to(topics["out-cached-kept"])
+    keyed_taps.process(KeptReader, "cached-kept").to(topics["out-cached-kept"])
     return builder
 
 

@@ -13,8 +13,9 @@ subtraction, an addition or both) with the larger of the record's timestamp and 
 previous one, and the join's windows pair the update by that stamp; the runner keeps the
 aggregations' timestamps for it (README, "Stream-stream joins (inner, left, outer) run
 task-grouped"). Each output value ends with ``|t`` and its record's timestamp (a ``process_values``
-after the join). And, in an app of their own, three joins fed by stores with the record cache on
-(tests/cached_join_feed_topology.py, CachedJoinFeedExamples.java), which Kafka Streams runs committing
+after the join). And, in an app of their own, three joins fed by stores with the record cache on, and a
+cached filter's own store read by a processor named with it (tests/cached_join_feed_topology.py,
+CachedJoinFeedExamples.java), which Kafka Streams runs committing
 once, when closed after its whole input (CommitOnceRuns.java); each of their tasks' input is one
 micro-batch of ours, in the killed run too.
 
@@ -283,13 +284,15 @@ def test_reference_forwards_each_cached_key_once_at_its_commit(cached_kafka_stre
     """Kafka Streams committed once after the input: each cached store forwarded each key's last
     update once (a count its key's total, a table its last row; a key whose last row is a tombstone
     nothing: created and deleted within the commit), and the joins paired some of them and joined
-    others with null, on both partitions."""
+    others with null, on both partitions. The cached filter's store forwarded each key's last mark it
+    keeps, once, which its reader read back; the taps read the puts not flushed yet from its cache."""
     records, results = cached_kafka_streams_run["records"], cached_kafka_streams_run["results"]
-    counts, last_rows, last_marks = defaultdict(int), {}, {}
-    for key, value, _, _ in records["marks"]:
+    counts, last_rows, last_marks, mark_partitions = defaultdict(int), {}, {}, {}
+    for key, value, partition, _ in records["marks"]:
         if key is not None:
             counts[key] += value is not None
             last_marks[key] = value
+            mark_partitions[key] = partition
     for key, value, _, _ in records["rows"]:
         if key is not None:
             last_rows[key] = value
@@ -305,6 +308,17 @@ def test_reference_forwards_each_cached_key_once_at_its_commit(cached_kafka_stre
         assert all(value.startswith("null+") or value.split("+")[0] == last_marks[key] for key, value in outer)
         assert any(value.startswith("null+") for _, value in outer)
         assert any(value.endswith("+null") for _, value in outer)
+        # the filter's changes are marks ("m..."), never a tombstone: a key flushed once was never stored before
+        reads = results["out-cached-kept"][partition]
+        kept = sorted((key, value.split("|t")[0]) for key, value in reads if value.startswith("m"))
+        assert kept == sorted((key, mark) for key, mark in last_marks.items() if mark_partitions[key] == partition
+                              and mark is not None and not mark.endswith("3"))
+        assert all(value.split("|")[-1].startswith(f"{value.split('|t')[0]}@") for _, value in reads
+                   if value.startswith("m"))
+    # the taps read marks put before the commit (from the cache), and nothing where none was put yet
+    tap_reads = [value.split("|")[-1] for partition in range(PARTITIONS)
+                 for _, value in results["out-cached-kept"][partition] if not value.startswith("m")]
+    assert any(read == "null" for read in tap_reads) and any(read.startswith("m") for read in tap_reads)
 
 
 def test_cached_feeds_describe_matches_kafka_streams(cached_kafka_streams_run):
