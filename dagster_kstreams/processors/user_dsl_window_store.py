@@ -30,7 +30,7 @@ notes it in :class:`~.window_close.ClosedWindows`).
 Values are :class:`~dagster_kstreams.topology.processor_api.ValueAndTimestamp`; reads give a copy
 made through the store's value serde, writes store one. Single-key reads return ``(start, value)``
 entries by start; key ranges, ``fetch_all`` and ``all`` return ``(Windowed(key, window), value)`` in
-the RocksDB store's order: by segment (``start / segment interval``, toward zero, the DSL's ``max(retention / 2,
+the RocksDB store's order: by segment (``start // segment interval``, the DSL's ``max(retention / 2,
 60 s)``), then the bytes of its store key (serialized key + 8-byte start + 4-byte sequence number 0).
 ``backward_*`` reverse that order. A write goes through the aggregation's own
 :meth:`~.windows._WindowAggregate.write_window`: uncached, it forwards nothing (Kafka Streams' store,
@@ -43,7 +43,6 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from dagster_kstreams.processors.state import ABSENT
-from dagster_kstreams.processors.store_segments import segment_id
 from dagster_kstreams.processors.user_dsl_view import DslStoreView
 from dagster_kstreams.processors.user_time_store import StoreEntry, WindowStoreReads
 from dagster_kstreams.processors.window_store import dsl_segment_interval
@@ -112,7 +111,7 @@ class TimestampedWindowStore(DslStoreView, WindowStoreReads):
         through that store's key index, whose keys are the segmented store's in the same segments."""
         if self._owner.emit_on_close and not key_first:
             return start, raw_key + bytes(4)
-        return segment_id(start, self._segment_interval), raw_key + start.to_bytes(8, "big", signed=True) + bytes(4)
+        return start // self._segment_interval, raw_key + start.to_bytes(8, "big", signed=True) + bytes(4)
 
     def _key_range(self, key_from, key_to, time_from: int, time_to: int) -> list[StoreEntry]:
         """A key range (``fetch``/``backward_fetch`` with four arguments): a sliding aggregation's

@@ -10,7 +10,7 @@ as Kafka Streams 4.3.1's ``RocksDBSessionStore`` (over its segmented bytes store
 * ``find_sessions(key, earliest_end, latest_start)`` returns the key's sessions with ``end >=
   earliest_end`` and ``start <= latest_start`` (and a key range with 4 arguments; ``fetch(key)``
   and ``fetch(key_from, key_to)`` are the same with no bound on time, None meaning unbounded), in
-  the store's own order: the RocksDB store's by segment (``end / segment interval``: :mod:`.store_segments`) then the
+  the store's own order: the RocksDB store's by segment (``end // segment interval``) then the
   bytes of its store key (serialized key + 8-byte end + 8-byte start), the in-memory store's by end,
   then serialized key, then start *descending*; ``backward_*`` reverse that order;
 * ``find_sessions(earliest_end, latest_end)`` (sessions of every key ending in that range) exists in
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator, Optional
 
-from dagster_kstreams.processors.store_segments import segment_id
 from dagster_kstreams.processors.user_time_store import StoreEntry, TimeOrderedStore
 from dagster_kstreams.topology.serdes import Window, Windowed
 
@@ -143,7 +142,7 @@ class SessionStoreReads:
         end, raw, start, _ = entry
         if not self._persistent:  # InMemorySessionStore: by end, key bytes, then start descending
             return end, raw, -start
-        return (segment_id(end, self._segment_interval),
+        return (end // self._segment_interval,
                 raw + end.to_bytes(8, "big", signed=True) + start.to_bytes(8, "big", signed=True))
 
 

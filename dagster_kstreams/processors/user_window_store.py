@@ -7,9 +7,9 @@ as Kafka Streams 4.3.1's ``RocksDBWindowStore`` and ``InMemoryWindowStore`` beha
 * a put of None deletes the key's window;
 * ``fetch(key, from, to)`` returns the key's windows by start; ranges over keys and ``all()``
   return them in the store's own order: the in-memory store's by window start then serialized key,
-  the RocksDB store's by segment (``start / segment interval``, toward zero: :mod:`.store_segments`)
-  then the bytes of its store key (serialized key + 8-byte start + 4-byte sequence number), which is
-  not the key order when keys differ in length. ``backward_*`` reverse that order.
+  the RocksDB store's by segment (``start // segment interval``) then the bytes of its store key
+  (serialized key + 8-byte start + 4-byte sequence number), which is not the key order when keys
+  differ in length. ``backward_*`` reverse that order.
 
 With ``retain_duplicates`` every put is kept under a sequence number, the store's count of puts
 (``(n + 1) & 0x7FFFFFFF``, the first put is 1): a key's values of one window come back in the order
@@ -31,7 +31,6 @@ from __future__ import annotations
 
 from typing import Optional
 
-from dagster_kstreams.processors.store_segments import segment_id
 from dagster_kstreams.processors.user_time_store import StoreEntry, TimeOrderedStore, WindowStoreReads
 from dagster_kstreams.topology.serdes import Window, Windowed
 
@@ -115,8 +114,7 @@ class WindowStore(WindowStoreReads, TimeOrderedStore):
         start, raw, seqnum, _ = entry
         if not self._supplier.persistent:  # InMemoryWindowStore: segment map by start, then the key bytes
             return start, (raw + _seq(seqnum) if self._duplicates else raw)
-        segment = segment_id(start, self._supplier.segment_interval_ms)
-        return segment, raw + start.to_bytes(8, "big", signed=True) + _seq(seqnum)
+        return start // self._supplier.segment_interval_ms, raw + start.to_bytes(8, "big", signed=True) + _seq(seqnum)
 
 
 def _seq(seqnum: int) -> bytes:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from dagster_kstreams.processors.store_segments import segment_id
 from dagster_kstreams.topology.serdes import Window, Windowed
 from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
 
@@ -136,11 +135,11 @@ class _Sliding:
         if interval is None:
             segments = [None]
         else:
-            segments = range(segment_id(low, interval), segment_id(high, interval) + 1)
+            segments = range(low // interval, high // interval + 1)
             segments = reversed(segments) if backward else segments
         for segment in segments:
             found = [(start, window) for start, window in self.store.items()
-                     if low <= start <= high and (segment is None or segment_id(start, interval) == segment)]
+                     if low <= start <= high and (segment is None or start // interval == segment)]
             yield from sorted(found, reverse=backward)
 
     def _previous_right_window(self, start: int) -> None:
