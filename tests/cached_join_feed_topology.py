@@ -18,7 +18,10 @@ its value names (``<group>:<payload>``), counted with its cache, inner-joined wi
 in the orders' sub-topology, the ``orders`` (``<user>:<payload>``) joined on their user with the
 ``users`` (a foreign-key join named ``paid``, both tables uncached), its result materialized with its
 cache, inner-joined with the ``payments``. Each output value ends with ``|t`` and its record's
-timestamp (a ``process_values`` after the join).
+timestamp (a ``process_values`` after the join). And a filter keeping its own store with the record
+cache on (``cached-filtered``, of the marks made an uncached table), which :class:`FilteredReader`
+reads, named in ``process``: on the filter's changes (forwarded by the cache at the commit) and on the
+taps that have a key (reading puts not flushed yet from the cache).
 
 The runner's cache forwards each key's (window's, session's) last update at the micro-batch's end,
 Kafka Streams' at a commit: compared with Kafka Streams committing once, when closed after its whole input
@@ -33,7 +36,7 @@ from datetime import timedelta
 
 from equivalence_io import StampValues, java_string
 from dagster_kstreams.kafka.partitioner import default_partition
-from dagster_kstreams.topology import Materialized, StreamsBuilder, TableJoined
+from dagster_kstreams.topology import Materialized, Processor, Record, StreamsBuilder, TableJoined
 from dagster_kstreams.topology.joined import StreamJoined
 from dagster_kstreams.topology.processor_api import Stores
 from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
@@ -42,7 +45,8 @@ from dagster_kstreams.topology.windows import JoinWindows, SessionWindows, Slidi
 INPUTS = ("rows", "taps", "marks", "members", "pings", "orders", "users", "payments")
 OUTPUTS = ("out-cached-table", "out-cached-count", "out-cached-to-table", "out-cached-cogroup",
            "out-cached-table-join", "out-cached-kept", "out-cached-shouted", "out-cached-windows",
-           "out-cached-sessions", "out-cached-sliding", "out-cached-regroup", "out-cached-paid")
+           "out-cached-sessions", "out-cached-sliding", "out-cached-regroup", "out-cached-paid",
+           "out-cached-filtered")
 # At most this many records per task and input: a task's whole input (3 topics; the re-grouping's:
 # a repartition record or two per member update, and the pings) is one micro-batch of a killed run's
 # 60 records.
@@ -50,6 +54,20 @@ _PER_TASK = {"rows": 12, "taps": 16, "marks": 12}
 _REGROUPED_PER_TASK = {"members": 10, "pings": 14}
 _SPAN_MS = 12_000
 MARK_HISTORY_MS = 8_000
+
+
+class FilteredReader(Processor):
+    """CachedJoinFeedExamples.FilteredReader: each record, its timestamp and what the cached filter's store
+    holds for its key (``value@timestamp``, or ``null``): its cache, where a put not flushed yet is."""
+
+    def init(self, context) -> None:
+        self.context = context
+        self.filtered = context.get_state_store("cached-filtered")
+
+    def process(self, record: Record) -> None:
+        stored = self.filtered.get(record.key)
+        stored_text = "null" if stored is None else f"{stored.value()}@{stored.timestamp()}"
+        self.context.forward(record.with_value(f"{java_string(record.value)}|t{record.timestamp}|{stored_text}"))
 
 
 def cached_join_feed_examples(topics: dict[str, str]) -> StreamsBuilder:
@@ -69,10 +87,10 @@ def cached_join_feed_examples(topics: dict[str, str]) -> StreamsBuilder:
         .join(taps, lambda n, tap: f"{n}+{tap}", windows) \
         .process_values(StampValues) \
         .to(topics["out-cached-count"])
+    keyed_taps = taps.filter(lambda key, tap: key is not None)
     marks.to_table(Materialized.as_("cached-last")) \
         .to_stream() \
-        .outer_join(taps.filter(lambda key, tap: key is not None),
-                    lambda last, tap: f"{java_string(last)}+{java_string(tap)}", windows) \
+        .outer_join(keyed_taps, lambda last, tap: f"{java_string(last)}+{java_string(tap)}", windows) \
         .process_values(StampValues) \
         .to(topics["out-cached-to-table"])
     marks.group_by_key().cogroup(lambda key, mark, last: mark) \
@@ -118,6 +136,10 @@ def cached_join_feed_examples(topics: dict[str, str]) -> StreamsBuilder:
         .join(builder.stream(topics["payments"]), lambda paid, payment: f"{paid}+{payment}", windows) \
         .process_values(StampValues) \
         .to(topics["out-cached-paid"])
+    filtered = marks.to_table(Materialized.as_("uncached-marks").with_caching_disabled()) \
+        .filter(lambda key, mark: not mark.endswith("3"), Materialized.as_("cached-filtered"))
+    filtered.to_stream().process(FilteredReader, "cached-filtered").to(topics["out-cached-filtered"])
+    keyed_taps.process(FilteredReader, "cached-filtered").to(topics["out-cached-filtered"])
     return builder
 
 

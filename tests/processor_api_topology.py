@@ -106,6 +106,35 @@ def _window_stores():
                                         Serdes.String(), Serdes.String())]
 
 
+# Window starts a processor computes near 0 (not a record's time), before it too: Kafka Streams' window store
+# takes a negative start (200 s retention), which only a key's fetch reads back (a window may not start before 0).
+NEAR_ZERO_STARTS = (-150_005, -100_001, -60_000, -5, 0, 10, 50_000)
+
+
+class NearZeroWindows(Processor):
+    """Puts each value under one of ``NEAR_ZERO_STARTS`` (by its timestamp) in the persistent window store
+    ``near-zero``, and forwards the key's windows starting before 0 (from -200 s: those still retained) and
+    every key's from 0 to 100 s, in the store's order."""
+
+    def init(self, context) -> None:
+        self.context = context
+        self.store = context.get_state_store("near-zero")
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            return
+        self.store.put(record.key, record.value, NEAR_ZERO_STARTS[record.timestamp % len(NEAR_ZERO_STARTS)])
+        before = ",".join(f"{start}={value}" for start, value in self.store.fetch(record.key, -200_000, -1))
+        every = ",".join(f"{entry.key.key}@{entry.key.window.start}={entry.value}"
+                         for entry in self.store.fetch_all(0, 100_000))
+        self.context.forward(record.with_value(f"p{self.context.record_metadata().partition}|near|{before}/{every}"))
+
+
+def _near_zero_store():
+    return Stores.window_store_builder(Stores.persistent_window_store("near-zero", 200_000, 100, False),
+                                       Serdes.String(), Serdes.String())
+
+
 class SessionLog(Processor):
     """In each session store (20 s retention), the record merges the key's sessions within the gap
     (500 ms) of it: each found one is removed (``remove``; a null value instead deletes them with a
@@ -272,6 +301,8 @@ def processor_api_examples(topics: dict[str, str]) -> StreamsBuilder:
     events.process(VersionLog, "versions").to(topics["out"])
     events.to_table(Materialized.as_(Stores.persistent_versioned_key_value_store("versioned-events", 2_000))) \
         .to_stream().process(TableLog, "versioned-events").to(topics["out"])
+    builder.add_state_store(_near_zero_store())
+    events.process(NearZeroWindows, "near-zero").to(topics["out"])
     return builder
 
 

@@ -15,9 +15,10 @@ aggregations' timestamps for it (README, "Stream-stream joins (inner, left, oute
 task-grouped"). Each output value ends with ``|t`` and its record's timestamp (a ``process_values``
 after the join). And, in an app of their own, twelve joins fed by stores with the record cache on (a table, a
 count, a to_table, a cogroup, a materialized table-table join, a filter's and a map_values' own stores after a
-versioned table, time, session and sliding windowed counts, a re-grouped table's count, a foreign-key join's result:
-tests/cached_join_feed_topology.py, CachedJoinFeedExamples.java), which Kafka Streams runs committing once, when
-closed after its whole input (CommitOnceRuns.java); each of their tasks' input is one micro-batch of ours, also killed.
+versioned table, time, session and sliding windowed counts, a re-grouped table's count, a foreign-key join's result)
+and a cached filter's own store read by a processor named with it (tests/cached_join_feed_topology.py,
+CachedJoinFeedExamples.java), which Kafka Streams runs committing once, when closed after its whole input
+(CommitOnceRuns.java); each of their tasks' input is one micro-batch of ours, also killed.
 
 Input (2 partitions, each key on one): rounds a minute apart, each with events, clicks, profile
 updates and visits out of order within 6 s of the round's start, events late by 15 s and by a round
@@ -286,13 +287,15 @@ def test_reference_forwards_each_cached_key_once_at_its_commit(cached_kafka_stre
     nothing: created and deleted within the commit; a cogroup a value of its key; a table-table join
     its last row with a tap; a re-grouped count its group's members at the end; a foreign-key join
     the order's last row with its user's last, an answer that came twice once), and the joins paired
-    some of them and joined others with null, on both partitions."""
+    some of them and joined others with null, on both partitions. The cached filter's store forwarded each
+    key's last mark it keeps, once, which its reader read back; the taps read puts not flushed yet from its cache."""
     records, results = cached_kafka_streams_run["records"], cached_kafka_streams_run["results"]
-    counts, last_rows, last_marks = defaultdict(int), {}, {}
-    for key, value, _, _ in records["marks"]:
+    counts, last_rows, last_marks, mark_partitions = defaultdict(int), {}, {}, {}
+    for key, value, partition, _ in records["marks"]:
         if key is not None:
             counts[key] += value is not None
             last_marks[key] = value
+            mark_partitions[key] = partition
     for key, value, _, _ in records["rows"]:
         if key is not None:
             last_rows[key] = value
@@ -328,6 +331,17 @@ def test_reference_forwards_each_cached_key_once_at_its_commit(cached_kafka_stre
         assert paid_pairs and all(paid == f"{last_orders[key]}@{users[last_orders[key].split(':')[0]]}"
                                   for key, paid in paid_pairs)
         assert any(paid.endswith(".again") for _, paid in paid_pairs)  # the answer that came twice, once
+        # the filter's changes are marks ("m..."), never a tombstone: a key flushed once was never stored before
+        reads = results["out-cached-filtered"][partition]
+        kept = sorted((key, value.split("|t")[0]) for key, value in reads if value.startswith("m"))
+        assert kept == sorted((key, mark) for key, mark in last_marks.items() if mark_partitions[key] == partition
+                              and mark is not None and not mark.endswith("3"))
+        assert all(value.split("|")[-1].startswith(f"{value.split('|t')[0]}@") for _, value in reads
+                   if value.startswith("m"))
+    # the taps read marks put before the commit (from the cache), and nothing where none was put yet
+    tap_reads = [value.split("|")[-1] for partition in range(PARTITIONS)
+                 for _, value in results["out-cached-filtered"][partition] if not value.startswith("m")]
+    assert any(read == "null" for read in tap_reads) and any(read.startswith("m") for read in tap_reads)
 
 
 def test_reference_forwards_each_kept_stores_last_put(cached_kafka_streams_run):

@@ -55,7 +55,8 @@ every record is older than every other input's, u15 never written), filtered int
 2 s. Its sequence is determined, unlike the prices' join's: the owners are all processed before any
 subscription (older, in Kafka Streams' timestamp merge as here), so every answer carries its order's
 time; a user's subscriptions go to its own partition's owners task, whose answers come back in the
-order sent; and every answer matches the flag's hash (the same value), whenever it comes back.
+order sent; and every answer matches the flag's hash (the same value), whenever it comes back. Beside
+that join, a processor reads each store it reads: the flags' on the orders, the owners' on their updates.
 
 And windowed tables' steps into versioned stores keyed by windows (``WindowedSerde``/``SessionWindowed`` key
 serdes, as Kafka Streams needs): the orders counted in 10 s windows filtered into one of 3 s, the limits'

@@ -87,7 +87,7 @@ def _run(rows, batches):
 
 def _counter_outputs(outputs):
     """What BucketCounter and StampValues forward (the store logs left out)."""
-    return [(key, value) for key, value in outputs if value.split("|")[1] not in ("win", "ses", "dup", "ver", "tab")]
+    return [(key, value) for key, value in outputs if value.split("|")[1] not in ("win", "ses", "dup", "ver", "tab", "near")]
 
 
 ROWS = [("a1", "x", 1000), ("a1", "x", 2000), ("a2", "y", 12000), (None, "z", 3000), ("a1", None, 500),

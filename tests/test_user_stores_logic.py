@@ -132,3 +132,15 @@ def test_query_shows_a_user_session_stores_windows_closed_on_both_ends():
     content = {entry.key: entry.value for entry in store.fetch(None, None)}
     lines = format_entries(store_entries(content), StoreType.USER_SESSION)
     assert lines[1] == "a    [1970-01-01T00:00:00.000Z, 1970-01-01T00:00:01.000Z]  2"
+
+
+def test_a_negative_window_start_is_put_and_read_back_by_its_key_only():
+    """Kafka Streams' window store takes a put at a negative start; a key's fetch returns it by start,
+    a read that returns windows fails building it (``Window`` refuses a negative start)."""
+    store = WindowStore("w", Serdes.String(), Serdes.String(), Stores.persistent_window_store("w", 200_000, 100, False), {})
+    for value, start in (("near", -5), ("pos", 10), ("far", -100_001)):
+        store.put("a", value, start)
+    assert list(store.fetch("a", -200_000, -1)) == [(-100_001, "far"), (-5, "near")]
+    assert [entry.value for entry in store.fetch_all(0, 100)] == ["pos"]
+    with pytest.raises(ValueError, match="Window startMs time cannot be negative"):
+        list(store.fetch_all(-10, 100))

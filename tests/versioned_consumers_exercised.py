@@ -49,6 +49,7 @@ def assert_reference_exercises_it(expected: dict, records: dict[str, list[tuple]
     _assert_steps_exercised(expected, records)
     _assert_history_versions_exercised(expected)
     _assert_window_steps_exercised(expected)
+    _assert_store_reads_exercised(expected)
 
 
 def _stamped(results: dict, output: str) -> list[tuple]:
@@ -163,3 +164,13 @@ def _assert_window_steps_exercised(expected: dict) -> None:
     sessions = _window_step_reads(expected, "out-session-steps")
     assert any(parts[1] == "null" for parts in sessions)
     assert any(parts[0].split("-")[0] != parts[0].split("-")[1] and parts[1] != "null" for parts in sessions)
+
+
+def _assert_store_reads_exercised(expected: dict) -> None:
+    """Beside the foreign-key join: each order's flag read back at the order's time, a null order reading
+    an earlier flag; owners' rows and tombstones read as the table holds them."""
+    flag_reads = [value.split("|") for value in _values(expected, "out-flag-reads")]
+    assert all(read[2] == f"o@{read[1][1:]}" for read in flag_reads if read[0] != "null")
+    assert any(read[0] == "null" and read[2].startswith("o@") for read in flag_reads)
+    owner_reads = [value.split("|") for value in _values(expected, "out-owner-reads")]
+    assert any(read[2] == "null" for read in owner_reads) and any(read[2].startswith("w") for read in owner_reads)

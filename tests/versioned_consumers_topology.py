@@ -33,8 +33,10 @@ windows, each read by a :class:`WindowVersions` on its changes: the orders count
 2 s) filtered into one of 3 s (``out-window-steps``: the processor puts versions ahead into it); the
 limits' changes counted in sliding windows of 2 s (grace 1 s) mapped into one of 2 s
 (``out-sliding-steps``); the regions' changes counted in sessions (gap 3 s, grace 1 s) filtered into one
-of 1 s (``out-session-steps``). Its functions are self-contained: Spark's Python workers cannot import
-modules of tests/.
+of 1 s (``out-session-steps``). Beside the foreign-key join, which reads the flags' store (its answers)
+and the owners' (its subscriptions), :class:`StoreReads` reads each on its table's side: the orders'
+flags (``out-flag-reads``), the owners' updates (``out-owner-reads``). Its functions are self-contained:
+Spark's Python workers cannot import modules of tests/.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ OUTPUTS = ("out-joined", "out-history", "out-filtered", "out-kept-joined", "out-
            "out-versioned-joined", "out-orders", "out-order-counts", "out-counted", "out-priced-regions",
            "out-join-steps", "out-last-orders", "out-history-tails", "out-history-versions", "out-cogroup-tails",
            "out-suppressed-limits", "out-step-versions", "out-fk-steps", "out-window-steps", "out-sliding-steps",
-           "out-session-steps")
+           "out-session-steps", "out-flag-reads", "out-owner-reads")
 # The foreign-key join's output, whose sequence depends on when its answers come back (compared by final values)
 FK_OUTPUT = "out-priced-regions"
 FK_JOIN_NAME = "prices-regions"  # its internal topics: <app>-prices-regions-subscription-{registration,response}-topic
@@ -142,6 +144,27 @@ class WindowVersions(Processor):
         reads = "|".join(_versioned_record(read) for read in (self.store.get(window), self.store.get(window, t - 1)))
         self.context.forward(record.with_key(window.key).with_value(
             f"{window.window.start}-{window.window.end}|{value}|t{t}|{written}|{reads}"))
+
+
+class StoreReads(Processor):
+    """VersionedConsumerExamples.StoreReads: each record with a key, its timestamp and what the plain
+    store ``store_name`` holds for the key (``value@timestamp``, or ``null``), in a sub-topology where a
+    foreign-key join reads the same store."""
+
+    def __init__(self, store_name: str) -> None:
+        self.store_name = store_name
+
+    def init(self, context) -> None:
+        self.context = context
+        self.store = context.get_state_store(self.store_name)
+
+    def process(self, record: Record) -> None:
+        if record.key is None:  # Kafka Streams' store refuses a null key; a null-keyed record's partition is the producer's
+            return
+        stored = self.store.get(record.key)
+        stored_text = "null" if stored is None else f"{stored.value()}@{stored.timestamp()}"
+        value = "null" if record.value is None else record.value
+        self.context.forward(record.with_value(f"{value}|t{record.timestamp}|{stored_text}"))
 
 
 def _window_steps(builder: StreamsBuilder, orders, limits, regions, topics: dict[str, str]) -> None:
@@ -250,4 +273,6 @@ def versioned_consumer_examples(topics: dict[str, str]) -> StreamsBuilder:
             Stores.persistent_versioned_key_value_store("fk-steps", timedelta(seconds=2)))) \
         .to_stream().process_values(StampValues).to(topics["out-fk-steps"])
     _window_steps(builder, orders, limits, regions, topics)
+    orders.process(lambda: StoreReads("order-flags"), "order-flags").to(topics["out-flag-reads"])
+    owners.to_stream().process(lambda: StoreReads("owners-store"), "owners-store").to(topics["out-owner-reads"])
     return builder

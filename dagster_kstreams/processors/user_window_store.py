@@ -111,6 +111,8 @@ class WindowStore(WindowStoreReads, TimeOrderedStore):
                        self._value_serde.deserialize(data)) for start, raw, _, data in found]
 
     def _order(self, entry) -> tuple:
+        # ``//`` floors where Kafka Streams' segmentId divides toward zero: they differ for a negative
+        # start only, which no range read returns (its Window is refused) and a key's fetch orders by start.
         start, raw, seqnum, _ = entry
         if not self._supplier.persistent:  # InMemoryWindowStore: segment map by start, then the key bytes
             return start, (raw + _seq(seqnum) if self._duplicates else raw)

@@ -178,10 +178,16 @@ def _schema_text(schema: Any) -> str:
 @dataclass(frozen=True)
 class Window:
     """A window's bounds in epoch milliseconds: ``[start, end)`` (Kafka's TimeWindow), or
-    ``[start, end]`` for a session window (Kafka's SessionWindow: both ends inclusive)."""
+    ``[start, end]`` for a session window (Kafka's SessionWindow: both ends inclusive). A negative
+    start is refused, as Kafka's ``Window`` constructor refuses it: a user processor's window store
+    takes a put at one, but a read that would return it as a window fails, in Kafka Streams as here."""
 
     start: int
     end: int
+
+    def __post_init__(self) -> None:
+        if self.start < 0:
+            raise ValueError(f"Window startMs time cannot be negative: {self.start}")
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,10 @@
 package kstreams.oracle;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
@@ -88,32 +88,28 @@ public final class AggregationJoinExamples {
         String bootstrap = args[0];
         String applicationId = args[1];
         List<String> inputs = List.of(args).subList(3, 7);
-        Topology topology = aggregationJoinExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
-                                                    args[10]);
+        RepartitionFirstRuns.TopologyOn topology =
+            topics -> aggregationJoinExamples(topics.get(0), topics.get(1), topics.get(2), topics.get(3), args[7],
+                                              args[8], args[9], args[10]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, args[2]);
-        // Wait for every input partition of a task rather than run ahead on one: the re-grouped
-        // table's join reads a repartition topic its own upstream task fills (the Spark runner
-        // writes it first); 20 s as StreamJoinExamples, for a loaded machine.
-        props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 20_000L);
         // The left join: emit non-joined records as soon as stream time allows, not at most once
         // per second of wall-clock time (which would depend on processing speed).
         props.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", 0L);
-        KafkaStreams streams = new KafkaStreams(topology, props);
-        streams.start();
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> {
-                // the inputs and the re-grouping's repartition topic (created on startup)
-                List<String> topics = new ArrayList<>(inputs);
-                for (String topic : admin.listTopics().names().get()) {
-                    if (topic.startsWith(applicationId + "-") && topic.endsWith("-repartition")) {
-                        topics.add(topic);
-                    }
-                }
-                return topics.size() <= inputs.size() ? null : topics;
-            }, Duration.ofMinutes(5));
-            System.out.println(KafkaStreamsRuns.describeJson(topology));
-        } finally {
-            KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
+            // The re-grouped table's join reads a repartition topic of the profiles: filled first
+            // (RepartitionFirstRuns).
+            RepartitionFirstRuns.fillRepartitionTopics(admin, props, topology, inputs, Set.of(inputs.get(2)));
+            // All its input written before it starts: 0, not a wait, still merges all of it (KIP-695).
+            props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 0L);
+            KafkaStreams streams = new KafkaStreams(topology.of(inputs), props);
+            streams.start();
+            try {
+                KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId,
+                    () -> RepartitionFirstRuns.withRepartitionTopics(admin, applicationId, inputs), Duration.ofMinutes(5));
+                System.out.println(KafkaStreamsRuns.describeJson(topology.of(inputs)));
+            } finally {
+                KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
+            }
         }
     }
 }

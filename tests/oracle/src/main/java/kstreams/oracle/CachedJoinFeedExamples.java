@@ -22,9 +22,14 @@ import org.apache.kafka.streams.kstream.TableJoined;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.TimestampedKeyValueStore;
+import org.apache.kafka.streams.state.ValueAndTimestamp;
 import org.apache.kafka.streams.state.WindowStore;
 
 /**
@@ -43,11 +48,13 @@ import org.apache.kafka.streams.state.WindowStore;
  * inner-joined with the payments (in the orders' sub-topology); each within 2 s and a grace of 5 s
  * unless said. The cache forwards a key's (a window's, a session's) last update at the commit, with
  * that update's timestamp, and the join buffers and pairs it then. Each output value ends with "|t" and
- * the record's timestamp. Prints JSON {"describe": ...}.
+ * the record's timestamp. A filter keeping its own store with the record cache on ("cached-filtered", of
+ * the marks made an uncached table), which FilteredReader reads: on the filter's changes (forwarded by
+ * the cache at the commit) and on the taps that have a key. Prints JSON {"describe": ...}.
  *
  * Args: bootstrap applicationId stateDir rows taps marks members pings orders users payments
  *       outTable outCount outToTable outCogroup outTableJoin outKept outShouted outWindows outSessions
- *       outSliding outRegroup outPaid
+ *       outSliding outRegroup outPaid outFiltered
  *
  * The Python twin is cached_join_feed_examples() in tests/cached_join_feed_topology.py; keep the two in step.
  */
@@ -58,12 +65,32 @@ final class CachedJoinFeedExamples {
         return value == null ? "null" : value.toString();
     }
 
+    /** Each record, its timestamp and what the cached filter's store holds for its key (its cache first). */
+    static final class FilteredReader implements Processor<String, String, String, String> {
+        private ProcessorContext<String, String> context;
+        private TimestampedKeyValueStore<String, String> filtered;
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+            this.filtered = context.getStateStore("cached-filtered");
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            ValueAndTimestamp<String> stored = filtered.get(record.key());
+            String storedText = stored == null ? "null" : stored.value() + "@" + stored.timestamp();
+            context.forward(record.withValue(s(record.value()) + "|t" + record.timestamp() + "|" + storedText));
+        }
+    }
+
     static Topology cachedJoinFeedExamples(String rows, String taps, String marks, String members, String pings,
                                            String orders, String users, String payments,
                                            String outTable, String outCount, String outToTable,
                                            String outCogroup, String outTableJoin, String outKept,
                                            String outShouted, String outWindows, String outSessions,
-                                           String outSliding, String outRegroup, String outPaid) {
+                                           String outSliding, String outRegroup, String outPaid,
+                                           String outFiltered) {
         StreamsBuilder builder = new StreamsBuilder();
         JoinWindows windows = JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(2), Duration.ofSeconds(5));
         KStream<String, String> tapStream = builder.stream(taps);
@@ -81,9 +108,10 @@ final class CachedJoinFeedExamples {
             .join(tapStream, (n, tap) -> n + "+" + tap, windows)
             .processValues(StampValues::new)
             .to(outCount);
+        KStream<String, String> keyedTaps = tapStream.filter((key, tap) -> key != null);
         markStream.toTable(Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("cached-last"))
             .toStream()
-            .outerJoin(tapStream.filter((key, tap) -> key != null), (last, tap) -> s(last) + "+" + s(tap), windows)
+            .outerJoin(keyedTaps, (last, tap) -> s(last) + "+" + s(tap), windows)
             .processValues(StampValues::new)
             .to(outToTable);
         markStream.groupByKey()
@@ -137,6 +165,12 @@ final class CachedJoinFeedExamples {
             .join(builder.<String, String>stream(payments), (paid, payment) -> paid + "+" + payment, windows)
             .processValues(StampValues::new)
             .to(outPaid);
+        KTable<String, String> filtered = markStream
+            .toTable(Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("uncached-marks").withCachingDisabled())
+            .filter((key, mark) -> !mark.endsWith("3"),
+                    Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("cached-filtered"));
+        filtered.toStream().process(FilteredReader::new, "cached-filtered").to(outFiltered);
+        keyedTaps.process(FilteredReader::new, "cached-filtered").to(outFiltered);
         return builder.build();
     }
 
@@ -198,7 +232,7 @@ final class CachedJoinFeedExamples {
         Topology topology = cachedJoinFeedExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
                                                    args[10], args[11], args[12], args[13], args[14], args[15],
                                                    args[16], args[17], args[18], args[19], args[20], args[21],
-                                                   args[22]);
+                                                   args[22], args[23]);
         Properties props = CommitOnceRuns.properties(args[0], args[1], args[2]);
         // The inputs are all produced before it starts: a task waits for the records of each partition
         // whose lag it knows (KIP-695), with no idling on top. A task that also reads an internal topic

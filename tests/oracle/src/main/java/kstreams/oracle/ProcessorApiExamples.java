@@ -189,6 +189,8 @@ public final class ProcessorApiExamples {
         stream.toTable(Materialized.<String, String>as(
                 Stores.persistentVersionedKeyValueStore("versioned-events", Duration.ofSeconds(2))))
             .toStream().process(TableLog::new, "versioned-events").to(out);
+        builder.addStateStore(WindowStoreLogs.nearZeroStore());
+        stream.process(WindowStoreLogs.NearZeroWindows::new, "near-zero").to(out);
         return builder.build();
     }
 

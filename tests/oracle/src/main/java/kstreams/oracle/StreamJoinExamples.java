@@ -3,10 +3,10 @@ package kstreams.oracle;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
@@ -104,45 +104,30 @@ public final class StreamJoinExamples {
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
         String applicationId = args[1];
-        String stateDir = args[2];
         List<String> inputs = List.of(args).subList(3, 19);
-        StreamsBuilder builder = streamJoinExamples(inputs, List.of(args).subList(19, 26));
-        Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
-        // Join 3 reads a repartition topic its own upstream task fills: wait for it rather than run
-        // ahead on the other input (the Spark runner writes the repartition topic first).
-        // 20 s: the upstream task runs in the same stream thread and fills the topic within a second
-        // of the start on an idle machine, but not on a loaded one (with 5 s, at a load of 25, the
-        // join ran ahead and the reference missed most of out3); the wait costs its whole length
-        // once, at the end of the input.
-        props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 20_000L);
+        List<String> outputs = List.of(args).subList(19, 26);
+        Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, args[2]);
         // Left/outer joins: emit non-joined records as soon as stream time allows. By default Kafka
         // Streams scans for them at most once per second of wall-clock time, so which records
         // find a late partner first depends on processing speed.
         props.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", 0L);
-
-        KafkaStreams streams = new KafkaStreams(builder.build(), props);
-        streams.start();
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> {
-                // the inputs and the repartition topic of join 3 (created on startup)
-                List<String> topics = new ArrayList<>(inputs);
-                for (String topic : admin.listTopics().names().get()) {
-                    if (topic.startsWith(applicationId + "-") && topic.endsWith("-repartition")) {
-                        topics.add(topic);
-                    }
-                }
-                return topics.size() <= inputs.size() ? null : topics;
-            }, Duration.ofMinutes(5));
-            double dropped = 0;
-            for (var metric : streams.metrics().entrySet()) {
-                if (metric.getKey().name().equals("dropped-records-total")
-                        && metric.getKey().group().equals("stream-task-metrics")) {
-                    dropped += ((Number) metric.getValue().metricValue()).doubleValue();
-                }
+            // Join 3 reads a repartition topic of a3 re-keyed: filled first (RepartitionFirstRuns).
+            long dropped = RepartitionFirstRuns.fillRepartitionTopics(
+                admin, props, topics -> streamJoinExamples(topics, outputs).build(), inputs, Set.of(inputs.get(4)));
+            // All its input written before it starts: 0, not a wait, still merges all of it (a task waits
+            // for a partition whose lag it does not know or whose records it has not fetched, KIP-695).
+            props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 0L);
+            KafkaStreams streams = new KafkaStreams(streamJoinExamples(inputs, outputs).build(), props);
+            streams.start();
+            try {
+                KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId,
+                    () -> RepartitionFirstRuns.withRepartitionTopics(admin, applicationId, inputs), Duration.ofMinutes(5));
+                dropped += RepartitionFirstRuns.droppedRecords(streams);
+            } finally {
+                KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
             }
-            System.out.println("{\"dropped-records-total\": " + (long) dropped + "}");
-        } finally {
-            KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
+            System.out.println("{\"dropped-records-total\": " + dropped + "}");
         }
     }
 }

@@ -31,6 +31,7 @@ import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.TimestampedKeyValueStore;
+import org.apache.kafka.streams.state.ValueAndTimestamp;
 import org.apache.kafka.streams.state.VersionedKeyValueStore;
 import org.apache.kafka.streams.state.VersionedRecord;
 
@@ -63,7 +64,7 @@ import org.apache.kafka.streams.state.VersionedRecord;
  *       outKeptJoined outMarked outVersionedFiltered outVersionedJoined outOrders outOrderCounts
  *       outCounted outPricedRegions outJoinSteps outLastOrders outHistoryTails outHistoryVersions
  *       outCogroupTails outSuppressedLimits outStepVersions outFkSteps outWindowSteps outSlidingSteps
- *       outSessionSteps
+ *       outSessionSteps outFlagReads outOwnerReads
  *
  * HistoryVersions, on the re-grouped aggregate's changes, works on its versioned store and on its
  * tails' (outHistoryVersions). The orders and the limits' changes are cogrouped into a plain store (each
@@ -77,7 +78,9 @@ import org.apache.kafka.streams.state.VersionedRecord;
  * changes: the orders counted in 10 s windows (grace 2 s) filtered into one of 3 s (outWindowSteps: the
  * processor puts versions ahead into it); the limits' changes counted in sliding windows of 2 s (grace
  * 1 s) mapped into one of 2 s (outSlidingSteps); the regions' changes counted in sessions (gap 3 s, grace
- * 1 s) filtered into one of 1 s (outSessionSteps).
+ * 1 s) filtered into one of 1 s (outSessionSteps). Beside the foreign-key join, which reads the flags'
+ * store (its answers) and the owners' (its subscriptions), StoreReads reads each on its table's side: the
+ * orders' flags (outFlagReads), the owners' updates (outOwnerReads).
  *
  * The Python twin is versioned_consumer_examples() in tests/versioned_consumers_topology.py; keep
  * the two in step.
@@ -146,6 +149,36 @@ public final class VersionedConsumerExamples {
      * limits' (both a filter's or map_values' versioned store), each one's version 1 ms before the
      * change, and what the prices' filter's plain store holds (twin: StepVersions).
      */
+    /**
+     * Each record with a key, its timestamp and what the plain store {@code storeName} holds for the key, in a
+     * sub-topology where a foreign-key join reads the same store (twin: StoreReads).
+     */
+    static final class StoreReads implements Processor<String, String, String, String> {
+        private final String storeName;
+        private ProcessorContext<String, String> context;
+        private TimestampedKeyValueStore<String, String> store;
+
+        StoreReads(String storeName) {
+            this.storeName = storeName;
+        }
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+            this.store = context.getStateStore(storeName);
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            if (record.key() == null) {
+                return;
+            }
+            ValueAndTimestamp<String> stored = store.get(record.key());
+            String storedText = stored == null ? "null" : stored.value() + "@" + stored.timestamp();
+            context.forward(record.withValue(text(record.value()) + "|t" + record.timestamp() + "|" + storedText));
+        }
+    }
+
     static final class StepVersions implements Processor<String, String, String, String> {
         private ProcessorContext<String, String> context;
         private VersionedKeyValueStore<String, String> tails;
@@ -263,7 +296,8 @@ public final class VersionedConsumerExamples {
                                               String outLastOrders, String outHistoryTails, String outHistoryVersions,
                                               String outCogroupTails, String outSuppressedLimits,
                                               String outStepVersions, String owners, String outFkSteps,
-                                              String outWindowSteps, String outSlidingSteps, String outSessionSteps) {
+                                              String outWindowSteps, String outSlidingSteps, String outSessionSteps,
+                                              String outFlagReads, String outOwnerReads) {
         StreamsBuilder builder = new StreamsBuilder();
         KTable<String, String> priceTable = builder.table(prices,
             Materialized.as(Stores.persistentVersionedKeyValueStore("prices-store", Duration.ofSeconds(10))));
@@ -345,6 +379,8 @@ public final class VersionedConsumerExamples {
             .processValues(StampValues::new)
             .to(outFkSteps);
         windowSteps(orderStream, limitTable, regionTable, outWindowSteps, outSlidingSteps, outSessionSteps);
+        orderStream.process(() -> new StoreReads("order-flags"), "order-flags").to(outFlagReads);
+        ownerTable.toStream().process(() -> new StoreReads("owners-store"), "owners-store").to(outOwnerReads);
         return builder.build();
     }
 
@@ -366,7 +402,7 @@ public final class VersionedConsumerExamples {
                                                       args[5], out[5], out[6], out[7], args[6], out[8],
                                                       out[9], out[10], out[11], out[12], out[13], out[14],
                                                       out[15], out[16], out[17], args[7], out[18], out[19],
-                                                      out[20], out[21]);
+                                                      out[20], out[21], out[22], out[23]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         // Wait for every input of a task rather than run ahead on one (the timestamp merge).
         props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 5_000L);

@@ -76,6 +76,50 @@ final class WindowStoreLogs {
         }
     }
 
+    /** Window starts a processor computes near 0, before it too (twin: NEAR_ZERO_STARTS). */
+    static final long[] NEAR_ZERO_STARTS = {-150_005L, -100_001L, -60_000L, -5L, 0L, 10L, 50_000L};
+
+    /** Each value under a start near 0; the key's windows before 0, every key's from 0 (twin: NearZeroWindows). */
+    static final class NearZeroWindows implements Processor<String, String, String, String> {
+        private ProcessorContext<String, String> context;
+        private WindowStore<String, String> store;
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+            this.store = context.getStateStore("near-zero");
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            if (record.key() == null) {
+                return;
+            }
+            store.put(record.key(), record.value(), NEAR_ZERO_STARTS[(int) (record.timestamp() % NEAR_ZERO_STARTS.length)]);
+            StringJoiner before = new StringJoiner(",");
+            try (WindowStoreIterator<String> entries = store.fetch(record.key(), -200_000L, -1L)) {
+                while (entries.hasNext()) {
+                    KeyValue<Long, String> entry = entries.next();
+                    before.add(entry.key + "=" + entry.value);
+                }
+            }
+            StringJoiner every = new StringJoiner(",");
+            try (KeyValueIterator<Windowed<String>, String> entries = store.fetchAll(0L, 100_000L)) {
+                while (entries.hasNext()) {
+                    KeyValue<Windowed<String>, String> entry = entries.next();
+                    every.add(entry.key.key() + "@" + entry.key.window().start() + "=" + entry.value);
+                }
+            }
+            RecordMetadata metadata = context.recordMetadata().orElseThrow();
+            context.forward(record.withValue("p" + metadata.partition() + "|near|" + before + "/" + every));
+        }
+    }
+
+    static StoreBuilder<WindowStore<String, String>> nearZeroStore() {
+        return Stores.windowStoreBuilder(Stores.persistentWindowStore(
+            "near-zero", Duration.ofMillis(200_000), Duration.ofMillis(100), false), Serdes.String(), Serdes.String());
+    }
+
     static List<StoreBuilder<WindowStore<String, String>>> windowStores() {
         return List.of(
             Stores.windowStoreBuilder(Stores.persistentWindowStore(
