@@ -147,9 +147,9 @@ class WindowVersions(Processor):
 
 
 class StoreReads(Processor):
-    """VersionedConsumerExamples.StoreReads: each record with a key, its timestamp and what the plain
-    store ``store_name`` holds for the key (``value@timestamp``, or ``null``), in a sub-topology where a
-    foreign-key join reads the same store."""
+    """StoreReads (Java, a processor of VersionedConsumerExamples): each record with a key, its timestamp
+    and what the plain store ``store_name`` holds for the key (``value@timestamp``, or ``null``), in a
+    sub-topology where a foreign-key join reads the same store."""
 
     def __init__(self, store_name: str) -> None:
         self.store_name = store_name

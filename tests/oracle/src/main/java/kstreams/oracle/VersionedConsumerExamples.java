@@ -31,7 +31,6 @@ import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.TimestampedKeyValueStore;
-import org.apache.kafka.streams.state.ValueAndTimestamp;
 import org.apache.kafka.streams.state.VersionedKeyValueStore;
 import org.apache.kafka.streams.state.VersionedRecord;
 
@@ -99,7 +98,7 @@ public final class VersionedConsumerExamples {
         return Integer.parseInt(value.substring(1));
     }
 
-    private static String text(String value) {
+    static String text(String value) {
         return value == null ? "null" : value;
     }
 
@@ -149,36 +148,6 @@ public final class VersionedConsumerExamples {
      * limits' (both a filter's or map_values' versioned store), each one's version 1 ms before the
      * change, and what the prices' filter's plain store holds (twin: StepVersions).
      */
-    /**
-     * Each record with a key, its timestamp and what the plain store {@code storeName} holds for the key, in a
-     * sub-topology where a foreign-key join reads the same store (twin: StoreReads).
-     */
-    static final class StoreReads implements Processor<String, String, String, String> {
-        private final String storeName;
-        private ProcessorContext<String, String> context;
-        private TimestampedKeyValueStore<String, String> store;
-
-        StoreReads(String storeName) {
-            this.storeName = storeName;
-        }
-
-        @Override
-        public void init(ProcessorContext<String, String> context) {
-            this.context = context;
-            this.store = context.getStateStore(storeName);
-        }
-
-        @Override
-        public void process(Record<String, String> record) {
-            if (record.key() == null) {
-                return;
-            }
-            ValueAndTimestamp<String> stored = store.get(record.key());
-            String storedText = stored == null ? "null" : stored.value() + "@" + stored.timestamp();
-            context.forward(record.withValue(text(record.value()) + "|t" + record.timestamp() + "|" + storedText));
-        }
-    }
-
     static final class StepVersions implements Processor<String, String, String, String> {
         private ProcessorContext<String, String> context;
         private VersionedKeyValueStore<String, String> tails;
