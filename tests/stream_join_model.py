@@ -4,10 +4,11 @@ task-grouped program over records without Spark: what the stream-join logic test
 from __future__ import annotations
 
 import pandas as pd
+from hypothesis import strategies as st
 
 from dagster_kstreams.processors import join_buffers as stream_joins
 
-__all__ = ["LONG_MAX", "java_long", "KsJoin", "run_task", "table_table_joined"]
+__all__ = ["LONG_MAX", "java_long", "KsJoin", "run_task", "table_rows_and_clicks", "table_table_joined"]
 
 
 def run_task(program, records, batches=1, stored=None):
@@ -122,3 +123,13 @@ def table_table_joined(join_type, new, old, other_value, side):
     present = {"inner": left is not None and right is not None, "left": left is not None,
                "outer": left is not None or right is not None}[join_type]
     return (f"{left}&{right}" if present else None), other_value is not None
+
+
+# Rows of two tables (t1, t2: None values are tombstones) and clicks (c), keys a, b or None, timestamps
+# within a few windows of each other, so that the other row's later time often decides.
+table_rows_and_clicks = st.lists(
+    st.tuples(st.sampled_from(["a", "b", None]), st.sampled_from(["t1", "t2", "c"]), st.integers(0, 4).map(lambda n: n == 0),
+              st.one_of(st.integers(100_000, 115_000), st.integers(100, 115).map(lambda t: t * 1000))),
+    max_size=30,
+).map(lambda rows: [(k, topic, None if topic != "c" and tombstone else f"{topic}{i}", t)
+                    for i, (k, topic, tombstone, t) in enumerate(rows)])

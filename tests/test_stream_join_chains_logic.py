@@ -13,7 +13,7 @@ from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import Materialized, StreamsBuilder
 from dagster_kstreams.topology.windows import JoinWindows
-from stream_join_model import KsJoin, run_task, table_table_joined
+from stream_join_model import KsJoin, run_task, table_rows_and_clicks, table_table_joined
 
 
 def _millis(seconds):
@@ -118,17 +118,8 @@ def test_joins_fed_by_a_table_and_a_stream_table_join_emit_like_kafka_streams(re
             if topic != DROPPED_LATE_TOPIC] == [("out", key, value) for key, value, _ in expected]
 
 
-# Timestamps within a few windows of each other, so that the other row's later time often decides.
-_table_rows_and_clicks = st.lists(
-    st.tuples(st.sampled_from(["a", "b", None]), st.sampled_from(["t1", "t2", "c"]), st.integers(0, 4).map(lambda n: n == 0),
-              st.one_of(st.integers(100_000, 115_000), st.integers(100, 115).map(lambda t: t * 1000))),
-    max_size=30,
-).map(lambda rows: [(k, topic, None if topic != "c" and tombstone else f"{topic}{i}", t)
-                    for i, (k, topic, tombstone, t) in enumerate(rows)])
-
-
 @settings(max_examples=150, deadline=None)
-@given(_table_rows_and_clicks, _millis(6), _millis(6), _millis(4), st.sampled_from(["inner", "left", "outer"]),
+@given(table_rows_and_clicks, _millis(6), _millis(6), _millis(4), st.sampled_from(["inner", "left", "outer"]),
        _JOINS, st.integers(1, 3))
 def test_a_join_fed_by_a_table_table_join_pairs_its_updates_by_both_rows_timestamps(records, before, after, grace,
                                                                                    table_join, join, batches):
