@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from dagster_kstreams.processors import join_buffers as stream_joins
 
-__all__ = ["LONG_MAX", "java_long", "KsJoin", "run_task", "table_rows_and_clicks", "table_table_joined"]
+__all__ = ["LONG_MAX", "java_long", "KsJoin", "run_task", "table_rows_and_clicks", "table_table_joined",
+           "table_table_update"]
 
 
 def run_task(program, records, batches=1, stored=None):
@@ -124,6 +125,23 @@ def table_table_joined(join_type, new, old, other_value, side):
                "outer": left is not None or right is not None}[join_type]
     return (f"{left}&{right}" if present else None), other_value is not None
 
+
+
+def table_table_update(rows: dict, join_type: str, key, topic: str, value, ts: int):
+    """A row of table ``topic`` (t1 or t2) put into ``rows`` (``{table: {key: (value, ts)}}``; None deletes),
+    and what the table-table join of t1 and t2 forwards for it: ``(joined value, its timestamp)`` (the
+    larger of both rows' when both stand), or None."""
+    old = rows[topic].get(key, (None, None))[0]
+    if value is None:
+        rows[topic].pop(key, None)
+    else:
+        rows[topic][key] = (value, ts)
+    other_value, other_ts = rows["t2" if topic == "t1" else "t1"].get(key, (None, None))
+    result = table_table_joined(join_type, value, old, other_value, topic)
+    if result is None:
+        return None
+    joined_value, stamped = result
+    return joined_value, max(ts, other_ts) if stamped else ts
 
 # Rows of two tables (t1, t2: None values are tombstones) and clicks (c), keys a, b or None, timestamps
 # within a few windows of each other, so that the other row's later time often decides.

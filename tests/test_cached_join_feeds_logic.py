@@ -23,7 +23,7 @@ from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import Materialized, StreamsBuilder
 from dagster_kstreams.topology.processor_api import Processor, Record, Stores
 from dagster_kstreams.topology.windows import JoinWindows, TimeWindows
-from stream_join_model import KsJoin, run_task, table_rows_and_clicks, table_table_joined
+from stream_join_model import KsJoin, run_task, table_rows_and_clicks, table_table_update
 
 _FEEDS = ("table", "to_table", "count", "reduce", "cogroup", "kept_filter", "kept_map_values")
 _AGGREGATIONS = ("count", "reduce", "cogroup")
@@ -157,16 +157,9 @@ def test_a_join_fed_by_a_cached_table_table_join_pairs_its_flushed_results(recor
         if topic == "c":
             expected += model.process(key, "right", value, ts)
         elif key is not None:
-            old = rows[topic].get(key, (None, None))[0]
-            if value is None:
-                rows[topic].pop(key, None)
-            else:
-                rows[topic][key] = (value, ts)
-            other_value, other_ts = rows["t2" if topic == "t1" else "t1"].get(key, (None, None))
-            result = table_table_joined(table_join, value, old, other_value, topic)
+            result = table_table_update(rows, table_join, key, topic, value, ts)
             if result is not None:
-                joined_value, stamped = result
-                store.put(key, joined_value, max(ts, other_ts) if stamped else ts)
+                store.put(key, *result)
         if (index + 1) % size == 0 or index + 1 == len(records):
             for flushed_key, flushed, stamp in store.flush():
                 expected += model.process(flushed_key, "left", flushed, stamp)

@@ -13,7 +13,7 @@ from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import Materialized, StreamsBuilder
 from dagster_kstreams.topology.windows import JoinWindows
-from stream_join_model import KsJoin, run_task, table_rows_and_clicks, table_table_joined
+from stream_join_model import KsJoin, run_task, table_rows_and_clicks, table_table_update
 
 
 def _millis(seconds):
@@ -142,16 +142,9 @@ def test_a_join_fed_by_a_table_table_join_pairs_its_updates_by_both_rows_timesta
             continue
         if key is None:
             continue
-        old = rows[topic].get(key, (None, None))[0]
-        if value is None:
-            rows[topic].pop(key, None)
-        else:
-            rows[topic][key] = (value, ts)
-        other_value, other_ts = rows["t2" if topic == "t1" else "t1"].get(key, (None, None))
-        result = table_table_joined(table_join, value, old, other_value, topic)
+        result = table_table_update(rows, table_join, key, topic, value, ts)
         if result is not None:
-            joined_value, stamped = result
-            expected += model.process(key, "left", joined_value, max(ts, other_ts) if stamped else ts)
+            expected += model.process(key, "left", *result)
     ours, _ = run_task(program, records, batches)
     assert [(topic, None if k is None else k.decode(), v.decode()) for topic, k, v in ours
             if topic != DROPPED_LATE_TOPIC] == [("out", key, value) for key, value, _ in expected]
