@@ -175,3 +175,15 @@ def kill_and_rerun(
                              extra_args=killed_args)
     runner = TaskRunner(build(topics), app_id, bootstrap, state_location=str(state), spark=spark, **runner_options)
     return Rerun(lines, runner, runner.run_all())
+
+
+def kill_after_first_batch_at_least_once(tmp_path: Path, build: Callable[[Any], Any], topics: object, *,
+                                         app_id: str, bootstrap: str, spark: Any) -> Rerun:
+    """:func:`kill_and_rerun` killed once task 0_0 has committed its first batch, its tasks run one at a
+    time in batches of 60 records, at-least-once in both runs (under exactly-once the upstream commit
+    markers would count as offsets and move the cuts)."""
+    return kill_and_rerun(tmp_path, build, topics, app_id=app_id, bootstrap=bootstrap, spark=spark,
+                          kill_when=lambda line: line.startswith("task 0_0 batch"),
+                          killed_args=("--parallelism", "1", "--max-records-per-batch", "60",
+                                       "--processing-guarantee", "at_least_once"),
+                          max_records_per_batch=60, processing_guarantee="at_least_once")

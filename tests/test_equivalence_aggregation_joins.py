@@ -44,7 +44,7 @@ import cached_join_feed_topology as cached_feeds
 from cached_join_feed_topology import cached_join_feed_examples, cached_join_feed_input
 from equivalence_io import (KafkaStreamsReference, StampValues, java_string, output_topics, produce_strings,
                             run_kafka_streams, start_kafka_streams)
-from killed_runs import kill_and_rerun
+from killed_runs import kill_after_first_batch_at_least_once
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
@@ -256,12 +256,9 @@ def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_
     # partitions: the aggregates, their timestamps, the join buffers and the left join's pending
     # records in its task state), at-least-once as in test_equivalence_stream_joins.py (under
     # exactly-once the upstream commit markers would count as offsets and move the cuts).
-    rerun = kill_and_rerun(tmp_path, aggregation_join_examples, topics, app_id=unique_topic("spark-aggjoin-kill"),
-                           bootstrap=kafka_bootstrap, spark=spark,
-                           kill_when=lambda line: line.startswith("task 0_0 batch"),
-                           killed_args=("--parallelism", "1", "--max-records-per-batch", "60",
-                                        "--processing-guarantee", "at_least_once"),
-                           max_records_per_batch=60, processing_guarantee="at_least_once")
+    rerun = kill_after_first_batch_at_least_once(tmp_path, aggregation_join_examples, topics,
+                                                 app_id=unique_topic("spark-aggjoin-kill"),
+                                                 bootstrap=kafka_bootstrap, spark=spark)
     task_records = sum(row[2] == 0 for name in INPUTS for row in kafka_streams_run["records"][name])
     assert 0 < rerun.by_task["0_0"].records_in < task_records, rerun.by_task
     _assert_same(_results(kafka_bootstrap, topics), kafka_streams_run["results"])
@@ -388,12 +385,9 @@ def test_cached_feeds_killed_part_way_and_rerun_match_kafka_streams(kafka_bootst
     # committed its batch, task 0_1's batch (done, under way or not begun) left to the rerun here.
     topics = output_topics(kafka_admin, unique_topic, cached_kafka_streams_run["inputs"], CACHED_OUTPUTS,
                            "spark-cachedjoin")
-    rerun = kill_and_rerun(tmp_path, cached_join_feed_examples, topics, app_id=unique_topic("spark-cachedjoin-kill"),
-                           bootstrap=kafka_bootstrap, spark=spark,
-                           kill_when=lambda line: line.startswith("task 0_0 batch"),
-                           killed_args=("--parallelism", "1", "--max-records-per-batch", "60",
-                                        "--processing-guarantee", "at_least_once"),
-                           max_records_per_batch=60, processing_guarantee="at_least_once")
+    rerun = kill_after_first_batch_at_least_once(tmp_path, cached_join_feed_examples, topics,
+                                                 app_id=unique_topic("spark-cachedjoin-kill"),
+                                                 bootstrap=kafka_bootstrap, spark=spark)
     assert rerun.by_task["0_0"].records_in == 0, rerun.by_task  # its one batch committed before the kill
     _assert_same(_results(kafka_bootstrap, topics, CACHED_OUTPUTS), cached_kafka_streams_run["results"],
                  CACHED_OUTPUTS)

@@ -42,7 +42,7 @@ from pyspark import cloudpickle
 
 import stream_join_topology
 from equivalence_io import KafkaStreamsReference, output_topics, produce_strings, start_kafka_streams
-from killed_runs import kill_and_rerun
+from killed_runs import kill_after_first_batch_at_least_once, kill_and_rerun
 from stream_join_topology import CHAIN_INPUTS, stream_join_examples, table_fed_join_examples
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import read_topic
@@ -339,12 +339,9 @@ def test_joins_fed_by_tables_killed_part_way_and_rerun_still_match_kafka_streams
     # Join 7 alone (sub-topology 0), killed once task 0_0 has committed its first batch (two whole
     # rounds of each of its three input partitions: the table's rows, the join buffers and pending
     # outer records in its task state), at-least-once as above; task 0_1 runs after it.
-    rerun = kill_and_rerun(tmp_path, table_fed_join_examples, topics, app_id=unique_topic("spark-sjoin-fed-kill"),
-                           bootstrap=kafka_bootstrap, spark=spark,
-                           kill_when=lambda line: line.startswith("task 0_0 batch"),
-                           killed_args=("--parallelism", "1", "--max-records-per-batch", "60",
-                                        "--processing-guarantee", "at_least_once"),
-                           max_records_per_batch=60, processing_guarantee="at_least_once")
+    rerun = kill_after_first_batch_at_least_once(tmp_path, table_fed_join_examples, topics,
+                                                 app_id=unique_topic("spark-sjoin-fed-kill"),
+                                                 bootstrap=kafka_bootstrap, spark=spark)
     task_records = sum(row[2] == 0 for name in FED_INPUTS for row in kafka_streams_run["records"][name])
     assert 0 < rerun.by_task["0_0"].records_in < task_records, rerun.by_task
     expected = kafka_streams_run["results"]
