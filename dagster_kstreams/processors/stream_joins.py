@@ -295,12 +295,11 @@ _KEY_PRESERVING = {NodeKind.SOURCE, NodeKind.FILTER, NodeKind.MAP_VALUES, NodeKi
 # on forwards each key's update at the micro-batch's end (program._flush), Kafka Streams' at a commit and an eviction.
 _TABLE_STORES = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE, NodeKind.TABLE_AGGREGATE,
                  NodeKind.TABLE_TABLE_JOIN_MERGE, NodeKind.FK_JOIN_RESULT, NodeKind.WINDOWED_AGGREGATE}
-# Of those, the cached ones compared with Kafka Streams committing once after the input (README,
-# "Stream-stream joins ... run task-grouped"): each key's last update (a re-grouped table's subtraction and
-# addition, a foreign-key join's answers, collapse into it; a windowed aggregation's: each window's or
-# session's own, StoreProcessor.flush_entries) in last-update order, with its own timestamp (Kafka Streams'
-# stamp) and headers, after every record's own output. Not yet: a windowed cogroup's.
-_CACHE_FLUSH_COMPARED = _TABLE_STORES
+# Each compared with Kafka Streams committing once after the input (README, "Stream-stream joins ... run
+# task-grouped"): each key's last update (a re-grouped table's subtraction and addition, a foreign-key
+# join's answers, collapse into it; a windowed aggregation's: each window's or session's own,
+# StoreProcessor.flush_entries) in last-update order, with its own timestamp (Kafka Streams' stamp) and
+# headers, after every record's own output. Not yet: a windowed cogroup's.
 # Processors that forward records under other keys than the source record's: a user processor (its
 # punctuators; process() may change keys), a suppression's evictions, a windowed aggregation's windows
 # (time, sliding or session windows, a cogroup's too, on every update or at window close: each window
@@ -361,7 +360,7 @@ def _check_keys_before(ctx, window_node) -> None:
     Every processor between a source and this join window keeps the source key (the DSL repartitions
     before the join otherwise), or forwards each record with its own key's group (:data:`_REGROUPING`:
     the processors before it need not keep the key), and all of them forward while the record is
-    processed, or at the batch's end as Kafka Streams' cache at a commit (:data:`_CACHE_FLUSH_COMPARED`).
+    processed, or at the batch's end as Kafka Streams' cache at a commit (:data:`_TABLE_STORES`).
     Any number of joins may share a sub-topology: each keeps its state under its own store names."""
     sub = ctx.subtopology
     to_regrouping = reachable(sub, window_node.parents, lambda node: () if _regroups(node) else node.parents)
@@ -380,9 +379,8 @@ def _check_keys_before(ctx, window_node) -> None:
     for node in reachable(sub, window_node.parents, lambda node: node.parents):
         store = node.params.get("store_name")
         cached = node.kind in _TABLE_STORES and store in node.stores and ctx.cached(store)
-        compared = node.kind in _CACHE_FLUSH_COMPARED and not (
-            node.kind is NodeKind.WINDOWED_AGGREGATE and node.params.get("cogroup"))
-        if (cached and not compared) or caches_own_store_uncompared(ctx, node):
+        windowed_cogroup = node.kind is NodeKind.WINDOWED_AGGREGATE and node.params.get("cogroup")
+        if (cached and windowed_cogroup) or caches_own_store_uncompared(ctx, node):
             raise UnsupportedTopologyError(
                 f"table {node.name} ({store}) comes before the stream-stream join {window_node.name} in its "
                 "sub-topology with its record cache on; the Spark runner's cache forwards a key's update at the "
