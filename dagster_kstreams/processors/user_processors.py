@@ -150,10 +150,10 @@ def build(factory, ctx) -> UserProcessorNode:
             stores[store_name] = (*serdes, spec.window)  # the window or session store's supplier (None: key-value)
         else:
             check_dsl_store(factory, spec, ctx.subtopology, serdes[0])
+            windowed = keyed_by_windows(spec, ctx.subtopology)
             if spec.history_retention_ms is not None:
-                windowed = keyed_by_windows(spec, ctx.subtopology)
                 view = WindowedVersionedTableStore if windowed else VersionedTableStore
-            elif keyed_by_windows(spec, ctx.subtopology):
+            elif windowed:
                 view = WindowedKeyValueStore
             else:
                 view = _DSL_STORE_VIEWS.get(spec.type, TimestampedKeyValueStore)
