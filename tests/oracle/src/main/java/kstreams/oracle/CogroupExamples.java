@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 import java.util.StringJoiner;
 
 import org.apache.kafka.clients.admin.Admin;
@@ -316,33 +317,33 @@ public final class CogroupExamples {
         String applicationId = args[1];
         String stateDir = args[2];
         List<String> inputs = List.of(args[3], args[4], args[5], args[6], args[7], args[8], args[9]);
-        Topology topology = cogroupExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10],
-                                            args[11], args[12], args[13], args[14], args[15], args[16], args[17],
-                                            args[18], args[19], args[20]);
+        RepartitionFirstRuns.TopologyOn topology =
+            topics -> cogroupExamples(topics.get(0), topics.get(1), topics.get(2), topics.get(3), topics.get(4),
+                                      topics.get(5), topics.get(6), args[10], args[11], args[12], args[13], args[14],
+                                      args[15], args[16], args[17], args[18], args[19], args[20]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
-        // The cogroups read repartition topics their own upstream task fills: wait for them rather than
-        // run ahead on the other inputs (the Spark runner writes a repartition topic first).
-        props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 5_000L);
-
-        KafkaStreams streams = new KafkaStreams(topology, props);
-        // A processing error fails the run at once (rather than after the wait's timeout).
-        streams.setUncaughtExceptionHandler(exception -> {
-            exception.printStackTrace();
-            Runtime.getRuntime().halt(1);
-            return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
-        });
-        streams.start();
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-            // The repartition topics too: their sub-topologies must have consumed them (created on startup).
-            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> {
-                List<String> repartition = admin.listTopics().names().get().stream()
-                    .filter(topic -> topic.startsWith(applicationId + "-") && topic.endsWith("-repartition")).toList();
-                return repartition.size() < 2 ? null : java.util.stream.Stream.concat(inputs.stream(),
-                    repartition.stream()).toList();
-            }, Duration.ofMinutes(5));
-            System.out.println("{\"describe\": " + Json.quote(topology.describe().toString()) + "}");
-        } finally {
-            KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
+            // The cogroups read repartition topics of the orders re-keyed by user, which their own upstream
+            // task fills while the app runs: filled first, in the order the Spark runner gives them
+            // (RepartitionFirstRuns); then all the input is written before the app starts, and 0, not a
+            // wait, still merges all of it (KIP-695).
+            RepartitionFirstRuns.fillRepartitionTopics(admin, props, topology, inputs, Set.of(inputs.get(2)));
+            props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 0L);
+            KafkaStreams streams = new KafkaStreams(topology.of(inputs), props);
+            // A processing error fails the run at once (rather than after the wait's timeout).
+            streams.setUncaughtExceptionHandler(exception -> {
+                exception.printStackTrace();
+                Runtime.getRuntime().halt(1);
+                return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
+            });
+            streams.start();
+            try {
+                KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId,
+                    () -> RepartitionFirstRuns.withRepartitionTopics(admin, applicationId, inputs), Duration.ofMinutes(5));
+                System.out.println("{\"describe\": " + Json.quote(topology.of(inputs).describe().toString()) + "}");
+            } finally {
+                KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
+            }
         }
     }
 }
