@@ -15,47 +15,12 @@ from hypothesis import strategies as st
 
 from dagster_kstreams.processors import version_history
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
-from dagster_kstreams.processors.records import RecordContext
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import Joined, Materialized, Stores, StreamsBuilder, Suppressed, TopologyException
 from dagster_kstreams.topology.serdes import Serdes
 from dagster_kstreams.topology.windows import TimeWindows
 
-RETENTION = 100
-
-
-class ModelStore:
-    """Kafka Streams' versioned store as its javadoc states it: every version kept forever; a put
-    older than observed time minus the history retention is refused; a lookup older than that sees
-    only the latest version."""
-
-    def __init__(self, retention: int):
-        self.retention = retention
-        self.observed = -1
-        self.versions: dict[str, dict[int, object]] = {}
-
-    def put(self, key, value, timestamp) -> str:
-        """"expired", "latest" or "history"."""
-        if timestamp < self.observed - self.retention:
-            return "expired"
-        self.observed = max(self.observed, timestamp)
-        history = self.versions.setdefault(key, {})
-        history[timestamp] = value
-        return "latest" if timestamp == max(history) else "history"
-
-    def latest(self, key):
-        history = self.versions.get(key)
-        return None if not history else history[max(history)]
-
-    def as_of(self, key, timestamp):
-        history = self.versions.get(key, {})
-        if not history:
-            return None
-        if timestamp < self.observed - self.retention:
-            latest_time = max(history)
-            return history[latest_time] if latest_time <= timestamp else None
-        valid = [t for t in history if t <= timestamp]
-        return history[max(valid)] if valid else None
+from versioned_model import RETENTION, ModelStore, java_string, run_batches, table_and_stream_records
 
 
 # -- one key's history -----------------------------------------------------------------------
@@ -106,8 +71,6 @@ def test_history_examples():
 
 
 # -- a versioned table and a stream-table join through the program ---------------------------
-def _java(value) -> str:
-    return "null" if value is None else value
 
 
 def _program():
@@ -115,8 +78,8 @@ def _program():
     table = builder.table("t", Materialized.as_(Stores.persistent_versioned_key_value_store("vs", RETENTION)))
     table.to_stream().to("changes")
     stream = builder.stream("s")
-    stream.join(table, lambda value, table_value: f"{value}@{_java(table_value)}").to("inner")
-    stream.left_join(table, lambda value, table_value: f"{value}@{_java(table_value)}").to("left")
+    stream.join(table, lambda value, table_value: f"{value}@{java_string(table_value)}").to("inner")
+    stream.left_join(table, lambda value, table_value: f"{value}@{java_string(table_value)}").to("left")
     return compile_topology(builder.build(), "app", default_key_serde=Serdes.String(),
                             default_value_serde=Serdes.String()).program(0)
 
@@ -134,43 +97,16 @@ def _expected(records) -> list[tuple]:
             table_value = store.as_of(key, timestamp)
             if table_value is not None:
                 out.append(("inner", key, f"{value}@{table_value}", timestamp))
-            out.append(("left", key, f"{value}@{_java(table_value)}", timestamp))
+            out.append(("left", key, f"{value}@{java_string(table_value)}", timestamp))
     return out
 
 
 def _run(records, cuts, program=None) -> list[tuple]:
-    program = program or _program()
-    contexts = []
-    for offset, (topic, key, value, timestamp) in enumerate(records):
-        raw_key = None if key is None else key.encode()
-        contexts.append((RecordContext(topic, 0, offset, timestamp=timestamp, position=offset, raw_key=raw_key),
-                         raw_key, None if value is None else value.encode()))
-    out_records, stored, start = [], None, 0
-    for end in sorted(set(cuts)) + [len(contexts)]:
-        out, stored = program.run_task_batch(contexts[start:end], stored)
-        decode = lambda data: None if data is None else data.decode()  # noqa: E731
-        out_records += [(topic, decode(key), decode(value), timestamp)
-                        for topic, key, value, timestamp in zip(out.topic, out.key, out.value,
-                                                                _timestamps(contexts[start:end], out))]
-        start = end
-    return out_records
-
-
-def _timestamps(contexts, out) -> list[int]:
-    """Each output record's timestamp: its source record's (to_stream and the joins keep it)."""
-    by_position = {context.position: context.timestamp for context, _, _ in contexts}
-    return [by_position[order] for order in out.emit_order()]
-
-
-_records = st.lists(st.one_of(
-    st.tuples(st.just("t"), st.sampled_from(["a", "b", None]), st.sampled_from(["x", "y", None]),
-              st.integers(0, 500)),
-    st.tuples(st.just("s"), st.sampled_from(["a", "b"]), st.sampled_from(["o", None]), st.integers(0, 500)),
-), max_size=40)
+    return run_batches(program or _program(), records, cuts)
 
 
 @settings(max_examples=150, deadline=None)
-@given(_records, st.lists(st.integers(0, 40), max_size=3))
+@given(table_and_stream_records, st.lists(st.integers(0, 40), max_size=3))
 def test_the_table_and_its_joins_forward_what_kafka_streams_forwards_whatever_the_batches(records, cuts):
     records = [(topic, key, None if value is None else f"{value}{i}", timestamp)
                for i, (topic, key, value, timestamp) in enumerate(records)]
@@ -328,69 +264,6 @@ def test_out_of_order_updates_downstream_as_kafka_streams_marks_them_not_latest(
     ]
 
 
-# -- a stream-table join with a grace period ---------------------------------------------------
-GRACE = 30
-
-
-def _grace_program():
-    builder = StreamsBuilder()
-    table = builder.table("t", Materialized.as_(Stores.persistent_versioned_key_value_store("vs", RETENTION)))
-    builder.stream("s").join(table, lambda value, table_value: f"{value}@{_java(table_value)}",
-                             Joined.as_("graced").with_grace_period(timedelta(milliseconds=GRACE))).to("graced")
-    return compile_topology(builder.build(), "app", default_key_serde=Serdes.String(),
-                            default_value_serde=Serdes.String()).program(0)
-
-
-def _expected_with_grace(records) -> list[tuple]:
-    """Kafka Streams' ``RocksDBTimeOrderedKeyValueBuffer``: its time is the largest timestamp put
-    into it; a record older than that minus the grace joins at once; any other is buffered, then
-    every buffered record at or before that time minus the grace joins, in timestamp order."""
-    store, buffer, buffer_time, out = ModelStore(RETENTION), [], -1, []
-
-    def join(key, value, timestamp):
-        table_value = store.as_of(key, timestamp)
-        if table_value is not None:
-            out.append(("graced", key, f"{value}@{table_value}", timestamp))
-
-    for seq, (topic, key, value, timestamp) in enumerate(records):
-        if topic == "t":
-            if key is not None:
-                store.put(key, value, timestamp)
-        elif value is not None and key is not None:
-            if buffer_time - GRACE > timestamp:
-                join(key, value, timestamp)
-                continue
-            buffer_time = max(buffer_time, timestamp)
-            buffer.append((timestamp, key.encode(), seq, key, value))
-            buffer.sort()
-            while buffer and buffer[0][0] <= buffer_time - GRACE:
-                timestamp, _, _, key, value = buffer.pop(0)
-                join(key, value, timestamp)
-    return out
-
-
-@settings(max_examples=150, deadline=None)
-@given(_records, st.lists(st.integers(0, 40), max_size=3))
-def test_a_join_with_a_grace_period_emits_what_kafka_streams_emits_whatever_the_batches(records, cuts):
-    records = [(topic, key, None if value is None else f"{value}{i}", timestamp)
-               for i, (topic, key, value, timestamp) in enumerate(records)]
-    assert _untimed(_run(records, [cut for cut in cuts if cut < len(records)], _grace_program())) == \
-        _untimed(_expected_with_grace(records))
-
-
-def _untimed(rows: list[tuple]) -> list[tuple]:
-    """Without timestamps: the program's output does not carry a sink record's (the test reads the
-    source record's position, which for a record let out of the buffer is the record that let it out)."""
-    return [row[:3] for row in rows]
-
-
-def test_a_join_with_a_grace_period_sees_table_updates_that_came_within_it():
-    records = [("t", "a", "v10", 10), ("s", "a", "o1", 50), ("t", "a", "v40", 40), ("s", "a", "o2", 60),
-               ("s", "a", "o3", 85), ("s", "a", "o4", 20)]
-    assert _untimed(_run(records, [2], _grace_program())) == [
-        ("graced", "a", "o1@v40"),  # buffered until 85 - 30 passed it: v40 (put at 40) arrived meanwhile
-        ("graced", "a", "o4@v10"),  # older than 85 - 30: joined at once
-    ]  # o2 and o3 are still buffered
 
 
 def test_a_table_step_after_a_materialized_one_is_defined_whatever_its_store():
