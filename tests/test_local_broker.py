@@ -70,13 +70,15 @@ def _assert_one_line_error(result: subprocess.CompletedProcess[str], fragment: s
 @pytest.mark.integration
 def test_up_twice_is_harmless_and_down_leaves_no_process(tmp_path: Path):
     port, controller_port = _free_port_pair()
-    options = ["--port", str(port), "--controller-port", str(controller_port), "--state-dir", str(tmp_path / "broker")]
+    options = ["--port", str(port), "--controller-port", str(controller_port), "--state-dir", str(tmp_path / "broker"),
+               "--heap", "768m"]
 
     first = _cli("local", "up", *options)
     assert first.returncode == 0, first.stderr
     assert f"bootstrap servers: 127.0.0.1:{port}" in first.stdout
     pid = int(re.search(r"pid (\d+)", first.stdout).group(1))
     assert "kafka.Kafka" in (process_command_line(pid) or "")
+    assert "-Xmx768m" in process_command_line(pid)
 
     # Right after start, while the group coordinator may still be loading, and at the same time:
     # the word count benchmark (its wait for the group coordinator; the systems it compares are

@@ -28,6 +28,9 @@ from dagster_kstreams.local.processes import HOST, port_is_free, process_command
 BROKER_MAIN_CLASS = "kafka.Kafka"
 STORAGE_TOOL_CLASS = "kafka.tools.StorageTool"
 MINIMUM_JAVA_MAJOR = 17
+# The broker's JVM heap: a development broker that runs for days through test suites holds metadata
+# of thousands of topics, and ran out of 512 MB.
+DEFAULT_HEAP = "1g"
 DEFAULT_PORT = 9092
 
 # Small internal topics and no rebalance delay: a one-node broker for development and tests.
@@ -113,7 +116,7 @@ class LocalBroker:
         state_dir: Path | str | None = None,
         data_dir: Path | str | None = None,
         controller_port: int | None = None,
-        heap: str = "512m",
+        heap: str = DEFAULT_HEAP,
         broker_config: dict[str, str] | None = None,
         jars_home: Path | None = None,
         startup_timeout_s: float = 90.0,

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from dagster_kstreams.base.cli_options import key_value
-from dagster_kstreams.local.broker import DEFAULT_PORT, LocalBroker
+from dagster_kstreams.local.broker import DEFAULT_HEAP, DEFAULT_PORT, LocalBroker
 from dagster_kstreams.base.jars import ARTIFACT_SETS, resolve_jars
 from dagster_kstreams.local.spark_archive import build_spark_archive
 from dagster_kstreams.local.spark_cluster import DEFAULT_MASTER_PORT, DEFAULT_WEBUI_PORT, LocalSparkCluster
@@ -19,6 +19,7 @@ def _broker(args: argparse.Namespace) -> LocalBroker:
         controller_port=args.controller_port,
         state_dir=args.state_dir,
         data_dir=args.data_dir,
+        heap=args.heap,
         broker_config=dict(args.broker_config),
     )
 
@@ -86,6 +87,7 @@ def register(subcommands: argparse._SubParsersAction) -> None:
         parser.add_argument("--controller-port", type=int, default=None, help="KRaft controller port (default port+1)")
         parser.add_argument("--state-dir", type=Path, default=None, help="pid file, config, logs (default $DAGSTER_KSTREAMS_HOME/broker)")
         parser.add_argument("--data-dir", type=Path, default=None, help="log segments and metadata (default STATE_DIR/data)")
+        parser.add_argument("--heap", default=DEFAULT_HEAP, help=f"the broker JVM's maximum heap, as -Xmx takes it (default {DEFAULT_HEAP})")
         parser.add_argument("--broker-config", action="append", default=[], type=key_value, metavar="KEY=VALUE", help="extra server.properties setting (repeatable)")
 
     for name, handler, text in (
