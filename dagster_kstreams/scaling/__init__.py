@@ -10,6 +10,7 @@ Standard library only: no Kafka, Spark or Dagster here, so every decision is uni
   with scale-down stabilization;
 * :mod:`.backlog` — whether a backlog is being drained (the count holds, then falls in one step);
 * :mod:`.assignment` — sticky balanced assignment of tasks to workers;
+* :mod:`.fleet` — the workers' runs as the sensor sees them, and a plan's parts;
 * :mod:`.plan` — launch, retag, retire (or cancel), the two-phase task handover, and warm
   standbys (promoted first, replaced, demoted into);
 * :mod:`.backoff` — restart backoff for worker ids whose runs keep failing;

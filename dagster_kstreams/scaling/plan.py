@@ -55,173 +55,15 @@ tasks keeps no standby.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from .assignment import assign_tasks
+from .fleet import Handover, ReconciliationPlan, Worker, WorkerLaunch, WorkerRetag, WorkerState
 from .ids import lowest_free_worker_ids, task_sort_key, worker_sort_key
 
-
-class WorkerState(str, enum.Enum):
-    RUNNING = "running"
-    STANDBY = "standby"  # up with no tasks, waiting to be promoted
-    RETIRING = "retiring"
-    FAILED = "failed"
-
-
-@dataclass(frozen=True)
-class Worker:
-    """A worker run as the sensor sees it.
-
-    ``tasks``: its tags, the tasks it may process. ``assigned``: its target, which also
-    holds tasks awaiting handover (None: same as ``tasks``); only stickiness reads it.
-    ``held``: the tasks it last reported holding (see the module docstring). ``started``: its
-    run has left the queue (a queued run has not, and can be cancelled outright). ``ready``:
-    it has begun work (its SparkSession is up), so tasks may be revoked from others for it.
-    ``failures`` and ``failed_at``, for a failed worker: how many of the id's runs in a row
-    have failed (:func:`~.backoff.failure_streak`) and when the last one did (epoch seconds).
-    """
-
-    worker_id: str
-    tasks: frozenset[str] = frozenset()
-    assigned: frozenset[str] | None = None
-    held: frozenset[str] = frozenset()
-    state: WorkerState = WorkerState.RUNNING
-    started: bool = True
-    ready: bool = True
-    failures: int = 0
-    failed_at: float | None = None
-
-    def __post_init__(self) -> None:
-        # Accept any iterable of task ids; store frozensets so plans compare by value.
-        object.__setattr__(self, "tasks", frozenset(self.tasks))
-        object.__setattr__(self, "held", frozenset(self.held))
-        if self.assigned is not None:
-            object.__setattr__(self, "assigned", frozenset(self.assigned))
-        object.__setattr__(self, "state", WorkerState(self.state))
-
-    @property
-    def target(self) -> frozenset[str]:
-        return self.tasks if self.assigned is None else self.assigned
-
-    @property
-    def is_live(self) -> bool:
-        """Running, standby or retiring: its process may still be working on something."""
-        return self.state is not WorkerState.FAILED
-
-    @property
-    def busy(self) -> frozenset[str]:
-        """Tasks this worker may be processing now (nothing, once failed)."""
-        return self.tasks | self.held if self.is_live else frozenset()
-
-
-@dataclass(frozen=True)
-class WorkerLaunch:
-    """A new run: an active worker (``RUNNING``) or a standby (``STANDBY``, no tasks)."""
-
-    worker_id: str
-    tasks: frozenset[str]
-    assigned: frozenset[str]
-    state: WorkerState = WorkerState.RUNNING
-
-
-@dataclass(frozen=True)
-class WorkerRetag:
-    """New tags for a live run: its tasks, its target and its state (``RUNNING`` or ``STANDBY``)."""
-
-    worker_id: str
-    tasks: frozenset[str]
-    assigned: frozenset[str]
-    previous_tasks: frozenset[str]
-    state: WorkerState = WorkerState.RUNNING
-    previous_state: WorkerState = WorkerState.RUNNING
-
-    @property
-    def granted(self) -> frozenset[str]:
-        return self.tasks - self.previous_tasks
-
-    @property
-    def revoked(self) -> frozenset[str]:
-        return self.previous_tasks - self.tasks
-
-    @property
-    def promoted(self) -> bool:
-        """A standby becoming an active worker."""
-        return self.previous_state is WorkerState.STANDBY and self.state is WorkerState.RUNNING
-
-    @property
-    def demoted(self) -> bool:
-        """An active worker becoming a standby."""
-        return self.previous_state is WorkerState.RUNNING and self.state is WorkerState.STANDBY
-
-
-@dataclass(frozen=True)
-class Handover:
-    """``task`` goes to ``to_worker`` once every worker in ``waiting_for`` has released it."""
-
-    task: str
-    to_worker: str
-    waiting_for: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class ReconciliationPlan:
-    """What one tick changes. Apply ``retire`` as: tags emptied and marked retiring, at once
-    (it also lists retiring workers whose tags were somehow left non-empty). Apply ``cancel``
-    as: cancel the run, which has not started (a worker leaving before it began). ``deferred``:
-    failed worker ids whose relaunch waits for their restart backoff; they keep their target
-    (a standby's id in backoff is not launched either). Apply ``retag`` as: the run's tasks,
-    target and state replaced (a promoted standby becomes ``running``, a demoted worker
-    ``standby``); ``launch`` as: a new run with those tags.
-
-    ``target`` is the balanced assignment the workers reach once the pending ``handovers``
-    are granted; ``unassigned`` holds tasks no worker gets (only when scaled to zero).
-    """
-
-    desired_workers: int
-    target: Mapping[str, frozenset[str]]
-    launch: tuple[WorkerLaunch, ...]
-    retag: tuple[WorkerRetag, ...]
-    retire: tuple[str, ...]
-    handovers: tuple[Handover, ...]
-    unassigned: frozenset[str]
-    cancel: tuple[str, ...] = ()
-    deferred: tuple[str, ...] = ()
-
-    @property
-    def is_noop(self) -> bool:
-        return not (self.launch or self.retag or self.retire or self.cancel)
-
-    @property
-    def promoted(self) -> tuple[str, ...]:
-        """Standbys that become active workers on this tick."""
-        return tuple(change.worker_id for change in self.retag if change.promoted)
-
-    @property
-    def demoted(self) -> tuple[str, ...]:
-        """Active workers that become standbys on this tick."""
-        return tuple(change.worker_id for change in self.retag if change.demoted)
-
-    @property
-    def standby_launches(self) -> tuple[str, ...]:
-        return tuple(launch.worker_id for launch in self.launch if launch.state is WorkerState.STANDBY)
-
-    @property
-    def running_retags(self) -> tuple[WorkerRetag, ...]:
-        """The retags of workers that are (or become) running: grants, revocations, promotions."""
-        return tuple(change for change in self.retag if change.state is WorkerState.RUNNING)
-
-    def tags_after(self, workers: Iterable[Worker]) -> dict[str, frozenset[str]]:
-        """Every live worker's tags once the plan is applied (retired ones: empty)."""
-        tags = {worker.worker_id: worker.tasks for worker in workers if worker.is_live}
-        for worker_id in (*self.retire, *self.cancel):
-            tags[worker_id] = frozenset()
-        for change in self.retag:
-            tags[change.worker_id] = change.tasks
-        for launch in self.launch:
-            tags[launch.worker_id] = launch.tasks
-        return tags
+__all__ = ["Handover", "ReconciliationPlan", "Worker", "WorkerLaunch", "WorkerRetag", "WorkerState",
+           "plan_reconciliation", "replan_handovers"]
 
 
 def plan_reconciliation(
@@ -247,73 +89,150 @@ def plan_reconciliation(
         raise ValueError(f"standby_workers must be >= 0, got {standby_workers}")
     task_list = sorted(set(tasks), key=task_sort_key)
     task_set = frozenset(task_list)
+    by_id = _by_id(workers)
+    deferred = frozenset(deferred)
+
+    running = [w for w in by_id.values() if w.state is WorkerState.RUNNING]
+    leaving = _leaving(running, desired_workers, task_set)
+    leaving_ids = {w.worker_id for w in leaving}
+    kept = [w for w in running if w.worker_id not in leaving_ids]
+    places = _Places.filled(by_id, kept, desired_workers, deferred)
+    target = assign_tasks(task_list, places.members, places.previous_targets(by_id, kept),
+                          task_weights=task_weights) if places.members else {}
+    pool = _StandbyPool.brought_back(places, leaving, standby_workers if task_list else 0)
+    retire, cancel = _retirements(by_id, leaving, pool)
+
+    active_ids = [w.worker_id for w in kept] + list(places.promoted)
+    ready = {worker_id for worker_id in active_ids if by_id[worker_id].started and by_id[worker_id].ready}
+    active, handovers = _tags_now(by_id, places.members, target, ready)
+    waiting = deferred & frozenset((*places.new_ids, *pool.launched))
+    launch = tuple(WorkerLaunch(worker_id, active[worker_id], target[worker_id])
+                   for worker_id in places.new_ids if worker_id not in waiting)
+    launch += tuple(WorkerLaunch(worker_id, frozenset(), frozenset(), WorkerState.STANDBY)
+                    for worker_id in pool.launched if worker_id not in waiting)
+    wanted = {worker_id: (active[worker_id], target[worker_id], WorkerState.RUNNING) for worker_id in active_ids}
+    wanted |= {worker_id: (frozenset(), frozenset(), WorkerState.STANDBY) for worker_id in pool.kept}
+    assigned_somewhere = frozenset(task for tasks_of in target.values() for task in tasks_of)
+    return ReconciliationPlan(
+        desired_workers=desired_workers,
+        target=target,
+        launch=launch,
+        retag=_retags(by_id, wanted),
+        retire=retire,
+        handovers=tuple(handovers),
+        unassigned=task_set - assigned_somewhere,
+        cancel=cancel,
+        deferred=tuple(sorted(waiting, key=worker_sort_key)),
+    )
+
+
+def _by_id(workers: Iterable[Worker]) -> dict[str, Worker]:
     by_id: dict[str, Worker] = {}
     for worker in workers:
         if worker.worker_id in by_id:
             raise ValueError(f"worker {worker.worker_id!r} listed twice; pass the newest run of each worker")
         by_id[worker.worker_id] = worker
-    deferred = frozenset(deferred)
+    return by_id
 
-    running = [w for w in by_id.values() if w.state is WorkerState.RUNNING]
-    standbys = [w for w in by_id.values() if w.state is WorkerState.STANDBY]
-    live_ids = {w.worker_id for w in by_id.values() if w.is_live}
 
-    leaving: list[Worker] = []
-    if len(running) > desired_workers:
-        by_highest_id = sorted(running, key=lambda w: worker_sort_key(w.worker_id), reverse=True)
-        # Stable sorts: ties keep the order before them.
-        leaving = sorted(by_highest_id, key=lambda w: (w.started, len(w.target & task_set)))
-        leaving = leaving[: len(running) - desired_workers]
-    kept = [w for w in running if w.worker_id not in {l.worker_id for l in leaving}]
+def _leaving(running: list[Worker], desired_workers: int, task_set: frozenset[str]) -> list[Worker]:
+    """The running workers beyond ``desired_workers``: not started first, then the fewest tasks,
+    then the highest ids."""
+    if len(running) <= desired_workers:
+        return []
+    by_highest_id = sorted(running, key=lambda w: worker_sort_key(w.worker_id), reverse=True)
+    # Stable sorts: ties keep the order before them.
+    leaving = sorted(by_highest_id, key=lambda w: (w.started, len(w.target & task_set)))
+    return leaving[: len(running) - desired_workers]
 
-    # Empty places: standbys fill them, failed workers' places (orphaned tasks) first; a place in
-    # restart backoff keeps its tasks for its own id.
-    vacancies = lowest_free_worker_ids(live_ids, max(0, desired_workers - len(kept)))
-    failed_namesakes = {v for v in vacancies if v in by_id and by_id[v].state is WorkerState.FAILED}
-    fillable = sorted((v for v in vacancies if v not in deferred),
-                      key=lambda v: (v not in failed_namesakes, worker_sort_key(v)))
-    readiest = sorted(standbys, key=lambda w: (not w.started, not w.ready, worker_sort_key(w.worker_id)))
-    promoted = {standby.worker_id: place for standby, place in zip(readiest, fillable)}
-    new_ids = [v for v in vacancies if v not in promoted.values()]
-    members = sorted([w.worker_id for w in kept] + list(promoted) + new_ids, key=worker_sort_key)
-    waiting = deferred & frozenset(new_ids)
 
-    previous = {w.worker_id: w.target for w in kept}
-    for worker_id in new_ids:
-        # A replacement inherits its failed namesake's tasks.
-        if worker_id in failed_namesakes:
-            previous[worker_id] = by_id[worker_id].target
-    for standby, place in promoted.items():
-        # ... and so does a standby filling the failed worker's place.
-        previous[standby] = by_id[place].target if place in failed_namesakes else frozenset()
-    target = assign_tasks(task_list, members, previous, task_weights=task_weights) if members else {}
+@dataclass(frozen=True)
+class _Places:
+    """The active workers' places: kept workers, standbys promoted into empty places (``promoted``:
+    standby id -> the place it fills) and new ids for the rest."""
 
-    # The standby pool: short, an active worker on its way out stays as a standby (warm ones
-    # first); still short, new ones are launched; over, the least ready leave.
-    remaining = [w.worker_id for w in readiest if w.worker_id not in promoted]
-    short = (standby_workers if task_list else 0) - len(remaining)
-    demoted = [w.worker_id for w in sorted(leaving, key=lambda w: (not w.started, not w.ready))][: max(0, short)]
-    surplus = remaining[len(remaining) + short:] if short < 0 else []
-    short -= len(demoted)
-    standby_ids = lowest_free_worker_ids(live_ids | set(members), max(0, short))
-    waiting |= deferred & frozenset(standby_ids)
+    live_ids: frozenset[str]
+    readiest_standbys: tuple[str, ...]
+    failed_namesakes: frozenset[str]
+    promoted: dict[str, str]
+    new_ids: tuple[str, ...]
+    members: tuple[str, ...]
 
-    retire = [worker_id for worker_id in [*(w.worker_id for w in leaving), *surplus] if worker_id not in demoted]
-    # Re-issue an unfinished retirement: a retiring worker must not keep tags (nor a queued run
-    # that was tagged retiring stay queued).
+    @classmethod
+    def filled(cls, by_id: Mapping[str, Worker], kept: list[Worker], desired_workers: int,
+               deferred: frozenset[str]) -> _Places:
+        """Standbys fill the empty places, failed workers' places (orphaned tasks) first, the
+        readiest standbys first; a place in restart backoff keeps its tasks for its own id."""
+        live_ids = frozenset(w.worker_id for w in by_id.values() if w.is_live)
+        standbys = [w for w in by_id.values() if w.state is WorkerState.STANDBY]
+        vacancies = lowest_free_worker_ids(live_ids, max(0, desired_workers - len(kept)))
+        failed_namesakes = frozenset(v for v in vacancies if v in by_id and by_id[v].state is WorkerState.FAILED)
+        fillable = sorted((v for v in vacancies if v not in deferred),
+                          key=lambda v: (v not in failed_namesakes, worker_sort_key(v)))
+        readiest = sorted(standbys, key=lambda w: (not w.started, not w.ready, worker_sort_key(w.worker_id)))
+        promoted = {standby.worker_id: place for standby, place in zip(readiest, fillable)}
+        new_ids = tuple(v for v in vacancies if v not in promoted.values())
+        members = tuple(sorted([w.worker_id for w in kept] + list(promoted) + list(new_ids), key=worker_sort_key))
+        return cls(live_ids, tuple(w.worker_id for w in readiest), failed_namesakes, promoted, new_ids, members)
+
+    def previous_targets(self, by_id: Mapping[str, Worker], kept: list[Worker]) -> dict[str, frozenset[str]]:
+        """What stickiness starts from: a kept worker's target; a failed worker's replacement, or
+        the standby filling its place, inherits its tasks."""
+        previous = {w.worker_id: w.target for w in kept}
+        for worker_id in self.new_ids:
+            if worker_id in self.failed_namesakes:
+                previous[worker_id] = by_id[worker_id].target
+        for standby, place in self.promoted.items():
+            previous[standby] = by_id[place].target if place in self.failed_namesakes else frozenset()
+        return previous
+
+
+@dataclass(frozen=True)
+class _StandbyPool:
+    """The standbys after this tick: ``kept`` (the remaining ones and demoted workers), ``surplus``
+    ones that leave, ``demoted`` active workers, and ``launched`` new ids."""
+
+    kept: tuple[str, ...]
+    surplus: tuple[str, ...]
+    demoted: tuple[str, ...]
+    launched: tuple[str, ...]
+
+    @classmethod
+    def brought_back(cls, places: _Places, leaving: list[Worker], wanted: int) -> _StandbyPool:
+        """Short, an active worker on its way out stays as a standby (warm ones first); still
+        short, new ones are launched; over, the least ready leave."""
+        remaining = [worker_id for worker_id in places.readiest_standbys if worker_id not in places.promoted]
+        short = wanted - len(remaining)
+        demoted = [w.worker_id for w in sorted(leaving, key=lambda w: (not w.started, not w.ready))][: max(0, short)]
+        surplus = remaining[len(remaining) + short:] if short < 0 else []
+        short -= len(demoted)
+        launched = lowest_free_worker_ids(places.live_ids | set(places.members), max(0, short))
+        kept = tuple(worker_id for worker_id in [*demoted, *remaining] if worker_id not in surplus)
+        return cls(kept, tuple(surplus), tuple(demoted), tuple(launched))
+
+
+def _retirements(by_id: Mapping[str, Worker], leaving: list[Worker],
+                 pool: _StandbyPool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(retire, cancel): the workers and standbys that leave, and unfinished retirements again (a
+    retiring worker must not keep tags, nor a queued run tagged retiring stay queued); those whose
+    run has not started are cancelled."""
+    retire = [worker_id for worker_id in [*(w.worker_id for w in leaving), *pool.surplus]
+              if worker_id not in pool.demoted]
     retire += [w.worker_id for w in by_id.values()
                if w.state is WorkerState.RETIRING and (w.tasks or not w.started)]
     cancel = sorted((w for w in retire if not by_id[w].started), key=worker_sort_key)
-    retire = sorted((w for w in retire if by_id[w].started), key=worker_sort_key)
+    return tuple(sorted((w for w in retire if by_id[w].started), key=worker_sort_key)), tuple(cancel)
 
+
+def _tags_now(by_id: Mapping[str, Worker], members: tuple[str, ...], target: Mapping[str, frozenset[str]],
+              ready: set[str]) -> tuple[dict[str, frozenset[str]], list[Handover]]:
+    """Each member's tags on this tick, and the handovers still pending: a task goes into a
+    member's tags only when no other live worker has it busy; a task bound for a receiver that is
+    not ready stays in its current worker's tags."""
     busy_on: dict[str, set[str]] = {}
     for worker in by_id.values():
         for task in worker.busy:
             busy_on.setdefault(task, set()).add(worker.worker_id)
-
-    # Receivers that can take a task over now; a task bound for any other stays where it is.
-    active_ids = [w.worker_id for w in kept] + list(promoted)
-    ready = {worker_id for worker_id in active_ids if by_id[worker_id].started and by_id[worker_id].ready}
     bound_for = {task: member for member in members for task in target[member]}
     active: dict[str, frozenset[str]] = {}
     handovers: list[Handover] = []
@@ -330,30 +249,16 @@ def plan_reconciliation(
                      if task in bound_for and bound_for[task] != member and bound_for[task] not in ready
                      and not busy_on.get(task, set()) - {member}]
         active[member] = frozenset(mine)
+    return active, handovers
 
-    launch = tuple(WorkerLaunch(worker_id, active[worker_id], target[worker_id])
-                   for worker_id in new_ids if worker_id not in waiting)
-    launch += tuple(WorkerLaunch(worker_id, frozenset(), frozenset(), WorkerState.STANDBY)
-                    for worker_id in standby_ids if worker_id not in waiting)
-    wanted_tags = {worker_id: (active[worker_id], target[worker_id], WorkerState.RUNNING) for worker_id in active_ids}
-    wanted_tags |= {worker_id: (frozenset(), frozenset(), WorkerState.STANDBY)
-                    for worker_id in [*demoted, *remaining] if worker_id not in surplus}
-    retag = tuple(
+
+def _retags(by_id: Mapping[str, Worker],
+            wanted: Mapping[str, tuple[frozenset[str], frozenset[str], WorkerState]]) -> tuple[WorkerRetag, ...]:
+    """The live runs whose tags, target or state differ from ``wanted``."""
+    return tuple(
         WorkerRetag(worker_id, tags, assigned, by_id[worker_id].tasks, state, by_id[worker_id].state)
-        for worker_id, (tags, assigned, state) in sorted(wanted_tags.items(), key=lambda kv: worker_sort_key(kv[0]))
+        for worker_id, (tags, assigned, state) in sorted(wanted.items(), key=lambda kv: worker_sort_key(kv[0]))
         if (by_id[worker_id].tasks, by_id[worker_id].target, by_id[worker_id].state) != (tags, assigned, state)
-    )
-    assigned_somewhere = frozenset(task for tasks_of in target.values() for task in tasks_of)
-    return ReconciliationPlan(
-        desired_workers=desired_workers,
-        target=target,
-        launch=launch,
-        retag=retag,
-        retire=tuple(retire),
-        handovers=tuple(handovers),
-        unassigned=task_set - assigned_somewhere,
-        cancel=tuple(cancel),
-        deferred=tuple(sorted(waiting, key=worker_sort_key)),
     )
 
 
