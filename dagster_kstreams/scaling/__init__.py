@@ -20,16 +20,8 @@ Standard library only: no Kafka, Spark or Dagster here, so every decision is uni
 from .assignment import assign_tasks, moved_tasks
 from .backoff import RunOutcome, failure_streak, relaunch_at, restart_delay
 from .ids import lowest_free_worker_ids, subtopology_of, task_sort_key, worker_id, worker_index, worker_sort_key
-from .plan import (
-    Handover,
-    ReconciliationPlan,
-    Worker,
-    WorkerLaunch,
-    WorkerRetag,
-    WorkerState,
-    plan_reconciliation,
-    replan_handovers,
-)
+from .fleet import Handover, ReconciliationPlan, Worker, WorkerLaunch, WorkerRetag, WorkerState
+from .plan import plan_reconciliation, replan_handovers
 from .config import ScalingConfig
 from .measurements import (
     LagSnapshot,

@@ -62,6 +62,7 @@ from .assignment import assign_tasks
 from .fleet import Handover, ReconciliationPlan, Worker, WorkerLaunch, WorkerRetag, WorkerState
 from .ids import lowest_free_worker_ids, task_sort_key, worker_sort_key
 
+# The fleet's data classes are importable from here too, where callers have always found them.
 __all__ = ["Handover", "ReconciliationPlan", "Worker", "WorkerLaunch", "WorkerRetag", "WorkerState",
            "plan_reconciliation", "replan_handovers"]
 

@@ -11,7 +11,8 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 
 from .backoff import relaunch_at
-from .plan import ReconciliationPlan, Worker, WorkerState, plan_reconciliation
+from .fleet import ReconciliationPlan, Worker, WorkerState
+from .plan import plan_reconciliation
 from .config import ScalingConfig
 from .measurements import LagSnapshot, ThroughputSample, smoothed_rates
 from .policy import Recommendation, StabilizationState, recommend
