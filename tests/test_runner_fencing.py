@@ -42,7 +42,7 @@ from dagster_kstreams.kafka.fencing import (
     task_transactional_id,
 )
 from dagster_kstreams.kafka.records import final_values, produce, read_topic
-from dagster_kstreams.orchestration.workers import LostTasks
+from dagster_kstreams.orchestration.worker_loop import LostTasks
 from dagster_kstreams.spark import TaskFencedError
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology import StreamsBuilder

@@ -43,12 +43,11 @@ the task and leaves it alone (:class:`LostTasks`) until the sensor revokes it or
 ``lost_task_pause_seconds`` pass, instead of failing the run or taking the task straight back.
 
 What the worker and the lag sensor read and write (tags, held tasks, heartbeats) is
-:mod:`dagster_kstreams.orchestration.protocol`.
+:mod:`dagster_kstreams.orchestration.protocol`; the loop itself, :mod:`.worker_loop`.
 """
 
 import threading
 import time
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -61,27 +60,22 @@ from dagster_kstreams.orchestration.execution import (
     task_runner,
 )
 from dagster_kstreams.orchestration.protocol import (
-    STATE_RETIRING,
     STATE_STANDBY,
     TAG_APP,
     TAG_STATE,
-    TAG_TASKS,
     TAG_WORKER,
     app_tag,
-    parse_tasks,
     report_heartbeat,
-    report_held,
     report_process,
     worker_job_name,
 )
 from dagster_kstreams.orchestration.start_timing import StartClock
+from dagster_kstreams.orchestration.worker_loop import LoopTimes, WorkerLoop, run_tags
 from dagster_kstreams.orchestration.worker_tasks import WorkerTasks
 from dagster_kstreams.scaling import ScalingConfig
-from dagster_kstreams.spark.errors import TaskFencedError
 from dagster_kstreams.spark.warm_up import WarmUp
-from dagster_kstreams.topology.task_id import TaskId
 
-__all__ = ["ElasticWorkers", "LostTasks", "kstreams_worker_job"]
+__all__ = ["ElasticWorkers", "kstreams_worker_job"]
 
 
 @dataclass(frozen=True)
@@ -170,57 +164,6 @@ class _Heartbeat:
         self._thread.join(timeout=5)
 
 
-class LostTasks:
-    """Tasks a worker run lost to another process (Kafka fenced its commit).
-
-    A lost task is left alone until the sensor revokes it from the run's tags (a later grant
-    starts afresh) or ``pause_seconds`` pass; then the worker takes it again, which fences the
-    other process in turn. Pausing rather than retrying at once keeps two holders from taking
-    the task from each other batch after batch.
-    """
-
-    def __init__(self, pause_seconds: float):
-        self.pause_seconds = pause_seconds
-        self._since: dict[str, float] = {}
-
-    def lose(self, task_id: str, now: float) -> None:
-        self._since[task_id] = now
-
-    def usable(self, tasks: Iterable[str], now: float) -> frozenset[str]:
-        """``tasks`` (the run's tags) without those still lost; forgets revoked and expired ones."""
-        tasks = frozenset(tasks)
-        self._since = {task: since for task, since in self._since.items()
-                       if task in tasks and now - since < self.pause_seconds}
-        return tasks - self._since.keys()
-
-
-class _HeldReport:
-    """What the run reports holding (protocol ``held``), written only when it changes."""
-
-    def __init__(self, instance: dg.DagsterInstance, run_id: str):
-        self._instance, self._run_id = instance, run_id
-        self._reported: Optional[frozenset[str]] = None
-
-    def report(self, tasks: Iterable[Any]) -> None:
-        held = frozenset(str(task) for task in tasks)
-        if held != self._reported:
-            report_held(self._instance, self._run_id, held)
-            self._reported = held
-
-
-def _tags(instance: dg.DagsterInstance, run_id: str) -> Mapping[str, str]:
-    run = instance.get_run_by_id(run_id)
-    if run is None or run.is_finished:
-        # The lag sensor took this run for dead (no heartbeat) and gave its tasks away: a worker
-        # that was only stalled stops at its next batch instead of competing for them.
-        raise dg.Failure(description=f"worker run {run_id} was marked finished while running; its tasks have moved")
-    return run.tags
-
-
-def _task_ids(tags: Mapping[str, str]) -> set[TaskId]:
-    return {TaskId.parse(task) for task in parse_tasks(tags.get(TAG_TASKS))}
-
-
 def kstreams_worker_job(app: KStreamsApp, elastic: ElasticWorkers) -> dg.JobDefinition:
     """The app's worker job (one op, in process: one SparkSession per run)."""
     kafka_key, spark_key = app.kafka_resource_key, app.spark_resource_key
@@ -230,7 +173,7 @@ def kstreams_worker_job(app: KStreamsApp, elastic: ElasticWorkers) -> dg.JobDefi
         instance, run_id = context.instance, context.run_id
         spark_resource = getattr(context.resources, spark_key)
         clock = StartClock(instance, run_id, spark_resource)
-        tags = _tags(instance, run_id)
+        tags = run_tags(instance, run_id)
         worker = tags.get(TAG_WORKER, "?")
         kafka = getattr(context.resources, kafka_key)
         admin = kafka.admin()
@@ -239,72 +182,22 @@ def kstreams_worker_job(app: KStreamsApp, elastic: ElasticWorkers) -> dg.JobDefi
         runner.ensure_internal_topics()
         # Reports wait out a broker restart as the running tasks do, rather than fail the run.
         tasks = WorkerTasks(app, runner, admin.waiting_out_outages(runner.task_timeout_s), elastic, context.log_event)
-        lost = LostTasks(elastic.lost_task_pause_seconds)
-        held = _HeldReport(instance, run_id)
         # A standby warms up while it waits; a worker launched with tasks starts them at once.
         warm_up = WarmUp(runner, elastic.warm_up_records) if (
             tags.get(TAG_STATE) == STATE_STANDBY and elastic.warm_up_records) else None
-        last_report = time.monotonic()
+        loop = WorkerLoop(context, app.application.tasks(), worker, tasks, clock, warm_up, LoopTimes(
+            elastic.idle_seconds, elastic.standby_poll_seconds, elastic.report_interval_seconds,
+            elastic.lost_task_pause_seconds))
         with _Heartbeat(instance, run_id, elastic.heartbeat_interval_seconds):
             clock.reach("worker_ready")
             context.log.info(f"{worker} ready: {clock.describe()}")
             if warm_up is not None:
                 warm_up.start()
             try:
-                while True:
-                    first = _tags(instance, run_id)
-                    usable = {TaskId.parse(t) for t in lost.usable(map(str, _task_ids(first)), time.monotonic())}
-                    held.report({*tasks.running, *usable})
-                    # Only a task about to start needs the second read (a revocation between the two
-                    # reads is seen by the next loop, while the task still counts as held).
-                    second = _tags(instance, run_id) if usable - set(tasks.running) else first
-                    keep = usable & _task_ids(second)
-                    revoked = [task for task in tasks.running if task not in keep]
-                    for task in revoked:
-                        tasks.stop(task)
-                    for task, failure in tasks.failed():
-                        if not isinstance(failure, TaskFencedError):
-                            raise failure
-                        # Another process took the task over; nothing of its batch was committed here.
-                        lost.lose(str(task), time.monotonic())
-                        keep.discard(task)
-                        revoked.append(task)
-                        context.log.warning(f"{worker} lost task {task} (left alone for "
-                                            f"{elastic.lost_task_pause_seconds:.0f}s or until revoked): {failure}")
-                    if revoked:
-                        held.report(tasks.running)
-                    if not keep and not tasks.running and second.get(TAG_STATE) == STATE_RETIRING:
-                        held.report(())
-                        break
-                    if keep:
-                        clock.reach("tasks_granted")
-                    if warm_up is not None and (keep or warm_up.done):
-                        if warm_up.completed and clock.reach("warmed_up"):
-                            context.log.info(f"{worker} warmed up in {warm_up.seconds:.1f}s")
-                        else:
-                            why = f"ended early: {warm_up.error}" if warm_up.error else "cut short: tasks granted"
-                            context.log.info(f"{worker} warm-up {why}")
-                        warm_up.stop()  # the cores go to its tasks now
-                        warm_up = None
-                    # Upstream sub-topologies first (the application's task order), so records flow
-                    # through repartition topics from the start.
-                    starting = [task for task in app.application.tasks() if task in keep - set(tasks.running)]
-                    for task, error in tasks.start(starting).items():
-                        if not isinstance(error, TaskFencedError):
-                            raise error  # the tasks that did start are stopped below
-                        lost.lose(str(task), time.monotonic())
-                        context.log.warning(f"{worker} could not take task {task}: {error}")
-                    if tasks.first_batch_at is not None and clock.reach("first_batch", tasks.first_batch_at):
-                        context.log.info(f"{worker} start: {clock.describe()}")
-                    if time.monotonic() - last_report >= elastic.report_interval_seconds:
-                        tasks.report()
-                        last_report = time.monotonic()
-                    standby = second.get(TAG_STATE) == STATE_STANDBY and not tasks.running
-                    time.sleep(elastic.standby_poll_seconds if standby else elastic.idle_seconds)
+                while (pause := loop.step()) is not None:
+                    time.sleep(pause)
             finally:
-                if warm_up is not None:
-                    warm_up.stop()
-                tasks.stop_all()
+                loop.close()
         context.log.info(f"{worker} retired after {tasks.records} records")
         return dg.Output(None, metadata={"records": tasks.records, "reports": sum(tasks.reports.values()),
                                          **clock.metadata()})
