@@ -324,3 +324,18 @@ def test_a_join_fed_by_a_cache_not_compared_yet_is_refused_naming_it(cached_feed
     with pytest.raises(UnsupportedTopologyError, match=processor + " comes before the stream-stream join .*"
                                                         "record cache on.*with_caching_disabled"):
         compiled.program(_joined_subtopology(compiled))
+
+
+@pytest.mark.parametrize("joined", [True, False])
+def test_a_steps_cached_store_is_kept_only_where_a_stream_join_reads_it(joined):
+    # kept, its cache forwarding at the batch's end, for the join; elsewhere read through to the table
+    builder = StreamsBuilder()
+    filtered = _step_filter(builder)
+    if joined:
+        _join_fed_by(builder, filtered)
+    else:
+        filtered.to_stream().to("out")
+    compiled = compile_topology(builder.build(), "app")
+    program = compiled.program(_joined_subtopology(compiled) if joined else 0)
+    (step,) = [node for node in program.nodes if node.name.startswith("KTABLE-FILTER-")]
+    assert (getattr(step, "store", None) == "cached") is joined
