@@ -85,7 +85,6 @@ import dataclasses
 
 from dagster_kstreams.processors.base import Processor, StoreProcessor, reachable, register
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
-from dagster_kstreams.processors.join_feed_caches import check_caches_before
 from dagster_kstreams.processors.join_buffers import (
     LEFT,
     RIGHT,
@@ -96,6 +95,7 @@ from dagster_kstreams.processors.join_buffers import (
     segment_live,
     visible,
 )
+from dagster_kstreams.processors.join_feed_caches import check_caches_before
 from dagster_kstreams.processors.own_groups import windows_keyed_by_start
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.processors.stateless import Merge
@@ -271,9 +271,9 @@ class StreamStreamJoin(Processor):
 # source key's, or the own key's group a regrouping processor before them handed it: _REGROUPING),
 # is then the join key's. A stream-stream join forwards its records with the key it joined on, so a join
 # may come before another one; a table (read from a topic or made by to_table, then filter,
-# map_values, to_stream) forwards each update under its key as it is processed (uncached: see
-# join_feed_caches.TABLE_STORES); a stream-table or stream-global-table join forwards under the stream record's key
-# (the global one maps the record to the table's key only to look it up), with its timestamp; an
+# map_values, to_stream) forwards each update under its key as it is processed (cached, at the batch's
+# end: join_feed_caches); a stream-table or stream-global-table join forwards under the stream
+# record's key (the global one maps the record to the table's key only to look it up), with its timestamp; an
 # aggregation of a grouped stream (and a cogroup's, through its pass-through) or of a re-grouped
 # table forwards under its group's key, which in the join's sub-topology is the source key (a key
 # change repartitions before it), stamped as Kafka Streams does (it keeps its timestamps:
