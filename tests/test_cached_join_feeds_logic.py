@@ -26,17 +26,21 @@ from dagster_kstreams.topology.windows import JoinWindows, TimeWindows
 from stream_join_model import KsJoin, run_task, table_rows_and_clicks, table_table_update
 
 _FEEDS = ("table", "to_table", "count", "reduce", "cogroup", "kept_filter", "kept_map_values", "step_filter",
-          "step_map_values", "step_of_cached_table")
+          "step_map_values", "step_of_cached_table", "step_of_count")
 _AGGREGATIONS = ("count", "reduce", "cogroup")
 # A filter's and a map_values' own store after a versioned table (table_step_stores.keeps_own_store): what
 # each puts for a value (None deletes the key). The history outlasts the records' span: none expires.
 _STEPS = {"kept_filter": lambda value: value if _kept(None, value) else None, "kept_map_values": str.upper}
 # A filter's and a map_values' own cached store on a plain table (uncached), kept for the join
-# (table_step_stores.keeps_own_store); and a filter's on a cached table, two caches in series: at a commit
-# the table's flushes into the filter's, then the filter's (Kafka Streams flushes its stores in the order it
-# registered them), as at the runner's batch end. (There the filter reading through to the table gives the same:
-# its old value, the table's last flushed one through it, is what the filter's store held.)
-_PLAIN_STEPS = {"step_filter": _STEPS["kept_filter"], "step_map_values": str.upper}
+# (table_step_stores.keeps_own_store); and a filter's on a cached table and a map_values' on a cached count
+# (stamped as Kafka Streams does), two caches in series: at a commit the table's flushes into the step's,
+# then the step's (Kafka Streams flushes its stores in the order it registered them), as at the runner's
+# batch end. (There the step reading through to the table gives the same: its old value, the table's last
+# flushed one through it, is what the step's store held.)
+_PLAIN_STEPS = {"step_filter": _STEPS["kept_filter"], "step_map_values": str.upper,
+                "step_of_count": lambda count: f"N{count[1:]}"}
+# the cached stores in series: the one behind the step's, and the step's
+_SERIES = {"step_of_cached_table": ("table", "step_filter"), "step_of_count": ("count", "step_of_count")}
 _HISTORY = timedelta(minutes=1)
 _JOINS = st.sampled_from(["join", "left_join", "outer_join"])
 _millis = st.one_of(st.integers(0, 4000), st.integers(0, 4).map(lambda s: s * 1000))
@@ -60,6 +64,9 @@ def _fed(builder: StreamsBuilder, feed: str, other):
         return builder.table("e", cached).to_stream()
     if feed == "to_table":
         return builder.stream("e").to_table(cached).to_stream()
+    if feed == "step_of_count":
+        counts = builder.stream("e").group_by_key().count(Materialized.as_("counts"))
+        return counts.map_values(lambda count: f"N{count}", cached).to_stream()
     if feed in _PLAIN_STEPS or feed == "step_of_cached_table":
         rows = Materialized.as_("rows") if feed == "step_of_cached_table" else \
             Materialized.as_("rows").with_caching_disabled()
@@ -124,11 +131,11 @@ class _CachedStore:
 
 
 class _CachesInSeries:
-    """A cached table and a filter's cached store on it: the table's flush puts into the filter's store
-    (a tombstone of a key the table held too), whose own flush follows."""
+    """A cached table (a count) and a step's cached store on it: the table's flush puts into the step's
+    store (a tombstone of a key the table held too), whose own flush follows."""
 
-    def __init__(self):
-        self.table, self.step = _CachedStore("table"), _CachedStore("step_filter")
+    def __init__(self, table: str, step: str):
+        self.table, self.step = _CachedStore(table), _CachedStore(step)
 
     def update(self, key, value, timestamp) -> None:
         self.table.update(key, value, timestamp)
@@ -150,7 +157,7 @@ def test_a_join_fed_by_a_cached_store_pairs_its_updates_as_kafka_streams_flushes
     getattr(_fed(builder, feed, other), join)(other, lambda l, r: f"{l}+{r}", JoinWindows(before, after, grace)).to("out")
     program = compile_topology(builder.build(), "app").program(0)
     assert program.task_grouped
-    store = _CachesInSeries() if feed == "step_of_cached_table" else _CachedStore(feed)
+    store = _CachesInSeries(*_SERIES[feed]) if feed in _SERIES else _CachedStore(feed)
     model, expected = KsJoin(before, after, grace, join.replace("_join", "")), []
     size = -(-len(records) // batches) if records else 1  # run_task's micro-batches; Kafka Streams commits there
     for index, (key, topic, value, ts) in enumerate(records):
