@@ -1,8 +1,8 @@
 """Stream-stream joins fed, in their sub-topology, by stores with the record cache on: the Python twin
 of CachedJoinFeedExamples.java (keep the two in step), its input, and which marks its versioned table puts.
 
-Twelve joins, each of a cached store's updates (2 s before and after, 5 s grace unless said). Ten with
-the taps, in one sub-topology: a table read from ``rows`` left-joined with them; a count of ``marks``
+Fourteen joins, each of a cached store's updates (2 s before and after, 5 s grace unless said). Ten with
+the taps, in one sub-topology (two more at the end): a table read from ``rows`` left-joined with them; a count of ``marks``
 inner-joined with them; ``marks`` made a table (``to_table``) outer-joined with the taps that have a
 key (a null-keyed tap an outer join passes on would go to a partition the producer picks); a cogroup
 of the marks and the taps (the last value of either) inner-joined with them; the rows' table
@@ -21,7 +21,12 @@ cache, inner-joined with the ``payments``. Each output value ends with ``|t`` an
 timestamp (a ``process_values`` after the join). And a filter keeping its own store with the record
 cache on (``cached-filtered``, of the marks made an uncached table), which :class:`FilteredReader`
 reads, named in ``process``: on the filter's changes (forwarded by the cache at the commit) and on the
-taps that have a key (reading puts not flushed yet from the cache).
+taps that have a key (reading puts not flushed yet from the cache). And two joins of a filter's and a
+map_values' own stores with the record cache on, on tables that are not versioned: the marks' uncached table
+filtered into ``cached-step``, left-joined with the taps (its cache forwards each key's last mark it keeps,
+which the runner keeps the store for: table_step_stores.keeps_own_store), and the rows' cached table mapped
+(upper case) into ``cached-step-series``, inner-joined with them (two caches in series: at the commit the
+rows' cache flushes into the map_values', then the map_values' flushes).
 
 The runner's cache forwards each key's (window's, session's) last update at the micro-batch's end,
 Kafka Streams' at a commit: compared with Kafka Streams committing once, when closed after its whole input
@@ -46,7 +51,7 @@ INPUTS = ("rows", "taps", "marks", "members", "pings", "orders", "users", "payme
 OUTPUTS = ("out-cached-table", "out-cached-count", "out-cached-to-table", "out-cached-cogroup",
            "out-cached-table-join", "out-cached-kept", "out-cached-shouted", "out-cached-windows",
            "out-cached-sessions", "out-cached-sliding", "out-cached-regroup", "out-cached-paid",
-           "out-cached-filtered")
+           "out-cached-filtered", "out-cached-step", "out-cached-step-series")
 # At most this many records per task and input: a task's whole input (3 topics; the re-grouping's:
 # a repartition record or two per member update, and the pings) is one micro-batch of a killed run's
 # 60 records.
@@ -136,10 +141,20 @@ def cached_join_feed_examples(topics: dict[str, str]) -> StreamsBuilder:
         .join(builder.stream(topics["payments"]), lambda paid, payment: f"{paid}+{payment}", windows) \
         .process_values(StampValues) \
         .to(topics["out-cached-paid"])
-    filtered = marks.to_table(Materialized.as_("uncached-marks").with_caching_disabled()) \
-        .filter(lambda key, mark: not mark.endswith("3"), Materialized.as_("cached-filtered"))
+    uncached_marks = marks.to_table(Materialized.as_("uncached-marks").with_caching_disabled())
+    filtered = uncached_marks.filter(lambda key, mark: not mark.endswith("3"), Materialized.as_("cached-filtered"))
     filtered.to_stream().process(FilteredReader, "cached-filtered").to(topics["out-cached-filtered"])
     keyed_taps.process(FilteredReader, "cached-filtered").to(topics["out-cached-filtered"])
+    uncached_marks.filter(lambda key, mark: not mark.endswith("5"), Materialized.as_("cached-step")) \
+        .to_stream() \
+        .left_join(taps, lambda mark, tap: f"{mark}+{java_string(tap)}", windows) \
+        .process_values(StampValues) \
+        .to(topics["out-cached-step"])
+    rows.map_values(str.upper, Materialized.as_("cached-step-series")) \
+        .to_stream() \
+        .join(taps, lambda row, tap: f"{row}+{tap}", windows) \
+        .process_values(StampValues) \
+        .to(topics["out-cached-step-series"])
     return builder
 
 
@@ -257,6 +272,11 @@ def _orders_input(records: dict[str, list[tuple]], base: int, partitions: int, r
             records["payments"].append((key, value, partition, next(times)))
         for i, timestamp in enumerate((base + _SPAN_MS - 900, base + _SPAN_MS + 700)):
             records["payments"].append((last_order, f"y{partition}.last{i}", partition, timestamp))
+
+
+def last_values(records: dict, name: str) -> dict:
+    """Per key of input ``name`` (not null), its last value in production order (a key is on one partition)."""
+    return {key: value for key, value, _, _ in records[name] if key is not None}
 
 
 def last_put_marks(records: dict, partition: int) -> tuple[dict, set]:

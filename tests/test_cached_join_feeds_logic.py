@@ -14,22 +14,33 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.spark.compile import compile_topology
-from dagster_kstreams.topology import Materialized, StreamsBuilder
+from dagster_kstreams.topology import BufferConfig, Materialized, StreamsBuilder, Suppressed
 from dagster_kstreams.topology.processor_api import Processor, Record, Stores
 from dagster_kstreams.topology.windows import JoinWindows, TimeWindows
 from stream_join_model import KsJoin, run_task, table_rows_and_clicks, table_table_update
 
-_FEEDS = ("table", "to_table", "count", "reduce", "cogroup", "kept_filter", "kept_map_values")
+_FEEDS = ("table", "to_table", "count", "reduce", "cogroup", "kept_filter", "kept_map_values", "step_filter",
+          "step_map_values", "step_of_cached_table", "step_of_count")
 _AGGREGATIONS = ("count", "reduce", "cogroup")
 # A filter's and a map_values' own store after a versioned table (table_step_stores.keeps_own_store): what
 # each puts for a value (None deletes the key). The history outlasts the records' span: none expires.
 _STEPS = {"kept_filter": lambda value: value if _kept(None, value) else None, "kept_map_values": str.upper}
+# A filter's and a map_values' own cached store on a plain table (uncached), kept for the join
+# (table_step_stores.keeps_own_store); and a filter's on a cached table and a map_values' on a cached count
+# (stamped as Kafka Streams does), two caches in series: at a commit the table's flushes into the step's,
+# then the step's (Kafka Streams flushes its stores in the order it registered them), as at the runner's
+# batch end. (There the step reading through to the table gives the same: its old value, the table's last
+# flushed one through it, is what the step's store held.)
+_PLAIN_STEPS = {"step_filter": _STEPS["kept_filter"], "step_map_values": str.upper,
+                "step_of_count": lambda count: f"N{count[1:]}"}
+# the cached stores in series: the one behind the step's, and the step's
+_SERIES = {"step_of_cached_table": ("table", "step_filter"), "step_of_count": ("count", "step_of_count")}
 _HISTORY = timedelta(minutes=1)
 _JOINS = st.sampled_from(["join", "left_join", "outer_join"])
 _millis = st.one_of(st.integers(0, 4000), st.integers(0, 4).map(lambda s: s * 1000))
@@ -53,6 +64,16 @@ def _fed(builder: StreamsBuilder, feed: str, other):
         return builder.table("e", cached).to_stream()
     if feed == "to_table":
         return builder.stream("e").to_table(cached).to_stream()
+    if feed == "step_of_count":
+        counts = builder.stream("e").group_by_key().count(Materialized.as_("counts"))
+        return counts.map_values(lambda count: f"N{count}", cached).to_stream()
+    if feed in _PLAIN_STEPS or feed == "step_of_cached_table":
+        rows = Materialized.as_("rows") if feed == "step_of_cached_table" else \
+            Materialized.as_("rows").with_caching_disabled()
+        table = builder.table("e", rows)
+        if feed == "step_map_values":
+            return table.map_values(str.upper, cached).to_stream()
+        return table.filter(_kept, cached).to_stream()
     if feed in _STEPS:
         versions = builder.stream("e").to_table(
             Materialized.as_(Stores.persistent_versioned_key_value_store("versions", _HISTORY)))
@@ -88,7 +109,7 @@ class _CachedStore:
             previous, stamp = self.current.get(key, (None, timestamp))
             value = (f"n{int(previous[1:]) + 1}" if previous else "n1") if self.feed == "count" else value
             timestamp = max(stamp, timestamp)
-        if feed_step := _STEPS.get(self.feed):
+        if feed_step := _STEPS.get(self.feed) or _PLAIN_STEPS.get(self.feed):
             value = None if value is None else feed_step(value)
         self.put(key, value, timestamp)
 
@@ -109,8 +130,26 @@ class _CachedStore:
         return forwarded
 
 
+class _CachesInSeries:
+    """A cached table (a count) and a step's cached store on it: the table's flush puts into the step's
+    store (a tombstone of a key the table held too), whose own flush follows."""
+
+    def __init__(self, table: str, step: str):
+        self.table, self.step = _CachedStore(table), _CachedStore(step)
+
+    def update(self, key, value, timestamp) -> None:
+        self.table.update(key, value, timestamp)
+
+    def flush(self) -> list[tuple]:
+        for key, value, timestamp in self.table.flush():
+            self.step.update(key, value, timestamp)
+        return self.step.flush()
+
+
 @settings(max_examples=150, deadline=None)
 @given(_records, _millis, _millis, _millis, _JOINS, st.sampled_from(_FEEDS), st.integers(1, 3))
+# a step's cache collapses a key's updates: e1 never reaches the join, so c1 pairs with nothing
+@example([("a", "e", "e1", 900), ("a", "c", "c1", 1000), ("a", "e", "e2", 5000)], 500, 500, 0, "join", "step_filter", 1)
 def test_a_join_fed_by_a_cached_store_pairs_its_updates_as_kafka_streams_flushes_them(records, before, after, grace,
                                                                                      join, feed, batches):
     builder = StreamsBuilder()
@@ -118,7 +157,8 @@ def test_a_join_fed_by_a_cached_store_pairs_its_updates_as_kafka_streams_flushes
     getattr(_fed(builder, feed, other), join)(other, lambda l, r: f"{l}+{r}", JoinWindows(before, after, grace)).to("out")
     program = compile_topology(builder.build(), "app").program(0)
     assert program.task_grouped
-    model, store, expected = KsJoin(before, after, grace, join.replace("_join", "")), _CachedStore(feed), []
+    store = _CachesInSeries(*_SERIES[feed]) if feed in _SERIES else _CachedStore(feed)
+    model, expected = KsJoin(before, after, grace, join.replace("_join", "")), []
     size = -(-len(records) // batches) if records else 1  # run_task's micro-batches; Kafka Streams commits there
     for index, (key, topic, value, ts) in enumerate(records):
         if topic == "e" or feed == "cogroup":
@@ -244,7 +284,32 @@ def _joined_subtopology(compiled) -> int:
                 if any(node.kind.value == "join_window" for node in sub.nodes))
 
 
-@pytest.mark.parametrize("cached_feed", [_cogroup, _regrouped, _table_table_join, _foreign_key_join, _windowed_count])
+def _step_filter(builder):
+    # kept for the join (table_step_stores.keeps_own_store): the filter's store, with its record cache
+    table = builder.table("t", Materialized.as_("t-store").with_caching_disabled())
+    return table.filter(lambda key, value: value is not None, Materialized.as_("cached"))
+
+
+def _step_map_values_of_a_count(builder):
+    return builder.stream("e").group_by_key().count(Materialized.as_("counts")) \
+        .map_values(lambda count: f"n{count}", Materialized.as_("cached"))
+
+
+def _step_filter_of_a_windowed_count(builder):
+    # behind a windowed table: the runner keeps no record cache for a step's store there
+    windowed = builder.stream("e").group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=1)))
+    return windowed.count(Materialized.as_("counts")).filter(lambda window, count: count > 1, Materialized.as_("cached"))
+
+
+def _step_map_values_of_a_suppression(builder):
+    counts = builder.table("t", Materialized.as_("t-store").with_caching_disabled()) \
+        .group_by(lambda key, value: (value, key)).count(Materialized.as_("counts"))
+    return counts.suppress(Suppressed.until_time_limit(timedelta(seconds=1), BufferConfig.unbounded())) \
+        .map_values(lambda count: f"n{count}", Materialized.as_("cached"))
+
+
+@pytest.mark.parametrize("cached_feed", [_cogroup, _regrouped, _table_table_join, _foreign_key_join, _windowed_count,
+                                         _step_filter, _step_map_values_of_a_count])
 def test_a_join_fed_by_a_compared_cache_compiles(cached_feed):
     builder = StreamsBuilder()
     _join_fed_by(builder, cached_feed(builder))
@@ -256,6 +321,8 @@ def test_a_join_fed_by_a_compared_cache_compiles(cached_feed):
     (_windowed_cogroup, r"COGROUPKSTREAM-AGGREGATE-\d+ \(cached\)"),
     (_filter_keeping_a_store, r"KTABLE-FILTER-\d+ \(cached\)"),
     (_kept_store_a_processor_names, r"KTABLE-FILTER-\d+ \(cached\)"),
+    (_step_filter_of_a_windowed_count, r"KTABLE-FILTER-\d+ \(cached\)"),
+    (_step_map_values_of_a_suppression, r"KTABLE-MAPVALUES-\d+ \(cached\)"),
 ])
 def test_a_join_fed_by_a_cache_not_compared_yet_is_refused_naming_it(cached_feed, processor):
     builder = StreamsBuilder()
@@ -264,3 +331,18 @@ def test_a_join_fed_by_a_cache_not_compared_yet_is_refused_naming_it(cached_feed
     with pytest.raises(UnsupportedTopologyError, match=processor + " comes before the stream-stream join .*"
                                                         "record cache on.*with_caching_disabled"):
         compiled.program(_joined_subtopology(compiled))
+
+
+@pytest.mark.parametrize("joined", [True, False])
+def test_a_steps_cached_store_is_kept_only_where_a_stream_join_reads_it(joined):
+    # kept, its cache forwarding at the batch's end, for the join; elsewhere read through to the table
+    builder = StreamsBuilder()
+    filtered = _step_filter(builder)
+    if joined:
+        _join_fed_by(builder, filtered)
+    else:
+        filtered.to_stream().to("out")
+    compiled = compile_topology(builder.build(), "app")
+    program = compiled.program(_joined_subtopology(compiled) if joined else 0)
+    (step,) = [node for node in program.nodes if node.name.startswith("KTABLE-FILTER-")]
+    assert (getattr(step, "store", None) == "cached") is joined

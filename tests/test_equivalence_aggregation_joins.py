@@ -13,9 +13,10 @@ subtraction, an addition or both) with the larger of the record's timestamp and 
 previous one, and the join's windows pair the update by that stamp; the runner keeps the
 aggregations' timestamps for it (README, "Stream-stream joins (inner, left, outer) run
 task-grouped"). Each output value ends with ``|t`` and its record's timestamp (a ``process_values``
-after the join). And, in an app of their own, twelve joins fed by stores with the record cache on (a table, a
+after the join). And, in an app of their own, fourteen joins fed by stores with the record cache on (a table, a
 count, a to_table, a cogroup, a materialized table-table join, a filter's and a map_values' own stores after a
-versioned table, time, session and sliding windowed counts, a re-grouped table's count, a foreign-key join's result)
+versioned table, time, session and sliding windowed counts, a re-grouped table's count, a foreign-key join's result,
+a filter's own store on an uncached table and a map_values' on a cached one)
 and a cached filter's own store read by a processor named with it (tests/cached_join_feed_topology.py,
 CachedJoinFeedExamples.java), which Kafka Streams runs committing once, when closed after its whole input
 (CommitOnceRuns.java); each of their tasks' input is one micro-batch of ours, also killed.
@@ -283,26 +284,23 @@ def test_reference_forwards_each_cached_key_once_at_its_commit(cached_kafka_stre
     update once (a count its key's total, a table its last row; a key whose last row is a tombstone
     nothing: created and deleted within the commit; a cogroup a value of its key; a table-table join
     its last row with a tap; a re-grouped count its group's members at the end; a foreign-key join
-    the order's last row with its user's last, an answer that came twice once), and the joins paired
-    some of them and joined others with null, on both partitions. The cached filter's store forwarded each
-    key's last mark it keeps, once, which its reader read back; the taps read puts not flushed yet from its cache."""
+    the order's last row with its user's last, an answer that came twice once; a filter's own store on the
+    uncached marks' table each key's last mark if it passes, of keys with several that pass too; a map_values'
+    on the cached rows' table each key's last row, upper-cased), and the joins paired some of them and joined
+    others with null, on both partitions. The cached filter's store forwarded each key's last mark it keeps,
+    once, which its reader read back; the taps read puts not flushed yet from its cache."""
     records, results = cached_kafka_streams_run["records"], cached_kafka_streams_run["results"]
-    counts, last_rows, last_marks, mark_partitions = defaultdict(int), {}, {}, {}
+    counts, mark_partitions, passing = defaultdict(int), {}, defaultdict(int)
     for key, value, partition, _ in records["marks"]:
         if key is not None:
             counts[key] += value is not None
-            last_marks[key] = value
             mark_partitions[key] = partition
-    for key, value, _, _ in records["rows"]:
-        if key is not None:
-            last_rows[key] = value
+            passing[key] += value is not None and not value.endswith("5")
+    last_rows, last_marks = cached_feeds.last_values(records, "rows"), cached_feeds.last_values(records, "marks")
     assert any(value is None for value in last_rows.values())
-    marks_and_taps, last_members = defaultdict(set), {}
+    marks_and_taps, last_members = defaultdict(set), cached_feeds.last_values(records, "members")
     for key, value, _, _ in records["marks"] + records["taps"]:
         marks_and_taps[key].add(value)
-    for key, value, _, _ in records["members"]:
-        if key is not None:
-            last_members[key] = value
     last_orders = {key: value for key, value, _, _ in records["orders"]}
     users = {key: value for key, value, _, _ in records["users"]}
     # a re-grouped count subtracts a member's old group and adds its new one: each group's total at the end
@@ -328,6 +326,12 @@ def test_reference_forwards_each_cached_key_once_at_its_commit(cached_kafka_stre
         assert paid_pairs and all(paid == f"{last_orders[key]}@{users[last_orders[key].split(':')[0]]}"
                                   for key, paid in paid_pairs)
         assert any(paid.endswith(".again") for _, paid in paid_pairs)  # the answer that came twice, once
+        steps = [(key, value.split("|t")[0].split("+")) for key, value in results["out-cached-step"][partition]]
+        assert steps and all(mark == last_marks[key] and not mark.endswith("5") for key, (mark, _) in steps)
+        assert any(tap == "null" for _, (_, tap) in steps) and any(tap != "null" for _, (_, tap) in steps)
+        assert any(passing[key] > 1 for key, _ in steps)  # its cache collapsed several updates that pass
+        series = results["out-cached-step-series"][partition]
+        assert series and all(value.split("+")[0] == last_rows[key].upper() for key, value in series)
         # the filter's changes are marks ("m..."), never a tombstone: a key flushed once was never stored before
         reads = results["out-cached-filtered"][partition]
         kept = sorted((key, value.split("|t")[0]) for key, value in reads if value.startswith("m"))

@@ -25,14 +25,15 @@ module                what lives there
 ``table_old_values``  the old value behind a table update (a table filter that sends old values, a
                       suppression); the builder of a table's filter/map_values
 ``table_step_stores`` a table filter/map_values that keeps a store of its own (``keeps_own_store``:
-                      after a versioned table, into a versioned store, or behind a windowed table or a
-                      suppression when its old values are read; ``windowed_store_keys``: the key serde
-                      and keying a store of windows needs)
+                      after a versioned table, into a versioned store, behind a windowed table or a
+                      suppression when its old values are read, or cached before a stream-stream join;
+                      ``windowed_store_keys``: the key serde and keying a store of windows needs)
 ``table_behind``      the table whose updates reach a processor, and who reads the old values it sends
                       (``table_of``: the one walk up a table's steps to its writer)
 ``table_regroup``     ``KTable.group_by`` with count/reduce/aggregate (``changes``: old and new values)
 ``fk_joins``          foreign-key table-table joins (``fk_join_wire``: their topics' wire format)
-``stream_joins``      stream-stream joins (``join_buffers``: their window and outer-join stores)
+``stream_joins``      stream-stream joins (``join_buffers``: their window and outer-join stores;
+                      ``join_feed_caches``: which record caches may feed them)
 ``suppress``          ``KTable.suppress``: the suppression buffer and its processor
 ``user_processors``   ``KStream.process``/``process_values``: user processors (``user_processor_context``:
                       what they get in ``init``; ``punctuation``: their schedules and the task's

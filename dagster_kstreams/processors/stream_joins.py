@@ -95,11 +95,11 @@ from dagster_kstreams.processors.join_buffers import (
     segment_live,
     visible,
 )
+from dagster_kstreams.processors.join_feed_caches import check_caches_before
 from dagster_kstreams.processors.own_groups import windows_keyed_by_start
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.processors.stateless import Merge
 from dagster_kstreams.processors.state import ABSENT
-from dagster_kstreams.processors.table_step_stores import caches_own_store_uncompared
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import WindowedSerde
@@ -271,9 +271,9 @@ class StreamStreamJoin(Processor):
 # source key's, or the own key's group a regrouping processor before them handed it: _REGROUPING),
 # is then the join key's. A stream-stream join forwards its records with the key it joined on, so a join
 # may come before another one; a table (read from a topic or made by to_table, then filter,
-# map_values, to_stream) forwards each update under its key as it is processed (uncached: see
-# _TABLE_STORES); a stream-table or stream-global-table join forwards under the stream record's key
-# (the global one maps the record to the table's key only to look it up), with its timestamp; an
+# map_values, to_stream) forwards each update under its key as it is processed (cached, at the batch's
+# end: join_feed_caches); a stream-table or stream-global-table join forwards under the stream
+# record's key (the global one maps the record to the table's key only to look it up), with its timestamp; an
 # aggregation of a grouped stream (and a cogroup's, through its pass-through) or of a re-grouped
 # table forwards under its group's key, which in the join's sub-topology is the source key (a key
 # change repartitions before it), stamped as Kafka Streams does (it keeps its timestamps:
@@ -291,15 +291,6 @@ _KEY_PRESERVING = {NodeKind.SOURCE, NodeKind.FILTER, NodeKind.MAP_VALUES, NodeKi
                    NodeKind.AGGREGATE, NodeKind.COGROUP_MERGE, NodeKind.TABLE_AGGREGATE,
                    NodeKind.TABLE_TABLE_JOIN, NodeKind.TABLE_TABLE_JOIN_MERGE,
                    NodeKind.FK_RESPONSE_JOIN, NodeKind.FK_JOIN_RESULT}
-# A table's, an aggregation's (windowed too), a table-table join's or a foreign-key join's store with its record cache
-# on forwards each key's update at the micro-batch's end (program._flush), Kafka Streams' at a commit and an eviction.
-_TABLE_STORES = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE, NodeKind.TABLE_AGGREGATE,
-                 NodeKind.TABLE_TABLE_JOIN_MERGE, NodeKind.FK_JOIN_RESULT, NodeKind.WINDOWED_AGGREGATE}
-# Each compared with Kafka Streams committing once after the input (README, "Stream-stream joins ... run
-# task-grouped"): each key's last update (a re-grouped table's subtraction and addition, a foreign-key
-# join's answers, collapse into it; a windowed aggregation's: each window's or session's own,
-# StoreProcessor.flush_entries) in last-update order, with its own timestamp (Kafka Streams' stamp) and
-# headers, after every record's own output. Not yet: a windowed cogroup's.
 # Processors that forward records under other keys than the source record's: a user processor (its
 # punctuators; process() may change keys), a suppression's evictions, a windowed aggregation's windows
 # (time, sliding or session windows, a cogroup's too, on every update or at window close: each window
@@ -360,7 +351,8 @@ def _check_keys_before(ctx, window_node) -> None:
     Every processor between a source and this join window keeps the source key (the DSL repartitions
     before the join otherwise), or forwards each record with its own key's group (:data:`_REGROUPING`:
     the processors before it need not keep the key), and all of them forward while the record is
-    processed, or at the batch's end as Kafka Streams' cache at a commit (:data:`_TABLE_STORES`).
+    processed, or at the batch's end as Kafka Streams' cache at a commit, where that cache is compared
+    with Kafka Streams (:func:`~.join_feed_caches.check_caches_before`).
     Any number of joins may share a sub-topology: each keeps its state under its own store names."""
     sub = ctx.subtopology
     to_regrouping = reachable(sub, window_node.parents, lambda node: () if _regroups(node) else node.parents)
@@ -376,19 +368,7 @@ def _check_keys_before(ctx, window_node) -> None:
                 "join, stream-stream joins) or each under its own key (a user processor, a suppression, a "
                 "windowed aggregation) may come before it. Add .repartition() before the join to give it a "
                 "sub-topology of its own")
-    for node in reachable(sub, window_node.parents, lambda node: node.parents):
-        store = node.params.get("store_name")
-        cached = node.kind in _TABLE_STORES and store in node.stores and ctx.cached(store)
-        windowed_cogroup = node.kind is NodeKind.WINDOWED_AGGREGATE and node.params.get("cogroup")
-        if (cached and windowed_cogroup) or caches_own_store_uncompared(ctx, node):
-            raise UnsupportedTopologyError(
-                f"table {node.name} ({store}) comes before the stream-stream join {window_node.name} in its "
-                "sub-topology with its record cache on; the Spark runner's cache forwards a key's update at the "
-                "micro-batch's end, as Kafka Streams' does at a commit, and is compared with Kafka Streams for a "
-                "table from a topic or to_table, an aggregation (of a grouped stream, a cogroup, a re-grouped table; "
-                "windowed too, but a cogroup's), a table-table join's store and a foreign-key join's result only, "
-                f"not this {node.kind.value}'s. Materialize it with_caching_disabled(), or add .repartition() before "
-                "the join")
+    check_caches_before(ctx, window_node)
 
 
 BUILDERS = {

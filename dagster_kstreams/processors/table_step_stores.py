@@ -36,6 +36,16 @@ value of the ``Change``: :func:`~.table_old_values.old_value_getter`). When it i
   own there, whose group only the task's state holds (:mod:`.own_groups`), so the sub-topology runs
   task-grouped. The runner keeps no record cache for this store: it forwards every update (README,
   "Old values through tables");
+* when its store is cached, the table behind it is neither windowed nor suppressed, and a
+  stream-stream join of its sub-topology reads its updates (:func:`feeds_stream_join`): Kafka Streams'
+  ``TimestampedTupleForwarder`` over the cached store forwards each key's last update at a commit, not
+  every update, and which records the join pairs depends on it. The kept store forwards at the
+  micro-batch's end, as the other caches do (``program._flush``); behind a cached table too, whose flush
+  puts into it first (Kafka Streams flushes its stores in the order it registered them, the table's
+  first), so that each key's last value through the step goes out once, and nothing for a key the step
+  did not hold at the last flush nor now (filtered out, or created and deleted in between). There reading
+  through to the table would give the same (the step's old value, the table's last flushed one through it,
+  is what the step's store held): the store is kept alike, one mechanism for both;
 * when a user processor names its store (``process(supplier, "kept")``): the processor reads and
   writes the store itself (:class:`~.user_dsl_store.TimestampedKeyValueStore`), so the next update
   reads the store's previous value as its old one, as Kafka Streams' step does. The store then keeps
@@ -67,7 +77,7 @@ from dagster_kstreams.processors.windowed_store_keys import (
 from dagster_kstreams.processors.windowed_table_reads import is_windowed_table
 from dagster_kstreams.topology.node_specs import NodeKind
 
-__all__ = ["keeps_own_store", "caches_own_store", "caches_own_store_uncompared", "TableStepStore",
+__all__ = ["keeps_own_store", "caches_own_store", "cache_not_compared", "feeds_stream_join", "TableStepStore",
            "VersionedTableStepStore", "table_step_store"]
 
 
@@ -82,7 +92,9 @@ def keeps_own_store(ctx, node) -> bool:
     * its old values are read (it is a filter that sends them, or a processor after it reads them)
       and the table behind it is windowed or suppressed: its store's value before an update is not
       the table's old value through it;
-    * a user processor reads and writes its store."""
+    * a user processor reads and writes its store;
+    * its store is cached and a stream-stream join of its sub-topology reads its updates, behind a table
+      that is neither windowed nor suppressed: the cache's flush decides which records the join pairs."""
     if not materialized_step(node) or node.params.get("store_name") not in node.stores:
         return False
     store = node.params["store_name"]
@@ -91,7 +103,16 @@ def keeps_own_store(ctx, node) -> bool:
     if read_by_user_processor(ctx.subtopology, store):
         return True
     sub = ctx.subtopology
-    return (sends_old_values(node) or old_values_read_below(sub, node)) and table_behind(sub, node).windowed_or_suppressed
+    windowed_or_suppressed = table_behind(sub, node).windowed_or_suppressed
+    if ctx.cached(store) and feeds_stream_join(sub, node) and not windowed_or_suppressed:
+        return True
+    return (sends_old_values(node) or old_values_read_below(sub, node)) and windowed_or_suppressed
+
+
+def feeds_stream_join(sub, node) -> bool:
+    """Whether what ``node`` forwards reaches a stream-stream join of its sub-topology ``sub`` (a join
+    window), by any path."""
+    return any(reached.kind is NodeKind.JOIN_WINDOW for reached in reachable(sub, node.children, lambda n: n.children))
 
 
 def caches_own_store(ctx, node) -> bool:
@@ -103,14 +124,21 @@ def caches_own_store(ctx, node) -> bool:
         and not table_behind(ctx.subtopology, node).windowed_or_suppressed
 
 
-def caches_own_store_uncompared(ctx, node) -> bool:
-    """Whether ``node`` caches its own store (:func:`caches_own_store`) where its flush is not compared
-    with Kafka Streams yet before a stream-stream join: a user processor names the store, whose own
-    writes the cache forwards too. Compared (test_equivalence_aggregation_joins.py): a store kept for
-    the versioned table behind, whose cache forwards each key's last update at the micro-batch's end,
-    with that update's time and headers, as a cached table's does (``KTableFilter``/``KTableMapValues``'
-    ``TimestampedTupleForwarder`` over a ``CachingKeyValueStore``)."""
-    return caches_own_store(ctx, node) and read_by_user_processor(ctx.subtopology, node.params["store_name"])
+def cache_not_compared(ctx, node) -> bool:
+    """Whether the filter/map_values ``node`` has a cached store whose flush the runner does not compare
+    with Kafka Streams before a stream-stream join: a user processor names the store (the cache forwards
+    its own writes too), or the table behind it is windowed or suppressed (the runner keeps no record
+    cache there: it forwards every update). Compared (test_equivalence_aggregation_joins.py): a store
+    kept for the versioned table behind, or for the join (:func:`keeps_own_store`), whose cache forwards
+    each key's last update at the micro-batch's end, with that update's time and headers, as a cached
+    table's does (``KTableFilter``/``KTableMapValues``' ``TimestampedTupleForwarder`` over a
+    ``CachingKeyValueStore``). A versioned store has no record cache in Kafka Streams."""
+    if not materialized_step(node) or node.params.get("store_name") not in node.stores:
+        return False
+    store = node.params["store_name"]
+    if not ctx.cached(store) or versioned_table(ctx, store) is not None:
+        return False
+    return not caches_own_store(ctx, node) or read_by_user_processor(ctx.subtopology, store)
 
 
 class _Step:

@@ -50,11 +50,14 @@ import org.apache.kafka.streams.state.WindowStore;
  * that update's timestamp, and the join buffers and pairs it then. Each output value ends with "|t" and
  * the record's timestamp. A filter keeping its own store with the record cache on ("cached-filtered", of
  * the marks made an uncached table), which FilteredReader reads: on the filter's changes (forwarded by
- * the cache at the commit) and on the taps that have a key. Prints JSON {"describe": ...}.
+ * the cache at the commit) and on the taps that have a key. And the marks' uncached table filtered into a store
+ * of its own with the record cache on ("cached-step") left-joined with the taps, and the cached rows' table
+ * mapped (upper case) into one ("cached-step-series", two caches in series) inner-joined with them. Prints
+ * JSON {"describe": ...}.
  *
  * Args: bootstrap applicationId stateDir rows taps marks members pings orders users payments
  *       outTable outCount outToTable outCogroup outTableJoin outKept outShouted outWindows outSessions
- *       outSliding outRegroup outPaid outFiltered
+ *       outSliding outRegroup outPaid outFiltered outStep outStepSeries
  *
  * The Python twin is cached_join_feed_examples() in tests/cached_join_feed_topology.py; keep the two in step.
  */
@@ -90,7 +93,7 @@ final class CachedJoinFeedExamples {
                                            String outCogroup, String outTableJoin, String outKept,
                                            String outShouted, String outWindows, String outSessions,
                                            String outSliding, String outRegroup, String outPaid,
-                                           String outFiltered) {
+                                           String outFiltered, String outStep, String outStepSeries) {
         StreamsBuilder builder = new StreamsBuilder();
         JoinWindows windows = JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(2), Duration.ofSeconds(5));
         KStream<String, String> tapStream = builder.stream(taps);
@@ -165,12 +168,24 @@ final class CachedJoinFeedExamples {
             .join(builder.<String, String>stream(payments), (paid, payment) -> paid + "+" + payment, windows)
             .processValues(StampValues::new)
             .to(outPaid);
-        KTable<String, String> filtered = markStream
-            .toTable(Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("uncached-marks").withCachingDisabled())
-            .filter((key, mark) -> !mark.endsWith("3"),
+        KTable<String, String> uncachedMarks = markStream
+            .toTable(Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("uncached-marks").withCachingDisabled());
+        KTable<String, String> filtered = uncachedMarks.filter((key, mark) -> !mark.endsWith("3"),
                     Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("cached-filtered"));
         filtered.toStream().process(FilteredReader::new, "cached-filtered").to(outFiltered);
         keyedTaps.process(FilteredReader::new, "cached-filtered").to(outFiltered);
+        uncachedMarks.filter((key, mark) -> !mark.endsWith("5"),
+                    Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("cached-step"))
+            .toStream()
+            .leftJoin(tapStream, (mark, tap) -> mark + "+" + s(tap), windows)
+            .processValues(StampValues::new)
+            .to(outStep);
+        rowTable.mapValues(row -> row.toUpperCase(),
+                    Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("cached-step-series"))
+            .toStream()
+            .join(tapStream, (row, tap) -> row + "+" + tap, windows)
+            .processValues(StampValues::new)
+            .to(outStepSeries);
         return builder.build();
     }
 
@@ -232,7 +247,7 @@ final class CachedJoinFeedExamples {
         Topology topology = cachedJoinFeedExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
                                                    args[10], args[11], args[12], args[13], args[14], args[15],
                                                    args[16], args[17], args[18], args[19], args[20], args[21],
-                                                   args[22], args[23]);
+                                                   args[22], args[23], args[24], args[25]);
         Properties props = CommitOnceRuns.properties(args[0], args[1], args[2]);
         // The inputs are all produced before it starts: a task waits for the records of each partition
         // whose lag it knows (KIP-695), with no idling on top. A task that also reads an internal topic
