@@ -184,9 +184,6 @@ def test_kafka_streams_window_scenarios_on_spark_match_kafka_streams(scenario_ru
     # Every output has records on both partitions (what each scenario is about is in its input).
     assert set(theirs) == {(name, partition) for name in OUTPUTS for partition in range(PARTITIONS)}
     different = sorted(key for key in theirs if ours.get(key) != theirs[key])
-    import json  # DEBUG
-    json.dump({f"{k[0]}@{k[1]}": {"theirs": theirs[k], "ours": ours.get(k)} for k in different},
-              open("/tmp/s26/sw_diff.json", "w"), indent=0)  # DEBUG
     assert not different, {key: (theirs[key], ours.get(key)) for key in different[:3]}
     assert set(ours) == set(theirs)
 
