@@ -22,6 +22,12 @@ Not run, because the runner refuses them when they are defined (a unit test belo
 by name): SuppressScenarioTest.shouldWorkBeforeGroupBy (a suppressed table re-grouped) and
 shouldWorkBeforeJoinRight / shouldWorkBeforeJoinLeft (a suppressed table joined).
 
+What they found: an aggregation (here a re-grouped table's) whose updates reach a suppression or a user
+processor in its sub-topology stamped them with the record's timestamp, where Kafka Streams stamps the
+larger of it and the aggregate's previous one (out-moves, out-regroup-*: the suppressions buffered and
+emitted, and the stamping processor saw, the record's own); it now keeps its timestamps for them
+(tests/test_aggregate_stamps_logic.py). Every windowed scenario matched as it was.
+
 Kafka Streams 4.3.1 runs the whole input once, record cache off (``statestore.cache.max.bytes`` 0), emit
 on window close checked after every record; our side runs it in many micro-batches per task.
 Compared: describe() of the very topology run, and per output topic and partition the whole sequence
