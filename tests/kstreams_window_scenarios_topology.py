@@ -35,7 +35,7 @@ OUTPUT_KEYS = {
     "out-session-counts": "session", "out-session-final": "session", "out-session-agg": "session",
     "out-final": 2, "out-final-jump": 2, "out-final-sliding": 5,
     "out-regroup-counts": None, "out-regroup-zero": None, "out-regroup-limit": None, "out-regroup-records": None,
-    "out-moves": None,
+    "out-moves": None, "out-hopping-closed": 10, "out-session-closed": "session",
 }
 OUTPUTS = tuple(OUTPUT_KEYS)
 # A time limit that never comes (SuppressScenarioTest's Long.MAX_VALUE is beyond a timedelta).
@@ -113,6 +113,15 @@ def _stream_windows(builder: StreamsBuilder, topics: dict[str, str]) -> None:
              .aggregate(lambda: "0", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
                         lambda key, one, two: one + "|" + two, _uncached("session-agg")),
              topics["out-session-agg"], session_serde)
+    # KStreamWindowAggregateTest's and KStreamSessionWindowAggregateProcessorTest's emit-final variants.
+    _stamped(grouped.windowed_by(TimeWindows.of_size_and_grace(_ms(10), _ms(5)).advance_by(_ms(5)))
+             .emit_strategy(EmitStrategy.on_window_close())
+             .aggregate(lambda: "0", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
+                        _uncached("hopping-closed")), topics["out-hopping-closed"], windowed(10))
+    _stamped(grouped.windowed_by(sessions).emit_strategy(EmitStrategy.on_window_close())
+             .aggregate(lambda: "0", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
+                        lambda key, one, two: one + "|" + two, _uncached("session-closed")),
+             topics["out-session-closed"], session_serde)
     # SuppressScenarioTest's final results for time windows (also with a large jump) and sliding windows,
     # behind a group-by of the same key (a repartition topic).
     regrouped = events.group_by(lambda key, value: key, Grouped.with_("final-by-key", Serdes.String(), Serdes.String()))

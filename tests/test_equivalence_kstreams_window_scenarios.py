@@ -6,7 +6,7 @@ of testEarlyRecordsSmallInput and testEarlyRecordsRepeatedInput, whose windows w
 shouldLogAndMeterWhenSkippingExpiredWindowByGrace), ``KStreamWindowAggregateTest`` (testAggBasic's
 hopping windows, shouldLogAndMeterWhenSkippingExpiredWindow: a store kept 100 ms),
 ``KStreamSessionWindowAggregateProcessorTest`` (shouldHandleMultipleSessionsAndMerging,
-shouldLogAndMeterWhenSkippingLateRecordWithNonzeroGrace), ``SuppressScenarioTest`` (final results for
+shouldLogAndMeterWhenSkippingLateRecordWithNonzeroGrace; and both tests' emit-final variants), ``SuppressScenarioTest`` (final results for
 time windows, with a large jump, for sliding and session windows; a re-grouped table's counts
 suppressed by a time limit of zero, of 2 ms, and in a buffer of one record) and ``KTableAggregateTest``
 (testRemoveOldBeforeAddNew: an update that stays in its group). Their timestamps are theirs: near the
@@ -189,6 +189,11 @@ def test_kafka_streams_window_scenarios_on_spark_match_kafka_streams(scenario_ru
     assert scenario_runs["batches"] >= 3  # stream time, buffers and windows carried from batch to batch
     # Every output has records on both partitions (what each scenario is about is in its input).
     assert set(theirs) == {(name, partition) for name in OUTPUTS for partition in range(PARTITIONS)}
+    # The scenarios' points show in Kafka Streams' output: sessions merged away (their removal), windows of
+    # the early records clamped to start at 0, and the emit-final outputs fewer than the updates.
+    assert all(any(value.startswith("null|") for _, value in theirs["out-session-counts", p]) for p in range(PARTITIONS))
+    assert all(any(key[1] == 0 for key, _ in theirs["out-early-5", p]) for p in range(PARTITIONS))
+    assert len(theirs["out-session-closed", 0]) < len(theirs["out-session-counts", 0])
     different = sorted(key for key in theirs if ours.get(key) != theirs[key])
     assert not different, {key: (theirs[key], ours.get(key)) for key in different[:3]}
     assert set(ours) == set(theirs)

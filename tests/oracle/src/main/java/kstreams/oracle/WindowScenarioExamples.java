@@ -56,7 +56,7 @@ public final class WindowScenarioExamples {
         "out-sliding", "out-sliding-reduce", "out-sliding-closed", "out-early-50", "out-early-5", "out-early-hopping",
         "out-expired-hopping", "out-expired-sliding", "out-session-counts", "out-session-final", "out-session-agg",
         "out-final", "out-final-jump", "out-final-sliding", "out-regroup-counts", "out-regroup-zero",
-        "out-regroup-limit", "out-regroup-records", "out-moves");
+        "out-regroup-limit", "out-regroup-records", "out-moves", "out-hopping-closed", "out-session-closed");
     // SuppressScenarioTest's Long.MAX_VALUE, as the twin can say it (a timedelta ends sooner).
     static final Duration NEVER = Duration.ofDays(100 * 365);
 
@@ -132,6 +132,15 @@ public final class WindowScenarioExamples {
         stamped(grouped.windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(10), Duration.ofMillis(1)))
             .aggregate(() -> "0", (key, value, agg) -> agg + "+" + orNull(value), (key, one, two) -> one + "|" + two,
                 WindowScenarioExamples.<SessionStore<Bytes, byte[]>, String>uncached("session-agg")), out.get(10), sessionSerde);
+        stamped(grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(10), Duration.ofMillis(5))
+                .advanceBy(Duration.ofMillis(5)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .aggregate(() -> "0", (key, value, agg) -> agg + "+" + orNull(value),
+                WindowScenarioExamples.<WindowStore<Bytes, byte[]>, String>uncached("hopping-closed")), out.get(19), windowed(10));
+        stamped(grouped.windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMillis(5)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .aggregate(() -> "0", (key, value, agg) -> agg + "+" + orNull(value), (key, one, two) -> one + "|" + two,
+                WindowScenarioExamples.<SessionStore<Bytes, byte[]>, String>uncached("session-closed")), out.get(20), sessionSerde);
         KGroupedStream<String, String> regrouped = stream.groupBy((key, value) -> key, Grouped.with("final-by-key", Serdes.String(), Serdes.String()));
         List<Object[]> finals = List.of(
             new Object[] {TimeWindows.ofSizeAndGrace(Duration.ofMillis(2), Duration.ofMillis(1)), "final-counts", 2L},
