@@ -35,7 +35,7 @@ OUTPUT_KEYS = {
     "out-session-counts": "session", "out-session-final": "session", "out-session-agg": "session",
     "out-final": 2, "out-final-jump": 2, "out-final-sliding": 5,
     "out-regroup-counts": None, "out-regroup-zero": None, "out-regroup-limit": None, "out-regroup-records": None,
-    "out-moves": None, "out-hopping-closed": 10, "out-session-closed": "session",
+    "out-moves": None, "out-hopping-closed": 10, "out-session-closed": "session", "out-windowed-keys": None,
 }
 OUTPUTS = tuple(OUTPUT_KEYS)
 # A time limit that never comes (SuppressScenarioTest's Long.MAX_VALUE is beyond a timedelta).
@@ -122,6 +122,10 @@ def _stream_windows(builder: StreamsBuilder, topics: dict[str, str]) -> None:
              .aggregate(lambda: "0", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
                         lambda key, one, two: one + "|" + two, _uncached("session-closed")),
              topics["out-session-closed"], session_serde)
+    # KStreamAggregationIntegrationTest.shouldGroupByKey: windows of 500 ms, their keys made strings.
+    grouped.windowed_by(TimeWindows.of_size_with_no_grace(_ms(500))).count(_uncached("windowed-500")) \
+        .to_stream(lambda window, count: f"{window.key}@{window.window.start}") \
+        .process_values(StampValues).to(topics["out-windowed-keys"], Produced.with_(Serdes.String(), Serdes.String()))
     # SuppressScenarioTest's final results for time windows (also with a large jump) and sliding windows,
     # behind a group-by of the same key (a repartition topic).
     regrouped = events.group_by(lambda key, value: key, Grouped.with_("final-by-key", Serdes.String(), Serdes.String()))

@@ -57,6 +57,7 @@ cloudpickle.register_pickle_by_value(kstreams_window_scenarios_topology)
 
 PARTITIONS = 2
 FOREVER = {"retention.ms": "-1"}  # the scenarios' timestamps are near the epoch
+REKEYED = ("out-windowed-keys",)  # outputs whose keys are no longer their task's
 
 
 def _in_partition(stem: str, partition: int) -> str:
@@ -109,6 +110,17 @@ def _events() -> list[tuple]:
         for stem, time in merges:
             records += _records(partition, "merge-" + stem, [(stem + str(time), time)], 3_100)
     records += [(_in_partition("merge-a1", 1), None, 1, 3_111)]
+    # KStreamAggregationIntegrationTest: sessions (its gap of 5 minutes made 5 ms; bob's continues, jo's
+    # late record bridges nothing), and five keys written at one time, then twice at a time 1 s later.
+    for partition in range(PARTITIONS):
+        for time, stems_and_values in ((0, (("bob", "start"), ("penny", "start"), ("jo", "pause"), ("emily", "pause"))),
+                                       (2, (("emily", "resume"),)), (6, (("bob", "pause"), ("penny", "stop"))),
+                                       (8, (("bob", "resume"), ("jo", "resume"))), (7, (("jo", "late"),))):
+            for stem, value in stems_and_values:
+                records += _records(partition, stem, [(value, time)], 5_000)
+        for time in (6_000, 7_000, 7_000):
+            for number, value in enumerate("ABCDE", start=1):
+                records += _records(partition, f"produced{number}-", [(value, time)])
     # Final results: time windows of 2 ms (grace 1 ms), a large jump (grace 2 ms), sliding windows.
     records += _records(0, "final", _numbered([0, 1, 2, 1, 0, 5, 0]), 4_000)
     records += _records(0, "jump", _numbered([0, 1, 2, 0, 3, 0, 4, 0, 30]), 4_050)
@@ -147,6 +159,14 @@ def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple[str, int], li
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
             value = None if record.value is None else record.value.decode()
             results.setdefault((name, record.partition), []).append((key_of(record.key), value))
+    # Keys made strings leave their task's partition: there each source key's records are in its task's
+    # order, the two tasks' interleaved as they ran (in Kafka Streams too).
+    for (name, partition), sequence in results.items():
+        if name in REKEYED:
+            by_source_key: dict[str, list] = {}
+            for key, value in sequence:
+                by_source_key.setdefault(key.rsplit("@", 1)[0], []).append((key, value))
+            results[name, partition] = by_source_key
     return results
 
 

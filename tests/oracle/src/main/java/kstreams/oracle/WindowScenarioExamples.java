@@ -56,7 +56,8 @@ public final class WindowScenarioExamples {
         "out-sliding", "out-sliding-reduce", "out-sliding-closed", "out-early-50", "out-early-5", "out-early-hopping",
         "out-expired-hopping", "out-expired-sliding", "out-session-counts", "out-session-final", "out-session-agg",
         "out-final", "out-final-jump", "out-final-sliding", "out-regroup-counts", "out-regroup-zero",
-        "out-regroup-limit", "out-regroup-records", "out-moves", "out-hopping-closed", "out-session-closed");
+        "out-regroup-limit", "out-regroup-records", "out-moves", "out-hopping-closed", "out-session-closed",
+        "out-windowed-keys");
     // SuppressScenarioTest's Long.MAX_VALUE, as the twin can say it (a timedelta ends sooner).
     static final Duration NEVER = Duration.ofDays(100 * 365);
 
@@ -141,6 +142,11 @@ public final class WindowScenarioExamples {
             .emitStrategy(EmitStrategy.onWindowClose())
             .aggregate(() -> "0", (key, value, agg) -> agg + "+" + orNull(value), (key, one, two) -> one + "|" + two,
                 WindowScenarioExamples.<SessionStore<Bytes, byte[]>, String>uncached("session-closed")), out.get(20), sessionSerde);
+        grouped.windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMillis(500)))
+            .count(WindowScenarioExamples.<WindowStore<Bytes, byte[]>, Long>uncached("windowed-500"))
+            .toStream((window, count) -> window.key() + "@" + window.window().start())
+            .processValues(() -> new StampAny<String, Long>())
+            .to(out.get(21), Produced.with(Serdes.String(), Serdes.String()));
         KGroupedStream<String, String> regrouped = stream.groupBy((key, value) -> key, Grouped.with("final-by-key", Serdes.String(), Serdes.String()));
         List<Object[]> finals = List.of(
             new Object[] {TimeWindows.ofSizeAndGrace(Duration.ofMillis(2), Duration.ofMillis(1)), "final-counts", 2L},
