@@ -33,9 +33,9 @@ class KeyValueStoreProcessor(StoreProcessor):
 
     # Keeps each key's timestamp as well: set when a user processor reads the store
     # (ValueAndTimestamp, user_dsl_store.py), when an aggregation's updates reach a stream-stream
-    # join, a suppression or a user processor (aggregation_keeping_timestamps), or when a table-table join of a task-grouped
-    # sub-topology reads the store (keep_timestamps: it stamps with both rows' times), all of which
-    # run task-grouped; the timestamps are then a task-level value (TaskState.timestamps) beside the slots.
+    # join, a suppression or a user processor (aggregation_keeping_timestamps), or when a table-table
+    # join of a task-grouped sub-topology reads the store (keep_timestamps: it stamps with both rows'
+    # times), all of which run task-grouped; the timestamps are then a task-level value (TaskState.timestamps) beside the slots.
     keeps_timestamps = False
 
     def _put(self, key, new, context, out, state) -> None:
