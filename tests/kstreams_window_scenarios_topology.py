@@ -36,6 +36,7 @@ OUTPUT_KEYS = {
     "out-final": 2, "out-final-jump": 2, "out-final-sliding": 5,
     "out-regroup-counts": None, "out-regroup-zero": None, "out-regroup-limit": None, "out-regroup-records": None,
     "out-moves": None, "out-hopping-closed": 10, "out-session-closed": "session", "out-windowed-keys": None,
+    "out-regroup-bytes": None,
 }
 OUTPUTS = tuple(OUTPUT_KEYS)
 # A time limit that never comes (SuppressScenarioTest's Long.MAX_VALUE is beyond a timedelta).
@@ -150,6 +151,9 @@ def _table_aggregations(builder: StreamsBuilder, topics: dict[str, str]) -> None
         ("out-regroup-zero", Suppressed.until_time_limit(timedelta(0), BufferConfig.unbounded())),
         ("out-regroup-limit", Suppressed.until_time_limit(_ms(2), BufferConfig.unbounded())),
         ("out-regroup-records", Suppressed.until_time_limit(NEVER, BufferConfig.max_records(1).emit_early_when_full())),
+        # sized as Kafka Streams sizes a buffered record: its record context's topic (the repartition topic,
+        # named after the application id) counts too
+        ("out-regroup-bytes", Suppressed.until_time_limit(NEVER, BufferConfig.max_bytes(200).emit_early_when_full())),
     ):
         _stamped(counts.suppress(suppressed.with_name(output[4:])), topics[output], Serdes.String())
     # KTableAggregateTest.testRemoveOldBeforeAddNew: grouped by the key's first character; an update that

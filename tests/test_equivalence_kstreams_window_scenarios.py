@@ -10,7 +10,7 @@ shouldLogAndMeterWhenSkippingLateRecordWithNonzeroGrace; and both tests' emit-fi
 ``KStreamAggregationIntegrationTest`` (its sessions; keys written at one time into windows of 500 ms whose
 keys are made strings), ``SuppressScenarioTest`` (final results for
 time windows, with a large jump, for sliding and session windows; a re-grouped table's counts
-suppressed by a time limit of zero, of 2 ms, and in a buffer of one record) and ``KTableAggregateTest``
+suppressed by a time limit of zero, of 2 ms, in a buffer of one record and one of 200 bytes) and ``KTableAggregateTest``
 (testRemoveOldBeforeAddNew: an update that stays in its group). Their timestamps are theirs: near the
 epoch (the early records at 1 to 70 ms, the others moved up by whole seconds so that windows stay
 aligned; 0 became 1: a producer stamps 0 with the time of sending), so every topic keeps its records
@@ -187,11 +187,12 @@ def scenario_runs(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory, 
     produce_strings(kafka_bootstrap, inputs["tables"], _tables())
     theirs = {**inputs, **_create(kafka_admin, unique_topic, OUTPUTS, "kss-ks")}
     main = oracle_harness.BackgroundMain("kstreams.oracle.WindowScenarioExamples", [
+        # App ids of one length: a buffer bounded in bytes counts the repartition topic's name, named after it.
         kafka_bootstrap, unique_topic("kss-ks"), str(tmp_path_factory.mktemp("kss-ks-state")),
         *(theirs[name] for name in (*INPUTS, *OUTPUTS))])
     try:
         ours = {**inputs, **_create(kafka_admin, unique_topic, OUTPUTS, "kss-ours")}
-        runner = TaskRunner(window_scenario_examples(ours), unique_topic("kss-ours"), kafka_bootstrap,
+        runner = TaskRunner(window_scenario_examples(ours), unique_topic("kss-us"), kafka_bootstrap,
                             state_location=str(tmp_path_factory.mktemp("kss-ours-state")), spark=spark,
                             max_records_per_batch=20)
         batches = max(result.batches for result in runner.run_all())
@@ -210,7 +211,8 @@ def test_describe_of_the_topology_run_is_kafka_streams(scenario_runs):
 def test_kafka_streams_window_scenarios_on_spark_match_kafka_streams(scenario_runs):
     theirs, ours = scenario_runs["theirs"], scenario_runs["ours"]
     assert scenario_runs["batches"] >= 3  # stream time, buffers and windows carried from batch to batch
-    # Every output has records on both partitions (what each scenario is about is in its input).
+    # Every output has records on both partitions (what each scenario is about is in its input; the
+    # suppressions of one record and of 200 bytes, whose time limit never comes, only by emitting early).
     assert set(theirs) == {(name, partition) for name in OUTPUTS for partition in range(PARTITIONS)}
     # The scenarios' points show in Kafka Streams' output: sessions merged away (their removal), windows of
     # the early records clamped to start at 0, and the emit-final outputs fewer than the updates.

@@ -57,7 +57,7 @@ public final class WindowScenarioExamples {
         "out-expired-hopping", "out-expired-sliding", "out-session-counts", "out-session-final", "out-session-agg",
         "out-final", "out-final-jump", "out-final-sliding", "out-regroup-counts", "out-regroup-zero",
         "out-regroup-limit", "out-regroup-records", "out-moves", "out-hopping-closed", "out-session-closed",
-        "out-windowed-keys");
+        "out-windowed-keys", "out-regroup-bytes");
     // SuppressScenarioTest's Long.MAX_VALUE, as the twin can say it (a timedelta ends sooner).
     static final Duration NEVER = Duration.ofDays(100 * 365);
 
@@ -174,6 +174,8 @@ public final class WindowScenarioExamples {
             .withName("regroup-limit")), out.get(16), Serdes.String());
         stamped(counts.suppress(Suppressed.untilTimeLimit(NEVER, BufferConfig.maxRecords(1).emitEarlyWhenFull())
             .withName("regroup-records")), out.get(17), Serdes.String());
+        stamped(counts.suppress(Suppressed.untilTimeLimit(NEVER, BufferConfig.maxBytes(200).emitEarlyWhenFull())
+            .withName("regroup-bytes")), out.get(22), Serdes.String());
         stamped(table.groupBy((key, value) -> KeyValue.pair(key.substring(0, 1), key.substring(1)), Grouped.as("by-first"))
             .aggregate(() -> "", (key, value, agg) -> agg + value, (key, value, agg) -> agg.replace(value, ""),
                 WindowScenarioExamples.<KeyValueStore<Bytes, byte[]>, String>uncached("moves")), out.get(18), Serdes.String());
