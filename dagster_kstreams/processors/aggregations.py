@@ -33,9 +33,9 @@ class KeyValueStoreProcessor(StoreProcessor):
 
     # Keeps each key's timestamp as well: set when a user processor reads the store
     # (ValueAndTimestamp, user_dsl_store.py), when an aggregation's updates reach a stream-stream
-    # join (aggregation_keeping_timestamps), or when a table-table join of a task-grouped
-    # sub-topology reads the store (keep_timestamps: it stamps with both rows' times), all of which
-    # run task-grouped; the timestamps are then a task-level value (TaskState.timestamps) beside the slots.
+    # join, a suppression or a user processor (aggregation_keeping_timestamps), or when a table-table
+    # join of a task-grouped sub-topology reads the store (keep_timestamps: it stamps with both rows'
+    # times), all of which run task-grouped; the timestamps are then a task-level value (TaskState.timestamps) beside the slots.
     keeps_timestamps = False
 
     def _put(self, key, new, context, out, state) -> None:
@@ -169,10 +169,12 @@ def _aggregate(factory, ctx) -> Aggregate:
 
 def aggregation_keeping_timestamps(aggregation: KeyValueStoreProcessor, factory, ctx) -> KeyValueStoreProcessor:
     """``aggregation`` (a grouped stream's, a cogroup's or a re-grouped table's), keeping its timestamps
-    when a user processor names its store, and also when its updates reach a stream-stream join of its
-    sub-topology or a filter/map_values whose store a user processor names or is versioned: they then
-    carry Kafka Streams' stamps (:meth:`~KeyValueStoreProcessor.update_context`), by which the join's
-    windows pair them, the step's store stamps them and a versioned step's store puts them. A cogroup's
+    when a user processor names its store, and also when its updates reach, in its sub-topology, a
+    stream-stream join, a suppression, a user processor, or a filter/map_values whose store a user
+    processor names or is versioned: they then carry Kafka Streams' stamps
+    (:meth:`~KeyValueStoreProcessor.update_context`), by which the join's windows pair them, the
+    suppression buffers and emits them, the user processor sees them, the step's store stamps them and a
+    versioned step's store puts them. A cogroup's
     aggregations share their store and its timestamps; each reaches the join or the step alike."""
     sub = ctx.subtopology
     aggregation.keeps_timestamps = read_by_user_processor(sub, aggregation.store) or _reaches_stamp_reader(ctx, factory)
@@ -194,14 +196,20 @@ def read_by_user_processor(subtopology, store: str) -> bool:
                for node in subtopology.nodes)
 
 
+# Readers of a record's timestamp that run task-grouped (where the task state holds the timestamps):
+# a stream-stream join pairs by it, a suppression buffers and emits by it, a user processor sees it.
+_STAMP_READERS = (NodeKind.JOIN_WINDOW, NodeKind.SUPPRESS, NodeKind.PROCESS, NodeKind.PROCESS_VALUES)
+
+
 def _reaches_stamp_reader(ctx, factory) -> bool:
-    """Whether what ``factory`` forwards reaches, in its sub-topology, a stream-stream join or a table
-    filter/map_values whose store a user processor reads (which stores each update's timestamp) or
-    is versioned (which puts each update as a version at its timestamp)."""
+    """Whether what ``factory`` forwards reaches, in its sub-topology, a stream-stream join, a
+    suppression, a user processor, or a table filter/map_values whose store a user processor reads
+    (which stores each update's timestamp) or is versioned (which puts each update as a version at its
+    timestamp)."""
     subtopology = ctx.subtopology
 
     def reads_stamps(node) -> bool:
-        if node.kind is NodeKind.JOIN_WINDOW:
+        if node.kind in _STAMP_READERS:
             return True
         store = node.params.get("store_name")
         if node.kind not in (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES) or store not in node.stores:

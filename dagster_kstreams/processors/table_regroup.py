@@ -29,7 +29,8 @@ row and forwards a tombstone.
 Timestamps: Kafka Streams gives an aggregate's update the larger of the record's timestamp and
 the aggregate's previous one (whenever there was one: after a subtraction, an addition, or both);
 the runner does too when its store keeps its timestamps (a user processor names it, or the
-aggregate's updates reach a stream-stream join or a filter/map_values whose store a processor names:
+aggregate's updates reach a stream-stream join, a suppression, a user processor or a filter/map_values
+whose store a processor names:
 :func:`~.aggregations.aggregation_keeping_timestamps`) or it is a versioned store
 (:class:`VersionedTableAggregate`, whose puts that stamp decides), and otherwise forwards the record's
 own (README, "Record timestamps written by the runner").

@@ -1,0 +1,187 @@
+"""Kafka Streams' own scenarios for windows, aggregations and suppression (its unit tests
+``KStreamSlidingWindowAggregateTest``, ``KStreamWindowAggregateTest``,
+``KStreamSessionWindowAggregateProcessorTest``, ``KTableAggregateTest`` and ``SuppressScenarioTest``),
+rewritten as one topology: the Python twin of kstreams.oracle.WindowScenarioExamples (Java); keep the
+two in step.
+
+The scenarios share inputs (each in a time range and with keys of its own, see
+tests/test_equivalence_kstreams_window_scenarios.py), so every windowed processor also sees the
+others' records: what the suite's time allows (one Kafka Streams process, a few sub-topologies).
+Every store is uncached (Kafka Streams runs with ``statestore.cache.max.bytes`` 0), so each output is
+fixed by the input; every update is stamped with its timestamp (``StampValues``).
+
+Its lambdas are self-contained (no module-level helpers): Spark's Python workers cannot import
+modules of tests/, and the test module ships this one by value.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from equivalence_io import StampValues
+from dagster_kstreams.topology import BufferConfig, Grouped, StreamsBuilder, Suppressed
+from dagster_kstreams.topology.consumed_produced import Produced
+from dagster_kstreams.topology.emit_strategy import EmitStrategy
+from dagster_kstreams.topology.materialized import Materialized
+from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
+from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
+
+INPUTS = ("events", "tables")
+# Each output and how its keys are read: a time window of that size (ms), a session, or a plain string.
+OUTPUT_KEYS = {
+    "out-sliding": 10, "out-sliding-reduce": 10, "out-sliding-closed": 10,
+    "out-early-50": 50, "out-early-5": 5, "out-early-hopping": 10,
+    "out-expired-hopping": 10, "out-expired-sliding": 10,
+    "out-session-counts": "session", "out-session-final": "session", "out-session-agg": "session",
+    "out-final": 2, "out-final-jump": 2, "out-final-sliding": 5,
+    "out-regroup-counts": None, "out-regroup-zero": None, "out-regroup-limit": None, "out-regroup-records": None,
+    "out-moves": None, "out-hopping-closed": 10, "out-session-closed": "session", "out-windowed-keys": None,
+    "out-regroup-bytes": None,
+}
+OUTPUTS = tuple(OUTPUT_KEYS)
+# A time limit that never comes (SuppressScenarioTest's Long.MAX_VALUE is beyond a timedelta).
+NEVER = timedelta(days=100 * 365)
+
+
+def _ms(milliseconds: int) -> timedelta:
+    return timedelta(milliseconds=milliseconds)
+
+
+def _stamped(table, topic: str, key_serde) -> None:
+    """Every update of ``table``, stamped with its timestamp, to ``topic``."""
+    table.to_stream().process_values(StampValues).to(topic, Produced.with_(key_serde, Serdes.String()))
+
+
+def _uncached(store: str) -> Materialized:
+    return Materialized.as_(store).with_caching_disabled()
+
+
+def window_scenario_examples(topics: dict[str, str]) -> StreamsBuilder:
+    """The topology of WindowScenarioExamples.java, on ``topics`` (``INPUTS`` and ``OUTPUTS`` -> topic)."""
+    builder = StreamsBuilder()
+    _stream_windows(builder, topics)
+    _table_aggregations(builder, topics)
+    return builder
+
+
+def _stream_windows(builder: StreamsBuilder, topics: dict[str, str]) -> None:
+    def windowed(size):
+        return WindowedSerde(Serdes.String(), size)
+
+    events = builder.stream(topics["events"])
+    # The suppression buffers serialize the windowed keys: the groupings name the key serde.
+    grouped = events.group_by_key(Grouped.with_(Serdes.String(), Serdes.String()))
+    # KStreamSlidingWindowAggregateTest: testAggregateSmallInput, testReduceSmallInput (and emitting final).
+    sliding = SlidingWindows.of_time_difference_and_grace(_ms(10), _ms(5))
+    _stamped(grouped.windowed_by(sliding)
+             .aggregate(lambda: "0", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
+                        _uncached("sliding-agg")), topics["out-sliding"], windowed(10))
+    _stamped(grouped.windowed_by(sliding)
+             .reduce(lambda agg, value: agg + "+" + value, _uncached("sliding-reduce")),
+             topics["out-sliding-reduce"], windowed(10))
+    _stamped(grouped.windowed_by(sliding).emit_strategy(EmitStrategy.on_window_close())
+             .aggregate(lambda: "0", lambda key, value, agg: agg + "+" + value, _uncached("sliding-closed")),
+             topics["out-sliding-closed"], windowed(10))
+    # testEarlyRecordsSmallInput, testEarlyRecordsRepeatedInput: windows that would start before 0; and
+    # KStreamWindowAggregateTest.testAggBasic's hopping windows on the same early records.
+    _stamped(grouped.windowed_by(SlidingWindows.of_time_difference_and_grace(_ms(50), _ms(0)))
+             .aggregate(lambda: "0", lambda key, value, agg: agg + "+" + value, _uncached("early-50")),
+             topics["out-early-50"], windowed(50))
+    _stamped(grouped.windowed_by(SlidingWindows.of_time_difference_and_grace(_ms(5), _ms(0)))
+             .aggregate(lambda: "0", lambda key, value, agg: agg + "+" + value, _uncached("early-5")),
+             topics["out-early-5"], windowed(5))
+    _stamped(grouped.windowed_by(TimeWindows.of_size_and_grace(_ms(10), _ms(100)).advance_by(_ms(5)))
+             .aggregate(lambda: "0", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
+                        _uncached("early-hopping")), topics["out-early-hopping"], windowed(10))
+    # KStreamWindowAggregateTest.shouldLogAndMeterWhenSkippingExpiredWindow (a store kept 100 ms) and
+    # KStreamSlidingWindowAggregateTest.shouldLogAndMeterWhenSkippingExpiredWindowByGrace.
+    _stamped(grouped.windowed_by(TimeWindows.of_size_and_grace(_ms(10), _ms(90)).advance_by(_ms(5)))
+             .aggregate(lambda: "", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
+                        _uncached("expired-hopping").with_retention(_ms(100))),
+             topics["out-expired-hopping"], windowed(10))
+    _stamped(grouped.windowed_by(SlidingWindows.of_time_difference_and_grace(_ms(10), _ms(90)))
+             .aggregate(lambda: "0", lambda key, value, agg: agg + "+" + value, _uncached("expired-sliding")),
+             topics["out-expired-sliding"], windowed(10))
+    # SuppressScenarioTest.shouldSupportFinalResultsForSessionWindows (every update, and final results);
+    # KStreamSessionWindowAggregateProcessorTest's merges and its late record with a grace of 1 ms.
+    sessions = SessionWindows.of_inactivity_gap_with_no_grace(_ms(5))
+    session_counts = grouped.windowed_by(sessions).count(_uncached("session-counts"))
+    session_serde = WindowedSerde(Serdes.String(), session=True)
+    _stamped(session_counts, topics["out-session-counts"], session_serde)
+    _stamped(session_counts.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())),
+             topics["out-session-final"], session_serde)
+    _stamped(grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(_ms(10), _ms(1)))
+             .aggregate(lambda: "0", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
+                        lambda key, one, two: one + "|" + two, _uncached("session-agg")),
+             topics["out-session-agg"], session_serde)
+    # KStreamWindowAggregateTest's and KStreamSessionWindowAggregateProcessorTest's emit-final variants.
+    _stamped(grouped.windowed_by(TimeWindows.of_size_and_grace(_ms(10), _ms(5)).advance_by(_ms(5)))
+             .emit_strategy(EmitStrategy.on_window_close())
+             .aggregate(lambda: "0", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
+                        _uncached("hopping-closed")), topics["out-hopping-closed"], windowed(10))
+    _stamped(grouped.windowed_by(sessions).emit_strategy(EmitStrategy.on_window_close())
+             .aggregate(lambda: "0", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
+                        lambda key, one, two: one + "|" + two, _uncached("session-closed")),
+             topics["out-session-closed"], session_serde)
+    # KStreamAggregationIntegrationTest.shouldGroupByKey: windows of 500 ms, their keys made strings.
+    grouped.windowed_by(TimeWindows.of_size_with_no_grace(_ms(500))).count(_uncached("windowed-500")) \
+        .to_stream(lambda window, count: f"{window.key}@{window.window.start}") \
+        .process_values(StampValues).to(topics["out-windowed-keys"], Produced.with_(Serdes.String(), Serdes.String()))
+    # SuppressScenarioTest's final results for time windows (also with a large jump) and sliding windows,
+    # behind a group-by of the same key (a repartition topic).
+    regrouped = events.group_by(lambda key, value: key, Grouped.with_("final-by-key", Serdes.String(), Serdes.String()))
+    for output, windows, store in (
+        ("out-final", TimeWindows.of_size_and_grace(_ms(2), _ms(1)), "final-counts"),
+        ("out-final-jump", TimeWindows.of_size_and_grace(_ms(2), _ms(2)), "final-jump-counts"),
+        ("out-final-sliding", SlidingWindows.of_time_difference_and_grace(_ms(5), _ms(15)), "final-sliding-counts"),
+    ):
+        _stamped(regrouped.windowed_by(windows).count(_uncached(store))
+                 .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()).with_name(store + "-final")),
+                 topics[output], windowed(OUTPUT_KEYS[output]))
+
+
+def _table_aggregations(builder: StreamsBuilder, topics: dict[str, str]) -> None:
+    table = builder.table(topics["tables"], _uncached("tables-store"))
+    # SuppressScenarioTest: a table re-grouped by its values, counted, and the counts suppressed (a time
+    # limit of zero, of 2 ms, a buffer of one record emitting early).
+    counts = table.group_by(lambda key, value: (value, key), Grouped.as_("by-value")) \
+        .count(_uncached("value-counts"))
+    _stamped(counts, topics["out-regroup-counts"], Serdes.String())
+    for output, suppressed in (
+        ("out-regroup-zero", Suppressed.until_time_limit(timedelta(0), BufferConfig.unbounded())),
+        ("out-regroup-limit", Suppressed.until_time_limit(_ms(2), BufferConfig.unbounded())),
+        ("out-regroup-records", Suppressed.until_time_limit(NEVER, BufferConfig.max_records(1).emit_early_when_full())),
+        # sized as Kafka Streams sizes a buffered record: its record context's topic (the repartition topic,
+        # named after the application id) counts too
+        ("out-regroup-bytes", Suppressed.until_time_limit(NEVER, BufferConfig.max_bytes(200).emit_early_when_full())),
+    ):
+        _stamped(counts.suppress(suppressed.with_name(output[4:])), topics[output], Serdes.String())
+    # KTableAggregateTest.testRemoveOldBeforeAddNew: grouped by the key's first character; an update that
+    # stays in its group subtracts its old value and adds its new one.
+    _stamped(table.group_by(lambda key, value: (key[0], key[1:]), Grouped.as_("by-first"))
+             .aggregate(lambda: "", lambda key, value, agg: agg + value,
+                        lambda key, value, agg: agg.replace(value, ""), _uncached("moves")),
+             topics["out-moves"], Serdes.String())
+
+
+def suppressed_before_group_by(topics: dict[str, str]) -> StreamsBuilder:
+    """SuppressScenarioTest.shouldWorkBeforeGroupBy: a table suppressed by a time limit, then re-grouped
+    and counted. Refused by the runner (naming the re-grouping ``held-by-key``): not run here."""
+    builder = StreamsBuilder()
+    builder.table(topics["tables"], _uncached("tables-store")) \
+        .suppress(Suppressed.until_time_limit(_ms(10), BufferConfig.unbounded()).with_name("held")) \
+        .group_by(lambda key, value: (key, value), Grouped.as_("held-by-key")) \
+        .count(_uncached("held-counts")).to_stream().to(topics["out"], Produced.with_(Serdes.String(), Serdes.Long()))
+    return builder
+
+
+def suppressed_before_join(topics: dict[str, str], suppressed_side: str) -> StreamsBuilder:
+    """SuppressScenarioTest.shouldWorkBeforeJoinRight / shouldWorkBeforeJoinLeft: two tables joined, one
+    of them suppressed by a time limit first. Refused by the runner (naming the join's processor that
+    reads the suppressed table): not run here."""
+    builder = StreamsBuilder()
+    tables = {side: builder.table(topics[side], _uncached(side + "-store")) for side in ("left", "right")}
+    tables[suppressed_side] = tables[suppressed_side].suppress(
+        Suppressed.until_time_limit(_ms(10), BufferConfig.unbounded()).with_name(suppressed_side + "-held"))
+    tables["left"].join(tables["right"], lambda mine, theirs: mine + "+" + theirs).to_stream().to(topics["out"])
+    return builder

@@ -1,0 +1,212 @@
+package kstreams.oracle;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.common.serialization.Serde;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
+import org.apache.kafka.streams.kstream.EmitStrategy;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.kstream.Suppressed.BufferConfig;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
+import org.apache.kafka.streams.processor.api.FixedKeyRecord;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.WindowStore;
+
+/**
+ * Kafka Streams' own scenarios for windows, aggregations and suppression (from its unit tests
+ * KStreamSlidingWindowAggregateTest, KStreamWindowAggregateTest, KStreamSessionWindowAggregateProcessorTest,
+ * KTableAggregateTest and SuppressScenarioTest) as one topology, run until its input is consumed with the
+ * record cache off; prints JSON {"describe": ...}.
+ *
+ * Args: bootstrap applicationId stateDir events tables, then the outputs in the Python twin's OUTPUTS order.
+ *
+ * The Python twin is window_scenario_examples() in tests/kstreams_window_scenarios_topology.py; keep the
+ * two in step.
+ */
+public final class WindowScenarioExamples {
+    private WindowScenarioExamples() {}
+
+    static final List<String> OUTPUTS = List.of(
+        "out-sliding", "out-sliding-reduce", "out-sliding-closed", "out-early-50", "out-early-5", "out-early-hopping",
+        "out-expired-hopping", "out-expired-sliding", "out-session-counts", "out-session-final", "out-session-agg",
+        "out-final", "out-final-jump", "out-final-sliding", "out-regroup-counts", "out-regroup-zero",
+        "out-regroup-limit", "out-regroup-records", "out-moves", "out-hopping-closed", "out-session-closed",
+        "out-windowed-keys", "out-regroup-bytes");
+    // SuppressScenarioTest's Long.MAX_VALUE, as the twin can say it (a timedelta ends sooner).
+    static final Duration NEVER = Duration.ofDays(100 * 365);
+
+    /** The value (any type; "null" for null), "|t" and the record's timestamp. */
+    static final class StampAny<K, V> implements FixedKeyProcessor<K, V, String> {
+        private FixedKeyProcessorContext<K, String> context;
+
+        @Override
+        public void init(FixedKeyProcessorContext<K, String> context) {
+            this.context = context;
+        }
+
+        @Override
+        public void process(FixedKeyRecord<K, V> record) {
+            context.forward(record.withValue(String.valueOf(record.value()) + "|t" + record.timestamp()));
+        }
+    }
+
+    static String orNull(String value) {
+        return value == null ? "null" : value;
+    }
+
+    static <K, V> void stamped(KTable<K, V> table, String topic, Serde<K> keySerde) {
+        table.toStream().processValues(() -> new StampAny<K, V>())
+            .to(topic, Produced.with(keySerde, Serdes.String()));
+    }
+
+    static Serde<Windowed<String>> windowed(long size) {
+        return WindowedSerdes.timeWindowedSerdeFrom(String.class, size);
+    }
+
+    static <S extends org.apache.kafka.streams.processor.StateStore, V> Materialized<String, V, S> uncached(String store) {
+        return Materialized.<String, V, S>as(store).withCachingDisabled();
+    }
+
+    static Topology windowScenarioExamples(String events, String tables, List<String> out) {
+        StreamsBuilder builder = new StreamsBuilder();
+        KStream<String, String> stream = builder.stream(events);
+        // The suppression buffers serialize the windowed keys: the groupings name the key serde.
+        KGroupedStream<String, String> grouped = stream.groupByKey(Grouped.with(Serdes.String(), Serdes.String()));
+        SlidingWindows sliding = SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(10), Duration.ofMillis(5));
+        stamped(grouped.windowedBy(sliding).aggregate(() -> "0", (key, value, agg) -> agg + "+" + orNull(value),
+            WindowScenarioExamples.<WindowStore<Bytes, byte[]>, String>uncached("sliding-agg")), out.get(0), windowed(10));
+        stamped(grouped.windowedBy(sliding).reduce((agg, value) -> agg + "+" + value,
+            WindowScenarioExamples.<WindowStore<Bytes, byte[]>, String>uncached("sliding-reduce")), out.get(1), windowed(10));
+        stamped(grouped.windowedBy(sliding).emitStrategy(EmitStrategy.onWindowClose())
+            .aggregate(() -> "0", (key, value, agg) -> agg + "+" + value,
+                WindowScenarioExamples.<WindowStore<Bytes, byte[]>, String>uncached("sliding-closed")), out.get(2), windowed(10));
+        stamped(grouped.windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(50), Duration.ofMillis(0)))
+            .aggregate(() -> "0", (key, value, agg) -> agg + "+" + value,
+                WindowScenarioExamples.<WindowStore<Bytes, byte[]>, String>uncached("early-50")), out.get(3), windowed(50));
+        stamped(grouped.windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(5), Duration.ofMillis(0)))
+            .aggregate(() -> "0", (key, value, agg) -> agg + "+" + value,
+                WindowScenarioExamples.<WindowStore<Bytes, byte[]>, String>uncached("early-5")), out.get(4), windowed(5));
+        stamped(grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(10), Duration.ofMillis(100))
+                .advanceBy(Duration.ofMillis(5)))
+            .aggregate(() -> "0", (key, value, agg) -> agg + "+" + orNull(value),
+                WindowScenarioExamples.<WindowStore<Bytes, byte[]>, String>uncached("early-hopping")), out.get(5), windowed(10));
+        stamped(grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(10), Duration.ofMillis(90))
+                .advanceBy(Duration.ofMillis(5)))
+            .aggregate(() -> "", (key, value, agg) -> agg + "+" + orNull(value),
+                WindowScenarioExamples.<WindowStore<Bytes, byte[]>, String>uncached("expired-hopping")
+                    .withRetention(Duration.ofMillis(100))), out.get(6), windowed(10));
+        stamped(grouped.windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(10), Duration.ofMillis(90)))
+            .aggregate(() -> "0", (key, value, agg) -> agg + "+" + value,
+                WindowScenarioExamples.<WindowStore<Bytes, byte[]>, String>uncached("expired-sliding")), out.get(7), windowed(10));
+        Serde<Windowed<String>> sessionSerde = WindowedSerdes.sessionWindowedSerdeFrom(String.class);
+        KTable<Windowed<String>, Long> sessionCounts = grouped
+            .windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMillis(5)))
+            .count(WindowScenarioExamples.<SessionStore<Bytes, byte[]>, Long>uncached("session-counts"));
+        stamped(sessionCounts, out.get(8), sessionSerde);
+        stamped(sessionCounts.suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded())), out.get(9), sessionSerde);
+        stamped(grouped.windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(10), Duration.ofMillis(1)))
+            .aggregate(() -> "0", (key, value, agg) -> agg + "+" + orNull(value), (key, one, two) -> one + "|" + two,
+                WindowScenarioExamples.<SessionStore<Bytes, byte[]>, String>uncached("session-agg")), out.get(10), sessionSerde);
+        stamped(grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(10), Duration.ofMillis(5))
+                .advanceBy(Duration.ofMillis(5)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .aggregate(() -> "0", (key, value, agg) -> agg + "+" + orNull(value),
+                WindowScenarioExamples.<WindowStore<Bytes, byte[]>, String>uncached("hopping-closed")), out.get(19), windowed(10));
+        stamped(grouped.windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMillis(5)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .aggregate(() -> "0", (key, value, agg) -> agg + "+" + orNull(value), (key, one, two) -> one + "|" + two,
+                WindowScenarioExamples.<SessionStore<Bytes, byte[]>, String>uncached("session-closed")), out.get(20), sessionSerde);
+        grouped.windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMillis(500)))
+            .count(WindowScenarioExamples.<WindowStore<Bytes, byte[]>, Long>uncached("windowed-500"))
+            .toStream((window, count) -> window.key() + "@" + window.window().start())
+            .processValues(() -> new StampAny<String, Long>())
+            .to(out.get(21), Produced.with(Serdes.String(), Serdes.String()));
+        KGroupedStream<String, String> regrouped = stream.groupBy((key, value) -> key, Grouped.with("final-by-key", Serdes.String(), Serdes.String()));
+        List<Object[]> finals = List.of(
+            new Object[] {TimeWindows.ofSizeAndGrace(Duration.ofMillis(2), Duration.ofMillis(1)), "final-counts", 2L},
+            new Object[] {TimeWindows.ofSizeAndGrace(Duration.ofMillis(2), Duration.ofMillis(2)), "final-jump-counts", 2L});
+        for (int i = 0; i < finals.size(); i++) {
+            String store = (String) finals.get(i)[1];
+            stamped(regrouped.windowedBy((TimeWindows) finals.get(i)[0])
+                .count(WindowScenarioExamples.<WindowStore<Bytes, byte[]>, Long>uncached(store))
+                .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()).withName(store + "-final")),
+                out.get(11 + i), windowed((Long) finals.get(i)[2]));
+        }
+        stamped(regrouped.windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(5), Duration.ofMillis(15)))
+            .count(WindowScenarioExamples.<WindowStore<Bytes, byte[]>, Long>uncached("final-sliding-counts"))
+            .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()).withName("final-sliding-counts-final")),
+            out.get(13), windowed(5));
+
+        KTable<String, String> table = builder.table(tables,
+            WindowScenarioExamples.<KeyValueStore<Bytes, byte[]>, String>uncached("tables-store"));
+        KTable<String, Long> counts = table.groupBy((key, value) -> KeyValue.pair(value, key), Grouped.as("by-value"))
+            .count(WindowScenarioExamples.<KeyValueStore<Bytes, byte[]>, Long>uncached("value-counts"));
+        stamped(counts, out.get(14), Serdes.String());
+        stamped(counts.suppress(Suppressed.untilTimeLimit(Duration.ZERO, BufferConfig.unbounded())
+            .withName("regroup-zero")), out.get(15), Serdes.String());
+        stamped(counts.suppress(Suppressed.untilTimeLimit(Duration.ofMillis(2), BufferConfig.unbounded())
+            .withName("regroup-limit")), out.get(16), Serdes.String());
+        stamped(counts.suppress(Suppressed.untilTimeLimit(NEVER, BufferConfig.maxRecords(1).emitEarlyWhenFull())
+            .withName("regroup-records")), out.get(17), Serdes.String());
+        stamped(counts.suppress(Suppressed.untilTimeLimit(NEVER, BufferConfig.maxBytes(200).emitEarlyWhenFull())
+            .withName("regroup-bytes")), out.get(22), Serdes.String());
+        stamped(table.groupBy((key, value) -> KeyValue.pair(key.substring(0, 1), key.substring(1)), Grouped.as("by-first"))
+            .aggregate(() -> "", (key, value, agg) -> agg + value, (key, value, agg) -> agg.replace(value, ""),
+                WindowScenarioExamples.<KeyValueStore<Bytes, byte[]>, String>uncached("moves")), out.get(18), Serdes.String());
+        return builder.build();
+    }
+
+    public static void main(String[] args) throws Exception {
+        String applicationId = args[1];
+        List<String> out = new ArrayList<>(List.of(args).subList(5, 5 + OUTPUTS.size()));
+        Topology topology = windowScenarioExamples(args[3], args[4], out);
+        Properties props = KafkaStreamsRuns.properties(args[0], applicationId, args[2]);
+        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0L);
+        // Emitting on window close checks for closed windows after every record, as the runner does.
+        props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
+        props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 0L);
+        KafkaStreams streams = new KafkaStreams(topology, props);
+        // A failed stream thread ends the run at once, with its cause, rather than at the wait's timeout.
+        streams.setUncaughtExceptionHandler(error -> {
+            error.printStackTrace();
+            System.exit(3);
+            return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
+        });
+        streams.start();
+        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]))) {
+            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId,
+                () -> List.of(args[3], args[4], applicationId + "-final-by-key-repartition",
+                              applicationId + "-by-value-repartition", applicationId + "-by-first-repartition"),
+                Duration.ofMinutes(5));
+            System.out.println(KafkaStreamsRuns.describeJson(topology));
+        } finally {
+            KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
+        }
+    }
+}
