@@ -42,10 +42,12 @@ THREE_STREAMS = WITH_OUT_OF_ORDER + [("c", "x", 2), ("c", "y", 5.5), ("c", None,
                                      ("c", "w", 4), ("l", "N", 8.2, "null-key"), ("r", "n", 8.4, "null-key"),
                                      ("l", "G", 40)]
 # The windows' edges (KStreamKStreamJoinTest.testWindowing and the asymmetric tests): a left record,
-# right records exactly at 100 ms either side, 1 ms beyond, out of order, and late ones.
+# right records exactly at 100 ms either side, 1 ms beyond, out of order, late ones, and a left record
+# twice (KStreamKStreamLeftJoinTest.testLeftJoinDuplicates).
 EDGES = [("l", "A", 10), ("r", "a+", 10.1), ("r", "a-", 9.9), ("l", "B", 20), ("r", "b+", 20.101),
          ("r", "b-", 19.899), ("l", "C", 30), ("r", "c-", 29.999), ("r", "c+", 30.001), ("l", "D", 40),
-         ("r", "d+", 40.05), ("l", "late", 39.8), ("r", "late", 39.97), ("l", "E", 50), ("r", "e", 60)]
+         ("r", "d+", 40.05), ("l", "late", 39.8), ("r", "late", 39.97), ("l", "dup", 45), ("l", "dup", 45),
+         ("r", "dup", 44.95), ("l", "E", 50), ("r", "e", 60)]
 
 
 def played(sequence: list[tuple], topics: dict[str, str], base: int,
@@ -93,6 +95,8 @@ def scenario_inputs(base: int) -> dict[str, list[tuple]]:
         (WITH_OUT_OF_ORDER, {"l": "st-s", "r": "st-t"}),
         (IN_ORDER, {"l": "tt-l", "r": "tt-r"}),
         (WITH_OUT_OF_ORDER, {"l": "v-l", "r": "v-r"}),
+        (WITH_OUT_OF_ORDER, {"l": "sg-s", "r": "sg-t"}),
+        (WITH_OUT_OF_ORDER, {"l": "vo-l", "r": "vo-r"}),
     ]
     records: dict[str, list[tuple]] = {}
     for sequence, topics, *offsets in plays:

@@ -7,7 +7,7 @@ Each scenario follows one of Kafka Streams' join tests (its topology; its input,
 * ``self``: a stream joined with itself (``StreamStreamJoinIntegrationTest.testSelfJoin``, without
   the optimization that turns it into one self-join processor);
 * ``multi-inner``: a stream joined with a second one, the result joined with that second stream
-  again (``testMultiInner``);
+  again (``testMultiInner``); ``multi-outer`` the same, left-joined then outer-joined (3 s, 1 s grace);
 * ``inner3``, ``left3``, ``outer3``: three streams chained inner-inner, left-left, outer-outer
   (``testInner``/``testLeft``/``testOuter`` with a third stream; the left and outer chains with a
   window and grace short enough that records without a partner are emitted late);
@@ -16,11 +16,13 @@ Each scenario follows one of Kafka Streams' join tests (its topology; its input,
   ``KStreamKStreamOuterJoinTest.testEmitAllNonJoinedResultsForAsymmetricWindow``): inner within
   100 ms, left with nothing after, outer with nothing before;
 * ``st-inner``, ``st-left``: a stream joined and left-joined with a table
-  (``StreamTableJoinIntegrationTest``);
+  (``StreamTableJoinIntegrationTest``); ``sg-*`` the same with a versioned table and a grace period
+  (``KStreamKTableJoinTest.shouldDelayJoinByGracePeriod``, ``shouldHandleLateJoinsWithGracePeriod``);
 * ``tt-*2``: two tables joined, the result joined with the right table again, inner-inner,
   left-left and outer-outer, the second join materialized (``TableTableJoinIntegrationTest``
   ``testInnerInner``, ``testLeftLeft``, ``testOuterOuter``);
-* ``v-outer``: two versioned tables outer-joined (``testOuterWithVersionedStores``).
+* ``v-outer``: two versioned tables outer-joined (``testOuterWithVersionedStores``); ``vl-left``: a
+  versioned table left-joined with a plain one (``testLeftWithLeftVersionedOnly``).
 
 Every store runs without the record cache; every output value ends with ``|t`` and its timestamp.
 """
@@ -33,18 +35,19 @@ from datetime import timedelta
 from pyspark import cloudpickle
 
 from equivalence_io import StampValues, java_string
-from dagster_kstreams.topology import Materialized, Stores, StreamsBuilder
+from dagster_kstreams.topology import Joined, Materialized, Stores, StreamsBuilder
 from dagster_kstreams.topology.windows import JoinWindows
 
 # The joiners run in Spark's Python workers, which cannot import modules of tests/.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 INPUTS = ("alone", "mi-l", "mi-r", "i3-a", "i3-b", "i3-c", "l3-a", "l3-b", "l3-c", "o3-a", "o3-b", "o3-c",
-          "edge-l", "edge-r", "st-s", "st-t", "tt-l", "tt-r", "v-l", "v-r")
-TABLE_INPUTS = ("st-t", "tt-l", "tt-r", "v-l", "v-r")
-OUTPUTS = ("self", "multi-inner", "inner3", "left3", "outer3", "edge-inner", "edge-left", "edge-outer",
-           "st-inner", "st-left", "tt-inner2", "tt-left2", "tt-outer2", "v-outer")
+          "edge-l", "edge-r", "st-s", "st-t", "tt-l", "tt-r", "v-l", "v-r", "sg-s", "sg-t", "vo-l", "vo-r")
+OUTPUTS = ("self", "multi-inner", "multi-outer", "inner3", "left3", "outer3", "edge-inner", "edge-left",
+           "edge-outer", "st-inner", "st-left", "sg-inner", "sg-left", "tt-inner2", "tt-left2", "tt-outer2", "v-outer",
+           "vl-left")
 HISTORY = timedelta(seconds=10)  # the versioned tables' history
+GRACE = timedelta(seconds=2)  # the stream-table joins' grace, on a versioned table
 # The integration tests' window: 10 s, a day's grace (their timestamps here are seconds apart).
 WIDE = JoinWindows.of_time_difference_and_grace(timedelta(seconds=10), timedelta(hours=24))
 # The chains whose unjoined records are emitted: 3 s, 1 s grace.
@@ -71,6 +74,7 @@ def join_scenario_examples(topics: dict[str, str]) -> StreamsBuilder:
     out(alone.join(alone, joined, WIDE), "self")
     left, right = builder.stream(topics["mi-l"]), builder.stream(topics["mi-r"])
     out(left.join(right, joined, WIDE).join(right, joined, WIDE), "multi-inner")
+    out(left.left_join(right, joined, NARROW).outer_join(right, joined, NARROW), "multi-outer")
     a, b, c = (builder.stream(topics[f"i3-{side}"]) for side in "abc")
     out(a.join(b, joined, WIDE).join(c, joined, WIDE), "inner3")
     a, b, c = (builder.stream(topics[f"l3-{side}"]) for side in "abc")
@@ -89,6 +93,10 @@ def join_scenario_examples(topics: dict[str, str]) -> StreamsBuilder:
     table = builder.table(topics["st-t"], uncached("st-t-store"))
     out(stream.join(table, joined), "st-inner")
     out(stream.left_join(table, joined), "st-left")
+    stream = builder.stream(topics["sg-s"])
+    table = builder.table(topics["sg-t"], versioned("sg-t-store"))
+    out(stream.join(table, joined, Joined.with_().with_grace_period(GRACE)), "sg-inner")
+    out(stream.left_join(table, joined, Joined.with_().with_grace_period(GRACE)), "sg-left")
     left_table = builder.table(topics["tt-l"], uncached("tt-l-store"))
     right_table = builder.table(topics["tt-r"], uncached("tt-r-store"))
     out(left_table.join(right_table, joined).join(right_table, joined, uncached("tt-inner2-store")).to_stream(),
@@ -100,6 +108,9 @@ def join_scenario_examples(topics: dict[str, str]) -> StreamsBuilder:
     versioned_left = builder.table(topics["v-l"], versioned("v-l-store"))
     versioned_right = builder.table(topics["v-r"], versioned("v-r-store"))
     out(versioned_left.outer_join(versioned_right, joined, uncached("v-outer-store")).to_stream(), "v-outer")
+    versioned_left = builder.table(topics["vo-l"], versioned("vo-l-store"))
+    plain_right = builder.table(topics["vo-r"], uncached("vo-r-store"))
+    out(versioned_left.left_join(plain_right, joined, uncached("vl-left-store")).to_stream(), "vl-left")
     return builder
 
 

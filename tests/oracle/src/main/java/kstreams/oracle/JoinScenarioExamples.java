@@ -11,6 +11,7 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.Joined;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
@@ -32,9 +33,11 @@ public final class JoinScenarioExamples {
     private JoinScenarioExamples() {}
 
     static final List<String> INPUTS = List.of("alone", "mi-l", "mi-r", "i3-a", "i3-b", "i3-c", "l3-a", "l3-b",
-        "l3-c", "o3-a", "o3-b", "o3-c", "edge-l", "edge-r", "st-s", "st-t", "tt-l", "tt-r", "v-l", "v-r");
-    static final List<String> OUTPUTS = List.of("self", "multi-inner", "inner3", "left3", "outer3", "edge-inner",
-        "edge-left", "edge-outer", "st-inner", "st-left", "tt-inner2", "tt-left2", "tt-outer2", "v-outer");
+        "l3-c", "o3-a", "o3-b", "o3-c", "edge-l", "edge-r", "st-s", "st-t", "tt-l", "tt-r", "v-l", "v-r", "sg-s", "sg-t", "vo-l", "vo-r");
+    static final List<String> OUTPUTS = List.of("self", "multi-inner", "multi-outer", "inner3", "left3", "outer3",
+        "edge-inner", "edge-left", "edge-outer", "st-inner", "st-left", "sg-inner", "sg-left", "tt-inner2", "tt-left2",
+        "tt-outer2", "v-outer", "vl-left");
+    static final Duration GRACE = Duration.ofSeconds(2);
     static final JoinWindows WIDE = JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(10), Duration.ofHours(24));
     static final JoinWindows NARROW = JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(3), Duration.ofSeconds(1));
     static final ValueJoiner<String, String, String> JOINED = (x, y) -> x + "-" + y;
@@ -58,6 +61,7 @@ public final class JoinScenarioExamples {
         KStream<String, String> left = builder.stream(t.get("mi-l"));
         KStream<String, String> right = builder.stream(t.get("mi-r"));
         out(left.join(right, JOINED, WIDE).join(right, JOINED, WIDE), t, "multi-inner");
+        out(left.leftJoin(right, JOINED, NARROW).outerJoin(right, JOINED, NARROW), t, "multi-outer");
         KStream<String, String> a = builder.stream(t.get("i3-a"));
         KStream<String, String> b = builder.stream(t.get("i3-b"));
         KStream<String, String> c = builder.stream(t.get("i3-c"));
@@ -81,6 +85,12 @@ public final class JoinScenarioExamples {
         KTable<String, String> table = builder.table(t.get("st-t"), uncached("st-t-store"));
         out(stream.join(table, JOINED), t, "st-inner");
         out(stream.leftJoin(table, JOINED), t, "st-left");
+        stream = builder.stream(t.get("sg-s"));
+        table = builder.table(t.get("sg-t"), versioned("sg-t-store"));
+        out(stream.join(table, JOINED, Joined.<String, String, String>with(null, null, null).withGracePeriod(GRACE)),
+            t, "sg-inner");
+        out(stream.leftJoin(table, JOINED, Joined.<String, String, String>with(null, null, null).withGracePeriod(GRACE)),
+            t, "sg-left");
         KTable<String, String> leftTable = builder.table(t.get("tt-l"), uncached("tt-l-store"));
         KTable<String, String> rightTable = builder.table(t.get("tt-r"), uncached("tt-r-store"));
         out(leftTable.join(rightTable, JOINED).join(rightTable, JOINED, uncached("tt-inner2-store")).toStream(),
@@ -92,6 +102,9 @@ public final class JoinScenarioExamples {
         KTable<String, String> versionedLeft = builder.table(t.get("v-l"), versioned("v-l-store"));
         KTable<String, String> versionedRight = builder.table(t.get("v-r"), versioned("v-r-store"));
         out(versionedLeft.outerJoin(versionedRight, JOINED, uncached("v-outer-store")).toStream(), t, "v-outer");
+        versionedLeft = builder.table(t.get("vo-l"), versioned("vo-l-store"));
+        KTable<String, String> plainRight = builder.table(t.get("vo-r"), uncached("vo-r-store"));
+        out(versionedLeft.leftJoin(plainRight, JOINED, uncached("vl-left-store")).toStream(), t, "vl-left");
         return builder.build();
     }
 
