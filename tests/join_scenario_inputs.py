@@ -50,9 +50,18 @@ EDGES = [("l", "A", 10), ("r", "a+", 10.1), ("r", "a-", 9.9), ("l", "B", 20), ("
          ("r", "dup", 44.95), ("l", "E", 50), ("r", "e", 60)]
 
 
+# The global-table tests: a stream whose values name a global table's key after a comma, or none; the
+# table ("g" side) written whole before the stream, with updates and a tombstone. Null record keys
+# with a mapped key join (KIP-962).
+GLOBAL = [("g", "FKey0=Y0", 0), ("g", "FKey1=Y1", 0), ("g", "FKey2=Y2", 0), ("g", "FKey1=Y1b", 0),
+          ("g", "FKey2=", 0), ("l", "X,FKey0", 1), ("l", "X,FKey1", 2), ("l", "X", 3), ("l", "X,FKey2", 4),
+          ("l", "X,FKey3", 5), ("l", None, 6), ("l", "X,FKey0", 7, "null-key"), ("l", "X", 8, "null-key")]
+
+
 def played(sequence: list[tuple], topics: dict[str, str], base: int,
            side_offsets_ms: dict[str, int] = SIDE_OFFSET_MS) -> dict[str, list[tuple]]:
-    """``sequence`` played for every key: ``{topic: [(key, value, partition, timestamp)]}``, ``topics``
+    """``sequence`` played for every key: ``{topic: [(key, value, partition, timestamp, headers)]}`` (a
+    header ``h`` naming the topic, step and key index of each record), ``topics``
     naming each side's topic (a side without one is not played). Raises if records of two topics in one
     task (one partition of the sides' topics) share a timestamp (ties within a partition go by offset)."""
     records: dict[str, list[tuple]] = {topic: [] for topic in topics.values()}
@@ -64,10 +73,9 @@ def played(sequence: list[tuple], topics: dict[str, str], base: int,
                 continue
             timestamp = base + round(time * 1000) + 10 * index + side_offsets_ms[side]
             partition = default_partition(key.encode(), PARTITIONS)
-            if null_key:  # on the key's partition, with no key
-                records[topics[side]].append((None, _valued(value, index), partition, timestamp))
-            else:
-                records[topics[side]].append((key, _valued(value, index), partition, timestamp))
+            headers = (("h", f"{topics[side]}:{step}:{index}".encode()),)
+            record_key = None if null_key else key  # a null key stays on the key's partition
+            records[topics[side]].append((record_key, _valued(value, index), partition, timestamp, headers))
     for partition in range(PARTITIONS):
         topics_at: dict[int, set[str]] = {}
         for topic, rows in records.items():
@@ -80,11 +88,15 @@ def played(sequence: list[tuple], topics: dict[str, str], base: int,
 
 
 def _valued(value: Optional[str], index: int) -> Optional[str]:
-    return None if value is None else f"{value}{index}"
+    """The value with the key's index after its first comma-separated part (a global key stays)."""
+    if value is None:
+        return None
+    head, comma, rest = value.partition(",")
+    return f"{head}{index}{comma}{rest}"
 
 
 def scenario_inputs(base: int) -> dict[str, list[tuple]]:
-    """Every input of JoinScenarioExamples: ``{input name: [(key, value, partition, timestamp)]}``."""
+    """Every input of JoinScenarioExamples: ``{input name: [(key, value, partition, timestamp, headers)]}``."""
     plays = [
         (ONE_STREAM, {"l": "alone"}),
         (IN_ORDER, {"l": "mi-l", "r": "mi-r"}),
@@ -97,8 +109,20 @@ def scenario_inputs(base: int) -> dict[str, list[tuple]]:
         (WITH_OUT_OF_ORDER, {"l": "v-l", "r": "v-r"}),
         (WITH_OUT_OF_ORDER, {"l": "sg-s", "r": "sg-t"}),
         (WITH_OUT_OF_ORDER, {"l": "vo-l", "r": "vo-r"}),
+        (GLOBAL, {"l": "gs"}),
     ]
-    records: dict[str, list[tuple]] = {}
+    records: dict[str, list[tuple]] = {"gt": _global_table(base)}
     for sequence, topics, *offsets in plays:
         records.update(played(sequence, topics, base, *offsets))
     return records
+
+
+def _global_table(base: int) -> list[tuple]:
+    """GLOBAL's table steps: ``FKeyN=value`` (an empty value: a tombstone), on the key's partition."""
+    rows = []
+    for step, (side, entry, time, *_) in enumerate(GLOBAL):
+        if side == "g":
+            key, value = entry.split("=")
+            rows.append((key, value or None, default_partition(key.encode(), PARTITIONS), base + time * 1000,
+                         (("h", f"gt:{step}".encode()),)))
+    return rows

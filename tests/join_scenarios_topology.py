@@ -22,7 +22,10 @@ Each scenario follows one of Kafka Streams' join tests (its topology; its input,
   left-left and outer-outer, the second join materialized (``TableTableJoinIntegrationTest``
   ``testInnerInner``, ``testLeftLeft``, ``testOuterOuter``);
 * ``v-outer``: two versioned tables outer-joined (``testOuterWithVersionedStores``); ``vl-left``: a
-  versioned table left-joined with a plain one (``testLeftWithLeftVersionedOnly``).
+  versioned table left-joined with a plain one (``testLeftWithLeftVersionedOnly``);
+* ``gt-inner``, ``gt-left``: a stream joined and left-joined with a global table through a key
+  mapper that finds no key in some values (``KStreamGlobalKTableJoinTest``,
+  ``KStreamGlobalKTableLeftJoinTest``: null mapped keys, null record keys with a mapped key).
 
 Every store runs without the record cache; every output value ends with ``|t`` and its timestamp.
 """
@@ -42,10 +45,10 @@ from dagster_kstreams.topology.windows import JoinWindows
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 INPUTS = ("alone", "mi-l", "mi-r", "i3-a", "i3-b", "i3-c", "l3-a", "l3-b", "l3-c", "o3-a", "o3-b", "o3-c",
-          "edge-l", "edge-r", "st-s", "st-t", "tt-l", "tt-r", "v-l", "v-r", "sg-s", "sg-t", "vo-l", "vo-r")
+          "edge-l", "edge-r", "st-s", "st-t", "tt-l", "tt-r", "v-l", "v-r", "sg-s", "sg-t", "vo-l", "vo-r", "gt", "gs")
 OUTPUTS = ("self", "multi-inner", "multi-outer", "inner3", "left3", "outer3", "edge-inner", "edge-left",
            "edge-outer", "st-inner", "st-left", "sg-inner", "sg-left", "tt-inner2", "tt-left2", "tt-outer2", "v-outer",
-           "vl-left")
+           "vl-left", "gt-inner", "gt-left")
 HISTORY = timedelta(seconds=10)  # the versioned tables' history
 GRACE = timedelta(seconds=2)  # the stream-table joins' grace, on a versioned table
 # The integration tests' window: 10 s, a day's grace (their timestamps here are seconds apart).
@@ -57,6 +60,12 @@ NARROW = JoinWindows.of_time_difference_and_grace(timedelta(seconds=3), timedelt
 def joined(x, y) -> str:
     """The tests' joiner, as Java's string concatenation writes it."""
     return f"{java_string(x)}-{java_string(y)}"
+
+
+def foreign_key(key, value):
+    """The global-table tests' key mapper: the value's second comma-separated part (None: no match)."""
+    parts = [] if value is None else value.split(",")
+    return parts[1] if len(parts) > 1 else None
 
 
 def uncached(store: str) -> Materialized:
@@ -111,6 +120,10 @@ def join_scenario_examples(topics: dict[str, str]) -> StreamsBuilder:
     versioned_left = builder.table(topics["vo-l"], versioned("vo-l-store"))
     plain_right = builder.table(topics["vo-r"], uncached("vo-r-store"))
     out(versioned_left.left_join(plain_right, joined, uncached("vl-left-store")).to_stream(), "vl-left")
+    global_table = builder.global_table(topics["gt"])
+    stream = builder.stream(topics["gs"])
+    out(stream.join(global_table, foreign_key, joined), "gt-inner")
+    out(stream.left_join(global_table, foreign_key, joined), "gt-left")
     return builder
 
 

@@ -12,9 +12,9 @@ app without the record cache (``statestore.cache.max.bytes`` 0, every store unca
 too), in the background while our clean run goes on.
 
 Compared: describe() of the very topology run, and every output partition's whole sequence of
-``(key, value|t<timestamp>)`` records with a key (one task writes each partition, in its processing
-order); the records with a null key, which go to the partition the producer picks (in Kafka Streams
-as here), as a sorted list per output.
+``(key, value|t<timestamp>, headers)`` records with a key (one task writes each partition, in its
+processing order; every input record has a header naming it); the records with a null key, which go
+to the partition the producer picks (in Kafka Streams as here), as a sorted list per output.
 """
 
 from __future__ import annotations
@@ -27,9 +27,10 @@ import pytest
 from pyspark import cloudpickle
 
 import join_scenarios_topology
-from equivalence_io import KafkaStreamsReference, output_topics, partition_sequences, produce_inputs, start_kafka_streams
+from equivalence_io import KafkaStreamsReference, output_topics, produce_inputs, start_kafka_streams
 from join_scenario_inputs import PARTITIONS, scenario_inputs
 from join_scenarios_topology import INPUTS, OUTPUTS, join_scenario_examples
+from dagster_kstreams.kafka.records import read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
 
 pytestmark = pytest.mark.integration
@@ -40,14 +41,20 @@ cloudpickle.register_pickle_by_value(join_scenarios_topology)
 BASE = (int(time.time()) - 3600) * 1000 // 60_000 * 60_000  # recent: the broker keeps 7 days
 
 
-def _comparable(sequences: dict[tuple[str, int], list]) -> dict:
-    """Per ``(output, partition)`` the records with a key in order; per output the null-keyed ones sorted."""
-    keyed = {where: [r for r in records if r[0] is not None] for where, records in sequences.items()}
+def _results(bootstrap: str, topics: dict[str, str]) -> dict:
+    """Per ``(output, partition)`` the ``(key, value, headers)`` records with a key in offset order; per
+    output the null-keyed ones' ``(value, headers)`` sorted."""
+    keyed: dict[tuple[str, int], list] = {}
     null_keyed: dict[str, list] = {}
-    for (output, _), records in sequences.items():
-        null_keyed.setdefault(output, []).extend(r[1] for r in records if r[0] is None)
-    return {"keyed": {where: records for where, records in keyed.items() if records},
-            "null-keyed": {output: sorted(values) for output, values in null_keyed.items() if values}}
+    for output in OUTPUTS:
+        for record in sorted(read_topic(bootstrap, topics[output]), key=lambda r: (r.partition, r.offset)):
+            value = None if record.value is None else record.value.decode()
+            headers = tuple((name, None if data is None else data.decode()) for name, data in record.headers)
+            if record.key is None:
+                null_keyed.setdefault(output, []).append((value, headers))
+            else:
+                keyed.setdefault((output, record.partition), []).append((record.key.decode(), value, headers))
+    return {"keyed": keyed, "null-keyed": {output: sorted(values) for output, values in null_keyed.items()}}
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +69,7 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
 
     def finish(stdout: str) -> dict:
         return {"describe": json.loads(stdout.strip().splitlines()[-1])["describe"],
-                "results": _comparable(partition_sequences(kafka_bootstrap, topics, OUTPUTS))}
+                "results": _results(kafka_bootstrap, topics)}
 
     reference = KafkaStreamsReference(main, {"inputs": inputs, "topics": topics, "records": records}, finish)
     yield reference
@@ -76,7 +83,7 @@ def test_clean_run_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_to
     runner = TaskRunner(join_scenario_examples(topics), unique_topic("spark-kjs"), kafka_bootstrap,
                         state_location=str(tmp_path / "state"), spark=spark)
     runner.run_all()
-    ours = _comparable(partition_sequences(kafka_bootstrap, topics, OUTPUTS))
+    ours = _results(kafka_bootstrap, topics)
     expected = kafka_streams_run["results"]
     for where in sorted(set(expected["keyed"]) | set(ours["keyed"])):
         assert ours["keyed"].get(where) == expected["keyed"].get(where), where
@@ -95,7 +102,7 @@ def test_reference_exercises_the_scenarios(kafka_streams_run):
     for output in OUTPUTS:
         assert {(output, p) for p in range(PARTITIONS)} <= set(expected["keyed"]), output
     values = {output: [value for (name, _), records in expected["keyed"].items() if name == output
-                       for _, value in records] for output in OUTPUTS}
+                       for _, value, _ in records] for output in OUTPUTS}
     assert any(v.startswith("A0-A0|") for v in values["self"])  # a record joined with itself
     for output in ("left3", "outer3", "edge-left", "edge-outer"):  # unjoined records emitted late
         assert any("-null" in v for v in values[output]), output
@@ -104,3 +111,6 @@ def test_reference_exercises_the_scenarios(kafka_streams_run):
     # null keys: inner joins drop them, left and outer sides join them with null at once (KIP-962)
     assert "multi-inner" not in expected["null-keyed"] and "inner3" not in expected["null-keyed"]
     assert expected["null-keyed"]["left3"] and expected["null-keyed"]["outer3"]
+    # a global join of a null key by its mapped key (the left join's unmatched too)
+    null_keyed_global = [value for value, _ in expected["null-keyed"]["gt-inner"]]
+    assert null_keyed_global and all(",FKey0-Y0|" in value for value in null_keyed_global), null_keyed_global
