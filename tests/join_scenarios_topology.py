@@ -8,13 +8,17 @@ Each scenario follows one of Kafka Streams' join tests (its topology; its input,
   the optimization that turns it into one self-join processor);
 * ``multi-inner``: a stream joined with a second one, the result joined with that second stream
   again (``testMultiInner``); ``multi-outer`` the same, left-joined then outer-joined (3 s, 1 s grace);
+  ``old-outer`` the two outer-joined with the deprecated ``JoinWindows.of`` (no spurious-result fix:
+  ``KStreamKStreamOuterJoinTest.testOuterJoinDuplicatesWithFixDisabledOldApi``);
 * ``inner3``, ``left3``, ``outer3``: three streams chained inner-inner, left-left, outer-outer
   (``testInner``/``testLeft``/``testOuter`` with a third stream; the left and outer chains with a
   window and grace short enough that records without a partner are emitted late);
 * ``edge-*``: one pair of streams joined three ways at the windows' edges (``KStreamKStreamJoinTest``
   ``testWindowing``, ``KStreamKStreamLeftJoinTest.testLeftJoinedRecordsWithZeroAfterAreEmitted``,
   ``KStreamKStreamOuterJoinTest.testEmitAllNonJoinedResultsForAsymmetricWindow``): inner within
-  100 ms, left with nothing after, outer with nothing before;
+  100 ms, left with nothing after, outer with nothing before; ``old-left`` left within 100 ms by the
+  deprecated ``JoinWindows.of(...).grace(...)``
+  (``KStreamKStreamLeftJoinTest.testLeftJoinWithSpuriousResultFixDisabledOldApi``);
 * ``st-inner``, ``st-left``: a stream joined and left-joined with a table
   (``StreamTableJoinIntegrationTest``); ``sg-*`` the same with a versioned table and a grace period
   (``KStreamKTableJoinTest.shouldDelayJoinByGracePeriod``, ``shouldHandleLateJoinsWithGracePeriod``);
@@ -48,7 +52,7 @@ INPUTS = ("alone", "mi-l", "mi-r", "i3-a", "i3-b", "i3-c", "l3-a", "l3-b", "l3-c
           "edge-l", "edge-r", "st-s", "st-t", "tt-l", "tt-r", "v-l", "v-r", "sg-s", "sg-t", "vo-l", "vo-r", "gt", "gs")
 OUTPUTS = ("self", "multi-inner", "multi-outer", "inner3", "left3", "outer3", "edge-inner", "edge-left",
            "edge-outer", "st-inner", "st-left", "sg-inner", "sg-left", "tt-inner2", "tt-left2", "tt-outer2", "v-outer",
-           "vl-left", "gt-inner", "gt-left")
+           "vl-left", "gt-inner", "gt-left", "old-left", "old-outer")
 HISTORY = timedelta(seconds=10)  # the versioned tables' history
 GRACE = timedelta(seconds=2)  # the stream-table joins' grace, on a versioned table
 # The integration tests' window: 10 s, a day's grace (their timestamps here are seconds apart).
@@ -84,6 +88,8 @@ def join_scenario_examples(topics: dict[str, str]) -> StreamsBuilder:
     left, right = builder.stream(topics["mi-l"]), builder.stream(topics["mi-r"])
     out(left.join(right, joined, WIDE).join(right, joined, WIDE), "multi-inner")
     out(left.left_join(right, joined, NARROW).outer_join(right, joined, NARROW), "multi-outer")
+    # the deprecated JoinWindows.of: no spurious-result fix, a day's grace less the window
+    out(left.outer_join(right, joined, JoinWindows.of(timedelta(seconds=3))), "old-outer")
     a, b, c = (builder.stream(topics[f"i3-{side}"]) for side in "abc")
     out(a.join(b, joined, WIDE).join(c, joined, WIDE), "inner3")
     a, b, c = (builder.stream(topics[f"l3-{side}"]) for side in "abc")
@@ -98,6 +104,8 @@ def join_scenario_examples(topics: dict[str, str]) -> StreamsBuilder:
     out(left.outer_join(right, joined, JoinWindows.of_time_difference_and_grace(timedelta(milliseconds=100),
                                                                               timedelta(milliseconds=50))
                         .before(timedelta(0))), "edge-outer")
+    out(left.left_join(right, joined, JoinWindows.of(timedelta(milliseconds=100)).grace(timedelta(milliseconds=50))),
+        "old-left")
     stream = builder.stream(topics["st-s"])
     table = builder.table(topics["st-t"], uncached("st-t-store"))
     out(stream.join(table, joined), "st-inner")

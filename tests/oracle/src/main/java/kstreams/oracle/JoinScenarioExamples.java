@@ -38,7 +38,8 @@ public final class JoinScenarioExamples {
         "l3-c", "o3-a", "o3-b", "o3-c", "edge-l", "edge-r", "st-s", "st-t", "tt-l", "tt-r", "v-l", "v-r", "sg-s", "sg-t", "vo-l", "vo-r", "gt", "gs");
     static final List<String> OUTPUTS = List.of("self", "multi-inner", "multi-outer", "inner3", "left3", "outer3",
         "edge-inner", "edge-left", "edge-outer", "st-inner", "st-left", "sg-inner", "sg-left", "tt-inner2", "tt-left2",
-        "tt-outer2", "v-outer", "vl-left", "gt-inner", "gt-left");
+        "tt-outer2", "v-outer", "vl-left", "gt-inner", "gt-left", "old-left",
+        "old-outer");
     static final Duration GRACE = Duration.ofSeconds(2);
     static final JoinWindows WIDE = JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(10), Duration.ofHours(24));
     static final JoinWindows NARROW = JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(3), Duration.ofSeconds(1));
@@ -57,10 +58,17 @@ public final class JoinScenarioExamples {
         return Materialized.as(Stores.persistentVersionedKeyValueStore(store, Duration.ofSeconds(10)));
     }
 
+    /** The deprecated factory, still in 4.3.1: no spurious-result fix. */
+    @SuppressWarnings("deprecation")
+    static JoinWindows oldApi(Duration timeDifference) {
+        return JoinWindows.of(timeDifference);
+    }
+
     static void out(KStream<String, String> stream, Map<String, String> topics, String name) {
         stream.processValues(StampValues::new).to(topics.get(name));
     }
 
+    @SuppressWarnings("deprecation")  // JoinWindows.grace
     static Topology joinScenarioExamples(Map<String, String> t) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> alone = builder.stream(t.get("alone"));
@@ -69,6 +77,7 @@ public final class JoinScenarioExamples {
         KStream<String, String> right = builder.stream(t.get("mi-r"));
         out(left.join(right, JOINED, WIDE).join(right, JOINED, WIDE), t, "multi-inner");
         out(left.leftJoin(right, JOINED, NARROW).outerJoin(right, JOINED, NARROW), t, "multi-outer");
+        out(left.outerJoin(right, JOINED, oldApi(Duration.ofSeconds(3))), t, "old-outer");
         KStream<String, String> a = builder.stream(t.get("i3-a"));
         KStream<String, String> b = builder.stream(t.get("i3-b"));
         KStream<String, String> c = builder.stream(t.get("i3-c"));
@@ -88,6 +97,7 @@ public final class JoinScenarioExamples {
             .after(Duration.ZERO)), t, "edge-left");
         out(left.outerJoin(right, JOINED, JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(100),
             Duration.ofMillis(50)).before(Duration.ZERO)), t, "edge-outer");
+        out(left.leftJoin(right, JOINED, oldApi(Duration.ofMillis(100)).grace(Duration.ofMillis(50))), t, "old-left");
         KStream<String, String> stream = builder.stream(t.get("st-s"));
         KTable<String, String> table = builder.table(t.get("st-t"), uncached("st-t-store"));
         out(stream.join(table, JOINED), t, "st-inner");
