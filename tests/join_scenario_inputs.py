@@ -27,6 +27,9 @@ WITH_OUT_OF_ORDER = [
     ("r", "d", 7), ("l", "D", 6), ("l", None, 2), ("r", None, 3), ("r", "e", 14), ("l", "E", 15), ("l", None, 10),
     ("r", None, 9), ("l", "F", 4), ("r", "f", 3),
 ]
+# The stream-table scenarios: the same, with stream records of a null key (a left join joins them with
+# null, KIP-962; an inner join drops them), one out of order.
+STREAM_TABLE = WITH_OUT_OF_ORDER + [("l", "N", 9.5, "null-key"), ("l", "M", 5.5, "null-key")]
 # AbstractJoinIntegrationTest.inputWithoutOutOfOrderData: its last two records have a null key.
 IN_ORDER = [
     ("l", None, 1), ("r", None, 2), ("l", "A", 3), ("r", "a", 4), ("l", "B", 5), ("r", "b", 6), ("l", None, 7),
@@ -104,9 +107,12 @@ def scenario_inputs(base: int) -> dict[str, list[tuple]]:
         (THREE_STREAMS, {"l": "l3-a", "r": "l3-b", "c": "l3-c"}),
         (THREE_STREAMS, {"l": "o3-a", "r": "o3-b", "c": "o3-c"}),
         (EDGES, {"l": "edge-l", "r": "edge-r"}, {"l": 0, "r": 0}),  # exactly at the edges
-        (WITH_OUT_OF_ORDER, {"l": "st-s", "r": "st-t"}),
+        (STREAM_TABLE, {"l": "st-s", "r": "st-t"}),
         (IN_ORDER, {"l": "tt-l", "r": "tt-r"}),
         (WITH_OUT_OF_ORDER, {"l": "v-l", "r": "v-r"}),
+        # Not STREAM_TABLE: Kafka Streams 4.3.1 fails the task at a null-keyed record of a left join with a
+        # grace period (its buffer refuses a null key), where the runner joins it with null at once
+        # (README, "Versioned tables").
         (WITH_OUT_OF_ORDER, {"l": "sg-s", "r": "sg-t"}),
         (WITH_OUT_OF_ORDER, {"l": "vo-l", "r": "vo-r"}),
         (GLOBAL, {"l": "gs"}),

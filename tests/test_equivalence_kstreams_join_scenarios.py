@@ -116,6 +116,7 @@ def test_reference_exercises_the_scenarios(kafka_streams_run):
     # null keys: inner joins drop them, left and outer sides join them with null at once (KIP-962)
     assert "multi-inner" not in expected["null-keyed"] and "inner3" not in expected["null-keyed"]
     assert expected["null-keyed"]["left3"] and expected["null-keyed"]["outer3"]
+    assert expected["null-keyed"]["st-left"] and "st-inner" not in expected["null-keyed"]
     # a global join of a null key by its mapped key (the left join's unmatched too)
     null_keyed_global = [value for value, _ in expected["null-keyed"]["gt-inner"]]
     assert null_keyed_global and all(",FKey0-Y0|" in value for value in null_keyed_global), null_keyed_global
