@@ -3,11 +3,11 @@
 keys on two partitions.
 
 A sequence is a list of ``(side, value, time)`` steps (``side`` "l", "r" or "c", a value None for a
-null value or a tombstone, ``time`` in the tests' units); ``NULL_KEY`` in a step's value position
-marks the step the tests play with a null key. Each key plays it with its own values (the key's index
-appended) and its own timestamps (``time`` seconds after the base, plus 10 ms per key index and a few
-ms per side, none at the windows' edges): no two records of one task share a timestamp (README, "Order across co-partitioned
-inputs"). Keys after the first leave out some steps, so that keys differ.
+null value or a tombstone, ``time`` in seconds after the base); a fourth item, "null-key", marks a
+step played with a null key. Each key plays it with its own values (the key's index after the value's
+first comma-separated part) and its own timestamps (plus 10 ms per key index, and a few ms per side
+except at the windows' edges): no two records of two topics in one task share a timestamp (README,
+"Order across co-partitioned inputs"). Keys after the first leave out some steps, so that keys differ.
 """
 
 from __future__ import annotations
@@ -39,8 +39,9 @@ IN_ORDER = [
 # AbstractJoinIntegrationTest's leftInput (the self-join's), with one record out of order after it.
 ONE_STREAM = [("l", None, 1), ("l", "A", 2), ("l", "B", 3), ("l", None, 4), ("l", "C", 5), ("l", None, 6),
               ("l", "D", 7), ("l", "E", 4.5)]
-# The chains of three: a third stream beside the tests' two, null keys on both of theirs, and a record 25 s on that closes every
-# window of the chains' 3 s (1 s grace): the left and outer joins emit what found no partner.
+# The chains of three: a third stream beside the tests' two, null keys on both of theirs, and a record
+# 25 s on that closes every window of the chains' 3 s (1 s grace): the left and outer joins emit what
+# found no partner.
 THREE_STREAMS = WITH_OUT_OF_ORDER + [("c", "x", 2), ("c", "y", 5.5), ("c", None, 8.5), ("c", "z", 12),
                                      ("c", "w", 4), ("l", "N", 8.2, "null-key"), ("r", "n", 8.4, "null-key"),
                                      ("l", "G", 40)]
@@ -51,8 +52,6 @@ EDGES = [("l", "A", 10), ("r", "a+", 10.1), ("r", "a-", 9.9), ("l", "B", 20), ("
          ("r", "b-", 19.899), ("l", "C", 30), ("r", "c-", 29.999), ("r", "c+", 30.001), ("l", "D", 40),
          ("r", "d+", 40.05), ("l", "late", 39.8), ("r", "late", 39.97), ("l", "dup", 45), ("l", "dup", 45),
          ("r", "dup", 44.95), ("l", "E", 50), ("r", "e", 60)]
-
-
 # The global-table tests: a stream whose values name a global table's key after a comma, or none; the
 # table ("g" side) written whole before the stream, with updates and a tombstone. Null record keys
 # with a mapped key join (KIP-962).
