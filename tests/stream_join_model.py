@@ -43,15 +43,17 @@ class KsJoin:
     """Kafka Streams' KStreamJoinWindow + KStreamKStreamJoin of one join (both sides, shared
     TimeTracker, outer-join store, emit interval 0), brute force over lists. :meth:`process` takes
     one record of a side and returns what the join forwards, in order, as ``(key, value,
-    timestamp)``; ``joiner(left, right)`` makes the joined value."""
+    timestamp)``; ``joiner(left, right)`` makes the joined value. ``spurious_result_fix`` False: the
+    deprecated ``JoinWindows.of``, a left/outer join without an outer-join store."""
 
-    def __init__(self, before, after, grace, join_type, joiner=lambda left, right: f"{left}+{right}"):
+    def __init__(self, before, after, grace, join_type, joiner=lambda left, right: f"{left}+{right}",
+                 spurious_result_fix=True):
         self.before, self.after, self.grace, self.joiner = before, after, grace, joiner
         self.retention = before + after + grace
         self.stores = {"left": [], "right": []}  # (key, timestamp, value), arrival order
         self.store_time = {"left": -1, "right": -1}
         self.outer_side = {"left": join_type in ("left", "outer"), "right": join_type == "outer"}
-        self.has_outer_store = join_type != "inner"
+        self.has_outer_store = join_type != "inner" and spurious_result_fix
         self.stream_time, self.min_time = -1, LONG_MAX
         self.pending = []  # (timestamp, side byte (left 1, right 0), key bytes, arrival, key, value)
         self.arrivals = 0

@@ -114,6 +114,19 @@ def stream_stream_self_join():
 
 
 @topology
+def stream_stream_joins_old_join_windows():
+    # JoinWindows.of (deprecated, still in 4.3.1): no spurious-result fix, so no outer-join store
+    b = StreamsBuilder()
+    clicks = b.stream("clicks")
+    views = b.stream("views")
+    clicks.left_join(views, lambda c, v: f"{c}|{v}", JoinWindows.of(timedelta(seconds=5))).to("left-old")
+    clicks.outer_join(views, lambda c, v: f"{c}|{v}",
+                      JoinWindows.of(timedelta(seconds=5)).grace(timedelta(seconds=1)).after(timedelta(0))) \
+        .to("outer-old")
+    return b.build()
+
+
+@topology
 def stream_stream_join_chain():
     b = StreamsBuilder()
     orders = b.stream("orders")

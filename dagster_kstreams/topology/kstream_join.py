@@ -50,8 +50,10 @@ def add_stream_stream_join(builder: InternalStreamsBuilder, this_node: GraphNode
         [other_store]))
     builder.add_graph_node(other_node, other_windowed)
 
+    # Without the spurious-result fix (JoinWindows.of) Kafka Streams adds no outer-join store: a record
+    # without partner is joined with null at once (StreamStreamJoinNode).
     outer_store = None
-    if left_outer:
+    if left_outer and windows.spurious_result_fix:
         suffix = "-outer-shared-join" if right_outer else "-left-shared-join"
         if base:
             outer_name = base + suffix

@@ -117,11 +117,19 @@ class SessionWindows:
 
 @dataclass(frozen=True)
 class JoinWindows:
-    """A record joins records of the other stream within ``[t - before, t + after]``."""
+    """A record joins records of the other stream within ``[t - before, t + after]``.
+
+    ``spurious_result_fix``: made by ``of_time_difference_*`` (Kafka Streams 3.0+), a left/outer join
+    holds a record without partner until its window closes (an outer-join store), so that it is never
+    joined with null and then with a partner. The deprecated ``of`` and ``grace`` (still in Kafka
+    Streams 4.3.1) turn that off, as there: such a record is joined with null at once, and again
+    with each partner that comes later.
+    """
 
     before_ms: int
     after_ms: int
     grace_ms: int
+    spurious_result_fix: bool = True
 
     @staticmethod
     def of_time_difference_with_no_grace(time_difference: timedelta) -> "JoinWindows":
@@ -132,11 +140,28 @@ class JoinWindows:
         ms = _ms(time_difference, "time difference")
         return JoinWindows(ms, ms, _ms(after_window_end, "grace period"))
 
+    @staticmethod
+    def of(time_difference: timedelta) -> "JoinWindows":
+        """Deprecated in Kafka Streams: a day's grace less both sides of the window (at least 0), and
+        no spurious-result fix."""
+        ms = _ms(time_difference, "time difference")
+        return JoinWindows(ms, ms, max(_DEPRECATED_DEFAULT_GRACE_MS - 2 * ms, 0), spurious_result_fix=False)
+
+    def grace(self, after_window_end: timedelta) -> "JoinWindows":
+        """Deprecated in Kafka Streams: only after ``of``, whose spurious-result fix stays off."""
+        if self.spurious_result_fix:
+            raise ValueError("Cannot call grace() after setting grace value via of_time_difference_and_grace "
+                             "or of_time_difference_with_no_grace.")
+        return JoinWindows(self.before_ms, self.after_ms, _ms(after_window_end, "afterWindowEnd"),
+                           spurious_result_fix=False)
+
     def before(self, time_difference: timedelta) -> "JoinWindows":
-        return JoinWindows(_ms(time_difference, "time difference"), self.after_ms, self.grace_ms)
+        return JoinWindows(_ms(time_difference, "time difference"), self.after_ms, self.grace_ms,
+                           self.spurious_result_fix)
 
     def after(self, time_difference: timedelta) -> "JoinWindows":
-        return JoinWindows(self.before_ms, _ms(time_difference, "time difference"), self.grace_ms)
+        return JoinWindows(self.before_ms, _ms(time_difference, "time difference"), self.grace_ms,
+                           self.spurious_result_fix)
 
     def size(self) -> int:
         return self.before_ms + self.after_ms

@@ -43,6 +43,7 @@ final class StreamJoinCatalog {
         topologies.put("stream_join_fed_by_tables", StreamJoinCatalog::stream_join_fed_by_tables);
         topologies.put("join_result_then_windowed_count", StreamJoinCatalog::join_result_then_windowed_count);
         topologies.put("stream_stream_self_join", StreamJoinCatalog::stream_stream_self_join);
+        topologies.put("stream_stream_joins_old_join_windows", StreamJoinCatalog::stream_stream_joins_old_join_windows);
         topologies.put("stream_stream_join_chain", StreamJoinCatalog::stream_stream_join_chain);
         topologies.put("stream_joined_with_two_streams", StreamJoinCatalog::stream_joined_with_two_streams);
         topologies.put("both_sides_repartitioned_with_partition_counts", StreamJoinCatalog::both_sides_repartitioned_with_partition_counts);
@@ -135,6 +136,18 @@ final class StreamJoinCatalog {
         KStream<String, String> ticks = b.stream("ticks");
         ticks.join(ticks, (a, c) -> a + "|" + c, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(1)))
             .to("tick-pairs");
+        return b.build();
+    }
+
+    @SuppressWarnings("deprecation")  // JoinWindows.of and grace: no spurious-result fix, no outer-join store
+    static Topology stream_stream_joins_old_join_windows() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> clicks = b.stream("clicks");
+        KStream<String, String> views = b.stream("views");
+        clicks.leftJoin(views, (c, v) -> c + "|" + v, JoinWindows.of(Duration.ofSeconds(5))).to("left-old");
+        clicks.outerJoin(views, (c, v) -> c + "|" + v,
+                         JoinWindows.of(Duration.ofSeconds(5)).grace(Duration.ofSeconds(1)).after(Duration.ZERO))
+            .to("outer-old");
         return b.build();
     }
 
