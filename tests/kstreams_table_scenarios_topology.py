@@ -1,0 +1,124 @@
+"""Kafka Streams' own table, cogroup and Processor API scenarios in one topology, the Python twin of
+kstreams.oracle.TableScenarioExamples (Java): keep the two in step.
+
+Each scenario follows one of Kafka Streams' own tests (their scenario, not their code):
+
+* ``out-source``: a materialized table source's updates (``KTableSourceTest``: repeated values, an
+  out-of-order update, tombstones of keys never written, null keys dropped);
+* ``out-filter``, ``out-filter-kept``: a filter without and with a store of its own
+  (``KTableFilterTest``: rows dropped and restored; Kafka Streams sends a tombstone for a row the
+  filter drops after passing it, nothing for one it never passed or drops again);
+* ``out-regrouped``: the same filter re-grouped and reduced (``shouldSkipNullToRepartition...``: a row
+  dropped twice subtracts nothing);
+* ``out-mapped``, ``out-mapped-regrouped``: ``map_values`` without a store, and with one re-grouped
+  (``KTableMapValuesTest``: the re-grouping reads old values from the map_values' store);
+* ``out-prices``, ``out-prices-counts``: a table source without a store through a filter
+  (``testNotSendingOldValue``), and re-grouped with a count, which gives the source a store
+  (``testSendingOldValue``);
+* ``out-branches``, ``out-rest``: a ``split`` with named branches, one of them through a function,
+  two merged back and peeked, and the default branch (``KStreamImplTest``);
+* ``out-evens``, ``out-odds``: a processor forwarding to its children by name, with changed
+  timestamps and keys (``ProcessorTopologyTest``: ``shouldConsiderModifiedTimeStampsForMultipleProcessors``);
+* ``out-cogroup``, ``out-cogroup-join``, ``out-events-joined``: a cogroup of three grouped streams (one
+  of them a filter of another's source; null values skipped), its table joined with a second cogroup
+  that reuses two of the grouped streams (``CogroupedKStreamImplTest``), and the events joined with
+  its table (each event after its own update of it).
+
+Every store is uncached; every output value carries its record's timestamp (``StampValues``).
+Its lambdas are self-contained: Spark's Python workers cannot import modules of tests/, and the
+test module ships this one by value.
+"""
+
+from __future__ import annotations
+
+from equivalence_io import StampValues
+from dagster_kstreams.topology import StreamsBuilder
+from dagster_kstreams.topology.branched_printed import Branched
+from dagster_kstreams.topology.grouped_repartitioned import Grouped
+from dagster_kstreams.topology.materialized import Materialized
+from dagster_kstreams.topology.named import Named
+from dagster_kstreams.topology.processor_api import Processor
+
+INPUTS = ("rows", "prices", "events", "clicks")
+OUTPUTS = ("out-source", "out-filter", "out-filter-kept", "out-regrouped", "out-mapped", "out-mapped-regrouped",
+           "out-prices", "out-prices-counts", "out-branches", "out-rest", "out-evens", "out-odds",
+           "out-cogroup", "out-cogroup-join", "out-events-joined")
+
+
+class Router(Processor):
+    """TableScenarioExamples.Router: a value ending in an even digit goes to the child ``evens`` 5 ms
+    later; one ending in an odd digit to ``odds`` 3 ms earlier, its key marked; any other (a null
+    value too) to every child, unchanged."""
+
+    def process(self, record) -> None:
+        last = record.value[-1] if record.value else ""
+        if last.isdigit() and int(last) % 2 == 0:
+            self.context.forward(record.with_timestamp(record.timestamp + 5), "evens")
+        elif last.isdigit():
+            key = "null" if record.key is None else record.key  # Java's string concatenation
+            self.context.forward(record.with_key(key + "~").with_timestamp(record.timestamp - 3), "odds")
+        else:
+            self.context.forward(record)
+
+
+def table_scenarios(topics: dict[str, str]) -> StreamsBuilder:
+    """The topology of TableScenarioExamples.java on ``topics`` (``INPUTS`` and ``OUTPUTS`` -> topic)."""
+    builder = StreamsBuilder()
+    rows = builder.table(topics["rows"], Materialized.as_("rows-store").with_caching_disabled())
+    rows.to_stream().process_values(StampValues).to(topics["out-source"])
+    rows.filter(lambda key, value: value.startswith("acc")) \
+        .to_stream().process_values(StampValues).to(topics["out-filter"])
+    accepted = rows.filter(lambda key, value: value.startswith("acc"),
+                           Materialized.as_("accepted-store").with_caching_disabled())
+    accepted.to_stream().process_values(StampValues).to(topics["out-filter-kept"])
+    rows.filter(lambda key, value: value.startswith("acc")) \
+        .group_by(lambda key, value: (key[0], value), Grouped.as_("accepted-by-family")) \
+        .reduce(lambda total, value: total + "+" + value, lambda total, value: total + "-" + value,
+                Materialized.as_("accepted-reduced").with_caching_disabled()) \
+        .to_stream().process_values(StampValues).to(topics["out-regrouped"])
+    rows.map_values(lambda value: value.upper()).to_stream().process_values(StampValues).to(topics["out-mapped"])
+    rows.map_values(lambda value: value[:3], Materialized.as_("verdicts").with_caching_disabled()) \
+        .group_by(lambda key, verdict: (key[0] + verdict, key), Grouped.as_("by-verdict")) \
+        .reduce(lambda keys, key: keys + "+" + key, lambda keys, key: keys + "-" + key,
+                Materialized.as_("keys-by-verdict").with_caching_disabled()) \
+        .to_stream().process_values(StampValues).to(topics["out-mapped-regrouped"])
+
+    # Kafka Streams runs with the record cache off (statestore.cache.max.bytes 0); the runner has no such
+    # setting, and caches a table source's store unless its Materialized says otherwise.
+    prices = builder.table(topics["prices"], Materialized.with_().with_caching_disabled())
+    prices.filter(lambda key, value: not value.startswith("x")) \
+        .to_stream().process_values(StampValues).to(topics["out-prices"])
+    prices.group_by(lambda key, value: (key[0] + value[:1], value), Grouped.as_("prices-by-kind")) \
+        .count(Materialized.as_("price-counts").with_caching_disabled()) \
+        .to_stream().map_values(lambda count: str(count)).process_values(StampValues).to(topics["out-prices-counts"])
+
+    events = builder.stream(topics["events"])
+    routes = events.split(Named.as_("route-")) \
+        .branch(lambda key, value: value is not None and value.endswith("1"), Branched.as_("ones")) \
+        .branch(lambda key, value: value is not None and value.endswith("2"),
+                Branched.with_function(lambda stream: stream.map_values(lambda value: value.upper()), "twos")) \
+        .default_branch(Branched.as_("rest"))
+    routes["route-ones"].merge(routes["route-twos"], Named.as_("ones-and-twos")) \
+        .peek(lambda key, value: None, Named.as_("looked-at")) \
+        .process_values(StampValues).to(topics["out-branches"])
+    routes["route-rest"].process_values(StampValues).to(topics["out-rest"])
+    routed = events.process(Router, Named.as_("router"))
+    routed.process_values(StampValues, Named.as_("evens")).to(topics["out-evens"])
+    routed.process_values(StampValues, Named.as_("odds")).to(topics["out-odds"])
+
+    events_by_key = events.group_by_key()
+    clicks_by_key = builder.stream(topics["clicks"]).group_by_key()
+    ones_by_key = events.filter(lambda key, value: value is not None and value.endswith("1")).group_by_key()
+    activity = events_by_key.cogroup(lambda key, value, total: (total + "e" + ("null" if value is None else value))[-60:]) \
+        .cogroup(clicks_by_key, lambda key, value, total: (total + "c" + ("null" if value is None else value))[-60:]) \
+        .cogroup(ones_by_key, lambda key, value, total: (total + "1")[-60:]) \
+        .aggregate(lambda: "", Named.as_("activity"), Materialized.as_("activity-store").with_caching_disabled())
+    activity.to_stream().process_values(StampValues).to(topics["out-cogroup"])
+    clicked = clicks_by_key.cogroup(lambda key, value, total: (total + "C" + ("null" if value is None else value))[-40:]) \
+        .cogroup(ones_by_key, lambda key, value, total: (total + "O")[-40:]) \
+        .aggregate(lambda: "", Materialized.as_("clicked-store").with_caching_disabled())
+    activity.join(clicked, lambda all_, clicks: all_[-20:] + "&" + clicks[-20:]) \
+        .to_stream().process_values(StampValues).to(topics["out-cogroup-join"])
+    events.join(activity, lambda event, all_: event + "@" + all_[-20:]) \
+        .process_values(StampValues).to(topics["out-events-joined"])
+    return builder
