@@ -22,7 +22,10 @@ Each scenario follows one of Kafka Streams' own tests (their scenario, not their
 * ``out-cogroup``, ``out-cogroup-join``, ``out-events-joined``: a cogroup of three grouped streams (one
   of them a filter of another's source; null values skipped), its table joined with a second cogroup
   that reuses two of the grouped streams (``CogroupedKStreamImplTest``), and the events joined with
-  its table (each event after its own update of it).
+  its table (each event after its own update of it);
+* ``out-prefixed``, ``out-rows-prefixed``: ``prefix_scan`` of a processor's own key-value store and of
+  the table source's store (``ProcessorTopologyTest``'s ``testPrefixScan...``), in the serialized keys'
+  byte order.
 
 Every store is uncached; every output value carries its record's timestamp (``StampValues``).
 Its lambdas are self-contained: Spark's Python workers cannot import modules of tests/, and the
@@ -37,12 +40,13 @@ from dagster_kstreams.topology.branched_printed import Branched
 from dagster_kstreams.topology.grouped_repartitioned import Grouped
 from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology.named import Named
-from dagster_kstreams.topology.processor_api import Processor
+from dagster_kstreams.topology.processor_api import Processor, Stores
+from dagster_kstreams.topology.serdes import Serdes
 
 INPUTS = ("rows", "prices", "events", "clicks")
 OUTPUTS = ("out-source", "out-filter", "out-filter-kept", "out-regrouped", "out-mapped", "out-mapped-regrouped",
            "out-prices", "out-prices-counts", "out-branches", "out-rest", "out-evens", "out-odds",
-           "out-cogroup", "out-cogroup-join", "out-events-joined")
+           "out-cogroup", "out-cogroup-join", "out-events-joined", "out-prefixed", "out-rows-prefixed")
 
 
 class Router(Processor):
@@ -61,6 +65,37 @@ class Router(Processor):
             self.context.forward(record)
 
 
+class PrefixScanner(Processor):
+    """TableScenarioExamples.PrefixScanner: puts each record with a key and a value under
+    "<key>:<the value's last two characters>" into its store ``prefixed``, then forwards the store's
+    entries under "<key>:" and under "<key>" (a1's include a10's; "0" sorts before ":")."""
+
+    def init(self, context) -> None:
+        self.context = context
+        self.store = context.get_state_store("prefixed")
+
+    def process(self, record) -> None:
+        if record.key is None or record.value is None:
+            return
+        self.store.put(f"{record.key}:{record.value[-2:]}", record.value)
+        scans = [",".join(f"{entry.key}={entry.value}" for entry in self.store.prefix_scan(prefix, Serdes.String()))
+                 for prefix in (record.key + ":", record.key)]
+        self.context.forward(record.with_value("|".join(scans)))
+
+
+class RowsPrefixScanner(Processor):
+    """TableScenarioExamples.RowsPrefixScanner: after each update of the rows table, the rows of
+    ``rows-store`` (the table source's store) whose key starts with the updated key's family letter."""
+
+    def init(self, context) -> None:
+        self.context = context
+        self.store = context.get_state_store("rows-store")
+
+    def process(self, record) -> None:
+        entries = self.store.prefix_scan(record.key[:1], Serdes.String())
+        self.context.forward(record.with_value(",".join(f"{entry.key}={entry.value.value()}" for entry in entries)))
+
+
 def table_scenarios(topics: dict[str, str]) -> StreamsBuilder:
     """The topology of TableScenarioExamples.java on ``topics`` (``INPUTS`` and ``OUTPUTS`` -> topic)."""
     builder = StreamsBuilder()
@@ -68,6 +103,7 @@ def table_scenarios(topics: dict[str, str]) -> StreamsBuilder:
     rows.to_stream().process_values(StampValues).to(topics["out-source"])
     rows.filter(lambda key, value: value.startswith("acc")) \
         .to_stream().process_values(StampValues).to(topics["out-filter"])
+    rows.to_stream().process(RowsPrefixScanner, "rows-store").to(topics["out-rows-prefixed"])
     accepted = rows.filter(lambda key, value: value.startswith("acc"),
                            Materialized.as_("accepted-store").with_caching_disabled())
     accepted.to_stream().process_values(StampValues).to(topics["out-filter-kept"])
@@ -102,6 +138,9 @@ def table_scenarios(topics: dict[str, str]) -> StreamsBuilder:
         .peek(lambda key, value: None, Named.as_("looked-at")) \
         .process_values(StampValues).to(topics["out-branches"])
     routes["route-rest"].process_values(StampValues).to(topics["out-rest"])
+    builder.add_state_store(Stores.key_value_store_builder(
+        Stores.persistent_key_value_store("prefixed"), Serdes.String(), Serdes.String()))
+    events.process(PrefixScanner, "prefixed").process_values(StampValues).to(topics["out-prefixed"])
     routed = events.process(Router, Named.as_("router"))
     routed.process_values(StampValues, Named.as_("evens")).to(topics["out-evens"])
     routed.process_values(StampValues, Named.as_("odds")).to(topics["out-odds"])

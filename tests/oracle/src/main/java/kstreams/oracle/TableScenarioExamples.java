@@ -1,6 +1,7 @@
 package kstreams.oracle;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -8,6 +9,7 @@ import java.util.Properties;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.KeyValue;
@@ -25,7 +27,11 @@ import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.TimestampedKeyValueStore;
+import org.apache.kafka.streams.state.ValueAndTimestamp;
 
 /**
  * Kafka Streams' own table, cogroup and Processor API scenarios in one topology (see the Python
@@ -35,7 +41,7 @@ import org.apache.kafka.streams.state.KeyValueStore;
  *
  * Args: bootstrap applicationId stateDir rows prices events clicks outSource outFilter outFilterKept
  *       outRegrouped outMapped outMappedRegrouped outPrices outPricesCounts outBranches outRest outEvens
- *       outOdds outCogroup outCogroupJoin outEventsJoined
+ *       outOdds outCogroup outCogroupJoin outEventsJoined outPrefixed outRowsPrefixed
  *
  * The Python twin is table_scenarios() in tests/kstreams_table_scenarios_topology.py; keep the two
  * in step.
@@ -67,6 +73,59 @@ public final class TableScenarioExamples {
         }
     }
 
+    /** Puts each record with a key and a value under "key:<the value's last two characters>" into
+     * "prefixed", then forwards the entries under "key:" and under "key". */
+    static final class PrefixScanner implements Processor<String, String, String, String> {
+        private ProcessorContext<String, String> context;
+        private KeyValueStore<String, String> store;
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+            this.store = context.getStateStore("prefixed");
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            if (record.key() == null || record.value() == null) {
+                return;
+            }
+            store.put(record.key() + ":" + record.value().substring(record.value().length() - 2), record.value());
+            List<String> scans = new ArrayList<>();
+            for (String prefix : List.of(record.key() + ":", record.key())) {
+                List<String> entries = new ArrayList<>();
+                try (KeyValueIterator<String, String> it = store.prefixScan(prefix, new StringSerializer())) {
+                    it.forEachRemaining(entry -> entries.add(entry.key + "=" + entry.value));
+                }
+                scans.add(String.join(",", entries));
+            }
+            context.forward(record.withValue(String.join("|", scans)));
+        }
+    }
+
+    /** After each update of the rows table, the rows of "rows-store" whose key starts with the
+     * updated key's family letter. */
+    static final class RowsPrefixScanner implements Processor<String, String, String, String> {
+        private ProcessorContext<String, String> context;
+        private TimestampedKeyValueStore<String, String> store;
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+            this.store = context.getStateStore("rows-store");
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            List<String> entries = new ArrayList<>();
+            try (KeyValueIterator<String, ValueAndTimestamp<String>> it =
+                     store.prefixScan(record.key().substring(0, 1), new StringSerializer())) {
+                it.forEachRemaining(entry -> entries.add(entry.key + "=" + entry.value.value()));
+            }
+            context.forward(record.withValue(String.join(",", entries)));
+        }
+    }
+
     static String tail(String text, int length) {
         return text.length() > length ? text.substring(text.length() - length) : text;
     }
@@ -81,6 +140,7 @@ public final class TableScenarioExamples {
         rows.toStream().processValues(StampValues::new).to(topics.get("out-source"));
         rows.filter((key, value) -> value.startsWith("acc"))
             .toStream().processValues(StampValues::new).to(topics.get("out-filter"));
+        rows.toStream().process(RowsPrefixScanner::new, "rows-store").to(topics.get("out-rows-prefixed"));
         KTable<String, String> accepted = rows.filter((key, value) -> value.startsWith("acc"),
                                                       uncached("accepted-store"));
         accepted.toStream().processValues(StampValues::new).to(topics.get("out-filter-kept"));
@@ -115,6 +175,9 @@ public final class TableScenarioExamples {
             .peek((key, value) -> { }, Named.as("looked-at"))
             .processValues(StampValues::new).to(topics.get("out-branches"));
         routes.get("route-rest").processValues(StampValues::new).to(topics.get("out-rest"));
+        builder.addStateStore(Stores.keyValueStoreBuilder(
+            Stores.persistentKeyValueStore("prefixed"), Serdes.String(), Serdes.String()));
+        events.process(PrefixScanner::new, "prefixed").processValues(StampValues::new).to(topics.get("out-prefixed"));
         KStream<String, String> routed = events.process(Router::new, Named.as("router"));
         routed.processValues(StampValues::new, Named.as("evens")).to(topics.get("out-evens"));
         routed.processValues(StampValues::new, Named.as("odds")).to(topics.get("out-odds"));
@@ -143,7 +206,8 @@ public final class TableScenarioExamples {
     static final List<String> INPUTS = List.of("rows", "prices", "events", "clicks");
     static final List<String> OUTPUTS = List.of("out-source", "out-filter", "out-filter-kept", "out-regrouped",
         "out-mapped", "out-mapped-regrouped", "out-prices", "out-prices-counts", "out-branches", "out-rest",
-        "out-evens", "out-odds", "out-cogroup", "out-cogroup-join", "out-events-joined");
+        "out-evens", "out-odds", "out-cogroup", "out-cogroup-join", "out-events-joined",
+        "out-prefixed", "out-rows-prefixed");
 
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
