@@ -25,7 +25,11 @@ Each scenario follows one of Kafka Streams' own tests (their scenario, not their
   its table (each event after its own update of it);
 * ``out-prefixed``, ``out-rows-prefixed``: ``prefix_scan`` of a processor's own key-value store and of
   the table source's store (``ProcessorTopologyTest``'s ``testPrefixScan...``), in the serialized keys'
-  byte order.
+  byte order;
+* ``out-shared``: one store written by one processor and read by another of the same source
+  (``ProcessorTopologyTest``'s connected stores); ``out-to-table``: ``to_table`` of a stream (null
+  values as tombstones, null keys dropped); ``out-merged``: the events merged with the clicks, in
+  the task's timestamp order of the two (``KStreamImplTest``).
 
 Every store is uncached; every output value carries its record's timestamp (``StampValues``).
 Its lambdas are self-contained: Spark's Python workers cannot import modules of tests/, and the
@@ -46,7 +50,8 @@ from dagster_kstreams.topology.serdes import Serdes
 INPUTS = ("rows", "prices", "events", "clicks")
 OUTPUTS = ("out-source", "out-filter", "out-filter-kept", "out-regrouped", "out-mapped", "out-mapped-regrouped",
            "out-prices", "out-prices-counts", "out-branches", "out-rest", "out-evens", "out-odds",
-           "out-cogroup", "out-cogroup-join", "out-events-joined", "out-prefixed", "out-rows-prefixed")
+           "out-cogroup", "out-cogroup-join", "out-events-joined", "out-prefixed", "out-rows-prefixed",
+           "out-shared", "out-to-table", "out-merged")
 
 
 class Router(Processor):
@@ -96,6 +101,33 @@ class RowsPrefixScanner(Processor):
         self.context.forward(record.with_value(",".join(f"{entry.key}={entry.value.value()}" for entry in entries)))
 
 
+class SharedWriter(Processor):
+    """TableScenarioExamples.SharedWriter: puts each record with a key and a value into the store
+    ``shared`` it shares with :class:`SharedReader`; forwards nothing."""
+
+    def init(self, context) -> None:
+        self.store = context.get_state_store("shared")
+
+    def process(self, record) -> None:
+        if record.key is not None and record.value is not None:
+            self.store.put(record.key, record.value)
+
+
+class SharedReader(Processor):
+    """TableScenarioExamples.SharedReader: the value, then what ``shared`` holds for the key (written
+    by :class:`SharedWriter`, the source's earlier child, for this very record) and its entry count."""
+
+    def init(self, context) -> None:
+        self.context = context
+        self.store = context.get_state_store("shared")
+
+    def process(self, record) -> None:
+        held = "none" if record.key is None else self.store.get(record.key)
+        value = "null" if record.value is None else record.value  # Java's string concatenation
+        self.context.forward(record.with_value(
+            f"{value}<{'null' if held is None else held}#{self.store.approximate_num_entries()}"))
+
+
 def table_scenarios(topics: dict[str, str]) -> StreamsBuilder:
     """The topology of TableScenarioExamples.java on ``topics`` (``INPUTS`` and ``OUTPUTS`` -> topic)."""
     builder = StreamsBuilder()
@@ -141,12 +173,21 @@ def table_scenarios(topics: dict[str, str]) -> StreamsBuilder:
     builder.add_state_store(Stores.key_value_store_builder(
         Stores.persistent_key_value_store("prefixed"), Serdes.String(), Serdes.String()))
     events.process(PrefixScanner, "prefixed").process_values(StampValues).to(topics["out-prefixed"])
+    # One store, two processors (ProcessorTopologyTest: a store connected to processors of one task).
+    builder.add_state_store(Stores.key_value_store_builder(
+        Stores.in_memory_key_value_store("shared"), Serdes.String(), Serdes.String()))
+    events.process(SharedWriter, "shared")
+    events.process_values(SharedReader, "shared").process_values(StampValues).to(topics["out-shared"])
+    events.to_table(Materialized.as_("events-table").with_caching_disabled()) \
+        .to_stream().process_values(StampValues).to(topics["out-to-table"])
     routed = events.process(Router, Named.as_("router"))
     routed.process_values(StampValues, Named.as_("evens")).to(topics["out-evens"])
     routed.process_values(StampValues, Named.as_("odds")).to(topics["out-odds"])
 
+    clicks = builder.stream(topics["clicks"])
+    events.merge(clicks).process_values(StampValues).to(topics["out-merged"])
     events_by_key = events.group_by_key()
-    clicks_by_key = builder.stream(topics["clicks"]).group_by_key()
+    clicks_by_key = clicks.group_by_key()
     ones_by_key = events.filter(lambda key, value: value is not None and value.endswith("1")).group_by_key()
     activity = events_by_key.cogroup(lambda key, value, total: (total + "e" + ("null" if value is None else value))[-60:]) \
         .cogroup(clicks_by_key, lambda key, value, total: (total + "c" + ("null" if value is None else value))[-60:]) \
@@ -156,7 +197,7 @@ def table_scenarios(topics: dict[str, str]) -> StreamsBuilder:
     clicked = clicks_by_key.cogroup(lambda key, value, total: (total + "C" + ("null" if value is None else value))[-40:]) \
         .cogroup(ones_by_key, lambda key, value, total: (total + "O")[-40:]) \
         .aggregate(lambda: "", Materialized.as_("clicked-store").with_caching_disabled())
-    activity.join(clicked, lambda all_, clicks: all_[-20:] + "&" + clicks[-20:]) \
+    activity.join(clicked, lambda all_, click_total: all_[-20:] + "&" + click_total[-20:]) \
         .to_stream().process_values(StampValues).to(topics["out-cogroup-join"])
     events.join(activity, lambda event, all_: event + "@" + all_[-20:]) \
         .process_values(StampValues).to(topics["out-events-joined"])

@@ -24,6 +24,9 @@ import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
+import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
@@ -42,6 +45,7 @@ import org.apache.kafka.streams.state.ValueAndTimestamp;
  * Args: bootstrap applicationId stateDir rows prices events clicks outSource outFilter outFilterKept
  *       outRegrouped outMapped outMappedRegrouped outPrices outPricesCounts outBranches outRest outEvens
  *       outOdds outCogroup outCogroupJoin outEventsJoined outPrefixed outRowsPrefixed
+ *       outShared outToTable outMerged
  *
  * The Python twin is table_scenarios() in tests/kstreams_table_scenarios_topology.py; keep the two
  * in step.
@@ -126,6 +130,41 @@ public final class TableScenarioExamples {
         }
     }
 
+    /** Puts each record with a key and a value into "shared"; forwards nothing. */
+    static final class SharedWriter implements Processor<String, String, Void, Void> {
+        private KeyValueStore<String, String> store;
+
+        @Override
+        public void init(ProcessorContext<Void, Void> context) {
+            this.store = context.getStateStore("shared");
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            if (record.key() != null && record.value() != null) {
+                store.put(record.key(), record.value());
+            }
+        }
+    }
+
+    /** The value, then what "shared" holds for the key and its entry count. */
+    static final class SharedReader implements FixedKeyProcessor<String, String, String> {
+        private FixedKeyProcessorContext<String, String> context;
+        private KeyValueStore<String, String> store;
+
+        @Override
+        public void init(FixedKeyProcessorContext<String, String> context) {
+            this.context = context;
+            this.store = context.getStateStore("shared");
+        }
+
+        @Override
+        public void process(FixedKeyRecord<String, String> record) {
+            String held = record.key() == null ? "none" : store.get(record.key());
+            context.forward(record.withValue(record.value() + "<" + held + "#" + store.approximateNumEntries()));
+        }
+    }
+
     static String tail(String text, int length) {
         return text.length() > length ? text.substring(text.length() - length) : text;
     }
@@ -178,12 +217,20 @@ public final class TableScenarioExamples {
         builder.addStateStore(Stores.keyValueStoreBuilder(
             Stores.persistentKeyValueStore("prefixed"), Serdes.String(), Serdes.String()));
         events.process(PrefixScanner::new, "prefixed").processValues(StampValues::new).to(topics.get("out-prefixed"));
+        builder.addStateStore(Stores.keyValueStoreBuilder(
+            Stores.inMemoryKeyValueStore("shared"), Serdes.String(), Serdes.String()));
+        events.process(SharedWriter::new, "shared");
+        events.processValues(SharedReader::new, "shared").processValues(StampValues::new).to(topics.get("out-shared"));
+        events.toTable(uncached("events-table"))
+            .toStream().processValues(StampValues::new).to(topics.get("out-to-table"));
         KStream<String, String> routed = events.process(Router::new, Named.as("router"));
         routed.processValues(StampValues::new, Named.as("evens")).to(topics.get("out-evens"));
         routed.processValues(StampValues::new, Named.as("odds")).to(topics.get("out-odds"));
 
+        KStream<String, String> clicks = builder.stream(topics.get("clicks"));
+        events.merge(clicks).processValues(StampValues::new).to(topics.get("out-merged"));
         KGroupedStream<String, String> eventsByKey = events.groupByKey();
-        KGroupedStream<String, String> clicksByKey = builder.<String, String>stream(topics.get("clicks")).groupByKey();
+        KGroupedStream<String, String> clicksByKey = clicks.groupByKey();
         KGroupedStream<String, String> onesByKey =
             events.filter((key, value) -> value != null && value.endsWith("1")).groupByKey();
         KTable<String, String> activity = eventsByKey
@@ -196,7 +243,7 @@ public final class TableScenarioExamples {
             .<String>cogroup((key, value, total) -> tail(total + "C" + value, 40))
             .cogroup(onesByKey, (key, value, total) -> tail(total + "O", 40))
             .aggregate(() -> "", uncached("clicked-store"));
-        activity.join(clicked, (all, clicks) -> tail(all, 20) + "&" + tail(clicks, 20))
+        activity.join(clicked, (all, clickTotal) -> tail(all, 20) + "&" + tail(clickTotal, 20))
             .toStream().processValues(StampValues::new).to(topics.get("out-cogroup-join"));
         events.join(activity, (event, all) -> event + "@" + tail(all, 20))
             .processValues(StampValues::new).to(topics.get("out-events-joined"));
@@ -207,7 +254,7 @@ public final class TableScenarioExamples {
     static final List<String> OUTPUTS = List.of("out-source", "out-filter", "out-filter-kept", "out-regrouped",
         "out-mapped", "out-mapped-regrouped", "out-prices", "out-prices-counts", "out-branches", "out-rest",
         "out-evens", "out-odds", "out-cogroup", "out-cogroup-join", "out-events-joined",
-        "out-prefixed", "out-rows-prefixed");
+        "out-prefixed", "out-rows-prefixed", "out-shared", "out-to-table", "out-merged");
 
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
