@@ -17,11 +17,12 @@ Each scenario follows one of Kafka Streams' own tests (their scenario, not their
   (``testSendingOldValue``);
 * ``out-branches``, ``out-rest``: a ``split`` with named branches, one of them through a function,
   two merged back and peeked, and the default branch (``KStreamImplTest``);
-* ``out-evens``, ``out-odds``: a processor forwarding to its children by name, with changed
-  timestamps and keys (``ProcessorTopologyTest``: ``shouldConsiderModifiedTimeStampsForMultipleProcessors``);
+* ``out-evens``, ``out-odds``, ``out-routed-sink``: a processor forwarding to its children by name (a
+  sink among them), with changed timestamps and keys (``ProcessorTopologyTest``: ``shouldConsiderModifiedTimeStampsForMultipleProcessors``);
 * ``out-cogroup``, ``out-cogroup-join``, ``out-events-joined``: a cogroup of three grouped streams (one
   of them a filter of another's source; null values skipped), its table joined with a second cogroup
-  that reuses two of the grouped streams (``CogroupedKStreamImplTest``), and the events joined with
+  that reuses two of the grouped streams (``CogroupedKStreamImplTest``; ``out-cogroup-outer``: the
+  same tables outer-joined), and the events joined with
   its table (each event after its own update of it);
 * ``out-prefixed``, ``out-rows-prefixed``: ``prefix_scan`` of a processor's own key-value store and of
   the table source's store (``ProcessorTopologyTest``'s ``testPrefixScan...``), in the serialized keys'
@@ -41,6 +42,7 @@ from __future__ import annotations
 from equivalence_io import StampValues
 from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.branched_printed import Branched
+from dagster_kstreams.topology.consumed_produced import Produced
 from dagster_kstreams.topology.grouped_repartitioned import Grouped
 from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology.named import Named
@@ -51,17 +53,19 @@ INPUTS = ("rows", "prices", "events", "clicks")
 OUTPUTS = ("out-source", "out-filter", "out-filter-kept", "out-regrouped", "out-mapped", "out-mapped-regrouped",
            "out-prices", "out-prices-counts", "out-branches", "out-rest", "out-evens", "out-odds",
            "out-cogroup", "out-cogroup-join", "out-events-joined", "out-prefixed", "out-rows-prefixed",
-           "out-shared", "out-to-table", "out-merged")
+           "out-shared", "out-to-table", "out-merged", "out-routed-sink", "out-cogroup-outer")
 
 
 class Router(Processor):
-    """TableScenarioExamples.Router: a value ending in an even digit goes to the child ``evens`` 5 ms
-    later; one ending in an odd digit to ``odds`` 3 ms earlier, its key marked; any other (a null
-    value too) to every child, unchanged."""
+    """TableScenarioExamples.Router: a value ending in 0 goes to the sink ``routed-sink``; one ending in
+    another even digit to the child ``evens`` 5 ms later; one ending in an odd digit to ``odds`` 3 ms
+    earlier, its key marked; any other (a null value too) to every child, unchanged."""
 
     def process(self, record) -> None:
         last = record.value[-1] if record.value else ""
-        if last.isdigit() and int(last) % 2 == 0:
+        if last == "0":
+            self.context.forward(record, "routed-sink")
+        elif last.isdigit() and int(last) % 2 == 0:
             self.context.forward(record.with_timestamp(record.timestamp + 5), "evens")
         elif last.isdigit():
             key = "null" if record.key is None else record.key  # Java's string concatenation
@@ -183,6 +187,7 @@ def table_scenarios(topics: dict[str, str]) -> StreamsBuilder:
     routed = events.process(Router, Named.as_("router"))
     routed.process_values(StampValues, Named.as_("evens")).to(topics["out-evens"])
     routed.process_values(StampValues, Named.as_("odds")).to(topics["out-odds"])
+    routed.to(topics["out-routed-sink"], Produced.as_("routed-sink"))
 
     clicks = builder.stream(topics["clicks"])
     events.merge(clicks).process_values(StampValues).to(topics["out-merged"])
@@ -199,6 +204,9 @@ def table_scenarios(topics: dict[str, str]) -> StreamsBuilder:
         .aggregate(lambda: "", Materialized.as_("clicked-store").with_caching_disabled())
     activity.join(clicked, lambda all_, click_total: all_[-20:] + "&" + click_total[-20:]) \
         .to_stream().process_values(StampValues).to(topics["out-cogroup-join"])
+    activity.outer_join(clicked, lambda all_, click_total: ("null" if all_ is None else all_)[-20:] + "|"
+                        + ("null" if click_total is None else click_total)[-20:]) \
+        .to_stream().process_values(StampValues).to(topics["out-cogroup-outer"])
     events.join(activity, lambda event, all_: event + "@" + all_[-20:]) \
         .process_values(StampValues).to(topics["out-events-joined"])
     return builder

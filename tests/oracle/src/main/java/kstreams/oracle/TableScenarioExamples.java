@@ -24,6 +24,7 @@ import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
+import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
 import org.apache.kafka.streams.processor.api.FixedKeyRecord;
@@ -45,7 +46,7 @@ import org.apache.kafka.streams.state.ValueAndTimestamp;
  * Args: bootstrap applicationId stateDir rows prices events clicks outSource outFilter outFilterKept
  *       outRegrouped outMapped outMappedRegrouped outPrices outPricesCounts outBranches outRest outEvens
  *       outOdds outCogroup outCogroupJoin outEventsJoined outPrefixed outRowsPrefixed
- *       outShared outToTable outMerged
+ *       outShared outToTable outMerged outRoutedSink outCogroupOuter
  *
  * The Python twin is table_scenarios() in tests/kstreams_table_scenarios_topology.py; keep the two
  * in step.
@@ -53,7 +54,7 @@ import org.apache.kafka.streams.state.ValueAndTimestamp;
 public final class TableScenarioExamples {
     private TableScenarioExamples() {}
 
-    /** A value ending in an even digit to the child "evens" 5 ms later; an odd digit to "odds" 3 ms
+    /** A value ending in 0 to the sink "routed-sink"; another even digit to the child "evens" 5 ms later; an odd digit to "odds" 3 ms
      * earlier, its key marked; any other (null too) to every child, unchanged. */
     static final class Router implements Processor<String, String, String, String> {
         private ProcessorContext<String, String> context;
@@ -67,7 +68,9 @@ public final class TableScenarioExamples {
         public void process(Record<String, String> record) {
             String value = record.value();
             char last = value == null || value.isEmpty() ? ' ' : value.charAt(value.length() - 1);
-            if (Character.isDigit(last) && (last - '0') % 2 == 0) {
+            if (last == '0') {
+                context.forward(record, "routed-sink");
+            } else if (Character.isDigit(last) && (last - '0') % 2 == 0) {
                 context.forward(record.withTimestamp(record.timestamp() + 5), "evens");
             } else if (Character.isDigit(last)) {
                 context.forward(record.withKey(record.key() + "~").withTimestamp(record.timestamp() - 3), "odds");
@@ -226,6 +229,7 @@ public final class TableScenarioExamples {
         KStream<String, String> routed = events.process(Router::new, Named.as("router"));
         routed.processValues(StampValues::new, Named.as("evens")).to(topics.get("out-evens"));
         routed.processValues(StampValues::new, Named.as("odds")).to(topics.get("out-odds"));
+        routed.to(topics.get("out-routed-sink"), Produced.as("routed-sink"));
 
         KStream<String, String> clicks = builder.stream(topics.get("clicks"));
         events.merge(clicks).processValues(StampValues::new).to(topics.get("out-merged"));
@@ -245,6 +249,9 @@ public final class TableScenarioExamples {
             .aggregate(() -> "", uncached("clicked-store"));
         activity.join(clicked, (all, clickTotal) -> tail(all, 20) + "&" + tail(clickTotal, 20))
             .toStream().processValues(StampValues::new).to(topics.get("out-cogroup-join"));
+        activity.outerJoin(clicked, (all, clickTotal) -> tail(String.valueOf(all), 20) + "|"
+                           + tail(String.valueOf(clickTotal), 20))
+            .toStream().processValues(StampValues::new).to(topics.get("out-cogroup-outer"));
         events.join(activity, (event, all) -> event + "@" + tail(all, 20))
             .processValues(StampValues::new).to(topics.get("out-events-joined"));
         return builder.build();
@@ -254,7 +261,8 @@ public final class TableScenarioExamples {
     static final List<String> OUTPUTS = List.of("out-source", "out-filter", "out-filter-kept", "out-regrouped",
         "out-mapped", "out-mapped-regrouped", "out-prices", "out-prices-counts", "out-branches", "out-rest",
         "out-evens", "out-odds", "out-cogroup", "out-cogroup-join", "out-events-joined",
-        "out-prefixed", "out-rows-prefixed", "out-shared", "out-to-table", "out-merged");
+        "out-prefixed", "out-rows-prefixed", "out-shared", "out-to-table", "out-merged",
+        "out-routed-sink", "out-cogroup-outer");
 
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
