@@ -30,7 +30,8 @@ Each scenario follows one of Kafka Streams' own tests (their scenario, not their
 * ``out-shared``: one store written by one processor and read by another of the same source
   (``ProcessorTopologyTest``'s connected stores); ``out-to-table``: ``to_table`` of a stream (null
   values as tombstones, null keys dropped); ``out-merged``: the events merged with the clicks, in
-  the task's timestamp order of the two (``KStreamImplTest``).
+  the task's timestamp order of the two (``KStreamImplTest``); ``out-where-from``: each event's
+  partition, offset, the task's stream time and id as a processor's context gives them.
 
 Every store is uncached; every output value carries its record's timestamp (``StampValues``).
 Its lambdas are self-contained: Spark's Python workers cannot import modules of tests/, and the
@@ -53,7 +54,8 @@ INPUTS = ("rows", "prices", "events", "clicks")
 OUTPUTS = ("out-source", "out-filter", "out-filter-kept", "out-regrouped", "out-mapped", "out-mapped-regrouped",
            "out-prices", "out-prices-counts", "out-branches", "out-rest", "out-evens", "out-odds",
            "out-cogroup", "out-cogroup-join", "out-events-joined", "out-prefixed", "out-rows-prefixed",
-           "out-shared", "out-to-table", "out-merged", "out-routed-sink", "out-cogroup-outer")
+           "out-shared", "out-to-table", "out-merged", "out-routed-sink", "out-cogroup-outer",
+           "out-where-from")
 
 
 class Router(Processor):
@@ -132,6 +134,21 @@ class SharedReader(Processor):
             f"{value}<{'null' if held is None else held}#{self.store.approximate_num_entries()}"))
 
 
+class WhereFrom(Processor):
+    """TableScenarioExamples.WhereFrom: the value, then the record's partition and offset, the task's
+    stream time and the task's id as the processor's context gives them."""
+
+    def init(self, context) -> None:
+        self.context = context
+
+    def process(self, record) -> None:
+        metadata = self.context.record_metadata()
+        value = "null" if record.value is None else record.value  # Java's string concatenation
+        self.context.forward(record.with_value(
+            f"{value}|p{metadata.partition}o{metadata.offset}|st{self.context.current_stream_time_ms()}"
+            f"|task{self.context.task_id()}"))
+
+
 def table_scenarios(topics: dict[str, str]) -> StreamsBuilder:
     """The topology of TableScenarioExamples.java on ``topics`` (``INPUTS`` and ``OUTPUTS`` -> topic)."""
     builder = StreamsBuilder()
@@ -190,6 +207,7 @@ def table_scenarios(topics: dict[str, str]) -> StreamsBuilder:
     routed.to(topics["out-routed-sink"], Produced.as_("routed-sink"))
 
     clicks = builder.stream(topics["clicks"])
+    events.process_values(WhereFrom).to(topics["out-where-from"])
     events.merge(clicks).process_values(StampValues).to(topics["out-merged"])
     events_by_key = events.group_by_key()
     clicks_by_key = clicks.group_by_key()

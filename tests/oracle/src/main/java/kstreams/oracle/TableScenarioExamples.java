@@ -31,6 +31,7 @@ import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.processor.api.RecordMetadata;
 import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.Stores;
@@ -46,7 +47,7 @@ import org.apache.kafka.streams.state.ValueAndTimestamp;
  * Args: bootstrap applicationId stateDir rows prices events clicks outSource outFilter outFilterKept
  *       outRegrouped outMapped outMappedRegrouped outPrices outPricesCounts outBranches outRest outEvens
  *       outOdds outCogroup outCogroupJoin outEventsJoined outPrefixed outRowsPrefixed
- *       outShared outToTable outMerged outRoutedSink outCogroupOuter
+ *       outShared outToTable outMerged outRoutedSink outCogroupOuter outWhereFrom
  *
  * The Python twin is table_scenarios() in tests/kstreams_table_scenarios_topology.py; keep the two
  * in step.
@@ -168,6 +169,23 @@ public final class TableScenarioExamples {
         }
     }
 
+    /** The value, then the record's partition and offset, the task's stream time and id. */
+    static final class WhereFrom implements FixedKeyProcessor<String, String, String> {
+        private FixedKeyProcessorContext<String, String> context;
+
+        @Override
+        public void init(FixedKeyProcessorContext<String, String> context) {
+            this.context = context;
+        }
+
+        @Override
+        public void process(FixedKeyRecord<String, String> record) {
+            RecordMetadata metadata = context.recordMetadata().orElseThrow();
+            context.forward(record.withValue(record.value() + "|p" + metadata.partition() + "o" + metadata.offset()
+                + "|st" + context.currentStreamTimeMs() + "|task" + context.taskId()));
+        }
+    }
+
     static String tail(String text, int length) {
         return text.length() > length ? text.substring(text.length() - length) : text;
     }
@@ -232,6 +250,7 @@ public final class TableScenarioExamples {
         routed.to(topics.get("out-routed-sink"), Produced.as("routed-sink"));
 
         KStream<String, String> clicks = builder.stream(topics.get("clicks"));
+        events.processValues(WhereFrom::new).to(topics.get("out-where-from"));
         events.merge(clicks).processValues(StampValues::new).to(topics.get("out-merged"));
         KGroupedStream<String, String> eventsByKey = events.groupByKey();
         KGroupedStream<String, String> clicksByKey = clicks.groupByKey();
@@ -262,7 +281,7 @@ public final class TableScenarioExamples {
         "out-mapped", "out-mapped-regrouped", "out-prices", "out-prices-counts", "out-branches", "out-rest",
         "out-evens", "out-odds", "out-cogroup", "out-cogroup-join", "out-events-joined",
         "out-prefixed", "out-rows-prefixed", "out-shared", "out-to-table", "out-merged",
-        "out-routed-sink", "out-cogroup-outer");
+        "out-routed-sink", "out-cogroup-outer", "out-where-from");
 
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
