@@ -14,7 +14,8 @@ Each scenario follows one of Kafka Streams' own tests (their scenario, not their
   (``KTableMapValuesTest``: the re-grouping reads old values from the map_values' store);
 * ``out-prices``, ``out-prices-counts``: a table source without a store through a filter
   (``testNotSendingOldValue``), and re-grouped with a count, which gives the source a store
-  (``testSendingOldValue``);
+  (``testSendingOldValue``); ``out-self-join``: the rows left-joined with their own filter's
+  ``map_values`` (an update reaches both sides of the join);
 * ``out-branches``, ``out-rest``: a ``split`` with named branches, one of them through a function,
   two merged back and peeked, and the default branch (``KStreamImplTest``);
 * ``out-evens``, ``out-odds``, ``out-routed-sink``: a processor forwarding to its children by name (a
@@ -55,7 +56,7 @@ OUTPUTS = ("out-source", "out-filter", "out-filter-kept", "out-regrouped", "out-
            "out-prices", "out-prices-counts", "out-branches", "out-rest", "out-evens", "out-odds",
            "out-cogroup", "out-cogroup-join", "out-events-joined", "out-prefixed", "out-rows-prefixed",
            "out-shared", "out-to-table", "out-merged", "out-routed-sink", "out-cogroup-outer",
-           "out-where-from")
+           "out-where-from", "out-self-join")
 
 
 class Router(Processor):
@@ -174,6 +175,11 @@ def table_scenarios(topics: dict[str, str]) -> StreamsBuilder:
 
     # Kafka Streams runs with the record cache off (statestore.cache.max.bytes 0); the runner has no such
     # setting, and caches a table source's store unless its Materialized says otherwise.
+    # A table joined with a table derived from it (each update reaches both sides of the join).
+    rows.left_join(rows.filter(lambda key, value: value.startswith("acc")).map_values(lambda value: value[3:]),
+                   lambda full, number: full + "/" + ("null" if number is None else number)) \
+        .to_stream().process_values(StampValues).to(topics["out-self-join"])
+
     prices = builder.table(topics["prices"], Materialized.with_().with_caching_disabled())
     prices.filter(lambda key, value: not value.startswith("x")) \
         .to_stream().process_values(StampValues).to(topics["out-prices"])

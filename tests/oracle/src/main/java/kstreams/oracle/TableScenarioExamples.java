@@ -47,7 +47,7 @@ import org.apache.kafka.streams.state.ValueAndTimestamp;
  * Args: bootstrap applicationId stateDir rows prices events clicks outSource outFilter outFilterKept
  *       outRegrouped outMapped outMappedRegrouped outPrices outPricesCounts outBranches outRest outEvens
  *       outOdds outCogroup outCogroupJoin outEventsJoined outPrefixed outRowsPrefixed
- *       outShared outToTable outMerged outRoutedSink outCogroupOuter outWhereFrom
+ *       outShared outToTable outMerged outRoutedSink outCogroupOuter outWhereFrom outSelfJoin
  *
  * The Python twin is table_scenarios() in tests/kstreams_table_scenarios_topology.py; keep the two
  * in step.
@@ -216,6 +216,10 @@ public final class TableScenarioExamples {
             .reduce((keys, key) -> keys + "+" + key, (keys, key) -> keys + "-" + key, uncached("keys-by-verdict"))
             .toStream().processValues(StampValues::new).to(topics.get("out-mapped-regrouped"));
 
+        rows.leftJoin(rows.filter((key, value) -> value.startsWith("acc")).mapValues(value -> value.substring(3)),
+                      (full, number) -> full + "/" + number)
+            .toStream().processValues(StampValues::new).to(topics.get("out-self-join"));
+
         KTable<String, String> prices = builder.table(topics.get("prices"));
         prices.filter((key, value) -> !value.startsWith("x"))
             .toStream().processValues(StampValues::new).to(topics.get("out-prices"));
@@ -281,7 +285,7 @@ public final class TableScenarioExamples {
         "out-mapped", "out-mapped-regrouped", "out-prices", "out-prices-counts", "out-branches", "out-rest",
         "out-evens", "out-odds", "out-cogroup", "out-cogroup-join", "out-events-joined",
         "out-prefixed", "out-rows-prefixed", "out-shared", "out-to-table", "out-merged",
-        "out-routed-sink", "out-cogroup-outer", "out-where-from");
+        "out-routed-sink", "out-cogroup-outer", "out-where-from", "out-self-join");
 
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
