@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.spark.state_keys import STATE_KEY_COLUMN, state_key_column
 from dagster_kstreams.topology import StreamsBuilder, TopologyException
@@ -315,3 +316,50 @@ def test_a_suppression_of_a_windowed_cogroup_forwards_each_windows_final_value_o
     expected = [(_window("j", 0), b"a3"), (_window("k", 0), b"a1b2"), (_window("k", 10_000), b"b4")]
     assert _run(program, rows) == expected
     assert _run(program, rows, batches=len(rows)) == expected
+
+
+# -- a cogroup's table joined --------------------------------------------------------------------------
+def _cogroup_joined(builder):
+    first = builder.stream("a").group_by_key()
+    second = builder.stream("b").group_by_key()
+    cogrouped = first.cogroup(lambda key, value, agg: agg + "a" + value) \
+        .cogroup(second, lambda key, value, agg: agg + "b" + value) \
+        .aggregate(lambda: "", Materialized.as_("s").with_caching_disabled())
+    other = builder.table("t", Materialized.as_("t-store").with_caching_disabled())
+    cogrouped.join(other, lambda aggregate, row: aggregate + "&" + row).to_stream().to("out")
+
+
+def test_a_plain_cogroups_table_joins_through_the_store_its_aggregations_write():
+    # Kafka Streams' KTablePassThrough getter reads the cogroup's one store, as the join here does.
+    program = _program(_cogroup_joined)
+    rows = [("t", "k", "T1", 1), ("a", "k", "1", 2), ("b", "k", "2", 3), ("t", "k", "T2", 4), ("a", "j", "3", 5),
+            ("t", "j", "J", 6), ("b", "j", None, 7)]
+    expected = [(b"k", b"a1&T1"), (b"k", b"a1b2&T1"), (b"k", b"a1b2&T2"), (b"j", b"a3&J")]
+    assert _run(program, rows) == expected
+    assert _run(program, rows, batches=len(rows)) == expected
+
+
+def test_a_windowed_cogroups_table_in_a_join_is_still_refused_naming_the_join():
+    def build(builder):
+        first = builder.stream("a").group_by_key()
+        second = builder.stream("b").group_by_key()
+        windows = TimeWindows.of_size_and_grace(10 * SECONDS, 2 * SECONDS)
+        cogrouped = first.cogroup(lambda key, value, agg: agg + "a" + value) \
+            .cogroup(second, lambda key, value, agg: agg + "b" + value) \
+            .windowed_by(windows).aggregate(lambda: "", Materialized.as_("w").with_caching_disabled())
+        counts = builder.stream("c").group_by_key().windowed_by(windows) \
+            .count(Materialized.as_("c").with_caching_disabled())
+        cogrouped.join(counts, lambda aggregate, count: aggregate + str(count)).to_stream().to("out", WINDOWED)
+    with pytest.raises(UnsupportedTopologyError, match=r"processor KTABLE-JOINTHIS-\d+ \(table_table_join\) reads the "
+                                                       r"table 'COGROUPKSTREAM-MERGE-\d+'"):
+        _program(build)
+
+
+def test_a_stream_joins_a_plain_cogroups_table_through_the_same_store():
+    def build(builder):
+        cogrouped = builder.stream("a").group_by_key().cogroup(lambda key, value, agg: agg + "a" + value) \
+            .aggregate(lambda: "", Materialized.as_("s").with_caching_disabled())
+        builder.stream("c").join(cogrouped, lambda click, aggregate: click + "@" + aggregate).to("out")
+    program = _program(build)
+    rows = [("c", "k", "x", 1), ("a", "k", "1", 2), ("c", "k", "y", 3), ("a", "k", "2", 4), ("c", "k", "z", 5)]
+    assert _run(program, rows) == [(b"k", b"y@a1"), (b"k", b"z@a1a2")]

@@ -62,6 +62,27 @@ def test_key_value_store_orders_by_serialized_key_and_put_none_deletes():
         store.put(None, 1)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.text("ab:é", max_size=4), st.integers(0, 9), max_size=12), st.text("ab:é", max_size=3))
+def test_prefix_scan_gives_the_keys_whose_bytes_start_with_the_prefixs_in_byte_order(entries, prefix):
+    # Kafka Streams' prefixScan: the serialized prefix against the serialized keys (RocksDB's order).
+    store = KeyValueStore("s", Serdes.String(), Serdes.Long(), {})
+    for key, value in entries.items():
+        store.put(key, value)
+    expected = sorted(((key, value) for key, value in entries.items() if key.encode().startswith(prefix.encode())),
+                      key=lambda entry: entry[0].encode())
+    assert [tuple(entry) for entry in store.prefix_scan(prefix, Serdes.String())] == expected
+
+
+def test_prefix_scan_serializes_the_prefix_with_the_serializer_given():
+    store = KeyValueStore("s", Serdes.String(), Serdes.Long(), {})
+    for key, value in (("a1:x", 1), ("a1:y", 2), ("a10", 3), ("b1:x", 4)):
+        store.put(key, value)
+    assert list(store.prefix_scan("a1", Serdes.String())) == [("a10", 3), ("a1:x", 1), ("a1:y", 2)]  # "0" < ":"
+    assert list(store.prefix_scan("a1:", Serdes.String())) == [("a1:x", 1), ("a1:y", 2)]
+    assert list(store.prefix_scan(b"b", Serdes.ByteArray())) == [("b1:x", 4)]
+
+
 def _frame(rows, first_offset=0):
     offsets = list(range(first_offset, first_offset + len(rows)))
     return pd.DataFrame({

@@ -91,6 +91,51 @@ def cogroup_session_windowed():
     return b.build()
 
 
+# ---- Kafka Streams' own (CogroupedKStreamImplTest): a re-keyed grouped stream reused -----------------
+
+
+@topology
+def cogroup_rekeyed_grouped_reused_in_two_cogroups_of_the_same_streams():
+    b = StreamsBuilder()
+    one = b.stream("one").map(lambda k, v: (v, k)).group_by_key()
+    two = b.stream("two").group_by_key()
+    first = one.cogroup(lambda k, v, agg: agg + v).cogroup(two, lambda k, v, agg: agg + v).aggregate(lambda: "")
+    second = one.cogroup(lambda k, v, agg: agg + v).cogroup(two, lambda k, v, agg: agg + v).aggregate(lambda: "")
+    second.to_stream().to("output")
+    first.to_stream().to("output-2")
+    return b.build()
+
+
+@topology
+def cogroup_rekeyed_grouped_reused_in_different_cogroups():
+    b = StreamsBuilder()
+    one = b.stream("one").map(lambda k, v: (v, k)).group_by_key()
+    two = b.stream("two").group_by_key()
+    three = b.stream("three").group_by_key()
+    one.cogroup(lambda k, v, agg: agg + v).cogroup(three, lambda k, v, agg: agg + v).aggregate(lambda: "")
+    one.cogroup(lambda k, v, agg: agg + v).cogroup(two, lambda k, v, agg: agg + v).aggregate(lambda: "")
+    return b.build()
+
+
+@topology
+def cogroup_rekeyed_grouped_reused_by_an_aggregate():
+    b = StreamsBuilder()
+    one = b.stream("one").map(lambda k, v: (v, k)).group_by_key()
+    two = b.stream("two").group_by_key()
+    one.cogroup(lambda k, v, agg: agg + v).cogroup(two, lambda k, v, agg: agg + v).aggregate(lambda: "")
+    one.aggregate(lambda: "", lambda k, v, agg: agg + v)
+    return b.build()
+
+
+@topology
+def cogroup_aggregated_twice_with_a_named_grouping():
+    b = StreamsBuilder()
+    one = b.stream("one").map(lambda k, v: (v, k)).group_by_key(Grouped.as_("foo")).cogroup(lambda k, v, agg: agg + v)
+    one.aggregate(lambda: "")
+    one.aggregate(lambda: "")
+    return b.build()
+
+
 @topology
 def cogroup_examples_of_the_equivalence_test():
     names = {"clicks": "clicks", "views": "views", "orders": "orders", "refunds": "refunds", "visits": "visits",

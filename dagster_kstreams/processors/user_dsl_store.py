@@ -107,6 +107,12 @@ class TimestampedKeyValueStore(DslStoreView):
     def all(self) -> Iterator[KeyValue]:
         return iter([entry for _, entry in self._entries()])
 
+    def prefix_scan(self, prefix, prefix_key_serializer) -> Iterator[KeyValue]:
+        """Kafka Streams' ``prefixScan``: the entries whose key, as the store writes it, starts with
+        ``prefix`` as ``prefix_key_serializer`` (a serde) writes it, in that order."""
+        start = prefix_key_serializer.serialize(prefix)
+        return iter([entry for raw, entry in self._entries() if raw.startswith(start)])
+
     def reverse_all(self) -> Iterator[KeyValue]:
         return iter([entry for _, entry in self._entries()][::-1])
 

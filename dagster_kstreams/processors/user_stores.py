@@ -4,8 +4,8 @@ key-value store here, and :func:`open_store`, which opens whichever kind a store
 :mod:`.user_versioned_store`).
 
 A store's content is a task-level value of the task state, ``serialized key -> serialized value``:
-reads deserialize a copy, as a store of bytes does; ``range``/``all`` iterate in the serialized
-keys' byte order, RocksDB's and the in-memory store's order.
+reads deserialize a copy, as a store of bytes does; ``range``/``all``/``prefix_scan`` iterate in the
+serialized keys' byte order, RocksDB's and the in-memory store's order.
 """
 
 from __future__ import annotations
@@ -76,6 +76,12 @@ class KeyValueStore:
 
     def all(self) -> Iterator[KeyValue]:
         return self._entries(sorted(self._content))
+
+    def prefix_scan(self, prefix, prefix_key_serializer) -> Iterator[KeyValue]:
+        """Kafka Streams' ``prefixScan``: the entries whose serialized key starts with ``prefix`` as
+        ``prefix_key_serializer`` (a serde) writes it, in serialized-key order."""
+        start = prefix_key_serializer.serialize(prefix)
+        return self._entries(raw for raw in sorted(self._content) if raw.startswith(start))
 
     def reverse_all(self) -> Iterator[KeyValue]:
         return self._entries(sorted(self._content, reverse=True))

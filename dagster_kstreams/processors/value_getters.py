@@ -215,7 +215,11 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
         # kept store is read for its old values only, table_old_values.old_value_getter).
         kept = keeps_own_store(ctx, node) and (
             window_size is not None or not table_behind(sub, node).windowed_or_suppressed)
-        own_store = node.kind in _STORE_KINDS or joined or kept
+        # A plain cogroup's table: its pass-through reads the store its aggregations write (Kafka Streams'
+        # KTablePassThrough getter), which the program keeps in the key's state row as an aggregation's.
+        cogrouped = node.kind is NodeKind.COGROUP_MERGE and all(
+            sub.node(parent).kind is NodeKind.AGGREGATE for parent in node.parents)
+        own_store = node.kind in _STORE_KINDS or joined or kept or cogrouped
         if joined and steps and window_size is not None:
             # a materialized filter/map_values there keeps what it last forwarded per window, which the
             # runner does not model after a join (table_behind sees no windowed aggregation behind it)
@@ -229,7 +233,7 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
                 f"processor {factory.name} ({factory.kind.value}) reads the windowed join {node.name} through "
                 f"{stored_steps[0].name}, a {stored_steps[0].kind.value} with a store of its own; the Spark runner "
                 "reads a windowed join's result without a store through filter/map_values without one only")
-        if own_store and node.params.get("store_name") in node.stores:
+        if own_store and (node.params.get("store_name") in node.stores or cogrouped):
             steps.reverse()
             store = node.params["store_name"]
             sent_by_join = node.name if joined and not ctx.cached(store) else None
@@ -265,8 +269,8 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
             raise UnsupportedTopologyError(
                 f"processor {factory.name} ({factory.kind.value}) reads the table {table_node_name!r}, whose values "
                 f"come from {node.name} ({node.kind.value}); the Spark runner reads tables read from a topic, built "
-                "by to_table or an aggregation (or, to join or re-group them, a table-table join's result), and "
-                "their filter/map_values only")
+                "by to_table or an aggregation (a plain cogroup's too, not a windowed one's) (or, to join or re-group "
+                "them, a table-table join's result), and their filter/map_values only")
         if len(node.parents) != 1:
             raise UnsupportedTopologyError(
                 f"table {table_node_name!r} of processor {factory.name}: cannot trace its store")

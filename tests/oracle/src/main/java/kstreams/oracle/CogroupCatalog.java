@@ -6,11 +6,13 @@ import java.util.Map;
 import java.util.function.Supplier;
 
 import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.CogroupedKStream;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.SessionWindows;
@@ -38,6 +40,14 @@ final class CogroupCatalog {
         topologies.put("cogroup_windowed_twice_shares_its_repartition",
                        CogroupCatalog::cogroup_windowed_twice_shares_its_repartition);
         topologies.put("cogroup_session_windowed", CogroupCatalog::cogroup_session_windowed);
+        topologies.put("cogroup_rekeyed_grouped_reused_in_two_cogroups_of_the_same_streams",
+                       CogroupCatalog::cogroup_rekeyed_grouped_reused_in_two_cogroups_of_the_same_streams);
+        topologies.put("cogroup_rekeyed_grouped_reused_in_different_cogroups",
+                       CogroupCatalog::cogroup_rekeyed_grouped_reused_in_different_cogroups);
+        topologies.put("cogroup_rekeyed_grouped_reused_by_an_aggregate",
+                       CogroupCatalog::cogroup_rekeyed_grouped_reused_by_an_aggregate);
+        topologies.put("cogroup_aggregated_twice_with_a_named_grouping",
+                       CogroupCatalog::cogroup_aggregated_twice_with_a_named_grouping);
         topologies.put("cogroup_examples_of_the_equivalence_test", () -> CogroupExamples.cogroupExamples(
             "clicks", "views", "orders", "refunds", "visits", "calls", "texts", "activity-out", "activity-windows-out",
             "final-windows-out", "sliding-out", "sessions-out", "final-filtered-windows-out", "session-bytes-out",
@@ -103,6 +113,52 @@ final class CogroupCatalog {
             .aggregate(() -> "", (k, a, b2) -> a + b2, Named.as("visits"))
             .toStream()
             .to("visits");
+        return b.build();
+    }
+
+    // ---- Kafka Streams' own (CogroupedKStreamImplTest): a re-keyed grouped stream reused -------
+
+    static Topology cogroup_rekeyed_grouped_reused_in_two_cogroups_of_the_same_streams() {
+        StreamsBuilder b = new StreamsBuilder();
+        KGroupedStream<String, String> one = b.<String, String>stream("one").map((k, v) -> KeyValue.pair(v, k))
+            .groupByKey();
+        KGroupedStream<String, String> two = b.<String, String>stream("two").groupByKey();
+        KTable<String, String> first = one.<String>cogroup((k, v, agg) -> agg + v)
+            .cogroup(two, (k, v, agg) -> agg + v).aggregate(() -> "");
+        KTable<String, String> second = one.<String>cogroup((k, v, agg) -> agg + v)
+            .cogroup(two, (k, v, agg) -> agg + v).aggregate(() -> "");
+        second.toStream().to("output");
+        first.toStream().to("output-2");
+        return b.build();
+    }
+
+    static Topology cogroup_rekeyed_grouped_reused_in_different_cogroups() {
+        StreamsBuilder b = new StreamsBuilder();
+        KGroupedStream<String, String> one = b.<String, String>stream("one").map((k, v) -> KeyValue.pair(v, k))
+            .groupByKey();
+        KGroupedStream<String, String> two = b.<String, String>stream("two").groupByKey();
+        KGroupedStream<String, String> three = b.<String, String>stream("three").groupByKey();
+        one.<String>cogroup((k, v, agg) -> agg + v).cogroup(three, (k, v, agg) -> agg + v).aggregate(() -> "");
+        one.<String>cogroup((k, v, agg) -> agg + v).cogroup(two, (k, v, agg) -> agg + v).aggregate(() -> "");
+        return b.build();
+    }
+
+    static Topology cogroup_rekeyed_grouped_reused_by_an_aggregate() {
+        StreamsBuilder b = new StreamsBuilder();
+        KGroupedStream<String, String> one = b.<String, String>stream("one").map((k, v) -> KeyValue.pair(v, k))
+            .groupByKey();
+        KGroupedStream<String, String> two = b.<String, String>stream("two").groupByKey();
+        one.<String>cogroup((k, v, agg) -> agg + v).cogroup(two, (k, v, agg) -> agg + v).aggregate(() -> "");
+        one.aggregate(() -> "", (k, v, agg) -> agg + v);
+        return b.build();
+    }
+
+    static Topology cogroup_aggregated_twice_with_a_named_grouping() {
+        StreamsBuilder b = new StreamsBuilder();
+        CogroupedKStream<String, String> one = b.<String, String>stream("one").map((k, v) -> KeyValue.pair(v, k))
+            .groupByKey(Grouped.as("foo")).cogroup((k, v, agg) -> agg + v);
+        one.aggregate(() -> "");
+        one.aggregate(() -> "");
         return b.build();
     }
 }

@@ -1,0 +1,195 @@
+"""Kafka Streams' own table, cogroup and Processor API scenarios, on Spark against Kafka Streams itself.
+
+One topology (tests/kstreams_table_scenarios_topology.py, whose docstring names the Kafka Streams test
+each output follows; Java twin TableScenarioExamples), run once by Kafka Streams 4.3.1 (record cache
+off: ``statestore.cache.max.bytes`` 0) and once by our runner, on the same input topics.
+
+Input (2 partitions each): keys ``a*`` in partition 0 and ``b*`` in partition 1, so that each key
+family is one task's. The tables' rows follow Kafka Streams' tests' sequences (a value written
+twice, an out-of-order update, rows a filter drops and restores, tombstones of rows present and
+never written, null keys), then more of the same at random; the streams carry null keys and
+values and out-of-order timestamps. No two records share a timestamp.
+
+Compared: describe() of the very topology run, and each output's records per partition and key
+family (the records one task wrote there, in offset order), every value stamped with its record's
+timestamp. A record with a null key goes to a partition Kafka's producer picks: those are compared
+per source partition (named in the value), whatever partition they went to, as multisets.
+
+Where the two differ by design: a re-grouped table's aggregate is stamped here with its record's
+time, by Kafka Streams with the larger of that and the aggregate's previous stamp (README, "Semantics
+that differ", record timestamps): those outputs' values are compared exactly and their stamps as
+the running maximum of ours. The runner has no ``statestore.cache.max.bytes``: the one store the
+topology leaves unnamed (the prices table's) is uncached in the Python twin, as Kafka Streams' is
+with that setting 0.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+
+import pytest
+from pyspark import cloudpickle
+
+import kstreams_table_scenarios_topology
+from equivalence_io import (KafkaStreamsReference, output_topics, produce_inputs, start_kafka_streams,
+                            with_unique_timestamps)
+from kstreams_table_scenarios_topology import INPUTS, OUTPUTS, table_scenarios
+from dagster_kstreams.kafka.records import read_topic
+from dagster_kstreams.spark.task_runner import TaskRunner
+
+pytestmark = pytest.mark.integration
+
+# Spark's Python workers cannot import modules of tests/: ship the topology's functions by value.
+cloudpickle.register_pickle_by_value(kstreams_table_scenarios_topology)
+
+PARTITIONS = 2
+T0 = (int(time.time()) - 3600) // 1000 * 1000  # recent (broker retention)
+FAMILIES = ("a", "b")  # the keys of partition 0, of partition 1
+REGROUPED = ("out-regrouped", "out-mapped-regrouped", "out-prices-counts")  # re-grouped tables' aggregates
+
+# Kafka Streams' own table scenarios, per key family (KTableSourceTest, KTableFilterTest): (key, value,
+# time offset); "{f}" is the family. A value written twice, an out-of-order update, a row dropped by
+# the filter twice then restored, then dropped again, tombstones of a row present and of rows never
+# written, a row deleted twice.
+SCRIPTED_ROWS = (("{f}1", "acc1", 10), ("{f}2", "rej1", 11), ("{f}1", "acc1", 12), ("{f}2", "rej2", 13),
+                 ("{f}3", None, 14), ("{f}1", "acc2", 15), ("{f}1", "acc3", 9), ("{f}2", "acc4", 16),
+                 ("{f}2", "rej5", 17), (None, "acc6", 18), ("{f}1", None, 19), ("{f}1", None, 20),
+                 ("{f}4", "acc7", 21), ("{f}4", "acc7", 22), ("{f}4", "acc7", 8), ("{f}2", "rej5", 23))
+
+
+def _input(seed: int = 26) -> dict[str, list[tuple]]:
+    """``{topic: [(key, value, partition, timestamp)]}`` in production order; a stream value names
+    its partition (``e1x37``: partition 1)."""
+    rng = random.Random(seed)
+    records: dict[str, list[tuple]] = {name: [] for name in INPUTS}
+    for partition, family in enumerate(FAMILIES):
+        for key, value, offset in SCRIPTED_ROWS:
+            records["rows"].append((key and key.format(f=family), value, partition, T0 + offset * 100 + partition))
+    for i in range(300):
+        partition = i % PARTITIONS
+        timestamp = T0 + 3_000 + i * 50 - (rng.randint(100, 2_000) if rng.random() < 0.15 else 0)
+        key = None if rng.random() < 0.03 else f"{FAMILIES[partition]}{rng.randint(1, 5)}"
+        roll = rng.random()
+        value = None if roll < 0.12 else (f"acc{i}" if roll < 0.55 else f"rej{i}")
+        records["rows"].append((key, value, partition, timestamp))
+        roll = rng.random()
+        value = None if roll < 0.12 else (f"x{i}" if roll < 0.4 else f"p{i}")
+        key = None if rng.random() < 0.03 else f"{FAMILIES[partition]}{rng.randint(1, 5)}"
+        records["prices"].append((key, value, partition, timestamp + 7))
+    for name, count in (("events", 500), ("clicks", 250)):
+        for i in range(count):
+            partition = i % PARTITIONS
+            timestamp = T0 + i * 40 * (500 // count) - (rng.randint(100, 3_000) if rng.random() < 0.15 else 0)
+            key = None if rng.random() < 0.03 else f"{FAMILIES[partition]}{rng.randint(1, 4)}"
+            # the digit after the letter: the source partition; the last digit routes the record
+            value = None if key is not None and rng.random() < 0.06 else f"{name[0]}{partition}x{rng.randint(0, 99)}"
+            records[name].append((key, value, partition, timestamp + 3))
+    return with_unique_timestamps([records], INPUTS)[0]
+
+
+def _family(key, value) -> str:
+    """The key family, or for a null key or one made of it ("null~") the source partition's."""
+    if key is not None and key[0] in FAMILIES:
+        return key[0]
+    partition = re.match(r"[a-zA-Z](\d)", value).group(1)
+    return f"null{partition}"
+
+
+def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple, list]:
+    """``{(output, partition or None for null keys, family): [(key, value)] in offset order}``."""
+    results: dict[tuple, list] = {}
+    for name in OUTPUTS:
+        for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
+            key = None if record.key is None else record.key.decode()
+            value = None if record.value is None else record.value.decode()
+            partition = None if key is None else record.partition
+            results.setdefault((name, partition, _family(key, value)), []).append((key, value))
+    return results
+
+
+@pytest.fixture(scope="module")
+def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory):
+    inputs = {name: unique_topic(f"scenarios-{name}") for name in INPUTS}
+    kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
+    records = _input()
+    produce_inputs(kafka_bootstrap, inputs, records, INPUTS)
+    # In the background: our run, the first test, goes on meanwhile.
+    topics, main = start_kafka_streams("kstreams.oracle.TableScenarioExamples", "scenarios", kafka_bootstrap,
+                                       kafka_admin, unique_topic, tmp_path_factory, inputs,
+                                       dict.fromkeys(OUTPUTS, PARTITIONS))
+    reference = KafkaStreamsReference(main, {"inputs": inputs, "records": records, "topics": topics}, lambda stdout: {
+        "describe": json.loads(stdout.strip().splitlines()[-1])["describe"],
+        "results": _results(kafka_bootstrap, topics)})
+    yield reference
+    reference.close()
+
+
+@pytest.fixture(scope="module")
+def our_run(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path_factory, kafka_streams_run):
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, PARTITIONS))
+    runner = TaskRunner(table_scenarios(topics), unique_topic("spark-scenarios"), kafka_bootstrap,
+                        state_location=str(tmp_path_factory.mktemp("scenarios-state")), spark=spark)
+    runner.run_all()
+    return _results(kafka_bootstrap, topics)
+
+
+def _unstamped(sequence: list) -> list:
+    return [(key, value.rsplit("|t", 1)[0]) for key, value in sequence]
+
+
+def _stamps_as_kafka_streams_gives_aggregates(sequence: list) -> list:
+    """Each update's timestamp replaced by the largest of it and the key's earlier updates' (Kafka
+    Streams' stamp of an aggregate: the larger of its record's and the aggregate's previous one)."""
+    latest: dict = {}
+    result = []
+    for key, value in sequence:
+        text, stamp = value.rsplit("|t", 1)
+        latest[key] = max(int(stamp), latest.get(key, int(stamp)))
+        result.append((key, f"{text}|t{latest[key]}"))
+    return result
+
+
+@pytest.mark.parametrize("output", OUTPUTS)
+def test_scenario_output_matches_kafka_streams(output, our_run, kafka_streams_run):
+    expected = {where: sequence for where, sequence in kafka_streams_run["results"].items() if where[0] == output}
+    ours = {where: sequence for where, sequence in our_run.items() if where[0] == output}
+    assert expected, f"Kafka Streams wrote nothing to {output}"
+    assert set(ours) == set(expected)
+    for where, sequence in expected.items():
+        if where[1] is None:  # null keys: partitions the producer picked, in Kafka Streams as here
+            assert sorted(ours[where]) == sorted(sequence), where
+        elif output in REGROUPED:
+            # README "Semantics that differ", record timestamps: a re-grouped table's aggregate is
+            # stamped with its record's time, Kafka Streams' with the larger of that and its previous.
+            assert _unstamped(ours[where]) == _unstamped(sequence), where
+            assert _stamps_as_kafka_streams_gives_aggregates(ours[where]) == sequence, where
+        else:
+            assert ours[where] == sequence, where
+
+
+def test_kafka_streams_output_exercises_the_scenarios(kafka_streams_run):
+    """What the scenarios are about shows in Kafka Streams' own output, on both key families."""
+    results = kafka_streams_run["results"]
+
+    def values(output, family):
+        return [value for (name, _, kin), sequence in results.items() if name == output and kin == family
+                for _, value in sequence]
+
+    for family in FAMILIES:
+        assert any(value.startswith("null|") for value in values("out-filter", family))  # a row dropped
+        assert any(value.startswith("null|") for value in values("out-to-table", family))  # a tombstone
+        assert any("-acc" in value for value in values("out-regrouped", family))  # a row subtracted
+        merged = values("out-merged", family)
+        assert any(value.startswith("e") for value in merged) and any(value.startswith("c") for value in merged)
+        assert any(value.split("|")[0].count(",") >= 2 for value in values("out-prefixed", family))
+        assert any("&" in value for value in values("out-cogroup-join", family))
+        assert any(value.startswith("null|") or "|null" in value for value in values("out-cogroup-outer", family))
+        assert values("out-evens", family) and values("out-routed-sink", family) and values("out-odds", family)
+
+
+def test_describe_of_the_topology_run_is_kafka_streams(kafka_streams_run):
+    ours = table_scenarios(kafka_streams_run["topics"]).build().describe()
+    assert str(ours) == kafka_streams_run["describe"]
