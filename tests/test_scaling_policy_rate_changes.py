@@ -26,7 +26,9 @@ from scaling_policy_inputs import follow, rate_ticks, snapshot
 def test_a_scale_down_keeps_the_windows_highest_count_and_retires_at_least_the_dead_band(
     ticks, start, tick_seconds, window, dead_band
 ):
-    config = ScalingConfig(max_workers=40, scale_down_stabilization_seconds=window, scale_down_dead_band=dead_band)
+    # The plain window: a burst's end, which may scale down sooner, is test_scaling_policy_burst_end.py's.
+    config = ScalingConfig(max_workers=40, scale_down_stabilization_seconds=window, scale_down_dead_band=dead_band,
+                           burst_end_window_seconds=0)
     current, state, kept = start, StabilizationState(), []
     for i, (recommended, remembered) in enumerate(ticks):
         now = i * tick_seconds
@@ -50,7 +52,12 @@ def test_after_a_burst_the_count_falls_in_one_step_not_a_staircase():
     # 20,000/s at 0.9 of 1,000/s each is 22.2 workers: 22 once the rate is read in full (within the
     # up dead band of 22).
     assert max(n for _, n in counts) == 22
-    assert downs == [(960.0, 3)]  # 300 s after the burst's last tick, straight to 2,000/s' count
+    # Straight to 2,000/s' count, once the fall has lasted burst_end_window_seconds (120 s) ...
+    assert downs == [(780.0, 3)]
+    # ... or, without that rule, 300 s after the burst's last tick.
+    plain = follow(rate_ticks([(2000, 30)] * 12 + [(20_000, 30)] * 10 + [(2000, 30)] * 20),
+                   replace(config, burst_end_window_seconds=0))
+    assert [(t, n) for (_, before), (t, n) in zip(plain, plain[1:]) if n < before] == [(960.0, 3)]
     # Remembering the averaged rate instead steps down with its decay.
     staircase = follow(rate_ticks([(2000, 30)] * 12 + [(20_000, 30)] * 10 + [(2000, 30)] * 20),
                         replace(config, scale_down_follows_latest_rate=False))

@@ -57,7 +57,8 @@ def test_alternating_lag_within_the_window_never_scales_down(high, low, tick_sec
 def test_scale_down_only_to_the_highest_recommendation_of_a_fully_observed_window(
     recommendations, start, tick_seconds, window
 ):
-    config = ScalingConfig(max_workers=12, scale_down_stabilization_seconds=window)
+    # The plain window: a burst's end, which may scale down sooner, is test_scaling_policy_burst_end.py's.
+    config = ScalingConfig(max_workers=12, scale_down_stabilization_seconds=window, burst_end_window_seconds=0)
     counts = run_policy(recommendations, start, config, tick_seconds)
     previous = start
     for i, count in enumerate(counts):

@@ -57,6 +57,12 @@ class ScalingConfig:
     made, and the window remembers the tick at the input's count; once drained, the count falls to
     it in one step rather than a staircase with the shrinking lag (:mod:`.backlog`; ``bench/README.md``,
     "Simulated again (session 17)").
+    ``burst_end_window_seconds`` and ``burst_end_fall``: a burst's end. Once every count asked for
+    over the last ``burst_end_window_seconds`` is at most the stabilization window's highest over
+    ``burst_end_fall`` (the input fell to a third, say), a scale-down goes to their highest without
+    waiting out the rest of the window; a dip to half still waits the whole window, and a fall seen on
+    one tick only changes nothing (0: off; :func:`.policy.stabilize`; ``bench/README.md``, "Simulated
+    again (session 26)").
     """
 
     min_workers: int = 1
@@ -82,6 +88,8 @@ class ScalingConfig:
     lag_waits_for_measured_capacity: bool = True
     bound_downstream_rates: bool = True
     scale_down_after_backlog_drains: bool = True
+    burst_end_window_seconds: float = 120.0
+    burst_end_fall: float = 3.0
 
     def __post_init__(self) -> None:
         if self.min_workers < 0:
@@ -119,5 +127,9 @@ class ScalingConfig:
             raise ValueError(f"scale_down_dead_band must be in [0, 1), got {self.scale_down_dead_band}")
         if not 0 <= self.scale_up_dead_band < 1:
             raise ValueError(f"scale_up_dead_band must be in [0, 1), got {self.scale_up_dead_band}")
+        if not self.burst_end_window_seconds >= 0:
+            raise ValueError(f"burst_end_window_seconds must be >= 0, got {self.burst_end_window_seconds}")
+        if not self.burst_end_fall > 1:
+            raise ValueError(f"burst_end_fall must be > 1, got {self.burst_end_fall}")
         if self.standby_workers < 0:
             raise ValueError(f"standby_workers must be >= 0, got {self.standby_workers}")

@@ -62,7 +62,11 @@ Scaling up takes effect on the tick that sees the need. Scaling down follows Kub
 HPA's downscale stabilization: the count may only fall to the highest recommendation seen
 within the stabilization window, and only once the policy has watched for a whole window
 (a restarted sensor does not scale down on its first tick). A burst followed by a dip
-therefore never retires workers that the next burst would need again.
+therefore never retires workers that the next burst would need again. A burst's *end* does not wait
+out the window (``burst_end_window_seconds``, :func:`stabilize`): once every count of the last 120 s
+is at most a third of the window's highest, the count falls to their highest. Held for the whole
+window, a fleet sized for 10x the input stayed 300 s after the input fell back (``bench/README.md``,
+"Simulated again (session 26)").
 
 Three refinements make a scale-down one step rather than a staircase (measured in
 ``bench/README.md``, "Simulated again (sessions 10 and 17)"):
@@ -218,11 +222,25 @@ def stabilize(
     elif observed_since > now - window or not may_scale_down:
         decided = current
     else:
-        target = min(current, max(n for _, n in history))
+        target = min(current, _scale_down_target(kept, history, now, config))
         decided = target if current - target >= scale_down_step(current, config) else current
     if ceiling is not None:
         decided = min(decided, ceiling)
     return decided, StabilizationState(recommendations=history, observed_since=observed_since)
+
+
+def _scale_down_target(kept: int, history: tuple[tuple[float, int], ...], now: float,
+                       config: ScalingConfig) -> int:
+    """The highest count the window keeps; or, once a burst has ended (the counts of the last
+    ``burst_end_window_seconds``, this tick's too, are all at most the window's highest over
+    ``burst_end_fall``), the highest of those: the fleet sized for the burst goes without waiting
+    out the whole window, which is there to hold a fleet through a dip, not after a fall."""
+    highest = max(n for _, n in history)
+    if config.burst_end_window_seconds and kept * config.burst_end_fall <= highest:
+        since_fall = max(n for t, n in history if now - t < config.burst_end_window_seconds)
+        if since_fall * config.burst_end_fall <= highest:
+            return since_fall
+    return highest
 
 
 def scale_down_step(current: int, config: ScalingConfig) -> int:
