@@ -85,7 +85,7 @@ def test_a_report_taken_mid_batch_charges_no_more_share_than_busy_time():
         sleep(0.02)
         state.end_batch()
     windows.append(state.take_window())
-    for window in windows:  # the two clocks are read microseconds apart
-        assert -1e-3 <= window.worker_seconds <= window.busy_seconds + 1e-3
+    for window in windows:  # both clocks read at one instant
+        assert 0 <= window.worker_seconds <= window.busy_seconds + 1e-9
     assert windows[0].busy_seconds >= 0.02
     assert sum(window.busy_seconds for window in windows) == pytest.approx(state.busy_seconds)

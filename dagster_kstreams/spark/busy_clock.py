@@ -47,14 +47,20 @@ class SharedBusyClock:
 
     def share(self, task: Hashable) -> float:
         """Seconds of the process's time charged to ``task`` so far (a running batch included)."""
-        with self._lock:
-            self._charge()
-            return self._shares.get(task, 0.0)
+        return self.share_and_time(task)[0]
 
-    def _charge(self) -> None:
+    def share_and_time(self, task: Hashable) -> tuple[float, float]:
+        """:meth:`share`, and the clock's time it was charged up to: a caller that measures a batch's
+        own busy time up to that same instant never finds the share beyond it."""
+        with self._lock:
+            now = self._charge()
+            return self._shares.get(task, 0.0), now
+
+    def _charge(self) -> float:
         now = self._clock()
         elapsed, self._since = now - self._since, now
         batches = sum(self._running.values())
         if batches and elapsed > 0:
             for task, count in self._running.items():
                 self._shares[task] = self._shares.get(task, 0.0) + elapsed * count / batches
+        return now

@@ -211,10 +211,14 @@ class RunState:
         """What was processed since the last call (or the start of the run)."""
         with self._lock:
             offsets_from, records, batches, busy, share = self._window
-            # Both clocks count a batch in progress up to now, so a window's share never exceeds
-            # its busy time (the share charges the running batch as it goes).
-            clock_share = self.busy_clock.share(self.task) if self.busy_clock is not None else None
-            now_busy = self.busy_seconds + (0.0 if self._idle.is_set() else time.monotonic() - self._batch_started)
+            # Both clocks count a batch in progress up to one instant, so a window's share never
+            # exceeds its busy time (the share charges the running batch as it goes; the busy clock's
+            # time is the process's monotonic clock, as the batches' own).
+            if self.busy_clock is not None:
+                clock_share, now = self.busy_clock.share_and_time(self.task)
+            else:
+                clock_share, now = None, time.monotonic()
+            now_busy = self.busy_seconds + (0.0 if self._idle.is_set() else now - self._batch_started)
             now_share = now_busy if clock_share is None else clock_share
             window = RunWindow(offsets_from, dict(self.processed), self.records_in - records,
                                self.batches - batches, now_busy - busy, now_share - share)
