@@ -44,12 +44,19 @@ class KeyValueStoreProcessor(StoreProcessor):
         if not self.cached:
             self.forward(key, None if new is ABSENT else new, context, out, state)
 
-    def write(self, key, new, context, state) -> None:
+    def write(self, key, new, context, state, by_user_processor: bool = False) -> None:
         """Store ``new`` (ABSENT: delete) for ``key``, stamped with ``context``'s timestamp, without
         forwarding it; a cached store forwards it at the flush with ``context``, whoever wrote it
-        (Kafka Streams' cache flush listener forwards a user processor's write as the store's own)."""
+        (Kafka Streams' cache flush listener forwards a user processor's write as the store's own).
+        ``by_user_processor``: the write is a user processor's (:mod:`.user_dsl_store`)."""
         slot = self.state_slot
-        if slot not in state.dirty:  # uncached: every update; cached: the first since the last flush
+        # The old value of the update the store forwards: uncached, the value before each update; cached,
+        # the value at the last flush (taken at the first write since). A user processor's write into an
+        # uncached store is forwarded by no one, so it takes none: the update it may be handling keeps the
+        # old value it was forwarded with (Kafka Streams fixes the Change's old value before forwarding it
+        # to the table's children, a re-grouping or a join after the processor among them), and the
+        # store's next update takes this write as its old value.
+        if slot not in state.dirty and (self.cached or not by_user_processor):
             state.old_values[slot] = state.values[slot]
         state.values[slot] = new
         state.keys[slot] = key
