@@ -7,12 +7,16 @@ Kafka Streams is test_equivalence_dsl_store_processor.py (old_value_write_topolo
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dagster_kstreams.processors.changes import Change, ChangedSerde
 from dagster_kstreams.spark.compile import compile_topology
-from dagster_kstreams.topology import Materialized, Serdes, StreamsBuilder, ValueAndTimestamp
+from dagster_kstreams.topology import (
+    Materialized, Serdes, Stores, StreamsBuilder, TimeWindows, ValueAndTimestamp, WindowedSerde,
+)
 from dagster_kstreams.topology.processor_api import Processor, Record
 from stream_join_model import run_task
 
@@ -31,6 +35,18 @@ class _Rewriter(Processor):
             self.store.put(record.key, ValueAndTimestamp.make(record.value + "!", record.timestamp + 1))
         elif record.timestamp % 3 == 1:
             self.store.delete(record.key)
+
+
+class _PutAhead(Processor):
+    """Puts a version 20 ms ahead into a windowed table's versioned step at a timestamp that is a multiple of
+    3 (the step's next updates of the window before it are then out of order)."""
+
+    def init(self, context) -> None:
+        self.store = context.get_state_store("steps")
+
+    def process(self, record: Record) -> None:
+        if record.timestamp % 3 == 0:
+            self.store.put(record.key, 100 + (record.value or 0), record.timestamp + 20)
 
 
 def _text(value) -> str:
@@ -124,3 +140,42 @@ def test_with_the_record_cache_a_flushed_update_keeps_its_old_value():
         outputs, _ = run_task(program, records)
         assert [serde.deserialize(value) for topic, _, value in outputs if topic == CHANGES] == [
             Change("a", None), Change("c", None)], processor_first
+
+
+def _windowed_step_regrouped(processor_first: bool):
+    builder = StreamsBuilder()
+    steps = builder.stream("items").group_by_key() \
+        .windowed_by(TimeWindows.of_size_with_no_grace(timedelta(milliseconds=100))) \
+        .count(Materialized.as_("counts").with_caching_disabled()) \
+        .filter(lambda window, count: count % 3 != 0, Materialized.as_(
+            Stores.persistent_versioned_key_value_store("steps", timedelta(milliseconds=60)))
+            .with_key_serde(WindowedSerde(Serdes.String(), 100)).with_value_serde(Serdes.Long()))
+
+    def put_ahead() -> None:
+        steps.to_stream().process(_PutAhead, "steps")
+
+    if processor_first:
+        put_ahead()
+    steps.group_by(lambda window, count: (window.key, f"{window.window.start}:{count}")) \
+        .count(Materialized.as_("groups").with_caching_disabled())
+    if not processor_first:
+        put_ahead()
+    return compile_topology(builder, "app", default_key_serde=Serdes.String(),
+                            default_value_serde=Serdes.String()).program(0)
+
+
+def test_a_windowed_tables_versioned_step_is_regrouped_alike_before_or_after_a_processor_putting_into_it():
+    """Counts of 100 ms windows filtered into a versioned step (a count of 3 or 6 fails: a tombstone); the
+    processor puts 100 + the count 20 ms ahead at a multiple of 3. Window 0: the updates at 3 to 31 are
+    older than a version put ahead (to no group); 7 at 50 replaces 105, put at 50, and leaves it as its old
+    value. Window 100: 2 at 150 leaves 101 (put at 140), 4 at 170 leaves 102 (put at 170); 6 at 180 is
+    older than 105 (put at 191)."""
+    times = (0, 3, 10, 12, 30, 31, 50, 60, 120, 150, 160, 170, 171, 180)
+    records = [("k", "items", "v", t) for t in times]
+    serde = ChangedSerde(Serdes.String())
+    expected = [Change("0:1", None), Change("0:7", "0:105"), Change("0:8", "0:7"), Change("100:1", None),
+                Change("100:2", "100:101"), Change("100:4", "100:102"), Change("100:5", "100:4")]
+    for processor_first in (True, False):
+        outputs, _ = run_task(_windowed_step_regrouped(processor_first), records)
+        assert [serde.deserialize(value) for topic, _, value in outputs if topic == "app-groups-repartition"] \
+            == expected, processor_first
