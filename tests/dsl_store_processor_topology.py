@@ -50,6 +50,7 @@ from dagster_kstreams.topology import (
 )
 from dagster_kstreams.topology.processor_api import Processor, PunctuationType, Record, ValueAndTimestamp
 from dagster_kstreams.topology.serdes import Windowed
+from old_value_write_topology import old_value_writes
 
 BUCKET_MS = 10_000
 WINDOW_MS = 1_000  # the windowed tables' windows (their stores' time-windowed key serde)
@@ -302,10 +303,13 @@ def _aggregation_stores(builder: StreamsBuilder, topics: dict[str, str]) -> None
 
 def dsl_store_processor_examples(topics: dict[str, str]) -> StreamsBuilder:
     builder = StreamsBuilder()
-    # First (sub-topologies 0 to 7): a killed run, running one sub-topology after another, is killed in
-    # the windowed stores' (0), the sliding ones' (1), the sessions' (2) or the joins' (4), and leaves the
-    # prices' to the rerun, whose batches are not capped (the order of its two topics in a task depends on the caps; the
-    # joins' inputs come in rounds that a cap cuts between)
+    # First (sub-topologies 0 to 10): a killed run, running one sub-topology after another, is killed in
+    # the owners' and pets' (0: tables whose stores a processor writes beside a re-grouping and a join, then
+    # their re-groupings, 1 and 2), the windowed stores' (3), the sliding ones' (4), the sessions' (5) or the
+    # joins' (7), and leaves the prices' to the rerun, whose batches are not capped (the order of its two
+    # topics in a task depends on the caps; the joins' and the owners' inputs come in rounds that a cap cuts
+    # between)
+    old_value_writes(builder, topics["owners"], topics["pets"], topics["out-tables"])
     _windowed_stores(builder, topics)
     _sliding_stores(builder, topics)
     _session_stores(builder, topics)

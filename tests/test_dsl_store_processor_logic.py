@@ -65,8 +65,8 @@ def _run(program, rows, batches):
 
 TOPICS = {"events": "in", "prices": "prices", "orders": "orders", "out": "out", "out-prices": "out-prices",
           **{name: name for name in ("items", "accounts", "clicks", "views", "lefts", "rights", "wins", "slides",
-                                     "sessions", "out-tables")}}
-COUNTS = 8  # the count's sub-topology (the windowed, session, table step, join and re-grouping stores' come first)
+                                     "sessions", "out-tables", "owners", "pets")}}
+COUNTS = 11  # the count's sub-topology (the owners', windowed, session, table step, join and re-grouping stores' first)
 K = "000000000000|a"  # bucket 0
 ROWS = [(K, "x", 100), (K, "x", 50), (K, "x", 300), (K, None, 310), (K, "x", 20), (K, "x", 400), (K, "x", 500),
         (K, "x", 600), (None, "x", 650), ("000000000001|a", "x", 10_000), (K, "x", 10_001)]

@@ -20,7 +20,10 @@ concatenation outer-joined, the count's map_values' store and that of a count em
 (Kafka Streams checks for closed windows after every record: emit interval 0, the runner's); a session
 count's map_values' store, keyed by the session-windowed serde (sessions merged away deleted). And a
 suppressed table's filter's store (``until_time_limit``: tombstones forwarded too), beside the items'
-filter.
+filter. And two tables whose own stores a processor rewrites and deletes from while their updates travel
+on (old_value_write_topology.py): the owners' processor before a re-grouping's reduce and an outer join
+and its filter (which sends old values), the pets' after the join and a re-grouping's count; each
+reader gets the update's own value and the one from before it, as Kafka Streams' ``Change``.
 
 Input (2 partitions): out-of-order timestamps within each 10 s bucket (a bucket's records all come
 before the next bucket's, so the keys a punctuation closes have seen all their records whenever Kafka
@@ -36,20 +39,22 @@ re-grouping's updates forwarded (the accounts all come from partition 0, so that
 reads one writer's records in its order), and per task and key the cogroup's (two topics merged). Once
 on a clean run, and once killed part-way (the joins' second task after its first batch of 120 records:
 10 rounds of each table, so the cap cuts where Kafka Streams' order across the two topics is kept) and
-rerun from the checkpoints; and once each killed in the time-windowed, the sliding and the session
-stores' second task after its first batch.
+rerun from the checkpoints; and once each killed in the time-windowed, the sliding, the session and
+the owners' and pets' stores' second task after its first batch.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import re
 import time
 
 import pytest
 from pyspark import cloudpickle
 
 import dsl_store_processor_topology
+import old_value_write_topology
 from dsl_store_processor_topology import BUCKET_MS, dsl_store_processor_examples, key_text
 from equivalence_io import output_topics, produce_strings, run_kafka_streams, with_unique_timestamps
 from killed_runs import kill_and_rerun
@@ -60,13 +65,17 @@ pytestmark = pytest.mark.integration
 
 # Spark's Python workers cannot import modules of tests/: ship the processors by value.
 cloudpickle.register_pickle_by_value(dsl_store_processor_topology)
+cloudpickle.register_pickle_by_value(old_value_write_topology)
 
 PARTITIONS = 2
 T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute: a bucket start
 OUTPUTS = {"out": 1, "out-prices": 1, "out-tables": 1}
 STORES = ("counts", "prices-store", "kept", "mapped", "items-later", "regrouped", "cogrouped", "joined", "left-kept",
           "outer-joined", "outer-mapped", "win-joined", "win-kept", "win-labels", "win-final", "win-cog-labels",
-          "win-closed", "slide-joined", "slide-labels", "slide-closed", "session-labels")
+          "win-closed", "slide-joined", "slide-labels", "slide-closed", "session-labels", "owners-store", "pets-store",
+          "owner-groups", "pet-groups")
+# compared per task and key: their tasks merge two topics, or groups written by two tasks
+PER_KEY = ("cogrouped", "owner-groups", "pet-groups")
 JOIN_STORES = ("joined", "left-kept", "outer-joined", "win-joined", "slide-joined")  # each StoreEditor's first store
 # keyed by windows
 WINDOWED_STORES = ("win-joined", "win-labels", "win-final", "win-cog-labels", "win-closed", "slide-joined",
@@ -156,6 +165,11 @@ def _join_inputs(seed: int = 22) -> dict[str, list[tuple]]:
     return tables
 
 
+def _owner_inputs(seed: int = 26) -> dict[str, list[tuple]]:
+    """The owners' and pets' tables: updates in rounds as the joined tables' (:func:`_join_inputs`)."""
+    return {"owners": (tables := _join_inputs(seed))["lefts"], "pets": tables["rights"]}
+
+
 def _window_inputs(seed: int = 23) -> list[tuple]:
     """The windowed stores' stream: keys on both partitions, 60 ms apart, a fifth of them out of order
     by up to 1.5 s (some beyond the 500 ms grace: dropped from their windows), null keys and values."""
@@ -210,7 +224,7 @@ def _table_results(records) -> dict[tuple, list]:
     for record in records:
         key, value = record.key.decode(), record.value.decode()
         tag, store = value.split("|")[:2]
-        if store == "cogrouped":
+        if store in PER_KEY:
             results.setdefault((tag, store, key), []).append(value)
         else:
             results.setdefault((tag, store), []).append((key, value))
@@ -227,12 +241,13 @@ def _results(bootstrap: str, topics: dict[str, str]) -> dict:
 @pytest.fixture(scope="module")
 def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory):
     names = ("events", "prices", "orders", "items", "accounts", "clicks", "views", "lefts", "rights", "wins",
-             "slides", "sessions")
+             "slides", "sessions", "owners", "pets")
     inputs = {name: unique_topic(f"dsl-papi-{name}") for name in names}
     kafka_admin.create_topics({topic: PARTITIONS for topic in inputs.values()})
     prices, orders = _prices_and_orders()
     records = {"events": _events(), "prices": prices, "orders": orders, **_table_inputs(), **_join_inputs(),
-               "wins": _window_inputs(), "slides": _window_inputs(24), "sessions": _session_inputs()}
+               "wins": _window_inputs(), "slides": _window_inputs(24), "sessions": _session_inputs(),
+               **_owner_inputs()}
     for name in names:
         produce_strings(kafka_bootstrap, inputs[name], records[name])
     topics, stdout = run_kafka_streams("kstreams.oracle.DslStoreProcessorExamples", "dsl-papi", kafka_bootstrap,
@@ -253,22 +268,24 @@ def test_clean_run_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_to
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS)
     runner = TaskRunner(dsl_store_processor_examples(topics), unique_topic("spark-dsl-papi"), kafka_bootstrap,
                         state_location=str(tmp_path / "state"), spark=spark)
-    assert {r.task_id for r in runner.run_all()} == {f"{sub}_{partition}" for sub in range(10) for partition in (0, 1)}
+    assert {r.task_id for r in runner.run_all()} == {f"{sub}_{partition}" for sub in range(13) for partition in (0, 1)}
     _assert_matches(kafka_bootstrap, topics, runner, kafka_streams_run)
 
 
 @pytest.mark.parametrize("killed_task, inputs", [
-    ("4_1", lambda: [record for records in _join_inputs().values() for record in records]),  # the joins'
-    ("0_1", _window_inputs),  # the time-windowed stores'
-    ("1_1", lambda: _window_inputs(24)),  # the sliding ones'
-    ("2_1", _session_inputs),  # the session one's
-], ids=["joins", "windowed", "sliding", "sessions"])
+    ("7_1", lambda: [record for records in _join_inputs().values() for record in records]),  # the joins'
+    ("3_1", _window_inputs),  # the time-windowed stores'
+    ("4_1", lambda: _window_inputs(24)),  # the sliding ones'
+    ("5_1", _session_inputs),  # the session one's
+    ("0_1", lambda: [record for records in _owner_inputs().values() for record in records]),  # the owners and pets'
+], ids=["joins", "windowed", "sliding", "sessions", "owners"])
 def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
                                                          kafka_streams_run, killed_task, inputs):
-    """The killed run runs one sub-topology after another in batches of 120 records (the time-windowed
-    stores', the sliding ones', the session one's, the filter's and map_values', then the joins') and is
-    killed after ``killed_task``'s first batch (the second task of the time-windowed, the sliding, the
-    session or the joins' stores'); the rerun continues from the checkpoints."""
+    """The killed run runs one sub-topology after another in batches of 120 records (the owners' and
+    pets', their re-groupings', the time-windowed stores', the sliding ones', the session one's, the
+    filter's and map_values', then the joins') and is killed after ``killed_task``'s first batch (the
+    second task of the owners' and pets', the time-windowed, the sliding, the session or the joins'
+    stores'); the rerun continues from the checkpoints."""
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS)
     rerun = kill_and_rerun(tmp_path, dsl_store_processor_examples, topics, app_id=unique_topic("spark-dsl-papi-k"),
                            bootstrap=kafka_bootstrap, spark=spark,
@@ -328,6 +345,13 @@ def _assert_reference_exercises_it(reference: dict) -> None:
         assert any(all_.count("=") > 2 for all_ in listed) and all(key.startswith("[") for key in
                                                                    reference["stores"][store]), store
     assert all(reference["stores"][store] for store in STORES)
+    # A processor's write ("v3!") is the old value of its key's next update only: subtracted from its group
+    # then; and the owners' join's filter forwards tombstones (its old value passed).
+    for tag in ("p0", "p1"):
+        for store, seen in (("owner-groups", r"-[vx]\d!"), ("owners-pets-kept", r"\|null\|")):
+            assert any(re.search(seen, value) for (task, name, *_), sequence in reference["results"]["tables"].items()
+                       if (task, name) == (tag, store) for value in (v if isinstance(v, str) else v[1]
+                                                                     for v in sequence)), (tag, store)
 
 
 def _by_key(reference: dict, tag: str, store: str) -> dict[str, list[list[str]]]:

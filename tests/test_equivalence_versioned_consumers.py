@@ -64,7 +64,9 @@ changes counted in sliding windows mapped into one of 2 s, the regions' changes 
 (merged ones forward their merged-away sessions' tombstones) filtered into one of 1 s; a processor
 (WindowVersions) on each one's changes reads the store for the window (latest, and as of 1 ms before the
 change), and on the time windows' puts versions 700 ms ahead, so that later updates of those windows are
-forwarded out of order (marked not latest).
+forwarded out of order (marked not latest). The time windows' and the sliding windows' steps are
+re-grouped by user (a reduce of their windows' values): an update marked not latest goes to no group, each
+latest one subtracts the value before it (a version the processor put ahead among them).
 
 Compared: describe() of the very topology run, and per output topic and partition the whole
 sequence of (key, value) records (not their timestamps, but where a value carries its own: README,
@@ -221,7 +223,7 @@ def test_versioned_table_consumers_in_a_clean_run_match_kafka_streams(
     runner = TaskRunner(versioned_consumer_examples(topics), app_id, kafka_bootstrap,
                         state_location=str(tmp_path / "state"), spark=spark)
     results = runner.run_all()
-    assert {result.task_id for result in results} == {f"{sub}_{p}" for sub in range(4) for p in range(PARTITIONS)}
+    assert {result.task_id for result in results} == {f"{sub}_{p}" for sub in range(6) for p in range(PARTITIONS)}
 
     expected = kafka_streams_run.result()["results"]
     assert_reference_exercises_it(expected, records)

@@ -244,14 +244,17 @@ def test_a_join_of_windowed_tables_into_a_versioned_store_is_still_refused_namin
     _refused(builder, "KTABLE-FILTER-0000000007", "KTABLE-MERGE-0000000004 .*versioned store by their timestamps")
 
 
-@pytest.mark.parametrize("reader", ["join", "group_by", "suppress", "kept_then_join"])
-def test_what_reads_a_versioned_store_of_windows_but_to_stream_and_steps_is_refused_naming_it(reader):
+@pytest.mark.parametrize("reader", ["join", "session_group_by", "suppress", "kept_then_join"])
+def test_what_reads_a_versioned_store_of_windows_but_to_stream_steps_and_regroupings_is_refused_naming_it(reader):
     builder = StreamsBuilder()
     steps = _counts(builder).filter(lambda window, count: True, _versioned("steps"))
     if reader == "join":
         steps.join(_counts(builder, topic="others", store="others"), lambda count, other: count + other)
-    elif reader == "group_by":
-        steps.group_by(lambda window, count: KeyValue(window.key, count)).count()
+    elif reader == "session_group_by":  # a re-grouping of time or sliding windows runs
+        builder = StreamsBuilder()
+        _counts(builder, SessionWindows.of_inactivity_gap_and_grace(timedelta(milliseconds=300), timedelta(0))) \
+            .filter(lambda window, count: True, _versioned("steps", key_serde=SESSION_KEYS)) \
+            .group_by(lambda window, count: KeyValue(window.key, count)).count()
     elif reader == "suppress":
         steps.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
     else:

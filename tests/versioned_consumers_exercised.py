@@ -153,7 +153,7 @@ def _assert_window_steps_exercised(expected: dict) -> None:
     """Windowed tables' versioned steps: counts failing the filter put as tombstones; the processor's
     versions put ahead taken, so that later updates of their windows are forwarded out of order (the
     store's latest is not the update); merged sessions (a session's start before its end), their
-    tombstones; sliding windows' counts mapped."""
+    tombstones; sliding windows' counts mapped; both re-grouped, their old values subtracted."""
     windows = _window_step_reads(expected, "out-window-steps")
     assert len(windows) > 40 and any(parts[1] == "null" for parts in windows)
     assert any(parts[3].startswith("put=") and parts[3] != f"put={NOT_PUT}" for parts in windows)
@@ -161,6 +161,10 @@ def _assert_window_steps_exercised(expected: dict) -> None:
     assert any(parts[4] != parts[5] for parts in windows)
     sliding = _window_step_reads(expected, "out-sliding-steps")
     assert len(sliding) > 40 and all(int(parts[1]) % 10 == 0 for parts in sliding if parts[1] != "null")
+    # Re-grouped: a window's value subtracted when its next latest update comes, a version the processor put
+    # ahead (100 and more) among them.
+    assert any(re.search(r"-\d+:1\d\d", value) for value in _values(expected, "out-window-step-groups") if value)
+    assert any(re.search(r"-\d+:\d+", value) for value in _values(expected, "out-sliding-step-groups") if value)
     sessions = _window_step_reads(expected, "out-session-steps")
     assert any(parts[1] == "null" for parts in sessions)
     assert any(parts[0].split("-")[0] != parts[0].split("-")[1] and parts[1] != "null" for parts in sessions)

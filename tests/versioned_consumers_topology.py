@@ -30,10 +30,11 @@ prices' filter's plain store (``out-step-versions``). Each order flags its user 
 value every time) left-joined on a foreign key, the user, with owners (a plain table): the result filtered
 into a versioned store of 2 s (``out-fk-steps``). Windowed tables' steps into versioned stores keyed by
 windows, each read by a :class:`WindowVersions` on its changes: the orders counted in 10 s windows (grace
-2 s) filtered into one of 3 s (``out-window-steps``: the processor puts versions ahead into it); the
+2 s) filtered into one of 3 s (``out-window-steps``: the processor puts versions ahead into it), then
+re-grouped by user into a reduce of its windows' values (``out-window-step-groups``); the
 limits' changes counted in sliding windows of 2 s (grace 1 s) mapped into one of 2 s
-(``out-sliding-steps``); the regions' changes counted in sessions (gap 3 s, grace 1 s) filtered into one
-of 1 s (``out-session-steps``). Beside the foreign-key join, which reads the flags' store (its answers)
+(``out-sliding-steps``), re-grouped alike (``out-sliding-step-groups``); the regions' changes counted in
+sessions (gap 3 s, grace 1 s) filtered into one of 1 s (``out-session-steps``). Beside the foreign-key join, which reads the flags' store (its answers)
 and the owners' (its subscriptions), :class:`StoreReads` reads each on its table's side: the orders'
 flags (``out-flag-reads``), the owners' updates (``out-owner-reads``). Its functions are self-contained:
 Spark's Python workers cannot import modules of tests/.
@@ -56,7 +57,8 @@ OUTPUTS = ("out-joined", "out-history", "out-filtered", "out-kept-joined", "out-
            "out-versioned-joined", "out-orders", "out-order-counts", "out-counted", "out-priced-regions",
            "out-join-steps", "out-last-orders", "out-history-tails", "out-history-versions", "out-cogroup-tails",
            "out-suppressed-limits", "out-step-versions", "out-fk-steps", "out-window-steps", "out-sliding-steps",
-           "out-session-steps", "out-flag-reads", "out-owner-reads")
+           "out-session-steps", "out-flag-reads", "out-owner-reads", "out-window-step-groups",
+           "out-sliding-step-groups")
 # The foreign-key join's output, whose sequence depends on when its answers come back (compared by final values)
 FK_OUTPUT = "out-priced-regions"
 FK_JOIN_NAME = "prices-regions"  # its internal topics: <app>-prices-regions-subscription-{registration,response}-topic
@@ -167,25 +169,39 @@ class StoreReads(Processor):
         self.context.forward(record.with_value(f"{value}|t{record.timestamp}|{stored_text}"))
 
 
+def _window_groups(steps, store: str, output: str) -> None:
+    """``steps`` re-grouped by the key into a reduce of its windows' values (``start:value``)."""
+    steps.group_by(lambda window, value: (window.key, f"{window.window.start}:{value}")) \
+        .reduce(lambda total, value: f"{total}+{value}"[-60:], lambda total, value: f"{total}-{value}"[-60:],
+                Materialized.as_(store).with_caching_disabled()) \
+        .to_stream().to(output)
+
+
 def _window_steps(builder: StreamsBuilder, orders, limits, regions, topics: dict[str, str]) -> None:
     """Windowed tables' steps into versioned stores keyed by windows (see the module docstring)."""
     def versioned(store: str, history: timedelta, key_serde) -> Materialized:
         return Materialized.as_(Stores.persistent_versioned_key_value_store(store, history)) \
             .with_key_serde(key_serde).with_value_serde(Serdes.Long())
 
-    orders.group_by_key().windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=2))) \
+    window_steps = orders.group_by_key() \
+        .windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=2))) \
         .count(Materialized.as_("order-windows").with_caching_disabled()) \
         .filter(lambda window, count: count % 3 != 0,
-                versioned("window-steps", timedelta(seconds=3), WindowedSerde(Serdes.String(), 10_000))) \
-        .to_stream().process(lambda: WindowVersions("window-steps", True), "window-steps") \
+                versioned("window-steps", timedelta(seconds=3), WindowedSerde(Serdes.String(), 10_000)))
+    window_steps.to_stream().process(lambda: WindowVersions("window-steps", True), "window-steps") \
         .to(topics["out-window-steps"])
-    limits.to_stream().group_by_key() \
+    # re-grouped by user after the processor that puts versions ahead into the step's store: each latest
+    # update subtracts the window's value before it (a version put ahead among them), an out-of-order one
+    # goes to no group
+    _window_groups(window_steps, "window-step-groups", topics["out-window-step-groups"])
+    sliding_steps = limits.to_stream().group_by_key() \
         .windowed_by(SlidingWindows.of_time_difference_and_grace(timedelta(seconds=2), timedelta(seconds=1))) \
         .count(Materialized.as_("limit-windows").with_caching_disabled()) \
         .map_values(lambda count: count * 10,
-                    versioned("sliding-steps", timedelta(seconds=2), WindowedSerde(Serdes.String(), 2_000))) \
-        .to_stream().process(lambda: WindowVersions("sliding-steps", False), "sliding-steps") \
+                    versioned("sliding-steps", timedelta(seconds=2), WindowedSerde(Serdes.String(), 2_000)))
+    sliding_steps.to_stream().process(lambda: WindowVersions("sliding-steps", False), "sliding-steps") \
         .to(topics["out-sliding-steps"])
+    _window_groups(sliding_steps, "sliding-step-groups", topics["out-sliding-step-groups"])
     regions.to_stream().group_by_key() \
         .windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(seconds=3), timedelta(seconds=1))) \
         .count(Materialized.as_("region-sessions").with_caching_disabled()) \

@@ -37,6 +37,7 @@ class KeyValueStoreProcessor(StoreProcessor):
     # join of a task-grouped sub-topology reads the store (keep_timestamps: it stamps with both rows'
     # times), all of which run task-grouped; the timestamps are then a task-level value (TaskState.timestamps) beside the slots.
     keeps_timestamps = False
+    _flushing = None  # the key group whose cached update the store's flush is forwarding now
 
     def _put(self, key, new, context, out, state) -> None:
         """Store ``new`` (ABSENT: delete) for ``key``; forward now, or at the flush when cached."""
@@ -44,12 +45,20 @@ class KeyValueStoreProcessor(StoreProcessor):
         if not self.cached:
             self.forward(key, None if new is ABSENT else new, context, out, state)
 
-    def write(self, key, new, context, state) -> None:
+    def write(self, key, new, context, state, by_user_processor: bool = False) -> None:
         """Store ``new`` (ABSENT: delete) for ``key``, stamped with ``context``'s timestamp, without
         forwarding it; a cached store forwards it at the flush with ``context``, whoever wrote it
-        (Kafka Streams' cache flush listener forwards a user processor's write as the store's own)."""
+        (Kafka Streams' cache flush listener forwards a user processor's write as the store's own).
+        ``by_user_processor``: the write is a user processor's (:mod:`.user_dsl_store`)."""
         slot = self.state_slot
-        if slot not in state.dirty:  # uncached: every update; cached: the first since the last flush
+        # The old value of the update the store forwards: uncached, the value before each update; cached,
+        # the value at the last flush (taken at the first write since). A user processor's write into an
+        # uncached store is forwarded by no one, so it takes none, nor one into a cached store while the
+        # store's flush forwards the key: the update it may be handling keeps the old value it was
+        # forwarded with (Kafka Streams fixes the Change's old value before forwarding it to the table's
+        # children, a re-grouping or a join after the processor among them), and the store's next update
+        # takes this write as its old value (cached: the flushed value, see flush).
+        if slot not in state.dirty and not (by_user_processor and (not self.cached or self._flushing is state)):
             state.old_values[slot] = state.values[slot]
         state.values[slot] = new
         state.keys[slot] = key
@@ -84,7 +93,17 @@ class KeyValueStoreProcessor(StoreProcessor):
         slot = self.state_slot
         if state.values[slot] is ABSENT and state.old_values.get(slot, ABSENT) is ABSENT:
             return
-        super().flush(state, out, context)
+        flushed = state.values[slot]
+        self._flushing = state
+        try:
+            super().flush(state, out, context)
+        finally:
+            self._flushing = None
+        if slot in state.dirty:
+            # A user processor wrote the key while the flushed update travelled on (whose old value it left as
+            # it was): the next flush's old value is the value this one forwarded, as Kafka Streams' cache
+            # reads it from the store beneath (the write stays in the cache until then).
+            state.old_values[slot] = flushed
 
 
 @register

@@ -147,12 +147,10 @@ class TableTableJoin(Processor):
     kind = "table_table_join"
 
     def __init__(self, name: str, joiner, join_type: str, side: str, this: ValueGetter, other: ValueGetter,
-                 merge_name: Optional[str] = None, skips_not_latest: bool = False, joins_sessions: bool = False):
+                 merge_name: Optional[str] = None, skips_not_latest: bool = False):
         super().__init__(name)
         self.fn, self.join_type, self.side = joiner, join_type, side
         self.this, self.other = this, other
-        # session tables (or joins of them) joined: the updated side's value is its update's (see process)
-        self.joins_sessions = joins_sessions
         self.merge_name = merge_name  # the joined table, when it forwards the old value computed here
         # its table is a versioned one's (useVersionedSemantics): an out-of-order update joins nothing
         self.skips_not_latest = skips_not_latest
@@ -173,10 +171,11 @@ class TableTableJoin(Processor):
         if self.skips_not_latest and not state.latest:
             return  # Kafka Streams: "Skipping out-of-order record from versioned table" (KIP-914)
         updated, other = (self.this, self.other) if self.side == "this" else (self.other, self.this)
-        # A session table's update is its own: a merge deletes a session and puts it again (one window), the
-        # store already holding the put while the delete travels here (Kafka Streams joins change.newValue);
-        # so is a join of session tables' update, which reading both stores again would not give
-        new = value if self.joins_sessions else updated.get(self, key, state, context)
+        # The update's own value, as Kafka Streams joins change.newValue: not the store's now, which a user
+        # processor before the join among the table's children may have written; a session merge deletes a
+        # session and puts it again (one window), the store already holding the put while the delete travels
+        # here; a join of session tables' update, which reading both stores again would not give
+        new = value
         if self.stamps_both_rows:
             other_value, other_timestamp = other.get_timestamped(self, key, state, context)
         else:
@@ -221,8 +220,7 @@ def _table_table_join(factory, ctx) -> TableTableJoin:
     this_table, that_table = (own_table, other_table) if params["side"] == "this" else (other_table, own_table)
     this = value_getter(ctx, factory, this_table, through_joins=True, windowed=True, sessions=True)
     other = value_getter(ctx, factory, that_table, through_joins=True, windowed=True, sessions=True)
-    joins_sessions = check_session_join(ctx, factory, this_table, that_table, sub.node(merge_name))
-    if not joins_sessions:
+    if not check_session_join(ctx, factory, this_table, that_table, sub.node(merge_name)):
         check_windows(ctx, factory, this_table, that_table, sub.node(merge_name))
     joiner = ctx.function(factory, params["joiner"])
     merge = sub.node(merge_name)
@@ -230,7 +228,7 @@ def _table_table_join(factory, ctx) -> TableTableJoin:
     cached = store is not None and store in merge.stores and ctx.cached(store)
     # Readers through the join's result read the old value it sends, unless its cache sends the store's.
     return TableTableJoin(factory.name, joiner.as_joiner(), params["join_type"], params["side"], this, other,
-                          None if cached else merge_name, reads_versioned_updates(ctx, own_table), joins_sessions)
+                          None if cached else merge_name, reads_versioned_updates(ctx, own_table))
 
 
 def _table_table_join_merge(factory, ctx) -> Processor:

@@ -259,16 +259,22 @@ def _check_window_keys(factory, ctx) -> None:
 
 def _check_windowed_readers(factory, ctx) -> None:
     """A windowed table's versioned step is compared with Kafka Streams through its ``to_stream`` and
-    filter/map_values after it (and a user processor naming its store); a join, a re-grouping or a
-    suppression reading its windows is refused naming the reader: not compared yet."""
+    filter/map_values after it (and a user processor naming its store), and re-grouped when its windows
+    are time or sliding windows (its re-grouping reads the old value each update is forwarded with, which
+    a processor putting versions into the store on the way leaves as it was); a join, a suppression or a
+    re-grouping of session windows reading its windows is refused naming the reader: not compared yet."""
     sub = ctx.subtopology
+    regrouping_runs = not keyed_by_sessions(sub, factory)
     for node in reachable(sub, factory.children, lambda node: node.children if node.kind in FILTERS_AND_MAP_VALUES else ()):
-        if node.kind not in FILTERS_AND_MAP_VALUES and node.kind is not NodeKind.TABLE_TO_STREAM:
-            raise UnsupportedTopologyError(
-                f"processor {node.name} ({node.kind.value}) reads the windows {factory.name} puts into its versioned "
-                f"store {factory.params['store_name']}; the Spark runner passes a windowed table's versioned "
-                "filter/map_values to to_stream and further filter/map_values only: a join, a re-grouping or a "
-                "suppression of it is not compared with Kafka Streams yet")
+        if node.kind in FILTERS_AND_MAP_VALUES or node.kind is NodeKind.TABLE_TO_STREAM \
+                or (regrouping_runs and node.kind is NodeKind.TABLE_GROUP_BY_MAP):
+            continue
+        raise UnsupportedTopologyError(
+            f"processor {node.name} ({node.kind.value}) reads the windows {factory.name} puts into its versioned "
+            f"store {factory.params['store_name']}; the Spark runner passes a windowed table's versioned "
+            "filter/map_values to to_stream, further filter/map_values and, of time or sliding windows, a "
+            "re-grouping only: a join, a suppression or a re-grouping of session windows of it is not compared "
+            "with Kafka Streams yet")
 
 
 def table_step_store(factory, ctx):

@@ -72,9 +72,10 @@ class TimestampedKeyValueStore(DslStoreView):
         group = self._group(key)
         value = None if value_and_timestamp is None else value_and_timestamp.value()
         if value is None:
-            self._owner.write(key, ABSENT, self._write_context(None), group)
+            self._owner.write(key, ABSENT, self._write_context(None), group, by_user_processor=True)
         else:
-            self._owner.write(key, self._copy(value), self._write_context(value_and_timestamp.timestamp()), group)
+            self._owner.write(key, self._copy(value), self._write_context(value_and_timestamp.timestamp()), group,
+                              by_user_processor=True)
 
     def put_if_absent(self, key, value_and_timestamp: Optional[ValueAndTimestamp]) -> Optional[ValueAndTimestamp]:
         """Store it unless ``key`` has a value; returns the one it had (None: none)."""

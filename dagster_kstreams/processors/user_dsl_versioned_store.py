@@ -50,7 +50,7 @@ class VersionedTableStore(VersionedKeyValueStore):
 
     def _put_latest(self, key, raw: bytes, stored, timestamp: int) -> None:
         self._owner.write(key, ABSENT if stored is None else stored, self._write_context(timestamp),
-                          self._task.group(raw))
+                          self._task.group(raw), by_user_processor=True)
 
 
 class WindowedVersionedTableStore(VersionedTableStore):

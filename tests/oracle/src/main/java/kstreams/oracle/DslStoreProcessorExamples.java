@@ -52,7 +52,7 @@ import java.util.TreeMap;
  * emitting on window close checks for closed windows after every record, as the runner does.
  *
  * Args: bootstrap applicationId stateDir events prices orders items accounts clicks views lefts rights wins
- *       slides sessions out outPrices outTables
+ *       slides sessions owners pets out outPrices outTables
  *
  * The Python twin is tests/dsl_store_processor_topology.py (CountCorrector, PriceReader, StoreEditor); keep the
  * two in step.
@@ -345,10 +345,12 @@ public final class DslStoreProcessorExamples {
 
     static Topology dslStoreProcessorExamples(String events, String prices, String orders, String items,
                                               String accounts, String clicks, String views, String lefts,
-                                              String rights, String wins, String slides, String sessions, String out,
-                                              String outPrices, String outTables) {
+                                              String rights, String wins, String slides, String sessions,
+                                              String owners, String pets, String out, String outPrices,
+                                              String outTables) {
         StreamsBuilder builder = new StreamsBuilder();
         // first, in this order, as in the Python twin
+        OldValueWriteExamples.build(builder, owners, pets, outTables);
         windowedStores(builder, wins, outTables);
         slidingStores(builder, slides, outTables);
         sessionStores(builder, sessions, outTables);
@@ -368,9 +370,10 @@ public final class DslStoreProcessorExamples {
 
     public static void main(String[] args) throws Exception {
         Topology topology = dslStoreProcessorExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
-            args[10], args[11], args[12], args[13], args[14], args[15], args[16], args[17]);
+            args[10], args[11], args[12], args[13], args[14], args[15], args[16], args[17], args[18], args[19]);
         List<String> stores = List.of("counts", "prices-store", "kept", "mapped", "regrouped", "cogrouped", "joined",
-            "left-kept", "outer-joined", "outer-mapped", "items-later");
+            "left-kept", "outer-joined", "outer-mapped", "items-later", "owners-store", "pets-store", "owner-groups",
+            "pet-groups");
         List<String> windowedStores = List.of("win-joined", "win-kept", "win-labels", "win-final", "win-cog-labels",
             "win-closed", "slide-joined", "slide-labels", "slide-closed", "session-labels");
         Properties props = KafkaStreamsRuns.properties(args[0], args[1], args[2]);
@@ -379,7 +382,8 @@ public final class DslStoreProcessorExamples {
         KafkaStreamsRuns.runUntilConsumed(topology, props,
             // the re-grouping's repartition topic too: the reduce's sub-topology must have read it to the end
             () -> List.of(args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10], args[11], args[12],
-                          args[13], args[14], args[1] + "-regrouped-repartition"),
+                          args[13], args[14], args[15], args[16], args[1] + "-regrouped-repartition",
+                          args[1] + "-owner-groups-repartition", args[1] + "-pet-groups-repartition"),
             Duration.ofMinutes(5),
             streams -> "{\"describe\": " + Json.quote(topology.describe().toString())
                 + stores.stream().map(store -> ", " + Json.quote(store) + ": "

@@ -77,7 +77,8 @@ import org.apache.kafka.streams.state.VersionedRecord;
  * changes: the orders counted in 10 s windows (grace 2 s) filtered into one of 3 s (outWindowSteps: the
  * processor puts versions ahead into it); the limits' changes counted in sliding windows of 2 s (grace
  * 1 s) mapped into one of 2 s (outSlidingSteps); the regions' changes counted in sessions (gap 3 s, grace
- * 1 s) filtered into one of 1 s (outSessionSteps). Beside the foreign-key join, which reads the flags'
+ * 1 s) filtered into one of 1 s (outSessionSteps); the first two re-grouped by user (WindowStepGroups:
+ * outWindowStepGroups, outSlidingStepGroups). Beside the foreign-key join, which reads the flags'
  * store (its answers) and the owners' (its subscriptions), StoreReads reads each on its table's side: the
  * orders' flags (outFlagReads), the owners' updates (outOwnerReads).
  *
@@ -231,22 +232,25 @@ public final class VersionedConsumerExamples {
     /** Windowed tables' steps into versioned stores keyed by windows (see the class comment). */
     static void windowSteps(KStream<String, String> orderStream, KTable<String, String> limitTable,
                             KTable<String, String> regionTable, String outWindowSteps, String outSlidingSteps,
-                            String outSessionSteps) {
-        orderStream.groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2)))
+                            String outSessionSteps, String outWindowStepGroups, String outSlidingStepGroups) {
+        KTable<Windowed<String>, Long> windowSteps = orderStream.groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2)))
             .count(uncachedCounts("order-windows"))
             .filter((window, count) -> count % 3 != 0, versionedWindows("window-steps", Duration.ofSeconds(3),
-                new WindowedSerdes.TimeWindowedSerde<>(Serdes.String(), 10_000L)))
-            .toStream()
+                new WindowedSerdes.TimeWindowedSerde<>(Serdes.String(), 10_000L)));
+        windowSteps.toStream()
             .process(() -> new WindowVersions("window-steps", true), "window-steps")
             .to(outWindowSteps);
-        limitTable.toStream().groupByKey()
+        WindowStepGroups.regroup(windowSteps, "window-step-groups", outWindowStepGroups);
+        KTable<Windowed<String>, Long> slidingSteps = limitTable.toStream().groupByKey()
             .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(2), Duration.ofSeconds(1)))
             .count(uncachedCounts("limit-windows"))
             .mapValues(count -> count * 10, versionedWindows("sliding-steps", Duration.ofSeconds(2),
-                new WindowedSerdes.TimeWindowedSerde<>(Serdes.String(), 2_000L)))
-            .toStream()
+                new WindowedSerdes.TimeWindowedSerde<>(Serdes.String(), 2_000L)));
+        slidingSteps.toStream()
             .process(() -> new WindowVersions("sliding-steps", false), "sliding-steps")
             .to(outSlidingSteps);
+        WindowStepGroups.regroup(slidingSteps, "sliding-step-groups", outSlidingStepGroups);
         regionTable.toStream().groupByKey()
             .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(3), Duration.ofSeconds(1)))
             .count(uncachedCounts("region-sessions"))
@@ -266,7 +270,8 @@ public final class VersionedConsumerExamples {
                                               String outCogroupTails, String outSuppressedLimits,
                                               String outStepVersions, String owners, String outFkSteps,
                                               String outWindowSteps, String outSlidingSteps, String outSessionSteps,
-                                              String outFlagReads, String outOwnerReads) {
+                                              String outFlagReads, String outOwnerReads,
+                                              String outWindowStepGroups, String outSlidingStepGroups) {
         StreamsBuilder builder = new StreamsBuilder();
         KTable<String, String> priceTable = builder.table(prices,
             Materialized.as(Stores.persistentVersionedKeyValueStore("prices-store", Duration.ofSeconds(10))));
@@ -347,7 +352,8 @@ public final class VersionedConsumerExamples {
             .toStream()
             .processValues(StampValues::new)
             .to(outFkSteps);
-        windowSteps(orderStream, limitTable, regionTable, outWindowSteps, outSlidingSteps, outSessionSteps);
+        windowSteps(orderStream, limitTable, regionTable, outWindowSteps, outSlidingSteps, outSessionSteps,
+                    outWindowStepGroups, outSlidingStepGroups);
         orderStream.process(() -> new StoreReads("order-flags"), "order-flags").to(outFlagReads);
         ownerTable.toStream().process(() -> new StoreReads("owners-store"), "owners-store").to(outOwnerReads);
         return builder.build();
@@ -362,7 +368,8 @@ public final class VersionedConsumerExamples {
         // Inputs args[3..7] (prices limits orders regions owners), outputs from args[8].
         String[] out = java.util.Arrays.copyOfRange(args, 8, args.length);
         List<String> watched = List.of(args[3], args[4], args[5], args[6], args[7],
-            applicationId + "-by-partner-repartition",
+            applicationId + "-by-partner-repartition", applicationId + "-window-step-groups-repartition",
+            applicationId + "-sliding-step-groups-repartition",
             applicationId + "-" + FK_JOIN_NAME + "-subscription-registration-topic",
             applicationId + "-" + FK_JOIN_NAME + "-subscription-response-topic",
             applicationId + "-" + OWNERS_JOIN_NAME + "-subscription-registration-topic",
@@ -371,7 +378,7 @@ public final class VersionedConsumerExamples {
                                                       args[5], out[5], out[6], out[7], args[6], out[8],
                                                       out[9], out[10], out[11], out[12], out[13], out[14],
                                                       out[15], out[16], out[17], args[7], out[18], out[19],
-                                                      out[20], out[21], out[22], out[23]);
+                                                      out[20], out[21], out[22], out[23], out[24], out[25]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         // Wait for every input of a task rather than run ahead on one (the timestamp merge).
         props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 5_000L);
