@@ -1,13 +1,13 @@
 """What the scaling policy's tests feed it: hypothesis strategies for lags, rates, capacities, task
-counts and configs; the count for one sub-topology; lag snapshots of a stream; and the sensor's
-loop over snapshots, its workers following each decision."""
+counts and configs; the count for one sub-topology; lag snapshots of a stream; the sensor's loop
+over snapshots, its workers following each decision; and the stabilization alone over counts."""
 
 from __future__ import annotations
 
 from hypothesis import strategies as st
 
 from dagster_kstreams.scaling import (LagSnapshot, ScalingConfig, StabilizationState, TaskOffsets, desired_workers,
-                                      recommend, required_rate, smoothed_rates)
+                                      recommend, required_rate, smoothed_rates, stabilize)
 
 
 lags = st.integers(min_value=0, max_value=10**9)
@@ -64,4 +64,13 @@ def follow(snapshots, config, current=1):
             current = recommendation.desired_workers
             counts.append((snap.time, current))
         previous = snap
+    return counts
+
+
+def run_policy(recommendations, start_workers, config, tick_seconds):
+    """Feed recommendations to :func:`stabilize` one tick apart; the worker count after each tick."""
+    current, state, counts = start_workers, StabilizationState(), []
+    for i, recommended in enumerate(recommendations):
+        current, state = stabilize(recommended, current, i * tick_seconds, state, config)
+        counts.append(current)
     return counts

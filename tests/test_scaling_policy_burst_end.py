@@ -7,16 +7,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dagster_kstreams.scaling import ScalingConfig, StabilizationState, stabilize
-
-
-def run_policy(recommendations, start_workers, config, tick_seconds):
-    """Feed recommendations one tick apart; the worker count after each tick."""
-    current, state, counts = start_workers, StabilizationState(), []
-    for i, recommended in enumerate(recommendations):
-        current, state = stabilize(recommended, current, i * tick_seconds, state, config)
-        counts.append(current)
-    return counts
+from dagster_kstreams.scaling import ScalingConfig
+from scaling_policy_inputs import run_policy
 
 
 def _config(**settings) -> ScalingConfig:

@@ -9,16 +9,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from dagster_kstreams.scaling import ScalingConfig, StabilizationState, stabilize
-
-
-def run_policy(recommendations, start_workers, config, tick_seconds, state=StabilizationState()):
-    """Feed recommendations one tick apart; return the worker count after each tick."""
-    current = start_workers
-    counts = []
-    for i, recommended in enumerate(recommendations):
-        current, state = stabilize(recommended, current, i * tick_seconds, state, config)
-        counts.append(current)
-    return counts
+from scaling_policy_inputs import run_policy
 
 
 @settings(max_examples=300, deadline=None)
