@@ -1,5 +1,5 @@
 """The catalog's Processor API topologies (process, process_values, suppliers with stores, the
-low-level Topology).
+low-level Topology, KTable.transform_values).
 
 Entries of tests/topology_catalog.py; their Java twins, under the same names, are in
 tests/oracle/src/main/java/kstreams/oracle/ProcessorApiCatalog.java. Keep the two in step.
@@ -7,7 +7,7 @@ tests/oracle/src/main/java/kstreams/oracle/ProcessorApiCatalog.java. Keep the tw
 
 from __future__ import annotations
 
-from dagster_kstreams import Named, Produced, StreamsBuilder, Serdes
+from dagster_kstreams import Grouped, Materialized, Named, Produced, StreamsBuilder, Serdes, ValueTransformerWithKey
 from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Processor, ProcessorSupplier, Stores
 from dagster_kstreams.topology import Topology
 
@@ -100,3 +100,28 @@ def processor_api_supplier_with_stores():
 def processor_api_low_level_supplier_with_stores():
     return Topology().add_source("src", "more-events").add_processor("own", _WithStores(), "src") \
         .add_sink("sink", "more-processed", "own")
+
+
+class _Same(ValueTransformerWithKey):
+    def transform(self, read_only_key, value):
+        return value
+
+
+@topology
+def table_transform_values_overloads():
+    # Each overload; Materialized.with_ alone draws no store name (map_values' does), so the filter
+    # after it is numbered as in Kafka Streams.
+    b = StreamsBuilder()
+    b.add_state_store(Stores.key_value_store_builder(
+        Stores.in_memory_key_value_store("tv-shared"), Serdes.String(), Serdes.String()))
+    prices = b.table("prices", Materialized.as_("prices-store"))
+    steps = (prices.transform_values(_Same)
+             .transform_values(_Same, Materialized.as_("tv-own"))
+             .transform_values(_Same, Materialized.with_(Serdes.String(), Serdes.String()))
+             .filter(lambda k, v: True, Materialized.with_(Serdes.String(), Serdes.String()))
+             .transform_values(_Same, Named.as_("tv-named"), "tv-shared")
+             .transform_values(_Same, Materialized.as_("tv-own-2"), Named.as_("tv-both"), "tv-shared", "prices-store"))
+    steps.to_stream().to("transformed-prices")
+    steps.group_by(lambda k, v: (v, k), Grouped.as_("tv-regroup")).count().to_stream() \
+        .to("price-counts", Produced.with_(Serdes.String(), Serdes.Long()))
+    return b.build()

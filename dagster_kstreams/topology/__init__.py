@@ -32,6 +32,7 @@ from .streams_builder import StreamsBuilder
 from .suppressed import BufferConfig, Suppressed
 from .task_id import TaskId
 from .versioned import VersionedRecord
+from .value_transformer import ValueTransformerWithKey
 from .timestamp_extractors import (
     ConsumerRecord, FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp,
     WallclockTimestampExtractor,
@@ -55,5 +56,5 @@ __all__ = [
     "ProcessorNode", "Subtopology", "TaskId", "TopicRef", "Topology", "changelog_topic_name",
     "internal_topic_name", "as_topology", "JoinWindows", "SessionWindows", "SlidingWindows", "TimeWindows",
     "FixedKeyProcessor", "Header", "Headers", "Processor", "ProcessorSupplier", "PunctuationType", "Record", "RecordMetadata", "Stores",
-    "KeyValue", "ValueAndTimestamp", "VersionedRecord", "CogroupedKStream", "SessionWindowedCogroupedKStream", "TimeWindowedCogroupedKStream",
+    "KeyValue", "ValueAndTimestamp", "ValueTransformerWithKey", "VersionedRecord", "CogroupedKStream", "SessionWindowedCogroupedKStream", "TimeWindowedCogroupedKStream",
 ]

@@ -26,6 +26,7 @@ from .named import Named
 from .node_specs import KTableSourceSpec, NodeKind, ProcessorSpec, StoreSpec, StoreType
 from .serdes import Serdes
 from .suppressed import Suppressed
+from .value_transformer import KTABLE_TRANSFORMVALUES_NAME, transform_values_arguments, transform_values_node
 
 __all__ = ["KTable", "KGroupedTable"]
 
@@ -43,7 +44,7 @@ class KTable(_AbstractStream):
                  store_name: Optional[str] = None):
         super().__init__(name, key_serde, value_serde, source_nodes, node, builder)
         self.queryable_store_name = queryable_store_name
-        self._kind = kind  # source | filter | map_values | aggregate | join | suppress
+        self._kind = kind  # source | filter | map_values | transform_values | aggregate | join | suppress
         self._source_spec = source_spec
         self._parents = list(parents)
         self._store_name = store_name
@@ -57,7 +58,7 @@ class KTable(_AbstractStream):
             return [self._source_spec.store.name]
         if self._kind == "aggregate":
             return [self._store_name]
-        if self._kind in ("filter", "map_values"):
+        if self._kind in _STEPS:
             if self.queryable_store_name is not None:
                 return [self.queryable_store_name]
             return self._parents[0]._value_getter_store_names()
@@ -78,7 +79,7 @@ class KTable(_AbstractStream):
         if self._kind in ("aggregate", "join"):  # an aggregation's or a join's store may be a versioned one
             return next((store.history_retention_ms for spec in _store_writer_specs(self._node)
                          for store in spec.stores() if store.name == self._store_name), None)
-        if self._kind in ("filter", "map_values"):
+        if self._kind in _STEPS:
             if self.queryable_store_name is None:
                 return self._parents[0]._versioned_history_retention_ms()
             (store,) = self._node.spec.stores()
@@ -92,11 +93,11 @@ class KTable(_AbstractStream):
             if not force and not self._source_spec.materialized:
                 return False
             self._source_spec.materialize()
-        elif self._kind in ("filter", "map_values"):
+        elif self._kind in _STEPS:
             if self.queryable_store_name is None and not self._parents[0]._enable_sending_old_values(force):
                 return False
-            if self._kind == "filter":
-                self._node.spec.params["send_old_values"] = True  # KTableFilter's own flag
+            if self._kind in ("filter", "transform_values"):  # KTableFilter's, KTableTransformValues' own flag
+                self._node.spec.params["send_old_values"] = True
         elif self._kind == "join":
             self._parents[0]._enable_sending_old_values(True)
             self._parents[1]._enable_sending_old_values(True)
@@ -162,6 +163,19 @@ class KTable(_AbstractStream):
         fn = UserFunction.of(mapper, [F.VALUE, F.KEY_VALUE], "KTable.map_values", allow_column=True)
         return self._derived(KTABLE_MAPVALUES_NAME, NodeKind.TABLE_MAP_VALUES, {"mapper": fn}, named, materialized,
                              "map_values", None)
+
+    def transform_values(self, supplier, *args) -> "KTable":
+        """``transform_values(supplier[, materialized][, named], *store_names)``: ``supplier()`` returns
+        a new :class:`~.value_transformer.ValueTransformerWithKey`."""
+        arguments = transform_values_arguments(args, "KTable.transform_values")
+        materialized = arguments.materialized
+        key_serde = materialized.key_serde or self.key_serde if materialized is not None else self.key_serde
+        name = _or_generate(self._builder, _name_of(arguments.named), KTABLE_TRANSFORMVALUES_NAME)
+        node = transform_values_node(name, supplier, arguments, key_serde, "KTable.transform_values")
+        self._builder.add_graph_node(self._node, node)
+        return KTable(name, key_serde, materialized.value_serde if materialized is not None else None,
+                      self._source_nodes, node.spec.params["store_name"], node, self._builder,
+                      kind="transform_values", parents=[self])
 
     def to_stream(self, *args) -> _AbstractStream:  # a KStream (_stream_class)
         """``to_stream([named])`` or ``to_stream(key_mapper[, named])`` (then ``select_key``)."""
@@ -293,6 +307,10 @@ class KTable(_AbstractStream):
                                         left_join)
         return KTable(result.name, result.key_serde, result.value_serde, result.source_nodes,
                       result.queryable_store_name, result.node, self._builder, kind="source", source_spec=result.spec)
+
+
+# The table steps whose values are the parent's through a function, unless they keep a store of their own.
+_STEPS = ("filter", "map_values", "transform_values")
 
 
 def _store_writer_specs(node: GraphNode) -> list[ProcessorSpec]:

@@ -56,6 +56,7 @@ class NodeKind(enum.Enum):
     # KTable processors
     TABLE_FILTER = "table_filter"
     TABLE_MAP_VALUES = "table_map_values"
+    TABLE_TRANSFORM_VALUES = "table_transform_values"
     TABLE_TO_STREAM = "table_to_stream"
     TABLE_GROUP_BY_MAP = "table_group_by_map"
     TABLE_AGGREGATE = "table_aggregate"

@@ -37,6 +37,7 @@ Contract (stable; other layers rely on it)
   FILTER / TABLE_FILTER        predicate (key, value) -> bool, negate (filter_not)
   MAP                          mapper (key, value) -> (key, value) [COLUMN: (key_col, value_col)]
   MAP_VALUES/TABLE_MAP_VALUES  mapper (value) or (key, value) -> value
+  TABLE_TRANSFORM_VALUES       supplier () -> ValueTransformerWithKey, store_name (own store or None)
   FLAT_MAP                     mapper (key, value) -> iterable of (key, value)
   FLAT_MAP_VALUES              mapper (value) or (key, value) -> iterable of values
   SELECT_KEY                   mapper (key, value) -> key      (also group_by's key selector)

@@ -9,19 +9,28 @@ import org.apache.kafka.common.serialization.Serde;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
+import org.apache.kafka.streams.kstream.ValueTransformerWithKey;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
 import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorSupplier;
 import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.processor.ProcessorContext;
+import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.StoreBuilder;
 import org.apache.kafka.streams.state.Stores;
 
 /**
- * The Processor API (process, processValues, suppliers with stores, the low-level Topology).
+ * The Processor API (process, processValues, suppliers with stores, the low-level Topology,
+ * KTable.transformValues).
  *
  * Entries of TopologyCatalog, built with Kafka Streams' own DSL; their Python twins, under the same
  * names, are in tests/topology_catalog_processor_api.py. Keep the two in step.
@@ -39,6 +48,7 @@ final class ProcessorApiCatalog {
         topologies.put("processor_api_supplier_with_stores", ProcessorApiCatalog::processor_api_supplier_with_stores);
         topologies.put("processor_api_low_level_supplier_with_stores",
                        ProcessorApiCatalog::processor_api_low_level_supplier_with_stores);
+        topologies.put("table_transform_values_overloads", ProcessorApiCatalog::table_transform_values_overloads);
         return topologies;
     }
 
@@ -116,5 +126,41 @@ final class ProcessorApiCatalog {
             .addSource("src", "more-events")
             .addProcessor("own", new WithStores(), "src")
             .addSink("sink", "more-processed", "own");
+    }
+
+    static final class Same implements ValueTransformerWithKey<String, String, String> {
+        @Override
+        public void init(final ProcessorContext context) {}
+
+        @Override
+        public String transform(final String readOnlyKey, final String value) {
+            return value;
+        }
+
+        @Override
+        public void close() {}
+    }
+
+    static Topology table_transform_values_overloads() {
+        StreamsBuilder b = new StreamsBuilder();
+        b.addStateStore(Stores.keyValueStoreBuilder(
+            Stores.inMemoryKeyValueStore("tv-shared"), Serdes.String(), Serdes.String()));
+        KTable<String, String> prices = b.table("prices",
+            Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("prices-store"));
+        KTable<String, String> steps = prices.transformValues(Same::new)
+            .transformValues(Same::new, Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("tv-own"))
+            .transformValues(Same::new, Materialized.<String, String, KeyValueStore<Bytes, byte[]>>with(
+                Serdes.String(), Serdes.String()))
+            .filter((k, v) -> true, Materialized.<String, String, KeyValueStore<Bytes, byte[]>>with(
+                Serdes.String(), Serdes.String()))
+            .transformValues(Same::new, Named.as("tv-named"), "tv-shared")
+            .transformValues(Same::new, Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("tv-own-2"),
+                             Named.as("tv-both"), "tv-shared", "prices-store");
+        steps.toStream().to("transformed-prices");
+        steps.groupBy((k, v) -> KeyValue.pair(v, k), Grouped.as("tv-regroup"))
+            .count()
+            .toStream()
+            .to("price-counts", Produced.with(Serdes.String(), Serdes.Long()));
+        return b.build();
     }
 }
