@@ -4,6 +4,7 @@ Each view node is turned into a processor by the builder its family registers fo
 :class:`~dagster_kstreams.topology.node_specs.NodeKind` (``BUILDERS`` of :mod:`.stateless`,
 :mod:`.table_steps`, :mod:`.aggregations`, :mod:`.windows`, :mod:`.sessions`, :mod:`.table_joins`, :mod:`.table_old_values`
 (with :mod:`.table_step_stores`), :mod:`.table_regroup`, :mod:`.fk_joins`, :mod:`.stream_joins`, :mod:`.suppress`, :mod:`.user_processors`,
+:mod:`.table_transform_values`,
 :mod:`.global_joins`, :mod:`.cogroup`); a builder also checks, at
 definition time, that the processor can run with Kafka Streams' semantics, and raises
 :class:`~dagster_kstreams.processors.errors.UnsupportedTopologyError` naming it otherwise.
@@ -21,8 +22,8 @@ from typing import Any, Callable, Mapping, Optional
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
 from dagster_kstreams.processors import (
     aggregations, cogroup, fk_joins, global_joins, grace_joins, own_stream_time, sessions, stateless, stream_joins,
-    suppress, table_joins, table_old_values, table_regroup, table_steps, user_processors, versioned_tables,
-    windows,
+    suppress, table_joins, table_old_values, table_regroup, table_steps, table_transform_values, user_processors,
+    versioned_tables, windows,
 )
 from dagster_kstreams.processors.base import Processor, column_expressions_in
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
@@ -121,6 +122,7 @@ BUILDERS: dict[NodeKind, Callable[[ProcessorNode, BuildContext], Processor]] = {
     **stream_joins.BUILDERS,
     **suppress.BUILDERS,
     **user_processors.BUILDERS,
+    **table_transform_values.BUILDERS,
     **global_joins.BUILDERS,
     **cogroup.BUILDERS,
     NodeKind.WINDOWED_AGGREGATE: _windowed_aggregate,
@@ -133,7 +135,7 @@ def build_processor(factory: ProcessorNode, ctx: BuildContext) -> Processor:
         raise UnsupportedTopologyError(
             f"processor {factory.name} ({factory.kind.value}) is not supported by the Spark runner yet; it runs "
             "stateless operations, to/to_table, group_by/group_by_key with count/reduce/aggregate, "
-            "KTable filter/map_values/to_stream/group_by, stream-table joins, table-table joins (also on a foreign "
+            "KTable filter/map_values/transform_values/to_stream/group_by, stream-table joins, table-table joins (also on a foreign "
             "key), time/sliding/session windowed aggregations, cogroup, suppress, stream-stream joins, "
             "stream-global-table joins and process/process_values"
         )

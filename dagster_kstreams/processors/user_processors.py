@@ -45,7 +45,7 @@ from dagster_kstreams.topology.node_specs import NodeKind, StoreType
 from dagster_kstreams.topology.processor_api import Record
 from dagster_kstreams.topology.versioned import VersionedBytesStoreSupplier
 
-__all__ = ["UserProcessorNode", "user_store_content", "BUILDERS"]
+__all__ = ["UserProcessorNode", "user_store_content", "connected_stores", "BUILDERS"]
 
 
 def user_store_content(program, stored: Optional[bytes], store_name: str) -> dict:
@@ -140,6 +140,15 @@ class UserProcessorNode(Processor):
 
 # -- definition time -------------------------------------------------------------------------
 def build(factory, ctx) -> UserProcessorNode:
+    stores, dsl_stores = connected_stores(factory, ctx)
+    return UserProcessorNode(factory.name, factory.params["supplier"], stores,
+                             fixed_key=factory.kind is NodeKind.PROCESS_VALUES, child_names=list(factory.children),
+                             dsl_stores=dsl_stores)
+
+
+def connected_stores(factory, ctx) -> tuple[dict, dict]:
+    """The stores of the user processor ``factory``, as :class:`UserProcessorNode` takes them: its own
+    (added with ``add_state_store`` or brought by its supplier), and the DSL operations' it names."""
     stores, dsl_stores = {}, {}
     for store_name in factory.stores:
         spec = ctx.topology.state_stores[store_name]
@@ -158,9 +167,7 @@ def build(factory, ctx) -> UserProcessorNode:
             else:
                 view = _DSL_STORE_VIEWS.get(spec.type, TimestampedKeyValueStore)
             dsl_stores[store_name] = (*serdes, view)
-    return UserProcessorNode(factory.name, factory.params["supplier"], stores,
-                             fixed_key=factory.kind is NodeKind.PROCESS_VALUES, child_names=list(factory.children),
-                             dsl_stores=dsl_stores)
+    return stores, dsl_stores
 
 
 # The view of a DSL store a processor names, by the store's type (check_dsl_store admits which).

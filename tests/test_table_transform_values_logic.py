@@ -1,0 +1,170 @@
+"""``KTable.transform_values`` without Spark: its overloads' arguments, the runner's program batch by
+batch (the task state pickled in between, as a checkpoint would), a transformer's store and its
+refused forward, and what the runner refuses when the topology is defined. The broker-backed
+comparison with Kafka Streams is test_equivalence_kstreams_table_scenarios.py."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dagster_kstreams.processors.errors import UnsupportedTopologyError
+from dagster_kstreams.spark.compile import compile_topology
+from dagster_kstreams.topology import (
+    BufferConfig, Grouped, Materialized, Named, StreamsBuilder, Suppressed, TimeWindows, TopologyException, ValueTransformerWithKey,
+)
+from dagster_kstreams.topology.processor_api import Stores
+from dagster_kstreams.topology.serdes import Serdes
+from dagster_kstreams.topology.value_transformer import transform_values_arguments
+
+
+class _Counting(ValueTransformerWithKey):
+    """The value (a tombstone's too) and how many updates of its key the store ``seen`` has counted."""
+
+    def init(self, context) -> None:
+        self.context, self.seen = context, context.get_state_store("seen")
+
+    def transform(self, read_only_key, value):
+        count = (self.seen.get(read_only_key) or 0) + 1
+        self.seen.put(read_only_key, count)
+        return f"{value}#{count}@{self.context.timestamp()}"
+
+
+class _Forwarding(ValueTransformerWithKey):
+    def transform(self, read_only_key, value):
+        self.context.forward(None)
+
+
+class _Same(ValueTransformerWithKey):
+    def transform(self, read_only_key, value):
+        return value
+
+
+def _builder(transformer=_Counting) -> StreamsBuilder:
+    builder = StreamsBuilder()
+    builder.add_state_store(Stores.key_value_store_builder(Stores.in_memory_key_value_store("seen"),
+                                                           Serdes.String(), Serdes.Long()))
+    builder.table("in").transform_values(transformer, "seen").to_stream().to("out")
+    return builder
+
+
+def _frame(rows, first_offset=0):
+    offsets = list(range(first_offset, first_offset + len(rows)))
+    return pd.DataFrame({
+        "key": [None if r[0] is None else r[0].encode() for r in rows],
+        "value": [None if r[1] is None else r[1].encode() for r in rows],
+        "topic": ["in"] * len(rows), "partition": [0] * len(rows), "offset": offsets,
+        "timestamp": [None] * len(rows), "event_time": [r[2] for r in rows],
+        "merge_time": [r[2] for r in rows], "seq": offsets,
+    })
+
+
+def _program(builder):
+    return compile_topology(builder, "app", default_key_serde=Serdes.String(),
+                            default_value_serde=Serdes.String()).program(0)
+
+
+def _run(rows, batches, builder=None):
+    program = _program(builder or _builder())
+    outputs, stored, size = [], None, -(-len(rows) // batches)
+    for first in range(0, len(rows), size):
+        out, stored = program.process_task_batch(_frame(rows[first:first + size], first), stored)
+        if out is not None:
+            out = out.sort_values("emit_order", kind="stable")
+            outputs += [(k.decode(), None if v is None else v.decode()) for k, v in zip(out["key"], out["value"])]
+    return outputs
+
+
+# a tombstone of a row present and of one never written; an out-of-order update; a null key (dropped)
+ROWS = [("a", "x", 1000), ("b", "y", 2000), ("a", None, 3000), ("c", None, 2500), (None, "z", 4000),
+        ("a", "w", 900), ("b", "y", 5000)]
+
+
+def test_each_update_goes_through_the_transformer_tombstones_too_with_its_stores():
+    assert _run(ROWS, 1) == [("a", "x#1@1000"), ("b", "y#1@2000"), ("a", "None#2@3000"), ("c", "None#1@2500"),
+                             ("a", "w#3@900"), ("b", "y#2@5000")]
+
+
+@pytest.mark.parametrize("batches", [2, 3, 7])
+def test_batches_with_the_task_state_in_between_give_the_one_batch_result(batches):
+    assert _run(ROWS, batches) == _run(ROWS, 1)
+
+
+def test_a_transformer_that_forwards_fails_naming_the_processor():
+    with pytest.raises(Exception, match="KTABLE-TRANSFORMVALUES-0000000003: ProcessorContext#forward"):
+        _run(ROWS, 1, _builder(_Forwarding))
+
+
+@given(materialized=st.booleans(), named=st.booleans(),
+       stores=st.lists(st.text(min_size=1, max_size=5), max_size=3))
+def test_the_overloads_arguments_are_read_in_kafka_streams_order(materialized, named, stores):
+    given_materialized = Materialized.as_("own") if materialized else None
+    given_named = Named.as_("step") if named else None
+    args = [arg for arg in (given_materialized, given_named) if arg is not None] + stores
+    assert transform_values_arguments(args, "op") == (given_materialized, given_named, tuple(stores))
+
+
+@pytest.mark.parametrize("args", [(Named.as_("n"), Materialized.as_("m")), ("s", Named.as_("n")), ("",), (3,)])
+def test_arguments_out_of_kafka_streams_order_are_refused(args):
+    with pytest.raises(TypeError, match="KTable.transform_values"):
+        StreamsBuilder().table("in").transform_values(_Same, *args)
+
+
+def test_a_supplier_returning_one_instance_is_refused():
+    singleton = _Same()
+    with pytest.raises(TopologyException, match="same ValueTransformerWithKey instance twice"):
+        StreamsBuilder().table("in").transform_values(lambda: singleton)
+
+
+def _refused(build) -> str:
+    builder = StreamsBuilder()
+    build(builder)
+    with pytest.raises(UnsupportedTopologyError) as refused:
+        compile_topology(builder, "app", default_key_serde=Serdes.String(), default_value_serde=Serdes.String()).check()
+    return str(refused.value)
+
+
+def test_a_store_of_its_own_is_refused_naming_the_processor():
+    message = _refused(lambda b: b.table("in").transform_values(_Same, Materialized.as_("own"), Named.as_("tv"))
+                       .to_stream().to("out"))
+    assert message.startswith("processor tv (transform_values) keeps a store of its own (own")
+
+
+@pytest.mark.parametrize("reader, kind", [
+    (lambda table: table.group_by(lambda k, v: (v, k), Grouped.as_("rg")).count(), "table_group_by_map"),
+    (lambda table: table.filter(lambda k, v: True), "table_filter"),
+    (lambda table: table.map_values(lambda v: v), "table_map_values"),
+    (lambda table: table.transform_values(_Same), "table_transform_values"),
+    (lambda table: table.join(table, lambda a, b: a), "table_table_join"),
+    (lambda table: table.suppress(Suppressed.until_time_limit(timedelta(seconds=1), BufferConfig.unbounded())), "suppress"),
+])
+def test_a_reader_other_than_to_stream_is_refused_naming_it(reader, kind):
+    def build(b):
+        reader(b.table("in").transform_values(_Same, Named.as_("tv")))
+    message = _refused(build)
+    assert f"({kind}) reads the table of processor tv (transform_values)" in message
+
+
+def test_a_stream_joined_with_it_is_refused_naming_the_join():
+    def build(b):
+        table = b.table("in").transform_values(_Same, Named.as_("tv"))
+        b.stream("clicks").join(table, lambda a, b: a).to("out")
+    message = _refused(build)
+    assert message.startswith("processor KSTREAM-JOIN-") and "tv (table_transform_values)" in message
+
+
+def test_a_dsl_operations_store_named_is_refused():
+    message = _refused(lambda b: b.table("in", Materialized.as_("in-store")).transform_values(
+        _Same, Named.as_("tv"), "in-store").to_stream().to("out"))
+    assert message.startswith("processor tv (transform_values) names the store in-store of a DSL operation")
+
+
+def test_a_windowed_table_behind_is_refused():
+    def build(b):
+        b.stream("in").group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=1))).count() \
+            .transform_values(_Same, Named.as_("tv")).to_stream().to("out")
+    assert _refused(build).startswith("processor tv (transform_values) transforms the updates of")
