@@ -16,6 +16,10 @@ Each scenario follows one of Kafka Streams' own tests (their scenario, not their
   (``testNotSendingOldValue``), and re-grouped with a count, which gives the source a store
   (``testSendingOldValue``); ``out-self-join``: the rows left-joined with their own filter's
   ``map_values`` (an update reaches both sides of the join);
+* ``out-transformed``, ``out-prices-transformed``: ``transform_values`` (``KTableTransformValuesTest``:
+  ``shouldTransformValuesWithKey``, a tombstone transformed too; ``shouldTransformOnGetIfNotMaterialized``'s
+  stateful transformer with a store named, counting each key's updates in it) of the materialized rows
+  and of the prices table without a store, named;
 * ``out-branches``, ``out-rest``: a ``split`` with named branches, one of them through a function,
   two merged back and peeked, and the default branch (``KStreamImplTest``);
 * ``out-evens``, ``out-odds``, ``out-routed-sink``: a processor forwarding to its children by name (a
@@ -50,13 +54,35 @@ from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology.named import Named
 from dagster_kstreams.topology.processor_api import Processor, Stores
 from dagster_kstreams.topology.serdes import Serdes
+from dagster_kstreams.topology.value_transformer import ValueTransformerWithKey
 
 INPUTS = ("rows", "prices", "events", "clicks")
 OUTPUTS = ("out-source", "out-filter", "out-filter-kept", "out-regrouped", "out-mapped", "out-mapped-regrouped",
            "out-prices", "out-prices-counts", "out-branches", "out-rest", "out-evens", "out-odds",
            "out-cogroup", "out-cogroup-join", "out-events-joined", "out-prefixed", "out-rows-prefixed",
            "out-shared", "out-to-table", "out-merged", "out-routed-sink", "out-cogroup-outer",
-           "out-where-from", "out-self-join")
+           "out-where-from", "out-self-join", "out-transformed", "out-prices-transformed")
+
+
+class CountingTransformer(ValueTransformerWithKey):
+    """TableScenarioExamples.CountingTransformer: the value (a tombstone's: "null"), "#" and how many
+    updates of its key the store ``transform-seen`` has counted, "@" and the update's time as the
+    transformer's context gives it."""
+
+    def init(self, context) -> None:
+        self.context, self.seen = context, context.get_state_store("transform-seen")
+
+    def transform(self, read_only_key, value):
+        count = (self.seen.get(read_only_key) or 0) + 1
+        self.seen.put(read_only_key, count)
+        return f"{'null' if value is None else value}#{count}@{self.context.timestamp()}"
+
+
+class KeyedTransformer(ValueTransformerWithKey):
+    """TableScenarioExamples.KeyedTransformer: the key, ":" and the value (a tombstone's: "null")."""
+
+    def transform(self, read_only_key, value):
+        return f"{read_only_key}:{'null' if value is None else value}"
 
 
 class Router(Processor):
@@ -180,7 +206,14 @@ def table_scenarios(topics: dict[str, str]) -> StreamsBuilder:
                    lambda full, number: full + "/" + ("null" if number is None else number)) \
         .to_stream().process_values(StampValues).to(topics["out-self-join"])
 
+    builder.add_state_store(Stores.key_value_store_builder(
+        Stores.persistent_key_value_store("transform-seen"), Serdes.String(), Serdes.Long()))
+    rows.transform_values(CountingTransformer, "transform-seen") \
+        .to_stream().process_values(StampValues).to(topics["out-transformed"])
+
     prices = builder.table(topics["prices"], Materialized.with_().with_caching_disabled())
+    prices.transform_values(KeyedTransformer, Named.as_("prices-keyed")) \
+        .to_stream().process_values(StampValues).to(topics["out-prices-transformed"])
     prices.filter(lambda key, value: not value.startswith("x")) \
         .to_stream().process_values(StampValues).to(topics["out-prices"])
     prices.group_by(lambda key, value: (key[0] + value[:1], value), Grouped.as_("prices-by-kind")) \

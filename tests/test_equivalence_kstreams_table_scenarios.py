@@ -12,7 +12,8 @@ values and out-of-order timestamps. No two records share a timestamp.
 
 Compared: describe() of the very topology run, and each output's records per partition and key
 family (the records one task wrote there, in offset order), every value stamped with its record's
-timestamp. A record with a null key goes to a partition Kafka's producer picks: those are compared
+timestamp; and the rows' sub-topology's outputs (a transformer's store among its state) once more,
+killed part way in another process and rerun from the checkpoints. A record with a null key goes to a partition Kafka's producer picks: those are compared
 per source partition (named in the value), whatever partition they went to, as multisets.
 
 Where the two differ by design: a re-grouped table's aggregate is stamped here with its record's
@@ -36,6 +37,7 @@ from pyspark import cloudpickle
 import kstreams_table_scenarios_topology
 from equivalence_io import (KafkaStreamsReference, output_topics, produce_inputs, start_kafka_streams,
                             with_unique_timestamps)
+from killed_runs import kill_and_rerun
 from kstreams_table_scenarios_topology import INPUTS, OUTPUTS, table_scenarios
 from dagster_kstreams.kafka.records import read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
@@ -170,6 +172,27 @@ def test_scenario_output_matches_kafka_streams(output, our_run, kafka_streams_ru
             assert ours[where] == sequence, where
 
 
+KILLED_COMPARED = ("out-transformed", "out-source", "out-filter-kept", "out-mapped")  # the rows' sub-topology's
+
+
+def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
+                                                         kafka_streams_run):
+    """The rows' sub-topology (0: a transformer counting each key's updates in its store among its
+    tables) killed after its second task's first batch of 60 records, and rerun from the checkpoints:
+    the transformer's store, like the tables', goes on from what the checkpoint kept."""
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, PARTITIONS))
+    rerun = kill_and_rerun(tmp_path, table_scenarios, topics, app_id=unique_topic("spark-scenarios-k"),
+                           bootstrap=kafka_bootstrap, spark=spark,
+                           kill_when=lambda line: line.startswith("task 0_1 batch"),
+                           killed_args=("--parallelism", "1", "--max-records-per-batch", "60"))
+    on_partition_1 = sum(1 for record in kafka_streams_run["records"]["rows"] if record[2] == 1)
+    assert 0 < rerun.by_task["0_1"].records_in < on_partition_1  # it continued from its checkpoint
+    ours = _results(kafka_bootstrap, topics)
+    for where, sequence in kafka_streams_run["results"].items():
+        if where[0] in KILLED_COMPARED and where[1] is not None:
+            assert ours[where] == sequence, where
+
+
 def test_kafka_streams_output_exercises_the_scenarios(kafka_streams_run):
     """What the scenarios are about shows in Kafka Streams' own output, on both key families."""
     results = kafka_streams_run["results"]
@@ -188,6 +211,10 @@ def test_kafka_streams_output_exercises_the_scenarios(kafka_streams_run):
         assert any("&" in value for value in values("out-cogroup-join", family))
         assert any(value.startswith("null|") or "|null" in value for value in values("out-cogroup-outer", family))
         assert values("out-evens", family) and values("out-routed-sink", family) and values("out-odds", family)
+        transformed = values("out-transformed", family)
+        assert any(value.startswith("null#") for value in transformed)  # a tombstone through the transformer
+        assert any(int(value.split("#")[1].split("@")[0]) >= 3 for value in transformed)  # its store counted
+        assert any(":null|" in value for value in values("out-prices-transformed", family))
 
 
 def test_describe_of_the_topology_run_is_kafka_streams(kafka_streams_run):

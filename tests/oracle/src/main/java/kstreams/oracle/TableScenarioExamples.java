@@ -25,6 +25,7 @@ import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.ValueTransformerWithKey;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
 import org.apache.kafka.streams.processor.api.FixedKeyRecord;
@@ -47,13 +48,52 @@ import org.apache.kafka.streams.state.ValueAndTimestamp;
  * Args: bootstrap applicationId stateDir rows prices events clicks outSource outFilter outFilterKept
  *       outRegrouped outMapped outMappedRegrouped outPrices outPricesCounts outBranches outRest outEvens
  *       outOdds outCogroup outCogroupJoin outEventsJoined outPrefixed outRowsPrefixed
- *       outShared outToTable outMerged outRoutedSink outCogroupOuter outWhereFrom outSelfJoin
+ *       outShared outToTable outMerged outRoutedSink outCogroupOuter outWhereFrom outSelfJoin outTransformed
+ *       outPricesTransformed
  *
  * The Python twin is table_scenarios() in tests/kstreams_table_scenarios_topology.py; keep the two
  * in step.
  */
 public final class TableScenarioExamples {
     private TableScenarioExamples() {}
+
+    /** The value (a tombstone's: "null"), "#" and how many updates of its key the store "transform-seen"
+     *  has counted, "@" and the update's time as the transformer's context gives it. */
+    static final class CountingTransformer implements ValueTransformerWithKey<String, String, String> {
+        private org.apache.kafka.streams.processor.ProcessorContext context;
+        private KeyValueStore<String, Long> seen;
+
+        @Override
+        public void init(final org.apache.kafka.streams.processor.ProcessorContext context) {
+            this.context = context;
+            this.seen = context.getStateStore("transform-seen");
+        }
+
+        @Override
+        public String transform(final String readOnlyKey, final String value) {
+            Long count = seen.get(readOnlyKey);
+            long next = (count == null ? 0L : count) + 1;
+            seen.put(readOnlyKey, next);
+            return value + "#" + next + "@" + context.timestamp();
+        }
+
+        @Override
+        public void close() {}
+    }
+
+    /** The key, ":" and the value (a tombstone's: "null"). */
+    static final class KeyedTransformer implements ValueTransformerWithKey<String, String, String> {
+        @Override
+        public void init(final org.apache.kafka.streams.processor.ProcessorContext context) {}
+
+        @Override
+        public String transform(final String readOnlyKey, final String value) {
+            return readOnlyKey + ":" + value;
+        }
+
+        @Override
+        public void close() {}
+    }
 
     /** A value ending in 0 to the sink "routed-sink"; another even digit to the child "evens" 5 ms later; an odd digit to "odds" 3 ms
      * earlier, its key marked; any other (null too) to every child, unchanged. */
@@ -220,7 +260,14 @@ public final class TableScenarioExamples {
                       (full, number) -> full + "/" + number)
             .toStream().processValues(StampValues::new).to(topics.get("out-self-join"));
 
+        builder.addStateStore(Stores.keyValueStoreBuilder(
+            Stores.persistentKeyValueStore("transform-seen"), Serdes.String(), Serdes.Long()));
+        rows.transformValues(CountingTransformer::new, "transform-seen")
+            .toStream().processValues(StampValues::new).to(topics.get("out-transformed"));
+
         KTable<String, String> prices = builder.table(topics.get("prices"));
+        prices.transformValues(KeyedTransformer::new, Named.as("prices-keyed"))
+            .toStream().processValues(StampValues::new).to(topics.get("out-prices-transformed"));
         prices.filter((key, value) -> !value.startsWith("x"))
             .toStream().processValues(StampValues::new).to(topics.get("out-prices"));
         prices.groupBy((key, value) -> KeyValue.pair(key.substring(0, 1) + value.substring(0, 1), value),
@@ -285,7 +332,8 @@ public final class TableScenarioExamples {
         "out-mapped", "out-mapped-regrouped", "out-prices", "out-prices-counts", "out-branches", "out-rest",
         "out-evens", "out-odds", "out-cogroup", "out-cogroup-join", "out-events-joined",
         "out-prefixed", "out-rows-prefixed", "out-shared", "out-to-table", "out-merged",
-        "out-routed-sink", "out-cogroup-outer", "out-where-from", "out-self-join");
+        "out-routed-sink", "out-cogroup-outer", "out-where-from", "out-self-join", "out-transformed",
+        "out-prices-transformed");
 
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
