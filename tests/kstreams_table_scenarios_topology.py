@@ -34,7 +34,8 @@ Each scenario follows one of Kafka Streams' own tests (their scenario, not their
   the task's timestamp order of the two (``KStreamImplTest``); ``out-where-from``: each event's
   partition, offset, the task's stream time and id as a processor's context gives them.
 
-Every store is uncached; every output value carries its record's timestamp (``StampValues``).
+Every store is uncached (the prices table's by the application's ``statestore.cache.max.bytes`` 0, the
+others by their ``Materialized`` too, as in the Java twin); every output value carries its record's timestamp (``StampValues``).
 Its lambdas are self-contained: Spark's Python workers cannot import modules of tests/, and the
 test module ships this one by value.
 """
@@ -173,14 +174,13 @@ def table_scenarios(topics: dict[str, str]) -> StreamsBuilder:
                 Materialized.as_("keys-by-verdict").with_caching_disabled()) \
         .to_stream().process_values(StampValues).to(topics["out-mapped-regrouped"])
 
-    # Kafka Streams runs with the record cache off (statestore.cache.max.bytes 0); the runner has no such
-    # setting, and caches a table source's store unless its Materialized says otherwise.
     # A table joined with a table derived from it (each update reaches both sides of the join).
     rows.left_join(rows.filter(lambda key, value: value.startswith("acc")).map_values(lambda value: value[3:]),
                    lambda full, number: full + "/" + ("null" if number is None else number)) \
         .to_stream().process_values(StampValues).to(topics["out-self-join"])
 
-    prices = builder.table(topics["prices"], Materialized.with_().with_caching_disabled())
+    # No Materialized: its store is uncached by the application's statestore.cache.max.bytes 0 alone.
+    prices = builder.table(topics["prices"])
     prices.filter(lambda key, value: not value.startswith("x")) \
         .to_stream().process_values(StampValues).to(topics["out-prices"])
     prices.group_by(lambda key, value: (key[0] + value[:1], value), Grouped.as_("prices-by-kind")) \

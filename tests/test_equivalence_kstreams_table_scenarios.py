@@ -18,9 +18,8 @@ per source partition (named in the value), whatever partition they went to, as m
 Where the two differ by design: a re-grouped table's aggregate is stamped here with its record's
 time, by Kafka Streams with the larger of that and the aggregate's previous stamp (README, "Semantics
 that differ", record timestamps): those outputs' values are compared exactly and their stamps as
-the running maximum of ours. The runner has no ``statestore.cache.max.bytes``: the one store the
-topology leaves unnamed (the prices table's) is uncached in the Python twin, as Kafka Streams' is
-with that setting 0.
+the running maximum of ours. Both run with ``statestore.cache.max.bytes`` 0: the one store the
+topology leaves unnamed (the prices table's) is uncached by that setting alone, in both.
 """
 
 from __future__ import annotations
@@ -131,7 +130,8 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
 def our_run(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path_factory, kafka_streams_run):
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, PARTITIONS))
     runner = TaskRunner(table_scenarios(topics), unique_topic("spark-scenarios"), kafka_bootstrap,
-                        state_location=str(tmp_path_factory.mktemp("scenarios-state")), spark=spark)
+                        state_location=str(tmp_path_factory.mktemp("scenarios-state")), spark=spark,
+                        statestore_cache_max_bytes=0)  # as the Java twin
     runner.run_all()
     return _results(kafka_bootstrap, topics)
 
