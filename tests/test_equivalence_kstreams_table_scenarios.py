@@ -10,7 +10,9 @@ twice, an out-of-order update, rows a filter drops and restores, tombstones of r
 never written, null keys), then more of the same at random; the streams carry null keys and
 values and out-of-order timestamps. No two records share a timestamp.
 
-Compared: describe() of the very topology run, and each output's records per partition and key
+Run twice by our runner: once whole, and once as a ``dagster-kstreams run`` SIGKILLed part way then
+rerun in another process (this one) from its checkpoints. Compared: describe() of the very topology
+run, and each output's records per partition and key
 family (the records one task wrote there, in offset order), every value stamped with its record's
 timestamp. A record with a null key goes to a partition Kafka's producer picks: those are compared
 per source partition (named in the value), whatever partition they went to, as multisets.
@@ -35,6 +37,7 @@ from pyspark import cloudpickle
 import kstreams_table_scenarios_topology
 from equivalence_io import (KafkaStreamsReference, output_topics, produce_inputs, start_kafka_streams,
                             with_unique_timestamps)
+from killed_runs import kill_and_rerun
 from kstreams_table_scenarios_topology import INPUTS, OUTPUTS, table_scenarios
 from dagster_kstreams.kafka.records import read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
@@ -154,8 +157,30 @@ def _stamps_as_kafka_streams_gives_aggregates(sequence: list) -> list:
 
 @pytest.mark.parametrize("output", OUTPUTS)
 def test_scenario_output_matches_kafka_streams(output, our_run, kafka_streams_run):
-    expected = {where: sequence for where, sequence in kafka_streams_run["results"].items() if where[0] == output}
-    ours = {where: sequence for where, sequence in our_run.items() if where[0] == output}
+    _assert_output_matches(output, our_run, kafka_streams_run["results"])
+
+
+def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
+                                                         kafka_streams_run):
+    """A ``dagster-kstreams run --statestore-cache-max-bytes 0`` SIGKILLed once task 0_1 (the rows' second
+    partition) has committed its first batch of 60, then every task rerun here from the checkpoints."""
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, PARTITIONS))
+    rerun = kill_and_rerun(tmp_path, table_scenarios, topics, app_id=unique_topic("spark-scenarios-killed"),
+                           bootstrap=kafka_bootstrap, spark=spark,
+                           kill_when=lambda line: line.startswith("task 0_1 batch"),
+                           killed_args=("--parallelism", "1", "--max-records-per-batch", "60",
+                                        "--statestore-cache-max-bytes", "0"),
+                           statestore_cache_max_bytes=0)
+    rows_on_partition_1 = sum(1 for record in kafka_streams_run["records"]["rows"] if record[2] == 1)
+    assert 0 < rerun.by_task["0_1"].records_in < rows_on_partition_1  # task 0_1 continued from its checkpoint
+    ours = _results(kafka_bootstrap, topics)
+    for output in OUTPUTS:
+        _assert_output_matches(output, ours, kafka_streams_run["results"])
+
+
+def _assert_output_matches(output: str, our_results: dict, kafka_streams_results: dict) -> None:
+    expected = {where: sequence for where, sequence in kafka_streams_results.items() if where[0] == output}
+    ours = {where: sequence for where, sequence in our_results.items() if where[0] == output}
     assert expected, f"Kafka Streams wrote nothing to {output}"
     assert set(ours) == set(expected)
     for where, sequence in expected.items():
