@@ -9,12 +9,15 @@ from __future__ import annotations
 import argparse
 from datetime import timedelta
 
+import dagster as dg
 import pytest
+from dagster.components.testing import create_defs_folder_sandbox
 from hypothesis import given
 from hypothesis import strategies as st
 
 from dagster_kstreams.cli import main
 from dagster_kstreams.orchestration.app import KStreamsApp
+from dagster_kstreams.orchestration.component import KStreamsComponent
 from dagster_kstreams.processors.record_cache import (
     CACHE_MAX_BYTES_BUFFERING, DEFAULT_CACHE_MAX_BYTES, STATESTORE_CACHE_MAX_BYTES, cache_max_bytes_of,
     check_cache_max_bytes, store_cached,
@@ -153,6 +156,36 @@ def test_an_app_takes_the_setting_at_load_and_refuses_nonsense_naming_it():
     assert KStreamsApp(builder, "app", partitions, statestore_cache_max_bytes="0").statestore_cache_max_bytes == 0
     with pytest.raises(ValueError, match=r"^statestore\.cache\.max\.bytes must be a number of bytes"):
         KStreamsApp(builder, "app", partitions, statestore_cache_max_bytes="off")
+
+
+def windowed_cogroup_before_a_join_topology() -> StreamsBuilder:
+    """What the component below loads (by reference: ``test_record_cache_setting_logic:...``)."""
+    builder = StreamsBuilder()
+    _windowed_cogroup_before_a_join(builder)
+    return builder
+
+
+def test_the_component_takes_the_setting_from_its_yaml():
+    def load(**setting) -> dg.Definitions:
+        attributes = {"topology": f"{__name__}:windowed_cogroup_before_a_join_topology", "app_id": "app",
+                      "topic_partitions": {"e": 2, "s": 2}, **setting}
+        with create_defs_folder_sandbox() as sandbox:
+            sandbox.scaffold_component(KStreamsComponent, defs_path="app",
+                                       defs_yaml_contents={"type": f"{KStreamsComponent.__module__}.KStreamsComponent",
+                                                           "attributes": attributes})
+            with sandbox.build_all_defs() as defs:
+                return defs
+
+    assert load(statestore_cache_max_bytes=0).assets
+    with pytest.raises(Exception) as error:  # Dagster's error of the component, caused by the runner's refusal
+        load()
+    causes = []
+    cause = error.value
+    while cause is not None:
+        causes.append(cause)
+        cause = cause.__cause__
+    refusal = next(cause for cause in causes if isinstance(cause, UnsupportedTopologyError))
+    assert "cannot run on Spark: table COGROUPKSTREAM-AGGREGATE" in str(refusal)
 
 
 def _options(*argv: str) -> argparse.Namespace:
