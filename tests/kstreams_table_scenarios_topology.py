@@ -38,7 +38,8 @@ Each scenario follows one of Kafka Streams' own tests (their scenario, not their
   the task's timestamp order of the two (``KStreamImplTest``); ``out-where-from``: each event's
   partition, offset, the task's stream time and id as a processor's context gives them.
 
-Every store is uncached; every output value carries its record's timestamp (``StampValues``).
+Every store is uncached (the prices table's by the application's ``statestore.cache.max.bytes`` 0, the
+others by their ``Materialized`` too, as in the Java twin); every output value carries its record's timestamp (``StampValues``).
 Its lambdas are self-contained: Spark's Python workers cannot import modules of tests/, and the
 test module ships this one by value.
 """
@@ -199,8 +200,6 @@ def table_scenarios(topics: dict[str, str]) -> StreamsBuilder:
                 Materialized.as_("keys-by-verdict").with_caching_disabled()) \
         .to_stream().process_values(StampValues).to(topics["out-mapped-regrouped"])
 
-    # Kafka Streams runs with the record cache off (statestore.cache.max.bytes 0); the runner has no such
-    # setting, and caches a table source's store unless its Materialized says otherwise.
     # A table joined with a table derived from it (each update reaches both sides of the join).
     rows.left_join(rows.filter(lambda key, value: value.startswith("acc")).map_values(lambda value: value[3:]),
                    lambda full, number: full + "/" + ("null" if number is None else number)) \
@@ -211,7 +210,8 @@ def table_scenarios(topics: dict[str, str]) -> StreamsBuilder:
     rows.transform_values(CountingTransformer, "transform-seen") \
         .to_stream().process_values(StampValues).to(topics["out-transformed"])
 
-    prices = builder.table(topics["prices"], Materialized.with_().with_caching_disabled())
+    # No Materialized: its store is uncached by the application's statestore.cache.max.bytes 0 alone.
+    prices = builder.table(topics["prices"])
     prices.transform_values(KeyedTransformer, Named.as_("prices-keyed")) \
         .to_stream().process_values(StampValues).to(topics["out-prices-transformed"])
     prices.filter(lambda key, value: not value.startswith("x")) \

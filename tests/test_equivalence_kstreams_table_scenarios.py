@@ -10,7 +10,9 @@ twice, an out-of-order update, rows a filter drops and restores, tombstones of r
 never written, null keys), then more of the same at random; the streams carry null keys and
 values and out-of-order timestamps. No two records share a timestamp.
 
-Compared: describe() of the very topology run, and each output's records per partition and key
+Run twice by our runner: once whole, and once as a ``dagster-kstreams run`` SIGKILLed part way then
+rerun in another process (this one) from its checkpoints. Compared: describe() of the very topology
+run, and each output's records per partition and key
 family (the records one task wrote there, in offset order), every value stamped with its record's
 timestamp; and the rows' sub-topology's outputs (a transformer's store among its state) once more,
 killed part way in another process and rerun from the checkpoints. A record with a null key goes to a partition Kafka's producer picks: those are compared
@@ -19,9 +21,8 @@ per source partition (named in the value), whatever partition they went to, as m
 Where the two differ by design: a re-grouped table's aggregate is stamped here with its record's
 time, by Kafka Streams with the larger of that and the aggregate's previous stamp (README, "Semantics
 that differ", record timestamps): those outputs' values are compared exactly and their stamps as
-the running maximum of ours. The runner has no ``statestore.cache.max.bytes``: the one store the
-topology leaves unnamed (the prices table's) is uncached in the Python twin, as Kafka Streams' is
-with that setting 0.
+the running maximum of ours. Both run with ``statestore.cache.max.bytes`` 0: the one store the
+topology leaves unnamed (the prices table's) is uncached by that setting alone, in both.
 """
 
 from __future__ import annotations
@@ -133,7 +134,8 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
 def our_run(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path_factory, kafka_streams_run):
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, PARTITIONS))
     runner = TaskRunner(table_scenarios(topics), unique_topic("spark-scenarios"), kafka_bootstrap,
-                        state_location=str(tmp_path_factory.mktemp("scenarios-state")), spark=spark)
+                        state_location=str(tmp_path_factory.mktemp("scenarios-state")), spark=spark,
+                        statestore_cache_max_bytes=0)  # as the Java twin
     runner.run_all()
     return _results(kafka_bootstrap, topics)
 
@@ -156,8 +158,31 @@ def _stamps_as_kafka_streams_gives_aggregates(sequence: list) -> list:
 
 @pytest.mark.parametrize("output", OUTPUTS)
 def test_scenario_output_matches_kafka_streams(output, our_run, kafka_streams_run):
-    expected = {where: sequence for where, sequence in kafka_streams_run["results"].items() if where[0] == output}
-    ours = {where: sequence for where, sequence in our_run.items() if where[0] == output}
+    _assert_output_matches(output, our_run, kafka_streams_run["results"])
+
+
+def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
+                                                         kafka_streams_run):
+    """A ``dagster-kstreams run --statestore-cache-max-bytes 0`` SIGKILLed once task 0_1 (the rows' second
+    partition) has committed its first batch of 60, then every task rerun here from the checkpoints (the
+    transformer's store, like the tables', goes on from what the checkpoint kept)."""
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, PARTITIONS))
+    rerun = kill_and_rerun(tmp_path, table_scenarios, topics, app_id=unique_topic("spark-scenarios-killed"),
+                           bootstrap=kafka_bootstrap, spark=spark,
+                           kill_when=lambda line: line.startswith("task 0_1 batch"),
+                           killed_args=("--parallelism", "1", "--max-records-per-batch", "60",
+                                        "--statestore-cache-max-bytes", "0"),
+                           statestore_cache_max_bytes=0)
+    rows_on_partition_1 = sum(1 for record in kafka_streams_run["records"]["rows"] if record[2] == 1)
+    assert 0 < rerun.by_task["0_1"].records_in < rows_on_partition_1  # task 0_1 continued from its checkpoint
+    ours = _results(kafka_bootstrap, topics)
+    for output in OUTPUTS:
+        _assert_output_matches(output, ours, kafka_streams_run["results"])
+
+
+def _assert_output_matches(output: str, our_results: dict, kafka_streams_results: dict) -> None:
+    expected = {where: sequence for where, sequence in kafka_streams_results.items() if where[0] == output}
+    ours = {where: sequence for where, sequence in our_results.items() if where[0] == output}
     assert expected, f"Kafka Streams wrote nothing to {output}"
     assert set(ours) == set(expected)
     for where, sequence in expected.items():
@@ -169,27 +194,6 @@ def test_scenario_output_matches_kafka_streams(output, our_run, kafka_streams_ru
             assert _unstamped(ours[where]) == _unstamped(sequence), where
             assert _stamps_as_kafka_streams_gives_aggregates(ours[where]) == sequence, where
         else:
-            assert ours[where] == sequence, where
-
-
-KILLED_COMPARED = ("out-transformed", "out-source", "out-filter-kept", "out-mapped")  # the rows' sub-topology's
-
-
-def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
-                                                         kafka_streams_run):
-    """The rows' sub-topology (0: a transformer counting each key's updates in its store among its
-    tables) killed after its second task's first batch of 60 records, and rerun from the checkpoints:
-    the transformer's store, like the tables', goes on from what the checkpoint kept."""
-    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, PARTITIONS))
-    rerun = kill_and_rerun(tmp_path, table_scenarios, topics, app_id=unique_topic("spark-scenarios-k"),
-                           bootstrap=kafka_bootstrap, spark=spark,
-                           kill_when=lambda line: line.startswith("task 0_1 batch"),
-                           killed_args=("--parallelism", "1", "--max-records-per-batch", "60"))
-    on_partition_1 = sum(1 for record in kafka_streams_run["records"]["rows"] if record[2] == 1)
-    assert 0 < rerun.by_task["0_1"].records_in < on_partition_1  # it continued from its checkpoint
-    ours = _results(kafka_bootstrap, topics)
-    for where, sequence in kafka_streams_run["results"].items():
-        if where[0] in KILLED_COMPARED and where[1] is not None:
             assert ours[where] == sequence, where
 
 

@@ -32,6 +32,7 @@ from dagster_kstreams.orchestration.translator import (
     KStreamsAssetKind,
     KStreamsAssetProps,
 )
+from dagster_kstreams.processors.record_cache import DEFAULT_CACHE_MAX_BYTES, check_cache_max_bytes
 from dagster_kstreams.spark.client_timeouts import DEFAULT_TASK_TIMEOUT_S
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
 from dagster_kstreams.spark.strategies import DEFAULT_STATELESS_PASS, check_stateless_pass
@@ -50,13 +51,16 @@ def task_partitions(count: int) -> dg.StaticPartitionsDefinition:
     return dg.StaticPartitionsDefinition([str(partition) for partition in range(count)])
 
 
-def check_runnable(topology: Topology, app_id: str, topic_partitions: Optional[Mapping[str, int]] = None) -> None:
+def check_runnable(topology: Topology, app_id: str, topic_partitions: Optional[Mapping[str, int]] = None,
+                   statestore_cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES) -> None:
     """Compile every sub-topology for the Spark runner now, at definition load, so that an
     operation it cannot run with Kafka Streams' semantics fails here, naming the processor,
     rather than in a run (``UnsupportedTopologyError``). ``topic_partitions``: the declared counts
-    (a pattern source is compiled over the topics it matches among them)."""
+    (a pattern source is compiled over the topics it matches among them); ``statestore_cache_max_bytes``:
+    the application's (a store's cache decides some refusals)."""
     try:
-        compile_topology(topology, app_id, source_partitions=topic_partitions).check()
+        compile_topology(topology, app_id, source_partitions=topic_partitions,
+                         statestore_cache_max_bytes=statestore_cache_max_bytes).check()
     except UnsupportedTopologyError as error:
         raise UnsupportedTopologyError(f"application {app_id!r} cannot run on Spark: {error}") from error
 
@@ -82,6 +86,8 @@ class KStreamsApp:
     as long. 120 s by default, as ``TaskRunner`` and ``dagster-kstreams run --task-timeout``.
     ``stateless_pass``: ``"driver"`` or ``"executors"``, where a stateless sub-topology's Python
     pass runs under exactly-once (:class:`~dagster_kstreams.spark.task_runner.TaskRunner`).
+    ``statestore_cache_max_bytes``: Kafka Streams' setting (10 MiB by default); 0 turns every store's
+    record cache off, so that each forwards every update (:mod:`~dagster_kstreams.processors.record_cache`).
     """
 
     topology: Topology
@@ -96,6 +102,7 @@ class KStreamsApp:
     processing_guarantee: str = DEFAULT_PROCESSING_GUARANTEE
     task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S
     stateless_pass: str = DEFAULT_STATELESS_PASS
+    statestore_cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES
     create_sink_topics: bool = False
     kafka_resource_key: str = "kafka"
     spark_resource_key: str = "pyspark"
@@ -109,11 +116,12 @@ class KStreamsApp:
             raise ValueError(f"task_timeout_s of {self.app_id!r} must be > 0, got {self.task_timeout_s}")
         check_processing_guarantee(self.processing_guarantee, fencing=True)
         check_stateless_pass(self.stateless_pass)
+        self.statestore_cache_max_bytes = check_cache_max_bytes(self.statestore_cache_max_bytes)
         # Kafka Streams' rules (repartition counts, co-partitioning) on the declared counts: a
         # missing source count or a co-partitioning mismatch is an error here, at load.
         self.application = ApplicationTopology(self.topology, self.app_id, self.topic_partitions)
         self.topology = self.application.topology
-        check_runnable(self.topology, self.app_id, self.topic_partitions)
+        check_runnable(self.topology, self.app_id, self.topic_partitions, self.statestore_cache_max_bytes)
         self._declared_elsewhere = self._topics_read_not_written(self.topics_declared_elsewhere)
         self._specs = self._build_specs()
 

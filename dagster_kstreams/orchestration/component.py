@@ -13,6 +13,7 @@
       freshness_seconds: 300
       topics_declared_elsewhere: [word-counts]   # written (and declared) by the word-count component
       task_timeout_s: 300                        # a running task waits 5 minutes for a broker that is away
+      statestore_cache_max_bytes: 0              # Kafka Streams' setting: every store forwards every update
       translation:
         group_name: streaming
         owners: [team:streams]
@@ -67,6 +68,7 @@ from pydantic import BaseModel, Field
 from dagster_kstreams.orchestration.app import DEFAULT_FRESHNESS_SECONDS, DEFAULT_LAG_BOUND
 from dagster_kstreams.orchestration.definitions import build_kstreams_definitions
 from dagster_kstreams.orchestration.translator import DagsterKStreamsTranslator, KStreamsAssetProps
+from dagster_kstreams.processors.record_cache import DEFAULT_CACHE_MAX_BYTES
 from dagster_kstreams.spark.client_timeouts import DEFAULT_TASK_TIMEOUT_S
 from dagster_kstreams.topology.application import ApplicationTopology
 from dagster_kstreams.topology.reference import load_topology as load_topology_and_module
@@ -151,6 +153,10 @@ class KStreamsComponent(dg.Component, dg.Resolvable, dg.Model):
     task_timeout_s: float = Field(
         default=DEFAULT_TASK_TIMEOUT_S,
         description="How long a running task waits for an unavailable broker (a restart) before it fails, in seconds")
+    statestore_cache_max_bytes: int = Field(
+        default=DEFAULT_CACHE_MAX_BYTES,
+        description="Kafka Streams' statestore.cache.max.bytes: 0 turns every store's record cache off (every update "
+                    "forwarded); any other size leaves it to each store's Materialized")
     translation: Annotated[
         Optional[TranslationFn[KStreamsAssetProps]],
         TranslationFnResolver(template_vars_for_translation_fn=translation_template_vars),
@@ -173,4 +179,5 @@ class KStreamsComponent(dg.Component, dg.Resolvable, dg.Model):
             state_location=self.state_location,
             create_sink_topics=self.create_sink_topics,
             task_timeout_s=self.task_timeout_s,
+            statestore_cache_max_bytes=self.statestore_cache_max_bytes,
         )

@@ -29,6 +29,7 @@ from dagster_kstreams.processors.base import Processor, column_expressions_in
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.own_groups import window_keys
 from dagster_kstreams.processors.program import SubtopologyProgram
+from dagster_kstreams.processors.record_cache import DEFAULT_CACHE_MAX_BYTES, store_cached
 from dagster_kstreams.processors.state_key_serde import state_keying
 from dagster_kstreams.topology.application import ApplicationTopology
 from dagster_kstreams.topology.node_specs import NodeKind
@@ -59,6 +60,8 @@ class BuildContext:
     resolve_function: Callable[[ProcessorNode, Any], Any] = python_function
     # the client settings (bootstrap.servers, ...) a processor that reads Kafka itself needs (global tables)
     kafka_config: Mapping[str, Any] = field(default_factory=dict)
+    # the application's statestore.cache.max.bytes: 0 turns every store's record cache off
+    cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES
 
     def __post_init__(self) -> None:
         self._positions = {node.name: index for index, node in enumerate(self.subtopology.nodes)}
@@ -89,8 +92,10 @@ class BuildContext:
         return None if user_function is None else self.resolve_function(factory, user_function)
 
     def cached(self, store_name: str) -> bool:
-        """``Materialized.with_caching_disabled()``: forward every update instead of once per batch."""
-        return self.topology.state_stores[store_name].caching
+        """Whether a store forwards once per key and batch (its record cache) rather than every update:
+        its ``Materialized`` (``with_caching_disabled()`` turns it off) and the application's
+        ``statestore.cache.max.bytes`` (0 turns every store's off) decide (:mod:`.record_cache`)."""
+        return store_cached(self.topology.state_stores[store_name].caching, self.cache_max_bytes)
 
 
 def _windowed_aggregate(factory: ProcessorNode, ctx: BuildContext) -> Processor:

@@ -45,5 +45,5 @@ def check_caches_before(ctx, window_node) -> None:
                 "table from a topic or to_table, an aggregation (of a grouped stream, a cogroup, a re-grouped table; "
                 "windowed too, but a cogroup's), a table-table join's store, a foreign-key join's result and a "
                 "filter's or map_values' own store (on a table neither windowed nor suppressed, which no user "
-                f"processor names) only, not this {node.kind.value}'s. Materialize it with_caching_disabled(), or "
-                "add .repartition() before the join")
+                f"processor names) only, not this {node.kind.value}'s. Materialize it with_caching_disabled() (or "
+                "run the application with statestore.cache.max.bytes 0), or add .repartition() before the join")

@@ -389,7 +389,7 @@ def build(factory, ctx, classes=(TimeWindowAggregate, SlidingWindowAggregate)) -
         # nothing older than its retention, for reads as for the emission (window_close.py). A store
         # a processor names keeps the store's own retention, by the store's observed time.
         retention = max(retention, 3 * size + windows.grace_ms + 1)
-    aggregate = cls(factory.name, params["store_name"], store.caching, params["operation"], windows, size,
+    aggregate = cls(factory.name, params["store_name"], ctx.cached(store.name), params["operation"], windows, size,
                     windows.grace_ms, retention, *user_aggregation(params),
                     key_serde=store.key_serde or ctx.default_key_serde, emit_on_close=emit_on_close)
     # windows are keys of their own for the stores after it: their groups are the task state's

@@ -20,6 +20,7 @@ from pyspark import cloudpickle
 
 from dagster_kstreams.base.cli_options import CommandError, key_value
 from dagster_kstreams.base.environment import BOOTSTRAP_SERVERS_ENV_VAR, DEFAULT_BOOTSTRAP_SERVERS, bootstrap_servers
+from dagster_kstreams.spark.cache_size_option import add_cache_size_options, cache_size_of
 from dagster_kstreams.spark.client_timeouts import DEFAULT_TASK_TIMEOUT_S
 from dagster_kstreams.spark.errors import TaskFailedError
 from dagster_kstreams.spark.jvm import set_log_level
@@ -88,6 +89,7 @@ def _runner(args: argparse.Namespace, topology: Topology, kafka_config: dict, sp
         dead_letter_topic=args.dead_letter_topic,
         max_records_per_batch=args.max_records_per_batch, processing_guarantee=args.processing_guarantee,
         task_timeout_s=args.task_timeout, stateless_pass=args.stateless_pass,
+        statestore_cache_max_bytes=cache_size_of(args),
     )
 
 
@@ -105,6 +107,7 @@ def _run_tasks(args: argparse.Namespace) -> int:
     if not args.task and not args.all:
         raise CommandError("name tasks with --task (e.g. --task 1_3) or run them all with --all")
     check_application_id(args.app_id)  # the cheap checks before Spark starts
+    cache_size_of(args)
     check_master(args.master)
     check_master_reachable(args.master)  # a master or Connect server nobody listens at: said before the rest
     target, _module = _find_topology(args.topology)
@@ -175,6 +178,7 @@ def register(subcommands: "argparse._SubParsersAction") -> None:
     parser.add_argument("--task-timeout", type=float, default=DEFAULT_TASK_TIMEOUT_S, metavar="SECONDS",
                         help="how long a running task waits for an unavailable broker (a restart, a coordinator "
                              f"moving) before it fails (default {DEFAULT_TASK_TIMEOUT_S:.0f})")
+    add_cache_size_options(parser)
     parser.add_argument("--deserialization-exception-handler", choices=["fail", "log_and_continue"], default="fail")
     parser.add_argument("--dead-letter-topic", default=None,
                         help="with log_and_continue: write undeserializable records here")

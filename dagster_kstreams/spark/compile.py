@@ -17,6 +17,7 @@ from typing import Any, Mapping, Optional
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
 from dagster_kstreams.processors.build import BuildContext, build_program
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
+from dagster_kstreams.processors.record_cache import DEFAULT_CACHE_MAX_BYTES, check_cache_max_bytes
 from dagster_kstreams.spark import expressions
 from dagster_kstreams.spark.column_functions import column_function
 from dagster_kstreams.spark.column_hand_off import plan_before_state
@@ -48,7 +49,10 @@ class CompiledTopology:
         default_value_serde=None,
         kafka_config: Optional[Mapping[str, Any]] = None,
         source_partitions: Optional[Mapping[str, int]] = None,
+        statestore_cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES,
     ):
+        # Kafka Streams' statestore.cache.max.bytes: 0 turns every store's record cache off (record_cache.py).
+        self.cache_max_bytes = check_cache_max_bytes(statestore_cache_max_bytes)
         self.kafka_config = dict(kafka_config or {})  # what a global table's reader connects with
         # With the source partitions, a pattern source's program reads the topics its pattern matched.
         self.application = ApplicationTopology(topology, application_id, source_partitions)
@@ -83,7 +87,7 @@ class CompiledTopology:
     def _build_program(self, subtopology: int) -> SparkProgram:
         context = BuildContext(self.application, self.topology.subtopology(subtopology),
                                self.default_key_serde, self.default_value_serde, spark_function,
-                               kafka_config=self.kafka_config)
+                               kafka_config=self.kafka_config, cache_max_bytes=self.cache_max_bytes)
         program = build_program(context, self.dead_letters, SparkProgram)
         # Column expressions: a stateless sub-topology as DataFrame operations, its Python functions in
         # segments; a stateful one's Columns in front of its state, handing their records over (None
@@ -109,8 +113,10 @@ def compile_topology(
     default_value_serde=None,
     kafka_config: Optional[Mapping[str, Any]] = None,
     source_partitions: Optional[Mapping[str, int]] = None,
+    statestore_cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES,
 ) -> CompiledTopology:
     """``topology``: a built ``Topology`` or the ``StreamsBuilder`` (built here). ``source_partitions``:
-    the source topics' partition counts, which fix the topics a pattern source reads (needed then)."""
+    the source topics' partition counts, which fix the topics a pattern source reads (needed then).
+    ``statestore_cache_max_bytes``: Kafka Streams' setting; 0 turns every store's record cache off."""
     return CompiledTopology(topology, application_id, dead_letters, default_key_serde, default_value_serde,
-                            kafka_config, source_partitions)
+                            kafka_config, source_partitions, statestore_cache_max_bytes)

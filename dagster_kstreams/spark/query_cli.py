@@ -26,6 +26,7 @@ from pyspark.sql import SparkSession
 
 from dagster_kstreams.base.cli_options import CommandError, add_kafka_options, kafka_settings, key_value
 from dagster_kstreams.kafka.admin import KafkaAdmin
+from dagster_kstreams.spark.cache_size_option import add_cache_size_options, cache_size_of
 from dagster_kstreams.spark.checkpoint import default_state_location
 from dagster_kstreams.spark.jvm import set_log_level
 from dagster_kstreams.spark.session import DEFAULT_MASTER, build_spark_session
@@ -88,6 +89,10 @@ def format_entries(entries: list[dict[str, Any]], store_type: StoreType) -> list
 
 def _query(args: argparse.Namespace) -> int:
     app_id = application_id_argument(args.app_id)
+    try:
+        cache_size = cache_size_of(args)
+    except ValueError as error:
+        raise CommandError(str(error)) from None
     topology = load_topology_reference(args.topology)
     application = ApplicationTopology(topology, app_id)
     try:
@@ -111,7 +116,7 @@ def _query(args: argparse.Namespace) -> int:
         if not TaskStateLocation(location, app_id, spark).exists():
             raise no_state
         runner = TaskRunner(topology, app_id, {"bootstrap.servers": bootstrap, **config},
-                            state_location=location, spark=spark)
+                            state_location=location, spark=spark, statestore_cache_max_bytes=cache_size)
         entries = store_entries(runner.read_store(args.store), args.key)
     finally:
         if started_here:
@@ -142,5 +147,6 @@ def register(subcommands: "argparse._SubParsersAction") -> None:
     parser.add_argument("--master", default=DEFAULT_MASTER, help=f"Spark master (default {DEFAULT_MASTER})")
     parser.add_argument("--spark-conf", action="append", default=[], type=key_value, metavar="KEY=VALUE",
                         help="Spark setting (repeatable)")
+    add_cache_size_options(parser)  # as given to `run`: the store is read the way the runs kept it
     parser.add_argument("--json", action="store_true", help="print the entries as one JSON document")
     parser.set_defaults(handler=_query)

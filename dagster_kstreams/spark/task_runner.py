@@ -47,6 +47,7 @@ from dagster_kstreams.kafka.admin import KafkaAdmin
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy, DeserializationHandler
 from dagster_kstreams.kafka.fencing import TaskFence, task_transactional_id
 from dagster_kstreams.kafka.task_lag import with_broker_partitions
+from dagster_kstreams.processors.record_cache import DEFAULT_CACHE_MAX_BYTES, check_cache_max_bytes
 from dagster_kstreams.spark.busy_clock import SharedBusyClock
 from dagster_kstreams.spark.checkpoint import default_state_location, task_checkpoint, task_directory
 from dagster_kstreams.spark.client_timeouts import DEFAULT_TASK_TIMEOUT_S
@@ -106,6 +107,8 @@ class TaskRunner:
     through a Python worker) or ``"executors"`` (Spark's Python workers, every executor core: for
     costly functions on a worker with many cores). Under at-least-once, and through Spark Connect,
     it runs in the workers.
+    ``statestore_cache_max_bytes``: Kafka Streams' setting; 0 turns every store's record cache off (each
+    forwards every update), any other size leaves it to each store (:mod:`~dagster_kstreams.processors.record_cache`).
     """
 
     def __init__(
@@ -129,10 +132,12 @@ class TaskRunner:
         task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S,
         stateless_pass: str = DEFAULT_STATELESS_PASS,
         source_partitions: Optional[Mapping[str, int]] = None,
+        statestore_cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES,
     ):
         check_application_id(application_id)  # before anything else starts
         self.processing_guarantee = check_processing_guarantee(processing_guarantee, fencing)
         self.stateless_pass = check_stateless_pass(stateless_pass)
+        self.cache_max_bytes = check_cache_max_bytes(statestore_cache_max_bytes)
         if isinstance(kafka_config, str):
             kafka_config = {"bootstrap.servers": kafka_config}
         self.kafka_config = {str(k): str(v) for k, v in kafka_config.items()}
@@ -166,6 +171,7 @@ class TaskRunner:
             unresolved.topology, application_id, self.dead_letters,
             default_key_serde=default_key_serde, default_value_serde=default_value_serde,
             kafka_config=self.kafka_config, source_partitions=source_partitions,
+            statestore_cache_max_bytes=self.cache_max_bytes,
         ).check()  # an operation the runner cannot run fails now, not in the middle of a run
         self.application: ApplicationTopology = self.compiled.application
         # A started task's Kafka calls wait out a broker restart (up to task_timeout_s); the checks
