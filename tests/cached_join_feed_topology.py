@@ -1,7 +1,7 @@
 """Stream-stream joins fed, in their sub-topology, by stores with the record cache on: the Python twin
 of CachedJoinFeedExamples.java (keep the two in step), its input, and which marks its versioned table puts.
 
-Fourteen joins, each of a cached store's updates (2 s before and after, 5 s grace unless said). Ten with
+Seventeen joins, each of a cached store's updates (2 s before and after, 5 s grace unless said). Ten with
 the taps, in one sub-topology (two more at the end): a table read from ``rows`` left-joined with them; a count of ``marks``
 inner-joined with them; ``marks`` made a table (``to_table``) outer-joined with the taps that have a
 key (a null-keyed tap an outer join passes on would go to a partition the producer picks); a cogroup
@@ -11,8 +11,10 @@ cache flushed into it, then its own, as Kafka Streams flushes its stores in the 
 them), inner-joined with them; ``marks`` made a versioned table (8 s of history: older marks are not
 put, nor forwarded) filtered into a store of its own, left-joined with the taps (within 500 ms), and
 mapped into a store of its own, inner-joined with them (the filter's and the map_values' stores put
-every update the versioned table forwards, out-of-order ones too); and three joins of windowed counts
-of the marks, each window (session) a key of its own (:func:`_cached_window_joins`).
+every update the versioned table forwards, out-of-order ones too); three joins of windowed counts
+of the marks, each window (session) a key of its own (:func:`_cached_window_joins`); and three of windowed
+cogroups of the marks and the taps (time, session and sliding windows: one store and one cache for both
+inputs, each input with its own stream time; :func:`_cached_cogroup_window_joins`).
 And, in the sub-topology after the repartition topic, a table of ``members`` re-grouped by the group
 its value names (``<group>:<payload>``), counted with its cache, inner-joined with the ``pings``. And,
 in the orders' sub-topology, the ``orders`` (``<user>:<payload>``) joined on their user with the

@@ -50,7 +50,8 @@ def run(records, gap, grace, initializer, aggregator, merger, retention=None, sk
         for s in found:
             own.remove(s)
         own.append([start, end, aggregator(key, value, agg)])
-        cached.add((key, start, end))
+        if commit_every is not None:
+            cached.add((key, start, end))
     final = {(key, s[0], s[1]): s[2] for key, own in sessions.items() for s in own if s[2] is not None}
     return final, dropped, ambiguous
 
