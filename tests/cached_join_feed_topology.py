@@ -1,7 +1,7 @@
 """Stream-stream joins fed, in their sub-topology, by stores with the record cache on: the Python twin
 of CachedJoinFeedExamples.java (keep the two in step), its input, and which marks its versioned table puts.
 
-Fourteen joins, each of a cached store's updates (2 s before and after, 5 s grace unless said). Ten with
+Seventeen joins, each of a cached store's updates (2 s before and after, 5 s grace unless said). Ten with
 the taps, in one sub-topology (two more at the end): a table read from ``rows`` left-joined with them; a count of ``marks``
 inner-joined with them; ``marks`` made a table (``to_table``) outer-joined with the taps that have a
 key (a null-keyed tap an outer join passes on would go to a partition the producer picks); a cogroup
@@ -11,8 +11,10 @@ cache flushed into it, then its own, as Kafka Streams flushes its stores in the 
 them), inner-joined with them; ``marks`` made a versioned table (8 s of history: older marks are not
 put, nor forwarded) filtered into a store of its own, left-joined with the taps (within 500 ms), and
 mapped into a store of its own, inner-joined with them (the filter's and the map_values' stores put
-every update the versioned table forwards, out-of-order ones too); and three joins of windowed counts
-of the marks, each window (session) a key of its own (:func:`_cached_window_joins`).
+every update the versioned table forwards, out-of-order ones too); three joins of windowed counts
+of the marks, each window (session) a key of its own (:func:`_cached_window_joins`); and three of windowed
+cogroups of the marks and the taps (time, session and sliding windows: one store and one cache for both
+inputs, each input with its own stream time; :func:`_cached_cogroup_window_joins`).
 And, in the sub-topology after the repartition topic, a table of ``members`` re-grouped by the group
 its value names (``<group>:<payload>``), counted with its cache, inner-joined with the ``pings``. And,
 in the orders' sub-topology, the ``orders`` (``<user>:<payload>``) joined on their user with the
@@ -51,7 +53,8 @@ INPUTS = ("rows", "taps", "marks", "members", "pings", "orders", "users", "payme
 OUTPUTS = ("out-cached-table", "out-cached-count", "out-cached-to-table", "out-cached-cogroup",
            "out-cached-table-join", "out-cached-kept", "out-cached-shouted", "out-cached-windows",
            "out-cached-sessions", "out-cached-sliding", "out-cached-regroup", "out-cached-paid",
-           "out-cached-filtered", "out-cached-step", "out-cached-step-series")
+           "out-cached-filtered", "out-cached-step", "out-cached-step-series", "out-cached-cogroup-windows",
+           "out-cached-cogroup-sessions", "out-cached-cogroup-sliding")
 # At most this many records per task and input: a task's whole input (3 topics; the re-grouping's:
 # a repartition record or two per member update, and the pings) is one micro-batch of a killed run's
 # 60 records.
@@ -125,6 +128,7 @@ def cached_join_feed_examples(topics: dict[str, str]) -> StreamsBuilder:
         .process_values(StampValues) \
         .to(topics["out-cached-shouted"])
     _cached_window_joins(marks, taps, topics)
+    _cached_cogroup_window_joins(marks, taps, topics)
     builder.table(topics["members"], Materialized.as_("members-plain").with_caching_disabled()) \
         .group_by(lambda member, value: (value.split(":")[0], value.split(":")[1])) \
         .count(Materialized.as_("cached-group-counts")) \
@@ -206,6 +210,58 @@ def _cached_window_joins(marks, taps, topics: dict[str, str]) -> None:
         .map(lambda window, value: (window.key, f"{window.window.start}:{value}")) \
         .process_values(StampValues) \
         .to(topics["out-cached-sliding"])
+
+
+def _cached_cogroup_window_joins(marks, taps, topics: dict[str, str]) -> None:
+    """CachedJoinFeedExamples.cachedCogroupWindowJoins (Java): windowed cogroups of the marks and the taps
+    (each window's values joined by commas, ``null`` for a null value) with the record cache on (one store
+    and one cache for both inputs), each window's (session's) aggregate forwarded at the commit, joined under
+    the window's own key: 2 s windows every 1 s (3 s grace) inner-joined with the taps' uncached counts of
+    the same windows (within 1 s, 2 s grace); sessions (1 s gap, 2 s grace) outer-joined with themselves
+    upper-cased where they hold a comma (500 ms, 500 ms grace); 1 s sliding windows (2 s grace) left-joined
+    with themselves upper-cased (500 ms, 500 ms grace). Each output keyed by the window's key, the window in
+    its value."""
+    def adder(key, value, aggregate):
+        return f"{aggregate},{java_string(value)}"
+
+    hopping = TimeWindows.of_size_and_grace(timedelta(seconds=2), timedelta(seconds=3)).advance_by(timedelta(seconds=1))
+    tap_windows = taps.group_by_key().windowed_by(hopping) \
+        .count(Materialized.as_("tap-cogroup-windows").with_caching_disabled()) \
+        .to_stream()
+    cogrouped = marks.group_by_key().cogroup(adder).cogroup(taps.group_by_key(), adder)
+    cogrouped.windowed_by(hopping) \
+        .aggregate(lambda: "", Materialized.as_("cached-cogroup-windows")) \
+        .to_stream() \
+        .join(tap_windows, lambda values, tapped: f"{values}/{tapped}",
+              JoinWindows.of_time_difference_and_grace(timedelta(seconds=1), timedelta(seconds=2)),
+              StreamJoined.with_(WindowedSerde(Serdes.String(), 2000), Serdes.String(), Serdes.Long())) \
+        .map(lambda window, value: (window.key, f"{window.window.start}:{value}")) \
+        .process_values(StampValues) \
+        .to(topics["out-cached-cogroup-windows"])
+    sessions = cogrouped \
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(seconds=1), timedelta(seconds=2))) \
+        .aggregate(lambda: "", lambda key, left, right: left + right, Materialized.as_("cached-cogroup-sessions")) \
+        .to_stream()
+    shouted_sessions = sessions.filter(lambda session, values: values is not None and values.count(",") > 1) \
+        .map_values(str.upper)
+    sessions.outer_join(shouted_sessions, lambda values, shouted: f"{java_string(values)}/{java_string(shouted)}",
+                        JoinWindows.of_time_difference_and_grace(timedelta(milliseconds=500),
+                                                                 timedelta(milliseconds=500)),
+                        StreamJoined.with_(WindowedSerde(Serdes.String(), session=True), Serdes.String(),
+                                           Serdes.String())) \
+        .map(lambda session, value: (session.key, f"{session.window.start}-{session.window.end}:{value}")) \
+        .process_values(StampValues) \
+        .to(topics["out-cached-cogroup-sessions"])
+    sliding = cogrouped \
+        .windowed_by(SlidingWindows.of_time_difference_and_grace(timedelta(seconds=1), timedelta(seconds=2))) \
+        .aggregate(lambda: "", Materialized.as_("cached-cogroup-sliding")) \
+        .to_stream()
+    sliding.left_join(sliding.map_values(str.upper), lambda values, shouted: f"{values}/{java_string(shouted)}",
+                      JoinWindows.of_time_difference_and_grace(timedelta(milliseconds=500), timedelta(milliseconds=500)),
+                      StreamJoined.with_(WindowedSerde(Serdes.String(), 1000), Serdes.String(), Serdes.String())) \
+        .map(lambda window, value: (window.key, f"{window.window.start}:{value}")) \
+        .process_values(StampValues) \
+        .to(topics["out-cached-cogroup-sliding"])
 
 
 def cached_join_feed_input(base: int, partitions: int, seed: int = 8) -> dict[str, list[tuple]]:

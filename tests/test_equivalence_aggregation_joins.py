@@ -13,10 +13,10 @@ subtraction, an addition or both) with the larger of the record's timestamp and 
 previous one, and the join's windows pair the update by that stamp; the runner keeps the
 aggregations' timestamps for it (README, "Stream-stream joins (inner, left, outer) run
 task-grouped"). Each output value ends with ``|t`` and its record's timestamp (a ``process_values``
-after the join). And, in an app of their own, fourteen joins fed by stores with the record cache on (a table, a
+after the join). And, in an app of their own, seventeen joins fed by stores with the record cache on (a table, a
 count, a to_table, a cogroup, a materialized table-table join, a filter's and a map_values' own stores after a
-versioned table, time, session and sliding windowed counts, a re-grouped table's count, a foreign-key join's result,
-a filter's own store on an uncached table and a map_values' on a cached one)
+versioned table, time, session and sliding windowed counts and cogroups, a re-grouped table's count, a foreign-key
+join's result, a filter's own store on an uncached table and a map_values' on a cached one)
 and a cached filter's own store read by a processor named with it (tests/cached_join_feed_topology.py,
 CachedJoinFeedExamples.java), which Kafka Streams runs committing once, when closed after its whole input
 (CommitOnceRuns.java); each of their tasks' input is one micro-batch of ours, also killed.
@@ -330,6 +330,8 @@ def test_reference_forwards_each_cached_key_once_at_its_commit(cached_kafka_stre
         assert steps and all(mark == last_marks[key] and not mark.endswith("5") for key, (mark, _) in steps)
         assert any(tap == "null" for _, (_, tap) in steps) and any(tap != "null" for _, (_, tap) in steps)
         assert any(passing[key] > 1 for key, _ in steps)  # its cache collapsed several updates that pass
+        for name in ("out-cached-cogroup-windows", "out-cached-cogroup-sessions", "out-cached-cogroup-sliding"):
+            assert all(any(tag in value for _, value in results[name][partition]) for tag in (",m", ",t")), name
         series = results["out-cached-step-series"][partition]
         assert series and all(value.split("+")[0] == last_rows[key].upper() for key, value in series)
         # the filter's changes are marks ("m..."), never a tombstone: a key flushed once was never stored before

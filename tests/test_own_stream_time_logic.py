@@ -216,3 +216,31 @@ def test_a_filtered_session_count_ends_as_kafka_streams_processor_fed_what_passe
                 None if value is None else struct.unpack(">q", value)[0])
     assert {session: count for session, count in last.items() if count is not None} == final
     assert sum(topic == DROPPED_LATE_TOPIC for topic, _, _ in written) == dropped
+
+
+def _filtered_cached_sessions(builder):
+    builder.stream("in").filter(lambda key, value: value != "x").group_by_key().windowed_by(SESSIONS) \
+        .count(Materialized.as_("sessions")).to_stream() \
+        .to("out", Produced.with_(WindowedSerde(Serdes.String(), session=True), Serdes.Long()))
+
+
+CACHED_ROWS = st.lists(st.tuples(st.sampled_from(["a", "b", None]), st.sampled_from(["v", None]),
+                                 st.integers(min_value=0, max_value=20_000)), max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=CACHED_ROWS, batches=st.integers(min_value=1, max_value=5))
+def test_a_cached_session_count_with_its_own_clocks_merges_what_its_cache_holds(rows, batches):
+    # Kafka Streams' caching store returns the sessions put since the last commit (a micro-batch's end
+    # here) whatever the store's time: a record merges one the store below it would no longer return.
+    written = run_batches(_program(_filtered_cached_sessions), rows, batches)
+    final, dropped, _ = session_reference.count(rows, 3_000, 2_000, commit_every=max(1, -(-len(rows) // batches)))
+    serde = WindowedSerde(Serdes.String(), session=True)
+    last: dict = {}
+    for topic, key, value in written:
+        if topic == "out":
+            window = serde.deserialize(key)
+            last[window.key, window.window.start, window.window.end] = (
+                None if value is None else struct.unpack(">q", value)[0])
+    assert {session: count for session, count in last.items() if count is not None} == final
+    assert sum(topic == DROPPED_LATE_TOPIC for topic, _, _ in written) == dropped

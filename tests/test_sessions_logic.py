@@ -200,11 +200,13 @@ def test_without_record_cache_every_update_is_forwarded_in_order():
     ]
 
 
-@pytest.mark.parametrize("before, merged", [(20000, False), (19999, True)])
-def test_stream_time_before_the_record_decides_what_the_store_still_holds(before, merged):
+@pytest.mark.parametrize("before, cached, merged", [(20000, False, False), (19999, False, True), (20000, True, True)])
+def test_stream_time_before_the_record_decides_what_the_store_still_holds(before, cached, merged):
     """Grace 0, gap 5 s: a session ending at t - gap is in the store for a record at t = stream time
-    only if no earlier record of the task (any key) already had timestamp t."""
-    program = compile_topology(_topology(), "app").program(0)
+    only if no earlier record of the task (any key) already had timestamp t; with the record cache on it
+    is returned anyway (CachingSessionStore: the cache holds it until the commit, the batch's end)."""
+    materialized = Materialized.as_("counts") if cached else Materialized.as_("counts").with_caching_disabled()
+    program = compile_topology(_topology(materialized=materialized), "app").program(0)
     records = pd.DataFrame({
         "key": [b"k", b"k"], "value": [b"v", b"v"], "topic": ["in", "in"], "partition": [0, 0], "offset": [0, 1],
         "timestamp": [None, None], "event_time": [15000, 20000], "merge_time": [15000, 20000],

@@ -34,6 +34,7 @@ from dagster_kstreams.processors import sessions, windows
 from dagster_kstreams.processors.sessions import SessionWindowAggregate
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.processors.user_dsl_window_store import observed_time_key
+from dagster_kstreams.processors.user_time_store import NO_TIME
 from dagster_kstreams.processors.window_store import expire
 from dagster_kstreams.processors.windows import SlidingWindowAggregate, TimeWindowAggregate
 
@@ -80,10 +81,16 @@ class _OwnClocks:
         values[self._store_key] = time if current is None else max(current, time)
         return values[self._store_key]
 
+    @property
+    def _flushed_key(self) -> str:
+        return f"cogroup.flushed_store_time.{self.store}"
+
     def _end_batch_at_store_time(self, task) -> None:
-        """Expire by the store's stream time, not the processor's (another input may still read)."""
+        """Expire by the store's stream time, not the processor's (another input may still read). The
+        batch's end is a commit: the record cache flushes into the store, whose time then is its own."""
         if self._batch_stream_time is not None:
             self._batch_stream_time = task.values.get(self._store_key)
+            task.values[self._flushed_key] = self._batch_stream_time
 
 
 class _OwnWindows(_OwnClocks):
@@ -135,6 +142,12 @@ class OwnSessionWindowAggregate(_OwnClocks, SessionWindowAggregate):
         super().process(key, value, self._advance_own(context, state), out, state)
 
     def _store_time(self, context, state) -> Optional[int]:
+        if self.cached and not self.observes_store_time:
+            # Kafka Streams' caching store: what its cache holds is returned whatever the time (the
+            # sessions changed in this micro-batch, SessionStore.expire), the rest by the time of the
+            # store below it, which takes the cache's puts at a commit: this batch's start (none: -1).
+            flushed = task_state_of(self, state).values.get(self._flushed_key)
+            return NO_TIME if flushed is None else flushed
         store_time = self._shared_store_time(state)
         # Nothing written yet: no session to expire (the store is empty, for every key).
         return context.stream_time - 1 if store_time is None else store_time

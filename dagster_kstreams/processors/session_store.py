@@ -43,17 +43,19 @@ class SessionStore:
         self.gap, self.grace, self.retention = gap, grace, retention
         self.sessions: list[tuple[int, int, Any]] = sorted(sessions, key=lambda s: (s[1], s[0]))
 
-    def expire(self, store_stream_time: int) -> None:
-        """Forget the sessions the store no longer returns (end <= its stream time - retention)."""
+    def expire(self, store_stream_time: int, cached: frozenset = frozenset()) -> None:
+        """Forget the sessions the store no longer returns (end <= its stream time - retention), but those
+        ``cached`` (``(start, end)``): a caching store returns what its cache holds whatever that time."""
         floor = store_stream_time - self.retention
         if self.sessions and self.sessions[0][1] <= floor:
-            self.sessions = [s for s in self.sessions if s[1] > floor]
+            self.sessions = [s for s in self.sessions if s[1] > floor or (s[0], s[1]) in cached]
 
     def apply(self, key, value, timestamp: int, stream_time_before: int, stream_time: int,
-              initializer, aggregator, merger, call=lambda fn, *args: fn(*args)):
+              initializer, aggregator, merger, call=lambda fn, *args: fn(*args), cached: frozenset = frozenset()):
         """Process one record. Returns None when it is late (dropped), else ``(removed, new)``:
-        the merged-away sessions ``[(start, end, agg)]`` and the new session ``(start, end, agg)``."""
-        self.expire(stream_time_before)
+        the merged-away sessions ``[(start, end, agg)]`` and the new session ``(start, end, agg)``
+        (``cached``: the sessions the record cache holds, :meth:`expire`)."""
+        self.expire(stream_time_before, cached)
         found = self.merge(key, timestamp, stream_time, initializer, merger, call)
         if found is None:
             return None

@@ -127,8 +127,12 @@ class SessionWindowAggregate(WindowedTable):
             store.expire(before)
             self._process_in_steps(key, value, store, stream_time, context, out, state, changes)
             return
+        # Kafka Streams' caching store returns the sessions its cache holds (written since the last flush)
+        # whatever the store's time: a record may merge one its underlying store no longer returns
+        cached = frozenset(session for session, (agg, _) in changes.items() if agg is not None) \
+            if self.cached else frozenset()
         result = store.apply(key, value, context.timestamp, before, stream_time, self.initializer, self.aggregator,
-                             self.merger, lambda fn, *args: self.call(context, fn, *args))
+                             self.merger, lambda fn, *args: self.call(context, fn, *args), cached)
         state.values[slot] = tuple(store.sessions) if store.sessions else ABSENT
         state.keys[slot] = key
         state.changed = True

@@ -41,7 +41,8 @@ import org.apache.kafka.streams.state.WindowStore;
  * (uncached), the join materialized with its cache too, inner-joined with the taps; the marks made a
  * versioned table (8 s of history: older marks are not put, nor forwarded), filtered into a store of its
  * own left-joined with the taps (within 500 ms), and mapped (upper case) into a store of its own
- * inner-joined with them; windowed counts of the marks (cachedWindowJoins); and a table of members
+ * inner-joined with them; windowed counts of the marks (cachedWindowJoins); windowed cogroups of the marks
+ * and the taps (CachedCogroupWindowJoins); and a table of members
  * re-grouped by the group its value names, counted with its cache, inner-joined with the pings (in the
  * sub-topology after the repartition topic); and the orders joined on their user with the users (a
  * foreign-key join named "paid", both tables uncached), its result materialized with its cache,
@@ -57,7 +58,8 @@ import org.apache.kafka.streams.state.WindowStore;
  *
  * Args: bootstrap applicationId stateDir rows taps marks members pings orders users payments
  *       outTable outCount outToTable outCogroup outTableJoin outKept outShouted outWindows outSessions
- *       outSliding outRegroup outPaid outFiltered outStep outStepSeries
+ *       outSliding outRegroup outPaid outFiltered outStep outStepSeries outCogroupWindows outCogroupSessions
+ *       outCogroupSliding
  *
  * The Python twin is cached_join_feed_examples() in tests/cached_join_feed_topology.py; keep the two in step.
  */
@@ -93,7 +95,9 @@ final class CachedJoinFeedExamples {
                                            String outCogroup, String outTableJoin, String outKept,
                                            String outShouted, String outWindows, String outSessions,
                                            String outSliding, String outRegroup, String outPaid,
-                                           String outFiltered, String outStep, String outStepSeries) {
+                                           String outFiltered, String outStep, String outStepSeries,
+                                           String outCogroupWindows, String outCogroupSessions,
+                                           String outCogroupSliding) {
         StreamsBuilder builder = new StreamsBuilder();
         JoinWindows windows = JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(2), Duration.ofSeconds(5));
         KStream<String, String> tapStream = builder.stream(taps);
@@ -149,6 +153,8 @@ final class CachedJoinFeedExamples {
             .processValues(StampValues::new)
             .to(outShouted);
         cachedWindowJoins(markStream, tapStream, outWindows, outSessions, outSliding);
+        CachedCogroupWindowJoins.cachedCogroupWindowJoins(markStream, tapStream, outCogroupWindows, outCogroupSessions,
+                                                          outCogroupSliding);
         builder.<String, String>table(members,
                 Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("members-plain").withCachingDisabled())
             .groupBy((member, value) -> KeyValue.pair(value.split(":")[0], value.split(":")[1]))
@@ -247,7 +253,8 @@ final class CachedJoinFeedExamples {
         Topology topology = cachedJoinFeedExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
                                                    args[10], args[11], args[12], args[13], args[14], args[15],
                                                    args[16], args[17], args[18], args[19], args[20], args[21],
-                                                   args[22], args[23], args[24], args[25]);
+                                                   args[22], args[23], args[24], args[25], args[26], args[27],
+                                                   args[28]);
         Properties props = CommitOnceRuns.properties(args[0], args[1], args[2]);
         // The inputs are all produced before it starts: a task waits for the records of each partition
         // whose lag it knows (KIP-695), with no idling on top. A task that also reads an internal topic
