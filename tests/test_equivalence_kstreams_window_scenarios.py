@@ -11,7 +11,10 @@ shouldLogAndMeterWhenSkippingLateRecordWithNonzeroGrace; and both tests' emit-fi
 keys are made strings), ``SuppressScenarioTest`` (final results for
 time windows, with a large jump, for sliding and session windows; a re-grouped table's counts
 suppressed by a time limit of zero, of 2 ms, in a buffer of one record and one of 200 bytes) and ``KTableAggregateTest``
-(testRemoveOldBeforeAddNew: an update that stays in its group). Their timestamps are theirs: near the
+(testRemoveOldBeforeAddNew: an update that stays in its group), and SuppressScenarioTest's suppressed
+table re-grouped (shouldWorkBeforeGroupBy, on the table scenarios' input) and joined
+(shouldWorkBeforeJoinRight / shouldWorkBeforeJoinLeft: their updates, then ours, on two tables of their
+own). Their timestamps are theirs: near the
 epoch (the early records at 1 to 70 ms, the others moved up by whole seconds so that windows stay
 aligned; 0 became 1: a producer stamps 0 with the time of sending), so every topic keeps its records
 forever (``retention.ms`` -1). Each scenario has its own keys, in one partition each, chosen so that
@@ -21,9 +24,9 @@ made strings: compared per source key). The scenarios share their inputs
 (tests/kstreams_window_scenarios_topology.py), so every windowed processor sees the others' records
 too, out of order as they come.
 
-Not run, because the runner refuses them when they are defined (a unit test below keeps them refused
-by name): SuppressScenarioTest.shouldWorkBeforeGroupBy (a suppressed table re-grouped) and
-shouldWorkBeforeJoinRight / shouldWorkBeforeJoinLeft (a suppressed table joined).
+Other readers of a suppressed table stay refused when defined (a unit test below keeps them refused by
+name): a stream-table join, a join through a filter with a store of its own, a suppressed join's result
+joined. No killed-and-rerun comparison here (tests/test_equivalence_suppress.py has the suppression's).
 
 What they found: an aggregation (here a re-grouped table's) whose updates reach a suppression or a user
 processor in its sub-topology stamped them with the record's timestamp, where Kafka Streams stamps the

@@ -41,6 +41,10 @@ evicts the records of other keys, in one order across keys. Both survive restart
 task's checkpoint, where Kafka Streams restores the buffer from its changelog but starts the
 stream time over (the runner's result is Kafka Streams' when it does not restart).
 
+Read as a table (:mod:`.suppressed_table_reads`): a re-grouping of a suppressed plain table subtracts
+the old value the suppression sends with each update; a table-table join reads it through the buffer
+(a buffered key's prior value, else the table behind), for which the buffer keeps each key's prior.
+
 Downstream: an evicted record goes on with the state of its own key (:mod:`.own_groups`), so an
 aggregation, a table or a join after the suppression in its sub-topology keeps and reads that key's
 values, as in Kafka Streams.

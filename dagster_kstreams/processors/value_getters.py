@@ -50,6 +50,8 @@ class ValueGetter:
         self.store = store  # None when the values come from ``joined``
         self.steps = steps  # [(kind, fn(key, value), negate)] in store-to-table order
         self.versioned = versioned  # the store's versions, when it is a versioned store
+        # a table read through another one's getter: a join's result without a store (JoinedValues), a
+        # suppression's buffer then its parent (suppressed_table_reads.SuppressedView)
         self.joined = joined
         # an uncached materialized join's result: its old values are the ones its join sent
         self.sent_by_join = sent_by_join
@@ -279,7 +281,8 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
                 f"processor {factory.name} ({factory.kind.value}) reads the table {table_node_name!r}, whose values "
                 f"come from {node.name} ({node.kind.value}); the Spark runner reads tables read from a topic, built "
                 "by to_table or an aggregation (a plain cogroup's too, not a windowed one's) (or, to join or re-group "
-                "them, a table-table join's result), and their filter/map_values only")
+                "them, a table-table join's result; to join them with a table, their suppression), and their "
+                "filter/map_values (after a suppression, without a store of their own) only")
         if len(node.parents) != 1:
             raise UnsupportedTopologyError(
                 f"table {table_node_name!r} of processor {factory.name}: cannot trace its store")
