@@ -26,7 +26,8 @@ too, out of order as they come.
 
 Other readers of a suppressed table stay refused when defined (a unit test below keeps them refused by
 name): a stream-table join, a join through a filter with a store of its own, a suppressed join's result
-joined. No killed-and-rerun comparison here (tests/test_equivalence_suppress.py has the suppression's).
+joined or re-grouped. No killed-and-rerun comparison here (tests/test_equivalence_suppress.py has one of a suppressed
+table re-grouped and joined).
 
 What they found: an aggregation (here a re-grouped table's) whose updates reach a suppression or a user
 processor in its sub-topology stamped them with the record's timestamp, where Kafka Streams stamps the
@@ -57,7 +58,7 @@ from dagster_kstreams.kafka.records import read_topic
 from dagster_kstreams.orchestration.app import check_runnable
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.spark.task_runner import TaskRunner
-from dagster_kstreams.topology import BufferConfig, StreamsBuilder, Suppressed
+from dagster_kstreams.topology import BufferConfig, Grouped, StreamsBuilder, Suppressed
 from dagster_kstreams.topology.materialized import Materialized
 
 # Spark's Python workers cannot import modules of tests/: ship the topology's lambdas by value.
@@ -280,6 +281,12 @@ def _join_of_suppressed_join(builder):
     held.join(builder.table("right"), lambda mine, theirs: mine).to_stream().to("out")
 
 
+def _regrouping_of_suppressed_join(builder):
+    joined = builder.table("tables").join(builder.table("left"), lambda mine, theirs: mine)
+    joined.suppress(Suppressed.until_time_limit(timedelta(milliseconds=10), BufferConfig.unbounded())) \
+        .group_by(lambda key, value: (key, value), Grouped.as_("held-join-by-key")).count().to_stream().to("out")
+
+
 @pytest.mark.parametrize("build, processor, reason", [
     # a stream-table join reads no suppressed table (only table-table joins are compared with Kafka Streams)
     (_stream_table_join_of_suppressed, r"KSTREAM-JOIN-\d+", r"whose values come from .* \(suppress\)"),
@@ -287,6 +294,8 @@ def _join_of_suppressed_join(builder):
     (_join_through_kept_filter, r"KTABLE-JOINTHIS-\d+", r"whose values come from .* \(suppress\)"),
     # a suppressed join's result: the table behind the suppression is read as a plain table only
     (_join_of_suppressed_join, r"KTABLE-JOINTHIS-\d+", r"whose values come from .* \(table_table_join_merge\)"),
+    # nor is a suppressed join's result re-grouped
+    (_regrouping_of_suppressed_join, "held-join-by-key", r"whose values come from .* \(suppress\)"),
 ])
 def test_what_reads_a_suppressed_table_otherwise_is_still_refused_naming_the_reader(build, processor, reason):
     builder = StreamsBuilder()
