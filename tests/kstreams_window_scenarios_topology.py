@@ -26,7 +26,7 @@ from dagster_kstreams.topology.materialized import Materialized
 from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
 from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
 
-INPUTS = ("events", "tables")
+INPUTS = ("events", "tables", "left", "right")
 # Each output and how its keys are read: a time window of that size (ms), a session, or a plain string.
 OUTPUT_KEYS = {
     "out-sliding": 10, "out-sliding-reduce": 10, "out-sliding-closed": 10,
@@ -36,7 +36,7 @@ OUTPUT_KEYS = {
     "out-final": 2, "out-final-jump": 2, "out-final-sliding": 5,
     "out-regroup-counts": None, "out-regroup-zero": None, "out-regroup-limit": None, "out-regroup-records": None,
     "out-moves": None, "out-hopping-closed": 10, "out-session-closed": "session", "out-windowed-keys": None,
-    "out-regroup-bytes": None,
+    "out-regroup-bytes": None, "out-held-counts": None, "out-join-right-held": None, "out-join-left-held": None,
 }
 OUTPUTS = tuple(OUTPUT_KEYS)
 # A time limit that never comes (SuppressScenarioTest's Long.MAX_VALUE is beyond a timedelta).
@@ -61,6 +61,7 @@ def window_scenario_examples(topics: dict[str, str]) -> StreamsBuilder:
     builder = StreamsBuilder()
     _stream_windows(builder, topics)
     _table_aggregations(builder, topics)
+    _suppressed_joins(builder, topics)
     return builder
 
 
@@ -162,26 +163,24 @@ def _table_aggregations(builder: StreamsBuilder, topics: dict[str, str]) -> None
              .aggregate(lambda: "", lambda key, value, agg: agg + value,
                         lambda key, value, agg: agg.replace(value, ""), _uncached("moves")),
              topics["out-moves"], Serdes.String())
+    # SuppressScenarioTest.shouldWorkBeforeGroupBy: the table suppressed by a time limit, re-grouped by its
+    # own key and counted (each update the suppression emits subtracts the old value it sends).
+    _stamped(table.suppress(Suppressed.until_time_limit(_ms(10), BufferConfig.unbounded()).with_name("held"))
+             .group_by(lambda key, value: (key, value), Grouped.as_("held-by-key")).count(_uncached("held-counts")),
+             topics["out-held-counts"], Serdes.String())
 
 
-def suppressed_before_group_by(topics: dict[str, str]) -> StreamsBuilder:
-    """SuppressScenarioTest.shouldWorkBeforeGroupBy: a table suppressed by a time limit, then re-grouped
-    and counted. Refused by the runner (naming the re-grouping ``held-by-key``): not run here."""
-    builder = StreamsBuilder()
-    builder.table(topics["tables"], _uncached("tables-store")) \
-        .suppress(Suppressed.until_time_limit(_ms(10), BufferConfig.unbounded()).with_name("held")) \
-        .group_by(lambda key, value: (key, value), Grouped.as_("held-by-key")) \
-        .count(_uncached("held-counts")).to_stream().to(topics["out"], Produced.with_(Serdes.String(), Serdes.Long()))
-    return builder
+def _suppressed_joins(builder: StreamsBuilder, topics: dict[str, str]) -> None:
+    """SuppressScenarioTest.shouldWorkBeforeJoinRight / shouldWorkBeforeJoinLeft: two tables outer-joined,
+    one of them suppressed by a time limit first (read by the other side's updates through the buffer)."""
+    left = builder.table(topics["left"], _uncached("left-store"))
+    right = builder.table(topics["right"], _uncached("right-store"))
+    for output, this, other in (
+        ("out-join-right-held", left,
+         right.suppress(Suppressed.until_time_limit(_ms(10), BufferConfig.unbounded()).with_name("right-held"))),
+        ("out-join-left-held",
+         left.suppress(Suppressed.until_time_limit(_ms(10), BufferConfig.unbounded()).with_name("left-held")), right),
+    ):
+        _stamped(this.outer_join(other, lambda mine, theirs: "(" + ("null" if mine is None else mine) + ","
+                                 + ("null" if theirs is None else theirs) + ")"), topics[output], Serdes.String())
 
-
-def suppressed_before_join(topics: dict[str, str], suppressed_side: str) -> StreamsBuilder:
-    """SuppressScenarioTest.shouldWorkBeforeJoinRight / shouldWorkBeforeJoinLeft: two tables joined, one
-    of them suppressed by a time limit first. Refused by the runner (naming the join's processor that
-    reads the suppressed table): not run here."""
-    builder = StreamsBuilder()
-    tables = {side: builder.table(topics[side], _uncached(side + "-store")) for side in ("left", "right")}
-    tables[suppressed_side] = tables[suppressed_side].suppress(
-        Suppressed.until_time_limit(_ms(10), BufferConfig.unbounded()).with_name(suppressed_side + "-held"))
-    tables["left"].join(tables["right"], lambda mine, theirs: mine + "+" + theirs).to_stream().to(topics["out"])
-    return builder

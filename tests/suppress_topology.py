@@ -26,7 +26,8 @@ OUTPUTS = ("out-final", "out-closed", "out-sessions", "out-limited", "out-deboun
            "out-closed-sessions", "out-bytes", "out-both-bounds", "out-raised", "out-final-filtered",
            "out-windowed-bytes", "out-sessions-filtered", "out-session-bytes", "out-sliding-filtered",
            "out-sliding-bytes", "out-held", "out-closed-written", "out-closed-reads", "out-closed-sessions-written",
-           "out-closed-session-reads", "out-closed-sliding-written", "out-closed-sliding-reads")
+           "out-closed-session-reads", "out-closed-sliding-written", "out-closed-sliding-reads", "out-held-regrouped",
+           "out-held-joined")
 SHUT_DOWN_OUTPUT = "out-shut-down"  # of the shut-down application (shut_down_example)
 SHUT_DOWN_BYTES, RAISED_BYTES, WINDOWED_BYTES, SESSION_BYTES, SLIDING_BYTES = 480, 2_000, 300, 300, 300
 # How each output's keys are read: a time window of that size, a session window, or a plain string.
@@ -37,7 +38,7 @@ OUTPUT_KEYS = {"out-final": 10_000, "out-closed": 10_000, "out-sessions": "sessi
                "out-sliding-filtered": 5_000, "out-sliding-bytes": 5_000, "out-held": None,
                "out-closed-written": 10_000, "out-closed-reads": None, "out-closed-sessions-written": "session",
                "out-closed-session-reads": None, "out-closed-sliding-written": 5_000, "out-closed-sliding-reads": None,
-               SHUT_DOWN_OUTPUT: None}
+               "out-held-regrouped": None, "out-held-joined": None, SHUT_DOWN_OUTPUT: None}
 
 
 class ClosedWindowWriter(Processor):
@@ -314,6 +315,19 @@ def suppress_examples(topics: dict[str, str]) -> StreamsBuilder:
         .filter(lambda key, value: not value.startswith("x")) \
         .to_stream() \
         .to(topics["out-held"])
+    # A suppressed table re-grouped by key family (each update it emits subtracts the old value it sends:
+    # its latest buffered update's) and left-joined by the table itself (whose updates read it through
+    # the buffer: a buffered key's prior value, else the table's).
+    held_read = prices.suppress(Suppressed.until_time_limit(timedelta(seconds=2), BufferConfig.unbounded())
+                                .with_name("held-read"))
+    held_read.group_by(lambda key, value: (key[0], value), Grouped.as_("held-by-family")) \
+        .aggregate(lambda: "", lambda key, value, agg: agg + "+" + value, lambda key, value, agg: agg + "-" + value,
+                   Materialized.as_("held-families").with_caching_disabled()) \
+        .to_stream() \
+        .to(topics["out-held-regrouped"])
+    prices.left_join(held_read, lambda mine, held: mine + "|" + ("null" if held is None else held)) \
+        .to_stream() \
+        .to(topics["out-held-joined"])
     # A processor writes and reads the store of an aggregate emitting on window close: what it writes
     # is what the emit sends (each window with its timestamp).
     grouped.windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=2))

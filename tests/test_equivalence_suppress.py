@@ -22,7 +22,9 @@ filter and until a time limit in a buffer bounded in bytes (an update's old coun
 computed from). On the prices table too,
 suppressions bounded in bytes as Kafka Streams sizes a buffered record (``max_bytes(200)``; a
 ``map_values`` then ``max_records(3).with_max_bytes(230)``; both emit early) and one of 2,000 bytes
-that shuts down when full and never is. Windowed aggregations and the table run without
+that shuts down when full and never is; a suppression until a time limit re-grouped by key family (each
+update it emits subtracts the old value it sends) and left-joined by the prices table itself (whose
+updates read it through the buffer: a buffered key's prior value). Windowed aggregations and the table run without
 the record cache, so what reaches each suppression, and so its output, is fixed by the input.
 Kafka Streams 4.3.1 runs it once (emit-on-window-close checked after every record).
 
@@ -228,6 +230,7 @@ def _assert_reference_exercises_it(expected: dict, records: dict) -> None:
         assert len(closed_sessions) == len(set(closed_sessions)) > 5 and ends == sorted(ends)
         assert any("|" in value for _, value in expected[("out-closed-sessions", family)])  # merged sessions
         assert any(value is None for _, value in expected[("out-limited", family)])
+        assert any("-" in value for _, value in expected[("out-held-regrouped", family)])  # subtractions
         debounced = [value for _, value in expected[("out-debounced", family)]]
         assert None in debounced and not any(value and value.startswith("x") for value in debounced)
         held = [value for _, value in expected[("out-held", family)]]

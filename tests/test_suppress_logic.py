@@ -64,6 +64,25 @@ def test_buffer_evicts_as_kafka_streams_tree_map_does(operations):
         assert buffer.min_time() == (min(t for t, _ in model.values()) if model else None)
 
 
+@settings(max_examples=200)
+@given(_OPERATIONS)
+def test_buffer_keeps_each_keys_prior_value_as_kafka_streams_does(operations):
+    """Model of ``priorValueForBuffered``: a buffered key's prior value is the old value of its first
+    put since it was last evicted (later puts keep it); an evicted key is not buffered."""
+    buffer, priors = SuppressionBuffer(), {}
+    for number, (operation, argument, key) in enumerate(operations):
+        if operation == "put":
+            old = None if number % 3 == 0 else f"old{number}"  # an update of a key the table did not hold too
+            priors.setdefault(key, old)
+            buffer.put(argument, key, key, number, argument, old=old)
+        else:
+            evicted = buffer.expired(argument) if operation == "expire" else buffer.over(argument)
+            for evicted_key, *_ in list(evicted):
+                del priors[evicted_key]
+        for probe in (b"a", b"b", b"ab", b"\x00", b"\xff", b"c"):
+            assert buffer.prior_for(probe) == ((True, priors[probe]) if probe in priors else (False, None))
+
+
 # -- emit-on-window-close's range ----------------------------------------------------------------
 def test_closed_windows_emit_once_in_start_then_key_order_and_only_when_a_window_closed():
     tumbling = TimeWindows(10, 10, 0)

@@ -278,5 +278,6 @@ def suppress_and_emit_on_close_examples():
              "out-closed-sessions-written": "closed-sessions-written-out",
              "out-closed-session-reads": "closed-session-reads",
              "out-closed-sliding-written": "closed-sliding-written-out",
-             "out-closed-sliding-reads": "closed-sliding-reads"}
+             "out-closed-sliding-reads": "closed-sliding-reads", "out-held-regrouped": "held-regrouped",
+             "out-held-joined": "held-joined"}
     return suppress_examples(names).build()

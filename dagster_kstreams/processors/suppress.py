@@ -41,6 +41,10 @@ evicts the records of other keys, in one order across keys. Both survive restart
 task's checkpoint, where Kafka Streams restores the buffer from its changelog but starts the
 stream time over (the runner's result is Kafka Streams' when it does not restart).
 
+Read as a table (:mod:`.suppressed_table_reads`): a re-grouping of a suppressed plain table subtracts
+the old value the suppression sends with each update; a table-table join reads it through the buffer
+(a buffered key's prior value, else the table behind), for which the buffer keeps each key's prior.
+
 Downstream: an evicted record goes on with the state of its own key (:mod:`.own_groups`), so an
 aggregation, a table or a join after the suppression in its sub-topology keeps and reads that key's
 values, as in Kafka Streams.
@@ -56,6 +60,7 @@ from dagster_kstreams.processors.base import Processor, register
 from dagster_kstreams.processors.errors import ProcessingError
 from dagster_kstreams.processors.own_groups import own_group
 from dagster_kstreams.processors.suppress_size import buffered_record_size
+from dagster_kstreams.processors.suppressed_table_reads import viewed_through_getter
 from dagster_kstreams.processors.table_behind import old_values_read_below, table_behind
 from dagster_kstreams.processors.value_getters import ValueGetter
 from dagster_kstreams.processors.table_old_values import (
@@ -83,12 +88,16 @@ class SuppressionBuffer:
         # serialized key -> (its size in bytes, its serialized prior value: the old value when it was first buffered)
         self._sizes: dict[bytes, tuple[int, Optional[bytes]]] = {}
         self.size_bytes = 0
+        # serialized key -> the old value of its first buffered update, when old values are kept (the
+        # suppressed table's value before it, which its value getter reads: suppressed_table_reads.py)
+        self._priors: dict[bytes, Any] = {}
 
     def __setstate__(self, state: dict) -> None:
         # A buffer pickled before sizes were kept: its records count 0 bytes until updated.
         self.__dict__.update(state)
         self.__dict__.setdefault("_sizes", {})
         self.__dict__.setdefault("size_bytes", 0)
+        self.__dict__.setdefault("_priors", {})
 
     def __len__(self) -> int:
         return len(self._records)
@@ -107,11 +116,18 @@ class SuppressionBuffer:
         buffered keeps its buffer time and place."""
         if key_bytes not in self._records:
             heapq.heappush(self._order, (buffer_time, key_bytes))
+            if old is not _NOT_KEPT:
+                self._priors[key_bytes] = old
         record = (key, value, timestamp, headers)
         self._records[key_bytes] = record if old is _NOT_KEPT else (*record, old)
         replaced = self._sizes.get(key_bytes)
         self.size_bytes += size - (replaced[0] if replaced is not None else 0)
         self._sizes[key_bytes] = (size, prior)
+
+    def prior_for(self, key_bytes: bytes) -> tuple[bool, Any]:
+        """``(buffered, prior value)``: whether ``key_bytes`` is buffered, and the old value of its first
+        buffered update (None when old values are not kept), Kafka Streams' ``priorValueForBuffered``."""
+        return key_bytes in self._records, self._priors.get(key_bytes)
 
     def min_time(self) -> Optional[int]:
         """The oldest buffer time (None: the buffer is empty)."""
@@ -122,6 +138,7 @@ class SuppressionBuffer:
         latest update, and its old value when kept (``(key, value, timestamp)`` when an older
         version buffered it)."""
         _, key_bytes = heapq.heappop(self._order)
+        self._priors.pop(key_bytes, None)
         sized = self._sizes.pop(key_bytes, None)
         if sized is not None:
             self.size_bytes -= sized[0]
@@ -205,6 +222,14 @@ class Suppress(Processor):
         for evicted in suppress.buffer.over(self.max_records, self.max_bytes):
             self._emit(evicted, context, out, state)
 
+    def prior_value_for(self, key, state) -> tuple[bool, Any]:
+        """For the suppressed table's value getter: ``(buffered, prior value)`` of ``key`` in this
+        task's buffer (``state``: the reader's, in the task's state)."""
+        suppress = task_state_of(self, state).values.get(self._state_key)
+        if suppress is None:
+            return False, None
+        return suppress.buffer.prior_for(serialize_for(self, self.key_serde, key, "key"))
+
     def _size(self, key, key_bytes: bytes, value, context, state, buffer: SuppressionBuffer) -> tuple[int, Any]:
         """``(bytes, prior value)`` of the update as Kafka Streams' buffer counts them (:mod:`.suppress_size`):
         its old value is the table's before this update, through the same filter/map_values."""
@@ -249,7 +274,8 @@ def build(factory, ctx) -> Suppress:
     # the old value behind each update: sized with it when bounded in bytes, emitted with it when read below
     table = None if config.max_bytes is None else old_value_getter(ctx, factory, suppressed)
     old_values = None
-    if old_values_read_below(sub, factory):
+    # read below (a re-grouping subtracts it), or read as the prior value by a join's getter
+    if old_values_read_below(sub, factory) or viewed_through_getter(sub, factory):
         old_values = old_value_getter(ctx, factory, suppressed, through_joins=True)
     until_window_closes = bool(params["until_window_closes"])
     duration = params["grace_ms"] if until_window_closes else params["time_to_wait_ms"]

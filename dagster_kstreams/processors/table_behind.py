@@ -26,9 +26,9 @@ __all__ = ["TableBehind", "table_behind", "table_of", "tables_joined", "TABLE_ST
 TABLE_STEPS = frozenset({NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES, NodeKind.SUPPRESS})
 # The steps a reader of a table's store reads through: a filter's and a map_values' value getter
 # applies the step to its parent's (KTableFilterValueGetter, KTableMapValuesValueGetter). A
-# suppression's (its buffer, then its parent's: KTableSuppressProcessorSupplier's view) is not modelled:
-# value_getters.py refuses to read through it, so the windowed and session reads stop there too (passing
-# it would admit a join of a materialized filter after a suppressed windowed table, not compared with
+# suppression's (its buffer, then its parent's: KTableSuppressProcessorSupplier's view) is read by a
+# table-table join of a plain table only (value_getters.py, suppressed_table_reads.py), so the windowed
+# and session reads stop there (passing it would admit a join of a materialized filter after a suppressed windowed table, not compared with
 # Kafka Streams: tests/test_table_walkers_logic.py).
 FILTERS_AND_MAP_VALUES = frozenset({NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES})
 

@@ -218,8 +218,9 @@ def _table_table_join(factory, ctx) -> TableTableJoin:
     (sibling_name,) = [name for name in sub.node(merge_name).parents if name != factory.name]
     own_table, other_table = factory.parents[0], sub.node(sibling_name).parents[0]
     this_table, that_table = (own_table, other_table) if params["side"] == "this" else (other_table, own_table)
-    this = value_getter(ctx, factory, this_table, through_joins=True, windowed=True, sessions=True)
-    other = value_getter(ctx, factory, that_table, through_joins=True, windowed=True, sessions=True)
+    # a suppressed plain table through its buffer (KTableSuppressProcessorSupplier's view)
+    this = value_getter(ctx, factory, this_table, through_joins=True, windowed=True, sessions=True, suppressions=True)
+    other = value_getter(ctx, factory, that_table, through_joins=True, windowed=True, sessions=True, suppressions=True)
     if not check_session_join(ctx, factory, this_table, that_table, sub.node(merge_name)):
         check_windows(ctx, factory, this_table, that_table, sub.node(merge_name))
     joiner = ctx.function(factory, params["joiner"])

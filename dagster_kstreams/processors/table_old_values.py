@@ -37,6 +37,7 @@ from typing import Optional
 
 from dagster_kstreams.processors.base import Processor, register
 from dagster_kstreams.processors.table_steps import TableFilter, TableMapValues
+from dagster_kstreams.processors.suppressed_table_reads import sent_old_value_key
 from dagster_kstreams.processors.table_behind import TableBehind, sends_old_values, table_behind
 from dagster_kstreams.processors.value_getters import ValueGetter, value_getter
 from dagster_kstreams.processors.table_step_stores import keeps_own_store, table_step_store
@@ -47,13 +48,6 @@ from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows
 
 __all__ = ["old_value_getter", "SentOldValue", "sent_old_value_key", "table_key_serde", "serialize_for",
            "TableFilterOfOldValues", "BUILDERS"]
-
-
-def sent_old_value_key(sender: str) -> str:
-    """Where a suppression leaves, in ``state.old_values``, the old value of the update it emits
-    while that update travels on (a filter/map_values with its own store leaves it as any table's
-    store does: under its slot)."""
-    return f"sent.{sender}"
 
 
 class SentOldValue(ValueGetter):

@@ -186,6 +186,20 @@ class VersionedTableAggregate(VersionedStoreWriter, TableAggregate):
 
 
 # -- definition time -------------------------------------------------------------------------
+# The tables whose suppression a re-grouping reads (the old value the suppression sends): a table read
+# from a topic, by to_table or an aggregation; a suppressed join's result is not compared with Kafka Streams.
+_SUPPRESSED_WRITERS = frozenset({NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE, NodeKind.TABLE_AGGREGATE})
+
+
+def suppressed_plain_table(behind) -> bool:
+    """Whether the last step on the way that sends its own old values is a suppression of a plain
+    (not windowed) table written by one of :data:`_SUPPRESSED_WRITERS` (only filters/map_values without a
+    store of their own after it)."""
+    sender = behind.old_value_sender()
+    return behind.writer is not None and behind.writer.kind in _SUPPRESSED_WRITERS and sender is not None \
+        and behind.steps[sender].kind is NodeKind.SUPPRESS
+
+
 def _repartition_map(factory, ctx) -> TableRepartitionMap:
     (table,) = factory.parents
     selector = ctx.function(factory, factory.params["selector"])
@@ -193,6 +207,9 @@ def _repartition_map(factory, ctx) -> TableRepartitionMap:
     if is_session_table(behind):
         # the old value its session aggregation sends with each update: a merged session's with its delete
         check_session_regrouping(ctx.subtopology, factory, behind)
+        table_values = old_value_getter(ctx, factory, behind)
+    elif suppressed_plain_table(behind):
+        # the old value the suppression sends with each update it forwards (its latest buffered update's)
         table_values = old_value_getter(ctx, factory, behind)
     else:
         # A windowed table's old value: the one its aggregation forwards with the window's update.

@@ -19,6 +19,7 @@ from dagster_kstreams.processors.joined_tables import JoinedValues, sent_old_val
 from dagster_kstreams.processors.own_groups import group_key
 from dagster_kstreams.processors.session_table_reads import SessionReads, is_session_aggregation_on_update
 from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.processors.suppressed_table_reads import SuppressedView
 from dagster_kstreams.processors.table_step_stores import keeps_own_store
 from dagster_kstreams.processors.versioned_tables import VersionedTable, versioned_table
 from dagster_kstreams.processors.table_behind import materialized_step, table_behind
@@ -49,6 +50,8 @@ class ValueGetter:
         self.store = store  # None when the values come from ``joined``
         self.steps = steps  # [(kind, fn(key, value), negate)] in store-to-table order
         self.versioned = versioned  # the store's versions, when it is a versioned store
+        # a table read through another one's getter: a join's result without a store (JoinedValues), a
+        # suppression's buffer then its parent (suppressed_table_reads.SuppressedView)
         self.joined = joined
         # an uncached materialized join's result: its old values are the ones its join sent
         self.sent_by_join = sent_by_join
@@ -185,7 +188,7 @@ _STORE_KINDS = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE, No
 
 
 def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False,
-                 windowed: bool = False, sessions: bool = False) -> ValueGetter:
+                 windowed: bool = False, sessions: bool = False, suppressions: bool = False) -> ValueGetter:
     """The store behind a table and the table operations applied to its values on the way to
     ``table_node_name`` (``factory``: the processor that reads the table, named in errors).
     ``through_joins``: the reader can read a table-table join's result (its store when it is
@@ -195,7 +198,9 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
     table-table join and a re-grouping do. ``sessions``: with ``windowed``, a session aggregation's table
     too, one session by its start and end, as a join of two session tables reads it
     (:class:`~.session_table_reads.SessionReads`), through a join's result without a store too (Kafka
-    Streams' join value getter asks both tables' getters)."""
+    Streams' join value getter asks both tables' getters). ``suppressions``: a suppression of a plain
+    table too, through its buffer (:class:`~.suppressed_table_reads.SuppressedView`), as a table-table
+    join reads it."""
     sub = ctx.subtopology
     names = {node.name for node in sub.nodes}
     steps: list[tuple[str, Any, bool]] = []
@@ -257,6 +262,12 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
                 "the Spark runner joins and re-groups the tables of time-windowed and sliding-window aggregations "
                 "emitting on every update only, and session tables in joins of session tables (read by the "
                 "session's start and end, fetchSession) and their re-groupings and joins")
+        if suppressions and node.kind is NodeKind.SUPPRESS and not stored_steps:
+            # the buffer's prior value of a buffered key, else the plain table behind it (a windowed one,
+            # a join's result or a suppression's are refused there, naming the reader)
+            steps.reverse()
+            behind = value_getter(ctx, factory, node.parents[0])
+            return ValueGetter(None, tuple(steps), joined=SuppressedView(node.name, behind))
         if materialized_step(node):
             stored_steps.append(node)
         if node.kind is NodeKind.TABLE_FILTER:
@@ -270,7 +281,8 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
                 f"processor {factory.name} ({factory.kind.value}) reads the table {table_node_name!r}, whose values "
                 f"come from {node.name} ({node.kind.value}); the Spark runner reads tables read from a topic, built "
                 "by to_table or an aggregation (a plain cogroup's too, not a windowed one's) (or, to join or re-group "
-                "them, a table-table join's result), and their filter/map_values only")
+                "them, a table-table join's result; to join them with a table, their suppression), and their "
+                "filter/map_values (after a suppression, without a store of their own) only")
         if len(node.parents) != 1:
             raise UnsupportedTopologyError(
                 f"table {table_node_name!r} of processor {factory.name}: cannot trace its store")

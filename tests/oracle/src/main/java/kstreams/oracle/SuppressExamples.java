@@ -11,6 +11,7 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
@@ -50,7 +51,7 @@ import org.apache.kafka.streams.state.WindowStore;
  *       outDebounced outClosedSliding outClosedSessions outBytes outBothBounds outRaised outFinalFiltered
  *       outWindowedBytes outSessionsFiltered outSessionBytes outSlidingFiltered outSlidingBytes outHeld
  *       outClosedWritten outClosedReads outClosedSessionsWritten outClosedSessionReads
- *       outClosedSlidingWritten outClosedSlidingReads outShutDown
+ *       outClosedSlidingWritten outClosedSlidingReads outHeldRegrouped outHeldJoined outShutDown
  *
  * A second application (applicationId + "-shut-down", started first, run at once) suppresses the
  * prices table in a buffer of SHUT_DOWN_BYTES bytes that shuts down when full: it stops at the first
@@ -72,7 +73,8 @@ public final class SuppressExamples {
                                      String outSlidingFiltered, String outSlidingBytes, String outHeld,
                                      String outClosedWritten, String outClosedReads,
                                      String outClosedSessionsWritten, String outClosedSessionReads,
-                                     String outClosedSlidingWritten, String outClosedSlidingReads) {
+                                     String outClosedSlidingWritten, String outClosedSlidingReads,
+                                     String outHeldRegrouped, String outHeldJoined) {
         StreamsBuilder builder = new StreamsBuilder();
         // The suppression buffer serializes the windowed keys: the grouping names the key serde.
         KStream<String, String> eventStream = builder.<String, String>stream(events);
@@ -211,6 +213,20 @@ public final class SuppressExamples {
             .filter((key, value) -> !value.startsWith("x"))
             .toStream()
             .to(outHeld);
+        // A suppressed table re-grouped by key family (each update it emits subtracts the old value it
+        // sends: its latest buffered update's) and left-joined by the table itself (whose updates read it
+        // through the buffer: a buffered key's prior value, else the table's).
+        KTable<String, String> heldRead = priceTable
+            .suppress(Suppressed.<String>untilTimeLimit(Duration.ofSeconds(2), BufferConfig.unbounded())
+                .withName("held-read"));
+        heldRead.groupBy((key, value) -> KeyValue.pair(key.substring(0, 1), value), Grouped.as("held-by-family"))
+            .aggregate(() -> "", (key, value, agg) -> agg + "+" + value, (key, value, agg) -> agg + "-" + value,
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("held-families").withCachingDisabled())
+            .toStream()
+            .to(outHeldRegrouped);
+        priceTable.leftJoin(heldRead, (mine, held) -> mine + "|" + held)
+            .toStream()
+            .to(outHeldJoined);
         // A processor writes and reads the store of an aggregate emitting on window close: what it writes
         // is what the emit sends (each window with its timestamp).
         grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2))
@@ -308,7 +324,7 @@ public final class SuppressExamples {
         String bootstrap = args[0];
         String applicationId = args[1];
         String stateDir = args[2];
-        Topology shutDown = shutDownExample(args[4], args[29]);
+        Topology shutDown = shutDownExample(args[4], args[31]);
         Properties shutDownProps = KafkaStreamsRuns.properties(bootstrap, applicationId + "-shut-down",
                                                                stateDir + "/shut-down");
         shutDownProps.put(StreamsConfig.PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG, RecordingHandler.class);
@@ -320,14 +336,15 @@ public final class SuppressExamples {
         Topology topology = suppressExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
                                              args[10], args[11], args[12], args[13], args[14], args[15], args[16],
                                              args[17], args[18], args[19], args[20], args[21], args[22], args[23],
-                                             args[24], args[25], args[26], args[27], args[28]);
+                                             args[24], args[25], args[26], args[27], args[28], args[29], args[30]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
 
         KafkaStreams streams = new KafkaStreams(topology, props);
         streams.start();
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> List.of(args[3], args[4], args[5]),
+            KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> List.of(args[3], args[4], args[5],
+                                               applicationId + "-held-by-family-repartition"),
                                                Duration.ofMinutes(5));
             long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
             while (FAILURE.get() == null && System.nanoTime() < deadline) {

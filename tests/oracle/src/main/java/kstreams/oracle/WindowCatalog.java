@@ -65,7 +65,8 @@ final class WindowCatalog {
             "both-bounds-prices", "raised-prices", "final-filtered-counts", "windowed-bytes-counts",
             "sessions-filtered-out", "session-bytes-out", "sliding-filtered-out", "sliding-bytes-out",
             "held-prices", "closed-written-out", "closed-reads", "closed-sessions-written-out",
-            "closed-session-reads", "closed-sliding-written-out", "closed-sliding-reads"));
+            "closed-session-reads", "closed-sliding-written-out", "closed-sliding-reads", "held-regrouped",
+            "held-joined"));
         return topologies;
     }
 

@@ -44,7 +44,7 @@ import org.apache.kafka.streams.state.WindowStore;
  * KTableAggregateTest and SuppressScenarioTest) as one topology, run until its input is consumed with the
  * record cache off; prints JSON {"describe": ...}.
  *
- * Args: bootstrap applicationId stateDir events tables, then the outputs in the Python twin's OUTPUTS order.
+ * Args: bootstrap applicationId stateDir events tables left right, then the outputs in the Python twin's OUTPUTS order.
  *
  * The Python twin is window_scenario_examples() in tests/kstreams_window_scenarios_topology.py; keep the
  * two in step.
@@ -57,7 +57,7 @@ public final class WindowScenarioExamples {
         "out-expired-hopping", "out-expired-sliding", "out-session-counts", "out-session-final", "out-session-agg",
         "out-final", "out-final-jump", "out-final-sliding", "out-regroup-counts", "out-regroup-zero",
         "out-regroup-limit", "out-regroup-records", "out-moves", "out-hopping-closed", "out-session-closed",
-        "out-windowed-keys", "out-regroup-bytes");
+        "out-windowed-keys", "out-regroup-bytes", "out-held-counts", "out-join-right-held", "out-join-left-held");
     // SuppressScenarioTest's Long.MAX_VALUE, as the twin can say it (a timedelta ends sooner).
     static final Duration NEVER = Duration.ofDays(100 * 365);
 
@@ -93,7 +93,12 @@ public final class WindowScenarioExamples {
         return Materialized.<String, V, S>as(store).withCachingDisabled();
     }
 
-    static Topology windowScenarioExamples(String events, String tables, List<String> out) {
+    static String pair(String mine, String theirs) {
+        return String.format("(%s,%s)", mine, theirs);
+    }
+
+    static Topology windowScenarioExamples(String events, String tables, String leftTopic, String rightTopic,
+                                           List<String> out) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> stream = builder.stream(events);
         // The suppression buffers serialize the windowed keys: the groupings name the key serde.
@@ -179,13 +184,25 @@ public final class WindowScenarioExamples {
         stamped(table.groupBy((key, value) -> KeyValue.pair(key.substring(0, 1), key.substring(1)), Grouped.as("by-first"))
             .aggregate(() -> "", (key, value, agg) -> agg + value, (key, value, agg) -> agg.replace(value, ""),
                 WindowScenarioExamples.<KeyValueStore<Bytes, byte[]>, String>uncached("moves")), out.get(18), Serdes.String());
+        // SuppressScenarioTest.shouldWorkBeforeGroupBy, shouldWorkBeforeJoinRight, shouldWorkBeforeJoinLeft.
+        stamped(table.suppress(Suppressed.untilTimeLimit(Duration.ofMillis(10), BufferConfig.unbounded()).withName("held"))
+            .groupBy(KeyValue::pair, Grouped.as("held-by-key"))
+            .count(WindowScenarioExamples.<KeyValueStore<Bytes, byte[]>, Long>uncached("held-counts")), out.get(23), Serdes.String());
+        KTable<String, String> left = builder.table(leftTopic,
+            WindowScenarioExamples.<KeyValueStore<Bytes, byte[]>, String>uncached("left-store"));
+        KTable<String, String> right = builder.table(rightTopic,
+            WindowScenarioExamples.<KeyValueStore<Bytes, byte[]>, String>uncached("right-store"));
+        stamped(left.outerJoin(right.suppress(Suppressed.untilTimeLimit(Duration.ofMillis(10), BufferConfig.unbounded())
+            .withName("right-held")), WindowScenarioExamples::pair), out.get(24), Serdes.String());
+        stamped(left.suppress(Suppressed.untilTimeLimit(Duration.ofMillis(10), BufferConfig.unbounded()).withName("left-held"))
+            .outerJoin(right, WindowScenarioExamples::pair), out.get(25), Serdes.String());
         return builder.build();
     }
 
     public static void main(String[] args) throws Exception {
         String applicationId = args[1];
-        List<String> out = new ArrayList<>(List.of(args).subList(5, 5 + OUTPUTS.size()));
-        Topology topology = windowScenarioExamples(args[3], args[4], out);
+        List<String> out = new ArrayList<>(List.of(args).subList(7, 7 + OUTPUTS.size()));
+        Topology topology = windowScenarioExamples(args[3], args[4], args[5], args[6], out);
         Properties props = KafkaStreamsRuns.properties(args[0], applicationId, args[2]);
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0L);
         // Emitting on window close checks for closed windows after every record, as the runner does.
@@ -201,7 +218,8 @@ public final class WindowScenarioExamples {
         streams.start();
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]))) {
             KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId,
-                () -> List.of(args[3], args[4], applicationId + "-final-by-key-repartition",
+                () -> List.of(args[3], args[4], args[5], args[6], applicationId + "-final-by-key-repartition",
+                              applicationId + "-held-by-key-repartition",
                               applicationId + "-by-value-repartition", applicationId + "-by-first-repartition"),
                 Duration.ofMinutes(5));
             System.out.println(KafkaStreamsRuns.describeJson(topology));
