@@ -12,11 +12,11 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dsl_store_processor_topology import dsl_store_processor_examples  # noqa: E402
+from task_frames import task_frame  # noqa: E402
 
 from dagster_kstreams.processors.task_state import TaskState  # noqa: E402
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology  # noqa: E402
@@ -37,17 +37,6 @@ def test_value_and_timestamp_is_kafka_streams_one():
     assert ValueAndTimestamp(None, 1).value() is None  # Kafka Streams' makeAllowNullable: a put of it deletes
 
 
-def _frame(rows, first_offset=0, topic="in"):
-    offsets = list(range(first_offset, first_offset + len(rows)))
-    return pd.DataFrame({
-        "key": [None if r[0] is None else r[0].encode() for r in rows],
-        "value": [None if r[1] is None else r[1].encode() for r in rows],
-        "topic": [r[3] if len(r) > 3 else topic for r in rows], "partition": [0] * len(rows), "offset": offsets,
-        "timestamp": [None] * len(rows), "event_time": [r[2] for r in rows],
-        "merge_time": [r[2] for r in rows], "seq": offsets,
-    })
-
-
 def _program(builder, subtopology=0):
     return compile_topology(builder, "app", default_key_serde=Serdes.String(),
                             default_value_serde=Serdes.String()).program(subtopology)
@@ -56,7 +45,7 @@ def _program(builder, subtopology=0):
 def _run(program, rows, batches):
     outputs, stored, size = [], None, -(-len(rows) // batches)
     for first in range(0, len(rows), size):
-        out, stored = program.process_task_batch(_frame(rows[first:first + size], first), stored)
+        out, stored = program.process_task_batch(task_frame(rows[first:first + size], first), stored)
         if out is not None:
             out = out.sort_values("emit_order", kind="stable")
             outputs += [(k.decode(), v.decode()) for k, v in zip(out["key"], out["value"])]
@@ -149,7 +138,7 @@ def test_a_cached_table_forwards_a_processor_write_at_the_flush_as_its_own_updat
     program = _program(builder)
 
     def run(rows, first, stored):
-        out, stored = program.process_task_batch(_frame(rows, first), stored)
+        out, stored = program.process_task_batch(task_frame(rows, first), stored)
         out = out.sort_values("emit_order", kind="stable")
         return [(k.decode(), v.decode()) for k, v in zip(out["key"], out["value"])], stored
 
@@ -327,7 +316,7 @@ def test_a_store_a_foreign_key_join_reads_too_is_its_writer_s(side):
                              for node in compiled.topology.subtopology(sub).nodes)]
     program = compiled.program(subtopology)
     topic = "in" if side == "left" else "f"
-    out, _ = program.process_task_batch(_frame([("k", "a", 100, topic), ("k", "b", 50, topic)]), None)
+    out, _ = program.process_task_batch(task_frame([("k", "a", 100, topic), ("k", "b", 50, topic)]), None)
     out = out[out["topic"] == "out"].sort_values("emit_order", kind="stable")  # beside the join's subscriptions
     assert [value.decode() for value in out["value"]] == ["a|t100|a@100", "b|t50|b@50"]
 
@@ -359,4 +348,4 @@ def test_a_write_in_init_fails_naming_the_processor():
     builder = StreamsBuilder()
     builder.stream("in").group_by_key().count(Materialized.as_("counts")).to_stream().process(_WritesInInit, "counts")
     with pytest.raises(Exception, match="KSTREAM-PROCESSOR-0000000003: a DSL store was written in init"):
-        _program(builder).process_task_batch(_frame([("a", "v", 1)]), None)
+        _program(builder).process_task_batch(task_frame([("a", "v", 1)]), None)

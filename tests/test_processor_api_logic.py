@@ -9,13 +9,13 @@ import sys
 import time
 from pathlib import Path
 
-import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from processor_api_topology import processor_api_examples  # noqa: E402
+from task_frames import task_frame  # noqa: E402
 
 from dagster_kstreams.processors.punctuation import PunctuationSchedule  # noqa: E402
 from dagster_kstreams.processors.user_processors import user_store_content  # noqa: E402
@@ -83,23 +83,12 @@ def test_prefix_scan_serializes_the_prefix_with_the_serializer_given():
     assert list(store.prefix_scan(b"b", Serdes.ByteArray())) == [("b1:x", 4)]
 
 
-def _frame(rows, first_offset=0):
-    offsets = list(range(first_offset, first_offset + len(rows)))
-    return pd.DataFrame({
-        "key": [None if r[0] is None else r[0].encode() for r in rows],
-        "value": [None if r[1] is None else r[1].encode() for r in rows],
-        "topic": ["in"] * len(rows), "partition": [0] * len(rows), "offset": offsets,
-        "timestamp": [None] * len(rows), "event_time": [r[2] for r in rows],
-        "merge_time": [r[2] for r in rows], "seq": offsets,
-    })
-
-
 def _run(rows, batches):
     program = compile_topology(processor_api_examples({"events": "in", "out": "out"}), "app",
                                default_key_serde=Serdes.String(), default_value_serde=Serdes.String()).program(0)
     outputs, stored, size = [], None, -(-len(rows) // batches)
     for first in range(0, len(rows), size):
-        out, stored = program.process_task_batch(_frame(rows[first:first + size], first), stored)
+        out, stored = program.process_task_batch(task_frame(rows[first:first + size], first), stored)
         if out is not None:
             out = out.sort_values("emit_order", kind="stable")
             outputs += [(k, v.decode()) for k, v in zip(out["key"], out["value"])]
@@ -144,7 +133,7 @@ def test_a_fixed_key_processor_that_changes_the_key_fails_naming_it():
     program = compile_topology(builder, "app", default_key_serde=Serdes.String(),
                                default_value_serde=Serdes.String()).program(0)
     with pytest.raises(Exception, match="cannot change keys"):
-        program.process_task_batch(_frame([("a", "v", 1)]), None)
+        program.process_task_batch(task_frame([("a", "v", 1)]), None)
 
 
 class _Nothing(Processor):
@@ -202,7 +191,7 @@ def _low_level_program(second_ticker: bool):
 
 def test_low_level_forward_to_named_child_stream_and_wall_clock_punctuation_and_cancel():
     program = _low_level_program(second_ticker=False)
-    out, _ = program.process_task_batch(_frame([("a", "left", 5), ("b", "right", 12), ("c", "left", 31)]), None)
+    out, _ = program.process_task_batch(task_frame([("a", "left", 5), ("b", "right", 12), ("c", "left", 31)]), None)
     out = out.sort_values("emit_order", kind="stable")
     got = [(topic, value.decode()) for topic, value in zip(out["topic"], out["value"])]
     assert got == [
@@ -214,10 +203,10 @@ def test_low_level_forward_to_named_child_stream_and_wall_clock_punctuation_and_
 
 def test_punctuators_of_several_processors_fire_in_due_order_across_them():
     program = _low_level_program(second_ticker=True)
-    out, stored = program.process_task_batch(_frame([("a", "left", 5)]), None)
+    out, stored = program.process_task_batch(task_frame([("a", "left", 5)]), None)
     values = [v.decode() for v in out.sort_values("emit_order", kind="stable")["value"] if b"wall" not in v]
     assert values == ["left", "left", "t-once@5", "t-every@5", "u-once@5", "u-every@5"]
-    out, _ = program.process_task_batch(_frame([("b", "right", 27)], 1), stored)
+    out, _ = program.process_task_batch(task_frame([("b", "right", 27)], 1), stored)
     values = [v.decode() for v in out.sort_values("emit_order", kind="stable")["value"] if b"wall" not in v]
     # due at 10 (saved across the batch): ticker's two, then ticker2's two
     assert values == ["right", "right", "t-once@27", "t-every@27", "u-once@27", "u-every@27"]
@@ -225,8 +214,8 @@ def test_punctuators_of_several_processors_fire_in_due_order_across_them():
 
 def test_a_schedule_cancelled_in_one_batch_stays_cancelled_in_the_next():
     program = _low_level_program(second_ticker=False)
-    _, stored = program.process_task_batch(_frame([("a", "left", 5), ("b", "left", 12)]), None)  # "once" ticks twice
-    out, _ = program.process_task_batch(_frame([("c", "left", 35)], 2), stored)
+    _, stored = program.process_task_batch(task_frame([("a", "left", 5), ("b", "left", 12)]), None)  # "once" ticks twice
+    out, _ = program.process_task_batch(task_frame([("c", "left", 35)], 2), stored)
     values = [v.decode() for v in out.sort_values("emit_order", kind="stable")["value"] if b"wall" not in v]
     assert values == ["left", "t-every@35"]
 
@@ -245,13 +234,13 @@ def test_forward_outside_process_and_punctuators_fails_naming_the_processor():
     program = compile_topology(builder, "app", default_key_serde=Serdes.String(),
                                default_value_serde=Serdes.String()).program(0)
     with pytest.raises(Exception, match="KSTREAM-PROCESSOR-0000000001: forward.. was called outside process"):
-        program.process_task_batch(_frame([("a", "v", 1)]), None)
+        program.process_task_batch(task_frame([("a", "v", 1)]), None)
 
 
 def test_user_store_content_reads_key_value_and_window_stores_from_a_task_state():
     program = compile_topology(processor_api_examples({"events": "in", "out": "out"}), "app",
                                default_key_serde=Serdes.String(), default_value_serde=Serdes.String()).program(0)
-    _, stored = program.process_task_batch(_frame([("a1", "x", 1000), ("a2", "y", 26_000), ("a1", "z", 27_000)]), None)
+    _, stored = program.process_task_batch(task_frame([("a1", "x", 1000), ("a2", "y", 26_000), ("a1", "z", 27_000)]), None)
     assert user_store_content(program, stored, "seen") == {"a1": "z", "a2": "y"}
     # retention 20 s after the largest start (25000): the window at 0 is gone
     assert user_store_content(program, stored, "recent") == {
@@ -272,6 +261,6 @@ def test_the_task_id_is_known_in_init():
     builder.stream("in").process(_TaskIdInInit).to("out")
     program = compile_topology(builder, "app", default_key_serde=Serdes.String(),
                                default_value_serde=Serdes.String()).program(0)
-    frame = _frame([("a", "v", 1)]).assign(partition=[3])
+    frame = task_frame([("a", "v", 1)]).assign(partition=[3])
     out, _ = program.process_task_batch(frame, None)
     assert list(out["value"]) == [b"0_3"]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -20,6 +19,8 @@ from dagster_kstreams.topology import (
 from dagster_kstreams.topology.processor_api import Stores
 from dagster_kstreams.topology.serdes import Serdes
 from dagster_kstreams.topology.value_transformer import transform_values_arguments
+
+from task_frames import task_frame
 
 
 class _Counting(ValueTransformerWithKey):
@@ -52,17 +53,6 @@ def _builder(transformer=_Counting) -> StreamsBuilder:
     return builder
 
 
-def _frame(rows, first_offset=0):
-    offsets = list(range(first_offset, first_offset + len(rows)))
-    return pd.DataFrame({
-        "key": [None if r[0] is None else r[0].encode() for r in rows],
-        "value": [None if r[1] is None else r[1].encode() for r in rows],
-        "topic": ["in"] * len(rows), "partition": [0] * len(rows), "offset": offsets,
-        "timestamp": [None] * len(rows), "event_time": [r[2] for r in rows],
-        "merge_time": [r[2] for r in rows], "seq": offsets,
-    })
-
-
 def _program(builder):
     return compile_topology(builder, "app", default_key_serde=Serdes.String(),
                             default_value_serde=Serdes.String()).program(0)
@@ -72,7 +62,7 @@ def _run(rows, batches, builder=None):
     program = _program(builder or _builder())
     outputs, stored, size = [], None, -(-len(rows) // batches)
     for first in range(0, len(rows), size):
-        out, stored = program.process_task_batch(_frame(rows[first:first + size], first), stored)
+        out, stored = program.process_task_batch(task_frame(rows[first:first + size], first), stored)
         if out is not None:
             out = out.sort_values("emit_order", kind="stable")
             outputs += [(k.decode(), None if v is None else v.decode()) for k, v in zip(out["key"], out["value"])]
