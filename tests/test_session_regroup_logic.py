@@ -10,7 +10,7 @@ from collections import defaultdict
 from datetime import timedelta
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 import session_reference
 from dagster_kstreams.processors.changes import Change, ChangedSerde
@@ -111,7 +111,11 @@ def test_the_re_grouped_sums_are_the_sessions_counts_whatever_the_batches_and_th
     for batch in unique:
         tasks.batch(batch)
     records = [(key, "v", timestamp) for batch in unique for key, timestamp in batch]
-    sessions, _, _ = session_reference.count(records, GAP, GRACE)
+    sessions, _, ambiguous = session_reference.count(records, GAP, GRACE)
+    # With the record cache, a record may merge a session its store had expired but its cache still holds
+    # (Kafka Streams' CachingSessionStore, until the next commit): the reference here has no commits, so
+    # such inputs are left to the cached-session tests (test_own_stream_time_logic.py).
+    assume(not (cached and ambiguous))
     expected: dict = defaultdict(int)
     for (key, _, _), count in sessions.items():
         expected[key] += count
