@@ -29,6 +29,7 @@ from .processor_api import (
 )
 from .serdes import Serde, Serdes, Window, Windowed, WindowedSerde
 from .streams_builder import StreamsBuilder
+from .streams_config import StreamsConfig
 from .suppressed import BufferConfig, Suppressed
 from .task_id import TaskId
 from .versioned import VersionedRecord
@@ -51,7 +52,7 @@ __all__ = [
     "UsePartitionTimeOnInvalidTimestamp", "WallclockTimestampExtractor",
     "Named", "Printed", "Produced", "Repartitioned", "StreamJoined", "Suppressed", "TableJoined", "TopologyException",
     "BranchedKStream", "KGroupedStream", "KGroupedTable", "KStream", "KTable", "SessionWindowedKStream",
-    "StreamsBuilder", "TimeWindowedKStream", "FunctionForm", "UserFunction", "NodeKind", "StoreSpec",
+    "StreamsBuilder", "StreamsConfig", "TimeWindowedKStream", "FunctionForm", "UserFunction", "NodeKind", "StoreSpec",
     "StoreType", "Serde", "Serdes", "Window", "Windowed", "WindowedSerde", "CopartitionError",
     "ProcessorNode", "Subtopology", "TaskId", "TopicRef", "Topology", "changelog_topic_name",
     "internal_topic_name", "as_topology", "JoinWindows", "SessionWindows", "SlidingWindows", "TimeWindows",

@@ -211,6 +211,7 @@ class InternalStreamsBuilder:
         self._priority = itertools.count()
         self.root = RootNode("root")
         self.topology_builder = InternalTopologyBuilder()
+        self.optimizations: frozenset[str] = frozenset()
         self.built = False
 
     def new_processor_name(self, prefix: str) -> str:
@@ -278,9 +279,11 @@ class InternalStreamsBuilder:
         for node in repartition_nodes:
             node.drop_null_keys = id(node) not in keeps_nulls
 
-    def build(self) -> InternalTopologyBuilder:
+    def build(self, optimizations: frozenset[str] = frozenset()) -> InternalTopologyBuilder:
+        """Write the graph, after the rewrites ``optimizations`` names (see :mod:`.optimization`)."""
         if self.built:
             return self.topology_builder
+        self.optimizations = optimizations
         self._merge_duplicate_source_nodes()
         self._rewrite_repartition_null_key_filters()
         queue: list[tuple[int, int, GraphNode]] = []

@@ -7,7 +7,7 @@ Every method draws names in Kafka Streams' order (see :mod:`.abstract_stream`).
 from __future__ import annotations
 
 import re
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 from .abstract_stream import KTABLE_SOURCE_NAME, SOURCE_NAME, _or_generate, _parse, _suffix_or_generate
 from .consumed_produced import Consumed
@@ -18,6 +18,7 @@ from .kstream import KStream
 from .ktable import KTable
 from .materialized import Materialized
 from .node_specs import KTableSourceSpec, NodeKind, StoreSpec, StoreType
+from .optimization import optimizations_of
 from .processor_api import StateStoreNode, StoreBuilder
 from .view import Topology
 
@@ -109,8 +110,10 @@ class StreamsBuilder:
         return (consumed, materialized, consumed.key_serde or materialized.key_serde,
                 consumed.value_serde or materialized.value_serde)
 
-    def build(self) -> Topology:
-        """Write the graph into a :class:`~dagster_kstreams.topology.view.Topology` (idempotent)."""
+    def build(self, props: Optional[Mapping[str, Any]] = None) -> Topology:
+        """Write the graph into a :class:`~dagster_kstreams.topology.view.Topology` (idempotent: a later
+        call returns the first one's). ``props`` as Kafka Streams' ``build(Properties)``: its
+        ``topology.optimization`` names the graph rewrites to apply (see :mod:`.optimization`)."""
         if self._topology is None:
-            self._topology = Topology(self._builder.build())
+            self._topology = Topology(self._builder.build(optimizations_of(props)))
         return self._topology

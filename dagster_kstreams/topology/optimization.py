@@ -1,0 +1,35 @@
+"""``topology.optimization``: which of Kafka Streams' graph rewrites ``StreamsBuilder.build(props)``
+applies (``StreamsConfig.verifyTopologyOptimizationConfigs``)."""
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+from .errors import TopologyException
+from .streams_config import StreamsConfig
+
+__all__ = ["optimizations_of"]
+
+_EACH = (StreamsConfig.REUSE_KTABLE_SOURCE_TOPICS, StreamsConfig.MERGE_REPARTITION_TOPICS,
+         StreamsConfig.SINGLE_STORE_SELF_JOIN)
+
+
+def optimizations_of(props: Optional[Mapping[str, Any]]) -> frozenset[str]:
+    """The rewrites ``props["topology.optimization"]`` names: ``"all"``, ``"none"`` (the default) or a
+    comma-separated list of the single ones; anything else is refused naming the setting, as Kafka
+    Streams' ``ConfigException`` does."""
+    setting = StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG
+    value = (props or {}).get(setting, StreamsConfig.NO_OPTIMIZATION)
+    if not isinstance(value, str):
+        raise TopologyException(f"Invalid value {value!r} for configuration {setting}: expected a string")
+    names = [name.strip() for name in value.split(",")]
+    if names == [StreamsConfig.OPTIMIZE]:
+        return frozenset(_EACH)
+    if names == [StreamsConfig.NO_OPTIMIZATION]:
+        return frozenset()
+    unknown = [name for name in names if name not in _EACH]
+    if unknown:
+        raise TopologyException(
+            f"Invalid value {value!r} for configuration {setting}: {', '.join(repr(name) for name in unknown)} "
+            f"is not {StreamsConfig.OPTIMIZE!r}, {StreamsConfig.NO_OPTIMIZATION!r} or one of {', '.join(_EACH)} "
+            f"(a comma-separated list)")
+    return frozenset(names)
