@@ -38,11 +38,18 @@ BUCKET_MS = 10_000
 SESSION_GAP_MS = 500
 
 
+def metadata_text(metadata) -> str:
+    if metadata is None:
+        return "empty"
+    return f"{'null' if metadata.topic is None else metadata.topic}/{metadata.partition}/{metadata.offset}"
+
+
 class BucketCounter(Processor):
     def init(self, context) -> None:
         self.context = context
         self.seen = context.get_state_store("seen")
         self.buckets = context.get_state_store("buckets")
+        self.metadata_in_init = metadata_text(context.record_metadata())
         context.schedule(BUCKET_MS, PunctuationType.STREAM_TIME, self.emit_closed)
 
     def process(self, record: Record) -> None:
@@ -66,12 +73,14 @@ class BucketCounter(Processor):
 
     def emit_closed(self, now: int) -> None:
         tag = f"p{self.context.task_id().partition}|"
+        # the metadata init() and a punctuator see: Kafka Streams' dummy record context's
+        seen = f"{self.metadata_in_init}|{metadata_text(self.context.record_metadata())}"
         for entry in self.buckets.all():
             bucket, key = int(entry.key[:12]), entry.key[13:]
             end = (bucket + 1) * BUCKET_MS
             if end > now:
                 break
-            self.context.forward(Record(key, f"{tag}count|{bucket}|{entry.value}", end - 1))
+            self.context.forward(Record(key, f"{tag}count|{bucket}|{entry.value}|{seen}", end - 1))
             self.buckets.delete(entry.key)
 
 

@@ -173,3 +173,5 @@ def _assert_reference_exercises_it(expected: dict) -> None:
         assert all("@-" not in every for _, every in near) and any("@10=" in every for _, every in near)
         counts = expected[(f"p{partition}", "punctuation")]
         assert len(counts) > 20 and any(int(value.split("|")[3]) > 1 for _, value in counts)
+        # init() and a punctuator see a record context with no topic, partition or offset, not none
+        assert {tuple(value.split("|")[4:6]) for _, value in counts} == {("null/-1/-1", "null/-1/-1")}

@@ -109,11 +109,11 @@ def test_processor_counts_dedups_and_punctuates_on_stream_time():
     after it is late), bucket 1 at 21000, bucket 2 at 41000 (its keys in store order)."""
     assert [(None if key is None else key.decode(), value) for key, value in _counter_outputs(_run(ROWS, 1))] == [
         ("a1", "p0|new|x|o0|t1000"), ("a1", "p0|repeat|x|o1|t2000"), ("a2", "p0|new|y|o2|t12000"),
-        ("a1", "p0|count|0|2|t9999"), (None, "p0|null|null|z|t3000"), ("a1", "p0|null|a1|null|t500"),
+        ("a1", "p0|count|0|2|null/-1/-1|null/-1/-1|t9999"), (None, "p0|null|null|z|t3000"), ("a1", "p0|null|a1|null|t500"),
         ("a1", "p0|new|w|o5|t4000"), ("a1", "p0|late|w|t4000"), ("a3", "p0|new|q|o6|t21000"),
-        ("a2", "p0|count|1|1|t19999"), ("a1", "p0|new|x|o7|t25000"), ("a2", "p0|repeat|y|o8|t26000"),
-        ("a3", "p0|repeat|q|o9|t41000"), ("a1", "p0|count|2|1|t29999"), ("a2", "p0|count|2|1|t29999"),
-        ("a3", "p0|count|2|1|t29999"),
+        ("a2", "p0|count|1|1|null/-1/-1|null/-1/-1|t19999"), ("a1", "p0|new|x|o7|t25000"), ("a2", "p0|repeat|y|o8|t26000"),
+        ("a3", "p0|repeat|q|o9|t41000"), ("a1", "p0|count|2|1|null/-1/-1|null/-1/-1|t29999"), ("a2", "p0|count|2|1|null/-1/-1|null/-1/-1|t29999"),
+        ("a3", "p0|count|2|1|null/-1/-1|null/-1/-1|t29999"),
     ]
 
 

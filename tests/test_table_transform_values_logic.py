@@ -16,7 +16,7 @@ from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import (
     BufferConfig, Grouped, Materialized, Named, StreamsBuilder, Suppressed, TimeWindows, TopologyException, ValueTransformerWithKey,
 )
-from dagster_kstreams.topology.processor_api import Stores
+from dagster_kstreams.topology.processor_api import PunctuationType, Stores
 from dagster_kstreams.topology.serdes import Serdes
 from dagster_kstreams.topology.value_transformer import transform_values_arguments
 
@@ -33,6 +33,21 @@ class _Counting(ValueTransformerWithKey):
         count = (self.seen.get(read_only_key) or 0) + 1
         self.seen.put(read_only_key, count)
         return f"{value}#{count}@{self.context.timestamp()}"
+
+
+class _Punctuated(ValueTransformerWithKey):
+    """The value, and the time and ``context.timestamp()`` its last stream-time punctuation saw."""
+
+    def init(self, context) -> None:
+        self.context, self.seen = context, context.get_state_store("seen")
+        context.schedule(1000, PunctuationType.STREAM_TIME, self.mark)
+
+    def mark(self, now: int) -> None:
+        self.seen.put("now", now)
+        self.seen.put("context", self.context.timestamp())
+
+    def transform(self, read_only_key, value):
+        return f"{value}@{self.seen.get('now')}={self.seen.get('context')}"
 
 
 class _Forwarding(ValueTransformerWithKey):
@@ -82,6 +97,15 @@ def test_each_update_goes_through_the_transformer_tombstones_too_with_its_stores
 @pytest.mark.parametrize("batches", [2, 3, 7])
 def test_batches_with_the_task_state_in_between_give_the_one_batch_result(batches):
     assert _run(ROWS, batches) == _run(ROWS, 1)
+
+
+def test_a_punctuators_context_timestamp_is_the_punctuations_time():
+    """Kafka Streams gives a punctuation a record context with the punctuation's time
+    (``StreamTask.punctuate``), so ``context.timestamp()`` in a punctuator is that time."""
+    outputs = _run([("a", "x", 1000), ("b", "y", 2500), ("a", "z", 4200)], 1, _builder(_Punctuated))
+    assert [key for key, _ in outputs] == ["a", "b", "a"]
+    marks = [value.split("@")[1] for _, value in outputs[1:]]
+    assert all(now == context != "None" for now, context in (mark.split("=") for mark in marks))
 
 
 def test_a_transformer_that_forwards_fails_naming_the_processor():

@@ -17,7 +17,6 @@ when defined, and why"): everything else (:func:`check_runs`).
 
 from __future__ import annotations
 
-from typing import Optional
 
 from dagster_kstreams.processors.base import register
 from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopologyError
@@ -49,13 +48,18 @@ class TransformerContext:
     def schedule(self, interval, punctuation_type, punctuator):
         return self._context.schedule(interval, punctuation_type, punctuator)
 
-    def record_metadata(self) -> Optional[RecordMetadata]:
+    def record_metadata(self) -> RecordMetadata:
         return self._context.record_metadata()
 
-    def timestamp(self) -> Optional[int]:
-        """The time of the update being transformed (None outside ``transform``)."""
-        record = self._context._record_context
-        return None if record is None else record.timestamp
+    def timestamp(self) -> int:
+        """The time of the update being transformed; in a punctuator the punctuation's time, in ``init``
+        the wall clock's (Kafka Streams' record context there)."""
+        context = self._context
+        if context._record_context is not None:
+            return context._record_context.timestamp
+        if context._punctuation_time is not None:
+            return context._punctuation_time
+        return context.current_system_time_ms()
 
     def task_id(self) -> TaskId:
         return self._context.task_id()

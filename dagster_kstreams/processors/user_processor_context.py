@@ -22,7 +22,9 @@ from dagster_kstreams.processors.user_stores import open_store
 from dagster_kstreams.topology.processor_api import PunctuationType, Record, RecordMetadata
 from dagster_kstreams.topology.task_id import TaskId
 
-__all__ = ["ProcessorContext"]
+__all__ = ["ProcessorContext", "NO_RECORD"]
+
+NO_RECORD = RecordMetadata(None, -1, -1)
 
 
 class ProcessorContext:
@@ -101,9 +103,11 @@ class ProcessorContext:
         self.schedules.append(schedule)
         return schedule
 
-    def record_metadata(self) -> Optional[RecordMetadata]:
+    def record_metadata(self) -> RecordMetadata:
         context = self._record_context
-        return None if context is None else RecordMetadata(context.topic, context.partition, context.offset)
+        if context is None:  # init() or a punctuator: Kafka Streams' dummy record context
+            return NO_RECORD
+        return RecordMetadata(context.topic, context.partition, context.offset)
 
     def task_id(self) -> TaskId:
         return self._task_id

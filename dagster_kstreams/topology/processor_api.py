@@ -82,9 +82,10 @@ class Record:
 
 @dataclass(frozen=True)
 class RecordMetadata:
-    """Where the record being processed came from (None in a punctuator, as in Kafka Streams)."""
+    """Where the record being processed came from. In ``init()`` and a punctuator Kafka Streams' dummy
+    record context: no topic, partition and offset -1 (``StreamTask.punctuate``), not an empty one."""
 
-    topic: str
+    topic: Optional[str]
     partition: int
     offset: int
 

@@ -37,16 +37,22 @@ public final class ProcessorApiExamples {
 
     static final long BUCKET_MS = 10_000L;
 
+    static String metadataText(java.util.Optional<RecordMetadata> metadata) {
+        return metadata.map(m -> m.topic() + "/" + m.partition() + "/" + m.offset()).orElse("empty");
+    }
+
     static final class BucketCounter implements Processor<String, String, String, String> {
         private ProcessorContext<String, String> context;
         private KeyValueStore<String, String> seen;
         private KeyValueStore<String, Long> buckets;
+        private String metadataInInit;
 
         @Override
         public void init(ProcessorContext<String, String> context) {
             this.context = context;
             this.seen = context.getStateStore("seen");
             this.buckets = context.getStateStore("buckets");
+            this.metadataInInit = metadataText(context.recordMetadata());
             context.schedule(Duration.ofMillis(BUCKET_MS), PunctuationType.STREAM_TIME, this::emitClosed);
         }
 
@@ -76,6 +82,8 @@ public final class ProcessorApiExamples {
 
         private void emitClosed(long now) {
             String tag = "p" + context.taskId().partition() + "|";
+            // the metadata init() and a punctuator see: Kafka Streams' dummy record context's
+            String seen = metadataInInit + "|" + metadataText(context.recordMetadata());
             try (KeyValueIterator<String, Long> entries = buckets.all()) {
                 while (entries.hasNext()) {
                     KeyValue<String, Long> entry = entries.next();
@@ -85,7 +93,7 @@ public final class ProcessorApiExamples {
                     if (end > now) {
                         break;
                     }
-                    context.forward(new Record<>(key, tag + "count|" + bucket + "|" + entry.value, end - 1));
+                    context.forward(new Record<>(key, tag + "count|" + bucket + "|" + entry.value + "|" + seen, end - 1));
                     buckets.delete(entry.key);
                 }
             }
