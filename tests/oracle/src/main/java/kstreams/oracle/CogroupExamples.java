@@ -17,7 +17,6 @@ import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
-import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
@@ -330,12 +329,7 @@ public final class CogroupExamples {
             RepartitionFirstRuns.fillRepartitionTopics(admin, props, topology, inputs, Set.of(inputs.get(2)));
             props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 0L);
             KafkaStreams streams = new KafkaStreams(topology.of(inputs), props);
-            // A processing error fails the run at once (rather than after the wait's timeout).
-            streams.setUncaughtExceptionHandler(exception -> {
-                exception.printStackTrace();
-                Runtime.getRuntime().halt(1);
-                return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
-            });
+            KafkaStreamsRuns.failFast(streams);
             streams.start();
             try {
                 KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId,

@@ -22,6 +22,7 @@ import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StoreQueryParameters;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.query.QueryResult;
 import org.apache.kafka.streams.query.StateQueryRequest;
 import org.apache.kafka.streams.query.StateQueryResult;
@@ -96,6 +97,19 @@ final class KafkaStreamsRuns {
     static void close(KafkaStreams streams, Duration timeout) {
         streams.close(CloseOptions.groupMembershipOperation(CloseOptions.GroupMembershipOperation.LEAVE_GROUP)
                                   .withTimeout(timeout));
+    }
+
+    /**
+     * A failed stream thread ends the process at once, with its exception on stderr and exit code 1, rather
+     * than the run waiting out its timeout for input that will never be consumed.
+     */
+    static void failFast(KafkaStreams streams) {
+        streams.setUncaughtExceptionHandler(exception -> {
+            exception.printStackTrace();
+            System.err.flush();
+            Runtime.getRuntime().halt(1);
+            return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
+        });
     }
 
     /** JSON {"describe": topology.describe()}, what most mains print. */

@@ -12,7 +12,6 @@ import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
-import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KTable;
@@ -115,13 +114,7 @@ public final class TableOldValuesExamples {
         Topology topology = tableOldValuesExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         KafkaStreams streams = new KafkaStreams(topology, props);
-        // A failed stream thread ends the run at once, with its exception, rather than at the timeout.
-        streams.setUncaughtExceptionHandler(exception -> {
-            exception.printStackTrace();
-            System.err.flush();
-            Runtime.getRuntime().halt(1);
-            return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
-        });
+        KafkaStreamsRuns.failFast(streams);
         streams.start();
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
             KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> List.of(args[3], args[4]),

@@ -16,7 +16,6 @@ import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
-import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KGroupedStream;
@@ -347,13 +346,7 @@ public final class TableScenarioExamples {
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0L);
         KafkaStreams streams = new KafkaStreams(topology, props);
-        // A processing error fails the run at once (rather than after the wait's timeout).
-        streams.setUncaughtExceptionHandler(exception -> {
-            exception.printStackTrace();
-            System.err.flush();
-            Runtime.getRuntime().halt(1);
-            return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
-        });
+        KafkaStreamsRuns.failFast(streams);
         streams.start();
         List<String> inputs = INPUTS.stream().map(topics::get).toList();
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {

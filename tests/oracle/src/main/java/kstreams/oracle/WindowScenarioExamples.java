@@ -16,7 +16,6 @@ import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
-import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KGroupedStream;
@@ -209,12 +208,7 @@ public final class WindowScenarioExamples {
         props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
         props.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, 0L);
         KafkaStreams streams = new KafkaStreams(topology, props);
-        // A failed stream thread ends the run at once, with its cause, rather than at the wait's timeout.
-        streams.setUncaughtExceptionHandler(error -> {
-            error.printStackTrace();
-            System.exit(3);
-            return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
-        });
+        KafkaStreamsRuns.failFast(streams);
         streams.start();
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]))) {
             KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId,
