@@ -5,6 +5,8 @@ installed; everything else lives in its own layer (see ``../shared/DESIGN.md``).
 names below load dagster (and nothing else) only when first used.
 """
 
+import importlib
+
 from .topology import *  # noqa: F401,F403  (the public DSL)
 from .topology import __all__ as _topology_all
 
@@ -29,8 +31,6 @@ def __getattr__(name: str):
     module_name = _DAGSTER_EXPORTS.get(name)
     if module_name is None:
         raise AttributeError(f"module 'dagster_kstreams' has no attribute {name!r}")
-    import importlib
-
     value = getattr(importlib.import_module(module_name), name)
     globals()[name] = value
     return value
