@@ -11,18 +11,15 @@ from __future__ import annotations
 from datetime import timedelta
 
 from dagster_kstreams import (
-    Consumed,
     Grouped,
     JoinWindows,
     Materialized,
-    Named,
-    Produced,
     Repartitioned,
-    StreamJoined,
     StreamsBuilder,
     StreamsConfig,
 )
 
+from repartition_merge_topology import INPUTS, OUTPUTS, repartition_optimizing_test
 from topology_catalog_entries import CatalogEntries, field
 
 ENTRIES = CatalogEntries()
@@ -32,51 +29,9 @@ ALL = {StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG: StreamsConfig.OPTIMIZE}
 MERGE_ONLY = {StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG: StreamsConfig.MERGE_REPARTITION_TOPICS}
 
 
-def repartition_optimizing_test(builder: StreamsBuilder) -> None:
-    """Kafka Streams' ``RepartitionOptimizingTest``: a count, an aggregate, a reduce behind a filter
-    and a peek, and a join, all off one re-keyed stream (the equivalence run uses it too)."""
-    source = builder.stream("input", Consumed.as_("sourceStream"))
-    mapped = source.map(lambda k, v: (k.upper(), v), Named.as_("source-map"))
-    (
-        mapped.filter(lambda k, v: k == "B", Named.as_("process-filter"))
-        .map_values(lambda v: v.upper(), Named.as_("process-mapValues"))
-        .to("processed", Produced.as_("process"))
-    )
-    counts = (
-        mapped.group_by_key(Grouped.as_("count-groupByKey"))
-        .count(Named.as_("count"), Materialized.as_("count-store"))
-        .to_stream(Named.as_("count-toStream"))
-        .map_values(lambda c: str(c), Named.as_("count-format"))
-    )
-    counts.to("outputTopic_0", Produced.as_("count-to"))
-    (
-        mapped.group_by_key(Grouped.as_("aggregate-groupByKey"))
-        .aggregate(lambda: "0", lambda k, v, agg: str(int(agg) + len(v)), Named.as_("aggregate"),
-                   Materialized.as_("aggregate-store"))
-        .to_stream(Named.as_("aggregate-toStream"))
-        .to("outputTopic_1", Produced.as_("reduce-to"))
-    )
-    (
-        mapped.filter(lambda k, v: True, Named.as_("reduce-filter"))
-        .peek(lambda k, v: None, Named.as_("reduce-peek"))
-        .group_by_key(Grouped.as_("reduce-groupByKey"))
-        .reduce(lambda v1, v2: v1 + ":" + v2, Named.as_("reducer"), Materialized.as_("reduce-store"))
-        .to_stream(Named.as_("reduce-toStream"))
-        .to("outputTopic_2")
-    )
-    (
-        mapped.filter(lambda k, v: k == "A", Named.as_("join-filter"))
-        .join(counts, lambda v1, v2: f"{v1}:{v2}", JoinWindows.of_time_difference_with_no_grace(timedelta(seconds=5)),
-              StreamJoined.as_("join-store").with_name("join"))
-        .to("joinedOutputTopic", Produced.as_("join-to"))
-    )
-
-
 @topology
 def optimized_repartition_optimizing_test():
-    b = StreamsBuilder()
-    repartition_optimizing_test(b)
-    return b.build(ALL)
+    return repartition_optimizing_test({name: name for name in (*INPUTS, *OUTPUTS)})
 
 
 @topology

@@ -2,7 +2,7 @@ package kstreams.oracle;
 
 import java.time.Duration;
 import java.util.LinkedHashMap;
-import java.util.Locale;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.function.Supplier;
@@ -11,17 +11,13 @@ import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
-import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
-import org.apache.kafka.streams.kstream.Named;
-import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
-import org.apache.kafka.streams.kstream.StreamJoined;
 
 import static kstreams.oracle.CatalogRow.field;
 
@@ -67,41 +63,12 @@ final class OptimizationCatalog {
     static final Properties ALL = optimization(StreamsConfig.OPTIMIZE);
     static final Properties MERGE_ONLY = optimization(StreamsConfig.MERGE_REPARTITION_TOPICS);
 
-    /** Kafka Streams' RepartitionOptimizingTest: a count, an aggregate, a reduce behind a filter and
-     * a peek, and a join, all off one re-keyed stream (the equivalence run uses it too). */
-    static void repartitionOptimizingTest(StreamsBuilder builder) {
-        KStream<String, String> source = builder.stream("input", Consumed.as("sourceStream"));
-        KStream<String, String> mapped = source.map(
-            (k, v) -> KeyValue.pair(k.toUpperCase(Locale.ROOT), v), Named.as("source-map"));
-        mapped.filter((k, v) -> k.equals("B"), Named.as("process-filter"))
-            .mapValues(v -> v.toUpperCase(Locale.ROOT), Named.as("process-mapValues"))
-            .to("processed", Produced.as("process"));
-        KStream<String, String> counts = mapped.groupByKey(Grouped.as("count-groupByKey"))
-            .count(Named.as("count"), Materialized.as("count-store"))
-            .toStream(Named.as("count-toStream"))
-            .mapValues(c -> Long.toString(c), Named.as("count-format"));
-        counts.to("outputTopic_0", Produced.as("count-to"));
-        mapped.groupByKey(Grouped.as("aggregate-groupByKey"))
-            .aggregate(() -> "0", (k, v, agg) -> Integer.toString(Integer.parseInt(agg) + v.length()),
-                       Named.as("aggregate"), Materialized.as("aggregate-store"))
-            .toStream(Named.as("aggregate-toStream"))
-            .to("outputTopic_1", Produced.as("reduce-to"));
-        mapped.filter((k, v) -> true, Named.as("reduce-filter"))
-            .peek((k, v) -> { }, Named.as("reduce-peek"))
-            .groupByKey(Grouped.as("reduce-groupByKey"))
-            .reduce((v1, v2) -> v1 + ":" + v2, Named.as("reducer"), Materialized.as("reduce-store"))
-            .toStream(Named.as("reduce-toStream"))
-            .to("outputTopic_2");
-        mapped.filter((k, v) -> k.equals("A"), Named.as("join-filter"))
-            .join(counts, (v1, v2) -> v1 + ":" + v2, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(5)),
-                  StreamJoined.<String, String, String>as("join-store").withName("join"))
-            .to("joinedOutputTopic", Produced.as("join-to"));
-    }
-
     static Topology optimized_repartition_optimizing_test() {
-        StreamsBuilder b = new StreamsBuilder();
-        repartitionOptimizingTest(b);
-        return b.build(ALL);
+        Map<String, String> topics = new LinkedHashMap<>();
+        for (String name : List.of("input", "processed", "counts", "aggregates", "reduced", "joined")) {
+            topics.put(name, name);
+        }
+        return RepartitionMergeExamples.repartitionOptimizingTest(topics);
     }
 
     static Topology optimized_two_aggregations_of_one_rekeyed_stream() {
