@@ -44,8 +44,9 @@ def test_merge_applies_only_when_the_setting_names_it():
 
 
 def test_two_cogrouped_streams_rekeyed_apart_are_refused_as_kafka_streams_refuses_them():
-    # Both cogroup repartition topics are named after the one store; merged per key changer, both merged
-    # nodes take that name (Kafka Streams 4.3.1's own message, from the oracle).
+    # Both cogroup repartition topics are named after the one store, and so are their nodes (the name
+    # does not look generated), with the merge or without: Kafka Streams 4.3.1's own message under
+    # `all`, from the oracle; the catalog's optimized_cogroup_of_a_rekeyed_stream is the case that runs.
     b = StreamsBuilder()
     clicks = b.stream("clicks").select_key(lambda k, v: v)
     views = b.stream("views").select_key(lambda k, v: v)
@@ -60,6 +61,12 @@ def test_two_cogrouped_streams_rekeyed_apart_are_refused_as_kafka_streams_refuse
 @pytest.mark.parametrize("name", list(OPTIMIZED))
 def test_every_optimized_catalog_topology_compiles_for_the_runner(name):
     assert compile_topology(OPTIMIZED[name](), "app") is not None
+
+
+def test_the_merged_topic_stays_co_partitioned_with_the_table_its_joins_read():
+    # the joins' co-partition groups name the merged topic's source: it takes the table's 3 partitions
+    topology = OPTIMIZED["optimized_rekeyed_stream_joined_with_table_and_aggregated"]()
+    assert topology.partition_counts({"users": 3, "clicks": 2})["KSTREAM-KEY-SELECT-0000000004-repartition"] == 3
 
 
 def test_the_asset_graph_shows_the_one_merged_repartition_topic():
