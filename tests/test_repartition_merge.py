@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dagster_kstreams import (Grouped, Materialized, StreamsBuilder, StreamsConfig, TopologyException,
+from dagster_kstreams import (Grouped, Materialized, Serdes, StreamsBuilder, StreamsConfig, TopologyException,
                               kstreams_assets)
 from dagster_kstreams.orchestration.translator import DagsterKStreamsTranslator
 from dagster_kstreams.spark.compile import compile_topology
@@ -61,6 +61,21 @@ def test_two_cogrouped_streams_rekeyed_apart_are_refused_as_kafka_streams_refuse
 @pytest.mark.parametrize("name", list(OPTIMIZED))
 def test_every_optimized_catalog_topology_compiles_for_the_runner(name):
     assert compile_topology(OPTIMIZED[name](), "app") is not None
+
+
+def test_the_merged_topic_takes_the_first_name_and_the_first_serdes_set_among_the_groupings():
+    # getFirstRepartitionTopicName and getRepartitionSerdes: each serde from the first grouping that sets it
+    b = StreamsBuilder()
+    rekeyed = b.stream("in").select_key(lambda k, v: v)
+    rekeyed.group_by_key(Grouped.as_("plain")).count().to_stream().to("a")
+    rekeyed.group_by_key(Grouped.as_("longs").with_value_serde(Serdes.Long())).count().to_stream().to("b")
+    rekeyed.group_by_key(Grouped.with_(Serdes.String(), Serdes.String())).count().to_stream().to("c")
+    topology = b.build(MERGE)
+    assert set(topology.repartition_topics) == {"plain-repartition"}
+    sink = next(node for subtopology in topology.subtopologies for node in subtopology.nodes
+                if node.name == "plain-repartition-sink")
+    assert type(sink.serdes["key_serde"]) is type(Serdes.String())
+    assert type(sink.serdes["value_serde"]) is type(Serdes.Long())
 
 
 def test_the_merged_topic_stays_co_partitioned_with_the_table_its_joins_read():
