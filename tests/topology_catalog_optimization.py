@@ -17,6 +17,7 @@ from dagster_kstreams import (
     Repartitioned,
     StreamsBuilder,
     StreamsConfig,
+    TimeWindows,
 )
 
 from repartition_merge_topology import INPUTS, OUTPUTS, repartition_optimizing_test
@@ -138,6 +139,51 @@ def optimized_cogroup_of_a_rekeyed_stream():
     clicks.group_by_key().cogroup(lambda k, v, agg: agg + "c").cogroup(
         views.group_by_key(), lambda k, v, agg: agg + "v").aggregate(lambda: "").to_stream().to("activity")
     clicks.group_by_key().count().to_stream().to("click-counts")
+    return b.build(ALL)
+
+
+# ---- Kafka Streams' StreamsGraphTest ---------------------------------------------------------
+
+
+@topology
+def optimized_nested_key_changing_nodes():
+    b = StreamsBuilder()
+    changed = b.stream("inputTopic").select_key(lambda k, v: v[:5])
+    changed.group_by_key(Grouped.as_("count-repartition")).count(Materialized.as_("count-store")) \
+        .to_stream().to("count-topic")
+    changed.group_by_key(Grouped.as_("windowed-repartition")) \
+        .windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=5))) \
+        .count(Materialized.as_("windowed-count-store")) \
+        .to_stream().map(lambda wk, v: (wk.key, v)).to("windowed-count")
+    return b.build(ALL)
+
+
+@topology
+def optimized_value_changes_after_the_key_change_keep_both_topics():
+    b = StreamsBuilder()
+    mapped = b.stream("input").select_key(lambda k, v: k + v)
+    mapped.map_values(lambda v: v.upper()).group_by_key().count().to_stream().to("output")
+    mapped.flat_map_values(lambda v: v.split()).group_by_key() \
+        .windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=5))).count().to_stream().to("windowed-output")
+    return b.build(ALL)
+
+
+@topology
+def optimized_several_merge_nodes_with_a_common_key_changer():
+    b = StreamsBuilder()
+    parent = b.stream("input_topic").select_key(lambda k, v: k + v)
+    first, second, third = (parent.map_values(lambda v, n=n: v + n) for n in ("1", "2", "3"))
+    first.merge(second).merge(third).to("output_topic")
+    return b.build(ALL)
+
+
+@topology
+def optimized_repartition_operations_are_kept():
+    b = StreamsBuilder()
+    rekeyed = b.stream("input").select_key(lambda k, v: k + v)
+    rekeyed.repartition().group_by_key().count().to_stream().to("output")
+    rekeyed.repartition().group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=5))) \
+        .count().to_stream().to("windowed-output")
     return b.build(ALL)
 
 

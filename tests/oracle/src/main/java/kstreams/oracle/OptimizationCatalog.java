@@ -18,6 +18,7 @@ import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.kstream.TimeWindows;
 
 import static kstreams.oracle.CatalogRow.field;
 
@@ -50,6 +51,13 @@ final class OptimizationCatalog {
         topologies.put("optimized_stream_stream_join_of_rekeyed_streams",
                        OptimizationCatalog::optimized_stream_stream_join_of_rekeyed_streams);
         topologies.put("optimized_cogroup_of_a_rekeyed_stream", OptimizationCatalog::optimized_cogroup_of_a_rekeyed_stream);
+        // Kafka Streams' StreamsGraphTest.
+        topologies.put("optimized_nested_key_changing_nodes", OptimizationCatalog::optimized_nested_key_changing_nodes);
+        topologies.put("optimized_value_changes_after_the_key_change_keep_both_topics",
+                       OptimizationCatalog::optimized_value_changes_after_the_key_change_keep_both_topics);
+        topologies.put("optimized_several_merge_nodes_with_a_common_key_changer",
+                       OptimizationCatalog::optimized_several_merge_nodes_with_a_common_key_changer);
+        topologies.put("optimized_repartition_operations_are_kept", OptimizationCatalog::optimized_repartition_operations_are_kept);
         topologies.put("reused_table_source_describe_unchanged", OptimizationCatalog::reused_table_source_describe_unchanged);
         return topologies;
     }
@@ -166,6 +174,48 @@ final class OptimizationCatalog {
             .cogroup(views.groupByKey(), (k, v, agg) -> agg + "v")
             .aggregate(() -> "").toStream().to("activity");
         clicks.groupByKey().count().toStream().to("click-counts");
+        return b.build(ALL);
+    }
+
+    // ---- Kafka Streams' StreamsGraphTest ----------------------------------------------------------
+
+    static Topology optimized_nested_key_changing_nodes() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> changed = b.<String, String>stream("inputTopic").selectKey((k, v) -> v.substring(0, 5));
+        changed.groupByKey(Grouped.as("count-repartition")).count(Materialized.as("count-store"))
+            .toStream().to("count-topic");
+        changed.groupByKey(Grouped.as("windowed-repartition"))
+            .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofSeconds(5)))
+            .count(Materialized.as("windowed-count-store"))
+            .toStream().map((wk, v) -> KeyValue.pair(wk.key(), v)).to("windowed-count");
+        return b.build(ALL);
+    }
+
+    static Topology optimized_value_changes_after_the_key_change_keep_both_topics() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> mapped = b.<String, String>stream("input").selectKey((k, v) -> k + v);
+        mapped.mapValues(v -> v.toUpperCase()).groupByKey().count().toStream().to("output");
+        mapped.flatMapValues(v -> List.of(v.split("\\s"))).groupByKey()
+            .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofSeconds(5))).count().toStream().to("windowed-output");
+        return b.build(ALL);
+    }
+
+    static Topology optimized_several_merge_nodes_with_a_common_key_changer() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> parent = b.<String, String>stream("input_topic").selectKey((k, v) -> k + v);
+        KStream<String, String> first = parent.mapValues(v -> v + "1");
+        KStream<String, String> second = parent.mapValues(v -> v + "2");
+        KStream<String, String> third = parent.mapValues(v -> v + "3");
+        first.merge(second).merge(third).to("output_topic");
+        return b.build(ALL);
+    }
+
+    static Topology optimized_repartition_operations_are_kept() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> rekeyed = b.<String, String>stream("input").selectKey((k, v) -> k + v);
+        rekeyed.repartition().groupByKey().count().toStream().to("output");
+        rekeyed.repartition().groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofSeconds(5)))
+            .count().toStream().to("windowed-output");
         return b.build(ALL);
     }
 
