@@ -213,6 +213,8 @@ class InternalStreamsBuilder:
         self.topology_builder = InternalTopologyBuilder()
         self.optimizations: frozenset[str] = frozenset()
         self.built = False
+        # every add, in order (a node once per call): the optimizations read the order of first adds
+        self.added_nodes: list[GraphNode] = []
 
     def new_processor_name(self, prefix: str) -> str:
         return f"{prefix}{next(self._index):010d}"
@@ -225,6 +227,7 @@ class InternalStreamsBuilder:
             parents = [parents]
         if not parents:
             raise TopologyException("Parent node collection can't be empty")
+        self.added_nodes.append(child)
         for parent in parents:
             parent.add_child(child)
             child.build_priority = next(self._priority)

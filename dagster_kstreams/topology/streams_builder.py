@@ -18,8 +18,11 @@ from .kstream import KStream
 from .ktable import KTable
 from .materialized import Materialized
 from .node_specs import KTableSourceSpec, NodeKind, StoreSpec, StoreType
+from .ktable_source_reuse import reuse_ktable_source_topics
 from .optimization import optimizations_of
 from .processor_api import StateStoreNode, StoreBuilder
+from .repartition_merge import RepartitionTopicMerge
+from .streams_config import StreamsConfig
 from .view import Topology
 
 __all__ = ["StreamsBuilder"]
@@ -115,5 +118,11 @@ class StreamsBuilder:
         call returns the first one's). ``props`` as Kafka Streams' ``build(Properties)``: its
         ``topology.optimization`` names the graph rewrites to apply (see :mod:`.optimization`)."""
         if self._topology is None:
-            self._topology = Topology(self._builder.build(optimizations_of(props)))
+            optimizations = optimizations_of(props)
+            # the graph rewrites run before the graph is written (InternalStreamsBuilder.optimizeTopology)
+            if StreamsConfig.REUSE_KTABLE_SOURCE_TOPICS in optimizations:
+                reuse_ktable_source_topics(self._builder)
+            if StreamsConfig.MERGE_REPARTITION_TOPICS in optimizations:
+                RepartitionTopicMerge(self._builder).apply()
+            self._topology = Topology(self._builder.build(optimizations))
         return self._topology

@@ -147,6 +147,13 @@ class InternalTopologyBuilder:
     def copartition_sources(self, source_node_names: Iterable[str]) -> None:
         self.copartition_source_groups.append(tuple(sorted(set(source_node_names))))
 
+    def rename_copartition_source(self, replaced: str, replacement: str) -> None:
+        """A merged repartition topic's source replaces the ones it merged in their co-partition
+        groups (``maybeUpdateCopartitionSourceGroups``)."""
+        self.copartition_source_groups = [
+            tuple(sorted({replacement if name == replaced else name for name in group}))
+            for group in self.copartition_source_groups]
+
     # -- grouping -----------------------------------------------------------------------
     def node_groups(self) -> dict[int, list[str]]:
         """Sub-topology id -> node names in insertion order (ids by first appearance)."""
