@@ -16,9 +16,9 @@ from .global_ktable import GlobalKTable, GlobalTableSourceNode
 from .graph import InternalStreamsBuilder, StreamSourceNode, TableSourceNode
 from .kstream import KStream
 from .ktable import KTable
+from .ktable_source_reuse import reuse_ktable_source_topics
 from .materialized import Materialized
 from .node_specs import KTableSourceSpec, NodeKind, StoreSpec, StoreType
-from .ktable_source_reuse import reuse_ktable_source_topics
 from .optimization import optimizations_of
 from .processor_api import StateStoreNode, StoreBuilder
 from .repartition_merge import RepartitionTopicMerge
