@@ -18,9 +18,9 @@ from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
 from dagster_kstreams.processors.build import BuildContext, build_program
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.record_cache import DEFAULT_CACHE_MAX_BYTES, check_cache_max_bytes
-from dagster_kstreams.spark import expressions
 from dagster_kstreams.spark.column_functions import column_function
 from dagster_kstreams.spark.column_hand_off import plan_before_state
+from dagster_kstreams.spark.expressions import plan as column_plan
 from dagster_kstreams.spark.frames import SparkProgram
 from dagster_kstreams.topology.application import ApplicationTopology
 from dagster_kstreams.topology.serdes import Serdes
@@ -95,8 +95,8 @@ class CompiledTopology:
         # (After a stateful part, on the way to sinks, the program hands its records back to the JVM,
         # where they run: column_hand_back.py.)
         if not program.stateful:
-            program.column_plan = expressions.plan(program, UnsupportedTopologyError, self.default_key_serde,
-                                                   self.default_value_serde)
+            program.column_plan = column_plan(program, UnsupportedTopologyError, self.default_key_serde,
+                                              self.default_value_serde)
             return program
         program.column_plan, after = plan_before_state(program, UnsupportedTopologyError, self.default_key_serde,
                                                        self.default_value_serde)
