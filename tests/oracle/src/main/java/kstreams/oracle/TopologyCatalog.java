@@ -30,6 +30,7 @@ public final class TopologyCatalog {
         add(TableCatalog.topologies());
         add(ProcessorApiCatalog.topologies());
         add(CogroupCatalog.topologies());
+        add(SelfJoinCatalog.topologies());
     }
 
     /** A family's entries; a name in two families is an error rather than one entry hiding the other. */
