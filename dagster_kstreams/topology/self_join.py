@@ -36,6 +36,8 @@ def _rewrite(join_node) -> None:
     parent = join_node.parents[0]
     left = right = None
     for child in parent.children:
+        # a windowed node is a processor graph node of kind JOIN_WINDOW (graph.py imports this module,
+        # so its classes are not named here; the join node's class comes in as an argument likewise)
         spec = getattr(child, "spec", None)
         if spec is None or spec.kind != NodeKind.JOIN_WINDOW or child.build_priority >= join_node.build_priority:
             continue
