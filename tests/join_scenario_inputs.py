@@ -39,6 +39,12 @@ IN_ORDER = [
 # AbstractJoinIntegrationTest's leftInput (the self-join's), with one record out of order after it.
 ONE_STREAM = [("l", None, 1), ("l", "A", 2), ("l", "B", 3), ("l", None, 4), ("l", "C", 5), ("l", None, 6),
               ("l", "D", 7), ("l", "E", 4.5)]
+# The self-joins' second stream: several records per key, out of order within the windows, beyond
+# them, one behind the asymmetric join's retention (1.7 s: not joined, not even with itself), null
+# values and a null key.
+SELF = [("l", "A", 1), ("l", "B", 1.5), ("l", None, 2), ("l", "C", 1.2), ("l", "D", 3), ("l", "E", 0.5),
+        ("l", "F", 3.4), ("l", "N", 3.2, "null-key"), ("l", "G", 2.9), ("l", "A", 3.1), ("l", "H", 5),
+        ("l", "I", 4.2), ("l", None, 4.4)]
 # The chains of three: a third stream beside the tests' two, null keys on both of theirs, and a record
 # 25 s on that closes every window of the chains' 3 s (1 s grace): the left and outer joins emit what
 # found no partner.
@@ -115,6 +121,7 @@ def scenario_inputs(base: int) -> dict[str, list[tuple]]:
         (WITH_OUT_OF_ORDER, {"l": "sg-s", "r": "sg-t"}),
         (WITH_OUT_OF_ORDER, {"l": "vo-l", "r": "vo-r"}),
         (GLOBAL, {"l": "gs"}),
+        (SELF, {"l": "self-in"}),
     ]
     records: dict[str, list[tuple]] = {"gt": _global_table(base)}
     for sequence, topics, *offsets in plays:

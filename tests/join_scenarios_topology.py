@@ -4,8 +4,12 @@
 Each scenario follows one of Kafka Streams' join tests (its topology; its input, in
 ``join_scenario_inputs``), on topics of its own, so each is a sub-topology of its own:
 
-* ``self``: a stream joined with itself (``StreamStreamJoinIntegrationTest.testSelfJoin``, without
-  the optimization that turns it into one self-join processor);
+* ``self``: a stream joined with itself (``StreamStreamJoinIntegrationTest.testSelfJoin``, with its
+  ``topology.optimization``: one self-join processor); ``self-asym`` and ``self-left``: a second stream
+  (several records per key, out of order, beyond the window and the store's retention) joined with
+  itself through an asymmetric window (1 s before, 0.5 s after, 0.2 s grace) and left-joined with
+  itself (3 s, 1 s grace), both rewritten into one self-join processor each (the left one joins as the
+  inner one: Kafka Streams 4.3.1 rewrites it too);
 * ``multi-inner``: a stream joined with a second one, the result joined with that second stream
   again (``testMultiInner``); ``multi-outer`` the same, left-joined then outer-joined (3 s, 1 s grace);
   ``old-outer`` the two outer-joined with the deprecated ``JoinWindows.of`` (no spurious-result fix:
@@ -31,7 +35,8 @@ Each scenario follows one of Kafka Streams' join tests (its topology; its input,
   mapper that finds no key in some values (``KStreamGlobalKTableJoinTest``,
   ``KStreamGlobalKTableLeftJoinTest``: null mapped keys, null record keys with a mapped key).
 
-Every store runs without the record cache; every output value ends with ``|t`` and its timestamp.
+Every store runs without the record cache; every output value ends with ``|t`` and its timestamp. The
+topology is built with ``topology.optimization=single.store.self.join`` (only the self-joins change).
 """
 
 from __future__ import annotations
@@ -42,23 +47,28 @@ from datetime import timedelta
 from pyspark import cloudpickle
 
 from equivalence_io import StampValues, java_string
-from dagster_kstreams.topology import Joined, Materialized, Stores, StreamsBuilder
+from dagster_kstreams.topology import Joined, Materialized, Stores, StreamsBuilder, StreamsConfig
+from dagster_kstreams.topology.view import Topology
 from dagster_kstreams.topology.windows import JoinWindows
 
 # The joiners run in Spark's Python workers, which cannot import modules of tests/.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 INPUTS = ("alone", "mi-l", "mi-r", "i3-a", "i3-b", "i3-c", "l3-a", "l3-b", "l3-c", "o3-a", "o3-b", "o3-c",
-          "edge-l", "edge-r", "st-s", "st-t", "tt-l", "tt-r", "v-l", "v-r", "sg-s", "sg-t", "vo-l", "vo-r", "gt", "gs")
+          "edge-l", "edge-r", "st-s", "st-t", "tt-l", "tt-r", "v-l", "v-r", "sg-s", "sg-t", "vo-l", "vo-r", "gt", "gs", "self-in")
 OUTPUTS = ("self", "multi-inner", "multi-outer", "inner3", "left3", "outer3", "edge-inner", "edge-left",
            "edge-outer", "st-inner", "st-left", "sg-inner", "sg-left", "tt-inner2", "tt-left2", "tt-outer2", "v-outer",
-           "vl-left", "gt-inner", "gt-left", "old-left", "old-outer")
+           "vl-left", "gt-inner", "gt-left", "old-left", "old-outer", "self-asym", "self-left")
 HISTORY = timedelta(seconds=10)  # the versioned tables' history
 GRACE = timedelta(seconds=2)  # the stream-table joins' grace, on a versioned table
 # The integration tests' window: 10 s, a day's grace (their timestamps here are seconds apart).
 WIDE = JoinWindows.of_time_difference_and_grace(timedelta(seconds=10), timedelta(hours=24))
 # The chains whose unjoined records are emitted: 3 s, 1 s grace.
 NARROW = JoinWindows.of_time_difference_and_grace(timedelta(seconds=3), timedelta(seconds=1))
+# The asymmetric self-join's: 1 s before, 0.5 s after, 0.2 s grace.
+ASYMMETRIC = JoinWindows.of_time_difference_and_grace(timedelta(seconds=1), timedelta(milliseconds=200)) \
+    .after(timedelta(milliseconds=500))
+SELF_JOIN = {StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG: StreamsConfig.SINGLE_STORE_SELF_JOIN}
 
 
 def joined(x, y) -> str:
@@ -76,8 +86,9 @@ def uncached(store: str) -> Materialized:
     return Materialized.as_(store).with_caching_disabled()
 
 
-def join_scenario_examples(topics: dict[str, str]) -> StreamsBuilder:
-    """The topology of JoinScenarioExamples.java, on ``topics`` (``INPUTS`` and ``OUTPUTS`` -> topic)."""
+def join_scenario_examples(topics: dict[str, str]) -> Topology:
+    """The topology of JoinScenarioExamples.java, on ``topics`` (``INPUTS`` and ``OUTPUTS`` -> topic),
+    built with the single-store self-join as Kafka Streams' ``testSelfJoin`` builds it."""
     builder = StreamsBuilder()
 
     def out(stream, name):
@@ -132,7 +143,22 @@ def join_scenario_examples(topics: dict[str, str]) -> StreamsBuilder:
     stream = builder.stream(topics["gs"])
     out(stream.join(global_table, foreign_key, joined), "gt-inner")
     out(stream.left_join(global_table, foreign_key, joined), "gt-left")
-    return builder
+    _self_joins(builder, topics)
+    return builder.build(SELF_JOIN)
+
+
+def self_join_scenarios(topics: dict[str, str]) -> Topology:
+    """``self-asym`` and ``self-left`` alone (other node names, the same records): the killed run's,
+    whose tasks are then only theirs."""
+    builder = StreamsBuilder()
+    _self_joins(builder, topics)
+    return builder.build(SELF_JOIN)
+
+
+def _self_joins(builder: StreamsBuilder, topics: dict[str, str]) -> None:
+    mine = builder.stream(topics["self-in"])
+    mine.join(mine, joined, ASYMMETRIC).process_values(StampValues).to(topics["self-asym"])
+    mine.left_join(mine, joined, NARROW).process_values(StampValues).to(topics["self-left"])
 
 
 def versioned(store: str) -> Materialized:

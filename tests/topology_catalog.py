@@ -21,9 +21,11 @@ from topology_catalog_entries import merged
 from topology_catalog_optimization import ENTRIES as OPTIMIZATION
 from topology_catalog_processor_api import ENTRIES as PROCESSOR_API
 from topology_catalog_repartitions import ENTRIES as REPARTITIONS
+from topology_catalog_self_joins import ENTRIES as SELF_JOINS
 from topology_catalog_stateless import ENTRIES as STATELESS
 from topology_catalog_stream_joins import ENTRIES as STREAM_JOINS
 from topology_catalog_tables import ENTRIES as TABLES
 from topology_catalog_windows import ENTRIES as WINDOWS
 
-CATALOG = merged(STATELESS, REPARTITIONS, WINDOWS, STREAM_JOINS, TABLES, PROCESSOR_API, COGROUP, OPTIMIZATION)
+CATALOG = merged(STATELESS, REPARTITIONS, WINDOWS, STREAM_JOINS, TABLES, PROCESSOR_API, COGROUP, OPTIMIZATION,
+                 SELF_JOINS)

@@ -33,7 +33,8 @@ module                what lives there
 ``table_regroup``     ``KTable.group_by`` with count/reduce/aggregate (``changes``: old and new values)
 ``fk_joins``          foreign-key table-table joins (``fk_join_wire``: their topics' wire format)
 ``stream_joins``      stream-stream joins (``join_buffers``: their window and outer-join stores;
-                      ``join_feed_caches``: which record caches may feed them)
+                      ``join_feed_caches``: which record caches may feed them; ``stream_self_join``:
+                      topology.optimization's single-store self-join)
 ``suppress``          ``KTable.suppress``: the suppression buffer and its processor
 ``user_processors``   ``KStream.process``/``process_values``: user processors (``user_processor_context``:
                       what they get in ``init``; ``punctuation``: their schedules and the task's

@@ -22,8 +22,8 @@ from typing import Any, Callable, Mapping, Optional
 from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
 from dagster_kstreams.processors import (
     aggregations, cogroup, fk_joins, global_joins, grace_joins, own_stream_time, sessions, stateless, stream_joins,
-    suppress, table_joins, table_old_values, table_regroup, table_steps, table_transform_values, user_processors,
-    versioned_tables, windows,
+    stream_self_join, suppress, table_joins, table_old_values, table_regroup, table_steps, table_transform_values,
+    user_processors, versioned_tables, windows,
 )
 from dagster_kstreams.processors.base import Processor, column_expressions_in
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
@@ -125,6 +125,7 @@ BUILDERS: dict[NodeKind, Callable[[ProcessorNode, BuildContext], Processor]] = {
     **table_regroup.BUILDERS,
     **fk_joins.BUILDERS,
     **stream_joins.BUILDERS,
+    **stream_self_join.BUILDERS,  # topology.optimization's single-store self-join
     **suppress.BUILDERS,
     **user_processors.BUILDERS,
     **table_transform_values.BUILDERS,

@@ -104,12 +104,18 @@ from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import WindowedSerde
 
-__all__ = ["JoinWindow", "StreamStreamJoin", "BUILDERS"]
+__all__ = ["JoinWindow", "StreamStreamJoin", "observed_store_time", "BUILDERS"]
 
 # Task-level values (TaskState.values), one per join: each join store's observed stream time (by
 # store name), and each join's tracker (by the name of its left window store).
 _STORE_TIMES = "stream_joins.store_times"
 _TRACKER = "stream_joins.tracker.{}"
+
+
+def observed_store_time(task, store: str) -> int:
+    """The observed stream time of the join window store ``store`` in ``task`` (-1: nothing put yet)."""
+    times = task.values.get(_STORE_TIMES)
+    return -1 if times is None else times.get(store, -1)
 
 
 @register
@@ -285,7 +291,7 @@ class StreamStreamJoin(Processor):
 # (fk_joins.SubscriptionJoin).
 _KEY_PRESERVING = {NodeKind.SOURCE, NodeKind.FILTER, NodeKind.MAP_VALUES, NodeKind.FLAT_MAP_VALUES, NodeKind.PEEK,
                    NodeKind.MERGE, NodeKind.BRANCH, NodeKind.BRANCH_CHILD, NodeKind.JOIN_WINDOW,
-                   NodeKind.STREAM_STREAM_JOIN, NodeKind.STREAM_STREAM_JOIN_MERGE,
+                   NodeKind.STREAM_STREAM_JOIN, NodeKind.STREAM_STREAM_JOIN_MERGE, NodeKind.STREAM_STREAM_SELF_JOIN,
                    NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES,
                    NodeKind.TABLE_TO_STREAM, NodeKind.STREAM_TABLE_JOIN, NodeKind.STREAM_GLOBAL_TABLE_JOIN,
                    NodeKind.AGGREGATE, NodeKind.COGROUP_MERGE, NodeKind.TABLE_AGGREGATE,

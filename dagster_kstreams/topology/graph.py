@@ -17,6 +17,8 @@ from typing import Optional, Sequence
 
 from .errors import TopologyException
 from .node_specs import KTableSourceSpec, NodeKind, ProcessorSpec
+from .self_join import rewrite_single_store_self_joins
+from .streams_config import StreamsConfig
 from .topology_builder import InternalTopologyBuilder
 
 __all__ = [
@@ -165,13 +167,20 @@ class StreamSinkNode(GraphNode):
 class StreamStreamJoinNode(GraphNode):
     def __init__(self, merge_name: str, this_name: str, other_name: str, this_spec: ProcessorSpec,
                  other_spec: ProcessorSpec, merge_spec: ProcessorSpec,
-                 this_windowed_name: str, other_windowed_name: str):
+                 this_windowed_name: str, other_windowed_name: str, self_join_spec: ProcessorSpec):
         super().__init__(merge_name)
         self.this_name, self.other_name = this_name, other_name
         self.this_spec, self.other_spec, self.merge_spec = this_spec, other_spec, merge_spec
         self.this_windowed_name, self.other_windowed_name = this_windowed_name, other_windowed_name
+        # Written instead of the two join processors and their merge once the single-store self-join
+        # rewrite (topology.optimization, :mod:`.self_join`) marks this join.
+        self.self_join_spec = self_join_spec
+        self.self_join = False
 
     def write(self, builder):
+        if self.self_join:
+            builder.add_processor(self.name, self.self_join_spec, [self.this_windowed_name])
+            return
         builder.add_processor(self.this_name, self.this_spec, [self.this_windowed_name])
         builder.add_processor(self.other_name, self.other_spec, [self.other_windowed_name])
         builder.add_processor(self.name, self.merge_spec, [self.this_name, self.other_name])
@@ -288,6 +297,8 @@ class InternalStreamsBuilder:
             return self.topology_builder
         self.optimizations = optimizations
         self._merge_duplicate_source_nodes()
+        if StreamsConfig.SINGLE_STORE_SELF_JOIN in optimizations:
+            rewrite_single_store_self_joins(self.root, StreamStreamJoinNode)
         self._rewrite_repartition_null_key_filters()
         queue: list[tuple[int, int, GraphNode]] = []
         tie = itertools.count()

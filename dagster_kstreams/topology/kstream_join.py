@@ -71,8 +71,10 @@ def add_stream_stream_join(builder: InternalStreamsBuilder, this_node: GraphNode
     other_spec = ProcessorSpec(NodeKind.STREAM_STREAM_JOIN, {**common, "side": "other", "outer": right_outer},
                                [this_store] + ([outer_store] if outer_store else []))
     merge_spec = ProcessorSpec(NodeKind.STREAM_STREAM_JOIN_MERGE, dict(common))
+    # KStreamKStreamSelfJoin: named as the merge, reading the left window store only
+    self_join_spec = ProcessorSpec(NodeKind.STREAM_STREAM_SELF_JOIN, dict(common), [this_store])
     join_node = StreamStreamJoinNode(join_merge_name, join_this_name, join_other_name, this_spec, other_spec,
-                                     merge_spec, this_windowed_name, other_windowed_name)
+                                     merge_spec, this_windowed_name, other_windowed_name, self_join_spec)
     if left_outer or right_outer:
         join_node.labels.add("NULL_KEY_RELAXED_JOIN")
     builder.add_graph_node([this_node, other_node], join_node)

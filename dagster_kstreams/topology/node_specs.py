@@ -43,6 +43,7 @@ class NodeKind(enum.Enum):
     JOIN_WINDOW = "join_window"
     STREAM_STREAM_JOIN = "stream_stream_join"
     STREAM_STREAM_JOIN_MERGE = "stream_stream_join_merge"
+    STREAM_STREAM_SELF_JOIN = "stream_stream_self_join"  # topology.optimization's single-store self-join
     STREAM_TABLE_JOIN = "stream_table_join"
     TABLE_TABLE_JOIN = "table_table_join"
     TABLE_TABLE_JOIN_MERGE = "table_table_join_merge"

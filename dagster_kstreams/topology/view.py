@@ -64,6 +64,7 @@ Contract (stable; other layers rely on it)
   JOIN_WINDOW                  store_name, windows (JoinWindows), side this|other
   STREAM_STREAM_JOIN           joiner, windows, join_type inner|left|outer, side, outer (this side
                                emits unmatched), this_store_name, other_store_name, outer_store_name
+  STREAM_STREAM_SELF_JOIN      as STREAM_STREAM_JOIN's merge: the single-store self-join (topology.optimization)
   STREAM_TABLE_JOIN            joiner (value, table_value) or (key, value, table_value), join_type
                                inner|left, table_store_names
   TABLE_TABLE_JOIN(_MERGE)     joiner, join_type, side, this/other_store_names, store_name (merge)

@@ -23,8 +23,9 @@ import org.apache.kafka.streams.state.Stores;
 
 /**
  * Kafka Streams' own join test scenarios (its join integration tests and the join processors' unit
- * tests), each on topics of its own, run by Kafka Streams itself without the record cache until every
- * input topic is consumed to its end; prints {"describe": ...}.
+ * tests), each on topics of its own, built with topology.optimization=single.store.self.join (as testSelfJoin
+ * builds its self-join), run by Kafka Streams itself without the record cache until every input topic is
+ * consumed to its end; prints {"describe": ...}.
  *
  * Args: bootstrap applicationId stateDir, then the topics of INPUTS and OUTPUTS in that order.
  *
@@ -35,14 +36,18 @@ public final class JoinScenarioExamples {
     private JoinScenarioExamples() {}
 
     static final List<String> INPUTS = List.of("alone", "mi-l", "mi-r", "i3-a", "i3-b", "i3-c", "l3-a", "l3-b",
-        "l3-c", "o3-a", "o3-b", "o3-c", "edge-l", "edge-r", "st-s", "st-t", "tt-l", "tt-r", "v-l", "v-r", "sg-s", "sg-t", "vo-l", "vo-r", "gt", "gs");
+        "l3-c", "o3-a", "o3-b", "o3-c", "edge-l", "edge-r", "st-s", "st-t", "tt-l", "tt-r", "v-l", "v-r", "sg-s", "sg-t", "vo-l", "vo-r", "gt", "gs",
+        "self-in");
     static final List<String> OUTPUTS = List.of("self", "multi-inner", "multi-outer", "inner3", "left3", "outer3",
         "edge-inner", "edge-left", "edge-outer", "st-inner", "st-left", "sg-inner", "sg-left", "tt-inner2", "tt-left2",
         "tt-outer2", "v-outer", "vl-left", "gt-inner", "gt-left", "old-left",
-        "old-outer");
+        "old-outer", "self-asym", "self-left");
     static final Duration GRACE = Duration.ofSeconds(2);
     static final JoinWindows WIDE = JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(10), Duration.ofHours(24));
     static final JoinWindows NARROW = JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(3), Duration.ofSeconds(1));
+    /** The asymmetric self-join's: 1 s before, 0.5 s after, 0.2 s grace. */
+    static final JoinWindows ASYMMETRIC = JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(1), Duration.ofMillis(200))
+        .after(Duration.ofMillis(500));
     static final ValueJoiner<String, String, String> JOINED = (x, y) -> x + "-" + y;
     /** The global-table tests' key mapper: the value's second comma-separated part (null: no match). */
     static final KeyValueMapper<String, String, String> FOREIGN_KEY = (key, value) -> {
@@ -126,7 +131,13 @@ public final class JoinScenarioExamples {
         stream = builder.stream(t.get("gs"));
         out(stream.join(globalTable, FOREIGN_KEY, JOINED), t, "gt-inner");
         out(stream.leftJoin(globalTable, FOREIGN_KEY, JOINED), t, "gt-left");
-        return builder.build();
+        KStream<String, String> mine = builder.stream(t.get("self-in"));
+        out(mine.join(mine, JOINED, ASYMMETRIC), t, "self-asym");
+        out(mine.leftJoin(mine, JOINED, NARROW), t, "self-left");
+        // As testSelfJoin builds it: the self-joins become one processor each (nothing else changes).
+        Properties optimization = new Properties();
+        optimization.put(StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG, StreamsConfig.SINGLE_STORE_SELF_JOIN);
+        return builder.build(optimization);
     }
 
     public static void main(String[] args) throws Exception {

@@ -31,6 +31,7 @@ public final class TopologyCatalog {
         add(ProcessorApiCatalog.topologies());
         add(CogroupCatalog.topologies());
         add(OptimizationCatalog.topologies());
+        add(SelfJoinCatalog.topologies());
     }
 
     /** A family's entries; a name in two families is an error rather than one entry hiding the other. */
