@@ -10,7 +10,7 @@ import org.apache.kafka.streams.Topology;
 /**
  * Topologies built with Kafka Streams' own DSL, by name, gathered from one class per family:
  * StatelessCatalog, RepartitionCatalog, WindowCatalog, StreamJoinCatalog, TableCatalog,
- * ProcessorApiCatalog, CogroupCatalog, OptimizationCatalog. tests/topology_catalog.py builds each one again, under the same
+ * ProcessorApiCatalog, CogroupCatalog, OptimizationCatalog, SelfJoinCatalog. tests/topology_catalog.py builds each one again, under the same
  * name, with dagster_kstreams (its families in tests/topology_catalog_<family>.py); the describe()
  * strings must match.
  *
