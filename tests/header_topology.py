@@ -13,7 +13,10 @@ events (``join|``) and, after a key change, of ``HeaderEditor`` (``rproc|``); an
 Column ``flat_map_values`` (a line split into its words) in front of an uncached count of the
 non-empty words, through a ``split`` on a Column predicate (``wc|``), and of an uncached reduce that strings each
 key's words together (``ws|``), each update stamped with its timestamp behind a repartition topic.
-Every record each produces should carry the headers Kafka Streams gives it.
+Every record each produces should carry the headers Kafka Streams gives it. Sinks whose topic
+``ContextRouter`` (or a function) picks from the record context, to ``out`` or ``routed``: after the
+source (``xsrc|``), after ``HeaderEditor``'s forwards (``xproc|``, ``xfresh|``) and behind Columns
+after the repartition topic (``xrep|``).
 
 Its classes are self-contained: Spark's Python workers cannot import modules of tests/, and the
 test ships this module by value (``StampValues``, the harness's own, comes from equivalence_io, as
@@ -29,7 +32,7 @@ from pyspark.sql import functions as F
 from equivalence_io import StampValues
 from dagster_kstreams.topology import (
     BufferConfig, Branched, Consumed, Grouped, Headers, Materialized, Named, Processor, Record, Repartitioned, Serdes,
-    StreamsBuilder, Suppressed, TimeWindows,
+    StreamsBuilder, Suppressed, TimeWindows, TopicNameExtractor,
 )
 
 
@@ -46,6 +49,33 @@ class HeaderEditor(Processor):
             self.context.forward(record.with_headers(fresh).with_value(f"fresh|{record.value}"))
 
 
+def context_score(record_context, by_offset: bool) -> int:
+    """A number of everything a topic-name extractor's context holds (ContextRouter.score in Java):
+    its partition, timestamp, offset (``by_offset``), whether its topic is a repartition topic or
+    none (a punctuator's), its ``dup`` headers and whether it has a ``seen`` one. Topic names and
+    a repartition topic's offsets are the app's own: only what both apps share counts."""
+    topic = record_context.topic()
+    score = record_context.partition() + record_context.timestamp() // 7
+    score += record_context.offset() if by_offset else 0
+    score += 1 if topic is None else 2 if topic.endswith("-repartition") else 0
+    headers = record_context.headers()
+    score += sum(1 for header in headers if header.key == "dup")
+    return score + (1 if headers.last_header("seen") is not None else 0)
+
+
+class ContextRouter(TopicNameExtractor):
+    """To ``routed`` when the record context's :func:`context_score` is odd, else to ``kept``."""
+
+    def __init__(self, label: str, kept: str, routed: str, by_offset: bool):
+        self.label, self.kept, self.routed, self.by_offset = label, kept, routed, by_offset
+
+    def extract(self, key, value, record_context) -> str:
+        return self.routed if context_score(record_context, self.by_offset) % 2 else self.kept
+
+    def __str__(self) -> str:  # what describe() prints; the Java twin's toString() says the same
+        return f"ContextRouter({self.label})"
+
+
 def _must_have_a_value(key, value) -> None:
     """A peek's or foreach's action behind a Column filter of null values: a null one fails the task."""
     if value is None:
@@ -57,7 +87,8 @@ def _java(value) -> str:
 
 
 def header_examples(topics: dict[str, str]) -> StreamsBuilder:
-    """The topology of HeaderExamples.java on ``topics`` (``events``, ``amounts``, ``lines`` and ``out`` -> topic)."""
+    """The topology of HeaderExamples.java on ``topics`` (``events``, ``amounts``, ``lines``, ``out`` and
+    ``routed`` -> topic)."""
     builder = StreamsBuilder()
     events = builder.stream(topics["events"])
     events.flat_map_values(lambda v: ["null"] if v is None else [v, v + "+"]) \
@@ -71,6 +102,12 @@ def header_examples(topics: dict[str, str]) -> StreamsBuilder:
         .map_values(lambda n: f"count|{n}") \
         .to(topics["out"])
     events.process(HeaderEditor).to(topics["out"])
+    # Sinks whose topic an extractor picks from the record context: after the source, and after a
+    # user processor's forwards (their new headers and timestamps, the input record's place).
+    events.map_values(lambda v: f"xsrc|{_java(v)}") \
+        .to(ContextRouter("source", topics["out"], topics["routed"], by_offset=True))
+    events.process(HeaderEditor).map_values(lambda v: "x" + v) \
+        .to(ContextRouter("processor", topics["out"], topics["routed"], by_offset=True))
     windowed = events.select_key(lambda k, v: k) \
         .group_by_key(Grouped.as_("windowed").with_key_serde(Serdes.String())) \
         .windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=2), timedelta(seconds=1))) \
@@ -157,6 +194,15 @@ def add_rekeyed(events, topics: dict[str, str]) -> None:
     columns["col-other"].map_values(F.concat(F.lit("cother|"), F.col("key"), F.lit("|"),
                                              F.coalesce(F.col("value"), F.lit("null")))).to(topics["out"])
     present.filter(F.col("value").endswith("4")).foreach(_must_have_a_value)
+    # A topic picked from the record context behind Columns (the plan's Python pass over its output):
+    # the repartition topic's place (its offsets are the app's own: not counted).
+    kept, routed = topics["out"], topics["routed"]
+
+    def route_after_repartition(key, value, record_context):
+        return routed if context_score(record_context, by_offset=False) % 2 else kept
+
+    rekeyed.map_values(F.concat(F.lit("xrep|"), F.coalesce(F.col("value"), F.lit("null")))) \
+        .to(route_after_repartition)
 
 
 def word_examples(topics: dict[str, str]) -> StreamsBuilder:

@@ -30,7 +30,7 @@ equivalence_io (StampValues) ships itself.
 from __future__ import annotations
 
 from equivalence_io import StampValues
-from dagster_kstreams.topology import Materialized, StreamsBuilder, Topology
+from dagster_kstreams.topology import Materialized, StreamsBuilder, TopicNameExtractor, Topology
 from dagster_kstreams.topology.processor_api import Processor, PunctuationType, Record, Stores
 from dagster_kstreams.topology.serdes import Serdes, Window, Windowed
 
@@ -42,6 +42,22 @@ def metadata_text(metadata) -> str:
     if metadata is None:
         return "empty"
     return f"{'null' if metadata.topic is None else metadata.topic}/{metadata.partition}/{metadata.offset}"
+
+
+class PunctuatedOrNot(TopicNameExtractor):
+    """To ``punctuated`` what a punctuator forwarded (Kafka Streams' context: no topic, partition -1,
+    offset -1, no headers), the rest to ``processed``; downstream of StampValues too."""
+
+    def __init__(self, processed: str, punctuated: str):
+        self.processed, self.punctuated = processed, punctuated
+
+    def extract(self, key, value, record_context) -> str:
+        punctuated = (record_context.topic() is None and record_context.partition() == -1
+                      and record_context.offset() == -1 and not record_context.headers().to_array())
+        return self.punctuated if punctuated else self.processed
+
+    def __str__(self) -> str:  # what describe() prints; the Java twin's toString() says the same
+        return "PunctuatedOrNot"
 
 
 class BucketCounter(Processor):
@@ -289,7 +305,8 @@ def _session_and_duplicate_stores():
 
 
 def processor_api_examples(topics: dict[str, str]) -> StreamsBuilder:
-    """The topology of ProcessorApiExamples.java on ``topics`` (``events`` and ``out`` -> topic)."""
+    """The topology of ProcessorApiExamples.java on ``topics`` (``events``, ``out``, ``processed`` and
+    ``punctuated`` -> topic)."""
     builder = StreamsBuilder()
     builder.add_state_store(Stores.key_value_store_builder(
         Stores.persistent_key_value_store("seen"), Serdes.String(), Serdes.String()))
@@ -298,9 +315,9 @@ def processor_api_examples(topics: dict[str, str]) -> StreamsBuilder:
     for store in _window_stores():
         builder.add_state_store(store)
     events = builder.stream(topics["events"])
-    events.process(BucketCounter, "seen", "buckets") \
-        .process_values(StampValues) \
-        .to(topics["out"])
+    stamped = events.process(BucketCounter, "seen", "buckets").process_values(StampValues)
+    stamped.to(topics["out"])
+    stamped.to(PunctuatedOrNot(topics["processed"], topics["punctuated"]))  # a topic picked by the context
     events.process(WindowLog, "recent", "recent-memory").to(topics["out"])
     for store in _session_and_duplicate_stores():
         builder.add_state_store(store)

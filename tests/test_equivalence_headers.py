@@ -10,7 +10,9 @@ an uncached reduce, a ``filter_not`` and ``map_values`` before a join with each 
 DataFrame plan that hands its records over: spark/column_hand_off.py); and on a third input (lines), a
 Column ``flat_map_values`` splitting each line into words in front of an uncached count (through a
 ``split`` on a Column predicate, its default branch) and an uncached reduce that strings a key's words together, each word down both
-before the next. Kafka Streams 4.3.1 runs it
+before the next; and sinks whose topic an extractor picks from the record context (its topic,
+partition, offset, timestamp and headers: ``out`` or ``routed``) after the source, after the user
+processor's forwards and behind Columns after the repartition topic. Kafka Streams 4.3.1 runs it
 once, skipping malformed records (LogAndContinueExceptionHandler), as our runs do (log_and_continue).
 
 Our tasks run the twin in a ``dagster-kstreams run`` process in batches of 40 records, SIGKILLed
@@ -58,8 +60,9 @@ pytestmark = pytest.mark.integration
 cloudpickle.register_pickle_by_value(header_topology)
 
 PARTITIONS = 2
+OUTPUTS = {"out": 1, "routed": 1}  # routed: where a ContextRouter sends some records (one partition: null keys)
 # The branches after the repartition topic, whose two writers interleave: compared per key, together.
-REKEYED_BRANCHES = ("rekeyed", "mixmap", "mixa", "mixb", "peek", "pone", "ptwo", "prest", "cthree", "cother")
+REKEYED_BRANCHES = ("rekeyed", "mixmap", "mixa", "mixb", "peek", "pone", "ptwo", "prest", "cthree", "cother", "xrep")
 # The branches behind the lines' flat_map_values: compared per key, together, with timestamps.
 WORD_BRANCHES = ("wc", "ws")
 T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute
@@ -132,28 +135,30 @@ def _lines(seed: int = 33) -> list[tuple]:
     return lines
 
 
-def _results(bootstrap: str, topic: str) -> dict[tuple, list]:
-    """``{(branch, source partition): [(key, value, headers)]}`` in offset order; after the
-    repartition topic, ``{("rekeyed", source partition, key): ...}``, every branch of that
-    sub-topology together: Kafka Streams forwards a record down each branch before the next record;
-    behind the lines' words, ``{("words", source partition, key): ...}``, both branches together (their
-    values stamped with their timestamps)."""
+def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple, list]:
+    """``{(branch, source partition, output): [(key, value, headers)]}`` in offset order, ``output``
+    "out" or "routed"; after the repartition topic, ``{("rekeyed", source partition, key, output): ...}``,
+    every branch of that sub-topology together: Kafka Streams forwards a record down each branch
+    before the next record; behind the lines' words, ``{("words", source partition, key, output): ...}``,
+    both branches together (their values stamped with their timestamps)."""
     results: dict[tuple, list] = {}
-    for record in sorted(read_topic(bootstrap, topic), key=lambda r: (r.partition, r.offset)):
+    records = [(output, record) for output in OUTPUTS for record in sorted(
+        read_topic(bootstrap, topics[output]), key=lambda r: (r.partition, r.offset))]
+    for output, record in records:
         headers = tuple((name, value) for name, value in record.headers if not name.startswith(INTERNAL_HEADER_PREFIX))
         branch = record.value.decode().split("|")[0]
         source = dict(headers).get("src")
         if branch in WORD_BRANCHES:
-            results.setdefault(("words", source, record.key), []).append((record.key, record.value, headers))
+            results.setdefault(("words", source, record.key, output), []).append((record.key, record.value, headers))
             continue
-        group = ("rekeyed", source, record.key) if branch in REKEYED_BRANCHES else (branch, source)
+        group = ("rekeyed", source, record.key, output) if branch in REKEYED_BRANCHES else (branch, source, output)
         results.setdefault(group, []).append((record.key, record.value, headers))
     return results
 
 
-def _assert_groups_match(bootstrap: str, topic: str, expected: dict) -> None:
-    """Ours on ``topic`` has exactly ``expected``'s groups (:func:`_results`), each the same sequence."""
-    ours = _results(bootstrap, topic)
+def _assert_groups_match(bootstrap: str, topics: dict[str, str], expected: dict) -> None:
+    """Ours on ``topics`` has exactly ``expected``'s groups (:func:`_results`), each the same sequence."""
+    ours = _results(bootstrap, topics)
     assert set(ours) == set(expected)
     for group, sequence in expected.items():
         assert ours[group] == sequence, group
@@ -171,10 +176,10 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     produce(kafka_bootstrap, inputs["amounts"], amounts)
     produce(kafka_bootstrap, inputs["lines"], lines)
     topics, stdout = run_kafka_streams("kstreams.oracle.HeaderExamples", "headers", kafka_bootstrap, kafka_admin,
-                                       unique_topic, tmp_path_factory, inputs, {"out": 1})
+                                       unique_topic, tmp_path_factory, inputs, OUTPUTS)
     report = json.loads(stdout)
     return {"inputs": inputs, "records": records, "amounts": amounts, "lines": lines, "describe": report["describe"],
-            "stores": report["stores"], "results": _results(kafka_bootstrap, topics["out"]), "topics": topics}
+            "stores": report["stores"], "results": _results(kafka_bootstrap, topics), "topics": topics}
 
 
 def test_describe_of_the_topology_run_is_kafka_streams(spark, kafka_streams_run):  # spark: Columns need it
@@ -191,7 +196,7 @@ def test_headers_killed_part_way_and_rerun_match_kafka_streams(
                   for partition in range(PARTITIONS)]
     assert all(times != sorted(times) for times in line_times)  # out of order in each partition
 
-    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], {"out": 1})
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS)
     rerun = kill_and_rerun(tmp_path, header_examples, topics, app_id=unique_topic("spark-headers"),
                            bootstrap=kafka_bootstrap, spark=spark, kill_when=lambda line: line.startswith("task 0_1 batch"),
                            killed_args=("--parallelism", "1", "--max-records-per-batch", "40",
@@ -218,7 +223,7 @@ def test_headers_killed_part_way_and_rerun_match_kafka_streams(
                 if kafka_streams_run["inputs"]["lines"] in application.source_topics(sub)]
     assert isinstance(rerun.runner.compiled.program(words).column_plan, ColumnsBeforeState)
 
-    _assert_groups_match(kafka_bootstrap, topics["out"], expected)
+    _assert_groups_match(kafka_bootstrap, topics, expected)
 
 
 def test_words_killed_in_their_own_task_and_rerun_match_kafka_streams(
@@ -228,7 +233,7 @@ def test_words_killed_in_their_own_task_and_rerun_match_kafka_streams(
     start), killed once the words' task 0_0 has committed its first batch of 40 records, and rerun
     in batches of 40 too: each key's count and reduce updates as Kafka Streams gives them."""
     expected = {group: sequence for group, sequence in kafka_streams_run["results"].items() if group[0] == "words"}
-    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], {"out": 1})
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS)
     rerun = kill_and_rerun(tmp_path, word_examples, topics, app_id=unique_topic("spark-words"),
                            bootstrap=kafka_bootstrap, spark=spark,
                            kill_when=lambda line: line.startswith("task 0_0 batch"),
@@ -237,7 +242,7 @@ def test_words_killed_in_their_own_task_and_rerun_match_kafka_streams(
     partition_lines = sum(1 for line in kafka_streams_run["lines"] if line[2] == 0)
     assert 0 < rerun.by_task["0_0"].records_in < partition_lines  # continued
     assert isinstance(rerun.runner.compiled.program(0).column_plan, ColumnsBeforeState)
-    _assert_groups_match(kafka_bootstrap, topics["out"], expected)
+    _assert_groups_match(kafka_bootstrap, topics, expected)
 
 
 def test_rekeyed_columns_killed_in_their_own_task_and_rerun_match_kafka_streams(
@@ -248,7 +253,7 @@ def test_rekeyed_columns_killed_in_their_own_task_and_rerun_match_kafka_streams(
     Arrow batches of 7: its peek, foreach and splits beside Columns among them, per source partition
     and key as Kafka Streams gives them."""
     expected = {group: sequence for group, sequence in kafka_streams_run["results"].items() if group[0] == "rekeyed"}
-    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], {"out": 1})
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS)
     rerun = kill_and_rerun(tmp_path, rekeyed_examples, topics, app_id=unique_topic("spark-rekeyed"),
                            bootstrap=kafka_bootstrap, spark=spark,
                            kill_when=lambda line: line.startswith("task 1_0 batch"),
@@ -256,7 +261,7 @@ def test_rekeyed_columns_killed_in_their_own_task_and_rerun_match_kafka_streams(
                            arrow_batch_size=7, max_records_per_batch=40)
     assert rerun.by_task["1_0"].records_in > 0 and rerun.by_task["0_0"].records_in == 0  # continued
     assert isinstance(strategy_for(rerun.runner.compiled.program(1)), ColumnPlan)
-    _assert_groups_match(kafka_bootstrap, topics["out"], expected)
+    _assert_groups_match(kafka_bootstrap, topics, expected)
 
 
 def _assert_reference_exercises_it(expected: dict) -> None:
@@ -264,7 +269,13 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     duplicate header names, null header values, the processor's added and new headers."""
     branches = {value.decode().split("|")[0] for sequence in expected.values() for _, value, _ in sequence}
     assert branches == {"flat", "rekeyed", "count", "proc", "fresh", "win", "final", "mixmap", "mixa", "mixb",
-                        "peek", "pone", "ptwo", "prest", "cthree", "cother", "sum", "join", "rproc", "wc", "ws"}
+                        "peek", "pone", "ptwo", "prest", "cthree", "cother", "sum", "join", "rproc", "wc", "ws",
+                        "xsrc", "xproc", "xfresh", "xrep"}
+    # Each topic-name extractor sent records to both topics, from both source partitions.
+    routes = {(value.decode().split("|")[0], group[1], group[-1]) for group, sequence in expected.items()
+              for _, value, _ in sequence}
+    assert {(branch, source, output) for branch in ("xsrc", "xproc", "xfresh", "xrep") for source in (b"p0", b"p1")
+            for output in OUTPUTS} <= routes
     # Behind the Columns: sums of doubled amounts over 10, joins of those up to 25 with a present and an
     # absent (deleted) event.
     joined = [value.decode() for group, sequence in expected.items() if group[0] == "join" for _, value, _ in sequence]

@@ -6,7 +6,8 @@ store (puts in and out of order, within and beyond its history; deletes; reads a
 and one reading a versioned table's updates through its ``to_stream`` (out of order and tombstones)
 and writing and reading the table's own store (puts ahead, deletes behind), and one putting windows
 that start near 0, before it too, into a persistent window store and reading them back (a key's
-negative starts; from 0 on, every key's)
+negative starts; from 0 on, every key's), and what the punctuator and the records forwarded sent
+on through ``process_values`` to a topic the record context picks (a punctuator's: no topic)
 (tests/processor_api_topology.py; Java twin ProcessorApiExamples). Kafka Streams 4.3.1 runs it once.
 
 Our tasks run the twin in a ``dagster-kstreams run`` process, one task after another in batches
@@ -47,6 +48,8 @@ pytestmark = pytest.mark.integration
 cloudpickle.register_pickle_by_value(processor_api_topology)
 
 PARTITIONS = 2
+# processed / punctuated: where PunctuatedOrNot sends what BucketCounter and StampValues forwarded
+OUTPUTS = {"out": 1, "processed": 1, "punctuated": 1}
 T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute
 
 
@@ -68,6 +71,11 @@ def _input(seed: int = 14) -> list[tuple]:
     return events
 
 
+def _routed(bootstrap: str, topics: dict[str, str]) -> dict[str, dict]:
+    """:func:`_results` of each topic PunctuatedOrNot picks."""
+    return {name: _results(bootstrap, topics[name]) for name in ("processed", "punctuated")}
+
+
 def _results(bootstrap: str, topic: str) -> dict[tuple[str, str], list]:
     """``{(task partition tag, "record" | "punctuation"): [(key, value)]}`` in offset order."""
     results: dict[tuple[str, str], list] = {}
@@ -87,9 +95,10 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     records = _input()
     produce_strings(kafka_bootstrap, inputs["events"], records)
     topics, stdout = run_kafka_streams("kstreams.oracle.ProcessorApiExamples", "papi", kafka_bootstrap, kafka_admin,
-                                       unique_topic, tmp_path_factory, inputs, {"out": 1})
+                                       unique_topic, tmp_path_factory, inputs, OUTPUTS)
     return {"inputs": inputs, "records": records, "describe": json.loads(stdout)["describe"],
-            "results": _results(kafka_bootstrap, topics["out"]), "topics": topics}
+            "results": _results(kafka_bootstrap, topics["out"]), "routed": _routed(kafka_bootstrap, topics),
+            "topics": topics}
 
 
 def test_describe_of_the_topology_run_is_kafka_streams(kafka_streams_run):
@@ -102,8 +111,9 @@ def test_processor_api_killed_part_way_and_rerun_matches_kafka_streams(
 ):
     expected = kafka_streams_run["results"]
     _assert_reference_exercises_it(expected)
+    _assert_routed_by_the_punctuators_context(kafka_streams_run["routed"], expected)
 
-    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], {"out": 1})
+    topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS)
     rerun = kill_and_rerun(tmp_path, processor_api_examples, topics, app_id=unique_topic("spark-papi"),
                            bootstrap=kafka_bootstrap, spark=spark, kill_when=lambda line: line.startswith("task 0_1 batch"),
                            killed_args=("--parallelism", "1", "--max-records-per-batch", "120"))
@@ -115,6 +125,9 @@ def test_processor_api_killed_part_way_and_rerun_matches_kafka_streams(
     assert set(ours) == set(expected)
     for task_and_source, sequence in expected.items():
         assert ours[task_and_source] == sequence, task_and_source
+    # A topic picked by the record context: a punctuator's forwards (no topic, partition or offset)
+    # through StampValues to one, what records forwarded to the other.
+    assert _routed(kafka_bootstrap, topics) == kafka_streams_run["routed"]
     # The deduplicator's store after the rerun: each key's last value (read from the checkpoints).
     last_values = {key: value for key, value, _, _ in kafka_streams_run["records"] if key is not None and value}
     assert runner.read_store("seen") == last_values
@@ -175,3 +188,11 @@ def _assert_reference_exercises_it(expected: dict) -> None:
         assert len(counts) > 20 and any(int(value.split("|")[3]) > 1 for _, value in counts)
         # init() and a punctuator see a record context with no topic, partition or offset, not none
         assert {tuple(value.split("|")[4:6]) for _, value in counts} == {("null/-1/-1", "null/-1/-1")}
+
+
+def _assert_routed_by_the_punctuators_context(routed: dict, expected: dict) -> None:
+    """Kafka Streams sent what the punctuator forwarded, and only that, to ``punctuated``."""
+    assert routed["punctuated"] == {task: sequence for task, sequence in expected.items() if task[1] == "punctuation"}
+    counter = {task: [record for record in sequence if record[1].split("|")[1] in ("new", "repeat", "late", "null")]
+               for task, sequence in expected.items() if task[1] == "record"}
+    assert routed["processed"] == counter

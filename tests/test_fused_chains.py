@@ -70,9 +70,10 @@ def _failing_values(value):
     raise KeyError("the generator broke")
 
 
-def _program(steps, sink_extracts: bool, carry_timestamp: bool, policy: DeadLetterPolicy, fuse: bool,
+def _program(steps, sink_extracts, carry_timestamp: bool, policy: DeadLetterPolicy, fuse: bool,
              log: list) -> SubtopologyProgram:
-    """source -> steps -> sink, built afresh (processors belong to one program)."""
+    """source -> steps -> sink, built afresh (processors belong to one program); ``sink_extracts``:
+    falsy (a sink with a topic), or the topic-name extractor's form ("key_value" or "context")."""
     nodes = [Source("source", ("in",), Serdes.String(), Serdes.String())]
     for number, (operation, variant, raises, odd) in enumerate(steps):
         fn = _Function(operation, variant, raises, odd, log)
@@ -84,9 +85,12 @@ def _program(steps, sink_extracts: bool, carry_timestamp: bool, policy: DeadLett
             "select_key": lambda: SelectKey(name, fn), "peek": lambda: Peek(name, fn),
             "repartition_filter": lambda: RepartitionFilter(name), "merge": lambda: Merge(name),
         }[operation]())
-    extractor = (lambda key, value: f"out-{len(str(value)) % 2}") if sink_extracts else None
+    extractor = {"key_value": lambda key, value: f"out-{len(str(value)) % 2}",
+                 "context": lambda key, value, context: (f"out-{context.topic()}-{context.partition()}-{context.offset()}"
+                                                         f"-{context.timestamp()}-{context.headers().to_array()}")
+                 }.get(sink_extracts)
     nodes.append(Sink("sink", None if sink_extracts else "out", extractor, Serdes.String(), Serdes.String(),
-                      carry_timestamp=carry_timestamp))
+                      carry_timestamp=carry_timestamp, extractor_takes_context=sink_extracts == "context"))
     for index, node in enumerate(nodes[:-1]):
         node.children = [index + 1]
     return SubtopologyProgram(0, nodes, policy, fuse_chains=fuse)
@@ -123,7 +127,7 @@ _steps = st.lists(st.tuples(st.sampled_from(OPERATIONS), st.integers(0, 20), st.
 
 
 @settings(max_examples=200, deadline=None)
-@given(_steps, _records, st.booleans(), st.booleans(),
+@given(_steps, _records, st.sampled_from([None, "key_value", "context"]), st.booleans(),
        st.sampled_from([DeadLetterPolicy(), DeadLetterPolicy("log_and_continue"),
                         DeadLetterPolicy("log_and_continue", "dead-letters")]))
 def test_a_compiled_chain_does_what_its_processors_do_one_by_one(steps, records, extracts, carry, policy):

@@ -83,15 +83,20 @@ def test_prefix_scan_serializes_the_prefix_with_the_serializer_given():
     assert list(store.prefix_scan(b"b", Serdes.ByteArray())) == [("b1:x", 4)]
 
 
-def _run(rows, batches):
-    program = compile_topology(processor_api_examples({"events": "in", "out": "out"}), "app",
+EXAMPLE_TOPICS = {"events": "in", "out": "out", "processed": "processed", "punctuated": "punctuated"}
+
+
+def _run(rows, batches, topic: str = "out"):
+    """What the examples write to ``topic``."""
+    program = compile_topology(processor_api_examples(EXAMPLE_TOPICS), "app",
                                default_key_serde=Serdes.String(), default_value_serde=Serdes.String()).program(0)
     outputs, stored, size = [], None, -(-len(rows) // batches)
     for first in range(0, len(rows), size):
         out, stored = program.process_task_batch(task_frame(rows[first:first + size], first), stored)
         if out is not None:
             out = out.sort_values("emit_order", kind="stable")
-            outputs += [(k, v.decode()) for k, v in zip(out["key"], out["value"])]
+            outputs += [(k, v.decode()) for k, v, written in zip(out["key"], out["value"], out["topic"])
+                        if written == topic]
     return outputs
 
 
@@ -115,6 +120,15 @@ def test_processor_counts_dedups_and_punctuates_on_stream_time():
         ("a3", "p0|repeat|q|o9|t41000"), ("a1", "p0|count|2|1|null/-1/-1|null/-1/-1|t29999"), ("a2", "p0|count|2|1|null/-1/-1|null/-1/-1|t29999"),
         ("a3", "p0|count|2|1|null/-1/-1|null/-1/-1|t29999"),
     ]
+
+
+@pytest.mark.parametrize("batches", [1, 3])
+def test_a_topic_picked_by_the_record_context_tells_a_punctuators_forwards_from_the_records(batches):
+    """PunctuatedOrNot behind StampValues: what the punctuator forwarded has no topic, partition or
+    offset in its context (as Kafka Streams' punctuation context), what records forwarded has theirs."""
+    counter = _counter_outputs(_run(ROWS, batches))
+    assert _run(ROWS, batches, "punctuated") == [(key, value) for key, value in counter if "|count|" in value]
+    assert _run(ROWS, batches, "processed") == [(key, value) for key, value in counter if "|count|" not in value]
 
 
 @pytest.mark.parametrize("batches", [2, 3, 10])
@@ -238,7 +252,7 @@ def test_forward_outside_process_and_punctuators_fails_naming_the_processor():
 
 
 def test_user_store_content_reads_key_value_and_window_stores_from_a_task_state():
-    program = compile_topology(processor_api_examples({"events": "in", "out": "out"}), "app",
+    program = compile_topology(processor_api_examples(EXAMPLE_TOPICS), "app",
                                default_key_serde=Serdes.String(), default_value_serde=Serdes.String()).program(0)
     _, stored = program.process_task_batch(task_frame([("a1", "x", 1000), ("a2", "y", 26_000), ("a1", "z", 27_000)]), None)
     assert user_store_content(program, stored, "seen") == {"a1": "z", "a2": "y"}

@@ -23,7 +23,8 @@ topology = ENTRIES.add
 
 def processor_api_examples_topology():
     # The topology tests/test_equivalence_processor_api.py runs on Spark and with Kafka Streams.
-    return processor_api_examples({"events": "events", "out": "out"}).build()
+    return processor_api_examples({"events": "events", "out": "out", "processed": "processed",
+                                   "punctuated": "punctuated"}).build()
 
 
 ENTRIES["processor_api_examples"] = processor_api_examples_topology

@@ -1,5 +1,5 @@
 """The catalog's stateless operators (filter, map, flat_map, peek, merge, split, foreach, print,
-a pattern source), the DSL issue's snippets, and naming and layout.
+a pattern source, sinks whose topic an extractor picks), the DSL issue's snippets, and naming and layout.
 
 Entries of tests/topology_catalog.py; their Java twins, under the same names, are in
 tests/oracle/src/main/java/kstreams/oracle/StatelessCatalog.java. Keep the two in step.
@@ -20,6 +20,7 @@ from dagster_kstreams import (
     Produced,
     StreamsBuilder,
     TimeWindows,
+    TopicNameExtractor,
 )
 
 from topology_catalog_entries import CatalogEntries, field
@@ -295,4 +296,36 @@ def more_than_ten_subtopologies():
     b = StreamsBuilder()
     for i in range(6):
         b.stream(f"in-{i}").group_by(lambda k, v: v).count().to_stream().to(f"counts-{i}")
+    return b.build()
+
+
+# ---- Sinks whose topic an extractor picks ------------------------------------------------
+
+
+class RouteByPartition(TopicNameExtractor):
+    """describe() prints its str(); the Java twin's toString() says the same."""
+
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+
+    def extract(self, key, value, record_context):
+        return f"{self.prefix}{record_context.partition()}"
+
+    def __str__(self) -> str:
+        return f"RouteByPartition({self.prefix})"
+
+
+def route_by_key(key, value, record_context):
+    return f"orders-{key}"
+
+
+@topology
+def sinks_with_topic_extractors():
+    # A function's describe() is its module and qualified name (a lambda's too); the Java twins'
+    # toString() print the same, as Kafka Streams prints any extractor's toString().
+    b = StreamsBuilder()
+    orders = b.stream("orders")
+    orders.to(RouteByPartition("orders-p"))
+    orders.filter(lambda k, v: v is not None).to(route_by_key, Produced.as_("by-key"))
+    orders.to(lambda key, value: "orders-" + value)
     return b.build()

@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-__all__ = ["RecordContext", "Output", "DROPPED_LATE_TOPIC", "FLUSH_ORDER", "header_column"]
+from dagster_kstreams.topology import topic_name_extractor
+from dagster_kstreams.topology.headers import Headers
+
+__all__ = ["RecordContext", "Output", "DROPPED_LATE_TOPIC", "FLUSH_ORDER", "extractor_context", "header_column"]
 
 # A pseudo-topic: one row per record dropped because its window had closed (key: the raw source
 # key, or None). The runner counts these rows (TaskResult.records_dropped_late) and writes none of them.
@@ -39,6 +42,10 @@ class RecordContext:
     # Kafka's order, duplicate names kept, None values allowed), or None: it has none. Kafka Streams
     # forwards them with whatever the record produces; a sink writes them as they are.
     headers: Optional[list] = None
+    # a record a punctuator forwarded: Kafka Streams' context then has no topic, partition -1 and
+    # offset -1 (StreamTask.punctuate); the fields above stay the last record's, which the runner's
+    # ordering and error messages go by, and only what a topic-name extractor sees follows it
+    from_punctuator: bool = False
 
     def describe(self) -> str:
         return f"topic {self.topic!r} partition {self.partition} offset {self.offset}"
@@ -111,3 +118,14 @@ def header_column(pairs) -> Optional[list]:
     """``(name, value)`` pairs in the ``headers`` column's form (None: no headers)."""
     column = [{"key": name, "value": data} for name, data in pairs or ()]
     return column or None
+
+
+def extractor_context(context: RecordContext) -> topic_name_extractor.RecordContext:
+    """What a topic-name extractor is given for the record a sink writes at ``context`` (Kafka
+    Streams' ``SinkNode``: the input record's topic, partition and offset, none from a punctuator;
+    the written record's timestamp and headers)."""
+    headers = Headers.from_column(context.headers)
+    if context.from_punctuator:
+        return topic_name_extractor.RecordContext(None, -1, -1, context.timestamp, headers)
+    return topic_name_extractor.RecordContext(context.topic, context.partition, context.offset, context.timestamp,
+                                              headers)

@@ -19,9 +19,11 @@ from dagster_kstreams.processors.base import Processor, processor_class, registe
 from dagster_kstreams.processors.changes import ChangedSerde
 from dagster_kstreams.processors.errors import ProcessingError
 from dagster_kstreams.processors.partitioners import PickedTopicCounts, SinkPlacement, placement_for
+from dagster_kstreams.processors.records import extractor_context
 from dagster_kstreams.topology.fk_join import TableJoinedPartitioner
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.timestamp_extractors import extract_function
+from dagster_kstreams.topology.topic_name_extractor import topic_name_function
 
 __all__ = ["Source", "Sink", "Filter", "Map", "MapValues", "FlatMap", "FlatMapValues", "SelectKey", "Peek",
            "Foreach", "Print", "Printer", "Merge", "BranchChild", "Branch", "RepartitionFilter",
@@ -62,16 +64,20 @@ class Source(Processor):
 
 @register
 class Sink(Processor):
-    """Serializes the record to a static topic, or to the one ``topic_extractor(key, value)`` names
-    (``SinkNode``). A repartition topic also gets the record's timestamp in a header
-    (``carry_timestamp``: Spark's sink cannot set record timestamps)."""
+    """Serializes the record to a static topic, or to the one its topic-name extractor names
+    (``SinkNode``): ``topic_extractor(key, value)``, or with ``extractor_takes_context``
+    ``topic_extractor(key, value, record_context)`` (:mod:`~dagster_kstreams.topology.topic_name_extractor`).
+    A repartition topic also gets the record's timestamp in a header (``carry_timestamp``: Spark's
+    sink cannot set record timestamps)."""
 
     kind = "sink"
 
     def __init__(self, name: str, topic: Optional[str], topic_extractor: Optional[Callable], key_serde, value_serde,
-                 carry_timestamp: bool = False, placement: Optional[SinkPlacement] = None):
+                 carry_timestamp: bool = False, placement: Optional[SinkPlacement] = None,
+                 extractor_takes_context: bool = False):
         super().__init__(name)
         self.topic, self.topic_extractor = topic, topic_extractor
+        self.extractor_takes_context = extractor_takes_context
         self.key_serde, self.value_serde = key_serde, value_serde
         self.carry_timestamp = carry_timestamp
         self.placement = placement  # None: Kafka's default partitioner places every record
@@ -79,7 +85,7 @@ class Sink(Processor):
     def process(self, key, value, context, out, state) -> None:
         topic = self.topic
         if topic is None:
-            topic = self.call(context, self.topic_extractor, key, value)
+            topic = self.pick_topic(key, value, context)
         if self.placement is not None:
             self.placement.write(self, topic, key, value, context, out)
             return
@@ -88,6 +94,13 @@ class Sink(Processor):
         # repartition topic: the record keeps its timestamp too (kafka.timestamp_header).
         out.append(topic, key_bytes, value_bytes, context.headers,
                    context.timestamp if self.carry_timestamp else None)
+
+    def pick_topic(self, key, value, context) -> Any:
+        """What the extractor names for the record (the Python pass, compiled chains and the
+        Column plan's pass all ask this); a failure names the sink and the record."""
+        if not self.extractor_takes_context:
+            return self.call(context, self.topic_extractor, key, value)
+        return self.call(context, self.topic_extractor, key, value, extractor_context(context))
 
     def serialize(self, topic: str, key, value, context) -> tuple[Optional[bytes], Optional[bytes]]:
         """The record's key and value bytes; a serde's failure names the sink and the record."""
@@ -305,10 +318,13 @@ def _sink(factory, ctx) -> Sink:
     # A topic a function picks: its partition count is read from the broker when a record goes to it.
     picked = PickedTopicCounts(ctx.kafka_config) if factory.topic is None else None
     placement = placement_for(factory.name, partitioner, key_serde, picked)
+    extractor = (None if factory.topic_extractor is None
+                 else topic_name_function(factory.topic_extractor, f"sink {factory.name}"))
     return Sink(factory.name, None if factory.topic is None else ctx.topic_name(factory.topic),
-                factory.topic_extractor, key_serde, _value_serde(factory, ctx),
+                None if extractor is None else extractor.call, key_serde, _value_serde(factory, ctx),
                 # Spark's sink cannot set record timestamps: a repartition topic carries them in a header.
-                carry_timestamp=ctx.is_repartition_topic(factory.topic), placement=placement)
+                carry_timestamp=ctx.is_repartition_topic(factory.topic), placement=placement,
+                extractor_takes_context=extractor is not None and extractor.takes_context)
 
 
 def _pass_through(kind: str):

@@ -55,8 +55,10 @@ class ProcessorContext:
         if base is None:
             raise ProcessingError(f"processor {node.name}: forward() was called outside process() and a punctuator "
                                   "(in init() or close()), where Kafka Streams refuses it too")
-        # The record goes on with its own headers (Kafka Streams sets them as the record context's).
-        context = dataclasses.replace(base, timestamp=record.timestamp, headers=record.headers.to_column())
+        # The record goes on with its own headers (Kafka Streams sets them as the record context's);
+        # from a punctuator, with a context of no input record (what a topic-name extractor sees).
+        context = dataclasses.replace(base, timestamp=record.timestamp, headers=record.headers.to_column(),
+                                      from_punctuator=self._record_context is None or base.from_punctuator)
         forward = node.program._forward
         children = node.children if child_name is None else [node.child_position(child_name)]
         group = own_group(node, record.key, self._group)  # a punctuator's records of other keys: theirs

@@ -108,7 +108,7 @@ def _destination(sink: Any, column: dict, row: int) -> tuple[str, Optional[tuple
                             headers=column["headers"][row])
     key = sink.call(context, sink.key_serde.deserialize, column["key"][row])
     value = sink.call(context, sink.value_serde.deserialize, column["value"][row])
-    topic = sink.topic if sink.topic is not None else sink.call(context, sink.topic_extractor, key, value)
+    topic = sink.topic if sink.topic is not None else sink.pick_topic(key, value, context)
     if sink.placement is None:
         return topic, None
     return topic, sink.placement.partitions(sink, topic, key, value, context, None)

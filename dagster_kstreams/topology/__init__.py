@@ -38,6 +38,7 @@ from .timestamp_extractors import (
     ConsumerRecord, FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp,
     WallclockTimestampExtractor,
 )
+from .topic_name_extractor import RecordContext, TopicNameExtractor
 from .partition_counts import CopartitionError
 from .view import (
     ProcessorNode, Subtopology, TopicRef, Topology, as_topology, changelog_topic_name,
@@ -57,5 +58,5 @@ __all__ = [
     "ProcessorNode", "Subtopology", "TaskId", "TopicRef", "Topology", "changelog_topic_name",
     "internal_topic_name", "as_topology", "JoinWindows", "SessionWindows", "SlidingWindows", "TimeWindows",
     "FixedKeyProcessor", "Header", "Headers", "Processor", "ProcessorSupplier", "PunctuationType", "Record", "RecordMetadata", "Stores",
-    "KeyValue", "ValueAndTimestamp", "ValueTransformerWithKey", "VersionedRecord", "CogroupedKStream", "SessionWindowedCogroupedKStream", "TimeWindowedCogroupedKStream",
+    "KeyValue", "ValueAndTimestamp", "ValueTransformerWithKey", "RecordContext", "TopicNameExtractor", "VersionedRecord", "CogroupedKStream", "SessionWindowedCogroupedKStream", "TimeWindowedCogroupedKStream",
 ]

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional, Sequence
 
+from .topic_name_extractor import extractor_description
+
 __all__ = ["TopologyDescription", "SubtopologyDescription", "GlobalStoreDescription", "describe_global_store", "NodeDescription", "java_hash_order"]
 
 
@@ -262,7 +264,8 @@ class NodeDescription:
                     f"      --> {_names(self.successors)}\n      <-- {_names(self.predecessors)}")
         if self.topic is not None:
             return f"Sink: {self.name} (topic: {self.topic})\n      <-- {_names(self.predecessors)}"
-        return f"Sink: {self.name} (extractor class: {self.topic_extractor})\n      <-- {_names(self.predecessors)}"
+        return (f"Sink: {self.name} (extractor class: {extractor_description(self.topic_extractor)})\n"
+                f"      <-- {_names(self.predecessors)}")
 
     def __repr__(self) -> str:
         return f"NodeDescription({self.name})"
@@ -277,7 +280,7 @@ class NodeDescription:
         elif self.topic is not None:
             node["topic"] = self.topic
         else:
-            node["topic_extractor"] = str(self.topic_extractor)
+            node["topic_extractor"] = extractor_description(self.topic_extractor)
         if self.role != "sink":
             node["successors"] = [successor.name for successor in self.successors]
         if self.role != "source":

@@ -29,6 +29,7 @@ from .materialized import Materialized
 from .named import Named
 from .node_specs import KTableSourceSpec, NodeKind, ProcessorSpec, StoreSpec, StoreType
 from .processor_api import PROCESSOR_NAME, PROCESSVALUES_NAME, user_processor_spec
+from .topic_name_extractor import TopicNameExtractor, topic_name_function
 from .windows import JoinWindows
 
 __all__ = ["KStream", "BranchedKStream"]
@@ -197,8 +198,12 @@ class KStream(_AbstractStream):
                        self._builder)
 
     # -- sinks -----------------------------------------------------------------------
-    def to(self, topic: Union[str, Callable], produced: Optional[Produced] = None) -> None:
-        """Write to ``topic``; a callable ``topic(key, value) -> str`` picks the topic per record."""
+    def to(self, topic: Union[str, Callable, TopicNameExtractor], produced: Optional[Produced] = None) -> None:
+        """Write to ``topic``; a topic-name extractor picks the topic per record: a
+        :class:`~.topic_name_extractor.TopicNameExtractor`, a callable ``topic(key, value, record_context)``
+        given the record's :class:`~.topic_name_extractor.RecordContext`, or ``topic(key, value)``."""
+        if not isinstance(topic, str):
+            topic_name_function(topic, "KStream.to")  # refused before a name is taken if it is no extractor
         produced = produced or Produced()
         if produced.key_serde is None:
             produced = produced.with_key_serde(self.key_serde)
@@ -209,10 +214,8 @@ class KStream(_AbstractStream):
             if not topic:
                 raise TopologyException("topic name cannot be empty")
             node = StreamSinkNode(name, topic, None, produced)
-        elif callable(topic):
-            node = StreamSinkNode(name, None, topic, produced)
         else:
-            raise TypeError(f"KStream.to expects a topic name or a topic-name extractor, got {topic!r}")
+            node = StreamSinkNode(name, None, topic, produced)
         self._builder.add_graph_node(self._node, node)
 
     def to_table(self, *args) -> KTable:

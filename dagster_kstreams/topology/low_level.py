@@ -14,6 +14,7 @@ from typing import Optional, Union
 from .errors import TopologyException
 from .node_specs import NodeKind
 from .processor_api import StoreBuilder, user_processor_spec
+from .topic_name_extractor import topic_name_function
 
 __all__ = ["LowLevelTopologyMethods"]
 
@@ -56,13 +57,15 @@ class LowLevelTopologyMethods:
     def add_sink(self, name: str, topic: str, *parent_names: str, key_serde=None, value_serde=None,
                  partitioner=None):
         """``addSink(name, topic, parentNames...)``; serdes are Kafka Streams' serializers. ``topic``
-        is a topic name, or a topic-name extractor ``topic(key, value) -> str`` that picks it per
-        record (``addSink(name, TopicNameExtractor, ...)``)."""
+        is a topic name, or a topic-name extractor that picks it per record
+        (``addSink(name, TopicNameExtractor, ...)``: :mod:`.topic_name_extractor`)."""
         _check_name(name, "sink")
-        extractor = topic if callable(topic) else None
-        if extractor is None and (not isinstance(topic, str) or not topic):
+        extractor = None if isinstance(topic, str) else topic
+        if extractor is None and not topic:
             raise TypeError(f"add_sink({name!r}): the topic must be a non-empty str or a topic-name extractor, "
                             f"got {topic!r}")
+        if extractor is not None:
+            topic_name_function(extractor, f"add_sink({name!r})")  # refused here if it is no extractor
         serdes = {"key_serde": key_serde, "value_serde": value_serde, "partitioner": partitioner}
         self._builder.add_sink(name, None if extractor else topic, list(parent_names), extractor, serdes=serdes)
         self._refresh()

@@ -30,6 +30,8 @@ import org.apache.kafka.streams.kstream.Repartitioned;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.processor.RecordContext;
+import org.apache.kafka.streams.processor.TopicNameExtractor;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
@@ -45,10 +47,12 @@ import org.apache.kafka.streams.state.WindowStore;
  * and on a third a flatMapValues (a line's words)
  * in front of an uncached count of the non-empty words (a split's default branch) and an uncached reduce that
  * strings each key's words together, each update stamped with its timestamp behind a repartition topic.
+ * Sinks whose topic an extractor picks from the record context (to out or routed): after the source,
+ * after the user processor's forwards, after the repartition topic.
  * Runs against a real broker until the input is consumed to its end; prints JSON
  * {"describe": topology.describe(), "stores": {the reduce's store}}.
  *
- * Args: bootstrap applicationId stateDir events amounts lines out
+ * Args: bootstrap applicationId stateDir events amounts lines out routed
  *
  * The Python twin is tests/header_topology.py; keep the two in step.
  */
@@ -82,7 +86,41 @@ public final class HeaderExamples {
         }
     }
 
-    static Topology headerExamples(String events, String amounts, String lines, String out) {
+    /** To routed when the score of everything the record context holds is odd, else to kept (the
+     * twin's ContextRouter and context_score): its partition, timestamp, offset (byOffset), whether its
+     * topic is a repartition topic or none, its "dup" headers and whether it has a "seen" one. */
+    static final class ContextRouter implements TopicNameExtractor<String, String> {
+        private final String described;
+        private final String kept;
+        private final String routed;
+        private final boolean byOffset;
+
+        ContextRouter(String described, String kept, String routed, boolean byOffset) {
+            this.described = described;
+            this.kept = kept;
+            this.routed = routed;
+            this.byOffset = byOffset;
+        }
+
+        @Override
+        public String extract(String key, String value, RecordContext context) {
+            String topic = context.topic();
+            long score = context.partition() + context.timestamp() / 7 + (byOffset ? context.offset() : 0);
+            score += topic == null ? 1 : topic.endsWith("-repartition") ? 2 : 0;
+            for (Header header : context.headers()) {
+                score += header.key().equals("dup") ? 1 : 0;
+            }
+            score += context.headers().lastHeader("seen") != null ? 1 : 0;
+            return score % 2 == 1 ? routed : kept;
+        }
+
+        @Override
+        public String toString() {  // what describe() prints: the twin's str() or function name
+            return described;
+        }
+    }
+
+    static Topology headerExamples(String events, String amounts, String lines, String out, String routed) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> stream = builder.stream(events);
         stream.flatMapValues(v -> v == null ? List.of("null") : List.of(v, v + "+"))
@@ -120,12 +158,19 @@ public final class HeaderExamples {
         columns.get("col-three").mapValues(v -> "cthree|" + v).to(out);
         columns.get("col-other").mapValues((k, v) -> "cother|" + k + "|" + v).to(out);
         present.filter((k, v) -> v.endsWith("4")).foreach((k, v) -> { });
+        // The twin picks the topic with a function, behind Column expressions.
+        rekeyed.mapValues(v -> "xrep|" + v).to(new ContextRouter(
+            "header_topology.add_rekeyed.<locals>.route_after_repartition", out, routed, false));
         stream.groupByKey()
             .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts").withCachingDisabled())
             .toStream()
             .mapValues(n -> "count|" + n)
             .to(out);
         stream.process(HeaderEditor::new).to(out);
+        // Sinks whose topic an extractor picks from the record context.
+        stream.mapValues(v -> "xsrc|" + v).to(new ContextRouter("ContextRouter(source)", out, routed, true));
+        stream.process(HeaderEditor::new).mapValues(v -> "x" + v)
+            .to(new ContextRouter("ContextRouter(processor)", out, routed, true));
         // A windowed count without the record cache, and its final results, over a repartition topic
         // that keeps each key in its partition (the input is placed by murmur2 of its keys).
         KTable<Windowed<String>, Long> windowed = stream.selectKey((k, v) -> k)
@@ -187,7 +232,7 @@ public final class HeaderExamples {
 
     public static void main(String[] args) throws Exception {
         String applicationId = args[1];
-        Topology topology = headerExamples(args[3], args[4], args[5], args[6]);
+        Topology topology = headerExamples(args[3], args[4], args[5], args[6], args[7]);
         Properties props = KafkaStreamsRuns.properties(args[0], applicationId, args[2]);
         // The amounts' malformed values are skipped, as the runner's log_and_continue does.
         props.put(StreamsConfig.DESERIALIZATION_EXCEPTION_HANDLER_CLASS_CONFIG, LogAndContinueExceptionHandler.class);

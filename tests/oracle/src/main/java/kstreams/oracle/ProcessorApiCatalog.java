@@ -41,7 +41,8 @@ final class ProcessorApiCatalog {
     static Map<String, Supplier<Topology>> topologies() {
         Map<String, Supplier<Topology>> topologies = new LinkedHashMap<>();
         // The Processor API.
-        topologies.put("processor_api_examples", () -> ProcessorApiExamples.processorApiExamples("events", "out"));
+        topologies.put("processor_api_examples",
+                       () -> ProcessorApiExamples.processorApiExamples("events", "out", "processed", "punctuated"));
         topologies.put("processor_api_named_then_count", ProcessorApiCatalog::processor_api_named_then_count);
         topologies.put("processor_api_low_level_examples", () -> ProcessorApiExamples.lowLevel("events", "out"));
         topologies.put("processor_api_low_level_wiring", ProcessorApiCatalog::processor_api_low_level_wiring);

@@ -10,6 +10,8 @@ import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.processor.PunctuationType;
+import org.apache.kafka.streams.processor.RecordContext;
+import org.apache.kafka.streams.processor.TopicNameExtractor;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
@@ -26,7 +28,7 @@ import org.apache.kafka.streams.state.VersionedRecord;
  * Kafka Streams itself against a real broker until the input is consumed to its end; prints JSON
  * {"describe": topology.describe()}.
  *
- * Args: bootstrap applicationId stateDir events out
+ * Args: bootstrap applicationId stateDir events out processed punctuated
  *
  * The Python twin is tests/processor_api_topology.py (BucketCounter, StampValues, WindowLog, SessionLog,
  * DuplicateLog, VersionLog); keep the two in step. The processors on window and session stores (WindowLog,
@@ -177,7 +179,31 @@ public final class ProcessorApiExamples {
             Stores.persistentVersionedKeyValueStore("versions", Duration.ofSeconds(2)), Serdes.String(), Serdes.String());
     }
 
-    static Topology processorApiExamples(String events, String out) {
+    /** To punctuated what a punctuator forwarded (no topic, partition -1, offset -1, no headers), the
+     * rest to processed; the twin's PunctuatedOrNot. */
+    static final class PunctuatedOrNot implements TopicNameExtractor<String, String> {
+        private final String processed;
+        private final String punctuated;
+
+        PunctuatedOrNot(String processed, String punctuated) {
+            this.processed = processed;
+            this.punctuated = punctuated;
+        }
+
+        @Override
+        public String extract(String key, String value, RecordContext context) {
+            boolean fromPunctuator = context.topic() == null && context.partition() == -1 && context.offset() == -1
+                && context.headers().toArray().length == 0;
+            return fromPunctuator ? punctuated : processed;
+        }
+
+        @Override
+        public String toString() {
+            return "PunctuatedOrNot";
+        }
+    }
+
+    static Topology processorApiExamples(String events, String out, String processed, String punctuated) {
         StreamsBuilder builder = new StreamsBuilder();
         builder.addStateStore(Stores.keyValueStoreBuilder(
             Stores.persistentKeyValueStore("seen"), Serdes.String(), Serdes.String()));
@@ -185,9 +211,10 @@ public final class ProcessorApiExamples {
             Stores.inMemoryKeyValueStore("buckets"), Serdes.String(), Serdes.Long()));
         WindowStoreLogs.windowStores().forEach(builder::addStateStore);
         KStream<String, String> stream = builder.<String, String>stream(events);
-        stream.process(BucketCounter::new, "seen", "buckets")
-            .processValues(StampValues::new)
-            .to(out);
+        KStream<String, String> stamped = stream.process(BucketCounter::new, "seen", "buckets")
+            .processValues(StampValues::new);
+        stamped.to(out);
+        stamped.to(new PunctuatedOrNot(processed, punctuated));
         stream.process(WindowStoreLogs.WindowLog::new, "recent", "recent-memory").to(out);
         WindowStoreLogs.sessionAndDuplicateStores().forEach(builder::addStateStore);
         stream.process(WindowStoreLogs.SessionLog::new, "sessions", "sessions-memory").to(out);
@@ -243,7 +270,7 @@ public final class ProcessorApiExamples {
     }
 
     public static void main(String[] args) throws Exception {
-        Topology topology = processorApiExamples(args[3], args[4]);
+        Topology topology = processorApiExamples(args[3], args[4], args[5], args[6]);
         KafkaStreamsRuns.runUntilConsumed(topology, args[0], args[1], args[2], () -> List.of(args[3]),
             Duration.ofMinutes(5), streams -> KafkaStreamsRuns.describeJson(topology));
     }

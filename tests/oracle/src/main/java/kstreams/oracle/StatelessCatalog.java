@@ -21,11 +21,14 @@ import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Printed;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.processor.RecordContext;
+import org.apache.kafka.streams.processor.TopicNameExtractor;
 
 import static kstreams.oracle.CatalogRow.field;
 
 /**
- * Stateless operators (filter, map, flat_map, peek, merge, split, foreach, print, a pattern source),
+ * Stateless operators (filter, map, flat_map, peek, merge, split, foreach, print, a pattern source,
+ * sinks whose topic an extractor picks),
  * the DSL issue's snippets, and naming and layout.
  *
  * Entries of TopologyCatalog, built with Kafka Streams' own DSL; their Python twins, under the same
@@ -61,6 +64,8 @@ final class StatelessCatalog {
         topologies.put("named_operators_everywhere", StatelessCatalog::named_operators_everywhere);
         topologies.put("two_independent_pipelines", StatelessCatalog::two_independent_pipelines);
         topologies.put("more_than_ten_subtopologies", StatelessCatalog::more_than_ten_subtopologies);
+        // Sinks whose topic an extractor picks.
+        topologies.put("sinks_with_topic_extractors", StatelessCatalog::sinks_with_topic_extractors);
         return topologies;
     }
 
@@ -293,6 +298,35 @@ final class StatelessCatalog {
             KStream<String, String> input = b.stream("in-" + i);
             input.groupBy((k, v) -> v).count().toStream().to("counts-" + i);
         }
+        return b.build();
+    }
+
+    // ---- Sinks whose topic an extractor picks ---------------------------------------------------
+
+    /** An extractor whose toString() is what describe() prints: the twin's str() or function name. */
+    static TopicNameExtractor<String, String> extractor(String described, TopicNameExtractor<String, String> extract) {
+        return new TopicNameExtractor<>() {
+            @Override
+            public String extract(String key, String value, RecordContext recordContext) {
+                return extract.extract(key, value, recordContext);
+            }
+
+            @Override
+            public String toString() {
+                return described;
+            }
+        };
+    }
+
+    static Topology sinks_with_topic_extractors() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> orders = b.stream("orders");
+        orders.to(extractor("RouteByPartition(orders-p)", (k, v, context) -> "orders-p" + context.partition()));
+        orders.filter((k, v) -> v != null)
+            .to(extractor("topology_catalog_stateless.route_by_key", (k, v, context) -> "orders-" + k),
+                Produced.as("by-key"));
+        orders.to(extractor("topology_catalog_stateless.sinks_with_topic_extractors.<locals>.<lambda>",
+            (k, v, context) -> "orders-" + v));
         return b.build();
     }
 }
