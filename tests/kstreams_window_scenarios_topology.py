@@ -37,6 +37,7 @@ OUTPUT_KEYS = {
     "out-regroup-counts": None, "out-regroup-zero": None, "out-regroup-limit": None, "out-regroup-records": None,
     "out-moves": None, "out-hopping-closed": 10, "out-session-closed": "session", "out-windowed-keys": None,
     "out-regroup-bytes": None, "out-held-counts": None, "out-join-right-held": None, "out-join-left-held": None,
+    "out-stream-held": None, "out-kept-held": None, "out-join-held-joined": None, "out-join-held-sums": None,
 }
 OUTPUTS = tuple(OUTPUT_KEYS)
 # A time limit that never comes (SuppressScenarioTest's Long.MAX_VALUE is beyond a timedelta).
@@ -172,15 +173,32 @@ def _table_aggregations(builder: StreamsBuilder, topics: dict[str, str]) -> None
 
 def _suppressed_joins(builder: StreamsBuilder, topics: dict[str, str]) -> None:
     """SuppressScenarioTest.shouldWorkBeforeJoinRight / shouldWorkBeforeJoinLeft: two tables outer-joined,
-    one of them suppressed by a time limit first (read by the other side's updates through the buffer)."""
+    one of them suppressed by a time limit first (read by the other side's updates through the buffer);
+    then the suppressed table's other readers (:func:`_other_suppressed_readers`)."""
+    def pair(mine, theirs):
+        return "(" + ("null" if mine is None else mine) + "," + ("null" if theirs is None else theirs) + ")"
+
     left = builder.table(topics["left"], _uncached("left-store"))
     right = builder.table(topics["right"], _uncached("right-store"))
-    for output, this, other in (
-        ("out-join-right-held", left,
-         right.suppress(Suppressed.until_time_limit(_ms(10), BufferConfig.unbounded()).with_name("right-held"))),
-        ("out-join-left-held",
-         left.suppress(Suppressed.until_time_limit(_ms(10), BufferConfig.unbounded()).with_name("left-held")), right),
-    ):
-        _stamped(this.outer_join(other, lambda mine, theirs: "(" + ("null" if mine is None else mine) + ","
-                                 + ("null" if theirs is None else theirs) + ")"), topics[output], Serdes.String())
+    right_held = right.suppress(Suppressed.until_time_limit(_ms(10), BufferConfig.unbounded()).with_name("right-held"))
+    _stamped(left.outer_join(right_held, pair), topics["out-join-right-held"], Serdes.String())
+    _stamped(left.suppress(Suppressed.until_time_limit(_ms(10), BufferConfig.unbounded()).with_name("left-held"))
+             .outer_join(right, pair), topics["out-join-left-held"], Serdes.String())
+    _other_suppressed_readers(left, right, right_held, pair, topics)
 
+
+def _other_suppressed_readers(left, right, right_held, pair, topics: dict[str, str]) -> None:
+    """A suppressed table read by a stream-table join (the left table's updates look their key up through
+    the buffer), by a table-table join through a filter with a store of its own (which the join reads),
+    and a suppressed join's result joined and re-grouped (each update it emits subtracts the old value
+    it sends)."""
+    left.to_stream().left_join(right_held, pair).process_values(StampValues) \
+        .to(topics["out-stream-held"], Produced.with_(Serdes.String(), Serdes.String()))
+    kept = right_held.filter(lambda key, value: value not in ("2", "tick2"), _uncached("right-held-kept"))
+    _stamped(kept.join(left, pair), topics["out-kept-held"], Serdes.String())
+    join_held = left.join(right, pair).suppress(
+        Suppressed.until_time_limit(_ms(10), BufferConfig.unbounded()).with_name("join-held"))
+    _stamped(join_held.left_join(right, pair), topics["out-join-held-joined"], Serdes.String())
+    _stamped(join_held.group_by(lambda key, value: (key, value), Grouped.as_("join-held-by-key"))
+             .aggregate(lambda: "", lambda key, value, agg: agg + "+" + value, lambda key, value, agg: agg + "-" + value,
+                        _uncached("join-held-sums")), topics["out-join-held-sums"], Serdes.String())

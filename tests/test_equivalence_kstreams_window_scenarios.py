@@ -14,7 +14,9 @@ suppressed by a time limit of zero, of 2 ms, in a buffer of one record and one o
 (testRemoveOldBeforeAddNew: an update that stays in its group), and SuppressScenarioTest's suppressed
 table re-grouped (shouldWorkBeforeGroupBy, on the table scenarios' input) and joined
 (shouldWorkBeforeJoinRight / shouldWorkBeforeJoinLeft: their updates, then ours, on two tables of their
-own). Their timestamps are theirs: near the
+own), and the suppressed table's other readers (ours): a stream-table join looking keys up through the
+buffer, a table-table join through a filter with a store of its own after the suppression (which the
+join reads), a suppressed join's result joined and re-grouped. Their timestamps are theirs: near the
 epoch (the early records at 1 to 70 ms, the others moved up by whole seconds so that windows stay
 aligned; 0 became 1: a producer stamps 0 with the time of sending), so every topic keeps its records
 forever (``retention.ms`` -1). Each scenario has its own keys, in one partition each, chosen so that
@@ -25,9 +27,10 @@ made strings: compared per source key). The scenarios share their inputs
 too, out of order as they come.
 
 Other readers of a suppressed table stay refused when defined (a unit test below keeps them refused by
-name): a stream-table join, a join through a filter with a store of its own, a suppressed join's result
-joined or re-grouped. No killed-and-rerun comparison here (tests/test_equivalence_suppress.py has one of a suppressed
-table re-grouped and joined).
+name): a suppressed windowed table joined, a re-grouping through a filter with a store of its own after
+the suppression, a suppression of a suppression joined, a foreign-key join of a suppressed table. No
+killed-and-rerun comparison here (tests/test_equivalence_suppress.py has one of a suppressed table
+re-grouped, joined, and read by the other readers above).
 
 What they found: an aggregation (here a re-grouped table's) whose updates reach a suppression or a user
 processor in its sub-topology stamped them with the record's timestamp, where Kafka Streams stamps the
@@ -60,6 +63,7 @@ from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology import BufferConfig, Grouped, StreamsBuilder, Suppressed
 from dagster_kstreams.topology.materialized import Materialized
+from dagster_kstreams.topology.windows import TimeWindows
 
 # Spark's Python workers cannot import modules of tests/: ship the topology's lambdas by value.
 cloudpickle.register_pickle_by_value(kstreams_window_scenarios_topology)
@@ -262,40 +266,46 @@ def test_kafka_streams_window_scenarios_on_spark_match_kafka_streams(scenario_ru
     assert set(ours) == set(theirs)
 
 
-def _stream_table_join_of_suppressed(builder):
-    held = builder.table("tables").suppress(Suppressed.until_time_limit(timedelta(milliseconds=10),
-                                                                       BufferConfig.unbounded()))
-    builder.stream("left").join(held, lambda value, table_value: value).to("out")
+def _held():
+    return Suppressed.until_time_limit(timedelta(milliseconds=10), BufferConfig.unbounded())
 
 
-def _join_through_kept_filter(builder):
-    held = builder.table("tables").suppress(Suppressed.until_time_limit(timedelta(milliseconds=10),
-                                                                       BufferConfig.unbounded()))
-    held.filter(lambda key, value: value != "x", Materialized.as_("kept")) \
-        .join(builder.table("right"), lambda mine, theirs: mine).to_stream().to("out")
+def _join_of_suppressed_windowed_table(builder):
+    windowed = builder.stream("left").group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=1)))
+    windowed.count().suppress(_held()).join(windowed.reduce(lambda one, two: one + two), lambda mine, theirs: mine) \
+        .to_stream().to("out")
 
 
-def _join_of_suppressed_join(builder):
-    joined = builder.table("tables").join(builder.table("left"), lambda mine, theirs: mine)
-    held = joined.suppress(Suppressed.until_time_limit(timedelta(milliseconds=10), BufferConfig.unbounded()))
-    held.join(builder.table("right"), lambda mine, theirs: mine).to_stream().to("out")
+def _regrouping_through_kept_filter(builder):
+    builder.table("tables").suppress(_held()).filter(lambda key, value: value != "x", Materialized.as_("kept")) \
+        .group_by(lambda key, value: (key, value), Grouped.as_("kept-by-key")).count().to_stream().to("out")
 
 
-def _regrouping_of_suppressed_join(builder):
-    joined = builder.table("tables").join(builder.table("left"), lambda mine, theirs: mine)
-    joined.suppress(Suppressed.until_time_limit(timedelta(milliseconds=10), BufferConfig.unbounded())) \
-        .group_by(lambda key, value: (key, value), Grouped.as_("held-join-by-key")).count().to_stream().to("out")
+def _join_of_suppressed_suppression(builder):
+    held_twice = builder.table("tables").suppress(_held()).suppress(_held())
+    held_twice.join(builder.table("right"), lambda mine, theirs: mine).to_stream().to("out")
+
+
+def _stream_table_join_of_suppressed_suppression(builder):
+    builder.stream("left").join(builder.table("tables").suppress(_held()).suppress(_held()),
+                                lambda value, table_value: value).to("out")
+
+
+def _foreign_key_join_of_suppressed(builder):
+    builder.table("left").join(builder.table("tables").suppress(_held()), lambda value: value,
+                               lambda mine, theirs: mine).to_stream().to("out")
 
 
 @pytest.mark.parametrize("build, processor, reason", [
-    # a stream-table join reads no suppressed table (only table-table joins are compared with Kafka Streams)
-    (_stream_table_join_of_suppressed, r"KSTREAM-JOIN-\d+", r"whose values come from .* \(suppress\)"),
-    # a filter with a store of its own after the suppression: Kafka Streams reads that store
-    (_join_through_kept_filter, r"KTABLE-JOINTHIS-\d+", r"whose values come from .* \(suppress\)"),
-    # a suppressed join's result: the table behind the suppression is read as a plain table only
-    (_join_of_suppressed_join, r"KTABLE-JOINTHIS-\d+", r"whose values come from .* \(table_table_join_merge\)"),
-    # nor is a suppressed join's result re-grouped
-    (_regrouping_of_suppressed_join, "held-join-by-key", r"whose values come from .* \(suppress\)"),
+    # a suppressed windowed table: the table behind the suppression is read as a plain one only
+    (_join_of_suppressed_windowed_table, r"KTABLE-JOINTHIS-\d+", r"whose values come from .* \(windowed_aggregate\)"),
+    # a re-grouping reads the filter's own old values there: not compared with Kafka Streams yet
+    (_regrouping_through_kept_filter, "kept-by-key", r"whose values come from .* \(suppress\)"),
+    # the table behind a suppression is not itself read through a suppression's buffer
+    (_join_of_suppressed_suppression, r"KTABLE-JOINTHIS-\d+", r"whose values come from .* \(suppress\)"),
+    (_stream_table_join_of_suppressed_suppression, r"KSTREAM-JOIN-\d+", r"whose values come from .* \(suppress\)"),
+    # a foreign-key join reads no suppressed table
+    (_foreign_key_join_of_suppressed, r"KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-\d+", r"whose values come from .* \(suppress\)"),
 ])
 def test_what_reads_a_suppressed_table_otherwise_is_still_refused_naming_the_reader(build, processor, reason):
     builder = StreamsBuilder()

@@ -60,7 +60,7 @@ from dagster_kstreams.processors.base import Processor, register
 from dagster_kstreams.processors.errors import ProcessingError
 from dagster_kstreams.processors.own_groups import own_group
 from dagster_kstreams.processors.suppress_size import buffered_record_size
-from dagster_kstreams.processors.suppressed_table_reads import viewed_through_getter
+from dagster_kstreams.processors.suppressed_table_reads import read_by_join_getter
 from dagster_kstreams.processors.table_behind import old_values_read_below, table_behind
 from dagster_kstreams.processors.value_getters import ValueGetter
 from dagster_kstreams.processors.table_old_values import (
@@ -275,7 +275,7 @@ def build(factory, ctx) -> Suppress:
     table = None if config.max_bytes is None else old_value_getter(ctx, factory, suppressed)
     old_values = None
     # read below (a re-grouping subtracts it), or read as the prior value by a join's getter
-    if old_values_read_below(sub, factory) or viewed_through_getter(sub, factory):
+    if old_values_read_below(sub, factory) or read_by_join_getter(sub, factory):
         old_values = old_value_getter(ctx, factory, suppressed, through_joins=True)
     until_window_closes = bool(params["until_window_closes"])
     duration = params["grace_ms"] if until_window_closes else params["time_to_wait_ms"]

@@ -1,16 +1,18 @@
 """Reading a suppressed plain table: Kafka Streams 4.3.1's ``KTableSuppressProcessorSupplier.view()``.
 
-A table-table join reads a table suppressed by a time limit (``table.suppress(Suppressed.until_time_limit(...))``)
+A stream-table or table-table join reads a table suppressed by a time limit (``table.suppress(Suppressed.until_time_limit(...))``)
 through the suppression's value getter (:class:`SuppressedView`): for a key in the suppression's buffer,
 the buffer's prior value, the old value of the first update buffered for the key (what the suppressed
 table showed before it: ``priorValueForBuffered``), with Kafka's unknown timestamp; for any other key,
-the value of the table behind the suppression, through its own getter. The old value of an update the
+the value of the table behind the suppression (a table-table join's result too), through its own
+getter. A ``filter``/``map_values`` with a store of its own after the suppression is read from that
+store, as any table's (it keeps it: :func:`read_by_join_getter`). The old value of an update the
 suppression forwards is the one it sends with it (its latest buffered update's old value, left in the
 key's ``state.old_values`` under :func:`sent_old_value_key`), which a re-grouping subtracts and a left or
 outer join reads.
 
 The suppression keeps the prior value of each buffered key only when a getter reads it
-(:func:`viewed_through_getter`), as it keeps old values only when a reader below needs them.
+(:func:`read_by_join_getter`), as it keeps old values only when a reader below needs them.
 """
 
 from __future__ import annotations
@@ -21,7 +23,11 @@ from dagster_kstreams.processors.base import Processor
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.topology.node_specs import NodeKind
 
-__all__ = ["SuppressedView", "sent_old_value_key", "viewed_through_getter", "UNKNOWN_TIMESTAMP"]
+__all__ = ["SuppressedView", "sent_old_value_key", "read_by_join_getter", "UNKNOWN_TIMESTAMP"]
+
+# The steps a join's getter reads through to the table above them (KTableFilter's and KTableMapValues'
+# getters without a store of their own apply the step to their parent's value).
+_READ_THROUGH = (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES)
 
 # Kafka Streams' RecordQueue.UNKNOWN: the timestamp the buffer's prior value is read with (a join
 # stamps its result with the larger of both rows' times, so the update's own wins).
@@ -35,18 +41,22 @@ def sent_old_value_key(sender: str) -> str:
     return f"sent.{sender}"
 
 
-def viewed_through_getter(sub, suppression) -> bool:
-    """Whether a table-table join reads the suppressed table through its value getter: directly or
-    through filters/map_values without a store of their own (the ones :class:`SuppressedView` reads
-    through)."""
-    stack = list(suppression.children)
+def read_by_join_getter(sub, table) -> bool:
+    """Whether a stream-table or table-table join reads the table the node ``table`` forwards through
+    value getters: directly or through filters/map_values without a store of their own. A suppression
+    read so keeps each buffered key's prior value; a filter/map_values with a store of its own after a
+    suppression keeps that store (Kafka Streams' join reads it, not the suppression behind)."""
+    read_through, stack = {table.name}, list(table.children)
     while stack:
         child = sub.node(stack.pop())
         if child.kind is NodeKind.TABLE_TABLE_JOIN:
             return True
-        if child.kind in (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES) and not child.stores:
+        if child.kind in _READ_THROUGH and not child.stores:
+            read_through.add(child.name)
             stack.extend(child.children)
-    return False
+    # a stream-table join names its table (the table is not its parent)
+    return any(node.kind is NodeKind.STREAM_TABLE_JOIN and node.params.get("table") in read_through
+               for node in sub.nodes)
 
 
 class SuppressedView:

@@ -206,7 +206,8 @@ class TableTableJoin(Processor):
 
 def _stream_table_join(factory, ctx) -> StreamTableJoin:
     params = factory.params
-    table = value_getter(ctx, factory, params["table"], through_joins=True)
+    # a suppressed plain table through its buffer (KTableSuppressProcessorSupplier's view)
+    table = value_getter(ctx, factory, params["table"], through_joins=True, suppressions=True)
     joiner = ctx.function(factory, params["joiner"])
     return StreamTableJoin(factory.name, joiner.as_joiner(), params["join_type"], table)
 

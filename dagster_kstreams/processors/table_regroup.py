@@ -187,8 +187,9 @@ class VersionedTableAggregate(VersionedStoreWriter, TableAggregate):
 
 # -- definition time -------------------------------------------------------------------------
 # The tables whose suppression a re-grouping reads (the old value the suppression sends): a table read
-# from a topic, by to_table or an aggregation; a suppressed join's result is not compared with Kafka Streams.
-_SUPPRESSED_WRITERS = frozenset({NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE, NodeKind.TABLE_AGGREGATE})
+# from a topic, by to_table or an aggregation, or a table-table join's result (of plain tables).
+_SUPPRESSED_WRITERS = frozenset({NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE, NodeKind.TABLE_AGGREGATE,
+                                 NodeKind.TABLE_TABLE_JOIN_MERGE})
 
 
 def suppressed_plain_table(behind) -> bool:

@@ -65,6 +65,7 @@ from dagster_kstreams.processors.aggregations import KeyValueStoreProcessor, rea
 from dagster_kstreams.processors.base import reachable
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.processors.suppressed_table_reads import read_by_join_getter
 from dagster_kstreams.processors.table_behind import (
     FILTERS_AND_MAP_VALUES, materialized_step, old_values_read_below, sends_old_values, table_behind, table_of,
 )
@@ -92,6 +93,8 @@ def keeps_own_store(ctx, node) -> bool:
     * its old values are read (it is a filter that sends them, or a processor after it reads them)
       and the table behind it is windowed or suppressed: its store's value before an update is not
       the table's old value through it;
+    * a stream-table or table-table join reads it after a plain table's suppression (Kafka Streams'
+      join reads its store, what it last forwarded per key);
     * a user processor reads and writes its store;
     * its store is cached and a stream-stream join of its sub-topology reads its updates, behind a table
       that is neither windowed nor suppressed: the cache's flush decides which records the join pairs."""
@@ -106,6 +109,8 @@ def keeps_own_store(ctx, node) -> bool:
     windowed_or_suppressed = table_behind(sub, node).windowed_or_suppressed
     if ctx.cached(store) and feeds_stream_join(sub, node) and not windowed_or_suppressed:
         return True
+    if windowed_or_suppressed and not table_behind(sub, node).aggregations and read_by_join_getter(sub, node):
+        return True  # a join reads it after a plain table's suppression: what it last forwarded per key
     return (sends_old_values(node) or old_values_read_below(sub, node)) and windowed_or_suppressed
 
 

@@ -199,8 +199,9 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
     too, one session by its start and end, as a join of two session tables reads it
     (:class:`~.session_table_reads.SessionReads`), through a join's result without a store too (Kafka
     Streams' join value getter asks both tables' getters). ``suppressions``: a suppression of a plain
-    table too, through its buffer (:class:`~.suppressed_table_reads.SuppressedView`), as a table-table
-    join reads it."""
+    table (or of a join's result) too, through its buffer (:class:`~.suppressed_table_reads.SuppressedView`),
+    and a filter/map_values with a store of its own after it, as a stream-table or table-table join reads
+    them."""
     sub = ctx.subtopology
     names = {node.name for node in sub.nodes}
     steps: list[tuple[str, Any, bool]] = []
@@ -218,8 +219,8 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
         # A filter/map_values that keeps its own store is read there; behind a suppression, or a
         # windowed table that is not read as one, joining or re-grouping it is refused below (its
         # kept store is read for its old values only, table_old_values.old_value_getter).
-        kept = keeps_own_store(ctx, node) and (
-            window_size is not None or not table_behind(sub, node).windowed_or_suppressed)
+        # A join reading suppressions reads such a store after a plain table's suppression (kept for it).
+        kept = keeps_own_store(ctx, node) and _kept_store_read(table_behind(sub, node), window_size, suppressions)
         # A plain cogroup's table: its pass-through reads the store its aggregations write (Kafka Streams'
         # KTablePassThrough getter), which the program keeps in the key's state row as an aggregation's.
         cogrouped = node.kind is NodeKind.COGROUP_MERGE and all(
@@ -263,11 +264,11 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
                 "emitting on every update only, and session tables in joins of session tables (read by the "
                 "session's start and end, fetchSession) and their re-groupings and joins")
         if suppressions and node.kind is NodeKind.SUPPRESS and not stored_steps:
-            # the buffer's prior value of a buffered key, else the plain table behind it (a windowed one,
-            # a join's result or a suppression's are refused there, naming the reader)
+            # the buffer's prior value of a buffered key, else the plain table behind it, a join's result
+            # too (a windowed one or a suppression's are refused there, naming the reader)
             steps.reverse()
-            behind = value_getter(ctx, factory, node.parents[0])
-            return ValueGetter(None, tuple(steps), joined=SuppressedView(node.name, behind))
+            parent = value_getter(ctx, factory, node.parents[0], through_joins=True)
+            return ValueGetter(None, tuple(steps), joined=SuppressedView(node.name, parent))
         if materialized_step(node):
             stored_steps.append(node)
         if node.kind is NodeKind.TABLE_FILTER:
@@ -281,12 +282,20 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
                 f"processor {factory.name} ({factory.kind.value}) reads the table {table_node_name!r}, whose values "
                 f"come from {node.name} ({node.kind.value}); the Spark runner reads tables read from a topic, built "
                 "by to_table or an aggregation (a plain cogroup's too, not a windowed one's) (or, to join or re-group "
-                "them, a table-table join's result; to join them with a table, their suppression), and their "
-                "filter/map_values (after a suppression, without a store of their own) only")
+                "them, a table-table join's result; to join them, their suppression, of a table-table join's result "
+                "too, with its filter/map_values, keeping a store of their own or not), and their filter/map_values "
+                "(to re-group them after a suppression, without a store of their own) only")
         if len(node.parents) != 1:
             raise UnsupportedTopologyError(
                 f"table {table_node_name!r} of processor {factory.name}: cannot trace its store")
         name = node.parents[0]
+
+
+def _kept_store_read(behind, window_size, suppressions: bool) -> bool:
+    """Whether a reader reads a filter/map_values' own store, behind the table ``behind``: the table is
+    neither windowed nor suppressed, or the store is keyed by windows read as such (``window_size``), or
+    the reader reads suppressions (``suppressions``) and the table is a plain one's suppression."""
+    return window_size is not None or not behind.windowed_or_suppressed or (suppressions and not behind.aggregations)
 
 
 def _joined_values(ctx, factory, merge, windowed: bool, sessions: bool) -> JoinedValues:

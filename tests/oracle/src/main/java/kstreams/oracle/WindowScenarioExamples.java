@@ -56,7 +56,8 @@ public final class WindowScenarioExamples {
         "out-expired-hopping", "out-expired-sliding", "out-session-counts", "out-session-final", "out-session-agg",
         "out-final", "out-final-jump", "out-final-sliding", "out-regroup-counts", "out-regroup-zero",
         "out-regroup-limit", "out-regroup-records", "out-moves", "out-hopping-closed", "out-session-closed",
-        "out-windowed-keys", "out-regroup-bytes", "out-held-counts", "out-join-right-held", "out-join-left-held");
+        "out-windowed-keys", "out-regroup-bytes", "out-held-counts", "out-join-right-held", "out-join-left-held",
+        "out-stream-held", "out-kept-held", "out-join-held-joined", "out-join-held-sums");
     // SuppressScenarioTest's Long.MAX_VALUE, as the twin can say it (a timedelta ends sooner).
     static final Duration NEVER = Duration.ofDays(100 * 365);
 
@@ -191,11 +192,31 @@ public final class WindowScenarioExamples {
             WindowScenarioExamples.<KeyValueStore<Bytes, byte[]>, String>uncached("left-store"));
         KTable<String, String> right = builder.table(rightTopic,
             WindowScenarioExamples.<KeyValueStore<Bytes, byte[]>, String>uncached("right-store"));
-        stamped(left.outerJoin(right.suppress(Suppressed.untilTimeLimit(Duration.ofMillis(10), BufferConfig.unbounded())
-            .withName("right-held")), WindowScenarioExamples::pair), out.get(24), Serdes.String());
+        KTable<String, String> rightHeld = right.suppress(
+            Suppressed.untilTimeLimit(Duration.ofMillis(10), BufferConfig.unbounded()).withName("right-held"));
+        stamped(left.outerJoin(rightHeld, WindowScenarioExamples::pair), out.get(24), Serdes.String());
         stamped(left.suppress(Suppressed.untilTimeLimit(Duration.ofMillis(10), BufferConfig.unbounded()).withName("left-held"))
             .outerJoin(right, WindowScenarioExamples::pair), out.get(25), Serdes.String());
+        otherSuppressedReaders(left, right, rightHeld, out);
         return builder.build();
+    }
+
+    /** A suppressed table read by a stream-table join, by a table-table join through a filter with a store of
+     * its own, and a suppressed join's result joined and re-grouped. */
+    static void otherSuppressedReaders(KTable<String, String> left, KTable<String, String> right,
+                                       KTable<String, String> rightHeld, List<String> out) {
+        left.toStream().leftJoin(rightHeld, WindowScenarioExamples::pair).processValues(() -> new StampAny<String, String>())
+            .to(out.get(26), Produced.with(Serdes.String(), Serdes.String()));
+        KTable<String, String> kept = rightHeld.filter((key, value) -> !value.equals("2") && !value.equals("tick2"),
+            WindowScenarioExamples.<KeyValueStore<Bytes, byte[]>, String>uncached("right-held-kept"));
+        stamped(kept.join(left, WindowScenarioExamples::pair), out.get(27), Serdes.String());
+        KTable<String, String> joinHeld = left.join(right, WindowScenarioExamples::pair)
+            .suppress(Suppressed.untilTimeLimit(Duration.ofMillis(10), BufferConfig.unbounded()).withName("join-held"));
+        stamped(joinHeld.leftJoin(right, WindowScenarioExamples::pair), out.get(28), Serdes.String());
+        stamped(joinHeld.groupBy(KeyValue::pair, Grouped.as("join-held-by-key"))
+            .aggregate(() -> "", (key, value, agg) -> agg + "+" + value, (key, value, agg) -> agg + "-" + value,
+                WindowScenarioExamples.<KeyValueStore<Bytes, byte[]>, String>uncached("join-held-sums")),
+            out.get(29), Serdes.String());
     }
 
     public static void main(String[] args) throws Exception {
@@ -214,6 +235,7 @@ public final class WindowScenarioExamples {
             KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId,
                 () -> List.of(args[3], args[4], args[5], args[6], applicationId + "-final-by-key-repartition",
                               applicationId + "-held-by-key-repartition",
+                              applicationId + "-join-held-by-key-repartition",
                               applicationId + "-by-value-repartition", applicationId + "-by-first-repartition"),
                 Duration.ofMinutes(5));
             System.out.println(KafkaStreamsRuns.describeJson(topology));
