@@ -304,9 +304,9 @@ def _foreign_key_join_of_suppressed(builder):
     (_join_of_suppressed_windowed_table, r"KTABLE-JOINTHIS-\d+", r"whose values come from .* \(windowed_aggregate\)"),
     # a re-grouping reads the filter's own old values there: not compared with Kafka Streams yet
     (_regrouping_through_kept_filter, "kept-by-key", r"whose values come from .* \(suppress\)"),
-    # the table behind a suppression is not itself read through a suppression's buffer
-    (_join_of_suppressed_suppression, r"KTABLE-JOINTHIS-\d+", r"whose values come from .* \(suppress\)"),
-    (_stream_table_join_of_suppressed_suppression, r"KSTREAM-JOIN-\d+", r"whose values come from .* \(suppress\)"),
+    # a suppression of a suppressed table: read through two buffers
+    (_join_of_suppressed_suppression, r"KTABLE-JOINTHIS-\d+", r"a suppression of the suppressed table"),
+    (_stream_table_join_of_suppressed_suppression, r"KSTREAM-JOIN-\d+", r"a suppression of the suppressed table"),
     # a foreign-key join reads no suppressed table
     (_foreign_key_join_of_suppressed, r"KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-\d+", r"whose values come from .* \(suppress\)"),
 ])

@@ -24,7 +24,9 @@ suppressions bounded in bytes as Kafka Streams sizes a buffered record (``max_by
 ``map_values`` then ``max_records(3).with_max_bytes(230)``; both emit early) and one of 2,000 bytes
 that shuts down when full and never is; a suppression until a time limit re-grouped by key family (each
 update it emits subtracts the old value it sends) and left-joined by the prices table itself (whose
-updates read it through the buffer: a buffered key's prior value). Windowed aggregations and the table run without
+updates read it through the buffer: a buffered key's prior value), looked up by the table's own updates
+(a stream-table join), joined through a filter with a store of its own (that store), and that left join
+suppressed, then joined and re-grouped. Windowed aggregations and the table run without
 the record cache, so what reaches each suppression, and so its output, is fixed by the input.
 Kafka Streams 4.3.1 runs it once (emit-on-window-close checked after every record).
 
@@ -231,6 +233,7 @@ def _assert_reference_exercises_it(expected: dict, records: dict) -> None:
         assert any("|" in value for _, value in expected[("out-closed-sessions", family)])  # merged sessions
         assert any(value is None for _, value in expected[("out-limited", family)])
         assert any("-" in value for _, value in expected[("out-held-regrouped", family)])  # subtractions
+        _assert_the_other_readers_of_the_suppression_matter(expected, family)
         debounced = [value for _, value in expected[("out-debounced", family)]]
         assert None in debounced and not any(value and value.startswith("x") for value in debounced)
         held = [value for _, value in expected[("out-held", family)]]
@@ -249,6 +252,18 @@ def _assert_reference_exercises_it(expected: dict, records: dict) -> None:
         _assert_session_and_sliding_old_values_matter(expected, family)
         _assert_the_processors_writes_reach_the_window_close_emit(expected, family)
         _assert_the_sliding_processors_writes_reach_the_window_close_emit(expected, family)
+
+
+def _assert_the_other_readers_of_the_suppression_matter(expected: dict, family: str) -> None:
+    """The table's updates looked up in its suppression: some read a value other than their own (a buffered
+    key's prior value); the join through the kept filter never reads a value the filter drops; the
+    suppressed left join's result re-grouped subtracts."""
+    looked_up = [value.split("|") for _, value in expected[("out-held-looked-up", family)]]
+    assert len(looked_up) > 20 and any(mine != held for mine, held in looked_up)
+    kept = [value.split("|")[0] for _, value in expected[("out-held-kept-joined", family)] if value is not None]
+    assert len(kept) > 20 and not any(held.startswith("x") for held in kept)
+    assert len(expected[("out-joined-held-joined", family)]) > 20
+    assert any("-" in value for _, value in expected[("out-joined-held-regrouped", family)])
 
 
 def _assert_session_and_sliding_old_values_matter(expected: dict, family: str) -> None:

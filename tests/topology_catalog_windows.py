@@ -279,5 +279,7 @@ def suppress_and_emit_on_close_examples():
              "out-closed-session-reads": "closed-session-reads",
              "out-closed-sliding-written": "closed-sliding-written-out",
              "out-closed-sliding-reads": "closed-sliding-reads", "out-held-regrouped": "held-regrouped",
-             "out-held-joined": "held-joined"}
+             "out-held-joined": "held-joined", "out-held-looked-up": "held-looked-up",
+             "out-held-kept-joined": "held-kept-joined", "out-joined-held-joined": "joined-held-joined",
+             "out-joined-held-regrouped": "joined-held-regrouped"}
     return suppress_examples(names).build()

@@ -276,7 +276,8 @@ def build(factory, ctx) -> Suppress:
     old_values = None
     # read below (a re-grouping subtracts it), or read as the prior value by a join's getter
     if old_values_read_below(sub, factory) or read_by_join_getter(sub, factory):
-        old_values = old_value_getter(ctx, factory, suppressed, through_joins=True)
+        # a join's result through its tables' getters, a suppressed one's through its buffer
+        old_values = old_value_getter(ctx, factory, suppressed, through_joins=True, suppressions=True)
     until_window_closes = bool(params["until_window_closes"])
     duration = params["grace_ms"] if until_window_closes else params["time_to_wait_ms"]
     return Suppress(factory.name, table_key_serde(ctx, params["store_name"], suppressed.windows),

@@ -66,14 +66,14 @@ class SentOldValue(ValueGetter):
 
 
 def old_value_getter(ctx, factory, table: TableBehind, through_joins: bool = False,
-                     windowed: bool = False) -> ValueGetter:
+                     windowed: bool = False, suppressions: bool = False) -> ValueGetter:
     """The getter of the old value behind each update reaching ``factory``, from the last processor
     on the way that sends its own old values: a suppression's (:class:`SentOldValue`), or the store
     of a filter/map_values that keeps one (its old values are read here, so it keeps it:
     :func:`~.table_step_stores.keeps_own_store`); else the table's store, or what the windowed
     aggregations send (:class:`WindowedOldValue`, which asks them to send it).
-    ``through_joins``, ``windowed``: as :func:`~.value_getters.value_getter` (a windowed reader reads a join
-    of session tables too: its old value is the one the join sends)."""
+    ``through_joins``, ``windowed``, ``suppressions``: as :func:`~.value_getters.value_getter` (a windowed
+    reader reads a join of session tables too: its old value is the one the join sends)."""
     sender = table.old_value_sender()
     if sender is not None:
         node, after = table.steps[sender], _steps(ctx, table.steps[sender + 1:])
@@ -82,7 +82,7 @@ def old_value_getter(ctx, factory, table: TableBehind, through_joins: bool = Fal
         return ValueGetter(node.params["store_name"], after)
     if not table.aggregations:
         (parent,) = factory.parents
-        return value_getter(ctx, factory, parent, through_joins, windowed, sessions=windowed)
+        return value_getter(ctx, factory, parent, through_joins, windowed, sessions=windowed, suppressions=suppressions)
     return WindowedOldValue(table.aggregations[0].params["store_name"], _steps(ctx, table.steps),
                             tuple(aggregation.name for aggregation in table.aggregations))
 

@@ -22,7 +22,7 @@ from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.suppressed_table_reads import SuppressedView
 from dagster_kstreams.processors.table_step_stores import keeps_own_store
 from dagster_kstreams.processors.versioned_tables import VersionedTable, versioned_table
-from dagster_kstreams.processors.table_behind import materialized_step, table_behind
+from dagster_kstreams.processors.table_behind import FILTERS_AND_MAP_VALUES, materialized_step, table_behind, table_of
 from dagster_kstreams.processors.windowed_table_reads import (
     is_windowed_table, readable_windows_on_update, windowed_store_size,
 )
@@ -247,7 +247,8 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
                                window_size=window_size)
         if joined:
             steps.reverse()
-            return ValueGetter(None, tuple(steps), joined=_joined_values(ctx, factory, node, windowed, sessions))
+            return ValueGetter(None, tuple(steps),
+                               joined=_joined_values(ctx, factory, node, windowed, sessions, suppressions))
         if windowed and readable_windows_on_update(node):
             steps.reverse()
             return ValueGetter(node.params["store_name"], tuple(steps), windows_of=node.name)
@@ -265,9 +266,10 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
                 "session's start and end, fetchSession) and their re-groupings and joins")
         if suppressions and node.kind is NodeKind.SUPPRESS and not stored_steps:
             # the buffer's prior value of a buffered key, else the plain table behind it, a join's result
-            # too (a windowed one or a suppression's are refused there, naming the reader)
+            # too (of a suppressed table too; a windowed one is refused there, naming the reader)
             steps.reverse()
-            parent = value_getter(ctx, factory, node.parents[0], through_joins=True)
+            _check_not_suppressed_twice(ctx, factory, node)
+            parent = value_getter(ctx, factory, node.parents[0], through_joins=True, suppressions=True)
             return ValueGetter(None, tuple(steps), joined=SuppressedView(node.name, parent))
         if materialized_step(node):
             stored_steps.append(node)
@@ -298,15 +300,30 @@ def _kept_store_read(behind, window_size, suppressions: bool) -> bool:
     return window_size is not None or not behind.windowed_or_suppressed or (suppressions and not behind.aggregations)
 
 
-def _joined_values(ctx, factory, merge, windowed: bool, sessions: bool) -> JoinedValues:
+def _check_not_suppressed_twice(ctx, factory, suppression) -> None:
+    """A suppression of a suppressed table (through filters/map_values) is read through both buffers in
+    Kafka Streams: not compared with it yet."""
+    sub = ctx.subtopology
+    behind = table_of(sub, sub.node(suppression.parents[0]), FILTERS_AND_MAP_VALUES).writer
+    if behind.kind is NodeKind.SUPPRESS:
+        raise UnsupportedTopologyError(
+            f"processor {factory.name} ({factory.kind.value}) reads {suppression.name}, a suppression of the "
+            f"suppressed table {behind.name}; the Spark runner reads a suppression of a plain table or of a "
+            "table-table join's result only: through two buffers is not compared with Kafka Streams yet")
+
+
+def _joined_values(ctx, factory, merge, windowed: bool, sessions: bool, suppressions: bool) -> JoinedValues:
     """The value getter of the table-table join whose result node is ``merge`` (no store); ``windowed``:
     its tables may be windowed (a windowed key's value: each table's window of its start, as Kafka
     Streams' join value getter asks each table's getter with the windowed key); ``sessions``: session
-    tables too (each table's session of the key's start and end, ``fetchSession``)."""
+    tables too (each table's session of the key's start and end, ``fetchSession``); ``suppressions``: a
+    suppressed table through its buffer (the join's getter asks the suppression's view)."""
     sub = ctx.subtopology
     joins = {sub.node(name).params["side"]: sub.node(name) for name in merge.parents}
     this_join, other_join = joins["this"], joins["other"]
-    this = value_getter(ctx, factory, this_join.parents[0], through_joins=True, windowed=windowed, sessions=sessions)
-    other = value_getter(ctx, factory, other_join.parents[0], through_joins=True, windowed=windowed, sessions=sessions)
+    this = value_getter(ctx, factory, this_join.parents[0], through_joins=True, windowed=windowed, sessions=sessions,
+                        suppressions=suppressions)
+    other = value_getter(ctx, factory, other_join.parents[0], through_joins=True, windowed=windowed, sessions=sessions,
+                         suppressions=suppressions)
     joiner = ctx.function(this_join, this_join.params["joiner"])
     return JoinedValues(merge.name, joiner.as_joiner(), this_join.params["join_type"], this, other)

@@ -51,7 +51,8 @@ import org.apache.kafka.streams.state.WindowStore;
  *       outDebounced outClosedSliding outClosedSessions outBytes outBothBounds outRaised outFinalFiltered
  *       outWindowedBytes outSessionsFiltered outSessionBytes outSlidingFiltered outSlidingBytes outHeld
  *       outClosedWritten outClosedReads outClosedSessionsWritten outClosedSessionReads
- *       outClosedSlidingWritten outClosedSlidingReads outHeldRegrouped outHeldJoined outShutDown
+ *       outClosedSlidingWritten outClosedSlidingReads outHeldRegrouped outHeldJoined outHeldLookedUp
+ *       outHeldKeptJoined outJoinedHeldJoined outJoinedHeldRegrouped outShutDown
  *
  * A second application (applicationId + "-shut-down", started first, run at once) suppresses the
  * prices table in a buffer of SHUT_DOWN_BYTES bytes that shuts down when full: it stops at the first
@@ -74,7 +75,7 @@ public final class SuppressExamples {
                                      String outClosedWritten, String outClosedReads,
                                      String outClosedSessionsWritten, String outClosedSessionReads,
                                      String outClosedSlidingWritten, String outClosedSlidingReads,
-                                     String outHeldRegrouped, String outHeldJoined) {
+                                     String outHeldRegrouped, String outHeldJoined, List<String> outReaders) {
         StreamsBuilder builder = new StreamsBuilder();
         // The suppression buffer serializes the windowed keys: the grouping names the key serde.
         KStream<String, String> eventStream = builder.<String, String>stream(events);
@@ -224,9 +225,9 @@ public final class SuppressExamples {
                 Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("held-families").withCachingDisabled())
             .toStream()
             .to(outHeldRegrouped);
-        priceTable.leftJoin(heldRead, (mine, held) -> mine + "|" + held)
-            .toStream()
-            .to(outHeldJoined);
+        KTable<String, String> heldJoined = priceTable.leftJoin(heldRead, (mine, held) -> mine + "|" + held);
+        heldJoined.toStream().to(outHeldJoined);
+        otherSuppressedReaders(priceTable, heldRead, heldJoined, outReaders);
         // A processor writes and reads the store of an aggregate emitting on window close: what it writes
         // is what the emit sends (each window with its timestamp).
         grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2))
@@ -301,6 +302,23 @@ public final class SuppressExamples {
         return builder.build();
     }
 
+    /** The table's updates looking the suppressed table up (a stream-table join), a join through a filter with a
+     * store of its own after the suppression, and the suppressed left join joined and re-grouped by key family. */
+    static void otherSuppressedReaders(KTable<String, String> priceTable, KTable<String, String> heldRead,
+                                       KTable<String, String> heldJoined, List<String> out) {
+        priceTable.toStream().join(heldRead, (mine, held) -> mine + "|" + held).to(out.get(0));
+        heldRead.filter((key, value) -> !value.startsWith("x"),
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("held-kept").withCachingDisabled())
+            .join(priceTable, (held, mine) -> held + "|" + mine).toStream().to(out.get(1));
+        KTable<String, String> joinedHeld = heldJoined.suppress(
+            Suppressed.<String>untilTimeLimit(Duration.ofSeconds(1), BufferConfig.unbounded()).withName("joined-held"));
+        joinedHeld.join(priceTable, (held, mine) -> held + "/" + mine).toStream().to(out.get(2));
+        joinedHeld.groupBy((key, value) -> KeyValue.pair(key.substring(0, 1), value), Grouped.as("joined-held-by-family"))
+            .aggregate(() -> "", (key, value, agg) -> agg + "+" + value, (key, value, agg) -> agg + "-" + value,
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("joined-held-families").withCachingDisabled())
+            .toStream().to(out.get(3));
+    }
+
     /** Where the first processing error happened, as Kafka Streams' handler context says it. */
     static final AtomicReference<String> FAILURE = new AtomicReference<>();
 
@@ -324,7 +342,7 @@ public final class SuppressExamples {
         String bootstrap = args[0];
         String applicationId = args[1];
         String stateDir = args[2];
-        Topology shutDown = shutDownExample(args[4], args[31]);
+        Topology shutDown = shutDownExample(args[4], args[args.length - 1]);
         Properties shutDownProps = KafkaStreamsRuns.properties(bootstrap, applicationId + "-shut-down",
                                                                stateDir + "/shut-down");
         shutDownProps.put(StreamsConfig.PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG, RecordingHandler.class);
@@ -336,7 +354,8 @@ public final class SuppressExamples {
         Topology topology = suppressExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
                                              args[10], args[11], args[12], args[13], args[14], args[15], args[16],
                                              args[17], args[18], args[19], args[20], args[21], args[22], args[23],
-                                             args[24], args[25], args[26], args[27], args[28], args[29], args[30]);
+                                             args[24], args[25], args[26], args[27], args[28], args[29], args[30],
+                                             List.of(args).subList(31, args.length - 1));
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
         props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
 
@@ -344,7 +363,8 @@ public final class SuppressExamples {
         streams.start();
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
             KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> List.of(args[3], args[4], args[5],
-                                               applicationId + "-held-by-family-repartition"),
+                                               applicationId + "-held-by-family-repartition",
+                                               applicationId + "-joined-held-by-family-repartition"),
                                                Duration.ofMinutes(5));
             long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
             while (FAILURE.get() == null && System.nanoTime() < deadline) {

@@ -2,6 +2,7 @@ package kstreams.oracle;
 
 import java.time.Duration;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.function.Supplier;
 
@@ -66,7 +67,7 @@ final class WindowCatalog {
             "sessions-filtered-out", "session-bytes-out", "sliding-filtered-out", "sliding-bytes-out",
             "held-prices", "closed-written-out", "closed-reads", "closed-sessions-written-out",
             "closed-session-reads", "closed-sliding-written-out", "closed-sliding-reads", "held-regrouped",
-            "held-joined"));
+            "held-joined", List.of("held-looked-up", "held-kept-joined", "joined-held-joined", "joined-held-regrouped")));
         return topologies;
     }
 

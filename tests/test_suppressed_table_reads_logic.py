@@ -1,0 +1,67 @@
+"""Which suppressions keep their buffered keys' prior values, and which filters/map_values after one keep
+a store of their own (:func:`~dagster_kstreams.processors.suppressed_table_reads.read_by_join_getter`): a
+stream-table or table-table join reads the suppressed table through value getters, through steps without
+a store of their own, up to the first step with one (which the join reads instead). The broker-backed
+comparisons with Kafka Streams are test_equivalence_kstreams_window_scenarios.py and
+test_equivalence_suppress.py."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dagster_kstreams.processors.suppressed_table_reads import read_by_join_getter
+from dagster_kstreams.topology import BufferConfig, StreamsBuilder, Suppressed
+from dagster_kstreams.topology.materialized import Materialized
+
+READERS = ("table_join", "stream_join", "to_stream")
+steps = st.lists(st.tuples(st.sampled_from(("filter", "map_values")), st.booleans()), max_size=4)
+
+
+def _suppressed_chain(chain, reader):
+    """The prices table suppressed (``held``), then ``chain``'s steps (``(kind, with a store)``, the i-th
+    named ``step-i`` when stored), read by ``reader``: its sub-topology."""
+    builder = StreamsBuilder()
+    table = builder.table("prices").suppress(
+        Suppressed.until_time_limit(timedelta(seconds=1), BufferConfig.unbounded()).with_name("held"))
+    for index, (kind, stored) in enumerate(chain):
+        materialized = Materialized.as_(f"step-{index}") if stored else None
+        if kind == "filter":
+            table = table.filter(lambda key, value: value != "x", materialized)
+        else:
+            table = table.map_values(lambda value: value + "!", materialized)
+    if reader == "table_join":
+        table.join(builder.table("other"), lambda mine, theirs: mine).to_stream().to("out")
+    elif reader == "stream_join":
+        builder.stream("orders").join(table, lambda value, held: value).to("out")
+    else:
+        table.to_stream().to("out")
+    return builder.build().subtopology(0)
+
+
+def _stored_steps(sub):
+    return [node for node in sub.nodes if node.stores and node.kind.value in ("table_filter", "table_map_values")]
+
+
+@given(steps, st.sampled_from(READERS))
+def test_a_suppression_is_read_through_its_buffer_when_a_join_reaches_it_through_steps_without_a_store(chain, reader):
+    sub = _suppressed_chain(chain, reader)
+    joined = reader != "to_stream"
+    assert read_by_join_getter(sub, sub.node("held")) == (joined and not any(stored for _, stored in chain))
+
+
+@given(steps, st.sampled_from(READERS))
+def test_only_the_last_step_with_a_store_before_a_join_is_read_by_it(chain, reader):
+    sub = _suppressed_chain(chain, reader)
+    stored = sorted(_stored_steps(sub), key=lambda node: node.name.rsplit("-", 1)[1])  # in chain order
+    for index, node in enumerate(stored):
+        assert read_by_join_getter(sub, node) == (reader != "to_stream" and index == len(stored) - 1)
+
+
+def test_the_example_by_hand():
+    # held -> filter (stored) -> map_values -> join: the filter's store is read, not the buffer
+    sub = _suppressed_chain([("filter", True), ("map_values", False)], "stream_join")
+    (kept,) = _stored_steps(sub)
+    assert read_by_join_getter(sub, kept) and not read_by_join_getter(sub, sub.node("held"))
