@@ -1,11 +1,12 @@
 """Reading a suppressed plain table: Kafka Streams 4.3.1's ``KTableSuppressProcessorSupplier.view()``.
 
-A stream-table or table-table join reads a table suppressed by a time limit (``table.suppress(Suppressed.until_time_limit(...))``)
-through the suppression's value getter (:class:`SuppressedView`): for a key in the suppression's buffer,
+A stream-table or table-table join reads a table suppressed by a time limit
+(``table.suppress(Suppressed.until_time_limit(...))``) through the suppression's value getter (:class:`SuppressedView`): for a key in the suppression's buffer,
 the buffer's prior value, the old value of the first update buffered for the key (what the suppressed
 table showed before it: ``priorValueForBuffered``), with Kafka's unknown timestamp; for any other key,
-the value of the table behind the suppression (a table-table join's result too), through its own
-getter. A ``filter``/``map_values`` with a store of its own after the suppression is read from that
+the value of the table behind the suppression (a table-table join's result too, whose own getter reads
+a suppressed table through its buffer), through its own getter. A suppression of a suppressed table
+is refused where it is read (``value_getters``): not compared with Kafka Streams yet. A ``filter``/``map_values`` with a store of its own after the suppression is read from that
 store, as any table's (it keeps it: :func:`read_by_join_getter`). The old value of an update the
 suppression forwards is the one it sends with it (its latest buffered update's old value, left in the
 key's ``state.old_values`` under :func:`sent_old_value_key`), which a re-grouping subtracts and a left or

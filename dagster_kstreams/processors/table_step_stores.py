@@ -36,6 +36,11 @@ value of the ``Change``: :func:`~.table_old_values.old_value_getter`). When it i
   own there, whose group only the task's state holds (:mod:`.own_groups`), so the sub-topology runs
   task-grouped. The runner keeps no record cache for this store: it forwards every update (README,
   "Old values through tables");
+* after a plain table's suppression, when a stream-table or table-table join reads it (through
+  filters/map_values without a store of their own: :func:`~.suppressed_table_reads.read_by_join_getter`):
+  Kafka Streams' join reads its store, what it last forwarded per key with that update's time, where
+  reading through it would reach the suppression's buffer (a buffered key's prior value, with the
+  unknown timestamp);
 * when its store is cached, the table behind it is neither windowed nor suppressed, and a
   stream-stream join of its sub-topology reads its updates (:func:`feeds_stream_join`): Kafka Streams'
   ``TimestampedTupleForwarder`` over the cached store forwards each key's last update at a commit, not
