@@ -99,6 +99,8 @@ class StoreSpec:
     caching: bool = True  # Materialized.with_caching_disabled(): forward every update (windowed stores read it)
     # a versioned store's history retention (None: not versioned); see topology/versioned.py
     history_retention_ms: Optional[int] = None
+    # RocksDB's (True) or in memory (False): the store's supplier's, else StreamsBuilder's default.dsl.store
+    persistent: Optional[bool] = None
 
 
 @dataclass

@@ -20,6 +20,7 @@ from .materialized import Materialized
 from .node_specs import KTableSourceSpec, NodeKind, StoreSpec, StoreType
 from .optimization import optimizations_of
 from .processor_api import StateStoreNode, StoreBuilder
+from .topology_config import TopologyConfig, apply_default_dsl_store
 from .view import Topology
 
 __all__ = ["StreamsBuilder"]
@@ -28,9 +29,12 @@ __all__ = ["StreamsBuilder"]
 class StreamsBuilder:
     """Entry point of the DSL (Kafka Streams' ``StreamsBuilder``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, topology_config: Optional[TopologyConfig] = None) -> None:
+        if topology_config is not None and not isinstance(topology_config, TopologyConfig):
+            raise TypeError(f"StreamsBuilder takes a TopologyConfig, got {type(topology_config).__name__}")
         self._builder = InternalStreamsBuilder()
         self._topology = None
+        self._config = topology_config or TopologyConfig()
 
     def stream(self, topics: Union[str, Sequence[str], "re.Pattern[str]"], consumed: Optional[Consumed] = None) -> KStream:
         consumed = consumed or Consumed()
@@ -116,4 +120,5 @@ class StreamsBuilder:
         ``topology.optimization`` names the graph rewrites to apply (see :mod:`.optimization`)."""
         if self._topology is None:
             self._topology = Topology(self._builder.build(optimizations_of(props)))
+            apply_default_dsl_store(self._topology.state_stores.values(), self._config)
         return self._topology
