@@ -158,7 +158,8 @@ class _WindowedCogroupedKStream:
         store = StoreSpec(store_name, self._store_type, materialized.logging_enabled, materialized.key_serde,
                           materialized.value_serde, self.windows,
                           windowed_store_retention(self.windows, materialized, store_name, f"{type(self).__name__}.aggregate"),
-                          queryable=queryable, caching=materialized.caching_enabled, persistent=materialized.persistent)
+                          queryable=queryable, caching=materialized.caching_enabled, persistent=materialized.persistent,
+                          supplier=materialized.supplier)
         cogrouped = self._cogrouped
         return cogrouped._aggregate_builder.build(
             dict(cogrouped._patterns), init, named, store, store_name if queryable else None,

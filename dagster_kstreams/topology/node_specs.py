@@ -101,6 +101,8 @@ class StoreSpec:
     history_retention_ms: Optional[int] = None
     # RocksDB's (True) or in memory (False): the store's supplier's, else StreamsBuilder's default.dsl.store
     persistent: Optional[bool] = None
+    # the window or session store's supplier a windowed aggregation is given (Materialized.as_(supplier))
+    supplier: Any = None
 
 
 @dataclass

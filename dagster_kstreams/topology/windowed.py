@@ -66,7 +66,8 @@ class _WindowedKStream:
         store = StoreSpec(store_name, self._store_type, materialized.logging_enabled, key_serde, value_serde,
                           self.windows, windowed_store_retention(self.windows, materialized, store_name,
                                                                 f"{type(self).__name__}.{params['operation']}"),
-                          queryable=queryable, caching=materialized.caching_enabled, persistent=materialized.persistent)
+                          queryable=queryable, caching=materialized.caching_enabled, persistent=materialized.persistent,
+                          supplier=materialized.supplier)
         spec = ProcessorSpec(NodeKind.WINDOWED_AGGREGATE,
                              {**params, "store_name": store_name, "windows": self.windows,
                               "emit_strategy": self._emit_strategy.type}, [store])
