@@ -165,16 +165,34 @@ def test_the_runner_refuses_emit_on_close_from_a_store_not_time_ordered(material
         _runnable(_windowed_count(materialized, config, emit_on_close=True))
 
 
+def _sliding_or_session_count(windows, materialized, config=None):
+    builder = StreamsBuilder(config)
+    counts = builder.stream("clicks").group_by_key().windowed_by(windows).count(materialized).to_stream()
+    counts.process(_Reader, "counts").to("out")
+    return builder.build()
+
+
+@pytest.mark.parametrize("windows, materialized, config", [
+    (SlidingWindows.of_time_difference_and_grace(5 * MS, 5 * MS),
+     Materialized.as_(Stores.in_memory_window_store("counts", 15 * MS, 5 * MS, False)), None),
+    (SessionWindows.of_inactivity_gap_and_grace(5 * MS, 5 * MS), Materialized.as_("counts"), IN_MEMORY),
+    (SessionWindows.of_inactivity_gap_and_grace(5 * MS, 5 * MS),
+     Materialized.as_("counts").with_store_type(StreamsConfig.IN_MEMORY), None),
+])
+def test_the_runner_refuses_a_processor_on_an_in_memory_sliding_or_session_store(windows, materialized, config):
+    with pytest.raises(UnsupportedTopologyError, match=r"processor KSTREAM-PROCESSOR-\d+: store counts is a DSL "
+                                                       "operation's .* store of .*Windows kept in memory"):
+        _runnable(_sliding_or_session_count(windows, materialized, config))
+
+
 @pytest.mark.parametrize("materialized, config", [
     (Materialized.as_(Stores.in_memory_window_store("counts", 15 * MS, 10 * MS, False)), None),
     (Materialized.as_("counts"), IN_MEMORY),
-    (Materialized.as_("counts").with_store_type(StreamsConfig.IN_MEMORY), None),
 ])
-def test_the_runner_refuses_a_processor_iterating_an_in_memory_dsl_window_store(materialized, config):
-    with pytest.raises(UnsupportedTopologyError, match=r"processor KSTREAM-PROCESSOR-\d+: store counts is a DSL "
-                                                       "operation's window store kept in memory"):
-        _runnable(_windowed_count(materialized, config, read_by_processor=True))
-
+def test_the_runner_takes_a_processor_on_an_in_memory_time_window_store(materialized, config):
+    """Its order (by start, then key) is the view's: compared with Kafka Streams in
+    tests/test_equivalence_dsl_window_store_processor.py."""
+    _runnable(_windowed_count(materialized, config, read_by_processor=True))
 
 @given(st.integers(-200_000, 200_000), st.integers(0, 200_000), st.integers(1, 200_000))
 def test_an_in_memory_join_store_drops_by_retention_what_a_rocksdb_one_may_keep(behind, stream_time, retention):
