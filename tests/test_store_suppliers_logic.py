@@ -146,7 +146,8 @@ def test_the_runner_takes_suppliers_that_hold_what_the_dsl_stores_would():
 
 @pytest.mark.parametrize("supplier, reason", [
     (Stores.in_memory_window_store("counts", 14 * MS, 10 * MS, False), "keeps 14 ms, less than the 15 ms"),
-    (Stores.in_memory_window_store("counts", 15 * MS, 5 * MS, False), "has a window size of 5 ms, not the windows' 10 ms"),
+    (Stores.in_memory_window_store("counts", 15 * MS, 5 * MS, False),
+     "has a window size of 5 ms, not the windows' 10 ms"),
     (Stores.persistent_window_store("counts", 15 * MS, 10 * MS, True), "retains duplicates"),
 ])
 def test_the_runner_refuses_an_aggregation_supplier_it_does_not_model(supplier, reason):

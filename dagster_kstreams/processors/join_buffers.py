@@ -9,7 +9,8 @@ from __future__ import annotations
 import dataclasses
 import struct
 
-__all__ = ["segment_interval", "segment_live", "stored_when_put", "visible", "expire", "insert", "JoinTracker", "LEFT", "RIGHT",
+__all__ = ["segment_interval", "segment_live", "stored_when_put", "visible", "expire", "insert", "JoinTracker",
+           "LEFT", "RIGHT",
            "LONG_MAX", "jlong", "outer_store_order", "closed_outer_records"]
 
 

@@ -157,7 +157,8 @@ class _WindowedCogroupedKStream:
         materialized, store_name, queryable = _materialized(materialized, self._builder, COGROUP_AGGREGATE_NAME)
         store = StoreSpec(store_name, self._store_type, materialized.logging_enabled, materialized.key_serde,
                           materialized.value_serde, self.windows,
-                          windowed_store_retention(self.windows, materialized, store_name, f"{type(self).__name__}.aggregate"),
+                          windowed_store_retention(self.windows, materialized, store_name,
+                                                   f"{type(self).__name__}.aggregate"),
                           queryable=queryable, caching=materialized.caching_enabled, persistent=materialized.persistent,
                           supplier=materialized.supplier)
         cogrouped = self._cogrouped

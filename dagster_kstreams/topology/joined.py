@@ -55,8 +55,8 @@ class StreamJoined(WithName, WithJoinSerdes, WithLogging):
         validate_name(self.store_name, "Store name")
         for supplier in (self.this_store_supplier, self.other_store_supplier):
             if supplier is not None and not isinstance(supplier, WindowBytesStoreSupplier):
-                raise TypeError(f"StreamJoined: a join's store supplier is a WindowBytesStoreSupplier "
-                                f"(Stores.persistent_window_store / in_memory_window_store), got {type(supplier).__name__}")
+                raise TypeError("StreamJoined: a join's store supplier is a WindowBytesStoreSupplier (Stores."
+                                f"persistent_window_store / in_memory_window_store), got {type(supplier).__name__}")
 
     @staticmethod
     def with_(key_serde=None, value_serde: Optional[Serde] = None,

@@ -112,6 +112,6 @@ def check_join_store_suppliers(this_supplier, other_supplier, windows: JoinWindo
         retention = windows.size() + windows.grace_ms
         if supplier.retention_ms != retention or supplier.window_size_ms != windows.size():
             raise TopologyException(
-                f"Window settings mismatch. The StoreSupplier of store {supplier.name} (retention=[{supplier.retention_ms}], "
-                f"windowSize=[{supplier.window_size_ms}]) must match the JoinWindows' (retention: size plus grace "
-                f"=[{retention}], size=[{windows.size()}])")
+                f"Window settings mismatch. The StoreSupplier of store {supplier.name} "
+                f"(retention=[{supplier.retention_ms}], windowSize=[{supplier.window_size_ms}]) must match the "
+                f"JoinWindows' (retention: size plus grace =[{retention}], size=[{windows.size()}])")

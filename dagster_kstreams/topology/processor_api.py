@@ -238,7 +238,7 @@ class StoreBuilder:
                          retention_ms=self.supplier.retention_ms if windowed else None,
                          queryable=True, caching=self.caching_enabled,
                          history_retention_ms=self.supplier.history_retention_ms if versioned else None,
-                         persistent=getattr(self.supplier, "persistent", True))  # a versioned store: RocksDB's
+                         persistent=True if versioned else self.supplier.persistent)  # versioned: RocksDB's
 
 
 _STORE_TYPES = {KeyValueBytesStoreSupplier: StoreType.USER_KEY_VALUE, WindowBytesStoreSupplier: StoreType.USER_WINDOW,

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["KeyValueBytesStoreSupplier", "WindowBytesStoreSupplier", "SessionBytesStoreSupplier", "BYTES_STORE_SUPPLIERS"]
+__all__ = [
+    "KeyValueBytesStoreSupplier", "WindowBytesStoreSupplier", "SessionBytesStoreSupplier", "BYTES_STORE_SUPPLIERS",
+]
 
 
 @dataclass(frozen=True)

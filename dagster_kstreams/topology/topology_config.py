@@ -39,8 +39,9 @@ class TopologyConfig:
         suppliers = props.get(StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG)
         if suppliers is not None:
             if suppliers not in _BUILT_IN_SUPPLIERS:
-                raise TopologyException(f"{StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG} must name one of Kafka "
-                                        f"Streams' built-in suppliers ({', '.join(_BUILT_IN_SUPPLIERS)}), got {suppliers!r}")
+                raise TopologyException(
+                    f"{StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG} must name one of Kafka Streams' built-in "
+                    f"suppliers ({', '.join(_BUILT_IN_SUPPLIERS)}), got {suppliers!r}")
             self.persistent = _BUILT_IN_SUPPLIERS[suppliers]
 
 
