@@ -5,7 +5,8 @@ kstreams.oracle.DslWindowStoreProcessorExamples (Java): keep the two in step.
 .count(Materialized.as_("window-counts"))``'s stream, uncached): per window update it forwards, under
 the key ``key@start``, the count, its timestamp, what the store holds for that window (``fetch(key,
 start)``, a ``ValueAndTimestamp``), the key's windows from 10 s before to 10 s after it (``fetch(key,
-from, to)``) and every key's window of that start (``fetch_all(start, start)``, the store's order). A
+from, to)``) and every key's windows from 5 s before to 5 s after it (``fetch_all``, the store's order:
+the store is in memory, ``Stores.in_memory_window_store``, so by start, then key). A
 count of 3 is corrected to 10 (stamped 7 ms after the record), a count of 13 or more is deleted, so the
 next records of the window count on from what the processor wrote.
 
@@ -39,7 +40,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from dagster_kstreams.topology import (
-    Materialized, SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows, Window, Windowed,
+    Materialized, SessionWindows, SlidingWindows, Stores, StreamsBuilder, TimeWindows, Window, Windowed,
 )
 from dagster_kstreams.topology.processor_api import Processor, Record, ValueAndTimestamp
 
@@ -65,8 +66,8 @@ class WindowCorrector(Processor):
         stored = self.counts.fetch(key, start)
         around = ",".join(f"{entry.key}={stored_text(entry.value)}"
                           for entry in self.counts.fetch(key, start - SIZE_MS, start + SIZE_MS))
-        same_start = ",".join(f"{entry.key.key}={stored_text(entry.value)}"
-                              for entry in self.counts.fetch_all(start, start))
+        same_start = ",".join(f"{entry.key.key}@{entry.key.window.start}={stored_text(entry.value)}"
+                              for entry in self.counts.fetch_all(start - ADVANCE_MS, start + ADVANCE_MS))
         self.context.forward(Record(f"{key}@{start}", f"{tag}count|{record.value}|t{record.timestamp}|"
                                     f"{stored_text(stored)}|{around}|{same_start}", record.timestamp))
         if record.value == 3:
@@ -143,8 +144,9 @@ def dsl_window_store_processor_examples(topics: dict[str, str]) -> StreamsBuilde
     windows = TimeWindows.of_size_and_grace(timedelta(milliseconds=SIZE_MS), timedelta(milliseconds=GRACE_MS)) \
         .advance_by(timedelta(milliseconds=ADVANCE_MS))
     events = builder.stream(topics["events"])
-    counts = events.group_by_key().windowed_by(windows).count(
-        Materialized.as_("window-counts").with_caching_disabled())
+    counts = events.group_by_key().windowed_by(windows).count(Materialized.as_(Stores.in_memory_window_store(
+        "window-counts", timedelta(milliseconds=SIZE_MS + GRACE_MS), timedelta(milliseconds=SIZE_MS), False))
+        .with_caching_disabled())
     counts.to_stream().process(WindowCorrector, "window-counts").to(topics["out"])
     sessions = SessionWindows.of_inactivity_gap_and_grace(timedelta(milliseconds=GAP_MS),
                                                           timedelta(milliseconds=SESSION_GRACE_MS))

@@ -19,7 +19,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from equivalence_io import StampValues
-from dagster_kstreams.topology import BufferConfig, Grouped, StreamsBuilder, Suppressed
+from dagster_kstreams.topology import BufferConfig, Grouped, Stores, StreamsBuilder, Suppressed
 from dagster_kstreams.topology.consumed_produced import Produced
 from dagster_kstreams.topology.emit_strategy import EmitStrategy
 from dagster_kstreams.topology.materialized import Materialized
@@ -53,7 +53,7 @@ def _stamped(table, topic: str, key_serde) -> None:
     table.to_stream().process_values(StampValues).to(topic, Produced.with_(key_serde, Serdes.String()))
 
 
-def _uncached(store: str) -> Materialized:
+def _uncached(store) -> Materialized:
     return Materialized.as_(store).with_caching_disabled()
 
 
@@ -75,9 +75,12 @@ def _stream_windows(builder: StreamsBuilder, topics: dict[str, str]) -> None:
     grouped = events.group_by_key(Grouped.with_(Serdes.String(), Serdes.String()))
     # KStreamSlidingWindowAggregateTest: testAggregateSmallInput, testReduceSmallInput (and emitting final).
     sliding = SlidingWindows.of_time_difference_and_grace(_ms(10), _ms(5))
+    # Three stores from suppliers kept in memory (the first and the last keep the windows' default retention;
+    # the expired windows' 100 ms is now the supplier's), which the runner keeps as every store.
     _stamped(grouped.windowed_by(sliding)
              .aggregate(lambda: "0", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
-                        _uncached("sliding-agg")), topics["out-sliding"], windowed(10))
+                        _uncached(Stores.in_memory_window_store("sliding-agg", _ms(25), _ms(10), False))),
+             topics["out-sliding"], windowed(10))
     _stamped(grouped.windowed_by(sliding)
              .reduce(lambda agg, value: agg + "+" + value, _uncached("sliding-reduce")),
              topics["out-sliding-reduce"], windowed(10))
@@ -99,7 +102,7 @@ def _stream_windows(builder: StreamsBuilder, topics: dict[str, str]) -> None:
     # KStreamSlidingWindowAggregateTest.shouldLogAndMeterWhenSkippingExpiredWindowByGrace.
     _stamped(grouped.windowed_by(TimeWindows.of_size_and_grace(_ms(10), _ms(90)).advance_by(_ms(5)))
              .aggregate(lambda: "", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
-                        _uncached("expired-hopping").with_retention(_ms(100))),
+                        _uncached(Stores.in_memory_window_store("expired-hopping", _ms(100), _ms(10), False))),
              topics["out-expired-hopping"], windowed(10))
     _stamped(grouped.windowed_by(SlidingWindows.of_time_difference_and_grace(_ms(10), _ms(90)))
              .aggregate(lambda: "0", lambda key, value, agg: agg + "+" + value, _uncached("expired-sliding")),
@@ -114,7 +117,8 @@ def _stream_windows(builder: StreamsBuilder, topics: dict[str, str]) -> None:
              topics["out-session-final"], session_serde)
     _stamped(grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(_ms(10), _ms(1)))
              .aggregate(lambda: "0", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
-                        lambda key, one, two: one + "|" + two, _uncached("session-agg")),
+                        lambda key, one, two: one + "|" + two,
+                        _uncached(Stores.in_memory_session_store("session-agg", _ms(11)))),
              topics["out-session-agg"], session_serde)
     # KStreamWindowAggregateTest's and KStreamSessionWindowAggregateProcessorTest's emit-final variants.
     _stamped(grouped.windowed_by(TimeWindows.of_size_and_grace(_ms(10), _ms(5)).advance_by(_ms(5)))

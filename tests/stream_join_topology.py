@@ -10,7 +10,7 @@ from datetime import timedelta
 from pyspark import cloudpickle
 
 from equivalence_io import java_string
-from dagster_kstreams.topology import Materialized, StreamsBuilder
+from dagster_kstreams.topology import Materialized, Stores, StreamJoined, StreamsBuilder
 from dagster_kstreams.topology.windows import JoinWindows
 
 # The joiners run in Spark's Python workers, which cannot import modules of tests/.
@@ -43,10 +43,18 @@ def stream_join_examples(topics: dict[str, str]) -> StreamsBuilder:
                      JoinWindows.of_time_difference_and_grace(timedelta(seconds=4), timedelta(seconds=5))
                      ).to(topics["out5"])
     left6, right6, third6 = (builder.stream(topics[name]) for name in CHAIN_INPUTS)
+    # The chain's stores come from suppliers (the inner join's both, one in memory; the left join's this
+    # side in memory, so its outer-join store too, the other side named by the StreamJoined's store name).
+    seconds = timedelta(seconds=1)
     left6.join(right6, lambda x, y: f"{java_string(x)}+{java_string(y)}",
-               JoinWindows.of_time_difference_and_grace(timedelta(seconds=5), timedelta(seconds=2))).left_join(
+               JoinWindows.of_time_difference_and_grace(5 * seconds, 2 * seconds),
+               StreamJoined.with_(Stores.in_memory_window_store("chain-left", 12 * seconds, 10 * seconds, True),
+                                  Stores.persistent_window_store("chain-right", 12 * seconds, 10 * seconds, True))
+               ).left_join(
         third6, lambda k, x, y: f"{java_string(k)}:{java_string(x)}/{java_string(y)}",
-        JoinWindows.of_time_difference_and_grace(timedelta(seconds=3), timedelta(seconds=4)).after(timedelta(seconds=6)),
+        JoinWindows.of_time_difference_and_grace(3 * seconds, 4 * seconds).after(6 * seconds),
+        StreamJoined.as_("chain-joined").with_this_store_supplier(
+            Stores.in_memory_window_store("chain-joined-this", 13 * seconds, 9 * seconds, True)),
     ).to(topics["out6"])
     add_table_fed_join(builder, topics)
     return builder

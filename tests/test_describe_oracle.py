@@ -11,7 +11,9 @@ import difflib
 import pytest
 
 import oracle_harness
+from dagster_kstreams import TopologyException
 from topology_catalog import CATALOG
+from topology_catalog_store_suppliers import REFUSED
 
 
 @pytest.fixture(scope="session")
@@ -60,3 +62,21 @@ def test_describe_is_byte_identical_to_kafka_streams(name, kafka_streams_descrip
             f"ours,          repr: {actual!r}",
             pytrace=False,
         )
+
+
+@pytest.fixture(scope="session")
+def kafka_streams_refusals() -> dict[str, str]:
+    return oracle_harness.describe_topologies(list(REFUSED))
+
+
+@pytest.mark.parametrize("name", list(REFUSED))
+def test_store_settings_kafka_streams_refuses_are_refused(name, kafka_streams_refusals):
+    """A supplier or retention Kafka Streams refuses when the topology is built is refused when it is
+    defined here, with Kafka Streams' reason (its message, naming the store)."""
+    expected = kafka_streams_refusals[name]
+    assert expected.startswith("!error"), f"Kafka Streams built {name}"
+    with pytest.raises(TopologyException) as refused:
+        REFUSED[name]()
+    kafka_streams_reason = expected.split(": ", 2)[2]
+    ours = str(refused.value).removeprefix("Invalid topology: ")
+    assert ours.split(" ")[:3] == kafka_streams_reason.split(" ")[:3], (ours, kafka_streams_reason)

@@ -2,8 +2,9 @@
 count's, on Spark against Kafka Streams itself (tests/dsl_window_store_processor_topology.py; Java twin
 DslWindowStoreProcessorExamples). Kafka Streams 4.3.1 runs it once.
 
-``WindowCorrector`` reads the uncached ``window-counts`` store of the hopping-window count it follows
-(a window's ``ValueAndTimestamp``, the key's windows around it, every key's window of the same start),
+``WindowCorrector`` reads the uncached ``window-counts`` store of the hopping-window count it follows,
+an in-memory one (``Stores.in_memory_window_store``: ranges by start, then key), (a window's
+``ValueAndTimestamp``, the key's windows around it, every key's windows within 5 s of its start),
 corrects a window's count of 3 to 10 and deletes a count of 13 or more; the window's count goes on
 from what it wrote (and stamps an update with the larger of the record's and the stored timestamp).
 ``SessionCorrector`` reads the uncached ``session-counts`` store of a session count of the same events

@@ -1,7 +1,7 @@
 """Topologies written with dagster_kstreams' DSL: ``CATALOG``, name -> the function that builds one.
 
 The functions live in one module per family (``topology_catalog_<family>.py``: stateless operators,
-repartitions, windows, stream joins, tables, the Processor API, cogroup). Each one is built again,
+repartitions, windows, stream joins, tables, the Processor API, cogroup, store suppliers). Each one is built again,
 under the same name and in the same way, with Kafka Streams' own DSL in the family's Java twin
 (tests/oracle/src/main/java/kstreams/oracle/<Family>Catalog.java, gathered by TopologyCatalog.java);
 the differential test (tests/test_describe_oracle.py) compares the two describe() strings byte for
@@ -23,9 +23,10 @@ from topology_catalog_processor_api import ENTRIES as PROCESSOR_API
 from topology_catalog_repartitions import ENTRIES as REPARTITIONS
 from topology_catalog_self_joins import ENTRIES as SELF_JOINS
 from topology_catalog_stateless import ENTRIES as STATELESS
+from topology_catalog_store_suppliers import ENTRIES as STORE_SUPPLIERS
 from topology_catalog_stream_joins import ENTRIES as STREAM_JOINS
 from topology_catalog_tables import ENTRIES as TABLES
 from topology_catalog_windows import ENTRIES as WINDOWS
 
 CATALOG = merged(STATELESS, REPARTITIONS, WINDOWS, STREAM_JOINS, TABLES, PROCESSOR_API, COGROUP, OPTIMIZATION,
-                 SELF_JOINS)
+                 SELF_JOINS, STORE_SUPPLIERS)

@@ -31,6 +31,7 @@ from dagster_kstreams.processors.own_groups import window_keys
 from dagster_kstreams.processors.program import SubtopologyProgram
 from dagster_kstreams.processors.record_cache import DEFAULT_CACHE_MAX_BYTES, store_cached
 from dagster_kstreams.processors.state_key_serde import state_keying
+from dagster_kstreams.processors.store_suppliers import check_store_suppliers
 from dagster_kstreams.topology.application import ApplicationTopology
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.view import ProcessorNode, Subtopology
@@ -145,6 +146,7 @@ def build_processor(factory: ProcessorNode, ctx: BuildContext) -> Processor:
             "key), time/sliding/session windowed aggregations, cogroup, suppress, stream-stream joins, "
             "stream-global-table joins and process/process_values"
         )
+    check_store_suppliers(factory, ctx.topology.state_stores)
     return builder(factory, ctx)
 
 

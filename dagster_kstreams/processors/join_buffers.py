@@ -9,7 +9,8 @@ from __future__ import annotations
 import dataclasses
 import struct
 
-__all__ = ["segment_interval", "segment_live", "visible", "expire", "insert", "JoinTracker", "LEFT", "RIGHT",
+__all__ = ["segment_interval", "segment_live", "stored_when_put", "visible", "expire", "insert", "JoinTracker",
+           "LEFT", "RIGHT",
            "LONG_MAX", "jlong", "outer_store_order", "closed_outer_records"]
 
 
@@ -24,6 +25,16 @@ def segment_live(timestamp: int, stream_time: int, retention_ms: int) -> bool:
     Java's ``long`` division truncates toward zero."""
     interval = segment_interval(retention_ms)
     return _jdiv(timestamp, interval) >= _jdiv(stream_time - retention_ms, interval)
+
+
+def stored_when_put(timestamp: int, stream_time: int, retention_ms: int, persistent: bool) -> bool:
+    """Whether a join's window store stores a record put at ``timestamp`` (else it is dropped and
+    counted): the RocksDB store if its segment is live (:func:`segment_live`), the in-memory one
+    (``InMemoryWindowStore.put``, a supplier's or ``default.dsl.store=in_memory``) if the record
+    itself is within retention: ``timestamp > stream_time - retention``."""
+    if persistent:
+        return segment_live(timestamp, stream_time, retention_ms)
+    return timestamp > stream_time - retention_ms
 
 
 def _jdiv(a: int, b: int) -> int:

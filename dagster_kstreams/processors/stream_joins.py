@@ -41,7 +41,8 @@ to the per-key buffers. Kafka Streams 4.3.1, as run here:
   keeps records for ``retention = before + after + grace`` behind that time: a lookup returns no
   record older than ``T - retention + 1``; a record whose segment (``segmentInterval =
   max(retention / 2, 60 s)``) is already expired when it is put is not stored and is counted as
-  dropped (here: a row on ``records.DROPPED_LATE_TOPIC``). It is still joined with the other
+  dropped (here: a row on ``records.DROPPED_LATE_TOPIC``); in an in-memory store (a supplier's or
+  ``default.dsl.store=in_memory``), a record at or below ``T - retention`` itself. It is still joined with the other
   buffer first (the lookup runs before the put). Buffers of all keys are pruned at the end of
   every micro-batch (records no lookup can return any more).
 * The join processor first advances the join's shared stream time (``TimeTracker``, shared by
@@ -92,7 +93,7 @@ from dagster_kstreams.processors.join_buffers import (
     closed_outer_records,
     expire,
     insert,
-    segment_live,
+    stored_when_put,
     visible,
 )
 from dagster_kstreams.processors.join_feed_caches import check_caches_before
@@ -127,9 +128,10 @@ class JoinWindow(StoreProcessor):
     uses_stream_time = True
     drops_late_records = True
 
-    def __init__(self, name: str, store: str, retention: int):
+    def __init__(self, name: str, store: str, retention: int, persistent: bool = True):
         super().__init__(name, store)
         self.retention = retention
+        self.persistent = persistent  # RocksDB's store drops a put by segment, the in-memory one by retention
 
     def process(self, key, value, context, out, state) -> None:
         task = task_state_of(self, state)
@@ -147,7 +149,7 @@ class JoinWindow(StoreProcessor):
         slot = self.state_slot
         buffer = state.values[slot]
         buffer = [] if buffer is ABSENT else buffer
-        if segment_live(timestamp, store_time, retention):
+        if stored_when_put(timestamp, store_time, retention, self.persistent):
             buffer = insert(buffer, timestamp, value)
         else:
             raw_key = state.raw_key  # a window's group: (its key's bytes, start[, end]), own_groups.group_key
@@ -312,7 +314,8 @@ def _join_window(factory, ctx) -> JoinWindow:
     windows = params["windows"]
     retention = windows.size() + windows.grace_period_ms()
     _check_keys_before(ctx, factory)
-    return JoinWindow(factory.name, params["store_name"], retention)
+    persistent = ctx.topology.state_stores[params["store_name"]].persistent is not False
+    return JoinWindow(factory.name, params["store_name"], retention, persistent)
 
 
 def _stream_stream_join(factory, ctx) -> StreamStreamJoin:

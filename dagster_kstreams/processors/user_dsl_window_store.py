@@ -32,7 +32,9 @@ made through the store's value serde, writes store one. Single-key reads return 
 entries by start; key ranges, ``fetch_all`` and ``all`` return ``(Windowed(key, window), value)`` in
 the RocksDB store's order: by segment (``start // segment interval``, the DSL's ``max(retention / 2,
 60 s)``), then the bytes of its store key (serialized key + 8-byte start + 4-byte sequence number 0).
-``backward_*`` reverse that order. A write goes through the aggregation's own
+``backward_*`` reverse that order. A time-windowed aggregation's store kept in memory (its supplier's,
+``with_store_type`` or ``default.dsl.store=in_memory``: ``InMemoryWindowStore``) iterates by start, then
+the serialized key, with the same retention cut. A write goes through the aggregation's own
 :meth:`~.windows._WindowAggregate.write_window`: uncached, it forwards nothing (Kafka Streams' store,
 written by another processor, forwards nothing); cached, the window's final value is forwarded at the
 batch's flush as the aggregation's own update.
@@ -104,13 +106,16 @@ class TimestampedWindowStore(DslStoreView, WindowStoreReads):
         return self._owner.first_returned_start(self._task)
 
     def _order(self, start: int, raw_key: bytes, key_first: bool) -> tuple:
-        """Where a window lies in the RocksDB store's order: by segment, then the bytes of its store key
+        """Where a window lies in the store's order; in the RocksDB store: by segment, then the bytes of its store key
         (serialized key + 8-byte start + 4-byte sequence number 0); in the time-ordered store of an
         aggregation emitting on window close (``RocksDBTimeOrderedWindowStore``, whose key puts the start
         first), by start, then serialized key + sequence number, unless ``key_first``: a key range read
-        through that store's key index, whose keys are the segmented store's in the same segments."""
+        through that store's key index, whose keys are the segmented store's in the same segments; in an
+        in-memory store (a supplier's, ``default.dsl.store=in_memory``): by start, then serialized key."""
         if self._owner.emit_on_close and not key_first:
             return start, raw_key + bytes(4)
+        if self._owner.store_in_memory:  # InMemoryWindowStore: by start, then key bytes
+            return start, raw_key
         return start // self._segment_interval, raw_key + start.to_bytes(8, "big", signed=True) + bytes(4)
 
     def _key_range(self, key_from, key_to, time_from: int, time_to: int) -> list[StoreEntry]:

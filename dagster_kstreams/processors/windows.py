@@ -92,7 +92,7 @@ class _WindowAggregate(WindowedTable):
     # Streams' observed time (the largest window start put into it), a task-level value, and keeps and
     # returns the windows that start after it minus the retention. Emitting on window close, the
     # time-ordered store's time is ClosedWindows.store_time (the same, always kept).
-    observes_store_time = False
+    observes_store_time = store_in_memory = False  # store_in_memory: an InMemoryWindowStore (user_dsl_window_store)
     # Whether the time-ordered store of emit-on-close keeps a key index beside its time-first keys
     # (Kafka Streams' RocksDbIndexedTimeOrderedWindowBytesStoreSupplier, hasIndex: the DSL sets it for
     # sliding windows only): its key-range reads then come through the index (user_dsl_window_store.py).
@@ -395,5 +395,5 @@ def build(factory, ctx, classes=(TimeWindowAggregate, SlidingWindowAggregate)) -
     # windows are keys of their own for the stores after it: their groups are the task state's
     check_own_window_reads(sub, factory, what)
     aggregate.task_grouped = aggregate.task_grouped or keeps_state_downstream(sub, factory)
-    aggregate.observes_store_time = observes_store_time
+    aggregate.observes_store_time, aggregate.store_in_memory = observes_store_time, store.persistent is False
     return aggregate

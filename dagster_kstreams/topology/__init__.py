@@ -32,6 +32,7 @@ from .streams_builder import StreamsBuilder
 from .streams_config import StreamsConfig
 from .suppressed import BufferConfig, Suppressed
 from .task_id import TaskId
+from .topology_config import TopologyConfig
 from .versioned import VersionedRecord
 from .value_transformer import ValueTransformerWithKey
 from .timestamp_extractors import (
@@ -53,7 +54,8 @@ __all__ = [
     "UsePartitionTimeOnInvalidTimestamp", "WallclockTimestampExtractor",
     "Named", "Printed", "Produced", "Repartitioned", "StreamJoined", "Suppressed", "TableJoined", "TopologyException",
     "BranchedKStream", "KGroupedStream", "KGroupedTable", "KStream", "KTable", "SessionWindowedKStream",
-    "StreamsBuilder", "StreamsConfig", "TimeWindowedKStream", "FunctionForm", "UserFunction", "NodeKind", "StoreSpec",
+    "StreamsBuilder", "StreamsConfig", "TopologyConfig",
+    "TimeWindowedKStream", "FunctionForm", "UserFunction", "NodeKind", "StoreSpec",
     "StoreType", "Serde", "Serdes", "Window", "Windowed", "WindowedSerde", "CopartitionError",
     "ProcessorNode", "Subtopology", "TaskId", "TopicRef", "Topology", "changelog_topic_name",
     "internal_topic_name", "as_topology", "JoinWindows", "SessionWindows", "SlidingWindows", "TimeWindows",

@@ -18,6 +18,7 @@ from .errors import TopologyException
 from .graph import GraphNode, InternalStreamsBuilder, RepartitionNode
 from .materialized import Materialized
 from .named import Named
+from .store_suppliers import KeyValueBytesStoreSupplier
 
 # Kafka Streams' name prefixes
 SOURCE_NAME = "KSTREAM-SOURCE-"
@@ -95,7 +96,14 @@ def _parse(args: Sequence[Any], *types: type, operation: str) -> list:
                 "table read from a topic (StreamsBuilder.table) or made by KStream.to_table, a table's filter, "
                 "filter_not and map_values, a table-table join (not on a foreign key), and the count, reduce and "
                 "aggregate of a grouped stream, a re-grouped table and a cogroup here")
+        if isinstance(arg, Materialized) and operation not in _WINDOWED_OPERATIONS:
+            arg.check_supplier(KeyValueBytesStoreSupplier, operation)
     return slots
+
+
+# The windowed aggregations, which take a window or session store's supplier (window_store_settings.py)
+_WINDOWED_OPERATIONS = ("count", "reduce", "aggregate", "TimeWindowedCogroupedKStream.aggregate",
+                        "SessionWindowedCogroupedKStream.aggregate")
 
 
 # The operations whose table a versioned store may materialize, as in Kafka Streams (a foreign-key

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .abstract_stream import (
-    _MS, _AbstractStream, _create_repartitioned_source, _materialized, _name_of, _parse, _suffix_or_generate,
+    _AbstractStream, _create_repartitioned_source, _materialized, _name_of, _parse, _suffix_or_generate,
 )
 from .emit_strategy import ON_WINDOW_UPDATE
 from .functions import FunctionForm as F
@@ -27,6 +27,7 @@ from .materialized import Materialized
 from .named import Named
 from .node_specs import NodeKind, ProcessorSpec, StoreSpec, StoreType
 from .serdes import WindowedSerde
+from .window_store_settings import windowed_store_retention
 from .windows import SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = ["CogroupedKStream", "TimeWindowedCogroupedKStream", "SessionWindowedCogroupedKStream"]
@@ -93,16 +94,6 @@ def _grace_ms(windows) -> int:
     return windows.grace_ms
 
 
-def _retention_ms(windows, materialized: Materialized) -> int:
-    if materialized.retention is not None:
-        return materialized.retention // _MS
-    if isinstance(windows, TimeWindows):
-        return windows.size_ms + windows.grace_ms
-    if isinstance(windows, SlidingWindows):
-        return 2 * windows.time_difference_ms + windows.grace_ms
-    return windows.inactivity_gap_ms + windows.grace_ms
-
-
 class CogroupedKStream:
     """What ``KGroupedStream.cogroup`` returns (Kafka Streams' ``CogroupedKStream``)."""
 
@@ -165,8 +156,11 @@ class _WindowedCogroupedKStream:
         init = UserFunction.of(initializer, [F.NO_ARGS], "aggregate initializer")
         materialized, store_name, queryable = _materialized(materialized, self._builder, COGROUP_AGGREGATE_NAME)
         store = StoreSpec(store_name, self._store_type, materialized.logging_enabled, materialized.key_serde,
-                          materialized.value_serde, self.windows, _retention_ms(self.windows, materialized),
-                          queryable=queryable, caching=materialized.caching_enabled)
+                          materialized.value_serde, self.windows,
+                          windowed_store_retention(self.windows, materialized, store_name,
+                                                   f"{type(self).__name__}.aggregate"),
+                          queryable=queryable, caching=materialized.caching_enabled, persistent=materialized.persistent,
+                          supplier=materialized.supplier)
         cogrouped = self._cogrouped
         return cogrouped._aggregate_builder.build(
             dict(cogrouped._patterns), init, named, store, store_name if queryable else None,

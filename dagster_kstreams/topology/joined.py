@@ -9,6 +9,7 @@ from typing import Callable, Optional
 from .fluent import WithJoinSerdes, WithLogging, WithName, install_static_factories
 from .named import validate_name
 from .serdes import Serde
+from .store_suppliers import WindowBytesStoreSupplier
 
 __all__ = ["Joined", "StreamJoined", "TableJoined"]
 
@@ -45,15 +46,32 @@ class StreamJoined(WithName, WithJoinSerdes, WithLogging):
     name: Optional[str] = None
     store_name: Optional[str] = None
     logging_enabled: bool = True
+    # the window stores of each side, when given (their names then name the stores: kstream_join.py)
+    this_store_supplier: Optional[WindowBytesStoreSupplier] = None
+    other_store_supplier: Optional[WindowBytesStoreSupplier] = None
 
     def __post_init__(self):
         validate_name(self.name)
         validate_name(self.store_name, "Store name")
+        for supplier in (self.this_store_supplier, self.other_store_supplier):
+            if supplier is not None and not isinstance(supplier, WindowBytesStoreSupplier):
+                raise TypeError("StreamJoined: a join's store supplier is a WindowBytesStoreSupplier (Stores."
+                                f"persistent_window_store / in_memory_window_store), got {type(supplier).__name__}")
 
     @staticmethod
-    def with_(key_serde: Optional[Serde] = None, value_serde: Optional[Serde] = None,
+    def with_(key_serde=None, value_serde: Optional[Serde] = None,
               other_value_serde: Optional[Serde] = None) -> "StreamJoined":
+        """``with_(key_serde, value_serde, other_value_serde)``, or ``with_(this_store_supplier,
+        other_store_supplier)`` as Kafka Streams' ``StreamJoined.with(WindowBytesStoreSupplier, ...)``."""
+        if isinstance(key_serde, WindowBytesStoreSupplier):
+            return StreamJoined(this_store_supplier=key_serde, other_store_supplier=value_serde)
         return StreamJoined(key_serde, value_serde, other_value_serde)
+
+    def with_this_store_supplier(self, supplier: WindowBytesStoreSupplier) -> "StreamJoined":
+        return replace(self, this_store_supplier=supplier)
+
+    def with_other_store_supplier(self, supplier: WindowBytesStoreSupplier) -> "StreamJoined":
+        return replace(self, other_store_supplier=supplier)
 
     @staticmethod
     def as_(store_name: str) -> "StreamJoined":

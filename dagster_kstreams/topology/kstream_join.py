@@ -9,13 +9,14 @@ from .abstract_stream import (
     JOINOTHER_NAME, JOINTHIS_NAME, MERGE_NAME, OUTEROTHER_NAME, OUTERSHARED_NAME, OUTERTHIS_NAME, WINDOWED_NAME,
     _suffix_or_generate,
 )
+from .errors import TopologyException
 from .functions import UserFunction
 from .graph import GraphNode, InternalStreamsBuilder, ProcessorGraphNode, StreamStreamJoinNode
 from .joined import StreamJoined
 from .node_specs import NodeKind, ProcessorSpec, StoreSpec, StoreType
 from .windows import JoinWindows
 
-__all__ = ["add_stream_stream_join"]
+__all__ = ["add_stream_stream_join", "check_join_store_suppliers"]
 
 
 def add_stream_stream_join(builder: InternalStreamsBuilder, this_node: GraphNode, other_node: GraphNode,
@@ -36,12 +37,16 @@ def add_stream_stream_join(builder: InternalStreamsBuilder, this_node: GraphNode
 
     base = stream_joined.store_name
     retention = windows.size() + windows.grace_ms
-    this_store = StoreSpec((base + join_this_suffix if base else join_this_generated) + "-store",
+    this_supplier, other_supplier = stream_joined.this_store_supplier, stream_joined.other_store_supplier
+    check_join_store_suppliers(this_supplier, other_supplier, windows)
+    this_store = StoreSpec(_join_store_name(this_supplier, base, join_this_suffix, join_this_generated),
                            StoreType.JOIN_WINDOW, stream_joined.logging_enabled, stream_joined.key_serde,
-                           stream_joined.value_serde, windows, retention)
-    other_store = StoreSpec((base + join_other_suffix if base else join_other_generated) + "-store",
+                           stream_joined.value_serde, windows, retention,
+                           persistent=this_supplier.persistent if this_supplier else None)
+    other_store = StoreSpec(_join_store_name(other_supplier, base, join_other_suffix, join_other_generated),
                             StoreType.JOIN_WINDOW, stream_joined.logging_enabled, stream_joined.key_serde,
-                            stream_joined.other_value_serde, windows, retention)
+                            stream_joined.other_value_serde, windows, retention,
+                            persistent=other_supplier.persistent if other_supplier else None)
     this_windowed = ProcessorGraphNode(this_windowed_name, ProcessorSpec(
         NodeKind.JOIN_WINDOW, {"store_name": this_store.name, "windows": windows, "side": "this"}, [this_store]))
     builder.add_graph_node(this_node, this_windowed)
@@ -55,13 +60,16 @@ def add_stream_stream_join(builder: InternalStreamsBuilder, this_node: GraphNode
     outer_store = None
     if left_outer and windows.spurious_result_fix:
         suffix = "-outer-shared-join" if right_outer else "-left-shared-join"
-        if base:
+        if this_supplier is not None:  # OuterStreamJoinStoreFactory: named, and kept, as this side's store
+            outer_name = this_supplier.name + suffix
+        elif base:
             outer_name = base + suffix
         else:
             prefix = OUTERTHIS_NAME if right_outer else JOINTHIS_NAME
             outer_name = OUTERSHARED_NAME + join_this_generated[len(prefix):]
         outer_store = StoreSpec(outer_name + "-store", StoreType.OUTER_JOIN_SHARED, stream_joined.logging_enabled,
-                                stream_joined.key_serde, None, windows, retention)
+                                stream_joined.key_serde, None, windows, retention,
+                                persistent=this_supplier.persistent if this_supplier else None)
     join_type = "outer" if right_outer else ("left" if left_outer else "inner")
     common = {"joiner": joiner, "windows": windows, "join_type": join_type,
               "this_store_name": this_store.name, "other_store_name": other_store.name,
@@ -79,3 +87,33 @@ def add_stream_stream_join(builder: InternalStreamsBuilder, this_node: GraphNode
         join_node.labels.add("NULL_KEY_RELAXED_JOIN")
     builder.add_graph_node([this_node, other_node], join_node)
     return join_node
+
+
+def _join_store_name(supplier, base, suffix: str, generated: str) -> str:
+    """A side's store: its supplier's name, else the ``StreamJoined`` store name with the side's suffix,
+    else the join processor's generated name; the last two end in ``-store``."""
+    if supplier is not None:
+        return supplier.name
+    return (base + suffix if base else generated) + "-store"
+
+
+def check_join_store_suppliers(this_supplier, other_supplier, windows: JoinWindows) -> None:
+    """``KStreamImplJoin``'s checks of the suppliers given (``assertUniqueStoreNames``, then
+    ``assertWindowSettings`` of this side's, then the other's): distinct names, duplicates retained
+    (a key may meet several records at one time), and exactly the join's window size and retention
+    (its size plus grace)."""
+    if this_supplier is not None and other_supplier is not None and this_supplier.name == other_supplier.name:
+        raise TopologyException(f"Both StoreSuppliers have the same name ({this_supplier.name}). "
+                                "StoreSuppliers must provide unique names")
+    for supplier in (this_supplier, other_supplier):
+        if supplier is None:
+            continue
+        if not supplier.retain_duplicates:
+            raise TopologyException(f"The StoreSupplier must set retainDuplicates=true, found retainDuplicates=false "
+                                    f"(store {supplier.name})")
+        retention = windows.size() + windows.grace_ms
+        if supplier.retention_ms != retention or supplier.window_size_ms != windows.size():
+            raise TopologyException(
+                f"Window settings mismatch. The StoreSupplier of store {supplier.name} "
+                f"(retention=[{supplier.retention_ms}], windowSize=[{supplier.window_size_ms}]) must match the "
+                f"JoinWindows' (retention: size plus grace =[{retention}], size=[{windows.size()}])")

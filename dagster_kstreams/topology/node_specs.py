@@ -100,6 +100,12 @@ class StoreSpec:
     caching: bool = True  # Materialized.with_caching_disabled(): forward every update (windowed stores read it)
     # a versioned store's history retention (None: not versioned); see topology/versioned.py
     history_retention_ms: Optional[int] = None
+    # RocksDB's (True) or in memory (False): a window, session or join store's supplier's (or with_store_type's),
+    # else StreamsBuilder's default.dsl.store. A key-value store's supplier is not followed here: in memory
+    # or RocksDB, it iterates by the key's bytes (processors/store_suppliers.py)
+    persistent: Optional[bool] = None
+    # the window or session store's supplier a windowed aggregation is given (Materialized.as_(supplier))
+    supplier: Any = None
 
 
 @dataclass

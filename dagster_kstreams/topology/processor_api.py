@@ -31,6 +31,7 @@ from .errors import TopologyException
 from .graph import GraphNode
 from .headers import Headers
 from .node_specs import NodeKind, ProcessorSpec, StoreSpec, StoreType
+from .store_suppliers import KeyValueBytesStoreSupplier, SessionBytesStoreSupplier, WindowBytesStoreSupplier
 from .versioned import VersionedBytesStoreSupplier
 
 __all__ = [
@@ -200,38 +201,6 @@ def supplier_stores(supplier) -> list[StoreSpec]:
 
 
 @dataclass(frozen=True)
-class KeyValueBytesStoreSupplier:
-    name: str
-    persistent: bool
-
-
-@dataclass(frozen=True)
-class WindowBytesStoreSupplier:
-    """A window store: a value per (key, window start), kept for ``retention_ms`` of the store's
-    observed time (the largest window start put into it); ``segment_interval_ms`` is Kafka Streams'
-    RocksDB segment size, which orders a persistent store's iteration."""
-
-    name: str
-    persistent: bool
-    retention_ms: int
-    window_size_ms: int
-    retain_duplicates: bool
-    segment_interval_ms: int
-
-
-@dataclass(frozen=True)
-class SessionBytesStoreSupplier:
-    """A session store: a value per (key, session start, session end), kept for ``retention_ms`` of
-    the store's observed time (the largest session end put into it); ``segment_interval_ms`` is
-    Kafka Streams' RocksDB segment size, which orders a persistent store's iteration."""
-
-    name: str
-    persistent: bool
-    retention_ms: int
-    segment_interval_ms: int
-
-
-@dataclass(frozen=True)
 class StoreBuilder:
     """A store to add with ``StreamsBuilder.add_state_store`` (Kafka Streams' ``StoreBuilder``)."""
 
@@ -269,7 +238,8 @@ class StoreBuilder:
                          window=self.supplier if windowed else None,
                          retention_ms=self.supplier.retention_ms if windowed else None,
                          queryable=True, caching=self.caching_enabled,
-                         history_retention_ms=self.supplier.history_retention_ms if versioned else None)
+                         history_retention_ms=self.supplier.history_retention_ms if versioned else None,
+                         persistent=True if versioned else self.supplier.persistent)  # versioned: RocksDB's
 
 
 _STORE_TYPES = {KeyValueBytesStoreSupplier: StoreType.USER_KEY_VALUE, WindowBytesStoreSupplier: StoreType.USER_WINDOW,

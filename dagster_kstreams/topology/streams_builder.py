@@ -23,6 +23,7 @@ from .optimization import optimizations_of
 from .processor_api import StateStoreNode, StoreBuilder
 from .repartition_merge import RepartitionTopicMerge
 from .streams_config import StreamsConfig
+from .topology_config import TopologyConfig, apply_default_dsl_store
 from .view import Topology
 
 __all__ = ["StreamsBuilder"]
@@ -31,9 +32,12 @@ __all__ = ["StreamsBuilder"]
 class StreamsBuilder:
     """Entry point of the DSL (Kafka Streams' ``StreamsBuilder``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, topology_config: Optional[TopologyConfig] = None) -> None:
+        if topology_config is not None and not isinstance(topology_config, TopologyConfig):
+            raise TypeError(f"StreamsBuilder takes a TopologyConfig, got {type(topology_config).__name__}")
         self._builder = InternalStreamsBuilder()
         self._topology = None
+        self._config = topology_config or TopologyConfig()
 
     def stream(self, topics: Union[str, Sequence[str], "re.Pattern[str]"], consumed: Optional[Consumed] = None) -> KStream:
         consumed = consumed or Consumed()
@@ -125,4 +129,5 @@ class StreamsBuilder:
             if StreamsConfig.MERGE_REPARTITION_TOPICS in optimizations:
                 RepartitionTopicMerge(self._builder).apply()
             self._topology = Topology(self._builder.build(optimizations))
+            apply_default_dsl_store(self._topology.state_stores.values(), self._config)
         return self._topology

@@ -12,3 +12,7 @@ class StreamsConfig:
     REUSE_KTABLE_SOURCE_TOPICS = "reuse.ktable.source.topics"
     MERGE_REPARTITION_TOPICS = "merge.repartition.topics"
     SINGLE_STORE_SELF_JOIN = "single.store.self.join"
+    DEFAULT_DSL_STORE_CONFIG = "default.dsl.store"
+    ROCKS_DB = "rocksDB"
+    IN_MEMORY = "in_memory"
+    DSL_STORE_SUPPLIERS_CLASS_CONFIG = "dsl.store.suppliers.class"

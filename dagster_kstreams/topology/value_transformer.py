@@ -14,6 +14,7 @@ from .graph import ProcessorGraphNode
 from .materialized import Materialized
 from .named import Named
 from .node_specs import NodeKind, ProcessorSpec, StoreSpec, StoreType
+from .store_suppliers import KeyValueBytesStoreSupplier
 
 __all__ = ["ValueTransformerWithKey", "TransformValuesArguments", "transform_values_arguments",
            "transform_values_node", "KTABLE_TRANSFORMVALUES_NAME"]
@@ -49,6 +50,8 @@ def transform_values_arguments(args: Sequence, operation: str) -> TransformValue
     """Kafka Streams' overloads: ``([materialized,] [named,] *store_names)``, in that order."""
     args = list(args)
     materialized = args.pop(0) if args and isinstance(args[0], Materialized) else None
+    if materialized is not None:
+        materialized.check_supplier(KeyValueBytesStoreSupplier, operation)
     named = args.pop(0) if args and isinstance(args[0], Named) else None
     for store_name in args:
         if not isinstance(store_name, str) or not store_name:

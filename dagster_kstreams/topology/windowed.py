@@ -8,7 +8,7 @@ Every method draws names in Kafka Streams' order (see :mod:`.abstract_stream`).
 from __future__ import annotations
 
 from .abstract_stream import (
-    AGGREGATE_NAME, REDUCE_NAME, _MS, _AbstractStream, _materialized, _name_of, _or_generate, _parse,
+    AGGREGATE_NAME, REDUCE_NAME, _AbstractStream, _materialized, _name_of, _or_generate, _parse,
 )
 from .emit_strategy import EmitStrategy
 from .functions import FunctionForm as F
@@ -18,6 +18,7 @@ from .materialized import Materialized
 from .named import Named
 from .node_specs import NodeKind, ProcessorSpec, StoreSpec, StoreType
 from .serdes import Serdes, WindowedSerde
+from .window_store_settings import windowed_store_retention
 from .windows import SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = ["TimeWindowedKStream", "SessionWindowedKStream"]
@@ -50,16 +51,6 @@ class _WindowedKStream:
             return self.windows.grace_ms + self.windows.inactivity_gap_ms
         return self.windows.grace_ms
 
-    def _retention_ms(self, materialized: Materialized) -> int:
-        if materialized.retention is not None:
-            return materialized.retention // _MS
-        windows = self.windows
-        if isinstance(windows, TimeWindows):
-            return windows.size_ms + windows.grace_ms
-        if isinstance(windows, SlidingWindows):
-            return 2 * windows.time_difference_ms + windows.grace_ms
-        return windows.inactivity_gap_ms + windows.grace_ms
-
     def _windowed_key_serde(self, key_serde):
         if key_serde is None:
             return None
@@ -73,8 +64,10 @@ class _WindowedKStream:
         name = _or_generate(self._builder, _name_of(named), prefix)
         key_serde = materialized.key_serde or grouped.key_serde
         store = StoreSpec(store_name, self._store_type, materialized.logging_enabled, key_serde, value_serde,
-                          self.windows, self._retention_ms(materialized), queryable=queryable,
-                          caching=materialized.caching_enabled)
+                          self.windows, windowed_store_retention(self.windows, materialized, store_name,
+                                                                f"{type(self).__name__}.{params['operation']}"),
+                          queryable=queryable, caching=materialized.caching_enabled, persistent=materialized.persistent,
+                          supplier=materialized.supplier)
         spec = ProcessorSpec(NodeKind.WINDOWED_AGGREGATE,
                              {**params, "store_name": store_name, "windows": self.windows,
                               "emit_strategy": self._emit_strategy.type}, [store])

@@ -26,6 +26,7 @@ import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.QueryableStoreTypes;
 import org.apache.kafka.streams.state.ReadOnlySessionStore;
 import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.TimestampedWindowStore;
 import org.apache.kafka.streams.state.ValueAndTimestamp;
 import org.apache.kafka.streams.state.WindowStore;
@@ -80,10 +81,12 @@ public final class DslWindowStoreProcessorExamples {
                 }
             }
             StringJoiner sameStart = new StringJoiner(",");
-            try (KeyValueIterator<Windowed<String>, ValueAndTimestamp<Long>> entries = counts.fetchAll(start, start)) {
+            try (KeyValueIterator<Windowed<String>, ValueAndTimestamp<Long>> entries =
+                     counts.fetchAll(start - ADVANCE_MS, start + ADVANCE_MS)) {
                 while (entries.hasNext()) {
                     KeyValue<Windowed<String>, ValueAndTimestamp<Long>> entry = entries.next();
-                    sameStart.add(entry.key.key() + "=" + DslStoreProcessorExamples.storedText(entry.value));
+                    sameStart.add(entry.key.key() + "@" + entry.key.window().start() + "="
+                        + DslStoreProcessorExamples.storedText(entry.value));
                 }
             }
             context.forward(new Record<>(key + "@" + start, tag + "count|" + record.value() + "|t" + record.timestamp()
@@ -224,7 +227,9 @@ public final class DslWindowStoreProcessorExamples {
             .groupByKey()
             .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(SIZE_MS), Duration.ofMillis(GRACE_MS))
                 .advanceBy(Duration.ofMillis(ADVANCE_MS)))
-            .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("window-counts").withCachingDisabled())
+            // in memory (Stores.inMemoryWindowStore): fetchAll goes by start, then key
+            .count(Materialized.<String, Long>as(Stores.inMemoryWindowStore("window-counts",
+                Duration.ofMillis(SIZE_MS + GRACE_MS), Duration.ofMillis(SIZE_MS), false)).withCachingDisabled())
             .toStream()
             .process(WindowCorrector::new, "window-counts")
             .to(out);

@@ -19,7 +19,9 @@ import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.Stores;
 
 /**
  * Stream-stream joins (inner, left, outer) run by Kafka Streams itself against a real broker,
@@ -77,11 +79,18 @@ public final class StreamJoinExamples {
         KStream<String, String> left6 = builder.stream(in.get(10));
         KStream<String, String> right6 = builder.stream(in.get(11));
         KStream<String, String> third6 = builder.stream(in.get(12));
+        // The chain's stores come from suppliers (the inner join's both, one in memory; the left join's this
+        // side in memory, so its outer-join store too, the other side named by the StreamJoined's store name).
         left6.join(right6, (x, y) -> s(x) + "+" + s(y),
-                   JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(2)))
+                   JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(2)),
+                   StreamJoined.<String, String, String>with(
+                       Stores.inMemoryWindowStore("chain-left", Duration.ofSeconds(12), Duration.ofSeconds(10), true),
+                       Stores.persistentWindowStore("chain-right", Duration.ofSeconds(12), Duration.ofSeconds(10), true)))
             .leftJoin(third6, (k, x, y) -> s(k) + ":" + s(x) + "/" + s(y),
                       JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(3), Duration.ofSeconds(4))
-                          .after(Duration.ofSeconds(6)))
+                          .after(Duration.ofSeconds(6)),
+                      StreamJoined.<String, String, String>as("chain-joined").withThisStoreSupplier(
+                          Stores.inMemoryWindowStore("chain-joined-this", Duration.ofSeconds(13), Duration.ofSeconds(9), true)))
             .to(out.get(5));
         // 7: joins fed by tables, in one sub-topology: a table's to_stream (not materialized,
         // filtered, mapped) outer-joined (4 s before, 6 s after, 3 s grace) with a stream

@@ -10,7 +10,8 @@ import org.apache.kafka.streams.Topology;
 /**
  * Topologies built with Kafka Streams' own DSL, by name, gathered from one class per family:
  * StatelessCatalog, RepartitionCatalog, WindowCatalog, StreamJoinCatalog, TableCatalog,
- * ProcessorApiCatalog, CogroupCatalog, OptimizationCatalog, SelfJoinCatalog. tests/topology_catalog.py builds each one again, under the same
+ * ProcessorApiCatalog, CogroupCatalog, OptimizationCatalog, SelfJoinCatalog, StoreSupplierCatalog (whose refused()
+ * topologies are buildable by name, outside names()). tests/topology_catalog.py builds each one again, under the same
  * name, with dagster_kstreams (its families in tests/topology_catalog_<family>.py); the describe()
  * strings must match.
  *
@@ -32,6 +33,7 @@ public final class TopologyCatalog {
         add(CogroupCatalog.topologies());
         add(OptimizationCatalog.topologies());
         add(SelfJoinCatalog.topologies());
+        add(StoreSupplierCatalog.topologies());
     }
 
     /** A family's entries; a name in two families is an error rather than one entry hiding the other. */
@@ -49,7 +51,7 @@ public final class TopologyCatalog {
     }
 
     public static Topology build(String name) {
-        Supplier<Topology> supplier = TOPOLOGIES.get(name);
+        Supplier<Topology> supplier = TOPOLOGIES.getOrDefault(name, StoreSupplierCatalog.refused().get(name));
         if (supplier == null) {
             throw new IllegalArgumentException("unknown topology: " + name);
         }

@@ -35,6 +35,7 @@ import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
 import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.WindowStore;
 
 /**
@@ -105,7 +106,10 @@ public final class WindowScenarioExamples {
         KGroupedStream<String, String> grouped = stream.groupByKey(Grouped.with(Serdes.String(), Serdes.String()));
         SlidingWindows sliding = SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(10), Duration.ofMillis(5));
         stamped(grouped.windowedBy(sliding).aggregate(() -> "0", (key, value, agg) -> agg + "+" + orNull(value),
-            WindowScenarioExamples.<WindowStore<Bytes, byte[]>, String>uncached("sliding-agg")), out.get(0), windowed(10));
+            // Three stores from suppliers kept in memory (the first and the last keep the windows' default
+            // retention; the expired windows' 100 ms is now the supplier's).
+            Materialized.<String, String>as(Stores.inMemoryWindowStore("sliding-agg", Duration.ofMillis(25),
+                Duration.ofMillis(10), false)).withCachingDisabled()), out.get(0), windowed(10));
         stamped(grouped.windowedBy(sliding).reduce((agg, value) -> agg + "+" + value,
             WindowScenarioExamples.<WindowStore<Bytes, byte[]>, String>uncached("sliding-reduce")), out.get(1), windowed(10));
         stamped(grouped.windowedBy(sliding).emitStrategy(EmitStrategy.onWindowClose())
@@ -124,8 +128,8 @@ public final class WindowScenarioExamples {
         stamped(grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(10), Duration.ofMillis(90))
                 .advanceBy(Duration.ofMillis(5)))
             .aggregate(() -> "", (key, value, agg) -> agg + "+" + orNull(value),
-                WindowScenarioExamples.<WindowStore<Bytes, byte[]>, String>uncached("expired-hopping")
-                    .withRetention(Duration.ofMillis(100))), out.get(6), windowed(10));
+                Materialized.<String, String>as(Stores.inMemoryWindowStore("expired-hopping", Duration.ofMillis(100),
+                    Duration.ofMillis(10), false)).withCachingDisabled()), out.get(6), windowed(10));
         stamped(grouped.windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(10), Duration.ofMillis(90)))
             .aggregate(() -> "0", (key, value, agg) -> agg + "+" + value,
                 WindowScenarioExamples.<WindowStore<Bytes, byte[]>, String>uncached("expired-sliding")), out.get(7), windowed(10));
@@ -137,7 +141,8 @@ public final class WindowScenarioExamples {
         stamped(sessionCounts.suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded())), out.get(9), sessionSerde);
         stamped(grouped.windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(10), Duration.ofMillis(1)))
             .aggregate(() -> "0", (key, value, agg) -> agg + "+" + orNull(value), (key, one, two) -> one + "|" + two,
-                WindowScenarioExamples.<SessionStore<Bytes, byte[]>, String>uncached("session-agg")), out.get(10), sessionSerde);
+                Materialized.<String, String>as(Stores.inMemorySessionStore("session-agg", Duration.ofMillis(11)))
+                    .withCachingDisabled()), out.get(10), sessionSerde);
         stamped(grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(10), Duration.ofMillis(5))
                 .advanceBy(Duration.ofMillis(5)))
             .emitStrategy(EmitStrategy.onWindowClose())

@@ -1,0 +1,83 @@
+"""What the Spark runner takes of a DSL store's supplier and kind (``Materialized.as_(Stores...)``,
+``StreamJoined.with_this_store_supplier``, ``StreamsBuilder(TopologyConfig({"default.dsl.store":
+"in_memory"}))``), checked when the application is defined.
+
+Every DSL store is kept in Spark's state store whatever its supplier; what a supplier changes in
+Kafka Streams, the runner follows or refuses:
+
+* its name names the store (the topology layer), and a windowed aggregation's store keeps the
+  supplier's retention (a processor reading the store sees it);
+* a join's window stores: Kafka Streams checks they match the join's windows exactly, so they hold
+  what the DSL's own would; in memory or RocksDB, a join reads one key's records by time either way,
+  but an in-memory store drops a put at or below its observed time minus retention where RocksDB's
+  drops only a put into an expired segment (:func:`~.join_buffers.stored_when_put`; counted either way);
+* a key-value store iterates by the key's bytes in memory as in RocksDB;
+* refused, naming the processor and the store: a windowed aggregation's supplier whose retention is
+  below what keeps its open windows (Kafka Streams checks only the ``Materialized`` retention; its
+  store then drops windows still open), whose window size is not the windows' (the ``Windowed`` keys
+  its reads make end elsewhere) or that retains duplicates (each update a new entry); a user processor
+  naming a sliding or session aggregation's store kept in memory, which iterates by window start
+  (session end), then key, also while the aggregation itself reads ranges of it (a time-windowed
+  one's in-memory store runs: :mod:`.user_dsl_window_store` gives its order); and a windowed
+  aggregation emitting on window close from a store of a supplier's or in memory (Kafka Streams' DSL
+  otherwise builds a time-ordered store for it, whose order of closed windows the runner keeps).
+"""
+from __future__ import annotations
+
+from dagster_kstreams.processors.errors import UnsupportedTopologyError
+from dagster_kstreams.topology.emit_strategy import ON_WINDOW_CLOSE
+from dagster_kstreams.topology.node_specs import NodeKind, StoreType
+from dagster_kstreams.topology.window_store_settings import windows_minimum_retention
+from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
+
+__all__ = ["check_store_suppliers"]
+
+_USER_PROCESSORS = (NodeKind.PROCESS, NodeKind.PROCESS_VALUES)
+_WINDOWED_DSL_STORES = (StoreType.WINDOW, StoreType.SESSION)
+
+
+def check_store_suppliers(factory, stores) -> None:
+    """Refuse what the runner does not model of the suppliers and kinds of the stores of ``factory``
+    (``stores``: the topology's, by name)."""
+    if factory.kind is NodeKind.WINDOWED_AGGREGATE:
+        store = stores[factory.params["store_name"]]
+        _check_aggregation_supplier(factory, store)
+        if factory.params.get("emit_strategy") == ON_WINDOW_CLOSE and (store.supplier or store.persistent is False):
+            raise UnsupportedTopologyError(
+                f"processor {factory.name}: store {store.name} emits on window close from a store of its supplier's "
+                "or kept in memory, not Kafka Streams' time-ordered one, whose order of closed windows the Spark "
+                "runner keeps: not compared with Kafka Streams yet")
+    if factory.kind in _USER_PROCESSORS:
+        for name in factory.stores:
+            store = stores[name]
+            if store.type in _WINDOWED_DSL_STORES and store.persistent is False and not isinstance(
+                    store.window, TimeWindows):
+                raise UnsupportedTopologyError(
+                    f"processor {factory.name}: store {name} is a DSL operation's {store.type.value} store of "
+                    f"{type(store.window).__name__} kept in memory (its supplier, Materialized.with_store_type or "
+                    "default.dsl.store=in_memory), which iterates by window start (session end), then key, also while "
+                    "the aggregation reads it: not modeled by the Spark runner yet (time windows' is; a RocksDB "
+                    "supplier, or none, runs)")
+
+
+def _check_aggregation_supplier(factory, store) -> None:
+    supplier = store.supplier
+    if supplier is None:
+        return
+    windows = factory.params["windows"]
+    where = f"processor {factory.name}: store {store.name}'s supplier"
+    needed = windows_minimum_retention(windows)
+    if supplier.retention_ms < needed:
+        raise UnsupportedTopologyError(
+            f"{where} keeps {supplier.retention_ms} ms, less than the {needed} ms its windows stay open (Kafka "
+            "Streams then drops windows still open from the store): not modeled by the Spark runner yet")
+    if isinstance(windows, SessionWindows):
+        return
+    size = windows.time_difference_ms if isinstance(windows, SlidingWindows) else windows.size_ms
+    if supplier.window_size_ms != size:
+        raise UnsupportedTopologyError(
+            f"{where} has a window size of {supplier.window_size_ms} ms, not the windows' {size} ms: not modeled "
+            "by the Spark runner yet")
+    if supplier.retain_duplicates:
+        raise UnsupportedTopologyError(
+            f"{where} retains duplicates (each update a new entry): not modeled by the Spark runner yet")
