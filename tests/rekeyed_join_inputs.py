@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Optional
 
 from dagster_kstreams.kafka.partitioner import default_partition
-from rekeyed_joins_topology import SCENARIOS
+from rekeyed_joins_topology import SCENARIOS, SHARED
 
 PARTITIONS = 2
 # (key, value, milliseconds after the base): KStreamRepartitionJoinTest's stream one (10:1, 5:2, 12:3,
@@ -60,4 +60,8 @@ def rekeyed_join_inputs(base: int) -> dict[str, list[tuple]]:
                                                      lambda key, value: value)
         records[f"{scenario}-{two_side}"] = _records(TWO, base, 2, f"{scenario}-{two_side}",
                                                      lambda key, value: key)
+    for scenario in SHARED:
+        records[f"{scenario}-1"] = _records(ONE, base, 1, f"{scenario}-1", lambda key, value: value)
+        records[f"{scenario}-2"] = _records(TWO, base, 2, f"{scenario}-2", lambda key, value: key)
+        records[f"{scenario}-3"] = _records(_lower(TWO), base, 3, f"{scenario}-3", lambda key, value: key)
     return records

@@ -20,7 +20,11 @@ by its value (``MockMapper.selectValueKeyValueMapper``); stream "two" is keyed b
 * ``st-inner``, ``st-left``: one ``map``ped, joined and left-joined with a table of two (the stream
   re-keyed, the table not);
 * ``rp-both``: two ``repartition(Repartitioned.as_(...))``ed joined with another ``repartition``ed
-  stream keyed alike (``KStreamRepartitionIntegrationTest``'s ``repartition()`` before a join).
+  stream keyed alike (``KStreamRepartitionIntegrationTest``'s ``repartition()`` before a join);
+* ``reuse``: one ``map``ped, joined with two streams, both joins reading one repartition topic, in one
+  sub-topology, to one output (``KStreamKStreamJoinTest.shouldReuseRepartitionTopicWithGeneratedName``);
+  ``named-first``, ``named-second``: the same with ``StreamJoined.with_name``, a repartition topic and a
+  sub-topology each (``shouldCreateRepartitionTopicsWithUserProvidedName``).
 
 A re-keyed null value is a null key after the re-key. The windows: 3 s, 1 s grace (the tests' day
 would never emit a left join's unjoined records, nor drop a late one). Every store runs without the
@@ -35,7 +39,7 @@ from datetime import timedelta
 from pyspark import cloudpickle
 
 from equivalence_io import StampValues, java_string
-from dagster_kstreams.topology import Materialized, Repartitioned, StreamsBuilder
+from dagster_kstreams.topology import Materialized, Repartitioned, StreamJoined, StreamsBuilder
 from dagster_kstreams.topology.windows import JoinWindows
 
 # The mappers and joiners run in Spark's Python workers, which cannot import modules of tests/.
@@ -44,11 +48,14 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 # Each scenario's inputs: "<scenario>-1" (one's shape, or two's for rp-both) and "<scenario>-2" (two's).
 SCENARIOS = ("map-one", "map-both", "map-map", "mv-select", "flat-map", "rhs", "left", "st-inner", "st-left",
              "rp-both")
-INPUTS = tuple(f"{scenario}-{side}" for scenario in SCENARIOS for side in (1, 2))
-OUTPUTS = SCENARIOS
+# Two joins of one re-keyed stream (one's shape) with two others (two's): "reuse" and "named".
+SHARED = ("reuse", "named")
+INPUTS = (tuple(f"{scenario}-{side}" for scenario in SCENARIOS for side in (1, 2))
+          + tuple(f"{scenario}-{side}" for scenario in SHARED for side in (1, 2, 3)))
+OUTPUTS = SCENARIOS + ("reuse", "named-first", "named-second")
 # The re-keyed inputs: filled into their repartition topics before the joins run (Kafka Streams' side).
 REKEYED = ("map-one-1", "map-both-1", "map-both-2", "map-map-1", "mv-select-1", "mv-select-2", "flat-map-1",
-           "rhs-2", "left-1", "left-2", "st-inner-1", "st-left-1", "rp-both-1", "rp-both-2")
+           "rhs-2", "left-1", "left-2", "st-inner-1", "st-left-1", "rp-both-1", "rp-both-2", "reuse-1", "named-1")
 WINDOW = JoinWindows.of_time_difference_and_grace(timedelta(seconds=3), timedelta(seconds=1))
 
 
@@ -124,4 +131,12 @@ def rekeyed_join_examples(topics: dict[str, str]) -> StreamsBuilder:
     out(left.repartition(Repartitioned.as_("rp-both-left"))
         .join(right.repartition(Repartitioned.as_("rp-both-right").with_number_of_partitions(2)), joined, WINDOW),
         "rp-both")
+    one, two, three = (builder.stream(topics[f"reuse-{side}"]) for side in (1, 2, 3))
+    rekeyed = one.map(value_as_key)
+    out(rekeyed.join(two, joined, WINDOW), "reuse")
+    out(rekeyed.join(three, joined, WINDOW), "reuse")
+    one, two, three = (builder.stream(topics[f"named-{side}"]) for side in (1, 2, 3))
+    rekeyed = one.map(value_as_key)
+    out(rekeyed.join(two, joined, WINDOW, StreamJoined.with_().with_name("first-join")), "named-first")
+    out(rekeyed.join(three, joined, WINDOW, StreamJoined.with_().with_name("second-join")), "named-second")
     return builder

@@ -4,7 +4,9 @@ The scenarios (tests/rekeyed_joins_topology.py, which names the Kafka Streams te
 twin RekeyedJoinScenarioExamples): a join after a ``map`` on one side, on both sides, after two
 ``map``s, after ``map_values`` then ``select_key`` on both sides, after a ``flat_map``, with the re-keyed
 stream on the right, a left join of two re-keyed streams, a stream re-keyed and joined and left-joined
-with a table, and a join after ``repartition(Repartitioned...)`` on both sides. Their inputs
+with a table, a join after ``repartition(Repartitioned...)`` on both sides, and one re-keyed stream
+joined with two others, through one repartition topic or (``StreamJoined.with_name``) one each
+(``KStreamKStreamJoinTest``). Their inputs
 (tests/rekeyed_join_inputs.py): the test's records plus null keys, null values (a null key after the
 re-key), tombstones, records out of order and late, on two partitions.
 
@@ -113,7 +115,11 @@ def test_reference_exercises_the_scenarios(kafka_streams_run):
     assert any(":null|" in v for v in values["st-left"])  # no table row (a tombstone's key)
     # one's 2 at 1.5 s, out of order behind its 5 at 5 s, still joined with two's B at 2.2 s
     assert ("2", f"2:B|t{BASE + 2202}", (("h", "left-1:8"),)) in expected[("left", 0)]
-    assert any(v.startswith("a:") or v.startswith("A:a") for v in values["rp-both"])
+    assert any(v.startswith("A:a|") for v in values["rp-both"])
+    # one task joins the shared repartition topic with both streams, into one output
+    assert any(v.startswith("1:A|") for v in values["reuse"]) and any(v.startswith("1:a|") for v in values["reuse"])
+    assert any(v.startswith("1:A|") for v in values["named-first"])
+    assert any(v.startswith("1:a|") for v in values["named-second"])
 
 
 def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,

@@ -22,6 +22,7 @@ import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KeyValueMapper;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.ValueJoiner;
 import org.apache.kafka.streams.state.KeyValueStore;
 
@@ -29,7 +30,7 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * Kafka Streams' joins of re-keyed streams (KStreamRepartitionJoinTest), each on topics of its own,
  * run by Kafka Streams itself without the record cache; prints {"describe": ...}.
  *
- * Args: bootstrap applicationId stateDir, then the topics of INPUTS and OUTPUTS in that order.
+ * Args: bootstrap applicationId stateDir, then the topics of inputs() and OUTPUTS in that order.
  *
  * The Spark runner runs a join whose inputs are repartition topics once its upstream tasks are done
  * (all of them: both sides re-keyed too). So first a run fills every repartition topic while no join
@@ -45,8 +46,12 @@ public final class RekeyedJoinScenarioExamples {
 
     static final List<String> SCENARIOS = List.of("map-one", "map-both", "map-map", "mv-select", "flat-map", "rhs",
         "left", "st-inner", "st-left", "rp-both");
+    /** Two joins of one re-keyed stream with two others: "reuse" and "named". */
+    static final List<String> SHARED = List.of("reuse", "named");
+    static final List<String> OUTPUTS = outputs();
     static final Set<String> REKEYED = Set.of("map-one-1", "map-both-1", "map-both-2", "map-map-1", "mv-select-1",
-        "mv-select-2", "flat-map-1", "rhs-2", "left-1", "left-2", "st-inner-1", "st-left-1", "rp-both-1", "rp-both-2");
+        "mv-select-2", "flat-map-1", "rhs-2", "left-1", "left-2", "st-inner-1", "st-left-1", "rp-both-1", "rp-both-2",
+        "reuse-1", "named-1");
     static final JoinWindows WINDOW = JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(3), Duration.ofSeconds(1));
     static final ValueJoiner<String, String, String> JOINED = (x, y) -> x + ":" + y;
     static final KeyValueMapper<String, String, KeyValue<String, String>> VALUE_AS_KEY =
@@ -59,7 +64,18 @@ public final class RekeyedJoinScenarioExamples {
             inputs.add(scenario + "-1");
             inputs.add(scenario + "-2");
         }
+        for (String scenario : SHARED) {
+            inputs.add(scenario + "-1");
+            inputs.add(scenario + "-2");
+            inputs.add(scenario + "-3");
+        }
         return inputs;
+    }
+
+    static List<String> outputs() {
+        List<String> outputs = new ArrayList<>(SCENARIOS);
+        outputs.addAll(List.of("reuse", "named-first", "named-second"));
+        return outputs;
     }
 
     static Materialized<String, String, KeyValueStore<Bytes, byte[]>> uncached(String store) {
@@ -110,6 +126,20 @@ public final class RekeyedJoinScenarioExamples {
         out(left.repartition(Repartitioned.as("rp-both-left"))
             .join(right.repartition(Repartitioned.<String, String>as("rp-both-right").withNumberOfPartitions(2)),
                   JOINED, WINDOW), t, "rp-both");
+        one = builder.stream(t.get("reuse-1"));
+        two = builder.stream(t.get("reuse-2"));
+        KStream<String, String> three = builder.stream(t.get("reuse-3"));
+        KStream<String, String> rekeyed = one.map(VALUE_AS_KEY);
+        out(rekeyed.join(two, JOINED, WINDOW), t, "reuse");
+        out(rekeyed.join(three, JOINED, WINDOW), t, "reuse");
+        one = builder.stream(t.get("named-1"));
+        two = builder.stream(t.get("named-2"));
+        three = builder.stream(t.get("named-3"));
+        rekeyed = one.map(VALUE_AS_KEY);
+        out(rekeyed.join(two, JOINED, WINDOW, StreamJoined.<String, String, String>with(null, null, null)
+            .withName("first-join")), t, "named-first");
+        out(rekeyed.join(three, JOINED, WINDOW, StreamJoined.<String, String, String>with(null, null, null)
+            .withName("second-join")), t, "named-second");
         return builder.build();
     }
 
@@ -121,8 +151,8 @@ public final class RekeyedJoinScenarioExamples {
         for (int i = 0; i < inputNames.size(); i++) {
             topics.put(inputNames.get(i), args[3 + i]);
         }
-        for (int i = 0; i < SCENARIOS.size(); i++) {
-            topics.put(SCENARIOS.get(i), args[3 + inputNames.size() + i]);
+        for (int i = 0; i < OUTPUTS.size(); i++) {
+            topics.put(OUTPUTS.get(i), args[3 + inputNames.size() + i]);
         }
         List<String> inputs = inputNames.stream().map(topics::get).toList();
         Set<String> rekeyed = new HashSet<>();
