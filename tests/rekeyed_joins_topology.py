@@ -20,7 +20,8 @@ by its value (``MockMapper.selectValueKeyValueMapper``); stream "two" is keyed b
 * ``st-inner``, ``st-left``: one ``map``ped, joined and left-joined with a table of two (the stream
   re-keyed, the table not);
 * ``rp-both``: two ``repartition(Repartitioned.as_(...))``ed joined with another ``repartition``ed
-  stream keyed alike (``KStreamRepartitionIntegrationTest``'s ``repartition()`` before a join);
+  stream keyed alike (``KStreamRepartitionIntegrationTest``
+  ``shouldDoProperJoiningWhenNumberOfPartitionsAreValidWhenUsingRepartitionOperation``, there on one side);
 * ``reuse``: one ``map``ped, joined with two streams, both joins reading one repartition topic, in one
   sub-topology, to one output (``KStreamKStreamJoinTest.shouldReuseRepartitionTopicWithGeneratedName``);
   ``named-first``, ``named-second``: the same with ``StreamJoined.with_name``, a repartition topic and a
