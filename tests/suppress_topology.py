@@ -20,6 +20,7 @@ from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Processor
 from dagster_kstreams.topology.serdes import Serdes, Window, Windowed, WindowedSerde
 from dagster_kstreams.topology.suppressed import BufferConfig, Suppressed
 from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
+from suppress_context_topology import CONTEXT_OUTPUTS, suppressed_contexts
 
 INPUTS = ("events", "prices", "slides")
 OUTPUTS = ("out-final", "out-closed", "out-sessions", "out-limited", "out-debounced", "out-closed-sliding",
@@ -28,7 +29,7 @@ OUTPUTS = ("out-final", "out-closed", "out-sessions", "out-limited", "out-deboun
            "out-sliding-bytes", "out-held", "out-closed-written", "out-closed-reads", "out-closed-sessions-written",
            "out-closed-session-reads", "out-closed-sliding-written", "out-closed-sliding-reads", "out-held-regrouped",
            "out-held-joined", "out-held-looked-up", "out-held-kept-joined", "out-joined-held-joined",
-           "out-joined-held-regrouped")
+           "out-joined-held-regrouped", *CONTEXT_OUTPUTS)
 SHUT_DOWN_OUTPUT = "out-shut-down"  # of the shut-down application (shut_down_example)
 SHUT_DOWN_BYTES, RAISED_BYTES, WINDOWED_BYTES, SESSION_BYTES, SLIDING_BYTES = 480, 2_000, 300, 300, 300
 # How each output's keys are read: a time window of that size, a session window, or a plain string.
@@ -41,7 +42,7 @@ OUTPUT_KEYS = {"out-final": 10_000, "out-closed": 10_000, "out-sessions": "sessi
                "out-closed-session-reads": None, "out-closed-sliding-written": 5_000, "out-closed-sliding-reads": None,
                "out-held-regrouped": None, "out-held-joined": None, "out-held-looked-up": None,
                "out-held-kept-joined": None, "out-joined-held-joined": None, "out-joined-held-regrouped": None,
-               SHUT_DOWN_OUTPUT: None}
+               **dict.fromkeys(CONTEXT_OUTPUTS), SHUT_DOWN_OUTPUT: None}
 
 
 class ClosedWindowWriter(Processor):
@@ -331,6 +332,7 @@ def suppress_examples(topics: dict[str, str]) -> StreamsBuilder:
     held_joined = prices.left_join(held_read, lambda mine, held: mine + "|" + ("null" if held is None else held))
     held_joined.to_stream().to(topics["out-held-joined"])
     _other_suppressed_readers(prices, held_read, held_joined, topics)
+    suppressed_contexts(prices, topics)  # tests/suppress_context_topology.py
     # A processor writes and reads the store of an aggregate emitting on window close: what it writes
     # is what the emit sends (each window with its timestamp).
     grouped.windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=2))

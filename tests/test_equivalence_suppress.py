@@ -64,9 +64,11 @@ import pytest
 from pyspark import cloudpickle
 
 import oracle_harness
+import suppress_context_topology
 import suppress_topology
 from equivalence_io import output_topics, produce_strings, windowed_key_reader
 from killed_runs import run_until_killed
+from suppress_context_topology import CONTEXT_OUTPUTS
 from suppress_topology import (INPUTS, OUTPUT_KEYS, OUTPUTS, RAISED_BYTES, SHUT_DOWN_OUTPUT, shut_down_example,
                                suppress_examples)
 from dagster_kstreams.kafka.records import read_topic
@@ -77,6 +79,7 @@ pytestmark = pytest.mark.integration
 
 # Spark's Python workers cannot import modules of tests/: ship the topology's lambdas by value.
 cloudpickle.register_pickle_by_value(suppress_topology)
+cloudpickle.register_pickle_by_value(suppress_context_topology)
 
 PARTITIONS = 2
 T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute
@@ -234,6 +237,7 @@ def _assert_reference_exercises_it(expected: dict, records: dict) -> None:
         assert any(value is None for _, value in expected[("out-limited", family)])
         assert any("-" in value for _, value in expected[("out-held-regrouped", family)])  # subtractions
         _assert_the_other_readers_of_the_suppression_matter(expected, family)
+        _assert_updates_go_out_in_their_buffered_context(expected, family)
         debounced = [value for _, value in expected[("out-debounced", family)]]
         assert None in debounced and not any(value and value.startswith("x") for value in debounced)
         held = [value for _, value in expected[("out-held", family)]]
@@ -264,6 +268,18 @@ def _assert_the_other_readers_of_the_suppression_matter(expected: dict, family: 
     assert len(kept) > 20 and not any(held.startswith("x") for held in kept)
     assert len(expected[("out-joined-held-joined", family)]) > 20
     assert any("-" in value for _, value in expected[("out-joined-held-regrouped", family)])
+
+
+def _assert_updates_go_out_in_their_buffered_context(expected: dict, family: str) -> None:
+    """The suppressed prices stamped with their record metadata: price i went to partition i % 2 at offset
+    i // 2, and each update is stamped with the offset of its own record (the buffered one's), not that of
+    the later record whose arrival evicted it; routed by that offset's parity (suppress_context_topology.py)."""
+    for name, parity in zip(CONTEXT_OUTPUTS, (0, 1)):
+        stamped = [value.split("|") for _, value in expected[(name, family)]]
+        assert len(stamped) > 20
+        offsets = [int(offset[1:]) for _, _, _, offset, _ in stamped]
+        assert all(offset % 2 == parity for offset in offsets)
+        assert all(int(value[1:]) // 2 == offset for (value, *_), offset in zip(stamped, offsets) if value != "null")
 
 
 def _assert_session_and_sliding_old_values_matter(expected: dict, family: str) -> None:

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, NamedTuple, Optional
 
 from dagster_kstreams.processors.base import Processor, register
 from dagster_kstreams.processors.errors import ProcessingError
@@ -69,10 +69,25 @@ from dagster_kstreams.processors.table_old_values import (
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.topology.node_specs import NodeKind
 
-__all__ = ["SuppressionBuffer", "Suppress", "BUILDERS"]
+__all__ = ["BufferedUpdate", "SuppressionBuffer", "Suppress", "BUILDERS"]
 
 
 _NOT_KEPT = object()  # no old value kept with a buffered update
+
+
+class BufferedUpdate(NamedTuple):
+    """A buffered key's latest update with its record context, as Kafka Streams' ``BufferValue`` keeps it
+    (its ``ProcessorRecordContext``): what the suppression emits it with. An older version of the runner
+    pickled ``(key, value, timestamp[, headers[, old]])``: the fields it did not keep take their defaults."""
+
+    key: Any
+    value: Any
+    timestamp: int
+    headers: Optional[list] = None
+    old: Any = None  # its old value, when the suppression keeps them (None otherwise)
+    # (topic, partition, offset, from_punctuator) of the record that brought it; None: an older version
+    # buffered it, and it goes out with the context of the record whose arrival evicts it
+    source: Optional[tuple] = None
 
 
 class SuppressionBuffer:
@@ -83,7 +98,7 @@ class SuppressionBuffer:
 
     def __init__(self) -> None:
         self._order: list[tuple[int, bytes]] = []  # a heap: one entry per buffered key
-        # serialized key -> (key, value, timestamp, headers of its latest update; absent in older checkpoints)
+        # serialized key -> its latest update (a BufferedUpdate; a shorter tuple in older checkpoints)
         self._records: dict[bytes, tuple] = {}
         # serialized key -> (its size in bytes, its serialized prior value: the old value when it was first buffered)
         self._sizes: dict[bytes, tuple[int, Optional[bytes]]] = {}
@@ -109,17 +124,17 @@ class SuppressionBuffer:
         return old if sized is None else sized[1]
 
     def put(self, buffer_time: int, key_bytes: bytes, key, value, timestamp: int, headers=None,
-            size: int = 0, prior: Optional[bytes] = None, old=_NOT_KEPT) -> None:
-        """Buffer an update (``headers``: its record context's, which it is emitted with, as Kafka
-        Streams' buffer keeps the record context; ``size``: its bytes, ``prior``: its prior value;
+            size: int = 0, prior: Optional[bytes] = None, old=_NOT_KEPT, source: Optional[tuple] = None) -> None:
+        """Buffer an update (``headers`` and ``source``: its record context's, which it is emitted with, as
+        Kafka Streams' buffer keeps the record context; ``size``: its bytes, ``prior``: its prior value;
         ``old``: its old value, emitted with it, when the suppression keeps them); a key already
         buffered keeps its buffer time and place."""
         if key_bytes not in self._records:
             heapq.heappush(self._order, (buffer_time, key_bytes))
             if old is not _NOT_KEPT:
                 self._priors[key_bytes] = old
-        record = (key, value, timestamp, headers)
-        self._records[key_bytes] = record if old is _NOT_KEPT else (*record, old)
+        self._records[key_bytes] = BufferedUpdate(key, value, timestamp, headers,
+                                                  None if old is _NOT_KEPT else old, source)
         replaced = self._sizes.get(key_bytes)
         self.size_bytes += size - (replaced[0] if replaced is not None else 0)
         self._sizes[key_bytes] = (size, prior)
@@ -133,18 +148,17 @@ class SuppressionBuffer:
         """The oldest buffer time (None: the buffer is empty)."""
         return self._order[0][0] if self._order else None
 
-    def evict_oldest(self) -> tuple:
-        """Remove the first record in buffer order: ``(key, value, timestamp, headers)`` of its
-        latest update, and its old value when kept (``(key, value, timestamp)`` when an older
-        version buffered it)."""
+    def evict_oldest(self) -> BufferedUpdate:
+        """Remove the first record in buffer order: its latest update, with what an older version
+        did not keep at its defaults."""
         _, key_bytes = heapq.heappop(self._order)
         self._priors.pop(key_bytes, None)
         sized = self._sizes.pop(key_bytes, None)
         if sized is not None:
             self.size_bytes -= sized[0]
-        return self._records.pop(key_bytes)
+        return BufferedUpdate(*self._records.pop(key_bytes))
 
-    def expired(self, expiry_time: int) -> Iterator[tuple]:
+    def expired(self, expiry_time: int) -> Iterator[BufferedUpdate]:
         """Evict, in order, every record whose buffer time is at most ``expiry_time``."""
         while self._order and self._order[0][0] <= expiry_time:
             yield self.evict_oldest()
@@ -155,7 +169,7 @@ class SuppressionBuffer:
         return (max_records is not None and len(self._records) > max_records) or \
             (max_bytes is not None and self.size_bytes > max_bytes)
 
-    def over(self, max_records: Optional[int], max_bytes: Optional[int] = None) -> Iterator[tuple]:
+    def over(self, max_records: Optional[int], max_bytes: Optional[int] = None) -> Iterator[BufferedUpdate]:
         """Evict, in order, while the buffer is over capacity (:meth:`over_capacity`)."""
         while self._order and self.over_capacity(max_records, max_bytes):
             yield self.evict_oldest()
@@ -212,7 +226,8 @@ class Suppress(Processor):
         if self.max_bytes is not None:
             size, prior = self._size(key, key_bytes, value, context, state, suppress.buffer)
         old = _NOT_KEPT if self.old_values is None else self.old_values.get_old(self, key, state, context)
-        suppress.buffer.put(buffer_time, key_bytes, key, value, timestamp, context.headers, size, prior, old)
+        source = (context.topic, context.partition, context.offset, context.from_punctuator)
+        suppress.buffer.put(buffer_time, key_bytes, key, value, timestamp, context.headers, size, prior, old, source)
         for evicted in suppress.buffer.expired(suppress.stream_time - self.duration_ms):
             self._emit(evicted, context, out, state)
         if not suppress.buffer.over_capacity(self.max_records, self.max_bytes):
@@ -247,15 +262,20 @@ class Suppress(Processor):
                 f"{sizes}, at the record at {context.describe()}; nothing of this batch is committed: raise the "
                 "bound (BufferConfig.max_records / max_bytes) and run the task again")
 
-    def _emit(self, evicted, context, out, state) -> None:
-        key, value, timestamp, *rest = evicted  # no headers, no old value: buffered by an older version
-        if value is None and self.drop_tombstones:
+    def _emit(self, evicted: BufferedUpdate, context, out, state) -> None:
+        if evicted.value is None and self.drop_tombstones:
             return
-        emitted = dataclasses.replace(context, timestamp=timestamp, headers=rest[0] if rest else None)
-        group = own_group(self, key, state)
+        # Kafka Streams forwards it in its buffered record context (KTableSuppressProcessor.emit sets it):
+        # what comes after (a processor's record_metadata(), a sink's topic-name extractor) sees that record
+        emitted = dataclasses.replace(context, timestamp=evicted.timestamp, headers=evicted.headers)
+        if evicted.source is not None:
+            topic, partition, offset, from_punctuator = evicted.source
+            emitted = dataclasses.replace(emitted, topic=topic, partition=partition, offset=offset,
+                                          from_punctuator=from_punctuator)
+        group = own_group(self, evicted.key, state)
         if self.old_values is not None:  # the old value of its latest update, emitted with it
-            group.old_values[sent_old_value_key(self.name)] = rest[1] if len(rest) > 1 else None
-        self.forward(key, value, emitted, out, group)
+            group.old_values[sent_old_value_key(self.name)] = evicted.old
+        self.forward(evicted.key, evicted.value, emitted, out, group)
 
 
 # -- definition time -------------------------------------------------------------------------

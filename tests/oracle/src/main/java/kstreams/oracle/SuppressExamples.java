@@ -52,7 +52,7 @@ import org.apache.kafka.streams.state.WindowStore;
  *       outWindowedBytes outSessionsFiltered outSessionBytes outSlidingFiltered outSlidingBytes outHeld
  *       outClosedWritten outClosedReads outClosedSessionsWritten outClosedSessionReads
  *       outClosedSlidingWritten outClosedSlidingReads outHeldRegrouped outHeldJoined outHeldLookedUp
- *       outHeldKeptJoined outJoinedHeldJoined outJoinedHeldRegrouped outShutDown
+ *       outHeldKeptJoined outJoinedHeldJoined outJoinedHeldRegrouped outHeldContext outHeldContextOdd outShutDown
  *
  * A second application (applicationId + "-shut-down", started first, run at once) suppresses the
  * prices table in a buffer of SHUT_DOWN_BYTES bytes that shuts down when full: it stops at the first
@@ -228,6 +228,7 @@ public final class SuppressExamples {
         KTable<String, String> heldJoined = priceTable.leftJoin(heldRead, (mine, held) -> mine + "|" + held);
         heldJoined.toStream().to(outHeldJoined);
         otherSuppressedReaders(priceTable, heldRead, heldJoined, outReaders);
+        SuppressContextExamples.suppressedContexts(priceTable, outReaders.subList(4, 6));
         // A processor writes and reads the store of an aggregate emitting on window close: what it writes
         // is what the emit sends (each window with its timestamp).
         grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2))
