@@ -67,7 +67,8 @@ final class WindowCatalog {
             "sessions-filtered-out", "session-bytes-out", "sliding-filtered-out", "sliding-bytes-out",
             "held-prices", "closed-written-out", "closed-reads", "closed-sessions-written-out",
             "closed-session-reads", "closed-sliding-written-out", "closed-sliding-reads", "held-regrouped",
-            "held-joined", List.of("held-looked-up", "held-kept-joined", "joined-held-joined", "joined-held-regrouped")));
+            "held-joined", List.of("held-looked-up", "held-kept-joined", "joined-held-joined", "joined-held-regrouped",
+                                  "held-context", "held-context-odd")));
         return topologies;
     }
 
