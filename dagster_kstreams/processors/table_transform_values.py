@@ -9,14 +9,22 @@ punctuators scheduled from its context. What it gets in ``init`` is its processo
 forwarding refused (:class:`TransformerContext`, Kafka Streams' ``ForwardingDisabledProcessorContext``):
 the returned value is what goes on.
 
-What runs: a transform_values without a store of its own, whose updates go to ``to_stream``, behind a
-table that is neither windowed, suppressed nor versioned (the runner forwards such a table's updates
-with marks and old values of their own). Refused when defined, naming the processor (README, "Refused
-when defined, and why"): everything else (:func:`check_runs`).
+With a ``Materialized.as_(name)`` store of its own and no record cache (``with_caching_disabled()``, or
+``statestore.cache.max.bytes`` 0), each transformed value is put into that store before it is forwarded,
+as ``KTableTransformValuesProcessor`` puts it and its ``TimestampedTupleForwarder`` forwards at once
+over an uncached store: the store is one of the task's user stores (:mod:`.user_stores`), kept with the
+checkpoint and read by interactive queries (``read_store``) as Kafka Streams' ``keyValueStore()`` view
+gives it, the values without their timestamps (nothing the runner admits after it reads them).
+
+What runs: a transform_values without a store of its own or with an uncached plain one, whose updates
+go to ``to_stream``, behind a table that is neither windowed, suppressed nor versioned (the runner
+forwards such a table's updates with marks and old values of their own). Refused when defined, naming
+the processor (README, "Refused when defined, and why"): everything else (:func:`check_runs`).
 """
 
 from __future__ import annotations
 
+from typing import Optional
 
 from dagster_kstreams.processors.base import register
 from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopologyError
@@ -35,14 +43,18 @@ class TransformerContext:
     record's metadata and time, the task and its times, and schedule punctuators with, but not forward
     (Kafka Streams' ``ForwardingDisabledProcessorContext``)."""
 
-    def __init__(self, context, processor_name: str):
-        self._context, self._processor_name = context, processor_name
+    def __init__(self, context, processor_name: str, own_store: Optional[str] = None):
+        self._context, self._processor_name, self._own_store = context, processor_name, own_store
 
     def forward(self, *args, **kwargs) -> None:
         raise ProcessingError(f"processor {self._processor_name}: ProcessorContext#forward() is not supported from "
                               "this context, as the return value of transformValues is used instead.")
 
     def get_state_store(self, name: str):
+        if name == self._own_store:
+            raise ProcessingError(f"processor {self._processor_name}: the transformer asked for {name}, the store "
+                                  "transform_values keeps its results in; the Spark runner keeps it without the "
+                                  "timestamps Kafka Streams' TimestampedKeyValueStore gives: not compared yet")
         return self._context.get_state_store(name)
 
     def schedule(self, interval, punctuation_type, punctuator):
@@ -72,18 +84,23 @@ class TransformerContext:
 
 
 class TransformingProcessor(FixedKeyProcessor):
-    """``KTableTransformValuesProcessor`` without a store: forwards each update with its value through
-    the transformer (no old value: nothing after it reads one, :func:`check_runs`)."""
+    """``KTableTransformValuesProcessor``: forwards each update with its value through the transformer
+    (no old value: nothing after it reads one, :func:`check_runs`), having put that value into its own
+    store first when it keeps one (``own_store``; None deletes the key, as a put of a null value does)."""
 
-    def __init__(self, transformer, processor_name: str):
-        self.transformer, self.processor_name = transformer, processor_name
+    def __init__(self, transformer, processor_name: str, own_store: Optional[str] = None):
+        self.transformer, self.processor_name, self.own_store = transformer, processor_name, own_store
 
     def init(self, context) -> None:
         self.context = context
-        self.transformer.init(TransformerContext(context, self.processor_name))
+        self.store = None if self.own_store is None else context.get_state_store(self.own_store)
+        self.transformer.init(TransformerContext(context, self.processor_name, self.own_store))
 
     def process(self, record: Record) -> None:
-        self.context.forward(record.with_value(self.transformer.transform(record.key, record.value)))
+        new_value = self.transformer.transform(record.key, record.value)
+        if self.store is not None:
+            self.store.put(record.key, new_value)
+        self.context.forward(record.with_value(new_value))
 
     def close(self) -> None:
         self.transformer.close()
@@ -93,11 +110,11 @@ class TransformingSupplier:
     """A new :class:`TransformingProcessor` around a new transformer of the user's supplier, per call
     (a class, not a closure: the program is pickled to Spark's workers)."""
 
-    def __init__(self, transformer_supplier, processor_name: str):
-        self.transformer_supplier, self.processor_name = transformer_supplier, processor_name
+    def __init__(self, transformer_supplier, processor_name: str, own_store: Optional[str] = None):
+        self.transformer_supplier, self.processor_name, self.own_store = transformer_supplier, processor_name, own_store
 
     def __call__(self) -> TransformingProcessor:
-        return TransformingProcessor(self.transformer_supplier(), self.processor_name)
+        return TransformingProcessor(self.transformer_supplier(), self.processor_name, self.own_store)
 
 
 @register
@@ -110,16 +127,14 @@ class TableTransformValues(UserProcessorNode):
 
 def check_runs(factory, ctx) -> None:
     """Refuses, naming the processor, what the runner does not compare with Kafka Streams yet: a store
-    of its own; a reader of its updates other than ``to_stream`` (a re-grouping reads old values, which
+    of its own that is cached or versioned; a reader of its updates other than ``to_stream`` (a re-grouping reads old values, which
     Kafka Streams makes by calling the transformer on the old value too; a filter, map_values, join or
     suppression reads through its value getter, a transformer of its own); a DSL operation's store
     named; a table behind it that is windowed, suppressed or versioned."""
     where = f"processor {factory.name} (transform_values)"
-    if factory.params.get("store_name") is not None:
-        raise UnsupportedTopologyError(
-            f"{where} keeps a store of its own ({factory.params['store_name']}, Materialized.as_); the Spark runner "
-            "runs a transform_values without one only: its store, its record cache and the old values it sends "
-            "are not compared with Kafka Streams yet")
+    own_store = factory.params.get("store_name")
+    if own_store is not None:
+        _check_own_store(where, own_store, ctx)
     sub = ctx.subtopology
     for child in factory.children:
         reader = sub.node(child)
@@ -130,7 +145,7 @@ def check_runs(factory, ctx) -> None:
                 "on each update's old value too), a filter, map_values, transform_values, join or suppression of "
                 "it are not compared with Kafka Streams yet")
     for store in factory.stores:
-        if ctx.topology.state_stores[store].type not in _USER_STORES:
+        if store != own_store and ctx.topology.state_stores[store].type not in _USER_STORES:
             raise UnsupportedTopologyError(
                 f"{where} names the store {store} of a DSL operation; the Spark runner gives a transformer the "
                 "stores added with add_state_store only")
@@ -141,6 +156,20 @@ def check_runs(factory, ctx) -> None:
             "suppressed or versioned table; the Spark runner transforms a table that is neither only")
 
 
+def _check_own_store(where: str, store: str, ctx) -> None:
+    """A store of its own runs uncached and plain only: a record cache's flush decides which updates
+    ``TimestampedTupleForwarder`` forwards, and a versioned store drops and marks updates by their time."""
+    if ctx.topology.state_stores[store].history_retention_ms is not None:
+        raise UnsupportedTopologyError(
+            f"{where} keeps its results in a versioned store ({store}); the Spark runner keeps a transform_values' "
+            "own store as a plain key-value store only: a versioned one is not compared with Kafka Streams yet")
+    if ctx.cached(store):
+        raise UnsupportedTopologyError(
+            f"{where} keeps its results in a cached store ({store}); the Spark runner keeps a transform_values' "
+            "own store uncached only (Materialized.with_caching_disabled() or statestore.cache.max.bytes 0): its "
+            "record cache, which forwards each key's last update at a commit, is not compared with Kafka Streams yet")
+
+
 # The stores added with add_state_store (a DSL operation's are read through views a transformer does not get yet).
 _USER_STORES = frozenset({StoreType.USER_KEY_VALUE, StoreType.USER_WINDOW, StoreType.USER_SESSION,
                           StoreType.USER_VERSIONED})
@@ -148,9 +177,13 @@ _USER_STORES = frozenset({StoreType.USER_KEY_VALUE, StoreType.USER_WINDOW, Store
 
 def build(factory, ctx) -> TableTransformValues:
     check_runs(factory, ctx)
-    stores, _ = connected_stores(factory, ctx)
-    return TableTransformValues(factory.name, TransformingSupplier(factory.params["supplier"], factory.name), stores,
-                                fixed_key=True, child_names=list(factory.children))
+    own_store = factory.params.get("store_name")
+    stores, _ = connected_stores(factory, ctx, skip=(own_store,))
+    if own_store is not None:  # one of the task's user key-value stores (window None)
+        spec = ctx.topology.state_stores[own_store]
+        stores[own_store] = (spec.key_serde or ctx.default_key_serde, spec.value_serde or ctx.default_value_serde, None)
+    supplier = TransformingSupplier(factory.params["supplier"], factory.name, own_store)
+    return TableTransformValues(factory.name, supplier, stores, fixed_key=True, child_names=list(factory.children))
 
 
 BUILDERS = {NodeKind.TABLE_TRANSFORM_VALUES: build}
