@@ -186,12 +186,38 @@ class _Deleting(ValueTransformerWithKey):
         return None if value is None else value.upper()
 
 
-def test_a_null_result_deletes_the_key_from_its_own_store():
+def _deleting_builder(materialized) -> StreamsBuilder:
     builder = StreamsBuilder()
-    builder.table("in").transform_values(_Deleting, Materialized.as_("own").with_caching_disabled()).to_stream().to("out")
-    program = _program(builder)
+    builder.table("in").transform_values(_Deleting, materialized).to_stream().to("out")
+    return builder
+
+
+def test_a_null_result_deletes_the_key_from_its_own_store():
+    program = _program(_deleting_builder(Materialized.as_("own").with_caching_disabled()))
     _, stored = program.process_task_batch(task_frame(ROWS[:4], 0), None)  # up to c's tombstone
     assert user_store_content(program, stored, "own") == {"b": "Y"}  # a deleted, c never stored
+
+
+_UPDATES = st.lists(st.tuples(st.sampled_from("abc"), st.one_of(st.none(), st.sampled_from(["x", "y"])),
+                              st.integers(0, 5_000)), max_size=25)
+
+
+@given(rows=_UPDATES, batches=st.integers(1, 4))
+def test_its_own_store_holds_each_keys_last_result_a_none_deleting_it(rows, batches):
+    """Whatever the updates and their batches: the output is the one without a store, and the store
+    holds each key's last result (a None result deletes the key, as a put of a null value)."""
+    program = _program(_deleting_builder(Materialized.as_("own").with_caching_disabled()))
+    outputs, stored, size = [], None, max(1, -(-len(rows) // batches))
+    for first in range(0, len(rows), size):
+        out, stored = program.process_task_batch(task_frame(rows[first:first + size], first), stored)
+        if out is not None:
+            out = out.sort_values("emit_order", kind="stable")
+            outputs += [(k.decode(), None if v is None else v.decode()) for k, v in zip(out["key"], out["value"])]
+    assert outputs == [(key, None if value is None else value.upper()) for key, value, _ in rows]
+    last = {}
+    for key, value in outputs:
+        last[key] = value
+    assert user_store_content(program, stored, "own") == {k: v for k, v in last.items() if v is not None}
 
 
 def test_a_cached_store_of_its_own_is_refused_naming_the_processor():
