@@ -52,7 +52,7 @@ cloudpickle.register_pickle_by_value(kstreams_table_scenarios_topology)
 PARTITIONS = 2
 T0 = (int(time.time()) - 3600) // 1000 * 1000  # recent (broker retention)
 FAMILIES = ("a", "b")  # the keys of partition 0, of partition 1
-REGROUPED = ("out-regrouped", "out-mapped-regrouped", "out-prices-counts")  # re-grouped tables' aggregates
+REGROUPED = ("out-regrouped", "out-mapped-regrouped", "out-prices-counts", "out-rows-keyed-regrouped")  # re-grouped tables' aggregates
 
 # Kafka Streams' own table scenarios, per key family (KTableSourceTest, KTableFilterTest): (key, value,
 # time offset); "{f}" is the family. A value written twice, an out-of-order update, a row dropped by
@@ -227,6 +227,8 @@ def test_kafka_streams_output_exercises_the_scenarios(kafka_streams_run):
         assert any(value.startswith("null#") for value in transformed)  # a tombstone through the transformer
         assert any(int(value.split("#")[1].split("@")[0]) >= 3 for value in transformed)  # its store counted
         assert any(":null|" in value for value in values("out-prices-transformed", family))
+    for family in FAMILIES:  # the transformer's old value subtracted from its verdict's keys
+        assert any("-" in value for value in values("out-rows-keyed-regrouped", family))
     kept = kafka_streams_run["rows-keyed"]  # a tombstone transformed into a value is kept, not deleted
     assert all(any(key.startswith(family) and value.endswith(":null") for key, value in kept.items())
                for family in FAMILIES)

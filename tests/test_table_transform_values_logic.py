@@ -220,6 +220,26 @@ def test_its_own_store_holds_each_keys_last_result_a_none_deleting_it(rows, batc
     assert user_store_content(program, stored, "own") == {k: v for k, v in last.items() if v is not None}
 
 
+def test_a_regrouping_of_it_gets_its_stores_value_before_each_update_as_the_old_value():
+    """The repartition records carry each update's new value and, after the first of a key, the
+    store's previous one (what the re-grouping subtracts), even where the key's source row was deleted."""
+    builder = StreamsBuilder()
+    builder.add_state_store(Stores.key_value_store_builder(Stores.in_memory_key_value_store("seen"),
+                                                           Serdes.String(), Serdes.Long()))
+    builder.table("in").transform_values(_Counting, Materialized.as_("own").with_caching_disabled(), "seen") \
+        .group_by(lambda key, value: (key, value.split("@")[0])) \
+        .reduce(lambda total, value: total + "+" + value, lambda total, value: total + "-" + value) \
+        .to_stream().to("out")
+    out, _ = _program(builder).process_task_batch(task_frame(ROWS, 0), None)
+    values = list(out.sort_values("emit_order", kind="stable")["value"])
+    news_and_olds = [("x#1", None), ("y#1", None), ("None#2", "x#1"), ("None#1", None), ("w#3", "None#2"),
+                     ("y#2", "y#1")]
+    assert len(values) == len(news_and_olds)
+    for value, (new, old) in zip(values, news_and_olds):
+        assert new.encode() in value and (old is None or value.endswith(b"\x02") and old.encode() in value)
+        assert old is not None or value.endswith(b"\x01")
+
+
 def test_a_cached_store_of_its_own_is_refused_naming_the_processor():
     message = _refused(lambda b: b.table("in").transform_values(_Same, Materialized.as_("own"), Named.as_("tv"))
                        .to_stream().to("out"))

@@ -48,7 +48,7 @@ from dagster_kstreams.processors.session_table_reads import check_session_regrou
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.stateless import pair
 from dagster_kstreams.processors.table_behind import table_behind
-from dagster_kstreams.processors.table_old_values import old_value_getter
+from dagster_kstreams.processors.table_old_values import SentOldValue, old_value_getter
 from dagster_kstreams.processors.value_getters import ValueGetter, value_getter
 from dagster_kstreams.processors.versioned_tables import (
     VersionedStoreWriter, VersionedTable, check_consumers, reads_versioned_updates, versioned_table,
@@ -209,6 +209,10 @@ def _repartition_map(factory, ctx) -> TableRepartitionMap:
         # the old value its session aggregation sends with each update: a merged session's with its delete
         check_session_regrouping(ctx.subtopology, factory, behind)
         table_values = old_value_getter(ctx, factory, behind)
+    elif behind.writer is not None and behind.writer.kind is NodeKind.TABLE_TRANSFORM_VALUES:
+        # the old value a transform_values with a store of its own reads from it before the put
+        # (table_transform_values.check_runs admits no step between them)
+        table_values = SentOldValue(behind.writer.name, ())
     elif suppressed_plain_table(behind):
         # the old value the suppression sends with each update it forwards (its latest buffered update's)
         table_values = old_value_getter(ctx, factory, behind)

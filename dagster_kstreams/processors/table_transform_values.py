@@ -17,7 +17,8 @@ checkpoint and read by interactive queries (``read_store``) as Kafka Streams' ``
 gives it, the values without their timestamps (nothing the runner admits after it reads them).
 
 What runs: a transform_values without a store of its own or with an uncached plain one, whose updates
-go to ``to_stream``, behind a table that is neither windowed, suppressed nor versioned (the runner
+go to ``to_stream`` (or, with that store, to a re-grouping: the old value of each update, Kafka Streams'
+read of the store before the put, is left for it: :class:`TransformingProcessor`), behind a table that is neither windowed, suppressed nor versioned (the runner
 forwards such a table's updates with marks and old values of their own). Refused when defined, naming
 the processor (README, "Refused when defined, and why"): everything else (:func:`check_runs`).
 """
@@ -28,6 +29,7 @@ from typing import Optional
 
 from dagster_kstreams.processors.base import register
 from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopologyError
+from dagster_kstreams.processors.suppressed_table_reads import sent_old_value_key
 from dagster_kstreams.processors.table_behind import table_behind
 from dagster_kstreams.processors.user_processors import UserProcessorNode, connected_stores
 from dagster_kstreams.processors.versioned_tables import reads_versioned_updates
@@ -84,12 +86,17 @@ class TransformerContext:
 
 
 class TransformingProcessor(FixedKeyProcessor):
-    """``KTableTransformValuesProcessor``: forwards each update with its value through the transformer
-    (no old value: nothing after it reads one, :func:`check_runs`), having put that value into its own
-    store first when it keeps one (``own_store``; None deletes the key, as a put of a null value does)."""
+    """``KTableTransformValuesProcessor``: forwards each update with its value through the transformer,
+    having put that value into its own store first when it keeps one (``own_store``; None deletes the
+    key, as a put of a null value does). ``sends_old_values`` (a re-grouping reads them; only with a
+    store of its own, :func:`check_runs`): the store's value before the put is the update's old value,
+    left in the key's group under :func:`sent_old_value_key` for the reader, as a suppression leaves
+    its own (Kafka Streams' ``Change.oldValue``, read from the store when materialized)."""
 
-    def __init__(self, transformer, processor_name: str, own_store: Optional[str] = None):
+    def __init__(self, transformer, processor_name: str, own_store: Optional[str] = None,
+                 sends_old_values: bool = False):
         self.transformer, self.processor_name, self.own_store = transformer, processor_name, own_store
+        self.sends_old_values = sends_old_values
 
     def init(self, context) -> None:
         self.context = context
@@ -98,6 +105,8 @@ class TransformingProcessor(FixedKeyProcessor):
 
     def process(self, record: Record) -> None:
         new_value = self.transformer.transform(record.key, record.value)
+        if self.sends_old_values:
+            self.context._group.old_values[sent_old_value_key(self.processor_name)] = self.store.get(record.key)
         if self.store is not None:
             self.store.put(record.key, new_value)
         self.context.forward(record.with_value(new_value))
@@ -110,11 +119,14 @@ class TransformingSupplier:
     """A new :class:`TransformingProcessor` around a new transformer of the user's supplier, per call
     (a class, not a closure: the program is pickled to Spark's workers)."""
 
-    def __init__(self, transformer_supplier, processor_name: str, own_store: Optional[str] = None):
+    def __init__(self, transformer_supplier, processor_name: str, own_store: Optional[str] = None,
+                 sends_old_values: bool = False):
         self.transformer_supplier, self.processor_name, self.own_store = transformer_supplier, processor_name, own_store
+        self.sends_old_values = sends_old_values
 
     def __call__(self) -> TransformingProcessor:
-        return TransformingProcessor(self.transformer_supplier(), self.processor_name, self.own_store)
+        return TransformingProcessor(self.transformer_supplier(), self.processor_name, self.own_store,
+                                     self.sends_old_values)
 
 
 @register
@@ -127,9 +139,11 @@ class TableTransformValues(UserProcessorNode):
 
 def check_runs(factory, ctx) -> None:
     """Refuses, naming the processor, what the runner does not compare with Kafka Streams yet: a store
-    of its own that is cached or versioned; a reader of its updates other than ``to_stream`` (a re-grouping reads old values, which
-    Kafka Streams makes by calling the transformer on the old value too; a filter, map_values, join or
-    suppression reads through its value getter, a transformer of its own); a DSL operation's store
+    of its own that is cached or versioned; a reader of its updates other than ``to_stream`` and, with a
+    store of its own (whose value before the update is the old one), a re-grouping (without a store it
+    reads old values, which Kafka Streams makes by calling the transformer on the old value too; a
+    filter, map_values, join or suppression reads through its value getter, a transformer of its own);
+    a DSL operation's store
     named; a table behind it that is windowed, suppressed or versioned."""
     where = f"processor {factory.name} (transform_values)"
     own_store = factory.params.get("store_name")
@@ -138,12 +152,14 @@ def check_runs(factory, ctx) -> None:
     sub = ctx.subtopology
     for child in factory.children:
         reader = sub.node(child)
-        if reader.kind is not NodeKind.TABLE_TO_STREAM:
-            raise UnsupportedTopologyError(
-                f"processor {reader.name} ({reader.kind.value}) reads the table of {where}; the Spark runner passes "
-                "a transform_values' updates to to_stream only: a re-grouping (Kafka Streams calls the transformer "
-                "on each update's old value too), a filter, map_values, transform_values, join or suppression of "
-                "it are not compared with Kafka Streams yet")
+        if reader.kind is NodeKind.TABLE_TO_STREAM or (reader.kind is NodeKind.TABLE_GROUP_BY_MAP and own_store):
+            continue  # a re-grouping reads the old values its store gives (TransformingProcessor)
+        raise UnsupportedTopologyError(
+            f"processor {reader.name} ({reader.kind.value}) reads the table of {where}; the Spark runner passes "
+            "a transform_values' updates to to_stream, and to a re-grouping where it keeps a store of its own, "
+            "only: a re-grouping of one without a store (Kafka Streams calls the transformer on each update's old "
+            "value too), a filter, map_values, transform_values, join or suppression of it are not compared "
+            "with Kafka Streams yet")
     for store in factory.stores:
         if store != own_store and ctx.topology.state_stores[store].type not in _USER_STORES:
             raise UnsupportedTopologyError(
@@ -182,7 +198,8 @@ def build(factory, ctx) -> TableTransformValues:
     if own_store is not None:  # one of the task's user key-value stores (window None)
         spec = ctx.topology.state_stores[own_store]
         stores[own_store] = (spec.key_serde or ctx.default_key_serde, spec.value_serde or ctx.default_value_serde, None)
-    supplier = TransformingSupplier(factory.params["supplier"], factory.name, own_store)
+    sends_old_values = any(ctx.subtopology.node(child).kind is NodeKind.TABLE_GROUP_BY_MAP for child in factory.children)
+    supplier = TransformingSupplier(factory.params["supplier"], factory.name, own_store, sends_old_values)
     return TableTransformValues(factory.name, supplier, stores, fixed_key=True, child_names=list(factory.children))
 
 
