@@ -13,7 +13,9 @@ last flush) the selector maps the new value and the old value to ``(group, value
 versioned table forwards marked not latest (out of order) is skipped, so that the aggregate holds
 the latest values only (Kafka Streams' versioned semantics). A windowed table's old value is the one
 its aggregation sends with the update; a session table's (:mod:`.session_table_reads`) is a merged
-session's with its delete, none with the merged session's put, so merged sessions are subtracted. A pair
+session's with its delete, none with the merged session's put, so merged sessions are subtracted; a
+transform_values' with a store of its own is that store's value before the update's put (which it leaves
+for the re-grouping: :mod:`.table_transform_values`). A pair
 with a null group or a null value is dropped. When both pairs select the same group, one record
 ``Change(new, old)`` goes to it; otherwise the subtraction ``Change(None, old)`` goes to the old
 group first, then the addition ``Change(new, None)`` to the new one (Kafka Streams 4.x; keys are
