@@ -19,7 +19,10 @@ Each scenario follows one of Kafka Streams' own tests (their scenario, not their
 * ``out-transformed``, ``out-prices-transformed``: ``transform_values`` (``KTableTransformValuesTest``:
   ``shouldTransformValuesWithKey``, a tombstone transformed too; ``shouldTransformOnGetIfNotMaterialized``'s
   stateful transformer with a store named, counting each key's updates in it) of the materialized rows
-  and of the prices table without a store, named;
+  and of the prices table without a store, named; ``out-rows-keyed``: the rows' keyed transformer with a
+  store of its own, uncached (``shouldTransformValuesWithKeyMaterialized``), the store read back too, and
+  ``out-rows-keyed-regrouped`` that table re-grouped and reduced, its old values read from that store
+  (``shouldCalculateCorrectOldValuesIfMaterializedEvenIfStateful``);
 * ``out-branches``, ``out-rest``: a ``split`` with named branches, one of them through a function,
   two merged back and peeked, and the default branch (``KStreamImplTest``);
 * ``out-evens``, ``out-odds``, ``out-routed-sink``: a processor forwarding to its children by name (a
@@ -62,7 +65,8 @@ OUTPUTS = ("out-source", "out-filter", "out-filter-kept", "out-regrouped", "out-
            "out-prices", "out-prices-counts", "out-branches", "out-rest", "out-evens", "out-odds",
            "out-cogroup", "out-cogroup-join", "out-events-joined", "out-prefixed", "out-rows-prefixed",
            "out-shared", "out-to-table", "out-merged", "out-routed-sink", "out-cogroup-outer",
-           "out-where-from", "out-self-join", "out-transformed", "out-prices-transformed")
+           "out-where-from", "out-self-join", "out-transformed", "out-prices-transformed", "out-rows-keyed",
+           "out-rows-keyed-regrouped")
 
 
 class CountingTransformer(ValueTransformerWithKey):
@@ -266,4 +270,12 @@ def table_scenarios(topics: dict[str, str]) -> StreamsBuilder:
         .to_stream().process_values(StampValues).to(topics["out-cogroup-outer"])
     events.join(activity, lambda event, all_: event + "@" + all_[-20:]) \
         .process_values(StampValues).to(topics["out-events-joined"])
+    # shouldTransformValuesWithKeyMaterialized: a store of its own, uncached, read back by an interactive query;
+    # shouldCalculateCorrectOldValuesIfMaterializedEvenIfStateful: re-grouped, its old values read from that store.
+    keyed = rows.transform_values(KeyedTransformer, Materialized.as_("rows-keyed").with_caching_disabled())
+    keyed.to_stream().process_values(StampValues).to(topics["out-rows-keyed"])
+    keyed.group_by(lambda key, value: (key[:1] + value.split(":", 1)[1][:3], key), Grouped.as_("keyed-by-verdict")) \
+        .reduce(lambda keys, key: keys + "+" + key, lambda keys, key: keys + "-" + key,
+                Materialized.as_("keyed-keys-by-verdict").with_caching_disabled()) \
+        .to_stream().process_values(StampValues).to(topics["out-rows-keyed-regrouped"])
     return builder

@@ -14,7 +14,8 @@ Run twice by our runner: once whole, and once as a ``dagster-kstreams run`` SIGK
 rerun in another process (this one) from its checkpoints. Compared: describe() of the very topology
 run, and each output's records per partition and key
 family (the records one task wrote there, in offset order), every value stamped with its record's
-timestamp; and the rows' sub-topology's outputs (a transformer's store among its state) once more,
+timestamp; the store a transform_values keeps its results in, as an interactive query reads it; and
+the rows' sub-topology's outputs (a transformer's store among its state) once more,
 killed part way in another process and rerun from the checkpoints. A record with a null key goes to a partition Kafka's producer picks: those are compared
 per source partition (named in the value), whatever partition they went to, as multisets.
 
@@ -51,7 +52,7 @@ cloudpickle.register_pickle_by_value(kstreams_table_scenarios_topology)
 PARTITIONS = 2
 T0 = (int(time.time()) - 3600) // 1000 * 1000  # recent (broker retention)
 FAMILIES = ("a", "b")  # the keys of partition 0, of partition 1
-REGROUPED = ("out-regrouped", "out-mapped-regrouped", "out-prices-counts")  # re-grouped tables' aggregates
+REGROUPED = ("out-regrouped", "out-mapped-regrouped", "out-prices-counts", "out-rows-keyed-regrouped")  # re-grouped tables' aggregates
 
 # Kafka Streams' own table scenarios, per key family (KTableSourceTest, KTableFilterTest): (key, value,
 # time offset); "{f}" is the family. A value written twice, an out-of-order update, a row dropped by
@@ -125,6 +126,7 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
                                        dict.fromkeys(OUTPUTS, PARTITIONS))
     reference = KafkaStreamsReference(main, {"inputs": inputs, "records": records, "topics": topics}, lambda stdout: {
         "describe": json.loads(stdout.strip().splitlines()[-1])["describe"],
+        "rows-keyed": json.loads(stdout.strip().splitlines()[-1])["rows-keyed"],
         "results": _results(kafka_bootstrap, topics)})
     yield reference
     reference.close()
@@ -137,7 +139,7 @@ def our_run(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path_factory,
                         state_location=str(tmp_path_factory.mktemp("scenarios-state")), spark=spark,
                         statestore_cache_max_bytes=0)  # as the Java twin
     runner.run_all()
-    return _results(kafka_bootstrap, topics)
+    return {"results": _results(kafka_bootstrap, topics), "rows-keyed": runner.read_store("rows-keyed")}
 
 
 def _unstamped(sequence: list) -> list:
@@ -158,7 +160,12 @@ def _stamps_as_kafka_streams_gives_aggregates(sequence: list) -> list:
 
 @pytest.mark.parametrize("output", OUTPUTS)
 def test_scenario_output_matches_kafka_streams(output, our_run, kafka_streams_run):
-    _assert_output_matches(output, our_run, kafka_streams_run["results"])
+    _assert_output_matches(output, our_run["results"], kafka_streams_run["results"])
+
+
+def test_transformers_own_store_matches_kafka_streams_interactive_query(our_run, kafka_streams_run):
+    """The store transform_values keeps its results in, as Kafka Streams' interactive query reads it."""
+    assert our_run["rows-keyed"] == kafka_streams_run["rows-keyed"]
 
 
 def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
@@ -178,6 +185,7 @@ def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_
     ours = _results(kafka_bootstrap, topics)
     for output in OUTPUTS:
         _assert_output_matches(output, ours, kafka_streams_run["results"])
+    assert rerun.runner.read_store("rows-keyed") == kafka_streams_run["rows-keyed"]
 
 
 def _assert_output_matches(output: str, our_results: dict, kafka_streams_results: dict) -> None:
@@ -219,6 +227,11 @@ def test_kafka_streams_output_exercises_the_scenarios(kafka_streams_run):
         assert any(value.startswith("null#") for value in transformed)  # a tombstone through the transformer
         assert any(int(value.split("#")[1].split("@")[0]) >= 3 for value in transformed)  # its store counted
         assert any(":null|" in value for value in values("out-prices-transformed", family))
+    for family in FAMILIES:  # the transformer's old value subtracted from its verdict's keys
+        assert any("-" in value for value in values("out-rows-keyed-regrouped", family))
+    kept = kafka_streams_run["rows-keyed"]  # a tombstone transformed into a value is kept, not deleted
+    assert all(any(key.startswith(family) and value.endswith(":null") for key, value in kept.items())
+               for family in FAMILIES)
 
 
 def test_describe_of_the_topology_run_is_kafka_streams(kafka_streams_run):

@@ -12,11 +12,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
+from dagster_kstreams.processors.user_processors import user_store_content
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import (
     BufferConfig, Grouped, Materialized, Named, StreamsBuilder, Suppressed, TimeWindows, TopologyException, ValueTransformerWithKey,
 )
-from dagster_kstreams.topology.processor_api import PunctuationType, Stores
+from dagster_kstreams.topology.processor_api import Processor, PunctuationType, Stores
 from dagster_kstreams.topology.serdes import Serdes
 from dagster_kstreams.topology.value_transformer import transform_values_arguments
 
@@ -58,6 +59,11 @@ class _Forwarding(ValueTransformerWithKey):
 class _Same(ValueTransformerWithKey):
     def transform(self, read_only_key, value):
         return value
+
+
+class _Reader(Processor):
+    def process(self, record) -> None:
+        pass
 
 
 def _builder(transformer=_Counting) -> StreamsBuilder:
@@ -142,10 +148,128 @@ def _refused(build) -> str:
     return str(refused.value)
 
 
-def test_a_store_of_its_own_is_refused_naming_the_processor():
+def _kept_builder(materialized) -> StreamsBuilder:
+    builder = StreamsBuilder()
+    builder.add_state_store(Stores.key_value_store_builder(Stores.in_memory_key_value_store("seen"),
+                                                           Serdes.String(), Serdes.Long()))
+    builder.table("in").transform_values(_Counting, materialized, "seen").to_stream().to("out")
+    return builder
+
+
+def _kept(rows, batches) -> tuple[list, dict]:
+    """The outputs of the counting transformer keeping its results in the uncached store ``own``, and
+    that store's content after the last batch (as an interactive query reads it)."""
+    program = _program(_kept_builder(Materialized.as_("own").with_caching_disabled()))
+    outputs, stored, size = [], None, -(-len(rows) // batches)
+    for first in range(0, len(rows), size):
+        out, stored = program.process_task_batch(task_frame(rows[first:first + size], first), stored)
+        if out is not None:
+            out = out.sort_values("emit_order", kind="stable")
+            outputs += [(k.decode(), None if v is None else v.decode()) for k, v in zip(out["key"], out["value"])]
+    return outputs, user_store_content(program, stored, "own")
+
+
+@pytest.mark.parametrize("batches", [1, 2, 3, 7])
+def test_a_store_of_its_own_holds_each_keys_last_result_and_forwards_as_without_one(batches):
+    outputs, content = _kept(ROWS, batches)
+    assert outputs == _run(ROWS, 1)
+    last = {}
+    for key, value in outputs:
+        last[key] = value  # a transformer's result is never None here: "None#2@3000" for a's tombstone
+    assert content == last
+
+
+class _Deleting(ValueTransformerWithKey):
+    """A tombstone stays one: the store's key is deleted (a put of a null value)."""
+
+    def transform(self, read_only_key, value):
+        return None if value is None else value.upper()
+
+
+def _deleting_builder(materialized) -> StreamsBuilder:
+    builder = StreamsBuilder()
+    builder.table("in").transform_values(_Deleting, materialized).to_stream().to("out")
+    return builder
+
+
+def test_a_null_result_deletes_the_key_from_its_own_store():
+    program = _program(_deleting_builder(Materialized.as_("own").with_caching_disabled()))
+    _, stored = program.process_task_batch(task_frame(ROWS[:4], 0), None)  # up to c's tombstone
+    assert user_store_content(program, stored, "own") == {"b": "Y"}  # a deleted, c never stored
+
+
+_UPDATES = st.lists(st.tuples(st.sampled_from("abc"), st.one_of(st.none(), st.sampled_from(["x", "y"])),
+                              st.integers(0, 5_000)), max_size=25)
+
+
+@given(rows=_UPDATES, batches=st.integers(1, 4))
+def test_its_own_store_holds_each_keys_last_result_a_none_deleting_it(rows, batches):
+    """Whatever the updates and their batches: the output is the one without a store, and the store
+    holds each key's last result (a None result deletes the key, as a put of a null value)."""
+    program = _program(_deleting_builder(Materialized.as_("own").with_caching_disabled()))
+    outputs, stored, size = [], None, max(1, -(-len(rows) // batches))
+    for first in range(0, len(rows), size):
+        out, stored = program.process_task_batch(task_frame(rows[first:first + size], first), stored)
+        if out is not None:
+            out = out.sort_values("emit_order", kind="stable")
+            outputs += [(k.decode(), None if v is None else v.decode()) for k, v in zip(out["key"], out["value"])]
+    assert outputs == [(key, None if value is None else value.upper()) for key, value, _ in rows]
+    last = {}
+    for key, value in outputs:
+        last[key] = value
+    assert user_store_content(program, stored, "own") == {k: v for k, v in last.items() if v is not None}
+
+
+def test_a_regrouping_of_it_gets_its_stores_value_before_each_update_as_the_old_value():
+    """The repartition records carry each update's new value and, after the first of a key, the
+    store's previous one (what the re-grouping subtracts), even where the key's source row was deleted."""
+    builder = StreamsBuilder()
+    builder.add_state_store(Stores.key_value_store_builder(Stores.in_memory_key_value_store("seen"),
+                                                           Serdes.String(), Serdes.Long()))
+    builder.table("in").transform_values(_Counting, Materialized.as_("own").with_caching_disabled(), "seen") \
+        .group_by(lambda key, value: (key, value.split("@")[0])) \
+        .reduce(lambda total, value: total + "+" + value, lambda total, value: total + "-" + value) \
+        .to_stream().to("out")
+    out, _ = _program(builder).process_task_batch(task_frame(ROWS, 0), None)
+    values = list(out.sort_values("emit_order", kind="stable")["value"])
+    news_and_olds = [("x#1", None), ("y#1", None), ("None#2", "x#1"), ("None#1", None), ("w#3", "None#2"),
+                     ("y#2", "y#1")]
+    assert len(values) == len(news_and_olds)
+    for value, (new, old) in zip(values, news_and_olds):
+        assert new.encode() in value and (old is None or value.endswith(b"\x02") and old.encode() in value)
+        assert old is not None or value.endswith(b"\x01")
+
+
+def test_a_cached_store_of_its_own_is_refused_naming_the_processor():
     message = _refused(lambda b: b.table("in").transform_values(_Same, Materialized.as_("own"), Named.as_("tv"))
                        .to_stream().to("out"))
-    assert message.startswith("processor tv (transform_values) keeps a store of its own (own")
+    assert message.startswith("processor tv (transform_values) keeps its results in a cached store (own)")
+
+
+def test_a_versioned_store_of_its_own_is_refused_naming_the_processor():
+    versioned = Materialized.as_(Stores.persistent_versioned_key_value_store("own", timedelta(seconds=10)))
+    message = _refused(lambda b: b.table("in").transform_values(_Same, versioned, Named.as_("tv"))
+                       .to_stream().to("out"))
+    assert message.startswith("processor tv (transform_values) keeps its results in a versioned store (own)")
+
+
+def test_a_transformer_asking_for_its_own_store_fails_naming_the_processor():
+    class _Peeking(ValueTransformerWithKey):
+        def init(self, context) -> None:
+            context.get_state_store("own")
+
+    builder = StreamsBuilder()
+    builder.table("in").transform_values(_Peeking, Materialized.as_("own").with_caching_disabled()).to_stream().to("out")
+    with pytest.raises(Exception, match="KTABLE-TRANSFORMVALUES-0000000003: the transformer asked for own"):
+        _program(builder).process_task_batch(task_frame(ROWS, 0), None)
+
+
+def test_a_processor_naming_its_own_store_is_refused_naming_the_processor():
+    def build(b):
+        b.table("in").transform_values(_Same, Materialized.as_("own").with_caching_disabled(), Named.as_("tv")) \
+            .to_stream().process(_Reader, "own").to("out")
+    message = _refused(build)
+    assert "store own belongs to tv (table_transform_values)" in message
 
 
 @pytest.mark.parametrize("reader, kind", [

@@ -9,17 +9,27 @@ punctuators scheduled from its context. What it gets in ``init`` is its processo
 forwarding refused (:class:`TransformerContext`, Kafka Streams' ``ForwardingDisabledProcessorContext``):
 the returned value is what goes on.
 
-What runs: a transform_values without a store of its own, whose updates go to ``to_stream``, behind a
-table that is neither windowed, suppressed nor versioned (the runner forwards such a table's updates
-with marks and old values of their own). Refused when defined, naming the processor (README, "Refused
-when defined, and why"): everything else (:func:`check_runs`).
+With a ``Materialized.as_(name)`` store of its own and no record cache (``with_caching_disabled()``, or
+``statestore.cache.max.bytes`` 0), each transformed value is put into that store before it is forwarded,
+as ``KTableTransformValuesProcessor`` puts it and its ``TimestampedTupleForwarder`` forwards at once
+over an uncached store: the store is one of the task's user stores (:mod:`.user_stores`), kept with the
+checkpoint and read by interactive queries (``read_store``) as Kafka Streams' ``keyValueStore()`` view
+gives it, the values without their timestamps (nothing the runner admits after it reads them).
+
+What runs: a transform_values without a store of its own or with an uncached plain one, whose updates
+go to ``to_stream`` (or, with that store, to a re-grouping: the old value of each update, Kafka Streams'
+read of the store before the put, is left for it: :class:`TransformingProcessor`), behind a table that is neither windowed, suppressed nor versioned (the runner
+forwards such a table's updates with marks and old values of their own). Refused when defined, naming
+the processor (README, "Refused when defined, and why"): everything else (:func:`check_runs`).
 """
 
 from __future__ import annotations
 
+from typing import Optional
 
 from dagster_kstreams.processors.base import register
 from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopologyError
+from dagster_kstreams.processors.suppressed_table_reads import sent_old_value_key
 from dagster_kstreams.processors.table_behind import table_behind
 from dagster_kstreams.processors.user_processors import UserProcessorNode, connected_stores
 from dagster_kstreams.processors.versioned_tables import reads_versioned_updates
@@ -35,14 +45,18 @@ class TransformerContext:
     record's metadata and time, the task and its times, and schedule punctuators with, but not forward
     (Kafka Streams' ``ForwardingDisabledProcessorContext``)."""
 
-    def __init__(self, context, processor_name: str):
-        self._context, self._processor_name = context, processor_name
+    def __init__(self, context, processor_name: str, own_store: Optional[str] = None):
+        self._context, self._processor_name, self._own_store = context, processor_name, own_store
 
     def forward(self, *args, **kwargs) -> None:
         raise ProcessingError(f"processor {self._processor_name}: ProcessorContext#forward() is not supported from "
                               "this context, as the return value of transformValues is used instead.")
 
     def get_state_store(self, name: str):
+        if name == self._own_store:
+            raise ProcessingError(f"processor {self._processor_name}: the transformer asked for {name}, the store "
+                                  "transform_values keeps its results in; the Spark runner keeps it without the "
+                                  "timestamps Kafka Streams' TimestampedKeyValueStore gives: not compared yet")
         return self._context.get_state_store(name)
 
     def schedule(self, interval, punctuation_type, punctuator):
@@ -72,18 +86,30 @@ class TransformerContext:
 
 
 class TransformingProcessor(FixedKeyProcessor):
-    """``KTableTransformValuesProcessor`` without a store: forwards each update with its value through
-    the transformer (no old value: nothing after it reads one, :func:`check_runs`)."""
+    """``KTableTransformValuesProcessor``: forwards each update with its value through the transformer,
+    having put that value into its own store first when it keeps one (``own_store``; None deletes the
+    key, as a put of a null value does). ``sends_old_values`` (a re-grouping reads them; only with a
+    store of its own, :func:`check_runs`): the store's value before the put is the update's old value,
+    left in the key's group under :func:`sent_old_value_key` for the reader, as a suppression leaves
+    its own (Kafka Streams' ``Change.oldValue``, read from the store when materialized)."""
 
-    def __init__(self, transformer, processor_name: str):
-        self.transformer, self.processor_name = transformer, processor_name
+    def __init__(self, transformer, processor_name: str, own_store: Optional[str] = None,
+                 sends_old_values: bool = False):
+        self.transformer, self.processor_name, self.own_store = transformer, processor_name, own_store
+        self.sends_old_values = sends_old_values
 
     def init(self, context) -> None:
         self.context = context
-        self.transformer.init(TransformerContext(context, self.processor_name))
+        self.store = None if self.own_store is None else context.get_state_store(self.own_store)
+        self.transformer.init(TransformerContext(context, self.processor_name, self.own_store))
 
     def process(self, record: Record) -> None:
-        self.context.forward(record.with_value(self.transformer.transform(record.key, record.value)))
+        new_value = self.transformer.transform(record.key, record.value)
+        if self.sends_old_values:
+            self.context._group.old_values[sent_old_value_key(self.processor_name)] = self.store.get(record.key)
+        if self.store is not None:
+            self.store.put(record.key, new_value)
+        self.context.forward(record.with_value(new_value))
 
     def close(self) -> None:
         self.transformer.close()
@@ -93,11 +119,14 @@ class TransformingSupplier:
     """A new :class:`TransformingProcessor` around a new transformer of the user's supplier, per call
     (a class, not a closure: the program is pickled to Spark's workers)."""
 
-    def __init__(self, transformer_supplier, processor_name: str):
-        self.transformer_supplier, self.processor_name = transformer_supplier, processor_name
+    def __init__(self, transformer_supplier, processor_name: str, own_store: Optional[str] = None,
+                 sends_old_values: bool = False):
+        self.transformer_supplier, self.processor_name, self.own_store = transformer_supplier, processor_name, own_store
+        self.sends_old_values = sends_old_values
 
     def __call__(self) -> TransformingProcessor:
-        return TransformingProcessor(self.transformer_supplier(), self.processor_name)
+        return TransformingProcessor(self.transformer_supplier(), self.processor_name, self.own_store,
+                                     self.sends_old_values)
 
 
 @register
@@ -110,27 +139,29 @@ class TableTransformValues(UserProcessorNode):
 
 def check_runs(factory, ctx) -> None:
     """Refuses, naming the processor, what the runner does not compare with Kafka Streams yet: a store
-    of its own; a reader of its updates other than ``to_stream`` (a re-grouping reads old values, which
-    Kafka Streams makes by calling the transformer on the old value too; a filter, map_values, join or
-    suppression reads through its value getter, a transformer of its own); a DSL operation's store
+    of its own that is cached or versioned; a reader of its updates other than ``to_stream`` and, with a
+    store of its own (whose value before the update is the old one), a re-grouping (without a store it
+    reads old values, which Kafka Streams makes by calling the transformer on the old value too; a
+    filter, map_values, join or suppression reads through its value getter, a transformer of its own);
+    a DSL operation's store
     named; a table behind it that is windowed, suppressed or versioned."""
     where = f"processor {factory.name} (transform_values)"
-    if factory.params.get("store_name") is not None:
-        raise UnsupportedTopologyError(
-            f"{where} keeps a store of its own ({factory.params['store_name']}, Materialized.as_); the Spark runner "
-            "runs a transform_values without one only: its store, its record cache and the old values it sends "
-            "are not compared with Kafka Streams yet")
+    own_store = factory.params.get("store_name")
+    if own_store is not None:
+        _check_own_store(where, own_store, ctx)
     sub = ctx.subtopology
     for child in factory.children:
         reader = sub.node(child)
-        if reader.kind is not NodeKind.TABLE_TO_STREAM:
-            raise UnsupportedTopologyError(
-                f"processor {reader.name} ({reader.kind.value}) reads the table of {where}; the Spark runner passes "
-                "a transform_values' updates to to_stream only: a re-grouping (Kafka Streams calls the transformer "
-                "on each update's old value too), a filter, map_values, transform_values, join or suppression of "
-                "it are not compared with Kafka Streams yet")
+        if reader.kind is NodeKind.TABLE_TO_STREAM or (reader.kind is NodeKind.TABLE_GROUP_BY_MAP and own_store):
+            continue  # a re-grouping reads the old values its store gives (TransformingProcessor)
+        raise UnsupportedTopologyError(
+            f"processor {reader.name} ({reader.kind.value}) reads the table of {where}; the Spark runner passes "
+            "a transform_values' updates to to_stream, and to a re-grouping where it keeps a store of its own, "
+            "only: a re-grouping of one without a store (Kafka Streams calls the transformer on each update's old "
+            "value too), a filter, map_values, transform_values, join or suppression of it are not compared "
+            "with Kafka Streams yet")
     for store in factory.stores:
-        if ctx.topology.state_stores[store].type not in _USER_STORES:
+        if store != own_store and ctx.topology.state_stores[store].type not in _USER_STORES:
             raise UnsupportedTopologyError(
                 f"{where} names the store {store} of a DSL operation; the Spark runner gives a transformer the "
                 "stores added with add_state_store only")
@@ -141,6 +172,20 @@ def check_runs(factory, ctx) -> None:
             "suppressed or versioned table; the Spark runner transforms a table that is neither only")
 
 
+def _check_own_store(where: str, store: str, ctx) -> None:
+    """A store of its own runs uncached and plain only: a record cache's flush decides which updates
+    ``TimestampedTupleForwarder`` forwards, and a versioned store drops and marks updates by their time."""
+    if ctx.topology.state_stores[store].history_retention_ms is not None:
+        raise UnsupportedTopologyError(
+            f"{where} keeps its results in a versioned store ({store}); the Spark runner keeps a transform_values' "
+            "own store as a plain key-value store only: a versioned one is not compared with Kafka Streams yet")
+    if ctx.cached(store):
+        raise UnsupportedTopologyError(
+            f"{where} keeps its results in a cached store ({store}); the Spark runner keeps a transform_values' "
+            "own store uncached only (Materialized.with_caching_disabled() or statestore.cache.max.bytes 0): its "
+            "record cache, which forwards each key's last update at a commit, is not compared with Kafka Streams yet")
+
+
 # The stores added with add_state_store (a DSL operation's are read through views a transformer does not get yet).
 _USER_STORES = frozenset({StoreType.USER_KEY_VALUE, StoreType.USER_WINDOW, StoreType.USER_SESSION,
                           StoreType.USER_VERSIONED})
@@ -148,9 +193,14 @@ _USER_STORES = frozenset({StoreType.USER_KEY_VALUE, StoreType.USER_WINDOW, Store
 
 def build(factory, ctx) -> TableTransformValues:
     check_runs(factory, ctx)
-    stores, _ = connected_stores(factory, ctx)
-    return TableTransformValues(factory.name, TransformingSupplier(factory.params["supplier"], factory.name), stores,
-                                fixed_key=True, child_names=list(factory.children))
+    own_store = factory.params.get("store_name")
+    stores, _ = connected_stores(factory, ctx, skip=(own_store,))
+    if own_store is not None:  # one of the task's user key-value stores (window None)
+        spec = ctx.topology.state_stores[own_store]
+        stores[own_store] = (spec.key_serde or ctx.default_key_serde, spec.value_serde or ctx.default_value_serde, None)
+    sends_old_values = any(ctx.subtopology.node(child).kind is NodeKind.TABLE_GROUP_BY_MAP for child in factory.children)
+    supplier = TransformingSupplier(factory.params["supplier"], factory.name, own_store, sends_old_values)
+    return TableTransformValues(factory.name, supplier, stores, fixed_key=True, child_names=list(factory.children))
 
 
 BUILDERS = {NodeKind.TABLE_TRANSFORM_VALUES: build}

@@ -146,11 +146,14 @@ def build(factory, ctx) -> UserProcessorNode:
                              dsl_stores=dsl_stores)
 
 
-def connected_stores(factory, ctx) -> tuple[dict, dict]:
+def connected_stores(factory, ctx, skip: tuple = ()) -> tuple[dict, dict]:
     """The stores of the user processor ``factory``, as :class:`UserProcessorNode` takes them: its own
-    (added with ``add_state_store`` or brought by its supplier), and the DSL operations' it names."""
+    (added with ``add_state_store`` or brought by its supplier), and the DSL operations' it names; not
+    those in ``skip`` (a transform_values' own store, which it keeps itself)."""
     stores, dsl_stores = {}, {}
     for store_name in factory.stores:
+        if store_name in skip:
+            continue
         spec = ctx.topology.state_stores[store_name]
         serdes = (spec.key_serde or ctx.default_key_serde, spec.value_serde or ctx.default_value_serde)
         if spec.type is StoreType.USER_VERSIONED:

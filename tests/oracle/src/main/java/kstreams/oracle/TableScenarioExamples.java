@@ -41,14 +41,15 @@ import org.apache.kafka.streams.state.ValueAndTimestamp;
 /**
  * Kafka Streams' own table, cogroup and Processor API scenarios in one topology (see the Python
  * twin's docstring for which of Kafka Streams' tests each follows), run until every input and
- * repartition topic is consumed to its end; prints JSON {"describe": topology.describe()}. Every
+ * repartition topic is consumed to its end; prints JSON {"describe": topology.describe(), "rows-keyed":
+ * the transformer's own store by an interactive query}. Every
  * store is uncached, so the output is fixed by the input.
  *
  * Args: bootstrap applicationId stateDir rows prices events clicks outSource outFilter outFilterKept
  *       outRegrouped outMapped outMappedRegrouped outPrices outPricesCounts outBranches outRest outEvens
  *       outOdds outCogroup outCogroupJoin outEventsJoined outPrefixed outRowsPrefixed
  *       outShared outToTable outMerged outRoutedSink outCogroupOuter outWhereFrom outSelfJoin outTransformed
- *       outPricesTransformed
+ *       outPricesTransformed outRowsKeyed outRowsKeyedRegrouped
  *
  * The Python twin is table_scenarios() in tests/kstreams_table_scenarios_topology.py; keep the two
  * in step.
@@ -323,6 +324,15 @@ public final class TableScenarioExamples {
             .toStream().processValues(StampValues::new).to(topics.get("out-cogroup-outer"));
         events.join(activity, (event, all) -> event + "@" + tail(all, 20))
             .processValues(StampValues::new).to(topics.get("out-events-joined"));
+        // shouldTransformValuesWithKeyMaterialized: a store of its own, uncached, read back by an interactive query;
+        // shouldCalculateCorrectOldValuesIfMaterializedEvenIfStateful: re-grouped, its old values read from that store.
+        KTable<String, String> keyed = rows.transformValues(KeyedTransformer::new, uncached("rows-keyed"));
+        keyed.toStream().processValues(StampValues::new).to(topics.get("out-rows-keyed"));
+        keyed.groupBy((key, value) -> KeyValue.pair(key.substring(0, 1)
+                                                    + value.substring(value.indexOf(':') + 1, value.indexOf(':') + 4), key),
+                      Grouped.as("keyed-by-verdict"))
+            .reduce((keys, key) -> keys + "+" + key, (keys, key) -> keys + "-" + key, uncached("keyed-keys-by-verdict"))
+            .toStream().processValues(StampValues::new).to(topics.get("out-rows-keyed-regrouped"));
         return builder.build();
     }
 
@@ -332,7 +342,7 @@ public final class TableScenarioExamples {
         "out-evens", "out-odds", "out-cogroup", "out-cogroup-join", "out-events-joined",
         "out-prefixed", "out-rows-prefixed", "out-shared", "out-to-table", "out-merged",
         "out-routed-sink", "out-cogroup-outer", "out-where-from", "out-self-join", "out-transformed",
-        "out-prices-transformed");
+        "out-prices-transformed", "out-rows-keyed", "out-rows-keyed-regrouped");
 
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
@@ -354,10 +364,12 @@ public final class TableScenarioExamples {
             KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> {
                 List<String> repartition = admin.listTopics().names().get().stream()
                     .filter(topic -> topic.startsWith(applicationId + "-") && topic.endsWith("-repartition")).toList();
-                return repartition.size() < 3 ? null
+                return repartition.size() < 4 ? null
                     : java.util.stream.Stream.concat(inputs.stream(), repartition.stream()).toList();
             }, Duration.ofMinutes(5));
-            System.out.println(KafkaStreamsRuns.describeJson(topology));
+            String describe = KafkaStreamsRuns.describeJson(topology);
+            System.out.println(describe.substring(0, describe.length() - 1) + ", \"rows-keyed\": "
+                               + StreamsApp.dump(streams, "rows-keyed") + "}");
         } finally {
             KafkaStreamsRuns.close(streams, Duration.ofSeconds(30));
         }
