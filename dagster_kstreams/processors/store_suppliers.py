@@ -57,7 +57,8 @@ def _check_aggregation_supplier(factory, store) -> None:
     if supplier.retention_ms < needed:
         raise UnsupportedTopologyError(
             f"{where} keeps {supplier.retention_ms} ms, less than the {needed} ms its windows stay open (Kafka "
-            "Streams then drops windows still open from the store): not modeled by the Spark runner yet")
+            "Streams' store then returns no window older than its retention, so a late record within the grace "
+            "aggregates from nothing): not modeled by the Spark runner yet")
     if isinstance(windows, SessionWindows):
         return
     size = windows.time_difference_ms if isinstance(windows, SlidingWindows) else windows.size_ms
