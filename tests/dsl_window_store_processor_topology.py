@@ -31,6 +31,12 @@ of 11 or more is deleted, and on a count of 2 a key ending in 2 gets a window of
 (ahead of stream time: the store's time moves, and what it hides is gone for the aggregation too); the
 key's next records aggregate onto what it wrote, and the windows they create copy it.
 
+The session and sliding counts run twice: over the DSL's RocksDB stores and over stores kept in memory
+(``with_store_type("in_memory")``; ``Stores.in_memory_window_store``), whose reads go by session end, then
+key, then start descending (the in-memory ``SessionCorrector`` also lists every key's sessions ending
+around it: ``find_sessions(earliest_end, latest_end)``, which only that store has), and by window start,
+then key.
+
 Every value starts with ``p<partition>|``: the task that produced it. Its classes are self-contained:
 Spark's Python workers cannot import modules of tests/, and the test ships this module by value.
 """
@@ -82,9 +88,12 @@ def window_text(entry) -> str:
 
 
 class SlidingCorrector(Processor):
+    def __init__(self, store: str = "sliding-counts"):
+        self.store = store
+
     def init(self, context) -> None:
         self.context = context
-        self.counts = context.get_state_store("sliding-counts")
+        self.counts = context.get_state_store(self.store)
 
     def process(self, record: Record) -> None:
         tag = f"p{self.context.record_metadata().partition}|"
@@ -117,9 +126,12 @@ def session_text(entry) -> str:
 
 
 class SessionCorrector(Processor):
+    def __init__(self, store: str = "session-counts", in_memory: bool = False):
+        self.store, self.in_memory = store, in_memory
+
     def init(self, context) -> None:
         self.context = context
-        self.sessions = context.get_state_store("session-counts")
+        self.sessions = context.get_state_store(self.store)
 
     def process(self, record: Record) -> None:
         tag = f"p{self.context.record_metadata().partition}|"
@@ -128,9 +140,14 @@ class SessionCorrector(Processor):
         around = ",".join(session_text(entry) for entry in self.sessions.find_sessions(key, start - GAP_MS,
                                                                                        end + GAP_MS))
         every_key = ",".join(session_text(entry) for entry in self.sessions.backward_fetch("a", "c"))
+        ending_near = ""
+        if self.in_memory:  # in memory only: every key's sessions ending around it, by end, key, start descending
+            ending_near = "|" + ",".join(session_text(entry) for entry in self.sessions.find_sessions(
+                start - 5 * GAP_MS, end + GAP_MS))
         value = "null" if record.value is None else record.value
         self.context.forward(Record(f"{key}@{start}-{end}", f"{tag}session|{value}|t{record.timestamp}|"
-                                    f"{'null' if stored is None else stored}|{around}|{every_key}", record.timestamp))
+                                    f"{'null' if stored is None else stored}|{around}|{every_key}{ending_near}",
+                                    record.timestamp))
         if record.value == 3:
             self.sessions.put(record.key, 10)
         elif record.value == 2 and key.endswith("1"):
@@ -158,4 +175,14 @@ def dsl_window_store_processor_examples(topics: dict[str, str]) -> StreamsBuilde
     sliding_counts = events.group_by_key().windowed_by(sliding).count(
         Materialized.as_("sliding-counts").with_caching_disabled())
     sliding_counts.to_stream().process(SlidingCorrector, "sliding-counts").to(topics["sliding-out"])
+    # the same two kept in memory: Materialized.with_store_type, and a supplier's in-memory window store
+    session_counts = events.group_by_key().windowed_by(sessions).count(
+        Materialized.as_("session-counts-in-memory").with_store_type("in_memory").with_caching_disabled())
+    session_counts.to_stream().process(lambda: SessionCorrector("session-counts-in-memory", in_memory=True),
+                                       "session-counts-in-memory").to(topics["sessions-in-memory-out"])
+    sliding_counts = events.group_by_key().windowed_by(sliding).count(Materialized.as_(Stores.in_memory_window_store(
+        "sliding-counts-in-memory", timedelta(milliseconds=SLIDING_RETENTION_MS), timedelta(milliseconds=DIFF_MS),
+        False)).with_caching_disabled())
+    sliding_counts.to_stream().process(lambda: SlidingCorrector("sliding-counts-in-memory"),
+                                       "sliding-counts-in-memory").to(topics["sliding-in-memory-out"])
     return builder

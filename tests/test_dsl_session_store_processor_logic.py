@@ -121,3 +121,18 @@ def test_a_put_without_a_session_fails_naming_the_store():
         Materialized.as_("s")).to_stream().process(_BadPut, "s")
     with pytest.raises(Exception, match=r"session store s: put\(\) takes Windowed"):
         _run(_program(builder), [("k", "x", 1)])
+
+
+@pytest.mark.parametrize("store_type, last", [("in_memory", "k@1000-1800"), ("rocksDB", "k@1800-1800")])
+def test_an_uncached_in_memory_stores_remove_leaves_its_observed_time(store_type, last):
+    """``InMemorySessionStore.remove`` does not take the session's end as the store's time (RocksDB's does):
+    after a processor removes a session ending at 60 s (retention 11 s), the in-memory store still returns the
+    session ending at 1 s, which the key's next record merges with; the RocksDB store no longer does."""
+    builder = StreamsBuilder()
+    counts = builder.stream("in").group_by_key().windowed_by(
+        SessionWindows.of_inactivity_gap_and_grace(SECOND, 10 * SECOND)).count(
+        Materialized.as_("s").with_store_type(store_type).with_caching_disabled())
+    counts.to_stream().map(lambda k, v: (f"{k.key}@{k.window.start}-{k.window.end}", f"{v}")).process(_Stamp).to("out")
+    builder.stream("fix").process(_SessionFixer, "s")
+    rows = [("k", "x", 1_000), ("k", "60000-60000:del", 1_500, "fix"), ("k", "x", 1_800)]
+    assert _run(_program(builder), rows)[0][-1][0] == last

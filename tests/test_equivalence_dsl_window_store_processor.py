@@ -20,6 +20,11 @@ and puts a window of 100 3 s ahead of a count of 2 (keys ending in 2), which mov
 the windows it hides are gone for the aggregation too. The key's next records aggregate onto what it
 wrote, and the windows they create copy it.
 
+The session and sliding counts run a second time over stores kept in memory (``with_store_type(
+"in_memory")``, ``Stores.in_memory_window_store``): their reads come by session end, then key, then start
+descending (``InMemorySessionStore``), and by window start, then key (``InMemoryWindowStore``); the
+session store's ``find_sessions(earliest_end, latest_end)`` is read too (that store only).
+
 Input (2 partitions, 3 keys each): timestamps advancing about 100 ms a record, a fifth of them out
 of order by up to 12 s (within the 4 s grace, and beyond it: dropped from the closed windows), null
 keys and null values. Compared: describe(), every task's whole output sequence (values carry the
@@ -51,7 +56,7 @@ cloudpickle.register_pickle_by_value(dsl_window_store_processor_topology)
 
 PARTITIONS = 2
 T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute: a window start
-OUTPUTS = {"out": 1, "sessions-out": 1, "sliding-out": 1}
+OUTPUTS = {"out": 1, "sessions-out": 1, "sliding-out": 1, "sessions-in-memory-out": 1, "sliding-in-memory-out": 1}
 
 
 def _events(seed: int = 41) -> list[tuple]:
@@ -89,7 +94,11 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     return {"inputs": inputs, "describe": printed["describe"], "results": _results(kafka_bootstrap, topics["out"]),
             "sessions": _results(kafka_bootstrap, topics["sessions-out"]), "store": printed["window-counts"],
             "session_store": printed["session-counts"], "sliding": _results(kafka_bootstrap, topics["sliding-out"]),
-            "sliding_store": printed["sliding-counts"], "topics": topics}
+            "sliding_store": printed["sliding-counts"], "topics": topics,
+            "sessions_in_memory": _results(kafka_bootstrap, topics["sessions-in-memory-out"]),
+            "session_store_in_memory": printed["session-counts-in-memory"],
+            "sliding_in_memory": _results(kafka_bootstrap, topics["sliding-in-memory-out"]),
+            "sliding_store_in_memory": printed["sliding-counts-in-memory"]}
 
 
 def test_describe_is_kafka_streams(kafka_streams_run):
@@ -124,23 +133,24 @@ def _assert_matches(bootstrap: str, topics: dict[str, str], runner: TaskRunner, 
     assert set(ours) == set(reference["results"])
     for tag, sequence in reference["results"].items():
         assert ours[tag] == sequence, tag
-    ours = _results(bootstrap, topics["sessions-out"])
-    assert set(ours) == set(reference["sessions"])
-    for tag, sequence in reference["sessions"].items():
-        assert ours[tag] == sequence, f"sessions {tag}"
     store = {f"{windowed.key}@{windowed.window.start}": str(count)
              for windowed, count in runner.read_store("window-counts").items()}
     assert store == reference["store"]
-    sessions = {f"{windowed.key}@{windowed.window.start}-{windowed.window.end}": str(count)
-                for windowed, count in runner.read_store("session-counts").items()}
-    assert sessions == reference["session_store"]
-    ours = _results(bootstrap, topics["sliding-out"])
-    assert set(ours) == set(reference["sliding"])
-    for tag, sequence in reference["sliding"].items():
-        assert ours[tag] == sequence, f"sliding {tag}"
-    store = {f"{windowed.key}@{windowed.window.start}": str(count)
-             for windowed, count in runner.read_store("sliding-counts").items()}
-    assert store == reference["sliding_store"]
+    for suffix, store_suffix in (("", ""), ("_in_memory", "-in-memory")):
+        ours = _results(bootstrap, topics[f"sessions{store_suffix}-out"])
+        assert set(ours) == set(reference[f"sessions{suffix}"])
+        for tag, sequence in reference[f"sessions{suffix}"].items():
+            assert ours[tag] == sequence, f"sessions{suffix} {tag}"
+        sessions = {f"{windowed.key}@{windowed.window.start}-{windowed.window.end}": str(count)
+                    for windowed, count in runner.read_store(f"session-counts{store_suffix}").items()}
+        assert sessions == reference[f"session_store{suffix}"]
+        ours = _results(bootstrap, topics[f"sliding{store_suffix}-out"])
+        assert set(ours) == set(reference[f"sliding{suffix}"])
+        for tag, sequence in reference[f"sliding{suffix}"].items():
+            assert ours[tag] == sequence, f"sliding{suffix} {tag}"
+        store = {f"{windowed.key}@{windowed.window.start}": str(count)
+                 for windowed, count in runner.read_store(f"sliding-counts{store_suffix}").items()}
+        assert store == reference[f"sliding_store{suffix}"]
 
 
 def _assert_reference_exercises_it(reference: dict) -> None:
@@ -157,34 +167,53 @@ def _assert_reference_exercises_it(reference: dict) -> None:
     keyed = sum(1 for key, *_ in _events() if key is not None)
     assert sum(len(sequence) for sequence in reference["results"].values()) < 2 * keyed
     assert reference["store"]
-    _assert_reference_exercises_sessions(reference)
-    _assert_reference_exercises_sliding(reference)
+    for suffix in ("", "_in_memory"):
+        _assert_reference_exercises_sessions(reference, suffix)
+        _assert_reference_exercises_sliding(reference, suffix)
+    _assert_in_memory_orders_differ(reference)
 
 
-def _assert_reference_exercises_sessions(reference: dict) -> None:
+def _assert_reference_exercises_sessions(reference: dict, suffix: str) -> None:
     """The session count's side, in both tasks: counts corrected to 10 going on at 11, sessions merged
     with the one the processor put (a count past 100), sessions removed at 13, and tombstones of
     merged-away sessions (records merging two sessions or more: two tombstones in a row)."""
     for tag in ("p0", "p1"):
-        values = [value.split("|") for _, value in reference["sessions"][tag]]
+        values = [value.split("|") for _, value in reference[f"sessions{suffix}"][tag]]
         counts = [parts[2] for parts in values]
         assert "11" in counts and any(count.isdigit() and int(count) > 100 for count in counts)
-        assert counts.count("13") >= 2 and counts.count("null") >= 10 and reference["session_store"]
+        assert counts.count("13") >= 2 and counts.count("null") >= 10 and reference[f"session_store{suffix}"]
         assert any(count == "null" and following != "null" and previous == "null"
                    for previous, count, following in zip(counts, counts[1:], counts[2:]))
 
 
-def _assert_reference_exercises_sliding(reference: dict) -> None:
+def _assert_reference_exercises_sliding(reference: dict, suffix: str) -> None:
     """The sliding count's side, in both tasks: windows counting on from the processor's 10 (11, then
     deleted), windows aggregating onto a window put ahead (past 100), windows the record just put that
     the store no longer returns (the put ahead moved its time: stored ``null``), key ranges reaching
     several keys, and both listings of every window."""
     for tag in ("p0", "p1"):
-        values = [value.split("|") for _, value in reference["sliding"][tag]]
+        values = [value.split("|") for _, value in reference[f"sliding{suffix}"][tag]]
         counts = [int(parts[2]) for parts in values]
         assert 11 in counts and any(count > 100 for count in counts)
         assert sum(1 for parts in values if parts[4] == "null") >= 2
         assert any(len({entry.split("@")[0] for entry in parts[6].split(",")}) >= 2 for parts in values)
         assert any(parts[2] == "2" and parts[8].count("=") >= 5 for parts in values)  # all()
         assert any(parts[2] == "1" and parts[8].count("=") >= 5 for parts in values)  # backward_all()
-    assert reference["sliding_store"]
+    assert reference[f"sliding_store{suffix}"]
+
+
+def _assert_in_memory_orders_differ(reference: dict) -> None:
+    """The stores kept in memory list several keys in an order of their own: a listing of every key's
+    sessions (or windows) in which a key comes back after another (by end or start first, not by key),
+    and that listing reached only through the in-memory session store (``find_sessions`` of two times)."""
+    def keys_interleave(listing: str) -> bool:
+        keys = [entry.split("@")[0] for entry in listing.split(",") if entry]
+        runs = [key for i, key in enumerate(keys) if i == 0 or keys[i - 1] != key]
+        return len(runs) > len(set(runs))
+
+    for tag in ("p0", "p1"):
+        sessions = [value.split("|") for _, value in reference["sessions_in_memory"][tag]]
+        assert any(keys_interleave(parts[6]) for parts in sessions)  # backward_fetch(key_from, key_to)
+        assert any(keys_interleave(parts[7]) for parts in sessions)  # find_sessions(earliest_end, latest_end)
+        sliding = [value.split("|") for _, value in reference["sliding_in_memory"][tag]]
+        assert any(keys_interleave(parts[8]) for parts in sliding if parts[8])  # all() / backward_all()

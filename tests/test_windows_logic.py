@@ -125,6 +125,49 @@ def test_sliding_windows_with_lateness_keep_only_complete_open_windows(timestamp
         assert latest == max(records[int(v[1:])][0] for v in values)
 
 
+@settings(max_examples=200)
+@given(st.lists(st.integers(1_000, 1_300), min_size=1, max_size=25), st.integers(1, 40))
+def test_an_in_memory_stores_live_iterator_with_nothing_cut_reads_what_a_snapshot_reads(timestamps, diff):
+    """With no store operation cutting the map mid-record, the live reverse iteration of an in-memory store
+    (``live_cut``) and the one-read snapshot give the same windows and updates."""
+    records = [(t, f"v{i}") for i, t in enumerate(timestamps)]
+    snapshot, _ = _run(W.process_sliding_windows, SlidingWindows(diff, FAR), records, COLLECT)
+    live_store, stream = {}, -1
+    for timestamp, value in records:
+        stream = max(stream, timestamp)
+        W.process_sliding_windows(SlidingWindows(diff, FAR), live_store, "k", value, timestamp, stream, *COLLECT,
+                                  on_update=lambda update: None, live_cut=W.RemovalCut())
+    assert live_store == snapshot
+
+
+def _record_4913_after_a_put_ahead(live: bool) -> list:
+    """Kafka Streams' in-memory store (retention 4 s) behind a sliding count (difference 1 s, grace 5 s) whose
+    processor puts a window at 7_714 while the record 4_913's first window (4_714) is forwarded: the store's
+    next operation (the put of 4_502) cuts the map below 3_715, so the record's iterator, which chose 4_025
+    before that, never reaches 3_706 (count 10, last record 4_713): the record's new left window 3_913 counts
+    from 0, not from 10."""
+    retention, observed = 4_000, [7_502]
+    store = {3_501: (2, 4_501), 3_706: (10, 4_713), 4_025: (10, 4_820), 4_502: (2, 4_815), 4_714: (1, 4_815)}
+    cut = W.RemovalCut()
+    cut.note(observed[0] - retention + 1)  # the record's fetch
+
+    def put_then_processor(update):
+        cut.note(observed[0] - retention + 1)  # the aggregation's put, before its start is observed
+        observed[0] = max(observed[0], update[0])
+        if update[0] == 4_714:  # the processor's put ahead
+            cut.note(observed[0] - retention + 1)
+            observed[0] = max(observed[0], 7_714)
+
+    updates, _ = W.process_sliding_windows(SlidingWindows(1_000, 5_000), store, "k", "x", 4_913, 4_913, *COUNT,
+                                           on_update=put_then_processor, live_cut=cut if live else None)
+    return [(start, new) for start, _, new, _, _ in updates]
+
+
+def test_an_in_memory_stores_live_iterator_misses_a_window_cut_while_the_record_is_forwarded():
+    assert _record_4913_after_a_put_ahead(live=True) == [(4_714, 2), (4_502, 3), (4_025, 11), (3_913, 1)]
+    assert _record_4913_after_a_put_ahead(live=False) == [(4_714, 2), (4_502, 3), (4_025, 11), (3_913, 11)]
+
+
 def test_sliding_windows_early_records_share_the_first_window():
     store, dropped = _run(W.process_sliding_windows, SlidingWindows(10, 100), [(3, "a"), (1, "b"), (8, "c")], COLLECT)
     assert dropped == 0

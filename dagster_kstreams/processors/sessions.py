@@ -89,7 +89,8 @@ class SessionWindowAggregate(WindowedTable):
     # Streams' observed time (the largest session end put into or removed from it, by the aggregation or a
     # processor), a task-level value, and returns the sessions that end after it minus the retention; a
     # record's sessions are removed, put and forwarded one after the other (_process_in_steps).
-    observes_store_time = False
+    # store_in_memory: an InMemorySessionStore, whose order a processor reads (user_dsl_session_store.py).
+    observes_store_time = store_in_memory = False
 
     def __init__(self, name: str, store: str, cached: bool, aggregation: str, gap: int, grace: int, retention: int,
                  initializer: Callable, aggregator: Callable, merger: Callable, key_serde=None,
@@ -187,14 +188,16 @@ class SessionWindowAggregate(WindowedTable):
         else:
             self._update(key, start, end, agg, None, context, out, state)
 
-    def write_session(self, key, start: int, end: int, value, context, state) -> None:
+    def write_session(self, key, start: int, end: int, value, context, state, observes: bool = True) -> None:
         """Store ``value`` as the key's session ``[start, end]`` (None: remove it) without forwarding it
         (a user processor's write, :mod:`.user_dsl_session_store`); a cached store forwards the session at
-        the flush with ``context``, as Kafka Streams' cache flush listener forwards whoever wrote it."""
+        the flush with ``context``, as Kafka Streams' cache flush listener forwards whoever wrote it.
+        ``observes``: whether the store's observed time takes the session's end (an in-memory store's
+        ``remove`` does not)."""
         slot = self.state_slot
         current = state.values[slot]
         changes = self._batch_changes(state, slot, () if current is ABSENT else current) if self.cached else None
-        self._put_session(key, start, end, value, state)
+        self._put_session(key, start, end, value, state, observes)
         if changes is not None:
             _note(changes, (start, end), value, context)
             state.mark_dirty(slot, context)
@@ -202,10 +205,11 @@ class SessionWindowAggregate(WindowedTable):
             # before the store's time minus the retention is stored while its segment lives, and emitted)
             self._closed_sessions(state).put(start, end, self.key_serde.serialize(key), key, value)
 
-    def _put_session(self, key, start: int, end: int, value, state) -> None:
+    def _put_session(self, key, start: int, end: int, value, state, observes: bool = True) -> None:
         """Kafka Streams' ``put`` (``remove``: value None) of the key's session into its slot, which the
-        store's observed time follows (a remove's too: the segmented store takes it)."""
-        self._observe(state, end)
+        store's observed time follows (a remove's too: the segmented store takes it; ``observes``)."""
+        if observes:
+            self._observe(state, end)
         slot = self.state_slot
         current = state.values[slot]
         sessions = [session for session in (() if current is ABSENT else current) if session[:2] != (start, end)]
@@ -390,4 +394,5 @@ def build(factory, ctx, cls: type = SessionWindowAggregate) -> SessionWindowAggr
     aggregate.task_grouped = aggregate.task_grouped or keeps_state_downstream(ctx.subtopology, factory)
     # check_dsl_store admits a processor naming the store of sessions (emitting on update or on close)
     aggregate.observes_store_time = read_by_user_processor(ctx.subtopology, params["store_name"])
+    aggregate.store_in_memory = store is not None and store.persistent is False
     return aggregate

@@ -15,25 +15,23 @@ Kafka Streams, the runner follows or refuses:
 * refused, naming the processor and the store: a windowed aggregation's supplier whose retention is
   below what keeps its open windows (Kafka Streams checks only the ``Materialized`` retention; its
   store then drops windows still open), whose window size is not the windows' (the ``Windowed`` keys
-  its reads make end elsewhere) or that retains duplicates (each update a new entry); a user processor
-  naming a sliding or session aggregation's store kept in memory, which iterates by window start
-  (session end), then key, also while the aggregation itself reads ranges of it (a time-windowed
-  one's in-memory store runs: :mod:`.user_dsl_window_store` gives its order); and a windowed
+  its reads make end elsewhere) or that retains duplicates (each update a new entry); and a windowed
   aggregation emitting on window close from a store of a supplier's or in memory (Kafka Streams' DSL
-  otherwise builds a time-ordered store for it, whose order of closed windows the runner keeps).
+  otherwise builds a time-ordered store for it, whose order of closed windows the runner keeps);
+* a user processor reading a windowed aggregation's store kept in memory reads it in the in-memory
+  store's order: a time- or sliding-windowed one's by window start, then key
+  (:mod:`.user_dsl_window_store`), a session one's by session end, then key, then start descending
+  (:mod:`.user_dsl_session_store`).
 """
 from __future__ import annotations
 
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_CLOSE
-from dagster_kstreams.topology.node_specs import NodeKind, StoreType
+from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.window_store_settings import windows_minimum_retention
-from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
+from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows
 
 __all__ = ["check_store_suppliers"]
-
-_USER_PROCESSORS = (NodeKind.PROCESS, NodeKind.PROCESS_VALUES)
-_WINDOWED_DSL_STORES = (StoreType.WINDOW, StoreType.SESSION)
 
 
 def check_store_suppliers(factory, stores) -> None:
@@ -47,17 +45,6 @@ def check_store_suppliers(factory, stores) -> None:
                 f"processor {factory.name}: store {store.name} emits on window close from a store of its supplier's "
                 "or kept in memory, not Kafka Streams' time-ordered one, whose order of closed windows the Spark "
                 "runner keeps: not compared with Kafka Streams yet")
-    if factory.kind in _USER_PROCESSORS:
-        for name in factory.stores:
-            store = stores[name]
-            if store.type in _WINDOWED_DSL_STORES and store.persistent is False and not isinstance(
-                    store.window, TimeWindows):
-                raise UnsupportedTopologyError(
-                    f"processor {factory.name}: store {name} is a DSL operation's {store.type.value} store of "
-                    f"{type(store.window).__name__} kept in memory (its supplier, Materialized.with_store_type or "
-                    "default.dsl.store=in_memory), which iterates by window start (session end), then key, also while "
-                    "the aggregation reads it: not modeled by the Spark runner yet (time windows' is; a RocksDB "
-                    "supplier, or none, runs)")
 
 
 def _check_aggregation_supplier(factory, store) -> None:
@@ -70,7 +57,8 @@ def _check_aggregation_supplier(factory, store) -> None:
     if supplier.retention_ms < needed:
         raise UnsupportedTopologyError(
             f"{where} keeps {supplier.retention_ms} ms, less than the {needed} ms its windows stay open (Kafka "
-            "Streams then drops windows still open from the store): not modeled by the Spark runner yet")
+            "Streams' store then returns no window older than its retention, so a late record within the grace "
+            "aggregates from nothing): not modeled by the Spark runner yet")
     if isinstance(windows, SessionWindows):
         return
     size = windows.time_difference_ms if isinstance(windows, SlidingWindows) else windows.size_ms

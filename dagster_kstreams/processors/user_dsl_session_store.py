@@ -9,8 +9,11 @@ aggregation's slot of the key's group in the task's state (``((start, end, aggre
 is what the key's next record merges with, within a batch, across batches and after a rerun from the
 checkpoint. Retention as the store's: its observed time is the largest session end ever put into or
 removed from it, by the aggregation or a processor, kept in the task's state once a processor names
-the store (``SessionWindowAggregate.observes_store_time``); a session whose end is at most
-``observed time - retention`` is gone: no read returns it, a put of it is skipped. A cogroup's inputs
+the store (``SessionWindowAggregate.observes_store_time``; an uncached in-memory store's ``remove``
+leaves it); a session whose end is at most ``observed time - retention`` is gone: no read returns it,
+a put of it is skipped. A store kept in memory (its supplier's, ``with_store_type("in_memory")`` or
+``default.dsl.store=in_memory``: ``InMemorySessionStore``) reads by end, then key, then start
+*descending*, and has ``find_sessions(earliest_end, latest_end)``. A cogroup's inputs
 share the key's slot and that observed time (:mod:`.own_stream_time`); the view writes through the
 first input's processor.
 
@@ -56,8 +59,11 @@ class AggregationSessionStore(DslStoreView, SessionStoreReads):
                                   self._write_context(None), self._group(key))
 
     def remove(self, session_key: Windowed) -> None:
+        """Remove the session; an uncached in-memory store's observed time does not take its end
+        (``InMemorySessionStore.remove``; a cache's flush puts a null, which does)."""
         key, start, end = self._session(session_key, "remove")
-        self._owner.write_session(key, start, end, None, self._write_context(None), self._group(key))
+        observes = self._owner.cached or not self._owner.store_in_memory
+        self._owner.write_session(key, start, end, None, self._write_context(None), self._group(key), observes)
 
     # -- what SessionStoreReads asks -------------------------------------------------------
     def _time(self) -> int:
@@ -69,7 +75,7 @@ class AggregationSessionStore(DslStoreView, SessionStoreReads):
 
     @property
     def _persistent(self) -> bool:
-        return True
+        return not self._owner.store_in_memory
 
     @property
     def _segment_interval(self) -> int:

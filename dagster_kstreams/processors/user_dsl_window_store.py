@@ -34,7 +34,9 @@ the RocksDB store's order: by segment (``start // segment interval``, the DSL's 
 60 s)``), then the bytes of its store key (serialized key + 8-byte start + 4-byte sequence number 0).
 ``backward_*`` reverse that order. A time-windowed aggregation's store kept in memory (its supplier's,
 ``with_store_type`` or ``default.dsl.store=in_memory``: ``InMemoryWindowStore``) iterates by start, then
-the serialized key, with the same retention cut. A write goes through the aggregation's own
+the serialized key, with the same retention cut; a sliding record's own iterator over it is live, so a
+window the processor's writes or reads cut from the map while the record's windows are forwarded is not
+reached (:meth:`~.window_store._Sliding._live_windows`). A write goes through the aggregation's own
 :meth:`~.windows._WindowAggregate.write_window`: uncached, it forwards nothing (Kafka Streams' store,
 written by another processor, forwards nothing); cached, the window's final value is forwarded at the
 batch's flush as the aggregation's own update.
@@ -91,7 +93,7 @@ class TimestampedWindowStore(DslStoreView, WindowStoreReads):
     def _fetch_window(self, key, start):
         """The window's ``ValueAndTimestamp``, or None."""
         start = int(start)
-        if start < self._low():
+        if start < self._read_from():
             return None
         window = self._windows(self._group(key)).get(start)
         return None if window is None else self._read(window)
@@ -104,6 +106,12 @@ class TimestampedWindowStore(DslStoreView, WindowStoreReads):
     def _low(self) -> int:
         """The smallest window start the store still returns."""
         return self._owner.first_returned_start(self._task)
+
+    def _read_from(self) -> int:
+        """The smallest window start a read returns; the read is an operation on the store (an in-memory
+        one cuts its map: :class:`~.window_store.RemovalCut`, which a sliding record's open iterator sees)."""
+        self._owner.note_store_operation(self._task)
+        return self._low()
 
     def _order(self, start: int, raw_key: bytes, key_first: bool) -> tuple:
         """Where a window lies in the store's order; in the RocksDB store: by segment, then the bytes of its store key
@@ -129,7 +137,7 @@ class TimestampedWindowStore(DslStoreView, WindowStoreReads):
         return ValueAndTimestamp(self._copy(aggregate), timestamp)
 
     def _single_key(self, key, time_from: int, time_to: int) -> list[StoreEntry]:
-        low, high = max(int(time_from), self._low()), int(time_to)
+        low, high = max(int(time_from), self._read_from()), int(time_to)
         windows = self._windows(self._group(key))
         return [StoreEntry(start, self._read(windows[start])) for start in sorted(windows) if low <= start <= high]
 
@@ -139,7 +147,7 @@ class TimestampedWindowStore(DslStoreView, WindowStoreReads):
         ``[time_from, time_to]``, in the RocksDB store's order (``key_first``: :meth:`_order`)."""
         low_key = None if key_from is None else self._key_serde.serialize(key_from)
         high_key = None if key_to is None else self._key_serde.serialize(key_to)
-        low = max(int(time_from), self._low())
+        low = max(int(time_from), self._read_from())
         found = []
         for raw_group_key, windows in self._task.slot_entries(self._owner.state_slot):
             key = self._store_key_serde.deserialize(raw_group_key)

@@ -15,7 +15,7 @@ from dagster_kstreams.topology.serdes import Window, Windowed
 from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
 
 __all__ = ["Update", "expire", "process_time_windows", "process_sliding_windows", "aggregation_functions",
-           "store_entries", "dsl_segment_interval"]
+           "store_entries", "dsl_segment_interval", "RemovalCut"]
 
 _MIN_SEGMENT_INTERVAL_MS = 60_000  # Stores.persistentWindowStore's default segment interval floor
 
@@ -77,17 +77,30 @@ def _make(value, timestamp: int):
     return None if value is None else (value, timestamp)
 
 
+class RemovalCut:
+    """Where ``InMemoryWindowStore.removeExpiredSegments`` last cut the store's live map: every operation on
+    the store (a fetch, a read, a put before the put's start is observed) drops the windows starting before
+    its observed time minus the retention plus 1, and an iterator still open reads that live map (a sliding
+    record's, while the windows it updated are forwarded to a processor that reads and writes the store)."""
+
+    def __init__(self):
+        self.first_kept = -(2 ** 63)  # nothing cut yet
+
+    def note(self, first_kept: int) -> None:
+        self.first_kept = first_kept
+
+
 class _Sliding:
     """One record through ``KStreamSlidingWindowAggregate`` (the reverse-iterator path, which
     Kafka Streams takes with its RocksDB and in-memory window stores)."""
 
     def __init__(self, difference: int, grace: int, store: dict, key, value, timestamp: int, stream_time: int,
                  initializer: Callable, aggregator: Callable, on_update: Optional[Callable[[Update], None]],
-                 segment_interval: Optional[int]):
+                 segment_interval: Optional[int], live_cut: Optional[RemovalCut] = None):
         self.diff, self.store, self.key, self.value, self.ts = difference, store, key, value, timestamp
         self.close = stream_time - grace
         self.initializer, self.aggregator = initializer, aggregator
-        self.on_update, self.segment_interval = on_update, segment_interval
+        self.on_update, self.segment_interval, self.live_cut = on_update, segment_interval, live_cut
         self.updates: list[Update] = []
         self.dropped = 0
 
@@ -130,7 +143,11 @@ class _Sliding:
         Kafka Streams' segmented store iterates them: segment by segment, each read when the iteration
         reaches it (a RocksDB iterator sees its segment as it was when opened). So a window another
         processor writes while the record's updates are forwarded (``on_update``) is read if its segment
-        was not opened yet, not if it was. Without a segment interval nobody else writes: one read."""
+        was not opened yet, not if it was. Without a segment interval nobody else writes: one read. An
+        in-memory store's (``live_cut``) is read live: :meth:`_live_windows`."""
+        if self.live_cut is not None and backward:
+            yield from self._live_windows(low, high)
+            return
         interval = self.segment_interval
         if interval is None:
             segments = [None]
@@ -141,6 +158,24 @@ class _Sliding:
             found = [(start, window) for start, window in self.store.items()
                      if low <= start <= high and (segment is None or start // interval == segment)]
             yield from sorted(found, reverse=backward)
+
+    def _live_windows(self, low: int, high: int):
+        """``InMemoryWindowStore.backwardFetch``'s iterator over the live map of starts: it holds the next
+        start ahead, chosen when the one before it is returned, so each window is chosen while the window two
+        before it is forwarded, from the starts the store's last operation did not cut (:class:`RemovalCut`),
+        and its value read when it is reached (a window deleted by then is passed over)."""
+        def below(start: int) -> Optional[int]:
+            first_kept = max(low, self.live_cut.first_kept)
+            return max((s for s in self.store if first_kept <= s < start), default=None)
+
+        current = below(high + 1)
+        following = None if current is None else below(current)
+        while current is not None:
+            window = self.store.get(current)
+            if window is not None:
+                yield current, window
+            current = following
+            following = None if current is None else below(current)
 
     def _previous_right_window(self, start: int) -> None:
         self._update(start, _make(self.initializer(), self.ts))
@@ -225,13 +260,14 @@ class _Sliding:
 def process_sliding_windows(windows: SlidingWindows, store: dict, key, value, timestamp: int, stream_time: int,
                             initializer: Callable, aggregator: Callable,
                             on_update: Optional[Callable[[Update], None]] = None,
-                            segment_interval: Optional[int] = None) -> tuple[list[Update], int]:
+                            segment_interval: Optional[int] = None,
+                            live_cut: Optional[RemovalCut] = None) -> tuple[list[Update], int]:
     """One record (key and value not null) through ``KStreamSlidingWindowAggregate``; as
     :func:`process_time_windows`. ``segment_interval``: the store's, when ``on_update`` may write
     windows the record has yet to read (a user processor on the store): they are read segment by
-    segment, as Kafka Streams reads them."""
+    segment, as Kafka Streams reads them; ``live_cut``: an in-memory store's instead, read live."""
     run = _Sliding(windows.time_difference_ms, windows.grace_ms, store, key, value, timestamp, stream_time,
-                   initializer, aggregator, on_update, segment_interval)
+                   initializer, aggregator, on_update, segment_interval, live_cut)
     run.run()
     return run.updates, run.dropped
 

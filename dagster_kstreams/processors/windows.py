@@ -3,50 +3,45 @@ SlidingWindows).count()/reduce()/aggregate()``, as Kafka Streams 4.3.1's
 ``KStreamWindowAggregate`` and ``KStreamSlidingWindowAggregate`` compute them.
 
 State
-    A key's windows are one state slot of the task's state row for that key:
-    ``{window_start: (aggregate, timestamp)}`` (Kafka Streams' window store holds the same: the
-    aggregate and the largest timestamp of the records in it). A window whose start is at or
-    before ``stream time - retention`` is dropped when its key is next processed: no record can
-    update it or read it any more. Retention: the store's (size + grace unless ``Materialized``
-    sets more); for sliding windows at least 3 x time difference + grace + 1, the oldest window a
-    record still within reach reads (not on window close: see Emission). A store a user processor
-    names keeps its own retention and expires by Kafka Streams' observed time instead (the largest
-    window start put into it), for the processor's reads and the aggregation's alike
-    (:mod:`.user_dsl_window_store`).
+    A key's windows are one state slot of the task's state row for that key: ``{window_start: (aggregate,
+    timestamp)}`` (Kafka Streams' window store holds the same: the aggregate and the largest timestamp of the
+    records in it). A window whose start is at or before ``stream time - retention`` is dropped when its key is next
+    processed: no record can update it or read it any more. Retention: the store's (size + grace unless
+    ``Materialized`` sets more); for sliding windows at least 3 x time difference + grace + 1, the oldest window a
+    record still within reach reads (not on window close: see Emission). A store a user processor names keeps its
+    own retention and expires by Kafka Streams' observed time instead (the largest window start put into it), for
+    the processor's reads and the aggregation's alike (:mod:`.user_dsl_window_store`).
 
 Time and lateness
-    Every record carries its timestamp (``context.timestamp``) and the task's stream time after
-    it (``context.stream_time``: the largest timestamp of the records with a key, and for sliding
-    windows a value, processed so far; see :mod:`dagster_kstreams.spark.event_time`). A window
-    closes when ``end <= stream time - grace`` (sliding windows: ``end < stream time - grace``,
-    their end is inclusive). A record for a closed window is dropped: one row on
-    :data:`~dagster_kstreams.processors.records.DROPPED_LATE_TOPIC` per (record, closed window), as
-    Kafka Streams records its dropped-records sensor once per closed window.
+    Every record carries its timestamp (``context.timestamp``) and the task's stream time after it
+    (``context.stream_time``: the largest timestamp of the records with a key, and for sliding windows a value,
+    processed so far; see :mod:`dagster_kstreams.spark.event_time`). A window closes when ``end <= stream time -
+    grace`` (sliding windows: ``end < stream time - grace``, their end is inclusive). A record for a closed window
+    is dropped: one row on :data:`~dagster_kstreams.processors.records.DROPPED_LATE_TOPIC` per (record, closed
+    window), as Kafka Streams records its dropped-records sensor once per closed window.
 
 Null keys and values
-    A record with a null key is skipped (and does not advance stream time). Time windows
-    aggregate null values like any other (``count`` counts them, ``reduce`` calls the reducer with
-    ``None``); sliding windows skip them (and they do not advance stream time either).
+    A record with a null key is skipped (and does not advance stream time). Time windows aggregate null values like
+    any other (``count`` counts them, ``reduce`` calls the reducer with ``None``); sliding windows skip them (and
+    they do not advance stream time either).
 
 Emission
-    Downstream processors receive ``Windowed(key, Window(start, end))`` and the window's new
-    aggregate, with the aggregate's timestamp as the record timestamp: with the record cache on (the
-    default) once per changed window per micro-batch, all keys' windows in the order of their last
-    updates (not one absent before and after the batch); with ``with_caching_disabled()`` in
-    ``Materialized``, on every update. With ``emit_strategy(EmitStrategy.on_window_close())`` (time
-    and sliding windows), each window once, when it closes, in the order of :mod:`.window_close`;
-    the sub-topology then runs task-grouped (a record of one key closes the windows of all keys),
-    and the store is Kafka Streams' time-ordered one: it returns nothing older than its own
+    Downstream processors receive ``Windowed(key, Window(start, end))`` and the window's new aggregate, with the
+    aggregate's timestamp as the record timestamp: with the record cache on (the default) once per changed window
+    per micro-batch, all keys' windows in the order of their last updates (not one absent before and after the
+    batch); with ``with_caching_disabled()`` in ``Materialized``, on every update. With
+    ``emit_strategy(EmitStrategy.on_window_close())`` (time and sliding windows), each window once, when it closes,
+    in the order of :mod:`.window_close`; the sub-topology then runs task-grouped (a record of one key closes the
+    windows of all keys), and the store is Kafka Streams' time-ordered one: it returns nothing older than its own
     retention (sliding windows: 2 x time difference + grace by default).
 
 Exactness
-    Kafka Streams keeps the stream time of a windowed processor in the processor: it sees only
-    the records reaching that processor. The classes here read the task's stream time, which is
-    that processor's when every record of the task reaches it unchanged in key (and, sliding
-    windows, value) nullness (:func:`reads_task_stream_time`); otherwise, and for a cogroup's
-    inputs, the processor is built with its own clocks (:mod:`.own_stream_time`) and its
-    sub-topology runs task-grouped. So does a sub-topology with a processor that keeps or reads
-    keyed state after the windowed table: each window is a key of its own there (:mod:`.own_groups`).
+    Kafka Streams keeps the stream time of a windowed processor in the processor: it sees only the records reaching
+    that processor. The classes here read the task's stream time, which is that processor's when every record of the
+    task reaches it unchanged in key (and, sliding windows, value) nullness (:func:`reads_task_stream_time`);
+    otherwise, and for a cogroup's inputs, the processor is built with its own clocks (:mod:`.own_stream_time`) and
+    its sub-topology runs task-grouped. So does a sub-topology with a processor that keeps or reads keyed state
+    after the windowed table: each window is a key of its own there (:mod:`.own_groups`).
 """
 
 from __future__ import annotations
@@ -64,13 +59,8 @@ from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.processors.user_dsl_window_store import observed_time_key
 from dagster_kstreams.processors.user_time_store import NO_TIME
 from dagster_kstreams.processors.window_close import ClosedWindows
-from dagster_kstreams.processors.window_store import (
-    aggregation_functions,
-    dsl_segment_interval,
-    expire,
-    process_sliding_windows,
-    process_time_windows,
-)
+from dagster_kstreams.processors.window_store import (RemovalCut, aggregation_functions, dsl_segment_interval, expire,
+                                                      process_sliding_windows, process_time_windows)
 from dagster_kstreams.processors.window_stream_time import reads_task_stream_time
 from dagster_kstreams.processors.windowed_tables import WindowedTable, check_own_window_reads, keeps_state_downstream
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_CLOSE, ON_WINDOW_UPDATE
@@ -93,6 +83,7 @@ class _WindowAggregate(WindowedTable):
     # returns the windows that start after it minus the retention. Emitting on window close, the
     # time-ordered store's time is ClosedWindows.store_time (the same, always kept).
     observes_store_time = store_in_memory = False  # store_in_memory: an InMemoryWindowStore (user_dsl_window_store)
+    removal_cut: Optional[RemovalCut] = None  # such a store a processor names, read live by a sliding record
     # Whether the time-ordered store of emit-on-close keeps a key index beside its time-first keys
     # (Kafka Streams' RocksDbIndexedTimeOrderedWindowBytesStoreSupplier, hasIndex: the DSL sets it for
     # sliding windows only): its key-range reads then come through the index (user_dsl_window_store.py).
@@ -129,6 +120,7 @@ class _WindowAggregate(WindowedTable):
             expire(store, closed.visible_from(self.retention) - 1, 0)
         elif self.observes_store_time:
             expire(store, self._observed_time(state), self.retention)
+            self.note_store_operation(task_state_of(self, state))  # the record's fetch
         else:
             expire(store, self._store_time(context, state), self.retention)
         initializer, aggregator = self.functions
@@ -203,6 +195,7 @@ class _WindowAggregate(WindowedTable):
     def observe_put(self, task, start: int) -> None:
         """A window starting at ``start`` is put into the store (``task``: the task's state): Kafka Streams'
         store takes its start as its observed time if larger, whether the put is kept or not."""
+        self.note_store_operation(task)  # the put, before its start is observed
         if self.emit_on_close:
             closed = self._closed_windows_of(task)
             closed.store_time = max(closed.store_time, start)
@@ -216,6 +209,11 @@ class _WindowAggregate(WindowedTable):
         if self.emit_on_close:
             return self._closed_windows_of(task).visible_from(self.retention)
         return task.values.get(observed_time_key(self.store), NO_TIME) - self.retention + 1
+
+    def note_store_operation(self, task) -> None:
+        """A fetch, read or put of the store (before the put's start is observed): an in-memory one cuts its map."""
+        if self.removal_cut is not None:
+            self.removal_cut.note(self.first_returned_start(task))
 
     def write_window(self, key, start: int, value, timestamp: Optional[int], context, state) -> None:
         """Store ``(value, timestamp)`` as the key's window ``start`` (None: delete it) without forwarding
@@ -343,7 +341,8 @@ class SlidingWindowAggregate(_WindowAggregate):
     def _store_reads(self, on_update: Callable) -> dict:
         """A sliding record reads several windows through one iterator of the segmented store, whose
         segments a processor may write while the record's earlier windows are forwarded."""
-        return {"on_update": on_update, "segment_interval": dsl_segment_interval(self.retention)}
+        return {"on_update": on_update, "segment_interval": dsl_segment_interval(self.retention),
+                "live_cut": self.removal_cut}
 
     def _due(self, closed: ClosedWindows, context) -> list:
         """Kafka Streams checks only after a record it aggregated: not late, not early."""
@@ -396,4 +395,5 @@ def build(factory, ctx, classes=(TimeWindowAggregate, SlidingWindowAggregate)) -
     check_own_window_reads(sub, factory, what)
     aggregate.task_grouped = aggregate.task_grouped or keeps_state_downstream(sub, factory)
     aggregate.observes_store_time, aggregate.store_in_memory = observes_store_time, store.persistent is False
+    aggregate.removal_cut = RemovalCut() if sliding and observes_store_time and store.persistent is False else None
     return aggregate

@@ -37,9 +37,10 @@ import org.apache.kafka.streams.state.WindowStoreIterator;
  * (SessionStore) and on a sliding count's (TimestampedWindowStore) run by Kafka Streams itself
  * against a real broker until the input is consumed to its end; prints JSON {"describe": ...,
  * "window-counts": {"key@start": count}, "session-counts": {"key@start-end": count}, "sliding-counts":
- * {"key@start": count}} (the stores as interactive queries read them then).
+ * {"key@start": count}, and the same of "session-counts-in-memory" and "sliding-counts-in-memory"} (the
+ * stores as interactive queries read them then). The last two counts keep their stores in memory.
  *
- * Args: bootstrap applicationId stateDir events out sessionsOut slidingOut
+ * Args: bootstrap applicationId stateDir events out sessionsOut slidingOut sessionsInMemoryOut slidingInMemoryOut
  *
  * The Python twin is tests/dsl_window_store_processor_topology.py (WindowCorrector, SessionCorrector,
  * SlidingCorrector); keep the two in step.
@@ -113,13 +114,18 @@ public final class DslWindowStoreProcessorExamples {
     }
 
     static final class SlidingCorrector implements Processor<Windowed<String>, Long, String, String> {
+        private final String store;
         private ProcessorContext<String, String> context;
         private TimestampedWindowStore<String, Long> counts;
+
+        SlidingCorrector(String store) {
+            this.store = store;
+        }
 
         @Override
         public void init(ProcessorContext<String, String> context) {
             this.context = context;
-            this.counts = context.getStateStore("sliding-counts");
+            this.counts = context.getStateStore(store);
         }
 
         @Override
@@ -172,13 +178,20 @@ public final class DslWindowStoreProcessorExamples {
     }
 
     static final class SessionCorrector implements Processor<Windowed<String>, Long, String, String> {
+        private final String store;
+        private final boolean inMemory;
         private ProcessorContext<String, String> context;
         private SessionStore<String, Long> sessions;
+
+        SessionCorrector(String store, boolean inMemory) {
+            this.store = store;
+            this.inMemory = inMemory;
+        }
 
         @Override
         public void init(ProcessorContext<String, String> context) {
             this.context = context;
-            this.sessions = context.getStateStore("session-counts");
+            this.sessions = context.getStateStore(store);
         }
 
         @Override
@@ -190,8 +203,10 @@ public final class DslWindowStoreProcessorExamples {
             Long stored = sessions.fetchSession(key, start, end);
             String around = sessions(sessions.findSessions(key, start - GAP_MS, end + GAP_MS));
             String everyKey = sessions(sessions.backwardFetch("a", "c"));
+            // in memory only: every key's sessions ending around it, by end, then key, then start descending
+            String endingNear = inMemory ? "|" + sessions(sessions.findSessions(start - 5 * GAP_MS, end + GAP_MS)) : "";
             context.forward(new Record<>(key + "@" + start + "-" + end, tag + "session|" + record.value() + "|t"
-                + record.timestamp() + "|" + stored + "|" + around + "|" + everyKey, record.timestamp()));
+                + record.timestamp() + "|" + stored + "|" + around + "|" + everyKey + endingNear, record.timestamp()));
             Long value = record.value();
             if (value == null) {
                 return;
@@ -220,7 +235,8 @@ public final class DslWindowStoreProcessorExamples {
         return content;
     }
 
-    static Topology dslWindowStoreProcessorExamples(String events, String out, String sessionsOut, String slidingOut) {
+    static Topology dslWindowStoreProcessorExamples(String events, String out, String sessionsOut, String slidingOut,
+                                                    String sessionsInMemoryOut, String slidingInMemoryOut) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> stream = builder.stream(events);
         stream
@@ -239,7 +255,7 @@ public final class DslWindowStoreProcessorExamples {
                 Duration.ofMillis(SESSION_GRACE_MS)))
             .count(Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("session-counts").withCachingDisabled())
             .toStream()
-            .process(SessionCorrector::new, "session-counts")
+            .process(() -> new SessionCorrector("session-counts", false), "session-counts")
             .to(sessionsOut);
         stream
             .groupByKey()
@@ -247,19 +263,42 @@ public final class DslWindowStoreProcessorExamples {
                 Duration.ofMillis(SLIDING_GRACE_MS)))
             .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("sliding-counts").withCachingDisabled())
             .toStream()
-            .process(SlidingCorrector::new, "sliding-counts")
+            .process(() -> new SlidingCorrector("sliding-counts"), "sliding-counts")
             .to(slidingOut);
+        // the same two kept in memory: Materialized.withStoreType, and a supplier's in-memory window store
+        stream
+            .groupByKey()
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(GAP_MS),
+                Duration.ofMillis(SESSION_GRACE_MS)))
+            .count(Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("session-counts-in-memory")
+                .withStoreType(Materialized.StoreType.IN_MEMORY).withCachingDisabled())
+            .toStream()
+            .process(() -> new SessionCorrector("session-counts-in-memory", true), "session-counts-in-memory")
+            .to(sessionsInMemoryOut);
+        stream
+            .groupByKey()
+            .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(DIFF_MS),
+                Duration.ofMillis(SLIDING_GRACE_MS)))
+            .count(Materialized.<String, Long>as(Stores.inMemoryWindowStore("sliding-counts-in-memory",
+                Duration.ofMillis(SLIDING_RETENTION_MS), Duration.ofMillis(DIFF_MS), false)).withCachingDisabled())
+            .toStream()
+            .process(() -> new SlidingCorrector("sliding-counts-in-memory"), "sliding-counts-in-memory")
+            .to(slidingInMemoryOut);
         return builder.build();
     }
 
     public static void main(String[] args) throws Exception {
-        Topology topology = dslWindowStoreProcessorExamples(args[3], args[4], args[5], args[6]);
+        Topology topology = dslWindowStoreProcessorExamples(args[3], args[4], args[5], args[6], args[7], args[8]);
         KafkaStreamsRuns.runUntilConsumed(topology, args[0], args[1], args[2], () -> List.of(args[3]),
             Duration.ofMinutes(5), streams -> "{\"describe\": " + Json.quote(topology.describe().toString())
                 + ", \"window-counts\": "
                 + Json.objectOfStrings(WindowExamples.windowStoreContent(streams, "window-counts"))
                 + ", \"session-counts\": " + Json.objectOfStrings(sessionStoreContent(streams, "session-counts"))
                 + ", \"sliding-counts\": "
-                + Json.objectOfStrings(WindowExamples.windowStoreContent(streams, "sliding-counts")) + "}");
+                + Json.objectOfStrings(WindowExamples.windowStoreContent(streams, "sliding-counts"))
+                + ", \"session-counts-in-memory\": "
+                + Json.objectOfStrings(sessionStoreContent(streams, "session-counts-in-memory"))
+                + ", \"sliding-counts-in-memory\": "
+                + Json.objectOfStrings(WindowExamples.windowStoreContent(streams, "sliding-counts-in-memory")) + "}");
     }
 }
