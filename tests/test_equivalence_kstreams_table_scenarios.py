@@ -50,7 +50,7 @@ pytestmark = pytest.mark.integration
 cloudpickle.register_pickle_by_value(kstreams_table_scenarios_topology)
 
 PARTITIONS = 2
-T0 = (int(time.time()) - 3600) // 1000 * 1000  # recent (broker retention)
+T0 = (int(time.time()) - 3600) * 1000  # recent, in ms: records older than the broker's 7-day retention may be deleted mid-test
 FAMILIES = ("a", "b")  # the keys of partition 0, of partition 1
 REGROUPED = ("out-regrouped", "out-mapped-regrouped", "out-prices-counts", "out-rows-keyed-regrouped")  # re-grouped tables' aggregates
 
