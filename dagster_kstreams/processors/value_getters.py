@@ -286,7 +286,7 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
                 "by to_table or an aggregation (a plain cogroup's too, not a windowed one's) (or, to join or re-group "
                 "them, a table-table join's result; to join them, their suppression, of a table-table join's result "
                 "too, with its filter/map_values, keeping a store of their own or not), and their filter/map_values "
-                "(to re-group them after a suppression, without a store of their own) only")
+                "(to re-group them after a suppression, with a store of their own or not) only")
         if len(node.parents) != 1:
             raise UnsupportedTopologyError(
                 f"table {table_node_name!r} of processor {factory.name}: cannot trace its store")
