@@ -2,6 +2,8 @@
 a store of their own (:func:`~dagster_kstreams.processors.suppressed_table_reads.read_by_join_getter`): a
 stream-table or table-table join reads the suppressed table through value getters, through steps without
 a store of their own, up to the first step with one (which the join reads instead). The broker-backed
+A re-grouping of the suppressed table subtracts the old value sent by the last step on the way that
+sends its own: the suppression, or a step with a store of its own after it. The broker-backed
 comparisons with Kafka Streams are test_equivalence_kstreams_window_scenarios.py and
 test_equivalence_suppress.py."""
 
@@ -13,7 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dagster_kstreams.processors.suppressed_table_reads import read_by_join_getter
-from dagster_kstreams.topology import BufferConfig, StreamsBuilder, Suppressed
+from dagster_kstreams.processors.table_behind import table_behind
+from dagster_kstreams.processors.table_regroup import suppressed_plain_table
+from dagster_kstreams.topology import BufferConfig, Grouped, StreamsBuilder, Suppressed
 from dagster_kstreams.topology.materialized import Materialized
 
 READERS = ("table_join", "stream_join", "to_stream")
@@ -36,6 +40,8 @@ def _suppressed_chain(chain, reader):
         table.join(builder.table("other"), lambda mine, theirs: mine).to_stream().to("out")
     elif reader == "stream_join":
         builder.stream("orders").join(table, lambda value, held: value).to("out")
+    elif reader == "regroup":
+        table.group_by(lambda key, value: (key, value), Grouped.as_("by-key")).count().to_stream().to("out")
     else:
         table.to_stream().to("out")
     return builder.build().subtopology(0)
@@ -65,3 +71,15 @@ def test_the_example_by_hand():
     sub = _suppressed_chain([("filter", True), ("map_values", False)], "stream_join")
     (kept,) = _stored_steps(sub)
     assert read_by_join_getter(sub, kept) and not read_by_join_getter(sub, sub.node("held"))
+
+
+@given(steps)
+def test_a_regrouping_subtracts_the_old_values_of_the_last_step_with_a_store_else_the_suppressions(chain):
+    sub = _suppressed_chain(chain, "regroup")
+    (regroup,) = [node for node in sub.nodes if node.kind.value == "table_group_by_map"]
+    behind = table_behind(sub, regroup)
+    stored = [index for index, (_, with_store) in enumerate(chain) if with_store]
+    sender = behind.steps[behind.old_value_sender()]
+    assert suppressed_plain_table(behind)
+    assert sender.name == (sub.node("held").name if not stored else
+                           next(node.name for node in behind.steps if f"step-{stored[-1]}" in node.stores))
