@@ -284,11 +284,18 @@ def _foreign_key_join_of_suppressed(builder):
                                lambda mine, theirs: mine).to_stream().to("out")
 
 
+def _foreign_key_join_of_suppressed_left(builder):
+    builder.table("tables").suppress(_held()).join(builder.table("left"), lambda value: value,
+                                                   lambda mine, theirs: mine).to_stream().to("out")
+
+
 @pytest.mark.parametrize("build, processor, reason", [
     # a suppressed windowed table: the table behind the suppression is read as a plain one only
     (_join_of_suppressed_windowed_table, r"KTABLE-JOINTHIS-\d+", r"whose values come from .* \(windowed_aggregate\)"),
-    # a foreign-key join reads no suppressed table
+    # a foreign-key join reads no suppressed table (neither side)
     (_foreign_key_join_of_suppressed, r"KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-\d+", r"whose values come from .* \(suppress\)"),
+    (_foreign_key_join_of_suppressed_left, r"KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-\d+",
+     r"whose values come from .* \(suppress\)"),
 ])
 def test_what_reads_a_suppressed_table_otherwise_is_still_refused_naming_the_reader(build, processor, reason):
     builder = StreamsBuilder()

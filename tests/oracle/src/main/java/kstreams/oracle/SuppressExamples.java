@@ -52,7 +52,8 @@ import org.apache.kafka.streams.state.WindowStore;
  *       outWindowedBytes outSessionsFiltered outSessionBytes outSlidingFiltered outSlidingBytes outHeld
  *       outClosedWritten outClosedReads outClosedSessionsWritten outClosedSessionReads
  *       outClosedSlidingWritten outClosedSlidingReads outHeldRegrouped outHeldJoined outHeldLookedUp
- *       outHeldKeptJoined outJoinedHeldJoined outJoinedHeldRegrouped outHeldKeptRegrouped outShutDown
+ *       outHeldKeptJoined outJoinedHeldJoined outJoinedHeldRegrouped outHeldKeptRegrouped outHeldTwiceJoined
+ *       outHeldTwiceLookedUp outShutDown
  *
  * A second application (applicationId + "-shut-down", started first, run at once) suppresses the
  * prices table in a buffer of SHUT_DOWN_BYTES bytes that shuts down when full: it stops at the first

@@ -22,8 +22,9 @@ final class SuppressedReaderExamples {
 
     /** The table's updates looking the suppressed table up (a stream-table join), a join through a filter with a
      * store of its own after the suppression, the same filter re-grouped by key family (its old values are its
-     * store's), and the suppressed left join joined and re-grouped by key family; {@code out} in that order but
-     * the filter's re-grouping last. */
+     * store's), the suppressed left join joined and re-grouped by key family, and the suppressed table suppressed
+     * again, left-joined and looked up by the table (through both buffers); {@code out} in that order but the
+     * filter's re-grouping after the left join's. */
     static void otherSuppressedReaders(KTable<String, String> priceTable, KTable<String, String> heldRead,
                                        KTable<String, String> heldJoined, List<String> out) {
         priceTable.toStream().join(heldRead, (mine, held) -> mine + "|" + held).to(out.get(0));
@@ -41,5 +42,9 @@ final class SuppressedReaderExamples {
             .aggregate(() -> "", (key, value, agg) -> agg + "+" + value, (key, value, agg) -> agg + "-" + value,
                 Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("held-kept-families").withCachingDisabled())
             .toStream().to(out.get(4));
+        KTable<String, String> heldTwice = heldRead.suppress(
+            Suppressed.<String>untilTimeLimit(Duration.ofSeconds(1), BufferConfig.unbounded()).withName("held-twice"));
+        priceTable.leftJoin(heldTwice, (mine, held) -> mine + "|" + held).toStream().to(out.get(5));
+        priceTable.toStream().join(heldTwice, (mine, held) -> mine + "/" + held).to(out.get(6));
     }
 }
