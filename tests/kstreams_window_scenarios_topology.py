@@ -38,6 +38,7 @@ OUTPUT_KEYS = {
     "out-moves": None, "out-hopping-closed": 10, "out-session-closed": "session", "out-windowed-keys": None,
     "out-regroup-bytes": None, "out-held-counts": None, "out-join-right-held": None, "out-join-left-held": None,
     "out-stream-held": None, "out-kept-held": None, "out-join-held-joined": None, "out-join-held-sums": None,
+    "out-held-filtered-sums": None, "out-join-held-twice": None, "out-stream-held-twice": None,
 }
 OUTPUTS = tuple(OUTPUT_KEYS)
 # A time limit that never comes (SuppressScenarioTest's Long.MAX_VALUE is beyond a timedelta).
@@ -195,7 +196,8 @@ def _other_suppressed_readers(left, right, right_held, pair, topics: dict[str, s
     """A suppressed table read by a stream-table join (the left table's updates look their key up through
     the buffer), by a table-table join through a filter with a store of its own (which the join reads),
     and a suppressed join's result joined and re-grouped (each update it emits subtracts the old value
-    it sends)."""
+    it sends), the suppressed table re-grouped through a filter with a store of its own (each update
+    subtracts what the filter last forwarded), and its suppression joined with a table and a stream."""
     left.to_stream().left_join(right_held, pair).process_values(StampValues) \
         .to(topics["out-stream-held"], Produced.with_(Serdes.String(), Serdes.String()))
     kept = right_held.filter(lambda key, value: value not in ("2", "tick2"), _uncached("right-held-kept"))
@@ -206,3 +208,16 @@ def _other_suppressed_readers(left, right, right_held, pair, topics: dict[str, s
     _stamped(join_held.group_by(lambda key, value: (key, value), Grouped.as_("join-held-by-key"))
              .aggregate(lambda: "", lambda key, value, agg: agg + "+" + value, lambda key, value, agg: agg + "-" + value,
                         _uncached("join-held-sums")), topics["out-join-held-sums"], Serdes.String())
+    # re-grouped through a filter with a store of its own after the suppression: each update the filter
+    # forwards subtracts the value its store held (what it last forwarded), not the suppression's old value
+    filtered = right_held.filter(lambda key, value: value not in ("1", "tick1"), _uncached("right-held-filtered"))
+    _stamped(filtered.group_by(lambda key, value: (key, value), Grouped.as_("right-held-filtered-by-key"))
+             .aggregate(lambda: "", lambda key, value, agg: agg + "+" + value, lambda key, value, agg: agg + "-" + value,
+                        _uncached("right-held-filtered-sums")), topics["out-held-filtered-sums"], Serdes.String())
+    # the suppressed table suppressed again (5 ms), read by a table-table and a stream-table join: through
+    # both buffers (a key buffered in the second: its prior value, the old value the first sent with it)
+    held_twice = right_held.suppress(Suppressed.until_time_limit(_ms(5), BufferConfig.unbounded())
+                                     .with_name("right-held-twice"))
+    _stamped(left.join(held_twice, pair), topics["out-join-held-twice"], Serdes.String())
+    left.to_stream().left_join(held_twice, pair).process_values(StampValues) \
+        .to(topics["out-stream-held-twice"], Produced.with_(Serdes.String(), Serdes.String()))

@@ -20,7 +20,9 @@ from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Processor
 from dagster_kstreams.topology.serdes import Serdes, Window, Windowed, WindowedSerde
 from dagster_kstreams.topology.suppressed import BufferConfig, Suppressed
 from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
+
 from suppress_context_topology import CONTEXT_OUTPUTS, suppressed_contexts
+from suppressed_readers_topology import READER_OUTPUTS, other_suppressed_readers
 
 INPUTS = ("events", "prices", "slides")
 OUTPUTS = ("out-final", "out-closed", "out-sessions", "out-limited", "out-debounced", "out-closed-sliding",
@@ -28,8 +30,7 @@ OUTPUTS = ("out-final", "out-closed", "out-sessions", "out-limited", "out-deboun
            "out-windowed-bytes", "out-sessions-filtered", "out-session-bytes", "out-sliding-filtered",
            "out-sliding-bytes", "out-held", "out-closed-written", "out-closed-reads", "out-closed-sessions-written",
            "out-closed-session-reads", "out-closed-sliding-written", "out-closed-sliding-reads", "out-held-regrouped",
-           "out-held-joined", "out-held-looked-up", "out-held-kept-joined", "out-joined-held-joined",
-           "out-joined-held-regrouped", *CONTEXT_OUTPUTS)
+           "out-held-joined", *READER_OUTPUTS, *CONTEXT_OUTPUTS)
 SHUT_DOWN_OUTPUT = "out-shut-down"  # of the shut-down application (shut_down_example)
 SHUT_DOWN_BYTES, RAISED_BYTES, WINDOWED_BYTES, SESSION_BYTES, SLIDING_BYTES = 480, 2_000, 300, 300, 300
 # How each output's keys are read: a time window of that size, a session window, or a plain string.
@@ -40,9 +41,8 @@ OUTPUT_KEYS = {"out-final": 10_000, "out-closed": 10_000, "out-sessions": "sessi
                "out-sliding-filtered": 5_000, "out-sliding-bytes": 5_000, "out-held": None,
                "out-closed-written": 10_000, "out-closed-reads": None, "out-closed-sessions-written": "session",
                "out-closed-session-reads": None, "out-closed-sliding-written": 5_000, "out-closed-sliding-reads": None,
-               "out-held-regrouped": None, "out-held-joined": None, "out-held-looked-up": None,
-               "out-held-kept-joined": None, "out-joined-held-joined": None, "out-joined-held-regrouped": None,
-               **dict.fromkeys(CONTEXT_OUTPUTS), SHUT_DOWN_OUTPUT: None}
+               "out-held-regrouped": None, "out-held-joined": None,
+               **dict.fromkeys((*READER_OUTPUTS, *CONTEXT_OUTPUTS)), SHUT_DOWN_OUTPUT: None}
 
 
 class ClosedWindowWriter(Processor):
@@ -331,7 +331,7 @@ def suppress_examples(topics: dict[str, str]) -> StreamsBuilder:
         .to(topics["out-held-regrouped"])
     held_joined = prices.left_join(held_read, lambda mine, held: mine + "|" + ("null" if held is None else held))
     held_joined.to_stream().to(topics["out-held-joined"])
-    _other_suppressed_readers(prices, held_read, held_joined, topics)
+    other_suppressed_readers(prices, held_read, held_joined, topics)  # tests/suppressed_readers_topology.py
     suppressed_contexts(prices, topics)  # tests/suppress_context_topology.py
     # A processor writes and reads the store of an aggregate emitting on window close: what it writes
     # is what the emit sends (each window with its timestamp).
@@ -366,22 +366,6 @@ def suppress_examples(topics: dict[str, str]) -> StreamsBuilder:
             Produced.with_(WindowedSerde(Serdes.String(), 5_000), Serdes.String()))
     slide_stream.process(ClosedSlidingWriter, "closed-sliding-written").to(topics["out-closed-sliding-reads"])
     return builder
-
-
-def _other_suppressed_readers(prices, held_read, held_joined, topics: dict[str, str]) -> None:
-    """The table's updates looking the suppressed table up (a stream-table join, through the buffer), a
-    join through a filter with a store of its own after the suppression (that store), and the suppressed
-    left join joined and re-grouped by key family."""
-    prices.to_stream().join(held_read, lambda mine, held: mine + "|" + held).to(topics["out-held-looked-up"])
-    held_read.filter(lambda key, value: not value.startswith("x"), Materialized.as_("held-kept").with_caching_disabled()) \
-        .join(prices, lambda held, mine: held + "|" + mine).to_stream().to(topics["out-held-kept-joined"])
-    joined_held = held_joined.suppress(Suppressed.until_time_limit(timedelta(seconds=1), BufferConfig.unbounded())
-                                       .with_name("joined-held"))
-    joined_held.join(prices, lambda held, mine: held + "/" + mine).to_stream().to(topics["out-joined-held-joined"])
-    joined_held.group_by(lambda key, value: (key[0], value), Grouped.as_("joined-held-by-family")) \
-        .aggregate(lambda: "", lambda key, value, agg: agg + "+" + value, lambda key, value, agg: agg + "-" + value,
-                   Materialized.as_("joined-held-families").with_caching_disabled()) \
-        .to_stream().to(topics["out-joined-held-regrouped"])
 
 
 def shut_down_example(topics: dict[str, str], max_bytes: int = SHUT_DOWN_BYTES) -> StreamsBuilder:

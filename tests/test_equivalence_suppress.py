@@ -25,8 +25,10 @@ suppressions bounded in bytes as Kafka Streams sizes a buffered record (``max_by
 that shuts down when full and never is; a suppression until a time limit re-grouped by key family (each
 update it emits subtracts the old value it sends) and left-joined by the prices table itself (whose
 updates read it through the buffer: a buffered key's prior value), looked up by the table's own updates
-(a stream-table join), joined through a filter with a store of its own (that store), and that left join
-suppressed, then joined and re-grouped. Windowed aggregations and the table run without
+(a stream-table join), joined and re-grouped through a filter with a store of its own (that store: what
+the filter last forwarded, with the re-grouping's old values), that left join suppressed, then joined
+and re-grouped, and the suppressed table suppressed again, left-joined and looked up by the table itself
+(through both buffers). Windowed aggregations and the table run without
 the record cache, so what reaches each suppression, and so its output, is fixed by the input.
 Kafka Streams 4.3.1 runs it once (emit-on-window-close checked after every record).
 
@@ -66,6 +68,7 @@ from pyspark import cloudpickle
 import oracle_harness
 import suppress_context_topology
 import suppress_topology
+import suppressed_readers_topology
 from equivalence_io import output_topics, produce_strings, windowed_key_reader
 from killed_runs import run_until_killed
 from suppress_context_topology import CONTEXT_OUTPUTS
@@ -80,6 +83,7 @@ pytestmark = pytest.mark.integration
 # Spark's Python workers cannot import modules of tests/: ship the topology's lambdas by value.
 cloudpickle.register_pickle_by_value(suppress_topology)
 cloudpickle.register_pickle_by_value(suppress_context_topology)
+cloudpickle.register_pickle_by_value(suppressed_readers_topology)
 
 PARTITIONS = 2
 T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute
@@ -261,13 +265,26 @@ def _assert_reference_exercises_it(expected: dict, records: dict) -> None:
 def _assert_the_other_readers_of_the_suppression_matter(expected: dict, family: str) -> None:
     """The table's updates looked up in its suppression: some read a value other than their own (a buffered
     key's prior value); the join through the kept filter never reads a value the filter drops; the
-    suppressed left join's result re-grouped subtracts."""
+    suppressed left join's result re-grouped subtracts; the kept filter re-grouped subtracts what it added; the
+    suppression of the suppression is read through both buffers."""
     looked_up = [value.split("|") for _, value in expected[("out-held-looked-up", family)]]
     assert len(looked_up) > 20 and any(mine != held for mine, held in looked_up)
     kept = [value.split("|")[0] for _, value in expected[("out-held-kept-joined", family)] if value is not None]
     assert len(kept) > 20 and not any(held.startswith("x") for held in kept)
     assert len(expected[("out-joined-held-joined", family)]) > 20
     assert any("-" in value for _, value in expected[("out-joined-held-regrouped", family)])
+    # re-grouped through the kept filter: it subtracts only what it added (its store's old values, what the
+    # filter last forwarded), never a value the filter dropped
+    (*_, (_, history)) = expected[("out-held-kept-regrouped", family)]
+    added: dict[str, int] = {}
+    for sign, value in re.findall(r"([+-])([^+-]*)", history):
+        added[value] = added.get(value, 0) + (1 if sign == "+" else -1)
+        assert added[value] >= 0 and not value.startswith("x"), (sign, value)
+    assert "-" in history
+    # suppressed again: some of the table's updates read a value other than their own through both buffers
+    looked_up = [value.split("/") for _, value in expected[("out-held-twice-looked-up", family)]]
+    assert len(looked_up) > 20 and any(mine != held for mine, held in looked_up)
+    assert len(expected[("out-held-twice-joined", family)]) > 20
 
 
 def _assert_updates_go_out_in_their_buffered_context(expected: dict, family: str) -> None:

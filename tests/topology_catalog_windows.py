@@ -281,6 +281,7 @@ def suppress_and_emit_on_close_examples():
              "out-closed-sliding-reads": "closed-sliding-reads", "out-held-regrouped": "held-regrouped",
              "out-held-joined": "held-joined", "out-held-looked-up": "held-looked-up",
              "out-held-kept-joined": "held-kept-joined", "out-joined-held-joined": "joined-held-joined",
-             "out-joined-held-regrouped": "joined-held-regrouped", "out-held-context": "held-context",
-             "out-held-context-odd": "held-context-odd"}
+             "out-joined-held-regrouped": "joined-held-regrouped", "out-held-kept-regrouped": "held-kept-regrouped",
+             "out-held-twice-joined": "held-twice-joined", "out-held-twice-looked-up": "held-twice-looked-up",
+             "out-held-context": "held-context", "out-held-context-odd": "held-context-odd"}
     return suppress_examples(names).build()

@@ -60,8 +60,8 @@ from dagster_kstreams.processors.base import Processor, register
 from dagster_kstreams.processors.errors import ProcessingError
 from dagster_kstreams.processors.own_groups import own_group
 from dagster_kstreams.processors.suppress_size import buffered_record_size
-from dagster_kstreams.processors.suppressed_table_reads import read_by_join_getter
-from dagster_kstreams.processors.table_behind import old_values_read_below, table_behind
+from dagster_kstreams.processors.suppressed_table_reads import keeps_old_values
+from dagster_kstreams.processors.table_behind import table_behind
 from dagster_kstreams.processors.value_getters import ValueGetter
 from dagster_kstreams.processors.table_old_values import (
     old_value_getter, sent_old_value_key, serialize_for, table_key_serde,
@@ -294,8 +294,9 @@ def build(factory, ctx) -> Suppress:
     # the old value behind each update: sized with it when bounded in bytes, emitted with it when read below
     table = None if config.max_bytes is None else old_value_getter(ctx, factory, suppressed)
     old_values = None
-    # read below (a re-grouping subtracts it), or read as the prior value by a join's getter
-    if old_values_read_below(sub, factory) or read_by_join_getter(sub, factory):
+    # read below (a re-grouping subtracts it), or read as the prior value by a join's getter (of a
+    # suppression after this one too)
+    if keeps_old_values(sub, factory):
         # a join's result through its tables' getters, a suppressed one's through its buffer
         old_values = old_value_getter(ctx, factory, suppressed, through_joins=True, suppressions=True)
     until_window_closes = bool(params["until_window_closes"])

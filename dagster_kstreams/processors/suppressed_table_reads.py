@@ -5,15 +5,17 @@ A stream-table or table-table join reads a table suppressed by a time limit
 the buffer's prior value, the old value of the first update buffered for the key (what the suppressed
 table showed before it: ``priorValueForBuffered``), with Kafka's unknown timestamp; for any other key,
 the value of the table behind the suppression (a table-table join's result too, whose own getter reads
-a suppressed table through its buffer), through its own getter. A suppression of a suppressed table
-is refused where it is read (``value_getters``): not compared with Kafka Streams yet. A ``filter``/``map_values`` with a store of its own after the suppression is read from that
+a suppressed table through its buffer; a suppressed table's, through its buffer too), through its own
+getter. A ``filter``/``map_values`` with a store of its own after the suppression is read from that
 store, as any table's (it keeps it: :func:`read_by_join_getter`). The old value of an update the
 suppression forwards is the one it sends with it (its latest buffered update's old value, left in the
 key's ``state.old_values`` under :func:`sent_old_value_key`), which a re-grouping subtracts and a left or
 outer join reads.
 
 The suppression keeps the prior value of each buffered key only when a getter reads it
-(:func:`read_by_join_getter`), as it keeps old values only when a reader below needs them.
+(:func:`read_by_join_getter`), as it keeps old values only when a reader below needs them, a
+suppression after it too (:func:`keeps_old_values`): the prior values of that one are the old values
+this one sends.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ from typing import Any
 
 from dagster_kstreams.processors.base import Processor
 from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.processors.table_behind import old_values_read_below
 from dagster_kstreams.topology.node_specs import NodeKind
 
-__all__ = ["SuppressedView", "sent_old_value_key", "read_by_join_getter", "UNKNOWN_TIMESTAMP"]
+__all__ = ["SuppressedView", "sent_old_value_key", "read_by_join_getter", "keeps_old_values", "UNKNOWN_TIMESTAMP"]
 
 # The steps a join's getter reads through to the table above them (KTableFilter's and KTableMapValues'
 # getters without a store of their own apply the step to their parent's value).
@@ -58,6 +61,25 @@ def read_by_join_getter(sub, table) -> bool:
     # a stream-table join names its table (the table is not its parent)
     return any(node.kind is NodeKind.STREAM_TABLE_JOIN and node.params.get("table") in read_through
                for node in sub.nodes)
+
+
+def keeps_old_values(sub, suppression) -> bool:
+    """Whether the suppression ``suppression`` keeps the old value of each update it buffers (to emit it
+    with the update, and as a buffered key's prior value): a reader below needs them
+    (:func:`~.table_behind.old_values_read_below`), a join's getter reads it (:func:`read_by_join_getter`),
+    or a suppression after it (through filters/map_values without a store of their own) keeps its own,
+    which are the ones this one sends (Kafka Streams' suppression asks its parent for old values always)."""
+    if old_values_read_below(sub, suppression) or read_by_join_getter(sub, suppression):
+        return True
+    stack = list(suppression.children)
+    while stack:
+        child = sub.node(stack.pop())
+        if child.kind is NodeKind.SUPPRESS:
+            if keeps_old_values(sub, child):
+                return True
+        elif child.kind in _READ_THROUGH and not child.stores:
+            stack.extend(child.children)
+    return False
 
 
 class SuppressedView:

@@ -195,12 +195,13 @@ _SUPPRESSED_WRITERS = frozenset({NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeK
 
 
 def suppressed_plain_table(behind) -> bool:
-    """Whether the last step on the way that sends its own old values is a suppression of a plain
-    (not windowed) table written by one of :data:`_SUPPRESSED_WRITERS` (only filters/map_values without a
-    store of their own after it)."""
-    sender = behind.old_value_sender()
-    return behind.writer is not None and behind.writer.kind in _SUPPRESSED_WRITERS and sender is not None \
-        and behind.steps[sender].kind is NodeKind.SUPPRESS
+    """Whether a suppression is on the way from a plain (not windowed) table written by one of
+    :data:`_SUPPRESSED_WRITERS`: the last step that sends its own old values is that suppression, or a
+    filter/map_values with a store of its own after it (Kafka Streams' ``KTableFilter``/``KTableMapValues``
+    with a ``queryableName`` sends the old value its store held, what it last forwarded for the key, not
+    the suppression's: it keeps its store for it, :func:`~.table_step_stores.keeps_own_store`)."""
+    return behind.writer is not None and behind.writer.kind in _SUPPRESSED_WRITERS \
+        and behind.old_value_sender() is not None
 
 
 def _repartition_map(factory, ctx) -> TableRepartitionMap:
@@ -216,7 +217,8 @@ def _repartition_map(factory, ctx) -> TableRepartitionMap:
         # (table_transform_values.check_runs admits no step between them)
         table_values = SentOldValue(behind.writer.name, ())
     elif suppressed_plain_table(behind):
-        # the old value the suppression sends with each update it forwards (its latest buffered update's)
+        # the old value the suppression sends with each update it forwards (its latest buffered update's),
+        # or the one a filter/map_values keeping its store after it held
         table_values = old_value_getter(ctx, factory, behind)
     else:
         # A windowed table's old value: the one its aggregation forwards with the window's update.

@@ -22,7 +22,7 @@ from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.suppressed_table_reads import SuppressedView
 from dagster_kstreams.processors.table_step_stores import keeps_own_store
 from dagster_kstreams.processors.versioned_tables import VersionedTable, versioned_table
-from dagster_kstreams.processors.table_behind import FILTERS_AND_MAP_VALUES, materialized_step, table_behind, table_of
+from dagster_kstreams.processors.table_behind import materialized_step, table_behind
 from dagster_kstreams.processors.windowed_table_reads import (
     is_windowed_table, readable_windows_on_update, windowed_store_size,
 )
@@ -266,9 +266,9 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
                 "session's start and end, fetchSession) and their re-groupings and joins")
         if suppressions and node.kind is NodeKind.SUPPRESS and not stored_steps:
             # the buffer's prior value of a buffered key, else the plain table behind it, a join's result
-            # too (of a suppressed table too; a windowed one is refused there, naming the reader)
+            # too (of a suppressed table too; a windowed one is refused there, naming the reader), a
+            # suppressed one through its buffer
             steps.reverse()
-            _check_not_suppressed_twice(ctx, factory, node)
             parent = value_getter(ctx, factory, node.parents[0], through_joins=True, suppressions=True)
             return ValueGetter(None, tuple(steps), joined=SuppressedView(node.name, parent))
         if materialized_step(node):
@@ -286,7 +286,7 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
                 "by to_table or an aggregation (a plain cogroup's too, not a windowed one's) (or, to join or re-group "
                 "them, a table-table join's result; to join them, their suppression, of a table-table join's result "
                 "too, with its filter/map_values, keeping a store of their own or not), and their filter/map_values "
-                "(to re-group them after a suppression, without a store of their own) only")
+                "(to re-group them after a suppression, with a store of their own or not) only")
         if len(node.parents) != 1:
             raise UnsupportedTopologyError(
                 f"table {table_node_name!r} of processor {factory.name}: cannot trace its store")
@@ -298,18 +298,6 @@ def _kept_store_read(behind, window_size, suppressions: bool) -> bool:
     neither windowed nor suppressed, or the store is keyed by windows read as such (``window_size``), or
     the reader reads suppressions (``suppressions``) and the table is a plain one's suppression."""
     return window_size is not None or not behind.windowed_or_suppressed or (suppressions and not behind.aggregations)
-
-
-def _check_not_suppressed_twice(ctx, factory, suppression) -> None:
-    """A suppression of a suppressed table (through filters/map_values) is read through both buffers in
-    Kafka Streams: not compared with it yet."""
-    sub = ctx.subtopology
-    behind = table_of(sub, sub.node(suppression.parents[0]), FILTERS_AND_MAP_VALUES).writer
-    if behind.kind is NodeKind.SUPPRESS:
-        raise UnsupportedTopologyError(
-            f"processor {factory.name} ({factory.kind.value}) reads {suppression.name}, a suppression of the "
-            f"suppressed table {behind.name}; the Spark runner reads a suppression of a plain table or of a "
-            "table-table join's result only: through two buffers is not compared with Kafka Streams yet")
 
 
 def _joined_values(ctx, factory, merge, windowed: bool, sessions: bool, suppressions: bool) -> JoinedValues:

@@ -52,7 +52,8 @@ import org.apache.kafka.streams.state.WindowStore;
  *       outWindowedBytes outSessionsFiltered outSessionBytes outSlidingFiltered outSlidingBytes outHeld
  *       outClosedWritten outClosedReads outClosedSessionsWritten outClosedSessionReads
  *       outClosedSlidingWritten outClosedSlidingReads outHeldRegrouped outHeldJoined outHeldLookedUp
- *       outHeldKeptJoined outJoinedHeldJoined outJoinedHeldRegrouped outHeldContext outHeldContextOdd outShutDown
+ *       outHeldKeptJoined outJoinedHeldJoined outJoinedHeldRegrouped outHeldKeptRegrouped outHeldTwiceJoined
+ *       outHeldTwiceLookedUp outHeldContext outHeldContextOdd outShutDown
  *
  * A second application (applicationId + "-shut-down", started first, run at once) suppresses the
  * prices table in a buffer of SHUT_DOWN_BYTES bytes that shuts down when full: it stops at the first
@@ -61,7 +62,8 @@ import org.apache.kafka.streams.state.WindowStore;
  *
  * The Python twin is suppress_examples() in tests/suppress_topology.py; keep the two in step. The
  * processors that write the stores of the aggregates emitting on window close are classes of their
- * own: ClosedWindowWriter, ClosedSessionWriter, ClosedSlidingWriter.
+ * own: ClosedWindowWriter, ClosedSessionWriter, ClosedSlidingWriter; the suppressed table's other readers
+ * are SuppressedReaderExamples'.
  */
 public final class SuppressExamples {
     private SuppressExamples() {}
@@ -227,8 +229,8 @@ public final class SuppressExamples {
             .to(outHeldRegrouped);
         KTable<String, String> heldJoined = priceTable.leftJoin(heldRead, (mine, held) -> mine + "|" + held);
         heldJoined.toStream().to(outHeldJoined);
-        otherSuppressedReaders(priceTable, heldRead, heldJoined, outReaders);
-        SuppressContextExamples.suppressedContexts(priceTable, outReaders.subList(4, 6));
+        SuppressedReaderExamples.otherSuppressedReaders(priceTable, heldRead, heldJoined, outReaders.subList(0, 7));
+        SuppressContextExamples.suppressedContexts(priceTable, outReaders.subList(7, 9));
         // A processor writes and reads the store of an aggregate emitting on window close: what it writes
         // is what the emit sends (each window with its timestamp).
         grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2))
@@ -303,23 +305,6 @@ public final class SuppressExamples {
         return builder.build();
     }
 
-    /** The table's updates looking the suppressed table up (a stream-table join), a join through a filter with a
-     * store of its own after the suppression, and the suppressed left join joined and re-grouped by key family. */
-    static void otherSuppressedReaders(KTable<String, String> priceTable, KTable<String, String> heldRead,
-                                       KTable<String, String> heldJoined, List<String> out) {
-        priceTable.toStream().join(heldRead, (mine, held) -> mine + "|" + held).to(out.get(0));
-        heldRead.filter((key, value) -> !value.startsWith("x"),
-                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("held-kept").withCachingDisabled())
-            .join(priceTable, (held, mine) -> held + "|" + mine).toStream().to(out.get(1));
-        KTable<String, String> joinedHeld = heldJoined.suppress(
-            Suppressed.<String>untilTimeLimit(Duration.ofSeconds(1), BufferConfig.unbounded()).withName("joined-held"));
-        joinedHeld.join(priceTable, (held, mine) -> held + "/" + mine).toStream().to(out.get(2));
-        joinedHeld.groupBy((key, value) -> KeyValue.pair(key.substring(0, 1), value), Grouped.as("joined-held-by-family"))
-            .aggregate(() -> "", (key, value, agg) -> agg + "+" + value, (key, value, agg) -> agg + "-" + value,
-                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("joined-held-families").withCachingDisabled())
-            .toStream().to(out.get(3));
-    }
-
     /** Where the first processing error happened, as Kafka Streams' handler context says it. */
     static final AtomicReference<String> FAILURE = new AtomicReference<>();
 
@@ -365,7 +350,8 @@ public final class SuppressExamples {
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
             KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> List.of(args[3], args[4], args[5],
                                                applicationId + "-held-by-family-repartition",
-                                               applicationId + "-joined-held-by-family-repartition"),
+                                               applicationId + "-joined-held-by-family-repartition",
+                                               applicationId + "-held-kept-by-family-repartition"),
                                                Duration.ofMinutes(5));
             long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
             while (FAILURE.get() == null && System.nanoTime() < deadline) {

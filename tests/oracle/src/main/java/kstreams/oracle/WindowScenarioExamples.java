@@ -58,7 +58,8 @@ public final class WindowScenarioExamples {
         "out-final", "out-final-jump", "out-final-sliding", "out-regroup-counts", "out-regroup-zero",
         "out-regroup-limit", "out-regroup-records", "out-moves", "out-hopping-closed", "out-session-closed",
         "out-windowed-keys", "out-regroup-bytes", "out-held-counts", "out-join-right-held", "out-join-left-held",
-        "out-stream-held", "out-kept-held", "out-join-held-joined", "out-join-held-sums");
+        "out-stream-held", "out-kept-held", "out-join-held-joined", "out-join-held-sums",
+        "out-held-filtered-sums", "out-join-held-twice", "out-stream-held-twice");
     // SuppressScenarioTest's Long.MAX_VALUE, as the twin can say it (a timedelta ends sooner).
     static final Duration NEVER = Duration.ofDays(100 * 365);
 
@@ -207,7 +208,8 @@ public final class WindowScenarioExamples {
     }
 
     /** A suppressed table read by a stream-table join, by a table-table join through a filter with a store of
-     * its own, and a suppressed join's result joined and re-grouped. */
+     * its own, a suppressed join's result joined and re-grouped, and the suppressed table re-grouped through a
+     * filter with a store of its own, and its suppression joined with a table and a stream. */
     static void otherSuppressedReaders(KTable<String, String> left, KTable<String, String> right,
                                        KTable<String, String> rightHeld, List<String> out) {
         left.toStream().leftJoin(rightHeld, WindowScenarioExamples::pair).processValues(() -> new StampAny<String, String>())
@@ -222,6 +224,19 @@ public final class WindowScenarioExamples {
             .aggregate(() -> "", (key, value, agg) -> agg + "+" + value, (key, value, agg) -> agg + "-" + value,
                 WindowScenarioExamples.<KeyValueStore<Bytes, byte[]>, String>uncached("join-held-sums")),
             out.get(29), Serdes.String());
+        // re-grouped through a filter with a store of its own: its old values are that store's
+        KTable<String, String> filtered = rightHeld.filter((key, value) -> !value.equals("1") && !value.equals("tick1"),
+            WindowScenarioExamples.<KeyValueStore<Bytes, byte[]>, String>uncached("right-held-filtered"));
+        stamped(filtered.groupBy(KeyValue::pair, Grouped.as("right-held-filtered-by-key"))
+            .aggregate(() -> "", (key, value, agg) -> agg + "+" + value, (key, value, agg) -> agg + "-" + value,
+                WindowScenarioExamples.<KeyValueStore<Bytes, byte[]>, String>uncached("right-held-filtered-sums")),
+            out.get(30), Serdes.String());
+        // suppressed again, joined with a table and a stream: read through both buffers
+        KTable<String, String> heldTwice = rightHeld.suppress(
+            Suppressed.untilTimeLimit(Duration.ofMillis(5), BufferConfig.unbounded()).withName("right-held-twice"));
+        stamped(left.join(heldTwice, WindowScenarioExamples::pair), out.get(31), Serdes.String());
+        left.toStream().leftJoin(heldTwice, WindowScenarioExamples::pair).processValues(() -> new StampAny<String, String>())
+            .to(out.get(32), Produced.with(Serdes.String(), Serdes.String()));
     }
 
     public static void main(String[] args) throws Exception {
@@ -241,6 +256,7 @@ public final class WindowScenarioExamples {
                 () -> List.of(args[3], args[4], args[5], args[6], applicationId + "-final-by-key-repartition",
                               applicationId + "-held-by-key-repartition",
                               applicationId + "-join-held-by-key-repartition",
+                              applicationId + "-right-held-filtered-by-key-repartition",
                               applicationId + "-by-value-repartition", applicationId + "-by-first-repartition"),
                 Duration.ofMinutes(5));
             System.out.println(KafkaStreamsRuns.describeJson(topology));
