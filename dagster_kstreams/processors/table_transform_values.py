@@ -31,6 +31,7 @@ from dagster_kstreams.processors.base import register
 from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopologyError
 from dagster_kstreams.processors.suppressed_table_reads import sent_old_value_key
 from dagster_kstreams.processors.table_behind import table_behind
+from dagster_kstreams.processors.user_processor_context import leave_old_value, record_context_time
 from dagster_kstreams.processors.user_processors import UserProcessorNode, connected_stores
 from dagster_kstreams.processors.versioned_tables import reads_versioned_updates
 from dagster_kstreams.topology.node_specs import NodeKind, StoreType
@@ -68,12 +69,7 @@ class TransformerContext:
     def timestamp(self) -> int:
         """The time of the update being transformed; in a punctuator the punctuation's time, in ``init``
         the wall clock's (Kafka Streams' record context there)."""
-        context = self._context
-        if context._record_context is not None:
-            return context._record_context.timestamp
-        if context._punctuation_time is not None:
-            return context._punctuation_time
-        return context.current_system_time_ms()
+        return record_context_time(self._context)
 
     def task_id(self) -> TaskId:
         return self._context.task_id()
@@ -106,7 +102,7 @@ class TransformingProcessor(FixedKeyProcessor):
     def process(self, record: Record) -> None:
         new_value = self.transformer.transform(record.key, record.value)
         if self.sends_old_values:
-            self.context._group.old_values[sent_old_value_key(self.processor_name)] = self.store.get(record.key)
+            leave_old_value(self.context, sent_old_value_key(self.processor_name), self.store.get(record.key))
         if self.store is not None:
             self.store.put(record.key, new_value)
         self.context.forward(record.with_value(new_value))

@@ -22,7 +22,7 @@ from dagster_kstreams.processors.user_stores import open_store
 from dagster_kstreams.topology.processor_api import PunctuationType, Record, RecordMetadata
 from dagster_kstreams.topology.task_id import TaskId
 
-__all__ = ["ProcessorContext", "NO_RECORD"]
+__all__ = ["ProcessorContext", "NO_RECORD", "record_context_time", "leave_old_value"]
 
 NO_RECORD = RecordMetadata(None, -1, -1)
 
@@ -119,3 +119,20 @@ class ProcessorContext:
 
     def current_system_time_ms(self) -> int:
         return wall_clock_ms()
+
+
+# -- for the runner's own processors on this context (the old API's ``timestamp()``, a sent old value) ----
+def record_context_time(context: ProcessorContext) -> int:
+    """Kafka Streams' record context's time: the record's; in a punctuator the punctuation's; in
+    ``init`` the wall clock's (``StreamTask.punctuate``, ``initializeTopology``)."""
+    if context._record_context is not None:
+        return context._record_context.timestamp
+    if context._punctuation_time is not None:
+        return context._punctuation_time
+    return context.current_system_time_ms()
+
+
+def leave_old_value(context: ProcessorContext, slot: str, value: Any) -> None:
+    """Leave ``value`` as the old value of the update being processed, in its key's group under ``slot``,
+    for a reader that subtracts it (a re-grouping: Kafka Streams' ``Change.oldValue``)."""
+    context._group.old_values[slot] = value
