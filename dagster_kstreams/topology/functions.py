@@ -14,7 +14,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
-__all__ = ["FunctionForm", "UserFunction", "is_column_expression"]
+__all__ = ["FunctionForm", "UserFunction", "is_column_expression", "positional_arity"]
 
 
 class FunctionForm(enum.Enum):
@@ -41,7 +41,7 @@ def is_column_expression(obj: Any) -> bool:
     )
 
 
-def _positional_arity(fn: Callable) -> Optional[int]:
+def positional_arity(fn: Callable) -> Optional[int]:
     """Number of positional parameters without defaults, or None if unknown/variadic."""
     try:
         signature = inspect.signature(fn)
@@ -101,7 +101,7 @@ class UserFunction:
             return cls(fn, FunctionForm.COLUMN)
         if not callable(fn):
             raise TypeError(f"{operation} expects a function, got {type(fn).__name__} {fn!r}")
-        arity = _positional_arity(fn)
+        arity = positional_arity(fn)
         if arity is None:
             return cls(fn, forms[0])
         for form in forms:

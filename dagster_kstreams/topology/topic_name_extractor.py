@@ -19,7 +19,7 @@ from __future__ import annotations
 import types
 from typing import Any, Callable, NamedTuple, Optional
 
-from .functions import _positional_arity
+from .functions import positional_arity
 from .headers import Headers
 
 __all__ = ["RecordContext", "TopicNameExtractor", "TopicNameFunction", "topic_name_function",
@@ -85,7 +85,7 @@ def topic_name_function(extractor: Any, operation: str) -> TopicNameFunction:
         return TopicNameFunction(extract, True)
     if not callable(extractor):
         raise TypeError(f"{operation} expects a topic name or a topic-name extractor, got {extractor!r}")
-    arity = _positional_arity(extractor)
+    arity = positional_arity(extractor)
     if arity not in (None, 2, 3):
         raise TypeError(f"{operation}: a topic-name extractor takes (key, value) or (key, value, record_context); "
                         f"{getattr(extractor, '__qualname__', extractor)!r} takes {arity} positional parameter(s)")
