@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from .errors import TopologyException
 from .node_specs import KTableSourceSpec, NodeKind, ProcessorSpec
-from .self_join import rewrite_single_store_self_joins
-from .streams_config import StreamsConfig
 from .topology_builder import InternalTopologyBuilder
 
 __all__ = [
@@ -220,7 +218,6 @@ class InternalStreamsBuilder:
         self._priority = itertools.count()
         self.root = RootNode("root")
         self.topology_builder = InternalTopologyBuilder()
-        self.optimizations: frozenset[str] = frozenset()
         self.built = False
         # every add, in order (a node once per call): the optimizations read the order of first adds
         self.added_nodes: list[GraphNode] = []
@@ -291,14 +288,14 @@ class InternalStreamsBuilder:
         for node in repartition_nodes:
             node.drop_null_keys = id(node) not in keeps_nulls
 
-    def build(self, optimizations: frozenset[str] = frozenset()) -> InternalTopologyBuilder:
-        """Write the graph, after the rewrites ``optimizations`` names (see :mod:`.optimization`)."""
+    def build(self, optimize: Optional[Callable[["InternalStreamsBuilder"], None]] = None) -> InternalTopologyBuilder:
+        """Write the graph; ``optimize`` rewrites it first, once duplicate sources are merged, as Kafka
+        Streams' ``buildAndOptimizeTopology`` runs ``optimizeTopology`` (see :mod:`.optimization`)."""
         if self.built:
             return self.topology_builder
-        self.optimizations = optimizations
         self._merge_duplicate_source_nodes()
-        if StreamsConfig.SINGLE_STORE_SELF_JOIN in optimizations:
-            rewrite_single_store_self_joins(self.root, StreamStreamJoinNode)
+        if optimize is not None:
+            optimize(self)
         self._rewrite_repartition_null_key_filters()
         queue: list[tuple[int, int, GraphNode]] = []
         tie = itertools.count()

@@ -1,13 +1,18 @@
 """``topology.optimization``: which of Kafka Streams' graph rewrites ``StreamsBuilder.build(props)``
-applies (``StreamsConfig.verifyTopologyOptimizationConfigs``)."""
+applies (``StreamsConfig.verifyTopologyOptimizationConfigs``), and applying them in Kafka Streams' order
+(``InternalStreamsBuilder.optimizeTopology``)."""
 from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
 from .errors import TopologyException
+from .graph import InternalStreamsBuilder
+from .ktable_source_reuse import reuse_ktable_source_topics
+from .repartition_merge import RepartitionTopicMerge
+from .self_join import rewrite_single_store_self_joins
 from .streams_config import StreamsConfig
 
-__all__ = ["optimizations_of"]
+__all__ = ["optimizations_of", "optimize_topology"]
 
 _EACH = (StreamsConfig.REUSE_KTABLE_SOURCE_TOPICS, StreamsConfig.MERGE_REPARTITION_TOPICS,
          StreamsConfig.SINGLE_STORE_SELF_JOIN)
@@ -33,3 +38,14 @@ def optimizations_of(props: Optional[Mapping[str, Any]]) -> frozenset[str]:
             f"is not {StreamsConfig.OPTIMIZE!r}, {StreamsConfig.NO_OPTIMIZATION!r} or one of {', '.join(_EACH)} "
             f"(a comma-separated list)")
     return frozenset(names)
+
+
+def optimize_topology(graph: InternalStreamsBuilder, optimizations: frozenset[str]) -> None:
+    """Rewrite ``graph`` in place (its duplicate sources already merged) by ``optimizations``, in Kafka
+    Streams' order: the source-topic reuse, the repartition merge, the single-store self-join."""
+    if StreamsConfig.REUSE_KTABLE_SOURCE_TOPICS in optimizations:
+        reuse_ktable_source_topics(graph)
+    if StreamsConfig.MERGE_REPARTITION_TOPICS in optimizations:
+        RepartitionTopicMerge(graph).apply()
+    if StreamsConfig.SINGLE_STORE_SELF_JOIN in optimizations:
+        rewrite_single_store_self_joins(graph.root)

@@ -11,15 +11,16 @@ windows are rewritten as well (into the inner self-join), and so are they here.
 from __future__ import annotations
 
 from .errors import TopologyException
+from .graph import GraphNode, ProcessorGraphNode, StreamStreamJoinNode
 from .node_specs import NodeKind
 
 __all__ = ["rewrite_single_store_self_joins"]
 
 
-def rewrite_single_store_self_joins(root, join_node_type: type) -> None:
-    """Mark every ``join_node_type`` (the graph's stream-stream join node) below ``root`` with one parent
-    as a self-join and remove its right windowed node from that parent, as Kafka Streams does, in its
-    depth-first order (an iterative walk: deep topologies must not hit Python's recursion limit)."""
+def rewrite_single_store_self_joins(root: GraphNode) -> None:
+    """Mark every stream-stream join below ``root`` with one parent as a self-join and remove its right
+    windowed node from that parent, as Kafka Streams does, in its depth-first order (an iterative walk:
+    deep topologies must not hit Python's recursion limit)."""
     visited: set[int] = set()
     stack = [root]
     while stack:
@@ -27,19 +28,17 @@ def rewrite_single_store_self_joins(root, join_node_type: type) -> None:
         if id(node) in visited:
             continue
         visited.add(id(node))
-        if isinstance(node, join_node_type) and len(node.parents) == 1:
+        if isinstance(node, StreamStreamJoinNode) and len(node.parents) == 1:
             _rewrite(node)
         stack.extend(reversed(node.children))
 
 
-def _rewrite(join_node) -> None:
+def _rewrite(join_node: StreamStreamJoinNode) -> None:
     parent = join_node.parents[0]
     left = right = None
     for child in parent.children:
-        # a windowed node is a processor graph node of kind JOIN_WINDOW (graph.py imports this module,
-        # so its classes are not named here; the join node's class comes in as an argument likewise)
-        spec = getattr(child, "spec", None)
-        if spec is None or spec.kind != NodeKind.JOIN_WINDOW or child.build_priority >= join_node.build_priority:
+        if not (isinstance(child, ProcessorGraphNode) and child.spec.kind == NodeKind.JOIN_WINDOW
+                and child.build_priority < join_node.build_priority):
             continue
         if child.name == join_node.this_windowed_name:
             left = child

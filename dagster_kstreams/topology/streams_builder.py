@@ -16,13 +16,10 @@ from .global_ktable import GlobalKTable, GlobalTableSourceNode
 from .graph import InternalStreamsBuilder, StreamSourceNode, TableSourceNode
 from .kstream import KStream
 from .ktable import KTable
-from .ktable_source_reuse import reuse_ktable_source_topics
 from .materialized import Materialized
 from .node_specs import KTableSourceSpec, NodeKind, StoreSpec, StoreType
-from .optimization import optimizations_of
+from .optimization import optimize_topology, optimizations_of
 from .processor_api import StateStoreNode, StoreBuilder
-from .repartition_merge import RepartitionTopicMerge
-from .streams_config import StreamsConfig
 from .topology_config import TopologyConfig, apply_default_dsl_store
 from .view import Topology
 
@@ -123,11 +120,6 @@ class StreamsBuilder:
         ``topology.optimization`` names the graph rewrites to apply (see :mod:`.optimization`)."""
         if self._topology is None:
             optimizations = optimizations_of(props)
-            # the graph rewrites run before the graph is written (InternalStreamsBuilder.optimizeTopology)
-            if StreamsConfig.REUSE_KTABLE_SOURCE_TOPICS in optimizations:
-                reuse_ktable_source_topics(self._builder)
-            if StreamsConfig.MERGE_REPARTITION_TOPICS in optimizations:
-                RepartitionTopicMerge(self._builder).apply()
-            self._topology = Topology(self._builder.build(optimizations))
+            self._topology = Topology(self._builder.build(lambda graph: optimize_topology(graph, optimizations)))
             apply_default_dsl_store(self._topology.state_stores.values(), self._config)
         return self._topology
