@@ -136,3 +136,13 @@ def test_the_column_plans_pass_gives_the_extractor_the_source_records_place():
     batch = pa.RecordBatch.from_arrays([pa.array(rows[name], type=types[name]) for name in rows], names=list(rows))
     placed = place_batch(batch, program)
     assert placed.column(placed.schema.get_field_index("topic")).to_pylist() == ["in/1/42/99/h=b'1'", "static"]
+
+
+def test_an_extractor_class_rather_than_an_instance_is_refused_naming_it():
+    class Route(TopicNameExtractor):
+        def extract(self, key, value, record_context):
+            return "out"
+
+    builder = StreamsBuilder()
+    with pytest.raises(TypeError, match=r"Route\(\)"):
+        builder.stream("in").to(Route)

@@ -32,3 +32,17 @@ def test_build_reads_the_setting_and_refuses_a_bad_one():
         builder.build({StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG: "sometimes"})
     topology = builder.build({StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG: StreamsConfig.NO_OPTIMIZATION})
     assert "Source: KSTREAM-SOURCE-0000000000 (topics: [in])" in str(topology.describe())
+
+
+def test_a_trailing_comma_is_dropped_as_java_splits():
+    assert optimizations_of({"topology.optimization": "merge.repartition.topics,"}) == {
+        StreamsConfig.MERGE_REPARTITION_TOPICS}
+
+
+def test_a_second_build_with_other_optimizations_is_refused():
+    builder = StreamsBuilder()
+    builder.stream("in").to("out")
+    first = builder.build({"topology.optimization": "all"})
+    assert builder.build({"topology.optimization": "all"}) is first
+    with pytest.raises(TopologyException, match="new StreamsBuilder"):
+        builder.build()

@@ -43,8 +43,8 @@ class RecordContext:
     # forwards them with whatever the record produces; a sink writes them as they are.
     headers: Optional[list] = None
     # a record a punctuator forwarded: Kafka Streams' context then has no topic, partition -1 and
-    # offset -1 (StreamTask.punctuate); the fields above stay the last record's, which the runner's
-    # ordering and error messages go by, and only what a topic-name extractor sees follows it
+    # offset -1 (StreamTask.punctuate); the fields above stay the last record's, which error messages
+    # go by, and only what a topic-name extractor sees follows it (the output order goes by position)
     from_punctuator: bool = False
 
     def describe(self) -> str:

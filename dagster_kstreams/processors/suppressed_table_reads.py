@@ -1,9 +1,10 @@
 """Reading a suppressed plain table: Kafka Streams 4.3.1's ``KTableSuppressProcessorSupplier.view()``.
 
 A stream-table or table-table join reads a table suppressed by a time limit
-(``table.suppress(Suppressed.until_time_limit(...))``) through the suppression's value getter (:class:`SuppressedView`): for a key in the suppression's buffer,
-the buffer's prior value, the old value of the first update buffered for the key (what the suppressed
-table showed before it: ``priorValueForBuffered``), with Kafka's unknown timestamp; for any other key,
+(``table.suppress(Suppressed.until_time_limit(...))``) through the suppression's value getter
+(:class:`SuppressedView`): for a key in the suppression's buffer, the buffer's prior value, the old
+value of the first update buffered for the key (what the suppressed table showed before it:
+``priorValueForBuffered``), with Kafka's unknown timestamp; for any other key,
 the value of the table behind the suppression (a table-table join's result too, whose own getter reads
 a suppressed table through its buffer; a suppressed table's, through its buffer too), through its own
 getter. A ``filter``/``map_values`` with a store of its own after the suppression is read from that

@@ -18,8 +18,9 @@ gives it, the values without their timestamps (nothing the runner admits after i
 
 What runs: a transform_values without a store of its own or with an uncached plain one, whose updates
 go to ``to_stream`` (or, with that store, to a re-grouping: the old value of each update, Kafka Streams'
-read of the store before the put, is left for it: :class:`TransformingProcessor`), behind a table that is neither windowed, suppressed nor versioned (the runner
-forwards such a table's updates with marks and old values of their own). Refused when defined, naming
+read of the store before the put, is left for it: :class:`TransformingProcessor`), behind a table that
+is neither windowed, suppressed nor versioned (the runner forwards such a table's updates with marks
+and old values of their own). Refused when defined, naming
 the processor (README, "Refused when defined, and why"): everything else (:func:`check_runs`).
 """
 
@@ -38,7 +39,8 @@ from dagster_kstreams.topology.node_specs import NodeKind, StoreType
 from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Record, RecordMetadata
 from dagster_kstreams.topology.task_id import TaskId
 
-__all__ = ["TransformerContext", "TransformingProcessor", "TransformingSupplier", "TableTransformValues", "check_runs", "BUILDERS"]
+__all__ = ["TransformerContext", "TransformingProcessor", "TransformingSupplier", "TableTransformValues", "check_runs",
+           "BUILDERS"]
 
 
 class TransformerContext:
@@ -194,7 +196,8 @@ def build(factory, ctx) -> TableTransformValues:
     if own_store is not None:  # one of the task's user key-value stores (window None)
         spec = ctx.topology.state_stores[own_store]
         stores[own_store] = (spec.key_serde or ctx.default_key_serde, spec.value_serde or ctx.default_value_serde, None)
-    sends_old_values = any(ctx.subtopology.node(child).kind is NodeKind.TABLE_GROUP_BY_MAP for child in factory.children)
+    sends_old_values = any(ctx.subtopology.node(child).kind is NodeKind.TABLE_GROUP_BY_MAP
+                           for child in factory.children)
     supplier = TransformingSupplier(factory.params["supplier"], factory.name, own_store, sends_old_values)
     return TableTransformValues(factory.name, supplier, stores, fixed_key=True, child_names=list(factory.children))
 

@@ -16,11 +16,12 @@ from .serdes import Serde
 from .store_suppliers import (
     BYTES_STORE_SUPPLIERS, KeyValueBytesStoreSupplier, SessionBytesStoreSupplier, WindowBytesStoreSupplier,
 )
+from .streams_config import StreamsConfig
 from .versioned import VersionedBytesStoreSupplier
 
 __all__ = ["Materialized", "ROCKS_DB", "IN_MEMORY", "STORE_TYPES"]
 
-ROCKS_DB, IN_MEMORY = "rocksDB", "in_memory"  # StreamsConfig.ROCKS_DB / IN_MEMORY, default.dsl.store's values
+ROCKS_DB, IN_MEMORY = StreamsConfig.ROCKS_DB, StreamsConfig.IN_MEMORY  # default.dsl.store's values
 STORE_TYPES = (ROCKS_DB, IN_MEMORY)
 
 

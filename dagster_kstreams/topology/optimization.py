@@ -27,6 +27,8 @@ def optimizations_of(props: Optional[Mapping[str, Any]]) -> frozenset[str]:
     if not isinstance(value, str):
         raise TopologyException(f"Invalid value {value!r} for configuration {setting}: expected a string")
     names = [name.strip() for name in value.split(",")]
+    while len(names) > 1 and not names[-1]:  # Java's split drops trailing empty strings
+        names.pop()
     if names == [StreamsConfig.OPTIMIZE]:
         return frozenset(_EACH)
     if names == [StreamsConfig.NO_OPTIMIZATION]:

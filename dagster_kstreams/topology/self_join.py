@@ -46,6 +46,6 @@ def _rewrite(join_node: StreamStreamJoinNode) -> None:
             right = child
     if left is None or right is None or left.build_priority >= right.build_priority:
         raise TopologyException(f"Expected the left node {left} to have smaller build priority than the right node "
-                                f"{right}.")
+                                f"{right}, rewriting the self-join {join_node.name}.")
     parent.remove_child(right)
     join_node.self_join = True

@@ -116,10 +116,16 @@ class StreamsBuilder:
 
     def build(self, props: Optional[Mapping[str, Any]] = None) -> Topology:
         """Write the graph into a :class:`~dagster_kstreams.topology.view.Topology` (idempotent: a later
-        call returns the first one's). ``props`` as Kafka Streams' ``build(Properties)``: its
-        ``topology.optimization`` names the graph rewrites to apply (see :mod:`.optimization`)."""
+        call returns the first one's, and refuses other optimizations). ``props`` as Kafka Streams'
+        ``build(Properties)``: its ``topology.optimization`` names the graph rewrites to apply (see
+        :mod:`.optimization`)."""
+        optimizations = optimizations_of(props)
         if self._topology is None:
-            optimizations = optimizations_of(props)
+            self._optimizations = optimizations
             self._topology = Topology(self._builder.build(lambda graph: optimize_topology(graph, optimizations)))
             apply_default_dsl_store(self._topology.state_stores.values(), self._config)
+        elif optimizations != self._optimizations:
+            raise TopologyException(
+                f"this StreamsBuilder was built with topology.optimization {sorted(self._optimizations) or 'none'}; "
+                f"building it again with {sorted(optimizations) or 'none'} would need a new StreamsBuilder")
         return self._topology

@@ -80,6 +80,9 @@ class TopicNameFunction(NamedTuple):
 
 def topic_name_function(extractor: Any, operation: str) -> TopicNameFunction:
     """``extractor`` as the sink calls it; anything that is no extractor names ``operation``."""
+    if isinstance(extractor, type):
+        raise TypeError(f"{operation} expects a topic-name extractor instance, got the class {extractor.__qualname__} "
+                        f"(write {extractor.__qualname__}())")
     extract = getattr(extractor, "extract", None)
     if callable(extract) and not isinstance(extractor, types.FunctionType):
         return TopicNameFunction(extract, True)
