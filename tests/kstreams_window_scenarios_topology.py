@@ -19,7 +19,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from equivalence_io import StampValues
-from dagster_kstreams.topology import BufferConfig, Grouped, Stores, StreamsBuilder, Suppressed
+from dagster_kstreams.topology import BufferConfig, Grouped, Stores, StreamsBuilder, StreamsConfig, Suppressed
 from dagster_kstreams.topology.consumed_produced import Produced
 from dagster_kstreams.topology.emit_strategy import EmitStrategy
 from dagster_kstreams.topology.materialized import Materialized
@@ -39,6 +39,7 @@ OUTPUT_KEYS = {
     "out-regroup-bytes": None, "out-held-counts": None, "out-join-right-held": None, "out-join-left-held": None,
     "out-stream-held": None, "out-kept-held": None, "out-join-held-joined": None, "out-join-held-sums": None,
     "out-held-filtered-sums": None, "out-join-held-twice": None, "out-stream-held-twice": None,
+    "out-hopping-closed-memory": 10, "out-sliding-closed-memory": 10, "out-hopping-closed-memory-20": 10,
 }
 OUTPUTS = tuple(OUTPUT_KEYS)
 # A time limit that never comes (SuppressScenarioTest's Long.MAX_VALUE is beyond a timedelta).
@@ -134,6 +135,21 @@ def _stream_windows(builder: StreamsBuilder, topics: dict[str, str]) -> None:
     grouped.windowed_by(TimeWindows.of_size_with_no_grace(_ms(500))).count(_uncached("windowed-500")) \
         .to_stream(lambda window, count: f"{window.key}@{window.window.start}") \
         .process_values(StampValues).to(topics["out-windowed-keys"], Produced.with_(Serdes.String(), Serdes.String()))
+    # Emitting on window close from stores kept in memory: Kafka Streams' in-memory DSL suppliers ignore the
+    # emit strategy, so these emit from a plain InMemoryWindowStore, which returns no window starting at its
+    # time (the largest start put) minus the retention, where the time-ordered store does. Kept exactly size +
+    # grace (15 ms), a window is gone when it closes (its start + 15 is a start put by then): nothing is
+    # emitted; kept 20 ms, a window is gone when stream time jumps 20 ms or more past its start.
+    for output, retention in (("out-hopping-closed-memory", 15), ("out-hopping-closed-memory-20", 20)):
+        _stamped(grouped.windowed_by(TimeWindows.of_size_and_grace(_ms(10), _ms(5)).advance_by(_ms(5)))
+                 .emit_strategy(EmitStrategy.on_window_close())
+                 .aggregate(lambda: "0", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
+                            _uncached(Stores.in_memory_window_store(output[4:], _ms(retention), _ms(10), False))),
+                 topics[output], windowed(10))
+    _stamped(grouped.windowed_by(sliding).emit_strategy(EmitStrategy.on_window_close())
+             .aggregate(lambda: "0", lambda key, value, agg: agg + "+" + value,
+                        _uncached("sliding-closed-memory").with_store_type(StreamsConfig.IN_MEMORY)),
+             topics["out-sliding-closed-memory"], windowed(10))
     # SuppressScenarioTest's final results for time windows (also with a large jump) and sliding windows,
     # behind a group-by of the same key (a repartition topic).
     regrouped = events.group_by(lambda key, value: key, Grouped.with_("final-by-key", Serdes.String(), Serdes.String()))

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from dagster_kstreams.orchestration.app import check_runnable
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.join_buffers import stored_when_put
+from dagster_kstreams.processors.window_close import ClosedWindows
 from dagster_kstreams.topology import (
     EmitStrategy, JoinWindows, Materialized, SessionWindows, SlidingWindows, Stores, StreamJoined, StreamsBuilder,
     StreamsConfig, TimeWindows, TopologyConfig, TopologyException,
@@ -157,14 +158,65 @@ def test_the_runner_refuses_an_aggregation_supplier_it_does_not_model(supplier, 
         _runnable(_windowed_count(Materialized.as_(supplier)))
 
 
-@pytest.mark.parametrize("materialized, config", [
-    (Materialized.as_(Stores.persistent_window_store("counts", 15 * MS, 10 * MS, False)), None),
-    (Materialized.as_("counts"), IN_MEMORY),
+def _closing(windows, materialized, config=None, read_by_processor=False):
+    builder = StreamsBuilder(config)
+    counts = builder.stream("clicks").group_by_key().windowed_by(windows) \
+        .emit_strategy(EmitStrategy.on_window_close()).count(materialized).to_stream()
+    if read_by_processor:
+        counts = counts.process(_Reader, "counts")
+    counts.to("out")
+    return builder.build()
+
+
+HOPPING = TimeWindows.of_size_and_grace(10 * MS, 5 * MS).advance_by(5 * MS)
+SLIDING = SlidingWindows.of_time_difference_and_grace(10 * MS, 5 * MS)
+SESSIONS = SessionWindows.of_inactivity_gap_and_grace(5 * MS, 5 * MS)
+
+
+@pytest.mark.parametrize("windows, materialized, config", [
+    (HOPPING, Materialized.as_(Stores.in_memory_window_store("counts", 15 * MS, 10 * MS, False)), None),
+    (HOPPING, Materialized.as_("counts"), IN_MEMORY),
+    (SLIDING, Materialized.as_("counts").with_store_type(StreamsConfig.IN_MEMORY), None),
+    (SLIDING, Materialized.as_(Stores.in_memory_window_store("counts", 25 * MS, 10 * MS, False)), None),
 ])
-def test_the_runner_refuses_emit_on_close_from_a_store_not_time_ordered(materialized, config):
+def test_the_runner_takes_emit_on_close_from_a_time_or_sliding_store_kept_in_memory(windows, materialized, config):
+    """Kafka Streams emits from a plain InMemoryWindowStore (start, then key): compared with it in
+    tests/test_equivalence_kstreams_window_scenarios.py."""
+    _runnable(_closing(windows, materialized, config))
+
+
+@pytest.mark.parametrize("windows, materialized, config, read, reason", [
+    (HOPPING, Materialized.as_(Stores.persistent_window_store("counts", 15 * MS, 10 * MS, False)), None, False,
+     "its supplier's RocksDB window store, whose fetchAll goes by segment"),
+    (SLIDING, Materialized.as_(Stores.persistent_window_store("counts", 25 * MS, 10 * MS, False)), None,
+     False, "its supplier's RocksDB window store"),
+    (SESSIONS, Materialized.as_(Stores.persistent_session_store("counts", 10 * MS)), None, False,
+     r"its supplier's RocksDB session store, which Kafka Streams cannot emit from .*UnsupportedOperationException"),
+    (SESSIONS, Materialized.as_("counts"), IN_MEMORY, False, r"a session store kept in memory \(InMemorySessionStore\)"),
+    (SESSIONS, Materialized.as_(Stores.in_memory_session_store("counts", 10 * MS)), None, False,
+     "a session store kept in memory"),
+    (HOPPING, Materialized.as_("counts"), IN_MEMORY, True, "a store kept in memory that a user processor also reads"),
+])
+def test_the_runner_refuses_emit_on_close_it_does_not_model_naming_processor_and_store(
+        windows, materialized, config, read, reason):
     with pytest.raises(UnsupportedTopologyError, match="processor KSTREAM-AGGREGATE-0000000001: store counts emits "
-                                                       "on window close from a store of its supplier's or kept in"):
-        _runnable(_windowed_count(materialized, config, emit_on_close=True))
+                                                       f"on window close from {reason}"):
+        _runnable(_closing(windows, materialized, config, read_by_processor=read))
+
+
+@given(st.lists(st.tuples(st.integers(0, 60), st.sampled_from([b"a", b"b", b"ab"])), max_size=12),
+       st.integers(0, 80), st.integers(15, 30))
+def test_an_in_memory_store_emits_the_time_ordered_ones_windows_but_the_one_at_its_retention(puts, close, retention):
+    """InMemoryWindowStore.fetchAll starts one later than the time-ordered store: the same windows in the
+    same order, but for those starting exactly at the store's time minus the retention."""
+    results = {}
+    for in_memory in (False, True):
+        closed = ClosedWindows(in_memory)
+        for start, key in puts:
+            closed.put(start, key, key, key.decode(), deleted=False)
+        results[in_memory] = closed.due(HOPPING, close, retention)
+    edge = max((start for start, _ in puts), default=-1) - retention
+    assert results[True] == [window for window in results[False] if window[0] != edge]
 
 
 def _sliding_or_session_count(windows, materialized, config=None):

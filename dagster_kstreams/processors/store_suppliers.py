@@ -15,9 +15,16 @@ Kafka Streams, the runner follows or refuses:
 * refused, naming the processor and the store: a windowed aggregation's supplier whose retention is
   below what keeps its open windows (Kafka Streams checks only the ``Materialized`` retention; its
   store then drops windows still open), whose window size is not the windows' (the ``Windowed`` keys
-  its reads make end elsewhere) or that retains duplicates (each update a new entry); and a windowed
-  aggregation emitting on window close from a store of a supplier's or in memory (Kafka Streams' DSL
-  otherwise builds a time-ordered store for it, whose order of closed windows the runner keeps);
+  its reads make end elsewhere) or that retains duplicates (each update a new entry);
+* a time- or sliding-windowed aggregation emitting on window close from a store kept in memory (a
+  supplier's, ``with_store_type("in_memory")``, ``default.dsl.store=in_memory``): Kafka Streams' in-memory
+  DSL suppliers ignore the emit strategy, and ``InMemoryWindowStore.fetchAll`` returns the closed windows
+  by start, then key, as the time-ordered store does, from one start later (:mod:`.window_close`);
+* refused, naming the processor and the store: emitting on window close from a RocksDB supplier's
+  window store (its ``fetchAll`` goes by segment, then key, then start: not modeled yet) or session
+  store (Kafka Streams' plain RocksDB session store throws ``UnsupportedOperationException`` when the
+  emit fetches its sessions by end time), from a session store kept in memory (not compared with
+  Kafka Streams yet), or from a store kept in memory that a user processor also reads (not modeled yet);
 * a user processor reading a windowed aggregation's store kept in memory reads it in the in-memory
   store's order: a time- or sliding-windowed one's by window start, then key
   (:mod:`.user_dsl_window_store`), a session one's by session end, then key, then start descending
@@ -25,6 +32,7 @@ Kafka Streams, the runner follows or refuses:
 """
 from __future__ import annotations
 
+from dagster_kstreams.processors.aggregations import read_by_user_processor
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_CLOSE
 from dagster_kstreams.topology.node_specs import NodeKind
@@ -34,17 +42,33 @@ from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows
 __all__ = ["check_store_suppliers"]
 
 
-def check_store_suppliers(factory, stores) -> None:
+def check_store_suppliers(factory, stores, subtopology) -> None:
     """Refuse what the runner does not model of the suppliers and kinds of the stores of ``factory``
-    (``stores``: the topology's, by name)."""
+    (``stores``: the topology's, by name; ``subtopology``: the one ``factory`` is in)."""
     if factory.kind is NodeKind.WINDOWED_AGGREGATE:
         store = stores[factory.params["store_name"]]
         _check_aggregation_supplier(factory, store)
         if factory.params.get("emit_strategy") == ON_WINDOW_CLOSE and (store.supplier or store.persistent is False):
-            raise UnsupportedTopologyError(
-                f"processor {factory.name}: store {store.name} emits on window close from a store of its supplier's "
-                "or kept in memory, not Kafka Streams' time-ordered one, whose order of closed windows the Spark "
-                "runner keeps: not compared with Kafka Streams yet")
+            _check_emit_on_close_store(factory, store, subtopology)
+
+
+def _check_emit_on_close_store(factory, store, subtopology) -> None:
+    """A windowed aggregation emitting on window close from a store not Kafka Streams' time-ordered one."""
+    where = f"processor {factory.name}: store {store.name}"
+    if isinstance(factory.params["windows"], SessionWindows):
+        if store.persistent is False:
+            reason = "a session store kept in memory (InMemorySessionStore): not compared with Kafka Streams yet"
+        else:
+            reason = ("its supplier's RocksDB session store, which Kafka Streams cannot emit from (its findSessions "
+                      "by end time throws UnsupportedOperationException at run time)")
+    elif store.persistent is not False:
+        reason = ("its supplier's RocksDB window store, whose fetchAll goes by segment, then key, then start (not the "
+                  "time-ordered store's start, then key): not modeled by the Spark runner yet")
+    elif read_by_user_processor(subtopology, store.name):
+        reason = "a store kept in memory that a user processor also reads: not modeled by the Spark runner yet"
+    else:
+        return
+    raise UnsupportedTopologyError(f"{where} emits on window close from {reason}")
 
 
 def _check_aggregation_supplier(factory, store) -> None:

@@ -15,7 +15,12 @@ After every record with a key (late or not), with ``close = stream time - grace`
   (start, then the serialized key's bytes), and ``last_emit = close``. The store only returns
   windows whose start is at least its own observed time (the largest window start ever put into
   it, all keys) minus its retention: a window that stream time jumped over by more than that
-  before it closed is never emitted, as in Kafka Streams.
+  before it closed is never emitted, as in Kafka Streams. A store kept in memory (a supplier's,
+  ``with_store_type("in_memory")``, ``default.dsl.store=in_memory``: Kafka Streams' in-memory DSL
+  suppliers ignore the emit strategy, so the emit fetches from a plain ``InMemoryWindowStore``) returns
+  the same windows in the same order but one start less: from its observed time minus the retention
+  plus 1 (``fetchAll`` adds one, as records expire exactly a retention after they are created), so a
+  window closing just as the store's time reaches its start plus the retention is never emitted.
 
 Sliding windows (``KStreamSlidingWindowAggregate``) follow the same steps with their own range
 and trigger: the check runs only after a record that was aggregated (a key and a value, not late:
@@ -48,15 +53,20 @@ _SEQNUM = b"\x00\x00\x00\x00"  # the time-ordered store key's sequence number (n
 class ClosedWindows:
     """What emit-on-window-close needs across the keys of one windowed aggregation in one task."""
 
-    def __init__(self) -> None:
+    in_memory = False  # an InMemoryWindowStore's: one start less returned (visible_from)
+
+    def __init__(self, in_memory: bool = False) -> None:
+        if in_memory:
+            self.in_memory = True
         self.last_emit = -1  # lastEmitWindowCloseTime (ConsumerRecord.NO_TIMESTAMP: none yet)
         self.store_time = -1  # the window store's observed stream time: the largest window start put
         # window start -> {serialized key: (source key bytes, key)}: stored windows not emitted yet
         self.pending: dict[int, dict[bytes, tuple[Optional[bytes], Any]]] = {}
 
     def visible_from(self, retention_ms: int) -> int:
-        """The smallest window start the store still returns."""
-        return self.store_time - retention_ms
+        """The smallest window start the store still returns (the time-ordered RocksDB store's bound is
+        inclusive; ``InMemoryWindowStore`` adds one)."""
+        return self.store_time - retention_ms + (1 if self.in_memory else 0)
 
     def put(self, start: int, key_bytes: bytes, source_key: Optional[bytes], key, deleted: bool) -> None:
         """A window was written (``deleted``: its aggregate became null, so the store removed it)."""

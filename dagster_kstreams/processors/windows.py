@@ -251,7 +251,7 @@ class _WindowAggregate(WindowedTable):
     def _closed_windows_of(self, task) -> ClosedWindows:
         closed = task.values.get(self._closed_key)
         if closed is None:
-            closed = task.values[self._closed_key] = ClosedWindows()
+            closed = task.values[self._closed_key] = ClosedWindows(self.store_in_memory)
         return closed
 
     def _emit_closed(self, closed: ClosedWindows, key, updates, context, out, state) -> None:

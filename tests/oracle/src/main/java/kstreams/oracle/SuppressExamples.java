@@ -38,6 +38,7 @@ import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.WindowStore;
 
 /**
@@ -266,6 +267,16 @@ public final class SuppressExamples {
             .to(outClosedSlidingWritten,
                 Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 5_000), Serdes.String()));
         slideStream.process(ClosedSlidingWriter::new, "closed-sliding-written").to(outClosedSlidingReads);
+        // The closed hopping windows from a supplier's store kept in memory: a plain InMemoryWindowStore.
+        grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2))
+                .advanceBy(Duration.ofSeconds(5)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .aggregate(() -> "", (key, value, agg) -> agg + "," + value,
+                Materialized.<String, String>as(Stores.inMemoryWindowStore("closed-memory", Duration.ofSeconds(15),
+                    Duration.ofSeconds(10), false)).withCachingDisabled())
+            .toStream()
+            .to(outReaders.get(9), Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000),
+                                                 Serdes.String()));
         return builder.build();
     }
 

@@ -59,7 +59,8 @@ public final class WindowScenarioExamples {
         "out-regroup-limit", "out-regroup-records", "out-moves", "out-hopping-closed", "out-session-closed",
         "out-windowed-keys", "out-regroup-bytes", "out-held-counts", "out-join-right-held", "out-join-left-held",
         "out-stream-held", "out-kept-held", "out-join-held-joined", "out-join-held-sums",
-        "out-held-filtered-sums", "out-join-held-twice", "out-stream-held-twice");
+        "out-held-filtered-sums", "out-join-held-twice", "out-stream-held-twice", "out-hopping-closed-memory",
+        "out-sliding-closed-memory", "out-hopping-closed-memory-20");
     // SuppressScenarioTest's Long.MAX_VALUE, as the twin can say it (a timedelta ends sooner).
     static final Duration NEVER = Duration.ofDays(100 * 365);
 
@@ -158,6 +159,21 @@ public final class WindowScenarioExamples {
             .toStream((window, count) -> window.key() + "@" + window.window().start())
             .processValues(() -> new StampAny<String, Long>())
             .to(out.get(21), Produced.with(Serdes.String(), Serdes.String()));
+        // Emitting on window close from stores kept in memory (the in-memory DSL suppliers ignore the emit
+        // strategy: a plain InMemoryWindowStore), kept exactly size + grace (15 ms), then 20 ms.
+        for (int i = 0; i < 2; i++) {
+            String store = i == 0 ? "hopping-closed-memory" : "hopping-closed-memory-20";
+            stamped(grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(10), Duration.ofMillis(5))
+                    .advanceBy(Duration.ofMillis(5)))
+                .emitStrategy(EmitStrategy.onWindowClose())
+                .aggregate(() -> "0", (key, value, agg) -> agg + "+" + orNull(value),
+                    Materialized.<String, String>as(Stores.inMemoryWindowStore(store, Duration.ofMillis(15 + 5 * i),
+                        Duration.ofMillis(10), false)).withCachingDisabled()), out.get(i == 0 ? 33 : 35), windowed(10));
+        }
+        stamped(grouped.windowedBy(sliding).emitStrategy(EmitStrategy.onWindowClose())
+            .aggregate(() -> "0", (key, value, agg) -> agg + "+" + value,
+                WindowScenarioExamples.<WindowStore<Bytes, byte[]>, String>uncached("sliding-closed-memory")
+                    .withStoreType(Materialized.StoreType.IN_MEMORY)), out.get(34), windowed(10));
         KGroupedStream<String, String> regrouped = stream.groupBy((key, value) -> key, Grouped.with("final-by-key", Serdes.String(), Serdes.String()));
         List<Object[]> finals = List.of(
             new Object[] {TimeWindows.ofSizeAndGrace(Duration.ofMillis(2), Duration.ofMillis(1)), "final-counts", 2L},
