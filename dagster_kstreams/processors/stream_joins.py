@@ -104,6 +104,7 @@ from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.serdes import WindowedSerde
+from dagster_kstreams.topology.windows import join_store_retention_ms
 
 __all__ = ["JoinWindow", "StreamStreamJoin", "observed_store_time", "BUILDERS"]
 
@@ -312,7 +313,7 @@ _REGROUPING = {NodeKind.PROCESS, NodeKind.PROCESS_VALUES, NodeKind.SUPPRESS, Nod
 def _join_window(factory, ctx) -> JoinWindow:
     params = factory.params
     windows = params["windows"]
-    retention = windows.size() + windows.grace_period_ms()
+    retention = join_store_retention_ms(windows)
     _check_keys_before(ctx, factory)
     persistent = ctx.topology.state_stores[params["store_name"]].persistent is not False
     return JoinWindow(factory.name, params["store_name"], retention, persistent)
@@ -321,7 +322,7 @@ def _join_window(factory, ctx) -> JoinWindow:
 def _stream_stream_join(factory, ctx) -> StreamStreamJoin:
     params = factory.params
     windows = params["windows"]
-    retention = windows.size() + windows.grace_period_ms()
+    retention = join_store_retention_ms(windows)
     this_side = params["side"] == "this"
     before, after = (windows.before_ms, windows.after_ms) if this_side else (windows.after_ms, windows.before_ms)
     joiner = ctx.function(factory, params["joiner"]).as_joiner()

@@ -33,6 +33,7 @@ from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.stream_joins import observed_store_time
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.topology.node_specs import NodeKind
+from dagster_kstreams.topology.windows import join_store_retention_ms
 
 __all__ = ["StreamStreamSelfJoin", "self_join_pairs", "emits_self", "BUILDERS"]
 
@@ -108,7 +109,7 @@ class StreamStreamSelfJoin(Processor):
 def _self_join(factory, ctx) -> StreamStreamSelfJoin:
     params = factory.params
     windows = params["windows"]
-    retention = windows.size() + windows.grace_period_ms()
+    retention = join_store_retention_ms(windows)
     joiner = ctx.function(factory, params["joiner"]).as_joiner()
     return StreamStreamSelfJoin(factory.name, joiner, windows.before_ms, windows.after_ms, retention,
                                 params["this_store_name"])

@@ -14,7 +14,7 @@ from .functions import UserFunction
 from .graph import GraphNode, InternalStreamsBuilder, ProcessorGraphNode, StreamStreamJoinNode
 from .joined import StreamJoined
 from .node_specs import NodeKind, ProcessorSpec, StoreSpec, StoreType
-from .windows import JoinWindows
+from .windows import JoinWindows, join_store_retention_ms
 
 __all__ = ["add_stream_stream_join", "check_join_store_suppliers"]
 
@@ -36,7 +36,7 @@ def add_stream_stream_join(builder: InternalStreamsBuilder, this_node: GraphNode
     join_merge_name = _suffix_or_generate(builder, named, "-merge", MERGE_NAME)
 
     base = stream_joined.store_name
-    retention = windows.size() + windows.grace_ms
+    retention = join_store_retention_ms(windows)
     this_supplier, other_supplier = stream_joined.this_store_supplier, stream_joined.other_store_supplier
     check_join_store_suppliers(this_supplier, other_supplier, windows)
     this_store = StoreSpec(_join_store_name(this_supplier, base, join_this_suffix, join_this_generated),
@@ -111,7 +111,7 @@ def check_join_store_suppliers(this_supplier, other_supplier, windows: JoinWindo
         if not supplier.retain_duplicates:
             raise TopologyException(f"The StoreSupplier must set retainDuplicates=true, found retainDuplicates=false "
                                     f"(store {supplier.name})")
-        retention = windows.size() + windows.grace_ms
+        retention = join_store_retention_ms(windows)
         if supplier.retention_ms != retention or supplier.window_size_ms != windows.size():
             raise TopologyException(
                 f"Window settings mismatch. The StoreSupplier of store {supplier.name} "

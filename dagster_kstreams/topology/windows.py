@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from .durations import duration_millis
 
-__all__ = ["TimeWindows", "SlidingWindows", "SessionWindows", "JoinWindows", "Windows"]
+__all__ = ["TimeWindows", "SlidingWindows", "SessionWindows", "JoinWindows", "Windows", "join_store_retention_ms"]
 
 # Kafka Streams' default grace before 3.0 was 24h; the *_no_grace factories use 0.
 _DEPRECATED_DEFAULT_GRACE_MS = 24 * 60 * 60 * 1000
@@ -168,3 +168,9 @@ class JoinWindows:
 
     def grace_period_ms(self) -> int:
         return self.grace_ms
+
+
+def join_store_retention_ms(windows: JoinWindows) -> int:
+    """How long a stream-stream join's window stores keep a record: the windows' size plus their grace
+    (Kafka Streams' ``KStreamImplJoin``; its store suppliers must match it exactly)."""
+    return windows.size() + windows.grace_period_ms()
