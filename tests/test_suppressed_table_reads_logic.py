@@ -25,9 +25,15 @@ steps = st.lists(st.tuples(st.sampled_from(("filter", "map_values")), st.boolean
 
 
 def _suppressed_chain(chain, reader):
-    """The prices table suppressed (``held``), then ``chain``'s steps (``(kind, with a store)``, the i-th
-    named ``step-i`` when stored), read by ``reader``: its sub-topology."""
+    """The prices table suppressed (``held``), then ``chain``'s steps, read by ``reader``: its sub-topology."""
     builder = StreamsBuilder()
+    _read(builder, _held_then(builder, chain), reader)
+    return builder.build().subtopology(0)
+
+
+def _held_then(builder, chain):
+    """The prices table suppressed (``held``), then ``chain``'s steps (``(kind, with a store)``, the i-th
+    named ``step-i`` when stored)."""
     table = builder.table("prices").suppress(
         Suppressed.until_time_limit(timedelta(seconds=1), BufferConfig.unbounded()).with_name("held"))
     for index, (kind, stored) in enumerate(chain):
@@ -36,6 +42,11 @@ def _suppressed_chain(chain, reader):
             table = table.filter(lambda key, value: value != "x", materialized)
         else:
             table = table.map_values(lambda value: value + "!", materialized)
+    return table
+
+
+def _read(builder, table, reader) -> None:
+    """``table`` read by ``reader``: a table-table or stream-table join, a re-grouping, or to_stream."""
     if reader == "table_join":
         table.join(builder.table("other"), lambda mine, theirs: mine).to_stream().to("out")
     elif reader == "stream_join":
@@ -44,7 +55,6 @@ def _suppressed_chain(chain, reader):
         table.group_by(lambda key, value: (key, value), Grouped.as_("by-key")).count().to_stream().to("out")
     else:
         table.to_stream().to("out")
-    return builder.build().subtopology(0)
 
 
 def _stored_steps(sub):
@@ -92,22 +102,9 @@ def test_a_suppression_keeps_old_values_when_the_suppression_after_it_does(chain
     the first (the old values it sends are the second's priors) unless a step with a store of its own is
     between them (that step sends its own); a filter without a store after the first reads them too."""
     builder = StreamsBuilder()
-    table = builder.table("prices").suppress(
-        Suppressed.until_time_limit(timedelta(seconds=1), BufferConfig.unbounded()).with_name("held"))
-    for index, (kind, stored) in enumerate(chain):
-        materialized = Materialized.as_(f"step-{index}") if stored else None
-        table = table.filter(lambda key, value: value != "x", materialized) if kind == "filter" else \
-            table.map_values(lambda value: value + "!", materialized)
-    table = table.suppress(Suppressed.until_time_limit(timedelta(seconds=2), BufferConfig.unbounded())
-                           .with_name("again"))
-    if reader == "table_join":
-        table.join(builder.table("other"), lambda mine, theirs: mine).to_stream().to("out")
-    elif reader == "stream_join":
-        builder.stream("orders").join(table, lambda value, held: value).to("out")
-    elif reader == "regroup":
-        table.group_by(lambda key, value: (key, value), Grouped.as_("by-key")).count().to_stream().to("out")
-    else:
-        table.to_stream().to("out")
+    table = _held_then(builder, chain).suppress(
+        Suppressed.until_time_limit(timedelta(seconds=2), BufferConfig.unbounded()).with_name("again"))
+    _read(builder, table, reader)
     sub = builder.build().subtopology(0)
     read = reader != "to_stream"
     assert keeps_old_values(sub, sub.node("again")) == read
