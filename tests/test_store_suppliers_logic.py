@@ -178,20 +178,25 @@ SESSIONS = SessionWindows.of_inactivity_gap_and_grace(5 * MS, 5 * MS)
     (HOPPING, Materialized.as_("counts"), IN_MEMORY),
     (SLIDING, Materialized.as_("counts").with_store_type(StreamsConfig.IN_MEMORY), None),
     (SLIDING, Materialized.as_(Stores.in_memory_window_store("counts", 25 * MS, 10 * MS, False)), None),
+    (HOPPING, Materialized.as_(Stores.persistent_window_store("counts", 15 * MS, 10 * MS, False)), None),
+    (SLIDING, Materialized.as_(Stores.persistent_timestamped_window_store("counts", 25 * MS, 10 * MS, False)), None),
 ])
-def test_the_runner_takes_emit_on_close_from_a_time_or_sliding_store_kept_in_memory(windows, materialized, config):
-    """Kafka Streams emits from a plain InMemoryWindowStore (start, then key): compared with it in
+def test_the_runner_takes_emit_on_close_from_a_time_or_sliding_store_kept_in_memory_or_a_rocksdb_supplier(
+        windows, materialized, config):
+    """Kafka Streams emits from a plain InMemoryWindowStore (start, then key) or the supplier's segmented
+    RocksDBWindowStore (segment, then key, then start): compared with it in
     tests/test_equivalence_kstreams_window_scenarios.py."""
     _runnable(_closing(windows, materialized, config))
 
 
 @pytest.mark.parametrize("windows, materialized, config, read, reason", [
-    (HOPPING, Materialized.as_(Stores.persistent_window_store("counts", 15 * MS, 10 * MS, False)), None, False,
-     "its supplier's RocksDB window store, whose fetchAll goes by segment"),
-    (SLIDING, Materialized.as_(Stores.persistent_window_store("counts", 25 * MS, 10 * MS, False)), None,
-     False, "its supplier's RocksDB window store"),
+    (HOPPING, Materialized.as_(Stores.persistent_window_store("counts", 15 * MS, 10 * MS, False)), None, True,
+     "its supplier's RocksDB window store that a user processor also reads"),
+    (SLIDING, Materialized.as_(Stores.persistent_timestamped_window_store("counts", 25 * MS, 10 * MS, False)), None,
+     True, "its supplier's RocksDB window store that a user processor also reads"),
     (SESSIONS, Materialized.as_(Stores.persistent_session_store("counts", 10 * MS)), None, False,
-     r"its supplier's RocksDB session store, which Kafka Streams cannot emit from .*UnsupportedOperationException"),
+     r"its supplier's RocksDB session store, which Kafka Streams itself cannot emit from .*"
+     "UnsupportedOperationException"),
     (SESSIONS, Materialized.as_("counts"), IN_MEMORY, False, r"a session store kept in memory \(InMemorySessionStore\)"),
     (SESSIONS, Materialized.as_(Stores.in_memory_session_store("counts", 10 * MS)), None, False,
      "a session store kept in memory"),
@@ -217,6 +222,35 @@ def test_an_in_memory_store_emits_the_time_ordered_ones_windows_but_the_one_at_i
         results[in_memory] = closed.due(HOPPING, close, retention)
     edge = max((start for start, _ in puts), default=-1) - retention
     assert results[True] == [window for window in results[False] if window[0] != edge]
+
+
+@given(st.lists(st.tuples(st.integers(0, 400_000), st.sampled_from([b"a", b"b", b"ab", b"b\x00"])), max_size=12),
+       st.integers(0, 500_000), st.integers(15, 300_000))
+def test_a_rocksdb_supplier_emits_the_in_memory_ones_windows_by_segment_then_key_then_start(puts, close, retention):
+    """The segmented store's fetchAll returns what InMemoryWindowStore's does (both start one after the
+    time-ordered store), ordered by segment, then by its key bytes (serialized key, then big-endian start)."""
+    interval = max(retention // 2, 60_000)
+    in_memory, segmented = ClosedWindows(in_memory=True), ClosedWindows(segment_interval=interval)
+    for start, key in puts:
+        for closed in (in_memory, segmented):
+            closed.put(start, key, key, key.decode(), deleted=False)
+    expected = in_memory.due(HOPPING, close, retention)
+    emitted = segmented.due(HOPPING, close, retention)
+    assert sorted(emitted) == sorted(expected)
+    order = [(start // interval, key + start.to_bytes(8, "big")) for start, key, _ in emitted]
+    assert order == sorted(order)
+
+
+def test_a_rocksdb_supplier_emits_a_segment_by_key_before_the_next_segment():
+    """Two keys whose byte order is not their windows' start order, windows in two segments of 60 s."""
+    closed = ClosedWindows(segment_interval=60_000)
+    for start, key in ((45_000, b"b"), (50_000, b"b"), (50_000, b"a"), (55_000, b"a"), (60_000, b"b"),
+                       (65_000, b"a"), (60_000, b"a")):
+        closed.put(start, key, key, key.decode(), deleted=False)
+    windows = TimeWindows.of_size_and_grace(10_000 * MS, 5_000 * MS).advance_by(5_000 * MS)
+    emitted = [(key, start) for start, key, _ in closed.due(windows, 85_000, 60_000)]
+    assert emitted == [(b"a", 50_000), (b"a", 55_000), (b"b", 45_000), (b"b", 50_000),
+                       (b"a", 60_000), (b"a", 65_000), (b"b", 60_000)]
 
 
 def _sliding_or_session_count(windows, materialized, config=None):

@@ -21,6 +21,13 @@ After every record with a key (late or not), with ``close = stream time - grace`
   the same windows in the same order but one start less: from its observed time minus the retention
   plus 1 (``fetchAll`` adds one, as records expire exactly a retention after they are created), so a
   window closing just as the store's time reaches its start plus the retention is never emitted.
+  A RocksDB supplier's store (``Materialized.as_(Stores.persistent_[timestamped_]window_store(...))``:
+  Kafka Streams emits from the supplier's ``RocksDBWindowStore``, not the time-ordered one) returns the
+  same windows as the in-memory one (``AbstractRocksDBSegmentedBytesStore.fetchAll`` starts at its
+  observed time minus the retention plus 1 too; a segment expires whole only below that) in its own
+  order: segment by segment (``start // segment interval``; ``Stores``' ``max(retention / 2, 60 s)``),
+  and within a segment by the bytes of its store key (``WindowKeySchema``: serialized key, 8-byte
+  start, 4-byte sequence number), so by key, then start.
 
 Sliding windows (``KStreamSlidingWindowAggregate``) follow the same steps with their own range
 and trigger: the check runs only after a record that was aggregated (a key and a value, not late:
@@ -45,19 +52,29 @@ from typing import Any, Optional
 
 from dagster_kstreams.topology.windows import TimeWindows
 
-__all__ = ["ClosedWindows"]
+__all__ = ["ClosedWindows", "supplier_segment_interval"]
 
-_SEQNUM = b"\x00\x00\x00\x00"  # the time-ordered store key's sequence number (no duplicates kept)
+_SEQNUM = b"\x00\x00\x00\x00"  # a window store key's sequence number (no duplicates kept)
+
+
+def supplier_segment_interval(store) -> Optional[int]:
+    """The segment interval of ``store``'s RocksDB supplier (a ``StateStoreSpec``), whose segmented
+    store the emit then fetches from; None: the time-ordered store or one kept in memory."""
+    supplier = store.supplier
+    return supplier.segment_interval_ms if supplier is not None and supplier.persistent else None
 
 
 class ClosedWindows:
     """What emit-on-window-close needs across the keys of one windowed aggregation in one task."""
 
     in_memory = False  # an InMemoryWindowStore's: one start less returned (visible_from)
+    segment_interval: Optional[int] = None  # a RocksDB supplier's segmented store's: its order, one start less
 
-    def __init__(self, in_memory: bool = False) -> None:
+    def __init__(self, in_memory: bool = False, segment_interval: Optional[int] = None) -> None:
         if in_memory:
             self.in_memory = True
+        if segment_interval is not None:
+            self.segment_interval = segment_interval
         self.last_emit = -1  # lastEmitWindowCloseTime (ConsumerRecord.NO_TIMESTAMP: none yet)
         self.store_time = -1  # the window store's observed stream time: the largest window start put
         # window start -> {serialized key: (source key bytes, key)}: stored windows not emitted yet
@@ -65,8 +82,9 @@ class ClosedWindows:
 
     def visible_from(self, retention_ms: int) -> int:
         """The smallest window start the store still returns (the time-ordered RocksDB store's bound is
-        inclusive; ``InMemoryWindowStore`` adds one)."""
-        return self.store_time - retention_ms + (1 if self.in_memory else 0)
+        inclusive; ``InMemoryWindowStore`` and the segmented RocksDB store add one)."""
+        time_ordered = not self.in_memory and self.segment_interval is None
+        return self.store_time - retention_ms + (0 if time_ordered else 1)
 
     def put(self, start: int, key_bytes: bytes, source_key: Optional[bytes], key, deleted: bool) -> None:
         """A window was written (``deleted``: its aggregate became null, so the store removed it)."""
@@ -111,10 +129,18 @@ class ClosedWindows:
         order; forgets every pending window up to ``upper``; ``last_emit = close_time``."""
         first = max(lower, self.visible_from(retention_ms))
         due = []
-        for start in sorted(start for start in self.pending if start <= upper):
+        for start in [start for start in self.pending if start <= upper]:
             keys = self.pending.pop(start)
             if start >= first:
-                due.extend((start, source_key, key) for _, (source_key, key) in
-                           sorted(keys.items(), key=lambda item: item[0] + _SEQNUM))
+                due.extend((start, key_bytes, source_key, key) for key_bytes, (source_key, key) in keys.items())
+        due.sort(key=self._store_order)
         self.last_emit = close_time
-        return due
+        return [(start, source_key, key) for start, _, source_key, key in due]
+
+    def _store_order(self, window: tuple) -> tuple:
+        """Where ``(start, key bytes, ...)`` comes in the store's ``fetchAll``: by start, then key (the
+        time-ordered and in-memory stores), or by segment, then the segmented store's key bytes."""
+        start, key_bytes = window[0], window[1]
+        if self.segment_interval is None:
+            return start, key_bytes + _SEQNUM
+        return start // self.segment_interval, key_bytes + start.to_bytes(8, "big", signed=True) + _SEQNUM

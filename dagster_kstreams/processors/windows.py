@@ -32,7 +32,7 @@ Emission
     batch); with ``with_caching_disabled()`` in ``Materialized``, on every update. With
     ``emit_strategy(EmitStrategy.on_window_close())`` (time and sliding windows), each window once, when it closes,
     in the order of :mod:`.window_close`; the sub-topology then runs task-grouped (a record of one key closes the
-    windows of all keys), and the store is Kafka Streams' time-ordered one: it returns nothing older than its own
+    windows of all keys), and the store (time-ordered, a supplier's or in memory) returns nothing older than its own
     retention (sliding windows: 2 x time difference + grace by default).
 
 Exactness
@@ -58,7 +58,7 @@ from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.processors.user_dsl_window_store import observed_time_key
 from dagster_kstreams.processors.user_time_store import NO_TIME
-from dagster_kstreams.processors.window_close import ClosedWindows
+from dagster_kstreams.processors.window_close import ClosedWindows, supplier_segment_interval
 from dagster_kstreams.processors.window_store import (RemovalCut, aggregation_functions, dsl_segment_interval, expire,
                                                       process_sliding_windows, process_time_windows)
 from dagster_kstreams.processors.window_stream_time import reads_task_stream_time
@@ -83,6 +83,7 @@ class _WindowAggregate(WindowedTable):
     # returns the windows that start after it minus the retention. Emitting on window close, the
     # time-ordered store's time is ClosedWindows.store_time (the same, always kept).
     observes_store_time = store_in_memory = False  # store_in_memory: an InMemoryWindowStore (user_dsl_window_store)
+    closed_segment_interval: Optional[int] = None  # emitting on close from a RocksDB supplier's segmented store
     removal_cut: Optional[RemovalCut] = None  # such a store a processor names, read live by a sliding record
     # Whether the time-ordered store of emit-on-close keeps a key index beside its time-first keys
     # (Kafka Streams' RocksDbIndexedTimeOrderedWindowBytesStoreSupplier, hasIndex: the DSL sets it for
@@ -145,8 +146,7 @@ class _WindowAggregate(WindowedTable):
         for _ in range(dropped):
             out.append(DROPPED_LATE_TOPIC, None, None)
         self._wrote(updates, store, state)
-        state.values[slot] = store if store else ABSENT
-        state.keys[slot] = key
+        state.values[slot], state.keys[slot] = (store if store else ABSENT), key
         state.changed = True
         if closed is not None:
             self._emit_closed(closed, key, updates, context, out, state)
@@ -249,10 +249,9 @@ class _WindowAggregate(WindowedTable):
         return self._closed_windows_of(task_state_of(self, state))
 
     def _closed_windows_of(self, task) -> ClosedWindows:
-        closed = task.values.get(self._closed_key)
-        if closed is None:
-            closed = task.values[self._closed_key] = ClosedWindows(self.store_in_memory)
-        return closed
+        if self._closed_key not in task.values:
+            task.values[self._closed_key] = ClosedWindows(self.store_in_memory, self.closed_segment_interval)
+        return task.values[self._closed_key]
 
     def _emit_closed(self, closed: ClosedWindows, key, updates, context, out, state) -> None:
         """Note the windows this record wrote, then forward those that closed (all keys)."""
@@ -395,5 +394,6 @@ def build(factory, ctx, classes=(TimeWindowAggregate, SlidingWindowAggregate)) -
     check_own_window_reads(sub, factory, what)
     aggregate.task_grouped = aggregate.task_grouped or keeps_state_downstream(sub, factory)
     aggregate.observes_store_time, aggregate.store_in_memory = observes_store_time, store.persistent is False
+    aggregate.closed_segment_interval = supplier_segment_interval(store) if emit_on_close else None
     aggregate.removal_cut = RemovalCut() if sliding and observes_store_time and store.persistent is False else None
     return aggregate

@@ -278,6 +278,13 @@ class Stores:
         return _window_supplier(name, retention_period, window_size, retain_duplicates, persistent=True)
 
     @staticmethod
+    def persistent_timestamped_window_store(name: str, retention_period, window_size, retain_duplicates: bool
+                                            ) -> WindowBytesStoreSupplier:
+        """A RocksDB window store that keeps each value's timestamp (the DSL's own form; a plain one is
+        adapted to it there: same windows, same order)."""
+        return _window_supplier(name, retention_period, window_size, retain_duplicates, persistent=True)
+
+    @staticmethod
     def in_memory_window_store(name: str, retention_period, window_size, retain_duplicates: bool
                                ) -> WindowBytesStoreSupplier:
         return _window_supplier(name, retention_period, window_size, retain_duplicates, persistent=False)
