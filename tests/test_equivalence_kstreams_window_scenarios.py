@@ -30,7 +30,10 @@ too, out of order as they come. Emitting on window close from stores kept in mem
 in-memory DSL suppliers ignore the emit strategy, so it emits from a plain InMemoryWindowStore): hopping
 windows from a supplier's store kept exactly size + grace (which never emits: each window is gone when it
 closes) and kept 20 ms (a window stream time jumped 20 ms past is gone), sliding windows from
-``with_store_type("in_memory")``.
+``with_store_type("in_memory")``. Emitting on window close from RocksDB suppliers' stores (ours: Kafka Streams
+emits from the supplier's segmented store, segment by segment, then by key, then start), hopping and sliding
+windows of seconds kept 60 s, on records last in each partition: two keys whose byte order is not their windows'
+start order, windows in up to four segments, and a window the store's retention cuts before it closes.
 
 Other readers of a suppressed table stay refused when defined (a unit test below keeps them refused by
 name): a suppressed windowed table joined, a foreign-key join of a suppressed table. No
@@ -142,6 +145,18 @@ def _events() -> list[tuple]:
     records += _records(0, "final", _numbered([0, 1, 2, 1, 0, 5, 0]), 4_000)
     records += _records(0, "jump", _numbered([0, 1, 2, 0, 3, 0, 4, 0, 30]), 4_050)
     records += _records(1, "final", _numbered([10, 11, 10, 13, 10, 24, 5, 7, 90]), 4_000)
+    # Last, in seconds: emitting on window close from RocksDB suppliers' stores (segments of 60 s). Keys
+    # "seg-a" and "seg-b" write alternately around 60 s (one late, one out of order within the grace, a null
+    # value, a null key), then a jump to 90 s emits 48 s to 75 s at once: "seg-a"'s windows before
+    # "seg-b"'s within a segment, segment 0 before segment 1. Then "seg-a" at 136 s and "seg-b" at 194 s:
+    # the store's time (190 s) minus the retention (60 s) is the window at 130 s, which the segmented store
+    # no longer returns (the time-ordered one would); the one at 135 s is emitted.
+    for partition in range(PARTITIONS):
+        a, b = (_in_partition(f"seg-{stem}{partition}", partition) for stem in "ab")
+        records += [(key, value, partition, time) for key, value, time in (
+            (b, "1", 47_000), (a, "2", 52_000), (b, "3", 56_000), (a, "4", 58_000), (b, "5", 61_000),
+            (a, "6", 62_000), (a, "late", 45_000), (a, "7", 55_000), (b, None, 60_000), (None, "no-key", 63_000),
+            (_in_partition(f"seg-c{partition}", partition), "8", 90_000), (a, "9", 136_000), (b, "10", 194_000))]
     return records
 
 
@@ -266,6 +281,11 @@ def test_kafka_streams_window_scenarios_on_spark_match_kafka_streams(scenario_ru
         assert any(value.startswith("null|") for _, value in theirs["out-session-counts", partition])
         assert any(key[1] == 0 for key, _ in theirs["out-early-5", partition])
     assert len(theirs["out-session-closed", 0]) < len(theirs["out-session-counts", 0])
+    # The RocksDB supplier's emit: within the jump's emit, "seg-a"'s 55 s window before "seg-b"'s 50 s one,
+    # and segment 1's windows after segment 0's; the window at 130 s is never emitted.
+    for partition in range(PARTITIONS):
+        starts = [key[1] for key, _ in theirs["out-hopping-closed-rocksdb", partition] if key[0].startswith("seg-")]
+        assert starts != sorted(starts) and 130_000 not in starts and 135_000 in starts
     # shouldWorkBeforeJoinRight's points: a left update joins the right side's emitted value while the key
     # has a newer one buffered ("(a,1)", not 2), and the buffered one once emitted ("(b,2)").
     for partition in range(PARTITIONS):

@@ -19,15 +19,17 @@ Kafka Streams, the runner follows or refuses:
 * a time- or sliding-windowed aggregation emitting on window close from a store kept in memory (a
   supplier's, ``with_store_type("in_memory")``, ``default.dsl.store=in_memory``): Kafka Streams' in-memory
   DSL suppliers ignore the emit strategy, and ``InMemoryWindowStore.fetchAll`` returns the closed windows
-  by start, then key, as the time-ordered store does, from one start later; or from a RocksDB supplier's
-  window store (``Stores.persistent_[timestamped_]window_store``), whose ``fetchAll`` returns the same
-  windows segment by segment, then by key, then start (:mod:`.window_close`);
-* refused, naming the processor and the store: emitting on window close from a RocksDB supplier's
-  session store (Kafka Streams itself cannot: its plain RocksDB session store throws
-  ``UnsupportedOperationException`` at run time when the emit fetches its sessions by end time, so the
-  runner refuses it when defined), from a session store kept in memory (not compared with Kafka Streams
-  yet), or from a window store kept in memory or a RocksDB supplier's that a user processor also reads
-  (not modeled yet);
+  by start, then key, as the time-ordered store does, from one start later; or from a timestamped RocksDB
+  supplier's window store (``Stores.persistent_timestamped_window_store``), whose ``fetchAll`` returns the
+  same windows segment by segment, then by key, then start (:mod:`.window_close`);
+* refused, naming the processor and the store, where Kafka Streams itself fails at run time: emitting on
+  window close from a RocksDB supplier's session store (its plain RocksDB session store throws
+  ``UnsupportedOperationException`` when the emit fetches its sessions by end time) or from a plain RocksDB
+  supplier's window store (``Stores.persistent_window_store``: the DSL reads its aggregates back with no
+  timestamp, -1, and forwarding a closed window with it throws);
+* refused, naming the processor and the store: emitting on window close from a session store kept in
+  memory (not compared with Kafka Streams yet), or from a window store kept in memory or a RocksDB
+  supplier's that a user processor also reads (not modeled yet);
 * a user processor reading a windowed aggregation's store kept in memory reads it in the in-memory
   store's order: a time- or sliding-windowed one's by window start, then key
   (:mod:`.user_dsl_window_store`), a session one's by session end, then key, then start descending
@@ -64,6 +66,10 @@ def _check_emit_on_close_store(factory, store, subtopology) -> None:
         else:
             reason = ("its supplier's RocksDB session store, which Kafka Streams itself cannot emit from (its "
                       "findSessions by end time throws UnsupportedOperationException at run time)")
+    elif store.supplier is not None and store.supplier.persistent and not store.supplier.timestamped:
+        reason = ("its supplier's plain RocksDB window store, which Kafka Streams itself cannot emit from (the DSL "
+                  "reads its aggregates back with no timestamp, -1, and forwarding a closed window with it fails at "
+                  "run time): Stores.persistent_timestamped_window_store emits")
     elif read_by_user_processor(subtopology, store.name):
         kind = "a store kept in memory" if store.persistent is False else "its supplier's RocksDB window store"
         reason = f"{kind} that a user processor also reads: not modeled by the Spark runner yet"

@@ -280,9 +280,10 @@ class Stores:
     @staticmethod
     def persistent_timestamped_window_store(name: str, retention_period, window_size, retain_duplicates: bool
                                             ) -> WindowBytesStoreSupplier:
-        """A RocksDB window store that keeps each value's timestamp (the DSL's own form; a plain one is
-        adapted to it there: same windows, same order)."""
-        return _window_supplier(name, retention_period, window_size, retain_duplicates, persistent=True)
+        """A RocksDB window store that keeps each value's timestamp (the DSL's own form: a plain one
+        under a DSL operation is adapted to it, its values read back with no timestamp, -1)."""
+        return _window_supplier(name, retention_period, window_size, retain_duplicates, persistent=True,
+                                timestamped=True)
 
     @staticmethod
     def in_memory_window_store(name: str, retention_period, window_size, retain_duplicates: bool
@@ -335,14 +336,14 @@ def _millis(duration, what: str) -> int:
     return millis
 
 
-def _window_supplier(name, retention_period, window_size, retain_duplicates: bool, persistent: bool
-                     ) -> WindowBytesStoreSupplier:
+def _window_supplier(name, retention_period, window_size, retain_duplicates: bool, persistent: bool,
+                     timestamped: bool = False) -> WindowBytesStoreSupplier:
     retention_ms, size_ms = _millis(retention_period, "retentionPeriod"), _millis(window_size, "windowSize")
     if size_ms > retention_ms:
         raise ValueError(f"The retention period of the window store {name} must be no smaller than its window size. "
                          f"Got size=[{size_ms} ms], retention=[{retention_ms} ms]")
     return WindowBytesStoreSupplier(_store_name(name), persistent, retention_ms, size_ms, bool(retain_duplicates),
-                                    max(retention_ms // 2, 60_000))
+                                    max(retention_ms // 2, 60_000), timestamped)
 
 
 def _store_name(name: str) -> str:

@@ -24,7 +24,9 @@ class KeyValueBytesStoreSupplier:
 class WindowBytesStoreSupplier:
     """A window store: a value per (key, window start), kept for ``retention_ms`` of the store's
     observed time (the largest window start put into it); ``segment_interval_ms`` is Kafka Streams'
-    RocksDB segment size, which orders a persistent store's iteration."""
+    RocksDB segment size, which orders a persistent store's iteration; ``timestamped``: a RocksDB
+    store that keeps each value's timestamp (``persistentTimestampedWindowStore``; a plain one under a
+    DSL operation reads its values back with no timestamp)."""
 
     name: str
     persistent: bool
@@ -32,6 +34,7 @@ class WindowBytesStoreSupplier:
     window_size_ms: int
     retain_duplicates: bool
     segment_interval_ms: int
+    timestamped: bool = False
 
 
 @dataclass(frozen=True)
