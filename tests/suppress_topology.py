@@ -31,7 +31,7 @@ OUTPUTS = ("out-final", "out-closed", "out-sessions", "out-limited", "out-deboun
            "out-windowed-bytes", "out-sessions-filtered", "out-session-bytes", "out-sliding-filtered",
            "out-sliding-bytes", "out-held", "out-closed-written", "out-closed-reads", "out-closed-sessions-written",
            "out-closed-session-reads", "out-closed-sliding-written", "out-closed-sliding-reads", "out-held-regrouped",
-           "out-held-joined", *READER_OUTPUTS, *CONTEXT_OUTPUTS, "out-closed-memory")
+           "out-held-joined", *READER_OUTPUTS, *CONTEXT_OUTPUTS, "out-closed-memory", "out-closed-rocksdb")
 SHUT_DOWN_OUTPUT = "out-shut-down"  # of the shut-down application (shut_down_example)
 SHUT_DOWN_BYTES, RAISED_BYTES, WINDOWED_BYTES, SESSION_BYTES, SLIDING_BYTES = 480, 2_000, 300, 300, 300
 # How each output's keys are read: a time window of that size, a session window, or a plain string.
@@ -43,6 +43,7 @@ OUTPUT_KEYS = {"out-final": 10_000, "out-closed": 10_000, "out-sessions": "sessi
                "out-closed-written": 10_000, "out-closed-reads": None, "out-closed-sessions-written": "session",
                "out-closed-session-reads": None, "out-closed-sliding-written": 5_000, "out-closed-sliding-reads": None,
                "out-held-regrouped": None, "out-held-joined": None, "out-closed-memory": 10_000,
+               "out-closed-rocksdb": 10_000,
                **dict.fromkeys((*READER_OUTPUTS, *CONTEXT_OUTPUTS)), SHUT_DOWN_OUTPUT: None}
 
 
@@ -367,7 +368,8 @@ def suppress_examples(topics: dict[str, str]) -> StreamsBuilder:
             Produced.with_(WindowedSerde(Serdes.String(), 5_000), Serdes.String()))
     slide_stream.process(ClosedSlidingWriter, "closed-sliding-written").to(topics["out-closed-sliding-reads"])
     # The closed hopping windows from a supplier's store kept in memory: a plain InMemoryWindowStore, which
-    # returns no window starting at its time minus the retention (15 s), where the time-ordered one still does.
+    # returns no window starting at its time minus the retention (15 s), where the time-ordered one still does;
+    # then from a timestamped RocksDB supplier's store kept 60 s: by segment (60 s), then key, then start.
     grouped.windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=2))
                         .advance_by(timedelta(seconds=5))).emit_strategy(EmitStrategy.on_window_close()) \
         .aggregate(lambda: "", lambda key, value, agg: agg + "," + ("null" if value is None else value),
@@ -375,6 +377,12 @@ def suppress_examples(topics: dict[str, str]) -> StreamsBuilder:
                                                                     timedelta(seconds=10), False))
                    .with_caching_disabled()) \
         .to_stream().to(topics["out-closed-memory"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.String()))
+    grouped.windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=2))
+                        .advance_by(timedelta(seconds=5))).emit_strategy(EmitStrategy.on_window_close()) \
+        .aggregate(lambda: "", lambda key, value, agg: agg + "," + ("null" if value is None else value),
+                   Materialized.as_(Stores.persistent_timestamped_window_store("closed-rocksdb", timedelta(
+                       seconds=60), timedelta(seconds=10), False)).with_caching_disabled()).to_stream() \
+        .to(topics["out-closed-rocksdb"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.String()))
     return builder
 
 

@@ -277,6 +277,16 @@ public final class SuppressExamples {
             .toStream()
             .to(outReaders.get(9), Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000),
                                                  Serdes.String()));
+        // And from a timestamped RocksDB supplier's store kept 60 s: its segmented store (60 s segments).
+        grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2))
+                .advanceBy(Duration.ofSeconds(5)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .aggregate(() -> "", (key, value, agg) -> agg + "," + value,
+                Materialized.<String, String>as(Stores.persistentTimestampedWindowStore("closed-rocksdb",
+                    Duration.ofSeconds(60), Duration.ofSeconds(10), false)).withCachingDisabled())
+            .toStream()
+            .to(outReaders.get(10), Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000),
+                                                  Serdes.String()));
         return builder.build();
     }
 
