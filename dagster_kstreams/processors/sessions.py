@@ -253,7 +253,7 @@ class SessionWindowAggregate(WindowedTable):
     def _closed_sessions_of(self, task) -> ClosedSessions:
         closed = task.values.get(self._closed_key)
         if closed is None:
-            closed = task.values[self._closed_key] = ClosedSessions()
+            closed = task.values[self._closed_key] = ClosedSessions(self.store_in_memory)
         return closed
 
     def _update(self, key, start: int, end: int, new, old, context, out, state) -> None:
