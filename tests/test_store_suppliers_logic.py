@@ -222,8 +222,8 @@ def test_an_in_memory_store_emits_the_time_ordered_ones_windows_but_the_one_at_i
     assert results[True] == [window for window in results[False] if window[0] != edge]
 
 
-@given(st.lists(st.tuples(st.integers(0, 60), st.integers(0, 10), st.sampled_from([b"a", b"b", b"ab"])), max_size=12),
-       st.integers(0, 80), st.integers(10, 30))
+@given(st.lists(st.tuples(st.integers(0, 20), st.integers(0, 6), st.sampled_from([b"a", b"b", b"ab"])), max_size=12),
+       st.integers(0, 30), st.integers(10, 20))
 def test_an_in_memory_store_emits_the_time_ordered_ones_sessions_in_its_own_order_but_those_past_retention(
         puts, close, retention):
     """InMemorySessionStore.findSessions(earliest_end, latest_end) returns the time-ordered store's sessions
