@@ -30,7 +30,10 @@ too, out of order as they come. Emitting on window close from stores kept in mem
 in-memory DSL suppliers ignore the emit strategy, so it emits from a plain InMemoryWindowStore): hopping
 windows from a supplier's store kept exactly size + grace (which never emits: each window is gone when it
 closes) and kept 20 ms (a window stream time jumped 20 ms past is gone), sliding windows from
-``with_store_type("in_memory")``.
+``with_store_type("in_memory")``; sessions from a plain InMemorySessionStore kept 20 ms (by end, then key,
+then start descending: two keys' sessions ending together, ours, go out in the other order than from the
+time-ordered store; a session stream time jumped 20 ms past is gone, 19 ms is not) and from
+``with_store_type("in_memory")`` (kept gap + grace: never emits).
 
 Other readers of a suppressed table stay refused when defined (a unit test below keeps them refused by
 name): a suppressed windowed table joined, a foreign-key join of a suppressed table. No

@@ -8,13 +8,14 @@ close, a session count suppressed until its sessions close (also after a filter,
 limit in a buffer bounded in bytes: a new session's update has no old value, a merged-away session's
 removal carries its old count), a session aggregate that emits on window close, the same hopping and
 session aggregates emitting on window close from suppliers' stores kept in memory (a plain
-``InMemoryWindowStore`` kept 15 s and ``InMemorySessionStore`` kept 10 s: tests/suppress_memory_topology.py), and a hopping
-aggregate and a session aggregate emitting on window close whose stores processors on the events
-write and read (``ClosedWindowWriter``, ``ClosedSessionWriter``: they overwrite, delete and add
-windows, write windows emitted already, and move the store's time ahead; what they read and what the
-aggregates emit, with each window's timestamp, are compared); on a prices table, a suppression
-until a time limit with at most 3 records buffered (emitted early when full), and a filter then
-an unbounded suppression until a time limit; on a copy of the event stream (its own
+``InMemoryWindowStore`` kept 15 s and ``InMemorySessionStore`` kept 10 s:
+tests/suppress_memory_topology.py), and a hopping aggregate and a session aggregate emitting on window
+close whose stores processors on the events write and read (``ClosedWindowWriter``,
+``ClosedSessionWriter``: they overwrite, delete and add windows, write windows emitted already, and
+move the store's time ahead; what they read and what the aggregates emit, with each window's
+timestamp, are compared); on a prices table, a suppression until a time limit with at most 3 records
+buffered (emitted early when full), and a filter then an unbounded suppression until a time limit;
+on a copy of the event stream (its own
 sub-topology), a sliding-window aggregate that emits on window close, the same aggregate whose
 time-ordered store (with its key index) a processor on the slides writes and reads
 (``ClosedSlidingWriter``: overwrites windows the next slides aggregate onto, deletes, adds, writes
