@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from dagster_kstreams.orchestration.app import check_runnable
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.join_buffers import stored_when_put
+from dagster_kstreams.processors.session_close import ClosedSessions
 from dagster_kstreams.processors.window_close import ClosedWindows
 from dagster_kstreams.topology import (
     EmitStrategy, JoinWindows, Materialized, SessionWindows, SlidingWindows, Stores, StreamJoined, StreamsBuilder,
@@ -178,10 +179,13 @@ SESSIONS = SessionWindows.of_inactivity_gap_and_grace(5 * MS, 5 * MS)
     (HOPPING, Materialized.as_("counts"), IN_MEMORY),
     (SLIDING, Materialized.as_("counts").with_store_type(StreamsConfig.IN_MEMORY), None),
     (SLIDING, Materialized.as_(Stores.in_memory_window_store("counts", 25 * MS, 10 * MS, False)), None),
+    (SESSIONS, Materialized.as_("counts"), IN_MEMORY),
+    (SESSIONS, Materialized.as_("counts").with_store_type(StreamsConfig.IN_MEMORY), None),
+    (SESSIONS, Materialized.as_(Stores.in_memory_session_store("counts", 10 * MS)), None),
 ])
-def test_the_runner_takes_emit_on_close_from_a_time_or_sliding_store_kept_in_memory(windows, materialized, config):
-    """Kafka Streams emits from a plain InMemoryWindowStore (start, then key): compared with it in
-    tests/test_equivalence_kstreams_window_scenarios.py."""
+def test_the_runner_takes_emit_on_close_from_a_store_kept_in_memory(windows, materialized, config):
+    """Kafka Streams emits from a plain InMemoryWindowStore (start, then key) or InMemorySessionStore (end,
+    then key, then start descending): compared with it in tests/test_equivalence_kstreams_window_scenarios.py."""
     _runnable(_closing(windows, materialized, config))
 
 
@@ -192,10 +196,9 @@ def test_the_runner_takes_emit_on_close_from_a_time_or_sliding_store_kept_in_mem
      False, "its supplier's RocksDB window store"),
     (SESSIONS, Materialized.as_(Stores.persistent_session_store("counts", 10 * MS)), None, False,
      r"its supplier's RocksDB session store, which Kafka Streams cannot emit from .*UnsupportedOperationException"),
-    (SESSIONS, Materialized.as_("counts"), IN_MEMORY, False, r"a session store kept in memory \(InMemorySessionStore\)"),
-    (SESSIONS, Materialized.as_(Stores.in_memory_session_store("counts", 10 * MS)), None, False,
-     "a session store kept in memory"),
     (HOPPING, Materialized.as_("counts"), IN_MEMORY, True, "a store kept in memory that a user processor also reads"),
+    (SESSIONS, Materialized.as_(Stores.in_memory_session_store("counts", 10 * MS)), None, True,
+     "a store kept in memory that a user processor also reads"),
 ])
 def test_the_runner_refuses_emit_on_close_it_does_not_model_naming_processor_and_store(
         windows, materialized, config, read, reason):
@@ -217,6 +220,24 @@ def test_an_in_memory_store_emits_the_time_ordered_ones_windows_but_the_one_at_i
         results[in_memory] = closed.due(HOPPING, close, retention)
     edge = max((start for start, _ in puts), default=-1) - retention
     assert results[True] == [window for window in results[False] if window[0] != edge]
+
+
+@given(st.lists(st.tuples(st.integers(0, 20), st.integers(0, 6), st.sampled_from([b"a", b"b", b"ab"])), max_size=12),
+       st.integers(0, 30), st.integers(10, 20))
+def test_an_in_memory_store_emits_the_time_ordered_ones_sessions_in_its_own_order_but_those_past_retention(
+        puts, close, retention):
+    """InMemorySessionStore.findSessions(earliest_end, latest_end) returns the time-ordered store's sessions
+    (whose segments outlive these times) by end, then key, then start descending, but for those ending
+    before the store's time (the largest end put) minus the retention plus 1."""
+    results = {}
+    for in_memory in (False, True):
+        closed = ClosedSessions(in_memory)
+        for end, length, key in puts:
+            closed.put(max(0, end - length), end, key, key.decode(), f"{key.decode()}@{end}")
+        results[in_memory] = closed.due(close, retention)
+    kept_from = max((end for end, _, _ in puts), default=-1) - retention + 1
+    assert results[True] == sorted((session for session in results[False] if session[1] >= kept_from),
+                                   key=lambda session: (session[1], session[2], -session[0]))
 
 
 def _sliding_or_session_count(windows, materialized, config=None):

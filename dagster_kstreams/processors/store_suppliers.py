@@ -16,15 +16,18 @@ Kafka Streams, the runner follows or refuses:
   below what keeps its open windows (Kafka Streams checks only the ``Materialized`` retention; its
   store then drops windows still open), whose window size is not the windows' (the ``Windowed`` keys
   its reads make end elsewhere) or that retains duplicates (each update a new entry);
-* a time- or sliding-windowed aggregation emitting on window close from a store kept in memory (a
-  supplier's, ``with_store_type("in_memory")``, ``default.dsl.store=in_memory``): Kafka Streams' in-memory
-  DSL suppliers ignore the emit strategy, and ``InMemoryWindowStore.fetchAll`` returns the closed windows
-  by start, then key, as the time-ordered store does, from one start later (:mod:`.window_close`);
+* a windowed aggregation emitting on window close from a store kept in memory (a supplier's,
+  ``with_store_type("in_memory")``, ``default.dsl.store=in_memory``): Kafka Streams' in-memory DSL
+  suppliers ignore the emit strategy. Time or sliding windows: ``InMemoryWindowStore.fetchAll`` returns
+  the closed windows by start, then key, as the time-ordered store does, from one start later
+  (:mod:`.window_close`). Session windows: ``InMemorySessionStore.findSessions(earliest_end,
+  latest_end)`` returns the closed sessions by end, then key, then start descending (its reads' order),
+  and none ending below its time minus the retention plus 1 (:mod:`.session_close`);
 * refused, naming the processor and the store: emitting on window close from a RocksDB supplier's
   window store (its ``fetchAll`` goes by segment, then key, then start: not modeled yet) or session
   store (Kafka Streams' plain RocksDB session store throws ``UnsupportedOperationException`` when the
-  emit fetches its sessions by end time), from a session store kept in memory (not compared with
-  Kafka Streams yet), or from a store kept in memory that a user processor also reads (not modeled yet);
+  emit fetches its sessions by end time), or from a store kept in memory that a user processor also
+  reads (not modeled yet);
 * a user processor reading a windowed aggregation's store kept in memory reads it in the in-memory
   store's order: a time- or sliding-windowed one's by window start, then key
   (:mod:`.user_dsl_window_store`), a session one's by session end, then key, then start descending
@@ -55,12 +58,9 @@ def check_store_suppliers(factory, stores, subtopology) -> None:
 def _check_emit_on_close_store(factory, store, subtopology) -> None:
     """A windowed aggregation emitting on window close from a store not Kafka Streams' time-ordered one."""
     where = f"processor {factory.name}: store {store.name}"
-    if isinstance(factory.params["windows"], SessionWindows):
-        if store.persistent is False:
-            reason = "a session store kept in memory (InMemorySessionStore): not compared with Kafka Streams yet"
-        else:
-            reason = ("its supplier's RocksDB session store, which Kafka Streams cannot emit from (its findSessions "
-                      "by end time throws UnsupportedOperationException at run time)")
+    if isinstance(factory.params["windows"], SessionWindows) and store.persistent is not False:
+        reason = ("its supplier's RocksDB session store, which Kafka Streams cannot emit from (its findSessions "
+                  "by end time throws UnsupportedOperationException at run time)")
     elif store.persistent is not False:
         reason = ("its supplier's RocksDB window store, whose fetchAll goes by segment, then key, then start (not the "
                   "time-ordered store's start, then key): not modeled by the Spark runner yet")

@@ -69,7 +69,8 @@ final class WindowCatalog {
             "closed-session-reads", "closed-sliding-written-out", "closed-sliding-reads", "held-regrouped",
             "held-joined", List.of("held-looked-up", "held-kept-joined", "joined-held-joined", "joined-held-regrouped",
                                   "held-kept-regrouped", "held-twice-joined", "held-twice-looked-up",
-                                  "held-context", "held-context-odd", "closed-memory-out")));
+                                  "held-context", "held-context-odd", "closed-memory-out",
+                                  "closed-memory-sessions-out")));
         return topologies;
     }
 

@@ -60,7 +60,8 @@ public final class WindowScenarioExamples {
         "out-windowed-keys", "out-regroup-bytes", "out-held-counts", "out-join-right-held", "out-join-left-held",
         "out-stream-held", "out-kept-held", "out-join-held-joined", "out-join-held-sums",
         "out-held-filtered-sums", "out-join-held-twice", "out-stream-held-twice", "out-hopping-closed-memory",
-        "out-sliding-closed-memory", "out-hopping-closed-memory-20");
+        "out-sliding-closed-memory", "out-hopping-closed-memory-20", "out-session-closed-memory",
+        "out-session-closed-memory-default");
     // SuppressScenarioTest's Long.MAX_VALUE, as the twin can say it (a timedelta ends sooner).
     static final Duration NEVER = Duration.ofDays(100 * 365);
 
@@ -174,6 +175,19 @@ public final class WindowScenarioExamples {
             .aggregate(() -> "0", (key, value, agg) -> agg + "+" + value,
                 WindowScenarioExamples.<WindowStore<Bytes, byte[]>, String>uncached("sliding-closed-memory")
                     .withStoreType(Materialized.StoreType.IN_MEMORY)), out.get(34), windowed(10));
+        // Sessions emitting on window close from stores kept in memory (a plain InMemorySessionStore: by end,
+        // then key, then start descending; none ending below its time minus the retention plus 1), kept 20 ms,
+        // then the default gap + grace (5 ms: every session is gone before it closes).
+        stamped(grouped.windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMillis(5)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .aggregate(() -> "0", (key, value, agg) -> agg + "+" + orNull(value), (key, one, two) -> one + "|" + two,
+                Materialized.<String, String>as(Stores.inMemorySessionStore("session-closed-memory",
+                    Duration.ofMillis(20))).withCachingDisabled()), out.get(36), sessionSerde);
+        stamped(grouped.windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMillis(5)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .aggregate(() -> "0", (key, value, agg) -> agg + "+" + orNull(value), (key, one, two) -> one + "|" + two,
+                WindowScenarioExamples.<SessionStore<Bytes, byte[]>, String>uncached("session-closed-memory-default")
+                    .withStoreType(Materialized.StoreType.IN_MEMORY)), out.get(37), sessionSerde);
         KGroupedStream<String, String> regrouped = stream.groupBy((key, value) -> key, Grouped.with("final-by-key", Serdes.String(), Serdes.String()));
         List<Object[]> finals = List.of(
             new Object[] {TimeWindows.ofSizeAndGrace(Duration.ofMillis(2), Duration.ofMillis(1)), "final-counts", 2L},
