@@ -32,7 +32,7 @@ Kafka Streams, the runner follows or refuses:
 """
 from __future__ import annotations
 
-from dagster_kstreams.processors.aggregations import read_by_user_processor
+from dagster_kstreams.processors.base import reachable
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_CLOSE
 from dagster_kstreams.topology.node_specs import NodeKind
@@ -64,11 +64,20 @@ def _check_emit_on_close_store(factory, store, subtopology) -> None:
     elif store.persistent is not False:
         reason = ("its supplier's RocksDB window store, whose fetchAll goes by segment, then key, then start (not the "
                   "time-ordered store's start, then key): not modeled by the Spark runner yet")
-    elif read_by_user_processor(subtopology, store.name):
-        reason = "a store kept in memory that a user processor also reads: not modeled by the Spark runner yet"
+    elif _read_while_emitting(factory, store.name, subtopology):
+        reason = ("a store kept in memory that a user processor it forwards to also reads (it runs while the emit's "
+                  "InMemoryWindowStore iterator is open, which sees the processor's writes ahead of it): not modeled "
+                  "by the Spark runner yet")
     else:
         return
     raise UnsupportedTopologyError(f"{where} emits on window close from {reason}")
+
+
+def _read_while_emitting(factory, store_name: str, subtopology) -> bool:
+    """Whether a user processor naming the store is downstream of the aggregation, so runs as the emit
+    forwards each closed window (a processor elsewhere in the sub-topology runs between the emits)."""
+    return any(node.kind in (NodeKind.PROCESS, NodeKind.PROCESS_VALUES) and store_name in node.stores
+               for node in reachable(subtopology, factory.children, lambda node: node.children))
 
 
 def _check_aggregation_supplier(factory, store) -> None:

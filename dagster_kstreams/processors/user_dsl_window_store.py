@@ -120,17 +120,19 @@ class TimestampedWindowStore(DslStoreView, WindowStoreReads):
         first), by start, then serialized key + sequence number, unless ``key_first``: a key range read
         through that store's key index, whose keys are the segmented store's in the same segments; in an
         in-memory store (a supplier's, ``default.dsl.store=in_memory``): by start, then serialized key."""
+        if self._owner.store_in_memory:  # InMemoryWindowStore (emitting on close too): by start, then key bytes
+            return start, raw_key
         if self._owner.emit_on_close and not key_first:
             return start, raw_key + bytes(4)
-        if self._owner.store_in_memory:  # InMemoryWindowStore: by start, then key bytes
-            return start, raw_key
         return start // self._segment_interval, raw_key + start.to_bytes(8, "big", signed=True) + bytes(4)
 
     def _key_range(self, key_from, key_to, time_from: int, time_to: int) -> list[StoreEntry]:
         """A key range (``fetch``/``backward_fetch`` with four arguments): a sliding aggregation's
         time-ordered store reads it through its key index (``IndexToBaseStoreIterator``: index segment by
         segment, each window's value from the time-first keys, so with the same retention cut)."""
-        return self._ranged(key_from, key_to, time_from, time_to, key_first=self._owner.key_indexed_on_close)
+        owner = self._owner  # an in-memory store has no key index, emitting on close or not
+        return self._ranged(key_from, key_to, time_from, time_to,
+                            key_first=owner.key_indexed_on_close and owner.emit_on_close and not owner.store_in_memory)
 
     def _read(self, window: tuple) -> ValueAndTimestamp:
         aggregate, timestamp = window
