@@ -245,9 +245,11 @@ def dsl_window_store_processor_examples(topics: dict[str, str]) -> StreamsBuilde
         False)).with_caching_disabled())
     sliding_counts.to_stream().process(lambda: SlidingCorrector("sliding-counts-in-memory"),
                                        "sliding-counts-in-memory").to(topics["sliding-in-memory-out"])
-    # counts emitting on window close from stores kept in memory that a processor beside them writes and reads
+    # counts emitting on window close from stores kept in memory that a processor beside them writes and reads;
+    # the hopping one keeps 15 s (a multiple of the advance: a window can start at the retention's edge, which
+    # an InMemoryWindowStore no longer returns where the time-ordered store still does)
     events.group_by_key().windowed_by(windows).emit_strategy(EmitStrategy.on_window_close()).count(Materialized.as_(Stores.in_memory_window_store(
-        "closed-counts-in-memory", timedelta(milliseconds=SIZE_MS + GRACE_MS), timedelta(milliseconds=SIZE_MS),
+        "closed-counts-in-memory", timedelta(milliseconds=SIZE_MS + ADVANCE_MS), timedelta(milliseconds=SIZE_MS),
         False)).with_caching_disabled()).to_stream().process(ClosedStamp).to(topics["closed-in-memory-out"])
     events.process(lambda: ClosedInMemoryWriter("closed-counts-in-memory", SIZE_MS, False),
                    "closed-counts-in-memory").to(topics["closed-in-memory-reads"])

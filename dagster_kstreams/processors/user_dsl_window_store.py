@@ -130,9 +130,7 @@ class TimestampedWindowStore(DslStoreView, WindowStoreReads):
         """A key range (``fetch``/``backward_fetch`` with four arguments): a sliding aggregation's
         time-ordered store reads it through its key index (``IndexToBaseStoreIterator``: index segment by
         segment, each window's value from the time-first keys, so with the same retention cut)."""
-        owner = self._owner  # an in-memory store has no key index, emitting on close or not
-        return self._ranged(key_from, key_to, time_from, time_to,
-                            key_first=owner.key_indexed_on_close and owner.emit_on_close and not owner.store_in_memory)
+        return self._ranged(key_from, key_to, time_from, time_to, key_first=self._owner.key_indexed_on_close)
 
     def _read(self, window: tuple) -> ValueAndTimestamp:
         aggregate, timestamp = window

@@ -308,14 +308,15 @@ public final class DslWindowStoreProcessorExamples {
             .toStream()
             .process(() -> new SlidingCorrector("sliding-counts-in-memory"), "sliding-counts-in-memory")
             .to(slidingInMemoryOut);
-        // counts emitting on window close from stores kept in memory that a processor beside them writes and reads
+        // counts emitting on window close from stores kept in memory that a processor beside them writes and reads;
+        // the hopping one keeps 15 s (a multiple of the advance: a window can start at the retention's edge)
         stream
             .groupByKey()
             .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(SIZE_MS), Duration.ofMillis(GRACE_MS))
                 .advanceBy(Duration.ofMillis(ADVANCE_MS)))
             .emitStrategy(EmitStrategy.onWindowClose())
             .count(Materialized.<String, Long>as(Stores.inMemoryWindowStore("closed-counts-in-memory",
-                Duration.ofMillis(SIZE_MS + GRACE_MS), Duration.ofMillis(SIZE_MS), false)).withCachingDisabled())
+                Duration.ofMillis(SIZE_MS + ADVANCE_MS), Duration.ofMillis(SIZE_MS), false)).withCachingDisabled())
             .toStream()
             .process(ClosedStamp::new)
             .to(closedOut);
