@@ -37,6 +37,11 @@ key, then start descending (the in-memory ``SessionCorrector`` also lists every 
 around it: ``find_sessions(earliest_end, latest_end)``, which only that store has), and by window start,
 then key.
 
+``ClosedInMemoryWriter`` (``process`` on the events, beside a hopping count and a sliding count emitting on
+window close from stores kept in memory: ``Stores.in_memory_window_store`` kept 15 s, and ``with_store_type(
+"in_memory")``) writes and reads their stores between the emits; ``ClosedStamp`` writes each emitted window
+with its timestamp.
+
 Every value starts with ``p<partition>|``: the task that produced it. Its classes are self-contained:
 Spark's Python workers cannot import modules of tests/, and the test ships this module by value.
 """
@@ -248,7 +253,8 @@ def dsl_window_store_processor_examples(topics: dict[str, str]) -> StreamsBuilde
     # counts emitting on window close from stores kept in memory that a processor beside them writes and reads;
     # the hopping one keeps 15 s (a multiple of the advance: a window can start at the retention's edge, which
     # an InMemoryWindowStore no longer returns where the time-ordered store still does)
-    events.group_by_key().windowed_by(windows).emit_strategy(EmitStrategy.on_window_close()).count(Materialized.as_(Stores.in_memory_window_store(
+    closing = events.group_by_key().windowed_by(windows).emit_strategy(EmitStrategy.on_window_close())
+    closing.count(Materialized.as_(Stores.in_memory_window_store(
         "closed-counts-in-memory", timedelta(milliseconds=SIZE_MS + ADVANCE_MS), timedelta(milliseconds=SIZE_MS),
         False)).with_caching_disabled()).to_stream().process(ClosedStamp).to(topics["closed-in-memory-out"])
     events.process(lambda: ClosedInMemoryWriter("closed-counts-in-memory", SIZE_MS, False),

@@ -4,7 +4,8 @@ changes the value and timestamp emitted, a delete takes the window out, a new wi
 into an emitted window never does), the time-ordered window store's reads (start, then key; a window
 starting at the store's time minus its retention still returned; a sliding store's key ranges through
 its key index), what a sliding aggregation's next records make of the processor's writes, sessions the
-key's reads no longer find still emitted, batches with the task state pickled in between. The
+key's reads no longer find still emitted, batches with the task state pickled in between; a store kept in
+memory, which neither keeps nor emits the window at its retention's edge. The
 broker-backed comparison with Kafka Streams is in test_equivalence_suppress.py."""
 
 from __future__ import annotations
@@ -123,7 +124,8 @@ def _run(program, rows, batches=1, windowed_serde=None):
 
 
 def _in_memory_program():
-    return _closing_program(TimeWindows.of_size_and_grace(10 * SECOND, 2 * SECOND), 10_000, _Writer, StreamsConfig.IN_MEMORY)
+    return _closing_program(TimeWindows.of_size_and_grace(10 * SECOND, 2 * SECOND), 10_000, _Writer,
+                            StreamsConfig.IN_MEMORY)
 
 
 # tumbling 10 s windows, grace 2 s (retention 12 s)

@@ -25,12 +25,21 @@ The session and sliding counts run a second time over stores kept in memory (``w
 descending (``InMemorySessionStore``), and by window start, then key (``InMemoryWindowStore``); the
 session store's ``find_sessions(earliest_end, latest_end)`` is read too (that store only).
 
+``ClosedInMemoryWriter`` writes and reads, beside them on the events (between their emits), the stores of
+a hopping count and of a sliding count emitting on window close from stores kept in memory (a supplier's
+``Stores.in_memory_window_store`` kept 15 s, so windows start at its retention's edge;
+``with_store_type("in_memory")``): overwrites, deletes, new keys' windows, writes into emitted windows and
+a put ahead that moves the store's time; each emitted window goes out with its count and timestamp
+(``ClosedStamp``). Kafka Streams checks for closed windows after every record (emit interval 0, the
+runner's).
+
 Input (2 partitions, 3 keys each): timestamps advancing about 100 ms a record, a fifth of them out
 of order by up to 12 s (within the 4 s grace, and beyond it: dropped from the closed windows), null
 keys and null values. Compared: describe(), every task's whole output sequence (values carry the
 record timestamps, the stored ones, and the store's ranges in its order, so retention is read at its
-edge), and the stores as interactive queries read them at the end. Once on a clean run, once killed
-part-way (the second task after its first batch of 120 records) and rerun from the checkpoints.
+edge; the emitted windows' timestamps), and the stores as interactive queries read them at the end.
+Once on a clean run, once killed part-way (the second task after its first batch of 120 records) and
+rerun from the checkpoints.
 """
 
 from __future__ import annotations

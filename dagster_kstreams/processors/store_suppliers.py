@@ -19,12 +19,16 @@ Kafka Streams, the runner follows or refuses:
 * a time- or sliding-windowed aggregation emitting on window close from a store kept in memory (a
   supplier's, ``with_store_type("in_memory")``, ``default.dsl.store=in_memory``): Kafka Streams' in-memory
   DSL suppliers ignore the emit strategy, and ``InMemoryWindowStore.fetchAll`` returns the closed windows
-  by start, then key, as the time-ordered store does, from one start later (:mod:`.window_close`);
+  by start, then key, as the time-ordered store does, from one start later (:mod:`.window_close`); a user
+  processor beside it (not downstream: it runs between the emits) reads and writes it as an in-memory
+  store (:mod:`.user_dsl_window_store`), and the emit fetches what it wrote;
 * refused, naming the processor and the store: emitting on window close from a RocksDB supplier's
   window store (its ``fetchAll`` goes by segment, then key, then start: not modeled yet) or session
   store (Kafka Streams' plain RocksDB session store throws ``UnsupportedOperationException`` when the
   emit fetches its sessions by end time), from a session store kept in memory (not compared with
-  Kafka Streams yet), or from a store kept in memory that a user processor also reads (not modeled yet);
+  Kafka Streams yet), or from a store kept in memory that a user processor downstream of the aggregation
+  also reads (it runs as the emit forwards, while the emit's live ``InMemoryWindowStore`` iterator is
+  open: that iterator reaches what the processor puts ahead of it, one entry late; not modeled yet);
 * a user processor reading a windowed aggregation's store kept in memory reads it in the in-memory
   store's order: a time- or sliding-windowed one's by window start, then key
   (:mod:`.user_dsl_window_store`), a session one's by session end, then key, then start descending

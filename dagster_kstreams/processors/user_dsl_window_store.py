@@ -25,7 +25,11 @@ key ranges (``fetch`` with four arguments) come in the segmented store's order. 
 what the window-close emit then fetches: a put into a window not closed yet goes out with the put's
 value and timestamp when it closes (a new window too), a delete takes the window out of the emit, a
 write into a window already emitted is never forwarded (:meth:`~.windows._WindowAggregate.write_window`
-notes it in :class:`~.window_close.ClosedWindows`).
+notes it in :class:`~.window_close.ClosedWindows`). Emitting on window close from a store kept in memory
+(Kafka Streams' in-memory DSL suppliers ignore the emit strategy: a plain ``InMemoryWindowStore``, with no
+key index), the reads are the in-memory store's below, and its cut: a window starting at the store's time
+minus its retention is neither returned nor kept (``ClosedWindows.in_memory``). The processor is then one
+beside the aggregation, running between its emits (:mod:`.store_suppliers` refuses one downstream of it).
 
 Values are :class:`~dagster_kstreams.topology.processor_api.ValueAndTimestamp`; reads give a copy
 made through the store's value serde, writes store one. Single-key reads return ``(start, value)``
