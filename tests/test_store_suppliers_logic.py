@@ -196,15 +196,65 @@ def test_the_runner_takes_emit_on_close_from_a_store_kept_in_memory(windows, mat
      False, "its supplier's RocksDB window store"),
     (SESSIONS, Materialized.as_(Stores.persistent_session_store("counts", 10 * MS)), None, False,
      r"its supplier's RocksDB session store, which Kafka Streams cannot emit from .*UnsupportedOperationException"),
-    (HOPPING, Materialized.as_("counts"), IN_MEMORY, True, "a store kept in memory that a user processor also reads"),
     (SESSIONS, Materialized.as_(Stores.in_memory_session_store("counts", 10 * MS)), None, True,
-     "a store kept in memory that a user processor also reads"),
+     "a session store kept in memory that a user processor also reads"),
+    (SESSIONS, Materialized.as_("counts"), IN_MEMORY, True, "a session store kept in memory that a user processor"),
+    (HOPPING, Materialized.as_("counts"), IN_MEMORY, True,
+     r"a store kept in memory that a user processor it forwards to also reads \(it runs while the emit's "
+     "InMemoryWindowStore iterator is open"),
+    (SLIDING, Materialized.as_(Stores.in_memory_window_store("counts", 25 * MS, 10 * MS, False)), None, True,
+     "a store kept in memory that a user processor it forwards to also reads"),
 ])
 def test_the_runner_refuses_emit_on_close_it_does_not_model_naming_processor_and_store(
         windows, materialized, config, read, reason):
     with pytest.raises(UnsupportedTopologyError, match="processor KSTREAM-AGGREGATE-0000000001: store counts emits "
                                                        f"on window close from {reason}"):
         _runnable(_closing(windows, materialized, config, read_by_processor=read))
+
+
+def _closing_beside(windows, materialized, config=None, reader_after_map=False):
+    """An aggregation emitting on window close with a processor naming its store on the source stream (it runs
+    between the emits), and one on the emitted windows: after a map when ``reader_after_map`` (it runs during the
+    emit: refused), else one naming no store."""
+    builder = StreamsBuilder(config)
+    clicks = builder.stream("clicks")
+    counts = clicks.group_by_key().windowed_by(windows).emit_strategy(EmitStrategy.on_window_close()) \
+        .count(materialized).to_stream()
+    clicks.process(_Reader, "counts").to("reads")
+    if reader_after_map:
+        counts.map(lambda window, count: (window.key, count)).process(_Reader, "counts").to("out")
+    else:
+        counts.process(_Stamp).to("out")
+    return builder.build()
+
+
+class _Stamp(Processor):
+    def init(self, context) -> None:
+        self.context = context
+
+    def process(self, record) -> None:
+        self.context.forward(record)
+
+
+@pytest.mark.parametrize("windows, materialized, config", [
+    (HOPPING, Materialized.as_(Stores.in_memory_window_store("counts", 15 * MS, 10 * MS, False)), None),
+    (HOPPING, Materialized.as_("counts"), IN_MEMORY),
+    (SLIDING, Materialized.as_("counts").with_store_type(StreamsConfig.IN_MEMORY), None),
+    (SLIDING, Materialized.as_(Stores.in_memory_window_store("counts", 25 * MS, 10 * MS, False)), None),
+])
+def test_the_runner_takes_emit_on_close_from_an_in_memory_store_a_processor_beside_it_reads(
+        windows, materialized, config):
+    """The processor runs between the emits (the emit's iterator is closed): compared with Kafka Streams in
+    tests/test_equivalence_dsl_window_store_processor.py."""
+    _runnable(_closing_beside(windows, materialized, config))
+
+
+@pytest.mark.parametrize("windows", [HOPPING, SLIDING])
+def test_the_runner_refuses_a_processor_of_the_in_memory_store_after_the_emit_however_far(windows):
+    with pytest.raises(UnsupportedTopologyError, match="processor KSTREAM-AGGREGATE-0000000001: store counts emits "
+                                                       "on window close from a store kept in memory that a user "
+                                                       "processor it forwards to also reads"):
+        _runnable(_closing_beside(windows, Materialized.as_("counts"), IN_MEMORY, reader_after_map=True))
 
 
 @given(st.lists(st.tuples(st.integers(0, 60), st.sampled_from([b"a", b"b", b"ab"])), max_size=12),
