@@ -44,7 +44,7 @@ def _program(transformer, materialized=None, cache_max_bytes: int = 10 * 1024 * 
 
 
 def _run(program, rows, batches: int) -> tuple[list, dict]:
-    """The outputs batch by batch, and the store ``own`` after the last (as ``read_store`` reads its slot)."""
+    """The outputs batch by batch, and the store ``own`` after the last (as ``read_store`` reads it)."""
     outputs, stored, size = [], None, max(1, -(-len(rows) // batches))
     for first in range(0, len(rows), size):
         out, stored = program.process_task_batch(task_frame(rows[first:first + size], first), stored)
@@ -53,8 +53,8 @@ def _run(program, rows, batches: int) -> tuple[list, dict]:
             outputs += [(k.decode(), None if v is None else v.decode()) for k, v in zip(out["key"], out["value"])]
     if "own" not in program.store_slots:  # uncached: one of the task's user stores
         return outputs, user_store_content(program, stored, "own")
-    entries = TaskState.load(stored, len(program.stateful_nodes)).slot_entries(program.store_slots["own"])
-    return outputs, {raw_key.decode(): value for raw_key, value in entries}
+    content = TaskState.store_content(stored, program.store_slots["own"])
+    return outputs, {raw_key.decode(): value for raw_key, value in content.items()}
 
 
 def _cached_model(rows, batches: int, transform) -> list:
@@ -96,6 +96,20 @@ def test_the_flush_forwards_the_last_updates_value_with_its_time():
     outputs, content = _run(_program(_Stamping), ROWS, 1)
     assert outputs == [("c", "None@2500"), ("a", "w@900"), ("b", "y@5000")]
     assert content == {"a": "w@900", "b": "y@5000", "c": "None@2500"}
+
+
+def test_behind_a_cached_table_the_tables_flush_goes_through_it_then_its_own():
+    """Two caches in series: at the commit the table's cache forwards each key's last row (a, deleted and put
+    again, as a row of its own) into the transformer, whose cache then forwards each once; Kafka Streams
+    flushes its stores in the order it registered them, the table's first."""
+    builder = StreamsBuilder()
+    builder.table("in", Materialized.as_("rows")).transform_values(_Stamping, Materialized.as_("own")) \
+        .to_stream().to("out")
+    program = compile_topology(builder, "app", default_key_serde=Serdes.String(),
+                               default_value_serde=Serdes.String()).program(0)
+    outputs, content = _run(program, ROWS, 1)
+    assert outputs == [("a", "w@900"), ("b", "y@5000")]  # c: a tombstone of a row the table never held
+    assert content == {"a": "w@900", "b": "y@5000"}
 
 
 _UPDATES = st.lists(st.tuples(st.one_of(st.none(), st.sampled_from("abc")),

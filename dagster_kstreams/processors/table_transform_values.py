@@ -158,6 +158,9 @@ class CachedTableTransformValues(TableTransformValues):
     ``putAndMaybeForward`` reads the store beneath the cache)."""
 
     stateful = True
+    # handed the record's key's group, whose slot is its store, as a table's step is (the stores the
+    # transformer names are the task's, which it finds by name: no DSL store is named, check_runs)
+    looks_up_each_store = False
 
     def __init__(self, name: str, supplier, stores: dict, child_names: list[str], store: str):
         super().__init__(name, supplier, stores, fixed_key=True, child_names=child_names)
