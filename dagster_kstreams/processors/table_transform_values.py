@@ -99,8 +99,8 @@ class TransformingProcessor(FixedKeyProcessor):
     store of its own, :func:`check_runs`): the store's value before the put is the update's old value,
     left in the key's group under :func:`sent_old_value_key` for the reader, as a suppression leaves
     its own (Kafka Streams' ``Change.oldValue``, read from the store when materialized). ``cached``: its
-own store has the record cache on; its node (:class:`CachedTableTransformValues`) takes each value
-instead, and forwards at its flush."""
+    own store has the record cache on; its node (:class:`CachedTableTransformValues`) takes each value
+    instead, and forwards at its flush."""
 
     def __init__(self, transformer, processor_name: str, own_store: Optional[str] = None,
                  sends_old_values: bool = False, cached: bool = False):
