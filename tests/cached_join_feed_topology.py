@@ -28,7 +28,10 @@ map_values' own stores with the record cache on, on tables that are not versione
 filtered into ``cached-step``, left-joined with the taps (its cache forwards each key's last mark it keeps,
 which the runner keeps the store for: table_step_stores.keeps_own_store), and the rows' cached table mapped
 (upper case) into ``cached-step-series``, inner-joined with them (two caches in series: at the commit the
-rows' cache flushes into the map_values', then the map_values' flushes).
+rows' cache flushes into the map_values', then the map_values' flushes). And the marks' uncached table
+transformed (:class:`MarkTransformer`) into a store of its own with the record cache on
+(``cached-transformed``), whose ``to_stream`` is written as it is: the cache forwards each key's last
+transformed mark once, nothing for a key whose last mark deleted it (:func:`transformed_once_per_key`).
 
 The runner's cache forwards each key's (window's, session's) last update at the micro-batch's end,
 Kafka Streams' at a commit: compared with Kafka Streams committing once, when closed after its whole input
@@ -43,7 +46,7 @@ from datetime import timedelta
 
 from equivalence_io import StampValues, java_string
 from dagster_kstreams.kafka.partitioner import default_partition
-from dagster_kstreams.topology import Materialized, Processor, Record, StreamsBuilder, TableJoined
+from dagster_kstreams.topology import Materialized, Processor, Record, StreamsBuilder, TableJoined, ValueTransformerWithKey
 from dagster_kstreams.topology.joined import StreamJoined
 from dagster_kstreams.topology.processor_api import Stores
 from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
@@ -54,7 +57,7 @@ OUTPUTS = ("out-cached-table", "out-cached-count", "out-cached-to-table", "out-c
            "out-cached-table-join", "out-cached-kept", "out-cached-shouted", "out-cached-windows",
            "out-cached-sessions", "out-cached-sliding", "out-cached-regroup", "out-cached-paid",
            "out-cached-filtered", "out-cached-step", "out-cached-step-series", "out-cached-cogroup-windows",
-           "out-cached-cogroup-sessions", "out-cached-cogroup-sliding")
+           "out-cached-cogroup-sessions", "out-cached-cogroup-sliding", "out-cached-transformed")
 # At most this many records per task and input: a task's whole input (3 topics; the re-grouping's:
 # a repartition record or two per member update, and the pings) is one micro-batch of a killed run's
 # 60 records.
@@ -76,6 +79,17 @@ class FilteredReader(Processor):
         stored = self.filtered.get(record.key)
         stored_text = "null" if stored is None else f"{stored.value()}@{stored.timestamp()}"
         self.context.forward(record.with_value(f"{java_string(record.value)}|t{record.timestamp}|{stored_text}"))
+
+
+class MarkTransformer(ValueTransformerWithKey):
+    """CachedJoinFeedExamples.MarkTransformer: the key, ``:``, the mark, ``@`` and the update's time as the
+    context gives it; a tombstone stays one (it deletes the key from the transformer's store)."""
+
+    def init(self, context) -> None:
+        self.context = context
+
+    def transform(self, read_only_key, mark):
+        return None if mark is None else f"{read_only_key}:{mark}@{self.context.timestamp()}"
 
 
 def cached_join_feed_examples(topics: dict[str, str]) -> StreamsBuilder:
@@ -159,6 +173,10 @@ def cached_join_feed_examples(topics: dict[str, str]) -> StreamsBuilder:
         .join(taps, lambda row, tap: f"{row}+{tap}", windows) \
         .process_values(StampValues) \
         .to(topics["out-cached-step-series"])
+    uncached_marks.transform_values(MarkTransformer, Materialized.as_("cached-transformed")) \
+        .to_stream() \
+        .process_values(StampValues) \
+        .to(topics["out-cached-transformed"])
     return builder
 
 
@@ -333,6 +351,18 @@ def _orders_input(records: dict[str, list[tuple]], base: int, partitions: int, r
 def last_values(records: dict, name: str) -> dict:
     """Per key of input ``name`` (not null), its last value in production order (a key is on one partition)."""
     return {key: value for key, value, _, _ in records[name] if key is not None}
+
+
+def transformed_once_per_key(records: dict, partition: int) -> list[tuple[str, str]]:
+    """What the transformer's cached store forwards from ``partition`` at its one commit: each key's last
+    transformed mark, stamped with its time, in the order of the keys' last marks; nothing for a key whose
+    last mark is a tombstone (absent at the commit, and before it)."""
+    last: dict = {}
+    for key, mark, in_partition, timestamp in records["marks"]:
+        if in_partition == partition and key is not None:
+            last.pop(key, None)
+            last[key] = None if mark is None else f"{key}:{mark}@{timestamp}|t{timestamp}"
+    return [(key, value) for key, value in last.items() if value is not None]
 
 
 def last_put_marks(records: dict, partition: int) -> tuple[dict, set]:

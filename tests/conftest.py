@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
+from hypothesis import settings
 
 from dagster_kstreams.kafka.admin import KafkaAdmin
 from dagster_kstreams.local.broker import LocalBroker
@@ -27,6 +28,11 @@ from dagster_kstreams.local.spark_cluster import LocalSparkCluster
 from dagster_kstreams.spark.session import build_spark_session
 
 TEST_BOOTSTRAP_ENV_VAR = "KSTREAMS_TEST_BOOTSTRAP"
+
+# Property tests assert results, never time: beside the integration tests on two cores one example can
+# take seconds, which hypothesis' default deadline (200 ms) would report as a failure.
+settings.register_profile("results-not-time", deadline=None)
+settings.load_profile("results-not-time")
 
 
 # Under pytest-xdist (`make test`), the module that takes longest (about 3 minutes; a module is one

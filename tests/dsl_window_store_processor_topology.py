@@ -37,6 +37,11 @@ key, then start descending (the in-memory ``SessionCorrector`` also lists every 
 around it: ``find_sessions(earliest_end, latest_end)``, which only that store has), and by window start,
 then key.
 
+``ClosedInMemoryWriter`` (``process`` on the events, beside a hopping count and a sliding count emitting on
+window close from stores kept in memory: ``Stores.in_memory_window_store`` kept 15 s, and ``with_store_type(
+"in_memory")``) writes and reads their stores between the emits; ``ClosedStamp`` writes each emitted window
+with its timestamp.
+
 Every value starts with ``p<partition>|``: the task that produced it. Its classes are self-contained:
 Spark's Python workers cannot import modules of tests/, and the test ships this module by value.
 """
@@ -46,7 +51,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from dagster_kstreams.topology import (
-    Materialized, SessionWindows, SlidingWindows, Stores, StreamsBuilder, TimeWindows, Window, Windowed,
+    EmitStrategy, Materialized, SessionWindows, SlidingWindows, Stores, StreamsBuilder, TimeWindows, Window, Windowed,
 )
 from dagster_kstreams.topology.processor_api import Processor, Record, ValueAndTimestamp
 
@@ -156,6 +161,66 @@ class SessionCorrector(Processor):
             self.sessions.remove(record.key)
 
 
+class ClosedInMemoryWriter(Processor):
+    """ClosedInMemoryWriter.java: on each event with a key (the stream's child defined after the count, so
+    between the count's window-close emits), writes and reads the in-memory store of a count emitting on
+    window close. The event ``v<i>`` at ``t`` names a window start ``s`` (hopping: ``t`` rounded down to the
+    advance; sliding: ``t`` minus the time difference) and a span (hopping: the window size; sliding: twice
+    the difference): i % 5 == 1 overwrites window ``s`` with ``1000 + i`` stamped ``t + 3`` (the count goes
+    on from it); i % 9 == 4 deletes the key's window ``s - span / 2``; i % 23 == 5 puts window ``s`` of key
+    ``<family>9``; i % 31 == 7 writes window ``s - 2 span`` (emitted already, or gone); i % 331 == 100 puts a
+    window of ``<family>9`` ``1.5 span`` ahead (the store's time moves: what its retention hides is gone,
+    emitted or not). Forwarded under the key: ``p<partition>|i|fetch(key, s)|fetch(key, s - span, s)|
+    fetch(<family>1, <family>9, s - span / 2, s)|all() keys|backward_fetch_all(s - 1.5 span, s) keys``."""
+
+    def __init__(self, store: str, span: int, sliding: bool):
+        self.store, self.span, self.sliding = store, span, sliding
+
+    def init(self, context) -> None:
+        self.context, self.counts = context, context.get_state_store(self.store)
+
+    def process(self, record: Record) -> None:
+        key, timestamp = record.key, record.timestamp
+        if key is None:
+            return
+        i = -1 if record.value is None else int(record.value[1:])
+        span, family, counts = self.span, key[0], self.counts
+        start = timestamp - DIFF_MS if self.sliding else timestamp // ADVANCE_MS * ADVANCE_MS
+        if i % 5 == 1:
+            counts.put(key, ValueAndTimestamp.make(1000 + i, timestamp + 3), start)
+        if i % 9 == 4:
+            counts.put(key, None, start - span // 2)
+        if i % 23 == 5:
+            counts.put(family + "9", ValueAndTimestamp.make(500 + i, timestamp), start)
+        if i % 31 == 7:
+            counts.put(key, ValueAndTimestamp.make(2000 + i, timestamp), start - 2 * span)
+        if i % 331 == 100:
+            counts.put(family + "9", ValueAndTimestamp.make(3000 + i, timestamp), start + 3 * span // 2)
+        one = stored_text(counts.fetch(key, start))
+        mine = ",".join(f"{entry.key}={stored_text(entry.value)}" for entry in counts.fetch(key, start - span, start))
+        family_windows = ",".join(window_text(entry) for entry in counts.fetch(family + "1", family + "9",
+                                                                               start - span // 2, start))
+        everything = ",".join(f"{entry.key.key}@{entry.key.window.start}" for entry in counts.all())
+        backward = ",".join(f"{entry.key.key}@{entry.key.window.start}"
+                            for entry in counts.backward_fetch_all(start - 3 * span // 2, start))
+        tag = f"p{self.context.record_metadata().partition}|"
+        self.context.forward(Record(key, f"{tag}{i}|{one}|{mine}|{family_windows}|{everything}|{backward}",
+                                    timestamp))
+
+
+class ClosedStamp(Processor):
+    """An emitted window as both twins write it: ``key@start`` and ``p<partition>|count|t<timestamp>`` (the
+    runner's sink writes no record timestamps: the window's is compared in the value)."""
+
+    def init(self, context) -> None:
+        self.context = context
+
+    def process(self, record: Record) -> None:
+        tag = f"p{self.context.record_metadata().partition}|"
+        self.context.forward(Record(f"{record.key.key}@{record.key.window.start}",
+                                    f"{tag}{record.value}|t{record.timestamp}", record.timestamp))
+
+
 def dsl_window_store_processor_examples(topics: dict[str, str]) -> StreamsBuilder:
     builder = StreamsBuilder()
     windows = TimeWindows.of_size_and_grace(timedelta(milliseconds=SIZE_MS), timedelta(milliseconds=GRACE_MS)) \
@@ -185,4 +250,18 @@ def dsl_window_store_processor_examples(topics: dict[str, str]) -> StreamsBuilde
         False)).with_caching_disabled())
     sliding_counts.to_stream().process(lambda: SlidingCorrector("sliding-counts-in-memory"),
                                        "sliding-counts-in-memory").to(topics["sliding-in-memory-out"])
+    # counts emitting on window close from stores kept in memory that a processor beside them writes and reads;
+    # the hopping one keeps 15 s (a multiple of the advance: a window can start at the retention's edge, which
+    # an InMemoryWindowStore no longer returns where the time-ordered store still does)
+    closing = events.group_by_key().windowed_by(windows).emit_strategy(EmitStrategy.on_window_close())
+    closing.count(Materialized.as_(Stores.in_memory_window_store(
+        "closed-counts-in-memory", timedelta(milliseconds=SIZE_MS + ADVANCE_MS), timedelta(milliseconds=SIZE_MS),
+        False)).with_caching_disabled()).to_stream().process(ClosedStamp).to(topics["closed-in-memory-out"])
+    events.process(lambda: ClosedInMemoryWriter("closed-counts-in-memory", SIZE_MS, False),
+                   "closed-counts-in-memory").to(topics["closed-in-memory-reads"])
+    events.group_by_key().windowed_by(sliding).emit_strategy(EmitStrategy.on_window_close()).count(
+        Materialized.as_("closed-sliding-in-memory").with_store_type("in_memory").with_caching_disabled()) \
+        .to_stream().process(ClosedStamp).to(topics["closed-sliding-in-memory-out"])
+    events.process(lambda: ClosedInMemoryWriter("closed-sliding-in-memory", 2 * DIFF_MS, True),
+                   "closed-sliding-in-memory").to(topics["closed-sliding-in-memory-reads"])
     return builder

@@ -16,6 +16,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -39,14 +40,18 @@ class _WarmProcesses:
     def __init__(self) -> None:
         self.waiting: subprocess.Popen | None = None
         self.bootstrap: str | None = None  # the broker the last killed run used: the next warms up on it
-        self.directory = tempfile.mkdtemp(prefix="killed-runs-")  # the JVMs' working directory
-        atexit.register(self.stop)
+        # The JVMs' working and scratch directory: a SIGKILLed JVM cannot delete its own scratch files
+        # (Spark's /tmp/spark-*, tens of MB each), so they are kept here and removed with it at exit.
+        self.directory = tempfile.mkdtemp(prefix="killed-runs-")
+        atexit.register(self.remove_scratch)
 
     def _start(self) -> subprocess.Popen:
         # The factories' modules (tests/) must be importable by the driver and by its Python
         # workers, whose environment is the JVM's: on PYTHONPATH from the start.
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
-               "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), os.environ.get("PYTHONPATH", "")])}
+               "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), os.environ.get("PYTHONPATH", "")]),
+               "SPARK_LOCAL_DIRS": self.directory, "TMPDIR": self.directory,
+               "JAVA_TOOL_OPTIONS": f"{os.environ.get('JAVA_TOOL_OPTIONS', '')} -Djava.io.tmpdir={self.directory}".strip()}
         warm_up = [self.bootstrap] if self.bootstrap else []
         return subprocess.Popen([sys.executable, str(TESTS_DIR / "killed_run_process.py"), KILLED_RUN_MASTER, *warm_up],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
@@ -74,6 +79,10 @@ class _WarmProcesses:
             os.killpg(self.waiting.pid, signal.SIGKILL)
             self.waiting.wait(timeout=60)
         self.waiting = None
+
+    def remove_scratch(self) -> None:
+        self.stop()
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 _WARM = _WarmProcesses()

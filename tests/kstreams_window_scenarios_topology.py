@@ -40,6 +40,7 @@ OUTPUT_KEYS = {
     "out-stream-held": None, "out-kept-held": None, "out-join-held-joined": None, "out-join-held-sums": None,
     "out-held-filtered-sums": None, "out-join-held-twice": None, "out-stream-held-twice": None,
     "out-hopping-closed-memory": 10, "out-sliding-closed-memory": 10, "out-hopping-closed-memory-20": 10,
+    "out-session-closed-memory": "session", "out-session-closed-memory-default": "session",
     "out-hopping-closed-rocksdb": 10_000, "out-sliding-closed-rocksdb": 10_000,
 }
 OUTPUTS = tuple(OUTPUT_KEYS)
@@ -151,6 +152,21 @@ def _stream_windows(builder: StreamsBuilder, topics: dict[str, str]) -> None:
              .aggregate(lambda: "0", lambda key, value, agg: agg + "+" + value,
                         _uncached("sliding-closed-memory").with_store_type(StreamsConfig.IN_MEMORY)),
              topics["out-sliding-closed-memory"], windowed(10))
+    # Sessions emitting on window close from stores kept in memory: a plain InMemorySessionStore, which returns
+    # the closed sessions by end, then key, then start descending (the time-ordered store: by end, then start,
+    # then key), none ending below its time (the largest end put) minus the retention plus 1. Kept 20 ms, a
+    # session that stream time jumped 20 ms or more past is gone; kept the default gap + grace (5 ms), every
+    # session is gone before it closes: nothing is emitted.
+    _stamped(grouped.windowed_by(sessions).emit_strategy(EmitStrategy.on_window_close())
+             .aggregate(lambda: "0", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
+                        lambda key, one, two: one + "|" + two,
+                        _uncached(Stores.in_memory_session_store("session-closed-memory", _ms(20)))),
+             topics["out-session-closed-memory"], session_serde)
+    _stamped(grouped.windowed_by(sessions).emit_strategy(EmitStrategy.on_window_close())
+             .aggregate(lambda: "0", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
+                        lambda key, one, two: one + "|" + two,
+                        _uncached("session-closed-memory-default").with_store_type(StreamsConfig.IN_MEMORY)),
+             topics["out-session-closed-memory-default"], session_serde)
     # Emitting on window close from timestamped RocksDB suppliers' stores (kept 60 s: segments of 60 s): Kafka
     # Streams emits from the supplier's segmented store, segment by segment, then by key, then start (a plain
     # one's aggregates read back with no timestamp: Kafka Streams fails to forward them, the runner refuses it).

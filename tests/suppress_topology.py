@@ -1,7 +1,7 @@
 """The suppression example (``suppress`` until a window closes and until a time limit, and
 ``emit_strategy(EmitStrategy.on_window_close())`` on hopping, session and sliding windows, and on hopping,
-session and sliding windows whose stores processors write, and on hopping windows from a supplier's
-in-memory store), the Python twin of kstreams.oracle.SuppressExamples (Java):
+session and sliding windows whose stores processors write, and on hopping and session windows from
+suppliers' in-memory stores), the Python twin of kstreams.oracle.SuppressExamples (Java):
 keep the two in step.
 
 Its lambdas are self-contained (no module-level helpers): Spark's Python workers cannot import
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from dagster_kstreams.topology import Stores, StreamsBuilder
+from dagster_kstreams.topology import StreamsBuilder
 from dagster_kstreams.topology.consumed_produced import Produced
 from dagster_kstreams.topology.emit_strategy import EmitStrategy
 from dagster_kstreams.topology.grouped_repartitioned import Grouped
@@ -23,6 +23,7 @@ from dagster_kstreams.topology.suppressed import BufferConfig, Suppressed
 from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows, TimeWindows
 
 from suppress_context_topology import CONTEXT_OUTPUTS, suppressed_contexts
+from suppress_memory_topology import MEMORY_OUTPUTS, ROCKSDB_OUTPUTS, closed_from_memory, closed_from_rocksdb_supplier
 from suppressed_readers_topology import READER_OUTPUTS, other_suppressed_readers
 
 INPUTS = ("events", "prices", "slides")
@@ -31,7 +32,7 @@ OUTPUTS = ("out-final", "out-closed", "out-sessions", "out-limited", "out-deboun
            "out-windowed-bytes", "out-sessions-filtered", "out-session-bytes", "out-sliding-filtered",
            "out-sliding-bytes", "out-held", "out-closed-written", "out-closed-reads", "out-closed-sessions-written",
            "out-closed-session-reads", "out-closed-sliding-written", "out-closed-sliding-reads", "out-held-regrouped",
-           "out-held-joined", *READER_OUTPUTS, *CONTEXT_OUTPUTS, "out-closed-memory", "out-closed-rocksdb")
+           "out-held-joined", *READER_OUTPUTS, *CONTEXT_OUTPUTS, *MEMORY_OUTPUTS, *ROCKSDB_OUTPUTS)
 SHUT_DOWN_OUTPUT = "out-shut-down"  # of the shut-down application (shut_down_example)
 SHUT_DOWN_BYTES, RAISED_BYTES, WINDOWED_BYTES, SESSION_BYTES, SLIDING_BYTES = 480, 2_000, 300, 300, 300
 # How each output's keys are read: a time window of that size, a session window, or a plain string.
@@ -43,7 +44,7 @@ OUTPUT_KEYS = {"out-final": 10_000, "out-closed": 10_000, "out-sessions": "sessi
                "out-closed-written": 10_000, "out-closed-reads": None, "out-closed-sessions-written": "session",
                "out-closed-session-reads": None, "out-closed-sliding-written": 5_000, "out-closed-sliding-reads": None,
                "out-held-regrouped": None, "out-held-joined": None, "out-closed-memory": 10_000,
-               "out-closed-rocksdb": 10_000,
+               "out-closed-memory-sessions": "session", "out-closed-rocksdb": 10_000,
                **dict.fromkeys((*READER_OUTPUTS, *CONTEXT_OUTPUTS)), SHUT_DOWN_OUTPUT: None}
 
 
@@ -367,22 +368,8 @@ def suppress_examples(topics: dict[str, str]) -> StreamsBuilder:
         .to(topics["out-closed-sliding-written"],
             Produced.with_(WindowedSerde(Serdes.String(), 5_000), Serdes.String()))
     slide_stream.process(ClosedSlidingWriter, "closed-sliding-written").to(topics["out-closed-sliding-reads"])
-    # The closed hopping windows from a supplier's store kept in memory: a plain InMemoryWindowStore, which
-    # returns no window starting at its time minus the retention (15 s), where the time-ordered one still does;
-    # then from a timestamped RocksDB supplier's store kept 60 s: by segment (60 s), then key, then start.
-    grouped.windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=2))
-                        .advance_by(timedelta(seconds=5))).emit_strategy(EmitStrategy.on_window_close()) \
-        .aggregate(lambda: "", lambda key, value, agg: agg + "," + ("null" if value is None else value),
-                   Materialized.as_(Stores.in_memory_window_store("closed-memory", timedelta(seconds=15),
-                                                                    timedelta(seconds=10), False))
-                   .with_caching_disabled()) \
-        .to_stream().to(topics["out-closed-memory"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.String()))
-    grouped.windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=2))
-                        .advance_by(timedelta(seconds=5))).emit_strategy(EmitStrategy.on_window_close()) \
-        .aggregate(lambda: "", lambda key, value, agg: agg + "," + ("null" if value is None else value),
-                   Materialized.as_(Stores.persistent_timestamped_window_store("closed-rocksdb", timedelta(
-                       seconds=60), timedelta(seconds=10), False)).with_caching_disabled()).to_stream() \
-        .to(topics["out-closed-rocksdb"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.String()))
+    closed_from_memory(grouped, topics)  # tests/suppress_memory_topology.py
+    closed_from_rocksdb_supplier(grouped, topics)
     return builder
 
 

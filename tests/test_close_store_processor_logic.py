@@ -4,7 +4,8 @@ changes the value and timestamp emitted, a delete takes the window out, a new wi
 into an emitted window never does), the time-ordered window store's reads (start, then key; a window
 starting at the store's time minus its retention still returned; a sliding store's key ranges through
 its key index), what a sliding aggregation's next records make of the processor's writes, sessions the
-key's reads no longer find still emitted, batches with the task state pickled in between. The
+key's reads no longer find still emitted, batches with the task state pickled in between; a store kept in
+memory, which neither keeps nor emits the window at its retention's edge. The
 broker-backed comparison with Kafka Streams is in test_equivalence_suppress.py."""
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from hypothesis import strategies as st
 
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import (
-    EmitStrategy, Materialized, SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows, Window, Windowed,
+    EmitStrategy, Materialized, SessionWindows, SlidingWindows, StreamsBuilder, StreamsConfig, TimeWindows, Window,
+    Windowed,
 )
 from dagster_kstreams.topology.consumed_produced import Produced
 from dagster_kstreams.topology.processor_api import Processor, Record, ValueAndTimestamp
@@ -71,14 +73,14 @@ def _program():
     return _closing_program(TimeWindows.of_size_and_grace(10 * SECOND, 2 * SECOND), 10_000, _Writer)
 
 
-def _closing_program(windows, window_size_ms: int, writer):
-    """An aggregation in ``windows`` emitting on window close, its store written by ``writer``."""
+def _closing_program(windows, window_size_ms: int, writer, store_type: str = StreamsConfig.ROCKS_DB):
+    """An aggregation in ``windows`` emitting on window close, its store (of ``store_type``) written by ``writer``."""
     builder = StreamsBuilder()
     events = builder.stream("in")
     events.group_by_key().windowed_by(windows) \
         .emit_strategy(EmitStrategy.on_window_close()) \
         .aggregate(lambda: "", lambda key, value, agg: agg + "," + value,
-                   Materialized.as_("closed").with_caching_disabled()) \
+                   Materialized.as_("closed").with_store_type(store_type).with_caching_disabled()) \
         .to_stream().process(_Stamp).to("out", Produced.with_(WindowedSerde(Serdes.String(), window_size_ms),
                                                               Serdes.String()))
     events.process(writer, "closed").to("out")
@@ -119,6 +121,11 @@ def _run(program, rows, batches=1, windowed_serde=None):
                     key = f"{windowed.key}@{windowed.window.start}-{windowed.window.end}"
                 outputs.append((key, value.decode()))
     return outputs
+
+
+def _in_memory_program():
+    return _closing_program(TimeWindows.of_size_and_grace(10 * SECOND, 2 * SECOND), 10_000, _Writer,
+                            StreamsConfig.IN_MEMORY)
 
 
 # tumbling 10 s windows, grace 2 s (retention 12 s)
@@ -313,3 +320,16 @@ def test_the_session_close_emit_sends_what_the_processor_wrote(batches):
         ("a@14500-14500", ",read|t14500"), ("z@34000-34000", "far|t34000")]
     assert [value for key, value in outputs if key == "reads"] == [
         "a@12000-13000=||,4,old,read", "z@34000-34000=far"]
+
+
+@pytest.mark.parametrize("batches", [1, 4, 13])
+def test_an_in_memory_store_neither_keeps_nor_emits_the_window_at_its_retention_edge(batches):
+    """Kafka Streams' in-memory DSL store (InMemoryWindowStore, whatever the emit strategy) skips a put at or
+    below its time minus the retention, where the time-ordered store keeps one at it: z@28 s is neither read
+    nor emitted; all the rest goes as from the time-ordered store."""
+    time_ordered = _run(_program(), ROWS, batches)
+    in_memory = _run(_in_memory_program(), ROWS, batches)
+    assert ("z@28000", "edge|t2") in time_ordered
+    assert any("z@28000=edge@2" in value for key, value in time_ordered if key == "reads")
+    assert in_memory == [(key, value.replace("z@28000=edge@2;", "")) for key, value in time_ordered
+                         if key != "z@28000"]

@@ -1,32 +1,29 @@
-"""Stream-stream joins fed by aggregations' ``to_stream`` in the same sub-topology, on Spark against
-Kafka Streams itself (tests/oracle, AggregationJoinExamples.java; our twin aggregation_join_examples).
+"""Stream-stream joins fed by aggregations' ``to_stream`` in the same sub-topology, on Spark against Kafka Streams
+itself (tests/oracle, AggregationJoinExamples.java; our twin aggregation_join_examples).
 
-Four joins. An uncached count of the events (after ``group_by_key``: no repartition, one
-sub-topology with the clicks) inner-joined with the clicks (1 s before and after, 2 s grace); an
-uncached reduce of the same events to their last value left-joined with them (1 s before, 2 s
-after, 1 s grace); an uncached cogroup of the events and the clicks to the last value of either
-inner-joined with the clicks (1 s, 2 s grace); and a table of profiles re-grouped by the group its
-value names into an uncached aggregate (the last payload added) inner-joined with the visits (1 s,
-2 s grace), in the sub-topology after the repartition topic. Kafka Streams stamps an aggregation's
-update (a cogroup's: one store, whichever input updates it; a re-grouped table's: after a
-subtraction, an addition or both) with the larger of the record's timestamp and the aggregate's
-previous one, and the join's windows pair the update by that stamp; the runner keeps the
-aggregations' timestamps for it (README, "Stream-stream joins (inner, left, outer) run
-task-grouped"). Each output value ends with ``|t`` and its record's timestamp (a ``process_values``
-after the join). And, in an app of their own, seventeen joins fed by stores with the record cache on (a table, a
-count, a to_table, a cogroup, a materialized table-table join, a filter's and a map_values' own stores after a
-versioned table, time, session and sliding windowed counts and cogroups, a re-grouped table's count, a foreign-key
-join's result, a filter's own store on an uncached table and a map_values' on a cached one)
-and a cached filter's own store read by a processor named with it (tests/cached_join_feed_topology.py,
-CachedJoinFeedExamples.java), which Kafka Streams runs committing once, when closed after its whole input
+Four joins. An uncached count of the events (after ``group_by_key``: no repartition, one sub-topology with the
+clicks) inner-joined with the clicks (1 s before and after, 2 s grace); an uncached reduce of the same events to
+their last value left-joined with them (1 s before, 2 s after, 1 s grace); an uncached cogroup of the events and the
+clicks to the last value of either inner-joined with the clicks (1 s, 2 s grace); and a table of profiles re-grouped
+by the group its value names into an uncached aggregate (the last payload added) inner-joined with the visits (1 s,
+2 s grace), in the sub-topology after the repartition topic. Kafka Streams stamps an aggregation's update (a
+cogroup's: one store, whichever input updates it; a re-grouped table's: after a subtraction, an addition or both)
+with the larger of the record's timestamp and the aggregate's previous one, and the join's windows pair the update
+by that stamp; the runner keeps the aggregations' timestamps for it (README, "Stream-stream joins (inner, left,
+outer) run task-grouped"). Each output value ends with ``|t`` and its record's timestamp (a ``process_values`` after
+the join). And, in an app of their own, seventeen joins fed by stores with the record cache on (a table, a count, a
+to_table, a cogroup, a materialized table-table join, a filter's and a map_values' own stores after a versioned
+table, time, session and sliding windowed counts and cogroups, a re-grouped table's count, a foreign-key join's
+result, a filter's own store on an uncached table and a map_values' on a cached one), a cached filter's own store
+read by a processor named with it and a transform_values' cached store of its own (cached_join_feed_topology,
+CachedJoinFeedExamples.java), run by Kafka Streams committing once, when closed after its whole input
 (CommitOnceRuns.java); each of their tasks' input is one micro-batch of ours, also killed.
 
-Input (2 partitions, each key on one): rounds a minute apart, each with events, clicks, profile
-updates and visits out of order within 6 s of the round's start, events late by 15 s and by a round
-(their updates stamped with the key's later time), late clicks, profile updates and visits, profile
-tombstones, null keys and null values in the streams. Compared: ``describe()``, and each output
-partition's whole sequence of ``(key, value)`` (values carrying the timestamps), on a clean run and
-on a run killed part-way and rerun from its checkpoints.
+Input (2 partitions, each key on one): rounds a minute apart, each with events, clicks, profile updates and visits
+out of order within 6 s of the round's start, events late by 15 s and by a round (their updates stamped with the
+key's later time), late clicks, profile updates and visits, profile tombstones, null keys and null values in the
+streams. Compared: ``describe()``, and each output partition's whole sequence of ``(key, value)`` (values carrying
+the timestamps), on a clean run and on a run killed part-way and rerun from its checkpoints.
 """
 
 from __future__ import annotations
@@ -253,10 +250,9 @@ def test_describe_matches_kafka_streams(kafka_streams_run):
 def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
                                                          kafka_streams_run):
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS, "spark-aggjoin")
-    # Killed once task 0_0 has committed its first batch (four whole rounds of its two input
-    # partitions: the aggregates, their timestamps, the join buffers and the left join's pending
-    # records in its task state), at-least-once as in test_equivalence_stream_joins.py (under
-    # exactly-once the upstream commit markers would count as offsets and move the cuts).
+    # Killed once task 0_0 has committed its first batch (four whole rounds of its two input partitions: the
+    # aggregates, their timestamps, the join buffers and the left join's pending records in its task state),
+    # at-least-once as in test_equivalence_stream_joins.py (under exactly-once, commit markers would move the cuts).
     rerun = kill_after_first_batch_at_least_once(tmp_path, aggregation_join_examples, topics,
                                                  app_id=unique_topic("spark-aggjoin-kill"),
                                                  bootstrap=kafka_bootstrap, spark=spark)
@@ -286,9 +282,10 @@ def test_reference_forwards_each_cached_key_once_at_its_commit(cached_kafka_stre
     its last row with a tap; a re-grouped count its group's members at the end; a foreign-key join
     the order's last row with its user's last, an answer that came twice once; a filter's own store on the
     uncached marks' table each key's last mark if it passes, of keys with several that pass too; a map_values'
-    on the cached rows' table each key's last row, upper-cased), and the joins paired some of them and joined
-    others with null, on both partitions. The cached filter's store forwarded each key's last mark it keeps,
-    once, which its reader read back; the taps read puts not flushed yet from its cache."""
+    on the cached rows' table each key's last row, upper-cased; a transform_values' own store each key's last
+    transformed mark, none where it was deleted), and the joins paired some of them and joined others with null,
+    on both partitions. The cached filter's store forwarded each key's last mark it keeps, once, which its
+    reader read back; the taps read puts not flushed yet from its cache."""
     records, results = cached_kafka_streams_run["records"], cached_kafka_streams_run["results"]
     counts, mark_partitions, passing = defaultdict(int), {}, defaultdict(int)
     for key, value, partition, _ in records["marks"]:
@@ -332,6 +329,9 @@ def test_reference_forwards_each_cached_key_once_at_its_commit(cached_kafka_stre
         assert any(passing[key] > 1 for key, _ in steps)  # its cache collapsed several updates that pass
         for name in ("out-cached-cogroup-windows", "out-cached-cogroup-sessions", "out-cached-cogroup-sliding"):
             assert all(any(tag in value for _, value in results[name][partition]) for tag in (",m", ",t")), name
+        transformed = results["out-cached-transformed"][partition]
+        assert transformed == cached_feeds.transformed_once_per_key(records, partition)
+        assert any(counts[key] > 1 for key, _ in transformed)  # a key's several marks: its last, once
         series = results["out-cached-step-series"][partition]
         assert series and all(value.split("+")[0] == last_rows[key].upper() for key, value in series)
         # the filter's changes are marks ("m..."), never a tombstone: a key flushed once was never stored before

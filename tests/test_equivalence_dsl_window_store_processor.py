@@ -25,12 +25,21 @@ The session and sliding counts run a second time over stores kept in memory (``w
 descending (``InMemorySessionStore``), and by window start, then key (``InMemoryWindowStore``); the
 session store's ``find_sessions(earliest_end, latest_end)`` is read too (that store only).
 
+``ClosedInMemoryWriter`` writes and reads, beside them on the events (between their emits), the stores of
+a hopping count and of a sliding count emitting on window close from stores kept in memory (a supplier's
+``Stores.in_memory_window_store`` kept 15 s, so windows start at its retention's edge;
+``with_store_type("in_memory")``): overwrites, deletes, new keys' windows, writes into emitted windows and
+a put ahead that moves the store's time; each emitted window goes out with its count and timestamp
+(``ClosedStamp``). Kafka Streams checks for closed windows after every record (emit interval 0, the
+runner's).
+
 Input (2 partitions, 3 keys each): timestamps advancing about 100 ms a record, a fifth of them out
 of order by up to 12 s (within the 4 s grace, and beyond it: dropped from the closed windows), null
 keys and null values. Compared: describe(), every task's whole output sequence (values carry the
 record timestamps, the stored ones, and the store's ranges in its order, so retention is read at its
-edge), and the stores as interactive queries read them at the end. Once on a clean run, once killed
-part-way (the second task after its first batch of 120 records) and rerun from the checkpoints.
+edge; the emitted windows' timestamps), and the stores as interactive queries read them at the end.
+Once on a clean run, once killed part-way (the second task after its first batch of 120 records) and
+rerun from the checkpoints.
 """
 
 from __future__ import annotations
@@ -56,7 +65,11 @@ cloudpickle.register_pickle_by_value(dsl_window_store_processor_topology)
 
 PARTITIONS = 2
 T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute: a window start
-OUTPUTS = {"out": 1, "sessions-out": 1, "sliding-out": 1, "sessions-in-memory-out": 1, "sliding-in-memory-out": 1}
+OUTPUTS = {"out": 1, "sessions-out": 1, "sliding-out": 1, "sessions-in-memory-out": 1, "sliding-in-memory-out": 1,
+           "closed-in-memory-out": 1, "closed-in-memory-reads": 1, "closed-sliding-in-memory-out": 1,
+           "closed-sliding-in-memory-reads": 1}
+# the counts emitting on window close from stores kept in memory: (their outputs' names, their store's)
+CLOSED = (("closed-in-memory", "closed-counts-in-memory"), ("closed-sliding-in-memory", "closed-sliding-in-memory"))
 
 
 def _events(seed: int = 41) -> list[tuple]:
@@ -83,6 +96,12 @@ def _results(bootstrap: str, topic: str) -> dict[str, list]:
     return results
 
 
+def _closed_results(bootstrap: str, topics: dict[str, str]) -> dict[str, dict]:
+    """What the counts emitting on window close forwarded (timestamps in the values) and their processors read."""
+    return {f"{name}{suffix}": _results(bootstrap, topics[f"{name}{suffix}"])
+            for name, _ in CLOSED for suffix in ("-out", "-reads")}
+
+
 @pytest.fixture(scope="module")
 def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_factory):
     inputs = {"events": unique_topic("dsl-window-papi-events")}
@@ -98,7 +117,9 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
             "sessions_in_memory": _results(kafka_bootstrap, topics["sessions-in-memory-out"]),
             "session_store_in_memory": printed["session-counts-in-memory"],
             "sliding_in_memory": _results(kafka_bootstrap, topics["sliding-in-memory-out"]),
-            "sliding_store_in_memory": printed["sliding-counts-in-memory"]}
+            "sliding_store_in_memory": printed["sliding-counts-in-memory"],
+            "closed": _closed_results(kafka_bootstrap, topics),
+            "closed_stores": {store: printed[store] for _, store in CLOSED}}
 
 
 def test_describe_is_kafka_streams(kafka_streams_run):
@@ -151,6 +172,15 @@ def _assert_matches(bootstrap: str, topics: dict[str, str], runner: TaskRunner, 
         store = {f"{windowed.key}@{windowed.window.start}": str(count)
                  for windowed, count in runner.read_store(f"sliding-counts{store_suffix}").items()}
         assert store == reference[f"sliding_store{suffix}"]
+    closed = _closed_results(bootstrap, topics)
+    for output, sequences in reference["closed"].items():
+        assert set(closed[output]) == set(sequences), output
+        for tag, sequence in sequences.items():
+            assert closed[output][tag] == sequence, f"{output} {tag}"
+    for _, store_name in CLOSED:
+        store = {f"{windowed.key}@{windowed.window.start}": str(count)
+                 for windowed, count in runner.read_store(store_name).items()}
+        assert store == reference["closed_stores"][store_name], store_name
 
 
 def _assert_reference_exercises_it(reference: dict) -> None:
@@ -171,6 +201,7 @@ def _assert_reference_exercises_it(reference: dict) -> None:
         _assert_reference_exercises_sessions(reference, suffix)
         _assert_reference_exercises_sliding(reference, suffix)
     _assert_in_memory_orders_differ(reference)
+    _assert_reference_exercises_closed(reference)
 
 
 def _assert_reference_exercises_sessions(reference: dict, suffix: str) -> None:
@@ -217,3 +248,17 @@ def _assert_in_memory_orders_differ(reference: dict) -> None:
         assert any(keys_interleave(parts[7]) for parts in sessions)  # find_sessions(earliest_end, latest_end)
         sliding = [value.split("|") for _, value in reference["sliding_in_memory"][tag]]
         assert any(keys_interleave(parts[8]) for parts in sliding if parts[8])  # all() / backward_all()
+
+
+def _assert_reference_exercises_closed(reference: dict) -> None:
+    """The counts emitting on window close from stores kept in memory, in both tasks: windows emitted
+    with the processor's value and timestamp (1000 + i, stamped 3 ms after its event) or counting on from
+    it, windows of keys only the processor put (``<family>9``), and reads that found the window gone."""
+    for name, _ in CLOSED:
+        for tag in ("p0", "p1"):
+            emitted = reference["closed"][f"{name}-out"][tag]
+            counts = [int(value.split("|")[1]) for _, value in emitted]
+            assert any(count > 1000 for count in counts) and any(count < 1000 for count in counts), name
+            assert any(key.split("@")[0].endswith("9") for key, _ in emitted), name
+            reads = [value.split("|") for _, value in reference["closed"][f"{name}-reads"][tag]]
+            assert any(parts[2] == "null" for parts in reads) and any(parts[2] != "null" for parts in reads), name

@@ -30,10 +30,14 @@ too, out of order as they come. Emitting on window close from stores kept in mem
 in-memory DSL suppliers ignore the emit strategy, so it emits from a plain InMemoryWindowStore): hopping
 windows from a supplier's store kept exactly size + grace (which never emits: each window is gone when it
 closes) and kept 20 ms (a window stream time jumped 20 ms past is gone), sliding windows from
-``with_store_type("in_memory")``. Emitting on window close from RocksDB suppliers' stores (ours: Kafka Streams
-emits from the supplier's segmented store, segment by segment, then by key, then start), hopping and sliding
-windows of seconds kept 60 s, on records last in each partition: two keys whose byte order is not their windows'
-start order, windows in up to four segments, and a window the store's retention cuts before it closes.
+``with_store_type("in_memory")``; sessions from a plain InMemorySessionStore kept 20 ms (by end, then key,
+then start descending: two keys' sessions ending together, ours, go out in the other order than from the
+time-ordered store; a session stream time jumped 20 ms past is gone, 19 ms is not) and from
+``with_store_type("in_memory")`` (kept gap + grace: never emits). Emitting on window close from timestamped
+RocksDB suppliers' stores (ours: Kafka Streams emits from the supplier's segmented store, segment by segment,
+then by key, then start), hopping and sliding windows of seconds kept 60 s, on records last in each partition:
+two keys whose byte order is not their windows' start order, windows in up to four segments, and a window the
+store's retention cuts before it closes.
 
 Other readers of a suppressed table stay refused when defined (a unit test below keeps them refused by
 name): a suppressed windowed table joined, a foreign-key join of a suppressed table. No
@@ -130,6 +134,12 @@ def _events() -> list[tuple]:
         for stem, time in merges:
             records += _records(partition, "merge-" + stem, [(stem + str(time), time)], 3_100)
     records += [(_in_partition("merge-a1", 1), None, 1, 3_111)]
+    # Ours, for the sessions emitted on window close from stores kept in memory (gap 5 ms): a jump of 89 ms
+    # past the merges' sessions, two keys' sessions ending together whose keys and starts go opposite ways
+    # (b's [0, 4], a's [2, 4]), then jumps of exactly 20 ms past a session's end and of 19 ms.
+    for partition in range(PARTITIONS):
+        for stem, time in (("b", 0), ("a", 2), ("a", 4), ("b", 4), ("c", 10), ("d", 30), ("e", 49)):
+            records += _records(partition, "order-" + stem, [(stem + str(time), time)], 3_200)
     # KStreamAggregationIntegrationTest: sessions (its gap of 5 minutes made 5 ms; bob's continues, jo's
     # late record bridges nothing), and five keys written at one time, then twice at a time 1 s later.
     for partition in range(PARTITIONS):
@@ -270,11 +280,22 @@ def test_kafka_streams_window_scenarios_on_spark_match_kafka_streams(scenario_ru
     assert scenario_runs["batches"] >= 3  # stream time, buffers and windows carried from batch to batch
     # Every output has records on both partitions (what each scenario is about is in its input; the
     # suppressions of one record and of 200 bytes, whose time limit never comes, only by emitting early),
-    # but the emit on close from an in-memory store kept exactly size + grace: its windows are gone when
-    # they close (those of the time-ordered store, the same windows, are emitted).
+    # but the emits on close from in-memory stores kept exactly size + grace (gap + grace for sessions): their
+    # windows are gone when they close (those of the time-ordered store, the same windows, are emitted).
+    never_emitted = ("out-hopping-closed-memory", "out-session-closed-memory-default")
     assert set(theirs) == {(name, partition) for name in OUTPUTS for partition in range(PARTITIONS)
-                           if name != "out-hopping-closed-memory"}
+                           if name not in never_emitted}
     assert all(theirs["out-hopping-closed", partition] for partition in range(PARTITIONS))
+    # The in-memory session store's points: sessions ending together by key (a's, then b's: the time-ordered
+    # store's by start, b's first); a session stream time jumped 20 ms past is gone (c's), 19 ms is not (d's).
+    for partition in range(PARTITIONS):
+        def emitted(output, stems):
+            return [key[0][:7] for key, _ in theirs[output, partition] if key[0].startswith(stems)]
+
+        assert emitted("out-session-closed-memory", ("order-a", "order-b")) == ["order-a", "order-b"]
+        assert emitted("out-session-closed", ("order-a", "order-b")) == ["order-b", "order-a"]
+        assert emitted("out-session-closed", "order-c") and not emitted("out-session-closed-memory", "order-c")
+        assert emitted("out-session-closed-memory", "order-d")
     # The scenarios' points show in Kafka Streams' output: sessions merged away (their removal), windows of
     # the early records clamped to start at 0, and the emit-final outputs fewer than the updates.
     for partition in range(PARTITIONS):

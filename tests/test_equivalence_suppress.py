@@ -6,13 +6,16 @@ which updates reach the suppression; after the same filter, until a time limit i
 in bytes, which counts each update's old count), a hopping aggregate that emits on window
 close, a session count suppressed until its sessions close (also after a filter, and until a time
 limit in a buffer bounded in bytes: a new session's update has no old value, a merged-away session's
-removal carries its old count), a session aggregate that emits on window close, and a hopping
-aggregate and a session aggregate emitting on window close whose stores processors on the events
-write and read (``ClosedWindowWriter``, ``ClosedSessionWriter``: they overwrite, delete and add
-windows, write windows emitted already, and move the store's time ahead; what they read and what the
-aggregates emit, with each window's timestamp, are compared); on a prices table, a suppression
-until a time limit with at most 3 records buffered (emitted early when full), and a filter then
-an unbounded suppression until a time limit; on a copy of the event stream (its own
+removal carries its old count), a session aggregate that emits on window close, the same hopping and
+session aggregates emitting on window close from suppliers' stores kept in memory (a plain
+``InMemoryWindowStore`` kept 15 s and ``InMemorySessionStore`` kept 10 s:
+tests/suppress_memory_topology.py), and a hopping aggregate and a session aggregate emitting on window
+close whose stores processors on the events write and read (``ClosedWindowWriter``,
+``ClosedSessionWriter``: they overwrite, delete and add windows, write windows emitted already, and
+move the store's time ahead; what they read and what the aggregates emit, with each window's
+timestamp, are compared); on a prices table, a suppression until a time limit with at most 3 records
+buffered (emitted early when full), and a filter then an unbounded suppression until a time limit;
+on a copy of the event stream (its own
 sub-topology), a sliding-window aggregate that emits on window close, the same aggregate whose
 time-ordered store (with its key index) a processor on the slides writes and reads
 (``ClosedSlidingWriter``: overwrites windows the next slides aggregate onto, deletes, adds, writes
@@ -70,6 +73,7 @@ from pyspark import cloudpickle
 
 import oracle_harness
 import suppress_context_topology
+import suppress_memory_topology
 import suppress_topology
 import suppressed_readers_topology
 from equivalence_io import output_topics, produce_strings, windowed_key_reader
@@ -88,6 +92,7 @@ pytestmark = pytest.mark.integration
 # Spark's Python workers cannot import modules of tests/: ship the topology's lambdas by value.
 cloudpickle.register_pickle_by_value(suppress_topology)
 cloudpickle.register_pickle_by_value(suppress_context_topology)
+cloudpickle.register_pickle_by_value(suppress_memory_topology)
 cloudpickle.register_pickle_by_value(suppressed_readers_topology)
 
 PARTITIONS = 2
@@ -246,6 +251,10 @@ def _assert_reference_exercises_it(expected: dict, records: dict) -> None:
         ends = [end for _, _, end in closed_sessions]
         assert len(closed_sessions) == len(set(closed_sessions)) > 5 and ends == sorted(ends)
         assert any("|" in value for _, value in expected[("out-closed-sessions", family)])  # merged sessions
+        # from an in-memory store kept 10 s: the same sessions by end, but for those a jump of stream time passed
+        memory_sessions = expected[("out-closed-memory-sessions", family)]
+        assert set(memory_sessions) < set(expected[("out-closed-sessions", family)]) and memory_sessions
+        assert [end for (_, _, end), _ in memory_sessions] == sorted(end for (_, _, end), _ in memory_sessions)
         assert any(value is None for _, value in expected[("out-limited", family)])
         assert any("-" in value for _, value in expected[("out-held-regrouped", family)])  # subtractions
         assert_the_other_readers_of_the_suppression_matter(expected, family)

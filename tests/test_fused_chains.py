@@ -22,6 +22,7 @@ from dagster_kstreams.processors.table_steps import TableFilter
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import Materialized, StreamsBuilder
 from dagster_kstreams.topology.serdes import Serdes
+from dagster_kstreams.topology.topic_name_extractor import TopicNameFunction
 
 OPERATIONS = ("filter", "filter_not", "map", "map_values", "flat_map", "flat_map_values", "select_key", "peek",
               "repartition_filter", "merge")
@@ -89,8 +90,9 @@ def _program(steps, sink_extracts, carry_timestamp: bool, policy: DeadLetterPoli
                  "context": lambda key, value, context: (f"out-{context.topic()}-{context.partition()}-{context.offset()}"
                                                          f"-{context.timestamp()}-{context.headers().to_array()}")
                  }.get(sink_extracts)
-    nodes.append(Sink("sink", None if sink_extracts else "out", extractor, Serdes.String(), Serdes.String(),
-                      carry_timestamp=carry_timestamp, extractor_takes_context=sink_extracts == "context"))
+    nodes.append(Sink("sink", None if sink_extracts else "out",
+                      None if extractor is None else TopicNameFunction(extractor, sink_extracts == "context"),
+                      Serdes.String(), Serdes.String(), carry_timestamp=carry_timestamp))
     for index, node in enumerate(nodes[:-1]):
         node.children = [index + 1]
     return SubtopologyProgram(0, nodes, policy, fuse_chains=fuse)

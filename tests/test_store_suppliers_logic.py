@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from dagster_kstreams.orchestration.app import check_runnable
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.join_buffers import stored_when_put
+from dagster_kstreams.processors.session_close import ClosedSessions
 from dagster_kstreams.processors.window_close import ClosedWindows
 from dagster_kstreams.topology import (
     EmitStrategy, JoinWindows, Materialized, SessionWindows, SlidingWindows, Stores, StreamJoined, StreamsBuilder,
@@ -178,14 +179,17 @@ SESSIONS = SessionWindows.of_inactivity_gap_and_grace(5 * MS, 5 * MS)
     (HOPPING, Materialized.as_("counts"), IN_MEMORY),
     (SLIDING, Materialized.as_("counts").with_store_type(StreamsConfig.IN_MEMORY), None),
     (SLIDING, Materialized.as_(Stores.in_memory_window_store("counts", 25 * MS, 10 * MS, False)), None),
+    (SESSIONS, Materialized.as_("counts"), IN_MEMORY),
+    (SESSIONS, Materialized.as_("counts").with_store_type(StreamsConfig.IN_MEMORY), None),
+    (SESSIONS, Materialized.as_(Stores.in_memory_session_store("counts", 10 * MS)), None),
     (HOPPING, Materialized.as_(Stores.persistent_timestamped_window_store("counts", 15 * MS, 10 * MS, False)), None),
     (SLIDING, Materialized.as_(Stores.persistent_timestamped_window_store("counts", 25 * MS, 10 * MS, False)), None),
 ])
-def test_the_runner_takes_emit_on_close_from_a_time_or_sliding_store_kept_in_memory_or_a_rocksdb_supplier(
+def test_the_runner_takes_emit_on_close_from_a_store_kept_in_memory_or_a_timestamped_rocksdb_supplier(
         windows, materialized, config):
-    """Kafka Streams emits from a plain InMemoryWindowStore (start, then key) or the timestamped supplier's
-    segmented RocksDBWindowStore (segment, then key, then start): compared with it in
-    tests/test_equivalence_kstreams_window_scenarios.py."""
+    """Kafka Streams emits from a plain InMemoryWindowStore (start, then key), InMemorySessionStore (end,
+    then key, then start descending) or the timestamped supplier's segmented RocksDBWindowStore (segment,
+    then key, then start): compared with it in tests/test_equivalence_kstreams_window_scenarios.py."""
     _runnable(_closing(windows, materialized, config))
 
 
@@ -202,16 +206,74 @@ def test_the_runner_takes_emit_on_close_from_a_time_or_sliding_store_kept_in_mem
     (SESSIONS, Materialized.as_(Stores.persistent_session_store("counts", 10 * MS)), None, False,
      r"its supplier's RocksDB session store, which Kafka Streams itself cannot emit from .*"
      "UnsupportedOperationException"),
-    (SESSIONS, Materialized.as_("counts"), IN_MEMORY, False, r"a session store kept in memory \(InMemorySessionStore\)"),
-    (SESSIONS, Materialized.as_(Stores.in_memory_session_store("counts", 10 * MS)), None, False,
-     "a session store kept in memory"),
-    (HOPPING, Materialized.as_("counts"), IN_MEMORY, True, "a store kept in memory that a user processor also reads"),
+    (SESSIONS, Materialized.as_(Stores.in_memory_session_store("counts", 10 * MS)), None, True,
+     "a session store kept in memory that a user processor also reads"),
+    (SESSIONS, Materialized.as_("counts"), IN_MEMORY, True, "a session store kept in memory that a user processor"),
+    (HOPPING, Materialized.as_("counts"), IN_MEMORY, True,
+     r"a store kept in memory that a user processor it forwards to also reads \(it runs while the emit's "
+     "InMemoryWindowStore iterator is open"),
+    (SLIDING, Materialized.as_(Stores.in_memory_window_store("counts", 25 * MS, 10 * MS, False)), None, True,
+     "a store kept in memory that a user processor it forwards to also reads"),
 ])
 def test_the_runner_refuses_emit_on_close_it_does_not_model_naming_processor_and_store(
         windows, materialized, config, read, reason):
     with pytest.raises(UnsupportedTopologyError, match="processor KSTREAM-AGGREGATE-0000000001: store counts emits "
                                                        f"on window close from {reason}"):
         _runnable(_closing(windows, materialized, config, read_by_processor=read))
+
+
+def _closing_beside(windows, materialized, config=None, reader_after_map=False):
+    """An aggregation emitting on window close with a processor naming its store on the source stream (it runs
+    between the emits), and one on the emitted windows: after a map when ``reader_after_map`` (it runs during the
+    emit: refused), else one naming no store."""
+    builder = StreamsBuilder(config)
+    clicks = builder.stream("clicks")
+    counts = clicks.group_by_key().windowed_by(windows).emit_strategy(EmitStrategy.on_window_close()) \
+        .count(materialized).to_stream()
+    clicks.process(_Reader, "counts").to("reads")
+    if reader_after_map:
+        counts.map(lambda window, count: (window.key, count)).process(_Reader, "counts").to("out")
+    else:
+        counts.process(_Stamp).to("out")
+    return builder.build()
+
+
+class _Stamp(Processor):
+    def init(self, context) -> None:
+        self.context = context
+
+    def process(self, record) -> None:
+        self.context.forward(record)
+
+
+@pytest.mark.parametrize("windows, materialized, config", [
+    (HOPPING, Materialized.as_(Stores.in_memory_window_store("counts", 15 * MS, 10 * MS, False)), None),
+    (HOPPING, Materialized.as_("counts"), IN_MEMORY),
+    (SLIDING, Materialized.as_("counts").with_store_type(StreamsConfig.IN_MEMORY), None),
+    (SLIDING, Materialized.as_(Stores.in_memory_window_store("counts", 25 * MS, 10 * MS, False)), None),
+])
+def test_the_runner_takes_emit_on_close_from_an_in_memory_store_a_processor_beside_it_reads(
+        windows, materialized, config):
+    """The processor runs between the emits (the emit's iterator is closed): compared with Kafka Streams in
+    tests/test_equivalence_dsl_window_store_processor.py."""
+    _runnable(_closing_beside(windows, materialized, config))
+
+
+@pytest.mark.parametrize("windows", [HOPPING, SLIDING])
+def test_the_runner_refuses_a_processor_of_the_in_memory_store_after_the_emit_however_far(windows):
+    with pytest.raises(UnsupportedTopologyError, match="processor KSTREAM-AGGREGATE-0000000001: store counts emits "
+                                                       "on window close from a store kept in memory that a user "
+                                                       "processor it forwards to also reads"):
+        _runnable(_closing_beside(windows, Materialized.as_("counts"), IN_MEMORY, reader_after_map=True))
+
+
+@pytest.mark.parametrize("windows, retention", [(HOPPING, 15), (SLIDING, 25)])
+def test_the_runner_refuses_a_processor_beside_a_rocksdb_supplier_s_store_emitting_on_close(windows, retention):
+    supplier = Stores.persistent_timestamped_window_store("counts", retention * MS, 10 * MS, False)
+    with pytest.raises(UnsupportedTopologyError, match="processor KSTREAM-AGGREGATE-0000000001: store counts emits "
+                                                       "on window close from its supplier's RocksDB window store that "
+                                                       "a user processor also reads"):
+        _runnable(_closing_beside(windows, Materialized.as_(supplier)))
 
 
 @given(st.lists(st.tuples(st.integers(0, 60), st.sampled_from([b"a", b"b", b"ab"])), max_size=12),
@@ -256,6 +318,24 @@ def test_a_rocksdb_supplier_emits_a_segment_by_key_before_the_next_segment():
     emitted = [(key, start) for start, key, _ in closed.due(windows, 85_000, 60_000)]
     assert emitted == [(b"a", 50_000), (b"a", 55_000), (b"b", 45_000), (b"b", 50_000),
                        (b"a", 60_000), (b"a", 65_000), (b"b", 60_000)]
+
+
+@given(st.lists(st.tuples(st.integers(0, 20), st.integers(0, 6), st.sampled_from([b"a", b"b", b"ab"])), max_size=12),
+       st.integers(0, 30), st.integers(10, 20))
+def test_an_in_memory_store_emits_the_time_ordered_ones_sessions_in_its_own_order_but_those_past_retention(
+        puts, close, retention):
+    """InMemorySessionStore.findSessions(earliest_end, latest_end) returns the time-ordered store's sessions
+    (whose segments outlive these times) by end, then key, then start descending, but for those ending
+    before the store's time (the largest end put) minus the retention plus 1."""
+    results = {}
+    for in_memory in (False, True):
+        closed = ClosedSessions(in_memory)
+        for end, length, key in puts:
+            closed.put(max(0, end - length), end, key, key.decode(), f"{key.decode()}@{end}")
+        results[in_memory] = closed.due(close, retention)
+    kept_from = max((end for end, _, _ in puts), default=-1) - retention + 1
+    assert results[True] == sorted((session for session in results[False] if session[1] >= kept_from),
+                                   key=lambda session: (session[1], session[2], -session[0]))
 
 
 def _sliding_or_session_count(windows, materialized, config=None):

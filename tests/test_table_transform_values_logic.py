@@ -240,12 +240,6 @@ def test_a_regrouping_of_it_gets_its_stores_value_before_each_update_as_the_old_
         assert old is not None or value.endswith(b"\x01")
 
 
-def test_a_cached_store_of_its_own_is_refused_naming_the_processor():
-    message = _refused(lambda b: b.table("in").transform_values(_Same, Materialized.as_("own"), Named.as_("tv"))
-                       .to_stream().to("out"))
-    assert message.startswith("processor tv (transform_values) keeps its results in a cached store (own)")
-
-
 def test_a_versioned_store_of_its_own_is_refused_naming_the_processor():
     versioned = Materialized.as_(Stores.persistent_versioned_key_value_store("own", timedelta(seconds=10)))
     message = _refused(lambda b: b.table("in").transform_values(_Same, versioned, Named.as_("tv"))

@@ -124,7 +124,7 @@ def test_a_fused_chain_gives_its_sink_the_context_too():
 
 
 def test_the_column_plans_pass_gives_the_extractor_the_source_records_place():
-    sink = Sink("snk", None, spelled, Serdes.String(), Serdes.String(), extractor_takes_context=True)
+    sink = Sink("snk", None, topic_name_function(spelled, "to"), Serdes.String(), Serdes.String())
     program = type("Program", (), {"nodes": [sink]})()
     rows = {"_placed_sink": [0, None], "_source_topic": ["in", None], "_source_partition": [1, None],
             "_source_offset": [42, None], "_source_time": [99, None], "topic": [None, "static"],

@@ -284,5 +284,6 @@ def suppress_and_emit_on_close_examples():
              "out-joined-held-regrouped": "joined-held-regrouped", "out-held-kept-regrouped": "held-kept-regrouped",
              "out-held-twice-joined": "held-twice-joined", "out-held-twice-looked-up": "held-twice-looked-up",
              "out-held-context": "held-context", "out-held-context-odd": "held-context-odd",
-             "out-closed-memory": "closed-memory-out", "out-closed-rocksdb": "closed-rocksdb-out"}
+             "out-closed-memory": "closed-memory-out", "out-closed-memory-sessions": "closed-memory-sessions-out",
+             "out-closed-rocksdb": "closed-rocksdb-out"}
     return suppress_examples(names).build()

@@ -169,10 +169,10 @@ def _compile(nodes: list[Processor], chain: list[int], entries: list[Entry]) -> 
 
 def _sink(source: _Source, depth: int, sink: Sink, me: str, key: str, value: str) -> None:
     """The sink's ``process`` written out: topic, serialized key and value, one row of each column."""
-    if sink.topic is None and sink.extractor_takes_context:  # the context is built by the sink, as unfused
+    if sink.topic is None and sink.extractor.takes_context:  # the context is built by the sink, as unfused
         source.add(depth, f"topic = {source.bind('pick_topic', sink.pick_topic)}({key}, {value}, context)")
     elif sink.topic is None:
-        extractor = source.bind("extract", sink.topic_extractor)
+        extractor = source.bind("extract", sink.extractor.call)
         source.call_user(depth, me, "topic", f"{extractor}({key}, {value})")
     else:
         source.add(depth, f"topic = {source.bind('topic', sink.topic)}")

@@ -18,6 +18,14 @@ The store returns a session here as long as its segment lives: segments are
 keys). Unlike the window store's range fetch, this one does not cut at ``store time - retention``
 itself: a session older than that, in a segment still alive, is still emitted.
 
+A store kept in memory (a supplier's, ``with_store_type("in_memory")``, ``default.dsl.store=in_memory``:
+Kafka Streams' in-memory DSL suppliers ignore the emit strategy, so the emit fetches from a plain
+``InMemorySessionStore``) returns the sessions of the range by end, then the serialized key's bytes,
+then start *descending* (its reads' order, :func:`~.user_session_store.in_memory_session_order`), and
+only those ending at or after ``store time - retention + 1`` (``findSessions`` first drops the ends
+below that): kept the default ``gap + grace``, a session is gone before it closes and nothing is
+ever emitted; kept longer, a session that stream time jumped past by the retention or more is never emitted.
+
 Kafka Streams throttles the check to once per ``emit.interval.ms.kstreams.windowed.aggregation``
 of wall-clock time (1 s by default): the runner checks after every record, as Kafka Streams with
 that interval set to 0 (README, "Semantics that differ").
@@ -33,6 +41,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dagster_kstreams.processors.user_session_store import in_memory_session_order
+
 __all__ = ["ClosedSessions", "segment_interval"]
 
 
@@ -44,7 +54,11 @@ def segment_interval(retention_ms: int) -> int:
 class ClosedSessions:
     """What emit-on-window-close needs across the keys of one session aggregation in one task."""
 
-    def __init__(self) -> None:
+    in_memory = False  # an InMemorySessionStore's: its order, and its cut at the retention (not by segment)
+
+    def __init__(self, in_memory: bool = False) -> None:
+        if in_memory:
+            self.in_memory = True
         self.last_emit = -1  # lastEmitWindowCloseTime (ConsumerRecord.NO_TIMESTAMP: none yet)
         self.store_time = -1  # the store's observed stream time: the largest session end put
         # (end, start, serialized key) -> (key, aggregate): stored, not emitted yet
@@ -71,16 +85,27 @@ class ClosedSessions:
         lower = max(0, last)
         if upper < 0 or upper < lower:
             return []
-        interval = segment_interval(retention_ms)
-        first_live_segment = _java_div(self.store_time - retention_ms, interval)
+        closed = [entry for entry in self.pending if entry[0] <= upper]
+        if self.in_memory:
+            closed.sort(key=lambda entry: in_memory_session_order(entry[0], entry[2], entry[1]))
+        else:
+            closed.sort()  # the time-ordered store's: end, start, key bytes
         due = []
-        for entry in sorted(entry for entry in self.pending if entry[0] <= upper):
+        for entry in closed:
             key, aggregate = self.pending.pop(entry)
             end, start, _ = entry
-            if end >= lower and _java_div(end, interval) >= first_live_segment:
+            if end >= lower and self._returned(end, retention_ms):
                 due.append((start, end, key, aggregate))
         self.last_emit = close_time
         return due
+
+    def _returned(self, end: int, retention_ms: int) -> bool:
+        """Whether the store still returns a session ending at ``end``: the in-memory store's drops the ends
+        below its time minus the retention plus 1; the time-ordered store's keeps a live segment's."""
+        if self.in_memory:
+            return end >= self.store_time - retention_ms + 1
+        interval = segment_interval(retention_ms)
+        return _java_div(end, interval) >= _java_div(self.store_time - retention_ms, interval)
 
 
 def _java_div(a: int, b: int) -> int:

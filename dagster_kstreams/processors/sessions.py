@@ -89,7 +89,7 @@ class SessionWindowAggregate(WindowedTable):
     # Streams' observed time (the largest session end put into or removed from it, by the aggregation or a
     # processor), a task-level value, and returns the sessions that end after it minus the retention; a
     # record's sessions are removed, put and forwarded one after the other (_process_in_steps).
-    # store_in_memory: an InMemorySessionStore, whose order a processor reads (user_dsl_session_store.py).
+    # store_in_memory: an InMemorySessionStore, whose order a processor reads and the close emit fetches in.
     observes_store_time = store_in_memory = False
 
     def __init__(self, name: str, store: str, cached: bool, aggregation: str, gap: int, grace: int, retention: int,
@@ -253,7 +253,7 @@ class SessionWindowAggregate(WindowedTable):
     def _closed_sessions_of(self, task) -> ClosedSessions:
         closed = task.values.get(self._closed_key)
         if closed is None:
-            closed = task.values[self._closed_key] = ClosedSessions()
+            closed = task.values[self._closed_key] = ClosedSessions(self.store_in_memory)
         return closed
 
     def _update(self, key, start: int, end: int, new, old, context, out, state) -> None:

@@ -23,7 +23,7 @@ from dagster_kstreams.processors.records import extractor_context
 from dagster_kstreams.topology.fk_join import TableJoinedPartitioner
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.timestamp_extractors import extract_function
-from dagster_kstreams.topology.topic_name_extractor import topic_name_function
+from dagster_kstreams.topology.topic_name_extractor import TopicNameFunction, topic_name_function
 
 __all__ = ["Source", "Sink", "Filter", "Map", "MapValues", "FlatMap", "FlatMapValues", "SelectKey", "Peek",
            "Foreach", "Print", "Printer", "Merge", "BranchChild", "Branch", "RepartitionFilter",
@@ -65,19 +65,17 @@ class Source(Processor):
 @register
 class Sink(Processor):
     """Serializes the record to a static topic, or to the one its topic-name extractor names
-    (``SinkNode``): ``topic_extractor(key, value)``, or with ``extractor_takes_context``
-    ``topic_extractor(key, value, record_context)`` (:mod:`~dagster_kstreams.topology.topic_name_extractor`).
+    (``SinkNode``): ``extractor.call(key, value)``, or, where it ``takes_context``,
+    ``extractor.call(key, value, record_context)`` (:mod:`~dagster_kstreams.topology.topic_name_extractor`).
     A repartition topic also gets the record's timestamp in a header (``carry_timestamp``: Spark's
     sink cannot set record timestamps)."""
 
     kind = "sink"
 
-    def __init__(self, name: str, topic: Optional[str], topic_extractor: Optional[Callable], key_serde, value_serde,
-                 carry_timestamp: bool = False, placement: Optional[SinkPlacement] = None,
-                 extractor_takes_context: bool = False):
+    def __init__(self, name: str, topic: Optional[str], extractor: Optional[TopicNameFunction], key_serde,
+                 value_serde, carry_timestamp: bool = False, placement: Optional[SinkPlacement] = None):
         super().__init__(name)
-        self.topic, self.topic_extractor = topic, topic_extractor
-        self.extractor_takes_context = extractor_takes_context
+        self.topic, self.extractor = topic, extractor
         self.key_serde, self.value_serde = key_serde, value_serde
         self.carry_timestamp = carry_timestamp
         self.placement = placement  # None: Kafka's default partitioner places every record
@@ -98,9 +96,9 @@ class Sink(Processor):
     def pick_topic(self, key, value, context) -> Any:
         """What the extractor names for the record (the Python pass, compiled chains and the
         Column plan's pass all ask this); a failure names the sink and the record."""
-        if not self.extractor_takes_context:
-            return self.call(context, self.topic_extractor, key, value)
-        return self.call(context, self.topic_extractor, key, value, extractor_context(context))
+        if not self.extractor.takes_context:
+            return self.call(context, self.extractor.call, key, value)
+        return self.call(context, self.extractor.call, key, value, extractor_context(context))
 
     def serialize(self, topic: str, key, value, context) -> tuple[Optional[bytes], Optional[bytes]]:
         """The record's key and value bytes; a serde's failure names the sink and the record."""
@@ -321,10 +319,9 @@ def _sink(factory, ctx) -> Sink:
     extractor = (None if factory.topic_extractor is None
                  else topic_name_function(factory.topic_extractor, f"sink {factory.name}"))
     return Sink(factory.name, None if factory.topic is None else ctx.topic_name(factory.topic),
-                None if extractor is None else extractor.call, key_serde, _value_serde(factory, ctx),
+                extractor, key_serde, _value_serde(factory, ctx),
                 # Spark's sink cannot set record timestamps: a repartition topic carries them in a header.
-                carry_timestamp=ctx.is_repartition_topic(factory.topic), placement=placement,
-                extractor_takes_context=extractor is not None and extractor.takes_context)
+                carry_timestamp=ctx.is_repartition_topic(factory.topic), placement=placement)
 
 
 def _pass_through(kind: str):

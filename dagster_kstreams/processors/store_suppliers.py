@@ -16,20 +16,30 @@ Kafka Streams, the runner follows or refuses:
   below what keeps its open windows (Kafka Streams checks only the ``Materialized`` retention; its
   store then drops windows still open), whose window size is not the windows' (the ``Windowed`` keys
   its reads make end elsewhere) or that retains duplicates (each update a new entry);
-* a time- or sliding-windowed aggregation emitting on window close from a store kept in memory (a
-  supplier's, ``with_store_type("in_memory")``, ``default.dsl.store=in_memory``): Kafka Streams' in-memory
-  DSL suppliers ignore the emit strategy, and ``InMemoryWindowStore.fetchAll`` returns the closed windows
-  by start, then key, as the time-ordered store does, from one start later; or from a timestamped RocksDB
-  supplier's window store (``Stores.persistent_timestamped_window_store``), whose ``fetchAll`` returns the
-  same windows segment by segment, then by key, then start (:mod:`.window_close`);
+* a windowed aggregation emitting on window close from a store kept in memory (a supplier's,
+  ``with_store_type("in_memory")``, ``default.dsl.store=in_memory``): Kafka Streams' in-memory DSL
+  suppliers ignore the emit strategy. Time or sliding windows: ``InMemoryWindowStore.fetchAll`` returns
+  the closed windows by start, then key, as the time-ordered store does, from one start later
+  (:mod:`.window_close`); a user processor beside the aggregation (not downstream: it runs between the
+  emits) reads and writes it as an in-memory store (:mod:`.user_dsl_window_store`), and the emit fetches
+  what it wrote. Session windows: ``InMemorySessionStore.findSessions(earliest_end, latest_end)`` returns
+  the closed sessions by end, then key, then start descending (its reads' order), and none ending below
+  its time minus the retention plus 1 (:mod:`.session_close`);
+* a time- or sliding-windowed aggregation emitting on window close from a timestamped RocksDB
+  supplier's window store (``Stores.persistent_timestamped_window_store``): Kafka Streams emits from that
+  segmented store, whose ``fetchAll`` returns the in-memory store's windows segment by segment, then by
+  key, then start (:mod:`.window_close`);
 * refused, naming the processor and the store, where Kafka Streams itself fails at run time: emitting on
   window close from a RocksDB supplier's session store (its plain RocksDB session store throws
-  ``UnsupportedOperationException`` when the emit fetches its sessions by end time) or from a plain RocksDB
-  supplier's window store (``Stores.persistent_window_store``: the DSL reads its aggregates back with no
-  timestamp, -1, and forwarding a closed window with it throws);
-* refused, naming the processor and the store: emitting on window close from a session store kept in
-  memory (not compared with Kafka Streams yet), or from a window store kept in memory or a RocksDB
-  supplier's that a user processor also reads (not modeled yet);
+  ``UnsupportedOperationException`` when the emit fetches its sessions by end time) or from a plain
+  RocksDB supplier's window store (``Stores.persistent_window_store``: the DSL reads its aggregates back
+  with no timestamp, -1, and forwarding a closed window with it throws);
+* refused, naming the processor and the store: emitting on window close from a RocksDB supplier's
+  window store that a user processor also reads (not modeled yet), from a session store kept in memory
+  that a user processor also reads (not modeled yet), or from a window store kept in memory that a user
+  processor downstream of the aggregation also reads (it runs as the emit forwards, while the emit's live
+  ``InMemoryWindowStore`` iterator is open: that iterator reaches what the processor puts ahead of it, one
+  entry late; not modeled yet);
 * a user processor reading a windowed aggregation's store kept in memory reads it in the in-memory
   store's order: a time- or sliding-windowed one's by window start, then key
   (:mod:`.user_dsl_window_store`), a session one's by session end, then key, then start descending
@@ -38,6 +48,7 @@ Kafka Streams, the runner follows or refuses:
 from __future__ import annotations
 
 from dagster_kstreams.processors.aggregations import read_by_user_processor
+from dagster_kstreams.processors.base import reachable
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_CLOSE
 from dagster_kstreams.topology.node_specs import NodeKind
@@ -60,22 +71,34 @@ def check_store_suppliers(factory, stores, subtopology) -> None:
 def _check_emit_on_close_store(factory, store, subtopology) -> None:
     """A windowed aggregation emitting on window close from a store not Kafka Streams' time-ordered one."""
     where = f"processor {factory.name}: store {store.name}"
-    if isinstance(factory.params["windows"], SessionWindows):
-        if store.persistent is False:
-            reason = "a session store kept in memory (InMemorySessionStore): not compared with Kafka Streams yet"
-        else:
-            reason = ("its supplier's RocksDB session store, which Kafka Streams itself cannot emit from (its "
-                      "findSessions by end time throws UnsupportedOperationException at run time)")
-    elif store.supplier is not None and store.supplier.persistent and not store.supplier.timestamped:
+    sessions, supplier = isinstance(factory.params["windows"], SessionWindows), store.supplier
+    if sessions and store.persistent is not False:
+        reason = ("its supplier's RocksDB session store, which Kafka Streams itself cannot emit from (its "
+                  "findSessions by end time throws UnsupportedOperationException at run time)")
+    elif supplier is not None and supplier.persistent and not supplier.timestamped:
         reason = ("its supplier's plain RocksDB window store, which Kafka Streams itself cannot emit from (the DSL "
                   "reads its aggregates back with no timestamp, -1, and forwarding a closed window with it fails at "
                   "run time): Stores.persistent_timestamped_window_store emits")
-    elif read_by_user_processor(subtopology, store.name):
-        kind = "a store kept in memory" if store.persistent is False else "its supplier's RocksDB window store"
-        reason = f"{kind} that a user processor also reads: not modeled by the Spark runner yet"
+    elif store.persistent is not False and read_by_user_processor(subtopology, store.name):
+        reason = ("its supplier's RocksDB window store that a user processor also reads (the segmented store's "
+                  "reads and writes beside the emit): not modeled by the Spark runner yet")
+    elif sessions and read_by_user_processor(subtopology, store.name):
+        reason = ("a session store kept in memory that a user processor also reads (a processor's remove leaves the "
+                  "store's observed time, which the closed sessions' puts move): not modeled by the Spark runner yet")
+    elif _read_while_emitting(factory, store.name, subtopology):
+        reason = ("a store kept in memory that a user processor it forwards to also reads (it runs while the emit's "
+                  "InMemoryWindowStore iterator is open, which sees the processor's writes ahead of it): not modeled "
+                  "by the Spark runner yet")
     else:
         return
     raise UnsupportedTopologyError(f"{where} emits on window close from {reason}")
+
+
+def _read_while_emitting(factory, store_name: str, subtopology) -> bool:
+    """Whether a user processor naming the store is downstream of the aggregation, so runs as the emit
+    forwards each closed window (a processor elsewhere in the sub-topology runs between the emits)."""
+    return any(node.kind in (NodeKind.PROCESS, NodeKind.PROCESS_VALUES) and store_name in node.stores
+               for node in reachable(subtopology, factory.children, lambda node: node.children))
 
 
 def _check_aggregation_supplier(factory, store) -> None:

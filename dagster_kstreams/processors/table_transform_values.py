@@ -16,8 +16,16 @@ over an uncached store: the store is one of the task's user stores (:mod:`.user_
 checkpoint and read by interactive queries (``read_store``) as Kafka Streams' ``keyValueStore()`` view
 gives it, the values without their timestamps (nothing the runner admits after it reads them).
 
-What runs: a transform_values without a store of its own or with an uncached plain one, whose updates
-go to ``to_stream`` (or, with that store, to a re-grouping: the old value of each update, Kafka Streams'
+With the record cache on (the default), the store is Kafka Streams' ``CachingKeyValueStore``: the
+processor puts each transformed value, and its ``TimestampedTupleForwarder`` forwards nothing; the
+cache's flush at a commit forwards each key's last put, with that put's record context (time and
+headers), nothing for a key absent now and at the last flush. The runner keeps that store as a table
+keeps its own, a slot of the key's state (:class:`CachedTableTransformValues`), flushed at the
+micro-batch's end with the other caches (``program._flush``, upstream stores first), and
+``read_store`` reads the slot.
+
+What runs: a transform_values without a store of its own or with a plain one, whose updates go to
+``to_stream`` (or, with an uncached store, to a re-grouping: the old value of each update, Kafka Streams'
 read of the store before the put, is left for it: :class:`TransformingProcessor`), behind a table that
 is neither windowed, suppressed nor versioned (the runner forwards such a table's updates with marks
 and old values of their own). Refused when defined, naming
@@ -30,17 +38,18 @@ from typing import Optional
 
 from dagster_kstreams.processors.base import register
 from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopologyError
+from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.suppressed_table_reads import sent_old_value_key
 from dagster_kstreams.processors.table_behind import table_behind
-from dagster_kstreams.processors.user_processor_context import leave_old_value, record_context_time
+from dagster_kstreams.processors.user_processor_context import leave_old_value, processing, record_context_time
 from dagster_kstreams.processors.user_processors import UserProcessorNode, connected_stores
 from dagster_kstreams.processors.versioned_tables import reads_versioned_updates
 from dagster_kstreams.topology.node_specs import NodeKind, StoreType
 from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Record, RecordMetadata
 from dagster_kstreams.topology.task_id import TaskId
 
-__all__ = ["TransformerContext", "TransformingProcessor", "TransformingSupplier", "TableTransformValues", "check_runs",
-           "BUILDERS"]
+__all__ = ["TransformerContext", "TransformingProcessor", "TransformingSupplier", "TableTransformValues",
+           "CachedTableTransformValues", "check_runs", "BUILDERS"]
 
 
 class TransformerContext:
@@ -89,20 +98,26 @@ class TransformingProcessor(FixedKeyProcessor):
     key, as a put of a null value does). ``sends_old_values`` (a re-grouping reads them; only with a
     store of its own, :func:`check_runs`): the store's value before the put is the update's old value,
     left in the key's group under :func:`sent_old_value_key` for the reader, as a suppression leaves
-    its own (Kafka Streams' ``Change.oldValue``, read from the store when materialized)."""
+    its own (Kafka Streams' ``Change.oldValue``, read from the store when materialized). ``cached``: its
+    own store has the record cache on; its node (:class:`CachedTableTransformValues`) takes each value
+    instead, and forwards at its flush."""
 
     def __init__(self, transformer, processor_name: str, own_store: Optional[str] = None,
-                 sends_old_values: bool = False):
+                 sends_old_values: bool = False, cached: bool = False):
         self.transformer, self.processor_name, self.own_store = transformer, processor_name, own_store
-        self.sends_old_values = sends_old_values
+        self.sends_old_values, self.cached = sends_old_values, cached
 
     def init(self, context) -> None:
         self.context = context
-        self.store = None if self.own_store is None else context.get_state_store(self.own_store)
+        self.store = None if self.own_store is None or self.cached else context.get_state_store(self.own_store)
         self.transformer.init(TransformerContext(context, self.processor_name, self.own_store))
 
     def process(self, record: Record) -> None:
         new_value = self.transformer.transform(record.key, record.value)
+        if self.cached:
+            node, record_context, group = processing(self.context)
+            node.put(record.key, new_value, record_context, group)
+            return
         if self.sends_old_values:
             leave_old_value(self.context, sent_old_value_key(self.processor_name), self.store.get(record.key))
         if self.store is not None:
@@ -118,13 +133,13 @@ class TransformingSupplier:
     (a class, not a closure: the program is pickled to Spark's workers)."""
 
     def __init__(self, transformer_supplier, processor_name: str, own_store: Optional[str] = None,
-                 sends_old_values: bool = False):
+                 sends_old_values: bool = False, cached: bool = False):
         self.transformer_supplier, self.processor_name, self.own_store = transformer_supplier, processor_name, own_store
-        self.sends_old_values = sends_old_values
+        self.sends_old_values, self.cached = sends_old_values, cached
 
     def __call__(self) -> TransformingProcessor:
         return TransformingProcessor(self.transformer_supplier(), self.processor_name, self.own_store,
-                                     self.sends_old_values)
+                                     self.sends_old_values, self.cached)
 
 
 @register
@@ -135,9 +150,49 @@ class TableTransformValues(UserProcessorNode):
     forwards_other_keys = False  # the key stays, and a transformer's punctuator cannot forward
 
 
+class CachedTableTransformValues(TableTransformValues):
+    """A transform_values node whose own store has the record cache on: the store is a slot of the key's
+    state (``store``), written at each update and flushed as a cached table's is (not registered: it
+    runs the transform_values kind). The slot's old value is its value at the last flush, taken at the
+    first put since, which the flush compares with the new one (``CachingKeyValueStore``'s
+    ``putAndMaybeForward`` reads the store beneath the cache)."""
+
+    stateful = True
+    # handed the record's key's group, whose slot is its store, as a table's step is (the stores the
+    # transformer names are the task's, which it finds by name: no DSL store is named, check_runs)
+    looks_up_each_store = False
+
+    def __init__(self, name: str, supplier, stores: dict, child_names: list[str], store: str):
+        super().__init__(name, supplier, stores, fixed_key=True, child_names=child_names)
+        self.store, self.cached = store, True
+
+    def put(self, key, value, context, group) -> None:
+        """Put the transformed ``value`` (None: delete) for ``key``, held for the flush with ``context``,
+        the record's, as the cache entry keeps it (its time and headers)."""
+        slot = self.state_slot
+        if slot not in group.dirty:
+            group.old_values[slot] = group.values[slot]
+        group.values[slot] = ABSENT if value is None else value
+        group.keys[slot] = key
+        group.changed = True
+        group.mark_dirty(slot, context)
+
+    def flush_entries(self, group, context) -> list:
+        return [(context.position, lambda out: self.flush(group, out, context))]
+
+    def flush(self, group, out, context) -> None:
+        """Forward the key's last put with its context; nothing when the key is absent now and was at
+        the last flush (put and deleted in between, or a null result for a key never held)."""
+        slot = self.state_slot
+        value = group.values[slot]
+        if value is ABSENT and group.old_values.get(slot, ABSENT) is ABSENT:
+            return
+        self.forward(group.keys[slot], None if value is ABSENT else value, context, out, group)
+
+
 def check_runs(factory, ctx) -> None:
     """Refuses, naming the processor, what the runner does not compare with Kafka Streams yet: a store
-    of its own that is cached or versioned; a reader of its updates other than ``to_stream`` and, with a
+    of its own that is versioned; a reader of its updates other than ``to_stream`` and, with an uncached
     store of its own (whose value before the update is the old one), a re-grouping (without a store it
     reads old values, which Kafka Streams makes by calling the transformer on the old value too; a
     filter, map_values, join or suppression reads through its value getter, a transformer of its own);
@@ -150,7 +205,15 @@ def check_runs(factory, ctx) -> None:
     sub = ctx.subtopology
     for child in factory.children:
         reader = sub.node(child)
-        if reader.kind is NodeKind.TABLE_TO_STREAM or (reader.kind is NodeKind.TABLE_GROUP_BY_MAP and own_store):
+        if reader.kind is NodeKind.TABLE_TO_STREAM:
+            continue
+        if reader.kind is NodeKind.TABLE_GROUP_BY_MAP and own_store and ctx.cached(own_store):
+            raise UnsupportedTopologyError(
+                f"processor {reader.name} ({reader.kind.value}) re-groups the table of {where}, which keeps its "
+                f"results in a cached store ({own_store}); the Spark runner re-groups a transform_values with an "
+                "uncached store of its own only: the old values its record cache's flush sends (the store's value "
+                "at the last flush) are not compared with Kafka Streams yet")
+        if reader.kind is NodeKind.TABLE_GROUP_BY_MAP and own_store:
             continue  # a re-grouping reads the old values its store gives (TransformingProcessor)
         raise UnsupportedTopologyError(
             f"processor {reader.name} ({reader.kind.value}) reads the table of {where}; the Spark runner passes "
@@ -171,17 +234,11 @@ def check_runs(factory, ctx) -> None:
 
 
 def _check_own_store(where: str, store: str, ctx) -> None:
-    """A store of its own runs uncached and plain only: a record cache's flush decides which updates
-    ``TimestampedTupleForwarder`` forwards, and a versioned store drops and marks updates by their time."""
+    """A store of its own runs plain only: a versioned store drops and marks updates by their time."""
     if ctx.topology.state_stores[store].history_retention_ms is not None:
         raise UnsupportedTopologyError(
             f"{where} keeps its results in a versioned store ({store}); the Spark runner keeps a transform_values' "
             "own store as a plain key-value store only: a versioned one is not compared with Kafka Streams yet")
-    if ctx.cached(store):
-        raise UnsupportedTopologyError(
-            f"{where} keeps its results in a cached store ({store}); the Spark runner keeps a transform_values' "
-            "own store uncached only (Materialized.with_caching_disabled() or statestore.cache.max.bytes 0): its "
-            "record cache, which forwards each key's last update at a commit, is not compared with Kafka Streams yet")
 
 
 # The stores added with add_state_store (a DSL operation's are read through views a transformer does not get yet).
@@ -193,13 +250,17 @@ def build(factory, ctx) -> TableTransformValues:
     check_runs(factory, ctx)
     own_store = factory.params.get("store_name")
     stores, _ = connected_stores(factory, ctx, skip=(own_store,))
+    children = list(factory.children)
+    if own_store is not None and ctx.cached(own_store):  # a slot of the key's state, as a cached table's store
+        supplier = TransformingSupplier(factory.params["supplier"], factory.name, own_store, cached=True)
+        return CachedTableTransformValues(factory.name, supplier, stores, children, own_store)
     if own_store is not None:  # one of the task's user key-value stores (window None)
         spec = ctx.topology.state_stores[own_store]
         stores[own_store] = (spec.key_serde or ctx.default_key_serde, spec.value_serde or ctx.default_value_serde, None)
     sends_old_values = any(ctx.subtopology.node(child).kind is NodeKind.TABLE_GROUP_BY_MAP
                            for child in factory.children)
     supplier = TransformingSupplier(factory.params["supplier"], factory.name, own_store, sends_old_values)
-    return TableTransformValues(factory.name, supplier, stores, fixed_key=True, child_names=list(factory.children))
+    return TableTransformValues(factory.name, supplier, stores, fixed_key=True, child_names=children)
 
 
 BUILDERS = {NodeKind.TABLE_TRANSFORM_VALUES: build}

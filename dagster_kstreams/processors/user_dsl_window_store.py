@@ -25,7 +25,11 @@ key ranges (``fetch`` with four arguments) come in the segmented store's order. 
 what the window-close emit then fetches: a put into a window not closed yet goes out with the put's
 value and timestamp when it closes (a new window too), a delete takes the window out of the emit, a
 write into a window already emitted is never forwarded (:meth:`~.windows._WindowAggregate.write_window`
-notes it in :class:`~.window_close.ClosedWindows`).
+notes it in :class:`~.window_close.ClosedWindows`). Emitting on window close from a store kept in memory
+(Kafka Streams' in-memory DSL suppliers ignore the emit strategy: a plain ``InMemoryWindowStore``, with no
+key index), the reads are the in-memory store's below, and its cut: a window starting at the store's time
+minus its retention is neither returned nor kept (``ClosedWindows.in_memory``). The processor is then one
+beside the aggregation, running between its emits (:mod:`.store_suppliers` refuses one downstream of it).
 
 Values are :class:`~dagster_kstreams.topology.processor_api.ValueAndTimestamp`; reads give a copy
 made through the store's value serde, writes store one. Single-key reads return ``(start, value)``
@@ -120,10 +124,10 @@ class TimestampedWindowStore(DslStoreView, WindowStoreReads):
         first), by start, then serialized key + sequence number, unless ``key_first``: a key range read
         through that store's key index, whose keys are the segmented store's in the same segments; in an
         in-memory store (a supplier's, ``default.dsl.store=in_memory``): by start, then serialized key."""
+        if self._owner.store_in_memory:  # InMemoryWindowStore (emitting on close too): by start, then key bytes
+            return start, raw_key
         if self._owner.emit_on_close and not key_first:
             return start, raw_key + bytes(4)
-        if self._owner.store_in_memory:  # InMemoryWindowStore: by start, then key bytes
-            return start, raw_key
         return start // self._segment_interval, raw_key + start.to_bytes(8, "big", signed=True) + bytes(4)
 
     def _key_range(self, key_from, key_to, time_from: int, time_to: int) -> list[StoreEntry]:

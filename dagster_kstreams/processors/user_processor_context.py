@@ -22,7 +22,7 @@ from dagster_kstreams.processors.user_stores import open_store
 from dagster_kstreams.topology.processor_api import PunctuationType, Record, RecordMetadata
 from dagster_kstreams.topology.task_id import TaskId
 
-__all__ = ["ProcessorContext", "NO_RECORD", "record_context_time", "leave_old_value"]
+__all__ = ["ProcessorContext", "NO_RECORD", "record_context_time", "leave_old_value", "processing"]
 
 NO_RECORD = RecordMetadata(None, -1, -1)
 
@@ -136,3 +136,10 @@ def leave_old_value(context: ProcessorContext, slot: str, value: Any) -> None:
     """Leave ``value`` as the old value of the update being processed, in its key's group under ``slot``,
     for a reader that subtracts it (a re-grouping: Kafka Streams' ``Change.oldValue``)."""
     context._group.old_values[slot] = value
+
+
+def processing(context: ProcessorContext) -> tuple:
+    """``(node, record context, group)``: the node the context belongs to, the record it is processing
+    (None in a punctuator) and that record's key's group, for a put into a store the node keeps in a
+    slot of the group (a transform_values' cached store)."""
+    return context._node, context._record_context, context._group

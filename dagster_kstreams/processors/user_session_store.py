@@ -29,9 +29,15 @@ from typing import Any, Iterable, Iterator, Optional
 from dagster_kstreams.processors.user_time_store import StoreEntry, TimeOrderedStore
 from dagster_kstreams.topology.serdes import Window, Windowed
 
-__all__ = ["SessionStore", "SessionStoreReads"]
+__all__ = ["SessionStore", "SessionStoreReads", "in_memory_session_order"]
 
 _FOREVER = 2**63 - 1  # Long.MAX_VALUE
+
+
+def in_memory_session_order(end: int, raw: bytes, start: int) -> tuple:
+    """Where ``InMemorySessionStore`` returns a session (its maps: by end, then the serialized key's bytes,
+    then start *descending*): the order of its reads, and of a window-close emit's fetch from it."""
+    return end, raw, -start
 
 
 class SessionStoreReads:
@@ -140,8 +146,8 @@ class SessionStoreReads:
 
     def _order(self, entry) -> tuple:
         end, raw, start, _ = entry
-        if not self._persistent:  # InMemorySessionStore: by end, key bytes, then start descending
-            return end, raw, -start
+        if not self._persistent:
+            return in_memory_session_order(end, raw, start)
         return (end // self._segment_interval,
                 raw + end.to_bytes(8, "big", signed=True) + start.to_bytes(8, "big", signed=True))
 

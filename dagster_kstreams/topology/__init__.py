@@ -17,7 +17,8 @@ from .global_ktable import GlobalKTable
 from .grouped import KGroupedStream
 from .grouped_repartitioned import Grouped, Repartitioned
 from .joined import Joined, StreamJoined, TableJoined
-from .kstream import BranchedKStream, KStream
+from .branched_kstream import BranchedKStream
+from .kstream import KStream
 from .ktable import KGroupedTable, KTable
 from .materialized import Materialized
 from .named import Named

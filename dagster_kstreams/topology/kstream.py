@@ -1,5 +1,5 @@
-"""The stream family: ``KStream`` (a record stream) and ``BranchedKStream`` (what ``KStream.split``
-returns), as Kafka Streams' ``KStreamImpl`` and ``BranchedKStreamImpl`` build them.
+"""The stream family: ``KStream`` (a record stream), as Kafka Streams' ``KStreamImpl`` builds it; what
+``KStream.split`` returns is in :mod:`.branched_kstream`.
 
 Every method draws names in Kafka Streams' order (see :mod:`.abstract_stream`).
 """
@@ -8,11 +8,12 @@ from __future__ import annotations
 from typing import Callable, Optional, Union
 
 from .abstract_stream import (
-    BRANCH_NAME, FILTER_NAME, FLATMAP_NAME, FLATMAPVALUES_NAME, FOREACH_NAME, JOIN_NAME, KEY_SELECT_NAME,
+    FILTER_NAME, FLATMAP_NAME, FLATMAPVALUES_NAME, FOREACH_NAME, JOIN_NAME, KEY_SELECT_NAME,
     LEFTJOIN_NAME, MAP_NAME, MAPVALUES_NAME, MERGE_NAME, PEEK_NAME, PRINTING_NAME, REPARTITION_NAME, SINK_NAME,
     TO_KTABLE_NAME, _AbstractStream, _create_repartitioned_source, _name_of, _or_generate, _parse,
 )
-from .branched_printed import Branched, Printed
+from .branched_kstream import BranchedKStream
+from .branched_printed import Printed
 from .consumed_produced import Produced
 from .durations import duration_millis
 from .errors import TopologyException
@@ -32,7 +33,7 @@ from .processor_api import PROCESSOR_NAME, PROCESSVALUES_NAME, user_processor_sp
 from .topic_name_extractor import TopicNameExtractor, topic_name_function
 from .windows import JoinWindows
 
-__all__ = ["KStream", "BranchedKStream"]
+__all__ = ["KStream"]
 
 
 class KStream(_AbstractStream):
@@ -341,57 +342,6 @@ def _grace_buffer(join_name: str, grace_ms: int, table: KTable, joined: Joined) 
         raise TopologyException("History retention must be at least grace period.")
     return StoreSpec(join_name + "-Buffer", StoreType.JOIN_GRACE_BUFFER, True, joined.key_serde, joined.value_serde,
                      retention_ms=grace_ms)
-
-
-class BranchedKStream:
-    """Result of ``KStream.split()`` (Kafka Streams' ``BranchedKStream``)."""
-
-    def __init__(self, source: KStream, repartition_required: bool, name: Optional[str]):
-        self._source = source
-        self._builder = source._builder
-        self._repartition_required = repartition_required
-        self._splitter_name = _or_generate(self._builder, name, BRANCH_NAME)
-        self._predicates: list[UserFunction] = []
-        self._child_names: list[str] = []
-        self._outputs: dict[str, KStream] = {}
-        self._spec = ProcessorSpec(NodeKind.BRANCH, {"predicates": self._predicates, "children": self._child_names})
-        self._node = ProcessorGraphNode(self._splitter_name, self._spec)
-        self._builder.add_graph_node(source._node, self._node)
-        self._closed = False
-
-    def branch(self, predicate, branched: Optional[Branched] = None) -> BranchedKStream:
-        if self._closed:
-            raise TopologyException("no branch can be added after default_branch()/no_default_branch()")
-        self._predicates.append(UserFunction.of(predicate, [F.KEY_VALUE], "BranchedKStream.branch", allow_column=True))
-        self._create_branch(branched or Branched(), len(self._predicates))
-        return self
-
-    def default_branch(self, branched: Optional[Branched] = None) -> dict[str, KStream]:
-        self._create_branch(branched or Branched(), 0)
-        self._closed = True
-        return self._outputs
-
-    def no_default_branch(self) -> dict[str, KStream]:
-        self._closed = True
-        return self._outputs
-
-    def _create_branch(self, branched: Branched, index: int) -> None:
-        child_name = self._splitter_name + (branched.name if branched.name is not None else str(index))
-        self._child_names.append(child_name)
-        self._builder.new_processor_name(child_name)
-        node = ProcessorGraphNode(child_name, ProcessorSpec(NodeKind.BRANCH_CHILD, {"index": index}))
-        self._builder.add_graph_node(self._node, node)
-        source = self._source
-        branch = KStream(child_name, source.key_serde, source.value_serde, source._source_nodes,
-                         self._repartition_required, node, self._builder)
-        if branched.chain_function is not None:
-            transformed = branched.chain_function(branch)
-            if transformed is not None:
-                self._outputs[child_name] = transformed
-        elif branched.chain_consumer is not None:
-            branched.chain_consumer(branch)
-        else:
-            self._outputs[child_name] = branch
 
 
 # The one edge from the table family back to this one: KTable.to_stream returns a KStream, and

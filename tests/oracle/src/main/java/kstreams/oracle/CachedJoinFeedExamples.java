@@ -20,6 +20,7 @@ import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.TableJoined;
 import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.ValueTransformerWithKey;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.processor.api.Processor;
@@ -53,13 +54,14 @@ import org.apache.kafka.streams.state.WindowStore;
  * the marks made an uncached table), which FilteredReader reads: on the filter's changes (forwarded by
  * the cache at the commit) and on the taps that have a key. And the marks' uncached table filtered into a store
  * of its own with the record cache on ("cached-step") left-joined with the taps, and the cached rows' table
- * mapped (upper case) into one ("cached-step-series", two caches in series) inner-joined with them. Prints
- * JSON {"describe": ...}.
+ * mapped (upper case) into one ("cached-step-series", two caches in series) inner-joined with them. And the
+ * marks' uncached table transformed (MarkTransformer) into a store of its own with the record cache on
+ * ("cached-transformed"), its toStream written as it is. Prints JSON {"describe": ...}.
  *
  * Args: bootstrap applicationId stateDir rows taps marks members pings orders users payments
  *       outTable outCount outToTable outCogroup outTableJoin outKept outShouted outWindows outSessions
  *       outSliding outRegroup outPaid outFiltered outStep outStepSeries outCogroupWindows outCogroupSessions
- *       outCogroupSliding
+ *       outCogroupSliding outTransformed
  *
  * The Python twin is cached_join_feed_examples() in tests/cached_join_feed_topology.py; keep the two in step.
  */
@@ -89,6 +91,24 @@ final class CachedJoinFeedExamples {
         }
     }
 
+    /** The key, ":", the mark, "@" and the update's time as the context gives it; a tombstone stays one. */
+    static final class MarkTransformer implements ValueTransformerWithKey<String, String, String> {
+        private org.apache.kafka.streams.processor.ProcessorContext context;
+
+        @Override
+        public void init(final org.apache.kafka.streams.processor.ProcessorContext context) {
+            this.context = context;
+        }
+
+        @Override
+        public String transform(final String readOnlyKey, final String mark) {
+            return mark == null ? null : readOnlyKey + ":" + mark + "@" + context.timestamp();
+        }
+
+        @Override
+        public void close() {}
+    }
+
     static Topology cachedJoinFeedExamples(String rows, String taps, String marks, String members, String pings,
                                            String orders, String users, String payments,
                                            String outTable, String outCount, String outToTable,
@@ -97,7 +117,7 @@ final class CachedJoinFeedExamples {
                                            String outSliding, String outRegroup, String outPaid,
                                            String outFiltered, String outStep, String outStepSeries,
                                            String outCogroupWindows, String outCogroupSessions,
-                                           String outCogroupSliding) {
+                                           String outCogroupSliding, String outTransformed) {
         StreamsBuilder builder = new StreamsBuilder();
         JoinWindows windows = JoinWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(2), Duration.ofSeconds(5));
         KStream<String, String> tapStream = builder.stream(taps);
@@ -192,6 +212,11 @@ final class CachedJoinFeedExamples {
             .join(tapStream, (row, tap) -> row + "+" + tap, windows)
             .processValues(StampValues::new)
             .to(outStepSeries);
+        uncachedMarks.transformValues(MarkTransformer::new,
+                    Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("cached-transformed"))
+            .toStream()
+            .processValues(StampValues::new)
+            .to(outTransformed);
         return builder.build();
     }
 
@@ -254,7 +279,7 @@ final class CachedJoinFeedExamples {
                                                    args[10], args[11], args[12], args[13], args[14], args[15],
                                                    args[16], args[17], args[18], args[19], args[20], args[21],
                                                    args[22], args[23], args[24], args[25], args[26], args[27],
-                                                   args[28]);
+                                                   args[28], args[29]);
         Properties props = CommitOnceRuns.properties(args[0], args[1], args[2]);
         // The inputs are all produced before it starts: a task waits for the records of each partition
         // whose lag it knows (KIP-695), with no idling on top. A task that also reads an internal topic

@@ -3,6 +3,7 @@ package kstreams.oracle;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
 import java.util.TreeMap;
 import java.util.StringJoiner;
 
@@ -12,6 +13,7 @@ import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StoreQueryParameters;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.SessionWindows;
@@ -41,6 +43,9 @@ import org.apache.kafka.streams.state.WindowStoreIterator;
  * stores as interactive queries read them then). The last two counts keep their stores in memory.
  *
  * Args: bootstrap applicationId stateDir events out sessionsOut slidingOut sessionsInMemoryOut slidingInMemoryOut
+ * closedInMemoryOut closedInMemoryReads closedSlidingInMemoryOut closedSlidingInMemoryReads (two counts emitting
+ * on window close from stores kept in memory, written and read by ClosedInMemoryWriter beside them; their stores
+ * printed as "closed-counts-in-memory" and "closed-sliding-in-memory").
  *
  * The Python twin is tests/dsl_window_store_processor_topology.py (WindowCorrector, SessionCorrector,
  * SlidingCorrector); keep the two in step.
@@ -235,8 +240,27 @@ public final class DslWindowStoreProcessorExamples {
         return content;
     }
 
+    /** An emitted window as both twins write it (the runner's sink writes no record timestamps: in the value). */
+    static final class ClosedStamp implements Processor<Windowed<String>, Long, String, String> {
+        private ProcessorContext<String, String> context;
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+        }
+
+        @Override
+        public void process(Record<Windowed<String>, Long> record) {
+            String tag = "p" + context.recordMetadata().orElseThrow().partition() + "|";
+            context.forward(new Record<>(record.key().key() + "@" + record.key().window().start(),
+                tag + record.value() + "|t" + record.timestamp(), record.timestamp()));
+        }
+    }
+
     static Topology dslWindowStoreProcessorExamples(String events, String out, String sessionsOut, String slidingOut,
-                                                    String sessionsInMemoryOut, String slidingInMemoryOut) {
+                                                    String sessionsInMemoryOut, String slidingInMemoryOut,
+                                                    String closedOut, String closedReads, String closedSlidingOut,
+                                                    String closedSlidingReads) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> stream = builder.stream(events);
         stream
@@ -284,12 +308,45 @@ public final class DslWindowStoreProcessorExamples {
             .toStream()
             .process(() -> new SlidingCorrector("sliding-counts-in-memory"), "sliding-counts-in-memory")
             .to(slidingInMemoryOut);
+        // counts emitting on window close from stores kept in memory that a processor beside them writes and reads;
+        // the hopping one keeps 15 s (a multiple of the advance: a window can start at the retention's edge)
+        stream
+            .groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(SIZE_MS), Duration.ofMillis(GRACE_MS))
+                .advanceBy(Duration.ofMillis(ADVANCE_MS)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .count(Materialized.<String, Long>as(Stores.inMemoryWindowStore("closed-counts-in-memory",
+                Duration.ofMillis(SIZE_MS + ADVANCE_MS), Duration.ofMillis(SIZE_MS), false)).withCachingDisabled())
+            .toStream()
+            .process(ClosedStamp::new)
+            .to(closedOut);
+        stream
+            .process(() -> new ClosedInMemoryWriter("closed-counts-in-memory", SIZE_MS, false), "closed-counts-in-memory")
+            .to(closedReads);
+        stream
+            .groupByKey()
+            .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(DIFF_MS),
+                Duration.ofMillis(SLIDING_GRACE_MS)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("closed-sliding-in-memory")
+                .withStoreType(Materialized.StoreType.IN_MEMORY).withCachingDisabled())
+            .toStream()
+            .process(ClosedStamp::new)
+            .to(closedSlidingOut);
+        stream
+            .process(() -> new ClosedInMemoryWriter("closed-sliding-in-memory", 2 * DIFF_MS, true),
+                "closed-sliding-in-memory")
+            .to(closedSlidingReads);
         return builder.build();
     }
 
     public static void main(String[] args) throws Exception {
-        Topology topology = dslWindowStoreProcessorExamples(args[3], args[4], args[5], args[6], args[7], args[8]);
-        KafkaStreamsRuns.runUntilConsumed(topology, args[0], args[1], args[2], () -> List.of(args[3]),
+        Topology topology = dslWindowStoreProcessorExamples(args[3], args[4], args[5], args[6], args[7], args[8],
+            args[9], args[10], args[11], args[12]);
+        Properties props = KafkaStreamsRuns.properties(args[0], args[1], args[2]);
+        // the counts emitting on window close check for closed windows after every record, as the runner does
+        props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
+        KafkaStreamsRuns.runUntilConsumed(topology, props, () -> List.of(args[3]),
             Duration.ofMinutes(5), streams -> "{\"describe\": " + Json.quote(topology.describe().toString())
                 + ", \"window-counts\": "
                 + Json.objectOfStrings(WindowExamples.windowStoreContent(streams, "window-counts"))
@@ -299,6 +356,10 @@ public final class DslWindowStoreProcessorExamples {
                 + ", \"session-counts-in-memory\": "
                 + Json.objectOfStrings(sessionStoreContent(streams, "session-counts-in-memory"))
                 + ", \"sliding-counts-in-memory\": "
-                + Json.objectOfStrings(WindowExamples.windowStoreContent(streams, "sliding-counts-in-memory")) + "}");
+                + Json.objectOfStrings(WindowExamples.windowStoreContent(streams, "sliding-counts-in-memory"))
+                + ", \"closed-counts-in-memory\": "
+                + Json.objectOfStrings(WindowExamples.windowStoreContent(streams, "closed-counts-in-memory"))
+                + ", \"closed-sliding-in-memory\": "
+                + Json.objectOfStrings(WindowExamples.windowStoreContent(streams, "closed-sliding-in-memory")) + "}");
     }
 }

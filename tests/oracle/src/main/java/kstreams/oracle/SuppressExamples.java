@@ -54,7 +54,7 @@ import org.apache.kafka.streams.state.WindowStore;
  *       outClosedWritten outClosedReads outClosedSessionsWritten outClosedSessionReads
  *       outClosedSlidingWritten outClosedSlidingReads outHeldRegrouped outHeldJoined outHeldLookedUp
  *       outHeldKeptJoined outJoinedHeldJoined outJoinedHeldRegrouped outHeldKeptRegrouped outHeldTwiceJoined
- *       outHeldTwiceLookedUp outHeldContext outHeldContextOdd outShutDown
+ *       outHeldTwiceLookedUp outHeldContext outHeldContextOdd outClosedMemory outClosedMemorySessions outShutDown
  *
  * A second application (applicationId + "-shut-down", started first, run at once) suppresses the
  * prices table in a buffer of SHUT_DOWN_BYTES bytes that shuts down when full: it stops at the first
@@ -267,7 +267,9 @@ public final class SuppressExamples {
             .to(outClosedSlidingWritten,
                 Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 5_000), Serdes.String()));
         slideStream.process(ClosedSlidingWriter::new, "closed-sliding-written").to(outClosedSlidingReads);
-        // The closed hopping windows from a supplier's store kept in memory: a plain InMemoryWindowStore.
+        // Emitting on window close from suppliers' stores kept in memory (suppress_memory_topology.py): the
+        // closed hopping windows from a plain InMemoryWindowStore, the closed sessions from a plain
+        // InMemorySessionStore (kept 10 s: a jump of stream time longer leaves the sessions before it unemitted).
         grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2))
                 .advanceBy(Duration.ofSeconds(5)))
             .emitStrategy(EmitStrategy.onWindowClose())
@@ -277,6 +279,13 @@ public final class SuppressExamples {
             .toStream()
             .to(outReaders.get(9), Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000),
                                                  Serdes.String()));
+        grouped.windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofSeconds(3), Duration.ofSeconds(1)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .aggregate(() -> "", (key, value, agg) -> agg + "," + value, (key, one, two) -> one + "|" + two,
+                Materialized.<String, String>as(Stores.inMemorySessionStore("closed-memory-sessions",
+                    Duration.ofSeconds(10))).withCachingDisabled())
+            .toStream()
+            .to(outReaders.get(10), Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.String()));
         // And from a timestamped RocksDB supplier's store kept 60 s: its segmented store (60 s segments).
         grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(2))
                 .advanceBy(Duration.ofSeconds(5)))
@@ -285,7 +294,7 @@ public final class SuppressExamples {
                 Materialized.<String, String>as(Stores.persistentTimestampedWindowStore("closed-rocksdb",
                     Duration.ofSeconds(60), Duration.ofSeconds(10), false)).withCachingDisabled())
             .toStream()
-            .to(outReaders.get(10), Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000),
+            .to(outReaders.get(11), Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10_000),
                                                   Serdes.String()));
         return builder.build();
     }

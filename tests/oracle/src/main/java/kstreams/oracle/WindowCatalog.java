@@ -70,7 +70,7 @@ final class WindowCatalog {
             "held-joined", List.of("held-looked-up", "held-kept-joined", "joined-held-joined", "joined-held-regrouped",
                                   "held-kept-regrouped", "held-twice-joined", "held-twice-looked-up",
                                   "held-context", "held-context-odd", "closed-memory-out",
-                                  "closed-rocksdb-out")));
+                                  "closed-memory-sessions-out", "closed-rocksdb-out")));
         return topologies;
     }
 

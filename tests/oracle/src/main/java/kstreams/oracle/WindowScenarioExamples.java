@@ -60,8 +60,8 @@ public final class WindowScenarioExamples {
         "out-windowed-keys", "out-regroup-bytes", "out-held-counts", "out-join-right-held", "out-join-left-held",
         "out-stream-held", "out-kept-held", "out-join-held-joined", "out-join-held-sums",
         "out-held-filtered-sums", "out-join-held-twice", "out-stream-held-twice", "out-hopping-closed-memory",
-        "out-sliding-closed-memory", "out-hopping-closed-memory-20", "out-hopping-closed-rocksdb",
-        "out-sliding-closed-rocksdb");
+        "out-sliding-closed-memory", "out-hopping-closed-memory-20", "out-session-closed-memory",
+        "out-session-closed-memory-default", "out-hopping-closed-rocksdb", "out-sliding-closed-rocksdb");
     // SuppressScenarioTest's Long.MAX_VALUE, as the twin can say it (a timedelta ends sooner).
     static final Duration NEVER = Duration.ofDays(100 * 365);
 
@@ -175,6 +175,19 @@ public final class WindowScenarioExamples {
             .aggregate(() -> "0", (key, value, agg) -> agg + "+" + value,
                 WindowScenarioExamples.<WindowStore<Bytes, byte[]>, String>uncached("sliding-closed-memory")
                     .withStoreType(Materialized.StoreType.IN_MEMORY)), out.get(34), windowed(10));
+        // Sessions emitting on window close from stores kept in memory (a plain InMemorySessionStore: by end,
+        // then key, then start descending; none ending below its time minus the retention plus 1), kept 20 ms,
+        // then the default gap + grace (5 ms: every session is gone before it closes).
+        stamped(grouped.windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMillis(5)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .aggregate(() -> "0", (key, value, agg) -> agg + "+" + orNull(value), (key, one, two) -> one + "|" + two,
+                Materialized.<String, String>as(Stores.inMemorySessionStore("session-closed-memory",
+                    Duration.ofMillis(20))).withCachingDisabled()), out.get(36), sessionSerde);
+        stamped(grouped.windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMillis(5)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .aggregate(() -> "0", (key, value, agg) -> agg + "+" + orNull(value), (key, one, two) -> one + "|" + two,
+                WindowScenarioExamples.<SessionStore<Bytes, byte[]>, String>uncached("session-closed-memory-default")
+                    .withStoreType(Materialized.StoreType.IN_MEMORY)), out.get(37), sessionSerde);
         // Emitting on window close from timestamped RocksDB suppliers' stores (kept 60 s: segments of 60 s): the
         // emit fetches from the supplier's segmented store, segment by segment, then by key, then start (a plain
         // persistentWindowStore's aggregates come back stamped -1 and their forward throws).
@@ -184,13 +197,13 @@ public final class WindowScenarioExamples {
             .aggregate(() -> "0", (key, value, agg) -> agg + "+" + orNull(value),
                 Materialized.<String, String>as(Stores.persistentTimestampedWindowStore("hopping-closed-rocksdb",
                     Duration.ofSeconds(60), Duration.ofSeconds(10), false)).withCachingDisabled()),
-            out.get(36), windowed(10_000));
+            out.get(38), windowed(10_000));
         stamped(grouped.windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(5)))
             .emitStrategy(EmitStrategy.onWindowClose())
             .aggregate(() -> "0", (key, value, agg) -> agg + "+" + value,
                 Materialized.<String, String>as(Stores.persistentTimestampedWindowStore("sliding-closed-rocksdb",
                     Duration.ofSeconds(60), Duration.ofSeconds(10), false)).withCachingDisabled()),
-            out.get(37), windowed(10_000));
+            out.get(39), windowed(10_000));
         KGroupedStream<String, String> regrouped = stream.groupBy((key, value) -> key, Grouped.with("final-by-key", Serdes.String(), Serdes.String()));
         List<Object[]> finals = List.of(
             new Object[] {TimeWindows.ofSizeAndGrace(Duration.ofMillis(2), Duration.ofMillis(1)), "final-counts", 2L},
