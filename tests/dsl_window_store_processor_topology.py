@@ -48,6 +48,7 @@ Spark's Python workers cannot import modules of tests/, and the test ships this 
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 from dagster_kstreams.topology import (
@@ -183,7 +184,7 @@ class ClosedInMemoryWriter(Processor):
         key, timestamp = record.key, record.timestamp
         if key is None:
             return
-        i = -1 if record.value is None else int(record.value[1:])
+        i = int(record.value[1:]) if record.value and re.fullmatch(r"v\d+", record.value) else -1  # v<i>; else no action
         span, family, counts = self.span, key[0], self.counts
         start = timestamp - DIFF_MS if self.sliding else timestamp // ADVANCE_MS * ADVANCE_MS
         if i % 5 == 1:

@@ -55,7 +55,8 @@ final class ClosedInMemoryWriter implements Processor<String, String, String, St
         if (key == null) {
             return;
         }
-        int i = record.value() == null ? -1 : Integer.parseInt(record.value().substring(1));
+        String value = record.value();  // v<i>; anything else: no action
+        int i = value != null && value.matches("v\\d+") ? Integer.parseInt(value.substring(1)) : -1;
         String family = key.substring(0, 1);
         long start = sliding ? timestamp - DslWindowStoreProcessorExamples.DIFF_MS
             : timestamp / DslWindowStoreProcessorExamples.ADVANCE_MS * DslWindowStoreProcessorExamples.ADVANCE_MS;
