@@ -64,9 +64,12 @@ class ClosedSessions:
         # (end, start, serialized key) -> (key, aggregate): stored, not emitted yet
         self.pending: dict[tuple[int, int, bytes], tuple[Any, Any]] = {}
 
-    def put(self, start: int, end: int, key_bytes: bytes, key, aggregate) -> None:
-        """A session was stored (a null aggregate: Kafka Streams' store deletes it)."""
-        self.store_time = max(self.store_time, end)
+    def put(self, start: int, end: int, key_bytes: bytes, key, aggregate, observes: bool = True) -> None:
+        """A session was stored (a null aggregate: Kafka Streams' store deletes it). ``observes``: whether
+        the store's time takes its end (not for a processor's ``remove`` of an in-memory store: unlike its
+        ``put``, ``InMemorySessionStore.remove`` leaves ``observedStreamTime``)."""
+        if observes:
+            self.store_time = max(self.store_time, end)
         if aggregate is None:
             self.pending.pop((end, start, key_bytes), None)
         else:
