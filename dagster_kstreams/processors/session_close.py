@@ -34,7 +34,10 @@ that interval set to 0 (README, "Semantics that differ").
 (with their aggregates: a key's own state forgets a session sooner than a live segment does) and
 the two times. A user processor's puts and removes reach it too
 (``sessions.SessionWindowAggregate.write_session``), and its time is the store's the processor reads
-by, so the emit fetches what the processor wrote, as Kafka Streams' does from the one store. Pure logic.
+by, so the emit fetches what the processor wrote, as Kafka Streams' does from the one store: a put, of
+None too, moves that time; an in-memory store's ``remove`` (``InMemorySessionStore.remove``) leaves it,
+where the time-ordered store's takes it: a remove ahead of the store's time cuts closed sessions from
+the time-ordered store's emit, never from the in-memory one's. Pure logic.
 """
 
 from __future__ import annotations
