@@ -40,7 +40,10 @@ then key.
 ``ClosedInMemoryWriter`` (``process`` on the events, beside a hopping count and a sliding count emitting on
 window close from stores kept in memory: ``Stores.in_memory_window_store`` kept 15 s, and ``with_store_type(
 "in_memory")``) writes and reads their stores between the emits; ``ClosedStamp`` writes each emitted window
-with its timestamp.
+with its timestamp. ``ClosedInMemorySessionWriter`` does the same beside a session count emitting on window close
+from a store kept in memory 4 s (``with_store_type("in_memory").with_retention``: ``InMemorySessionStore``), whose
+``remove`` leaves the store's time where a ``put`` (of None too) moves it; ``ClosedSessionStamp`` writes each
+emitted session with its timestamp.
 
 Every value starts with ``p<partition>|``: the task that produced it. Its classes are self-contained:
 Spark's Python workers cannot import modules of tests/, and the test ships this module by value.
@@ -58,6 +61,7 @@ from dagster_kstreams.topology.processor_api import Processor, Record, ValueAndT
 
 SIZE_MS, ADVANCE_MS, GRACE_MS = 10_000, 5_000, 4_000
 GAP_MS, SESSION_GRACE_MS = 400, 3_000
+CLOSED_SESSION_RETENTION_MS = 4_000  # longer than gap + grace: closed sessions still held
 DIFF_MS, SLIDING_GRACE_MS = 1_000, 2_000
 SLIDING_RETENTION_MS = 2 * DIFF_MS + SLIDING_GRACE_MS  # Kafka Streams' default for sliding windows
 
@@ -222,6 +226,70 @@ class ClosedStamp(Processor):
                                     f"{tag}{record.value}|t{record.timestamp}", record.timestamp))
 
 
+class ClosedInMemorySessionWriter(Processor):
+    """ClosedInMemorySessionWriter.java: on each event with a key (defined after the session count, so between
+    its window-close emits), writes and reads its in-memory store (``InMemorySessionStore``). The event ``v<i>``
+    at ``t``: i % 5 == 1 overwrites the key's first session ending at or after ``t`` and starting by it with
+    ``1000 + i`` (the count goes on from it); i % 9 == 4 removes the key's first session ending within 2 s to a
+    gap before ``t``; i % 17 == 3 removes a session 2.5 s ahead that is not stored (the store's time stays);
+    i % 23 == 5 puts ``<family>9``'s session ``[t, t + 1]``; i % 31 == 7 puts a session ending 4 s back (closed,
+    or gone); i % 41 == 20 puts None for a session 1.5 s ahead (a delete, which moves the store's time);
+    i % 331 == 100 puts a session of ``<family>9`` 2 s ahead. Forwarded under the key: ``p<partition>|i|
+    fetch_session(key, t, t)|find_sessions(key, t - 1 s, t + 1 s)|find_sessions(t - 2 s, t)|fetch(<family>1,
+    <family>9)``."""
+
+    def __init__(self, store: str):
+        self.store = store
+
+    def init(self, context) -> None:
+        self.context, self.sessions = context, context.get_state_store(self.store)
+
+    def process(self, record: Record) -> None:
+        key, t = record.key, record.timestamp
+        if key is None:
+            return
+        i = int(record.value[1:]) if record.value and re.fullmatch(r"v\d+", record.value) else -1  # v<i>; else no action
+        family, sessions = key[0], self.sessions
+        if i % 5 == 1:
+            current = next(iter(sessions.find_sessions(key, t, t)), None)
+            if current is not None:
+                sessions.put(current.key, 1000 + i)
+        if i % 9 == 4:
+            earlier = next(iter(sessions.find_sessions(key, t - 2000, t - GAP_MS)), None)
+            if earlier is not None:
+                sessions.remove(earlier.key)
+        if i % 17 == 3:
+            sessions.remove(Windowed(key, Window(t + 2500, t + 2600)))  # not stored, ahead: the store's time stays
+        if i % 23 == 5:
+            sessions.put(Windowed(family + "9", Window(t, t + 1)), 500 + i)
+        if i % 31 == 7:
+            sessions.put(Windowed(key, Window(t - 4100, t - 4000)), 2000 + i)  # closed already, or gone
+        if i % 41 == 20:
+            sessions.put(Windowed(family + "9", Window(t + 1500, t + 1500)), None)  # a delete ahead: the time moves
+        if i % 331 == 100:
+            sessions.put(Windowed(family + "9", Window(t + 2000, t + 2000)), 3000 + i)
+        one = sessions.fetch_session(key, t, t)
+        mine = ",".join(session_text(entry) for entry in sessions.find_sessions(key, t - 1000, t + 1000))
+        ending = ",".join(session_text(entry) for entry in sessions.find_sessions(t - 2000, t))
+        family_sessions = ",".join(session_text(entry) for entry in sessions.fetch(family + "1", family + "9"))
+        tag = f"p{self.context.record_metadata().partition}|"
+        self.context.forward(Record(key, f"{tag}{i}|{'null' if one is None else one}|{mine}|{ending}|"
+                                    f"{family_sessions}", t))
+
+
+class ClosedSessionStamp(Processor):
+    """An emitted session as both twins write it: ``key@start-end`` and ``p<partition>|count|t<timestamp>``."""
+
+    def init(self, context) -> None:
+        self.context = context
+
+    def process(self, record: Record) -> None:
+        tag = f"p{self.context.record_metadata().partition}|"
+        window = record.key.window
+        self.context.forward(Record(f"{record.key.key}@{window.start}-{window.end}",
+                                    f"{tag}{record.value}|t{record.timestamp}", record.timestamp))
+
+
 def dsl_window_store_processor_examples(topics: dict[str, str]) -> StreamsBuilder:
     builder = StreamsBuilder()
     windows = TimeWindows.of_size_and_grace(timedelta(milliseconds=SIZE_MS), timedelta(milliseconds=GRACE_MS)) \
@@ -265,4 +333,10 @@ def dsl_window_store_processor_examples(topics: dict[str, str]) -> StreamsBuilde
         .to_stream().process(ClosedStamp).to(topics["closed-sliding-in-memory-out"])
     events.process(lambda: ClosedInMemoryWriter("closed-sliding-in-memory", 2 * DIFF_MS, True),
                    "closed-sliding-in-memory").to(topics["closed-sliding-in-memory-reads"])
+    events.group_by_key().windowed_by(sessions).emit_strategy(EmitStrategy.on_window_close()).count(
+        Materialized.as_("closed-sessions-in-memory").with_store_type("in_memory").with_retention(
+            timedelta(milliseconds=CLOSED_SESSION_RETENTION_MS)).with_caching_disabled()) \
+        .to_stream().process(ClosedSessionStamp).to(topics["closed-sessions-in-memory-out"])
+    events.process(lambda: ClosedInMemorySessionWriter("closed-sessions-in-memory"),
+                   "closed-sessions-in-memory").to(topics["closed-sessions-in-memory-reads"])
     return builder

@@ -5,7 +5,8 @@ into an emitted window never does), the time-ordered window store's reads (start
 starting at the store's time minus its retention still returned; a sliding store's key ranges through
 its key index), what a sliding aggregation's next records make of the processor's writes, sessions the
 key's reads no longer find still emitted, batches with the task state pickled in between; a store kept in
-memory, which neither keeps nor emits the window at its retention's edge. The
+memory, which neither keeps nor emits the window at its retention's edge; a session store kept in memory,
+whose remove leaves its time where a put of None moves it. The
 broker-backed comparison with Kafka Streams is in test_equivalence_suppress.py."""
 
 from __future__ import annotations
@@ -286,16 +287,30 @@ class _SessionWriter(Processor):
             self.context.forward(Record("reads", listed, timestamp))
 
 
-def _session_program():
+class _AheadRemover(Processor):
+    """``rm-ahead`` removes, ``null-ahead`` puts None for, the key's session 20 s ahead (not stored)."""
+
+    def init(self, context) -> None:
+        self.store = context.get_state_store("closed")
+
+    def process(self, record: Record) -> None:
+        ahead = Windowed(record.key, Window(record.timestamp + 20_000, record.timestamp + 20_000))
+        if record.value == "rm-ahead":
+            self.store.remove(ahead)
+        elif record.value == "null-ahead":
+            self.store.put(ahead, None)
+
+
+def _session_program(materialized=None, writer=_SessionWriter):
     builder = StreamsBuilder()
     events = builder.stream("in")
     events.group_by_key().windowed_by(SessionWindows.of_inactivity_gap_and_grace(3 * SECOND, SECOND)) \
         .emit_strategy(EmitStrategy.on_window_close()) \
         .aggregate(lambda: "", lambda key, value, agg: agg + "," + value, lambda key, one, two: one + "|" + two,
-                   Materialized.as_("closed").with_caching_disabled()) \
+                   materialized or Materialized.as_("closed").with_caching_disabled()) \
         .to_stream().process(_Stamp).to("out", Produced.with_(WindowedSerde(Serdes.String(), session=True),
                                                               Serdes.String()))
-    events.process(_SessionWriter, "closed").to("out")
+    events.process(writer, "closed").to("out")
     return compile_topology(builder, "app", default_key_serde=Serdes.String(),
                             default_value_serde=Serdes.String()).program(0)
 
@@ -333,3 +348,19 @@ def test_an_in_memory_store_neither_keeps_nor_emits_the_window_at_its_retention_
     assert any("z@28000=edge@2" in value for key, value in time_ordered if key == "reads")
     assert in_memory == [(key, value.replace("z@28000=edge@2;", "")) for key, value in time_ordered
                          if key != "z@28000"]
+
+
+@pytest.mark.parametrize("batches", [1, 2, 4])
+def test_an_in_memory_session_stores_remove_ahead_leaves_the_emit_where_a_null_put_ahead_cuts_it(batches):
+    """InMemorySessionStore (kept 10 s): a processor's remove of a session 20 s ahead that is not stored
+    leaves the store's time, so the record at 9 s closes a's and b's sessions, emitted (by end); a put of
+    None for it moves the time to 23 s: nothing the emit fetches ends after 13 s, so nothing goes out."""
+    materialized = Materialized.as_("closed").with_store_type(StreamsConfig.IN_MEMORY) \
+        .with_retention(10 * SECOND).with_caching_disabled()
+    emitted = {}
+    for operation in ("rm-ahead", "null-ahead"):
+        rows = [("a", "1", 1_000), ("b", "1", 2_000), ("a", operation, 3_000), ("c", "1", 9_000)]
+        emitted[operation] = _run(_session_program(materialized, _AheadRemover), rows, batches,
+                                  WindowedSerde(Serdes.String(), session=True))
+    assert emitted == {"rm-ahead": [("b@2000-2000", ",1|t2000"), ("a@1000-3000", "|,1,rm-ahead|t3000")],
+                       "null-ahead": []}

@@ -30,8 +30,13 @@ a hopping count and of a sliding count emitting on window close from stores kept
 ``Stores.in_memory_window_store`` kept 15 s, so windows start at its retention's edge;
 ``with_store_type("in_memory")``): overwrites, deletes, new keys' windows, writes into emitted windows and
 a put ahead that moves the store's time; each emitted window goes out with its count and timestamp
-(``ClosedStamp``). Kafka Streams checks for closed windows after every record (emit interval 0, the
-runner's).
+(``ClosedStamp``). ``ClosedInMemorySessionWriter`` does the same beside a session count emitting on window
+close from a store kept in memory 4 s (``InMemorySessionStore``): overwrites of the key's current session (the
+count goes on from it), removes of earlier sessions and of sessions ahead that are not stored (its ``remove``
+leaves the store's time), deletes ahead (a ``put`` of None moves it, cutting closed sessions the emit then no
+longer finds), new keys' sessions, writes of closed sessions and a put ahead; read with ``fetch_session``,
+``find_sessions`` of a key and of two ends (every key's, by end, then key, then start descending) and ``fetch``
+of a key range. Kafka Streams checks for closed windows after every record (emit interval 0, the runner's).
 
 Input (2 partitions, 3 keys each): timestamps advancing about 100 ms a record, a fifth of them out
 of order by up to 12 s (within the 4 s grace, and beyond it: dropped from the closed windows), null
@@ -67,9 +72,11 @@ PARTITIONS = 2
 T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute: a window start
 OUTPUTS = {"out": 1, "sessions-out": 1, "sliding-out": 1, "sessions-in-memory-out": 1, "sliding-in-memory-out": 1,
            "closed-in-memory-out": 1, "closed-in-memory-reads": 1, "closed-sliding-in-memory-out": 1,
-           "closed-sliding-in-memory-reads": 1}
+           "closed-sliding-in-memory-reads": 1, "closed-sessions-in-memory-out": 1,
+           "closed-sessions-in-memory-reads": 1}
 # the counts emitting on window close from stores kept in memory: (their outputs' names, their store's)
 CLOSED = (("closed-in-memory", "closed-counts-in-memory"), ("closed-sliding-in-memory", "closed-sliding-in-memory"))
+CLOSED_SESSIONS = "closed-sessions-in-memory"  # the session count's outputs' names and its store's
 
 
 def _events(seed: int = 41) -> list[tuple]:
@@ -99,7 +106,7 @@ def _results(bootstrap: str, topic: str) -> dict[str, list]:
 def _closed_results(bootstrap: str, topics: dict[str, str]) -> dict[str, dict]:
     """What the counts emitting on window close forwarded (timestamps in the values) and their processors read."""
     return {f"{name}{suffix}": _results(bootstrap, topics[f"{name}{suffix}"])
-            for name, _ in CLOSED for suffix in ("-out", "-reads")}
+            for name in (*(name for name, _ in CLOSED), CLOSED_SESSIONS) for suffix in ("-out", "-reads")}
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +126,8 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
             "sliding_in_memory": _results(kafka_bootstrap, topics["sliding-in-memory-out"]),
             "sliding_store_in_memory": printed["sliding-counts-in-memory"],
             "closed": _closed_results(kafka_bootstrap, topics),
-            "closed_stores": {store: printed[store] for _, store in CLOSED}}
+            "closed_stores": {store: printed[store] for _, store in CLOSED},
+            "closed_session_store": printed[CLOSED_SESSIONS]}
 
 
 def test_describe_is_kafka_streams(kafka_streams_run):
@@ -181,6 +189,9 @@ def _assert_matches(bootstrap: str, topics: dict[str, str], runner: TaskRunner, 
         store = {f"{windowed.key}@{windowed.window.start}": str(count)
                  for windowed, count in runner.read_store(store_name).items()}
         assert store == reference["closed_stores"][store_name], store_name
+    sessions = {f"{windowed.key}@{windowed.window.start}-{windowed.window.end}": str(count)
+                for windowed, count in runner.read_store(CLOSED_SESSIONS).items()}
+    assert sessions == reference["closed_session_store"]
 
 
 def _assert_reference_exercises_it(reference: dict) -> None:
@@ -253,8 +264,9 @@ def _assert_in_memory_orders_differ(reference: dict) -> None:
 def _assert_reference_exercises_closed(reference: dict) -> None:
     """The counts emitting on window close from stores kept in memory, in both tasks: windows emitted
     with the processor's value and timestamp (1000 + i, stamped 3 ms after its event) or counting on from
-    it, windows of keys only the processor put (``<family>9``), and reads that found the window gone."""
-    for name, _ in CLOSED:
+    it, windows of keys only the processor put (``<family>9``), and reads that found the window gone. The
+    session count's likewise (sessions ``key@start-end``; its reads' ``fetch_session`` of the record's instant)."""
+    for name in (*(name for name, _ in CLOSED), CLOSED_SESSIONS):
         for tag in ("p0", "p1"):
             emitted = reference["closed"][f"{name}-out"][tag]
             counts = [int(value.split("|")[1]) for _, value in emitted]

@@ -207,8 +207,10 @@ def test_the_runner_takes_emit_on_close_from_a_store_kept_in_memory_or_a_timesta
      r"its supplier's RocksDB session store, which Kafka Streams itself cannot emit from .*"
      "UnsupportedOperationException"),
     (SESSIONS, Materialized.as_(Stores.in_memory_session_store("counts", 10 * MS)), None, True,
-     "a session store kept in memory that a user processor also reads"),
-    (SESSIONS, Materialized.as_("counts"), IN_MEMORY, True, "a session store kept in memory that a user processor"),
+     r"a store kept in memory that a user processor it forwards to also reads \(it runs while the emit's "
+     "InMemorySessionStore iterator is open"),
+    (SESSIONS, Materialized.as_("counts"), IN_MEMORY, True,
+     "a store kept in memory that a user processor it forwards to also reads"),
     (HOPPING, Materialized.as_("counts"), IN_MEMORY, True,
      r"a store kept in memory that a user processor it forwards to also reads \(it runs while the emit's "
      "InMemoryWindowStore iterator is open"),
@@ -251,6 +253,8 @@ class _Stamp(Processor):
     (HOPPING, Materialized.as_("counts"), IN_MEMORY),
     (SLIDING, Materialized.as_("counts").with_store_type(StreamsConfig.IN_MEMORY), None),
     (SLIDING, Materialized.as_(Stores.in_memory_window_store("counts", 25 * MS, 10 * MS, False)), None),
+    (SESSIONS, Materialized.as_(Stores.in_memory_session_store("counts", 10 * MS)), None),
+    (SESSIONS, Materialized.as_("counts").with_store_type(StreamsConfig.IN_MEMORY), None),
 ])
 def test_the_runner_takes_emit_on_close_from_an_in_memory_store_a_processor_beside_it_reads(
         windows, materialized, config):
@@ -259,7 +263,7 @@ def test_the_runner_takes_emit_on_close_from_an_in_memory_store_a_processor_besi
     _runnable(_closing_beside(windows, materialized, config))
 
 
-@pytest.mark.parametrize("windows", [HOPPING, SLIDING])
+@pytest.mark.parametrize("windows", [HOPPING, SLIDING, SESSIONS])
 def test_the_runner_refuses_a_processor_of_the_in_memory_store_after_the_emit_however_far(windows):
     with pytest.raises(UnsupportedTopologyError, match="processor KSTREAM-AGGREGATE-0000000001: store counts emits "
                                                        "on window close from a store kept in memory that a user "
@@ -336,6 +340,31 @@ def test_an_in_memory_store_emits_the_time_ordered_ones_sessions_in_its_own_orde
     kept_from = max((end for end, _, _ in puts), default=-1) - retention + 1
     assert results[True] == sorted((session for session in results[False] if session[1] >= kept_from),
                                    key=lambda session: (session[1], session[2], -session[0]))
+
+
+@given(st.lists(st.tuples(st.integers(0, 20), st.integers(0, 6), st.sampled_from([b"a", b"b"])), max_size=10),
+       st.lists(st.tuples(st.integers(0, 60), st.sampled_from([b"a", b"b", b"c"])), max_size=6),
+       st.integers(0, 30), st.integers(10, 20))
+def test_an_in_memory_session_stores_remove_leaves_its_time_where_a_null_put_moves_it(puts, removes, close, retention):
+    """A processor's ``remove`` of a session the in-memory store does not hold (any end, ahead of its time
+    too) changes nothing the emit fetches; a ``put`` of None of the same sessions moves the store's time,
+    so the emit no longer returns the sessions ending before it minus the retention plus 1."""
+    def emitted(null_puts_observe):
+        closed = ClosedSessions(in_memory=True)
+        for end, length, key in puts:
+            closed.put(max(0, end - length), end, key, key.decode(), f"{key.decode()}@{end}")
+        for end, key in removes:
+            if key == b"c" or end > 20:  # a session not stored
+                closed.put(end, end, key, key.decode(), None, observes=null_puts_observe)
+        return closed.due(close, retention), closed.store_time
+
+    untouched = ClosedSessions(in_memory=True)
+    for end, length, key in puts:
+        untouched.put(max(0, end - length), end, key, key.decode(), f"{key.decode()}@{end}")
+    expected = untouched.due(close, retention)
+    assert emitted(False) == (expected, untouched.store_time)
+    after_null_puts, store_time = emitted(True)
+    assert after_null_puts == [session for session in expected if session[1] >= store_time - retention + 1]
 
 
 def _sliding_or_session_count(windows, materialized, config=None):

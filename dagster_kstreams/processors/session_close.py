@@ -34,7 +34,10 @@ that interval set to 0 (README, "Semantics that differ").
 (with their aggregates: a key's own state forgets a session sooner than a live segment does) and
 the two times. A user processor's puts and removes reach it too
 (``sessions.SessionWindowAggregate.write_session``), and its time is the store's the processor reads
-by, so the emit fetches what the processor wrote, as Kafka Streams' does from the one store. Pure logic.
+by, so the emit fetches what the processor wrote, as Kafka Streams' does from the one store: a put, of
+None too, moves that time; an in-memory store's ``remove`` (``InMemorySessionStore.remove``) leaves it,
+where the time-ordered store's takes it: a remove ahead of the store's time cuts closed sessions from
+the time-ordered store's emit, never from the in-memory one's. Pure logic.
 """
 
 from __future__ import annotations
@@ -64,9 +67,12 @@ class ClosedSessions:
         # (end, start, serialized key) -> (key, aggregate): stored, not emitted yet
         self.pending: dict[tuple[int, int, bytes], tuple[Any, Any]] = {}
 
-    def put(self, start: int, end: int, key_bytes: bytes, key, aggregate) -> None:
-        """A session was stored (a null aggregate: Kafka Streams' store deletes it)."""
-        self.store_time = max(self.store_time, end)
+    def put(self, start: int, end: int, key_bytes: bytes, key, aggregate, observes: bool = True) -> None:
+        """A session was stored (a null aggregate: Kafka Streams' store deletes it). ``observes``: whether
+        the store's time takes its end (not for a processor's ``remove`` of an in-memory store: unlike its
+        ``put``, ``InMemorySessionStore.remove`` leaves ``observedStreamTime``)."""
+        if observes:
+            self.store_time = max(self.store_time, end)
         if aggregate is None:
             self.pending.pop((end, start, key_bytes), None)
         else:

@@ -203,7 +203,7 @@ class SessionWindowAggregate(WindowedTable):
             state.mark_dirty(slot, context)
         if self.emit_on_close:  # what the window-close emit fetches: this session, or not (a session ending
             # before the store's time minus the retention is stored while its segment lives, and emitted)
-            self._closed_sessions(state).put(start, end, self.key_serde.serialize(key), key, value)
+            self._closed_sessions(state).put(start, end, self.key_serde.serialize(key), key, value, observes)
 
     def _put_session(self, key, start: int, end: int, value, state, observes: bool = True) -> None:
         """Kafka Streams' ``put`` (``remove``: value None) of the key's session into its slot, which the

@@ -24,7 +24,9 @@ Kafka Streams, the runner follows or refuses:
   emits) reads and writes it as an in-memory store (:mod:`.user_dsl_window_store`), and the emit fetches
   what it wrote. Session windows: ``InMemorySessionStore.findSessions(earliest_end, latest_end)`` returns
   the closed sessions by end, then key, then start descending (its reads' order), and none ending below
-  its time minus the retention plus 1 (:mod:`.session_close`);
+  its time minus the retention plus 1 (:mod:`.session_close`); a user processor beside the aggregation
+  reads and writes it as an in-memory session store (:mod:`.user_dsl_session_store`): the emit fetches
+  what it put, and its ``remove`` leaves the store's time (which its ``put``, even of None, moves);
 * a time- or sliding-windowed aggregation emitting on window close from a timestamped RocksDB
   supplier's window store (``Stores.persistent_timestamped_window_store``): Kafka Streams emits from that
   segmented store, whose ``fetchAll`` returns the in-memory store's windows segment by segment, then by
@@ -35,11 +37,10 @@ Kafka Streams, the runner follows or refuses:
   RocksDB supplier's window store (``Stores.persistent_window_store``: the DSL reads its aggregates back
   with no timestamp, -1, and forwarding a closed window with it throws);
 * refused, naming the processor and the store: emitting on window close from a RocksDB supplier's
-  window store that a user processor also reads (not modeled yet), from a session store kept in memory
-  that a user processor also reads (not modeled yet), or from a window store kept in memory that a user
-  processor downstream of the aggregation also reads (it runs as the emit forwards, while the emit's live
-  ``InMemoryWindowStore`` iterator is open: that iterator reaches what the processor puts ahead of it, one
-  entry late; not modeled yet);
+  window store that a user processor also reads (not modeled yet), or from a store kept in memory that a
+  user processor downstream of the aggregation also reads (it runs as the emit forwards, while the emit's
+  live ``InMemoryWindowStore`` or ``InMemorySessionStore`` iterator is open: that iterator reaches what the
+  processor puts ahead of it; not modeled yet);
 * a user processor reading a windowed aggregation's store kept in memory reads it in the in-memory
   store's order: a time- or sliding-windowed one's by window start, then key
   (:mod:`.user_dsl_window_store`), a session one's by session end, then key, then start descending
@@ -82,13 +83,11 @@ def _check_emit_on_close_store(factory, store, subtopology) -> None:
     elif store.persistent is not False and read_by_user_processor(subtopology, store.name):
         reason = ("its supplier's RocksDB window store that a user processor also reads (the segmented store's "
                   "reads and writes beside the emit): not modeled by the Spark runner yet")
-    elif sessions and read_by_user_processor(subtopology, store.name):
-        reason = ("a session store kept in memory that a user processor also reads (a processor's remove leaves the "
-                  "store's observed time, which the closed sessions' puts move): not modeled by the Spark runner yet")
     elif _read_while_emitting(factory, store.name, subtopology):
+        iterator = "InMemorySessionStore" if sessions else "InMemoryWindowStore"
         reason = ("a store kept in memory that a user processor it forwards to also reads (it runs while the emit's "
-                  "InMemoryWindowStore iterator is open, which sees the processor's writes ahead of it): not modeled "
-                  "by the Spark runner yet")
+                  f"{iterator} iterator is open, which sees the processor's writes ahead of it): not modeled by the "
+                  "Spark runner yet")
     else:
         return
     raise UnsupportedTopologyError(f"{where} emits on window close from {reason}")

@@ -20,7 +20,10 @@ first input's processor.
 Emitting on window close, the aggregation's store is Kafka Streams' time-ordered session store
 (``RocksDBTimeOrderedSessionStore``), whose key index reads as the persistent store does (same order,
 same cut); its observed time is :class:`~.session_close.ClosedSessions`' (the owner's ``store_time``),
-and a processor's puts and removes are what the window-close emit then fetches.
+and a processor's puts and removes are what the window-close emit then fetches. Kept in memory, it is a
+plain ``InMemorySessionStore`` (in-memory order, ``find_sessions(earliest_end, latest_end)``, and a
+``remove`` that leaves its time, for the emit as for the reads); a processor beside the aggregation
+only (one it forwards to is refused when defined: :mod:`.store_suppliers`).
 
 Values are the aggregates themselves (a session store keeps no timestamps: a session's is its end);
 reads give a copy made through the store's value serde, writes store one. The reads and their order

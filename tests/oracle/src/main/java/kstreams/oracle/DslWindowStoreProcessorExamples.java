@@ -45,7 +45,9 @@ import org.apache.kafka.streams.state.WindowStoreIterator;
  * Args: bootstrap applicationId stateDir events out sessionsOut slidingOut sessionsInMemoryOut slidingInMemoryOut
  * closedInMemoryOut closedInMemoryReads closedSlidingInMemoryOut closedSlidingInMemoryReads (two counts emitting
  * on window close from stores kept in memory, written and read by ClosedInMemoryWriter beside them; their stores
- * printed as "closed-counts-in-memory" and "closed-sliding-in-memory").
+ * printed as "closed-counts-in-memory" and "closed-sliding-in-memory") closedSessionsInMemoryOut
+ * closedSessionsInMemoryReads (a session count emitting on window close from a store kept in memory 4 s, written and
+ * read by ClosedInMemorySessionWriter beside it; its store printed as "closed-sessions-in-memory").
  *
  * The Python twin is tests/dsl_window_store_processor_topology.py (WindowCorrector, SessionCorrector,
  * SlidingCorrector); keep the two in step.
@@ -58,6 +60,7 @@ public final class DslWindowStoreProcessorExamples {
     static final long GRACE_MS = 4_000L;
     static final long GAP_MS = 400L;
     static final long SESSION_GRACE_MS = 3_000L;
+    static final long CLOSED_SESSION_RETENTION_MS = 4_000L;  // longer than gap + grace: closed sessions still held
     static final long DIFF_MS = 1_000L;
     static final long SLIDING_GRACE_MS = 2_000L;
     static final long SLIDING_RETENTION_MS = 2 * DIFF_MS + SLIDING_GRACE_MS;
@@ -260,7 +263,8 @@ public final class DslWindowStoreProcessorExamples {
     static Topology dslWindowStoreProcessorExamples(String events, String out, String sessionsOut, String slidingOut,
                                                     String sessionsInMemoryOut, String slidingInMemoryOut,
                                                     String closedOut, String closedReads, String closedSlidingOut,
-                                                    String closedSlidingReads) {
+                                                    String closedSlidingReads, String closedSessionsOut,
+                                                    String closedSessionsReads) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> stream = builder.stream(events);
         stream
@@ -337,12 +341,26 @@ public final class DslWindowStoreProcessorExamples {
             .process(() -> new ClosedInMemoryWriter("closed-sliding-in-memory", 2 * DIFF_MS, true),
                 "closed-sliding-in-memory")
             .to(closedSlidingReads);
+        stream
+            .groupByKey()
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(GAP_MS),
+                Duration.ofMillis(SESSION_GRACE_MS)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .count(Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("closed-sessions-in-memory")
+                .withStoreType(Materialized.StoreType.IN_MEMORY)
+                .withRetention(Duration.ofMillis(CLOSED_SESSION_RETENTION_MS)).withCachingDisabled())
+            .toStream()
+            .process(ClosedInMemorySessionWriter.ClosedSessionStamp::new)
+            .to(closedSessionsOut);
+        stream
+            .process(() -> new ClosedInMemorySessionWriter("closed-sessions-in-memory"), "closed-sessions-in-memory")
+            .to(closedSessionsReads);
         return builder.build();
     }
 
     public static void main(String[] args) throws Exception {
         Topology topology = dslWindowStoreProcessorExamples(args[3], args[4], args[5], args[6], args[7], args[8],
-            args[9], args[10], args[11], args[12]);
+            args[9], args[10], args[11], args[12], args[13], args[14]);
         Properties props = KafkaStreamsRuns.properties(args[0], args[1], args[2]);
         // the counts emitting on window close check for closed windows after every record, as the runner does
         props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
@@ -360,6 +378,8 @@ public final class DslWindowStoreProcessorExamples {
                 + ", \"closed-counts-in-memory\": "
                 + Json.objectOfStrings(WindowExamples.windowStoreContent(streams, "closed-counts-in-memory"))
                 + ", \"closed-sliding-in-memory\": "
-                + Json.objectOfStrings(WindowExamples.windowStoreContent(streams, "closed-sliding-in-memory")) + "}");
+                + Json.objectOfStrings(WindowExamples.windowStoreContent(streams, "closed-sliding-in-memory"))
+                + ", \"closed-sessions-in-memory\": "
+                + Json.objectOfStrings(sessionStoreContent(streams, "closed-sessions-in-memory")) + "}");
     }
 }
