@@ -281,9 +281,10 @@ def test_a_reader_other_than_to_stream_is_refused_naming_it(reader, kind):
     assert f"({kind}) reads the table of processor tv (transform_values)" in message
 
 
-def test_a_stream_joined_with_it_is_refused_naming_the_join():
+def test_a_stream_joined_with_one_with_a_store_of_its_own_is_refused_naming_the_join():
+    """Without a store a stream-table join reads it through its value getter (test_transform_values_getter_logic.py)."""
     def build(b):
-        table = b.table("in").transform_values(_Same, Named.as_("tv"))
+        table = b.table("in").transform_values(_Same, Materialized.as_("own").with_caching_disabled(), Named.as_("tv"))
         b.stream("clicks").join(table, lambda a, b: a).to("out")
     message = _refused(build)
     assert message.startswith("processor KSTREAM-JOIN-") and "tv (table_transform_values)" in message

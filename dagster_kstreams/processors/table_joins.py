@@ -97,6 +97,7 @@ from dagster_kstreams.processors.versioned_tables import (
 )
 from dagster_kstreams.processors.windowed_table_reads import check_windows
 from dagster_kstreams.topology.node_specs import NodeKind
+from dagster_kstreams.topology.task_id import TaskId
 
 __all__ = ["StreamTableJoin", "TableTableJoin", "BUILDERS"]
 
@@ -114,6 +115,12 @@ class StreamTableJoin(Processor):
     def init(self, program) -> None:
         super().init(program)
         self.table.bind(program)
+
+    def start_task_batch(self, task, out, first_context) -> None:
+        self.table.start_batch(self, TaskId(self.program.subtopology_id, first_context.partition), first_context)
+
+    def end_task_batch(self, task) -> None:
+        self.table.end_batch()
 
     def process(self, key, value, context, out, state) -> None:
         left = self.join_type == "left"
@@ -207,7 +214,8 @@ class TableTableJoin(Processor):
 def _stream_table_join(factory, ctx) -> StreamTableJoin:
     params = factory.params
     # a suppressed plain table through its buffer (KTableSuppressProcessorSupplier's view)
-    table = value_getter(ctx, factory, params["table"], through_joins=True, suppressions=True)
+    # a transform_values without a store through a transformer of the join's (KTableTransformValuesGetter)
+    table = value_getter(ctx, factory, params["table"], through_joins=True, suppressions=True, transforms=True)
     joiner = ctx.function(factory, params["joiner"])
     return StreamTableJoin(factory.name, joiner.as_joiner(), params["join_type"], table)
 

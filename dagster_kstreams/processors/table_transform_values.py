@@ -28,7 +28,8 @@ What runs: a transform_values without a store of its own or with a plain one, wh
 ``to_stream`` (or, with an uncached store, to a re-grouping: the old value of each update, Kafka Streams'
 read of the store before the put, is left for it: :class:`TransformingProcessor`), behind a table that
 is neither windowed, suppressed nor versioned (the runner forwards such a table's updates with marks
-and old values of their own). Refused when defined, naming
+and old values of their own). A stream-table join reads one without a store of its own through its value
+getter, a transformer of the join's (:mod:`.transform_values_getter`). Refused when defined, naming
 the processor (README, "Refused when defined, and why"): everything else (:func:`check_runs`).
 """
 
@@ -195,7 +196,8 @@ def check_runs(factory, ctx) -> None:
     of its own that is versioned; a reader of its updates other than ``to_stream`` and, with an uncached
     store of its own (whose value before the update is the old one), a re-grouping (without a store it
     reads old values, which Kafka Streams makes by calling the transformer on the old value too; a
-    filter, map_values, join or suppression reads through its value getter, a transformer of its own);
+    filter, map_values, table-table join or suppression reads through its value getter, a transformer of
+    its own, which only a stream-table join's reads here: :mod:`.transform_values_getter`);
     a DSL operation's store
     named; a table behind it that is windowed, suppressed or versioned."""
     where = f"processor {factory.name} (transform_values)"
