@@ -60,13 +60,16 @@ from dagster_kstreams.topology.processor_api import Processor, Stores
 from dagster_kstreams.topology.serdes import Serdes
 from dagster_kstreams.topology.value_transformer import ValueTransformerWithKey
 
-INPUTS = ("rows", "prices", "events", "clicks")
+INPUTS = ("rows", "prices", "events", "clicks", "lookups")
 OUTPUTS = ("out-source", "out-filter", "out-filter-kept", "out-regrouped", "out-mapped", "out-mapped-regrouped",
            "out-prices", "out-prices-counts", "out-branches", "out-rest", "out-evens", "out-odds",
            "out-cogroup", "out-cogroup-join", "out-events-joined", "out-prefixed", "out-rows-prefixed",
            "out-shared", "out-to-table", "out-merged", "out-routed-sink", "out-cogroup-outer",
            "out-where-from", "out-self-join", "out-transformed", "out-prices-transformed", "out-rows-keyed",
-           "out-rows-keyed-regrouped")
+           "out-rows-keyed-regrouped", "out-prices-called", "out-lookups-joined", "out-lookups-left")
+# Their values carry a transformer instance's call count, which lives for a micro-batch here (README, "The
+# Processor API"), for the task's run in Kafka Streams: a rerun after a kill compares them without it.
+CALL_COUNTED = ("out-prices-called", "out-lookups-joined", "out-lookups-left")
 
 
 class CountingTransformer(ValueTransformerWithKey):
@@ -88,6 +91,22 @@ class KeyedTransformer(ValueTransformerWithKey):
 
     def transform(self, read_only_key, value):
         return f"{read_only_key}:{'null' if value is None else value}"
+
+
+class CallCounter(ValueTransformerWithKey):
+    """TableScenarioExamples.CallCounter: the value (a missing row's: "null"), "#" and how many times this
+    instance was called, "@" the time and "~p" the partition "o" the offset its context gives: a
+    transform_values' processor calls one instance, a stream-table join's value getter another
+    (``shouldTransformOnGetIfNotMaterialized``), on a row's time, partition and offset -1, no row's too."""
+
+    def init(self, context) -> None:
+        self.context, self.calls = context, 0
+
+    def transform(self, read_only_key, value):
+        self.calls += 1
+        metadata = self.context.record_metadata()
+        return (f"{'null' if value is None else value}#{self.calls}@{self.context.timestamp()}"
+                f"~p{metadata.partition}o{metadata.offset}")
 
 
 class Router(Processor):
@@ -223,6 +242,15 @@ def table_scenarios(topics: dict[str, str]) -> StreamsBuilder:
     prices.group_by(lambda key, value: (key[0] + value[:1], value), Grouped.as_("prices-by-kind")) \
         .count(Materialized.as_("price-counts").with_caching_disabled()) \
         .to_stream().map_values(lambda count: str(count)).process_values(StampValues).to(topics["out-prices-counts"])
+    # KTableTransformValuesTest's shouldTransformOnGetIfNotMaterialized: no store of its own, so the
+    # lookups' joins read it through its value getter, a transformer of their own on the prices' rows.
+    called = prices.transform_values(CallCounter, Named.as_("prices-called"))
+    called.to_stream().process_values(StampValues).to(topics["out-prices-called"])
+    lookups = builder.stream(topics["lookups"])
+    lookups.join(called, lambda lookup, price: lookup + ">" + price) \
+        .process_values(StampValues).to(topics["out-lookups-joined"])
+    lookups.left_join(called, lambda lookup, price: lookup + ">" + ("null" if price is None else price)) \
+        .process_values(StampValues).to(topics["out-lookups-left"])
 
     events = builder.stream(topics["events"])
     routes = events.split(Named.as_("route-")) \
