@@ -19,7 +19,10 @@ Each scenario follows one of Kafka Streams' own tests (their scenario, not their
 * ``out-transformed``, ``out-prices-transformed``: ``transform_values`` (``KTableTransformValuesTest``:
   ``shouldTransformValuesWithKey``, a tombstone transformed too; ``shouldTransformOnGetIfNotMaterialized``'s
   stateful transformer with a store named, counting each key's updates in it) of the materialized rows
-  and of the prices table without a store, named; ``out-rows-keyed``: the rows' keyed transformer with a
+  and of the prices table without a store, named; ``out-prices-called``, ``out-lookups-joined``,
+  ``out-lookups-left``, ``out-lookups-table-joined``: a call-counting one of the prices without a store
+  (``shouldTransformOnGetIfNotMaterialized``), read by the lookups' stream-table joins and their table's
+  inner join through its value getter, a transformer of the join's; ``out-rows-keyed``: the rows' keyed transformer with a
   store of its own, uncached (``shouldTransformValuesWithKeyMaterialized``), the store read back too, and
   ``out-rows-keyed-regrouped`` that table re-grouped and reduced, its old values read from that store
   (``shouldCalculateCorrectOldValuesIfMaterializedEvenIfStateful``);
@@ -66,10 +69,12 @@ OUTPUTS = ("out-source", "out-filter", "out-filter-kept", "out-regrouped", "out-
            "out-cogroup", "out-cogroup-join", "out-events-joined", "out-prefixed", "out-rows-prefixed",
            "out-shared", "out-to-table", "out-merged", "out-routed-sink", "out-cogroup-outer",
            "out-where-from", "out-self-join", "out-transformed", "out-prices-transformed", "out-rows-keyed",
-           "out-rows-keyed-regrouped", "out-prices-called", "out-lookups-joined", "out-lookups-left")
+           "out-rows-keyed-regrouped", "out-prices-called", "out-lookups-joined", "out-lookups-left",
+           "out-lookups-table-joined")
 # Their values carry a transformer instance's call count, which lives for a micro-batch here (README, "The
 # Processor API"), for the task's run in Kafka Streams: a rerun after a kill compares them without it.
-CALL_COUNTED = ("out-prices-called", "out-lookups-joined", "out-lookups-left")
+CALL_COUNTED = ("out-prices-called", "out-lookups-joined", "out-lookups-left",
+           "out-lookups-table-joined")
 
 
 class CountingTransformer(ValueTransformerWithKey):
@@ -251,6 +256,11 @@ def table_scenarios(topics: dict[str, str]) -> StreamsBuilder:
         .process_values(StampValues).to(topics["out-lookups-joined"])
     lookups.left_join(called, lambda lookup, price: lookup + ">" + ("null" if price is None else price)) \
         .process_values(StampValues).to(topics["out-lookups-left"])
+    # An inner table-table join: the lookups table's updates read it through the join's getter, the prices'
+    # come through its processor's transformer (a tombstone's too).
+    lookups.to_table(Materialized.as_("lookups-table").with_caching_disabled()) \
+        .join(called, lambda lookup, price: lookup + "&" + price) \
+        .to_stream().process_values(StampValues).to(topics["out-lookups-table-joined"])
 
     events = builder.stream(topics["events"])
     routes = events.split(Named.as_("route-")) \

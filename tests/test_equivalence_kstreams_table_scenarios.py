@@ -253,6 +253,9 @@ def test_kafka_streams_output_exercises_the_scenarios(kafka_streams_run):
                 calls = [int(value.split("#")[1].split("@")[0]) for _, value in sequence if "#" in value]
                 assert calls == sorted(calls) and len(set(calls)) > 1
         assert any("~p-1o-1|" not in value for value in values("out-prices-called", family))  # the processor's
+        table_joined = [value for value in values("out-lookups-table-joined", family) if not value.startswith("null|")]
+        assert any("~p-1o-1|" in value for value in table_joined)  # a lookup's update, through the getter
+        assert any("~p-1o-1|" not in value for value in table_joined)  # a price's, through the processor
     kept = kafka_streams_run["rows-keyed"]  # a tombstone transformed into a value is kept, not deleted
     assert all(any(key.startswith(family) and value.endswith(":null") for key, value in kept.items())
                for family in FAMILIES)

@@ -271,7 +271,7 @@ def test_a_processor_naming_its_own_store_is_refused_naming_the_processor():
     (lambda table: table.filter(lambda k, v: True), "table_filter"),
     (lambda table: table.map_values(lambda v: v), "table_map_values"),
     (lambda table: table.transform_values(_Same), "table_transform_values"),
-    (lambda table: table.join(table, lambda a, b: a), "table_table_join"),
+    (lambda table: table.left_join(table, lambda a, b: a), "table_table_join"),
     (lambda table: table.suppress(Suppressed.until_time_limit(timedelta(seconds=1), BufferConfig.unbounded())), "suppress"),
 ])
 def test_a_reader_other_than_to_stream_is_refused_naming_it(reader, kind):

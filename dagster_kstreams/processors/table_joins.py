@@ -172,6 +172,15 @@ class TableTableJoin(Processor):
             self.this.keep_timestamps(program)
             self.other.keep_timestamps(program)
 
+    def start_task_batch(self, task, out, first_context) -> None:
+        task_id = TaskId(self.program.subtopology_id, first_context.partition)
+        self.this.start_batch(self, task_id, first_context)
+        self.other.start_batch(self, task_id, first_context)
+
+    def end_task_batch(self, task) -> None:
+        self.this.end_batch()
+        self.other.end_batch()
+
     def process(self, key, value, context, out, state) -> None:
         if key is None:
             return
@@ -228,8 +237,11 @@ def _table_table_join(factory, ctx) -> TableTableJoin:
     own_table, other_table = factory.parents[0], sub.node(sibling_name).parents[0]
     this_table, that_table = (own_table, other_table) if params["side"] == "this" else (other_table, own_table)
     # a suppressed plain table through its buffer (KTableSuppressProcessorSupplier's view)
-    this = value_getter(ctx, factory, this_table, through_joins=True, windowed=True, sessions=True, suppressions=True)
-    other = value_getter(ctx, factory, that_table, through_joins=True, windowed=True, sessions=True, suppressions=True)
+    # an inner join's transform_values without a store through a transformer of the join's (table_transform_values
+    # admits no other join of it)
+    reads = dict(through_joins=True, windowed=True, sessions=True, suppressions=True, transforms=True)
+    this = value_getter(ctx, factory, this_table, **reads)
+    other = value_getter(ctx, factory, that_table, **reads)
     if not check_session_join(ctx, factory, this_table, that_table, sub.node(merge_name)):
         check_windows(ctx, factory, this_table, that_table, sub.node(merge_name))
     joiner = ctx.function(factory, params["joiner"])

@@ -1,4 +1,5 @@
-"""A ``KTable.transform_values`` table without a store of its own, read by a stream-table join through
+"""A ``KTable.transform_values`` table without a store of its own, read by a stream-table join (or by an
+inner table-table join whose result goes to ``to_stream`` only, for the other table's updates) through
 its value getter (Kafka Streams 4.3.1's ``KTableTransformValues.KTableTransformValuesGetter``).
 
 Kafka Streams' getter asks the parent table's getter for the key's row, then calls ``transform(key,
@@ -26,10 +27,11 @@ from dagster_kstreams.processors.base import Processor
 from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopologyError
 from dagster_kstreams.processors.punctuation import wall_clock_ms
 from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.processor_api import RecordMetadata
 from dagster_kstreams.topology.task_id import TaskId
 
-__all__ = ["GetterTransformerContext", "TransformedView", "UNKNOWN_TIMESTAMP"]
+__all__ = ["GetterTransformerContext", "TransformedView", "UNKNOWN_TIMESTAMP", "joined_without_old_values"]
 
 # Kafka Streams' UNKNOWN: the record context's timestamp when the parent table has no row for the key.
 UNKNOWN_TIMESTAMP = -1
@@ -130,3 +132,19 @@ class TransformedView:
         finally:
             self._context.row_timestamp = None
         return ABSENT if transformed is None else transformed, timestamp
+
+
+def joined_without_old_values(sub, reader) -> bool:
+    """Whether ``reader``, a child of a transform_values without a store, is an inner table-table join
+    whose result goes to ``to_stream`` only, without a store: no side of it then sends old values (Kafka
+    Streams asks a left join's left table and an outer join's tables for them, and a join's sides when a
+    reader of its result does, which a transform_values without a store makes by calling its transformer
+    on the old value too, not modelled yet), and the other table's updates read this one through its
+    value getter."""
+    if reader.kind is not NodeKind.TABLE_TABLE_JOIN or reader.params["join_type"] != "inner":
+        return False
+    (merge_name,) = reader.children
+    merge = sub.node(merge_name)
+    store = merge.params.get("store_name")
+    return (store is None or store not in merge.stores) and all(
+        sub.node(child).kind is NodeKind.TABLE_TO_STREAM for child in merge.children)

@@ -50,6 +50,7 @@ import org.apache.kafka.streams.state.ValueAndTimestamp;
  *       outOdds outCogroup outCogroupJoin outEventsJoined outPrefixed outRowsPrefixed
  *       outShared outToTable outMerged outRoutedSink outCogroupOuter outWhereFrom outSelfJoin outTransformed
  *       outPricesTransformed outRowsKeyed outRowsKeyedRegrouped outPricesCalled outLookupsJoined outLookupsLeft
+ *       outLookupsTableJoined
  *
  * The Python twin is table_scenarios() in tests/kstreams_table_scenarios_topology.py; keep the two
  * in step.
@@ -344,7 +345,7 @@ public final class TableScenarioExamples {
         "out-prefixed", "out-rows-prefixed", "out-shared", "out-to-table", "out-merged",
         "out-routed-sink", "out-cogroup-outer", "out-where-from", "out-self-join", "out-transformed",
         "out-prices-transformed", "out-rows-keyed", "out-rows-keyed-regrouped", "out-prices-called",
-        "out-lookups-joined", "out-lookups-left");
+        "out-lookups-joined", "out-lookups-left", "out-lookups-table-joined");
 
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];

@@ -11,7 +11,7 @@ import org.apache.kafka.streams.kstream.ValueTransformerWithKey;
 /**
  * TableScenarioExamples' part after KTableTransformValuesTest's shouldTransformOnGetIfNotMaterialized: a
  * transformValues of the prices without a store of its own, whose updates go out through its processor's
- * transformer, and which the lookups' stream-table joins read through its value getter, a transformer of
+ * transformer, and which the lookups' stream-table joins and their table's inner join read through its value getter, a transformer of
  * their own (Kafka Streams' KTableTransformValuesGetter). The Python twin is the same part of
  * table_scenarios() in tests/kstreams_table_scenarios_topology.py; keep the two in step.
  */
@@ -47,5 +47,10 @@ final class TransformValuesGetterExamples {
             .processValues(StampValues::new).to(topics.get("out-lookups-joined"));
         lookups.leftJoin(called, (lookup, price) -> lookup + ">" + price)
             .processValues(StampValues::new).to(topics.get("out-lookups-left"));
+        // An inner table-table join: the lookups table's updates read it through the join's getter, the
+        // prices' come through its processor's transformer (a tombstone's too).
+        lookups.toTable(TableScenarioExamples.<String, String>uncached("lookups-table"))
+            .join(called, (lookup, price) -> lookup + "&" + price)
+            .toStream().processValues(StampValues::new).to(topics.get("out-lookups-table-joined"));
     }
 }
