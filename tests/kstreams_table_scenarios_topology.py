@@ -19,7 +19,10 @@ Each scenario follows one of Kafka Streams' own tests (their scenario, not their
 * ``out-transformed``, ``out-prices-transformed``: ``transform_values`` (``KTableTransformValuesTest``:
   ``shouldTransformValuesWithKey``, a tombstone transformed too; ``shouldTransformOnGetIfNotMaterialized``'s
   stateful transformer with a store named, counting each key's updates in it) of the materialized rows
-  and of the prices table without a store, named; ``out-rows-keyed``: the rows' keyed transformer with a
+  and of the prices table without a store, named; ``out-prices-called``, ``out-lookups-joined``,
+  ``out-lookups-left``, ``out-lookups-table-joined``: a call-counting one of the prices without a store
+  (``shouldTransformOnGetIfNotMaterialized``), read by the lookups' stream-table joins and their table's
+  inner join through its value getter, a transformer of the join's; ``out-rows-keyed``: the rows' keyed transformer with a
   store of its own, uncached (``shouldTransformValuesWithKeyMaterialized``), the store read back too, and
   ``out-rows-keyed-regrouped`` that table re-grouped and reduced, its old values read from that store
   (``shouldCalculateCorrectOldValuesIfMaterializedEvenIfStateful``);
@@ -60,13 +63,18 @@ from dagster_kstreams.topology.processor_api import Processor, Stores
 from dagster_kstreams.topology.serdes import Serdes
 from dagster_kstreams.topology.value_transformer import ValueTransformerWithKey
 
-INPUTS = ("rows", "prices", "events", "clicks")
+INPUTS = ("rows", "prices", "events", "clicks", "lookups")
 OUTPUTS = ("out-source", "out-filter", "out-filter-kept", "out-regrouped", "out-mapped", "out-mapped-regrouped",
            "out-prices", "out-prices-counts", "out-branches", "out-rest", "out-evens", "out-odds",
            "out-cogroup", "out-cogroup-join", "out-events-joined", "out-prefixed", "out-rows-prefixed",
            "out-shared", "out-to-table", "out-merged", "out-routed-sink", "out-cogroup-outer",
            "out-where-from", "out-self-join", "out-transformed", "out-prices-transformed", "out-rows-keyed",
-           "out-rows-keyed-regrouped")
+           "out-rows-keyed-regrouped", "out-prices-called", "out-lookups-joined", "out-lookups-left",
+           "out-lookups-table-joined")
+# Their values carry a transformer instance's call count, which lives for a micro-batch here (README, "The
+# Processor API"), for the task's run in Kafka Streams: a rerun after a kill compares them without it.
+CALL_COUNTED = ("out-prices-called", "out-lookups-joined", "out-lookups-left",
+           "out-lookups-table-joined")
 
 
 class CountingTransformer(ValueTransformerWithKey):
@@ -88,6 +96,22 @@ class KeyedTransformer(ValueTransformerWithKey):
 
     def transform(self, read_only_key, value):
         return f"{read_only_key}:{'null' if value is None else value}"
+
+
+class CallCounter(ValueTransformerWithKey):
+    """TableScenarioExamples.CallCounter: the value (a missing row's: "null"), "#" and how many times this
+    instance was called, "@" the time and "~p" the partition "o" the offset its context gives: a
+    transform_values' processor calls one instance, a stream-table join's value getter another
+    (``shouldTransformOnGetIfNotMaterialized``), on a row's time, partition and offset -1, no row's too."""
+
+    def init(self, context) -> None:
+        self.context, self.calls = context, 0
+
+    def transform(self, read_only_key, value):
+        self.calls += 1
+        metadata = self.context.record_metadata()
+        return (f"{'null' if value is None else value}#{self.calls}@{self.context.timestamp()}"
+                f"~p{metadata.partition}o{metadata.offset}")
 
 
 class Router(Processor):
@@ -223,6 +247,20 @@ def table_scenarios(topics: dict[str, str]) -> StreamsBuilder:
     prices.group_by(lambda key, value: (key[0] + value[:1], value), Grouped.as_("prices-by-kind")) \
         .count(Materialized.as_("price-counts").with_caching_disabled()) \
         .to_stream().map_values(lambda count: str(count)).process_values(StampValues).to(topics["out-prices-counts"])
+    # KTableTransformValuesTest's shouldTransformOnGetIfNotMaterialized: no store of its own, so the
+    # lookups' joins read it through its value getter, a transformer of their own on the prices' rows.
+    called = prices.transform_values(CallCounter, Named.as_("prices-called"))
+    called.to_stream().process_values(StampValues).to(topics["out-prices-called"])
+    lookups = builder.stream(topics["lookups"])
+    lookups.join(called, lambda lookup, price: lookup + ">" + price) \
+        .process_values(StampValues).to(topics["out-lookups-joined"])
+    lookups.left_join(called, lambda lookup, price: lookup + ">" + ("null" if price is None else price)) \
+        .process_values(StampValues).to(topics["out-lookups-left"])
+    # An inner table-table join: the lookups table's updates read it through the join's getter, the prices'
+    # come through its processor's transformer (a tombstone's too).
+    lookups.to_table(Materialized.as_("lookups-table").with_caching_disabled()) \
+        .join(called, lambda lookup, price: lookup + "&" + price) \
+        .to_stream().process_values(StampValues).to(topics["out-lookups-table-joined"])
 
     events = builder.stream(topics["events"])
     routes = events.split(Named.as_("route-")) \

@@ -271,7 +271,7 @@ def test_a_processor_naming_its_own_store_is_refused_naming_the_processor():
     (lambda table: table.filter(lambda k, v: True), "table_filter"),
     (lambda table: table.map_values(lambda v: v), "table_map_values"),
     (lambda table: table.transform_values(_Same), "table_transform_values"),
-    (lambda table: table.join(table, lambda a, b: a), "table_table_join"),
+    (lambda table: table.left_join(table, lambda a, b: a), "table_table_join"),
     (lambda table: table.suppress(Suppressed.until_time_limit(timedelta(seconds=1), BufferConfig.unbounded())), "suppress"),
 ])
 def test_a_reader_other_than_to_stream_is_refused_naming_it(reader, kind):
@@ -281,9 +281,10 @@ def test_a_reader_other_than_to_stream_is_refused_naming_it(reader, kind):
     assert f"({kind}) reads the table of processor tv (transform_values)" in message
 
 
-def test_a_stream_joined_with_it_is_refused_naming_the_join():
+def test_a_stream_joined_with_one_with_a_store_of_its_own_is_refused_naming_the_join():
+    """Without a store a stream-table join reads it through its value getter (test_transform_values_getter_logic.py)."""
     def build(b):
-        table = b.table("in").transform_values(_Same, Named.as_("tv"))
+        table = b.table("in").transform_values(_Same, Materialized.as_("own").with_caching_disabled(), Named.as_("tv"))
         b.stream("clicks").join(table, lambda a, b: a).to("out")
     message = _refused(build)
     assert message.startswith("processor KSTREAM-JOIN-") and "tv (table_transform_values)" in message

@@ -97,6 +97,7 @@ from dagster_kstreams.processors.versioned_tables import (
 )
 from dagster_kstreams.processors.windowed_table_reads import check_windows
 from dagster_kstreams.topology.node_specs import NodeKind
+from dagster_kstreams.topology.task_id import TaskId
 
 __all__ = ["StreamTableJoin", "TableTableJoin", "BUILDERS"]
 
@@ -114,6 +115,12 @@ class StreamTableJoin(Processor):
     def init(self, program) -> None:
         super().init(program)
         self.table.bind(program)
+
+    def start_task_batch(self, task, out, first_context) -> None:
+        self.table.start_batch(self, TaskId(self.program.subtopology_id, first_context.partition), first_context)
+
+    def end_task_batch(self, task) -> None:
+        self.table.end_batch()
 
     def process(self, key, value, context, out, state) -> None:
         left = self.join_type == "left"
@@ -165,6 +172,15 @@ class TableTableJoin(Processor):
             self.this.keep_timestamps(program)
             self.other.keep_timestamps(program)
 
+    def start_task_batch(self, task, out, first_context) -> None:
+        task_id = TaskId(self.program.subtopology_id, first_context.partition)
+        self.this.start_batch(self, task_id, first_context)
+        self.other.start_batch(self, task_id, first_context)
+
+    def end_task_batch(self, task) -> None:
+        self.this.end_batch()
+        self.other.end_batch()
+
     def process(self, key, value, context, out, state) -> None:
         if key is None:
             return
@@ -207,7 +223,8 @@ class TableTableJoin(Processor):
 def _stream_table_join(factory, ctx) -> StreamTableJoin:
     params = factory.params
     # a suppressed plain table through its buffer (KTableSuppressProcessorSupplier's view)
-    table = value_getter(ctx, factory, params["table"], through_joins=True, suppressions=True)
+    # a transform_values without a store through a transformer of the join's (KTableTransformValuesGetter)
+    table = value_getter(ctx, factory, params["table"], through_joins=True, suppressions=True, transforms=True)
     joiner = ctx.function(factory, params["joiner"])
     return StreamTableJoin(factory.name, joiner.as_joiner(), params["join_type"], table)
 
@@ -220,8 +237,11 @@ def _table_table_join(factory, ctx) -> TableTableJoin:
     own_table, other_table = factory.parents[0], sub.node(sibling_name).parents[0]
     this_table, that_table = (own_table, other_table) if params["side"] == "this" else (other_table, own_table)
     # a suppressed plain table through its buffer (KTableSuppressProcessorSupplier's view)
-    this = value_getter(ctx, factory, this_table, through_joins=True, windowed=True, sessions=True, suppressions=True)
-    other = value_getter(ctx, factory, that_table, through_joins=True, windowed=True, sessions=True, suppressions=True)
+    # an inner join's transform_values without a store through a transformer of the join's (table_transform_values
+    # admits no other join of it)
+    reads = dict(through_joins=True, windowed=True, sessions=True, suppressions=True, transforms=True)
+    this = value_getter(ctx, factory, this_table, **reads)
+    other = value_getter(ctx, factory, that_table, **reads)
     if not check_session_join(ctx, factory, this_table, that_table, sub.node(merge_name)):
         check_windows(ctx, factory, this_table, that_table, sub.node(merge_name))
     joiner = ctx.function(factory, params["joiner"])

@@ -28,7 +28,9 @@ What runs: a transform_values without a store of its own or with a plain one, wh
 ``to_stream`` (or, with an uncached store, to a re-grouping: the old value of each update, Kafka Streams'
 read of the store before the put, is left for it: :class:`TransformingProcessor`), behind a table that
 is neither windowed, suppressed nor versioned (the runner forwards such a table's updates with marks
-and old values of their own). Refused when defined, naming
+and old values of their own). A stream-table join reads one without a store of its own through its value
+getter, a transformer of the join's (:mod:`.transform_values_getter`), and so does an inner table-table join
+whose result goes to ``to_stream`` only, for the other table's updates. Refused when defined, naming
 the processor (README, "Refused when defined, and why"): everything else (:func:`check_runs`).
 """
 
@@ -41,6 +43,7 @@ from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopol
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.suppressed_table_reads import sent_old_value_key
 from dagster_kstreams.processors.table_behind import table_behind
+from dagster_kstreams.processors.transform_values_getter import joined_without_old_values
 from dagster_kstreams.processors.user_processor_context import leave_old_value, processing, record_context_time
 from dagster_kstreams.processors.user_processors import UserProcessorNode, connected_stores
 from dagster_kstreams.processors.versioned_tables import reads_versioned_updates
@@ -195,7 +198,9 @@ def check_runs(factory, ctx) -> None:
     of its own that is versioned; a reader of its updates other than ``to_stream`` and, with an uncached
     store of its own (whose value before the update is the old one), a re-grouping (without a store it
     reads old values, which Kafka Streams makes by calling the transformer on the old value too; a
-    filter, map_values, join or suppression reads through its value getter, a transformer of its own);
+    filter, map_values, table-table join or suppression reads through its value getter, a transformer of
+    its own, which only a stream-table join's and an inner join's whose result goes to to_stream only read
+    here: :mod:`.transform_values_getter`);
     a DSL operation's store
     named; a table behind it that is windowed, suppressed or versioned."""
     where = f"processor {factory.name} (transform_values)"
@@ -215,11 +220,14 @@ def check_runs(factory, ctx) -> None:
                 "at the last flush) are not compared with Kafka Streams yet")
         if reader.kind is NodeKind.TABLE_GROUP_BY_MAP and own_store:
             continue  # a re-grouping reads the old values its store gives (TransformingProcessor)
+        if own_store is None and joined_without_old_values(sub, reader):
+            continue  # the other table's updates read it through its value getter (transform_values_getter)
         raise UnsupportedTopologyError(
             f"processor {reader.name} ({reader.kind.value}) reads the table of {where}; the Spark runner passes "
             "a transform_values' updates to to_stream, and to a re-grouping where it keeps a store of its own, "
             "only: a re-grouping of one without a store (Kafka Streams calls the transformer on each update's old "
-            "value too), a filter, map_values, transform_values, join or suppression of it are not compared "
+            "value too), a filter, map_values, transform_values, join (but an inner join of one without a store whose "
+            "result goes to to_stream only, whose updates need no old values) or suppression of it are not compared "
             "with Kafka Streams yet")
     for store in factory.stores:
         if store != own_store and ctx.topology.state_stores[store].type not in _USER_STORES:

@@ -21,6 +21,7 @@ from dagster_kstreams.processors.session_table_reads import SessionReads, is_ses
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.suppressed_table_reads import SuppressedView
 from dagster_kstreams.processors.table_step_stores import keeps_own_store
+from dagster_kstreams.processors.transform_values_getter import TransformedView
 from dagster_kstreams.processors.versioned_tables import VersionedTable, versioned_table
 from dagster_kstreams.processors.table_behind import materialized_step, table_behind
 from dagster_kstreams.processors.windowed_table_reads import (
@@ -82,6 +83,16 @@ class ValueGetter:
             aggregation.enable_sending_old_values()  # as the join asks in Kafka Streams
             if self.sessions is not None:
                 self.sessions.bind(aggregation)
+
+    def start_batch(self, reader: Processor, task_id, context) -> None:
+        """The start of a micro-batch of ``reader`` (``context``: its first record's): a transform_values
+        read through makes its transformer (:class:`~.transform_values_getter.TransformedView`)."""
+        if isinstance(self.joined, TransformedView):
+            self.joined.start_batch(reader, task_id, context)
+
+    def end_batch(self) -> None:
+        if isinstance(self.joined, TransformedView):
+            self.joined.end_batch()
 
     def keep_timestamps(self, program) -> None:
         """Read each value's timestamp too (:meth:`get_timestamped`), after :meth:`bind`: the stores
@@ -188,7 +199,8 @@ _STORE_KINDS = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.AGGREGATE, No
 
 
 def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False,
-                 windowed: bool = False, sessions: bool = False, suppressions: bool = False) -> ValueGetter:
+                 windowed: bool = False, sessions: bool = False, suppressions: bool = False,
+                 transforms: bool = False) -> ValueGetter:
     """The store behind a table and the table operations applied to its values on the way to
     ``table_node_name`` (``factory``: the processor that reads the table, named in errors).
     ``through_joins``: the reader can read a table-table join's result (its store when it is
@@ -201,7 +213,9 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
     Streams' join value getter asks both tables' getters). ``suppressions``: a suppression of a plain
     table (or of a join's result) too, through its buffer (:class:`~.suppressed_table_reads.SuppressedView`),
     and a filter/map_values with a store of its own after it, as a stream-table or table-table join reads
-    them."""
+    them. ``transforms``: a transform_values without a store of its own too, through a transformer of
+    the reader's (:class:`~.transform_values_getter.TransformedView`), of a plain table or its
+    filter/map_values, as a stream-table join reads it."""
     sub = ctx.subtopology
     names = {node.name for node in sub.nodes}
     steps: list[tuple[str, Any, bool]] = []
@@ -271,6 +285,11 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
             steps.reverse()
             parent = value_getter(ctx, factory, node.parents[0], through_joins=True, suppressions=True)
             return ValueGetter(None, tuple(steps), joined=SuppressedView(node.name, parent))
+        if transforms and node.kind is NodeKind.TABLE_TRANSFORM_VALUES and node.params.get("store_name") is None:
+            steps.reverse()
+            parent = value_getter(ctx, factory, node.parents[0])
+            return ValueGetter(None, tuple(steps), joined=TransformedView(node.name, node.params["supplier"], parent,
+                                                                          tuple(factory.stores)))
         if materialized_step(node):
             stored_steps.append(node)
         if node.kind is NodeKind.TABLE_FILTER:
@@ -286,7 +305,8 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
                 "by to_table or an aggregation (a plain cogroup's too, not a windowed one's) (or, to join or re-group "
                 "them, a table-table join's result; to join them, their suppression, of a table-table join's result "
                 "too, with its filter/map_values, keeping a store of their own or not), and their filter/map_values "
-                "(to re-group them after a suppression, with a store of their own or not) only")
+                "(to re-group them after a suppression, with a store of their own or not) (and, to join a stream with "
+                "them, their transform_values without a store of its own) only")
         if len(node.parents) != 1:
             raise UnsupportedTopologyError(
                 f"table {table_node_name!r} of processor {factory.name}: cannot trace its store")

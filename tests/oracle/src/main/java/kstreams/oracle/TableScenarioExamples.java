@@ -45,11 +45,12 @@ import org.apache.kafka.streams.state.ValueAndTimestamp;
  * the transformer's own store by an interactive query}. Every
  * store is uncached, so the output is fixed by the input.
  *
- * Args: bootstrap applicationId stateDir rows prices events clicks outSource outFilter outFilterKept
+ * Args: bootstrap applicationId stateDir rows prices events clicks lookups outSource outFilter outFilterKept
  *       outRegrouped outMapped outMappedRegrouped outPrices outPricesCounts outBranches outRest outEvens
  *       outOdds outCogroup outCogroupJoin outEventsJoined outPrefixed outRowsPrefixed
  *       outShared outToTable outMerged outRoutedSink outCogroupOuter outWhereFrom outSelfJoin outTransformed
- *       outPricesTransformed outRowsKeyed outRowsKeyedRegrouped
+ *       outPricesTransformed outRowsKeyed outRowsKeyedRegrouped outPricesCalled outLookupsJoined outLookupsLeft
+ *       outLookupsTableJoined
  *
  * The Python twin is table_scenarios() in tests/kstreams_table_scenarios_topology.py; keep the two
  * in step.
@@ -275,6 +276,7 @@ public final class TableScenarioExamples {
             .count(uncached("price-counts"))
             .toStream().mapValues(count -> String.valueOf(count)).processValues(StampValues::new)
             .to(topics.get("out-prices-counts"));
+        TransformValuesGetterExamples.addTo(builder, prices, topics);
 
         KStream<String, String> events = builder.stream(topics.get("events"));
         Map<String, KStream<String, String>> routes = events.split(Named.as("route-"))
@@ -336,13 +338,14 @@ public final class TableScenarioExamples {
         return builder.build();
     }
 
-    static final List<String> INPUTS = List.of("rows", "prices", "events", "clicks");
+    static final List<String> INPUTS = List.of("rows", "prices", "events", "clicks", "lookups");
     static final List<String> OUTPUTS = List.of("out-source", "out-filter", "out-filter-kept", "out-regrouped",
         "out-mapped", "out-mapped-regrouped", "out-prices", "out-prices-counts", "out-branches", "out-rest",
         "out-evens", "out-odds", "out-cogroup", "out-cogroup-join", "out-events-joined",
         "out-prefixed", "out-rows-prefixed", "out-shared", "out-to-table", "out-merged",
         "out-routed-sink", "out-cogroup-outer", "out-where-from", "out-self-join", "out-transformed",
-        "out-prices-transformed", "out-rows-keyed", "out-rows-keyed-regrouped");
+        "out-prices-transformed", "out-rows-keyed", "out-rows-keyed-regrouped", "out-prices-called",
+        "out-lookups-joined", "out-lookups-left", "out-lookups-table-joined");
 
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
