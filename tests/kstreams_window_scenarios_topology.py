@@ -40,6 +40,7 @@ OUTPUT_KEYS = {
     "out-stream-held": None, "out-kept-held": None, "out-join-held-joined": None, "out-join-held-sums": None,
     "out-held-filtered-sums": None, "out-join-held-twice": None, "out-stream-held-twice": None,
     "out-hopping-closed-memory": 10, "out-sliding-closed-memory": 10, "out-hopping-closed-memory-20": 10,
+    "out-short-kept-memory": 10, "out-short-kept-rocksdb": 10,
 }
 OUTPUTS = tuple(OUTPUT_KEYS)
 # A time limit that never comes (SuppressScenarioTest's Long.MAX_VALUE is beyond a timedelta).
@@ -161,6 +162,14 @@ def _stream_windows(builder: StreamsBuilder, topics: dict[str, str]) -> None:
         _stamped(regrouped.windowed_by(windows).count(_uncached(store))
                  .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()).with_name(store + "-final")),
                  topics[output], windowed(OUTPUT_KEYS[output]))
+    # Stores from suppliers kept 32 ms, less than the windows stay open (size 10 + grace 90 ms), in memory and
+    # in RocksDB: a record late within the grace whose window starts at or before the store's time (the largest
+    # start put into it) minus 32 ms aggregates from nothing, and its put is not read again.
+    for output, supplier in (("out-short-kept-memory", Stores.in_memory_window_store),
+                             ("out-short-kept-rocksdb", Stores.persistent_timestamped_window_store)):
+        _stamped(grouped.windowed_by(TimeWindows.of_size_and_grace(_ms(10), _ms(90)).advance_by(_ms(5)))
+                 .aggregate(lambda: "", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
+                            _uncached(supplier(output[4:], _ms(32), _ms(10), False))), topics[output], windowed(10))
 
 
 def _table_aggregations(builder: StreamsBuilder, topics: dict[str, str]) -> None:

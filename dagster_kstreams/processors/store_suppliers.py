@@ -32,8 +32,11 @@ Kafka Streams, the runner follows or refuses:
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from dagster_kstreams.processors.aggregations import read_by_user_processor
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
+from dagster_kstreams.processors.supplier_retention import unmodeled_short_retention
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_CLOSE
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.window_store_settings import windows_minimum_retention
@@ -42,12 +45,13 @@ from dagster_kstreams.topology.windows import SessionWindows, SlidingWindows
 __all__ = ["check_store_suppliers"]
 
 
-def check_store_suppliers(factory, stores, subtopology) -> None:
+def check_store_suppliers(factory, stores, subtopology, cached: Callable[[str], bool]) -> None:
     """Refuse what the runner does not model of the suppliers and kinds of the stores of ``factory``
-    (``stores``: the topology's, by name; ``subtopology``: the one ``factory`` is in)."""
+    (``stores``: the topology's, by name; ``subtopology``: the one ``factory`` is in; ``cached(name)``:
+    whether the store keeps its record cache)."""
     if factory.kind is NodeKind.WINDOWED_AGGREGATE:
         store = stores[factory.params["store_name"]]
-        _check_aggregation_supplier(factory, store)
+        _check_aggregation_supplier(factory, store, subtopology, cached(store.name))
         if factory.params.get("emit_strategy") == ON_WINDOW_CLOSE and (store.supplier or store.persistent is False):
             _check_emit_on_close_store(factory, store, subtopology)
 
@@ -71,20 +75,27 @@ def _check_emit_on_close_store(factory, store, subtopology) -> None:
     raise UnsupportedTopologyError(f"{where} emits on window close from {reason}")
 
 
-def _check_aggregation_supplier(factory, store) -> None:
+def _check_aggregation_supplier(factory, store, subtopology, cached: bool) -> None:
     supplier = store.supplier
     if supplier is None:
         return
     windows = factory.params["windows"]
     where = f"processor {factory.name}: store {store.name}'s supplier"
     needed = windows_minimum_retention(windows)
-    if supplier.retention_ms < needed:
+    unmodeled = unmodeled_short_retention(factory, store, subtopology, cached)
+    if supplier.retention_ms < needed and unmodeled:
         raise UnsupportedTopologyError(
             f"{where} keeps {supplier.retention_ms} ms, less than the {needed} ms its windows stay open (Kafka "
             "Streams' store then returns no window older than its retention, so a late record within the grace "
-            "aggregates from nothing): not modeled by the Spark runner yet")
+            f"aggregates from nothing), {unmodeled}")
     if isinstance(windows, SessionWindows):
         return
+    if not supplier.keeps_timestamps and factory.params.get("emit_strategy") != ON_WINDOW_CLOSE:
+        raise UnsupportedTopologyError(
+            f"{where} is a plain RocksDB window store, which keeps no timestamps (Kafka Streams reads each window "
+            "through WindowToTimestampedWindowByteStoreAdapter with timestamp -1, so a window's timestamp is its "
+            "last record's, not the largest): not modeled by the Spark runner yet (Stores."
+            "persistent_timestamped_window_store keeps them)")
     size = windows.time_difference_ms if isinstance(windows, SlidingWindows) else windows.size_ms
     if supplier.window_size_ms != size:
         raise UnsupportedTopologyError(

@@ -5,9 +5,9 @@ SlidingWindows).count()/reduce()/aggregate()``, as Kafka Streams 4.3.1's
 State
     A key's windows are one state slot of the task's state row for that key: ``{window_start: (aggregate,
     timestamp)}`` (Kafka Streams' window store holds the same: the aggregate and the largest timestamp of the
-    records in it). A window whose start is at or before ``stream time - retention`` is dropped when its key is next
-    processed: no record can update it or read it any more. Retention: the store's (size + grace unless
-    ``Materialized`` sets more); for sliding windows at least 3 x time difference + grace + 1, the oldest window a
+    records in it). A window whose start is at or before ``store time - retention`` is dropped when its key is next
+    processed (:func:`.supplier_retention.store_time`). Retention: the store's (size + grace unless ``Materialized``
+    or a supplier sets another); for sliding windows at least 3 x time difference + grace + 1, the oldest window a
     record still within reach reads (not on window close: see Emission). A store a user processor names keeps its
     own retention and expires by Kafka Streams' observed time instead (the largest window start put into it), for
     the processor's reads and the aggregation's alike (:mod:`.user_dsl_window_store`).
@@ -55,6 +55,7 @@ from dagster_kstreams.processors.base import register
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.processors.supplier_retention import store_time
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.processors.user_dsl_window_store import observed_time_key
 from dagster_kstreams.processors.user_time_store import NO_TIME
@@ -179,9 +180,8 @@ class _WindowAggregate(WindowedTable):
         return {"on_update": on_update}
 
     def _store_time(self, context, state) -> Optional[int]:
-        """The store's stream time: it no longer returns windows that start at or before it minus
-        the retention. Here the processor's own (a cogroup's store is shared: :mod:`.cogroup`)."""
-        return context.stream_time
+        """The store's time (:func:`.store_time`; a cogroup's store is shared: :mod:`.cogroup`)."""
+        return store_time(self.windows, context.stream_time)
 
     def _wrote(self, updates, store: dict, state) -> None:
         """The record's updates were written to ``store`` (a shared store notes its stream time)."""

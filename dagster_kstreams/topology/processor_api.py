@@ -278,6 +278,14 @@ class Stores:
         return _window_supplier(name, retention_period, window_size, retain_duplicates, persistent=True)
 
     @staticmethod
+    def persistent_timestamped_window_store(name: str, retention_period, window_size, retain_duplicates: bool
+                                            ) -> WindowBytesStoreSupplier:
+        """A RocksDB window store that keeps each value's timestamp (a windowed aggregation's window
+        timestamps survive in it: the plain one's adapter reads them back as -1)."""
+        return _window_supplier(name, retention_period, window_size, retain_duplicates, persistent=True,
+                                timestamped=True)
+
+    @staticmethod
     def in_memory_window_store(name: str, retention_period, window_size, retain_duplicates: bool
                                ) -> WindowBytesStoreSupplier:
         return _window_supplier(name, retention_period, window_size, retain_duplicates, persistent=False)
@@ -328,14 +336,14 @@ def _millis(duration, what: str) -> int:
     return millis
 
 
-def _window_supplier(name, retention_period, window_size, retain_duplicates: bool, persistent: bool
-                     ) -> WindowBytesStoreSupplier:
+def _window_supplier(name, retention_period, window_size, retain_duplicates: bool, persistent: bool,
+                     timestamped: bool = False) -> WindowBytesStoreSupplier:
     retention_ms, size_ms = _millis(retention_period, "retentionPeriod"), _millis(window_size, "windowSize")
     if size_ms > retention_ms:
         raise ValueError(f"The retention period of the window store {name} must be no smaller than its window size. "
                          f"Got size=[{size_ms} ms], retention=[{retention_ms} ms]")
     return WindowBytesStoreSupplier(_store_name(name), persistent, retention_ms, size_ms, bool(retain_duplicates),
-                                    max(retention_ms // 2, 60_000))
+                                    max(retention_ms // 2, 60_000), timestamped)
 
 
 def _store_name(name: str) -> str:

@@ -1,0 +1,66 @@
+"""The time a windowed aggregation's store expires its windows by, and a time-windowed aggregation whose
+store's supplier keeps less than its windows stay open (``Materialized.as_(Stores.in_memory_window_store(
+"counts", retention, size, False))`` or ``Stores.persistent_timestamped_window_store(...)`` with a retention
+below the windows' size plus grace: Kafka Streams checks only ``Materialized.with_retention`` against the
+windows, not a supplier's retention).
+
+What Kafka Streams 4.3.1 does with it: ``KStreamWindowAggregate`` reads each window of a record with
+``windowStore.fetch(key, windowStart)`` and puts the new aggregate back. Both stores a supplier builds
+answer that fetch by their observed time, the largest window start ever put into them (all keys, a put
+it drops included): ``InMemoryWindowStore.fetch`` returns nothing for a start at or below ``observed time
+- retention`` and its ``put`` drops such a window; ``RocksDBWindowStore.fetch`` goes through
+``AbstractRocksDBSegmentedBytesStore.get``, which returns nothing below the same cut, though its ``put``
+keeps a window in a segment still live (no read of the aggregation reaches it again: the cut only grows).
+With the DSL's retention (size + grace) the cut never reaches a window still open; with less (at least
+the size: ``Stores`` checks that), a record late within the grace whose window starts at or below the cut
+aggregates from the initializer, the window is forwarded with that aggregate, and its put is not read.
+
+The observed time of a time-windowed aggregation's store is the last window start of the processor's
+stream time (:func:`store_time`): the record that set the stream time put its last window (never closed:
+its end is past the stream time), and no record puts a later one. So the runner keeps the windows by
+it, key by key, with no task-level value (a retention that is not a multiple of the advance cuts a
+window the stream time minus the retention would keep). Kafka Streams cuts a record's reads by the
+store's time before the record, the runner by the one after it: the same reads, since a record that
+moves the time reads only its own windows, which end after it and so start after any cut (the retention
+is at least the size). With its own clocks (a cogroup's inputs, :mod:`.own_stream_time`) the aggregation
+keeps the store's time as the largest start written.
+
+Not modeled yet, so refused when defined (:mod:`.store_suppliers`), each with why:
+:func:`unmodeled_short_retention`.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from dagster_kstreams.processors.aggregations import read_by_user_processor
+from dagster_kstreams.topology.emit_strategy import ON_WINDOW_CLOSE
+from dagster_kstreams.topology.windows import TimeWindows
+
+__all__ = ["store_time", "unmodeled_short_retention"]
+
+
+def store_time(windows, stream_time: Optional[int]) -> Optional[int]:
+    """The observed time of the store of an aggregation over ``windows`` whose processor's stream time is
+    ``stream_time`` (None: no record yet): time windows', the last window start of it; sliding windows', the
+    stream time itself (their runner keeps a wider retention, :mod:`.windows`)."""
+    if stream_time is None or not isinstance(windows, TimeWindows):
+        return stream_time
+    return stream_time // windows.advance_ms * windows.advance_ms
+
+
+def unmodeled_short_retention(factory, store, subtopology, cached: bool) -> Optional[str]:
+    """Why the runner does not model ``factory``'s aggregation over a store that keeps less than its windows
+    stay open (None: it does)."""
+    windows = factory.params["windows"]
+    if not isinstance(windows, TimeWindows):
+        return "for sliding or session windows: not compared with Kafka Streams yet"
+    if cached:
+        return ("with the record cache on: Kafka Streams' caching store returns a window from its cache "
+                "whatever its store dropped, until the cache evicts it (by size: not modeled)")
+    if factory.params.get("emit_strategy") == ON_WINDOW_CLOSE:
+        return "emitting on window close: not compared with Kafka Streams yet"
+    if factory.params.get("cogroup"):
+        return "as a cogroup's store: not compared with Kafka Streams yet"
+    if read_by_user_processor(subtopology, store.name):
+        return "read by a user processor: not compared with Kafka Streams yet"
+    return None

@@ -1,0 +1,156 @@
+"""A time-windowed aggregation whose store's supplier keeps less than its windows stay open
+(:mod:`dagster_kstreams.processors.supplier_retention`): the runner's reads against a model of Kafka
+Streams' store (its observed time, its fetch cut, its dropped puts) on any input (hypothesis), and what
+the runner takes and still refuses, by name. Compared with Kafka Streams in
+tests/test_equivalence_kstreams_window_scenarios.py (out-short-kept-*)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from dagster_kstreams.orchestration.app import check_runnable
+from dagster_kstreams.processors.errors import UnsupportedTopologyError
+from dagster_kstreams.processors.supplier_retention import store_time
+from dagster_kstreams.processors.window_store import expire, process_time_windows
+from dagster_kstreams.topology import (
+    EmitStrategy, Materialized, SessionWindows, SlidingWindows, Stores, StreamsBuilder, TimeWindows,
+)
+from dagster_kstreams.topology.processor_api import Processor
+
+MS = timedelta(milliseconds=1)
+HOPPING = TimeWindows.of_size_and_grace(10 * MS, 90 * MS).advance_by(5 * MS)
+
+
+def _kafka_streams_updates(windows: TimeWindows, retention: int, records) -> list:
+    """``KStreamWindowAggregate`` over ``InMemoryWindowStore`` (one key; ``records``: timestamps): the
+    forwarded (start, aggregate) of each record, the store answering by its observed time."""
+    stream_time, observed, kept, out = None, None, {}, []
+    for timestamp in records:
+        stream_time = timestamp if stream_time is None else max(stream_time, timestamp)
+        for start, end in windows.windows_for(timestamp):
+            if end <= stream_time - windows.grace_ms:
+                continue  # late: dropped
+            gone = observed is not None and start <= observed - retention
+            aggregate = ("" if gone else kept.get(start, "")) + f"+{timestamp}"
+            observed = start if observed is None else max(observed, start)
+            if start > observed - retention:
+                kept[start] = aggregate
+            out.append((start, aggregate))
+    return out
+
+
+def _runner_updates(windows: TimeWindows, retention: int, records) -> list:
+    """The runner's: one key's windows expired by :func:`store_time` of the stream time after each record."""
+    stream_time, store, out = None, {}, []
+    for timestamp in records:
+        stream_time = timestamp if stream_time is None else max(stream_time, timestamp)
+        expire(store, store_time(windows, stream_time), retention)
+        updates, _ = process_time_windows(windows, store, "k", timestamp, timestamp, stream_time,
+                                          lambda: "", lambda key, value, aggregate: f"{aggregate}+{value}")
+        out += [(start, new) for start, _end, new, _timestamp, _old in updates]
+    return out
+
+
+@given(size=st.integers(2, 12), advance=st.integers(2, 12), grace=st.integers(0, 40), extra=st.integers(0, 40),
+       records=st.lists(st.integers(0, 80), min_size=1, max_size=60))
+@example(size=10, advance=5, grace=40, extra=22, records=[60, 63, 33, 36])  # the cut between store and stream time
+def test_the_runner_reads_what_the_suppliers_store_returns(size, advance, grace, extra, records):
+    windows = TimeWindows.of_size_and_grace(size * MS, grace * MS).advance_by(min(advance, size) * MS)
+    retention = size + min(extra, grace)  # from the size (Stores' floor) to the DSL's own size + grace
+    assert _runner_updates(windows, retention, records) == _kafka_streams_updates(windows, retention, records)
+
+
+@given(records=st.lists(st.integers(0, 10_000), min_size=1, max_size=30))
+def test_the_store_time_is_the_last_window_start_put(records):
+    """The largest window start put by the records (all but late windows) is the last one of the stream time."""
+    starts = [start for seen, timestamp in enumerate(records, start=1) for start, end in HOPPING.windows_for(timestamp)
+              if end > max(records[:seen]) - HOPPING.grace_ms]
+    assert store_time(HOPPING, max(records)) == max(starts)
+
+
+def test_the_stream_time_would_keep_a_window_the_store_no_longer_returns():
+    """Kept 32 ms with windows every 5 ms: at stream time 63 the store's time is 60, and its cut (28) keeps
+    the window at 30 that the stream time's (31) would drop; and Kafka Streams reads it."""
+    records = [60, 63, 33, 36]
+    assert store_time(HOPPING, 63) == 60
+    assert (30, "+33+36") in _kafka_streams_updates(HOPPING, 32, records)
+    assert _runner_updates(HOPPING, 32, records) == _kafka_streams_updates(HOPPING, 32, records)
+
+
+# ---- what the runner takes and refuses, when defined ------------------------------------------
+
+class _Reader(Processor):
+    def init(self, context) -> None:
+        self.store = context.get_state_store("counts")
+
+    def process(self, record) -> None:
+        pass
+
+
+def _count(windows, supplier, cached=False, emit_on_close=False, read_by_processor=False):
+    builder = StreamsBuilder()
+    windowed = builder.stream("clicks").group_by_key().windowed_by(windows)
+    if emit_on_close:
+        windowed = windowed.emit_strategy(EmitStrategy.on_window_close())
+    materialized = Materialized.as_(supplier)
+    counts = windowed.count(materialized if cached else materialized.with_caching_disabled()).to_stream()
+    if read_by_processor:
+        counts.process(_Reader, "counts")
+    counts.to("out")
+    return builder.build()
+
+
+def _cogroup_count(supplier):
+    builder = StreamsBuilder()
+    builder.stream("clicks").group_by_key().cogroup(lambda key, value, count: count + 1) \
+        .windowed_by(HOPPING).aggregate(lambda: 0, Materialized.as_(supplier).with_caching_disabled()) \
+        .to_stream().to("out")
+    return builder.build()
+
+
+def _runnable(topology) -> None:
+    check_runnable(topology, "short-kept", {"clicks": 2})
+
+
+@pytest.mark.parametrize("supplier", [Stores.in_memory_window_store("counts", 32 * MS, 10 * MS, False),
+                                      Stores.persistent_timestamped_window_store("counts", 10 * MS, 10 * MS, False)])
+def test_the_runner_takes_a_time_windowed_store_kept_less_than_its_windows_uncached(supplier):
+    _runnable(_count(HOPPING, supplier))
+
+
+SHORT = Stores.in_memory_window_store("counts", 32 * MS, 10 * MS, False)
+WHERE = "processor KSTREAM-AGGREGATE-0000000001: store counts's supplier keeps 32 ms, less than the 100 ms"
+
+
+@pytest.mark.parametrize("topology, reason", [
+    (lambda: _count(HOPPING, SHORT, cached=True), "with the record cache on"),
+    (lambda: _count(HOPPING, SHORT, emit_on_close=True), "emitting on window close"),
+    (lambda: _count(HOPPING, SHORT, read_by_processor=True), "read by a user processor"),
+    (lambda: _count(SlidingWindows.of_time_difference_and_grace(10 * MS, 80 * MS), SHORT), "for sliding or session"),
+])
+def test_the_runner_still_refuses_a_short_kept_store_naming_processor_and_store(topology, reason):
+    with pytest.raises(UnsupportedTopologyError, match=f"{WHERE} .*, {reason}"):
+        _runnable(topology())
+
+
+def test_the_runner_still_refuses_a_short_kept_session_or_cogroup_store():
+    sessions = StreamsBuilder()
+    sessions.stream("clicks").group_by_key().windowed_by(SessionWindows.of_inactivity_gap_and_grace(10 * MS, 90 * MS)) \
+        .count(Materialized.as_(Stores.in_memory_session_store("counts", 32 * MS)).with_caching_disabled()) \
+        .to_stream().to("out")
+    with pytest.raises(UnsupportedTopologyError, match=f"{WHERE} .*, for sliding or session windows"):
+        _runnable(sessions.build())
+    with pytest.raises(UnsupportedTopologyError, match=r"processor COGROUPKSTREAM-AGGREGATE-\d+: store counts's supplier "
+                                                       r"keeps 32 ms, .*, as a cogroup's store"):
+        _runnable(_cogroup_count(SHORT))
+
+
+def test_the_runner_refuses_a_plain_rocksdb_store_which_keeps_no_timestamps():
+    with pytest.raises(UnsupportedTopologyError, match="processor KSTREAM-AGGREGATE-0000000001: store counts's "
+                                                       "supplier is a plain RocksDB window store, which keeps no "
+                                                       "timestamps"):
+        _runnable(_count(HOPPING, Stores.persistent_window_store("counts", 100 * MS, 10 * MS, False)))
