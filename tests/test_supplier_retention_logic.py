@@ -7,6 +7,7 @@ tests/test_equivalence_kstreams_window_scenarios.py (out-short-kept-*)."""
 from __future__ import annotations
 
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import example, given
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 from dagster_kstreams.orchestration.app import check_runnable
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
-from dagster_kstreams.processors.supplier_retention import store_time
+from dagster_kstreams.processors.supplier_retention import expired_puts, store_time
 from dagster_kstreams.processors.window_store import expire, process_time_windows
 from dagster_kstreams.topology import (
     EmitStrategy, Materialized, SessionWindows, SlidingWindows, Stores, StreamsBuilder, TimeWindows,
@@ -27,8 +28,9 @@ HOPPING = TimeWindows.of_size_and_grace(10 * MS, 90 * MS).advance_by(5 * MS)
 
 def _kafka_streams_updates(windows: TimeWindows, retention: int, records) -> list:
     """``KStreamWindowAggregate`` over ``InMemoryWindowStore`` (one key; ``records``: timestamps): the
-    forwarded (start, aggregate) of each record, the store answering by its observed time."""
-    stream_time, observed, kept, out = None, None, {}, []
+    forwarded (start, aggregate) of each record, the store answering by its observed time, and then the
+    number of puts it dropped."""
+    stream_time, observed, kept, out, dropped = None, None, {}, [], 0
     for timestamp in records:
         stream_time = timestamp if stream_time is None else max(stream_time, timestamp)
         for start, end in windows.windows_for(timestamp):
@@ -39,20 +41,25 @@ def _kafka_streams_updates(windows: TimeWindows, retention: int, records) -> lis
             observed = start if observed is None else max(observed, start)
             if start > observed - retention:
                 kept[start] = aggregate
+            else:
+                dropped += 1
             out.append((start, aggregate))
-    return out
+    return out + [dropped]
 
 
 def _runner_updates(windows: TimeWindows, retention: int, records) -> list:
     """The runner's: one key's windows expired by :func:`store_time` of the stream time after each record."""
-    stream_time, store, out = None, {}, []
+    stream_time, store, out, dropped = None, {}, [], 0
+    aggregate = SimpleNamespace(retention=retention, store_in_memory=True, emit_on_close=False,
+                                observes_store_time=False)
     for timestamp in records:
         stream_time = timestamp if stream_time is None else max(stream_time, timestamp)
         expire(store, store_time(windows, stream_time), retention)
         updates, _ = process_time_windows(windows, store, "k", timestamp, timestamp, stream_time,
                                           lambda: "", lambda key, value, aggregate: f"{aggregate}+{value}")
         out += [(start, new) for start, _end, new, _timestamp, _old in updates]
-    return out
+        dropped += expired_puts(aggregate, updates, store_time(windows, stream_time))
+    return out + [dropped]
 
 
 @given(size=st.integers(2, 12), advance=st.integers(2, 12), grace=st.integers(0, 40), extra=st.integers(0, 40),
@@ -70,6 +77,17 @@ def test_the_store_time_is_the_last_window_start_put(records):
     starts = [start for seen, timestamp in enumerate(records, start=1) for start, end in HOPPING.windows_for(timestamp)
               if end > max(records[:seen]) - HOPPING.grace_ms]
     assert store_time(HOPPING, max(records)) == max(starts)
+
+
+def test_a_rocksdb_store_drops_a_put_only_into_a_segment_before_the_cuts():
+    """Segments of a minute (``max(retention / 2, 60 s)``), kept 11 s: at store time 62 s (cut 51 s) a put at
+    50 s goes into the live segment 0 (not returned, but kept); at 72 s (cut 61 s, segment 1) the puts at 58 s
+    and 59 s go into the expired segment 0 and are dropped, the one at 60 s is kept. In memory, 50 s is dropped."""
+    aggregate = SimpleNamespace(retention=11_000, store_in_memory=False, emit_on_close=False, observes_store_time=False)
+    assert expired_puts(aggregate, [(50_000,), (58_000,)], 62_000) == 0
+    assert expired_puts(aggregate, [(58_000,), (59_000,), (60_000,)], 72_000) == 2
+    assert expired_puts(SimpleNamespace(**{**vars(aggregate), "store_in_memory": True}), [(50_000,)], 62_000) == 1
+    assert expired_puts(SimpleNamespace(**{**vars(aggregate), "emit_on_close": True}), [(58_000,)], 72_000) == 0
 
 
 def test_the_stream_time_would_keep_a_window_the_store_no_longer_returns():

@@ -25,6 +25,9 @@ moves the time reads only its own windows, which end after it and so start after
 is at least the size). With its own clocks (a cogroup's inputs, :mod:`.own_stream_time`) the aggregation
 keeps the store's time as the largest start written.
 
+Kafka Streams counts each put a store drops as a dropped record (``TaskMetrics.droppedRecordsSensor``): the
+runner counts them with the late records (:func:`expired_puts`).
+
 Not modeled yet, so refused when defined (:mod:`.store_suppliers`), each with why:
 :func:`unmodeled_short_retention`.
 """
@@ -33,10 +36,11 @@ from __future__ import annotations
 from typing import Optional
 
 from dagster_kstreams.processors.aggregations import read_by_user_processor
+from dagster_kstreams.processors.window_store import dsl_segment_interval
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_CLOSE
 from dagster_kstreams.topology.windows import TimeWindows
 
-__all__ = ["store_time", "unmodeled_short_retention"]
+__all__ = ["store_time", "expired_puts", "unmodeled_short_retention"]
 
 
 def store_time(windows, stream_time: Optional[int]) -> Optional[int]:
@@ -46,6 +50,27 @@ def store_time(windows, stream_time: Optional[int]) -> Optional[int]:
     if stream_time is None or not isinstance(windows, TimeWindows):
         return stream_time
     return stream_time // windows.advance_ms * windows.advance_ms
+
+
+def expired_puts(aggregate, updates, time: Optional[int]) -> int:
+    """How many of a record's ``updates`` (``(start, ...)``) of the time-windowed ``aggregate`` (a
+    :class:`~.windows.TimeWindowAggregate`) its store drops, ``time`` being the store's time before them: in
+    memory, a window starting at or before ``time - retention``; in RocksDB, one in a segment before the
+    segment of ``time - retention`` (``AbstractSegments.getOrCreateSegmentIfLive``). None with the DSL's
+    retention (an open window starts after the cut); not counted where the store's time is kept otherwise
+    (emitting on window close, a store a processor names: :mod:`.user_dsl_window_store`)."""
+    if time is None or aggregate.emit_on_close or aggregate.observes_store_time:
+        return 0
+    cut = time - aggregate.retention
+    if aggregate.store_in_memory:
+        return sum(1 for start, *_ in updates if start <= cut)
+    interval = dsl_segment_interval(aggregate.retention)  # Stores.persistent*WindowStore's, as the DSL's own
+    return sum(1 for start, *_ in updates if start // interval < _java_division(cut, interval))
+
+
+def _java_division(dividend: int, divisor: int) -> int:
+    """``dividend / divisor`` as Java's long division (towards zero; a cut before 0 is segment 0)."""
+    return -(-dividend // divisor) if dividend < 0 else dividend // divisor
 
 
 def unmodeled_short_retention(factory, store, subtopology, cached: bool) -> Optional[str]:

@@ -55,7 +55,7 @@ from dagster_kstreams.processors.base import register
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.processors.state import ABSENT
-from dagster_kstreams.processors.supplier_retention import store_time
+from dagster_kstreams.processors.supplier_retention import expired_puts, store_time
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.processors.user_dsl_window_store import observed_time_key
 from dagster_kstreams.processors.user_time_store import NO_TIME
@@ -143,7 +143,7 @@ class _WindowAggregate(WindowedTable):
             )
         finally:
             self._in_record = False
-        for _ in range(dropped):
+        for _ in range(dropped + expired_puts(self, updates, self._store_time(context, state))):
             out.append(DROPPED_LATE_TOPIC, None, None)
         self._wrote(updates, store, state)
         state.values[slot] = store if store else ABSENT
