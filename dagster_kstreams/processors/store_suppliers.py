@@ -6,7 +6,9 @@ Every DSL store is kept in Spark's state store whatever its supplier; what a sup
 Kafka Streams, the runner follows or refuses:
 
 * its name names the store (the topology layer), and a windowed aggregation's store keeps the
-  supplier's retention (a processor reading the store sees it);
+  supplier's retention (a processor reading the store sees it), a time-windowed one's cut by the store's
+  time, so a supplier kept less than its windows stay open drops them as Kafka Streams' does
+  (:mod:`.supplier_retention`);
 * a join's window stores: Kafka Streams checks they match the join's windows exactly, so they hold
   what the DSL's own would; in memory or RocksDB, a join reads one key's records by time either way,
   but an in-memory store drops a put at or below its observed time minus retention where RocksDB's
@@ -14,8 +16,12 @@ Kafka Streams, the runner follows or refuses:
 * a key-value store iterates by the key's bytes in memory as in RocksDB;
 * refused, naming the processor and the store: a windowed aggregation's supplier whose retention is
   below what keeps its open windows (Kafka Streams checks only the ``Materialized`` retention; its
-  store then drops windows still open), whose window size is not the windows' (the ``Windowed`` keys
-  its reads make end elsewhere) or that retains duplicates (each update a new entry);
+  store then drops windows still open) but for a time-windowed aggregation emitting on update, uncached,
+  that no processor reads and no cogroup shares (:func:`~.supplier_retention.unmodeled_short_retention`
+  says why the others stay refused), whose window size is not the windows' (the ``Windowed`` keys its
+  reads make end elsewhere), that retains duplicates (each update a new entry), or a plain RocksDB
+  window store of an aggregation emitting on update (it keeps no timestamps: Kafka Streams reads each
+  window back with timestamp -1; ``Stores.persistent_timestamped_window_store`` keeps them);
 * a time- or sliding-windowed aggregation emitting on window close from a store kept in memory (a
   supplier's, ``with_store_type("in_memory")``, ``default.dsl.store=in_memory``): Kafka Streams' in-memory
   DSL suppliers ignore the emit strategy, and ``InMemoryWindowStore.fetchAll`` returns the closed windows
