@@ -40,7 +40,7 @@ OUTPUT_KEYS = {
     "out-stream-held": None, "out-kept-held": None, "out-join-held-joined": None, "out-join-held-sums": None,
     "out-held-filtered-sums": None, "out-join-held-twice": None, "out-stream-held-twice": None,
     "out-hopping-closed-memory": 10, "out-sliding-closed-memory": 10, "out-hopping-closed-memory-20": 10,
-    "out-short-kept-memory": 10, "out-short-kept-rocksdb": 10,
+    "out-short-kept-memory": 10, "out-short-kept-rocksdb": 10, "out-other-size": None,
 }
 OUTPUTS = tuple(OUTPUT_KEYS)
 # A time limit that never comes (SuppressScenarioTest's Long.MAX_VALUE is beyond a timedelta).
@@ -170,6 +170,11 @@ def _stream_windows(builder: StreamsBuilder, topics: dict[str, str]) -> None:
         _stamped(grouped.windowed_by(TimeWindows.of_size_and_grace(_ms(10), _ms(90)).advance_by(_ms(5)))
                  .aggregate(lambda: "", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
                             _uncached(supplier(output[4:], _ms(32), _ms(10), False))), topics[output], windowed(10))
+    # A store from a supplier of windows of 20 ms for windows of 10 ms: the updates forwarded end at start + 10.
+    grouped.windowed_by(TimeWindows.of_size_and_grace(_ms(10), _ms(90)).advance_by(_ms(5))) \
+        .count(_uncached(Stores.in_memory_window_store("other-size", _ms(100), _ms(20), False))) \
+        .to_stream(lambda window, count: f"{window.key}@{window.window.start}-{window.window.end}") \
+        .process_values(StampValues).to(topics["out-other-size"], Produced.with_(Serdes.String(), Serdes.String()))
 
 
 def _table_aggregations(builder: StreamsBuilder, topics: dict[str, str]) -> None:

@@ -30,7 +30,10 @@ too, out of order as they come. Emitting on window close from stores kept in mem
 in-memory DSL suppliers ignore the emit strategy, so it emits from a plain InMemoryWindowStore): hopping
 windows from a supplier's store kept exactly size + grace (which never emits: each window is gone when it
 closes) and kept 20 ms (a window stream time jumped 20 ms past is gone), sliding windows from
-``with_store_type("in_memory")``.
+``with_store_type("in_memory")``. Stores from suppliers of ours too: hopping windows from stores kept 32 ms,
+less than they stay open, in memory and in timestamped RocksDB (records late within the grace find their
+windows gone, or still there where stream time minus 32 ms would have cut them), and from a supplier of
+windows of 20 ms for windows of 10 ms (the windows forwarded are the aggregation's: their keys show the end).
 
 Other readers of a suppressed table stay refused when defined (a unit test below keeps them refused by
 name): a suppressed windowed table joined, a foreign-key join of a suppressed table. No
@@ -74,7 +77,7 @@ cloudpickle.register_pickle_by_value(kstreams_window_scenarios_topology)
 
 PARTITIONS = 2
 FOREVER = {"retention.ms": "-1"}  # the scenarios' timestamps are near the epoch
-REKEYED = ("out-windowed-keys",)  # outputs whose keys are no longer their task's
+REKEYED = ("out-windowed-keys", "out-other-size")  # outputs whose keys are no longer their task's
 
 
 def _in_partition(stem: str, partition: int) -> str:
@@ -287,6 +290,11 @@ def test_kafka_streams_window_scenarios_on_spark_match_kafka_streams(scenario_ru
         assert ((short[0], 2530, 2540), "+33+36|t2536") in theirs[output, 0]
         assert ((short[1], 2540, 2550), "+null+44|t2545") in theirs[output, 1]
         assert ((short[1], 2540, 2550), "+46|t2546") in theirs[output, 1]
+    # A supplier of windows of 20 ms for windows of 10 ms: the windows forwarded are the aggregation's.
+    other_size = [key for partition in range(PARTITIONS) for keys in theirs["out-other-size", partition].values()
+                  for key, _ in keys]
+    assert other_size and all(int(key.rsplit("-", 1)[1]) - int(key.rsplit("@", 1)[1].split("-")[0]) == 10
+                              for key in other_size)
     different = sorted(key for key in theirs if ours.get(key) != theirs[key])
     assert not different, {key: (theirs[key], ours.get(key)) for key in different[:3]}
     assert set(ours) == set(theirs)

@@ -8,7 +8,7 @@ Kafka Streams, the runner follows or refuses:
 * its name names the store (the topology layer), and a windowed aggregation's store keeps the
   supplier's retention (a processor reading the store sees it), a time-windowed one's cut by the store's
   time, so a supplier kept less than its windows stay open drops them as Kafka Streams' does
-  (:mod:`.supplier_retention`);
+  (:mod:`.supplier_shape`);
 * a join's window stores: Kafka Streams checks they match the join's windows exactly, so they hold
   what the DSL's own would; in memory or RocksDB, a join reads one key's records by time either way,
   but an in-memory store drops a put at or below its observed time minus retention where RocksDB's
@@ -17,9 +17,10 @@ Kafka Streams, the runner follows or refuses:
 * refused, naming the processor and the store: a windowed aggregation's supplier whose retention is
   below what keeps its open windows (Kafka Streams checks only the ``Materialized`` retention; its
   store then drops windows still open) but for a time-windowed aggregation emitting on update, uncached,
-  that no processor reads and no cogroup shares (:func:`~.supplier_retention.unmodeled_short_retention`
+  that no processor reads and no cogroup shares (:func:`~.supplier_shape.unmodeled_short_retention`
   says why the others stay refused), whose window size is not the windows' (the ``Windowed`` keys its
-  reads make end elsewhere), that retains duplicates (each update a new entry), or a plain RocksDB
+  reads and its cache's flushes make end elsewhere) but for the same time-windowed aggregation, which shows
+  the store's size nowhere (:func:`~.supplier_shape.unmodeled_window_size`), that retains duplicates (each update a new entry), or a plain RocksDB
   window store of an aggregation emitting on update (it keeps no timestamps: Kafka Streams reads each
   window back with timestamp -1; ``Stores.persistent_timestamped_window_store`` keeps them);
 * a time- or sliding-windowed aggregation emitting on window close from a store kept in memory (a
@@ -42,7 +43,7 @@ from typing import Callable
 
 from dagster_kstreams.processors.aggregations import read_by_user_processor
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
-from dagster_kstreams.processors.supplier_retention import unmodeled_short_retention
+from dagster_kstreams.processors.supplier_shape import unmodeled_short_retention, unmodeled_window_size
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_CLOSE
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.window_store_settings import windows_minimum_retention
@@ -103,10 +104,10 @@ def _check_aggregation_supplier(factory, store, subtopology, cached: bool) -> No
             "last record's, not the largest): not modeled by the Spark runner yet (Stores."
             "persistent_timestamped_window_store keeps them)")
     size = windows.time_difference_ms if isinstance(windows, SlidingWindows) else windows.size_ms
-    if supplier.window_size_ms != size:
+    unmodeled = unmodeled_window_size(factory, store, subtopology, cached)
+    if supplier.window_size_ms != size and unmodeled:
         raise UnsupportedTopologyError(
-            f"{where} has a window size of {supplier.window_size_ms} ms, not the windows' {size} ms: not modeled "
-            "by the Spark runner yet")
+            f"{where} has a window size of {supplier.window_size_ms} ms, not the windows' {size} ms, {unmodeled}")
     if supplier.retain_duplicates:
         raise UnsupportedTopologyError(
             f"{where} retains duplicates (each update a new entry): not modeled by the Spark runner yet")

@@ -6,7 +6,7 @@ State
     A key's windows are one state slot of the task's state row for that key: ``{window_start: (aggregate,
     timestamp)}`` (Kafka Streams' window store holds the same: the aggregate and the largest timestamp of the
     records in it). A window whose start is at or before ``store time - retention`` is dropped when its key is next
-    processed (:func:`.supplier_retention.store_time`). Retention: the store's (size + grace unless ``Materialized``
+    processed (:func:`.supplier_shape.store_time`). Retention: the store's (size + grace unless ``Materialized``
     or a supplier sets another); for sliding windows at least 3 x time difference + grace + 1, the oldest window a
     record still within reach reads (not on window close: see Emission). A store a user processor names keeps its
     own retention and expires by Kafka Streams' observed time instead (the largest window start put into it), for
@@ -55,7 +55,7 @@ from dagster_kstreams.processors.base import register
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.processors.state import ABSENT
-from dagster_kstreams.processors.supplier_retention import expired_puts, store_time
+from dagster_kstreams.processors.supplier_shape import expired_puts, store_time
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.processors.user_dsl_window_store import observed_time_key
 from dagster_kstreams.processors.user_time_store import NO_TIME

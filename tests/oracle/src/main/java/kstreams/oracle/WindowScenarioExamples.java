@@ -62,7 +62,7 @@ public final class WindowScenarioExamples {
         "out-stream-held", "out-kept-held", "out-join-held-joined", "out-join-held-sums",
         "out-held-filtered-sums", "out-join-held-twice", "out-stream-held-twice", "out-hopping-closed-memory",
         "out-sliding-closed-memory", "out-hopping-closed-memory-20", "out-short-kept-memory",
-        "out-short-kept-rocksdb");
+        "out-short-kept-rocksdb", "out-other-size");
     // SuppressScenarioTest's Long.MAX_VALUE, as the twin can say it (a timedelta ends sooner).
     static final Duration NEVER = Duration.ofDays(100 * 365);
 
@@ -203,6 +203,14 @@ public final class WindowScenarioExamples {
                 .aggregate(() -> "", (key, value, agg) -> agg + "+" + orNull(value),
                     Materialized.<String, String>as(supplier).withCachingDisabled()), out.get(36 + i), windowed(10));
         }
+        // A store from a supplier of windows of 20 ms for windows of 10 ms: the updates forwarded end at start + 10.
+        grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(10), Duration.ofMillis(90))
+                .advanceBy(Duration.ofMillis(5)))
+            .count(Materialized.<String, Long>as(Stores.inMemoryWindowStore("other-size", Duration.ofMillis(100),
+                Duration.ofMillis(20), false)).withCachingDisabled())
+            .toStream((window, count) -> window.key() + "@" + window.window().start() + "-" + window.window().end())
+            .processValues(() -> new StampAny<String, Long>())
+            .to(out.get(38), Produced.with(Serdes.String(), Serdes.String()));
 
         KTable<String, String> table = builder.table(tables,
             WindowScenarioExamples.<KeyValueStore<Bytes, byte[]>, String>uncached("tables-store"));

@@ -1,5 +1,5 @@
 """A time-windowed aggregation whose store's supplier keeps less than its windows stay open
-(:mod:`dagster_kstreams.processors.supplier_retention`): the runner's reads against a model of Kafka
+(:mod:`dagster_kstreams.processors.supplier_shape`): the runner's reads against a model of Kafka
 Streams' store (its observed time, its fetch cut, its dropped puts) on any input (hypothesis), and what
 the runner takes and still refuses, by name. Compared with Kafka Streams in
 tests/test_equivalence_kstreams_window_scenarios.py (out-short-kept-*)."""
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from dagster_kstreams.orchestration.app import check_runnable
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
-from dagster_kstreams.processors.supplier_retention import expired_puts, store_time
+from dagster_kstreams.processors.supplier_shape import expired_puts, store_time
 from dagster_kstreams.processors.window_store import expire, process_time_windows
 from dagster_kstreams.topology import (
     EmitStrategy, Materialized, SessionWindows, SlidingWindows, Stores, StreamsBuilder, TimeWindows,
@@ -172,3 +172,28 @@ def test_the_runner_refuses_a_plain_rocksdb_store_which_keeps_no_timestamps():
                                                        "supplier is a plain RocksDB window store, which keeps no "
                                                        "timestamps"):
         _runnable(_count(HOPPING, Stores.persistent_window_store("counts", 100 * MS, 10 * MS, False)))
+
+
+OTHER_SIZE = Stores.in_memory_window_store("counts", 100 * MS, 20 * MS, False)
+
+
+def test_the_runner_takes_a_time_windowed_store_of_another_window_size_uncached_on_update():
+    _runnable(_count(HOPPING, OTHER_SIZE))
+
+
+@pytest.mark.parametrize("topology, reason", [
+    (lambda: _count(HOPPING, OTHER_SIZE, cached=True), "with the record cache on"),
+    (lambda: _count(HOPPING, OTHER_SIZE, emit_on_close=True), "emitting on window close"),
+    (lambda: _count(HOPPING, OTHER_SIZE, read_by_processor=True), "read by a user processor"),
+    (lambda: _count(SlidingWindows.of_time_difference_and_grace(10 * MS, 80 * MS), OTHER_SIZE), "for sliding windows"),
+])
+def test_the_runner_still_refuses_a_store_of_another_window_size_naming_processor_and_store(topology, reason):
+    with pytest.raises(UnsupportedTopologyError, match="processor KSTREAM-AGGREGATE-0000000001: store counts's supplier "
+                                                       f"has a window size of 20 ms, not the windows' 10 ms, {reason}"):
+        _runnable(topology())
+
+
+def test_the_runner_still_refuses_a_cogroups_store_of_another_window_size():
+    with pytest.raises(UnsupportedTopologyError, match=r"processor COGROUPKSTREAM-AGGREGATE-\d+: store counts's supplier "
+                                                       r"has a window size of 20 ms, .*, as a cogroup's store"):
+        _runnable(_cogroup_count(OTHER_SIZE))

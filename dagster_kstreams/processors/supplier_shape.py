@@ -1,5 +1,8 @@
-"""The time a windowed aggregation's store expires its windows by, and a time-windowed aggregation whose
-store's supplier keeps less than its windows stay open (``Materialized.as_(Stores.in_memory_window_store(
+"""What a windowed aggregation's store supplier changes of its store that the runner follows: the time the
+store expires its windows by, a time-windowed aggregation whose store's supplier keeps less than its
+windows stay open (below), and one whose supplier has another window size (:func:`unmodeled_window_size`).
+
+A time-windowed aggregation whose store's supplier keeps less than its windows stay open (``Materialized.as_(Stores.in_memory_window_store(
 "counts", retention, size, False))`` or ``Stores.persistent_timestamped_window_store(...)`` with a retention
 below the windows' size plus grace: Kafka Streams checks only ``Materialized.with_retention`` against the
 windows, not a supplier's retention).
@@ -40,7 +43,7 @@ from dagster_kstreams.processors.window_store import dsl_segment_interval
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_CLOSE
 from dagster_kstreams.topology.windows import TimeWindows
 
-__all__ = ["store_time", "expired_puts", "unmodeled_short_retention"]
+__all__ = ["store_time", "expired_puts", "unmodeled_short_retention", "unmodeled_window_size"]
 
 
 def store_time(windows, stream_time: Optional[int]) -> Optional[int]:
@@ -88,4 +91,23 @@ def unmodeled_short_retention(factory, store, subtopology, cached: bool) -> Opti
         return "as a cogroup's store: not compared with Kafka Streams yet"
     if read_by_user_processor(subtopology, store.name):
         return "read by a user processor: not compared with Kafka Streams yet"
+    return None
+
+
+def unmodeled_window_size(factory, store, subtopology, cached: bool) -> Optional[str]:
+    """Why the runner does not model ``factory``'s aggregation over a supplier's store whose window size is not
+    the windows' (None: it does). Kafka Streams' stores use their size only to make ``Windowed`` keys of what
+    their iterators return (``WindowStoreIteratorWrapper``, ``InMemoryWindowStore``) and of what their cache
+    flushes (``MeteredWindowStore.setFlushListener``); a time-windowed aggregation emitting on update reads
+    and writes one window at a time and forwards, uncached, its own window: nothing shows the store's size."""
+    if not isinstance(factory.params["windows"], TimeWindows):
+        return "for sliding windows: not compared with Kafka Streams yet"
+    if cached:
+        return "with the record cache on (its flush forwards windows ending at their start plus the store's size)"
+    if factory.params.get("emit_strategy") == ON_WINDOW_CLOSE:
+        return "emitting on window close (it forwards the windows the store's fetchAll makes, of the store's size)"
+    if factory.params.get("cogroup"):
+        return "as a cogroup's store: not compared with Kafka Streams yet"
+    if read_by_user_processor(subtopology, store.name):
+        return "read by a user processor (its ranges' windows end at their start plus the store's size)"
     return None
