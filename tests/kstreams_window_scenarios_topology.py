@@ -40,7 +40,7 @@ OUTPUT_KEYS = {
     "out-stream-held": None, "out-kept-held": None, "out-join-held-joined": None, "out-join-held-sums": None,
     "out-held-filtered-sums": None, "out-join-held-twice": None, "out-stream-held-twice": None,
     "out-hopping-closed-memory": 10, "out-sliding-closed-memory": 10, "out-hopping-closed-memory-20": 10,
-    "out-short-kept-memory": 10, "out-short-kept-rocksdb": 10, "out-other-size": None,
+    "out-short-kept-memory": 10, "out-short-kept-rocksdb": 10, "out-other-size": None, "out-short-kept-filtered": 10,
 }
 OUTPUTS = tuple(OUTPUT_KEYS)
 # A time limit that never comes (SuppressScenarioTest's Long.MAX_VALUE is beyond a timedelta).
@@ -175,6 +175,13 @@ def _stream_windows(builder: StreamsBuilder, topics: dict[str, str]) -> None:
         .count(_uncached(Stores.in_memory_window_store("other-size", _ms(100), _ms(20), False))) \
         .to_stream(lambda window, count: f"{window.key}@{window.window.start}-{window.window.end}") \
         .process_values(StampValues).to(topics["out-other-size"], Produced.with_(Serdes.String(), Serdes.String()))
+    # Kept 32 ms behind a filter: the aggregation keeps its own clocks, and the store's time (own_stream_time.py).
+    _stamped(events.filter(lambda key, value: value != "dropped")
+             .group_by_key(Grouped.with_(Serdes.String(), Serdes.String()))
+             .windowed_by(TimeWindows.of_size_and_grace(_ms(10), _ms(90)).advance_by(_ms(5)))
+             .aggregate(lambda: "", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
+                        _uncached(Stores.in_memory_window_store("short-kept-filtered", _ms(32), _ms(10), False))),
+             topics["out-short-kept-filtered"], windowed(10))
 
 
 def _table_aggregations(builder: StreamsBuilder, topics: dict[str, str]) -> None:

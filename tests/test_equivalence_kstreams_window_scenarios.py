@@ -31,8 +31,9 @@ in-memory DSL suppliers ignore the emit strategy, so it emits from a plain InMem
 windows from a supplier's store kept exactly size + grace (which never emits: each window is gone when it
 closes) and kept 20 ms (a window stream time jumped 20 ms past is gone), sliding windows from
 ``with_store_type("in_memory")``. Stores from suppliers of ours too: hopping windows from stores kept 32 ms,
-less than they stay open, in memory and in timestamped RocksDB (records late within the grace find their
-windows gone, or still there where stream time minus 32 ms would have cut them), and from a supplier of
+less than they stay open, in memory and in timestamped RocksDB, and in memory behind a filter (its own
+clocks; records late within the grace find their windows gone, or still there where stream time minus 32 ms
+would have cut them), and from a supplier of
 windows of 20 ms for windows of 10 ms (the windows forwarded are the aggregation's: their keys show the end).
 
 Other readers of a suppressed table stay refused when defined (a unit test below keeps them refused by
@@ -282,9 +283,10 @@ def test_kafka_streams_window_scenarios_on_spark_match_kafka_streams(scenario_ru
         key = _in_partition(f"A{partition}", partition)
         right_held = theirs["out-join-right-held", partition]
         assert (key, "(a,1)|t10014") in right_held and (key, "(b,2)|t10016") in right_held
-    # Stores kept 32 ms by their suppliers, in memory as in RocksDB: a late record's window gone from the store
-    # aggregates from nothing; one the store's time (2560, 2570) keeps, stream time (2563, 2573) would not.
-    for output in ("out-short-kept-memory", "out-short-kept-rocksdb"):
+    # Stores kept 32 ms by their suppliers, in memory as in RocksDB (and behind a filter): a late record's window
+    # gone from the store aggregates from nothing; one the store's time (2560, 2570) keeps, stream time (2563,
+    # 2573) would not.
+    for output in ("out-short-kept-memory", "out-short-kept-rocksdb", "out-short-kept-filtered"):
         short = {partition: _in_partition(f"short{partition}", partition) for partition in range(PARTITIONS)}
         assert ((short[0], 2505, 2515), "+12|t2512") in theirs[output, 0]
         assert ((short[0], 2530, 2540), "+33+36|t2536") in theirs[output, 0]

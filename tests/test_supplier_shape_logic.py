@@ -50,7 +50,7 @@ def _kafka_streams_updates(windows: TimeWindows, retention: int, records) -> lis
 def _runner_updates(windows: TimeWindows, retention: int, records) -> list:
     """The runner's: one key's windows expired by :func:`store_time` of the stream time after each record."""
     stream_time, store, out, dropped = None, {}, [], 0
-    aggregate = SimpleNamespace(retention=retention, store_in_memory=True, emit_on_close=False,
+    aggregate = SimpleNamespace(windows=windows, retention=retention, store_in_memory=True, emit_on_close=False,
                                 observes_store_time=False)
     for timestamp in records:
         stream_time = timestamp if stream_time is None else max(stream_time, timestamp)
@@ -83,7 +83,8 @@ def test_a_rocksdb_store_drops_a_put_only_into_a_segment_before_the_cuts():
     """Segments of a minute (``max(retention / 2, 60 s)``), kept 11 s: at store time 62 s (cut 51 s) a put at
     50 s goes into the live segment 0 (not returned, but kept); at 72 s (cut 61 s, segment 1) the puts at 58 s
     and 59 s go into the expired segment 0 and are dropped, the one at 60 s is kept. In memory, 50 s is dropped."""
-    aggregate = SimpleNamespace(retention=11_000, store_in_memory=False, emit_on_close=False, observes_store_time=False)
+    aggregate = SimpleNamespace(windows=HOPPING, retention=11_000, store_in_memory=False, emit_on_close=False,
+                                observes_store_time=False)
     assert expired_puts(aggregate, [(50_000,), (58_000,)], 62_000) == 0
     assert expired_puts(aggregate, [(58_000,), (59_000,), (60_000,)], 72_000) == 2
     assert expired_puts(SimpleNamespace(**{**vars(aggregate), "store_in_memory": True}), [(50_000,)], 62_000) == 1
@@ -162,7 +163,8 @@ def test_the_runner_still_refuses_a_short_kept_session_or_cogroup_store():
         .to_stream().to("out")
     with pytest.raises(UnsupportedTopologyError, match=f"{WHERE} .*, for sliding or session windows"):
         _runnable(sessions.build())
-    with pytest.raises(UnsupportedTopologyError, match=r"processor COGROUPKSTREAM-AGGREGATE-\d+: store counts's supplier "
+    with pytest.raises(UnsupportedTopologyError, match=r"processor COGROUPKSTREAM-AGGREGATE-\d+: store counts's "
+                                                       r"supplier "
                                                        r"keeps 32 ms, .*, as a cogroup's store"):
         _runnable(_cogroup_count(SHORT))
 
@@ -188,12 +190,14 @@ def test_the_runner_takes_a_time_windowed_store_of_another_window_size_uncached_
     (lambda: _count(SlidingWindows.of_time_difference_and_grace(10 * MS, 80 * MS), OTHER_SIZE), "for sliding windows"),
 ])
 def test_the_runner_still_refuses_a_store_of_another_window_size_naming_processor_and_store(topology, reason):
-    with pytest.raises(UnsupportedTopologyError, match="processor KSTREAM-AGGREGATE-0000000001: store counts's supplier "
-                                                       f"has a window size of 20 ms, not the windows' 10 ms, {reason}"):
+    with pytest.raises(UnsupportedTopologyError, match="processor KSTREAM-AGGREGATE-0000000001: store counts's "
+                                                       f"supplier has a window size of 20 ms, not the windows' 10 ms, "
+                                                       f"{reason}"):
         _runnable(topology())
 
 
 def test_the_runner_still_refuses_a_cogroups_store_of_another_window_size():
-    with pytest.raises(UnsupportedTopologyError, match=r"processor COGROUPKSTREAM-AGGREGATE-\d+: store counts's supplier "
+    with pytest.raises(UnsupportedTopologyError, match=r"processor COGROUPKSTREAM-AGGREGATE-\d+: store counts's "
+                                                       r"supplier "
                                                        r"has a window size of 20 ms, .*, as a cogroup's store"):
         _runnable(_cogroup_count(OTHER_SIZE))

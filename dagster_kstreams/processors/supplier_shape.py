@@ -2,10 +2,10 @@
 store expires its windows by, a time-windowed aggregation whose store's supplier keeps less than its
 windows stay open (below), and one whose supplier has another window size (:func:`unmodeled_window_size`).
 
-A time-windowed aggregation whose store's supplier keeps less than its windows stay open (``Materialized.as_(Stores.in_memory_window_store(
-"counts", retention, size, False))`` or ``Stores.persistent_timestamped_window_store(...)`` with a retention
-below the windows' size plus grace: Kafka Streams checks only ``Materialized.with_retention`` against the
-windows, not a supplier's retention).
+A time-windowed aggregation whose store's supplier keeps less than its windows stay open
+(``Materialized.as_(Stores.in_memory_window_store("counts", retention, size, False))`` or
+``Stores.persistent_timestamped_window_store(...)`` with a retention below the windows' size plus grace:
+Kafka Streams checks only ``Materialized.with_retention`` against the windows, not a supplier's retention).
 
 What Kafka Streams 4.3.1 does with it: ``KStreamWindowAggregate`` reads each window of a record with
 ``windowStore.fetch(key, windowStart)`` and puts the new aggregate back. Both stores a supplier builds
@@ -56,13 +56,15 @@ def store_time(windows, stream_time: Optional[int]) -> Optional[int]:
 
 
 def expired_puts(aggregate, updates, time: Optional[int]) -> int:
-    """How many of a record's ``updates`` (``(start, ...)``) of the time-windowed ``aggregate`` (a
-    :class:`~.windows.TimeWindowAggregate`) its store drops, ``time`` being the store's time before them: in
+    """How many of a record's ``updates`` (``(start, ...)``) of the windowed ``aggregate`` (a
+    :class:`~.windows.TimeWindowAggregate`; sliding windows': none, their runner keeps a wider retention) its
+    store drops, ``time`` being the store's time before them: in
     memory, a window starting at or before ``time - retention``; in RocksDB, one in a segment before the
     segment of ``time - retention`` (``AbstractSegments.getOrCreateSegmentIfLive``). None with the DSL's
     retention (an open window starts after the cut); not counted where the store's time is kept otherwise
     (emitting on window close, a store a processor names: :mod:`.user_dsl_window_store`)."""
-    if time is None or aggregate.emit_on_close or aggregate.observes_store_time:
+    if (time is None or not isinstance(aggregate.windows, TimeWindows) or aggregate.emit_on_close
+            or aggregate.observes_store_time):
         return 0
     cut = time - aggregate.retention
     if aggregate.store_in_memory:
