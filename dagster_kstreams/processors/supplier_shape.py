@@ -24,15 +24,15 @@ its end is past the stream time), and no record puts a later one. So the runner 
 it, key by key, with no task-level value (a retention that is not a multiple of the advance cuts a
 window the stream time minus the retention would keep). Kafka Streams cuts a record's reads by the
 store's time before the record, the runner by the one after it: the same reads, since a record that
-moves the time reads only its own windows, which end after it and so start after any cut (the retention
-is at least the size). With its own clocks (a cogroup's inputs, :mod:`.own_stream_time`) the aggregation
-keeps the store's time as the largest start written.
+moves the time reads only the windows holding its timestamp, which end after it and so start after
+either cut (the retention is at least the size). With its own clocks (a cogroup's inputs, one behind a
+filter: :mod:`.own_stream_time`) the aggregation keeps the store's time as the largest start written.
 
 Kafka Streams counts each put a store drops as a dropped record (``TaskMetrics.droppedRecordsSensor``): the
 runner counts them with the late records (:func:`expired_puts`).
 
 Not modeled yet, so refused when defined (:mod:`.store_suppliers`), each with why:
-:func:`unmodeled_short_retention`.
+:func:`unmodeled_short_retention`, :func:`unmodeled_window_size`.
 """
 from __future__ import annotations
 
