@@ -41,6 +41,7 @@ OUTPUT_KEYS = {
     "out-held-filtered-sums": None, "out-join-held-twice": None, "out-stream-held-twice": None,
     "out-hopping-closed-memory": 10, "out-sliding-closed-memory": 10, "out-hopping-closed-memory-20": 10,
     "out-short-kept-memory": 10, "out-short-kept-rocksdb": 10, "out-other-size": None, "out-short-kept-filtered": 10,
+    "out-duplicates": 10,
 }
 OUTPUTS = tuple(OUTPUT_KEYS)
 # A time limit that never comes (SuppressScenarioTest's Long.MAX_VALUE is beyond a timedelta).
@@ -182,6 +183,11 @@ def _stream_windows(builder: StreamsBuilder, topics: dict[str, str]) -> None:
              .aggregate(lambda: "", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
                         _uncached(Stores.in_memory_window_store("short-kept-filtered", _ms(32), _ms(10), False))),
              topics["out-short-kept-filtered"], windowed(10))
+    # An in-memory store retaining duplicates: it returns no window to the aggregation (each update from nothing).
+    _stamped(grouped.windowed_by(TimeWindows.of_size_and_grace(_ms(10), _ms(90)).advance_by(_ms(5)))
+             .aggregate(lambda: "", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
+                        _uncached(Stores.in_memory_window_store("duplicates", _ms(100), _ms(10), True))),
+             topics["out-duplicates"], windowed(10))
 
 
 def _table_aggregations(builder: StreamsBuilder, topics: dict[str, str]) -> None:

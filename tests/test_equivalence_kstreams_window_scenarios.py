@@ -34,7 +34,8 @@ closes) and kept 20 ms (a window stream time jumped 20 ms past is gone), sliding
 less than they stay open, in memory and in timestamped RocksDB, and in memory behind a filter (its own
 clocks; records late within the grace find their windows gone, or still there where stream time minus 32 ms
 would have cut them), and from a supplier of
-windows of 20 ms for windows of 10 ms (the windows forwarded are the aggregation's: their keys show the end).
+windows of 20 ms for windows of 10 ms (the windows forwarded are the aggregation's: their keys show the end),
+and from an in-memory store retaining duplicates (it returns no window to the aggregation).
 
 Other readers of a suppressed table stay refused when defined (a unit test below keeps them refused by
 name): a suppressed windowed table joined, a foreign-key join of a suppressed table. No
@@ -292,6 +293,10 @@ def test_kafka_streams_window_scenarios_on_spark_match_kafka_streams(scenario_ru
         assert ((short[0], 2530, 2540), "+33+36|t2536") in theirs[output, 0]
         assert ((short[1], 2540, 2550), "+null+44|t2545") in theirs[output, 1]
         assert ((short[1], 2540, 2550), "+46|t2546") in theirs[output, 1]
+    # An in-memory store retaining duplicates returns no window: every update is one record's.
+    for partition in range(PARTITIONS):
+        updates = theirs["out-duplicates", partition]
+        assert updates and all(value.count("+") == 1 for _, value in updates), updates[:5]
     # A supplier of windows of 20 ms for windows of 10 ms: the windows forwarded are the aggregation's.
     other_size = [key for partition in range(PARTITIONS) for keys in theirs["out-other-size", partition].values()
                   for key, _ in keys]

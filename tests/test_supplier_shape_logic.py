@@ -201,3 +201,26 @@ def test_the_runner_still_refuses_a_cogroups_store_of_another_window_size():
                                                        r"supplier "
                                                        r"has a window size of 20 ms, .*, as a cogroup's store"):
         _runnable(_cogroup_count(OTHER_SIZE))
+
+
+DUPLICATES = Stores.in_memory_window_store("counts", 100 * MS, 10 * MS, True)
+
+
+def test_the_runner_takes_an_in_memory_store_retaining_duplicates_uncached_on_update():
+    _runnable(_count(HOPPING, DUPLICATES))
+
+
+@pytest.mark.parametrize("topology, reason", [
+    (lambda: _count(HOPPING, Stores.persistent_timestamped_window_store("counts", 100 * MS, 10 * MS, True)),
+     "in RocksDB"),
+    (lambda: _count(HOPPING, DUPLICATES, cached=True), "with the record cache on"),
+    (lambda: _count(HOPPING, DUPLICATES, emit_on_close=True), "emitting on window close"),
+    (lambda: _count(HOPPING, DUPLICATES, read_by_processor=True), "read by a user processor"),
+    (lambda: _count(SlidingWindows.of_time_difference_and_grace(10 * MS, 80 * MS), DUPLICATES), "for sliding windows"),
+    (lambda: _cogroup_count(DUPLICATES), "as a cogroup's store"),
+])
+def test_the_runner_still_refuses_a_store_retaining_duplicates_naming_processor_and_store(topology, reason):
+    with pytest.raises(UnsupportedTopologyError, match=r"processor (COGROUP)?KSTREAM-AGGREGATE-\d+: store counts's "
+                                                       rf"supplier retains duplicates \(each update a new entry\), "
+                                                       rf"{reason}"):
+        _runnable(topology())

@@ -20,7 +20,9 @@ Kafka Streams, the runner follows or refuses:
   that no processor reads and no cogroup shares (:func:`~.supplier_shape.unmodeled_short_retention`
   says why the others stay refused), whose window size is not the windows' (the ``Windowed`` keys its
   reads and its cache's flushes make end elsewhere) but for the same time-windowed aggregation, which shows
-  the store's size nowhere (:func:`~.supplier_shape.unmodeled_window_size`), that retains duplicates (each update a new entry), or a plain RocksDB
+  the store's size nowhere (:func:`~.supplier_shape.unmodeled_window_size`), that retains duplicates
+  (each update a new entry) but for the same aggregation's in-memory store, which returns it no window
+  (:func:`~.supplier_shape.unmodeled_duplicates`), or a plain RocksDB
   window store of an aggregation emitting on update (it keeps no timestamps: Kafka Streams reads each
   window back with timestamp -1; ``Stores.persistent_timestamped_window_store`` keeps them);
 * a time- or sliding-windowed aggregation emitting on window close from a store kept in memory (a
@@ -43,7 +45,8 @@ from typing import Callable
 
 from dagster_kstreams.processors.aggregations import read_by_user_processor
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
-from dagster_kstreams.processors.supplier_shape import unmodeled_short_retention, unmodeled_window_size
+from dagster_kstreams.processors.supplier_shape import (unmodeled_duplicates, unmodeled_short_retention,
+                                                        unmodeled_window_size)
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_CLOSE
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.window_store_settings import windows_minimum_retention
@@ -108,6 +111,6 @@ def _check_aggregation_supplier(factory, store, subtopology, cached: bool) -> No
     if supplier.window_size_ms != size and unmodeled:
         raise UnsupportedTopologyError(
             f"{where} has a window size of {supplier.window_size_ms} ms, not the windows' {size} ms, {unmodeled}")
-    if supplier.retain_duplicates:
-        raise UnsupportedTopologyError(
-            f"{where} retains duplicates (each update a new entry): not modeled by the Spark runner yet")
+    unmodeled = unmodeled_duplicates(factory, store, subtopology, cached)
+    if supplier.retain_duplicates and unmodeled:
+        raise UnsupportedTopologyError(f"{where} retains duplicates (each update a new entry), {unmodeled}")

@@ -1,6 +1,7 @@
 """What a windowed aggregation's store supplier changes of its store that the runner follows: the time the
 store expires its windows by, a time-windowed aggregation whose store's supplier keeps less than its
-windows stay open (below), and one whose supplier has another window size (:func:`unmodeled_window_size`).
+windows stay open (below), one whose supplier has another window size (:func:`unmodeled_window_size`), and
+one whose in-memory supplier retains duplicates (:func:`reads_nothing_back`).
 
 A time-windowed aggregation whose store's supplier keeps less than its windows stay open
 (``Materialized.as_(Stores.in_memory_window_store("counts", retention, size, False))`` or
@@ -43,7 +44,8 @@ from dagster_kstreams.processors.window_store import dsl_segment_interval
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_CLOSE
 from dagster_kstreams.topology.windows import TimeWindows
 
-__all__ = ["store_time", "expired_puts", "unmodeled_short_retention", "unmodeled_window_size"]
+__all__ = ["store_time", "expired_puts", "reads_nothing_back", "unmodeled_short_retention", "unmodeled_window_size",
+           "unmodeled_duplicates"]
 
 
 def store_time(windows, stream_time: Optional[int]) -> Optional[int]:
@@ -112,4 +114,32 @@ def unmodeled_window_size(factory, store, subtopology, cached: bool) -> Optional
         return "as a cogroup's store: not compared with Kafka Streams yet"
     if read_by_user_processor(subtopology, store.name):
         return "read by a user processor (its ranges' windows end at their start plus the store's size)"
+    return None
+
+
+def reads_nothing_back(store) -> bool:
+    """Whether a windowed aggregation's ``store`` returns none of its windows to the aggregation: an in-memory
+    supplier's that retains duplicates. ``InMemoryWindowStore.put`` then stores each window under its key and
+    a sequence number, and ``fetch(key, start)`` looks it up under the bare key: each record's windows aggregate
+    from the initializer (the puts still move the store's time and, below its cut, are dropped and counted)."""
+    supplier = store.supplier
+    return supplier is not None and supplier.retain_duplicates and not supplier.persistent
+
+
+def unmodeled_duplicates(factory, store, subtopology, cached: bool) -> Optional[str]:
+    """Why the runner does not model ``factory``'s aggregation over a supplier's store that retains duplicates
+    (None: it does)."""
+    if store.supplier.persistent:
+        return ("in RocksDB (RocksDBWindowStore.fetch looks a window up under the sequence number of the store's "
+                "last put, of any key: not modeled)")
+    if not isinstance(factory.params["windows"], TimeWindows):
+        return "for sliding windows: not compared with Kafka Streams yet"
+    if cached:
+        return "with the record cache on: not compared with Kafka Streams yet"
+    if factory.params.get("emit_strategy") == ON_WINDOW_CLOSE:
+        return "emitting on window close: not compared with Kafka Streams yet"
+    if factory.params.get("cogroup"):
+        return "as a cogroup's store: not compared with Kafka Streams yet"
+    if read_by_user_processor(subtopology, store.name):
+        return "read by a user processor: not compared with Kafka Streams yet"
     return None

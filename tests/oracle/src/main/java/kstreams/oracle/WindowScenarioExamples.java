@@ -62,7 +62,7 @@ public final class WindowScenarioExamples {
         "out-stream-held", "out-kept-held", "out-join-held-joined", "out-join-held-sums",
         "out-held-filtered-sums", "out-join-held-twice", "out-stream-held-twice", "out-hopping-closed-memory",
         "out-sliding-closed-memory", "out-hopping-closed-memory-20", "out-short-kept-memory",
-        "out-short-kept-rocksdb", "out-other-size", "out-short-kept-filtered");
+        "out-short-kept-rocksdb", "out-other-size", "out-short-kept-filtered", "out-duplicates");
     // SuppressScenarioTest's Long.MAX_VALUE, as the twin can say it (a timedelta ends sooner).
     static final Duration NEVER = Duration.ofDays(100 * 365);
 
@@ -219,6 +219,12 @@ public final class WindowScenarioExamples {
             .aggregate(() -> "", (key, value, agg) -> agg + "+" + orNull(value),
                 Materialized.<String, String>as(Stores.inMemoryWindowStore("short-kept-filtered", Duration.ofMillis(32),
                     Duration.ofMillis(10), false)).withCachingDisabled()), out.get(39), windowed(10));
+        // An in-memory store retaining duplicates.
+        stamped(grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(10), Duration.ofMillis(90))
+                .advanceBy(Duration.ofMillis(5)))
+            .aggregate(() -> "", (key, value, agg) -> agg + "+" + orNull(value),
+                Materialized.<String, String>as(Stores.inMemoryWindowStore("duplicates", Duration.ofMillis(100),
+                    Duration.ofMillis(10), true)).withCachingDisabled()), out.get(40), windowed(10));
 
         KTable<String, String> table = builder.table(tables,
             WindowScenarioExamples.<KeyValueStore<Bytes, byte[]>, String>uncached("tables-store"));
