@@ -42,6 +42,8 @@ OUTPUT_KEYS = {
     "out-hopping-closed-memory": 10, "out-sliding-closed-memory": 10, "out-hopping-closed-memory-20": 10,
     "out-session-closed-memory": "session", "out-session-closed-memory-default": "session",
     "out-hopping-closed-rocksdb": 10_000, "out-sliding-closed-rocksdb": 10_000,
+    "out-short-kept-memory": 10, "out-short-kept-rocksdb": 10, "out-other-size": None, "out-short-kept-filtered": 10,
+    "out-duplicates": 10,
 }
 OUTPUTS = tuple(OUTPUT_KEYS)
 # A time limit that never comes (SuppressScenarioTest's Long.MAX_VALUE is beyond a timedelta).
@@ -193,6 +195,31 @@ def _stream_windows(builder: StreamsBuilder, topics: dict[str, str]) -> None:
         _stamped(regrouped.windowed_by(windows).count(_uncached(store))
                  .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()).with_name(store + "-final")),
                  topics[output], windowed(OUTPUT_KEYS[output]))
+    # Stores from suppliers kept 32 ms, less than the windows stay open (size 10 + grace 90 ms), in memory and
+    # in RocksDB: a record late within the grace whose window starts at or before the store's time (the largest
+    # start put into it) minus 32 ms aggregates from nothing, and its put is not read again.
+    for output, supplier in (("out-short-kept-memory", Stores.in_memory_window_store),
+                             ("out-short-kept-rocksdb", Stores.persistent_timestamped_window_store)):
+        _stamped(grouped.windowed_by(TimeWindows.of_size_and_grace(_ms(10), _ms(90)).advance_by(_ms(5)))
+                 .aggregate(lambda: "", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
+                            _uncached(supplier(output[4:], _ms(32), _ms(10), False))), topics[output], windowed(10))
+    # A store from a supplier of windows of 20 ms for windows of 10 ms: the updates forwarded end at start + 10.
+    grouped.windowed_by(TimeWindows.of_size_and_grace(_ms(10), _ms(90)).advance_by(_ms(5))) \
+        .count(_uncached(Stores.in_memory_window_store("other-size", _ms(100), _ms(20), False))) \
+        .to_stream(lambda window, count: f"{window.key}@{window.window.start}-{window.window.end}") \
+        .process_values(StampValues).to(topics["out-other-size"], Produced.with_(Serdes.String(), Serdes.String()))
+    # Kept 32 ms behind a filter: the aggregation keeps its own clocks, and the store's time (own_stream_time.py).
+    _stamped(events.filter(lambda key, value: value != "dropped")
+             .group_by_key(Grouped.with_(Serdes.String(), Serdes.String()))
+             .windowed_by(TimeWindows.of_size_and_grace(_ms(10), _ms(90)).advance_by(_ms(5)))
+             .aggregate(lambda: "", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
+                        _uncached(Stores.in_memory_window_store("short-kept-filtered", _ms(32), _ms(10), False))),
+             topics["out-short-kept-filtered"], windowed(10))
+    # An in-memory store retaining duplicates: it returns no window to the aggregation (each update from nothing).
+    _stamped(grouped.windowed_by(TimeWindows.of_size_and_grace(_ms(10), _ms(90)).advance_by(_ms(5)))
+             .aggregate(lambda: "", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
+                        _uncached(Stores.in_memory_window_store("duplicates", _ms(100), _ms(10), True))),
+             topics["out-duplicates"], windowed(10))
 
 
 def _table_aggregations(builder: StreamsBuilder, topics: dict[str, str]) -> None:

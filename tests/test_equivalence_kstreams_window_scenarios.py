@@ -37,7 +37,12 @@ time-ordered store; a session stream time jumped 20 ms past is gone, 19 ms is no
 RocksDB suppliers' stores (ours: Kafka Streams emits from the supplier's segmented store, segment by segment,
 then by key, then start), hopping and sliding windows of seconds kept 60 s, on records last in each partition:
 two keys whose byte order is not their windows' start order, windows in up to four segments, and a window the
-store's retention cuts before it closes.
+store's retention cuts before it closes. Stores from suppliers of ours too: hopping windows from stores kept
+32 ms, less than they stay open, in memory and in timestamped RocksDB, and in memory behind a filter (its own
+clocks; records late within the grace find their windows gone, or still there where stream time minus 32 ms
+would have cut them), and from a supplier of windows of 20 ms for windows of 10 ms (the windows forwarded are
+the aggregation's: their keys show the end), and from an in-memory store retaining duplicates (it returns no
+window to the aggregation).
 
 Other readers of a suppressed table stay refused when defined (a unit test below keeps them refused by
 name): a suppressed windowed table joined, a foreign-key join of a suppressed table. No
@@ -81,7 +86,7 @@ cloudpickle.register_pickle_by_value(kstreams_window_scenarios_topology)
 
 PARTITIONS = 2
 FOREVER = {"retention.ms": "-1"}  # the scenarios' timestamps are near the epoch
-REKEYED = ("out-windowed-keys",)  # outputs whose keys are no longer their task's
+REKEYED = ("out-windowed-keys", "out-other-size")  # outputs whose keys are no longer their task's
 
 
 def _in_partition(stem: str, partition: int) -> str:
@@ -123,6 +128,13 @@ def _events() -> list[tuple]:
     records += _records(0, "expire", [(str(t), t) for t in (100, 0, 1, 2, 3, 4, 5, 6, 105, 106)], 2_000)
     records += _records(1, "expire", [("100", 200), *((str(t - 100), t) for t in range(100, 106)), ("6", 15),
                                       ("101", 300)], 2_000)
+    # Stores kept 32 ms by their suppliers, less than the windows (10 ms, grace 90 ms) stay open: records late
+    # within the grace into windows the stores no longer return, into one they still do (started after the store's
+    # time, the last start, minus 32 ms, though not after stream time minus 32 ms), a null value.
+    records += _records(0, "short", [(str(t), t) for t in (10, 11, 60, 12, 13, 61)] + [(None, 14)]
+                        + [(str(t), t) for t in (63, 33, 36, 36)], 2_500)
+    records += _records(1, "short", [(str(t), t) for t in (20, 70, 21, 22, 73)] + [(None, 45)]
+                        + [(str(t), t) for t in (44, 105, 46, 100)], 2_500)
     # Sessions: SuppressScenarioTest's (gap 5), the processor test's merges (its gap of 5 minutes made 5 ms)
     # and its late record with a grace of 1 ms.
     for stem, time in (("k1-", 0), ("k1-", 5), ("k1-", 1), ("k2-", 11), ("k1-", 5), ("k1-", 30)):
@@ -313,6 +325,24 @@ def test_kafka_streams_window_scenarios_on_spark_match_kafka_streams(scenario_ru
         key = _in_partition(f"A{partition}", partition)
         right_held = theirs["out-join-right-held", partition]
         assert (key, "(a,1)|t10014") in right_held and (key, "(b,2)|t10016") in right_held
+    # Stores kept 32 ms by their suppliers, in memory as in RocksDB (and behind a filter): a late record's window
+    # gone from the store aggregates from nothing; one the store's time (2560, 2570) keeps, stream time (2563,
+    # 2573) would not.
+    for output in ("out-short-kept-memory", "out-short-kept-rocksdb", "out-short-kept-filtered"):
+        short = {partition: _in_partition(f"short{partition}", partition) for partition in range(PARTITIONS)}
+        assert ((short[0], 2505, 2515), "+12|t2512") in theirs[output, 0]
+        assert ((short[0], 2530, 2540), "+33+36|t2536") in theirs[output, 0]
+        assert ((short[1], 2540, 2550), "+null+44|t2545") in theirs[output, 1]
+        assert ((short[1], 2540, 2550), "+46|t2546") in theirs[output, 1]
+    # An in-memory store retaining duplicates returns no window: every update is one record's.
+    for partition in range(PARTITIONS):
+        updates = theirs["out-duplicates", partition]
+        assert updates and all(value.count("+") == 1 for _, value in updates), updates[:5]
+    # A supplier of windows of 20 ms for windows of 10 ms: the windows forwarded are the aggregation's.
+    other_size = [key for partition in range(PARTITIONS) for keys in theirs["out-other-size", partition].values()
+                  for key, _ in keys]
+    assert other_size and all(int(key.rsplit("-", 1)[1]) - int(key.rsplit("@", 1)[1].split("-")[0]) == 10
+                              for key in other_size)
     different = sorted(key for key in theirs if ours.get(key) != theirs[key])
     assert not different, {key: (theirs[key], ours.get(key)) for key in different[:3]}
     assert set(ours) == set(theirs)

@@ -3,13 +3,16 @@
 One topology (tests/oracle WindowExamples.java; Python twin window_examples) holds a tumbling
 count with grace, a hopping aggregate without grace (a record may be late for one of its
 windows only), a count over TimeWindows after group_by (a repartition topic: record timestamps
-travel in a header) and a sliding-window reduce on a second input. Both inputs have two
+travel in a header), a hopping count whose store's supplier keeps less than its windows stay open
+(a late record finds windows gone: they count from nothing again; the puts they drop are counted)
+and a sliding-window reduce on a second input. Both inputs have two
 partitions; records come out of order (within grace and far beyond it), with null keys and
 null values. Kafka Streams 4.3.1 runs it once; our tasks run the twin.
 
 Compared: the last value per windowed key of every output topic (read with Kafka's
-time-windowed key format), every window store, and the late records: ours counted per
-(record, closed window) equal Kafka Streams' dropped-records-total minus the records it skipped
+time-windowed key format), every update of the outputs without a record cache, every window store
+(but the supplier's), and the late records: ours counted per
+(record, closed window), and per put a store drops, equal Kafka Streams' dropped-records-total minus the records it skipped
 for a null key (each time window aggregation of the events) or a null key or value (sliding).
 """
 
@@ -30,7 +33,7 @@ from dagster_kstreams.kafka.records import final_values, read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology.consumed_produced import Produced
 from dagster_kstreams.topology.materialized import Materialized
-from dagster_kstreams.topology import StreamsBuilder
+from dagster_kstreams.topology import Stores, StreamsBuilder
 from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
 from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
 
@@ -45,7 +48,9 @@ INPUTS = ("events", "slides")
 OUTPUTS = {  # name: (window size, value decoder)
     "out-tumbling": (10_000, "long"), "out-hopping": (10_000, "string"),
     "out-sliding": (5_000, "string"), "out-regrouped": (20_000, "long"), "out-uncached": (10_000, "long"),
+    "out-short-kept": (10_000, "long"),
 }
+EVERY_UPDATE = ("out-uncached", "out-short-kept")  # the outputs without a record cache
 
 
 def window_examples(topics: dict[str, str]) -> StreamsBuilder:
@@ -67,6 +72,14 @@ def window_examples(topics: dict[str, str]) -> StreamsBuilder:
         .windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=5))) \
         .count(Materialized.as_("uncached-count").with_caching_disabled()).to_stream() \
         .to(topics["out-uncached"], windowed(10_000))
+    # A store from a supplier kept 11 s, less than its windows stay open (10 s + grace 5 s): a late record's
+    # windows at or before the store's time (its last window start) minus 11 s count from nothing again.
+    events.group_by_key() \
+        .windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=5))
+                     .advance_by(timedelta(seconds=2))) \
+        .count(Materialized.as_(Stores.in_memory_window_store("short-kept-count", timedelta(seconds=11),
+                                                              timedelta(seconds=10), False)).with_caching_disabled()) \
+        .to_stream().to(topics["out-short-kept"], windowed(10_000))
     builder.stream(topics["slides"]).group_by_key() \
         .windowed_by(SlidingWindows.of_time_difference_and_grace(timedelta(seconds=5), timedelta(seconds=3))) \
         .reduce(lambda agg, value: f"{agg}+{value}", Materialized.as_("sliding-reduce")) \
@@ -130,18 +143,18 @@ def _results(bootstrap: str, topics: dict[str, str]) -> dict:
             windowed = serde.deserialize(record.key)
             placed.setdefault((windowed.key, windowed.window.start), set()).add(record.partition)
         result[f"{name}/partitions"] = placed
-        if name == "out-uncached":
+        if name in EVERY_UPDATE:
             updates: dict = {}
             for record in sorted(records, key=lambda r: (r.partition, r.offset)):
                 windowed = serde.deserialize(record.key)
                 updates.setdefault((windowed.key, windowed.window.start), []).append(decode(record.value))
-            result["out-uncached/updates"] = updates
+            result[f"{name}/updates"] = updates
     return result
 
 
 def _null_skips(records: dict[str, list[tuple]]) -> int:
     """Records Kafka Streams' windowed processors skip (and count as dropped) for null keys/values."""
-    events = sum(1 for key, _, _ in records["events"] if key is None) * 3  # tumbling (twice) and hopping
+    events = sum(1 for key, _, _ in records["events"] if key is None) * 4  # tumbling (twice), hopping (twice)
     slides = sum(1 for key, value, _ in records["slides"] if key is None or value is None)
     return events + slides
 
@@ -188,7 +201,9 @@ def _assert_same(expected_run, ours: dict, stores: dict, dropped_late: int) -> N
         assert set(ours[name]) == set(expected[name]), name
         assert ours[name] == expected[name], name
         assert ours[f"{name}/partitions"] == expected[f"{name}/partitions"], name
-    assert ours["out-uncached/updates"] == expected["out-uncached/updates"]  # every update, as they came
+    for name in EVERY_UPDATE:
+        assert ours[f"{name}/updates"] == expected[f"{name}/updates"], name  # every update, as they came
+    # Kafka Streams counts the puts a store drops too (out-short-kept's: its windows at or below the cut)
     assert dropped_late == expected_run["dropped"] - _null_skips(expected_run["records"])
     _assert_stores(expected_run, stores)
 
@@ -204,6 +219,8 @@ def test_windowed_aggregations_on_spark_match_kafka_streams(kafka_bootstrap, kaf
     uncached = expected["out-uncached/updates"]
     assert all(values == list(range(1, len(values) + 1)) for values in uncached.values())
     assert max(len(values) for values in uncached.values()) > 3
+    # A store kept less than its windows stay open: some windows count from nothing again after a late record.
+    assert any(values != list(range(1, len(values) + 1)) for values in expected["out-short-kept/updates"].values())
 
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, PARTITIONS))
     # Several micro-batches per task: stream time carried from batch to batch by the watermark.
@@ -237,5 +254,6 @@ def test_windowed_aggregations_killed_part_way_and_rerun_still_match_kafka_strea
     for name in OUTPUTS:
         assert ours[name] == kafka_streams_run["results"][name], name
         assert ours[f"{name}/partitions"] == kafka_streams_run["results"][f"{name}/partitions"], name
-    assert ours["out-uncached/updates"] == kafka_streams_run["results"]["out-uncached/updates"]
+    for name in EVERY_UPDATE:
+        assert ours[f"{name}/updates"] == kafka_streams_run["results"][f"{name}/updates"], name
     _assert_stores(kafka_streams_run, {store: runner.read_store(store) for store in STORES})

@@ -135,8 +135,8 @@ def test_default_dsl_store_settles_the_stores_without_a_kind_of_their_own():
 def test_the_runner_takes_suppliers_that_hold_what_the_dsl_stores_would():
     _runnable(_windowed_count(Materialized.as_(Stores.in_memory_window_store("counts", 15 * MS, 10 * MS, False))))
     _runnable(_windowed_count(Materialized.as_("counts"), IN_MEMORY))
-    _runnable(_windowed_count(Materialized.as_(Stores.persistent_window_store("counts", 60 * MS, 10 * MS, False)),
-                              read_by_processor=True))
+    _runnable(_windowed_count(Materialized.as_(Stores.persistent_timestamped_window_store("counts", 60 * MS, 10 * MS,
+                                                                                         False)), read_by_processor=True))
     builder = StreamsBuilder(IN_MEMORY)
     builder.stream("orders").outer_join(builder.stream("payments"), lambda a, b: f"{a}+{b}",
                                         JoinWindows.of_time_difference_and_grace(2 * MS, MS),
@@ -148,10 +148,12 @@ def test_the_runner_takes_suppliers_that_hold_what_the_dsl_stores_would():
 
 @pytest.mark.parametrize("supplier, reason", [
     (Stores.in_memory_window_store("counts", 14 * MS, 10 * MS, False),
-     r"keeps 14 ms, less than the 15 ms its windows stay open \(Kafka Streams' store then returns no window older"),
+     r"keeps 14 ms, less than the 15 ms its windows stay open \(Kafka Streams' store then returns no window older"
+     r".*, with the record cache on"),
     (Stores.in_memory_window_store("counts", 15 * MS, 5 * MS, False),
      "has a window size of 5 ms, not the windows' 10 ms"),
-    (Stores.persistent_window_store("counts", 15 * MS, 10 * MS, True), "retains duplicates"),
+    (Stores.persistent_timestamped_window_store("counts", 15 * MS, 10 * MS, True), "retains duplicates"),
+    (Stores.persistent_window_store("counts", 15 * MS, 10 * MS, False), "is a plain RocksDB window store, which keeps no"),
 ])
 def test_the_runner_refuses_an_aggregation_supplier_it_does_not_model(supplier, reason):
     with pytest.raises(UnsupportedTopologyError, match=f"processor KSTREAM-AGGREGATE-0000000001: store counts's "

@@ -146,7 +146,7 @@ def build_processor(factory: ProcessorNode, ctx: BuildContext) -> Processor:
             "key), time/sliding/session windowed aggregations, cogroup, suppress, stream-stream joins, "
             "stream-global-table joins and process/process_values"
         )
-    check_store_suppliers(factory, ctx.topology.state_stores, ctx.subtopology)
+    check_store_suppliers(factory, ctx.topology.state_stores, ctx.subtopology, ctx.cached)
     return builder(factory, ctx)
 
 

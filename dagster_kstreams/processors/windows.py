@@ -5,9 +5,9 @@ SlidingWindows).count()/reduce()/aggregate()``, as Kafka Streams 4.3.1's
 State
     A key's windows are one state slot of the task's state row for that key: ``{window_start: (aggregate,
     timestamp)}`` (Kafka Streams' window store holds the same: the aggregate and the largest timestamp of the
-    records in it). A window whose start is at or before ``stream time - retention`` is dropped when its key is next
-    processed: no record can update it or read it any more. Retention: the store's (size + grace unless
-    ``Materialized`` sets more); for sliding windows at least 3 x time difference + grace + 1, the oldest window a
+    records in it). A window whose start is at or before ``store time - retention`` is dropped when its key is next
+    processed (:func:`.supplier_shape.store_time`). Retention: the store's (size + grace unless ``Materialized``
+    or a supplier sets another); for sliding windows at least 3 x time difference + grace + 1, the oldest window a
     record still within reach reads (not on window close: see Emission). A store a user processor names keeps its
     own retention and expires by Kafka Streams' observed time instead (the largest window start put into it), for
     the processor's reads and the aggregation's alike (:mod:`.user_dsl_window_store`).
@@ -36,12 +36,11 @@ Emission
     retention (sliding windows: 2 x time difference + grace by default).
 
 Exactness
-    Kafka Streams keeps the stream time of a windowed processor in the processor: it sees only the records reaching
-    that processor. The classes here read the task's stream time, which is that processor's when every record of the
-    task reaches it unchanged in key (and, sliding windows, value) nullness (:func:`reads_task_stream_time`);
-    otherwise, and for a cogroup's inputs, the processor is built with its own clocks (:mod:`.own_stream_time`) and
-    its sub-topology runs task-grouped. So does a sub-topology with a processor that keeps or reads keyed state
-    after the windowed table: each window is a key of its own there (:mod:`.own_groups`).
+    Kafka Streams keeps a windowed processor's stream time in the processor, of the records reaching it. The classes
+    here read the task's stream time, that processor's when every record of the task reaches it unchanged in key
+    (and, sliding windows, value) nullness (:func:`reads_task_stream_time`); otherwise, and for a cogroup's inputs,
+    the processor keeps its own clocks (:mod:`.own_stream_time`) and its sub-topology runs task-grouped, as does one
+    with a processor keeping or reading keyed state after the windowed table (a window a key there: :mod:`.own_groups`).
 """
 
 from __future__ import annotations
@@ -55,6 +54,7 @@ from dagster_kstreams.processors.base import register
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.processors.supplier_shape import expired_puts, reads_nothing_back, store_time
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.processors.user_dsl_window_store import observed_time_key
 from dagster_kstreams.processors.user_time_store import NO_TIME
@@ -82,7 +82,8 @@ class _WindowAggregate(WindowedTable):
     # Streams' observed time (the largest window start put into it), a task-level value, and keeps and
     # returns the windows that start after it minus the retention. Emitting on window close, the
     # time-ordered store's time is ClosedWindows.store_time (the same, always kept).
-    observes_store_time = store_in_memory = False  # store_in_memory: an InMemoryWindowStore (user_dsl_window_store)
+    # store_in_memory: an InMemoryWindowStore (user_dsl_window_store.py); reads_nothing_back: supplier_shape.py
+    observes_store_time = store_in_memory = reads_nothing_back = False
     closed_segment_interval: Optional[int] = None  # emitting on close from a RocksDB supplier's segmented store
     removal_cut: Optional[RemovalCut] = None  # such a store a processor names, read live by a sliding record
     # Whether the time-ordered store of emit-on-close keeps a key index beside its time-first keys
@@ -114,7 +115,7 @@ class _WindowAggregate(WindowedTable):
             raise ValueError(f"processor {self.name} needs record timestamps and stream time")
         slot = self.state_slot
         current = state.values[slot]
-        store = {} if current is ABSENT else current
+        store = {} if current is ABSENT or self.reads_nothing_back else current
         self._batch_stream_time = context.stream_time
         closed = self._closed_windows(state) if self.emit_on_close else None
         if closed is not None:  # what the time-ordered store no longer returns (a window not emitted yet may be older)
@@ -143,7 +144,7 @@ class _WindowAggregate(WindowedTable):
             )
         finally:
             self._in_record = False
-        for _ in range(dropped):
+        for _ in range(dropped + expired_puts(self, updates, self._store_time(context, state))):
             out.append(DROPPED_LATE_TOPIC, None, None)
         self._wrote(updates, store, state)
         state.values[slot], state.keys[slot] = (store if store else ABSENT), key
@@ -179,9 +180,8 @@ class _WindowAggregate(WindowedTable):
         return {"on_update": on_update}
 
     def _store_time(self, context, state) -> Optional[int]:
-        """The store's stream time: it no longer returns windows that start at or before it minus
-        the retention. Here the processor's own (a cogroup's store is shared: :mod:`.cogroup`)."""
-        return context.stream_time
+        """The store's time (:func:`.store_time`; a cogroup's store is shared: :mod:`.cogroup`)."""
+        return store_time(self.windows, context.stream_time)
 
     def _wrote(self, updates, store: dict, state) -> None:
         """The record's updates were written to ``store`` (a shared store notes its stream time)."""
@@ -200,8 +200,7 @@ class _WindowAggregate(WindowedTable):
             closed = self._closed_windows_of(task)
             closed.store_time = max(closed.store_time, start)
             return
-        task.values[observed_time_key(self.store)] = max(task.values.get(observed_time_key(self.store), NO_TIME),
-                                                         start)
+        task.values[observed_time_key(self.store)] = max(task.values.get(observed_time_key(self.store), NO_TIME), start)
 
     def first_returned_start(self, task) -> int:
         """The smallest window start the store still returns (and keeps a put of): the segmented store's is
@@ -395,5 +394,6 @@ def build(factory, ctx, classes=(TimeWindowAggregate, SlidingWindowAggregate)) -
     aggregate.task_grouped = aggregate.task_grouped or keeps_state_downstream(sub, factory)
     aggregate.observes_store_time, aggregate.store_in_memory = observes_store_time, store.persistent is False
     aggregate.closed_segment_interval = supplier_segment_interval(store) if emit_on_close else None
+    aggregate.reads_nothing_back = reads_nothing_back(store)
     aggregate.removal_cut = RemovalCut() if sliding and observes_store_time and store.persistent is False else None
     return aggregate

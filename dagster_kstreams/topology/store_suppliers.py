@@ -34,7 +34,14 @@ class WindowBytesStoreSupplier:
     window_size_ms: int
     retain_duplicates: bool
     segment_interval_ms: int
+    # Stores.persistentTimestampedWindowStore's: it keeps each value's timestamp. A plain RocksDB one does not
+    # (the DSL reads it through WindowToTimestampedWindowByteStoreAdapter: timestamp -1); one kept in memory does
+    # (InMemoryTimestampedWindowStoreMarker).
     timestamped: bool = False
+
+    @property
+    def keeps_timestamps(self) -> bool:
+        return self.timestamped or not self.persistent
 
 
 @dataclass(frozen=True)

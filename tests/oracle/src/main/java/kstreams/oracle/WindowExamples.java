@@ -30,6 +30,7 @@ import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.QueryableStoreTypes;
 import org.apache.kafka.streams.state.ReadOnlyWindowStore;
+import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.WindowStore;
 
 /**
@@ -53,7 +54,8 @@ public final class WindowExamples {
     }
 
     static StreamsBuilder windowExamples(String events, String slides, String outTumbling, String outHopping,
-                                         String outSliding, String outRegrouped, String outUncached) {
+                                         String outSliding, String outRegrouped, String outUncached,
+                                         String outShortKept) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> eventStream = builder.stream(events);
         eventStream.groupByKey()
@@ -73,6 +75,13 @@ public final class WindowExamples {
             .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(5)))
             .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("uncached-count").withCachingDisabled())
             .toStream().to(outUncached, Produced.with(windowed(10_000), Serdes.Long()));
+        // A store from a supplier kept 11 s, less than its windows stay open (10 s + grace 5 s).
+        eventStream.groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(5))
+                .advanceBy(Duration.ofSeconds(2)))
+            .count(Materialized.<String, Long>as(Stores.inMemoryWindowStore("short-kept-count", Duration.ofSeconds(11),
+                Duration.ofSeconds(10), false)).withCachingDisabled())
+            .toStream().to(outShortKept, Produced.with(windowed(10_000), Serdes.Long()));
         builder.<String, String>stream(slides).groupByKey()
             .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(3)))
             .reduce((agg, value) -> agg + "+" + value,
@@ -99,7 +108,8 @@ public final class WindowExamples {
         String applicationId = args[1];
         String stateDir = args[2];
         List<String> inputs = List.of(args[3], args[4]);
-        StreamsBuilder builder = windowExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9]);
+        StreamsBuilder builder = windowExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
+            args[10]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
 
         KafkaStreams streams = new KafkaStreams(builder.build(), props);

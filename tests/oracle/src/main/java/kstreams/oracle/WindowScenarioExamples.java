@@ -36,6 +36,7 @@ import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.WindowBytesStoreSupplier;
 import org.apache.kafka.streams.state.WindowStore;
 
 /**
@@ -61,7 +62,9 @@ public final class WindowScenarioExamples {
         "out-stream-held", "out-kept-held", "out-join-held-joined", "out-join-held-sums",
         "out-held-filtered-sums", "out-join-held-twice", "out-stream-held-twice", "out-hopping-closed-memory",
         "out-sliding-closed-memory", "out-hopping-closed-memory-20", "out-session-closed-memory",
-        "out-session-closed-memory-default", "out-hopping-closed-rocksdb", "out-sliding-closed-rocksdb");
+        "out-session-closed-memory-default", "out-hopping-closed-rocksdb", "out-sliding-closed-rocksdb",
+        "out-short-kept-memory", "out-short-kept-rocksdb", "out-other-size", "out-short-kept-filtered",
+        "out-duplicates");
     // SuppressScenarioTest's Long.MAX_VALUE, as the twin can say it (a timedelta ends sooner).
     static final Duration NEVER = Duration.ofDays(100 * 365);
 
@@ -219,6 +222,40 @@ public final class WindowScenarioExamples {
             .count(WindowScenarioExamples.<WindowStore<Bytes, byte[]>, Long>uncached("final-sliding-counts"))
             .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()).withName("final-sliding-counts-final")),
             out.get(13), windowed(5));
+        // Stores from suppliers kept 32 ms, less than the windows stay open (size 10 + grace 90 ms), in memory
+        // and in RocksDB: a record late within the grace whose window is older aggregates from nothing.
+        for (int i = 0; i < 2; i++) {
+            Duration retention = Duration.ofMillis(32);
+            Duration size = Duration.ofMillis(10);
+            WindowBytesStoreSupplier supplier = i == 0
+                ? Stores.inMemoryWindowStore("short-kept-memory", retention, size, false)
+                : Stores.persistentTimestampedWindowStore("short-kept-rocksdb", retention, size, false);
+            stamped(grouped.windowedBy(TimeWindows.ofSizeAndGrace(size, Duration.ofMillis(90)).advanceBy(Duration.ofMillis(5)))
+                .aggregate(() -> "", (key, value, agg) -> agg + "+" + orNull(value),
+                    Materialized.<String, String>as(supplier).withCachingDisabled()), out.get(36 + i), windowed(10));
+        }
+        // A store from a supplier of windows of 20 ms for windows of 10 ms: the updates forwarded end at start + 10.
+        grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(10), Duration.ofMillis(90))
+                .advanceBy(Duration.ofMillis(5)))
+            .count(Materialized.<String, Long>as(Stores.inMemoryWindowStore("other-size", Duration.ofMillis(100),
+                Duration.ofMillis(20), false)).withCachingDisabled())
+            .toStream((window, count) -> window.key() + "@" + window.window().start() + "-" + window.window().end())
+            .processValues(() -> new StampAny<String, Long>())
+            .to(out.get(38), Produced.with(Serdes.String(), Serdes.String()));
+        // Kept 32 ms behind a filter.
+        stamped(stream.filter((key, value) -> !"dropped".equals(value))
+            .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(10), Duration.ofMillis(90))
+                .advanceBy(Duration.ofMillis(5)))
+            .aggregate(() -> "", (key, value, agg) -> agg + "+" + orNull(value),
+                Materialized.<String, String>as(Stores.inMemoryWindowStore("short-kept-filtered", Duration.ofMillis(32),
+                    Duration.ofMillis(10), false)).withCachingDisabled()), out.get(39), windowed(10));
+        // An in-memory store retaining duplicates.
+        stamped(grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(10), Duration.ofMillis(90))
+                .advanceBy(Duration.ofMillis(5)))
+            .aggregate(() -> "", (key, value, agg) -> agg + "+" + orNull(value),
+                Materialized.<String, String>as(Stores.inMemoryWindowStore("duplicates", Duration.ofMillis(100),
+                    Duration.ofMillis(10), true)).withCachingDisabled()), out.get(40), windowed(10));
 
         KTable<String, String> table = builder.table(tables,
             WindowScenarioExamples.<KeyValueStore<Bytes, byte[]>, String>uncached("tables-store"));

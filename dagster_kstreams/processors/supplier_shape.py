@@ -1,0 +1,145 @@
+"""What a windowed aggregation's store supplier changes of its store that the runner follows: the time the
+store expires its windows by, a time-windowed aggregation whose store's supplier keeps less than its
+windows stay open (below), one whose supplier has another window size (:func:`unmodeled_window_size`), and
+one whose in-memory supplier retains duplicates (:func:`reads_nothing_back`).
+
+A time-windowed aggregation whose store's supplier keeps less than its windows stay open
+(``Materialized.as_(Stores.in_memory_window_store("counts", retention, size, False))`` or
+``Stores.persistent_timestamped_window_store(...)`` with a retention below the windows' size plus grace:
+Kafka Streams checks only ``Materialized.with_retention`` against the windows, not a supplier's retention).
+
+What Kafka Streams 4.3.1 does with it: ``KStreamWindowAggregate`` reads each window of a record with
+``windowStore.fetch(key, windowStart)`` and puts the new aggregate back. Both stores a supplier builds
+answer that fetch by their observed time, the largest window start ever put into them (all keys, a put
+it drops included): ``InMemoryWindowStore.fetch`` returns nothing for a start at or below ``observed time
+- retention`` and its ``put`` drops such a window; ``RocksDBWindowStore.fetch`` goes through
+``AbstractRocksDBSegmentedBytesStore.get``, which returns nothing below the same cut, though its ``put``
+keeps a window in a segment still live (no read of the aggregation reaches it again: the cut only grows).
+With the DSL's retention (size + grace) the cut never reaches a window still open; with less (at least
+the size: ``Stores`` checks that), a record late within the grace whose window starts at or below the cut
+aggregates from the initializer, the window is forwarded with that aggregate, and its put is not read.
+
+The observed time of a time-windowed aggregation's store is the last window start of the processor's
+stream time (:func:`store_time`): the record that set the stream time put its last window (never closed:
+its end is past the stream time), and no record puts a later one. So the runner keeps the windows by
+it, key by key, with no task-level value (a retention that is not a multiple of the advance cuts a
+window the stream time minus the retention would keep). Kafka Streams cuts a record's reads by the
+store's time before the record, the runner by the one after it: the same reads, since a record that
+moves the time reads only the windows holding its timestamp, which end after it and so start after
+either cut (the retention is at least the size). With its own clocks (a cogroup's inputs, one behind a
+filter: :mod:`.own_stream_time`) the aggregation keeps the store's time as the largest start written.
+
+Kafka Streams counts each put a store drops as a dropped record (``TaskMetrics.droppedRecordsSensor``): the
+runner counts them with the late records (:func:`expired_puts`).
+
+Not modeled yet, so refused when defined (:mod:`.store_suppliers`), each with why:
+:func:`unmodeled_short_retention`, :func:`unmodeled_window_size`.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from dagster_kstreams.processors.aggregations import read_by_user_processor
+from dagster_kstreams.processors.window_store import dsl_segment_interval
+from dagster_kstreams.topology.emit_strategy import ON_WINDOW_CLOSE
+from dagster_kstreams.topology.windows import TimeWindows
+
+__all__ = ["store_time", "expired_puts", "reads_nothing_back", "unmodeled_short_retention", "unmodeled_window_size",
+           "unmodeled_duplicates"]
+
+
+def store_time(windows, stream_time: Optional[int]) -> Optional[int]:
+    """The observed time of the store of an aggregation over ``windows`` whose processor's stream time is
+    ``stream_time`` (None: no record yet): time windows', the last window start of it; sliding windows', the
+    stream time itself (their runner keeps a wider retention, :mod:`.windows`)."""
+    if stream_time is None or not isinstance(windows, TimeWindows):
+        return stream_time
+    return stream_time // windows.advance_ms * windows.advance_ms
+
+
+def expired_puts(aggregate, updates, time: Optional[int]) -> int:
+    """How many of a record's ``updates`` (``(start, ...)``) of the windowed ``aggregate`` (a
+    :class:`~.windows.TimeWindowAggregate`; sliding windows': none, their runner keeps a wider retention) its
+    store drops, ``time`` being the store's time before them: in
+    memory, a window starting at or before ``time - retention``; in RocksDB, one in a segment before the
+    segment of ``time - retention`` (``AbstractSegments.getOrCreateSegmentIfLive``). None with the DSL's
+    retention (an open window starts after the cut); not counted where the store's time is kept otherwise
+    (emitting on window close, a store a processor names: :mod:`.user_dsl_window_store`)."""
+    if (time is None or not isinstance(aggregate.windows, TimeWindows) or aggregate.emit_on_close
+            or aggregate.observes_store_time):
+        return 0
+    cut = time - aggregate.retention
+    if aggregate.store_in_memory:
+        return sum(1 for start, *_ in updates if start <= cut)
+    interval = dsl_segment_interval(aggregate.retention)  # Stores.persistent*WindowStore's, as the DSL's own
+    return sum(1 for start, *_ in updates if start // interval < _java_division(cut, interval))
+
+
+def _java_division(dividend: int, divisor: int) -> int:
+    """``dividend / divisor`` as Java's long division (towards zero; a cut before 0 is segment 0)."""
+    return -(-dividend // divisor) if dividend < 0 else dividend // divisor
+
+
+def unmodeled_short_retention(factory, store, subtopology, cached: bool) -> Optional[str]:
+    """Why the runner does not model ``factory``'s aggregation over a store that keeps less than its windows
+    stay open (None: it does)."""
+    windows = factory.params["windows"]
+    if not isinstance(windows, TimeWindows):
+        return "for sliding or session windows: not compared with Kafka Streams yet"
+    if cached:
+        return ("with the record cache on: Kafka Streams' caching store returns a window from its cache "
+                "whatever its store dropped, until the cache evicts it (by size: not modeled)")
+    if factory.params.get("emit_strategy") == ON_WINDOW_CLOSE:
+        return "emitting on window close: not compared with Kafka Streams yet"
+    if factory.params.get("cogroup"):
+        return "as a cogroup's store: not compared with Kafka Streams yet"
+    if read_by_user_processor(subtopology, store.name):
+        return "read by a user processor: not compared with Kafka Streams yet"
+    return None
+
+
+def unmodeled_window_size(factory, store, subtopology, cached: bool) -> Optional[str]:
+    """Why the runner does not model ``factory``'s aggregation over a supplier's store whose window size is not
+    the windows' (None: it does). Kafka Streams' stores use their size only to make ``Windowed`` keys of what
+    their iterators return (``WindowStoreIteratorWrapper``, ``InMemoryWindowStore``) and of what their cache
+    flushes (``MeteredWindowStore.setFlushListener``); a time-windowed aggregation emitting on update reads
+    and writes one window at a time and forwards, uncached, its own window: nothing shows the store's size."""
+    if not isinstance(factory.params["windows"], TimeWindows):
+        return "for sliding windows: not compared with Kafka Streams yet"
+    if cached:
+        return "with the record cache on (its flush forwards windows ending at their start plus the store's size)"
+    if factory.params.get("emit_strategy") == ON_WINDOW_CLOSE:
+        return "emitting on window close (it forwards the windows the store's fetchAll makes, of the store's size)"
+    if factory.params.get("cogroup"):
+        return "as a cogroup's store: not compared with Kafka Streams yet"
+    if read_by_user_processor(subtopology, store.name):
+        return "read by a user processor (its ranges' windows end at their start plus the store's size)"
+    return None
+
+
+def reads_nothing_back(store) -> bool:
+    """Whether a windowed aggregation's ``store`` returns none of its windows to the aggregation: an in-memory
+    supplier's that retains duplicates. ``InMemoryWindowStore.put`` then stores each window under its key and
+    a sequence number, and ``fetch(key, start)`` looks it up under the bare key: each record's windows aggregate
+    from the initializer (the puts still move the store's time and, below its cut, are dropped and counted)."""
+    supplier = store.supplier
+    return supplier is not None and supplier.retain_duplicates and not supplier.persistent
+
+
+def unmodeled_duplicates(factory, store, subtopology, cached: bool) -> Optional[str]:
+    """Why the runner does not model ``factory``'s aggregation over a supplier's store that retains duplicates
+    (None: it does)."""
+    if store.supplier.persistent:
+        return ("in RocksDB (RocksDBWindowStore.fetch looks a window up under the sequence number of the store's "
+                "last put, of any key: not modeled)")
+    if not isinstance(factory.params["windows"], TimeWindows):
+        return "for sliding windows: not compared with Kafka Streams yet"
+    if cached:
+        return "with the record cache on: not compared with Kafka Streams yet"
+    if factory.params.get("emit_strategy") == ON_WINDOW_CLOSE:
+        return "emitting on window close: not compared with Kafka Streams yet"
+    if factory.params.get("cogroup"):
+        return "as a cogroup's store: not compared with Kafka Streams yet"
+    if read_by_user_processor(subtopology, store.name):
+        return "read by a user processor: not compared with Kafka Streams yet"
+    return None
