@@ -232,7 +232,7 @@ public final class WindowScenarioExamples {
                 : Stores.persistentTimestampedWindowStore("short-kept-rocksdb", retention, size, false);
             stamped(grouped.windowedBy(TimeWindows.ofSizeAndGrace(size, Duration.ofMillis(90)).advanceBy(Duration.ofMillis(5)))
                 .aggregate(() -> "", (key, value, agg) -> agg + "+" + orNull(value),
-                    Materialized.<String, String>as(supplier).withCachingDisabled()), out.get(36 + i), windowed(10));
+                    Materialized.<String, String>as(supplier).withCachingDisabled()), out.get(40 + i), windowed(10));
         }
         // A store from a supplier of windows of 20 ms for windows of 10 ms: the updates forwarded end at start + 10.
         grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(10), Duration.ofMillis(90))
@@ -241,7 +241,7 @@ public final class WindowScenarioExamples {
                 Duration.ofMillis(20), false)).withCachingDisabled())
             .toStream((window, count) -> window.key() + "@" + window.window().start() + "-" + window.window().end())
             .processValues(() -> new StampAny<String, Long>())
-            .to(out.get(38), Produced.with(Serdes.String(), Serdes.String()));
+            .to(out.get(42), Produced.with(Serdes.String(), Serdes.String()));
         // Kept 32 ms behind a filter.
         stamped(stream.filter((key, value) -> !"dropped".equals(value))
             .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
@@ -249,13 +249,13 @@ public final class WindowScenarioExamples {
                 .advanceBy(Duration.ofMillis(5)))
             .aggregate(() -> "", (key, value, agg) -> agg + "+" + orNull(value),
                 Materialized.<String, String>as(Stores.inMemoryWindowStore("short-kept-filtered", Duration.ofMillis(32),
-                    Duration.ofMillis(10), false)).withCachingDisabled()), out.get(39), windowed(10));
+                    Duration.ofMillis(10), false)).withCachingDisabled()), out.get(43), windowed(10));
         // An in-memory store retaining duplicates.
         stamped(grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(10), Duration.ofMillis(90))
                 .advanceBy(Duration.ofMillis(5)))
             .aggregate(() -> "", (key, value, agg) -> agg + "+" + orNull(value),
                 Materialized.<String, String>as(Stores.inMemoryWindowStore("duplicates", Duration.ofMillis(100),
-                    Duration.ofMillis(10), true)).withCachingDisabled()), out.get(40), windowed(10));
+                    Duration.ofMillis(10), true)).withCachingDisabled()), out.get(44), windowed(10));
 
         KTable<String, String> table = builder.table(tables,
             WindowScenarioExamples.<KeyValueStore<Bytes, byte[]>, String>uncached("tables-store"));
