@@ -59,7 +59,6 @@ from __future__ import annotations
 
 from typing import Callable
 
-from dagster_kstreams.processors.aggregations import read_by_user_processor
 from dagster_kstreams.processors.base import reachable
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.supplier_shape import (unmodeled_duplicates, unmodeled_short_retention,
@@ -94,9 +93,10 @@ def _check_emit_on_close_store(factory, store, subtopology) -> None:
         reason = ("its supplier's plain RocksDB window store, which Kafka Streams itself cannot emit from (the DSL "
                   "reads its aggregates back with no timestamp, -1, and forwarding a closed window with it fails at "
                   "run time): Stores.persistent_timestamped_window_store emits")
-    elif store.persistent is not False and read_by_user_processor(subtopology, store.name):
-        reason = ("its supplier's RocksDB window store that a user processor also reads (the segmented store's "
-                  "reads and writes beside the emit): not modeled by the Spark runner yet")
+    elif store.persistent is not False and _read_while_emitting(factory, store.name, subtopology):
+        reason = ("its supplier's RocksDB window store that a user processor it forwards to also reads (it runs "
+                  "while the emit's iterator is open, which opens each segment's RocksDB iterator as it reaches "
+                  "it, after the processor's writes into it): not modeled by the Spark runner yet")
     elif _read_while_emitting(factory, store.name, subtopology):
         iterator = "InMemorySessionStore" if sessions else "InMemoryWindowStore"
         reason = ("a store kept in memory that a user processor it forwards to also reads (it runs while the emit's "
