@@ -268,21 +268,17 @@ def test_the_runner_takes_emit_on_close_from_an_in_memory_or_rocksdb_store_a_pro
     _runnable(_closing_beside(windows, materialized, config))
 
 
-@pytest.mark.parametrize("windows", [HOPPING, SLIDING, SESSIONS])
-def test_the_runner_refuses_a_processor_of_the_in_memory_store_after_the_emit_however_far(windows):
+@pytest.mark.parametrize("windows, materialized, config, store", [
+    *((windows, Materialized.as_("counts"), IN_MEMORY, "a store kept in memory") for windows in (HOPPING, SLIDING,
+                                                                                                   SESSIONS)),
+    *((windows, Materialized.as_(Stores.persistent_timestamped_window_store("counts", retention * MS, 10 * MS, False)),
+       None, "its supplier's RocksDB window store") for windows, retention in ((HOPPING, 15), (SLIDING, 25))),
+])
+def test_the_runner_refuses_a_processor_of_the_store_after_the_emit_however_far(windows, materialized, config, store):
     with pytest.raises(UnsupportedTopologyError, match="processor KSTREAM-AGGREGATE-0000000001: store counts emits "
-                                                       "on window close from a store kept in memory that a user "
-                                                       "processor it forwards to also reads"):
-        _runnable(_closing_beside(windows, Materialized.as_("counts"), IN_MEMORY, reader_after_map=True))
-
-
-@pytest.mark.parametrize("windows, retention", [(HOPPING, 15), (SLIDING, 25)])
-def test_the_runner_refuses_a_processor_of_a_rocksdb_supplier_s_store_after_the_emit_however_far(windows, retention):
-    supplier = Stores.persistent_timestamped_window_store("counts", retention * MS, 10 * MS, False)
-    with pytest.raises(UnsupportedTopologyError, match="processor KSTREAM-AGGREGATE-0000000001: store counts emits "
-                                                       "on window close from its supplier's RocksDB window store that "
-                                                       "a user processor it forwards to also reads"):
-        _runnable(_closing_beside(windows, Materialized.as_(supplier), reader_after_map=True))
+                                                       f"on window close from {store} that a user processor it "
+                                                       "forwards to also reads"):
+        _runnable(_closing_beside(windows, materialized, config, reader_after_map=True))
 
 
 @given(st.lists(st.tuples(st.integers(0, 60), st.sampled_from([b"a", b"b", b"ab"])), max_size=12),
