@@ -267,7 +267,6 @@ def test_a_processor_naming_its_own_store_is_refused_naming_the_processor():
 
 
 @pytest.mark.parametrize("reader, kind", [
-    (lambda table: table.group_by(lambda k, v: (v, k), Grouped.as_("rg")).count(), "table_group_by_map"),
     (lambda table: table.filter(lambda k, v: True), "table_filter"),
     (lambda table: table.map_values(lambda v: v), "table_map_values"),
     (lambda table: table.transform_values(_Same), "table_transform_values"),

@@ -43,16 +43,18 @@ from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopol
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.suppressed_table_reads import sent_old_value_key
 from dagster_kstreams.processors.table_behind import table_behind
+from dagster_kstreams.processors.table_old_values import old_value_getter
 from dagster_kstreams.processors.transform_values_getter import joined_without_old_values
 from dagster_kstreams.processors.user_processor_context import leave_old_value, processing, record_context_time
 from dagster_kstreams.processors.user_processors import UserProcessorNode, connected_stores
+from dagster_kstreams.processors.value_getters import ValueGetter
 from dagster_kstreams.processors.versioned_tables import reads_versioned_updates
 from dagster_kstreams.topology.node_specs import NodeKind, StoreType
 from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Record, RecordMetadata
 from dagster_kstreams.topology.task_id import TaskId
 
 __all__ = ["TransformerContext", "TransformingProcessor", "TransformingSupplier", "TableTransformValues",
-           "CachedTableTransformValues", "check_runs", "BUILDERS"]
+           "TableTransformValuesOfOldValues", "CachedTableTransformValues", "check_runs", "BUILDERS"]
 
 
 class TransformerContext:
@@ -122,10 +124,20 @@ class TransformingProcessor(FixedKeyProcessor):
             node.put(record.key, new_value, record_context, group)
             return
         if self.sends_old_values:
-            leave_old_value(self.context, sent_old_value_key(self.processor_name), self.store.get(record.key))
+            leave_old_value(self.context, sent_old_value_key(self.processor_name), self._old_value(record.key))
         if self.store is not None:
             self.store.put(record.key, new_value)
         self.context.forward(record.with_value(new_value))
+
+    def _old_value(self, key):
+        """The update's old value: its own store's before the put; without a store, the transformer on the
+        old value of the table behind, called after the new value's, in the same record context, as
+        ``KTableTransformValuesProcessor`` does (a stateful transformer counts that call; a missing old
+        value is transformed too: ``transform(key, None)``)."""
+        if self.store is not None:
+            return self.store.get(key)
+        node, record_context, group = processing(self.context)
+        return self.transformer.transform(key, node.old.get_old(node, key, group, record_context))
 
     def close(self) -> None:
         self.transformer.close()
@@ -151,6 +163,20 @@ class TableTransformValues(UserProcessorNode):
 
     kind = NodeKind.TABLE_TRANSFORM_VALUES.value
     forwards_other_keys = False  # the key stays, and a transformer's punctuator cannot forward
+
+
+class TableTransformValuesOfOldValues(TableTransformValues):
+    """A transform_values node without a store of its own whose table sends old values (Kafka Streams'
+    ``sendOldValues``, asked by a re-grouping of it): ``old`` reads the old value of the table behind,
+    which its processor transforms (not registered: it runs the transform_values kind)."""
+
+    def __init__(self, name: str, supplier, stores: dict, child_names: list[str], old: ValueGetter):
+        super().__init__(name, supplier, stores, fixed_key=True, child_names=child_names)
+        self.old = old
+
+    def init(self, program) -> None:
+        super().init(program)
+        self.old.bind(program)
 
 
 class CachedTableTransformValues(TableTransformValues):
@@ -218,8 +244,8 @@ def check_runs(factory, ctx) -> None:
                 f"results in a cached store ({own_store}); the Spark runner re-groups a transform_values with an "
                 "uncached store of its own only: the old values its record cache's flush sends (the store's value "
                 "at the last flush) are not compared with Kafka Streams yet")
-        if reader.kind is NodeKind.TABLE_GROUP_BY_MAP and own_store:
-            continue  # a re-grouping reads the old values its store gives (TransformingProcessor)
+        if reader.kind is NodeKind.TABLE_GROUP_BY_MAP:
+            continue  # a re-grouping reads the old values its store gives, or its transformer makes of the old ones
         if own_store is None and joined_without_old_values(sub, reader):
             continue  # the other table's updates read it through its value getter (transform_values_getter)
         raise UnsupportedTopologyError(
@@ -265,6 +291,12 @@ def build(factory, ctx) -> TableTransformValues:
     if own_store is not None:  # one of the task's user key-value stores (window None)
         spec = ctx.topology.state_stores[own_store]
         stores[own_store] = (spec.key_serde or ctx.default_key_serde, spec.value_serde or ctx.default_value_serde, None)
+    if own_store is None and factory.params.get("send_old_values"):
+        # KTableTransformValues' sendOldValues (a re-grouping asked for them): the transformer is called on the
+        # old value of the table behind too, which check_runs admits neither windowed nor suppressed
+        old = old_value_getter(ctx, factory, table_behind(ctx.subtopology, factory))
+        supplier = TransformingSupplier(factory.params["supplier"], factory.name, sends_old_values=True)
+        return TableTransformValuesOfOldValues(factory.name, supplier, stores, children, old)
     sends_old_values = any(ctx.subtopology.node(child).kind is NodeKind.TABLE_GROUP_BY_MAP
                            for child in factory.children)
     supplier = TransformingSupplier(factory.params["supplier"], factory.name, own_store, sends_old_values)
