@@ -25,7 +25,9 @@ Each scenario follows one of Kafka Streams' own tests (their scenario, not their
   inner join through its value getter, a transformer of the join's; ``out-rows-keyed``: the rows' keyed transformer with a
   store of its own, uncached (``shouldTransformValuesWithKeyMaterialized``), the store read back too, and
   ``out-rows-keyed-regrouped`` that table re-grouped and reduced, its old values read from that store
-  (``shouldCalculateCorrectOldValuesIfMaterializedEvenIfStateful``);
+  (``shouldCalculateCorrectOldValuesIfMaterializedEvenIfStateful``); ``out-prices-recounted``: the prices'
+  call-counting one without a store re-grouped and reduced, its old values the same transformer's results
+  on the prices' old values, called after the new one's (``KTableTransformValuesProcessor`` sending old values);
 * ``out-branches``, ``out-rest``: a ``split`` with named branches, one of them through a function,
   two merged back and peeked, and the default branch (``KStreamImplTest``);
 * ``out-evens``, ``out-odds``, ``out-routed-sink``: a processor forwarding to its children by name (a
@@ -70,11 +72,11 @@ OUTPUTS = ("out-source", "out-filter", "out-filter-kept", "out-regrouped", "out-
            "out-shared", "out-to-table", "out-merged", "out-routed-sink", "out-cogroup-outer",
            "out-where-from", "out-self-join", "out-transformed", "out-prices-transformed", "out-rows-keyed",
            "out-rows-keyed-regrouped", "out-prices-called", "out-lookups-joined", "out-lookups-left",
-           "out-lookups-table-joined")
+           "out-lookups-table-joined", "out-prices-recounted")
 # Their values carry a transformer instance's call count, which lives for a micro-batch here (README, "The
 # Processor API"), for the task's run in Kafka Streams: a rerun after a kill compares them without it.
 CALL_COUNTED = ("out-prices-called", "out-lookups-joined", "out-lookups-left",
-           "out-lookups-table-joined")
+           "out-lookups-table-joined", "out-prices-recounted")
 
 
 class CountingTransformer(ValueTransformerWithKey):
@@ -316,4 +318,11 @@ def table_scenarios(topics: dict[str, str]) -> StreamsBuilder:
         .reduce(lambda keys, key: keys + "+" + key, lambda keys, key: keys + "-" + key,
                 Materialized.as_("keyed-keys-by-verdict").with_caching_disabled()) \
         .to_stream().process_values(StampValues).to(topics["out-rows-keyed-regrouped"])
+    # Without a store of its own and re-grouped (TransformValuesOldValuesExamples): the re-grouping's old
+    # values are the same transformer's results on the prices' old values, each called after the new one's.
+    prices.transform_values(CallCounter, Named.as_("prices-recounted")) \
+        .group_by(lambda key, value: (key[:1] + value[:1], value), Grouped.as_("recounted-by-kind")) \
+        .reduce(lambda total, value: (total + "+" + value)[-160:], lambda total, value: (total + "-" + value)[-160:],
+                Materialized.as_("recounted-reduced").with_caching_disabled()) \
+        .to_stream().process_values(StampValues).to(topics["out-prices-recounted"])
     return builder

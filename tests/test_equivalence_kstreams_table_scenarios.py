@@ -52,7 +52,8 @@ cloudpickle.register_pickle_by_value(kstreams_table_scenarios_topology)
 PARTITIONS = 2
 T0 = (int(time.time()) - 3600) * 1000  # recent, in ms: records older than the broker's 7-day retention may be deleted mid-test
 FAMILIES = ("a", "b")  # the keys of partition 0, of partition 1
-REGROUPED = ("out-regrouped", "out-mapped-regrouped", "out-prices-counts", "out-rows-keyed-regrouped")  # re-grouped tables' aggregates
+REGROUPED = ("out-regrouped", "out-mapped-regrouped", "out-prices-counts", "out-rows-keyed-regrouped",
+             "out-prices-recounted")  # re-grouped tables' aggregates
 
 # Kafka Streams' own table scenarios, per key family (KTableSourceTest, KTableFilterTest): (key, value,
 # time offset); "{f}" is the family. A value written twice, an out-of-order update, a row dropped by

@@ -25,8 +25,9 @@ micro-batch's end with the other caches (``program._flush``, upstream stores fir
 ``read_store`` reads the slot.
 
 What runs: a transform_values without a store of its own or with a plain one, whose updates go to
-``to_stream`` (or, with an uncached store, to a re-grouping: the old value of each update, Kafka Streams'
-read of the store before the put, is left for it: :class:`TransformingProcessor`), behind a table that
+``to_stream`` (or to a re-grouping, with an uncached store of its own or without one: the old value of each
+update, Kafka Streams' read of the store before the put, or without a store the transformer's result on the
+old value of the table behind, is left for it: :class:`TransformingProcessor`), behind a table that
 is neither windowed, suppressed nor versioned (the runner forwards such a table's updates with marks
 and old values of their own). A stream-table join reads one without a store of its own through its value
 getter, a transformer of the join's (:mod:`.transform_values_getter`), and so does an inner table-table join
@@ -221,12 +222,12 @@ class CachedTableTransformValues(TableTransformValues):
 
 def check_runs(factory, ctx) -> None:
     """Refuses, naming the processor, what the runner does not compare with Kafka Streams yet: a store
-    of its own that is versioned; a reader of its updates other than ``to_stream`` and, with an uncached
-    store of its own (whose value before the update is the old one), a re-grouping (without a store it
-    reads old values, which Kafka Streams makes by calling the transformer on the old value too; a
-    filter, map_values, table-table join or suppression reads through its value getter, a transformer of
-    its own, which only a stream-table join's and an inner join's whose result goes to to_stream only read
-    here: :mod:`.transform_values_getter`);
+    of its own that is versioned; a reader of its updates other than ``to_stream`` and a re-grouping (whose
+    old values are its uncached store's value before the update, or without a store the transformer's
+    result on the old value behind; a cached store's are not compared yet); a filter, map_values,
+    table-table join or suppression reads through its value getter, a transformer of its own, which only a
+    stream-table join's and an inner join's whose result goes to to_stream only read here
+    (:mod:`.transform_values_getter`), and a filter, a suppression, a left or outer join read old values;
     a DSL operation's store
     named; a table behind it that is windowed, suppressed or versioned."""
     where = f"processor {factory.name} (transform_values)"
@@ -250,11 +251,11 @@ def check_runs(factory, ctx) -> None:
             continue  # the other table's updates read it through its value getter (transform_values_getter)
         raise UnsupportedTopologyError(
             f"processor {reader.name} ({reader.kind.value}) reads the table of {where}; the Spark runner passes "
-            "a transform_values' updates to to_stream, and to a re-grouping where it keeps a store of its own, "
-            "only: a re-grouping of one without a store (Kafka Streams calls the transformer on each update's old "
-            "value too), a filter, map_values, transform_values, join (but an inner join of one without a store whose "
-            "result goes to to_stream only, whose updates need no old values) or suppression of it are not compared "
-            "with Kafka Streams yet")
+            "a transform_values' updates to to_stream and a re-grouping only: a filter, map_values, transform_values, "
+            "join (but an inner join of one without a store whose result goes to to_stream only, whose updates need "
+            "no old values) or suppression of it (read through its value getter, or asking it for old values, which "
+            "Kafka Streams makes by calling the transformer on each update's old value too) are not compared with "
+            "Kafka Streams yet")
     for store in factory.stores:
         if store != own_store and ctx.topology.state_stores[store].type not in _USER_STORES:
             raise UnsupportedTopologyError(
