@@ -257,6 +257,10 @@ def test_kafka_streams_output_exercises_the_scenarios(kafka_streams_run):
         table_joined = [value for value in values("out-lookups-table-joined", family) if not value.startswith("null|")]
         assert any("~p-1o-1|" in value for value in table_joined)  # a lookup's update, through the getter
         assert any("~p-1o-1|" not in value for value in table_joined)  # a price's, through the processor
+    for family in FAMILIES:  # without a store, re-grouped: the old value's call right after the new one's
+        calls = [re.findall(r"([+-])[^+-]*?#(\d+)@", value) for value in values("out-prices-recounted", family)]
+        assert any(sign == "-" and int(count) == int(after) + 1 and next_sign == "+"
+                   for found in calls for (sign, count), (next_sign, after) in zip(found, found[1:]))
     kept = kafka_streams_run["rows-keyed"]  # a tombstone transformed into a value is kept, not deleted
     assert all(any(key.startswith(family) and value.endswith(":null") for key, value in kept.items())
                for family in FAMILIES)
