@@ -120,6 +120,71 @@ def test_behind_a_filter_the_old_value_is_the_filtered_one(rows, batches):
     assert _changes(_regrouped(filtered=True), rows, batches) == expected
 
 
+def _filtered_after(builder_rows, batches: int) -> list[tuple]:
+    """``(key, value)`` out of a filter of the call-counting transform_values of a materialized table."""
+    builder = StreamsBuilder()
+    builder.table("in", Materialized.as_("in-store")).transform_values(_CallCounter, Named.as_("tv")) \
+        .filter(lambda key, value: not value.startswith("x")).to_stream().to("out")
+    program = compile_topology(builder, "app", default_key_serde=Serdes.String(), default_value_serde=Serdes.String(),
+                               statestore_cache_max_bytes=0).program(0)
+    outputs, stored, size = [], None, max(1, -(-len(builder_rows) // batches))
+    for first in range(0, len(builder_rows), size):
+        out, stored = program.process_task_batch(task_frame(builder_rows[first:first + size], first), stored)
+        if out is not None:
+            out = out.sort_values("emit_order", kind="stable")
+            outputs += [(k.decode(), None if v is None else v.decode()) for k, v in zip(out["key"], out["value"])]
+    return outputs
+
+
+def _kafka_streams_filtered_after(rows, batches: int) -> list[tuple]:
+    """``KTableFilter`` with old values sent, after the transform_values: the transformed new value if it
+    passes, else a tombstone if the transformed old value passes, else nothing; two calls per update."""
+    table, outputs, size = {}, [], max(1, -(-len(rows) // batches))
+    for first in range(0, len(rows), size):
+        calls = 0
+        for key, value, timestamp in rows[first:first + size]:
+            if key is None:
+                continue
+            new = f"{'null' if value is None else value}#{calls + 1}@{timestamp}"
+            old = f"{'null' if table.get(key) is None else table[key]}#{calls + 2}@{timestamp}"
+            calls += 2
+            table[key] = value
+            if not new.startswith("x"):
+                outputs.append((key, new))
+            elif not old.startswith("x"):
+                outputs.append((key, None))
+    return outputs
+
+
+_XS = st.lists(st.tuples(st.one_of(st.none(), st.sampled_from("ab")),
+                         st.one_of(st.none(), st.sampled_from(["x1", "y1"])), st.integers(0, 10_000)), max_size=25)
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=_XS, batches=st.integers(1, 4))
+def test_a_filter_of_it_drops_what_neither_transformed_value_passes(rows, batches):
+    """The filter's constructor asks the transform_values for old values (the table behind is materialized):
+    its transformer is called on each old value too, and an update neither of whose results passes goes
+    nowhere."""
+    assert _filtered_after(rows, batches) == _kafka_streams_filtered_after(rows, batches)
+
+
+def _mapped_then_regrouped() -> StreamsBuilder:
+    builder = StreamsBuilder()
+    builder.table("in").transform_values(_CallCounter, Named.as_("tv")).map_values(lambda value: value.upper()) \
+        .group_by(lambda key, value: (key, value), Grouped.as_("rg")) \
+        .reduce(lambda total, value: total + "+" + value, lambda total, value: total + "-" + value) \
+        .to_stream().to("out")
+    return builder
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=_UPDATES, batches=st.integers(1, 4))
+def test_a_regrouping_after_a_map_values_of_it_subtracts_the_mapped_transformed_old_value(rows, batches):
+    expected = [(key, new.upper(), old.upper()) for key, new, old in _kafka_streams_changes(rows, batches)]
+    assert _changes(_mapped_then_regrouped(), rows, batches) == expected
+
+
 def _refused(build) -> str:
     builder = StreamsBuilder()
     build(builder)
@@ -129,8 +194,10 @@ def _refused(build) -> str:
 
 
 @pytest.mark.parametrize("reader, kind", [
-    (lambda table: table.filter(lambda k, v: True), "table_filter"),
-    (lambda table: table.map_values(lambda v: v), "table_map_values"),
+    (lambda table: table.filter(lambda k, v: True, Materialized.as_("kept")), "table_filter"),
+    (lambda table: table.map_values(lambda v: v).join(table, lambda a, b: a), "table_map_values"),
+    (lambda table: table.map_values(lambda v: v).filter(lambda k, v: True).suppress(
+        Suppressed.until_time_limit(timedelta(seconds=1), BufferConfig.unbounded())), "table_map_values"),
     (lambda table: table.left_join(table, lambda a, b: a), "table_table_join"),
     (lambda table: table.suppress(Suppressed.until_time_limit(timedelta(seconds=1), BufferConfig.unbounded())),
      "suppress"),

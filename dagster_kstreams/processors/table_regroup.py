@@ -51,7 +51,7 @@ from dagster_kstreams.processors.session_table_reads import check_session_regrou
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.stateless import pair
 from dagster_kstreams.processors.table_behind import table_behind
-from dagster_kstreams.processors.table_old_values import SentOldValue, old_value_getter
+from dagster_kstreams.processors.table_old_values import old_value_getter
 from dagster_kstreams.processors.value_getters import ValueGetter, value_getter
 from dagster_kstreams.processors.versioned_tables import (
     VersionedStoreWriter, VersionedTable, check_consumers, reads_versioned_updates, versioned_table,
@@ -214,9 +214,9 @@ def _repartition_map(factory, ctx) -> TableRepartitionMap:
         check_session_regrouping(ctx.subtopology, factory, behind)
         table_values = old_value_getter(ctx, factory, behind)
     elif behind.writer is not None and behind.writer.kind is NodeKind.TABLE_TRANSFORM_VALUES:
-        # the old value a transform_values reads from its own store before the put, or without one transforms
-        # (table_transform_values.check_runs admits no step between them)
-        table_values = SentOldValue(behind.writer.name, ())
+        # the old value a transform_values reads from its own store before the put, or without one transforms,
+        # through the filters/map_values without a store between (transform_values_steps)
+        table_values = old_value_getter(ctx, factory, behind)
     elif suppressed_plain_table(behind):
         # the old value the suppression sends with each update it forwards (its latest buffered update's),
         # or the one a filter/map_values keeping its store after it held

@@ -46,6 +46,7 @@ from dagster_kstreams.processors.suppressed_table_reads import sent_old_value_ke
 from dagster_kstreams.processors.table_behind import table_behind
 from dagster_kstreams.processors.table_old_values import old_value_getter
 from dagster_kstreams.processors.transform_values_getter import joined_without_old_values
+from dagster_kstreams.processors.transform_values_steps import passes_updates_only
 from dagster_kstreams.processors.user_processor_context import leave_old_value, processing, record_context_time
 from dagster_kstreams.processors.user_processors import UserProcessorNode, connected_stores
 from dagster_kstreams.processors.value_getters import ValueGetter
@@ -249,6 +250,8 @@ def check_runs(factory, ctx) -> None:
             continue  # a re-grouping reads the old values its store gives, or its transformer makes of the old ones
         if own_store is None and joined_without_old_values(sub, reader):
             continue  # the other table's updates read it through its value getter (transform_values_getter)
+        if own_store is None and passes_updates_only(sub, reader):
+            continue  # a filter/map_values without a store: the old values it reads are the ones sent to it
         raise UnsupportedTopologyError(
             f"processor {reader.name} ({reader.kind.value}) reads the table of {where}; the Spark runner passes "
             "a transform_values' updates to to_stream and a re-grouping only: a filter, map_values, transform_values, "
