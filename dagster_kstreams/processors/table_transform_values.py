@@ -169,7 +169,7 @@ class TableTransformValues(UserProcessorNode):
 
 class TableTransformValuesOfOldValues(TableTransformValues):
     """A transform_values node without a store of its own whose table sends old values (Kafka Streams'
-    ``sendOldValues``, asked by a re-grouping of it): ``old`` reads the old value of the table behind,
+    ``sendOldValues``, asked by a re-grouping or a filter after it): ``old`` reads the old value of the table behind,
     which its processor transforms (not registered: it runs the transform_values kind)."""
 
     def __init__(self, name: str, supplier, stores: dict, child_names: list[str], old: ValueGetter):
@@ -225,8 +225,9 @@ def check_runs(factory, ctx) -> None:
     """Refuses, naming the processor, what the runner does not compare with Kafka Streams yet: a store
     of its own that is versioned; a reader of its updates other than ``to_stream`` and a re-grouping (whose
     old values are its uncached store's value before the update, or without a store the transformer's
-    result on the old value behind; a cached store's are not compared yet); a filter, map_values,
-    table-table join or suppression reads through its value getter, a transformer of its own, which only a
+    result on the old value behind; a cached store's are not compared yet), and without a store a
+    filter/map_values without one going on to those (:mod:`.transform_values_steps`); a filter or map_values
+    read otherwise, a table-table join or a suppression reads through its value getter, a transformer of its own, which only a
     stream-table join's and an inner join's whose result goes to to_stream only read here
     (:mod:`.transform_values_getter`), and a filter, a suppression, a left or outer join read old values;
     a DSL operation's store
@@ -254,8 +255,9 @@ def check_runs(factory, ctx) -> None:
             continue  # a filter/map_values without a store: the old values it reads are the ones sent to it
         raise UnsupportedTopologyError(
             f"processor {reader.name} ({reader.kind.value}) reads the table of {where}; the Spark runner passes "
-            "a transform_values' updates to to_stream and a re-grouping only: a filter, map_values, transform_values, "
-            "join (but an inner join of one without a store whose result goes to to_stream only, whose updates need "
+            "a transform_values' updates to to_stream and a re-grouping only (without a store of its own, through "
+            "filter/map_values without one too): a filter or map_values with a store of its own or read otherwise, a "
+            "transform_values, a join (but an inner join of one without a store whose result goes to to_stream only, whose updates need "
             "no old values) or suppression of it (read through its value getter, or asking it for old values, which "
             "Kafka Streams makes by calling the transformer on each update's old value too) are not compared with "
             "Kafka Streams yet")
