@@ -25,7 +25,11 @@ Each scenario follows one of Kafka Streams' own tests (their scenario, not their
   inner join through its value getter, a transformer of the join's; ``out-rows-keyed``: the rows' keyed transformer with a
   store of its own, uncached (``shouldTransformValuesWithKeyMaterialized``), the store read back too, and
   ``out-rows-keyed-regrouped`` that table re-grouped and reduced, its old values read from that store
-  (``shouldCalculateCorrectOldValuesIfMaterializedEvenIfStateful``);
+  (``shouldCalculateCorrectOldValuesIfMaterializedEvenIfStateful``); ``out-prices-recounted``: the prices'
+  call-counting one without a store re-grouped and reduced, its old values the same transformer's results
+  on the prices' old values, called after the new one's (``KTableTransformValuesProcessor`` sending old values),
+  ``out-recounted-kept`` a filter of it (dropping what neither transformed value passes) and
+  ``out-recounted-kind-counts`` a map_values of it re-grouped and counted;
 * ``out-branches``, ``out-rest``: a ``split`` with named branches, one of them through a function,
   two merged back and peeked, and the default branch (``KStreamImplTest``);
 * ``out-evens``, ``out-odds``, ``out-routed-sink``: a processor forwarding to its children by name (a
@@ -70,11 +74,11 @@ OUTPUTS = ("out-source", "out-filter", "out-filter-kept", "out-regrouped", "out-
            "out-shared", "out-to-table", "out-merged", "out-routed-sink", "out-cogroup-outer",
            "out-where-from", "out-self-join", "out-transformed", "out-prices-transformed", "out-rows-keyed",
            "out-rows-keyed-regrouped", "out-prices-called", "out-lookups-joined", "out-lookups-left",
-           "out-lookups-table-joined")
+           "out-lookups-table-joined", "out-prices-recounted", "out-recounted-kept", "out-recounted-kind-counts")
 # Their values carry a transformer instance's call count, which lives for a micro-batch here (README, "The
 # Processor API"), for the task's run in Kafka Streams: a rerun after a kill compares them without it.
 CALL_COUNTED = ("out-prices-called", "out-lookups-joined", "out-lookups-left",
-           "out-lookups-table-joined")
+           "out-lookups-table-joined", "out-prices-recounted", "out-recounted-kept")
 
 
 class CountingTransformer(ValueTransformerWithKey):
@@ -316,4 +320,20 @@ def table_scenarios(topics: dict[str, str]) -> StreamsBuilder:
         .reduce(lambda keys, key: keys + "+" + key, lambda keys, key: keys + "-" + key,
                 Materialized.as_("keyed-keys-by-verdict").with_caching_disabled()) \
         .to_stream().process_values(StampValues).to(topics["out-rows-keyed-regrouped"])
+    # Without a store of its own and re-grouped (TransformValuesOldValuesExamples): the re-grouping's old
+    # values are the same transformer's results on the prices' old values, each called after the new one's.
+    recounted = prices.transform_values(CallCounter, Named.as_("prices-recounted"))
+    recounted.group_by(lambda key, value: (key[:1] + value[:1], value), Grouped.as_("recounted-by-kind")) \
+        .reduce(lambda total, value: (total + "+" + value)[-160:], lambda total, value: (total + "-" + value)[-160:],
+                Materialized.as_("recounted-reduced").with_caching_disabled()) \
+        .to_stream().process_values(StampValues).to(topics["out-prices-recounted"])
+    # A filter of it (its constructor asks it for old values: the prices are materialized) drops an update
+    # neither of whose transformed values passes; a map_values of it re-grouped subtracts the mapped old one.
+    recounted.filter(lambda key, value: not value.startswith("x"), Named.as_("recounted-kept")) \
+        .to_stream().process_values(StampValues).to(topics["out-recounted-kept"])
+    recounted.map_values(lambda value: value[:1], Named.as_("recounted-kinds")) \
+        .group_by(lambda key, kind: (key[:1] + kind, key), Grouped.as_("recounted-kinds-by-kind")) \
+        .count(Materialized.as_("recounted-kind-counts").with_caching_disabled()) \
+        .to_stream().map_values(lambda count: str(count)).process_values(StampValues) \
+        .to(topics["out-recounted-kind-counts"])
     return builder

@@ -52,7 +52,8 @@ cloudpickle.register_pickle_by_value(kstreams_table_scenarios_topology)
 PARTITIONS = 2
 T0 = (int(time.time()) - 3600) * 1000  # recent, in ms: records older than the broker's 7-day retention may be deleted mid-test
 FAMILIES = ("a", "b")  # the keys of partition 0, of partition 1
-REGROUPED = ("out-regrouped", "out-mapped-regrouped", "out-prices-counts", "out-rows-keyed-regrouped")  # re-grouped tables' aggregates
+REGROUPED = ("out-regrouped", "out-mapped-regrouped", "out-prices-counts", "out-rows-keyed-regrouped",
+             "out-prices-recounted", "out-recounted-kind-counts")  # re-grouped tables' aggregates
 
 # Kafka Streams' own table scenarios, per key family (KTableSourceTest, KTableFilterTest): (key, value,
 # time offset); "{f}" is the family. A value written twice, an out-of-order update, a row dropped by
@@ -256,6 +257,12 @@ def test_kafka_streams_output_exercises_the_scenarios(kafka_streams_run):
         table_joined = [value for value in values("out-lookups-table-joined", family) if not value.startswith("null|")]
         assert any("~p-1o-1|" in value for value in table_joined)  # a lookup's update, through the getter
         assert any("~p-1o-1|" not in value for value in table_joined)  # a price's, through the processor
+    for family in FAMILIES:  # without a store, re-grouped: the old value's call right after the new one's
+        calls = [re.findall(r"([+-])[^+-]*?#(\d+)@", value) for value in values("out-prices-recounted", family)]
+        assert any(sign == "-" and int(count) == int(after) + 1 and next_sign == "+"
+                   for found in calls for (sign, count), (next_sign, after) in zip(found, found[1:]))
+        # its filter: a tombstone where the transformed old value passed and the new one does not
+        assert any(value.startswith("null|") for value in values("out-recounted-kept", family))
     kept = kafka_streams_run["rows-keyed"]  # a tombstone transformed into a value is kept, not deleted
     assert all(any(key.startswith(family) and value.endswith(":null") for key, value in kept.items())
                for family in FAMILIES)

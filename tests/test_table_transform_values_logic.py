@@ -267,9 +267,8 @@ def test_a_processor_naming_its_own_store_is_refused_naming_the_processor():
 
 
 @pytest.mark.parametrize("reader, kind", [
-    (lambda table: table.group_by(lambda k, v: (v, k), Grouped.as_("rg")).count(), "table_group_by_map"),
-    (lambda table: table.filter(lambda k, v: True), "table_filter"),
-    (lambda table: table.map_values(lambda v: v), "table_map_values"),
+    (lambda table: table.filter(lambda k, v: True, Materialized.as_("kept")), "table_filter"),
+    (lambda table: table.map_values(lambda v: v).join(table, lambda a, b: a), "table_map_values"),
     (lambda table: table.transform_values(_Same), "table_transform_values"),
     (lambda table: table.left_join(table, lambda a, b: a), "table_table_join"),
     (lambda table: table.suppress(Suppressed.until_time_limit(timedelta(seconds=1), BufferConfig.unbounded())), "suppress"),

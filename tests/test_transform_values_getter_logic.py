@@ -164,7 +164,8 @@ def test_other_readers_through_its_getter_stay_refused_naming_the_reader(read):
     """A filter of it, a left or outer join of it (either side), an inner join whose result is read by
     more than to_stream or kept: not modelled yet (check_runs, value_getter)."""
     message = _refused(lambda b: read(b, b.table("in").transform_values(_Stamped, Named.as_("tv"))))
-    assert "reads the table of processor tv (transform_values)" in message or "tv (table_transform_values)" in message
+    assert "reads the table of processor tv (transform_values)" in message or "tv (table_transform_values)" in message \
+        or "reads the transform_values tv through filter/map_values" in message  # the join's getter through a filter
     assert message.startswith("processor KTABLE-") or message.startswith("processor KSTREAM-")
 
 

@@ -126,3 +126,17 @@ def table_transform_values_overloads():
     steps.group_by(lambda k, v: (v, k), Grouped.as_("tv-regroup")).count().to_stream() \
         .to("price-counts", Produced.with_(Serdes.String(), Serdes.Long()))
     return b.build()
+
+
+@topology
+def table_transform_values_old_values():
+    # Without a store of its own, re-grouped, filtered and through a map_values re-grouped: asked for old
+    # values, it asks the table behind, whose source is then materialized (its store in describe()).
+    b = StreamsBuilder()
+    transformed = b.table("rates").transform_values(_Same)
+    transformed.group_by(lambda k, v: (v, k), Grouped.as_("rates-regroup")).count().to_stream() \
+        .to("rate-counts", Produced.with_(Serdes.String(), Serdes.Long()))
+    transformed.filter(lambda k, v: v.startswith("a")).to_stream().to("rates-kept")
+    transformed.map_values(lambda v: v[:1]).group_by(lambda k, v: (v, k)).reduce(lambda a, c: a, lambda a, c: a) \
+        .to_stream().to("rate-kinds")
+    return b.build()

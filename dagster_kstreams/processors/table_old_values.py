@@ -10,6 +10,8 @@ what it last forwarded for the key). The runner forwards the new value only; a r
 the old one reads it behind the update, from the nearest of those on the way back to the table's
 writer (:func:`old_value_getter`), then through the ``filter``/``map_values`` after it:
 
+* a transform_values: the old value it leaves under its name as it forwards an update (its store's
+  before the put, or its transformer's result on the old value behind it: :mod:`.table_transform_values`);
 * a suppression: the old value it leaves, as it emits an update, under its name
   (:func:`sent_old_value_key`, :class:`SentOldValue`); it keeps one with each buffered update when a
   reader below it needs it (:func:`~.table_behind.old_values_read_below`);
@@ -68,12 +70,16 @@ class SentOldValue(ValueGetter):
 def old_value_getter(ctx, factory, table: TableBehind, through_joins: bool = False,
                      windowed: bool = False, suppressions: bool = False) -> ValueGetter:
     """The getter of the old value behind each update reaching ``factory``, from the last processor
-    on the way that sends its own old values: a suppression's (:class:`SentOldValue`), or the store
+    on the way that sends its own old values: a transform_values' or a suppression's (:class:`SentOldValue`), or the store
     of a filter/map_values that keeps one (its old values are read here, so it keeps it:
     :func:`~.table_step_stores.keeps_own_store`); else the table's store, or what the windowed
     aggregations send (:class:`WindowedOldValue`, which asks them to send it).
     ``through_joins``, ``windowed``, ``suppressions``: as :func:`~.value_getters.value_getter` (a windowed
     reader reads a join of session tables too: its old value is the one the join sends)."""
+    if table.writer is not None and table.writer.kind is NodeKind.TABLE_TRANSFORM_VALUES:
+        # the old value it sends (its store's before the put, or its transformer's result on the old value
+        # behind it), through the filters/map_values after it (transform_values_steps: none with a store)
+        return SentOldValue(table.writer.name, _steps(ctx, table.steps))
     sender = table.old_value_sender()
     if sender is not None:
         node, after = table.steps[sender], _steps(ctx, table.steps[sender + 1:])

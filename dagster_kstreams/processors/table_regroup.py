@@ -14,8 +14,9 @@ versioned table forwards marked not latest (out of order) is skipped, so that th
 the latest values only (Kafka Streams' versioned semantics). A windowed table's old value is the one
 its aggregation sends with the update; a session table's (:mod:`.session_table_reads`) is a merged
 session's with its delete, none with the merged session's put, so merged sessions are subtracted; a
-transform_values' with a store of its own is that store's value before the update's put (which it leaves
-for the re-grouping: :mod:`.table_transform_values`). A pair
+transform_values' with a store of its own is that store's value before the update's put, without one its
+transformer's result on the old value of the table behind (which it leaves for the re-grouping either way:
+:mod:`.table_transform_values`). A pair
 with a null group or a null value is dropped. When both pairs select the same group, one record
 ``Change(new, old)`` goes to it; otherwise the subtraction ``Change(None, old)`` goes to the old
 group first, then the addition ``Change(new, None)`` to the new one (Kafka Streams 4.x; keys are
@@ -50,7 +51,7 @@ from dagster_kstreams.processors.session_table_reads import check_session_regrou
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.stateless import pair
 from dagster_kstreams.processors.table_behind import table_behind
-from dagster_kstreams.processors.table_old_values import SentOldValue, old_value_getter
+from dagster_kstreams.processors.table_old_values import old_value_getter
 from dagster_kstreams.processors.value_getters import ValueGetter, value_getter
 from dagster_kstreams.processors.versioned_tables import (
     VersionedStoreWriter, VersionedTable, check_consumers, reads_versioned_updates, versioned_table,
@@ -213,9 +214,9 @@ def _repartition_map(factory, ctx) -> TableRepartitionMap:
         check_session_regrouping(ctx.subtopology, factory, behind)
         table_values = old_value_getter(ctx, factory, behind)
     elif behind.writer is not None and behind.writer.kind is NodeKind.TABLE_TRANSFORM_VALUES:
-        # the old value a transform_values with a store of its own reads from it before the put
-        # (table_transform_values.check_runs admits no step between them)
-        table_values = SentOldValue(behind.writer.name, ())
+        # the old value a transform_values reads from its own store before the put, or without one transforms,
+        # through the filters/map_values without a store between (transform_values_steps)
+        table_values = old_value_getter(ctx, factory, behind)
     elif suppressed_plain_table(behind):
         # the old value the suppression sends with each update it forwards (its latest buffered update's),
         # or the one a filter/map_values keeping its store after it held

@@ -25,8 +25,9 @@ micro-batch's end with the other caches (``program._flush``, upstream stores fir
 ``read_store`` reads the slot.
 
 What runs: a transform_values without a store of its own or with a plain one, whose updates go to
-``to_stream`` (or, with an uncached store, to a re-grouping: the old value of each update, Kafka Streams'
-read of the store before the put, is left for it: :class:`TransformingProcessor`), behind a table that
+``to_stream`` (or to a re-grouping, with an uncached store of its own or without one: the old value of each
+update, Kafka Streams' read of the store before the put, or without a store the transformer's result on the
+old value of the table behind, is left for it: :class:`TransformingProcessor`), behind a table that
 is neither windowed, suppressed nor versioned (the runner forwards such a table's updates with marks
 and old values of their own). A stream-table join reads one without a store of its own through its value
 getter, a transformer of the join's (:mod:`.transform_values_getter`), and so does an inner table-table join
@@ -43,16 +44,19 @@ from dagster_kstreams.processors.errors import ProcessingError, UnsupportedTopol
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.suppressed_table_reads import sent_old_value_key
 from dagster_kstreams.processors.table_behind import table_behind
+from dagster_kstreams.processors.table_old_values import old_value_getter
 from dagster_kstreams.processors.transform_values_getter import joined_without_old_values
+from dagster_kstreams.processors.transform_values_steps import passes_updates_only
 from dagster_kstreams.processors.user_processor_context import leave_old_value, processing, record_context_time
 from dagster_kstreams.processors.user_processors import UserProcessorNode, connected_stores
+from dagster_kstreams.processors.value_getters import ValueGetter
 from dagster_kstreams.processors.versioned_tables import reads_versioned_updates
 from dagster_kstreams.topology.node_specs import NodeKind, StoreType
 from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Record, RecordMetadata
 from dagster_kstreams.topology.task_id import TaskId
 
 __all__ = ["TransformerContext", "TransformingProcessor", "TransformingSupplier", "TableTransformValues",
-           "CachedTableTransformValues", "check_runs", "BUILDERS"]
+           "TableTransformValuesOfOldValues", "CachedTableTransformValues", "check_runs", "BUILDERS"]
 
 
 class TransformerContext:
@@ -122,10 +126,20 @@ class TransformingProcessor(FixedKeyProcessor):
             node.put(record.key, new_value, record_context, group)
             return
         if self.sends_old_values:
-            leave_old_value(self.context, sent_old_value_key(self.processor_name), self.store.get(record.key))
+            leave_old_value(self.context, sent_old_value_key(self.processor_name), self._old_value(record.key))
         if self.store is not None:
             self.store.put(record.key, new_value)
         self.context.forward(record.with_value(new_value))
+
+    def _old_value(self, key):
+        """The update's old value: its own store's before the put; without a store, the transformer on the
+        old value of the table behind, called after the new value's, in the same record context, as
+        ``KTableTransformValuesProcessor`` does (a stateful transformer counts that call; a missing old
+        value is transformed too: ``transform(key, None)``)."""
+        if self.store is not None:
+            return self.store.get(key)
+        node, record_context, group = processing(self.context)
+        return self.transformer.transform(key, node.old.get_old(node, key, group, record_context))
 
     def close(self) -> None:
         self.transformer.close()
@@ -151,6 +165,20 @@ class TableTransformValues(UserProcessorNode):
 
     kind = NodeKind.TABLE_TRANSFORM_VALUES.value
     forwards_other_keys = False  # the key stays, and a transformer's punctuator cannot forward
+
+
+class TableTransformValuesOfOldValues(TableTransformValues):
+    """A transform_values node without a store of its own whose table sends old values (Kafka Streams'
+    ``sendOldValues``, asked by a re-grouping or a filter after it): ``old`` reads the old value of the table behind,
+    which its processor transforms (not registered: it runs the transform_values kind)."""
+
+    def __init__(self, name: str, supplier, stores: dict, child_names: list[str], old: ValueGetter):
+        super().__init__(name, supplier, stores, fixed_key=True, child_names=child_names)
+        self.old = old
+
+    def init(self, program) -> None:
+        super().init(program)
+        self.old.bind(program)
 
 
 class CachedTableTransformValues(TableTransformValues):
@@ -195,12 +223,13 @@ class CachedTableTransformValues(TableTransformValues):
 
 def check_runs(factory, ctx) -> None:
     """Refuses, naming the processor, what the runner does not compare with Kafka Streams yet: a store
-    of its own that is versioned; a reader of its updates other than ``to_stream`` and, with an uncached
-    store of its own (whose value before the update is the old one), a re-grouping (without a store it
-    reads old values, which Kafka Streams makes by calling the transformer on the old value too; a
-    filter, map_values, table-table join or suppression reads through its value getter, a transformer of
-    its own, which only a stream-table join's and an inner join's whose result goes to to_stream only read
-    here: :mod:`.transform_values_getter`);
+    of its own that is versioned; a reader of its updates other than ``to_stream`` and a re-grouping (whose
+    old values are its uncached store's value before the update, or without a store the transformer's
+    result on the old value behind; a cached store's are not compared yet), and without a store a
+    filter/map_values without one going on to those (:mod:`.transform_values_steps`); a filter or map_values
+    read otherwise, a table-table join or a suppression reads through its value getter, a transformer of its own, which only a
+    stream-table join's and an inner join's whose result goes to to_stream only read here
+    (:mod:`.transform_values_getter`), and a filter, a suppression, a left or outer join read old values;
     a DSL operation's store
     named; a table behind it that is windowed, suppressed or versioned."""
     where = f"processor {factory.name} (transform_values)"
@@ -218,17 +247,20 @@ def check_runs(factory, ctx) -> None:
                 f"results in a cached store ({own_store}); the Spark runner re-groups a transform_values with an "
                 "uncached store of its own only: the old values its record cache's flush sends (the store's value "
                 "at the last flush) are not compared with Kafka Streams yet")
-        if reader.kind is NodeKind.TABLE_GROUP_BY_MAP and own_store:
-            continue  # a re-grouping reads the old values its store gives (TransformingProcessor)
+        if reader.kind is NodeKind.TABLE_GROUP_BY_MAP:
+            continue  # a re-grouping reads the old values its store gives, or its transformer makes of the old ones
         if own_store is None and joined_without_old_values(sub, reader):
             continue  # the other table's updates read it through its value getter (transform_values_getter)
+        if own_store is None and passes_updates_only(sub, reader):
+            continue  # a filter/map_values without a store: the old values it reads are the ones sent to it
         raise UnsupportedTopologyError(
             f"processor {reader.name} ({reader.kind.value}) reads the table of {where}; the Spark runner passes "
-            "a transform_values' updates to to_stream, and to a re-grouping where it keeps a store of its own, "
-            "only: a re-grouping of one without a store (Kafka Streams calls the transformer on each update's old "
-            "value too), a filter, map_values, transform_values, join (but an inner join of one without a store whose "
-            "result goes to to_stream only, whose updates need no old values) or suppression of it are not compared "
-            "with Kafka Streams yet")
+            "a transform_values' updates to to_stream and a re-grouping only (without a store of its own, through "
+            "filter/map_values without one too): a filter or map_values with a store of its own or read otherwise, a "
+            "transform_values, a join (but an inner join of one without a store whose result goes to to_stream only, whose updates need "
+            "no old values) or suppression of it (read through its value getter, or asking it for old values, which "
+            "Kafka Streams makes by calling the transformer on each update's old value too) are not compared with "
+            "Kafka Streams yet")
     for store in factory.stores:
         if store != own_store and ctx.topology.state_stores[store].type not in _USER_STORES:
             raise UnsupportedTopologyError(
@@ -265,6 +297,12 @@ def build(factory, ctx) -> TableTransformValues:
     if own_store is not None:  # one of the task's user key-value stores (window None)
         spec = ctx.topology.state_stores[own_store]
         stores[own_store] = (spec.key_serde or ctx.default_key_serde, spec.value_serde or ctx.default_value_serde, None)
+    if own_store is None and factory.params.get("send_old_values"):
+        # KTableTransformValues' sendOldValues (a re-grouping asked for them): the transformer is called on the
+        # old value of the table behind too, which check_runs admits neither windowed nor suppressed
+        old = old_value_getter(ctx, factory, table_behind(ctx.subtopology, factory))
+        supplier = TransformingSupplier(factory.params["supplier"], factory.name, sends_old_values=True)
+        return TableTransformValuesOfOldValues(factory.name, supplier, stores, children, old)
     sends_old_values = any(ctx.subtopology.node(child).kind is NodeKind.TABLE_GROUP_BY_MAP
                            for child in factory.children)
     supplier = TransformingSupplier(factory.params["supplier"], factory.name, own_store, sends_old_values)

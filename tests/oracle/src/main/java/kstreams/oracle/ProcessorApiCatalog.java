@@ -50,6 +50,7 @@ final class ProcessorApiCatalog {
         topologies.put("processor_api_low_level_supplier_with_stores",
                        ProcessorApiCatalog::processor_api_low_level_supplier_with_stores);
         topologies.put("table_transform_values_overloads", ProcessorApiCatalog::table_transform_values_overloads);
+        topologies.put("table_transform_values_old_values", ProcessorApiCatalog::table_transform_values_old_values);
         return topologies;
     }
 
@@ -162,6 +163,19 @@ final class ProcessorApiCatalog {
             .count()
             .toStream()
             .to("price-counts", Produced.with(Serdes.String(), Serdes.Long()));
+        return b.build();
+    }
+
+    static Topology table_transform_values_old_values() {
+        // Without a store of its own, re-grouped, filtered and through a map_values re-grouped: asked for old
+        // values, it asks the table behind, whose source is then materialized (its store in describe()).
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> transformed = b.<String, String>table("rates").transformValues(Same::new);
+        transformed.groupBy((k, v) -> KeyValue.pair(v, k), Grouped.as("rates-regroup")).count()
+            .toStream().to("rate-counts", Produced.with(Serdes.String(), Serdes.Long()));
+        transformed.filter((k, v) -> v.startsWith("a")).toStream().to("rates-kept");
+        transformed.mapValues(v -> v.substring(0, 1)).groupBy((k, v) -> KeyValue.pair(v, k)).reduce((a, c) -> a, (a, c) -> a)
+            .toStream().to("rate-kinds");
         return b.build();
     }
 }

@@ -335,6 +335,7 @@ public final class TableScenarioExamples {
                       Grouped.as("keyed-by-verdict"))
             .reduce((keys, key) -> keys + "+" + key, (keys, key) -> keys + "-" + key, uncached("keyed-keys-by-verdict"))
             .toStream().processValues(StampValues::new).to(topics.get("out-rows-keyed-regrouped"));
+        TransformValuesOldValuesExamples.addTo(prices, topics);
         return builder.build();
     }
 
@@ -345,7 +346,8 @@ public final class TableScenarioExamples {
         "out-prefixed", "out-rows-prefixed", "out-shared", "out-to-table", "out-merged",
         "out-routed-sink", "out-cogroup-outer", "out-where-from", "out-self-join", "out-transformed",
         "out-prices-transformed", "out-rows-keyed", "out-rows-keyed-regrouped", "out-prices-called",
-        "out-lookups-joined", "out-lookups-left", "out-lookups-table-joined");
+        "out-lookups-joined", "out-lookups-left", "out-lookups-table-joined", "out-prices-recounted",
+        "out-recounted-kept", "out-recounted-kind-counts");
 
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
@@ -367,7 +369,7 @@ public final class TableScenarioExamples {
             KafkaStreamsRuns.waitUntilConsumed(admin, streams, applicationId, () -> {
                 List<String> repartition = admin.listTopics().names().get().stream()
                     .filter(topic -> topic.startsWith(applicationId + "-") && topic.endsWith("-repartition")).toList();
-                return repartition.size() < 4 ? null
+                return repartition.size() < 6 ? null
                     : java.util.stream.Stream.concat(inputs.stream(), repartition.stream()).toList();
             }, Duration.ofMinutes(5));
             String describe = KafkaStreamsRuns.describeJson(topology);
