@@ -62,6 +62,7 @@ from typing import Callable
 from dagster_kstreams.processors.aggregations import read_by_user_processor
 from dagster_kstreams.processors.base import reachable
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
+from dagster_kstreams.processors.plain_window_store import unmodeled_plain_store
 from dagster_kstreams.processors.supplier_shape import (unmodeled_duplicates, unmodeled_short_retention,
                                                         unmodeled_window_size)
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_CLOSE
@@ -129,12 +130,11 @@ def _check_aggregation_supplier(factory, store, subtopology, cached: bool) -> No
             f"aggregates from nothing), {unmodeled}")
     if isinstance(windows, SessionWindows):
         return
-    if not supplier.keeps_timestamps and factory.params.get("emit_strategy") != ON_WINDOW_CLOSE:
+    unmodeled = unmodeled_plain_store(factory, store, subtopology, cached)
+    if not supplier.keeps_timestamps and factory.params.get("emit_strategy") != ON_WINDOW_CLOSE and unmodeled:
         raise UnsupportedTopologyError(
             f"{where} is a plain RocksDB window store, which keeps no timestamps (Kafka Streams reads each window "
-            "through WindowToTimestampedWindowByteStoreAdapter with timestamp -1, so a window's timestamp is its "
-            "last record's, not the largest): not modeled by the Spark runner yet (Stores."
-            "persistent_timestamped_window_store keeps them)")
+            f"through WindowToTimestampedWindowByteStoreAdapter with timestamp -1), {unmodeled}")
     size = windows.time_difference_ms if isinstance(windows, SlidingWindows) else windows.size_ms
     unmodeled = unmodeled_window_size(factory, store, subtopology, cached)
     if supplier.window_size_ms != size and unmodeled:
