@@ -24,7 +24,10 @@ Kafka Streams, the runner follows or refuses:
   (each update a new entry) but for the same aggregation's in-memory store, which returns it no window
   (:func:`~.supplier_shape.unmodeled_duplicates`), or a plain RocksDB
   window store of an aggregation emitting on update (it keeps no timestamps: Kafka Streams reads each
-  window back with timestamp -1; ``Stores.persistent_timestamped_window_store`` keeps them);
+  window back with timestamp -1) but for a time- or sliding-windowed one, uncached, that no processor
+  reads, no join beside it may read and no cogroup shares, whose store the runner keeps stamped -1 too
+  (:mod:`.plain_window_store`; :func:`~.plain_window_store.unmodeled_plain_store` says why the others stay
+  refused);
 * a windowed aggregation emitting on window close from a store kept in memory (a supplier's,
   ``with_store_type("in_memory")``, ``default.dsl.store=in_memory``): Kafka Streams' in-memory DSL
   suppliers ignore the emit strategy. Time or sliding windows: ``InMemoryWindowStore.fetchAll`` returns
