@@ -285,13 +285,13 @@ class _WindowAggregate(WindowedTable):
         self.forward_update(key, Window(start, end), value, old, record_context, out, state)
 
     def end_task_batch(self, task) -> None:
-        """Task-grouped: forget every key's windows the store no longer returns (Kafka Streams drops
-        expired segments of all keys), so the task's state stays bounded by the retention."""
+        """Task-grouped: forget every key's windows the store no longer returns (Kafka Streams drops expired
+        segments of all keys; cut by the store's time, as a record's reads are), so the state stays bounded."""
         stream_time, self._batch_stream_time = self._batch_stream_time, None
         if stream_time is None:
             return
         closed = task.values.get(self._closed_key) if self.emit_on_close else None
-        horizon, retention = (stream_time, self.retention) if closed is None else (
+        horizon, retention = (store_time(self.windows, stream_time), self.retention) if closed is None else (
             closed.visible_from(self.retention) - 1, 0)
         if self.observes_store_time and closed is None:
             horizon = task.values.get(observed_time_key(self.store), NO_TIME)
