@@ -133,11 +133,12 @@ def _check_aggregation_supplier(factory, store, subtopology, cached: bool) -> No
             f"aggregates from nothing), {unmodeled}")
     if isinstance(windows, SessionWindows):
         return
-    unmodeled = unmodeled_plain_store(factory, store, subtopology, cached)
-    if not supplier.keeps_timestamps and factory.params.get("emit_strategy") != ON_WINDOW_CLOSE and unmodeled:
-        raise UnsupportedTopologyError(
-            f"{where} is a plain RocksDB window store, which keeps no timestamps (Kafka Streams reads each window "
-            f"through WindowToTimestampedWindowByteStoreAdapter with timestamp -1), {unmodeled}")
+    if not supplier.keeps_timestamps and factory.params.get("emit_strategy") != ON_WINDOW_CLOSE:
+        unmodeled = unmodeled_plain_store(factory, store, subtopology, cached)
+        if unmodeled:
+            raise UnsupportedTopologyError(
+                f"{where} is a plain RocksDB window store, which keeps no timestamps (Kafka Streams reads each "
+                f"window through WindowToTimestampedWindowByteStoreAdapter with timestamp -1), {unmodeled}")
     size = windows.time_difference_ms if isinstance(windows, SlidingWindows) else windows.size_ms
     unmodeled = unmodeled_window_size(factory, store, subtopology, cached)
     if supplier.window_size_ms != size and unmodeled:
