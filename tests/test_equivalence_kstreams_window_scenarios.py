@@ -44,7 +44,7 @@ would have cut them), and from a supplier of windows of 20 ms for windows of 10 
 the aggregation's: their keys show the end), from an in-memory store retaining duplicates (it returns no
 window to the aggregation), and hopping and sliding windows from plain RocksDB suppliers' stores (they keep no
 timestamps: Kafka Streams reads each window back stamped -1, so an update is stamped with its record's
-timestamp, and no sliding record copies a right window).
+timestamp, and a sliding record's new windows copy no records from the windows around it).
 
 Other readers of a suppressed table stay refused when defined (a unit test below keeps them refused by
 name): a suppressed windowed table joined, a foreign-key join of a suppressed table. No

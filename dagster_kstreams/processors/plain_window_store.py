@@ -8,9 +8,10 @@ in ``WindowToTimestampedWindowByteStoreAdapter``, whose ``put`` keeps the aggreg
 (``rawValue``) and whose reads (``fetch``, ``backwardFetch``, ``fetchAll``) return each window stamped
 ``-1`` (``convertToTimestampedFormat``). ``KStreamWindowAggregate`` then stamps an update with
 ``max(record timestamp, -1)``: the timestamp of the window's last record, not the largest of its records.
-``KStreamSlidingWindowAggregate`` reads the stamps too (the previous record's time, whether a right window
-holds records after this one): with ``-1`` it never copies a right window, and takes ``-1`` for the time of
-a previous record whose window it finds ending at or after this one. The runner follows it by keeping
+``KStreamSlidingWindowAggregate`` reads the stamps too, as the times of a window's records: stamped ``-1``,
+a record's new left window starts from the initializer (the window before it seems to hold no record within
+the time difference) and no right window is copied for it (the window after it seems to hold no record later
+than this one). The runner follows it by keeping
 what the adapter keeps: each window's aggregate stamped ``-1`` once the record has put it
 (:class:`ForgetsTimestamps`), so the same algorithms (:mod:`.window_store`) read what Kafka Streams' read.
 
