@@ -88,6 +88,18 @@ def test_a_sliding_record_before_another_copies_no_right_window_from_a_plain_sto
     assert 16 in timestamped and 16 not in plain
 
 
+def test_a_sliding_records_new_left_window_starts_from_the_initializer_over_a_plain_store():
+    """The window before the record (ending at 10) reads as holding records at -1, outside the record's
+    left window [5, 15]: Kafka Streams starts it from the initializer, and makes no right window at 11."""
+    plain, timestamped = {}, {}
+    for timestamp in (10, 15):
+        ForgetsTimestamps(process_sliding_windows)(SLIDING, plain, "k", timestamp, timestamp, 15, lambda: "",
+                                                   _concatenate)
+        process_sliding_windows(SLIDING, timestamped, "k", timestamp, timestamp, 15, lambda: "", _concatenate)
+    assert (plain[5], timestamped[5][0]) == (("+15", NO_TIMESTAMP), "+10+15")
+    assert 11 in timestamped and 11 not in plain
+
+
 # ---- what the runner takes and refuses ------------------------------------------------------
 
 class _Reader(Processor):
