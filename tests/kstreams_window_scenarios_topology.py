@@ -43,7 +43,7 @@ OUTPUT_KEYS = {
     "out-session-closed-memory": "session", "out-session-closed-memory-default": "session",
     "out-hopping-closed-rocksdb": 10_000, "out-sliding-closed-rocksdb": 10_000,
     "out-short-kept-memory": 10, "out-short-kept-rocksdb": 10, "out-other-size": None, "out-short-kept-filtered": 10,
-    "out-duplicates": 10,
+    "out-duplicates": 10, "out-plain-rocksdb": 10, "out-plain-rocksdb-sliding": 10,
 }
 OUTPUTS = tuple(OUTPUT_KEYS)
 # A time limit that never comes (SuppressScenarioTest's Long.MAX_VALUE is beyond a timedelta).
@@ -220,6 +220,16 @@ def _stream_windows(builder: StreamsBuilder, topics: dict[str, str]) -> None:
              .aggregate(lambda: "", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
                         _uncached(Stores.in_memory_window_store("duplicates", _ms(100), _ms(10), True))),
              topics["out-duplicates"], windowed(10))
+    # Plain RocksDB suppliers' stores (no timestamps: read back stamped -1): an update is stamped with its record's
+    # timestamp, not the window's largest (a record out of order within a window shows it).
+    _stamped(grouped.windowed_by(TimeWindows.of_size_and_grace(_ms(10), _ms(90)).advance_by(_ms(5)))
+             .aggregate(lambda: "", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
+                        _uncached(Stores.persistent_window_store("plain-rocksdb", _ms(100), _ms(10), False))),
+             topics["out-plain-rocksdb"], windowed(10))
+    _stamped(grouped.windowed_by(SlidingWindows.of_time_difference_and_grace(_ms(10), _ms(90)))
+             .aggregate(lambda: "", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
+                        _uncached(Stores.persistent_window_store("plain-rocksdb-sliding", _ms(110), _ms(10), False))),
+             topics["out-plain-rocksdb-sliding"], windowed(10))
 
 
 def _table_aggregations(builder: StreamsBuilder, topics: dict[str, str]) -> None:

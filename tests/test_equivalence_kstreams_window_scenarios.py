@@ -41,8 +41,10 @@ store's retention cuts before it closes. Stores from suppliers of ours too: hopp
 32 ms, less than they stay open, in memory and in timestamped RocksDB, and in memory behind a filter (its own
 clocks; records late within the grace find their windows gone, or still there where stream time minus 32 ms
 would have cut them), and from a supplier of windows of 20 ms for windows of 10 ms (the windows forwarded are
-the aggregation's: their keys show the end), and from an in-memory store retaining duplicates (it returns no
-window to the aggregation).
+the aggregation's: their keys show the end), from an in-memory store retaining duplicates (it returns no
+window to the aggregation), and hopping and sliding windows from plain RocksDB suppliers' stores (they keep no
+timestamps: Kafka Streams reads each window back stamped -1, so an update is stamped with its record's
+timestamp, and a sliding record's new windows copy no records from the windows around it).
 
 Other readers of a suppressed table stay refused when defined (a unit test below keeps them refused by
 name): a suppressed windowed table joined, a foreign-key join of a suppressed table. No
@@ -343,6 +345,16 @@ def test_kafka_streams_window_scenarios_on_spark_match_kafka_streams(scenario_ru
                   for key, _ in keys]
     assert other_size and all(int(key.rsplit("-", 1)[1]) - int(key.rsplit("@", 1)[1].split("-")[0]) == 10
                               for key in other_size)
+    # Plain RocksDB suppliers' stores read each window back stamped -1: the time windows' updates are those of
+    # the timestamped store's twin (out-expired-hopping), stamped with their records' timestamps where a record came
+    # out of order; the sliding windows' create no right window of a record before another (out-expired-sliding's do).
+    for partition in range(PARTITIONS):
+        plain, kept = (theirs[output, partition] for output in ("out-plain-rocksdb", "out-expired-hopping"))
+        unstamped = [[(key, value.split("|")[0]) for key, value in updates] for updates in (plain, kept)]
+        assert unstamped[0] == unstamped[1] and plain != kept
+        windows = {output: {key for key, _ in theirs[output, partition]}
+                   for output in ("out-plain-rocksdb-sliding", "out-expired-sliding")}
+        assert windows["out-expired-sliding"] - windows["out-plain-rocksdb-sliding"]
     different = sorted(key for key in theirs if ours.get(key) != theirs[key])
     assert not different, {key: (theirs[key], ours.get(key)) for key in different[:3]}
     assert set(ours) == set(theirs)

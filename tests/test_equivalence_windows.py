@@ -4,8 +4,9 @@ One topology (tests/oracle WindowExamples.java; Python twin window_examples) hol
 count with grace, a hopping aggregate without grace (a record may be late for one of its
 windows only), a count over TimeWindows after group_by (a repartition topic: record timestamps
 travel in a header), a hopping count whose store's supplier keeps less than its windows stay open
-(a late record finds windows gone: they count from nothing again; the puts they drop are counted)
-and a sliding-window reduce on a second input. Both inputs have two
+(a late record finds windows gone: they count from nothing again; the puts they drop are counted),
+a hopping count from a plain RocksDB supplier's store (it keeps no timestamps: each update, its
+timestamp in its value, is stamped with its record's) and a sliding-window reduce on a second input. Both inputs have two
 partitions; records come out of order (within grace and far beyond it), with null keys and
 null values. Kafka Streams 4.3.1 runs it once; our tasks run the twin.
 
@@ -27,7 +28,8 @@ from datetime import timedelta
 import pytest
 from pyspark import cloudpickle
 
-from equivalence_io import KafkaStreamsReference, java_string, output_topics, produce_strings, start_kafka_streams
+from equivalence_io import (KafkaStreamsReference, StampValues, java_string, output_topics, produce_strings,
+                            start_kafka_streams)
 from killed_runs import kill_and_rerun
 from dagster_kstreams.kafka.records import final_values, read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
@@ -48,9 +50,9 @@ INPUTS = ("events", "slides")
 OUTPUTS = {  # name: (window size, value decoder)
     "out-tumbling": (10_000, "long"), "out-hopping": (10_000, "string"),
     "out-sliding": (5_000, "string"), "out-regrouped": (20_000, "long"), "out-uncached": (10_000, "long"),
-    "out-short-kept": (10_000, "long"),
+    "out-short-kept": (10_000, "long"), "out-plain-kept": (10_000, "string"),  # its updates stamped "count|t..."
 }
-EVERY_UPDATE = ("out-uncached", "out-short-kept")  # the outputs without a record cache
+EVERY_UPDATE = ("out-uncached", "out-short-kept", "out-plain-kept")  # the outputs without a record cache
 
 
 def window_examples(topics: dict[str, str]) -> StreamsBuilder:
@@ -80,6 +82,15 @@ def window_examples(topics: dict[str, str]) -> StreamsBuilder:
         .count(Materialized.as_(Stores.in_memory_window_store("short-kept-count", timedelta(seconds=11),
                                                               timedelta(seconds=10), False)).with_caching_disabled()) \
         .to_stream().to(topics["out-short-kept"], windowed(10_000))
+    # A plain RocksDB supplier's store keeps no timestamps: an update is stamped with its record's timestamp
+    # (each update's value carries it, "count|t<timestamp>", compared with every update).
+    events.group_by_key() \
+        .windowed_by(TimeWindows.of_size_and_grace(timedelta(seconds=10), timedelta(seconds=5))
+                     .advance_by(timedelta(seconds=5))) \
+        .count(Materialized.as_(Stores.persistent_window_store("plain-kept-count", timedelta(seconds=15),
+                                                               timedelta(seconds=10), False)).with_caching_disabled()) \
+        .to_stream().process_values(StampValues) \
+        .to(topics["out-plain-kept"], Produced.with_(WindowedSerde(Serdes.String(), 10_000), Serdes.String()))
     builder.stream(topics["slides"]).group_by_key() \
         .windowed_by(SlidingWindows.of_time_difference_and_grace(timedelta(seconds=5), timedelta(seconds=3))) \
         .reduce(lambda agg, value: f"{agg}+{value}", Materialized.as_("sliding-reduce")) \
@@ -154,7 +165,7 @@ def _results(bootstrap: str, topics: dict[str, str]) -> dict:
 
 def _null_skips(records: dict[str, list[tuple]]) -> int:
     """Records Kafka Streams' windowed processors skip (and count as dropped) for null keys/values."""
-    events = sum(1 for key, _, _ in records["events"] if key is None) * 4  # tumbling (twice), hopping (twice)
+    events = sum(1 for key, _, _ in records["events"] if key is None) * 5  # the five time windowed aggregations
     slides = sum(1 for key, value, _ in records["slides"] if key is None or value is None)
     return events + slides
 
@@ -221,6 +232,10 @@ def test_windowed_aggregations_on_spark_match_kafka_streams(kafka_bootstrap, kaf
     assert max(len(values) for values in uncached.values()) > 3
     # A store kept less than its windows stay open: some windows count from nothing again after a late record.
     assert any(values != list(range(1, len(values) + 1)) for values in expected["out-short-kept/updates"].values())
+    # A plain RocksDB supplier's store: a record out of order stamps its window's update with its own timestamp,
+    # below the window's earlier updates' (a timestamped store's would stay at the largest).
+    stamps = [[int(value.split("|t")[1]) for value in values] for values in expected["out-plain-kept/updates"].values()]
+    assert any(window_stamps != sorted(window_stamps) for window_stamps in stamps)
 
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, PARTITIONS))
     # Several micro-batches per task: stream time carried from batch to batch by the watermark.

@@ -169,13 +169,6 @@ def test_the_runner_still_refuses_a_short_kept_session_or_cogroup_store():
         _runnable(_cogroup_count(SHORT))
 
 
-def test_the_runner_refuses_a_plain_rocksdb_store_which_keeps_no_timestamps():
-    with pytest.raises(UnsupportedTopologyError, match="processor KSTREAM-AGGREGATE-0000000001: store counts's "
-                                                       "supplier is a plain RocksDB window store, which keeps no "
-                                                       "timestamps"):
-        _runnable(_count(HOPPING, Stores.persistent_window_store("counts", 100 * MS, 10 * MS, False)))
-
-
 OTHER_SIZE = Stores.in_memory_window_store("counts", 100 * MS, 20 * MS, False)
 
 

@@ -24,7 +24,10 @@ Kafka Streams, the runner follows or refuses:
   (each update a new entry) but for the same aggregation's in-memory store, which returns it no window
   (:func:`~.supplier_shape.unmodeled_duplicates`), or a plain RocksDB
   window store of an aggregation emitting on update (it keeps no timestamps: Kafka Streams reads each
-  window back with timestamp -1; ``Stores.persistent_timestamped_window_store`` keeps them);
+  window back with timestamp -1) but for a time- or sliding-windowed one, uncached, that no processor
+  reads, no join beside it may read and no cogroup shares, whose store the runner keeps stamped -1 too
+  (:mod:`.plain_window_store`; :func:`~.plain_window_store.unmodeled_plain_store` says why the others stay
+  refused);
 * a windowed aggregation emitting on window close from a store kept in memory (a supplier's,
   ``with_store_type("in_memory")``, ``default.dsl.store=in_memory``): Kafka Streams' in-memory DSL
   suppliers ignore the emit strategy. Time or sliding windows: ``InMemoryWindowStore.fetchAll`` returns
@@ -63,6 +66,7 @@ from typing import Callable
 
 from dagster_kstreams.processors.base import reachable
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
+from dagster_kstreams.processors.plain_window_store import unmodeled_plain_store
 from dagster_kstreams.processors.supplier_shape import (unmodeled_duplicates, unmodeled_short_retention,
                                                         unmodeled_window_size)
 from dagster_kstreams.topology.emit_strategy import ON_WINDOW_CLOSE
@@ -132,11 +136,11 @@ def _check_aggregation_supplier(factory, store, subtopology, cached: bool) -> No
     if isinstance(windows, SessionWindows):
         return
     if not supplier.keeps_timestamps and factory.params.get("emit_strategy") != ON_WINDOW_CLOSE:
-        raise UnsupportedTopologyError(
-            f"{where} is a plain RocksDB window store, which keeps no timestamps (Kafka Streams reads each window "
-            "through WindowToTimestampedWindowByteStoreAdapter with timestamp -1, so a window's timestamp is its "
-            "last record's, not the largest): not modeled by the Spark runner yet (Stores."
-            "persistent_timestamped_window_store keeps them)")
+        unmodeled = unmodeled_plain_store(factory, store, subtopology, cached)
+        if unmodeled:
+            raise UnsupportedTopologyError(
+                f"{where} is a plain RocksDB window store, which keeps no timestamps (Kafka Streams reads each "
+                f"window through WindowToTimestampedWindowByteStoreAdapter with timestamp -1), {unmodeled}")
     size = windows.time_difference_ms if isinstance(windows, SlidingWindows) else windows.size_ms
     unmodeled = unmodeled_window_size(factory, store, subtopology, cached)
     if supplier.window_size_ms != size and unmodeled:

@@ -4,13 +4,13 @@ SlidingWindows).count()/reduce()/aggregate()``, as Kafka Streams 4.3.1's
 
 State
     A key's windows are one state slot of the task's state row for that key: ``{window_start: (aggregate,
-    timestamp)}`` (Kafka Streams' window store holds the same: the aggregate and the largest timestamp of the
-    records in it). A window whose start is at or before ``store time - retention`` is dropped when its key is next
-    processed (:func:`.supplier_shape.store_time`). Retention: the store's (size + grace unless ``Materialized``
-    or a supplier sets another); for sliding windows at least 3 x time difference + grace + 1, the oldest window a
-    record still within reach reads (not on window close: see Emission). A store a user processor names keeps its
-    own retention and expires by Kafka Streams' observed time instead (the largest window start put into it), for
-    the processor's reads and the aggregation's alike (:mod:`.user_dsl_window_store`).
+    timestamp)}`` (Kafka Streams' window store holds the same: the aggregate and the largest timestamp of its
+    records; a plain RocksDB supplier's, -1: :mod:`.plain_window_store`). A window whose start is at or before
+    ``store time - retention`` is dropped when its key is next processed (:func:`.supplier_shape.store_time`).
+    Retention: the store's (size + grace unless ``Materialized`` or a supplier sets another); for sliding windows at
+    least 3 x time difference + grace + 1, the oldest window a record still within reach reads (not on window close:
+    see Emission). A store a user processor names keeps its own retention and expires by Kafka Streams' observed
+    time (the largest window start put into it), for the processor and the aggregation (:mod:`.user_dsl_window_store`).
 
 Time and lateness
     Every record carries its timestamp (``context.timestamp``) and the task's stream time after it
@@ -52,6 +52,7 @@ from typing import Callable, Optional
 from dagster_kstreams.processors.aggregations import read_by_user_processor, user_aggregation
 from dagster_kstreams.processors.base import register
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
+from dagster_kstreams.processors.plain_window_store import stamps_of
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.processors.state import ABSENT
 from dagster_kstreams.processors.supplier_shape import expired_puts, reads_nothing_back, store_time
@@ -98,8 +99,7 @@ class _WindowAggregate(WindowedTable):
         super().__init__(name, store, cached and not emit_on_close)
         self.aggregation = aggregation
         # on_window_close: the store's key serde orders the windows of one start; emission spans keys
-        self.key_serde, self.emit_on_close = key_serde, emit_on_close
-        self.task_grouped = emit_on_close
+        self.key_serde, self.emit_on_close, self.task_grouped = key_serde, emit_on_close, emit_on_close
         self._closed_key = f"windows.closed.{store}"
         self._batch_stream_time: Optional[int] = None  # the task's stream time at its last record here
         self.windows, self.size, self.grace, self.retention = windows, size, grace, retention
@@ -285,13 +285,13 @@ class _WindowAggregate(WindowedTable):
         self.forward_update(key, Window(start, end), value, old, record_context, out, state)
 
     def end_task_batch(self, task) -> None:
-        """Task-grouped: forget every key's windows the store no longer returns (Kafka Streams drops
-        expired segments of all keys), so the task's state stays bounded by the retention."""
+        """Task-grouped: forget every key's windows the store no longer returns (Kafka Streams drops expired
+        segments of all keys; cut by the store's time, as a record's reads are), so the state stays bounded."""
         stream_time, self._batch_stream_time = self._batch_stream_time, None
         if stream_time is None:
             return
         closed = task.values.get(self._closed_key) if self.emit_on_close else None
-        horizon, retention = (stream_time, self.retention) if closed is None else (
+        horizon, retention = (store_time(self.windows, stream_time), self.retention) if closed is None else (
             closed.visible_from(self.retention) - 1, 0)
         if self.observes_store_time and closed is None:
             horizon = task.values.get(observed_time_key(self.store), NO_TIME)
@@ -394,6 +394,6 @@ def build(factory, ctx, classes=(TimeWindowAggregate, SlidingWindowAggregate)) -
     aggregate.task_grouped = aggregate.task_grouped or keeps_state_downstream(sub, factory)
     aggregate.observes_store_time, aggregate.store_in_memory = observes_store_time, store.persistent is False
     aggregate.closed_segment_interval = supplier_segment_interval(store) if emit_on_close else None
-    aggregate.reads_nothing_back = reads_nothing_back(store)
+    aggregate.reads_nothing_back, aggregate.algorithm = reads_nothing_back(store), stamps_of(store, cls.algorithm)
     aggregate.removal_cut = RemovalCut() if sliding and observes_store_time and store.persistent is False else None
     return aggregate

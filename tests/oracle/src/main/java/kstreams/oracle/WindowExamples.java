@@ -39,7 +39,7 @@ import org.apache.kafka.streams.state.WindowStore;
  * where n is the sum of the tasks' dropped-records-total.
  *
  * Args: bootstrap applicationId stateDir events slides outTumbling outHopping outSliding outRegrouped
- *       outUncached
+ *       outUncached outShortKept outPlainKept
  *
  * The Python twin is window_examples() in tests/test_equivalence_windows.py; keep the two in step.
  */
@@ -55,7 +55,7 @@ public final class WindowExamples {
 
     static StreamsBuilder windowExamples(String events, String slides, String outTumbling, String outHopping,
                                          String outSliding, String outRegrouped, String outUncached,
-                                         String outShortKept) {
+                                         String outShortKept, String outPlainKept) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> eventStream = builder.stream(events);
         eventStream.groupByKey()
@@ -82,6 +82,14 @@ public final class WindowExamples {
             .count(Materialized.<String, Long>as(Stores.inMemoryWindowStore("short-kept-count", Duration.ofSeconds(11),
                 Duration.ofSeconds(10), false)).withCachingDisabled())
             .toStream().to(outShortKept, Produced.with(windowed(10_000), Serdes.Long()));
+        // A plain RocksDB supplier's store: it keeps no timestamps (the DSL reads each window back stamped -1).
+        eventStream.groupByKey()
+            .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(10), Duration.ofSeconds(5))
+                .advanceBy(Duration.ofSeconds(5)))
+            .count(Materialized.<String, Long>as(Stores.persistentWindowStore("plain-kept-count", Duration.ofSeconds(15),
+                Duration.ofSeconds(10), false)).withCachingDisabled())
+            .toStream().processValues(() -> new WindowScenarioExamples.StampAny<Windowed<String>, Long>())
+            .to(outPlainKept, Produced.with(windowed(10_000), Serdes.String()));
         builder.<String, String>stream(slides).groupByKey()
             .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofSeconds(5), Duration.ofSeconds(3)))
             .reduce((agg, value) -> agg + "+" + value,
@@ -109,7 +117,7 @@ public final class WindowExamples {
         String stateDir = args[2];
         List<String> inputs = List.of(args[3], args[4]);
         StreamsBuilder builder = windowExamples(args[3], args[4], args[5], args[6], args[7], args[8], args[9],
-            args[10]);
+            args[10], args[11]);
         Properties props = KafkaStreamsRuns.properties(bootstrap, applicationId, stateDir);
 
         KafkaStreams streams = new KafkaStreams(builder.build(), props);

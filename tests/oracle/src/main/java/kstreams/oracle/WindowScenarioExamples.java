@@ -64,7 +64,7 @@ public final class WindowScenarioExamples {
         "out-sliding-closed-memory", "out-hopping-closed-memory-20", "out-session-closed-memory",
         "out-session-closed-memory-default", "out-hopping-closed-rocksdb", "out-sliding-closed-rocksdb",
         "out-short-kept-memory", "out-short-kept-rocksdb", "out-other-size", "out-short-kept-filtered",
-        "out-duplicates");
+        "out-duplicates", "out-plain-rocksdb", "out-plain-rocksdb-sliding");
     // SuppressScenarioTest's Long.MAX_VALUE, as the twin can say it (a timedelta ends sooner).
     static final Duration NEVER = Duration.ofDays(100 * 365);
 
@@ -256,6 +256,16 @@ public final class WindowScenarioExamples {
             .aggregate(() -> "", (key, value, agg) -> agg + "+" + orNull(value),
                 Materialized.<String, String>as(Stores.inMemoryWindowStore("duplicates", Duration.ofMillis(100),
                     Duration.ofMillis(10), true)).withCachingDisabled()), out.get(44), windowed(10));
+        // Plain RocksDB suppliers' stores: the DSL reads their windows back stamped -1.
+        stamped(grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(10), Duration.ofMillis(90))
+                .advanceBy(Duration.ofMillis(5)))
+            .aggregate(() -> "", (key, value, agg) -> agg + "+" + orNull(value),
+                Materialized.<String, String>as(Stores.persistentWindowStore("plain-rocksdb", Duration.ofMillis(100),
+                    Duration.ofMillis(10), false)).withCachingDisabled()), out.get(45), windowed(10));
+        stamped(grouped.windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(10), Duration.ofMillis(90)))
+            .aggregate(() -> "", (key, value, agg) -> agg + "+" + orNull(value),
+                Materialized.<String, String>as(Stores.persistentWindowStore("plain-rocksdb-sliding",
+                    Duration.ofMillis(110), Duration.ofMillis(10), false)).withCachingDisabled()), out.get(46), windowed(10));
 
         KTable<String, String> table = builder.table(tables,
             WindowScenarioExamples.<KeyValueStore<Bytes, byte[]>, String>uncached("tables-store"));
