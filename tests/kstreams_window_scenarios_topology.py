@@ -43,7 +43,7 @@ OUTPUT_KEYS = {
     "out-session-closed-memory": "session", "out-session-closed-memory-default": "session",
     "out-hopping-closed-rocksdb": 10_000, "out-sliding-closed-rocksdb": 10_000,
     "out-short-kept-memory": 10, "out-short-kept-rocksdb": 10, "out-other-size": None, "out-short-kept-filtered": 10,
-    "out-duplicates": 10,
+    "out-duplicates": 10, "out-short-sliding-memory": 10, "out-short-sliding-rocksdb": 10,
 }
 OUTPUTS = tuple(OUTPUT_KEYS)
 # A time limit that never comes (SuppressScenarioTest's Long.MAX_VALUE is beyond a timedelta).
@@ -220,6 +220,15 @@ def _stream_windows(builder: StreamsBuilder, topics: dict[str, str]) -> None:
              .aggregate(lambda: "", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
                         _uncached(Stores.in_memory_window_store("duplicates", _ms(100), _ms(10), True))),
              topics["out-duplicates"], windowed(10))
+    # Sliding windows (difference 10, grace 90 ms) from stores kept 45 ms in memory and 50 ms in RocksDB, less than
+    # they stay open (110 ms): a late record's reads are cut by the store's time (the largest window start put, not
+    # the stream time), so some of its earlier windows are gone, others still there where stream time would cut them.
+    for output, supplier, retention in (("out-short-sliding-memory", Stores.in_memory_window_store, 45),
+                                        ("out-short-sliding-rocksdb", Stores.persistent_timestamped_window_store, 50)):
+        _stamped(grouped.windowed_by(SlidingWindows.of_time_difference_and_grace(_ms(10), _ms(90)))
+                 .aggregate(lambda: "", lambda key, value, agg: agg + "+" + value,
+                            _uncached(supplier(output[4:], _ms(retention), _ms(10), False))),
+                 topics[output], windowed(10))
 
 
 def _table_aggregations(builder: StreamsBuilder, topics: dict[str, str]) -> None:

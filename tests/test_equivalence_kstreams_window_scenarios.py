@@ -334,6 +334,14 @@ def test_kafka_streams_window_scenarios_on_spark_match_kafka_streams(scenario_ru
         assert ((short[0], 2530, 2540), "+33+36|t2536") in theirs[output, 0]
         assert ((short[1], 2540, 2550), "+null+44|t2545") in theirs[output, 1]
         assert ((short[1], 2540, 2550), "+46|t2546") in theirs[output, 1]
+    # Sliding windows from stores kept 45 ms in memory, 50 ms in RocksDB: the store's time (2550, the left window
+    # of 2560) cuts at 2505 (in memory) or 2500 (RocksDB), not at stream time's 2515 or 2510: the record at 2512
+    # still reads the right window at 2511; in memory it no longer finds the window at 2501 (stream time would not
+    # have either), in RocksDB it does (on partition 1, at 2522: the window at 2511 is read, stream time cut it).
+    slide = {partition: _in_partition(f"short{partition}", partition) for partition in range(PARTITIONS)}
+    assert ((slide[0], 2511, 2521), "+11+12|t2512") in theirs["out-short-sliding-memory", 0]
+    assert ((slide[0], 2502, 2512), "+12|t2512") in theirs["out-short-sliding-memory", 0]
+    assert ((slide[1], 2512, 2522), "+21+22|t2522") in theirs["out-short-sliding-rocksdb", 1]
     # An in-memory store retaining duplicates returns no window: every update is one record's.
     for partition in range(PARTITIONS):
         updates = theirs["out-duplicates", partition]

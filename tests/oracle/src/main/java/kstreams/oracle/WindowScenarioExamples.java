@@ -64,7 +64,7 @@ public final class WindowScenarioExamples {
         "out-sliding-closed-memory", "out-hopping-closed-memory-20", "out-session-closed-memory",
         "out-session-closed-memory-default", "out-hopping-closed-rocksdb", "out-sliding-closed-rocksdb",
         "out-short-kept-memory", "out-short-kept-rocksdb", "out-other-size", "out-short-kept-filtered",
-        "out-duplicates");
+        "out-duplicates", "out-short-sliding-memory", "out-short-sliding-rocksdb");
     // SuppressScenarioTest's Long.MAX_VALUE, as the twin can say it (a timedelta ends sooner).
     static final Duration NEVER = Duration.ofDays(100 * 365);
 
@@ -256,6 +256,16 @@ public final class WindowScenarioExamples {
             .aggregate(() -> "", (key, value, agg) -> agg + "+" + orNull(value),
                 Materialized.<String, String>as(Stores.inMemoryWindowStore("duplicates", Duration.ofMillis(100),
                     Duration.ofMillis(10), true)).withCachingDisabled()), out.get(44), windowed(10));
+        // Sliding windows from stores kept 45 ms in memory and 50 ms in RocksDB, less than they stay open (110 ms).
+        for (int i = 0; i < 2; i++) {
+            WindowBytesStoreSupplier supplier = i == 0
+                ? Stores.inMemoryWindowStore("short-sliding-memory", Duration.ofMillis(45), Duration.ofMillis(10), false)
+                : Stores.persistentTimestampedWindowStore("short-sliding-rocksdb", Duration.ofMillis(50),
+                    Duration.ofMillis(10), false);
+            stamped(grouped.windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(10), Duration.ofMillis(90)))
+                .aggregate(() -> "", (key, value, agg) -> agg + "+" + value,
+                    Materialized.<String, String>as(supplier).withCachingDisabled()), out.get(45 + i), windowed(10));
+        }
 
         KTable<String, String> table = builder.table(tables,
             WindowScenarioExamples.<KeyValueStore<Bytes, byte[]>, String>uncached("tables-store"));
