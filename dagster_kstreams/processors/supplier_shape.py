@@ -1,5 +1,5 @@
 """What a windowed aggregation's store supplier changes of its store that the runner follows: the time the
-store expires its windows by, a time-windowed aggregation whose store's supplier keeps less than its
+store expires its windows by, a time- or sliding-windowed aggregation whose store's supplier keeps less than its
 windows stay open (below), one whose supplier has another window size (:func:`unmodeled_window_size`), and
 one whose in-memory supplier retains duplicates (:func:`reads_nothing_back`).
 
@@ -65,7 +65,8 @@ __all__ = ["store_time", "keeps_store_clock", "expired_puts", "reads_nothing_bac
 def store_time(windows, stream_time: Optional[int]) -> Optional[int]:
     """The observed time of the store of an aggregation over ``windows`` whose processor's stream time is
     ``stream_time`` (None: no record yet): time windows', the last window start of it; sliding windows', the
-    stream time itself (their runner keeps a wider retention, :mod:`.windows`)."""
+    stream time itself (their runner keeps a wider retention, :mod:`.windows`; kept short by a supplier, they keep
+    the store's own time instead: :func:`keeps_store_clock`)."""
     if stream_time is None or not isinstance(windows, TimeWindows):
         return stream_time
     return stream_time // windows.advance_ms * windows.advance_ms

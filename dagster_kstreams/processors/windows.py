@@ -8,9 +8,9 @@ State
     records in it). A window whose start is at or before ``store time - retention`` is dropped when its key is next
     processed (:func:`.supplier_shape.store_time`). Retention: the store's (size + grace unless ``Materialized``
     or a supplier sets another); for sliding windows at least 3 x time difference + grace + 1, the oldest window a
-    record still within reach reads (not on window close: see Emission). A store a user processor names keeps its
-    own retention and expires by Kafka Streams' observed time instead (the largest window start put into it), for
-    the processor's reads and the aggregation's alike (:mod:`.user_dsl_window_store`).
+    record still within reach reads (not on window close: see Emission). A store a user processor names, or a
+    sliding one kept short by its supplier, keeps its own retention and expires by Kafka Streams' observed time (the
+    largest window start put into it: :mod:`.user_dsl_window_store`, :func:`.supplier_shape.keeps_store_clock`).
 
 Time and lateness
     Every record carries its timestamp (``context.timestamp``) and the task's stream time after it
