@@ -42,7 +42,9 @@ store's retention cuts before it closes. Stores from suppliers of ours too: hopp
 clocks; records late within the grace find their windows gone, or still there where stream time minus 32 ms
 would have cut them), and from a supplier of windows of 20 ms for windows of 10 ms (the windows forwarded are
 the aggregation's: their keys show the end), and from an in-memory store retaining duplicates (it returns no
-window to the aggregation).
+window to the aggregation); sliding windows and sessions from stores kept less than they stay open, in memory
+and in RocksDB (a late record's reads cut by the store's time: the largest window start put, which the sliding
+aggregation keeps as a task-level value, and the largest session end put, the stream time before the record).
 
 Other readers of a suppressed table stay refused when defined (a unit test below keeps them refused by
 name): a suppressed windowed table joined, a foreign-key join of a suppressed table. No
@@ -342,6 +344,10 @@ def test_kafka_streams_window_scenarios_on_spark_match_kafka_streams(scenario_ru
     assert ((slide[0], 2511, 2521), "+11+12|t2512") in theirs["out-short-sliding-memory", 0]
     assert ((slide[0], 2502, 2512), "+12|t2512") in theirs["out-short-sliding-memory", 0]
     assert ((slide[1], 2512, 2522), "+21+22|t2522") in theirs["out-short-sliding-rocksdb", 1]
+    # Sessions from stores kept 45 ms in memory, 50 ms in RocksDB (their time, the largest end put: 2560, 2570):
+    # 2512 finds [2510, 2511] gone and starts a session of its own; 2522 finds [2520] gone but [2521] not.
+    assert ((slide[0], 2512, 2512), "+12|t2512") in theirs["out-short-session-memory", 0]
+    assert ((slide[1], 2521, 2522), "|+21+22|t2522") in theirs["out-short-session-rocksdb", 1]
     # An in-memory store retaining duplicates returns no window: every update is one record's.
     for partition in range(PARTITIONS):
         updates = theirs["out-duplicates", partition]

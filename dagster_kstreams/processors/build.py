@@ -111,7 +111,7 @@ def _windowed_aggregate(factory: ProcessorNode, ctx: BuildContext) -> Processor:
     its store's clock (:func:`~.supplier_shape.keeps_store_clock`)."""
     family = sessions if sessions.handles(factory) else windows
     sub, params = ctx.subtopology, factory.params
-    store = ctx.topology.state_stores[params["store_name"]]
+    store = ctx.topology.state_stores.get(params["store_name"])
     if (cogroup.handles(factory) or not family.reads_task_stream_time(sub, factory)
             or column_expressions_in(sub) or keeps_store_clock(params["windows"], store, params.get("emit_strategy"))):
         return own_stream_time.build(factory, ctx)

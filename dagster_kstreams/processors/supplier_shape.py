@@ -58,7 +58,7 @@ from dagster_kstreams.topology.emit_strategy import ON_WINDOW_CLOSE
 from dagster_kstreams.topology.window_store_settings import windows_minimum_retention
 from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
 
-__all__ = ["store_time", "keeps_store_clock", "expired_puts", "reads_nothing_back", "unmodeled_short_retention",
+__all__ = ["store_time", "keeps_store_clock", "expired_puts", "expired_session_put", "reads_nothing_back", "unmodeled_short_retention",
            "unmodeled_window_size", "unmodeled_duplicates"]
 
 
@@ -76,7 +76,7 @@ def keeps_store_clock(windows, store, emit_strategy) -> bool:
     """Whether an aggregation over ``windows`` is built with its own clocks for its ``store``'s sake: a sliding one
     emitting on update whose supplier keeps less than its windows stay open (its reads are cut by the store's
     observed time, a task-level value that :mod:`.own_stream_time` keeps)."""
-    supplier = store.supplier
+    supplier = None if store is None else store.supplier
     return (isinstance(windows, SlidingWindows) and emit_strategy != ON_WINDOW_CLOSE and supplier is not None
             and supplier.retention_ms < windows_minimum_retention(windows))
 
@@ -107,6 +107,22 @@ def expired_puts(aggregate, updates, time: Optional[int]) -> int:
     return dropped
 
 
+def expired_session_put(aggregate, end: int, time: int) -> int:
+    """Whether (1) or not (0) the store of the session-windowed ``aggregate`` drops the put of the session a record
+    merged into, ending at ``end``, ``time`` being the store's time before it (the largest session end put): it takes
+    ``end`` as its time if larger, then in memory drops a session ending at or before its time minus the retention
+    (``InMemorySessionStore.put``), in RocksDB one in a segment before that cut's (by end). Not counted where the
+    store's time is kept otherwise (emitting on window close, a store a processor names) nor with the record cache
+    (its flush puts the session later, by the store's time then)."""
+    if aggregate.emit_on_close or aggregate.observes_store_time or aggregate.cached:
+        return 0
+    cut = max(time, end) - aggregate.retention
+    if aggregate.store_in_memory:
+        return int(end <= cut)
+    interval = dsl_segment_interval(aggregate.retention)  # Stores.persistentSessionStore's, as the DSL's own
+    return int(end // interval < _java_division(cut, interval))
+
+
 def _java_division(dividend: int, divisor: int) -> int:
     """``dividend / divisor`` as Java's long division (towards zero; a cut before 0 is segment 0)."""
     return -(-dividend // divisor) if dividend < 0 else dividend // divisor
@@ -115,9 +131,6 @@ def _java_division(dividend: int, divisor: int) -> int:
 def unmodeled_short_retention(factory, store, subtopology, cached: bool) -> Optional[str]:
     """Why the runner does not model ``factory``'s aggregation over a store that keeps less than its windows
     stay open (None: it does)."""
-    windows = factory.params["windows"]
-    if not isinstance(windows, (TimeWindows, SlidingWindows)):
-        return "for session windows: not compared with Kafka Streams yet"
     if cached:
         return ("with the record cache on: Kafka Streams' caching store returns a window from its cache "
                 "whatever its store dropped, until the cache evicts it (by size: not modeled)")
