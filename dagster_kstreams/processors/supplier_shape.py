@@ -1,6 +1,6 @@
 """What a windowed aggregation's store supplier changes of its store that the runner follows: the time the
-store expires its windows by, a time- or sliding-windowed aggregation whose store's supplier keeps less than its
-windows stay open (below), one whose supplier has another window size (:func:`unmodeled_window_size`), and
+store expires its windows by, a time-, sliding- or session-windowed aggregation whose store's supplier keeps less
+than its windows stay open (below), one whose supplier has another window size (:func:`unmodeled_window_size`), and
 one whose in-memory supplier retains duplicates (:func:`reads_nothing_back`).
 
 A time-windowed aggregation whose store's supplier keeps less than its windows stay open
@@ -41,6 +41,15 @@ a task-level value: it is built with its own clocks (:mod:`.own_stream_time`, :f
 store time is the largest window start written, and keeps the supplier's retention (not the wider one the runner
 keeps by stream time otherwise, :mod:`.windows`). The record's fetch is cut by the store's time before the record
 (the puts come after it, and none is read again: the cut only grows).
+
+A session-windowed aggregation whose store's supplier keeps less than gap plus grace, emitting on update, uncached.
+``KStreamSessionWindowAggregate`` reads a record's sessions with ``findSessions(key, timestamp - gap, timestamp +
+gap)``, which both stores cut by their observed time, the largest session end put: no session ending at or below
+it minus the retention (``InMemorySessionStore`` drops them from its map, ``AbstractRocksDBSegmentedBytesStore``
+starts its range one after). That time is the processor's stream time before the record (only a record that is
+not late puts, its session ending at or after its timestamp; a removal does not move it), which the session
+aggregation already cuts the key's sessions by (:mod:`.sessions`; with its own clocks, the store's time it keeps).
+The merged session is forwarded whether or not its put is kept (:func:`expired_session_put`).
 
 Kafka Streams counts each put a store drops as a dropped record (``TaskMetrics.droppedRecordsSensor``): the
 runner counts them with the late records (:func:`expired_puts`).
