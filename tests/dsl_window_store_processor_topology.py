@@ -40,7 +40,9 @@ then key.
 ``ClosedInMemoryWriter`` (``process`` on the events, beside a hopping count and a sliding count emitting on
 window close from stores kept in memory: ``Stores.in_memory_window_store`` kept 15 s, and ``with_store_type(
 "in_memory")``) writes and reads their stores between the emits; ``ClosedStamp`` writes each emitted window
-with its timestamp. ``ClosedInMemorySessionWriter`` does the same beside a session count emitting on window close
+with its timestamp. The same processor does the same beside two more such counts emitting from timestamped RocksDB
+suppliers' stores (``Stores.persistent_timestamped_window_store``: the segmented store, read by segment, then key,
+then start). ``ClosedInMemorySessionWriter`` does the same beside a session count emitting on window close
 from a store kept in memory 4 s (``with_store_type("in_memory").with_retention``: ``InMemorySessionStore``), whose
 ``remove`` leaves the store's time where a ``put`` (of None too) moves it; ``ClosedSessionStamp`` writes each
 emitted session with its timestamp.
@@ -333,6 +335,19 @@ def dsl_window_store_processor_examples(topics: dict[str, str]) -> StreamsBuilde
         .to_stream().process(ClosedStamp).to(topics["closed-sliding-in-memory-out"])
     events.process(lambda: ClosedInMemoryWriter("closed-sliding-in-memory", 2 * DIFF_MS, True),
                    "closed-sliding-in-memory").to(topics["closed-sliding-in-memory-reads"])
+    # the same two emitting from timestamped RocksDB suppliers' segmented stores (segments of 60 s: by segment,
+    # then key, then start), written and read by the same processor
+    closing.count(Materialized.as_(Stores.persistent_timestamped_window_store(
+        "closed-counts-rocksdb", timedelta(milliseconds=SIZE_MS + ADVANCE_MS), timedelta(milliseconds=SIZE_MS),
+        False)).with_caching_disabled()).to_stream().process(ClosedStamp).to(topics["closed-rocksdb-out"])
+    events.process(lambda: ClosedInMemoryWriter("closed-counts-rocksdb", SIZE_MS, False),
+                   "closed-counts-rocksdb").to(topics["closed-rocksdb-reads"])
+    events.group_by_key().windowed_by(sliding).emit_strategy(EmitStrategy.on_window_close()).count(
+        Materialized.as_(Stores.persistent_timestamped_window_store("closed-sliding-rocksdb", timedelta(
+            milliseconds=SLIDING_RETENTION_MS), timedelta(milliseconds=DIFF_MS), False)).with_caching_disabled()) \
+        .to_stream().process(ClosedStamp).to(topics["closed-sliding-rocksdb-out"])
+    events.process(lambda: ClosedInMemoryWriter("closed-sliding-rocksdb", 2 * DIFF_MS, True),
+                   "closed-sliding-rocksdb").to(topics["closed-sliding-rocksdb-reads"])
     events.group_by_key().windowed_by(sessions).emit_strategy(EmitStrategy.on_window_close()).count(
         Materialized.as_("closed-sessions-in-memory").with_store_type("in_memory").with_retention(
             timedelta(milliseconds=CLOSED_SESSION_RETENTION_MS)).with_caching_disabled()) \

@@ -17,7 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dsl_window_store_processor_topology import dsl_window_store_processor_examples  # noqa: E402
 
 from dagster_kstreams.spark.compile import compile_topology  # noqa: E402
-from dagster_kstreams.topology import Materialized, StreamsBuilder, TimeWindows, ValueAndTimestamp  # noqa: E402
+from dagster_kstreams.topology import (EmitStrategy, Materialized, Stores, StreamsBuilder, TimeWindows,  # noqa: E402
+                                       ValueAndTimestamp)
 from dagster_kstreams.topology.processor_api import Processor, Record  # noqa: E402
 from dagster_kstreams.topology.serdes import Serdes  # noqa: E402
 
@@ -189,6 +190,55 @@ def test_a_cached_store_forwards_a_processor_write_at_the_flush_as_the_aggregati
     rows = [("k", "x", 1_000), ("k", "0:20", 1_500, "fix"), ("k", "x", 2_000), ("j", "x", 3_000),
             ("j", "0:del", 3_500, "fix"), ("k", "0:5", 4_000, "fix")]
     assert _run(program, rows, 2)[0] == [("k@0", "21|t2000"), ("k@0", "5|t4001")]
+
+
+class _Lister(Processor):
+    """Beside the aggregation: forwards every window the store returns (``all()``), in its order."""
+
+    def init(self, context) -> None:
+        self.context, self.store = context, context.get_state_store("w")
+
+    def process(self, record: Record) -> None:
+        listed = " ".join(f"{entry.key.key}@{entry.key.window.start}" for entry in self.store.all())
+        self.context.forward(Record("listed", listed, record.timestamp))
+
+
+def _closing_beside_program(materialized):
+    builder = StreamsBuilder()
+    events = builder.stream("in")
+    events.group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(10 * SECOND)).emit_strategy(
+        EmitStrategy.on_window_close()).count(materialized.with_caching_disabled()).to_stream().map(
+        lambda window, count: (f"{window.key}@{window.window.start}", str(count))).to("out")
+    events.process(_Lister, "w").to("listed")
+    return _program(builder)
+
+
+@pytest.mark.parametrize("rocksdb_supplier, listed", [
+    (True, "a@20000 aa@10000 b@0 a@70000 b@60000"),  # segment (60 s) by segment, then key bytes, then start
+    (False, "b@0 aa@10000 a@20000 b@60000 a@70000"),  # RocksDBTimeOrderedWindowStore: by start, then key
+])
+def test_a_rocksdb_supplier_s_store_emitting_on_close_reads_in_segment_order(rocksdb_supplier, listed):
+    """Kafka Streams keeps the timestamped supplier's segmented store (not the time-ordered one of the DSL)."""
+    materialized = Materialized.as_(Stores.persistent_timestamped_window_store(
+        "w", 120 * SECOND, 10 * SECOND, False)) if rocksdb_supplier else Materialized.as_("w").with_retention(
+        120 * SECOND)
+    rows = [("b", "x", 1_000), ("aa", "x", 12_000), ("a", "x", 25_000), ("b", "x", 61_000), ("a", "x", 70_000)]
+    outputs, _ = _run(_closing_beside_program(materialized), rows)
+    assert [value for key, value in outputs if key == "listed"][-1] == listed
+
+
+@pytest.mark.parametrize("rocksdb_supplier, listed, emitted", [
+    (True, "a@70000", []), (False, "aa@10000 a@70000", ["aa@10000"])])
+def test_a_rocksdb_supplier_s_store_emitting_on_close_cuts_one_start_later(rocksdb_supplier, listed, emitted):
+    """Its ``getActualFrom`` returns from the store's time minus the retention plus 1, to the processor and the
+    emit alike; the time-ordered store still returns the window starting at the store's time minus the retention
+    (70 s - 60 s)."""
+    materialized = Materialized.as_(Stores.persistent_timestamped_window_store(
+        "w", 60 * SECOND, 10 * SECOND, False)) if rocksdb_supplier else Materialized.as_("w").with_retention(
+        60 * SECOND)
+    outputs, _ = _run(_closing_beside_program(materialized), [("aa", "x", 12_000), ("a", "x", 70_000)])
+    assert [value for key, value in outputs if key == "listed"][-1] == listed
+    assert [key for key, _ in outputs if key != "listed"] == emitted
 
 
 class _Stamp(Processor):

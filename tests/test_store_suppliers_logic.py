@@ -197,14 +197,15 @@ def test_the_runner_takes_emit_on_close_from_a_store_kept_in_memory_or_a_timesta
 
 @pytest.mark.parametrize("windows, materialized, config, read, reason", [
     (HOPPING, Materialized.as_(Stores.persistent_timestamped_window_store("counts", 15 * MS, 10 * MS, False)), None,
-     True, "its supplier's RocksDB window store that a user processor also reads"),
+     True, r"its supplier's RocksDB window store that a user processor it forwards to also reads \(it runs while the "
+     "emit's iterator is open, which opens each segment's RocksDB iterator as it reaches it"),
     # Kafka Streams fails at run time: the adapter of a plain RocksDB store reads aggregates back stamped -1
     (HOPPING, Materialized.as_(Stores.persistent_window_store("counts", 15 * MS, 10 * MS, False)), None, False,
      r"its supplier's plain RocksDB window store, which Kafka Streams itself cannot emit from .* no timestamp"),
     (SLIDING, Materialized.as_(Stores.persistent_window_store("counts", 25 * MS, 10 * MS, False)), None, False,
      "its supplier's plain RocksDB window store"),
     (SLIDING, Materialized.as_(Stores.persistent_timestamped_window_store("counts", 25 * MS, 10 * MS, False)), None,
-     True, "its supplier's RocksDB window store that a user processor also reads"),
+     True, "its supplier's RocksDB window store that a user processor it forwards to also reads"),
     (SESSIONS, Materialized.as_(Stores.persistent_session_store("counts", 10 * MS)), None, False,
      r"its supplier's RocksDB session store, which Kafka Streams itself cannot emit from .*"
      "UnsupportedOperationException"),
@@ -257,29 +258,27 @@ class _Stamp(Processor):
     (SLIDING, Materialized.as_(Stores.in_memory_window_store("counts", 25 * MS, 10 * MS, False)), None),
     (SESSIONS, Materialized.as_(Stores.in_memory_session_store("counts", 10 * MS)), None),
     (SESSIONS, Materialized.as_("counts").with_store_type(StreamsConfig.IN_MEMORY), None),
+    (HOPPING, Materialized.as_(Stores.persistent_timestamped_window_store("counts", 15 * MS, 10 * MS, False)), None),
+    (SLIDING, Materialized.as_(Stores.persistent_timestamped_window_store("counts", 25 * MS, 10 * MS, False)), None),
 ])
-def test_the_runner_takes_emit_on_close_from_an_in_memory_store_a_processor_beside_it_reads(
+def test_the_runner_takes_emit_on_close_from_an_in_memory_or_rocksdb_store_a_processor_beside_it_reads(
         windows, materialized, config):
     """The processor runs between the emits (the emit's iterator is closed): compared with Kafka Streams in
     tests/test_equivalence_dsl_window_store_processor.py."""
     _runnable(_closing_beside(windows, materialized, config))
 
 
-@pytest.mark.parametrize("windows", [HOPPING, SLIDING, SESSIONS])
-def test_the_runner_refuses_a_processor_of_the_in_memory_store_after_the_emit_however_far(windows):
+@pytest.mark.parametrize("windows, materialized, config, store", [
+    *((windows, Materialized.as_("counts"), IN_MEMORY, "a store kept in memory") for windows in (HOPPING, SLIDING,
+                                                                                                   SESSIONS)),
+    *((windows, Materialized.as_(Stores.persistent_timestamped_window_store("counts", retention * MS, 10 * MS, False)),
+       None, "its supplier's RocksDB window store") for windows, retention in ((HOPPING, 15), (SLIDING, 25))),
+])
+def test_the_runner_refuses_a_processor_of_the_store_after_the_emit_however_far(windows, materialized, config, store):
     with pytest.raises(UnsupportedTopologyError, match="processor KSTREAM-AGGREGATE-0000000001: store counts emits "
-                                                       "on window close from a store kept in memory that a user "
-                                                       "processor it forwards to also reads"):
-        _runnable(_closing_beside(windows, Materialized.as_("counts"), IN_MEMORY, reader_after_map=True))
-
-
-@pytest.mark.parametrize("windows, retention", [(HOPPING, 15), (SLIDING, 25)])
-def test_the_runner_refuses_a_processor_beside_a_rocksdb_supplier_s_store_emitting_on_close(windows, retention):
-    supplier = Stores.persistent_timestamped_window_store("counts", retention * MS, 10 * MS, False)
-    with pytest.raises(UnsupportedTopologyError, match="processor KSTREAM-AGGREGATE-0000000001: store counts emits "
-                                                       "on window close from its supplier's RocksDB window store that "
-                                                       "a user processor also reads"):
-        _runnable(_closing_beside(windows, Materialized.as_(supplier)))
+                                                       f"on window close from {store} that a user processor it "
+                                                       "forwards to also reads"):
+        _runnable(_closing_beside(windows, materialized, config, reader_after_map=True))
 
 
 @given(st.lists(st.tuples(st.integers(0, 60), st.sampled_from([b"a", b"b", b"ab"])), max_size=12),

@@ -40,17 +40,19 @@ Kafka Streams, the runner follows or refuses:
 * a time- or sliding-windowed aggregation emitting on window close from a timestamped RocksDB
   supplier's window store (``Stores.persistent_timestamped_window_store``): Kafka Streams emits from that
   segmented store, whose ``fetchAll`` returns the in-memory store's windows segment by segment, then by
-  key, then start (:mod:`.window_close`);
+  key, then start (:mod:`.window_close`); a user processor beside the aggregation reads and writes it as
+  that segmented store (:mod:`.user_dsl_window_store`), and the emit fetches what it wrote;
 * refused, naming the processor and the store, where Kafka Streams itself fails at run time: emitting on
   window close from a RocksDB supplier's session store (its plain RocksDB session store throws
   ``UnsupportedOperationException`` when the emit fetches its sessions by end time) or from a plain
   RocksDB supplier's window store (``Stores.persistent_window_store``: the DSL reads its aggregates back
   with no timestamp, -1, and forwarding a closed window with it throws);
-* refused, naming the processor and the store: emitting on window close from a RocksDB supplier's
-  window store that a user processor also reads (not modeled yet), or from a store kept in memory that a
-  user processor downstream of the aggregation also reads (it runs as the emit forwards, while the emit's
-  live ``InMemoryWindowStore`` or ``InMemorySessionStore`` iterator is open: that iterator reaches what the
-  processor puts ahead of it; not modeled yet);
+* refused, naming the processor and the store: emitting on window close from a timestamped RocksDB
+  supplier's window store or a store kept in memory that a user processor downstream of the aggregation
+  also reads (it runs as the emit forwards, while the emit's iterator is open: the live
+  ``InMemoryWindowStore`` or ``InMemorySessionStore`` iterator reaches what the processor puts ahead of it,
+  the RocksDB store's ``SegmentIterator`` opens each segment's iterator as it reaches it, after the
+  processor's writes into it; not modeled yet);
 * a user processor reading a windowed aggregation's store kept in memory reads it in the in-memory
   store's order: a time- or sliding-windowed one's by window start, then key
   (:mod:`.user_dsl_window_store`), a session one's by session end, then key, then start descending
@@ -60,7 +62,6 @@ from __future__ import annotations
 
 from typing import Callable
 
-from dagster_kstreams.processors.aggregations import read_by_user_processor
 from dagster_kstreams.processors.base import reachable
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.supplier_shape import (unmodeled_duplicates, unmodeled_short_retention,
@@ -95,9 +96,10 @@ def _check_emit_on_close_store(factory, store, subtopology) -> None:
         reason = ("its supplier's plain RocksDB window store, which Kafka Streams itself cannot emit from (the DSL "
                   "reads its aggregates back with no timestamp, -1, and forwarding a closed window with it fails at "
                   "run time): Stores.persistent_timestamped_window_store emits")
-    elif store.persistent is not False and read_by_user_processor(subtopology, store.name):
-        reason = ("its supplier's RocksDB window store that a user processor also reads (the segmented store's "
-                  "reads and writes beside the emit): not modeled by the Spark runner yet")
+    elif store.persistent is not False and _read_while_emitting(factory, store.name, subtopology):
+        reason = ("its supplier's RocksDB window store that a user processor it forwards to also reads (it runs "
+                  "while the emit's iterator is open, which opens each segment's RocksDB iterator as it reaches "
+                  "it, after the processor's writes into it): not modeled by the Spark runner yet")
     elif _read_while_emitting(factory, store.name, subtopology):
         iterator = "InMemorySessionStore" if sessions else "InMemoryWindowStore"
         reason = ("a store kept in memory that a user processor it forwards to also reads (it runs while the emit's "

@@ -28,8 +28,13 @@ write into a window already emitted is never forwarded (:meth:`~.windows._Window
 notes it in :class:`~.window_close.ClosedWindows`). Emitting on window close from a store kept in memory
 (Kafka Streams' in-memory DSL suppliers ignore the emit strategy: a plain ``InMemoryWindowStore``, with no
 key index), the reads are the in-memory store's below, and its cut: a window starting at the store's time
-minus its retention is neither returned nor kept (``ClosedWindows.in_memory``). The processor is then one
-beside the aggregation, running between its emits (:mod:`.store_suppliers` refuses one downstream of it).
+minus its retention is neither returned nor kept (``ClosedWindows.in_memory``). Emitting on window close from
+a timestamped RocksDB supplier's store (``Stores.persistent_timestamped_window_store``: Kafka Streams keeps the
+supplier's segmented ``RocksDBTimestampedWindowStore``, with no key index), the reads are the segmented store's
+below with that same cut (``observed time - retention + 1``: ``getActualFrom``; a put below it into a live
+segment is kept where no read or emit reaches it), the segments the supplier's (``ClosedWindows.segment_interval``).
+The processor is then one beside the aggregation, running between its emits (:mod:`.store_suppliers` refuses
+one downstream of it).
 
 Values are :class:`~dagster_kstreams.topology.processor_api.ValueAndTimestamp`; reads give a copy
 made through the store's value serde, writes store one. Single-key reads return ``(start, value)``
@@ -73,7 +78,8 @@ class TimestampedWindowStore(DslStoreView, WindowStoreReads):
     def __init__(self, name: str, key_serde, value_serde, owner, store_key_serde, task,
                  write_context: Callable[[Optional[int]], Any]):
         super().__init__(name, key_serde, value_serde, owner, store_key_serde, task, write_context)
-        self._segment_interval = dsl_segment_interval(owner.retention)
+        # a RocksDB supplier's store emitting on close is the segmented one of its supplier's interval
+        self._segment_interval = owner.closed_segment_interval or dsl_segment_interval(owner.retention)
 
     # -- writes ----------------------------------------------------------------------------
     def put(self, key, value_and_timestamp: Optional[ValueAndTimestamp], window_start_timestamp: int) -> None:
@@ -123,10 +129,12 @@ class TimestampedWindowStore(DslStoreView, WindowStoreReads):
         aggregation emitting on window close (``RocksDBTimeOrderedWindowStore``, whose key puts the start
         first), by start, then serialized key + sequence number, unless ``key_first``: a key range read
         through that store's key index, whose keys are the segmented store's in the same segments; in an
-        in-memory store (a supplier's, ``default.dsl.store=in_memory``): by start, then serialized key."""
+        in-memory store (a supplier's, ``default.dsl.store=in_memory``): by start, then serialized key. A
+        timestamped RocksDB supplier's store emitting on close is the segmented store still (no key index)."""
         if self._owner.store_in_memory:  # InMemoryWindowStore (emitting on close too): by start, then key bytes
             return start, raw_key
-        if self._owner.emit_on_close and not key_first:
+        time_ordered = self._owner.emit_on_close and self._owner.closed_segment_interval is None
+        if time_ordered and not key_first:
             return start, raw_key + bytes(4)
         return start // self._segment_interval, raw_key + start.to_bytes(8, "big", signed=True) + bytes(4)
 

@@ -47,7 +47,9 @@ import org.apache.kafka.streams.state.WindowStoreIterator;
  * on window close from stores kept in memory, written and read by ClosedInMemoryWriter beside them; their stores
  * printed as "closed-counts-in-memory" and "closed-sliding-in-memory") closedSessionsInMemoryOut
  * closedSessionsInMemoryReads (a session count emitting on window close from a store kept in memory 4 s, written and
- * read by ClosedInMemorySessionWriter beside it; its store printed as "closed-sessions-in-memory").
+ * read by ClosedInMemorySessionWriter beside it; its store printed as "closed-sessions-in-memory") closedRocksDbOut
+ * closedRocksDbReads closedSlidingRocksDbOut closedSlidingRocksDbReads (ClosedRocksDbCounts; its stores printed as
+ * "closed-counts-rocksdb" and "closed-sliding-rocksdb").
  *
  * The Python twin is tests/dsl_window_store_processor_topology.py (WindowCorrector, SessionCorrector,
  * SlidingCorrector); keep the two in step.
@@ -264,7 +266,7 @@ public final class DslWindowStoreProcessorExamples {
                                                     String sessionsInMemoryOut, String slidingInMemoryOut,
                                                     String closedOut, String closedReads, String closedSlidingOut,
                                                     String closedSlidingReads, String closedSessionsOut,
-                                                    String closedSessionsReads) {
+                                                    String closedSessionsReads, String... closedRocksDb) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> stream = builder.stream(events);
         stream
@@ -341,6 +343,7 @@ public final class DslWindowStoreProcessorExamples {
             .process(() -> new ClosedInMemoryWriter("closed-sliding-in-memory", 2 * DIFF_MS, true),
                 "closed-sliding-in-memory")
             .to(closedSlidingReads);
+        ClosedRocksDbCounts.add(stream, closedRocksDb[0], closedRocksDb[1], closedRocksDb[2], closedRocksDb[3]);
         stream
             .groupByKey()
             .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(GAP_MS),
@@ -360,7 +363,7 @@ public final class DslWindowStoreProcessorExamples {
 
     public static void main(String[] args) throws Exception {
         Topology topology = dslWindowStoreProcessorExamples(args[3], args[4], args[5], args[6], args[7], args[8],
-            args[9], args[10], args[11], args[12], args[13], args[14]);
+            args[9], args[10], args[11], args[12], args[13], args[14], args[15], args[16], args[17], args[18]);
         Properties props = KafkaStreamsRuns.properties(args[0], args[1], args[2]);
         // the counts emitting on window close check for closed windows after every record, as the runner does
         props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
@@ -380,6 +383,7 @@ public final class DslWindowStoreProcessorExamples {
                 + ", \"closed-sliding-in-memory\": "
                 + Json.objectOfStrings(WindowExamples.windowStoreContent(streams, "closed-sliding-in-memory"))
                 + ", \"closed-sessions-in-memory\": "
-                + Json.objectOfStrings(sessionStoreContent(streams, "closed-sessions-in-memory")) + "}");
+                + Json.objectOfStrings(sessionStoreContent(streams, "closed-sessions-in-memory"))
+                + ClosedRocksDbCounts.storesJson(streams) + "}");
     }
 }
