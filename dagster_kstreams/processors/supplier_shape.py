@@ -52,7 +52,7 @@ aggregation already cuts the key's sessions by (:mod:`.sessions`; with its own c
 The merged session is forwarded whether or not its put is kept (:func:`expired_session_put`).
 
 Kafka Streams counts each put a store drops as a dropped record (``TaskMetrics.droppedRecordsSensor``): the
-runner counts them with the late records (:func:`expired_puts`).
+runner counts them with the late records (:func:`expired_puts`, :func:`expired_session_put`).
 
 Not modeled yet, so refused when defined (:mod:`.store_suppliers`), each with why:
 :func:`unmodeled_short_retention`, :func:`unmodeled_window_size`.
@@ -67,8 +67,8 @@ from dagster_kstreams.topology.emit_strategy import ON_WINDOW_CLOSE
 from dagster_kstreams.topology.window_store_settings import windows_minimum_retention
 from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
 
-__all__ = ["store_time", "keeps_store_clock", "expired_puts", "expired_session_put", "reads_nothing_back", "unmodeled_short_retention",
-           "unmodeled_window_size", "unmodeled_duplicates"]
+__all__ = ["store_time", "keeps_store_clock", "expired_puts", "expired_session_put", "reads_nothing_back",
+           "unmodeled_short_retention", "unmodeled_window_size", "unmodeled_duplicates"]
 
 
 def store_time(windows, stream_time: Optional[int]) -> Optional[int]:
