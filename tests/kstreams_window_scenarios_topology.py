@@ -44,6 +44,8 @@ OUTPUT_KEYS = {
     "out-hopping-closed-rocksdb": 10_000, "out-sliding-closed-rocksdb": 10_000,
     "out-short-kept-memory": 10, "out-short-kept-rocksdb": 10, "out-other-size": None, "out-short-kept-filtered": 10,
     "out-duplicates": 10, "out-plain-rocksdb": 10, "out-plain-rocksdb-sliding": 10,
+    "out-short-sliding-memory": 10, "out-short-sliding-rocksdb": 10,
+    "out-short-session-memory": "session", "out-short-session-rocksdb": "session",
 }
 OUTPUTS = tuple(OUTPUT_KEYS)
 # A time limit that never comes (SuppressScenarioTest's Long.MAX_VALUE is beyond a timedelta).
@@ -230,6 +232,23 @@ def _stream_windows(builder: StreamsBuilder, topics: dict[str, str]) -> None:
              .aggregate(lambda: "", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
                         _uncached(Stores.persistent_window_store("plain-rocksdb-sliding", _ms(110), _ms(10), False))),
              topics["out-plain-rocksdb-sliding"], windowed(10))
+    # Sliding windows (difference 10, grace 90 ms) from stores kept 45 ms in memory and 50 ms in RocksDB, less than
+    # they stay open (110 ms): a late record's reads are cut by the store's time (the largest window start put, not
+    # the stream time), so some of its earlier windows are gone, others still there where stream time would cut them.
+    for output, supplier, retention in (("out-short-sliding-memory", Stores.in_memory_window_store, 45),
+                                        ("out-short-sliding-rocksdb", Stores.persistent_timestamped_window_store, 50)):
+        _stamped(grouped.windowed_by(SlidingWindows.of_time_difference_and_grace(_ms(10), _ms(90)))
+                 .aggregate(lambda: "", lambda key, value, agg: agg + "+" + value,
+                            _uncached(supplier(output[4:], _ms(retention), _ms(10), False))),
+                 topics[output], windowed(10))
+    # Sessions (gap 5, grace 90 ms) from stores kept 45 ms in memory and 50 ms in RocksDB, less than they stay open
+    # (95 ms): a late record finds no session ending at or before the store's time (the largest end put) minus that.
+    for output, supplier, retention in (("out-short-session-memory", Stores.in_memory_session_store, 45),
+                                        ("out-short-session-rocksdb", Stores.persistent_session_store, 50)):
+        _stamped(grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(_ms(5), _ms(90)))
+                 .aggregate(lambda: "", lambda key, value, agg: agg + "+" + ("null" if value is None else value),
+                            lambda key, one, two: one + "|" + two, _uncached(supplier(output[4:], _ms(retention)))),
+                 topics[output], session_serde)
 
 
 def _table_aggregations(builder: StreamsBuilder, topics: dict[str, str]) -> None:

@@ -44,7 +44,10 @@ would have cut them), and from a supplier of windows of 20 ms for windows of 10 
 the aggregation's: their keys show the end), from an in-memory store retaining duplicates (it returns no
 window to the aggregation), and hopping and sliding windows from plain RocksDB suppliers' stores (they keep no
 timestamps: Kafka Streams reads each window back stamped -1, so an update is stamped with its record's
-timestamp, and a sliding record's new windows copy no records from the windows around it).
+timestamp, and a sliding record's new windows copy no records from the windows around it); sliding windows and
+sessions from stores kept less than they stay open, in memory and in RocksDB (a late record's reads cut by the
+store's time: the largest window start put, which the sliding aggregation keeps as a task-level value, and the
+largest session end put, the stream time before the record).
 
 Other readers of a suppressed table stay refused when defined (a unit test below keeps them refused by
 name): a suppressed windowed table joined, a foreign-key join of a suppressed table. No
@@ -336,6 +339,18 @@ def test_kafka_streams_window_scenarios_on_spark_match_kafka_streams(scenario_ru
         assert ((short[0], 2530, 2540), "+33+36|t2536") in theirs[output, 0]
         assert ((short[1], 2540, 2550), "+null+44|t2545") in theirs[output, 1]
         assert ((short[1], 2540, 2550), "+46|t2546") in theirs[output, 1]
+    # Sliding windows from stores kept 45 ms in memory, 50 ms in RocksDB: the store's time (2550, the left window
+    # of 2560) cuts at 2505 (in memory) or 2500 (RocksDB), not at stream time's 2515 or 2510: the record at 2512
+    # still reads the right window at 2511; in memory it no longer finds the window at 2501 (stream time would not
+    # have either), in RocksDB it does (on partition 1, at 2522: the window at 2511 is read, stream time cut it).
+    slide = {partition: _in_partition(f"short{partition}", partition) for partition in range(PARTITIONS)}
+    assert ((slide[0], 2511, 2521), "+11+12|t2512") in theirs["out-short-sliding-memory", 0]
+    assert ((slide[0], 2502, 2512), "+12|t2512") in theirs["out-short-sliding-memory", 0]
+    assert ((slide[1], 2512, 2522), "+21+22|t2522") in theirs["out-short-sliding-rocksdb", 1]
+    # Sessions from stores kept 45 ms in memory, 50 ms in RocksDB (their time, the largest end put: 2560, 2570):
+    # 2512 finds [2510, 2511] gone and starts a session of its own; 2522 finds [2520] gone but [2521] not.
+    assert ((slide[0], 2512, 2512), "+12|t2512") in theirs["out-short-session-memory", 0]
+    assert ((slide[1], 2521, 2522), "|+21+22|t2522") in theirs["out-short-session-rocksdb", 1]
     # An in-memory store retaining duplicates returns no window: every update is one record's.
     for partition in range(PARTITIONS):
         updates = theirs["out-duplicates", partition]

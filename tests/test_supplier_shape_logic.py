@@ -18,7 +18,7 @@ from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.supplier_shape import expired_puts, store_time
 from dagster_kstreams.processors.window_store import expire, process_time_windows
 from dagster_kstreams.topology import (
-    EmitStrategy, Materialized, SessionWindows, SlidingWindows, Stores, StreamsBuilder, TimeWindows,
+    EmitStrategy, Materialized, SlidingWindows, Stores, StreamsBuilder, TimeWindows,
 )
 from dagster_kstreams.topology.processor_api import Processor
 
@@ -149,20 +149,13 @@ WHERE = "processor KSTREAM-AGGREGATE-0000000001: store counts's supplier keeps 3
     (lambda: _count(HOPPING, SHORT, cached=True), "with the record cache on"),
     (lambda: _count(HOPPING, SHORT, emit_on_close=True), "emitting on window close"),
     (lambda: _count(HOPPING, SHORT, read_by_processor=True), "read by a user processor"),
-    (lambda: _count(SlidingWindows.of_time_difference_and_grace(10 * MS, 80 * MS), SHORT), "for sliding or session"),
 ])
 def test_the_runner_still_refuses_a_short_kept_store_naming_processor_and_store(topology, reason):
     with pytest.raises(UnsupportedTopologyError, match=f"{WHERE} .*, {reason}"):
         _runnable(topology())
 
 
-def test_the_runner_still_refuses_a_short_kept_session_or_cogroup_store():
-    sessions = StreamsBuilder()
-    sessions.stream("clicks").group_by_key().windowed_by(SessionWindows.of_inactivity_gap_and_grace(10 * MS, 90 * MS)) \
-        .count(Materialized.as_(Stores.in_memory_session_store("counts", 32 * MS)).with_caching_disabled()) \
-        .to_stream().to("out")
-    with pytest.raises(UnsupportedTopologyError, match=f"{WHERE} .*, for sliding or session windows"):
-        _runnable(sessions.build())
+def test_the_runner_still_refuses_a_short_kept_cogroup_store():
     with pytest.raises(UnsupportedTopologyError, match=r"processor COGROUPKSTREAM-AGGREGATE-\d+: store counts's "
                                                        r"supplier "
                                                        r"keeps 32 ms, .*, as a cogroup's store"):

@@ -32,6 +32,7 @@ from dagster_kstreams.processors.program import SubtopologyProgram
 from dagster_kstreams.processors.record_cache import DEFAULT_CACHE_MAX_BYTES, store_cached
 from dagster_kstreams.processors.state_key_serde import state_keying
 from dagster_kstreams.processors.store_suppliers import check_store_suppliers
+from dagster_kstreams.processors.supplier_shape import keeps_store_clock
 from dagster_kstreams.topology.application import ApplicationTopology
 from dagster_kstreams.topology.node_specs import NodeKind
 from dagster_kstreams.topology.view import ProcessorNode, Subtopology
@@ -106,11 +107,13 @@ def _windowed_aggregate(factory: ProcessorNode, ctx: BuildContext) -> Processor:
     or not: the engine runs them first and hands over the records that reach the rest without the
     task's stream time (Kafka Streams' processor counts just the records that reach it: not one a
     Column filter drops, nor one skipped there as malformed, nor a null key; so its own clocks, of the
-    records handed to it, are exact)."""
+    records handed to it, are exact). A sliding one whose supplier keeps less than its windows stay open keeps
+    its store's clock (:func:`~.supplier_shape.keeps_store_clock`)."""
     family = sessions if sessions.handles(factory) else windows
-    sub = ctx.subtopology
+    sub, params = ctx.subtopology, factory.params
+    store = ctx.topology.state_stores.get(params["store_name"])
     if (cogroup.handles(factory) or not family.reads_task_stream_time(sub, factory)
-            or column_expressions_in(sub)):
+            or column_expressions_in(sub) or keeps_store_clock(params["windows"], store, params.get("emit_strategy"))):
         return own_stream_time.build(factory, ctx)
     return family.build(factory, ctx)
 

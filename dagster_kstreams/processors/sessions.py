@@ -60,6 +60,7 @@ from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.processors.session_close import ClosedSessions
 from dagster_kstreams.processors.session_store import SessionStore, context_at, session_functions
 from dagster_kstreams.processors.state import ABSENT
+from dagster_kstreams.processors.supplier_shape import expired_session_put
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.processors.user_dsl_window_store import observed_time_key
 from dagster_kstreams.processors.user_time_store import NO_TIME
@@ -137,9 +138,9 @@ class SessionWindowAggregate(WindowedTable):
         state.values[slot] = tuple(store.sessions) if store.sessions else ABSENT
         state.keys[slot] = key
         state.changed = True
-        if result is None:
-            out.append(DROPPED_LATE_TOPIC, None, None)
-        else:
+        for _ in range(1 if result is None else expired_session_put(self, result[1][1], before)):
+            out.append(DROPPED_LATE_TOPIC, None, None)  # late, or its session's put dropped by the store
+        if result is not None:
             self._wrote(result[1][1], state)
         if self.emit_on_close:
             self._emit_closed(key, result, stream_time, context, out, state)

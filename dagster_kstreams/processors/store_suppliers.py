@@ -7,8 +7,9 @@ Kafka Streams, the runner follows or refuses:
 
 * its name names the store (the topology layer), and a windowed aggregation's store keeps the
   supplier's retention (a processor reading the store sees it), a time-windowed one's cut by the store's
-  time, so a supplier kept less than its windows stay open drops them as Kafka Streams' does
-  (:mod:`.supplier_shape`);
+  time, so a supplier kept less than its windows stay open drops them as Kafka Streams' does (a
+  sliding-windowed one's by the store's time kept as a task-level value, a session-windowed one's by
+  the stream time before the record: :mod:`.supplier_shape`);
 * a join's window stores: Kafka Streams checks they match the join's windows exactly, so they hold
   what the DSL's own would; in memory or RocksDB, a join reads one key's records by time either way,
   but an in-memory store drops a put at or below its observed time minus retention where RocksDB's
@@ -16,9 +17,9 @@ Kafka Streams, the runner follows or refuses:
 * a key-value store iterates by the key's bytes in memory as in RocksDB;
 * refused, naming the processor and the store: a windowed aggregation's supplier whose retention is
   below what keeps its open windows (Kafka Streams checks only the ``Materialized`` retention; its
-  store then drops windows still open) but for a time-windowed aggregation emitting on update, uncached,
-  that no processor reads and no cogroup shares (:func:`~.supplier_shape.unmodeled_short_retention`
-  says why the others stay refused), whose window size is not the windows' (the ``Windowed`` keys its
+  store then drops windows still open) but for a time-, sliding- or session-windowed aggregation
+  emitting on update, uncached, that no processor reads and no cogroup shares
+  (:func:`~.supplier_shape.unmodeled_short_retention` says why the others stay refused), whose window size is not the windows' (the ``Windowed`` keys its
   reads and its cache's flushes make end elsewhere) but for the same time-windowed aggregation, which shows
   the store's size nowhere (:func:`~.supplier_shape.unmodeled_window_size`), that retains duplicates
   (each update a new entry) but for the same aggregation's in-memory store, which returns it no window

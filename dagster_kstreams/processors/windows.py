@@ -9,8 +9,9 @@ State
     ``store time - retention`` is dropped when its key is next processed (:func:`.supplier_shape.store_time`).
     Retention: the store's (size + grace unless ``Materialized`` or a supplier sets another); for sliding windows at
     least 3 x time difference + grace + 1, the oldest window a record still within reach reads (not on window close:
-    see Emission). A store a user processor names keeps its own retention and expires by Kafka Streams' observed
-    time (the largest window start put into it), for the processor and the aggregation (:mod:`.user_dsl_window_store`).
+    see Emission). A store a user processor names, or a sliding one kept short by its supplier, keeps its own
+    retention and expires by Kafka Streams' observed time (the largest window start put into it:
+    :mod:`.user_dsl_window_store`, :func:`.supplier_shape.keeps_store_clock`).
 
 Time and lateness
     Every record carries its timestamp (``context.timestamp``) and the task's stream time after it
@@ -55,7 +56,7 @@ from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.plain_window_store import stamps_of
 from dagster_kstreams.processors.records import DROPPED_LATE_TOPIC
 from dagster_kstreams.processors.state import ABSENT
-from dagster_kstreams.processors.supplier_shape import expired_puts, reads_nothing_back, store_time
+from dagster_kstreams.processors.supplier_shape import expired_puts, keeps_store_clock, reads_nothing_back, store_time
 from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.processors.user_dsl_window_store import observed_time_key
 from dagster_kstreams.processors.user_time_store import NO_TIME
@@ -379,12 +380,12 @@ def build(factory, ctx, classes=(TimeWindowAggregate, SlidingWindowAggregate)) -
     # check_dsl_store admits a processor naming the store of time and sliding windows (emitting on update
     # or on close; a cogroup's on update only)
     observes_store_time = read_by_user_processor(sub, store.name)
-    if sliding and not emit_on_close and not observes_store_time:
+    if sliding and not (emit_on_close or observes_store_time or keeps_store_clock(windows, store, emit_strategy)):
         # A record not skipped outright (timestamp >= stream time - grace - difference) reads the
         # windows from its timestamp - 2 x difference on: keep those, whatever the retention (the
         # segmented store drops whole segments). On window close the time-ordered store returns
         # nothing older than its retention, for reads as for the emission (window_close.py). A store
-        # a processor names keeps the store's own retention, by the store's observed time.
+        # a processor names, or kept short by its supplier, keeps its own retention, by its observed time.
         retention = max(retention, 3 * size + windows.grace_ms + 1)
     aggregate = cls(factory.name, params["store_name"], ctx.cached(store.name), params["operation"], windows, size,
                     windows.grace_ms, retention, *user_aggregation(params),

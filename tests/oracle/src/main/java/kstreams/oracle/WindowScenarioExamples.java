@@ -34,6 +34,7 @@ import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
 import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.SessionBytesStoreSupplier;
 import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.WindowBytesStoreSupplier;
@@ -64,7 +65,8 @@ public final class WindowScenarioExamples {
         "out-sliding-closed-memory", "out-hopping-closed-memory-20", "out-session-closed-memory",
         "out-session-closed-memory-default", "out-hopping-closed-rocksdb", "out-sliding-closed-rocksdb",
         "out-short-kept-memory", "out-short-kept-rocksdb", "out-other-size", "out-short-kept-filtered",
-        "out-duplicates", "out-plain-rocksdb", "out-plain-rocksdb-sliding");
+        "out-duplicates", "out-plain-rocksdb", "out-plain-rocksdb-sliding", "out-short-sliding-memory",
+        "out-short-sliding-rocksdb", "out-short-session-memory", "out-short-session-rocksdb");
     // SuppressScenarioTest's Long.MAX_VALUE, as the twin can say it (a timedelta ends sooner).
     static final Duration NEVER = Duration.ofDays(100 * 365);
 
@@ -266,6 +268,25 @@ public final class WindowScenarioExamples {
             .aggregate(() -> "", (key, value, agg) -> agg + "+" + orNull(value),
                 Materialized.<String, String>as(Stores.persistentWindowStore("plain-rocksdb-sliding",
                     Duration.ofMillis(110), Duration.ofMillis(10), false)).withCachingDisabled()), out.get(46), windowed(10));
+        // Sliding windows from stores kept 45 ms in memory and 50 ms in RocksDB, less than they stay open (110 ms).
+        for (int i = 0; i < 2; i++) {
+            WindowBytesStoreSupplier supplier = i == 0
+                ? Stores.inMemoryWindowStore("short-sliding-memory", Duration.ofMillis(45), Duration.ofMillis(10), false)
+                : Stores.persistentTimestampedWindowStore("short-sliding-rocksdb", Duration.ofMillis(50),
+                    Duration.ofMillis(10), false);
+            stamped(grouped.windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(10), Duration.ofMillis(90)))
+                .aggregate(() -> "", (key, value, agg) -> agg + "+" + value,
+                    Materialized.<String, String>as(supplier).withCachingDisabled()), out.get(47 + i), windowed(10));
+        }
+        // Sessions from stores kept 45 ms in memory and 50 ms in RocksDB, less than they stay open (95 ms).
+        for (int i = 0; i < 2; i++) {
+            SessionBytesStoreSupplier supplier = i == 0
+                ? Stores.inMemorySessionStore("short-session-memory", Duration.ofMillis(45))
+                : Stores.persistentSessionStore("short-session-rocksdb", Duration.ofMillis(50));
+            stamped(grouped.windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(5), Duration.ofMillis(90)))
+                .aggregate(() -> "", (key, value, agg) -> agg + "+" + orNull(value), (key, one, two) -> one + "|" + two,
+                    Materialized.<String, String>as(supplier).withCachingDisabled()), out.get(49 + i), sessionSerde);
+        }
 
         KTable<String, String> table = builder.table(tables,
             WindowScenarioExamples.<KeyValueStore<Bytes, byte[]>, String>uncached("tables-store"));
