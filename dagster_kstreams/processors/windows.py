@@ -381,11 +381,9 @@ def build(factory, ctx, classes=(TimeWindowAggregate, SlidingWindowAggregate)) -
     # or on close; a cogroup's on update only)
     observes_store_time = read_by_user_processor(sub, store.name)
     if sliding and not (emit_on_close or observes_store_time or keeps_store_clock(windows, store, emit_strategy)):
-        # A record not skipped outright (timestamp >= stream time - grace - difference) reads the
-        # windows from its timestamp - 2 x difference on: keep those, whatever the retention (the
-        # segmented store drops whole segments). On window close the time-ordered store returns
-        # nothing older than its retention, for reads as for the emission (window_close.py). A store
-        # a processor names, or kept short by its supplier, keeps its own retention, by its observed time.
+        # A record not skipped outright (timestamp >= stream time - grace - difference) reads the windows from
+        # its timestamp - 2 x difference on: keep those (the segmented store drops whole segments). On window close,
+        # a store a processor names or one kept short, the store's own retention cuts, by its time (window_close.py).
         retention = max(retention, 3 * size + windows.grace_ms + 1)
     aggregate = cls(factory.name, params["store_name"], ctx.cached(store.name), params["operation"], windows, size,
                     windows.grace_ms, retention, *user_aggregation(params),
