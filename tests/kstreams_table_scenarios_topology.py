@@ -328,12 +328,14 @@ def table_scenarios(topics: dict[str, str]) -> StreamsBuilder:
                 Materialized.as_("recounted-reduced").with_caching_disabled()) \
         .to_stream().process_values(StampValues).to(topics["out-prices-recounted"])
     # A filter of it (its constructor asks it for old values: the prices are materialized) drops an update
-    # neither of whose transformed values passes; a map_values of it re-grouped subtracts the mapped old one.
+    # neither of whose transformed values passes; a map_values of it re-grouped subtracts the mapped old one
+    # (a missing row's transformed into "null#...": subtracted from a group never added to, whose count is then
+    # a tombstone, String.valueOf(null) in the Java twin).
     recounted.filter(lambda key, value: not value.startswith("x"), Named.as_("recounted-kept")) \
         .to_stream().process_values(StampValues).to(topics["out-recounted-kept"])
     recounted.map_values(lambda value: value[:1], Named.as_("recounted-kinds")) \
         .group_by(lambda key, kind: (key[:1] + kind, key), Grouped.as_("recounted-kinds-by-kind")) \
         .count(Materialized.as_("recounted-kind-counts").with_caching_disabled()) \
-        .to_stream().map_values(lambda count: str(count)).process_values(StampValues) \
+        .to_stream().map_values(lambda count: "null" if count is None else str(count)).process_values(StampValues) \
         .to(topics["out-recounted-kind-counts"])
     return builder
