@@ -137,19 +137,31 @@ def _java_division(dividend: int, divisor: int) -> int:
     return -(-dividend // divisor) if dividend < 0 else dividend // divisor
 
 
+_NOT_COMPARED = ": not compared with Kafka Streams yet"
+
+
+def _unmodeled_use(factory, store, subtopology, cached: bool, cache: str = _NOT_COMPARED,
+                   on_close: str = _NOT_COMPARED, read: str = _NOT_COMPARED) -> Optional[str]:
+    """The first use of a supplier's store that the runner models for none of the shapes below (None: no such
+    use): with the record cache on, emitting on window close, as a cogroup's store, read by a user processor;
+    ``cache``, ``on_close`` and ``read`` say why, for the shape that asks."""
+    if cached:
+        return "with the record cache on" + cache
+    if factory.params.get("emit_strategy") == ON_WINDOW_CLOSE:
+        return "emitting on window close" + on_close
+    if factory.params.get("cogroup"):
+        return "as a cogroup's store" + _NOT_COMPARED
+    if read_by_user_processor(subtopology, store.name):
+        return "read by a user processor" + read
+    return None
+
+
 def unmodeled_short_retention(factory, store, subtopology, cached: bool) -> Optional[str]:
     """Why the runner does not model ``factory``'s aggregation over a store that keeps less than its windows
     stay open (None: it does)."""
-    if cached:
-        return ("with the record cache on: Kafka Streams' caching store returns a window from its cache "
-                "whatever its store dropped, until the cache evicts it (by size: not modeled)")
-    if factory.params.get("emit_strategy") == ON_WINDOW_CLOSE:
-        return "emitting on window close: not compared with Kafka Streams yet"
-    if factory.params.get("cogroup"):
-        return "as a cogroup's store: not compared with Kafka Streams yet"
-    if read_by_user_processor(subtopology, store.name):
-        return "read by a user processor: not compared with Kafka Streams yet"
-    return None
+    return _unmodeled_use(factory, store, subtopology, cached, cache=(
+        ": Kafka Streams' caching store returns a window from its cache whatever its store dropped, until the "
+        "cache evicts it (by size: not modeled)"))
 
 
 def unmodeled_window_size(factory, store, subtopology, cached: bool) -> Optional[str]:
@@ -159,16 +171,12 @@ def unmodeled_window_size(factory, store, subtopology, cached: bool) -> Optional
     flushes (``MeteredWindowStore.setFlushListener``); a time-windowed aggregation emitting on update reads
     and writes one window at a time and forwards, uncached, its own window: nothing shows the store's size."""
     if not isinstance(factory.params["windows"], TimeWindows):
-        return "for sliding windows: not compared with Kafka Streams yet"
-    if cached:
-        return "with the record cache on (its flush forwards windows ending at their start plus the store's size)"
-    if factory.params.get("emit_strategy") == ON_WINDOW_CLOSE:
-        return "emitting on window close (it forwards the windows the store's fetchAll makes, of the store's size)"
-    if factory.params.get("cogroup"):
-        return "as a cogroup's store: not compared with Kafka Streams yet"
-    if read_by_user_processor(subtopology, store.name):
-        return "read by a user processor (its ranges' windows end at their start plus the store's size)"
-    return None
+        return "for sliding windows" + _NOT_COMPARED
+    return _unmodeled_use(
+        factory, store, subtopology, cached,
+        cache=" (its flush forwards windows ending at their start plus the store's size)",
+        on_close=" (it forwards the windows the store's fetchAll makes, of the store's size)",
+        read=" (its ranges' windows end at their start plus the store's size)")
 
 
 def reads_nothing_back(store) -> bool:
@@ -187,13 +195,5 @@ def unmodeled_duplicates(factory, store, subtopology, cached: bool) -> Optional[
         return ("in RocksDB (RocksDBWindowStore.fetch looks a window up under the sequence number of the store's "
                 "last put, of any key: not modeled)")
     if not isinstance(factory.params["windows"], TimeWindows):
-        return "for sliding windows: not compared with Kafka Streams yet"
-    if cached:
-        return "with the record cache on: not compared with Kafka Streams yet"
-    if factory.params.get("emit_strategy") == ON_WINDOW_CLOSE:
-        return "emitting on window close: not compared with Kafka Streams yet"
-    if factory.params.get("cogroup"):
-        return "as a cogroup's store: not compared with Kafka Streams yet"
-    if read_by_user_processor(subtopology, store.name):
-        return "read by a user processor: not compared with Kafka Streams yet"
-    return None
+        return "for sliding windows" + _NOT_COMPARED
+    return _unmodeled_use(factory, store, subtopology, cached)
