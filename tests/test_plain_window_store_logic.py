@@ -12,12 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dagster_kstreams.orchestration.app import check_runnable
+from supplier_topologies import cogroup_count, runnable, windowed_count
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.plain_window_store import NO_TIMESTAMP, ForgetsTimestamps
 from dagster_kstreams.processors.window_store import process_sliding_windows, process_time_windows
-from dagster_kstreams.topology import Materialized, SlidingWindows, Stores, StreamsBuilder, TimeWindows
-from dagster_kstreams.topology.processor_api import Processor
+from dagster_kstreams.topology import SlidingWindows, Stores, TimeWindows
 
 MS = timedelta(milliseconds=1)
 HOPPING = TimeWindows.of_size_and_grace(10 * MS, 90 * MS).advance_by(5 * MS)
@@ -102,60 +101,26 @@ def test_a_sliding_records_new_left_window_starts_from_the_initializer_over_a_pl
 
 # ---- what the runner takes and refuses ------------------------------------------------------
 
-class _Reader(Processor):
-    def init(self, context) -> None:
-        self.store = context.get_state_store("counts")
-
-    def process(self, record) -> None:
-        pass
-
-
-def _count(windows, supplier, cached=False, read_by_processor=False, joined=False):
-    builder = StreamsBuilder()
-    materialized = Materialized.as_(supplier)
-    counts = builder.stream("clicks").group_by_key().windowed_by(windows) \
-        .count(materialized if cached else materialized.with_caching_disabled())
-    if joined:
-        counts = counts.join(counts.map_values(lambda count: count + 1), lambda left, right: left + right)
-    stream = counts.to_stream()
-    if read_by_processor:
-        stream.process(_Reader, "counts")
-    stream.to("out")
-    return builder.build()
-
-
-def _cogroup_count(supplier):
-    builder = StreamsBuilder()
-    builder.stream("clicks").group_by_key().cogroup(lambda key, value, count: count + 1) \
-        .windowed_by(HOPPING).aggregate(lambda: 0, Materialized.as_(supplier).with_caching_disabled()) \
-        .to_stream().to("out")
-    return builder.build()
-
-
-def _runnable(topology) -> None:
-    check_runnable(topology, "plain-rocksdb", {"clicks": 2})
-
-
 @pytest.mark.parametrize("windows, supplier", [(HOPPING, PLAIN), (SLIDING, PLAIN_SLIDING)])
 def test_the_runner_takes_a_plain_rocksdb_store_uncached_on_update(windows, supplier):
-    _runnable(_count(windows, supplier))
+    runnable(windowed_count(windows, supplier))
 
 
 WHERE = "processor KSTREAM-AGGREGATE-0000000001: store counts's supplier is a plain RocksDB window store"
 
 
 @pytest.mark.parametrize("topology, reason", [
-    (lambda: _count(HOPPING, PLAIN, cached=True), "with the record cache on: Kafka Streams' caching store returns"),
-    (lambda: _count(SLIDING, PLAIN_SLIDING, cached=True), "with the record cache on"),
-    (lambda: _count(HOPPING, PLAIN, read_by_processor=True), "read by a user processor"),
-    (lambda: _count(HOPPING, PLAIN, joined=True), "beside a processor that may read its table through its value"),
+    (lambda: windowed_count(HOPPING, PLAIN, cached=True), "with the record cache on: Kafka Streams' caching store returns"),
+    (lambda: windowed_count(SLIDING, PLAIN_SLIDING, cached=True), "with the record cache on"),
+    (lambda: windowed_count(HOPPING, PLAIN, read_by_processor=True), "read by a user processor"),
+    (lambda: windowed_count(HOPPING, PLAIN, joined=True), "beside a processor that may read its table through its value"),
 ])
 def test_the_runner_still_refuses_a_plain_rocksdb_store_naming_processor_and_store(topology, reason):
     with pytest.raises(UnsupportedTopologyError, match=f"{WHERE}, which keeps no timestamps .*, {reason}"):
-        _runnable(topology())
+        runnable(topology())
 
 
 def test_the_runner_still_refuses_a_cogroups_plain_rocksdb_store():
     with pytest.raises(UnsupportedTopologyError, match=r"processor COGROUPKSTREAM-AGGREGATE-\d+: store counts's "
                                                        r"supplier is a plain RocksDB window store, .*, as a cogroup's"):
-        _runnable(_cogroup_count(PLAIN))
+        runnable(cogroup_count(HOPPING, PLAIN))

@@ -14,13 +14,12 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from dagster_kstreams.orchestration.app import check_runnable
+from supplier_topologies import runnable, windowed_count
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.session_store import SessionStore
 from dagster_kstreams.processors.supplier_shape import expired_session_put
 from dagster_kstreams.processors.window_store import dsl_segment_interval
-from dagster_kstreams.topology import EmitStrategy, Materialized, SessionWindows, Stores, StreamsBuilder
-from dagster_kstreams.topology.processor_api import Processor
+from dagster_kstreams.topology import SessionWindows, Stores
 
 MS = timedelta(milliseconds=1)
 
@@ -105,35 +104,10 @@ SESSIONS = SessionWindows.of_inactivity_gap_and_grace(10 * MS, 90 * MS)
 WHERE = "processor KSTREAM-AGGREGATE-0000000001: store counts's supplier keeps 32 ms, less than the 100 ms"
 
 
-class _Reader(Processor):
-    def init(self, context) -> None:
-        self.store = context.get_state_store("counts")
-
-    def process(self, record) -> None:
-        pass
-
-
-def _session_count(supplier, cached=False, emit_on_close=False, read_by_processor=False):
-    builder = StreamsBuilder()
-    windowed = builder.stream("clicks").group_by_key().windowed_by(SESSIONS)
-    if emit_on_close:
-        windowed = windowed.emit_strategy(EmitStrategy.on_window_close())
-    materialized = Materialized.as_(supplier)
-    counts = windowed.count(materialized if cached else materialized.with_caching_disabled()).to_stream()
-    if read_by_processor:
-        counts.process(_Reader, "counts")
-    counts.to("out")
-    return builder.build()
-
-
-def _runnable(topology) -> None:
-    check_runnable(topology, "short-sessions", {"clicks": 2})
-
-
 @pytest.mark.parametrize("supplier", [Stores.in_memory_session_store("counts", 32 * MS),
                                       Stores.persistent_session_store("counts", 32 * MS)])
 def test_the_runner_takes_a_session_store_kept_less_than_its_sessions_uncached_on_update(supplier):
-    _runnable(_session_count(supplier))
+    runnable(windowed_count(SESSIONS, supplier))
 
 
 @pytest.mark.parametrize("options, reason", [
@@ -143,4 +117,4 @@ def test_the_runner_takes_a_session_store_kept_less_than_its_sessions_uncached_o
 ])
 def test_the_runner_still_refuses_a_short_kept_session_store_naming_processor_and_store(options, reason):
     with pytest.raises(UnsupportedTopologyError, match=f"{WHERE} .*, {reason}"):
-        _runnable(_session_count(Stores.in_memory_session_store("counts", 32 * MS), **options))
+        runnable(windowed_count(SESSIONS, Stores.in_memory_session_store("counts", 32 * MS), **options))

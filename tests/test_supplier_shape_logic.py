@@ -13,14 +13,11 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from dagster_kstreams.orchestration.app import check_runnable
+from supplier_topologies import cogroup_count, runnable, windowed_count
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.supplier_shape import expired_puts, store_time
 from dagster_kstreams.processors.window_store import expire, process_time_windows
-from dagster_kstreams.topology import (
-    EmitStrategy, Materialized, SlidingWindows, Stores, StreamsBuilder, TimeWindows,
-)
-from dagster_kstreams.topology.processor_api import Processor
+from dagster_kstreams.topology import SlidingWindows, Stores, TimeWindows
 
 MS = timedelta(milliseconds=1)
 HOPPING = TimeWindows.of_size_and_grace(10 * MS, 90 * MS).advance_by(5 * MS)
@@ -102,43 +99,10 @@ def test_the_stream_time_would_keep_a_window_the_store_no_longer_returns():
 
 # ---- what the runner takes and refuses, when defined ------------------------------------------
 
-class _Reader(Processor):
-    def init(self, context) -> None:
-        self.store = context.get_state_store("counts")
-
-    def process(self, record) -> None:
-        pass
-
-
-def _count(windows, supplier, cached=False, emit_on_close=False, read_by_processor=False):
-    builder = StreamsBuilder()
-    windowed = builder.stream("clicks").group_by_key().windowed_by(windows)
-    if emit_on_close:
-        windowed = windowed.emit_strategy(EmitStrategy.on_window_close())
-    materialized = Materialized.as_(supplier)
-    counts = windowed.count(materialized if cached else materialized.with_caching_disabled()).to_stream()
-    if read_by_processor:
-        counts.process(_Reader, "counts")
-    counts.to("out")
-    return builder.build()
-
-
-def _cogroup_count(supplier):
-    builder = StreamsBuilder()
-    builder.stream("clicks").group_by_key().cogroup(lambda key, value, count: count + 1) \
-        .windowed_by(HOPPING).aggregate(lambda: 0, Materialized.as_(supplier).with_caching_disabled()) \
-        .to_stream().to("out")
-    return builder.build()
-
-
-def _runnable(topology) -> None:
-    check_runnable(topology, "short-kept", {"clicks": 2})
-
-
 @pytest.mark.parametrize("supplier", [Stores.in_memory_window_store("counts", 32 * MS, 10 * MS, False),
                                       Stores.persistent_timestamped_window_store("counts", 10 * MS, 10 * MS, False)])
 def test_the_runner_takes_a_time_windowed_store_kept_less_than_its_windows_uncached(supplier):
-    _runnable(_count(HOPPING, supplier))
+    runnable(windowed_count(HOPPING, supplier))
 
 
 SHORT = Stores.in_memory_window_store("counts", 32 * MS, 10 * MS, False)
@@ -146,67 +110,67 @@ WHERE = "processor KSTREAM-AGGREGATE-0000000001: store counts's supplier keeps 3
 
 
 @pytest.mark.parametrize("topology, reason", [
-    (lambda: _count(HOPPING, SHORT, cached=True), "with the record cache on"),
-    (lambda: _count(HOPPING, SHORT, emit_on_close=True), "emitting on window close"),
-    (lambda: _count(HOPPING, SHORT, read_by_processor=True), "read by a user processor"),
+    (lambda: windowed_count(HOPPING, SHORT, cached=True), "with the record cache on"),
+    (lambda: windowed_count(HOPPING, SHORT, emit_on_close=True), "emitting on window close"),
+    (lambda: windowed_count(HOPPING, SHORT, read_by_processor=True), "read by a user processor"),
 ])
 def test_the_runner_still_refuses_a_short_kept_store_naming_processor_and_store(topology, reason):
     with pytest.raises(UnsupportedTopologyError, match=f"{WHERE} .*, {reason}"):
-        _runnable(topology())
+        runnable(topology())
 
 
 def test_the_runner_still_refuses_a_short_kept_cogroup_store():
     with pytest.raises(UnsupportedTopologyError, match=r"processor COGROUPKSTREAM-AGGREGATE-\d+: store counts's "
                                                        r"supplier "
                                                        r"keeps 32 ms, .*, as a cogroup's store"):
-        _runnable(_cogroup_count(SHORT))
+        runnable(cogroup_count(HOPPING, SHORT))
 
 
 OTHER_SIZE = Stores.in_memory_window_store("counts", 100 * MS, 20 * MS, False)
 
 
 def test_the_runner_takes_a_time_windowed_store_of_another_window_size_uncached_on_update():
-    _runnable(_count(HOPPING, OTHER_SIZE))
+    runnable(windowed_count(HOPPING, OTHER_SIZE))
 
 
 @pytest.mark.parametrize("topology, reason", [
-    (lambda: _count(HOPPING, OTHER_SIZE, cached=True), "with the record cache on"),
-    (lambda: _count(HOPPING, OTHER_SIZE, emit_on_close=True), "emitting on window close"),
-    (lambda: _count(HOPPING, OTHER_SIZE, read_by_processor=True), "read by a user processor"),
-    (lambda: _count(SlidingWindows.of_time_difference_and_grace(10 * MS, 80 * MS), OTHER_SIZE), "for sliding windows"),
+    (lambda: windowed_count(HOPPING, OTHER_SIZE, cached=True), "with the record cache on"),
+    (lambda: windowed_count(HOPPING, OTHER_SIZE, emit_on_close=True), "emitting on window close"),
+    (lambda: windowed_count(HOPPING, OTHER_SIZE, read_by_processor=True), "read by a user processor"),
+    (lambda: windowed_count(SlidingWindows.of_time_difference_and_grace(10 * MS, 80 * MS), OTHER_SIZE), "for sliding windows"),
 ])
 def test_the_runner_still_refuses_a_store_of_another_window_size_naming_processor_and_store(topology, reason):
     with pytest.raises(UnsupportedTopologyError, match="processor KSTREAM-AGGREGATE-0000000001: store counts's "
                                                        f"supplier has a window size of 20 ms, not the windows' 10 ms, "
                                                        f"{reason}"):
-        _runnable(topology())
+        runnable(topology())
 
 
 def test_the_runner_still_refuses_a_cogroups_store_of_another_window_size():
     with pytest.raises(UnsupportedTopologyError, match=r"processor COGROUPKSTREAM-AGGREGATE-\d+: store counts's "
                                                        r"supplier "
                                                        r"has a window size of 20 ms, .*, as a cogroup's store"):
-        _runnable(_cogroup_count(OTHER_SIZE))
+        runnable(cogroup_count(HOPPING, OTHER_SIZE))
 
 
 DUPLICATES = Stores.in_memory_window_store("counts", 100 * MS, 10 * MS, True)
 
 
 def test_the_runner_takes_an_in_memory_store_retaining_duplicates_uncached_on_update():
-    _runnable(_count(HOPPING, DUPLICATES))
+    runnable(windowed_count(HOPPING, DUPLICATES))
 
 
 @pytest.mark.parametrize("topology, reason", [
-    (lambda: _count(HOPPING, Stores.persistent_timestamped_window_store("counts", 100 * MS, 10 * MS, True)),
+    (lambda: windowed_count(HOPPING, Stores.persistent_timestamped_window_store("counts", 100 * MS, 10 * MS, True)),
      "in RocksDB"),
-    (lambda: _count(HOPPING, DUPLICATES, cached=True), "with the record cache on"),
-    (lambda: _count(HOPPING, DUPLICATES, emit_on_close=True), "emitting on window close"),
-    (lambda: _count(HOPPING, DUPLICATES, read_by_processor=True), "read by a user processor"),
-    (lambda: _count(SlidingWindows.of_time_difference_and_grace(10 * MS, 80 * MS), DUPLICATES), "for sliding windows"),
-    (lambda: _cogroup_count(DUPLICATES), "as a cogroup's store"),
+    (lambda: windowed_count(HOPPING, DUPLICATES, cached=True), "with the record cache on"),
+    (lambda: windowed_count(HOPPING, DUPLICATES, emit_on_close=True), "emitting on window close"),
+    (lambda: windowed_count(HOPPING, DUPLICATES, read_by_processor=True), "read by a user processor"),
+    (lambda: windowed_count(SlidingWindows.of_time_difference_and_grace(10 * MS, 80 * MS), DUPLICATES), "for sliding windows"),
+    (lambda: cogroup_count(HOPPING, DUPLICATES), "as a cogroup's store"),
 ])
 def test_the_runner_still_refuses_a_store_retaining_duplicates_naming_processor_and_store(topology, reason):
     with pytest.raises(UnsupportedTopologyError, match=r"processor (COGROUP)?KSTREAM-AGGREGATE-\d+: store counts's "
                                                        rf"supplier retains duplicates \(each update a new entry\), "
                                                        rf"{reason}"):
-        _runnable(topology())
+        runnable(topology())
