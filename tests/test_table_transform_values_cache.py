@@ -15,8 +15,8 @@ from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import Grouped, Materialized, Named, StreamsBuilder, ValueTransformerWithKey
 from dagster_kstreams.topology.serdes import Serdes
 
-from task_frames import task_frame
-from test_table_transform_values_logic import ROWS, _refused
+from task_frames import batched_outputs, decoded, refusal
+from test_table_transform_values_logic import ROWS
 
 
 class _Deleting(ValueTransformerWithKey):
@@ -45,12 +45,8 @@ def _program(transformer, materialized=None, cache_max_bytes: int = 10 * 1024 * 
 
 def _run(program, rows, batches: int) -> tuple[list, dict]:
     """The outputs batch by batch, and the store ``own`` after the last (as ``read_store`` reads it)."""
-    outputs, stored, size = [], None, max(1, -(-len(rows) // batches))
-    for first in range(0, len(rows), size):
-        out, stored = program.process_task_batch(task_frame(rows[first:first + size], first), stored)
-        if out is not None:
-            out = out.sort_values("emit_order", kind="stable")
-            outputs += [(k.decode(), None if v is None else v.decode()) for k, v in zip(out["key"], out["value"])]
+    outputs, stored = batched_outputs(program, rows, batches)
+    outputs = decoded(outputs)
     if "own" not in program.store_slots:  # uncached: one of the task's user stores
         return outputs, user_store_content(program, stored, "own")
     content = TaskState.store_content(stored, program.store_slots["own"])
@@ -144,6 +140,6 @@ def test_a_regrouping_of_one_with_a_cached_store_is_refused_naming_the_regroupin
     def build(b):
         b.table("in").transform_values(_Deleting, Materialized.as_("own"), Named.as_("tv")) \
             .group_by(lambda key, value: (value, key), Grouped.as_("rg")).count()
-    message = _refused(build)
+    message = refusal(build)
     assert message.startswith("processor rg (table_group_by_map) re-groups the table of processor tv "
                               "(transform_values), which keeps its results in a cached store (own)")

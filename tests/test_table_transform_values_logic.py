@@ -11,17 +11,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.user_processors import user_store_content
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import (
-    BufferConfig, Grouped, Materialized, Named, StreamsBuilder, Suppressed, TimeWindows, TopologyException, ValueTransformerWithKey,
+    BufferConfig, Materialized, Named, StreamsBuilder, Suppressed, TimeWindows, TopologyException, ValueTransformerWithKey,
 )
 from dagster_kstreams.topology.processor_api import Processor, PunctuationType, Stores
 from dagster_kstreams.topology.serdes import Serdes
 from dagster_kstreams.topology.value_transformer import transform_values_arguments
 
-from task_frames import task_frame
+from task_frames import batched_outputs, decoded, refusal, task_frame
 
 
 class _Counting(ValueTransformerWithKey):
@@ -81,13 +80,8 @@ def _program(builder):
 
 def _run(rows, batches, builder=None):
     program = _program(builder or _builder())
-    outputs, stored, size = [], None, -(-len(rows) // batches)
-    for first in range(0, len(rows), size):
-        out, stored = program.process_task_batch(task_frame(rows[first:first + size], first), stored)
-        if out is not None:
-            out = out.sort_values("emit_order", kind="stable")
-            outputs += [(k.decode(), None if v is None else v.decode()) for k, v in zip(out["key"], out["value"])]
-    return outputs
+    outputs, _ = batched_outputs(program, rows, batches)
+    return decoded(outputs)
 
 
 # a tombstone of a row present and of one never written; an out-of-order update; a null key (dropped)
@@ -129,23 +123,15 @@ def test_the_overloads_arguments_are_read_in_kafka_streams_order(materialized, n
 
 
 @pytest.mark.parametrize("args", [(Named.as_("n"), Materialized.as_("m")), ("s", Named.as_("n")), ("",), (3,)])
-def test_arguments_out_of_kafka_streams_order_are_refused(args):
+def test_arguments_out_of_kafka_streams_order_arerefusal(args):
     with pytest.raises(TypeError, match="KTable.transform_values"):
         StreamsBuilder().table("in").transform_values(_Same, *args)
 
 
-def test_a_supplier_returning_one_instance_is_refused():
+def test_a_supplier_returning_one_instance_isrefusal():
     singleton = _Same()
     with pytest.raises(TopologyException, match="same ValueTransformerWithKey instance twice"):
         StreamsBuilder().table("in").transform_values(lambda: singleton)
-
-
-def _refused(build) -> str:
-    builder = StreamsBuilder()
-    build(builder)
-    with pytest.raises(UnsupportedTopologyError) as refused:
-        compile_topology(builder, "app", default_key_serde=Serdes.String(), default_value_serde=Serdes.String()).check()
-    return str(refused.value)
 
 
 def _kept_builder(materialized) -> StreamsBuilder:
@@ -160,13 +146,8 @@ def _kept(rows, batches) -> tuple[list, dict]:
     """The outputs of the counting transformer keeping its results in the uncached store ``own``, and
     that store's content after the last batch (as an interactive query reads it)."""
     program = _program(_kept_builder(Materialized.as_("own").with_caching_disabled()))
-    outputs, stored, size = [], None, -(-len(rows) // batches)
-    for first in range(0, len(rows), size):
-        out, stored = program.process_task_batch(task_frame(rows[first:first + size], first), stored)
-        if out is not None:
-            out = out.sort_values("emit_order", kind="stable")
-            outputs += [(k.decode(), None if v is None else v.decode()) for k, v in zip(out["key"], out["value"])]
-    return outputs, user_store_content(program, stored, "own")
+    outputs, stored = batched_outputs(program, rows, batches)
+    return decoded(outputs), user_store_content(program, stored, "own")
 
 
 @pytest.mark.parametrize("batches", [1, 2, 3, 7])
@@ -207,12 +188,8 @@ def test_its_own_store_holds_each_keys_last_result_a_none_deleting_it(rows, batc
     """Whatever the updates and their batches: the output is the one without a store, and the store
     holds each key's last result (a None result deletes the key, as a put of a null value)."""
     program = _program(_deleting_builder(Materialized.as_("own").with_caching_disabled()))
-    outputs, stored, size = [], None, max(1, -(-len(rows) // batches))
-    for first in range(0, len(rows), size):
-        out, stored = program.process_task_batch(task_frame(rows[first:first + size], first), stored)
-        if out is not None:
-            out = out.sort_values("emit_order", kind="stable")
-            outputs += [(k.decode(), None if v is None else v.decode()) for k, v in zip(out["key"], out["value"])]
+    outputs, stored = batched_outputs(program, rows, batches)
+    outputs = decoded(outputs)
     assert outputs == [(key, None if value is None else value.upper()) for key, value, _ in rows]
     last = {}
     for key, value in outputs:
@@ -242,7 +219,7 @@ def test_a_regrouping_of_it_gets_its_stores_value_before_each_update_as_the_old_
 
 def test_a_versioned_store_of_its_own_is_refused_naming_the_processor():
     versioned = Materialized.as_(Stores.persistent_versioned_key_value_store("own", timedelta(seconds=10)))
-    message = _refused(lambda b: b.table("in").transform_values(_Same, versioned, Named.as_("tv"))
+    message = refusal(lambda b: b.table("in").transform_values(_Same, versioned, Named.as_("tv"))
                        .to_stream().to("out"))
     assert message.startswith("processor tv (transform_values) keeps its results in a versioned store (own)")
 
@@ -262,7 +239,7 @@ def test_a_processor_naming_its_own_store_is_refused_naming_the_processor():
     def build(b):
         b.table("in").transform_values(_Same, Materialized.as_("own").with_caching_disabled(), Named.as_("tv")) \
             .to_stream().process(_Reader, "own").to("out")
-    message = _refused(build)
+    message = refusal(build)
     assert "store own belongs to tv (table_transform_values)" in message
 
 
@@ -276,7 +253,7 @@ def test_a_processor_naming_its_own_store_is_refused_naming_the_processor():
 def test_a_reader_other_than_to_stream_is_refused_naming_it(reader, kind):
     def build(b):
         reader(b.table("in").transform_values(_Same, Named.as_("tv")))
-    message = _refused(build)
+    message = refusal(build)
     assert f"({kind}) reads the table of processor tv (transform_values)" in message
 
 
@@ -285,18 +262,18 @@ def test_a_stream_joined_with_one_with_a_store_of_its_own_is_refused_naming_the_
     def build(b):
         table = b.table("in").transform_values(_Same, Materialized.as_("own").with_caching_disabled(), Named.as_("tv"))
         b.stream("clicks").join(table, lambda a, b: a).to("out")
-    message = _refused(build)
+    message = refusal(build)
     assert message.startswith("processor KSTREAM-JOIN-") and "tv (table_transform_values)" in message
 
 
-def test_a_dsl_operations_store_named_is_refused():
-    message = _refused(lambda b: b.table("in", Materialized.as_("in-store")).transform_values(
+def test_a_dsl_operations_store_named_isrefusal():
+    message = refusal(lambda b: b.table("in", Materialized.as_("in-store")).transform_values(
         _Same, Named.as_("tv"), "in-store").to_stream().to("out"))
     assert message.startswith("processor tv (transform_values) names the store in-store of a DSL operation")
 
 
-def test_a_windowed_table_behind_is_refused():
+def test_a_windowed_table_behind_isrefusal():
     def build(b):
         b.stream("in").group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(timedelta(seconds=1))).count() \
             .transform_values(_Same, Named.as_("tv")).to_stream().to("out")
-    assert _refused(build).startswith("processor tv (transform_values) transforms the updates of")
+    assert refusal(build).startswith("processor tv (transform_values) transforms the updates of")

@@ -10,13 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import Materialized, Named, StreamsBuilder, ValueTransformerWithKey
 from dagster_kstreams.topology.processor_api import PunctuationType
 from dagster_kstreams.topology.serdes import Serdes
 
-from task_frames import task_frame
+from task_frames import batched_outputs, decoded, refusal
 
 
 class _Calls(ValueTransformerWithKey):
@@ -82,14 +81,8 @@ def _builder(transformer, filtered: bool = False) -> StreamsBuilder:
 def _run(rows, batches, builder) -> list:
     program = compile_topology(builder, "app", default_key_serde=Serdes.String(),
                                default_value_serde=Serdes.String()).program(0)
-    outputs, stored, size = [], None, -(-len(rows) // batches)
-    for first in range(0, len(rows), size):
-        out, stored = program.process_task_batch(task_frame(rows[first:first + size], first), stored)
-        if out is not None:
-            out = out.sort_values("emit_order", kind="stable")
-            outputs += [(topic, None if k is None else k.decode(), None if v is None else v.decode())
-                        for topic, k, v in zip(out["topic"], out["key"], out["value"])]
-    return outputs
+    outputs, _ = batched_outputs(program, rows, batches)
+    return [(topic, key, value) for (topic, _, _), (key, value) in zip(outputs, decoded(outputs))]
 
 
 # a row, a click on it, on a key without a row, a tombstone and a click after it, an out-of-order row, a
@@ -144,14 +137,6 @@ def test_the_getters_transformer_scheduling_fails_naming_the_join():
         _run([("a", "c1", 1100, "clicks")], 1, _builder(_Schedules))
 
 
-def _refused(build) -> str:
-    builder = StreamsBuilder()
-    build(builder)
-    with pytest.raises(UnsupportedTopologyError) as refused:
-        compile_topology(builder, "app", default_key_serde=Serdes.String(), default_value_serde=Serdes.String()).check()
-    return str(refused.value)
-
-
 @pytest.mark.parametrize("read", [
     lambda b, table: b.stream("clicks").join(table.filter(lambda k, v: True), lambda a, v: a).to("out"),
     lambda b, table: table.left_join(b.table("other"), lambda a, v: a).to_stream().to("out"),
@@ -163,7 +148,7 @@ def _refused(build) -> str:
 def test_other_readers_through_its_getter_stay_refused_naming_the_reader(read):
     """A filter of it, a left or outer join of it (either side), an inner join whose result is read by
     more than to_stream or kept: not modelled yet (check_runs, value_getter)."""
-    message = _refused(lambda b: read(b, b.table("in").transform_values(_Stamped, Named.as_("tv"))))
+    message = refusal(lambda b: read(b, b.table("in").transform_values(_Stamped, Named.as_("tv"))))
     assert "reads the table of processor tv (transform_values)" in message or "tv (table_transform_values)" in message \
         or "reads the transform_values tv through filter/map_values" in message  # the join's getter through a filter
     assert message.startswith("processor KTABLE-") or message.startswith("processor KSTREAM-")
@@ -173,7 +158,7 @@ def test_a_stream_join_of_one_behind_a_table_table_join_stays_refused_naming_the
     def build(b):
         joined = b.table("in").join(b.table("other"), lambda a, v: a, Named.as_("tt"))
         b.stream("clicks").join(joined.transform_values(_Stamped, Named.as_("tv")), lambda a, v: a).to("out")
-    message = _refused(build)
+    message = refusal(build)
     assert message.startswith("processor KSTREAM-JOIN-") and "(stream_table_join) reads the table" in message
 
 
@@ -203,5 +188,5 @@ def test_an_inner_table_join_of_one_with_a_store_of_its_own_stays_refused_naming
         table = b.table("in").transform_values(_Stamped, Materialized.as_("own").with_caching_disabled(),
                                                Named.as_("tv"))
         table.join(b.table("other"), lambda a, v: a).to_stream().to("out")
-    message = _refused(build)
+    message = refusal(build)
     assert message.startswith("processor KTABLE-JOINTHIS-") and "reads the table of processor tv" in message

@@ -14,14 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dagster_kstreams.processors.changes import ChangedSerde
-from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.spark.compile import compile_topology
 from dagster_kstreams.topology import (
     BufferConfig, Grouped, Materialized, Named, StreamsBuilder, Suppressed, ValueTransformerWithKey,
 )
 from dagster_kstreams.topology.serdes import Serdes
 
-from task_frames import task_frame
+from task_frames import batched_outputs, decoded, refusal, task_frame
 
 
 class _CallCounter(ValueTransformerWithKey):
@@ -127,13 +126,7 @@ def _filtered_after(builder_rows, batches: int) -> list[tuple]:
         .filter(lambda key, value: not value.startswith("x")).to_stream().to("out")
     program = compile_topology(builder, "app", default_key_serde=Serdes.String(), default_value_serde=Serdes.String(),
                                statestore_cache_max_bytes=0).program(0)
-    outputs, stored, size = [], None, max(1, -(-len(builder_rows) // batches))
-    for first in range(0, len(builder_rows), size):
-        out, stored = program.process_task_batch(task_frame(builder_rows[first:first + size], first), stored)
-        if out is not None:
-            out = out.sort_values("emit_order", kind="stable")
-            outputs += [(k.decode(), None if v is None else v.decode()) for k, v in zip(out["key"], out["value"])]
-    return outputs
+    return decoded(batched_outputs(program, builder_rows, batches)[0])
 
 
 def _kafka_streams_filtered_after(rows, batches: int) -> list[tuple]:
@@ -185,14 +178,6 @@ def test_a_regrouping_after_a_map_values_of_it_subtracts_the_mapped_transformed_
     assert _changes(_mapped_then_regrouped(), rows, batches) == expected
 
 
-def _refused(build) -> str:
-    builder = StreamsBuilder()
-    build(builder)
-    with pytest.raises(UnsupportedTopologyError) as refused:
-        compile_topology(builder, "app", default_key_serde=Serdes.String(), default_value_serde=Serdes.String()).check()
-    return str(refused.value)
-
-
 @pytest.mark.parametrize("reader, kind", [
     (lambda table: table.filter(lambda k, v: True, Materialized.as_("kept")), "table_filter"),
     (lambda table: table.map_values(lambda v: v).join(table, lambda a, b: a), "table_map_values"),
@@ -203,7 +188,7 @@ def _refused(build) -> str:
      "suppress"),
 ])
 def test_readers_of_its_old_values_but_a_regrouping_stay_refused_naming_them(reader, kind):
-    message = _refused(lambda b: reader(b.table("in").transform_values(_CallCounter, Named.as_("tv"))))
+    message = refusal(lambda b: reader(b.table("in").transform_values(_CallCounter, Named.as_("tv"))))
     assert f"({kind}) reads the table of processor tv (transform_values)" in message
 
 
@@ -212,12 +197,12 @@ def test_a_regrouping_of_one_behind_a_table_table_join_is_refused_naming_it():
     def build(b):
         joined = b.table("in").join(b.table("other"), lambda a, c: a + c)
         joined.transform_values(_CallCounter, Named.as_("tv")).group_by(lambda k, v: (k, v)).count()
-    assert "tv (table_transform_values)" in _refused(build)
+    assert "tv (table_transform_values)" in refusal(build)
 
 
-def test_a_cached_store_of_its_own_regrouped_stays_refused():
+def test_a_cached_store_of_its_own_regrouped_staysrefusal():
     def build(b):
         b.table("in").transform_values(_CallCounter, Materialized.as_("own"), Named.as_("tv")) \
             .group_by(lambda k, v: (k, v), Grouped.as_("rg")).count()
     assert "re-groups the table of processor tv (transform_values), which keeps its results in a cached store" \
-        in _refused(build)
+        in refusal(build)
