@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from dagster_kstreams.processors.aggregations import read_by_user_processor
+from dagster_kstreams.processors.supplier_shape import unmodeled_use
 from dagster_kstreams.topology.node_specs import NodeKind
 
 __all__ = ["NO_TIMESTAMP", "keeps_no_timestamps", "ForgetsTimestamps", "stamps_of", "unmodeled_plain_store"]
@@ -69,15 +69,11 @@ def stamps_of(store, algorithm: Callable) -> Callable:
 def unmodeled_plain_store(factory, store, subtopology, cached: bool) -> Optional[str]:
     """Why the runner does not model ``factory``'s aggregation emitting on update over a store that keeps no
     timestamps (None: it does)."""
-    if cached:
-        return ("with the record cache on: Kafka Streams' caching store returns a window with its timestamp from "
-                "the cache until the cache evicts it (by size) or the application restarts, stamped -1 after: "
-                "not modeled")
-    if factory.params.get("cogroup"):
-        return "as a cogroup's store: not compared with Kafka Streams yet"
-    if read_by_user_processor(subtopology, store.name):
-        return "read by a user processor (which reads each window stamped -1): not compared with Kafka Streams yet"
-    if any(node.kind in _GETTER_READERS for node in subtopology.nodes):
+    unmodeled = unmodeled_use(factory, store, subtopology, cached, cache=(
+        ": Kafka Streams' caching store returns a window with its timestamp from the cache until the cache evicts it "
+        "(by size) or the application restarts, stamped -1 after: not modeled"),
+        read=" (which reads each window stamped -1): not compared with Kafka Streams yet")
+    if unmodeled is None and any(node.kind in _GETTER_READERS for node in subtopology.nodes):
         return ("beside a processor that may read its table through its value getter (which returns each window "
                 "stamped -1): not compared with Kafka Streams yet")
-    return None
+    return unmodeled

@@ -68,7 +68,7 @@ from dagster_kstreams.topology.window_store_settings import windows_minimum_rete
 from dagster_kstreams.topology.windows import SlidingWindows, TimeWindows
 
 __all__ = ["store_time", "keeps_store_clock", "expired_puts", "expired_session_put", "reads_nothing_back",
-           "unmodeled_short_retention", "unmodeled_window_size", "unmodeled_duplicates"]
+           "unmodeled_use", "unmodeled_short_retention", "unmodeled_window_size", "unmodeled_duplicates"]
 
 
 def store_time(windows, stream_time: Optional[int]) -> Optional[int]:
@@ -140,11 +140,12 @@ def _java_division(dividend: int, divisor: int) -> int:
 _NOT_COMPARED = ": not compared with Kafka Streams yet"
 
 
-def _unmodeled_use(factory, store, subtopology, cached: bool, cache: str = _NOT_COMPARED,
+def unmodeled_use(factory, store, subtopology, cached: bool, cache: str = _NOT_COMPARED,
                    on_close: str = _NOT_COMPARED, read: str = _NOT_COMPARED) -> Optional[str]:
-    """The first use of a supplier's store that the runner models for none of the shapes below (None: no such
-    use): with the record cache on, emitting on window close, as a cogroup's store, read by a user processor;
-    ``cache``, ``on_close`` and ``read`` say why, for the shape that asks."""
+    """The first use of a supplier's store that the runner models for none of its shapes (None: no such use):
+    with the record cache on, emitting on window close, as a cogroup's store, read by a user processor;
+    ``cache``, ``on_close`` and ``read`` say why, for the shape that asks (the plain RocksDB store's too,
+    :mod:`.plain_window_store`)."""
     if cached:
         return "with the record cache on" + cache
     if factory.params.get("emit_strategy") == ON_WINDOW_CLOSE:
@@ -159,7 +160,7 @@ def _unmodeled_use(factory, store, subtopology, cached: bool, cache: str = _NOT_
 def unmodeled_short_retention(factory, store, subtopology, cached: bool) -> Optional[str]:
     """Why the runner does not model ``factory``'s aggregation over a store that keeps less than its windows
     stay open (None: it does)."""
-    return _unmodeled_use(factory, store, subtopology, cached, cache=(
+    return unmodeled_use(factory, store, subtopology, cached, cache=(
         ": Kafka Streams' caching store returns a window from its cache whatever its store dropped, until the "
         "cache evicts it (by size: not modeled)"))
 
@@ -172,7 +173,7 @@ def unmodeled_window_size(factory, store, subtopology, cached: bool) -> Optional
     and writes one window at a time and forwards, uncached, its own window: nothing shows the store's size."""
     if not isinstance(factory.params["windows"], TimeWindows):
         return "for sliding windows" + _NOT_COMPARED
-    return _unmodeled_use(
+    return unmodeled_use(
         factory, store, subtopology, cached,
         cache=" (its flush forwards windows ending at their start plus the store's size)",
         on_close=" (it forwards the windows the store's fetchAll makes, of the store's size)",
@@ -196,4 +197,4 @@ def unmodeled_duplicates(factory, store, subtopology, cached: bool) -> Optional[
                 "last put, of any key: not modeled)")
     if not isinstance(factory.params["windows"], TimeWindows):
         return "for sliding windows" + _NOT_COMPARED
-    return _unmodeled_use(factory, store, subtopology, cached)
+    return unmodeled_use(factory, store, subtopology, cached)
