@@ -291,10 +291,9 @@ def value_getter(ctx, factory, table_node_name: str, through_joins: bool = False
                     f"processor {factory.name} ({factory.kind.value}) reads the transform_values {node.name} through "
                     "filter/map_values; the Spark runner joins a transform_values without a store of its own directly "
                     "only")
-            steps.reverse()
             parent = value_getter(ctx, factory, node.parents[0])
-            return ValueGetter(None, tuple(steps), joined=TransformedView(node.name, node.params["supplier"], parent,
-                                                                          tuple(factory.stores)))
+            return ValueGetter(None, (), joined=TransformedView(node.name, node.params["supplier"], parent,
+                                                                tuple(factory.stores)))
         if materialized_step(node):
             stored_steps.append(node)
         if node.kind is NodeKind.TABLE_FILTER:
