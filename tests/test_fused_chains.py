@@ -71,8 +71,7 @@ def _failing_values(value):
     raise KeyError("the generator broke")
 
 
-def _program(steps, sink_extracts, carry_timestamp: bool, policy: DeadLetterPolicy, fuse: bool,
-             log: list) -> SubtopologyProgram:
+def _program(steps, sink_extracts, policy: DeadLetterPolicy, fuse: bool, log: list) -> SubtopologyProgram:
     """source -> steps -> sink, built afresh (processors belong to one program); ``sink_extracts``:
     falsy (a sink with a topic), or the topic-name extractor's form ("key_value" or "context")."""
     nodes = [Source("source", ("in",), Serdes.String(), Serdes.String())]
@@ -92,7 +91,7 @@ def _program(steps, sink_extracts, carry_timestamp: bool, policy: DeadLetterPoli
                  }.get(sink_extracts)
     nodes.append(Sink("sink", None if sink_extracts else "out",
                       None if extractor is None else TopicNameFunction(extractor, sink_extracts == "context"),
-                      Serdes.String(), Serdes.String(), carry_timestamp=carry_timestamp))
+                      Serdes.String(), Serdes.String()))
     for index, node in enumerate(nodes[:-1]):
         node.children = [index + 1]
     return SubtopologyProgram(0, nodes, policy, fuse_chains=fuse)
@@ -129,13 +128,13 @@ _steps = st.lists(st.tuples(st.sampled_from(OPERATIONS), st.integers(0, 20), st.
 
 
 @settings(max_examples=200, deadline=None)
-@given(_steps, _records, st.sampled_from([None, "key_value", "context"]), st.booleans(),
+@given(_steps, _records, st.sampled_from([None, "key_value", "context"]),
        st.sampled_from([DeadLetterPolicy(), DeadLetterPolicy("log_and_continue"),
                         DeadLetterPolicy("log_and_continue", "dead-letters")]))
-def test_a_compiled_chain_does_what_its_processors_do_one_by_one(steps, records, extracts, carry, policy):
+def test_a_compiled_chain_does_what_its_processors_do_one_by_one(steps, records, extracts, policy):
     fused_log, general_log = [], []
-    fused = _program(steps, extracts, carry, policy, True, fused_log)
-    general = _program(steps, extracts, carry, policy, False, general_log)
+    fused = _program(steps, extracts, policy, True, fused_log)
+    general = _program(steps, extracts, policy, False, general_log)
     assert fused._entries[1] is not fused.nodes[1].process  # the whole chain is compiled ...
     assert chain_at(fused.nodes, 1) == list(range(1, len(fused.nodes)))
     assert general._entries[1] == general.nodes[1].process  # ... and the other runs processor by processor
@@ -150,7 +149,7 @@ def test_a_compiled_chain_does_what_its_processors_do_one_by_one(steps, records,
 
 def test_a_compiled_chain_raises_the_processors_errors_chained_to_the_users():
     log: list = []
-    program = _program([("map_values", 0, True, False)], False, False, DeadLetterPolicy(), True, log)
+    program = _program([("map_values", 0, True, False)], False, DeadLetterPolicy(), True, log)
     with pytest.raises(Exception) as raised:
         program.process_record(RecordContext("in", 3, 42), b"k", b"\x07", Output(), None)  # digest % 7 == 0
     assert str(raised.value) == ("processor step-0 (map_values) failed on the record at topic 'in' partition 3 "
@@ -226,8 +225,8 @@ def test_a_serdes_fast_serializer_gives_its_serialize_bytes_and_errors(serde, va
 def test_a_chain_too_deep_for_one_python_function_is_cut_into_several():
     log: list = []
     steps = [("flat_map_values", 1, False, False), ("filter", 3, False, False), ("map_values", 2, False, False)] * 40
-    fused = _program(steps, False, False, DeadLetterPolicy(), True, log)
-    general = _program(steps, False, False, DeadLetterPolicy(), False, [])
+    fused = _program(steps, False, DeadLetterPolicy(), True, log)
+    general = _program(steps, False, DeadLetterPolicy(), False, [])
     assert 1 < len(chain_at(fused.nodes, 1)) < len(fused.nodes) - 1
     records = [(b"k", b"ab", None, "in"), (b"k", b"abc", None, "in")]
     assert _run(fused, records) == _run(general, records)
@@ -236,7 +235,7 @@ def test_a_chain_too_deep_for_one_python_function_is_cut_into_several():
 @pytest.mark.parametrize("policy", [DeadLetterPolicy(), DeadLetterPolicy("log_and_continue", "dead-letters")])
 def test_a_record_of_a_topic_that_is_no_source_is_one_error_naming_it_by_columns_and_by_record(policy):
     # Not a record to judge by the dead-letter policy: the task was given another sub-topology's input.
-    program = _program([("map_values", 0, False, False)], False, False, policy, True, [])
+    program = _program([("map_values", 0, False, False)], False, policy, True, [])
     message = r"^record at topic 'elsewhere' partition 3 offset 8: topic is not a source of sub-topology 0$"
     out = Output()
     with pytest.raises(ValueError, match=message):

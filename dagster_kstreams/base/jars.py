@@ -2,8 +2,10 @@
 
 ``jar_paths("broker")`` is the classpath of a KRaft Kafka broker; ``jar_paths("spark-kafka")``
 is Spark's Kafka connector for the installed pyspark (without Spark itself, which the pyspark
-wheel brings). Resolution copies the jars into ``<state home>/jars/<name>/`` once; a stamp
-holding the pom's hash makes later calls free, and a cached ``~/.m2`` makes them work offline.
+wheel brings), with the project's own jar built from ``jvm/spark-kafka/src`` (a producer
+interceptor: :mod:`dagster_kstreams.spark.batch_writer`). Resolution copies the jars into
+``<state home>/jars/<name>/`` once; a stamp holding the hash of the pom and the sources makes
+later calls free, and a cached ``~/.m2`` makes them work offline.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ ARTIFACT_SETS = ("broker", "spark-kafka")
 # Pinned so that Maven need not look up the plugin's latest version (which needs the network).
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 _STAMP_NAME = ".pom-sha256"
+_BUILD_DIR = ".build"
 _JVM_DIR = Path(__file__).resolve().parent / "jvm"
 
 
@@ -36,7 +39,11 @@ def jars_dir(name: str, home: Path | None = None) -> Path:
 
 
 def _pom_digest(pom: Path) -> str:
-    return hashlib.sha256(pom.read_bytes()).hexdigest()
+    """The hash of ``pom`` and of the sources it builds (``src/`` beside it), if any."""
+    digest = hashlib.sha256(pom.read_bytes())
+    for source in sorted((pom.parent / "src").rglob("*.java")):
+        digest.update(str(source.relative_to(pom.parent)).encode() + b"\0" + source.read_bytes())
+    return digest.hexdigest()
 
 
 def _listed_jars(directory: Path) -> list[Path]:
@@ -49,6 +56,9 @@ def _is_current(directory: Path, digest: str) -> bool:
 
 
 def _run_maven(pom: Path, output: Path, offline: bool) -> subprocess.CompletedProcess[str]:
+    """Copy the pom's runtime dependencies into ``output``; a pom with sources (``src/``) is also
+    built there, its jar beside them (the build's scratch in ``output/.build``, not in the package)."""
+    builds = (pom.parent / "src").is_dir()
     command = [
         "mvn",
         "-B",
@@ -57,11 +67,17 @@ def _run_maven(pom: Path, output: Path, offline: bool) -> subprocess.CompletedPr
         *(["-o"] if offline else []),
         "-f",
         str(pom),
+        *(["-DskipTests", f"-Dbuild.dir={output / _BUILD_DIR}", "package"] if builds else []),
         f"{DEPENDENCY_PLUGIN}:copy-dependencies",
         f"-DoutputDirectory={output}",
         "-DincludeScope=runtime",
     ]
-    return subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    result = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if builds and result.returncode == 0:
+        for jar in (output / _BUILD_DIR).glob("*.jar"):
+            os.replace(jar, output / jar.name)
+        shutil.rmtree(output / _BUILD_DIR, ignore_errors=True)
+    return result
 
 
 def resolve_jars(name: str, home: Path | None = None) -> list[Path]:

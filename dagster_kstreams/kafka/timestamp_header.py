@@ -1,11 +1,13 @@
-"""The record timestamp a task carries through a repartition topic, as a Kafka header.
+"""The record timestamp a task writes, as a Kafka header where the writer cannot set it.
 
-Spark's Kafka sink cannot set a record's timestamp (records it writes carry the write time), so
-whatever a task writes to a repartition topic carries the timestamp of the record that produced
-it in the header :data:`TIMESTAMP_HEADER` (8 bytes, big-endian, signed epoch ms), and a task
-reading a repartition topic takes the timestamp from that header
-(:mod:`dagster_kstreams.spark.event_time`). The processors say which timestamp a record keeps
-(``Output.timestamp_ms``); the Spark layer writes the header (its batch writer) and reads it.
+Every record a task writes keeps the timestamp Kafka Streams would give it (``Output.timestamp_ms``,
+the processors' choice). Spark's Kafka sink cannot set a record's timestamp, so under at-least-once
+the batch writer puts it in the header :data:`TIMESTAMP_HEADER` (8 bytes, big-endian, signed epoch
+ms) and a producer interceptor makes it the record's own (``RecordTimestampInterceptor``,
+:mod:`dagster_kstreams.spark.batch_writer`); the exactly-once producer sets it directly. A timestamp
+the producer cannot write (0 or less for librdkafka, negative for Java's) stays in the header, and a
+task reading a repartition topic takes the timestamp from that header first
+(:mod:`dagster_kstreams.spark.event_time`), as it does from records older versions wrote.
 """
 
 from __future__ import annotations

@@ -180,8 +180,7 @@ def _sink(source: _Source, depth: int, sink: Sink, me: str, key: str, value: str
                f"    value_bytes = {_serialized(source, 'serialize_value', sink.value_serde, value)}",
                "except Exception as cause:", f"    raise {me}.serialize_failure(topic, context, cause) from cause")
     columns = ("topic", "key", "value", "headers", "timestamp_ms")
-    cells = ("topic", "key_bytes", "value_bytes", "context.headers",
-             "context.timestamp" if sink.carry_timestamp else "None")
+    cells = ("topic", "key_bytes", "value_bytes", "context.headers", "context.timestamp")
     # ``out.topic.append(...)`` as written: Python 3.11 calls a method looked up so faster than
     # an ``append`` bound once per call (measured: 15% slower bound)
     for column, cell in zip(columns, cells):

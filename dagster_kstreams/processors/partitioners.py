@@ -117,7 +117,7 @@ class SinkPlacement:
         if partitions is not None and not partitions:
             return  # Kafka Streams logs it and counts it in its dropped-records sensor
         key_bytes, value_bytes = sink.serialize(topic, key, value, context)
-        timestamp = context.timestamp if sink.carry_timestamp else None
+        timestamp = context.timestamp
         if partitions is None:
             out.append(topic, key_bytes, value_bytes, context.headers, timestamp)
             return

@@ -67,17 +67,16 @@ class Sink(Processor):
     """Serializes the record to a static topic, or to the one its topic-name extractor names
     (``SinkNode``): ``extractor.call(key, value)``, or, where it ``takes_context``,
     ``extractor.call(key, value, record_context)`` (:mod:`~dagster_kstreams.topology.topic_name_extractor`).
-    A repartition topic also gets the record's timestamp in a header (``carry_timestamp``: Spark's
-    sink cannot set record timestamps)."""
+    Every record keeps its timestamp (``SinkNode`` writes ``record.timestamp()``): the engine
+    writes it as the Kafka record's (:mod:`dagster_kstreams.kafka.timestamp_header`)."""
 
     kind = "sink"
 
     def __init__(self, name: str, topic: Optional[str], extractor: Optional[TopicNameFunction], key_serde,
-                 value_serde, carry_timestamp: bool = False, placement: Optional[SinkPlacement] = None):
+                 value_serde, placement: Optional[SinkPlacement] = None):
         super().__init__(name)
         self.topic, self.extractor = topic, extractor
         self.key_serde, self.value_serde = key_serde, value_serde
-        self.carry_timestamp = carry_timestamp
         self.placement = placement  # None: Kafka's default partitioner places every record
 
     def process(self, key, value, context, out, state) -> None:
@@ -88,10 +87,8 @@ class Sink(Processor):
             self.placement.write(self, topic, key, value, context, out)
             return
         key_bytes, value_bytes = self.serialize(topic, key, value, context)
-        # The record's headers go with it (Kafka Streams' SinkNode writes ``record.headers()``); a
-        # repartition topic: the record keeps its timestamp too (kafka.timestamp_header).
-        out.append(topic, key_bytes, value_bytes, context.headers,
-                   context.timestamp if self.carry_timestamp else None)
+        # The record's headers and timestamp go with it (Kafka Streams' SinkNode writes both).
+        out.append(topic, key_bytes, value_bytes, context.headers, context.timestamp)
 
     def pick_topic(self, key, value, context) -> Any:
         """What the extractor names for the record (the Python pass, compiled chains and the
@@ -319,9 +316,7 @@ def _sink(factory, ctx) -> Sink:
     extractor = (None if factory.topic_extractor is None
                  else topic_name_function(factory.topic_extractor, f"sink {factory.name}"))
     return Sink(factory.name, None if factory.topic is None else ctx.topic_name(factory.topic),
-                extractor, key_serde, _value_serde(factory, ctx),
-                # Spark's sink cannot set record timestamps: a repartition topic carries them in a header.
-                carry_timestamp=ctx.is_repartition_topic(factory.topic), placement=placement)
+                extractor, key_serde, _value_serde(factory, ctx), placement=placement)
 
 
 def _pass_through(kind: str):

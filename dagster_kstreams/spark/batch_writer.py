@@ -72,6 +72,11 @@ _LEGACY_HEADER_POSITION = "__dagster_kstreams.position"
 # cost no latency and save about a quarter of the write's CPU (bench/README.md). A setting in the
 # runner's Kafka config wins.
 SINK_PRODUCER_DEFAULTS = {"kafka.batch.size": "262144", "kafka.linger.ms": "20"}
+# Spark's sink has no timestamp column: each record's timestamp goes in a header, which this
+# producer interceptor (dagster_kstreams/base/jvm/spark-kafka/src) makes the record's own. It is
+# added to any interceptors the runner's Kafka config names.
+TIMESTAMP_INTERCEPTOR = "dagster.kstreams.RecordTimestampInterceptor"
+_INTERCEPTORS = "kafka.interceptor.classes"
 _DEFAULT_MAX_REQUEST_SIZE = 1048576  # the Java producer's
 _REQUEST_OVERHEAD = 65536  # room for the record batch's framing and our headers
 
@@ -114,6 +119,8 @@ class BatchWriter:
                  largest_record_bytes: Optional[int] = None):
         self.run, self.checkpoint, self.intents, self.admin = run, checkpoint, intents, admin
         self.kafka_options = {**SINK_PRODUCER_DEFAULTS, **kafka_options}
+        self.kafka_options[_INTERCEPTORS] = ",".join(
+            [*filter(None, kafka_options.get(_INTERCEPTORS, "").split(",")), TIMESTAMP_INTERCEPTOR])
         if largest_record_bytes is not None and "kafka.max.request.size" not in kafka_options:
             # The largest record the input topics take gets through (Kafka's default is 1 MB).
             size = max(largest_record_bytes, _DEFAULT_MAX_REQUEST_SIZE) + _REQUEST_OVERHEAD
@@ -171,9 +178,10 @@ class BatchWriter:
         return records.join(F.broadcast(skip), "_position", "left_anti"), "_position"
 
     def _headers(self, batch_id: int, position: str) -> str:
-        """SQL of the record's headers: its own, then the timestamp it keeps on a repartition
-        topic (``timestamp_ms``, 8 bytes big-endian: :mod:`dagster_kstreams.kafka.timestamp_header`),
-        then :data:`HEADER_WRITTEN` for ``position`` (SQL)."""
+        """SQL of the record's headers: its own, then its timestamp (``timestamp_ms``, 8 bytes
+        big-endian: :mod:`dagster_kstreams.kafka.timestamp_header`, which
+        :data:`TIMESTAMP_INTERCEPTOR` makes the record's own), then :data:`HEADER_WRITTEN` for
+        ``position`` (SQL)."""
         prefix = (self.task_tag + f"@{batch_id}:".encode()).hex()
         written = (f"named_struct('key', '{HEADER_WRITTEN}', "
                    f"'value', concat(X'{prefix}', cast(cast({position} AS string) AS binary)))")

@@ -217,9 +217,8 @@ class ColumnsAfterState:
                 rows = rows.withColumn("value", F.explode(F.when(mine, column).otherwise(F.array(F.lit(None)))))
         sink = nodes[lane.path[-1]]
         types = {field.name: field.dataType for field in rows.schema.fields}
-        # A repartition topic keeps the record's timestamp (the batch writer makes it a header), as the
-        # Python sink's timestamp_ms does; any other topic none.
-        time = F.col("_in_time") if sink.carry_timestamp else F.lit(None).cast("long")
+        # The record keeps its timestamp, as the Python sink's timestamp_ms does.
+        time = F.col("_in_time")
         return rows.withColumns({
             "_out_topic": F.when(mine, F.lit(sink.topic)).otherwise(F.col("_out_topic")),
             "_out_key": F.when(mine, serialize(F.col("key"), types["key"], sink.key_serde)).otherwise(F.col("_out_key")),

@@ -286,8 +286,8 @@ class ColumnPlan:
         a Python segment wrote for it (in :data:`ENCODED`)."""
         node = self.program.nodes[index]
         types = {field.name: field.dataType for field in records.schema.fields}
-        # A repartition topic keeps the record's timestamp (the batch writer makes it a header).
-        timestamp = F.col("event_time") if node.carry_timestamp else F.lit(None).cast("long")
+        # The record keeps its timestamp, as the Python sink's timestamp_ms does.
+        timestamp = F.col("event_time")
         return records.select(
             F.lit(node.topic).cast("string").alias("topic"),  # None: picked in the pass
             *(F.col(ENCODED[part]).alias(part) if part in encoded
