@@ -13,7 +13,8 @@ import pytest
 from pyspark import cloudpickle
 
 import oracle_harness
-from dagster_kstreams.kafka.records import produce, read_topic
+from dagster_kstreams.kafka.records import Record as KafkaRecord, produce, read_topic
+from dagster_kstreams.kafka.timestamp_header import TIMESTAMP_HEADER, decode_timestamp
 from dagster_kstreams.topology.processor_api import FixedKeyProcessor, Record
 from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
 
@@ -35,6 +36,15 @@ class StampValues(FixedKeyProcessor):
         self.context.forward(record.with_value(f"{java_string(record.value)}|t{record.timestamp}"))
 
 
+def written_time(record: KafkaRecord) -> int:
+    """The timestamp ``record`` was written with: its own, or the runner's header where its producer
+    could not write it (librdkafka writes 0 as the time of the write: README, "Record timestamps")."""
+    for name, data in record.headers:
+        if name == TIMESTAMP_HEADER and data is not None:
+            return decode_timestamp(data)
+    return record.timestamp
+
+
 def produce_strings(bootstrap: str, topic: str, records: Iterable[tuple]) -> None:
     """Write ``(key, value, timestamp)`` or ``(key, value, partition, timestamp)`` string records
     (None: a null key or value; a None partition: the murmur2 partitioner places the record)."""
@@ -52,14 +62,14 @@ def produce_inputs(bootstrap: str, topics: Mapping[str, str], records: Mapping[s
 
 
 def partition_sequences(bootstrap: str, topics: Mapping[str, str], outputs: Iterable[str]) -> dict[tuple[str, int], list]:
-    """``{(output, partition): [(key, value)] in offset order}``, keys and values read as strings (None:
-    null)."""
+    """``{(output, partition): [(key, value, timestamp)] in offset order}``, keys and values read as
+    strings (None: null)."""
     results: dict[tuple[str, int], list] = {}
     for name in outputs:
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
             key = None if record.key is None else record.key.decode()
             value = None if record.value is None else record.value.decode()
-            results.setdefault((name, record.partition), []).append((key, value))
+            results.setdefault((name, record.partition), []).append((key, value, written_time(record)))
     return results
 
 

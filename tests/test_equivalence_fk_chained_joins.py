@@ -242,7 +242,7 @@ def _unforwarded_answers(phases, sequences) -> int:
     stamps = defaultdict(set)
     for (name, _), records in sequences.items():
         if name == "out-versioned":
-            for key, value in records:
+            for key, value, _ in records:
                 stamps[key].add(_stamp(value))
     users: dict[str, str] = {}  # c key -> the user it is subscribed to
     unforwarded = 0
@@ -261,7 +261,7 @@ def test_the_reference_exercises_the_versioned_join(runs):
     than the record), tombstones, in both partitions, and drops expired puts (answers not forwarded)."""
     sequences = runs["ks"]["partitions"]
     assert {partition for _, partition in sequences} == {0, 1}
-    reads = [value for (name, _), records in sequences.items() if name == "out-versions" for _, value in records]
+    reads = [value for (name, _), records in sequences.items() if name == "out-versions" for _, value, _ in records]
     latest = [(value, int(value.split("|")[2].split("@")[1].split("~")[0])) for value in reads
               if value.split("|")[2] != "null"]
     assert any(latest_time > _stamp(value) for value, latest_time in latest)  # forwarded not latest

@@ -30,7 +30,7 @@ import pytest
 from pyspark import cloudpickle
 
 import join_scenarios_topology
-from equivalence_io import KafkaStreamsReference, output_topics, produce_inputs, start_kafka_streams
+from equivalence_io import KafkaStreamsReference, output_topics, produce_inputs, start_kafka_streams, written_time
 from join_scenario_inputs import PARTITIONS, scenario_inputs
 from join_scenarios_topology import INPUTS, OUTPUTS, join_scenario_examples, self_join_scenarios
 from killed_runs import kill_and_rerun
@@ -46,8 +46,8 @@ BASE = (int(time.time()) - 3600) * 1000 // 60_000 * 60_000  # recent: the broker
 
 
 def _results(bootstrap: str, topics: dict[str, str]) -> dict:
-    """Per ``(output, partition)`` the ``(key, value, headers)`` records with a key in offset order; per
-    output the null-keyed ones' ``(value, headers)`` sorted."""
+    """Per ``(output, partition)`` the ``(key, value, headers, timestamp)`` records with a key in offset
+    order; per output the null-keyed ones' ``(value, headers, timestamp)`` sorted."""
     keyed: dict[tuple[str, int], list] = {}
     null_keyed: dict[str, list] = {}
     for output in OUTPUTS:
@@ -55,9 +55,10 @@ def _results(bootstrap: str, topics: dict[str, str]) -> dict:
             value = None if record.value is None else record.value.decode()
             headers = tuple((name, None if data is None else data.decode()) for name, data in record.headers)
             if record.key is None:
-                null_keyed.setdefault(output, []).append((value, headers))
+                null_keyed.setdefault(output, []).append((value, headers, written_time(record)))
             else:
-                keyed.setdefault((output, record.partition), []).append((record.key.decode(), value, headers))
+                keyed.setdefault((output, record.partition), []).append(
+                    (record.key.decode(), value, headers, written_time(record)))
     return {"keyed": keyed, "null-keyed": {output: sorted(values) for output, values in null_keyed.items()}}
 
 
@@ -124,7 +125,7 @@ def test_reference_exercises_the_scenarios(kafka_streams_run):
     for output in OUTPUTS:
         assert {(output, p) for p in range(PARTITIONS)} <= set(expected["keyed"]), output
     values = {output: [value for (name, _), records in expected["keyed"].items() if name == output
-                       for _, value, _ in records] for output in OUTPUTS}
+                       for _, value, _, _ in records] for output in OUTPUTS}
     assert any(v.startswith("A0-A0|") for v in values["self"])  # a record joined with itself
     # the self-joins: a record behind the asymmetric join's retention does not join itself (it still
     # joins a later-stamped record the store keeps); the left self-join joins as the inner one (no
@@ -146,5 +147,5 @@ def test_reference_exercises_the_scenarios(kafka_streams_run):
     assert expected["null-keyed"]["left3"] and expected["null-keyed"]["outer3"]
     assert expected["null-keyed"]["st-left"] and "st-inner" not in expected["null-keyed"]
     # a global join of a null key by its mapped key (the left join's unmatched too)
-    null_keyed_global = [value for value, _ in expected["null-keyed"]["gt-inner"]]
+    null_keyed_global = [value for value, _, _ in expected["null-keyed"]["gt-inner"]]
     assert null_keyed_global and all(",FKey0-Y0|" in value for value in null_keyed_global), null_keyed_global

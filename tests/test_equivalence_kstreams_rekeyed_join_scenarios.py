@@ -28,7 +28,7 @@ import pytest
 from pyspark import cloudpickle
 
 import rekeyed_joins_topology
-from equivalence_io import KafkaStreamsReference, output_topics, produce_inputs, start_kafka_streams
+from equivalence_io import KafkaStreamsReference, output_topics, produce_inputs, start_kafka_streams, written_time
 from killed_runs import kill_after_first_batch_at_least_once
 from rekeyed_join_inputs import PARTITIONS, rekeyed_join_inputs
 from rekeyed_joins_topology import INPUTS, OUTPUTS, rekeyed_join_examples
@@ -45,7 +45,7 @@ BASE = (int(time.time()) - 3600) * 1000 // 60_000 * 60_000  # recent: the broker
 
 
 def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple[str, int], list]:
-    """Per ``(output, partition)`` the ``(key, value, headers)`` records in offset order (every output
+    """Per ``(output, partition)`` the ``(key, value, headers, timestamp)`` records in offset order (every output
     key is a join key, never null), less the runner's own ``__dagster_kstreams.*`` headers (a killed
     run's at-least-once marks)."""
     results: dict[tuple[str, int], list] = {}
@@ -55,7 +55,7 @@ def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple[str, int], li
             headers = tuple((name, None if data is None else data.decode()) for name, data in record.headers
                             if not name.startswith(INTERNAL_HEADER_PREFIX))
             key = None if record.key is None else record.key.decode()
-            results.setdefault((output, record.partition), []).append((key, value, headers))
+            results.setdefault((output, record.partition), []).append((key, value, headers, written_time(record)))
     return results
 
 
@@ -106,7 +106,7 @@ def test_reference_exercises_the_scenarios(kafka_streams_run):
     for output in OUTPUTS:
         assert {(output, p) for p in range(PARTITIONS)} <= set(expected), output
     values = {output: [value for (name, _), records in expected.items() if name == output
-                       for _, value, _ in records] for output in OUTPUTS}
+                       for _, value, _, _ in records] for output in OUTPUTS}
     assert any(v.startswith("1:A|") for v in values["map-both"])  # KStreamRepartitionJoinTest's 1:A
     assert any(v.startswith("A:1|") for v in values["rhs"])
     assert any(v.startswith("1x:") for v in values["flat-map"])  # flat_map's second record joined
@@ -114,7 +114,7 @@ def test_reference_exercises_the_scenarios(kafka_streams_run):
     assert any(":null|" in v for v in values["left"])  # unjoined, emitted once the window closed
     assert any(":null|" in v for v in values["st-left"])  # no table row (a tombstone's key)
     # one's 2 at 1.5 s, out of order behind its 5 at 5 s, still joined with two's B at 2.2 s
-    assert ("2", f"2:B|t{BASE + 2202}", (("h", "left-1:8"),)) in expected[("left", 0)]
+    assert ("2", f"2:B|t{BASE + 2202}", (("h", "left-1:8"),), BASE + 2202) in expected[("left", 0)]
     assert any(v.startswith("A:a|") for v in values["rp-both"])
     # one task joins the shared repartition topic with both streams, into one output
     assert any(v.startswith("1:A|") for v in values["reuse"]) and any(v.startswith("1:a|") for v in values["reuse"])

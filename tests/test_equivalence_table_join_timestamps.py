@@ -198,8 +198,8 @@ def _comparable(sequences: dict[tuple[str, int], list]) -> tuple[dict, dict]:
     a click with a null key that the outer join passes on at once (KIP-962) goes out with a null key,
     which the producer puts on a partition of its choosing, in Kafka Streams as here."""
     keyed = {where: [record for record in records if record[0] is not None] for where, records in sequences.items()}
-    unkeyed = {name: sorted(value for (output, _), records in sequences.items() if output == name
-                            for key, value in records if key is None) for name in OUTPUTS}
+    unkeyed = {name: sorted((value, timestamp) for (output, _), records in sequences.items() if output == name
+                            for key, value, timestamp in records if key is None) for name in OUTPUTS}
     return keyed, unkeyed
 
 
@@ -243,14 +243,14 @@ def test_reference_pairs_by_the_joins_timestamps(kafka_streams_run):
     results = kafka_streams_run["results"]
     assert sorted(results) == sorted((name, p) for name in OUTPUTS for p in range(PARTITIONS))
     for partition in range(PARTITIONS):
-        pairs = [value.split("|t")[0].split("+") for _, value in results[("out-inner", partition)]]
+        pairs = [value.split("|t")[0].split("+") for _, value, _ in results[("out-inner", partition)]]
         one_row_off = [(rows, click) for rows, click in pairs
                        if abs(min(times[row] for row in rows.split("&")) - times[click]) > INNER_BEFORE_AFTER_MS]
         assert one_row_off, partition
-        left = [value.split("|t")[0] for _, value in results[("out-left", partition)]]
+        left = [value.split("|t")[0] for _, value, _ in results[("out-left", partition)]]
         assert any(value.split("+")[0].endswith("&null") for value in left)
         assert any(value.endswith("+null") for value in left)
-        outer = [value.split("|t")[0] for _, value in results[("out-outer", partition)]]
+        outer = [value.split("|t")[0] for _, value, _ in results[("out-outer", partition)]]
         assert any(value.startswith("null&") for value in outer)
         assert any(value.startswith("null+") for value in outer)
 
@@ -275,19 +275,19 @@ def test_reference_versioned_joins_drop_expired_puts_and_forward_out_of_order_on
         assert _is_subsequence(versioned, plain) and len(versioned) < len(plain), partition
         latest: dict[str, int] = {}
         out_of_order = 0
-        for key, value in versioned:
+        for key, value, _ in versioned:
             stamp = _stamped(value)[1]
             out_of_order += stamp < latest.get(key, stamp)
             latest[key] = max(latest.get(key, stamp), stamp)
         assert out_of_order, partition
         assert results[("out-v-read", partition)] and results[("out-v-outer", partition)], partition
-        assert any(_stamped(value)[0] == "null" for _, value in results[("out-v-inner", partition)]), partition
+        assert any(_stamped(value)[0] == "null" for _, value, _ in results[("out-v-inner", partition)]), partition
     clicks = [row for row in kafka_streams_run["records"]["clicks"] if row[0] is not None and row[1] is not None]
     assert 0 < sum(len(results[("out-v-clicks", p)]) for p in range(PARTITIONS)) < len(clicks)
     # the latest versions read back: a key's latest change (largest stamp) for each store that has one
     # (but for the keys VersionsAt deleted versions of)
-    deleted = {key for p in range(PARTITIONS) for key, value in results[("out-v-versions", p)] if "|del=" in value}
-    inner = {key: value for p in range(PARTITIONS) for key, value in sorted(
+    deleted = {key for p in range(PARTITIONS) for key, value, _ in results[("out-v-versions", p)] if "|del=" in value}
+    inner = {key: value for p in range(PARTITIONS) for key, value, _ in sorted(
         results[("out-v-inner", p)], key=lambda row: _stamped(row[1])[1])}
     assert {key: value for key, value in kafka_streams_run["stores"]["inner-versioned"].items()
             if key not in deleted} == {key: value for key, value in inner.items()
@@ -298,12 +298,12 @@ def test_reference_versions_at_works_on_a_join_s_and_an_aggregation_s_versioned_
     """Kafka Streams' VersionsAt puts versions (some taken), deletes some of the join's, and the cogroup
     adds later clicks to what it put; its reads as of the click differ from the latest ones."""
     results = kafka_streams_run["results"]
-    versions = [value for p in range(PARTITIONS) for _, value in results[("out-v-versions", p)]]
+    versions = [value for p in range(PARTITIONS) for _, value, _ in results[("out-v-versions", p)]]
     assert any("|put=" in value and "|put=-9223372036854775808|" not in value for value in versions)
     assert any("|del=" in value and "|del=null|" not in value for value in versions)
     assert any(value.split("|")[3] != value.split("|")[4] for value in versions)  # the join's, as of the click
     assert any(value.split("|")[5] != value.split("|")[6] for value in versions)  # the cogroup's
-    assert any(value.startswith("w") for p in range(PARTITIONS) for _, value in results[("out-v-clicks", p)])
+    assert any(value.startswith("w") for p in range(PARTITIONS) for _, value, _ in results[("out-v-clicks", p)])
 
 
 def _assert_versioned_stores_match(runner, kafka_streams_run) -> None:

@@ -20,9 +20,7 @@ micro-batch per task (across a batch boundary the order of two topics may differ
 across co-partitioned inputs").
 
 Compared: describe() of the very topology run, and per output topic and partition the whole
-sequence of (key, value) records. Not their timestamps: the runner writes an output record with the
-time it writes it, whatever the operation (README, "Record timestamps written by the runner"); each
-value names its input record, and so its timestamp.
+sequence of (key, value, timestamp) records; each value names its input record too.
 """
 
 from __future__ import annotations
@@ -119,13 +117,13 @@ def _assert_reference_exercises_it(expected: dict, records: dict[str, list[tuple
     assert any(time_of[later[1]] < time_of[earlier[1]] for p in range(PARTITIONS)  # out of order, forwarded
                for earlier, later in zip(expected["out-changes", p], expected["out-changes", p][1:])
                if earlier[1] is not None and later[1] is not None)
-    left = [value for p in range(PARTITIONS) for _, value in expected["out-left", p]]
+    left = [value for p in range(PARTITIONS) for _, value, _ in expected["out-left", p]]
     assert any(value.endswith("%null") for value in left) and sum(not v.endswith("%null") for v in left) > 50
     inner = [row for p in range(PARTITIONS) for row in expected["out-inner", p]]
     assert len(inner) > 50
     # with the grace period: another order of emission, and prices that came within the grace
-    graced = {value.replace("#", "@") for p in range(PARTITIONS) for _, value in expected["out-grace", p]}
-    assert len(graced) > 50 and graced - {value for _, value in inner}
+    graced = {value.replace("#", "@") for p in range(PARTITIONS) for _, value, _ in expected["out-grace", p]}
+    assert len(graced) > 50 and graced - {value for _, value, _ in inner}
 
 
 def test_versioned_tables_and_their_joins_in_a_clean_run_match_kafka_streams(

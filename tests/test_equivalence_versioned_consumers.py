@@ -69,8 +69,7 @@ re-grouped by user (a reduce of their windows' values): an update marked not lat
 latest one subtracts the value before it (a version the processor put ahead among them).
 
 Compared: describe() of the very topology run, and per output topic and partition the whole
-sequence of (key, value) records (not their timestamps, but where a value carries its own: README,
-"Record timestamps written by the runner"), except the foreign-key join's: which answers a later version of a price makes stale
+sequence of (key, value, timestamp) records, except the foreign-key join's: which answers a later version of a price makes stale
 depends on when they come back, in Kafka Streams as here, so its final value per key is compared.
 """
 
@@ -195,7 +194,7 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
 
 def _final_values(results: dict, output: str) -> dict:
     """The last value of each key of ``output`` (its keys are placed by key: one partition each)."""
-    return {key: value for p in range(PARTITIONS) for key, value in results.get((output, p), [])}
+    return {key: value for p in range(PARTITIONS) for key, value, _ in results.get((output, p), [])}
 
 
 def _assert_same(actual: dict, expected: dict) -> None:

@@ -16,14 +16,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Optional
 
-from dagster_kstreams.processors.base import Processor, StoreProcessor, reachable, register
+from dagster_kstreams.processors.base import Processor, StoreProcessor, register
 from dagster_kstreams.processors.stateless import RepartitionFilter
 from dagster_kstreams.processors.state import ABSENT
-from dagster_kstreams.processors.task_state import task_state_of
 from dagster_kstreams.topology.node_specs import NodeKind
 
-__all__ = ["KeyValueStoreProcessor", "Aggregate", "ToTable", "TableSource", "aggregation_keeping_timestamps",
-           "keep_timestamps", "read_by_user_processor", "user_aggregation", "BUILDERS"]
+__all__ = ["KeyValueStoreProcessor", "Aggregate", "ToTable", "TableSource", "keep_timestamps",
+           "read_by_user_processor", "user_aggregation", "BUILDERS"]
 
 
 class KeyValueStoreProcessor(StoreProcessor):
@@ -31,11 +30,11 @@ class KeyValueStoreProcessor(StoreProcessor):
     value before it stays readable in ``state.old_values`` while the update is forwarded, as
     Kafka Streams' ``Change.oldValue`` (a re-grouping reads it: :mod:`.table_regroup`)."""
 
-    # Keeps each key's timestamp as well: set when a user processor reads the store
-    # (ValueAndTimestamp, user_dsl_store.py), when an aggregation's updates reach a stream-stream
-    # join, a suppression or a user processor (aggregation_keeping_timestamps), or when a table-table
-    # join of a task-grouped sub-topology reads the store (keep_timestamps: it stamps with both rows'
-    # times), all of which run task-grouped; the timestamps are then a task-level value (TaskState.timestamps) beside the slots.
+    # Keeps each key's timestamp as well (Kafka Streams' ValueAndTimestamp): always for an aggregation,
+    # which stamps its update with the larger of the record's and the aggregate's (update_context);
+    # for a table, when a user processor reads the store (user_dsl_store.py) or a table-table join
+    # reads it (keep_timestamps: the join stamps with both rows' times). Kept in the key's state row
+    # (GroupState.stamps), or task-grouped in the task's state (TaskState.timestamps).
     keeps_timestamps = False
     _flushing = None  # the key group whose cached update the store's flush is forwarding now
 
@@ -64,27 +63,36 @@ class KeyValueStoreProcessor(StoreProcessor):
         state.keys[slot] = key
         state.changed = True
         if self.keeps_timestamps:
-            timestamps = task_state_of(self, state).timestamps(self.store)
-            if new is ABSENT:
-                timestamps.pop(state.raw_key, None)
-            else:
-                timestamps[state.raw_key] = context.timestamp
+            self._store_timestamp(state, None if new is ABSENT else context.timestamp)
         if self.cached:
             state.mark_dirty(slot, context)
 
     def update_context(self, context, state):
         """The record context of an aggregation's update of ``state``'s key: Kafka Streams
         (``KStreamAggregate``, ``KTableAggregate``, ``KTableReduce``) stamps it with the larger of the
-        record's timestamp and the aggregate's previous one, known here when the store keeps its
-        timestamps (else the record's own: README, "Record timestamps written by the runner")."""
-        if not self.keeps_timestamps or state.values[self.state_slot] is ABSENT:
+        record's timestamp and the aggregate's previous one."""
+        if state.values[self.state_slot] is ABSENT:
             return context
-        return dataclasses.replace(context, timestamp=max(context.timestamp, self.stored_timestamp(state)))
+        stored = self.stored_timestamp(state)
+        return context if stored <= context.timestamp else dataclasses.replace(context, timestamp=stored)
 
     def stored_timestamp(self, state) -> int:
         """The timestamp stored with the key's value (-1: none known, a value stored before the
         store kept timestamps); only for a store that keeps them."""
-        return task_state_of(self, state).timestamps(self.store).get(state.raw_key, -1)
+        if state.task is None:
+            return state.stamps.get(self.state_slot, -1)
+        return state.task.timestamps(self.store).get(state.raw_key, -1)
+
+    def _store_timestamp(self, state, timestamp: Optional[int]) -> None:
+        """Keep ``timestamp`` as the key's in this store (None: it has no value any more)."""
+        if state.task is None:
+            stamps, key = state.stamps, self.state_slot
+        else:
+            stamps, key = state.task.timestamps(self.store), state.raw_key
+        if timestamp is None:
+            stamps.pop(key, None)
+        else:
+            stamps[key] = timestamp
 
     def flush(self, state, out, context) -> None:
         """Kafka Streams' cache flush (``CachingKeyValueStore``): nothing to forward for a key that
@@ -112,6 +120,7 @@ class Aggregate(KeyValueStoreProcessor):
     (``initializer()``, ``aggregator(key, value, aggregate)``)."""
 
     kind = "aggregate"
+    keeps_timestamps = True  # its update's stamp is the larger of the record's and the aggregate's
 
     def __init__(self, name: str, store: str, cached: bool, aggregation: str,
                  initializer: Optional[Callable] = None, aggregator: Optional[Callable] = None,
@@ -181,29 +190,13 @@ def _table(factory, ctx) -> Processor:
 def _aggregate(factory, ctx) -> Aggregate:
     params = factory.params
     initializer, aggregator, reducer = user_aggregation(params)
-    aggregate = Aggregate(factory.name, params["store_name"], ctx.cached(params["store_name"]), params["operation"],
-                          initializer, aggregator, reducer)
-    return aggregation_keeping_timestamps(aggregate, factory, ctx)
-
-
-def aggregation_keeping_timestamps(aggregation: KeyValueStoreProcessor, factory, ctx) -> KeyValueStoreProcessor:
-    """``aggregation`` (a grouped stream's, a cogroup's or a re-grouped table's), keeping its timestamps
-    when a user processor names its store, and also when its updates reach, in its sub-topology, a
-    stream-stream join, a suppression, a user processor, or a filter/map_values whose store a user
-    processor names or is versioned: they then carry Kafka Streams' stamps
-    (:meth:`~KeyValueStoreProcessor.update_context`), by which the join's windows pair them, the
-    suppression buffers and emits them, the user processor sees them, the step's store stamps them and a
-    versioned step's store puts them. A cogroup's
-    aggregations share their store and its timestamps; each reaches the join or the step alike."""
-    sub = ctx.subtopology
-    aggregation.keeps_timestamps = read_by_user_processor(sub, aggregation.store) or _reaches_stamp_reader(ctx, factory)
-    return aggregation
+    return Aggregate(factory.name, params["store_name"], ctx.cached(params["store_name"]), params["operation"],
+                     initializer, aggregator, reducer)
 
 
 def keep_timestamps(program, store: str) -> None:
     """Make every processor of ``program`` that writes ``store`` keep its timestamps, for a reader that
-    needs them beside the values (a table-table join stamping with both rows' times); only in a
-    task-grouped program, whose task state holds them."""
+    needs them beside the values (a table-table join stamping with both rows' times)."""
     for node in program.nodes:
         if isinstance(node, KeyValueStoreProcessor) and node.store == store:
             node.keeps_timestamps = True
@@ -213,29 +206,6 @@ def read_by_user_processor(subtopology, store: str) -> bool:
     """Whether a user processor of ``subtopology`` names ``store`` in ``process(supplier, *store_names)``."""
     return any(node.kind in (NodeKind.PROCESS, NodeKind.PROCESS_VALUES) and store in node.stores
                for node in subtopology.nodes)
-
-
-# Readers of a record's timestamp that run task-grouped (where the task state holds the timestamps):
-# a stream-stream join pairs by it, a suppression buffers and emits by it, a user processor sees it.
-_STAMP_READERS = (NodeKind.JOIN_WINDOW, NodeKind.SUPPRESS, NodeKind.PROCESS, NodeKind.PROCESS_VALUES)
-
-
-def _reaches_stamp_reader(ctx, factory) -> bool:
-    """Whether what ``factory`` forwards reaches, in its sub-topology, a stream-stream join, a
-    suppression, a user processor, or a table filter/map_values whose store a user processor reads
-    (which stores each update's timestamp) or is versioned (which puts each update as a version at its
-    timestamp)."""
-    subtopology = ctx.subtopology
-
-    def reads_stamps(node) -> bool:
-        if node.kind in _STAMP_READERS:
-            return True
-        store = node.params.get("store_name")
-        if node.kind not in (NodeKind.TABLE_FILTER, NodeKind.TABLE_MAP_VALUES) or store not in node.stores:
-            return False
-        return read_by_user_processor(subtopology, store) \
-            or ctx.topology.state_stores[store].history_retention_ms is not None
-    return any(reads_stamps(node) for node in reachable(subtopology, factory.children, lambda node: node.children))
 
 
 def _keeping_timestamps(processor: KeyValueStoreProcessor, ctx) -> KeyValueStoreProcessor:

@@ -3,7 +3,9 @@
 Within one sub-topology every stateful processor sees the source key (Kafka Streams inserts a
 repartition topic before any stateful processor whose key changed), so one state row per source
 key holds the key's value in each store; :class:`GroupState` is that row while a key group (or,
-task-grouped, a task batch) runs. A slot with no value holds :data:`ABSENT`.
+task-grouped, a task batch) runs. A slot with no value holds :data:`ABSENT`. A key-value store that
+keeps its timestamps (Kafka Streams' ``ValueAndTimestamp``) keeps the key's in the row too, the slot's
+value and timestamp pickled together (:func:`slot_blob`); task-grouped, the task's state holds them.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any, Optional
 
 from dagster_kstreams.processors.records import RecordContext
 
-__all__ = ["ABSENT", "GroupState", "load_state"]
+__all__ = ["ABSENT", "GroupState", "StampedSlot", "load_state", "slot_blob", "slot_value"]
 
 # Classes that state written by earlier versions names at their old place (module, class) ->
 # their module now: a task's checkpoint outlives the code layout that wrote it.
@@ -41,11 +43,42 @@ class _Absent:
 ABSENT: Any = _Absent()
 
 
+class StampedSlot:
+    """A slot's value with the timestamp Kafka Streams stores beside it, as a key-grouped row keeps
+    them (a class of its own, so that no user value is ever taken for one)."""
+
+    __slots__ = ("value", "timestamp")
+
+    def __init__(self, value: Any, timestamp: int):
+        self.value, self.timestamp = value, timestamp
+
+    def __reduce__(self):
+        return StampedSlot, (self.value, self.timestamp)
+
+
+def slot_value(blob: bytes) -> tuple[Any, Optional[int]]:
+    """``(value, timestamp)`` of a key-grouped row's slot (timestamp None: the store keeps none, or
+    the row was written before it did)."""
+    value = pickle.loads(blob)
+    if type(value) is StampedSlot:
+        return value.value, value.timestamp
+    return value, None
+
+
+def slot_blob(value: Any, timestamp: Optional[int]) -> bytes:
+    """A key-grouped row's slot: ``value`` pickled, with ``timestamp`` where the store keeps it."""
+    return pickle.dumps(value if timestamp is None else StampedSlot(value, timestamp),
+                        protocol=pickle.HIGHEST_PROTOCOL)
+
+
 class GroupState:
     """The stored values of one key, one slot per store, for the length of one key group."""
 
     def __init__(self, values: list[Any]):
         self.values = values
+        # key-grouped: slot -> the timestamp stored with its value, for a store that keeps them
+        # (task-grouped programs keep them in the task's state: TaskState.timestamps)
+        self.stamps: dict[int, int] = {}
         self.keys: list[Any] = [None] * len(values)  # the key each store last saw (for its emit)
         # Slots whose final value is still to be forwarded, each with the context of the record
         # that last updated it (Kafka Streams' cache entry keeps its own record context, and its

@@ -286,7 +286,7 @@ class StreamStreamJoin(Processor):
 # aggregation of a grouped stream (and a cogroup's, through its pass-through) or of a re-grouped
 # table forwards under its group's key, which in the join's sub-topology is the source key (a key
 # change repartitions before it), stamped as Kafka Streams does (it keeps its timestamps:
-# aggregations.aggregation_keeping_timestamps); a table-table join forwards its update under the
+# aggregations.KeyValueStoreProcessor.update_context); a table-table join forwards its update under the
 # updated table's key, stamped with the larger of both rows' times, as Kafka Streams does (in the
 # task-grouped sub-topology its stores keep their timestamps: table_joins.TableTableJoin); a
 # foreign-key join's result forwards under the left key, which its answers' topic (a source of the

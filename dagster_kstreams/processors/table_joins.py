@@ -91,7 +91,7 @@ from dagster_kstreams.processors.base import Processor, register
 from dagster_kstreams.processors.joined_tables import joined_value, old_value_key
 from dagster_kstreams.processors.session_table_reads import check_session_join
 from dagster_kstreams.processors.stateless import Merge
-from dagster_kstreams.processors.value_getters import NO_TIMESTAMP, ValueGetter, value_getter
+from dagster_kstreams.processors.value_getters import ValueGetter, value_getter
 from dagster_kstreams.processors.versioned_tables import (
     VersionedJoinMerge, check_consumers, reads_versioned_updates, versioned_table,
 )
@@ -146,10 +146,8 @@ class TableTableJoin(Processor):
     the other table's current one; forwards the joined table's value for the key afterwards.
 
     Kafka Streams stamps what it forwards with the larger of the update's timestamp and the other
-    row's (when the other table has a row for the key; the update's alone otherwise). The other row's
-    timestamp is known where the stores keep timestamps: in a task-grouped sub-topology (its task state
-    holds them: ``stamps_both_rows``) and for windowed tables; elsewhere the update's timestamp is
-    kept (README, "Record timestamps written by the runner")."""
+    row's (when the other table has a row for the key; the update's alone otherwise): the tables'
+    stores keep their timestamps for it (:meth:`ValueGetter.keep_timestamps`; a window keeps its own)."""
 
     kind = "table_table_join"
 
@@ -161,16 +159,13 @@ class TableTableJoin(Processor):
         self.merge_name = merge_name  # the joined table, when it forwards the old value computed here
         # its table is a versioned one's (useVersionedSemantics): an out-of-order update joins nothing
         self.skips_not_latest = skips_not_latest
-        self.stamps_both_rows = False  # set by init: the other row's timestamp is read
 
     def init(self, program) -> None:
         super().init(program)
         self.this.bind(program)
         self.other.bind(program)
-        self.stamps_both_rows = program.task_grouped or self.this.windows_of is not None
-        if self.stamps_both_rows:
-            self.this.keep_timestamps(program)
-            self.other.keep_timestamps(program)
+        self.this.keep_timestamps(program)
+        self.other.keep_timestamps(program)
 
     def start_task_batch(self, task, out, first_context) -> None:
         task_id = TaskId(self.program.subtopology_id, first_context.partition)
@@ -192,10 +187,7 @@ class TableTableJoin(Processor):
         # session and puts it again (one window), the store already holding the put while the delete travels
         # here; a join of session tables' update, which reading both stores again would not give
         new = value
-        if self.stamps_both_rows:
-            other_value, other_timestamp = other.get_timestamped(self, key, state, context)
-        else:
-            other_value, other_timestamp = other.get(self, key, state, context), NO_TIMESTAMP
+        other_value, other_timestamp = other.get_timestamped(self, key, state, context)
         if not self._forwards(new, other_value, lambda: updated.get_old(self, key, state, context)):
             return
         if other_timestamp > context.timestamp:  # Kafka Streams: max(record's, other row's timestamp)

@@ -31,19 +31,16 @@ row and forwards a tombstone.
 
 Timestamps: Kafka Streams gives an aggregate's update the larger of the record's timestamp and
 the aggregate's previous one (whenever there was one: after a subtraction, an addition, or both);
-the runner does too when its store keeps its timestamps (a user processor names it, or the
-aggregate's updates reach a stream-stream join, a suppression, a user processor or a filter/map_values
-whose store a processor names:
-:func:`~.aggregations.aggregation_keeping_timestamps`) or it is a versioned store
-(:class:`VersionedTableAggregate`, whose puts that stamp decides), and otherwise forwards the record's
-own (README, "Record timestamps written by the runner").
+so does the runner, its store keeping each key's timestamp beside the aggregate
+(:meth:`~.aggregations.KeyValueStoreProcessor.update_context`), or in a versioned store as the
+latest version's (:class:`VersionedTableAggregate`, whose puts that stamp decides).
 """
 
 from __future__ import annotations
 
 from typing import Callable, Optional
 
-from dagster_kstreams.processors.aggregations import KeyValueStoreProcessor, aggregation_keeping_timestamps
+from dagster_kstreams.processors.aggregations import KeyValueStoreProcessor
 from dagster_kstreams.processors.base import Processor, register
 from dagster_kstreams.processors.changes import Change
 from dagster_kstreams.processors.errors import ProcessingError
@@ -122,6 +119,7 @@ class TableAggregate(KeyValueStoreProcessor):
     (``initializer()``, ``adder(key, value, aggregate)``, ``subtractor(key, value, aggregate)``)."""
 
     kind = "table_aggregate"
+    keeps_timestamps = True  # its update's stamp is the larger of the record's and the aggregate's
 
     def __init__(self, name: str, store: str, cached: bool, aggregation: str, adder: Optional[Callable] = None,
                  subtractor: Optional[Callable] = None, initializer: Optional[Callable] = None):
@@ -241,8 +239,7 @@ def _table_aggregate(factory, ctx) -> TableAggregate:
         check_consumers(factory, ctx)
         return VersionedTableAggregate(factory.name, store, versioned.retention_ms, operation, adder, subtractor,
                                        initializer)
-    return aggregation_keeping_timestamps(
-        TableAggregate(factory.name, store, ctx.cached(store), operation, adder, subtractor, initializer), factory, ctx)
+    return TableAggregate(factory.name, store, ctx.cached(store), operation, adder, subtractor, initializer)
 
 
 BUILDERS = {

@@ -21,8 +21,8 @@ value of the ``Change``: :func:`~.table_old_values.old_value_getter`). When it i
   The timestamp is the update's, so the table filtered must forward Kafka Streams' stamps: a table read
   from a topic or made by ``to_table`` (its record's time), a table-table join (both rows' times, read
   in the task-grouped sub-topology this store makes), an aggregation of a grouped stream or of a
-  re-grouped table or of a cogroup (which keeps its timestamps for it:
-  :func:`~.aggregations.aggregation_keeping_timestamps`), a foreign-key join's result (its answer's
+  re-grouped table or of a cogroup (which keeps its timestamps:
+  :meth:`~.aggregations.KeyValueStoreProcessor.update_context`), a foreign-key join's result (its answer's
   time), a windowed aggregation (a window's time in its store, a session's end; a windowed cogroup's
   too), through filters, map_values and suppressions (which emit a key's latest buffered update with
   its own timestamp); a join of windowed tables is refused (:func:`_check_own_timestamps`). A windowed
@@ -55,8 +55,8 @@ value of the ``Change``: :func:`~.table_old_values.old_value_getter`). When it i
   writes the store itself (:class:`~.user_dsl_store.TimestampedKeyValueStore`), so the next update
   reads the store's previous value as its old one, as Kafka Streams' step does. The store then keeps
   each key's timestamp (``keeps_timestamps``): the update's, as ``KTableFilter``/``KTableMapValues``
-  put it (an aggregation behind keeps Kafka Streams' stamps for it:
-  :func:`~.aggregations.aggregation_keeping_timestamps`).
+  put it (an aggregation behind keeps Kafka Streams' stamps:
+  :meth:`~.aggregations.KeyValueStoreProcessor.update_context`).
 
 The new value: a filter's is the value if it passes (else None), a map_values' the mapped value of a
 non-null one. A filter reading a versioned table never drops an update (``useVersionedSemantics``);
@@ -208,9 +208,9 @@ class VersionedTableStepStore(VersionedTableSource):
 
 # The tables whose updates the runner stamps as Kafka Streams does wherever a versioned step's store
 # reads them (its sub-topology runs task-grouped): a table source's and to_table's keep their record's
-# time; a table-table join stamps with both rows' times (TableTableJoin.stamps_both_rows); an aggregation
+# time; a table-table join stamps with both rows' times (TableTableJoin); an aggregation
 # of a grouped stream, of a cogroup (one per cogrouped stream, on one store) or of a re-grouped table with
-# the larger of its record's and its previous aggregate's (aggregations.aggregation_keeping_timestamps); a
+# the larger of its record's and its previous aggregate's (aggregations.KeyValueStoreProcessor.update_context); a
 # foreign-key join's result with its answer's time (fk_joins: the larger of the subscription's and the
 # right row's for an answer to a subscription, the right update's for an answer to one).
 _STAMPED_AS_KAFKA_STREAMS = {NodeKind.TABLE_SOURCE, NodeKind.TO_TABLE, NodeKind.TABLE_TABLE_JOIN_MERGE,

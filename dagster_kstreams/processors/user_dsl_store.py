@@ -160,9 +160,9 @@ _STORE_READERS = frozenset({NodeKind.PROCESS, NodeKind.PROCESS_VALUES, NodeKind.
                             NodeKind.STREAM_TABLE_JOIN, NodeKind.FK_SUBSCRIPTION_JOIN, NodeKind.FK_RESPONSE_JOIN})
 # The tables whose updates a filter/map_values store stamps as Kafka Streams does: their own
 # record's time (a table source, to_table), an aggregation's Kafka Streams' time, which it keeps
-# while its updates reach a store a processor reads (aggregations.aggregation_keeping_timestamps), a
-# table-table join's, the larger of both rows' times, read from its tables' stores in the
-# task-grouped sub-topology a processor makes (table_joins.TableTableJoin.stamps_both_rows), or a
+# (aggregations.KeyValueStoreProcessor.update_context), a
+# table-table join's, the larger of both rows' times, read from its tables' stores
+# (table_joins.TableTableJoin), or a
 # windowed aggregation's: a window's time in its store (the largest of its records', every input's for
 # a cogroup, whose inputs share the store), a session's end, forwarded on every update or when the
 # window closes (Kafka Streams' fetchAndEmit forwards the stored time); the step keeps each window in

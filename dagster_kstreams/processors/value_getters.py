@@ -96,7 +96,7 @@ class ValueGetter:
 
     def keep_timestamps(self, program) -> None:
         """Read each value's timestamp too (:meth:`get_timestamped`), after :meth:`bind`: the stores
-        behind keep theirs (in a task-grouped program's task state; a window keeps its own always)."""
+        behind keep theirs (beside each key's value; a window keeps its own always)."""
         if self.joined is not None:
             self.joined.keep_timestamps(program)
         elif self.windows_of is None:

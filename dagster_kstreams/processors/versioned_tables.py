@@ -101,6 +101,7 @@ class VersionedStoreWriter(KeyValueStoreProcessor):
     :mod:`.table_regroup`). The store's observed time and the versions are task-level values."""
 
     task_grouped = True
+    keeps_timestamps = False  # its versions hold them (an aggregation's too: update_context)
     table: VersionedTable
 
     def update_context(self, context, state):

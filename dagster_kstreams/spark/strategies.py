@@ -34,7 +34,6 @@ Any process that sees the same location continues the task where it stopped.
 
 from __future__ import annotations
 
-import pickle
 from typing import Any, Callable, Iterable, Optional
 
 import pandas as pd
@@ -47,6 +46,7 @@ from dagster_kstreams.kafka.dead_letter import DeadLetterPolicy
 from dagster_kstreams.kafka.table_producer import RecordColumns
 from dagster_kstreams.processors import session_store, sessions, window_store
 from dagster_kstreams.processors.own_groups import key_of_group
+from dagster_kstreams.processors.state import slot_value
 from dagster_kstreams.processors.task_state import TaskState
 from dagster_kstreams.processors.user_processors import user_store_content
 from dagster_kstreams.processors.windows import WINDOW_KINDS
@@ -243,7 +243,7 @@ class KeyedState(Strategy):
         for row in rows:
             blob = _state_columns(row.value)[slot]
             if blob is not None:
-                _add_entries(table, node, _row_key(row, key_serde), pickle.loads(bytes(blob)))
+                _add_entries(table, node, _row_key(row, key_serde), slot_value(bytes(blob))[0])
         return table
 
 
