@@ -15,7 +15,7 @@ NOT_PUT = "-9223372036854775808"
 
 
 def _values(results: dict, output: str) -> list:
-    return [value for p in range(PARTITIONS) for _, value in results.get((output, p), [])]
+    return [value for p in range(PARTITIONS) for _, value, _ in results.get((output, p), [])]
 
 
 def assert_reference_exercises_it(expected: dict, records: dict[str, list[tuple]]) -> None:
@@ -55,7 +55,7 @@ def assert_reference_exercises_it(expected: dict, records: dict[str, list[tuple]
 def _stamped(results: dict, output: str) -> list[tuple]:
     """``(key, value, timestamp)`` of ``output``'s StampValues records, partition by partition."""
     return [(key, *re.fullmatch(r"(.*)\|t(\d+)", value).groups()) for p in range(PARTITIONS)
-            for key, value in results.get((output, p), [])]
+            for key, value, _ in results.get((output, p), [])]
 
 
 def _not_latest(stamped: list[tuple]) -> int:
@@ -110,7 +110,7 @@ def _assert_cogroup_and_suppression_steps_exercised(expected: dict, records: dic
     # going back
     stored_time: dict = {}
     went_back = 0
-    for key, value in ((key, value) for p in range(PARTITIONS) for key, value in expected[("out-step-versions", p)]):
+    for key, value in ((key, value) for p in range(PARTITIONS) for key, value, _ in expected[("out-step-versions", p)]):
         stored = value.split("|")[6]
         if stored != "null":
             went_back += int(stored.split("@")[1]) < stored_time.get(key, -1)
