@@ -1,5 +1,6 @@
-"""The task directory's files without a JVM, the claim that hands a task to a Connect server's
-writer, and that writer's pickling (what Connect sends to the server) and end after a failed batch."""
+"""The task directory's files without a JVM, the state layout a count's checkpoint keeps, the claim that
+hands a task to a Connect server's writer, and that writer's pickling (what Connect sends to the server)
+and end after a failed batch."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from dagster_kstreams.kafka.fencing import TaskFence
 from dagster_kstreams.spark.checkpoint import CheckpointReader, WriteIntents
 from dagster_kstreams.spark.checkpoint_files import LocalFiles, checkpoint_files, local_path
 from dagster_kstreams.spark.remote_writer import RemoteBatchWriter
+from dagster_kstreams.spark.strategies import JvmCount
 from dagster_kstreams.spark.task_claim import new_claim, read_claim, write_claim
 from dagster_kstreams.topology.task_id import TaskId
 
@@ -95,3 +97,26 @@ def test_the_remote_writer_closes_its_fence_when_a_batch_fails():
     with pytest.raises(RuntimeError, match="batch 3 failed"):
         writer(None, 3)
     assert fence.closed
+
+
+def _count_schema(checkpoint, value_fields: list[str]) -> None:
+    """A state schema file as Spark 4 writes one for a streaming count (v2: Java's length-prefixed strings)."""
+    def utf(text: str) -> bytes:
+        data = text.encode()
+        return len(data).to_bytes(2, "big") + data
+    key = '{"type":"struct","fields":[{"name":"key","type":"binary","nullable":true,"metadata":{}}]}'
+    value = '{"type":"struct","fields":[%s]}' % ",".join(
+        '{"name":"%s","type":"long","nullable":true,"metadata":{}}' % name for name in value_fields)
+    schema = checkpoint / "state" / "0" / "0" / "_metadata" / "schema"
+    schema.parent.mkdir(parents=True)
+    schema.write_bytes(utf("v2") + len(key).to_bytes(4, "big") + utf(key) + len(value).to_bytes(4, "big") + utf(value))
+
+
+def test_a_count_checkpoint_written_before_counts_kept_their_timestamps_keeps_its_layout(tmp_path):
+    counting = JvmCount()
+    assert counting.on_checkpoint(checkpoint_files(None, str(tmp_path / "new"))) is counting  # no state yet
+    _count_schema(tmp_path / "stamped", ["count", "max"])
+    assert counting.on_checkpoint(checkpoint_files(None, str(tmp_path / "stamped"))) is counting
+    _count_schema(tmp_path / "earlier", ["count"])
+    kept = counting.on_checkpoint(checkpoint_files(None, str(tmp_path / "earlier")))
+    assert isinstance(kept, JvmCount) and not kept.stamped and counting.stamped

@@ -3,7 +3,8 @@
 100,000 records with skewed keys over 4 partitions go through three example topologies
 (users counted per country; word count; a key-changing map followed by to_table), once with
 Kafka Streams 4.3.1 (tests/oracle, ProcessExamples.java) and once with TaskRunner. Every output
-topic and every store must hold the same final value per key, each key in the same partition.
+topic and every store must hold the same final value per key, each key in the same partition, its
+record written with the same timestamp.
 Then again with the task process SIGKILLed part-way and rerun, with exactly-once on (the
 at-least-once runs are killed in the other equivalence tests).
 """
@@ -19,6 +20,7 @@ import time
 import pytest
 
 import oracle_harness
+from equivalence_io import written_time
 from killed_runs import KILLED_RUN_MASTER, kill_group, start_killed_run
 from dagster_kstreams.kafka.records import final_values, produce, read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
@@ -87,8 +89,9 @@ def _input_records(seed: int = 7) -> list[tuple[bytes, bytes]]:
     return records
 
 
-def _outputs(kafka_bootstrap: str, topics: dict[str, str]) -> dict[str, dict[str, tuple[int, str]]]:
-    """Final value per key of each output topic, with the partition the key was written to."""
+def _outputs(kafka_bootstrap: str, topics: dict[str, str]) -> dict[str, dict[str, tuple[int, str, int]]]:
+    """Final value per key of each output topic, with the partition the key was written to and the
+    timestamp it was written with (a count's: the largest of its key's records')."""
     decoders = {"counts": lambda b: str(int.from_bytes(b, "big", signed=True)),
                 "words": lambda b: str(int.from_bytes(b, "big", signed=True)),
                 "latest": bytes.decode}
@@ -97,7 +100,9 @@ def _outputs(kafka_bootstrap: str, topics: dict[str, str]) -> dict[str, dict[str
         records = read_topic(kafka_bootstrap, topics[name])
         values = final_values(records, bytes.decode, decoders[name])
         partitions = {record.key.decode(): record.partition for record in records}
-        result[name] = {key: (partitions[key], value) for key, value in values.items()}
+        stamps = {record.key.decode(): written_time(record)
+                  for record in sorted(records, key=lambda record: (record.partition, record.offset))}
+        result[name] = {key: (partitions[key], value, stamps[key]) for key, value in values.items()}
     return result
 
 

@@ -66,7 +66,8 @@ class LocalFiles(CheckpointFiles):
         return os.listdir(directory) if os.path.isdir(directory) else []
 
     def read_text(self, path: str) -> str:
-        return Path(path).read_text(encoding="utf-8")
+        # What is not UTF-8 (Spark's binary files: a state schema) is replaced, as Hadoop's reader does.
+        return Path(path).read_text(encoding="utf-8", errors="replace")
 
     def write_text(self, path: str, text: str) -> None:
         directory, name = os.path.split(path)

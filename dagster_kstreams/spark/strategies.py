@@ -34,6 +34,7 @@ Any process that sees the same location continues the task where it stopped.
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable, Iterable, Optional
 
 import pandas as pd
@@ -51,6 +52,7 @@ from dagster_kstreams.processors.task_state import TaskState
 from dagster_kstreams.processors.user_processors import user_store_content
 from dagster_kstreams.processors.windows import WINDOW_KINDS
 from dagster_kstreams.spark.checkpoint import on_local_file_system
+from dagster_kstreams.spark.checkpoint_files import CheckpointFiles
 from dagster_kstreams.spark.frames import output_schema
 from dagster_kstreams.spark.source import in_processing_order, on_state_partitions
 from dagster_kstreams.spark.state_keys import state_key_column
@@ -58,6 +60,8 @@ from dagster_kstreams.spark.state_keys import state_key_column
 __all__ = ["Strategy", "STRATEGIES", "COLLECTED_STRATEGIES", "STATELESS_PASS_PLACES", "DEFAULT_STATELESS_PASS",
            "check_stateless_pass",
            "strategy_for", "configure_session", "ROCKSDB_PROVIDER"]
+
+log = logging.getLogger(__name__)
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 _TASK_GROUP = "_task_group"  # the constant a task-grouped sub-topology is grouped by
@@ -97,6 +101,12 @@ class Strategy:
         (the source then reads headers, which costs; README, "Record headers")."""
         return True
 
+    def on_checkpoint(self, files: CheckpointFiles) -> "Strategy":
+        """This strategy as a query on the checkpoint ``files`` must run: one whose state an earlier
+        version of the runner wrote in another layout keeps that layout (Spark refuses a query whose
+        state schema is not its checkpoint's)."""
+        return self
+
     def __repr__(self) -> str:
         return type(self).__name__
 
@@ -117,31 +127,53 @@ class ColumnPlan(Strategy):
 
 
 class JvmCount(Strategy):
+    """Spark's own streaming count; ``stamped``: its state keeps each key's largest timestamp beside the
+    count (a checkpoint written before it did keeps the count alone: :meth:`on_checkpoint`)."""
+
+    # The aggregation's state schema, as Spark records it in the checkpoint (operator 0, partition 0)
+    _SCHEMA_FILE = ("state", "0", "0", "_metadata", "schema")
+
+    def __init__(self, stamped: bool = True):
+        self.stamped = stamped
+
     def applies(self, program: Any) -> bool:
         return program.jvm_count() is not None
+
+    def on_checkpoint(self, files: CheckpointFiles) -> Strategy:
+        schema = files.join(*self._SCHEMA_FILE)
+        if not files.exists(schema) or '"name":"max"' in files.read_text(schema):
+            return self
+        log.warning("the checkpoint %s holds counts without their timestamps (written by an earlier version): "
+                    "its counts go out stamped with the time they are written, not Kafka Streams' timestamp "
+                    "(reset the application to start a checkpoint that keeps them)", files.root)
+        return JvmCount(stamped=False)
 
     def build(self, source, program, dead_letters):
         _, _, sink = program.jvm_count()
         # Kafka Streams' count skips null keys and null values; the count goes out as a
-        # big-endian Long, as Serdes.Long() writes it. A batch's updates go out in the order of
-        # Spark's state partitions, not in last-update order (README, "Semantics that differ"):
-        # ordering them would need the key's last offset in the aggregation's state, which would
-        # break every existing checkpoint of this path (Spark checks the state schema).
+        # big-endian Long, as Serdes.Long() writes it, stamped as Kafka Streams stamps a count's
+        # update: the larger of its record's timestamp and the count's, so the key's largest. A batch's
+        # updates go out in the order of Spark's state partitions, not in last-update order (README,
+        # "Semantics that differ"): ordering them would need the key's last offset in the aggregation's state.
         return (
             source.where(F.col("key").isNotNull() & F.col("value").isNotNull())
-            .groupBy("key").agg(F.count(F.lit(1)).alias("count"))
+            .groupBy("key").agg(F.count(F.lit(1)).alias("count"),
+                                *([F.max("event_time").alias("timestamp_ms")] if self.stamped else []))
             .select(
                 F.lit(sink.topic).alias("topic"),
                 F.col("key"),
                 F.unhex(F.lpad(F.hex(F.col("count")), 16, "0")).alias("value"),
                 F.lit(None).cast("array<struct<key: string, value: binary>>").alias("headers"),
-                F.lit(None).cast("long").alias("timestamp_ms"),
+                (F.col("timestamp_ms") if self.stamped else F.lit(None).cast("long").alias("timestamp_ms")),
                 F.lit(None).cast("long").alias("emit_order"),
             )
         )
 
     def reads_record_timestamps(self, program: Any) -> bool:
-        return False  # a count of keys; its output records carry no timestamp (Spark's sink sets it)
+        # Kafka's own timestamps only, not the header a repartition record carries where its producer could
+        # not write one (0 or less: kafka.timestamp_header): reading headers would cost the word count's
+        # source about as much as the rest of each record.
+        return False
 
     def carries_headers(self, program: Any) -> bool:
         # Kafka Streams' cached count gives an update the headers of the record that last counted; Spark's

@@ -43,7 +43,8 @@ def start_task_query(runner: Any, session: Any, checkpoint_reader: CheckpointRea
         # (None: a sink whose topic a function picks, which reads the count when it sends there)
         program.sink_partition_counts = runner.running_admin.partition_counts(
             [topic for topic in program.placed_topics if topic is not None])
-    strategy = strategy_for(program, stateless_on_driver=runner.stateless_on_driver)
+    strategy = strategy_for(program, stateless_on_driver=runner.stateless_on_driver) \
+        .on_checkpoint(checkpoint_reader.files)
     configure_session(session, runner.state_partitions, runner.arrow_batch_size, runner.state_location)
     # Repartition topics carry their records' timestamps in a header: read only if used.
     timestamp_headers = [tp.topic for tp in run.assigned if runner.application.is_repartition_topic(tp.topic)
