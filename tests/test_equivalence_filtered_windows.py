@@ -35,7 +35,7 @@ run`` process takes the first half and is SIGKILLed once a task has committed it
 half is produced and a rerun in another process (this one) continues each task from its checkpoint.
 
 Compared: describe() of the very topology run; per output topic and partition the whole sequence
-of (key, value) records (for the merged sink in the clean run, whose micro-batches cut the two
+of (key, value, timestamp) records (for the merged sink in the clean run, whose micro-batches cut the two
 inputs where Kafka Streams' one pass does not, as a multiset: README, "Order across co-partitioned
 inputs"); the late records (ours, per record and closed window, equal Kafka Streams'
 dropped-records-total less the records its windowed processors skip for a null key, or sliding
@@ -53,7 +53,7 @@ from pyspark import cloudpickle
 
 import filtered_window_topology
 from equivalence_io import (KafkaStreamsInBackground, output_topics, produce_strings, windowed_key_reader,
-                            with_unique_timestamps)
+                            with_unique_timestamps, written_time)
 from filtered_window_topology import INPUTS, LONG_VALUED, OUTPUT_KEYS, OUTPUTS, filtered_window_examples
 from killed_runs import run_until_killed
 from dagster_kstreams.kafka.partitioner import default_partition
@@ -155,14 +155,14 @@ def _key_reader(name: str):
 
 
 def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple[str, int], list]:
-    """``{(output, partition): [(key, value)] in offset order}``."""
+    """``{(output, partition): [(key, value, timestamp)] in offset order}``."""
     results: dict[tuple[str, int], list] = {}
     for name in OUTPUTS:
         key_of = _key_reader(name)
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
             value = None if record.value is None else (
                 struct.unpack(">q", record.value)[0] if name in LONG_VALUED else record.value.decode())
-            results.setdefault((name, record.partition), []).append((key_of(record.key), value))
+            results.setdefault((name, record.partition), []).append((key_of(record.key), value, written_time(record)))
     return results
 
 
@@ -198,7 +198,7 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     of several records, sessions merged away (tombstones), late records dropped beyond the null keys."""
     assert set(expected["results"]) == {(name, partition) for name in OUTPUTS for partition in range(PARTITIONS)}
     for partition in range(PARTITIONS):
-        results = {name: expected["results"][name, partition] for name in OUTPUTS}
+        results = {name: [(key, value) for key, value, _ in expected["results"][name, partition]] for name in OUTPUTS}
         assert all(len(sequence) > 20 for sequence in results.values())
         assert any(value.count(",") > 3 for _, value in results["out-filtered"])
         assert not any(value.endswith("x") for _, value in results["out-filtered"])
@@ -226,6 +226,10 @@ def _assert_reference_exercises_it(expected: dict) -> None:
         for name in ("out-column-straight", "out-column-python"):
             assert len({value.rsplit("|t", 1)[1] for _, value in results[name]}) > 20, name
         assert any(int(value.split("|")[0]) > 3 for _, value in results["out-column-straight"])
+        # a value stamped with its update's timestamp is written with it
+        for name in ("out-column-words", "out-column-straight", "out-column-python"):
+            assert all(value.rsplit("|t", 1)[1] == str(timestamp)
+                       for _, value, timestamp in expected["results"][name, partition]), name
 
 
 def _null_keys_ahead(halves) -> int:

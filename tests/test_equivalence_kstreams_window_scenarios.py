@@ -63,7 +63,7 @@ emitted, and the stamping processor saw, the record's own); it now keeps its tim
 Kafka Streams 4.3.1 runs the whole input once, record cache off (``statestore.cache.max.bytes`` 0), emit
 on window close checked after every record; our side runs it in many micro-batches per task.
 Compared: describe() of the very topology run, and per output topic and partition the whole sequence
-of (key with its window, value with its timestamp).
+of (key with its window, value, the record's timestamp) (some values carry a timestamp too).
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ from pyspark import cloudpickle
 
 import kstreams_window_scenarios_topology
 import oracle_harness
-from equivalence_io import produce_strings, windowed_key_reader
+from equivalence_io import produce_strings, windowed_key_reader, written_time
 from kstreams_window_scenarios_inputs import PARTITIONS, events, in_partition, joined_tables, tables
 from kstreams_window_scenarios_topology import INPUTS, OUTPUT_KEYS, OUTPUTS, window_scenario_examples
 from dagster_kstreams.kafka.records import read_topic
@@ -93,22 +93,31 @@ REKEYED = ("out-windowed-keys", "out-other-size")  # outputs whose keys are no l
 
 
 def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple[str, int], list]:
-    """``{(output, partition): [(key, value)] in offset order}``; a windowed key as (key, start, end)."""
+    """``{(output, partition): [(key, value, timestamp)] in offset order}``; a windowed key as (key, start,
+    end)."""
     results: dict[tuple[str, int], list] = {}
     for name in OUTPUTS:
         key_of = windowed_key_reader(OUTPUT_KEYS[name])
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
             value = None if record.value is None else record.value.decode()
-            results.setdefault((name, record.partition), []).append((key_of(record.key), value))
+            results.setdefault((name, record.partition), []).append((key_of(record.key), value, written_time(record)))
     # Keys made strings leave their task's partition: there each source key's records are in its task's
     # order, the two tasks' interleaved as they ran (in Kafka Streams too).
     for (name, partition), sequence in results.items():
         if name in REKEYED:
             by_source_key: dict[str, list] = {}
-            for key, value in sequence:
-                by_source_key.setdefault(key.rsplit("@", 1)[0], []).append((key, value))
+            for key, value, timestamp in sequence:
+                by_source_key.setdefault(key.rsplit("@", 1)[0], []).append((key, value, timestamp))
             results[name, partition] = by_source_key
     return results
+
+
+def _keys_and_values(results: dict) -> dict:
+    """``results`` without the timestamps: what the checks of Kafka Streams' output read."""
+    def pairs(sequence: list) -> list:
+        return [(key, value) for key, value, _ in sequence]
+    return {output: ({key: pairs(sequence) for key, sequence in records.items()} if isinstance(records, dict)
+                     else pairs(records)) for output, records in results.items()}
 
 
 def _create(kafka_admin, unique_topic, names, prefix: str) -> dict[str, str]:
@@ -150,7 +159,7 @@ def test_describe_of_the_topology_run_is_kafka_streams(scenario_runs):
 
 @pytest.mark.integration
 def test_kafka_streams_window_scenarios_on_spark_match_kafka_streams(scenario_runs):
-    theirs, ours = scenario_runs["theirs"], scenario_runs["ours"]
+    theirs = _keys_and_values(scenario_runs["theirs"])
     assert scenario_runs["batches"] >= 3  # stream time, buffers and windows carried from batch to batch
     # Every output has records on both partitions (what each scenario is about is in its input; the
     # suppressions of one record and of 200 bytes, whose time limit never comes, only by emitting early),
@@ -227,6 +236,13 @@ def test_kafka_streams_window_scenarios_on_spark_match_kafka_streams(scenario_ru
         windows = {output: {key for key, _ in theirs[output, partition]}
                    for output in ("out-plain-rocksdb-sliding", "out-expired-sliding")}
         assert windows["out-expired-sliding"] - windows["out-plain-rocksdb-sliding"]
+    # Compared: every record with its timestamp. Each value shows the timestamp its update was forwarded
+    # with (StampValues): Kafka Streams' sinks write that one, near the epoch (none is 0 or less here).
+    theirs, ours = scenario_runs["theirs"], scenario_runs["ours"]
+    records = [record for sequence in theirs.values()
+               for record in (sum(sequence.values(), []) if isinstance(sequence, dict) else sequence)]
+    assert all(value.rsplit("|t", 1)[1] == str(timestamp) for _, value, timestamp in records)
+    assert 0 < min(timestamp for *_, timestamp in records) < 100
     different = sorted(key for key in theirs if ours.get(key) != theirs[key])
     assert not different, {key: (theirs[key], ours.get(key)) for key in different[:3]}
     assert set(ours) == set(theirs)

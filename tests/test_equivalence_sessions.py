@@ -7,8 +7,8 @@ repartition topic: the timestamps travel in a header). The input is on two parti
 out-of-order timestamps (some bridge two sessions of a key into one), very late records, null
 keys and null values.
 
-Compared: the final value per windowed key of each output topic (raw key bytes: Kafka Streams'
-SessionWindowedSerializer layout; tombstones delete), the plain reference
+Compared: the final value per windowed key of each output topic with its record's timestamp (raw
+key bytes: Kafka Streams' SessionWindowedSerializer layout; tombstones delete), the plain reference
 (tests/session_reference.py), and the late records counted.
 """
 
@@ -23,10 +23,11 @@ from datetime import timedelta
 import pytest
 from pyspark import cloudpickle
 
-from equivalence_io import KafkaStreamsReference, java_string, output_topics, produce_strings, start_kafka_streams
+from equivalence_io import (KafkaStreamsReference, java_string, output_topics, produce_strings, start_kafka_streams,
+                            written_time)
 from killed_runs import kill_and_rerun
 import session_reference
-from dagster_kstreams.kafka.records import final_values, read_topic
+from dagster_kstreams.kafka.records import read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology.consumed_produced import Produced
 from dagster_kstreams.topology.grouped_repartitioned import Grouped
@@ -131,8 +132,16 @@ def _expected(records) -> dict:
 
 
 def _results(bootstrap: str, topics: dict[str, str]) -> dict:
-    """Final value per raw windowed key of each output topic."""
-    return {name: final_values(read_topic(bootstrap, topics[name])) for name in OUTPUTS}
+    """Final ``(value, timestamp)`` per raw windowed key of each output topic (a tombstone deletes)."""
+    results: dict = {}
+    for name in OUTPUTS:
+        table = results.setdefault(name, {})
+        for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
+            if record.value is None:
+                table.pop(record.key, None)
+            else:
+                table[record.key] = (record.value, written_time(record))
+    return results
 
 
 def _decoded(results: dict) -> dict:
@@ -140,7 +149,7 @@ def _decoded(results: dict) -> dict:
     decoded = {}
     for name, table in results.items():
         values = {}
-        for key, value in table.items():
+        for key, (value, _) in table.items():
             windowed = serde.deserialize(key)
             values[(windowed.key, windowed.window.start, windowed.window.end)] = (
                 Serdes.Long().deserialize(value) if name == "out-count" else value.decode())
@@ -167,7 +176,7 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
 def _assert_same(kafka_streams_run, ours: dict) -> None:
     expected = kafka_streams_run["results"]
     for name in OUTPUTS:
-        assert ours[name] == expected[name], name  # raw bytes: Kafka Streams' windowed keys, values
+        assert ours[name] == expected[name], name  # raw bytes: Kafka Streams' windowed keys, values; timestamps
 
 
 def test_sessions_on_spark_match_kafka_streams(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path,
@@ -198,6 +207,11 @@ def test_reference_and_kafka_streams_agree(kafka_streams_run):
     decoded = _decoded(kafka_streams_run["results"])
     for name in OUTPUTS:
         assert decoded[name] == expected[name], name
+    # A session's update is stamped with the session's end (KStreamSessionWindowAggregate).
+    serde = WindowedSerde(Serdes.String(), session=True)
+    for name in OUTPUTS:
+        assert all(serde.deserialize(key).window.end == timestamp
+                   for key, (_, timestamp) in kafka_streams_run["results"][name].items()), name
     # The input exercises what it should: merged sessions, merger order, late records, null keys.
     assert any(start < end for _, start, end in expected["out-count"])
     assert any("|" in value and value.count("|") >= 2 for value in expected["out-aggregate"].values())

@@ -52,7 +52,7 @@ in the time-ordered session store's 60 s segment before it are never emitted eit
 partition: the records of one key family there are one task's output, in its order.
 
 Compared: describe() of the very topology run, and per output topic and key family the whole
-sequence of (key, value) records.
+sequence of (key, value, timestamp) records.
 
 The prices carry headers on some records (a name of one Java char per code unit and of two, a null
 value), and from record 300 on, those of partition 1 a 60-byte header: Kafka Streams counts headers
@@ -76,11 +76,12 @@ import suppress_context_topology
 import suppress_memory_topology
 import suppress_topology
 import suppressed_readers_topology
-from equivalence_io import output_topics, produce_strings, windowed_key_reader
+from equivalence_io import output_topics, produce_strings, windowed_key_reader, written_time
 from killed_runs import run_until_killed
 from suppress_reader_checks import (
     assert_the_other_readers_of_the_suppression_matter, assert_updates_go_out_in_their_buffered_context,
 )
+from suppress_context_topology import CONTEXT_OUTPUTS
 from suppress_topology import (INPUTS, OUTPUT_KEYS, OUTPUTS, RAISED_BYTES, SHUT_DOWN_OUTPUT, shut_down_example,
                                suppress_examples)
 from dagster_kstreams.kafka.records import read_topic
@@ -98,6 +99,8 @@ cloudpickle.register_pickle_by_value(suppressed_readers_topology)
 PARTITIONS = 2
 T0 = (int(time.time()) - 3600) // 60 * 60 * 1000  # recent (broker retention), a whole minute
 FAMILIES = ("a", "b")  # the keys of partition 0, of partition 1
+# The outputs of StampWindowValues: each value ends with "|t" and its record's timestamp.
+STAMPED_OUTPUTS = ("out-closed-written", "out-closed-sessions-written", "out-closed-sliding-written")
 
 
 def _input(seed: int = 14) -> dict[str, list[tuple]]:
@@ -151,14 +154,14 @@ def _value_reader(name: str):
 
 
 def _results(bootstrap: str, topics: dict[str, str], names=OUTPUTS) -> dict[tuple[str, str], list]:
-    """``{(output, key family): [(key, value)] in offset order}``."""
+    """``{(output, key family): [(key, value, timestamp)] in offset order}``."""
     results: dict[tuple[str, str], list] = {}
     for name in names:
         key_of, value_of = _key_reader(name), _value_reader(name)
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
             key = key_of(record.key)
             family = (key[0] if isinstance(key, tuple) else key)[0]
-            results.setdefault((name, family), []).append((key, value_of(record.value)))
+            results.setdefault((name, family), []).append((key, value_of(record.value), written_time(record)))
     return results
 
 
@@ -230,6 +233,11 @@ def test_suppression_killed_part_way_and_rerun_matches_kafka_streams(
 def _assert_reference_exercises_it(expected: dict, records: dict) -> None:
     """Kafka Streams' output shows what the test is about: final results once per window, closed
     windows by start, the jumps leaving hopping windows unemitted, sessions, tombstones."""
+    # The outputs whose values show their update's timestamp: Kafka Streams' sinks write that one.
+    for (name, family), sequence in expected.items():
+        if name in (*STAMPED_OUTPUTS, *CONTEXT_OUTPUTS):
+            assert sequence and all(value.rsplit("|t", 1)[1] == str(timestamp) for _, value, timestamp in sequence)
+    expected = {output: [(key, value) for key, value, _ in sequence] for output, sequence in expected.items()}
     assert set(expected) == {(name, family) for name in OUTPUTS for family in FAMILIES}
     for family in FAMILIES:
         finals = [key for key, _ in expected[("out-final", family)]]

@@ -11,7 +11,8 @@ partitions; records come out of order (within grace and far beyond it), with nul
 null values. Kafka Streams 4.3.1 runs it once; our tasks run the twin.
 
 Compared: the last value per windowed key of every output topic (read with Kafka's
-time-windowed key format), every update of the outputs without a record cache, every window store
+time-windowed key format) with its record's timestamp, every update of the outputs without a record
+cache with its timestamp, every window store
 (but the supplier's), and the late records: ours counted per
 (record, closed window), and per put a store drops, equal Kafka Streams' dropped-records-total minus the records it skipped
 for a null key (each time window aggregation of the events) or a null key or value (sliding).
@@ -29,7 +30,7 @@ import pytest
 from pyspark import cloudpickle
 
 from equivalence_io import (KafkaStreamsReference, StampValues, java_string, output_topics, produce_strings,
-                            start_kafka_streams)
+                            start_kafka_streams, written_time)
 from killed_runs import kill_and_rerun
 from dagster_kstreams.kafka.records import final_values, read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
@@ -140,8 +141,8 @@ def _input(seed: int = 5) -> dict[str, list[tuple]]:
 
 
 def _results(bootstrap: str, topics: dict[str, str]) -> dict:
-    """The last value per (key, window start) of every output topic; for the count without a
-    record cache, every value per (key, window start) in order."""
+    """The last value per (key, window start) of every output topic, and the timestamp of its record;
+    for the outputs without a record cache, every (value, timestamp) per (key, window start) in order."""
     result = {}
     for name, (size, kind) in OUTPUTS.items():
         serde = WindowedSerde(Serdes.String(), size)
@@ -149,6 +150,11 @@ def _results(bootstrap: str, topics: dict[str, str]) -> dict:
         records = read_topic(bootstrap, topics[name])
         values = final_values(records, serde.deserialize, decode)
         result[name] = {(w.key, w.window.start): value for w, value in values.items()}
+        last_written = {}  # the timestamp of each window's last record (no window here is deleted)
+        for record in sorted(records, key=lambda r: (r.partition, r.offset)):
+            windowed = serde.deserialize(record.key)
+            last_written[windowed.key, windowed.window.start] = written_time(record)
+        result[f"{name}/timestamps"] = {window: last_written[window] for window in result[name]}
         placed: dict = {}  # where each window went: by its inner key (WindowedStreamPartitioner)
         for record in records:
             windowed = serde.deserialize(record.key)
@@ -158,7 +164,8 @@ def _results(bootstrap: str, topics: dict[str, str]) -> dict:
             updates: dict = {}
             for record in sorted(records, key=lambda r: (r.partition, r.offset)):
                 windowed = serde.deserialize(record.key)
-                updates.setdefault((windowed.key, windowed.window.start), []).append(decode(record.value))
+                updates.setdefault((windowed.key, windowed.window.start), []).append(
+                    (decode(record.value), written_time(record)))
             result[f"{name}/updates"] = updates
     return result
 
@@ -211,6 +218,7 @@ def _assert_same(expected_run, ours: dict, stores: dict, dropped_late: int) -> N
     for name in OUTPUTS:
         assert set(ours[name]) == set(expected[name]), name
         assert ours[name] == expected[name], name
+        assert ours[f"{name}/timestamps"] == expected[f"{name}/timestamps"], name
         assert ours[f"{name}/partitions"] == expected[f"{name}/partitions"], name
     for name in EVERY_UPDATE:
         assert ours[f"{name}/updates"] == expected[f"{name}/updates"], name  # every update, as they came
@@ -227,15 +235,19 @@ def test_windowed_aggregations_on_spark_match_kafka_streams(kafka_bootstrap, kaf
     assert any(",null" in value for value in expected["out-hopping"].values())
     assert all(len(expected[name]) > 20 for name in OUTPUTS)
     # Without the record cache Kafka Streams forwards every update: 1, 2, 3 ... per window.
-    uncached = expected["out-uncached/updates"]
+    uncached = {window: [value for value, _ in updates] for window, updates in expected["out-uncached/updates"].items()}
     assert all(values == list(range(1, len(values) + 1)) for values in uncached.values())
     assert max(len(values) for values in uncached.values()) > 3
     # A store kept less than its windows stay open: some windows count from nothing again after a late record.
-    assert any(values != list(range(1, len(values) + 1)) for values in expected["out-short-kept/updates"].values())
+    assert any([value for value, _ in updates] != list(range(1, len(updates) + 1))
+               for updates in expected["out-short-kept/updates"].values())
     # A plain RocksDB supplier's store: a record out of order stamps its window's update with its own timestamp,
     # below the window's earlier updates' (a timestamped store's would stay at the largest).
-    stamps = [[int(value.split("|t")[1]) for value in values] for values in expected["out-plain-kept/updates"].values()]
+    stamps = [[int(value.split("|t")[1]) for value, _ in updates] for updates in expected["out-plain-kept/updates"].values()]
     assert any(window_stamps != sorted(window_stamps) for window_stamps in stamps)
+    # and the record carries the timestamp its value shows
+    assert all(int(value.split("|t")[1]) == timestamp
+               for updates in expected["out-plain-kept/updates"].values() for value, timestamp in updates)
 
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, PARTITIONS))
     # Several micro-batches per task: stream time carried from batch to batch by the watermark.
@@ -268,6 +280,7 @@ def test_windowed_aggregations_killed_part_way_and_rerun_still_match_kafka_strea
     ours = _results(kafka_bootstrap, topics)
     for name in OUTPUTS:
         assert ours[name] == kafka_streams_run["results"][name], name
+        assert ours[f"{name}/timestamps"] == kafka_streams_run["results"][f"{name}/timestamps"], name
         assert ours[f"{name}/partitions"] == kafka_streams_run["results"][f"{name}/partitions"], name
     for name in EVERY_UPDATE:
         assert ours[f"{name}/updates"] == kafka_streams_run["results"][f"{name}/updates"], name
