@@ -287,6 +287,17 @@ def test_reference_exercises_the_cases(kafka_streams_run):
     for name in ("out4", "out5"):
         assert None in expected[name], name
     assert kafka_streams_run["dropped_late"] > 0
+    # timestamps: a joined pair has the larger of its records' (either side's), a record joined with
+    # null its own
+    stamped = {value: timestamp for rows in kafka_streams_run["records"].values()
+               for _, value, _, timestamp in rows if value is not None}
+    pairs = [(value.split("+"), timestamp) for _, counts in expected["out1"].values() for value, timestamp in counts]
+    assert all(timestamp == max(stamped[left], stamped[right]) for (left, right), timestamp in pairs)
+    assert any(stamped[left] > stamped[right] for (left, right), _ in pairs)
+    assert any(stamped[left] < stamped[right] for (left, right), _ in pairs)
+    unjoined = [(value.split("+")[0], timestamp) for _, counts in expected["out4"].values()
+                for value, timestamp in counts if value.endswith("+null")]
+    assert unjoined and all(timestamp == stamped[left] for left, timestamp in unjoined)
     # the chain: triples, and first-join results without partner in the third stream (joined with
     # null), keys interleaved; its inputs hold null keys, null values and late records: some still
     # joined (the other side's store lags behind), the others never (beyond what it keeps)
