@@ -236,6 +236,7 @@ def test_joins_on_spark_match_kafka_streams(kafka_bootstrap, kafka_admin, unique
         cached, uncached = expected[f"tt-{kind}/updates"], expected[f"ut-{kind}/updates"]
         assert sum(map(len, uncached.values())) > sum(map(len, cached.values())), kind
         assert any(value is None for updates in uncached.values() for value, _ in updates), kind
+    _assert_reference_stamps_as_compared(kafka_streams_run)
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, PARTITIONS))
     runner = TaskRunner(join_examples(topics), unique_topic("spark-joins"), kafka_bootstrap,
                         state_location=str(tmp_path / "state"), spark=spark)
@@ -243,6 +244,23 @@ def test_joins_on_spark_match_kafka_streams(kafka_bootstrap, kafka_admin, unique
     runner.run_all()
     stores = {store: runner.read_store(store) for store in STORES}
     _assert_same(kafka_streams_run, _results(kafka_bootstrap, topics, runner.application_id), stores)
+
+
+def _assert_reference_stamps_as_compared(kafka_streams_run) -> None:
+    """The timestamps compared follow Kafka Streams' rules: a stream-table join's output has its order's
+    timestamp; a table-table join's update the larger of both rows' (the left's or the right's)."""
+    records = kafka_streams_run["records"]
+    expected = kafka_streams_run["results"]
+    stamped = {value: timestamp for name in ("orders", "left", "right")
+               for _, value, timestamp in records[name] if value is not None}
+    orders = [(value.split("|")[0], timestamp) for name in ("out-inner", "out-left")
+              for _, rows in expected[name].values() for value, timestamp in rows]
+    assert orders and all(timestamp == stamped[order] for order, timestamp in orders)
+    pairs = [(value.split("+"), timestamp) for updates in expected["ut-inner/updates"].values()
+             for value, timestamp in updates if value is not None]
+    assert pairs and all(timestamp == max(stamped[left], stamped[right]) for (left, right), timestamp in pairs)
+    assert any(stamped[left] > stamped[right] for (left, right), _ in pairs)
+    assert any(stamped[left] < stamped[right] for (left, right), _ in pairs)
 
 
 def test_joins_killed_part_way_and_rerun_still_match_kafka_streams(
