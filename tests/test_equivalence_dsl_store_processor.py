@@ -29,9 +29,9 @@ Input (2 partitions): out-of-order timestamps within each 10 s bucket (a bucket'
 before the next bucket's, so the keys a punctuation closes have seen all their records whenever Kafka
 Streams runs it), null keys and null values; table tombstones and older table updates. The joined
 tables' updates come in rounds of 2 s, 6 updates of each table per partition and round, out of order
-within a round, tombstones on either side, null keys. Compared, per
-task, the whole sequence of what the count's records forwarded (values carry the record timestamps and
-the stored ones) and of what the punctuator forwarded (the two interleave differently from run to run
+within a round, tombstones on either side, null keys. Every output record is compared with its
+timestamp. Compared, per task, the whole sequence of what the count's records forwarded (values
+carry the record timestamps and the stored ones) and of what the punctuator forwarded (the two interleave differently from run to run
 in Kafka Streams); per key, what each order read from the table (a task's two topics are merged by
 timestamp, which Kafka Streams only guarantees per key here); and both stores as interactive queries
 read them at the end; per task, the whole sequence of what the filter's, the joins' and the
@@ -56,7 +56,7 @@ from pyspark import cloudpickle
 import dsl_store_processor_topology
 import old_value_write_topology
 from dsl_store_processor_topology import BUCKET_MS, dsl_store_processor_examples, key_text
-from equivalence_io import output_topics, produce_strings, run_kafka_streams, with_unique_timestamps
+from equivalence_io import output_topics, produce_strings, run_kafka_streams, with_unique_timestamps, written_time
 from killed_runs import kill_and_rerun
 from dagster_kstreams.kafka.records import read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
@@ -198,36 +198,37 @@ def _keyed_stream(seed: int, count: int, spacing_ms: int, prefix: str) -> list[t
 
 
 def _count_results(records) -> dict[tuple[str, str], list]:
-    """``{(task tag, "record" | "punctuation"): [(key, value)]}`` in offset order."""
+    """``{(task tag, "record" | "punctuation"): [(key, value, timestamp)]}`` in offset order."""
     results: dict[tuple[str, str], list] = {}
     for record in records:
         value = record.value.decode()
         tag, kind = value.split("|")[:2]
         results.setdefault((tag, "punctuation" if kind == "closed" else "record"), []).append(
-            (record.key.decode(), value))
+            (record.key.decode(), value, written_time(record)))
     return results
 
 
 def _price_results(records) -> dict[tuple[str, str], list]:
-    """``{(task tag, key): [value]}`` in offset order."""
+    """``{(task tag, key): [(value, timestamp)]}`` in offset order."""
     results: dict[tuple[str, str], list] = {}
     for record in records:
         value = record.value.decode()
-        results.setdefault((value.split("|")[0], None if record.key is None else record.key.decode()), []).append(value)
+        results.setdefault((value.split("|")[0], None if record.key is None else record.key.decode()), []).append(
+            (value, written_time(record)))
     return results
 
 
 def _table_results(records) -> dict[tuple, list]:
-    """``{(task tag, store): [(key, value)]}`` of the filter's and the re-grouping's updates, and
-    ``{(task tag, store, key): [value]}`` of the cogroup's, in offset order."""
+    """``{(task tag, store): [(key, value, timestamp)]}`` of the filter's and the re-grouping's updates,
+    and ``{(task tag, store, key): [(value, timestamp)]}`` of the cogroup's, in offset order."""
     results: dict[tuple, list] = {}
     for record in records:
         key, value = record.key.decode(), record.value.decode()
         tag, store = value.split("|")[:2]
         if store in PER_KEY:
-            results.setdefault((tag, store, key), []).append(value)
+            results.setdefault((tag, store, key), []).append((value, written_time(record)))
         else:
-            results.setdefault((tag, store), []).append((key, value))
+            results.setdefault((tag, store), []).append((key, value, written_time(record)))
     return results
 
 
@@ -315,11 +316,11 @@ def _assert_reference_exercises_it(reference: dict) -> None:
     read with their timestamps, and deleted ones."""
     counts, prices = reference["results"]["counts"], reference["results"]["prices"]
     for tag in ("p0", "p1"):
-        values = [value.split("|") for _, value in counts[(tag, "record")]]
+        values = [value.split("|") for _, value, _ in counts[(tag, "record")]]
         assert any(parts[1] == "count" and parts[2] == "11" for parts in values)
         assert any(parts[1] == "deleted" and parts[2].startswith("13@") for parts in values)
         assert len(counts[(tag, "punctuation")]) > 10
-        read = [value for (task, _), sequence in prices.items() if task == tag for value in sequence]
+        read = [value for (task, _), sequence in prices.items() if task == tag for value, _ in sequence]
         assert any("@" in value for value in read) and any(value.endswith("|null") for value in read)
     for tag in ("p0", "p1"):
         for store in ("kept", "items-later", "regrouped", "cogrouped", "win-labels", "win-final", "win-cog-labels",
@@ -350,8 +351,7 @@ def _assert_reference_exercises_it(reference: dict) -> None:
     for tag in ("p0", "p1"):
         for store, seen in (("owner-groups", r"-[vx]\d!"), ("owners-pets-kept", r"\|null\|")):
             assert any(re.search(seen, value) for (task, name, *_), sequence in reference["results"]["tables"].items()
-                       if (task, name) == (tag, store) for value in (v if isinstance(v, str) else v[1]
-                                                                     for v in sequence)), (tag, store)
+                       if (task, name) == (tag, store) for *_, value, _ in sequence), (tag, store)
 
 
 def _by_key(reference: dict, tag: str, store: str) -> dict[str, list[list[str]]]:
@@ -359,7 +359,7 @@ def _by_key(reference: dict, tag: str, store: str) -> dict[str, list[list[str]]]
     by_key: dict[str, list[list[str]]] = {}
     for task_and_store, sequence in reference["results"]["tables"].items():
         if task_and_store[:2] == (tag, store):
-            for entry in sequence:
-                key, value = entry if isinstance(entry, tuple) else (task_and_store[2], entry)
+            for entry in sequence:  # (key, value, timestamp), or per key (value, timestamp)
+                key, value = entry[:2] if len(task_and_store) == 2 else (task_and_store[2], entry[0])
                 by_key.setdefault(key, []).append(value.split("|"))
     return by_key

@@ -42,8 +42,8 @@ of a key range. Kafka Streams checks for closed windows after every record (emit
 
 Input (2 partitions, 3 keys each): timestamps advancing about 100 ms a record, a fifth of them out
 of order by up to 12 s (within the 4 s grace, and beyond it: dropped from the closed windows), null
-keys and null values. Compared: describe(), every task's whole output sequence (values carry the
-record timestamps, the stored ones, and the store's ranges in its order, so retention is read at its
+keys and null values. Compared: describe(), every task's whole output sequence of (key, value,
+timestamp) records (values carry the record timestamps, the stored ones, and the store's ranges in its order, so retention is read at its
 edge; the emitted windows' timestamps), and the stores as interactive queries read them at the end.
 Once on a clean run, once killed part-way (the second task after its first batch of 120 records) and
 rerun from the checkpoints.
@@ -60,7 +60,7 @@ from pyspark import cloudpickle
 
 import dsl_window_store_processor_topology
 from dsl_window_store_processor_topology import dsl_window_store_processor_examples
-from equivalence_io import output_topics, produce_strings, run_kafka_streams
+from equivalence_io import output_topics, produce_strings, run_kafka_streams, written_time
 from killed_runs import kill_and_rerun
 from dagster_kstreams.kafka.records import read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
@@ -100,11 +100,11 @@ def _events(seed: int = 41) -> list[tuple]:
 
 
 def _results(bootstrap: str, topic: str) -> dict[str, list]:
-    """``{task tag: [(key, value)]}`` in offset order."""
+    """``{task tag: [(key, value, timestamp)]}`` in offset order."""
     results: dict[str, list] = {}
     for record in sorted(read_topic(bootstrap, topic), key=lambda r: (r.partition, r.offset)):
         value = record.value.decode()
-        results.setdefault(value.split("|")[0], []).append((record.key.decode(), value))
+        results.setdefault(value.split("|")[0], []).append((record.key.decode(), value, written_time(record)))
     return results
 
 
@@ -205,7 +205,7 @@ def _assert_reference_exercises_it(reference: dict) -> None:
     several keys' windows of one start, and records dropped from closed windows (fewer updates than
     two windows per keyed record)."""
     for tag in ("p0", "p1"):
-        values = [value.split("|") for _, value in reference["results"][tag]]
+        values = [value.split("|") for _, value, _ in reference["results"][tag]]
         assert any(parts[2] == "11" and parts[4].startswith("11@") for parts in values)
         assert sum(1 for parts in values if parts[2] == "13") >= 2
         assert any(parts[5].count("=") >= 3 for parts in values)
@@ -225,7 +225,7 @@ def _assert_reference_exercises_sessions(reference: dict, suffix: str) -> None:
     with the one the processor put (a count past 100), sessions removed at 13, and tombstones of
     merged-away sessions (records merging two sessions or more: two tombstones in a row)."""
     for tag in ("p0", "p1"):
-        values = [value.split("|") for _, value in reference[f"sessions{suffix}"][tag]]
+        values = [value.split("|") for _, value, _ in reference[f"sessions{suffix}"][tag]]
         counts = [parts[2] for parts in values]
         assert "11" in counts and any(count.isdigit() and int(count) > 100 for count in counts)
         assert counts.count("13") >= 2 and counts.count("null") >= 10 and reference[f"session_store{suffix}"]
@@ -239,7 +239,7 @@ def _assert_reference_exercises_sliding(reference: dict, suffix: str) -> None:
     the store no longer returns (the put ahead moved its time: stored ``null``), key ranges reaching
     several keys, and both listings of every window."""
     for tag in ("p0", "p1"):
-        values = [value.split("|") for _, value in reference[f"sliding{suffix}"][tag]]
+        values = [value.split("|") for _, value, _ in reference[f"sliding{suffix}"][tag]]
         counts = [int(parts[2]) for parts in values]
         assert 11 in counts and any(count > 100 for count in counts)
         assert sum(1 for parts in values if parts[4] == "null") >= 2
@@ -259,10 +259,10 @@ def _assert_in_memory_orders_differ(reference: dict) -> None:
         return len(runs) > len(set(runs))
 
     for tag in ("p0", "p1"):
-        sessions = [value.split("|") for _, value in reference["sessions_in_memory"][tag]]
+        sessions = [value.split("|") for _, value, _ in reference["sessions_in_memory"][tag]]
         assert any(keys_interleave(parts[6]) for parts in sessions)  # backward_fetch(key_from, key_to)
         assert any(keys_interleave(parts[7]) for parts in sessions)  # find_sessions(earliest_end, latest_end)
-        sliding = [value.split("|") for _, value in reference["sliding_in_memory"][tag]]
+        sliding = [value.split("|") for _, value, _ in reference["sliding_in_memory"][tag]]
         assert any(keys_interleave(parts[8]) for parts in sliding if parts[8])  # all() / backward_all()
 
 
@@ -274,10 +274,10 @@ def _assert_reference_exercises_closed(reference: dict) -> None:
     for name in (*(name for name, _ in CLOSED), CLOSED_SESSIONS):
         for tag in ("p0", "p1"):
             emitted = reference["closed"][f"{name}-out"][tag]
-            counts = [int(value.split("|")[1]) for _, value in emitted]
+            counts = [int(value.split("|")[1]) for _, value, _ in emitted]
             assert any(count > 1000 for count in counts) and any(count < 1000 for count in counts), name
-            assert any(key.split("@")[0].endswith("9") for key, _ in emitted), name
-            reads = [value.split("|") for _, value in reference["closed"][f"{name}-reads"][tag]]
+            assert any(key.split("@")[0].endswith("9") for key, _, _ in emitted), name
+            reads = [value.split("|") for _, value, _ in reference["closed"][f"{name}-reads"][tag]]
             assert any(parts[2] == "null" for parts in reads) and any(parts[2] != "null" for parts in reads), name
             if "rocksdb" in name:  # some all() listing by key, then start (the segmented store), not by start
                 assert any(_starts(parts[6]) != sorted(_starts(parts[6])) for parts in reads), name

@@ -24,9 +24,9 @@ Output topics have one partition; a click's value names its family, so each fami
 one task's output, in its order.
 
 Compared: describe() of the very topology run, and per output and family the whole sequence of
-(key, value) records, windowed keys with their windows (output timestamps are the runner's known
-difference: README, "Record timestamps written by the runner"); for the pings, the counts per key
-and that every window is one of the hour the run read them in.
+(key, value, timestamp) records, windowed keys with their windows; for the pings, the counts per key
+and that every window is one of the hour the run read them in (their timestamps are the wall-clock
+time each run read them at).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from pyspark import cloudpickle
 
 import global_topology
 import oracle_harness
-from equivalence_io import output_topics, produce_strings
+from equivalence_io import output_topics, produce_strings, written_time
 from global_topology import INPUTS, OUTPUTS, global_examples
 from killed_runs import kill_and_rerun
 from dagster_kstreams.kafka.records import read_topic
@@ -109,21 +109,21 @@ def _wall_clock_counts(bootstrap: str, topics: dict[str, str]) -> tuple[dict[str
 
 
 def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple[str, str], list]:
-    """``{(output, family): [(key, value)] in offset order}`` (not the wall-clock windows)."""
+    """``{(output, family): [(key, value, timestamp)] in offset order}`` (not the wall-clock windows)."""
     results: dict[tuple[str, str], list] = {}
     windowed = WindowedSerde(Serdes.String(), 10_000)
     for record in sorted(read_topic(bootstrap, topics["out-windowed"]), key=lambda r: (r.partition, r.offset)):
         window = windowed.deserialize(record.key)
         count = None if record.value is None else int.from_bytes(record.value, "big", signed=True)
         results.setdefault(("out-windowed", window.key[0]), []).append(
-            ((window.key, window.window.start, window.window.end), count))
+            ((window.key, window.window.start, window.window.end), count, written_time(record)))
     for name in ("out-inner", "out-left", "out-orders"):
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
             key = None if record.key is None else record.key.decode()
             value = None if record.value is None else record.value.decode()
             click = value.split("|")[1] if value else "null"
             family = click.split(",")[1][0].lower() if "," in click else "?"  # an order's is upper-cased
-            results.setdefault((name, family), []).append((key, value))
+            results.setdefault((name, family), []).append((key, value, written_time(record)))
     return results
 
 
@@ -198,19 +198,19 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     assert {family for _, family in expected} == set(FAMILIES)
     for family in FAMILIES:
         windows = expected[("out-windowed", family)]
-        assert len({key for key, _ in windows}) > 20
-        assert max(start for (_, start, _), _ in windows) > T0 + 10_000 + 240 * 50  # beyond the Kafka timestamps
-        inner = [value for _, value in expected[("out-inner", family)]]
-        left = [value for _, value in expected[("out-left", family)]]
+        assert len({key for key, _, _ in windows}) > 20
+        assert max(start for (_, start, _), _, _ in windows) > T0 + 10_000 + 240 * 50  # beyond the Kafka timestamps
+        inner = [value for _, value, _ in expected[("out-inner", family)]]
+        left = [value for _, value, _ in expected[("out-left", family)]]
         assert len(left) > len(inner) > 30
         assert any(value.endswith("|null") for value in left)
         assert not any("u5," in value or "u7," in value for value in inner)  # deleted profiles
-    left_all = [value for (name, _), rows in expected.items() if name == "out-left" for _, value in rows]
+    left_all = [value for (name, _), rows in expected.items() if name == "out-left" for _, value, _ in rows]
     assert not any(value.endswith(",-7") or ",-7|" in value for value in left_all)
-    inner_all = [value for (name, _), rows in expected.items() if name == "out-inner" for _, value in rows]
+    inner_all = [value for (name, _), rows in expected.items() if name == "out-inner" for _, value, _ in rows]
     assert any(value.endswith("-u1") for value in inner_all) and any(value.endswith("-u2") for value in inner_all)
     # Orders: filtered (no null, no x...), joined or left with NULL, upper-cased, null keys among them.
-    orders = [value for (name, _), rows in expected.items() if name == "out-orders" for _, value in rows]
+    orders = [value for (name, _), rows in expected.items() if name == "out-orders" for _, value, _ in rows]
     assert {family for name, family in expected if name == "out-orders"} == set(FAMILIES) and len(orders) > 40
     assert any(value.endswith("|NULL") for value in orders) and any(value.startswith("NULL|") for value in orders)
     assert any("|-," in value for value in orders) and any("|P" in value for value in orders)

@@ -19,9 +19,9 @@ continues each task from its checkpoint (the join buffers and stream times; the 
 again).
 
 Compared: describe() of the very topology run, and per output topic and partition the whole
-sequence of (key, value) records with a key; the null-keyed orders and payments that the left and
-outer joins pass on unjoined (KIP-962) go to the partition the producer picks, in Kafka Streams as
-here, so they are compared per task as a sorted list.
+sequence of (key, value, timestamp) records with a key; the null-keyed orders and payments that the
+left and outer joins pass on unjoined (KIP-962) go to the partition the producer picks, in Kafka
+Streams as here, so they are compared per task as a sorted list of (value, timestamp).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pyspark import cloudpickle
 
 import global_stream_join_topology
 import oracle_harness
-from equivalence_io import output_topics, produce_strings, with_unique_timestamps
+from equivalence_io import output_topics, produce_strings, with_unique_timestamps, written_time
 from global_stream_join_topology import INPUTS, OUTPUTS, global_stream_join_examples
 from killed_runs import run_until_killed
 from dagster_kstreams.kafka.partitioner import default_partition
@@ -104,7 +104,7 @@ def _input_partitions(halves) -> dict[str, int]:
 
 
 def _results(bootstrap: str, topics: dict[str, str], partitions: dict[str, int]) -> dict[tuple, list]:
-    """``{(output, partition): [(key, value)] in offset order}`` of the records with a key (in the
+    """``{(output, partition): [(key, value, timestamp)] in offset order}`` of the records with a key (in the
     key's partition, as the task's input), and ``{(output, task partition, "null keys"): sorted}``
     of those without: left and outer joins pass a null-keyed order or payment on unjoined (KIP-962),
     to the partition the producer picks, in Kafka Streams as here; each is attributed to the task
@@ -114,10 +114,11 @@ def _results(bootstrap: str, topics: dict[str, str], partitions: dict[str, int])
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
             value = None if record.value is None else record.value.decode()
             if record.key is not None:
-                results.setdefault((name, record.partition), []).append((record.key.decode(), value))
+                results.setdefault((name, record.partition), []).append(
+                    (record.key.decode(), value, written_time(record)))
             else:
                 task = partitions[re.search(r"[oy]\d-\d+", value).group()]
-                results.setdefault((name, task, "null keys"), []).append(value)
+                results.setdefault((name, task, "null keys"), []).append((value, written_time(record)))
     return {key: sorted(rows) if len(key) == 3 else rows for key, rows in results.items()}
 
 
@@ -173,14 +174,14 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     assert {key for key in expected if len(key) == 2} == {(name, p) for name in OUTPUTS for p in range(PARTITIONS)}
     assert {key for key in expected if len(key) == 3} == {("out-left-outer", p, "null keys") for p in range(PARTITIONS)}
     for partition in range(PARTITIONS):
-        outer = [value for _, value in expected["out-left-outer", partition]]
-        inner = [value for _, value in expected["out-inner", partition]]
+        outer = [value for _, value, _ in expected["out-left-outer", partition]]
+        inner = [value for _, value, _ in expected["out-inner", partition]]
         assert len(outer) > len(inner) > 20
         assert any("|null&y" in value for value in outer) and any(value.endswith("&null") for value in outer)
         assert any(":null&y" in value for value in outer)
         assert not any("|P4&" in value or "|null&" in value for value in inner)
     assert any("|P2-new&" in value for key, rows in expected.items() if key[0] == "out-inner"
-               for _, value in rows)
+               for _, value, _ in rows)
 
 
 def test_stream_joins_after_global_joins_in_a_clean_run_match_kafka_streams(

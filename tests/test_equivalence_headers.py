@@ -26,8 +26,8 @@ values; out-of-order timestamps. The amounts: null keys, null values, malformed 
 out-of-order timestamps that never tie with an event's. The lines: several per key in a batch, null
 keys, null values, empty lines, doubled and trailing spaces (empty words), timestamps out of order in
 each partition (in order per key).
-Compared: every output record's key, value and headers (less the runner's own ``__dagster_kstreams.*``
-position header), in output order per branch and source partition (per key too after the repartition
+Compared: every output record's key, value, headers (less the runner's own ``__dagster_kstreams.*``
+headers) and timestamp, in output order per branch and source partition (per key too after the repartition
 topic, whose two writers interleave; per key and with timestamps for the words' count and reduce
 together), the reduce's store read back, and describe().
 """
@@ -42,7 +42,7 @@ import pytest
 from pyspark import cloudpickle
 
 import header_topology
-from equivalence_io import output_topics, run_kafka_streams
+from equivalence_io import output_topics, run_kafka_streams, written_time
 from header_topology import header_examples, rekeyed_examples, word_examples
 from killed_runs import kill_and_rerun
 from dagster_kstreams.kafka.partitioner import default_partition
@@ -113,8 +113,8 @@ def _lines(seed: int = 33) -> list[tuple]:
     vocabulary, some with doubled or trailing spaces (empty words), empty lines, null values, null
     keys; enough per partition for several batches of 40 records. Timestamps out of order in each
     partition but in order per key (each key some seconds behind or ahead of the others): an
-    aggregation's update has the larger of its record's and its previous timestamp in Kafka Streams,
-    the record's here (README, "Record timestamps written by the runner"), and these keep the two equal."""
+    aggregation's update has the larger of its record's and its previous timestamp, here the
+    record's, so that the timestamp stamped into a word's value names its line."""
     rng = random.Random(seed)
     lines = []
     for i in range(120):
@@ -136,7 +136,7 @@ def _lines(seed: int = 33) -> list[tuple]:
 
 
 def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple, list]:
-    """``{(branch, source partition, output): [(key, value, headers)]}`` in offset order, ``output``
+    """``{(branch, source partition, output): [(key, value, headers, timestamp)]}`` in offset order, ``output``
     "out" or "routed"; after the repartition topic, ``{("rekeyed", source partition, key, output): ...}``,
     every branch of that sub-topology together: Kafka Streams forwards a record down each branch
     before the next record; behind the lines' words, ``{("words", source partition, key, output): ...}``,
@@ -149,10 +149,11 @@ def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple, list]:
         branch = record.value.decode().split("|")[0]
         source = dict(headers).get("src")
         if branch in WORD_BRANCHES:
-            results.setdefault(("words", source, record.key, output), []).append((record.key, record.value, headers))
+            results.setdefault(("words", source, record.key, output), []).append(
+                (record.key, record.value, headers, written_time(record)))
             continue
         group = ("rekeyed", source, record.key, output) if branch in REKEYED_BRANCHES else (branch, source, output)
-        results.setdefault(group, []).append((record.key, record.value, headers))
+        results.setdefault(group, []).append((record.key, record.value, headers, written_time(record)))
     return results
 
 
@@ -267,28 +268,29 @@ def test_rekeyed_columns_killed_in_their_own_task_and_rerun_match_kafka_streams(
 def _assert_reference_exercises_it(expected: dict) -> None:
     """Kafka Streams' output shows what the test is about: every branch from both partitions,
     duplicate header names, null header values, the processor's added and new headers."""
-    branches = {value.decode().split("|")[0] for sequence in expected.values() for _, value, _ in sequence}
+    branches = {value.decode().split("|")[0] for sequence in expected.values() for _, value, _, _ in sequence}
     assert branches == {"flat", "rekeyed", "count", "proc", "fresh", "win", "final", "mixmap", "mixa", "mixb",
                         "peek", "pone", "ptwo", "prest", "cthree", "cother", "sum", "join", "rproc", "wc", "ws",
                         "xsrc", "xproc", "xfresh", "xrep"}
     # Each topic-name extractor sent records to both topics, from both source partitions.
     routes = {(value.decode().split("|")[0], group[1], group[-1]) for group, sequence in expected.items()
-              for _, value, _ in sequence}
+              for _, value, _, _ in sequence}
     assert {(branch, source, output) for branch in ("xsrc", "xproc", "xfresh", "xrep") for source in (b"p0", b"p1")
             for output in OUTPUTS} <= routes
     # Behind the Columns: sums of doubled amounts over 10, joins of those up to 25 with a present and an
     # absent (deleted) event.
-    joined = [value.decode() for group, sequence in expected.items() if group[0] == "join" for _, value, _ in sequence]
-    sums = [value.decode() for group, sequence in expected.items() if group[0] == "sum" for _, value, _ in sequence]
+    joined = [value.decode() for group, sequence in expected.items() if group[0] == "join"
+              for _, value, _, _ in sequence]
+    sums = [value.decode() for group, sequence in expected.items() if group[0] == "sum" for _, value, _, _ in sequence]
     assert len(joined) > 5 and len(sums) > 15
     # One key's records of several branches of the rekeyed sub-topology, interleaved record by record.
-    assert any(len({value.decode().split("|")[0] for _, value, _ in sequence}) >= 3
+    assert any(len({value.decode().split("|")[0] for _, value, _, _ in sequence}) >= 3
                for group, sequence in expected.items() if group[0] == "rekeyed")
     # Every branch of each split: the peek's records, each down one branch of the split on Python
     # predicates; the split on Columns: a value ending in 3 to its first branch only (the second takes
     # every key but v1), a null value (key "none") to the second, v1 to none (no default branch).
     rekeyed = [value.decode() for group, sequence in expected.items() if group[0] == "rekeyed"
-               for _, value, _ in sequence]
+               for _, value, _, _ in sequence]
     peeked = [value.split("|")[1] for value in rekeyed if value.startswith("peek|")]
     split = sorted(value.split("|")[1] for value in rekeyed if value.split("|")[0] in ("pone", "ptwo", "prest"))
     assert peeked and split == sorted(peeked)
@@ -296,16 +298,16 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     assert not any(value.startswith(("cother|v3|", "cother|v1|")) for value in rekeyed)
     assert {group[1] for group in expected} == {b"p0", b"p1"}
     # The amounts' new keys at the processor, a null value's too.
-    rekeyed_amounts = [key for group, sequence in expected.items() if group[0] == "rproc" for key, _, _ in sequence]
+    rekeyed_amounts = [key for group, sequence in expected.items() if group[0] == "rproc" for key, _, _, _ in sequence]
     assert len(rekeyed_amounts) > 15 and b"rnull" in rekeyed_amounts
     # A line's words down the count and the reduce in turn, at one timestamp: count, reduce, count.
-    words = [[value.decode().split("|") for _, value, _ in sequence]
+    words = [[value.decode().split("|") for _, value, _, _ in sequence]
              for group, sequence in expected.items() if group[0] == "words"]
     assert any(first[0] == "wc" and second[0] == "ws" and third[0] == "wc" and first[2] == second[2] == third[2]
                for sequence in words for first, second, third in zip(sequence, sequence[1:], sequence[2:]))
     assert any(",," in value for sequence in words for _, value, _ in sequence)  # an empty word reduced
     assert {group[1] for group in expected if group[0] == "words"} == {b"p0", b"p1"}
-    every = [headers for sequence in expected.values() for _, _, headers in sequence]
+    every = [headers for sequence in expected.values() for _, _, headers, _ in sequence]
     assert any([name for name, _ in headers].count("dup") > 1 for headers in every)
     assert any(value is None for headers in every for _, value in headers)
     assert any(("fresh", None) in headers for headers in every)

@@ -8,7 +8,9 @@ the stream, and table updates interleaved with the stream records that read them
 
 Compared: every stream-table join output per key, in order (a stream record joins the table as
 of its place in Kafka Streams' timestamp-merged processing order), the final value per key of
-every table-table join output (uncached: every update per key, in order), and every store.
+every table-table join output (uncached: every update per key, in order), and every store; each
+output record with its timestamp (the stream record's; a table-table join's: the larger of both
+rows').
 
 The cached customers table also goes on, by ``to_stream``, to a repartition topic, in the
 sub-topology where the orders read the same keys. Its records keep their timestamps there (and
@@ -36,9 +38,10 @@ from collections import defaultdict
 from pyspark import cloudpickle
 import pytest
 
-from equivalence_io import KafkaStreamsReference, java_string, output_topics, produce_strings, start_kafka_streams
+from equivalence_io import (KafkaStreamsReference, java_string, output_topics, produce_strings, start_kafka_streams,
+                            written_time)
 from killed_runs import kill_and_rerun
-from dagster_kstreams.kafka.records import final_values, produce, read_topic
+from dagster_kstreams.kafka.records import produce, read_topic
 from dagster_kstreams.kafka.timestamp_header import INTERNAL_HEADER_PREFIX, TIMESTAMP_HEADER, decode_timestamp
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology.grouped_repartitioned import Repartitioned
@@ -145,8 +148,9 @@ def _updates(records) -> dict:
 
 
 def _results(bootstrap: str, topics: dict[str, str], app_id: str) -> dict:
-    """Stream-table outputs as ``{key: (partition, [values in order])}`` (null keys: a sorted list),
-    table-table outputs as final values per key, the customers table's updates by :func:`_updates`."""
+    """Stream-table outputs as ``{key: (partition, [(value, timestamp) in order])}`` (null keys: a
+    sorted list), table-table outputs as the final ``(value, timestamp)`` per key, the customers
+    table's updates by :func:`_updates`."""
     result = {"customer-updates": _updates(read_topic(bootstrap, f"{app_id}-{CUSTOMER_UPDATES}-repartition"))}
     for name in ("out-inner", "out-left"):
         per_key: dict = defaultdict(list)
@@ -154,23 +158,25 @@ def _results(bootstrap: str, topics: dict[str, str], app_id: str) -> dict:
         null_keys = []
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
             if record.key is None:
-                null_keys.append(record.value.decode())
+                null_keys.append((record.value.decode(), written_time(record)))
                 continue
             key = record.key.decode()
-            per_key[key].append(record.value.decode())
+            per_key[key].append((record.value.decode(), written_time(record)))
             partitions.setdefault(key, set()).add(record.partition)
         result[name] = {key: (sorted(partitions[key]), values) for key, values in per_key.items()}
         result[name + "/null-keys"] = sorted(null_keys)
     for name in TABLE_JOINS:
-        result[name] = final_values(read_topic(bootstrap, topics[name]), bytes.decode, bytes.decode)
         # Every update of each key in order, tombstones included (None): what a reader of the
         # joined table's topic sees, not only where it ends up. Compared for the uncached joins
         # (ut-*), where it is every update; with the cache a key's latest value per commit, which
         # depends on when Kafka Streams' commit interval (500 ms) fell during its run.
         updates: dict = defaultdict(list)
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
-            updates[record.key.decode()].append(None if record.value is None else record.value.decode())
+            updates[record.key.decode()].append(
+                (None if record.value is None else record.value.decode(), written_time(record)))
         result[name + "/updates"] = dict(updates)
+        # the final value per key (a tombstone deletes it), with the timestamp of its record
+        result[name] = {key: last for key, (*_, last) in updates.items() if last[0] is not None}
     return result
 
 
@@ -217,7 +223,7 @@ def test_joins_on_spark_match_kafka_streams(kafka_bootstrap, kafka_admin, unique
                                             kafka_streams_run):
     expected = kafka_streams_run["results"]
     # The reference exercises what it should: misses, left-join nulls, null keys, deletes.
-    assert any("|null" in v for _, values in expected["out-left"].values() for v in values)
+    assert any("|null" in v for _, values in expected["out-left"].values() for v, _ in values)
     assert len(expected["out-left/null-keys"]) > 0 and expected["out-inner/null-keys"] == []
     assert sum(len(v) for _, v in expected["out-inner"].values()) < sum(len(v) for _, v in expected["out-left"].values())
     assert len(expected["tt-inner"]) < len(expected["tt-left"]) < len(expected["tt-outer"])
@@ -225,11 +231,12 @@ def test_joins_on_spark_match_kafka_streams(kafka_bootstrap, kafka_admin, unique
     latest_order = {key: timestamp for key, _, timestamp in sorted(kafka_streams_run["records"]["orders"],
                                                                   key=lambda record: record[2])}
     assert any(latest_order.get(key, 0) > updates[-1][2] for key, updates in expected["customer-updates"].items())
-    assert any(v.startswith("null+") for v in expected["tt-outer"].values())
+    assert any(v.startswith("null+") for v, _ in expected["tt-outer"].values())
     for kind in ("inner", "left", "outer"):  # uncached: every update, deletes included
         cached, uncached = expected[f"tt-{kind}/updates"], expected[f"ut-{kind}/updates"]
         assert sum(map(len, uncached.values())) > sum(map(len, cached.values())), kind
-        assert any(None in updates for updates in uncached.values()), kind
+        assert any(value is None for updates in uncached.values() for value, _ in updates), kind
+    _assert_reference_stamps_as_compared(kafka_streams_run)
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, PARTITIONS))
     runner = TaskRunner(join_examples(topics), unique_topic("spark-joins"), kafka_bootstrap,
                         state_location=str(tmp_path / "state"), spark=spark)
@@ -237,6 +244,23 @@ def test_joins_on_spark_match_kafka_streams(kafka_bootstrap, kafka_admin, unique
     runner.run_all()
     stores = {store: runner.read_store(store) for store in STORES}
     _assert_same(kafka_streams_run, _results(kafka_bootstrap, topics, runner.application_id), stores)
+
+
+def _assert_reference_stamps_as_compared(kafka_streams_run) -> None:
+    """The timestamps compared follow Kafka Streams' rules: a stream-table join's output has its order's
+    timestamp; a table-table join's update the larger of both rows' (the left's or the right's)."""
+    records = kafka_streams_run["records"]
+    expected = kafka_streams_run["results"]
+    stamped = {value: timestamp for name in ("orders", "left", "right")
+               for _, value, timestamp in records[name] if value is not None}
+    orders = [(value.split("|")[0], timestamp) for name in ("out-inner", "out-left")
+              for _, rows in expected[name].values() for value, timestamp in rows]
+    assert orders and all(timestamp == stamped[order] for order, timestamp in orders)
+    pairs = [(value.split("+"), timestamp) for updates in expected["ut-inner/updates"].values()
+             for value, timestamp in updates if value is not None]
+    assert pairs and all(timestamp == max(stamped[left], stamped[right]) for (left, right), timestamp in pairs)
+    assert any(stamped[left] > stamped[right] for (left, right), _ in pairs)
+    assert any(stamped[left] < stamped[right] for (left, right), _ in pairs)
 
 
 def test_joins_killed_part_way_and_rerun_still_match_kafka_streams(

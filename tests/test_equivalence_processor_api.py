@@ -20,9 +20,9 @@ input, and give the same output (but the versioned table's, a DSL table it has n
 
 Input (2 partitions): out-of-order timestamps (within a bucket and beyond), repeated values, null
 keys and null values. Every value the processors forward names its task's partition; compared,
-per task, the whole sequence of (key, value) records forwarded for a record, and the whole
-sequence the punctuator forwarded (Kafka Streams runs its punctuators after a varying number of
-records, so only the interleaving of the two differs from run to run), and describe().
+per task, the whole sequence of (key, value, timestamp) records forwarded for a record, and the
+whole sequence the punctuator forwarded (Kafka Streams runs its punctuators after a varying number
+of records, so only the interleaving of the two differs from run to run), and describe().
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import pytest
 from pyspark import cloudpickle
 
 import processor_api_topology
-from equivalence_io import output_topics, produce_strings, run_kafka_streams
+from equivalence_io import output_topics, produce_strings, run_kafka_streams, written_time
 from killed_runs import kill_and_rerun
 from processor_api_topology import processor_api_examples, processor_api_low_level
 from dagster_kstreams.kafka.records import read_topic
@@ -77,14 +77,14 @@ def _routed(bootstrap: str, topics: dict[str, str]) -> dict[str, dict]:
 
 
 def _results(bootstrap: str, topic: str) -> dict[tuple[str, str], list]:
-    """``{(task partition tag, "record" | "punctuation"): [(key, value)]}`` in offset order."""
+    """``{(task partition tag, "record" | "punctuation"): [(key, value, timestamp)]}`` in offset order."""
     results: dict[tuple[str, str], list] = {}
     for record in sorted(read_topic(bootstrap, topic), key=lambda r: (r.partition, r.offset)):
         value = record.value.decode()
         tag, kind = value.split("|")[:2]
         source = "punctuation" if kind == "count" else "record"
         key = None if record.key is None else record.key.decode()
-        results.setdefault((tag, source), []).append((key, value))
+        results.setdefault((tag, source), []).append((key, value, written_time(record)))
     return results
 
 
@@ -159,21 +159,21 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     null keys and values, and counts forwarded by the punctuator."""
     assert set(expected) == {(f"p{p}", source) for p in range(PARTITIONS) for source in ("record", "punctuation")}
     for partition in range(PARTITIONS):
-        kinds = [value.split("|")[1] for _, value in expected[(f"p{partition}", "record")]]
+        kinds = [value.split("|")[1] for _, value, _ in expected[(f"p{partition}", "record")]]
         assert {"new", "repeat", "late", "null", "win", "ses", "dup"} <= set(kinds)
-        sessions = [value for _, value in expected[(f"p{partition}", "record")] if "|ses|" in value]
+        sessions = [value for _, value, _ in expected[(f"p{partition}", "record")] if "|ses|" in value]
         assert any(value.split("|")[2].count("=") > 1 for value in sessions)  # merged more than one session
         assert any(value.split("|")[4] for value in sessions)  # in-memory find_sessions(earliest_end, latest_end)
-        duplicates = [value for _, value in expected[(f"p{partition}", "record")] if "|dup|" in value]
+        duplicates = [value for _, value, _ in expected[(f"p{partition}", "record")] if "|dup|" in value]
         assert any(value.split("|")[2].split("/")[2] == "null" for value in duplicates)  # fetch(key, start) quirk
-        versions = [value.split("|") for _, value in expected[(f"p{partition}", "record")] if "|ver|" in value]
+        versions = [value.split("|") for _, value, _ in expected[(f"p{partition}", "record")] if "|ver|" in value]
         written = [part for fields in versions for part in fields[2].split(",")]
         assert {"put=-1", "put=-9223372036854775808", "tomb=-9223372036854775808"} <= set(written)  # latest, expired
         assert any(part.startswith(("put=", "tomb=")) and int(part.split("=")[1]) > 0 for part in written)  # validTo
         assert any(part.startswith("del=") and part != "del=null" for part in written)
         assert any(fields[5] != "null" for fields in versions)  # a version from the history
         assert any(fields[6] != "null" for fields in versions)  # past the history: an old enough latest version
-        updates = [value.split("|") for _, value in expected[(f"p{partition}", "record")] if "|tab|" in value]
+        updates = [value.split("|") for _, value, _ in expected[(f"p{partition}", "record")] if "|tab|" in value]
         times = [int(fields[3][1:]) for fields in updates]
         assert any(later < earlier for earlier, later in zip(times, times[1:]))  # out of order, forwarded
         assert any(fields[2] == "null" for fields in updates)  # a tombstone
@@ -181,13 +181,14 @@ def _assert_reference_exercises_it(expected: dict) -> None:
         assert any(fields[4].startswith("del=") and fields[4] != "del=null" for fields in updates)
         assert any(fields[5].startswith("w@") for fields in updates)  # the table's latest: the processor's put
         # windows near 0: a key's negative starts read back in order (those retained), none from 0 on
-        near = [value.split("|")[2].split("/") for _, value in expected[(f"p{partition}", "record")] if "|near|" in value]
+        near = [value.split("|")[2].split("/") for _, value, _ in expected[(f"p{partition}", "record")]
+                if "|near|" in value]
         assert any(re.match(r"-100001=[^,]*,(.*,)?-5=", before) for before, _ in near)
         assert all("@-" not in every for _, every in near) and any("@10=" in every for _, every in near)
         counts = expected[(f"p{partition}", "punctuation")]
-        assert len(counts) > 20 and any(int(value.split("|")[3]) > 1 for _, value in counts)
+        assert len(counts) > 20 and any(int(value.split("|")[3]) > 1 for _, value, _ in counts)
         # init() and a punctuator see a record context with no topic, partition or offset, not none
-        assert {tuple(value.split("|")[4:6]) for _, value in counts} == {("null/-1/-1", "null/-1/-1")}
+        assert {tuple(value.split("|")[4:6]) for _, value, _ in counts} == {("null/-1/-1", "null/-1/-1")}
 
 
 def _assert_routed_by_the_punctuators_context(routed: dict, expected: dict) -> None:

@@ -23,10 +23,12 @@ The input comes in rounds a minute apart: in a round every record's timestamp li
 of the round's start (late records aside). The partitions of a join do not advance together:
 each join store expires records by its own observed stream time, as in Kafka Streams.
 
-Compared: every join output as a multiset of values per key (and the partition it went to, for
-non-null keys: a null key goes to a partition of the producer's choosing), the chain's output
-(one partition) as the whole sequence in Kafka Streams' order, the table-fed join's output as the
-whole sequence of each partition (its non-null keys), and the number of records dropped as late.
+Compared: every join output as a multiset of (value, timestamp) per key (and the partition it went
+to, for non-null keys: a null key goes to a partition of the producer's choosing), the chain's output
+(one partition) as the whole sequence of (key, value, timestamp) in Kafka Streams' order, the
+table-fed join's output as the whole sequence of each partition (its non-null keys), and the number
+of records dropped as late. A joined pair has the larger of its records' timestamps, a record
+joined with null its own.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ import pytest
 from pyspark import cloudpickle
 
 import stream_join_topology
-from equivalence_io import KafkaStreamsReference, output_topics, produce_strings, start_kafka_streams
+from equivalence_io import KafkaStreamsReference, output_topics, produce_strings, start_kafka_streams, written_time
 from killed_runs import kill_after_first_batch_at_least_once, kill_and_rerun
 from stream_join_topology import CHAIN_INPUTS, stream_join_examples, table_fed_join_examples
 from dagster_kstreams.kafka.partitioner import default_partition
@@ -153,11 +155,12 @@ def _drawn_per_partition(inputs: tuple[str, ...], seed: int, rounds: int = 4, in
 
 
 def _results(bootstrap: str, topics: dict[str, str]) -> dict:
-    """Each output as ``{key: (partitions, Counter of values)}``; the chain's also as its whole
-    sequence of ``(key, value)`` (under ``"chain"``), the table-fed join's as each partition's
-    sequence of its records with a key (under ``"fed"``)."""
+    """Each output as ``{key: (partitions, Counter of (value, timestamp))}``; the chain's also as its
+    whole sequence of ``(key, value, timestamp)`` (under ``"chain"``), the table-fed join's as each
+    partition's sequence of its records with a key (under ``"fed"``)."""
     chain = read_topic(bootstrap, topics[CHAIN_OUTPUT])
-    result: dict = {"chain": [(None if r.key is None else r.key.decode(), r.value.decode()) for r in chain],
+    result: dict = {"chain": [(None if r.key is None else r.key.decode(), r.value.decode(), written_time(r))
+                              for r in chain],
                     "fed": _fed_sequences(bootstrap, topics)}
     for name in OUTPUTS:
         result[name] = _per_key(bootstrap, topics[name])
@@ -165,12 +168,12 @@ def _results(bootstrap: str, topics: dict[str, str]) -> dict:
 
 
 def _per_key(bootstrap: str, topic: str) -> dict:
-    """``{key: (partitions, Counter of values)}`` of one output."""
+    """``{key: (partitions, Counter of (value, timestamp))}`` of one output."""
     per_key: dict = defaultdict(Counter)
     partitions: dict = defaultdict(set)
     for record in read_topic(bootstrap, topic):
         key = None if record.key is None else record.key.decode()
-        per_key[key][record.value.decode()] += 1
+        per_key[key][record.value.decode(), written_time(record)] += 1
         partitions[key].add(record.partition)
     # a null key goes to a partition of the producer's choosing
     return {key: (sorted(partitions[key]) if key is not None else None, dict(values))
@@ -178,12 +181,13 @@ def _per_key(bootstrap: str, topic: str) -> dict:
 
 
 def _fed_sequences(bootstrap: str, topics: dict[str, str]) -> dict[int, list[tuple[str, str]]]:
-    """The table-fed join's output, partition by partition, as the sequence of ``(key, value)`` of
-    its records with a key (each partition is written by one task, in its processing order)."""
+    """The table-fed join's output, partition by partition, as the sequence of ``(key, value,
+    timestamp)`` of its records with a key (each partition is written by one task, in its processing
+    order)."""
     sequences: dict[int, list] = defaultdict(list)
     for record in read_topic(bootstrap, topics[FED_OUTPUT]):
         if record.key is not None:
-            sequences[record.partition].append((record.key.decode(), record.value.decode()))
+            sequences[record.partition].append((record.key.decode(), record.value.decode(), written_time(record)))
     return dict(sequences)
 
 
@@ -261,7 +265,7 @@ def test_reference_exercises_the_cases(kafka_streams_run):
     expected = kafka_streams_run["results"]
 
     def values(name):
-        return [v for _, counts in expected[name].values() for v in counts]
+        return [v for _, counts in expected[name].values() for v, _ in counts]
 
     for name in OUTPUTS:
         assert len(values(name)) > 30, name
@@ -283,10 +287,21 @@ def test_reference_exercises_the_cases(kafka_streams_run):
     for name in ("out4", "out5"):
         assert None in expected[name], name
     assert kafka_streams_run["dropped_late"] > 0
+    # timestamps: a joined pair has the larger of its records' (either side's), a record joined with
+    # null its own
+    stamped = {value: timestamp for rows in kafka_streams_run["records"].values()
+               for _, value, _, timestamp in rows if value is not None}
+    pairs = [(value.split("+"), timestamp) for _, counts in expected["out1"].values() for value, timestamp in counts]
+    assert all(timestamp == max(stamped[left], stamped[right]) for (left, right), timestamp in pairs)
+    assert any(stamped[left] > stamped[right] for (left, right), _ in pairs)
+    assert any(stamped[left] < stamped[right] for (left, right), _ in pairs)
+    unjoined = [(value.split("+")[0], timestamp) for _, counts in expected["out4"].values()
+                for value, timestamp in counts if value.endswith("+null")]
+    assert unjoined and all(timestamp == stamped[left] for left, timestamp in unjoined)
     # the chain: triples, and first-join results without partner in the third stream (joined with
     # null), keys interleaved; its inputs hold null keys, null values and late records: some still
     # joined (the other side's store lags behind), the others never (beyond what it keeps)
-    chain = [value for _, value in kafka_streams_run["results"]["chain"]]
+    chain = [value for _, value, _ in kafka_streams_run["results"]["chain"]]
     assert len(chain) > 15
     assert any(v.endswith("/null") for v in chain) and any(not v.endswith("/null") for v in chain)
     assert chain != sorted(chain, key=lambda v: v.split(":")[0])
