@@ -215,6 +215,7 @@ def _assert_joins_exercised(expected: dict, partition: int) -> None:
         assert any(pair[1] == "null" for _, pair in joined), output   # one without, from the outer-join store
     # A key's sessions leaving the outer-join store under one timestamp by end, then start: a session
     # after one that starts later (a start order would swap them).
-    alone = [(window, ts) for window, value, ts, _ in expected[("out-sessions-joined", partition)] if value.endswith("/null")]
+    alone = [(window, ts) for window, value, ts, _ in expected[("out-sessions-joined", partition)]
+             if value.endswith("/null")]
     assert any(ts == next_ts and key == next_key and next_start < start and next_end > end
                for ((key, start, end), ts), ((next_key, next_start, next_end), next_ts) in zip(alone, alone[1:]))

@@ -11,10 +11,10 @@ and out of order now and then within a partition.
 Keys are chosen so that what task ``p`` writes lands in partition ``p`` of every topic it writes
 (murmur2 of the key, 3 partitions): each output partition (and each partition of the repartition
 topic) then has one writer, and its WHOLE sequence of records ``(key, value, timestamp)`` is compared
-(the timestamp each was written with), which shows the task's processing order across the matched topics. Kafka Streams 4.3.1 runs it once; our side runs a
-clean run with the partition counts declared (as the definitions do, the non-matching topic
-among them), and a run killed part way in a ``dagster-kstreams run`` process (the pattern matched
-against the broker's topics) and rerun.
+(the timestamp each was written with), which shows the task's processing order across the matched
+topics. Kafka Streams 4.3.1 runs it once; our side runs a clean run with the partition counts
+declared (as the definitions do, the non-matching topic among them), and a run killed part way in a
+``dagster-kstreams run`` process (the pattern matched against the broker's topics) and rerun.
 """
 
 from __future__ import annotations
