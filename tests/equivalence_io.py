@@ -45,6 +45,18 @@ def written_time(record: KafkaRecord) -> int:
     return record.timestamp
 
 
+def stamped_final_values(records: Iterable[KafkaRecord]) -> dict[str, tuple[str, int]]:
+    """Each string key's last value in offset order with the timestamp it was written with
+    (:func:`written_time`); tombstones delete, as ``final_values`` reads a changelog."""
+    table: dict[str, tuple[str, int]] = {}
+    for record in sorted(records, key=lambda r: (r.partition, r.offset)):
+        if record.value is None:
+            table.pop(record.key.decode(), None)
+        else:
+            table[record.key.decode()] = (record.value.decode(), written_time(record))
+    return table
+
+
 def produce_strings(bootstrap: str, topic: str, records: Iterable[tuple]) -> None:
     """Write ``(key, value, timestamp)`` or ``(key, value, partition, timestamp)`` string records
     (None: a null key or value; a None partition: the murmur2 partitioner places the record)."""

@@ -17,8 +17,9 @@ every update it causes). Our side runs it in micro-batches of 40 records, killed
 once task 0_0 has committed its first batch, and rerun here.
 
 Compared: describe() of the very topology run; per output topic and partition the whole sequence of
-(key, value, headers) records, less the runner's own ``__dagster_kstreams.*`` headers (the table's
-with their timestamps, stamped behind the repartition topic); a null key's records of an output, which
+(key, value, headers, timestamp) records (the timestamp each was written with), less the runner's own
+``__dagster_kstreams.*`` headers (the table's values with their timestamps too, stamped behind the
+repartition topic); a null key's records of an output, which
 the producer places in any partition, as one multiset.
 """
 
@@ -32,7 +33,7 @@ from pyspark import cloudpickle
 
 import after_state_topology
 from after_state_topology import INPUTS, OUTPUTS, after_state_examples
-from equivalence_io import KafkaStreamsInBackground, output_topics
+from equivalence_io import KafkaStreamsInBackground, output_topics, written_time
 from killed_runs import kill_and_rerun
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import produce, read_topic
@@ -77,9 +78,9 @@ def _produce(bootstrap: str, topics: dict[str, str], records: dict[str, list[tup
 
 
 def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple, list]:
-    """``{(output, partition): [(key, value, headers)]}`` in offset order, strings; a null key's records
-    of an output, which the producer places in any partition (Kafka Streams' and ours alike), as
-    ``{(output, None): sorted [(None, value, headers)]}``."""
+    """``{(output, partition): [(key, value, headers, timestamp)]}`` in offset order, strings; a null
+    key's records of an output, which the producer places in any partition (Kafka Streams' and ours
+    alike), as ``{(output, None): sorted [(None, value, headers, timestamp)]}``."""
     results: dict[tuple, list] = {}
     for name in OUTPUTS:
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
@@ -87,7 +88,7 @@ def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple, list]:
                             if not header.startswith(INTERNAL_HEADER_PREFIX))
             key = None if record.key is None else record.key.decode()
             results.setdefault((name, None if key is None else record.partition), []).append(
-                (key, None if record.value is None else record.value.decode(), headers))
+                (key, None if record.value is None else record.value.decode(), headers, written_time(record)))
     return {group: sorted(sequence, key=repr) if group[1] is None else sequence for group, sequence in results.items()}
 
 
@@ -112,14 +113,14 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     assert {(name, p) for name in OUTPUTS for p in range(PARTITIONS)} <= set(expected)
     assert len(expected["out-stamped", None]) > 2  # null keys through a Column after a user processor
     for partition in range(PARTITIONS):
-        counts = [value for _, value, _ in expected["out-counts", partition]]
-        thirds = [value for _, value, _ in expected["out-thirds", partition]]
+        counts = [value for _, value, _, _ in expected["out-counts", partition]]
+        thirds = [value for _, value, _, _ in expected["out-thirds", partition]]
         assert len(counts) > 20 and 0 < len(thirds) < len(counts) // 2
-        twice = [value for _, value, _ in expected["out-twice", partition]]
+        twice = [value for _, value, _, _ in expected["out-twice", partition]]
         assert any("," in value for value in twice) and all(a.upper() == b for a, b in zip(twice[::2], twice[1::2]))
-        table = [value for _, value, _ in expected["out-table", partition]]
+        table = [value for _, value, _, _ in expected["out-table", partition]]
         assert any(value.startswith("gone|t") for value in table) and not any("x|t" in value for value in table)
-        assert all(headers for name in OUTPUTS for _, _, headers in expected[name, partition])
+        assert all(headers for name in OUTPUTS for _, _, headers, _ in expected[name, partition])
 
 
 def test_columns_after_state_killed_part_way_and_rerun_match_kafka_streams(

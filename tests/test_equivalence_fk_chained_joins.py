@@ -16,7 +16,8 @@ its one foreign key, in order), and phases where each left key is updated at mos
 on a, then every key on b, then some on a or b): foreign-key changes, null and missing foreign
 keys, rows the filter drops, tombstones on every table (also of rows never written), null keys,
 out-of-order timestamps, 2 partitions. Every key's whole output sequence is then determined, and
-is compared, with the final values. Not the order of different keys within a partition: answers
+is compared, with the final values, each value with the timestamp its record was written with. Not
+the order of different keys within a partition: answers
 to one partition come from both right tasks, interleaved as they happen to run, in Kafka Streams
 as here.
 
@@ -51,11 +52,11 @@ from pyspark import cloudpickle
 
 import fk_chained_join_topology
 import oracle_harness
-from equivalence_io import output_topics, partition_sequences, produce_strings
+from equivalence_io import output_topics, partition_sequences, produce_strings, stamped_final_values, written_time
 from fk_chained_join_topology import INPUTS, OUTPUTS, VERSIONED_OUTPUTS, chained_fk_join_examples
 from killed_runs import run_until_killed
 from dagster_kstreams.kafka.partitioner import default_partition
-from dagster_kstreams.kafka.records import final_values, read_topic
+from dagster_kstreams.kafka.records import read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
 
 pytestmark = pytest.mark.integration
@@ -126,14 +127,15 @@ def _add_versioned_join_input(kind: str, rng: random.Random, clock: list, record
 
 
 def _results(bootstrap: str, topics: dict[str, str]) -> dict:
-    """Per output: every key's whole sequence of values, and the final values."""
+    """Per output: every key's whole sequence of ``(value, timestamp)``, and the final ones."""
     results = {}
     for name in OUTPUTS:
         records = read_topic(bootstrap, topics[name])
         sequences = defaultdict(list)
         for record in sorted(records, key=lambda r: (r.partition, r.offset)):
-            sequences[record.key.decode()].append(None if record.value is None else record.value.decode())
-        results[name] = {"sequences": dict(sequences), "final": final_values(records, bytes.decode, bytes.decode)}
+            sequences[record.key.decode()].append(
+                (None if record.value is None else record.value.decode(), written_time(record)))
+        results[name] = {"sequences": dict(sequences), "final": stamped_final_values(records)}
     results["partitions"] = partition_sequences(bootstrap, topics, VERSIONED_OUTPUTS)
     return results
 
@@ -211,15 +213,16 @@ def test_describe_of_the_topology_run_is_kafka_streams(runs):
 
 def test_the_reference_exercises_the_chained_joins(runs):
     expected = runs["ks"]
-    assert {name: expected[name]["final"] for name in OUTPUTS} == _relational_join(runs["phases"])
-    inner = expected["out-inner"]["sequences"]
+    assert {name: {key: value for key, (value, _) in expected[name]["final"].items()}
+            for name in OUTPUTS} == _relational_join(runs["phases"])
+    inner = {key: [value for value, _ in records] for key, records in expected["out-inner"]["sequences"].items()}
     assert sum(len(values) for values in inner.values()) > 15
     assert any(None in values for values in inner.values())  # tombstones through the chained join
     assert any(len(set(values)) > 2 for values in inner.values())  # right updates answered again
-    left = [value for values in expected["out-left"]["sequences"].values() for value in values if value]
+    left = [value for values in expected["out-left"]["sequences"].values() for value, _ in values if value]
     assert any(value.endswith("@null") for value in left)
     assert any(value.startswith(":") for value in left)  # a null foreign key, left join
-    right = [value for values in expected["out-right"]["sequences"].values() for value in values if value]
+    right = [value for values in expected["out-right"]["sequences"].values() for value, _ in values if value]
     assert any(value.endswith("#null") for value in right) and any("~" in value for value in right)
 
 

@@ -24,7 +24,9 @@ for the rows whose sequence does not depend on timing (written once, on users wr
 the final value of every key of both outputs; the left join's store; the internal topics. The input keeps clear of
 the one case where Kafka Streams' final result depends on timing (a row deleted and written again
 onto a missing foreign key: tests/test_fk_join_logic.py), so that the final values are the
-relational join of the two tables' last states in both systems, which is checked too.
+relational join of the two tables' last states in both systems, which is checked too. Every record
+compared carries the timestamp it was written with: the sequences are of ``(value, timestamp)``; the
+final values' timestamps where Kafka Streams' own do not depend on timing (:func:`_timed_finals`).
 
 The orders' join carries timestamps to compare: Kafka Streams stamps an answer with the larger of
 the subscription's and the user row's timestamps, which the stream-stream join then pairs by. Its
@@ -48,7 +50,7 @@ from pyspark import cloudpickle
 
 import fk_join_topology
 import oracle_harness
-from equivalence_io import output_topics, partition_sequences, produce_inputs
+from equivalence_io import output_topics, partition_sequences, produce_inputs, stamped_final_values, written_time
 from fk_join_topology import (
     INPUTS, INTERNAL_TOPICS, ORDER_INPUTS, ORDER_INTERNAL_TOPICS, ORDER_OUTPUTS, PAYMENT_WINDOW, PLACED_INTERNAL_TOPICS,
     PLACED_OUTPUT, fk_join_partitioned_examples,
@@ -56,7 +58,7 @@ from fk_join_topology import (
 from fk_join_topology import OUTPUTS as JOIN_OUTPUTS
 from killed_runs import run_until_killed
 from dagster_kstreams.kafka.partitioner import default_partition
-from dagster_kstreams.kafka.records import final_values, read_topic
+from dagster_kstreams.kafka.records import read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
 
 pytestmark = pytest.mark.integration
@@ -155,16 +157,16 @@ def _orders(rng: random.Random) -> dict[str, list[tuple]]:
 
 
 def _results(bootstrap: str, topics: dict[str, str]) -> dict:
-    def text(value):
-        return value.decode()
-
+    """Per output: each key's sequence of ``(value, timestamp)``, its final ``(value, timestamp)``, the
+    partitions of each key's records; per output of the orders, each partition's records as a multiset."""
     results = {}
     for name in ALL_OUTPUTS:
         records = read_topic(bootstrap, topics[name])
         sequences = defaultdict(list)
         for record in sorted(records, key=lambda r: (r.partition, r.offset)):
-            sequences[record.key.decode()].append(None if record.value is None else record.value.decode())
-        results[name] = {"final": final_values(records, text, text), "sequences": dict(sequences),
+            sequences[record.key.decode()].append(
+                (None if record.value is None else record.value.decode(), written_time(record)))
+        results[name] = {"final": stamped_final_values(records), "sequences": dict(sequences),
                          "partitions": _partitions(records)}
     for (name, partition), records in partition_sequences(bootstrap, topics, ORDER_OUTPUTS).items():
         results[name].setdefault("multisets", {})[partition] = sorted(records, key=repr)
@@ -201,17 +203,49 @@ def _check_the_orders_reference(kafka_streams_run) -> None:
             continue
         country, user_time = users[user]
         stamp = max(timestamp, user_time)
-        expected_answers[key] = [f"{value}@{country}|t{stamp}"]
+        expected_answers[key] = [(f"{value}@{country}|t{stamp}", stamp)]
         window = PAYMENT_WINDOW.total_seconds() * 1000
-        expected_paid[key] = [f"{value}@{country}+{payment}|t{max(stamp, paid_at)}"
+        expected_paid[key] = [(f"{value}@{country}+{payment}|t{max(stamp, paid_at)}", max(stamp, paid_at))
                               for payment_key, payment, _, paid_at in kafka_streams_run["records"]["payments"]
                               if payment_key == key and abs(paid_at - stamp) <= window]
-    expected_answers["o2"] = [f"null|t{DELETED_ORDER_TIME}"]  # deleted: its subscription's answer came back stale
+    # deleted: its subscription's answer came back stale
+    expected_answers["o2"] = [(f"null|t{DELETED_ORDER_TIME}", DELETED_ORDER_TIME)]
     assert answers["sequences"] == expected_answers
     assert {key: values for key, values in paid["sequences"].items()} == \
         {key: values for key, values in expected_paid.items() if values and key != "o2"}
-    assert all("b|t" in value for values in paid["sequences"].values() for value in values
+    assert all("b|t" in value for values in paid["sequences"].values() for value, _ in values
                if value.startswith("v2"))  # v2's orders paired by v2's time, not their own
+
+
+def _last_writes(records, name: str) -> dict[str, tuple]:
+    """Each key's last ``(value, timestamp)`` written to input ``name``."""
+    return {key: (value, timestamp) for key, value, _, timestamp in records[name] if key is not None}
+
+
+def _timed_finals(records) -> dict[str, dict[str, int]]:
+    """Per output, the accounts whose final result's timestamp the input fixes, with that timestamp.
+    Kafka Streams stamps an answer to the account's last subscription with the larger of its time and
+    the user row's, an answer to the user row's last update with that update's time: the same
+    whichever comes first when the user row is the later of the two (an answer with a null foreign
+    key: the account's own). When the account is the later one, whichever is processed last is final,
+    which depends on when the subscription reaches the users' task (timing, in Kafka Streams too)."""
+    accounts, users = _last_writes(records, "accounts"), _last_writes(records, "users")
+    timed: dict[str, dict[str, int]] = {name: {} for name in OUTPUTS}
+    for account, (value, account_time) in accounts.items():
+        if value is None:
+            continue
+        user = value.split(":")[0] or None
+        if user is None:
+            if not value.startswith("frozen"):
+                timed["out-left"][account] = account_time
+            continue
+        user_value, user_time = users.get(user, (None, None))
+        if user_value is None or user_time < account_time:
+            continue
+        for name in OUTPUTS:
+            if name != "out-left" or not value.startswith("frozen"):
+                timed[name][account] = user_time
+    return timed
 
 
 def _relational_join(records) -> dict[str, dict]:
@@ -270,11 +304,15 @@ def test_fk_joins_killed_part_way_and_rerun_match_kafka_streams(
     model = _relational_join(kafka_streams_run["records"])
     # The reference is what the module docstring says it is, and exercises what it should.
     for name in OUTPUTS:
-        assert expected[name]["final"] == model[name], name
+        assert {key: value for key, (value, _) in expected[name]["final"].items()} == model[name], name
+        timed = _timed_finals(kafka_streams_run["records"])[name]
+        assert len(timed) >= 4 and {key: expected[name]["final"][key][1] for key in timed} == timed, name
         for account, value in STABLE_ACCOUNTS.items():
             user = value.split(":")[0]
-            assert expected[name]["sequences"][account] == [f"{value}{JOINERS[name]}{STABLE_USERS[user]}"]
-    inner, left = expected["out-inner"]["sequences"], expected["out-left"]["sequences"]
+            assert [joined for joined, _ in expected[name]["sequences"][account]] == \
+                [f"{value}{JOINERS[name]}{STABLE_USERS[user]}"]
+    inner, left = ({key: [value for value, _ in records] for key, records in expected[name]["sequences"].items()}
+                   for name in ("out-inner", "out-left"))
     assert any(None in values for values in inner.values())  # tombstones
     assert any(value.endswith("@null") for values in left.values() for value in values if value)  # left, no match
     assert any(value.startswith(":") for values in left.values() for value in values if value)  # null FK, left
@@ -309,8 +347,12 @@ def test_fk_joins_killed_part_way_and_rerun_match_kafka_streams(
     assert not any(group_lag.values()), group_lag
 
     ours = _results(kafka_bootstrap, topics)
+    timed_finals = _timed_finals(kafka_streams_run["records"])
     for name in OUTPUTS:
-        assert ours[name]["final"] == expected[name]["final"], name
+        assert {key: value for key, (value, _) in ours[name]["final"].items()} == \
+            {key: value for key, (value, _) in expected[name]["final"].items()}, name
+        assert {key: ours[name]["final"][key] for key in timed_finals[name]} == \
+            {key: expected[name]["final"][key] for key in timed_finals[name]}, name
         for account in STABLE_ACCOUNTS:
             assert ours[name]["sequences"][account] == expected[name]["sequences"][account], (name, account)
     # Placed by the partitioners: the output by the key's number, the internal topics by TableJoined's.

@@ -16,7 +16,8 @@ between two topics of different partition counts, and a repartition placed by th
 uncached count, whose updates go out placed by the key (one writing task per output partition).
 Kafka Streams 4.3.1 runs it once on the broker; our tasks run the twin, at least once and exactly once.
 
-Compared: the WHOLE sequence of records of every output partition, not only final values per key.
+Compared: the WHOLE sequence of records of every output partition, not only final values per key,
+each record as ``(key, value, timestamp)`` (the timestamp it was written with).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from pyspark import cloudpickle
 from pyspark.sql import functions as F
 
 import oracle_harness
-from equivalence_io import output_topics, produce_strings
+from equivalence_io import output_topics, produce_strings, written_time
 from dagster_kstreams.kafka.records import read_topic
 from dagster_kstreams.spark.strategies import ColumnPlan, strategy_for
 from dagster_kstreams.spark.task_runner import TaskRunner
@@ -164,14 +165,14 @@ def _input(seed: int = 17) -> dict[str, list[tuple]]:
     return records
 
 
-def _sequences(bootstrap: str, topics: dict[str, str]) -> dict[str, dict[int, list[tuple[str, str]]]]:
-    """Every output partition's records, in offset order."""
-    result: dict[str, dict[int, list[tuple[str, str]]]] = {}
+def _sequences(bootstrap: str, topics: dict[str, str]) -> dict[str, dict[int, list[tuple]]]:
+    """Every output partition's records ``(key, value, timestamp)``, in offset order."""
+    result: dict[str, dict[int, list[tuple]]] = {}
     for name in OUTPUTS:
-        partitions: dict[int, list[tuple[str, str]]] = {}
+        partitions: dict[int, list[tuple]] = {}
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
-            partitions.setdefault(record.partition, []).append(
-                tuple(None if data is None else data.decode() for data in (record.key, record.value)))
+            key, value = (None if data is None else data.decode() for data in (record.key, record.value))
+            partitions.setdefault(record.partition, []).append((key, value, written_time(record)))
         result[name] = partitions
     return result
 
@@ -208,32 +209,32 @@ def test_record_order_across_keys_and_topics_matches_kafka_streams(kafka_bootstr
     assert len(expected["out-joined"]) == 2 and all(len(p) > 5 for p in expected["out-joined"].values())
     # Placed by the partitioners: copies to every partition, none dropped ones, defaults, null keys.
     placed = [record for partition in expected["out-placed"].values() for record in partition]
-    assert not any(value and value.startswith("drop") for _, value in placed)
-    copies = [value for _, value in placed if value and value.startswith("all")]
+    assert not any(value and value.startswith("drop") for _, value, _ in placed)
+    copies = [value for _, value, _ in placed if value and value.startswith("all")]
     assert copies and all(copies.count(value) == 3 for value in copies)
-    assert any(key is None for key, _ in placed) and any(value is None for _, value in placed)
+    assert any(key is None for key, _, _ in placed) and any(value is None for _, value, _ in placed)
     # ... also after Column expressions: copies, drops, tombstones, the default (length 4) and the rest.
-    column_placed = [value for partition in expected["out-columns-placed"].values() for _, value in partition]
+    column_placed = [value for partition in expected["out-columns-placed"].values() for _, value, _ in partition]
     assert len(expected["out-columns-placed"]) == 3 and not any(value and value.startswith("drop")
                                                                   for value in column_placed)
     assert any(column_placed.count(value) == 3 for value in column_placed if value and value.startswith("all"))
     assert None in column_placed and any(value and len(value) == 4 for value in column_placed)
     assert len(expected["out-placed-counts"]) == 2
     # ... and to a topic picked per record after Column expressions, placed there or not.
-    picked_a, picked_b = ([value for partition in expected[name].values() for _, value in partition]
+    picked_a, picked_b = ([value for partition in expected[name].values() for _, value, _ in partition]
                           for name in ("out-columns-picked-a", "out-columns-picked-b"))
     assert len(expected["out-columns-picked-a"]) == 3 and any(picked_a.count(value) == 3 for value in picked_a)
     assert None in picked_a and picked_b and all(value[-1] not in "02468" for value in picked_b)
-    routed = {name: [key for partition in expected[name].values() for key, _ in partition]
+    routed = {name: [key for partition in expected[name].values() for key, _, _ in partition]
               for name in ("out-columns-routed-a", "out-columns-routed-b")}
     assert set(routed["out-columns-routed-a"]) == {"x"} and set(routed["out-columns-routed-b"]) == {"y", "z"}
     # Through Python functions and Columns mixed: every record of the three topics, in their merged time order.
     (mixed,) = expected["out-mixed"].values()
     merged_columns = sorted((t, k, v) for name in COLUMN_MERGED for k, v, t in records[name] if not v.endswith("5"))
-    assert [value for _, value in mixed[::2]] == [f"{k}:{v.upper()}#" for _, k, v in merged_columns]
+    assert [value for _, value, _ in mixed[::2]] == [f"{k}:{v.upper()}#" for _, k, v in merged_columns]
     # A topic picked per record, placed with that topic's own partition count (3 and 2): copies to all.
     for name, count in (("out-picked-a", 3), ("out-picked-b", 2)):
-        picked = [value for partition in expected[name].values() for _, value in partition]
+        picked = [value for partition in expected[name].values() for _, value, _ in partition]
         assert len(expected[name]) == count and any(picked.count(value) == count for value in picked)
 
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], OUTPUTS)

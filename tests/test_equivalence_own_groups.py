@@ -21,8 +21,9 @@ process SIGKILLed once task 0_1 has committed its first batch, then a rerun in a
 (this one) continues each task from its checkpoint.
 
 Compared: describe() of the very topology run; per output topic and partition the whole sequence of
-(key, value) records, with each record's timestamp for the joins' outputs (their values carry it:
-own_groups_topology.StampValues), every store being uncached, so the output is fixed by the input.
+(key, value, timestamp) records (the timestamp each was written with), with the timestamp the
+joins' values carry too (own_groups_topology.StampValues: the record's timestamp in the processor),
+every store being uncached, so the output is fixed by the input.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import pytest
 from pyspark import cloudpickle
 
 import own_groups_topology
-from equivalence_io import output_topics, produce_strings, run_kafka_streams, windowed_key_reader
+from equivalence_io import output_topics, produce_strings, run_kafka_streams, windowed_key_reader, written_time
 from killed_runs import kill_and_rerun
 from own_groups_topology import BUCKET_MS, JOINED, LONG_VALUED, OUTPUT_KEYS, OUTPUTS, own_group_examples
 from dagster_kstreams.kafka.partitioner import default_partition
@@ -100,8 +101,9 @@ def _out_of_order(rng: random.Random, now: int) -> int:
 
 
 def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple[str, int], list]:
-    """``{(output, partition): [(key, value)] in offset order}``, ``(key, value, timestamp)`` for the
-    joins' outputs (the timestamp their values carry)."""
+    """``{(output, partition): [(key, value, written)] in offset order}`` (``written``: the timestamp the
+    record was written with), ``(key, value, timestamp, written)`` for the joins' outputs (``timestamp``:
+    the one their values carry)."""
     results: dict[tuple[str, int], list] = {}
     for name in OUTPUTS:
         key_of = windowed_key_reader(OUTPUT_KEYS[name])
@@ -111,9 +113,9 @@ def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple[str, int], li
             key = key_of(record.key)
             if name in JOINED:  # "joined|t<timestamp>" (StampValues): the record's timestamp in Kafka Streams
                 joined, stamp = value.rsplit("|t", 1)
-                entry = (key, joined, int(stamp))
+                entry = (key, joined, int(stamp), written_time(record))
             else:
-                entry = (key, value)
+                entry = (key, value, written_time(record))
             results.setdefault((name, record.partition), []).append(entry)
     return results
 
@@ -158,7 +160,7 @@ def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_
     _assert_same(_results(kafka_bootstrap, topics), expected)
     # The stores after the forwarders, read from the checkpoints: each key's (window's) last output.
     last = {(name, key): value for (name, _), sequence in expected.items() if name not in JOINED
-            for key, value in sequence}
+            for key, value, _ in sequence}
     assert rerun.runner.read_store("eviction-counts") == {k: v for (n, k), v in last.items() if n == "out-suppressed"}
     for store, output in (("window-sums", "out-windowed"), ("session-updates", "out-sessions")):
         content = rerun.runner.read_store(store)
@@ -177,16 +179,16 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     were released several times, keys evicted several times, windows updated several times."""
     for partition in range(PARTITIONS):
         totals = expected[("out-punctuated", partition)]
-        keys = [key for key, _ in totals]
+        keys = [key for key, _, _ in totals]
         assert len(set(keys)) == 3 and all(keys.count(key) > 5 for key in keys)
-        assert any("~" in value for _, value in totals)  # a tombstone held in a bucket
+        assert any("~" in value for _, value, _ in totals)  # a tombstone held in a bucket
         counts = expected[("out-suppressed", partition)]
-        assert max(count for _, count in counts) > 5
+        assert max(count for _, count, _ in counts) > 5
         sums = expected[("out-windowed", partition)]
-        assert any(total >= 6 for _, total in sums)  # 1 + 2 + 3: one window's third update
+        assert any(total >= 6 for _, total, _ in sums)  # 1 + 2 + 3: one window's third update
         sessions = expected[("out-sessions", partition)]
-        assert any(end - start > 600 for (_, start, end), _ in sessions)  # merged sessions
-        assert any(updates > 1 for _, updates in sessions)  # a session updated again (an out-of-order record)
+        assert any(end - start > 600 for (_, start, end), _, _ in sessions)  # merged sessions
+        assert any(updates > 1 for _, updates, _ in sessions)  # a session updated again (an out-of-order record)
         _assert_joins_exercised(expected, partition)
 
 
@@ -198,21 +200,22 @@ def _assert_joins_exercised(expected: dict, partition: int) -> None:
     cogrouped windows' updates with later ones and alone, a key's sessions alone under one timestamp
     in the session serde's order."""
     held = expected[("out-held-joined", partition)]
-    paired = [(key, value, ts) for key, value, ts in held if "|v" in value and not value.startswith("null|")]
+    paired = [(key, value, ts) for key, value, ts, _ in held if "|v" in value and not value.startswith("null|")]
     assert len({key for key, _, _ in paired}) == 3 and len(paired) > 30
     assert all(value.split("|")[0].split(":")[0] == str((ts + 1) // BUCKET_MS - 1) for _, value, ts in paired)
-    assert any(value.endswith("|null") for _, value, _ in held)  # a bucket without events in its last second
+    assert any(value.endswith("|null") for _, value, _, _ in held)  # a bucket without events in its last second
     evicted = expected[("out-evicted-joined", partition)]
-    assert len({key for key, value, _ in evicted if not value.endswith("|null")}) == 3
-    assert any(value.endswith("|null") for _, value, _ in evicted)
-    windows = [value.split("/") for _, value, _ in expected[("out-windows-joined", partition)]]
+    assert len({key for key, value, _, _ in evicted if not value.endswith("|null")}) == 3
+    assert any(value.endswith("|null") for _, value, _, _ in evicted)
+    windows = [value.split("/") for _, value, _, _ in expected[("out-windows-joined", partition)]]
     assert any(count != "null" and int(count) > 1 and tenfold == f"{int(count) * 10}" for count, tenfold in windows)
     for output in ("out-sessions-joined", "out-sliding-joined", "out-cogroup-joined"):
-        joined = [(window, value.split("/")) for window, value, _ in expected[(output, partition)]]
+        joined = [(window, value.split("/")) for window, value, _, _ in expected[(output, partition)]]
         assert any("null" not in pair for _, pair in joined), output  # a window's update with a later one
         assert any(pair[1] == "null" for _, pair in joined), output   # one without, from the outer-join store
     # A key's sessions leaving the outer-join store under one timestamp by end, then start: a session
     # after one that starts later (a start order would swap them).
-    alone = [(window, ts) for window, value, ts in expected[("out-sessions-joined", partition)] if value.endswith("/null")]
+    alone = [(window, ts) for window, value, ts, _ in expected[("out-sessions-joined", partition)]
+             if value.endswith("/null")]
     assert any(ts == next_ts and key == next_key and next_start < start and next_end > end
                for ((key, start, end), ts), ((next_key, next_start, next_end), next_ts) in zip(alone, alone[1:]))

@@ -10,11 +10,11 @@ and out of order now and then within a partition.
 
 Keys are chosen so that what task ``p`` writes lands in partition ``p`` of every topic it writes
 (murmur2 of the key, 3 partitions): each output partition (and each partition of the repartition
-topic) then has one writer, and its WHOLE sequence of records is compared, which shows the task's
-processing order across the matched topics. Kafka Streams 4.3.1 runs it once; our side runs a
-clean run with the partition counts declared (as the definitions do, the non-matching topic
-among them), and a run killed part way in a ``dagster-kstreams run`` process (the pattern matched
-against the broker's topics) and rerun.
+topic) then has one writer, and its WHOLE sequence of records ``(key, value, timestamp)`` is compared
+(the timestamp each was written with), which shows the task's processing order across the matched
+topics. Kafka Streams 4.3.1 runs it once; our side runs a clean run with the partition counts
+declared (as the definitions do, the non-matching topic among them), and a run killed part way in a
+``dagster-kstreams run`` process (the pattern matched against the broker's topics) and rerun.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pyspark import cloudpickle
 
 import oracle_harness
 import pattern_topology
-from equivalence_io import output_topics, produce_strings
+from equivalence_io import output_topics, produce_strings, written_time
 from killed_runs import run_until_killed
 from pattern_topology import OUTPUTS, pattern_examples
 from dagster_kstreams.kafka.partitioner import default_partition
@@ -70,13 +70,13 @@ def _input(seed: int = 14) -> dict[str, list[tuple]]:
 
 
 def _sequences(bootstrap: str, topics: dict[str, str]) -> dict[str, dict[int, list[tuple]]]:
-    """Every output partition's records ``(key, value)``, in offset order."""
+    """Every output partition's records ``(key, value, timestamp)``, in offset order."""
     result: dict[str, dict[int, list[tuple]]] = {}
     for name in OUTPUTS:
         partitions: dict[int, list[tuple]] = {}
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
-            partitions.setdefault(record.partition, []).append(
-                tuple(None if data is None else data.decode() for data in (record.key, record.value)))
+            key, value = (None if data is None else data.decode() for data in (record.key, record.value))
+            partitions.setdefault(record.partition, []).append((key, value, written_time(record)))
         result[name] = partitions
     return result
 
@@ -114,7 +114,7 @@ def _assert_reference_exercises_it(kafka_streams_run) -> None:
     expected, records = kafka_streams_run["sequences"], kafka_streams_run["records"]
     mapped, counts = expected["out-mapped"], expected["out-counts"]
     assert sorted(mapped) == sorted(counts) == list(range(TASKS))
-    values = [value for partition in mapped.values() for _, value in partition]
+    values = [value for partition in mapped.values() for _, value, _ in partition]
     assert None in values and not any(value and value.endswith("7") for value in values)
     assert not any(f":{IGNORED[0].upper()}" in value for value in values if value)
     matched_values = {value for suffix in MATCHED for _, value, _, _ in records[suffix] if value}
@@ -122,7 +122,7 @@ def _assert_reference_exercises_it(kafka_streams_run) -> None:
     assert sum(len(partition) for partition in counts.values()) == counted
     assert any(key is None and value in matched_values for suffix in MATCHED for key, value, _, _ in records[suffix])
     # Task 0 reads three topics: its output switches between them many times, and not in offset order.
-    topics_in_order = [value.split(":")[1][0] for _, value in mapped[0] if value]
+    topics_in_order = [value.split(":")[1][0] for _, value, _ in mapped[0] if value]
     switches = sum(1 for before, after in zip(topics_in_order, topics_in_order[1:]) if before != after)
     assert set(topics_in_order) == {"A", "B", "C"} and switches > 20
 

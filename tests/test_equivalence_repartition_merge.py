@@ -13,7 +13,8 @@ before the repartition topic) and null values (which the aggregations skip). Eac
 the partition its upper-cased key has in the repartition topic, so that each repartition partition
 is written by one upstream task, in its order (across upstream tasks, records interleave as the
 tasks run). Compared: ``describe()``, the repartition topics each side created (one), and each
-output partition's whole sequence of ``(key, value)``, on a clean run and on a run killed part-way
+output partition's whole sequence of ``(key, value, timestamp)`` (the timestamp each record was
+written with), on a clean run and on a run killed part-way
 and rerun from its checkpoints in another process.
 """
 
@@ -29,7 +30,7 @@ import pytest
 from pyspark import cloudpickle
 
 import repartition_merge_topology
-from equivalence_io import KafkaStreamsReference, output_topics, produce_strings, start_kafka_streams
+from equivalence_io import KafkaStreamsReference, output_topics, produce_strings, start_kafka_streams, written_time
 from killed_runs import kill_after_first_batch_at_least_once
 from repartition_merge_topology import INPUTS, OUTPUTS, repartition_optimizing_test
 from dagster_kstreams.kafka.partitioner import default_partition
@@ -61,13 +62,13 @@ def _input(seed: int = 27) -> list[tuple]:
     return records
 
 
-def _results(bootstrap: str, topics: dict[str, str]) -> dict[str, dict[int, list[tuple[str, str]]]]:
-    """Each output, partition by partition, as its sequence of ``(key, value)``."""
+def _results(bootstrap: str, topics: dict[str, str]) -> dict[str, dict[int, list[tuple[str, str, int]]]]:
+    """Each output, partition by partition, as its sequence of ``(key, value, timestamp)``."""
     results: dict = {}
     for name in OUTPUTS:
         sequences: dict[int, list] = defaultdict(list)
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
-            sequences[record.partition].append((record.key.decode(), record.value.decode()))
+            sequences[record.partition].append((record.key.decode(), record.value.decode(), written_time(record)))
         results[name] = dict(sequences)
     return results
 
@@ -115,9 +116,9 @@ def test_reference_reads_one_repartition_topic(kafka_streams_run):
     results = kafka_streams_run["results"]
     for name in ("counts", "aggregates", "reduced", "joined"):
         assert sorted(results[name]) == [0, 1], name
-        assert {key for sequence in results[name].values() for key, _ in sequence} <= {k.upper() for k in KEYS}
-    assert {key for sequence in results["joined"].values() for key, _ in sequence} == {"A", "E"}
-    assert {key for sequence in results["processed"].values() for key, _ in sequence} == {"B"}
+        assert {key for sequence in results[name].values() for key, _, _ in sequence} <= {k.upper() for k in KEYS}
+    assert {key for sequence in results["joined"].values() for key, _, _ in sequence} == {"A", "E"}
+    assert {key for sequence in results["processed"].values() for key, _, _ in sequence} == {"B"}
 
 
 def test_describe_matches_kafka_streams(kafka_streams_run):

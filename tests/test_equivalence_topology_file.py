@@ -7,6 +7,9 @@ Found while writing the issue-4 equivalence tests: the CLI registers the file as
 the helper tries ``import <file stem>`` and fails with ModuleNotFoundError unless the file's
 directory happens to be on the workers' path. Plain lambdas work; ordinary Python (a lambda
 calling a ``def`` next to it) does not.
+
+Compared: each key's final value, with the timestamp its record was written with (Kafka Streams'
+``KStreamMapValues`` forwards the input record's own: the inputs carry distinct old ones).
 """
 
 from __future__ import annotations
@@ -15,12 +18,16 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
-from dagster_kstreams.kafka.records import final_values, produce, read_topic
+from equivalence_io import stamped_final_values
+from dagster_kstreams.kafka.records import produce, read_topic
 
 pytestmark = pytest.mark.integration
+
+T0 = (int(time.time()) - 3600) * 1000  # recent (broker retention), far from the time of the run
 
 
 def test_cli_runs_a_topology_file_whose_lambda_calls_a_helper_of_that_file(
@@ -28,7 +35,7 @@ def test_cli_runs_a_topology_file_whose_lambda_calls_a_helper_of_that_file(
 ):
     source, sink = unique_topic("file-helper-in"), unique_topic("file-helper-out")
     kafka_admin.create_topics({source: 1, sink: 1})
-    produce(kafka_bootstrap, source, [(f"k{i}".encode(), f"fr,word{i}".encode()) for i in range(10)])
+    produce(kafka_bootstrap, source, [(f"k{i}".encode(), f"fr,word{i}".encode(), None, T0 + i * 7) for i in range(10)])
     # Outside the working directory and outside sys.path, as a user's project file would be.
     module_dir = tmp_path / "elsewhere"
     module_dir.mkdir()
@@ -61,6 +68,4 @@ def test_cli_runs_a_topology_file_whose_lambda_calls_a_helper_of_that_file(
     errors = [line for line in completed.stderr.splitlines() if "Error" in line][-3:]
     assert completed.returncode == 0, f"the CLI failed (exit {completed.returncode}): " \
                                       f"{errors or completed.stderr[-2000:]}"
-    assert final_values(read_topic(kafka_bootstrap, sink), bytes.decode, bytes.decode) == {
-        f"k{i}": "FR" for i in range(10)
-    }
+    assert stamped_final_values(read_topic(kafka_bootstrap, sink)) == {f"k{i}": ("FR", T0 + i * 7) for i in range(10)}

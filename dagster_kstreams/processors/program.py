@@ -329,6 +329,7 @@ class SubtopologyProgram:
                 out.append(
                     self.dead_letters.dead_letter_topic, raw_key, raw_value,
                     header_column(dead_letter_headers(topic, partition, offset, error)),
+                    context.timestamp,  # the record's, as Kafka Streams' dead-letter record has it
                 )
             return None
         entries = self._entries

@@ -88,7 +88,8 @@ def read_sources(plan, source, dead_letters, outputs: list) -> Iterator[tuple[in
                 outputs.append(records.where(bad).select(
                     F.lit(dead_letters.dead_letter_topic).alias("topic"),
                     F.col("_raw_key").alias("key"), F.col("_raw_value").alias("value"),
-                    headers.alias("headers"), F.lit(None).cast("long").alias("timestamp_ms"),
+                    # the record's timestamp, as Kafka Streams' dead-letter record has it
+                    headers.alias("headers"), F.col("event_time").alias("timestamp_ms"),
                     F.col("_emit_order").alias("emit_order"), *placement_columns(plan.program, None),
                 ))
             records = records.where(~bad)

@@ -327,7 +327,8 @@ class ColumnPlan:
             topic = F.lit(dead_letters.dead_letter_topic) if read == DEAD_LETTER else F.col("topic")
             outputs.append(passed(read).where(F.col(EXIT) == read).select(
                 topic.alias("topic"), F.col(ENCODED["key"]).alias("key"), F.col(ENCODED["value"]).alias("value"),
-                F.col("_headers").alias("headers"), F.lit(None).cast("long").alias("timestamp_ms"),
+                # the record's timestamp, as Kafka Streams' dead-letter record has it
+                F.col("_headers").alias("headers"), F.col("event_time").alias("timestamp_ms"),
                 F.col("_emit_order").alias("emit_order"), *placement_columns(self.program, None)))
         for position, ((_, child), changes) in enumerate(zip(segment.exits, segment.changes)):
             rows = passed(position).where(F.col(EXIT) == position)
