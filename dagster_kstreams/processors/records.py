@@ -57,9 +57,9 @@ class Output:
     ``headers`` are in the column's form (``[{"key": name, "value": bytes or None}, ...]`` or None,
     as :attr:`RecordContext.headers` holds them), so a record's headers pass through untouched.
     ``placed``: the partitions sinks chose themselves (:meth:`append_to`, a stream partitioner).
-    ``timestamp_ms`` is the timestamp the record is written with (None: the write time; the runner's
-    own records, as dead letters); the engine writes it (:mod:`dagster_kstreams.kafka.timestamp_header`),
-    so that the per-record work here stays a few list appends.
+    ``timestamp_ms`` is the timestamp the record is written with (None: the time of the write); the
+    engine writes it (:mod:`dagster_kstreams.kafka.timestamp_header`), so that the per-record work here
+    stays a few list appends.
 
     With ``ordered``, the output also records each sink record's emit order
     (:meth:`emit_order`): the processing position of the source record that produced it, set by
