@@ -45,6 +45,19 @@ def written_time(record: KafkaRecord) -> int:
     return record.timestamp
 
 
+def final_values_and_times(records: Iterable[KafkaRecord], key_decoder, value_decoder) -> dict:
+    """``{key: (last value, the timestamp it was written with)}`` in offset order (a table read from a
+    changelog, with its rows' timestamps); tombstones delete."""
+    table: dict = {}
+    for record in sorted(records, key=lambda r: (r.partition, r.offset)):
+        key = key_decoder(record.key)
+        if record.value is None:
+            table.pop(key, None)
+        else:
+            table[key] = (value_decoder(record.value), written_time(record))
+    return table
+
+
 def produce_strings(bootstrap: str, topic: str, records: Iterable[tuple]) -> None:
     """Write ``(key, value, timestamp)`` or ``(key, value, partition, timestamp)`` string records
     (None: a null key or value; a None partition: the murmur2 partitioner places the record)."""
