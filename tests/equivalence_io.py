@@ -45,15 +45,17 @@ def written_time(record: KafkaRecord) -> int:
     return record.timestamp
 
 
-def stamped_final_values(records: Iterable[KafkaRecord]) -> dict[str, tuple[str, int]]:
-    """Each string key's last value in offset order with the timestamp it was written with
-    (:func:`written_time`); tombstones delete, as ``final_values`` reads a changelog."""
-    table: dict[str, tuple[str, int]] = {}
+def final_values_and_times(records: Iterable[KafkaRecord], key_decoder=bytes.decode,
+                           value_decoder=bytes.decode) -> dict:
+    """``{key: (last value, the timestamp it was written with)}`` in offset order (a table read from a
+    changelog, with its rows' timestamps: :func:`written_time`); tombstones delete."""
+    table: dict = {}
     for record in sorted(records, key=lambda r: (r.partition, r.offset)):
+        key = key_decoder(record.key)
         if record.value is None:
-            table.pop(record.key.decode(), None)
+            table.pop(key, None)
         else:
-            table[record.key.decode()] = (record.value.decode(), written_time(record))
+            table[key] = (value_decoder(record.value), written_time(record))
     return table
 
 

@@ -22,8 +22,8 @@ CachedJoinFeedExamples.java), run by Kafka Streams committing once, when closed 
 Input (2 partitions, each key on one): rounds a minute apart, each with events, clicks, profile updates and visits
 out of order within 6 s of the round's start, events late by 15 s and by a round (their updates stamped with the
 key's later time), late clicks, profile updates and visits, profile tombstones, null keys and null values in the
-streams. Compared: ``describe()``, and each output partition's whole sequence of ``(key, value)`` (values carrying
-the timestamps), on a clean run and on a run killed part-way and rerun from its checkpoints.
+streams. Compared: ``describe()``, and each output partition's whole sequence of ``(key, value, timestamp)`` (values
+carrying the timestamps too), on a clean run and on a run killed part-way and rerun from its checkpoints.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from pyspark import cloudpickle
 import cached_join_feed_topology as cached_feeds
 from cached_join_feed_topology import cached_join_feed_examples, cached_join_feed_input
 from equivalence_io import (KafkaStreamsReference, StampValues, java_string, output_topics, produce_strings,
-                            run_kafka_streams, start_kafka_streams)
+                            run_kafka_streams, start_kafka_streams, written_time)
 from killed_runs import kill_after_first_batch_at_least_once
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import read_topic
@@ -152,14 +152,14 @@ def _in_time(rng: random.Random, keys: list[str], prefix: str, count: int, times
              next(times)) for i in range(count)]
 
 
-def _results(bootstrap: str, topics: dict[str, str], outputs=OUTPUTS) -> dict[str, dict[int, list[tuple[str, str]]]]:
-    """Each output, partition by partition, as its sequence of ``(key, value)`` (each partition is
-    written by one task, in its processing order)."""
+def _results(bootstrap: str, topics: dict[str, str], outputs=OUTPUTS) -> dict[str, dict[int, list[tuple]]]:
+    """Each output, partition by partition, as its sequence of ``(key, value, timestamp written with)``
+    (each partition is written by one task, in its processing order)."""
     results: dict = {}
     for name in outputs:
         sequences: dict[int, list] = defaultdict(list)
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
-            sequences[record.partition].append((record.key.decode(), record.value.decode()))
+            sequences[record.partition].append((record.key.decode(), record.value.decode(), written_time(record)))
         results[name] = dict(sequences)
     return results
 
@@ -221,22 +221,22 @@ def test_reference_pairs_by_the_aggregations_timestamps(kafka_streams_run):
     assert all(sorted(results[name]) == [0, 1] for name in OUTPUTS)
     for partition in range(PARTITIONS):
         stamped_pairs = []
-        for key, value in results["out-inner"][partition]:
+        for key, value, _ in results["out-inner"][partition]:
             pair, _ = value.split("|t")
             count, click = pair.split("+")
             own, click_time = nth[(key, int(count[1:]))], times[click]
             if abs(own - click_time) > INNER_BEFORE_AFTER_MS:
                 stamped_pairs.append(value)
         assert stamped_pairs, partition
-        stamped_cogroup_pairs = [value for _, value in results["out-cogroup"][partition]
+        stamped_cogroup_pairs = [value for _, value, _ in results["out-cogroup"][partition]
                                  if abs(times[value.split("|t")[0].split("*")[0]] - times[value.split("|t")[0].split("*")[1]])
                                  > INNER_BEFORE_AFTER_MS]
         assert stamped_cogroup_pairs, partition
-        stamped_regroup_pairs = [value for _, value in results["out-regroup"][partition]
+        stamped_regroup_pairs = [value for _, value, _ in results["out-regroup"][partition]
                                  if abs(times[value.split("|t")[0].split("+")[0]] - times[value.split("|t")[0].split("+")[1]])
                                  > INNER_BEFORE_AFTER_MS]
         assert stamped_regroup_pairs, partition
-        left = [value for _, value in results["out-left"][partition]]
+        left = [value for _, value, _ in results["out-left"][partition]]
         assert any(value.split("|t")[0].endswith("+null") for value in left)
         assert any(not value.split("|t")[0].endswith("+null") for value in left)
         assert any("late" in value.split("+")[0] for value in left)  # late events' updates, stamped later
@@ -304,46 +304,46 @@ def test_reference_forwards_each_cached_key_once_at_its_commit(cached_kafka_stre
     group_counts = Counter(value.split(":")[0] for value in last_members.values() if value is not None)
     for partition in range(PARTITIONS):
         count_pairs = results["out-cached-count"][partition]
-        assert count_pairs and all(value.split("+")[0] == f"n{counts[key]}" for key, value in count_pairs)
-        table_pairs = [(key, value.split("|t")[0]) for key, value in results["out-cached-table"][partition]]
+        assert count_pairs and all(value.split("+")[0] == f"n{counts[key]}" for key, value, _ in count_pairs)
+        table_pairs = [(key, value.split("|t")[0]) for key, value, _ in results["out-cached-table"][partition]]
         assert all(value.split("+")[0] == last_rows[key] for key, value in table_pairs)
         assert any(value.endswith("+null") for _, value in table_pairs)
         assert any(not value.endswith("+null") for _, value in table_pairs)
-        outer = [(key, value.split("|t")[0]) for key, value in results["out-cached-to-table"][partition]]
+        outer = [(key, value.split("|t")[0]) for key, value, _ in results["out-cached-to-table"][partition]]
         assert all(value.startswith("null+") or value.split("+")[0] == last_marks[key] for key, value in outer)
         assert any(value.startswith("null+") for _, value in outer)
         assert any(value.endswith("+null") for _, value in outer)
-        cogroup_pairs = [(key, value.split("|t")[0].split("*")[0]) for key, value in results["out-cached-cogroup"][partition]]
+        cogroup_pairs = [(key, value.split("|t")[0].split("*")[0]) for key, value, _ in results["out-cached-cogroup"][partition]]
         assert cogroup_pairs and all(last in marks_and_taps[key] for key, last in cogroup_pairs)
-        joined_pairs = [(key, value.split("+")[0]) for key, value in results["out-cached-table-join"][partition]]
+        joined_pairs = [(key, value.split("+")[0]) for key, value, _ in results["out-cached-table-join"][partition]]
         assert joined_pairs and all(joined.split("&")[0] == last_rows[key] for key, joined in joined_pairs)
         regroup_pairs = results["out-cached-regroup"][partition]
-        assert regroup_pairs and all(value.split("+")[0] == f"g{group_counts[key]}" for key, value in regroup_pairs)
-        paid_pairs = [(key, value.split("+")[0]) for key, value in results["out-cached-paid"][partition]]
+        assert regroup_pairs and all(value.split("+")[0] == f"g{group_counts[key]}" for key, value, _ in regroup_pairs)
+        paid_pairs = [(key, value.split("+")[0]) for key, value, _ in results["out-cached-paid"][partition]]
         assert paid_pairs and all(paid == f"{last_orders[key]}@{users[last_orders[key].split(':')[0]]}"
                                   for key, paid in paid_pairs)
         assert any(paid.endswith(".again") for _, paid in paid_pairs)  # the answer that came twice, once
-        steps = [(key, value.split("|t")[0].split("+")) for key, value in results["out-cached-step"][partition]]
+        steps = [(key, value.split("|t")[0].split("+")) for key, value, _ in results["out-cached-step"][partition]]
         assert steps and all(mark == last_marks[key] and not mark.endswith("5") for key, (mark, _) in steps)
         assert any(tap == "null" for _, (_, tap) in steps) and any(tap != "null" for _, (_, tap) in steps)
         assert any(passing[key] > 1 for key, _ in steps)  # its cache collapsed several updates that pass
         for name in ("out-cached-cogroup-windows", "out-cached-cogroup-sessions", "out-cached-cogroup-sliding"):
-            assert all(any(tag in value for _, value in results[name][partition]) for tag in (",m", ",t")), name
-        transformed = results["out-cached-transformed"][partition]
+            assert all(any(tag in value for _, value, _ in results[name][partition]) for tag in (",m", ",t")), name
+        transformed = [(key, value) for key, value, _ in results["out-cached-transformed"][partition]]
         assert transformed == cached_feeds.transformed_once_per_key(records, partition)
         assert any(counts[key] > 1 for key, _ in transformed)  # a key's several marks: its last, once
         series = results["out-cached-step-series"][partition]
-        assert series and all(value.split("+")[0] == last_rows[key].upper() for key, value in series)
+        assert series and all(value.split("+")[0] == last_rows[key].upper() for key, value, _ in series)
         # the filter's changes are marks ("m..."), never a tombstone: a key flushed once was never stored before
         reads = results["out-cached-filtered"][partition]
-        kept = sorted((key, value.split("|t")[0]) for key, value in reads if value.startswith("m"))
+        kept = sorted((key, value.split("|t")[0]) for key, value, _ in reads if value.startswith("m"))
         assert kept == sorted((key, mark) for key, mark in last_marks.items() if mark_partitions[key] == partition
                               and mark is not None and not mark.endswith("3"))
-        assert all(value.split("|")[-1].startswith(f"{value.split('|t')[0]}@") for _, value in reads
+        assert all(value.split("|")[-1].startswith(f"{value.split('|t')[0]}@") for _, value, _ in reads
                    if value.startswith("m"))
     # the taps read marks put before the commit (from the cache), and nothing where none was put yet
     tap_reads = [value.split("|")[-1] for partition in range(PARTITIONS)
-                 for _, value in results["out-cached-filtered"][partition] if not value.startswith("m")]
+                 for _, value, _ in results["out-cached-filtered"][partition] if not value.startswith("m")]
     assert any(read == "null" for read in tap_reads) and any(read.startswith("m") for read in tap_reads)
 
 
@@ -358,12 +358,12 @@ def test_reference_forwards_each_kept_stores_last_put(cached_kafka_streams_run):
         last_put, out_of_order = cached_feeds.last_put_marks(records, partition)
         last_mark = {key: value for key, value, in_partition, _ in records["marks"]
                      if in_partition == partition and key is not None}
-        kept = [(key, value.split("|t")[0].split("+")) for key, value in results["out-cached-kept"][partition]]
+        kept = [(key, value.split("|t")[0].split("+")) for key, value, _ in results["out-cached-kept"][partition]]
         assert kept and all(mark == last_put[key] and not mark.endswith("3") for key, (mark, _) in kept)
         assert any(tap == "null" for _, (_, tap) in kept) and any(tap != "null" for _, (_, tap) in kept)
         shouted = results["out-cached-shouted"][partition]
-        assert shouted and all(value.split("+")[0] == last_put[key].upper() for key, value in shouted)
-        forwarded = {key for key, _ in kept} | {key for key, _ in shouted}
+        assert shouted and all(value.split("+")[0] == last_put[key].upper() for key, value, _ in shouted)
+        forwarded = {key for key, _ in kept} | {key for key, _, _ in shouted}
         out_of_order_forwarded |= bool(forwarded & out_of_order)
         expired_last |= any(last_mark[key] != last_put[key] for key in forwarded)
     assert out_of_order_forwarded and expired_last

@@ -17,11 +17,11 @@ its partition, no two records with one timestamp. Our side runs it clean, the wh
 micro-batch per task.
 
 Compared: describe() of the very topology run; per output topic and partition the whole sequence
-of (key, value) records for the joins (one task writes each partition, in its processing order); the
-counts' final value per key (the re-grouping's repartition topic interleaves what the two upstream
-tasks wrote in whatever order they wrote it, in Kafka Streams as here). Not timestamps: the runner
-writes an output record with the time it writes it (README, "Record timestamps written by the
-runner"); each value names its input records.
+of (key, value, timestamp) records for the joins (one task writes each partition, in its processing
+order); the counts' final value per key with its record's timestamp (the re-grouping's repartition
+topic interleaves what the two upstream tasks wrote in whatever order they wrote it, in Kafka
+Streams as here; an aggregate's stamp, the largest of its updates', does not depend on that order).
+Timestamps: the ones the records were written with; each value names its input records.
 """
 
 from __future__ import annotations
@@ -34,9 +34,10 @@ from pyspark import cloudpickle
 
 import chained_join_topology
 from chained_join_topology import INPUTS, OUTPUTS, chained_join_examples
-from equivalence_io import KafkaStreamsInBackground, output_topics, produce_strings, with_unique_timestamps
+from equivalence_io import (KafkaStreamsInBackground, final_values_and_times, output_topics, produce_strings,
+                            with_unique_timestamps, written_time)
 from dagster_kstreams.kafka.partitioner import default_partition
-from dagster_kstreams.kafka.records import final_values, read_topic
+from dagster_kstreams.kafka.records import read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
 
 pytestmark = pytest.mark.integration
@@ -73,13 +74,15 @@ def _produce(bootstrap: str, topics: dict[str, str], records: dict[str, list[tup
 
 
 def _results(bootstrap: str, topics: dict[str, str]) -> dict:
-    """``{(output, partition): [(key, value)] in offset order}`` for the joins, the counts' final values."""
+    """``{(output, partition): [(key, value, timestamp)] in offset order}`` for the joins, the counts' final
+    ``{key: (value, timestamp)}`` (timestamps: the ones the records were written with)."""
     results: dict = {}
     for name in SEQUENCES:
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
             value = None if record.value is None else record.value.decode()
-            results.setdefault((name, record.partition), []).append((record.key.decode(), value))
-    results["out-counts"] = final_values(read_topic(bootstrap, topics["out-counts"]), bytes.decode, bytes.decode)
+            results.setdefault((name, record.partition), []).append((record.key.decode(), value, written_time(record)))
+    results["out-counts"] = final_values_and_times(read_topic(bootstrap, topics["out-counts"]), bytes.decode,
+                                                   bytes.decode)
     return results
 
 
@@ -102,14 +105,14 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     """Every join output on both partitions, with tombstones; null sides in the left and outer joins."""
     assert set(expected) == {(name, p) for name in SEQUENCES for p in range(PARTITIONS)} | {"out-counts"}
     for name in SEQUENCES:
-        values = [value for p in range(PARTITIONS) for _, value in expected[name, p]]
+        values = [value for p in range(PARTITIONS) for _, value, _ in expected[name, p]]
         assert len(values) > 40, name
         if name != "out-stream":
             assert None in values, name  # tombstones forwarded by the chained join
-    assert any(v is not None and v.endswith("*null") for p in range(PARTITIONS) for _, v in expected["out-left", p])
-    assert any(v is not None and v.startswith("null%") for p in range(PARTITIONS) for _, v in expected["out-outer", p])
-    assert any(v.endswith("|null") for p in range(PARTITIONS) for _, v in expected["out-stream", p])
-    assert any(v != "0" for v in expected["out-counts"].values())
+    assert any(v is not None and v.endswith("*null") for p in range(PARTITIONS) for _, v, _ in expected["out-left", p])
+    assert any(v is not None and v.startswith("null%") for p in range(PARTITIONS) for _, v, _ in expected["out-outer", p])
+    assert any(v.endswith("|null") for p in range(PARTITIONS) for _, v, _ in expected["out-stream", p])
+    assert any(v != "0" for v, _ in expected["out-counts"].values())
     # A filter that sends old values forwards no tombstone after a tombstone (KTableFilter drops the
     # update: neither value passes); one that does not, does.
     assert not _tombstones_in_a_row(expected, "out-filter-stream")
@@ -121,7 +124,7 @@ def _tombstones_in_a_row(results: dict, name: str) -> bool:
     """Whether some key of output ``name`` gets a tombstone right after a tombstone."""
     for p in range(PARTITIONS):
         last: dict = {}
-        for key, value in results[name, p]:
+        for key, value, _ in results[name, p]:
             if value is None and key in last and last[key] is None:
                 return True
             last[key] = value

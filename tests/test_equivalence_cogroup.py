@@ -33,8 +33,9 @@ null keys, null values, records out of order within grace and beyond it. Output 
 partition: the records of the keys of one input partition are one task's, in its order.
 
 Compared: describe() of the very topology run, and per output topic and task the whole sequence of
-(key, value) records; for the merged sub-topology and the edited cogroups also in a clean run (the
-whole input at once, no kill). Kafka Streams runs in the background meanwhile (on its own input topics).
+(key, value, timestamp) records (the timestamp each was written with); for the merged sub-topology
+and the edited cogroups also in a clean run (the whole input at once, no kill). Kafka Streams runs in
+the background meanwhile (on its own input topics).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from pyspark import cloudpickle
 import cogroup_topology
 import oracle_harness
 from cogroup_topology import INPUTS, LONG_VALUED, OUTPUT_KEYS, OUTPUTS, USER_ID_KEYED, UserIdSerde, cogroup_examples
-from equivalence_io import output_topics, produce_strings, with_unique_timestamps
+from equivalence_io import output_topics, produce_strings, with_unique_timestamps, written_time
 from killed_runs import run_until_killed
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import produce, read_topic
@@ -119,7 +120,7 @@ def _key_reader(name: str):
 
 
 def _results(bootstrap: str, topics: dict[str, str], outputs=OUTPUTS) -> dict[tuple[str, int], list]:
-    """``{(output, task partition): [(key, value)] in offset order}``."""
+    """``{(output, task partition): [(key, value, timestamp written with)] in offset order}``."""
     results: dict[tuple[str, int], list] = {}
     for name in outputs:
         key_of = _key_reader(name)
@@ -128,7 +129,7 @@ def _results(bootstrap: str, topics: dict[str, str], outputs=OUTPUTS) -> dict[tu
             user = key[0] if isinstance(key, tuple) else key
             value = None if record.value is None else (
                 struct.unpack(">q", record.value)[0] if name in LONG_VALUED else record.value.decode())
-            results.setdefault((name, _partition(user)), []).append((key, value))
+            results.setdefault((name, _partition(user)), []).append((key, value, written_time(record)))
     return results
 
 
@@ -254,32 +255,32 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     merge the Long-keyed input with a String-keyed one, in the cogroup and after a merge."""
     assert set(expected) == {(name, partition) for name in OUTPUTS for partition in range(PARTITIONS)}
     for partition in range(PARTITIONS):
-        plain = [value for _, value in expected[("out-plain", partition)]]
+        plain = [value for _, value, _ in expected[("out-plain", partition)]]
         assert any("r" in value and "s" in value for value in plain) and any("o" in value for value in plain)
-        windowed = "".join(value for _, value in expected[("out-windowed", partition)])
+        windowed = "".join(value for _, value, _ in expected[("out-windowed", partition)])
         assert all(letter in windowed for letter in "cvo") and "null" in windowed
-        finals = [key for key, _ in expected[("out-final", partition)]]
+        finals = [key for key, _, _ in expected[("out-final", partition)]]
         assert len(finals) == len(set(finals)) > 10  # each window once
         assert any(value and value.count("c") + value.count("v") > 3
-                   for _, value in expected[("out-sliding", partition)])
+                   for _, value, _ in expected[("out-sliding", partition)])
         sessions = expected[("out-sessions", partition)]
-        assert any(value is None for _, value in sessions) and any(value and "|" in value for _, value in sessions)
+        assert any(value is None for _, value, _ in sessions) and any(value and "|" in value for _, value, _ in sessions)
         filtered = expected[("out-final-filtered", partition)]
-        assert len(filtered) > 5 and all(len(value) % 3 != 1 for _, value in filtered)
+        assert len(filtered) > 5 and all(len(value) % 3 != 1 for _, value, _ in filtered)
         assert set(filtered) < set(expected[("out-final", partition)])
         session_bytes = expected[("out-session-bytes", partition)]
-        assert len(session_bytes) > 20 and any(value is None for _, value in session_bytes)
+        assert len(session_bytes) > 20 and any(value is None for _, value, _ in session_bytes)
         # One count per user, of both inputs: each user's counts go 1, 2, 3, ... on one task.
         counts: dict[str, list[int]] = {}
-        for key, count in expected[("out-merged-counts", partition)]:
+        for key, count, _ in expected[("out-merged-counts", partition)]:
             counts.setdefault(key, []).append(count)
         assert counts and all(sequence == list(range(1, len(sequence) + 1)) for sequence in counts.values())
         # The processors' edits: aggregates reset to R and going on from it until the processor deletes
         # them, merged-away sessions' tombstones, sessions put ahead that later records merged with.
         for name in STORE_OUTPUTS:
-            aggregates = [value.split("|")[0] for _, value in expected[(name, partition)]]
+            aggregates = [value.split("|")[0] for _, value, _ in expected[(name, partition)]]
             assert any(value.startswith("R,") and value.count(",") == 2 for value in aggregates), name
-        sessions = [value.split("|")[0] for _, value in expected[("out-store-sessions", partition)]]
+        sessions = [value.split("|")[0] for _, value, _ in expected[("out-store-sessions", partition)]]
         assert "null" in sessions and any(value.startswith("A,") for value in sessions)
-        merged_windows = [value for _, value in expected[("out-merged-windowed", partition)]]
+        merged_windows = [value for _, value, _ in expected[("out-merged-windowed", partition)]]
         assert any("k" in value and "t" in value for value in merged_windows) and "null" in "".join(merged_windows)

@@ -52,7 +52,7 @@ from pyspark import cloudpickle
 
 import fk_chained_join_topology
 import oracle_harness
-from equivalence_io import output_topics, partition_sequences, produce_strings, stamped_final_values, written_time
+from equivalence_io import final_values_and_times, output_topics, partition_sequences, produce_strings, written_time
 from fk_chained_join_topology import INPUTS, OUTPUTS, VERSIONED_OUTPUTS, chained_fk_join_examples
 from killed_runs import run_until_killed
 from dagster_kstreams.kafka.partitioner import default_partition
@@ -135,7 +135,7 @@ def _results(bootstrap: str, topics: dict[str, str]) -> dict:
         for record in sorted(records, key=lambda r: (r.partition, r.offset)):
             sequences[record.key.decode()].append(
                 (None if record.value is None else record.value.decode(), written_time(record)))
-        results[name] = {"sequences": dict(sequences), "final": stamped_final_values(records)}
+        results[name] = {"sequences": dict(sequences), "final": final_values_and_times(records)}
     results["partitions"] = partition_sequences(bootstrap, topics, VERSIONED_OUTPUTS)
     return results
 

@@ -50,7 +50,7 @@ from pyspark import cloudpickle
 
 import fk_join_topology
 import oracle_harness
-from equivalence_io import output_topics, partition_sequences, produce_inputs, stamped_final_values, written_time
+from equivalence_io import final_values_and_times, output_topics, partition_sequences, produce_inputs, written_time
 from fk_join_topology import (
     INPUTS, INTERNAL_TOPICS, ORDER_INPUTS, ORDER_INTERNAL_TOPICS, ORDER_OUTPUTS, PAYMENT_WINDOW, PLACED_INTERNAL_TOPICS,
     PLACED_OUTPUT, fk_join_partitioned_examples,
@@ -166,7 +166,7 @@ def _results(bootstrap: str, topics: dict[str, str]) -> dict:
         for record in sorted(records, key=lambda r: (r.partition, r.offset)):
             sequences[record.key.decode()].append(
                 (None if record.value is None else record.value.decode(), written_time(record)))
-        results[name] = {"final": stamped_final_values(records), "sequences": dict(sequences),
+        results[name] = {"final": final_values_and_times(records), "sequences": dict(sequences),
                          "partitions": _partitions(records)}
     for (name, partition), records in partition_sequences(bootstrap, topics, ORDER_OUTPUTS).items():
         results[name].setdefault("multisets", {})[partition] = sorted(records, key=repr)

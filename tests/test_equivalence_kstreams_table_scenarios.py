@@ -12,18 +12,18 @@ values and out-of-order timestamps. No two records share a timestamp.
 
 Run twice by our runner: once whole, and once as a ``dagster-kstreams run`` SIGKILLed part way then
 rerun in another process (this one) from its checkpoints. Compared: describe() of the very topology
-run, and each output's records per partition and key
-family (the records one task wrote there, in offset order), every value stamped with its record's
-timestamp; the store a transform_values keeps its results in, as an interactive query reads it; and
-the rows' sub-topology's outputs (a transformer's store among its state) once more,
-killed part way in another process and rerun from the checkpoints. A record with a null key goes to a partition Kafka's producer picks: those are compared
-per source partition (named in the value), whatever partition they went to, as multisets.
+run, and each output's records per partition and key family (the records one task wrote there, in
+offset order, each with the timestamp it was written with; every value carries its record's
+timestamp too); the store a transform_values keeps its results in, as an interactive query reads
+it; and the rows' sub-topology's outputs (a transformer's store among its state) once more, killed
+part way in another process and rerun from the checkpoints. A record with a null key goes to a
+partition Kafka's producer picks: those are compared per source partition (named in the value),
+whatever partition they went to, as multisets.
 
-Where the two differ by design: a re-grouped table's aggregate is stamped here with its record's
-time, by Kafka Streams with the larger of that and the aggregate's previous stamp (README, "Semantics
-that differ", record timestamps): those outputs' values are compared exactly and their stamps as
-the running maximum of ours. Both run with ``statestore.cache.max.bytes`` 0: the one store the
-topology leaves unnamed (the prices table's) is uncached by that setting alone, in both.
+A re-grouped table's aggregate is stamped, as by Kafka Streams, with the larger of its record's time
+and the aggregate's previous stamp: compared exactly like the rest. Both run with
+``statestore.cache.max.bytes`` 0: the one store the topology leaves unnamed (the prices table's) is
+uncached by that setting alone, in both.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from pyspark import cloudpickle
 
 import kstreams_table_scenarios_topology
 from equivalence_io import (KafkaStreamsReference, output_topics, produce_inputs, start_kafka_streams,
-                            with_unique_timestamps)
+                            with_unique_timestamps, written_time)
 from killed_runs import kill_and_rerun
 from kstreams_table_scenarios_topology import CALL_COUNTED, INPUTS, OUTPUTS, table_scenarios
 from dagster_kstreams.kafka.records import read_topic
@@ -52,8 +52,6 @@ cloudpickle.register_pickle_by_value(kstreams_table_scenarios_topology)
 PARTITIONS = 2
 T0 = (int(time.time()) - 3600) * 1000  # recent, in ms: records older than the broker's 7-day retention may be deleted mid-test
 FAMILIES = ("a", "b")  # the keys of partition 0, of partition 1
-REGROUPED = ("out-regrouped", "out-mapped-regrouped", "out-prices-counts", "out-rows-keyed-regrouped",
-             "out-prices-recounted", "out-recounted-kind-counts")  # re-grouped tables' aggregates
 
 # Kafka Streams' own table scenarios, per key family (KTableSourceTest, KTableFilterTest): (key, value,
 # time offset); "{f}" is the family. A value written twice, an out-of-order update, a row dropped by
@@ -110,14 +108,14 @@ def _family(key, value) -> str:
 
 
 def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple, list]:
-    """``{(output, partition or None for null keys, family): [(key, value)] in offset order}``."""
+    """``{(output, partition or None for null keys, family): [(key, value, timestamp)] in offset order}``."""
     results: dict[tuple, list] = {}
     for name in OUTPUTS:
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
             key = None if record.key is None else record.key.decode()
             value = None if record.value is None else record.value.decode()
             partition = None if key is None else record.partition
-            results.setdefault((name, partition, _family(key, value)), []).append((key, value))
+            results.setdefault((name, partition, _family(key, value)), []).append((key, value, written_time(record)))
     return results
 
 
@@ -147,22 +145,6 @@ def our_run(kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path_factory,
                         statestore_cache_max_bytes=0)  # as the Java twin
     runner.run_all()
     return {"results": _results(kafka_bootstrap, topics), "rows-keyed": runner.read_store("rows-keyed")}
-
-
-def _unstamped(sequence: list) -> list:
-    return [(key, value.rsplit("|t", 1)[0]) for key, value in sequence]
-
-
-def _stamps_as_kafka_streams_gives_aggregates(sequence: list) -> list:
-    """Each update's timestamp replaced by the largest of it and the key's earlier updates' (Kafka
-    Streams' stamp of an aggregate: the larger of its record's and the aggregate's previous one)."""
-    latest: dict = {}
-    result = []
-    for key, value in sequence:
-        text, stamp = value.rsplit("|t", 1)
-        latest[key] = max(int(stamp), latest.get(key, int(stamp)))
-        result.append((key, f"{text}|t{latest[key]}"))
-    return result
 
 
 @pytest.mark.parametrize("output", OUTPUTS)
@@ -200,7 +182,7 @@ def test_killed_part_way_and_rerun_matches_kafka_streams(kafka_bootstrap, kafka_
 
 def _uncounted(results: dict) -> dict:
     """``results`` with CallCounter's call counts ("#<n>@") taken out of the values."""
-    return {where: [(key, value and re.sub(r"#\d+@", "#@", value)) for key, value in sequence]
+    return {where: [(key, value and re.sub(r"#\d+@", "#@", value), timestamp) for key, value, timestamp in sequence]
             for where, sequence in results.items()}
 
 
@@ -212,11 +194,6 @@ def _assert_output_matches(output: str, our_results: dict, kafka_streams_results
     for where, sequence in expected.items():
         if where[1] is None:  # null keys: partitions the producer picked, in Kafka Streams as here
             assert sorted(ours[where]) == sorted(sequence), where
-        elif output in REGROUPED:
-            # README "Semantics that differ", record timestamps: a re-grouped table's aggregate is
-            # stamped with its record's time, Kafka Streams' with the larger of that and its previous.
-            assert _unstamped(ours[where]) == _unstamped(sequence), where
-            assert _stamps_as_kafka_streams_gives_aggregates(ours[where]) == sequence, where
         else:
             assert ours[where] == sequence, where
 
@@ -227,7 +204,7 @@ def test_kafka_streams_output_exercises_the_scenarios(kafka_streams_run):
 
     def values(output, family):
         return [value for (name, _, kin), sequence in results.items() if name == output and kin == family
-                for _, value in sequence]
+                for _, value, _ in sequence]
 
     for family in FAMILIES:
         assert any(value.startswith("null|") for value in values("out-filter", family))  # a row dropped
@@ -251,7 +228,7 @@ def test_kafka_streams_output_exercises_the_scenarios(kafka_streams_run):
         assert any(">x" in value and "~p-1o-1|" in value for value in left)
         for (name, _, kin), sequence in results.items():  # one instance per task: its calls go up
             if name == "out-lookups-left" and kin == family:
-                calls = [int(value.split("#")[1].split("@")[0]) for _, value in sequence if "#" in value]
+                calls = [int(value.split("#")[1].split("@")[0]) for _, value, _ in sequence if "#" in value]
                 assert calls == sorted(calls) and len(set(calls)) > 1
         assert any("~p-1o-1|" not in value for value in values("out-prices-called", family))  # the processor's
         table_joined = [value for value in values("out-lookups-table-joined", family) if not value.startswith("null|")]

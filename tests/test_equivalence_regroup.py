@@ -21,7 +21,9 @@ group is then fed by one upstream task, and the order of its updates is the same
 Compared: describe() of the very topology run; per group, the whole sequence of records in the
 accounts' repartition topic (raw bytes: Kafka Streams' Change format, subtraction before
 addition, one record when the group does not change) and of the uncached aggregate's output;
-final values of the cached count (but groups left at 0, see below) and reduce; every store.
+final values of the cached count (but groups left at 0, see below) and reduce; every store. Every
+record with the timestamp it was written with (a final value with its record's; not the cached
+count's, see below).
 """
 
 from __future__ import annotations
@@ -36,11 +38,11 @@ from pyspark import cloudpickle
 
 import oracle_harness
 import regroup_topology
-from equivalence_io import output_topics, produce_strings
+from equivalence_io import final_values_and_times, output_topics, produce_strings, written_time
 from killed_runs import run_until_killed
 from regroup_topology import INPUTS, OUTPUTS, REPARTITION_TOPICS, STORES, regroup_examples
 from dagster_kstreams.kafka.partitioner import default_partition
-from dagster_kstreams.kafka.records import final_values, read_topic
+from dagster_kstreams.kafka.records import read_topic
 from dagster_kstreams.spark.task_runner import TaskRunner
 
 pytestmark = pytest.mark.integration
@@ -81,12 +83,13 @@ def _input(seed: int = 14) -> dict[str, list[tuple]]:
 
 
 def _per_key(records) -> dict[str, tuple[list[int], list]]:
-    """``{key: (its partitions, [values in offset order])}`` (values: raw bytes or None)."""
+    """``{key: (its partitions, [(value, timestamp) in offset order])}`` (values: raw bytes or None;
+    timestamps: the ones the records were written with)."""
     values: dict = defaultdict(list)
     partitions: dict = defaultdict(set)
     for record in sorted(records, key=lambda r: (r.partition, r.offset)):
         key = record.key.decode()
-        values[key].append(record.value)
+        values[key].append((record.value, written_time(record)))
         partitions[key].add(record.partition)
     return {key: (sorted(partitions[key]), values[key]) for key in values}
 
@@ -98,9 +101,9 @@ def _results(bootstrap: str, topics: dict[str, str], app_id: str) -> dict:
     return {
         "repartitioned": _per_key(read_topic(bootstrap, f"{app_id}-{REPARTITION_TOPICS['accounts']}")),
         "history": _per_key(read_topic(bootstrap, topics["out-history"])),
-        "counts": final_values(read_topic(bootstrap, topics["out-counts"]), text,
-                               lambda value: int.from_bytes(value, "big", signed=True)),
-        "sums": final_values(read_topic(bootstrap, topics["out-sums"]), text, text),
+        "counts": final_values_and_times(read_topic(bootstrap, topics["out-counts"]), text,
+                                         lambda value: int.from_bytes(value, "big", signed=True)),
+        "sums": final_values_and_times(read_topic(bootstrap, topics["out-sums"]), text, text),
     }
 
 
@@ -136,12 +139,12 @@ def test_regrouped_tables_killed_part_way_and_rerun_match_kafka_streams(
     # The reference exercises what it should: additions, subtractions and same-group updates in
     # the repartition topic; subtractions in every group's history; the filter and the selector's
     # null keys and values.
-    flags = {value[-1] for _, values in expected["repartitioned"].values() for value in values}
+    flags = {value[-1] for _, values in expected["repartitioned"].values() for value, _ in values}
     assert flags == {0, 1, 2}
     assert set(expected["counts"]) <= {"fr", "de", "es", "us", "mx", "ca"}  # not "none", "FR", "US"
-    assert len(_nonzero(expected["counts"])) >= 4
+    assert len(_nonzero(_values(expected["counts"]))) >= 4
     assert set(expected["sums"]) <= {"north", "south", "east", "west", "central"}  # not "closed", "frozen"
-    assert all(any(b"-" in value for value in values) for _, values in expected["history"].values())
+    assert all(any(b"-" in value for value, _ in values) for _, values in expected["history"].values())
     assert all(len(values) > 20 for _, values in expected["history"].values())
     for key, (partitions, _) in expected["history"].items():
         assert partitions == [default_partition(key.encode(), PARTITIONS)]
@@ -171,7 +174,10 @@ def test_regrouped_tables_killed_part_way_and_rerun_match_kafka_streams(
             assert ours[name][key] == expected[name][key], f"{name}, key {key}"
     # With the record cache on the users table, a group that only held users between two of Kafka
     # Streams' commits keeps a count of 0 there, and never exists here (README, "Semantics that differ").
-    assert _nonzero(ours["counts"]) == _nonzero(expected["counts"])
+    # The counts' timestamps are not compared, for the same cause: a user in a group at one of Kafka
+    # Streams' flushes and out of it at the next sends it a subtraction there, stamped with the user's
+    # last change; our flushes did not see the user in the group ("es": u18), so nothing is subtracted.
+    assert _nonzero(_values(ours["counts"])) == _nonzero(_values(expected["counts"]))
     assert set(ours["counts"]) <= set(expected["counts"])
     assert ours["sums"] == expected["sums"]
     for store in STORES:
@@ -180,6 +186,11 @@ def test_regrouped_tables_killed_part_way_and_rerun_match_kafka_streams(
         if store == "users-per-country":
             stored, reference = _nonzero(stored), _nonzero(reference)
         assert stored == reference, store
+
+
+def _values(rows: dict) -> dict:
+    """``{key: value}`` of ``{key: (value, timestamp)}``."""
+    return {key: value for key, (value, _) in rows.items()}
 
 
 def _nonzero(counts: dict) -> dict:

@@ -20,9 +20,9 @@ whole input once. Our side runs it clean (both halves at once, every task from a
 killed: a ``dagster-kstreams run`` process takes the first half in small batches and is SIGKILLed
 after task 0_0's first batch; the second half is produced and a rerun continues every task.
 
-Compared: describe(), and for each output partition and task the whole sequence of records
-(outputs have 2 partitions: both tasks write each, so a partition's records are split by the task
-that wrote them, each task's in its order).
+Compared: describe(), and for each output partition and task the whole sequence of records, each
+with the timestamp it was written with (outputs have 2 partitions: both tasks write each, so a
+partition's records are split by the task that wrote them, each task's in its order).
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ import pytest
 from pyspark import cloudpickle
 
 import key_serde_topology
-from equivalence_io import KafkaStreamsInBackground, output_topics, produce_strings, with_unique_timestamps
+from equivalence_io import (KafkaStreamsInBackground, output_topics, produce_strings, with_unique_timestamps,
+                            written_time)
 from key_serde_topology import INPUTS, OUTPUTS, UserIdSerde, key_serde_examples
 from killed_runs import run_until_killed
 from dagster_kstreams.kafka.partitioner import default_partition
@@ -88,14 +89,14 @@ def _produce(bootstrap: str, inputs: dict[str, str], records: dict[str, list[tup
 
 
 def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple[str, int, int], list]:
-    """``{(output, output partition, task): [(key, value)] in offset order}``."""
+    """``{(output, output partition, task): [(key, value, timestamp written with)] in offset order}``."""
     results: dict[tuple[str, int, int], list] = {}
     for name in OUTPUTS:
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
             key = record.key.decode()
             value = None if record.value is None else (
                 struct.unpack(">q", record.value)[0] if name == "out-counts" else record.value.decode())
-            results.setdefault((name, record.partition, _task(key)), []).append((key, value))
+            results.setdefault((name, record.partition, _task(key)), []).append((key, value, written_time(record)))
     return results
 
 
@@ -131,7 +132,7 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     folded: dict[str, str] = {}
     audits: list[tuple[str, list[str]]] = []
     for (name, _, _), records in expected.items():
-        for key, value in records:
+        for key, value, _ in records:
             if name == "out-counts":
                 counts.setdefault(key, []).append(value)
             elif name == "out-folded":

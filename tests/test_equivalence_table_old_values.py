@@ -21,7 +21,7 @@ and beyond), and jumps of stream time. Every output topic has one partition: the
 family there are one task's output, in its order.
 
 Compared: describe() of the very topology run, and per output topic and key family the whole
-sequence of (key, value) records.
+sequence of (key, value, timestamp) records (the timestamp each was written with).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pyspark import cloudpickle
 
 import oracle_harness
 import table_old_values_topology
-from equivalence_io import output_topics, produce_strings, windowed_key_reader
+from equivalence_io import output_topics, produce_strings, windowed_key_reader, written_time
 from killed_runs import run_until_killed
 from table_old_values_topology import INPUTS, LONG_VALUED, OUTPUT_KEYS, OUTPUTS, table_old_values_examples
 from dagster_kstreams.kafka.records import read_topic
@@ -82,7 +82,7 @@ def _input(seed: int = 19) -> dict[str, list[tuple]]:
 
 
 def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple[str, str], list]:
-    """``{(output, key family): [(key, value)] in offset order}``."""
+    """``{(output, key family): [(key, value, timestamp)] in offset order}``."""
     results: dict[tuple[str, str], list] = {}
     for name in OUTPUTS:
         key_of = windowed_key_reader(OUTPUT_KEYS[name])
@@ -91,7 +91,7 @@ def _results(bootstrap: str, topics: dict[str, str]) -> dict[tuple[str, str], li
             value = None if record.value is None else (
                 int.from_bytes(record.value, "big", signed=True) if name in LONG_VALUED else record.value.decode())
             family = (key[0] if isinstance(key, tuple) else key)[0]
-            results.setdefault((name, family), []).append((key, value))
+            results.setdefault((name, family), []).append((key, value, written_time(record)))
     return results
 
 
@@ -124,14 +124,14 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     assert set(expected) == {(name, family) for name in OUTPUTS for family in FAMILIES}
     for family in FAMILIES:
         kept = expected[("out-kept", family)]
-        assert len(kept) > 20 and any(count is None for _, count in kept)
-        assert all(count % 4 not in (1, 2) and count % 3 != 2 for _, count in kept if count is not None)
+        assert len(kept) > 20 and any(count is None for _, count, _ in kept)
+        assert all(count % 4 not in (1, 2) and count % 3 != 2 for _, count, _ in kept if count is not None)
         for name in ("out-padded-bytes", "out-twice-bytes"):  # a window goes out more than once
             sequence = expected[(name, family)]
-            assert len(sequence) > 1.5 * len({key for key, _ in sequence}) > 20, name
+            assert len(sequence) > 1.5 * len({key for key, _, _ in sequence}) > 20, name
         sessions = expected[("out-sessions-kept", family)]
-        assert len(sessions) > 10 and any(count is None for _, count in sessions)
-        prices = [value for _, value in expected[("out-prices-twice", family)]]
+        assert len(sessions) > 10 and any(count is None for _, count, _ in sessions)
+        prices = [value for _, value, _ in expected[("out-prices-twice", family)]]
         assert len(prices) > 20 and None in prices and not any(value and value.startswith("x") for value in prices)
 
 

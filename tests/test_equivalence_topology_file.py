@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from equivalence_io import stamped_final_values
+from equivalence_io import final_values_and_times
 from dagster_kstreams.kafka.records import produce, read_topic
 
 pytestmark = pytest.mark.integration
@@ -68,4 +68,4 @@ def test_cli_runs_a_topology_file_whose_lambda_calls_a_helper_of_that_file(
     errors = [line for line in completed.stderr.splitlines() if "Error" in line][-3:]
     assert completed.returncode == 0, f"the CLI failed (exit {completed.returncode}): " \
                                       f"{errors or completed.stderr[-2000:]}"
-    assert stamped_final_values(read_topic(kafka_bootstrap, sink)) == {f"k{i}": ("FR", T0 + i * 7) for i in range(10)}
+    assert final_values_and_times(read_topic(kafka_bootstrap, sink)) == {f"k{i}": ("FR", T0 + i * 7) for i in range(10)}

@@ -35,19 +35,18 @@ some fall in closed windows and are dropped), null values (given to the reducers
 Kafka Streams gives them) and null keys (dropped), no two records with one timestamp.
 
 Compared: describe() of the very topology run; per join output topic and partition the whole
-sequence of (key, window start, value), and the re-grouped sums' final values (their repartition topics
-interleave what the two upstream tasks wrote as they ran, in Kafka Streams as here); the session
-re-groupings by key (each group fed by one upstream task: the key's) per group, the whole sequence of
-their repartition topics' records (Kafka Streams' Change bytes, with their timestamps: the session's
-end; Kafka Streams' purge switched off, the runner's side what its purge left of each group: the end)
-and of their outputs, and the re-grouping by size's final values; on a clean run
-and on one SIGKILLed once task 0_0 has run, then rerun; and the count's and the reduce's stores after
-the materialized join, and the materialized joins of 1 s and 500 ms windows and of sliding windows, read
-back from the checkpoints, against what Kafka Streams last sent per window (per session for the
-materialized join of session tables).
-Timestamps only in the session re-groupings' repartition topics and in the values the processor naming
-the materialized session join's store forwards (the record's and the store's): an output topic's are the
-time of writing, see the README, "Record timestamps written by the runner".
+sequence of (key, window start, value, timestamp), and the re-grouped sums' final values with their
+timestamps (their repartition topics interleave what the two upstream tasks wrote as they ran, in
+Kafka Streams as here); the session re-groupings by key (each group fed by one upstream task: the
+key's) per group, the whole sequence of their repartition topics' records (Kafka Streams' Change
+bytes, with their timestamps: the session's end; Kafka Streams' purge switched off, the runner's side
+what its purge left of each group: the end) and of their outputs, and the re-grouping by size's final
+values; on a clean run and on one SIGKILLed once task 0_0 has run, then rerun; and the count's and the
+reduce's stores after the materialized join, and the materialized joins of 1 s and 500 ms windows and
+of sliding windows, read back from the checkpoints, against what Kafka Streams last sent per window
+(per session for the materialized join of session tables). Every record with the timestamp it was
+written with; the processor naming the materialized session join's store also forwards the record's
+and the store's timestamps in its values.
 """
 
 from __future__ import annotations
@@ -60,12 +59,12 @@ import pytest
 from pyspark import cloudpickle
 
 import windowed_join_topology
-from equivalence_io import KafkaStreamsInBackground, output_topics, produce_strings, with_unique_timestamps
+from equivalence_io import (KafkaStreamsInBackground, final_values_and_times, output_topics, produce_strings,
+                            with_unique_timestamps, written_time)
 from killed_runs import kill_and_rerun
 from windowed_join_topology import INPUTS, OUTPUTS, SESSION_REPARTITIONS, WINDOW_MS, windowed_join_examples
 from dagster_kstreams.kafka.partitioner import default_partition
-from dagster_kstreams.kafka.records import final_values, read_topic
-from dagster_kstreams.kafka.timestamp_header import TIMESTAMP_HEADER, decode_timestamp
+from dagster_kstreams.kafka.records import read_topic
 from dagster_kstreams.processors.changes import ChangedSerde
 from dagster_kstreams.spark.strategies import KeyedState, TaskGroupedState, strategy_for
 from dagster_kstreams.spark.task_runner import TaskRunner
@@ -129,24 +128,24 @@ def _produce(bootstrap: str, topics: dict[str, str], records: dict[str, list[tup
 
 
 def _per_group(records) -> dict[str, list[tuple]]:
-    """``{key: [(partition, raw value, timestamp)] in offset order}``: the timestamp a record keeps (on a
-    repartition topic the runner's header under at-least-once, else its own)."""
+    """``{key: [(partition, raw value, timestamp - T0)] in offset order}``: the timestamp a record was
+    written with."""
     groups: dict = defaultdict(list)
     for record in sorted(records, key=lambda r: (r.partition, r.offset)):
-        headers = dict(record.headers)
-        timestamp = decode_timestamp(headers[TIMESTAMP_HEADER]) if TIMESTAMP_HEADER in headers else record.timestamp
-        groups[record.key.decode()].append((record.partition, record.value, timestamp - T0))
+        groups[record.key.decode()].append((record.partition, record.value, written_time(record) - T0))
     return dict(groups)
 
 
 def _results(bootstrap: str, topics: dict[str, str], app_id: str) -> dict:
-    """``{(output, partition): [(key, window start, value)] in offset order}``, the re-groupings' final
-    values, and per group the session re-groupings' outputs (values) and repartition records."""
-    results: dict = {name: final_values(read_topic(bootstrap, topics[name]), bytes.decode, bytes.decode)
+    """``{(output, partition): [(key, window start, value, timestamp - T0)] in offset order}`` (a session's
+    window: (start, end)), the re-groupings' final ``{key: (value, timestamp)}``, and per group the session
+    re-groupings' outputs and repartition records (:func:`_per_group`; outputs' values decoded).
+    Timestamps: the ones the records were written with."""
+    results: dict = {name: final_values_and_times(read_topic(bootstrap, topics[name]), bytes.decode, bytes.decode)
                      for name in REGROUPED}
     for name in SESSION_SEQUENCES:
-        results[name] = {key: [(partition, None if value is None else value.decode())
-                               for partition, value, _ in updates]
+        results[name] = {key: [(partition, None if value is None else value.decode(), timestamp)
+                               for partition, value, timestamp in updates]
                          for key, updates in _per_group(read_topic(bootstrap, topics[name])).items()}
     for name in SESSION_REPARTITIONS:
         results[name] = _per_group(read_topic(bootstrap, f"{app_id}-{name}-repartition"))
@@ -155,12 +154,12 @@ def _results(bootstrap: str, topics: dict[str, str], app_id: str) -> dict:
             key, end, start = record.key[:-16].decode(), record.key[-16:-8], record.key[-8:]
             window = (int.from_bytes(start, "big") - T0, int.from_bytes(end, "big") - T0)
             value = None if record.value is None else record.value.decode()
-            results.setdefault((name, record.partition), []).append((key, window, value))
+            results.setdefault((name, record.partition), []).append((key, window, value, written_time(record) - T0))
     for name in JOINED:
         for record in sorted(read_topic(bootstrap, topics[name]), key=lambda r: (r.partition, r.offset)):
             key, start = record.key[:-8].decode(), int.from_bytes(record.key[-8:], "big")
             value = None if record.value is None else record.value.decode()
-            results.setdefault((name, record.partition), []).append((key, start - T0, value))
+            results.setdefault((name, record.partition), []).append((key, start - T0, value, written_time(record) - T0))
     return results
 
 
@@ -193,8 +192,8 @@ def _assert_reference_exercises_it(expected: dict) -> None:
         REGROUPED) | set(SESSION_SEQUENCES) | set(SESSION_REPARTITIONS)
     assert all(set(expected[name]) == set(KEYS) for name in REGROUPED if name != "out-session-sizes")
     _assert_sessions_merge(expected)
-    assert all(int(v) > 0 for v in expected["out-regrouped"].values())
-    values = {name: [v for p in range(PARTITIONS) for _, _, v in expected[name, p]] for name in JOINED}
+    assert all(int(v) > 0 for v, _ in expected["out-regrouped"].values())
+    values = {name: [v for p in range(PARTITIONS) for _, _, v, _ in expected[name, p]] for name in JOINED}
     assert all(len(found) > 40 for found in values.values()), {name: len(found) for name, found in values.items()}
     assert any(v.endswith("<null") for v in values["out-left"])  # a window of null values only: counted
     assert any(v.startswith("null~") for v in values["out-outer"])  # a hopping window of no tumbling start
@@ -209,7 +208,7 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     # the joins' result without a store, read through both tables: a hopping value joined, and none
     assert any(v.endswith("~null#" + v.split("#")[1]) for v in values["out-pair-joined"] if v is not None)
     assert any(";" in v.split("~")[1] for v in values["out-pair-joined"] if v is not None)
-    assert any(int(v) > 0 for v in expected["out-pair-regrouped"].values())
+    assert any(int(v) > 0 for v, _ in expected["out-pair-regrouped"].values())
     # state after the materialized join: counted and reduced by window, its tombstones skipped
     assert any(v != "1" for v in values["out-odd-counts"]) and None not in values["out-odd-reduced"]
     assert any("+" in v for v in values["out-odd-reduced"])
@@ -223,13 +222,13 @@ def _assert_reference_exercises_it(expected: dict) -> None:
     assert {n for n, _ in inner} >= {"1", "2", "3"}
     outer = [v.split("~") for v in values["out-sliding-outer"]]  # values~count
     assert {-1 if joined == "null" else int(n) - len(joined.split(",")) for joined, n in outer} == {-1, 0, 1}
-    assert any(int(v) > 0 for v in expected["out-sliding-regrouped"].values())
+    assert any(int(v) > 0 for v, _ in expected["out-sliding-regrouped"].values())
     left = values["out-sliding-left"]  # a 500 ms window of the start, and none
     assert any(v.endswith("%null") for v in left) and not all(v.endswith("%null") for v in left)
     starts = {start % 1000 for name in JOINED if name != "out-outer" and "sliding" not in name
-              for p in range(PARTITIONS) for _, start, _ in expected[name, p]}
+              for p in range(PARTITIONS) for _, start, _, _ in expected[name, p]}
     assert starts == {0}  # tumbling starts only, except the outer join's hopping ones
-    assert any(start % 1000 == 500 for p in range(PARTITIONS) for _, start, _ in expected["out-outer", p])
+    assert any(start % 1000 == 500 for p in range(PARTITIONS) for _, start, _, _ in expected["out-outer", p])
 
 
 def _assert_sessions_merge(expected: dict) -> None:
@@ -241,7 +240,7 @@ def _assert_sessions_merge(expected: dict) -> None:
         assert all(len({partition for partition, _, _ in updates}) == 1 for updates in expected[name].values())
     assert set(expected["out-session-regrouped"]) == set(KEYS) and set(expected["out-long-sessions"]) <= set(KEYS)
     assert {"1", "2", "3"} <= set(expected["out-session-sizes"])
-    joined = {name: [(window, v) for p in range(PARTITIONS) for _, window, v in expected[name, p]]
+    joined = {name: [(window, v) for p in range(PARTITIONS) for _, window, v, _ in expected[name, p]]
               for name in SESSION_JOINED}
     assert all(len(found) > 40 for found in joined.values()), {name: len(found) for name, found in joined.items()}
     assert any(v is None for _, v in joined["out-session-inner"])  # a merged session's delete: a tombstone
@@ -252,7 +251,7 @@ def _assert_sessions_merge(expected: dict) -> None:
     assert any(v.startswith("null~") for v in outer) and any(not v.startswith("null~") for v in outer)
     _assert_session_joins_chain(joined)
     key, window, value = EXPIRED_SESSION  # the session the 300 ms store no longer returns: joined with nothing
-    assert [v for p in range(PARTITIONS) for k, w, v in expected["out-session-left", p] if (k, w) == (key, window)] \
+    assert [v for p in range(PARTITIONS) for k, w, v, _ in expected["out-session-left", p] if (k, w) == (key, window)] \
         == ["x0,x1%null", "x0,x1%2", None, value]
 
 
@@ -276,7 +275,7 @@ def _assert_session_joins_chain(joined: dict) -> None:
 def _assert_session_store_read_back(runner: TaskRunner, expected: dict) -> None:
     """The materialized join of session tables holds, per session, what Kafka Streams last sent for it."""
     last = {(key, window): value.split("|")[0] for p in range(PARTITIONS)
-            for key, window, value in expected["out-session-materialized", p]}
+            for key, window, value, _ in expected["out-session-materialized", p]}
     content = runner.read_store("session-joined")
     assert {(w.key, (w.window.start - T0, w.window.end - T0)): str(value) for w, value in content.items()} == {
         session: value for session, value in last.items() if value != "null"}
@@ -298,7 +297,7 @@ def _assert_same(actual: dict, expected: dict) -> None:
 def _assert_stores_read_back(runner: TaskRunner, expected: dict) -> None:
     """Each store after the materialized joins holds, per window start, what it last sent in Kafka Streams."""
     for store, output in STORES_READ_BACK.items():
-        last = {(key, start): value for p in range(PARTITIONS) for key, start, value in expected[output, p]}
+        last = {(key, start): value for p in range(PARTITIONS) for key, start, value, _ in expected[output, p]}
         content = runner.read_store(store)
         assert {(w.key, w.window.start - T0): str(value) for w, value in content.items()} == last, store
         assert all(w.window.end - w.window.start == WINDOW_MS for w in content), store

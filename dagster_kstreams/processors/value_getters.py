@@ -115,16 +115,18 @@ class ValueGetter:
         if self.joined is not None:
             stored, timestamp = self.joined.get_timestamped(reader, key, state, context)
         else:
-            stored, timestamp = self.stored(reader, key, state, context), self._stored_timestamp(key, state)
+            stored, timestamp = self.stored(reader, key, state, context), self._stored_timestamp(reader, key, state)
         value = self.through_steps(reader, key, stored, context)
         return value, NO_TIMESTAMP if value is None else timestamp
 
-    def _stored_timestamp(self, key, state) -> int:
+    def _stored_timestamp(self, reader: Processor, key, state) -> int:
         if self.windows_of is None:
             return self.owner.stored_timestamp(state)
         if self.sessions is not None:
             return key.window.end  # KTableSessionWindowValueGetter stamps a session with its end
-        stored = state.values[self.slot]  # a window keeps (aggregate, timestamp)
+        # a window keeps (aggregate, timestamp), in the source key's group as :meth:`stored` reads it (not
+        # the group of the window an update travels in, task-grouped)
+        stored = _group_of(reader, key.key, state).values[self.slot]
         window = None if stored is ABSENT else stored.get(key.window.start)
         return NO_TIMESTAMP if window is None else window[1]
 
