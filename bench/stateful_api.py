@@ -39,7 +39,7 @@ from bench.common import bench_workspace
 from dagster_kstreams.kafka.admin import KafkaAdmin
 from dagster_kstreams.kafka.records import produce
 from dagster_kstreams.spark.session import build_spark_session
-from dagster_kstreams.spark.strategies import ROCKSDB_PROVIDER
+from dagster_kstreams.spark.task_session import ROCKSDB_PROVIDER
 
 BROKER_PORT = 39300
 OUTPUT = StructType([StructField("key", StringType()), StructField("count", LongType())])

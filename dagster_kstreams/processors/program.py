@@ -51,7 +51,7 @@ from dagster_kstreams.processors.hand_offs import HandOff
 from dagster_kstreams.processors.own_groups import WindowKeys, reads_state_downstream
 from dagster_kstreams.processors.punctuation import run_between_punctuations
 from dagster_kstreams.processors.records import FLUSH_ORDER, Output, RecordContext, header_column
-from dagster_kstreams.processors.state import ABSENT, GroupState, slot_blob, slot_value
+from dagster_kstreams.processors.state import GroupState
 from dagster_kstreams.processors.state_key_serde import StateKeying
 from dagster_kstreams.processors.store_keyed_groups import store_keyed_entries
 from dagster_kstreams.processors.task_state import TaskState
@@ -242,32 +242,18 @@ class SubtopologyProgram:
         order, or ``(context, raw key, raw value, hand-off)``: :attr:`hand_offs`) through a stateful
         sub-topology.
 
-        ``stored`` is the key's state row (one pickled value per store, with its timestamp where
-        the store keeps one: :func:`~.state.slot_blob`; or None). Returns the
+        ``stored`` is the key's state row (:meth:`GroupState.row`, or None). Returns the
         sink records and the new state row (``stored`` itself when nothing changed; None:
         nothing stored any more).
         """
-        slots = len(self.stateful_nodes)
-        values = [ABSENT] * slots
-        stamps = {}
-        if stored is not None:
-            for slot, blob in enumerate(stored):
-                if blob is not None:
-                    values[slot], stamp = slot_value(blob)
-                    if stamp is not None:
-                        stamps[slot] = stamp
-        state = GroupState(values)
-        state.stamps = stamps
+        state = GroupState.of_row(stored, len(self.stateful_nodes))
         out = Output(ordered=True)
         for context, key, value, *hand_off in records:
             self.process_record(context, key, value, out, state, *hand_off)
         self._flush(lambda: [state], out)
         if not state.changed:
             return out, stored
-        if all(value is ABSENT for value in state.values):
-            return out, None
-        return out, tuple(None if value is ABSENT else slot_blob(value, state.stamps.get(slot))
-                          for slot, value in enumerate(state.values))
+        return out, state.row()
 
     def run_task_batch(self, records: Iterable[tuple[RecordContext, Any, Any]],
                        stored: Optional[bytes]) -> tuple[Output, Optional[bytes]]:

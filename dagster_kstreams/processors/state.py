@@ -100,6 +100,25 @@ class GroupState:
         self.task = None
         self.raw_key: Optional[bytes] = None
 
+    @classmethod
+    def of_row(cls, row: Optional[tuple], slots: int) -> "GroupState":
+        """The group of a key-grouped state row (:meth:`row`; None: the key has no state yet)."""
+        state = cls([ABSENT] * slots)
+        for slot, blob in enumerate(row or ()):
+            if blob is not None:
+                state.values[slot], stamp = slot_value(blob)
+                if stamp is not None:
+                    state.stamps[slot] = stamp
+        return state
+
+    def row(self) -> Optional[tuple]:
+        """The key-grouped state row: one pickled value per store (with its timestamp where the
+        store keeps one: :func:`slot_blob`); None when no store holds a value for the key."""
+        if all(value is ABSENT for value in self.values):
+            return None
+        return tuple(None if value is ABSENT else slot_blob(value, self.stamps.get(slot))
+                     for slot, value in enumerate(self.values))
+
     def mark_dirty(self, slot: int, context: RecordContext) -> None:
         """A cached store's slot was updated while processing ``context``: forward its final value
         at the flush, with that context unless a later update replaces it."""

@@ -45,7 +45,7 @@ CONNECTOR_JAR_PREFIX = "spark-sql-kafka-0-10_"
 # FileContext (Spark's default checkpoint manager) the local default (ChecksumFs) writes a .crc file
 # beside each file and, without Hadoop's native library, forks a `readlink` or `chmod` for every file
 # operation; RawLocalFs writes the files alone. A local state location uses FileSystem's API instead
-# (``strategies.configure_session``: fewer forks still); its local file system stays Hadoop's
+# (``task_session.configure_session``: fewer forks still); its local file system stays Hadoop's
 # default, because RocksDB's snapshot upload casts it to LocalFileSystem. A ``spark.hadoop.``
 # setting of the user's wins.
 CHECKPOINT_FILE_CONTEXT = {"spark.hadoop.fs.AbstractFileSystem.file.impl": "org.apache.hadoop.fs.local.RawLocalFs"}

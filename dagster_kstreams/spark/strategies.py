@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterable, Optional
 
 import pandas as pd
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupStateTimeout
 
@@ -51,7 +51,6 @@ from dagster_kstreams.processors.state import slot_value
 from dagster_kstreams.processors.task_state import TaskState
 from dagster_kstreams.processors.user_processors import user_store_content
 from dagster_kstreams.processors.windows import WINDOW_KINDS
-from dagster_kstreams.spark.checkpoint import on_local_file_system
 from dagster_kstreams.spark.checkpoint_files import CheckpointFiles
 from dagster_kstreams.spark.frames import output_schema
 from dagster_kstreams.spark.source import in_processing_order, on_state_partitions
@@ -59,11 +58,10 @@ from dagster_kstreams.spark.state_keys import state_key_column
 
 __all__ = ["Strategy", "STRATEGIES", "COLLECTED_STRATEGIES", "STATELESS_PASS_PLACES", "DEFAULT_STATELESS_PASS",
            "check_stateless_pass",
-           "strategy_for", "configure_session", "ROCKSDB_PROVIDER"]
+           "strategy_for"]
 
 log = logging.getLogger(__name__)
 
-ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 _TASK_GROUP = "_task_group"  # the constant a task-grouped sub-topology is grouped by
 
 
@@ -332,44 +330,6 @@ def strategy_for(program: Any, stateless_on_driver: bool = False) -> Strategy:
     (``stateless_on_driver``), else of :data:`STRATEGIES`."""
     strategies = COLLECTED_STRATEGIES if stateless_on_driver else STRATEGIES
     return next(strategy for strategy in strategies if strategy.applies(program))
-
-
-POLLING_DELAY = "spark.sql.streaming.pollingDelay"
-IDLE_POLLING_DELAY = "100ms"
-CHECKPOINT_FILE_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
-FILE_SYSTEM_CHECKPOINTS = ("org.apache.spark.sql.execution.streaming.checkpointing."
-                           "FileSystemBasedCheckpointFileManager")
-
-
-def configure_session(session: SparkSession, state_partitions: int, arrow_batch_size: Optional[int],
-                      state_location: str) -> None:
-    """A task's session settings: RocksDB state with changelog checkpointing, ``state_partitions``
-    state store partitions (Spark's shuffle partitions), no empty batches, an idle query that looks
-    for new records every 100 ms and checkpoint files on a local ``state_location`` written through
-    Hadoop's ``FileSystem`` API (each unless the Spark configuration says otherwise), and
-    ``arrow_batch_size`` records per Arrow batch if set."""
-    session.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
-    # Each batch writes the state's changes, not a whole snapshot: about half the state store's
-    # commit time per micro-batch (bench/profile_latency.py); snapshots are still taken now and then.
-    session.conf.set("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
-    session.conf.set("spark.sql.shuffle.partitions", str(state_partitions))
-    # Spark would otherwise add a no-op batch; Kafka Streams has no such thing.
-    session.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")
-    if session.conf.get(POLLING_DELAY, None) is None:
-        # A query with nothing new asks Kafka for end offsets again after this (Spark: 10 ms). Four
-        # idle tasks kept 45% of a core busy in the JVM at 10 ms, 18% at 100 ms (and the broker
-        # answered each ask); a record that arrives meanwhile waits at most this much longer.
-        session.conf.set(POLLING_DELAY, IDLE_POLLING_DELAY)
-    if on_local_file_system(state_location) and session.conf.get(CHECKPOINT_FILE_MANAGER, None) is None:
-        # Spark's default manager writes through Hadoop's FileContext, whose local rename looks at
-        # the source, the target and its parent through `readlink` processes forked without
-        # Hadoop's native library; FileSystem's rename does not: an offset or commit log write in
-        # 13 ms against 27 alone (bench/README.md). On a local disk both refuse to overwrite a log file
-        # the same way, by looking before the rename (FileContext's local rename is not atomic
-        # either); on HDFS or object stores Spark's own choice stays.
-        session.conf.set(CHECKPOINT_FILE_MANAGER, FILE_SYSTEM_CHECKPOINTS)
-    if arrow_batch_size is not None:
-        session.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(arrow_batch_size))
 
 
 def _state_input(source: DataFrame, program: Any, dead_letters: DeadLetterPolicy) -> tuple[DataFrame, Optional[DataFrame]]:

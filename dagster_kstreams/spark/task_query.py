@@ -23,7 +23,8 @@ from dagster_kstreams.spark.metrics import observe_outputs
 from dagster_kstreams.spark.remote_writer import AtLeastOnceSink, RemoteBatchWriter
 from dagster_kstreams.spark.run_state import RunState
 from dagster_kstreams.spark.source import kafka_source, on_state_partitions
-from dagster_kstreams.spark.strategies import configure_session, strategy_for
+from dagster_kstreams.spark.strategies import strategy_for
+from dagster_kstreams.spark.task_session import configure_session
 from dagster_kstreams.spark.transactional_writer import TransactionalBatchWriter
 from dagster_kstreams.spark.triggers import Trigger
 

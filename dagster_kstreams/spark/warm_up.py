@@ -36,8 +36,9 @@ from dagster_kstreams.spark.jvm import query_session
 from dagster_kstreams.spark.metrics import observe_outputs
 from dagster_kstreams.spark.source import kafka_source, on_state_partitions
 from dagster_kstreams.spark.state_location import is_local_location
-from dagster_kstreams.spark.strategies import configure_session, strategy_for
+from dagster_kstreams.spark.strategies import strategy_for
 from dagster_kstreams.spark.task_runner import TaskRunner
+from dagster_kstreams.spark.task_session import configure_session
 from dagster_kstreams.topology.task_id import TaskId
 
 __all__ = ["WarmUp"]
