@@ -20,6 +20,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Optional
 
 import dagster as dg
 import pytest
@@ -37,7 +38,9 @@ DAGSTER = str(Path(sys.executable).parent / "dagster")
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
-PORT_RANGE = range(59300, 59400)
+# Below Linux's ephemeral ports (32768-60999), which any client's connection may take between the probe
+# and the webserver's bind.
+PORT_RANGE = range(29300, 29400)
 APP_GROUP = "users_per_country"
 # The instance settings `make demo` uses, among them a queued run coordinator that looks for queued
 # runs every second (with Dagster's default, every 5 s, each launch from the UI waited up to 9 s).
@@ -82,7 +85,6 @@ def dagster_dev(kafka_bootstrap, kafka_admin, tmp_path):
     home = tmp_path / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text(DAGSTER_YAML)
-    port = _free_port()
     env = {
         **os.environ,
         "DAGSTER_HOME": str(home),
@@ -94,32 +96,46 @@ def dagster_dev(kafka_bootstrap, kafka_admin, tmp_path):
         # materializes by hand (and start SparkSessions of its own).
         "DAGSTER_KSTREAMS_WORKER_SENSORS": "stopped",
     }
-    log = (tmp_path / "dagster-dev.log").open("wb")
-    process = subprocess.Popen(
-        [DAGSTER, "dev", "-w", str(REPO_ROOT / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(port)],
-        cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        start_new_session=True, preexec_fn=_default_signals,
-    )
-    base = f"http://127.0.0.1:{port}"
+    for attempt in range(3):
+        process, base = _serving_dagster_dev(env, tmp_path / f"dagster-dev-{attempt}.log")
+        if process is not None:
+            break
+    else:
+        raise RuntimeError(f"dagster dev found no free port in {PORT_RANGE} in 3 attempts")
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"dagster dev exited with {process.returncode}: "
-                                   f"{(tmp_path / 'dagster-dev.log').read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{base}/server_info", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"dagster dev did not serve {base} within 180s")
-            time.sleep(1)
         yield base, home
     finally:
         _stop_group(process)
-        log.close()
+
+
+def _serving_dagster_dev(env: dict, log_path) -> tuple[Optional[subprocess.Popen], str]:
+    """`dagster dev` started on a free port and serving, with its URL; ``(None, url)`` when another
+    process took the port before its webserver bound it (it is stopped then)."""
+    port = _free_port()
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [DAGSTER, "dev", "-w", str(REPO_ROOT / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(port)],
+            cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True, preexec_fn=_default_signals,
+        )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"dagster dev exited with {process.returncode}: {log_path.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{base}/server_info", timeout=2) as response:
+                if response.status == 200:
+                    return process, base
+        except OSError:
+            pass
+        if "address already in use" in log_path.read_text(errors="replace"):
+            _stop_group(process)
+            return None, base
+        if time.monotonic() > deadline:
+            _stop_group(process)
+            raise RuntimeError(f"dagster dev did not serve {base} within 180s: {log_path.read_text()[-3000:]}")
+        time.sleep(1)
 
 
 @pytest.fixture
