@@ -58,7 +58,7 @@ final class BlockedJoins {
 
     private void create(String topic) {
         try {
-            admin.createTopics(List.of(new NewTopic(topic, Optional.of(partitions), Optional.empty()))).all().get();
+            KafkaStreamsRuns.createTopics(admin, List.of(new NewTopic(topic, Optional.of(partitions), Optional.empty())));
         } catch (Exception e) {
             throw new IllegalStateException("could not create " + topic, e);
         }

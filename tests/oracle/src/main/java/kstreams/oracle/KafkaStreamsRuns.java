@@ -9,12 +9,15 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
+import java.util.concurrent.ExecutionException;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.CloseOptions;
 import org.apache.kafka.streams.KafkaStreams;
@@ -125,10 +128,17 @@ final class KafkaStreamsRuns {
                                   Duration timeout) throws Exception {
         long deadline = System.nanoTime() + timeout.toNanos();
         int quietChecks = 0;
+        String behind = "no watched topic yet";
         while (System.nanoTime() < deadline) {
             Thread.sleep(500);
-            if (streams.state() != KafkaStreams.State.RUNNING) {
+            KafkaStreams.State state = streams.state();
+            if (state == KafkaStreams.State.ERROR || state == KafkaStreams.State.PENDING_ERROR
+                    || state == KafkaStreams.State.NOT_RUNNING) {
+                throw new IllegalStateException("Kafka Streams stopped in state " + state + " before consuming its input");
+            }
+            if (state != KafkaStreams.State.RUNNING) {
                 quietChecks = 0;
+                behind = "the app was " + state;
                 continue;
             }
             List<String> topics = watched.get();
@@ -153,6 +163,8 @@ final class KafkaStreamsRuns {
                 // Repartition topics are purged up to the committed offset: compare with the end.
                 if (offset == null || offset.offset() < endOffset) {
                     consumed = false;
+                    behind = end.getKey() + " committed " + (offset == null ? "nothing" : offset.offset())
+                        + " of " + endOffset;
                     break;
                 }
             }
@@ -162,7 +174,29 @@ final class KafkaStreamsRuns {
                 return;
             }
         }
-        throw new IllegalStateException("Kafka Streams did not consume its input within " + timeout);
+        throw new IllegalStateException("Kafka Streams did not consume its input within " + timeout
+                                        + " (last check: " + behind + ")");
+    }
+
+    /**
+     * Creates {@code topics} and returns once the broker's metadata lists them: an app started before
+     * that can find a source topic missing in its first rebalance and stop in ERROR.
+     */
+    static void createTopics(Admin admin, List<NewTopic> topics) throws Exception {
+        admin.createTopics(topics).all().get();
+        List<String> names = topics.stream().map(NewTopic::name).toList();
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (true) {
+            try {
+                admin.describeTopics(names).allTopicNames().get();
+                return;
+            } catch (ExecutionException e) {
+                if (!(e.getCause() instanceof UnknownTopicOrPartitionException) || System.nanoTime() > deadline) {
+                    throw e;
+                }
+                Thread.sleep(100);
+            }
+        }
     }
 
     static Map<String, String> storeContent(KafkaStreams streams, String store) {

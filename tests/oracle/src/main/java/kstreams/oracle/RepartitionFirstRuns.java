@@ -54,7 +54,7 @@ final class RepartitionFirstRuns {
                                              Optional.empty()));
             }
         }
-        admin.createTopics(emptyTopics).all().get();
+        KafkaStreamsRuns.createTopics(admin, emptyTopics);
         Properties first = new Properties();
         first.putAll(props);
         first.put(StreamsConfig.MAX_TASK_IDLE_MS_CONFIG, Duration.ofDays(1).toMillis());
