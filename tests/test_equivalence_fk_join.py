@@ -229,9 +229,9 @@ def _timed_finals(records) -> dict[str, dict[str, int]]:
     whichever comes first when the user row is the later of the two (an answer with a null foreign
     key: the account's own). When the account is the later one, whichever is processed last is final,
     which depends on when the subscription reaches the users' task (timing, in Kafka Streams too). Nor
-    the left join's result of a null foreign key: once in five killed-and-rerun runs ours ended with the
-    result of an earlier write of the same value, stamped with that write's time (not diagnosed yet;
-    README, "Foreign-key joins")."""
+    the left join's result of a null foreign key: its subscription has a null key, which the producer
+    puts on any partition, so two writes of one value can be answered by two tasks in either order, in
+    Kafka Streams too (README, "Foreign-key joins")."""
     accounts, users = _last_writes(records, "accounts"), _last_writes(records, "users")
     timed: dict[str, dict[str, int]] = {name: {} for name in OUTPUTS}
     for account, (value, account_time) in accounts.items():
