@@ -19,6 +19,15 @@ class StoreReader(Processor):
         pass
 
 
+# What a short-kept store's aggregation is still refused with: the option that makes it so and the reason the
+# refusal names (both windowed_count's and the sliding tests' own topologies take these options).
+STILL_REFUSED_SHORT = [
+    ({"cached": True}, "with the record cache on"),
+    ({"emit_on_close": True}, "emitting on window close"),
+    ({"read_by_processor": True}, "read by a user processor"),
+]
+
+
 def windowed_count(windows, supplier, cached=False, emit_on_close=False, read_by_processor=False, joined=False):
     """``clicks`` counted in ``windows`` into the supplier's store, to ``out``; with its record cache on, emitting
     on window close, its table joined with itself, its store read by a processor on the way, as asked."""

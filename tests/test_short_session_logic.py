@@ -14,7 +14,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from supplier_topologies import runnable, windowed_count
+from supplier_topologies import STILL_REFUSED_SHORT, runnable, windowed_count
 from dagster_kstreams.processors.errors import UnsupportedTopologyError
 from dagster_kstreams.processors.session_store import SessionStore
 from dagster_kstreams.processors.supplier_shape import expired_session_put
@@ -110,11 +110,7 @@ def test_the_runner_takes_a_session_store_kept_less_than_its_sessions_uncached_o
     runnable(windowed_count(SESSIONS, supplier))
 
 
-@pytest.mark.parametrize("options, reason", [
-    ({"cached": True}, "with the record cache on"),
-    ({"emit_on_close": True}, "emitting on window close"),
-    ({"read_by_processor": True}, "read by a user processor"),
-])
+@pytest.mark.parametrize("options, reason", STILL_REFUSED_SHORT)
 def test_the_runner_still_refuses_a_short_kept_session_store_naming_processor_and_store(options, reason):
     with pytest.raises(UnsupportedTopologyError, match=f"{WHERE} .*, {reason}"):
         runnable(windowed_count(SESSIONS, Stores.in_memory_session_store("counts", 32 * MS), **options))

@@ -25,6 +25,7 @@ from dagster_kstreams.topology.consumed_produced import Produced
 from dagster_kstreams.topology.processor_api import Processor
 from dagster_kstreams.topology.serdes import Serdes, WindowedSerde
 from dagster_kstreams.topology.windows import SlidingWindows
+from supplier_topologies import STILL_REFUSED_SHORT
 from test_own_stream_time_logic import run_batches
 
 MS = timedelta(milliseconds=1)
@@ -169,11 +170,7 @@ def test_the_runner_takes_a_short_kept_sliding_aggregation_uncached_on_update():
         _runnable(_sliding_sums(SLIDING, _supplier(in_memory, 32, 10)))
 
 
-@pytest.mark.parametrize("options, reason", [
-    ({"cached": True}, "with the record cache on"),
-    ({"emit_on_close": True}, "emitting on window close"),
-    ({"read_by_processor": True}, "read by a user processor"),
-])
+@pytest.mark.parametrize("options, reason", STILL_REFUSED_SHORT)
 def test_the_runner_still_refuses_a_short_kept_sliding_store_naming_processor_and_store(options, reason):
     with pytest.raises(UnsupportedTopologyError, match=f"{WHERE} .*, {reason}"):
         _runnable(_sliding_sums(SLIDING, _supplier(True, 32, 10), **options))
