@@ -77,6 +77,16 @@ or'spark.python.worker.faulthandler.enabled' configuration to 'true' for the bet
 Caused by: java.net.SocketException: Connection reset
 """
 
+# A Python worker Spark started that did not connect back within its 10 s: a local-mode batch's, or
+# (CI, under a load of 20 on 2 cores) the one a Spark Connect server starts for a query's foreachBatch.
+WORKER_LATE = """org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 3.0 failed 1 times, \
+most recent failure: Lost task 0.0 in stage 3.0 (TID 3) (localhost executor driver): java.net.SocketTimeoutException: \
+Timed out while waiting for the Python worker to connect back
+Caused by: java.net.SocketTimeoutException: Timed out while waiting for the Python worker to connect back
+"""
+CONNECT_WORKER_LATE = ("pyspark.errors.exceptions.connect.SparkConnectGrpcException: (java.net.SocketTimeoutException) "
+                       "Timed out while waiting for the Python worker to connect back")
+
 EXECUTOR_LOST = """org.apache.spark.SparkException: Job aborted due to stage failure: Task 3 in stage 7.0 failed 4 \
 times, most recent failure: Lost task 3.3 in stage 7.0 (TID 41) (10.0.0.7 executor 2): ExecutorLostFailure \
 (executor 2 exited caused by one of the running tasks) Reason: Remote RPC client disassociated."""
@@ -86,6 +96,7 @@ times, most recent failure: Lost task 3.3 in stage 7.0 (TID 41) (10.0.0.7 execut
     (RESULT_LOST, "the batch's result (TaskResultLost)"),
     (WORKER_CRASHED, "the Python worker that ran the batch (it exited unexpectedly)"),
     (EXECUTOR_LOST, "the executor that ran the batch (ExecutorLostFailure)"),
+    (WORKER_LATE, "the Python worker started for the batch (it did not connect back within 10 s)"),
     (RECORD_TOO_LARGE, None),
     (PYTHON_WORKER, None),  # the user's function raised: running it again raises again
     (METADATA_RACE, None),  # another process: the fence decides, not a retry
@@ -96,6 +107,8 @@ def test_work_spark_lost_is_told_from_a_record_or_the_code_failing(text, lost):
 
 
 @pytest.mark.parametrize("text, expected", [
+    (WORKER_LATE, "a Spark Python worker did not connect back within the 10 s Spark waits for one (the machine was "
+                  "too busy to start it): the batch was not committed: the task's next run processes it again"),
     (WORKER_CRASHED, "a Spark Python worker running the batch exited unexpectedly (killed, out of memory, or crashed "
                      "in native code): the batch was not committed: the task's next run processes it again"),
     (RESULT_LOST, "Spark lost a batch's result (TaskResultLost: result lost from block manager): increase "
@@ -165,8 +178,24 @@ class _Writer:
 
 def test_a_checkpoint_started_by_another_process_at_the_same_moment_is_started_again():
     raced = _Writer(METADATA_RACE)
-    assert start_on_checkpoint(raced) == "query" and raced.starts == 2
+    assert start_on_checkpoint(raced, "task 0_0") == "query" and raced.starts == 2
+    twice = _Writer(METADATA_RACE, METADATA_RACE)  # once is what a simultaneous start needs
+    with pytest.raises(RuntimeError, match="concurrently using"):
+        start_on_checkpoint(twice, "task 0_0")
+    assert twice.starts == 2
     other = _Writer("org.apache.spark.sql.AnalysisException: checkpointLocation must be specified")
     with pytest.raises(RuntimeError, match="checkpointLocation"):  # anything else is not retried
-        start_on_checkpoint(other)
+        start_on_checkpoint(other, "task 0_0")
     assert other.starts == 1
+
+
+def test_a_query_whose_python_worker_was_late_is_started_again_up_to_three_times(monkeypatch, caplog):
+    monkeypatch.setattr("dagster_kstreams.spark.checkpoint._PAUSE_WHEN_WORKER_LATE_S", 0.0)
+    late = _Writer(CONNECT_WORKER_LATE, CONNECT_WORKER_LATE)
+    with caplog.at_level("WARNING"):
+        assert start_on_checkpoint(late, "task 0_0 of application 'wc'") == "query" and late.starts == 3
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == ["task 0_0 of application 'wc'"] * 2
+    never = _Writer(CONNECT_WORKER_LATE, CONNECT_WORKER_LATE, CONNECT_WORKER_LATE)
+    with pytest.raises(RuntimeError, match="connect back"):
+        start_on_checkpoint(never, "task 0_0")
+    assert never.starts == 3

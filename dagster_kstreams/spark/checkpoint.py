@@ -12,7 +12,9 @@ own Hadoop FileSystem): :mod:`~dagster_kstreams.spark.checkpoint_files`.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import time
 from pathlib import Path
 from typing import Any, Optional
 
@@ -21,13 +23,19 @@ from pyspark.sql import SparkSession
 from dagster_kstreams.base.home import state_home
 from dagster_kstreams.kafka.admin import TopicPartition
 from dagster_kstreams.spark.checkpoint_files import checkpoint_files, local_path
-from dagster_kstreams.spark.errors import used_concurrently
+from dagster_kstreams.spark.errors import python_worker_late, used_concurrently
 from dagster_kstreams.topology.task_id import TaskId
 
 __all__ = ["default_state_location", "on_local_file_system", "task_directory", "task_checkpoint",
            "start_on_checkpoint", "CheckpointReader", "WriteIntents"]
 
 STATE_LOCATION_ENV_VAR = "DAGSTER_KSTREAMS_STATE_LOCATION"
+# Starts of a query whose Python worker was late (python_worker_late), and the pause before the
+# next: a machine that cannot start one in three tries, a few seconds apart, is not merely busy.
+_STARTS_WHEN_WORKER_LATE = 3
+_PAUSE_WHEN_WORKER_LATE_S = 2.0
+
+log = logging.getLogger(__name__)
 
 
 def default_state_location() -> str:
@@ -62,21 +70,31 @@ def task_checkpoint(state_location: str, application_id: str, task_id: TaskId | 
     return f"{task_directory(state_location, application_id, task_id)}/checkpoint"
 
 
-def start_on_checkpoint(writer: Any) -> Any:
-    """``writer.start()`` (a ``DataStreamWriter`` whose checkpoint is set), once more if another
-    process started the same new checkpoint at the same moment.
+def start_on_checkpoint(writer: Any, query: str) -> Any:
+    """``writer.start()`` (a ``DataStreamWriter`` whose checkpoint is set), again if another
+    process started the same new checkpoint at the same moment, or if the Python worker Spark
+    started for the query did not connect back in time. ``query`` names it in the log.
 
     Spark takes no lock on a checkpoint: both processes write its ``metadata`` and the slower one
     fails (``SparkConcurrentModificationException``: a ``FileAlreadyExistsException`` on
     ``checkpoint/metadata``). That one starts again on the metadata the other wrote: which of the
     two keeps the task is for the task's fence to say (the one that started the task last), not
-    a race on a file."""
-    try:
-        return writer.start()
-    except Exception as error:  # Py4JJavaError, raised by the JVM
-        if not used_concurrently(error):
-            raise
-    return writer.start()
+    a race on a file. A Spark Connect server starts a Python worker for the query's
+    ``foreachBatch`` before the query: one that is late fails the start, and nothing has run."""
+    raced, late = False, 0
+    while True:
+        try:
+            return writer.start()
+        except Exception as error:  # Py4JJavaError, raised by the JVM (or a Connect server's error)
+            if used_concurrently(error) and not raced:
+                raced = True
+            elif python_worker_late(error) and late < _STARTS_WHEN_WORKER_LATE - 1:
+                late += 1
+                log.warning("%s: Spark's Python worker for the query did not connect back within 10 s (a busy "
+                            "machine); nothing ran, starting the query again", query)
+                time.sleep(_PAUSE_WHEN_WORKER_LATE_S)
+            else:
+                raise
 
 
 class CheckpointReader:

@@ -7,7 +7,8 @@ from typing import Optional
 
 from dagster_kstreams.topology.task_id import TaskId
 
-__all__ = ["SparkSessionError", "TaskFailedError", "TaskFencedError", "failure_reason", "lost_work", "used_concurrently"]
+__all__ = ["SparkSessionError", "TaskFailedError", "TaskFencedError", "failure_reason", "lost_work", "python_worker_late",
+           "used_concurrently"]
 
 
 class SparkSessionError(RuntimeError):
@@ -73,6 +74,12 @@ _WORKER_CRASHED = "Python worker exited unexpectedly (crashed)"
 _WORKER_CRASHED_REASON = ("a Spark Python worker running the batch exited unexpectedly (killed, out of memory, or "
                           "crashed in native code): the batch was not committed: the task's next run processes it "
                           "again")
+# A Python worker Spark started (for a batch, or through Spark Connect for the query's foreachBatch)
+# that did not connect back within the 10 s PythonWorkerFactory waits, fixed in Spark 4.2: a machine
+# too busy to start a Python process in time, seen in CI under a load of 20 on 2 cores. Nothing ran.
+_WORKER_LATE = "Timed out while waiting for the Python worker to connect back"
+_WORKER_LATE_REASON = ("a Spark Python worker did not connect back within the 10 s Spark waits for one (the machine "
+                       "was too busy to start it): the batch was not committed: the task's next run processes it again")
 # An executor gone (its machine, its JVM) with the batch's work, after Spark's own retries of the task.
 _EXECUTOR_LOST = "ExecutorLostFailure"
 # Spark losing work it had done, not a record or the code failing: the batch was not committed,
@@ -81,6 +88,7 @@ _LOST_WORK = {
     _RESULT_LOST: "the batch's result (TaskResultLost)",
     _WORKER_CRASHED: "the Python worker that ran the batch (it exited unexpectedly)",
     _EXECUTOR_LOST: "the executor that ran the batch (ExecutorLostFailure)",
+    _WORKER_LATE: "the Python worker started for the batch (it did not connect back within 10 s)",
 }
 
 
@@ -108,6 +116,12 @@ def lost_work(error: BaseException) -> Optional[str]:
     return next((lost for marker, lost in _LOST_WORK.items() if marker in text), None)
 
 
+def python_worker_late(error: BaseException) -> bool:
+    """Whether a query failed, or did not start, because a Python worker Spark started did not
+    connect back in time: starting it again is worth it (:func:`~.checkpoint.start_on_checkpoint`)."""
+    return _WORKER_LATE in str(error)
+
+
 def failure_reason(error: BaseException) -> str:
     """The one line a user needs from a failed streaming query (Python or JVM): the innermost
     exception that is not a mere wrapper, with what to change when the fix is a setting. Never a
@@ -124,6 +138,8 @@ def failure_reason(error: BaseException) -> str:
         return _RESULT_LOST_REASON
     if _WORKER_CRASHED in text:
         return _WORKER_CRASHED_REASON
+    if _WORKER_LATE in text:
+        return _WORKER_LATE_REASON
     causes = []
     for line in text.splitlines():
         found = _EXCEPTION_LINE.match(line.strip())
