@@ -74,21 +74,23 @@ status:
 # with two, 739 s with three; README, "Tests"); tests/conftest.py orders the modules, slowest first.
 # With PYTEST_ARGS, one pytest process with those arguments.
 TEST_PROCESSES ?= 3
-# Every JVM of the tests (the broker, Spark's drivers and cluster, Kafka Streams' harness, the worker
-# runs) is short-lived and handles a few thousand records: HotSpot's optimizing compiler and the
-# parallel collector cost them more than they return. C1 alone and the serial collector took one
-# module from 164 to 96 CPU seconds and the suite from 22 to 16 minutes (README, "Tests"). Only
-# the tests' JVMs: the benchmarks and `make demo` keep the JVM's defaults.
+# Every JVM of the tests (Spark's drivers and cluster, Kafka Streams' harness, the worker runs) is
+# short-lived and handles a few thousand records: HotSpot's optimizing compiler and the parallel
+# collector cost them more than they return. C1 alone and the serial collector took one module from
+# 164 to 96 CPU seconds and the suite from 22 to 16 minutes (README, "Tests"). Only the tests' JVMs:
+# the benchmarks and `make demo` keep the JVM's defaults, and so does the test broker, started
+# before the options are set: it lives through the whole suite and holds every test's topics, and
+# under the serial collector, on a busy CI machine, it once left a 10 s metadata request unanswered.
 TEST_JAVA_OPTIONS ?= -XX:TieredStopAtLevel=1 -XX:+UseSerialGC
 # The test broker keeps records whatever their timestamps: Kafka Streams' own test scenarios are near
 # time 0, which a 7-day retention deletes at its next check (every 5 minutes), mid-module.
 
 test: jars browser
-	export JAVA_TOOL_OPTIONS="$(TEST_JAVA_OPTIONS) $${JAVA_TOOL_OPTIONS:-}"; \
 	broker_args="--port $(TEST_BROKER_PORT) --state-dir $(TEST_BROKER_DIR)"; \
 	dagster-kstreams local status $$broker_args >/dev/null || rm -rf $(TEST_BROKER_DIR)/data; \
 	trap 'dagster-kstreams local down '"$$broker_args" EXIT; \
 	dagster-kstreams local up $$broker_args --broker-config log.retention.ms=-1; \
+	export JAVA_TOOL_OPTIONS="$(TEST_JAVA_OPTIONS) $${JAVA_TOOL_OPTIONS:-}"; \
 	dagster-kstreams local spark-archive --bootstrap 127.0.0.1:$(TEST_BROKER_PORT); \
 	export KSTREAMS_TEST_BOOTSTRAP=127.0.0.1:$(TEST_BROKER_PORT); \
 	if [ -n "$(strip $(PYTEST_ARGS))" ]; then pytest $(PYTEST_ARGS); \

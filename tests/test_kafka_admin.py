@@ -191,3 +191,34 @@ def test_a_running_tasks_admin_waits_out_an_unreachable_broker_and_a_quick_one_d
     with pytest.raises(KafkaAdminError, match=r"is unreachable for 1s \(listing offsets"):
         KafkaAdmin("127.0.0.1:1", timeout_s=0.2, outage_s=0.8)._retrying(never_back, "listing offsets")
     assert 0.7 < time.monotonic() - started < 3
+
+
+class _Metadata:
+    topics = {"orders": None, "__consumer_offsets": None}
+
+
+class _AnswersAfter:
+    """An AdminClient whose first metadata requests fail with ``codes``, as librdkafka's do."""
+
+    def __init__(self, *codes: int):
+        self.codes, self.requests = list(codes), 0
+
+    def list_topics(self, timeout: float):
+        self.requests += 1
+        if self.codes:
+            raise KafkaException(KafkaError(self.codes.pop(0)))
+        return _Metadata()
+
+
+def test_a_broker_that_was_slow_to_answer_is_asked_again_and_one_that_is_down_is_not():
+    admin = KafkaAdmin("127.0.0.1:1", timeout_s=0.2)  # no request is sent: the fake client answers
+    admin._client = paused = _AnswersAfter(KafkaError._TIMED_OUT, KafkaError._TIMED_OUT)
+    assert admin.list_topics() == {"orders"} and paused.requests == 3
+    admin._client = stuck = _AnswersAfter(*[KafkaError._TIMED_OUT] * 3)
+    with pytest.raises(KafkaAdminError, match=r"Kafka at 127\.0\.0\.1:1 is unreachable \(listing topics\)"):
+        admin.list_topics()
+    assert stuck.requests == 3
+    admin._client = down = _AnswersAfter(KafkaError._TRANSPORT, KafkaError._TRANSPORT)
+    with pytest.raises(KafkaAdminError, match="unreachable"):
+        admin.list_topics()
+    assert down.requests == 1

@@ -237,9 +237,20 @@ class KafkaAdmin:
         return values
 
     def list_topics(self) -> set[str]:
-        """Names of all topics, internal ones (``__consumer_offsets``) excluded."""
-        metadata = self._retrying(lambda: self._client.list_topics(timeout=self.timeout_s), "listing topics")
-        return {name for name in metadata.topics if not name.startswith("__")}
+        """Names of all topics, internal ones (``__consumer_offsets``) excluded.
+
+        A metadata request that a broker did not answer in time is asked again, up to
+        ``_METADATA_REQUESTS`` requests: librdkafka says ``_TRANSPORT`` when no broker is up, and
+        ``_TIMED_OUT`` when one is connected but paused (seen in CI: a broker under a load of 20 on
+        2 cores missed the 10 s), which answers the next request."""
+        for asked in range(1, _METADATA_REQUESTS + 1):
+            try:
+                metadata = self._retrying(lambda: self._client.list_topics(timeout=self.timeout_s), "listing topics")
+                return {name for name in metadata.topics if not name.startswith("__")}
+            except KafkaAdminError as error:
+                if asked == _METADATA_REQUESTS or error_code(error.__cause__) != KafkaError._TIMED_OUT:
+                    raise
+        raise AssertionError("unreachable: the last request returns or raises")
 
     # -- offsets ---------------------------------------------------------------------
     def _partitions_of(self, topics: str | Iterable[str]) -> list[TopicPartition]:
@@ -380,6 +391,7 @@ class KafkaAdmin:
 
 
 _MAX_BACKOFF_S = 2.0
+_METADATA_REQUESTS = 3
 
 
 def _is_transient(error: KafkaException, also_transient: frozenset[int] = frozenset()) -> bool:
