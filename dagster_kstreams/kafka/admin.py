@@ -237,12 +237,9 @@ class KafkaAdmin:
         return values
 
     def list_topics(self) -> set[str]:
-        """Names of all topics, internal ones (``__consumer_offsets``) excluded.
-
-        A metadata request that a broker did not answer in time is asked again, up to
-        ``_METADATA_REQUESTS`` requests: librdkafka says ``_TRANSPORT`` when no broker is up, and
-        ``_TIMED_OUT`` when one is connected but paused (seen in CI: a broker under a load of 20 on
-        2 cores missed the 10 s), which answers the next request."""
+        """Names of all topics, internal ones (``__consumer_offsets``) excluded. A request left
+        unanswered (``_TIMED_OUT``: connected, where no broker up is ``_TRANSPORT``; a broker paused
+        under a load of 20 in CI) is asked again, up to ``_METADATA_REQUESTS`` requests."""
         for asked in range(1, _METADATA_REQUESTS + 1):
             try:
                 metadata = self._retrying(lambda: self._client.list_topics(timeout=self.timeout_s), "listing topics")
