@@ -189,13 +189,15 @@ def test_a_checkpoint_started_by_another_process_at_the_same_moment_is_started_a
     assert other.starts == 1
 
 
-def test_a_query_whose_python_worker_was_late_is_started_again_up_to_three_times(monkeypatch, caplog):
-    monkeypatch.setattr("dagster_kstreams.spark.checkpoint._PAUSE_WHEN_WORKER_LATE_S", 0.0)
+def test_a_query_whose_python_worker_was_late_is_started_again_up_to_five_times(monkeypatch, caplog):
+    pauses = []
+    monkeypatch.setattr("dagster_kstreams.spark.checkpoint.time.sleep", pauses.append)
     late = _Writer(CONNECT_WORKER_LATE, CONNECT_WORKER_LATE)
     with caplog.at_level("WARNING"):
         assert start_on_checkpoint(late, "task 0_0 of application 'wc'") == "query" and late.starts == 3
     assert [r.getMessage().split(":")[0] for r in caplog.records] == ["task 0_0 of application 'wc'"] * 2
-    never = _Writer(CONNECT_WORKER_LATE, CONNECT_WORKER_LATE, CONNECT_WORKER_LATE)
+    assert pauses == [2.0, 4.0]
+    never = _Writer(*[CONNECT_WORKER_LATE] * 5)
     with pytest.raises(RuntimeError, match="connect back"):
         start_on_checkpoint(never, "task 0_0")
-    assert never.starts == 3
+    assert never.starts == 5

@@ -30,9 +30,10 @@ __all__ = ["default_state_location", "on_local_file_system", "task_directory", "
            "start_on_checkpoint", "CheckpointReader", "WriteIntents"]
 
 STATE_LOCATION_ENV_VAR = "DAGSTER_KSTREAMS_STATE_LOCATION"
-# Starts of a query whose Python worker was late (python_worker_late), and the pause before the
-# next: a machine that cannot start one in three tries, a few seconds apart, is not merely busy.
-_STARTS_WHEN_WORKER_LATE = 3
+# Starts of a query whose Python worker was late (python_worker_late), and the first pause before
+# the next, doubled each time: a machine that cannot start one in five tries over about 80 s is not
+# merely busy for a moment.
+_STARTS_WHEN_WORKER_LATE = 5
 _PAUSE_WHEN_WORKER_LATE_S = 2.0
 
 log = logging.getLogger(__name__)
@@ -92,7 +93,7 @@ def start_on_checkpoint(writer: Any, query: str) -> Any:
                 late += 1
                 log.warning("%s: Spark's Python worker for the query did not connect back within 10 s (a busy "
                             "machine); nothing ran, starting the query again", query)
-                time.sleep(_PAUSE_WHEN_WORKER_LATE_S)
+                time.sleep(_PAUSE_WHEN_WORKER_LATE_S * 2 ** (late - 1))
             else:
                 raise
 
