@@ -39,6 +39,11 @@ _MAVEN_GOALS = [
 ]
 
 
+# The end of a failed main's stderr that its error shows: its own message, and the Kafka Streams
+# warnings and errors that led to it.
+_STDERR_SHOWN = 20_000
+
+
 class OracleError(RuntimeError):
     """The harness could not be built or one of its mains failed."""
 
@@ -120,7 +125,8 @@ def java_executable() -> str:
 
 def run_main(main_class: str, args: Sequence[str] = (), stdin: str | None = None,
              timeout: float = 300) -> str:
-    """Run one main of the harness and return its stdout; raise with stderr on failure."""
+    """Run one main of the harness and return its stdout; raise with the end of its stderr (its
+    message, after Kafka Streams' own warnings and errors) on failure."""
     result = subprocess.run(
         [java_executable(), "-cp", classpath(), main_class, *args],
         input=stdin,
@@ -130,7 +136,7 @@ def run_main(main_class: str, args: Sequence[str] = (), stdin: str | None = None
     )
     if result.returncode != 0:
         raise OracleError(
-            f"{main_class} {' '.join(args)} exited with {result.returncode}\n{result.stderr}"
+            f"{main_class} {' '.join(args)} exited with {result.returncode}\n{result.stderr[-_STDERR_SHOWN:]}"
         )
     return result.stdout
 
