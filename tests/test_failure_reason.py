@@ -178,26 +178,43 @@ class _Writer:
 
 def test_a_checkpoint_started_by_another_process_at_the_same_moment_is_started_again():
     raced = _Writer(METADATA_RACE)
-    assert start_on_checkpoint(raced, "task 0_0") == "query" and raced.starts == 2
+    assert start_on_checkpoint(raced, "task 0_0", 120) == "query" and raced.starts == 2
     twice = _Writer(METADATA_RACE, METADATA_RACE)  # once is what a simultaneous start needs
     with pytest.raises(RuntimeError, match="concurrently using"):
-        start_on_checkpoint(twice, "task 0_0")
+        start_on_checkpoint(twice, "task 0_0", 120)
     assert twice.starts == 2
     other = _Writer("org.apache.spark.sql.AnalysisException: checkpointLocation must be specified")
     with pytest.raises(RuntimeError, match="checkpointLocation"):  # anything else is not retried
-        start_on_checkpoint(other, "task 0_0")
+        start_on_checkpoint(other, "task 0_0", 120)
     assert other.starts == 1
 
 
-def test_a_query_whose_python_worker_was_late_is_started_again_up_to_five_times(monkeypatch, caplog):
-    pauses = []
-    monkeypatch.setattr("dagster_kstreams.spark.checkpoint.time.sleep", pauses.append)
+class _Clock:
+    """time.monotonic and time.sleep, sleeping without waiting."""
+
+    def __init__(self):
+        self.now, self.pauses = 0.0, []
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.pauses.append(seconds)
+        self.now += seconds
+
+
+def test_a_query_whose_python_worker_was_late_is_started_again_for_the_task_timeout(monkeypatch, caplog):
+    clock = _Clock()
+    monkeypatch.setattr("dagster_kstreams.spark.checkpoint.time", clock)
     late = _Writer(CONNECT_WORKER_LATE, CONNECT_WORKER_LATE)
     with caplog.at_level("WARNING"):
-        assert start_on_checkpoint(late, "task 0_0 of application 'wc'") == "query" and late.starts == 3
+        assert start_on_checkpoint(late, "task 0_0 of application 'wc'", 120) == "query" and late.starts == 3
     assert [r.getMessage().split(":")[0] for r in caplog.records] == ["task 0_0 of application 'wc'"] * 2
-    assert pauses == [2.0, 4.0]
-    never = _Writer(*[CONNECT_WORKER_LATE] * 5)
+    assert clock.pauses == [2.0, 4.0]
+    clock = _Clock()
+    monkeypatch.setattr("dagster_kstreams.spark.checkpoint.time", clock)
+    never = _Writer(*[CONNECT_WORKER_LATE] * 100)
     with pytest.raises(RuntimeError, match="connect back"):
-        start_on_checkpoint(never, "task 0_0")
-    assert never.starts == 5
+        start_on_checkpoint(never, "task 0_0", 120)
+    assert clock.pauses == [2.0, 4.0, 8.0, 15.0, 15.0, 15.0, 15.0, 15.0, 15.0, 15.0, 15.0]  # 119 s, then a last try
+    assert never.starts == 12

@@ -30,11 +30,10 @@ __all__ = ["default_state_location", "on_local_file_system", "task_directory", "
            "start_on_checkpoint", "CheckpointReader", "WriteIntents"]
 
 STATE_LOCATION_ENV_VAR = "DAGSTER_KSTREAMS_STATE_LOCATION"
-# Starts of a query whose Python worker was late (python_worker_late), and the first pause before
-# the next, doubled each time: a machine that cannot start one in five tries over about 80 s is not
-# merely busy for a moment.
-_STARTS_WHEN_WORKER_LATE = 5
-_PAUSE_WHEN_WORKER_LATE_S = 2.0
+# The pauses before a query whose Python worker was late (python_worker_late) starts again: the
+# first, doubled each time up to the longest.
+_FIRST_PAUSE_WHEN_WORKER_LATE_S = 2.0
+_LONGEST_PAUSE_WHEN_WORKER_LATE_S = 15.0
 
 log = logging.getLogger(__name__)
 
@@ -71,29 +70,32 @@ def task_checkpoint(state_location: str, application_id: str, task_id: TaskId | 
     return f"{task_directory(state_location, application_id, task_id)}/checkpoint"
 
 
-def start_on_checkpoint(writer: Any, query: str) -> Any:
+def start_on_checkpoint(writer: Any, query: str, patience_s: float) -> Any:
     """``writer.start()`` (a ``DataStreamWriter`` whose checkpoint is set), again if another
-    process started the same new checkpoint at the same moment, or if the Python worker Spark
-    started for the query did not connect back in time. ``query`` names it in the log.
+    process started the same new checkpoint at the same moment, or, for up to ``patience_s`` (the
+    runner's ``task_timeout_s``), while the Python worker Spark started for the query does not
+    connect back in time. ``query`` names it in the log.
 
     Spark takes no lock on a checkpoint: both processes write its ``metadata`` and the slower one
     fails (``SparkConcurrentModificationException``: a ``FileAlreadyExistsException`` on
     ``checkpoint/metadata``). That one starts again on the metadata the other wrote: which of the
     two keeps the task is for the task's fence to say (the one that started the task last), not
     a race on a file. A Spark Connect server starts a Python worker for the query's
-    ``foreachBatch`` before the query: one that is late fails the start, and nothing has run."""
-    raced, late = False, 0
+    ``foreachBatch`` before the query, and waits 10 s for it: on a machine too busy to start one
+    that fast (a pyspark import of about 2 CPU seconds), the start fails and nothing has run."""
+    raced, late, deadline = False, 0, time.monotonic() + patience_s
     while True:
         try:
             return writer.start()
         except Exception as error:  # Py4JJavaError, raised by the JVM (or a Connect server's error)
             if used_concurrently(error) and not raced:
                 raced = True
-            elif python_worker_late(error) and late < _STARTS_WHEN_WORKER_LATE - 1:
+            elif python_worker_late(error) and time.monotonic() < deadline:
+                pause = min(_FIRST_PAUSE_WHEN_WORKER_LATE_S * 2 ** late, _LONGEST_PAUSE_WHEN_WORKER_LATE_S)
                 late += 1
                 log.warning("%s: Spark's Python worker for the query did not connect back within 10 s (a busy "
-                            "machine); nothing ran, starting the query again", query)
-                time.sleep(_PAUSE_WHEN_WORKER_LATE_S * 2 ** (late - 1))
+                            "machine); nothing ran, starting the query again in %.0f s", query, pause)
+                time.sleep(pause)
             else:
                 raise
 

@@ -89,6 +89,7 @@ def start_task_query(runner: Any, session: Any, checkpoint_reader: CheckpointRea
         .queryName(f"{runner.application_id}-task-{run.task}")
     )
     try:
-        return start_on_checkpoint(trigger.apply(stream), f"task {run.task} of application {runner.application_id!r}")
+        return start_on_checkpoint(trigger.apply(stream), f"task {run.task} of application {runner.application_id!r}",
+                                   runner.task_timeout_s)
     except Exception as error:  # from the JVM: said in one line, as a running query's failure is
         raise TaskFailedError(run.task, runner.application_id, failure_reason(error)) from error
