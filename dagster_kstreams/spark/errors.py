@@ -75,7 +75,7 @@ _WORKER_CRASHED_REASON = ("a Spark Python worker running the batch exited unexpe
                           "crashed in native code): the batch was not committed: the task's next run processes it "
                           "again")
 # A Python worker Spark started (for a batch, or through Spark Connect for the query's foreachBatch)
-# that did not connect back within the 10 s PythonWorkerFactory waits, fixed in Spark 4.2: a machine
+# that did not connect back within the 10 s PythonWorkerFactory waits (hard-coded in Spark 4.2): a machine
 # too busy to start a Python process in time, seen in CI under a load of 20 on 2 cores. Nothing ran.
 _WORKER_LATE = "Timed out while waiting for the Python worker to connect back"
 _WORKER_LATE_REASON = ("a Spark Python worker did not connect back within the 10 s Spark waits for one (the machine "
