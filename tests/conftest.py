@@ -126,8 +126,13 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="session")
 def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A Spark Connect server (``local[2]``, the Kafka connector's jars) on a free port, started on
-    first use and stopped at the end of the session: its ``sc://`` URL."""
+    """A Spark Connect server (``local[2]``, the Kafka connector's jars): ``$KSTREAMS_TEST_CONNECT``
+    (``make test`` starts one beside the broker, at a higher priority than the tests), else one on a
+    free port, started on first use and stopped at the end of the session. Its ``sc://`` URL."""
+    given = os.environ.get("KSTREAMS_TEST_CONNECT")
+    if given:
+        yield given
+        return
     server = LocalConnectServer(tmp_path_factory.mktemp("connect-server"), port=free_port(), cores=2,
                                 stop_with_parent=True)
     try:

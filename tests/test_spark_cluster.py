@@ -1,5 +1,6 @@
 """Spark beyond local mode: what a cluster master gets (the project's zip for executors, one core
-per application), Spark Connect refused in one line, and `dagster-kstreams local spark-cluster`.
+per application), Spark Connect refused in one line, and `dagster-kstreams local spark-cluster` and
+`spark-connect`.
 
 A real standalone cluster running worker runs is exercised by tests/test_elastic_workers.py (the
 ``spark_cluster`` fixture); these checks start no JVM.
@@ -91,6 +92,19 @@ def test_spark_cluster_status_and_a_taken_port_are_one_line(capsys, tmp_path):
     _one_line_error(capsys, f"the master port 127.0.0.1:{port} is taken")
     assert main(["local", "spark-cluster", "down", "--state-dir", str(tmp_path)]) == 0
     assert capsys.readouterr().out.strip() == "Spark cluster was not running"
+
+
+def test_spark_connect_status_and_a_taken_port_are_one_line(capsys, tmp_path):
+    assert main(["local", "spark-connect", "status", "--state-dir", str(tmp_path), "--port", "15999"]) == 3
+    assert capsys.readouterr().out.strip() == "Spark Connect server sc://127.0.0.1:15999: not running"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["local", "spark-connect", "up", "--state-dir", str(tmp_path), "--port", str(port)]) == 1
+    _one_line_error(capsys, f"the port 127.0.0.1:{port} is taken")
+    assert main(["local", "spark-connect", "down", "--state-dir", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.strip() == "Spark Connect server was not running"
 
 
 def _stand_in(tmp_path, role: str, main_class: str) -> subprocess.Popen:

@@ -1,4 +1,5 @@
-"""`dagster-kstreams local up | down | status | jars | spark-archive | spark-cluster`: the embedded stack from a terminal."""
+"""`dagster-kstreams local up | down | status | jars | spark-archive | spark-cluster | spark-connect`: the embedded
+stack from a terminal."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from dagster_kstreams.base.cli_options import key_value
 from dagster_kstreams.local.broker import DEFAULT_HEAP, DEFAULT_PORT, LocalBroker
 from dagster_kstreams.base.jars import ARTIFACT_SETS, resolve_jars
+from dagster_kstreams.local.connect_server import DEFAULT_CONNECT_PORT, LocalConnectServer
 from dagster_kstreams.local.spark_archive import build_spark_archive
 from dagster_kstreams.local.spark_cluster import DEFAULT_MASTER_PORT, DEFAULT_WEBUI_PORT, LocalSparkCluster
 
@@ -77,10 +79,26 @@ def _spark_cluster(args: argparse.Namespace) -> int:
     return 0 if status.running else 3
 
 
+def _spark_connect(args: argparse.Namespace) -> int:
+    server = LocalConnectServer(args.state_dir, port=args.port, cores=args.cores)
+    if args.action == "up":
+        already = server.running_pid() is not None
+        url = server.start()
+        print(f"{'already running' if already else 'started'}: Spark Connect server {url} (log {server.log_file})")
+        return 0
+    if args.action == "down":
+        print(f"stopped the Spark Connect server ({server.state_dir})" if server.stop()
+              else "Spark Connect server was not running")
+        return 0
+    pid = server.running_pid()
+    print(f"Spark Connect server {server.url}: " + (f"running (pid {pid})" if pid else "not running"))
+    return 0 if pid else 3
+
+
 def register(subcommands: argparse._SubParsersAction) -> None:
     """Add the `local` command group to the top-level parser."""
     local = subcommands.add_parser("local", help="the local Kafka broker, Spark cluster and JVM artifacts")
-    actions = local.add_subparsers(dest="local_command", required=True, metavar="{up,down,status,jars,spark-archive,spark-cluster}")
+    actions = local.add_subparsers(dest="local_command", required=True, metavar="{up,down,status,jars,spark-archive,spark-cluster,spark-connect}")
 
     def broker_options(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"broker port on 127.0.0.1 (default {DEFAULT_PORT})")
@@ -121,3 +139,12 @@ def register(subcommands: argparse._SubParsersAction) -> None:
     cluster.add_argument("--state-dir", type=Path, default=None, help="pid files, logs, executors' work "
                          "(default $DAGSTER_KSTREAMS_HOME/spark-cluster)")
     cluster.set_defaults(handler=_spark_cluster)
+    connect = actions.add_parser("spark-connect", help="a Spark Connect server on local[CORES] with the Kafka "
+                                 "connector, for masters sc://127.0.0.1:PORT")
+    connect.add_argument("action", choices=["up", "down", "status"], help="start (no-op if it runs), stop, or say "
+                         "whether it runs (exit 3 if not)")
+    connect.add_argument("--port", type=int, default=DEFAULT_CONNECT_PORT, help=f"its port (default {DEFAULT_CONNECT_PORT})")
+    connect.add_argument("--cores", type=int, default=2, help="the cores of its local master (default 2)")
+    connect.add_argument("--state-dir", type=Path, default=None, help="pid file and log "
+                         "(default $DAGSTER_KSTREAMS_HOME/connect-server)")
+    connect.set_defaults(handler=_spark_connect)
