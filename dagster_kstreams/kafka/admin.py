@@ -240,14 +240,15 @@ class KafkaAdmin:
         """Names of all topics, internal ones (``__consumer_offsets``) excluded. A request left
         unanswered (``_TIMED_OUT``: connected, where no broker up is ``_TRANSPORT``; a broker paused
         under a load of 20 in CI) is asked again, up to ``_METADATA_REQUESTS`` requests."""
-        for asked in range(1, _METADATA_REQUESTS + 1):
+        asked = 1
+        while True:
             try:
                 metadata = self._retrying(lambda: self._client.list_topics(timeout=self.timeout_s), "listing topics")
                 return {name for name in metadata.topics if not name.startswith("__")}
             except KafkaAdminError as error:
                 if asked == _METADATA_REQUESTS or error_code(error.__cause__) != KafkaError._TIMED_OUT:
                     raise
-        raise AssertionError("unreachable: the last request returns or raises")
+                asked += 1
 
     # -- offsets ---------------------------------------------------------------------
     def _partitions_of(self, topics: str | Iterable[str]) -> list[TopicPartition]:
