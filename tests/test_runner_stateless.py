@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -176,6 +180,34 @@ def test_max_records_bounds_a_run(kafka_bootstrap, kafka_admin, unique_topic, sp
     assert rest.offsets_to == {TopicPartition(in_topic, 0): 30}
     # Every input record was processed exactly once over the two runs.
     assert len(read_topic(kafka_bootstrap, words_topic)) == 2 * 30
+
+
+def test_a_run_that_stops_at_max_records_logs_no_error(kafka_bootstrap, kafka_admin, unique_topic, tmp_path):
+    """A run that reached ``max_records`` ends its query at the next batch, by an exception of ours
+    that Spark's micro-batch loop would log at ERROR with its JVM and Python stacks. Run as a worker
+    or an asset's materialization runs it: a session of the library's, at Spark's own log level
+    (the CLI turns Spark's log off)."""
+    words, shouted = unique_topic("words"), unique_topic("shouted")
+    kafka_admin.create_topics({words: 1, shouted: 1})
+    produce(kafka_bootstrap, words, [(f"k{i}".encode(), f"word {i}".encode()) for i in range(20)])
+    script = textwrap.dedent(f"""
+        from dagster_kstreams.spark.task_runner import TaskRunner
+        from dagster_kstreams.topology import StreamsBuilder
+
+        builder = StreamsBuilder()
+        builder.stream({words!r}).map_values(lambda value: value.upper()).to({shouted!r})
+        runner = TaskRunner(builder.build(), {unique_topic("app")!r}, {kafka_bootstrap!r},
+                            state_location={str(tmp_path / "state")!r})
+        print(runner.run_task("0_0", max_records=5).records_in)
+        runner.spark.stop()
+    """)
+    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
+                               env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert completed.stdout.split() == ["5"]
+    assert len(read_topic(kafka_bootstrap, shouted)) == 5
+    assert "terminated with error" not in completed.stderr, completed.stderr[-3000:]
+    assert "Traceback" not in completed.stderr, completed.stderr[-3000:]
 
 
 def test_replay_of_a_partly_written_batch_writes_only_the_rest(

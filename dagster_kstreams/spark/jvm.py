@@ -16,8 +16,15 @@ from pyspark import SparkContext
 
 from dagster_kstreams.spark.errors import SparkSessionError
 
-__all__ = ["classic_session_runs", "is_connect", "query_session", "honor_pyspark_python", "set_log_level", "running_jars",
-           "hadoop_file_system"]
+__all__ = ["classic_session_runs", "is_connect", "query_session", "honor_pyspark_python", "set_log_level",
+           "mute_query_end_errors", "running_jars", "hadoop_file_system"]
+
+# The logger of Spark's micro-batch loop, which logs every query that ends by an exception at
+# ERROR ("Query ... terminated with error") with the whole JVM and Python stack: a task's query
+# ends so whenever its run stops it between batches (batch_writer.RUN_ENDED), which is no error,
+# and a query that did fail is reported by the runner in one line (errors.failure_reason), with
+# Spark's own text at DEBUG (running_task.py).
+_MICRO_BATCH_LOOP_LOGGER = "org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution"
 
 
 def is_connect(spark: Any) -> bool:
@@ -57,6 +64,15 @@ def set_log_level(spark: Any, level: str) -> None:
     """Spark's log level in the driver (a Connect server keeps its own)."""
     if not is_connect(spark):
         spark.sparkContext.setLogLevel(level)
+
+
+def mute_query_end_errors(spark: Any) -> None:
+    """Keep Spark's micro-batch loop from logging a task query's end as an error (above); a Connect
+    server keeps its own log."""
+    if not is_connect(spark):
+        jvm = spark.sparkContext._jvm
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+            _MICRO_BATCH_LOOP_LOGGER, jvm.org.apache.logging.log4j.Level.OFF)
 
 
 def running_jars(spark: Any) -> str:

@@ -130,6 +130,7 @@ class RunningTask:
         error = self._query.exception()
         if error is None or ended_as_asked(error):
             return None
+        log.debug("task %s: its query ended with %s", self.task, error)  # Spark's whole text (jvm.py)
         return TaskFailedError(self.task, self.application_id, failure_reason(error))
 
     def _started_again(self) -> bool:
