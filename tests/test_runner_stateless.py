@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -15,6 +16,7 @@ from pyspark.sql import functions as F
 from dagster_kstreams.kafka.admin import TopicPartition
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import produce, read_topic
+from dagster_kstreams.local.processes import free_port
 from dagster_kstreams.spark.event_time import TIMESTAMP_HEADER
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology.consumed_produced import Produced
@@ -182,11 +184,14 @@ def test_max_records_bounds_a_run(kafka_bootstrap, kafka_admin, unique_topic, sp
     assert len(read_topic(kafka_bootstrap, words_topic)) == 2 * 30
 
 
-def test_a_run_that_stops_at_max_records_logs_no_error(kafka_bootstrap, kafka_admin, unique_topic, tmp_path):
-    """A run that reached ``max_records`` ends its query at the next batch, by an exception of ours
-    that Spark's micro-batch loop would log at ERROR with its JVM and Python stacks. Run as a worker
-    or an asset's materialization runs it: a session of the library's, at Spark's own log level
-    (the CLI turns Spark's log off)."""
+def test_a_tasks_log_has_no_error_when_its_run_stops_and_one_warning_a_minute_while_kafka_is_down(
+    kafka_bootstrap, kafka_admin, unique_topic, tmp_path
+):
+    """Run as a worker or an asset's materialization runs a task: a session of the library's, at
+    Spark's own log level (the CLI turns Spark's log off). A run that reached ``max_records`` ends its
+    query at the next batch, by an exception of ours that Spark's micro-batch loop would log at ERROR
+    with its JVM and Python stacks; and Kafka's Java clients, which warn at every failed connection
+    while a broker is down, warn once a minute."""
     words, shouted = unique_topic("words"), unique_topic("shouted")
     kafka_admin.create_topics({words: 1, shouted: 1})
     produce(kafka_bootstrap, words, [(f"k{i}".encode(), f"word {i}".encode()) for i in range(20)])
@@ -199,15 +204,23 @@ def test_a_run_that_stops_at_max_records_logs_no_error(kafka_bootstrap, kafka_ad
         runner = TaskRunner(builder.build(), {unique_topic("app")!r}, {kafka_bootstrap!r},
                             state_location={str(tmp_path / "state")!r})
         print(runner.run_task("0_0", max_records=5).records_in)
+        try:  # Spark's Kafka clients, for 8 s, on a port where no broker listens
+            runner.spark.read.format("kafka").option("kafka.bootstrap.servers", "127.0.0.1:{free_port()}") \\
+                .option("kafka.request.timeout.ms", "4000").option("kafka.default.api.timeout.ms", "8000") \\
+                .option("subscribe", "nowhere").load().count()
+        except Exception:
+            print("unreachable")
         runner.spark.stop()
     """)
     completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
                                env={**os.environ, "PYSPARK_PYTHON": sys.executable})
     assert completed.returncode == 0, completed.stderr[-3000:]
-    assert completed.stdout.split() == ["5"]
+    assert completed.stdout.split() == ["5", "unreachable"]
     assert len(read_topic(kafka_bootstrap, shouted)) == 5
     assert "terminated with error" not in completed.stderr, completed.stderr[-3000:]
     assert "Traceback" not in completed.stderr, completed.stderr[-3000:]
+    # Without the limit: about 40 lines in those 8 s.
+    assert len(re.findall(r"WARN NetworkClient: .* could not be established", completed.stderr)) == 1
 
 
 def test_replay_of_a_partly_written_batch_writes_only_the_rest(

@@ -70,6 +70,9 @@ def test_spark_conf_puts_connector_on_spark_jars_and_keeps_user_settings():
     assert any("kafka-clients" in jar for jar in jars)
     assert conf["spark.master"] == "local[1]"
     assert conf["spark.sql.shuffle.partitions"] == "3"
+    # No console progress bar in a run's log, unless asked for.
+    assert conf["spark.ui.showConsoleProgress"] == "false"
+    assert spark_conf("local[1]", {"spark.ui.showConsoleProgress": "true"})["spark.ui.showConsoleProgress"] == "true"
 
 
 def test_local_batch_results_skip_the_block_manager_unless_the_user_says_otherwise(spark):

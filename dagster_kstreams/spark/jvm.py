@@ -17,14 +17,19 @@ from pyspark import SparkContext
 from dagster_kstreams.spark.errors import SparkSessionError
 
 __all__ = ["classic_session_runs", "is_connect", "query_session", "honor_pyspark_python", "set_log_level",
-           "mute_query_end_errors", "running_jars", "hadoop_file_system"]
+           "quiet_task_logs", "running_jars", "hadoop_file_system"]
 
-# The logger of Spark's micro-batch loop, which logs every query that ends by an exception at
-# ERROR ("Query ... terminated with error") with the whole JVM and Python stack: a task's query
-# ends so whenever its run stops it between batches (batch_writer.RUN_ENDED), which is no error,
-# and a query that did fail is reported by the runner in one line (errors.failure_reason), with
-# Spark's own text at DEBUG (running_task.py).
+# What of Spark's log a running task quiets (quiet_task_logs). Spark's micro-batch loop logs every
+# query that ends by an exception at ERROR ("Query ... terminated with error"), with the whole JVM
+# and Python stack: a task's query ends so whenever its run stops it between batches
+# (batch_writer.RUN_ENDED), which is no error, and a query that did fail is reported by the runner
+# in one line (errors.failure_reason), with Spark's own text at DEBUG (running_task.py). The Kafka
+# clients' network layer logs a warning at every failed connection, several a second per client
+# while a broker is down (a task waits task_timeout_s or longer for it: README, "When the broker goes away");
+# one a minute says as much.
 _MICRO_BATCH_LOOP_LOGGER = "org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution"
+_KAFKA_NETWORK_LOGGER = "org.apache.kafka.clients.NetworkClient"
+_KAFKA_NETWORK_WARNINGS_PER_SECOND = 1 / 60
 
 
 def is_connect(spark: Any) -> bool:
@@ -66,13 +71,27 @@ def set_log_level(spark: Any, level: str) -> None:
         spark.sparkContext.setLogLevel(level)
 
 
-def mute_query_end_errors(spark: Any) -> None:
-    """Keep Spark's micro-batch loop from logging a task query's end as an error (above); a Connect
-    server keeps its own log."""
-    if not is_connect(spark):
-        jvm = spark.sparkContext._jvm
-        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
-            _MICRO_BATCH_LOOP_LOGGER, jvm.org.apache.logging.log4j.Level.OFF)
+def quiet_task_logs(spark: Any) -> None:
+    """Keep Spark's log free of a task query's end and of a broker outage's every retry (above), once
+    per JVM; a Connect server keeps its own log."""
+    if is_connect(spark):
+        return
+    log4j = spark.sparkContext._jvm.org.apache.logging.log4j
+    context = log4j.LogManager.getContext(False)
+    configuration = context.getConfiguration()
+    if configuration.getLoggers().containsKey(_KAFKA_NETWORK_LOGGER):
+        return
+    # An explicit level, as Spark's console shows a logger with one at it rather than at the root's:
+    # a warning, or nothing when the log is quieter than that (`dagster-kstreams run` turns it off).
+    root = context.getRootLogger().getLevel()
+    level = root if root.isMoreSpecificThan(log4j.Level.WARN) else log4j.Level.WARN
+    network = log4j.core.config.LoggerConfig(_KAFKA_NETWORK_LOGGER, level, True)
+    network.addFilter(log4j.core.filter.BurstFilter.newBuilder().setLevel(log4j.Level.WARN)
+                      .setRate(_KAFKA_NETWORK_WARNINGS_PER_SECOND).setMaxBurst(1).build())
+    configuration.addLogger(_KAFKA_NETWORK_LOGGER, network)
+    configuration.addLogger(_MICRO_BATCH_LOOP_LOGGER,
+                            log4j.core.config.LoggerConfig(_MICRO_BATCH_LOOP_LOGGER, log4j.Level.OFF, True))
+    context.updateLoggers()
 
 
 def running_jars(spark: Any) -> str:

@@ -50,6 +50,11 @@ CONNECTOR_JAR_PREFIX = "spark-sql-kafka-0-10_"
 # setting of the user's wins.
 CHECKPOINT_FILE_CONTEXT = {"spark.hadoop.fs.AbstractFileSystem.file.impl": "org.apache.hadoop.fs.local.RawLocalFs"}
 
+# A worker's or a materialization's stderr is a log (Dagster's, or the terminal `dagster dev` shares
+# with the daemon), where Spark's console progress bar, redrawn with carriage returns for every
+# stage of every micro-batch, is noise; a task's progress is the runner's own lines and metadata.
+QUIET_CONSOLE = {"spark.ui.showConsoleProgress": "false"}
+
 
 # The master URL forms Spark itself accepts (SparkMasterRegex, SparkSubmit); checked here so
 # that a typo is one clear error instead of a JVM stack trace from the gateway.
@@ -142,7 +147,8 @@ def spark_conf(
         # driver options are set where it starts (README, "Spark Connect"); a session can set its
         # SQL settings only (Connect warns of each other one and ignores it).
         return {"spark.remote": master, **{key: value for key, value in user_conf.items() if key.startswith("spark.sql.")}}
-    settings: dict[str, str] = {"spark.master": master, "spark.app.name": app_name, **CHECKPOINT_FILE_CONTEXT}
+    settings: dict[str, str] = {"spark.master": master, "spark.app.name": app_name, **CHECKPOINT_FILE_CONTEXT,
+                                **QUIET_CONSOLE}
     if _is_local_master(master):
         # Local mode on a laptop or CI box: stay on loopback, and run Python workers with this
         # interpreter (the bare `python3` Spark would pick may lack pandas/pyarrow).

@@ -18,7 +18,7 @@ from dagster_kstreams.spark.checkpoint import CheckpointReader
 from dagster_kstreams.spark.checkpoint_files import checkpoint_files
 from dagster_kstreams.spark.committed_progress import CommittedProgress
 from dagster_kstreams.spark.internal_topics import RepartitionPurge
-from dagster_kstreams.spark.jvm import is_connect, mute_query_end_errors, query_session
+from dagster_kstreams.spark.jvm import is_connect, quiet_task_logs, query_session
 from dagster_kstreams.spark.run_state import RunFence, RunState
 from dagster_kstreams.spark.running_task import RunningTask
 from dagster_kstreams.spark.source import starting_point
@@ -45,7 +45,7 @@ def start_running_task(runner: Any, application: ApplicationTopology, task: Task
     try:
         checkpoint = runner.checkpoint_location(task)
         session = query_session(runner.spark)
-        mute_query_end_errors(session)
+        quiet_task_logs(session)
         # Through Spark Connect the batches are written in the server (remote_writer.py), whose
         # writer hands the task over from this run by its claim, written before the fence's init.
         claim = new_claim() if is_connect(session) else None
