@@ -117,12 +117,9 @@ class WarmUp:
 
     def _warm(self, subtopology: int) -> None:
         try:
-            try:
-                query = self._start(subtopology)
-                while query.isActive and not self._stopping.is_set():
-                    query.awaitTermination(0.2)
-            finally:
-                self._finish()
+            query = self._start(subtopology)
+            while query.isActive and not self._stopping.is_set():
+                query.awaitTermination(0.2)
             if not self._stopping.is_set():
                 self.warmed.append(subtopology)
         except Exception as error:  # an optimisation only: go on with the next, never fail the worker
@@ -132,6 +129,8 @@ class WarmUp:
                 self.error = self.error or reason
                 log.warning("warm-up of %s, sub-topology %d, ended early: %s",
                             self.runner.application_id, subtopology, reason)
+        finally:
+            self._finish()
 
     def _start(self, subtopology: int) -> Any:
         runner = self.runner
