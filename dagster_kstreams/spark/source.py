@@ -69,17 +69,14 @@ def starting_point(application: ApplicationTopology, admin: KafkaAdmin, checkpoi
 
 def kafka_source(session: SparkSession, kafka_options: Mapping[str, Any], assigned: list[TopicPartition],
                  starting: Optional[Mapping[TopicPartition, int]], max_records_per_batch: Optional[int],
-                 timestamp_header_topics: list[str], timestamps=None, carry_headers: bool = False,
-                 skip_deleted: bool = True) -> DataFrame:
+                 timestamp_header_topics: list[str], timestamps=None, carry_headers: bool = False) -> DataFrame:
     """The task's streaming source rows. ``timestamp_header_topics`` are the repartition topics
     among the assigned ones whose records' timestamps the task uses: they travel in a header, so
     headers are read (only then, for a timestamp extractor, or with ``carry_headers``: it costs).
     ``timestamps``: the sub-topology's timestamp extractors
     (:func:`~dagster_kstreams.processors.timestamps.source_timestamps`), None for the record
     timestamps. ``carry_headers``: the rows keep their records' headers (the runner's own left
-    out), which the records they produce carry, as in Kafka Streams. ``skip_deleted``: records deleted
-    before they were read are skipped with Spark's warning of data loss (module docstring); else the
-    query fails on them."""
+    out), which the records they produce carry, as in Kafka Streams."""
     assign: dict[str, list[int]] = {}
     for tp in assigned:
         assign.setdefault(tp.topic, []).append(tp.partition)
@@ -90,7 +87,7 @@ def kafka_source(session: SparkSession, kafka_options: Mapping[str, Any], assign
         for tp, offset in starting.items():
             start_json.setdefault(tp.topic, {})[str(tp.partition)] = offset
         reader = reader.option("startingOffsets", json.dumps(start_json))
-    reader = reader.option("failOnDataLoss", "false" if skip_deleted else "true")
+    reader = reader.option("failOnDataLoss", "false")  # skip what retention deleted (module docstring)
     if max_records_per_batch is not None:
         reader = reader.option("maxOffsetsPerTrigger", str(max_records_per_batch))
     if timestamp_header_topics or timestamps is not None or carry_headers:

@@ -13,15 +13,9 @@ Nothing of the application changes: no fence is taken, no offset committed, noth
 Kafka (the output goes to Spark's ``noop`` sink, and zero rows through its Kafka sink, which loads
 and connects its producer), and the scratch checkpoint is deleted. The queries run one at a time
 on a thread of their own, so that a worker goes on polling its tags, and :meth:`WarmUp.stop`
-abandons the rest the moment tasks are granted. A query that fails (a topic not there yet) only
-ends its sub-topology's warm-up: it is an optimisation, never a reason to fail. With no record in
-the input yet, it warms the queries' start only.
-
-A repartition topic's records are deleted by the task that consumed them
-(:class:`~dagster_kstreams.spark.internal_topics.RepartitionPurge`), which may happen between the
-moment the warm-up reads the offsets it starts from and the moment its query fetches them (a standby
-that starts during a burst, on a busy machine). Its query then fails on them, where a task's would
-skip them with Spark's warning that data may have been lost: nothing was lost, this reader was late.
+abandons the rest the moment tasks are granted. A warm-up that fails (a topic not there yet) only
+ends the warm-up: it is an optimisation, never a reason to fail. With no record in the input yet,
+it warms the queries' start only.
 """
 
 from __future__ import annotations
@@ -76,8 +70,7 @@ class WarmUp:
         self._checkpoint: Optional[str] = None
         self._thread = threading.Thread(target=self._run, name="kstreams-warm-up", daemon=True)
         self.seconds = 0.0  # spent in warm-up queries so far
-        self.warmed: list[int] = []  # the sub-topologies whose query ran to its end
-        self.error: Optional[str] = None  # why a query ended early, if one did (the first)
+        self.error: Optional[str] = None  # why it ended early, if it did
 
     def start(self) -> "WarmUp":
         self._thread.start()
@@ -111,26 +104,19 @@ class WarmUp:
             for subtopology in self.runner.application.subtopology_ids:  # upstream first
                 if self._stopping.is_set():
                     break
-                self._warm(subtopology)
-        finally:
-            self.seconds = time.monotonic() - started
-
-    def _warm(self, subtopology: int) -> None:
-        try:
-            query = self._start(subtopology)
-            while query.isActive and not self._stopping.is_set():
-                query.awaitTermination(0.2)
-            if not self._stopping.is_set():
-                self.warmed.append(subtopology)
-        except Exception as error:  # an optimisation only: go on with the next, never fail the worker
+                try:
+                    query = self._start(subtopology)
+                    while query.isActive and not self._stopping.is_set():
+                        query.awaitTermination(0.2)
+                finally:
+                    self._finish()
+        except Exception as error:  # an optimisation only: give up, never fail the worker
             if not self._stopping.is_set():
                 text = str(error).strip()
-                reason = f"{type(error).__name__}: {text.splitlines()[0][:200] if text else ''}"
-                self.error = self.error or reason
-                log.warning("warm-up of %s, sub-topology %d, ended early: %s",
-                            self.runner.application_id, subtopology, reason)
+                self.error = f"{type(error).__name__}: {text.splitlines()[0][:200] if text else ''}"
+                log.warning("warm-up of %s ended early: %s", self.runner.application_id, self.error)
         finally:
-            self._finish()
+            self.seconds = time.monotonic() - started
 
     def _start(self, subtopology: int) -> Any:
         runner = self.runner
@@ -152,7 +138,7 @@ class WarmUp:
         # The runner's Kafka settings for Spark's source and sink (the Java client's spelling).
         kafka_options = runner.spark_kafka_options()
         source = kafka_source(session, kafka_options, assigned, starting, self.records, headers,
-                              source_timestamps(program), strategy.carries_headers(program), skip_deleted=False)
+                              source_timestamps(program), strategy.carries_headers(program))
         source = on_state_partitions(source, program, runner.state_partitions)
         output = observe_outputs(strategy.build(source, program, runner.dead_letters),
                                  application.sink_topics(subtopology))
