@@ -190,9 +190,8 @@ def test_a_tasks_log_has_no_error_when_its_run_stops_and_one_warning_a_minute_wh
     """Run as a worker or an asset's materialization runs a task: a session of the library's, at
     Spark's own log level (the CLI turns Spark's log off). A run that reached ``max_records`` ends its
     query at the next batch, by an exception of ours that Spark's micro-batch loop would log at ERROR
-    with its JVM and Python stacks; Kafka's Java clients, which warn at every failed connection
-    while a broker is down, warn once a minute; and Spark does not warn at each query's start that
-    streaming runs without adaptive execution."""
+    with its JVM and Python stacks; and Kafka's Java clients, which warn at every failed connection
+    while a broker is down, warn once a minute."""
     words, shouted = unique_topic("words"), unique_topic("shouted")
     kafka_admin.create_topics({words: 1, shouted: 1})
     produce(kafka_bootstrap, words, [(f"k{i}".encode(), f"word {i}".encode()) for i in range(20)])
@@ -220,7 +219,6 @@ def test_a_tasks_log_has_no_error_when_its_run_stops_and_one_warning_a_minute_wh
     assert len(read_topic(kafka_bootstrap, shouted)) == 5
     assert "terminated with error" not in completed.stderr, completed.stderr[-3000:]
     assert "Traceback" not in completed.stderr, completed.stderr[-3000:]
-    assert "adaptive.enabled is not supported" not in completed.stderr, completed.stderr[-3000:]
     # Without the limit: about 40 lines in those 8 s.
     assert len(re.findall(r"WARN NetworkClient: .* could not be established", completed.stderr)) == 1
 

@@ -21,17 +21,15 @@ FILE_SYSTEM_CHECKPOINTS = ("org.apache.spark.sql.execution.streaming.checkpointi
 def configure_session(session: SparkSession, state_partitions: int, arrow_batch_size: Optional[int],
                       state_location: str) -> None:
     """A task's session settings: RocksDB state with changelog checkpointing, ``state_partitions``
-    state store partitions (Spark's shuffle partitions), no adaptive execution, no empty batches, an
-    idle query that looks for new records every 100 ms and checkpoint files on a local
-    ``state_location`` written through Hadoop's ``FileSystem`` API (each unless the Spark
-    configuration says otherwise), and ``arrow_batch_size`` records per Arrow batch if set."""
+    state store partitions (Spark's shuffle partitions), no empty batches, an idle query that looks
+    for new records every 100 ms and checkpoint files on a local ``state_location`` written through
+    Hadoop's ``FileSystem`` API (each unless the Spark configuration says otherwise), and
+    ``arrow_batch_size`` records per Arrow batch if set."""
     session.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
     # Each batch writes the state's changes, not a whole snapshot: about half the state store's
     # commit time per micro-batch (bench/profile_latency.py); snapshots are still taken now and then.
     session.conf.set("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
     session.conf.set("spark.sql.shuffle.partitions", str(state_partitions))
-    # Spark runs no streaming query adaptively and warns so at every query's start.
-    session.conf.set("spark.sql.adaptive.enabled", "false")
     # Spark would otherwise add a no-op batch; Kafka Streams has no such thing.
     session.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "false")
     if session.conf.get(POLLING_DELAY, None) is None:
