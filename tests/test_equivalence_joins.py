@@ -10,7 +10,10 @@ Compared: every stream-table join output per key, in order (a stream record join
 of its place in Kafka Streams' timestamp-merged processing order), the final value per key of
 every table-table join output (uncached: every update per key, in order), and every store; each
 output record with its timestamp (the stream record's; a table-table join's: the larger of both
-rows').
+rows'), except a cached join's last record per key, whose value is compared alone: its
+timestamp is that of the last update the joined tables' caches forwarded, and which ones they
+forward depends on when Kafka Streams committed (a right row created and deleted between two
+commits forwards nothing, so the key's last record is the left row's earlier one).
 
 The cached customers table also goes on, by ``to_stream``, to a repartition topic, in the
 sub-topology where the orders read the same keys. Its records keep their timestamps there (and
@@ -197,6 +200,11 @@ def kafka_streams_run(kafka_bootstrap, kafka_admin, unique_topic, tmp_path_facto
     reference.close()
 
 
+def _values(final: dict) -> dict:
+    """``{key: value}`` of a table-table join's ``{key: (value, timestamp)}``."""
+    return {key: value for key, (value, _) in final.items()}
+
+
 def _assert_same(expected_run, ours: dict, stores: dict) -> None:
     expected = expected_run["results"]
     for name in ("out-inner", "out-left"):
@@ -205,9 +213,10 @@ def _assert_same(expected_run, ours: dict, stores: dict) -> None:
         for key in expected[name]:
             assert ours[name][key] == expected[name][key], f"{name}, key {key}"
     for name in TABLE_JOINS:
+        if name.startswith("tt-"):  # cached: which updates reach the join depends on when Kafka Streams commits
+            assert _values(ours[name]) == _values(expected[name]), name
+            continue
         assert ours[name] == expected[name], name
-        if name.startswith("tt-"):
-            continue  # cached: which updates a key's cache collapses depends on when Kafka Streams commits
         for key in expected[name + "/updates"].keys() | ours[name + "/updates"].keys():
             assert ours[name + "/updates"].get(key) == expected[name + "/updates"].get(key), f"{name}, key {key}"
     for store in STORES:
