@@ -272,6 +272,29 @@ def test_task_timeout_reaches_the_runner_of_worker_runs_and_materializations_and
     assert "task_timeout_s of 'upc' must be > 0, got 0.0" in [str(cause) for cause in causes]
 
 
+def test_repartition_purge_interval_reaches_the_runner_from_the_app_and_the_component_and_is_checked():
+    app = KStreamsApp(users_per_country.build_topology(), "upc", {"users": 2}, repartition_purge_interval_s=600)
+    assert task_runner(app, KafkaResource(bootstrap_servers="broker:9092"), spark=None).repartition_purge_interval_s == 600
+    default = task_runner(KStreamsApp(users_per_country.build_topology(), "upc", {"users": 2}),
+                          KafkaResource(bootstrap_servers="broker:9092"), spark=None)
+    assert default.repartition_purge_interval_s == 30  # Kafka Streams' repartition.purge.interval.ms
+    with pytest.raises(ValueError, match=r"^repartition_purge_interval_s of 'upc' must be >= 0, got -1$"):
+        KStreamsApp(users_per_country.build_topology(), "upc", {"users": 2}, repartition_purge_interval_s=-1)
+    # The component's YAML field reaches the app (checked when the definitions load).
+    with create_defs_folder_sandbox() as sandbox:
+        sandbox.scaffold_component(KStreamsComponent, defs_path="upc", defs_yaml_contents={
+            "type": "dagster_kstreams.orchestration.component.KStreamsComponent",
+            "attributes": {"topology": "assets.users_per_country:build_topology", "app_id": "upc",
+                           "topic_partitions": {"users": 2}, "repartition_purge_interval_s": -1}})
+        with pytest.raises(Exception) as raised:
+            with sandbox.build_all_defs():
+                pass
+    causes = [raised.value]
+    while causes[-1].__cause__ is not None:
+        causes.append(causes[-1].__cause__)
+    assert "repartition_purge_interval_s of 'upc' must be >= 0, got -1.0" in [str(cause) for cause in causes]
+
+
 def test_component_names_a_topology_that_cannot_be_loaded():
     with pytest.raises(ValueError, match="must look like 'package.module:attribute'"):
         load_topology("assets.users_per_country")

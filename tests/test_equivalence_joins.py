@@ -33,6 +33,7 @@ delete or update on one side when the other side has no row, a tombstone for a k
 from __future__ import annotations
 
 import json
+import math
 import random
 import sys
 import time
@@ -248,7 +249,7 @@ def test_joins_on_spark_match_kafka_streams(kafka_bootstrap, kafka_admin, unique
     _assert_reference_stamps_as_compared(kafka_streams_run)
     topics = output_topics(kafka_admin, unique_topic, kafka_streams_run["inputs"], dict.fromkeys(OUTPUTS, PARTITIONS))
     runner = TaskRunner(join_examples(topics), unique_topic("spark-joins"), kafka_bootstrap,
-                        state_location=str(tmp_path / "state"), spark=spark)
+                        state_location=str(tmp_path / "state"), spark=spark, repartition_purge_interval_s=math.inf)
     assert len(runner.task_ids()) == 4 * PARTITIONS
     runner.run_all()
     stores = {store: runner.read_store(store) for store in STORES}
@@ -282,7 +283,7 @@ def test_joins_killed_part_way_and_rerun_still_match_kafka_streams(
     rerun = kill_and_rerun(tmp_path, join_examples, topics, app_id=unique_topic("spark-joins-kill"),
                            bootstrap=kafka_bootstrap, spark=spark, kill_when=lambda line: line.startswith("task 0_0 "),
                            grace_seconds=1, killed_args=("--parallelism", "1", "--max-records-per-batch", "5000"),
-                           max_records_per_batch=5000)
+                           max_records_per_batch=5000, repartition_purge_interval_s=math.inf)
     assert any(line.startswith("task 0_0 batch") for line in rerun.killed_lines), rerun.killed_lines
     # The killed run did task 0_0's batch (which a kill before its commit log is written replays,
     # skipping the output already in Kafka): the rerun does the rest.

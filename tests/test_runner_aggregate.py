@@ -9,7 +9,6 @@ import pytest
 from dagster_kstreams.kafka.admin import TopicPartition
 from dagster_kstreams.kafka.partitioner import default_partition
 from dagster_kstreams.kafka.records import final_values, produce, read_topic
-from dagster_kstreams.spark import internal_topics
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology.consumed_produced import Consumed, Produced
 from dagster_kstreams.topology.grouped_repartitioned import Grouped
@@ -34,16 +33,17 @@ def _long(data: bytes) -> int:
 
 
 def test_count_per_country_over_a_repartition_topic_keeps_counting_across_runs(
-    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path, monkeypatch
+    kafka_bootstrap, kafka_admin, unique_topic, spark, tmp_path
 ):
-    monkeypatch.setattr(internal_topics, "PURGE_INTERVAL_S", 0.0)  # the repartition purge: every batch (30 s)
     users, per_country = unique_topic("users"), unique_topic("users-per-country")
     kafka_admin.create_topics({users: 3, per_country: 2})
     builder = StreamsBuilder()
     builder.stream(users).group_by(lambda key, value: value.split(",")[1]) \
         .count(Materialized.as_("users-per-country-store")).to_stream().to(per_country)
     app_id = unique_topic("app")
-    runner = TaskRunner(builder, app_id, kafka_bootstrap, state_location=str(tmp_path / "state"), spark=spark)
+    # The repartition purge after every batch (30 s by default).
+    runner = TaskRunner(builder, app_id, kafka_bootstrap, state_location=str(tmp_path / "state"), spark=spark,
+                        repartition_purge_interval_s=0.0)
     repartition = f"{app_id}-users-per-country-store-repartition"
     assert runner.application.repartition_topics == [repartition]
     assert runner.task_ids() == ["0_0", "0_1", "0_2", "1_0", "1_1", "1_2"]

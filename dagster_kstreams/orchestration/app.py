@@ -35,6 +35,7 @@ from dagster_kstreams.orchestration.translator import (
 from dagster_kstreams.processors.record_cache import DEFAULT_CACHE_MAX_BYTES, check_cache_max_bytes
 from dagster_kstreams.spark.client_timeouts import DEFAULT_TASK_TIMEOUT_S
 from dagster_kstreams.spark.compile import UnsupportedTopologyError, compile_topology
+from dagster_kstreams.spark.internal_topics import PURGE_INTERVAL_S
 from dagster_kstreams.spark.strategies import DEFAULT_STATELESS_PASS, check_stateless_pass
 from dagster_kstreams.spark.transactional_writer import DEFAULT_PROCESSING_GUARANTEE, check_processing_guarantee
 from dagster_kstreams.topology.application import ApplicationTopology
@@ -88,6 +89,8 @@ class KStreamsApp:
     pass runs under exactly-once (:class:`~dagster_kstreams.spark.task_runner.TaskRunner`).
     ``statestore_cache_max_bytes``: Kafka Streams' setting (10 MiB by default); 0 turns every store's
     record cache off, so that each forwards every update (:mod:`~dagster_kstreams.processors.record_cache`).
+    ``repartition_purge_interval_s``: Kafka Streams' ``repartition.purge.interval.ms``, in seconds (30 by
+    default): how often a task deletes what it consumed of its repartition topics.
     """
 
     topology: Topology
@@ -103,6 +106,7 @@ class KStreamsApp:
     task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S
     stateless_pass: str = DEFAULT_STATELESS_PASS
     statestore_cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES
+    repartition_purge_interval_s: float = PURGE_INTERVAL_S
     create_sink_topics: bool = False
     kafka_resource_key: str = "kafka"
     spark_resource_key: str = "pyspark"
@@ -114,6 +118,9 @@ class KStreamsApp:
             raise ValueError(f"freshness_seconds must be > 0, got {self.freshness_seconds}")
         if self.task_timeout_s <= 0:
             raise ValueError(f"task_timeout_s of {self.app_id!r} must be > 0, got {self.task_timeout_s}")
+        if not self.repartition_purge_interval_s >= 0:
+            raise ValueError(f"repartition_purge_interval_s of {self.app_id!r} must be >= 0, "
+                             f"got {self.repartition_purge_interval_s}")
         check_processing_guarantee(self.processing_guarantee, fencing=True)
         check_stateless_pass(self.stateless_pass)
         self.statestore_cache_max_bytes = check_cache_max_bytes(self.statestore_cache_max_bytes)

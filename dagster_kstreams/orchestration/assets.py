@@ -52,7 +52,8 @@ def kstreams_assets(
     ``application.id`` (consumer group, internal topic prefix). ``topic_partitions``: partition
     count of every external source topic, and optionally of sink topics. ``options`` are the
     fields of :class:`KStreamsApp` (``lag_bound``, ``state_location``, ``max_records_per_batch``, ``processing_guarantee``,
-    ``statestore_cache_max_bytes``, ``create_sink_topics``, ``kafka_resource_key``, ``spark_resource_key``).
+    ``statestore_cache_max_bytes``, ``repartition_purge_interval_s``, ``create_sink_topics``, ``kafka_resource_key``,
+    ``spark_resource_key``).
     """
     app = KStreamsApp(topology, app_id, topic_partitions, translator or DagsterKStreamsTranslator(), **options)
     return assets_of(app)

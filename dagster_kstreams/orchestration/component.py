@@ -70,6 +70,7 @@ from dagster_kstreams.orchestration.definitions import build_kstreams_definition
 from dagster_kstreams.orchestration.translator import DagsterKStreamsTranslator, KStreamsAssetProps
 from dagster_kstreams.processors.record_cache import DEFAULT_CACHE_MAX_BYTES
 from dagster_kstreams.spark.client_timeouts import DEFAULT_TASK_TIMEOUT_S
+from dagster_kstreams.spark.internal_topics import PURGE_INTERVAL_S
 from dagster_kstreams.topology.application import ApplicationTopology
 from dagster_kstreams.topology.reference import load_topology as load_topology_and_module
 from dagster_kstreams.topology.view import Topology
@@ -157,6 +158,10 @@ class KStreamsComponent(dg.Component, dg.Resolvable, dg.Model):
         default=DEFAULT_CACHE_MAX_BYTES,
         description="Kafka Streams' statestore.cache.max.bytes: 0 turns every store's record cache off (every update "
                     "forwarded); any other size leaves it to each store's Materialized")
+    repartition_purge_interval_s: float = Field(
+        default=PURGE_INTERVAL_S,
+        description="Kafka Streams' repartition.purge.interval.ms, in seconds: how often a task deletes what it "
+                    "consumed of its repartition topics")
     translation: Annotated[
         Optional[TranslationFn[KStreamsAssetProps]],
         TranslationFnResolver(template_vars_for_translation_fn=translation_template_vars),
@@ -180,4 +185,5 @@ class KStreamsComponent(dg.Component, dg.Resolvable, dg.Model):
             create_sink_topics=self.create_sink_topics,
             task_timeout_s=self.task_timeout_s,
             statestore_cache_max_bytes=self.statestore_cache_max_bytes,
+            repartition_purge_interval_s=self.repartition_purge_interval_s,
         )

@@ -70,7 +70,7 @@ def build_kstreams_definitions(
     topic_partitions, translator, **options))``. ``options`` are the other fields of
     :class:`KStreamsApp` (``lag_bound``, ``freshness_seconds``, ``topics_declared_elsewhere``,
     ``state_location``, ``max_records_per_batch``, ``processing_guarantee``, ``task_timeout_s``,
-    ``statestore_cache_max_bytes``, ``create_sink_topics``, the resource keys).
+    ``statestore_cache_max_bytes``, ``repartition_purge_interval_s``, ``create_sink_topics``, the resource keys).
     """
     app = KStreamsApp(topology, app_id, topic_partitions, translator or DagsterKStreamsTranslator(), **options)
     return kstreams_definitions(app, resources=resources, elastic_workers=elastic_workers)

@@ -107,7 +107,8 @@ def task_runner(app: KStreamsApp, kafka: Any, spark: Any) -> TaskRunner:
                       processing_guarantee=app.processing_guarantee, task_timeout_s=app.task_timeout_s,
                       stateless_pass=app.stateless_pass, spark_kafka_config=kafka.java_client_settings(),
                       source_partitions=app.topic_partitions,
-                      statestore_cache_max_bytes=app.statestore_cache_max_bytes)
+                      statestore_cache_max_bytes=app.statestore_cache_max_bytes,
+                      repartition_purge_interval_s=app.repartition_purge_interval_s)
 
 
 def task_metadata(result: TaskResult) -> dict[str, dg.MetadataValue]:

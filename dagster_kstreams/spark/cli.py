@@ -23,6 +23,7 @@ from dagster_kstreams.base.environment import BOOTSTRAP_SERVERS_ENV_VAR, DEFAULT
 from dagster_kstreams.spark.cache_size_option import add_cache_size_options, cache_size_of
 from dagster_kstreams.spark.client_timeouts import DEFAULT_TASK_TIMEOUT_S
 from dagster_kstreams.spark.errors import TaskFailedError
+from dagster_kstreams.spark.internal_topics import PURGE_INTERVAL_S
 from dagster_kstreams.spark.jvm import set_log_level
 from dagster_kstreams.spark.session import DEFAULT_MASTER, build_spark_session, check_master, check_master_reachable
 from dagster_kstreams.spark.strategies import DEFAULT_STATELESS_PASS, STATELESS_PASS_PLACES
@@ -90,6 +91,7 @@ def _runner(args: argparse.Namespace, topology: Topology, kafka_config: dict, sp
         max_records_per_batch=args.max_records_per_batch, processing_guarantee=args.processing_guarantee,
         task_timeout_s=args.task_timeout, stateless_pass=args.stateless_pass,
         statestore_cache_max_bytes=cache_size_of(args),
+        repartition_purge_interval_s=args.repartition_purge_interval,
     )
 
 
@@ -179,6 +181,9 @@ def register(subcommands: "argparse._SubParsersAction") -> None:
                         help="how long a running task waits for an unavailable broker (a restart, a coordinator "
                              f"moving) before it fails (default {DEFAULT_TASK_TIMEOUT_S:.0f})")
     add_cache_size_options(parser)
+    parser.add_argument("--repartition-purge-interval", type=float, default=PURGE_INTERVAL_S, metavar="SECONDS",
+                        help="Kafka Streams' repartition.purge.interval.ms, in seconds: how often a task deletes what "
+                             f"it consumed of its repartition topics (default {PURGE_INTERVAL_S:.0f}; inf: never)")
     parser.add_argument("--deserialization-exception-handler", choices=["fail", "log_and_continue"], default="fail")
     parser.add_argument("--dead-letter-topic", default=None,
                         help="with log_and_continue: write undeserializable records here")

@@ -53,7 +53,7 @@ from dagster_kstreams.spark.checkpoint import default_state_location, task_check
 from dagster_kstreams.spark.client_timeouts import DEFAULT_TASK_TIMEOUT_S
 from dagster_kstreams.spark.compile import CompiledTopology, compile_topology
 from dagster_kstreams.spark.errors import TaskFailedError
-from dagster_kstreams.spark.internal_topics import create_internal_topics
+from dagster_kstreams.spark.internal_topics import PURGE_INTERVAL_S, create_internal_topics
 from dagster_kstreams.spark.jvm import honor_pyspark_python, is_connect
 from dagster_kstreams.spark.pipeline import run_in_waves, run_pipelined
 from dagster_kstreams.spark.running_task import RunningTask
@@ -109,6 +109,9 @@ class TaskRunner:
     it runs in the workers.
     ``statestore_cache_max_bytes``: Kafka Streams' setting; 0 turns every store's record cache off (each
     forwards every update), any other size leaves it to each store (:mod:`~dagster_kstreams.processors.record_cache`).
+    ``repartition_purge_interval_s``: Kafka Streams' ``repartition.purge.interval.ms``, in seconds (30 by
+    default): how often a task deletes what it consumed of its repartition topics; ``math.inf`` never
+    (:mod:`~dagster_kstreams.spark.internal_topics`).
     """
 
     def __init__(
@@ -133,6 +136,7 @@ class TaskRunner:
         stateless_pass: str = DEFAULT_STATELESS_PASS,
         source_partitions: Optional[Mapping[str, int]] = None,
         statestore_cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES,
+        repartition_purge_interval_s: float = PURGE_INTERVAL_S,
     ):
         check_application_id(application_id)  # before anything else starts
         self.processing_guarantee = check_processing_guarantee(processing_guarantee, fencing)
@@ -155,6 +159,8 @@ class TaskRunner:
             raise ValueError(f"state_partitions must be >= 1, got {state_partitions}")
         if task_timeout_s <= 0:
             raise ValueError(f"task_timeout_s must be > 0, got {task_timeout_s}")
+        if not repartition_purge_interval_s >= 0:
+            raise ValueError(f"repartition_purge_interval_s must be >= 0, got {repartition_purge_interval_s}")
         self.application_id = application_id
         self.state_location = state_location or default_state_location()
         self.dead_letters = DeadLetterPolicy(deserialization_exception_handler, dead_letter_topic)
@@ -163,6 +169,7 @@ class TaskRunner:
         self.arrow_batch_size = arrow_batch_size
         self.fencing = fencing
         self.task_timeout_s = task_timeout_s
+        self.repartition_purge_interval_s = repartition_purge_interval_s
         self.admin = KafkaAdmin(self.kafka_config["bootstrap.servers"], self._client_config())
         unresolved = ApplicationTopology(topology, application_id)
         if source_partitions is None and unresolved.patterns_pending:

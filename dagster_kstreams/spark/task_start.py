@@ -73,7 +73,8 @@ def start_running_task(runner: Any, application: ApplicationTopology, task: Task
             # (Not when the group is already past the checkpoint by the batch to replay.)
             fence.commit(start.offsets_from, "before processing anything")
         purge = RepartitionPurge(str(task), runner.running_admin,
-                                 [tp for tp in assigned if application.is_repartition_topic(tp.topic)])
+                                 [tp for tp in assigned if application.is_repartition_topic(tp.topic)],
+                                 runner.repartition_purge_interval_s)
         run = RunState(task, started, assigned, start.offsets_from, end_offsets, max_records, progress, fence,
                        runner.busy_clock, purge.after_commit)
         limits = [limit for limit in (max_records_per_batch or runner.max_records_per_batch, max_records)
