@@ -258,18 +258,7 @@ def test_task_timeout_reaches_the_runner_of_worker_runs_and_materializations_and
     with pytest.raises(ValueError, match=r"^task_timeout_s of 'upc' must be > 0, got 0$"):
         KStreamsApp(users_per_country.build_topology(), "upc", {"users": 2}, task_timeout_s=0)
     # The component's YAML field reaches the app (checked when the definitions load).
-    with create_defs_folder_sandbox() as sandbox:
-        sandbox.scaffold_component(KStreamsComponent, defs_path="upc", defs_yaml_contents={
-            "type": "dagster_kstreams.orchestration.component.KStreamsComponent",
-            "attributes": {"topology": "assets.users_per_country:build_topology", "app_id": "upc",
-                           "topic_partitions": {"users": 2}, "task_timeout_s": 0}})
-        with pytest.raises(Exception) as raised:  # Dagster's error names the defs.yaml; its cause, the field
-            with sandbox.build_all_defs():
-                pass
-    causes = [raised.value]
-    while causes[-1].__cause__ is not None:
-        causes.append(causes[-1].__cause__)
-    assert "task_timeout_s of 'upc' must be > 0, got 0.0" in [str(cause) for cause in causes]
+    assert "task_timeout_s of 'upc' must be > 0, got 0.0" in _component_load_errors({"task_timeout_s": 0})
 
 
 def test_repartition_purge_interval_reaches_the_runner_from_the_app_and_the_component_and_is_checked():
@@ -281,18 +270,25 @@ def test_repartition_purge_interval_reaches_the_runner_from_the_app_and_the_comp
     with pytest.raises(ValueError, match=r"^repartition_purge_interval_s of 'upc' must be >= 0, got -1$"):
         KStreamsApp(users_per_country.build_topology(), "upc", {"users": 2}, repartition_purge_interval_s=-1)
     # The component's YAML field reaches the app (checked when the definitions load).
+    assert ("repartition_purge_interval_s of 'upc' must be >= 0, got -1.0"
+            in _component_load_errors({"repartition_purge_interval_s": -1}))
+
+
+def _component_load_errors(attributes: dict) -> list[str]:
+    """The chain of errors (each one's cause) of loading a component of the users-per-country topology with
+    ``attributes``: Dagster's error names the defs.yaml, its cause the field."""
     with create_defs_folder_sandbox() as sandbox:
         sandbox.scaffold_component(KStreamsComponent, defs_path="upc", defs_yaml_contents={
             "type": "dagster_kstreams.orchestration.component.KStreamsComponent",
             "attributes": {"topology": "assets.users_per_country:build_topology", "app_id": "upc",
-                           "topic_partitions": {"users": 2}, "repartition_purge_interval_s": -1}})
+                           "topic_partitions": {"users": 2}, **attributes}})
         with pytest.raises(Exception) as raised:
             with sandbox.build_all_defs():
                 pass
     causes = [raised.value]
     while causes[-1].__cause__ is not None:
         causes.append(causes[-1].__cause__)
-    assert "repartition_purge_interval_s of 'upc' must be >= 0, got -1.0" in [str(cause) for cause in causes]
+    return [str(cause) for cause in causes]
 
 
 def test_component_names_a_topology_that_cannot_be_loaded():
