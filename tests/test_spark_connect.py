@@ -23,8 +23,11 @@ from pathlib import Path
 import pytest
 
 from tests.connect_word_count import LINES, lines, run
+from dagster_kstreams.base.home import LocalStackError
 from dagster_kstreams.kafka.admin import TopicPartition
 from dagster_kstreams.kafka.records import final_values, produce, read_topic
+from dagster_kstreams.local.connect_server import LocalConnectServer
+from dagster_kstreams.local.processes import free_port
 from dagster_kstreams.spark.checkpoint import CheckpointReader
 from dagster_kstreams.spark.errors import SparkSessionError
 from dagster_kstreams.spark.session import build_spark_session
@@ -103,3 +106,13 @@ def test_connect_is_refused_in_one_line_in_a_process_that_runs_a_classic_session
 def test_a_checkpoint_that_is_not_local_cannot_be_read_without_a_classic_session():
     with pytest.raises(SparkSessionError, match="not a local directory: it is read through Hadoop's FileSystem"):
         CheckpointReader(None, "hdfs://namenode/state/app/tasks/0_0/checkpoint")
+
+
+@pytest.mark.integration
+def test_a_connect_server_that_exits_at_start_is_said_in_one_line_naming_its_log(tmp_path):
+    server = LocalConnectServer(tmp_path / "connect", port=free_port(), cores=0)  # local[0]: Spark refuses it
+    with pytest.raises(LocalStackError) as exited:
+        server.start()
+    assert str(exited.value) == f"the Spark Connect server exited at start (log {server.log_file})"
+    assert "Asked to run locally with 0 threads" in server.log_file.read_text()  # the log says why
+    server.stop()

@@ -64,14 +64,15 @@ class LocalConnectServer:
     def start(self) -> str:
         """Start the server unless it runs, wait until it accepts connections; its ``sc://`` URL."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
+        process = None
         if self.running_pid() is None:
             if not port_is_free(self.port):
                 raise LocalStackError(f"Spark Connect server: the port {HOST}:{self.port} is taken by another process")
-            self._launch()
-        self._wait_until_ready()
+            process = self._launch()
+        self._wait_until_ready(process)
         return self.url
 
-    def _launch(self) -> None:
+    def _launch(self) -> subprocess.Popen:
         settings = {
             "spark.master": f"local[{self.cores}]",
             "spark.connect.grpc.binding.address": HOST,
@@ -99,11 +100,17 @@ class LocalConnectServer:
                                        env=environment, cwd=self.state_dir, start_new_session=True,
                                        preexec_fn=terminate_with_parent if self.stop_with_parent else None)
         self._pid_file.write_text(str(process.pid))
+        return process
 
-    def _wait_until_ready(self) -> None:
+    def _wait_until_ready(self, process: Optional[subprocess.Popen]) -> None:
+        """Until the server listens. One this call launched (``process``) has exited when its process
+        has. Its command line, which :meth:`running_pid` reads for one started elsewhere, can read empty
+        for an instant while ``spark-class`` execs the JVM (Linux sets a new program's arguments after
+        swapping its memory in): a fresh-clone CI said a server had exited at start whose JVM had started."""
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
-            if self.running_pid() is None:
+            exited = process.poll() is not None if process is not None else self.running_pid() is None
+            if exited:
                 raise LocalStackError(f"the Spark Connect server exited at start (log {self.log_file})")
             try:
                 socket.create_connection((HOST, self.port), timeout=1.0).close()
