@@ -54,9 +54,9 @@ class RepartitionPurge:
     """Deletes one task's consumed records of its repartition ``partitions``, at most every ``interval_s``."""
 
     def __init__(self, task: str, admin: KafkaAdmin, partitions: Iterable[TopicPartition],
-                 interval_s: Optional[float] = None, clock: Callable[[], float] = time.monotonic):
+                 interval_s: float, clock: Callable[[], float] = time.monotonic):
         self.task, self.admin, self.partitions = task, admin, frozenset(partitions)
-        self.interval_s = PURGE_INTERVAL_S if interval_s is None else interval_s
+        self.interval_s = interval_s  # the runner's repartition_purge_interval_s (PURGE_INTERVAL_S by default)
         self._clock = clock
         self._last = clock()
 
