@@ -23,8 +23,8 @@ def test_a_session_maps_no_archive_until_one_is_made(tmp_path):
 
 
 def test_once_made_the_archive_comes_first_and_the_users_own_java_options_win(tmp_path):
-    jars = spark_conf("local[1]", jars_home=tmp_path)["spark.jars"].split(",")
-    path = archive_path(jars, tmp_path)
+    conf = spark_conf("local[1]", jars_home=tmp_path)
+    path = archive_path(conf["spark.jars"].split(","), tmp_path, conf["spark.driver.extraClassPath"])
     path.parent.mkdir(parents=True)
     path.write_bytes(b"archive")
     options = spark_conf("local[1]", {"spark.driver.extraJavaOptions": "-Xshare:off -Dx=1"},
@@ -41,6 +41,7 @@ def test_the_archive_is_named_after_the_java_and_the_jars(tmp_path, monkeypatch)
     seventeen = archive_path(JARS, tmp_path)
     assert archive_path(JARS, tmp_path) == seventeen
     assert archive_path([*JARS, "/opt/jars/extra.jar"], tmp_path) != seventeen
+    assert archive_path(JARS, tmp_path, "/opt/jars/first.jar") != seventeen  # another class path to match
     monkeypatch.setenv("JAVA_HOME", str(_java_home(tmp_path, "21.0.5")))
     assert archive_path(JARS, tmp_path) not in (None, seventeen)
 
@@ -56,6 +57,7 @@ def test_a_java_that_cannot_map_a_dynamic_archive_gets_none(tmp_path, monkeypatc
 @pytest.mark.integration
 def test_the_test_sessions_jvm_maps_the_archive_when_it_was_made(spark):
     # `make test` makes the archive before pytest starts (dagster-kstreams local spark-archive).
-    path = archive_path(spark.sparkContext.getConf().get("spark.jars").split(","))
+    conf = spark.sparkContext.getConf()
+    path = archive_path(conf.get("spark.jars").split(","), class_path=conf.get("spark.driver.extraClassPath", ""))
     arguments = list(spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
     assert (f"-XX:SharedArchiveFile={path}" in arguments) == path.is_file()

@@ -95,6 +95,40 @@ def test_the_local_file_system_is_one_rocksdb_can_upload_snapshots_from(spark):
     assert jvm.java.lang.Class.forName("org.apache.hadoop.fs.LocalFileSystem").isInstance(local)
 
 
+def test_a_local_session_checkpoints_through_the_projects_file_system_unless_told_otherwise():
+    """A local driver sets new files' permissions in process (no `chmod` forked per checkpoint file),
+    from the project's jar on its own class path; executors elsewhere keep Hadoop's file system."""
+    local = spark_conf("local[2]")
+    assert local["spark.hadoop.fs.file.impl"] == "dagster.kstreams.NioLocalFileSystem"
+    assert Path(local["spark.driver.extraClassPath"]).name == "dagster-kstreams-jvm.jar"
+    assert Path(local["spark.driver.extraClassPath"]).is_file()
+    assert local["spark.driver.extraClassPath"] in local["spark.jars"].split(",")
+    own = spark_conf("local[2]", {"spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.LocalFileSystem",
+                                  "spark.driver.extraClassPath": "/opt/mine.jar"})
+    assert own["spark.hadoop.fs.file.impl"] == "org.apache.hadoop.fs.LocalFileSystem"
+    assert own["spark.driver.extraClassPath"].split(os.pathsep) == ["/opt/mine.jar", local["spark.driver.extraClassPath"]]
+    standalone = spark_conf("spark://10.0.0.5:7077")
+    assert "spark.hadoop.fs.file.impl" not in standalone
+    assert standalone["spark.driver.extraClassPath"] == local["spark.driver.extraClassPath"]  # one class archive
+    assert "spark.driver.extraClassPath" not in spark_conf("spark://10.0.0.5:7077", {"spark.submit.deployMode": "cluster"})
+
+
+def test_the_local_file_system_sets_permissions_as_hadoops_does(spark, tmp_path):
+    jvm = spark.sparkContext._jvm
+    fs = jvm.org.apache.hadoop.fs.FileSystem.get(jvm.java.net.URI("file:///"), spark.sparkContext._jsc.hadoopConfiguration())
+    assert fs.getClass().getName() == "dagster.kstreams.NioLocalFileSystem"
+    path = jvm.org.apache.hadoop.fs.Path(f"file://{tmp_path}/offsets")
+    stream = fs.create(path, False)
+    stream.write(b"v1")
+    stream.close()
+    assert (tmp_path / "offsets").stat().st_mode & 0o777 == 0o644  # Hadoop's 666 less its 022 umask
+    assert (tmp_path / ".offsets.crc").is_file()  # still checksummed, as Hadoop's default
+    for mode in (0o600, 0o751, 0o444, 0o017):
+        fs.setPermission(path, jvm.org.apache.hadoop.fs.permission.FsPermission(f"{mode:03o}"))
+        assert (tmp_path / "offsets").stat().st_mode & 0o777 == mode
+        assert fs.getFileStatus(path).getPermission().toShort() == mode
+
+
 @pytest.mark.parametrize("master", ["", "local[x]", "mesos://host:5050", "spark:/nohost"])
 def test_bad_master_is_a_clear_error_naming_it(master):
     with pytest.raises(SparkSessionError, match=re.escape(f"Spark master {master!r}")):

@@ -28,7 +28,7 @@ from dagster_kstreams.base.jars import jar_paths
 from dagster_kstreams.kafka.admin import KafkaAdmin
 from dagster_kstreams.kafka.records import produce
 from dagster_kstreams.spark.class_archive import DUMP_OPTION, QUIET_OPTIONS, archive_path
-from dagster_kstreams.spark.session import build_spark_session
+from dagster_kstreams.spark.session import build_spark_session, driver_class_path
 from dagster_kstreams.spark.task_runner import TaskRunner
 from dagster_kstreams.topology import StreamsBuilder
 
@@ -40,7 +40,8 @@ _STALE_DUMP_S = 3600.0
 
 def build_spark_archive(bootstrap: Optional[str] = None, home: Optional[Path] = None, force: bool = False) -> Path:
     """The archive's path, made now unless it is there (or ``force``)."""
-    path = archive_path(jar_paths("spark-kafka", home), home)
+    jars = jar_paths("spark-kafka", home)
+    path = archive_path(jars, home, driver_class_path(jars))
     if path is None:
         raise LocalStackError("this Java cannot archive classes (JDK 13 or newer is needed): Spark starts without")
     if path.is_file() and not force:

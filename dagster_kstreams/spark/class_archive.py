@@ -65,16 +65,17 @@ def _major(release: str) -> int:
     return int(first) if first.isdigit() else 0
 
 
-def archive_path(extra_jars: Sequence[str] = (), home: Optional[Path] = None) -> Optional[Path]:
-    """Where the archive for this Java, pyspark and ``extra_jars`` (``spark.jars``) lives; None if this
-    Java cannot use one."""
+def archive_path(extra_jars: Sequence[str] = (), home: Optional[Path] = None, class_path: str = "") -> Optional[Path]:
+    """Where the archive for this Java, pyspark, ``extra_jars`` (``spark.jars``) and the driver's
+    ``class_path`` (``spark.driver.extraClassPath``, which comes first on the JVM's class path that
+    the archive must match) lives; None if this Java cannot use one."""
     java_home = _java_home()
     release = java_release(java_home)
     if release is None or _major(release) < _FIRST_DYNAMIC_ARCHIVE_JAVA:
         return None
     spark_jars = Path(pyspark.__file__).parent / "jars"
     digest = hashlib.sha256()
-    digest.update(f"{os.path.realpath(java_home)}\0{release}\0{pyspark.__version__}\0".encode())
+    digest.update(f"{os.path.realpath(java_home)}\0{release}\0{pyspark.__version__}\0{class_path}\0".encode())
     for jar in [*sorted(spark_jars.glob("*.jar")), *(Path(jar) for jar in extra_jars)]:
         try:
             digest.update(f"{jar}\0{jar.stat().st_size}\0".encode())
@@ -83,9 +84,9 @@ def archive_path(extra_jars: Sequence[str] = (), home: Optional[Path] = None) ->
     return (home or state_home()) / ARCHIVE_DIRECTORY / f"spark-{pyspark.__version__}-{digest.hexdigest()[:16]}.jsa"
 
 
-def java_options(extra_jars: Sequence[str] = (), home: Optional[Path] = None) -> list[str]:
+def java_options(extra_jars: Sequence[str] = (), home: Optional[Path] = None, class_path: str = "") -> list[str]:
     """The driver JVM's options that map the archive, if it has been made; else none."""
-    path = archive_path(extra_jars, home)
+    path = archive_path(extra_jars, home, class_path)
     if path is None or not path.is_file():
         return []
     return [f"-XX:SharedArchiveFile={path}", *QUIET_OPTIONS]
