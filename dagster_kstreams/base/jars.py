@@ -3,8 +3,8 @@
 ``jar_paths("broker")`` is the classpath of a KRaft Kafka broker; ``jar_paths("spark-kafka")``
 is Spark's Kafka connector for the installed pyspark (without Spark itself, which the pyspark
 wheel brings), with the project's own jar built from ``jvm/spark-kafka/src`` (a producer
-interceptor: :mod:`dagster_kstreams.spark.batch_writer`; a local session's file system:
-:mod:`dagster_kstreams.spark.session`). Resolution copies the jars into
+interceptor: :mod:`dagster_kstreams.spark.batch_writer`); ``jar_paths("spark-hadoop")`` the project's
+jar for a local driver's own class path (a file system: :mod:`dagster_kstreams.spark.session`). Resolution copies the jars into
 ``<state home>/jars/<name>/`` once; a stamp holding the hash of the pom and the sources makes
 later calls free, and a cached ``~/.m2`` makes them work offline.
 """
@@ -20,14 +20,12 @@ from pathlib import Path
 
 from dagster_kstreams.base.home import LocalStackError, state_home
 
-ARTIFACT_SETS = ("broker", "spark-kafka")
+ARTIFACT_SETS = ("broker", "spark-kafka", "spark-hadoop")
 # Pinned so that Maven need not look up the plugin's latest version (which needs the network).
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 _STAMP_NAME = ".pom-sha256"
 _BUILD_DIR = ".build"
 _JVM_DIR = Path(__file__).resolve().parent / "jvm"
-# The jar built from ``jvm/spark-kafka/src`` (its pom's ``finalName``), among the spark-kafka set.
-PROJECT_JAR = "dagster-kstreams-jvm.jar"
 
 
 def pom_path(name: str) -> Path:

@@ -40,8 +40,7 @@ _STALE_DUMP_S = 3600.0
 
 def build_spark_archive(bootstrap: Optional[str] = None, home: Optional[Path] = None, force: bool = False) -> Path:
     """The archive's path, made now unless it is there (or ``force``)."""
-    jars = jar_paths("spark-kafka", home)
-    path = archive_path(jars, home, driver_class_path(jars))
+    path = archive_path(jar_paths("spark-kafka", home), home, driver_class_path(home))
     if path is None:
         raise LocalStackError("this Java cannot archive classes (JDK 13 or newer is needed): Spark starts without")
     if path.is_file() and not force:

@@ -76,7 +76,8 @@ def archive_path(extra_jars: Sequence[str] = (), home: Optional[Path] = None, cl
     spark_jars = Path(pyspark.__file__).parent / "jars"
     digest = hashlib.sha256()
     digest.update(f"{os.path.realpath(java_home)}\0{release}\0{pyspark.__version__}\0{class_path}\0".encode())
-    for jar in [*sorted(spark_jars.glob("*.jar")), *(Path(jar) for jar in extra_jars)]:
+    class_path_jars = [Path(entry) for entry in class_path.split(os.pathsep) if entry]
+    for jar in [*sorted(spark_jars.glob("*.jar")), *(Path(jar) for jar in extra_jars), *class_path_jars]:
         try:
             digest.update(f"{jar}\0{jar.stat().st_size}\0".encode())
         except OSError:

@@ -12,13 +12,13 @@ import os
 import re
 import socket
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
 
-from dagster_kstreams.base.jars import PROJECT_JAR, jar_paths
+from dagster_kstreams.base.jars import jar_paths
 from dagster_kstreams.spark.class_archive import java_options
 from dagster_kstreams.spark.errors import SparkSessionError
 from dagster_kstreams.spark.jvm import classic_session_runs, honor_pyspark_python, running_jars
@@ -50,12 +50,12 @@ CONNECTOR_JAR_PREFIX = "spark-sql-kafka-0-10_"
 # setting of the user's wins.
 CHECKPOINT_FILE_CONTEXT = {"spark.hadoop.fs.AbstractFileSystem.file.impl": "org.apache.hadoop.fs.local.RawLocalFs"}
 
-# A local session's `file:` file system (the project's jar, ``dagster_kstreams/base/jvm``): Hadoop's
-# local one, setting a new file's permissions in process where Hadoop's, without its native library,
-# forks a `chmod`: four to six forks on every micro-batch's critical path (the offset and commit logs,
-# a state store's changelog, their checksums), about 100 ms a batch on a busy 2-core machine
-# (bench/README.md). Local masters only: executors elsewhere lack the jar on their class path (Spark
-# opens `file:` before it loads ``spark.jars``, hence the driver's class path).
+# A local session's `file:` file system (the project's spark-hadoop jar, ``dagster_kstreams/base/jvm``):
+# Hadoop's local one, setting a new file's permissions in process where Hadoop's, without its native
+# library, forks a `chmod`: four to six forks on every micro-batch's critical path (the offset and
+# commit logs, a state store's changelog, their checksums), about 100 ms a batch on a busy 2-core
+# machine (bench/README.md). Local masters only: executors elsewhere lack the jar on their class path
+# (Spark opens `file:` before it loads ``spark.jars``, hence the driver's class path).
 LOCAL_FILE_SYSTEM = {"spark.hadoop.fs.file.impl": "dagster.kstreams.NioLocalFileSystem"}
 
 # A worker's or a materialization's stderr is a log (Dagster's, or the terminal `dagster dev` shares
@@ -143,7 +143,7 @@ def spark_conf(
     """All ``spark.*`` settings for a session that can read and write Kafka.
 
     ``conf`` wins over the defaults, except that ``spark.jars`` and ``spark.driver.extraClassPath``
-    are merged: the connector jars (and the project's jar) are appended to any given there.
+    are merged: the connector jars (and the project's spark-hadoop jar) are appended to any given there.
     """
     user_conf = {str(key): str(value) for key, value in (conf or {}).items()}
     for key in user_conf:
@@ -184,7 +184,7 @@ def spark_conf(
     jars = list(dict.fromkeys([*user_jars, *connector_jars]))
     settings["spark.jars"] = ",".join(jars)
     if user_conf.get("spark.submit.deployMode") != "cluster":  # the driver's JVM starts on this machine
-        class_path = driver_class_path(connector_jars, user_conf.get("spark.driver.extraClassPath", ""))
+        class_path = driver_class_path(jars_home, user_conf.get("spark.driver.extraClassPath", ""))
         settings["spark.driver.extraClassPath"] = class_path
         # The class-data archive first, so that the user's own options win over ours.
         driver_options = " ".join([*java_options(jars, jars_home, class_path),
@@ -194,11 +194,12 @@ def spark_conf(
     return settings
 
 
-def driver_class_path(connector_jars: Sequence[str], user_class_path: str = "") -> str:
-    """``spark.driver.extraClassPath`` of a driver started here: the user's, then the project's jar
-    (among ``connector_jars``), whose classes Spark needs before it loads ``spark.jars``."""
-    project_jars = [jar for jar in connector_jars if Path(jar).name == PROJECT_JAR]
-    return os.pathsep.join(entry for entry in [*user_class_path.split(os.pathsep), *project_jars] if entry)
+def driver_class_path(jars_home: Path | None = None, user_class_path: str = "") -> str:
+    """``spark.driver.extraClassPath`` of a driver started here: the user's, then the project's
+    spark-hadoop jar, whose classes Spark needs before it loads ``spark.jars`` (and which need
+    nothing from there: a class on this path cannot see the Kafka client that ``spark.jars`` brings)."""
+    entries = [*user_class_path.split(os.pathsep), *jar_paths("spark-hadoop", jars_home)]
+    return os.pathsep.join(entry for entry in entries if entry)
 
 
 def build_spark_session(
