@@ -3,10 +3,10 @@
 ``jar_paths("broker")`` is the classpath of a KRaft Kafka broker; ``jar_paths("spark-kafka")``
 is Spark's Kafka connector for the installed pyspark (without Spark itself, which the pyspark
 wheel brings), with the project's own jar built from ``jvm/spark-kafka/src`` (a producer
-interceptor: :mod:`dagster_kstreams.spark.batch_writer`); ``jar_paths("spark-hadoop")`` the project's
-jar for a local driver's own class path (a file system: :mod:`dagster_kstreams.spark.session`). Resolution copies the jars into
-``<state home>/jars/<name>/`` once; a stamp holding the hash of the pom and the sources makes
-later calls free, and a cached ``~/.m2`` makes them work offline.
+interceptor: :mod:`dagster_kstreams.spark.batch_writer`); ``jar_paths("spark-hadoop")`` the
+project's jar for a local driver's own class path (a file system: :mod:`dagster_kstreams.spark.session`).
+Resolution copies the jars into ``<state home>/jars/<name>/`` once; a stamp holding the hash of the
+pom and the sources makes later calls free, and a cached ``~/.m2`` makes them work offline.
 """
 
 from __future__ import annotations
